@@ -1,0 +1,86 @@
+/**
+ * Validated, normalized resources. Produced by config/resources.ts from YAML (file source)
+ * or from Kubernetes objects (kubernetes source); plain data, so it crosses IPC as JSON.
+ */
+export type WindowUnit = 'second' | 'minute' | 'hour' | 'day' | 'month';
+
+export interface StringMatch {
+  kind: 'exact' | 'prefix' | 'regex';
+  value: string;
+}
+
+export interface RuleMatch {
+  /** Header name (lower-case) -> match. Empty object = no header condition. */
+  headers: Record<string, StringMatch>;
+  /** Match on the request path (without query), or null. */
+  uri: StringMatch | null;
+}
+
+export interface TargetModel {
+  modelServerName: string;
+  /** 0..100, relative; default 100. */
+  weight: number;
+}
+
+export interface Rule {
+  name: string;
+  /** null = matches every request. */
+  modelMatch: RuleMatch | null;
+  targetModels: TargetModel[];
+}
+
+export interface RateLimitSpec {
+  /** null = no input limit. Positive integer otherwise. */
+  inputTokensPerUnit: number | null;
+  /** null = no output limit. Positive integer otherwise. */
+  outputTokensPerUnit: number | null;
+  unit: WindowUnit;
+  /** null = local mode. */
+  global: { redis: { address: string } } | null;
+}
+
+export interface ModelRoute {
+  kind: 'ModelRoute';
+  namespace: string;
+  name: string;
+  /** `${namespace}/${name}` */
+  key: string;
+  modelName: string;
+  rules: Rule[];
+  rateLimit: RateLimitSpec | null;
+  /** RFC 3339 creationTimestamp when known (Kubernetes), else null. */
+  creationTimestamp: string | null;
+}
+
+export interface Endpoint {
+  /** Pod name as it appears in logs (selected_pod). */
+  name: string;
+  host: string;
+  port: number;
+}
+
+export interface ModelServer {
+  kind: 'ModelServer';
+  namespace: string;
+  name: string;
+  /** `${namespace}/${name}` */
+  key: string;
+  /** When set, the upstream request's `model` is rewritten to it. */
+  model: string | null;
+  inferenceEngine: string | null;
+  workloadSelector: { matchLabels: Record<string, string> } | null;
+  workloadPort: number | null;
+  /** trafficPolicy.timeout in ms, or null (use ROUTER_UPSTREAM_TIMEOUT). */
+  timeoutMs: number | null;
+  /** spec.endpoints (standalone), or null (Kubernetes: resolved from pods). */
+  endpoints: Endpoint[] | null;
+}
+
+/** A consistent set of resources; what the primary sends to workers (with endpoints resolved). */
+export interface ResourceSnapshot {
+  /** Increases with every applied change. */
+  version: number;
+  routes: ModelRoute[];
+  /** endpoints always resolved here (never null): [] when none is ready. */
+  servers: (ModelServer & { endpoints: Endpoint[] })[];
+}

@@ -1,0 +1,56 @@
+import type { ErrorType } from '../errors.js';
+
+/**
+ * Everything the router knows about one request, in one fixed-shape object.
+ * The constructor sets every field so V8 keeps a single hidden class.
+ * Times are `performance.now()` milliseconds; `receivedAt` is wall-clock epoch ms.
+ */
+export class RequestContext {
+  // Copied out of uWS's HttpRequest before any await.
+  readonly receivedAt: number;
+  readonly t0: number;
+  readonly method: string;
+  /** Path including the query string, as received. */
+  readonly path: string;
+  readonly protocol: string;
+  requestId: string;
+
+  // Routing decisions ("" when none).
+  modelName = '';
+  modelRoute = '';
+  modelServer = '';
+  selectedPod = '';
+
+  // Tokens.
+  inputTokens = 0;
+  outputTokens = 0;
+
+  // Outcome.
+  statusCode = 0;
+  errorType: ErrorType | null = null;
+  errorMessage = '';
+  /** The client went away before the answer ended. */
+  aborted = false;
+  /** The response has been ended (by us) — no more writes. */
+  finished = false;
+
+  // Phase marks (performance.now() ms; 0 = not reached).
+  tUpstreamStart = 0;
+  tUpstreamEnd = 0;
+  tEnd = 0;
+
+  constructor(method: string, path: string, protocol: string, requestId: string, receivedAt: number, t0: number) {
+    this.method = method;
+    this.path = path;
+    this.protocol = protocol;
+    this.requestId = requestId;
+    this.receivedAt = receivedAt;
+    this.t0 = t0;
+  }
+
+  fail(type: ErrorType, message: string, status: number): void {
+    this.errorType = type;
+    this.errorMessage = message;
+    this.statusCode = status;
+  }
+}

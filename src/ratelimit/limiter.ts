@@ -1,0 +1,42 @@
+import type { RateLimitSpec } from '../config/resource-types.js';
+
+/** Injected wall clock (epoch ms), so windows are testable without sleeping. */
+export type Clock = () => number;
+export const systemClock: Clock = Date.now;
+
+export type LimitDirection = 'input' | 'output';
+
+/** State of one counter after a decision, for the x-ratelimit-* headers. */
+export interface LimitState {
+  limit: number;
+  remaining: number;
+  /** Whole seconds until the window resets (>= 1). */
+  resetSeconds: number;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** Which limit rejected (null when allowed). */
+  rejectedBy: LimitDirection | null;
+  /** Whole seconds until the window resets (retry-after on 429). */
+  retryAfterSeconds: number;
+  /** null when that direction has no limit. */
+  input: LimitState | null;
+  output: LimitState | null;
+}
+
+/**
+ * Token limiter semantics (shared by local and global mode, docs/rate-limiting.md):
+ * - counters per route key (`namespace/name`) and direction, in fixed windows aligned to UTC
+ *   (second/minute/hour/day/calendar month);
+ * - admit(): atomically reject when input counter + inputTokens > inputTokensPerUnit, or when the
+ *   output counter >= outputTokensPerUnit; a rejection charges nothing; admission charges input;
+ * - chargeOutput(): adds output tokens to the current window (all of them, even past the limit);
+ * - adjustInput(): corrects the current window's input counter by delta (may be negative, floors at 0).
+ */
+export interface TokenLimiter {
+  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision;
+  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> | void;
+  adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> | void;
+  close(): Promise<void>;
+}
