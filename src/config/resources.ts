@@ -1,0 +1,490 @@
+/**
+ * Resource schema: validates ModelRoute / ModelServer objects (from YAML files or from the
+ * Kubernetes API) into the plain, normalized types of resource-types.ts. Every error names
+ * where it was found, the resource and the path of the bad field.
+ *
+ * Unknown fields are tolerated (real manifests carry status, parentRefs, loraAdapters, retry,
+ * kvConnector, ...); unknown kinds are rejected.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { parseDuration } from './duration.js';
+import type {
+  Endpoint, ModelRoute, ModelServer, RateLimitSpec, Rule, RuleMatch, StringMatch, TargetModel, WindowUnit,
+} from './resource-types.js';
+
+export const API_VERSION = 'v1alpha1';
+const WINDOW_UNITS: readonly WindowUnit[] = ['second', 'minute', 'hour', 'day', 'month'];
+const MATCH_KINDS = ['exact', 'prefix', 'regex'] as const;
+const UINT32_MAX = 4_294_967_295;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const HOSTNAME = /^[A-Za-z0-9_]([-A-Za-z0-9_]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([-A-Za-z0-9_]*[A-Za-z0-9_])?)*\.?$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+/** A bad resource. `message` reads `<where> (<Kind ns/name>): <field path>: <problem>`. */
+export class ResourceError extends Error {
+  /** When one error reports several problems (parseResourceFile), each of them; else just this one. */
+  readonly problems: readonly ResourceError[];
+
+  constructor(
+    readonly where: string,
+    readonly resource: string | null,
+    readonly path: string | null,
+    readonly problem: string,
+    problems?: readonly ResourceError[],
+  ) {
+    super(problems && problems.length > 1 ? problem : formatMessage(where, resource, path, problem));
+    this.name = 'ResourceError';
+    this.problems = problems && problems.length > 1 ? problems : [this];
+  }
+
+  /** One error for several problems; a single problem is returned as is. */
+  static combine(file: string, errors: readonly ResourceError[]): ResourceError {
+    if (errors.length === 1) return errors[0];
+    const list = errors.map((e) => `  - ${e.message}`).join('\n');
+    return new ResourceError(file, null, null, `${file}: ${errors.length} problems:\n${list}`, errors);
+  }
+}
+
+function formatMessage(where: string, resource: string | null, path: string | null, problem: string): string {
+  return `${where}${resource ? ` (${resource})` : ''}${path ? `: ${path}` : ''}: ${problem}`;
+}
+
+/** How a value reads in "expected ..., got ..." messages. */
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 80 ? `${v.slice(0, 77)}...` : v)}`;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  if (Array.isArray(v)) return 'a list';
+  if (v instanceof Date) return `the timestamp ${v.toISOString()}`;
+  return typeof v === 'object' ? 'a mapping' : typeof v;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+}
+
+/** `a.b` for plain keys, `a["x y"]` otherwise. */
+function child(path: string, key: string): string {
+  if (/^[A-Za-z_][-\w]*$/.test(key)) return path ? `${path}.${key}` : key;
+  return `${path}[${JSON.stringify(key)}]`;
+}
+
+/** Field checks for one resource; every failure throws a ResourceError naming the field. */
+class Checker {
+  resource: string | null = null;
+  constructor(readonly where: string) {}
+
+  fail(path: string, problem: string): never {
+    throw new ResourceError(this.where, this.resource, path || null, problem);
+  }
+
+  expected(path: string, what: string, got: unknown): never {
+    this.fail(path, got === undefined || got === null ? `is required: expected ${what}` : `expected ${what}, got ${describe(got)}`);
+  }
+
+  object(v: unknown, path: string): Record<string, unknown> {
+    return isPlainObject(v) ? v : this.expected(path, 'a mapping', v);
+  }
+
+  optObject(v: unknown, path: string): Record<string, unknown> | null {
+    return v === undefined || v === null ? null : this.object(v, path);
+  }
+
+  string(v: unknown, path: string): string {
+    return typeof v === 'string' && v !== '' ? v : this.expected(path, 'a non-empty string', v);
+  }
+
+  optString(v: unknown, path: string): string | null {
+    return v === undefined || v === null ? null : this.string(v, path);
+  }
+
+  int(v: unknown, path: string, min: number, max: number): number {
+    if (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max) return v;
+    if (v === undefined || v === null) this.expected(path, `an integer from ${min} to ${max}`, v);
+    this.fail(path, `must be an integer from ${min} to ${max}, got ${describe(v)}`);
+  }
+
+  optInt(v: unknown, path: string, min: number, max: number): number | null {
+    return v === undefined || v === null ? null : this.int(v, path, min, max);
+  }
+
+  list(v: unknown, path: string): unknown[] {
+    if (!Array.isArray(v)) this.expected(path, 'a non-empty list', v);
+    if (v.length === 0) this.fail(path, 'must not be empty');
+    return v;
+  }
+
+  stringMap(v: unknown, path: string): Record<string, string> {
+    const obj = this.object(v, path);
+    const out: Record<string, string> = {};
+    for (const key of Object.keys(obj)) {
+      const value = obj[key];
+      if (typeof value !== 'string') this.expected(child(path, key), 'a string', value);
+      out[key] = value;
+    }
+    return out;
+  }
+}
+
+/** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
+export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
+  const c: Checker = new Checker(where);
+  const top = c.object(obj, '');
+  const kind = top.kind;
+  if (kind !== 'ModelRoute' && kind !== 'ModelServer') {
+    if (typeof kind !== 'string' || kind === '') c.expected('kind', 'ModelRoute or ModelServer', kind);
+    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); expected ModelRoute or ModelServer`);
+  }
+  const meta = c.object(top.metadata, 'metadata');
+  if (typeof meta.name === 'string' && meta.name !== '') {
+    const ns = typeof meta.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
+    c.resource = `${kind} ${ns}/${meta.name}`;
+  } else {
+    c.resource = kind;
+  }
+  const apiVersion = `${opts.apiGroup}/${API_VERSION}`;
+  if (top.apiVersion !== apiVersion) c.expected('apiVersion', JSON.stringify(apiVersion), top.apiVersion);
+
+  const name = c.string(meta.name, 'metadata.name');
+  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    c.fail('metadata.name', `must be a DNS subdomain name (lower-case letters, digits, '-' and '.', at most 253 characters), got ${describe(name)}`);
+  }
+  let namespace = 'default';
+  if (meta.namespace !== undefined && meta.namespace !== null && meta.namespace !== '') {
+    namespace = c.string(meta.namespace, 'metadata.namespace');
+    if (namespace.length > 63 || !DNS_LABEL.test(namespace)) {
+      c.fail('metadata.namespace', `must be a DNS label (lower-case letters, digits and '-', at most 63 characters), got ${describe(namespace)}`);
+    }
+  }
+  const creationTimestamp = timestamp(c, meta.creationTimestamp);
+  const id = { namespace, name, key: `${namespace}/${name}` };
+  return kind === 'ModelRoute'
+    ? modelRoute(c, id, creationTimestamp, top.spec)
+    : modelServer(c, id, top.spec);
+}
+
+function timestamp(c: Checker, v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (v instanceof Date && !Number.isNaN(v.getTime())) return v.toISOString().replace('.000Z', 'Z');
+  if (typeof v === 'string' && !Number.isNaN(Date.parse(v))) return v;
+  c.expected('metadata.creationTimestamp', 'an RFC 3339 timestamp', v);
+}
+
+interface Identity { namespace: string; name: string; key: string }
+
+function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, specValue: unknown): ModelRoute {
+  const spec = c.object(specValue, 'spec');
+  const modelName = c.string(spec.modelName, 'spec.modelName');
+  const rules = c.list(spec.rules, 'spec.rules').map((r, i) => rule(c, r, `spec.rules[${i}]`));
+  const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit');
+  return { kind: 'ModelRoute', ...id, modelName, rules, rateLimit, creationTimestamp };
+}
+
+function rule(c: Checker, v: unknown, path: string): Rule {
+  const obj = c.object(v, path);
+  const name = c.string(obj.name, `${path}.name`);
+  const modelMatch = ruleMatch(c, obj.modelMatch, `${path}.modelMatch`);
+  const targetModels = c.list(obj.targetModels, `${path}.targetModels`)
+    .map((t, i) => targetModel(c, t, `${path}.targetModels[${i}]`));
+  return { name, modelMatch, targetModels };
+}
+
+/** null when there is no condition at all (matches every request). */
+function ruleMatch(c: Checker, v: unknown, path: string): RuleMatch | null {
+  const obj = c.optObject(v, path);
+  if (obj === null) return null;
+  const headers: Record<string, StringMatch> = {};
+  const headersObj = c.optObject(obj.headers, `${path}.headers`);
+  if (headersObj !== null) {
+    for (const rawName of Object.keys(headersObj)) {
+      const headerPath = child(`${path}.headers`, rawName);
+      const lower = rawName.toLowerCase();
+      if (!HEADER_NAME.test(lower)) c.fail(headerPath, `invalid header name ${JSON.stringify(rawName)}`);
+      if (lower in headers) c.fail(headerPath, `header ${JSON.stringify(lower)} is listed twice (header names are case-insensitive)`);
+      headers[lower] = stringMatch(c, headersObj[rawName], headerPath);
+    }
+  }
+  const uri = obj.uri === undefined || obj.uri === null ? null : stringMatch(c, obj.uri, `${path}.uri`);
+  if (uri === null && Object.keys(headers).length === 0) return null;
+  return { headers, uri };
+}
+
+function stringMatch(c: Checker, v: unknown, path: string): StringMatch {
+  const obj = c.object(v, path);
+  const present = MATCH_KINDS.filter((k) => obj[k] !== undefined && obj[k] !== null);
+  if (present.length !== 1) {
+    c.fail(path, `must set exactly one of exact, prefix, regex; got ${present.length === 0 ? 'none' : present.join(' and ')}`);
+  }
+  const kind = present[0];
+  const value = obj[kind];
+  if (typeof value !== 'string') c.expected(`${path}.${kind}`, 'a string', value);
+  if (kind === 'regex') {
+    try {
+      new RegExp(value);
+    } catch (err) {
+      c.fail(`${path}.regex`, `invalid regular expression ${JSON.stringify(value)}: ${(err as Error).message}`);
+    }
+  }
+  return { kind, value };
+}
+
+function targetModel(c: Checker, v: unknown, path: string): TargetModel {
+  const obj = c.object(v, path);
+  const modelServerName = c.string(obj.modelServerName, `${path}.modelServerName`);
+  const weight = c.optInt(obj.weight, `${path}.weight`, 0, 100) ?? 100;
+  return { modelServerName, weight };
+}
+
+function rateLimitSpec(c: Checker, v: unknown, path: string): RateLimitSpec | null {
+  const obj = c.optObject(v, path);
+  if (obj === null) return null;
+  const inputTokensPerUnit = c.optInt(obj.inputTokensPerUnit, `${path}.inputTokensPerUnit`, 1, UINT32_MAX);
+  const outputTokensPerUnit = c.optInt(obj.outputTokensPerUnit, `${path}.outputTokensPerUnit`, 1, UINT32_MAX);
+  if (inputTokensPerUnit === null && outputTokensPerUnit === null) {
+    c.fail(path, 'must set inputTokensPerUnit or outputTokensPerUnit (or both)');
+  }
+  const unit = obj.unit;
+  if (!WINDOW_UNITS.includes(unit as WindowUnit)) c.expected(`${path}.unit`, `one of ${WINDOW_UNITS.join(', ')}`, unit);
+  let global: RateLimitSpec['global'] = null;
+  const globalObj = c.optObject(obj.global, `${path}.global`);
+  if (globalObj !== null) {
+    const redis = c.object(globalObj.redis, `${path}.global.redis`);
+    const address = c.string(redis.address, `${path}.global.redis.address`);
+    const problem = redisAddressProblem(address);
+    if (problem !== null) c.fail(`${path}.global.redis.address`, problem);
+    global = { redis: { address } };
+  }
+  return { inputTokensPerUnit, outputTokensPerUnit, unit: unit as WindowUnit, global };
+}
+
+function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer {
+  const spec = c.optObject(specValue, 'spec') ?? {};
+  const model = c.optString(spec.model, 'spec.model');
+  const inferenceEngine = c.optString(spec.inferenceEngine, 'spec.inferenceEngine');
+  let workloadSelector: ModelServer['workloadSelector'] = null;
+  const selector = c.optObject(spec.workloadSelector, 'spec.workloadSelector');
+  if (selector !== null) {
+    const labels = selector.matchLabels;
+    const matchLabels = labels === undefined || labels === null ? {} : c.stringMap(labels, 'spec.workloadSelector.matchLabels');
+    workloadSelector = { matchLabels };
+  }
+  const port = c.optObject(spec.workloadPort, 'spec.workloadPort');
+  const workloadPort = port === null ? null : c.optInt(port.port, 'spec.workloadPort.port', 1, 65535);
+  const policy = c.optObject(spec.trafficPolicy, 'spec.trafficPolicy');
+  const timeoutMs = policy === null ? null : timeout(c, policy.timeout, 'spec.trafficPolicy.timeout');
+  const endpoints = endpointList(c, spec.endpoints, 'spec.endpoints');
+  return { kind: 'ModelServer', ...id, model, inferenceEngine, workloadSelector, workloadPort, timeoutMs, endpoints };
+}
+
+function timeout(c: Checker, v: unknown, path: string): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') c.expected(path, 'a duration string such as "30s" or "1m30s"', v);
+  let ms: number;
+  try {
+    ms = parseDuration(v);
+  } catch (err) {
+    c.fail(path, (err as Error).message);
+  }
+  if (!(ms > 0)) c.fail(path, `must be greater than zero, got ${describe(v)}`);
+  return ms;
+}
+
+function endpointList(c: Checker, v: unknown, path: string): Endpoint[] | null {
+  if (v === undefined || v === null) return null;
+  if (!Array.isArray(v)) c.expected(path, 'a list of {name, address}', v);
+  const seen = new Set<string>();
+  return v.map((item, i) => {
+    const itemPath = `${path}[${i}]`;
+    const obj = c.object(item, itemPath);
+    const name = c.string(obj.name, `${itemPath}.name`);
+    if (seen.has(name)) c.fail(`${itemPath}.name`, `duplicate endpoint name ${JSON.stringify(name)}`);
+    seen.add(name);
+    const address = c.string(obj.address, `${itemPath}.address`);
+    const hp = parseHostPort(address);
+    if (typeof hp === 'string') c.fail(`${itemPath}.address`, `${hp}, got ${describe(address)}`);
+    return { name, host: hp.host, port: hp.port };
+  });
+}
+
+/**
+ * Parses `host:port`. host: IPv4, hostname or bracketed IPv6; the returned host keeps the
+ * brackets (like WHATWG URL.hostname), so `http://${host}:${port}` is always a valid origin.
+ * Returns a problem string when the form is wrong.
+ */
+export function parseHostPort(s: string): { host: string; port: number } | string {
+  const form = 'expected host:port (IPv4, hostname or [IPv6], port 1-65535)';
+  const colon = s.lastIndexOf(':');
+  if (colon <= 0) return form;
+  const host = s.slice(0, colon);
+  const portText = s.slice(colon + 1);
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
+    return `${form}: bad port ${JSON.stringify(portText)}`;
+  }
+  if (host.startsWith('[')) {
+    if (!host.endsWith(']') || !isIPv6(host.slice(1, -1))) return `${form}: bad IPv6 address ${JSON.stringify(host)}`;
+  } else if (host.includes(':')) {
+    return `${form}: an IPv6 address must be in brackets, e.g. [::1]:8000`;
+  } else if (!isIPv4(host) && (!HOSTNAME.test(host) || host.length > 253 || /^[\d.]+$/.test(host))) {
+    return `${form}: bad host ${JSON.stringify(host)}`;
+  }
+  return { host, port: Number(portText) };
+}
+
+/** null when `address` is `host:port` or a redis:// / rediss:// URL; else the problem. */
+export function redisAddressProblem(address: string): string | null {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
+    const hp = parseHostPort(address);
+    return typeof hp === 'string' ? `${hp}, or a redis:// or rediss:// URL; got ${describe(address)}` : null;
+  }
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    return `invalid URL ${describe(redact(address))}`;
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    return `URL scheme must be redis:// or rediss://, got ${JSON.stringify(url.protocol.slice(0, -1))}`;
+  }
+  if (url.hostname === '') return `URL ${describe(redact(address))} has no host`;
+  if (!/^\/?\d*$/.test(url.pathname)) return `URL path must be a database number such as /0, got ${JSON.stringify(url.pathname)}`;
+  return null;
+}
+
+/** Hides a password in `scheme://user:password@host` before it reaches a message. */
+function redact(address: string): string {
+  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+}
+
+/** A route target that names no ModelServer in the route's namespace. */
+export interface MissingReference {
+  routeKey: string;
+  path: string;
+  problem: string;
+}
+
+export function findMissingReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): MissingReference[] {
+  const serverKeys = new Set(servers.map((s) => s.key));
+  const missing: MissingReference[] = [];
+  for (const route of routes) {
+    route.rules.forEach((r, i) => r.targetModels.forEach((t, j) => {
+      if (serverKeys.has(`${route.namespace}/${t.modelServerName}`)) return;
+      missing.push({
+        routeKey: route.key,
+        path: `spec.rules[${i}].targetModels[${j}].modelServerName`,
+        problem: `ModelServer ${route.namespace}/${t.modelServerName} does not exist (a target must name a ModelServer in the route's namespace)`,
+      });
+    }));
+  }
+  return missing;
+}
+
+/** Problems, one string per route target naming a missing ModelServer. */
+export function checkReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): string[] {
+  return findMissingReferences(routes, servers).map((m) => `ModelRoute ${m.routeKey}: ${m.path}: ${m.problem}`);
+}
+
+interface Located<T> { value: T; where: string }
+
+/**
+ * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`
+ * of them). Throws one ResourceError listing every problem. When two routes claim the same
+ * spec.modelName, the first in file order wins and the later one is dropped with a warning.
+ */
+export function parseResourceFile(
+  text: string,
+  file: string,
+  opts: { apiGroup: string },
+): { routes: ModelRoute[]; servers: ModelServer[]; warnings: string[] } {
+  const errors: ResourceError[] = [];
+  const items: Located<ModelRoute | ModelServer>[] = [];
+  for (const { value, where } of documents(text, file, errors)) {
+    if (isPlainObject(value) && value.kind === 'List') {
+      if (!Array.isArray(value.items)) {
+        errors.push(new ResourceError(where, 'List', 'items', `expected a list of resources, got ${describe(value.items)}`));
+        continue;
+      }
+      value.items.forEach((item, i) => collect(item, `${where}, items[${i}]`));
+    } else {
+      collect(value, where);
+    }
+  }
+  function collect(obj: unknown, where: string): void {
+    try {
+      items.push({ value: validateResource(obj, where, opts), where });
+    } catch (err) {
+      if (!(err instanceof ResourceError)) throw err;
+      errors.push(err);
+    }
+  }
+  if (errors.length > 0) throw ResourceError.combine(file, errors);
+
+  const warnings: string[] = [];
+  const firstByKey = new Map<string, Located<ModelRoute | ModelServer>>();
+  const routeByModel = new Map<string, Located<ModelRoute>>();
+  const routes: ModelRoute[] = [];
+  const servers: ModelServer[] = [];
+  const whereOfRoute = new Map<string, string>();
+  for (const item of items) {
+    const res = item.value;
+    const label = `${res.kind} ${res.key}`;
+    const first = firstByKey.get(label);
+    if (first !== undefined) {
+      errors.push(new ResourceError(item.where, label, 'metadata.name', `duplicate ${label}, first defined in ${first.where}`));
+      continue;
+    }
+    firstByKey.set(label, item);
+    if (res.kind === 'ModelServer') {
+      servers.push(res);
+      continue;
+    }
+    whereOfRoute.set(res.key, item.where);
+    const owner = routeByModel.get(res.modelName);
+    if (owner !== undefined) {
+      warnings.push(formatMessage(item.where, label, 'spec.modelName',
+        `model name ${JSON.stringify(res.modelName)} is already served by ModelRoute ${owner.value.key} (${owner.where}); this route is ignored`));
+      continue;
+    }
+    routeByModel.set(res.modelName, { value: res, where: item.where });
+    routes.push(res);
+  }
+  const allRoutes = items.filter((i) => i.value.kind === 'ModelRoute').map((i) => i.value as ModelRoute);
+  for (const m of findMissingReferences(allRoutes, servers)) {
+    errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
+  }
+  if (errors.length > 0) throw ResourceError.combine(file, errors);
+  return { routes, servers, warnings };
+}
+
+/** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */
+function documents(text: string, file: string, errors: ResourceError[]): Located<unknown>[] {
+  const lineCounter = new LineCounter();
+  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false });
+  const syntax = (where: string, e: { pos: [number, number]; message: string }): ResourceError => {
+    const { line, col } = lineCounter.linePos(e.pos[0]);
+    return new ResourceError(where, null, null, `YAML syntax error at line ${line}, column ${col}: ${e.message}`);
+  };
+  if (!Array.isArray(parsed) || parsed.length === 0) {
+    const streamErrors = (parsed as { errors?: { pos: [number, number]; message: string }[] }).errors ?? [];
+    for (const e of streamErrors) errors.push(syntax(file, e));
+    return [];
+  }
+  const out: Located<unknown>[] = [];
+  parsed.forEach((doc, i) => {
+    const where = `${file}: document ${i + 1}`;
+    if (doc.errors.length > 0) {
+      errors.push(syntax(where, doc.errors[0]));
+      return;
+    }
+    if (doc.contents === null) return;
+    try {
+      const value: unknown = doc.toJS({ maxAliasCount: 100 });
+      if (value !== null && value !== undefined) out.push({ value, where });
+    } catch (err) {
+      errors.push(new ResourceError(where, null, null, `cannot read YAML: ${(err as Error).message}`));
+    }
+  });
+  return out;
+}
