@@ -1,0 +1,163 @@
+import { describe, expect, it } from 'vitest';
+import { SseUsageScanner } from '../../../src/usage/sse-usage.js';
+
+const USAGE = { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 };
+
+function chatChunk(content: string): string {
+  return JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null });
+}
+function completionChunk(text: string): string {
+  return JSON.stringify({ id: 'c1', object: 'text_completion', model: 'm', choices: [{ index: 0, text, finish_reason: null }] });
+}
+const usageChunk = JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [], usage: USAGE });
+
+/** A stream as events; `eol` is the line end used throughout. */
+function stream(events: string[], eol: string): { all: string; withoutUsage: string } {
+  const encoded = events.map((e) => `${e}${eol}${eol}`);
+  return {
+    all: encoded.join(''),
+    withoutUsage: encoded.filter((_, i) => events[i] !== `data: ${usageChunk}`).join(''),
+  };
+}
+
+const chatEvents = [
+  ': keep-alive comment',
+  `data: ${chatChunk('Grüße ')}`,
+  `data: ${chatChunk('🙂 naïve')}`,
+  `data: ${chatChunk(' end')}`,
+  `data: ${usageChunk}`,
+  'data: [DONE]',
+];
+const chatText = 'Grüße 🙂 naïve end';
+
+interface Run { out: Buffer; scanner: SseUsageScanner }
+
+/** Feeds `bytes` cut at the given offsets; checks keep mode returns the same chunk objects. */
+function feed(bytes: Buffer, cuts: number[], strip: boolean): Run {
+  const scanner = new SseUsageScanner({ stripUsageChunk: strip });
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    const chunk = Buffer.from(bytes.subarray(from, cut));
+    const out = scanner.push(chunk);
+    if (!strip) expect(out).toBe(chunk);
+    parts.push(Buffer.from(out));
+    chunk.fill(0x21); // the caller may reuse its buffer: the scanner must have copied what it keeps
+    from = cut;
+  }
+  parts.push(scanner.end());
+  return { out: Buffer.concat(parts), scanner };
+}
+
+function everySplit(bytes: Buffer, strip: boolean, check: (run: Run) => void): void {
+  for (let at = 0; at <= bytes.length; at++) check(feed(bytes, [at], strip));
+  // Single bytes: every boundary at once.
+  check(feed(bytes, Array.from({ length: bytes.length }, (_, i) => i), strip));
+}
+
+describe('SseUsageScanner', () => {
+  for (const eol of ['\n', '\r\n', '\r']) {
+    const name = JSON.stringify(eol);
+    const { all, withoutUsage } = stream(chatEvents, eol);
+    const bytes = Buffer.from(all);
+
+    it(`strip mode removes only the usage chunk, at every split (${name})`, () => {
+      everySplit(bytes, true, ({ out, scanner }) => {
+        expect(out.toString()).toBe(withoutUsage);
+        expect(scanner.promptTokens).toBe(11);
+        expect(scanner.completionTokens).toBe(3);
+        expect(scanner.text).toBe(chatText);
+        expect(scanner.strippedEvents).toBe(1);
+      });
+    });
+
+    it(`keep mode forwards every byte and still reads usage, at every split (${name})`, () => {
+      everySplit(bytes, false, ({ out, scanner }) => {
+        expect(out.equals(bytes)).toBe(true);
+        expect(scanner.promptTokens).toBe(11);
+        expect(scanner.completionTokens).toBe(3);
+        expect(scanner.text).toBe(chatText);
+      });
+    });
+  }
+
+  it('strip mode forwards complete events at once and holds only the partial one', () => {
+    const scanner = new SseUsageScanner({ stripUsageChunk: true });
+    const first = `data: ${chatChunk('a')}\n\n`;
+    const partial = `data: ${chatChunk('b')}`;
+    expect(scanner.push(Buffer.from(first + partial)).toString()).toBe(first);
+    expect(scanner.push(Buffer.from('\n')).toString()).toBe('');
+    expect(scanner.push(Buffer.from('\ndata: [DONE]\n\n')).toString()).toBe(`${partial}\n\ndata: [DONE]\n\n`);
+    expect(scanner.text).toBe('ab');
+  });
+
+  it('a usage chunk with choices (usage on the last content chunk) is read but never stripped', () => {
+    const last = JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'z' } }], usage: USAGE });
+    const { all } = stream([`data: ${chatChunk('y')}`, `data: ${last}`, 'data: [DONE]'], '\n');
+    everySplit(Buffer.from(all), true, ({ out, scanner }) => {
+      expect(out.toString()).toBe(all);
+      expect(scanner.completionTokens).toBe(3);
+      expect(scanner.text).toBe('yz');
+      expect(scanner.strippedEvents).toBe(0);
+    });
+  });
+
+  it('without usage: counts stay null, text is collected (completions), nothing is stripped', () => {
+    const { all } = stream([`data: ${completionChunk('foo')}`, `data: ${completionChunk(' bar')}`, 'data: [DONE]'], '\r\n');
+    for (const strip of [true, false]) {
+      everySplit(Buffer.from(all), strip, ({ out, scanner }) => {
+        expect(out.toString()).toBe(all);
+        expect(scanner.promptTokens).toBeNull();
+        expect(scanner.completionTokens).toBeNull();
+        expect(scanner.text).toBe('foo bar');
+      });
+    }
+  });
+
+  it('forwards malformed data lines and other fields untouched', () => {
+    const events = [
+      'data: {"choices":[{"text":"ok"}]',  // truncated JSON
+      'data: not json at all',
+      'event: ping\nid: 7\nretry: 100',
+      'datafoo: {"choices":[],"usage":{"completion_tokens":99}}', // not a data field
+      'data: 42',
+      `data: ${completionChunk('fine')}`,
+      'data: [DONE]',
+    ];
+    const { all } = stream(events, '\n');
+    for (const strip of [true, false]) {
+      everySplit(Buffer.from(all), strip, ({ out, scanner }) => {
+        expect(out.toString()).toBe(all);
+        expect(scanner.completionTokens).toBeNull();
+        expect(scanner.text).toBe('fine');
+      });
+    }
+  });
+
+  it('joins multi-line data fields before parsing', () => {
+    const all = 'data: {"choices":[],\ndata: "usage":{"prompt_tokens":2,"completion_tokens":5}}\n\ndata: [DONE]\n\n';
+    everySplit(Buffer.from(all), true, ({ out, scanner }) => {
+      expect(out.toString()).toBe('data: [DONE]\n\n');
+      expect(scanner.promptTokens).toBe(2);
+      expect(scanner.completionTokens).toBe(5);
+    });
+  });
+
+  it('end() flushes a last event that lacks its blank line, and strips it when it is the usage chunk', () => {
+    const tail = `data: ${chatChunk('q')}\n`;
+    const keep = feed(Buffer.from(tail), [5], true);
+    expect(keep.out.toString()).toBe(tail);
+    expect(keep.scanner.text).toBe('q');
+
+    const usageTail = `data: ${chatChunk('q')}\n\ndata: ${usageChunk}`;
+    const stripped = feed(Buffer.from(usageTail), [9], true);
+    expect(stripped.out.toString()).toBe(`data: ${chatChunk('q')}\n\n`);
+    expect(stripped.scanner.completionTokens).toBe(3);
+  });
+
+  it('an empty chunk is harmless', () => {
+    const scanner = new SseUsageScanner({ stripUsageChunk: true });
+    expect(scanner.push(Buffer.alloc(0)).length).toBe(0);
+    expect(scanner.end().length).toBe(0);
+  });
+});
