@@ -34,7 +34,7 @@ export class ResourceError extends Error {
     readonly problem: string,
     problems?: readonly ResourceError[],
   ) {
-    super(problems && problems.length > 1 ? problem : formatMessage(where, resource, path, problem));
+    super(formatMessage(where, resource, path, problem));
     this.name = 'ResourceError';
     this.problems = problems && problems.length > 1 ? problems : [this];
   }
@@ -43,7 +43,7 @@ export class ResourceError extends Error {
   static combine(file: string, errors: readonly ResourceError[]): ResourceError {
     if (errors.length === 1) return errors[0];
     const list = errors.map((e) => `  - ${e.message}`).join('\n');
-    return new ResourceError(file, null, null, `${file}: ${errors.length} problems:\n${list}`, errors);
+    return new ResourceError(file, null, null, `${errors.length} problems:\n${list}`, errors);
   }
 }
 
@@ -138,12 +138,11 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
     if (typeof kind !== 'string' || kind === '') c.expected('kind', 'ModelRoute or ModelServer', kind);
     c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); expected ModelRoute or ModelServer`);
   }
+  c.resource = kind;
   const meta = c.object(top.metadata, 'metadata');
   if (typeof meta.name === 'string' && meta.name !== '') {
     const ns = typeof meta.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
     c.resource = `${kind} ${ns}/${meta.name}`;
-  } else {
-    c.resource = kind;
   }
   const apiVersion = `${opts.apiGroup}/${API_VERSION}`;
   if (top.apiVersion !== apiVersion) c.expected('apiVersion', JSON.stringify(apiVersion), top.apiVersion);

@@ -1,0 +1,521 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import {
+  ResourceError, checkReferences, parseHostPort, parseResourceFile, redisAddressProblem, validateResource,
+} from '../../../src/config/resources.js';
+import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
+
+const opts = { apiGroup: 'networking.serving.volcano.sh' };
+const API = 'networking.serving.volcano.sh/v1alpha1';
+
+const CANONICAL = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-r1
+  namespace: default
+spec:
+  modelName: "deepseek-r1"
+  rules:
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-1-5b"
+  rateLimit:
+    inputTokensPerUnit: 10
+    outputTokensPerUnit: 5000
+    unit: minute
+    global:
+      redis:
+        address: redis-server.kthena-system.svc.cluster.local:6379
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata:
+  name: deepseek-r1-1-5b
+  namespace: default
+spec:
+  workloadSelector:
+    matchLabels:
+      app: deepseek-r1-1-5b
+  workloadPort:
+    port: 8000
+  model: "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"
+  inferenceEngine: "vLLM"
+  trafficPolicy:
+    timeout: 10s
+`;
+
+const SERVER = `apiVersion: ${API}
+kind: ModelServer
+metadata:
+  name: sf-server
+spec:
+  endpoints:
+  - name: pod-a
+    address: 127.0.0.1:18001
+`;
+
+/** A route document (namespace default unless given) with the given spec lines appended. */
+function route(name: string, specYaml: string, namespace?: string): string {
+  return `apiVersion: ${API}
+kind: ModelRoute
+metadata:
+  name: ${name}
+${namespace ? `  namespace: ${namespace}\n` : ''}spec:
+${specYaml}`;
+}
+
+const SIMPLE_SPEC = `  modelName: sf-model
+  rules:
+  - name: default
+    targetModels:
+    - modelServerName: sf-server
+`;
+
+function parse(text: string, file = 'routes.yaml') {
+  return parseResourceFile(text, file, opts);
+}
+
+/** The ResourceError thrown by fn (fails the test when nothing or something else is thrown). */
+function errorOf(fn: () => unknown): ResourceError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ResourceError);
+    return err as ResourceError;
+  }
+  throw new Error('expected a ResourceError, nothing was thrown');
+}
+
+/** Parses `SERVER --- <doc>` and returns the error message for the route in document 2. */
+function routeError(specYaml: string): string {
+  return errorOf(() => parse(`${SERVER}---\n${route('sf-route', specYaml)}`)).message;
+}
+
+function serverError(specYaml: string): string {
+  return errorOf(() => parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: s1\nspec:\n${specYaml}`, 'servers.yaml')).message;
+}
+
+describe('parseResourceFile: valid input', () => {
+  it('parses the canonical example from the route API docs', () => {
+    const { routes, servers, warnings } = parse(CANONICAL);
+    expect(warnings).toEqual([]);
+    expect(routes).toEqual<ModelRoute[]>([{
+      kind: 'ModelRoute',
+      namespace: 'default',
+      name: 'deepseek-r1',
+      key: 'default/deepseek-r1',
+      modelName: 'deepseek-r1',
+      rules: [{ name: 'default', modelMatch: null, targetModels: [{ modelServerName: 'deepseek-r1-1-5b', weight: 100 }] }],
+      rateLimit: {
+        inputTokensPerUnit: 10,
+        outputTokensPerUnit: 5000,
+        unit: 'minute',
+        global: { redis: { address: 'redis-server.kthena-system.svc.cluster.local:6379' } },
+      },
+      creationTimestamp: null,
+    }]);
+    expect(servers).toEqual<ModelServer[]>([{
+      kind: 'ModelServer',
+      namespace: 'default',
+      name: 'deepseek-r1-1-5b',
+      key: 'default/deepseek-r1-1-5b',
+      model: 'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B',
+      inferenceEngine: 'vLLM',
+      workloadSelector: { matchLabels: { app: 'deepseek-r1-1-5b' } },
+      workloadPort: 8000,
+      timeoutMs: 10_000,
+      endpoints: null,
+    }]);
+  });
+
+  it('parses docs/examples/resources.yaml', () => {
+    const text = readFileSync(new URL('../../../docs/examples/resources.yaml', import.meta.url), 'utf8');
+    const { routes, servers, warnings } = parseResourceFile(text, 'resources.yaml', opts);
+    expect(warnings).toEqual([]);
+    expect(servers).toHaveLength(1);
+    expect(servers[0]).toMatchObject({
+      key: 'default/sf-server',
+      model: 'sf-model-v1',
+      timeoutMs: 30_000,
+      endpoints: [
+        { name: 'sf-pod-a', host: '127.0.0.1', port: 18001 },
+        { name: 'sf-pod-b', host: '127.0.0.1', port: 18002 },
+      ],
+    });
+    expect(routes.map((r) => [r.key, r.modelName, r.rateLimit])).toEqual([
+      ['default/sf-route', 'sf-model', { inputTokensPerUnit: 100000, outputTokensPerUnit: 100000, unit: 'minute', global: null }],
+      ['default/small-limit-route', 'sf-model-limited', { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null }],
+    ]);
+    expect(routes.every((r) => r.rules[0].targetModels[0].modelServerName === 'sf-server')).toBe(true);
+  });
+
+  it('parses several documents, skipping empty ones, in file order', () => {
+    const text = `---\n# only a comment\n---\n${SERVER}---\n---\n${route('a', SIMPLE_SPEC)}---\n${route('b', SIMPLE_SPEC.replace('sf-model', 'other-model'))}`;
+    const { routes, servers } = parse(text);
+    expect(servers.map((s) => s.key)).toEqual(['default/sf-server']);
+    expect(routes.map((r) => `${r.key}=${r.modelName}`)).toEqual(['default/a=sf-model', 'default/b=other-model']);
+  });
+
+  it('parses an empty file to nothing', () => {
+    expect(parse('')).toEqual({ routes: [], servers: [], warnings: [] });
+    expect(parse('# nothing here\n')).toEqual({ routes: [], servers: [], warnings: [] });
+  });
+
+  it('accepts kind: List with items', () => {
+    const list = {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { apiVersion: API, kind: 'ModelServer', metadata: { name: 's1', namespace: 'team' }, spec: {} },
+        { apiVersion: API, kind: 'ModelRoute', metadata: { name: 'r1', namespace: 'team' }, spec: { modelName: 'm', rules: [{ name: 'x', targetModels: [{ modelServerName: 's1', weight: 30 }] }] } },
+      ],
+    };
+    const { routes, servers } = parse(JSON.stringify(list)); // JSON is YAML
+    expect(servers.map((s) => s.key)).toEqual(['team/s1']);
+    expect(routes[0].key).toBe('team/r1');
+    expect(routes[0].rules[0].targetModels).toEqual([{ modelServerName: 's1', weight: 30 }]);
+  });
+
+  it('applies defaults: namespace default, weight 100, no match, no rate limit, null server fields', () => {
+    const { routes, servers } = parse(`${SERVER}---\n${route('r', SIMPLE_SPEC)}`);
+    expect(routes[0]).toMatchObject({ namespace: 'default', key: 'default/r', rateLimit: null, creationTimestamp: null });
+    expect(routes[0].rules[0]).toEqual({ name: 'default', modelMatch: null, targetModels: [{ modelServerName: 'sf-server', weight: 100 }] });
+    expect(servers[0]).toMatchObject({
+      namespace: 'default', model: null, inferenceEngine: null, workloadSelector: null, workloadPort: null, timeoutMs: null,
+    });
+  });
+
+  it('accepts a ModelServer with neither endpoints nor workloadSelector, and without spec', () => {
+    const { servers } = parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: lonely\n`);
+    expect(servers[0]).toMatchObject({ key: 'default/lonely', endpoints: null, workloadSelector: null });
+  });
+
+  it('normalizes header and uri matches, lower-casing header names', () => {
+    const { routes } = parse(`${SERVER}---\n${route('r', `  modelName: m
+  rules:
+  - name: premium
+    modelMatch:
+      headers:
+        X-User-Tier:
+          exact: premium
+        x-region:
+          regex: "^eu-(west|north)$"
+      uri:
+        prefix: /v1/chat
+    targetModels:
+    - modelServerName: sf-server
+      weight: 0
+  - name: empty-match
+    modelMatch: {}
+    targetModels:
+    - modelServerName: sf-server
+`)}`);
+    expect(routes[0].rules[0].modelMatch).toEqual({
+      headers: { 'x-user-tier': { kind: 'exact', value: 'premium' }, 'x-region': { kind: 'regex', value: '^eu-(west|north)$' } },
+      uri: { kind: 'prefix', value: '/v1/chat' },
+    });
+    expect(routes[0].rules[0].targetModels[0].weight).toBe(0);
+    expect(routes[0].rules[1].modelMatch).toBeNull();
+  });
+
+  it('tolerates unknown fields that real manifests carry', () => {
+    const text = `apiVersion: ${API}
+kind: ModelServer
+metadata:
+  name: sf-server
+  labels: {app: x}
+  annotations: {note: y}
+  uid: 1234-abcd
+spec:
+  inferenceEngine: SGLang
+  workloadSelector:
+    matchLabels: {app: x}
+    pdGroup:
+      groupKey: g
+      prefillLabels: {role: prefill}
+      decodeLabels: {role: decode}
+  workloadPort: {port: 8000, protocol: http}
+  kvConnector: {type: nixl}
+  trafficPolicy:
+    timeout: 1m30s
+    retry: {attempts: 3, retryInterval: 100ms}
+status: {}
+---
+${route('r', `  modelName: m
+  loraAdapters: [lora-a]
+  parentRefs:
+  - name: gw
+  rules:
+  - name: default
+    modelMatch:
+      body:
+        model: lora-a
+      headers:
+        x-a: {exact: b}
+    targetModels:
+    - modelServerName: sf-server
+  rateLimit:
+    outputTokensPerUnit: 7
+    unit: second
+    extra: ignored
+status:
+  conditions: []
+`)}`;
+    const { routes, servers } = parse(text);
+    expect(servers[0]).toMatchObject({ timeoutMs: 90_000, workloadPort: 8000, inferenceEngine: 'SGLang' });
+    expect(routes[0].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 7, unit: 'second', global: null });
+    expect(routes[0].rules[0].modelMatch).toEqual({ headers: { 'x-a': { kind: 'exact', value: 'b' } }, uri: null });
+    expect(JSON.parse(JSON.stringify(routes[0]))).not.toHaveProperty('status');
+  });
+
+  it('accepts redis:// and rediss:// URLs and bracketed IPv6 addresses', () => {
+    for (const address of ['redis://redis:6379', 'rediss://user:secret@redis.example.com:6380/2', '[::1]:6379', '10.0.0.5:6379']) {
+      const spec = `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 1\n    unit: day\n    global:\n      redis:\n        address: "${address}"\n`;
+      const { routes } = parse(`${SERVER}---\n${route('r', spec)}`);
+      expect(routes[0].rateLimit?.global).toEqual({ redis: { address } });
+    }
+  });
+
+  it('returns plain JSON-serializable data', () => {
+    const result = parse(CANONICAL);
+    expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+  });
+});
+
+describe('parseResourceFile: errors name file, document, resource and field', () => {
+  it('rejects an out-of-range weight with the documented message', () => {
+    const spec = `  modelName: m
+  rules:
+  - name: default
+    targetModels:
+    - modelServerName: sf-server
+    - modelServerName: sf-server
+      weight: 150
+`;
+    expect(routeError(spec)).toBe(
+      'routes.yaml: document 2 (ModelRoute default/sf-route): spec.rules[0].targetModels[1].weight: must be an integer from 0 to 100, got 150',
+    );
+  });
+
+  it('names file and line of a YAML syntax error', () => {
+    const text = `${SERVER}---\nkind: ModelRoute\nmetadata:\n  name: [unclosed\n`;
+    const message = errorOf(() => parse(text)).message;
+    expect(message).toMatch(/^routes\.yaml: document 2: YAML syntax error at line 1[0-9], column \d+: /);
+  });
+
+  it('rejects duplicate YAML keys as a syntax error', () => {
+    const message = errorOf(() => parse(`${SERVER}  model: a\n  model: b\n`)).message;
+    expect(message).toMatch(/^routes\.yaml: document 1: YAML syntax error at line 10, column 3: .*unique/i);
+  });
+
+  it('rejects a document that is not a mapping', () => {
+    expect(errorOf(() => parse(`${SERVER}---\n- a\n- b\n`)).message).toBe('routes.yaml: document 2: expected a mapping, got a list');
+    expect(errorOf(() => parse('just text')).message).toBe('routes.yaml: document 1: expected a mapping, got the string "just text"');
+  });
+
+  it('rejects unknown kinds, naming them', () => {
+    const message = errorOf(() => parse('apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n')).message;
+    expect(message).toBe('routes.yaml: document 1: kind: unsupported kind "Service" (apiVersion the string "v1"); expected ModelRoute or ModelServer');
+    expect(errorOf(() => parse('apiVersion: v1\nmetadata: {name: x}\n')).message)
+      .toBe('routes.yaml: document 1: kind: is required: expected ModelRoute or ModelServer');
+  });
+
+  it('rejects a wrong apiVersion, and honours the apiGroup option', () => {
+    const text = SERVER.replace(API, 'networking.serving.other.io/v1alpha1');
+    expect(errorOf(() => parse(text)).message).toBe(
+      'routes.yaml: document 1 (ModelServer default/sf-server): apiVersion: expected "networking.serving.volcano.sh/v1alpha1", got the string "networking.serving.other.io/v1alpha1"',
+    );
+    const ok = parseResourceFile(text, 'r.yaml', { apiGroup: 'networking.serving.other.io' });
+    expect(ok.servers[0].key).toBe('default/sf-server');
+    expect(errorOf(() => parse(SERVER.replace('v1alpha1', 'v1beta1'))).message).toMatch(/apiVersion: expected ".*\/v1alpha1", got/);
+  });
+
+  it('checks metadata', () => {
+    expect(errorOf(() => parse(`apiVersion: ${API}\nkind: ModelServer\n`)).message)
+      .toBe('routes.yaml: document 1 (ModelServer): metadata: is required: expected a mapping');
+    expect(errorOf(() => parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  namespace: x\n`)).message)
+      .toBe('routes.yaml: document 1 (ModelServer): metadata.name: is required: expected a non-empty string');
+    expect(errorOf(() => parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: Bad_Name\n`)).message)
+      .toMatch(/^routes\.yaml: document 1 \(ModelServer default\/Bad_Name\): metadata\.name: must be a DNS subdomain name .*got the string "Bad_Name"$/);
+    expect(errorOf(() => parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: ok\n  namespace: 42\n`)).message)
+      .toBe('routes.yaml: document 1 (ModelServer default/ok): metadata.namespace: expected a non-empty string, got 42');
+  });
+
+  it.each([
+    ['missing modelName', '  rules: []\n', 'spec.modelName: is required: expected a non-empty string'],
+    ['modelName of wrong type', '  modelName: 5\n', 'spec.modelName: expected a non-empty string, got 5'],
+    ['missing rules', '  modelName: m\n', 'spec.rules: is required: expected a non-empty list'],
+    ['empty rules', '  modelName: m\n  rules: []\n', 'spec.rules: must not be empty'],
+    ['rules not a list', '  modelName: m\n  rules: {a: 1}\n', 'spec.rules: expected a non-empty list, got a mapping'],
+    ['rule without name', '  modelName: m\n  rules:\n  - targetModels: [{modelServerName: sf-server}]\n', 'spec.rules[0].name: is required: expected a non-empty string'],
+    ['rule without targets', '  modelName: m\n  rules:\n  - name: a\n', 'spec.rules[0].targetModels: is required: expected a non-empty list'],
+    ['empty targets', '  modelName: m\n  rules:\n  - name: a\n    targetModels: []\n', 'spec.rules[0].targetModels: must not be empty'],
+    ['target without server', '  modelName: m\n  rules:\n  - name: a\n    targetModels: [{weight: 5}]\n', 'spec.rules[0].targetModels[0].modelServerName: is required: expected a non-empty string'],
+    ['weight as string', '  modelName: m\n  rules:\n  - name: a\n    targetModels: [{modelServerName: sf-server, weight: "50"}]\n', 'spec.rules[0].targetModels[0].weight: must be an integer from 0 to 100, got the string "50"'],
+    ['fractional weight', '  modelName: m\n  rules:\n  - name: a\n    targetModels: [{modelServerName: sf-server, weight: 2.5}]\n', 'spec.rules[0].targetModels[0].weight: must be an integer from 0 to 100, got 2.5'],
+  ])('ModelRoute: %s', (_name, spec, expected) => {
+    expect(routeError(spec)).toBe(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
+  });
+
+  const rule = (match: string) => `  modelName: m\n  rules:\n  - name: a\n    modelMatch:\n${match}    targetModels: [{modelServerName: sf-server}]\n`;
+  it.each([
+    ['two match kinds', '      uri: {exact: /a, prefix: /b}\n', 'spec.rules[0].modelMatch.uri: must set exactly one of exact, prefix, regex; got exact and prefix'],
+    ['no match kind', '      headers:\n        X-Tier: {suffix: x}\n', 'spec.rules[0].modelMatch.headers.X-Tier: must set exactly one of exact, prefix, regex; got none'],
+    ['match value not a string', '      uri: {prefix: 5}\n', 'spec.rules[0].modelMatch.uri.prefix: expected a string, got 5'],
+    ['bad regex', '      headers:\n        x-a: {regex: "(unclosed"}\n', 'spec.rules[0].modelMatch.headers.x-a.regex: invalid regular expression "(unclosed": '],
+    ['bad header name', '      headers:\n        "bad header": {exact: x}\n', 'spec.rules[0].modelMatch.headers["bad header"]: invalid header name "bad header"'],
+    ['header twice', '      headers:\n        X-A: {exact: x}\n        x-a: {exact: y}\n', 'spec.rules[0].modelMatch.headers.x-a: header "x-a" is listed twice'],
+    ['headers not a mapping', '      headers: [a]\n', 'spec.rules[0].modelMatch.headers: expected a mapping, got a list'],
+  ])('modelMatch: %s', (_name, match, expected) => {
+    expect(routeError(rule(match))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
+  });
+
+  const limit = (body: string) => `${SIMPLE_SPEC}  rateLimit:\n${body}`;
+  it.each([
+    ['neither limit', '    unit: minute\n', 'spec.rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
+    ['zero input', '    inputTokensPerUnit: 0\n    unit: minute\n', 'spec.rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
+    ['negative output', '    outputTokensPerUnit: -5\n    unit: minute\n', 'spec.rateLimit.outputTokensPerUnit: must be an integer from 1 to 4294967295, got -5'],
+    ['missing unit', '    inputTokensPerUnit: 5\n', 'spec.rateLimit.unit: is required: expected one of second, minute, hour, day, month'],
+    ['bad unit', '    inputTokensPerUnit: 5\n    unit: week\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
+    ['global without redis', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {}\n', 'spec.rateLimit.global.redis: is required: expected a mapping'],
+    ['redis without address', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {}}\n', 'spec.rateLimit.global.redis.address: is required: expected a non-empty string'],
+    ['address without port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: redis-host}}\n', 'spec.rateLimit.global.redis.address: expected host:port'],
+    ['address with bad port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "redis:99999"}}\n', 'spec.rateLimit.global.redis.address: expected host:port (IPv4, hostname or [IPv6], port 1-65535): bad port "99999"'],
+    ['wrong URL scheme', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "http://redis:6379"}}\n', 'spec.rateLimit.global.redis.address: URL scheme must be redis:// or rediss://, got "http"'],
+  ])('rateLimit: %s', (_name, body, expected) => {
+    expect(routeError(limit(body))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
+  });
+
+  it('does not print a redis password in messages', () => {
+    const message = routeError(limit('    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "redis://u:hunter2@:6379"}}\n'));
+    expect(message).toContain('spec.rateLimit.global.redis.address');
+    expect(message).not.toContain('hunter2');
+  });
+
+  it.each([
+    ['port out of range', '  workloadPort: {port: 70000}\n', 'spec.workloadPort.port: must be an integer from 1 to 65535, got 70000'],
+    ['model not a string', '  model: 3\n', 'spec.model: expected a non-empty string, got 3'],
+    ['label value not a string', '  workloadSelector:\n    matchLabels: {version: 1}\n', 'spec.workloadSelector.matchLabels.version: expected a string, got 1'],
+    ['timeout garbage', '  trafficPolicy: {timeout: soon}\n', 'spec.trafficPolicy.timeout: invalid duration "soon"'],
+    ['timeout unit', '  trafficPolicy: {timeout: 3d}\n', 'spec.trafficPolicy.timeout: invalid duration "3d": unknown unit "d"'],
+    ['timeout number', '  trafficPolicy: {timeout: 30}\n', 'spec.trafficPolicy.timeout: expected a duration string such as "30s" or "1m30s", got 30'],
+    ['timeout zero', '  trafficPolicy: {timeout: 0s}\n', 'spec.trafficPolicy.timeout: must be greater than zero, got the string "0s"'],
+    ['timeout negative', '  trafficPolicy: {timeout: -1s}\n', 'spec.trafficPolicy.timeout: negative duration "-1s" is not allowed'],
+    ['endpoints not a list', '  endpoints: {a: 1}\n', 'spec.endpoints: expected a list of {name, address}, got a mapping'],
+    ['endpoint without name', '  endpoints:\n  - address: 1.2.3.4:80\n', 'spec.endpoints[0].name: is required: expected a non-empty string'],
+    ['endpoint without address', '  endpoints:\n  - name: p\n', 'spec.endpoints[0].address: is required: expected a non-empty string'],
+    ['endpoint without port', '  endpoints:\n  - {name: p, address: 1.2.3.4}\n', 'spec.endpoints[0].address: expected host:port (IPv4, hostname or [IPv6], port 1-65535), got the string "1.2.3.4"'],
+    ['endpoint port 0', '  endpoints:\n  - {name: p, address: "1.2.3.4:0"}\n', 'spec.endpoints[0].address: expected host:port (IPv4, hostname or [IPv6], port 1-65535): bad port "0"'],
+    ['endpoint bare IPv6', '  endpoints:\n  - {name: p, address: "::1:8000"}\n', 'spec.endpoints[0].address: expected host:port (IPv4, hostname or [IPv6], port 1-65535): an IPv6 address must be in brackets'],
+    ['endpoint bad IPv4', '  endpoints:\n  - {name: p, address: "300.1.1.1:80"}\n', 'spec.endpoints[0].address: expected host:port (IPv4, hostname or [IPv6], port 1-65535): bad host "300.1.1.1"'],
+    ['duplicate endpoint', '  endpoints:\n  - {name: p, address: "a:1"}\n  - {name: p, address: "b:1"}\n', 'spec.endpoints[1].name: duplicate endpoint name "p"'],
+  ])('ModelServer: %s', (_name, spec, expected) => {
+    expect(serverError(spec)).toContain(`servers.yaml: document 1 (ModelServer default/s1): ${expected}`);
+  });
+
+  it('names the List item in errors', () => {
+    const text = `apiVersion: v1\nkind: List\nitems:\n- ${JSON.stringify({ apiVersion: API, kind: 'ModelServer', metadata: { name: 'ok' } })}\n- ${JSON.stringify({ apiVersion: API, kind: 'ModelServer', metadata: { name: 'x' }, spec: { workloadPort: { port: 0 } } })}\n`;
+    expect(errorOf(() => parse(text)).message)
+      .toBe('routes.yaml: document 1, items[1] (ModelServer default/x): spec.workloadPort.port: must be an integer from 1 to 65535, got 0');
+    expect(errorOf(() => parse('kind: List\nitems: 3\n')).message).toBe('routes.yaml: document 1 (List): items: expected a list of resources, got 3');
+  });
+
+  it('rejects duplicate namespace/name of the same kind, naming both documents', () => {
+    const message = errorOf(() => parse(`${SERVER}---\n${SERVER}`)).message;
+    expect(message).toBe('routes.yaml: document 2 (ModelServer default/sf-server): metadata.name: duplicate ModelServer default/sf-server, first defined in routes.yaml: document 1');
+  });
+
+  it('allows the same name for different kinds or namespaces', () => {
+    const text = `${SERVER}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: other')}---\n${route('sf-server', SIMPLE_SPEC)}`;
+    const { routes, servers } = parse(text);
+    expect(servers.map((s) => s.key)).toEqual(['default/sf-server', 'other/sf-server']);
+    expect(routes.map((r) => r.key)).toEqual(['default/sf-server']);
+  });
+
+  it('rejects a target naming a missing ModelServer (also across namespaces)', () => {
+    const spec = SIMPLE_SPEC.replace('    - modelServerName: sf-server\n', '    - modelServerName: sf-server\n    - modelServerName: ghost\n');
+    expect(errorOf(() => parse(`${SERVER}---\n${route('r', spec)}`)).message).toBe(
+      "routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[1].modelServerName: ModelServer default/ghost does not exist (a target must name a ModelServer in the route's namespace)",
+    );
+    const message = errorOf(() => parse(`${SERVER}---\n${route('r', SIMPLE_SPEC, 'team-a')}`)).message;
+    expect(message).toContain('(ModelRoute team-a/r): spec.rules[0].targetModels[0].modelServerName: ModelServer team-a/sf-server does not exist');
+  });
+
+  it('reports every bad document in one error', () => {
+    const err = errorOf(() => parse(`${SERVER.replace('127.0.0.1:18001', 'nope')}---\n${route('r', '  modelName: ""\n')}`));
+    expect(err.problems).toHaveLength(2);
+    expect(err.message).toMatch(/^routes\.yaml: 2 problems:\n {2}- routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*\n {2}- routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: expected a non-empty string, got the string ""$/);
+  });
+});
+
+describe('parseResourceFile: duplicate model names', () => {
+  it('keeps the first route in file order, drops the later one and warns', () => {
+    const text = `${SERVER}---\n${route('first', SIMPLE_SPEC)}---\n${route('second', SIMPLE_SPEC, 'team-b')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-b')}`;
+    const { routes, warnings } = parse(text);
+    expect(routes.map((r) => r.key)).toEqual(['default/first']);
+    expect(warnings).toEqual([
+      'routes.yaml: document 3 (ModelRoute team-b/second): spec.modelName: model name "sf-model" is already served by ModelRoute default/first (routes.yaml: document 2); this route is ignored',
+    ]);
+  });
+});
+
+describe('validateResource', () => {
+  it('validates one object with a caller-given prefix and keeps creationTimestamp', () => {
+    const obj = {
+      apiVersion: API, kind: 'ModelRoute',
+      metadata: { name: 'r', namespace: 'ns', creationTimestamp: new Date('2024-05-01T10:00:00Z') },
+      spec: { modelName: 'm', rules: [{ name: 'a', targetModels: [{ modelServerName: 's' }] }] },
+      status: {},
+    };
+    const r = validateResource(obj, 'kubernetes', opts);
+    expect(r).toMatchObject({ kind: 'ModelRoute', key: 'ns/r', creationTimestamp: '2024-05-01T10:00:00Z' });
+    const fromString = validateResource({ ...obj, metadata: { ...obj.metadata, creationTimestamp: '2024-05-01T10:00:00Z' } }, 'kubernetes', opts);
+    expect(fromString).toEqual(r);
+    expect(errorOf(() => validateResource({ ...obj, spec: { ...obj.spec, modelName: null } }, 'kubernetes', opts)).message)
+      .toBe('kubernetes (ModelRoute ns/r): spec.modelName: is required: expected a non-empty string');
+    expect(errorOf(() => validateResource({ ...obj, metadata: { ...obj.metadata, creationTimestamp: 'yesterday' } }, 'kubernetes', opts)).message)
+      .toBe('kubernetes (ModelRoute ns/r): metadata.creationTimestamp: expected an RFC 3339 timestamp, got the string "yesterday"');
+  });
+
+  it('rejects non-objects', () => {
+    expect(errorOf(() => validateResource(null, 'kubernetes', opts)).message).toBe('kubernetes: is required: expected a mapping');
+  });
+
+  it('exposes the parts of the message', () => {
+    const err = errorOf(() => validateResource({ apiVersion: API, kind: 'ModelServer', metadata: { name: 's' }, spec: { model: '' } }, 'where', opts));
+    expect([err.where, err.resource, err.path, err.problem]).toEqual(['where', 'ModelServer default/s', 'spec.model', 'expected a non-empty string, got the string ""']);
+  });
+});
+
+describe('checkReferences', () => {
+  it('lists each target naming a missing server in the route namespace', () => {
+    const { routes, servers } = parse(`${SERVER}---\n${route('r', SIMPLE_SPEC)}`);
+    expect(checkReferences(routes, servers)).toEqual([]);
+    expect(checkReferences(routes, [])).toEqual([
+      "ModelRoute default/r: spec.rules[0].targetModels[0].modelServerName: ModelServer default/sf-server does not exist (a target must name a ModelServer in the route's namespace)",
+    ]);
+    const elsewhere = servers.map((s) => ({ ...s, namespace: 'x', key: `x/${s.name}` }));
+    expect(checkReferences(routes, elsewhere)).toHaveLength(1);
+  });
+});
+
+describe('address forms', () => {
+  it('parses host:port', () => {
+    expect(parseHostPort('127.0.0.1:8000')).toEqual({ host: '127.0.0.1', port: 8000 });
+    expect(parseHostPort('pod-a.svc.cluster.local:1')).toEqual({ host: 'pod-a.svc.cluster.local', port: 1 });
+    expect(parseHostPort('[::1]:65535')).toEqual({ host: '[::1]', port: 65535 });
+    for (const bad of ['', ':80', 'host', 'host:', 'host:65536', 'host:8o', '[::1:80', '[zz]:80', 'a b:80', '-a:80', '1.2.3:80']) {
+      expect(typeof parseHostPort(bad), bad).toBe('string');
+    }
+  });
+
+  it('checks redis addresses', () => {
+    expect(redisAddressProblem('redis:6379')).toBeNull();
+    expect(redisAddressProblem('rediss://redis.example.com')).toBeNull();
+    expect(redisAddressProblem('redis://h:6379/3')).toBeNull();
+    expect(redisAddressProblem('redis://h:6379/x')).toMatch(/database number/);
+    expect(redisAddressProblem('redis:///0')).toMatch(/no host/);
+    expect(redisAddressProblem('tcp://h:1')).toMatch(/scheme/);
+    expect(redisAddressProblem('h:0')).toMatch(/bad port/);
+  });
+});
