@@ -332,8 +332,20 @@ export function parseHostPort(s: string): { host: string; port: number } | strin
   return { host, port: Number(portText) };
 }
 
-/** null when `address` is `host:port` or a redis:// / rediss:// URL; else the problem. */
+/**
+ * null when `address` is `host:port` or a redis:// / rediss:// URL, or a comma-separated list
+ * of those (Redis Cluster seed nodes; whether a list is allowed is decided where it is used).
+ */
 export function redisAddressProblem(address: string): string | null {
+  const parts = address.split(',').map((p) => p.trim());
+  for (const part of parts) {
+    const problem = redisNodeProblem(part);
+    if (problem !== null) return parts.length > 1 ? `in the list of addresses: ${problem}` : problem;
+  }
+  return null;
+}
+
+function redisNodeProblem(address: string): string | null {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
     const hp = parseHostPort(address);
     return typeof hp === 'string' ? `${hp}, or a redis:// or rediss:// URL; got ${describe(address)}` : null;

@@ -517,5 +517,8 @@ describe('address forms', () => {
     expect(redisAddressProblem('redis:///0')).toMatch(/no host/);
     expect(redisAddressProblem('tcp://h:1')).toMatch(/scheme/);
     expect(redisAddressProblem('h:0')).toMatch(/bad port/);
+    expect(redisAddressProblem('a:7000, b:7001,redis://c:7002')).toBeNull();
+    expect(redisAddressProblem('a:7000,b')).toMatch(/^in the list of addresses: expected host:port/);
+    expect(redisAddressProblem('a:7000,')).toMatch(/^in the list of addresses: expected host:port/);
   });
 });
