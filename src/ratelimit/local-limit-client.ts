@@ -1,0 +1,225 @@
+import { performance } from 'node:perf_hooks';
+import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
+import { decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
+import {
+  MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, REPLY_INVALID, REPLY_STRIDE,
+  type LimitRequestMessage,
+} from './ipc-protocol.js';
+import type { Decision, TokenLimiter } from './limiter.js';
+import { LimiterOverloadedError, LimiterUnavailableError } from './limiter-errors.js';
+
+/** The worker's end of the IPC channel; `process` in a cluster worker (or a ChildProcess in tests). */
+export interface LimitClientPort {
+  send?(message: LimitRequestMessage, sendHandle: undefined, callback: (error: Error | null) => void): boolean;
+  readonly connected?: boolean;
+  on(event: 'message' | 'disconnect', listener: (message: unknown) => void): unknown;
+  off(event: 'message' | 'disconnect', listener: (message: unknown) => void): unknown;
+}
+
+export interface LocalLimitClientOptions {
+  /** Default: `process` (must have an IPC channel, as cluster workers do). */
+  port?: LimitClientPort;
+  /** A decision not answered within this many ms fails with LimiterUnavailableError. Default 1000. */
+  timeoutMs?: number;
+  /** Decisions in flight at most; more fail at once with LimiterOverloadedError. Default 10000. */
+  maxPending?: number;
+  /** Ops per message at most; a full batch is sent at once. Default 1024. */
+  maxBatch?: number;
+}
+
+interface Pending {
+  resolve: (d: Decision) => void;
+  reject: (e: Error) => void;
+  /** performance.now() when issued. */
+  at: number;
+  route: string;
+  unit: WindowUnit;
+  tokens: number;
+}
+
+/** What is remembered of a decision that timed out, to refund it if it was admitted after all. */
+interface Abandoned {
+  route: string;
+  unit: WindowUnit;
+  tokens: number;
+}
+
+/**
+ * Worker side of the local mode: asks the cluster primary (attachLocalLimitHost) for every
+ * decision, so the instance-wide counters stay exact. Ops issued during one event loop turn go
+ * out as one message (setImmediate); replies are matched by id. chargeOutput/adjustInput are
+ * fire-and-forget (ordered before any later admit on the same channel).
+ * Failure: no answer within timeoutMs, a closed channel or close() reject admit() with
+ * LimiterUnavailableError; too many in flight rejects with LimiterOverloadedError.
+ * A decision that timed out but was admitted by the primary is refunded when its late answer comes.
+ */
+export class LocalLimitClient implements TokenLimiter {
+  private readonly port: LimitClientPort;
+  private readonly timeoutMs: number;
+  private readonly maxPending: number;
+  private readonly maxBatch: number;
+  private readonly pending = new Map<number, Pending>();
+  private readonly abandoned = new Map<number, Abandoned>();
+  private batch: (number | string)[] = [];
+  private flushScheduled = false;
+  private timer: NodeJS.Timeout | null = null;
+  private nextId = 1;
+  private closed = false;
+  /** Charges and adjustments that could not be sent (channel closed); for metrics. */
+  droppedUpdates = 0;
+
+  private readonly onMessage = (message: unknown): void => this.receive(message);
+  private readonly onDisconnect = (): void => this.failAll('the IPC channel to the cluster primary closed');
+  private readonly onSendResult = (error: Error | null): void => {
+    if (error !== null) this.failAll(`sending to the cluster primary failed: ${error.message}`);
+  };
+  private readonly flushNow = (): void => this.flush();
+  private readonly sweepNow = (): void => this.sweep();
+
+  constructor(options: LocalLimitClientOptions = {}) {
+    const port = options.port ?? (process as unknown as LimitClientPort);
+    if (typeof port.send !== 'function') {
+      throw new Error('LocalLimitClient needs an IPC channel to the cluster primary (process.send is undefined: not a cluster worker)');
+    }
+    this.port = port;
+    this.timeoutMs = positive(options.timeoutMs ?? 1000, 'timeoutMs');
+    this.maxPending = positive(options.maxPending ?? 10_000, 'maxPending');
+    this.maxBatch = positive(options.maxBatch ?? 1024, 'maxBatch');
+    port.on('message', this.onMessage);
+    port.on('disconnect', this.onDisconnect);
+  }
+
+  /** Decisions awaiting an answer (for metrics and tests). */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    if (this.closed) return Promise.reject(new LimiterUnavailableError('the local rate limiter is closed'));
+    if (this.port.connected === false) {
+      return Promise.reject(new LimiterUnavailableError('the IPC channel to the cluster primary is closed'));
+    }
+    if (this.pending.size >= this.maxPending) {
+      return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
+    }
+    const id = this.nextId++;
+    const unit = limit.unit;
+    return new Promise<Decision>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, at: performance.now(), route, unit, tokens: inputTokens });
+      if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
+      this.enqueue(OP_ADMIT, id, route, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
+    });
+  }
+
+  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): void {
+    this.update(OP_CHARGE_OUTPUT, route, limit.unit, outputTokens);
+  }
+
+  adjustInput(route: string, limit: RateLimitSpec, delta: number): void {
+    this.update(OP_ADJUST_INPUT, route, limit.unit, delta);
+  }
+
+  /** Sends what is batched, fails what is in flight, stops listening. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    this.failAll('the local rate limiter is closed');
+    this.port.off('message', this.onMessage);
+    this.port.off('disconnect', this.onDisconnect);
+  }
+
+  private update(op: number, route: string, unit: WindowUnit, amount: number): void {
+    if (this.closed || this.port.connected === false) {
+      this.droppedUpdates++;
+      return;
+    }
+    this.enqueue(op, 0, route, NO_LIMIT, NO_LIMIT, unit, amount);
+  }
+
+  private enqueue(op: number, id: number, route: string, inLimit: number, outLimit: number, unit: string, amount: number): void {
+    const b = this.batch;
+    b.push(op, id, route, inLimit, outLimit, unit, amount);
+    if (b.length >= this.maxBatch * 7) this.flush();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushNow);
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.batch.length === 0) return;
+    const a = this.batch;
+    this.batch = [];
+    if (this.port.connected === false) {
+      this.failAll('the IPC channel to the cluster primary is closed');
+      return;
+    }
+    this.port.send!({ t: MSG_REQUEST, a }, undefined, this.onSendResult);
+  }
+
+  private receive(message: unknown): void {
+    if (typeof message !== 'object' || message === null || (message as { t?: unknown }).t !== MSG_REPLY) return;
+    const a = (message as { a?: unknown }).a;
+    if (!Array.isArray(a)) return;
+    for (let i = 0; i + REPLY_STRIDE <= a.length; i += REPLY_STRIDE) {
+      const id = a[i] as number;
+      const p = this.pending.get(id);
+      if (p === undefined) {
+        this.refundLate(id, a[i + 1] as number);
+        continue;
+      }
+      this.pending.delete(id);
+      if (a[i + 1] === REPLY_INVALID) p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.route} as malformed`));
+      else p.resolve(decodeDecision(a, i + 1));
+    }
+  }
+
+  /** A late answer for a decision that already timed out: give back what it charged. */
+  private refundLate(id: number, status: number): void {
+    const gone = this.abandoned.get(id);
+    if (gone === undefined) return;
+    this.abandoned.delete(id);
+    if (status === STATUS_ALLOWED && gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.route, gone.unit, -gone.tokens);
+  }
+
+  /** Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. */
+  private sweep(): void {
+    this.timer = null;
+    const now = performance.now();
+    for (const [id, p] of this.pending) {
+      const due = p.at + this.timeoutMs;
+      if (due > now) {
+        this.timer = setTimeout(this.sweepNow, Math.ceil(due - now)).unref();
+        return;
+      }
+      this.pending.delete(id);
+      this.abandon(id, p);
+      p.reject(new LimiterUnavailableError(`the cluster primary did not answer a rate limit decision within ${this.timeoutMs} ms`));
+    }
+  }
+
+  private abandon(id: number, p: Pending): void {
+    if (this.abandoned.size >= this.maxPending) {
+      const oldest = this.abandoned.keys().next().value as number;
+      this.abandoned.delete(oldest);
+    }
+    this.abandoned.set(id, { route: p.route, unit: p.unit, tokens: p.tokens });
+  }
+
+  private failAll(reason: string): void {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const err = new LimiterUnavailableError(reason);
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+}
+
+function positive(n: number, name: string): number {
+  if (!Number.isFinite(n) || n <= 0) throw new RangeError(`LocalLimitClient option ${name} must be a positive number, got ${n}`);
+  return n;
+}
