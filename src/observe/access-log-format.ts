@@ -1,0 +1,129 @@
+import type { AccessRecord } from './access-record.js';
+import { jsonString, textRequestLinePart, textValue } from './access-log-escape.js';
+import { isoTimestamp } from './access-log-timestamp.js';
+
+/**
+ * The two access-log formats (docs/access-log.md). Each returns one line without the trailing
+ * newline, never longer than MAX_LINE_BYTES UTF-8 bytes: longer records have their longest
+ * string values shortened and marked with TRUNCATION_MARKER (see `fitLine`).
+ */
+
+/** A record plus its newline never exceeds this many bytes (PIPE_BUF on Linux). */
+export const MAX_RECORD_BYTES = 4096;
+/** Longest line a formatter returns (the newline is added by the writer). */
+export const MAX_LINE_BYTES = MAX_RECORD_BYTES - 1;
+/** Appended to a value that was shortened to keep its record within MAX_RECORD_BYTES. */
+export const TRUNCATION_MARKER = '...[truncated]';
+
+/** Integers only: durations, tokens and status are rounded; non-finite numbers become 0. */
+function int(n: number): number {
+  return Number.isInteger(n) ? n : Number.isFinite(n) ? Math.round(n) : 0;
+}
+
+function jsonLine(r: AccessRecord): string {
+  const e = r.error;
+  return '{"timestamp":"' + isoTimestamp(r.timestamp) +
+    '","method":' + jsonString(r.method) +
+    ',"path":' + jsonString(r.path) +
+    ',"protocol":' + jsonString(r.protocol) +
+    ',"status_code":' + int(r.status_code) +
+    (e === null ? '' : ',"error":{"type":' + jsonString(e.type) + ',"message":' + jsonString(e.message) + '}') +
+    ',"model_name":' + jsonString(r.model_name) +
+    ',"model_route":' + jsonString(r.model_route) +
+    ',"model_server":' + jsonString(r.model_server) +
+    ',"selected_pod":' + jsonString(r.selected_pod) +
+    ',"request_id":' + jsonString(r.request_id) +
+    ',"input_tokens":' + int(r.input_tokens) +
+    ',"output_tokens":' + int(r.output_tokens) +
+    ',"duration_total":' + int(r.duration_total) +
+    ',"duration_request_processing":' + int(r.duration_request_processing) +
+    ',"duration_upstream_processing":' + int(r.duration_upstream_processing) +
+    ',"duration_response_processing":' + int(r.duration_response_processing) +
+    '}';
+}
+
+function textLine(r: AccessRecord): string {
+  const e = r.error;
+  return '[' + isoTimestamp(r.timestamp) + '] "' +
+    textRequestLinePart(r.method) + ' ' + textRequestLinePart(r.path) + ' ' + textRequestLinePart(r.protocol) +
+    '" ' + int(r.status_code) +
+    (e === null ? '' : ' error=' + textValue(e.type) + ':' + textValue(e.message)) +
+    ' model_name=' + textValue(r.model_name) +
+    ' model_route=' + textValue(r.model_route) +
+    ' model_server=' + textValue(r.model_server) +
+    ' selected_pod=' + textValue(r.selected_pod) +
+    ' request_id=' + textValue(r.request_id) +
+    ' tokens=' + int(r.input_tokens) + '/' + int(r.output_tokens) +
+    ' timings=' + int(r.duration_total) + 'ms(' + int(r.duration_request_processing) + '+' +
+    int(r.duration_upstream_processing) + '+' + int(r.duration_response_processing) + ')';
+}
+
+/** One JSON object, fields in the documented order, `error` only on failure. */
+export function formatJson(r: AccessRecord): string {
+  const line = jsonLine(r);
+  return fits(line) ? line : fitLine(r, jsonLine);
+}
+
+/** One text line (the default format). */
+export function formatText(r: AccessRecord): string {
+  const line = textLine(r);
+  return fits(line) ? line : fitLine(r, textLine);
+}
+
+function fits(line: string): boolean {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes, so short lines need no byte count.
+  return line.length * 3 <= MAX_LINE_BYTES || Buffer.byteLength(line) <= MAX_LINE_BYTES;
+}
+
+type StringField = 'method' | 'path' | 'protocol' | 'model_name' | 'model_route' | 'model_server' |
+  'selected_pod' | 'request_id';
+const STRING_FIELDS: readonly StringField[] = [
+  'path', 'model_name', 'model_route', 'model_server', 'selected_pod', 'request_id', 'method', 'protocol',
+];
+
+/** Cut `s` to at most `max` code units without splitting a surrogate pair, then mark it. */
+function cut(s: string, max: number): string {
+  const base = s.endsWith(TRUNCATION_MARKER) ? s.slice(0, -TRUNCATION_MARKER.length) : s;
+  let n = Math.max(0, Math.min(base.length, max));
+  if (n > 0 && n < base.length) {
+    const c = base.charCodeAt(n - 1);
+    if (c >= 0xd800 && c <= 0xdbff) n--;
+  }
+  return base.slice(0, n) + TRUNCATION_MARKER;
+}
+
+/**
+ * Shortens the longest string value (path, error message, model name, ...) until the line
+ * fits. Each removed code unit removes at least one output byte, so cutting the overflow
+ * (plus the marker) from the longest value converges in a few rounds. Rare path: copies the record.
+ */
+function fitLine(r: AccessRecord, format: (r: AccessRecord) => string): string {
+  const copy: AccessRecord = { ...r, error: r.error === null ? null : { ...r.error } };
+  let line = format(copy);
+  for (let round = 0; round < 64; round++) {
+    const overflow = Buffer.byteLength(line) - MAX_LINE_BYTES;
+    if (overflow <= 0) return line;
+    let longest: StringField | 'type' | 'message' = 'path';
+    let longestLen = -1;
+    for (const f of STRING_FIELDS) {
+      if (copy[f].length > longestLen) { longest = f; longestLen = copy[f].length; }
+    }
+    if (copy.error !== null) {
+      if (copy.error.message.length > longestLen) { longest = 'message'; longestLen = copy.error.message.length; }
+      if (copy.error.type.length > longestLen) { longest = 'type'; longestLen = copy.error.type.length; }
+    }
+    if (longestLen <= TRUNCATION_MARKER.length) break;
+    const target = longestLen - overflow - TRUNCATION_MARKER.length;
+    if (longest === 'message' || longest === 'type') {
+      const err = copy.error as { type: string; message: string };
+      err[longest] = cut(err[longest], target);
+    } else {
+      copy[longest] = cut(copy[longest], target);
+    }
+    line = format(copy);
+  }
+  // Unreachable for records with integer numbers; kept so the one-line bound never depends on it.
+  for (const f of STRING_FIELDS) copy[f] = '';
+  if (copy.error !== null) copy.error = { type: copy.error.type.slice(0, 64), message: TRUNCATION_MARKER };
+  return format(copy);
+}

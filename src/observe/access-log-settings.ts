@@ -1,0 +1,55 @@
+/**
+ * Access-log settings from the environment, validated once and frozen (docs/access-log.md).
+ */
+
+export type AccessLogFormat = 'json' | 'text';
+
+export interface AccessLogSettings {
+  readonly enabled: boolean;
+  readonly format: AccessLogFormat;
+  /** 'stdout', 'stderr' or a file path. */
+  readonly output: string;
+  /** Bound on bytes queued for the sink; records beyond it are dropped and counted. */
+  readonly bufferBytes: number;
+}
+
+export const DEFAULT_BUFFER_BYTES = 16 * 1024 * 1024;
+/** Smallest accepted buffer bound: a few whole batches. */
+export const MIN_BUFFER_BYTES = 64 * 1024;
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], dflt: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new Error(`${name} must be one of ${allowed.join(', ')} (default ${dflt}); got ${JSON.stringify(raw)}`);
+}
+
+function output(env: NodeJS.ProcessEnv): string {
+  const raw = env.ACCESS_LOG_OUTPUT;
+  if (raw === undefined || raw === '') return 'stdout';
+  if (raw.trim() !== raw || raw.includes('\0')) {
+    throw new Error(`ACCESS_LOG_OUTPUT must be stdout, stderr or a file path (default stdout); got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+}
+
+function bufferBytes(env: NodeJS.ProcessEnv): number {
+  const raw = env.ACCESS_LOG_BUFFER_BYTES;
+  if (raw === undefined || raw === '') return DEFAULT_BUFFER_BYTES;
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < MIN_BUFFER_BYTES) {
+    throw new Error(`ACCESS_LOG_BUFFER_BYTES must be an integer number of bytes >= ${MIN_BUFFER_BYTES} ` +
+      `(default ${DEFAULT_BUFFER_BYTES}); got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+/** Reads ACCESS_LOG_ENABLED, ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ACCESS_LOG_BUFFER_BYTES. Throws on a bad value. */
+export function parseAccessLogSettings(env: NodeJS.ProcessEnv): AccessLogSettings {
+  return Object.freeze({
+    enabled: oneOf(env, 'ACCESS_LOG_ENABLED', ['true', 'false'], 'true') === 'true',
+    format: oneOf<AccessLogFormat>(env, 'ACCESS_LOG_FORMAT', ['json', 'text'], 'text'),
+    output: output(env),
+    bufferBytes: bufferBytes(env),
+  });
+}

@@ -1,0 +1,73 @@
+import { closeSync, fstatSync, openSync } from 'node:fs';
+import sonicBoom from 'sonic-boom';
+import type { SonicBoom } from 'sonic-boom';
+import { MAX_RECORD_BYTES } from './access-log-format.js';
+
+/**
+ * Opens the access-log destination as a non-blocking sonic-boom stream, configured so that
+ * every write(2) it issues holds whole records only (docs/access-log.md, "Guarantees").
+ *
+ * How sonic-boom 5.0.2 (index.js) cuts writes, and why whole records survive:
+ * - `write(data)` appends `data` to its last queued chunk only when the sum stays <= maxWrite,
+ *   else starts a new chunk; it never splits `data`. We hand it whole-record batches of at most
+ *   `batchBytes` <= maxWrite bytes, so every chunk is whole records and <= maxWrite bytes.
+ * - `actualWrite` issues one fs.write of one chunk; after a short write it writes the rest of
+ *   that chunk. A write of <= PIPE_BUF (4096) bytes to a pipe is all-or-nothing (EAGAIN when
+ *   full, which sonic-boom retries with the whole chunk), so on pipes there are no short writes.
+ * - `minLength` stays 0: no chunk waits for a size, `flush()` only drains.
+ */
+
+/** Output types that keep a write atomic only up to PIPE_BUF: pipes, sockets, terminals. */
+const PIPE_MAX_WRITE = MAX_RECORD_BYTES;
+/** Regular files opened O_APPEND: whole-record writes up to sonic-boom's default size. */
+const FILE_MAX_WRITE = 16 * 1024;
+
+export interface Sink {
+  readonly stream: SonicBoom;
+  /** Largest batch to hand to `stream.write` (== its maxWrite). */
+  readonly batchBytes: number;
+  /** A file path that `reopen()` can open again; null for stdout/stderr. */
+  readonly path: string | null;
+}
+
+function isRegularFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Opens `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be opened for appending. */
+export function openSink(output: string, bufferBytes: number): Sink {
+  let fd: number | string;
+  let regular: boolean;
+  let path: string | null = null;
+  if (output === 'stdout' || output === 'stderr') {
+    fd = output === 'stdout' ? 1 : 2;
+    regular = isRegularFile(fd);
+  } else {
+    // Open once synchronously so a bad path fails at start-up, and learn what kind of file it is.
+    let probe: number;
+    try {
+      probe = openSync(output, 'a');
+    } catch (err) {
+      throw new Error(`ACCESS_LOG_OUTPUT: cannot open ${JSON.stringify(output)} for appending: ${(err as Error).message}`);
+    }
+    regular = isRegularFile(probe);
+    closeSync(probe);
+    fd = output;
+    path = output;
+  }
+  const maxWrite = regular ? FILE_MAX_WRITE : PIPE_MAX_WRITE;
+  const stream = new sonicBoom.SonicBoom({
+    dest: fd,
+    sync: false,
+    append: true,
+    minLength: 0,
+    maxWrite,
+    maxLength: bufferBytes,
+    contentMode: 'utf8',
+  });
+  return { stream, batchBytes: maxWrite, path };
+}
