@@ -1,0 +1,132 @@
+/**
+ * OpenAI-shaped answers of the mock backend. Token accounting of the mock, by definition:
+ * - prompt tokens = ceil(characters / 4) of the prompt (completions: `prompt`, a string or array of
+ *   strings; token-id arrays count one token per id) or of the chat messages' text content;
+ * - the completion is `outputTokens` times the word "tok ", each word being one token.
+ */
+
+export type MockApi = 'chat' | 'completions';
+
+export interface MockUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** What one answer is built from. */
+export interface AnswerSpec {
+  readonly api: MockApi;
+  readonly id: string;
+  readonly created: number;
+  readonly model: string;
+  readonly pod: string;
+  readonly outputTokens: number;
+  readonly promptTokens: number;
+  /** Include usage in the answer (non-stream) / send the usage chunk (stream, when asked). */
+  readonly usage: boolean;
+}
+
+export const TOKEN_WORD = 'tok ';
+
+const textCache = new Map<number, string>();
+/** The completion text: `n` times "tok " (cached, the same few lengths repeat). */
+export function completionText(n: number): string {
+  let text = textCache.get(n);
+  if (text === undefined) {
+    text = TOKEN_WORD.repeat(n);
+    if (textCache.size < 64) textCache.set(n, text);
+  }
+  return text;
+}
+
+/** The prompt token count of a request body, as the mock defines it (see the file comment). */
+export function mockPromptTokens(body: Record<string, unknown>, api: MockApi): number {
+  let chars = 0;
+  let tokens = 0;
+  if (api === 'chat') {
+    const messages = body.messages;
+    if (Array.isArray(messages)) {
+      for (const message of messages) {
+        if (typeof message === 'object' && message !== null) chars += contentChars((message as { content?: unknown }).content);
+      }
+    }
+  } else {
+    const prompt = body.prompt;
+    if (typeof prompt === 'string') {
+      chars = prompt.length;
+    } else if (Array.isArray(prompt)) {
+      for (const item of prompt) {
+        if (typeof item === 'string') chars += item.length;
+        else if (typeof item === 'number') tokens++;
+        else if (Array.isArray(item)) tokens += item.length;
+      }
+    }
+  }
+  return tokens + Math.ceil(chars / 4);
+}
+
+function contentChars(content: unknown): number {
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let chars = 0;
+  for (const part of content) {
+    const text = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
+    if (typeof text === 'string') chars += text.length;
+  }
+  return chars;
+}
+
+export function usageOf(spec: AnswerSpec): MockUsage {
+  return {
+    prompt_tokens: spec.promptTokens,
+    completion_tokens: spec.outputTokens,
+    total_tokens: spec.promptTokens + spec.outputTokens,
+  };
+}
+
+/** The complete (non-stream) answer body. */
+export function jsonAnswer(spec: AnswerSpec): string {
+  const text = completionText(spec.outputTokens);
+  const choice = spec.api === 'chat'
+    ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: 'length' }
+    : { index: 0, text, logprobs: null, finish_reason: 'length' };
+  const answer: Record<string, unknown> = {
+    id: spec.id,
+    object: spec.api === 'chat' ? 'chat.completion' : 'text_completion',
+    created: spec.created,
+    model: spec.model,
+    pod: spec.pod,
+    choices: [choice],
+  };
+  if (spec.usage) answer.usage = usageOf(spec);
+  return JSON.stringify(answer);
+}
+
+/**
+ * The events of a streamed answer, as SSE text, one per array element: one chunk per token
+ * (the last carries finish_reason), the usage chunk when asked for and enabled, then `[DONE]`.
+ * With `includeUsage`, token chunks carry `"usage":null` as OpenAI's do.
+ */
+export function sseEvents(spec: AnswerSpec, includeUsage: boolean): string[] {
+  const chat = spec.api === 'chat';
+  const object = chat ? 'chat.completion.chunk' : 'text_completion';
+  const head = `data: {"id":${JSON.stringify(spec.id)},"object":"${object}","created":${spec.created},"model":${JSON.stringify(spec.model)},"pod":${JSON.stringify(spec.pod)},"choices":`;
+  const usageTail = includeUsage ? ',"usage":null}\n\n' : '}\n\n';
+  const word = JSON.stringify(TOKEN_WORD);
+  const events: string[] = [];
+  for (let i = 0; i < spec.outputTokens; i++) {
+    const finish = i === spec.outputTokens - 1 ? '"length"' : 'null';
+    const choice = chat
+      ? `[{"index":0,"delta":{${i === 0 ? '"role":"assistant",' : ''}"content":${word}},"logprobs":null,"finish_reason":${finish}}]`
+      : `[{"index":0,"text":${word},"logprobs":null,"finish_reason":${finish}}]`;
+    events.push(head + choice + usageTail);
+  }
+  if (includeUsage && spec.usage) events.push(`${head}[],"usage":${JSON.stringify(usageOf(spec))}}\n\n`);
+  events.push('data: [DONE]\n\n');
+  return events;
+}
+
+/** The JSON error body the mock answers with for injected failures and bad requests. */
+export function errorBody(status: number, message: string): string {
+  return JSON.stringify({ error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: status } });
+}

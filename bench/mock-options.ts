@@ -1,0 +1,96 @@
+/** Command-line options of the mock OpenAI-compatible backend, parsed and validated once. */
+
+export interface MockOptions {
+  /** Interface to listen on. */
+  readonly host: string;
+  /** Port to listen on; 0 picks a free one. */
+  readonly port: number;
+  /** Pod name, echoed in answers (`pod`) and in the `x-mock-pod` header. */
+  readonly name: string;
+  /** Delay before answering (before the first chunk of a stream). */
+  readonly latencyMs: number;
+  /** Stream pace; 0 sends all chunks at once. */
+  readonly tokensPerSecond: number;
+  /** Completion length in tokens (each token is the word "tok "). */
+  readonly outputTokens: number;
+  /** Fraction (0..1) of /v1 requests answered 500. */
+  readonly failRate: number;
+  /** Report usage in answers and (when asked) in streams. */
+  readonly usage: boolean;
+}
+
+export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
+  host: '127.0.0.1',
+  port: 0,
+  name: 'mock-pod',
+  latencyMs: 0,
+  tokensPerSecond: 0,
+  outputTokens: 16,
+  failRate: 0,
+  usage: true,
+});
+
+export const MOCK_USAGE = `Usage: node dist/bench/mock-backend.js [options]
+  --port N               port to listen on, 0 = pick a free one (default 0)
+  --host HOST            interface to listen on (default 127.0.0.1)
+  --name NAME            pod name echoed in answers and in header x-mock-pod (default mock-pod)
+  --latency-ms N         delay before answering / before the first chunk (default 0)
+  --tokens-per-second N  stream pace, 0 = as fast as possible (default 0)
+  --output-tokens N      completion length in tokens (default 16)
+  --fail-rate F          fraction 0..1 of requests answered 500 (default 0)
+  --no-usage             omit usage from answers and streams
+Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-hang, x-mock-close.`;
+
+export class MockOptionsError extends Error {}
+
+type NumberKey = 'port' | 'latencyMs' | 'tokensPerSecond' | 'outputTokens' | 'failRate';
+
+const NUMBER_FLAGS: Readonly<Record<string, { key: NumberKey; max: number; integer: boolean }>> = {
+  '--port': { key: 'port', max: 65535, integer: true },
+  '--latency-ms': { key: 'latencyMs', max: 3_600_000, integer: false },
+  '--tokens-per-second': { key: 'tokensPerSecond', max: 1e9, integer: false },
+  '--output-tokens': { key: 'outputTokens', max: 10_000_000, integer: true },
+  '--fail-rate': { key: 'failRate', max: 1, integer: false },
+};
+
+/** Parses `--flag value` / `--flag=value` arguments. Throws MockOptionsError naming the bad flag. */
+export function parseMockArgs(argv: readonly string[]): MockOptions {
+  const options: { -readonly [K in keyof MockOptions]: MockOptions[K] } = { ...DEFAULT_MOCK_OPTIONS };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    if (flag === '--no-usage') {
+      if (eq !== -1) throw new MockOptionsError('--no-usage takes no value');
+      options.usage = false;
+      continue;
+    }
+    if (flag !== '--host' && flag !== '--name' && NUMBER_FLAGS[flag] === undefined) {
+      throw new MockOptionsError(`unknown option ${JSON.stringify(arg)}\n${MOCK_USAGE}`);
+    }
+    let value: string;
+    if (eq !== -1) {
+      value = arg.slice(eq + 1);
+    } else {
+      if (i + 1 >= argv.length) throw new MockOptionsError(`${flag} needs a value`);
+      value = argv[++i];
+    }
+    if (flag === '--host' || flag === '--name') {
+      if (value === '') throw new MockOptionsError(`${flag} must not be empty`);
+      options[flag === '--host' ? 'host' : 'name'] = value;
+      continue;
+    }
+    const spec = NUMBER_FLAGS[flag];
+    options[spec.key] = parseBoundedNumber(flag, value, spec.max, spec.integer);
+  }
+  return Object.freeze(options);
+}
+
+/** A number in [0, max] (an integer when asked); the error names `what`. */
+export function parseBoundedNumber(what: string, value: string, max: number, integer: boolean): number {
+  const n = value.trim() === '' ? NaN : Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > max || (integer && !Number.isInteger(n))) {
+    throw new MockOptionsError(`${what} must be ${integer ? 'an integer' : 'a number'} from 0 to ${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}

@@ -1,0 +1,338 @@
+/**
+ * The mock OpenAI-compatible backend server, on uWebSockets.js so that it is never the bottleneck
+ * of a benchmark. Routes:
+ *   POST /v1/*           OpenAI-shaped answer (chat shape under /v1/chat/completions, completions
+ *                        shape otherwise), JSON or SSE (`stream: true`)
+ *   GET  /stats          { pod, requests, lastBody, lastHeaders }
+ *   POST /stats/reset    resets the stats
+ *   GET  /healthz        200 ok
+ * Per-request overrides (headers): x-mock-latency-ms, x-mock-status, x-mock-output-tokens,
+ * x-mock-hang (never answer), x-mock-close (drop the connection without answering).
+ */
+
+import { STATUS_CODES } from 'node:http';
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
+import { errorBody, jsonAnswer, mockPromptTokens, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
+
+export interface MockStats {
+  /** /v1 requests received since start or the last reset. */
+  requests: number;
+  /** Parsed body of the last /v1 request (null when it was not valid JSON). */
+  lastBody: unknown;
+  /** Headers of the last /v1 request (lower-case names). */
+  lastHeaders: Record<string, string> | null;
+}
+
+export interface MockBackend {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  readonly options: MockOptions;
+  readonly stats: MockStats;
+  resetStats(): void;
+  /** Stops listening and drops every exchange still open (hung, delayed or streaming). */
+  close(): void;
+}
+
+export interface MockHooks {
+  /** Source of randomness for --fail-rate (default Math.random). */
+  random?: () => number;
+  /** Clock in ms for stream pacing (default performance.now). */
+  now?: () => number;
+}
+
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+function statusLine(status: number): string {
+  return `${status} ${STATUS_CODES[status] ?? 'Status'}`;
+}
+
+function isOn(value: string | undefined): boolean {
+  return value !== undefined && value !== '' && value !== '0' && value !== 'false';
+}
+
+/** One /v1 request from arrival to its last byte. */
+class Exchange {
+  /** The response was ended, closed or aborted: nothing may touch `res` any more. */
+  finished = false;
+  timer: NodeJS.Timeout | null = null;
+  parts: Buffer[] | null = null;
+  size = 0;
+  /** Stream state: events to send, index of the next one, index of the last token event, pace. */
+  events: string[] | null = null;
+  next = 0;
+  lastToken = 0;
+  startedAt = 0;
+  interval = 0;
+
+  constructor(
+    readonly res: HttpResponse,
+    readonly api: MockApi,
+    readonly headers: Record<string, string>,
+  ) {}
+
+  cancel(): void {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+  }
+}
+
+class MockServer implements MockBackend {
+  readonly stats: MockStats = { requests: 0, lastBody: null, lastHeaders: null };
+  host: string;
+  port = 0;
+  url = '';
+  private readonly app: TemplatedApp;
+  private listenSocket: us_listen_socket | null = null;
+  private readonly open = new Set<Exchange>();
+  private readonly random: () => number;
+  private readonly now: () => number;
+  private sequence = 0;
+
+  constructor(readonly options: MockOptions, hooks: MockHooks) {
+    this.host = options.host;
+    this.random = hooks.random ?? Math.random;
+    this.now = hooks.now ?? (() => performance.now());
+    this.app = uWS.App()
+      .post('/v1/*', (res, req) => this.onInference(res, req))
+      .get('/stats', (res) => this.sendJson(res, 200, JSON.stringify({ pod: this.options.name, ...this.stats })))
+      .post('/stats/reset', (res) => {
+        this.resetStats();
+        this.sendJson(res, 200, '{"reset":true}');
+      })
+      .get('/healthz', (res) => {
+        res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end('ok');
+      })
+      .any('/*', (res, req) => {
+        this.sendJson(res, 404, errorBody(404, `mock backend has no route ${req.getMethod().toUpperCase()} ${req.getUrl()}`));
+      });
+  }
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(this.options.host, this.options.port, (socket) => {
+        if (socket === false) {
+          reject(new Error(`mock backend could not listen on ${this.options.host}:${this.options.port}`));
+          return;
+        }
+        this.listenSocket = socket;
+        this.port = uWS.us_socket_local_port(socket as unknown as us_socket);
+        const host = this.host.includes(':') ? `[${this.host}]` : this.host;
+        this.url = `http://${host}:${this.port}`;
+        resolve();
+      });
+    });
+  }
+
+  resetStats(): void {
+    this.stats.requests = 0;
+    this.stats.lastBody = null;
+    this.stats.lastHeaders = null;
+  }
+
+  close(): void {
+    if (this.listenSocket !== null) {
+      uWS.us_listen_socket_close(this.listenSocket);
+      this.listenSocket = null;
+    }
+    for (const exchange of this.open) {
+      exchange.cancel();
+      if (!exchange.finished) {
+        exchange.finished = true;
+        exchange.res.close();
+      }
+    }
+    this.open.clear();
+  }
+
+  private onInference(res: HttpResponse, req: HttpRequest): void {
+    this.stats.requests++;
+    const headers: Record<string, string> = {};
+    req.forEach((key, value) => {
+      headers[key] = value;
+    });
+    this.stats.lastHeaders = headers;
+    const api: MockApi = req.getUrl().endsWith('/chat/completions') ? 'chat' : 'completions';
+    const exchange = new Exchange(res, api, headers);
+    this.open.add(exchange);
+    res.onAborted(() => {
+      exchange.finished = true;
+      exchange.cancel();
+      this.open.delete(exchange);
+    });
+    res.onData((chunk, isLast) => {
+      if (exchange.finished) return;
+      exchange.size += chunk.byteLength;
+      if (exchange.size > MAX_BODY_BYTES) {
+        this.finishJson(exchange, 413, errorBody(413, `mock backend accepts bodies up to ${MAX_BODY_BYTES} bytes`));
+        return;
+      }
+      if (isLast) {
+        let body: Buffer;
+        if (exchange.parts === null) {
+          body = Buffer.from(chunk); // a view, valid during this callback, which parses it
+        } else {
+          exchange.parts.push(Buffer.from(new Uint8Array(chunk)));
+          body = Buffer.concat(exchange.parts, exchange.size);
+          exchange.parts = null;
+        }
+        this.onBody(exchange, body);
+      } else {
+        (exchange.parts ??= []).push(Buffer.from(new Uint8Array(chunk)));
+      }
+    });
+  }
+
+  private onBody(exchange: Exchange, raw: Buffer): void {
+    let body: unknown = null;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      body = null;
+    }
+    this.stats.lastBody = body;
+    const headers = exchange.headers;
+    if (isOn(headers['x-mock-hang'])) return; // accepted, never answered (until close or abort)
+    if (isOn(headers['x-mock-close'])) {
+      exchange.finished = true;
+      this.open.delete(exchange);
+      exchange.res.close();
+      return;
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      this.finishJson(exchange, 400, errorBody(400, 'mock backend expects a JSON object body'));
+      return;
+    }
+    let latencyMs: number;
+    let outputTokens: number;
+    let status = 0;
+    try {
+      latencyMs = override(headers, 'x-mock-latency-ms', this.options.latencyMs, 3_600_000, false);
+      outputTokens = override(headers, 'x-mock-output-tokens', this.options.outputTokens, 10_000_000, true);
+      status = override(headers, 'x-mock-status', 0, 599, true);
+    } catch (error) {
+      this.finishJson(exchange, 400, errorBody(400, (error as Error).message));
+      return;
+    }
+    if (status !== 0 && status < 200) {
+      this.finishJson(exchange, 400, errorBody(400, `x-mock-status must be from 200 to 599, got ${status}`));
+      return;
+    }
+    if (status === 0 && this.options.failRate > 0 && this.random() < this.options.failRate) status = 500;
+    const act = status !== 0
+      ? () => this.finishJson(exchange, status, errorBody(status, `mock backend ${this.options.name} answered ${status} as asked`))
+      : () => this.answer(exchange, body as Record<string, unknown>, outputTokens);
+    if (latencyMs > 0) {
+      exchange.timer = setTimeout(() => {
+        exchange.timer = null;
+        if (!exchange.finished) exchange.res.cork(act);
+      }, latencyMs);
+    } else {
+      exchange.res.cork(act);
+    }
+  }
+
+  private answer(exchange: Exchange, body: Record<string, unknown>, outputTokens: number): void {
+    const spec: AnswerSpec = {
+      api: exchange.api,
+      id: `${exchange.api === 'chat' ? 'chatcmpl' : 'cmpl'}-${this.options.name}-${++this.sequence}`,
+      created: Math.floor(Date.now() / 1000),
+      model: typeof body.model === 'string' ? body.model : 'mock-model',
+      pod: this.options.name,
+      outputTokens,
+      promptTokens: mockPromptTokens(body, exchange.api),
+      usage: this.options.usage,
+    };
+    if (body.stream !== true) {
+      this.finishJson(exchange, 200, jsonAnswer(spec));
+      return;
+    }
+    const streamOptions = body.stream_options;
+    const includeUsage = typeof streamOptions === 'object' && streamOptions !== null
+      && (streamOptions as { include_usage?: unknown }).include_usage === true;
+    this.startStream(exchange, sseEvents(spec, includeUsage), outputTokens);
+  }
+
+  /** Sends the head and the first token chunk; paces the rest. Call corked. */
+  private startStream(exchange: Exchange, events: string[], tokenEvents: number): void {
+    const res = exchange.res;
+    res.writeStatus('200 OK')
+      .writeHeader('content-type', 'text/event-stream')
+      .writeHeader('cache-control', 'no-cache')
+      .writeHeader('x-mock-pod', this.options.name);
+    const tps = this.options.tokensPerSecond;
+    if (tps === 0 || tokenEvents <= 1) {
+      res.write(events.join(''));
+      this.end(exchange);
+      return;
+    }
+    exchange.events = events;
+    exchange.lastToken = tokenEvents - 1;
+    exchange.interval = 1000 / tps;
+    exchange.startedAt = this.now();
+    res.write(events[0]);
+    exchange.next = 1;
+    this.schedule(exchange);
+  }
+
+  private schedule(exchange: Exchange): void {
+    const due = exchange.startedAt + exchange.next * exchange.interval;
+    exchange.timer = setTimeout(() => this.tick(exchange), Math.max(0, due - this.now()));
+  }
+
+  private tick(exchange: Exchange): void {
+    exchange.timer = null;
+    if (exchange.finished || exchange.events === null) return;
+    const events = exchange.events;
+    exchange.res.cork(() => {
+      const index = exchange.next++;
+      // The last token chunk goes out with the usage chunk and [DONE].
+      if (index < exchange.lastToken) {
+        exchange.res.write(events[index]);
+        this.schedule(exchange);
+        return;
+      }
+      exchange.res.write(events.slice(index).join(''));
+      this.end(exchange);
+    });
+  }
+
+  private end(exchange: Exchange): void {
+    exchange.events = null;
+    exchange.finished = true;
+    this.open.delete(exchange);
+    exchange.res.end();
+  }
+
+  private finishJson(exchange: Exchange, status: number, body: string): void {
+    exchange.cancel();
+    this.open.delete(exchange);
+    exchange.finished = true;
+    exchange.res.writeStatus(statusLine(status))
+      .writeHeader('content-type', 'application/json')
+      .writeHeader('x-mock-pod', this.options.name)
+      .end(body);
+  }
+
+  private sendJson(res: HttpResponse, status: number, body: string): void {
+    res.writeStatus(statusLine(status)).writeHeader('content-type', 'application/json').end(body);
+  }
+}
+
+/** A header override of a numeric option; throws naming the header when the value is bad. */
+function override(headers: Record<string, string>, name: string, fallback: number, max: number, integer: boolean): number {
+  const value = headers[name];
+  if (value === undefined || value === '') return fallback;
+  return parseBoundedNumber(name, value, max, integer);
+}
+
+/** Starts a mock backend in this process. Options not given take the CLI defaults. */
+export async function startMockBackend(options: Partial<MockOptions> = {}, hooks: MockHooks = {}): Promise<MockBackend> {
+  const server = new MockServer(Object.freeze({ ...DEFAULT_MOCK_OPTIONS, ...options }), hooks);
+  await server.listen();
+  return server;
+}

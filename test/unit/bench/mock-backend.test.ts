@@ -1,0 +1,237 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const entry = `${root}dist/bench/mock-backend.js`;
+
+/** Builds bench/ when dist/bench is missing or older than a bench source. */
+function ensureBuilt(): void {
+  const built = existsSync(entry) ? statSync(entry).mtimeMs : 0;
+  const stale = readdirSync(`${root}bench`).some((f) => f.endsWith('.ts') && statSync(`${root}bench/${f}`).mtimeMs > built);
+  if (!stale) return;
+  const tsc = spawnSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}bench/tsconfig.json`], { encoding: 'utf8' });
+  if (tsc.status !== 0) throw new Error(`building bench failed:\n${tsc.stdout}${tsc.stderr}`);
+}
+
+interface Mock { proc: ChildProcess; url: string; firstLine: string }
+
+async function startMock(args: string[]): Promise<Mock> {
+  const proc = spawn(process.execPath, [entry, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines = createInterface({ input: proc.stdout! });
+  const [firstLine] = (await once(lines, 'line')) as [string];
+  const match = /^mock-backend listening on (http:\/\/127\.0\.0\.1:(\d+))$/.exec(firstLine);
+  if (!match) throw new Error(`unexpected first line ${JSON.stringify(firstLine)}`);
+  return { proc, url: match[1], firstLine };
+}
+
+async function stopMock(mock: Mock): Promise<number | null> {
+  if (mock.proc.exitCode !== null) return mock.proc.exitCode;
+  const exited = once(mock.proc, 'exit');
+  mock.proc.kill('SIGTERM');
+  const [code] = (await exited) as [number | null];
+  return code;
+}
+
+function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
+
+/** The `data:` payloads of an SSE body, in order. */
+function sseData(text: string): string[] {
+  return text.split('\n\n').filter((e) => e !== '').map((e) => {
+    expect(e.startsWith('data: ')).toBe(true);
+    return e.slice(6);
+  });
+}
+
+const TOK16 = 'tok '.repeat(16);
+
+describe('mock backend process (defaults)', () => {
+  let mock: Mock;
+  beforeAll(async () => {
+    ensureBuilt();
+    mock = await startMock(['--name', 'pod-a']);
+  });
+  afterAll(async () => {
+    if (mock) expect(await stopMock(mock)).toBe(0);
+  });
+
+  it('answers completions with OpenAI JSON, the request model and usage', async () => {
+    const res = await post(`${mock.url}/v1/completions`, { model: 'llama-x', prompt: 'abcdefghi', temperature: 0 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-mock-pod')).toBe('pod-a');
+    expect(res.headers.get('content-type')).toBe('application/json');
+    const body = await res.json();
+    expect(body).toMatchObject({ object: 'text_completion', model: 'llama-x', pod: 'pod-a' });
+    expect(typeof body.id).toBe('string');
+    expect(typeof body.created).toBe('number');
+    expect(body.choices).toEqual([{ index: 0, text: TOK16, logprobs: null, finish_reason: 'length' }]);
+    expect(body.usage).toEqual({ prompt_tokens: 3, completion_tokens: 16, total_tokens: 19 }); // ceil(9/4)
+  });
+
+  it('answers chat completions, counting the messages content', async () => {
+    const messages = [{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'hello' }] }];
+    const res = await post(`${mock.url}/v1/chat/completions`, { model: 'chat-m', messages }, { 'x-mock-output-tokens': '2' });
+    const body = await res.json();
+    expect(body.object).toBe('chat.completion');
+    expect(body.choices[0].message).toEqual({ role: 'assistant', content: 'tok tok ' });
+    expect(body.usage).toEqual({ prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 }); // ceil(13/4)
+  });
+
+  it('streams completions: one chunk per token, no usage unless asked, then [DONE]', async () => {
+    const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', stream: true }, { 'x-mock-output-tokens': '4' });
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const data = sseData(await res.text());
+    expect(data).toHaveLength(5);
+    expect(data[4]).toBe('[DONE]');
+    const chunks = data.slice(0, 4).map((d) => JSON.parse(d));
+    for (const chunk of chunks) {
+      expect(chunk.object).toBe('text_completion');
+      expect(chunk.model).toBe('m');
+      expect(chunk.choices[0].text).toBe('tok ');
+      expect('usage' in chunk).toBe(false);
+    }
+    expect(chunks.map((c) => c.choices[0].finish_reason)).toEqual([null, null, null, 'length']);
+  });
+
+  it('streams chat with include_usage: usage:null on chunks, then a usage chunk with empty choices', async () => {
+    const res = await post(`${mock.url}/v1/chat/completions`, {
+      model: 'm', messages: [{ role: 'user', content: '12345678' }], stream: true, stream_options: { include_usage: true },
+    }, { 'x-mock-output-tokens': '3' });
+    const data = sseData(await res.text());
+    expect(data).toHaveLength(5);
+    expect(data[4]).toBe('[DONE]');
+    const chunks = data.slice(0, 3).map((d) => JSON.parse(d));
+    expect(chunks.map((c) => c.choices[0].delta.content).join('')).toBe('tok tok tok ');
+    expect(chunks[0].choices[0].delta.role).toBe('assistant');
+    for (const chunk of chunks) {
+      expect(chunk.object).toBe('chat.completion.chunk');
+      expect(chunk.usage).toBeNull();
+    }
+    const usage = JSON.parse(data[3]);
+    expect(usage.choices).toEqual([]);
+    expect(usage.usage).toEqual({ prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 });
+  });
+
+  it('answers the status asked by x-mock-status with a JSON error body', async () => {
+    for (const status of [429, 503]) {
+      const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-status': String(status) });
+      expect(res.status).toBe(status);
+      expect(res.headers.get('x-mock-pod')).toBe('pod-a');
+      const body = await res.json();
+      expect(body.error.code).toBe(status);
+      expect(typeof body.error.message).toBe('string');
+    }
+    const bad = await post(`${mock.url}/v1/completions`, { model: 'm' }, { 'x-mock-status': 'soon' });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.message).toContain('x-mock-status');
+  });
+
+  it('answers after x-mock-latency-ms and rejects a non-JSON body with 400', async () => {
+    const delayed = await post(`${mock.url}/v1/completions`, { model: 'late', prompt: '' }, { 'x-mock-latency-ms': '20' });
+    expect((await delayed.json()).model).toBe('late');
+    const res = await fetch(`${mock.url}/v1/completions`, { method: 'POST', body: '{not json' });
+    expect(res.status).toBe(400);
+  });
+
+  it('x-mock-close drops the connection; x-mock-hang never answers', async () => {
+    await expect(post(`${mock.url}/v1/completions`, { model: 'm' }, { 'x-mock-close': '1' })).rejects.toThrow();
+
+    await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
+    const controller = new AbortController();
+    const hung = fetch(`${mock.url}/v1/completions`, {
+      method: 'POST', body: '{"model":"hang"}', headers: { 'x-mock-hang': 'true' }, signal: controller.signal,
+    });
+    // Wait until the mock has the request, then give up on it: only the abort can end the fetch.
+    for (;;) {
+      const stats = await (await fetch(`${mock.url}/stats`)).json();
+      if (stats.requests === 1 && stats.lastBody?.model === 'hang') break;
+    }
+    controller.abort();
+    await expect(hung).rejects.toThrow(/abort/i);
+  });
+
+  it('reports and resets stats', async () => {
+    await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
+    await post(`${mock.url}/v1/completions`, { model: 'a', prompt: 'p' });
+    await post(`${mock.url}/v1/embeddings`, { model: 'b', input: 'q' }, { 'x-request-id': 'rid-1' });
+    const stats = await (await fetch(`${mock.url}/stats`)).json();
+    expect(stats.requests).toBe(2);
+    expect(stats.lastBody).toEqual({ model: 'b', input: 'q' });
+    expect(stats.lastHeaders['x-request-id']).toBe('rid-1');
+    expect(stats.lastHeaders['content-type']).toBe('application/json');
+    await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
+    expect(await (await fetch(`${mock.url}/stats`)).json()).toEqual({ pod: 'pod-a', requests: 0, lastBody: null, lastHeaders: null });
+    const health = await fetch(`${mock.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect((await fetch(`${mock.url}/nowhere`)).status).toBe(404);
+  });
+
+  it('works with the official openai client, streaming included', async () => {
+    const client = new OpenAI({ baseURL: `${mock.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const completion = await client.completions.create({ model: 'sdk-m', prompt: 'say things' });
+    expect(completion.choices[0].text).toBe(TOK16);
+    expect(completion.usage?.completion_tokens).toBe(16);
+    const stream = await client.chat.completions.create({
+      model: 'sdk-m', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true },
+    });
+    let text = '';
+    let completionTokens = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) completionTokens = chunk.usage.completion_tokens;
+    }
+    expect(text).toBe(TOK16);
+    expect(completionTokens).toBe(16);
+  });
+});
+
+describe('mock backend process (flags)', () => {
+  beforeAll(ensureBuilt);
+
+  it('--no-usage omits usage from answers and streams; --output-tokens sets the length; pacing keeps content', async () => {
+    const mock = await startMock(['--no-usage', '--output-tokens', '5', '--tokens-per-second', '2000', '--latency-ms', '1']);
+    try {
+      const json = await (await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' })).json();
+      expect(json.choices[0].text).toBe('tok '.repeat(5));
+      expect('usage' in json).toBe(false);
+      const res = await post(`${mock.url}/v1/chat/completions`, {
+        model: 'm', messages: [], stream: true, stream_options: { include_usage: true },
+      });
+      const data = sseData(await res.text());
+      expect(data).toHaveLength(6);
+      expect(data.slice(0, 5).every((d) => JSON.parse(d).choices.length === 1)).toBe(true);
+      expect(data[5]).toBe('[DONE]');
+    } finally {
+      expect(await stopMock(mock)).toBe(0);
+    }
+  });
+
+  it('--fail-rate 1 answers 500 to every inference request', async () => {
+    const mock = await startMock(['--fail-rate', '1']);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' });
+        expect(res.status).toBe(500);
+        expect((await res.json()).error.type).toBe('server_error');
+      }
+      expect((await fetch(`${mock.url}/healthz`)).status).toBe(200);
+    } finally {
+      expect(await stopMock(mock)).toBe(0);
+    }
+  });
+
+  it('rejects unknown or bad flags with exit code 2 and a message naming the flag', () => {
+    for (const [args, text] of [[['--bogus'], '--bogus'], [['--fail-rate', '2'], '--fail-rate'], [['--port'], '--port']] as const) {
+      const run = spawnSync(process.execPath, [entry, ...args], { encoding: 'utf8' });
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain(text);
+      expect(run.stdout).toBe('');
+    }
+  });
+});
