@@ -10,6 +10,7 @@ export const ERROR_TYPES = {
   rate_limit: { status: 429, meaning: 'A token rate limit of the route is exhausted for the current window' },
   upstream_error: { status: 502, meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready or the limit store is unavailable' },
   timeout: { status: 504, meaning: 'The backend did not answer within the timeout' },
+  client_closed: { status: 499, meaning: 'The client went away before the answer ended (recorded in the access log only)' },
 } as const;
 
 export type ErrorType = keyof typeof ERROR_TYPES;

@@ -1,0 +1,53 @@
+import { RouterError } from '../errors.js';
+import type { ApiKind } from '../tokens/token-counter.js';
+
+/** The parts of an inference request body the router acts on. */
+export interface ParsedRequest {
+  body: Record<string, unknown>;
+  model: string;
+  api: ApiKind;
+  stream: boolean;
+  /** The client itself asked for stream usage (stream_options.include_usage). */
+  clientAskedUsage: boolean;
+}
+
+export function apiKindOf(url: string): ApiKind {
+  if (url === '/v1/chat/completions') return 'chat';
+  if (url === '/v1/completions') return 'completions';
+  return 'other';
+}
+
+/** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
+export function parseRequest(raw: Buffer, url: string): ParsedRequest {
+  if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new RouterError('invalid_request', `request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new RouterError('invalid_request', 'request body must be a JSON object');
+  }
+  const obj = body as Record<string, unknown>;
+  const model = obj.model;
+  if (typeof model !== 'string' || model.trim() === '') {
+    throw new RouterError('invalid_request', 'request body must name a model: "model" must be a non-empty string');
+  }
+  const api = apiKindOf(url);
+  if (api === 'completions') {
+    const p = obj.prompt;
+    if (typeof p !== 'string' && !Array.isArray(p)) {
+      throw new RouterError('invalid_request', '"prompt" is required for /v1/completions and must be a string or an array');
+    }
+  } else if (api === 'chat') {
+    const m = obj.messages;
+    if (!Array.isArray(m) || m.length === 0) {
+      throw new RouterError('invalid_request', '"messages" is required for /v1/chat/completions and must be a non-empty array');
+    }
+  }
+  const stream = obj.stream === true;
+  const opts = obj.stream_options;
+  const clientAskedUsage = stream && opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
+  return { body: obj, model, api, stream, clientAskedUsage };
+}

@@ -1,0 +1,27 @@
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+
+/**
+ * Fewest in-flight requests, random among ties. `exclude` holds endpoints already tried for
+ * this request (connection-failure retries). Returns null when none is left.
+ */
+export function pickLeastInflight(
+  endpoints: readonly EndpointState[],
+  exclude: readonly EndpointState[] | null,
+  random: () => number = Math.random,
+): EndpointState | null {
+  let best: EndpointState | null = null;
+  let ties = 0;
+  for (let i = 0; i < endpoints.length; i++) {
+    const e = endpoints[i];
+    if (exclude !== null && exclude.includes(e)) continue;
+    if (best === null || e.inflight < best.inflight) {
+      best = e;
+      ties = 1;
+    } else if (e.inflight === best.inflight) {
+      // Reservoir sampling keeps the choice uniform among ties without allocating.
+      ties++;
+      if (random() * ties < 1) best = e;
+    }
+  }
+  return best;
+}

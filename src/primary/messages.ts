@@ -1,0 +1,16 @@
+import type { ResourceSnapshot } from '../config/resource-types.js';
+
+/** Core messages between the primary and its workers (other modules use other `t` prefixes). */
+export type PrimaryToWorker =
+  | { t: 'core:snapshot'; snapshot: ResourceSnapshot }
+  | { t: 'core:ready'; ready: boolean }
+  | { t: 'core:drain' }
+  | { t: 'core:reopen-log' };
+
+export type WorkerToPrimary =
+  | { t: 'core:listening' }
+  | { t: 'core:fatal'; message: string };
+
+export function isCoreMessage(m: unknown): m is { t: string } {
+  return m !== null && typeof m === 'object' && typeof (m as { t?: unknown }).t === 'string' && (m as { t: string }).t.startsWith('core:');
+}

@@ -1,0 +1,30 @@
+import type { RateLimitSpec } from '../config/resource-types.js';
+import type { TokenLimiter } from './limiter.js';
+import type { RedisLimitSettings } from './redis-settings.js';
+import { closeRedisLimiters, redisLimiterFor } from './redis-clients.js';
+
+/**
+ * Chooses the limiter of a route's rateLimit: the instance-local one (exact across this
+ * instance's workers) or the Redis one of its address (one client per address per process).
+ */
+export class LimiterRegistry {
+  private readonly local: TokenLimiter;
+  private readonly redis: RedisLimitSettings;
+  private readonly log: (m: string) => void;
+
+  constructor(local: TokenLimiter, redis: RedisLimitSettings, log: (m: string) => void) {
+    this.local = local;
+    this.redis = redis;
+    this.log = log;
+  }
+
+  limiterFor(spec: RateLimitSpec): TokenLimiter {
+    if (spec.global === null) return this.local;
+    return redisLimiterFor(spec.global.redis.address, this.redis, this.local, { log: this.log });
+  }
+
+  async close(): Promise<void> {
+    await closeRedisLimiters();
+    await this.local.close();
+  }
+}

@@ -1,0 +1,15 @@
+import { RouterError } from '../errors.js';
+import type { Decision } from './limiter.js';
+
+export const INPUT_LIMIT_MESSAGE = 'input token rate limit exceeded';
+export const OUTPUT_LIMIT_MESSAGE = 'output token rate limit exceeded';
+
+/** The 429 for a rejected decision: body is the exact message, retry-after the seconds to reset. */
+export function rateLimitRejection(d: Decision): RouterError {
+  return new RouterError(
+    'rate_limit',
+    d.rejectedBy === 'output' ? OUTPUT_LIMIT_MESSAGE : INPUT_LIMIT_MESSAGE,
+    429,
+    { 'retry-after': String(Math.max(1, d.retryAfterSeconds)) },
+  );
+}

@@ -1,0 +1,138 @@
+import type { ModelRoute, RateLimitSpec, ResourceSnapshot, Rule } from '../config/resource-types.js';
+import { compileMatcher, type Matcher } from './string-matcher.js';
+import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
+
+/** A ModelServer as the hot path needs it. */
+export interface CompiledServer {
+  readonly key: string;
+  /** Rewrite the upstream request's `model` to this, or null. */
+  readonly model: string | null;
+  readonly timeoutMs: number;
+  readonly endpoints: readonly EndpointState[];
+}
+
+interface CompiledRule {
+  readonly name: string;
+  /** [lower-case header name, matcher] pairs; all must hold. */
+  readonly headerMatchers: readonly (readonly [string, Matcher])[];
+  readonly uriMatcher: Matcher | null;
+  readonly servers: readonly CompiledServer[];
+  /** Cumulative weights, same order as servers; last = total. */
+  readonly cumulative: readonly number[];
+}
+
+export interface CompiledRoute {
+  readonly key: string;
+  readonly modelName: string;
+  readonly rules: readonly CompiledRule[];
+  readonly rateLimit: RateLimitSpec | null;
+}
+
+/** What a matching rule needs to read from the request. */
+export interface MatchInput {
+  /** Request path without the query string. */
+  readonly url: string;
+  /** Lower-case header name -> value ("" when absent). */
+  header(name: string): string;
+}
+
+/**
+ * The compiled routing table of one snapshot: model name -> route -> rule -> server.
+ * Built when a snapshot arrives, never per request.
+ */
+export class RouteTable {
+  readonly version: number;
+  private readonly byModel: Map<string, CompiledRoute>;
+  /** Lower-case header names any rule matches on (copied from the request up front). */
+  readonly matchHeaderNames: readonly string[];
+  /** Body of GET /v1/models, prebuilt. */
+  readonly modelsJson: string;
+
+  constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now()) {
+    this.version = snapshot.version;
+    const servers = new Map<string, CompiledServer>();
+    for (const s of snapshot.servers) {
+      servers.set(s.key, {
+        key: s.key,
+        model: s.model,
+        timeoutMs: s.timeoutMs ?? defaultTimeoutMs,
+        endpoints: s.endpoints.map((e) => endpoints.acquire(e)),
+      });
+    }
+    endpoints.releaseUnused();
+    const headerNames = new Set<string>();
+    this.byModel = new Map();
+    for (const r of snapshot.routes) {
+      if (this.byModel.has(r.modelName)) continue; // first wins; the source already warned
+      this.byModel.set(r.modelName, compileRoute(r, servers, headerNames));
+    }
+    this.matchHeaderNames = [...headerNames];
+    const created = Math.floor(now / 1000);
+    this.modelsJson = JSON.stringify({
+      object: 'list',
+      data: [...this.byModel.keys()].map((id) => ({ id, object: 'model', created, owned_by: 'inference-router' })),
+    });
+  }
+
+  route(modelName: string): CompiledRoute | undefined {
+    return this.byModel.get(modelName);
+  }
+
+  /** First rule whose match holds, then a server drawn by weight; null when no rule matches. */
+  static pick(route: CompiledRoute, input: MatchInput, random: () => number = Math.random): CompiledServer | null {
+    for (const rule of route.rules) {
+      if (!ruleMatches(rule, input)) continue;
+      return drawByWeight(rule, random);
+    }
+    return null;
+  }
+}
+
+function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRoute {
+  return {
+    key: r.key,
+    modelName: r.modelName,
+    rateLimit: r.rateLimit,
+    rules: r.rules.map((rule) => compileRule(r, rule, servers, headerNames)),
+  };
+}
+
+function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRule {
+  const headerMatchers: (readonly [string, Matcher])[] = [];
+  let uriMatcher: Matcher | null = null;
+  if (rule.modelMatch) {
+    for (const [name, m] of Object.entries(rule.modelMatch.headers)) {
+      const lower = name.toLowerCase();
+      headerNames.add(lower);
+      headerMatchers.push([lower, compileMatcher(m)]);
+    }
+    if (rule.modelMatch.uri) uriMatcher = compileMatcher(rule.modelMatch.uri);
+  }
+  const compiledServers: CompiledServer[] = [];
+  const cumulative: number[] = [];
+  let total = 0;
+  for (const t of rule.targetModels) {
+    const server = servers.get(`${route.namespace}/${t.modelServerName}`);
+    if (!server) throw new Error(`${route.key}: rule ${rule.name} names unknown ModelServer ${t.modelServerName}`);
+    if (t.weight <= 0) continue;
+    total += t.weight;
+    compiledServers.push(server);
+    cumulative.push(total);
+  }
+  return { name: rule.name, headerMatchers, uriMatcher, servers: compiledServers, cumulative };
+}
+
+function ruleMatches(rule: CompiledRule, input: MatchInput): boolean {
+  if (rule.uriMatcher !== null && !rule.uriMatcher(input.url)) return false;
+  for (const [name, m] of rule.headerMatchers) if (!m(input.header(name))) return false;
+  return true;
+}
+
+function drawByWeight(rule: CompiledRule, random: () => number): CompiledServer | null {
+  const n = rule.servers.length;
+  if (n === 0) return null;
+  if (n === 1) return rule.servers[0];
+  const x = random() * rule.cumulative[n - 1];
+  for (let i = 0; i < n; i++) if (x < rule.cumulative[i]) return rule.servers[i];
+  return rule.servers[n - 1];
+}

@@ -1,0 +1,48 @@
+import type { Exchange } from '../http/exchange.js';
+import type { EndpointState } from './endpoint-registry.js';
+import { CallOutcome, UpstreamCall, type UsageSeen } from './upstream-call.js';
+import { errorTypeOfUpstreamStatus, upstreamFailure } from './upstream-errors.js';
+import type { UpstreamBody } from './upstream-body.js';
+
+/**
+ * Sends the request to one pod and streams the answer back. Returns 'retry' when the pod was
+ * never reached (the caller may try another), else the usage seen (null when none).
+ * Throws RouterError when it failed before anything was sent to the client.
+ */
+export async function forwardUpstream(
+  x: Exchange, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
+): Promise<UsageSeen | null | 'retry'> {
+  const ctx = x.ctx;
+  const call = new UpstreamCall(x, endpoint, stream, up.stripUsage, timeoutMs);
+  x.onClientGone = () => call.abort(new Error('client went away'));
+  const headers = x.forwardHeaders.slice();
+  headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
+  if (ctx.tUpstreamStart === 0) ctx.tUpstreamStart = performance.now();
+  endpoint.pool.dispatch({
+    path: ctx.path,
+    method: 'POST',
+    headers,
+    body: up.body,
+    headersTimeout: timeoutMs,
+    bodyTimeout: stream ? timeoutMs : 0,
+  }, call);
+  const outcome = await call.done;
+  x.onClientGone = null;
+  if (ctx.tUpstreamEnd === 0) ctx.tUpstreamEnd = performance.now();
+  switch (outcome) {
+    case CallOutcome.RetryableConnectFailure:
+      return 'retry';
+    case CallOutcome.FailedBeforeResponse:
+      throw upstreamFailure(call.error, timeoutMs, endpoint.name);
+    case CallOutcome.FailedMidResponse: {
+      const e = upstreamFailure(call.error, timeoutMs, endpoint.name);
+      ctx.fail(e.type, `${e.message} (after the response started)`, ctx.statusCode);
+      return call.usage;
+    }
+    case CallOutcome.Done:
+      if (!ctx.aborted && call.upstreamStatus >= 400) {
+        ctx.fail(errorTypeOfUpstreamStatus(call.upstreamStatus), `upstream pod ${endpoint.name} answered ${call.upstreamStatus}`, call.upstreamStatus);
+      }
+      return call.usage;
+  }
+}

@@ -1,0 +1,107 @@
+import { RouterError } from '../errors.js';
+import type { RateLimitSpec } from '../config/resource-types.js';
+import type { RouterSettings } from '../config/settings.js';
+import type { Exchange } from '../http/exchange.js';
+import { parseRequest, type ParsedRequest } from '../http/parse-request.js';
+import { sendError } from '../http/respond.js';
+import { pickLeastInflight } from '../pick/least-inflight.js';
+import type { TokenLimiter } from '../ratelimit/limiter.js';
+import { RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+import { forwardUpstream } from '../upstream/forward.js';
+import { buildUpstreamBody } from '../upstream/upstream-body.js';
+import { settleUsage } from '../usage/settle-usage.js';
+import { rateLimitRejection } from '../ratelimit/rejection.js';
+
+/** What the pipeline needs from its worker process; built once at start-up. */
+export interface PipelineServices {
+  readonly settings: RouterSettings;
+  /** Current compiled table, or null before the first snapshot. */
+  table(): RouteTable | null;
+  readonly tokens: TokenCounter;
+  /** The limiter for a route's rateLimit (local or Redis), resolved once per spec. */
+  limiterFor(spec: RateLimitSpec): TokenLimiter;
+  /** Authenticates and authorizes; throws RouterError(401/403). null = auth off. */
+  readonly authorize: ((x: Exchange, model: string) => void | Promise<void>) | null;
+  /** Called once per request when it is over (access log, metrics). */
+  finish(x: Exchange): void;
+}
+
+/**
+ * The path of one request after its body arrived: parse → route → count → limit → pick →
+ * proxy → usage. Every outcome ends in exactly one finish() call.
+ */
+export async function runPipeline(x: Exchange, s: PipelineServices): Promise<void> {
+  const ctx = x.ctx;
+  let route: CompiledRoute | null = null;
+  let limiter: TokenLimiter | null = null;
+  let charged = 0;
+  try {
+    const req = parseRequest(x.body, x.url);
+    ctx.modelName = req.model;
+    if (s.authorize !== null) await s.authorize(x, req.model);
+
+    const table = s.table();
+    if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503);
+    route = table.route(req.model) ?? null;
+    if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route`);
+    ctx.modelRoute = route.key;
+    const server = RouteTable.pick(route, x);
+    if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`);
+    ctx.modelServer = server.key;
+
+    const counted = s.tokens.countRequest(req.body, req.api);
+    ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
+
+    if (route.rateLimit !== null) {
+      limiter = s.limiterFor(route.rateLimit);
+      const d = await limiter.admit(route.key, route.rateLimit, ctx.inputTokens);
+      x.decision = d;
+      if (!d.allowed) throw rateLimitRejection(d);
+      charged = ctx.inputTokens;
+    }
+    if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
+
+    const result = await proxyWithRetries(x, server, req);
+    if (result.reachedPod) charged = 0; // the pod saw it: usage settles the counters below
+    if (result.usage !== null || result.reachedPod) {
+      await settleUsage(x, s.tokens, route, limiter, result.usage);
+    }
+  } catch (err) {
+    sendError(x, err instanceof RouterError ? err : internalError(err));
+  } finally {
+    // Admitted but never reached a pod: give the input tokens back.
+    if (charged > 0 && limiter !== null && route !== null && route.rateLimit !== null) {
+      try { await limiter.adjustInput(route.key, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
+    }
+    s.finish(x);
+  }
+}
+
+interface ProxyResult {
+  reachedPod: boolean;
+  usage: import('../upstream/upstream-call.js').UsageSeen | null;
+}
+
+/** Picks a pod and forwards; connection failures move to another pod (at most two more). */
+async function proxyWithRetries(x: Exchange, server: CompiledServer, req: ParsedRequest): Promise<ProxyResult> {
+  const up = buildUpstreamBody(x.body, req, server);
+  const tried: EndpointState[] = [];
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const endpoint = pickLeastInflight(server.endpoints, tried.length === 0 ? null : tried);
+    if (endpoint === null) {
+      if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503);
+      break;
+    }
+    tried.push(endpoint);
+    x.ctx.selectedPod = endpoint.name;
+    const r = await forwardUpstream(x, endpoint, up, req.stream, server.timeoutMs);
+    if (r !== 'retry') return { reachedPod: true, usage: r };
+  }
+  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502);
+}
+
+function internalError(err: unknown): RouterError {
+  return new RouterError('upstream_error', `internal router error: ${(err as Error)?.message ?? String(err)}`, 502);
+}

@@ -1,0 +1,139 @@
+import type { RouterSettings } from '../config/settings.js';
+import type { ResourceSnapshot } from '../config/resource-types.js';
+import { buildApp } from '../http/app.js';
+import type { Exchange } from '../http/exchange.js';
+import { loadUws } from '../http/uws.js';
+import { createAccessLog } from '../observe/access-log.js';
+import { parseAccessLogSettings } from '../observe/access-log-settings.js';
+import { recordFromContext } from '../observe/access-record.js';
+import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from '../primary/messages.js';
+import { LimiterRegistry } from '../ratelimit/limiter-registry.js';
+import { LocalLimitClient } from '../ratelimit/local-limit-client.js';
+import { parseRedisLimitSettings } from '../ratelimit/redis-settings.js';
+import { RouteTable } from '../route/route-table.js';
+import { createTokenCounter } from '../tokens/create-token-counter.js';
+import { parseTokenizerSettings } from '../tokens/tokenizer-settings.js';
+import { EndpointRegistry } from '../upstream/endpoint-registry.js';
+import { runPipeline, type PipelineServices } from './pipeline.js';
+
+const NO_HEADERS: readonly string[] = [];
+
+function send(m: WorkerToPrimary): void {
+  process.send?.(m);
+}
+
+function log(message: string): void {
+  process.stderr.write(`[worker ${process.pid}] ${message}\n`);
+}
+
+/** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
+export async function runWorker(settings: RouterSettings): Promise<void> {
+  const uws = loadUws(settings.allowUwsFallback);
+  const accessLog = createAccessLog(parseAccessLogSettings(process.env));
+  const tokens = createTokenCounter(parseTokenizerSettings(process.env));
+  const limiters = new LimiterRegistry(new LocalLimitClient(), parseRedisLimitSettings(process.env), log);
+  const endpoints = new EndpointRegistry();
+
+  let table: RouteTable | null = null;
+  let ready = false;
+  let draining = false;
+  let inflight = 0;
+  let drainResolve: (() => void) | null = null;
+  const emptyModels = JSON.stringify({ object: 'list', data: [] });
+
+  const finish = (x: Exchange): void => {
+    const ctx = x.ctx;
+    ctx.tEnd = performance.now();
+    accessLog.log(recordFromContext(ctx));
+    inflight--;
+    if (draining && inflight === 0 && drainResolve !== null) drainResolve();
+  };
+
+  const services: PipelineServices = {
+    settings,
+    table: () => table,
+    tokens,
+    limiterFor: (spec) => limiters.limiterFor(spec),
+    authorize: null,
+    finish,
+  };
+
+  const app = buildApp(uws, {
+    maxBodyBytes: settings.maxBodyBytes,
+    matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
+    stripAuthorization: false,
+    draining: () => draining,
+    ready: () => ready && !draining && table !== null,
+    modelsJson: () => (table === null ? emptyModels : table.modelsJson),
+    metrics: null,
+    run: (x) => {
+      inflight++;
+      void runPipeline(x, services);
+    },
+    finish: (x) => {
+      inflight++;
+      finish(x);
+    },
+  });
+
+  let listenSocket: unknown = null;
+  await new Promise<void>((resolve, reject) => {
+    app.listen(settings.host, settings.port, (sock) => {
+      if (!sock) reject(new Error(`cannot listen on ${settings.host}:${settings.port}`));
+      else {
+        listenSocket = sock;
+        resolve();
+      }
+    });
+  });
+
+  const drain = async (): Promise<void> => {
+    if (draining) return;
+    draining = true;
+    ready = false;
+    if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
+    listenSocket = null;
+    if (inflight > 0) {
+      await new Promise<void>((resolve) => {
+        drainResolve = resolve;
+        setTimeout(resolve, settings.drainTimeoutMs).unref();
+      });
+    }
+    await accessLog.flush();
+    await Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close()]);
+    process.exit(0);
+  };
+
+  process.on('message', (m: unknown) => {
+    if (!isCoreMessage(m)) return;
+    const msg = m as PrimaryToWorker;
+    switch (msg.t) {
+      case 'core:snapshot':
+        table = applySnapshot(msg.snapshot, endpoints, settings, table);
+        break;
+      case 'core:ready':
+        ready = msg.ready;
+        break;
+      case 'core:drain':
+        void drain();
+        break;
+      case 'core:reopen-log':
+        accessLog.reopen();
+        break;
+    }
+  });
+  // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
+  process.on('SIGTERM', () => void drain());
+  process.on('SIGINT', () => undefined);
+  process.on('SIGHUP', () => accessLog.reopen());
+  send({ t: 'core:listening' });
+}
+
+function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: RouterSettings, prev: RouteTable | null): RouteTable | null {
+  try {
+    return new RouteTable(s, endpoints, settings.upstreamTimeoutMs);
+  } catch (err) {
+    log(`snapshot ${s.version} rejected, keeping ${prev === null ? 'none' : `snapshot ${prev.version}`}: ${(err as Error).message}`);
+    return prev;
+  }
+}
