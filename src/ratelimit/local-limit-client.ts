@@ -77,7 +77,7 @@ export class LocalLimitClient implements TokenLimiter {
   private readonly sweepNow = (): void => this.sweep();
 
   constructor(options: LocalLimitClientOptions = {}) {
-    const port = options.port ?? (process as unknown as LimitClientPort);
+    const port: LimitClientPort = options.port ?? process;
     if (typeof port.send !== 'function') {
       throw new Error('LocalLimitClient needs an IPC channel to the cluster primary (process.send is undefined: not a cluster worker)');
     }

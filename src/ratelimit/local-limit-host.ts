@@ -49,11 +49,11 @@ export function attachLocalLimitHost(
   };
 
   const onMessage = (worker: LimitHostWorker, message: unknown): void => {
-    const t = limitMessageType(message);
-    if (t === null) return;
+    // Only requests; other `rl:` types (e.g. replies echoed in tests) are not ours to handle.
+    if (limitMessageType(message) !== MSG_REQUEST) return;
     const a = (message as { a?: unknown }).a;
-    if (t !== MSG_REQUEST || !Array.isArray(a) || a.length % REQUEST_STRIDE !== 0) {
-      onInvalid(`malformed rate limit message of type "${t}"`);
+    if (!Array.isArray(a) || a.length % REQUEST_STRIDE !== 0) {
+      onInvalid(`malformed rate limit request: "a" must be an array of ${REQUEST_STRIDE}-entry ops`);
       return;
     }
     let out = replies.get(worker);
