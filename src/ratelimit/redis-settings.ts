@@ -1,0 +1,74 @@
+import { parseDuration } from '../config/duration.js';
+
+/** What a global limiter does while its Redis cannot answer in time. */
+export type RedisFailureMode = 'local' | 'open' | 'closed';
+
+export const REDIS_FAILURE_MODES: readonly RedisFailureMode[] = ['local', 'open', 'closed'];
+
+/**
+ * Process-wide settings of the global (Redis) rate limit store, read from the environment once.
+ * Credentials and TLS never come from a resource, only from here.
+ */
+export interface RedisLimitSettings {
+  /** RATE_LIMIT_REDIS_FAILURE_MODE: local (default), open or closed. */
+  readonly failureMode: RedisFailureMode;
+  /** RATE_LIMIT_REDIS_TIMEOUT: the longest a request waits for Redis, ms (default 50). */
+  readonly timeoutMs: number;
+  /** REDIS_USERNAME (ACL user), or null. */
+  readonly username: string | null;
+  /** REDIS_PASSWORD, or null. */
+  readonly password: string | null;
+  /** REDIS_TLS=true: connect with TLS (rediss:// addresses always do). */
+  readonly tls: boolean;
+  /** REDIS_CLUSTER=true: the address names Redis Cluster seed nodes. */
+  readonly cluster: boolean;
+}
+
+export const DEFAULT_REDIS_TIMEOUT_MS = 50;
+
+/** Parses and freezes the Redis limit settings; every error names the variable and what it accepts. */
+export function parseRedisLimitSettings(env: NodeJS.ProcessEnv): RedisLimitSettings {
+  return Object.freeze({
+    failureMode: failureMode(env.RATE_LIMIT_REDIS_FAILURE_MODE),
+    timeoutMs: timeout(env.RATE_LIMIT_REDIS_TIMEOUT),
+    username: optionalString(env.REDIS_USERNAME),
+    password: optionalString(env.REDIS_PASSWORD),
+    tls: bool('REDIS_TLS', env.REDIS_TLS),
+    cluster: bool('REDIS_CLUSTER', env.REDIS_CLUSTER),
+  });
+}
+
+function failureMode(raw: string | undefined): RedisFailureMode {
+  if (raw === undefined || raw === '') return 'local';
+  const v = raw.trim().toLowerCase();
+  if ((REDIS_FAILURE_MODES as readonly string[]).includes(v)) return v as RedisFailureMode;
+  throw new Error(`RATE_LIMIT_REDIS_FAILURE_MODE: expected one of ${REDIS_FAILURE_MODES.join(', ')}, got ${JSON.stringify(raw)}`);
+}
+
+/** A Go-style duration (50ms, 1s) or a bare number of milliseconds; at least 1 ms, at most 1 minute. */
+function timeout(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return DEFAULT_REDIS_TIMEOUT_MS;
+  const text = raw.trim();
+  let ms: number;
+  try {
+    ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
+  } catch (err) {
+    throw new Error(`RATE_LIMIT_REDIS_TIMEOUT: expected a duration such as 50ms or 1s (or a number of milliseconds), got ${JSON.stringify(raw)} (${(err as Error).message})`);
+  }
+  if (!(ms >= 1 && ms <= 60_000)) {
+    throw new Error(`RATE_LIMIT_REDIS_TIMEOUT: expected a duration from 1ms to 1m, got ${JSON.stringify(raw)}`);
+  }
+  return Math.ceil(ms);
+}
+
+function bool(name: string, raw: string | undefined): boolean {
+  if (raw === undefined || raw === '') return false;
+  const v = raw.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  throw new Error(`${name}: expected true or false, got ${JSON.stringify(raw)}`);
+}
+
+function optionalString(raw: string | undefined): string | null {
+  return raw === undefined || raw === '' ? null : raw;
+}

@@ -1,0 +1,204 @@
+/**
+ * Real redis-server processes for tests, on free loopback ports (never 6379): a single server
+ * that can be killed, paused and restarted on the same port, or a small Redis Cluster.
+ * Every process started here is killed when the test process exits.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileP = promisify(execFile);
+const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+const REDIS_CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
+/** A free TCP port on 127.0.0.1 (bound then released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Sends one inline command and returns the first reply line, or throws. */
+export async function redisCommand(port: number, command: string, timeoutMs = 1000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let buf = '';
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`redis ${port}: no reply to ${command} within ${timeoutMs}ms`));
+    }, timeoutMs);
+    sock.on('connect', () => sock.write(`${command}\r\n`));
+    sock.on('data', (d) => {
+      buf += d.toString('utf8');
+      const nl = buf.indexOf('\r\n');
+      if (nl < 0) return;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(buf.slice(0, nl));
+    });
+    sock.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = null;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+}
+
+export class RedisServer {
+  readonly port: number;
+  private readonly extraArgs: string[];
+  private proc: ChildProcess | null = null;
+  private output = '';
+
+  private constructor(port: number, extraArgs: string[]) {
+    this.port = port;
+    this.extraArgs = extraArgs;
+  }
+
+  /** Starts redis-server on a free port (or `port`) and waits until it answers PING. */
+  static async start(opts: { port?: number; args?: string[] } = {}): Promise<RedisServer> {
+    const server = new RedisServer(opts.port ?? (await freePort()), opts.args ?? []);
+    await server.startProcess();
+    return server;
+  }
+
+  /** `127.0.0.1:<port>` */
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.proc !== null;
+  }
+
+  private async startProcess(): Promise<void> {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs];
+    const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = proc;
+    this.output = '';
+    live.add(proc);
+    proc.stdout?.on('data', (d) => (this.output += d.toString()));
+    proc.stderr?.on('data', (d) => (this.output += d.toString()));
+    let exited = false;
+    proc.once('exit', () => {
+      exited = true;
+      live.delete(proc);
+      if (this.proc === proc) this.proc = null;
+    });
+    try {
+      await waitFor(`redis-server on port ${this.port}`, async () => {
+        if (exited) throw new Error(`redis-server exited: ${this.output.slice(-500)}`);
+        return (await redisCommand(this.port, 'PING', 500)) === '+PONG';
+      }, 10_000);
+    } catch (err) {
+      proc.kill('SIGKILL');
+      throw err;
+    }
+  }
+
+  /** Kills the server at once (SIGKILL): clients see the connection drop. Counters are lost. */
+  async kill(): Promise<void> {
+    const proc = this.proc;
+    if (proc === null) return;
+    if (proc.signalCode === 'SIGSTOP') proc.kill('SIGCONT');
+    const gone = new Promise<void>((r) => proc.once('exit', () => r()));
+    proc.kill('SIGKILL');
+    await gone;
+  }
+
+  /** Starts the server again on the same port (after kill). */
+  async restart(): Promise<void> {
+    if (this.proc !== null) await this.kill();
+    await this.startProcess();
+  }
+
+  /** Freezes the server (SIGSTOP): connections stay open, commands get no answer. */
+  pause(): void {
+    this.proc?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.proc?.kill('SIGCONT');
+  }
+
+  /** Runs a command through redis-cli against this server; returns trimmed stdout. */
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await execFileP(REDIS_CLI, ['-p', String(this.port), ...args]);
+    return stdout.trim();
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+  }
+}
+
+export class RedisClusterServers {
+  readonly nodes: RedisServer[];
+  private readonly dir: string;
+
+  private constructor(nodes: RedisServer[], dir: string) {
+    this.nodes = nodes;
+    this.dir = dir;
+  }
+
+  /** Comma-separated seed nodes, `127.0.0.1:P1,127.0.0.1:P2,...`. */
+  get address(): string {
+    return this.nodes.map((n) => n.address).join(',');
+  }
+
+  /** Starts `size` (>= 3) masters without replicas, creates the cluster, waits for cluster_state:ok. */
+  static async start(size = 3): Promise<RedisClusterServers> {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-redis-cluster-'));
+    const nodes: RedisServer[] = [];
+    try {
+      for (let i = 0; i < size; i++) {
+        const port = await freePort();
+        nodes.push(await RedisServer.start({
+          port,
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
+        }));
+      }
+      await execFileP(REDIS_CLI, ['--cluster', 'create', ...nodes.map((n) => n.address), '--cluster-replicas', '0', '--cluster-yes']);
+      for (const n of nodes) {
+        await waitFor(`cluster_state:ok on ${n.address}`, async () => (await n.cli('cluster', 'info')).includes('cluster_state:ok'), 20_000);
+      }
+    } catch (err) {
+      await Promise.all(nodes.map((n) => n.stop()));
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    return new RedisClusterServers(nodes, dir);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
