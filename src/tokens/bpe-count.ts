@@ -1,0 +1,59 @@
+/**
+ * Real BPE counts in o200k_base (gpt-tokenizer), over bounded segments (bounded-segments.ts).
+ * Text that looks like a special token (`<|endoftext|>`) is counted as plain text, never rejected.
+ */
+import { countTokens, setMergeCacheSize } from 'gpt-tokenizer/encoding/o200k_base';
+import { nextSegmentEnd } from './bounded-segments.js';
+
+/**
+ * gpt-tokenizer caches the tokens of each pre-token it has encoded (default 100 000 entries). Pre-tokens
+ * are at most MAX_RUN_CHARS long here; a smaller cache bounds the memory hostile prompts can pin
+ * (about 20 000 x 0.5 KB) while keeping the hit rate of real vocabularies.
+ */
+export const MERGE_CACHE_ENTRIES = 20_000;
+setMergeCacheSize(MERGE_CACHE_ENTRIES);
+
+const PLAIN_TEXT = Object.freeze({ disallowedSpecial: new Set<string>() });
+
+/** Result of a count that ran out of time. */
+export const OVER_BUDGET = -1;
+
+/** Tokens of one text. */
+export function bpeCountText(text: string): number {
+  const end = text.length;
+  let s = 0;
+  let n = 0;
+  while (s < end) {
+    const e = nextSegmentEnd(text, s);
+    n += countTokens(s === 0 && e === end ? text : text.slice(s, e), PLAIN_TEXT);
+    s = e;
+  }
+  return n;
+}
+
+/** Sum of the tokens of `texts`. */
+export function bpeCountTexts(texts: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < texts.length; i++) n += bpeCountText(texts[i]);
+  return n;
+}
+
+/**
+ * Sum of the tokens of `texts`, or OVER_BUDGET once `now()` reaches `deadlineAt` (checked before
+ * every segment, so the overrun is at most one segment's work).
+ */
+export function bpeCountTextsUntil(texts: readonly string[], deadlineAt: number, now: () => number): number {
+  let n = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const text = texts[i];
+    const end = text.length;
+    let s = 0;
+    while (s < end) {
+      if (now() >= deadlineAt) return OVER_BUDGET;
+      const e = nextSegmentEnd(text, s);
+      n += countTokens(s === 0 && e === end ? text : text.slice(s, e), PLAIN_TEXT);
+      s = e;
+    }
+  }
+  return n;
+}

@@ -1,0 +1,107 @@
+/**
+ * The router's TokenCounter (docs/tokens.md). `bpe`: prompts up to inlineMaxChars are counted on
+ * the event loop; longer ones go to the tokenizer pool, within a time budget; when the pool is full,
+ * absent or out of time, the count falls back to the chars estimate. `chars`: ceil(chars / 4).
+ */
+import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
+import { charsEstimate, charsEstimateText } from './chars-estimate.js';
+import { extractPromptText, framingTokens, textPrompt, type PromptText } from './prompt-text.js';
+import type { ApiKind, TokenCounter } from './token-counter.js';
+import { TokenizerPool } from './tokenizer-pool.js';
+import type { TokenizerSettings } from './tokenizer-settings.js';
+
+export interface TokenCounterStats {
+  /** Counts done on the event loop (every count of the chars estimator). */
+  inline: number;
+  /** Counts handed to the pool (including those that then fell back). */
+  pooled: number;
+  /** Counts that used the chars estimate instead of bpe: pool full, absent, over budget or failed. */
+  fallbacks: number;
+}
+
+export type RouterTokenCounter = TokenCounter & { readonly stats: Readonly<TokenCounterStats> };
+
+export interface TokenCounterOptions {
+  /** Compiled worker module; default `./tokenize-task.js` next to this module (dist/tokens/). */
+  readonly poolFile?: string | URL;
+}
+
+export const DEFAULT_POOL_FILE = new URL('./tokenize-task.js', import.meta.url);
+
+class CharsTokenCounter implements RouterTokenCounter {
+  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
+
+  countRequest(body: Record<string, unknown>, api: ApiKind): number {
+    this.stats.inline++;
+    return charsEstimate(extractPromptText(body, api));
+  }
+
+  countText(text: string): number {
+    this.stats.inline++;
+    return charsEstimateText(text);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** A pooled count in flight: turns the pool's answer into the request's count. */
+class PooledCount {
+  constructor(private readonly prompt: PromptText, private readonly stats: TokenCounterStats) {}
+
+  readonly settle = (n: number): number => {
+    if (n === OVER_BUDGET) {
+      this.stats.fallbacks++;
+      return charsEstimate(this.prompt);
+    }
+    return n + this.prompt.idTokens + framingTokens(this.prompt);
+  };
+}
+
+class BpeTokenCounter implements RouterTokenCounter {
+  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
+  readonly #inlineMaxChars: number;
+  readonly #pool: TokenizerPool | null;
+
+  constructor(s: TokenizerSettings, poolFile: string | URL) {
+    this.#inlineMaxChars = s.inlineMaxChars;
+    this.#pool = s.poolSize > 0
+      ? new TokenizerPool({ filename: poolFile, size: s.poolSize, queue: s.queue, budgetMs: s.budgetMs })
+      : null;
+  }
+
+  countRequest(body: Record<string, unknown>, api: ApiKind): number | Promise<number> {
+    return this.#count(extractPromptText(body, api));
+  }
+
+  countText(text: string): number | Promise<number> {
+    if (text.length <= this.#inlineMaxChars) {
+      this.stats.inline++;
+      return bpeCountText(text);
+    }
+    return this.#count(textPrompt(text));
+  }
+
+  #count(p: PromptText): number | Promise<number> {
+    if (p.chars <= this.#inlineMaxChars) {
+      this.stats.inline++;
+      return bpeCountTexts(p.texts) + p.idTokens + framingTokens(p);
+    }
+    const pool = this.#pool;
+    if (pool === null || pool.full) {
+      this.stats.fallbacks++;
+      return charsEstimate(p);
+    }
+    this.stats.pooled++;
+    return pool.count(p.texts).then(new PooledCount(p, this.stats).settle);
+  }
+
+  async close(): Promise<void> {
+    if (this.#pool !== null) await this.#pool.close();
+  }
+}
+
+/** The token counter for `s`; close() it on shutdown (it owns the tokenizer threads). */
+export function createTokenCounter(s: TokenizerSettings, opts?: TokenCounterOptions): RouterTokenCounter {
+  if (s.estimator === 'chars') return new CharsTokenCounter();
+  return new BpeTokenCounter(s, opts?.poolFile ?? DEFAULT_POOL_FILE);
+}

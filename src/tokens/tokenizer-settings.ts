@@ -1,0 +1,60 @@
+/**
+ * Token-counting settings from the environment, validated once and frozen (docs/tokens.md).
+ */
+
+export type TokenEstimator = 'bpe' | 'chars';
+
+export interface TokenizerSettings {
+  /** `bpe`: real o200k_base count; `chars`: ceil(characters / 4). */
+  readonly estimator: TokenEstimator;
+  /** Prompts with at most this many characters are counted on the event loop; longer ones go to the pool. */
+  readonly inlineMaxChars: number;
+  /** Tokenizer worker threads per router process; 0 = no pool (long prompts use the chars estimate). */
+  readonly poolSize: number;
+  /** Pooled tasks allowed to wait for a thread; beyond it the chars estimate is used. */
+  readonly queue: number;
+  /** Time budget of one pooled count (queue wait included); beyond it the chars estimate is used. */
+  readonly budgetMs: number;
+}
+
+/**
+ * Measured with bench/tokenizer-micro.ts (docs/tokens.md): an inline count of 1 KB of prose costs
+ * about as much event-loop time as handing the prompt to the pool and taking the answer back.
+ */
+export const DEFAULT_INLINE_MAX_CHARS = 1024;
+export const DEFAULT_POOL_SIZE = 1;
+export const DEFAULT_QUEUE = 64;
+export const DEFAULT_BUDGET_MS = 200;
+
+const ESTIMATORS: readonly TokenEstimator[] = ['bpe', 'chars'];
+
+function estimator(env: NodeJS.ProcessEnv): TokenEstimator {
+  const raw = env.ROUTER_TOKEN_ESTIMATOR;
+  if (raw === undefined || raw === '') return 'bpe';
+  if ((ESTIMATORS as readonly string[]).includes(raw)) return raw as TokenEstimator;
+  throw new Error(`ROUTER_TOKEN_ESTIMATOR must be one of ${ESTIMATORS.join(', ')} (default bpe); got ${JSON.stringify(raw)}`);
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, min: number, max: number, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max} (default ${dflt}); got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+/**
+ * Reads ROUTER_TOKEN_ESTIMATOR, ROUTER_TOKENIZER_INLINE_MAX_CHARS, ROUTER_TOKENIZER_POOL_SIZE,
+ * ROUTER_TOKENIZER_QUEUE and ROUTER_TOKENIZER_BUDGET_MS. Throws an Error naming the variable on a bad value.
+ */
+export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSettings {
+  return Object.freeze({
+    estimator: estimator(env),
+    inlineMaxChars: integer(env, 'ROUTER_TOKENIZER_INLINE_MAX_CHARS', 0, 1_000_000, DEFAULT_INLINE_MAX_CHARS),
+    poolSize: integer(env, 'ROUTER_TOKENIZER_POOL_SIZE', 0, 16, DEFAULT_POOL_SIZE),
+    queue: integer(env, 'ROUTER_TOKENIZER_QUEUE', 0, 10_000, DEFAULT_QUEUE),
+    budgetMs: integer(env, 'ROUTER_TOKENIZER_BUDGET_MS', 1, 60_000, DEFAULT_BUDGET_MS),
+  });
+}

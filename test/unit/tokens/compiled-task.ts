@@ -1,0 +1,27 @@
+/**
+ * Vitest runs the TypeScript sources, but piscina threads load plain JavaScript. This compiles
+ * src/tokens/*.ts (transpile only, no type check: a few ms) into a directory under
+ * node_modules/.cache, where `gpt-tokenizer` still resolves, and returns the worker file.
+ * Always built from the current sources, so it cannot run a stale dist/ build.
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const root = new URL('../../../', import.meta.url);
+
+export function compiledTaskFile(): string {
+  const srcDir = fileURLToPath(new URL('src/tokens/', root));
+  const outDir = fileURLToPath(new URL(`node_modules/.cache/inference-router-tokens-test/${process.pid}/`, root));
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(`${outDir}package.json`, '{"type":"module"}\n');
+  for (const name of readdirSync(srcDir)) {
+    if (!name.endsWith('.ts')) continue;
+    const out = ts.transpileModule(readFileSync(srcDir + name, 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+      fileName: name,
+    });
+    writeFileSync(outDir + name.replace(/\.ts$/, '.js'), out.outputText);
+  }
+  return `${outDir}tokenize-task.js`;
+}
