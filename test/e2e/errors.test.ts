@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, postJson, resourcesFor, startMock, startRouter, type MockBackend, type Router } from '../helpers/processes.js';
+
+const CT = 'text/plain; charset=utf-8';
+
+describe('every error row of the registry, over the built router', () => {
+  let mock: MockBackend;
+  let router: Router;
+  let deadPort: number;
+
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    deadPort = await freePort();
+    const extra = `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: dead-server, namespace: default }
+spec:
+  endpoints:
+    - { name: dead-1, address: "127.0.0.1:${deadPort}" }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: empty-server, namespace: default }
+spec: {}
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: slow-server, namespace: default }
+spec:
+  trafficPolicy: { timeout: 500ms }
+  endpoints:
+    - { name: slow-1, address: "127.0.0.1:${mock.port}" }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: dead-route, namespace: default }
+spec:
+  modelName: dead-model
+  rules: [{ name: r, targetModels: [{ modelServerName: dead-server }] }]
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: empty-route, namespace: default }
+spec:
+  modelName: empty-model
+  rules: [{ name: r, targetModels: [{ modelServerName: empty-server }] }]
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: slow-route, namespace: default }
+spec:
+  modelName: slow-model
+  rules: [{ name: r, targetModels: [{ modelServerName: slow-server }] }]
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: header-route, namespace: default }
+spec:
+  modelName: header-model
+  rules:
+    - name: only-team-a
+      modelMatch: { headers: { x-team: { exact: team-a } } }
+      targetModels: [{ modelServerName: sf-server }]
+`;
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: extra }), { env: { ROUTER_MAX_BODY_BYTES: '4096' } });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  async function expectError(r: Response, status: number, message: string | RegExp): Promise<void> {
+    expect(r.status).toBe(status);
+    expect(r.headers.get('content-type')).toBe(CT);
+    expect(r.headers.get('x-request-id')).toBeTruthy();
+    const text = await r.text();
+    if (typeof message === 'string') expect(text).toBe(message);
+    else expect(text).toMatch(message);
+  }
+
+  it('400 invalid_request: malformed JSON, missing model, blank model, no prompt, no messages', async () => {
+    await expectError(await postJson(`${router.url}/v1/completions`, '{"model": "sf-model", '), 400, /^request body is not valid JSON/);
+    await expectError(await postJson(`${router.url}/v1/completions`, { prompt: 'x' }), 400, /"model" must be a non-empty string/);
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: '  ', prompt: 'x' }), 400, /"model" must be a non-empty string/);
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'sf-model' }), 400, /"prompt" is required/);
+    await expectError(await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', messages: [] }), 400, /"messages" is required/);
+    await expectError(await postJson(`${router.url}/v1/completions`, '[1,2]'), 400, 'request body must be a JSON object');
+    expect((await mock.stats()).requests).toBe(0);
+  });
+
+  it('413 when the body is larger than ROUTER_MAX_BODY_BYTES', async () => {
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x'.repeat(5000) }), 413, 'request body is larger than 4096 bytes');
+  });
+
+  it('405 for a method other than POST on /v1/*', async () => {
+    const r = await fetch(`${router.url}/v1/completions`, { method: 'PUT', body: '{}' });
+    await expectError(r, 405, /use POST/);
+  });
+
+  it('404 model_not_found: no route, and no matching rule', async () => {
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404, 'model "nope" is not served by any route');
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }), 404, 'no rule of route default/header-route matches the request');
+    const ok = await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }, { 'x-team': 'team-a' });
+    expect(ok.status).toBe(200);
+  });
+
+  it('502 upstream_error when the pod refuses connections; 503 when no endpoint is ready', async () => {
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'dead-model', prompt: 'x' }), 502, /cannot connect to any pod of ModelServer default\/dead-server/);
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'empty-model', prompt: 'x' }), 503, 'no ready endpoint for ModelServer default/empty-server');
+  });
+
+  it('upstream non-2xx answers pass through unchanged', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-status': '503' });
+    expect(r.status).toBe(503);
+    expect(r.headers.get('content-type')).toContain('application/json');
+    const r4 = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-status': '400' });
+    expect(r4.status).toBe(400);
+  });
+
+  it('502 when the pod closes the connection without answering', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-close': '1' });
+    await expectError(r, 502, /upstream failed on pod pod-a/);
+  });
+
+  it('504 timeout with the message naming the timeout', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'slow-model', prompt: 'x' }, { 'x-mock-latency-ms': '3000' });
+    await expectError(r, 504, 'inference timed out after 0.5s');
+    const s = await postJson(`${router.url}/v1/completions`, { model: 'slow-model', prompt: 'x', stream: true }, { 'x-mock-latency-ms': '3000' });
+    await expectError(s, 504, 'inference timed out after 0.5s');
+  });
+
+  it('404 for paths outside the API', async () => {
+    expect((await fetch(`${router.url}/nope`)).status).toBe(404);
+  });
+});
