@@ -1,0 +1,115 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend } from '../helpers/processes.js';
+
+function workerPids(primaryPid: number): number[] {
+  const out = spawnSync('pgrep', ['-P', String(primaryPid)], { encoding: 'utf8' }).stdout;
+  return out.split('\n').filter(Boolean).map(Number);
+}
+
+describe('command line', () => {
+  it('--help prints usage and exits 0', () => {
+    const out = execFileSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
+    expect(out).toMatch(/^Usage: inference-router --resources FILE/);
+  });
+
+  it('a bad flag or value says what is wrong and exits 2', () => {
+    const r1 = spawnSync(process.execPath, [CLI, '--bogus'], { encoding: 'utf8' });
+    expect(r1.status).toBe(2);
+    expect(r1.stderr).toContain('unknown option "--bogus"');
+    const r2 = spawnSync(process.execPath, [CLI, '--resources', 'x.yaml', '--workers', 'many'], { encoding: 'utf8' });
+    expect(r2.status).toBe(2);
+    expect(r2.stderr).toContain('--workers: expected an integer from 1 to 256, got "many"');
+    const r3 = spawnSync(process.execPath, [CLI, '--resources', 'x.yaml'], { encoding: 'utf8', env: { ...process.env, ACCESS_LOG_FORMAT: 'xml' } });
+    expect(r3.status).toBe(2);
+    expect(r3.stderr).toContain('ACCESS_LOG_FORMAT');
+  });
+
+  it('an invalid resources file at start stops the router with exit 2, naming file, resource and field', () => {
+    const dir = tempDir();
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]).replace('modelName: sf-model', 'modelName: 42'));
+    const r = spawnSync(process.execPath, [CLI, '--resources', file, '--workers', '1'], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(file);
+    expect(r.stderr).toContain('ModelRoute default/sf-route');
+    expect(r.stderr).toContain('spec.modelName');
+  });
+});
+
+describe('hot reload, worker restart and SIGTERM drain', () => {
+  let a: MockBackend;
+  let b: MockBackend;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startMock('pod-a'), startMock('pod-b', ['--latency-ms', '600'])]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.kill(), b?.kill()]);
+  });
+
+  it('applies a valid change within a second and keeps the last good config on an invalid one', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]));
+    try {
+      expect((await postJson(`${router.url}/v1/completions`, { model: 'renamed', prompt: 'x' })).status).toBe(404);
+      // A keep-alive connection opened before the change keeps working after it.
+      writeFileSync(router.resourcesFile, resourcesFor([{ name: 'pod-a', port: a.port }], { model: 'renamed' }));
+      await waitFor('new model to be served', async () => (await postJson(`${router.url}/v1/completions`, { model: 'renamed', prompt: 'x' })).status === 200, 3000);
+      writeFileSync(router.resourcesFile, 'kind: Nonsense\n');
+      await waitFor('rejection to be logged', () => router.stderr().includes('keeping the last good config'), 3000);
+      expect(router.stderr()).toContain(router.resourcesFile);
+      expect((await postJson(`${router.url}/v1/completions`, { model: 'renamed', prompt: 'x' })).status).toBe(200);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('restarts a worker that dies, and serves throughout', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]));
+    try {
+      const before = workerPids(router.child.pid!);
+      expect(before.length).toBe(2);
+      process.kill(before[0], 'SIGKILL');
+      await waitFor('a replacement worker', () => {
+        const now = workerPids(router.child.pid!);
+        return now.length === 2 && !now.includes(before[0]);
+      }, 10_000);
+      await waitFor('ready again', async () => (await fetch(`${router.url}/readyz`)).status === 200, 10_000);
+      for (let i = 0; i < 10; i++) expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' })).status).toBe(200);
+      expect(router.stderr()).toMatch(/worker \d+ exited \(SIGKILL\)/);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('SIGTERM: readiness off, in-flight requests finish, exit 0', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-b', port: b.port }]));
+    const inflight = Array.from({ length: 6 }, () => postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'slow' }));
+    await waitFor('requests to reach the backend', async () => (await b.stats()).requests >= 6, 5000);
+    router.child.kill('SIGTERM');
+    const results = await Promise.all(inflight);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(await router.exited).toBe(0);
+    await expect(fetch(`${router.url}/healthz`)).rejects.toThrow();
+  });
+
+  it('a crash loop ends the router with a non-zero exit and a clear message', async () => {
+    const dir = tempDir();
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { dir, workers: 1 });
+    // Kill workers as fast as they come back.
+    const killer = setInterval(() => {
+      for (const pid of workerPids(router.child.pid!)) {
+        try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      }
+    }, 50);
+    try {
+      const code = await Promise.race([router.exited, new Promise((r) => setTimeout(() => r('still running'), 20_000))]);
+      expect(code).toBe(1);
+      expect(router.stderr()).toContain('crashing in a loop');
+    } finally {
+      clearInterval(killer);
+      await router.kill('SIGKILL');
+    }
+  });
+});
