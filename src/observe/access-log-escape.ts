@@ -5,12 +5,11 @@
  * JSON: JSON.stringify escaping, plus DEL, the C1 controls U+0080–U+009F and the line/paragraph
  * separators U+2028/U+2029 as \uXXXX (JSON.stringify leaves those raw).
  *
- * Text: a value is written bare when it is non-empty, not "-", and holds no space, `"`, `\`,
- * control character (U+0000–U+001F, U+007F–U+009F) or U+2028/U+2029. Otherwise it is written
- * as a double-quoted string with `\"`, `\\`, `\t`, `\n`, `\r`, `\xHH` for other controls and
- * `\u2028`/`\u2029` — the syntax of a Go quoted string. The empty value is written `-`.
- * Inside the quoted request line the same escapes apply, and a space is written `\x20`, so the
- * request line always splits into exactly three parts.
+ * Text: every value is written as one space-free token. A space, `"`, `\`, the control characters
+ * U+0000–U+001F and U+007F–U+009F are written `\xHH` (two lowercase hex digits), U+2028/U+2029
+ * `\u2028`/`\u2029`; all other characters, including non-ASCII, are written as they are (UTF-8).
+ * The empty value is written `-`, a value that is exactly "-" is written `\x2d`. So a line splits
+ * on spaces into exactly its fields, and decoding is: `\xHH` and `\uHHHH` to their characters.
  */
 
 const HEX = '0123456789abcdef';
@@ -39,36 +38,24 @@ export function jsonString(s: string): string {
 
 // ---- text ----
 
-/** Any of these forces a value into quotes. */
-const TEXT_NEEDS_QUOTES = /[\x00-\x20"\\\x7f-\x9f\u2028\u2029]/;
-/** Characters escaped inside a quoted value (space stays raw there). */
-const TEXT_QUOTED_ESC = /[\x00-\x1f"\\\x7f-\x9f\u2028\u2029]/g;
-/** Characters escaped inside the quoted request line (space too). */
-const TEXT_REQLINE_ESC = /[\x00-\x20"\\\x7f-\x9f\u2028\u2029]/g;
+/** Characters written as an escape in text values: space, `"`, `\`, controls, U+2028/U+2029. */
+const TEXT_ESC = /[\x00-\x20"\\\x7f-\x9f\u2028\u2029]/;
+const TEXT_ESC_ALL = /[\x00-\x20"\\\x7f-\x9f\u2028\u2029]/g;
 
 function textEscape(ch: string): string {
-  switch (ch) {
-    case '"': return '\\"';
-    case '\\': return '\\\\';
-    case '\n': return '\\n';
-    case '\r': return '\\r';
-    case '\t': return '\\t';
-    case '\u2028': return '\\u2028';
-    case '\u2029': return '\\u2029';
-    default: return '\\x' + hex2(ch.charCodeAt(0));
-  }
+  const code = ch.charCodeAt(0);
+  return code < 0x100 ? '\\x' + hex2(code) : '\\u' + hex2(code >> 8) + hex2(code & 255);
 }
 
-/** A text-format value: bare, quoted, or `-` when empty. */
+/** A text-format value: `-` when empty, `\x2d` for a literal "-", escapes as above otherwise. */
 export function textValue(s: string): string {
   if (s.length === 0) return '-';
-  if (s === '-' || TEXT_NEEDS_QUOTES.test(s)) return '"' + s.replace(TEXT_QUOTED_ESC, textEscape) + '"';
-  return s;
+  if (s === '-') return '\\x2d';
+  return TEXT_ESC.test(s) ? s.replace(TEXT_ESC_ALL, textEscape) : s;
 }
 
-/** One part (method, path, protocol) of the quoted request line; `-` when empty. */
-export function textRequestLinePart(s: string): string {
-  if (s.length === 0) return '-';
-  if (s === '-') return '\\x2d';
-  return TEXT_NEEDS_QUOTES.test(s) ? s.replace(TEXT_REQLINE_ESC, textEscape) : s;
+/** The error type in `error=<type>:<message>`: a text value with `:` also escaped (`\x3a`). */
+export function textErrorType(s: string): string {
+  const v = textValue(s);
+  return v.includes(':') ? v.replace(/:/g, '\\x3a') : v;
 }

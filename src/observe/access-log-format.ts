@@ -1,5 +1,5 @@
 import type { AccessRecord } from './access-record.js';
-import { jsonString, textRequestLinePart, textValue } from './access-log-escape.js';
+import { jsonString, textErrorType, textValue } from './access-log-escape.js';
 import { isoTimestamp } from './access-log-timestamp.js';
 
 /**
@@ -45,9 +45,9 @@ function jsonLine(r: AccessRecord): string {
 function textLine(r: AccessRecord): string {
   const e = r.error;
   return '[' + isoTimestamp(r.timestamp) + '] "' +
-    textRequestLinePart(r.method) + ' ' + textRequestLinePart(r.path) + ' ' + textRequestLinePart(r.protocol) +
+    textValue(r.method) + ' ' + textValue(r.path) + ' ' + textValue(r.protocol) +
     '" ' + int(r.status_code) +
-    (e === null ? '' : ' error=' + textValue(e.type) + ':' + textValue(e.message)) +
+    (e === null ? '' : ' error=' + textErrorType(e.type) + ':' + textValue(e.message)) +
     ' model_name=' + textValue(r.model_name) +
     ' model_route=' + textValue(r.model_route) +
     ' model_server=' + textValue(r.model_server) +
