@@ -1,0 +1,186 @@
+/**
+ * Redis unreachable or slow: each failure mode, bounded waits, one log line per outage,
+ * automatic recovery. Real redis-server processes, killed / frozen / restarted by the tests.
+ * Wait bounds are correctness bounds (timeout + a generous 500 ms), not performance assertions.
+ */
+import { performance } from 'node:perf_hooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import { CounterStore } from '../../../src/ratelimit/counter-store.js';
+import type { Clock, Decision } from '../../../src/ratelimit/limiter.js';
+import { LimiterUnavailableError } from '../../../src/ratelimit/limiter-errors.js';
+import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
+import { parseRedisLimitSettings, type RedisFailureMode } from '../../../src/ratelimit/redis-settings.js';
+import { freePort, RedisServer } from '../../helpers/redis-server.js';
+
+const TIMEOUT_MS = 50;
+const WAIT_BOUND_MS = TIMEOUT_MS + 500;
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+const clock: Clock = () => T0;
+const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
+const ROOMY: RateLimitSpec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null };
+
+let seq = 0;
+const uniqueRoute = (): string => `fail-${process.pid}/r${++seq}`;
+
+async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+type Outcome = { ms: number; decision: Decision | null; error: unknown };
+async function timed(call: () => Promise<Decision>): Promise<Outcome> {
+  const t = performance.now();
+  try {
+    const decision = await call();
+    return { ms: performance.now() - t, decision, error: null };
+  } catch (error) {
+    return { ms: performance.now() - t, decision: null, error };
+  }
+}
+
+/** Concurrent admit loops until stopped; records the slowest call. */
+function load(limiter: RedisLimiter, concurrency: number): { stop(): Promise<number> } {
+  let running = true;
+  let slowest = 0;
+  const loops = Array.from({ length: concurrency }, async () => {
+    const r = uniqueRoute();
+    while (running) {
+      const o = await timed(() => limiter.admit(r, ROOMY, 1));
+      if (o.ms > slowest) slowest = o.ms;
+      if (o.error !== null && !(o.error instanceof LimitStoreUnavailableError)) throw o.error;
+      await new Promise((res) => setImmediate(res));
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return slowest;
+    },
+  };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(mode: RedisFailureMode, port?: number) {
+  const logs: string[] = [];
+  const fallback = new CounterStore(clock);
+  const address = `127.0.0.1:${port ?? (await freePort())}`;
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: `${TIMEOUT_MS}ms` });
+  const limiter = new RedisLimiter(address, settings, fallback, {
+    clock,
+    log: (m) => logs.push(m),
+    probeIntervalMs: 50,
+    reconnectCapMs: 100,
+  });
+  cleanups.push(() => limiter.close());
+  return { limiter, fallback, logs };
+}
+
+/** What each mode must do while Redis is unusable, for the documented example route. */
+async function expectModeWhileDown(mode: RedisFailureMode, limiter: RedisLimiter, fallback: CounterStore): Promise<void> {
+  const r = uniqueRoute();
+  const outcomes = [await timed(() => limiter.admit(r, EXAMPLE, 4)), await timed(() => limiter.admit(r, EXAMPLE, 4)), await timed(() => limiter.admit(r, EXAMPLE, 4))];
+  for (const o of outcomes) expect(o.ms).toBeLessThan(WAIT_BOUND_MS);
+  if (mode === 'local') {
+    // This instance's counters enforce the same limit.
+    expect(outcomes.map((o) => o.decision?.allowed)).toEqual([true, true, false]);
+    expect(outcomes[2].decision?.rejectedBy).toBe('input');
+    expect(fallback.admit(r, EXAMPLE, 0).input?.remaining).toBe(2);
+  } else if (mode === 'open') {
+    for (const o of outcomes) {
+      expect(o.error).toBeNull();
+      expect(o.decision).toMatchObject({ allowed: true, rejectedBy: null, input: null, output: null });
+    }
+    expect(fallback.size).toBe(0);
+  } else {
+    for (const o of outcomes) {
+      expect(o.error).toBeInstanceOf(LimitStoreUnavailableError);
+      expect(o.error).toBeInstanceOf(LimiterUnavailableError);
+      expect((o.error as Error).message).toMatch(/rate limit store .* is unavailable/);
+    }
+    expect(fallback.size).toBe(0);
+  }
+  // Settling calls never throw because of the store, in any mode, and do not wait either.
+  const t = performance.now();
+  await limiter.chargeOutput(r, EXAMPLE, 5);
+  await limiter.adjustInput(r, EXAMPLE, -1);
+  expect(performance.now() - t).toBeLessThan(2 * WAIT_BOUND_MS);
+}
+
+/** Enforcement by Redis again: the example's third request is rejected and the key is in Redis. */
+async function expectEnforcedByRedis(limiter: RedisLimiter, server: RedisServer): Promise<void> {
+  const r = uniqueRoute();
+  const d = [await limiter.admit(r, EXAMPLE, 4), await limiter.admit(r, EXAMPLE, 4), await limiter.admit(r, EXAMPLE, 4)];
+  expect(d.map((x) => x.allowed)).toEqual([true, true, false]);
+  const start = (T0 - (T0 % 60_000)) / 1000;
+  expect(await server.cli('get', `ir:{${r}}:in:minute:${start}`)).toBe('8');
+}
+
+describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', (mode) => {
+  it('redis-server killed under load: no call waits past the timeout, the mode applies, one log line, recovery after restart', async () => {
+    const server = await RedisServer.start();
+    cleanups.push(() => server.stop());
+    const { limiter, fallback, logs } = await setup(mode, server.port);
+    await until('healthy', () => limiter.healthy);
+    await expectEnforcedByRedis(limiter, server);
+
+    const running = load(limiter, 50);
+    await new Promise((r) => setTimeout(r, 100));
+    await server.kill();
+    await until('circuit open', () => !limiter.healthy, 5_000);
+    await expectModeWhileDown(mode, limiter, fallback);
+    await new Promise((r) => setTimeout(r, 300)); // several reconnect attempts and probes
+    expect(logs.filter((l) => /unavailable/.test(l))).toHaveLength(1);
+
+    await server.restart();
+    await until('recovered', () => limiter.healthy, 10_000);
+    expect(logs.some((l) => /available again/.test(l))).toBe(true);
+    await expectEnforcedByRedis(limiter, server);
+    expect(await running.stop()).toBeLessThan(WAIT_BOUND_MS);
+    expect(logs).toHaveLength(2);
+  });
+
+  it('redis-server frozen (slow): calls give up at the timeout, then stop waiting; resumes when it answers', async () => {
+    const server = await RedisServer.start();
+    cleanups.push(async () => {
+      server.resume();
+      await server.stop();
+    });
+    const { limiter, fallback, logs } = await setup(mode, server.port);
+    await until('healthy', () => limiter.healthy);
+    server.pause();
+    const running = load(limiter, 20);
+    await until('circuit open', () => !limiter.healthy, 5_000);
+    // Circuit open: no call waits for Redis at all now.
+    await expectModeWhileDown(mode, limiter, fallback);
+    expect(logs.filter((l) => /unavailable/.test(l))).toHaveLength(1);
+    expect(logs[0]).toMatch(/timed out/);
+    server.resume();
+    await until('recovered', () => limiter.healthy, 10_000);
+    await expectEnforcedByRedis(limiter, server);
+    expect(await running.stop()).toBeLessThan(WAIT_BOUND_MS);
+  });
+
+  it('redis down at start: the limiter works in the failure mode, logs once, and switches to Redis when it appears', async () => {
+    const port = await freePort();
+    const { limiter, fallback, logs } = await setup(mode, port);
+    await expectModeWhileDown(mode, limiter, fallback);
+    await new Promise((r) => setTimeout(r, 300));
+    await expectModeWhileDown(mode, limiter, fallback);
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/unreachable at start/);
+    const server = await RedisServer.start({ port });
+    cleanups.push(() => server.stop());
+    await until('recovered', () => limiter.healthy, 10_000);
+    await expectEnforcedByRedis(limiter, server);
+  });
+});
