@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
 import { decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
 import {
-  MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, REPLY_INVALID, REPLY_STRIDE,
+  MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE,
   type LimitRequestMessage,
 } from './ipc-protocol.js';
 import type { Decision, TokenLimiter } from './limiter.js';
@@ -140,7 +140,7 @@ export class LocalLimitClient implements TokenLimiter {
   private enqueue(op: number, id: number, route: string, inLimit: number, outLimit: number, unit: string, amount: number): void {
     const b = this.batch;
     b.push(op, id, route, inLimit, outLimit, unit, amount);
-    if (b.length >= this.maxBatch * 7) this.flush();
+    if (b.length >= this.maxBatch * REQUEST_STRIDE) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(this.flushNow);
