@@ -1,0 +1,222 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AccessRecord } from '../../../src/observe/access-record.js';
+import { createAccessLog, WARN_INTERVAL_MS } from '../../../src/observe/access-log.js';
+import { MAX_RECORD_BYTES } from '../../../src/observe/access-log-format.js';
+import { parseAccessLogSettings } from '../../../src/observe/access-log-settings.js';
+import { buildAccessLog } from './build-access-log.js';
+import { parseTextLine } from './text-line-parser.js';
+
+const fixtures = new URL('./fixtures/', import.meta.url).pathname;
+let moduleUrl = '';
+let dir = '';
+
+beforeAll(() => {
+  moduleUrl = buildAccessLog().moduleUrl;
+  dir = mkdtempSync(join(tmpdir(), 'access-log-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Run { code: number | null; stdout: Buffer; stderr: string }
+
+/** Runs a shell pipeline in its own process group; kills the group after `timeoutMs`. */
+function sh(cmd: string, env: Record<string, string>, timeoutMs = 50_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', cmd], {
+      cwd: fixtures, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    });
+    const out: Buffer[] = [];
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+    const timer = setTimeout(() => {
+      try { process.kill(-(child.pid as number), 'SIGKILL'); } catch { /* gone */ }
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: Buffer.concat(out), stderr: err });
+    });
+  });
+}
+
+interface WorkerStats { worker: string; written: number; dropped: number }
+
+function workerStats(stderr: string): WorkerStats[] {
+  const line = stderr.trim().split('\n').find((l) => l.startsWith('[{'));
+  if (line === undefined) throw new Error(`no stats in stderr: ${stderr}`);
+  return JSON.parse(line) as WorkerStats[];
+}
+
+/** Checks every line is one whole record and every record of every worker arrived exactly once. */
+function checkLines(data: Buffer, workers: number, records: number, parse: (line: string) => string): void {
+  const text = data.toString('utf8');
+  expect(text.endsWith('\n')).toBe(true);
+  const lines = text.slice(0, -1).split('\n');
+  expect(lines).toHaveLength(workers * records);
+  const seen = new Set<string>();
+  for (const line of lines) {
+    expect(Buffer.byteLength(line) + 1).toBeLessThanOrEqual(MAX_RECORD_BYTES);
+    seen.add(parse(line));
+  }
+  expect(seen.size).toBe(workers * records);
+  for (let w = 0; w < workers; w++) {
+    expect(seen.has(`${w}-0`) && seen.has(`${w}-${records - 1}`)).toBe(true);
+  }
+}
+
+const hasStrace = spawnSync('strace', ['-V']).status === 0;
+
+describe('several cluster workers, one sink', () => {
+  it('stdout pipe drained slower than written: whole records, each write(2) <= 4096 bytes of whole lines', async () => {
+    const workers = 4;
+    const records = 4000;
+    const trace = join(dir, 'trace.txt');
+    // The reader starts late, so the pipe fills and every worker queues in sonic-boom.
+    const writer = hasStrace
+      ? `strace -f -qq -s 5000 -e trace=write -o ${trace} node cluster-writer.mjs`
+      : 'node cluster-writer.mjs';
+    const run = await sh(`${writer} | (sleep 1; cat)`, {
+      AL_MODULE: moduleUrl, AL_WORKERS: String(workers), AL_RECORDS: String(records),
+      ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout',
+    });
+    expect(run.code, run.stderr).toBe(0);
+    checkLines(run.stdout, workers, records, (line) => JSON.parse(line).request_id as string);
+    for (const s of workerStats(run.stderr)) expect(s).toMatchObject({ written: records, dropped: 0 });
+
+    if (hasStrace) {
+      // Each write to fd 1: `<pid> write(1, "<content>", <len>) = <n>` (or split as <unfinished ...>).
+      const writes = readFileSync(trace, 'utf8').split('\n').filter((l) => /^\d+ +write\(1, /.test(l));
+      expect(writes.length).toBeGreaterThan(workers * records * 300 / MAX_RECORD_BYTES);
+      for (const w of writes) {
+        const m = /^\d+ +write\(1, "((?:[^"\\]|\\.)*)", (\d+)/.exec(w);
+        expect(m, w).not.toBeNull();
+        const [, content, len] = m as RegExpExecArray;
+        expect(Number(len)).toBeLessThanOrEqual(MAX_RECORD_BYTES);
+        expect(content.startsWith('{\\"timestamp\\":')).toBe(true);
+        expect(content.endsWith('}\\n')).toBe(true);
+      }
+    }
+  });
+
+  it('one file opened for appending by every worker, text format, no record cut or lost', async () => {
+    const workers = 4;
+    const records = 15000;
+    const file = join(dir, 'cluster.log');
+    const run = await sh('node cluster-writer.mjs', {
+      AL_MODULE: moduleUrl, AL_WORKERS: String(workers), AL_RECORDS: String(records), AL_CHUNK: '2000',
+      ACCESS_LOG_FORMAT: 'text', ACCESS_LOG_OUTPUT: file,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    checkLines(readFileSync(file), workers, records, (line) => parseTextLine(line).fields.request_id as string);
+  });
+});
+
+describe('a stalled sink', () => {
+  it('keeps the queue bounded, drops and counts, warns at most once a minute', async () => {
+    const records = 120_000;
+    const bufferBytes = 256 * 1024;
+    // `sleep` never reads the pipe: after 64 KiB in the pipe and `bufferBytes` queued, records drop.
+    const run = await sh('node stalled-writer.mjs | sleep 30', {
+      AL_MODULE: moduleUrl, AL_RECORDS: String(records), AL_CHUNK: '1000', AL_TICK_MS: '1000',
+      ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout', ACCESS_LOG_BUFFER_BYTES: String(bufferBytes),
+    }, 5_000);
+    const line = run.stderr.trim().split('\n').find((l) => l.startsWith('{"written"'));
+    expect(line, run.stderr).toBeDefined();
+    const s = JSON.parse(line as string) as {
+      written: number; dropped: number; lineBytes: number; warnings: { at: number; msg: string }[];
+    };
+    expect(s.written + s.dropped).toBe(records);
+    expect(s.dropped).toBeGreaterThan(records / 2);
+    // Accepted bytes: what the pipe holds (64 KiB) plus the bounded queue, give or take a batch.
+    expect(s.written * s.lineBytes).toBeLessThanOrEqual(bufferBytes + 64 * 1024 + 2 * MAX_RECORD_BYTES);
+    expect(s.written * s.lineBytes).toBeGreaterThan(bufferBytes / 2);
+    // 120 turns of 1 s of fake clock: warnings at the first drop, then once per 60 s at most.
+    expect(s.warnings.length).toBeGreaterThanOrEqual(2);
+    expect(s.warnings.length).toBeLessThanOrEqual(3);
+    for (let i = 1; i < s.warnings.length; i++) {
+      expect(s.warnings[i]!.at - s.warnings[i - 1]!.at).toBeGreaterThanOrEqual(WARN_INTERVAL_MS);
+    }
+    expect(s.warnings[0]!.msg).toMatch(/^access log: stdout is not keeping up; dropped \d+ records/);
+    const reported = s.warnings.reduce((n, w) => n + Number(/dropped (\d+) records/.exec(w.msg)![1]), 0);
+    expect(reported).toBeLessThanOrEqual(s.dropped);
+  });
+});
+
+function record(seq: number): AccessRecord {
+  return {
+    timestamp: 1_795_000_000_000 + seq, method: 'POST', path: '/v1/completions', protocol: 'HTTP/1.1',
+    status_code: 200, error: null, model_name: 'm', model_route: 'default/r', model_server: 'default/s',
+    selected_pod: 'p-0', request_id: `r-${seq}`, input_tokens: 1, output_tokens: 2, duration_total: 3,
+    duration_request_processing: 1, duration_upstream_processing: 1, duration_response_processing: 1,
+  };
+}
+
+const ids = (file: string): string[] =>
+  readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l).request_id as string);
+
+describe('one writer, a file', () => {
+  it('flush() writes every queued record, including many batches logged in one turn', async () => {
+    const file = join(dir, 'flush.log');
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file }));
+    for (let i = 0; i < 30_000; i++) log.log(record(i));
+    await log.flush();
+    const got = ids(file);
+    expect(got).toHaveLength(30_000);
+    expect(got[0]).toBe('r-0');
+    expect(got[29_999]).toBe('r-29999');
+    expect(log.written).toBe(30_000);
+    expect(log.dropped).toBe(0);
+    await log.close();
+  });
+
+  it('reopen() after a rename writes to a new file at the configured path', async () => {
+    const file = join(dir, 'rotate.log');
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file }));
+    for (let i = 0; i < 100; i++) log.log(record(i));
+    await log.flush();
+    renameSync(file, file + '.1');
+    for (let i = 100; i < 150; i++) log.log(record(i)); // still to the renamed file's descriptor or the new one
+    log.reopen();
+    for (let i = 150; i < 200; i++) log.log(record(i));
+    await log.flush();
+    await log.close();
+    const old = ids(file + '.1');
+    const fresh = ids(file);
+    expect(old.slice(0, 100)).toEqual(Array.from({ length: 100 }, (_, i) => `r-${i}`));
+    expect([...old, ...fresh]).toEqual(Array.from({ length: 200 }, (_, i) => `r-${i}`));
+    expect(fresh.at(-1)).toBe('r-199');
+  });
+
+  it('records logged after close() are dropped and counted', async () => {
+    const file = join(dir, 'closed.log');
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: file }));
+    log.log(record(1));
+    await log.close();
+    log.log(record(2));
+    expect(log.dropped).toBe(1);
+    expect(log.written).toBe(1);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    expect(lines).toHaveLength(2);
+    expect(parseTextLine(lines[0] as string).fields.request_id).toBe('r-1');
+  });
+
+  it('disabled: nothing is opened or written', async () => {
+    const file = join(dir, 'disabled.log');
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_ENABLED: 'false', ACCESS_LOG_OUTPUT: file }));
+    expect(log.enabled).toBe(false);
+    log.log(record(1));
+    await log.flush();
+    await log.close();
+    expect(existsSync(file)).toBe(false);
+    expect(log.written).toBe(0);
+  });
+
+  it('a path that cannot be opened fails at creation with a clear message', () => {
+    expect(() => createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: join(dir, 'missing/dir/a.log') })))
+      .toThrow(/^ACCESS_LOG_OUTPUT: cannot open ".*missing\/dir\/a\.log" for appending: ENOENT/);
+  });
+});
