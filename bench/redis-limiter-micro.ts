@@ -1,0 +1,104 @@
+/**
+ * Micro benchmark of a global-mode rate limit decision (RedisLimiter -> one Lua script via
+ * EVALSHA, auto-pipelined) against a redis-server this benchmark starts on a free loopback port:
+ *  1. sequential: one decision in flight (round-trip latency);
+ *  2. 100 decisions in flight (auto-pipelining batches them);
+ *  3. the full request cycle (admit + chargeOutput + adjustInput), 100 in flight.
+ * Prints p50/p99 latency per decision and decisions/s.
+ *
+ * Run: npm run build && node dist/bench/redis-limiter-micro.js
+ * Env: BENCH_DECISIONS (per scenario, default 20000), REDIS_SERVER_BIN (default redis-server).
+ */
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { RateLimitSpec } from 'inference-router/config/resource-types';
+import { CounterStore } from 'inference-router/ratelimit/counter-store';
+import { RedisLimiter } from 'inference-router/ratelimit/redis-limiter';
+import { parseRedisLimitSettings } from 'inference-router/ratelimit/redis-settings';
+
+const N = Number(process.env.BENCH_DECISIONS ?? 20_000);
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000_000, unit: 'day', global: null };
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer().on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis(port: number): Promise<() => void> {
+  const proc = spawn(process.env.REDIS_SERVER_BIN ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const kill = (): void => {
+    proc.kill('SIGKILL');
+  };
+  process.once('exit', kill);
+  for (let i = 0; i < 200; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      }).on('error', () => resolve(false));
+    });
+    if (up) return kill;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  kill();
+  throw new Error(`redis-server did not start on port ${port}`);
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function scenario(name: string, inFlight: number, one: (i: number) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < Math.min(2_000, N); i++) await one(i); // warm-up (script loaded, JIT)
+  const lat = new Float64Array(N);
+  let next = 0;
+  const t0 = performance.now();
+  const lane = async (): Promise<void> => {
+    while (next < N) {
+      const i = next++;
+      const t = performance.now();
+      await one(i);
+      lat[i] = performance.now() - t;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  const seconds = (performance.now() - t0) / 1000;
+  lat.sort();
+  console.log(
+    `${name.padEnd(52)} in flight ${String(inFlight).padStart(3)}  p50 ${percentile(lat, 50).toFixed(3)} ms  p99 ${percentile(lat, 99).toFixed(3)} ms  ${Math.round(N / seconds).toLocaleString('en-US')} /s`,
+  );
+}
+
+async function main(): Promise<void> {
+  const port = await freePort();
+  const stop = await startRedis(port);
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
+  const limiter = new RedisLimiter(`127.0.0.1:${port}`, settings, new CounterStore(), { log: (m) => console.error(m) });
+  while (!limiter.healthy) await new Promise((r) => setTimeout(r, 10));
+  const routes = Array.from({ length: 64 }, (_, i) => `bench/r${i}`);
+  console.log(`RedisLimiter against redis-server on 127.0.0.1:${port}, ${N.toLocaleString('en-US')} decisions per scenario, node ${process.version}`);
+  try {
+    const admit = (i: number): Promise<unknown> => limiter.admit(routes[i & 63], LIMIT, 4);
+    await scenario('admit (server clock, 64 routes)', 1, admit);
+    await scenario('admit (server clock, 64 routes)', 100, admit);
+    await scenario('admit + chargeOutput + adjustInput (one request)', 100, async (i) => {
+      const r = routes[i & 63];
+      await limiter.admit(r, LIMIT, 4);
+      await Promise.all([limiter.chargeOutput(r, LIMIT, 20), limiter.adjustInput(r, LIMIT, -1)]);
+    });
+  } finally {
+    await limiter.close();
+    stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
