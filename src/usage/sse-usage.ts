@@ -20,9 +20,18 @@ const LF = 0x0a;
 const CR = 0x0d;
 const EMPTY = Buffer.alloc(0);
 
+/** Default bound on the bytes held for one partial event (strip mode) or one partial line. */
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+
 export interface SseUsageOptions {
   /** Remove the usage-only event (usage set, `choices: []`) from the forwarded bytes. */
   stripUsageChunk: boolean;
+  /**
+   * Most bytes held back for one partial event (strip mode) or kept to parse one partial line.
+   * A longer event is forwarded as it comes and never stripped; a longer line is not parsed.
+   * Default 1 MiB.
+   */
+  maxEventBytes?: number;
 }
 
 export class SseUsageScanner {
@@ -34,48 +43,74 @@ export class SseUsageScanner {
   text = '';
   /** Number of events removed from the output (0 or 1 in a well-formed stream). */
   strippedEvents = 0;
+  /** Number of lines longer than maxEventBytes, skipped unparsed. */
+  skippedLines = 0;
 
   private readonly strip: boolean;
-  /** Unconsumed bytes: keep mode, the partial line; strip mode, the partial event. */
+  private readonly maxEventBytes: number;
+  /**
+   * Unconsumed bytes. Keep mode, or strip mode while `passing`: the partial line, already
+   * forwarded, kept to parse it. Strip mode otherwise: the partial event, held back.
+   */
   private pending: Buffer[] = [];
   private pendingLength = 0;
-  /** Offset in the pending bytes where the partial (unterminated) line starts (strip mode). */
+  /** Offset in the pending bytes where the partial (unterminated) line starts. */
   private lineOffset = 0;
   /** The previous chunk ended with `\r`: a `\n` starting the next chunk completes that line end. */
   private skipLF = false;
   /** The event ended by that `\r` was stripped, so its completing `\n` must be dropped too. */
   private skipLFStripped = false;
+  /** Strip mode: the current event outgrew maxEventBytes and is forwarded as it comes. */
+  private passing = false;
+  /** The current line outgrew maxEventBytes: its bytes are neither held nor parsed. */
+  private longLine = false;
+  /** The current event lost a line to `longLine`: its data is not parsed. */
+  private broken = false;
   /** Data of the current event (data lines joined by `\n`), null when it has none yet. */
   private data: string | null = null;
 
   constructor(options: SseUsageOptions) {
     this.strip = options.stripUsageChunk;
+    const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxEventBytes must be a positive integer, got ${max}`);
+    this.maxEventBytes = max;
   }
 
   /** Feeds upstream bytes; returns the bytes to forward to the client now. */
   push(chunk: Buffer): Buffer {
     if (chunk.length === 0) return this.strip ? EMPTY : chunk;
-    // A `\n` completing a `\r` line end seen at the end of the previous chunk is no new line end.
-    let skip = 0;
+    let from = 0;
+    let dropLF = false;
     if (this.skipLF) {
+      // A `\n` completing a `\r` line end seen at the end of the previous chunk is no new line end.
       this.skipLF = false;
-      if (chunk[0] === LF) skip = 1;
+      if (chunk[0] === LF) {
+        from = 1;
+        dropLF = this.strip && this.pendingLength === 0 && this.skipLFStripped;
+      }
+    } else if (this.longLine) {
+      from = this.skipLongLine(chunk);
+      if (from === chunk.length) return chunk; // the long line goes on (or just ended): all forwarded
     }
-    if (this.strip) return this.pushStrip(chunk, skip);
-    this.pushKeep(chunk, skip);
-    return chunk;
+    if (!this.strip) {
+      this.pushKeep(chunk, from);
+      return chunk;
+    }
+    return this.bound(this.pushStrip(chunk, from, dropLF));
   }
 
   /** Flushes what is left at the end of the stream (a last event without its blank line). */
   end(): Buffer {
     const rest = this.takePending();
+    const held = this.strip && !this.passing;
+    const lineStart = held ? this.lineOffset : 0;
     this.skipLF = false;
-    if (rest.length === 0 && this.data === null) return EMPTY;
-    const lineStart = this.strip ? this.lineOffset : 0;
+    this.passing = false;
+    this.longLine = false;
+    this.lineOffset = 0;
     if (lineStart < rest.length) this.line(rest, lineStart, rest.length);
     const usageOnly = this.dispatch();
-    this.lineOffset = 0;
-    if (!this.strip) return EMPTY;
+    if (!held || rest.length === 0) return EMPTY;
     if (usageOnly) {
       this.strippedEvents++;
       return EMPTY;
@@ -83,44 +118,96 @@ export class SseUsageScanner {
     return rest;
   }
 
-  private pushKeep(chunk: Buffer, skip: number): void {
-    if (!hasLineEnd(chunk, skip)) {
-      this.hold(chunk, skip);
-      return;
+  /** In a too-long line: returns where the bytes after its end start (chunk.length if none). */
+  private skipLongLine(chunk: Buffer): number {
+    const lf = chunk.indexOf(LF);
+    const cr = chunk.indexOf(CR);
+    if (lf === -1 && cr === -1) return chunk.length;
+    this.longLine = false;
+    if (cr === -1 || (lf !== -1 && lf < cr)) return lf + 1;
+    if (cr + 1 === chunk.length) {
+      this.skipLF = true;
+      this.skipLFStripped = false;
+      return chunk.length;
     }
-    // Pending bytes are a partial line, which a `\r` never ends, so `skip` is 0 when they exist.
-    const hadPending = this.pendingLength !== 0;
-    const buf = hadPending ? this.joinPending(chunk) : chunk;
-    this.clearPending();
-    const rest = this.scanLines(buf, hadPending ? 0 : skip, null);
-    this.hold(buf, rest);
+    return chunk[cr + 1] === LF ? cr + 2 : cr + 1;
   }
 
-  private pushStrip(chunk: Buffer, skip: number): Buffer {
+  private pushKeep(chunk: Buffer, from: number): void {
+    if (!hasLineEnd(chunk, from)) {
+      this.hold(chunk, from);
+    } else {
+      // Pending bytes are a partial line, which neither `\r` nor a long line ended: `from` is 0 then.
+      const hadPending = this.pendingLength !== 0;
+      const buf = hadPending ? this.joinPending(chunk) : chunk;
+      this.clearPending();
+      const rest = this.scanLines(buf, hadPending ? 0 : from, null);
+      this.hold(buf, rest);
+    }
+    this.boundLine();
+  }
+
+  private pushStrip(chunk: Buffer, from: number, dropLF: boolean): Buffer {
     const hadPending = this.pendingLength !== 0;
-    // Without pending bytes the previous event is complete; a skipped `\n` still belongs to it.
-    const dropLF = skip === 1 && !hadPending && this.skipLFStripped;
-    if (!hasLineEnd(chunk, skip)) {
+    if (!hasLineEnd(chunk, from)) {
+      if (this.passing) {
+        this.hold(chunk, from);
+        return chunk;
+      }
       if (hadPending) {
         this.hold(chunk, 0);
-        this.lineOffset += skip;
+        this.lineOffset += from;
         return EMPTY;
       }
-      this.hold(chunk, skip);
+      this.hold(chunk, from);
       this.lineOffset = 0;
-      return skip === 1 && !dropLF ? chunk.subarray(0, 1) : EMPTY;
+      return from !== 0 && !dropLF ? chunk.subarray(0, from) : EMPTY;
     }
     const buf = hadPending ? this.joinPending(chunk) : chunk;
-    const lineStart = hadPending ? this.lineOffset + skip : skip;
-    const cut: StripCut = { buf, forwardFrom: dropLF ? 1 : 0, eventStart: hadPending ? 0 : skip, parts: null };
+    // While passing, pending bytes were forwarded already.
+    const sent = this.passing ? this.pendingLength : 0;
+    const lineStart = hadPending ? this.lineOffset + from : from;
+    const cut: StripCut = {
+      buf,
+      forwardFrom: dropLF ? from : sent,
+      eventStart: hadPending ? 0 : from,
+      parts: null,
+    };
     this.clearPending();
     const rest = this.scanLines(buf, lineStart, cut);
-    this.hold(buf, cut.eventStart);
-    this.lineOffset = rest - cut.eventStart;
-    const tail = cut.eventStart > cut.forwardFrom ? buf.subarray(cut.forwardFrom, cut.eventStart) : EMPTY;
+    // Bytes from `holdFrom` on stay back; while still passing only the partial line, already sent.
+    const holdFrom = this.passing ? buf.length : cut.eventStart;
+    this.hold(buf, this.passing ? rest : cut.eventStart);
+    this.lineOffset = this.passing ? 0 : rest - cut.eventStart;
+    const tail = holdFrom > cut.forwardFrom ? buf.subarray(cut.forwardFrom, holdFrom) : EMPTY;
     if (cut.parts === null) return tail;
     if (tail.length !== 0) cut.parts.push(tail);
     return cut.parts.length === 1 ? cut.parts[0] : Buffer.concat(cut.parts);
+  }
+
+  /** Strip mode: a held event past the bound is sent now and the rest of it passes through. */
+  private bound(out: Buffer): Buffer {
+    if (!this.passing && this.pendingLength > this.maxEventBytes) {
+      const held = this.takePending();
+      out = out.length === 0 ? held : Buffer.concat([out, held]);
+      this.passing = true;
+      this.hold(held, this.lineOffset);
+      this.lineOffset = 0;
+    }
+    this.boundLine();
+    return out;
+  }
+
+  /** A partial line past the bound is dropped (its bytes were or will be forwarded, unparsed). */
+  private boundLine(): void {
+    if (this.pendingLength - this.lineOffset <= this.maxEventBytes) return;
+    if (this.strip && !this.passing) return; // bound() forwards the held event first
+    this.clearPending();
+    this.lineOffset = 0;
+    this.longLine = true;
+    this.broken = true;
+    this.data = null;
+    this.skippedLines++;
   }
 
   /**
@@ -162,7 +249,9 @@ export class SseUsageScanner {
   private endEvent(cut: StripCut | null, next: number): void {
     const usageOnly = this.dispatch();
     if (cut === null) return;
-    const stripped = usageOnly;
+    // An event that was passing through has been partly sent: it can no longer be removed.
+    const stripped = usageOnly && !this.passing;
+    this.passing = false;
     if (stripped) {
       this.strippedEvents++;
       if (cut.eventStart > cut.forwardFrom) {
@@ -193,6 +282,10 @@ export class SseUsageScanner {
   private dispatch(): boolean {
     const data = this.data;
     this.data = null;
+    if (this.broken) {
+      this.broken = false;
+      return false;
+    }
     if (data === null || data.length === 0 || data.charCodeAt(0) !== 0x7b /* { */) return false;
     let parsed: unknown;
     try {

@@ -33,8 +33,8 @@ const chatText = 'Grüße 🙂 naïve end';
 interface Run { out: Buffer; scanner: SseUsageScanner }
 
 /** Feeds `bytes` cut at the given offsets; checks keep mode returns the same chunk objects. */
-function feed(bytes: Buffer, cuts: number[], strip: boolean): Run {
-  const scanner = new SseUsageScanner({ stripUsageChunk: strip });
+function feed(bytes: Buffer, cuts: number[], strip: boolean, maxEventBytes?: number): Run {
+  const scanner = new SseUsageScanner({ stripUsageChunk: strip, maxEventBytes });
   const parts: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, bytes.length]) {
@@ -49,10 +49,10 @@ function feed(bytes: Buffer, cuts: number[], strip: boolean): Run {
   return { out: Buffer.concat(parts), scanner };
 }
 
-function everySplit(bytes: Buffer, strip: boolean, check: (run: Run) => void): void {
-  for (let at = 0; at <= bytes.length; at++) check(feed(bytes, [at], strip));
+function everySplit(bytes: Buffer, strip: boolean, check: (run: Run, byByte: boolean) => void, maxEventBytes?: number): void {
+  for (let at = 0; at <= bytes.length; at++) check(feed(bytes, [at], strip, maxEventBytes), false);
   // Single bytes: every boundary at once.
-  check(feed(bytes, Array.from({ length: bytes.length }, (_, i) => i), strip));
+  check(feed(bytes, Array.from({ length: bytes.length }, (_, i) => i), strip, maxEventBytes), true);
 }
 
 describe('SseUsageScanner', () => {
@@ -159,5 +159,83 @@ describe('SseUsageScanner', () => {
     const scanner = new SseUsageScanner({ stripUsageChunk: true });
     expect(scanner.push(Buffer.alloc(0)).length).toBe(0);
     expect(scanner.end().length).toBe(0);
+  });
+
+  describe('bounded holding (maxEventBytes 80)', () => {
+    const max = 80;
+    const bigUsage = ': ' + 'p'.repeat(40) + '\ndata: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}';
+    const smallUsage = 'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":5}}';
+    const events = [
+      'data: {"choices":[{"text":"a"}]}',
+      `data: ${'x'.repeat(200)}`, // one line longer than the bound
+      `data: {"choices":[{"text":\ndata: "b"}]}\n: ${'c'.repeat(40)}\n: ${'d'.repeat(40)}`, // short lines, long event
+      bigUsage, // usage-only but longer than the bound: forwarded, still read
+      smallUsage, // stripped
+      'data: [DONE]',
+    ];
+    for (const eol of ['\n', '\r\n']) {
+      const all = events.map((e) => `${e.replaceAll('\n', eol)}${eol}${eol}`).join('');
+      const withoutUsage = all.replace(`${smallUsage}${eol}${eol}`, '');
+
+      const withoutBoth = withoutUsage.replace(`${bigUsage.replaceAll('\n', eol)}${eol}${eol}`, '');
+
+      it(`strip mode forwards oversized events whole and still strips the normal usage chunk (${JSON.stringify(eol)})`, () => {
+        everySplit(Buffer.from(all), true, ({ out, scanner }, byByte) => {
+          // An oversized usage event that arrives within one chunk is never held, so it can still be
+          // stripped; once held past the bound it is forwarded.
+          if (byByte) expect(scanner.strippedEvents).toBe(1);
+          expect(out.toString()).toBe(scanner.strippedEvents === 1 ? withoutUsage : withoutBoth);
+          expect(scanner.text).toBe('ab');
+          expect(scanner.promptTokens).toBe(2);
+          expect(scanner.completionTokens).toBe(5);
+          if (byByte) expect(scanner.skippedLines).toBe(1);
+        }, max);
+      });
+
+      it(`keep mode skips parsing an oversized line only (${JSON.stringify(eol)})`, () => {
+        everySplit(Buffer.from(all), false, ({ out, scanner }, byByte) => {
+          expect(out.toString()).toBe(all);
+          expect(scanner.text).toBe('ab');
+          expect(scanner.completionTokens).toBe(5);
+          if (byByte) expect(scanner.skippedLines).toBe(1);
+        }, max);
+      });
+    }
+
+    it('strip mode stops holding an event once it outgrows the bound', () => {
+      const scanner = new SseUsageScanner({ stripUsageChunk: true, maxEventBytes: max });
+      expect(scanner.push(Buffer.from('data: {"choices":[{"text":"')).length).toBe(0);
+      const more = Buffer.from('y'.repeat(100));
+      expect(scanner.push(more).toString()).toBe(`data: {"choices":[{"text":"${'y'.repeat(100)}`);
+      expect(scanner.push(Buffer.from('z')).toString()).toBe('z');
+      expect(scanner.push(Buffer.from('"}]}\n\ndata: [DONE]\n')).toString()).toBe('"}]}\n\n');
+      expect(scanner.end().toString()).toBe('data: [DONE]\n');
+      expect(scanner.skippedLines).toBe(1);
+      expect(scanner.text).toBe('');
+    });
+
+    it('rejects a bad bound', () => {
+      expect(() => new SseUsageScanner({ stripUsageChunk: true, maxEventBytes: 0 })).toThrow(/maxEventBytes/);
+    });
+  });
+
+  it('random multi-way splits (seeded) give the same output as one chunk', () => {
+    let seed = 12345;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const streams = ['\n', '\r\n', '\r'].map((eol) => stream(chatEvents, eol));
+    for (let i = 0; i < 600; i++) {
+      const { all, withoutUsage } = streams[i % 3];
+      const bytes = Buffer.from(all);
+      const cuts = Array.from({ length: 1 + rand(12) }, () => rand(bytes.length + 1)).sort((a, b) => a - b);
+      const strip = i % 2 === 0;
+      // 156: every line (at most 154 bytes) is parsed, but a CRLF content event (158) passes through.
+      const { out, scanner } = feed(bytes, cuts, strip, i % 4 < 2 ? 156 : undefined);
+      expect(out.toString()).toBe(strip ? withoutUsage : all);
+      expect(scanner.text).toBe(chatText);
+      expect(scanner.completionTokens).toBe(3);
+    }
   });
 });
