@@ -31,8 +31,8 @@ export async function settleUsage(
   const limit = route.rateLimit;
   if (limiter === null || limit === null) return;
   try {
-    if (inputDelta !== 0 && limit.inputTokensPerUnit !== null) await limiter.adjustInput(route.key, limit, inputDelta);
-    if (output > 0 && limit.outputTokensPerUnit !== null) await limiter.chargeOutput(route.key, limit, output);
+    if (inputDelta !== 0) await limiter.adjustInput(route.key, limit, inputDelta);
+    if (output > 0) await limiter.chargeOutput(route.key, limit, output);
   } catch {
     // The limit store failed after the answer was sent; the limiter itself logs and counts that.
   }

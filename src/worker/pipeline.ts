@@ -13,6 +13,7 @@ import { forwardUpstream } from '../upstream/forward.js';
 import { buildUpstreamBody } from '../upstream/upstream-body.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
+import { limiterFailure } from '../ratelimit/limiter-failure.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -69,7 +70,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
       await settleUsage(x, s.tokens, route, limiter, result.usage);
     }
   } catch (err) {
-    sendError(x, err instanceof RouterError ? err : internalError(err));
+    sendError(x, err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
     // Admitted but never reached a pod: give the input tokens back.
     if (charged > 0 && limiter !== null && route !== null && route.rateLimit !== null) {

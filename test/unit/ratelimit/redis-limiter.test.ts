@@ -4,6 +4,7 @@ import { CounterStore } from '../../../src/ratelimit/counter-store.js';
 import type { Clock, Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { LimiterUnavailableError } from '../../../src/ratelimit/limiter-errors.js';
 import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
+import { closeRedisLimiters, redisLimiterAddresses, redisLimiterFor } from '../../../src/ratelimit/redis-clients.js';
 import { RedisLimiter, type RedisLimiterOptions } from '../../../src/ratelimit/redis-limiter.js';
 import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
 import { secondsUntilReset } from '../../../src/ratelimit/windows.js';
@@ -178,5 +179,40 @@ describe('RedisLimiter against a real redis-server', () => {
     await expect(limiter.admit('ns/r', EXAMPLE, 1.5)).rejects.toThrow(/non-negative integer/);
     await expect(limiter.chargeOutput('ns/r', EXAMPLE, -3)).rejects.toThrow(RangeError);
     await expect(limiter.adjustInput('ns/r', EXAMPLE, 0.5)).rejects.toThrow(RangeError);
+  });
+
+  it('credentials come from the settings: REDIS_PASSWORD authenticates, a wrong one leaves the store unavailable', async () => {
+    const secured = await RedisServer.start({ args: ['--requirepass', 'pa55'] });
+    try {
+      const good = parseRedisLimitSettings({ REDIS_PASSWORD: 'pa55', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s' });
+      const limiter = await connected(secured.address, good, NO_FALLBACK, { clock: () => T0 });
+      expect((await limiter.admit(uniqueRoute(), EXAMPLE, 4)).allowed).toBe(true);
+      const logs: string[] = [];
+      const bad = parseRedisLimitSettings({ REDIS_PASSWORD: 'wrong', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed' });
+      const denied = new RedisLimiter(secured.address, bad, NO_FALLBACK, { log: (m) => logs.push(m) });
+      open.push(denied);
+      await expect(denied.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
+      expect(denied.healthy).toBe(false);
+      expect(logs.join('\n')).toMatch(/WRONGPASS|invalid|unreachable/i);
+    } finally {
+      await secured.stop();
+    }
+  });
+
+  it('redisLimiterFor: one limiter (one client) per distinct address in the process', async () => {
+    const s = settings('closed', 2_000);
+    const a = redisLimiterFor(server.address, s, NO_FALLBACK, { log: () => {} });
+    expect(redisLimiterFor(` ${server.address} `, s, NO_FALLBACK)).toBe(a);
+    const other = redisLimiterFor(`redis://${server.address}`, s, NO_FALLBACK, { log: () => {} });
+    expect(other).not.toBe(a);
+    expect(redisLimiterAddresses()).toEqual([server.address, `redis://${server.address}`]);
+    await until('shared limiter healthy', () => a.healthy && other.healthy);
+    const r = uniqueRoute();
+    await a.admit(r, EXAMPLE, 8);
+    expect((await other.admit(r, EXAMPLE, 4)).rejectedBy).toBe('input');
+    await closeRedisLimiters();
+    expect(redisLimiterAddresses()).toEqual([]);
+    expect(redisLimiterFor(server.address, s, NO_FALLBACK, { log: () => {} })).not.toBe(a);
+    await closeRedisLimiters();
   });
 });

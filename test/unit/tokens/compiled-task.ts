@@ -4,15 +4,16 @@
  * node_modules/.cache, where `gpt-tokenizer` still resolves, and returns the worker file.
  * Always built from the current sources, so it cannot run a stale dist/ build.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const root = new URL('../../../', import.meta.url);
 
+const outDir = fileURLToPath(new URL(`node_modules/.cache/inference-router-tokens-test/${process.pid}/`, root));
+
 export function compiledTaskFile(): string {
   const srcDir = fileURLToPath(new URL('src/tokens/', root));
-  const outDir = fileURLToPath(new URL(`node_modules/.cache/inference-router-tokens-test/${process.pid}/`, root));
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}package.json`, '{"type":"module"}\n');
   for (const name of readdirSync(srcDir)) {
@@ -24,4 +25,16 @@ export function compiledTaskFile(): string {
     writeFileSync(outDir + name.replace(/\.ts$/, '.js'), out.outputText);
   }
   return `${outDir}tokenize-task.js`;
+}
+
+/** A worker that loads, answers the warm-up, then never answers (spins forever): exercises the hard stop. */
+export function hangingTaskFile(): string {
+  compiledTaskFile();
+  const file = `${outDir}hanging-task.js`;
+  writeFileSync(file, "export default function hang(task) { if (task.texts[0] === 'warm up') return 1; for (;;) { /* never answers */ } }\n");
+  return file;
+}
+
+export function removeCompiled(): void {
+  rmSync(outDir, { recursive: true, force: true });
 }

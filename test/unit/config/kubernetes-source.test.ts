@@ -1,0 +1,411 @@
+/**
+ * KubernetesSource against a local API server that speaks the list/watch protocol
+ * (test/helpers/fake-kube-api.ts), through the real @kubernetes/client-node code.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubernetesSource, type KubernetesSnapshot, type SourceClock } from '../../../src/config/kubernetes-source.js';
+import { FakeKubeApi, startFakeKubeApi, type KubeObject } from '../../helpers/fake-kube-api.js';
+
+const GROUP = 'networking.serving.volcano.sh';
+const API_VERSION = `${GROUP}/v1alpha1`;
+
+// @kubernetes/client-node must load on this Node for anything below to run; say why if not.
+const clientLoadError = await import('@kubernetes/client-node').then(() => null, (err: unknown) => String(err));
+
+test('@kubernetes/client-node loads on this Node version', () => {
+  expect(clientLoadError).toBeNull();
+});
+
+function route(ns: string, name: string, modelName: string, servers: string[], extra: Record<string, unknown> = {}): KubeObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'ModelRoute',
+    metadata: { name, namespace: ns, ...(extra.metadata as object) },
+    spec: {
+      modelName,
+      rules: [{ name: 'default', targetModels: servers.map((s) => ({ modelServerName: s })) }],
+      ...(extra.spec as object),
+    },
+  };
+}
+
+function server(ns: string, name: string, labels: Record<string, string>, port = 8000, spec: Record<string, unknown> = {}): KubeObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'ModelServer',
+    metadata: { name, namespace: ns },
+    spec: { workloadSelector: { matchLabels: labels }, workloadPort: { port }, ...spec },
+  };
+}
+
+function pod(ns: string, name: string, labels: Record<string, string>, ip: string, opts: { ready?: boolean; phase?: string; deleting?: boolean } = {}): KubeObject {
+  return {
+    metadata: { name, namespace: ns, labels, ...(opts.deleting ? { deletionTimestamp: '2025-06-01T00:00:00Z' } : {}) },
+    spec: { containers: [{ name: 'engine', image: 'vllm' }] },
+    status: {
+      phase: opts.phase ?? 'Running',
+      podIP: ip,
+      conditions: [
+        { type: 'PodScheduled', status: 'True' },
+        { type: 'Ready', status: opts.ready === false ? 'False' : 'True' },
+      ],
+    },
+  };
+}
+
+/** A compact view of a snapshot: route keys with their model, and server endpoints. */
+function view(s: KubernetesSnapshot | null): { routes: string[]; endpoints: Record<string, string[]> } {
+  if (s === null) return { routes: [], endpoints: {} };
+  const endpoints: Record<string, string[]> = {};
+  for (const srv of s.servers) endpoints[srv.key] = srv.endpoints.map((e) => `${e.name}@${e.host}:${e.port}`);
+  return { routes: s.routes.map((r) => `${r.key}=${r.modelName}`), endpoints };
+}
+
+/** Real timers (capped at 5 ms so backoff does not slow the test) that record every requested delay. */
+function recordingClock(): SourceClock & { delays: number[] } {
+  const delays: number[] = [];
+  return {
+    delays,
+    now: () => Date.now(),
+    setTimeout: (fn, ms) => {
+      delays.push(ms);
+      return setTimeout(fn, Math.min(ms, 5));
+    },
+    clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+  };
+}
+
+async function until<T>(what: string, probe: () => T | false | null | undefined, describeState: () => unknown): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const v = probe();
+    if (v !== false && v !== null && v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; state: ${JSON.stringify(describeState())}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
+  let api: FakeKubeApi;
+  let dir: string;
+  let kubeConfig: KubeConfig;
+  let logs: string[];
+  let snapshots: KubernetesSnapshot[];
+  let clock: ReturnType<typeof recordingClock>;
+  let sources: KubernetesSource[];
+
+  beforeEach(async () => {
+    api = await startFakeKubeApi(GROUP);
+    dir = mkdtempSync(join(tmpdir(), 'kube-source-'));
+    const { KubeConfig: KC } = await import('@kubernetes/client-node');
+    kubeConfig = new KC();
+    kubeConfig.loadFromFile(api.writeKubeconfig(join(dir, 'kubeconfig')));
+    logs = [];
+    snapshots = [];
+    clock = recordingClock();
+    sources = [];
+  });
+
+  afterEach(async () => {
+    await Promise.all(sources.map((s) => s.stop()));
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function newSource(namespace: string | null = null): KubernetesSource {
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m) => logs.push(m), clock });
+    source.onSnapshot((s) => snapshots.push(s));
+    sources.push(source);
+    return source;
+  }
+
+  async function started(namespace: string | null = null): Promise<KubernetesSource> {
+    const source = newSource(namespace);
+    await source.start();
+    return source;
+  }
+
+  /** Waits until the latest snapshot satisfies `check`. */
+  function settle(source: KubernetesSource, what: string, check: (v: ReturnType<typeof view>) => boolean): Promise<ReturnType<typeof view>> {
+    return until(what, () => {
+      const v = view(source.snapshot);
+      return check(v) ? v : false;
+    }, () => ({ snapshot: view(source.snapshot), logs }));
+  }
+
+  const LABELS = { app: 'llama' };
+
+  test('initial sync: start() resolves with a snapshot of valid routes and the ready pods of each server', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS, 8000));
+    api.upsert('modelroutes', route('default', 'llama-route', 'llama-3', ['llama']));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11', { ready: false }));
+    api.upsert('pods', pod('default', 'other-0', { app: 'other' }, '10.0.0.12'));
+    api.upsert('pods', pod('elsewhere', 'llama-x', LABELS, '10.0.9.1'));
+    api.upsert('pods', pod('default', 'llama-v6', LABELS, 'fd00::7'));
+
+    const source = newSource();
+    expect(source.synced).toBe(false);
+    await source.start();
+    expect(source.synced).toBe(true);
+    expect(snapshots).toHaveLength(1);
+    expect(view(snapshots[0])).toEqual({
+      routes: ['default/llama-route=llama-3'],
+      endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000', 'llama-v6@[fd00::7]:8000'] },
+    });
+    const r = snapshots[0].routes[0];
+    expect(r).toMatchObject({ kind: 'ModelRoute', namespace: 'default', name: 'llama-route', rateLimit: null });
+    expect(r.creationTimestamp).toMatch(/^2025-01-01T/);
+    // One list per kind, then one watch per kind from the list's resourceVersion.
+    const lists = api.requests.filter((q) => !q.watch).map((q) => q.path).sort();
+    expect(lists).toEqual(['/api/v1/pods', `/apis/${GROUP}/v1alpha1/modelroutes`, `/apis/${GROUP}/v1alpha1/modelservers`]);
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+  });
+
+  test('spec.endpoints is used as is (standalone style), without pods', async () => {
+    api.upsert('modelservers', { ...server('default', 'fixed', {}), spec: { endpoints: [{ name: 'gpu-a', address: '10.1.0.5:9000' }] } });
+    api.upsert('modelroutes', route('default', 'r', 'm', ['fixed']));
+    const source = await started();
+    expect(view(source.snapshot).endpoints).toEqual({ 'default/fixed': ['gpu-a@10.1.0.5:9000'] });
+  });
+
+  test('routes: add, modify and delete apply to the snapshot', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual([]);
+
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    await settle(source, 'route added', (v) => v.routes.includes('default/r1=llama-3'));
+
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3.1', ['llama'], {
+      spec: { rateLimit: { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute' } },
+    }));
+    await settle(source, 'route modified', (v) => v.routes.includes('default/r1=llama-3.1'));
+    expect(source.snapshot?.routes[0].rateLimit).toEqual({ inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null });
+
+    api.remove('modelroutes', 'default', 'r1');
+    await settle(source, 'route deleted', (v) => v.routes.length === 0);
+  });
+
+  test('servers: add, modify and delete apply; a route whose server disappears is skipped with a log line', async () => {
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    const source = await started();
+    expect(view(source.snapshot)).toEqual({ routes: [], endpoints: {} });
+    expect(logs.some((l) => l.includes('ModelRoute default/r1') && l.includes('ModelServer default/llama does not exist'))).toBe(true);
+
+    api.upsert('modelservers', server('default', 'llama', LABELS, 8000));
+    await settle(source, 'server added, route enabled', (v) =>
+      v.routes.includes('default/r1=llama-3') && v.endpoints['default/llama']?.[0] === 'llama-0@10.0.0.10:8000');
+
+    api.upsert('modelservers', server('default', 'llama', LABELS, 8081, { model: 'meta-llama/Llama-3-8B' }));
+    await settle(source, 'server port changed', (v) => v.endpoints['default/llama']?.[0] === 'llama-0@10.0.0.10:8081');
+    expect(source.snapshot?.servers[0].model).toBe('meta-llama/Llama-3-8B');
+
+    const logsBefore = logs.length;
+    api.remove('modelservers', 'default', 'llama');
+    await settle(source, 'server deleted, route skipped', (v) => v.routes.length === 0 && Object.keys(v.endpoints).length === 0);
+    expect(logs.slice(logsBefore).some((l) => l.includes('ModelRoute default/r1') && l.includes('route skipped'))).toBe(true);
+  });
+
+  test('pods: add, modify and delete change the endpoints', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    const source = await started();
+    expect(view(source.snapshot).endpoints).toEqual({ 'default/llama': [] });
+
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod added', (v) => v.endpoints['default/llama'].join() === 'llama-0@10.0.0.10:8000');
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'second pod added', (v) => v.endpoints['default/llama'].length === 2);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.20'));
+    await settle(source, 'pod IP changed', (v) => v.endpoints['default/llama'].join() === 'llama-0@10.0.0.20:8000,llama-1@10.0.0.11:8000');
+    api.upsert('pods', pod('default', 'llama-1', { app: 'relabelled' }, '10.0.0.11'));
+    await settle(source, 'pod relabelled away', (v) => v.endpoints['default/llama'].join() === 'llama-0@10.0.0.20:8000');
+    api.remove('pods', 'default', 'llama-0');
+    await settle(source, 'pod deleted', (v) => v.endpoints['default/llama'].length === 0);
+  });
+
+  test('pod readiness: not ready, terminating or finished pods get no traffic; ready again brings them back', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    const source = await started();
+    expect(view(source.snapshot).endpoints['default/llama']).toHaveLength(2);
+
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'llama-0 not ready', (v) => v.endpoints['default/llama'].join() === 'llama-1@10.0.0.11:8000');
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'llama-0 ready again', (v) => v.endpoints['default/llama'].length === 2);
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11', { deleting: true }));
+    await settle(source, 'llama-1 terminating', (v) => v.endpoints['default/llama'].join() === 'llama-0@10.0.0.10:8000');
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { phase: 'Succeeded' }));
+    await settle(source, 'llama-0 finished', (v) => v.endpoints['default/llama'].length === 0);
+    const noIp = pod('default', 'llama-2', LABELS, '');
+    api.upsert('pods', noIp);
+    api.upsert('pods', pod('default', 'llama-3', LABELS, '10.0.0.13'));
+    await settle(source, 'only the pod with an IP', (v) => v.endpoints['default/llama'].join() === 'llama-3@10.0.0.13:8000');
+  });
+
+  test('an invalid resource is skipped with a log line naming it; the rest keeps working; fixing it applies it', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelservers', server('default', 'broken-server', LABELS, 70000));
+    api.upsert('modelroutes', route('default', 'good', 'llama-3', ['llama']));
+    api.upsert('modelroutes', route('default', 'bad', 'other', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = await started();
+    expect(view(source.snapshot)).toEqual({ routes: ['default/good=llama-3'], endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000'] } });
+    expect(logs.find((l) => l.includes('ModelRoute default/bad'))).toMatch(/spec\.rateLimit\.unit.*skipped/);
+    expect(logs.find((l) => l.includes('ModelServer default/broken-server'))).toMatch(/spec\.workloadPort\.port/);
+
+    // Logged once, not on every rebuild.
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'another pod', (v) => v.endpoints['default/llama'].length === 2);
+    expect(logs.filter((l) => l.includes('ModelRoute default/bad'))).toHaveLength(1);
+
+    api.upsert('modelroutes', route('default', 'bad', 'other', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'hour' } } }));
+    await settle(source, 'fixed route applied', (v) => v.routes.includes('default/bad=other'));
+  });
+
+  test('routes for the same model name: the oldest wins (creationTimestamp, then namespace/name)', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelservers', server('team-b', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'newer', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' } }));
+    api.upsert('modelroutes', route('default', 'older', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/older=llama-3']);
+    expect(logs.some((l) => l.includes('ModelRoute default/newer') && l.includes('already served by the older ModelRoute default/older'))).toBe(true);
+
+    api.remove('modelroutes', 'default', 'older');
+    await settle(source, 'the remaining route takes over', (v) => v.routes.join() === 'default/newer=llama-3');
+
+    // Same creationTimestamp: namespace/name order decides.
+    api.upsert('modelroutes', route('team-b', 'same-age', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' } }));
+    await until('tie logged', () => logs.some((l) => l.includes('ModelRoute team-b/same-age') && l.includes('default/newer')), () => logs);
+    expect(view(source.snapshot).routes).toEqual(['default/newer=llama-3']);
+  });
+
+  test('watch drop: the client reconnects and resumes from its resourceVersion without relisting', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const listsBefore = api.requests.filter((q) => !q.watch).length;
+    const lastRv = String(api.resourceVersion);
+
+    api.dropWatches();
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen after a clean drop', (v) => v.endpoints['default/llama'].length === 1);
+
+    api.dropWatches({ abrupt: true });
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    await settle(source, 'route seen after an abrupt drop', (v) => v.routes.includes('default/r1=llama-3'));
+    await until('three watches again', () => api.watchCount() === 3, () => api.requests);
+
+    expect(api.requests.filter((q) => !q.watch)).toHaveLength(listsBefore);
+    const rewatchRvs = api.requests.filter((q) => q.watch).slice(3).map((q) => Number(q.resourceVersion));
+    expect(rewatchRvs.length).toBeGreaterThanOrEqual(6);
+    for (const rv of rewatchRvs) expect(rv).toBeGreaterThanOrEqual(Number(lastRv));
+  });
+
+  test('watch reconnects back off (1 s, 2 s, ...) while the API keeps failing, then recover', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const delaysBefore = clock.delays.length;
+    api.failNextRequests(4, 503, 'pods');
+    api.dropWatches({ abrupt: true });
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen after failures', (v) => v.endpoints['default/llama'].length === 1);
+    const backoff = clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000);
+    expect(backoff).toEqual(expect.arrayContaining([1000, 2000, 4000, 8000]));
+    expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
+  });
+
+  test('410 Gone: an expired resourceVersion makes the client relist, and changes missed meanwhile apply', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const listsBefore = api.requests.filter((q) => !q.watch).length;
+
+    // Changes whose events the client never receives (silent), then history is compacted:
+    // resuming from the old resourceVersion answers a 410 ERROR event.
+    api.remove('modelroutes', 'default', 'r1', { silent: true });
+    api.upsert('modelroutes', route('default', 'r2', 'llama-4', ['llama']), { silent: true });
+    api.remove('pods', 'default', 'llama-0', { silent: true });
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'), { silent: true });
+    api.compact();
+    api.dropWatches();
+
+    await settle(source, 'relisted state', (v) =>
+      v.routes.join() === 'default/r2=llama-4' && v.endpoints['default/llama'].join() === 'llama-1@10.0.0.11:8000');
+    expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 3);
+
+    // The "next watch answers 410" control relists too ...
+    api.upsert('pods', pod('default', 'llama-2', LABELS, '10.0.0.12'), { silent: true });
+    api.expireNextWatches(1, 'pods');
+    api.dropWatches();
+    await settle(source, 'silent pod seen after a 410 event', (v) => v.endpoints['default/llama'].includes('llama-2@10.0.0.12:8000'));
+    expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 4);
+
+    // ... and so does a watch answered with HTTP status 410.
+    api.upsert('pods', pod('default', 'llama-3', LABELS, '10.0.0.13'), { silent: true });
+    api.failNextRequests(1, 410, 'pods');
+    api.dropWatches();
+    await settle(source, 'silent pod seen after HTTP 410', (v) => v.endpoints['default/llama'].includes('llama-3@10.0.0.13:8000'));
+    expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 5);
+  });
+
+  test('BOOKMARK events advance the resourceVersion a resumed watch starts from', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const before = snapshots.length;
+    api.upsert('modelroutes', route('other', 'r', 'x', ['missing']), { silent: true }); // bumps the version only
+    const rv = String(api.resourceVersion);
+    api.sendBookmarks();
+    api.dropWatches(); // the stream ends after the bookmark line, so the client reads it first
+    await until('three resumed watches', () => api.requests.filter((q) => q.watch && q.resourceVersion === rv).length === 3, () => api.requests);
+    expect(snapshots.length).toBe(before);
+  });
+
+  test('namespace restriction: only that namespace is listed and watched', async () => {
+    api.upsert('modelservers', server('team-a', 'llama', LABELS));
+    api.upsert('modelservers', server('team-b', 'llama', LABELS));
+    api.upsert('modelroutes', route('team-a', 'r', 'llama-a', ['llama']));
+    api.upsert('modelroutes', route('team-b', 'r', 'llama-b', ['llama']));
+    api.upsert('pods', pod('team-a', 'a-0', LABELS, '10.0.1.1'));
+    api.upsert('pods', pod('team-b', 'b-0', LABELS, '10.0.2.1'));
+    const source = await started('team-a');
+    expect(view(source.snapshot)).toEqual({ routes: ['team-a/r=llama-a'], endpoints: { 'team-a/llama': ['a-0@10.0.1.1:8000'] } });
+
+    api.upsert('pods', pod('team-b', 'b-1', LABELS, '10.0.2.2'));
+    api.upsert('pods', pod('team-a', 'a-1', LABELS, '10.0.1.2'));
+    await settle(source, 'team-a pod added', (v) => v.endpoints['team-a/llama'].length === 2);
+    expect(view(source.snapshot).endpoints['team-b/llama']).toBeUndefined();
+    expect(api.requests.length).toBeGreaterThanOrEqual(6);
+    for (const q of api.requests) expect(q.namespace).toBe('team-a');
+  });
+
+  test('start() waits through API failures and resolves once all kinds are listed; stop() before sync rejects it', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.failNextRequests(2, 500, 'modelservers');
+    const source = newSource();
+    await source.start();
+    expect(view(source.snapshot).endpoints).toEqual({ 'default/llama': [] });
+    expect(logs.filter((l) => l.includes('modelservers list/watch failed'))).toHaveLength(2);
+
+    api.failNextRequests(1_000_000, 500, 'pods');
+    const never = newSource();
+    const pending = never.start();
+    await until('a failed pods list', () => logs.filter((l) => l.includes('pods list/watch failed')).length >= 2, () => logs);
+    expect(never.synced).toBe(false);
+    await never.stop();
+    await expect(pending).rejects.toThrow(/stopped before the first sync/);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { parseSettings, UsageError } from '../../../src/config/settings.js';
+
+describe('parseSettings', () => {
+  it('reads flags, with environment equivalents, flags winning', () => {
+    const s = parseSettings(['--resources', 'r.yaml', '--port=9000', '--workers', '3'], { ROUTER_PORT: '7000', ROUTER_HOST: '127.0.0.1' })!;
+    expect(s).toMatchObject({ source: 'file', resources: 'r.yaml', port: 9000, host: '127.0.0.1', workers: 3 });
+    expect(Object.isFrozen(s)).toBe(true);
+    const e = parseSettings([], { ROUTER_RESOURCES: 'e.yaml', ROUTER_PORT: '7000', ROUTER_WORKERS: '2' })!;
+    expect(e).toMatchObject({ resources: 'e.yaml', port: 7000, workers: 2 });
+  });
+
+  it('has documented defaults', () => {
+    const s = parseSettings(['--resources', 'r.yaml'], {})!;
+    expect(s.port).toBe(8080);
+    expect(s.host).toBe('0.0.0.0');
+    expect(s.workers).toBeGreaterThanOrEqual(1);
+    expect(s.drainTimeoutMs).toBe(30_000);
+    expect(s.upstreamTimeoutMs).toBe(300_000);
+    expect(s.maxBodyBytes).toBe(16 * 1024 * 1024);
+    expect(s.apiGroup).toBe('networking.serving.volcano.sh');
+  });
+
+  it('returns null for --help', () => {
+    expect(parseSettings(['--help'], {})).toBeNull();
+  });
+
+  it.each([
+    [['--bogus'], {}, 'unknown option "--bogus"'],
+    [['--resources'], {}, '--resources needs a value'],
+    [[], {}, 'no resources'],
+    [['--resources', 'r', '--port', '70000'], {}, '--port: expected an integer from 0 to 65535, got 70000'],
+    [['--resources', 'r'], { ROUTER_WORKERS: '0' }, 'ROUTER_WORKERS: expected an integer from 1 to 256, got 0'],
+    [['--resources', 'r'], { ROUTER_DRAIN_TIMEOUT: 'soon' }, 'ROUTER_DRAIN_TIMEOUT: expected a duration'],
+    [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected "file" or "kubernetes"'],
+    [['--resources', 'r', '--kubernetes'], {}, '--resources and --kubernetes exclude each other'],
+  ] as const)('rejects %j %j', (argv, env, msg) => {
+    expect(() => parseSettings(argv, env)).toThrow(UsageError);
+    expect(() => parseSettings(argv, env)).toThrow(msg);
+  });
+
+  it('selects the kubernetes source by flag or env', () => {
+    expect(parseSettings(['--kubernetes'], {})!.source).toBe('kubernetes');
+    expect(parseSettings([], { ROUTER_SOURCE: 'kubernetes', ROUTER_NAMESPACE: 'ml' })).toMatchObject({ source: 'kubernetes', namespace: 'ml' });
+  });
+});

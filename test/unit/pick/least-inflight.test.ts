@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { pickLeastInflight } from '../../../src/pick/least-inflight.js';
+import type { EndpointState } from '../../../src/upstream/endpoint-registry.js';
+
+const ep = (name: string, inflight: number) => ({ name, inflight }) as unknown as EndpointState;
+
+describe('pickLeastInflight', () => {
+  it('picks the endpoint with the fewest in-flight requests', () => {
+    const list = [ep('a', 3), ep('b', 1), ep('c', 2)];
+    expect(pickLeastInflight(list, null)?.name).toBe('b');
+  });
+
+  it('is random among ties: every tied endpoint can win, a busier one never does', () => {
+    const list = [ep('a', 0), ep('b', 0), ep('c', 5), ep('d', 0)];
+    const seen = new Set<string>();
+    for (let i = 0; i < 200; i++) seen.add(pickLeastInflight(list, null)!.name);
+    expect([...seen].sort()).toEqual(['a', 'b', 'd']);
+  });
+
+  it('skips excluded endpoints and returns null when none is left', () => {
+    const a = ep('a', 0);
+    const b = ep('b', 9);
+    expect(pickLeastInflight([a, b], [a])?.name).toBe('b');
+    expect(pickLeastInflight([a, b], [a, b])).toBeNull();
+    expect(pickLeastInflight([], null)).toBeNull();
+  });
+});

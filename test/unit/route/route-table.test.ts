@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import type { ModelRoute, ResourceSnapshot } from '../../../src/config/resource-types.js';
+import { RouteTable } from '../../../src/route/route-table.js';
+import { EndpointRegistry } from '../../../src/upstream/endpoint-registry.js';
+import { compileMatcher } from '../../../src/route/string-matcher.js';
+
+function server(name: string, pods: string[], model: string | null = null) {
+  return {
+    kind: 'ModelServer' as const, namespace: 'default', name, key: `default/${name}`, model, inferenceEngine: null,
+    workloadSelector: null, workloadPort: null, timeoutMs: null,
+    endpoints: pods.map((p, i) => ({ name: p, host: '127.0.0.1', port: 9000 + i })),
+  };
+}
+
+function route(name: string, modelName: string, rules: ModelRoute['rules']): ModelRoute {
+  return { kind: 'ModelRoute', namespace: 'default', name, key: `default/${name}`, modelName, rules, rateLimit: null, creationTimestamp: null };
+}
+
+const input = (url: string, headers: Record<string, string> = {}) => ({ url, header: (n: string) => headers[n] ?? '' });
+
+function table(s: ResourceSnapshot) {
+  return new RouteTable(s, new EndpointRegistry(1), 300_000);
+}
+
+describe('string matchers', () => {
+  it('exact, prefix and anchored regex', () => {
+    expect(compileMatcher({ kind: 'exact', value: 'a' })('a')).toBe(true);
+    expect(compileMatcher({ kind: 'exact', value: 'a' })('ab')).toBe(false);
+    expect(compileMatcher({ kind: 'prefix', value: '/v1/' })('/v1/chat')).toBe(true);
+    expect(compileMatcher({ kind: 'prefix', value: '/v1/' })('/v2/chat')).toBe(false);
+    expect(compileMatcher({ kind: 'regex', value: 'team-[ab]' })('team-a')).toBe(true);
+    expect(compileMatcher({ kind: 'regex', value: 'team-[ab]' })('xteam-a')).toBe(false);
+  });
+});
+
+describe('RouteTable', () => {
+  const snap: ResourceSnapshot = {
+    version: 3,
+    servers: [server('s1', ['p1']), server('s2', ['p2']), server('s3', ['p3'])],
+    routes: [
+      route('r1', 'm', [
+        { name: 'team-a', modelMatch: { headers: { 'x-team': { kind: 'exact', value: 'a' } }, uri: null }, targetModels: [{ modelServerName: 's1', weight: 100 }] },
+        { name: 'chat', modelMatch: { headers: {}, uri: { kind: 'prefix', value: '/v1/chat' } }, targetModels: [{ modelServerName: 's2', weight: 100 }] },
+        { name: 'rest', modelMatch: null, targetModels: [{ modelServerName: 's3', weight: 100 }] },
+      ]),
+      route('r-dup', 'm', [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }]),
+      route('r-none', 'strict', [{ name: 'only', modelMatch: { headers: { 'x-k': { kind: 'exact', value: 'v' } }, uri: null }, targetModels: [{ modelServerName: 's1', weight: 100 }] }]),
+    ],
+  };
+
+  it('finds routes by model name; the first of two routes for one model wins', () => {
+    const t = table(snap);
+    expect(t.route('m')?.key).toBe('default/r1');
+    expect(t.route('nope')).toBeUndefined();
+    expect(JSON.parse(t.modelsJson).data.map((d: { id: string }) => d.id)).toEqual(['m', 'strict']);
+    expect([...t.matchHeaderNames].sort()).toEqual(['x-k', 'x-team']);
+  });
+
+  it('tries rules in order; the first whose match holds wins; no modelMatch matches all', () => {
+    const r = table(snap).route('m')!;
+    expect(RouteTable.pick(r, input('/v1/chat/completions', { 'x-team': 'a' }))?.key).toBe('default/s1');
+    expect(RouteTable.pick(r, input('/v1/chat/completions'))?.key).toBe('default/s2');
+    expect(RouteTable.pick(r, input('/v1/completions'))?.key).toBe('default/s3');
+  });
+
+  it('returns null when no rule matches', () => {
+    const r = table(snap).route('strict')!;
+    expect(RouteTable.pick(r, input('/v1/completions'))).toBeNull();
+    expect(RouteTable.pick(r, input('/v1/completions', { 'x-k': 'v' }))?.key).toBe('default/s1');
+  });
+
+  it('draws targets by relative weight; weight 0 gets nothing', () => {
+    const t = table({
+      version: 1,
+      servers: [server('a', ['pa']), server('b', ['pb']), server('z', ['pz'])],
+      routes: [route('w', 'w', [{ name: 'x', modelMatch: null, targetModels: [
+        { modelServerName: 'a', weight: 75 }, { modelServerName: 'b', weight: 25 }, { modelServerName: 'z', weight: 0 },
+      ] }])],
+    });
+    const r = t.route('w')!;
+    const counts: Record<string, number> = {};
+    // A deterministic sweep of the random source gives exact proportions.
+    for (let i = 0; i < 1000; i++) {
+      const s = RouteTable.pick(r, input('/'), () => i / 1000)!;
+      counts[s.key] = (counts[s.key] ?? 0) + 1;
+    }
+    expect(counts).toEqual({ 'default/a': 750, 'default/b': 250 });
+  });
+
+  it('keeps endpoint state (in-flight counts, pools) across snapshots for the same pod', () => {
+    const reg = new EndpointRegistry(1);
+    const t1 = new RouteTable(snap, reg, 1000);
+    const e1 = t1.route('m')!.rules[2].servers[0].endpoints[0];
+    e1.inflight = 7;
+    const t2 = new RouteTable({ ...snap, version: 4 }, reg, 1000);
+    expect(t2.route('m')!.rules[2].servers[0].endpoints[0]).toBe(e1);
+    expect(e1.inflight).toBe(7);
+  });
+
+  it('applies the default timeout when a server sets none', () => {
+    const t = new RouteTable(snap, new EndpointRegistry(1), 1234);
+    expect(t.route('m')!.rules[0].servers[0].timeoutMs).toBe(1234);
+  });
+});

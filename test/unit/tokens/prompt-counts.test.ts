@@ -1,0 +1,116 @@
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTokenCounter, type RouterTokenCounter } from '../../../src/tokens/create-token-counter.js';
+import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
+
+const n = (s: string): number => encode(s).length;
+
+/** Inline-only counters: no pool threads are started (pool size 0). */
+function counter(estimator: 'bpe' | 'chars'): RouterTokenCounter {
+  return createTokenCounter(parseTokenizerSettings({
+    ROUTER_TOKEN_ESTIMATOR: estimator, ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000',
+  }));
+}
+
+let c: RouterTokenCounter;
+afterEach(async () => { await c.close(); });
+
+describe('bpe estimator: request shapes', () => {
+  it('completions: string prompt', () => {
+    c = counter('bpe');
+    expect(c.countRequest({ model: 'm', prompt: 'San Francisco is a', temperature: 0 }, 'completions')).toBe(4);
+    expect(c.stats.inline).toBe(1);
+  });
+
+  it('completions: arrays of strings, token ids and token-id arrays', () => {
+    c = counter('bpe');
+    expect(c.countRequest({ prompt: ['San Francisco is a', 'Hello, world!'] }, 'completions')).toBe(4 + n('Hello, world!'));
+    expect(c.countRequest({ prompt: [1, 2, 3, 4, 5] }, 'completions')).toBe(5);
+    expect(c.countRequest({ prompt: [[1, 2, 3], [4, 5]] }, 'completions')).toBe(5);
+  });
+
+  it('completions: a missing or odd prompt counts 0 and does not throw', () => {
+    c = counter('bpe');
+    expect(c.countRequest({}, 'completions')).toBe(0);
+    expect(c.countRequest({ prompt: null }, 'completions')).toBe(0);
+    expect(c.countRequest({ prompt: { a: 1 } }, 'completions')).toBe(0);
+    expect(c.countRequest({ prompt: [null, true, 'San Francisco is a'] }, 'completions')).toBe(4);
+  });
+
+  it('chat: role and text of every message, 3 per message, 3 to prime the reply', () => {
+    c = counter('bpe');
+    const body = {
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: 'San Francisco is a' },
+      ],
+    };
+    const expected = (3 + n('system') + n('You are terse.')) + (3 + n('user') + 4) + 3;
+    expect(c.countRequest(body, 'chat')).toBe(expected);
+    // The one-message "Hello" chat that OpenAI reports as 8 prompt tokens for gpt-4o.
+    expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }] }, 'chat')).toBe(8);
+  });
+
+  it('chat: text parts of array content; images and null content add only the framing', () => {
+    c = counter('bpe');
+    const body = {
+      messages: [{
+        role: 'user',
+        content: [
+          { type: 'text', text: 'San Francisco is a' },
+          { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+          { type: 'text', text: 'Hello, world!' },
+        ],
+      }, { role: 'assistant', content: null }],
+    };
+    expect(c.countRequest(body, 'chat')).toBe((3 + n('user') + 4 + n('Hello, world!')) + (3 + n('assistant')) + 3);
+    expect(c.countRequest({ messages: [] }, 'chat')).toBe(0);
+    expect(c.countRequest({ messages: 'hi' }, 'chat')).toBe(0);
+  });
+
+  it('other APIs: prompt, else messages, else input', () => {
+    c = counter('bpe');
+    expect(c.countRequest({ prompt: 'San Francisco is a', input: 'ignored text here' }, 'other')).toBe(4);
+    expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }], input: 'x' }, 'other')).toBe(8);
+    expect(c.countRequest({ input: 'San Francisco is a' }, 'other')).toBe(4);
+    expect(c.countRequest({ input: ['San Francisco is a', 'Hello, world!'] }, 'other')).toBe(4 + n('Hello, world!'));
+    expect(c.countRequest({ input: [[1, 2], [3]] }, 'other')).toBe(3);
+    expect(c.countRequest({ model: 'm' }, 'other')).toBe(0);
+  });
+
+  it('countText counts generated text', () => {
+    c = counter('bpe');
+    expect(c.countText('San Francisco is a')).toBe(4);
+  });
+});
+
+describe('chars estimator', () => {
+  it('completions: ceil(chars / 4) over the prompt', () => {
+    c = counter('chars');
+    expect(c.countRequest({ prompt: 'San Francisco is a' }, 'completions')).toBe(5); // 18 chars
+    expect(c.countRequest({ prompt: 'abcd' }, 'completions')).toBe(1);
+    expect(c.countRequest({ prompt: ['abc', 'de'] }, 'completions')).toBe(2); // 5 chars
+    expect(c.countRequest({ prompt: [[1, 2, 3]] }, 'completions')).toBe(3);
+    expect(c.countRequest({ prompt: '' }, 'completions')).toBe(0);
+  });
+
+  it('chat: ceil(chars / 4) over <|im_start|>{role}\\n{content}<|im_end|>\\n per message', () => {
+    c = counter('chars');
+    const messages = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Hi' }];
+    const rendered = messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('');
+    expect(c.countRequest({ messages }, 'chat')).toBe(Math.ceil(rendered.length / 4));
+    expect(Math.ceil(rendered.length / 4)).toBe(19); // 76 chars
+  });
+
+  it('chat: array content renders its text parts', () => {
+    c = counter('chars');
+    const body = { messages: [{ role: 'user', content: [{ type: 'text', text: 'ab' }, { type: 'text', text: 'cd' }] }] };
+    expect(c.countRequest(body, 'chat')).toBe(Math.ceil('<|im_start|>user\nabcd<|im_end|>\n'.length / 4));
+  });
+
+  it('countText and stats', () => {
+    c = counter('chars');
+    expect(c.countText('San Francisco is a')).toBe(5);
+    expect(c.stats).toEqual({ inline: 1, pooled: 0, fallbacks: 0 });
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_BUDGET_MS, DEFAULT_INLINE_MAX_CHARS, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
+} from '../../../src/tokens/tokenizer-settings.js';
+
+describe('tokenizer settings', () => {
+  it('defaults, frozen', () => {
+    const s = parseTokenizerSettings({});
+    expect(s).toEqual({
+      estimator: 'bpe', inlineMaxChars: DEFAULT_INLINE_MAX_CHARS, poolSize: DEFAULT_POOL_SIZE, queue: DEFAULT_QUEUE, budgetMs: DEFAULT_BUDGET_MS,
+    });
+    expect(Object.isFrozen(s)).toBe(true);
+    expect(parseTokenizerSettings({ ROUTER_TOKEN_ESTIMATOR: '' }).estimator).toBe('bpe');
+  });
+
+  it('reads every variable', () => {
+    expect(parseTokenizerSettings({
+      ROUTER_TOKEN_ESTIMATOR: 'chars',
+      ROUTER_TOKENIZER_INLINE_MAX_CHARS: '0',
+      ROUTER_TOKENIZER_POOL_SIZE: '2',
+      ROUTER_TOKENIZER_QUEUE: '8',
+      ROUTER_TOKENIZER_BUDGET_MS: '50',
+    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50 });
+  });
+
+  it.each([
+    ['ROUTER_TOKEN_ESTIMATOR', 'tiktoken', /ROUTER_TOKEN_ESTIMATOR must be one of bpe, chars/],
+    ['ROUTER_TOKEN_ESTIMATOR', 'BPE', /ROUTER_TOKEN_ESTIMATOR/],
+    ['ROUTER_TOKENIZER_INLINE_MAX_CHARS', '-1', /ROUTER_TOKENIZER_INLINE_MAX_CHARS must be an integer from 0 to/],
+    ['ROUTER_TOKENIZER_INLINE_MAX_CHARS', '1.5', /ROUTER_TOKENIZER_INLINE_MAX_CHARS/],
+    ['ROUTER_TOKENIZER_POOL_SIZE', '17', /ROUTER_TOKENIZER_POOL_SIZE must be an integer from 0 to 16/],
+    ['ROUTER_TOKENIZER_POOL_SIZE', 'two', /ROUTER_TOKENIZER_POOL_SIZE/],
+    ['ROUTER_TOKENIZER_QUEUE', '1e3', /ROUTER_TOKENIZER_QUEUE must be an integer/],
+    ['ROUTER_TOKENIZER_BUDGET_MS', '0', /ROUTER_TOKENIZER_BUDGET_MS must be an integer from 1 to 60000/],
+    ['ROUTER_TOKENIZER_BUDGET_MS', ' 200', /ROUTER_TOKENIZER_BUDGET_MS/],
+  ])('%s=%j is rejected', (name, value, message) => {
+    expect(() => parseTokenizerSettings({ [name]: value })).toThrow(message);
+  });
+});
