@@ -115,7 +115,8 @@ export class RedisServer {
     try {
       await waitFor(`redis-server on port ${this.port}`, async () => {
         if (exited) throw new Error(`redis-server exited: ${this.output.slice(-500)}`);
-        return (await redisCommand(this.port, 'PING', 500)) === '+PONG';
+        const reply = await redisCommand(this.port, 'PING', 500);
+        return reply === '+PONG' || reply.startsWith('-NOAUTH'); // up, with or without requirepass
       }, 10_000);
     } catch (err) {
       proc.kill('SIGKILL');
