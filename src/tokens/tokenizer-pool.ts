@@ -5,14 +5,16 @@
  * Budget: each task carries a deadline (now + budgetMs). The worker checks it between bounded
  * segments and answers OVER_BUDGET when it passes - also when the task only reaches a thread after
  * its deadline - so a hostile prompt costs a thread at most its budget and never makes the ones
- * queued behind it wait longer than theirs. A task still unanswered HARD_STOP_GRACE_MS after its
- * deadline is aborted: removed from the queue, or its thread terminated and replaced.
+ * queued behind it wait longer than theirs. The caller is answered at the deadline whatever the
+ * thread does; a thread that has not stopped well after it is terminated (pooled-task.ts).
  */
 import { Piscina } from 'piscina';
 import { OVER_BUDGET } from './bpe-count.js';
+import { PooledTask } from './pooled-task.js';
 import type { TokenizeTask } from './tokenize-task.js';
 
-export const HARD_STOP_GRACE_MS = 50;
+/** A thread that has not loaded the tokenizer by then is terminated, and ready() rejects. */
+export const WARM_UP_TIMEOUT_MS = 30_000;
 
 export interface TokenizerPoolOptions {
   /** The compiled worker module (tokenize-task.js). */
@@ -30,6 +32,7 @@ export class TokenizerPool {
   readonly #budgetMs: number;
   #inFlight = 0;
   #lastError: Error | null = null;
+  readonly #ready: Promise<void>;
   readonly #answered = (n: number): number => {
     this.#inFlight--;
     return Number.isSafeInteger(n) && n >= 0 ? n : OVER_BUDGET;
@@ -59,6 +62,22 @@ export class TokenizerPool {
     this.#piscina.on('error', (err: unknown) => {
       this.#lastError = err instanceof Error ? err : new Error(String(err));
     });
+    // Piscina marks its first threads ready before they have loaded the module; one warm-up task
+    // per thread (no deadline) settles once each has loaded the tokenizer (~0.2 s).
+    const warmUps: Promise<number>[] = [];
+    const warmUp: TokenizeTask = { texts: ['warm up'], deadlineAt: Infinity };
+    const signal = AbortSignal.timeout(WARM_UP_TIMEOUT_MS);
+    for (let i = 0; i < opts.size; i++) warmUps.push(this.#piscina.run(warmUp, { signal }));
+    this.#ready = Promise.all(warmUps).then(() => undefined);
+    this.#ready.catch(() => {}); // observed through ready() and lastError
+  }
+
+  /**
+   * Resolves once every thread has loaded the tokenizer; rejects if a thread fails to start.
+   * Until then pooled counts wait in the queue and may run out of budget (chars fallback).
+   */
+  ready(): Promise<void> {
+    return this.#ready;
   }
 
   /** The last error a thread raised outside a task (null if none). */
@@ -77,14 +96,16 @@ export class TokenizerPool {
   }
 
   /**
-   * Tokens of `texts`, or OVER_BUDGET when the budget ran out or the task failed (pool full,
-   * thread crashed, pool closed). Never rejects.
+   * Tokens of `texts`, or OVER_BUDGET when the budget ran out or the task failed (thread
+   * crashed, pool closed). Answers within the budget; never rejects.
    */
   count(texts: string[]): Promise<number> {
     this.#inFlight++;
+    const budget = new PooledTask(this.#budgetMs);
     const task: TokenizeTask = { texts, deadlineAt: Date.now() + this.#budgetMs };
-    const signal = AbortSignal.timeout(this.#budgetMs + HARD_STOP_GRACE_MS);
-    return this.#piscina.run(task, { signal }).then(this.#answered, this.#failed);
+    // inFlight drops when the thread is done, not when the caller is answered: capacity is real.
+    this.#piscina.run(task, { signal: budget.signal }).then(this.#answered, this.#failed).then(budget.answer);
+    return budget.promise;
   }
 
   async close(): Promise<void> {

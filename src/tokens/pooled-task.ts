@@ -1,0 +1,49 @@
+/**
+ * The time budget of one pooled count. The caller gets an answer at the budget at the latest
+ * (OVER_BUDGET, so it falls back to the chars estimate); the thread stops by itself at the same
+ * deadline (it checks between segments). Only a thread still busy HARD_STOP_GRACE_MS later - stuck,
+ * or starved of CPU - is aborted: piscina drops the task from its queue or terminates the thread
+ * and starts a new one (which reloads the tokenizer, ~0.2 s).
+ */
+import { OVER_BUDGET } from './bpe-count.js';
+
+export const HARD_STOP_GRACE_MS = 1000;
+
+export class PooledTask {
+  readonly promise: Promise<number>;
+  readonly #controller = new AbortController();
+  #resolve: ((n: number) => void) | null = null;
+  #timer: NodeJS.Timeout;
+
+  constructor(budgetMs: number) {
+    this.promise = new Promise<number>((resolve) => { this.#resolve = resolve; });
+    this.#timer = setTimeout(this.#onBudget, budgetMs);
+  }
+
+  /** Aborts the piscina task at the hard stop. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** The thread's answer (or OVER_BUDGET when the task failed). */
+  readonly answer = (n: number): void => {
+    clearTimeout(this.#timer);
+    this.#finish(n);
+  };
+
+  readonly #onBudget = (): void => {
+    this.#finish(OVER_BUDGET);
+    this.#timer = setTimeout(this.#onHardStop, HARD_STOP_GRACE_MS).unref();
+  };
+
+  readonly #onHardStop = (): void => {
+    this.#controller.abort(new Error('tokenizer task still running after its budget'));
+  };
+
+  #finish(n: number): void {
+    const resolve = this.#resolve;
+    if (resolve === null) return;
+    this.#resolve = null;
+    resolve(n);
+  }
+}
