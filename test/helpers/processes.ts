@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { request as httpRequest } from 'node:http';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const CLI = join(ROOT, 'dist/cli.js');
@@ -137,4 +138,27 @@ ${opts.rateLimit ? `  rateLimit:\n${opts.rateLimit}\n` : ''}${opts.extraRoutes ?
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+/** POST on a fresh TCP connection (no keep-alive), as `curl` would. */
+export function postFresh(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const data = Buffer.from(JSON.stringify(body));
+    const req = httpRequest({
+      host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': String(data.length), connection: 'close', ...headers },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/** Waits until the current UTC minute has at least `marginS` seconds left (window-aligned tests). */
+export async function awayFromMinuteBoundary(marginS = 8): Promise<void> {
+  const left = 60 - new Date().getUTCSeconds();
+  if (left < marginS) await new Promise((r) => setTimeout(r, left * 1000 + 200));
 }

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, type MockBackend } from '../helpers/processes.js';
+
+const EXAMPLE_LIMIT = '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute';
+
+describe('local token limits over the built router', () => {
+  let mock: MockBackend;
+  let noUsage: MockBackend;
+  beforeAll(async () => {
+    [mock, noUsage] = await Promise.all([startMock('pod-a'), startMock('pod-n', ['--no-usage'])]);
+  });
+  afterAll(async () => {
+    await Promise.all([mock?.kill(), noUsage?.kill()]);
+  });
+
+  it.each([2, 4])('the documented example with %i workers and a fresh connection per request: 200, 200, 429', async (workers) => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: EXAMPLE_LIMIT }), { workers });
+    try {
+      await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
+      await awayFromMinuteBoundary();
+      const statuses: number[] = [];
+      let last = '';
+      for (let i = 0; i < 3; i++) {
+        const r = await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 });
+        statuses.push(r.status);
+        last = r.text;
+        if (i === 2) {
+          expect(r.headers['content-type']).toBe('text/plain; charset=utf-8');
+          const retry = Number(r.headers['retry-after']);
+          expect(retry).toBeGreaterThanOrEqual(1);
+          expect(retry).toBeLessThanOrEqual(60);
+          expect(r.headers['x-ratelimit-limit-input-tokens']).toBe('10');
+          expect(r.headers['x-ratelimit-remaining-input-tokens']).toBe(String(Number(r.headers['x-ratelimit-remaining-input-tokens'])));
+        }
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+      expect(last).toBe('input token rate limit exceeded');
+      expect((await mock.stats()).requests).toBe(2);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('a burst of hundreds of concurrent requests never admits more tokens than the limit', async () => {
+    // "hello world" is 2 tokens (o200k_base); the backend reports no usage, so no correction.
+    const router = await startRouter(resourcesFor([{ name: 'pod-n', port: noUsage.port }], {
+      rateLimit: '    inputTokensPerUnit: 301\n    unit: day',
+    }), { workers: 2 });
+    try {
+      await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
+      const results = await Promise.all(Array.from({ length: 400 }, () =>
+        postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello world' }).then(async (r) => ({ status: r.status, text: await r.text() }))));
+      const ok = results.filter((r) => r.status === 200).length;
+      const limited = results.filter((r) => r.status === 429);
+      expect(ok).toBe(150); // floor(301 / 2): exact, never more
+      expect(limited.length).toBe(250);
+      expect(limited.every((r) => r.text === 'input token rate limit exceeded')).toBe(true);
+      expect((await noUsage.stats()).requests).toBe(150);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('charges all output tokens when the answer ends, then rejects on output until the window resets', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+      rateLimit: '    outputTokensPerUnit: 20\n    unit: day',
+    }));
+    try {
+      const body = { model: 'sf-model', prompt: 'x' };
+      const r1 = await postJson(`${router.url}/v1/completions`, body);
+      expect(r1.status).toBe(200);
+      expect(r1.headers.get('x-ratelimit-limit-output-tokens')).toBe('20');
+      expect(r1.headers.get('x-ratelimit-remaining-output-tokens')).toBe('20');
+      expect(r1.headers.get('x-ratelimit-limit-input-tokens')).toBeNull(); // only the output limit is set
+      await r1.text();
+      const r2 = await postJson(`${router.url}/v1/completions`, body);
+      expect(r2.status).toBe(200);
+      expect(r2.headers.get('x-ratelimit-remaining-output-tokens')).toBe('4');
+      await r2.text();
+      const r3 = await postJson(`${router.url}/v1/completions`, body);
+      expect(r3.status).toBe(429);
+      expect(await r3.text()).toBe('output token rate limit exceeded');
+      expect(r3.headers.get('x-ratelimit-remaining-output-tokens')).toBe('0');
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('streams carry the headers, and output is counted from the stream usage the router asked for', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+      rateLimit: '    inputTokensPerUnit: 1000\n    outputTokensPerUnit: 1000\n    unit: day',
+    }));
+    try {
+      const s = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x', stream: true });
+      expect(s.headers.get('x-ratelimit-limit-input-tokens')).toBe('1000');
+      const text = await s.text();
+      expect(text).not.toContain('"usage":{');
+      const next = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' });
+      expect(next.headers.get('x-ratelimit-remaining-output-tokens')).toBe(String(1000 - 16));
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('the backend usage.prompt_tokens corrects the input counter', async () => {
+    // The mock reports prompt_tokens = ceil(chars / 4) = 5 for "San Francisco is a" (BPE counts 4).
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+      rateLimit: '    inputTokensPerUnit: 100\n    unit: day',
+    }));
+    try {
+      const body = { model: 'sf-model', prompt: 'San Francisco is a' };
+      const r1 = await postJson(`${router.url}/v1/completions`, body);
+      expect(r1.headers.get('x-ratelimit-remaining-input-tokens')).toBe('96');
+      await r1.text();
+      const r2 = await postJson(`${router.url}/v1/completions`, body);
+      expect(r2.headers.get('x-ratelimit-remaining-input-tokens')).toBe('91'); // 100 - 5 (corrected) - 4
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('a prompt larger than the whole input limit is always rejected', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+      rateLimit: '    inputTokensPerUnit: 3\n    unit: day',
+    }));
+    try {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+      expect(r.status).toBe(429);
+      expect(await r.text()).toBe('input token rate limit exceeded');
+    } finally {
+      await router.kill();
+    }
+  });
+});
