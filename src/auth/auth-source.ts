@@ -1,0 +1,100 @@
+/**
+ * Watches the auth file named by ROUTER_AUTH_CONFIG (by polling its stat, like the resources
+ * file source: survives rename-on-save and ConfigMap symlink swaps). A valid change replaces the
+ * Authenticator; an invalid one keeps the last good one, is logged and counted.
+ */
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import type { Exchange } from '../http/exchange.js';
+import { parseAuthConfig, type AuthConfig } from './auth-config.js';
+import { Authenticator, type AuthenticatorOptions } from './authenticator.js';
+
+/** Reads and validates an auth file; throws AuthConfigError (or a read error) naming the file. */
+export function loadAuthConfigFile(file: string): AuthConfig {
+  return parseAuthConfig(readText(file), file);
+}
+
+export class AuthSource {
+  readonly file: string;
+  private readonly log: (m: string) => void;
+  private readonly opts: AuthenticatorOptions;
+  private lastText = '';
+  private auth: Authenticator | null = null;
+  /** Reloads rejected (invalid or unreadable file). */
+  rejected = 0;
+
+  /**
+   * The pipeline's `authorize` hook: throws RouterError 401/403 (sync for API keys, a promise
+   * for JWTs). Bound, so it can be handed over as is.
+   */
+  readonly authorize = (x: Exchange, model: string): void | Promise<void> => {
+    const r = this.current.authorize(x.authorization, model);
+    if (typeof r !== 'string') return r.then(ignore);
+  };
+
+  constructor(file: string, log: (m: string) => void, opts: AuthenticatorOptions = {}) {
+    this.file = file;
+    this.log = log;
+    this.opts = { log, ...opts };
+  }
+
+  /** The Authenticator of the last good file. Throws before start(). */
+  get current(): Authenticator {
+    if (this.auth === null) throw new Error('AuthSource used before start()');
+    return this.auth;
+  }
+
+  /** First load: throws when the file is invalid (the router must not start on it). */
+  start(intervalMs = 250): void {
+    this.lastText = readText(this.file);
+    this.auth = new Authenticator(parseAuthConfig(this.lastText, this.file), this.opts);
+    watchFile(this.file, { interval: intervalMs, persistent: false }, () => this.reload());
+  }
+
+  /** Re-reads the file; a valid change swaps the Authenticator. Returns true when swapped. */
+  reload(): boolean {
+    let text: string;
+    try {
+      text = readText(this.file);
+    } catch (err) {
+      this.rejected++;
+      this.log(`auth reload failed, keeping the last good config: ${(err as Error).message}`);
+      return false;
+    }
+    if (text === this.lastText) return false;
+    this.lastText = text;
+    let config: AuthConfig;
+    try {
+      config = parseAuthConfig(text, this.file);
+    } catch (err) {
+      this.rejected++;
+      this.log(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
+      return false;
+    }
+    this.auth = new Authenticator(config, this.opts);
+    this.log(`auth reloaded from ${this.file}: ${config.apiKeys.length} API keys, JWT ${config.jwt === null ? 'off' : 'on'}`);
+    return true;
+  }
+
+  stop(): void {
+    unwatchFile(this.file);
+  }
+}
+
+/** The AuthSource for ROUTER_AUTH_CONFIG, started; null when the variable is unset or empty. */
+export function authSourceFromEnv(env: NodeJS.ProcessEnv, log: (m: string) => void): AuthSource | null {
+  const file = env.ROUTER_AUTH_CONFIG;
+  if (file === undefined || file === '') return null;
+  const source = new AuthSource(file, log);
+  source.start();
+  return source;
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${file}: cannot read the auth file (ROUTER_AUTH_CONFIG): ${(err as Error).message}`);
+  }
+}
+
+function ignore(): void {}

@@ -1,0 +1,160 @@
+/**
+ * Checks `Authorization: Bearer <api key or JWT>` against one validated AuthConfig and decides
+ * whether the caller may use the requested model (docs/auth.md).
+ *
+ * - API keys: sha256 of the presented key, looked up by hex digest in a Map, then compared with
+ *   timingSafeEqual. Any timing difference of the lookup concerns the digest, not the key.
+ * - JWTs (three base64url segments, when `jwt` is configured and no API key matched): jose's
+ *   jwtVerify with the issuer, audiences, asymmetric algorithms only, exp/nbf checked; keys from
+ *   the inline set or the cached remote set (jwks-cache.ts).
+ * Failures throw RouterError: 401 authentication_failed (with `www-authenticate: Bearer`) or
+ * 403 authorization_failed; 503 upstream_error when the key set cannot be fetched. No message
+ * ever contains the presented credential.
+ */
+import { hash, timingSafeEqual } from 'node:crypto';
+import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
+import { RouterError } from '../errors.js';
+import type { ApiKeyEntry, AuthConfig, JwtConfig } from './auth-config.js';
+import { JwksCache, KeySetUnavailableError, type Clock, type FetchFn } from './jwks-cache.js';
+import { globMatch, globsAllow } from './model-globs.js';
+
+export interface AuthenticatorOptions {
+  /** Clock of the remote key set cache (epoch ms). */
+  readonly now?: Clock;
+  /** Clock for exp/nbf checks, epoch ms (tests); default: the system clock. */
+  readonly tokenNow?: Clock;
+  readonly fetch?: FetchFn;
+  readonly log?: (message: string) => void;
+}
+
+const CHALLENGE = Object.freeze({ 'www-authenticate': 'Bearer' });
+const CHALLENGE_INVALID = Object.freeze({ 'www-authenticate': 'Bearer error="invalid_token"' });
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+interface KeyRecord {
+  readonly entry: ApiKeyEntry;
+  readonly digest: Buffer;
+}
+
+function unauthenticated(message: string, invalidToken = false): RouterError {
+  return new RouterError('authentication_failed', message, 401, invalidToken ? CHALLENGE_INVALID : CHALLENGE);
+}
+
+function forbidden(subject: string, model: string): RouterError {
+  return new RouterError('authorization_failed', `${subject} may not use model "${model}"`, 403);
+}
+
+export class Authenticator {
+  readonly config: AuthConfig;
+  private readonly keys = new Map<string, KeyRecord>();
+  private readonly jwt: JwtConfig | null;
+  private readonly getKey: JWTVerifyGetKey | null;
+  private readonly verifyOptions: JWTVerifyOptions | null;
+  private readonly tokenNow: Clock | null;
+  /** The remote key set cache, when the config names jwksUri. */
+  readonly jwks: JwksCache | null;
+
+  constructor(config: AuthConfig, opts: AuthenticatorOptions = {}) {
+    this.config = config;
+    for (const entry of config.apiKeys) this.keys.set(entry.sha256, { entry, digest: Buffer.from(entry.sha256, 'hex') });
+    this.jwt = config.jwt;
+    this.tokenNow = opts.tokenNow ?? null;
+    this.jwks = null;
+    this.getKey = null;
+    this.verifyOptions = null;
+    const j = config.jwt;
+    if (j !== null) {
+      if (j.jwksUri !== null) {
+        this.jwks = new JwksCache(j.jwksUri, {
+          maxAgeMs: j.jwksMaxAgeSeconds * 1000,
+          cooldownMs: j.jwksCooldownSeconds * 1000,
+          timeoutMs: j.jwksTimeoutSeconds * 1000,
+          now: opts.now,
+          fetch: opts.fetch,
+          log: opts.log,
+        });
+        this.getKey = this.jwks.getKey as JWTVerifyGetKey;
+      } else {
+        this.getKey = createLocalJWKSet({ keys: j.jwks!.keys as never }) as JWTVerifyGetKey;
+      }
+      this.verifyOptions = {
+        issuer: j.issuer,
+        audience: j.audiences as string[],
+        algorithms: ASYMMETRIC,
+        clockTolerance: j.clockToleranceSeconds,
+      };
+    }
+  }
+
+  /**
+   * Returns the caller's subject (API key name, or the token's `sub`) when `authorization` holds
+   * valid credentials allowed to use `model`; throws RouterError otherwise. Synchronous for API keys.
+   */
+  authorize(authorization: string, model: string): Promise<string> | string {
+    if (authorization.length === 0) {
+      throw unauthenticated('missing credentials: send "Authorization: Bearer <api key or token>"');
+    }
+    const m = BEARER.exec(authorization);
+    if (m === null) throw unauthenticated('malformed Authorization header: expected "Bearer <api key or token>"');
+    const token = m[1];
+
+    const digest = hash('sha256', token, 'buffer');
+    const rec = this.keys.get(digest.toString('hex'));
+    if (rec !== undefined && timingSafeEqual(digest, rec.digest)) {
+      const models = rec.entry.models;
+      if (models !== null && !globsAllow(models, model)) throw forbidden(`API key "${rec.entry.name}"`, model);
+      return rec.entry.name;
+    }
+    if (this.jwt === null || !JWT_SHAPE.test(token)) throw unauthenticated('invalid credentials: unknown API key', true);
+    return this.verifyJwt(token, model);
+  }
+
+  private async verifyJwt(token: string, model: string): Promise<string> {
+    const j = this.jwt!;
+    let payload: JWTPayload;
+    try {
+      const opts = this.tokenNow === null ? this.verifyOptions! : { ...this.verifyOptions!, currentDate: new Date(this.tokenNow()) };
+      payload = (await jwtVerify(token, this.getKey!, opts)).payload;
+    } catch (err) {
+      throw jwtFailure(err);
+    }
+    const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : j.issuer;
+    if (j.modelsClaim !== null && !claimAllows(payload[j.modelsClaim], model)) {
+      throw forbidden(`token subject "${subject}"`, model);
+    }
+    return subject;
+  }
+}
+
+/** A models claim: a list of globs, or one string of space-separated globs. Absent = none. */
+function claimAllows(claim: unknown, model: string): boolean {
+  if (typeof claim === 'string') {
+    for (const g of claim.split(' ')) if (g !== '' && globMatch(g, model)) return true;
+    return false;
+  }
+  if (!Array.isArray(claim)) return false;
+  for (const g of claim) if (typeof g === 'string' && globMatch(g, model)) return true;
+  return false;
+}
+
+function jwtFailure(err: unknown): RouterError {
+  if (err instanceof KeySetUnavailableError) return new RouterError('upstream_error', err.message, 503, { 'retry-after': '1' });
+  if (err instanceof errors.JWTExpired) return unauthenticated('invalid token: expired', true);
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    switch (err.claim) {
+      case 'iss': return unauthenticated('invalid token: issuer not accepted', true);
+      case 'aud': return unauthenticated('invalid token: audience not accepted', true);
+      case 'nbf': return unauthenticated('invalid token: not valid yet (nbf)', true);
+      case 'iat': return unauthenticated('invalid token: issued in the future (iat)', true);
+      default: return unauthenticated(`invalid token: claim "${err.claim}" ${err.reason === 'missing' ? 'missing' : 'not accepted'}`, true);
+    }
+  }
+  if (err instanceof errors.JWSSignatureVerificationFailed) return unauthenticated('invalid token: bad signature', true);
+  if (err instanceof errors.JWKSNoMatchingKey) return unauthenticated('invalid token: no key of the issuer matches it', true);
+  if (err instanceof errors.JWKSMultipleMatchingKeys) return unauthenticated('invalid token: several keys match; give a kid', true);
+  if (err instanceof errors.JOSEAlgNotAllowed) return unauthenticated('invalid token: algorithm not accepted', true);
+  if (err instanceof errors.JOSEError) return unauthenticated(`invalid token: ${err.code === 'ERR_JWT_INVALID' || err.code === 'ERR_JWS_INVALID' ? 'malformed' : 'not accepted'}`, true);
+  return unauthenticated('invalid token: not accepted', true);
+}

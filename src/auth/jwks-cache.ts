@@ -1,0 +1,126 @@
+/**
+ * A remote JSON Web Key Set, cached (our own cache rather than jose's createRemoteJWKSet, whose
+ * expired cache makes every verification wait for the issuer and fail while it is down):
+ * - first use fetches and waits; later, a set older than maxAge is refreshed in the background
+ *   while the current keys keep verifying (stale-while-revalidate);
+ * - a token whose kid is unknown triggers one fetch (key rotation), at most once per cooldown;
+ * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
+ * - the clock and fetch are injected, so rotation and cooldown are tested without sleeping.
+ */
+import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
+
+export type Clock = () => number;
+export type FetchFn = (url: string, init: { signal: AbortSignal; headers: Record<string, string>; redirect: 'manual' }) => Promise<Response>;
+
+export interface JwksCacheOptions {
+  readonly maxAgeMs: number;
+  readonly cooldownMs: number;
+  readonly timeoutMs: number;
+  readonly now?: Clock;
+  readonly fetch?: FetchFn;
+  /** Fetch failures (once per failure, no token content). */
+  readonly log?: (message: string) => void;
+}
+
+/** The key set cannot be obtained: verification is impossible right now (503, not 401). */
+export class KeySetUnavailableError extends Error {
+  constructor(readonly uri: string, reason: string) {
+    super(`cannot verify tokens now: the key set at ${uri} is unavailable (${reason})`);
+    this.name = 'KeySetUnavailableError';
+  }
+}
+
+type LocalSet = ReturnType<typeof createLocalJWKSet>;
+
+export class JwksCache {
+  readonly uri: string;
+  private readonly opts: JwksCacheOptions;
+  private readonly now: Clock;
+  private readonly fetchFn: FetchFn;
+  private local: LocalSet | null = null;
+  private fetchedAt = -Infinity;
+  private attemptedAt = -Infinity;
+  private pending: Promise<void> | null = null;
+  private lastError = '';
+  /** Fetches started (tests and diagnostics). */
+  fetches = 0;
+
+  /** The jose key resolver for jwtVerify. */
+  readonly getKey = (header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> => this.resolve(header, token);
+
+  constructor(uri: string, opts: JwksCacheOptions) {
+    this.uri = uri;
+    this.opts = opts;
+    this.now = opts.now ?? Date.now;
+    this.fetchFn = opts.fetch ?? (fetch as unknown as FetchFn);
+  }
+
+  private async resolve(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> {
+    if (this.local === null) {
+      await this.refresh();
+      if (this.local === null) throw new KeySetUnavailableError(this.uri, this.lastError);
+    } else if (this.now() - this.fetchedAt >= this.opts.maxAgeMs && this.mayFetch()) {
+      void this.refresh(); // background: the current keys keep working meanwhile
+    }
+    const local: LocalSet = this.local;
+    try {
+      return await local(header, token);
+    } catch (err) {
+      if (!(err instanceof errors.JWKSNoMatchingKey) || !this.mayFetch()) throw err;
+      await this.refresh();
+      return this.local(header, token);
+    }
+  }
+
+  private mayFetch(): boolean {
+    return this.pending === null && this.now() - this.attemptedAt >= this.opts.cooldownMs;
+  }
+
+  /** Fetches the set once (joining a fetch in progress); never rejects, keeps the old keys on failure. */
+  refresh(): Promise<void> {
+    if (this.pending !== null) return this.pending;
+    this.attemptedAt = this.now();
+    this.fetches++;
+    this.pending = this.fetchSet().then(
+      (set) => {
+        this.local = createLocalJWKSet(set);
+        this.fetchedAt = this.now();
+        this.lastError = '';
+      },
+      (err: Error) => {
+        this.lastError = err.message;
+        this.opts.log?.(`auth: fetching the key set ${this.uri} failed${this.local === null ? '' : ', keeping the previous keys'}: ${err.message}`);
+      },
+    ).finally(() => {
+      this.pending = null;
+    });
+    return this.pending;
+  }
+
+  private async fetchSet(): Promise<JSONWebKeySet> {
+    let res: Response;
+    try {
+      res = await this.fetchFn(this.uri, {
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+        headers: { accept: 'application/json, application/jwk-set+json' },
+        redirect: 'manual',
+      });
+    } catch (err) {
+      const e = err as Error;
+      throw new Error(e.name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : `${e.message}${e.cause ? ` (${(e.cause as Error).message})` : ''}`);
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new Error(`HTTP ${res.status}, expected 200`);
+    }
+    let json: unknown;
+    try {
+      json = await res.json();
+    } catch {
+      throw new Error('the answer is not JSON');
+    }
+    const keys = (json as { keys?: unknown } | null)?.keys;
+    if (!Array.isArray(keys)) throw new Error('the answer has no "keys" list');
+    return json as JSONWebKeySet;
+  }
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { AuthConfigError, parseAuthConfig } from '../../../src/auth/auth-config.js';
+import { globMatch, globsAllow } from '../../../src/auth/model-globs.js';
+
+const F = '/etc/router/auth.yaml';
+const D = 'a'.repeat(64);
+const D2 = 'B'.repeat(64);
+
+function error(text: string): AuthConfigError {
+  try {
+    parseAuthConfig(text, F);
+  } catch (err) {
+    expect(err).toBeInstanceOf(AuthConfigError);
+    return err as AuthConfigError;
+  }
+  throw new Error('expected an AuthConfigError');
+}
+
+describe('parseAuthConfig', () => {
+  it('accepts keys and a remote jwt issuer, normalizes and freezes', () => {
+    const c = parseAuthConfig(`
+apiKeys:
+  - name: team-a
+    sha256: "${D2}"
+    models: ["sf-model", "llama-*"]
+  - name: ops
+    sha256: "${D}"
+jwt:
+  issuer: https://issuer.example
+  audiences: [inference-router]
+  jwksUri: https://issuer.example/.well-known/jwks.json
+  modelsClaim: models
+`, F);
+    expect(c.apiKeys.map((k) => k.name)).toEqual(['team-a', 'ops']);
+    expect(c.apiKeys[0].sha256).toBe('b'.repeat(64));
+    expect(c.apiKeys[1].models).toBeNull();
+    expect(globsAllow(c.apiKeys[0].models!, 'llama-3-8b')).toBe(true);
+    expect(globsAllow(c.apiKeys[0].models!, 'sf-model')).toBe(true);
+    expect(globsAllow(c.apiKeys[0].models!, 'gpt-4')).toBe(false);
+    expect(c.jwt).toMatchObject({
+      issuer: 'https://issuer.example', audiences: ['inference-router'], jwks: null, modelsClaim: 'models',
+      jwksCooldownSeconds: 30, jwksMaxAgeSeconds: 600, jwksTimeoutSeconds: 5, clockToleranceSeconds: 0,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.apiKeys[0])).toBe(true);
+    expect(Object.isFrozen(c.jwt)).toBe(true);
+  });
+
+  it('accepts an inline key set and jwt alone', () => {
+    const c = parseAuthConfig(`
+jwt:
+  issuer: iss
+  audiences: [a, b]
+  jwks: { keys: [ { kty: EC, crv: P-256, x: abc, y: def, kid: k1 } ] }
+`, F);
+    expect(c.apiKeys).toEqual([]);
+    expect(c.jwt!.jwks!.keys[0].kid).toBe('k1');
+    expect(c.jwt!.jwksUri).toBeNull();
+    expect(c.jwt!.modelsClaim).toBeNull();
+  });
+
+  it.each([
+    ['', /auth\.yaml: expected a mapping, got nothing/],
+    ['{}', /nothing configured: give apiKeys, jwt or both/],
+    ['apiKeys: [}', /auth\.yaml: line 1: invalid YAML/],
+    ['apiKey: []', /auth\.yaml: apiKey: unknown field; allowed here: apiKeys, jwt/],
+    ['apiKeys: {}', /auth\.yaml: apiKeys: expected a list, got a mapping/],
+    [`apiKeys: [{ sha256: "${D}" }]`, /auth\.yaml: apiKeys\[0\]\.name: expected a non-empty string, got nothing/],
+    ['apiKeys: [{ name: a, sha256: "abc" }]', /auth\.yaml: apiKeys\[0\]\.sha256: expected the hex sha256 of the key \(64 hex digits\)/],
+    [`apiKeys: [{ name: a, sha256: "${D}", model: [x] }]`, /apiKeys\[0\]\.model: unknown field; allowed here: name, sha256, models/],
+    [`apiKeys: [{ name: a, sha256: "${D}", models: [] }]`, /apiKeys\[0\]\.models: expected at least one entry/],
+    [`apiKeys: [{ name: a, sha256: "${D}", models: [1] }]`, /apiKeys\[0\]\.models\[0\]: expected a non-empty string, got 1/],
+    [`apiKeys: [{ name: a, sha256: "${D}" }, { name: a, sha256: "${D2}" }]`, /apiKeys\[1\]\.name: duplicate name "a"/],
+    [`apiKeys: [{ name: a, sha256: "${D}" }, { name: b, sha256: "${D.toUpperCase()}" }]`, /apiKeys\[1\]\.sha256: the same key digest is already used by "a"/],
+    ['jwt: { audiences: [a], jwksUri: "https://x/j" }', /jwt\.issuer: expected a non-empty string, got nothing/],
+    ['jwt: { issuer: i, audiences: [], jwksUri: "https://x/j" }', /jwt\.audiences: expected at least one entry/],
+    ['jwt: { issuer: i, audiences: a, jwksUri: "https://x/j" }', /jwt\.audiences: expected a list of strings, got the string "a"/],
+    ['jwt: { issuer: i, audiences: [a] }', /jwt: give jwksUri .* or jwks/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "ftp://x/j" }', /jwt\.jwksUri: expected an http\(s\) URL/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "not a url" }', /jwt\.jwksUri: expected an http\(s\) URL/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwks: { keys: [] } }', /jwt: give either jwksUri or jwks, not both/],
+    ['jwt: { issuer: i, audiences: [a], jwks: { keys: [] } }', /jwt\.jwks\.keys: expected a non-empty list of JWKs/],
+    ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kid: x } ] } }', /jwt\.jwks\.keys\[0\]: expected a JWK/],
+    ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: RSA, d: secret } ] } }', /jwt\.jwks\.keys\[0\]: is a private key/],
+    ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: oct, k: abc } ] } }', /jwt\.jwks\.keys\[0\]\.kty: symmetric keys/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwksCooldownSeconds: -1 }', /jwt\.jwksCooldownSeconds: expected a number of seconds from 0 to 3600, got -1/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", issuers: [x] }', /jwt\.issuers: unknown field/],
+  ])('rejects %j naming file and field', (text, message) => {
+    const e = error(text);
+    expect(e.file).toBe(F);
+    expect(e.message).toMatch(message);
+    expect(e.message.startsWith(F)).toBe(true);
+  });
+});
+
+describe('globs', () => {
+  it.each([
+    ['llama-*', 'llama-3', true],
+    ['llama-*', 'llama-', true],
+    ['llama-*', 'xllama-3', false],
+    ['*-chat', 'mistral-7b-chat', true],
+    ['*-chat', 'mistral-7b-chat2', false],
+    ['a?c', 'abc', true],
+    ['a?c', 'ac', false],
+    ['*a*b', 'xaxxab', true],
+    ['*a*b', 'xaxxa', false],
+    ['*a', '*ba', true],
+    ['sf-model', 'sf-model', true],
+    ['sf-model', 'sf-model2', false],
+    ['*', '', true],
+  ])('%s vs %s -> %s', (p, t, ok) => {
+    expect(globMatch(p, t)).toBe(ok);
+  });
+});
