@@ -1,0 +1,94 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AuthConfigError } from '../../../src/auth/auth-config.js';
+import { AuthSource, authSourceFromEnv, loadAuthConfigFile } from '../../../src/auth/auth-source.js';
+import type { Exchange } from '../../../src/http/exchange.js';
+import { RouterError } from '../../../src/errors.js';
+import { sha256Hex } from './jwks-server.js';
+
+const dirs: string[] = [];
+function file(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ir-auth-'));
+  dirs.push(dir);
+  const f = join(dir, 'auth.yaml');
+  writeFileSync(f, text);
+  return f;
+}
+const keys = (...names: string[]) => `apiKeys:\n${names.map((n) => `  - { name: ${n}, sha256: "${sha256Hex(`key-${n}`)}" }`).join('\n')}\n`;
+const exchange = (authorization: string) => ({ authorization }) as unknown as Exchange;
+
+function status(fn: () => unknown): number {
+  try {
+    fn();
+    return 200;
+  } catch (err) {
+    return (err as RouterError).status;
+  }
+}
+
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('AuthSource', () => {
+  it('refuses to start on an invalid file, naming it', () => {
+    const f = file('apiKeys: [{ name: a }]');
+    expect(() => new AuthSource(f, () => {}).start()).toThrow(AuthConfigError);
+    expect(() => loadAuthConfigFile(f)).toThrow(`${f}: apiKeys[0].sha256: expected the hex sha256`);
+    expect(() => loadAuthConfigFile(join(tmpdir(), 'no-such-auth.yaml'))).toThrow(/no-such-auth\.yaml: cannot read the auth file/);
+  });
+
+  it('swaps in a valid change and keeps the last good config on a bad one', () => {
+    const f = file(keys('a'));
+    const logs: string[] = [];
+    const s = new AuthSource(f, (m) => logs.push(m));
+    s.start();
+    try {
+      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(401);
+
+      writeFileSync(f, keys('b'));
+      expect(s.reload()).toBe(true);
+      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(401);
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+
+      writeFileSync(f, 'apiKeys: [{ name: c, sha256: nope }]');
+      expect(s.reload()).toBe(false);
+      expect(s.rejected).toBe(1);
+      expect(logs.at(-1)).toMatch(/auth reload rejected, keeping the last good config: .*auth\.yaml: apiKeys\[0\]\.sha256/);
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+
+      rmSync(f);
+      expect(s.reload()).toBe(false);
+      expect(s.rejected).toBe(2);
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+    } finally {
+      s.stop();
+    }
+  });
+
+  it('notices a change by polling the file', async () => {
+    const f = file(keys('a'));
+    const s = new AuthSource(f, () => {});
+    s.start(20);
+    try {
+      writeFileSync(f, keys('a', 'b'));
+      for (let i = 0; i < 400 && status(() => s.authorize(exchange('Bearer key-b'), 'm')) !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+    } finally {
+      s.stop();
+    }
+  });
+
+  it('is off without ROUTER_AUTH_CONFIG', () => {
+    expect(authSourceFromEnv({}, () => {})).toBeNull();
+    expect(authSourceFromEnv({ ROUTER_AUTH_CONFIG: '' }, () => {})).toBeNull();
+    const s = authSourceFromEnv({ ROUTER_AUTH_CONFIG: file(keys('a')) }, () => {});
+    expect(s).toBeInstanceOf(AuthSource);
+    s!.stop();
+  });
+});

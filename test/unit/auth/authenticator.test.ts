@@ -1,0 +1,222 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAuthConfig } from '../../../src/auth/auth-config.js';
+import { Authenticator } from '../../../src/auth/authenticator.js';
+import { RouterError } from '../../../src/errors.js';
+import { JwksServer, makeKey, sha256Hex, signToken, type TestKey } from './jwks-server.js';
+
+const KEY_A = 'sk-team-a-0123456789abcdef';
+const KEY_OPS = 'sk-ops-fedcba9876543210';
+
+/** Runs authorize and returns the subject, or the RouterError it threw (sync or async). */
+async function outcome(auth: Authenticator, header: string, model: string): Promise<string | RouterError> {
+  try {
+    return await auth.authorize(header, model);
+  } catch (err) {
+    if (!(err instanceof RouterError)) throw err;
+    return err;
+  }
+}
+
+async function expectFail(auth: Authenticator, header: string, model: string, status: number, message: RegExp): Promise<RouterError> {
+  const r = await outcome(auth, header, model);
+  expect(r).toBeInstanceOf(RouterError);
+  const e = r as RouterError;
+  expect(e.status).toBe(status);
+  expect(e.type).toBe(status === 401 ? 'authentication_failed' : status === 403 ? 'authorization_failed' : 'upstream_error');
+  expect(e.message).toMatch(message);
+  if (status === 401) expect(e.headers?.['www-authenticate']).toMatch(/^Bearer/);
+  // The presented credential never appears in the message.
+  const token = /^\S+\s+(.+)$/.exec(header)?.[1] ?? '';
+  if (token.length > 0) expect(e.message).not.toContain(token);
+  return e;
+}
+
+describe('API keys', () => {
+  const auth = new Authenticator(parseAuthConfig(`
+apiKeys:
+  - name: team-a
+    sha256: "${sha256Hex(KEY_A)}"
+    models: ["sf-model", "llama-*"]
+  - name: ops
+    sha256: "${sha256Hex(KEY_OPS).toUpperCase()}"
+`, 'auth.yaml'));
+
+  it('accepts a known key and returns its subject synchronously', () => {
+    expect(auth.authorize(`Bearer ${KEY_A}`, 'sf-model')).toBe('team-a');
+    expect(auth.authorize(`bearer  ${KEY_A}`, 'llama-3-70b')).toBe('team-a');
+    expect(auth.authorize(`Bearer ${KEY_OPS}`, 'anything-at-all')).toBe('ops');
+  });
+
+  it('rejects a model outside the key\'s globs with 403', async () => {
+    const e = await expectFail(auth, `Bearer ${KEY_A}`, 'gpt-4', 403, /^API key "team-a" may not use model "gpt-4"$/);
+    expect(e.headers).toBeNull();
+    await expectFail(auth, `Bearer ${KEY_A}`, 'xllama-3', 403, /may not use model/);
+  });
+
+  it('rejects missing, malformed and unknown credentials with 401', async () => {
+    await expectFail(auth, '', 'sf-model', 401, /^missing credentials/);
+    await expectFail(auth, `Basic ${Buffer.from(`u:${KEY_A}`).toString('base64')}`, 'sf-model', 401, /^malformed Authorization header/);
+    await expectFail(auth, 'Bearer', 'sf-model', 401, /^malformed Authorization header/);
+    await expectFail(auth, `Bearer ${KEY_A} extra`, 'sf-model', 401, /^malformed Authorization header/);
+    await expectFail(auth, `Bearer ${KEY_A}x`, 'sf-model', 401, /^invalid credentials: unknown API key$/);
+    // A JWT-shaped token with no jwt section configured is just an unknown key.
+    await expectFail(auth, 'Bearer aaa.bbb.ccc', 'sf-model', 401, /^invalid credentials: unknown API key$/);
+  });
+});
+
+describe('JWT with a remote key set', () => {
+  let server: JwksServer;
+  let k1: TestKey;
+  let k2: TestKey;
+  let k3: TestKey;
+  let rogue: TestKey;
+  let now: number;
+
+  const config = (extra = '') => parseAuthConfig(`
+apiKeys:
+  - { name: ops, sha256: "${sha256Hex(KEY_OPS)}" }
+jwt:
+  issuer: https://issuer.test
+  audiences: [inference-router, other-aud]
+  jwksUri: ${server.url}
+  modelsClaim: models
+${extra}`, 'auth.yaml');
+  const make = (extra = '') => new Authenticator(config(extra), { now: () => now });
+
+  beforeAll(async () => {
+    server = await new JwksServer().start();
+    [k1, k2, k3, rogue] = await Promise.all([makeKey('k1'), makeKey('k2', 'RS256'), makeKey('k3'), makeKey('k1')]);
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('accepts a valid token, checks the models claim (list or space-separated string)', async () => {
+    server.keys = [k1.jwk];
+    now = 1_000_000;
+    const auth = make();
+    const list = await signToken(k1, { claims: { models: ['sf-*', 'exact-model'] } });
+    expect(await auth.authorize(`Bearer ${list}`, 'sf-model')).toBe('alice');
+    expect(await auth.authorize(`Bearer ${list}`, 'exact-model')).toBe('alice');
+    await expectFail(auth, `Bearer ${list}`, 'llama-3', 403, /^token subject "alice" may not use model "llama-3"$/);
+    const spaced = await signToken(k1, { subject: 'bob', audience: 'other-aud', claims: { models: 'llama-* mistral' } });
+    expect(await auth.authorize(`Bearer ${spaced}`, 'llama-3')).toBe('bob');
+    await expectFail(auth, `Bearer ${spaced}`, 'sf-model', 403, /token subject "bob" may not use/);
+    const none = await signToken(k1, {});
+    await expectFail(auth, `Bearer ${none}`, 'sf-model', 403, /may not use model "sf-model"/);
+    expect(server.fetches).toBe(1); // one fetch served every verification
+    // API keys still work next to JWTs.
+    expect(auth.authorize(`Bearer ${KEY_OPS}`, 'sf-model')).toBe('ops');
+  });
+
+  it('without modelsClaim every valid token may use every model', async () => {
+    server.keys = [k1.jwk];
+    const auth = new Authenticator(parseAuthConfig(`
+jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "${server.url}" }
+`, 'auth.yaml'));
+    expect(await auth.authorize(`Bearer ${await signToken(k1)}`, 'whatever')).toBe('alice');
+  });
+
+  it('rejects bad signature, wrong issuer or audience, expired and not-yet-valid tokens with 401', async () => {
+    server.keys = [k1.jwk];
+    const auth = make();
+    const claims = { models: ['*'] };
+    await expectFail(auth, `Bearer ${await signToken(rogue, { claims })}`, 'm', 401, /^invalid token: bad signature$/);
+    await expectFail(auth, `Bearer ${await signToken(k1, { claims, issuer: 'https://evil.test' })}`, 'm', 401, /^invalid token: issuer not accepted$/);
+    await expectFail(auth, `Bearer ${await signToken(k1, { claims, audience: 'someone-else' })}`, 'm', 401, /^invalid token: audience not accepted$/);
+    await expectFail(auth, `Bearer ${await signToken(k1, { claims, expiresIn: -120 })}`, 'm', 401, /^invalid token: expired$/);
+    await expectFail(auth, `Bearer ${await signToken(k1, { claims, notBefore: 120 })}`, 'm', 401, /^invalid token: not valid yet \(nbf\)$/);
+    const valid = await signToken(k1, { claims });
+    const [h, p] = valid.split('.');
+    await expectFail(auth, `Bearer ${h}.${p}.AAAA`, 'm', 401, /^invalid token: (bad signature|malformed)$/);
+    await expectFail(auth, `Bearer ${h}.e30.${valid.split('.')[2]}`, 'm', 401, /^invalid token/);
+  });
+
+  it('clockToleranceSeconds admits a token expired within the tolerance', async () => {
+    server.keys = [k1.jwk];
+    const auth = make('  clockToleranceSeconds: 300');
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { expiresIn: -120, claims: { models: ['*'] } })}`, 'm')).toBe('alice');
+  });
+
+  it('an unknown kid triggers one refresh (key rotation), then the cooldown holds further fetches', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    now = 5_000_000;
+    const auth = make();
+    const claims = { models: ['*'] };
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims })}`, 'm')).toBe('alice');
+    expect(server.fetches).toBe(1);
+
+    // The issuer rotates to k2 right away: within the 30 s cooldown the unknown kid is refused unfetched.
+    server.keys = [k2.jwk];
+    const t2 = await signToken(k2, { claims });
+    await expectFail(auth, `Bearer ${t2}`, 'm', 401, /^invalid token: no key of the issuer matches it$/);
+    expect(server.fetches).toBe(1);
+
+    // After the cooldown the unknown kid fetches once, and the new key verifies.
+    now += 30_000;
+    expect(await auth.authorize(`Bearer ${t2}`, 'm')).toBe('alice');
+    expect(server.fetches).toBe(2);
+    expect(await auth.authorize(`Bearer ${t2}`, 'm')).toBe('alice');
+    expect(server.fetches).toBe(2);
+
+    // A kid the issuer never published: no fetch during the cooldown.
+    await expectFail(auth, `Bearer ${await signToken(k3, { claims })}`, 'm', 401, /no key of the issuer matches it/);
+    expect(server.fetches).toBe(2);
+  });
+
+  it('concurrent first uses share one fetch', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    const auth = make();
+    const t = await signToken(k1, { claims: { models: ['*'] } });
+    const all = await Promise.all(Array.from({ length: 20 }, () => auth.authorize(`Bearer ${t}`, 'm')));
+    expect(new Set(all)).toEqual(new Set(['alice']));
+    expect(server.fetches).toBe(1);
+  });
+
+  it('refreshes an old set in the background and keeps the last good keys when the issuer is down', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    server.status = 200;
+    now = 9_000_000;
+    const logs: string[] = [];
+    const auth = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m) });
+    const t = await signToken(k1, { claims: { models: ['*'] } });
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    server.status = 500;
+    now += 601_000; // past jwksMaxAgeSeconds (600)
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice'); // answered from the old keys
+    expect(auth.jwks!.fetches).toBe(2); // the background fetch started
+    for (let i = 0; i < 200 && logs.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(server.fetches).toBe(2);
+    expect(logs.join('\n')).toMatch(/fetching the key set .* failed, keeping the previous keys: HTTP 500/);
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    server.status = 200;
+  });
+
+  it('answers 503 when the key set was never obtained', async () => {
+    server.status = 503;
+    const auth = make();
+    const e = await expectFail(auth, `Bearer ${await signToken(k1)}`, 'm', 503, /^cannot verify tokens now: the key set at http:\/\/127\.0\.0\.1:\d+\/jwks\.json is unavailable \(HTTP 503, expected 200\)$/);
+    expect(e.headers?.['retry-after']).toBe('1');
+    server.status = 200;
+  });
+});
+
+describe('JWT with an inline key set', () => {
+  it('verifies against the inline keys only', async () => {
+    const [k, other] = await Promise.all([makeKey('inline-1'), makeKey('inline-2')]);
+    const auth = new Authenticator(parseAuthConfig(`
+jwt:
+  issuer: https://issuer.test
+  audiences: [inference-router]
+  jwks: ${JSON.stringify({ keys: [k.jwk] })}
+  modelsClaim: models
+`, 'auth.yaml'));
+    expect(await auth.authorize(`Bearer ${await signToken(k, { claims: { models: ['sf-model'] } })}`, 'sf-model')).toBe('alice');
+    await expectFail(auth, `Bearer ${await signToken(k, { claims: { models: ['sf-model'] } })}`, 'x', 403, /may not use model "x"/);
+    await expectFail(auth, `Bearer ${await signToken(other, { claims: { models: ['*'] } })}`, 'sf-model', 401, /no key of the issuer matches it/);
+    expect(auth.jwks).toBeNull();
+  });
+});
