@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { accessSync, constants, fstatSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import sonicBoom from 'sonic-boom';
 import type { SonicBoom } from 'sonic-boom';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
@@ -8,10 +9,10 @@ import { MAX_RECORD_BYTES } from './access-log-format.js';
  * every write(2) it issues holds whole records only (docs/access-log.md, "Guarantees").
  *
  * How sonic-boom 5.0.2 (index.js) cuts writes, and why whole records survive:
- * - `write(data)` appends `data` to its last queued chunk only when the sum stays <= maxWrite,
- *   else starts a new chunk; it never splits `data`. We hand it whole-record batches of at most
+ * - `write(data)` (buffer mode, `writeBuffer`) adds `data` to its last queued chunk only when the
+ *   sum stays <= maxWrite, else starts a new chunk; it never splits `data`. We hand it whole-record batches of at most
  *   `batchBytes` <= maxWrite bytes, so every chunk is whole records and <= maxWrite bytes.
- * - `actualWrite` issues one fs.write of one chunk; after a short write it writes the rest of
+ * - `actualWriteBuffer` issues one fs.write of one chunk (Buffer.concat of its parts); after a short write it writes the rest of
  *   that chunk. A write of <= PIPE_BUF (4096) bytes to a pipe is all-or-nothing (EAGAIN when
  *   full, which sonic-boom retries with the whole chunk), so on pipes there are no short writes.
  * - `minLength` stays 0: no chunk waits for a size, `flush()` only drains.
@@ -38,7 +39,26 @@ function isRegularFile(fd: number): boolean {
   }
 }
 
-/** Opens `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be opened for appending. */
+/**
+ * Checks without opening (opening and closing a FIFO would hand its reader an end-of-file) that
+ * `path` can be appended to; returns whether it is (or will be created as) a regular file.
+ */
+function checkPath(path: string): boolean {
+  try {
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (st?.isDirectory()) throw new Error('it is a directory');
+    accessSync(st === undefined ? dirname(path) : path, constants.W_OK);
+    return st === undefined || st.isFile();
+  } catch (err) {
+    throw new Error(`ACCESS_LOG_OUTPUT: cannot append to ${JSON.stringify(path)}: ${(err as Error).message}`);
+  }
+}
+
+export function maxWriteFor(regularFile: boolean): number {
+  return regularFile ? FILE_MAX_WRITE : PIPE_MAX_WRITE;
+}
+
+/** Opens `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be appended to. */
 export function openSink(output: string, bufferBytes: number): Sink {
   let fd: number | string;
   let regular: boolean;
@@ -47,19 +67,11 @@ export function openSink(output: string, bufferBytes: number): Sink {
     fd = output === 'stdout' ? 1 : 2;
     regular = isRegularFile(fd);
   } else {
-    // Open once synchronously so a bad path fails at start-up, and learn what kind of file it is.
-    let probe: number;
-    try {
-      probe = openSync(output, 'a');
-    } catch (err) {
-      throw new Error(`ACCESS_LOG_OUTPUT: cannot open ${JSON.stringify(output)} for appending: ${(err as Error).message}`);
-    }
-    regular = isRegularFile(probe);
-    closeSync(probe);
+    regular = checkPath(output);
     fd = output;
     path = output;
   }
-  const maxWrite = regular ? FILE_MAX_WRITE : PIPE_MAX_WRITE;
+  const maxWrite = maxWriteFor(regular);
   const stream = new sonicBoom.SonicBoom({
     dest: fd,
     sync: false,
@@ -67,7 +79,8 @@ export function openSink(output: string, bufferBytes: number): Sink {
     minLength: 0,
     maxWrite,
     maxLength: bufferBytes,
-    contentMode: 'utf8',
+    // Buffers: our batches are already UTF-8 and sonic-boom writes them without re-encoding.
+    contentMode: 'buffer',
   });
   return { stream, batchBytes: maxWrite, path };
 }

@@ -1,6 +1,7 @@
 import { write as fsWrite } from 'node:fs';
 import type { SonicBoom } from 'sonic-boom';
 import type { AccessRecord } from './access-record.js';
+import { RecordBatcher } from './access-log-batch.js';
 import { formatJson, formatText } from './access-log-format.js';
 import type { AccessLogSettings } from './access-log-settings.js';
 import { openSink } from './access-log-sink.js';
@@ -61,9 +62,7 @@ class SonicAccessLog implements AccessLog {
   dropped = 0;
   written = 0;
 
-  private batch = '';
-  private batchBytes = 0;
-  private batchCount = 0;
+  private readonly batcher: RecordBatcher;
   private scheduled = false;
   private closed = false;
   private closing: Promise<void> | null = null;
@@ -76,7 +75,7 @@ class SonicAccessLog implements AccessLog {
 
   private readonly onTick = (): void => {
     this.scheduled = false;
-    this.handOff();
+    this.batcher.flush();
   };
   private readonly onDropTimer = (): void => {
     this.dropTimer = null;
@@ -86,13 +85,14 @@ class SonicAccessLog implements AccessLog {
   constructor(
     private readonly stream: SonicBoom,
     private readonly format: (r: AccessRecord) => string,
-    private readonly maxBatchBytes: number,
+    maxBatchBytes: number,
     private readonly path: string | null,
     private readonly output: string,
     private readonly bufferBytes: number,
     private readonly clock: () => number,
     private readonly warn: (msg: string) => void,
   ) {
+    this.batcher = new RecordBatcher(maxBatchBytes, (batch, records) => this.handOff(batch, records));
     stream.on('drop', () => { this.rejected = true; });
     stream.on('error', (err: Error) => this.onError(err));
   }
@@ -102,33 +102,23 @@ class SonicAccessLog implements AccessLog {
       this.dropped++;
       return;
     }
-    const line = this.format(r) + '\n';
-    const bytes = Buffer.byteLength(line);
-    if (this.batchBytes + bytes > this.maxBatchBytes) this.handOff();
-    this.batch += line;
-    this.batchBytes += bytes;
-    this.batchCount++;
+    this.batcher.add(this.format(r));
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.onTick);
     }
   }
 
-  /** Hands the current batch (whole records, <= maxBatchBytes) to the sink in one write. */
-  private handOff(): void {
-    const count = this.batchCount;
-    if (count === 0) return;
-    const data = this.batch;
-    this.batch = '';
-    this.batchBytes = 0;
-    this.batchCount = 0;
+  /** Hands one batch (whole records, <= maxBatchBytes) to the sink in one write. */
+  private handOff(batch: Buffer, records: number): void {
     this.rejected = false;
-    this.stream.write(data);
+    // Buffer content mode: sonic-boom's write() takes Buffers (its typings only declare strings).
+    (this.stream.write as unknown as (b: Buffer) => boolean).call(this.stream, batch);
     if (this.rejected) {
-      this.dropped += count;
+      this.dropped += records;
       this.reportDrops(false);
     } else {
-      this.written += count;
+      this.written += records;
     }
   }
 
@@ -158,7 +148,7 @@ class SonicAccessLog implements AccessLog {
 
   flush(): Promise<void> {
     if (this.closed) return this.closing ?? Promise.resolve();
-    this.handOff();
+    this.batcher.flush();
     return new Promise((resolve, reject) => {
       this.stream.flush((err?: Error) => (err ? reject(err) : resolve()));
     });
@@ -175,7 +165,7 @@ class SonicAccessLog implements AccessLog {
 
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
-    this.handOff();
+    this.batcher.flush();
     this.closed = true;
     if (this.dropTimer !== null) {
       clearTimeout(this.dropTimer);

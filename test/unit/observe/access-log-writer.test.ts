@@ -22,8 +22,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Run { code: number | null; stdout: Buffer; stderr: string }
 
-/** Runs a shell pipeline in its own process group; kills the group after `timeoutMs`. */
-function sh(cmd: string, env: Record<string, string>, timeoutMs = 50_000): Promise<Run> {
+/** Runs a shell pipeline in its own process group; kills the group after `timeoutMs` or once `stopWhen(stderr)`. */
+function sh(cmd: string, env: Record<string, string>, timeoutMs = 50_000, stopWhen?: (stderr: string) => boolean): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn('sh', ['-c', cmd], {
       cwd: fixtures, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
@@ -31,10 +31,14 @@ function sh(cmd: string, env: Record<string, string>, timeoutMs = 50_000): Promi
     const out: Buffer[] = [];
     let err = '';
     child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
-    const timer = setTimeout(() => {
+    const kill = (): void => {
       try { process.kill(-(child.pid as number), 'SIGKILL'); } catch { /* gone */ }
-    }, timeoutMs);
+    };
+    child.stderr.on('data', (b: Buffer) => {
+      err += b.toString();
+      if (stopWhen?.(err)) kill();
+    });
+    const timer = setTimeout(kill, timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -123,7 +127,7 @@ describe('a stalled sink', () => {
     const run = await sh('node stalled-writer.mjs | sleep 30', {
       AL_MODULE: moduleUrl, AL_RECORDS: String(records), AL_CHUNK: '1000', AL_TICK_MS: '1000',
       ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout', ACCESS_LOG_BUFFER_BYTES: String(bufferBytes),
-    }, 5_000);
+    }, 20_000, (err) => err.includes('{"written"') && err.endsWith('\n'));
     const line = run.stderr.trim().split('\n').find((l) => l.startsWith('{"written"'));
     expect(line, run.stderr).toBeDefined();
     const s = JSON.parse(line as string) as {
@@ -217,6 +221,8 @@ describe('one writer, a file', () => {
 
   it('a path that cannot be opened fails at creation with a clear message', () => {
     expect(() => createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: join(dir, 'missing/dir/a.log') })))
-      .toThrow(/^ACCESS_LOG_OUTPUT: cannot open ".*missing\/dir\/a\.log" for appending: ENOENT/);
+      .toThrow(/^ACCESS_LOG_OUTPUT: cannot append to ".*missing\/dir\/a\.log": ENOENT/);
+    expect(() => createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: dir })))
+      .toThrow(/^ACCESS_LOG_OUTPUT: cannot append to ".*": it is a directory/);
   });
 });
