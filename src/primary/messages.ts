@@ -9,6 +9,8 @@ export type PrimaryToWorker =
 
 export type WorkerToPrimary =
   | { t: 'core:listening' }
+  /** The worker compiled snapshot `version` and its limit stores have connected or failed. */
+  | { t: 'core:applied'; version: number }
   | { t: 'core:fatal'; message: string };
 
 export function isCoreMessage(m: unknown): m is { t: string } {

@@ -23,13 +23,15 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
   let version = 0;
   let draining = false;
   const listening = new Set<number>();
+  /** Workers that compiled a snapshot and connected its limit stores. */
+  const applied = new Set<number>();
   const guard = new CrashGuard();
 
   const broadcast = (m: PrimaryToWorker): void => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   };
   const updateReady = (): void => {
-    const ready = !draining && snapshot !== null && listening.size === settings.workers;
+    const ready = !draining && snapshot !== null && listening.size === settings.workers && applied.size === settings.workers;
     broadcast({ t: 'core:ready', ready });
   };
   const publish = (routes: ModelRoute[], servers: Servers): void => {
@@ -66,6 +68,9 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
         listening.add(w.id);
         if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
         updateReady();
+      } else if (msg.t === 'core:applied') {
+        applied.add(w.id);
+        updateReady();
       } else if (msg.t === 'core:fatal') {
         log(`worker ${w.process.pid} failed: ${msg.message}`);
       }
@@ -76,6 +81,7 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
 
   cluster.on('exit', (w, code, signal) => {
     const wasListening = listening.delete(w.id);
+    applied.delete(w.id);
     if (draining) return;
     log(`worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`);
     updateReady();

@@ -2,6 +2,7 @@ import type { RateLimitSpec } from '../config/resource-types.js';
 import type { TokenLimiter } from './limiter.js';
 import type { RedisLimitSettings } from './redis-settings.js';
 import { closeRedisLimiters, redisLimiterFor } from './redis-clients.js';
+import type { RedisLimiter } from './redis-limiter.js';
 
 /**
  * Chooses the limiter of a route's rateLimit: the instance-local one (exact across this
@@ -21,6 +22,19 @@ export class LimiterRegistry {
   limiterFor(spec: RateLimitSpec): TokenLimiter {
     if (spec.global === null) return this.local;
     return redisLimiterFor(spec.global.redis.address, this.redis, this.local, { log: this.log });
+  }
+
+  /**
+   * Creates the Redis limiters these limits use, so their connections open before traffic
+   * arrives, and resolves once each answers (bounded by `maxWaitMs`: a store that is down does
+   * not keep the router from starting; its failure mode applies until it answers).
+   */
+  async warmUp(specs: readonly RateLimitSpec[], maxWaitMs = 3000): Promise<void> {
+    const pending = specs.filter((s) => s.global !== null).map((s) => this.limiterFor(s) as RedisLimiter);
+    const deadline = Date.now() + maxWaitMs;
+    while (pending.some((l) => l.state !== 'up') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   async close(): Promise<void> {

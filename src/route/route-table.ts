@@ -47,6 +47,8 @@ export class RouteTable {
   readonly matchHeaderNames: readonly string[];
   /** Body of GET /v1/models, prebuilt. */
   readonly modelsJson: string;
+  /** The rate limits of the served routes (to connect their stores before traffic). */
+  readonly rateLimits: readonly RateLimitSpec[];
 
   constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now()) {
     this.version = snapshot.version;
@@ -67,6 +69,7 @@ export class RouteTable {
       this.byModel.set(r.modelName, compileRoute(r, servers, headerNames));
     }
     this.matchHeaderNames = [...headerNames];
+    this.rateLimits = [...this.byModel.values()].flatMap((r) => (r.rateLimit === null ? [] : [r.rateLimit]));
     const created = Math.floor(now / 1000);
     this.modelsJson = JSON.stringify({
       object: 'list',

@@ -108,9 +108,14 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
     if (!isCoreMessage(m)) return;
     const msg = m as PrimaryToWorker;
     switch (msg.t) {
-      case 'core:snapshot':
-        table = applySnapshot(msg.snapshot, endpoints, settings, table);
+      case 'core:snapshot': {
+        const next = applySnapshot(msg.snapshot, endpoints, settings, table);
+        table = next;
+        if (next !== null) {
+          void limiters.warmUp(next.rateLimits).then(() => send({ t: 'core:applied', version: next.version }));
+        }
         break;
+      }
       case 'core:ready':
         ready = msg.ready;
         break;

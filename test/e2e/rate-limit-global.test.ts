@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, type MockBackend, type Router } from '../helpers/processes.js';
+import { RedisClusterServers, RedisServer } from '../helpers/redis-server.js';
+
+function globalLimit(address: string, input: number, unit = 'minute', output?: number): string {
+  return `    inputTokensPerUnit: ${input}\n${output ? `    outputTokensPerUnit: ${output}\n` : ''}    unit: ${unit}\n    global:\n      redis:\n        address: "${address}"`;
+}
+
+describe('global token limits on a real Redis, several router instances', () => {
+  let mock: MockBackend;
+  let noUsage: MockBackend;
+  let redis: RedisServer;
+  beforeAll(async () => {
+    [mock, noUsage, redis] = await Promise.all([startMock('pod-a'), startMock('pod-n', ['--no-usage']), RedisServer.start()]);
+  });
+  afterAll(async () => {
+    await Promise.all([mock?.kill(), noUsage?.kill(), redis?.stop()]);
+  });
+
+  it('the documented global example: two instances, alternating requests, the third overall is 429 on either', async () => {
+    const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(redis.address, 10, 'minute', 5000) });
+    for (const thirdOn of [1, 0]) {
+      await redis.cli('FLUSHALL');
+      // A generous store timeout: on a loaded test machine a slow answer must not fall back to
+      // per-instance counters (the failure-mode test below covers the 50 ms default).
+      const env = { RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed' };
+      const routers = await Promise.all([startRouter(res, { workers: 2, env, dir: tempDir() }), startRouter(res, { workers: 2, env, dir: tempDir() })]);
+      try {
+        await awayFromMinuteBoundary();
+        const order = thirdOn === 1 ? [0, 1, 1] : [1, 0, 0];
+        const statuses: number[] = [];
+        let lastText = '';
+        for (const i of order) {
+          const r = await postFresh(`${routers[i].url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 });
+          statuses.push(r.status);
+          lastText = r.text;
+        }
+        expect(statuses).toEqual([200, 200, 429]);
+        expect(lastText).toBe('input token rate limit exceeded');
+      } finally {
+        await Promise.all(routers.map((r) => r.kill()));
+      }
+    }
+  });
+
+  it('three instances × 2 workers and hundreds of concurrent requests: admitted input never exceeds the limit; output charged exactly', async () => {
+    await redis.cli('FLUSHALL');
+    const res = resourcesFor([{ name: 'pod-n', port: noUsage.port }], { rateLimit: globalLimit(redis.address, 301, 'day') });
+    // `closed` and a generous timeout: on a loaded 2-core machine a slow Redis answer must not
+    // fall back to per-instance counters, which would make exactness untestable.
+    const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' };
+    const routers: Router[] = await Promise.all([0, 1, 2].map(() => startRouter(res, { workers: 2, env, dir: tempDir() })));
+    try {
+      await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
+      const results = await Promise.all(Array.from({ length: 450 }, (_, i) =>
+        postJson(`${routers[i % 3].url}/v1/completions`, { model: 'sf-model', prompt: 'hello world' }).then(async (r) => { await r.text(); return r.status; })));
+      const ok = results.filter((s) => s === 200).length;
+      expect(ok).toBe(150); // floor(301 / 2 tokens)
+      expect(results.filter((s) => s === 429).length).toBe(300);
+      expect((await noUsage.stats()).requests).toBe(150);
+      // Output: the answer's text counted with the router's tokenizer (no usage reported), charged in full.
+      const keys = (await redis.cli('--scan', '--pattern', '*')).split('\n').filter(Boolean);
+      const outKey = keys.find((k) => k.includes(':out:'));
+      const inKey = keys.find((k) => k.includes(':in:'));
+      expect(outKey, `keys: ${keys.join(' ')}`).toBeTruthy();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(Number(await redis.cli('GET', outKey!))).toBe(150 * countTokens('tok '.repeat(16)));
+      expect(Number(await redis.cli('GET', inKey!))).toBe(300);
+    } finally {
+      await Promise.all(routers.map((r) => r.kill()));
+    }
+  });
+
+  it('Redis killed under load: no crash, failure modes as stated, no request waits past the timeout; enforcement resumes after restart', async () => {
+    const own = await RedisServer.start();
+    const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(own.address, 8, 'day') });
+    const routers = {
+      local: await startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '50ms' }, dir: tempDir() }),
+      open: await startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'open' }, dir: tempDir() }),
+      closed: await startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed' }, dir: tempDir() }),
+    };
+    const body = { model: 'sf-model', prompt: 'San Francisco is a' };
+    try {
+      // Healthy: the shared budget (8 tokens = 2 requests of 4 before correction) is enforced.
+      expect((await postJson(`${routers.open.url}/v1/completions`, body)).status).toBe(200);
+      await own.kill();
+      const load = await Promise.all(Array.from({ length: 60 }, (_, i) => {
+        const r = [routers.local, routers.open, routers.closed][i % 3];
+        const t0 = performance.now();
+        return postJson(`${r.url}/v1/completions`, body).then(async (resp) => ({ mode: i % 3, status: resp.status, text: await resp.text(), ms: performance.now() - t0 }));
+      }));
+      const byMode = (m: number) => load.filter((l) => l.mode === m);
+      // Nobody waits on the dead store: a hang would show as seconds, the bound is the 50 ms timeout
+      // plus a loaded machine's scheduling.
+      expect(Math.max(...load.map((l) => l.ms))).toBeLessThan(5000);
+      // open: admits everything.
+      expect(byMode(1).every((l) => l.status === 200)).toBe(true);
+      // closed: 503 upstream_error saying the store is unavailable, never a misleading 429.
+      expect(byMode(2).every((l) => l.status === 503)).toBe(true);
+      expect(byMode(2)[0].text).toMatch(/limit store|unavailable/i);
+      // local: this instance's own counters enforce the same limit (8 tokens: at most 2 of 20 admitted).
+      const localOk = byMode(0).filter((l) => l.status === 200).length;
+      expect(localOk).toBeGreaterThanOrEqual(1);
+      expect(localOk).toBeLessThanOrEqual(2);
+      expect(byMode(0).filter((l) => l.status === 429).length).toBe(20 - localOk);
+      for (const r of Object.values(routers)) {
+        expect(r.child.exitCode).toBeNull();
+        expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
+      }
+      // Restart Redis: global enforcement resumes within 2 s (closed mode stops answering 503).
+      await own.restart();
+      const t0 = Date.now();
+      let resumed = false;
+      while (Date.now() - t0 < 4000) {
+        const r = await postJson(`${routers.closed.url}/v1/completions`, body);
+        await r.text();
+        if (r.status !== 503) { resumed = true; break; }
+        await new Promise((res2) => setTimeout(res2, 100));
+      }
+      expect(resumed).toBe(true);
+      expect(Date.now() - t0).toBeLessThan(2500);
+    } finally {
+      await Promise.all(Object.values(routers).map((r) => r.kill()));
+      await own.stop();
+    }
+  });
+
+  it('a 3-node Redis Cluster: the documented example passes', async () => {
+    const cluster = await RedisClusterServers.start(3);
+    const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(cluster.address, 10, 'minute', 5000) });
+    const env = { REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' };
+    const routers = await Promise.all([startRouter(res, { workers: 2, env, dir: tempDir() }), startRouter(res, { workers: 2, env, dir: tempDir() })]);
+    try {
+      await awayFromMinuteBoundary();
+      const statuses: number[] = [];
+      for (const i of [0, 1, 0]) {
+        const r = await postFresh(`${routers[i].url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        statuses.push(r.status);
+      }
+      expect(statuses, routers.map((r) => r.stderr()).join('\n')).toEqual([200, 200, 429]);
+    } finally {
+      await Promise.all(routers.map((r) => r.kill()));
+      await cluster.stop();
+    }
+  });
+});
