@@ -1,18 +1,17 @@
 import { MAX_RECORD_BYTES } from './access-log-format.js';
 
-/** Size of each slab the records are encoded into. */
-const SLAB_BYTES = 256 * 1024;
 const NEWLINE = 0x0a;
 
 /**
  * Cuts records into whole-record batches of at most `maxBatchBytes` bytes. Each record is
- * UTF-8-encoded once, straight into a slab; a batch is a view of consecutive records in the slab,
- * handed to `hand` without a copy. Slab space is never reused (handed batches may still be
- * queued): a fresh slab is taken when fewer than MAX_RECORD_BYTES bytes are left.
+ * UTF-8-encoded once, straight into a scratch buffer; a full batch (or the rest at `flush()`)
+ * is copied out into a buffer of exactly its size and handed to `hand`. The copy keeps queued
+ * memory equal to queued bytes: a handed batch pins nothing but itself, so the sink's byte
+ * bound is also the memory bound, however sparsely a slow sink accepts batches.
  */
 export class RecordBatcher {
-  private slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-  private start = 0;
+  /** One batch plus room for one more record. */
+  private readonly scratch: Buffer;
   private end = 0;
   private count = 0;
 
@@ -21,6 +20,7 @@ export class RecordBatcher {
     private readonly hand: (batch: Buffer, records: number) => void,
   ) {
     if (maxBatchBytes < MAX_RECORD_BYTES) throw new Error(`batch size ${maxBatchBytes} is below one record (${MAX_RECORD_BYTES})`);
+    this.scratch = Buffer.allocUnsafeSlow(maxBatchBytes + MAX_RECORD_BYTES);
   }
 
   /** Records waiting in the current batch. */
@@ -30,26 +30,30 @@ export class RecordBatcher {
 
   /** Adds one line (no newline; at most MAX_RECORD_BYTES - 1 bytes, as the formatters guarantee). */
   add(line: string): void {
-    if (this.slab.length - this.end < MAX_RECORD_BYTES) {
-      this.flush();
-      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-      this.start = 0;
-      this.end = 0;
+    const start = this.end;
+    const n = this.scratch.write(line, start);
+    this.scratch[start + n] = NEWLINE;
+    const next = start + n + 1;
+    if (next <= this.maxBatchBytes) {
+      this.end = next;
+      this.count++;
+      return;
     }
-    const n = this.slab.write(line, this.end);
-    this.slab[this.end + n] = NEWLINE;
-    const next = this.end + n + 1;
-    if (next - this.start > this.maxBatchBytes) this.flush();
-    this.end = next;
-    this.count++;
+    // The new record does not fit: hand over the batch before it, then move it to the front.
+    this.end = start;
+    this.flush();
+    this.scratch.copyWithin(0, start, next);
+    this.end = next - start;
+    this.count = 1;
   }
 
   /** Hands over the current batch, if any. */
   flush(): void {
     const count = this.count;
     if (count === 0) return;
-    const batch = this.slab.subarray(this.start, this.end);
-    this.start = this.end;
+    const batch = Buffer.allocUnsafeSlow(this.end);
+    this.scratch.copy(batch, 0, 0, this.end);
+    this.end = 0;
     this.count = 0;
     this.hand(batch, count);
   }

@@ -12,13 +12,17 @@ import { parseTextLine } from './text-line-parser.js';
 
 const fixtures = new URL('./fixtures/', import.meta.url).pathname;
 let moduleUrl = '';
+let buildDir = '';
 let dir = '';
 
 beforeAll(() => {
-  moduleUrl = buildAccessLog().moduleUrl;
+  ({ moduleUrl, dir: buildDir } = buildAccessLog());
   dir = mkdtempSync(join(tmpdir(), 'access-log-'));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(buildDir, { recursive: true, force: true });
+});
 
 interface Run { code: number | null; stdout: Buffer; stderr: string }
 
@@ -131,13 +135,15 @@ describe('a stalled sink', () => {
     const line = run.stderr.trim().split('\n').find((l) => l.startsWith('{"written"'));
     expect(line, run.stderr).toBeDefined();
     const s = JSON.parse(line as string) as {
-      written: number; dropped: number; lineBytes: number; warnings: { at: number; msg: string }[];
+      written: number; dropped: number; lineBytes: number; arrayBuffers: number; warnings: { at: number; msg: string }[];
     };
     expect(s.written + s.dropped).toBe(records);
     expect(s.dropped).toBeGreaterThan(records / 2);
     // Accepted bytes: what the pipe holds (64 KiB) plus the bounded queue, give or take a batch.
     expect(s.written * s.lineBytes).toBeLessThanOrEqual(bufferBytes + 64 * 1024 + 2 * MAX_RECORD_BYTES);
     expect(s.written * s.lineBytes).toBeGreaterThan(bufferBytes / 2);
+    // Memory held for queued records is the queued bytes, not more (no pinned slabs).
+    expect(s.arrayBuffers).toBeLessThan(bufferBytes + 1024 * 1024);
     // 120 turns of 1 s of fake clock: warnings at the first drop, then once per 60 s at most.
     expect(s.warnings.length).toBeGreaterThanOrEqual(2);
     expect(s.warnings.length).toBeLessThanOrEqual(3);

@@ -7,9 +7,9 @@ const root = new URL('../../../', import.meta.url).pathname;
 /**
  * Compiles the access-log modules (only those, so other work in progress cannot break the
  * build) into a fresh directory under node_modules/.cache, where `sonic-boom` still resolves.
- * Returns the URL of the compiled access-log.js for child processes to import.
+ * Returns the directory (remove it when done) and the URLs of the compiled modules.
  */
-export function buildAccessLog(): { moduleUrl: string; formatUrl: string } {
+export function buildAccessLog(): { dir: string; moduleUrl: string; formatUrl: string } {
   const out = mkdtempSync(join(root, 'node_modules/.cache/access-log-test-'));
   execFileSync(join(root, 'node_modules/.bin/tsc'), [
     '--outDir', out, '--rootDir', join(root, 'src'),
@@ -18,6 +18,7 @@ export function buildAccessLog(): { moduleUrl: string; formatUrl: string } {
     join(root, 'src/observe/access-log.ts'),
   ], { cwd: root, stdio: 'pipe' });
   return {
+    dir: out,
     moduleUrl: 'file://' + join(out, 'observe/access-log.js'),
     formatUrl: 'file://' + join(out, 'observe/access-log-format.js'),
   };
