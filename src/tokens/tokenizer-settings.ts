@@ -18,10 +18,10 @@ export interface TokenizerSettings {
 }
 
 /**
- * Measured with bench/tokenizer-micro.ts (docs/tokens.md): an inline count of 1 KB of prose costs
- * about as much event-loop time as handing the prompt to the pool and taking the answer back.
+ * Measured with bench/tokenizer-micro.ts (docs/tokens.md): from about 512 characters of prose, an inline count costs
+ * the event loop more than handing the prompt to the pool and taking the answer back.
  */
-export const DEFAULT_INLINE_MAX_CHARS = 1024;
+export const DEFAULT_INLINE_MAX_CHARS = 512;
 export const DEFAULT_POOL_SIZE = 1;
 export const DEFAULT_QUEUE = 64;
 export const DEFAULT_BUDGET_MS = 200;
