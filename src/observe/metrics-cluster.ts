@@ -1,0 +1,266 @@
+/**
+ * One /metrics view for the whole router instance across its node:cluster workers.
+ *
+ * The primary serves no traffic, so the worker that receives GET /metrics asks the primary, which
+ * gathers every worker's registry (getMetricsAsJSON) and sums them with prom-client's
+ * AggregatorRegistry.aggregate(). Messages use the `metrics:` prefix on the shared IPC channel:
+ *   worker -> primary  { t: 'metrics:hello' }                 this worker answers collects
+ *   worker -> primary  { t: 'metrics:get', id }               a scrape arrived
+ *   primary -> worker  { t: 'metrics:collect', id }           send your registry
+ *   worker -> primary  { t: 'metrics:data', id, metrics }     getMetricsAsJSON() result
+ *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text
+ *
+ * Why not AggregatorRegistry.clusterMetrics(): it asks every connected worker and fails the whole
+ * scrape after 5 s when one does not answer (a worker still starting, one that just died), and it
+ * keys on prom-client's module-global registry list. Here only workers that said hello are asked,
+ * a worker's exit settles its part at once, and after `timeoutMs` the scrape is answered with what
+ * arrived; `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
+ * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
+ * through untouched.
+ */
+import type { Worker } from 'node:cluster';
+import { AggregatorRegistry } from 'prom-client';
+import type { HttpResponse } from 'uWebSockets.js';
+import type { RouterMetrics } from './metrics.js';
+import type { MetricJson } from './metrics-series.js';
+
+export const MSG_HELLO = 'metrics:hello';
+export const MSG_GET = 'metrics:get';
+export const MSG_COLLECT = 'metrics:collect';
+export const MSG_DATA = 'metrics:data';
+export const MSG_TEXT = 'metrics:text';
+
+interface Msg {
+  t: string;
+  id?: number;
+  metrics?: MetricJson[];
+  text?: string;
+  error?: string;
+}
+
+function metricsMessage(m: unknown): Msg | null {
+  if (typeof m !== 'object' || m === null) return null;
+  const t = (m as { t?: unknown }).t;
+  return typeof t === 'string' && t.startsWith('metrics:') ? (m as Msg) : null;
+}
+
+/** What the primary side needs of node:cluster (the Cluster object satisfies it). */
+export interface MetricsCluster {
+  on(event: 'message', listener: (worker: Worker, message: unknown) => void): unknown;
+  on(event: 'exit', listener: (worker: Worker) => void): unknown;
+  off(event: 'message', listener: (worker: Worker, message: unknown) => void): unknown;
+  off(event: 'exit', listener: (worker: Worker) => void): unknown;
+}
+
+interface Gather {
+  readonly requester: Worker;
+  readonly requestId: number;
+  readonly waiting: Set<Worker>;
+  readonly results: MetricJson[][];
+  timer: NodeJS.Timeout | null;
+}
+
+/**
+ * Primary side: answers workers' scrapes with the sum over all workers. Returns a detach function.
+ * `timeoutMs`: how long to wait for workers before answering with those that did (default 2000).
+ */
+export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number } = {}): () => void {
+  const timeoutMs = opts.timeoutMs ?? 2000;
+  const ready = new Set<Worker>();
+  const gathers = new Map<number, Gather>();
+  let nextId = 1;
+
+  const finish = (id: number): void => {
+    const g = gathers.get(id);
+    if (g === undefined) return;
+    gathers.delete(id);
+    if (g.timer !== null) clearTimeout(g.timer);
+    const answered = g.results.length;
+    const missing = g.waiting.size;
+    let text: Promise<string>;
+    try {
+      text = AggregatorRegistry.aggregate([...g.results, [scrapeWorkers(answered, missing)]] as never).metrics();
+    } catch (err) {
+      text = Promise.reject(err);
+    }
+    text.then(
+      (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: t }),
+      (err: Error) => reply(g, { t: MSG_TEXT, id: g.requestId, error: `cannot aggregate worker metrics: ${err.message}` }),
+    );
+  };
+
+  const onMessage = (worker: Worker, message: unknown): void => {
+    const m = metricsMessage(message);
+    if (m === null) return;
+    if (m.t === MSG_HELLO) {
+      ready.add(worker);
+    } else if (m.t === MSG_GET && typeof m.id === 'number') {
+      const id = nextId++;
+      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: [], timer: null };
+      gathers.set(id, g);
+      for (const w of ready) {
+        if (!w.isConnected()) continue;
+        g.waiting.add(w);
+        w.send({ t: MSG_COLLECT, id }, undefined, (err) => {
+          if (err !== null && g.waiting.delete(w) && g.waiting.size === 0) finish(id);
+        });
+      }
+      if (g.waiting.size === 0) finish(id);
+      else {
+        g.timer = setTimeout(() => finish(id), timeoutMs);
+        g.timer.unref();
+      }
+    } else if (m.t === MSG_DATA && typeof m.id === 'number' && Array.isArray(m.metrics)) {
+      const g = gathers.get(m.id);
+      if (g === undefined || !g.waiting.delete(worker)) return;
+      g.results.push(m.metrics);
+      if (g.waiting.size === 0) finish(m.id);
+    }
+  };
+
+  const onExit = (worker: Worker): void => {
+    ready.delete(worker);
+    for (const [id, g] of gathers) if (g.waiting.delete(worker) && g.waiting.size === 0) finish(id);
+  };
+
+  cluster.on('message', onMessage);
+  cluster.on('exit', onExit);
+  return () => {
+    cluster.off('message', onMessage);
+    cluster.off('exit', onExit);
+    for (const id of [...gathers.keys()]) finish(id);
+  };
+}
+
+function reply(g: Gather, m: Msg): void {
+  if (g.requester.isConnected()) g.requester.send(m, undefined, ignore);
+}
+
+function scrapeWorkers(answered: number, missing: number): MetricJson {
+  return {
+    name: 'inference_router_metrics_scrape_workers',
+    help: 'Workers whose metrics are in this scrape (answered) or are not (missing: did not answer in time).',
+    type: 'gauge',
+    values: [{ labels: { state: 'answered' }, value: answered }, { labels: { state: 'missing' }, value: missing }],
+    aggregator: 'sum',
+  };
+}
+
+interface Pending {
+  resolve(text: string): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Worker side of one process: answers the primary's collects from `metrics.registry`, and fetches
+ * the instance-wide text for a scrape. Without an IPC channel (not under node:cluster) a scrape
+ * gets this process's own metrics.
+ */
+export class WorkerMetricsLink {
+  private readonly metrics: RouterMetrics;
+  private readonly timeoutMs: number;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private readonly onMessage = (message: unknown): void => {
+    const m = metricsMessage(message);
+    if (m === null || typeof m.id !== 'number') return;
+    if (m.t === MSG_COLLECT) {
+      const id = m.id;
+      this.metrics.registry.getMetricsAsJSON().then(
+        (metrics) => send({ t: MSG_DATA, id, metrics: metrics as unknown as MetricJson[] }),
+        () => send({ t: MSG_DATA, id, metrics: [] }),
+      );
+    } else if (m.t === MSG_TEXT) {
+      const p = this.pending.get(m.id);
+      if (p === undefined) return;
+      this.pending.delete(m.id);
+      clearTimeout(p.timer);
+      if (typeof m.text === 'string') p.resolve(m.text);
+      else p.reject(new Error(m.error ?? 'no metrics text from the primary'));
+    }
+  };
+
+  constructor(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}) {
+    this.metrics = metrics;
+    this.timeoutMs = opts.timeoutMs ?? 5000;
+    if (process.send !== undefined) {
+      process.on('message', this.onMessage);
+      send({ t: MSG_HELLO });
+    }
+  }
+
+  /** Exposition text for the whole instance (or this process alone without IPC). */
+  collect(): Promise<string> {
+    if (process.send === undefined || !process.connected) return this.metrics.metrics();
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`the primary did not answer within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      timer.unref();
+      this.pending.set(id, { resolve, reject, timer });
+      if (!send({ t: MSG_GET, id })) {
+        this.pending.delete(id);
+        clearTimeout(timer);
+        reject(new Error('cannot reach the primary'));
+      }
+    });
+  }
+
+  close(): void {
+    process.off('message', this.onMessage);
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(new Error('metrics link closed'));
+    }
+    this.pending.clear();
+  }
+}
+
+/**
+ * uWS handler for GET /metrics in a worker: registers onAborted, asks the primary for the
+ * aggregate, and writes it corked (503 with the reason when it cannot be had).
+ */
+export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}): (res: HttpResponse) => void {
+  const link = new WorkerMetricsLink(metrics, opts);
+  const contentType = metrics.contentType;
+  return (res) => {
+    const state = { aborted: false };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    link.collect().then(
+      (text) => {
+        if (state.aborted) return;
+        res.cork(() => {
+          res.writeStatus('200 OK');
+          res.writeHeader('content-type', contentType);
+          res.end(text);
+        });
+      },
+      (err: Error) => {
+        if (state.aborted) return;
+        res.cork(() => {
+          res.writeStatus('503 Service Unavailable');
+          res.writeHeader('content-type', 'text/plain; charset=utf-8');
+          res.end(`metrics unavailable: ${err.message}\n`);
+        });
+      },
+    );
+  };
+}
+
+/** False when the message could not be queued (no channel, or it closed); a full backlog still queues. */
+function send(m: Msg): boolean {
+  if (process.send === undefined) return false;
+  try {
+    process.send(m, undefined, undefined, ignore);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function ignore(): void {}

@@ -1,0 +1,244 @@
+/**
+ * The router's Prometheus metrics of one worker process (docs/metrics.md). Handles for a label
+ * set are created on first use and cached in Maps keyed by route, model and status, so
+ * observeRequest() is a few Map lookups and field increments. Values read from other modules
+ * (in-flight per pod, access log drops, tokenizer pool) are collected at scrape time.
+ */
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { ERROR_TYPES, type ErrorType } from '../errors.js';
+import type { RequestContext } from '../http/request-context.js';
+import type { LimitDirection } from '../ratelimit/limiter.js';
+import {
+  CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue,
+} from './metrics-series.js';
+
+/** Label value of `model` when the requested model is not served (bounds the label's values). */
+export const UNKNOWN_MODEL = '(unknown)';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const DECISION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+const TOKENIZER_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5];
+
+const ERROR_INDEX = new Map<string, number>(Object.keys(ERROR_TYPES).map((t, i) => [t, i + 1]));
+
+export interface RouterMetricsOptions {
+  /** Registry to register in; default a new one (never prom-client's global registry). */
+  readonly registry?: Registry;
+  /** Also collect prom-client's process/Node.js metrics (process_*, nodejs_*); default true. */
+  readonly defaultMetrics?: boolean;
+  /**
+   * For requests that failed before routing (401/403, model_not_found): true when the model is
+   * served, so it keeps its name as label; otherwise the label is UNKNOWN_MODEL. Default: none known.
+   */
+  readonly knownModel?: (model: string) => boolean;
+}
+
+/** Readers of values other modules own; called at scrape time only. */
+export interface MetricSources {
+  /** Backend pods of this process and their in-flight requests. */
+  inflightByPod?: () => Iterable<{ readonly name: string; readonly inflight: number }>;
+  /** Access-log records dropped so far (AccessLog.dropped). */
+  accessLogDropped?: () => number;
+  /** Tokenizer pool tasks submitted and not yet answered (running + queued). */
+  tokenizerPoolTasks?: () => number;
+  /** Token counts so far by method (RouterTokenCounter.stats). */
+  tokenCounts?: () => { readonly inline: number; readonly pooled: number; readonly fallbacks: number };
+}
+
+/** Cached handles of one route ("" = requests that failed before a route was chosen). */
+interface RouteHandles {
+  readonly route: string;
+  readonly duration: HistogramSeries;
+  readonly upstream: HistogramSeries;
+  readonly ttfb: HistogramSeries;
+  readonly input: CounterSeries;
+  readonly output: CounterSeries;
+  readonly rejectedInput: CounterSeries;
+  readonly rejectedOutput: CounterSeries;
+  /** model label -> (status * 16 + error index) -> requests counter. */
+  readonly models: Map<string, Map<number, CounterSeries>>;
+}
+
+export class RouterMetrics {
+  readonly registry: Registry;
+  private readonly knownModel: ((model: string) => boolean) | null;
+  private readonly routes = new Map<string, RouteHandles>();
+  private readonly decisionByMode = new Map<string, HistogramSeries>();
+  private readonly storeErrors = new Map<string, CounterSeries>();
+  private readonly failureDecisions = new Map<string, CounterSeries>();
+  private sources: MetricSources = {};
+
+  private readonly requests = new CounterFamily('inference_router_requests_total',
+    'Requests answered, by requested model, route (namespace/name), HTTP status and error type ("" on success).',
+    ['model', 'route', 'status', 'error_type']);
+  private readonly requestDuration = new HistogramFamily('inference_router_request_duration_seconds',
+    'Time from request received to response end (duration_total), by route.', ['route'], LATENCY_BUCKETS);
+  private readonly upstreamDuration = new HistogramFamily('inference_router_upstream_duration_seconds',
+    'Time spent on the backend pod (duration_upstream_processing), by route.', ['route'], LATENCY_BUCKETS);
+  private readonly ttfb = new HistogramFamily('inference_router_stream_time_to_first_byte_seconds',
+    'Streaming requests: time from request received to the first byte sent to the client, by route.', ['route'], LATENCY_BUCKETS);
+  private readonly inputTokens = new CounterFamily('inference_router_input_tokens_total',
+    'Input (prompt) tokens of requests, by route.', ['route']);
+  private readonly outputTokens = new CounterFamily('inference_router_output_tokens_total',
+    'Output (generated) tokens of answers, by route.', ['route']);
+  private readonly rejections = new CounterFamily('inference_router_ratelimit_rejections_total',
+    'Requests rejected by a token rate limit (429), by route and the direction whose limit was exhausted.', ['route', 'direction']);
+  private readonly decisionDuration = new HistogramFamily('inference_router_ratelimit_decision_duration_seconds',
+    'Time to an admission decision of the token limiter, by mode (local, global).', ['mode'], DECISION_BUCKETS);
+  private readonly redisErrors = new CounterFamily('inference_router_ratelimit_store_errors_total',
+    'Errors and timeouts talking to the global limit store (Redis), by store address.', ['store']);
+  private readonly failureModeDecisions = new CounterFamily('inference_router_ratelimit_failure_mode_decisions_total',
+    'Admission decisions made without the global store, by failure mode applied (local, open, closed).', ['mode']);
+  private readonly tokenizerDuration = new HistogramFamily('inference_router_tokenizer_pool_duration_seconds',
+    'Time from submitting a count to the tokenizer pool to its answer (queue wait included).', [], TOKENIZER_BUCKETS);
+  private readonly tokenizerTask: HistogramSeries = this.tokenizerDuration.child();
+
+  constructor(opts: RouterMetricsOptions = {}) {
+    this.registry = opts.registry ?? new Registry();
+    this.knownModel = opts.knownModel ?? null;
+    const r = this.registry;
+    for (const m of [
+      this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens,
+      this.rejections, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.tokenizerDuration,
+    ]) r.registerMetric(m as never);
+    r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
+      'Requests in flight to each backend pod.', 'gauge', () => this.collectInflight()) as never);
+    r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
+      'Access-log records dropped because the sink did not keep up (or after close).', 'counter',
+      () => single(this.sources.accessLogDropped)) as never);
+    r.registerMetric(new CollectedFamily('inference_router_tokenizer_pool_tasks',
+      'Token counts submitted to the tokenizer pool and not answered yet (running and queued).', 'gauge',
+      () => single(this.sources.tokenizerPoolTasks)) as never);
+    r.registerMetric(new CollectedFamily('inference_router_token_counts_total',
+      'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',
+      'counter', () => this.collectTokenCounts()) as never);
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: r });
+  }
+
+  /** Connects the scrape-time readers (may be called again to replace them). */
+  bindSources(sources: MetricSources): void {
+    this.sources = { ...this.sources, ...sources };
+  }
+
+  /**
+   * Records one finished request (call once, after ctx.tEnd is set). `ttfbMs`: for streamed
+   * answers, ms from ctx.t0 to the first byte written to the client; null otherwise.
+   */
+  observeRequest(ctx: RequestContext, ttfbMs: number | null): void {
+    const r = this.routes.get(ctx.modelRoute) ?? this.addRoute(ctx.modelRoute);
+    let model = ctx.modelName;
+    if (r.route === '' && model !== '' && (this.knownModel === null || !this.knownModel(model))) model = UNKNOWN_MODEL;
+    const byStatus = r.models.get(model) ?? this.addModel(r, model);
+    const type = ctx.errorType;
+    const key = ctx.statusCode * 16 + (type === null ? 0 : ERROR_INDEX.get(type)!);
+    const counter = byStatus.get(key) ?? this.addRequestSeries(r, model, byStatus, key, ctx.statusCode, type);
+    counter.value++;
+
+    const end = ctx.tEnd > 0 ? ctx.tEnd : performance.now();
+    r.duration.observe((end - ctx.t0) / 1000);
+    if (ctx.tUpstreamStart > 0) r.upstream.observe(((ctx.tUpstreamEnd > 0 ? ctx.tUpstreamEnd : end) - ctx.tUpstreamStart) / 1000);
+    if (ttfbMs !== null) r.ttfb.observe(ttfbMs / 1000);
+    if (ctx.inputTokens > 0) r.input.value += ctx.inputTokens;
+    if (ctx.outputTokens > 0) r.output.value += ctx.outputTokens;
+  }
+
+  /** A token rate limit rejected a request of `route` (namespace/name). */
+  rateLimitRejected(route: string, direction: LimitDirection): void {
+    const r = this.routes.get(route) ?? this.addRoute(route);
+    (direction === 'input' ? r.rejectedInput : r.rejectedOutput).value++;
+  }
+
+  /** Latency of one limiter admission decision, ms. */
+  limiterDecision(mode: 'local' | 'global', ms: number): void {
+    let h = this.decisionByMode.get(mode);
+    if (h === undefined) {
+      h = this.decisionDuration.child(mode);
+      this.decisionByMode.set(mode, h);
+    }
+    h.observe(ms / 1000);
+  }
+
+  /** A command to the global limit store failed or timed out (`store`: address without credentials). */
+  redisError(store: string): void {
+    cached(this.storeErrors, this.redisErrors, store).value++;
+  }
+
+  /** A decision was made without the global store, by the failure mode `mode` (local, open, closed). */
+  failureModeDecision(mode: string): void {
+    cached(this.failureDecisions, this.failureModeDecisions, mode).value++;
+  }
+
+  /** A pooled token count took `ms` from submission to answer. */
+  tokenizerPoolTask(ms: number): void {
+    this.tokenizerTask.observe(ms / 1000);
+  }
+
+  /** Prometheus text of this process alone (the cluster view is metrics-cluster.ts). */
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private addRoute(route: string): RouteHandles {
+    const r: RouteHandles = {
+      route,
+      duration: this.requestDuration.child(route),
+      upstream: this.upstreamDuration.child(route),
+      ttfb: this.ttfb.child(route),
+      input: this.inputTokens.child(route),
+      output: this.outputTokens.child(route),
+      rejectedInput: this.rejections.child(route, 'input'),
+      rejectedOutput: this.rejections.child(route, 'output'),
+      models: new Map(),
+    };
+    this.routes.set(route, r);
+    return r;
+  }
+
+  private addModel(r: RouteHandles, model: string): Map<number, CounterSeries> {
+    const m = new Map<number, CounterSeries>();
+    r.models.set(model, m);
+    return m;
+  }
+
+  private addRequestSeries(r: RouteHandles, model: string, byStatus: Map<number, CounterSeries>, key: number, status: number, type: ErrorType | null): CounterSeries {
+    const s = this.requests.child(model, r.route, String(status), type ?? '');
+    byStatus.set(key, s);
+    return s;
+  }
+
+  private collectInflight(): MetricValue[] {
+    const src = this.sources.inflightByPod;
+    if (src === undefined) return [];
+    const byPod = new Map<string, number>();
+    for (const e of src()) byPod.set(e.name, (byPod.get(e.name) ?? 0) + e.inflight);
+    return [...byPod].map(([pod, value]) => ({ labels: { pod }, value }));
+  }
+
+  private collectTokenCounts(): MetricValue[] {
+    const src = this.sources.tokenCounts;
+    if (src === undefined) return [];
+    const s = src();
+    return [
+      { labels: { method: 'inline' }, value: s.inline },
+      { labels: { method: 'pooled' }, value: s.pooled },
+      { labels: { method: 'fallback' }, value: s.fallbacks },
+    ];
+  }
+}
+
+function single(src: (() => number) | undefined): MetricValue[] {
+  return src === undefined ? [] : [{ labels: {}, value: src() }];
+}
+
+function cached(map: Map<string, CounterSeries>, family: CounterFamily, label: string): CounterSeries {
+  let s = map.get(label);
+  if (s === undefined) {
+    s = family.child(label);
+    map.set(label, s);
+  }
+  return s;
+}

@@ -1,0 +1,165 @@
+import { AggregatorRegistry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { RequestContext } from '../../../src/http/request-context.js';
+import { RouterMetrics, UNKNOWN_MODEL } from '../../../src/observe/metrics.js';
+import { MeteredLimiter } from '../../../src/observe/metrics-limiter.js';
+import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+
+/** A finished request: t0 = 1000 ms, upstream 1010..1210, end at 1250 (performance.now() ms). */
+function ctx(o: Partial<{ model: string; route: string; status: number; error: 'rate_limit' | 'authentication_failed' | 'model_not_found' | 'upstream_error'; input: number; output: number; upstream: boolean }> = {}): RequestContext {
+  const c = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'id', Date.now(), 1000);
+  c.modelName = o.model ?? 'sf-model';
+  c.modelRoute = o.route ?? 'default/sf-route';
+  c.statusCode = o.status ?? 200;
+  if (o.error) c.fail(o.error, 'x', o.status ?? 500);
+  c.inputTokens = o.input ?? 0;
+  c.outputTokens = o.output ?? 0;
+  if (o.upstream ?? true) {
+    c.tUpstreamStart = 1010;
+    c.tUpstreamEnd = 1210;
+  }
+  c.tEnd = 1250;
+  return c;
+}
+
+/** Value of one exposition line `name{labels} value`, or undefined. */
+function sample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  }
+  return undefined;
+}
+
+describe('RouterMetrics', () => {
+  it('exposes requests, durations, ttfb and tokens after observations', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false });
+    m.observeRequest(ctx({ input: 10, output: 20 }), 42);
+    m.observeRequest(ctx({ input: 5, output: 7 }), null);
+    m.observeRequest(ctx({ status: 429, error: 'rate_limit', input: 3, upstream: false }), null);
+    const t = await m.metrics();
+    const R = 'route="default/sf-route"';
+    expect(sample(t, `inference_router_requests_total{model="sf-model",${R},status="200",error_type=""}`)).toBe(2);
+    expect(sample(t, `inference_router_requests_total{model="sf-model",${R},status="429",error_type="rate_limit"}`)).toBe(1);
+    expect(sample(t, `inference_router_input_tokens_total{${R}}`)).toBe(18);
+    expect(sample(t, `inference_router_output_tokens_total{${R}}`)).toBe(27);
+    // 250 ms total: le 0.25 holds all three, le 0.1 none.
+    expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.1"}`)).toBe(0);
+    expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.25"}`)).toBe(3);
+    expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="+Inf"}`)).toBe(3);
+    expect(sample(t, `inference_router_request_duration_seconds_count{${R}}`)).toBe(3);
+    expect(sample(t, `inference_router_request_duration_seconds_sum{${R}}`)).toBeCloseTo(0.75, 9);
+    // Upstream: 200 ms, only the two forwarded requests.
+    expect(sample(t, `inference_router_upstream_duration_seconds_count{${R}}`)).toBe(2);
+    expect(sample(t, `inference_router_upstream_duration_seconds_sum{${R}}`)).toBeCloseTo(0.4, 9);
+    expect(sample(t, `inference_router_upstream_duration_seconds_bucket{${R},le="0.1"}`)).toBe(0);
+    expect(sample(t, `inference_router_upstream_duration_seconds_bucket{${R},le="0.25"}`)).toBe(2);
+    // TTFB only for the streamed one: 42 ms.
+    expect(sample(t, `inference_router_stream_time_to_first_byte_seconds_count{${R}}`)).toBe(1);
+    expect(sample(t, `inference_router_stream_time_to_first_byte_seconds_bucket{${R},le="0.025"}`)).toBe(0);
+    expect(sample(t, `inference_router_stream_time_to_first_byte_seconds_bucket{${R},le="0.05"}`)).toBe(1);
+    expect(t).toMatch(/# TYPE inference_router_requests_total counter/);
+    expect(t).toMatch(/# TYPE inference_router_request_duration_seconds histogram/);
+  });
+
+  it('bounds the model label: unserved models are "(unknown)" unless knownModel says otherwise', async () => {
+    const plain = new RouterMetrics({ defaultMetrics: false });
+    const known = new RouterMetrics({ defaultMetrics: false, knownModel: (x) => x === 'sf-model' });
+    for (const m of [plain, known]) {
+      for (let i = 0; i < 50; i++) m.observeRequest(ctx({ model: `random-${i}`, route: '', status: 404, error: 'model_not_found', upstream: false }), null);
+      m.observeRequest(ctx({ model: 'sf-model', route: '', status: 401, error: 'authentication_failed', upstream: false }), null);
+    }
+    const a = await plain.metrics();
+    expect(sample(a, `inference_router_requests_total{model="${UNKNOWN_MODEL}",route="",status="404",error_type="model_not_found"}`)).toBe(50);
+    expect(sample(a, `inference_router_requests_total{model="${UNKNOWN_MODEL}",route="",status="401",error_type="authentication_failed"}`)).toBe(1);
+    expect(a).not.toMatch(/random-/);
+    const b = await known.metrics();
+    expect(sample(b, 'inference_router_requests_total{model="sf-model",route="",status="401",error_type="authentication_failed"}')).toBe(1);
+    expect(sample(b, `inference_router_requests_total{model="${UNKNOWN_MODEL}",route="",status="404",error_type="model_not_found"}`)).toBe(50);
+  });
+
+  it('counts limiter, store, tokenizer events and reads sources at scrape time', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false });
+    m.rateLimitRejected('default/r', 'input');
+    m.rateLimitRejected('default/r', 'input');
+    m.rateLimitRejected('default/r', 'output');
+    m.limiterDecision('local', 0.08);
+    m.limiterDecision('global', 0.7);
+    m.redisError('127.0.0.1:6390');
+    m.failureModeDecision('open');
+    m.failureModeDecision('open');
+    m.tokenizerPoolTask(3);
+    let dropped = 4;
+    const pods = [{ name: 'pod-a', inflight: 2 }, { name: 'pod-b', inflight: 0 }];
+    m.bindSources({
+      accessLogDropped: () => dropped,
+      inflightByPod: () => pods,
+      tokenizerPoolTasks: () => 3,
+      tokenCounts: () => ({ inline: 10, pooled: 2, fallbacks: 1 }),
+    });
+    let t = await m.metrics();
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="input"}')).toBe(2);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="output"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="local",le="0.0001"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="global",le="0.0005"}')).toBe(0);
+    expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="global",le="0.001"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_store_errors_total{store="127.0.0.1:6390"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_failure_mode_decisions_total{mode="open"}')).toBe(2);
+    expect(sample(t, 'inference_router_tokenizer_pool_duration_seconds_count')).toBe(1);
+    expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
+    expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(2);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-b"}')).toBe(0);
+    expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(4);
+    dropped = 9;
+    pods[0].inflight = 0;
+    t = await m.metrics();
+    expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(9);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(0);
+  });
+
+  it('includes process metrics by default', async () => {
+    const m = new RouterMetrics();
+    expect(await m.metrics()).toMatch(/^process_cpu_user_seconds_total \d/m);
+  });
+
+  it('sums two registries with AggregatorRegistry.aggregate', async () => {
+    const a = new RouterMetrics({ defaultMetrics: false });
+    const b = new RouterMetrics({ defaultMetrics: false });
+    a.observeRequest(ctx({ input: 1 }), null);
+    b.observeRequest(ctx({ input: 2 }), null);
+    b.observeRequest(ctx({ input: 4 }), null);
+    const text = await AggregatorRegistry.aggregate([await a.registry.getMetricsAsJSON(), await b.registry.getMetricsAsJSON()]).metrics();
+    expect(sample(text, 'inference_router_requests_total{model="sf-model",route="default/sf-route",status="200",error_type=""}')).toBe(3);
+    expect(sample(text, 'inference_router_input_tokens_total{route="default/sf-route"}')).toBe(7);
+    expect(sample(text, 'inference_router_request_duration_seconds_bucket{route="default/sf-route",le="+Inf"}')).toBe(3);
+  });
+});
+
+describe('MeteredLimiter', () => {
+  const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null } as RateLimitSpec;
+  const decision = (allowed: boolean): Decision => ({ allowed, rejectedBy: allowed ? null : 'input', retryAfterSeconds: 1, input: null, output: null });
+
+  it('times decisions by mode and counts rejections by route and direction (sync and async)', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false });
+    let next = true;
+    const inner: TokenLimiter = {
+      admit: () => decision(next),
+      chargeOutput: () => {},
+      adjustInput: () => {},
+      close: async () => {},
+    };
+    const asyncInner: TokenLimiter = { ...inner, admit: async () => decision(next) };
+    const local = new MeteredLimiter(inner, 'local', m);
+    const global = new MeteredLimiter(asyncInner, 'global', m);
+    expect((local.admit('ns/a', spec, 1) as Decision).allowed).toBe(true);
+    next = false;
+    expect((local.admit('ns/a', spec, 1) as Decision).allowed).toBe(false);
+    expect((await global.admit('ns/b', spec, 1)).allowed).toBe(false);
+    const t = await m.metrics();
+    expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="local"}')).toBe(2);
+    expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="global"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/a",direction="input"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input"}')).toBe(1);
+  });
+});
