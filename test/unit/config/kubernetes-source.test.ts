@@ -361,10 +361,11 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 5);
   });
 
-  test('BOOKMARK events advance the resourceVersion a resumed watch starts from', async () => {
+  test('watches ask for BOOKMARK events, which advance the resourceVersion a resumed watch starts from', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     await started();
     await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    expect(api.requests.filter((q) => q.watch).every((q) => q.allowWatchBookmarks)).toBe(true);
     const before = snapshots.length;
     api.upsert('modelroutes', route('other', 'r', 'x', ['missing']), { silent: true }); // bumps the version only
     const rv = String(api.resourceVersion);

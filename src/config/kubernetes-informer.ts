@@ -1,0 +1,140 @@
+/**
+ * One list/watch of one resource kind, on @kubernetes/client-node's ListWatch.
+ *
+ * ListWatch lists, then watches from the list's resourceVersion; when a watch ends it resumes
+ * from the last resourceVersion it saw (backing off 1 s, 2 s, ... 30 s while watches keep ending
+ * without events), and relists when the API answers 410 Gone. On any other failure (list error,
+ * refused connection, non-200 answer, broken stream) it reports the error and stops; this wrapper
+ * then restarts it with its own backoff (1 s doubling to 30 s, reset after a quiet minute), so a
+ * restart resumes from the last resourceVersion too. Watches ask for BOOKMARK events, which move
+ * that resourceVersion forward without changes. Delays go through the injected clock.
+ */
+import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch } from '@kubernetes/client-node';
+import type { SourceClock } from './kubernetes-clock.js';
+
+type ClientNode = typeof import('@kubernetes/client-node');
+
+export interface ResourceInformerOptions<T extends KubernetesObject> {
+  /** For log lines, e.g. "modelroutes". */
+  name: string;
+  /** API path without query, e.g. /apis/<group>/v1alpha1/modelroutes. */
+  path: string;
+  k8s: ClientNode;
+  kubeConfig: KubeConfig;
+  list: () => Promise<KubernetesListObject<T>>;
+  clock: SourceClock;
+  log: (msg: string) => void;
+  /** Any object was added, changed or deleted. */
+  onChange: () => void;
+  /** A list finished and its items are in the cache (first sync and every relist). */
+  onListed: () => void;
+}
+
+const BASE_RETRY_MS = 1000;
+const MAX_RETRY_MS = 30_000;
+/** A failure this long after the previous one starts the backoff over. */
+const RETRY_RESET_MS = 60_000;
+
+export class ResourceInformer<T extends KubernetesObject> {
+  /** True once the first list succeeded. */
+  listed = false;
+  private readonly lw: ListWatch<T>;
+  private readonly opts: ResourceInformerOptions<T>;
+  private stopped = false;
+  private retryTimer: unknown = null;
+  private retryAttempt = 0;
+  private lastFailureAt = Number.NEGATIVE_INFINITY;
+  /** Pending delay timers handed to ListWatch, cleared (never resolved) on stop. */
+  private readonly delays = new Set<unknown>();
+
+  constructor(opts: ResourceInformerOptions<T>) {
+    this.opts = opts;
+    const { k8s, clock } = opts;
+    const listFn = async (): Promise<KubernetesListObject<T>> => {
+      const list = await opts.list();
+      // ListWatch stores the items right after this promise settles; report once they are in.
+      setImmediate(() => this.listedNow());
+      return list;
+    };
+    const delayFn = (ms: number): Promise<void> => new Promise<void>((resolve) => {
+      const handle = clock.setTimeout(() => {
+        this.delays.delete(handle);
+        resolve();
+      }, ms);
+      this.delays.add(handle);
+    });
+    // Bookmarks keep the resourceVersion fresh on quiet resources, so a resumed watch is less
+    // likely to be too old (410) and force a relist. ListWatch keeps the query on the path.
+    const watchPath = `${opts.path}?allowWatchBookmarks=true`;
+    this.lw = new k8s.ListWatch<T>(watchPath, new k8s.Watch(opts.kubeConfig), listFn, false, undefined, undefined, { delayFn });
+    const changed = (): void => {
+      if (!this.stopped) opts.onChange();
+    };
+    this.lw.on('add', changed);
+    this.lw.on('update', changed);
+    this.lw.on('delete', changed);
+    this.lw.on('error', (err: unknown) => this.failed(err));
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.run();
+  }
+
+  /** The cached objects (all namespaces this informer watches). */
+  objects(): readonly T[] {
+    return this.lw.list();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer !== null) this.opts.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    for (const handle of this.delays) this.opts.clock.clearTimeout(handle);
+    this.delays.clear();
+    await this.lw.stop();
+  }
+
+  private run(): void {
+    this.lw.start().catch((err: unknown) => this.failed(err));
+  }
+
+  private listedNow(): void {
+    if (this.stopped) return;
+    this.listed = true;
+    this.retryAttempt = 0;
+    this.opts.onListed();
+  }
+
+  private failed(err: unknown): void {
+    if (this.stopped || this.retryTimer !== null) return;
+    const now = this.opts.clock.now();
+    if (now - this.lastFailureAt > RETRY_RESET_MS) this.retryAttempt = 0;
+    this.lastFailureAt = now;
+    const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
+    this.retryAttempt++;
+    this.opts.log(`kubernetes: ${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms`);
+    this.retryTimer = this.opts.clock.setTimeout(() => {
+      this.retryTimer = null;
+      if (!this.stopped) this.run();
+    }, delay);
+  }
+}
+
+function describeError(err: unknown): string {
+  if (err === null || err === undefined) return 'unknown error';
+  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const parts: string[] = [];
+  if (typeof e.statusCode === 'number') parts.push(`HTTP ${e.statusCode}`);
+  else if (typeof e.code === 'number') parts.push(`HTTP ${e.code}`);
+  if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(e.message));
+  if (e.cause && typeof e.cause.code === 'string') parts.push(e.cause.code);
+  else if (e.cause && typeof e.cause.message === 'string') parts.push(firstLine(e.cause.message));
+  return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
+function firstLine(s: string): string {
+  const i = s.indexOf('\n');
+  const line = i === -1 ? s : s.slice(0, i);
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}

@@ -1,0 +1,82 @@
+/**
+ * Pods -> endpoints. A pod serves traffic when it is Running, its Ready condition is True, it
+ * has a pod IP and it is not being deleted. Objects come from a list (typed: timestamps are
+ * Date) or from a watch event (plain JSON); only fields present in both shapes are read.
+ */
+import { isIPv6 } from 'node:net';
+import type { Endpoint } from './resource-types.js';
+
+/** The parts of a v1 Pod this module reads. */
+export interface PodLike {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: unknown;
+  };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: ReadonlyArray<{ type?: string; status?: string }>;
+  };
+}
+
+/** True when the pod may receive traffic now. */
+export function isPodServing(pod: PodLike): boolean {
+  const meta = pod.metadata;
+  const status = pod.status;
+  if (meta === undefined || status === undefined) return false;
+  if (meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null) return false;
+  if (status.phase !== 'Running' || !status.podIP) return false;
+  const conditions = status.conditions;
+  if (conditions === undefined) return false;
+  for (const c of conditions) {
+    if (c.type === 'Ready') return c.status === 'True';
+  }
+  return false;
+}
+
+/**
+ * True when every label of `matchLabels` is on the pod. An empty selector matches nothing:
+ * selecting every pod of a namespace by accident would send inference traffic anywhere.
+ */
+export function podMatches(pod: PodLike, matchLabels: Readonly<Record<string, string>>): boolean {
+  const labels = pod.metadata?.labels;
+  let any = false;
+  for (const key in matchLabels) {
+    any = true;
+    if (labels === undefined || labels[key] !== matchLabels[key]) return false;
+  }
+  return any;
+}
+
+/** The endpoint of a serving pod at `port`; IPv6 hosts get brackets, like parsed `[::1]:8000` addresses. */
+export function podEndpoint(pod: PodLike, port: number): Endpoint {
+  const ip = pod.status?.podIP ?? '';
+  return { name: pod.metadata?.name ?? ip, host: isIPv6(ip) ? `[${ip}]` : ip, port };
+}
+
+/** Pods grouped by namespace, for per-ModelServer selection. */
+export function podsByNamespace(pods: readonly PodLike[]): Map<string, PodLike[]> {
+  const out = new Map<string, PodLike[]>();
+  for (const pod of pods) {
+    const ns = pod.metadata?.namespace ?? 'default';
+    let list = out.get(ns);
+    if (list === undefined) {
+      list = [];
+      out.set(ns, list);
+    }
+    list.push(pod);
+  }
+  return out;
+}
+
+/** Serving pods of `pods` that match `matchLabels`, as endpoints at `port`, sorted by pod name. */
+export function selectEndpoints(pods: readonly PodLike[], matchLabels: Readonly<Record<string, string>>, port: number): Endpoint[] {
+  const out: Endpoint[] = [];
+  for (const pod of pods) {
+    if (podMatches(pod, matchLabels) && isPodServing(pod)) out.push(podEndpoint(pod, port));
+  }
+  out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return out;
+}

@@ -1,0 +1,130 @@
+/**
+ * Builds a routes/servers snapshot from the raw objects the informers hold:
+ * validate each ModelRoute / ModelServer (invalid ones are skipped with a problem naming them),
+ * resolve each ModelServer's endpoints from ready pods (or use spec.endpoints as is), skip routes
+ * that name missing ModelServers, and let the oldest route win a model name
+ * (creationTimestamp, then namespace/name).
+ */
+import { checkReferences, validateResource } from './resources.js';
+import type { Endpoint, ModelRoute, ModelServer } from './resource-types.js';
+import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
+
+export type ResolvedServer = ModelServer & { endpoints: Endpoint[] };
+
+export interface KubernetesSnapshot {
+  routes: ModelRoute[];
+  servers: ResolvedServer[];
+}
+
+export interface BuildResult {
+  snapshot: KubernetesSnapshot;
+  /** One line per skipped resource or unusable field, each naming the resource. */
+  problems: string[];
+}
+
+type Kind = 'ModelRoute' | 'ModelServer';
+type Validated = ModelRoute | ModelServer | { problem: string };
+
+const VERSION = 'v1alpha1';
+
+/** Validates objects once per object identity (an informer replaces the object on every change). */
+export class SnapshotBuilder {
+  private readonly cache = new WeakMap<object, Validated>();
+  private readonly apiVersion: string;
+
+  constructor(private readonly apiGroup: string) {
+    this.apiVersion = `${apiGroup}/${VERSION}`;
+  }
+
+  build(rawRoutes: readonly object[], rawServers: readonly object[], pods: readonly PodLike[]): BuildResult {
+    const problems: string[] = [];
+    const servers = this.validateAll<ModelServer>(rawServers, 'ModelServer', problems);
+    const candidates = this.validateAll<ModelRoute>(rawRoutes, 'ModelRoute', problems);
+
+    const routable: ModelRoute[] = [];
+    for (const route of candidates) {
+      const missing = checkReferences([route], servers);
+      if (missing.length === 0) routable.push(route);
+      else for (const m of missing) problems.push(`${m}; route skipped`);
+    }
+    const routes = oldestPerModel(routable, problems).sort(byKey);
+    const byNs = podsByNamespace(pods);
+    const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
+    return { snapshot: { routes, servers: resolved }, problems };
+  }
+
+  private validateAll<T extends ModelRoute | ModelServer>(raw: readonly object[], kind: Kind, problems: string[]): T[] {
+    const out: T[] = [];
+    for (const obj of raw) {
+      let v = this.cache.get(obj);
+      if (v === undefined) {
+        v = this.validate(obj, kind);
+        this.cache.set(obj, v);
+      }
+      if ('problem' in v) problems.push(v.problem);
+      else out.push(v as T);
+    }
+    return out;
+  }
+
+  private validate(obj: object, kind: Kind): Validated {
+    // Items of some list responses carry no apiVersion/kind; the informer tells us which it is.
+    const o = obj as { apiVersion?: unknown; kind?: unknown };
+    const input = o.apiVersion === undefined || o.kind === undefined
+      ? { ...obj, apiVersion: o.apiVersion ?? this.apiVersion, kind: o.kind ?? kind }
+      : obj;
+    try {
+      const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
+      if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch; skipped` };
+      return res;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      return { problem: `${message}; skipped` };
+    }
+  }
+}
+
+function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, problems: string[]): ResolvedServer {
+  if (server.endpoints !== null) return { ...server, endpoints: server.endpoints };
+  const selector = server.workloadSelector;
+  if (selector === null) {
+    problems.push(`kubernetes (ModelServer ${server.key}): spec: has neither endpoints nor workloadSelector; it has no endpoints`);
+    return { ...server, endpoints: [] };
+  }
+  if (Object.keys(selector.matchLabels).length === 0) {
+    problems.push(`kubernetes (ModelServer ${server.key}): spec.workloadSelector.matchLabels: is empty, so it selects no pods`);
+    return { ...server, endpoints: [] };
+  }
+  if (server.workloadPort === null) {
+    problems.push(`kubernetes (ModelServer ${server.key}): spec.workloadPort.port: is required with workloadSelector; it has no endpoints`);
+    return { ...server, endpoints: [] };
+  }
+  const pods = podsByNs.get(server.namespace) ?? [];
+  return { ...server, endpoints: selectEndpoints(pods, selector.matchLabels, server.workloadPort) };
+}
+
+/** Keeps the oldest route per model name; reports the others. */
+function oldestPerModel(routes: ModelRoute[], problems: string[]): ModelRoute[] {
+  const sorted = [...routes].sort(byAge);
+  const winners = new Map<string, ModelRoute>();
+  for (const route of sorted) {
+    const owner = winners.get(route.modelName);
+    if (owner === undefined) {
+      winners.set(route.modelName, route);
+      continue;
+    }
+    problems.push(`kubernetes (ModelRoute ${route.key}): spec.modelName: model name ${JSON.stringify(route.modelName)} is already served by the older ModelRoute ${owner.key}; route skipped`);
+  }
+  return [...winners.values()];
+}
+
+function byAge(a: ModelRoute, b: ModelRoute): number {
+  const ta = a.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(a.creationTimestamp);
+  const tb = b.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(b.creationTimestamp);
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return byKey(a, b);
+}
+
+function byKey(a: { key: string }, b: { key: string }): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}

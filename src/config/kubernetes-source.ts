@@ -1,0 +1,196 @@
+/**
+ * The Kubernetes resource source: watches ModelRoutes and ModelServers (`<apiGroup>/v1alpha1`)
+ * and Pods, in all namespaces or in one, and emits a routes/servers snapshot whenever any of
+ * them changes (changes coalesced over `debounceMs`, 50 ms by default). ModelServer endpoints
+ * are their ready pods; see kubernetes-snapshot.ts for validation and conflict rules.
+ *
+ * @kubernetes/client-node is imported when start() runs, so importing this module is cheap for
+ * the file source and cannot fail because of the client library.
+ */
+import type { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { systemClock, type SourceClock } from './kubernetes-clock.js';
+import { ResourceInformer } from './kubernetes-informer.js';
+import type { PodLike } from './kubernetes-pods.js';
+import { SnapshotBuilder, type KubernetesSnapshot } from './kubernetes-snapshot.js';
+
+export type { SourceClock } from './kubernetes-clock.js';
+export type { KubernetesSnapshot, ResolvedServer } from './kubernetes-snapshot.js';
+
+export const RESOURCE_VERSION = 'v1alpha1';
+
+export interface KubernetesSourceOptions {
+  /** e.g. networking.serving.volcano.sh */
+  apiGroup: string;
+  /** Watch only this namespace; null = all namespaces. */
+  namespace: string | null;
+  /** Defaults to KubeConfig.loadFromDefault(): $KUBECONFIG, ~/.kube/config, then in-cluster. */
+  kubeConfig?: KubeConfig;
+  log: (msg: string) => void;
+  clock?: SourceClock;
+  /** Coalescing window for changes in ms (default 50). */
+  debounceMs?: number;
+}
+
+type SnapshotListener = (s: KubernetesSnapshot) => void;
+type Obj = KubernetesObject & object;
+
+export class KubernetesSource {
+  private readonly opts: KubernetesSourceOptions;
+  private readonly clock: SourceClock;
+  private readonly debounceMs: number;
+  private readonly builder: SnapshotBuilder;
+  private readonly listeners: SnapshotListener[] = [];
+  private informers: ResourceInformer<Obj>[] = [];
+  private routes: ResourceInformer<Obj> | null = null;
+  private servers: ResourceInformer<Obj> | null = null;
+  private pods: ResourceInformer<Obj> | null = null;
+  private state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
+  private isSynced = false;
+  private syncWaiter: { resolve: () => void; reject: (err: Error) => void } | null = null;
+  private timer: unknown = null;
+  private current: KubernetesSnapshot | null = null;
+  private currentJson = '';
+  private reported = new Set<string>();
+
+  constructor(opts: KubernetesSourceOptions) {
+    this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
+    this.debounceMs = opts.debounceMs ?? 50;
+    this.builder = new SnapshotBuilder(opts.apiGroup);
+  }
+
+  /** True once the first full list of all three kinds has been applied (start() resolved). */
+  get synced(): boolean {
+    return this.isSynced;
+  }
+
+  /** The last emitted snapshot, or null before the first sync. */
+  get snapshot(): KubernetesSnapshot | null {
+    return this.current;
+  }
+
+  /** Called with every new snapshot (the first one before start() resolves). */
+  onSnapshot(cb: SnapshotListener): void {
+    this.listeners.push(cb);
+  }
+
+  /**
+   * Starts watching; resolves after the first full sync of ModelRoutes, ModelServers and Pods.
+   * Failures are retried with backoff (and logged), so this waits until the API answers.
+   * Rejects if stop() is called first.
+   */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`KubernetesSource.start(): already ${this.state}`);
+    this.state = 'starting';
+    const k8s = await import('@kubernetes/client-node');
+    if (this.isStopped()) throw new Error('KubernetesSource stopped before the first sync');
+    let kc = this.opts.kubeConfig;
+    if (kc === undefined) {
+      kc = new k8s.KubeConfig();
+      kc.loadFromDefault();
+    }
+    const server = kc.getCurrentCluster()?.server;
+    if (server === undefined) throw new Error('kubernetes: the kubeconfig has no current cluster');
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const { apiGroup, namespace } = this.opts;
+    const common = {
+      k8s, kubeConfig: kc, clock: this.clock, log: this.opts.log,
+      onChange: () => this.changed(), onListed: () => this.listed(),
+    };
+    this.routes = new ResourceInformer<Obj>({ ...common, name: 'modelroutes', ...customList(custom, apiGroup, namespace, 'modelroutes') });
+    this.servers = new ResourceInformer<Obj>({ ...common, name: 'modelservers', ...customList(custom, apiGroup, namespace, 'modelservers') });
+    this.pods = new ResourceInformer<Obj>({ ...common, name: 'pods', ...podList(core, namespace) });
+    this.informers = [this.routes, this.servers, this.pods];
+
+    const synced = new Promise<void>((resolve, reject) => {
+      this.syncWaiter = { resolve, reject };
+    });
+    this.opts.log(`kubernetes: watching ModelRoutes and ModelServers (${apiGroup}/${RESOURCE_VERSION}) and Pods in ${namespace === null ? 'all namespaces' : `namespace ${namespace}`} at ${server}`);
+    for (const inf of this.informers) inf.start();
+    await synced;
+  }
+
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
+    this.timer = null;
+    if (this.syncWaiter !== null) {
+      this.syncWaiter.reject(new Error('KubernetesSource stopped before the first sync'));
+      this.syncWaiter = null;
+    }
+    await Promise.all(this.informers.map((inf) => inf.stop()));
+  }
+
+  private isStopped(): boolean {
+    return this.state === 'stopped';
+  }
+
+  private listed(): void {
+    if (this.isSynced || this.isStopped()) return;
+    if (!this.informers.every((inf) => inf.listed)) return;
+    this.isSynced = true;
+    this.state = 'running';
+    this.emit();
+    const waiter = this.syncWaiter;
+    this.syncWaiter = null;
+    waiter?.resolve();
+  }
+
+  private changed(): void {
+    if (!this.isSynced || this.timer !== null || this.isStopped()) return;
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = null;
+      if (!this.isStopped()) this.emit();
+    }, this.debounceMs);
+  }
+
+  /** Builds a snapshot; logs new problems; calls listeners when the snapshot differs from the last. */
+  private emit(): void {
+    if (this.routes === null || this.servers === null || this.pods === null) return;
+    const { snapshot, problems } = this.builder.build(
+      this.routes.objects(), this.servers.objects(), this.pods.objects() as readonly PodLike[],
+    );
+    const now = new Set(problems);
+    for (const p of now) if (!this.reported.has(p)) this.opts.log(p);
+    this.reported = now;
+    const json = JSON.stringify(snapshot);
+    if (json === this.currentJson) return;
+    this.current = snapshot;
+    this.currentJson = json;
+    const endpoints = snapshot.servers.reduce((n, s) => n + s.endpoints.length, 0);
+    this.opts.log(`kubernetes: snapshot: ${snapshot.routes.length} routes, ${snapshot.servers.length} servers, ${endpoints} ready endpoints`);
+    for (const cb of this.listeners) {
+      try {
+        cb(snapshot);
+      } catch (err) {
+        this.opts.log(`kubernetes: snapshot listener failed: ${(err as Error)?.stack ?? String(err)}`);
+      }
+    }
+  }
+}
+
+function customList(api: CustomObjectsApi, group: string, namespace: string | null, plural: string): {
+  path: string; list: () => Promise<KubernetesListObject<Obj>>;
+} {
+  const version = RESOURCE_VERSION;
+  if (namespace === null) {
+    return {
+      path: `/apis/${group}/${version}/${plural}`,
+      list: () => api.listClusterCustomObject({ group, version, plural }) as Promise<KubernetesListObject<Obj>>,
+    };
+  }
+  return {
+    path: `/apis/${group}/${version}/namespaces/${encodeURIComponent(namespace)}/${plural}`,
+    list: () => api.listNamespacedCustomObject({ group, version, namespace, plural }) as Promise<KubernetesListObject<Obj>>,
+  };
+}
+
+function podList(api: CoreV1Api, namespace: string | null): { path: string; list: () => Promise<KubernetesListObject<Obj>> } {
+  if (namespace === null) return { path: '/api/v1/pods', list: () => api.listPodForAllNamespaces() };
+  return {
+    path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+    list: () => api.listNamespacedPod({ namespace }),
+  };
+}
