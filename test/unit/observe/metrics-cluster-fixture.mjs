@@ -1,0 +1,73 @@
+// A tiny node:cluster router stand-in over the compiled dist modules (npx tsc -p tsconfig.json):
+// the primary aggregates metrics and hosts the local rate limiter (so `rl:` IPC traffic flows
+// next to `metrics:` traffic, and prom-client's own AggregatorRegistry listener is attached too);
+// each worker observes a known set of requests and serves GET /metrics on the shared port.
+// Usage: node metrics-cluster-fixture.mjs <port>
+import cluster from 'node:cluster';
+import { createRequire } from 'node:module';
+
+const dist = new URL('../../../dist/', import.meta.url);
+const { RouterMetrics } = await import(new URL('observe/metrics.js', dist).href);
+const { attachMetricsPrimary, metricsHandler } = await import(new URL('observe/metrics-cluster.js', dist).href);
+const { RequestContext } = await import(new URL('http/request-context.js', dist).href);
+const port = Number(process.argv[2]);
+
+/** What each worker observes: [model, route, status, error type, input tokens]. */
+const TRAFFIC = {
+  1: [
+    ...Array(3).fill(['sf-model', 'default/sf-route', 200, null, 10]),
+    ['sf-model', 'default/sf-route', 429, 'rate_limit', 10],
+  ],
+  2: [
+    ...Array(5).fill(['sf-model', 'default/sf-route', 200, null, 10]),
+    ...Array(2).fill(['nope', '', 404, 'model_not_found', 0]),
+  ],
+};
+
+if (cluster.isPrimary) {
+  const { CounterStore } = await import(new URL('ratelimit/counter-store.js', dist).href);
+  const { attachLocalLimitHost } = await import(new URL('ratelimit/local-limit-host.js', dist).href);
+  const { AggregatorRegistry } = createRequire(import.meta.url)('prom-client');
+  new AggregatorRegistry(); // its cluster listener must ignore our messages (and we its)
+  attachMetricsPrimary(cluster, { timeoutMs: 3000 });
+  attachLocalLimitHost(cluster, new CounterStore());
+  let ready = 0;
+  cluster.on('message', (w, m) => {
+    if (m?.t === 'fixture:ready' && ++ready === 2) process.stdout.write('READY\n');
+  });
+  for (const i of [1, 2]) {
+    const w = cluster.fork({ WORKER_INDEX: String(i) });
+    w.on('online', () => process.stdout.write(`WORKER ${i} ${w.process.pid}\n`));
+  }
+  process.on('SIGTERM', () => {
+    for (const w of Object.values(cluster.workers)) w?.process.kill('SIGKILL');
+    process.exit(0);
+  });
+} else {
+  const index = Number(process.env.WORKER_INDEX);
+  const uws = createRequire(import.meta.url)('uWebSockets.js');
+  const { LocalLimitClient } = await import(new URL('ratelimit/local-limit-client.js', dist).href);
+  const metrics = new RouterMetrics({ defaultMetrics: false });
+  metrics.bindSources({ inflightByPod: () => [{ name: 'pod-a', inflight: index }] });
+  for (const [model, route, status, error, input] of TRAFFIC[index]) {
+    const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'r', Date.now(), 1000);
+    ctx.modelName = model;
+    ctx.modelRoute = route;
+    ctx.statusCode = status;
+    if (error !== null) ctx.fail(error, 'x', status);
+    ctx.inputTokens = input;
+    ctx.tEnd = 1100;
+    metrics.observeRequest(ctx, null);
+  }
+  // Rate limit IPC traffic on the same channel during scrapes.
+  const limiter = new LocalLimitClient();
+  const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null };
+  setInterval(() => void limiter.admit(`noise/${index}`, spec, 1).catch(() => {}), 2).unref();
+  uws.App().get('/metrics', metricsHandler(metrics)).listen('127.0.0.1', port, (sock) => {
+    if (!sock) {
+      process.stderr.write(`worker ${index}: cannot listen on ${port}\n`);
+      process.exit(1);
+    }
+    process.send({ t: 'fixture:ready' });
+  });
+}

@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const FIXTURE = new URL('./metrics-cluster-fixture.mjs', import.meta.url).pathname;
+
+function checkBuilt(): void {
+  for (const name of ['metrics', 'metrics-cluster', 'metrics-series']) {
+    const src = `${ROOT}src/observe/${name}.ts`;
+    const out = `${ROOT}dist/observe/${name}.js`;
+    if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
+      throw new Error(`${out} is missing or older than ${src}: build first with \`npx tsc -p tsconfig.json\``);
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function sample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  return undefined;
+}
+
+async function scrape(url: string): Promise<string> {
+  const r = await fetch(url, { headers: { connection: 'close' } });
+  expect(r.status).toBe(200);
+  expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return r.text();
+}
+
+describe('metrics across node:cluster workers (compiled dist)', () => {
+  let child: ChildProcess;
+  let out = '';
+  let err = '';
+  let url = '';
+
+  beforeAll(async () => {
+    checkBuilt();
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}/metrics`;
+    child = spawn(process.execPath, [FIXTURE, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+    for (let i = 0; i < 1500 && !out.includes('READY'); i++) {
+      if (child.exitCode !== null) throw new Error(`fixture exited ${child.exitCode}: ${err}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    if (!out.includes('READY')) throw new Error(`fixture not ready: ${out} ${err}`);
+  });
+  afterAll(() => {
+    child?.kill('SIGTERM');
+  });
+
+  it('every worker answers with the sum over both workers', async () => {
+    const R = 'route="default/sf-route"';
+    for (let i = 0; i < 8; i++) {
+      const t = await scrape(url);
+      expect(sample(t, `inference_router_requests_total{model="sf-model",${R},status="200",error_type=""}`)).toBe(8);
+      expect(sample(t, `inference_router_requests_total{model="sf-model",${R},status="429",error_type="rate_limit"}`)).toBe(1);
+      expect(sample(t, 'inference_router_requests_total{model="(unknown)",route="",status="404",error_type="model_not_found"}')).toBe(2);
+      expect(sample(t, `inference_router_input_tokens_total{${R}}`)).toBe(90);
+      expect(sample(t, `inference_router_request_duration_seconds_count{${R}}`)).toBe(9);
+      expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.1"}`)).toBe(9);
+      expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.05"}`)).toBe(0);
+      expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(3);
+      expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(2);
+      expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
+    }
+    expect(err).toBe('');
+  });
+
+  it('a worker that died is left out at once, not after a timeout', async () => {
+    const m = /WORKER 2 (\d+)/.exec(out);
+    expect(m).not.toBeNull();
+    process.kill(Number(m![1]), 'SIGKILL');
+    // Once the primary saw the exit, scrapes hold worker 1's counts only.
+    let t = '';
+    for (let i = 0; i < 200; i++) {
+      // A connection the kernel still hands to the dead worker's socket is reset: try again.
+      t = await scrape(url).catch(() => '');
+      if (sample(t, 'inference_router_metrics_scrape_workers{state="answered"}') === 1) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(1);
+    // Not counted as missing: its exit removed it, no timeout was waited for.
+    expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
+    expect(sample(t, 'inference_router_requests_total{model="sf-model",route="default/sf-route",status="200",error_type=""}')).toBe(3);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(1);
+  });
+});
