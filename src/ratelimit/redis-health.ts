@@ -69,7 +69,9 @@ export class StoreHealth {
         ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
         : `rate limit store ${name} is unavailable (${reason}); failure mode "${failureMode}" applies until it answers again`,
     );
-    this.scheduleProbe();
+    // The first ping goes out at once: a failure caused by a stall of this process (event loop
+    // lag past the timeout) rather than by Redis then costs one round trip, not a probe interval.
+    this.scheduleProbe(0);
   }
 
   markUp(): void {
@@ -98,9 +100,9 @@ export class StoreHealth {
     for (const w of waiters) w();
   }
 
-  private scheduleProbe(): void {
+  private scheduleProbe(delayMs = this.opts.probeIntervalMs): void {
     if (this.closed || this.probeTimer !== null || this.probing) return;
-    this.probeTimer = setTimeout(this.probe, this.opts.probeIntervalMs);
+    this.probeTimer = setTimeout(this.probe, delayMs);
     this.probeTimer.unref();
   }
 

@@ -193,6 +193,7 @@ describe('RedisLimiter against a real redis-server', () => {
       open.push(denied);
       await expect(denied.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
       expect(denied.healthy).toBe(false);
+      await until('the outage line', () => logs.length > 0);
       expect(logs.join('\n')).toMatch(/WRONGPASS|invalid|unreachable/i);
     } finally {
       await secured.stop();
