@@ -1,6 +1,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { RequestContext } from './request-context.js';
 import type { Decision } from '../ratelimit/limiter.js';
+import { drainState } from './drain-state.js';
 
 /**
  * One inference request in flight: the uWS response, the log context and what the pipeline
@@ -25,8 +26,8 @@ export class Exchange {
   decision: Decision | null = null;
   /** Set by the front when the client aborts; the pipeline's upstream call listens to it. */
   onClientGone: (() => void) | null = null;
-  /** Close the connection after the answer (draining). */
-  closeConnection = false;
+  /** Close the connection after the answer (oversized body); also always while draining. */
+  forceClose = false;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;
@@ -39,6 +40,10 @@ export class Exchange {
 
   header(name: string): string {
     return this.matchHeaders?.get(name) ?? '';
+  }
+
+  get closeConnection(): boolean {
+    return this.forceClose || drainState.draining;
   }
 
   /** True while the client can still be written to. */

@@ -54,7 +54,6 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = randomUUID();
     const ctx = new RequestContext(method.toUpperCase(), query ? `${url}?${query}` : url, 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
-    if (h.draining()) x.closeConnection = true;
 
     res.onAborted(() => {
       ctx.aborted = true;
@@ -72,7 +71,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       return;
     }
     if (contentLength > h.maxBodyBytes) {
-      x.closeConnection = true;
+      x.forceClose = true;
       sendError(x, tooLarge(h.maxBodyBytes));
       h.finish(x);
       return;
@@ -95,7 +94,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     const chunk = Buffer.from(ab);
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
-      x.closeConnection = true;
+      x.forceClose = true;
       sendError(x, size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length'));
       h.finish(x);
       return;

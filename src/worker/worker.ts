@@ -1,6 +1,7 @@
 import type { RouterSettings } from '../config/settings.js';
 import type { ResourceSnapshot } from '../config/resource-types.js';
 import { buildApp } from '../http/app.js';
+import { drainState } from '../http/drain-state.js';
 import type { Exchange } from '../http/exchange.js';
 import { loadUws } from '../http/uws.js';
 import { createAccessLog } from '../observe/access-log.js';
@@ -41,10 +42,12 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   let drainResolve: (() => void) | null = null;
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
 
+  let finished = 0;
   const finish = (x: Exchange): void => {
     const ctx = x.ctx;
     ctx.tEnd = performance.now();
     accessLog.log(recordFromContext(ctx));
+    finished++;
     inflight--;
     if (draining && inflight === 0 && drainResolve !== null) drainResolve();
   };
@@ -90,6 +93,7 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   const drain = async (): Promise<void> => {
     if (draining) return;
     draining = true;
+    drainState.draining = true;
     ready = false;
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
@@ -99,7 +103,14 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
         setTimeout(resolve, settings.drainTimeoutMs).unref();
       });
     }
-    await accessLog.flush();
+    // Keep-alive connections opened before the drain may still carry one last request (answered
+    // with connection: close). Exit only once a flush saw no new record and nothing is in flight.
+    for (let i = 0; i < 100; i++) {
+      const before = finished;
+      await accessLog.flush();
+      if (inflight === 0 && finished === before) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     await Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close()]);
     process.exit(0);
   };

@@ -1,0 +1,247 @@
+import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend } from '../helpers/processes.js';
+
+const FIELDS = ['timestamp', 'method', 'path', 'protocol', 'status_code', 'model_name', 'model_route', 'model_server', 'selected_pod',
+  'request_id', 'input_tokens', 'output_tokens', 'duration_total', 'duration_request_processing', 'duration_upstream_processing',
+  'duration_response_processing'];
+
+function lines(text: string): string[] {
+  return text.split('\n').filter((l) => l.length > 0);
+}
+
+function records(file: string): any[] {
+  return existsSync(file) ? lines(readFileSync(file, 'utf8')).map((l) => JSON.parse(l)) : [];
+}
+
+describe('access log over the built router (2 workers)', () => {
+  let mock: MockBackend;
+  let deadPort: number;
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    deadPort = await freePort();
+  });
+  afterAll(async () => {
+    await mock?.kill();
+  });
+
+  function resources(): string {
+    return resourcesFor([{ name: 'pod-a', port: mock.port }], {
+      timeout: '400ms',
+      rateLimit: '    inputTokensPerUnit: 9\n    unit: day',
+      extraRoutes: `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: dead, namespace: default }
+spec: { endpoints: [{ name: dead-1, address: "127.0.0.1:${deadPort}" }] }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: none, namespace: default }
+spec: {}
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: dead-route, namespace: default }
+spec: { modelName: dead-model, rules: [{ name: r, targetModels: [{ modelServerName: dead }] }] }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: none-route, namespace: default }
+spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerName: none }] }] }
+`,
+    });
+  }
+
+  it('json to a file: one record per request for every outcome, exact fields in order', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      const u = `${router.url}/v1/completions`;
+      const sent: { id: string; expect: [number, string | null] }[] = [];
+      const send = async (id: string, body: unknown, status: number, type: string | null, path = u, headers: Record<string, string> = {}) => {
+        const r = await postJson(path, body, { 'x-request-id': id, ...headers });
+        await r.text();
+        expect(r.status, id).toBe(status);
+        sent.push({ id, expect: [status, type] });
+      };
+      await send('ok-1', { model: 'sf-model', prompt: 'San Francisco is a' }, 200, null, `${u}?a=1&b=two`);
+      await send('bad-json', '{', 400, 'invalid_request');
+      await send('unknown', { model: 'nope', prompt: 'x' }, 404, 'model_not_found');
+      await send('ok-2', { model: 'sf-model', prompt: 'x' }, 200, null);
+      await send('limited', { model: 'sf-model', prompt: 'San Francisco is a' }, 429, 'rate_limit');
+      await send('dead', { model: 'dead-model', prompt: 'x' }, 502, 'upstream_error');
+      await send('none', { model: 'none-model', prompt: 'x' }, 503, 'upstream_error');
+      await send('upstream-500', { model: 'dead-model' }, 400, 'invalid_request'); // no prompt
+      // Client that goes away before the answer: 499.
+      const ac = new AbortController();
+      const gone = postJson(u, { model: 'dead-model', prompt: 'x' }, { 'x-request-id': 'gone' });
+      void gone.catch(() => undefined);
+      const slow = fetch(u, { method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json', 'x-request-id': 'client-gone', 'x-mock-latency-ms': '300' }, body: JSON.stringify({ model: 'sf-model', prompt: 'x' }) });
+      setTimeout(() => ac.abort(), 100);
+      await slow.catch(() => undefined);
+      await gone.catch(() => undefined);
+      await waitFor('records', () => records(file).length >= sent.length + 2, 5000);
+      const recs = records(file);
+      for (const s of sent) {
+        const rec = recs.filter((r) => r.request_id === s.id);
+        expect(rec, s.id).toHaveLength(1);
+        const [status, type] = s.expect;
+        expect(rec[0].status_code).toBe(status);
+        const keys = Object.keys(rec[0]);
+        if (type === null) {
+          expect(keys).toEqual(FIELDS);
+        } else {
+          expect(keys).toEqual([...FIELDS.slice(0, 5), 'error', ...FIELDS.slice(5)]);
+          expect(rec[0].error.type).toBe(type);
+          expect(rec[0].error.message.length).toBeGreaterThan(0);
+        }
+      }
+      const ok = recs.find((r) => r.request_id === 'ok-1');
+      expect(ok).toMatchObject({
+        method: 'POST', path: '/v1/completions?a=1&b=two', protocol: 'HTTP/1.1', model_name: 'sf-model',
+        model_route: 'default/sf-route', model_server: 'default/sf-server', selected_pod: 'pod-a', input_tokens: 5, output_tokens: 16,
+      });
+      expect(ok.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      for (const k of FIELDS.filter((f) => f.startsWith('duration_'))) expect(Number.isInteger(ok[k])).toBe(true);
+      expect(recs.find((r) => r.request_id === 'limited').error.message).toBe('input token rate limit exceeded');
+      expect(recs.find((r) => r.request_id === 'unknown')).toMatchObject({ model_name: 'nope', model_route: '', selected_pod: '' });
+      const goneRec = recs.find((r) => r.request_id === 'client-gone');
+      expect(goneRec.status_code).toBe(499);
+      expect(goneRec.error.type).toBe('client_closed');
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('504 timeout record: message and output_tokens 0', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-latency-ms': '2000', 'x-request-id': 'slow' });
+      expect(r.status).toBe(504);
+      await waitFor('record', () => records(file).length === 1, 5000);
+      const rec = records(file)[0];
+      expect(rec.error).toEqual({ type: 'timeout', message: 'inference timed out after 0.4s' });
+      expect(rec.output_tokens).toBe(0);
+      expect(rec.duration_upstream_processing).toBeGreaterThanOrEqual(390);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('text to stdout and to stderr, one line per record, escaped values', async () => {
+    for (const output of ['stdout', 'stderr'] as const) {
+      const router = await startRouter(resources(), { env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_OUTPUT: output } });
+      try {
+        await (await postJson(`${router.url}/v1/completions?q=1`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'text-ok' })).text();
+        await (await postJson(`${router.url}/v1/completions`, { model: 'evil\nmodel_name=forged', prompt: 'x' }, { 'x-request-id': 'text-evil' })).text();
+        const read = output === 'stdout' ? router.stdout : router.stderr;
+        await waitFor('two records', () => lines(read()).filter((l) => /^\[\d{4}-/.test(l)).length >= 2, 5000);
+        const recs = lines(read()).filter((l) => /^\[\d{4}-/.test(l));
+        expect(recs[0]).toMatch(/^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] "POST \/v1\/completions\?q=1 HTTP\/1\.1" 200 model_name=sf-model model_route=default\/sf-route model_server=default\/sf-server selected_pod=pod-a request_id=text-ok tokens=\d+\/16 timings=\d+ms\(\d+\+\d+\+\d+\)$/);
+        expect(recs[1]).toMatch(/^\[[^\]]+\] "POST \/v1\/completions HTTP\/1\.1" 404 error=model_not_found:\S+ model_name=\S+ model_route=- model_server=- selected_pod=- request_id=text-evil tokens=\d+\/0 timings=/);
+        expect(recs[1].match(/ model_name=/g)).toHaveLength(1);
+        expect(recs).toHaveLength(2);
+      } finally {
+        await router.kill();
+      }
+    }
+  });
+
+  it('ACCESS_LOG_ENABLED=false writes nothing', async () => {
+    const router = await startRouter(resources(), { env: { ACCESS_LOG_ENABLED: 'false' } });
+    try {
+      await (await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' })).text();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(router.stdout()).toBe('');
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('SIGHUP reopens the file (logrotate)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      await (await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }, { 'x-request-id': 'before' })).text();
+      await waitFor('first record', () => records(file).length === 1, 5000);
+      renameSync(file, `${file}.1`);
+      router.child.kill('SIGHUP');
+      await waitFor('new file', () => existsSync(file), 5000);
+      await (await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }, { 'x-request-id': 'after' })).text();
+      await waitFor('record in the new file', () => records(file).length === 1, 5000);
+      expect(records(file)[0].request_id).toBe('after');
+      expect(records(`${file}.1`).map((r) => r.request_id)).toEqual(['before']);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('SIGTERM under load: every answered request has its record', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const pool = new Pool(router.url, { connections: 32 });
+    let answered = 0;
+    let stop = false;
+    const loops = Array.from({ length: 32 }, async () => {
+      while (!stop) {
+        try {
+          const r = await pool.request({ path: '/v1/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"sf-model","prompt":"x"}' });
+          await r.body.text();
+          answered++;
+        } catch {
+          return;
+        }
+      }
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    router.child.kill('SIGTERM');
+    const code = await router.exited;
+    stop = true;
+    await Promise.all(loops);
+    await pool.close().catch(() => undefined);
+    expect(code).toBe(0);
+    expect(answered).toBeGreaterThan(50);
+    const recs = records(file);
+    expect(recs.filter((r) => r.status_code === 200).length).toBeGreaterThanOrEqual(answered);
+    expect(recs.length).toBeLessThanOrEqual(answered + 32); // at most the in-flight ones cut by the client stop
+  });
+
+  it('stress: stdout piped, 2 workers, 20k requests: every line parses and the count matches', async () => {
+    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout' } });
+    const pool = new Pool(router.url, { connections: 64, pipelining: 1 });
+    const total = 20_000;
+    let next = 0;
+    try {
+      await Promise.all(Array.from({ length: 64 }, async () => {
+        while (next < total) {
+          const i = next++;
+          const r = await pool.request({
+            path: `/v1/completions?i=${i}`, method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': `s-${i}` },
+            body: i % 10 === 0 ? '{"model":"nope","prompt":"x"}' : `{"model":"sf-model","prompt":"${'y'.repeat(i % 300)}"}`,
+          });
+          await r.body.text();
+        }
+      }));
+      await waitFor('all records', () => lines(router.stdout()).length >= total, 20_000);
+      const all = lines(router.stdout());
+      expect(all.length).toBe(total);
+      const ids = new Set<string>();
+      for (const l of all) {
+        const rec = JSON.parse(l);
+        ids.add(rec.request_id);
+      }
+      expect(ids.size).toBe(total);
+    } finally {
+      await pool.close();
+      await router.kill();
+    }
+  }, 180_000);
+});
