@@ -65,6 +65,15 @@ describe('bounded segments', () => {
     }
   });
 
+  it('counts hostile runs inline in bounded pieces (one letter, spaces, line breaks)', () => {
+    // Uncut, each of these takes tens of seconds; in 256-character pieces they are cheap.
+    expect(bpeCountText('a'.repeat(200_000))).toBe(25_000);
+    const spaces = bpeCountText(' '.repeat(200_000));
+    expect(Number.isSafeInteger(spaces) && spaces > 0).toBe(true);
+    const breaks = bpeCountText('\n'.repeat(200_000));
+    expect(Number.isSafeInteger(breaks) && breaks > 0).toBe(true);
+  });
+
   it('never splits a surrogate pair', () => {
     const text = 'x' + '🙂'.repeat(1000);
     for (const p of segments(text)) {

@@ -97,6 +97,22 @@ describe('hostile prompts', () => {
     expect(n).toBe(25_000);
   });
 
+  it.each([
+    ['200 KB of random base64', () => base64(200_000)],
+    ['200 KB of spaces', () => ' '.repeat(200_000)],
+    ['200 KB of one emoji', () => '🙂'.repeat(100_000)],
+  ])('%s: pooled, answered with a finite count, bpe or a counted chars fallback', async (_label, make) => {
+    const c = await readyCounter({});
+    const prompt = make();
+    const pending = c.countRequest({ prompt }, 'completions');
+    expect(pending).toBeInstanceOf(Promise);
+    const n = await pending;
+    expectCount(n);
+    expect(c.stats.pooled).toBe(1);
+    if (c.stats.fallbacks === 1) expect(n).toBe(Math.ceil(prompt.length / 4));
+    else expect(c.stats.fallbacks).toBe(0);
+  });
+
   it('stops counting at the budget, falls back to chars, and leaves the thread free for the next prompt', async () => {
     // 4 MB of random base64 needs seconds of BPE; the budget is 200 ms.
     const c = await readyCounter({ ROUTER_TOKENIZER_POOL_SIZE: '1', ROUTER_TOKENIZER_QUEUE: '4', ROUTER_TOKENIZER_BUDGET_MS: '200' });
