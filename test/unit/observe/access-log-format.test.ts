@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { AccessRecord } from '../../../src/observe/access-record.js';
 import {
@@ -248,5 +249,41 @@ describe('records longer than 4 KiB', () => {
   it('short records are not touched', () => {
     expect(formatJson(ok)).not.toContain(TRUNCATION_MARKER);
     expect(formatText(ok)).not.toContain(TRUNCATION_MARKER);
+  });
+});
+
+describe('docs/access-log.md examples', () => {
+  const doc = readFileSync(new URL('../../../docs/access-log.md', import.meta.url), 'utf8');
+  const jsonLines = doc.split('\n').filter((l) => l.startsWith('{"timestamp"'));
+  const textLines = doc.split('\n').filter((l) => /^\[\d{4}-/.test(l));
+
+  it('has examples of both formats', () => {
+    expect(jsonLines.length).toBeGreaterThanOrEqual(2);
+    expect(textLines.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('JSON examples are exactly what formatJson writes', () => {
+    for (const line of jsonLines) {
+      const o = JSON.parse(line);
+      const r: AccessRecord = { ...o, timestamp: Date.parse(o.timestamp), error: o.error ?? null };
+      expect(formatJson(r)).toBe(line);
+    }
+  });
+
+  it('text examples are exactly what formatText writes', () => {
+    for (const line of textLines) {
+      const p = parseTextLine(line);
+      const [input, output] = p.tokens.split('/').map(Number);
+      const [total, req, up, resp] = p.timings.match(/\d+/g)!.map(Number);
+      const r: AccessRecord = {
+        timestamp: Date.parse(p.timestamp), method: p.method, path: p.path, protocol: p.protocol,
+        status_code: p.status, error: p.error,
+        model_name: p.fields.model_name!, model_route: p.fields.model_route!, model_server: p.fields.model_server!,
+        selected_pod: p.fields.selected_pod!, request_id: p.fields.request_id!,
+        input_tokens: input!, output_tokens: output!, duration_total: total!, duration_request_processing: req!,
+        duration_upstream_processing: up!, duration_response_processing: resp!,
+      };
+      expect(formatText(r)).toBe(line);
+    }
   });
 });
