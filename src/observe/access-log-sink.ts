@@ -9,13 +9,19 @@ import { MAX_RECORD_BYTES } from './access-log-format.js';
  * every write(2) it issues holds whole records only (docs/access-log.md, "Guarantees").
  *
  * How sonic-boom 5.0.2 (index.js) cuts writes, and why whole records survive:
- * - `write(data)` (buffer mode, `writeBuffer`) adds `data` to its last queued chunk only when the
- *   sum stays <= maxWrite, else starts a new chunk; it never splits `data`. We hand it whole-record batches of at most
- *   `batchBytes` <= maxWrite bytes, so every chunk is whole records and <= maxWrite bytes.
- * - `actualWriteBuffer` issues one fs.write of one chunk (Buffer.concat of its parts); after a short write it writes the rest of
- *   that chunk. A write of <= PIPE_BUF (4096) bytes to a pipe is all-or-nothing (EAGAIN when
- *   full, which sonic-boom retries with the whole chunk), so on pipes there are no short writes.
- * - `minLength` stays 0: no chunk waits for a size, `flush()` only drains.
+ * - `write(data)` (buffer mode: `writeBuffer`) adds `data` to its last queued chunk only when
+ *   the sum stays <= maxWrite, else starts a new chunk; it never splits `data`. We hand it
+ *   whole-record batches of at most `batchBytes` == maxWrite bytes, so every chunk is whole
+ *   records and <= maxWrite bytes (a single `data` larger than maxWrite would be written
+ *   whole, too: it is never cut, but we never hand one over).
+ * - `actualWriteBuffer` issues one fs.write of one chunk (Buffer.concat of its parts). After a
+ *   short write `release` writes the rest of that chunk; a write of <= PIPE_BUF (4096) bytes to
+ *   a pipe is all-or-nothing (EAGAIN when full, which sonic-boom retries later with the whole
+ *   chunk), so on pipes there are no short writes. Regular files only write short when full.
+ * - `flushSync`/`flushBufferSync` also write queued chunks one by one; we do not call them.
+ * - `minLength` stays 0: no chunk waits for a size; `flush()` only drains.
+ * - `maxLength` is the queue bound: a `write()` that would exceed it is refused with a 'drop'
+ *   event (synchronously), which the writer counts.
  */
 
 /** Output types that keep a write atomic only up to PIPE_BUF: pipes, sockets, terminals. */
