@@ -79,6 +79,9 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
     },
   });
 
+  // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.
+  await tokens.ready();
+
   let listenSocket: unknown = null;
   await new Promise<void>((resolve, reject) => {
     app.listen(settings.host, settings.port, (sock) => {
