@@ -1,0 +1,248 @@
+/**
+ * deploy/: every YAML parses; the kustomizations build with `kubectl kustomize`; the CRD schemas
+ * are structural; the examples pass both the CRD schemas and the router's own validation, and
+ * deliberately bad resources fail both.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { checkReferences, validateResource } from '../../../src/config/resources.js';
+import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
+import { structuralProblems, validateAgainst, type Schema } from './openapi-schema.js';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const DEPLOY = join(ROOT, 'deploy');
+const GROUP = 'networking.serving.volcano.sh';
+const KUBECTL = '/usr/bin/kubectl';
+const hasKubectl = existsSync(KUBECTL);
+
+type Doc = Record<string, any>;
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return yamlFiles(path);
+    return /\.ya?ml$/.test(name) ? [path] : [];
+  });
+}
+
+function parseDocs(text: string, file: string): Doc[] {
+  return parseAllDocuments(text).map((doc, i) => {
+    if (doc.errors.length > 0) throw new Error(`${file}: document ${i + 1}: ${doc.errors[0].message}`);
+    return doc.toJS() as Doc;
+  }).filter((d) => d !== null);
+}
+
+function load(rel: string): Doc[] {
+  const file = join(DEPLOY, rel);
+  return parseDocs(readFileSync(file, 'utf8'), rel);
+}
+
+function crdSchema(file: string): Schema {
+  const [crd] = load(file);
+  return crd.spec.versions[0].schema.openAPIV3Schema as Schema;
+}
+
+const SCHEMAS: Record<string, Schema> = {
+  ModelRoute: crdSchema('crds/modelroutes.yaml'),
+  ModelServer: crdSchema('crds/modelservers.yaml'),
+};
+
+function schemaErrors(obj: Doc): string[] {
+  const schema = SCHEMAS[obj.kind];
+  if (schema === undefined) return [`no CRD for kind ${obj.kind}`];
+  return validateAgainst(schema, obj);
+}
+
+function routerError(obj: Doc): string | null {
+  try {
+    validateResource(obj, 'example', { apiGroup: GROUP });
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+const EXAMPLES = yamlFiles(join(DEPLOY, 'examples'))
+  .filter((f) => !f.endsWith('kustomization.yaml'))
+  .flatMap((f) => parseDocs(readFileSync(f, 'utf8'), relative(DEPLOY, f)));
+
+function kustomize(dir: string): Doc[] {
+  const out = execFileSync(KUBECTL, ['kustomize', join(DEPLOY, dir)], { encoding: 'utf8', timeout: 30_000 });
+  return parseDocs(out, `kubectl kustomize ${dir}`);
+}
+
+test('every YAML file under deploy/ parses', () => {
+  const files = yamlFiles(DEPLOY);
+  expect(files.length).toBeGreaterThanOrEqual(12);
+  for (const f of files) expect(load(relative(DEPLOY, f)).length, f).toBeGreaterThan(0);
+});
+
+describe('CRDs', () => {
+  test.each(['crds/modelroutes.yaml', 'crds/modelservers.yaml'])('%s is a v1 CRD of the group with a structural schema', (file) => {
+    const [crd] = load(file);
+    expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
+    expect(crd.kind).toBe('CustomResourceDefinition');
+    expect(crd.spec.group).toBe(GROUP);
+    expect(crd.metadata.name).toBe(`${crd.spec.names.plural}.${GROUP}`);
+    expect(crd.spec.scope).toBe('Namespaced');
+    expect(crd.spec.versions.map((v: Doc) => v.name)).toEqual(['v1alpha1']);
+    expect(structuralProblems(crd.spec.versions[0].schema.openAPIV3Schema)).toEqual([]);
+  });
+
+  test('the validator is not a tautology: a non-structural schema is reported', () => {
+    expect(structuralProblems({ type: 'object', properties: { a: {} }, additionalProperties: { type: 'string' } })).toHaveLength(2);
+  });
+});
+
+describe('examples', () => {
+  test('there are ModelRoute (local and global limit) and ModelServer examples', () => {
+    const kinds = EXAMPLES.map((d) => d.kind);
+    expect(kinds).toContain('ModelRoute');
+    expect(kinds).toContain('ModelServer');
+    const limits = EXAMPLES.filter((d) => d.kind === 'ModelRoute' && d.spec.rateLimit);
+    expect(limits.some((d) => d.spec.rateLimit.global === undefined)).toBe(true);
+    expect(limits.some((d) => d.spec.rateLimit.global?.redis?.address)).toBe(true);
+  });
+
+  test.each(EXAMPLES.map((d) => [`${d.kind} ${d.metadata.name}`, d]))('%s passes the CRD schema and the router validation', (_name, doc) => {
+    expect(schemaErrors(doc as Doc)).toEqual([]);
+    expect(routerError(doc as Doc)).toBeNull();
+  });
+
+  test('every route target names an example ModelServer', () => {
+    const parsed = EXAMPLES.map((d) => validateResource(d, 'example', { apiGroup: GROUP }));
+    const routes = parsed.filter((r): r is ModelRoute => r.kind === 'ModelRoute');
+    const servers = parsed.filter((r): r is ModelServer => r.kind === 'ModelServer');
+    expect(checkReferences(routes, servers)).toEqual([]);
+  });
+});
+
+describe('bad resources are rejected by the CRD schema and by the router', () => {
+  const route = EXAMPLES.find((d) => d.kind === 'ModelRoute' && d.spec.rateLimit?.global) as Doc;
+  const server = EXAMPLES.find((d) => d.kind === 'ModelServer' && d.spec.workloadSelector) as Doc;
+  const standalone = EXAMPLES.find((d) => d.kind === 'ModelServer' && d.spec.endpoints) as Doc;
+
+  function mutate(base: Doc, change: (d: Doc) => void): Doc {
+    const copy = structuredClone(base);
+    change(copy);
+    return copy;
+  }
+
+  const cases: [string, Doc, RegExp][] = [
+    ['rate limit unit outside the enum', mutate(route, (d) => { d.spec.rateLimit.unit = 'week'; }), /rateLimit\.unit/],
+    ['input token limit 0', mutate(route, (d) => { d.spec.rateLimit.inputTokensPerUnit = 0; }), /inputTokensPerUnit/],
+    ['output token limit not an integer', mutate(route, (d) => { d.spec.rateLimit.outputTokensPerUnit = 1.5; }), /outputTokensPerUnit/],
+    ['rate limit without any token limit', mutate(route, (d) => {
+      delete d.spec.rateLimit.inputTokensPerUnit;
+      delete d.spec.rateLimit.outputTokensPerUnit;
+    }), /rateLimit/],
+    ['rate limit without unit', mutate(route, (d) => { delete d.spec.rateLimit.unit; }), /unit/],
+    ['redis address without port', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'redis'; }), /address/],
+    ['global without redis', mutate(route, (d) => { d.spec.rateLimit.global = {}; }), /redis/],
+    ['weight above 100', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = 101; }), /weight/],
+    ['negative weight', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = -1; }), /weight/],
+    ['no rules', mutate(route, (d) => { d.spec.rules = []; }), /rules/],
+    ['rule without targets', mutate(route, (d) => { d.spec.rules[0].targetModels = []; }), /targetModels/],
+    ['target without modelServerName', mutate(route, (d) => { d.spec.rules[0].targetModels = [{ weight: 5 }]; }), /modelServerName/],
+    ['no modelName', mutate(route, (d) => { delete d.spec.modelName; }), /modelName/],
+    ['uri match with two kinds', mutate(route, (d) => { d.spec.rules[0].modelMatch = { uri: { exact: '/a', prefix: '/b' } }; }), /uri/],
+    ['header match with no kind', mutate(route, (d) => { d.spec.rules[0].modelMatch = { headers: { 'x-a': {} } }; }), /x-a/],
+    ['workload port out of range', mutate(server, (d) => { d.spec.workloadPort.port = 70000; }), /workloadPort\.port/],
+    ['label value not a string', mutate(server, (d) => { d.spec.workloadSelector.matchLabels.tier = 3; }), /matchLabels/],
+    ['timeout that is not a duration', mutate(server, (d) => { d.spec.trafficPolicy.timeout = '30 seconds'; }), /timeout/],
+    ['endpoint address without port', mutate(standalone, (d) => { d.spec.endpoints[0].address = '10.0.0.1'; }), /address/],
+    ['endpoint without name', mutate(standalone, (d) => { delete d.spec.endpoints[0].name; }), /name/],
+    ['duplicate endpoint names', mutate(standalone, (d) => { d.spec.endpoints[1].name = d.spec.endpoints[0].name; }), /endpoints\[1\]/],
+  ];
+
+  test.each(cases)('%s', (_name, doc, field) => {
+    const errors = schemaErrors(doc);
+    expect(errors.length, 'CRD schema should reject it').toBeGreaterThan(0);
+    expect(errors.join('\n')).toMatch(field);
+    const routerMessage = routerError(doc);
+    expect(routerMessage, 'router validation should reject it').not.toBeNull();
+  });
+
+  test('an unknown field where the schema does not preserve them is rejected; where it does, it is kept', () => {
+    expect(schemaErrors(mutate(route, (d) => { d.spec.rateLimit.burst = 5; }))).toEqual(['spec.rateLimit.burst: unknown field']);
+    expect(schemaErrors(mutate(route, (d) => { d.spec.parentRefs = [{ name: 'gw' }]; }))).toEqual([]);
+    expect(schemaErrors(mutate(server, (d) => { d.spec.kvConnector = { type: 'nixl' }; }))).toEqual([]);
+  });
+});
+
+describe.skipIf(!hasKubectl)('kustomizations build with kubectl kustomize', () => {
+  test('deploy/crds', () => {
+    expect(kustomize('crds').map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([
+      `CustomResourceDefinition/modelroutes.${GROUP}`, `CustomResourceDefinition/modelservers.${GROUP}`,
+    ]);
+  });
+
+  test('deploy/base: router Deployment, Service, ServiceAccount and read-only RBAC', () => {
+    const docs = kustomize('base');
+    const byKind = (kind: string): Doc => {
+      const found = docs.filter((d) => d.kind === kind);
+      expect(found, kind).toHaveLength(1);
+      return found[0];
+    };
+    const deploy = byKind('Deployment');
+    expect(deploy.metadata.namespace).toBe('inference-router');
+    expect(deploy.spec.replicas).toBe(2);
+    const pod = deploy.spec.template.spec;
+    const [c] = pod.containers;
+    expect(c.image).toBe('inference-router:latest');
+    expect(c.args).toEqual(['--kubernetes']);
+    const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
+    expect(env).toMatchObject({ ROUTER_DRAIN_TIMEOUT: '30s', ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout' });
+    expect(env.ROUTER_WORKERS).toMatch(/^\d+$/);
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(30);
+    expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+    const port = c.ports.find((p: Doc) => p.name === c.readinessProbe.httpGet.port);
+    expect(port.containerPort).toBe(8080);
+    expect(c.resources.requests).toBeDefined();
+    expect(c.resources.limits).toBeDefined();
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    expect(pod.serviceAccountName).toBe(byKind('ServiceAccount').metadata.name);
+
+    const svc = byKind('Service');
+    expect(svc.spec.ports).toEqual([expect.objectContaining({ port: 80, targetPort: 'http' })]);
+    expect(svc.spec.selector).toEqual(deploy.spec.selector.matchLabels);
+
+    const role = byKind('ClusterRole');
+    const grants = role.rules.flatMap((r: Doc) => r.apiGroups.flatMap((g: string) => r.resources.map((res: string) => `${g}/${res}:${[...r.verbs].sort().join(',')}`)));
+    expect(grants.sort()).toEqual([`/pods:get,list,watch`, `${GROUP}/modelroutes:get,list,watch`, `${GROUP}/modelservers:get,list,watch`]);
+    const binding = byKind('ClusterRoleBinding');
+    expect(binding.roleRef.name).toBe(role.metadata.name);
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'inference-router', namespace: 'inference-router' }]);
+  });
+
+  test('deploy/overlays/global-limits: the base plus Redis at the address the global example uses', () => {
+    const docs = kustomize('overlays/global-limits');
+    const names = docs.map((d) => `${d.kind}/${d.metadata.name}`);
+    expect(names).toEqual(expect.arrayContaining(['Deployment/inference-router', 'Deployment/redis', 'Service/redis', 'Service/inference-router']));
+    const redisSvc = docs.find((d) => d.kind === 'Service' && d.metadata.name === 'redis') as Doc;
+    const globalRoute = EXAMPLES.find((d) => d.spec?.rateLimit?.global) as Doc;
+    expect(globalRoute.spec.rateLimit.global.redis.address)
+      .toBe(`${redisSvc.metadata.name}.${redisSvc.metadata.namespace}.svc.cluster.local:${redisSvc.spec.ports[0].port}`);
+  });
+
+  test('deploy/examples', () => {
+    expect(kustomize('examples')).toHaveLength(EXAMPLES.length);
+  });
+});
+
+test('Dockerfile: Node 20 slim, npm ci, build, prune, non-root, node dist/cli.js', () => {
+  const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
+  const from = [...text.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+  expect(from.length).toBeGreaterThan(0);
+  for (const image of from) expect(image).toBe('node:20-bookworm-slim');
+  expect(text).toMatch(/npm ci/);
+  expect(text).toMatch(/tsc -p tsconfig\.json/);
+  expect(text).toMatch(/npm prune --omit=dev/);
+  expect(text).toMatch(/^USER 10001/m);
+  expect(text).toMatch(/^ENTRYPOINT \["node","dist\/cli\.js"\]$/m);
+});
