@@ -1,0 +1,46 @@
+/** Issue 7's goals, evaluated on interleaved samples (reported, never asserted). */
+import type { Goal } from './report.js';
+import { roundRatio, spread, type Sample, type Spread } from './summary.js';
+
+const f2 = (x: number): string => x.toFixed(2);
+const show = (s: Spread, fmt: (x: number) => string): string => (s.n > 1 ? `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})` : fmt(s.median));
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+function ratioGoal(samples: readonly Sample[], name: string, a: string, b: string, atLeast: number): Goal {
+  const r = roundRatio(samples, a, b);
+  return { name, target: `≥ ${atLeast}×`, measured: r === null ? 'not run' : `${show(r, f2)}×`, met: r === null ? null : r.median >= atLeast };
+}
+
+/** Throughput lost by adding a feature: 1 − rps(with)/rps(without), per round. */
+function costGoal(samples: readonly Sample[], name: string, withIt: string, without: string, below: number): Goal {
+  const r = roundRatio(samples, withIt, without);
+  if (r === null) return { name, target: `< ${pct(below)}`, measured: 'not run', met: null };
+  const cost = { median: 1 - r.median, min: 1 - r.max, max: 1 - r.min, n: r.n };
+  return { name, target: `< ${pct(below)}`, measured: show(cost, pct), met: cost.median < below };
+}
+
+export function evaluateGoals(wrk: readonly Sample[], fixedRate: readonly Sample[], fullRouter: string): Goal[] {
+  const goals = [
+    ratioGoal(wrk, 'full router (log + local limit) vs nginx', fullRouter, 'nginx', 0.8),
+    ratioGoal(wrk, 'full router vs bare uWS + undici proxy', fullRouter, 'uws-proxy', 0.8),
+    ratioGoal(wrk, 'full router vs plain Node proxy', fullRouter, 'node-proxy', 1.5),
+    costGoal(wrk, 'local limiter cost (scenario 4 vs 3)', fullRouter, 'router-log', 0.05),
+    costGoal(wrk, 'Redis limiter cost (scenario 5 vs 3)', 'router-global', 'router-log', 0.15),
+    costGoal(wrk, 'access log cost (scenario 3 vs 2)', 'router-log', 'router', 0.05),
+  ];
+  const byRound = new Map<number, { direct?: number; router?: number }>();
+  for (const s of fixedRate) {
+    const e = byRound.get(s.round) ?? {};
+    if (s.scenario === 'direct') e.direct = s.result.latencyMs.p99;
+    if (s.scenario === fullRouter) e.router = s.result.latencyMs.p99;
+    byRound.set(s.round, e);
+  }
+  const added = spread([...byRound.values()].filter((e) => e.direct !== undefined && e.router !== undefined).map((e) => e.router! - e.direct!));
+  goals.push({
+    name: 'p99 added latency at half the full router\'s peak (fixed rate)',
+    target: '< 1 ms',
+    measured: added === null ? 'not run' : `${show(added, (x) => `${f2(x)} ms`)}`,
+    met: added === null ? null : added.median < 1,
+  });
+  return goals;
+}

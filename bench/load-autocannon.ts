@@ -1,0 +1,71 @@
+/**
+ * autocannon (programmatic API) in a child process of its own, so that its CPU is measurable
+ * (reaped-children times) and it never shares an event loop with the orchestrator.
+ *   parent: runAutocannon(spec) spawns `node load-autocannon.js '<spec JSON>'`;
+ *   child:  runs autocannon and prints one JSON line.
+ * Bodies rotate per connection through autocannon's `requests` array. `rate` maps to
+ * autocannon's `overallRate` (fixed-rate, wrk2-style load).
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { LoadResult, LoadSpec } from './load-types.js';
+import { reapedChildrenCpuMs } from './proc-cpu.js';
+
+const MARK = 'AUTOCANNON_JSON ';
+const SELF = fileURLToPath(import.meta.url);
+
+export async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
+  const cpuBefore = reapedChildrenCpuMs();
+  const child = spawn(process.execPath, [SELF, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const loadCpuMs = reapedChildrenCpuMs() - cpuBefore;
+  const line = out.split('\n').find((l) => l.startsWith(MARK));
+  if (code !== 0 || line === undefined) throw new Error(`autocannon failed (exit ${code}) on ${spec.url}:\n${out}`);
+  return { ...(JSON.parse(line.slice(MARK.length)) as Omit<LoadResult, 'loadCpuMs'>), loadCpuMs };
+}
+
+interface AutocannonOut {
+  requests: { total: number };
+  duration: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  latency: { p50: number; p99: number; p99_9: number; mean: number; max: number };
+}
+
+async function child(spec: LoadSpec): Promise<void> {
+  const { default: autocannon } = await import('autocannon');
+  const headers = { 'content-type': 'application/json' };
+  const opts: Record<string, unknown> = {
+    url: spec.url,
+    connections: spec.connections,
+    duration: spec.durationS,
+    method: 'POST',
+    headers,
+    body: spec.bodies[0],
+    timeout: 5,
+  };
+  if (spec.bodies.length > 1) opts.requests = spec.bodies.map((body) => ({ method: 'POST', headers, body }));
+  if (spec.rate !== undefined) opts.overallRate = spec.rate;
+  const r = (await autocannon(opts as never)) as unknown as AutocannonOut;
+  const result: Omit<LoadResult, 'loadCpuMs'> = {
+    tool: 'autocannon',
+    requests: r.requests.total,
+    seconds: r.duration,
+    rps: r.requests.total / r.duration,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    latencyMs: { p50: r.latency.p50, p99: r.latency.p99, p999: r.latency.p99_9, mean: r.latency.mean, max: r.latency.max },
+  };
+  process.stdout.write(`${MARK}${JSON.stringify(result)}\n`);
+}
+
+if (process.argv[1] === SELF) {
+  child(JSON.parse(process.argv[2] ?? 'null') as LoadSpec).catch((err: Error) => {
+    process.stderr.write(`${err.stack ?? err.message}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,27 @@
+/** What a load generator is asked to do and what it reports (wrk and autocannon alike). */
+
+export interface LoadSpec {
+  /** Full URL, e.g. http://127.0.0.1:8080/v1/completions. */
+  readonly url: string;
+  /** JSON request bodies, sent in turn (one body: every request the same). */
+  readonly bodies: readonly string[];
+  readonly connections: number;
+  readonly durationS: number;
+  /** Fixed overall request rate (autocannon only); absent = as fast as possible (closed loop). */
+  readonly rate?: number;
+}
+
+export interface LoadResult {
+  readonly tool: 'wrk' | 'autocannon';
+  /** Completed requests (any status). */
+  readonly requests: number;
+  readonly seconds: number;
+  readonly rps: number;
+  /** Answers other than 2xx/3xx. */
+  readonly non2xx: number;
+  /** Socket errors and timeouts. */
+  readonly errors: number;
+  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly p999: number; readonly mean: number; readonly max: number };
+  /** CPU ms the load generator itself used. */
+  readonly loadCpuMs: number;
+}

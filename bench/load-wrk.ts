@@ -1,0 +1,85 @@
+/**
+ * wrk as a child process: POST bodies from a generated Lua script whose `done()` prints the
+ * summary and latency percentiles (p50/p90/p99/p99.9) as one JSON line, so nothing depends on
+ * parsing wrk's human output. wrk's CPU is read from this process's reaped-children times.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LoadResult, LoadSpec } from './load-types.js';
+import { reapedChildrenCpuMs } from './proc-cpu.js';
+import { tempDir } from './processes.js';
+
+const MARK = 'WRK_JSON ';
+
+function luaString(s: string): string {
+  if (s.includes(']==]')) throw new Error('request body must not contain "]==]"');
+  return `[==[${s}]==]`;
+}
+
+/** The Lua script: a static request for one body (fastest in wrk), `request()` rotation for more. */
+export function wrkScript(bodies: readonly string[]): string {
+  if (bodies.length === 0) throw new Error('wrk needs at least one body');
+  const rotation = bodies.length === 1 ? '' : `
+local bodies = { ${bodies.map(luaString).join(', ')} }
+local reqs = {}
+local i = 0
+init = function(args)
+  for k = 1, #bodies do reqs[k] = wrk.format(nil, nil, nil, bodies[k]) end
+end
+request = function()
+  i = i % #reqs + 1
+  return reqs[i]
+end
+`;
+  return `wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = ${luaString(bodies[0])}
+${rotation}
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('${MARK}{"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},' ..
+    '"latency_us":{"mean":%.3f,"max":%d,"p50":%d,"p99":%d,"p999":%d}}\\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency.mean, latency.max, latency:percentile(50), latency:percentile(99), latency:percentile(99.9)))
+end
+`;
+}
+
+interface WrkJson {
+  requests: number;
+  duration_us: number;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  latency_us: { mean: number; max: number; p50: number; p99: number; p999: number };
+}
+
+let scriptDir: string | null = null;
+
+export async function runWrk(bin: string, spec: LoadSpec, threads = 1): Promise<LoadResult> {
+  if (spec.rate !== undefined) throw new Error('wrk (4.x) has no fixed-rate mode; use autocannon for fixed-rate runs');
+  scriptDir ??= tempDir('ir-bench-wrk-');
+  const script = join(scriptDir, `s${Math.random().toString(36).slice(2)}.lua`);
+  writeFileSync(script, wrkScript(spec.bodies));
+  const cpuBefore = reapedChildrenCpuMs();
+  const child = spawn(bin, ['-t', String(threads), '-c', String(spec.connections), '-d', `${spec.durationS}s`, '--timeout', '5s', '-s', script, spec.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const loadCpuMs = reapedChildrenCpuMs() - cpuBefore;
+  const line = out.split('\n').find((l) => l.startsWith(MARK));
+  if (code !== 0 || line === undefined) throw new Error(`wrk failed (exit ${code}) on ${spec.url}:\n${out}`);
+  const j = JSON.parse(line.slice(MARK.length)) as WrkJson;
+  const seconds = j.duration_us / 1e6;
+  const ms = (us: number): number => us / 1000;
+  return {
+    tool: 'wrk',
+    requests: j.requests,
+    seconds,
+    rps: j.requests / seconds,
+    non2xx: j.errors.status,
+    errors: j.errors.connect + j.errors.read + j.errors.write + j.errors.timeout,
+    latencyMs: { p50: ms(j.latency_us.p50), p99: ms(j.latency_us.p99), p999: ms(j.latency_us.p999), mean: ms(j.latency_us.mean), max: ms(j.latency_us.max) },
+    loadCpuMs,
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * CPU time of processes from /proc (Linux): a process tree (a router primary and its workers),
+ * and the children this process has already waited for (wrk, autocannon runners) through
+ * cutime/cstime of /proc/self/stat.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100);
+
+interface Stat { ppid: number; utime: number; stime: number; cutime: number; cstime: number }
+
+function readStat(pid: number | 'self'): Stat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Fields after the command name (which may contain spaces) start at state (field 3).
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]) };
+}
+
+/** `root` and every live descendant. */
+export function processTree(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    const s = readStat(pid);
+    if (s !== null) parentOf.set(pid, s.ppid);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) {
+    for (const [pid, ppid] of parentOf) if (ppid === tree[i]) tree.push(pid);
+  }
+  return tree;
+}
+
+/** CPU ms (user + system) used so far by each pid; pids that are gone count 0. */
+export function cpuMsByPid(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    const s = readStat(pid);
+    out.set(pid, s === null ? 0 : (s.utime + s.stime) * TICK_MS);
+  }
+  return out;
+}
+
+/**
+ * Snapshot of a process tree's CPU; `delta()` later gives the CPU ms spent in between by the
+ * processes alive at the snapshot (workers restarted in between would be missed: the bench
+ * checks the pid set did not change).
+ */
+export function treeCpu(root: number): { pids: number[]; delta(): number } {
+  const pids = processTree(root);
+  const before = cpuMsByPid(pids);
+  return {
+    pids,
+    delta() {
+      const after = cpuMsByPid(pids);
+      let ms = 0;
+      for (const pid of pids) ms += Math.max(0, (after.get(pid) ?? 0) - (before.get(pid) ?? 0));
+      return ms;
+    },
+  };
+}
+
+/** CPU ms of this process's terminated, waited-for children so far (cutime + cstime). */
+export function reapedChildrenCpuMs(): number {
+  const s = readStat('self');
+  return s === null ? 0 : (s.cutime + s.cstime) * TICK_MS;
+}

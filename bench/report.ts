@@ -1,0 +1,121 @@
+/** The bench report: its shape, and its JSON, markdown and SVG renderings. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ProfileSummary } from './cpu-profile.js';
+import type { ProbeResult } from './load-stream-probe.js';
+import type { Sample, ScenarioSummary, Spread } from './summary.js';
+
+export interface Goal { readonly name: string; readonly target: string; readonly measured: string; readonly met: boolean | null }
+
+export interface MicroOutput { readonly name: string; readonly ok: boolean; readonly output: string }
+
+export interface BenchReport {
+  readonly mode: 'quick' | 'full';
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly command: string;
+  readonly machine: { readonly nproc: number; readonly cpuModel: string; readonly memoryGiB: number; readonly node: string; readonly kernel: string; readonly loadAvgStart: number[]; readonly loadAvgEnd: number[] };
+  readonly settings: { readonly workers: number; readonly connections: number; readonly durationS: number; readonly rounds: number; readonly autocannonRounds: number; readonly wrkThreads: number };
+  readonly notes: readonly string[];
+  readonly wrk: readonly ScenarioSummary[];
+  readonly autocannon: readonly ScenarioSummary[];
+  readonly fixedRate: { readonly rate: number; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
+  readonly streams: { readonly probe: readonly ProbeResult[]; readonly routerCpuUsPerChunk: Spread | null; readonly mockCpuUsPerChunk: Spread | null } | null;
+  readonly micro: readonly MicroOutput[];
+  readonly profile: ProfileSummary | null;
+  readonly goals: readonly Goal[];
+  readonly samples: { readonly wrk: readonly Sample[]; readonly autocannon: readonly Sample[]; readonly fixedRate: readonly Sample[] };
+}
+
+const int = (x: number): string => Math.round(x).toLocaleString('en-US');
+const f2 = (x: number): string => x.toFixed(2);
+const ms = (s: Spread | null): string => (s === null ? '–' : f2(s.median));
+const range = (s: Spread | null, fmt: (x: number) => string): string =>
+  s === null ? '–' : s.n > 1 ? `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})` : fmt(s.median);
+const signed = (s: Spread | null): string => (s === null ? '–' : `${s.median >= 0 ? '+' : ''}${f2(s.median)}`);
+
+export function scenarioTable(rows: readonly ScenarioSummary[]): string {
+  const head = '| # | scenario | req/s median (min–max) | p50 ms | p99 ms | p99.9 ms | added p50 / p99 ms vs direct | × direct | × nginx | × scenario 2 | server CPU µs/req | load-gen CPU µs/req | non-2xx |\n'
+    + '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+  return head + rows.map((r) => `| ${r.n} | ${r.label} | ${range(r.rps, int)} | ${ms(r.latencyMs.p50)} | ${ms(r.latencyMs.p99)} | ${ms(r.latencyMs.p999)} | `
+    + `${signed(r.addedMs.p50)} / ${signed(r.addedMs.p99)} | ${range(r.ratio.direct, f2)} | ${range(r.ratio.nginx, f2)} | ${range(r.ratio.base, f2)} | `
+    + `${ms(r.serverCpuUsPerReq)} | ${ms(r.loadCpuUsPerReq)} | ${(100 * r.non2xxFraction).toFixed(1)}% |`).join('\n');
+}
+
+function goalsTable(goals: readonly Goal[]): string {
+  return '| goal | target | measured (median, min–max over rounds) | met |\n|---|---|---|---|\n'
+    + goals.map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`).join('\n');
+}
+
+export function markdown(r: BenchReport): string {
+  const m = r.machine;
+  const s = r.settings;
+  const parts: string[] = [];
+  parts.push(`# inference-router benchmark (${r.mode})\n`);
+  parts.push(`${r.startedAt} — ${m.nproc} CPUs (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.kernel}; load average at start ${m.loadAvgStart.map(f2).join(' ')}, at end ${m.loadAvgEnd.map(f2).join(' ')}.`);
+  parts.push(`Router and every proxy: ${s.workers} workers. wrk: ${s.wrkThreads} thread, ${s.connections} connections, ${s.durationS} s per run, ${s.rounds} interleaved rounds (all scenarios in turn, then again). autocannon: ${s.autocannonRounds} rounds. Load generator and servers share the machine.\n`);
+  parts.push(`Command: \`${r.command}\`\n`);
+  if (r.notes.length > 0) parts.push(`Notes:\n${r.notes.map((n) => `- ${n}`).join('\n')}\n`);
+  parts.push(`## wrk (closed loop)\n\n${scenarioTable(r.wrk)}\n`);
+  if (r.autocannon.length > 0) parts.push(`## autocannon (closed loop)\n\n${scenarioTable(r.autocannon)}\n`);
+  if (r.fixedRate !== null) {
+    parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s (half the full router's wrk peak), autocannon, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
+  }
+  if (r.streams !== null) {
+    const p = r.streams.probe;
+    parts.push('## Streaming (SSE)\n\nOne request at a time, alternating targets:\n\n| target | SSE events | TTFB p50 / p99 ms | last byte p50 / p99 ms |\n|---|---|---|---|\n'
+      + p.map((x) => `| ${x.id} | ${x.events} | ${f2(x.ttfbMs.p50)} / ${f2(x.ttfbMs.p99)} | ${f2(x.lastByteMs.p50)} / ${f2(x.lastByteMs.p99)} |`).join('\n')
+      + `\n\nCPU per extra SSE chunk (64-chunk minus 16-chunk runs, per round): router ${range(r.streams.routerCpuUsPerChunk, f2)} µs, mock backend ${range(r.streams.mockCpuUsPerChunk, f2)} µs.\n`);
+  }
+  parts.push(`## Goals (measured, not asserted)\n\n${goalsTable(r.goals)}\n`);
+  for (const x of r.micro) parts.push(`## ${x.name}${x.ok ? '' : ' (failed or skipped)'}\n\n\`\`\`\n${x.output.trim()}\n\`\`\`\n`);
+  if (r.profile !== null) {
+    const p = r.profile;
+    parts.push(`## CPU profile of the full router under wrk load (${p.files} profiles, ${int(p.busyMs)} ms busy, ${int(p.idleMs)} ms idle)\n\n`
+      + '| area | self % |\n|---|---|\n' + p.areas.slice(0, 14).map((a) => `| ${a.area} | ${a.pct.toFixed(1)} |`).join('\n')
+      + '\n\n| function | where | self % |\n|---|---|---|\n' + p.topFunctions.map((f) => `| ${f.name.replace(/\|/g, '\\|')} | ${f.where} | ${f.pct.toFixed(1)} |`).join('\n') + '\n');
+  }
+  return parts.join('\n');
+}
+
+const esc = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** Horizontal bars: median req/s per scenario, with a min–max whisker. */
+export function svgChart(rows: readonly ScenarioSummary[], title: string): string {
+  const data = rows.filter((r) => r.rps !== null);
+  const labelW = 330;
+  const barW = 460;
+  const rowH = 26;
+  const top = 44;
+  const width = labelW + barW + 110;
+  const height = top + data.length * rowH + 30;
+  const max = Math.max(1, ...data.map((r) => r.rps!.max));
+  const x = (v: number): number => labelW + (v / max) * barW;
+  const bars = data.map((r, i) => {
+    const y = top + i * rowH;
+    const s = r.rps!;
+    const color = r.id.startsWith('direct') ? '#8a8a8a' : r.id.startsWith('router') ? '#2f6fb3' : '#c07a2a';
+    return `  <text x="${labelW - 8}" y="${y + 16}" text-anchor="end">${esc(`${r.n}. ${r.label}`)}</text>
+  <rect x="${labelW}" y="${y + 4}" width="${(x(s.median) - labelW).toFixed(1)}" height="${rowH - 8}" fill="${color}"/>
+  <line x1="${x(s.min).toFixed(1)}" x2="${x(s.max).toFixed(1)}" y1="${y + rowH / 2}" y2="${y + rowH / 2}" stroke="#222" stroke-width="1.5"/>
+  <text x="${(x(s.max) + 6).toFixed(1)}" y="${y + 16}">${int(s.median)}</text>`;
+  }).join('\n');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
+  <rect width="100%" height="100%" fill="#fff"/>
+  <text x="10" y="20" font-size="14" font-weight="bold">${esc(title)}</text>
+  <text x="10" y="36" fill="#555">median req/s over interleaved rounds, whisker = min–max; grey direct, blue router, orange reference proxies</text>
+${bars}
+  <line x1="${labelW}" x2="${labelW}" y1="${top}" y2="${top + data.length * rowH}" stroke="#222"/>
+</svg>
+`;
+}
+
+/** Writes <dir>/<name>.json, .md and .svg; returns the paths. */
+export function writeReport(dir: string, name: string, r: BenchReport): string[] {
+  mkdirSync(dir, { recursive: true });
+  const files = [join(dir, `${name}.json`), join(dir, `${name}.md`), join(dir, `${name}.svg`)];
+  writeFileSync(files[0], `${JSON.stringify(r, null, 2)}\n`);
+  writeFileSync(files[1], markdown(r));
+  writeFileSync(files[2], svgChart(r.wrk, `inference-router bench (${r.mode}, wrk, ${r.settings.workers} workers, ${r.machine.nproc} CPUs)`));
+  return files;
+}

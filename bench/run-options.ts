@@ -1,0 +1,71 @@
+/** Command line of `npm run bench -- [options]`, parsed and validated once. */
+import { availableParallelism } from 'node:os';
+
+export interface RunOptions {
+  readonly quick: boolean;
+  readonly workers: number;
+  readonly connections: number;
+  readonly durationS: number;
+  readonly rounds: number;
+  readonly autocannonRounds: number;
+  readonly autocannonDurationS: number;
+  readonly warmupS: number;
+  readonly probeSamples: number;
+  readonly micro: boolean;
+  readonly profile: boolean;
+  /** Scenario ids to run (empty = all). */
+  readonly only: readonly string[];
+  /** Base name of the files in bench/results/. */
+  readonly out: string;
+}
+
+export const RUN_USAGE = `Usage: npm run bench -- [options]
+  --quick              smoke check (< 2 min): short runs, 2 rounds, no micro benchmarks, no profile
+  --workers N          router / proxy / nginx workers (default: available CPUs = ${availableParallelism()})
+  --connections N      load generator connections (default 64)
+  --duration S         seconds per wrk run (default 6, quick 2)
+  --rounds N           interleaved wrk rounds (default 5, quick 2)
+  --only ID,ID         only these scenarios (ids as in latest.json), e.g. direct,router,nginx
+  --no-micro           skip the limiter micro benchmarks
+  --no-profile         skip the CPU profile of the router
+  --out NAME           results file name in bench/results/ (default latest, quick: quick)`;
+
+export function parseRunArgs(argv: readonly string[]): RunOptions {
+  const quick = argv.includes('--quick');
+  const o = {
+    quick,
+    workers: availableParallelism(),
+    connections: 64,
+    durationS: quick ? 2 : 6,
+    rounds: quick ? 2 : 5,
+    autocannonRounds: quick ? 1 : 3,
+    autocannonDurationS: quick ? 2 : 5,
+    warmupS: quick ? 1 : 2,
+    probeSamples: quick ? 100 : 500,
+    micro: !quick,
+    profile: !quick,
+    only: [] as string[],
+    out: quick ? 'quick' : 'latest',
+  };
+  const int = (flag: string, v: string | undefined, min: number, max: number): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${flag}: expected an integer from ${min} to ${max}, got ${JSON.stringify(v)}\n${RUN_USAGE}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') continue;
+    else if (a === '--no-micro') o.micro = false;
+    else if (a === '--no-profile') o.profile = false;
+    else if (a === '--workers') o.workers = int(a, argv[++i], 1, 64);
+    else if (a === '--connections') o.connections = int(a, argv[++i], 1, 10_000);
+    else if (a === '--duration') o.durationS = int(a, argv[++i], 1, 600);
+    else if (a === '--rounds') o.rounds = int(a, argv[++i], 1, 100);
+    else if (a === '--only') o.only = (argv[++i] ?? '').split(',').filter(Boolean);
+    else if (a === '--out') {
+      o.out = argv[++i] ?? '';
+      if (!/^[\w.-]+$/.test(o.out)) throw new Error(`--out: expected a file base name, got ${JSON.stringify(o.out)}`);
+    } else throw new Error(`unknown option ${JSON.stringify(a)}\n${RUN_USAGE}`);
+  }
+  return Object.freeze(o);
+}

@@ -1,0 +1,192 @@
+/**
+ * `npm run bench [-- options]`: starts the mock backends, the router variants, the reference
+ * proxies (nginx, plain Node, bare uWS) and a redis-server; runs every scenario with wrk in
+ * interleaved rounds (A B C… A B C…), a subset with autocannon, a fixed-rate run at half the
+ * full router's peak, a streaming latency probe, the limiter micro benchmarks and a CPU profile;
+ * writes bench/results/<out>.json|.md|.svg. See docs/benchmarks.md.
+ */
+import { existsSync, statSync, truncateSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { evaluateGoals } from './goals.js';
+import { runAutocannon } from './load-autocannon.js';
+import { probeStreams } from './load-stream-probe.js';
+import type { LoadResult, LoadSpec } from './load-types.js';
+import { runWrk } from './load-wrk.js';
+import { treeCpu } from './proc-cpu.js';
+import {
+  haveBinary, ROOT, startMock, startNginx, startRedis, startReferenceProxy, startRouter, stopAll, tempDir, type Target,
+} from './processes.js';
+import { writeReport, type BenchReport } from './report.js';
+import { profileRouter, runMicro } from './run-extras.js';
+import { parseRunArgs, RUN_USAGE } from './run-options.js';
+import {
+  BASE_ROUTER, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, type Scenario, type TargetKey,
+} from './scenarios.js';
+import { spread, summarize, type Sample } from './summary.js';
+
+const log = (m: string): void => { process.stderr.write(`[bench] ${m}\n`); };
+
+function firstBinary(...candidates: string[]): string | null {
+  return candidates.find((c) => (c.startsWith('/') ? existsSync(c) : haveBinary(c))) ?? null;
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--help')) {
+    process.stdout.write(`${RUN_USAGE}\n`);
+    return;
+  }
+  const opts = parseRunArgs(process.argv.slice(2));
+  const startedAt = new Date().toISOString();
+  const loadAvgStart = loadavg();
+  const notes: string[] = [];
+  const wrkBin = firstBinary('wrk', '/usr/bin/wrk');
+  const nginxBin = firstBinary('nginx', '/usr/sbin/nginx');
+  const redisBin = firstBinary(process.env.REDIS_SERVER_BIN ?? 'redis-server', '/usr/bin/redis-server');
+  if (wrkBin === null) notes.push('wrk not installed: every scenario ran with autocannon only (which saturates near 50k req/s on 2 cores)');
+  if (nginxBin === null) notes.push('nginx not installed: the nginx scenario and the × nginx ratios were skipped');
+  if (redisBin === null) notes.push('redis-server not installed: scenario 5 (global limit) was skipped');
+
+  const scenarios = SCENARIOS.filter((s) => (opts.only.length === 0 || opts.only.includes(s.id))
+    && !(s.target === 'nginx' && nginxBin === null) && !(s.target === 'router-global' && redisBin === null));
+  if (scenarios.length === 0) throw new Error(`--only matched no scenario; ids: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  const needed = new Set<TargetKey>(scenarios.map((s) => s.target));
+  if (needed.has('router-local') || needed.has('router-global') || needed.has('router-log') || needed.has('router-plain')) needed.add('mock-long');
+
+  log(`starting servers (${opts.workers} workers each): ${[...needed].join(', ')}`);
+  const mock = await startMock('pod-a');
+  const mockLong = await startMock('pod-long', ['--output-tokens', String(LONG_TOKENS)]);
+  const redis = needed.has('router-global') ? await startRedis(redisBin!) : null;
+  const logDir = tempDir('ir-bench-log-');
+  const logFile = (key: TargetKey): string => join(logDir, `${key}.log`);
+  const targets = new Map<TargetKey, Target>([['mock', mock], ['mock-long', mockLong]]);
+  const resourcesOf = (key: TargetKey): string => routerResources(mock.port, mockLong.port, limitModeOf(key, redis?.address ?? null));
+  await Promise.all([...needed].map(async (key) => {
+    if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key))));
+    else if (key === 'nginx') targets.set(key, await startNginx(nginxBin!, mock.port, opts.workers));
+    else if (key === 'node-proxy' || key === 'uws-proxy') targets.set(key, await startReferenceProxy(key === 'node-proxy' ? 'node' : 'uws', mock.url, opts.workers));
+  }));
+  await sanityCheck(scenarios, targets);
+
+  const specOf = (sc: Scenario, durationS: number, rate?: number): LoadSpec =>
+    ({ url: `${targets.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: opts.connections, durationS, rate });
+  const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[]): Promise<void> => {
+    const t = targets.get(sc.target)!;
+    const cpu = treeCpu(t.proc.pid);
+    const result = await run();
+    const serverCpuMs = cpu.delta();
+    if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
+      const f = logFile(sc.target);
+      if (round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
+      if (existsSync(f)) truncateSync(f, 0);
+    }
+    into.push({ scenario: sc.id, round, result, serverCpuMs });
+    log(`${result.tool} ${sc.id} round ${round + 1}: ${Math.round(result.rps)} req/s p99 ${result.latencyMs.p99.toFixed(2)} ms non-2xx ${result.non2xx} errors ${result.errors}`);
+  };
+  const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null && spec.rate === undefined ? runWrk(wrkBin, spec) : runAutocannon(spec));
+
+  log('warm-up');
+  for (const sc of scenarios) await load(specOf(sc, opts.warmupS));
+
+  const wrk: Sample[] = [];
+  const ac: Sample[] = [];
+  const acScenarios = wrkBin === null ? [] : scenarios.filter((s) => s.autocannon);
+  for (let r = 0; r < opts.rounds; r++) {
+    // Rotate the order each round so no scenario always runs right after the same neighbour.
+    for (let i = 0; i < scenarios.length; i++) {
+      const sc = scenarios[(i + r) % scenarios.length];
+      await measure(sc, r, () => load(specOf(sc, opts.durationS)), wrk);
+    }
+  }
+  for (let r = 0; r < opts.autocannonRounds; r++) {
+    for (const sc of acScenarios) await measure(sc, r, () => runAutocannon(specOf(sc, opts.autocannonDurationS)), ac);
+  }
+
+  const fixed: Sample[] = [];
+  const full = scenarios.find((s) => s.id === FULL_ROUTER);
+  const direct = scenarios.find((s) => s.id === 'direct');
+  const peak = spread(wrk.filter((s) => s.scenario === FULL_ROUTER).map((s) => s.result.rps));
+  const rate = peak === null ? 0 : Math.round(peak.median / 2);
+  if (full !== undefined && direct !== undefined && rate > 0) {
+    log(`fixed rate ${rate} req/s`);
+    for (let r = 0; r < Math.max(1, opts.autocannonRounds); r++) {
+      for (const sc of [direct, full]) await measure(sc, r, () => runAutocannon(specOf(sc, opts.durationS, rate)), fixed);
+    }
+  }
+
+  let streams: BenchReport['streams'] = null;
+  if (['direct-sse16', 'router-sse16', 'direct-sse64', 'router-sse64'].every((id) => scenarios.some((s) => s.id === id))) {
+    log('streaming probe');
+    const pick = (id: string): { id: string; url: string; body: string } => {
+      const sc = scenarios.find((s) => s.id === id)!;
+      return { id: sc.label, url: `${targets.get(sc.target)!.url}${PATH}`, body: sc.bodies[0] };
+    };
+    const probe = await probeStreams(['direct-sse16', 'router-sse16', 'direct-sse64', 'router-sse64'].map(pick), opts.probeSamples);
+    const rounds = [...new Set(wrk.map((s) => s.round))];
+    const cpuPerReq = (id: string, round: number): number => {
+      const s = wrk.find((x) => x.scenario === id && x.round === round);
+      return s === undefined || s.serverCpuMs === null ? NaN : (s.serverCpuMs * 1000) / s.result.requests;
+    };
+    const perChunk = (a: string, b: string): ReturnType<typeof spread> =>
+      spread(rounds.map((r) => (cpuPerReq(a, r) - cpuPerReq(b, r)) / (LONG_TOKENS - SHORT_TOKENS)));
+    streams = { probe, routerCpuUsPerChunk: perChunk('router-sse64', 'router-sse16'), mockCpuUsPerChunk: perChunk('direct-sse64', 'direct-sse16') };
+  }
+
+  const micro = [];
+  if (opts.micro) {
+    log('limiter micro benchmarks');
+    micro.push(await runMicro('limiter-micro', 180_000));
+    micro.push(await runMicro('redis-limiter-micro', 180_000));
+  } else notes.push('limiter micro benchmarks not run (--quick or --no-micro)');
+
+  let profile: BenchReport['profile'] = null;
+  if (opts.profile && full !== undefined) {
+    log('CPU profile of the full router');
+    profile = await profileRouter(resourcesOf(FULL_ROUTER), opts.workers, routerEnv(FULL_ROUTER, join(logDir, 'profiled.log')),
+      (url) => load({ url: `${url}${PATH}`, bodies: full.bodies, connections: opts.connections, durationS: opts.durationS * 2 }));
+  } else notes.push('CPU profile not taken (--quick or --no-profile)');
+
+  await stopAll();
+  notes.push('scenario 6 alternates two models on the full router: sf-model (limit never reached) and sf-model-tiny (1 input token a day, so every request is answered 429 by the limiter)');
+  notes.push('added latency in the closed-loop tables includes queueing at saturation; the fixed-rate table is the one to read for latency at moderate load');
+  const report: BenchReport = {
+    mode: opts.quick ? 'quick' : 'full',
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    machine: {
+      nproc: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version, kernel: `Linux ${release()}`, loadAvgStart, loadAvgEnd: loadavg(),
+    },
+    settings: { workers: opts.workers, connections: opts.connections, durationS: opts.durationS, rounds: opts.rounds, autocannonRounds: acScenarios.length > 0 ? opts.autocannonRounds : 0, wrkThreads: 1 },
+    notes,
+    wrk: summarize(scenarios, wrk, BASE_ROUTER),
+    autocannon: summarize(scenarios, ac, BASE_ROUTER),
+    fixedRate: fixed.length > 0 ? { rate, connections: opts.connections, results: summarize(scenarios, fixed, BASE_ROUTER) } : null,
+    streams,
+    micro,
+    profile,
+    goals: evaluateGoals(wrk, fixed, FULL_ROUTER),
+    samples: { wrk, autocannon: ac, fixedRate: fixed },
+  };
+  const files = writeReport(join(ROOT, 'bench/results'), opts.out, report);
+  log(`wrote ${files.join(', ')}`);
+}
+
+/** One request per body on every scenario: 200, except the tiny-limit model (429). */
+async function sanityCheck(scenarios: readonly Scenario[], targets: Map<TargetKey, Target>): Promise<void> {
+  for (const sc of scenarios) {
+    for (const body of sc.bodies) {
+      const r = await fetch(`${targets.get(sc.target)!.url}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = await r.text();
+      const want = body.includes('sf-model-tiny') ? 429 : 200;
+      if (r.status !== want) throw new Error(`sanity check of ${sc.id}: expected ${want}, got ${r.status}: ${text.slice(0, 300)}`);
+    }
+  }
+}
+
+main().catch(async (err: Error) => {
+  log(`failed: ${err.stack ?? err.message}`);
+  await stopAll();
+  process.exit(1);
+});

@@ -1,0 +1,127 @@
+/**
+ * The benchmark scenarios of issue 7. Each is a target (a server process: mock, router variant,
+ * reference proxy) plus request bodies; a router variant is only an env + resources variant.
+ */
+
+/** Server processes a run starts (each at most once, shared by scenarios). */
+export type TargetKey =
+  | 'mock' | 'mock-long'
+  | 'router-plain' | 'router-log' | 'router-local' | 'router-global'
+  | 'nginx' | 'node-proxy' | 'uws-proxy';
+
+export interface Scenario {
+  /** Stable id used in JSON and ratios. */
+  readonly id: string;
+  /** Issue 7 scenario number. */
+  readonly n: string;
+  readonly label: string;
+  readonly target: TargetKey;
+  readonly bodies: readonly string[];
+  /** The direct (no proxy) scenario this one is compared against. */
+  readonly direct: string;
+  /** Also run with autocannon (the wrk rounds run every scenario). */
+  readonly autocannon: boolean;
+}
+
+export const PATH = '/v1/completions';
+export const PROMPT = 'San Francisco is a';
+/** Completion tokens of the mock behind the long (64-token) streaming scenarios. */
+export const LONG_TOKENS = 64;
+/** Completion tokens of the default mock (its default). */
+export const SHORT_TOKENS = 16;
+
+const body = (model: string, stream = false): string =>
+  JSON.stringify({ model, prompt: PROMPT, temperature: 0, ...(stream ? { stream: true } : {}) });
+
+const PLAIN = [body('sf-model')];
+
+export const SCENARIOS: readonly Scenario[] = [
+  { id: 'direct', n: '1', label: 'direct to mock backend (ceiling)', target: 'mock', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'router', n: '2', label: 'router, no limit, access log off', target: 'router-plain', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'router-log', n: '3', label: '+ access log (json, file)', target: 'router-log', bodies: PLAIN, direct: 'direct', autocannon: false },
+  { id: 'router-local', n: '4', label: '+ local token limit (full router)', target: 'router-local', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'router-global', n: '5', label: '+ global token limit (Redis) instead of local', target: 'router-global', bodies: PLAIN, direct: 'direct', autocannon: false },
+  {
+    id: 'router-half-429', n: '6', label: 'full router, half the requests 429', target: 'router-local',
+    bodies: [body('sf-model'), body('sf-model-tiny')], direct: 'direct', autocannon: false,
+  },
+  { id: 'direct-sse16', n: '7', label: 'SSE 16 chunks, direct', target: 'mock', bodies: [body('sf-model', true)], direct: 'direct-sse16', autocannon: false },
+  { id: 'router-sse16', n: '7', label: 'SSE 16 chunks, full router', target: 'router-local', bodies: [body('sf-model', true)], direct: 'direct-sse16', autocannon: false },
+  { id: 'direct-sse64', n: '7', label: 'SSE 64 chunks, direct', target: 'mock-long', bodies: [body('sf-model-long', true)], direct: 'direct-sse64', autocannon: false },
+  { id: 'router-sse64', n: '7', label: 'SSE 64 chunks, full router', target: 'router-local', bodies: [body('sf-model-long', true)], direct: 'direct-sse64', autocannon: false },
+  { id: 'nginx', n: '8', label: 'nginx proxy_pass, upstream keep-alive', target: 'nginx', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'node-proxy', n: '8', label: 'plain Node proxy (node:http + undici)', target: 'node-proxy', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'uws-proxy', n: '8', label: 'bare uWS + undici proxy', target: 'uws-proxy', bodies: PLAIN, direct: 'direct', autocannon: true },
+];
+
+/** The scenario the goals call "full router": access log + local limit. */
+export const FULL_ROUTER = 'router-local';
+/** The scenario the goals call "scenario 2". */
+export const BASE_ROUTER = 'router';
+
+/** Limit high enough never to reject (the field maximum, per second). */
+const NEVER = '    inputTokensPerUnit: 4294967295\n    outputTokensPerUnit: 4294967295\n    unit: second';
+
+export type LimitMode = { kind: 'none' } | { kind: 'local' } | { kind: 'global'; redis: string };
+
+function rateLimit(mode: LimitMode, spec: string): string {
+  if (mode.kind === 'none') return '';
+  const global = mode.kind === 'global' ? `\n    global:\n      redis:\n        address: "${mode.redis}"` : '';
+  return `  rateLimit:\n${spec}${global}\n`;
+}
+
+function route(name: string, model: string, server: string, limit: string): string {
+  return `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: ${name}, namespace: default }
+spec:
+  modelName: ${model}
+  rules:
+    - name: default
+      targetModels:
+        - modelServerName: ${server}
+${limit}`;
+}
+
+function server(name: string, pod: string, port: number): string {
+  return `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: ${name}, namespace: default }
+spec:
+  endpoints:
+    - { name: ${pod}, address: "127.0.0.1:${port}" }
+`;
+}
+
+/**
+ * Resources of every router variant: `sf-model` -> the 16-token mock, `sf-model-long` -> the
+ * 64-token mock, both under `mode`; with a limit, also `sf-model-tiny` (1 input token a day, so
+ * every request is rejected: the 429 path) for scenario 6.
+ */
+export function routerResources(mockPort: number, longPort: number, mode: LimitMode): string {
+  const tiny = '    inputTokensPerUnit: 1\n    unit: day';
+  return server('bench-server', 'pod-a', mockPort) + server('bench-long-server', 'pod-long', longPort)
+    + route('bench-route', 'sf-model', 'bench-server', rateLimit(mode, NEVER))
+    + route('bench-long-route', 'sf-model-long', 'bench-long-server', rateLimit(mode, NEVER))
+    + (mode.kind === 'none' ? '' : route('bench-tiny-route', 'sf-model-tiny', 'bench-server', rateLimit(mode, tiny)));
+}
+
+/** Router environment per variant; `logFile` receives the json access log where enabled. */
+export function routerEnv(target: TargetKey, logFile: string): NodeJS.ProcessEnv {
+  if (target === 'router-plain') return { ACCESS_LOG_ENABLED: 'false' };
+  const env: NodeJS.ProcessEnv = { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile };
+  // An undecidable global limit must show up as 503s, not fall back to a local count silently.
+  if (target === 'router-global') env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';
+  return env;
+}
+
+export function limitModeOf(target: TargetKey, redis: string | null): LimitMode {
+  if (target === 'router-local') return { kind: 'local' };
+  if (target === 'router-global') {
+    if (redis === null) throw new Error('router-global needs a redis-server');
+    return { kind: 'global', redis };
+  }
+  return { kind: 'none' };
+}

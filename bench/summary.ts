@@ -1,0 +1,104 @@
+/**
+ * From raw interleaved samples to figures: medians with min/max over rounds, and ratios
+ * computed round by round (A/B within the same round) before taking their median.
+ */
+import type { LoadResult } from './load-types.js';
+import type { Scenario } from './scenarios.js';
+
+export interface Sample {
+  readonly scenario: string;
+  readonly round: number;
+  readonly result: LoadResult;
+  /** CPU ms of the server process tree during the run (null when not measured). */
+  readonly serverCpuMs: number | null;
+}
+
+export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
+
+export function spread(values: readonly number[]): Spread | null {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  const mid = v.length >> 1;
+  const median = v.length % 2 === 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  return { median, min: v[0], max: v[v.length - 1], n: v.length };
+}
+
+export interface ScenarioSummary {
+  readonly id: string;
+  readonly n: string;
+  readonly label: string;
+  readonly rps: Spread | null;
+  readonly latencyMs: { readonly p50: Spread | null; readonly p99: Spread | null; readonly p999: Spread | null };
+  /** Latency minus the direct scenario's in the same round (closed loop, so queueing included). */
+  readonly addedMs: { readonly p50: Spread | null; readonly p99: Spread | null };
+  readonly ratio: { readonly direct: Spread | null; readonly nginx: Spread | null; readonly base: Spread | null };
+  /** Server process tree CPU per request, µs. */
+  readonly serverCpuUsPerReq: Spread | null;
+  /** Load generator CPU per request, µs, and as % of one core. */
+  readonly loadCpuUsPerReq: Spread | null;
+  readonly loadCpuCorePct: Spread | null;
+  /** Fraction of answers that were not 2xx/3xx (all rounds together). */
+  readonly non2xxFraction: number;
+  readonly errors: number;
+}
+
+function byRound(samples: readonly Sample[], id: string): Map<number, Sample> {
+  return new Map(samples.filter((s) => s.scenario === id).map((s) => [s.round, s]));
+}
+
+/** a/b per round (only rounds where both ran), as a spread. */
+export function roundRatio(samples: readonly Sample[], a: string, b: string, f: (s: Sample) => number = (s) => s.result.rps): Spread | null {
+  const A = byRound(samples, a);
+  const B = byRound(samples, b);
+  const out: number[] = [];
+  for (const [round, sa] of A) {
+    const sb = B.get(round);
+    if (sb !== undefined && f(sb) > 0) out.push(f(sa) / f(sb));
+  }
+  return spread(out);
+}
+
+function roundDiff(samples: readonly Sample[], a: string, b: string, f: (s: Sample) => number): Spread | null {
+  const A = byRound(samples, a);
+  const B = byRound(samples, b);
+  const out: number[] = [];
+  for (const [round, sa] of A) {
+    const sb = B.get(round);
+    if (sb !== undefined) out.push(f(sa) - f(sb));
+  }
+  return spread(out);
+}
+
+export function summarize(scenarios: readonly Scenario[], samples: readonly Sample[], base: string): ScenarioSummary[] {
+  const ran = new Set(samples.map((s) => s.scenario));
+  return scenarios.filter((sc) => ran.has(sc.id)).map((sc) => {
+    const mine = samples.filter((s) => s.scenario === sc.id);
+    const comparable = sc.direct === 'direct';
+    const requests = mine.reduce((a, s) => a + s.result.requests, 0);
+    return {
+      id: sc.id,
+      n: sc.n,
+      label: sc.label,
+      rps: spread(mine.map((s) => s.result.rps)),
+      latencyMs: {
+        p50: spread(mine.map((s) => s.result.latencyMs.p50)),
+        p99: spread(mine.map((s) => s.result.latencyMs.p99)),
+        p999: spread(mine.map((s) => s.result.latencyMs.p999)),
+      },
+      addedMs: {
+        p50: sc.id === sc.direct ? null : roundDiff(samples, sc.id, sc.direct, (s) => s.result.latencyMs.p50),
+        p99: sc.id === sc.direct ? null : roundDiff(samples, sc.id, sc.direct, (s) => s.result.latencyMs.p99),
+      },
+      ratio: {
+        direct: roundRatio(samples, sc.id, sc.direct),
+        nginx: comparable ? roundRatio(samples, sc.id, 'nginx') : null,
+        base: comparable ? roundRatio(samples, sc.id, base) : null,
+      },
+      serverCpuUsPerReq: spread(mine.filter((s) => s.serverCpuMs !== null).map((s) => (s.serverCpuMs! * 1000) / s.result.requests)),
+      loadCpuUsPerReq: spread(mine.map((s) => (s.result.loadCpuMs * 1000) / s.result.requests)),
+      loadCpuCorePct: spread(mine.map((s) => (100 * s.result.loadCpuMs) / (s.result.seconds * 1000))),
+      non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
+      errors: mine.reduce((a, s) => a + s.result.errors, 0),
+    };
+  });
+}
