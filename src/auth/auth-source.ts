@@ -19,6 +19,7 @@ export class AuthSource {
   private readonly opts: AuthenticatorOptions;
   private lastText = '';
   private auth: Authenticator | null = null;
+  private stopped = false;
   /** Reloads rejected (invalid or unreadable file). */
   rejected = 0;
 
@@ -48,6 +49,11 @@ export class AuthSource {
     this.lastText = readText(this.file);
     this.auth = new Authenticator(parseAuthConfig(this.lastText, this.file), this.opts);
     watchFile(this.file, { interval: intervalMs, persistent: false }, () => this.reload());
+    // The watcher's baseline stat is taken asynchronously: a change landing between the read above
+    // and that baseline would never fire. One late re-read closes the gap (same text: no-op).
+    setTimeout(() => {
+      if (!this.stopped) this.reload();
+    }, intervalMs * 2).unref();
   }
 
   /** Re-reads the file; a valid change swaps the Authenticator. Returns true when swapped. */
@@ -76,6 +82,7 @@ export class AuthSource {
   }
 
   stop(): void {
+    this.stopped = true;
     unwatchFile(this.file);
   }
 }

@@ -7,6 +7,7 @@
  * - JWTs (three base64url segments, when `jwt` is configured and no API key matched): jose's
  *   jwtVerify with the issuer, audiences, asymmetric algorithms only, exp/nbf checked; keys from
  *   the inline set or the cached remote set (jwks-cache.ts).
+ * Verified tokens are remembered for up to a minute (token-cache.ts), within their exp.
  * Failures throw RouterError: 401 authentication_failed (with `www-authenticate: Bearer`) or
  * 403 authorization_failed; 503 upstream_error when the key set cannot be fetched. No message
  * ever contains the presented credential.
@@ -17,6 +18,7 @@ import { RouterError } from '../errors.js';
 import type { ApiKeyEntry, AuthConfig, JwtConfig } from './auth-config.js';
 import { JwksCache, KeySetUnavailableError, type Clock, type FetchFn } from './jwks-cache.js';
 import { globMatch, globsAllow } from './model-globs.js';
+import { TokenCache } from './token-cache.js';
 
 export interface AuthenticatorOptions {
   /** Clock of the remote key set cache (epoch ms). */
@@ -25,6 +27,10 @@ export interface AuthenticatorOptions {
   readonly tokenNow?: Clock;
   readonly fetch?: FetchFn;
   readonly log?: (message: string) => void;
+  /** Verified tokens kept (default 10000; 0 = verify every request). */
+  readonly tokenCacheSize?: number;
+  /** How long a verified token is trusted without verifying again, ms (default 60000). */
+  readonly tokenCacheTtlMs?: number;
 }
 
 const CHALLENGE = Object.freeze({ 'www-authenticate': 'Bearer' });
@@ -53,6 +59,7 @@ export class Authenticator {
   private readonly getKey: JWTVerifyGetKey | null;
   private readonly verifyOptions: JWTVerifyOptions | null;
   private readonly tokenNow: Clock | null;
+  private readonly verified: TokenCache;
   /** The remote key set cache, when the config names jwksUri. */
   readonly jwks: JwksCache | null;
 
@@ -61,6 +68,7 @@ export class Authenticator {
     for (const entry of config.apiKeys) this.keys.set(entry.sha256, { entry, digest: Buffer.from(entry.sha256, 'hex') });
     this.jwt = config.jwt;
     this.tokenNow = opts.tokenNow ?? null;
+    this.verified = new TokenCache(opts.tokenCacheSize ?? 10_000, opts.tokenCacheTtlMs ?? 60_000, opts.tokenNow ?? Date.now);
     this.jwks = null;
     this.getKey = null;
     this.verifyOptions = null;
@@ -90,7 +98,8 @@ export class Authenticator {
 
   /**
    * Returns the caller's subject (API key name, or the token's `sub`) when `authorization` holds
-   * valid credentials allowed to use `model`; throws RouterError otherwise. Synchronous for API keys.
+   * valid credentials allowed to use `model`; throws RouterError otherwise. Synchronous for API keys
+   * and for tokens verified recently (token-cache.ts); a promise when a JWT must be verified.
    */
   authorize(authorization: string, model: string): Promise<string> | string {
     if (authorization.length === 0) {
@@ -108,6 +117,11 @@ export class Authenticator {
       return rec.entry.name;
     }
     if (this.jwt === null || !JWT_SHAPE.test(token)) throw unauthenticated('invalid credentials: unknown API key', true);
+    const hit = this.verified.get(token);
+    if (hit !== null) {
+      if (this.jwt.modelsClaim !== null && !claimAllows(hit.models, model)) throw forbidden(`token subject "${hit.subject}"`, model);
+      return hit.subject;
+    }
     return this.verifyJwt(token, model);
   }
 
@@ -121,7 +135,9 @@ export class Authenticator {
       throw jwtFailure(err);
     }
     const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : j.issuer;
-    if (j.modelsClaim !== null && !claimAllows(payload[j.modelsClaim], model)) {
+    const models = j.modelsClaim === null ? undefined : payload[j.modelsClaim];
+    this.verified.set(token, subject, models, payload.exp, payload.nbf, j.clockToleranceSeconds * 1000);
+    if (j.modelsClaim !== null && !claimAllows(models, model)) {
       throw forbidden(`token subject "${subject}"`, model);
     }
     return subject;

@@ -181,7 +181,7 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     server.status = 200;
     now = 9_000_000;
     const logs: string[] = [];
-    const auth = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m) });
+    const auth = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m), tokenCacheSize: 0 });
     const t = await signToken(k1, { claims: { models: ['*'] } });
     expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
     server.status = 500;
@@ -193,6 +193,25 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     expect(logs.join('\n')).toMatch(/fetching the key set .* failed, keeping the previous keys: HTTP 500/);
     expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
     server.status = 200;
+  });
+
+  it('remembers a verified token within its exp and the cache TTL, and still checks the model', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    let offset = 0;
+    const auth = new Authenticator(config(), { now: () => now, tokenNow: () => Date.now() + offset });
+    const t = await signToken(k1, { claims: { models: ['sf-*'] }, expiresIn: 300 });
+    const first = auth.authorize(`Bearer ${t}`, 'sf-model');
+    expect(first).toBeInstanceOf(Promise);
+    expect(await first).toBe('alice');
+    expect(auth.authorize(`Bearer ${t}`, 'sf-model')).toBe('alice'); // synchronous: from the cache
+    await expectFail(auth, `Bearer ${t}`, 'gpt-4', 403, /token subject "alice" may not use model "gpt-4"/);
+    offset = 61_000; // past the cache TTL: verified again
+    const again = auth.authorize(`Bearer ${t}`, 'sf-model');
+    expect(again).toBeInstanceOf(Promise);
+    expect(await again).toBe('alice');
+    offset = 301_000; // past exp: the cached entry is not used, verification says expired
+    await expectFail(auth, `Bearer ${t}`, 'sf-model', 401, /^invalid token: expired$/);
   });
 
   it('answers 503 when the key set was never obtained', async () => {
