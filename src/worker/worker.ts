@@ -46,7 +46,7 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   const finish = (x: Exchange): void => {
     const ctx = x.ctx;
     ctx.tEnd = performance.now();
-    accessLog.log(recordFromContext(ctx));
+    if (accessLog.enabled) accessLog.log(recordFromContext(ctx));
     finished++;
     inflight--;
     if (draining && inflight === 0 && drainResolve !== null) drainResolve();
@@ -108,13 +108,18 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
     }
     // Keep-alive connections opened before the drain may still carry one last request (answered
     // with connection: close). Exit only once a flush saw no new record and nothing is in flight.
-    for (let i = 0; i < 100; i++) {
+    // A sink that never drains must not hold the exit past the drain timeout.
+    const flushDeadline = Date.now() + settings.drainTimeoutMs;
+    for (let i = 0; i < 100 && Date.now() < flushDeadline; i++) {
       const before = finished;
-      await accessLog.flush();
+      await Promise.race([accessLog.flush(), new Promise((r) => setTimeout(r, Math.max(1, flushDeadline - Date.now())).unref())]);
       if (inflight === 0 && finished === before) break;
       await new Promise((r) => setTimeout(r, 20));
     }
-    await Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close()]);
+    await Promise.race([
+      Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close()]),
+      new Promise((r) => setTimeout(r, 2000).unref()),
+    ]);
     process.exit(0);
   };
 
