@@ -2,15 +2,17 @@
  * One list/watch of one resource kind, on @kubernetes/client-node's ListWatch.
  *
  * ListWatch lists, then watches from the list's resourceVersion; when a watch ends it resumes
- * from the last resourceVersion it saw (backing off 1 s, 2 s, ... 30 s while watches keep ending
- * without events), and relists when the API answers 410 Gone. On any other failure (list error,
- * refused connection, non-200 answer, broken stream) it reports the error and stops; this wrapper
- * then restarts it with its own backoff (1 s doubling to 30 s, reset after a quiet minute), so a
- * restart resumes from the last resourceVersion too. Watches ask for BOOKMARK events, which move
- * that resourceVersion forward without changes. Delays go through the injected clock.
+ * from the last resourceVersion it saw (BackoffWatch spaces out reconnects after watches that
+ * ended without events), and relists when the API answers 410 Gone. On any other failure (list
+ * error, refused connection, non-200 answer, broken stream) it reports the error and stops; this
+ * wrapper then restarts it with its own backoff (1 s doubling to 30 s, reset after a successful
+ * list or a quiet minute), so a restart resumes from the last resourceVersion too. Watches ask
+ * for BOOKMARK events, which move that resourceVersion forward without changes, and for a
+ * server-side timeout, so connections are renewed regularly. Delays go through the injected clock.
  */
-import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';
+import { BackoffWatch } from './kubernetes-watch.js';
 
 type ClientNode = typeof import('@kubernetes/client-node');
 
@@ -34,6 +36,8 @@ const BASE_RETRY_MS = 1000;
 const MAX_RETRY_MS = 30_000;
 /** A failure this long after the previous one starts the backoff over. */
 const RETRY_RESET_MS = 60_000;
+/** The API server ends each watch after this long (it answers with a final bookmark first). */
+const WATCH_TIMEOUT_SECONDS = 300;
 
 export class ResourceInformer<T extends KubernetesObject> {
   /** True once the first list succeeded. */
@@ -44,8 +48,7 @@ export class ResourceInformer<T extends KubernetesObject> {
   private retryTimer: unknown = null;
   private retryAttempt = 0;
   private lastFailureAt = Number.NEGATIVE_INFINITY;
-  /** Pending delay timers handed to ListWatch, cleared (never resolved) on stop. */
-  private readonly delays = new Set<unknown>();
+  private readonly watch: BackoffWatch;
 
   constructor(opts: ResourceInformerOptions<T>) {
     this.opts = opts;
@@ -56,17 +59,10 @@ export class ResourceInformer<T extends KubernetesObject> {
       setImmediate(() => this.listedNow());
       return list;
     };
-    const delayFn = (ms: number): Promise<void> => new Promise<void>((resolve) => {
-      const handle = clock.setTimeout(() => {
-        this.delays.delete(handle);
-        resolve();
-      }, ms);
-      this.delays.add(handle);
-    });
-    // Bookmarks keep the resourceVersion fresh on quiet resources, so a resumed watch is less
-    // likely to be too old (410) and force a relist. ListWatch keeps the query on the path.
-    const watchPath = `${opts.path}?allowWatchBookmarks=true`;
-    this.lw = new k8s.ListWatch<T>(watchPath, new k8s.Watch(opts.kubeConfig), listFn, false, undefined, undefined, { delayFn });
+    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock);
+    // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
+    const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
+    this.lw = new k8s.ListWatch<T>(watchPath, this.watch as unknown as Watch, listFn, false);
     const changed = (): void => {
       if (!this.stopped) opts.onChange();
     };
@@ -90,12 +86,12 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.stopped = true;
     if (this.retryTimer !== null) this.opts.clock.clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    for (const handle of this.delays) this.opts.clock.clearTimeout(handle);
-    this.delays.clear();
+    this.watch.cancel();
     await this.lw.stop();
   }
 
   private run(): void {
+    this.watch.resume();
     this.lw.start().catch((err: unknown) => this.failed(err));
   }
 

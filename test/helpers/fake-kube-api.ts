@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `expireNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `expireNextWatches`, `endNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -81,6 +81,7 @@ export class FakeKubeApi {
   /** Watches from a resourceVersion below this answer 410 Gone. */
   private compactedRv = 0;
   private expire: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private endEarly: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private failures: { count: number; status: number; plural: Plural | null } = { count: 0, status: 500, plural: null };
   private uidSeq = 0;
   private port = 0;
@@ -199,6 +200,11 @@ export class FakeKubeApi {
     this.expire = { count, plural };
   }
 
+  /** The next `count` watch requests (of `plural` only, if given) get 200 and an immediate end, with no event. */
+  endNextWatches(count: number, plural: Plural | null = null): void {
+    this.endEarly = { count, plural };
+  }
+
   /** The next `count` requests (list or watch; of `plural` only, if given) answer `status` with a Status body. */
   failNextRequests(count: number, status = 500, plural: Plural | null = null): void {
     this.failures = { count, status, plural };
@@ -278,6 +284,11 @@ export class FakeKubeApi {
   private startWatch(plural: Plural, namespace: string | null, rvText: string, bookmarks: boolean, res: ServerResponse): void {
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
+    if (this.endEarly.count > 0 && (this.endEarly.plural === null || this.endEarly.plural === plural)) {
+      this.endEarly.count--;
+      res.end();
+      return;
+    }
     const from = Number(rvText);
     const expireThis = this.expire.count > 0 && (this.expire.plural === null || this.expire.plural === plural);
     if (expireThis || (rvText !== '' && rvText !== '0' && (!Number.isInteger(from) || from < this.compactedRv))) {

@@ -325,6 +325,23 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
   });
 
+  test('watches that end at once without events are reopened with backoff (1 s, 2 s, 4 s, ...)', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const delaysBefore = clock.delays.length;
+    const watchesBefore = api.requests.filter((q) => q.watch && q.plural === 'pods').length;
+    api.sendBookmarks(); // every watch has delivered an event: healthy
+    api.endNextWatches(4, 'pods');
+    api.dropWatches();
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen after quiet watch ends', (v) => v.endpoints['default/llama'].length === 1);
+    // The dropped watches reconnect at once (they had been healthy), then 4 empty ends back off.
+    expect(clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000)).toEqual([1000, 2000, 4000, 8000]);
+    expect(api.requests.filter((q) => q.watch && q.plural === 'pods').length - watchesBefore).toBe(5);
+    expect(api.requests.filter((q) => !q.watch && q.plural === 'pods')).toHaveLength(1);
+  });
+
   test('410 Gone: an expired resourceVersion makes the client relist, and changes missed meanwhile apply', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
