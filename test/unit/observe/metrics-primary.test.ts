@@ -1,0 +1,87 @@
+import { EventEmitter } from 'node:events';
+import type { Worker } from 'node:cluster';
+import { describe, expect, it } from 'vitest';
+import { attachMetricsPrimary, MSG_COLLECT, MSG_DATA, MSG_GET, MSG_HELLO, MSG_TEXT } from '../../../src/observe/metrics-cluster.js';
+import type { MetricJson } from '../../../src/observe/metrics-series.js';
+
+/** A cluster worker stand-in recording what the primary sends it. */
+class FakeWorker {
+  sent: any[] = [];
+  connected = true;
+  isConnected(): boolean {
+    return this.connected;
+  }
+  send(m: unknown, _h: unknown, cb?: (err: Error | null) => void): boolean {
+    this.sent.push(m);
+    cb?.(null);
+    return true;
+  }
+}
+
+const counter = (value: number): MetricJson[] => [{
+  name: 'x_total', help: 'h', type: 'counter', aggregator: 'sum', values: [{ labels: { a: '1' }, value }],
+}];
+
+async function textOf(w: FakeWorker, id: number): Promise<any> {
+  for (let i = 0; i < 500; i++) {
+    const m = w.sent.find((s) => s.t === MSG_TEXT && s.id === id);
+    if (m) return m;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  throw new Error('no metrics:text answer');
+}
+
+describe('attachMetricsPrimary', () => {
+  it('asks only workers that said hello, sums their answers, answers the asking worker', async () => {
+    const cluster = new EventEmitter();
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 60_000 });
+    const [a, b, silent] = [new FakeWorker(), new FakeWorker(), new FakeWorker()];
+    const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+    emit(a, { t: MSG_HELLO });
+    emit(b, { t: MSG_HELLO });
+    // Other modules' messages and prom-client's are ignored.
+    emit(a, { t: 'rl:q', a: [] });
+    emit(a, { type: 'prom-client:getMetricsRes', requestId: 0, metrics: [] });
+    emit(a, { t: MSG_GET, id: 7 });
+    const collectA = a.sent.find((m) => m.t === MSG_COLLECT);
+    const collectB = b.sent.find((m) => m.t === MSG_COLLECT);
+    expect(collectA).toBeDefined();
+    expect(collectB?.id).toBe(collectA.id);
+    expect(silent.sent).toEqual([]);
+    emit(a, { t: MSG_DATA, id: collectA.id, metrics: counter(2) });
+    emit(a, { t: MSG_DATA, id: collectA.id, metrics: counter(100) }); // a duplicate answer is ignored
+    emit(b, { t: MSG_DATA, id: collectA.id, metrics: counter(3) });
+    const answer = await textOf(a, 7);
+    expect(answer.text).toMatch(/^x_total\{a="1"\} 5$/m);
+    expect(answer.text).toMatch(/^inference_router_metrics_scrape_workers\{state="answered"\} 2$/m);
+    expect(b.sent.some((m) => m.t === MSG_TEXT)).toBe(false);
+    detach();
+  });
+
+  it('answers with what arrived after the timeout, and settles at once when a worker exits', async () => {
+    const cluster = new EventEmitter();
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 30 });
+    const [a, b] = [new FakeWorker(), new FakeWorker()];
+    const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+    emit(a, { t: MSG_HELLO });
+    emit(b, { t: MSG_HELLO });
+
+    emit(a, { t: MSG_GET, id: 1 });
+    let id = a.sent.find((m) => m.t === MSG_COLLECT).id;
+    emit(a, { t: MSG_DATA, id, metrics: counter(4) });
+    const late = await textOf(a, 1); // b never answers
+    expect(late.text).toMatch(/^x_total\{a="1"\} 4$/m);
+    expect(late.text).toMatch(/^inference_router_metrics_scrape_workers\{state="missing"\} 1$/m);
+
+    a.sent = [];
+    emit(a, { t: MSG_GET, id: 2 });
+    id = a.sent.find((m) => m.t === MSG_COLLECT).id;
+    emit(a, { t: MSG_DATA, id, metrics: counter(6) });
+    cluster.emit('exit', b as unknown as Worker);
+    const answer = await textOf(a, 2);
+    // missing 0: the exit settled b's share (the timeout would have counted it missing).
+    expect(answer.text).toMatch(/^inference_router_metrics_scrape_workers\{state="missing"\} 0$/m);
+    expect(answer.text).toMatch(/^x_total\{a="1"\} 6$/m);
+    detach();
+  });
+});
