@@ -141,6 +141,7 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     }), /rateLimit/],
     ['rate limit without unit', mutate(route, (d) => { delete d.spec.rateLimit.unit; }), /unit/],
     ['redis address without port', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'redis'; }), /address/],
+    ['redis seed list with a bad member', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'r1:6379,r2'; }), /address/],
     ['global without redis', mutate(route, (d) => { d.spec.rateLimit.global = {}; }), /redis/],
     ['weight above 100', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = 101; }), /weight/],
     ['negative weight', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = -1; }), /weight/],
@@ -164,6 +165,14 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     expect(errors.join('\n')).toMatch(field);
     const routerMessage = routerError(doc);
     expect(routerMessage, 'router validation should reject it').not.toBeNull();
+  });
+
+  test('a Redis Cluster seed list and a redis:// URL are accepted by both', () => {
+    for (const address of ['r1.redis:6379, r2.redis:6379,[fd00::1]:6379', 'rediss://user:pw@redis.example:6380/0']) {
+      const doc = mutate(route, (d) => { d.spec.rateLimit.global.redis.address = address; });
+      expect(schemaErrors(doc), address).toEqual([]);
+      expect(routerError(doc), address).toBeNull();
+    }
   });
 
   test('an unknown field where the schema does not preserve them is rejected; where it does, it is kept', () => {
