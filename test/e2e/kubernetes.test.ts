@@ -1,0 +1,95 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../helpers/fake-kube-api.js';
+import { CLI, freePort, postJson, startMock, startProcess, tempDir, waitFor, type MockBackend, type Proc } from '../helpers/processes.js';
+
+const GROUP = 'networking.serving.volcano.sh';
+
+function pod(name: string, ip: string, ready: boolean): KubeObject {
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { name, namespace: 'ml', labels: { app: 'llm' } },
+    spec: { containers: [{ name: 'engine', image: 'vllm' }] },
+    status: { phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+  };
+}
+
+describe('the built router with --kubernetes against a Kubernetes list/watch API', () => {
+  let api: FakeKubeApi;
+  let a: MockBackend;
+  let b: MockBackend;
+  let router: Proc;
+  let url: string;
+
+  beforeAll(async () => {
+    a = await startMock('llm-a');
+    b = await startMock('llm-b', ['--host', '127.0.0.2', '--port', String(a.port)]);
+    api = await startFakeKubeApi(GROUP);
+    api.upsert('modelservers', {
+      apiVersion: `${GROUP}/v1alpha1`, kind: 'ModelServer',
+      metadata: { name: 'llm', namespace: 'ml', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { model: 'llm-v1', workloadSelector: { matchLabels: { app: 'llm' } }, workloadPort: { port: a.port } },
+    });
+    api.upsert('modelroutes', {
+      apiVersion: `${GROUP}/v1alpha1`, kind: 'ModelRoute',
+      metadata: { name: 'llm-route', namespace: 'ml', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { modelName: 'llm', rules: [{ name: 'all', targetModels: [{ modelServerName: 'llm' }] }] },
+    });
+    api.upsert('pods', pod('llm-a-0', '127.0.0.1', true));
+    api.upsert('pods', pod('llm-b-0', '127.0.0.2', false));
+    const dir = tempDir();
+    const kubeconfig = api.writeKubeconfig(join(dir, 'kubeconfig'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    router = startProcess([CLI, '--kubernetes', '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
+      { KUBECONFIG: kubeconfig, ACCESS_LOG_ENABLED: 'false' });
+    await waitFor('router ready after the first sync', async () => {
+      if (router.child.exitCode !== null) throw new Error(router.stderr());
+      return (await fetch(`${url}/readyz`)).status === 200;
+    }, 30_000);
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await api?.close();
+    await Promise.all([a?.kill(), b?.kill()]);
+  });
+
+  async function podsServing(n: number): Promise<Set<string>> {
+    const seen = new Set<string>();
+    for (let i = 0; i < n; i++) {
+      const r = await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' });
+      expect(r.status).toBe(200);
+      seen.add((await r.json()).pod);
+    }
+    return seen;
+  }
+
+  it('routes to the Running and Ready pods of the ModelServer, rewriting the model', async () => {
+    expect([...(await podsServing(10))]).toEqual(['llm-a']);
+    expect((await a.stats()).lastBody.model).toBe('llm-v1');
+    const models = await (await fetch(`${url}/v1/models`)).json();
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(['llm']);
+  });
+
+  it('follows pod readiness within a second', async () => {
+    api.upsert('pods', pod('llm-b-0', '127.0.0.2', true));
+    await waitFor('pod b to get traffic', async () => (await podsServing(6)).has('llm-b'), 3000);
+    api.upsert('pods', pod('llm-a-0', '127.0.0.1', false));
+    await waitFor('pod a to stop getting traffic', async () => {
+      const s = await podsServing(6);
+      return s.size === 1 && s.has('llm-b');
+    }, 3000);
+  });
+
+  it('applies route changes and deletions live', async () => {
+    api.upsert('modelroutes', {
+      apiVersion: `${GROUP}/v1alpha1`, kind: 'ModelRoute',
+      metadata: { name: 'llm-route', namespace: 'ml', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { modelName: 'llm-renamed', rules: [{ name: 'all', targetModels: [{ modelServerName: 'llm' }] }] },
+    });
+    await waitFor('renamed model', async () => (await postJson(`${url}/v1/completions`, { model: 'llm-renamed', prompt: 'x' })).status === 200, 3000);
+    expect((await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' })).status).toBe(404);
+    api.remove('modelroutes', 'ml', 'llm-route');
+    await waitFor('route gone', async () => (await postJson(`${url}/v1/completions`, { model: 'llm-renamed', prompt: 'x' })).status === 404, 3000);
+  });
+});
