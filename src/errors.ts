@@ -8,7 +8,7 @@ export const ERROR_TYPES = {
   authorization_failed: { status: 403, meaning: 'The caller may not use the requested model' },
   model_not_found: { status: 404, meaning: 'No route serves the model, or no rule of its route matches' },
   rate_limit: { status: 429, meaning: 'A token rate limit of the route is exhausted for the current window' },
-  upstream_error: { status: 502, meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready or the limit store is unavailable' },
+  upstream_error: { status: 502, meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
   timeout: { status: 504, meaning: 'The backend did not answer within the timeout' },
   client_closed: { status: 499, meaning: 'The client went away before the answer ended (recorded in the access log only)' },
 } as const;

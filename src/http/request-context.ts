@@ -36,6 +36,8 @@ export class RequestContext {
 
   // Phase marks (performance.now() ms; 0 = not reached).
   tUpstreamStart = 0;
+  /** First streamed byte written to the client (streams only). */
+  tFirstByte = 0;
   tUpstreamEnd = 0;
   tEnd = 0;
 

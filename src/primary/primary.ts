@@ -5,6 +5,8 @@ import { FileSource } from '../config/file-source.js';
 import { CounterStore } from '../ratelimit/counter-store.js';
 import { attachLocalLimitHost } from '../ratelimit/local-limit-host.js';
 import { CrashGuard } from './crash-guard.js';
+import { loadAuthConfigFile } from '../auth/auth-source.js';
+import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
 
 function log(message: string): void {
@@ -55,8 +57,12 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
     void source.start().then(() => log('kubernetes: first full sync done'), (err: Error) => log(`kubernetes: ${err.message}`));
   }
 
+  // An invalid auth file stops the router before any worker starts, like an invalid resources file.
+  if (process.env.ROUTER_AUTH_CONFIG) loadAuthConfigFile(process.env.ROUTER_AUTH_CONFIG);
+
   const store = new CounterStore();
   attachLocalLimitHost(cluster, store);
+  attachMetricsPrimary(cluster);
 
   cluster.setupPrimary({ args: workerArgs, silent: false });
   const fork = (): Worker => {

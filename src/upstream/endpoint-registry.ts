@@ -63,6 +63,11 @@ export class EndpointRegistry {
     this.used.clear();
   }
 
+  /** Live endpoints (for the in-flight-per-pod gauge). */
+  states(): IterableIterator<EndpointState> {
+    return this.byKey.values();
+  }
+
   async closeAll(): Promise<void> {
     const all = [...this.byKey.values()];
     this.byKey.clear();

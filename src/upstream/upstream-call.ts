@@ -119,6 +119,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     const out = this.scanner !== null ? this.scanner.push(chunk) : chunk;
     if (out.length === 0 || !this.x.writable) return;
     const x = this.x;
+    if (this.scanner !== null && x.ctx.tFirstByte === 0) x.ctx.tFirstByte = performance.now();
     let ok = true;
     x.res.cork(() => { ok = x.res.write(out); });
     if (!ok) {

@@ -16,6 +16,10 @@ import { createTokenCounter } from '../tokens/create-token-counter.js';
 import { parseTokenizerSettings } from '../tokens/tokenizer-settings.js';
 import { EndpointRegistry } from '../upstream/endpoint-registry.js';
 import { runPipeline, type PipelineServices } from './pipeline.js';
+import { authSourceFromEnv } from '../auth/auth-source.js';
+import { RouterMetrics } from '../observe/metrics.js';
+import { meteredLimiters } from '../observe/metrics-limiter.js';
+import { metricsHandler } from '../observe/metrics-cluster.js';
 
 const NO_HEADERS: readonly string[] = [];
 
@@ -34,6 +38,7 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   const tokens = createTokenCounter(parseTokenizerSettings(process.env));
   const limiters = new LimiterRegistry(new LocalLimitClient(), parseRedisLimitSettings(process.env), log);
   const endpoints = new EndpointRegistry();
+  const auth = authSourceFromEnv(process.env, log);
 
   let table: RouteTable | null = null;
   let ready = false;
@@ -41,12 +46,16 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
+  const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
+  metrics.bindSources({ accessLogDropped: () => accessLog.dropped, inflightByPod: () => endpoints.states(), tokenCounts: () => tokens.stats });
+  const metered = meteredLimiters(metrics);
 
   let finished = 0;
   const finish = (x: Exchange): void => {
     const ctx = x.ctx;
     ctx.tEnd = performance.now();
     if (accessLog.enabled) accessLog.log(recordFromContext(ctx));
+    metrics.observeRequest(ctx, ctx.tFirstByte > 0 ? ctx.tFirstByte - ctx.t0 : null);
     finished++;
     inflight--;
     if (draining && inflight === 0 && drainResolve !== null) drainResolve();
@@ -56,19 +65,19 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
     settings,
     table: () => table,
     tokens,
-    limiterFor: (spec) => limiters.limiterFor(spec),
-    authorize: null,
+    limiterFor: (spec) => metered(limiters.limiterFor(spec), spec),
+    authorize: auth === null ? null : auth.authorize,
     finish,
   };
 
   const app = buildApp(uws, {
     maxBodyBytes: settings.maxBodyBytes,
     matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
-    stripAuthorization: false,
+    stripAuthorization: auth !== null,
     draining: () => draining,
     ready: () => ready && !draining && table !== null,
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
-    metrics: null,
+    metrics: metricsHandler(metrics),
     run: (x) => {
       inflight++;
       void runPipeline(x, services);
@@ -98,6 +107,7 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
     draining = true;
     drainState.draining = true;
     ready = false;
+    auth?.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
     if (inflight > 0) {
