@@ -2,7 +2,7 @@ import type { RateLimitSpec } from '../config/resource-types.js';
 import type { TokenLimiter } from './limiter.js';
 import type { RedisLimitSettings } from './redis-settings.js';
 import { closeRedisLimiters, redisLimiterFor } from './redis-clients.js';
-import type { RedisLimiter } from './redis-limiter.js';
+import type { RedisLimiter, RedisLimiterOptions } from './redis-limiter.js';
 
 /**
  * Chooses the limiter of a route's rateLimit: the instance-local one (exact across this
@@ -11,17 +11,17 @@ import type { RedisLimiter } from './redis-limiter.js';
 export class LimiterRegistry {
   private readonly local: TokenLimiter;
   private readonly redis: RedisLimitSettings;
-  private readonly log: (m: string) => void;
+  private readonly options: RedisLimiterOptions;
 
-  constructor(local: TokenLimiter, redis: RedisLimitSettings, log: (m: string) => void) {
+  constructor(local: TokenLimiter, redis: RedisLimitSettings, options: RedisLimiterOptions) {
     this.local = local;
     this.redis = redis;
-    this.log = log;
+    this.options = options;
   }
 
   limiterFor(spec: RateLimitSpec): TokenLimiter {
     if (spec.global === null) return this.local;
-    return redisLimiterFor(spec.global.redis.address, this.redis, this.local, { log: this.log });
+    return redisLimiterFor(spec.global.redis.address, this.redis, this.local, this.options);
   }
 
   /**

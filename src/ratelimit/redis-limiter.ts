@@ -21,6 +21,9 @@ export interface RedisLimiterOptions {
   reconnectCapMs?: number;
   /** Initial connect timeout, ms (default 2000). */
   connectTimeoutMs?: number;
+  /** Observability hooks (metrics): a store command failed; a decision was made without the store. */
+  onStoreError?: (store: string) => void;
+  onFailureModeDecision?: (mode: RedisFailureMode) => void;
 }
 
 const STATUS_REJECTED_INPUT = 1;
@@ -44,6 +47,8 @@ export class RedisLimiter implements TokenLimiter {
   private readonly mode: RedisFailureMode;
   private readonly clock: Clock | null;
   private readonly bases = new Map<string, string>();
+  private readonly onStoreError: ((store: string) => void) | null;
+  private readonly onFailureModeDecision: ((mode: RedisFailureMode) => void) | null;
 
   constructor(address: string, settings: RedisLimitSettings, fallback: TokenLimiter, opts: RedisLimiterOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -55,6 +60,8 @@ export class RedisLimiter implements TokenLimiter {
     this.fallback = fallback;
     this.mode = settings.failureMode;
     this.clock = opts.clock ?? null;
+    this.onStoreError = opts.onStoreError ?? null;
+    this.onFailureModeDecision = opts.onFailureModeDecision ?? null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
       connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
@@ -91,7 +98,7 @@ export class RedisLimiter implements TokenLimiter {
         inputTokens,
       );
     } catch (err) {
-      this.health.markDown((err as Error).message);
+      this.storeFailed(err);
       return this.admitWithoutStore(route, limit, inputTokens);
     }
     return toDecision(reply, limit);
@@ -107,7 +114,7 @@ export class RedisLimiter implements TokenLimiter {
     try {
       await this.client.irChargeOutput(this.base(route), limit.unit, this.now(), outputTokens);
     } catch (err) {
-      this.health.markDown((err as Error).message);
+      this.storeFailed(err);
       if (this.mode === 'local') await this.fallback.chargeOutput(route, limit, outputTokens);
     }
   }
@@ -122,7 +129,7 @@ export class RedisLimiter implements TokenLimiter {
     try {
       await this.client.irAdjustInput(this.base(route), limit.unit, this.now(), delta);
     } catch (err) {
-      this.health.markDown((err as Error).message);
+      this.storeFailed(err);
       if (this.mode === 'local') await this.fallback.adjustInput(route, limit, delta);
     }
   }
@@ -148,7 +155,13 @@ export class RedisLimiter implements TokenLimiter {
     return this.health.state === 'up';
   }
 
+  private storeFailed(err: unknown): void {
+    this.health.markDown((err as Error).message);
+    if (this.onStoreError !== null) this.onStoreError(this.name);
+  }
+
   private admitWithoutStore(route: string, limit: RateLimitSpec, inputTokens: number): Decision | Promise<Decision> {
+    if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
     if (this.mode === 'local') return this.fallback.admit(route, limit, inputTokens);
     if (this.mode === 'closed') throw new LimitStoreUnavailableError(this.name);
     // open: admitted without counting; the counts are unknown, so no limit state is reported.

@@ -36,7 +36,6 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   const uws = loadUws(settings.allowUwsFallback);
   const accessLog = createAccessLog(parseAccessLogSettings(process.env));
   const tokens = createTokenCounter(parseTokenizerSettings(process.env));
-  const limiters = new LimiterRegistry(new LocalLimitClient(), parseRedisLimitSettings(process.env), log);
   const endpoints = new EndpointRegistry();
   const auth = authSourceFromEnv(process.env, log);
 
@@ -49,6 +48,11 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   metrics.bindSources({ accessLogDropped: () => accessLog.dropped, inflightByPod: () => endpoints.states(), tokenCounts: () => tokens.stats });
   const metered = meteredLimiters(metrics);
+  const limiters = new LimiterRegistry(new LocalLimitClient(), parseRedisLimitSettings(process.env), {
+    log,
+    onStoreError: (store) => metrics.redisError(store),
+    onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
+  });
 
   let finished = 0;
   const finish = (x: Exchange): void => {

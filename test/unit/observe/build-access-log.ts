@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('../../../', import.meta.url).pathname;
@@ -10,6 +10,7 @@ const root = new URL('../../../', import.meta.url).pathname;
  * Returns the directory (remove it when done) and the URLs of the compiled modules.
  */
 export function buildAccessLog(): { dir: string; moduleUrl: string; formatUrl: string } {
+  mkdirSync(join(root, 'node_modules/.cache'), { recursive: true }); // absent in a fresh clone
   const out = mkdtempSync(join(root, 'node_modules/.cache/access-log-test-'));
   execFileSync(join(root, 'node_modules/.bin/tsc'), [
     '--outDir', out, '--rootDir', join(root, 'src'),
