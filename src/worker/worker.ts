@@ -160,6 +160,10 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
         break;
     }
   });
+  // Orphaned (the primary died without draining us): stop at once rather than hold the port.
+  process.on('disconnect', () => {
+    if (!draining) process.exit(1);
+  });
   // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => undefined);

@@ -75,11 +75,9 @@ describe('global token limits on a real Redis, several router instances', () => 
   it('Redis killed under load: no crash, failure modes as stated, no request waits past the timeout; enforcement resumes after restart', async () => {
     const own = await RedisServer.start();
     const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(own.address, 8, 'day') });
-    const routers = {
-      local: await startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '50ms' }, dir: tempDir() }),
-      open: await startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'open' }, dir: tempDir() }),
-      closed: await startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed' }, dir: tempDir() }),
-    };
+    const [local, open, closed] = await Promise.all((['local', 'open', 'closed'] as const).map((mode) =>
+      startRouter(res, { workers: 2, env: { RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: '50ms' }, dir: tempDir() })));
+    const routers = { local, open, closed };
     const body = { model: 'sf-model', prompt: 'San Francisco is a' };
     try {
       // Healthy: the shared budget (8 tokens = 2 requests of 4 before correction) is enforced.

@@ -33,8 +33,16 @@ export interface Proc {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Every process a test started; killed when the test process exits, so a failed test leaks none. */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
 export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
