@@ -94,6 +94,15 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
     await expect(fetch(`${router.url}/healthz`)).rejects.toThrow();
   });
 
+  it('workers do not outlive a primary that was killed', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]));
+    const pids = workerPids(router.child.pid!);
+    expect(pids.length).toBe(2);
+    await router.kill('SIGKILL');
+    const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+    await waitFor('orphaned workers to exit', () => pids.every((p) => !alive(p)), 10_000);
+  });
+
   it('a crash loop ends the router with a non-zero exit and a clear message', async () => {
     const dir = tempDir();
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { dir, workers: 1 });
