@@ -24,8 +24,8 @@ export class Exchange {
   headersSent = false;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
-  /** Set by the front when the client aborts; the pipeline's upstream call listens to it. */
-  onClientGone: (() => void) | null = null;
+  /** The upstream exchange in progress, cancelled by the front when the client goes away. */
+  upstream: { abortForClient(): void } | null = null;
   /** Close the connection after the answer (oversized body); also always while draining. */
   forceClose = false;
 

@@ -61,8 +61,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
         ctx.statusCode = 499;
         if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
       }
-      const gone = x.onClientGone;
-      if (gone !== null) gone();
+      if (x.upstream !== null) x.upstream.abortForClient();
     });
 
     if (ctx.method !== 'POST') {

@@ -14,7 +14,7 @@ export async function forwardUpstream(
 ): Promise<UsageSeen | null | 'retry'> {
   const ctx = x.ctx;
   const call = new UpstreamCall(x, endpoint, stream, up.stripUsage, timeoutMs);
-  x.onClientGone = () => call.abort(new Error('client went away'));
+  x.upstream = call;
   const headers = x.forwardHeaders.slice();
   headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
   if (ctx.tUpstreamStart === 0) ctx.tUpstreamStart = performance.now();
@@ -27,7 +27,7 @@ export async function forwardUpstream(
     bodyTimeout: stream ? timeoutMs : 0,
   }, call);
   const outcome = await call.done;
-  x.onClientGone = null;
+  x.upstream = null;
   if (ctx.tUpstreamEnd === 0) ctx.tUpstreamEnd = performance.now();
   switch (outcome) {
     case CallOutcome.RetryableConnectFailure:

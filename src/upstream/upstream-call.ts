@@ -9,6 +9,8 @@ import { usageFromJson } from '../usage/json-usage.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { ClientGone, isConnectFailure, UpstreamTimeout } from './upstream-errors.js';
 
+const EMPTY = Buffer.alloc(0);
+
 /** Bodies up to this size with a content-length are answered in one write (keeps content-length). */
 const BUFFER_LIMIT = 8 * 1024 * 1024;
 
@@ -60,6 +62,10 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     // A non-streaming exchange is bounded as a whole; a stream by undici's headers/body timeouts.
     if (!stream) this.timer = setTimeout(onTimeout, timeoutMs, this);
     endpoint.inflight++;
+  }
+
+  abortForClient(): void {
+    this.abort(new ClientGone('client went away'));
   }
 
   abort(reason: Error): void {
@@ -120,16 +126,26 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     if (out.length === 0 || !this.x.writable) return;
     const x = this.x;
     if (this.scanner !== null && x.ctx.tFirstByte === 0) x.ctx.tFirstByte = performance.now();
-    let ok = true;
-    x.res.cork(() => { ok = x.res.write(out); });
-    if (!ok) {
+    this.pending = out;
+    x.res.cork(this.writePending);
+    this.pending = EMPTY;
+    if (!this.writeOk) {
       controller.pause();
-      x.res.onWritable(() => {
-        controller.resume();
-        return true;
-      });
+      x.res.onWritable(this.resumeUpstream);
     }
   }
+
+  // Bound once per exchange, not per chunk.
+  private pending: Buffer = EMPTY;
+  private writeOk = true;
+  private readonly writePending = (): void => {
+    this.writeOk = this.x.res.write(this.pending);
+  };
+  private readonly resumeUpstream = (): boolean => {
+    this.writeOk = true;
+    this.controller?.resume();
+    return true;
+  };
 
   onResponseEnd(): void {
     const x = this.x;

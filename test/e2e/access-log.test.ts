@@ -117,6 +117,33 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
     }
   });
 
+  it('a client that leaves mid-stream cancels the upstream stream at once (499 recorded long before the stream would end)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const slow = await startMock('pod-slow', ['--tokens-per-second', '20']);
+    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      const ac = new AbortController();
+      // 400 tokens at 20 a second would take 20 s; the client leaves after the first chunk.
+      const r = await fetch(`${router.url}/v1/completions`, {
+        method: 'POST', signal: ac.signal,
+        headers: { 'content-type': 'application/json', 'x-request-id': 'leaves', 'x-mock-output-tokens': '400' },
+        body: JSON.stringify({ model: 'sf-model', prompt: 'x', stream: true }),
+      });
+      const reader = r.body!.getReader();
+      await reader.read();
+      ac.abort();
+      await waitFor('the 499 record', () => records(file).some((x) => x.request_id === 'leaves'), 5000);
+      const rec = records(file).find((x) => x.request_id === 'leaves');
+      expect(rec.status_code).toBe(499);
+      expect(rec.error.type).toBe('client_closed');
+      expect((await fetch(`${router.url}/healthz`)).status).toBe(200);
+    } finally {
+      await router.kill();
+      await slow.kill();
+    }
+  });
+
   it('504 timeout record: message and output_tokens 0', async () => {
     const dir = tempDir();
     const file = join(dir, 'access.log');
