@@ -10,7 +10,7 @@ interface CpuProfile { nodes: ProfileNode[]; samples: number[]; timeDeltas: numb
 
 export interface ProfileSummary {
   readonly files: number;
-  /** Sampled ms, idle excluded. */
+  /** Sampled ms, idle (and threads blocked waiting for tasks) excluded. */
   readonly busyMs: number;
   readonly idleMs: number;
   readonly topFunctions: readonly { readonly name: string; readonly where: string; readonly selfMs: number; readonly pct: number }[];
@@ -49,7 +49,8 @@ export function summarizeProfiles(dir: string, top = 20): ProfileSummary {
       if (n === undefined) continue;
       const ms = (p.timeDeltas[i] ?? 0) / 1000;
       const { functionName, url, lineNumber } = n.callFrame;
-      if (functionName === '(idle)') {
+      // Piscina threads waiting for work block in Atomics.wait: sampled, but not CPU.
+      if (functionName === '(idle)' || functionName === 'atomicsWaitLoop') {
         idle += ms;
         continue;
       }

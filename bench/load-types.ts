@@ -7,7 +7,7 @@ export interface LoadSpec {
   readonly bodies: readonly string[];
   readonly connections: number;
   readonly durationS: number;
-  /** Fixed overall request rate (autocannon only); absent = as fast as possible (closed loop). */
+  /** Fixed overall request rate (autocannon: overallRate; wrk: per-connection delay); absent = closed loop. */
   readonly rate?: number;
 }
 

@@ -17,8 +17,14 @@ function luaString(s: string): string {
   return `[==[${s}]==]`;
 }
 
-/** The Lua script: a static request for one body (fastest in wrk), `request()` rotation for more. */
-export function wrkScript(bodies: readonly string[]): string {
+/**
+ * The Lua script: a static request for one body (fastest in wrk), `request()` rotation for more.
+ * With `intervalMs`, each connection waits that long on average before its next request
+ * (wrk's `delay()`, whole milliseconds, so floor or ceil at random to hit the mean): an
+ * approximately fixed rate of connections / (interval + latency), wrk-style think time rather
+ * than wrk2's open loop.
+ */
+export function wrkScript(bodies: readonly string[], intervalMs?: number): string {
   if (bodies.length === 0) throw new Error('wrk needs at least one body');
   const rotation = bodies.length === 1 ? '' : `
 local bodies = { ${bodies.map(luaString).join(', ')} }
@@ -35,7 +41,14 @@ end
   return `wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = ${luaString(bodies[0])}
-${rotation}
+${rotation}${intervalMs === undefined ? '' : `
+local interval = ${intervalMs}
+local base = math.floor(interval)
+delay = function()
+  if math.random() < interval - base then return base + 1 end
+  return base
+end
+`}
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format('${MARK}{"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},' ..
@@ -56,10 +69,9 @@ interface WrkJson {
 let scriptDir: string | null = null;
 
 export async function runWrk(bin: string, spec: LoadSpec, threads = 1): Promise<LoadResult> {
-  if (spec.rate !== undefined) throw new Error('wrk (4.x) has no fixed-rate mode; use autocannon for fixed-rate runs');
   scriptDir ??= tempDir('ir-bench-wrk-');
   const script = join(scriptDir, `s${Math.random().toString(36).slice(2)}.lua`);
-  writeFileSync(script, wrkScript(spec.bodies));
+  writeFileSync(script, wrkScript(spec.bodies, spec.rate === undefined ? undefined : (spec.connections * 1000) / spec.rate));
   const cpuBefore = reapedChildrenCpuMs();
   const child = spawn(bin, ['-t', String(threads), '-c', String(spec.connections), '-d', `${spec.durationS}s`, '--timeout', '5s', '-s', script, spec.url], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -117,14 +117,17 @@ export async function startMock(name: string, extra: string[] = []): Promise<Tar
   return { name, url: `http://127.0.0.1:${port}`, port, proc };
 }
 
-/** The built router (dist/cli.js) on a resources file written into a fresh temp dir. */
-export async function startRouter(name: string, resourcesYaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target> {
+/**
+ * The built router (dist/cli.js) on a resources file written into a fresh temp dir. `nodeArgs`
+ * go to node itself; node:cluster passes them on to the workers (execArgv).
+ */
+export async function startRouter(name: string, resourcesYaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Target> {
   const dir = tempDir('ir-bench-router-');
   const file = join(dir, 'resources.yaml');
   writeFileSync(file, resourcesYaml);
   const port = await freePort();
   const proc = startProcess(name, process.execPath,
-    [CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(workers)], env);
+    [...nodeArgs, CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(workers)], env);
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${name} /readyz`, proc, () => httpOk(`${url}/readyz`));
   return { name, url, port, proc };

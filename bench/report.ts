@@ -19,7 +19,7 @@ export interface BenchReport {
   readonly notes: readonly string[];
   readonly wrk: readonly ScenarioSummary[];
   readonly autocannon: readonly ScenarioSummary[];
-  readonly fixedRate: { readonly rate: number; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
+  readonly fixedRate: { readonly rate: number; readonly tool: string; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
   readonly streams: { readonly probe: readonly ProbeResult[]; readonly routerCpuUsPerChunk: Spread | null; readonly mockCpuUsPerChunk: Spread | null } | null;
   readonly micro: readonly MicroOutput[];
   readonly profile: ProfileSummary | null;
@@ -59,7 +59,8 @@ export function markdown(r: BenchReport): string {
   parts.push(`## wrk (closed loop)\n\n${scenarioTable(r.wrk)}\n`);
   if (r.autocannon.length > 0) parts.push(`## autocannon (closed loop)\n\n${scenarioTable(r.autocannon)}\n`);
   if (r.fixedRate !== null) {
-    parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s (half the full router's wrk peak), autocannon, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
+    const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';
+    parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
   }
   if (r.streams !== null) {
     const p = r.streams.probe;

@@ -23,7 +23,7 @@ export async function runMicro(name: string, timeoutMs: number): Promise<MicroOu
 }
 
 /**
- * Starts a router like `target` with NODE_OPTIONS=--cpu-prof (workers inherit it), loads it,
+ * Starts a router with `node --cpu-prof` (workers inherit node's execArgv), loads it,
  * stops it (workers write their .cpuprofile on exit) and summarizes the profiles.
  */
 export async function profileRouter(
@@ -31,8 +31,7 @@ export async function profileRouter(
   load: (url: string) => Promise<unknown>,
 ): Promise<ProfileSummary> {
   const dir = tempDir('ir-bench-prof-');
-  const router = await startRouter('router (profiled)', resourcesYaml, workers,
-    { ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${dir}`.trim() });
+  const router = await startRouter('router (profiled)', resourcesYaml, workers, env, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   try {
     await load(router.url);
   } finally {

@@ -20,7 +20,7 @@ export interface RunOptions {
 }
 
 export const RUN_USAGE = `Usage: npm run bench -- [options]
-  --quick              smoke check (< 2 min): short runs, 2 rounds, no micro benchmarks, no profile
+  --quick              smoke check (< 2 min): no warm-up, short runs, 2 rounds, no micro benchmarks, no profile
   --workers N          router / proxy / nginx workers (default: available CPUs = ${availableParallelism()})
   --connections N      load generator connections (default 64)
   --duration S         seconds per wrk run (default 6, quick 2)
@@ -39,9 +39,9 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
     durationS: quick ? 2 : 6,
     rounds: quick ? 2 : 5,
     autocannonRounds: quick ? 1 : 3,
-    autocannonDurationS: quick ? 2 : 5,
-    warmupS: quick ? 1 : 2,
-    probeSamples: quick ? 100 : 500,
+    autocannonDurationS: quick ? 1 : 5,
+    warmupS: quick ? 0 : 2,
+    probeSamples: quick ? 50 : 500,
     micro: !quick,
     profile: !quick,
     only: [] as string[],

@@ -70,6 +70,7 @@ async function main(): Promise<void> {
 
   const specOf = (sc: Scenario, durationS: number, rate?: number): LoadSpec =>
     ({ url: `${targets.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: opts.connections, durationS, rate });
+  const wrk: Sample[] = [];
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[]): Promise<void> => {
     const t = targets.get(sc.target)!;
     const cpu = treeCpu(t.proc.pid);
@@ -77,18 +78,20 @@ async function main(): Promise<void> {
     const serverCpuMs = cpu.delta();
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
-      if (round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
+      if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
       if (existsSync(f)) truncateSync(f, 0);
     }
     into.push({ scenario: sc.id, round, result, serverCpuMs });
     log(`${result.tool} ${sc.id} round ${round + 1}: ${Math.round(result.rps)} req/s p99 ${result.latencyMs.p99.toFixed(2)} ms non-2xx ${result.non2xx} errors ${result.errors}`);
   };
-  const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null && spec.rate === undefined ? runWrk(wrkBin, spec) : runAutocannon(spec));
+  const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null ? runWrk(wrkBin, spec) : runAutocannon(spec));
 
-  log('warm-up');
-  for (const sc of scenarios) await load(specOf(sc, opts.warmupS));
+  if (opts.warmupS > 0) {
+    log('warm-up');
+    for (const sc of scenarios) await load(specOf(sc, opts.warmupS));
+  }
+  for (const key of needed) if (existsSync(logFile(key))) truncateSync(logFile(key), 0);
 
-  const wrk: Sample[] = [];
   const ac: Sample[] = [];
   const acScenarios = wrkBin === null ? [] : scenarios.filter((s) => s.autocannon);
   for (let r = 0; r < opts.rounds; r++) {
@@ -110,7 +113,7 @@ async function main(): Promise<void> {
   if (full !== undefined && direct !== undefined && rate > 0) {
     log(`fixed rate ${rate} req/s`);
     for (let r = 0; r < Math.max(1, opts.autocannonRounds); r++) {
-      for (const sc of [direct, full]) await measure(sc, r, () => runAutocannon(specOf(sc, opts.durationS, rate)), fixed);
+      for (const sc of [direct, full]) await measure(sc, r, () => load(specOf(sc, opts.durationS, rate)), fixed);
     }
   }
 
@@ -142,8 +145,12 @@ async function main(): Promise<void> {
   let profile: BenchReport['profile'] = null;
   if (opts.profile && full !== undefined) {
     log('CPU profile of the full router');
-    profile = await profileRouter(resourcesOf(FULL_ROUTER), opts.workers, routerEnv(FULL_ROUTER, join(logDir, 'profiled.log')),
-      (url) => load({ url: `${url}${PATH}`, bodies: full.bodies, connections: opts.connections, durationS: opts.durationS * 2 }));
+    try {
+      profile = await profileRouter(resourcesOf(FULL_ROUTER), opts.workers, routerEnv(FULL_ROUTER, join(logDir, 'profiled.log')),
+        (url) => load({ url: `${url}${PATH}`, bodies: full.bodies, connections: opts.connections, durationS: opts.durationS * 2 }));
+    } catch (err) {
+      notes.push(`CPU profile failed: ${(err as Error).message.split('\n')[0]}`);
+    }
   } else notes.push('CPU profile not taken (--quick or --no-profile)');
 
   await stopAll();
@@ -162,7 +169,7 @@ async function main(): Promise<void> {
     notes,
     wrk: summarize(scenarios, wrk, BASE_ROUTER),
     autocannon: summarize(scenarios, ac, BASE_ROUTER),
-    fixedRate: fixed.length > 0 ? { rate, connections: opts.connections, results: summarize(scenarios, fixed, BASE_ROUTER) } : null,
+    fixedRate: fixed.length > 0 ? { rate, tool: fixed[0].result.tool, connections: opts.connections, results: summarize(scenarios, fixed, BASE_ROUTER) } : null,
     streams,
     micro,
     profile,
