@@ -114,7 +114,7 @@ export async function startRouter(resourcesYaml: string, opts: { workers?: numbe
     if (p.child.exitCode !== null) throw new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
     const r = await fetch(`${url}/readyz`);
     return r.status === 200;
-  }, 20_000);
+  }, 60_000);
   return Object.assign(p, { port, url, resourcesFile: file });
 }
 

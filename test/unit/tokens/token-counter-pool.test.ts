@@ -13,7 +13,9 @@ afterEach(async () => { await Promise.all(counters.splice(0).map((c) => c.close(
 afterAll(removeCompiled);
 
 function counter(env: NodeJS.ProcessEnv, file = poolFile): RouterTokenCounter {
-  const c = createTokenCounter(parseTokenizerSettings({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100', ...env }), { poolFile: file });
+  // A generous default budget: on a loaded machine a pooled count must not fall back to chars
+  // where a test expects the exact count (tests of the budget set their own).
+  const c = createTokenCounter(parseTokenizerSettings({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100', ROUTER_TOKENIZER_BUDGET_MS: '10000', ...env }), { poolFile: file });
   counters.push(c);
   return c;
 }
@@ -114,8 +116,9 @@ describe('hostile prompts', () => {
   });
 
   it('stops counting at the budget, falls back to chars, and leaves the thread free for the next prompt', async () => {
-    // 4 MB of random base64 needs seconds of BPE; the budget is 200 ms.
-    const c = await readyCounter({ ROUTER_TOKENIZER_POOL_SIZE: '1', ROUTER_TOKENIZER_QUEUE: '4', ROUTER_TOKENIZER_BUDGET_MS: '200' });
+    // 4 MB of random base64 needs seconds of BPE; the budget is 1 s (room for a loaded machine
+    // to count the normal prompt below exactly).
+    const c = await readyCounter({ ROUTER_TOKENIZER_POOL_SIZE: '1', ROUTER_TOKENIZER_QUEUE: '4', ROUTER_TOKENIZER_BUDGET_MS: '1000' });
     const hostile = Array.from({ length: 3 }, () => base64(4_000_000));
     const results = await Promise.all(hostile.map((prompt) => c.countRequest({ prompt }, 'completions')));
     expect(results).toEqual(hostile.map((p) => Math.ceil(p.length / 4)));

@@ -25,7 +25,8 @@ describe('tokenizer pool', () => {
   });
 
   it('reports full at size + queue tasks in flight', async () => {
-    const p = pool(compiledTaskFile(), 1000);
+    const p = pool(compiledTaskFile(), 10_000);
+    await p.ready(); // loaded threads, and a budget a loaded machine cannot exceed
     const all = [p.count(['a']), p.count(['b']), p.count(['c'])];
     expect(p.full).toBe(true);
     expect(await Promise.all(all)).toEqual([1, 1, 1]);
