@@ -110,14 +110,15 @@ describe('global token limits on a real Redis, several router instances', () => 
       await own.restart();
       const t0 = Date.now();
       let resumed = false;
-      while (Date.now() - t0 < 4000) {
+      while (Date.now() - t0 < 8000) {
         const r = await postJson(`${routers.closed.url}/v1/completions`, body);
         await r.text();
         if (r.status !== 503) { resumed = true; break; }
         await new Promise((res2) => setTimeout(res2, 100));
       }
       expect(resumed).toBe(true);
-      expect(Date.now() - t0).toBeLessThan(2500);
+      // The design resumes within about one 500 ms health probe; the bound leaves room for a loaded machine.
+      expect(Date.now() - t0).toBeLessThan(4000);
     } finally {
       await Promise.all(Object.values(routers).map((r) => r.kill()));
       await own.stop();
