@@ -8,6 +8,8 @@ const DROP_REQUEST = new Set([
 const DROP_RESPONSE = new Set([
   'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'trailer', 'upgrade', 'proxy-connection',
   'x-request-id',
+  // uWS writes its own server header; a uWS backend's copy would appear twice.
+  'uwebsockets',
 ]);
 
 export function forwardRequestHeader(lowerName: string): boolean {
