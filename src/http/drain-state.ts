@@ -1,2 +1,7 @@
-/** Process-wide drain flag: once set, every answer closes its connection (no more keep-alive). */
-export const drainState = { draining: false };
+/**
+ * Process-wide drain state. `draining`: every answer closes its connection (no more keep-alive).
+ * `closing`: in-flight requests are done and the last records are being flushed; a request that
+ * still arrives on an old keep-alive connection gets the connection closed without an answer
+ * (as if it had come after exit), so no answered request can miss its access-log record.
+ */
+export const drainState = { draining: false, closing: false };

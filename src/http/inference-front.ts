@@ -5,6 +5,7 @@ import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
 import { sendError } from './respond.js';
 import { forwardRequestHeader } from './upstream-headers.js';
+import { drainState } from './drain-state.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -29,6 +30,10 @@ const PRINTABLE = /^[\x21-\x7e]+$/;
  */
 export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
+    if (drainState.closing) {
+      res.close();
+      return;
+    }
     const t0 = performance.now();
     const url = req.getUrl();
     const query = req.getQuery();

@@ -120,8 +120,9 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
         setTimeout(resolve, settings.drainTimeoutMs).unref();
       });
     }
-    // Keep-alive connections opened before the drain may still carry one last request (answered
-    // with connection: close). Exit only once a flush saw no new record and nothing is in flight.
+    // From here on a request arriving on an old keep-alive connection is not answered (its
+    // connection is closed), so the records flushed below are those of every answered request.
+    drainState.closing = true;
     // A sink that never drains must not hold the exit past the drain timeout.
     const flushDeadline = Date.now() + settings.drainTimeoutMs;
     for (let i = 0; i < 100 && Date.now() < flushDeadline; i++) {
