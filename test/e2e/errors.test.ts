@@ -33,6 +33,22 @@ spec:
     - { name: slow-1, address: "127.0.0.1:${mock.port}" }
 ---
 apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: half-dead, namespace: default }
+spec:
+  endpoints:
+    - { name: dead-2, address: "127.0.0.1:${deadPort}" }
+    - { name: dead-3, address: "127.0.0.1:${deadPort}" }
+    - { name: live-1, address: "127.0.0.1:${mock.port}" }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: half-dead-route, namespace: default }
+spec:
+  modelName: half-dead-model
+  rules: [{ name: r, targetModels: [{ modelServerName: half-dead }] }]
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelRoute
 metadata: { name: dead-route, namespace: default }
 spec:
@@ -108,6 +124,16 @@ spec:
   it('502 upstream_error when the pod refuses connections; 503 when no endpoint is ready', async () => {
     await expectError(await postJson(`${router.url}/v1/completions`, { model: 'dead-model', prompt: 'x' }), 502, /cannot connect to any pod of ModelServer default\/dead-server/);
     await expectError(await postJson(`${router.url}/v1/completions`, { model: 'empty-model', prompt: 'x' }), 503, 'no ready endpoint for ModelServer default/empty-server');
+  });
+
+  it('connection failures are retried on another pod (at most two more): two dead pods of three never fail a request', async () => {
+    const statuses = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'half-dead-model', prompt: 'x' });
+      await r.text();
+      statuses.push(r.status);
+    }
+    expect(statuses).toEqual(Array(12).fill(200));
   });
 
   it('upstream non-2xx answers pass through unchanged', async () => {
