@@ -1,6 +1,6 @@
 import { readFileSync, watchFile, unwatchFile } from 'node:fs';
 import type { ModelRoute, ModelServer } from './resource-types.js';
-import { parseResourceFile } from './resources.js';
+import { parseResourceFile } from './resource-file.js';
 
 export interface LoadedResources {
   routes: ModelRoute[];

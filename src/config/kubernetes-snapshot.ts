@@ -5,7 +5,8 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { checkReferences, validateResource } from './resources.js';
+import { validateResource } from './resources.js';
+import { checkReferences } from './resource-file.js';
 import type { Endpoint, ModelRoute, ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 

@@ -6,9 +6,9 @@
  * Unknown fields are tolerated (real manifests carry status, parentRefs, loraAdapters, retry,
  * kvConnector, ...); unknown kinds are rejected.
  */
-import { isIPv4, isIPv6 } from 'node:net';
-import { LineCounter, parseAllDocuments } from 'yaml';
 import { parseDuration } from './duration.js';
+import { parseHostPort, redisAddressProblem } from './addresses.js';
+import { describe, isPlainObject } from './describe-value.js';
 import type {
   Endpoint, ModelRoute, ModelServer, RateLimitSpec, Rule, RuleMatch, StringMatch, TargetModel, WindowUnit,
 } from './resource-types.js';
@@ -19,7 +19,6 @@ const MATCH_KINDS = ['exact', 'prefix', 'regex'] as const;
 const UINT32_MAX = 4_294_967_295;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const HOSTNAME = /^[A-Za-z0-9_]([-A-Za-z0-9_]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([-A-Za-z0-9_]*[A-Za-z0-9_])?)*\.?$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 
 /** A bad resource. `message` reads `<where> (<Kind ns/name>): <field path>: <problem>`. */
@@ -47,24 +46,10 @@ export class ResourceError extends Error {
   }
 }
 
-function formatMessage(where: string, resource: string | null, path: string | null, problem: string): string {
+export function formatMessage(where: string, resource: string | null, path: string | null, problem: string): string {
   return `${where}${resource ? ` (${resource})` : ''}${path ? `: ${path}` : ''}: ${problem}`;
 }
 
-/** How a value reads in "expected ..., got ..." messages. */
-function describe(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  if (v === null) return 'null';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 80 ? `${v.slice(0, 77)}...` : v)}`;
-  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
-  if (Array.isArray(v)) return 'a list';
-  if (v instanceof Date) return `the timestamp ${v.toISOString()}`;
-  return typeof v === 'object' ? 'a mapping' : typeof v;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
-}
 
 /** `a.b` for plain keys, `a["x y"]` otherwise. */
 function child(path: string, key: string): string {
@@ -306,196 +291,4 @@ function endpointList(c: Checker, v: unknown, path: string): Endpoint[] | null {
     if (typeof hp === 'string') c.fail(`${itemPath}.address`, `${hp}, got ${describe(address)}`);
     return { name, host: hp.host, port: hp.port };
   });
-}
-
-/**
- * Parses `host:port`. host: IPv4, hostname or bracketed IPv6; the returned host keeps the
- * brackets (like WHATWG URL.hostname), so `http://${host}:${port}` is always a valid origin.
- * Returns a problem string when the form is wrong.
- */
-export function parseHostPort(s: string): { host: string; port: number } | string {
-  const form = 'expected host:port (IPv4, hostname or [IPv6], port 1-65535)';
-  const colon = s.lastIndexOf(':');
-  if (colon <= 0) return form;
-  const host = s.slice(0, colon);
-  const portText = s.slice(colon + 1);
-  if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
-    return `${form}: bad port ${JSON.stringify(portText)}`;
-  }
-  if (host.startsWith('[')) {
-    if (!host.endsWith(']') || !isIPv6(host.slice(1, -1))) return `${form}: bad IPv6 address ${JSON.stringify(host)}`;
-  } else if (host.includes(':')) {
-    return `${form}: an IPv6 address must be in brackets, e.g. [::1]:8000`;
-  } else if (!isIPv4(host) && (!HOSTNAME.test(host) || host.length > 253 || /^[\d.]+$/.test(host))) {
-    return `${form}: bad host ${JSON.stringify(host)}`;
-  }
-  return { host, port: Number(portText) };
-}
-
-/**
- * null when `address` is `host:port` or a redis:// / rediss:// URL, or a comma-separated list
- * of those (Redis Cluster seed nodes; whether a list is allowed is decided where it is used).
- */
-export function redisAddressProblem(address: string): string | null {
-  const parts = address.split(',').map((p) => p.trim());
-  for (const part of parts) {
-    const problem = redisNodeProblem(part);
-    if (problem !== null) return parts.length > 1 ? `in the list of addresses: ${problem}` : problem;
-  }
-  return null;
-}
-
-function redisNodeProblem(address: string): string | null {
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
-    const hp = parseHostPort(address);
-    return typeof hp === 'string' ? `${hp}, or a redis:// or rediss:// URL; got ${describe(address)}` : null;
-  }
-  let url: URL;
-  try {
-    url = new URL(address);
-  } catch {
-    return `invalid URL ${describe(redact(address))}`;
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    return `URL scheme must be redis:// or rediss://, got ${JSON.stringify(url.protocol.slice(0, -1))}`;
-  }
-  if (url.hostname === '') return `URL ${describe(redact(address))} has no host`;
-  if (!/^\/?\d*$/.test(url.pathname)) return `URL path must be a database number such as /0, got ${JSON.stringify(url.pathname)}`;
-  return null;
-}
-
-/** Hides a password in `scheme://user:password@host` before it reaches a message. */
-function redact(address: string): string {
-  return address.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
-}
-
-/** A route target that names no ModelServer in the route's namespace. */
-export interface MissingReference {
-  routeKey: string;
-  path: string;
-  problem: string;
-}
-
-export function findMissingReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): MissingReference[] {
-  const serverKeys = new Set(servers.map((s) => s.key));
-  const missing: MissingReference[] = [];
-  for (const route of routes) {
-    route.rules.forEach((r, i) => r.targetModels.forEach((t, j) => {
-      if (serverKeys.has(`${route.namespace}/${t.modelServerName}`)) return;
-      missing.push({
-        routeKey: route.key,
-        path: `spec.rules[${i}].targetModels[${j}].modelServerName`,
-        problem: `ModelServer ${route.namespace}/${t.modelServerName} does not exist (a target must name a ModelServer in the route's namespace)`,
-      });
-    }));
-  }
-  return missing;
-}
-
-/** Problems, one string per route target naming a missing ModelServer. */
-export function checkReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): string[] {
-  return findMissingReferences(routes, servers).map((m) => `ModelRoute ${m.routeKey}: ${m.path}: ${m.problem}`);
-}
-
-interface Located<T> { value: T; where: string }
-
-/**
- * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`
- * of them). Throws one ResourceError listing every problem. When two routes claim the same
- * spec.modelName, the first in file order wins and the later one is dropped with a warning.
- */
-export function parseResourceFile(
-  text: string,
-  file: string,
-  opts: { apiGroup: string },
-): { routes: ModelRoute[]; servers: ModelServer[]; warnings: string[] } {
-  const errors: ResourceError[] = [];
-  const items: Located<ModelRoute | ModelServer>[] = [];
-  for (const { value, where } of documents(text, file, errors)) {
-    if (isPlainObject(value) && value.kind === 'List') {
-      if (!Array.isArray(value.items)) {
-        errors.push(new ResourceError(where, 'List', 'items', `expected a list of resources, got ${describe(value.items)}`));
-        continue;
-      }
-      value.items.forEach((item, i) => collect(item, `${where}, items[${i}]`));
-    } else {
-      collect(value, where);
-    }
-  }
-  function collect(obj: unknown, where: string): void {
-    try {
-      items.push({ value: validateResource(obj, where, opts), where });
-    } catch (err) {
-      if (!(err instanceof ResourceError)) throw err;
-      errors.push(err);
-    }
-  }
-  if (errors.length > 0) throw ResourceError.combine(file, errors);
-
-  const warnings: string[] = [];
-  const firstByKey = new Map<string, Located<ModelRoute | ModelServer>>();
-  const routeByModel = new Map<string, Located<ModelRoute>>();
-  const routes: ModelRoute[] = [];
-  const servers: ModelServer[] = [];
-  const whereOfRoute = new Map<string, string>();
-  for (const item of items) {
-    const res = item.value;
-    const label = `${res.kind} ${res.key}`;
-    const first = firstByKey.get(label);
-    if (first !== undefined) {
-      errors.push(new ResourceError(item.where, label, 'metadata.name', `duplicate ${label}, first defined in ${first.where}`));
-      continue;
-    }
-    firstByKey.set(label, item);
-    if (res.kind === 'ModelServer') {
-      servers.push(res);
-      continue;
-    }
-    whereOfRoute.set(res.key, item.where);
-    const owner = routeByModel.get(res.modelName);
-    if (owner !== undefined) {
-      warnings.push(formatMessage(item.where, label, 'spec.modelName',
-        `model name ${JSON.stringify(res.modelName)} is already served by ModelRoute ${owner.value.key} (${owner.where}); this route is ignored`));
-      continue;
-    }
-    routeByModel.set(res.modelName, { value: res, where: item.where });
-    routes.push(res);
-  }
-  const allRoutes = items.filter((i) => i.value.kind === 'ModelRoute').map((i) => i.value as ModelRoute);
-  for (const m of findMissingReferences(allRoutes, servers)) {
-    errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
-  }
-  if (errors.length > 0) throw ResourceError.combine(file, errors);
-  return { routes, servers, warnings };
-}
-
-/** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */
-function documents(text: string, file: string, errors: ResourceError[]): Located<unknown>[] {
-  const lineCounter = new LineCounter();
-  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false });
-  const syntax = (where: string, e: { pos: [number, number]; message: string }): ResourceError => {
-    const { line, col } = lineCounter.linePos(e.pos[0]);
-    return new ResourceError(where, null, null, `YAML syntax error at line ${line}, column ${col}: ${e.message}`);
-  };
-  if (!Array.isArray(parsed) || parsed.length === 0) {
-    const streamErrors = (parsed as { errors?: { pos: [number, number]; message: string }[] }).errors ?? [];
-    for (const e of streamErrors) errors.push(syntax(file, e));
-    return [];
-  }
-  const out: Located<unknown>[] = [];
-  parsed.forEach((doc, i) => {
-    const where = `${file}: document ${i + 1}`;
-    if (doc.errors.length > 0) {
-      errors.push(syntax(where, doc.errors[0]));
-      return;
-    }
-    if (doc.contents === null) return;
-    try {
-      const value: unknown = doc.toJS({ maxAliasCount: 100 });
-      if (value !== null && value !== undefined) out.push({ value, where });
-    } catch (err) {
-      errors.push(new ResourceError(where, null, null, `cannot read YAML: ${(err as Error).message}`));
-    }
-  });
-  return out;
 }

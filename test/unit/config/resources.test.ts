@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  ResourceError, checkReferences, parseHostPort, parseResourceFile, redisAddressProblem, validateResource,
-} from '../../../src/config/resources.js';
+import { ResourceError, validateResource } from '../../../src/config/resources.js';
+import { checkReferences, parseResourceFile } from '../../../src/config/resource-file.js';
+import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 
 const opts = { apiGroup: 'networking.serving.volcano.sh' };

@@ -8,7 +8,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { checkReferences, validateResource } from '../../../src/config/resources.js';
+import { validateResource } from '../../../src/config/resources.js';
+import { checkReferences } from '../../../src/config/resource-file.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 import { structuralProblems, validateAgainst, type Schema } from './openapi-schema.js';
 

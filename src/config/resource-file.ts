@@ -1,0 +1,139 @@
+/**
+ * A resources file: YAML documents (or `kind: List`) validated one by one (resources.ts), then
+ * checked as a whole: duplicate names, duplicate model names (first wins), references.
+ */
+import { LineCounter, parseAllDocuments } from 'yaml';
+import type { ModelRoute, ModelServer } from './resource-types.js';
+import { describe, isPlainObject } from './describe-value.js';
+import { formatMessage, ResourceError, validateResource } from './resources.js';
+
+/** A route target that names no ModelServer in the route's namespace. */
+export interface MissingReference {
+  routeKey: string;
+  path: string;
+  problem: string;
+}
+
+export function findMissingReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): MissingReference[] {
+  const serverKeys = new Set(servers.map((s) => s.key));
+  const missing: MissingReference[] = [];
+  for (const route of routes) {
+    route.rules.forEach((r, i) => r.targetModels.forEach((t, j) => {
+      if (serverKeys.has(`${route.namespace}/${t.modelServerName}`)) return;
+      missing.push({
+        routeKey: route.key,
+        path: `spec.rules[${i}].targetModels[${j}].modelServerName`,
+        problem: `ModelServer ${route.namespace}/${t.modelServerName} does not exist (a target must name a ModelServer in the route's namespace)`,
+      });
+    }));
+  }
+  return missing;
+}
+
+/** Problems, one string per route target naming a missing ModelServer. */
+export function checkReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): string[] {
+  return findMissingReferences(routes, servers).map((m) => `ModelRoute ${m.routeKey}: ${m.path}: ${m.problem}`);
+}
+
+interface Located<T> { value: T; where: string }
+
+/**
+ * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`
+ * of them). Throws one ResourceError listing every problem. When two routes claim the same
+ * spec.modelName, the first in file order wins and the later one is dropped with a warning.
+ */
+export function parseResourceFile(
+  text: string,
+  file: string,
+  opts: { apiGroup: string },
+): { routes: ModelRoute[]; servers: ModelServer[]; warnings: string[] } {
+  const errors: ResourceError[] = [];
+  const items: Located<ModelRoute | ModelServer>[] = [];
+  for (const { value, where } of documents(text, file, errors)) {
+    if (isPlainObject(value) && value.kind === 'List') {
+      if (!Array.isArray(value.items)) {
+        errors.push(new ResourceError(where, 'List', 'items', `expected a list of resources, got ${describe(value.items)}`));
+        continue;
+      }
+      value.items.forEach((item, i) => collect(item, `${where}, items[${i}]`));
+    } else {
+      collect(value, where);
+    }
+  }
+  function collect(obj: unknown, where: string): void {
+    try {
+      items.push({ value: validateResource(obj, where, opts), where });
+    } catch (err) {
+      if (!(err instanceof ResourceError)) throw err;
+      errors.push(err);
+    }
+  }
+  if (errors.length > 0) throw ResourceError.combine(file, errors);
+
+  const warnings: string[] = [];
+  const firstByKey = new Map<string, Located<ModelRoute | ModelServer>>();
+  const routeByModel = new Map<string, Located<ModelRoute>>();
+  const routes: ModelRoute[] = [];
+  const servers: ModelServer[] = [];
+  const whereOfRoute = new Map<string, string>();
+  for (const item of items) {
+    const res = item.value;
+    const label = `${res.kind} ${res.key}`;
+    const first = firstByKey.get(label);
+    if (first !== undefined) {
+      errors.push(new ResourceError(item.where, label, 'metadata.name', `duplicate ${label}, first defined in ${first.where}`));
+      continue;
+    }
+    firstByKey.set(label, item);
+    if (res.kind === 'ModelServer') {
+      servers.push(res);
+      continue;
+    }
+    whereOfRoute.set(res.key, item.where);
+    const owner = routeByModel.get(res.modelName);
+    if (owner !== undefined) {
+      warnings.push(formatMessage(item.where, label, 'spec.modelName',
+        `model name ${JSON.stringify(res.modelName)} is already served by ModelRoute ${owner.value.key} (${owner.where}); this route is ignored`));
+      continue;
+    }
+    routeByModel.set(res.modelName, { value: res, where: item.where });
+    routes.push(res);
+  }
+  const allRoutes = items.filter((i) => i.value.kind === 'ModelRoute').map((i) => i.value as ModelRoute);
+  for (const m of findMissingReferences(allRoutes, servers)) {
+    errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
+  }
+  if (errors.length > 0) throw ResourceError.combine(file, errors);
+  return { routes, servers, warnings };
+}
+
+/** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */
+function documents(text: string, file: string, errors: ResourceError[]): Located<unknown>[] {
+  const lineCounter = new LineCounter();
+  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false });
+  const syntax = (where: string, e: { pos: [number, number]; message: string }): ResourceError => {
+    const { line, col } = lineCounter.linePos(e.pos[0]);
+    return new ResourceError(where, null, null, `YAML syntax error at line ${line}, column ${col}: ${e.message}`);
+  };
+  if (!Array.isArray(parsed) || parsed.length === 0) {
+    const streamErrors = (parsed as { errors?: { pos: [number, number]; message: string }[] }).errors ?? [];
+    for (const e of streamErrors) errors.push(syntax(file, e));
+    return [];
+  }
+  const out: Located<unknown>[] = [];
+  parsed.forEach((doc, i) => {
+    const where = `${file}: document ${i + 1}`;
+    if (doc.errors.length > 0) {
+      errors.push(syntax(where, doc.errors[0]));
+      return;
+    }
+    if (doc.contents === null) return;
+    try {
+      const value: unknown = doc.toJS({ maxAliasCount: 100 });
+      if (value !== null && value !== undefined) out.push({ value, where });
+    } catch (err) {
+      errors.push(new ResourceError(where, null, null, `cannot read YAML: ${(err as Error).message}`));
+    }
+  });
+  return out;
+}
