@@ -21,6 +21,8 @@ export interface TokenCounterStats {
 
 export type RouterTokenCounter = TokenCounter & {
   readonly stats: Readonly<TokenCounterStats>;
+  /** Counts in the tokenizer pool now (running or queued). */
+  readonly poolInFlight: number;
   /**
    * Resolves when the tokenizer threads are loaded (~0.2 s after creation; at once without a pool).
    * Await it before taking traffic, or the first long prompts fall back to the chars estimate.
@@ -31,12 +33,15 @@ export type RouterTokenCounter = TokenCounter & {
 export interface TokenCounterOptions {
   /** Compiled worker module; default `./tokenize-task.js` next to this module (dist/tokens/). */
   readonly poolFile?: string | URL;
+  /** Called with the milliseconds each pooled count took, from hand-off to answer (metrics). */
+  readonly onPoolTask?: (ms: number) => void;
 }
 
 export const DEFAULT_POOL_FILE = new URL('./tokenize-task.js', import.meta.url);
 
 class CharsTokenCounter implements RouterTokenCounter {
   readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
+  readonly poolInFlight = 0;
 
   countRequest(body: Record<string, unknown>, api: ApiKind): number {
     this.stats.inline++;
@@ -55,9 +60,15 @@ class CharsTokenCounter implements RouterTokenCounter {
 
 /** A pooled count in flight: turns the pool's answer into the request's count. */
 class PooledCount {
-  constructor(private readonly prompt: PromptText, private readonly stats: TokenCounterStats) {}
+  private readonly t0 = performance.now();
+  constructor(
+    private readonly prompt: PromptText,
+    private readonly stats: TokenCounterStats,
+    private readonly onTask: ((ms: number) => void) | null,
+  ) {}
 
   readonly settle = (n: number): number => {
+    if (this.onTask !== null) this.onTask(performance.now() - this.t0);
     if (n === OVER_BUDGET) {
       this.stats.fallbacks++;
       return charsEstimate(this.prompt);
@@ -70,9 +81,11 @@ class BpeTokenCounter implements RouterTokenCounter {
   readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
   readonly #inlineMaxChars: number;
   readonly #pool: TokenizerPool | null;
+  readonly #onTask: ((ms: number) => void) | null;
 
-  constructor(s: TokenizerSettings, poolFile: string | URL) {
+  constructor(s: TokenizerSettings, poolFile: string | URL, onTask: ((ms: number) => void) | null) {
     this.#inlineMaxChars = s.inlineMaxChars;
+    this.#onTask = onTask;
     this.#pool = s.poolSize > 0
       ? new TokenizerPool({ filename: poolFile, size: s.poolSize, queue: s.queue, budgetMs: s.budgetMs })
       : null;
@@ -101,7 +114,11 @@ class BpeTokenCounter implements RouterTokenCounter {
       return charsEstimate(p);
     }
     this.stats.pooled++;
-    return pool.count(p.texts).then(new PooledCount(p, this.stats).settle);
+    return pool.count(p.texts).then(new PooledCount(p, this.stats, this.#onTask).settle);
+  }
+
+  get poolInFlight(): number {
+    return this.#pool === null ? 0 : this.#pool.inFlight;
   }
 
   async ready(): Promise<void> {
@@ -116,5 +133,5 @@ class BpeTokenCounter implements RouterTokenCounter {
 /** The token counter for `s`; close() it on shutdown (it owns the tokenizer threads). */
 export function createTokenCounter(s: TokenizerSettings, opts?: TokenCounterOptions): RouterTokenCounter {
   if (s.estimator === 'chars') return new CharsTokenCounter();
-  return new BpeTokenCounter(s, opts?.poolFile ?? DEFAULT_POOL_FILE);
+  return new BpeTokenCounter(s, opts?.poolFile ?? DEFAULT_POOL_FILE, opts?.onPoolTask ?? null);
 }

@@ -35,18 +35,23 @@ function log(message: string): void {
 export async function runWorker(settings: RouterSettings): Promise<void> {
   const uws = loadUws(settings.allowUwsFallback);
   const accessLog = createAccessLog(parseAccessLogSettings(process.env));
-  const tokens = createTokenCounter(parseTokenizerSettings(process.env));
+  let table: RouteTable | null = null;
+  const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
+  const tokens = createTokenCounter(parseTokenizerSettings(process.env), { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry();
   const auth = authSourceFromEnv(process.env, log);
 
-  let table: RouteTable | null = null;
   let ready = false;
   let draining = false;
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
-  const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
-  metrics.bindSources({ accessLogDropped: () => accessLog.dropped, inflightByPod: () => endpoints.states(), tokenCounts: () => tokens.stats });
+  metrics.bindSources({
+    accessLogDropped: () => accessLog.dropped,
+    inflightByPod: () => endpoints.states(),
+    tokenCounts: () => tokens.stats,
+    tokenizerPoolTasks: () => tokens.poolInFlight,
+  });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), parseRedisLimitSettings(process.env), {
     log,

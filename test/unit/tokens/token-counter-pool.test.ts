@@ -37,6 +37,23 @@ function expectCount(n: number): void {
   expect(n).toBeGreaterThan(0);
 }
 
+describe('pool observability', () => {
+  it('reports each pooled count\'s duration and the counts in flight', async () => {
+    const seen: number[] = [];
+    const c = createTokenCounter(parseTokenizerSettings({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100', ROUTER_TOKENIZER_BUDGET_MS: '10000' }),
+      { poolFile, onPoolTask: (ms) => seen.push(ms) });
+    counters.push(c);
+    await c.ready();
+    c.countRequest({ prompt: prose(50) }, 'completions'); // inline: not a pool task
+    const pending = c.countRequest({ prompt: prose(500) }, 'completions');
+    expect(c.poolInFlight).toBe(1);
+    await pending;
+    expect(c.poolInFlight).toBe(0);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeGreaterThanOrEqual(0);
+  });
+});
+
 describe('inline versus pool', () => {
   it('counts prompts up to the threshold inline (a number) and longer ones in the pool (a Promise)', async () => {
     const c = await readyCounter({});
