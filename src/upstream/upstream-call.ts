@@ -97,25 +97,36 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
   private pendingHeaders: IncomingHttpHeaders | null = null;
 
+  /** Status line and headers to the client (streamed answers): one corked write. */
   private writeHead(statusCode: number, headers: IncomingHttpHeaders): void {
     const x = this.x;
     x.ctx.statusCode = statusCode;
     if (!x.writable) return;
     x.headersSent = true;
-    x.res.cork(() => {
-      const res = x.res;
-      res.writeStatus(statusLine(statusCode));
-      for (const name in headers) {
-        if (!forwardResponseHeader(name)) continue;
-        const v = headers[name];
-        if (v === undefined) continue;
-        if (Array.isArray(v)) for (const one of v) res.writeHeader(name, one);
-        else res.writeHeader(name, v);
-      }
-      res.writeHeader('x-request-id', x.ctx.requestId);
-      if (x.decision !== null) writeRateHeaders(res, x.decision);
-    });
+    this.pendingHeaders = headers;
+    x.res.cork(this.writeHeadCorked);
   }
+
+  private readonly writeHeadCorked = (): void => {
+    const res = this.x.res;
+    const headers = this.pendingHeaders!;
+    res.writeStatus(statusLine(this.upstreamStatus));
+    for (const name in headers) {
+      if (!forwardResponseHeader(name)) continue;
+      const v = headers[name];
+      if (v === undefined) continue;
+      if (Array.isArray(v)) for (const one of v) res.writeHeader(name, one);
+      else res.writeHeader(name, v);
+    }
+    res.writeHeader('x-request-id', this.x.ctx.requestId);
+    if (this.x.decision !== null) writeRateHeaders(res, this.x.decision);
+  };
+
+  /** A buffered answer: status, headers and body in one corked write (one send). */
+  private readonly endBufferedCorked = (): void => {
+    this.writeHeadCorked();
+    this.x.res.end(this.pending, this.x.closeConnection);
+  };
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.buffered !== null) {
@@ -155,10 +166,13 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       const body = this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered);
       this.buffered = null;
       if (this.upstreamStatus < 300) this.usage = usageFromJson(body);
-      this.writeHead(this.upstreamStatus, this.pendingHeaders ?? {});
+      x.ctx.statusCode = this.upstreamStatus;
       if (x.writable) {
+        x.headersSent = true;
         x.ctx.finished = true;
-        x.res.cork(() => { x.res.end(body, x.closeConnection); });
+        this.pending = body;
+        x.res.cork(this.endBufferedCorked);
+        this.pending = EMPTY;
       }
     } else {
       const tail = this.scanner !== null ? this.scanner.end() : null;
