@@ -2,6 +2,9 @@ import type { ModelRoute, RateLimitSpec, ResourceSnapshot, Rule } from '../confi
 import { compileMatcher, type Matcher } from './string-matcher.js';
 import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
 
+/** pick(): the matching rule sends no traffic (every target has weight 0). */
+export const NO_WEIGHTED_TARGET = Symbol('no weighted target');
+
 /** A ModelServer as the hot path needs it. */
 export interface CompiledServer {
   readonly key: string;
@@ -81,11 +84,14 @@ export class RouteTable {
     return this.byModel.get(modelName);
   }
 
-  /** First rule whose match holds, then a server drawn by weight; null when no rule matches. */
-  static pick(route: CompiledRoute, input: MatchInput, random: () => number = Math.random): CompiledServer | null {
+  /**
+   * First rule whose match holds, then a server drawn by weight; null when no rule matches;
+   * NO_WEIGHTED_TARGET when the matching rule's targets all have weight 0.
+   */
+  static pick(route: CompiledRoute, input: MatchInput, random: () => number = Math.random): CompiledServer | typeof NO_WEIGHTED_TARGET | null {
     for (const rule of route.rules) {
       if (!ruleMatches(rule, input)) continue;
-      return drawByWeight(rule, random);
+      return drawByWeight(rule, random) ?? NO_WEIGHTED_TARGET;
     }
     return null;
   }

@@ -6,7 +6,7 @@ import { parseRequest, type ParsedRequest } from '../http/parse-request.js';
 import { sendError } from '../http/respond.js';
 import { pickLeastInflight } from '../pick/least-inflight.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
-import { RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
+import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { forwardUpstream } from '../upstream/forward.js';
@@ -50,6 +50,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     ctx.modelRoute = route.key;
     const server = RouteTable.pick(route, x);
     if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`);
+    if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503);
     ctx.modelServer = server.key;
 
     const counted = s.tokens.countRequest(req.body, req.api);

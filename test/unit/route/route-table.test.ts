@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelRoute, ResourceSnapshot } from '../../../src/config/resource-types.js';
-import { RouteTable } from '../../../src/route/route-table.js';
+import { NO_WEIGHTED_TARGET, RouteTable } from '../../../src/route/route-table.js';
 import { EndpointRegistry } from '../../../src/upstream/endpoint-registry.js';
 import { compileMatcher } from '../../../src/route/string-matcher.js';
 
@@ -85,6 +85,15 @@ describe('RouteTable', () => {
       counts[s.key] = (counts[s.key] ?? 0) + 1;
     }
     expect(counts).toEqual({ 'default/a': 750, 'default/b': 250 });
+  });
+
+  it('a matching rule whose targets all have weight 0 sends nothing (NO_WEIGHTED_TARGET), not "no match"', () => {
+    const t = table({
+      version: 1,
+      servers: [server('a', ['pa'])],
+      routes: [route('z', 'z', [{ name: 'off', modelMatch: null, targetModels: [{ modelServerName: 'a', weight: 0 }] }])],
+    });
+    expect(RouteTable.pick(t.route('z')!, input('/'))).toBe(NO_WEIGHTED_TARGET);
   });
 
   it('keeps endpoint state (in-flight counts, pools) across snapshots for the same pod', () => {
