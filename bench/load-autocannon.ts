@@ -38,7 +38,7 @@ interface AutocannonOut {
 
 async function child(spec: LoadSpec): Promise<void> {
   const { default: autocannon } = await import('autocannon');
-  const headers = { 'content-type': 'application/json' };
+  const headers = { 'content-type': 'application/json', ...spec.headers };
   const opts: Record<string, unknown> = {
     url: spec.url,
     connections: spec.connections,
