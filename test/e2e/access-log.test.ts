@@ -161,13 +161,15 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
     }
   });
 
-  it('text to stdout and to stderr, one line per record, escaped values', async () => {
-    for (const output of ['stdout', 'stderr'] as const) {
-      const router = await startRouter(resources(), { env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_OUTPUT: output } });
+  it('text to stdout, stderr and a file, one line per record, escaped values', async () => {
+    for (const output of ['stdout', 'stderr', 'file'] as const) {
+      const dir = tempDir();
+      const file = join(dir, 'access.log');
+      const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_OUTPUT: output === 'file' ? file : output } });
       try {
         await (await postJson(`${router.url}/v1/completions?q=1`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'text-ok' })).text();
         await (await postJson(`${router.url}/v1/completions`, { model: 'evil\nmodel_name=forged', prompt: 'x' }, { 'x-request-id': 'text-evil' })).text();
-        const read = output === 'stdout' ? router.stdout : router.stderr;
+        const read = output === 'stdout' ? router.stdout : output === 'stderr' ? router.stderr : () => (existsSync(file) ? readFileSync(file, 'utf8') : '');
         await waitFor('two records', () => lines(read()).filter((l) => /^\[\d{4}-/.test(l)).length >= 2, 5000);
         // Two workers write independently: find each record by its request id.
         const all = lines(read()).filter((l) => /^\[\d{4}-/.test(l));
