@@ -5,6 +5,7 @@
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { Decision, TokenLimiter } from '../ratelimit/limiter.js';
 import type { RouterMetrics } from './metrics.js';
+import { settleCounters } from '../ratelimit/settle.js';
 
 export class MeteredLimiter implements TokenLimiter {
   constructor(
@@ -32,6 +33,10 @@ export class MeteredLimiter implements TokenLimiter {
 
   adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> | void {
     return this.inner.adjustInput(route, limit, delta);
+  }
+
+  settle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
+    return settleCounters(this.inner, route, limit, inputDelta, outputTokens);
   }
 
   close(): Promise<void> {

@@ -38,5 +38,10 @@ export interface TokenLimiter {
   admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision;
   chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> | void;
   adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> | void;
+  /**
+   * Optional: adjustInput(inputDelta) and chargeOutput(outputTokens) in one operation, when the
+   * store can do both in one round trip (Redis). Callers fall back to the two calls without it.
+   */
+  settle?(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void;
   close(): Promise<void>;
 }

@@ -6,6 +6,7 @@ import { LimitStoreUnavailableError } from './redis-errors.js';
 import { StoreHealth, type StoreState } from './redis-health.js';
 import type { RedisFailureMode, RedisLimitSettings } from './redis-settings.js';
 import { secondsUntilReset } from './windows.js';
+import { settleCounters } from './settle.js';
 
 export interface RedisLimiterOptions {
   /**
@@ -131,6 +132,23 @@ export class RedisLimiter implements TokenLimiter {
     } catch (err) {
       this.storeFailed(err);
       if (this.mode === 'local') await this.fallback.adjustInput(route, limit, delta);
+    }
+  }
+
+  /** adjustInput + chargeOutput in one script call (one Redis command per answer, not two). */
+  async settle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    if (!Number.isSafeInteger(inputDelta)) throw new RangeError(`input token adjustment must be an integer, got ${inputDelta}`);
+    checkAmount(outputTokens, 'output tokens');
+    if (inputDelta === 0 && outputTokens === 0) return;
+    if (this.health.state !== 'up' && !(await this.usable())) {
+      if (this.mode === 'local') await settleCounters(this.fallback, route, limit, inputDelta, outputTokens);
+      return;
+    }
+    try {
+      await this.client.irSettle(this.base(route), limit.unit, this.now(), inputDelta, outputTokens);
+    } catch (err) {
+      this.storeFailed(err);
+      if (this.mode === 'local') await settleCounters(this.fallback, route, limit, inputDelta, outputTokens);
     }
   }
 

@@ -1,5 +1,6 @@
 import type { Exchange } from '../http/exchange.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
+import { settleCounters } from '../ratelimit/settle.js';
 import type { CompiledRoute } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { UsageSeen } from '../upstream/upstream-call.js';
@@ -31,8 +32,7 @@ export async function settleUsage(
   const limit = route.rateLimit;
   if (limiter === null || limit === null) return;
   try {
-    if (inputDelta !== 0) await limiter.adjustInput(route.key, limit, inputDelta);
-    if (output > 0) await limiter.chargeOutput(route.key, limit, output);
+    await settleCounters(limiter, route.key, limit, inputDelta, output);
   } catch {
     // The limit store failed after the answer was sent; the limiter itself logs and counts that.
   }

@@ -7,6 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-types.js';
 import type { Clock, Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
+import { settleCounters } from '../../../src/ratelimit/settle.js';
 
 export interface LimiterUnderTest {
   limiter: TokenLimiter;
@@ -247,6 +248,21 @@ export function runLimiterConformance(name: string, make: MakeLimiter): void {
       const full = await admit(r, EXAMPLE, 10);
       expect(full.allowed).toBe(true);
       expect(full.input?.remaining).toBe(0);
+    });
+
+    it('settling an answer (input correction + output charge, one call where the store has it) equals the two calls', async () => {
+      const r = route();
+      await admit(r, EXAMPLE, 4);
+      await settleCounters(limiter, r, EXAMPLE, 1, 4990); // backend said 5 prompt tokens, 4990 generated
+      const d = await admit(r, EXAMPLE, 5);
+      expect(d.input?.remaining).toBe(0); // 5 + 5 = 10
+      expect(d.output?.remaining).toBe(10); // 5000 - 4990
+      await settleCounters(limiter, r, EXAMPLE, -3, 0); // a correction alone
+      await settleCounters(limiter, r, EXAMPLE, 0, 10); // a charge alone: output limit reached
+      const e = await admit(r, EXAMPLE, 1);
+      expect(e.allowed).toBe(false);
+      expect(e.rejectedBy).toBe('output');
+      expect(e.input?.remaining).toBe(3); // 10 - 3, and the rejection charged nothing
     });
 
     it('editing the limit values keeps the counters of the window', async () => {
