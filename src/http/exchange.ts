@@ -26,6 +26,8 @@ export class Exchange {
   decision: Decision | null = null;
   /** The upstream exchange in progress, cancelled by the front when the client goes away. */
   upstream: { abortForClient(): void } | null = null;
+  /** The request reached a pod (anything but a connection failure): its input tokens stay charged. */
+  reachedPod = false;
   /** Close the connection after the answer (oversized body); also always while draining. */
   forceClose = false;
 

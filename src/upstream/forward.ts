@@ -29,6 +29,7 @@ export async function forwardUpstream(
   const outcome = await call.done;
   x.upstream = null;
   if (ctx.tUpstreamEnd === 0) ctx.tUpstreamEnd = performance.now();
+  if (outcome !== CallOutcome.RetryableConnectFailure) x.reachedPod = true;
   switch (outcome) {
     case CallOutcome.RetryableConnectFailure:
       return 'retry';

@@ -10,6 +10,7 @@ import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute, type CompiledServer
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { forwardUpstream } from '../upstream/forward.js';
+import type { UsageSeen } from '../upstream/upstream-call.js';
 import { buildUpstreamBody } from '../upstream/upstream-body.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
@@ -65,29 +66,22 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
-    const result = await proxyWithRetries(x, server, req);
-    if (result.reachedPod) charged = 0; // the pod saw it: usage settles the counters below
-    if (result.usage !== null || result.reachedPod) {
-      await settleUsage(x, s.tokens, route, limiter, result.usage);
-    }
+    const usage = await proxyWithRetries(x, server, req);
+    await settleUsage(x, s.tokens, route, limiter, usage);
   } catch (err) {
     sendError(x, err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
-    // Admitted but never reached a pod: give the input tokens back.
-    if (charged > 0 && limiter !== null && route !== null && route.rateLimit !== null) {
+    // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
+    // give the input tokens back. A pod that saw the request keeps them charged.
+    if (charged > 0 && !x.reachedPod && limiter !== null && route !== null && route.rateLimit !== null) {
       try { await limiter.adjustInput(route.key, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
     }
     s.finish(x);
   }
 }
 
-interface ProxyResult {
-  reachedPod: boolean;
-  usage: import('../upstream/upstream-call.js').UsageSeen | null;
-}
-
 /** Picks a pod and forwards; connection failures move to another pod (at most two more). */
-async function proxyWithRetries(x: Exchange, server: CompiledServer, req: ParsedRequest): Promise<ProxyResult> {
+async function proxyWithRetries(x: Exchange, server: CompiledServer, req: ParsedRequest): Promise<UsageSeen | null> {
   const up = buildUpstreamBody(x.body, req, server);
   const tried: EndpointState[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -99,7 +93,7 @@ async function proxyWithRetries(x: Exchange, server: CompiledServer, req: Parsed
     tried.push(endpoint);
     x.ctx.selectedPod = endpoint.name;
     const r = await forwardUpstream(x, endpoint, up, req.stream, server.timeoutMs);
-    if (r !== 'retry') return { reachedPod: true, usage: r };
+    if (r !== 'retry') return r;
   }
   throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502);
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, type MockBackend } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, type MockBackend } from '../helpers/processes.js';
 
 const EXAMPLE_LIMIT = '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute';
 
@@ -114,6 +114,23 @@ describe('local token limits over the built router', () => {
       await r1.text();
       const r2 = await postJson(`${router.url}/v1/completions`, body);
       expect(r2.headers.get('x-ratelimit-remaining-input-tokens')).toBe('91'); // 100 - 5 (corrected) - 4
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('input tokens of a request that never reached a pod are given back', async () => {
+    const deadPort = await freePort();
+    const router = await startRouter(resourcesFor([{ name: 'dead-1', port: deadPort }], {
+      rateLimit: '    inputTokensPerUnit: 10\n    unit: day',
+    }));
+    try {
+      // Five 4-token prompts against a 10-token limit: without the give-back the third would be 429.
+      for (let i = 0; i < 5; i++) {
+        const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        await r.text();
+        expect(r.status).toBe(502);
+      }
     } finally {
       await router.kill();
     }
