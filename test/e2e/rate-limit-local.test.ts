@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, type MockBackend } from '../helpers/processes.js';
 
+// Output charges and usage corrections are sent when an answer ends; a next request on another
+// worker may be decided before they arrive (the window is the IPC hop). Tests that read those
+// exact values run one worker, whose messages reach the primary in order.
+const SEQUENTIAL = { workers: 1 };
+
 const EXAMPLE_LIMIT = '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute';
 
 describe('local token limits over the built router', () => {
@@ -64,7 +69,7 @@ describe('local token limits over the built router', () => {
   it('charges all output tokens when the answer ends, then rejects on output until the window resets', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       rateLimit: '    outputTokensPerUnit: 20\n    unit: day',
-    }));
+    }), SEQUENTIAL);
     try {
       const body = { model: 'sf-model', prompt: 'x' };
       const r1 = await postJson(`${router.url}/v1/completions`, body);
@@ -89,7 +94,7 @@ describe('local token limits over the built router', () => {
   it('streams carry the headers, and output is counted from the stream usage the router asked for', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       rateLimit: '    inputTokensPerUnit: 1000\n    outputTokensPerUnit: 1000\n    unit: day',
-    }));
+    }), SEQUENTIAL);
     try {
       const s = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x', stream: true });
       expect(s.headers.get('x-ratelimit-limit-input-tokens')).toBe('1000');
@@ -106,7 +111,7 @@ describe('local token limits over the built router', () => {
     // The mock reports prompt_tokens = ceil(chars / 4) = 5 for "San Francisco is a" (BPE counts 4).
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       rateLimit: '    inputTokensPerUnit: 100\n    unit: day',
-    }));
+    }), SEQUENTIAL);
     try {
       const body = { model: 'sf-model', prompt: 'San Francisco is a' };
       const r1 = await postJson(`${router.url}/v1/completions`, body);
