@@ -11,6 +11,7 @@ export const ERROR_TYPES = {
   upstream_error: { status: 502, meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
   timeout: { status: 504, meaning: 'The backend did not answer within the timeout' },
   client_closed: { status: 499, meaning: 'The client went away before the answer ended (recorded in the access log only)' },
+  internal_error: { status: 500, meaning: 'A fault in the router itself (a bug): the message says what failed' },
 } as const;
 
 export type ErrorType = keyof typeof ERROR_TYPES;

@@ -99,5 +99,5 @@ async function proxyWithRetries(x: Exchange, server: CompiledServer, req: Parsed
 }
 
 function internalError(err: unknown): RouterError {
-  return new RouterError('upstream_error', `internal router error: ${(err as Error)?.message ?? String(err)}`, 502);
+  return new RouterError('internal_error', `internal router error: ${(err as Error)?.message ?? String(err)}`);
 }
