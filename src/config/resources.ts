@@ -169,7 +169,8 @@ function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, 
 
 function rule(c: Checker, v: unknown, path: string): Rule {
   const obj = c.object(v, path);
-  const name = c.string(obj.name, `${path}.name`);
+  // Optional in the route API; unnamed rules are named by position for logs and errors.
+  const name = obj.name === undefined || obj.name === null ? `rule-${path.slice(path.lastIndexOf('[') + 1, -1)}` : c.string(obj.name, `${path}.name`);
   const modelMatch = ruleMatch(c, obj.modelMatch, `${path}.modelMatch`);
   const targetModels = c.list(obj.targetModels, `${path}.targetModels`)
     .map((t, i) => targetModel(c, t, `${path}.targetModels[${i}]`));
@@ -230,7 +231,8 @@ function rateLimitSpec(c: Checker, v: unknown, path: string): RateLimitSpec | nu
   if (inputTokensPerUnit === null && outputTokensPerUnit === null) {
     c.fail(path, 'must set inputTokensPerUnit or outputTokensPerUnit (or both)');
   }
-  const unit = obj.unit;
+  // The route API defaults the unit to `second`.
+  const unit = obj.unit === undefined || obj.unit === null ? 'second' : obj.unit;
   if (!WINDOW_UNITS.includes(unit as WindowUnit)) c.expected(`${path}.unit`, `one of ${WINDOW_UNITS.join(', ')}`, unit);
   let global: RateLimitSpec['global'] = null;
   const globalObj = c.optObject(obj.global, `${path}.global`);

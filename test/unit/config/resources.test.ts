@@ -347,7 +347,7 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['missing rules', '  modelName: m\n', 'spec.rules: is required: expected a non-empty list'],
     ['empty rules', '  modelName: m\n  rules: []\n', 'spec.rules: must not be empty'],
     ['rules not a list', '  modelName: m\n  rules: {a: 1}\n', 'spec.rules: expected a non-empty list, got a mapping'],
-    ['rule without name', '  modelName: m\n  rules:\n  - targetModels: [{modelServerName: sf-server}]\n', 'spec.rules[0].name: is required: expected a non-empty string'],
+    ['rule name of wrong type', '  modelName: m\n  rules:\n  - name: 7\n    targetModels: [{modelServerName: sf-server}]\n', 'spec.rules[0].name: expected a non-empty string, got 7'],
     ['rule without targets', '  modelName: m\n  rules:\n  - name: a\n', 'spec.rules[0].targetModels: is required: expected a non-empty list'],
     ['empty targets', '  modelName: m\n  rules:\n  - name: a\n    targetModels: []\n', 'spec.rules[0].targetModels: must not be empty'],
     ['target without server', '  modelName: m\n  rules:\n  - name: a\n    targetModels: [{weight: 5}]\n', 'spec.rules[0].targetModels[0].modelServerName: is required: expected a non-empty string'],
@@ -371,11 +371,16 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   });
 
   const limit = (body: string) => `${SIMPLE_SPEC}  rateLimit:\n${body}`;
+  it('as in the route API, the unit defaults to second and a rule may be unnamed', () => {
+    const text = `apiVersion: ${API}\nkind: ModelServer\nmetadata: {name: sf-server}\nspec: {}\n---\napiVersion: ${API}\nkind: ModelRoute\nmetadata: {name: r}\nspec:\n  modelName: m\n  rules:\n  - targetModels: [{modelServerName: sf-server}]\n  rateLimit: {inputTokensPerUnit: 5}\n`;
+    const { routes } = parseResourceFile(text, 'routes.yaml', { apiGroup: 'networking.serving.volcano.sh' });
+    expect(routes[0].rateLimit?.unit).toBe('second');
+    expect(routes[0].rules[0].name).toBe('rule-0');
+  });
   it.each([
     ['neither limit', '    unit: minute\n', 'spec.rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
     ['zero input', '    inputTokensPerUnit: 0\n    unit: minute\n', 'spec.rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
     ['negative output', '    outputTokensPerUnit: -5\n    unit: minute\n', 'spec.rateLimit.outputTokensPerUnit: must be an integer from 1 to 4294967295, got -5'],
-    ['missing unit', '    inputTokensPerUnit: 5\n', 'spec.rateLimit.unit: is required: expected one of second, minute, hour, day, month'],
     ['bad unit', '    inputTokensPerUnit: 5\n    unit: week\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
     ['global without redis', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {}\n', 'spec.rateLimit.global.redis: is required: expected a mapping'],
     ['redis without address', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {}}\n', 'spec.rateLimit.global.redis.address: is required: expected a non-empty string'],

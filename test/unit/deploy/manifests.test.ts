@@ -140,7 +140,6 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
       delete d.spec.rateLimit.inputTokensPerUnit;
       delete d.spec.rateLimit.outputTokensPerUnit;
     }), /rateLimit/],
-    ['rate limit without unit', mutate(route, (d) => { delete d.spec.rateLimit.unit; }), /unit/],
     ['redis address without port', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'redis'; }), /address/],
     ['redis seed list with a bad member', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'r1:6379,r2'; }), /address/],
     ['global without redis', mutate(route, (d) => { d.spec.rateLimit.global = {}; }), /redis/],

@@ -31,7 +31,7 @@ export interface Schema {
 
 const KNOWN_KEYWORDS = new Set([
   'type', 'required', 'properties', 'additionalProperties', 'items', 'enum', 'minimum', 'maximum', 'minLength',
-  'minItems', 'pattern', 'format', 'description', 'anyOf', 'oneOf', 'x-kubernetes-preserve-unknown-fields',
+  'minItems', 'pattern', 'format', 'description', 'default', 'anyOf', 'oneOf', 'x-kubernetes-preserve-unknown-fields',
   'x-kubernetes-list-type', 'x-kubernetes-list-map-keys',
 ]);
 
