@@ -9,31 +9,18 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { runAutocannon } from './load-autocannon.js';
+import { numberArg } from './number-arg.js';
+import { routerResources } from './scenarios.js';
+import { spread } from './summary.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './processes.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
+const arg = (name: string, def: number): number => numberArg(args, name, def);
 const ROUNDS = arg('--rounds', 3);
 const SECONDS = arg('--seconds', 5);
 const KEY = 'sk-bench-0123456789abcdef0123456789';
 
-function resources(mockPort: number): string {
-  return `apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelServer
-metadata: { name: s, namespace: default }
-spec: { endpoints: [{ name: pod-a, address: "127.0.0.1:${mockPort}" }] }
----
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata: { name: r, namespace: default }
-spec: { modelName: sf-model, rules: [{ name: d, targetModels: [{ modelServerName: s }] }] }
-`;
-}
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]): number => spread(xs)!.median;
 
 async function main(): Promise<void> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
@@ -57,8 +44,8 @@ jwt:
 `);
   const mock = await startMock('pod-a');
   const env = { ACCESS_LOG_ENABLED: 'false' };
-  const plain = await startRouter('router (no auth)', resources(mock.port), 2, env);
-  const authed = await startRouter('router (auth)', resources(mock.port), 2, { ...env, ROUTER_AUTH_CONFIG: authFile });
+  const plain = await startRouter('router (no auth)', routerResources(mock.port, mock.port, { kind: 'none' }), 2, env);
+  const authed = await startRouter('router (auth)', routerResources(mock.port, mock.port, { kind: 'none' }), 2, { ...env, ROUTER_AUTH_CONFIG: authFile });
   const variants: { name: string; target: Target; headers: Record<string, string> }[] = [
     { name: 'no auth', target: plain, headers: {} },
     { name: 'API key', target: authed, headers: { authorization: `Bearer ${KEY}` } },

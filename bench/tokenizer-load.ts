@@ -6,13 +6,13 @@
  */
 import { request } from 'node:http';
 import { runAutocannon } from './load-autocannon.js';
+import { numberArg } from './number-arg.js';
+import { routerResources } from './scenarios.js';
+import { spread } from './summary.js';
 import { startMock, startRouter, stopAll, type Target } from './processes.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
+const arg = (name: string, def: number): number => numberArg(args, name, def);
 const ROUNDS = arg('--rounds', 3);
 const SECONDS = arg('--seconds', 5);
 const BIG_PER_SECOND = arg('--big-per-second', 4);
@@ -27,19 +27,6 @@ function bigPrompt(bytes: number): string {
     s += `${WORDS[i % WORDS.length]}${i % 97} `;
   }
   return s;
-}
-
-function resources(mockPort: number): string {
-  return `apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelServer
-metadata: { name: s, namespace: default }
-spec: { endpoints: [{ name: pod-a, address: "127.0.0.1:${mockPort}" }] }
----
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata: { name: r, namespace: default }
-spec: { modelName: m, rules: [{ name: d, targetModels: [{ modelServerName: s }] }] }
-`;
 }
 
 /** Sends one big prompt every 1/rate s until stopped (a separate HTTP client, not autocannon). */
@@ -63,18 +50,18 @@ function bigSender(url: string, body: Buffer, rate: number): () => Promise<numbe
   };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]): number => spread(xs)!.median;
 
 async function main(): Promise<void> {
   const mock = await startMock('pod-a');
-  const big = Buffer.from(JSON.stringify({ model: 'm', prompt: bigPrompt(200 * 1024) }));
-  const small = JSON.stringify({ model: 'm', prompt: 'San Francisco is a' });
+  const big = Buffer.from(JSON.stringify({ model: 'sf-model', prompt: bigPrompt(200 * 1024) }));
+  const small = JSON.stringify({ model: 'sf-model', prompt: 'San Francisco is a' });
   const variants: { name: string; env: NodeJS.ProcessEnv }[] = [
     { name: 'with pool (inline ≤ 512 chars)', env: {} },
     { name: 'without pool (all inline)', env: { ROUTER_TOKENIZER_INLINE_MAX_CHARS: '1000000' } },
   ];
   const routers: Target[] = [];
-  for (const v of variants) routers.push(await startRouter(v.name, resources(mock.port), 2, { ACCESS_LOG_ENABLED: 'false', ...v.env }));
+  for (const v of variants) routers.push(await startRouter(v.name, routerResources(mock.port, mock.port, { kind: 'none' }), 2, { ACCESS_LOG_ENABLED: 'false', ...v.env }));
   const p99: number[][] = variants.map(() => []);
   const p50: number[][] = variants.map(() => []);
   const rps: number[][] = variants.map(() => []);
