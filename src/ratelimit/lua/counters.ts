@@ -1,0 +1,30 @@
+import { WINDOW_LUA } from './window.js';
+
+/**
+ * The counter updates after an answer, shared by the adjust-input, charge-output and settle
+ * scripts (on top of the window functions).
+ */
+export const COUNTERS_LUA = `${WINDOW_LUA}
+-- Input counter of window s corrected by delta (floored at 0); keeps the key's expiry, a new key
+-- gets the window's. Returns the new count.
+local function adjustInput(now, s, e, delta)
+  local key = windowKey('in', s)
+  local cur = redis.call('GET', key)
+  local v = tonumber(cur or '0') + delta
+  if v < 0 then v = 0 end
+  if cur then
+    redis.call('SET', key, string.format('%d', v), 'KEEPTTL')
+  elseif v > 0 then
+    redis.call('SET', key, string.format('%d', v), 'PX', e - now + TTL_MARGIN_MS)
+  end
+  return v
+end
+
+-- Adds tokens to the output counter of window s (even past the limit). Returns the new count.
+local function chargeOutput(now, s, e, tokens)
+  local key = windowKey('out', s)
+  local v = redis.call('INCRBY', key, tokens)
+  if v == tokens then redis.call('PEXPIRE', key, e - now + TTL_MARGIN_MS) end
+  return v
+end
+`;
