@@ -1,7 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { ADJUST_INPUT_LUA } from './lua/adjust-input.js';
 import { ADMIT_LUA } from './lua/admit.js';
-import { CHARGE_OUTPUT_LUA } from './lua/charge-output.js';
 import { SETTLE_LUA } from './lua/settle.js';
 import type { RedisTarget } from './redis-address.js';
 import type { RedisLimitSettings } from './redis-settings.js';
@@ -10,8 +8,6 @@ import type { RedisLimitSettings } from './redis-settings.js';
 export interface LimiterCommands {
   /** Reply: [status, inputUsed, outputUsed, msUntilWindowEnd]. */
   irAdmit(base: string, unit: string, now: string, inLimit: number, outLimit: number, tokens: number): Promise<number[]>;
-  irChargeOutput(base: string, unit: string, now: string, tokens: number): Promise<number>;
-  irAdjustInput(base: string, unit: string, now: string, delta: number): Promise<number>;
   /** Input correction and output charge in one call. Reply: [inputCount, outputCount]. */
   irSettle(base: string, unit: string, now: string, delta: number, outputTokens: number): Promise<number[]>;
 }
@@ -29,8 +25,6 @@ export const DEFAULT_TUNING: ConnectionTuning = { reconnectCapMs: 2_000, connect
 
 const SCRIPTS = {
   irAdmit: { lua: ADMIT_LUA, numberOfKeys: 1 },
-  irChargeOutput: { lua: CHARGE_OUTPUT_LUA, numberOfKeys: 1 },
-  irAdjustInput: { lua: ADJUST_INPUT_LUA, numberOfKeys: 1 },
   irSettle: { lua: SETTLE_LUA, numberOfKeys: 1 },
 };
 

@@ -105,34 +105,12 @@ export class RedisLimiter implements TokenLimiter {
     return toDecision(reply, limit);
   }
 
-  async chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> {
-    checkAmount(outputTokens, 'output tokens');
-    if (outputTokens === 0) return;
-    if (this.health.state !== 'up' && !(await this.usable())) {
-      if (this.mode === 'local') await this.fallback.chargeOutput(route, limit, outputTokens);
-      return;
-    }
-    try {
-      await this.client.irChargeOutput(this.base(route), limit.unit, this.now(), outputTokens);
-    } catch (err) {
-      this.storeFailed(err);
-      if (this.mode === 'local') await this.fallback.chargeOutput(route, limit, outputTokens);
-    }
+  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> {
+    return this.settle(route, limit, 0, outputTokens);
   }
 
-  async adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> {
-    if (!Number.isSafeInteger(delta)) throw new RangeError(`input token adjustment must be an integer, got ${delta}`);
-    if (delta === 0) return;
-    if (this.health.state !== 'up' && !(await this.usable())) {
-      if (this.mode === 'local') await this.fallback.adjustInput(route, limit, delta);
-      return;
-    }
-    try {
-      await this.client.irAdjustInput(this.base(route), limit.unit, this.now(), delta);
-    } catch (err) {
-      this.storeFailed(err);
-      if (this.mode === 'local') await this.fallback.adjustInput(route, limit, delta);
-    }
+  adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> {
+    return this.settle(route, limit, delta, 0);
   }
 
   /** adjustInput + chargeOutput in one script call (one Redis command per answer, not two). */

@@ -1,9 +1,6 @@
 import { WINDOW_LUA } from './window.js';
 
-/**
- * The counter updates after an answer, shared by the adjust-input, charge-output and settle
- * scripts (on top of the window functions).
- */
+/** The counter updates after an answer, used by the settle script (on top of the window functions). */
 export const COUNTERS_LUA = `${WINDOW_LUA}
 -- Input counter of window s corrected by delta (floored at 0); keeps the key's expiry, a new key
 -- gets the window's. Returns the new count.
