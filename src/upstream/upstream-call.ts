@@ -39,9 +39,15 @@ export interface UsageSeen {
 export class UpstreamCall implements Dispatcher.DispatchHandler {
   private readonly x: Exchange;
   private readonly endpoint: EndpointState;
-  private readonly stream: boolean;
   private readonly stripUsage: boolean;
   private controller: Dispatcher.DispatchController | null = null;
+  /** An abort asked for before undici handed us the controller. */
+  private pendingAbort: Error | null = null;
+  /** Upstream response headers, kept until they are written to the client. */
+  private pendingHeaders: IncomingHttpHeaders | null = null;
+  /** The bytes the corked writers below send (set just before cork, cleared after). */
+  private pending: Buffer = EMPTY;
+  private writeOk = true;
   private timer: NodeJS.Timeout | null = null;
   private responseStarted = false;
   private buffered: Buffer[] | null = null;
@@ -56,7 +62,6 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   constructor(x: Exchange, endpoint: EndpointState, stream: boolean, stripUsage: boolean, timeoutMs: number) {
     this.x = x;
     this.endpoint = endpoint;
-    this.stream = stream;
     this.stripUsage = stripUsage;
     this.done = new Promise((resolve) => { this.resolveDone = resolve; });
     // A non-streaming exchange is bounded as a whole; a stream by undici's headers/body timeouts.
@@ -72,7 +77,6 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     if (this.controller !== null && !this.controller.aborted) this.controller.abort(reason);
     else if (this.controller === null) this.pendingAbort = reason;
   }
-  private pendingAbort: Error | null = null;
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
@@ -92,15 +96,14 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       this.pendingHeaders = headers;
       return;
     }
-    this.writeHead(statusCode, headers);
+    this.writeHead(headers);
     if (!this.x.writable) controller.abort(new ClientGone('client went away'));
   }
-  private pendingHeaders: IncomingHttpHeaders | null = null;
 
   /** Status line and headers to the client (streamed answers): one corked write. */
-  private writeHead(statusCode: number, headers: IncomingHttpHeaders): void {
+  private writeHead(headers: IncomingHttpHeaders): void {
     const x = this.x;
-    x.ctx.statusCode = statusCode;
+    x.ctx.statusCode = this.upstreamStatus;
     if (!x.writable) return;
     x.headersSent = true;
     this.pendingHeaders = headers;
@@ -147,8 +150,6 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   // Bound once per exchange, not per chunk.
-  private pending: Buffer = EMPTY;
-  private writeOk = true;
   private readonly writePending = (): void => {
     this.writeOk = this.x.res.write(this.pending);
   };
@@ -176,9 +177,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       }
     } else {
       const tail = this.scanner !== null ? this.scanner.end() : null;
-      if (this.scanner !== null) {
-        this.usage = { promptTokens: this.scanner.promptTokens, completionTokens: this.scanner.completionTokens, text: this.scanner.text };
-      }
+      this.takeStreamUsage();
       if (x.writable) {
         x.ctx.finished = true;
         x.res.cork(() => {
@@ -193,9 +192,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.clearTimer();
     this.error = err;
-    if (this.scanner !== null) {
-      this.usage = { promptTokens: this.scanner.promptTokens, completionTokens: this.scanner.completionTokens, text: this.scanner.text };
-    }
+    this.takeStreamUsage();
     const x = this.x;
     if (err instanceof ClientGone || x.ctx.aborted) {
       this.settle(CallOutcome.Done);
@@ -212,6 +209,12 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       x.res.cork(() => { x.res.close(); });
     }
     this.settle(CallOutcome.FailedMidResponse);
+  }
+
+  /** What a stream reported (or generated) so far. */
+  private takeStreamUsage(): void {
+    const sc = this.scanner;
+    if (sc !== null) this.usage = { promptTokens: sc.promptTokens, completionTokens: sc.completionTokens, text: sc.text };
   }
 
   private settle(outcome: CallOutcome): void {
@@ -232,10 +235,6 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   timedOut(): void {
     this.timer = null;
     this.abort(new UpstreamTimeout('upstream timeout'));
-  }
-
-  get isStream(): boolean {
-    return this.stream;
   }
 }
 
