@@ -61,7 +61,8 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
   if (process.env.ROUTER_AUTH_CONFIG) loadAuthConfigFile(process.env.ROUTER_AUTH_CONFIG);
 
   const store = new CounterStore();
-  attachLocalLimitHost(cluster, store);
+  // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
+  attachLocalLimitHost(cluster, store, { leaseDivisor: 8 * settings.workers });
   attachMetricsPrimary(cluster);
 
   cluster.setupPrimary({ args: workerArgs, silent: false });

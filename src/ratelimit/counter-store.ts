@@ -4,7 +4,7 @@ import { systemClock, type Clock, type Decision, type TokenLimiter } from './lim
 import { secondsUntil, windowEnd, windowStart } from './windows.js';
 
 /** Counters of one route in its current window; the only window kept for the route. */
-class RouteCounters {
+export class RouteCounters {
   unit: WindowUnit;
   start: number;
   end: number;
@@ -89,6 +89,11 @@ export class CounterStore implements TokenLimiter {
     else out.push(inputLimit, inputLimit > c.input ? inputLimit - c.input : 0, reset);
     if (outputLimit === null) out.push(NO_LIMIT, 0, 0);
     else out.push(outputLimit, outputLimit > c.output ? outputLimit - c.output : 0, reset);
+  }
+
+  /** The route's counters in the window containing now (a new window starts at 0); for the lease book. */
+  current(route: string, unit: WindowUnit): RouteCounters {
+    return this.counters(route, unit, this.clock());
   }
 
   chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): void {

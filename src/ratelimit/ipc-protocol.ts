@@ -7,24 +7,35 @@ import { DECISION_STRIDE } from './decision-codec.js';
  *
  * - MSG_REQUEST, worker -> primary: ops of REQUEST_STRIDE entries, handled in order:
  *   [op, id, route, inputLimit, outputLimit, unit, amount]
- *   OP_ADMIT (amount = input tokens, answered), OP_CHARGE_OUTPUT (amount = output tokens) and
- *   OP_ADJUST_INPUT (amount = delta) are not answered (id 0). Limits use NO_LIMIT (-1) for null.
- * - MSG_REPLY, primary -> worker: answers of REPLY_STRIDE entries: [id, ...encoded decision]
- *   (decision-codec.ts), or [id, REPLY_INVALID, 0, ...] when the op was malformed.
+ *   OP_ADMIT: id = request id, amount = input tokens; answered.
+ *   OP_CHARGE_OUTPUT: id = the lease the charge was counted against (0: none), amount = tokens.
+ *   OP_ADJUST_INPUT: id = lease id or 0, amount = delta (may be negative).
+ *   OP_RETURN_LEASE: id = lease id, amount = input tokens of the lease left unused (negative when
+ *   corrections used more than the lease held).
+ *   Limits use NO_LIMIT (-1) for null; ops other than OP_ADMIT send NO_LIMIT.
+ * - MSG_REPLY, primary -> worker: answers of REPLY_STRIDE entries:
+ *   [id, ...encoded decision (decision-codec.ts), leaseId, leaseInput, leaseOutput, windowEndMs]
+ *   leaseId 0 = no lease granted; leaseInput / leaseOutput NO_LIMIT = unlimited in that direction.
+ *   A malformed op is answered [id, REPLY_INVALID, 0, ...].
+ * - MSG_RECALL, primary -> worker: `a` = lease ids the worker must give back now (OP_RETURN_LEASE).
  *
  * Ordering: one IPC channel delivers messages in order, so a charge sent before an admit is
- * applied before it.
+ * applied before it, and a lease's charges arrive before its return.
  */
 export const MSG_PREFIX = 'rl:';
 export const MSG_REQUEST = 'rl:q';
 export const MSG_REPLY = 'rl:r';
+export const MSG_RECALL = 'rl:c';
 
 export const OP_ADMIT = 0;
 export const OP_CHARGE_OUTPUT = 1;
 export const OP_ADJUST_INPUT = 2;
+export const OP_RETURN_LEASE = 3;
 
 export const REQUEST_STRIDE = 7;
-export const REPLY_STRIDE = 1 + DECISION_STRIDE;
+/** Lease fields after the decision in a reply: [leaseId, leaseInput, leaseOutput, windowEndMs]. */
+export const LEASE_STRIDE = 4;
+export const REPLY_STRIDE = 1 + DECISION_STRIDE + LEASE_STRIDE;
 /** Decision status slot value of a reply to a malformed op. */
 export const REPLY_INVALID = -2;
 
@@ -34,7 +45,7 @@ export interface LimitRequestMessage {
 }
 
 export interface LimitReplyMessage {
-  t: typeof MSG_REPLY;
+  t: typeof MSG_REPLY | typeof MSG_RECALL;
   a: number[];
 }
 

@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
+import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
+import { HeldLeases } from './held-leases.js';
 import {
-  MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE,
-  type LimitRequestMessage,
+  MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE,
+  REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
-import type { Decision, TokenLimiter } from './limiter.js';
+import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
 import { LimiterOverloadedError, LimiterUnavailableError } from './limiter-errors.js';
 
 /** The worker's end of the IPC channel; `process` in a cluster worker (or a ChildProcess in tests). */
@@ -25,6 +26,8 @@ export interface LocalLimitClientOptions {
   maxPending?: number;
   /** Ops per message at most; a full batch is sent at once. Default 1024. */
   maxBatch?: number;
+  /** Clock for lease windows; must agree with the primary's (both Date.now in the router). */
+  clock?: Clock;
 }
 
 interface Pending {
@@ -34,6 +37,8 @@ interface Pending {
   at: number;
   route: string;
   unit: WindowUnit;
+  inLimit: number | null;
+  outLimit: number | null;
   tokens: number;
 }
 
@@ -45,16 +50,19 @@ interface Abandoned {
 }
 
 /**
- * Worker side of the local mode: asks the cluster primary (attachLocalLimitHost) for every
- * decision, so the instance-wide counters stay exact. Ops issued during one event loop turn go
- * out as one message (setImmediate); replies are matched by id. chargeOutput/adjustInput are
- * fire-and-forget (ordered before any later admit on the same channel).
+ * Worker side of the local mode. The cluster primary (attachLocalLimitHost) owns the instance's
+ * counters; a decision it grants may come with a lease (a slice of the budget, lease-book.ts),
+ * and while the worker holds one for the route it decides on its own (held-leases.ts) — exact
+ * per instance either way. Anything else asks the primary: ops issued during one event loop turn
+ * go out as one message (setImmediate); replies are matched by id. chargeOutput/adjustInput are
+ * absorbed by a held lease or sent fire-and-forget (ordered before any later admit).
  * Failure: no answer within timeoutMs, a closed channel or close() reject admit() with
  * LimiterUnavailableError; too many in flight rejects with LimiterOverloadedError.
  * A decision that timed out but was admitted by the primary is refunded when its late answer comes.
  */
 export class LocalLimitClient implements TokenLimiter {
   private readonly port: LimitClientPort;
+  private readonly leases: HeldLeases;
   private readonly timeoutMs: number;
   private readonly maxPending: number;
   private readonly maxBatch: number;
@@ -85,6 +93,10 @@ export class LocalLimitClient implements TokenLimiter {
     this.timeoutMs = positive(options.timeoutMs ?? 1000, 'timeoutMs');
     this.maxPending = positive(options.maxPending ?? 10_000, 'maxPending');
     this.maxBatch = positive(options.maxBatch ?? 1024, 'maxBatch');
+    this.leases = new HeldLeases(
+      (op, id, route, unit, amount) => this.enqueue(op, id, route, NO_LIMIT, NO_LIMIT, unit, amount),
+      options.clock ?? systemClock,
+    );
     port.on('message', this.onMessage);
     port.on('disconnect', this.onDisconnect);
   }
@@ -94,34 +106,52 @@ export class LocalLimitClient implements TokenLimiter {
     return this.pending.size;
   }
 
-  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+  /** Leases held (tests and metrics). */
+  get leasesHeld(): number {
+    return this.leases.size;
+  }
+
+  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     if (this.closed) return Promise.reject(new LimiterUnavailableError('the local rate limiter is closed'));
     if (this.port.connected === false) {
       return Promise.reject(new LimiterUnavailableError('the IPC channel to the cluster primary is closed'));
     }
+    if (!Number.isSafeInteger(inputTokens) || inputTokens < 0) {
+      return Promise.reject(new RangeError(`input tokens must be a non-negative integer, got ${inputTokens}`));
+    }
+    const local = this.leases.admit(route, limit, inputTokens);
+    if (local !== null) return local;
     if (this.pending.size >= this.maxPending) {
       return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
     }
     const id = this.nextId++;
     const unit = limit.unit;
     return new Promise<Decision>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, at: performance.now(), route, unit, tokens: inputTokens });
+      this.pending.set(id, {
+        resolve, reject, at: performance.now(), route, unit,
+        inLimit: limit.inputTokensPerUnit, outLimit: limit.outputTokensPerUnit, tokens: inputTokens,
+      });
       if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
       this.enqueue(OP_ADMIT, id, route, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
     });
   }
 
   chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): void {
-    this.update(OP_CHARGE_OUTPUT, route, limit.unit, outputTokens);
+    if (!Number.isSafeInteger(outputTokens) || outputTokens < 0) {
+      throw new RangeError(`output tokens must be a non-negative integer, got ${outputTokens}`);
+    }
+    if (this.closed || !this.leases.charge(route, limit.unit, outputTokens)) this.update(OP_CHARGE_OUTPUT, route, limit.unit, outputTokens);
   }
 
   adjustInput(route: string, limit: RateLimitSpec, delta: number): void {
-    this.update(OP_ADJUST_INPUT, route, limit.unit, delta);
+    if (!Number.isSafeInteger(delta)) throw new RangeError(`input token adjustment must be an integer, got ${delta}`);
+    if (this.closed || !this.leases.adjust(route, limit.unit, delta)) this.update(OP_ADJUST_INPUT, route, limit.unit, delta);
   }
 
-  /** Sends what is batched, fails what is in flight, stops listening. */
+  /** Gives the leases back and sends what is batched, fails what is in flight, stops listening. */
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.port.connected !== false) this.leases.releaseAll();
     this.flush();
     this.closed = true;
     this.failAll('the local rate limiter is closed');
@@ -160,28 +190,50 @@ export class LocalLimitClient implements TokenLimiter {
   }
 
   private receive(message: unknown): void {
-    if (typeof message !== 'object' || message === null || (message as { t?: unknown }).t !== MSG_REPLY) return;
+    if (typeof message !== 'object' || message === null) return;
+    const t = (message as { t?: unknown }).t;
+    if (t !== MSG_REPLY && t !== MSG_RECALL) return;
     const a = (message as { a?: unknown }).a;
     if (!Array.isArray(a)) return;
+    if (t === MSG_RECALL) {
+      if (!this.closed) this.leases.recall(a as number[]);
+      return;
+    }
     for (let i = 0; i + REPLY_STRIDE <= a.length; i += REPLY_STRIDE) {
       const id = a[i] as number;
+      const leaseAt = i + 1 + DECISION_STRIDE;
       const p = this.pending.get(id);
       if (p === undefined) {
-        this.refundLate(id, a[i + 1] as number);
+        this.refundLate(id, a as number[], i + 1, leaseAt);
         continue;
       }
       this.pending.delete(id);
-      if (a[i + 1] === REPLY_INVALID) p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.route} as malformed`));
-      else p.resolve(decodeDecision(a, i + 1));
+      if (a[i + 1] === REPLY_INVALID) {
+        p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.route} as malformed`));
+        continue;
+      }
+      if (a[leaseAt] !== 0) this.takeLease(p.route, { inputTokensPerUnit: p.inLimit, outputTokensPerUnit: p.outLimit, unit: p.unit }, a as number[], i + 1, leaseAt);
+      p.resolve(decodeDecision(a as number[], i + 1));
     }
   }
 
-  /** A late answer for a decision that already timed out: give back what it charged. */
-  private refundLate(id: number, status: number): void {
+  private takeLease(route: string, limit: Pick<RateLimitSpec, 'inputTokensPerUnit' | 'outputTokensPerUnit' | 'unit'>, a: number[], at: number, leaseAt: number): void {
+    this.leases.take(route, limit, a, at, leaseAt);
+  }
+
+  private giveBackUnused(route: string, unit: WindowUnit, a: number[], leaseAt: number): void {
+    const input = a[leaseAt + 1];
+    this.enqueue(OP_RETURN_LEASE, a[leaseAt], route, NO_LIMIT, NO_LIMIT, unit, input === NO_LIMIT ? 0 : input);
+  }
+
+  /** A late answer for a decision that already timed out: give back what it charged (and its lease). */
+  private refundLate(id: number, a: number[], at: number, leaseAt: number): void {
     const gone = this.abandoned.get(id);
     if (gone === undefined) return;
     this.abandoned.delete(id);
-    if (status === STATUS_ALLOWED && gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.route, gone.unit, -gone.tokens);
+    if (a[at] !== STATUS_ALLOWED) return;
+    if (a[leaseAt] !== 0) this.giveBackUnused(gone.route, gone.unit, a, leaseAt);
+    if (gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.route, gone.unit, -gone.tokens);
   }
 
   /** Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. */

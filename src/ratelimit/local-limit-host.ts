@@ -1,9 +1,10 @@
 import type { CounterStore } from './counter-store.js';
 import { NO_LIMIT } from './decision-codec.js';
 import {
-  limitMessageType, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, REPLY_INVALID, REQUEST_STRIDE,
-  type LimitReplyMessage,
+  limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE,
+  REPLY_INVALID, REQUEST_STRIDE, type LimitReplyMessage,
 } from './ipc-protocol.js';
+import { LeaseBook } from './lease-book.js';
 import { isWindowUnit } from './windows.js';
 
 /** What the host needs of a cluster worker (node:cluster Worker satisfies it). */
@@ -12,22 +13,37 @@ export interface LimitHostWorker {
   isConnected(): boolean;
 }
 
-/** What the host needs of node:cluster (the Cluster object satisfies it). */
+/** What the host needs of node:cluster (the Cluster object satisfies it); `exit` events are optional. */
 export interface LimitHostCluster {
-  on(event: 'message', listener: (worker: LimitHostWorker, message: unknown) => void): unknown;
-  off(event: 'message', listener: (worker: LimitHostWorker, message: unknown) => void): unknown;
+  on(event: 'message' | 'exit', listener: (worker: LimitHostWorker, message: unknown) => void): unknown;
+  off(event: 'message' | 'exit', listener: (worker: LimitHostWorker, message: unknown) => void): unknown;
 }
 
 export interface LocalLimitHostOptions {
   /** Called for malformed `rl:` messages and ops (a bug in a worker); default: ignore. */
   onInvalid?: (reason: string) => void;
+  /**
+   * A worker's lease holds what is free divided by this; 0 = no leases (every decision asks the
+   * primary). Default 16; the router uses 8 × its worker count.
+   */
+  leaseDivisor?: number;
+  /** A recalled lease not back within this many ms is forfeited (stays charged). Default 250. */
+  recallTimeoutMs?: number;
+}
+
+/** What goes to one worker at the end of the turn: answers first, then recalls. */
+interface Outbox {
+  replies: number[];
+  recalls: number[];
 }
 
 /**
  * Primary side of the local mode: the one CounterStore of the router instance decides for all
- * workers, so decisions are serialized and exact per instance. Requests are handled as they
- * arrive (synchronously, no queue); answers to one worker are collected during an event loop
- * turn and sent as one message (setImmediate), so a worker's batch costs one send each way.
+ * workers, so decisions are serialized and exact per instance; the LeaseBook lends workers
+ * slices of the budget so most requests are decided in the worker without a message (see
+ * lease-book.ts for why that stays exact). Requests are handled as they arrive; what goes to one
+ * worker during an event loop turn is sent as one reply message (then one recall message, never
+ * before the answers that granted the leases it names) on setImmediate.
  * Returns a function that detaches the host.
  */
 export function attachLocalLimitHost(
@@ -36,17 +52,40 @@ export function attachLocalLimitHost(
   options: LocalLimitHostOptions = {},
 ): () => void {
   const onInvalid = options.onInvalid ?? ignore;
-  const replies = new Map<LimitHostWorker, number[]>();
+  const outboxes = new Map<LimitHostWorker, Outbox>();
   let flushScheduled = false;
 
   const flush = (): void => {
     flushScheduled = false;
-    for (const [worker, a] of replies) {
+    for (const [worker, box] of outboxes) {
       // A worker that went away gets nothing; its client fails its own pending decisions.
-      if (worker.isConnected()) worker.send({ t: MSG_REPLY, a }, undefined, ignoreSendError);
+      if (!worker.isConnected()) continue;
+      if (box.replies.length > 0) worker.send({ t: MSG_REPLY, a: box.replies }, undefined, ignoreSendError);
+      if (box.recalls.length > 0) worker.send({ t: MSG_RECALL, a: box.recalls }, undefined, ignoreSendError);
     }
-    replies.clear();
+    outboxes.clear();
   };
+  const outbox = (worker: LimitHostWorker): Outbox => {
+    let box = outboxes.get(worker);
+    if (box === undefined) {
+      box = { replies: [], recalls: [] };
+      outboxes.set(worker, box);
+    }
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+    return box;
+  };
+
+  const book = new LeaseBook<LimitHostWorker>(store, {
+    divisor: options.leaseDivisor ?? 16,
+    recallTimeoutMs: options.recallTimeoutMs ?? 250,
+    replyTo: (worker) => outbox(worker).replies,
+    recall: (worker, ids) => {
+      outbox(worker).recalls.push(...ids);
+    },
+  });
 
   const onMessage = (worker: LimitHostWorker, message: unknown): void => {
     // Only requests; other `rl:` types (e.g. replies echoed in tests) are not ours to handle.
@@ -56,54 +95,53 @@ export function attachLocalLimitHost(
       onInvalid(`malformed rate limit request: "a" must be an array of ${REQUEST_STRIDE}-entry ops`);
       return;
     }
-    let out = replies.get(worker);
-    if (out === undefined) {
-      out = [];
-      replies.set(worker, out);
-    }
-    const before = out.length;
-    for (let i = 0; i < a.length; i += REQUEST_STRIDE) handleOp(store, a, i, out, onInvalid);
-    if (out.length > before && !flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flush);
-    }
+    for (let i = 0; i < a.length; i += REQUEST_STRIDE) handleOp(book, worker, a, i, onInvalid, outbox);
   };
+  const onExit = (worker: LimitHostWorker): void => book.forgetWorker(worker);
 
   cluster.on('message', onMessage);
+  cluster.on('exit', onExit);
   return () => {
     cluster.off('message', onMessage);
+    cluster.off('exit', onExit);
+    book.close();
   };
 }
 
-function handleOp(store: CounterStore, a: unknown[], i: number, out: number[], onInvalid: (reason: string) => void): void {
+function handleOp(
+  book: LeaseBook<LimitHostWorker>, worker: LimitHostWorker, a: unknown[], i: number,
+  onInvalid: (reason: string) => void, outbox: (w: LimitHostWorker) => Outbox,
+): void {
   const op = a[i];
   const id = a[i + 1];
   const route = a[i + 2];
-  const inputLimit = a[i + 3];
-  const outputLimit = a[i + 4];
   const unit = a[i + 5];
   const amount = a[i + 6];
-  const mark = out.length;
   try {
-    if (typeof route !== 'string' || !isWindowUnit(unit) || typeof amount !== 'number') {
-      throw new TypeError('route, unit or amount missing');
+    if (typeof route !== 'string' || !isWindowUnit(unit) || typeof amount !== 'number' || typeof id !== 'number') {
+      throw new TypeError('id, route, unit or amount missing');
     }
     if (op === OP_ADMIT) {
-      if (typeof id !== 'number') throw new TypeError('admit without an id');
-      out.push(id);
-      store.admitInto(out, route, limitOf(inputLimit), limitOf(outputLimit), unit, amount);
+      const inputLimit = limitOf(a[i + 3]);
+      const outputLimit = limitOf(a[i + 4]);
+      if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`input tokens must be a non-negative integer, got ${amount}`);
+      book.admit(worker, id, route, inputLimit, outputLimit, unit, amount);
     } else if (op === OP_CHARGE_OUTPUT) {
-      store.chargeOutputRaw(route, unit, amount);
+      if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`output tokens must be a non-negative integer, got ${amount}`);
+      book.charge(worker, id, route, unit, amount);
     } else if (op === OP_ADJUST_INPUT) {
-      store.adjustInputRaw(route, unit, amount);
+      if (!Number.isSafeInteger(amount)) throw new RangeError(`input token adjustment must be an integer, got ${amount}`);
+      book.adjust(route, unit, amount);
+    } else if (op === OP_RETURN_LEASE) {
+      if (!Number.isSafeInteger(amount)) throw new RangeError(`unused lease tokens must be an integer, got ${amount}`);
+      book.giveBack(worker, id, route, unit, amount);
     } else {
       throw new TypeError(`unknown op ${String(op)}`);
     }
   } catch (err) {
-    out.length = mark;
     onInvalid(`invalid rate limit op ${String(op)} for route ${String(route)}: ${(err as Error).message}`);
     if (op === OP_ADMIT && typeof id === 'number') {
-      out.push(id, REPLY_INVALID, 0, NO_LIMIT, 0, 0, NO_LIMIT, 0, 0);
+      outbox(worker).replies.push(id, REPLY_INVALID, 0, NO_LIMIT, 0, 0, NO_LIMIT, 0, 0, 0, 0, 0, 0);
     }
   }
 }

@@ -18,6 +18,8 @@ const MODULES = [
   'counter-store',
   'ipc-protocol',
   'limiter-errors',
+  'lease-book',
+  'held-leases',
   'local-limit-host',
   'local-limit-client',
 ];

@@ -53,7 +53,7 @@ runLimiterConformance('LocalLimitClient over IPC', async (clock: Clock) => {
   const child = reflector;
   const store = new CounterStore(clock);
   const detach = hostOver(child, store);
-  const limiter = new LocalLimitClient({ port: child, timeoutMs: 5_000 });
+  const limiter = new LocalLimitClient({ port: child, timeoutMs: 5_000, clock });
   return {
     limiter,
     cleanup: async () => {
@@ -143,7 +143,7 @@ describe('local mode exactness across a real node:cluster', () => {
   });
 
   interface HammerResult {
-    results: { worker: number; admitted: number; admittedTokens: number; rejected: number }[];
+    results: { worker: number; admitted: number; admittedTokens: number; rejected: number; local: number }[];
     left: number;
     invalid: string[];
   }
@@ -161,28 +161,39 @@ describe('local mode exactness across a real node:cluster', () => {
     return JSON.parse(out.trim().split('\n').pop()!) as HammerResult;
   }
 
-  it('4 workers, demand 8000 x 1 token, limit 5000: exactly 5000 admitted in total', async () => {
-    const r = await hammer({ RL_REQUESTS: '2000', RL_TOKENS: '1', RL_LIMIT: '5000' });
-    expect(r.results).toHaveLength(4);
-    const total = r.results.reduce((s, w) => s + w.admittedTokens, 0);
-    expect(total).toBe(5000);
-    expect(r.results.reduce((s, w) => s + w.rejected, 0)).toBe(3000);
-    expect(r.left).toBe(0);
-    expect(r.invalid).toEqual([]);
-  });
+  const modes = [
+    { name: 'all at once', env: {} },
+    { name: 'in waves of 25 (leases decide most requests in the workers)', env: { RL_WAVE: '25' } },
+  ];
+  describe.each(modes)('$name', ({ env: wave }) => {
+    const leased = (r: HammerResult): number => r.results.reduce((s, w) => s + w.local, 0);
 
-  it('4 workers, mixed prompt sizes: never more than the limit, and the store agrees with the workers', async () => {
-    const r = await hammer({ RL_REQUESTS: '3000', RL_TOKENS: 'mixed', RL_LIMIT: '20011' });
-    const total = r.results.reduce((s, w) => s + w.admittedTokens, 0);
-    expect(total).toBeLessThanOrEqual(20011);
-    expect(total + r.left).toBe(20011);
-    expect(r.left).toBeLessThan(7); // demand (~48000) far exceeds the limit; only a remainder smaller than a prompt is left
-    for (const w of r.results) expect(w.admitted + w.rejected).toBe(3000);
-  });
+    it('4 workers, demand 8000 x 1 token, limit 5000: exactly 5000 admitted in total', async () => {
+      const r = await hammer({ RL_REQUESTS: '2000', RL_TOKENS: '1', RL_LIMIT: '5000', ...wave });
+      expect(r.results).toHaveLength(4);
+      const total = r.results.reduce((s, w) => s + w.admittedTokens, 0);
+      expect(total).toBe(5000);
+      expect(r.results.reduce((s, w) => s + w.rejected, 0)).toBe(3000);
+      expect(r.left).toBe(0);
+      expect(r.invalid).toEqual([]);
+      if (wave.RL_WAVE !== undefined) expect(leased(r)).toBeGreaterThan(1000);
+    });
 
-  it('4 workers, demand below the limit: everything is admitted', async () => {
-    const r = await hammer({ RL_REQUESTS: '500', RL_TOKENS: '2', RL_LIMIT: '5000' });
-    expect(r.results.reduce((s, w) => s + w.admittedTokens, 0)).toBe(4000);
-    expect(r.left).toBe(1000);
+    it('4 workers, mixed prompt sizes: never more than the limit, and the store agrees with the workers', async () => {
+      const r = await hammer({ RL_REQUESTS: '3000', RL_TOKENS: 'mixed', RL_LIMIT: '20011', ...wave });
+      const total = r.results.reduce((s, w) => s + w.admittedTokens, 0);
+      expect(total).toBeLessThanOrEqual(20011);
+      expect(total + r.left).toBe(20011);
+      expect(r.left).toBeLessThan(7); // demand (~48000) far exceeds the limit; only a remainder smaller than a prompt is left
+      for (const w of r.results) expect(w.admitted + w.rejected).toBe(3000);
+      if (wave.RL_WAVE !== undefined) expect(leased(r)).toBeGreaterThan(1000);
+    });
+
+    it('4 workers, demand below the limit: everything is admitted', async () => {
+      const r = await hammer({ RL_REQUESTS: '500', RL_TOKENS: '2', RL_LIMIT: '5000', ...wave });
+      expect(r.results.reduce((s, w) => s + w.admittedTokens, 0)).toBe(4000);
+      expect(r.left).toBe(1000);
+      if (wave.RL_WAVE !== undefined) expect(leased(r)).toBeGreaterThan(500);
+    });
   });
 });
