@@ -17,6 +17,8 @@ export interface RouterSettings {
   readonly maxBodyBytes: number;
   /** Run on uWS's JavaScript fallback instead of refusing to start. */
   readonly allowUwsFallback: boolean;
+  /** Local limits: workers decide from leased slices of the budget (false: the primary decides every request). */
+  readonly localLeases: boolean;
 }
 
 export class UsageError extends Error {}
@@ -34,8 +36,8 @@ Options (environment equivalents in brackets; flags win):
 
 More environment: ROUTER_API_GROUP, ROUTER_NAMESPACE, ROUTER_DRAIN_TIMEOUT (30s),
 ROUTER_UPSTREAM_TIMEOUT (300s), ROUTER_MAX_BODY_BYTES (16777216), ACCESS_LOG_ENABLED,
-ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ROUTER_TOKEN_ESTIMATOR, RATE_LIMIT_REDIS_FAILURE_MODE,
-RATE_LIMIT_REDIS_TIMEOUT. See docs/configuration.md.`;
+ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ROUTER_TOKEN_ESTIMATOR, RATE_LIMIT_LOCAL_LEASES,
+RATE_LIMIT_REDIS_FAILURE_MODE, RATE_LIMIT_REDIS_TIMEOUT. See docs/configuration.md.`;
 
 const FLAGS_WITH_VALUE = new Set(['--resources', '--port', '--host', '--workers']);
 
@@ -44,6 +46,12 @@ function parseIntIn(name: string, raw: string, min: number, max: number): number
   const n = Number(raw.trim());
   if (n < min || n > max) throw new UsageError(`${name}: expected an integer from ${min} to ${max}, got ${n}`);
   return n;
+}
+
+function booleanSetting(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new UsageError(`${name}: expected "true" or "false", got "${raw}"`);
+  return raw === 'true';
 }
 
 function durationSetting(name: string, raw: string | undefined, fallback: number): number {
@@ -97,10 +105,6 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
   const portRaw = pick('--port', 'ROUTER_PORT');
   const workersRaw = pick('--workers', 'ROUTER_WORKERS');
   const bodyRaw = env.ROUTER_MAX_BODY_BYTES;
-  const fallbackRaw = env.ROUTER_ALLOW_UWS_FALLBACK;
-  if (fallbackRaw !== undefined && fallbackRaw !== '' && fallbackRaw !== 'true' && fallbackRaw !== 'false') {
-    throw new UsageError(`ROUTER_ALLOW_UWS_FALLBACK: expected "true" or "false", got "${fallbackRaw}"`);
-  }
   const apiGroup = env.ROUTER_API_GROUP || 'networking.serving.volcano.sh';
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(apiGroup)) {
     throw new UsageError(`ROUTER_API_GROUP: expected a DNS name such as networking.serving.volcano.sh, got "${apiGroup}"`);
@@ -121,6 +125,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     maxBodyBytes: bodyRaw === undefined || bodyRaw === ''
       ? 16 * 1024 * 1024
       : parseIntIn('ROUTER_MAX_BODY_BYTES', bodyRaw, 1, 1024 * 1024 * 1024),
-    allowUwsFallback: fallbackRaw === 'true',
+    allowUwsFallback: booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', env.ROUTER_ALLOW_UWS_FALLBACK, false),
+    localLeases: booleanSetting('RATE_LIMIT_LOCAL_LEASES', env.RATE_LIMIT_LOCAL_LEASES, true),
   });
 }

@@ -62,7 +62,7 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
 
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
-  attachLocalLimitHost(cluster, store, { leaseDivisor: 8 * settings.workers });
+  attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
   attachMetricsPrimary(cluster);
 
   cluster.setupPrimary({ args: workerArgs, silent: false });

@@ -66,6 +66,32 @@ describe('local token limits over the built router', () => {
     }
   });
 
+  it.each(['true', 'false'])('waves of concurrent requests (RATE_LIMIT_LOCAL_LEASES=%s): exactly floor(limit / tokens) admitted', async (leases) => {
+    // Later waves find leases in the workers (when on): they must not change what is admitted.
+    const router = await startRouter(resourcesFor([{ name: 'pod-n', port: noUsage.port }], {
+      rateLimit: '    inputTokensPerUnit: 1001\n    unit: day',
+    }), { workers: 2, env: { RATE_LIMIT_LOCAL_LEASES: leases } });
+    try {
+      await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
+      let ok = 0;
+      let limited = 0;
+      for (let wave = 0; wave < 14; wave++) {
+        const statuses = await Promise.all(Array.from({ length: 50 }, () =>
+          postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello world' }).then(async (r) => {
+            await r.text();
+            return r.status;
+          })));
+        ok += statuses.filter((st) => st === 200).length;
+        limited += statuses.filter((st) => st === 429).length;
+      }
+      expect(ok).toBe(500); // floor(1001 / 2)
+      expect(limited).toBe(200);
+      expect((await noUsage.stats()).requests).toBe(500);
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('charges all output tokens when the answer ends, then rejects on output until the window resets', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       rateLimit: '    outputTokensPerUnit: 20\n    unit: day',

@@ -19,6 +19,9 @@ describe('parseSettings', () => {
     expect(s.upstreamTimeoutMs).toBe(300_000);
     expect(s.maxBodyBytes).toBe(16 * 1024 * 1024);
     expect(s.apiGroup).toBe('networking.serving.volcano.sh');
+    expect(s.localLeases).toBe(true);
+    expect(s.allowUwsFallback).toBe(false);
+    expect(parseSettings(['--resources', 'r.yaml'], { RATE_LIMIT_LOCAL_LEASES: 'false' })!.localLeases).toBe(false);
   });
 
   it('returns null for --help', () => {
@@ -34,6 +37,8 @@ describe('parseSettings', () => {
     [['--resources', 'r'], { ROUTER_DRAIN_TIMEOUT: 'soon' }, 'ROUTER_DRAIN_TIMEOUT: expected a duration'],
     [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected "file" or "kubernetes"'],
     [['--resources', 'r', '--kubernetes'], {}, '--resources and --kubernetes exclude each other'],
+    [['--resources', 'r'], { RATE_LIMIT_LOCAL_LEASES: 'off' }, 'RATE_LIMIT_LOCAL_LEASES: expected "true" or "false", got "off"'],
+    [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'yes' }, 'ROUTER_ALLOW_UWS_FALLBACK: expected "true" or "false", got "yes"'],
   ] as const)('rejects %j %j', (argv, env, msg) => {
     expect(() => parseSettings(argv, env)).toThrow(UsageError);
     expect(() => parseSettings(argv, env)).toThrow(msg);
