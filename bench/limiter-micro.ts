@@ -3,7 +3,10 @@
  *  1. the in-process CounterStore (what the cluster primary runs per decision);
  *  2. LocalLimitClient -> cluster IPC -> attachLocalLimitHost in a real node:cluster, with
  *     1 decision in flight (round-trip latency) and 100 in flight (cost per decision when batched);
- *  3. all workers at once with 100 in flight each (aggregate capacity of the primary).
+ *  3. all workers at once with 100 in flight each (aggregate capacity of the primary);
+ *  4. the same client when the primary grants leases (the router's default): decisions made in the
+ *     worker from its lease, one worker and all workers at once.
+ * Steps 2 and 3 run with leases off (RATE_LIMIT_LOCAL_LEASES=false), so every decision crosses IPC.
  *
  * Run: npm run build && node dist/bench/limiter-micro.js
  * Env: BENCH_WORKERS (workers for step 3, default: available parallelism, at least 2).
@@ -99,7 +102,7 @@ async function run(ws: Worker[], concurrency: number, total: number): Promise<nu
 async function primary(): Promise<void> {
   const results: Measure[] = inProcess();
   const store = new CounterStore();
-  const detach = attachLocalLimitHost(cluster, store);
+  let detach = attachLocalLimitHost(cluster, store, { leaseDivisor: 0 });
   const count = Math.max(2, Number(process.env.BENCH_WORKERS ?? availableParallelism()));
   const ws = Array.from({ length: count }, () => cluster.fork());
   await Promise.all(ws.map((w) => waitFor(w, 'bench:ready')));
@@ -115,6 +118,15 @@ async function primary(): Promise<void> {
   await run(ws, 100, perWorker);
   const aggregate = ((performance.now() - t0) * 1000) / (perWorker * count);
   results.push({ name: `IPC clients, ${count} workers x 100 in flight (aggregate)`, decisions: perWorker * count, usPerDecision: aggregate });
+
+  detach();
+  detach = attachLocalLimitHost(cluster, store, { leaseDivisor: 8 * count });
+  const [leased] = await run(ws.slice(0, 1), 1, 1_000_000);
+  results.push({ name: 'leases on: 1 worker, 1 in flight', decisions: 1_000_000, usPerDecision: leased });
+  const t1 = performance.now();
+  await run(ws, 100, 1_000_000);
+  const leasedAll = ((performance.now() - t1) * 1000) / (1_000_000 * count);
+  results.push({ name: `leases on: ${count} workers x 100 in flight (aggregate)`, decisions: 1_000_000 * count, usPerDecision: leasedAll });
 
   for (const w of ws) w.send({ t: 'bench:close' });
   detach();

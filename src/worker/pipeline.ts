@@ -59,7 +59,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 
     if (route.rateLimit !== null) {
       limiter = s.limiterFor(route.rateLimit);
-      const d = await limiter.admit(route.key, route.rateLimit, ctx.inputTokens);
+      const decided = limiter.admit(route.key, route.rateLimit, ctx.inputTokens);
+      const d = decided instanceof Promise ? await decided : decided; // a lease decides synchronously
       x.decision = d;
       if (!d.allowed) throw rateLimitRejection(d);
       charged = ctx.inputTokens;
