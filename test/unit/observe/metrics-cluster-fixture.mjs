@@ -30,7 +30,7 @@ if (cluster.isPrimary) {
   const { AggregatorRegistry } = createRequire(import.meta.url)('prom-client');
   new AggregatorRegistry(); // its cluster listener must ignore our messages (and we its)
   attachMetricsPrimary(cluster, { timeoutMs: 3000 });
-  attachLocalLimitHost(cluster, new CounterStore());
+  attachLocalLimitHost(cluster, new CounterStore(), { leaseDivisor: 0 }); // no leases: every decision is IPC traffic
   let ready = 0;
   cluster.on('message', (w, m) => {
     if (m?.t === 'fixture:ready' && ++ready === 2) process.stdout.write('READY\n');
@@ -62,7 +62,7 @@ if (cluster.isPrimary) {
   // Rate limit IPC traffic on the same channel during scrapes.
   const limiter = new LocalLimitClient();
   const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null };
-  setInterval(() => void limiter.admit(`noise/${index}`, spec, 1).catch(() => {}), 2).unref();
+  setInterval(() => void Promise.resolve(limiter.admit(`noise/${index}`, spec, 1)).catch(() => {}), 2).unref();
   uws.App().get('/metrics', metricsHandler(metrics)).listen('127.0.0.1', port, (sock) => {
     if (!sock) {
       process.stderr.write(`worker ${index}: cannot listen on ${port}\n`);

@@ -92,7 +92,7 @@ describe('LocalLimitClient failures', () => {
   it('bounds the decisions in flight', async () => {
     const silent = await startReflector({ REFLECT_SILENT: '1' });
     const client = new LocalLimitClient({ port: silent, timeoutMs: 10_000, maxPending: 3 });
-    const inFlight = [1, 2, 3].map(() => client.admit('ns/a', LIMIT, 1).catch((e: unknown) => e));
+    const inFlight = [1, 2, 3].map(() => Promise.resolve(client.admit('ns/a', LIMIT, 1)).catch((e: unknown) => e));
     await expect(client.admit('ns/a', LIMIT, 1)).rejects.toBeInstanceOf(LimiterOverloadedError);
     await client.close();
     for (const e of await Promise.all(inFlight)) expect(e).toBeInstanceOf(LimiterUnavailableError);
