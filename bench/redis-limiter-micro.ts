@@ -1,9 +1,12 @@
 /**
- * Micro benchmark of a global-mode rate limit decision (RedisLimiter -> one Lua script via
- * EVALSHA, auto-pipelined) against a redis-server this benchmark starts on a free loopback port:
+ * Micro benchmark of a global-mode rate limit decision (RedisLimiter: the operations of one
+ * event-loop turn go to Redis as one EVALSHA of the batch script per route) against a
+ * redis-server this benchmark starts on a free loopback port:
  *  1. sequential: one decision in flight (round-trip latency);
- *  2. 100 decisions in flight (auto-pipelining batches them);
- *  3. the full request cycle (admit + chargeOutput + adjustInput), 100 in flight.
+ *  2. 100 decisions in flight over 64 routes (small batches);
+ *  3. 100 decisions in flight on one route (one batch per turn);
+ *  4. the full request cycle (admit, then settle: output charge + input correction), 100 in
+ *     flight on one route.
  * Prints p50/p99 latency per decision and decisions/s.
  *
  * Run: npm run build && node dist/bench/redis-limiter-micro.js
@@ -87,10 +90,10 @@ async function main(): Promise<void> {
     const admit = (i: number): Promise<unknown> => limiter.admit(routes[i & 63], LIMIT, 4);
     await scenario('admit (server clock, 64 routes)', 1, admit);
     await scenario('admit (server clock, 64 routes)', 100, admit);
-    await scenario('admit + chargeOutput + adjustInput (one request)', 100, async (i) => {
-      const r = routes[i & 63];
-      await limiter.admit(r, LIMIT, 4);
-      await Promise.all([limiter.chargeOutput(r, LIMIT, 20), limiter.adjustInput(r, LIMIT, -1)]);
+    await scenario('admit (server clock, one route)', 100, () => limiter.admit(routes[0], LIMIT, 4));
+    await scenario('admit + settle (one request, one route)', 100, async () => {
+      await limiter.admit(routes[0], LIMIT, 4);
+      await limiter.settle(routes[0], LIMIT, -1, 20);
     });
   } finally {
     await limiter.close();

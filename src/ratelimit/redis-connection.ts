@@ -1,15 +1,19 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { ADMIT_LUA } from './lua/admit.js';
-import { SETTLE_LUA } from './lua/settle.js';
+import { BATCH_LUA } from './lua/batch.js';
 import type { RedisTarget } from './redis-address.js';
 import type { RedisLimitSettings } from './redis-settings.js';
 
-/** The limiter's scripts as client commands (ioredis defineCommand: EVALSHA, EVAL on NOSCRIPT). */
+/** The limiter's script as a client command (ioredis defineCommand: EVALSHA, EVAL on NOSCRIPT). */
 export interface LimiterCommands {
-  /** Reply: [status, inputUsed, outputUsed, msUntilWindowEnd]. */
-  irAdmit(base: string, unit: string, now: string, inLimit: number, outLimit: number, tokens: number): Promise<number[]>;
-  /** Input correction and output charge in one call. Reply: [inputCount, outputCount]. */
-  irSettle(base: string, unit: string, now: string, delta: number, outputTokens: number): Promise<number[]>;
+  /**
+   * One batch of a route (lua/batch.ts): the summed input correction and output charge, then one
+   * admission per entry of `tokens` under the two limits (-1 = none). Reply: [msUntilWindowEnd,
+   * inputUsedBeforeAdmissions, outputUsed, status per admission], or [msUntilWindowEnd] alone.
+   */
+  irBatch(
+    base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
+    inLimit: number, outLimit: number, tokens: readonly number[],
+  ): Promise<number[]>;
 }
 
 export type LimiterClient = (Redis | Cluster) & LimiterCommands;
@@ -24,14 +28,14 @@ export interface ConnectionTuning {
 export const DEFAULT_TUNING: ConnectionTuning = { reconnectCapMs: 2_000, connectTimeoutMs: 2_000 };
 
 const SCRIPTS = {
-  irAdmit: { lua: ADMIT_LUA, numberOfKeys: 1 },
-  irSettle: { lua: SETTLE_LUA, numberOfKeys: 1 },
+  irBatch: { lua: BATCH_LUA, numberOfKeys: 1 },
 };
 
 /**
  * A client that fails fast instead of queueing: no offline queue, no retries of a request,
  * every command bounded by the settings' timeout, reconnects in the background with capped
- * exponential backoff, auto-pipelining on (one round trip carries many decisions).
+ * exponential backoff. Auto-pipelining is off: the limiter already sends one command per route
+ * per event-loop turn (RedisLimiter batches), and ioredis would hold each for one more turn.
  */
 export function createLimiterClient(target: RedisTarget, settings: RedisLimitSettings, tuning: ConnectionTuning): LimiterClient {
   const retry = (times: number): number => Math.min(50 * 2 ** Math.min(times, 16), tuning.reconnectCapMs);
@@ -48,7 +52,7 @@ export function createLimiterClient(target: RedisTarget, settings: RedisLimitSet
   } satisfies RedisOptions;
   if (settings.cluster) {
     return new Cluster(target.nodes, {
-      enableAutoPipelining: true,
+      enableAutoPipelining: false,
       enableOfflineQueue: false,
       scripts: SCRIPTS,
       clusterRetryStrategy: retry,
@@ -65,7 +69,7 @@ export function createLimiterClient(target: RedisTarget, settings: RedisLimitSet
     host: node.host,
     port: node.port,
     db: target.db,
-    enableAutoPipelining: true,
+    enableAutoPipelining: false,
     enableOfflineQueue: false,
     retryStrategy: retry,
     scripts: SCRIPTS,

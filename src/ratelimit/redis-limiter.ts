@@ -1,5 +1,6 @@
-import type { RateLimitSpec } from '../config/resource-types.js';
-import type { Clock, Decision, LimitState, TokenLimiter } from './limiter.js';
+import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
+import type { Clock, Decision, TokenLimiter } from './limiter.js';
+import { Batch } from './redis-batch.js';
 import { parseRedisAddress } from './redis-address.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './redis-connection.js';
 import { LimitStoreUnavailableError } from './redis-errors.js';
@@ -27,17 +28,21 @@ export interface RedisLimiterOptions {
   onFailureModeDecision?: (mode: RedisFailureMode) => void;
 }
 
-const STATUS_REJECTED_INPUT = 1;
-const STATUS_REJECTED_OUTPUT = 2;
-const NO_LIMIT = -1;
-
 /**
- * Global token limiter: counters in Redis shared by every router instance, one Lua script per
- * decision (lua/*.ts), one client per limiter (redis-clients.ts keeps one per address).
- * Semantics are TokenLimiter's (limiter.ts). When Redis fails or is slower than the settings'
- * timeout, the failure mode applies: `local` asks `fallback` (this instance's counters),
- * `open` admits, `closed` rejects with LimitStoreUnavailableError (503, never 429); the circuit
- * stays open, without waiting on Redis, until it answers again.
+ * Global token limiter: counters in Redis shared by every router instance, one client per
+ * limiter (redis-clients.ts keeps one per address). Semantics are TokenLimiter's (limiter.ts).
+ *
+ * Batching: the operations issued during one event-loop turn are collected per route (and unit,
+ * clock reading and limit values) and sent when the turn ends (setImmediate: after all of the
+ * turn's I/O callbacks) as one call of the batch script (lua/batch.ts), which applies the summed
+ * settles, then decides each admission in arrival order by the admission rule, atomically. Each
+ * caller gets its own decision back. Settles with no admission of their route in the turn wait
+ * one more turn for one to ride along with.
+ *
+ * When Redis fails or is slower than the settings' timeout (which bounds each batch call), every
+ * operation of the batch follows the failure mode: `local` asks `fallback` (this instance's
+ * counters), `open` admits, `closed` rejects with LimitStoreUnavailableError (503, never 429);
+ * the circuit stays open, without waiting on Redis, until it answers again.
  */
 export class RedisLimiter implements TokenLimiter {
   /** Address as shown in logs and errors (credentials hidden). */
@@ -50,6 +55,11 @@ export class RedisLimiter implements TokenLimiter {
   private readonly bases = new Map<string, string>();
   private readonly onStoreError: ((store: string) => void) | null;
   private readonly onFailureModeDecision: ((mode: RedisFailureMode) => void) | null;
+  /** Batches not sent yet, by route, unit and clock reading. */
+  private pending = new Map<string, Batch>();
+  /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
+  private spilled: Batch[] = [];
+  private flushScheduled = false;
 
   constructor(address: string, settings: RedisLimitSettings, fallback: TokenLimiter, opts: RedisLimiterOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -85,24 +95,10 @@ export class RedisLimiter implements TokenLimiter {
     return this.health.state;
   }
 
-  async admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
-    checkAmount(inputTokens, 'input tokens');
-    if (this.health.state !== 'up' && !(await this.usable())) return this.admitWithoutStore(route, limit, inputTokens);
-    let reply: number[];
-    try {
-      reply = await this.client.irAdmit(
-        this.base(route),
-        limit.unit,
-        this.now(),
-        limit.inputTokensPerUnit ?? NO_LIMIT,
-        limit.outputTokensPerUnit ?? NO_LIMIT,
-        inputTokens,
-      );
-    } catch (err) {
-      this.storeFailed(err);
-      return this.admitWithoutStore(route, limit, inputTokens);
-    }
-    return toDecision(reply, limit);
+  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    if (!isAmount(inputTokens)) return Promise.reject(amountError('input tokens', inputTokens));
+    if (this.health.state === 'up') return this.enqueueAdmission(route, limit, inputTokens);
+    return this.admitOnceUsable(route, limit, inputTokens);
   }
 
   chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> {
@@ -113,25 +109,18 @@ export class RedisLimiter implements TokenLimiter {
     return this.settle(route, limit, delta, 0);
   }
 
-  /** adjustInput + chargeOutput in one script call (one Redis command per answer, not two). */
-  async settle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    if (!Number.isSafeInteger(inputDelta)) throw new RangeError(`input token adjustment must be an integer, got ${inputDelta}`);
-    checkAmount(outputTokens, 'output tokens');
-    if (inputDelta === 0 && outputTokens === 0) return;
-    if (this.health.state !== 'up' && !(await this.usable())) {
-      if (this.mode === 'local') await settleCounters(this.fallback, route, limit, inputDelta, outputTokens);
-      return;
-    }
-    try {
-      await this.client.irSettle(this.base(route), limit.unit, this.now(), inputDelta, outputTokens);
-    } catch (err) {
-      this.storeFailed(err);
-      if (this.mode === 'local') await settleCounters(this.fallback, route, limit, inputDelta, outputTokens);
-    }
+  /** adjustInput + chargeOutput in one operation (batched with the turn's other operations). */
+  settle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    if (!Number.isSafeInteger(inputDelta)) return Promise.reject(new RangeError(`input token adjustment must be an integer, got ${inputDelta}`));
+    if (!isAmount(outputTokens)) return Promise.reject(amountError('output tokens', outputTokens));
+    if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
+    if (this.health.state === 'up') return this.enqueueSettle(route, limit, inputDelta, outputTokens);
+    return this.settleOnceUsable(route, limit, inputDelta, outputTokens);
   }
 
   /** Closes the Redis client (not the fallback, which belongs to the caller). */
   async close(): Promise<void> {
+    this.flushAll(); // what was collected goes out (or to the failure mode) before the client closes
     this.health.close();
     if (this.client.status === 'ready') {
       try {
@@ -151,9 +140,119 @@ export class RedisLimiter implements TokenLimiter {
     return this.health.state === 'up';
   }
 
+  private async admitOnceUsable(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    if (!(await this.usable())) return this.admitWithoutStore(route, limit, inputTokens);
+    return this.enqueueAdmission(route, limit, inputTokens);
+  }
+
+  private async settleOnceUsable(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    if (!(await this.usable())) {
+      if (this.mode === 'local') await settleCounters(this.fallback, route, limit, inputDelta, outputTokens);
+      return;
+    }
+    await this.enqueueSettle(route, limit, inputDelta, outputTokens);
+  }
+
+  /** Joins this turn's batch of the route; the batch goes out when the turn ends. */
+  private enqueueAdmission(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    const now = this.now();
+    const key = batchKey(route, limit.unit, now);
+    let batch = this.pending.get(key);
+    if (batch === undefined || !batch.accepts(limit)) {
+      if (batch !== undefined) this.spilled.push(batch);
+      batch = new Batch(route, this.base(route), limit.unit, now);
+      this.pending.set(key, batch);
+    }
+    this.scheduleFlush();
+    return batch.admit(limit, inputTokens);
+  }
+
+  /**
+   * Joins the route's pending batch. A batch of settles alone waits one more turn for an admission
+   * of its route to ride along with, then goes out on its own.
+   */
+  private enqueueSettle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    const now = this.now();
+    const key = batchKey(route, limit.unit, now);
+    let batch = this.pending.get(key);
+    if (batch === undefined) {
+      batch = new Batch(route, this.base(route), limit.unit, now);
+      this.pending.set(key, batch);
+    }
+    this.scheduleFlush();
+    return batch.settle(limit, inputDelta, outputTokens);
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
+  }
+
+  /**
+   * End of a turn (after its I/O callbacks): sends every batch with an admission, and the batches
+   * of settles alone that already waited a turn; the others wait for the next turn.
+   */
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.spilled.length > 0) {
+      const spilled = this.spilled;
+      this.spilled = [];
+      for (const b of spilled) this.send(b);
+    }
+    for (const [key, b] of this.pending) {
+      if (b.admissions.length === 0 && !b.waited) {
+        b.waited = true;
+        continue;
+      }
+      this.pending.delete(key);
+      this.send(b);
+    }
+    if (this.pending.size > 0) this.scheduleFlush(); // setImmediate from here: the next turn
+  };
+
+  /** Sends every pending batch now (the limiter closes). */
+  private flushAll(): void {
+    const spilled = this.spilled;
+    const pending = this.pending;
+    this.spilled = [];
+    this.pending = new Map();
+    for (const b of spilled) this.send(b);
+    for (const b of pending.values()) this.send(b);
+  }
+
+  private send(b: Batch): void {
+    if (this.health.state !== 'up') {
+      this.withoutStore(b);
+      return;
+    }
+    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.tokens).then(
+      (reply) => b.answer(reply),
+      (err: unknown) => {
+        this.storeFailed(err);
+        this.withoutStore(b);
+      },
+    );
+  }
+
   private storeFailed(err: unknown): void {
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
+  }
+
+  /** A batch Redis did not take: each operation follows the failure mode, settles first as in the script. */
+  private withoutStore(b: Batch): void {
+    for (const s of b.settles) {
+      if (this.mode !== 'local') s.resolve();
+      else settleCounters(this.fallback, b.route, s.limit, s.inputDelta, s.outputTokens).then(s.resolve, s.reject);
+    }
+    for (const a of b.admissions) {
+      try {
+        a.resolve(this.admitWithoutStore(b.route, a.limit, a.tokens));
+      } catch (err) {
+        a.reject(err);
+      }
+    }
   }
 
   private admitWithoutStore(route: string, limit: RateLimitSpec, inputTokens: number): Decision | Promise<Decision> {
@@ -180,26 +279,17 @@ export class RedisLimiter implements TokenLimiter {
   }
 }
 
-function toDecision(reply: number[], limit: RateLimitSpec): Decision {
-  const status = reply[0];
-  const msLeft = reply[3];
-  const reset = msLeft <= 1000 ? 1 : Math.ceil(msLeft / 1000);
-  return {
-    allowed: status === 0,
-    rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
-    retryAfterSeconds: reset,
-    input: state(limit.inputTokensPerUnit, reply[1], reset),
-    output: state(limit.outputTokensPerUnit, reply[2], reset),
-  };
+/** Operations with the same key may share a batch: same route, unit and clock reading. */
+function batchKey(route: string, unit: WindowUnit, now: string): string {
+  return `${route}\0${unit}\0${now}`;
 }
 
-function state(limit: number | null, used: number, reset: number): LimitState | null {
-  if (limit === null) return null;
-  return { limit, remaining: limit > used ? limit - used : 0, resetSeconds: reset };
+function isAmount(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 0;
 }
 
-function checkAmount(n: number, what: string): void {
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${what} must be a non-negative integer, got ${n}`);
+function amountError(what: string, n: number): RangeError {
+  return new RangeError(`${what} must be a non-negative integer, got ${n}`);
 }
 
 function defaultLog(message: string): void {

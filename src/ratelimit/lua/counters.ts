@@ -1,7 +1,18 @@
 import { WINDOW_LUA } from './window.js';
 
-/** The counter updates after an answer, used by the settle script (on top of the window functions). */
+/**
+ * The counter rules of the batch script (on top of the window functions): the admission rule,
+ * the input correction and the output charge, each written once.
+ */
 export const COUNTERS_LUA = `${WINDOW_LUA}
+-- The admission rule (docs/rate-limiting.md): 1 = rejected by input (inUsed + tokens > inLimit),
+-- 2 = rejected by output (outUsed >= outLimit), 0 = admitted. A limit below 0 is no limit.
+local function admission(inUsed, outUsed, inLimit, outLimit, tokens)
+  if inLimit >= 0 and inUsed + tokens > inLimit then return 1 end
+  if outLimit >= 0 and outUsed >= outLimit then return 2 end
+  return 0
+end
+
 -- Input counter of window s corrected by delta (floored at 0); keeps the key's expiry, a new key
 -- gets the window's. Returns the new count.
 local function adjustInput(now, s, e, delta)

@@ -180,6 +180,43 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
     expect(await running.stop()).toBeLessThan(WAIT_BOUND_MS);
   });
 
+  it('a batch that fails (server frozen): every operation of the turn follows the failure mode, within one timeout', async () => {
+    const server = await RedisServer.start();
+    cleanups.push(async () => {
+      server.resume();
+      await server.stop();
+    });
+    const { limiter, fallback, logs } = await setup(mode, server.port);
+    await until('healthy', () => limiter.healthy);
+    const r = uniqueRoute();
+    server.pause();
+    // One turn: one batch (a settle and three admissions of the documented example).
+    const t = performance.now();
+    const settled = limiter.settle(r, EXAMPLE, 0, 5);
+    const outcomes = await Promise.all([0, 1, 2].map(() => timed(() => limiter.admit(r, EXAMPLE, 4))));
+    await settled; // never rejected because of the store
+    expect(performance.now() - t).toBeLessThan(WAIT_BOUND_MS);
+    expect(limiter.healthy).toBe(false);
+    expect(logs.filter((l) => /unavailable/.test(l)), JSON.stringify(logs)).toHaveLength(1);
+    if (mode === 'local') {
+      // The local counters decide the whole batch, the settle first as in the script.
+      expect(outcomes.map((o) => o.decision?.allowed)).toEqual([true, true, false]);
+      expect(outcomes[2].decision?.rejectedBy).toBe('input');
+      const left = fallback.admit(r, EXAMPLE, 0);
+      expect(left.input?.remaining).toBe(2);
+      expect(left.output?.remaining).toBe(4995);
+    } else if (mode === 'open') {
+      for (const o of outcomes) expect(o.decision).toMatchObject({ allowed: true, rejectedBy: null, input: null, output: null });
+      expect(fallback.size).toBe(0);
+    } else {
+      for (const o of outcomes) expect(o.error).toBeInstanceOf(LimitStoreUnavailableError);
+      expect(fallback.size).toBe(0);
+    }
+    server.resume();
+    await until('recovered', () => limiter.healthy, 10_000);
+    await expectEnforcedByRedis(limiter, server);
+  });
+
   it('redis down at start: the limiter works in the failure mode, logs once, and switches to Redis when it appears', async () => {
     const port = await freePort();
     const { limiter, fallback, logs } = await setup(mode, port);

@@ -1,0 +1,122 @@
+import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
+import type { Decision, LimitState } from './limiter.js';
+
+const STATUS_ADMITTED = 0;
+const STATUS_REJECTED_INPUT = 1;
+const STATUS_REJECTED_OUTPUT = 2;
+const NO_LIMIT = -1;
+
+/**
+ * Most admissions in one script call. A turn with more starts another batch for the same route,
+ * sent right after it, so that one call never keeps Redis busy for long.
+ */
+export const MAX_BATCH_ADMISSIONS = 500;
+
+export interface PendingAdmission {
+  readonly limit: RateLimitSpec;
+  readonly tokens: number;
+  resolve(d: Decision | PromiseLike<Decision>): void;
+  reject(err: unknown): void;
+}
+
+export interface PendingSettle {
+  readonly limit: RateLimitSpec;
+  readonly inputDelta: number;
+  readonly outputTokens: number;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The operations on one route's counters (one unit, one clock reading, one pair of limits) issued
+ * during one event-loop turn, sent as one call of the batch script (lua/batch.ts): the settles
+ * summed and applied first, then the admissions in arrival order, each decided by the admission rule.
+ */
+export class Batch {
+  readonly route: string;
+  /** The route's key base `ir:{<route>}`. */
+  readonly base: string;
+  readonly unit: WindowUnit;
+  /** The injected clock's time, or '' for the Redis server's clock. */
+  readonly now: string;
+  /** Sums of the settles' input corrections and output charges. */
+  inputDelta = 0;
+  outputTokens = 0;
+  /** The admissions' limits (NO_LIMIT for none), set by the first admission. */
+  inLimit = NO_LIMIT;
+  outLimit = NO_LIMIT;
+  readonly admissions: PendingAdmission[] = [];
+  /** The admissions' input tokens, in order: the script's ARGV[7..]. */
+  readonly tokens: number[] = [];
+  readonly settles: PendingSettle[] = [];
+  /** Settles alone that already waited one turn for an admission of the route. */
+  waited = false;
+
+  constructor(route: string, base: string, unit: WindowUnit, now: string) {
+    this.route = route;
+    this.base = base;
+    this.unit = unit;
+    this.now = now;
+  }
+
+  /**
+   * Whether an admission under `limit` can join: the batch is not full and has no admission yet
+   * or one under the same limit values (an edit mid-turn starts another batch).
+   */
+  accepts(limit: RateLimitSpec): boolean {
+    if (this.admissions.length === 0) return true;
+    return this.admissions.length < MAX_BATCH_ADMISSIONS
+      && this.inLimit === (limit.inputTokensPerUnit ?? NO_LIMIT)
+      && this.outLimit === (limit.outputTokensPerUnit ?? NO_LIMIT);
+  }
+
+  admit(limit: RateLimitSpec, tokens: number): Promise<Decision> {
+    if (this.admissions.length === 0) {
+      this.inLimit = limit.inputTokensPerUnit ?? NO_LIMIT;
+      this.outLimit = limit.outputTokensPerUnit ?? NO_LIMIT;
+    }
+    this.tokens.push(tokens);
+    return new Promise((resolve, reject) => {
+      this.admissions.push({ limit, tokens, resolve, reject });
+    });
+  }
+
+  settle(limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    this.inputDelta += inputDelta;
+    this.outputTokens += outputTokens;
+    return new Promise((resolve, reject) => {
+      this.settles.push({ limit, inputDelta, outputTokens, resolve, reject });
+    });
+  }
+
+  /** Resolves every operation from the script's reply. */
+  answer(reply: readonly number[]): void {
+    for (const s of this.settles) s.resolve();
+    if (this.admissions.length === 0) return;
+    const msLeft = reply[0];
+    const reset = msLeft <= 1000 ? 1 : Math.ceil(msLeft / 1000);
+    let inUsed = reply[1];
+    const outUsed = reply[2];
+    for (let i = 0; i < this.admissions.length; i++) {
+      const a = this.admissions[i];
+      const status = reply[3 + i];
+      if (status === STATUS_ADMITTED) inUsed += a.tokens;
+      a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
+    }
+  }
+}
+
+function toDecision(status: number, inUsed: number, outUsed: number, reset: number, limit: RateLimitSpec): Decision {
+  return {
+    allowed: status === STATUS_ADMITTED,
+    rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
+    retryAfterSeconds: reset,
+    input: state(limit.inputTokensPerUnit, inUsed, reset),
+    output: state(limit.outputTokensPerUnit, outUsed, reset),
+  };
+}
+
+function state(limit: number | null, used: number, reset: number): LimitState | null {
+  if (limit === null) return null;
+  return { limit, remaining: limit > used ? limit - used : 0, resetSeconds: reset };
+}
