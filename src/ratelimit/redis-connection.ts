@@ -42,7 +42,7 @@ export function createLimiterClient(target: RedisTarget, settings: RedisLimitSet
   const perNode = {
     username: settings.username ?? undefined,
     password: settings.password ?? undefined,
-    tls: settings.tls || target.tls ? {} : undefined,
+    tls: settings.tls || target.tls ? (settings.tlsCa === null ? {} : { ca: settings.tlsCa }) : undefined,
     protocol: 2 as const,
     commandTimeout: settings.timeoutMs,
     connectTimeout: tuning.connectTimeoutMs,

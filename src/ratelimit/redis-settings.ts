@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseDuration } from '../config/duration.js';
 
 /** What a global limiter does while its Redis cannot answer in time. */
@@ -20,6 +21,12 @@ export interface RedisLimitSettings {
   readonly password: string | null;
   /** REDIS_TLS=true: connect with TLS (rediss:// addresses always do). */
   readonly tls: boolean;
+  /**
+   * REDIS_TLS_CA_FILE: PEM certificates of the CAs a TLS connection trusts instead of Node's
+   * default list (read and checked at start), or null for the default list (which honours
+   * NODE_EXTRA_CA_CERTS).
+   */
+  readonly tlsCa: string | null;
   /** REDIS_CLUSTER=true: the address names Redis Cluster seed nodes. */
   readonly cluster: boolean;
 }
@@ -34,6 +41,7 @@ export function parseRedisLimitSettings(env: NodeJS.ProcessEnv): RedisLimitSetti
     username: optionalString(env.REDIS_USERNAME),
     password: optionalString(env.REDIS_PASSWORD),
     tls: bool('REDIS_TLS', env.REDIS_TLS),
+    tlsCa: caFile(env.REDIS_TLS_CA_FILE),
     cluster: bool('REDIS_CLUSTER', env.REDIS_CLUSTER),
   });
 }
@@ -67,6 +75,21 @@ function bool(name: string, raw: string | undefined): boolean {
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0') return false;
   throw new Error(`${name}: expected true or false, got ${JSON.stringify(raw)}`);
+}
+
+/** The PEM text of REDIS_TLS_CA_FILE; it must be readable and hold at least one certificate. */
+function caFile(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  let pem: string;
+  try {
+    pem = readFileSync(raw, 'utf8');
+  } catch (err) {
+    throw new Error(`REDIS_TLS_CA_FILE: expected a readable PEM file of CA certificates, cannot read ${JSON.stringify(raw)} (${(err as Error).message})`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new Error(`REDIS_TLS_CA_FILE: expected a PEM file of CA certificates, ${JSON.stringify(raw)} holds no "-----BEGIN CERTIFICATE-----"`);
+  }
+  return pem;
 }
 
 function optionalString(raw: string | undefined): string | null {

@@ -1,11 +1,12 @@
 /**
  * Real redis-server processes for tests, on free loopback ports (never 6379): a single server
- * that can be killed, paused and restarted on the same port, or a small Redis Cluster.
- * Every process started here is killed when the test process exits.
+ * that can be killed, paused and restarted on the same port (plain TCP or TLS only), or a small
+ * Redis Cluster. Every process started here is killed when the test process exits.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -32,16 +33,27 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Sends one inline command and returns the first reply line, or throws. */
-export async function redisCommand(port: number, command: string, timeoutMs = 1000): Promise<string> {
+/** The certificate files of a TLS server (test-ca.ts makes them). */
+export interface RedisTlsFiles {
+  certFile: string;
+  keyFile: string;
+  /** The CA that signed the server certificate: what clients must trust. */
+  caFile: string;
+}
+
+/**
+ * Sends one inline command and returns the first reply line, or throws. With `tlsCa` (PEM),
+ * over TLS, trusting that CA.
+ */
+export async function redisCommand(port: number, command: string, timeoutMs = 1000, tlsCa?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const sock = net.connect(port, '127.0.0.1');
+    const sock = tlsCa === undefined ? net.connect(port, '127.0.0.1') : tls.connect({ port, host: '127.0.0.1', ca: tlsCa });
     let buf = '';
     const timer = setTimeout(() => {
       sock.destroy();
       reject(new Error(`redis ${port}: no reply to ${command} within ${timeoutMs}ms`));
     }, timeoutMs);
-    sock.on('connect', () => sock.write(`${command}\r\n`));
+    sock.on(tlsCa === undefined ? 'connect' : 'secureConnect', () => sock.write(`${command}\r\n`));
     sock.on('data', (d) => {
       buf += d.toString('utf8');
       const nl = buf.indexOf('\r\n');
@@ -72,19 +84,28 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
 }
 
 export class RedisServer {
+  /** The port clients use: plain TCP, or TLS when started with `tls`. */
   readonly port: number;
+  /** The certificate files when the server speaks TLS only, else null. */
+  readonly tls: RedisTlsFiles | null;
   private readonly extraArgs: string[];
+  private readonly tlsCa: string | undefined;
   private proc: ChildProcess | null = null;
   private output = '';
 
-  private constructor(port: number, extraArgs: string[]) {
+  private constructor(port: number, extraArgs: string[], tlsFiles: RedisTlsFiles | null) {
     this.port = port;
     this.extraArgs = extraArgs;
+    this.tls = tlsFiles;
+    this.tlsCa = tlsFiles === null ? undefined : readFileSync(tlsFiles.caFile, 'utf8');
   }
 
-  /** Starts redis-server on a free port (or `port`) and waits until it answers PING. */
-  static async start(opts: { port?: number; args?: string[] } = {}): Promise<RedisServer> {
-    const server = new RedisServer(opts.port ?? (await freePort()), opts.args ?? []);
+  /**
+   * Starts redis-server on a free port (or `port`) and waits until it answers PING. With `tls`,
+   * that port speaks TLS only (no plain port); clients need not present a certificate.
+   */
+  static async start(opts: { port?: number; args?: string[]; tls?: RedisTlsFiles } = {}): Promise<RedisServer> {
+    const server = new RedisServer(opts.port ?? (await freePort()), opts.args ?? [], opts.tls ?? null);
     await server.startProcess();
     return server;
   }
@@ -99,7 +120,11 @@ export class RedisServer {
   }
 
   private async startProcess(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs];
+    const listen = this.tls === null
+      ? ['--port', String(this.port)]
+      : ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', this.tls.certFile, '--tls-key-file', this.tls.keyFile,
+        '--tls-ca-cert-file', this.tls.caFile, '--tls-auth-clients', 'no'];
+    const args = [...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs];
     const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
     this.output = '';
@@ -115,7 +140,7 @@ export class RedisServer {
     try {
       await waitFor(`redis-server on port ${this.port}`, async () => {
         if (exited) throw new Error(`redis-server exited: ${this.output.slice(-500)}`);
-        const reply = await redisCommand(this.port, 'PING', 500);
+        const reply = await redisCommand(this.port, 'PING', 500, this.tlsCa);
         return reply === '+PONG' || reply.startsWith('-NOAUTH'); // up, with or without requirepass
       }, 10_000);
     } catch (err) {
@@ -149,9 +174,10 @@ export class RedisServer {
     this.proc?.kill('SIGCONT');
   }
 
-  /** Runs a command through redis-cli against this server; returns trimmed stdout. */
+  /** Runs a command through redis-cli against this server (over TLS if it speaks TLS); returns trimmed stdout. */
   async cli(...args: string[]): Promise<string> {
-    const { stdout } = await execFileP(REDIS_CLI, ['-p', String(this.port), ...args]);
+    const tlsArgs = this.tls === null ? [] : ['--tls', '--cacert', this.tls.caFile];
+    const { stdout } = await execFileP(REDIS_CLI, ['-p', String(this.port), ...tlsArgs, ...args]);
     return stdout.trim();
   }
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseRedisAddress } from '../../../src/ratelimit/redis-address.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
@@ -5,7 +8,7 @@ import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.j
 describe('parseRedisLimitSettings', () => {
   it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster; frozen', () => {
     const s = parseRedisLimitSettings({});
-    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, cluster: false });
+    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false });
     expect(Object.isFrozen(s)).toBe(true);
   });
 
@@ -18,7 +21,7 @@ describe('parseRedisLimitSettings', () => {
       REDIS_TLS: 'true',
       REDIS_CLUSTER: '1',
     });
-    expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, cluster: true });
+    expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, tlsCa: null, cluster: true });
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '75' }).timeoutMs).toBe(75);
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'OPEN' }).failureMode).toBe('open');
   });
@@ -32,6 +35,22 @@ describe('parseRedisLimitSettings', () => {
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '2m' })).toThrow(/from 1ms to 1m/);
     expect(() => parseRedisLimitSettings({ REDIS_TLS: 'yes' })).toThrow('REDIS_TLS: expected true or false, got "yes"');
     expect(() => parseRedisLimitSettings({ REDIS_CLUSTER: 'on' })).toThrow('REDIS_CLUSTER: expected true or false, got "on"');
+  });
+
+  it('REDIS_TLS_CA_FILE: read at start; a missing file or one without a certificate names the variable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-settings-'));
+    try {
+      const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+      writeFileSync(join(dir, 'ca.pem'), pem);
+      writeFileSync(join(dir, 'key.pem'), '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n');
+      expect(parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'ca.pem') }).tlsCa).toBe(pem);
+      expect(() => parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'missing.pem') })).toThrow(
+        /^REDIS_TLS_CA_FILE: expected a readable PEM file of CA certificates, cannot read ".*missing\.pem" \(ENOENT/,
+      );
+      expect(() => parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'key.pem') })).toThrow(/^REDIS_TLS_CA_FILE: .* holds no "-----BEGIN CERTIFICATE-----"/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,0 +1,99 @@
+/**
+ * The global limiter over TLS: a redis-server listening with TLS only, its certificate signed by
+ * a throwaway CA made with openssl. The limiter connects with a rediss:// address or REDIS_TLS=true,
+ * trusting the CA through REDIS_TLS_CA_FILE, and refuses a server it cannot verify.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import type { TokenLimiter } from '../../../src/ratelimit/limiter.js';
+import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
+import { RedisServer } from '../../helpers/redis-server.js';
+import { createTestCa, type TestCa } from '../../helpers/test-ca.js';
+
+const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+const START = (T0 - (T0 % 60_000)) / 1000;
+
+const NO_FALLBACK: TokenLimiter = {
+  admit: () => {
+    throw new Error('fallback used: Redis did not decide');
+  },
+  chargeOutput: () => {
+    throw new Error('fallback used: Redis did not decide');
+  },
+  adjustInput: () => {
+    throw new Error('fallback used: Redis did not decide');
+  },
+  close: async () => {},
+};
+
+let ca: TestCa;
+let server: RedisServer;
+const limiters: RedisLimiter[] = [];
+let seq = 0;
+const uniqueRoute = (): string => `tls-${process.pid}/r${++seq}`;
+
+beforeAll(async () => {
+  ca = await createTestCa();
+  server = await RedisServer.start({ tls: ca });
+});
+
+afterAll(async () => {
+  await Promise.all(limiters.map((l) => l.close()));
+  await server?.stop();
+  ca?.remove();
+});
+
+function limiter(address: string, env: NodeJS.ProcessEnv, logs: string[] = []): RedisLimiter {
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s', ...env });
+  const l = new RedisLimiter(address, settings, NO_FALLBACK, { clock: () => T0, log: (m) => logs.push(m) });
+  limiters.push(l);
+  return l;
+}
+
+async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The documented example decided by the TLS server: 4 + 4 admitted, the third rejected by input. */
+async function expectDocumentedExample(l: RedisLimiter): Promise<void> {
+  await until('limiter healthy', () => l.healthy);
+  const r = uniqueRoute();
+  const d = [await l.admit(r, EXAMPLE, 4), await l.admit(r, EXAMPLE, 4), await l.admit(r, EXAMPLE, 4)];
+  expect(d.map((x) => x.allowed)).toEqual([true, true, false]);
+  expect(d[2].rejectedBy).toBe('input');
+  await l.settle(r, EXAMPLE, 1, 12);
+  expect(await server.cli('get', `ir:{${r}}:in:minute:${START}`)).toBe('9');
+  expect(await server.cli('get', `ir:{${r}}:out:minute:${START}`)).toBe('12');
+}
+
+describe('RedisLimiter over TLS', () => {
+  it('the test server speaks TLS only: a plain connection gets no answer', async () => {
+    const plain = limiter(server.address, {}, []);
+    await expect(plain.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
+    expect(plain.healthy).toBe(false);
+  });
+
+  it('rediss://127.0.0.1:<port> with REDIS_TLS_CA_FILE trusting the private CA', async () => {
+    await expectDocumentedExample(limiter(`rediss://${server.address}`, { REDIS_TLS_CA_FILE: ca.caFile }));
+  });
+
+  it('REDIS_TLS=true with a host:port address', async () => {
+    await expectDocumentedExample(limiter(server.address, { REDIS_TLS: 'true', REDIS_TLS_CA_FILE: ca.caFile }));
+  });
+
+  it('the server certificate is verified: without the CA the store is unavailable, the log names the certificate problem', async () => {
+    const logs: string[] = [];
+    const untrusted = limiter(`rediss://${server.address}`, {}, logs);
+    await expect(untrusted.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
+    expect(untrusted.healthy).toBe(false);
+    await until('the outage line', () => logs.length > 0);
+    expect(logs.join('\n')).toMatch(/certificate/i);
+  });
+});
