@@ -6,7 +6,7 @@
  *  2. 100 decisions in flight over 64 routes (small batches);
  *  3. 100 decisions in flight on one route (one batch per turn);
  *  4. the full request cycle (admit, then settle: output charge + input correction), 100 in
- *     flight on one route.
+ *     flight over 64 routes, and on one route.
  * Prints p50/p99 latency per decision and decisions/s.
  *
  * Run: npm run build && node dist/bench/redis-limiter-micro.js
@@ -91,10 +91,12 @@ async function main(): Promise<void> {
     await scenario('admit (server clock, 64 routes)', 1, admit);
     await scenario('admit (server clock, 64 routes)', 100, admit);
     await scenario('admit (server clock, one route)', 100, () => limiter.admit(routes[0], LIMIT, 4));
-    await scenario('admit + settle (one request, one route)', 100, async () => {
-      await limiter.admit(routes[0], LIMIT, 4);
-      await limiter.settle(routes[0], LIMIT, -1, 20);
-    });
+    const request = (r: string) => async (): Promise<void> => {
+      await limiter.admit(r, LIMIT, 4);
+      await limiter.settle(r, LIMIT, -1, 20);
+    };
+    await scenario('admit + settle (one request, 64 routes)', 100, (i) => request(routes[i & 63])());
+    await scenario('admit + settle (one request, one route)', 100, request(routes[0]));
   } finally {
     await limiter.close();
     stop();
