@@ -10,6 +10,7 @@ import { MAX_BATCH_ADMISSIONS } from '../../../src/ratelimit/redis-batch.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
+import { NO_FALLBACK } from './no-fallback.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
@@ -19,19 +20,6 @@ function spec(input: number | null, output: number | null, unit: WindowUnit = 'm
 }
 const EXAMPLE = spec(10, 5000);
 
-/** A fallback that must not be used: proves every decision came from Redis. */
-const NO_FALLBACK: TokenLimiter = {
-  admit: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  chargeOutput: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  adjustInput: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  close: async () => {},
-};
 
 let server: RedisServer;
 let limiter: RedisLimiter;

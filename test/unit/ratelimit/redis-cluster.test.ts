@@ -1,26 +1,14 @@
 /** The global limiter against a real 3-node Redis Cluster (REDIS_CLUSTER=true, seed list address). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import type { TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
 import { RedisClusterServers } from '../../helpers/redis-server.js';
+import { NO_FALLBACK } from './no-fallback.js';
 
 const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 
-const NO_FALLBACK: TokenLimiter = {
-  admit: () => {
-    throw new Error('fallback used: the cluster did not decide');
-  },
-  chargeOutput: () => {
-    throw new Error('fallback used: the cluster did not decide');
-  },
-  adjustInput: () => {
-    throw new Error('fallback used: the cluster did not decide');
-  },
-  close: async () => {},
-};
 
 let cluster: RedisClusterServers;
 const limiters: RedisLimiter[] = [];

@@ -10,6 +10,7 @@ import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings
 import { secondsUntilReset } from '../../../src/ratelimit/windows.js';
 import { freePort, RedisServer } from '../../helpers/redis-server.js';
 import { runLimiterConformance } from './limiter-conformance.js';
+import { NO_FALLBACK } from './no-fallback.js';
 
 const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
@@ -18,19 +19,6 @@ function settings(mode: RedisFailureMode = 'local', timeoutMs = 50): RedisLimitS
   return parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: `${timeoutMs}ms` });
 }
 
-/** A fallback that must not be used: proves a decision came from Redis. */
-const NO_FALLBACK: TokenLimiter = {
-  admit: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  chargeOutput: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  adjustInput: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  close: async () => {},
-};
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

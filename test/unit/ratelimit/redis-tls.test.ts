@@ -5,29 +5,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import type { TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { createTestCa, type TestCa } from '../../helpers/test-ca.js';
+import { NO_FALLBACK } from './no-fallback.js';
 
 const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const START = (T0 - (T0 % 60_000)) / 1000;
 
-const NO_FALLBACK: TokenLimiter = {
-  admit: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  chargeOutput: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  adjustInput: () => {
-    throw new Error('fallback used: Redis did not decide');
-  },
-  close: async () => {},
-};
 
 let ca: TestCa;
 let server: RedisServer;
