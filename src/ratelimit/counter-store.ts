@@ -2,6 +2,7 @@ import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
 import { decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from './decision-codec.js';
 import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
 import { secondsUntil, windowEnd, windowStart } from './windows.js';
+import { checkTokenCount, checkTokenDelta } from './token-amounts.js';
 
 /** Counters of one route in its current window; the only window kept for the route. */
 export class RouteCounters {
@@ -76,7 +77,7 @@ export class CounterStore implements TokenLimiter {
     unit: WindowUnit,
     inputTokens: number,
   ): void {
-    checkAmount(inputTokens, 'input tokens');
+    checkTokenCount(inputTokens, 'input tokens');
     const now = this.clock();
     const c = this.counters(route, unit, now);
     let status = STATUS_ALLOWED;
@@ -101,7 +102,7 @@ export class CounterStore implements TokenLimiter {
   }
 
   chargeOutputRaw(route: string, unit: WindowUnit, outputTokens: number): void {
-    checkAmount(outputTokens, 'output tokens');
+    checkTokenCount(outputTokens, 'output tokens');
     this.counters(route, unit, this.clock()).output += outputTokens;
   }
 
@@ -110,7 +111,7 @@ export class CounterStore implements TokenLimiter {
   }
 
   adjustInputRaw(route: string, unit: WindowUnit, delta: number): void {
-    if (!Number.isSafeInteger(delta)) throw new RangeError(`input token adjustment must be an integer, got ${delta}`);
+    checkTokenDelta(delta, 'input token adjustment');
     const c = this.counters(route, unit, this.clock());
     const next = c.input + delta;
     c.input = next > 0 ? next : 0;
@@ -137,8 +138,4 @@ export class CounterStore implements TokenLimiter {
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
     for (const [route, c] of this.routes) if (now >= c.end) this.routes.delete(route);
   }
-}
-
-function checkAmount(n: number, what: string): void {
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${what} must be a non-negative integer, got ${n}`);
 }

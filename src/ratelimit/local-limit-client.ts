@@ -8,6 +8,7 @@ import {
 } from './ipc-protocol.js';
 import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
 import { LimiterOverloadedError, LimiterUnavailableError } from './limiter-errors.js';
+import { checkTokenCount, checkTokenDelta, tokenCountError } from './token-amounts.js';
 
 /** The worker's end of the IPC channel; `process` in a cluster worker (or a ChildProcess in tests). */
 export interface LimitClientPort {
@@ -116,9 +117,8 @@ export class LocalLimitClient implements TokenLimiter {
     if (this.port.connected === false) {
       return Promise.reject(new LimiterUnavailableError('the IPC channel to the cluster primary is closed'));
     }
-    if (!Number.isSafeInteger(inputTokens) || inputTokens < 0) {
-      return Promise.reject(new RangeError(`input tokens must be a non-negative integer, got ${inputTokens}`));
-    }
+    const invalid = tokenCountError(inputTokens, 'input tokens');
+    if (invalid !== null) return Promise.reject(invalid);
     const local = this.leases.admit(route, limit, inputTokens);
     if (local !== null) return local;
     if (this.pending.size >= this.maxPending) {
@@ -137,14 +137,12 @@ export class LocalLimitClient implements TokenLimiter {
   }
 
   chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): void {
-    if (!Number.isSafeInteger(outputTokens) || outputTokens < 0) {
-      throw new RangeError(`output tokens must be a non-negative integer, got ${outputTokens}`);
-    }
+    checkTokenCount(outputTokens, 'output tokens');
     if (this.closed || !this.leases.charge(route, limit.unit, outputTokens)) this.update(OP_CHARGE_OUTPUT, route, limit.unit, outputTokens);
   }
 
   adjustInput(route: string, limit: RateLimitSpec, delta: number): void {
-    if (!Number.isSafeInteger(delta)) throw new RangeError(`input token adjustment must be an integer, got ${delta}`);
+    checkTokenDelta(delta, 'input token adjustment');
     if (this.closed || !this.leases.adjust(route, limit.unit, delta)) this.update(OP_ADJUST_INPUT, route, limit.unit, delta);
   }
 

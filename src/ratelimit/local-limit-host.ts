@@ -6,6 +6,7 @@ import {
 } from './ipc-protocol.js';
 import { LeaseBook } from './lease-book.js';
 import { isWindowUnit } from './windows.js';
+import { checkTokenCount, checkTokenDelta } from './token-amounts.js';
 
 /** What the host needs of a cluster worker (node:cluster Worker satisfies it). */
 export interface LimitHostWorker {
@@ -124,16 +125,15 @@ function handleOp(
     if (op === OP_ADMIT) {
       const inputLimit = limitOf(a[i + 3]);
       const outputLimit = limitOf(a[i + 4]);
-      if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`input tokens must be a non-negative integer, got ${amount}`);
+      // Checked before the book writes the answer's id (the store checks the other ops' amounts).
+      checkTokenCount(amount, 'input tokens');
       book.admit(worker, id, route, inputLimit, outputLimit, unit, amount);
     } else if (op === OP_CHARGE_OUTPUT) {
-      if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`output tokens must be a non-negative integer, got ${amount}`);
       book.charge(worker, id, route, unit, amount);
     } else if (op === OP_ADJUST_INPUT) {
-      if (!Number.isSafeInteger(amount)) throw new RangeError(`input token adjustment must be an integer, got ${amount}`);
       book.adjust(route, unit, amount);
     } else if (op === OP_RETURN_LEASE) {
-      if (!Number.isSafeInteger(amount)) throw new RangeError(`unused lease tokens must be an integer, got ${amount}`);
+      checkTokenDelta(amount, 'unused lease tokens');
       book.giveBack(worker, id, route, unit, amount);
     } else {
       throw new TypeError(`unknown op ${String(op)}`);

@@ -8,6 +8,7 @@ import { StoreHealth, type StoreState } from './redis-health.js';
 import type { RedisFailureMode, RedisLimitSettings } from './redis-settings.js';
 import { secondsUntilReset } from './windows.js';
 import { settleCounters } from './settle.js';
+import { tokenCountError, tokenDeltaError } from './token-amounts.js';
 
 export interface RedisLimiterOptions {
   /**
@@ -96,7 +97,8 @@ export class RedisLimiter implements TokenLimiter {
   }
 
   admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
-    if (!isAmount(inputTokens)) return Promise.reject(amountError('input tokens', inputTokens));
+    const invalid = tokenCountError(inputTokens, 'input tokens');
+    if (invalid !== null) return Promise.reject(invalid);
     if (this.health.state === 'up') return this.enqueueAdmission(route, limit, inputTokens);
     return this.admitOnceUsable(route, limit, inputTokens);
   }
@@ -111,8 +113,8 @@ export class RedisLimiter implements TokenLimiter {
 
   /** adjustInput + chargeOutput in one operation (batched with the turn's other operations). */
   settle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    if (!Number.isSafeInteger(inputDelta)) return Promise.reject(new RangeError(`input token adjustment must be an integer, got ${inputDelta}`));
-    if (!isAmount(outputTokens)) return Promise.reject(amountError('output tokens', outputTokens));
+    const invalid = tokenDeltaError(inputDelta, 'input token adjustment') ?? tokenCountError(outputTokens, 'output tokens');
+    if (invalid !== null) return Promise.reject(invalid);
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
     if (this.health.state === 'up') return this.enqueueSettle(route, limit, inputDelta, outputTokens);
     return this.settleOnceUsable(route, limit, inputDelta, outputTokens);
@@ -282,14 +284,6 @@ export class RedisLimiter implements TokenLimiter {
 /** Operations with the same key may share a batch: same route, unit and clock reading. */
 function batchKey(route: string, unit: WindowUnit, now: string): string {
   return `${route}\0${unit}\0${now}`;
-}
-
-function isAmount(n: number): boolean {
-  return Number.isSafeInteger(n) && n >= 0;
-}
-
-function amountError(what: string, n: number): RangeError {
-  return new RangeError(`${what} must be a non-negative integer, got ${n}`);
 }
 
 function defaultLog(message: string): void {

@@ -18,6 +18,7 @@ const MODULES = [
   'counter-store',
   'ipc-protocol',
   'limiter-errors',
+  'token-amounts',
   'lease-book',
   'held-leases',
   'local-limit-host',
