@@ -61,24 +61,28 @@ export class HeldLeases {
   }
 
   /**
-   * Takes the lease granted in a reply: `r` holds the encoded decision at `at` (decision-codec.ts)
-   * followed by [leaseId, input, output, windowEnd]. Returns false (and gives it straight back)
-   * when a lease of the route is already held.
+   * Takes the lease granted in a reply to an admission under these limits: `r` holds the encoded
+   * decision at `at` (decision-codec.ts) followed by [leaseId, input, output, windowEnd]. Returns
+   * false (and gives it straight back) when a lease of the route is already held.
    */
-  take(route: string, limit: Pick<RateLimitSpec, 'inputTokensPerUnit' | 'outputTokensPerUnit' | 'unit'>, r: readonly number[], at: number, leaseAt: number): boolean {
-    const id = r[leaseAt];
-    const inGranted = r[leaseAt + 1];
+  take(route: string, inLimit: number | null, outLimit: number | null, unit: WindowUnit, r: readonly number[], at: number, leaseAt: number): boolean {
     if (this.leases.has(route)) {
-      this.send(OP_RETURN_LEASE, id, route, limit.unit, inGranted === NO_LIMIT ? 0 : inGranted);
+      this.giveBack(route, unit, r, leaseAt);
       return false;
     }
     this.leases.set(route, {
-      id, route, unit: limit.unit, inLimit: limit.inputTokensPerUnit, outLimit: limit.outputTokensPerUnit,
-      end: r[leaseAt + 3], inGranted, outGranted: r[leaseAt + 2],
+      id: r[leaseAt], route, unit, inLimit, outLimit,
+      end: r[leaseAt + 3], inGranted: r[leaseAt + 1], outGranted: r[leaseAt + 2],
       inBase: r[at + 3], outBase: r[at + 6],
       inUsed: 0, outUsed: 0, inUnreported: 0, outUnreported: 0,
     });
     return true;
+  }
+
+  /** Gives back, unused, the lease granted in a reply that is not kept (`r` as in take()). */
+  giveBack(route: string, unit: WindowUnit, r: readonly number[], leaseAt: number): void {
+    const input = r[leaseAt + 1];
+    this.send(OP_RETURN_LEASE, r[leaseAt], route, unit, input === NO_LIMIT ? 0 : input);
   }
 
   /** The decision when the lease covers the request, else null (the lease, if any, has gone back). */

@@ -235,7 +235,9 @@ export class LeaseBook<W> {
     // A new window: its counters start at 0, the old leases mean nothing.
     this.routes.delete(route);
     if (rl.timer !== null) clearTimeout(rl.timer);
-    if (rl.waiting !== null) for (const w of rl.waiting) this.admitWaiting(w, route);
+    if (rl.waiting !== null) {
+      for (const w of rl.waiting) this.decide(null, w.worker, w.id, route, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+    }
     return null;
   }
 
@@ -280,10 +282,6 @@ export class LeaseBook<W> {
     rl.waiting = null;
     for (const w of waiting) this.decide(this.routes.get(route) ?? null, w.worker, w.id, route, w.inLimit, w.outLimit, w.unit, w.tokens, false);
     this.dropIfIdle(route, rl);
-  }
-
-  private admitWaiting(w: Waiting<W>, route: string): void {
-    this.decide(null, w.worker, w.id, route, w.inLimit, w.outLimit, w.unit, w.tokens, false);
   }
 
   /** A lease that will not come back: its input stays charged, its whole allowance counts as output. */

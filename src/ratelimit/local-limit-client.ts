@@ -3,7 +3,7 @@ import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
 import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
 import { HeldLeases } from './held-leases.js';
 import {
-  MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE,
+  MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT,
   REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
 import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
@@ -210,18 +210,9 @@ export class LocalLimitClient implements TokenLimiter {
         p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.route} as malformed`));
         continue;
       }
-      if (a[leaseAt] !== 0) this.takeLease(p.route, { inputTokensPerUnit: p.inLimit, outputTokensPerUnit: p.outLimit, unit: p.unit }, a as number[], i + 1, leaseAt);
+      if (a[leaseAt] !== 0) this.leases.take(p.route, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
       p.resolve(decodeDecision(a as number[], i + 1));
     }
-  }
-
-  private takeLease(route: string, limit: Pick<RateLimitSpec, 'inputTokensPerUnit' | 'outputTokensPerUnit' | 'unit'>, a: number[], at: number, leaseAt: number): void {
-    this.leases.take(route, limit, a, at, leaseAt);
-  }
-
-  private giveBackUnused(route: string, unit: WindowUnit, a: number[], leaseAt: number): void {
-    const input = a[leaseAt + 1];
-    this.enqueue(OP_RETURN_LEASE, a[leaseAt], route, NO_LIMIT, NO_LIMIT, unit, input === NO_LIMIT ? 0 : input);
   }
 
   /** A late answer for a decision that already timed out: give back what it charged (and its lease). */
@@ -230,7 +221,7 @@ export class LocalLimitClient implements TokenLimiter {
     if (gone === undefined) return;
     this.abandoned.delete(id);
     if (a[at] !== STATUS_ALLOWED) return;
-    if (a[leaseAt] !== 0) this.giveBackUnused(gone.route, gone.unit, a, leaseAt);
+    if (a[leaseAt] !== 0) this.leases.giveBack(gone.route, gone.unit, a, leaseAt);
     if (gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.route, gone.unit, -gone.tokens);
   }
 
