@@ -1,10 +1,7 @@
 import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from './decision-codec.js';
 import type { Decision, LimitState } from './limiter.js';
-
-const STATUS_ADMITTED = 0;
-const STATUS_REJECTED_INPUT = 1;
-const STATUS_REJECTED_OUTPUT = 2;
-const NO_LIMIT = -1;
+import { secondsUntil } from './windows.js';
 
 /**
  * Most admissions in one script call. A turn with more starts another batch for the same route,
@@ -93,14 +90,13 @@ export class Batch {
   answer(reply: readonly number[]): void {
     for (const s of this.settles) s.resolve();
     if (this.admissions.length === 0) return;
-    const msLeft = reply[0];
-    const reset = msLeft <= 1000 ? 1 : Math.ceil(msLeft / 1000);
+    const reset = secondsUntil(reply[0], 0); // reply[0]: ms until the window ends
     let inUsed = reply[1];
     const outUsed = reply[2];
     for (let i = 0; i < this.admissions.length; i++) {
       const a = this.admissions[i];
       const status = reply[3 + i];
-      if (status === STATUS_ADMITTED) inUsed += a.tokens;
+      if (status === STATUS_ALLOWED) inUsed += a.tokens;
       a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
     }
   }
@@ -108,7 +104,7 @@ export class Batch {
 
 function toDecision(status: number, inUsed: number, outUsed: number, reset: number, limit: RateLimitSpec): Decision {
   return {
-    allowed: status === STATUS_ADMITTED,
+    allowed: status === STATUS_ALLOWED,
     rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
     retryAfterSeconds: reset,
     input: state(limit.inputTokensPerUnit, inUsed, reset),

@@ -157,16 +157,7 @@ export class RedisLimiter implements TokenLimiter {
 
   /** Joins this turn's batch of the route; the batch goes out when the turn ends. */
   private enqueueAdmission(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
-    const now = this.now();
-    const key = batchKey(route, limit.unit, now);
-    let batch = this.pending.get(key);
-    if (batch === undefined || !batch.accepts(limit)) {
-      if (batch !== undefined) this.spilled.push(batch);
-      batch = new Batch(route, this.base(route), limit.unit, now);
-      this.pending.set(key, batch);
-    }
-    this.scheduleFlush();
-    return batch.admit(limit, inputTokens);
+    return this.batchFor(route, limit, true).admit(limit, inputTokens);
   }
 
   /**
@@ -174,15 +165,24 @@ export class RedisLimiter implements TokenLimiter {
    * of its route to ride along with, then goes out on its own.
    */
   private enqueueSettle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    return this.batchFor(route, limit, false).settle(limit, inputDelta, outputTokens);
+  }
+
+  /**
+   * The route's pending batch (same unit and clock reading), or a new one; an admission the
+   * pending batch does not accept (full, or other limit values) spills it and starts another.
+   */
+  private batchFor(route: string, limit: RateLimitSpec, admission: boolean): Batch {
     const now = this.now();
     const key = batchKey(route, limit.unit, now);
     let batch = this.pending.get(key);
-    if (batch === undefined) {
+    if (batch === undefined || (admission && !batch.accepts(limit))) {
+      if (batch !== undefined) this.spilled.push(batch);
       batch = new Batch(route, this.base(route), limit.unit, now);
       this.pending.set(key, batch);
     }
     this.scheduleFlush();
-    return batch.settle(limit, inputDelta, outputTokens);
+    return batch;
   }
 
   private scheduleFlush(): void {
