@@ -6,25 +6,17 @@
  * Bodies rotate per connection through autocannon's `requests` array. `rate` maps to
  * autocannon's `overallRate` (fixed-rate, wrk2-style load).
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LoadResult, LoadSpec } from './load-types.js';
-import { reapedChildrenCpuMs } from './proc-cpu.js';
+import { runLoadChild } from './proc-cpu.js';
 
 const MARK = 'AUTOCANNON_JSON ';
 const SELF = fileURLToPath(import.meta.url);
 
 export async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
-  const cpuBefore = reapedChildrenCpuMs();
-  const child = spawn(process.execPath, [SELF, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const loadCpuMs = reapedChildrenCpuMs() - cpuBefore;
-  const line = out.split('\n').find((l) => l.startsWith(MARK));
-  if (code !== 0 || line === undefined) throw new Error(`autocannon failed (exit ${code}) on ${spec.url}:\n${out}`);
-  return { ...(JSON.parse(line.slice(MARK.length)) as Omit<LoadResult, 'loadCpuMs'>), loadCpuMs };
+  const { json, loadCpuMs } = await runLoadChild<Omit<LoadResult, 'loadCpuMs'>>(
+    'autocannon', process.execPath, [SELF, JSON.stringify(spec)], MARK, spec.url);
+  return { ...json, loadCpuMs };
 }
 
 interface AutocannonOut {

@@ -3,11 +3,10 @@
  * summary and latency percentiles (p50/p90/p99/p99.9) as one JSON line, so nothing depends on
  * parsing wrk's human output. wrk's CPU is read from this process's reaped-children times.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
-import { reapedChildrenCpuMs } from './proc-cpu.js';
+import { runLoadChild } from './proc-cpu.js';
 import { tempDir } from './processes.js';
 
 const MARK = 'WRK_JSON ';
@@ -72,16 +71,8 @@ export async function runWrk(bin: string, spec: LoadSpec, threads = 1): Promise<
   scriptDir ??= tempDir('ir-bench-wrk-');
   const script = join(scriptDir, `s${Math.random().toString(36).slice(2)}.lua`);
   writeFileSync(script, wrkScript(spec.bodies, spec.rate === undefined ? undefined : (spec.connections * 1000) / spec.rate));
-  const cpuBefore = reapedChildrenCpuMs();
-  const child = spawn(bin, ['-t', String(threads), '-c', String(spec.connections), '-d', `${spec.durationS}s`, '--timeout', '5s', '-s', script, spec.url], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const loadCpuMs = reapedChildrenCpuMs() - cpuBefore;
-  const line = out.split('\n').find((l) => l.startsWith(MARK));
-  if (code !== 0 || line === undefined) throw new Error(`wrk failed (exit ${code}) on ${spec.url}:\n${out}`);
-  const j = JSON.parse(line.slice(MARK.length)) as WrkJson;
+  const args = ['-t', String(threads), '-c', String(spec.connections), '-d', `${spec.durationS}s`, '--timeout', '5s', '-s', script, spec.url];
+  const { json: j, loadCpuMs } = await runLoadChild<WrkJson>('wrk', bin, args, MARK, spec.url);
   const seconds = j.duration_us / 1e6;
   const ms = (us: number): number => us / 1000;
   return {

@@ -3,7 +3,7 @@
  * and the children this process has already waited for (wrk, autocannon runners) through
  * cutime/cstime of /proc/self/stat.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
 const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100);
@@ -65,6 +65,23 @@ export function treeCpu(root: number): { pids: number[]; delta(): number } {
       return ms;
     },
   };
+}
+
+/**
+ * Runs a load generator to its end and returns the JSON of its output line that starts with
+ * `mark`, with the CPU it used (reaped-children time); fails with its whole output otherwise.
+ */
+export async function runLoadChild<T>(tool: string, cmd: string, args: readonly string[], mark: string, url: string): Promise<{ json: T; loadCpuMs: number }> {
+  const cpuBefore = reapedChildrenCpuMs();
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const loadCpuMs = reapedChildrenCpuMs() - cpuBefore;
+  const line = out.split('\n').find((l) => l.startsWith(mark));
+  if (code !== 0 || line === undefined) throw new Error(`${tool} failed (exit ${code}) on ${url}:\n${out}`);
+  return { json: JSON.parse(line.slice(mark.length)) as T, loadCpuMs };
 }
 
 /** CPU ms of this process's terminated, waited-for children so far (cutime + cstime). */
