@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createTokenCounter, type RouterTokenCounter } from 'inference-router/tokens/create-token-counter';
 import { DEFAULT_INLINE_MAX_CHARS, parseTokenizerSettings } from 'inference-router/tokens/tokenizer-settings';
+import { extractPromptText } from 'inference-router/api/openai-prompt';
 
 const VOCABULARY = ('the of and to a in is it you that he was for on are with as I his they be at one have this from or had by ' +
   'word but what some we can out other were all there when up use your how said an each she which do their time if will way ' +
@@ -67,14 +68,14 @@ const fmt = (n: number, d = 1): string => n.toFixed(d).padStart(9);
 function inlineUs(counter: RouterTokenCounter, chars: number, make: (chars: number, i: number) => string): number {
   const isCold = make === cold;
   const prompts = Array.from({ length: 64 }, (_, i) => make(chars, i + 1));
-  for (const p of prompts) counter.countRequest({ prompt: p }, 'completions'); // warm-up
+  for (const p of prompts) counter.countPrompt(extractPromptText({ prompt: p }, 'completions')); // warm-up
   const iterations = Math.max(16, Math.min(5_000, Math.round((isCold ? 100_000 : 1_000_000) / chars)));
   const rounds: number[] = [];
   for (let round = 0; round < 5; round++) {
     const batch = isCold ? Array.from({ length: iterations }, () => cold(chars)) : null;
     const t0 = performance.now();
     for (let i = 0; i < iterations; i++) {
-      counter.countRequest({ prompt: batch === null ? prompts[i & 63] : batch[i] }, 'completions');
+      counter.countPrompt(extractPromptText({ prompt: batch === null ? prompts[i & 63] : batch[i] }, 'completions'));
     }
     rounds.push(((performance.now() - t0) * 1000) / iterations);
   }
@@ -99,7 +100,7 @@ async function poolCost(counter: RouterTokenCounter, chars: number): Promise<Poo
   const trips: number[] = [];
   for (let i = 0; i < 200; i++) {
     const t0 = performance.now();
-    await counter.countRequest({ prompt: prompts[i & 31] }, 'completions');
+    await counter.countPrompt(extractPromptText({ prompt: prompts[i & 31] }, 'completions'));
     trips.push((performance.now() - t0) * 1000);
   }
   // Event-loop time, 32 in flight (the loop is idle while the thread works); median of 5 rounds.
@@ -109,7 +110,7 @@ async function poolCost(counter: RouterTokenCounter, chars: number): Promise<Poo
     const elu0 = performance.eventLoopUtilization();
     for (let done = 0; done < tasks; done += 32) {
       const batch: Array<number | Promise<number>> = [];
-      for (let i = 0; i < 32; i++) batch.push(counter.countRequest({ prompt: prompts[i] }, 'completions'));
+      for (let i = 0; i < 32; i++) batch.push(counter.countPrompt(extractPromptText({ prompt: prompts[i] }, 'completions')));
       await Promise.all(batch);
     }
     rounds.push((performance.eventLoopUtilization(elu0).active * 1000) / tasks);
@@ -155,7 +156,7 @@ async function main(): Promise<void> {
     const before = guarded.stats.fallbacks;
     const elu0 = performance.eventLoopUtilization();
     const t0 = performance.now();
-    const n = await guarded.countRequest({ prompt }, 'completions');
+    const n = await guarded.countPrompt(extractPromptText({ prompt }, 'completions'));
     const ms = performance.now() - t0;
     const elu = performance.eventLoopUtilization(elu0);
     const how = guarded.stats.fallbacks > before ? 'chars fallback (budget)' : 'bpe';

@@ -39,8 +39,7 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 const statusLineCache = new Map<number, string>();
-export function statusLine(status: number, text?: string): string {
-  if (text) return `${status} ${text}`;
+export function statusLine(status: number): string {
   let line = statusLineCache.get(status);
   if (line === undefined) {
     line = `${status} ${STATUS_TEXT[status] ?? 'Status'}`;

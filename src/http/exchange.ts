@@ -1,11 +1,20 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
-import type { RequestContext } from './request-context.js';
+import { statusLine, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
+import type { RequestContext } from './request-context.js';
+import { forwardResponseHeader } from './upstream-headers.js';
+
+const TEXT = 'text/plain; charset=utf-8';
 
 /**
  * One inference request in flight: the uWS response, the log context and what the pipeline
  * learns along the way. Fixed shape; created once per request by the front.
+ *
+ * The exchange owns every write to the client and every change of the answer's status,
+ * `headersSent` and `ctx.finished`. Its writes are corked (safe after awaits) and do nothing
+ * once the client left or the answer ended.
  */
 export class Exchange {
   readonly res: HttpResponse;
@@ -24,7 +33,7 @@ export class Exchange {
   headersSent = false;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
-  /** The upstream exchange in progress, cancelled by the front when the client goes away. */
+  /** The upstream exchange in progress, cancelled when the client goes away. */
   upstream: { abortForClient(): void } | null = null;
   /** The request reached a pod (anything but a connection failure): its input tokens stay charged. */
   reachedPod = false;
@@ -52,6 +61,178 @@ export class Exchange {
   get writable(): boolean {
     return !this.ctx.aborted && !this.ctx.finished;
   }
+
+  /** uWS onAborted: the client went away. Records 499 unless the answer had ended; cancels the upstream call. */
+  clientGone(): void {
+    const ctx = this.ctx;
+    ctx.aborted = true;
+    if (!ctx.finished) {
+      ctx.statusCode = 499;
+      if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
+    }
+    if (this.upstream !== null) this.upstream.abortForClient();
+  }
+
+  /** Records a failure for the log without writing anything (status defaults to the answer's). */
+  recordError(type: ErrorType, message: string, status: number = this.ctx.statusCode): void {
+    this.ctx.fail(type, message, status);
+  }
+
+  /**
+   * Answers a router-made error: plain-text body that is the message. Records the failure in the
+   * log context. Safe to call after awaits and after the client left (only records).
+   */
+  sendError(err: RouterError): void {
+    this.ctx.fail(err.type, err.message, err.status);
+    if (!this.writable || this.headersSent) return;
+    this.headersSent = true;
+    this.ctx.finished = true;
+    current = this;
+    currentError = err;
+    this.res.cork(sendErrorCorked);
+    currentError = null;
+  }
+
+  /** Status line and headers of a streamed answer. Returns false when the client is gone. */
+  startAnswer(status: number, headers: IncomingHttpHeaders): boolean {
+    this.ctx.statusCode = status;
+    if (!this.writable) return false;
+    this.headersSent = true;
+    current = this;
+    currentStatus = status;
+    currentHeaders = headers;
+    this.res.cork(writeHeadCorked);
+    currentHeaders = null;
+    return true;
+  }
+
+  /** One chunk of a streamed answer. Returns false under backpressure: wait for onWritable(). */
+  writeChunk(chunk: Buffer): boolean {
+    if (chunk.length === 0 || !this.writable) return true;
+    current = this;
+    currentBody = chunk;
+    this.res.cork(writeChunkCorked);
+    currentBody = EMPTY;
+    return writeOk;
+  }
+
+  /** Calls `resume` once the client can take more (after writeChunk returned false). */
+  onWritable(resume: () => boolean): void {
+    this.res.onWritable(resume);
+  }
+
+  /** Marks the first byte of a streamed (SSE) answer. */
+  firstByte(): void {
+    if (this.ctx.tFirstByte === 0) this.ctx.tFirstByte = performance.now();
+  }
+
+  /** Ends a streamed answer, with its last bytes. */
+  endAnswer(tail: Buffer | null = null): void {
+    if (!this.writable) return;
+    this.ctx.finished = true;
+    current = this;
+    currentBody = tail ?? EMPTY;
+    this.res.cork(endAnswerCorked);
+    currentBody = EMPTY;
+  }
+
+  /** A whole answer: status, headers and body in one corked write (one send; keeps content-length). */
+  endBuffered(status: number, headers: IncomingHttpHeaders, body: Buffer): void {
+    this.ctx.statusCode = status;
+    if (!this.writable) return;
+    this.headersSent = true;
+    this.ctx.finished = true;
+    current = this;
+    currentStatus = status;
+    currentHeaders = headers;
+    currentBody = body;
+    this.res.cork(endBufferedCorked);
+    currentHeaders = null;
+    currentBody = EMPTY;
+  }
+
+  /** Cuts the connection mid-answer so the client sees a broken answer. */
+  abortAnswer(): void {
+    if (!this.writable) return;
+    this.ctx.finished = true;
+    current = this;
+    this.res.cork(closeCorked);
+  }
+
+  /** The exchange with the pod is over (any outcome). */
+  upstreamEnded(): void {
+    this.ctx.tUpstreamEnd = performance.now();
+  }
+}
+
+/** Writes the x-ratelimit-* headers of a limited route. */
+export function writeRateHeaders(res: HttpResponse, d: Decision): void {
+  if (d.input !== null) {
+    res.writeHeader('x-ratelimit-limit-input-tokens', String(d.input.limit));
+    res.writeHeader('x-ratelimit-remaining-input-tokens', String(d.input.remaining));
+    res.writeHeader('x-ratelimit-reset-input-tokens', String(d.input.resetSeconds));
+  }
+  if (d.output !== null) {
+    res.writeHeader('x-ratelimit-limit-output-tokens', String(d.output.limit));
+    res.writeHeader('x-ratelimit-remaining-output-tokens', String(d.output.remaining));
+    res.writeHeader('x-ratelimit-reset-output-tokens', String(d.output.resetSeconds));
+  }
 }
 
 const EMPTY = Buffer.alloc(0);
+
+// The corked writers run synchronously inside cork(); they read what the caller set just before,
+// so no closure is made per write.
+let current: Exchange = null as unknown as Exchange;
+let currentError: RouterError | null = null;
+let currentStatus = 0;
+let currentHeaders: IncomingHttpHeaders | null = null;
+let currentBody: Buffer = EMPTY;
+let writeOk = true;
+
+function sendErrorCorked(): void {
+  const x = current;
+  const err = currentError!;
+  const res = x.res;
+  res.writeStatus(statusLine(err.status));
+  res.writeHeader('content-type', TEXT);
+  res.writeHeader('x-request-id', x.ctx.requestId);
+  if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
+  if (x.decision !== null) writeRateHeaders(res, x.decision);
+  res.end(err.message, x.closeConnection);
+}
+
+function writeHeadCorked(): void {
+  const x = current;
+  const res = x.res;
+  const headers = currentHeaders!;
+  res.writeStatus(statusLine(currentStatus));
+  for (const name in headers) {
+    if (!forwardResponseHeader(name)) continue;
+    const v = headers[name];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const one of v) res.writeHeader(name, one);
+    else res.writeHeader(name, v);
+  }
+  res.writeHeader('x-request-id', x.ctx.requestId);
+  if (x.decision !== null) writeRateHeaders(res, x.decision);
+}
+
+function endBufferedCorked(): void {
+  writeHeadCorked();
+  current.res.end(currentBody, current.closeConnection);
+}
+
+function writeChunkCorked(): void {
+  writeOk = current.res.write(currentBody);
+}
+
+function endAnswerCorked(): void {
+  const x = current;
+  if (currentBody.length > 0) x.res.write(currentBody);
+  x.res.end(undefined, x.closeConnection);
+}
+
+function closeCorked(): void {
+  current.res.close();
+}

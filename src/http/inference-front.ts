@@ -3,7 +3,6 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
 import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
-import { sendError } from './respond.js';
 import { forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
 
@@ -60,23 +59,16 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const ctx = new RequestContext(method.toUpperCase(), query ? `${url}?${query}` : url, 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
 
-    res.onAborted(() => {
-      ctx.aborted = true;
-      if (!ctx.finished) {
-        ctx.statusCode = 499;
-        if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
-      }
-      if (x.upstream !== null) x.upstream.abortForClient();
-    });
+    res.onAborted(() => x.clientGone());
 
     if (ctx.method !== 'POST') {
-      sendError(x, new RouterError('invalid_request', `method ${ctx.method} is not allowed on ${url}; use POST`, 405, { allow: 'POST' }));
+      x.sendError(new RouterError('invalid_request', `method ${ctx.method} is not allowed on ${url}; use POST`, 405, { allow: 'POST' }));
       h.finish(x);
       return;
     }
     if (contentLength > h.maxBodyBytes) {
       x.forceClose = true;
-      sendError(x, tooLarge(h.maxBodyBytes));
+      x.sendError(tooLarge(h.maxBodyBytes));
       h.finish(x);
       return;
     }
@@ -99,7 +91,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
       x.forceClose = true;
-      sendError(x, size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length'));
+      x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length'));
       h.finish(x);
       return;
     }

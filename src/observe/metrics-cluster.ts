@@ -20,7 +20,6 @@
  */
 import type { Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
-import type { HttpResponse } from 'uWebSockets.js';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 
@@ -217,39 +216,6 @@ export class WorkerMetricsLink {
     }
     this.pending.clear();
   }
-}
-
-/**
- * uWS handler for GET /metrics in a worker: registers onAborted, asks the primary for the
- * aggregate, and writes it corked (503 with the reason when it cannot be had).
- */
-export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}): (res: HttpResponse) => void {
-  const link = new WorkerMetricsLink(metrics, opts);
-  const contentType = metrics.contentType;
-  return (res) => {
-    const state = { aborted: false };
-    res.onAborted(() => {
-      state.aborted = true;
-    });
-    link.collect().then(
-      (text) => {
-        if (state.aborted) return;
-        res.cork(() => {
-          res.writeStatus('200 OK');
-          res.writeHeader('content-type', contentType);
-          res.end(text);
-        });
-      },
-      (err: Error) => {
-        if (state.aborted) return;
-        res.cork(() => {
-          res.writeStatus('503 Service Unavailable');
-          res.writeHeader('content-type', 'text/plain; charset=utf-8');
-          res.end(`metrics unavailable: ${err.message}\n`);
-        });
-      },
-    );
-  };
 }
 
 /** False when the message could not be queued (no channel, or it closed); a full backlog still queues. */

@@ -5,8 +5,8 @@
  */
 import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
 import { charsEstimate, charsEstimateText } from './chars-estimate.js';
-import { extractPromptText, framingTokens, textPrompt, type PromptText } from './prompt-text.js';
-import type { ApiKind, TokenCounter } from './token-counter.js';
+import { framingTokens, textPrompt, type PromptText } from './prompt-text.js';
+import type { TokenCounter } from './token-counter.js';
 import { TokenizerPool } from './tokenizer-pool.js';
 import type { TokenizerSettings } from './tokenizer-settings.js';
 
@@ -43,9 +43,9 @@ class CharsTokenCounter implements RouterTokenCounter {
   readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
   readonly poolInFlight = 0;
 
-  countRequest(body: Record<string, unknown>, api: ApiKind): number {
+  countPrompt(p: PromptText): number {
     this.stats.inline++;
-    return charsEstimate(extractPromptText(body, api));
+    return charsEstimate(p);
   }
 
   countText(text: string): number {
@@ -91,8 +91,8 @@ class BpeTokenCounter implements RouterTokenCounter {
       : null;
   }
 
-  countRequest(body: Record<string, unknown>, api: ApiKind): number | Promise<number> {
-    return this.#count(extractPromptText(body, api));
+  countPrompt(p: PromptText): number | Promise<number> {
+    return this.#count(p);
   }
 
   countText(text: string): number | Promise<number> {

@@ -1,12 +1,11 @@
-/** Which OpenAI-style API a request body belongs to. */
-export type ApiKind = 'completions' | 'chat' | 'other';
+import type { PromptText } from './prompt-text.js';
 
 export interface TokenCounter {
   /**
-   * Input tokens of a parsed request body. Small prompts are counted inline (a number is returned);
-   * large ones go to the tokenizer pool (a Promise). Never throws for odd shapes: counts what it can.
+   * Input tokens of a prompt (built by the request's API from its body). Small prompts are counted
+   * inline (a number is returned); large ones go to the tokenizer pool (a Promise).
    */
-  countRequest(body: Record<string, unknown>, api: ApiKind): number | Promise<number>;
+  countPrompt(p: PromptText): number | Promise<number>;
   /** Tokens of generated text (output count when a backend reports no usage). */
   countText(text: string): number | Promise<number>;
   close(): Promise<void>;

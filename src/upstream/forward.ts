@@ -1,8 +1,8 @@
+import type { AnswerUsage, InferenceApi, UpstreamBody } from '../api/inference-api.js';
 import type { Exchange } from '../http/exchange.js';
 import type { EndpointState } from './endpoint-registry.js';
-import { CallOutcome, UpstreamCall, type UsageSeen } from './upstream-call.js';
+import { CallOutcome, UpstreamCall } from './upstream-call.js';
 import { errorTypeOfUpstreamStatus, upstreamFailure } from './upstream-errors.js';
-import type { UpstreamBody } from './upstream-body.js';
 
 /**
  * Sends the request to one pod and streams the answer back. Returns 'retry' when the pod was
@@ -10,10 +10,10 @@ import type { UpstreamBody } from './upstream-body.js';
  * Throws RouterError when it failed before anything was sent to the client.
  */
 export async function forwardUpstream(
-  x: Exchange, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
-): Promise<UsageSeen | null | 'retry'> {
+  x: Exchange, api: InferenceApi, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
+): Promise<AnswerUsage | null | 'retry'> {
   const ctx = x.ctx;
-  const call = new UpstreamCall(x, endpoint, stream, up.stripUsage, timeoutMs);
+  const call = new UpstreamCall(x, api, endpoint, stream, up.stripUsage, timeoutMs);
   x.upstream = call;
   const headers = x.forwardHeaders.slice();
   headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
@@ -28,7 +28,7 @@ export async function forwardUpstream(
   }, call);
   const outcome = await call.done;
   x.upstream = null;
-  if (ctx.tUpstreamEnd === 0) ctx.tUpstreamEnd = performance.now();
+  x.upstreamEnded();
   if (outcome !== CallOutcome.RetryableConnectFailure) x.reachedPod = true;
   switch (outcome) {
     case CallOutcome.RetryableConnectFailure:
@@ -37,12 +37,12 @@ export async function forwardUpstream(
       throw upstreamFailure(call.error, timeoutMs, endpoint.name);
     case CallOutcome.FailedMidResponse: {
       const e = upstreamFailure(call.error, timeoutMs, endpoint.name);
-      ctx.fail(e.type, `${e.message} (after the response started)`, ctx.statusCode);
+      x.recordError(e.type, `${e.message} (after the response started)`);
       return call.usage;
     }
     case CallOutcome.Done:
       if (!ctx.aborted && call.upstreamStatus >= 400) {
-        ctx.fail(errorTypeOfUpstreamStatus(call.upstreamStatus), `upstream pod ${endpoint.name} answered ${call.upstreamStatus}`, call.upstreamStatus);
+        x.recordError(errorTypeOfUpstreamStatus(call.upstreamStatus), `upstream pod ${endpoint.name} answered ${call.upstreamStatus}`, call.upstreamStatus);
       }
       return call.usage;
   }

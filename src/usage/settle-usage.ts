@@ -1,19 +1,19 @@
-import type { Exchange } from '../http/exchange.js';
+import type { AnswerUsage } from '../api/inference-api.js';
+import type { RateLimitSpec } from '../config/resource-types.js';
+import type { RequestContext } from '../http/request-context.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
 import { settleCounters } from '../ratelimit/settle.js';
-import type { CompiledRoute } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
-import type { UsageSeen } from '../upstream/upstream-call.js';
 
 /**
  * After the answer ended: the backend's usage is the truth. Corrects the input count (and the
  * route's input counter) to usage.prompt_tokens, and charges the output tokens — counted from
- * the generated text when the backend reported no usage.
+ * the generated text when the backend reported no usage. `limiter` null: the route is not limited.
  */
 export async function settleUsage(
-  x: Exchange, tokens: TokenCounter, route: CompiledRoute, limiter: TokenLimiter | null, usage: UsageSeen | null,
+  ctx: RequestContext, tokens: TokenCounter, usage: AnswerUsage | null,
+  limiter: TokenLimiter | null, key: string, limit: RateLimitSpec | null,
 ): Promise<void> {
-  const ctx = x.ctx;
   let output = 0;
   let inputDelta = 0;
   if (usage !== null) {
@@ -29,10 +29,9 @@ export async function settleUsage(
     }
   }
   ctx.outputTokens = output;
-  const limit = route.rateLimit;
   if (limiter === null || limit === null) return;
   try {
-    await settleCounters(limiter, route.key, limit, inputDelta, output);
+    await settleCounters(limiter, key, limit, inputDelta, output);
   } catch {
     // The limit store failed after the answer was sent; the limiter itself logs and counts that.
   }

@@ -1,17 +1,15 @@
 import { RouterError } from '../errors.js';
+import { apiFor } from '../api/api-registry.js';
+import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { RouterSettings } from '../config/settings.js';
 import type { Exchange } from '../http/exchange.js';
-import { parseRequest, type ParsedRequest } from '../http/parse-request.js';
-import { sendError } from '../http/respond.js';
 import { pickLeastInflight } from '../pick/least-inflight.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
 import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { forwardUpstream } from '../upstream/forward.js';
-import type { UsageSeen } from '../upstream/upstream-call.js';
-import { buildUpstreamBody } from '../upstream/upstream-body.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/limiter-failure.js';
@@ -40,7 +38,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
   let limiter: TokenLimiter | null = null;
   let charged = 0;
   try {
-    const req = parseRequest(x.body, x.url);
+    const api = apiFor(x.url);
+    const req = api.parse(x.body, x.url);
     ctx.modelName = req.model;
     if (s.authorize !== null) await s.authorize(x, req.model);
 
@@ -54,7 +53,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503);
     ctx.modelServer = server.key;
 
-    const counted = s.tokens.countRequest(req.body, req.api);
+    const counted = s.tokens.countPrompt(api.promptText(req));
     ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
 
     if (route.rateLimit !== null) {
@@ -67,10 +66,10 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
-    const usage = await proxyWithRetries(x, server, req);
-    await settleUsage(x, s.tokens, route, limiter, usage);
+    const usage = await proxyWithRetries(x, api, server, req);
+    await settleUsage(ctx, s.tokens, usage, limiter, route.key, route.rateLimit);
   } catch (err) {
-    sendError(x, err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
+    x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
     // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
     // give the input tokens back. A pod that saw the request keeps them charged.
@@ -82,8 +81,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 }
 
 /** Picks a pod and forwards; connection failures move to another pod (at most two more). */
-async function proxyWithRetries(x: Exchange, server: CompiledServer, req: ParsedRequest): Promise<UsageSeen | null> {
-  const up = buildUpstreamBody(x.body, req, server);
+async function proxyWithRetries(x: Exchange, api: InferenceApi, server: CompiledServer, req: InferenceRequest): Promise<AnswerUsage | null> {
+  const up = api.upstreamBody(x.body, req, server.model);
   const tried: EndpointState[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
     const endpoint = pickLeastInflight(server.endpoints, tried.length === 0 ? null : tried);
@@ -93,7 +92,7 @@ async function proxyWithRetries(x: Exchange, server: CompiledServer, req: Parsed
     }
     tried.push(endpoint);
     x.ctx.selectedPod = endpoint.name;
-    const r = await forwardUpstream(x, endpoint, up, req.stream, server.timeoutMs);
+    const r = await forwardUpstream(x, api, endpoint, up, req.stream, server.timeoutMs);
     if (r !== 'retry') return r;
   }
   throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502);

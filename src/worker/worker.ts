@@ -19,7 +19,7 @@ import { runPipeline, type PipelineServices } from './pipeline.js';
 import { authSourceFromEnv } from '../auth/auth-source.js';
 import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../observe/metrics-limiter.js';
-import { metricsHandler } from '../observe/metrics-cluster.js';
+import { metricsHandler } from '../http/metrics-answer.js';
 
 const NO_HEADERS: readonly string[] = [];
 

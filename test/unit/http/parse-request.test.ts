@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RouterError } from '../../../src/errors.js';
-import { apiKindOf, parseRequest } from '../../../src/http/parse-request.js';
+import { apiKindOf, parseRequest } from '../../../src/api/openai-request.js';
 
 const buf = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
 

@@ -1,6 +1,6 @@
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTokenCounter, type RouterTokenCounter } from '../../../src/tokens/create-token-counter.js';
+import { createTokenCounter, type RouterTokenCounter } from './request-counter.js';
 import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
 
 const n = (s: string): number => encode(s).length;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTokenCounter, type RouterTokenCounter } from '../../../src/tokens/create-token-counter.js';
+import { createTokenCounter, type RouterTokenCounter } from './request-counter.js';
 import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
 import { compiledTaskFile, hangingTaskFile, removeCompiled } from './compiled-task.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { usageFromJson } from '../../../src/usage/json-usage.js';
+import { usageFromJson } from '../../../src/api/openai-json-usage.js';
 
 describe('usageFromJson', () => {
   it('reads usage and text of a completions answer', () => {

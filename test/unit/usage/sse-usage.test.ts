@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SseUsageScanner } from '../../../src/usage/sse-usage.js';
+import { SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
 
 const USAGE = { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 };
 

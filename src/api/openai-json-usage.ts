@@ -3,16 +3,15 @@
  * the generated text, which the router counts itself when the backend reports no usage.
  */
 
-import { choicesText, tokenCount } from './choice-text.js';
+import type { AnswerUsage } from './inference-api.js';
+import { choicesText, tokenCount } from './openai-choice-text.js';
 
-export interface JsonUsage {
-  /** `usage.prompt_tokens`, or null when absent or not a non-negative number. */
-  promptTokens: number | null;
-  /** `usage.completion_tokens`, or null when absent or not a non-negative number. */
-  completionTokens: number | null;
-  /** Generated text of every choice joined: completions `choices[].text`, chat `choices[].message.content`. */
-  text: string;
-}
+/**
+ * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
+ * absent or not a non-negative number. `text`: generated text of every choice joined (completions
+ * `choices[].text`, chat `choices[].message.content`).
+ */
+export type JsonUsage = AnswerUsage;
 
 /** Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''. */
 export function usageFromJson(body: Buffer | string): JsonUsage {

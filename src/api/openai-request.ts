@@ -1,14 +1,14 @@
 import { RouterError } from '../errors.js';
-import type { ApiKind } from '../tokens/token-counter.js';
+import type { InferenceRequest } from './inference-api.js';
 
-/** The parts of an inference request body the router acts on. */
-export interface ParsedRequest {
-  body: Record<string, unknown>;
-  model: string;
-  api: ApiKind;
-  stream: boolean;
+/** Which OpenAI-style API a request body belongs to. */
+export type ApiKind = 'completions' | 'chat' | 'other';
+
+/** The parts of an OpenAI-style request body the router acts on. */
+export interface ParsedRequest extends InferenceRequest {
+  readonly api: ApiKind;
   /** The client itself asked for stream usage (stream_options.include_usage). */
-  clientAskedUsage: boolean;
+  readonly clientAskedUsage: boolean;
 }
 
 export function apiKindOf(url: string): ApiKind {

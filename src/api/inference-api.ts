@@ -1,0 +1,54 @@
+import type { PromptText } from '../tokens/prompt-text.js';
+
+/**
+ * One inference API the router speaks (today: the OpenAI-style /v1 endpoints). The pipeline and
+ * the upstream leg ask this object; they know nothing of body shapes.
+ */
+export interface InferenceApi {
+  /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
+  parse(raw: Buffer, url: string): InferenceRequest;
+  /** What of the request counts as input tokens. Never throws. */
+  promptText(req: InferenceRequest): PromptText;
+  /**
+   * The body sent upstream: the client's bytes unchanged unless the model is rewritten (`model`
+   * non-null and different) or the stream needs usage reporting turned on.
+   */
+  upstreamBody(raw: Buffer, req: InferenceRequest, model: string | null): UpstreamBody;
+  /** Usage of a complete (non-stream) answer body; malformed bodies give nulls and ''. */
+  jsonUsage(body: Buffer): AnswerUsage;
+  /** A reader for a streamed (SSE) answer; `strip` removes the usage event the router asked for. */
+  streamUsage(strip: boolean): StreamUsageReader;
+}
+
+/** The parts of a request every API has; an API's parse() may return more. */
+export interface InferenceRequest {
+  readonly body: Record<string, unknown>;
+  readonly model: string;
+  readonly stream: boolean;
+}
+
+export interface UpstreamBody {
+  body: Buffer;
+  /** The router turned on stream usage reporting: remove the usage event from the client's stream. */
+  stripUsage: boolean;
+}
+
+/** What an answer told about its tokens. */
+export interface AnswerUsage {
+  /** Input tokens the backend reported, or null. */
+  promptTokens: number | null;
+  /** Output tokens the backend reported, or null. */
+  completionTokens: number | null;
+  /** Generated text, for counting when the backend reports no usage. */
+  text: string;
+}
+
+/** Passes a streamed answer through and learns its usage. */
+export interface StreamUsageReader {
+  /** Feeds upstream bytes; returns the bytes to forward to the client now. */
+  push(chunk: Buffer): Buffer;
+  /** End of the stream: the bytes still to forward. */
+  end(): Buffer;
+  /** What the stream reported (or generated) so far. */
+  usage(): AnswerUsage;
+}

@@ -1,0 +1,114 @@
+/**
+ * Scans an OpenAI-style server-sent-event stream as it passes through the router: learns the usage
+ * the backend reports and the generated text, and optionally removes the extra usage chunk (the
+ * event with `usage` set and empty `choices`) that the router asked for on the client's behalf with
+ * `stream_options.include_usage`.
+ *
+ * Made of three parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
+ * (openai-event-usage.ts) and the strip filter (sse-strip.ts).
+ *
+ * - keep mode (`stripUsageChunk: false`): `push` returns the very chunk it was given; nothing waits.
+ * - strip mode: `push` returns every complete event at once and holds only the current partial
+ *   event, which is needed to decide whether it is the usage chunk.
+ */
+import type { AnswerUsage, StreamUsageReader } from './inference-api.js';
+import { readEventUsage } from './openai-event-usage.js';
+import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
+import { SseStripFilter } from './sse-strip.js';
+
+export { DEFAULT_MAX_EVENT_BYTES };
+
+const EMPTY = Buffer.alloc(0);
+
+export interface SseUsageOptions {
+  /** Remove the usage-only event (usage set, `choices: []`) from the forwarded bytes. */
+  stripUsageChunk: boolean;
+  /**
+   * Most bytes held back for one partial event (strip mode) or kept to parse one partial line.
+   * A longer event is forwarded as it comes and never stripped; a longer line is not parsed.
+   * Default 1 MiB.
+   */
+  maxEventBytes?: number;
+}
+
+export class SseUsageScanner implements StreamUsageReader, SseLineSink {
+  /** Usage of the last event that carried it (null counts when none) and all generated text. */
+  private readonly seen: AnswerUsage = { promptTokens: null, completionTokens: null, text: '' };
+  private readonly lines: SseLineSplitter;
+  private readonly filter: SseStripFilter | null;
+  /** Data of the current event (data lines joined by `\n`), null when it has none yet. */
+  private data: string | null = null;
+  /** The current event lost a line to the bound: its data is not read. */
+  private broken = false;
+
+  constructor(options: SseUsageOptions) {
+    const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    this.lines = new SseLineSplitter(max);
+    this.filter = options.stripUsageChunk ? new SseStripFilter(max) : null;
+  }
+
+  /** `usage.prompt_tokens` of the last event that carried usage, or null. */
+  get promptTokens(): number | null { return this.seen.promptTokens; }
+  /** `usage.completion_tokens` of the last event that carried usage, or null. */
+  get completionTokens(): number | null { return this.seen.completionTokens; }
+  /** Concatenated generated text (`choices[].text` / `choices[].delta.content`) of all events. */
+  get text(): string { return this.seen.text; }
+  /** Number of events removed from the output (0 or 1 in a well-formed stream). */
+  get strippedEvents(): number { return this.filter === null ? 0 : this.filter.strippedEvents; }
+  /** Number of lines longer than maxEventBytes, skipped unparsed. */
+  get skippedLines(): number { return this.lines.skippedLines; }
+
+  usage(): AnswerUsage {
+    const s = this.seen;
+    return { promptTokens: s.promptTokens, completionTokens: s.completionTokens, text: s.text };
+  }
+
+  push(chunk: Buffer): Buffer {
+    const filter = this.filter;
+    if (chunk.length === 0) return filter === null ? chunk : EMPTY;
+    if (filter === null) {
+      this.lines.push(chunk, this);
+      return chunk;
+    }
+    filter.begin(chunk);
+    this.lines.push(chunk, this);
+    return filter.finish();
+  }
+
+  end(): Buffer {
+    this.lines.end(this);
+    const usageOnly = this.endEvent();
+    return this.filter === null ? EMPTY : this.filter.end(usageOnly);
+  }
+
+  // SseLineSink: called by the splitter.
+  line(buf: Buffer, start: number, end: number): void {
+    const value = dataValue(buf, start, end);
+    if (value !== null) this.data = this.data === null ? value : `${this.data}\n${value}`;
+  }
+
+  blank(next: number): void {
+    const usageOnly = this.endEvent();
+    if (this.filter !== null) this.filter.eventEnd(next, usageOnly);
+  }
+
+  eventTail(n: number): void {
+    if (this.filter !== null) this.filter.eventTail(n);
+  }
+
+  lineSkipped(): void {
+    this.broken = true;
+    this.data = null;
+  }
+
+  /** Reads the finished event's data; returns true when it is a usage-only chunk. */
+  private endEvent(): boolean {
+    const data = this.data;
+    this.data = null;
+    if (this.broken) {
+      this.broken = false;
+      return false;
+    }
+    return data !== null && readEventUsage(data, this.seen);
+  }
+}

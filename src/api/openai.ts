@@ -1,0 +1,18 @@
+import type { InferenceApi, InferenceRequest } from './inference-api.js';
+import { buildUpstreamBody } from './openai-body.js';
+import { usageFromJson } from './openai-json-usage.js';
+import { extractPromptText } from './openai-prompt.js';
+import { parseRequest, type ParsedRequest } from './openai-request.js';
+import { SseUsageScanner } from './openai-sse-usage.js';
+
+const KEEP = { stripUsageChunk: false };
+const STRIP = { stripUsageChunk: true };
+
+/** The OpenAI-style API: /v1/completions, /v1/chat/completions and other /v1 paths. */
+export const openAiApi: InferenceApi = {
+  parse: parseRequest,
+  promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
+  upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model),
+  jsonUsage: usageFromJson,
+  streamUsage: (strip: boolean) => new SseUsageScanner(strip ? STRIP : KEEP),
+};

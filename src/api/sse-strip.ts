@@ -1,0 +1,135 @@
+/**
+ * Removes whole events from a server-sent-event stream as it passes through: the caller says at
+ * each event's end whether to drop it. Forwards every complete event at once and holds back only
+ * the current partial event, up to a bound; a longer event is forwarded as it comes and never
+ * removed. Everything not removed is forwarded byte for byte.
+ *
+ * Per chunk: begin(chunk), then the splitter's event reports (eventEnd, eventTail), then finish().
+ */
+import { checkMaxBytes, DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
+
+const EMPTY = Buffer.alloc(0);
+
+export class SseStripFilter {
+  /** Number of events removed from the output. */
+  strippedEvents = 0;
+
+  private readonly maxEventBytes: number;
+  /** Bytes of the current event from earlier chunks, held back (copied). */
+  private held: Buffer[] = [];
+  private heldLength = 0;
+  /** The current event outgrew the bound: it is forwarded as it comes. */
+  private passing = false;
+  /** The last event that ended was removed. */
+  private lastStripped = false;
+  private chunk: Buffer = EMPTY;
+  /** Start of the current event in the chunk. */
+  private eventStart = 0;
+  /** Output of this chunk: earlier parts, then the chunk range [outFrom, outTo). */
+  private parts: Buffer[] = [];
+  private outFrom = 0;
+  private outTo = 0;
+
+  constructor(maxEventBytes: number = DEFAULT_MAX_EVENT_BYTES) {
+    this.maxEventBytes = checkMaxBytes(maxEventBytes);
+  }
+
+  begin(chunk: Buffer): void {
+    this.chunk = chunk;
+    this.eventStart = 0;
+    this.outFrom = 0;
+    this.outTo = 0;
+  }
+
+  /** The event ended before `next` in the chunk; `drop`: remove it (unless it was partly sent). */
+  eventEnd(next: number, drop: boolean): void {
+    const stripped = drop && !this.passing;
+    if (stripped) {
+      this.strippedEvents++;
+      this.clearHeld();
+    } else {
+      if (this.heldLength !== 0) this.emitHeld();
+      this.emitRange(this.eventStart, next);
+    }
+    this.passing = false;
+    this.lastStripped = stripped;
+    this.eventStart = next;
+  }
+
+  /** The first `n` bytes of the chunk belong to the event that ended in the previous chunk. */
+  eventTail(n: number): void {
+    if (!this.lastStripped) this.emitRange(0, n);
+    this.eventStart = n;
+  }
+
+  /** After the chunk's reports: holds the partial event (or forwards it, past the bound); returns the output. */
+  finish(): Buffer {
+    const chunk = this.chunk;
+    if (this.eventStart < chunk.length) {
+      if (this.passing) this.emitRange(this.eventStart, chunk.length);
+      else this.hold(chunk.subarray(this.eventStart));
+    }
+    if (!this.passing && this.heldLength > this.maxEventBytes) {
+      this.emitHeld();
+      this.passing = true;
+    }
+    this.chunk = EMPTY;
+    return this.takeOutput(chunk);
+  }
+
+  /** End of the stream: the held last event (without its blank line) unless `drop`. */
+  end(drop: boolean): Buffer {
+    const wasPassing = this.passing;
+    this.passing = false;
+    if (wasPassing || this.heldLength === 0) return EMPTY;
+    const rest = this.held.length === 1 ? this.held[0] : Buffer.concat(this.held, this.heldLength);
+    this.clearHeld();
+    if (drop) {
+      this.strippedEvents++;
+      return EMPTY;
+    }
+    return rest;
+  }
+
+  private emitRange(from: number, to: number): void {
+    if (from >= to) return;
+    if (this.outTo > this.outFrom) {
+      if (this.outTo === from) { // contiguous: one range
+        this.outTo = to;
+        return;
+      }
+      this.parts.push(this.chunk.subarray(this.outFrom, this.outTo));
+    }
+    this.outFrom = from;
+    this.outTo = to;
+  }
+
+  /** Held bytes go out before anything of the chunk. */
+  private emitHeld(): void {
+    if (this.outTo > this.outFrom) this.parts.push(this.chunk.subarray(this.outFrom, this.outTo));
+    this.outFrom = this.outTo = 0;
+    for (const b of this.held) this.parts.push(b);
+    this.clearHeld();
+  }
+
+  private takeOutput(chunk: Buffer): Buffer {
+    const range = this.outTo > this.outFrom ? chunk.subarray(this.outFrom, this.outTo) : EMPTY;
+    if (this.parts.length === 0) return range;
+    if (range.length !== 0) this.parts.push(range);
+    const out = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts);
+    this.parts = [];
+    return out;
+  }
+
+  private hold(bytes: Buffer): void {
+    // Copy: the caller may reuse its buffer once push returns.
+    const copy = Buffer.from(bytes);
+    this.held.push(copy);
+    this.heldLength += copy.length;
+  }
+
+  private clearHeld(): void {
+    if (this.held.length !== 0) this.held = [];
+    this.heldLength = 0;
+  }
+}

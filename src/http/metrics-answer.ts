@@ -1,0 +1,31 @@
+import type { HttpResponse } from 'uWebSockets.js';
+import type { RouterMetrics } from '../observe/metrics.js';
+import { WorkerMetricsLink } from '../observe/metrics-cluster.js';
+import { sendPlain } from './plain-answer.js';
+
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+
+/**
+ * uWS handler for GET /metrics in a worker: registers onAborted, asks the primary for the
+ * aggregate, and writes it corked (503 with the reason when it cannot be had).
+ */
+export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}): (res: HttpResponse) => void {
+  const link = new WorkerMetricsLink(metrics, opts);
+  const contentType = metrics.contentType;
+  return (res) => {
+    const state = { aborted: false };
+    res.onAborted(() => {
+      state.aborted = true;
+    });
+    link.collect().then(
+      (text) => {
+        if (state.aborted) return;
+        res.cork(() => sendPlain(res, 200, contentType, text));
+      },
+      (err: Error) => {
+        if (state.aborted) return;
+        res.cork(() => sendPlain(res, 503, TEXT_TYPE, `metrics unavailable: ${err.message}\n`));
+      },
+    );
+  };
+}
