@@ -1,9 +1,5 @@
 import type { RateLimitSpec } from '../config/resource-types.js';
 
-/** Injected wall clock (epoch ms), so windows are testable without sleeping. */
-export type Clock = () => number;
-export const systemClock: Clock = Date.now;
-
 export type LimitDirection = 'input' | 'output';
 
 /** State of one counter after a decision, for the x-ratelimit-* headers. */

@@ -14,7 +14,7 @@ import type { UsageSeen } from '../upstream/upstream-call.js';
 import { buildUpstreamBody } from '../upstream/upstream-body.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
-import { limiterFailure } from '../ratelimit/limiter-failure.js';
+import { limiterFailure } from '../ratelimit/errors.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {

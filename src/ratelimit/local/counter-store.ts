@@ -1,8 +1,9 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from './decision-codec.js';
-import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
-import { secondsUntil, windowEnd, windowStart } from './windows.js';
-import { checkTokenCount, checkTokenDelta } from './token-amounts.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { systemClock, type Clock } from '../../clock.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { secondsUntil, windowEnd, windowStart } from '../windows.js';
+import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
 /** Counters of one route in its current window; the only window kept for the route. */
 export class RouteCounters {

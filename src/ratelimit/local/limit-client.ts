@@ -1,14 +1,15 @@
 import { performance } from 'node:perf_hooks';
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { HeldLeases } from './held-leases.js';
 import {
   MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT,
   REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
-import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
-import { LimiterOverloadedError, LimiterUnavailableError } from './limiter-errors.js';
-import { checkTokenCount, checkTokenDelta, tokenCountError } from './token-amounts.js';
+import { systemClock, type Clock } from '../../clock.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { LimiterOverloadedError, LimiterUnavailableError } from '../errors.js';
+import { checkTokenCount, checkTokenDelta, tokenCountError } from '../token-amounts.js';
 
 /** The worker's end of the IPC channel; `process` in a cluster worker (or a ChildProcess in tests). */
 export interface LimitClientPort {
@@ -74,8 +75,6 @@ export class LocalLimitClient implements TokenLimiter {
   private timer: NodeJS.Timeout | null = null;
   private nextId = 1;
   private closed = false;
-  /** Charges and adjustments that could not be sent (channel closed); for metrics. */
-  droppedUpdates = 0;
 
   private readonly onMessage = (message: unknown): void => this.receive(message);
   private readonly onDisconnect = (): void => this.failAll('the IPC channel to the cluster primary closed');
@@ -158,10 +157,8 @@ export class LocalLimitClient implements TokenLimiter {
   }
 
   private update(op: number, route: string, unit: WindowUnit, amount: number): void {
-    if (this.closed || this.port.connected === false) {
-      this.droppedUpdates++;
-      return;
-    }
+    // The channel is gone: the charge cannot reach the counters (the primary's window goes on without it).
+    if (this.closed || this.port.connected === false) return;
     this.enqueue(op, 0, route, NO_LIMIT, NO_LIMIT, unit, amount);
   }
 

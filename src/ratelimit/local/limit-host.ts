@@ -1,12 +1,12 @@
 import type { CounterStore } from './counter-store.js';
-import { NO_LIMIT } from './decision-codec.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import {
   limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE,
   REPLY_INVALID, REQUEST_STRIDE, type LimitReplyMessage,
 } from './ipc-protocol.js';
 import { LeaseBook } from './lease-book.js';
-import { isWindowUnit } from './windows.js';
-import { checkTokenCount, checkTokenDelta } from './token-amounts.js';
+import { isWindowUnit } from '../windows.js';
+import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
 /** What the host needs of a cluster worker (node:cluster Worker satisfies it). */
 export interface LimitHostWorker {

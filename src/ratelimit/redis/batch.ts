@@ -1,7 +1,7 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from './decision-codec.js';
-import type { Decision, LimitState } from './limiter.js';
-import { secondsUntil } from './windows.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import type { Decision, LimitState } from '../limiter.js';
+import { secondsUntil } from '../windows.js';
 
 /**
  * Most admissions in one script call. A turn with more starts another batch for the same route,

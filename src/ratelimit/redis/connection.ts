@@ -1,7 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { BATCH_LUA } from './lua/batch.js';
-import type { RedisTarget } from './redis-address.js';
-import type { RedisLimitSettings } from './redis-settings.js';
+import type { RedisTarget } from './address.js';
+import type { RedisLimitSettings } from './settings.js';
 
 /** The limiter's script as a client command (ioredis defineCommand: EVALSHA, EVAL on NOSCRIPT). */
 export interface LimiterCommands {

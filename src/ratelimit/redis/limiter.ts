@@ -1,14 +1,15 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import type { Clock, Decision, TokenLimiter } from './limiter.js';
-import { Batch } from './redis-batch.js';
-import { parseRedisAddress } from './redis-address.js';
-import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './redis-connection.js';
-import { LimitStoreUnavailableError } from './redis-errors.js';
-import { StoreHealth, type StoreState } from './redis-health.js';
-import type { RedisFailureMode, RedisLimitSettings } from './redis-settings.js';
-import { secondsUntilReset } from './windows.js';
-import { settleCounters } from './settle.js';
-import { tokenCountError, tokenDeltaError } from './token-amounts.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import type { Clock } from '../../clock.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { Batch } from './batch.js';
+import { parseRedisAddress } from './address.js';
+import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
+import { LimitStoreUnavailableError } from '../errors.js';
+import { StoreHealth, type StoreState } from './health.js';
+import type { RedisFailureMode, RedisLimitSettings } from './settings.js';
+import { secondsUntilReset } from '../windows.js';
+import { settleCounters } from '../settle.js';
+import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 
 export interface RedisLimiterOptions {
   /**
@@ -85,11 +86,6 @@ export class RedisLimiter implements TokenLimiter {
       probeIntervalMs: opts.probeIntervalMs ?? 500,
       log,
     });
-  }
-
-  /** true while decisions are made by Redis (circuit closed). */
-  get healthy(): boolean {
-    return this.health.state === 'up';
   }
 
   get state(): StoreState {

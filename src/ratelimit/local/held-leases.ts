@@ -1,8 +1,9 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { NO_LIMIT } from './decision-codec.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE } from './ipc-protocol.js';
-import type { Clock, Decision } from './limiter.js';
-import { secondsUntil } from './windows.js';
+import type { Clock } from '../../clock.js';
+import type { Decision } from '../limiter.js';
+import { secondsUntil } from '../windows.js';
 
 /** Queues one op for the primary: [op, id, route, NO_LIMIT, NO_LIMIT, unit, amount]. */
 export type LeaseOpSink = (op: number, id: number, route: string, unit: WindowUnit, amount: number) => void;

@@ -1,6 +1,6 @@
-import type { WindowUnit } from '../config/resource-types.js';
+import type { WindowUnit } from '../../config/resource-types.js';
 import type { CounterStore, RouteCounters } from './counter-store.js';
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from './decision-codec.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
 
 export interface LeaseBookOptions<W> {
   /**
@@ -85,13 +85,6 @@ export class LeaseBook<W> {
     if (!(opts.divisor === 0 || opts.divisor >= 1)) throw new RangeError(`lease divisor must be 0 or >= 1, got ${opts.divisor}`);
     this.store = store;
     this.opts = opts;
-  }
-
-  /** Leases outstanding (tests and metrics). */
-  get leased(): number {
-    let n = 0;
-    for (const rl of this.routes.values()) n += rl.leases.size;
-    return n;
   }
 
   /** Decides (answer in replyTo(worker)) now, or once a recall this needs is over. */

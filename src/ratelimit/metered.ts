@@ -3,9 +3,9 @@
  * rejections by route and direction. Wrap once per limiter (limiterFor), not per request.
  */
 import type { RateLimitSpec } from '../config/resource-types.js';
-import type { Decision, TokenLimiter } from '../ratelimit/limiter.js';
-import type { RouterMetrics } from './metrics.js';
-import { settleCounters } from '../ratelimit/settle.js';
+import type { Decision, TokenLimiter } from './limiter.js';
+import type { RouterMetrics } from '../observe/metrics.js';
+import { settleCounters } from './settle.js';
 
 export class MeteredLimiter implements TokenLimiter {
   constructor(

@@ -1,4 +1,4 @@
-import { DECISION_STRIDE } from './decision-codec.js';
+import { DECISION_STRIDE } from '../decision-codec.js';
 
 /**
  * Wire format between LocalLimitClient (workers) and the local limit host (cluster primary).
