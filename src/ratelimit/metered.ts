@@ -1,7 +1,8 @@
 /**
  * A TokenLimiter that reports to RouterMetrics: admission decision latency by mode and
- * rejections by route and direction. Wrap once per limiter (limiterFor), not per request.
+ * rejections by key and direction. Wrap once per limiter (limiterFor), not per request.
  */
+import type { LimitKey } from './limit-key.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { Decision, TokenLimiter } from './limiter.js';
 import type { RouterMetrics } from '../observe/metrics.js';
@@ -14,38 +15,38 @@ export class MeteredLimiter implements TokenLimiter {
     private readonly metrics: RouterMetrics,
   ) {}
 
-  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     const t0 = performance.now();
     let d: Promise<Decision> | Decision;
     try {
-      d = this.inner.admit(route, limit, inputTokens);
+      d = this.inner.admit(key, limit, inputTokens);
     } catch (err) {
       this.metrics.limiterDecision(this.mode, performance.now() - t0);
       throw err;
     }
-    if (d instanceof Promise) return d.then((v) => this.seen(route, v, t0), (err: unknown) => this.failed(err, t0));
-    return this.seen(route, d, t0);
+    if (d instanceof Promise) return d.then((v) => this.seen(key, v, t0), (err: unknown) => this.failed(err, t0));
+    return this.seen(key, d, t0);
   }
 
-  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
-    return this.inner.chargeOutput(route, limit, outputTokens);
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
+    return this.inner.chargeOutput(key, limit, outputTokens);
   }
 
-  adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> | void {
-    return this.inner.adjustInput(route, limit, delta);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> | void {
+    return this.inner.adjustInput(key, limit, delta);
   }
 
-  settle(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
-    return settleCounters(this.inner, route, limit, inputDelta, outputTokens);
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
+    return settleCounters(this.inner, key, limit, inputDelta, outputTokens);
   }
 
   close(): Promise<void> {
     return this.inner.close();
   }
 
-  private seen(route: string, d: Decision, t0: number): Decision {
+  private seen(key: LimitKey, d: Decision, t0: number): Decision {
     this.metrics.limiterDecision(this.mode, performance.now() - t0);
-    if (!d.allowed && d.rejectedBy !== null) this.metrics.rateLimitRejected(route, d.rejectedBy);
+    if (!d.allowed && d.rejectedBy !== null) this.metrics.rateLimitRejected(key, d.rejectedBy);
     return d;
   }
 

@@ -2,7 +2,7 @@ import type { TokenLimiter } from '../limiter.js';
 import { RedisLimiter, type RedisLimiterOptions } from './limiter.js';
 import type { RedisLimitSettings } from './settings.js';
 
-/** One limiter (one Redis client) per distinct address in this process, shared by every route. */
+/** One limiter (one Redis client) per distinct address in this process, shared by every limit. */
 const limiters = new Map<string, RedisLimiter>();
 
 /**
