@@ -1,19 +1,30 @@
-/**
- * A TokenLimiter that reports to RouterMetrics: admission decision latency by mode and
- * rejections by key and direction. Wrap once per limiter (limiterFor), not per request.
- */
-import type { LimitKey } from './limit-key.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
-import type { Decision, TokenLimiter } from './limiter.js';
-import type { RouterMetrics } from '../observe/metrics.js';
-import { settleCounters } from './settle.js';
+import type { LimitKey } from './limit-key.js';
+import type { Decision, LimitDirection, TokenLimiter } from './limiter.js';
 
+/** Where a metered limiter reports (observe/metrics.ts RouterMetrics is one). */
+export interface LimiterMetricsSink {
+  /** One admission decided (or failed) after `ms`, by a limiter of this mode. */
+  limiterDecision(mode: 'local' | 'global', ms: number): void;
+  /** One admission rejected by the limit of `key` in this direction. */
+  rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
+}
+
+/**
+ * A TokenLimiter that reports admissions to a metrics sink: decision latency by mode and
+ * rejections by limit key and direction. Everything else goes straight to the inner limiter
+ * (settle only when the inner one has it). Wrap once per limiter (meteredLimiters), not per request.
+ */
 export class MeteredLimiter implements TokenLimiter {
+  readonly settle?: (key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number) => Promise<void> | void;
+
   constructor(
     private readonly inner: TokenLimiter,
     private readonly mode: 'local' | 'global',
-    private readonly metrics: RouterMetrics,
-  ) {}
+    private readonly metrics: LimiterMetricsSink,
+  ) {
+    if (inner.settle !== undefined) this.settle = inner.settle.bind(inner);
+  }
 
   admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     const t0 = performance.now();
@@ -36,10 +47,6 @@ export class MeteredLimiter implements TokenLimiter {
     return this.inner.adjustInput(key, limit, delta);
   }
 
-  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
-    return settleCounters(this.inner, key, limit, inputDelta, outputTokens);
-  }
-
   close(): Promise<void> {
     return this.inner.close();
   }
@@ -57,7 +64,7 @@ export class MeteredLimiter implements TokenLimiter {
 }
 
 /** Wraps each distinct limiter once (the same inner limiter always yields the same wrapper). */
-export function meteredLimiters(metrics: RouterMetrics): (inner: TokenLimiter, spec: RateLimitSpec) => TokenLimiter {
+export function meteredLimiters(metrics: LimiterMetricsSink): (inner: TokenLimiter, spec: RateLimitSpec) => TokenLimiter {
   const wrapped = new WeakMap<TokenLimiter, TokenLimiter>();
   return (inner, spec) => {
     let w = wrapped.get(inner);

@@ -32,7 +32,7 @@ export async function settleUsage(
   const limit = route.rateLimit;
   if (limiter === null || limit === null) return;
   try {
-    await settleCounters(limiter, route.key, limit, inputDelta, output);
+    await settleCounters(limiter, route.limitKey, limit, inputDelta, output);
   } catch {
     // The limit store failed after the answer was sent; the limiter itself logs and counts that.
   }

@@ -59,7 +59,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 
     if (route.rateLimit !== null) {
       limiter = s.limiterFor(route.rateLimit);
-      const decided = limiter.admit(route.key, route.rateLimit, ctx.inputTokens);
+      const decided = limiter.admit(route.limitKey, route.rateLimit, ctx.inputTokens);
       const d = decided instanceof Promise ? await decided : decided; // a lease decides synchronously
       x.decision = d;
       if (!d.allowed) throw rateLimitRejection(d);
@@ -75,7 +75,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
     // give the input tokens back. A pod that saw the request keeps them charged.
     if (charged > 0 && !x.reachedPod && limiter !== null && route !== null && route.rateLimit !== null) {
-      try { await limiter.adjustInput(route.key, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
+      try { await limiter.adjustInput(route.limitKey, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
     }
     s.finish(x);
   }
