@@ -3,8 +3,7 @@ import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-typ
 import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
 import type { Clock } from '../../../src/clock.js';
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
-import { LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
-import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
+import { LimitStoreUnavailableError, LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
 import { closeRedisLimiters, redisLimiterFor } from '../../../src/ratelimit/redis/clients.js';
 import { RedisLimiter, type RedisLimiterOptions } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
