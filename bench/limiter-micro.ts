@@ -15,9 +15,9 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { RateLimitSpec } from 'inference-router/config/resource-types';
-import { CounterStore } from 'inference-router/ratelimit/counter-store';
-import { LocalLimitClient } from 'inference-router/ratelimit/local-limit-client';
-import { attachLocalLimitHost } from 'inference-router/ratelimit/local-limit-host';
+import { CounterStore } from 'inference-router/ratelimit/local/counter-store';
+import { LocalLimitClient } from 'inference-router/ratelimit/local/limit-client';
+import { attachLocalLimitHost } from 'inference-router/ratelimit/local/limit-host';
 
 const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000, unit: 'day', global: null };
 const ROUTE = 'bench/route';

@@ -16,9 +16,9 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RateLimitSpec } from 'inference-router/config/resource-types';
-import { CounterStore } from 'inference-router/ratelimit/counter-store';
-import { RedisLimiter } from 'inference-router/ratelimit/redis-limiter';
-import { parseRedisLimitSettings } from 'inference-router/ratelimit/redis-settings';
+import { CounterStore } from 'inference-router/ratelimit/local/counter-store';
+import { RedisLimiter } from 'inference-router/ratelimit/redis/limiter';
+import { parseRedisLimitSettings } from 'inference-router/ratelimit/redis/settings';
 
 const N = Number(process.env.BENCH_DECISIONS ?? 20_000);
 const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000_000, unit: 'day', global: null };
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   const stop = await startRedis(port);
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
   const limiter = new RedisLimiter(`127.0.0.1:${port}`, settings, new CounterStore(), { log: (m) => console.error(m) });
-  while (!limiter.healthy) await new Promise((r) => setTimeout(r, 10));
+  while (limiter.state !== 'up') await new Promise((r) => setTimeout(r, 10));
   const routes = Array.from({ length: 64 }, (_, i) => `bench/r${i}`);
   console.log(`RedisLimiter against redis-server on 127.0.0.1:${port}, ${N.toLocaleString('en-US')} decisions per scenario, node ${process.version}`);
   try {

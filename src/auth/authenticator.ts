@@ -16,7 +16,8 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
 import { RouterError } from '../errors.js';
 import type { ApiKeyEntry, AuthConfig, JwtConfig } from './auth-config.js';
-import { JwksCache, KeySetUnavailableError, type Clock, type FetchFn } from './jwks-cache.js';
+import type { Clock } from '../clock.js';
+import { JwksCache, KeySetUnavailableError, type FetchFn } from './jwks-cache.js';
 import { globMatch, globsAllow } from './model-globs.js';
 import { TokenCache } from './token-cache.js';
 

@@ -7,9 +7,9 @@
  * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
  * - the clock and fetch are injected, so rotation and cooldown are tested without sleeping.
  */
+import type { Clock } from '../clock.js';
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
 
-export type Clock = () => number;
 export type FetchFn = (url: string, init: { signal: AbortSignal; headers: Record<string, string>; redirect: 'manual' }) => Promise<Response>;
 
 export interface JwksCacheOptions {

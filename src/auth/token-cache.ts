@@ -4,7 +4,7 @@
  * until the token's exp or `ttlMs` after verification, whichever is first, so a key the issuer
  * withdraws stops being honoured within `ttlMs`. Bounded: when full, the oldest entry goes.
  */
-import type { Clock } from './jwks-cache.js';
+import type { Clock } from '../clock.js';
 
 export interface VerifiedToken {
   readonly subject: string;

@@ -28,23 +28,56 @@ export function parseHostPort(s: string): { host: string; port: number } | strin
   return { host, port: Number(portText) };
 }
 
+/** One Redis node to connect to. `host` has no IPv6 brackets (what net.connect wants). */
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+/** Where a global limit's Redis is, parsed from `global.redis.address`. */
+export interface RedisTarget {
+  /** One node; with Redis Cluster, the seed nodes (comma-separated in the address). */
+  nodes: RedisNode[];
+  /** true when a `rediss://` URL asked for TLS. */
+  tls: boolean;
+  /** Database number from a URL path (`redis://h:6379/2`); always 0 for Cluster. */
+  db: number;
+  /** true when a URL carried a user or password; they are ignored (credentials come from the environment). */
+  hadCredentials: boolean;
+}
+
+const DEFAULT_REDIS_PORT = 6379;
+
 /**
  * null when `address` is `host:port` or a redis:// / rediss:// URL, or a comma-separated list
  * of those (Redis Cluster seed nodes; whether a list is allowed is decided where it is used).
  */
 export function redisAddressProblem(address: string): string | null {
   const parts = address.split(',').map((p) => p.trim());
-  for (const part of parts) {
-    const problem = redisNodeProblem(part);
-    if (problem !== null) return parts.length > 1 ? `in the list of addresses: ${problem}` : problem;
-  }
-  return null;
+  const target = parseRedisNodes(parts);
+  if (typeof target !== 'string') return null;
+  return parts.length > 1 ? `in the list of addresses: ${target}` : target;
 }
 
-function redisNodeProblem(address: string): string | null {
+/**
+ * The one parser of Redis addresses: each part is `host:port`, `[ipv6]:port`,
+ * `redis://host:port[/db]` or `rediss://...`. Returns the target, or the first part's problem.
+ */
+export function parseRedisNodes(parts: readonly string[]): RedisTarget | string {
+  const target: RedisTarget = { nodes: [], tls: false, db: 0, hadCredentials: false };
+  for (const part of parts) {
+    const problem = parseRedisNode(part, target);
+    if (problem !== null) return problem;
+  }
+  return target;
+}
+
+function parseRedisNode(address: string, target: RedisTarget): string | null {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
     const hp = parseHostPort(address);
-    return typeof hp === 'string' ? `${hp}, or a redis:// or rediss:// URL; got ${describe(address)}` : null;
+    if (typeof hp === 'string') return `${hp}, or a redis:// or rediss:// URL; got ${describe(address)}`;
+    target.nodes.push({ host: stripBrackets(hp.host), port: hp.port });
+    return null;
   }
   let url: URL;
   try {
@@ -57,7 +90,16 @@ function redisNodeProblem(address: string): string | null {
   }
   if (url.hostname === '') return `URL ${describe(redact(address))} has no host`;
   if (!/^\/?\d*$/.test(url.pathname)) return `URL path must be a database number such as /0, got ${JSON.stringify(url.pathname)}`;
+  if (url.protocol === 'rediss:') target.tls = true;
+  if (url.username !== '' || url.password !== '') target.hadCredentials = true;
+  const path = url.pathname.replace(/^\//, '');
+  if (path !== '') target.db = Number(path);
+  target.nodes.push({ host: stripBrackets(url.hostname), port: url.port === '' ? DEFAULT_REDIS_PORT : Number(url.port) });
   return null;
+}
+
+function stripBrackets(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
 /** Hides a password in `scheme://user:password@host` before it reaches a message. */

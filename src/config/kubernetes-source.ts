@@ -8,7 +8,7 @@
  * the file source and cannot fail because of the client library.
  */
 import type { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import { systemClock, type SourceClock } from './kubernetes-clock.js';
+import { systemSourceClock, type SourceClock } from './kubernetes-clock.js';
 import { ResourceInformer } from './kubernetes-informer.js';
 import type { PodLike } from './kubernetes-pods.js';
 import { SnapshotBuilder, type KubernetesSnapshot } from './kubernetes-snapshot.js';
@@ -54,7 +54,7 @@ export class KubernetesSource {
 
   constructor(opts: KubernetesSourceOptions) {
     this.opts = opts;
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock ?? systemSourceClock;
     this.debounceMs = opts.debounceMs ?? 50;
     this.builder = new SnapshotBuilder(opts.apiGroup);
   }

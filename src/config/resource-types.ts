@@ -3,6 +3,8 @@
  * or from Kubernetes objects (kubernetes source); plain data, so it crosses IPC as JSON.
  */
 export type WindowUnit = 'second' | 'minute' | 'hour' | 'day' | 'month';
+/** Every WindowUnit, in increasing length. */
+export const WINDOW_UNITS: readonly WindowUnit[] = ['second', 'minute', 'hour', 'day', 'month'];
 
 export interface StringMatch {
   kind: 'exact' | 'prefix' | 'regex';

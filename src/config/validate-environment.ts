@@ -1,5 +1,5 @@
 import { parseAccessLogSettings } from '../observe/access-log-settings.js';
-import { parseRedisLimitSettings } from '../ratelimit/redis-settings.js';
+import { parseRedisLimitSettings } from '../ratelimit/redis/settings.js';
 import { parseTokenizerSettings } from '../tokens/tokenizer-settings.js';
 import { loadUws } from '../http/uws.js';
 

@@ -1,8 +1,5 @@
+import type { LimitKey } from './limit-key.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
-
-/** Injected wall clock (epoch ms), so windows are testable without sleeping. */
-export type Clock = () => number;
-export const systemClock: Clock = Date.now;
 
 export type LimitDirection = 'input' | 'output';
 
@@ -27,7 +24,7 @@ export interface Decision {
 
 /**
  * Token limiter semantics (shared by local and global mode, docs/rate-limiting.md):
- * - counters per route key (`namespace/name`) and direction, in fixed windows aligned to UTC
+ * - counters per limit key (limit-key.ts) and direction, in fixed windows aligned to UTC
  *   (second/minute/hour/day/calendar month);
  * - admit(): atomically reject when input counter + inputTokens > inputTokensPerUnit, or when the
  *   output counter >= outputTokensPerUnit; a rejection charges nothing; admission charges input;
@@ -35,13 +32,13 @@ export interface Decision {
  * - adjustInput(): corrects the current window's input counter by delta (may be negative, floors at 0).
  */
 export interface TokenLimiter {
-  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision;
-  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): Promise<void> | void;
-  adjustInput(route: string, limit: RateLimitSpec, delta: number): Promise<void> | void;
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision;
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void;
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> | void;
   /**
    * Optional: adjustInput(inputDelta) and chargeOutput(outputTokens) in one operation, when the
    * store can do both in one round trip (Redis). Callers fall back to the two calls without it.
    */
-  settle?(route: string, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void;
+  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void;
   close(): Promise<void>;
 }

@@ -1,16 +1,11 @@
-import type { WindowUnit } from '../config/resource-types.js';
+import { WINDOW_UNITS, type WindowUnit } from '../config/resource-types.js';
 
 /**
- * Fixed rate-limit windows aligned to UTC boundaries. `second`..`day` have a constant length
- * (UTC has no DST; leap seconds do not exist in epoch milliseconds); `month` is the calendar
- * month, so its length is 28..31 days.
+ * Fixed rate-limit windows aligned to UTC boundaries: a window starts at windowStart (inclusive)
+ * and ends at windowEnd (exclusive, the start of the next one). `second`..`day` have a constant
+ * length (UTC has no DST; leap seconds do not exist in epoch milliseconds); `month` is the
+ * calendar month, so its length is 28..31 days.
  */
-export interface Window {
-  /** Inclusive start, epoch ms. */
-  start: number;
-  /** Exclusive end, epoch ms (the start of the next window). */
-  end: number;
-}
 
 const FIXED_MS: Readonly<Record<Exclude<WindowUnit, 'month'>, number>> = {
   second: 1_000,
@@ -18,8 +13,6 @@ const FIXED_MS: Readonly<Record<Exclude<WindowUnit, 'month'>, number>> = {
   hour: 3_600_000,
   day: 86_400_000,
 };
-
-export const WINDOW_UNITS: readonly WindowUnit[] = ['second', 'minute', 'hour', 'day', 'month'];
 
 export function isWindowUnit(value: unknown): value is WindowUnit {
   return typeof value === 'string' && (WINDOW_UNITS as readonly string[]).includes(value);
@@ -46,11 +39,6 @@ export function windowEnd(unit: WindowUnit, nowMs: number): number {
   const len = FIXED_MS[unit];
   if (len === undefined) throw new Error(`unknown rate limit unit "${String(unit)}"`);
   return Math.floor(nowMs / len) * len + len;
-}
-
-/** The window of `unit` that contains `nowMs`. */
-export function windowOf(unit: WindowUnit, nowMs: number): Window {
-  return { start: windowStart(unit, nowMs), end: windowEnd(unit, nowMs) };
 }
 
 /** Whole seconds until the window containing `nowMs` resets: ceil, at least 1. */

@@ -1,6 +1,7 @@
 import type { ModelRoute, RateLimitSpec, ResourceSnapshot, Rule } from '../config/resource-types.js';
 import { compileMatcher, type Matcher } from './string-matcher.js';
 import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
+import { routeLimitKey, type LimitKey } from '../ratelimit/limit-key.js';
 
 /** pick(): the matching rule sends no traffic (every target has weight 0). */
 export const NO_WEIGHTED_TARGET = Symbol('no weighted target');
@@ -29,6 +30,8 @@ export interface CompiledRoute {
   readonly modelName: string;
   readonly rules: readonly CompiledRule[];
   readonly rateLimit: RateLimitSpec | null;
+  /** What the route's rateLimit counts against (routeLimitKey of its key). */
+  readonly limitKey: LimitKey;
 }
 
 /** What a matching rule needs to read from the request. */
@@ -102,6 +105,7 @@ function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, heade
     key: r.key,
     modelName: r.modelName,
     rateLimit: r.rateLimit,
+    limitKey: routeLimitKey(r.key),
     rules: r.rules.map((rule) => compileRule(r, rule, servers, headerNames)),
   };
 }

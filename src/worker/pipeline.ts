@@ -12,7 +12,7 @@ import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { forwardUpstream } from '../upstream/forward.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
-import { limiterFailure } from '../ratelimit/limiter-failure.js';
+import { limiterFailure } from '../ratelimit/errors.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -58,7 +58,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 
     if (route.rateLimit !== null) {
       limiter = s.limiterFor(route.rateLimit);
-      const decided = limiter.admit(route.key, route.rateLimit, ctx.inputTokens);
+      const decided = limiter.admit(route.limitKey, route.rateLimit, ctx.inputTokens);
       const d = decided instanceof Promise ? await decided : decided; // a lease decides synchronously
       x.decision = d;
       if (!d.allowed) throw rateLimitRejection(d);
@@ -67,14 +67,14 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
     const usage = await proxyWithRetries(x, api, server, req);
-    await settleUsage(ctx, s.tokens, usage, limiter, route.key, route.rateLimit);
+    await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit);
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
     // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
     // give the input tokens back. A pod that saw the request keeps them charged.
     if (charged > 0 && !x.reachedPod && limiter !== null && route !== null && route.rateLimit !== null) {
-      try { await limiter.adjustInput(route.key, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
+      try { await limiter.adjustInput(route.limitKey, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
     }
     s.finish(x);
   }

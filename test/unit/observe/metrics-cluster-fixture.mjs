@@ -26,8 +26,8 @@ const TRAFFIC = {
 };
 
 if (cluster.isPrimary) {
-  const { CounterStore } = await import(new URL('ratelimit/counter-store.js', dist).href);
-  const { attachLocalLimitHost } = await import(new URL('ratelimit/local-limit-host.js', dist).href);
+  const { CounterStore } = await import(new URL('ratelimit/local/counter-store.js', dist).href);
+  const { attachLocalLimitHost } = await import(new URL('ratelimit/local/limit-host.js', dist).href);
   const { AggregatorRegistry } = createRequire(import.meta.url)('prom-client');
   new AggregatorRegistry(); // its cluster listener must ignore our messages (and we its)
   attachMetricsPrimary(cluster, { timeoutMs: 3000 });
@@ -47,7 +47,7 @@ if (cluster.isPrimary) {
 } else {
   const index = Number(process.env.WORKER_INDEX);
   const uws = createRequire(import.meta.url)('uWebSockets.js');
-  const { LocalLimitClient } = await import(new URL('ratelimit/local-limit-client.js', dist).href);
+  const { LocalLimitClient } = await import(new URL('ratelimit/local/limit-client.js', dist).href);
   const metrics = new RouterMetrics({ defaultMetrics: false });
   metrics.bindSources({ inflightByPod: () => [{ name: 'pod-a', inflight: index }] });
   for (const [model, route, status, error, input] of TRAFFIC[index]) {

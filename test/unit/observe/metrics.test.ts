@@ -2,7 +2,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { RequestContext } from '../../../src/http/request-context.js';
 import { RouterMetrics, UNKNOWN_MODEL } from '../../../src/observe/metrics.js';
-import { MeteredLimiter } from '../../../src/observe/metrics-limiter.js';
+import { MeteredLimiter } from '../../../src/ratelimit/metered.js';
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 

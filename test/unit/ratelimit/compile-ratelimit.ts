@@ -5,43 +5,45 @@
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 
-const SRC = new URL('../../../src/ratelimit/', import.meta.url).pathname;
+const SRC = new URL('../../../src/', import.meta.url).pathname;
 
-/** The modules the fixtures import and everything they import at runtime. */
+/** The modules the fixtures import and everything they import at runtime, relative to src/. */
 const MODULES = [
-  'limiter',
-  'windows',
-  'decision-codec',
-  'counter-store',
-  'ipc-protocol',
-  'limiter-errors',
-  'token-amounts',
-  'lease-book',
-  'held-leases',
-  'local-limit-host',
-  'local-limit-client',
+  'clock',
+  'config/resource-types',
+  'ratelimit/limiter',
+  'ratelimit/windows',
+  'ratelimit/decision-codec',
+  'ratelimit/errors',
+  'errors',
+  'ratelimit/token-amounts',
+  'ratelimit/local/counter-store',
+  'ratelimit/local/ipc-protocol',
+  'ratelimit/local/lease-book',
+  'ratelimit/local/held-leases',
+  'ratelimit/local/limit-host',
+  'ratelimit/local/limit-client',
 ];
 
 export interface CompiledRatelimit {
-  /** Directory holding `<module>.js` for every module above. */
+  /** Directory holding `<module>.js` for every module of ratelimit/local/ (the others beside it as in src/). */
   dir: string;
   remove(): Promise<void>;
 }
 
 export async function compileRatelimit(): Promise<CompiledRatelimit> {
   const root = await mkdtemp(join(tmpdir(), 'rl-ipc-'));
-  const dir = join(root, 'ratelimit');
-  await mkdir(dir);
   for (const name of MODULES) {
     const source = await readFile(join(SRC, `${name}.ts`), 'utf8');
     const out = ts.transpileModule(source, {
       fileName: `${name}.ts`,
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
     });
-    await writeFile(join(dir, `${name}.js`), out.outputText);
+    await mkdir(dirname(join(root, name)), { recursive: true });
+    await writeFile(join(root, `${name}.js`), out.outputText);
   }
-  return { dir, remove: () => rm(root, { recursive: true, force: true }) };
+  return { dir: join(root, 'ratelimit', 'local'), remove: () => rm(root, { recursive: true, force: true }) };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import { CounterStore } from '../../../src/ratelimit/counter-store.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
 import { runLimiterConformance } from './limiter-conformance.js';
 
 runLimiterConformance('CounterStore (in process)', async (clock) => {

@@ -4,10 +4,10 @@
  * turn). Counts the messages each way, so tests can see which decisions needed the primary.
  */
 import { EventEmitter } from 'node:events';
-import { CounterStore } from '../../../src/ratelimit/counter-store.js';
-import type { Clock } from '../../../src/ratelimit/limiter.js';
-import { LocalLimitClient } from '../../../src/ratelimit/local-limit-client.js';
-import { attachLocalLimitHost, type LimitHostCluster, type LimitHostWorker, type LocalLimitHostOptions } from '../../../src/ratelimit/local-limit-host.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import type { Clock } from '../../../src/clock.js';
+import { LocalLimitClient } from '../../../src/ratelimit/local/limit-client.js';
+import { attachLocalLimitHost, type LimitHostCluster, type LimitHostWorker, type LocalLimitHostOptions } from '../../../src/ratelimit/local/limit-host.js';
 
 export interface InProcessCluster {
   store: CounterStore;

@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-types.js';
-import type { Clock, Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
+import type { Clock } from '../../../src/clock.js';
+import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { settleCounters } from '../../../src/ratelimit/settle.js';
 
 export interface LimiterUnderTest {

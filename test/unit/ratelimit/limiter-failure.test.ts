@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RouterError } from '../../../src/errors.js';
-import { LimiterOverloadedError, LimiterUnavailableError } from '../../../src/ratelimit/limiter-errors.js';
-import { limiterFailure } from '../../../src/ratelimit/limiter-failure.js';
+import { LimiterOverloadedError, LimiterUnavailableError, limiterFailure } from '../../../src/ratelimit/errors.js';
 
 describe('limiterFailure', () => {
   it('maps an unavailable limiter to 503 upstream_error with retry-after 1', () => {

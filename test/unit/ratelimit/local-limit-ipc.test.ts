@@ -11,12 +11,12 @@ import { EventEmitter, once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import { CounterStore } from '../../../src/ratelimit/counter-store.js';
-import { MSG_REQUEST } from '../../../src/ratelimit/ipc-protocol.js';
-import type { Clock } from '../../../src/ratelimit/limiter.js';
-import { LimiterOverloadedError, LimiterUnavailableError } from '../../../src/ratelimit/limiter-errors.js';
-import { LocalLimitClient } from '../../../src/ratelimit/local-limit-client.js';
-import { attachLocalLimitHost, type LimitHostCluster, type LimitHostWorker } from '../../../src/ratelimit/local-limit-host.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import { MSG_REQUEST } from '../../../src/ratelimit/local/ipc-protocol.js';
+import type { Clock } from '../../../src/clock.js';
+import { LimiterOverloadedError, LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
+import { LocalLimitClient } from '../../../src/ratelimit/local/limit-client.js';
+import { attachLocalLimitHost, type LimitHostCluster, type LimitHostWorker } from '../../../src/ratelimit/local/limit-host.js';
 import { compileRatelimit, type CompiledRatelimit } from './compile-ratelimit.js';
 import { runLimiterConformance } from './limiter-conformance.js';
 

@@ -6,9 +6,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-types.js';
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
-import { MAX_BATCH_ADMISSIONS } from '../../../src/ratelimit/redis-batch.js';
-import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
-import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
+import { MAX_BATCH_ADMISSIONS } from '../../../src/ratelimit/redis/batch.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
   limiter = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => T0, log: () => {} });
   const deadline = Date.now() + 10_000;
-  while (!limiter.healthy) {
+  while (limiter.state !== 'up') {
     if (Date.now() > deadline) throw new Error('limiter did not become healthy');
     await new Promise((r) => setTimeout(r, 10));
   }

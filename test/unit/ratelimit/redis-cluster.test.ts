@@ -1,8 +1,8 @@
 /** The global limiter against a real 3-node Redis Cluster (REDIS_CLUSTER=true, seed list address). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
-import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisClusterServers } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 
@@ -18,7 +18,7 @@ async function clusterLimiter(clock?: () => number): Promise<RedisLimiter> {
   const limiter = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock, log: () => {} });
   limiters.push(limiter);
   const deadline = Date.now() + 10_000;
-  while (!limiter.healthy) {
+  while (limiter.state !== 'up') {
     if (Date.now() > deadline) throw new Error('cluster limiter did not become healthy');
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -6,12 +6,12 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import { CounterStore } from '../../../src/ratelimit/counter-store.js';
-import type { Clock, Decision } from '../../../src/ratelimit/limiter.js';
-import { LimiterUnavailableError } from '../../../src/ratelimit/limiter-errors.js';
-import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
-import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
-import { parseRedisLimitSettings, type RedisFailureMode } from '../../../src/ratelimit/redis-settings.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import type { Clock } from '../../../src/clock.js';
+import type { Decision } from '../../../src/ratelimit/limiter.js';
+import { LimitStoreUnavailableError, LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings, type RedisFailureMode } from '../../../src/ratelimit/redis/settings.js';
 import { freePort, RedisServer } from '../../helpers/redis-server.js';
 
 // Not the 50 ms default: on a loaded test machine a 50 ms stall is real and would trip the
@@ -126,7 +126,7 @@ async function expectEnforcedByRedis(limiter: RedisLimiter, server: RedisServer)
   const start = (T0 - (T0 % 60_000)) / 1000;
   let seen = '';
   for (let attempt = 0; attempt < 5; attempt++) {
-    await until('healthy', () => limiter.healthy);
+    await until('healthy', () => limiter.state === 'up');
     const r = uniqueRoute();
     const d = [await limiter.admit(r, EXAMPLE, 4), await limiter.admit(r, EXAMPLE, 4), await limiter.admit(r, EXAMPLE, 4)];
     const stored = await server.cli('get', `ir:{${r}}:in:minute:${start}`);
@@ -141,19 +141,19 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
     const server = await RedisServer.start();
     cleanups.push(() => server.stop());
     const { limiter, fallback, logs } = await setup(mode, server.port);
-    await until('healthy', () => limiter.healthy);
+    await until('healthy', () => limiter.state === 'up');
     await expectEnforcedByRedis(limiter, server);
 
     const running = load(limiter, 50);
     await new Promise((r) => setTimeout(r, 100));
     await server.kill();
-    await until('circuit open', () => !limiter.healthy, 5_000);
+    await until('circuit open', () => limiter.state !== 'up', 5_000);
     await expectModeWhileDown(mode, limiter, fallback);
     await new Promise((r) => setTimeout(r, 300)); // several reconnect attempts and probes
     expect(logs.filter((l) => /unavailable/.test(l)), JSON.stringify(logs)).toHaveLength(1);
 
     await server.restart();
-    await until('recovered', () => limiter.healthy, 10_000);
+    await until('recovered', () => limiter.state === 'up', 10_000);
     expect(logs.some((l) => /available again/.test(l))).toBe(true);
     await expectEnforcedByRedis(limiter, server);
     expect(await running.stop()).toBeLessThan(WAIT_BOUND_MS);
@@ -166,16 +166,16 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
       await server.stop();
     });
     const { limiter, fallback, logs } = await setup(mode, server.port);
-    await until('healthy', () => limiter.healthy);
+    await until('healthy', () => limiter.state === 'up');
     server.pause();
     const running = load(limiter, 20);
-    await until('circuit open', () => !limiter.healthy, 5_000);
+    await until('circuit open', () => limiter.state !== 'up', 5_000);
     // Circuit open: no call waits for Redis at all now.
     await expectModeWhileDown(mode, limiter, fallback);
     expect(logs.filter((l) => /unavailable/.test(l)), JSON.stringify(logs)).toHaveLength(1);
     expect(logs[0]).toMatch(/timed out/);
     server.resume();
-    await until('recovered', () => limiter.healthy, 10_000);
+    await until('recovered', () => limiter.state === 'up', 10_000);
     await expectEnforcedByRedis(limiter, server);
     expect(await running.stop()).toBeLessThan(WAIT_BOUND_MS);
   });
@@ -187,7 +187,7 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
       await server.stop();
     });
     const { limiter, fallback, logs } = await setup(mode, server.port);
-    await until('healthy', () => limiter.healthy);
+    await until('healthy', () => limiter.state === 'up');
     const r = uniqueRoute();
     server.pause();
     // One turn: one batch (a settle and three admissions of the documented example).
@@ -196,7 +196,7 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
     const outcomes = await Promise.all([0, 1, 2].map(() => timed(() => limiter.admit(r, EXAMPLE, 4))));
     await settled; // never rejected because of the store
     expect(performance.now() - t).toBeLessThan(WAIT_BOUND_MS);
-    expect(limiter.healthy).toBe(false);
+    expect(limiter.state).not.toBe('up');
     expect(logs.filter((l) => /unavailable/.test(l)), JSON.stringify(logs)).toHaveLength(1);
     if (mode === 'local') {
       // The local counters decide the whole batch, the settle first as in the script.
@@ -213,7 +213,7 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
       expect(fallback.size).toBe(0);
     }
     server.resume();
-    await until('recovered', () => limiter.healthy, 10_000);
+    await until('recovered', () => limiter.state === 'up', 10_000);
     await expectEnforcedByRedis(limiter, server);
   });
 
@@ -227,7 +227,7 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
     expect(logs[0]).toMatch(/unreachable at start/);
     const server = await RedisServer.start({ port });
     cleanups.push(() => server.stop());
-    await until('recovered', () => limiter.healthy, 10_000);
+    await until('recovered', () => limiter.state === 'up', 10_000);
     await expectEnforcedByRedis(limiter, server);
   });
 });

@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-types.js';
-import { CounterStore } from '../../../src/ratelimit/counter-store.js';
-import type { Clock, Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
-import { LimiterUnavailableError } from '../../../src/ratelimit/limiter-errors.js';
-import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
-import { closeRedisLimiters, redisLimiterAddresses, redisLimiterFor } from '../../../src/ratelimit/redis-clients.js';
-import { RedisLimiter, type RedisLimiterOptions } from '../../../src/ratelimit/redis-limiter.js';
-import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import type { Clock } from '../../../src/clock.js';
+import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
+import { LimitStoreUnavailableError, LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
+import { closeRedisLimiters, redisLimiterFor } from '../../../src/ratelimit/redis/clients.js';
+import { RedisLimiter, type RedisLimiterOptions } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { secondsUntilReset } from '../../../src/ratelimit/windows.js';
 import { freePort, RedisServer } from '../../helpers/redis-server.js';
 import { runLimiterConformance } from './limiter-conformance.js';
@@ -32,7 +32,7 @@ const open: RedisLimiter[] = [];
 async function connected(address: string, s: RedisLimitSettings, fallback: TokenLimiter, opts: RedisLimiterOptions = {}): Promise<RedisLimiter> {
   const limiter = new RedisLimiter(address, s, fallback, { log: () => {}, ...opts });
   open.push(limiter);
-  await until(`redis limiter ${address} healthy`, () => limiter.healthy);
+  await until(`redis limiter ${address} healthy`, () => limiter.state === 'up');
   return limiter;
 }
 
@@ -180,7 +180,7 @@ describe('RedisLimiter against a real redis-server', () => {
       const denied = new RedisLimiter(secured.address, bad, NO_FALLBACK, { log: (m) => logs.push(m) });
       open.push(denied);
       await expect(denied.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
-      expect(denied.healthy).toBe(false);
+      expect(denied.state).not.toBe('up');
       await until('the outage line', () => logs.length > 0);
       expect(logs.join('\n')).toMatch(/WRONGPASS|invalid|unreachable/i);
     } finally {
@@ -194,13 +194,13 @@ describe('RedisLimiter against a real redis-server', () => {
     expect(redisLimiterFor(` ${server.address} `, s, NO_FALLBACK)).toBe(a);
     const other = redisLimiterFor(`redis://${server.address}`, s, NO_FALLBACK, { log: () => {} });
     expect(other).not.toBe(a);
-    expect(redisLimiterAddresses()).toEqual([server.address, `redis://${server.address}`]);
-    await until('shared limiter healthy', () => a.healthy && other.healthy);
+    expect(redisLimiterFor(`redis://${server.address}`, s, NO_FALLBACK)).toBe(other);
+    await until('shared limiter healthy', () => a.state === 'up' && other.state === 'up');
     const r = uniqueRoute();
     await a.admit(r, EXAMPLE, 8);
     expect((await other.admit(r, EXAMPLE, 4)).rejectedBy).toBe('input');
     await closeRedisLimiters();
-    expect(redisLimiterAddresses()).toEqual([]);
+    expect(redisLimiterFor(`redis://${server.address}`, s, NO_FALLBACK, { log: () => {} })).not.toBe(other);
     expect(redisLimiterFor(server.address, s, NO_FALLBACK, { log: () => {} })).not.toBe(a);
     await closeRedisLimiters();
   });

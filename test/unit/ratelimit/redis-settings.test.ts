@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseRedisAddress } from '../../../src/ratelimit/redis-address.js';
-import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
+import { parseRedisAddress } from '../../../src/ratelimit/redis/address.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 
 describe('parseRedisLimitSettings', () => {
   it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster; frozen', () => {

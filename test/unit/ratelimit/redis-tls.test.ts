@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import { LimitStoreUnavailableError } from '../../../src/ratelimit/redis-errors.js';
-import { RedisLimiter } from '../../../src/ratelimit/redis-limiter.js';
-import { parseRedisLimitSettings } from '../../../src/ratelimit/redis-settings.js';
+import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { createTestCa, type TestCa } from '../../helpers/test-ca.js';
 import { NO_FALLBACK } from './no-fallback.js';
@@ -51,7 +51,7 @@ async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Pro
 
 /** The documented example decided by the TLS server: 4 + 4 admitted, the third rejected by input. */
 async function expectDocumentedExample(l: RedisLimiter): Promise<void> {
-  await until('limiter healthy', () => l.healthy);
+  await until('limiter healthy', () => l.state === 'up');
   const r = uniqueRoute();
   const d = [await l.admit(r, EXAMPLE, 4), await l.admit(r, EXAMPLE, 4), await l.admit(r, EXAMPLE, 4)];
   expect(d.map((x) => x.allowed)).toEqual([true, true, false]);
@@ -65,7 +65,7 @@ describe('RedisLimiter over TLS', () => {
   it('the test server speaks TLS only: a plain connection gets no answer', async () => {
     const plain = limiter(server.address, {}, []);
     await expect(plain.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
-    expect(plain.healthy).toBe(false);
+    expect(plain.state).not.toBe('up');
   });
 
   it('rediss://127.0.0.1:<port> with REDIS_TLS_CA_FILE trusting the private CA', async () => {
@@ -80,7 +80,7 @@ describe('RedisLimiter over TLS', () => {
     const logs: string[] = [];
     const untrusted = limiter(`rediss://${server.address}`, {}, logs);
     await expect(untrusted.admit(uniqueRoute(), EXAMPLE, 4)).rejects.toThrow(LimitStoreUnavailableError);
-    expect(untrusted.healthy).toBe(false);
+    expect(untrusted.state).not.toBe('up');
     await until('the outage line', () => logs.length > 0);
     expect(logs.join('\n')).toMatch(/certificate/i);
   });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { isWindowUnit, secondsUntilReset, windowOf } from '../../../src/ratelimit/windows.js';
+import type { WindowUnit } from '../../../src/config/resource-types.js';
+import { isWindowUnit, secondsUntilReset, windowEnd, windowStart } from '../../../src/ratelimit/windows.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+const windowOf = (unit: WindowUnit, ms: number): { start: number; end: number } => ({ start: windowStart(unit, ms), end: windowEnd(unit, ms) });
 
 describe('windowOf', () => {
   const at = Date.UTC(2025, 0, 15, 10, 30, 20, 123);

@@ -1,4 +1,4 @@
-import type { LimiterClient } from './redis-connection.js';
+import type { LimiterClient } from './connection.js';
 
 /** starting: never connected yet; up: commands go to Redis; down: circuit open, no request waits. */
 export type StoreState = 'starting' | 'up' | 'down';

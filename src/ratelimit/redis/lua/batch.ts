@@ -1,7 +1,7 @@
 import { COUNTERS_LUA } from './counters.js';
 
 /**
- * The limiter's only script: the operations on one route's counters (one unit, one clock
+ * The limiter's only script: the operations on one limit's counters (one unit, one clock
  * reading, one pair of limits) collected during one event-loop turn, applied atomically in one call.
  *
  * ARGV[3] is the sum of the batch's input corrections, ARGV[4] the sum of its output charges;

@@ -1,10 +1,10 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from './decision-codec.js';
-import type { Decision, LimitState } from './limiter.js';
-import { secondsUntil } from './windows.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import type { Decision, LimitState } from '../limiter.js';
+import { secondsUntil } from '../windows.js';
 
 /**
- * Most admissions in one script call. A turn with more starts another batch for the same route,
+ * Most admissions in one script call. A turn with more starts another batch for the same limit key,
  * sent right after it, so that one call never keeps Redis busy for long.
  */
 export const MAX_BATCH_ADMISSIONS = 500;
@@ -25,13 +25,13 @@ export interface PendingSettle {
 }
 
 /**
- * The operations on one route's counters (one unit, one clock reading, one pair of limits) issued
+ * The operations on one limit's counters (one unit, one clock reading, one pair of limits) issued
  * during one event-loop turn, sent as one call of the batch script (lua/batch.ts): the settles
  * summed and applied first, then the admissions in arrival order, each decided by the admission rule.
  */
 export class Batch {
-  readonly route: string;
-  /** The route's key base `ir:{<route>}`. */
+  readonly key: string;
+  /** The key base `ir:{<limit key>}` (key-base.ts). */
   readonly base: string;
   readonly unit: WindowUnit;
   /** The injected clock's time, or '' for the Redis server's clock. */
@@ -46,11 +46,11 @@ export class Batch {
   /** The admissions' input tokens, in order: the script's ARGV[7..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
-  /** Settles alone that already waited one turn for an admission of the route. */
+  /** Settles alone that already waited one turn for an admission of the key. */
   waited = false;
 
-  constructor(route: string, base: string, unit: WindowUnit, now: string) {
-    this.route = route;
+  constructor(key: string, base: string, unit: WindowUnit, now: string) {
+    this.key = key;
     this.base = base;
     this.unit = unit;
     this.now = now;

@@ -1,8 +1,8 @@
 /**
  * Lua prelude shared by the limiter scripts: the current UTC-aligned window and the key names.
  *
- * Calling convention of every script: KEYS[1] is the route's key base `ir:{<route>}` (its hash
- * tag puts all keys of a route in one Cluster slot), ARGV[1] the window unit, ARGV[2] the time in
+ * Calling convention of every script: KEYS[1] is the limit's key base `ir:{<limit key>}` (its hash
+ * tag puts all keys of a limit in one Cluster slot), ARGV[1] the window unit, ARGV[2] the time in
  * epoch ms, or '' to use the Redis server's clock (TIME), so instances whose clocks differ still
  * share windows. Keys: `<base>:in:<unit>:<windowStartSeconds>` and `<base>:out:<unit>:<...>`.
  * Keys expire at the window end plus TTL_MARGIN_MS (relative, so an injected clock works too).

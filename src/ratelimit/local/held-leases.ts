@@ -1,16 +1,18 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { NO_LIMIT } from './decision-codec.js';
+import type { LimitKey } from '../limit-key.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE } from './ipc-protocol.js';
-import type { Clock, Decision } from './limiter.js';
-import { secondsUntil } from './windows.js';
+import type { Clock } from '../../clock.js';
+import type { Decision } from '../limiter.js';
+import { secondsUntil } from '../windows.js';
 
-/** Queues one op for the primary: [op, id, route, NO_LIMIT, NO_LIMIT, unit, amount]. */
-export type LeaseOpSink = (op: number, id: number, route: string, unit: WindowUnit, amount: number) => void;
+/** Queues one op for the primary: [op, id, key, NO_LIMIT, NO_LIMIT, unit, amount]. */
+export type LeaseOpSink = (op: number, id: number, key: LimitKey, unit: WindowUnit, amount: number) => void;
 
 /** A lease granted by the primary (lease-book.ts), as the worker holds it. */
 interface HeldLease {
   readonly id: number;
-  readonly route: string;
+  readonly key: LimitKey;
   readonly unit: WindowUnit;
   /** The limits it was granted under; a request with other limits (a config edit) gives it back. */
   readonly inLimit: number | null;
@@ -36,7 +38,7 @@ interface HeldLease {
 const REPORT_INTERVAL_MS = 50;
 
 /**
- * The leases one worker holds, one per route at most. A request whose tokens fit in the route's
+ * The leases one worker holds, one per key at most. A request whose tokens fit in the key's
  * lease, while the output charged against the lease stays below its allowance, is admitted here
  * without a message; anything else gives the lease back and asks the primary. Output charges
  * and input corrections are absorbed by the lease and reported every REPORT_INTERVAL_MS and when
@@ -63,15 +65,15 @@ export class HeldLeases {
   /**
    * Takes the lease granted in a reply to an admission under these limits: `r` holds the encoded
    * decision at `at` (decision-codec.ts) followed by [leaseId, input, output, windowEnd]. Returns
-   * false (and gives it straight back) when a lease of the route is already held.
+   * false (and gives it straight back) when a lease of the key is already held.
    */
-  take(route: string, inLimit: number | null, outLimit: number | null, unit: WindowUnit, r: readonly number[], at: number, leaseAt: number): boolean {
-    if (this.leases.has(route)) {
-      this.giveBack(route, unit, r, leaseAt);
+  take(key: LimitKey, inLimit: number | null, outLimit: number | null, unit: WindowUnit, r: readonly number[], at: number, leaseAt: number): boolean {
+    if (this.leases.has(key)) {
+      this.giveBack(key, unit, r, leaseAt);
       return false;
     }
-    this.leases.set(route, {
-      id: r[leaseAt], route, unit, inLimit, outLimit,
+    this.leases.set(key, {
+      id: r[leaseAt], key, unit, inLimit, outLimit,
       end: r[leaseAt + 3], inGranted: r[leaseAt + 1], outGranted: r[leaseAt + 2],
       inBase: r[at + 3], outBase: r[at + 6],
       inUsed: 0, outUsed: 0, inUnreported: 0, outUnreported: 0,
@@ -80,18 +82,18 @@ export class HeldLeases {
   }
 
   /** Gives back, unused, the lease granted in a reply that is not kept (`r` as in take()). */
-  giveBack(route: string, unit: WindowUnit, r: readonly number[], leaseAt: number): void {
+  giveBack(key: LimitKey, unit: WindowUnit, r: readonly number[], leaseAt: number): void {
     const input = r[leaseAt + 1];
-    this.send(OP_RETURN_LEASE, r[leaseAt], route, unit, input === NO_LIMIT ? 0 : input);
+    this.send(OP_RETURN_LEASE, r[leaseAt], key, unit, input === NO_LIMIT ? 0 : input);
   }
 
   /** The decision when the lease covers the request, else null (the lease, if any, has gone back). */
-  admit(route: string, limit: RateLimitSpec, tokens: number): Decision | null {
-    const l = this.leases.get(route);
+  admit(key: LimitKey, limit: RateLimitSpec, tokens: number): Decision | null {
+    const l = this.leases.get(key);
     if (l === undefined) return null;
     const now = this.clock();
     if (now >= l.end) {
-      this.leases.delete(route);
+      this.leases.delete(key);
       return null;
     }
     if (l.unit !== limit.unit || l.inLimit !== limit.inputTokensPerUnit || l.outLimit !== limit.outputTokensPerUnit
@@ -112,9 +114,9 @@ export class HeldLeases {
     };
   }
 
-  /** Counts output against the route's lease; false when no lease of this unit is held (send it). */
-  charge(route: string, unit: WindowUnit, tokens: number): boolean {
-    const l = this.live(route, unit);
+  /** Counts output against the key's lease; false when no lease of this unit is held (send it). */
+  charge(key: LimitKey, unit: WindowUnit, tokens: number): boolean {
+    const l = this.live(key, unit);
     if (l === null) return false;
     l.outUsed += tokens;
     this.unreported(l, 0, tokens);
@@ -123,9 +125,9 @@ export class HeldLeases {
     return true;
   }
 
-  /** Absorbs an input correction in the route's lease; false when no lease of this unit is held. */
-  adjust(route: string, unit: WindowUnit, delta: number): boolean {
-    const l = this.live(route, unit);
+  /** Absorbs an input correction in the key's lease; false when no lease of this unit is held. */
+  adjust(key: LimitKey, unit: WindowUnit, delta: number): boolean {
+    const l = this.live(key, unit);
     if (l === null) return false;
     l.inUsed += delta;
     if (l.inGranted === NO_LIMIT) this.unreported(l, delta, 0);
@@ -147,26 +149,26 @@ export class HeldLeases {
     }
   }
 
-  private live(route: string, unit: WindowUnit): HeldLease | null {
-    const l = this.leases.get(route);
+  private live(key: LimitKey, unit: WindowUnit): HeldLease | null {
+    const l = this.leases.get(key);
     if (l === undefined || l.unit !== unit) return null;
     if (this.clock() >= l.end) {
-      this.leases.delete(route);
+      this.leases.delete(key);
       return null;
     }
     return l;
   }
 
   private release(l: HeldLease): void {
-    this.leases.delete(l.route);
+    this.leases.delete(l.key);
     this.sendUnreported(l);
-    this.send(OP_RETURN_LEASE, l.id, l.route, l.unit, l.inGranted === NO_LIMIT ? 0 : l.inGranted - l.inUsed);
+    this.send(OP_RETURN_LEASE, l.id, l.key, l.unit, l.inGranted === NO_LIMIT ? 0 : l.inGranted - l.inUsed);
   }
 
   private sendUnreported(l: HeldLease): void {
     // The charge names the lease, so the primary counts it against the lease's allowance.
-    if (l.outUnreported > 0) this.send(OP_CHARGE_OUTPUT, l.id, l.route, l.unit, l.outUnreported);
-    if (l.inUnreported !== 0) this.send(OP_ADJUST_INPUT, l.id, l.route, l.unit, l.inUnreported);
+    if (l.outUnreported > 0) this.send(OP_CHARGE_OUTPUT, l.id, l.key, l.unit, l.outUnreported);
+    if (l.inUnreported !== 0) this.send(OP_ADJUST_INPUT, l.id, l.key, l.unit, l.inUnreported);
     l.outUnreported = 0;
     l.inUnreported = 0;
   }
@@ -184,7 +186,7 @@ export class HeldLeases {
     this.timer = null;
     const now = this.clock();
     for (const l of this.leases.values()) {
-      if (now >= l.end) this.leases.delete(l.route);
+      if (now >= l.end) this.leases.delete(l.key);
       else this.sendUnreported(l);
     }
   }

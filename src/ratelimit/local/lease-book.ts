@@ -1,6 +1,7 @@
-import type { WindowUnit } from '../config/resource-types.js';
-import type { CounterStore, RouteCounters } from './counter-store.js';
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from './decision-codec.js';
+import type { LimitKey } from '../limit-key.js';
+import type { WindowUnit } from '../../config/resource-types.js';
+import type { CounterStore, LimitCounters } from './counter-store.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
 
 export interface LeaseBookOptions<W> {
   /**
@@ -16,7 +17,7 @@ export interface LeaseBookOptions<W> {
   recall(worker: W, leaseIds: readonly number[]): void;
 }
 
-/** A slice of one route's window budget, held by one worker. */
+/** A slice of one key's window budget, held by one worker. */
 interface Lease<W> {
   readonly id: number;
   readonly worker: W;
@@ -26,7 +27,7 @@ interface Lease<W> {
   outLeft: number;
 }
 
-/** An admission waiting while the route's leases are recalled. */
+/** An admission waiting while the key's leases are recalled. */
 interface Waiting<W> {
   worker: W;
   id: number;
@@ -36,8 +37,8 @@ interface Waiting<W> {
   tokens: number;
 }
 
-/** The leases of one route in one window. */
-class RouteLeases<W> {
+/** The leases of one key in one window. */
+class KeyLeases<W> {
   start: number;
   unit: WindowUnit;
   readonly leases = new Map<number, Lease<W>>();
@@ -53,7 +54,7 @@ class RouteLeases<W> {
   waiting: Waiting<W>[] | null = null;
   timer: NodeJS.Timeout | null = null;
 
-  constructor(c: RouteCounters) {
+  constructor(c: LimitCounters) {
     this.start = c.start;
     this.unit = c.unit;
   }
@@ -65,7 +66,7 @@ const NO_LEASE: readonly number[] = [0, 0, 0, 0];
  * The primary's account of budget leased to workers (local mode, docs/rate-limiting.md).
  *
  * A worker whose admission the primary grants may also get a lease: input tokens charged to the
- * route's counter at once (a share of what is free), and an output allowance (a share of the
+ * key's counter at once (a share of what is free), and an output allowance (a share of the
  * output budget not yet used or promised). The worker then admits on its own while a request's
  * tokens fit in its lease and its unreported output stays below its allowance, and gives the
  * lease back (with what it did not use) when it no longer fits, when the window ends, or when the
@@ -73,12 +74,12 @@ const NO_LEASE: readonly number[] = [0, 0, 0, 0];
  * have refused: the input counter, leases included, stays <= the input limit, and the output
  * counter plus the allowances left stays < the output limit. When a rejection might be wrong
  * because budget sits in leases, or a correction or overshoot breaks an invariant, the primary
- * recalls the route's leases and decides the waiting admissions once they are back.
+ * recalls the key's leases and decides the waiting admissions once they are back.
  */
 export class LeaseBook<W> {
   private readonly store: CounterStore;
   private readonly opts: LeaseBookOptions<W>;
-  private readonly routes = new Map<string, RouteLeases<W>>();
+  private readonly limits = new Map<string, KeyLeases<W>>();
   private nextId = 1;
 
   constructor(store: CounterStore, opts: LeaseBookOptions<W>) {
@@ -87,29 +88,22 @@ export class LeaseBook<W> {
     this.opts = opts;
   }
 
-  /** Leases outstanding (tests and metrics). */
-  get leased(): number {
-    let n = 0;
-    for (const rl of this.routes.values()) n += rl.leases.size;
-    return n;
-  }
-
   /** Decides (answer in replyTo(worker)) now, or once a recall this needs is over. */
-  admit(worker: W, id: number, route: string, inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number): void {
-    const c = this.store.current(route, unit);
-    const rl = this.existing(route, c);
+  admit(worker: W, id: number, key: LimitKey, inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number): void {
+    const c = this.store.current(key, unit);
+    const rl = this.existing(key, c);
     if (rl !== null && rl.waiting !== null) {
       rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens });
       return;
     }
-    this.decide(rl, worker, id, route, inLimit, outLimit, unit, tokens, this.opts.divisor > 0);
+    this.decide(rl, worker, id, key, inLimit, outLimit, unit, tokens, this.opts.divisor > 0);
   }
 
   /** Output tokens of a finished answer; `leaseId` is the lease the worker counted them against (0: none). */
-  charge(worker: W, leaseId: number, route: string, unit: WindowUnit, tokens: number): void {
-    this.store.chargeOutputRaw(route, unit, tokens);
-    const c = this.store.current(route, unit);
-    const rl = this.existing(route, c);
+  charge(worker: W, leaseId: number, key: LimitKey, unit: WindowUnit, tokens: number): void {
+    this.store.chargeOutputRaw(key, unit, tokens);
+    const c = this.store.current(key, unit);
+    const rl = this.existing(key, c);
     if (rl === null) return;
     const lease = rl.leases.get(leaseId);
     if (lease !== undefined && lease.worker === worker && lease.outLeft !== Infinity) {
@@ -117,58 +111,58 @@ export class LeaseBook<W> {
       lease.outLeft -= tokens;
       rl.outLeased -= before - (lease.outLeft > 0 ? lease.outLeft : 0);
     }
-    this.check(rl, c, route);
+    this.check(rl, c, key);
   }
 
   /** An input correction reported to the primary (not absorbed by a lease). */
-  adjust(route: string, unit: WindowUnit, delta: number): void {
-    this.store.adjustInputRaw(route, unit, delta);
-    const c = this.store.current(route, unit);
-    const rl = this.existing(route, c);
-    if (rl !== null) this.check(rl, c, route);
+  adjust(key: LimitKey, unit: WindowUnit, delta: number): void {
+    this.store.adjustInputRaw(key, unit, delta);
+    const c = this.store.current(key, unit);
+    const rl = this.existing(key, c);
+    if (rl !== null) this.check(rl, c, key);
   }
 
   /** A lease given back with its unused input tokens; one of an ended window is ignored. */
-  giveBack(worker: W, leaseId: number, route: string, unit: WindowUnit, unusedInput: number): void {
-    const c = this.store.current(route, unit);
-    const rl = this.existing(route, c);
+  giveBack(worker: W, leaseId: number, key: LimitKey, unit: WindowUnit, unusedInput: number): void {
+    const c = this.store.current(key, unit);
+    const rl = this.existing(key, c);
     const lease = rl?.leases.get(leaseId);
     if (rl === null || lease === undefined || lease.worker !== worker) return;
-    if (unusedInput !== 0) this.store.adjustInputRaw(route, unit, -unusedInput);
+    if (unusedInput !== 0) this.store.adjustInputRaw(key, unit, -unusedInput);
     this.remove(rl, lease);
     if (rl.waiting !== null) {
-      if (rl.leases.size === 0) this.endRecall(rl, route);
+      if (rl.leases.size === 0) this.endRecall(rl, key);
     } else {
-      this.check(rl, c, route);
-      this.dropIfIdle(route, rl);
+      this.check(rl, c, key);
+      this.dropIfIdle(key, rl);
     }
   }
 
   /** A worker went away: its leases are forfeited (their tokens stay charged; nothing over-admits). */
   forgetWorker(worker: W): void {
-    for (const [route, rl] of this.routes) {
+    for (const [key, rl] of this.limits) {
       const lease = rl.byWorker.get(worker);
       if (lease === undefined) continue;
-      this.forfeit(rl, lease, route);
-      if (rl.waiting !== null && rl.leases.size === 0) this.endRecall(rl, route);
-      else this.dropIfIdle(route, rl);
+      this.forfeit(rl, lease, key);
+      if (rl.waiting !== null && rl.leases.size === 0) this.endRecall(rl, key);
+      else this.dropIfIdle(key, rl);
     }
   }
 
   /** Stops recall timers (the host is detached). */
   close(): void {
-    for (const rl of this.routes.values()) if (rl.timer !== null) clearTimeout(rl.timer);
-    this.routes.clear();
+    for (const rl of this.limits.values()) if (rl.timer !== null) clearTimeout(rl.timer);
+    this.limits.clear();
   }
 
   private decide(
-    rl: RouteLeases<W> | null, worker: W, id: number, route: string,
+    rl: KeyLeases<W> | null, worker: W, id: number, key: LimitKey,
     inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number, mayGrant: boolean,
   ): void {
     const out = this.opts.replyTo(worker);
     const mark = out.length;
     out.push(id);
-    this.store.admitInto(out, route, inLimit, outLimit, unit, tokens);
+    this.store.admitInto(out, key, inLimit, outLimit, unit, tokens);
     if (rl !== null) {
       rl.inLimit = inLimit;
       rl.outLimit = outLimit;
@@ -178,25 +172,25 @@ export class LeaseBook<W> {
       // Rejected by input while leases hold enough to fit it: decide once they are back. (An
       // output rejection stands: the output counter only grows, leases or not.)
       if (rl !== null && status === STATUS_REJECTED_INPUT && rl.leases.size > 0
-        && inLimit !== null && this.store.current(route, unit).input - rl.inLeased + tokens <= inLimit) {
+        && inLimit !== null && this.store.current(key, unit).input - rl.inLeased + tokens <= inLimit) {
         out.length = mark;
-        this.startRecall(rl, route);
+        this.startRecall(rl, key);
         rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens });
         return;
       }
       out.push(...NO_LEASE);
       return;
     }
-    if (mayGrant && (rl === null || !rl.byWorker.has(worker))) this.grant(rl, worker, route, inLimit, outLimit, unit, tokens, out);
+    if (mayGrant && (rl === null || !rl.byWorker.has(worker))) this.grant(rl, worker, key, inLimit, outLimit, unit, tokens, out);
     else out.push(...NO_LEASE);
   }
 
   /** Appends [leaseId, input, output, windowEnd] of a new lease, or NO_LEASE when too little is free. */
   private grant(
-    rl: RouteLeases<W> | null, worker: W, route: string,
+    rl: KeyLeases<W> | null, worker: W, key: LimitKey,
     inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number, out: number[],
   ): void {
-    const c = this.store.current(route, unit);
+    const c = this.store.current(key, unit);
     const d = this.opts.divisor;
     const input = inLimit === null ? NO_LIMIT : Math.floor((inLimit - c.input) / d);
     // A lease that would not hold two more requests like this one is not worth its messages.
@@ -211,10 +205,10 @@ export class LeaseBook<W> {
       return;
     }
     if (rl === null) {
-      rl = new RouteLeases<W>(c);
+      rl = new KeyLeases<W>(c);
       rl.inLimit = inLimit;
       rl.outLimit = outLimit;
-      this.routes.set(route, rl);
+      this.limits.set(key, rl);
     }
     const lease: Lease<W> = {
       id: this.nextId++, worker, input: input === NO_LIMIT ? 0 : input, outLeft: output === NO_LIMIT ? Infinity : output,
@@ -227,29 +221,29 @@ export class LeaseBook<W> {
     out.push(lease.id, input, output, c.end);
   }
 
-  /** The route's leases of the current window, or null; leases of an ended window are dropped. */
-  private existing(route: string, c: RouteCounters): RouteLeases<W> | null {
-    const rl = this.routes.get(route);
+  /** The key's leases of the current window, or null; leases of an ended window are dropped. */
+  private existing(key: LimitKey, c: LimitCounters): KeyLeases<W> | null {
+    const rl = this.limits.get(key);
     if (rl === undefined) return null;
     if (rl.start === c.start && rl.unit === c.unit) return rl;
     // A new window: its counters start at 0, the old leases mean nothing.
-    this.routes.delete(route);
+    this.limits.delete(key);
     if (rl.timer !== null) clearTimeout(rl.timer);
     if (rl.waiting !== null) {
-      for (const w of rl.waiting) this.decide(null, w.worker, w.id, route, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+      for (const w of rl.waiting) this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
     }
     return null;
   }
 
   /** Recalls when a lease could break an invariant (a correction or overshoot, or a lower limit). */
-  private check(rl: RouteLeases<W>, c: RouteCounters, route: string): void {
+  private check(rl: KeyLeases<W>, c: LimitCounters, key: LimitKey): void {
     if (rl.waiting !== null || rl.leases.size === 0) return;
     const overIn = rl.inLimit !== null && c.input > rl.inLimit;
     const overOut = rl.outLimit !== null && c.output + rl.outLeased >= rl.outLimit;
-    if (overIn || overOut) this.startRecall(rl, route);
+    if (overIn || overOut) this.startRecall(rl, key);
   }
 
-  private startRecall(rl: RouteLeases<W>, route: string): void {
+  private startRecall(rl: KeyLeases<W>, key: LimitKey): void {
     if (rl.waiting !== null) return;
     rl.waiting = [];
     const byWorker = new Map<W, number[]>();
@@ -259,45 +253,45 @@ export class LeaseBook<W> {
       else ids.push(lease.id);
     }
     for (const [worker, ids] of byWorker) this.opts.recall(worker, ids);
-    rl.timer = setTimeout(() => this.recallTimedOut(route, rl), this.opts.recallTimeoutMs);
+    rl.timer = setTimeout(() => this.recallTimedOut(key, rl), this.opts.recallTimeoutMs);
     rl.timer.unref();
   }
 
-  private recallTimedOut(route: string, rl: RouteLeases<W>): void {
+  private recallTimedOut(key: LimitKey, rl: KeyLeases<W>): void {
     rl.timer = null;
-    if (this.routes.get(route) !== rl || rl.waiting === null) return;
-    const c = this.store.current(route, rl.unit);
-    if (this.existing(route, c) === null) return; // the window ended meanwhile; waiting ones were decided
-    for (const lease of [...rl.leases.values()]) this.forfeit(rl, lease, route);
-    this.endRecall(rl, route);
+    if (this.limits.get(key) !== rl || rl.waiting === null) return;
+    const c = this.store.current(key, rl.unit);
+    if (this.existing(key, c) === null) return; // the window ended meanwhile; waiting ones were decided
+    for (const lease of [...rl.leases.values()]) this.forfeit(rl, lease, key);
+    this.endRecall(rl, key);
   }
 
   /** Decides the admissions that waited for the recall, in arrival order, without new leases. */
-  private endRecall(rl: RouteLeases<W>, route: string): void {
+  private endRecall(rl: KeyLeases<W>, key: LimitKey): void {
     if (rl.timer !== null) {
       clearTimeout(rl.timer);
       rl.timer = null;
     }
     const waiting = rl.waiting ?? [];
     rl.waiting = null;
-    for (const w of waiting) this.decide(this.routes.get(route) ?? null, w.worker, w.id, route, w.inLimit, w.outLimit, w.unit, w.tokens, false);
-    this.dropIfIdle(route, rl);
+    for (const w of waiting) this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+    this.dropIfIdle(key, rl);
   }
 
   /** A lease that will not come back: its input stays charged, its whole allowance counts as output. */
-  private forfeit(rl: RouteLeases<W>, lease: Lease<W>, route: string): void {
-    if (lease.outLeft !== Infinity && lease.outLeft > 0) this.store.chargeOutputRaw(route, rl.unit, lease.outLeft);
+  private forfeit(rl: KeyLeases<W>, lease: Lease<W>, key: LimitKey): void {
+    if (lease.outLeft !== Infinity && lease.outLeft > 0) this.store.chargeOutputRaw(key, rl.unit, lease.outLeft);
     this.remove(rl, lease);
   }
 
-  private remove(rl: RouteLeases<W>, lease: Lease<W>): void {
+  private remove(rl: KeyLeases<W>, lease: Lease<W>): void {
     rl.leases.delete(lease.id);
     if (rl.byWorker.get(lease.worker) === lease) rl.byWorker.delete(lease.worker);
     rl.inLeased -= lease.input;
     if (lease.outLeft !== Infinity && lease.outLeft > 0) rl.outLeased -= lease.outLeft;
   }
 
-  private dropIfIdle(route: string, rl: RouteLeases<W>): void {
-    if (rl.leases.size === 0 && rl.waiting === null && this.routes.get(route) === rl) this.routes.delete(route);
+  private dropIfIdle(key: LimitKey, rl: KeyLeases<W>): void {
+    if (rl.leases.size === 0 && rl.waiting === null && this.limits.get(key) === rl) this.limits.delete(key);
   }
 }

@@ -1,14 +1,16 @@
+import type { LimitKey } from '../limit-key.js';
 import { performance } from 'node:perf_hooks';
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from './decision-codec.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { HeldLeases } from './held-leases.js';
 import {
   MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT,
   REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
-import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
-import { LimiterOverloadedError, LimiterUnavailableError } from './limiter-errors.js';
-import { checkTokenCount, checkTokenDelta, tokenCountError } from './token-amounts.js';
+import { systemClock, type Clock } from '../../clock.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { LimiterOverloadedError, LimiterUnavailableError } from '../errors.js';
+import { checkTokenCount, checkTokenDelta, tokenCountError } from '../token-amounts.js';
 
 /** The worker's end of the IPC channel; `process` in a cluster worker (or a ChildProcess in tests). */
 export interface LimitClientPort {
@@ -36,7 +38,7 @@ interface Pending {
   reject: (e: Error) => void;
   /** performance.now() when issued. */
   at: number;
-  route: string;
+  key: LimitKey;
   unit: WindowUnit;
   inLimit: number | null;
   outLimit: number | null;
@@ -45,7 +47,7 @@ interface Pending {
 
 /** What is remembered of a decision that timed out, to refund it if it was admitted after all. */
 interface Abandoned {
-  route: string;
+  key: LimitKey;
   unit: WindowUnit;
   tokens: number;
 }
@@ -53,7 +55,7 @@ interface Abandoned {
 /**
  * Worker side of the local mode. The cluster primary (attachLocalLimitHost) owns the instance's
  * counters; a decision it grants may come with a lease (a slice of the budget, lease-book.ts),
- * and while the worker holds one for the route it decides on its own (held-leases.ts) — exact
+ * and while the worker holds one for the key it decides on its own (held-leases.ts) — exact
  * per instance either way. Anything else asks the primary: ops issued during one event loop turn
  * go out as one message (setImmediate); replies are matched by id. chargeOutput/adjustInput are
  * absorbed by a held lease or sent fire-and-forget (ordered before any later admit).
@@ -74,8 +76,6 @@ export class LocalLimitClient implements TokenLimiter {
   private timer: NodeJS.Timeout | null = null;
   private nextId = 1;
   private closed = false;
-  /** Charges and adjustments that could not be sent (channel closed); for metrics. */
-  droppedUpdates = 0;
 
   private readonly onMessage = (message: unknown): void => this.receive(message);
   private readonly onDisconnect = (): void => this.failAll('the IPC channel to the cluster primary closed');
@@ -95,7 +95,7 @@ export class LocalLimitClient implements TokenLimiter {
     this.maxPending = positive(options.maxPending ?? 10_000, 'maxPending');
     this.maxBatch = positive(options.maxBatch ?? 1024, 'maxBatch');
     this.leases = new HeldLeases(
-      (op, id, route, unit, amount) => this.enqueue(op, id, route, NO_LIMIT, NO_LIMIT, unit, amount),
+      (op, id, key, unit, amount) => this.enqueue(op, id, key, NO_LIMIT, NO_LIMIT, unit, amount),
       options.clock ?? systemClock,
     );
     port.on('message', this.onMessage);
@@ -112,14 +112,14 @@ export class LocalLimitClient implements TokenLimiter {
     return this.leases.size;
   }
 
-  admit(route: string, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     if (this.closed) return Promise.reject(new LimiterUnavailableError('the local rate limiter is closed'));
     if (this.port.connected === false) {
       return Promise.reject(new LimiterUnavailableError('the IPC channel to the cluster primary is closed'));
     }
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
-    const local = this.leases.admit(route, limit, inputTokens);
+    const local = this.leases.admit(key, limit, inputTokens);
     if (local !== null) return local;
     if (this.pending.size >= this.maxPending) {
       return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
@@ -128,22 +128,22 @@ export class LocalLimitClient implements TokenLimiter {
     const unit = limit.unit;
     return new Promise<Decision>((resolve, reject) => {
       this.pending.set(id, {
-        resolve, reject, at: performance.now(), route, unit,
+        resolve, reject, at: performance.now(), key, unit,
         inLimit: limit.inputTokensPerUnit, outLimit: limit.outputTokensPerUnit, tokens: inputTokens,
       });
       if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
-      this.enqueue(OP_ADMIT, id, route, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
+      this.enqueue(OP_ADMIT, id, key, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
     });
   }
 
-  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): void {
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): void {
     checkTokenCount(outputTokens, 'output tokens');
-    if (this.closed || !this.leases.charge(route, limit.unit, outputTokens)) this.update(OP_CHARGE_OUTPUT, route, limit.unit, outputTokens);
+    if (this.closed || !this.leases.charge(key, limit.unit, outputTokens)) this.update(OP_CHARGE_OUTPUT, key, limit.unit, outputTokens);
   }
 
-  adjustInput(route: string, limit: RateLimitSpec, delta: number): void {
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): void {
     checkTokenDelta(delta, 'input token adjustment');
-    if (this.closed || !this.leases.adjust(route, limit.unit, delta)) this.update(OP_ADJUST_INPUT, route, limit.unit, delta);
+    if (this.closed || !this.leases.adjust(key, limit.unit, delta)) this.update(OP_ADJUST_INPUT, key, limit.unit, delta);
   }
 
   /** Gives the leases back and sends what is batched, fails what is in flight, stops listening. */
@@ -157,17 +157,15 @@ export class LocalLimitClient implements TokenLimiter {
     this.port.off('disconnect', this.onDisconnect);
   }
 
-  private update(op: number, route: string, unit: WindowUnit, amount: number): void {
-    if (this.closed || this.port.connected === false) {
-      this.droppedUpdates++;
-      return;
-    }
-    this.enqueue(op, 0, route, NO_LIMIT, NO_LIMIT, unit, amount);
+  private update(op: number, key: LimitKey, unit: WindowUnit, amount: number): void {
+    // The channel is gone: the charge cannot reach the counters (the primary's window goes on without it).
+    if (this.closed || this.port.connected === false) return;
+    this.enqueue(op, 0, key, NO_LIMIT, NO_LIMIT, unit, amount);
   }
 
-  private enqueue(op: number, id: number, route: string, inLimit: number, outLimit: number, unit: string, amount: number): void {
+  private enqueue(op: number, id: number, key: LimitKey, inLimit: number, outLimit: number, unit: string, amount: number): void {
     const b = this.batch;
-    b.push(op, id, route, inLimit, outLimit, unit, amount);
+    b.push(op, id, key, inLimit, outLimit, unit, amount);
     if (b.length >= this.maxBatch * REQUEST_STRIDE) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -207,10 +205,10 @@ export class LocalLimitClient implements TokenLimiter {
       }
       this.pending.delete(id);
       if (a[i + 1] === REPLY_INVALID) {
-        p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.route} as malformed`));
+        p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.key} as malformed`));
         continue;
       }
-      if (a[leaseAt] !== 0) this.leases.take(p.route, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
+      if (a[leaseAt] !== 0) this.leases.take(p.key, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
       p.resolve(decodeDecision(a as number[], i + 1));
     }
   }
@@ -221,8 +219,8 @@ export class LocalLimitClient implements TokenLimiter {
     if (gone === undefined) return;
     this.abandoned.delete(id);
     if (a[at] !== STATUS_ALLOWED) return;
-    if (a[leaseAt] !== 0) this.leases.giveBack(gone.route, gone.unit, a, leaseAt);
-    if (gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.route, gone.unit, -gone.tokens);
+    if (a[leaseAt] !== 0) this.leases.giveBack(gone.key, gone.unit, a, leaseAt);
+    if (gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.key, gone.unit, -gone.tokens);
   }
 
   /** Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. */
@@ -246,7 +244,7 @@ export class LocalLimitClient implements TokenLimiter {
       const oldest = this.abandoned.keys().next().value as number;
       this.abandoned.delete(oldest);
     }
-    this.abandoned.set(id, { route: p.route, unit: p.unit, tokens: p.tokens });
+    this.abandoned.set(id, { key: p.key, unit: p.unit, tokens: p.tokens });
   }
 
   private failAll(reason: string): void {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseDuration } from '../config/duration.js';
+import { parseDuration } from '../../config/duration.js';
 
 /** What a global limiter does while its Redis cannot answer in time. */
 export type RedisFailureMode = 'local' | 'open' | 'closed';

@@ -1,8 +1,8 @@
-import type { TokenLimiter } from './limiter.js';
-import { RedisLimiter, type RedisLimiterOptions } from './redis-limiter.js';
-import type { RedisLimitSettings } from './redis-settings.js';
+import type { TokenLimiter } from '../limiter.js';
+import { RedisLimiter, type RedisLimiterOptions } from './limiter.js';
+import type { RedisLimitSettings } from './settings.js';
 
-/** One limiter (one Redis client) per distinct address in this process, shared by every route. */
+/** One limiter (one Redis client) per distinct address in this process, shared by every limit. */
 const limiters = new Map<string, RedisLimiter>();
 
 /**
@@ -22,11 +22,6 @@ export function redisLimiterFor(
     limiters.set(key, limiter);
   }
   return limiter;
-}
-
-/** Addresses with a live limiter (for metrics and tests). */
-export function redisLimiterAddresses(): string[] {
-  return [...limiters.keys()];
 }
 
 /** Closes every limiter of this process (on shutdown). */

@@ -1,4 +1,4 @@
-import { DECISION_STRIDE } from './decision-codec.js';
+import { DECISION_STRIDE } from '../decision-codec.js';
 
 /**
  * Wire format between LocalLimitClient (workers) and the local limit host (cluster primary).
@@ -6,7 +6,7 @@ import { DECISION_STRIDE } from './decision-codec.js';
  * other prefixes) and `a` one flat array, cheap to serialize:
  *
  * - MSG_REQUEST, worker -> primary: ops of REQUEST_STRIDE entries, handled in order:
- *   [op, id, route, inputLimit, outputLimit, unit, amount]
+ *   [op, id, key, inputLimit, outputLimit, unit, amount]
  *   OP_ADMIT: id = request id, amount = input tokens; answered.
  *   OP_CHARGE_OUTPUT: id = the lease the charge was counted against (0: none), amount = tokens.
  *   OP_ADJUST_INPUT: id = lease id or 0, amount = delta (may be negative).

@@ -1,12 +1,12 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { BATCH_LUA } from './lua/batch.js';
-import type { RedisTarget } from './redis-address.js';
-import type { RedisLimitSettings } from './redis-settings.js';
+import type { RedisTarget } from './address.js';
+import type { RedisLimitSettings } from './settings.js';
 
 /** The limiter's script as a client command (ioredis defineCommand: EVALSHA, EVAL on NOSCRIPT). */
 export interface LimiterCommands {
   /**
-   * One batch of a route (lua/batch.ts): the summed input correction and output charge, then one
+   * One batch of a limit key (lua/batch.ts): the summed input correction and output charge, then one
    * admission per entry of `tokens` under the two limits (-1 = none). Reply: [msUntilWindowEnd,
    * inputUsedBeforeAdmissions, outputUsed, status per admission], or [msUntilWindowEnd] alone.
    */
@@ -34,7 +34,7 @@ const SCRIPTS = {
 /**
  * A client that fails fast instead of queueing: no offline queue, no retries of a request,
  * every command bounded by the settings' timeout, reconnects in the background with capped
- * exponential backoff. Auto-pipelining is off: the limiter already sends one command per route
+ * exponential backoff. Auto-pipelining is off: the limiter already sends one command per limit key
  * per event-loop turn (RedisLimiter batches), and ioredis would hold each for one more turn.
  */
 export function createLimiterClient(target: RedisTarget, settings: RedisLimitSettings, tuning: ConnectionTuning): LimiterClient {

@@ -1,8 +1,8 @@
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { TokenLimiter } from './limiter.js';
-import type { RedisLimitSettings } from './redis-settings.js';
-import { closeRedisLimiters, redisLimiterFor } from './redis-clients.js';
-import type { RedisLimiter, RedisLimiterOptions } from './redis-limiter.js';
+import type { RedisLimitSettings } from './redis/settings.js';
+import { closeRedisLimiters, redisLimiterFor } from './redis/clients.js';
+import type { RedisLimiter, RedisLimiterOptions } from './redis/limiter.js';
 
 /**
  * Chooses the limiter of a route's rateLimit: the instance-local one (exact across this

@@ -1,12 +1,12 @@
 import type { CounterStore } from './counter-store.js';
-import { NO_LIMIT } from './decision-codec.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import {
   limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE,
   REPLY_INVALID, REQUEST_STRIDE, type LimitReplyMessage,
 } from './ipc-protocol.js';
 import { LeaseBook } from './lease-book.js';
-import { isWindowUnit } from './windows.js';
-import { checkTokenCount, checkTokenDelta } from './token-amounts.js';
+import { isWindowUnit } from '../windows.js';
+import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
 /** What the host needs of a cluster worker (node:cluster Worker satisfies it). */
 export interface LimitHostWorker {
@@ -115,11 +115,11 @@ function handleOp(
 ): void {
   const op = a[i];
   const id = a[i + 1];
-  const route = a[i + 2];
+  const key = a[i + 2];
   const unit = a[i + 5];
   const amount = a[i + 6];
   try {
-    if (typeof route !== 'string' || !isWindowUnit(unit) || typeof amount !== 'number' || typeof id !== 'number') {
+    if (typeof key !== 'string' || !isWindowUnit(unit) || typeof amount !== 'number' || typeof id !== 'number') {
       throw new TypeError('id, route, unit or amount missing');
     }
     if (op === OP_ADMIT) {
@@ -127,19 +127,19 @@ function handleOp(
       const outputLimit = limitOf(a[i + 4]);
       // Checked before the book writes the answer's id (the store checks the other ops' amounts).
       checkTokenCount(amount, 'input tokens');
-      book.admit(worker, id, route, inputLimit, outputLimit, unit, amount);
+      book.admit(worker, id, key, inputLimit, outputLimit, unit, amount);
     } else if (op === OP_CHARGE_OUTPUT) {
-      book.charge(worker, id, route, unit, amount);
+      book.charge(worker, id, key, unit, amount);
     } else if (op === OP_ADJUST_INPUT) {
-      book.adjust(route, unit, amount);
+      book.adjust(key, unit, amount);
     } else if (op === OP_RETURN_LEASE) {
       checkTokenDelta(amount, 'unused lease tokens');
-      book.giveBack(worker, id, route, unit, amount);
+      book.giveBack(worker, id, key, unit, amount);
     } else {
       throw new TypeError(`unknown op ${String(op)}`);
     }
   } catch (err) {
-    onInvalid(`invalid rate limit op ${String(op)} for route ${String(route)}: ${(err as Error).message}`);
+    onInvalid(`invalid rate limit op ${String(op)} for route ${String(key)}: ${(err as Error).message}`);
     if (op === OP_ADMIT && typeof id === 'number') {
       outbox(worker).replies.push(id, REPLY_INVALID, 0, NO_LIMIT, 0, 0, NO_LIMIT, 0, 0, 0, 0, 0, 0);
     }

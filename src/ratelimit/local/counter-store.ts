@@ -1,11 +1,13 @@
-import type { RateLimitSpec, WindowUnit } from '../config/resource-types.js';
-import { decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from './decision-codec.js';
-import { systemClock, type Clock, type Decision, type TokenLimiter } from './limiter.js';
-import { secondsUntil, windowEnd, windowStart } from './windows.js';
-import { checkTokenCount, checkTokenDelta } from './token-amounts.js';
+import type { LimitKey } from '../limit-key.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { systemClock, type Clock } from '../../clock.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { secondsUntil, windowEnd, windowStart } from '../windows.js';
+import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
-/** Counters of one route in its current window; the only window kept for the route. */
-export class RouteCounters {
+/** Counters of one key in its current window; the only window kept for the key. */
+export class LimitCounters {
   unit: WindowUnit;
   start: number;
   end: number;
@@ -36,15 +38,15 @@ const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * Exact in-memory token counters for one process (TokenLimiter semantics in limiter.ts).
- * Counters are keyed by route key and follow the route's unit window, never the limit values,
+ * Counters are keyed by limit key and follow the key's unit window, never the limit values,
  * so editing a limit keeps the counts; changing the unit starts the new unit's window at 0.
  * Counters always count both directions, so a limit added later in a window sees what was used.
- * One entry per route holding only the current window; entries of ended windows are swept.
+ * One entry per key holding only the current window; entries of ended windows are swept.
  * Synchronous: in the local mode it runs in the cluster primary, which serializes all decisions.
  */
 export class CounterStore implements TokenLimiter {
   private readonly clock: Clock;
-  private readonly routes = new Map<string, RouteCounters>();
+  private readonly limits = new Map<string, LimitCounters>();
   private nextSweepAt: number;
   private readonly scratch: number[] = [];
 
@@ -53,15 +55,15 @@ export class CounterStore implements TokenLimiter {
     this.nextSweepAt = clock() + SWEEP_INTERVAL_MS;
   }
 
-  /** Number of routes with a live window (for tests and metrics). */
+  /** Number of limits with a live window (for tests and metrics). */
   get size(): number {
-    return this.routes.size;
+    return this.limits.size;
   }
 
-  admit(route: string, limit: RateLimitSpec, inputTokens: number): Decision {
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Decision {
     const out = this.scratch;
     out.length = 0;
-    this.admitInto(out, route, limit.inputTokensPerUnit, limit.outputTokensPerUnit, limit.unit, inputTokens);
+    this.admitInto(out, key, limit.inputTokensPerUnit, limit.outputTokensPerUnit, limit.unit, inputTokens);
     return decodeDecision(out, 0);
   }
 
@@ -71,7 +73,7 @@ export class CounterStore implements TokenLimiter {
    */
   admitInto(
     out: number[],
-    route: string,
+    key: LimitKey,
     inputLimit: number | null,
     outputLimit: number | null,
     unit: WindowUnit,
@@ -79,7 +81,7 @@ export class CounterStore implements TokenLimiter {
   ): void {
     checkTokenCount(inputTokens, 'input tokens');
     const now = this.clock();
-    const c = this.counters(route, unit, now);
+    const c = this.counters(key, unit, now);
     let status = STATUS_ALLOWED;
     if (inputLimit !== null && c.input + inputTokens > inputLimit) status = STATUS_REJECTED_INPUT;
     else if (outputLimit !== null && c.output >= outputLimit) status = STATUS_REJECTED_OUTPUT;
@@ -92,50 +94,50 @@ export class CounterStore implements TokenLimiter {
     else out.push(outputLimit, outputLimit > c.output ? outputLimit - c.output : 0, reset);
   }
 
-  /** The route's counters in the window containing now (a new window starts at 0); for the lease book. */
-  current(route: string, unit: WindowUnit): RouteCounters {
-    return this.counters(route, unit, this.clock());
+  /** The key's counters in the window containing now (a new window starts at 0); for the lease book. */
+  current(key: LimitKey, unit: WindowUnit): LimitCounters {
+    return this.counters(key, unit, this.clock());
   }
 
-  chargeOutput(route: string, limit: RateLimitSpec, outputTokens: number): void {
-    this.chargeOutputRaw(route, limit.unit, outputTokens);
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): void {
+    this.chargeOutputRaw(key, limit.unit, outputTokens);
   }
 
-  chargeOutputRaw(route: string, unit: WindowUnit, outputTokens: number): void {
+  chargeOutputRaw(key: LimitKey, unit: WindowUnit, outputTokens: number): void {
     checkTokenCount(outputTokens, 'output tokens');
-    this.counters(route, unit, this.clock()).output += outputTokens;
+    this.counters(key, unit, this.clock()).output += outputTokens;
   }
 
-  adjustInput(route: string, limit: RateLimitSpec, delta: number): void {
-    this.adjustInputRaw(route, limit.unit, delta);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): void {
+    this.adjustInputRaw(key, limit.unit, delta);
   }
 
-  adjustInputRaw(route: string, unit: WindowUnit, delta: number): void {
+  adjustInputRaw(key: LimitKey, unit: WindowUnit, delta: number): void {
     checkTokenDelta(delta, 'input token adjustment');
-    const c = this.counters(route, unit, this.clock());
+    const c = this.counters(key, unit, this.clock());
     const next = c.input + delta;
     c.input = next > 0 ? next : 0;
   }
 
   async close(): Promise<void> {
-    this.routes.clear();
+    this.limits.clear();
   }
 
-  private counters(route: string, unit: WindowUnit, now: number): RouteCounters {
+  private counters(key: LimitKey, unit: WindowUnit, now: number): LimitCounters {
     if (now >= this.nextSweepAt) this.sweep(now);
-    let c = this.routes.get(route);
+    let c = this.limits.get(key);
     if (c === undefined) {
-      c = new RouteCounters(unit, now);
-      this.routes.set(route, c);
+      c = new LimitCounters(unit, now);
+      this.limits.set(key, c);
     } else {
       c.roll(unit, now);
     }
     return c;
   }
 
-  /** Drops routes whose window ended: their counts no longer matter. */
+  /** Drops limits whose window ended: their counts no longer matter. */
   private sweep(now: number): void {
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
-    for (const [route, c] of this.routes) if (now >= c.end) this.routes.delete(route);
+    for (const [key, c] of this.limits) if (now >= c.end) this.limits.delete(key);
   }
 }

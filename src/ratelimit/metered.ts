@@ -1,0 +1,77 @@
+import type { RateLimitSpec } from '../config/resource-types.js';
+import type { LimitKey } from './limit-key.js';
+import type { Decision, LimitDirection, TokenLimiter } from './limiter.js';
+
+/** Where a metered limiter reports (observe/metrics.ts RouterMetrics is one). */
+export interface LimiterMetricsSink {
+  /** One admission decided (or failed) after `ms`, by a limiter of this mode. */
+  limiterDecision(mode: 'local' | 'global', ms: number): void;
+  /** One admission rejected by the limit of `key` in this direction. */
+  rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
+}
+
+/**
+ * A TokenLimiter that reports admissions to a metrics sink: decision latency by mode and
+ * rejections by limit key and direction. Everything else goes straight to the inner limiter
+ * (settle only when the inner one has it). Wrap once per limiter (meteredLimiters), not per request.
+ */
+export class MeteredLimiter implements TokenLimiter {
+  readonly settle?: (key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number) => Promise<void> | void;
+
+  constructor(
+    private readonly inner: TokenLimiter,
+    private readonly mode: 'local' | 'global',
+    private readonly metrics: LimiterMetricsSink,
+  ) {
+    if (inner.settle !== undefined) this.settle = inner.settle.bind(inner);
+  }
+
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
+    const t0 = performance.now();
+    let d: Promise<Decision> | Decision;
+    try {
+      d = this.inner.admit(key, limit, inputTokens);
+    } catch (err) {
+      this.metrics.limiterDecision(this.mode, performance.now() - t0);
+      throw err;
+    }
+    if (d instanceof Promise) return d.then((v) => this.seen(key, v, t0), (err: unknown) => this.failed(err, t0));
+    return this.seen(key, d, t0);
+  }
+
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
+    return this.inner.chargeOutput(key, limit, outputTokens);
+  }
+
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> | void {
+    return this.inner.adjustInput(key, limit, delta);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private seen(key: LimitKey, d: Decision, t0: number): Decision {
+    this.metrics.limiterDecision(this.mode, performance.now() - t0);
+    if (!d.allowed && d.rejectedBy !== null) this.metrics.rateLimitRejected(key, d.rejectedBy);
+    return d;
+  }
+
+  private failed(err: unknown, t0: number): never {
+    this.metrics.limiterDecision(this.mode, performance.now() - t0);
+    throw err;
+  }
+}
+
+/** Wraps each distinct limiter once (the same inner limiter always yields the same wrapper). */
+export function meteredLimiters(metrics: LimiterMetricsSink): (inner: TokenLimiter, spec: RateLimitSpec) => TokenLimiter {
+  const wrapped = new WeakMap<TokenLimiter, TokenLimiter>();
+  return (inner, spec) => {
+    let w = wrapped.get(inner);
+    if (w === undefined) {
+      w = new MeteredLimiter(inner, spec.global ? 'global' : 'local', metrics);
+      wrapped.set(inner, w);
+    }
+    return w;
+  };
+}

@@ -1,0 +1,73 @@
+import { systemClock, type Clock } from '../../clock.js';
+import type { RateLimitSpec } from '../../config/resource-types.js';
+import { LimitStoreUnavailableError } from '../errors.js';
+import type { LimitKey } from '../limit-key.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { settleCounters } from '../settle.js';
+import { secondsUntilReset } from '../windows.js';
+import type { RedisFailureMode } from './settings.js';
+
+export interface FailureModeOptions {
+  /** Clock of the `open` mode's reset seconds (default: the system clock). */
+  clock?: Clock;
+  /** Observability hook (metrics): an admission was decided by the failure mode. */
+  onFailureModeDecision?: (mode: RedisFailureMode) => void;
+}
+
+/**
+ * A limiter around a store that may be unavailable (the Redis store): every operation goes to
+ * the store; one the store cannot take (LimitStoreUnavailableError) follows the failure mode.
+ * `local` asks `fallback` (this instance's counters); `open` admits without counting and drops
+ * the settles; `closed` rejects admissions with the store's error (503, never 429) and drops the
+ * settles. Any other error (a bad token count) passes through.
+ */
+export class FailureModeLimiter implements TokenLimiter {
+  private readonly store: TokenLimiter;
+  private readonly mode: RedisFailureMode;
+  private readonly fallback: TokenLimiter;
+  private readonly clock: Clock;
+  private readonly onFailureModeDecision: ((mode: RedisFailureMode) => void) | null;
+
+  constructor(store: TokenLimiter, mode: RedisFailureMode, fallback: TokenLimiter, opts: FailureModeOptions = {}) {
+    this.store = store;
+    this.mode = mode;
+    this.fallback = fallback;
+    this.clock = opts.clock ?? systemClock;
+    this.onFailureModeDecision = opts.onFailureModeDecision ?? null;
+  }
+
+  async admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    try {
+      return await this.store.admit(key, limit, inputTokens);
+    } catch (err) {
+      if (!(err instanceof LimitStoreUnavailableError)) throw err;
+      if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
+      if (this.mode === 'local') return this.fallback.admit(key, limit, inputTokens);
+      if (this.mode === 'closed') throw err;
+      // open: admitted without counting; the counts are unknown, so no limit state is reported.
+      return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null };
+    }
+  }
+
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> {
+    return this.settle(key, limit, 0, outputTokens);
+  }
+
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
+    return this.settle(key, limit, delta, 0);
+  }
+
+  async settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    try {
+      await settleCounters(this.store, key, limit, inputDelta, outputTokens);
+    } catch (err) {
+      if (!(err instanceof LimitStoreUnavailableError)) throw err;
+      if (this.mode === 'local') await settleCounters(this.fallback, key, limit, inputDelta, outputTokens);
+    }
+  }
+
+  /** Closes the store (not the fallback, which belongs to the caller). */
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}

@@ -1,0 +1,258 @@
+import type { Clock } from '../../clock.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { LimitStoreUnavailableError } from '../errors.js';
+import type { LimitKey } from '../limit-key.js';
+import type { Decision, TokenLimiter } from '../limiter.js';
+import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
+import { parseRedisAddress } from './address.js';
+import { Batch } from './batch.js';
+import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
+import { StoreHealth, type StoreState } from './health.js';
+import { redisKeyBase } from './key-base.js';
+import type { RedisLimitSettings } from './settings.js';
+
+export interface RedisStoreOptions {
+  /**
+   * Injected clock (tests): its time is passed to the scripts instead of the Redis server's
+   * TIME. Without it, windows follow the Redis server clock, shared by every instance.
+   */
+  clock?: Clock;
+  /** Where the outage / recovery lines go (once per transition). Default: stderr. */
+  log?: (message: string) => void;
+  /** Delay between health pings while the store is down, ms (default 500). */
+  probeIntervalMs?: number;
+  /** Cap of the reconnect backoff, ms (default 2000). */
+  reconnectCapMs?: number;
+  /** Initial connect timeout, ms (default 2000). */
+  connectTimeoutMs?: number;
+  /** Observability hook (metrics): a store command failed. */
+  onStoreError?: (store: string) => void;
+}
+
+/**
+ * The Redis store of the global limits: counters shared by every router instance, one client per
+ * store. Semantics are TokenLimiter's (limiter.ts); counters are keyed by limit key (limit-key.ts).
+ *
+ * Batching: the operations issued during one event-loop turn are collected per limit key (and
+ * unit, clock reading and limit values) and sent when the turn ends (setImmediate: after all of
+ * the turn's I/O callbacks) as one call of the batch script (lua/batch.ts), which applies the
+ * summed settles, then decides each admission in arrival order by the admission rule, atomically.
+ * Each caller gets its own decision back. Settles with no admission of their key in the turn
+ * wait one more turn for one to ride along with.
+ *
+ * When Redis fails or is slower than the settings' timeout (which bounds each batch call), every
+ * operation of the batch rejects with LimitStoreUnavailableError, settles first as in the script;
+ * the circuit stays open, without waiting on Redis, until it answers again. What to do then is
+ * the failure mode's business (failure-mode.ts wraps this store).
+ */
+export class RedisStoreLimiter implements TokenLimiter {
+  /** Address as shown in logs and errors (credentials hidden). */
+  readonly name: string;
+  private readonly client: LimiterClient;
+  private readonly health: StoreHealth;
+  private readonly clock: Clock | null;
+  private readonly bases = new Map<LimitKey, string>();
+  private readonly onStoreError: ((store: string) => void) | null;
+  /** Batches not sent yet, by limit key, unit and clock reading. */
+  private pending = new Map<string, Batch>();
+  /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
+  private spilled: Batch[] = [];
+  private flushScheduled = false;
+
+  constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
+    const target = parseRedisAddress(address, settings.cluster);
+    const log = opts.log ?? defaultLog;
+    this.name = address.replace(/\/\/[^@/]*@/g, '//***@');
+    if (target.hadCredentials) {
+      log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
+    }
+    this.clock = opts.clock ?? null;
+    this.onStoreError = opts.onStoreError ?? null;
+    this.client = createLimiterClient(target, settings, {
+      reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
+      connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
+    });
+    this.health = new StoreHealth(this.client, {
+      name: this.name,
+      failureMode: settings.failureMode,
+      timeoutMs: settings.timeoutMs,
+      probeIntervalMs: opts.probeIntervalMs ?? 500,
+      log,
+    });
+  }
+
+  get state(): StoreState {
+    return this.health.state;
+  }
+
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    const invalid = tokenCountError(inputTokens, 'input tokens');
+    if (invalid !== null) return Promise.reject(invalid);
+    if (this.health.state === 'up') return this.enqueueAdmission(key, limit, inputTokens);
+    return this.admitOnceUsable(key, limit, inputTokens);
+  }
+
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> {
+    return this.settle(key, limit, 0, outputTokens);
+  }
+
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
+    return this.settle(key, limit, delta, 0);
+  }
+
+  /** adjustInput + chargeOutput in one operation (batched with the turn's other operations). */
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    const invalid = tokenDeltaError(inputDelta, 'input token adjustment') ?? tokenCountError(outputTokens, 'output tokens');
+    if (invalid !== null) return Promise.reject(invalid);
+    if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
+    if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens);
+    return this.settleOnceUsable(key, limit, inputDelta, outputTokens);
+  }
+
+  /** Closes the Redis client. */
+  async close(): Promise<void> {
+    this.flushAll(); // what was collected goes out (or fails over) before the client closes
+    this.health.close();
+    if (this.client.status === 'ready') {
+      try {
+        await this.client.quit();
+        return;
+      } catch {
+        // fall through to a hard disconnect
+      }
+    }
+    this.client.disconnect();
+  }
+
+  /** Waits (bounded by the timeout) for the first connection; false when Redis is not usable now. */
+  private async usable(): Promise<boolean> {
+    const settled = this.health.startupSettled();
+    if (settled !== null) await settled;
+    return this.health.state === 'up';
+  }
+
+  private async admitOnceUsable(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    if (!(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    return this.enqueueAdmission(key, limit, inputTokens);
+  }
+
+  private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    if (!(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    await this.enqueueSettle(key, limit, inputDelta, outputTokens);
+  }
+
+  /** Joins this turn's batch of the key; the batch goes out when the turn ends. */
+  private enqueueAdmission(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+    return this.batchFor(key, limit, true).admit(limit, inputTokens);
+  }
+
+  /**
+   * Joins the key's pending batch. A batch of settles alone waits one more turn for an admission
+   * of its key to ride along with, then goes out on its own.
+   */
+  private enqueueSettle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+    return this.batchFor(key, limit, false).settle(limit, inputDelta, outputTokens);
+  }
+
+  /**
+   * The key's pending batch (same unit and clock reading), or a new one; an admission the
+   * pending batch does not accept (full, or other limit values) spills it and starts another.
+   */
+  private batchFor(key: LimitKey, limit: RateLimitSpec, admission: boolean): Batch {
+    const now = this.now();
+    const id = batchId(key, limit.unit, now);
+    let batch = this.pending.get(id);
+    if (batch === undefined || (admission && !batch.accepts(limit))) {
+      if (batch !== undefined) this.spilled.push(batch);
+      batch = new Batch(key, this.base(key), limit.unit, now);
+      this.pending.set(id, batch);
+    }
+    this.scheduleFlush();
+    return batch;
+  }
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
+  }
+
+  /**
+   * End of a turn (after its I/O callbacks): sends every batch with an admission, and the batches
+   * of settles alone that already waited a turn; the others wait for the next turn.
+   */
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.spilled.length > 0) {
+      const spilled = this.spilled;
+      this.spilled = [];
+      for (const b of spilled) this.send(b);
+    }
+    for (const [key, b] of this.pending) {
+      if (b.admissions.length === 0 && !b.waited) {
+        b.waited = true;
+        continue;
+      }
+      this.pending.delete(key);
+      this.send(b);
+    }
+    if (this.pending.size > 0) this.scheduleFlush(); // setImmediate from here: the next turn
+  };
+
+  /** Sends every pending batch now (the limiter closes). */
+  private flushAll(): void {
+    const spilled = this.spilled;
+    const pending = this.pending;
+    this.spilled = [];
+    this.pending = new Map();
+    for (const b of spilled) this.send(b);
+    for (const b of pending.values()) this.send(b);
+  }
+
+  private send(b: Batch): void {
+    if (this.health.state !== 'up') {
+      this.withoutStore(b);
+      return;
+    }
+    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.tokens).then(
+      (reply) => b.answer(reply),
+      (err: unknown) => {
+        this.storeFailed(err);
+        this.withoutStore(b);
+      },
+    );
+  }
+
+  private storeFailed(err: unknown): void {
+    this.health.markDown((err as Error).message);
+    if (this.onStoreError !== null) this.onStoreError(this.name);
+  }
+
+  /** A batch Redis did not take: each operation fails, settles first as in the script. */
+  private withoutStore(b: Batch): void {
+    const err = new LimitStoreUnavailableError(this.name);
+    for (const s of b.settles) s.reject(err);
+    for (const a of b.admissions) a.reject(err);
+  }
+
+  private now(): string {
+    return this.clock === null ? '' : String(this.clock());
+  }
+
+  private base(key: LimitKey): string {
+    let base = this.bases.get(key);
+    if (base === undefined) {
+      base = redisKeyBase(key);
+      this.bases.set(key, base);
+    }
+    return base;
+  }
+}
+
+/** Operations with the same id may share a batch: same limit key, unit and clock reading. */
+function batchId(key: LimitKey, unit: WindowUnit, now: string): string {
+  return `${key}\0${unit}\0${now}`;
+}
+
+function defaultLog(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
