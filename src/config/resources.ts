@@ -9,11 +9,11 @@
 import { parseDuration } from './duration.js';
 import { parseHostPort, redisAddressProblem } from './addresses.js';
 import { describe, isPlainObject } from './describe-value.js';
-import type {
-  Endpoint, ModelRoute, ModelServer, RateLimitSpec, Rule, RuleMatch, StringMatch, TargetModel, WindowUnit,
+import {
+  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type Rule, type RuleMatch,
+  type StringMatch, type TargetModel, type WindowUnit,
 } from './resource-types.js';
 
-export const API_VERSION = 'v1alpha1';
 const WINDOW_UNITS: readonly WindowUnit[] = ['second', 'minute', 'hour', 'day', 'month'];
 const MATCH_KINDS = ['exact', 'prefix', 'regex'] as const;
 const UINT32_MAX = 4_294_967_295;
