@@ -3,10 +3,10 @@
  * so plain-JS fixtures run by `node` can import them without a full build of the project
  * (other modules may be mid-change) and without depending on a stale dist/.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import ts from 'typescript';
+import { transpileDir } from '../../helpers/transpile.js';
 
 const SRC = new URL('../../../src/ratelimit/', import.meta.url).pathname;
 
@@ -33,15 +33,6 @@ export interface CompiledRatelimit {
 
 export async function compileRatelimit(): Promise<CompiledRatelimit> {
   const root = await mkdtemp(join(tmpdir(), 'rl-ipc-'));
-  const dir = join(root, 'ratelimit');
-  await mkdir(dir);
-  for (const name of MODULES) {
-    const source = await readFile(join(SRC, `${name}.ts`), 'utf8');
-    const out = ts.transpileModule(source, {
-      fileName: `${name}.ts`,
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    });
-    await writeFile(join(dir, `${name}.js`), out.outputText);
-  }
+  const dir = transpileDir(SRC, join(root, 'ratelimit'), MODULES);
   return { dir, remove: () => rm(root, { recursive: true, force: true }) };
 }
