@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runLoadChild } from './proc-cpu.js';
-import { tempDir } from './processes.js';
+import { tempDir } from './targets.js';
 
 const MARK = 'WRK_JSON ';
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { summarizeProfiles, type ProfileSummary } from './cpu-profile.js';
-import { ROOT, startRouter, tempDir } from './processes.js';
+import { ROOT, startRouter, tempDir } from './targets.js';
 import type { MicroOutput } from './report.js';
 
 /** Runs dist/bench/<name>.js as a child process; its output (or why it failed) is kept verbatim. */

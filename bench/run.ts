@@ -16,7 +16,7 @@ import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
 import {
   haveBinary, ROOT, startMock, startNginx, startRedis, startReferenceProxy, startRouter, stopAll, tempDir, type Target,
-} from './processes.js';
+} from './targets.js';
 import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';

@@ -9,7 +9,7 @@ import { runAutocannon } from './load-autocannon.js';
 import { numberArg } from './number-arg.js';
 import { routerResources } from './scenarios.js';
 import { spread } from './summary.js';
-import { startMock, startRouter, stopAll, type Target } from './processes.js';
+import { startMock, startRouter, stopAll, type Target } from './targets.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, def: number): number => numberArg(args, name, def);

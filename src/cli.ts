@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
-import { parseSettings, UsageError, USAGE } from './config/settings.js';
+import { UsageError, USAGE } from './config/settings.js';
 import { ResourceError } from './config/resources.js';
-import { validateEnvironment } from './config/validate-environment.js';
+import { loadUws } from './http/uws.js';
+import { parseAllSettings } from './settings.js';
 
 async function main(): Promise<void> {
+  // The one read of the command line and the environment; a bad value stops the router here
+  // with a message naming it (exit 2), before any worker starts, instead of a crash loop.
   const argv = process.argv.slice(2);
   let settings;
   try {
-    settings = parseSettings(argv, process.env);
+    settings = parseAllSettings(argv, process.env);
     if (settings === null) {
       process.stdout.write(`${USAGE}\n`);
       return;
     }
-    validateEnvironment(process.env);
+    loadUws(settings.allowUwsFallback);
   } catch (err) {
     if (err instanceof UsageError || err instanceof Error) {
       process.stderr.write(`inference-router: ${err.message}\n${err instanceof UsageError ? 'Run with --help for usage.\n' : ''}`);

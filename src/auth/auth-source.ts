@@ -87,10 +87,9 @@ export class AuthSource {
   }
 }
 
-/** The AuthSource for ROUTER_AUTH_CONFIG, started; null when the variable is unset or empty. */
-export function authSourceFromEnv(env: NodeJS.ProcessEnv, log: (m: string) => void): AuthSource | null {
-  const file = env.ROUTER_AUTH_CONFIG;
-  if (file === undefined || file === '') return null;
+/** The AuthSource for the auth file (ROUTER_AUTH_CONFIG), started; null when there is none. */
+export function startAuthSource(file: string | null, log: (m: string) => void): AuthSource | null {
+  if (file === null || file === '') return null;
   const source = new AuthSource(file, log);
   source.start();
   return source;

@@ -7,7 +7,7 @@
  */
 import { validateResource } from './resources.js';
 import { checkReferences } from './resource-file.js';
-import type { Endpoint, ModelRoute, ModelServer } from './resource-types.js';
+import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
 export type ResolvedServer = ModelServer & { endpoints: Endpoint[] };
@@ -26,15 +26,13 @@ export interface BuildResult {
 type Kind = 'ModelRoute' | 'ModelServer';
 type Validated = ModelRoute | ModelServer | { problem: string };
 
-const VERSION = 'v1alpha1';
-
 /** Validates objects once per object identity (an informer replaces the object on every change). */
 export class SnapshotBuilder {
   private readonly cache = new WeakMap<object, Validated>();
   private readonly apiVersion: string;
 
   constructor(private readonly apiGroup: string) {
-    this.apiVersion = `${apiGroup}/${VERSION}`;
+    this.apiVersion = `${apiGroup}/${API_VERSION}`;
   }
 
   build(rawRoutes: readonly object[], rawServers: readonly object[], pods: readonly PodLike[]): BuildResult {

@@ -8,6 +8,7 @@
  * the file source and cannot fail because of the client library.
  */
 import type { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { API_VERSION } from './resource-types.js';
 import { systemSourceClock, type SourceClock } from './kubernetes-clock.js';
 import { ResourceInformer } from './kubernetes-informer.js';
 import type { PodLike } from './kubernetes-pods.js';
@@ -15,8 +16,6 @@ import { SnapshotBuilder, type KubernetesSnapshot } from './kubernetes-snapshot.
 
 export type { SourceClock } from './kubernetes-clock.js';
 export type { KubernetesSnapshot, ResolvedServer } from './kubernetes-snapshot.js';
-
-export const RESOURCE_VERSION = 'v1alpha1';
 
 export interface KubernetesSourceOptions {
   /** e.g. networking.serving.volcano.sh */
@@ -106,7 +105,7 @@ export class KubernetesSource {
     const synced = new Promise<void>((resolve, reject) => {
       this.syncWaiter = { resolve, reject };
     });
-    this.opts.log(`kubernetes: watching ModelRoutes and ModelServers (${apiGroup}/${RESOURCE_VERSION}) and Pods in ${namespace === null ? 'all namespaces' : `namespace ${namespace}`} at ${server}`);
+    this.opts.log(`kubernetes: watching ModelRoutes and ModelServers (${apiGroup}/${API_VERSION}) and Pods in ${namespace === null ? 'all namespaces' : `namespace ${namespace}`} at ${server}`);
     for (const inf of this.informers) inf.start();
     await synced;
   }
@@ -174,7 +173,7 @@ export class KubernetesSource {
 function customList(api: CustomObjectsApi, group: string, namespace: string | null, plural: string): {
   path: string; list: () => Promise<KubernetesListObject<Obj>>;
 } {
-  const version = RESOURCE_VERSION;
+  const version = API_VERSION;
   if (namespace === null) {
     return {
       path: `/apis/${group}/${version}/${plural}`,

@@ -2,6 +2,9 @@
  * Validated, normalized resources. Produced by config/resources.ts from YAML (file source)
  * or from Kubernetes objects (kubernetes source); plain data, so it crosses IPC as JSON.
  */
+/** The version of the ModelRoute/ModelServer resources: apiVersion is `<apiGroup>/v1alpha1`. */
+export const API_VERSION = 'v1alpha1';
+
 export type WindowUnit = 'second' | 'minute' | 'hour' | 'day' | 'month';
 /** Every WindowUnit, in increasing length. */
 export const WINDOW_UNITS: readonly WindowUnit[] = ['second', 'minute', 'hour', 'day', 'month'];

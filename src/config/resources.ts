@@ -10,12 +10,10 @@ import { parseDuration } from './duration.js';
 import { parseHostPort, redisAddressProblem } from './addresses.js';
 import { describe, isPlainObject } from './describe-value.js';
 import {
-  WINDOW_UNITS,
-  type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type Rule, type RuleMatch, type StringMatch,
-  type TargetModel, type WindowUnit,
+  API_VERSION, WINDOW_UNITS, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type Rule, type RuleMatch,
+  type StringMatch, type TargetModel, type WindowUnit,
 } from './resource-types.js';
 
-export const API_VERSION = 'v1alpha1';
 const MATCH_KINDS = ['exact', 'prefix', 'regex'] as const;
 const UINT32_MAX = 4_294_967_295;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;

@@ -1,7 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { parseDuration } from './duration.js';
 
-/** Router settings from flags and environment (flags win). Validated once, then frozen. */
+/**
+ * The router's own settings from flags and environment (flags win). Validated once, then frozen.
+ * The settings of the parts (access log, tokenizer, Redis limits) are added by src/settings.ts.
+ */
 export interface RouterSettings {
   readonly source: 'file' | 'kubernetes';
   /** Resources file (file source). */
@@ -19,6 +22,8 @@ export interface RouterSettings {
   readonly allowUwsFallback: boolean;
   /** Local limits: workers decide from leased slices of the budget (false: the primary decides every request). */
   readonly localLeases: boolean;
+  /** ROUTER_AUTH_CONFIG: the auth file (API keys, JWT), or null for no authentication. */
+  readonly authConfig: string | null;
 }
 
 export class UsageError extends Error {}
@@ -127,5 +132,6 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
       : parseIntIn('ROUTER_MAX_BODY_BYTES', bodyRaw, 1, 1024 * 1024 * 1024),
     allowUwsFallback: booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', env.ROUTER_ALLOW_UWS_FALLBACK, false),
     localLeases: booleanSetting('RATE_LIMIT_LOCAL_LEASES', env.RATE_LIMIT_LOCAL_LEASES, true),
+    authConfig: env.ROUTER_AUTH_CONFIG || null,
   });
 }

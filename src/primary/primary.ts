@@ -1,11 +1,11 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { RouterSettings } from '../config/settings.js';
 import type { Endpoint, ModelRoute, ModelServer, ResourceSnapshot } from '../config/resource-types.js';
 import { FileSource } from '../config/file-source.js';
 import { CounterStore } from '../ratelimit/local/counter-store.js';
 import { attachLocalLimitHost } from '../ratelimit/local/limit-host.js';
 import { CrashGuard } from './crash-guard.js';
 import { loadAuthConfigFile } from '../auth/auth-source.js';
+import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
 
@@ -20,7 +20,7 @@ type Servers = (ModelServer & { endpoints: Endpoint[] })[];
  * snapshots, owns the instance-wide local rate-limit counters, restarts dead workers and
  * coordinates readiness and shutdown.
  */
-export async function runPrimary(settings: RouterSettings, workerArgs: string[]): Promise<void> {
+export async function runPrimary(settings: Settings, workerArgs: string[]): Promise<void> {
   let snapshot: ResourceSnapshot | null = null;
   let version = 0;
   let draining = false;
@@ -58,7 +58,7 @@ export async function runPrimary(settings: RouterSettings, workerArgs: string[])
   }
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
-  if (process.env.ROUTER_AUTH_CONFIG) loadAuthConfigFile(process.env.ROUTER_AUTH_CONFIG);
+  if (settings.authConfig !== null) loadAuthConfigFile(settings.authConfig);
 
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.

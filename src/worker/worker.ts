@@ -1,22 +1,19 @@
-import type { RouterSettings } from '../config/settings.js';
 import type { ResourceSnapshot } from '../config/resource-types.js';
 import { buildApp } from '../http/app.js';
 import { drainState } from '../http/drain-state.js';
 import type { Exchange } from '../http/exchange.js';
 import { loadUws } from '../http/uws.js';
 import { createAccessLog } from '../observe/access-log.js';
-import { parseAccessLogSettings } from '../observe/access-log-settings.js';
 import { recordFromContext } from '../observe/access-record.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from '../primary/messages.js';
 import { LimiterRegistry } from '../ratelimit/registry.js';
 import { LocalLimitClient } from '../ratelimit/local/limit-client.js';
-import { parseRedisLimitSettings } from '../ratelimit/redis/settings.js';
 import { RouteTable } from '../route/route-table.js';
 import { createTokenCounter } from '../tokens/create-token-counter.js';
-import { parseTokenizerSettings } from '../tokens/tokenizer-settings.js';
 import { EndpointRegistry } from '../upstream/endpoint-registry.js';
 import { runPipeline, type PipelineServices } from './pipeline.js';
-import { authSourceFromEnv } from '../auth/auth-source.js';
+import { startAuthSource } from '../auth/auth-source.js';
+import type { Settings } from '../settings.js';
 import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../http/metrics-answer.js';
@@ -32,14 +29,14 @@ function log(message: string): void {
 }
 
 /** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
-export async function runWorker(settings: RouterSettings): Promise<void> {
+export async function runWorker(settings: Settings): Promise<void> {
   const uws = loadUws(settings.allowUwsFallback);
-  const accessLog = createAccessLog(parseAccessLogSettings(process.env));
+  const accessLog = createAccessLog(settings.accessLog);
   let table: RouteTable | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
-  const tokens = createTokenCounter(parseTokenizerSettings(process.env), { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
+  const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry();
-  const auth = authSourceFromEnv(process.env, log);
+  const auth = startAuthSource(settings.authConfig, log);
 
   let ready = false;
   let draining = false;
@@ -53,7 +50,7 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
   const metered = meteredLimiters(metrics);
-  const limiters = new LimiterRegistry(new LocalLimitClient(), parseRedisLimitSettings(process.env), {
+  const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     log,
     onStoreError: (store) => metrics.redisError(store),
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
@@ -177,7 +174,7 @@ export async function runWorker(settings: RouterSettings): Promise<void> {
   send({ t: 'core:listening' });
 }
 
-function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: RouterSettings, prev: RouteTable | null): RouteTable | null {
+function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null): RouteTable | null {
   try {
     return new RouteTable(s, endpoints, settings.upstreamTimeoutMs);
   } catch (err) {

@@ -1,13 +1,32 @@
+/**
+ * The one process harness of the tests, the benchmarks and the demo: start and stop child
+ * processes (the built router, the mock backend, redis-server, nginx, …) on free loopback ports.
+ * Every child is remembered, so `stopAll()` (and the exit of this process) ends exactly the
+ * processes this run started. Runs from the sources (vitest) and from dist/ (bench).
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
+import { fileURLToPath } from 'node:url';
 
-export const ROOT = new URL('../..', import.meta.url).pathname;
+/** The repository root: the nearest directory above this file holding package.json. */
+function findRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('processes.ts: no package.json above this file');
+    dir = up;
+  }
+  return `${dir}/`;
+}
+
+export const ROOT = findRoot();
 export const CLI = join(ROOT, 'dist/cli.js');
-export const MOCK = join(ROOT, 'dist/bench/mock-backend.js');
+/** The mock model server (test/mock-backend/), built by bench/tsconfig.json. */
+export const MOCK = join(ROOT, 'dist/test/mock-backend/mock-backend.js');
 
 export function tempDir(prefix = 'ir-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -26,38 +45,82 @@ export function freePort(): Promise<number> {
 }
 
 export interface Proc {
-  child: ChildProcess;
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
   stdout: () => string;
   stderr: () => string;
+  /** stdout and stderr as they arrived. */
+  output: () => string;
   exited: Promise<number | null>;
+  /** Sends `signal` (SIGTERM) unless the process has exited; resolves with its exit code. */
   kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Like kill(), but SIGKILLs a process still running 10 s later. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Every process a test started; killed when the test process exits, so a failed test leaks none. */
+export interface ProcessOptions {
+  /** Shown in errors; default: the command and its first argument. */
+  name?: string;
+  /** Keep only the last this many characters of each output (default: all of it). */
+  keepChars?: number;
+}
+
+/** Every process started here and not yet exited; killed when this process exits, so a failed run leaks none. */
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `command args` with this process's environment plus `env`, capturing its output. */
+export function spawnProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const name = opts.name ?? `${command} ${args[0] ?? ''}`.trim();
+  if (child.pid === undefined) throw new Error(`could not start ${name} (${command})`);
   live.add(child);
   child.once('exit', () => live.delete(child));
+  const keep = opts.keepChars ?? Infinity;
+  const bound = (s: string): string => (s.length > keep ? s.slice(-keep) : s);
   let out = '';
   let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+  let all = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out = bound(out + d); all = bound(all + d); });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err = bound(err + d); all = bound(all + d); });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const kill = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
   return {
+    name,
     child,
+    pid: child.pid,
     stdout: () => out,
     stderr: () => err,
+    output: () => all,
     exited,
-    async kill(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+    kill,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await kill(signal);
+      clearTimeout(timer);
     },
   };
+}
+
+/** Starts `node args`. */
+export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
+  return spawnProcess(process.execPath, args, env, { name: opts.name ?? args[0], ...opts });
+}
+
+/** Stops every process started here that is still running. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...live].map((c) => new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve();
+    const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
+    c.once('exit', () => { clearTimeout(timer); resolve(); });
+    c.kill('SIGTERM');
+  })));
 }
 
 export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 15_000, everyMs = 25): Promise<NonNullable<T>> {
@@ -75,14 +138,29 @@ export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeout
   }
 }
 
+/** Like waitFor(), but fails at once, with the output, when `proc` exits first. */
+export async function waitWhileRunning<T>(what: string, proc: Proc, fn: () => T | Promise<T>, timeoutMs = 20_000): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited (${proc.child.exitCode}) while waiting for ${what}:\n${proc.output()}`);
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch { /* not yet */ }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${proc.output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export interface MockBackend extends Proc {
   port: number;
   url: string;
   stats(): Promise<{ requests: number; lastBody: any; lastHeaders: Record<string, string> }>;
 }
 
-export async function startMock(name: string, extra: string[] = []): Promise<MockBackend> {
-  const p = startProcess([MOCK, '--port', '0', '--name', name, ...extra]);
+/** The mock model server (test/mock-backend/) on a free port. */
+export async function startMock(name: string, extra: string[] = [], opts: ProcessOptions = {}): Promise<MockBackend> {
+  const p = startProcess([MOCK, '--port', '0', '--name', name, ...extra], {}, { name: `mock ${name}`, ...opts });
   const m = await waitFor(`mock ${name} to listen`, () => /listening on http:\/\/[^:]+:(\d+)/.exec(p.stdout()));
   const port = Number(m[1]);
   const url = `http://127.0.0.1:${port}`;
@@ -99,15 +177,26 @@ export interface Router extends Proc {
   resourcesFile: string;
 }
 
+export interface RouterOptions extends ProcessOptions {
+  workers?: number;
+  env?: NodeJS.ProcessEnv;
+  dir?: string;
+  /** More router flags. */
+  args?: string[];
+  /** Arguments of node itself (node:cluster passes them on to the workers). */
+  nodeArgs?: string[];
+}
+
 /** Starts the built router as a user would and waits until /readyz says ready. */
-export async function startRouter(resourcesYaml: string, opts: { workers?: number; env?: NodeJS.ProcessEnv; dir?: string; args?: string[] } = {}): Promise<Router> {
+export async function startRouter(resourcesYaml: string, opts: RouterOptions = {}): Promise<Router> {
   const dir = opts.dir ?? tempDir();
   const file = join(dir, 'resources.yaml');
   writeFileSync(file, resourcesYaml);
   const port = await freePort();
   const p = startProcess(
-    [CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
+    [...(opts.nodeArgs ?? []), CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
     { ACCESS_LOG_ENABLED: 'false', ...opts.env },
+    { name: 'router', ...opts },
   );
   const url = `http://127.0.0.1:${port}`;
   await waitFor('router to be ready', async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthConfigError } from '../../../src/auth/auth-config.js';
-import { AuthSource, authSourceFromEnv, loadAuthConfigFile } from '../../../src/auth/auth-source.js';
+import { AuthSource, loadAuthConfigFile, startAuthSource } from '../../../src/auth/auth-source.js';
 import type { Exchange } from '../../../src/http/exchange.js';
 import { RouterError } from '../../../src/errors.js';
 import { sha256Hex } from './jwks-server.js';
@@ -85,9 +85,9 @@ describe('AuthSource', () => {
   });
 
   it('is off without ROUTER_AUTH_CONFIG', () => {
-    expect(authSourceFromEnv({}, () => {})).toBeNull();
-    expect(authSourceFromEnv({ ROUTER_AUTH_CONFIG: '' }, () => {})).toBeNull();
-    const s = authSourceFromEnv({ ROUTER_AUTH_CONFIG: file(keys('a')) }, () => {});
+    expect(startAuthSource(null, () => {})).toBeNull();
+    expect(startAuthSource('', () => {})).toBeNull();
+    const s = startAuthSource(file(keys('a')), () => {});
     expect(s).toBeInstanceOf(AuthSource);
     s!.stop();
   });

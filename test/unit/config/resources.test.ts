@@ -128,8 +128,8 @@ describe('parseResourceFile: valid input', () => {
     }]);
   });
 
-  it('parses docs/examples/resources.yaml', () => {
-    const text = readFileSync(new URL('../../../docs/examples/resources.yaml', import.meta.url), 'utf8');
+  it('parses examples/resources.yaml', () => {
+    const text = readFileSync(new URL('../../../examples/resources.yaml', import.meta.url), 'utf8');
     const { routes, servers, warnings } = parseResourceFile(text, 'resources.yaml', opts);
     expect(warnings).toEqual([]);
     expect(servers).toHaveLength(1);

@@ -3,10 +3,10 @@
  * so plain-JS fixtures run by `node` can import them without a full build of the project
  * (other modules may be mid-change) and without depending on a stale dist/.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import ts from 'typescript';
+import { join } from 'node:path';
+import { transpileDir } from '../../helpers/transpile.js';
 
 const SRC = new URL('../../../src/', import.meta.url).pathname;
 
@@ -36,14 +36,6 @@ export interface CompiledRatelimit {
 
 export async function compileRatelimit(): Promise<CompiledRatelimit> {
   const root = await mkdtemp(join(tmpdir(), 'rl-ipc-'));
-  for (const name of MODULES) {
-    const source = await readFile(join(SRC, `${name}.ts`), 'utf8');
-    const out = ts.transpileModule(source, {
-      fileName: `${name}.ts`,
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    });
-    await mkdir(dirname(join(root, name)), { recursive: true });
-    await writeFile(join(root, `${name}.js`), out.outputText);
-  }
+  transpileDir(SRC, root, MODULES);
   return { dir: join(root, 'ratelimit', 'local'), remove: () => rm(root, { recursive: true, force: true }) };
 }

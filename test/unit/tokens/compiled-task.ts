@@ -4,26 +4,17 @@
  * node_modules/.cache, where `gpt-tokenizer` still resolves, and returns the worker file.
  * Always built from the current sources, so it cannot run a stale dist/ build.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
+import { transpileDir } from '../../helpers/transpile.js';
 
 const root = new URL('../../../', import.meta.url);
 
 const outDir = fileURLToPath(new URL(`node_modules/.cache/inference-router-tokens-test/${process.pid}/`, root));
 
 export function compiledTaskFile(): string {
-  const srcDir = fileURLToPath(new URL('src/tokens/', root));
-  mkdirSync(outDir, { recursive: true });
+  transpileDir(fileURLToPath(new URL('src/tokens/', root)), outDir);
   writeFileSync(`${outDir}package.json`, '{"type":"module"}\n');
-  for (const name of readdirSync(srcDir)) {
-    if (!name.endsWith('.ts')) continue;
-    const out = ts.transpileModule(readFileSync(srcDir + name, 'utf8'), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-      fileName: name,
-    });
-    writeFileSync(outDir + name.replace(/\.ts$/, '.js'), out.outputText);
-  }
   return `${outDir}tokenize-task.js`;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `npm run demo`: two mock model-server pods plus the router on docs/examples/resources.yaml,
+ * `npm run demo`: two mock model-server pods plus the router on examples/resources.yaml,
  * with the curl commands to try. Ctrl-C stops everything.
  *
  * Environment: DEMO_PORT (router port, default 8080); the access log goes to stdout (text).
@@ -44,10 +44,10 @@ async function waitReady(url: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const mock = join(root, 'dist/bench/mock-backend.js');
+  const mock = join(root, 'dist/test/mock-backend/mock-backend.js');
   start([mock, '--port', '18001', '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200']);
   start([mock, '--port', '18002', '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200']);
-  start([join(root, 'dist/cli.js'), '--resources', join(root, 'docs/examples/resources.yaml'), '--port', String(port), '--workers', '2'],
+  start([join(root, 'dist/cli.js'), '--resources', join(root, 'examples/resources.yaml'), '--port', String(port), '--workers', '2'],
     { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text' });
   await waitReady(`http://127.0.0.1:${port}/readyz`);
   const base = `http://127.0.0.1:${port}`;

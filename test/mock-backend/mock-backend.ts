@@ -1,7 +1,7 @@
 /**
  * Mock OpenAI-compatible backend (a model server pod) for the demo, e2e tests and benchmarks.
  *
- *   node dist/bench/mock-backend.js --port 0 --name pod-a --latency-ms 20 --tokens-per-second 50
+ *   node dist/test/mock-backend/mock-backend.js --port 0 --name pod-a --latency-ms 20 --tokens-per-second 50
  *
  * Prints exactly one line on stdout once listening: `mock-backend listening on http://HOST:PORT`.
  * Exits with code 0 on SIGTERM/SIGINT. See mock-server.ts for routes and per-request headers,

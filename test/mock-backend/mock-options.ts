@@ -30,7 +30,7 @@ export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
   usage: true,
 });
 
-export const MOCK_USAGE = `Usage: node dist/bench/mock-backend.js [options]
+export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [options]
   --port N               port to listen on, 0 = pick a free one (default 0)
   --host HOST            interface to listen on (default 127.0.0.1)
   --name NAME            pod name echoed in answers and in header x-mock-pod (default mock-pod)

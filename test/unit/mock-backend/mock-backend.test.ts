@@ -7,12 +7,12 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const entry = `${root}dist/bench/mock-backend.js`;
+const entry = `${root}dist/test/mock-backend/mock-backend.js`;
 
-/** Builds bench/ when dist/bench is missing or older than a bench source. */
+/** Builds the mock backend (bench/tsconfig.json) when its build is missing or older than a source. */
 function ensureBuilt(): void {
   const built = existsSync(entry) ? statSync(entry).mtimeMs : 0;
-  const stale = readdirSync(`${root}bench`).some((f) => f.endsWith('.ts') && statSync(`${root}bench/${f}`).mtimeMs > built);
+  const stale = readdirSync(`${root}test/mock-backend`).some((f) => f.endsWith('.ts') && statSync(`${root}test/mock-backend/${f}`).mtimeMs > built);
   if (!stale) return;
   const tsc = spawnSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}bench/tsconfig.json`], { encoding: 'utf8' });
   if (tsc.status !== 0) throw new Error(`building bench failed:\n${tsc.stdout}${tsc.stderr}`);
