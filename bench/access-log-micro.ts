@@ -11,6 +11,7 @@
  * Run: npm run build && node dist/bench/access-log-micro.js
  * Env: BENCH_RECORDS (per case, default 200000), BENCH_PER_TURN (default 50), BENCH_ROUNDS (default 5;
  *      the best round of each case is printed),
+ *      BENCH_FLUSH_INTERVAL_MS (the writer's ACCESS_LOG_FLUSH_INTERVAL, default its default),
  *      BENCH_OUTPUT (one path to measure instead of the default two: a new regular file in the OS
  *      temp dir, and a FIFO drained by `cat` like a container runtime's stdout pipe).
  */
@@ -21,6 +22,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createAccessLog } from 'inference-router/observe/access-log';
 import { formatJson, formatText } from 'inference-router/observe/access-log-format';
+import { DEFAULT_FLUSH_INTERVAL_MS } from 'inference-router/observe/access-log-settings';
 import { maxWriteFor } from 'inference-router/observe/access-log-sink';
 import sonicBoom from 'sonic-boom';
 import type { AccessRecord } from 'inference-router/observe/access-record';
@@ -29,6 +31,7 @@ const N = Number(process.env.BENCH_RECORDS ?? 200_000);
 const PER_TURN = Number(process.env.BENCH_PER_TURN ?? 50);
 const BUFFER_BYTES = 256 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const FLUSH_INTERVAL_MS = Number(process.env.BENCH_FLUSH_INTERVAL_MS ?? DEFAULT_FLUSH_INTERVAL_MS);
 
 function record(i: number): AccessRecord {
   return {
@@ -110,7 +113,8 @@ async function measure(out: Output): Promise<void> {
       ));
       raw.end();
 
-      const log = createAccessLog({ enabled: true, format: name, output: out.path, bufferBytes: BUFFER_BYTES });
+      const log = createAccessLog({ enabled: true, format: name, output: out.path, bufferBytes: BUFFER_BYTES,
+        flushIntervalMs: FLUSH_INTERVAL_MS });
       keep(`${name} batched`, await activeMs((r) => log.log(r), () => log.flush()));
       await log.close();
     }
@@ -126,7 +130,8 @@ async function measure(out: Output): Promise<void> {
 
 async function main(): Promise<void> {
   console.log(`access-log micro: ${N} records per case, ${PER_TURN} per event-loop turn, best of ${ROUNDS} rounds, ` +
-    `node ${process.version}; event-loop active time per record`);
+    `flush interval ${FLUSH_INTERVAL_MS} ms, node ${process.version}; event-loop active time and process CPU ` +
+    `(all threads) per record`);
   await activeMs(noop, none); // warm-up
   const dir = mkdtempSync(join(tmpdir(), 'access-log-bench-'));
   try {
