@@ -11,6 +11,7 @@
  * Run: npm run build && node dist/bench/access-log-micro.js
  * Env: BENCH_RECORDS (per case, default 200000), BENCH_PER_TURN (default 50), BENCH_ROUNDS (default 5;
  *      the best round of each case is printed),
+ *      BENCH_FLUSH_INTERVAL_MS (the writer's ACCESS_LOG_FLUSH_INTERVAL, default its default),
  *      BENCH_OUTPUT (one path to measure instead of the default two: a new regular file in the OS
  *      temp dir, and a FIFO drained by `cat` like a container runtime's stdout pipe).
  */
@@ -21,6 +22,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createAccessLog } from 'inference-router/observe/access-log';
 import { formatJson, formatText } from 'inference-router/observe/access-log-format';
+import { DEFAULT_FLUSH_INTERVAL_MS } from 'inference-router/observe/access-log-settings';
 import { maxWriteFor } from 'inference-router/observe/access-log-sink';
 import sonicBoom from 'sonic-boom';
 import type { AccessRecord } from 'inference-router/observe/access-record';
@@ -29,6 +31,7 @@ const N = Number(process.env.BENCH_RECORDS ?? 200_000);
 const PER_TURN = Number(process.env.BENCH_PER_TURN ?? 50);
 const BUFFER_BYTES = 256 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const FLUSH_INTERVAL_MS = Number(process.env.BENCH_FLUSH_INTERVAL_MS ?? DEFAULT_FLUSH_INTERVAL_MS);
 
 function record(i: number): AccessRecord {
   return {
@@ -55,9 +58,15 @@ function record(i: number): AccessRecord {
 // Built once so the loop measures logging, not record construction.
 const RECORDS = Array.from({ length: 1000 }, (_, i) => record(i));
 
-/** Runs `each` N times, PER_TURN per event-loop turn, then `done`; returns active ms of the loop. */
-async function activeMs(each: (r: AccessRecord) => void, done: () => Promise<void>): Promise<number> {
+interface Cost { active: number; cpu: number }
+
+/**
+ * Runs `each` N times, PER_TURN per event-loop turn, then `done`; returns the loop's active ms and
+ * the process's CPU ms (every thread: the main thread plus the libuv thread pool's write(2) calls).
+ */
+async function activeMs(each: (r: AccessRecord) => void, done: () => Promise<void>): Promise<Cost> {
   const start = performance.eventLoopUtilization();
+  const cpu0 = process.cpuUsage();
   let i = 0;
   await new Promise<void>((resolve) => {
     const turn = (): void => {
@@ -68,21 +77,26 @@ async function activeMs(each: (r: AccessRecord) => void, done: () => Promise<voi
     turn();
   });
   await done();
-  return performance.eventLoopUtilization(start).active;
+  const active = performance.eventLoopUtilization(start).active;
+  const cpu = process.cpuUsage(cpu0);
+  return { active, cpu: (cpu.user + cpu.system) / 1000 };
 }
 
 const noop = (): void => {};
 const none = (): Promise<void> => Promise.resolve();
+const minCost = (a: Cost, b: Cost): Cost => ({ active: Math.min(a.active, b.active), cpu: Math.min(a.cpu, b.cpu) });
+const WORST: Cost = { active: Infinity, cpu: Infinity };
 
 interface Output { label: string; path: string; maxWrite: number }
 
 /** Runs every case ROUNDS times, interleaved, against `out`; prints the best round of each. */
 async function measure(out: Output): Promise<void> {
-  const base = Math.min(await activeMs(noop, none), await activeMs(noop, none));
-  const us = (ms: number): string => (((ms - base) * 1000) / N).toFixed(2).padStart(6);
+  const base = minCost(await activeMs(noop, none), await activeMs(noop, none));
+  const us = (c: Cost): string => `${(((c.active - base.active) * 1000) / N).toFixed(2).padStart(6)} µs loop ` +
+    `${(((c.cpu - base.cpu) * 1000) / N).toFixed(2).padStart(6)} µs CPU`;
   const formats = [['json', formatJson], ['text', formatText]] as const;
-  const best = new Map<string, number>();
-  const keep = (key: string, ms: number): void => { best.set(key, Math.min(best.get(key) ?? Infinity, ms)); };
+  const best = new Map<string, Cost>();
+  const keep = (key: string, c: Cost): void => { best.set(key, minCost(best.get(key) ?? WORST, c)); };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, format] of formats) {
       let sink: unknown = 0;
@@ -99,23 +113,25 @@ async function measure(out: Output): Promise<void> {
       ));
       raw.end();
 
-      const log = createAccessLog({ enabled: true, format: name, output: out.path, bufferBytes: BUFFER_BYTES });
+      const log = createAccessLog({ enabled: true, format: name, output: out.path, bufferBytes: BUFFER_BYTES,
+        flushIntervalMs: FLUSH_INTERVAL_MS });
       keep(`${name} batched`, await activeMs((r) => log.log(r), () => log.flush()));
       await log.close();
     }
   }
   console.log(`\n${out.label} (${out.path}), writes <= ${out.maxWrite} bytes; empty-loop baseline ` +
-    `${((base * 1000) / N).toFixed(2)} µs/record subtracted`);
+    `${((base.active * 1000) / N).toFixed(2)} µs loop, ${((base.cpu * 1000) / N).toFixed(2)} µs CPU per record subtracted`);
   for (const [name] of formats) {
-    console.log(`  ${name} format only ${us(best.get(`${name} format`)!)} µs/record`);
-    console.log(`  ${name} unbatched   ${us(best.get(`${name} unbatched`)!)} µs/record  (format + one sonic-boom string write per record)`);
-    console.log(`  ${name} batched     ${us(best.get(`${name} batched`)!)} µs/record  (AccessLog)`);
+    console.log(`  ${name} format only ${us(best.get(`${name} format`)!)} per record`);
+    console.log(`  ${name} unbatched   ${us(best.get(`${name} unbatched`)!)} per record  (format + one sonic-boom string write per record)`);
+    console.log(`  ${name} batched     ${us(best.get(`${name} batched`)!)} per record  (AccessLog)`);
   }
 }
 
 async function main(): Promise<void> {
   console.log(`access-log micro: ${N} records per case, ${PER_TURN} per event-loop turn, best of ${ROUNDS} rounds, ` +
-    `node ${process.version}; event-loop active time per record`);
+    `flush interval ${FLUSH_INTERVAL_MS} ms, node ${process.version}; event-loop active time and process CPU ` +
+    `(all threads) per record`);
   await activeMs(noop, none); // warm-up
   const dir = mkdtempSync(join(tmpdir(), 'access-log-bench-'));
   try {

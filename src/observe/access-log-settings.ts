@@ -1,6 +1,7 @@
 /**
  * Access-log settings from the environment, validated once and frozen (docs/access-log.md).
  */
+import { parseDuration } from '../config/duration.js';
 
 export type AccessLogFormat = 'json' | 'text';
 
@@ -11,11 +12,19 @@ export interface AccessLogSettings {
   readonly output: string;
   /** Bound on bytes queued for the sink; records beyond it are dropped and counted. */
   readonly bufferBytes: number;
+  /**
+   * Longest time a record waits to be gathered with later ones before it is written, ms; 0 =
+   * written at the end of the event-loop turn that logged it. A full batch is written at once.
+   */
+  readonly flushIntervalMs: number;
 }
 
 export const DEFAULT_BUFFER_BYTES = 16 * 1024 * 1024;
 /** Smallest accepted buffer bound: a few whole batches. */
 export const MIN_BUFFER_BYTES = 64 * 1024;
+
+export const DEFAULT_FLUSH_INTERVAL_MS = 100;
+export const MAX_FLUSH_INTERVAL_MS = 10_000;
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], dflt: T): T {
   const raw = env[name];
@@ -44,12 +53,31 @@ function bufferBytes(env: NodeJS.ProcessEnv): number {
   return n;
 }
 
-/** Reads ACCESS_LOG_ENABLED, ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ACCESS_LOG_BUFFER_BYTES. Throws on a bad value. */
+/** A Go-style duration (100ms, 1s) or a bare number of milliseconds, from 0 to 10s. */
+function flushInterval(env: NodeJS.ProcessEnv): number {
+  const raw = env.ACCESS_LOG_FLUSH_INTERVAL;
+  if (raw === undefined || raw === '') return DEFAULT_FLUSH_INTERVAL_MS;
+  let ms = Number.NaN;
+  try {
+    ms = /^[0-9]+$/.test(raw) ? Number(raw) : parseDuration(raw);
+  } catch { /* reported below */ }
+  if (!(ms >= 0 && ms <= MAX_FLUSH_INTERVAL_MS)) {
+    throw new Error(`ACCESS_LOG_FLUSH_INTERVAL must be a duration from 0 to 10s such as 100ms or 1s, or a number ` +
+      `of milliseconds (default ${DEFAULT_FLUSH_INTERVAL_MS}ms); got ${JSON.stringify(raw)}`);
+  }
+  return Math.ceil(ms);
+}
+
+/**
+ * Reads ACCESS_LOG_ENABLED, ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ACCESS_LOG_BUFFER_BYTES,
+ * ACCESS_LOG_FLUSH_INTERVAL. Throws on a bad value.
+ */
 export function parseAccessLogSettings(env: NodeJS.ProcessEnv): AccessLogSettings {
   return Object.freeze({
     enabled: oneOf(env, 'ACCESS_LOG_ENABLED', ['true', 'false'], 'true') === 'true',
     format: oneOf<AccessLogFormat>(env, 'ACCESS_LOG_FORMAT', ['json', 'text'], 'text'),
     output: output(env),
     bufferBytes: bufferBytes(env),
+    flushIntervalMs: flushInterval(env),
   });
 }

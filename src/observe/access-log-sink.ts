@@ -1,37 +1,25 @@
 import { accessSync, constants, fstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import sonicBoom from 'sonic-boom';
-import type { SonicBoom } from 'sonic-boom';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
 
 /**
- * Opens the access-log destination as a non-blocking sonic-boom stream, configured so that
- * every write(2) it issues holds whole records only (docs/access-log.md, "Guarantees").
- *
- * How sonic-boom 5.0.2 (index.js) cuts writes, and why whole records survive:
- * - `write(data)` (buffer mode: `writeBuffer`) adds `data` to its last queued chunk only when
- *   the sum stays <= maxWrite, else starts a new chunk; it never splits `data`. We hand it
- *   whole-record batches of at most `batchBytes` == maxWrite bytes, so every chunk is whole
- *   records and <= maxWrite bytes (a single `data` larger than maxWrite would be written
- *   whole, too: it is never cut, but we never hand one over).
- * - `actualWriteBuffer` issues one fs.write of one chunk (Buffer.concat of its parts). After a
- *   short write `release` writes the rest of that chunk; a write of <= PIPE_BUF (4096) bytes to
- *   a pipe is all-or-nothing (EAGAIN when full, which sonic-boom retries later with the whole
- *   chunk), so on pipes there are no short writes. Regular files only write short when full.
- * - `flushSync`/`flushBufferSync` also write queued chunks one by one; we do not call them.
- * - `minLength` stays 0: no chunk waits for a size; `flush()` only drains.
- * - `maxLength` is the queue bound: a `write()` that would exceed it is refused with a 'drop'
- *   event (synchronously), which the writer counts.
+ * Resolves the access-log destination and the largest write that keeps records whole across
+ * processes (docs/access-log.md, "Guarantees"): to a pipe, socket or terminal at most PIPE_BUF
+ * (4096) bytes per write(2), which Linux keeps atomic for pipes; to a regular file opened
+ * O_APPEND, whole-record writes up to FILE_MAX_WRITE, each one call (local Linux file systems
+ * hold the inode lock for a whole write). The writer (access-log-fd-writer.ts) writes each
+ * batch of whole records with one call; a short write (a full disk) writes the rest next.
  */
 
 /** Output types that keep a write atomic only up to PIPE_BUF: pipes, sockets, terminals. */
 const PIPE_MAX_WRITE = MAX_RECORD_BYTES;
-/** Regular files opened O_APPEND: whole-record writes up to sonic-boom's default size. */
-const FILE_MAX_WRITE = 16 * 1024;
+/** Regular files opened O_APPEND: whole-record writes of up to 64 KiB (fewer, larger writes). */
+export const FILE_MAX_WRITE = 64 * 1024;
 
 export interface Sink {
-  readonly stream: SonicBoom;
-  /** Largest batch to hand to `stream.write` (== its maxWrite). */
+  /** 1 or 2 for stdout/stderr; -1 for a path (the writer opens it). */
+  readonly fd: number;
+  /** Largest batch of whole records to write with one call. */
   readonly batchBytes: number;
   /** A file path that `reopen()` can open again; null for stdout/stderr. */
   readonly path: string | null;
@@ -64,29 +52,11 @@ export function maxWriteFor(regularFile: boolean): number {
   return regularFile ? FILE_MAX_WRITE : PIPE_MAX_WRITE;
 }
 
-/** Opens `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be appended to. */
-export function openSink(output: string, bufferBytes: number): Sink {
-  let fd: number | string;
-  let regular: boolean;
-  let path: string | null = null;
+/** Resolves `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be appended to. */
+export function openSink(output: string): Sink {
   if (output === 'stdout' || output === 'stderr') {
-    fd = output === 'stdout' ? 1 : 2;
-    regular = isRegularFile(fd);
-  } else {
-    regular = checkPath(output);
-    fd = output;
-    path = output;
+    const fd = output === 'stdout' ? 1 : 2;
+    return { fd, batchBytes: maxWriteFor(isRegularFile(fd)), path: null };
   }
-  const maxWrite = maxWriteFor(regular);
-  const stream = new sonicBoom.SonicBoom({
-    dest: fd,
-    sync: false,
-    append: true,
-    minLength: 0,
-    maxWrite,
-    maxLength: bufferBytes,
-    // Buffers: our batches are already UTF-8 and sonic-boom writes them without re-encoding.
-    contentMode: 'buffer',
-  });
-  return { stream, batchBytes: maxWrite, path };
+  return { fd: -1, batchBytes: maxWriteFor(checkPath(output)), path: output };
 }

@@ -1,16 +1,17 @@
 import { write as fsWrite } from 'node:fs';
-import type { SonicBoom } from 'sonic-boom';
 import type { AccessRecord } from './access-record.js';
 import { RecordBatcher } from './access-log-batch.js';
+import { FdWriter } from './access-log-fd-writer.js';
 import { formatJson, formatText } from './access-log-format.js';
 import type { AccessLogSettings } from './access-log-settings.js';
 import { openSink } from './access-log-sink.js';
 
 /**
- * The access-log writer (docs/access-log.md). Records logged during one event-loop turn are
- * gathered into whole-record batches (each <= the sink's write size) and handed to sonic-boom
- * once per turn (setImmediate) or as soon as a batch is full; sonic-boom writes them
- * asynchronously. Queued bytes are bounded; records beyond the bound are dropped, counted and
+ * The access-log writer (docs/access-log.md). Records are gathered into whole-record batches
+ * (each <= the sink's write size); a batch is handed to the fd writer as soon as it is full, or
+ * when the flush interval since its first record is over (with interval 0: at the end of the
+ * event-loop turn), and written asynchronously with one write(2). Queued bytes are bounded;
+ * records beyond the bound, and records of a batch whose write failed, are dropped, counted and
  * reported on stderr at most once a minute.
  */
 export interface AccessLog {
@@ -23,9 +24,9 @@ export interface AccessLog {
   reopen(): void;
   /** Flushes, then closes the sink. Records logged afterwards are dropped and counted. */
   close(): Promise<void>;
-  /** Records dropped because the sink did not keep up (or logged after close). */
+  /** Records dropped because the sink did not keep up, its write failed, or they came after close. */
   readonly dropped: number;
-  /** Records accepted for writing; after flush() resolves they are all written. */
+  /** Records accepted for writing and not failed; after flush() resolves they are all written. */
   readonly written: number;
 }
 
@@ -57,17 +58,18 @@ function warnToStderr(msg: string): void {
   fsWrite(2, msg + '\n', noop);
 }
 
-class SonicAccessLog implements AccessLog {
+class BatchingAccessLog implements AccessLog {
   readonly enabled = true;
   dropped = 0;
   written = 0;
 
   private readonly batcher: RecordBatcher;
+  private readonly writer: FdWriter;
+  /** A timer (interval > 0) or a setImmediate (interval 0) is pending for the current batch. */
   private scheduled = false;
+  private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private closing: Promise<void> | null = null;
-  /** Set by the sink's synchronous 'drop' event during write(). */
-  private rejected = false;
   private droppedReported = 0;
   private lastDropWarn = Number.NEGATIVE_INFINITY;
   private lastErrorWarn = Number.NEGATIVE_INFINITY;
@@ -83,18 +85,18 @@ class SonicAccessLog implements AccessLog {
   };
 
   constructor(
-    private readonly stream: SonicBoom,
+    fd: number,
     private readonly format: (r: AccessRecord) => string,
     maxBatchBytes: number,
     private readonly path: string | null,
     private readonly output: string,
     private readonly bufferBytes: number,
+    private readonly flushIntervalMs: number,
     private readonly clock: () => number,
     private readonly warn: (msg: string) => void,
   ) {
     this.batcher = new RecordBatcher(maxBatchBytes, (batch, records) => this.handOff(batch, records));
-    stream.on('drop', () => { this.rejected = true; });
-    stream.on('error', (err: Error) => this.onError(err));
+    this.writer = new FdWriter(path, fd, bufferBytes, (records, err) => this.onFailed(records, err));
   }
 
   log(r: AccessRecord): void {
@@ -103,28 +105,47 @@ class SonicAccessLog implements AccessLog {
       return;
     }
     this.batcher.add(this.format(r));
-    if (!this.scheduled) {
-      this.scheduled = true;
+    this.written++;
+    if (!this.scheduled) this.schedule();
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    if (this.flushIntervalMs === 0) {
       setImmediate(this.onTick);
+    } else if (this.timer === null) {
+      this.timer = setTimeout(this.onTick, this.flushIntervalMs);
+      this.timer.unref();
+    } else {
+      this.timer.refresh(); // re-arms the same timer: no allocation per batch
     }
   }
 
-  /** Hands one batch (whole records, <= maxBatchBytes) to the sink in one write. */
+  /** Hands one batch (whole records, <= maxBatchBytes) to the writer. */
   private handOff(batch: Buffer, records: number): void {
-    this.rejected = false;
-    // Buffer content mode: sonic-boom's write() takes Buffers (its typings only declare strings).
-    (this.stream.write as unknown as (b: Buffer) => boolean).call(this.stream, batch);
-    if (this.rejected) {
+    if (!this.writer.push(batch, records)) {
+      this.written -= records;
       this.dropped += records;
       this.reportDrops(false);
-    } else {
-      this.written += records;
     }
+  }
+
+  /** A batch's write failed (or the file could not be reopened, records = 0): count and warn. */
+  private onFailed(records: number, err: NodeJS.ErrnoException): void {
+    this.written -= records;
+    this.dropped += records;
+    // These drops are reported here, not as "not keeping up".
+    this.droppedReported += records;
+    const now = this.clock();
+    if (now - this.lastErrorWarn < WARN_INTERVAL_MS) return;
+    this.lastErrorWarn = now;
+    this.warn(`access log: writing to ${this.output} failed: ${err.message}` +
+      (records > 0 ? `; dropped ${records} records (${this.dropped} since start)` : ''));
   }
 
   private reportDrops(force: boolean): void {
     const fresh = this.dropped - this.droppedReported;
-    if (fresh === 0) return;
+    if (fresh <= 0) return;
     const now = this.clock();
     if (force || now - this.lastDropWarn >= WARN_INTERVAL_MS) {
       this.lastDropWarn = now;
@@ -139,48 +160,28 @@ class SonicAccessLog implements AccessLog {
     }
   }
 
-  private onError(err: Error): void {
-    const now = this.clock();
-    if (now - this.lastErrorWarn < WARN_INTERVAL_MS) return;
-    this.lastErrorWarn = now;
-    this.warn(`access log: writing to ${this.output} failed: ${err.message}`);
-  }
-
   flush(): Promise<void> {
     if (this.closed) return this.closing ?? Promise.resolve();
     this.batcher.flush();
-    return new Promise((resolve, reject) => {
-      this.stream.flush((err?: Error) => (err ? reject(err) : resolve()));
-    });
+    return this.writer.flush();
   }
 
   reopen(): void {
     if (this.path === null || this.closed) return;
-    try {
-      this.stream.reopen();
-    } catch (err) {
-      this.onError(err as Error);
-    }
+    this.writer.reopen();
   }
 
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.batcher.flush();
     this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
     if (this.dropTimer !== null) {
       clearTimeout(this.dropTimer);
       this.dropTimer = null;
     }
     this.reportDrops(true);
-    this.closing = new Promise((resolve, reject) => {
-      const onError = (err: Error): void => reject(err);
-      this.stream.once('error', onError);
-      this.stream.once('close', () => {
-        this.stream.off('error', onError);
-        resolve();
-      });
-      this.stream.end();
-    });
+    this.closing = this.writer.close().then(() => this.reportDrops(true));
     return this.closing;
   }
 }
@@ -188,14 +189,15 @@ class SonicAccessLog implements AccessLog {
 /** Creates the writer for `s`; a disabled log is a shared no-op object. Throws when a file output cannot be opened. */
 export function createAccessLog(s: AccessLogSettings, opts: AccessLogOptions = {}): AccessLog {
   if (!s.enabled) return DISABLED;
-  const sink = openSink(s.output, s.bufferBytes);
-  return new SonicAccessLog(
-    sink.stream,
+  const sink = openSink(s.output);
+  return new BatchingAccessLog(
+    sink.fd,
     s.format === 'json' ? formatJson : formatText,
     sink.batchBytes,
     sink.path,
     s.output,
     s.bufferBytes,
+    s.flushIntervalMs,
     opts.clock ?? Date.now,
     opts.warn ?? warnToStderr,
   );

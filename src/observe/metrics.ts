@@ -104,7 +104,7 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
       'Requests in flight to each backend pod.', 'gauge', () => this.collectInflight()) as never);
     r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
-      'Access-log records dropped because the sink did not keep up (or after close).', 'counter',
+      'Access-log records dropped because the sink did not keep up, its write failed (e.g. disk full), or they came after close.', 'counter',
       () => single(this.sources.accessLogDropped)) as never);
     r.registerMetric(new CollectedFamily('inference_router_tokenizer_pool_tasks',
       'Token counts submitted to the tokenizer pool and not answered yet (running and queued).', 'gauge',

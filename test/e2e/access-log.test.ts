@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -209,6 +209,54 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
       await waitFor('record in the new file', () => records(file).length === 1, 5000);
       expect(records(file)[0].request_id).toBe('after');
       expect(records(`${file}.1`).map((r) => r.request_id)).toEqual(['before']);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  /** The sum of inference_router_access_log_dropped_total over the workers, from /metrics. */
+  async function droppedRecords(url: string): Promise<number> {
+    const text = await (await fetch(`${url}/metrics`, { headers: { connection: 'close' } })).text();
+    const m = /^inference_router_access_log_dropped_total (\d+)$/m.exec(text);
+    if (m === null) throw new Error(`no dropped counter in /metrics:\n${text}`);
+    return Number(m[1]);
+  }
+
+  it('a full disk (/dev/full, every write fails ENOSPC): requests answered, every record counted as dropped', async () => {
+    const router = await startRouter(resources(), { env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: '/dev/full' } });
+    try {
+      const n = 40;
+      for (let i = 0; i < n; i++) {
+        const r = await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }, { connection: 'close' });
+        await r.text();
+        expect(r.status).toBe(404);
+      }
+      await waitFor('dropped counter to reach the request count', async () => (await droppedRecords(router.url)) >= n, 10_000);
+      expect(await droppedRecords(router.url)).toBe(n);
+      expect(router.stderr()).toMatch(/access log: writing to \/dev\/full failed: ENOSPC/);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('after a full disk, SIGHUP to a writable file writes only new records (no old backlog)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    symlinkSync('/dev/full', file);
+    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      for (let i = 0; i < 20; i++) {
+        await (await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }, { 'x-request-id': `old-${i}`, connection: 'close' })).text();
+      }
+      await waitFor('old records counted as dropped', async () => (await droppedRecords(router.url)) >= 20, 10_000);
+      unlinkSync(file); // the operator frees the path; the reopen creates a regular file
+      router.child.kill('SIGHUP');
+      await waitFor('new file', () => existsSync(file), 5000);
+      await (await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }, { 'x-request-id': 'new' })).text();
+      await waitFor('record in the new file', () => records(file).length >= 1, 5000);
+      await new Promise((r) => setTimeout(r, 300)); // a backlog, if any, would follow within the flush interval
+      expect(records(file).map((r) => r.request_id)).toEqual(['new']);
+      expect(await droppedRecords(router.url)).toBe(20);
     } finally {
       await router.kill();
     }

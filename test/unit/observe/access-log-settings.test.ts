@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_BUFFER_BYTES, parseAccessLogSettings } from '../../../src/observe/access-log-settings.js';
 
 describe('parseAccessLogSettings', () => {
-  it('defaults: enabled, text, stdout, 16 MiB', () => {
+  it('defaults: enabled, text, stdout, 16 MiB, 100 ms flush interval', () => {
     const s = parseAccessLogSettings({});
-    expect(s).toEqual({ enabled: true, format: 'text', output: 'stdout', bufferBytes: 16 * 1024 * 1024 });
+    expect(s).toEqual({ enabled: true, format: 'text', output: 'stdout', bufferBytes: 16 * 1024 * 1024, flushIntervalMs: 100 });
     expect(DEFAULT_BUFFER_BYTES).toBe(16 * 1024 * 1024);
     expect(Object.isFrozen(s)).toBe(true);
   });
@@ -17,8 +17,12 @@ describe('parseAccessLogSettings', () => {
   it('reads every valid value', () => {
     expect(parseAccessLogSettings({
       ACCESS_LOG_ENABLED: 'false', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: '/var/log/router/access.log',
-      ACCESS_LOG_BUFFER_BYTES: '1048576',
-    })).toEqual({ enabled: false, format: 'json', output: '/var/log/router/access.log', bufferBytes: 1048576 });
+      ACCESS_LOG_BUFFER_BYTES: '1048576', ACCESS_LOG_FLUSH_INTERVAL: '250ms',
+    })).toEqual({ enabled: false, format: 'json', output: '/var/log/router/access.log', bufferBytes: 1048576, flushIntervalMs: 250 });
+    expect(parseAccessLogSettings({ ACCESS_LOG_FLUSH_INTERVAL: '0' }).flushIntervalMs).toBe(0);
+    expect(parseAccessLogSettings({ ACCESS_LOG_FLUSH_INTERVAL: '40' }).flushIntervalMs).toBe(40);
+    expect(parseAccessLogSettings({ ACCESS_LOG_FLUSH_INTERVAL: '1s' }).flushIntervalMs).toBe(1000);
+    expect(parseAccessLogSettings({ ACCESS_LOG_FLUSH_INTERVAL: '10s' }).flushIntervalMs).toBe(10_000);
     expect(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: 'stderr', ACCESS_LOG_FORMAT: 'text' }))
       .toMatchObject({ output: 'stderr', format: 'text' });
     expect(parseAccessLogSettings({ ACCESS_LOG_ENABLED: 'true' }).enabled).toBe(true);
@@ -32,6 +36,10 @@ describe('parseAccessLogSettings', () => {
     ['ACCESS_LOG_BUFFER_BYTES', '16MiB', /^ACCESS_LOG_BUFFER_BYTES must be an integer number of bytes >= 65536/],
     ['ACCESS_LOG_BUFFER_BYTES', '1024', /^ACCESS_LOG_BUFFER_BYTES must be an integer/],
     ['ACCESS_LOG_BUFFER_BYTES', '-5', /^ACCESS_LOG_BUFFER_BYTES must be an integer/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', 'soon', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration from 0 to 10s .*got "soon"/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', '-1s', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', '11s', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration from 0 to 10s/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', '100 ms', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration/],
   ])('rejects %s=%j naming the variable and the allowed values', (name, value, message) => {
     expect(() => parseAccessLogSettings({ [name]: value })).toThrow(message);
   });

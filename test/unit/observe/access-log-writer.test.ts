@@ -201,6 +201,35 @@ describe('one writer, a file', () => {
     expect(fresh.at(-1)).toBe('r-199');
   });
 
+  it('a record is written by itself within the flush interval, without flush()', async () => {
+    const file = join(dir, 'interval.log');
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '20ms' }));
+    log.log(record(7));
+    const deadline = Date.now() + 5000;
+    while (!existsSync(file) || ids(file).length === 0) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(ids(file)).toEqual(['r-7']);
+    await log.close();
+  });
+
+  it('every write failing (ENOSPC): records dropped and counted, flush() resolves, one warning', async () => {
+    const warnings: string[] = [];
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: '/dev/full' }),
+      { warn: (m) => warnings.push(m) });
+    for (let i = 0; i < 5000; i++) log.log(record(i));
+    await log.flush();
+    expect(log.dropped).toBe(5000);
+    expect(log.written).toBe(0);
+    for (let i = 0; i < 10; i++) log.log(record(i));
+    await log.flush();
+    expect(log.dropped).toBe(5010);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^access log: writing to \/dev\/full failed: ENOSPC.*; dropped \d+ records \(\d+ since start\)$/);
+    await log.close();
+  });
+
   it('records logged after close() are dropped and counted', async () => {
     const file = join(dir, 'closed.log');
     const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: file }));
