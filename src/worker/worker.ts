@@ -16,7 +16,7 @@ import { startAuthSource } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
-import { metricsHandler } from '../http/metrics-answer.js';
+import { metricsHandler } from '../observe/metrics-answer.js';
 
 const NO_HEADERS: readonly string[] = [];
 

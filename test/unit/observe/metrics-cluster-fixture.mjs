@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 const dist = new URL('../../../dist/', import.meta.url);
 const { RouterMetrics } = await import(new URL('observe/metrics.js', dist).href);
 const { attachMetricsPrimary } = await import(new URL('observe/metrics-cluster.js', dist).href);
-const { metricsHandler } = await import(new URL('http/metrics-answer.js', dist).href);
+const { metricsHandler } = await import(new URL('observe/metrics-answer.js', dist).href);
 const { RequestContext } = await import(new URL('http/request-context.js', dist).href);
 const port = Number(process.argv[2]);
 

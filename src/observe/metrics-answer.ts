@@ -1,7 +1,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
-import type { RouterMetrics } from '../observe/metrics.js';
-import { WorkerMetricsLink } from '../observe/metrics-cluster.js';
-import { sendPlain } from './plain-answer.js';
+import type { RouterMetrics } from './metrics.js';
+import { WorkerMetricsLink } from './metrics-cluster.js';
+import { sendPlain } from '../http/plain-answer.js';
 
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 

@@ -1,0 +1,107 @@
+/**
+ * Imports point down the layers: a file of src/ may import its own part or a part below it in
+ * LAYERS, never one above. A new top-level folder or file of src/ must be placed in LAYERS.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(new URL('../../../src', import.meta.url).pathname);
+
+/** Bottom first. Parts on one line are peers: they must not import each other. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['errors.ts', 'clock.ts'],
+  ['tokens'],
+  ['config'],
+  ['api'],
+  ['ratelimit'],
+  ['http'],
+  ['observe'],
+  ['auth'],
+  ['upstream'],
+  ['usage'],
+  ['route'],
+  ['pick'],
+  ['settings.ts'],
+  ['primary'],
+  ['worker'],
+  ['cli.ts'],
+];
+
+/** Inside a part: sub-folders that must not import each other (siblings behind a shared root). */
+const SIBLINGS: readonly (readonly string[])[] = [['ratelimit/local', 'ratelimit/redis']];
+
+interface Import { from: string; to: string; line: string }
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
+    else if (name.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** Relative imports of src/ (static, re-exports and dynamic), resolved to paths under src/. */
+export function srcImports(): Import[] {
+  const out: Import[] = [];
+  for (const file of sourceFiles(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'(\.{1,2}\/[^']+)'/gm)) {
+      out.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), m[1]).replace(/\.js$/, '.ts')), line: m[0] });
+    }
+  }
+  return out;
+}
+
+function partOf(path: string): string {
+  const slash = path.indexOf('/');
+  return slash === -1 ? path : path.slice(0, slash);
+}
+
+function rankOf(part: string): number {
+  return LAYERS.findIndex((layer) => layer.includes(part));
+}
+
+/** Imports that point up or sideways between parts, or across sibling sub-folders. */
+export function violations(imports: readonly Pick<Import, 'from' | 'to'>[]): string[] {
+  const inside = (p: string, dir: string) => p.startsWith(`${dir}/`);
+  return imports
+    .filter((i) => (partOf(i.from) !== partOf(i.to) && rankOf(partOf(i.to)) >= rankOf(partOf(i.from)))
+      || SIBLINGS.some((group) => group.some((a) => inside(i.from, a)) && group.some((b) => inside(i.to, b) && !inside(i.from, b))))
+    .map((i) => `${i.from} -> ${i.to}`);
+}
+
+describe('the layers of src/', () => {
+  const imports = srcImports();
+
+  it('finds the imports it checks', () => {
+    expect(imports.length).toBeGreaterThan(100);
+    expect(imports.some((i) => i.from === 'worker/pipeline.ts' && i.to.startsWith('route/'))).toBe(true);
+  });
+
+  it('places every top-level folder and file of src/ in a layer', () => {
+    const parts = new Set(sourceFiles(SRC).map((f) => partOf(relative(SRC, f))));
+    const unplaced = [...parts].filter((p) => rankOf(p) === -1);
+    expect(unplaced, 'add these to LAYERS in test/unit/architecture/imports.test.ts').toEqual([]);
+  });
+
+  it('has no import that points up, sideways between peers, or across sibling sub-folders', () => {
+    expect(violations(imports)).toEqual([]);
+  });
+
+  it('the check itself: flags an upward, a peer and a sibling import, passes a downward one', () => {
+    expect(violations([
+      { from: 'config/resources.ts', to: 'worker/pipeline.ts' },
+      { from: 'errors.ts', to: 'clock.ts' },
+      { from: 'ratelimit/local/lease-book.ts', to: 'ratelimit/redis/batch.ts' },
+      { from: 'worker/pipeline.ts', to: 'route/route-table.ts' },
+      { from: 'ratelimit/local/lease-book.ts', to: 'ratelimit/windows.ts' },
+    ])).toEqual([
+      'config/resources.ts -> worker/pipeline.ts',
+      'errors.ts -> clock.ts',
+      'ratelimit/local/lease-book.ts -> ratelimit/redis/batch.ts',
+    ]);
+  });
+});
