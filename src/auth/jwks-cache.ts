@@ -5,6 +5,8 @@
  *   while the current keys keep verifying (stale-while-revalidate);
  * - a token whose kid is unknown triggers one fetch (key rotation), at most once per cooldown;
  * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
+ * - with no keys yet, a failed fetch is not retried within the cooldown either: meanwhile every
+ *   verification fails at once with the cached error (503), so a down issuer is not hammered;
  * - the clock and fetch are injected, so rotation and cooldown are tested without sleeping.
  */
 import type { Clock } from '../clock.js';
@@ -57,7 +59,8 @@ export class JwksCache {
 
   private async resolve(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> {
     if (this.local === null) {
-      await this.refresh();
+      // Join a fetch in progress, or start one unless the last attempt failed within the cooldown.
+      if (this.pending !== null || this.now() - this.attemptedAt >= this.opts.cooldownMs) await this.refresh();
       if (this.local === null) throw new KeySetUnavailableError(this.uri, this.lastError);
     } else if (this.now() - this.fetchedAt >= this.opts.maxAgeMs && this.mayFetch()) {
       void this.refresh(); // background: the current keys keep working meanwhile

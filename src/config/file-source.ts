@@ -1,76 +1,129 @@
-import { readFileSync, watchFile, unwatchFile } from 'node:fs';
+import { readFileSync, statSync, watchFile, unwatchFile } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { parseResourceFile } from './resource-file.js';
+import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
 
 export interface LoadedResources {
   routes: ModelRoute[];
   servers: ModelServer[];
 }
 
-/** Reads and validates a resources file; throws ResourceError (or a read error) naming the file. */
-export function loadResourceFile(file: string, apiGroup: string, warn: (m: string) => void): LoadedResources {
+export interface FileSourceOptions {
+  readonly file: string;
+  readonly apiGroup: string;
+  /** Largest file read (ROUTER_RESOURCES_MAX_BYTES). */
+  readonly maxBytes: number;
+  readonly log: (m: string) => void;
+  readonly apply: (r: LoadedResources) => void;
+  /** The parser thread's module (tests running from source point it at a compiled one). */
+  readonly parseThread?: URL;
+}
+
+function tooLarge(file: string, size: number, maxBytes: number): string {
+  return `${file}: the resources file is ${size} bytes, more than ROUTER_RESOURCES_MAX_BYTES (${maxBytes})`;
+}
+
+/**
+ * Reads and validates a resources file at start (synchronously: nothing else runs yet); throws
+ * ResourceError or an Error naming the file (unreadable, or larger than `maxBytes`).
+ */
+export function loadResourceFile(file: string, apiGroup: string, maxBytes: number, warn: (m: string) => void): { text: string; loaded: LoadedResources } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    const size = statSync(file).size;
+    if (size > maxBytes) throw new Error(tooLarge(file, size, maxBytes));
+    const buf = readFileSync(file);
+    if (buf.length > maxBytes) throw new Error(tooLarge(file, buf.length, maxBytes));
+    text = buf.toString('utf8');
   } catch (err) {
-    throw new Error(`${file}: cannot read resources file: ${(err as Error).message}`);
+    const message = (err as Error).message;
+    throw new Error(message.startsWith(`${file}: `) ? message : `${file}: cannot read resources file: ${message}`);
   }
   const parsed = parseResourceFile(text, file, { apiGroup });
   for (const w of parsed.warnings) warn(w);
-  return { routes: parsed.routes, servers: parsed.servers };
+  return { text, loaded: { routes: parsed.routes, servers: parsed.servers } };
 }
 
 /**
  * Watches a resources file (by polling its stat, which survives editors' rename-on-save and
- * ConfigMap symlink swaps). A valid change is handed to `apply`; an invalid one keeps the last
- * good config and is logged.
+ * ConfigMap symlink swaps). A valid change is parsed in a worker thread and handed to `apply`;
+ * a change that is refused keeps the last good config and is logged: unreadable, larger than
+ * the cap, invalid, or empty (no document — an editor or a non-atomic write caught mid-way; an
+ * intentionally empty config is written as a `kind: List` with `items: []`). A file still
+ * changing while it is read is skipped until the next poll.
  */
 export class FileSource {
-  private readonly file: string;
-  private readonly apiGroup: string;
-  private readonly log: (m: string) => void;
-  private readonly apply: (r: LoadedResources) => void;
+  private readonly o: FileSourceOptions;
   private lastText = '';
+  private reloading: Promise<void> | null = null;
+  private again = false;
   rejected = 0;
 
-  constructor(file: string, apiGroup: string, log: (m: string) => void, apply: (r: LoadedResources) => void) {
-    this.file = file;
-    this.apiGroup = apiGroup;
-    this.log = log;
-    this.apply = apply;
+  constructor(opts: FileSourceOptions) {
+    this.o = opts;
   }
 
-  /** First load: throws when the file is invalid (the router must not start on it). */
+  /** First load: throws when the file is invalid or too large (the router must not start on it). */
   start(intervalMs = 250): void {
-    this.lastText = readFileSync(this.file, 'utf8');
-    this.apply(loadResourceFile(this.file, this.apiGroup, this.log));
-    watchFile(this.file, { interval: intervalMs, persistent: false }, () => this.reload());
+    const { text, loaded } = loadResourceFile(this.o.file, this.o.apiGroup, this.o.maxBytes, this.o.log);
+    this.lastText = text;
+    this.o.apply(loaded);
+    watchFile(this.o.file, { interval: intervalMs, persistent: false }, () => void this.reload());
   }
 
-  reload(): void {
-    let text: string;
+  /** Reloads once (a call during a reload runs one more after it); resolves when done. */
+  reload(): Promise<void> {
+    if (this.reloading !== null) {
+      this.again = true;
+      return this.reloading;
+    }
+    this.reloading = this.reloadOnce().finally(() => {
+      this.reloading = null;
+      if (this.again) {
+        this.again = false;
+        void this.reload();
+      }
+    });
+    return this.reloading;
+  }
+
+  private reject(message: string): void {
+    this.rejected++;
+    this.o.log(`resources reload rejected, keeping the last good config: ${message}`);
+  }
+
+  private async reloadOnce(): Promise<void> {
+    const { file, maxBytes } = this.o;
+    let buf: Buffer;
     try {
-      text = readFileSync(this.file, 'utf8');
+      const before = await stat(file);
+      if (before.size > maxBytes) return this.reject(tooLarge(file, before.size, maxBytes));
+      buf = await readFile(file);
+      if (buf.length > maxBytes) return this.reject(tooLarge(file, buf.length, maxBytes));
+      const after = await stat(file);
+      if (after.size !== buf.length || after.mtimeMs !== before.mtimeMs) return; // still being written: the poll sees the next change
     } catch (err) {
       this.rejected++;
-      this.log(`resources reload failed, keeping the last good config: ${this.file}: ${(err as Error).message}`);
+      this.o.log(`resources reload failed, keeping the last good config: ${file}: ${(err as Error).message}`);
       return;
     }
+    const text = buf.toString('utf8');
     if (text === this.lastText) return;
     this.lastText = text;
-    let loaded: LoadedResources;
-    try {
-      loaded = loadResourceFile(this.file, this.apiGroup, this.log);
-    } catch (err) {
-      this.rejected++;
-      this.log(`resources reload rejected, keeping the last good config: ${(err as Error).message}`);
-      return;
+    const outcome = await parseOffThread({ text, file, apiGroup: this.o.apiGroup }, this.o.parseThread ?? DEFAULT_PARSE_THREAD);
+    if (!outcome.ok) return this.reject(outcome.message);
+    const { routes, servers, warnings, documents } = outcome.parsed;
+    if (documents === 0) {
+      return this.reject(`${file}: the file holds no resources (${text.trim() === '' ? 'empty' : 'no YAML document'}); ` +
+        'an editor or a non-atomic write may be under way. To remove every resource, write "kind: List" with "items: []"');
     }
-    this.log(`resources reloaded from ${this.file}: ${loaded.routes.length} routes, ${loaded.servers.length} servers`);
-    this.apply(loaded);
+    for (const w of warnings) this.o.log(w);
+    this.o.log(`resources reloaded from ${file}: ${routes.length} routes, ${servers.length} servers`);
+    this.o.apply({ routes, servers });
   }
 
   stop(): void {
-    unwatchFile(this.file);
+    unwatchFile(this.o.file);
   }
 }

@@ -37,6 +37,14 @@ export function checkReferences(routes: readonly ModelRoute[], servers: readonly
 
 interface Located<T> { value: T; where: string }
 
+export interface ParsedResourceFile {
+  routes: ModelRoute[];
+  servers: ModelServer[];
+  warnings: string[];
+  /** Non-empty YAML documents in the file (a `List` counts as one); 0 for an empty file. */
+  documents: number;
+}
+
 /**
  * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`
  * of them). Throws one ResourceError listing every problem. When two routes claim the same
@@ -46,10 +54,11 @@ export function parseResourceFile(
   text: string,
   file: string,
   opts: { apiGroup: string },
-): { routes: ModelRoute[]; servers: ModelServer[]; warnings: string[] } {
+): ParsedResourceFile {
   const errors: ResourceError[] = [];
   const items: Located<ModelRoute | ModelServer>[] = [];
-  for (const { value, where } of documents(text, file, errors)) {
+  const docs = documents(text, file, errors);
+  for (const { value, where } of docs) {
     if (isPlainObject(value) && value.kind === 'List') {
       if (!Array.isArray(value.items)) {
         errors.push(new ResourceError(where, 'List', 'items', `expected a list of resources, got ${describe(value.items)}`));
@@ -104,7 +113,7 @@ export function parseResourceFile(
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
-  return { routes, servers, warnings };
+  return { routes, servers, warnings, documents: docs.length };
 }
 
 /** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */

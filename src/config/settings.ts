@@ -18,6 +18,8 @@ export interface RouterSettings {
   readonly drainTimeoutMs: number;
   readonly upstreamTimeoutMs: number;
   readonly maxBodyBytes: number;
+  /** Largest resources file read (file source); a larger one is refused. */
+  readonly resourcesMaxBytes: number;
   /** Run on uWS's JavaScript fallback instead of refusing to start. */
   readonly allowUwsFallback: boolean;
   /** Local limits: workers decide from leased slices of the budget (false: the primary decides every request). */
@@ -40,7 +42,8 @@ Options (environment equivalents in brackets; flags win):
   --help             print this help
 
 More environment: ROUTER_API_GROUP, ROUTER_NAMESPACE, ROUTER_DRAIN_TIMEOUT (30s),
-ROUTER_UPSTREAM_TIMEOUT (300s), ROUTER_MAX_BODY_BYTES (16777216), ACCESS_LOG_ENABLED,
+ROUTER_UPSTREAM_TIMEOUT (300s), ROUTER_MAX_BODY_BYTES (16777216),
+ROUTER_RESOURCES_MAX_BYTES (4194304), ACCESS_LOG_ENABLED,
 ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ACCESS_LOG_FLUSH_INTERVAL (100ms), ROUTER_TOKEN_ESTIMATOR, RATE_LIMIT_LOCAL_LEASES,
 RATE_LIMIT_REDIS_FAILURE_MODE, RATE_LIMIT_REDIS_TIMEOUT. See docs/configuration.md.`;
 
@@ -110,6 +113,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
   const portRaw = pick('--port', 'ROUTER_PORT');
   const workersRaw = pick('--workers', 'ROUTER_WORKERS');
   const bodyRaw = env.ROUTER_MAX_BODY_BYTES;
+  const resourcesMaxRaw = env.ROUTER_RESOURCES_MAX_BYTES;
   const apiGroup = env.ROUTER_API_GROUP || 'networking.serving.volcano.sh';
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(apiGroup)) {
     throw new UsageError(`ROUTER_API_GROUP: expected a DNS name such as networking.serving.volcano.sh, got "${apiGroup}"`);
@@ -130,6 +134,9 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     maxBodyBytes: bodyRaw === undefined || bodyRaw === ''
       ? 16 * 1024 * 1024
       : parseIntIn('ROUTER_MAX_BODY_BYTES', bodyRaw, 1, 1024 * 1024 * 1024),
+    resourcesMaxBytes: resourcesMaxRaw === undefined || resourcesMaxRaw === ''
+      ? 4 * 1024 * 1024
+      : parseIntIn('ROUTER_RESOURCES_MAX_BYTES', resourcesMaxRaw, 1, 1024 * 1024 * 1024),
     allowUwsFallback: booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', env.ROUTER_ALLOW_UWS_FALLBACK, false),
     localLeases: booleanSetting('RATE_LIMIT_LOCAL_LEASES', env.RATE_LIMIT_LOCAL_LEASES, true),
     authConfig: env.ROUTER_AUTH_CONFIG || null,

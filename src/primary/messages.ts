@@ -5,13 +5,17 @@ export type PrimaryToWorker =
   | { t: 'core:snapshot'; snapshot: ResourceSnapshot }
   | { t: 'core:ready'; ready: boolean }
   | { t: 'core:drain' }
-  | { t: 'core:reopen-log' };
+  | { t: 'core:reopen-log' }
+  /** Answer to a worker's `core:ping` (worker/primary-heartbeat.ts). */
+  | { t: 'core:pong' };
 
 export type WorkerToPrimary =
   | { t: 'core:listening' }
   /** The worker compiled snapshot `version` and its limit stores have connected or failed. */
   | { t: 'core:applied'; version: number }
-  | { t: 'core:fatal'; message: string };
+  | { t: 'core:fatal'; message: string }
+  /** Heartbeat: the primary answers `core:pong` at once when its event loop is free. */
+  | { t: 'core:ping' };
 
 export function isCoreMessage(m: unknown): m is { t: string } {
   return m !== null && typeof m === 'object' && typeof (m as { t?: unknown }).t === 'string' && (m as { t: string }).t.startsWith('core:');

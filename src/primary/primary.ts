@@ -45,8 +45,13 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // Resources first: an invalid file stops the router before any worker starts.
   let stopSource: () => Promise<void> | void;
   if (settings.source === 'file') {
-    const source = new FileSource(settings.resources!, settings.apiGroup, log, (r) =>
-      publish(r.routes, r.servers.map((s) => ({ ...s, endpoints: s.endpoints ?? [] }))));
+    const source = new FileSource({
+      file: settings.resources!,
+      apiGroup: settings.apiGroup,
+      maxBytes: settings.resourcesMaxBytes,
+      log,
+      apply: (r) => publish(r.routes, r.servers.map((s) => ({ ...s, endpoints: s.endpoints ?? [] }))),
+    });
     source.start();
     stopSource = () => source.stop();
   } else {
@@ -71,7 +76,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     w.on('message', (m: unknown) => {
       if (!isCoreMessage(m)) return;
       const msg = m as WorkerToPrimary;
-      if (msg.t === 'core:listening') {
+      if (msg.t === 'core:ping') {
+        w.send({ t: 'core:pong' } satisfies PrimaryToWorker);
+      } else if (msg.t === 'core:listening') {
         listening.add(w.id);
         if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
         updateReady();

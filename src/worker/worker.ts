@@ -17,8 +17,12 @@ import type { Settings } from '../settings.js';
 import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
+import { PrimaryHeartbeat } from './primary-heartbeat.js';
 
 const NO_HEADERS: readonly string[] = [];
+/** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
+const HEARTBEAT_EVERY_MS = 1000;
+const HEARTBEAT_BOUND_MS = 3000;
 
 function send(m: WorkerToPrimary): void {
   process.send?.(m);
@@ -39,6 +43,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const auth = startAuthSource(settings.authConfig, log);
 
   let ready = false;
+  const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log });
   let draining = false;
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
@@ -81,7 +86,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
     stripAuthorization: auth !== null,
     draining: () => draining,
-    ready: () => ready && !draining && table !== null,
+    ready: () => ready && !draining && table !== null && heartbeat.alive(),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
     metrics: metricsHandler(metrics),
     run: (x) => {
@@ -113,6 +118,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     draining = true;
     drainState.draining = true;
     ready = false;
+    heartbeat.stop();
     auth?.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
@@ -152,6 +158,9 @@ export async function runWorker(settings: Settings): Promise<void> {
         }
         break;
       }
+      case 'core:pong':
+        heartbeat.pong();
+        break;
       case 'core:ready':
         ready = msg.ready;
         break;
@@ -172,6 +181,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('SIGINT', () => undefined);
   process.on('SIGHUP', () => accessLog.reopen());
   send({ t: 'core:listening' });
+  heartbeat.start();
 }
 
 function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null): RouteTable | null {

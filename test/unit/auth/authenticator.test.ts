@@ -221,6 +221,26 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     expect(e.headers?.['retry-after']).toBe('1');
     server.status = 200;
   });
+
+  it('with no keys yet, a failed fetch is not retried within the cooldown; after it one fetch recovers', async () => {
+    server.status = 503;
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    now = 5_000_000;
+    const logged: string[] = [];
+    const auth = new Authenticator(config('  jwksCooldownSeconds: 30\n'), { now: () => now, log: (m) => logged.push(m) });
+    const token = await signToken(k1, { claims: { models: ['*'] } });
+    for (let i = 0; i < 20; i++) await expectFail(auth, `Bearer ${token}`, 'm', 503, /is unavailable \(HTTP 503, expected 200\)$/);
+    expect(server.fetches).toBe(1);
+    expect(logged.length).toBe(1);
+    server.status = 200;
+    now += 29_999; // still within the cooldown: the cached error, no fetch
+    await expectFail(auth, `Bearer ${token}`, 'm', 503, /HTTP 503/);
+    expect(server.fetches).toBe(1);
+    now += 1; // cooldown over: one fetch, and the token verifies
+    expect(await auth.authorize(`Bearer ${token}`, 'm')).toBe('alice');
+    expect(server.fetches).toBe(2);
+  });
 });
 
 describe('JWT with an inline key set', () => {

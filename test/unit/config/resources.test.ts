@@ -157,8 +157,9 @@ describe('parseResourceFile: valid input', () => {
   });
 
   it('parses an empty file to nothing', () => {
-    expect(parse('')).toEqual({ routes: [], servers: [], warnings: [] });
-    expect(parse('# nothing here\n')).toEqual({ routes: [], servers: [], warnings: [] });
+    expect(parse('')).toEqual({ routes: [], servers: [], warnings: [], documents: 0 });
+    expect(parse('# nothing here\n')).toEqual({ routes: [], servers: [], warnings: [], documents: 0 });
+    expect(parse('kind: List\nitems: []\n')).toEqual({ routes: [], servers: [], warnings: [], documents: 1 });
   });
 
   it('accepts kind: List with items', () => {

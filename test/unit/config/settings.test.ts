@@ -18,6 +18,8 @@ describe('parseSettings', () => {
     expect(s.drainTimeoutMs).toBe(30_000);
     expect(s.upstreamTimeoutMs).toBe(300_000);
     expect(s.maxBodyBytes).toBe(16 * 1024 * 1024);
+    expect(s.resourcesMaxBytes).toBe(4 * 1024 * 1024);
+    expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_RESOURCES_MAX_BYTES: '1000' })!.resourcesMaxBytes).toBe(1000);
     expect(s.apiGroup).toBe('networking.serving.volcano.sh');
     expect(s.localLeases).toBe(true);
     expect(s.allowUwsFallback).toBe(false);
@@ -38,6 +40,8 @@ describe('parseSettings', () => {
     [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected "file" or "kubernetes"'],
     [['--resources', 'r', '--kubernetes'], {}, '--resources and --kubernetes exclude each other'],
     [['--resources', 'r'], { RATE_LIMIT_LOCAL_LEASES: 'off' }, 'RATE_LIMIT_LOCAL_LEASES: expected "true" or "false", got "off"'],
+    [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '4MiB' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got "4MiB"'],
+    [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '0' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got 0'],
     [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'yes' }, 'ROUTER_ALLOW_UWS_FALLBACK: expected "true" or "false", got "yes"'],
   ] as const)('rejects %j %j', (argv, env, msg) => {
     expect(() => parseSettings(argv, env)).toThrow(UsageError);
