@@ -87,8 +87,9 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
       conn.send(req);
       return req;
     }
-    if (this.queue.length >= this.maxQueue) {
-      process.nextTick(failLater, req, new Http1Error('HTTP1_QUEUE_FULL', `${this.queue.length} requests already wait for a connection to ${this.authority}`));
+    // Requests that a connection being opened will take do not count against maxQueue.
+    if (this.queue.length - this.connecting >= this.maxQueue) {
+      process.nextTick(failLater, req, new Http1Error('HTTP1_QUEUE_FULL', `${this.maxQueue} requests already wait for a connection to ${this.authority}`));
       return req;
     }
     this.queue.push(req);
