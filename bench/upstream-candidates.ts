@@ -135,7 +135,7 @@ class ClientAnswer extends Answer implements Dispatcher.DispatchHandler {
   abortFn: ((err?: Error) => void) | null = null;
   resumeFn: (() => void) | null = null;
   raw: Buffer[] = [];
-  constructor(res: HttpResponse, readonly owner: ClientCandidate, readonly client: Client) { super(res); }
+  constructor(res: HttpResponse, readonly owner: ClientCandidate, public client: Client | null) { super(res); }
   onConnect(abort: (err?: Error) => void): void {
     this.abortFn = abort;
     if (this.aborted) abort(new Error('client aborted'));
@@ -150,11 +150,11 @@ class ClientAnswer extends Answer implements Dispatcher.DispatchHandler {
   }
   onData(chunk: Buffer): boolean { return this.data(chunk); }
   onComplete(): void {
-    this.owner.release(this.client);
+    this.owner.release(this.client!);
     this.end();
   }
   onError(err: Error): void {
-    this.owner.release(this.client);
+    this.owner.release(this.client!);
     this.error(err);
   }
   writeHeaders(): void {
@@ -182,7 +182,7 @@ class ClientCandidate implements Candidate {
     const client = this.free.pop();
     const opts: Dispatcher.DispatchOptions = { path, method: 'POST', headers, body };
     if (client === undefined) {
-      const h = new ClientAnswer(res, this, null as unknown as Client);
+      const h = new ClientAnswer(res, this, null);
       this.waiting.push({ h, opts });
       return h;
     }
@@ -196,9 +196,8 @@ class ClientCandidate implements Candidate {
       this.free.push(client);
       return;
     }
-    const h = new ClientAnswer(next.h.res, this, client);
-    h.aborted = next.h.aborted;
-    client.dispatch(next.opts, h);
+    next.h.client = client;
+    client.dispatch(next.opts, next.h);
   }
 }
 
