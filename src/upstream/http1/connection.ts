@@ -1,0 +1,253 @@
+/**
+ * One keep-alive connection to an upstream server: sends a request with one write, feeds the
+ * answer through the parser to the request's handler, pauses the socket while the handler is
+ * slow, and reports to its pool when it is free again or gone. A reused connection that closes
+ * before any byte of the answer arrived (the server closed it as idle just as the request went
+ * out) hands the request back to the pool for one retry on a fresh connection.
+ */
+import { connect, type Socket } from 'node:net';
+import { Http1Error } from './errors.js';
+import { requestHead, writeRequest } from './request-head.js';
+import { RequestState, type Http1Request } from './request.js';
+import { ResponseParser, type ParserSink } from './response-parser.js';
+
+export const enum Phase { Connecting, Idle, AwaitHead, Body, Closed }
+
+/** What a connection needs from its pool. */
+export interface ConnectionOwner {
+  readonly host: string;
+  readonly port: number;
+  /** `host[:port]` for the host header. */
+  readonly authority: string;
+  /** Coarse clock: advanced by the pool's timer; deadlines are in ticks. */
+  readonly tick: number;
+  readonly connectTicks: number;
+  readonly keepAliveTicks: number;
+  readonly maxHeaderSize: number;
+  onConnected(conn: Http1Connection): void;
+  onConnectFailed(conn: Http1Connection, reserved: Http1Request | null, err: Error): void;
+  onFree(conn: Http1Connection): void;
+  onGone(conn: Http1Connection): void;
+  retry(req: Http1Request): void;
+}
+
+export class Http1Connection implements ParserSink {
+  readonly socket: Socket;
+  phase = Phase.Connecting;
+  /** The request on the wire, if any. */
+  req: Http1Request | null = null;
+  /** The request this new connection was opened for (an idle-close retry). */
+  reserved: Http1Request | null = null;
+  /** Responses completed on this connection. */
+  served = 0;
+  /** Tick at which the current phase times out; 0 = none. */
+  deadline = 0;
+  private paused = false;
+  private socketEnded = false;
+  private responseEnded = false;
+  private trailers: string[] | null = null;
+  private readonly parser: ResponseParser;
+  private readonly owner: ConnectionOwner;
+
+  constructor(owner: ConnectionOwner) {
+    this.owner = owner;
+    this.parser = new ResponseParser(this, owner.maxHeaderSize);
+    this.deadline = after(owner, owner.connectTicks);
+    this.socket = connect({ host: owner.host, port: owner.port, noDelay: true, keepAlive: true });
+    this.socket.on('connect', this.onConnect);
+    this.socket.on('data', this.onSocketData);
+    this.socket.on('end', this.onSocketEnd);
+    this.socket.on('error', this.onSocketError);
+    this.socket.on('close', this.onSocketClose);
+  }
+
+  send(req: Http1Request): void {
+    this.req = req;
+    req.conn = this;
+    req.state = RequestState.Sent;
+    this.parser.reset(req.method === 'HEAD');
+    this.phase = Phase.AwaitHead;
+    this.deadline = after(this.owner, req.headersTicks);
+    writeRequest(this.socket, requestHead(req.method, req.path, this.owner.authority, req.headers, req.body), req.body);
+  }
+
+  pause(): void {
+    if (this.paused || this.phase !== Phase.Body) return;
+    this.paused = true;
+    this.deadline = 0;
+    this.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    if (this.req !== null) this.deadline = after(this.owner, this.req.bodyTicks);
+    this.socket.resume();
+  }
+
+  /** Ends the request on this connection (and the connection). */
+  abort(reason: Error): void {
+    const req = this.req;
+    if (req === null) return;
+    this.req = null;
+    this.parser.stop();
+    this.close();
+    req.fail(reason);
+  }
+
+  close(): void {
+    if (this.phase === Phase.Closed) return;
+    this.phase = Phase.Closed;
+    this.deadline = 0;
+    this.socket.destroy();
+    this.owner.onGone(this);
+  }
+
+  /** The pool's timer found this connection's deadline passed. */
+  onDeadline(): void {
+    switch (this.phase) {
+      case Phase.Connecting:
+        this.connectFailed(new Http1Error('HTTP1_CONNECT_TIMEOUT', `connect to ${this.owner.authority} timed out`));
+        return;
+      case Phase.Idle:
+        this.close();
+        return;
+      case Phase.AwaitHead:
+        this.abort(new Http1Error('HTTP1_HEADERS_TIMEOUT', 'upstream sent no response head within the headers timeout'));
+        return;
+      case Phase.Body:
+        this.abort(new Http1Error('HTTP1_BODY_TIMEOUT', 'upstream sent no body data within the body timeout'));
+    }
+  }
+
+  // ParserSink: called from parser.execute()/finish() while this.req is set.
+  onHead(status: number, headers: string[]): void {
+    const req = this.req!;
+    req.statusCode = status;
+    req.contentLength = this.parser.contentLength;
+    this.phase = Phase.Body;
+    this.deadline = after(this.owner, req.bodyTicks);
+    if (!req.handler.onHeaders(status, headers, req)) this.pause();
+  }
+
+  onBody(chunk: Buffer): void {
+    const req = this.req!;
+    if (!this.paused && req.bodyTicks > 0) this.deadline = this.owner.tick + req.bodyTicks;
+    if (!req.handler.onData(chunk, req)) this.pause();
+  }
+
+  onEnd(trailers: string[] | null): void {
+    this.responseEnded = true;
+    this.trailers = trailers;
+  }
+
+  private finishResponse(extraBytes: boolean): void {
+    const req = this.req!;
+    const trailers = this.trailers;
+    this.req = null;
+    this.trailers = null;
+    this.responseEnded = false;
+    this.served++;
+    if (this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+    const reusable = this.parser.keepAlive && !extraBytes && !this.socketEnded && this.phase !== Phase.Closed;
+    if (reusable) {
+      this.phase = Phase.Idle;
+      this.deadline = after(this.owner, this.owner.keepAliveTicks);
+      this.owner.onFree(this);
+    } else {
+      this.close();
+    }
+    req.complete(trailers);
+  }
+
+  /** The connection broke while `req` was on it. */
+  private lost(err: Error): void {
+    const req = this.req;
+    this.req = null;
+    this.parser.stop();
+    this.close();
+    if (req === null) return;
+    if (!this.parser.sawBytes && this.served > 0 && !req.retried) {
+      req.retried = true;
+      req.conn = null;
+      req.state = RequestState.Queued;
+      this.owner.retry(req);
+      return;
+    }
+    req.fail(err);
+  }
+
+  private connectFailed(err: Error): void {
+    if (this.phase === Phase.Closed) return;
+    this.phase = Phase.Closed;
+    this.deadline = 0;
+    this.socket.destroy();
+    const reserved = this.reserved;
+    this.reserved = null;
+    this.owner.onConnectFailed(this, reserved, err);
+  }
+
+  private readonly onConnect = (): void => {
+    if (this.phase !== Phase.Connecting) return;
+    this.phase = Phase.Idle;
+    this.deadline = 0;
+    this.owner.onConnected(this);
+  };
+
+  private readonly onSocketData = (data: Buffer): void => {
+    const req = this.req;
+    if (req === null) {
+      this.close(); // bytes nobody asked for: the connection cannot be trusted
+      return;
+    }
+    let used: number;
+    try {
+      used = this.parser.execute(data);
+    } catch (err) {
+      if (this.req === req) this.abort(err as Error);
+      return;
+    }
+    if (this.req === req && this.responseEnded) this.finishResponse(used < data.length);
+  };
+
+  private readonly onSocketEnd = (): void => {
+    this.socketEnded = true;
+    const req = this.req;
+    if (req === null) {
+      this.close();
+      return;
+    }
+    try {
+      this.parser.finish();
+    } catch (err) {
+      this.lost(err as Error);
+      return;
+    }
+    if (this.req === req && this.responseEnded) this.finishResponse(false);
+  };
+
+  private readonly onSocketError = (err: Error): void => {
+    if (this.phase === Phase.Connecting) this.connectFailed(err);
+    else if (this.req !== null) this.lost(err);
+    else this.close();
+  };
+
+  private readonly onSocketClose = (): void => {
+    if (this.phase === Phase.Connecting) {
+      this.connectFailed(new Http1Error('HTTP1_PREMATURE_CLOSE', `connection to ${this.owner.authority} closed while connecting`));
+    } else if (this.req !== null) {
+      this.lost(new Http1Error('HTTP1_PREMATURE_CLOSE', this.parser.sawBytes
+        ? 'upstream closed the connection before the response ended'
+        : 'upstream closed the connection without answering'));
+    } else {
+      this.close();
+    }
+  };
+}
+
+function after(owner: ConnectionOwner, ticks: number): number {
+  return ticks > 0 ? owner.tick + ticks : 0;
+}

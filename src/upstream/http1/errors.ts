@@ -1,0 +1,41 @@
+/**
+ * Errors of the HTTP/1.1 upstream client. Socket errors (ECONNREFUSED, ECONNRESET, …) are passed
+ * through as Node reports them, with their errno `code`; the client's own failures carry one of
+ * the codes below. `beforeSend` is true when nothing of the request reached the server, so the
+ * caller may try another one.
+ */
+export type Http1ErrorCode =
+  | 'HTTP1_MALFORMED_RESPONSE'
+  | 'HTTP1_HEADERS_TOO_LARGE'
+  | 'HTTP1_CONNECT_TIMEOUT'
+  | 'HTTP1_HEADERS_TIMEOUT'
+  | 'HTTP1_BODY_TIMEOUT'
+  | 'HTTP1_PREMATURE_CLOSE'
+  | 'HTTP1_QUEUE_FULL'
+  | 'HTTP1_POOL_CLOSED'
+  | 'HTTP1_ABORTED';
+
+export class Http1Error extends Error {
+  readonly code: Http1ErrorCode;
+
+  constructor(code: Http1ErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Connection-level failures that mean the request never reached the server. */
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL', 'HTTP1_CONNECT_TIMEOUT',
+  'HTTP1_QUEUE_FULL', 'HTTP1_POOL_CLOSED',
+]);
+
+/** True when `err` says the request never reached the server (safe to retry elsewhere). */
+export function isConnectFailure(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code !== undefined && CONNECT_CODES.has(code);
+}
+
+export function malformed(message: string): Http1Error {
+  return new Http1Error('HTTP1_MALFORMED_RESPONSE', `malformed response from upstream: ${message}`);
+}

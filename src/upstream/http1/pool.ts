@@ -1,0 +1,213 @@
+/**
+ * Keep-alive connections to one upstream endpoint (host:port): at most `connections` open,
+ * requests beyond that wait in a bounded FIFO queue. Idle connections are reused newest first
+ * and closed after `keepAliveTimeoutMs`. One coarse timer per pool drives every timeout
+ * (connect, headers, idle body, keep-alive), so a request arms no timer of its own.
+ */
+import { Http1Connection, Phase, type ConnectionOwner } from './connection.js';
+import { Http1Error } from './errors.js';
+import { Http1Request, type Http1Handler, type Http1RequestOptions, type RequestOwner } from './request.js';
+
+export interface Http1PoolOptions {
+  /** Most connections open at once (default 64). */
+  readonly connections?: number;
+  /** Most requests waiting for a connection (default 1024); more fail with HTTP1_QUEUE_FULL. */
+  readonly maxQueue?: number;
+  /** Default 10 s. */
+  readonly connectTimeoutMs?: number;
+  /** From the request's write to the end of the response head; 0 = none (default 300 s). */
+  readonly headersTimeoutMs?: number;
+  /** Longest pause between body bytes; 0 = none (default 300 s). */
+  readonly bodyTimeoutMs?: number;
+  /** Idle connections are closed after this (default 4 s: below common server keep-alive timeouts). */
+  readonly keepAliveTimeoutMs?: number;
+  /** Largest response head or trailer section (default 16 KiB). */
+  readonly maxHeaderSize?: number;
+  /** Timer granularity; default a tenth of the shortest timeout, between 10 ms and 1 s. */
+  readonly timerResolutionMs?: number;
+}
+
+export interface Http1PoolStats {
+  readonly connections: number;
+  readonly connecting: number;
+  readonly idle: number;
+  readonly queued: number;
+}
+
+export class Http1Pool implements ConnectionOwner, RequestOwner {
+  readonly host: string;
+  readonly port: number;
+  readonly authority: string;
+  tick = 0;
+  readonly connectTicks: number;
+  readonly keepAliveTicks: number;
+  readonly maxHeaderSize: number;
+  private readonly cap: number;
+  private readonly maxQueue: number;
+  private readonly headersTicks: number;
+  private readonly bodyTicks: number;
+  private readonly resolutionMs: number;
+  private readonly conns = new Set<Http1Connection>();
+  private readonly idle: Http1Connection[] = [];
+  private readonly queue: Http1Request[] = [];
+  private connecting = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(host: string, port: number, options: Http1PoolOptions = {}) {
+    this.host = host;
+    this.port = port;
+    this.authority = port === 80 ? host : `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.cap = positive('connections', options.connections ?? 64);
+    this.maxQueue = nonNegative('maxQueue', options.maxQueue ?? 1024);
+    const connectMs = nonNegative('connectTimeoutMs', options.connectTimeoutMs ?? 10_000);
+    const headersMs = nonNegative('headersTimeoutMs', options.headersTimeoutMs ?? 300_000);
+    const bodyMs = nonNegative('bodyTimeoutMs', options.bodyTimeoutMs ?? 300_000);
+    const keepAliveMs = nonNegative('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 4_000);
+    this.maxHeaderSize = positive('maxHeaderSize', options.maxHeaderSize ?? 16 * 1024);
+    const shortest = Math.min(...[connectMs, headersMs, bodyMs, keepAliveMs].filter((ms) => ms > 0), 10_000);
+    this.resolutionMs = positive('timerResolutionMs', options.timerResolutionMs ?? Math.min(1000, Math.max(10, Math.floor(shortest / 10))));
+    this.connectTicks = this.ticks(connectMs);
+    this.headersTicks = this.ticks(headersMs);
+    this.bodyTicks = this.ticks(bodyMs);
+    this.keepAliveTicks = this.ticks(keepAliveMs);
+  }
+
+  /** Sends a request; the handler gets the answer. Never throws for network reasons. */
+  dispatch(opts: Http1RequestOptions, handler: Http1Handler): Http1Request {
+    const req = new Http1Request(this, opts, handler,
+      opts.headersTimeoutMs === undefined ? this.headersTicks : this.ticks(opts.headersTimeoutMs),
+      opts.bodyTimeoutMs === undefined ? this.bodyTicks : this.ticks(opts.bodyTimeoutMs));
+    if (this.closed) {
+      process.nextTick(failLater, req, new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`));
+      return req;
+    }
+    const conn = this.idle.pop();
+    if (conn !== undefined) {
+      conn.send(req);
+      return req;
+    }
+    // Requests that a connection being opened will take do not count against maxQueue.
+    if (this.queue.length - this.connecting >= this.maxQueue) {
+      process.nextTick(failLater, req, new Http1Error('HTTP1_QUEUE_FULL', `${this.maxQueue} requests already wait for a connection to ${this.authority}`));
+      return req;
+    }
+    this.queue.push(req);
+    if (this.conns.size < this.cap && this.connecting < this.queue.length) this.open(null);
+    return req;
+  }
+
+  get stats(): Http1PoolStats {
+    return { connections: this.conns.size, connecting: this.connecting, idle: this.idle.length, queued: this.queue.length };
+  }
+
+  /** Fails waiting requests, aborts those in flight and closes every connection. */
+  close(): void {
+    this.closed = true;
+    const err = new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`);
+    for (const req of this.queue.splice(0)) req.fail(err);
+    for (const conn of [...this.conns]) {
+      if (conn.req !== null) conn.abort(err);
+      else conn.close();
+      if (conn.reserved !== null) conn.reserved.fail(err);
+    }
+    this.stopTimer();
+  }
+
+  // RequestOwner
+  dequeue(req: Http1Request): void {
+    const i = this.queue.indexOf(req);
+    if (i !== -1) this.queue.splice(i, 1);
+  }
+
+  // ConnectionOwner
+  onConnected(conn: Http1Connection): void {
+    this.connecting--;
+    const r = conn.reserved;
+    conn.reserved = null;
+    if (r !== null && !r.done) conn.send(r);
+    else this.onFree(conn);
+  }
+
+  onConnectFailed(conn: Http1Connection, reserved: Http1Request | null, err: Error): void {
+    this.connecting--;
+    this.forget(conn);
+    if (reserved !== null) reserved.fail(err);
+    // Nothing else is open or opening: the endpoint is unreachable for every waiting request.
+    if (this.conns.size === 0) for (const req of this.queue.splice(0)) req.fail(err);
+  }
+
+  onFree(conn: Http1Connection): void {
+    const next = this.queue.shift();
+    if (next !== undefined) conn.send(next);
+    else this.idle.push(conn);
+  }
+
+  onGone(conn: Http1Connection): void {
+    this.forget(conn);
+    if (!this.closed && this.queue.length > this.connecting && this.conns.size < this.cap) this.open(null);
+  }
+
+  retry(req: Http1Request): void {
+    if (this.closed) req.fail(new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`));
+    else {
+      // A fresh connection: an idle one may have been closed by the server just the same.
+      if (this.conns.size >= this.cap) this.idle.pop()?.close();
+      if (this.conns.size < this.cap) this.open(req);
+      else this.queue.unshift(req);
+    }
+  }
+
+  private open(reserved: Http1Request | null): void {
+    const conn = new Http1Connection(this);
+    conn.reserved = reserved;
+    this.conns.add(conn);
+    this.connecting++;
+    if (this.timer === null) {
+      this.timer = setInterval(sweep, this.resolutionMs, this);
+      this.timer.unref();
+    }
+  }
+
+  private forget(conn: Http1Connection): void {
+    if (!this.conns.delete(conn)) return;
+    const i = this.idle.indexOf(conn);
+    if (i !== -1) this.idle.splice(i, 1);
+    if (this.conns.size === 0) this.stopTimer();
+  }
+
+  private stopTimer(): void {
+    if (this.timer !== null) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+
+  private ticks(ms: number): number {
+    return ms > 0 ? Math.ceil(ms / this.resolutionMs) + 1 : 0;
+  }
+
+  /** Advances the coarse clock and times out what is due. */
+  advance(): void {
+    const t = ++this.tick;
+    for (const conn of this.conns) if (conn.deadline !== 0 && conn.deadline <= t && conn.phase !== Phase.Closed) conn.onDeadline();
+  }
+}
+
+function sweep(pool: Http1Pool): void {
+  pool.advance();
+}
+
+function failLater(req: Http1Request, err: Error): void {
+  req.fail(err);
+}
+
+function positive(name: string, v: number): number {
+  if (!Number.isFinite(v) || v <= 0) throw new RangeError(`http1 pool: ${name} must be a positive number, got ${v}`);
+  return v;
+}
+
+function nonNegative(name: string, v: number): number {
+  if (!Number.isFinite(v) || v < 0) throw new RangeError(`http1 pool: ${name} must be 0 or more, got ${v}`);
+  return v;
+}

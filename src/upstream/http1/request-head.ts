@@ -1,0 +1,39 @@
+/**
+ * The bytes of one request: request line, `host`, the caller's raw headers, `content-length`
+ * and the body, sent with one socket write (one buffer for small bodies; head and body corked
+ * into one writev for large ones).
+ */
+import type { Socket } from 'node:net';
+
+/** Bodies up to this size are copied behind the head into one buffer. */
+const COPY_LIMIT = 16 * 1024;
+
+/**
+ * Header names and values must already be valid (no CR/LF): the router's come from a parsed
+ * client request. `host` and `content-length` are added here and must not be in `headers`.
+ */
+export function requestHead(method: string, path: string, host: string, headers: readonly string[], body: Buffer | null): string {
+  let s = `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) s += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  if (body !== null) s += `content-length: ${body.length}\r\n\r\n`;
+  else s += method === 'GET' || method === 'HEAD' ? '\r\n' : 'content-length: 0\r\n\r\n';
+  return s;
+}
+
+export function writeRequest(socket: Socket, head: string, body: Buffer | null): void {
+  if (body === null || body.length === 0) {
+    socket.write(head, 'latin1');
+    return;
+  }
+  if (body.length <= COPY_LIMIT) {
+    const out = Buffer.allocUnsafe(head.length + body.length);
+    out.write(head, 0, 'latin1');
+    body.copy(out, head.length);
+    socket.write(out);
+    return;
+  }
+  socket.cork();
+  socket.write(head, 'latin1');
+  socket.write(body);
+  socket.uncork();
+}

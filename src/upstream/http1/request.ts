@@ -1,0 +1,110 @@
+/**
+ * One request through the pool: what to send, the handler that receives the answer, and the
+ * controls the handler uses (pause/resume reading, abort). The handler gets exactly one of
+ * onComplete or onError. Handlers are plain objects with methods, so nothing is allocated per
+ * callback; `onHeaders`/`onData` return false to pause reading until `resume()` (bytes already
+ * read from the socket are still delivered).
+ */
+import type { Http1Connection } from './connection.js';
+import { Http1Error } from './errors.js';
+
+export interface Http1Handler {
+  /** The final response head; `headers` is a flat [name, value, …] array as received. */
+  onHeaders(statusCode: number, headers: string[], req: Http1Request): boolean;
+  onData(chunk: Buffer, req: Http1Request): boolean;
+  /** The response ended; trailers of a chunked answer (flat array), else null. */
+  onComplete(trailers: string[] | null, req: Http1Request): void;
+  /** Connect failures carry the socket's errno code (ECONNREFUSED…); see errors.ts. */
+  onError(err: Error, req: Http1Request): void;
+}
+
+export interface Http1RequestOptions {
+  readonly method: string;
+  /** Path and query, e.g. /v1/completions. */
+  readonly path: string;
+  /** Flat [name, value, …] array; no host, content-length or connection. */
+  readonly headers: readonly string[];
+  readonly body: Buffer | null;
+  /** Overrides the pool's headers timeout (ms, 0 = none). */
+  readonly headersTimeoutMs?: number;
+  /** Overrides the pool's body idle timeout (ms, 0 = none). */
+  readonly bodyTimeoutMs?: number;
+}
+
+export const enum RequestState { Queued, Sent, Done }
+
+/** Internal view of the pool a request belongs to. */
+export interface RequestOwner {
+  dequeue(req: Http1Request): void;
+}
+
+export class Http1Request {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: readonly string[];
+  readonly body: Buffer | null;
+  readonly handler: Http1Handler;
+  readonly headersTicks: number;
+  readonly bodyTicks: number;
+  state = RequestState.Queued;
+  /** Set while the request is on a connection. */
+  conn: Http1Connection | null = null;
+  /** Already resent once after an idle-close race. */
+  retried = false;
+  /** Status of the final response, 0 before it. */
+  statusCode = 0;
+  /** Content-length of the answer, -1 when absent (chunked or close-delimited). */
+  contentLength = -1;
+  /** Free for the caller (e.g. its own exchange), so a shared handler needs no closure. */
+  context: unknown = null;
+  private readonly owner: RequestOwner;
+
+  constructor(owner: RequestOwner, opts: Http1RequestOptions, handler: Http1Handler, headersTicks: number, bodyTicks: number) {
+    this.owner = owner;
+    this.method = opts.method;
+    this.path = opts.path;
+    this.headers = opts.headers;
+    this.body = opts.body;
+    this.handler = handler;
+    this.headersTicks = headersTicks;
+    this.bodyTicks = bodyTicks;
+  }
+
+  get done(): boolean {
+    return this.state === RequestState.Done;
+  }
+
+  pause(): void {
+    this.conn?.pause();
+  }
+
+  resume(): void {
+    this.conn?.resume();
+  }
+
+  /** Ends the request now; the handler's onError gets `reason`. No-op once done. */
+  abort(reason: Error = new Http1Error('HTTP1_ABORTED', 'request aborted')): void {
+    if (this.state === RequestState.Done) return;
+    if (this.conn !== null) {
+      this.conn.abort(reason);
+      return;
+    }
+    this.owner.dequeue(this);
+    this.fail(reason);
+  }
+
+  /** Called by the pool/connection: the one error delivery. */
+  fail(err: Error): void {
+    if (this.state === RequestState.Done) return;
+    this.state = RequestState.Done;
+    this.conn = null;
+    this.handler.onError(err, this);
+  }
+
+  complete(trailers: string[] | null): void {
+    if (this.state === RequestState.Done) return;
+    this.state = RequestState.Done;
+    this.conn = null;
+    this.handler.onComplete(trailers, this);
+  }
+}

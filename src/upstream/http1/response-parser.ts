@@ -1,0 +1,338 @@
+/**
+ * Incremental HTTP/1.1 response parser: status line and headers (raw name/value strings, as
+ * received), then a body delimited by content-length, chunked transfer coding (chunk extensions
+ * skipped, trailers returned) or the end of the connection. Interim 1xx responses are skipped;
+ * answers to HEAD and 204/304 have no body. Input may be split at any byte. Body bytes are
+ * handed on as views of the input (no copies). Errors are thrown as Http1Error.
+ */
+import { Http1Error, malformed } from './errors.js';
+
+export interface ParserSink {
+  /** The final (non-1xx) response head. */
+  onHead(status: number, headers: string[]): void;
+  onBody(chunk: Buffer): void;
+  /** The response is complete; trailers of a chunked body, else null. */
+  onEnd(trailers: string[] | null): void;
+}
+
+export const enum ParserState {
+  Head, Length, ChunkSize, ChunkExt, ChunkSizeLf, ChunkData, ChunkDataCr, ChunkDataLf, Trailer, UntilClose, Done, Stopped,
+}
+
+const CR = 13;
+const LF = 10;
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+const EMPTY_HEADERS: string[] = [];
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const LONE_CR_LF = /\r(?!\n)|(?<!\r)\n|\0/;
+const DIGITS = /^\d+$/;
+/** 13 hex digits = 2^52: beyond that a size is not a safe integer. */
+const MAX_SIZE_DIGITS = 13;
+const MAX_CHUNK_EXT = 4096;
+
+function hexValue(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  const l = c | 0x20;
+  if (l >= 97 && l <= 102) return l - 87;
+  return -1;
+}
+
+export class ResponseParser {
+  state = ParserState.Done;
+  status = 0;
+  headers: string[] = EMPTY_HEADERS;
+  /** Content-length of the final head, -1 when absent (chunked or close-delimited). */
+  contentLength = -1;
+  /** False when the connection cannot carry another request after this response. */
+  keepAlive = true;
+  /** Whether any byte of the response arrived since reset(). */
+  sawBytes = false;
+  private readonly sink: ParserSink;
+  private readonly maxHeaderSize: number;
+  private noBody = false;
+  private remaining = 0;
+  private sizeDigits = 0;
+  private extBytes = 0;
+  /** A head (or trailer line) split across packets: the bytes so far. */
+  private partial: Buffer | null = null;
+  private line = '';
+  private trailerBytes = 0;
+  private trailers: string[] | null = null;
+
+  constructor(sink: ParserSink, maxHeaderSize: number) {
+    this.sink = sink;
+    this.maxHeaderSize = maxHeaderSize;
+  }
+
+  /** Ready for the response to a new request; `noBody` for HEAD requests. */
+  reset(noBody: boolean): void {
+    this.state = ParserState.Head;
+    this.status = 0;
+    this.headers = EMPTY_HEADERS;
+    this.contentLength = -1;
+    this.keepAlive = true;
+    this.sawBytes = false;
+    this.noBody = noBody;
+    this.partial = null;
+    this.line = '';
+    this.trailers = null;
+    this.trailerBytes = 0;
+  }
+
+  /** Stops delivery (the request was aborted from a sink callback). */
+  stop(): void {
+    this.state = ParserState.Stopped;
+  }
+
+  /** Parses `data`; returns how many bytes belong to this response (less than all when it ended early). */
+  execute(data: Buffer): number {
+    const n = data.length;
+    if (n > 0) this.sawBytes = true;
+    let i = 0;
+    while (i < n) {
+      switch (this.state) {
+        case ParserState.Head:
+          i = this.readHead(data, i);
+          break;
+        case ParserState.Length: {
+          const take = Math.min(this.remaining, n - i);
+          this.remaining -= take;
+          const chunk = data.subarray(i, i + take);
+          i += take;
+          this.sink.onBody(chunk);
+          if (this.remaining === 0 && this.state === ParserState.Length) return this.end(i);
+          break;
+        }
+        case ParserState.ChunkData: {
+          const take = Math.min(this.remaining, n - i);
+          this.remaining -= take;
+          const chunk = data.subarray(i, i + take);
+          i += take;
+          if (this.remaining === 0) this.state = ParserState.ChunkDataCr;
+          this.sink.onBody(chunk);
+          break;
+        }
+        case ParserState.UntilClose:
+          this.sink.onBody(i === 0 ? data : data.subarray(i));
+          return n;
+        case ParserState.Trailer:
+          i = this.readTrailer(data, i);
+          break;
+        case ParserState.Done:
+        case ParserState.Stopped:
+          return i;
+        default:
+          this.chunkFraming(data[i]);
+          i++;
+      }
+    }
+    return n;
+  }
+
+  /** The connection ended: completes a close-delimited body, else throws. */
+  finish(): void {
+    if (this.state === ParserState.UntilClose) {
+      this.state = ParserState.Done;
+      this.sink.onEnd(null);
+      return;
+    }
+    if (this.state === ParserState.Done || this.state === ParserState.Stopped) return;
+    throw new Http1Error('HTTP1_PREMATURE_CLOSE', this.sawBytes
+      ? 'upstream closed the connection before the response ended'
+      : 'upstream closed the connection without answering');
+  }
+
+  private end(consumed: number): number {
+    this.state = ParserState.Done;
+    this.sink.onEnd(this.trailers);
+    return consumed;
+  }
+
+  private readHead(data: Buffer, i: number): number {
+    let buf = data;
+    let start = i;
+    let from = i;
+    const prior = this.partial;
+    if (prior !== null) {
+      buf = Buffer.concat([prior, i === 0 ? data : data.subarray(i)]);
+      start = 0;
+      from = Math.max(0, prior.length - 3);
+    }
+    const end = buf.indexOf(HEAD_END, from);
+    if (end === -1) {
+      if (buf.length - start > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
+      this.partial = start === 0 ? buf : buf.subarray(start);
+      return data.length;
+    }
+    if (end + 4 - start > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
+    this.partial = null;
+    const consumed = prior === null ? end + 4 : end + 4 - prior.length + i;
+    this.parseHead(buf.toString('latin1', start, end + 2));
+    return consumed;
+  }
+
+  /** `text`: the status line and header lines, each ending in CRLF. */
+  private parseHead(text: string): void {
+    if (LONE_CR_LF.test(text)) throw malformed('bare CR or LF or NUL in the response head');
+    const eol = text.indexOf('\r\n');
+    const minor = text.charCodeAt(7);
+    const after = text.charCodeAt(12);
+    if (!text.startsWith('HTTP/1.') || (minor !== 48 && minor !== 49) || text.charCodeAt(8) !== 32
+      || !(eol === 12 || after === 32)) throw badStatusLine(text, eol);
+    let status = 0;
+    for (let k = 9; k < 12; k++) {
+      const d = text.charCodeAt(k) - 48;
+      if (d < 0 || d > 9) throw badStatusLine(text, eol);
+      status = status * 10 + d;
+    }
+    if (status < 100) throw badStatusLine(text, eol);
+    if (status === 101) throw malformed('unexpected 101 Switching Protocols');
+    let keepAlive = minor === 49;
+    let length = -1;
+    let te: string | null = null;
+    const headers: string[] = [];
+    for (let pos = eol + 2; pos < text.length;) {
+      const e = text.indexOf('\r\n', pos);
+      const colon = text.indexOf(':', pos);
+      if (colon === -1 || colon > e) throw malformed(`header line without a colon: ${JSON.stringify(text.slice(pos, Math.min(e, pos + 80)))}`);
+      const name = text.slice(pos, colon);
+      if (!TOKEN.test(name)) throw malformed(`bad header name ${JSON.stringify(name.slice(0, 80))}`);
+      const value = text.slice(colon + 1, e).trim();
+      pos = e + 2;
+      headers.push(name, value);
+      switch (name.length) {
+        case 14:
+          if (name.toLowerCase() === 'content-length') length = contentLength(value, length);
+          break;
+        case 17:
+          if (name.toLowerCase() === 'transfer-encoding') te = te === null ? value : `${te}, ${value}`;
+          break;
+        case 10:
+          if (name.toLowerCase() === 'connection') {
+            const v = value.toLowerCase();
+            if (/(^|[\s,])close($|[\s,])/.test(v)) keepAlive = false;
+            else if (minor === 48 && /(^|[\s,])keep-alive($|[\s,])/.test(v)) keepAlive = true;
+          }
+          break;
+      }
+    }
+    if (status < 200) return; // interim response: the final one follows
+    this.status = status;
+    this.headers = headers;
+    this.keepAlive = keepAlive;
+    this.contentLength = -1;
+    if (this.noBody || status === 204 || status === 304) {
+      this.contentLength = status === 204 ? -1 : length;
+      this.state = ParserState.Done;
+    } else if (te !== null) {
+      if (/(^|,)\s*chunked\s*$/i.test(te)) {
+        this.state = ParserState.ChunkSize;
+        this.remaining = 0;
+        this.sizeDigits = 0;
+        // Both framings in one answer: use chunked, but do not trust the connection again.
+        if (length !== -1) this.keepAlive = false;
+      } else {
+        this.state = ParserState.UntilClose;
+        this.keepAlive = false;
+      }
+    } else if (length >= 0) {
+      this.contentLength = length;
+      this.remaining = length;
+      this.state = length === 0 ? ParserState.Done : ParserState.Length;
+    } else {
+      this.state = ParserState.UntilClose;
+      this.keepAlive = false;
+    }
+    const done = this.state === ParserState.Done;
+    this.sink.onHead(status, headers);
+    if (done && this.state === ParserState.Done) this.sink.onEnd(null);
+  }
+
+  /** One byte of chunk framing: size line, extensions, CRLF after data. */
+  private chunkFraming(c: number): void {
+    switch (this.state) {
+      case ParserState.ChunkSize: {
+        const v = hexValue(c);
+        if (v >= 0) {
+          if (++this.sizeDigits > MAX_SIZE_DIGITS) throw malformed('chunk size too large');
+          this.remaining = this.remaining * 16 + v;
+        } else if (this.sizeDigits === 0) {
+          throw malformed(`bad chunk size (byte 0x${c.toString(16)})`);
+        } else if (c === CR) {
+          this.state = ParserState.ChunkSizeLf;
+        } else if (c === 0x3b || c === 0x20 || c === 0x09) {
+          this.state = ParserState.ChunkExt;
+          this.extBytes = 0;
+        } else {
+          throw malformed(`bad chunk size (byte 0x${c.toString(16)})`);
+        }
+        return;
+      }
+      case ParserState.ChunkExt:
+        if (c === CR) this.state = ParserState.ChunkSizeLf;
+        else if (c === LF || ++this.extBytes > MAX_CHUNK_EXT) throw malformed('bad chunk extension');
+        return;
+      case ParserState.ChunkSizeLf:
+        if (c !== LF) throw malformed('chunk size line not ended by CRLF');
+        if (this.remaining === 0) {
+          this.state = ParserState.Trailer;
+        } else {
+          this.state = ParserState.ChunkData;
+        }
+        return;
+      case ParserState.ChunkDataCr:
+        if (c !== CR) throw malformed('chunk data not followed by CRLF');
+        this.state = ParserState.ChunkDataLf;
+        return;
+      case ParserState.ChunkDataLf:
+        if (c !== LF) throw malformed('chunk data not followed by CRLF');
+        this.state = ParserState.ChunkSize;
+        this.remaining = 0;
+        this.sizeDigits = 0;
+    }
+  }
+
+  /** Trailer lines after the last chunk, up to the empty line. */
+  private readTrailer(data: Buffer, i: number): number {
+    const lf = data.indexOf(LF, i);
+    const stop = lf === -1 ? data.length : lf;
+    this.trailerBytes += stop - i + 1;
+    if (this.trailerBytes > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
+    this.line += data.toString('latin1', i, stop);
+    if (lf === -1) return data.length;
+    const line = this.line;
+    this.line = '';
+    if (line.charCodeAt(line.length - 1) !== CR) throw malformed('trailer line not ended by CRLF');
+    if (line.length === 1) {
+      this.state = ParserState.Done;
+      this.sink.onEnd(this.trailers);
+      return lf + 1;
+    }
+    const colon = line.indexOf(':');
+    const name = colon === -1 ? '' : line.slice(0, colon);
+    if (!TOKEN.test(name) || line.indexOf('\r') !== line.length - 1) throw malformed(`bad trailer line ${JSON.stringify(line.slice(0, 80))}`);
+    (this.trailers ??= []).push(name, line.slice(colon + 1, -1).trim());
+    return lf + 1;
+  }
+}
+
+function contentLength(value: string, prior: number): number {
+  let v = -1;
+  for (const part of value.includes(',') ? value.split(',') : [value]) {
+    const p = part.trim();
+    if (!DIGITS.test(p) || p.length > 15) throw malformed(`bad content-length ${JSON.stringify(value.slice(0, 40))}`);
+    const n = Number(p);
+    if (v !== -1 && n !== v) throw malformed(`conflicting content-length values ${JSON.stringify(value.slice(0, 80))}`);
+    v = n;
+  }
+  if (prior !== -1 && prior !== v) throw malformed(`conflicting content-length values ${prior} and ${v}`);
+  return v;
+}
+
+function tooLarge(max: number): Http1Error {
+  return new Http1Error('HTTP1_HEADERS_TOO_LARGE', `malformed response from upstream: header section larger than ${max} bytes`);
+}
+
+function badStatusLine(text: string, eol: number): Http1Error {
+  return malformed(`bad status line ${JSON.stringify(text.slice(0, Math.min(eol === -1 ? 80 : eol, 80)))}`);
+}
