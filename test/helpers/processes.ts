@@ -39,8 +39,9 @@ process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `node args` (`node`: another Node.js binary than the one running the tests). */
+export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}, node: string = process.execPath): Proc {
+  const child = spawn(node, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   child.once('exit', () => live.delete(child));
   let out = '';
@@ -100,7 +101,7 @@ export interface Router extends Proc {
 }
 
 /** Starts the built router as a user would and waits until /readyz says ready. */
-export async function startRouter(resourcesYaml: string, opts: { workers?: number; env?: NodeJS.ProcessEnv; dir?: string; args?: string[] } = {}): Promise<Router> {
+export async function startRouter(resourcesYaml: string, opts: { workers?: number; env?: NodeJS.ProcessEnv; dir?: string; args?: string[]; node?: string } = {}): Promise<Router> {
   const dir = opts.dir ?? tempDir();
   const file = join(dir, 'resources.yaml');
   writeFileSync(file, resourcesYaml);
@@ -108,6 +109,7 @@ export async function startRouter(resourcesYaml: string, opts: { workers?: numbe
   const p = startProcess(
     [CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
     { ACCESS_LOG_ENABLED: 'false', ...opts.env },
+    opts.node,
   );
   const url = `http://127.0.0.1:${port}`;
   await waitFor('router to be ready', async () => {
