@@ -11,7 +11,8 @@
 import { join } from 'node:path';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
-import { freePort, haveBinary, ROOT, startMock, startProcess, stopAll, waitFor, type Target } from './processes.js';
+import { freePort, spawnProcess, waitWhileRunning } from '../test/helpers/processes.js';
+import { haveBinary, ROOT, startMock, stopAll, type Target } from './targets.js';
 import { CANDIDATES, type CandidateKind } from './upstream-candidates.js';
 import { PATH, PROMPT } from './scenarios.js';
 
@@ -32,9 +33,9 @@ function option(name: string, fallback: number): number {
 
 async function startCandidate(kind: CandidateKind, upstream: string, workers: number): Promise<Target> {
   const port = await freePort();
-  const proc = startProcess(`proxy ${kind}`, process.execPath,
-    [join(ROOT, 'dist/bench/upstream-proxy.js'), '--client', kind, '--port', String(port), '--upstream', upstream, '--workers', String(workers)]);
-  await waitFor(`proxy ${kind} to be ready`, proc, () => /ready with/.test(proc.output()));
+  const proc = spawnProcess(process.execPath,
+    [join(ROOT, 'dist/bench/upstream-proxy.js'), '--client', kind, '--port', String(port), '--upstream', upstream, '--workers', String(workers)], {}, { name: `proxy ${kind}` });
+  await waitWhileRunning(`proxy ${kind} to be ready`, proc, () => /ready with/.test(proc.output()));
   return { name: kind, url: `http://127.0.0.1:${port}`, port, proc };
 }
 

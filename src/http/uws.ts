@@ -1,22 +1,55 @@
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type * as UWS from 'uWebSockets.js';
+import { buildInfo } from '../observe/build-info.js';
+import { chooseUws, libcName, type UwsRuntime } from './uws-candidates.js';
 
 const require = createRequire(import.meta.url);
 
-/**
- * Loads uWebSockets.js and checks that its native build loaded. The package silently falls
- * back to a slow JavaScript server when the binary does not fit this Node/glibc; we refuse to
- * run on that unless ROUTER_ALLOW_UWS_FALLBACK=true.
- */
-export function loadUws(allowFallback: boolean): typeof UWS {
-  const uws = require('uWebSockets.js') as typeof UWS;
-  const native = Object.keys(require.cache).some((k) => k.includes('uWebSockets.js') && k.endsWith('.node'))
-    || Object.keys(require.cache).some((k) => /uws_[a-z0-9]+_[a-z0-9]+_\d+\.node$/.test(k));
-  if (!native && !allowFallback) {
-    throw new Error(
-      `uWebSockets.js native build did not load for Node ${process.version} (${process.platform}-${process.arch}, ABI ${process.versions.modules}); ` +
-        'it fell back to a slow JavaScript server. Use Node 20 on glibc Linux, or set ROUTER_ALLOW_UWS_FALLBACK=true to run anyway.',
-    );
+/** This process's Node ABI, platform, architecture and C library (glibc version, or null on musl). */
+export function currentUwsRuntime(): UwsRuntime {
+  let glibc: string | null = null;
+  if (process.platform === 'linux') {
+    const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+    glibc = header?.glibcVersionRuntime ?? null;
   }
-  return uws;
+  return { abi: Number(process.versions.modules), platform: process.platform, arch: process.arch, glibc };
+}
+
+/** Directory of a package's main file (resolves without running it). */
+function mainDir(packageName: string): string {
+  return dirname(require.resolve(packageName));
+}
+
+/**
+ * Loads the first uWebSockets.js native build that fits this runtime (src/http/uws-candidates.ts).
+ * The binaries are required directly, never through a package's index, which may fall back to a
+ * slow JavaScript server silently. When none loads, throws a message naming the runtime, the C
+ * library and what to run instead — unless `allowFallback` (ROUTER_ALLOW_UWS_FALLBACK=true), which
+ * runs the JavaScript fallback of the `uWebSockets.js` package.
+ */
+export function loadUws(allowFallback: boolean, rt: UwsRuntime = currentUwsRuntime()): typeof UWS {
+  const choice = chooseUws(rt);
+  const failures = [...choice.skipped];
+  for (const c of choice.candidates) {
+    try {
+      const uws = require(join(mainDir(c.packageName), c.file)) as typeof UWS;
+      buildInfo.uws = c.build;
+      return uws;
+    } catch (err) {
+      failures.push(`${c.build} (${c.packageName}): ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  if (allowFallback) {
+    const uws = require(join(mainDir('uWebSockets.js'), '../dist/index.js')) as typeof UWS;
+    buildInfo.uws = 'js-fallback';
+    return uws;
+  }
+  throw new Error(
+    `no uWebSockets.js native build loads on Node ${process.version} (ABI ${rt.abi}, ${rt.platform}-${rt.arch}) with ${libcName(rt)}:\n` +
+      failures.map((f) => `  - ${f}\n`).join('') +
+      'Run Node 20, 22 or 24 on linux x64/arm64 with glibc >= 2.38 (Debian 13, Ubuntu 24.04, the node:24-trixie-slim image), ' +
+      'or Node 20 on an older glibc; musl (Alpine) is not supported. ' +
+      'ROUTER_ALLOW_UWS_FALLBACK=true runs a slow JavaScript server instead.',
+  );
 }

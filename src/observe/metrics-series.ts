@@ -21,7 +21,8 @@ export interface MetricJson {
   help: string;
   type: 'counter' | 'gauge' | 'histogram';
   values: MetricValue[];
-  aggregator: 'sum';
+  /** How prom-client's AggregatorRegistry combines workers: sum, or max (build_info stays 1). */
+  aggregator: 'sum' | 'max';
 }
 
 /** What prom-client's Registry.registerMetric() needs. */
@@ -29,7 +30,7 @@ export interface RegistrableMetric {
   readonly name: string;
   readonly help: string;
   readonly type: MetricJson['type'];
-  readonly aggregator: 'sum';
+  readonly aggregator: MetricJson['aggregator'];
   get(): Promise<MetricJson>;
   reset(): void;
 }
@@ -145,13 +146,12 @@ export class HistogramFamily implements RegistrableMetric {
 
 /** A gauge or counter whose values are read from elsewhere at scrape time. */
 export class CollectedFamily implements RegistrableMetric {
-  readonly aggregator = 'sum';
-
   constructor(
     readonly name: string,
     readonly help: string,
     readonly type: 'counter' | 'gauge',
     private readonly collect: () => MetricValue[],
+    readonly aggregator: MetricJson['aggregator'] = 'sum',
   ) {}
 
   async get(): Promise<MetricJson> {

@@ -6,6 +6,7 @@
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ERROR_TYPES, type ErrorType } from '../errors.js';
+import { buildInfo } from './build-info.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { LimitDirection } from '../ratelimit/limiter.js';
 import {
@@ -112,6 +113,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_token_counts_total',
       'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',
       'counter', () => this.collectTokenCounts()) as never);
+    r.registerMetric(new CollectedFamily('inference_router_build_info',
+      'Always 1; labels: router version, Node.js version, uWebSockets.js build that loaded.', 'gauge',
+      () => [{ labels: { ...buildInfo }, value: 1 }], 'max') as never);
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: r });
   }
 

@@ -64,6 +64,8 @@ export interface ProcessOptions {
   name?: string;
   /** Keep only the last this many characters of each output (default: all of it). */
   keepChars?: number;
+  /** The Node.js binary for startProcess (default: the one running the tests). */
+  node?: string;
 }
 
 /** Every process started here and not yet exited; killed when this process exits, so a failed run leaks none. */
@@ -110,7 +112,7 @@ export function spawnProcess(command: string, args: string[], env: NodeJS.Proces
 
 /** Starts `node args`. */
 export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
-  return spawnProcess(process.execPath, args, env, { name: opts.name ?? args[0], ...opts });
+  return spawnProcess(opts.node ?? process.execPath, args, env, { name: opts.name ?? args[0], ...opts });
 }
 
 /** Stops every process started here that is still running. */

@@ -24,7 +24,8 @@ type Doc = Record<string, any>;
 function yamlFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) return yamlFiles(path);
+    // Helm templates are Go templates, not YAML: test/unit/deploy/helm.test.ts renders them.
+    if (statSync(path).isDirectory()) return name === 'templates' && dir.includes('/helm/') ? [] : yamlFiles(path);
     return /\.ya?ml$/.test(name) ? [path] : [];
   });
 }
@@ -242,16 +243,4 @@ describe.skipIf(!hasKubectl)('kustomizations build with kubectl kustomize', () =
   test('deploy/examples', () => {
     expect(kustomize('examples')).toHaveLength(EXAMPLES.length);
   });
-});
-
-test('Dockerfile: Node 20 slim, npm ci, build, prune, non-root, node dist/cli.js', () => {
-  const text = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
-  const from = [...text.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
-  expect(from.length).toBeGreaterThan(0);
-  for (const image of from) expect(image).toBe('node:20-bookworm-slim');
-  expect(text).toMatch(/npm ci/);
-  expect(text).toMatch(/tsc -p tsconfig\.json/);
-  expect(text).toMatch(/npm prune --omit=dev/);
-  expect(text).toMatch(/^USER 10001/m);
-  expect(text).toMatch(/^ENTRYPOINT \["node","dist\/cli\.js"\]$/m);
 });

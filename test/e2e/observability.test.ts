@@ -1,0 +1,72 @@
+/**
+ * deploy/observability: every metric the Grafana dashboard and the alert rules query exists in the
+ * /metrics of the built router (2 workers), and build_info is 1 (not summed over workers).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { postJson, resourcesFor, ROOT, startMock, startRouter, type MockBackend, type Router } from '../helpers/processes.js';
+
+const DASHBOARD = JSON.parse(readFileSync(join(ROOT, 'deploy/observability/grafana-dashboard.json'), 'utf8'));
+const ALERTS = parse(readFileSync(join(ROOT, 'deploy/observability/alerts.yaml'), 'utf8'));
+
+function dashboardExprs(): string[] {
+  const out: string[] = [];
+  for (const p of DASHBOARD.panels) for (const t of p.targets ?? []) out.push(t.expr);
+  for (const v of DASHBOARD.templating.list) if (typeof v.query === 'string' && v.type === 'query') out.push(v.query);
+  return out;
+}
+const ruleExprs = (): string[] => ALERTS.groups.flatMap((g: any) => g.rules.map((r: any) => r.expr));
+
+/** Metric names in PromQL: the router's own (inference_router_*) ones. */
+function metricNames(expr: string): string[] {
+  return [...expr.matchAll(/\b(inference_router_[a-z0-9_]+)/g)].map((m) => m[1]);
+}
+
+/** Families in the exposition, plus histogram sample names (_bucket, _sum, _count). */
+function exposed(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const m of text.matchAll(/^# TYPE (\S+) (\w+)$/gm)) {
+    names.add(m[1]);
+    if (m[2] === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(m[1] + s);
+  }
+  return names;
+}
+
+describe('dashboard and alert rules against the built router', () => {
+  let mock: MockBackend;
+  let router: Router;
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 2 });
+    await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello' });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('the dashboard and the rules query metrics', () => {
+    expect(dashboardExprs().flatMap(metricNames).length).toBeGreaterThan(10);
+    expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(4);
+    expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
+      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterAccessLogDrops', 'InferenceRouterNoReadyWorkers',
+    ]);
+  });
+
+  it('every metric they name is in /metrics', async () => {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    const have = exposed(text);
+    const missing = [...new Set([...dashboardExprs(), ...ruleExprs()].flatMap(metricNames))].filter((n) => !have.has(n));
+    expect(missing).toEqual([]);
+  });
+
+  it('build_info is 1 across 2 workers and names the version, Node and uWS build', async () => {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    const line = text.split('\n').filter((l) => l.startsWith('inference_router_build_info{'));
+    expect(line).toHaveLength(1);
+    expect(line[0]).toMatch(new RegExp(`^inference_router_build_info\\{version="${pkg.version}",node="${process.version}",uws="uws-20\\.(57|30)"\\} 1$`));
+  });
+});

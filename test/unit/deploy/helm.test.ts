@@ -1,0 +1,122 @@
+/**
+ * The Helm chart (deploy/helm/inference-router): `helm lint` and `helm template` with the default
+ * values and with every optional part on, and what the rendered objects must hold. helm comes from
+ * HELM, PATH, or .ci/install-helm.sh's cache; without it these tests are skipped with the reason.
+ * The chart's copies of the CRDs and alert rules must equal the files under deploy/.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const CHART = join(ROOT, 'deploy/helm/inference-router');
+type Doc = Record<string, any>;
+
+function findHelm(): string | null {
+  const candidates = [process.env.HELM, join(homedir(), '.cache/inference-router-helm/helm'), 'helm'].filter((c): c is string => !!c);
+  for (const c of candidates) {
+    try {
+      execFileSync(c, ['version', '--short'], { stdio: 'ignore', timeout: 10_000 });
+      return c;
+    } catch { /* next */ }
+  }
+  return null;
+}
+const HELM = findHelm();
+
+const ALL_ON = [
+  'autoscaling.enabled=true', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'networkPolicy.enabled=true',
+  'networkPolicy.restrictEgress=true', 'auth.config=apiKeys: []', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
+  'redis.tls=true', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
+];
+
+function render(set: string[] = []): Doc[] {
+  const out = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'ir', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 30_000 });
+  return parseAllDocuments(out).map((d) => d.toJS() as Doc).filter((d) => d !== null);
+}
+const kinds = (docs: Doc[]): string[] => docs.map((d) => d.kind).sort();
+const deployment = (docs: Doc[]): Doc => docs.find((d) => d.kind === 'Deployment')!;
+const env = (docs: Doc[]): Record<string, any> =>
+  Object.fromEntries(deployment(docs).spec.template.spec.containers[0].env.map((e: Doc) => [e.name, e.value ?? e.valueFrom]));
+
+test('the chart keeps copies of deploy/crds and deploy/observability/alerts.yaml that are equal to them', () => {
+  for (const f of ['modelroutes.yaml', 'modelservers.yaml']) {
+    expect(readFileSync(join(CHART, 'files/crds', f), 'utf8'), f).toBe(readFileSync(join(ROOT, 'deploy/crds', f), 'utf8'));
+  }
+  expect(readFileSync(join(CHART, 'files/alerts.yaml'), 'utf8')).toBe(readFileSync(join(ROOT, 'deploy/observability/alerts.yaml'), 'utf8'));
+});
+
+// Shown as a skipped test, with the reason, where helm cannot be had.
+if (HELM === null) test.skip('helm chart: no helm binary (set HELM, or run .ci/install-helm.sh)', () => {});
+
+describe.skipIf(HELM === null)('helm chart', () => {
+  test('helm lint --strict passes with the default values and with every optional part on', () => {
+    execFileSync(HELM!, ['lint', '--strict', CHART], { encoding: 'utf8' });
+    execFileSync(HELM!, ['lint', '--strict', CHART, ...ALL_ON.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
+  });
+
+  test('default values: Deployment, Service, ServiceAccount, cluster RBAC, PDB and the CRDs (kept on uninstall)', () => {
+    const docs = render();
+    expect(kinds(docs)).toEqual(['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition',
+      'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount']);
+    for (const crd of docs.filter((d) => d.kind === 'CustomResourceDefinition')) {
+      expect(crd.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+      expect(crd.spec.group).toBe('networking.serving.volcano.sh');
+    }
+    const pod = deployment(docs).spec.template.spec;
+    const c = pod.containers[0];
+    expect(c.args).toEqual(['--kubernetes']);
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
+    expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+    expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution).toHaveLength(1);
+  });
+
+  test('preStop sleeps ROUTER_DRAIN_DELAY; the grace period covers the sleep and the drain timeout', () => {
+    for (const [set, delay, grace] of [[[], 5, 5 + 30 + 10], [ALL_ON, 7, 7 + 60 + 10]] as const) {
+      const docs = render([...set]);
+      const c = deployment(docs).spec.template.spec.containers[0];
+      expect(c.lifecycle.preStop.exec.command).toEqual(['sleep', String(delay)]);
+      expect(env(docs).ROUTER_DRAIN_DELAY).toBe(`${delay}s`);
+      expect(deployment(docs).spec.template.spec.terminationGracePeriodSeconds).toBe(grace);
+    }
+  });
+
+  test('every optional part on: HPA on CPU, ServiceMonitor, PrometheusRule, NetworkPolicy, auth and Redis secrets, namespaced RBAC', () => {
+    const docs = render(ALL_ON);
+    expect(kinds(docs)).toEqual(['ConfigMap', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment',
+      'HorizontalPodAutoscaler', 'NetworkPolicy', 'PodDisruptionBudget', 'PrometheusRule', 'Role', 'RoleBinding', 'Secret',
+      'Service', 'ServiceAccount', 'ServiceMonitor']);
+    const hpa = docs.find((d) => d.kind === 'HorizontalPodAutoscaler')!;
+    expect(hpa.spec.metrics[0].resource.name).toBe('cpu');
+    expect(deployment(docs).spec.replicas).toBeUndefined();
+    const rule = docs.find((d) => d.kind === 'PrometheusRule')!;
+    expect(rule.spec.groups[0].rules.map((r: Doc) => r.alert)).toContain('InferenceRouterRedisFailureModeActive');
+    const e = env(docs);
+    expect(e.ROUTER_AUTH_CONFIG).toBe('/etc/inference-router/auth/auth.yaml');
+    expect(e.REDIS_PASSWORD).toEqual({ secretKeyRef: { name: 'redis-auth', key: 'REDIS_PASSWORD' } });
+    expect(e.REDIS_TLS_CA_FILE).toBe('/etc/inference-router/redis-ca/ca.crt');
+    expect(e.ROUTER_NAMESPACE).toBe('models');
+    const np = docs.find((d) => d.kind === 'NetworkPolicy')!;
+    expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(docs.find((d) => d.kind === 'Role')!.metadata.namespace).toBe('models');
+  });
+
+  test('crds.install=false renders no CRD (clusters that already have the API group)', () => {
+    expect(kinds(render(['crds.install=false']))).not.toContain('CustomResourceDefinition');
+  });
+
+  test('CRDs for another API group than apiGroup are refused', () => {
+    expect(() => render(['apiGroup=serving.example.com'])).toThrow(/crds.install=false/);
+  });
+
+  test('source=file mounts the resources file from a ConfigMap and needs no RBAC', () => {
+    const docs = render(['source=file', 'resourcesFile=kind: ModelRoute', 'crds.install=false']);
+    expect(kinds(docs)).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount']);
+    expect(deployment(docs).spec.template.spec.containers[0].args).toEqual(['--resources', '/etc/inference-router/resources/resources.yaml']);
+  });
+});
