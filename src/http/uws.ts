@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as UWS from 'uWebSockets.js';
-import { buildInfo } from '../observe/build-info.js';
+import { buildInfo } from '../build-info.js';
 import { chooseUws, libcName, type UwsRuntime } from './uws-candidates.js';
 
 const require = createRequire(import.meta.url);

@@ -6,7 +6,7 @@
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ERROR_TYPES, type ErrorType } from '../errors.js';
-import { buildInfo } from './build-info.js';
+import { buildInfo } from '../build-info.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { LimitDirection } from '../ratelimit/limiter.js';
 import {

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { chooseUws, parseGlibc, UWS_BUILDS, type UwsRuntime } from '../../../src/http/uws-candidates.js';
 import { currentUwsRuntime, loadUws } from '../../../src/http/uws.js';
-import { buildInfo } from '../../../src/observe/build-info.js';
+import { buildInfo } from '../../../src/build-info.js';
 
 const require = createRequire(import.meta.url);
 const linux = (abi: number, glibc: string | null, arch = 'x64'): UwsRuntime => ({ abi, platform: 'linux', arch, glibc });

@@ -8,7 +8,7 @@ const require = createRequire(import.meta.url);
 
 function packageVersion(): string {
   try {
-    return String((require('../../package.json') as { version?: unknown }).version ?? 'unknown');
+    return String((require('../package.json') as { version?: unknown }).version ?? 'unknown');
   } catch {
     return 'unknown';
   }
