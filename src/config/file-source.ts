@@ -2,6 +2,9 @@ import { readFileSync, watchFile, unwatchFile } from 'node:fs';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { parseResourceFile } from './resource-file.js';
 
+/** What a FileSource line is about: a warning on the file, or a rejected reload (`apply` reports applied ones). */
+export type FileSourceEvent = 'warning' | 'reload-rejected';
+
 export interface LoadedResources {
   routes: ModelRoute[];
   servers: ModelServer[];
@@ -22,18 +25,19 @@ export function loadResourceFile(file: string, apiGroup: string, warn: (m: strin
 
 /**
  * Watches a resources file (by polling its stat, which survives editors' rename-on-save and
- * ConfigMap symlink swaps). A valid change is handed to `apply`; an invalid one keeps the last
- * good config and is logged.
+ * ConfigMap symlink swaps). A valid change is handed to `apply` (which logs it); an invalid one
+ * keeps the last good config and is logged.
  */
 export class FileSource {
   private readonly file: string;
   private readonly apiGroup: string;
-  private readonly log: (m: string) => void;
+  private readonly log: (m: string, event: FileSourceEvent) => void;
   private readonly apply: (r: LoadedResources) => void;
+  private readonly warn = (m: string): void => this.log(m, 'warning');
   private lastText = '';
   rejected = 0;
 
-  constructor(file: string, apiGroup: string, log: (m: string) => void, apply: (r: LoadedResources) => void) {
+  constructor(file: string, apiGroup: string, log: (m: string, event: FileSourceEvent) => void, apply: (r: LoadedResources) => void) {
     this.file = file;
     this.apiGroup = apiGroup;
     this.log = log;
@@ -43,7 +47,7 @@ export class FileSource {
   /** First load: throws when the file is invalid (the router must not start on it). */
   start(intervalMs = 250): void {
     this.lastText = readFileSync(this.file, 'utf8');
-    this.apply(loadResourceFile(this.file, this.apiGroup, this.log));
+    this.apply(loadResourceFile(this.file, this.apiGroup, this.warn));
     watchFile(this.file, { interval: intervalMs, persistent: false }, () => this.reload());
   }
 
@@ -53,20 +57,19 @@ export class FileSource {
       text = readFileSync(this.file, 'utf8');
     } catch (err) {
       this.rejected++;
-      this.log(`resources reload failed, keeping the last good config: ${this.file}: ${(err as Error).message}`);
+      this.log(`resources reload failed, keeping the last good config: ${this.file}: ${(err as Error).message}`, 'reload-rejected');
       return;
     }
     if (text === this.lastText) return;
     this.lastText = text;
     let loaded: LoadedResources;
     try {
-      loaded = loadResourceFile(this.file, this.apiGroup, this.log);
+      loaded = loadResourceFile(this.file, this.apiGroup, this.warn);
     } catch (err) {
       this.rejected++;
-      this.log(`resources reload rejected, keeping the last good config: ${(err as Error).message}`);
+      this.log(`resources reload rejected, keeping the last good config: ${(err as Error).message}`, 'reload-rejected');
       return;
     }
-    this.log(`resources reloaded from ${this.file}: ${loaded.routes.length} routes, ${loaded.servers.length} servers`);
     this.apply(loaded);
   }
 
