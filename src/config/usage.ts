@@ -33,14 +33,14 @@ Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
   ACCESS_LOG_OUTPUT          stdout (default), stderr or a file path
   ACCESS_LOG_BUFFER_BYTES    bytes queued for a slow sink before records are dropped (16777216)
  Token counting
-  ROUTER_TOKEN_ESTIMATOR     bpe (default) or another estimator (docs/tokens.md)
+  ROUTER_TOKEN_ESTIMATOR     bpe (default) or chars
   ROUTER_TOKENIZER_INLINE_MAX_CHARS, ROUTER_TOKENIZER_POOL_SIZE, ROUTER_TOKENIZER_QUEUE,
   ROUTER_TOKENIZER_BUDGET_MS tokenizer thread pool (docs/tokens.md)
  Rate limits
   RATE_LIMIT_LOCAL_LEASES    local limits: workers decide from leased slices (true) or the primary decides (false)
   RATE_LIMIT_REDIS_FAILURE_MODE  global limits while Redis cannot answer: local (default), open or closed
   RATE_LIMIT_REDIS_TIMEOUT   longest wait for Redis (50ms)
- Redis (global limits)
+ Redis, for global limits
   REDIS_USERNAME, REDIS_PASSWORD   ACL credentials
   REDIS_TLS                  true: connect with TLS (rediss:// addresses always do)
   REDIS_TLS_CA_FILE          PEM file of trusted CAs instead of Node's list (which NODE_EXTRA_CA_CERTS extends)
