@@ -97,6 +97,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       if (!isCoreMessage(m)) return;
       const msg = m as WorkerToPrimary;
       if (msg.t === 'core:listening') {
+        // A worker still starting when the drain began missed core:drain (it was not listening for it).
+        if (draining) {
+          w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
+          return;
+        }
         listening.add(w.id);
         if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
         updateReady();
