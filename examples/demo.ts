@@ -1,15 +1,20 @@
 /**
  * `npm run demo`: two mock model-server pods plus the router on examples/resources.yaml,
- * with the curl commands to try. Ctrl-C stops everything.
+ * with the curl commands to try. Ctrl-C, SIGTERM or the end of the process that started the demo
+ * stops everything it started.
  *
- * Environment: DEMO_PORT (router port, default 8080); the access log goes to stdout (text).
+ * Environment: DEMO_PORT (router port, default 8080), DEMO_POD_PORTS (the two mock pods' ports,
+ * default 18001,18002); the access log goes to stdout (text).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const port = Number(process.env.DEMO_PORT ?? 8080);
+const [podA, podB] = (process.env.DEMO_POD_PORTS ?? '18001,18002').split(',').map(Number);
 const children: ChildProcess[] = [];
 
 function start(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
@@ -28,9 +33,26 @@ let stopping = false;
 function stop(code = 0): void {
   if (stopping) return;
   stopping = true;
+  if (tempDir !== null) rmSync(tempDir, { recursive: true, force: true });
   for (const c of children) c.kill('SIGTERM');
-  setTimeout(() => process.exit(code), 1500).unref();
-  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.on('exit', r))))).then(() => process.exit(code));
+  // A child that does not stop in time is killed: the demo never leaves a process behind.
+  setTimeout(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    process.exit(code);
+  }, 5000).unref();
+  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.on('exit', r))))).then(() => process.exit(code));
+}
+
+let tempDir: string | null = null;
+
+/** examples/resources.yaml, with the pods' ports when DEMO_POD_PORTS moves them. */
+function resources(): string {
+  const file = join(root, 'examples/resources.yaml');
+  if (podA === 18001 && podB === 18002) return file;
+  tempDir = mkdtempSync(join(tmpdir(), 'ir-demo-'));
+  const copy = join(tempDir, 'resources.yaml');
+  writeFileSync(copy, readFileSync(file, 'utf8').replace('127.0.0.1:18001', `127.0.0.1:${podA}`).replace('127.0.0.1:18002', `127.0.0.1:${podB}`));
+  return copy;
 }
 
 async function waitReady(url: string): Promise<void> {
@@ -45,14 +67,15 @@ async function waitReady(url: string): Promise<void> {
 
 async function main(): Promise<void> {
   const mock = join(root, 'dist/test/mock-backend/mock-backend.js');
-  start([mock, '--port', '18001', '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200']);
-  start([mock, '--port', '18002', '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200']);
-  start([join(root, 'dist/cli.js'), '--resources', join(root, 'examples/resources.yaml'), '--port', String(port), '--workers', '2'],
-    { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text' });
+  start([mock, '--port', String(podA), '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200']);
+  start([mock, '--port', String(podB), '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200']);
+  // No load balancer in front of the demo: stop at once on Ctrl-C (ROUTER_DRAIN_DELAY 0).
+  start([join(root, 'dist/cli.js'), '--resources', resources(), '--port', String(port), '--workers', '2'],
+    { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text', ROUTER_DRAIN_DELAY: process.env.ROUTER_DRAIN_DELAY ?? '0' });
   await waitReady(`http://127.0.0.1:${port}/readyz`);
   const base = `http://127.0.0.1:${port}`;
   process.stdout.write(`
-inference-router demo: router on ${base}, mock pods sf-pod-a (:18001) and sf-pod-b (:18002).
+inference-router demo: router on ${base}, mock pods sf-pod-a (:${podA}) and sf-pod-b (:${podB}).
 Try (the access log prints below):
 
   curl -s ${base}/v1/models
@@ -70,6 +93,12 @@ Ctrl-C stops the demo.
 
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
+process.on('SIGHUP', () => stop(0));
+// The process that started the demo went away (this one was re-parented): stop too.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) stop(0);
+}, 250).unref();
 main().catch((err: Error) => {
   process.stderr.write(`demo: ${err.message}\n`);
   stop(1);

@@ -1,14 +1,21 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
-import { UsageError, USAGE } from './config/settings.js';
+import { parseCommand, UsageError, USAGE } from './config/settings.js';
+import { VERSION } from './config/version.js';
 import { ResourceError } from './config/resources.js';
 import { loadUws } from './http/uws.js';
+import { OpsLog } from './observe/ops-log.js';
 import { parseAllSettings } from './settings.js';
 
 async function main(): Promise<void> {
   // The one read of the command line and the environment; a bad value stops the router here
   // with a message naming it (exit 2), before any worker starts, instead of a crash loop.
   const argv = process.argv.slice(2);
+  const command = parseCommand(argv);
+  if (command !== 'run') {
+    process.stdout.write(command === 'version' ? `inference-router ${VERSION}\n` : `${USAGE}\n`);
+    return;
+  }
   let settings;
   try {
     settings = parseAllSettings(argv, process.env);
@@ -31,7 +38,7 @@ async function main(): Promise<void> {
       await runPrimary(settings, argv);
     } catch (err) {
       const msg = err instanceof ResourceError ? err.message : `cannot start: ${(err as Error).message}`;
-      process.stderr.write(`inference-router: ${msg}\n`);
+      new OpsLog(settings.logFormat, 'primary').error('exit', `${msg}; exit 2`, { code: 2 });
       process.exit(2);
     }
   } else {
@@ -40,7 +47,7 @@ async function main(): Promise<void> {
       await runWorker(settings);
     } catch (err) {
       process.send?.({ t: 'core:fatal', message: (err as Error).message });
-      process.stderr.write(`inference-router worker: ${(err as Error).message}\n`);
+      new OpsLog(settings.logFormat, 'worker').error('exit', `${(err as Error).message}; exit 1`, { code: 1 });
       process.exit(1);
     }
   }

@@ -4,6 +4,9 @@ import type { ModelRoute, ModelServer } from './resource-types.js';
 import { parseResourceFile } from './resource-file.js';
 import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
 
+/** What a FileSource line is about: a warning on the file, or a rejected reload (`apply` reports applied ones). */
+export type FileSourceEvent = 'warning' | 'reload-rejected';
+
 export interface LoadedResources {
   routes: ModelRoute[];
   servers: ModelServer[];
@@ -14,7 +17,8 @@ export interface FileSourceOptions {
   readonly apiGroup: string;
   /** Largest file read (ROUTER_RESOURCES_MAX_BYTES). */
   readonly maxBytes: number;
-  readonly log: (m: string) => void;
+  /** A warning on the file, or a refused reload (applied reloads are reported by `apply`'s caller). */
+  readonly log: (m: string, event: FileSourceEvent) => void;
   readonly apply: (r: LoadedResources) => void;
   /** The parser thread's module (tests running from source point it at a compiled one). */
   readonly parseThread?: URL;
@@ -66,7 +70,7 @@ export class FileSource {
 
   /** First load: throws when the file is invalid or too large (the router must not start on it). */
   start(intervalMs = 250): void {
-    const { text, loaded } = loadResourceFile(this.o.file, this.o.apiGroup, this.o.maxBytes, this.o.log);
+    const { text, loaded } = loadResourceFile(this.o.file, this.o.apiGroup, this.o.maxBytes, (w) => this.o.log(w, 'warning'));
     this.lastText = text;
     this.o.apply(loaded);
     watchFile(this.o.file, { interval: intervalMs, persistent: false }, () => void this.reload());
@@ -90,7 +94,7 @@ export class FileSource {
 
   private reject(message: string): void {
     this.rejected++;
-    this.o.log(`resources reload rejected, keeping the last good config: ${message}`);
+    this.o.log(`resources reload rejected, keeping the last good config: ${message}`, 'reload-rejected');
   }
 
   private async reloadOnce(): Promise<void> {
@@ -105,7 +109,7 @@ export class FileSource {
       if (after.size !== buf.length || after.mtimeMs !== before.mtimeMs) return; // still being written: the poll sees the next change
     } catch (err) {
       this.rejected++;
-      this.o.log(`resources reload failed, keeping the last good config: ${file}: ${(err as Error).message}`);
+      this.o.log(`resources reload failed, keeping the last good config: ${file}: ${(err as Error).message}`, 'reload-rejected');
       return;
     }
     const text = buf.toString('utf8');
@@ -118,8 +122,7 @@ export class FileSource {
       return this.reject(`${file}: the file holds no resources (${text.trim() === '' ? 'empty' : 'no YAML document'}); ` +
         'an editor or a non-atomic write may be under way. To remove every resource, write "kind: List" with "items: []"');
     }
-    for (const w of warnings) this.o.log(w);
-    this.o.log(`resources reloaded from ${file}: ${routes.length} routes, ${servers.length} servers`);
+    for (const w of warnings) this.o.log(w, 'warning');
     this.o.apply({ routes, servers });
   }
 

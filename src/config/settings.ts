@@ -26,26 +26,15 @@ export interface RouterSettings {
   readonly localLeases: boolean;
   /** ROUTER_AUTH_CONFIG: the auth file (API keys, JWT), or null for no authentication. */
   readonly authConfig: string | null;
+  /** ROUTER_DRAIN_DELAY: how long /readyz answers 503 before the listener closes on SIGTERM. */
+  readonly drainDelayMs: number;
+  /** ROUTER_LOG_FORMAT: the operational log's format (default: ACCESS_LOG_FORMAT's choice). */
+  readonly logFormat: 'json' | 'text';
 }
 
 export class UsageError extends Error {}
 
-export const USAGE = `Usage: inference-router --resources FILE [options]
-       inference-router --kubernetes [options]
-
-Options (environment equivalents in brackets; flags win):
-  --resources FILE   YAML file of ModelRoute/ModelServer resources, watched   [ROUTER_RESOURCES]
-  --kubernetes       watch ModelRoute/ModelServer/Pods in the cluster         [ROUTER_SOURCE=kubernetes]
-  --port N           listen port (default 8080)                               [ROUTER_PORT]
-  --host ADDR        listen address (default 0.0.0.0)                         [ROUTER_HOST]
-  --workers N        worker processes (default: available parallelism)       [ROUTER_WORKERS]
-  --help             print this help
-
-More environment: ROUTER_API_GROUP, ROUTER_NAMESPACE, ROUTER_DRAIN_TIMEOUT (30s),
-ROUTER_UPSTREAM_TIMEOUT (300s), ROUTER_MAX_BODY_BYTES (16777216),
-ROUTER_RESOURCES_MAX_BYTES (4194304), ACCESS_LOG_ENABLED,
-ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ACCESS_LOG_FLUSH_INTERVAL (100ms), ROUTER_TOKEN_ESTIMATOR, RATE_LIMIT_LOCAL_LEASES,
-RATE_LIMIT_REDIS_FAILURE_MODE, RATE_LIMIT_REDIS_TIMEOUT. See docs/configuration.md.`;
+export { USAGE } from './usage.js';
 
 const FLAGS_WITH_VALUE = new Set(['--resources', '--port', '--host', '--workers']);
 
@@ -62,15 +51,34 @@ function booleanSetting(name: string, raw: string | undefined, fallback: boolean
   return raw === 'true';
 }
 
-function durationSetting(name: string, raw: string | undefined, fallback: number): number {
+function durationSetting(name: string, raw: string | undefined, fallback: number, allowZero = false, maxMs = Infinity): number {
   if (raw === undefined || raw === '') return fallback;
   try {
     const ms = parseDuration(raw);
-    if (ms <= 0) throw new Error('must be greater than 0');
+    if (ms <= 0 && !allowZero) throw new Error('must be greater than 0');
+    if (ms > maxMs) throw new Error(`must be at most ${maxMs / 1000}s`);
     return ms;
   } catch (err) {
     throw new UsageError(`${name}: expected a duration such as 500ms, 30s or 2m, got "${raw}" (${(err as Error).message})`);
   }
+}
+
+/** What the command line asks for: --help or --version (the first one given) wins over running. */
+export function parseCommand(argv: readonly string[]): 'help' | 'version' | 'run' {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') return 'help';
+    if (arg === '--version' || arg === '-V') return 'version';
+    if (FLAGS_WITH_VALUE.has(arg)) i++;
+  }
+  return 'run';
+}
+
+function logFormat(env: NodeJS.ProcessEnv): 'json' | 'text' {
+  const raw = env.ROUTER_LOG_FORMAT;
+  if (raw === undefined || raw === '') return env.ACCESS_LOG_FORMAT === 'json' ? 'json' : 'text';
+  if (raw !== 'json' && raw !== 'text') throw new UsageError(`ROUTER_LOG_FORMAT: expected "json" or "text", got "${raw}"`);
+  return raw;
 }
 
 /** Returns null when --help was asked for. Throws UsageError on a bad flag or value. */
@@ -140,5 +148,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     allowUwsFallback: booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', env.ROUTER_ALLOW_UWS_FALLBACK, false),
     localLeases: booleanSetting('RATE_LIMIT_LOCAL_LEASES', env.RATE_LIMIT_LOCAL_LEASES, true),
     authConfig: env.ROUTER_AUTH_CONFIG || null,
+    drainDelayMs: durationSetting('ROUTER_DRAIN_DELAY', env.ROUTER_DRAIN_DELAY, 5_000, true, 600_000),
+    logFormat: logFormat(env),
   });
 }

@@ -48,6 +48,14 @@ function checkPath(path: string): boolean {
   }
 }
 
+/**
+ * The primary's check, before any worker starts, that the workers will be able to open
+ * `output`; throws an Error naming ACCESS_LOG_OUTPUT. stdout and stderr are always accepted.
+ */
+export function checkAccessLogOutput(output: string): void {
+  if (output !== 'stdout' && output !== 'stderr') checkPath(output);
+}
+
 export function maxWriteFor(regularFile: boolean): number {
   return regularFile ? FILE_MAX_WRITE : PIPE_MAX_WRITE;
 }

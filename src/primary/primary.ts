@@ -8,10 +8,10 @@ import { loadAuthConfigFile } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
-
-function log(message: string): void {
-  process.stderr.write(`[primary ${process.pid}] ${message}\n`);
-}
+import { OpsLog } from '../observe/ops-log.js';
+import { checkAccessLogOutput } from '../observe/access-log-sink.js';
+import { VERSION } from '../config/version.js';
+import { describeLimitStores, describeResources } from './startup-lines.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -21,6 +21,16 @@ type Servers = (ModelServer & { endpoints: Endpoint[] })[];
  * coordinates readiness and shutdown.
  */
 export async function runPrimary(settings: Settings, workerArgs: string[]): Promise<void> {
+  const ops = new OpsLog(settings.logFormat, 'primary');
+  const source = settings.source === 'file' ? `file ${settings.resources}` : `kubernetes ${settings.namespace === null ? 'all namespaces' : `namespace ${settings.namespace}`}`;
+  ops.info('start', `inference-router ${VERSION} starting: ${settings.workers} workers, listen ${settings.host}:${settings.port}, ` +
+    `resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}`, {
+    version: VERSION, workers: settings.workers, host: settings.host, port: settings.port,
+    source: settings.source, resources: settings.resources ?? settings.namespace, auth: settings.authConfig !== null,
+  });
+  // An access log that cannot be written stops the router before any worker starts (exit 2).
+  if (settings.accessLog.enabled) checkAccessLogOutput(settings.accessLog.output);
+
   let snapshot: ResourceSnapshot | null = null;
   let version = 0;
   let draining = false;
@@ -32,12 +42,26 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const broadcast = (m: PrimaryToWorker): void => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   };
+  let wasReady = false;
   const updateReady = (): void => {
     const ready = !draining && snapshot !== null && listening.size === settings.workers && applied.size === settings.workers;
+    if (ready !== wasReady) {
+      wasReady = ready;
+      if (ready) ops.info('ready', `${settings.workers} workers listening on ${settings.host}:${settings.port}, snapshot ${version} applied; /readyz answers 200`);
+      else if (!draining) ops.warn('ready', '/readyz answers 503: waiting for workers to listen and apply the snapshot');
+    }
     broadcast({ t: 'core:ready', ready });
   };
+  let stores = '';
   const publish = (routes: ModelRoute[], servers: Servers): void => {
     snapshot = { version: ++version, routes, servers };
+    const r = describeResources(snapshot, source);
+    ops.info(version === 1 ? 'resources' : 'reload', r.message, r.fields);
+    if (routes.length === 0 && settings.source === 'file') {
+      ops.warn('resources', `no ModelRoute in ${settings.resources}: every inference request gets 404 until a route is added`);
+    }
+    const l = describeLimitStores(routes, settings);
+    if (l.message !== stores) ops.info('limits', (stores = l.message), l.fields);
     broadcast({ t: 'core:snapshot', snapshot });
     updateReady();
   };
@@ -49,17 +73,17 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       file: settings.resources!,
       apiGroup: settings.apiGroup,
       maxBytes: settings.resourcesMaxBytes,
-      log,
+      log: (m, event) => (event === 'warning' ? ops.warn('resources', m) : ops.warn('reload', m, { applied: false })),
       apply: (r) => publish(r.routes, r.servers.map((s) => ({ ...s, endpoints: s.endpoints ?? [] }))),
     });
     source.start();
     stopSource = () => source.stop();
   } else {
     const { KubernetesSource } = await import('../config/kubernetes-source.js');
-    const source = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, log });
-    source.onSnapshot((s) => publish(s.routes, s.servers));
-    stopSource = () => source.stop();
-    void source.start().then(() => log('kubernetes: first full sync done'), (err: Error) => log(`kubernetes: ${err.message}`));
+    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, log: (m) => ops.info('kubernetes', m) });
+    kube.onSnapshot((s) => publish(s.routes, s.servers));
+    stopSource = () => kube.stop();
+    void kube.start().then(() => ops.info('kubernetes', 'kubernetes: first full sync done'), (err: Error) => ops.error('kubernetes', `kubernetes: ${err.message}`));
   }
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
@@ -79,6 +103,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       if (msg.t === 'core:ping') {
         w.send({ t: 'core:pong' } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:listening') {
+        // A worker still starting when the drain began missed core:drain (it was not listening for it).
+        if (draining) {
+          w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
+          return;
+        }
         listening.add(w.id);
         if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
         updateReady();
@@ -86,7 +115,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
         applied.add(w.id);
         updateReady();
       } else if (msg.t === 'core:fatal') {
-        log(`worker ${w.process.pid} failed: ${msg.message}`);
+        ops.error('worker', `worker ${w.process.pid} failed: ${msg.message}`);
       }
     });
     // A worker that starts while a snapshot exists gets it as soon as it listens (above).
@@ -97,39 +126,48 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const wasListening = listening.delete(w.id);
     applied.delete(w.id);
     if (draining) return;
-    log(`worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`);
+    ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`,
+      { worker: w.process.pid ?? null, code, signal });
     updateReady();
     if (!guard.allowRestart()) {
-      log('workers are crashing in a loop (more than 5 deaths in 30s); stopping the router');
+      ops.error('worker', 'workers are crashing in a loop (more than 5 deaths in 30s); stopping the router');
       void shutdown(1);
       return;
     }
-    fork();
+    const next = fork();
+    ops.info('worker', `worker restarted: ${next.process.pid} replaces ${w.process.pid}`, { worker: next.process.pid ?? null, replaces: w.process.pid ?? null });
   });
 
   const shutdown = async (code: number): Promise<void> => {
     if (draining) return;
     draining = true;
-    log(code === 0 ? 'draining: readiness off, stopping listeners, finishing in-flight requests' : 'stopping');
+    if (code === 0) {
+      ops.info('drain', `draining: readiness off, /readyz answers 503 for ${settings.drainDelayMs} ms, then stopping listeners, ` +
+        `finishing in-flight requests (up to ${settings.drainTimeoutMs} ms)`, { delayMs: settings.drainDelayMs, timeoutMs: settings.drainTimeoutMs });
+    } else ops.warn('drain', 'stopping');
     broadcast({ t: 'core:ready', ready: false });
     broadcast({ t: 'core:drain' });
     await stopSource();
     const deadline = setTimeout(() => {
-      log('drain timeout passed; killing remaining workers');
+      ops.warn('drain', 'drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
-    }, settings.drainTimeoutMs + 5_000);
+    }, settings.drainDelayMs + settings.drainTimeoutMs + 5_000);
     deadline.unref();
     await waitForWorkersToExit();
     clearTimeout(deadline);
+    ops.info('exit', `exit ${code}`, { code });
     process.exit(code);
   };
 
   process.on('SIGTERM', () => void shutdown(0));
   process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGHUP', () => broadcast({ t: 'core:reopen-log' }));
+  process.on('SIGHUP', () => {
+    ops.info('reopen', 'SIGHUP: workers reopen the access log');
+    broadcast({ t: 'core:reopen-log' });
+  });
 
   for (let i = 0; i < settings.workers; i++) fork();
-  log(`started ${settings.workers} workers on ${settings.host}:${settings.port}`);
+  ops.info('workers', `started ${settings.workers} workers on ${settings.host}:${settings.port}`, { workers: settings.workers });
 }
 
 function waitForWorkersToExit(): Promise<void> {

@@ -18,6 +18,7 @@ import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
+import { OpsLog } from '../observe/ops-log.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -28,22 +29,21 @@ function send(m: WorkerToPrimary): void {
   process.send?.(m);
 }
 
-function log(message: string): void {
-  process.stderr.write(`[worker ${process.pid}] ${message}\n`);
-}
-
 /** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
 export async function runWorker(settings: Settings): Promise<void> {
+  const ops = new OpsLog(settings.logFormat, 'worker');
   const uws = loadUws(settings.allowUwsFallback);
   const accessLog = createAccessLog(settings.accessLog);
   let table: RouteTable | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry();
-  const auth = startAuthSource(settings.authConfig, log);
+  const auth = startAuthSource(settings.authConfig, (m) => ops.info('auth', m));
 
   let ready = false;
-  const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log });
+  const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (m) => ops.warn('readiness', m) });
+  /** SIGTERM: /readyz answers 503 for ROUTER_DRAIN_DELAY while requests are still served. */
+  let stopping = false;
   let draining = false;
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
@@ -56,7 +56,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
-    log,
+    log: (m) => ops.info('limits', m),
     onStoreError: (store) => metrics.redisError(store),
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
   });
@@ -85,8 +85,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     maxBodyBytes: settings.maxBodyBytes,
     matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
     stripAuthorization: auth !== null,
-    draining: () => draining,
-    ready: () => ready && !draining && table !== null && heartbeat.alive(),
+    draining: () => draining || stopping,
+    ready: () => ready && !stopping && table !== null && heartbeat.alive(),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
     metrics: metricsHandler(metrics),
     run: (x) => {
@@ -114,7 +114,12 @@ export async function runWorker(settings: Settings): Promise<void> {
   });
 
   const drain = async (): Promise<void> => {
-    if (draining) return;
+    if (stopping) return;
+    stopping = true;
+    ready = false;
+    // Load balancers see /readyz fail and stop sending before the listener closes; until
+    // then in-flight and new requests are served as usual.
+    if (settings.drainDelayMs > 0) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
     draining = true;
     drainState.draining = true;
     ready = false;
@@ -151,7 +156,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     const msg = m as PrimaryToWorker;
     switch (msg.t) {
       case 'core:snapshot': {
-        const next = applySnapshot(msg.snapshot, endpoints, settings, table);
+        const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
         table = next;
         if (next !== null) {
           void limiters.warmUp(next.rateLimits).then(() => send({ t: 'core:applied', version: next.version }));
@@ -184,11 +189,12 @@ export async function runWorker(settings: Settings): Promise<void> {
   heartbeat.start();
 }
 
-function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null): RouteTable | null {
+function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null, ops: OpsLog): RouteTable | null {
   try {
     return new RouteTable(s, endpoints, settings.upstreamTimeoutMs);
   } catch (err) {
-    log(`snapshot ${s.version} rejected, keeping ${prev === null ? 'none' : `snapshot ${prev.version}`}: ${(err as Error).message}`);
+    ops.warn('reload', `snapshot ${s.version} rejected, keeping ${prev === null ? 'none' : `snapshot ${prev.version}`}: ${(err as Error).message}`,
+      { applied: false, snapshot: s.version });
     return prev;
   }
 }

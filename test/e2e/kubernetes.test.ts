@@ -42,7 +42,7 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     router = startProcess([CLI, '--kubernetes', '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
-      { KUBECONFIG: kubeconfig, ACCESS_LOG_ENABLED: 'false' });
+      { KUBECONFIG: kubeconfig, ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0' });
     await waitFor('router ready after the first sync', async () => {
       if (router.child.exitCode !== null) throw new Error(router.stderr());
       return (await fetch(`${url}/readyz`)).status === 200;

@@ -197,7 +197,8 @@ export async function startRouter(resourcesYaml: string, opts: RouterOptions = {
   const port = await freePort();
   const p = startProcess(
     [...(opts.nodeArgs ?? []), CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
-    { ACCESS_LOG_ENABLED: 'false', ...opts.env },
+    // No load balancer in tests: SIGTERM closes the listener at once unless a test sets a delay.
+    { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ...opts.env },
     { name: 'router', ...opts },
   );
   const url = `http://127.0.0.1:${port}`;

@@ -53,3 +53,31 @@ describe('parseSettings', () => {
     expect(parseSettings([], { ROUTER_SOURCE: 'kubernetes', ROUTER_NAMESPACE: 'ml' })).toMatchObject({ source: 'kubernetes', namespace: 'ml' });
   });
 });
+
+describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
+  it('finds --help or --version, not a flag value that looks like one', async () => {
+    const { parseCommand } = await import('../../../src/config/settings.js');
+    expect(parseCommand(['--version'])).toBe('version');
+    expect(parseCommand(['-V'])).toBe('version');
+    expect(parseCommand(['--resources', 'r.yaml', '--help', '--version'])).toBe('help');
+    expect(parseCommand(['--host', '--version'])).toBe('run');
+    expect(parseCommand(['--resources', 'r.yaml'])).toBe('run');
+  });
+
+  it('ROUTER_DRAIN_DELAY: default 5s, 0 allowed, validated', () => {
+    expect(parseSettings(['--resources', 'r'], {})!.drainDelayMs).toBe(5000);
+    expect(parseSettings(['--resources', 'r'], { ROUTER_DRAIN_DELAY: '0' })!.drainDelayMs).toBe(0);
+    expect(parseSettings(['--resources', 'r'], { ROUTER_DRAIN_DELAY: '250ms' })!.drainDelayMs).toBe(250);
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_DRAIN_DELAY: 'soon' })).toThrow('ROUTER_DRAIN_DELAY: expected a duration');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_DRAIN_DELAY: '1h' })).toThrow('ROUTER_DRAIN_DELAY');
+  });
+
+  it('ROUTER_LOG_FORMAT: json or text, default ACCESS_LOG_FORMAT\'s choice', () => {
+    expect(parseSettings(['--resources', 'r'], {})!.logFormat).toBe('text');
+    expect(parseSettings(['--resources', 'r'], { ACCESS_LOG_FORMAT: 'json' })!.logFormat).toBe('json');
+    expect(parseSettings(['--resources', 'r'], { ACCESS_LOG_FORMAT: 'json', ROUTER_LOG_FORMAT: 'text' })!.logFormat).toBe('text');
+    expect(parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'json' })!.logFormat).toBe('json');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'xml' })).toThrow(UsageError);
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'xml' })).toThrow('ROUTER_LOG_FORMAT: expected "json" or "text", got "xml"');
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * The --help text: every flag and every environment variable of the router, grouped as in
+ * docs/configuration.md (a test keeps the two in step).
+ */
+export const USAGE = `Usage: inference-router --resources FILE [options]
+       inference-router --kubernetes [options]
+
+Options (environment equivalents in brackets; flags win):
+  --resources FILE   YAML file of ModelRoute/ModelServer resources, watched   [ROUTER_RESOURCES]
+  --kubernetes       watch ModelRoute/ModelServer/Pods in the cluster         [ROUTER_SOURCE=kubernetes]
+  --port N           listen port (default 8080)                               [ROUTER_PORT]
+  --host ADDR        listen address (default 0.0.0.0)                         [ROUTER_HOST]
+  --workers N        worker processes (default: available parallelism)       [ROUTER_WORKERS]
+  --version          print the version
+  --help             print this help
+
+Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
+ Process and lifecycle
+  ROUTER_SOURCE              file (default) or kubernetes
+  ROUTER_DRAIN_DELAY         on SIGTERM, /readyz answers 503 this long before the listener closes (5s; 0 = none)
+  ROUTER_DRAIN_TIMEOUT       how long SIGTERM then waits for in-flight requests (30s)
+  ROUTER_ALLOW_UWS_FALLBACK  run on uWebSockets.js's slow JavaScript fallback (false)
+  ROUTER_LOG_FORMAT          operational log on stderr: json or text (default: ACCESS_LOG_FORMAT's choice)
+ Resources
+  ROUTER_API_GROUP           API group of the resources (networking.serving.volcano.sh)
+  ROUTER_NAMESPACE           Kubernetes namespace to watch (all)
+  ROUTER_RESOURCES_MAX_BYTES largest resources file read; larger: exit 2 at start, refused on reload (4194304)
+ Requests and upstream
+  ROUTER_UPSTREAM_TIMEOUT    when a ModelServer sets no trafficPolicy.timeout (300s)
+  ROUTER_MAX_BODY_BYTES      larger request bodies get 413 (16777216)
+ Access log
+  ACCESS_LOG_ENABLED         true (default) or false
+  ACCESS_LOG_FORMAT          text (default) or json
+  ACCESS_LOG_OUTPUT          stdout (default), stderr or a file path
+  ACCESS_LOG_BUFFER_BYTES    bytes queued for a slow sink before records are dropped (16777216)
+  ACCESS_LOG_FLUSH_INTERVAL  longest a record waits to be written with later ones (100ms; 0 = end of the turn)
+ Token counting
+  ROUTER_TOKEN_ESTIMATOR     bpe (default) or chars
+  ROUTER_TOKENIZER_INLINE_MAX_CHARS, ROUTER_TOKENIZER_POOL_SIZE, ROUTER_TOKENIZER_QUEUE,
+  ROUTER_TOKENIZER_BUDGET_MS tokenizer thread pool (docs/tokens.md)
+ Rate limits
+  RATE_LIMIT_LOCAL_LEASES    local limits: workers decide from leased slices (true) or the primary decides (false)
+  RATE_LIMIT_REDIS_FAILURE_MODE  global limits while Redis cannot answer: local (default), open or closed
+  RATE_LIMIT_REDIS_TIMEOUT   longest wait for Redis (50ms)
+ Redis, for global limits
+  REDIS_USERNAME, REDIS_PASSWORD   ACL credentials
+  REDIS_TLS                  true: connect with TLS (rediss:// addresses always do)
+  REDIS_TLS_CA_FILE          PEM file of trusted CAs instead of Node's list (which NODE_EXTRA_CA_CERTS extends)
+  REDIS_CLUSTER              true: the address names Redis Cluster seed nodes
+ Authentication
+  ROUTER_AUTH_CONFIG         auth file of API keys and JWT settings (off when unset)`;

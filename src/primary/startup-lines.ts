@@ -1,0 +1,39 @@
+import type { ModelRoute, ResourceSnapshot } from '../config/resource-types.js';
+import type { OpsFields } from '../observe/ops-log.js';
+import type { Settings } from '../settings.js';
+
+export interface OpsLine {
+  readonly message: string;
+  readonly fields: OpsFields;
+}
+
+/** The line of a loaded (version 1) or reloaded snapshot: how many routes and servers, and their names. */
+export function describeResources(s: ResourceSnapshot, source: string): OpsLine {
+  const routes = s.routes.map((r) => r.key);
+  const servers = s.servers.map((m) => m.key);
+  const verb = s.version === 1 ? 'loaded' : 'reloaded';
+  return {
+    message: `resources ${verb} from ${source} (snapshot ${s.version}): ${routes.length} routes [${routes.join(', ')}], ` +
+      `${servers.length} servers [${servers.join(', ')}]`,
+    fields: { applied: true, snapshot: s.version, routes, servers },
+  };
+}
+
+/** An address without its user and password (credentials come from REDIS_USERNAME / REDIS_PASSWORD). */
+function redact(address: string): string {
+  return address.replace(/\/\/[^@/]*@/, '//');
+}
+
+/** The rate-limit stores the routes use: the instance-local one always, one Redis per address of a global limit. */
+export function describeLimitStores(routes: readonly ModelRoute[], settings: Settings): OpsLine {
+  const redis = [...new Set(routes.flatMap((r) => (r.rateLimit?.global ? [redact(r.rateLimit.global.redis.address)] : [])))].sort();
+  const local = settings.localLeases ? 'local (workers lease slices)' : 'local (the primary decides)';
+  const global = redis.length === 0
+    ? 'no Redis'
+    : `redis [${redis.join(', ')}] (failure mode ${settings.redisLimits.failureMode}, timeout ${settings.redisLimits.timeoutMs} ms` +
+      `${settings.redisLimits.tls ? ', TLS' : ''}${settings.redisLimits.cluster ? ', cluster' : ''})`;
+  return {
+    message: `rate limit stores: ${local}, ${global}`,
+    fields: { local: settings.localLeases ? 'leases' : 'primary', redis, failureMode: settings.redisLimits.failureMode },
+  };
+}

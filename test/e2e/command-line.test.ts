@@ -1,0 +1,100 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CLI, resourcesFor, ROOT, tempDir } from '../helpers/processes.js';
+
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? sourceFiles(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** Environment variables of the router: its prefixes, as written in docs or code. */
+const VARIABLE = /\b(?:ROUTER|ACCESS_LOG|RATE_LIMIT|REDIS|NODE_EXTRA)_[A-Z0-9_]*[A-Z0-9]\b/g;
+
+describe('--version and --help', () => {
+  it('--version prints the package version and exits 0', () => {
+    const r = run(['--version']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`inference-router ${VERSION}\n`);
+  });
+
+  it('--help names every variable of docs/configuration.md and every one the sources read', () => {
+    const r = run(['--help']);
+    expect(r.status).toBe(0);
+    const help = r.stdout;
+    const docs = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
+    const documented = new Set(docs.match(VARIABLE));
+    expect(documented.size).toBeGreaterThan(25);
+    for (const name of ['ROUTER_AUTH_CONFIG', 'REDIS_PASSWORD', 'REDIS_TLS_CA_FILE', 'ROUTER_DRAIN_DELAY', 'ROUTER_LOG_FORMAT']) {
+      expect(documented).toContain(name);
+    }
+    // Names read in src/: env.NAME, env['NAME'] or a parser's (env, 'NAME'); ROUTER_WORKER is the internal worker marker.
+    const read = new Set<string>();
+    for (const f of sourceFiles(join(ROOT, 'src'))) {
+      for (const m of readFileSync(f, 'utf8').matchAll(/(?:env\.|env\[['"]|env, ['"])((?:ROUTER|ACCESS_LOG|RATE_LIMIT|REDIS)_[A-Z0-9_]*[A-Z0-9])\b/g)) {
+        if (m[1] !== 'ROUTER_WORKER') read.add(m[1]);
+      }
+    }
+    expect(read.size).toBeGreaterThan(20);
+    const missing = [...documented, ...read].filter((n) => !new RegExp(`\\b${n}\\b`).test(help));
+    expect(missing).toEqual([]);
+    const undocumented = [...read].filter((n) => !documented.has(n));
+    expect(undocumented).toEqual([]);
+  });
+
+  it('--help groups the variables as docs/configuration.md does, in the same order', () => {
+    const help = run(['--help']).stdout;
+    const docs = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('## Command line and environment'), docs.indexOf('\n## ', docs.indexOf('## Command line and environment') + 5));
+    const groups = [...section.matchAll(/^### (.+?)(?: \(\[.*)?$/gm)].map((m) => m[1]);
+    expect(groups.length).toBeGreaterThanOrEqual(8);
+    const at = groups.map((g) => help.indexOf(`\n ${g}\n`));
+    expect(at.filter((i) => i < 0), `groups missing from --help: ${groups.filter((_, i) => at[i] < 0)}`).toEqual([]);
+    expect([...at].sort((x, y) => x - y)).toEqual(at);
+    // Each variable is under the group that documents it.
+    for (let g = 0; g < groups.length; g++) {
+      const docsPart = section.slice(section.indexOf(`### ${groups[g]}`), g + 1 < groups.length ? section.indexOf(`### ${groups[g + 1]}`) : undefined);
+      const helpPart = help.slice(at[g], g + 1 < groups.length ? at[g + 1] : undefined);
+      const flagsPart = help.slice(0, at[0]);
+      for (const name of new Set(docsPart.match(VARIABLE))) {
+        if (name === 'NODE_EXTRA_CA_CERTS') continue;
+        expect(helpPart.includes(name) || flagsPart.includes(`[${name}`), `${name} under ${groups[g]}`).toBe(true);
+      }
+    }
+  });
+});
+
+describe('start-up checks', () => {
+  it('ROUTER_LOG_FORMAT and ROUTER_DRAIN_DELAY are validated: exit 2 naming them', () => {
+    const r1 = run(['--resources', 'x.yaml'], { ROUTER_LOG_FORMAT: 'xml' });
+    expect(r1.status).toBe(2);
+    expect(r1.stderr).toContain('ROUTER_LOG_FORMAT');
+    const r2 = run(['--resources', 'x.yaml'], { ROUTER_DRAIN_DELAY: 'later' });
+    expect(r2.status).toBe(2);
+    expect(r2.stderr).toContain('ROUTER_DRAIN_DELAY');
+  });
+
+  it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', () => {
+    const dir = tempDir();
+    const file = join(dir, 'resources.yaml');
+    writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]));
+    for (const output of [join(dir, 'no-such-dir', 'access.log'), dir]) {
+      const r = run(['--resources', file, '--workers', '1', '--port', '0'], { ACCESS_LOG_OUTPUT: output, ROUTER_LOG_FORMAT: 'json' });
+      expect(r.status, r.stderr).toBe(2);
+      const lines = r.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.at(-1)).toMatchObject({ level: 'error', event: 'exit', code: 2, process: 'primary' });
+      expect(String(lines.at(-1)!.message)).toContain('ACCESS_LOG_OUTPUT');
+      expect(String(lines.at(-1)!.message)).toContain(output);
+      expect(lines.some((l) => l.process === 'worker' || l.event === 'workers')).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,68 @@
+import { spawnSync } from 'node:child_process';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort, ROOT, startProcess, waitFor, type Proc } from '../helpers/processes.js';
+
+const DEMO = join(ROOT, 'dist/examples/demo.js');
+
+function children(pid: number): number[] {
+  return spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Starts the demo on free ports (under `wrapper` when given) and waits for its banner. */
+async function startDemo(wrapper: boolean): Promise<{ proc: Proc; demoPid: number; ports: number[] }> {
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const env = { DEMO_PORT: String(ports[0]), DEMO_POD_PORTS: `${ports[1]},${ports[2]}`, ACCESS_LOG_ENABLED: 'false' };
+  // The wrapper is a parent that starts the demo and then is killed without a word to it.
+  const proc = wrapper
+    ? startProcess(['-e', `const c = require('node:child_process').spawn(process.execPath, [${JSON.stringify(DEMO)}], { stdio: 'inherit' }); console.log('demo pid ' + c.pid); setInterval(() => {}, 1000);`], env, { name: 'demo wrapper' })
+    : startProcess([DEMO], env, { name: 'demo' });
+  await waitFor('the demo banner', () => {
+    if (proc.child.exitCode !== null) throw new Error(`demo exited: ${proc.output()}`);
+    return proc.stdout().includes('inference-router demo: router on');
+  }, 60_000);
+  const demoPid = wrapper ? Number(/demo pid (\d+)/.exec(proc.stdout())![1]) : proc.pid;
+  return { proc, demoPid, ports };
+}
+
+async function expectAllGone(demoPid: number, kids: number[], ports: number[]): Promise<void> {
+  await waitFor('the demo and its children to exit', () => !alive(demoPid) && kids.every((p) => !alive(p)), 15_000);
+  for (const p of ports) expect(await portOpen(p), `port ${p}`).toBe(false);
+}
+
+describe('npm run demo', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('stops the mocks and the router on %s', async (signal) => {
+    const { proc, demoPid, ports } = await startDemo(false);
+    const kids = children(demoPid);
+    expect(kids).toHaveLength(3);
+    for (const p of ports) expect(await portOpen(p)).toBe(true);
+    expect(await proc.kill(signal)).toBe(0);
+    await expectAllGone(demoPid, kids, ports);
+  });
+
+  it('stops everything when the process that started it goes away', async () => {
+    const { proc, demoPid, ports } = await startDemo(true);
+    const kids = children(demoPid);
+    expect(kids).toHaveLength(3);
+    await proc.kill('SIGKILL');
+    await expectAllGone(demoPid, kids, ports);
+  });
+});
