@@ -2,6 +2,7 @@ import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { NO_LIMIT } from '../decision-codec.js';
 import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_LEASE_USED, OP_RETURN_LEASE } from './ipc-protocol.js';
+import { performance } from 'node:perf_hooks';
 import type { Clock } from '../../clock.js';
 import type { Decision } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
@@ -47,6 +48,8 @@ interface HeldLease {
 
 /** How often (ms) usage held in a lease nobody else shares is reported to the primary. */
 const REPORT_INTERVAL_MS = 50;
+/** Shared leases report at the end of the turn, but at most once per this many ms (busy workers). */
+const SHARED_REPORT_MIN_MS = 1;
 
 /**
  * The leases one worker holds, one per key at most. A request whose tokens fit in the key's
@@ -55,7 +58,8 @@ const REPORT_INTERVAL_MS = 50;
  * absorbs (admissions, output charges, input corrections) is reported when it goes back, and
  * meanwhile every REPORT_INTERVAL_MS — or, once the primary has told of other workers' use of
  * the key (usage()), at the end of the event loop turn (report(), called by the client's flush;
- * `schedule` asks for one), so the primary and through it the other workers know what was used.
+ * `schedule` asks for one; at most once per SHARED_REPORT_MIN_MS, so a busy worker sends one
+ * report for many turns), so the primary and through it the other workers know what was used.
  * A lease of an ended window is dropped with what it had not reported: that window's counters
  * are gone.
  */
@@ -67,6 +71,13 @@ export class HeldLeases {
   private readonly schedule: () => void;
   /** Something of a shared lease is to be reported at the end of the turn. */
   private due = false;
+  /** performance.now() of the last report(). */
+  private reportedAt = -Infinity;
+  private holdTimer: NodeJS.Timeout | null = null;
+  private readonly scheduleNow = (): void => {
+    this.holdTimer = null;
+    this.schedule();
+  };
   private timer: NodeJS.Timeout | null = null;
   private readonly reportNow = (): void => {
     this.timer = null;
@@ -189,12 +200,17 @@ export class HeldLeases {
       clearTimeout(this.timer);
       this.timer = null;
     }
+    if (this.holdTimer !== null) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = null;
+    }
   }
 
   /** Sends what shared leases absorbed this turn (the client calls it as it flushes). */
   report(): void {
-    if (!this.due) return;
+    if (!this.due || this.holdTimer !== null) return;
     this.due = false;
+    this.reportedAt = performance.now();
     this.reportAll();
   }
 
@@ -250,7 +266,12 @@ export class HeldLeases {
     if (l.shared) {
       if (this.due) return;
       this.due = true;
-      this.schedule();
+      const wait = this.reportedAt + SHARED_REPORT_MIN_MS - performance.now();
+      if (wait <= 0) this.schedule();
+      else {
+        this.holdTimer = setTimeout(this.scheduleNow, wait);
+        this.holdTimer.unref();
+      }
     } else if (this.timer === null) {
       this.timer = setTimeout(this.reportNow, REPORT_INTERVAL_MS);
       this.timer.unref();
