@@ -1,7 +1,8 @@
 import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { NO_LIMIT } from '../decision-codec.js';
-import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE } from './ipc-protocol.js';
+import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_LEASE_USED, OP_RETURN_LEASE } from './ipc-protocol.js';
+import { performance } from 'node:perf_hooks';
 import type { Clock } from '../../clock.js';
 import type { Decision } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
@@ -23,38 +24,70 @@ interface HeldLease {
   readonly inGranted: number;
   /** Output tokens it may charge unreported; NO_LIMIT without an output limit. */
   readonly outGranted: number;
-  /** Remaining input / output after the decision that granted it (header values start there). */
-  readonly inBase: number;
-  readonly outBase: number;
+  /**
+   * What everyone else has used of the window (input / output; 0 without that limit): first
+   * worked out from the decision that granted the lease, then as the primary tells (MSG_USAGE).
+   * The headers say the limit minus this minus the lease's own use.
+   */
+  othersIn: number;
+  othersOut: number;
   /** Input admitted or corrected against it; output charged against it. */
   inUsed: number;
   outUsed: number;
+  /** inUsed as last reported (OP_LEASE_USED; leases with an input limit). */
+  inReported: number;
+  /**
+   * Other workers use the key too (the primary sent their usage): what the lease absorbs is
+   * reported at the end of the turn, not REPORT_INTERVAL_MS later.
+   */
+  shared: boolean;
   /** Not yet reported to the primary: output always; input only without an input limit. */
   inUnreported: number;
   outUnreported: number;
 }
 
-/** How often (ms) usage held in leases is reported to the primary. */
+/** How often (ms) usage held in a lease nobody else shares is reported to the primary. */
 const REPORT_INTERVAL_MS = 50;
+/** Shared leases report at the end of the turn, but at most once per this many ms (busy workers). */
+const SHARED_REPORT_MIN_MS = 1;
 
 /**
  * The leases one worker holds, one per key at most. A request whose tokens fit in the key's
  * lease, while the output charged against the lease stays below its allowance, is admitted here
- * without a message; anything else gives the lease back and asks the primary. Output charges
- * and input corrections are absorbed by the lease and reported every REPORT_INTERVAL_MS and when
- * the lease goes back. A lease of an ended window is dropped with what it had not reported:
- * that window's counters are gone.
+ * without a message; anything else gives the lease back and asks the primary. What the lease
+ * absorbs (admissions, output charges, input corrections) is reported when it goes back, and
+ * meanwhile every REPORT_INTERVAL_MS — or, once the primary has told of other workers' use of
+ * the key (usage()), at the end of the event loop turn (report(), called by the client's flush;
+ * `schedule` asks for one; at most once per SHARED_REPORT_MIN_MS, so a busy worker sends one
+ * report for many turns), so the primary and through it the other workers know what was used.
+ * A lease of an ended window is dropped with what it had not reported: that window's counters
+ * are gone.
  */
 export class HeldLeases {
   private readonly leases = new Map<string, HeldLease>();
+  private readonly byId = new Map<number, HeldLease>();
   private readonly send: LeaseOpSink;
   private readonly clock: Clock;
+  private readonly schedule: () => void;
+  /** Something of a shared lease is to be reported at the end of the turn. */
+  private due = false;
+  /** performance.now() of the last report(). */
+  private reportedAt = -Infinity;
+  private holdTimer: NodeJS.Timeout | null = null;
+  private readonly scheduleNow = (): void => {
+    this.holdTimer = null;
+    this.schedule();
+  };
   private timer: NodeJS.Timeout | null = null;
-  private readonly reportNow = (): void => this.report();
+  private readonly reportNow = (): void => {
+    this.timer = null;
+    this.reportAll();
+  };
 
-  constructor(send: LeaseOpSink, clock: Clock) {
+  constructor(send: LeaseOpSink, clock: Clock, schedule: () => void) {
     this.send = send;
     this.clock = clock;
+    this.schedule = schedule;
   }
 
   /** Leases held (tests and metrics). */
@@ -72,12 +105,14 @@ export class HeldLeases {
       this.giveBack(key, unit, r, leaseAt);
       return false;
     }
-    this.leases.set(key, {
+    const l: HeldLease = {
       id: r[leaseAt], key, unit, inLimit, outLimit,
       end: r[leaseAt + 3], inGranted: r[leaseAt + 1], outGranted: r[leaseAt + 2],
-      inBase: r[at + 3], outBase: r[at + 6],
-      inUsed: 0, outUsed: 0, inUnreported: 0, outUnreported: 0,
-    });
+      othersIn: inLimit === null ? 0 : inLimit - r[at + 3], othersOut: outLimit === null ? 0 : outLimit - r[at + 6],
+      inUsed: 0, outUsed: 0, inReported: 0, shared: false, inUnreported: 0, outUnreported: 0,
+    };
+    this.leases.set(key, l);
+    this.byId.set(l.id, l);
     return true;
   }
 
@@ -93,7 +128,7 @@ export class HeldLeases {
     if (l === undefined) return null;
     const now = this.clock();
     if (now >= l.end) {
-      this.leases.delete(key);
+      this.drop(l);
       return null;
     }
     if (l.unit !== limit.unit || l.inLimit !== limit.inputTokensPerUnit || l.outLimit !== limit.outputTokensPerUnit
@@ -103,14 +138,17 @@ export class HeldLeases {
       return null;
     }
     l.inUsed += tokens;
-    if (l.inGranted === NO_LIMIT && tokens > 0) this.unreported(l, tokens, 0);
+    if (tokens > 0) {
+      if (l.inGranted === NO_LIMIT) this.unreported(l, tokens, 0);
+      else this.reportDue(l);
+    }
     const reset = secondsUntil(l.end, now);
     return {
       allowed: true,
       rejectedBy: null,
       retryAfterSeconds: reset,
-      input: l.inLimit === null ? null : { limit: l.inLimit, remaining: positive(l.inBase - l.inUsed), resetSeconds: reset },
-      output: l.outLimit === null ? null : { limit: l.outLimit, remaining: positive(l.outBase - l.outUsed), resetSeconds: reset },
+      input: l.inLimit === null ? null : { limit: l.inLimit, remaining: positive(l.inLimit - l.othersIn - l.inUsed), resetSeconds: reset },
+      output: l.outLimit === null ? null : { limit: l.outLimit, remaining: positive(l.outLimit - l.othersOut - l.outUsed), resetSeconds: reset },
     };
   }
 
@@ -132,7 +170,21 @@ export class HeldLeases {
     l.inUsed += delta;
     if (l.inGranted === NO_LIMIT) this.unreported(l, delta, 0);
     else if (l.inUsed > l.inGranted) this.release(l);
+    else this.reportDue(l);
     return true;
+  }
+
+  /** What everyone else has used of the window of lease `id` (MSG_USAGE); unknown ids are gone. */
+  usage(id: number, othersIn: number, othersOut: number): void {
+    const l = this.byId.get(id);
+    if (l === undefined) return;
+    l.othersIn = othersIn;
+    l.othersOut = othersOut;
+    if (!l.shared) {
+      l.shared = true;
+      // What it absorbed so far goes now, the rest at the end of each turn.
+      if (l.inUsed !== l.inReported || l.inUnreported !== 0 || l.outUnreported !== 0) this.reportDue(l);
+    }
   }
 
   /** The primary wants these leases back. */
@@ -143,9 +195,30 @@ export class HeldLeases {
   /** Gives every lease back (closing). */
   releaseAll(): void {
     for (const l of this.leases.values()) this.release(l);
+    this.due = false;
     if (this.timer !== null) {
       clearTimeout(this.timer);
       this.timer = null;
+    }
+    if (this.holdTimer !== null) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = null;
+    }
+  }
+
+  /** Sends what shared leases absorbed this turn (the client calls it as it flushes). */
+  report(): void {
+    if (!this.due || this.holdTimer !== null) return;
+    this.due = false;
+    this.reportedAt = performance.now();
+    this.reportAll();
+  }
+
+  private reportAll(): void {
+    const now = this.clock();
+    for (const l of this.leases.values()) {
+      if (now >= l.end) this.drop(l);
+      else this.sendUnreported(l, true);
     }
   }
 
@@ -153,41 +226,55 @@ export class HeldLeases {
     const l = this.leases.get(key);
     if (l === undefined || l.unit !== unit) return null;
     if (this.clock() >= l.end) {
-      this.leases.delete(key);
+      this.drop(l);
       return null;
     }
     return l;
   }
 
-  private release(l: HeldLease): void {
+  private drop(l: HeldLease): void {
     this.leases.delete(l.key);
-    this.sendUnreported(l);
+    this.byId.delete(l.id);
+  }
+
+  private release(l: HeldLease): void {
+    this.drop(l);
+    // The return carries what was left of the input, so the use need not be reported before it.
+    this.sendUnreported(l, false);
     this.send(OP_RETURN_LEASE, l.id, l.key, l.unit, l.inGranted === NO_LIMIT ? 0 : l.inGranted - l.inUsed);
   }
 
-  private sendUnreported(l: HeldLease): void {
+  private sendUnreported(l: HeldLease, used: boolean): void {
     // The charge names the lease, so the primary counts it against the lease's allowance.
     if (l.outUnreported > 0) this.send(OP_CHARGE_OUTPUT, l.id, l.key, l.unit, l.outUnreported);
     if (l.inUnreported !== 0) this.send(OP_ADJUST_INPUT, l.id, l.key, l.unit, l.inUnreported);
     l.outUnreported = 0;
     l.inUnreported = 0;
+    if (used && l.inGranted !== NO_LIMIT && l.inUsed !== l.inReported) {
+      this.send(OP_LEASE_USED, l.id, l.key, l.unit, l.inUsed);
+      l.inReported = l.inUsed;
+    }
   }
 
   private unreported(l: HeldLease, input: number, output: number): void {
     l.inUnreported += input;
     l.outUnreported += output;
-    if (this.timer === null) {
-      this.timer = setTimeout(this.reportNow, REPORT_INTERVAL_MS);
-      this.timer.unref();
-    }
+    this.reportDue(l);
   }
 
-  private report(): void {
-    this.timer = null;
-    const now = this.clock();
-    for (const l of this.leases.values()) {
-      if (now >= l.end) this.leases.delete(l.key);
-      else this.sendUnreported(l);
+  private reportDue(l: HeldLease): void {
+    if (l.shared) {
+      if (this.due) return;
+      this.due = true;
+      const wait = this.reportedAt + SHARED_REPORT_MIN_MS - performance.now();
+      if (wait <= 0) this.schedule();
+      else {
+        this.holdTimer = setTimeout(this.scheduleNow, wait);
+        this.holdTimer.unref();
+      }
+    } else if (this.timer === null) {
+      this.timer = setTimeout(this.reportNow, REPORT_INTERVAL_MS);
+      this.timer.unref();
     }
   }
 }

@@ -12,12 +12,16 @@ import { DECISION_STRIDE } from '../decision-codec.js';
  *   OP_ADJUST_INPUT: id = lease id or 0, amount = delta (may be negative).
  *   OP_RETURN_LEASE: id = lease id, amount = input tokens of the lease left unused (negative when
  *   corrections used more than the lease held).
+ *   OP_LEASE_USED: id = lease id, amount = input used from the lease so far (absolute; admissions
+ *   and corrections); changes only the headers' figures, the counter holds the whole lease.
  *   Limits use NO_LIMIT (-1) for null; ops other than OP_ADMIT send NO_LIMIT.
  * - MSG_REPLY, primary -> worker: answers of REPLY_STRIDE entries:
  *   [id, ...encoded decision (decision-codec.ts), leaseId, leaseInput, leaseOutput, windowEndMs]
  *   leaseId 0 = no lease granted; leaseInput / leaseOutput NO_LIMIT = unlimited in that direction.
  *   A malformed op is answered [id, REPLY_INVALID, 0, ...].
  * - MSG_RECALL, primary -> worker: `a` = lease ids the worker must give back now (OP_RETURN_LEASE).
+ * - MSG_USAGE, primary -> worker: triples [leaseId, othersInput, othersOutput]: what everyone but
+ *   the lease's holder has used of the key's window (for the x-ratelimit-remaining-* headers).
  *
  * Ordering: one IPC channel delivers messages in order, so a charge sent before an admit is
  * applied before it, and a lease's charges arrive before its return.
@@ -26,16 +30,20 @@ export const MSG_PREFIX = 'rl:';
 export const MSG_REQUEST = 'rl:q';
 export const MSG_REPLY = 'rl:r';
 export const MSG_RECALL = 'rl:c';
+export const MSG_USAGE = 'rl:u';
 
 export const OP_ADMIT = 0;
 export const OP_CHARGE_OUTPUT = 1;
 export const OP_ADJUST_INPUT = 2;
 export const OP_RETURN_LEASE = 3;
+export const OP_LEASE_USED = 4;
 
 export const REQUEST_STRIDE = 7;
 /** Lease fields after the decision in a reply: [leaseId, leaseInput, leaseOutput, windowEndMs]. */
 export const LEASE_STRIDE = 4;
 export const REPLY_STRIDE = 1 + DECISION_STRIDE + LEASE_STRIDE;
+/** Entries per lease in a MSG_USAGE message: [leaseId, othersInput, othersOutput]. */
+export const USAGE_STRIDE = 3;
 /** Decision status slot value of a reply to a malformed op. */
 export const REPLY_INVALID = -2;
 
@@ -45,7 +53,7 @@ export interface LimitRequestMessage {
 }
 
 export interface LimitReplyMessage {
-  t: typeof MSG_REPLY | typeof MSG_RECALL;
+  t: typeof MSG_REPLY | typeof MSG_RECALL | typeof MSG_USAGE;
   a: number[];
 }
 

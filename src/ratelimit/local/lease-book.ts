@@ -15,6 +15,10 @@ export interface LeaseBookOptions<W> {
   replyTo(worker: W): number[];
   /** Asks a worker to give these leases back (sent after the worker's pending answers). */
   recall(worker: W, leaseIds: readonly number[]): void;
+  /** The array a worker's usage updates go into ([leaseId, othersInput, othersOutput] each; see publish()). */
+  usageTo(worker: W): number[];
+  /** Called when publish() has something to do (the host calls it at the end of the turn). */
+  changed(): void;
 }
 
 /** A slice of one key's window budget, held by one worker. */
@@ -25,6 +29,13 @@ interface Lease<W> {
   readonly input: number;
   /** Output tokens the worker may still charge without reporting them; Infinity without an output limit. */
   outLeft: number;
+  /** Input the worker reported as used from it (admissions and corrections, OP_LEASE_USED). */
+  inUsed: number;
+  /** Output the worker charged against it. */
+  outCharged: number;
+  /** The usage of everyone else the holder was last told (publish()). */
+  sentIn: number;
+  sentOut: number;
 }
 
 /** An admission waiting while the key's leases are recalled. */
@@ -39,12 +50,17 @@ interface Waiting<W> {
 
 /** The leases of one key in one window. */
 class KeyLeases<W> {
+  readonly key: LimitKey;
   start: number;
   unit: WindowUnit;
   readonly leases = new Map<number, Lease<W>>();
   readonly byWorker = new Map<W, Lease<W>>();
   /** Sum of the leases' input tokens. */
   inLeased = 0;
+  /** Sum of the input the holders reported as used from their leases. */
+  inLeasedUsed = 0;
+  /** Queued for publish(). */
+  dirty = false;
   /** Sum of the output allowances left (each counted from 0 up). */
   outLeased = 0;
   /** Limits of the latest admission, to notice when the leases no longer fit. */
@@ -54,7 +70,8 @@ class KeyLeases<W> {
   waiting: Waiting<W>[] | null = null;
   timer: NodeJS.Timeout | null = null;
 
-  constructor(c: LimitCounters) {
+  constructor(key: LimitKey, c: LimitCounters) {
+    this.key = key;
     this.start = c.start;
     this.unit = c.unit;
   }
@@ -75,11 +92,17 @@ const NO_LEASE: readonly number[] = [0, 0, 0, 0];
  * counter plus the allowances left stays < the output limit. When a rejection might be wrong
  * because budget sits in leases, or a correction or overshoot breaks an invariant, the primary
  * recalls the key's leases and decides the waiting admissions once they are back.
+ *
+ * The counter charges a lease in full, but the x-ratelimit-remaining-* figures count only what
+ * requests used: the primary's own answers subtract the unused part of the leases (as their
+ * holders last reported it), and publish() tells every holder what everyone else has used, so
+ * that its own answers are right too (within what is still on its way).
  */
 export class LeaseBook<W> {
   private readonly store: CounterStore;
   private readonly opts: LeaseBookOptions<W>;
   private readonly limits = new Map<string, KeyLeases<W>>();
+  private readonly dirty: KeyLeases<W>[] = [];
   private nextId = 1;
 
   constructor(store: CounterStore, opts: LeaseBookOptions<W>) {
@@ -96,6 +119,7 @@ export class LeaseBook<W> {
       rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens });
       return;
     }
+    if (rl !== null) this.touch(rl);
     this.decide(rl, worker, id, key, inLimit, outLimit, unit, tokens, this.opts.divisor > 0);
   }
 
@@ -106,11 +130,15 @@ export class LeaseBook<W> {
     const rl = this.existing(key, c);
     if (rl === null) return;
     const lease = rl.leases.get(leaseId);
-    if (lease !== undefined && lease.worker === worker && lease.outLeft !== Infinity) {
-      const before = lease.outLeft > 0 ? lease.outLeft : 0;
-      lease.outLeft -= tokens;
-      rl.outLeased -= before - (lease.outLeft > 0 ? lease.outLeft : 0);
+    if (lease !== undefined && lease.worker === worker) {
+      lease.outCharged += tokens;
+      if (lease.outLeft !== Infinity) {
+        const before = lease.outLeft > 0 ? lease.outLeft : 0;
+        lease.outLeft -= tokens;
+        rl.outLeased -= before - (lease.outLeft > 0 ? lease.outLeft : 0);
+      }
     }
+    this.touch(rl);
     this.check(rl, c, key);
   }
 
@@ -119,7 +147,48 @@ export class LeaseBook<W> {
     this.store.adjustInputRaw(key, unit, delta);
     const c = this.store.current(key, unit);
     const rl = this.existing(key, c);
-    if (rl !== null) this.check(rl, c, key);
+    if (rl === null) return;
+    this.touch(rl);
+    this.check(rl, c, key);
+  }
+
+  /**
+   * The input its holder has used from a lease so far (admissions and corrections, absolute):
+   * only the headers' figures change, the counter already holds the whole lease.
+   */
+  leaseUsed(worker: W, leaseId: number, key: LimitKey, unit: WindowUnit, used: number): void {
+    const rl = this.existing(key, this.store.current(key, unit));
+    const lease = rl?.leases.get(leaseId);
+    if (rl === null || lease === undefined || lease.worker !== worker || lease.input === 0) return;
+    rl.inLeasedUsed += used - lease.inUsed;
+    lease.inUsed = used;
+    this.touch(rl);
+  }
+
+  /**
+   * Queues for each lease holder what everyone else has used of the key's window, when that
+   * changed since it was last told: [leaseId, othersInput, othersOutput] into usageTo(holder).
+   * The holder's figures are then the limit minus that minus its own use of the lease.
+   */
+  publish(): void {
+    const dirty = this.dirty;
+    for (let i = 0; i < dirty.length; i++) {
+      const rl = dirty[i];
+      rl.dirty = false;
+      if (this.limits.get(rl.key) !== rl) continue;
+      const c = this.store.current(rl.key, rl.unit);
+      if (c.start !== rl.start || c.unit !== rl.unit) continue;
+      const used = c.input - rl.inLeased + rl.inLeasedUsed;
+      for (const lease of rl.leases.values()) {
+        const othersIn = rl.inLimit === null ? 0 : used - lease.inUsed;
+        const othersOut = rl.outLimit === null ? 0 : c.output - lease.outCharged;
+        if (othersIn === lease.sentIn && othersOut === lease.sentOut) continue;
+        lease.sentIn = othersIn;
+        lease.sentOut = othersOut;
+        this.opts.usageTo(lease.worker).push(lease.id, othersIn, othersOut);
+      }
+    }
+    dirty.length = 0;
   }
 
   /** A lease given back with its unused input tokens; one of an ended window is ignored. */
@@ -130,6 +199,7 @@ export class LeaseBook<W> {
     if (rl === null || lease === undefined || lease.worker !== worker) return;
     if (unusedInput !== 0) this.store.adjustInputRaw(key, unit, -unusedInput);
     this.remove(rl, lease);
+    this.touch(rl);
     if (rl.waiting !== null) {
       if (rl.leases.size === 0) this.endRecall(rl, key);
     } else {
@@ -144,6 +214,7 @@ export class LeaseBook<W> {
       const lease = rl.byWorker.get(worker);
       if (lease === undefined) continue;
       this.forfeit(rl, lease, key);
+      this.touch(rl);
       if (rl.waiting !== null && rl.leases.size === 0) this.endRecall(rl, key);
       else this.dropIfIdle(key, rl);
     }
@@ -153,6 +224,7 @@ export class LeaseBook<W> {
   close(): void {
     for (const rl of this.limits.values()) if (rl.timer !== null) clearTimeout(rl.timer);
     this.limits.clear();
+    this.dirty.length = 0;
   }
 
   private decide(
@@ -166,6 +238,11 @@ export class LeaseBook<W> {
     if (rl !== null) {
       rl.inLimit = inLimit;
       rl.outLimit = outLimit;
+      if (inLimit !== null) {
+        // Remaining counts what requests used: the unused part of the leases is not used.
+        const used = this.store.current(key, unit).input - rl.inLeased + rl.inLeasedUsed;
+        out[mark + 4] = inLimit > used ? inLimit - used : 0;
+      }
     }
     const status = out[mark + 1];
     if (status !== STATUS_ALLOWED) {
@@ -205,19 +282,27 @@ export class LeaseBook<W> {
       return;
     }
     if (rl === null) {
-      rl = new KeyLeases<W>(c);
+      rl = new KeyLeases<W>(key, c);
       rl.inLimit = inLimit;
       rl.outLimit = outLimit;
       this.limits.set(key, rl);
     }
+    // What the holder works out from the decision it gets (held-leases.ts); publish() corrects it.
+    const n = out.length;
     const lease: Lease<W> = {
       id: this.nextId++, worker, input: input === NO_LIMIT ? 0 : input, outLeft: output === NO_LIMIT ? Infinity : output,
+      inUsed: 0, outCharged: 0,
+      sentIn: inLimit === null ? 0 : inLimit - out[n - 5], sentOut: outLimit === null ? 0 : outLimit - out[n - 2],
     };
+    // Other workers hold leases of the key: tell the new holder at once, so it reports its use
+    // at the end of each turn (held-leases.ts).
+    if (rl !== null && rl.leases.size > 0) lease.sentIn = NaN;
     c.input += lease.input;
     rl.inLeased += lease.input;
     if (output !== NO_LIMIT) rl.outLeased += output;
     rl.leases.set(lease.id, lease);
     rl.byWorker.set(worker, lease);
+    this.touch(rl);
     out.push(lease.id, input, output, c.end);
   }
 
@@ -288,7 +373,16 @@ export class LeaseBook<W> {
     rl.leases.delete(lease.id);
     if (rl.byWorker.get(lease.worker) === lease) rl.byWorker.delete(lease.worker);
     rl.inLeased -= lease.input;
+    rl.inLeasedUsed -= lease.inUsed;
     if (lease.outLeft !== Infinity && lease.outLeft > 0) rl.outLeased -= lease.outLeft;
+  }
+
+  /** Queues the key for publish(). */
+  private touch(rl: KeyLeases<W>): void {
+    if (rl.dirty) return;
+    rl.dirty = true;
+    this.dirty.push(rl);
+    if (this.dirty.length === 1) this.opts.changed();
   }
 
   private dropIfIdle(key: LimitKey, rl: KeyLeases<W>): void {

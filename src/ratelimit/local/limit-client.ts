@@ -4,8 +4,8 @@ import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { HeldLeases } from './held-leases.js';
 import {
-  MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT,
-  REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, type LimitRequestMessage,
+  MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT,
+  REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, USAGE_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
 import { systemClock, type Clock } from '../../clock.js';
 import type { Decision, TokenLimiter } from '../limiter.js';
@@ -83,6 +83,12 @@ export class LocalLimitClient implements TokenLimiter {
     if (error !== null) this.failAll(`sending to the cluster primary failed: ${error.message}`);
   };
   private readonly flushNow = (): void => this.flush();
+  private readonly scheduleFlush = (): void => {
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushNow);
+    }
+  };
   private readonly sweepNow = (): void => this.sweep();
 
   constructor(options: LocalLimitClientOptions = {}) {
@@ -97,6 +103,7 @@ export class LocalLimitClient implements TokenLimiter {
     this.leases = new HeldLeases(
       (op, id, key, unit, amount) => this.enqueue(op, id, key, NO_LIMIT, NO_LIMIT, unit, amount),
       options.clock ?? systemClock,
+      this.scheduleFlush,
     );
     port.on('message', this.onMessage);
     port.on('disconnect', this.onDisconnect);
@@ -167,13 +174,12 @@ export class LocalLimitClient implements TokenLimiter {
     const b = this.batch;
     b.push(op, id, key, inLimit, outLimit, unit, amount);
     if (b.length >= this.maxBatch * REQUEST_STRIDE) this.flush();
-    else if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(this.flushNow);
-    }
+    else this.scheduleFlush();
   }
 
   private flush(): void {
+    // What the leases absorbed this turn goes in the same message (flushScheduled still set).
+    if (!this.closed) this.leases.report();
     this.flushScheduled = false;
     if (this.batch.length === 0) return;
     const a = this.batch;
@@ -188,11 +194,15 @@ export class LocalLimitClient implements TokenLimiter {
   private receive(message: unknown): void {
     if (typeof message !== 'object' || message === null) return;
     const t = (message as { t?: unknown }).t;
-    if (t !== MSG_REPLY && t !== MSG_RECALL) return;
+    if (t !== MSG_REPLY && t !== MSG_RECALL && t !== MSG_USAGE) return;
     const a = (message as { a?: unknown }).a;
     if (!Array.isArray(a)) return;
     if (t === MSG_RECALL) {
       if (!this.closed) this.leases.recall(a as number[]);
+      return;
+    }
+    if (t === MSG_USAGE) {
+      for (let i = 0; i + USAGE_STRIDE <= a.length; i += USAGE_STRIDE) this.leases.usage(a[i] as number, a[i + 1] as number, a[i + 2] as number);
       return;
     }
     for (let i = 0; i + REPLY_STRIDE <= a.length; i += REPLY_STRIDE) {

@@ -1,7 +1,8 @@
 import type { CounterStore } from './counter-store.js';
 import { NO_LIMIT } from '../decision-codec.js';
 import {
-  limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_RETURN_LEASE,
+  limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_LEASE_USED,
+  OP_RETURN_LEASE,
   REPLY_INVALID, REQUEST_STRIDE, type LimitReplyMessage,
 } from './ipc-protocol.js';
 import { LeaseBook } from './lease-book.js';
@@ -32,10 +33,11 @@ export interface LocalLimitHostOptions {
   recallTimeoutMs?: number;
 }
 
-/** What goes to one worker at the end of the turn: answers first, then recalls. */
+/** What goes to one worker at the end of the turn: answers first, then recalls, then usage updates. */
 interface Outbox {
   replies: number[];
   recalls: number[];
+  usage: number[];
 }
 
 /**
@@ -57,25 +59,31 @@ export function attachLocalLimitHost(
   let flushScheduled = false;
 
   const flush = (): void => {
+    // Usage updates first: they may add to the outboxes (flushScheduled still set: no new turn).
+    book.publish();
     flushScheduled = false;
     for (const [worker, box] of outboxes) {
       // A worker that went away gets nothing; its client fails its own pending decisions.
       if (!worker.isConnected()) continue;
       if (box.replies.length > 0) worker.send({ t: MSG_REPLY, a: box.replies }, undefined, ignoreSendError);
       if (box.recalls.length > 0) worker.send({ t: MSG_RECALL, a: box.recalls }, undefined, ignoreSendError);
+      if (box.usage.length > 0) worker.send({ t: MSG_USAGE, a: box.usage }, undefined, ignoreSendError);
     }
     outboxes.clear();
   };
-  const outbox = (worker: LimitHostWorker): Outbox => {
-    let box = outboxes.get(worker);
-    if (box === undefined) {
-      box = { replies: [], recalls: [] };
-      outboxes.set(worker, box);
-    }
+  const scheduleFlush = (): void => {
     if (!flushScheduled) {
       flushScheduled = true;
       setImmediate(flush);
     }
+  };
+  const outbox = (worker: LimitHostWorker): Outbox => {
+    let box = outboxes.get(worker);
+    if (box === undefined) {
+      box = { replies: [], recalls: [], usage: [] };
+      outboxes.set(worker, box);
+    }
+    scheduleFlush();
     return box;
   };
 
@@ -86,6 +94,8 @@ export function attachLocalLimitHost(
     recall: (worker, ids) => {
       outbox(worker).recalls.push(...ids);
     },
+    usageTo: (worker) => outbox(worker).usage,
+    changed: scheduleFlush,
   });
 
   const onMessage = (worker: LimitHostWorker, message: unknown): void => {
@@ -132,6 +142,9 @@ function handleOp(
       book.charge(worker, id, key, unit, amount);
     } else if (op === OP_ADJUST_INPUT) {
       book.adjust(key, unit, amount);
+    } else if (op === OP_LEASE_USED) {
+      checkTokenDelta(amount, 'input used from a lease');
+      book.leaseUsed(worker, id, key, unit, amount);
     } else if (op === OP_RETURN_LEASE) {
       checkTokenDelta(amount, 'unused lease tokens');
       book.giveBack(worker, id, key, unit, amount);
