@@ -83,6 +83,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     draining: () => draining,
     ready: () => ready && !draining && table !== null,
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
+    modelJson: (id) => (table === null ? undefined : table.modelJson(id)),
     metrics: metricsHandler(metrics),
     run: (x) => {
       inflight++;
