@@ -3,31 +3,71 @@
  * (docs/errors.md, kept in sync by test/unit/errors.test.ts) all read it.
  */
 export const ERROR_TYPES = {
-  invalid_request: { status: 400, meaning: 'Malformed body or parameters; 413 when the body is too large' },
-  authentication_failed: { status: 401, meaning: 'Missing or invalid credentials' },
-  authorization_failed: { status: 403, meaning: 'The caller may not use the requested model' },
-  model_not_found: { status: 404, meaning: 'No route serves the model, or no rule of its route matches' },
-  rate_limit: { status: 429, meaning: 'A token rate limit of the route is exhausted for the current window' },
-  upstream_error: { status: 502, meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
-  timeout: { status: 504, meaning: 'The backend did not answer within the timeout' },
-  client_closed: { status: 499, meaning: 'The client went away before the answer ended (recorded in the access log only)' },
-  internal_error: { status: 500, meaning: 'A fault in the router itself (a bug): the message says what failed' },
+  invalid_request: { status: 400, code: 'invalid_body', meaning: 'Malformed body or parameters; 413 when the body is too large' },
+  authentication_failed: { status: 401, code: 'invalid_credentials', meaning: 'Missing or invalid credentials' },
+  authorization_failed: { status: 403, code: 'model_not_allowed', meaning: 'The caller may not use the requested model' },
+  model_not_found: { status: 404, code: 'model_not_found', meaning: 'No route serves the model, or no rule of its route matches' },
+  rate_limit: { status: 429, code: 'input_tokens_exceeded', meaning: 'A token rate limit of the route is exhausted for the current window' },
+  upstream_error: { status: 502, code: 'upstream_failed', meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
+  timeout: { status: 504, code: 'upstream_timeout', meaning: 'The backend did not answer within the timeout' },
+  client_closed: { status: 499, code: 'client_closed', meaning: 'The client went away before the answer ended (recorded in the access log only)' },
+  internal_error: { status: 500, code: 'internal_error', meaning: 'A fault in the router itself (a bug): the message says what failed' },
 } as const;
 
 export type ErrorType = keyof typeof ERROR_TYPES;
 
-/** An error the router answers itself; `status` defaults to the registry's status for `type`. */
+/**
+ * The machine-readable `code` of a router-made error (the `error.code` of the JSON answer):
+ * stable strings, each of one type and one status. docs/errors.md lists them all.
+ */
+export const ERROR_CODES = {
+  invalid_body: { type: 'invalid_request', status: 400 },
+  missing_model: { type: 'invalid_request', status: 400 },
+  missing_prompt: { type: 'invalid_request', status: 400 },
+  missing_messages: { type: 'invalid_request', status: 400 },
+  invalid_content_length: { type: 'invalid_request', status: 400 },
+  unknown_endpoint: { type: 'invalid_request', status: 404 },
+  method_not_allowed: { type: 'invalid_request', status: 405 },
+  request_too_large: { type: 'invalid_request', status: 413 },
+  missing_credentials: { type: 'authentication_failed', status: 401 },
+  invalid_credentials: { type: 'authentication_failed', status: 401 },
+  invalid_token: { type: 'authentication_failed', status: 401 },
+  model_not_allowed: { type: 'authorization_failed', status: 403 },
+  model_not_found: { type: 'model_not_found', status: 404 },
+  no_matching_rule: { type: 'model_not_found', status: 404 },
+  input_tokens_exceeded: { type: 'rate_limit', status: 429 },
+  output_tokens_exceeded: { type: 'rate_limit', status: 429 },
+  upstream_failed: { type: 'upstream_error', status: 502 },
+  upstream_unreachable: { type: 'upstream_error', status: 502 },
+  no_ready_endpoint: { type: 'upstream_error', status: 503 },
+  no_weighted_target: { type: 'upstream_error', status: 503 },
+  not_configured: { type: 'upstream_error', status: 503 },
+  limiter_unavailable: { type: 'upstream_error', status: 503 },
+  key_set_unavailable: { type: 'upstream_error', status: 503 },
+  upstream_timeout: { type: 'timeout', status: 504 },
+  client_closed: { type: 'client_closed', status: 499 },
+  internal_error: { type: 'internal_error', status: 500 },
+} as const satisfies Record<string, { type: ErrorType; status: number }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * An error the router answers itself; `status` defaults to the registry's status for `type`,
+ * `code` to the type's default code.
+ */
 export class RouterError extends Error {
   readonly type: ErrorType;
   readonly status: number;
+  readonly code: ErrorCode;
   /** Extra response headers (e.g. retry-after). */
   readonly headers: Readonly<Record<string, string>> | null;
 
-  constructor(type: ErrorType, message: string, status?: number, headers?: Record<string, string>) {
+  constructor(type: ErrorType, message: string, status?: number, headers?: Record<string, string> | null, code?: ErrorCode) {
     super(message);
     this.type = type;
     this.status = status ?? ERROR_TYPES[type].status;
     this.headers = headers ?? null;
+    this.code = code ?? ERROR_TYPES[type].code;
   }
 }
 

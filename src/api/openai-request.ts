@@ -32,18 +32,18 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   const obj = body as Record<string, unknown>;
   const model = obj.model;
   if (typeof model !== 'string' || model.trim() === '') {
-    throw new RouterError('invalid_request', 'request body must name a model: "model" must be a non-empty string');
+    throw new RouterError('invalid_request', 'request body must name a model: "model" must be a non-empty string', 400, null, 'missing_model');
   }
   const api = apiKindOf(url);
   if (api === 'completions') {
     const p = obj.prompt;
     if (typeof p !== 'string' && !Array.isArray(p)) {
-      throw new RouterError('invalid_request', '"prompt" is required for /v1/completions and must be a string or an array');
+      throw new RouterError('invalid_request', '"prompt" is required for /v1/completions and must be a string or an array', 400, null, 'missing_prompt');
     }
   } else if (api === 'chat') {
     const m = obj.messages;
     if (!Array.isArray(m) || m.length === 0) {
-      throw new RouterError('invalid_request', '"messages" is required for /v1/chat/completions and must be a non-empty array');
+      throw new RouterError('invalid_request', '"messages" is required for /v1/chat/completions and must be a non-empty array', 400, null, 'missing_messages');
     }
   }
   const stream = obj.stream === true;

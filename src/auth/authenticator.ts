@@ -14,7 +14,7 @@
  */
 import { hash, timingSafeEqual } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
-import { RouterError } from '../errors.js';
+import { RouterError, type ErrorCode } from '../errors.js';
 import type { ApiKeyEntry, AuthConfig, JwtConfig } from './auth-config.js';
 import type { Clock } from '../clock.js';
 import { JwksCache, KeySetUnavailableError, type FetchFn } from './jwks-cache.js';
@@ -45,8 +45,8 @@ interface KeyRecord {
   readonly digest: Buffer;
 }
 
-function unauthenticated(message: string, invalidToken = false): RouterError {
-  return new RouterError('authentication_failed', message, 401, invalidToken ? CHALLENGE_INVALID : CHALLENGE);
+function unauthenticated(message: string, invalidToken = false, code: ErrorCode = 'invalid_token'): RouterError {
+  return new RouterError('authentication_failed', message, 401, invalidToken ? CHALLENGE_INVALID : CHALLENGE, code);
 }
 
 function forbidden(subject: string, model: string): RouterError {
@@ -104,10 +104,10 @@ export class Authenticator {
    */
   authorize(authorization: string, model: string): Promise<string> | string {
     if (authorization.length === 0) {
-      throw unauthenticated('missing credentials: send "Authorization: Bearer <api key or token>"');
+      throw unauthenticated('missing credentials: send "Authorization: Bearer <api key or token>"', false, 'missing_credentials');
     }
     const m = BEARER.exec(authorization);
-    if (m === null) throw unauthenticated('malformed Authorization header: expected "Bearer <api key or token>"');
+    if (m === null) throw unauthenticated('malformed Authorization header: expected "Bearer <api key or token>"', false, 'invalid_credentials');
     const token = m[1];
 
     const digest = hash('sha256', token, 'buffer');
@@ -117,7 +117,7 @@ export class Authenticator {
       if (models !== null && !globsAllow(models, model)) throw forbidden(`API key "${rec.entry.name}"`, model);
       return rec.entry.name;
     }
-    if (this.jwt === null || !JWT_SHAPE.test(token)) throw unauthenticated('invalid credentials: unknown API key', true);
+    if (this.jwt === null || !JWT_SHAPE.test(token)) throw unauthenticated('invalid credentials: unknown API key', true, 'invalid_credentials');
     const hit = this.verified.get(token);
     if (hit !== null) {
       if (this.jwt.modelsClaim !== null && !claimAllows(hit.models, model)) throw forbidden(`token subject "${hit.subject}"`, model);
@@ -157,7 +157,7 @@ function claimAllows(claim: unknown, model: string): boolean {
 }
 
 function jwtFailure(err: unknown): RouterError {
-  if (err instanceof KeySetUnavailableError) return new RouterError('upstream_error', err.message, 503, { 'retry-after': '1' });
+  if (err instanceof KeySetUnavailableError) return new RouterError('upstream_error', err.message, 503, { 'retry-after': '1' }, 'key_set_unavailable');
   if (err instanceof errors.JWTExpired) return unauthenticated('invalid token: expired', true);
   if (err instanceof errors.JWTClaimValidationFailed) {
     switch (err.claim) {

@@ -5,8 +5,7 @@ import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
 import type { RequestContext } from './request-context.js';
 import { forwardResponseHeader } from './upstream-headers.js';
-
-const TEXT = 'text/plain; charset=utf-8';
+import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
 /**
  * One inference request in flight: the uWS response, the log context and what the pipeline
@@ -39,6 +38,8 @@ export class Exchange {
   reachedPod = false;
   /** Close the connection after the answer (oversized body); also always while draining. */
   forceClose = false;
+  /** The request's Accept names application/json: router-made errors answer the OpenAI error shape. */
+  acceptJson = false;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;
@@ -79,7 +80,8 @@ export class Exchange {
   }
 
   /**
-   * Answers a router-made error: plain-text body that is the message. Records the failure in the
+   * Answers a router-made error: the OpenAI JSON error shape when the client accepts JSON, else a
+   * plain-text body that is the message (error-body.ts). Records the failure in the
    * log context. Safe to call after awaits and after the client left (only records).
    */
   sendError(err: RouterError): void {
@@ -195,11 +197,11 @@ function sendErrorCorked(): void {
   const err = currentError!;
   const res = x.res;
   res.writeStatus(statusLine(err.status));
-  res.writeHeader('content-type', TEXT);
+  res.writeHeader('content-type', x.acceptJson ? JSON_TYPE : TEXT_TYPE);
   res.writeHeader('x-request-id', x.ctx.requestId);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
   if (x.decision !== null) writeRateHeaders(res, x.decision);
-  res.end(err.message, x.closeConnection);
+  res.end(errorBody(err, x.acceptJson), x.closeConnection);
 }
 
 function writeHeadCorked(): void {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
+import { isPostEndpoint } from '../api/api-registry.js';
+import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
 import { forwardRequestHeader } from './upstream-headers.js';
@@ -58,11 +60,12 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = randomUUID();
     const ctx = new RequestContext(method.toUpperCase(), query ? `${url}?${query}` : url, 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
+    x.acceptJson = acceptsJson(req.getHeader('accept'));
 
     res.onAborted(() => x.clientGone());
 
     if (ctx.method !== 'POST') {
-      x.sendError(new RouterError('invalid_request', `method ${ctx.method} is not allowed on ${url}; use POST`, 405, { allow: 'POST' }));
+      x.sendError(isPostEndpoint(url) ? methodNotAllowed(ctx.method, url) : unknownEndpoint(url));
       h.finish(x);
       return;
     }
@@ -76,8 +79,19 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
   };
 }
 
+const ALLOW_POST = Object.freeze({ allow: 'POST' });
+
+function methodNotAllowed(method: string, url: string): RouterError {
+  return new RouterError('invalid_request', `method ${method} is not allowed on ${url}; use POST`, 405, ALLOW_POST, 'method_not_allowed');
+}
+
+/** Another method than POST on a /v1 path that is no endpoint of the router. */
+function unknownEndpoint(url: string): RouterError {
+  return new RouterError('invalid_request', `no such path: ${url}`, 404, null, 'unknown_endpoint');
+}
+
 function tooLarge(max: number): RouterError {
-  return new RouterError('invalid_request', `request body is larger than ${max} bytes`, 413);
+  return new RouterError('invalid_request', `request body is larger than ${max} bytes`, 413, null, 'request_too_large');
 }
 
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
@@ -91,7 +105,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
       x.forceClose = true;
-      x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length'));
+      x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length', 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }

@@ -41,7 +41,7 @@ export class LimitStoreUnavailableError extends LimiterUnavailableError {
  */
 export function limiterFailure(err: unknown): RouterError | null {
   if (err instanceof LimiterUnavailableError || err instanceof LimiterOverloadedError) {
-    return new RouterError('upstream_error', `rate limiter unavailable: ${err.message}`, 503, { 'retry-after': '1' });
+    return new RouterError('upstream_error', `rate limiter unavailable: ${err.message}`, 503, { 'retry-after': '1' }, 'limiter_unavailable');
   }
   return null;
 }

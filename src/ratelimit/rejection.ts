@@ -6,10 +6,12 @@ export const OUTPUT_LIMIT_MESSAGE = 'output token rate limit exceeded';
 
 /** The 429 for a rejected decision: body is the exact message, retry-after the seconds to reset. */
 export function rateLimitRejection(d: Decision): RouterError {
+  const output = d.rejectedBy === 'output';
   return new RouterError(
     'rate_limit',
-    d.rejectedBy === 'output' ? OUTPUT_LIMIT_MESSAGE : INPUT_LIMIT_MESSAGE,
+    output ? OUTPUT_LIMIT_MESSAGE : INPUT_LIMIT_MESSAGE,
     429,
     { 'retry-after': String(Math.max(1, d.retryAfterSeconds)) },
+    output ? 'output_tokens_exceeded' : 'input_tokens_exceeded',
   );
 }

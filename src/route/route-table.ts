@@ -53,6 +53,8 @@ export class RouteTable {
   readonly matchHeaderNames: readonly string[];
   /** Body of GET /v1/models, prebuilt. */
   readonly modelsJson: string;
+  /** Body of GET /v1/models/{id} (the OpenAI model object) per served model, prebuilt. */
+  private readonly modelObjects: Map<string, string>;
   /** The rate limits of the served routes (to connect their stores before traffic). */
   readonly rateLimits: readonly RateLimitSpec[];
 
@@ -77,10 +79,16 @@ export class RouteTable {
     this.matchHeaderNames = [...headerNames];
     this.rateLimits = [...this.byModel.values()].flatMap((r) => (r.rateLimit === null ? [] : [r.rateLimit]));
     const created = Math.floor(now / 1000);
-    this.modelsJson = JSON.stringify({
-      object: 'list',
-      data: [...this.byModel.keys()].map((id) => ({ id, object: 'model', created, owned_by: 'inference-router' })),
-    });
+    this.modelObjects = new Map();
+    for (const id of this.byModel.keys()) {
+      this.modelObjects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));
+    }
+    this.modelsJson = `{"object":"list","data":[${[...this.modelObjects.values()].join(',')}]}`;
+  }
+
+  /** The OpenAI model object of a served model (GET /v1/models/{id}), or undefined. */
+  modelJson(id: string): string | undefined {
+    return this.modelObjects.get(id);
   }
 
   route(modelName: string): CompiledRoute | undefined {

@@ -30,7 +30,7 @@ export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): R
     return new RouterError('timeout', `inference timed out after ${formatSeconds(timeoutMs)}s`);
   }
   const what = (err as Error)?.message || String(err);
-  if (isConnectFailure(err)) return new RouterError('upstream_error', `cannot connect to pod ${pod}: ${code} ${what}`.trim(), 502);
+  if (isConnectFailure(err)) return new RouterError('upstream_error', `cannot connect to pod ${pod}: ${code} ${what}`.trim(), 502, null, 'upstream_unreachable');
   return new RouterError('upstream_error', `upstream failed on pod ${pod}: ${code ? `${code} ` : ''}${what}`, 502);
 }
 

@@ -44,13 +44,13 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (s.authorize !== null) await s.authorize(x, req.model);
 
     const table = s.table();
-    if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503);
+    if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
     route = table.route(req.model) ?? null;
     if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route`);
     ctx.modelRoute = route.key;
     const server = RouteTable.pick(route, x);
-    if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`);
-    if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503);
+    if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`, 404, null, 'no_matching_rule');
+    if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503, null, 'no_weighted_target');
     ctx.modelServer = server.key;
 
     const counted = s.tokens.countPrompt(api.promptText(req));
@@ -87,7 +87,7 @@ async function proxyWithRetries(x: Exchange, api: InferenceApi, server: Compiled
   for (let attempt = 0; attempt < 3; attempt++) {
     const endpoint = pickLeastInflight(server.endpoints, tried.length === 0 ? null : tried);
     if (endpoint === null) {
-      if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503);
+      if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503, null, 'no_ready_endpoint');
       break;
     }
     tried.push(endpoint);
@@ -95,7 +95,7 @@ async function proxyWithRetries(x: Exchange, api: InferenceApi, server: Compiled
     const r = await forwardUpstream(x, api, endpoint, up, req.stream, server.timeoutMs);
     if (r !== 'retry') return r;
   }
-  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502);
+  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');
 }
 
 function internalError(err: unknown): RouterError {

@@ -88,6 +88,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     draining: () => draining || stopping,
     ready: () => ready && !stopping && table !== null && heartbeat.alive(),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
+    modelJson: (id) => (table === null ? undefined : table.modelJson(id)),
     metrics: metricsHandler(metrics),
     run: (x) => {
       inflight++;

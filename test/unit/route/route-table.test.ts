@@ -56,6 +56,16 @@ describe('RouteTable', () => {
     expect([...t.matchHeaderNames].sort()).toEqual(['x-k', 'x-team']);
   });
 
+  it('prebuilds the OpenAI model object of each served model, the same as the list shows', () => {
+    const t = table(snap);
+    const list = JSON.parse(t.modelsJson);
+    expect(list.object).toBe('list');
+    const m = JSON.parse(t.modelJson('m')!);
+    expect(m).toEqual({ id: 'm', object: 'model', created: expect.any(Number), owned_by: 'inference-router' });
+    expect(list.data[0]).toEqual(m);
+    expect(t.modelJson('nope')).toBeUndefined();
+  });
+
   it('tries rules in order; the first whose match holds wins; no modelMatch matches all', () => {
     const r = table(snap).route('m')!;
     expect(RouteTable.pick(r, input('/v1/chat/completions', { 'x-team': 'a' }))?.key).toBe('default/s1');
