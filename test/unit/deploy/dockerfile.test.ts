@@ -110,6 +110,7 @@ describe('deploy/prune-uws.mjs', () => {
     copyFileSync(join(ROOT, 'package.json'), join(app, 'package.json'));
     cpSync(join(ROOT, 'dist/http'), join(app, 'dist/http'), { recursive: true });
     cpSync(join(ROOT, 'dist/observe'), join(app, 'dist/observe'), { recursive: true });
+    copyFileSync(join(ROOT, 'dist/build-info.js'), join(app, 'dist/build-info.js'));
     const require = createRequire(join(ROOT, 'package.json'));
     const before: string[] = [];
     for (const name of ['@btc-vision/uwebsockets.js', 'uWebSockets.js']) {
