@@ -11,6 +11,7 @@ export const ERROR_TYPES = {
   upstream_error: { status: 502, meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
   timeout: { status: 504, meaning: 'The backend did not answer within the timeout' },
   client_closed: { status: 499, meaning: 'The client went away before the answer ended (recorded in the access log only)' },
+  pipelining_refused: { status: 444, meaning: 'Another request arrived on the connection before this answer ended; HTTP pipelining is not supported and the router closed the connection (recorded in the access log only)' },
   internal_error: { status: 500, meaning: 'A fault in the router itself (a bug): the message says what failed' },
 } as const;
 
@@ -34,7 +35,7 @@ export class RouterError extends Error {
 /** Status text for the status line uWS writes ("404 Not Found"). */
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 429: 'Too Many Requests',
+  404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large',
   499: 'Client Closed Request', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 

@@ -7,6 +7,7 @@ import type { RequestContext } from './request-context.js';
 import { forwardResponseHeader } from './upstream-headers.js';
 
 const TEXT = 'text/plain; charset=utf-8';
+const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
 
 /**
  * One inference request in flight: the uWS response, the log context and what the pipeline
@@ -39,6 +40,8 @@ export class Exchange {
   reachedPod = false;
   /** Close the connection after the answer (oversized body); also always while draining. */
   forceClose = false;
+  /** The front has handed the exchange on (to the pipeline or straight to finish): it no longer records it itself. */
+  handedOn = false;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;
@@ -62,13 +65,20 @@ export class Exchange {
     return !this.ctx.aborted && !this.ctx.finished;
   }
 
-  /** uWS onAborted: the client went away. Records 499 unless the answer had ended; cancels the upstream call. */
-  clientGone(): void {
+  /**
+   * uWS onAborted: the connection closed before the answer ended. Records 499 client_closed (or
+   * 444 pipelining_refused when uWS closed it because the client pipelined another request);
+   * cancels the upstream call.
+   */
+  clientGone(pipelined = false): void {
     const ctx = this.ctx;
     ctx.aborted = true;
     if (!ctx.finished) {
-      ctx.statusCode = 499;
-      if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
+      if (pipelined) ctx.fail('pipelining_refused', PIPELINED, 444);
+      else {
+        ctx.statusCode = 499;
+        if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
+      }
     }
     if (this.upstream !== null) this.upstream.abortForClient();
   }
@@ -164,6 +174,21 @@ export class Exchange {
     this.ctx.tUpstreamEnd = performance.now();
   }
 }
+
+/**
+ * A request read from a connection whose framing was refused: it gets no answer and is not
+ * recorded; the connection is closed once the refusal before it has gone out.
+ */
+export function closeUnanswered(res: HttpResponse): void {
+  let gone = false;
+  res.onAborted(() => { gone = true; });
+  res.onData(ignoreData);
+  setImmediate(() => {
+    if (!gone) res.close();
+  });
+}
+
+function ignoreData(): void {}
 
 /** Writes the x-ratelimit-* headers of a limited route. */
 export function writeRateHeaders(res: HttpResponse, d: Decision): void {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
-import { Exchange } from './exchange.js';
+import { closeUnanswered, Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
 import { forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
@@ -33,6 +33,10 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       res.close();
       return;
     }
+    if (refusedAddress !== null && sameAddress(res, refusedAddress)) {
+      closeUnanswered(res);
+      return;
+    }
     const t0 = performance.now();
     const url = req.getUrl();
     const query = req.getQuery();
@@ -40,11 +44,19 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const forward: string[] = [];
     let requestId = '';
     let contentLength = -1;
+    let lengthsDiffer = false;
+    let transferEncoding = false;
     let authorization = '';
     req.forEach((name, value) => {
       if (name === 'x-request-id') requestId = value;
-      else if (name === 'content-length') contentLength = Number(value);
-      else if (name === 'authorization') {
+      else if (name === 'content-length') {
+        // uWS frames the body by the first Content-Length: a second, different one (or one beside
+        // Transfer-Encoding) would let a request hidden in the body be read as the next request.
+        if (contentLength >= 0 && Number(value) !== contentLength) lengthsDiffer = true;
+        contentLength = Number(value);
+      } else if (name === 'transfer-encoding') {
+        transferEncoding = true;
+      } else if (name === 'authorization') {
         authorization = value;
         if (!h.stripAuthorization) forward.push(name, value);
       } else if (forwardRequestHeader(name)) forward.push(name, value);
@@ -59,14 +71,34 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const ctx = new RequestContext(method.toUpperCase(), query ? `${url}?${query}` : url, 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
 
-    res.onAborted(() => x.clientGone());
+    res.onAborted(() => {
+      x.clientGone(bodyEndedThisTurn === x);
+      // Aborted while its body was arriving (short upload, idle timeout): nothing downstream
+      // owns it yet, so the front records it.
+      if (!x.handedOn) {
+        x.handedOn = true;
+        h.finish(x);
+      }
+    });
 
+    if (lengthsDiffer || (transferEncoding && contentLength >= 0)) {
+      x.handedOn = true;
+      x.forceClose = true;
+      refuseFollowers(res);
+      x.sendError(new RouterError('invalid_request', lengthsDiffer
+        ? 'request has conflicting Content-Length headers'
+        : 'request has both Content-Length and Transfer-Encoding headers'));
+      h.finish(x);
+      return;
+    }
     if (ctx.method !== 'POST') {
+      x.handedOn = true;
       x.sendError(new RouterError('invalid_request', `method ${ctx.method} is not allowed on ${url}; use POST`, 405, { allow: 'POST' }));
       h.finish(x);
       return;
     }
     if (contentLength > h.maxBodyBytes) {
+      x.handedOn = true;
       x.forceClose = true;
       x.sendError(tooLarge(h.maxBodyBytes));
       h.finish(x);
@@ -74,6 +106,49 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     }
     readBody(x, contentLength, h);
   };
+}
+
+/**
+ * The exchange whose body completed in the current turn of the event loop. uWS closes a
+ * connection on which the client pipelines a request while the previous answer is pending; it
+ * does so while parsing the same bytes that ended the previous body, so an abort of this
+ * exchange before the turn ends is that close, not the client's.
+ */
+let bodyEndedThisTurn: Exchange | null = null;
+let clearScheduled = false;
+
+function clearBodyEnded(): void {
+  bodyEndedThisTurn = null;
+  clearScheduled = false;
+}
+
+function markBodyEnded(x: Exchange): void {
+  bodyEndedThisTurn = x;
+  if (!clearScheduled) {
+    clearScheduled = true;
+    setImmediate(clearBodyEnded);
+  }
+}
+
+/**
+ * This uWS build goes on parsing the bytes after a request answered with `Connection: close`
+ * while it handles them in the same read, so a request hidden after a refused body would still
+ * reach the handler. Until this turn of the event loop ends, a request from the refused request's
+ * address is taken for that hidden request: it gets no answer and its connection is closed.
+ */
+let refusedAddress: Buffer | null = null;
+
+function refuseFollowers(res: HttpResponse): void {
+  if (refusedAddress === null) setImmediate(clearRefused);
+  refusedAddress = Buffer.from(res.getRemoteAddress());
+}
+
+function clearRefused(): void {
+  refusedAddress = null;
+}
+
+function sameAddress(res: HttpResponse, addr: Buffer): boolean {
+  return addr.equals(Buffer.from(res.getRemoteAddress()));
 }
 
 function tooLarge(max: number): RouterError {
@@ -86,10 +161,11 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let size = 0;
   let done = false;
   x.res.onData((ab, isLast) => {
-    if (done) return;
+    if (done || x.handedOn) return;
     const chunk = Buffer.from(ab);
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
+      x.handedOn = true;
       x.forceClose = true;
       x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length'));
       h.finish(x);
@@ -103,6 +179,8 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     x.body = buf !== null ? buf.subarray(0, size) : chunks!.length === 1 ? chunks![0] : Buffer.concat(chunks!);
     buf = null;
     chunks = null;
+    x.handedOn = true;
+    markBodyEnded(x);
     h.run(x);
   });
 }
