@@ -14,6 +14,9 @@ const CLOSE_BRACKET = 0x5d;
  * indexOf. Needs no valid JSON: JSON.parse judges that afterwards.
  */
 export function nestsDeeperThan(raw: Buffer, max: number): boolean {
+  // Most bodies hold far fewer brackets than the limit: counting them with the native indexOf
+  // settles those without looking at every byte.
+  if (raw.length <= max || !moreOpenersThan(raw, max)) return false;
   const n = raw.length;
   let depth = 0;
   let i = 0;
@@ -40,4 +43,12 @@ function stringEnd(raw: Buffer, from: number): number {
     q = raw.indexOf(QUOTE, q + 1);
   }
   return -1;
+}
+
+/** True when `raw` holds more than `max` `{` and `[` bytes (in strings or not). */
+function moreOpenersThan(raw: Buffer, max: number): boolean {
+  let count = 0;
+  for (let i = raw.indexOf(OPEN_BRACE); i >= 0; i = raw.indexOf(OPEN_BRACE, i + 1)) if (++count > max) return true;
+  for (let i = raw.indexOf(OPEN_BRACKET); i >= 0; i = raw.indexOf(OPEN_BRACKET, i + 1)) if (++count > max) return true;
+  return false;
 }
