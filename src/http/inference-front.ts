@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
-import { closeUnanswered, Exchange } from './exchange.js';
+import { Exchange } from './exchange.js';
+import { refuseFollowers } from './framing-refusal.js';
 import { RequestContext } from './request-context.js';
 import { forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
@@ -31,10 +32,6 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
   return (res, req) => {
     if (drainState.closing) {
       res.close();
-      return;
-    }
-    if (refusedAddress !== null && sameAddress(res, refusedAddress)) {
-      closeUnanswered(res);
       return;
     }
     const t0 = performance.now();
@@ -128,27 +125,6 @@ function markBodyEnded(x: Exchange): void {
     clearScheduled = true;
     setImmediate(clearBodyEnded);
   }
-}
-
-/**
- * This uWS build goes on parsing the bytes after a request answered with `Connection: close`
- * while it handles them in the same read, so a request hidden after a refused body would still
- * reach the handler. Until this turn of the event loop ends, a request from the refused request's
- * address is taken for that hidden request: it gets no answer and its connection is closed.
- */
-let refusedAddress: Buffer | null = null;
-
-function refuseFollowers(res: HttpResponse): void {
-  if (refusedAddress === null) setImmediate(clearRefused);
-  refusedAddress = Buffer.from(res.getRemoteAddress());
-}
-
-function clearRefused(): void {
-  refusedAddress = null;
-}
-
-function sameAddress(res: HttpResponse, addr: Buffer): boolean {
-  return addr.equals(Buffer.from(res.getRemoteAddress()));
 }
 
 function tooLarge(max: number): RouterError {
