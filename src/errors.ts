@@ -11,6 +11,7 @@ export const ERROR_TYPES = {
   upstream_error: { status: 502, code: 'upstream_failed', meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
   timeout: { status: 504, code: 'upstream_timeout', meaning: 'The backend did not answer within the timeout' },
   client_closed: { status: 499, code: 'client_closed', meaning: 'The client went away before the answer ended (recorded in the access log only)' },
+  pipelining_refused: { status: 444, code: 'pipelining_refused', meaning: 'Another request arrived on the connection before this answer ended; HTTP pipelining is not supported and the router closed the connection (recorded in the access log only)' },
   internal_error: { status: 500, code: 'internal_error', meaning: 'A fault in the router itself (a bug): the message says what failed' },
 } as const;
 
@@ -46,6 +47,7 @@ export const ERROR_CODES = {
   key_set_unavailable: { type: 'upstream_error', status: 503 },
   upstream_timeout: { type: 'timeout', status: 504 },
   client_closed: { type: 'client_closed', status: 499 },
+  pipelining_refused: { type: 'pipelining_refused', status: 444 },
   internal_error: { type: 'internal_error', status: 500 },
 } as const satisfies Record<string, { type: ErrorType; status: number }>;
 
@@ -74,7 +76,7 @@ export class RouterError extends Error {
 /** Status text for the status line uWS writes ("404 Not Found"). */
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 429: 'Too Many Requests',
+  404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large',
   499: 'Client Closed Request', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 

@@ -1,5 +1,6 @@
 import { RouterError } from '../errors.js';
 import type { InferenceRequest } from './inference-api.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 
 /** Which OpenAI-style API a request body belongs to. */
 export type ApiKind = 'completions' | 'chat' | 'other';
@@ -20,6 +21,9 @@ export function apiKindOf(url: string): ApiKind {
 /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
 export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
+  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+    throw new RouterError('invalid_request', `request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));

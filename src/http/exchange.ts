@@ -7,6 +7,8 @@ import type { RequestContext } from './request-context.js';
 import { forwardResponseHeader } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
+const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
+
 /**
  * One inference request in flight: the uWS response, the log context and what the pipeline
  * learns along the way. Fixed shape; created once per request by the front.
@@ -40,6 +42,8 @@ export class Exchange {
   forceClose = false;
   /** The request's Accept names application/json: router-made errors answer the OpenAI error shape. */
   acceptJson = false;
+  /** The front has handed the exchange on (to the pipeline or straight to finish): it no longer records it itself. */
+  handedOn = false;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;
@@ -63,13 +67,20 @@ export class Exchange {
     return !this.ctx.aborted && !this.ctx.finished;
   }
 
-  /** uWS onAborted: the client went away. Records 499 unless the answer had ended; cancels the upstream call. */
-  clientGone(): void {
+  /**
+   * uWS onAborted: the connection closed before the answer ended. Records 499 client_closed (or
+   * 444 pipelining_refused when uWS closed it because the client pipelined another request);
+   * cancels the upstream call.
+   */
+  clientGone(pipelined = false): void {
     const ctx = this.ctx;
     ctx.aborted = true;
     if (!ctx.finished) {
-      ctx.statusCode = 499;
-      if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
+      if (pipelined) ctx.fail('pipelining_refused', PIPELINED, 444);
+      else {
+        ctx.statusCode = 499;
+        if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
+      }
     }
     if (this.upstream !== null) this.upstream.abortForClient();
   }
@@ -166,6 +177,21 @@ export class Exchange {
     this.ctx.tUpstreamEnd = performance.now();
   }
 }
+
+/**
+ * A request read from a connection whose framing was refused: it gets no answer and is not
+ * recorded; the connection is closed once the refusal before it has gone out.
+ */
+export function closeUnanswered(res: HttpResponse): void {
+  let gone = false;
+  res.onAborted(() => { gone = true; });
+  res.onData(ignoreData);
+  setImmediate(() => {
+    if (!gone) res.close();
+  });
+}
+
+function ignoreData(): void {}
 
 /** Writes the x-ratelimit-* headers of a limited route. */
 export function writeRateHeaders(res: HttpResponse, d: Decision): void {

@@ -4,6 +4,7 @@ import { RouterError } from '../errors.js';
 import { isPostEndpoint } from '../api/api-registry.js';
 import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
+import { refuseFollowers } from './framing-refusal.js';
 import { RequestContext } from './request-context.js';
 import { forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
@@ -42,11 +43,19 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const forward: string[] = [];
     let requestId = '';
     let contentLength = -1;
+    let lengthsDiffer = false;
+    let transferEncoding = false;
     let authorization = '';
     req.forEach((name, value) => {
       if (name === 'x-request-id') requestId = value;
-      else if (name === 'content-length') contentLength = Number(value);
-      else if (name === 'authorization') {
+      else if (name === 'content-length') {
+        // uWS frames the body by the first Content-Length: a second, different one (or one beside
+        // Transfer-Encoding) would let a request hidden in the body be read as the next request.
+        if (contentLength >= 0 && Number(value) !== contentLength) lengthsDiffer = true;
+        contentLength = Number(value);
+      } else if (name === 'transfer-encoding') {
+        transferEncoding = true;
+      } else if (name === 'authorization') {
         authorization = value;
         if (!h.stripAuthorization) forward.push(name, value);
       } else if (forwardRequestHeader(name)) forward.push(name, value);
@@ -62,14 +71,34 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const x = new Exchange(res, ctx, url, forward, match, authorization);
     x.acceptJson = acceptsJson(req.getHeader('accept'));
 
-    res.onAborted(() => x.clientGone());
+    res.onAborted(() => {
+      x.clientGone(bodyEndedThisTurn === x);
+      // Aborted while its body was arriving (short upload, idle timeout): nothing downstream
+      // owns it yet, so the front records it.
+      if (!x.handedOn) {
+        x.handedOn = true;
+        h.finish(x);
+      }
+    });
 
+    if (lengthsDiffer || (transferEncoding && contentLength >= 0)) {
+      x.handedOn = true;
+      x.forceClose = true;
+      refuseFollowers(res);
+      x.sendError(new RouterError('invalid_request', lengthsDiffer
+        ? 'request has conflicting Content-Length headers'
+        : 'request has both Content-Length and Transfer-Encoding headers'));
+      h.finish(x);
+      return;
+    }
     if (ctx.method !== 'POST') {
+      x.handedOn = true;
       x.sendError(isPostEndpoint(url) ? methodNotAllowed(ctx.method, url) : unknownEndpoint(url));
       h.finish(x);
       return;
     }
     if (contentLength > h.maxBodyBytes) {
+      x.handedOn = true;
       x.forceClose = true;
       x.sendError(tooLarge(h.maxBodyBytes));
       h.finish(x);
@@ -90,6 +119,28 @@ function unknownEndpoint(url: string): RouterError {
   return new RouterError('invalid_request', `no such path: ${url}`, 404, null, 'unknown_endpoint');
 }
 
+/**
+ * The exchange whose body completed in the current turn of the event loop. uWS closes a
+ * connection on which the client pipelines a request while the previous answer is pending; it
+ * does so while parsing the same bytes that ended the previous body, so an abort of this
+ * exchange before the turn ends is that close, not the client's.
+ */
+let bodyEndedThisTurn: Exchange | null = null;
+let clearScheduled = false;
+
+function clearBodyEnded(): void {
+  bodyEndedThisTurn = null;
+  clearScheduled = false;
+}
+
+function markBodyEnded(x: Exchange): void {
+  bodyEndedThisTurn = x;
+  if (!clearScheduled) {
+    clearScheduled = true;
+    setImmediate(clearBodyEnded);
+  }
+}
+
 function tooLarge(max: number): RouterError {
   return new RouterError('invalid_request', `request body is larger than ${max} bytes`, 413, null, 'request_too_large');
 }
@@ -100,10 +151,11 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let size = 0;
   let done = false;
   x.res.onData((ab, isLast) => {
-    if (done) return;
+    if (done || x.handedOn) return;
     const chunk = Buffer.from(ab);
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
+      x.handedOn = true;
       x.forceClose = true;
       x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length', 400, null, 'invalid_content_length'));
       h.finish(x);
@@ -117,6 +169,8 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     x.body = buf !== null ? buf.subarray(0, size) : chunks!.length === 1 ? chunks![0] : Buffer.concat(chunks!);
     buf = null;
     chunks = null;
+    x.handedOn = true;
+    markBodyEnded(x);
     h.run(x);
   });
 }

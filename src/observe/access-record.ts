@@ -1,4 +1,5 @@
 import type { RequestContext } from '../http/request-context.js';
+import { redactPath } from './redact-query.js';
 
 /**
  * One access-log record, as the formatters see it. Built from a finished RequestContext.
@@ -8,6 +9,7 @@ export interface AccessRecord {
   /** Epoch ms when the request was received. */
   timestamp: number;
   method: string;
+  /** As received, with the values of credential-like query parameters redacted. */
   path: string;
   protocol: string;
   status_code: number;
@@ -35,7 +37,7 @@ export function recordFromContext(ctx: RequestContext): AccessRecord {
   return {
     timestamp: ctx.receivedAt,
     method: ctx.method,
-    path: ctx.path,
+    path: redactPath(ctx.path),
     protocol: ctx.protocol,
     status_code: ctx.statusCode,
     error: ctx.errorType === null ? null : { type: ctx.errorType, message: ctx.errorMessage },

@@ -3,7 +3,7 @@
  * of a benchmark. Routes:
  *   POST /v1/*           OpenAI-shaped answer (chat shape under /v1/chat/completions, completions
  *                        shape otherwise), JSON or SSE (`stream: true`)
- *   GET  /stats          { pod, requests, lastBody, lastHeaders }
+ *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath }
  *   POST /stats/reset    resets the stats
  *   GET  /healthz        200 ok
  * Per-request overrides (headers): x-mock-latency-ms, x-mock-status, x-mock-output-tokens,
@@ -23,6 +23,8 @@ export interface MockStats {
   lastBody: unknown;
   /** Headers of the last /v1 request (lower-case names). */
   lastHeaders: Record<string, string> | null;
+  /** Path and query string of the last /v1 request, as received. */
+  lastPath: string | null;
 }
 
 export interface MockBackend {
@@ -82,7 +84,7 @@ class Exchange {
 }
 
 class MockServer implements MockBackend {
-  readonly stats: MockStats = { requests: 0, lastBody: null, lastHeaders: null };
+  readonly stats: MockStats = { requests: 0, lastBody: null, lastHeaders: null, lastPath: null };
   host: string;
   port = 0;
   url = '';
@@ -132,6 +134,7 @@ class MockServer implements MockBackend {
     this.stats.requests = 0;
     this.stats.lastBody = null;
     this.stats.lastHeaders = null;
+    this.stats.lastPath = null;
   }
 
   close(): void {
@@ -156,6 +159,8 @@ class MockServer implements MockBackend {
       headers[key] = value;
     });
     this.stats.lastHeaders = headers;
+    const query = req.getQuery();
+    this.stats.lastPath = query ? `${req.getUrl()}?${query}` : req.getUrl();
     const api: MockApi = req.getUrl().endsWith('/chat/completions') ? 'chat' : 'completions';
     const exchange = new Exchange(res, api, headers);
     this.open.add(exchange);

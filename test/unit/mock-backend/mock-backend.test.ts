@@ -159,14 +159,15 @@ describe('mock backend process (defaults)', () => {
   it('reports and resets stats', async () => {
     await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
     await post(`${mock.url}/v1/completions`, { model: 'a', prompt: 'p' });
-    await post(`${mock.url}/v1/embeddings`, { model: 'b', input: 'q' }, { 'x-request-id': 'rid-1' });
+    await post(`${mock.url}/v1/embeddings?a=1&b=two`, { model: 'b', input: 'q' }, { 'x-request-id': 'rid-1' });
     const stats = await (await fetch(`${mock.url}/stats`)).json();
     expect(stats.requests).toBe(2);
     expect(stats.lastBody).toEqual({ model: 'b', input: 'q' });
     expect(stats.lastHeaders['x-request-id']).toBe('rid-1');
     expect(stats.lastHeaders['content-type']).toBe('application/json');
+    expect(stats.lastPath).toBe('/v1/embeddings?a=1&b=two');
     await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
-    expect(await (await fetch(`${mock.url}/stats`)).json()).toEqual({ pod: 'pod-a', requests: 0, lastBody: null, lastHeaders: null });
+    expect(await (await fetch(`${mock.url}/stats`)).json()).toEqual({ pod: 'pod-a', requests: 0, lastBody: null, lastHeaders: null, lastPath: null });
     const health = await fetch(`${mock.url}/healthz`);
     expect(health.status).toBe(200);
     expect((await fetch(`${mock.url}/nowhere`)).status).toBe(404);

@@ -1,0 +1,54 @@
+/** Deepest nesting of arrays and objects a request body may have (documented in docs/errors.md). */
+export const MAX_JSON_DEPTH = 512;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+
+/**
+ * True when `raw` nests arrays/objects deeper than `max`, counting brackets outside strings.
+ * One pass over the bytes; string contents (most of a prompt) are skipped with the native
+ * indexOf. Needs no valid JSON: JSON.parse judges that afterwards.
+ */
+export function nestsDeeperThan(raw: Buffer, max: number): boolean {
+  // Most bodies hold far fewer brackets than the limit: counting them with the native indexOf
+  // settles those without looking at every byte.
+  if (raw.length <= max || !moreOpenersThan(raw, max)) return false;
+  const n = raw.length;
+  let depth = 0;
+  let i = 0;
+  while (i < n) {
+    const c = raw[i];
+    if (c === QUOTE) {
+      i = stringEnd(raw, i + 1);
+      if (i < 0) return false;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+    i++;
+  }
+  return false;
+}
+
+/** Index of the quote that closes the string whose contents start at `from`; -1 when unclosed. */
+function stringEnd(raw: Buffer, from: number): number {
+  let q = raw.indexOf(QUOTE, from);
+  while (q >= 0) {
+    let slashes = 0;
+    for (let j = q - 1; j >= from && raw[j] === BACKSLASH; j--) slashes++;
+    if ((slashes & 1) === 0) return q;
+    q = raw.indexOf(QUOTE, q + 1);
+  }
+  return -1;
+}
+
+/** True when `raw` holds more than `max` `{` and `[` bytes (in strings or not). */
+function moreOpenersThan(raw: Buffer, max: number): boolean {
+  let count = 0;
+  for (let i = raw.indexOf(OPEN_BRACE); i >= 0; i = raw.indexOf(OPEN_BRACE, i + 1)) if (++count > max) return true;
+  for (let i = raw.indexOf(OPEN_BRACKET); i >= 0; i = raw.indexOf(OPEN_BRACKET, i + 1)) if (++count > max) return true;
+  return false;
+}

@@ -1,0 +1,224 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+
+/**
+ * The front as an attacker or a broken client sees it: exact bytes over raw sockets, answers
+ * read back raw, and the access log checked for exactly one record per request that reached
+ * the router.
+ */
+
+function records(file: string): any[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
+}
+
+interface RawResult {
+  /** Everything the router sent, as latin1 text. */
+  text: string;
+  /** The router closed the connection (false: still open when we stopped waiting). */
+  closed: boolean;
+}
+
+/**
+ * Sends `parts` on one connection (each part one write, `gapMs` apart), then waits until the
+ * router closes the connection or `waitMs` passed. `end`: half-close after the last part.
+ */
+function raw(port: number, parts: string[], opts: { waitMs?: number; gapMs?: number; end?: boolean } = {}): Promise<RawResult> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    let text = '';
+    let done = false;
+    const finish = (closed: boolean): void => {
+      if (done) return;
+      done = true;
+      s.destroy();
+      resolve({ text, closed });
+    };
+    s.on('data', (d) => { text += d.toString('latin1'); });
+    s.on('close', () => finish(true));
+    s.on('error', () => finish(true));
+    s.on('connect', async () => {
+      for (let i = 0; i < parts.length; i++) {
+        if (i > 0 && opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
+        if (!s.destroyed) s.write(parts[i]);
+      }
+      if (opts.end && !s.destroyed) s.end();
+    });
+    setTimeout(() => finish(false), opts.waitMs ?? 5000);
+  });
+}
+
+const BODY = JSON.stringify({ model: 'sf-model', prompt: 'x' });
+
+function post(id: string, body: string, extra = '', path = '/v1/completions'): string {
+  return `POST ${path} HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}\r\ncontent-type: application/json\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+function statusLines(text: string): string[] {
+  return [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
+}
+
+describe('the front under framing attacks and broken clients (built router)', () => {
+  let mock: MockBackend;
+  let router: Router;
+  let file: string;
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    const dir = tempDir();
+    file = join(dir, 'access.log');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file },
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  const recordsOf = (id: string): any[] => records(file).filter((r) => r.request_id === id);
+
+  it('two different Content-Length headers: 400 and close; the request hidden in the body is never answered', async () => {
+    const before = (await mock.stats()).requests;
+    const hidden = post('smuggled-1', BODY);
+    // The first Content-Length frames only BODY; the second would cover the hidden request too.
+    const smuggle = `POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-twice\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length + hidden.length}\r\n\r\n${BODY}${hidden}`;
+    const r = await raw(router.port, [smuggle]);
+    expect(r.closed).toBe(true);
+    expect(statusLines(r.text)).toEqual(['400']);
+    expect(r.text).toContain('request has conflicting Content-Length headers');
+    expect(r.text.toLowerCase()).toContain('connection: close');
+
+    // Answered at once in the handler (a GET is refused without waiting for anything): the
+    // hidden request sits right behind it in the same read.
+    const hidden2 = 'GET /v1/models HTTP/1.1\r\nHost: router\r\n\r\n';
+    const get = `GET /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-twice-get\r\nContent-Length: 0\r\nContent-Length: ${hidden2.length}\r\n\r\n${hidden2}`;
+    const r2 = await raw(router.port, [get]);
+    expect(r2.closed).toBe(true);
+    expect(statusLines(r2.text)).toEqual(['400']);
+
+    // The hidden request sent later, in a second write: the connection is already closed.
+    const hidden3 = post('smuggled-3', BODY);
+    const r3 = await raw(router.port, [
+      `POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-twice-late\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length + hidden3.length}\r\n\r\n${BODY}`,
+      hidden3,
+    ], { gapMs: 200 });
+    expect(r3.closed).toBe(true);
+    expect(statusLines(r3.text)).toEqual(['400']);
+
+    // Content-Length beside Transfer-Encoding: never framed two ways, the hidden request not answered.
+    const hidden4 = post('smuggled-4', BODY);
+    const te = `POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-te\r\nContent-Length: ${BODY.length}\r\nTransfer-Encoding: chunked\r\n\r\n${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n${hidden4}`;
+    const r4 = await raw(router.port, [te]);
+    expect(r4.closed).toBe(true);
+    expect(statusLines(r4.text).every((s) => s === '400')).toBe(true);
+
+    await waitFor('records of the refused requests', () => recordsOf('cl-twice-late').length === 1, 5000);
+    for (const id of ['cl-twice', 'cl-twice-get', 'cl-twice-late']) {
+      const recs = recordsOf(id);
+      expect(recs, id).toHaveLength(1);
+      expect(recs[0].status_code).toBe(400);
+      expect(recs[0].error).toEqual({ type: 'invalid_request', message: 'request has conflicting Content-Length headers' });
+    }
+    // Only refused, or never reached the router: no record of anything but a 400.
+    expect(recordsOf('cl-te').every((r) => r.status_code === 400)).toBe(true);
+    for (const id of ['smuggled-1', 'smuggled-2', 'smuggled-3', 'smuggled-4']) expect(recordsOf(id), id).toHaveLength(0);
+    expect((await mock.stats()).requests).toBe(before);
+  });
+
+  it('identical repeated Content-Length headers are one length: answered normally', async () => {
+    const r = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-same\r\nConnection: close\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`]);
+    expect(statusLines(r.text)).toEqual(['200']);
+  });
+
+  it('an upload cut short (client closes) or stalled into the idle timeout gets one 499 client_closed record', async () => {
+    const partial = `POST /v1/completions HTTP/1.1\r\nHost: router\r\ncontent-type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":"sf-model","prompt":"`;
+    const closed = raw(router.port, [partial.replace('Host: router', 'Host: router\r\nx-request-id: upload-closed')], { end: true, waitMs: 3000 });
+    // uWS closes a connection idle for 10 s; wait past that.
+    const stalled = raw(router.port, [partial.replace('Host: router', 'Host: router\r\nx-request-id: upload-stalled')], { waitMs: 25_000 });
+    const [c, s] = await Promise.all([closed, stalled]);
+    expect(c.text).toBe('');
+    expect(s.text).toBe('');
+    expect(s.closed).toBe(true);
+    await waitFor('records of the aborted uploads', () => recordsOf('upload-closed').length + recordsOf('upload-stalled').length === 2, 5000);
+    for (const id of ['upload-closed', 'upload-stalled']) {
+      const recs = recordsOf(id);
+      expect(recs, id).toHaveLength(1);
+      expect(recs[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed' }, input_tokens: 0 });
+    }
+    const metrics = await (await fetch(`${router.url}/metrics`)).text();
+    expect(metrics).toMatch(/error_type="client_closed"[^\n]* [1-9]/);
+  }, 40_000);
+
+  it('a request pipelined behind one still being answered: the first is recorded as pipelining_refused, not 499', async () => {
+    const r = await raw(router.port, [post('pipe-1', BODY, 'x-mock-latency-ms: 200\r\n') + post('pipe-2', BODY)]);
+    expect(r.closed).toBe(true);
+    await waitFor('record of the first pipelined request', () => recordsOf('pipe-1').length === 1, 5000);
+    const rec = recordsOf('pipe-1')[0];
+    expect(rec.status_code).toBe(444);
+    expect(rec.error.type).toBe('pipelining_refused');
+    expect(rec.error.message).toContain('pipelining is not supported');
+    expect(recordsOf('pipe-1')).toHaveLength(1);
+    // One request after another on a keep-alive connection is not pipelining.
+    const seq = connect(router.port, '127.0.0.1');
+    const answers: string[] = [];
+    let buf = '';
+    await new Promise<void>((resolve, reject) => {
+      seq.on('error', reject);
+      seq.on('data', (d) => {
+        buf += d.toString('latin1');
+        const m = /\r\n\r\n/.exec(buf);
+        const len = /content-length: (\d+)/i.exec(buf);
+        if (m === null || len === null || buf.length < m.index + 4 + Number(len[1])) return;
+        answers.push(statusLines(buf)[0]);
+        buf = '';
+        if (answers.length === 2) resolve();
+        else seq.write(post('seq-2', BODY));
+      });
+      seq.write(post('seq-1', BODY));
+    });
+    seq.destroy();
+    expect(answers).toEqual(['200', '200']);
+  });
+
+  it('deeply nested JSON: 400 invalid_request naming the nesting limit, streamed or not; 512 levels pass', async () => {
+    const deep = (depth: number, stream: boolean): string =>
+      `{"model":"sf-model","prompt":"x","stream":${stream},"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    for (const stream of [true, false]) {
+      const id = `deep-${stream}`;
+      const r = await raw(router.port, [post(id, deep(100_000, stream), 'Connection: close\r\n')]);
+      expect(statusLines(r.text), id).toEqual(['400']);
+      expect(r.text).toContain('request body nests arrays/objects deeper than 512 levels');
+    }
+    // The body object is level 1: 511 more levels is the limit exactly. Brackets in strings do not count.
+    const atLimit = `{"model":"sf-model","prompt":"${'['.repeat(2000)}","stream":true,"extra":${'['.repeat(511)}${']'.repeat(511)}}`;
+    const ok = await raw(router.port, [post('deep-ok', atLimit, 'Connection: close\r\n')]);
+    expect(statusLines(ok.text)).toEqual(['200']);
+    await waitFor('records', () => recordsOf('deep-ok').length === 1, 5000);
+    for (const id of ['deep-true', 'deep-false']) {
+      expect(recordsOf(id)[0]).toMatchObject({ status_code: 400, error: { type: 'invalid_request' } });
+    }
+  });
+
+  it('credential-like query parameters are redacted in the log and forwarded unchanged', async () => {
+    const query = 'api_key=sk-live-123&n=2&key=k1&access_token=at&Token=t2&apikey=a&password=p&x-api-key=xk&openai_api_key=o&keys=fine&empty=';
+    const r = await raw(router.port, [post('query-secrets', BODY, 'Connection: close\r\n', `/v1/completions?${query}`)]);
+    expect(statusLines(r.text)).toEqual(['200']);
+    expect((await mock.stats()).lastPath).toBe(`/v1/completions?${query}`);
+    await waitFor('record', () => recordsOf('query-secrets').length === 1, 5000);
+    const logged = recordsOf('query-secrets')[0].path;
+    expect(logged).toBe('/v1/completions?api_key=[redacted]&n=2&key=[redacted]&access_token=[redacted]&Token=[redacted]'
+      + '&apikey=[redacted]&password=[redacted]&x-api-key=[redacted]&openai_api_key=[redacted]&keys=fine&empty=');
+    expect(readFileSync(file, 'utf8')).not.toContain('sk-live-123');
+  });
+
+  it('48 header lines are the most this uWS build reads: such a request is answered and recorded', async () => {
+    // 48 lines: Host, x-request-id, Content-Length, Connection and 44 more (docs/configuration.md).
+    // A GET is answered by the router itself (405), so no backend's own header limit is involved.
+    const extra = Array.from({ length: 44 }, (_, i) => `x-extra-${i}: v\r\n`).join('');
+    const r = await raw(router.port, [`GET /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: many-headers\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`]);
+    expect(statusLines(r.text)).toEqual(['405']);
+    await waitFor('record', () => recordsOf('many-headers').length === 1, 5000);
+  });
+});
