@@ -3,7 +3,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
 import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
-import { forwardRequestHeader } from './upstream-headers.js';
+import { connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
 
 /** What the front needs from the worker. */
@@ -41,14 +41,18 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     let requestId = '';
     let contentLength = -1;
     let authorization = '';
+    let connection = '';
     req.forEach((name, value) => {
       if (name === 'x-request-id') requestId = value;
+      else if (name === 'connection') connection = connection.length === 0 ? value : `${connection},${value}`;
       else if (name === 'content-length') contentLength = Number(value);
       else if (name === 'authorization') {
         authorization = value;
         if (!h.stripAuthorization) forward.push(name, value);
       } else if (forwardRequestHeader(name)) forward.push(name, value);
     });
+    // Headers the client's Connection header names are hop-by-hop: not forwarded.
+    if (connection.length > 0) dropNamed(forward, connectionNames(connection));
     const names = h.matchHeaderNames();
     let match: Map<string, string> | null = null;
     if (names.length > 0) {
