@@ -38,7 +38,7 @@ export function isRateLimitHeader(lowerName: string): boolean {
  * names, but dropping them is harmless). Empty for '' or undefined.
  */
 export function connectionNames(value: string | string[] | undefined): string[] {
-  if (value === undefined || value.length === 0) return NONE;
+  if (value === undefined || value.length === 0 || value === 'keep-alive' || value === 'close') return NONE;
   const text = Array.isArray(value) ? value.join(',') : value;
   const names: string[] = [];
   for (const part of text.split(',')) {
