@@ -16,8 +16,11 @@ export interface InferenceApi {
   upstreamBody(raw: Buffer, req: InferenceRequest, model: string | null): UpstreamBody;
   /** Usage of a complete (non-stream) answer body; malformed bodies give nulls and ''. */
   jsonUsage(body: Buffer): AnswerUsage;
-  /** A reader for a streamed (SSE) answer; `strip` removes the usage event the router asked for. */
-  streamUsage(strip: boolean): StreamUsageReader;
+  /**
+   * A reader for a streamed (SSE) answer; `strip` removes the usage event the router asked for.
+   * Generated text goes to `text` as it passes (never held by the reader).
+   */
+  streamUsage(strip: boolean, text: GeneratedText): StreamUsageReader;
 }
 
 /** The parts of a request every API has; an API's parse() may return more. */
@@ -39,8 +42,22 @@ export interface AnswerUsage {
   promptTokens: number | null;
   /** Output tokens the backend reported, or null. */
   completionTokens: number | null;
-  /** Generated text, for counting when the backend reports no usage. */
+  /** Generated text of a whole (non-stream) answer, for counting when the backend reports no usage. */
   text: string;
+  /** A stream's generated text, counted as it passed (null for a whole answer). */
+  generated: GeneratedText | null;
+}
+
+/**
+ * Takes a stream's generated text piece by piece and counts its tokens with bounded memory (the
+ * output count when the backend reports none).
+ */
+export interface GeneratedText {
+  add(text: string): void;
+  /** The backend reported its output count: the text is not needed any more. */
+  stop(): void;
+  /** Tokens of all text added (the rest is counted now). */
+  tokens(): number | Promise<number>;
 }
 
 /** Passes a streamed answer through and learns its usage. */

@@ -19,9 +19,9 @@ export function usageFromJson(body: Buffer | string): JsonUsage {
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
   } catch {
-    return { promptTokens: null, completionTokens: null, text: '' };
+    return { promptTokens: null, completionTokens: null, text: '', generated: null };
   }
-  if (typeof parsed !== 'object' || parsed === null) return { promptTokens: null, completionTokens: null, text: '' };
+  if (typeof parsed !== 'object' || parsed === null) return { promptTokens: null, completionTokens: null, text: '', generated: null };
   const answer = parsed as { usage?: unknown; choices?: unknown };
   const usage = typeof answer.usage === 'object' && answer.usage !== null
     ? answer.usage as { prompt_tokens?: unknown; completion_tokens?: unknown }
@@ -30,5 +30,6 @@ export function usageFromJson(body: Buffer | string): JsonUsage {
     promptTokens: usage === null ? null : tokenCount(usage.prompt_tokens),
     completionTokens: usage === null ? null : tokenCount(usage.completion_tokens),
     text: choicesText(answer.choices),
+    generated: null,
   };
 }

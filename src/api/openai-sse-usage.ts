@@ -11,7 +11,7 @@
  * - strip mode: `push` returns every complete event at once and holds only the current partial
  *   event, which is needed to decide whether it is the usage chunk.
  */
-import type { AnswerUsage, StreamUsageReader } from './inference-api.js';
+import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
 import { readEventUsage } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -33,7 +33,9 @@ export interface SseUsageOptions {
 
 export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** Usage of the last event that carried it (null counts when none) and all generated text. */
-  private readonly seen: AnswerUsage = { promptTokens: null, completionTokens: null, text: '' };
+  private readonly seen: AnswerUsage = { promptTokens: null, completionTokens: null, text: '', generated: null };
+  /** Where generated text goes; null: kept in `text` (tests, tools). */
+  private readonly generated: GeneratedText | null;
   private readonly lines: SseLineSplitter;
   private readonly filter: SseStripFilter | null;
   /** Data of the current event (data lines joined by `\n`), null when it has none yet. */
@@ -41,7 +43,8 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** The current event lost a line to the bound: its data is not read. */
   private broken = false;
 
-  constructor(options: SseUsageOptions) {
+  constructor(options: SseUsageOptions, generated: GeneratedText | null = null) {
+    this.generated = generated;
     const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.lines = new SseLineSplitter(max);
     this.filter = options.stripUsageChunk ? new SseStripFilter(max) : null;
@@ -51,7 +54,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   get promptTokens(): number | null { return this.seen.promptTokens; }
   /** `usage.completion_tokens` of the last event that carried usage, or null. */
   get completionTokens(): number | null { return this.seen.completionTokens; }
-  /** Concatenated generated text (`choices[].text` / `choices[].delta.content`) of all events. */
+  /** Concatenated generated text (`choices[].text` / `choices[].delta.content`) of all events, when no GeneratedText was given. */
   get text(): string { return this.seen.text; }
   /** Number of events removed from the output (0 or 1 in a well-formed stream). */
   get strippedEvents(): number { return this.filter === null ? 0 : this.filter.strippedEvents; }
@@ -60,7 +63,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   usage(): AnswerUsage {
     const s = this.seen;
-    return { promptTokens: s.promptTokens, completionTokens: s.completionTokens, text: s.text };
+    return { promptTokens: s.promptTokens, completionTokens: s.completionTokens, text: s.text, generated: this.generated };
   }
 
   push(chunk: Buffer): Buffer {
@@ -109,6 +112,6 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.broken = false;
       return false;
     }
-    return data !== null && readEventUsage(data, this.seen);
+    return data !== null && readEventUsage(data, this.seen, this.generated);
   }
 }

@@ -1,4 +1,4 @@
-import type { InferenceApi, InferenceRequest } from './inference-api.js';
+import type { GeneratedText, InferenceApi, InferenceRequest } from './inference-api.js';
 import { buildUpstreamBody } from './openai-body.js';
 import { usageFromJson } from './openai-json-usage.js';
 import { extractPromptText } from './openai-prompt.js';
@@ -14,5 +14,5 @@ export const openAiApi: InferenceApi = {
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model),
   jsonUsage: usageFromJson,
-  streamUsage: (strip: boolean) => new SseUsageScanner(strip ? STRIP : KEEP),
+  streamUsage: (strip: boolean, text: GeneratedText) => new SseUsageScanner(strip ? STRIP : KEEP, text),
 };

@@ -4,7 +4,7 @@ import { statusLine, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
 import type { RequestContext } from './request-context.js';
-import { forwardResponseHeader } from './upstream-headers.js';
+import { connectionNames, forwardResponseHeader, isRateLimitHeader } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
 const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
@@ -32,6 +32,9 @@ export class Exchange {
   body: Buffer = EMPTY;
   /** Status and headers have been written to the client. */
   headersSent = false;
+  /** Status and headers of a streamed answer, held until its first body byte (or its end). */
+  private heldStatus = 0;
+  private heldHeaders: IncomingHttpHeaders | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** The upstream exchange in progress, cancelled when the client goes away. */
@@ -106,16 +109,16 @@ export class Exchange {
     currentError = null;
   }
 
-  /** Status line and headers of a streamed answer. Returns false when the client is gone. */
+  /**
+   * Status and headers of a streamed answer. They are held and go out with the first body byte
+   * (writeChunk) or as a whole answer at the end (endAnswer): a pod that dies before its first
+   * byte is still answered 502. Returns false when the client is gone.
+   */
   startAnswer(status: number, headers: IncomingHttpHeaders): boolean {
     this.ctx.statusCode = status;
     if (!this.writable) return false;
-    this.headersSent = true;
-    current = this;
-    currentStatus = status;
-    currentHeaders = headers;
-    this.res.cork(writeHeadCorked);
-    currentHeaders = null;
+    this.heldStatus = status;
+    this.heldHeaders = headers;
     return true;
   }
 
@@ -124,7 +127,16 @@ export class Exchange {
     if (chunk.length === 0 || !this.writable) return true;
     current = this;
     currentBody = chunk;
-    this.res.cork(writeChunkCorked);
+    if (this.heldHeaders !== null) {
+      currentStatus = this.heldStatus;
+      currentHeaders = this.heldHeaders;
+      this.heldHeaders = null;
+      this.headersSent = true;
+      this.res.cork(writeHeadAndChunkCorked);
+      currentHeaders = null;
+    } else {
+      this.res.cork(writeChunkCorked);
+    }
     currentBody = EMPTY;
     return writeOk;
   }
@@ -139,9 +151,19 @@ export class Exchange {
     if (this.ctx.tFirstByte === 0) this.ctx.tFirstByte = performance.now();
   }
 
-  /** Ends a streamed answer, with its last bytes. */
+  /**
+   * Ends a streamed answer, with its last bytes. An answer whose headers are still held goes out
+   * whole (with a content-length). A stream already under way ends with its terminating chunk,
+   * never with uWS's close flag (that would write `Connection: close` into the body).
+   */
   endAnswer(tail: Buffer | null = null): void {
     if (!this.writable) return;
+    if (this.heldHeaders !== null) {
+      const headers = this.heldHeaders;
+      this.heldHeaders = null;
+      this.endBuffered(this.heldStatus, headers, tail ?? EMPTY);
+      return;
+    }
     this.ctx.finished = true;
     current = this;
     currentBody = tail ?? EMPTY;
@@ -164,9 +186,13 @@ export class Exchange {
     currentBody = EMPTY;
   }
 
-  /** Cuts the connection mid-answer so the client sees a broken answer. */
+  /**
+   * Cuts the connection mid-answer so the client sees a broken answer. Only once bytes went out
+   * (headersSent): before that the caller answers an error instead.
+   */
   abortAnswer(): void {
-    if (!this.writable) return;
+    this.heldHeaders = null;
+    if (!this.writable || !this.headersSent) return;
     this.ctx.finished = true;
     current = this;
     this.res.cork(closeCorked);
@@ -230,25 +256,41 @@ function sendErrorCorked(): void {
   res.end(errorBody(err, x.acceptJson), x.closeConnection);
 }
 
+/**
+ * Status and the pod's headers, less hop-by-hop ones (also those its Connection header names)
+ * and, on a limited route, its x-ratelimit-* (the router's own are written instead).
+ */
 function writeHeadCorked(): void {
   const x = current;
   const res = x.res;
   const headers = currentHeaders!;
+  const limited = x.decision !== null;
+  const named = headers.connection === undefined ? null : connectionNames(headers.connection);
   res.writeStatus(statusLine(currentStatus));
   for (const name in headers) {
     if (!forwardResponseHeader(name)) continue;
+    if (limited && isRateLimitHeader(name)) continue;
+    if (named !== null && named.includes(name)) continue;
     const v = headers[name];
     if (v === undefined) continue;
     if (Array.isArray(v)) for (const one of v) res.writeHeader(name, one);
     else res.writeHeader(name, v);
   }
   res.writeHeader('x-request-id', x.ctx.requestId);
-  if (x.decision !== null) writeRateHeaders(res, x.decision);
+  if (limited) writeRateHeaders(res, x.decision!);
 }
 
 function endBufferedCorked(): void {
   writeHeadCorked();
   current.res.end(currentBody, current.closeConnection);
+}
+
+function writeHeadAndChunkCorked(): void {
+  writeHeadCorked();
+  // A stream that starts while the router drains says so in its headers: the connection closes
+  // after it (the flag on end() would be written into a chunked body).
+  if (current.closeConnection) current.res.writeHeader('connection', 'close');
+  writeOk = current.res.write(currentBody);
 }
 
 function writeChunkCorked(): void {
@@ -258,7 +300,7 @@ function writeChunkCorked(): void {
 function endAnswerCorked(): void {
   const x = current;
   if (currentBody.length > 0) x.res.write(currentBody);
-  x.res.end(undefined, x.closeConnection);
+  x.res.end();
 }
 
 function closeCorked(): void {

@@ -6,7 +6,7 @@ import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
 import { refuseFollowers } from './framing-refusal.js';
 import { RequestContext } from './request-context.js';
-import { forwardRequestHeader } from './upstream-headers.js';
+import { connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
 
 /** What the front needs from the worker. */
@@ -46,8 +46,10 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     let lengthsDiffer = false;
     let transferEncoding = false;
     let authorization = '';
+    let connection = '';
     req.forEach((name, value) => {
       if (name === 'x-request-id') requestId = value;
+      else if (name === 'connection') connection = connection.length === 0 ? value : `${connection},${value}`;
       else if (name === 'content-length') {
         // uWS frames the body by the first Content-Length: a second, different one (or one beside
         // Transfer-Encoding) would let a request hidden in the body be read as the next request.
@@ -60,6 +62,8 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
         if (!h.stripAuthorization) forward.push(name, value);
       } else if (forwardRequestHeader(name)) forward.push(name, value);
     });
+    // Headers the client's Connection header names are hop-by-hop: not forwarded.
+    if (connection.length > 0) dropNamed(forward, connectionNames(connection));
     const names = h.matchHeaderNames();
     let match: Map<string, string> | null = null;
     if (names.length > 0) {

@@ -64,3 +64,18 @@ export function nextSegmentEnd(text: string, start: number): number {
   }
   return end;
 }
+
+/**
+ * The last position in text[from, to) where the text can be cut without changing its o200k count
+ * (a space after non-whitespace and before an ASCII letter, or a line break before an ASCII letter
+ * or digit), or -1 when there is none.
+ */
+export function lastExactCut(text: string, from: number, to: number): number {
+  for (let i = Math.min(to, text.length - 1) - 1; i > from && i > 0; i--) {
+    const c = text.charCodeAt(i);
+    const isSpace = isWhitespace(c);
+    if (isSpace === isWhitespace(text.charCodeAt(i - 1))) continue;
+    if (isExactCut(text, i)) return i;
+  }
+  return -1;
+}

@@ -1,5 +1,7 @@
 import type { AnswerUsage, InferenceApi, UpstreamBody } from '../api/inference-api.js';
 import type { Exchange } from '../http/exchange.js';
+import { dropNamed } from '../http/upstream-headers.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { CallOutcome, UpstreamCall } from './upstream-call.js';
 import { errorTypeOfUpstreamStatus, upstreamFailure } from './upstream-errors.js';
@@ -10,14 +12,18 @@ import { errorTypeOfUpstreamStatus, upstreamFailure } from './upstream-errors.js
  * Throws RouterError when it failed before anything was sent to the client.
  */
 export async function forwardUpstream(
-  x: Exchange, api: InferenceApi, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
+  x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
 ): Promise<AnswerUsage | null | 'retry'> {
   const ctx = x.ctx;
-  const call = new UpstreamCall(x, api, endpoint, stream, up.stripUsage, timeoutMs);
+  const call = new UpstreamCall(x, api, tokens, endpoint, stream, up.stripUsage, timeoutMs);
   x.upstream = call;
   const headers = x.forwardHeaders.slice();
+  // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.
+  if (up.body !== x.body) dropNamed(headers, REWRITTEN_BODY);
   headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
-  if (ctx.tUpstreamStart === 0) ctx.tUpstreamStart = performance.now();
+  // Timed per attempt: after a connection failure, the pod that answered is measured.
+  ctx.tUpstreamStart = performance.now();
+  ctx.tUpstreamEnd = 0;
   endpoint.pool.dispatch({
     path: ctx.path,
     method: 'POST',
@@ -47,3 +53,5 @@ export async function forwardUpstream(
       return call.usage;
   }
 }
+
+const REWRITTEN_BODY = ['content-encoding'];

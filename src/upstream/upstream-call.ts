@@ -2,10 +2,15 @@ import type { Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AnswerUsage, InferenceApi, StreamUsageReader } from '../api/inference-api.js';
 import type { Exchange } from '../http/exchange.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { ClientGone, isConnectFailure, UpstreamTimeout } from './upstream-errors.js';
 
-/** Bodies up to this size with a content-length are answered in one write (keeps content-length). */
+/**
+ * Bodies up to this size with a content-length are answered in one write (keeps content-length);
+ * also the most of a streamed (chunked or close-delimited) JSON answer kept to read its usage.
+ */
 const BUFFER_LIMIT = 8 * 1024 * 1024;
 
 export const enum CallOutcome {
@@ -37,6 +42,10 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   private timer: NodeJS.Timeout | null = null;
   private responseStarted = false;
   private buffered: Buffer[] | null = null;
+  /** A successful answer passed through without a length: its chunks, kept to read usage at the end. */
+  private passed: Buffer[] | null = null;
+  private passedBytes = 0;
+  private readonly tokens: TokenCounter;
   private scanner: StreamUsageReader | null = null;
   private settled = false;
   private resolveDone!: (o: CallOutcome) => void;
@@ -45,8 +54,9 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   usage: AnswerUsage | null = null;
   upstreamStatus = 0;
 
-  constructor(x: Exchange, api: InferenceApi, endpoint: EndpointState, stream: boolean, stripUsage: boolean, timeoutMs: number) {
+  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stream: boolean, stripUsage: boolean, timeoutMs: number) {
     this.x = x;
+    this.tokens = tokens;
     this.api = api;
     this.endpoint = endpoint;
     this.stripUsage = stripUsage;
@@ -77,11 +87,13 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     const isSse = contentType.startsWith('text/event-stream');
     const length = headers['content-length'];
     if (isSse) {
-      this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300);
+      this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens));
     } else if (length !== undefined && Number(length) <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;
       return;
+    } else if (statusCode < 300) {
+      this.passed = [];
     }
     if (!this.x.startAnswer(statusCode, headers)) controller.abort(new ClientGone('client went away'));
   }
@@ -91,6 +103,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       this.buffered.push(chunk);
       return;
     }
+    if (this.passed !== null) this.keepPassed(chunk);
     const out = this.scanner !== null ? this.scanner.push(chunk) : chunk;
     const x = this.x;
     if (out.length === 0 || !x.writable) return;
@@ -99,6 +112,13 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       controller.pause();
       x.onWritable(this.resumeUpstream);
     }
+  }
+
+  /** Keeps a passing chunk of a JSON answer (by reference) up to BUFFER_LIMIT; beyond, gives up. */
+  private keepPassed(chunk: Buffer): void {
+    this.passedBytes += chunk.length;
+    if (this.passedBytes > BUFFER_LIMIT) this.passed = null;
+    else this.passed!.push(chunk);
   }
 
   // Bound once per exchange, not per chunk.
@@ -120,6 +140,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     } else {
       const tail = this.scanner !== null ? this.scanner.end() : null;
       this.takeStreamUsage();
+      const passed = this.passed;
+      if (passed !== null) {
+        this.passed = null;
+        if (passed.length > 0) this.usage = this.api.jsonUsage(passed.length === 1 ? passed[0] : Buffer.concat(passed));
+      }
       x.endAnswer(tail);
     }
     this.settle(CallOutcome.Done);
@@ -134,8 +159,12 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
       this.settle(CallOutcome.Done);
       return;
     }
+    this.passed = null;
     if (!x.headersSent) {
+      // Nothing reached the client yet (headers are held until the first body byte): the
+      // pipeline answers the error.
       this.buffered = null;
+      x.abortAnswer();
       this.settle(!this.responseStarted && isConnectFailure(err) ? CallOutcome.RetryableConnectFailure : CallOutcome.FailedBeforeResponse);
       return;
     }
@@ -146,7 +175,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   /** What a stream reported (or generated) so far. */
   private takeStreamUsage(): void {
-    if (this.scanner !== null) this.usage = this.scanner.usage();
+    if (this.scanner !== null && this.usage === null) this.usage = this.scanner.usage();
   }
 
   private settle(outcome: CallOutcome): void {

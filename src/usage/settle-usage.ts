@@ -19,6 +19,9 @@ export async function settleUsage(
   if (usage !== null) {
     if (usage.completionTokens !== null) {
       output = usage.completionTokens;
+    } else if (usage.generated !== null) {
+      const c = usage.generated.tokens();
+      output = typeof c === 'number' ? c : await c;
     } else if (usage.text.length > 0) {
       const c = tokens.countText(usage.text);
       output = typeof c === 'number' ? c : await c;

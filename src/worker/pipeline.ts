@@ -66,7 +66,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
-    const usage = await proxyWithRetries(x, api, server, req);
+    const usage = await proxyWithRetries(x, api, s.tokens, server, req);
     await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit);
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
@@ -81,7 +81,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 }
 
 /** Picks a pod and forwards; connection failures move to another pod (at most two more). */
-async function proxyWithRetries(x: Exchange, api: InferenceApi, server: CompiledServer, req: InferenceRequest): Promise<AnswerUsage | null> {
+async function proxyWithRetries(x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest): Promise<AnswerUsage | null> {
   const up = api.upstreamBody(x.body, req, server.model);
   const tried: EndpointState[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -92,7 +92,7 @@ async function proxyWithRetries(x: Exchange, api: InferenceApi, server: Compiled
     }
     tried.push(endpoint);
     x.ctx.selectedPod = endpoint.name;
-    const r = await forwardUpstream(x, api, endpoint, up, req.stream, server.timeoutMs);
+    const r = await forwardUpstream(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
     if (r !== 'retry') return r;
   }
   throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');

@@ -8,8 +8,8 @@ describe('usageFromJson', () => {
       choices: [{ index: 0, text: 'héllo wörld', finish_reason: 'stop' }],
       usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
     });
-    expect(usageFromJson(Buffer.from(body))).toEqual({ promptTokens: 7, completionTokens: 3, text: 'héllo wörld' });
-    expect(usageFromJson(body)).toEqual({ promptTokens: 7, completionTokens: 3, text: 'héllo wörld' });
+    expect(usageFromJson(Buffer.from(body))).toEqual({ promptTokens: 7, completionTokens: 3, text: 'héllo wörld', generated: null });
+    expect(usageFromJson(body)).toEqual({ promptTokens: 7, completionTokens: 3, text: 'héllo wörld', generated: null });
   });
 
   it('reads chat message content of every choice, including content parts', () => {
@@ -22,20 +22,20 @@ describe('usageFromJson', () => {
       ],
       usage: { prompt_tokens: 12, completion_tokens: 2 },
     });
-    expect(usageFromJson(body)).toEqual({ promptTokens: 12, completionTokens: 2, text: 'one two' });
+    expect(usageFromJson(body)).toEqual({ promptTokens: 12, completionTokens: 2, text: 'one two', generated: null });
   });
 
   it('gives null counts but the text when usage is absent or odd', () => {
-    expect(usageFromJson('{"choices":[{"text":"abc"}]}')).toEqual({ promptTokens: null, completionTokens: null, text: 'abc' });
-    expect(usageFromJson('{"choices":[{"text":"x"}],"usage":null}')).toEqual({ promptTokens: null, completionTokens: null, text: 'x' });
+    expect(usageFromJson('{"choices":[{"text":"abc"}]}')).toEqual({ promptTokens: null, completionTokens: null, text: 'abc', generated: null });
+    expect(usageFromJson('{"choices":[{"text":"x"}],"usage":null}')).toEqual({ promptTokens: null, completionTokens: null, text: 'x', generated: null });
     expect(usageFromJson('{"usage":{"prompt_tokens":"5","completion_tokens":-1}}'))
-      .toEqual({ promptTokens: null, completionTokens: null, text: '' });
-    expect(usageFromJson('{"usage":{"completion_tokens":4}}')).toEqual({ promptTokens: null, completionTokens: 4, text: '' });
+      .toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
+    expect(usageFromJson('{"usage":{"completion_tokens":4}}')).toEqual({ promptTokens: null, completionTokens: 4, text: '', generated: null });
   });
 
   it('gives nulls and empty text for malformed JSON or non-objects', () => {
     for (const body of ['', '{"usage":', 'not json', '42', 'null', '[1,2]']) {
-      expect(usageFromJson(body)).toEqual({ promptTokens: null, completionTokens: null, text: '' });
+      expect(usageFromJson(body)).toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
     }
   });
 });

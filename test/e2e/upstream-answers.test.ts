@@ -1,0 +1,446 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { execFileSync, spawn } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+
+/**
+ * The answer path against a scripted node:http backend: what the backend does is chosen by the
+ * request's x-scenario header. Clients are node:http, or a raw socket with a strict decoder where
+ * framing matters (node's parser tolerates a missing CRLF after chunk data).
+ */
+
+interface Answer { status: number; headers: Record<string, string | string[] | undefined>; rawHeaders: string[]; body: string; length: number; error: string | null }
+
+/** Bodies kept whole up to this size (a long stream is only measured). */
+const KEEP_BODY = 1 << 20;
+
+/** POST with node:http; resolves with what arrived and the error that broke it (if any). */
+function post(url: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return new Promise((resolve) => {
+    const u = new URL(url);
+    const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers } });
+    let answer: Answer = { status: 0, headers: {}, rawHeaders: [], body: '', length: 0, error: null };
+    let done = false;
+    const finish = (error: string | null): void => {
+      if (done) return;
+      done = true;
+      answer.error = error;
+      resolve(answer);
+    };
+    req.on('response', (res) => {
+      answer = { status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: '', length: 0, error: null };
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        answer.length += d.length;
+        if (answer.length <= KEEP_BODY) answer.body += d;
+        else answer.body = answer.body.slice(-1000) + d.slice(-1000); // keep the end
+      });
+      res.on('end', () => finish(null));
+      res.on('error', (e) => finish(`${(e as NodeJS.ErrnoException).code ?? ''} ${e.message}`));
+      res.on('aborted', () => finish('aborted'));
+      res.on('close', () => { if (!res.complete) finish('incomplete'); });
+    });
+    req.on('error', (e) => finish(`${(e as NodeJS.ErrnoException).code ?? ''} ${e.message}`));
+    req.end(body);
+  });
+}
+
+const STUCK_LISTENER = "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1], flush=True)\ntime.sleep(120)";
+
+function chat(model = 'sf-model', extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
+}
+
+function sseEvent(content: string): string {
+  return `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+}
+
+function records(file: string): any[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
+}
+
+async function recordOf(file: string, requestId: string): Promise<any> {
+  return waitFor(`access record ${requestId}`, () => records(file).find((r) => r.request_id === requestId));
+}
+
+/** Peak resident memory (VmHWM, kB) of a process. */
+function peakRssKb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m![1]);
+}
+
+function workerPids(primary: number): number[] {
+  const out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(primary)], { encoding: 'utf8' });
+  return out.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0);
+}
+
+/** A scripted backend; `gates` lets a test release a held answer. */
+class Backend {
+  server!: Server;
+  port = 0;
+  last: { rawHeaders: string[]; body: string } | null = null;
+  readonly gates = new Map<string, () => void>();
+  readonly waiting = new Map<string, Promise<void>>();
+
+  gate(name: string): Promise<void> {
+    let p = this.waiting.get(name);
+    if (p === undefined) {
+      p = new Promise<void>((r) => this.gates.set(name, r));
+      this.waiting.set(name, p);
+    }
+    return p;
+  }
+
+  open(name: string): void {
+    void this.gate(name);
+    this.gates.get(name)!();
+  }
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (d: string) => { body += d; });
+      req.on('end', () => {
+        this.last = { rawHeaders: req.rawHeaders, body };
+        void this.answer(String(req.headers['x-scenario'] ?? ''), req, res);
+      });
+    });
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  private async answer(scenario: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    switch (scenario) {
+      case 'sse-slow': { // one event, then waits for the test, then the rest
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(sseEvent('first'));
+        await this.gate(String(req.headers['x-gate']));
+        res.write(sseEvent(' second'));
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      case 'sse-late': { // nothing until the test says so
+        await this.gate(String(req.headers['x-gate']));
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(sseEvent('late'));
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      case 'json-chunked-usage': {
+        res.writeHead(200, { 'content-type': 'application/json' }); // no length: chunked
+        res.write('{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hello');
+        res.end(' world"}}],"usage":{"prompt_tokens":3,"completion_tokens":7,"total_tokens":10}}');
+        return;
+      }
+      case 'json-chunked-text': {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hello');
+        res.end(' world, how are you today"}}]}');
+        return;
+      }
+      case 'die-after-headers': {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.flushHeaders();
+        setTimeout(() => res.socket?.destroy(), 50);
+        return;
+      }
+      case 'die-mid-body': {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(sseEvent('partial'));
+        setTimeout(() => res.socket?.destroy(), 50);
+        return;
+      }
+      case 'ratelimit-headers': {
+        res.writeHead(200, { 'content-type': 'application/json', 'x-ratelimit-remaining-input-tokens': '424242',
+          'x-ratelimit-limit-input-tokens': '999999', 'x-backend-extra': 'kept' });
+        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}');
+        return;
+      }
+      case 'hop-by-hop': {
+        res.writeHead(200, { 'content-type': 'application/json', connection: 'x-pod-private', 'x-pod-private': 'secret', 'x-pod-public': 'yes' });
+        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}');
+        return;
+      }
+      case 'long-sse': { // many MB of text, no usage
+        const events = Number(req.headers['x-events']);
+        const piece = sseEvent(` ${String(req.headers['x-piece'])}`); // a header value loses its leading space
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let i = 0; i < events; i++) {
+          if (!res.write(piece)) await new Promise((r) => res.once('drain', r));
+        }
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      case 'hold': { // keeps a request in flight until the test opens the gate
+        await this.gate(String(req.headers['x-gate']));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"held"}}]}');
+        return;
+      }
+      default:
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+const LIMITED = `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: limited-route, namespace: default }
+spec:
+  modelName: limited-model
+  rules: [{ name: r, targetModels: [{ modelServerName: sf-server }] }]
+  rateLimit: { inputTokensPerUnit: 100000, outputTokensPerUnit: 100000, unit: day }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: renamed-server, namespace: default }
+spec: { model: backend-model, endpoints: [{ name: renamed-1, address: "127.0.0.1:PORT" }] }
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: renamed-route, namespace: default }
+spec: { modelName: renamed-model, rules: [{ name: r, targetModels: [{ modelServerName: renamed-server }] }] }
+`;
+
+describe('upstream answers over the built router (scripted backend)', () => {
+  const backend = new Backend();
+  let router: Router;
+  let file: string;
+
+  beforeAll(async () => {
+    await backend.start();
+    const dir = tempDir();
+    file = join(dir, 'access.log');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: backend.port }], { extraRoutes: LIMITED.replace('PORT', String(backend.port)) }), {
+      // Generated text is counted on the event loop, so counts are exact bpe (no pool fallback).
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_TOKENIZER_INLINE_MAX_CHARS: '1000000' },
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await router?.kill('SIGKILL');
+    await backend.stop();
+  });
+
+  it('a chunked JSON answer is read for usage: reported usage, else the text is counted', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'json-chunked-usage', 'x-request-id': 'chunked-usage' });
+    expect(a.error).toBeNull();
+    expect(a.status).toBe(200);
+    expect(JSON.parse(a.body).usage.completion_tokens).toBe(7);
+    const r1 = await recordOf(file, 'chunked-usage');
+    expect(r1.output_tokens).toBe(7);
+    expect(r1.input_tokens).toBe(3);
+
+    const b = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'json-chunked-text', 'x-request-id': 'chunked-text' });
+    expect(b.status).toBe(200);
+    const { bpeCountText } = await import(join(ROOT, 'dist/tokens/bpe-count.js'));
+    const r2 = await recordOf(file, 'chunked-text');
+    expect(r2.output_tokens).toBe(bpeCountText('hello world, how are you today'));
+    expect(r2.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('a pod that dies after its headers, before any body byte, is answered 502 upstream_error', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'die-after-headers', 'x-request-id': 'die-headers' });
+    expect(a.status).toBe(502);
+    expect(a.error).toBeNull();
+    expect(a.body).toMatch(/upstream failed on pod pod-a/);
+    const r = await recordOf(file, 'die-headers');
+    expect(r.status_code).toBe(502);
+    expect(r.error.type).toBe('upstream_error');
+  });
+
+  it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true }), { 'x-scenario': 'die-mid-body', 'x-request-id': 'die-mid' });
+    expect(a.status).toBe(200);
+    expect(a.body).toContain('partial');
+    expect(a.error).not.toBeNull();
+  });
+
+  it('on a limited route the router\'s x-ratelimit-* headers win over the pod\'s', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat('limited-model'), { 'x-scenario': 'ratelimit-headers' });
+    expect(a.status).toBe(200);
+    const names = a.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    expect(names.filter((n) => n === 'x-ratelimit-remaining-input-tokens')).toHaveLength(1);
+    expect(names.filter((n) => n === 'x-ratelimit-limit-input-tokens')).toHaveLength(1);
+    expect(a.headers['x-ratelimit-limit-input-tokens']).toBe('100000');
+    expect(a.headers['x-ratelimit-remaining-input-tokens']).not.toBe('424242');
+    expect(a.headers['x-backend-extra']).toBe('kept');
+    // Not limited: the pod's own headers pass.
+    const b = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'ratelimit-headers' });
+    expect(b.headers['x-ratelimit-remaining-input-tokens']).toBe('424242');
+  });
+
+  it('hop-by-hop headers stop at the router both ways; one content-type goes upstream', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat('renamed-model'), {
+      'x-scenario': 'hop-by-hop', connection: 'keep-alive, x-client-private', 'x-client-private': 'secret', te: 'trailers',
+      'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'identity', 'x-client-public': 'yes',
+    });
+    expect(a.status).toBe(200);
+    const raw = backend.last!.rawHeaders;
+    const sent = raw.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    expect(sent.filter((n) => n === 'content-type')).toHaveLength(1);
+    expect(raw[raw.findIndex((n) => n.toLowerCase() === 'content-type') + 1]).toBe('application/json');
+    expect(sent).not.toContain('x-client-private');
+    expect(sent).not.toContain('te');
+    expect(sent).not.toContain('content-encoding'); // the body was rewritten (model renamed)
+    expect(sent).toContain('x-client-public');
+    expect(JSON.parse(backend.last!.body).model).toBe('backend-model');
+    expect(a.headers['x-pod-private']).toBeUndefined();
+    expect(a.headers['x-pod-public']).toBe('yes');
+  });
+
+  it('a long stream without usage: worker memory stays bounded and the output count is right', async () => {
+    const piece = ' lorem ipsum dolor sit amet consectetur'.repeat(100); // 3900 chars a event
+    const events = 20_000; // 78 MB of generated text
+    const worker = workerPids(router.child.pid!)[0];
+    // Warm up (heap and buffers grow to their working size on the first long stream).
+    const warm = await post(`${router.url}/v1/completions`, JSON.stringify({ model: 'sf-model', prompt: 'go', stream: true }),
+      { 'x-scenario': 'long-sse', 'x-events': String(events / 4), 'x-piece': piece.slice(1) });
+    expect(warm.error).toBeNull();
+    const before = peakRssKb(worker);
+    const a = await post(`${router.url}/v1/completions`, JSON.stringify({ model: 'sf-model', prompt: 'go', stream: true }),
+      { 'x-scenario': 'long-sse', 'x-events': String(events), 'x-piece': piece.slice(1), 'x-request-id': 'long-sse' });
+    expect(a.error).toBeNull();
+    expect(a.length).toBeGreaterThan(piece.length * events);
+    expect(a.body).toContain('data: [DONE]');
+    const r = await recordOf(file, 'long-sse');
+    const growthMb = (peakRssKb(worker) - before) / 1024;
+    console.log(`worker peak RSS grew ${growthMb.toFixed(1)} MB over a ${(piece.length * events / 1e6).toFixed(0)} MB stream`);
+    expect(growthMb).toBeLessThan(30); // the text alone is 78 MB
+    const { bpeCountText } = await import(join(ROOT, 'dist/tokens/bpe-count.js'));
+    // Every event's text starts with a space before a letter: a pre-token boundary, so the whole
+    // text counts as the sum of its events.
+    expect(r.output_tokens).toBe(events * bpeCountText(piece));
+  }, 120_000);
+
+  it('after a connect retry the upstream time is that of the pod that answered', async () => {
+    // A listener that never accepts, its queue filled: a connect to it hangs until the router's
+    // connect timeout.
+    const stuck = spawn('python3', ['-c', STUCK_LISTENER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const stuckPort = await new Promise<number>((r) => stuck.stdout!.once('data', (d) => r(Number(String(d).trim()))));
+    const fillers: Socket[] = [];
+    for (let i = 0; i < 2; i++) fillers.push(connect(stuckPort, '127.0.0.1').on('error', () => {}));
+    const dir = tempDir();
+    const log2 = join(dir, 'access.log');
+    const r2 = await startRouter(resourcesFor([{ name: 'good', port: backend.port }, { name: 'stuck', port: stuckPort }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log2 },
+    });
+    try {
+      // One request held on the good pod makes the stuck one the least loaded: tried first.
+      const held = post(`${r2.url}/v1/chat/completions`, chat(), { 'x-scenario': 'hold', 'x-gate': 'retry-hold' });
+      await waitFor('held request to reach the pod', () => backend.waiting.has('retry-hold'));
+      const a = await post(`${r2.url}/v1/chat/completions`, chat(), { 'x-request-id': 'after-retry' });
+      expect(a.status).toBe(200);
+      backend.open('retry-hold');
+      await held;
+      const rec = await recordOf(log2, 'after-retry');
+      expect(rec.selected_pod).toBe('good');
+      // The failed connect (seconds) is request processing, not the answering pod's time.
+      expect(rec.duration_request_processing).toBeGreaterThan(rec.duration_upstream_processing);
+    } finally {
+      await r2.kill('SIGKILL');
+      for (const s of fillers) s.destroy();
+      stuck.kill();
+    }
+  }, 60_000);
+});
+
+/** A request over a raw socket: every byte of the answer as it arrived, until the router closes. */
+function rawPost(url: string, body: string, headers: Record<string, string>): { raw: () => string; closed: Promise<void> } {
+  const u = new URL(url);
+  let raw = '';
+  const socket = connect(Number(u.port), u.hostname);
+  socket.setEncoding('latin1');
+  socket.on('data', (d: string) => { raw += d; });
+  const head = Object.entries({ host: u.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers })
+    .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.write(`POST ${u.pathname} HTTP/1.1\r\n${head}\r\n${body}`);
+  const closed = new Promise<void>((r) => socket.on('close', () => r()));
+  socket.on('error', () => {});
+  return { raw: () => raw, closed };
+}
+
+/**
+ * Strict HTTP/1.1 response decoding (as llhttp in strict mode): status line, headers, then a
+ * chunked body where every chunk's data is followed by CRLF and the body ends with `0\r\n\r\n`.
+ * Throws on any deviation; bytes after the answer must be none.
+ */
+function decodeStrict(raw: string): { status: number; headers: Map<string, string>; body: string } {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end < 0) throw new Error(`no end of headers in ${JSON.stringify(raw.slice(0, 200))}`);
+  const lines = raw.slice(0, end).split('\r\n');
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(lines[0])![1]);
+  const headers = new Map<string, string>();
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(':');
+    headers.set(l.slice(0, i).toLowerCase(), l.slice(i + 1).trim());
+  }
+  let pos = end + 4;
+  let body = '';
+  if (headers.get('transfer-encoding') !== 'chunked') throw new Error('expected a chunked answer');
+  for (;;) {
+    const lineEnd = raw.indexOf('\r\n', pos);
+    const sizeText = raw.slice(pos, lineEnd);
+    if (lineEnd < 0 || !/^[0-9a-fA-F]+$/.test(sizeText)) throw new Error(`bad chunk size ${JSON.stringify(raw.slice(pos, pos + 40))}`);
+    const size = parseInt(sizeText, 16);
+    pos = lineEnd + 2;
+    if (size === 0) {
+      if (raw.slice(pos, pos + 2) !== '\r\n') throw new Error(`bad end of body ${JSON.stringify(raw.slice(pos, pos + 40))}`);
+      pos += 2;
+      break;
+    }
+    body += raw.slice(pos, pos + size);
+    pos += size;
+    if (raw.slice(pos, pos + 2) !== '\r\n') throw new Error(`no CRLF after chunk data: ${JSON.stringify(raw.slice(pos, pos + 40))}`);
+    pos += 2;
+  }
+  if (pos !== raw.length) throw new Error(`bytes after the answer: ${JSON.stringify(raw.slice(pos, pos + 40))}`);
+  return { status, headers, body };
+}
+
+describe('SIGTERM while streams are in flight (strict framing)', () => {
+  it('a stream that started before and one that starts during the drain both end cleanly', async () => {
+    const backend = new Backend();
+    await backend.start();
+    const dir = tempDir();
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: backend.port }]), { dir, workers: 1, env: { ROUTER_DRAIN_TIMEOUT: '20s' } });
+    try {
+      const body = chat('sf-model', { stream: true });
+      const started = rawPost(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'sse-slow', 'x-gate': 'g1' });
+      const late = rawPost(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'sse-late', 'x-gate': 'g2' });
+      await waitFor('first event of the started stream', () => started.raw().includes('first'));
+      await waitFor('late request at the pod', () => backend.waiting.has('g2'));
+      router.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300)); // the drain has begun
+      backend.open('g2');
+      await waitFor('late stream to end', () => late.raw().includes('0\r\n\r\n'));
+      backend.open('g1');
+      expect(await router.exited).toBe(0);
+      await Promise.all([started.closed, late.closed]);
+      const a = decodeStrict(started.raw());
+      const b = decodeStrict(late.raw());
+      for (const x of [a, b]) {
+        expect(x.status).toBe(200);
+        expect(x.body).toContain('data: [DONE]');
+      }
+      expect(a.body).toContain('second');
+      expect(b.body).toContain('late');
+      // The stream that began during the drain announced the close with its headers.
+      expect(b.headers.get('connection')).toBe('close');
+    } finally {
+      await router.kill('SIGKILL');
+      await backend.stop();
+    }
+  }, 60_000);
+});
