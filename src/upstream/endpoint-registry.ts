@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import type { Endpoint } from '../config/resource-types.js';
+import { PodHealth } from './pod-health.js';
 
 /** One backend pod: its keep-alive pool and the in-flight count the picker reads. */
 export class EndpointState {
@@ -9,6 +10,8 @@ export class EndpointState {
   inflight = 0;
   /** Marked by the registry when the endpoint left the config; closed once idle. */
   retired = false;
+  /** Passive health (outlier detection); survives reloads with the state. */
+  readonly health = new PodHealth();
 
   constructor(name: string, host: string, port: number, connections: number) {
     this.name = name;

@@ -18,6 +18,9 @@ import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
+import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
+import { Scheduler } from '../pick/scheduler.js';
+import { systemClock } from '../clock.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -54,6 +57,12 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
+  const scheduler = new Scheduler({
+    settings: settings.scheduler,
+    clock: systemClock,
+    metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints)),
+    log,
+  });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     log,
@@ -79,6 +88,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     limiterFor: (spec) => metered(limiters.limiterFor(spec), spec),
     authorize: auth === null ? null : auth.authorize,
     finish,
+    scheduler,
   };
 
   const app = buildApp(uws, {
@@ -182,6 +192,11 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('SIGHUP', () => accessLog.reopen());
   send({ t: 'core:listening' });
   heartbeat.start();
+}
+
+function* ejectedPods(endpoints: EndpointRegistry): Generator<string> {
+  const now = systemClock();
+  for (const e of endpoints.states()) if (e.health.ejectedUntil > now) yield e.name;
 }
 
 function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null): RouteTable | null {
