@@ -8,6 +8,9 @@ import { loadAuthConfigFile } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
+import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
+import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
+import { systemClock } from '../clock.js';
 
 function log(message: string): void {
   process.stderr.write(`[primary ${process.pid}] ${message}\n`);
@@ -28,6 +31,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   /** Workers that compiled a snapshot and connected its limit stores. */
   const applied = new Set<number>();
   const guard = new CrashGuard();
+  // Pod metrics are scraped here, once per instance, and shared with the workers.
+  const scraper = new PodMetricsScraper({ intervalMs: settings.scheduler.podMetricsIntervalMs, clock: systemClock, log });
 
   const broadcast = (m: PrimaryToWorker): void => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
@@ -38,6 +43,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   };
   const publish = (routes: ModelRoute[], servers: Servers): void => {
     snapshot = { version: ++version, routes, servers };
+    scraper.setTargets(servers);
     broadcast({ t: 'core:snapshot', snapshot });
     updateReady();
   };
@@ -69,6 +75,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
   attachMetricsPrimary(cluster);
+  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, settings.scheduler.podMetricsIntervalMs, (m) => {
+    for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
+  });
 
   cluster.setupPrimary({ args: workerArgs, silent: false });
   const fork = (): Worker => {
@@ -114,6 +123,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     broadcast({ t: 'core:ready', ready: false });
     broadcast({ t: 'core:drain' });
     await stopSource();
+    stopLoadShare();
     const deadline = setTimeout(() => {
       log('drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');

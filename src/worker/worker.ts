@@ -21,6 +21,7 @@ import { PrimaryHeartbeat } from './primary-heartbeat.js';
 import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
+import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -62,6 +63,12 @@ export async function runWorker(settings: Settings): Promise<void> {
     clock: systemClock,
     metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints)),
     log,
+  });
+  const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
+  const podLoadReport = setInterval(() => process.send?.(podLoad.report()), settings.scheduler.podMetricsIntervalMs);
+  podLoadReport.unref();
+  process.on('message', (m: unknown) => {
+    if (isLoadShare(m)) podLoad.apply(m);
   });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
@@ -129,6 +136,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.draining = true;
     ready = false;
     heartbeat.stop();
+    clearInterval(podLoadReport);
     auth?.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
