@@ -4,6 +4,7 @@ import type { Exchange } from '../http/exchange.js';
 import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { forwardUpstream } from '../upstream/forward.js';
+import type { PromptText } from '../tokens/prompt-text.js';
 import type { Scheduler } from './scheduler.js';
 
 /**
@@ -12,14 +13,14 @@ import type { Scheduler } from './scheduler.js';
  * At most `server.retry.attempts` more pods (2 without a policy), each pod at most once.
  */
 export async function proxyWithRetries(
-  x: Exchange, api: InferenceApi, server: CompiledServer, req: InferenceRequest, scheduler: Scheduler,
+  x: Exchange, api: InferenceApi, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null, scheduler: Scheduler,
 ): Promise<AnswerUsage | null> {
   const up = api.upstreamBody(x.body, req, server.model);
   const retry = server.retry;
   const tried: EndpointState[] = [];
   let lastError: RouterError | null = null;
   for (let attempt = 0; ; attempt++) {
-    const endpoint = scheduler.pick(server, tried.length === 0 ? null : tried, req);
+    const endpoint = scheduler.pick(server, tried.length === 0 ? null : tried, prompt);
     if (endpoint === null) {
       if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503);
       break;
@@ -32,6 +33,7 @@ export async function proxyWithRetries(
     tried.push(endpoint);
     x.ctx.selectedPod = endpoint.name;
     let r: AnswerUsage | null | 'retry';
+    const t0 = performance.now();
     try {
       r = await forwardUpstream(x, api, endpoint, up, req.stream, server.timeoutMs);
     } catch (err) {
@@ -41,7 +43,7 @@ export async function proxyWithRetries(
       continue;
     }
     if (r !== 'retry') {
-      if (!x.ctx.aborted) scheduler.answered(endpoint, req);
+      if (!x.ctx.aborted) scheduler.answered(endpoint, (x.ctx.tFirstByte > t0 ? x.ctx.tFirstByte : performance.now()) - t0);
       return r;
     }
     scheduler.connectFailed(endpoint);

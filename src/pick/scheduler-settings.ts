@@ -1,14 +1,19 @@
 /**
  * Settings of pod choice from the environment, validated once (docs/scheduling.md):
- * ROUTER_OUTLIER_* (passive health), ROUTER_POD_METRICS_INTERVAL (pod metrics scraping).
+ * ROUTER_OUTLIER_* (passive health), ROUTER_POD_METRICS_INTERVAL (pod metrics scraping),
+ * ROUTER_SCHEDULER_CONFIG (scorers, read once at start).
  */
 import { parseDuration } from '../config/duration.js';
+import { readFileSync } from 'node:fs';
 import type { OutlierSettings } from './outlier-detector.js';
+import { DEFAULT_SCHEDULER_CONFIG, parseSchedulerConfig, type SchedulerConfig } from './scheduler-config.js';
 
 export interface SchedulerSettings {
   readonly outlier: OutlierSettings;
   /** How often the primary scrapes each pod's /metrics, ms. */
   readonly podMetricsIntervalMs: number;
+  /** Scorer weights, queue filter, prefix cache. */
+  readonly config: SchedulerConfig;
 }
 
 export const DEFAULT_OUTLIER: OutlierSettings = Object.freeze({
@@ -50,5 +55,17 @@ export function parseSchedulerSettings(env: NodeJS.ProcessEnv): SchedulerSetting
   return {
     outlier: { consecutiveFailures, baseEjectionMs, maxEjectionMs },
     podMetricsIntervalMs: duration(env, 'ROUTER_POD_METRICS_INTERVAL', DEFAULT_POD_METRICS_INTERVAL_MS, 50, 3_600_000),
+    config: schedulerConfig(env.ROUTER_SCHEDULER_CONFIG),
   };
+}
+
+function schedulerConfig(file: string | undefined): SchedulerConfig {
+  if (file === undefined || file === '') return DEFAULT_SCHEDULER_CONFIG;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`ROUTER_SCHEDULER_CONFIG: cannot read ${file}: ${(err as Error).message}`);
+  }
+  return parseSchedulerConfig(text, `ROUTER_SCHEDULER_CONFIG ${file}`);
 }

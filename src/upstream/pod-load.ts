@@ -22,4 +22,6 @@ export class PodLoad {
   sharedUntil = 0;
   /** Moving average of the latency this worker saw from the pod (first byte of a stream, whole answer otherwise), ms. */
   observedMs = NaN;
+  /** Scratch of the scheduler during one pick: prompt blocks this pod last served. */
+  prefixMatch = 0;
 }

@@ -53,7 +53,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503);
     ctx.modelServer = server.key;
 
-    const counted = s.tokens.countPrompt(api.promptText(req));
+    const prompt = api.promptText(req);
+    const counted = s.tokens.countPrompt(prompt);
     ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
 
     if (route.rateLimit !== null) {
@@ -66,7 +67,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
-    const usage = await proxyWithRetries(x, api, server, req, s.scheduler);
+    const usage = await proxyWithRetries(x, api, server, req, prompt, s.scheduler);
     await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit);
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
