@@ -28,15 +28,15 @@ export class SchedulerMetrics {
   private readonly ejectionsByPod = new Map<string, CounterSeries>();
   private readonly byScorer = new Map<string, CounterSeries>();
 
-  constructor(registry: Registry, ejectedPods: () => Iterable<string>) {
+  /** `ejectedPods`: pods out of rotation now; `scrapedPods`: pods whose scraped metrics are fresh. */
+  constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<string> = () => []) {
     for (const m of [this.retries, this.connectFailures, this.timeouts, this.ejections, this.decisions, this.score]) registry.registerMetric(m as never);
     registry.registerMetric(new CollectedFamily('inference_router_pod_ejected',
       'Pods out of rotation now (1 per process that ejected it; summed across workers).', 'gauge',
-      (): MetricValue[] => {
-        const counts = new Map<string, number>();
-        for (const pod of ejectedPods()) counts.set(pod, (counts.get(pod) ?? 0) + 1);
-        return [...counts].map(([pod, value]) => ({ labels: { pod }, value }));
-      }) as never);
+      () => countByPod(ejectedPods())) as never);
+    registry.registerMetric(new CollectedFamily('inference_router_pod_metrics_fresh',
+      'Pods whose scraped /metrics values are fresh (1 per worker that holds them; summed across workers).', 'gauge',
+      () => countByPod(scrapedPods())) as never);
   }
 
   retried(server: string): void { cached(this.byServer, this.retries, server).value++; }
@@ -48,6 +48,12 @@ export class SchedulerMetrics {
     cached(this.byScorer, this.decisions, scorer).value++;
     this.scoreSeries.observe(score);
   }
+}
+
+function countByPod(pods: Iterable<string>): MetricValue[] {
+  const counts = new Map<string, number>();
+  for (const pod of pods) counts.set(pod, (counts.get(pod) ?? 0) + 1);
+  return [...counts].map(([pod, value]) => ({ labels: { pod }, value }));
 }
 
 function cached(map: Map<string, CounterSeries>, family: CounterFamily, label: string): CounterSeries {

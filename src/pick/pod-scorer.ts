@@ -5,14 +5,20 @@ import type { SchedulerConfig, ScorerName } from './scheduler-config.js';
 /** Why a pick went the way it did: the scorer with the largest weighted margin, or these. */
 export type Decider = ScorerName | 'single' | 'tie';
 
-/** Score of an unknown value (no metrics yet, stale): neither favoured nor avoided. */
+/** Score of an unknown KV-cache use (no metrics yet, stale): neither favoured nor avoided. */
 const UNKNOWN = 0.5;
+/**
+ * Latency added before comparing, ms: differences of a few ms (noise) barely count, a pod
+ * several times slower than the fastest does. An unknown latency scores 1, so a new pod is tried.
+ */
+const LATENCY_FLOOR_MS = 50;
 
 /**
  * Scores the candidate pods of one pick and returns the best (ties at random). Each scorer gives
  * 0..1 (higher is better); the pod's score is their weighted mean:
  *   least-request   1 − load / max load; load = in flight from every worker of the instance + the pod's waiting queue
- *   least-latency   1 − latency / max latency; the pod's TTFT (+ TPOT) from its metrics, else what this worker saw
+ *   least-latency   (min latency + 50 ms) / (latency + 50 ms); the pods' TTFT (+ TPOT) from their
+ *                   metrics when all candidates report it, else what this worker saw (unknown: 1)
  *   prefix-cache    share of the prompt's blocks this pod served last
  *   kv-cache        1 − KV-cache use
  * Before scoring, pods whose waiting queue is above maxWaiting are left out while another is at or
@@ -27,6 +33,7 @@ export class PodScorer {
   private lat = new Float64Array(16);
   private kv = new Float64Array(16);
   private pre = new Float64Array(16);
+  private obs = new Float64Array(16);
   /** Decider of the last pick and the winner's score. */
   decider: Decider = 'single';
   score = 0;
@@ -63,7 +70,9 @@ export class PodScorer {
       }
     }
     let maxLoad = 0;
-    let maxLat = 0;
+    let minLat = Infinity;
+    let minObs = Infinity;
+    let scraped = 0;
     for (let i = 0; i < count; i++) {
       const l = cand[i].load;
       const fresh = l.scrapedUntil > now;
@@ -71,11 +80,16 @@ export class PodScorer {
       const load = cand[i].inflight + (l.sharedUntil > now ? l.otherInflight : 0) + waiting;
       this.load[i] = load;
       if (load > maxLoad) maxLoad = load;
-      let lat = NaN;
-      if (fresh && l.ttftMs === l.ttftMs) lat = l.ttftMs + (l.tpotMs === l.tpotMs ? l.tpotMs : 0);
-      else if (l.observedMs === l.observedMs) lat = l.observedMs;
-      this.lat[i] = lat;
-      if (lat > maxLat) maxLat = lat;
+      if (fresh && l.ttftMs === l.ttftMs) {
+        const lat = l.ttftMs + (l.tpotMs === l.tpotMs ? l.tpotMs : 0);
+        this.lat[i] = lat;
+        if (lat < minLat) minLat = lat;
+        scraped++;
+      } else {
+        this.lat[i] = NaN;
+      }
+      this.obs[i] = l.observedMs;
+      if (l.observedMs < minObs) minObs = l.observedMs;
       this.kv[i] = fresh && l.kvUsage === l.kvUsage ? 1 - Math.min(1, Math.max(0, l.kvUsage)) : UNKNOWN;
       this.pre[i] = n > 0 ? l.prefixMatch / n : 0;
     }
@@ -87,6 +101,14 @@ export class PodScorer {
         p.load.prefixMatch = 0;
       }
     }
+    // Latencies of one kind only: the pods' own TTFT when every candidate reports it, else what
+    // this worker saw (the two are not comparable).
+    if (scraped < count) {
+      const t = this.lat;
+      this.lat = this.obs;
+      this.obs = t;
+      minLat = minObs;
+    }
     const w = this.w;
     let best = -1;
     let second = -1;
@@ -96,7 +118,7 @@ export class PodScorer {
     for (let i = 0; i < count; i++) {
       this.load[i] = maxLoad > 0 ? 1 - this.load[i] / maxLoad : 1;
       const lat = this.lat[i];
-      this.lat[i] = lat !== lat ? UNKNOWN : maxLat > 0 ? 1 - lat / maxLat : 1;
+      this.lat[i] = lat !== lat ? 1 : (minLat + LATENCY_FLOOR_MS) / (lat + LATENCY_FLOOR_MS);
       const s = (w[0] * this.load[i] + w[1] * this.lat[i] + w[2] * this.pre[i] + w[3] * this.kv[i]) / this.wSum;
       if (s > bestScore + 1e-12) {
         second = best;
@@ -157,6 +179,7 @@ export class PodScorer {
     this.lat = new Float64Array(size);
     this.kv = new Float64Array(size);
     this.pre = new Float64Array(size);
+    this.obs = new Float64Array(size);
   }
 
   /** The scorer whose weighted difference between the winner and the runner-up is largest. */

@@ -61,7 +61,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const scheduler = new Scheduler({
     settings: settings.scheduler,
     clock: systemClock,
-    metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints)),
+    metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints)),
     log,
   });
   const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
@@ -205,6 +205,11 @@ export async function runWorker(settings: Settings): Promise<void> {
 function* ejectedPods(endpoints: EndpointRegistry): Generator<string> {
   const now = systemClock();
   for (const e of endpoints.states()) if (e.health.ejectedUntil > now) yield e.name;
+}
+
+function* scrapedPods(endpoints: EndpointRegistry): Generator<string> {
+  const now = systemClock();
+  for (const e of endpoints.states()) if (e.load.scrapedUntil > now) yield e.name;
 }
 
 function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null): RouteTable | null {

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postJson, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { join } from 'node:path';
+import { freePort, postJson, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 
-function resources(pods: { name: string; port: number }[], policy = ''): string {
+function resources(pods: { name: string; port: number }[], policy = '', engine = ''): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelServer
 metadata: { name: sched-server, namespace: default }
 spec:
-${policy}  endpoints:
+${engine ? `  inferenceEngine: ${engine}\n` : ''}${policy}  endpoints:
 ${pods.map((p) => `    - { name: ${p.name}, address: "127.0.0.1:${p.port}" }`).join('\n')}
 ---
 apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -103,5 +104,75 @@ describe('passive health and retries, real processes', () => {
     router = await startRouter(resources([{ name: 'pod-slow', port: slow.port }], '  trafficPolicy: { timeout: 300ms }\n'), { workers: 1 });
     expect(await complete(router)).toBe(504);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(0);
+  });
+});
+
+describe('scheduling on pod metrics, real processes', () => {
+  let router: Router | undefined;
+  const mocks: MockBackend[] = [];
+  afterEach(async () => {
+    await router?.kill();
+    await Promise.all(mocks.splice(0).map((m) => m.kill()));
+  });
+
+  async function start(pods: [string, string[]][], env: Record<string, string> = {}): Promise<MockBackend[]> {
+    const started = await Promise.all(pods.map(([name, args]) => startMock(name, ['--metrics-engine', 'vllm', ...args])));
+    mocks.push(...started);
+    router = await startRouter(resources(started.map((m, i) => ({ name: pods[i][0], port: m.port })), '', 'vLLM'), {
+      workers: 2, env: { ROUTER_POD_METRICS_INTERVAL: '100ms', ...env },
+    });
+    // Both workers hold fresh values of every pod before traffic starts.
+    for (const [name] of pods) {
+      await waitFor(`scraped metrics of ${name}`, async () => (await metric(router!, 'inference_router_pod_metrics_fresh', `pod="${name}"`)) === 2);
+    }
+    return started;
+  }
+
+  const send = async (n: number, prompt: (i: number) => string = () => 'x'): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: prompt(i) });
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+  };
+
+  it('a pod with a long waiting queue gets no traffic while another is below the threshold', async () => {
+    const [busy, idle] = await start([['pod-busy', ['--metrics-waiting', '500']], ['pod-idle', []]]);
+    await send(30);
+    expect((await busy.stats()).requests).toBe(0);
+    expect((await idle.stats()).requests).toBe(30);
+    expect(await metric(router!, 'inference_router_scheduler_decisions_total', 'scorer="single"')).toBe(30);
+  });
+
+  it('a pod whose KV cache is full gets less traffic (kv-cache scorer)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'scheduler.yaml');
+    writeFile(file, 'scorers: { least-request: 1, kv-cache: 1 }\n');
+    const [full, empty] = await start([['pod-full', ['--metrics-kv', '1']], ['pod-empty', ['--metrics-kv', '0.05']]], { ROUTER_SCHEDULER_CONFIG: file });
+    await send(30);
+    const [f, e] = [(await full.stats()).requests, (await empty.stats()).requests];
+    expect(f + e).toBe(30);
+    expect(e).toBeGreaterThan(f);
+    expect(await metric(router!, 'inference_router_scheduler_decisions_total', 'scorer="kv-cache"')).toBeGreaterThan(0);
+  });
+
+  it('requests sharing a long prefix go to the same pod; requests that share none spread', async () => {
+    const pods = await start([['pod-1', []], ['pod-2', []], ['pod-3', []]]);
+    const system = 'You are a careful assistant who answers in French. '.repeat(60);
+    await send(12, (i) => `${system}Question ${i}?`);
+    const counts = await Promise.all(pods.map(async (p) => (await p.stats()).requests));
+    // Two workers, each with its own prefix memory: at most two pods for one prefix.
+    expect(counts.filter((c) => c > 0).length).toBeLessThanOrEqual(2);
+    expect(Math.max(...counts)).toBeGreaterThanOrEqual(6);
+    await Promise.all(pods.map((p) => fetch(`${p.url}/stats/reset`, { method: 'POST' })));
+    // Concurrent (the pods answer in 300 ms): without a shared prefix, load spreads them.
+    await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: `${String(i).repeat(600)} unrelated ${i}` }, { 'x-mock-latency-ms': '300' });
+      expect(r.status).toBe(200);
+      await r.text();
+    }));
+    const spread = await Promise.all(pods.map(async (p) => (await p.stats()).requests));
+
+    expect(spread.filter((c) => c > 0).length).toBe(3);
   });
 });

@@ -51,14 +51,20 @@ describe('PodScorer', () => {
     expect([...pickMany(s, [pod('a', { waiting: 50, kv: 0 }), pod('b', { waiting: 60, kv: 0.9 })]).keys()]).toEqual(['a']);
   });
 
-  it('kv-cache prefers the emptier cache; least-latency the faster pod; unknown values are neutral', () => {
+  it('kv-cache prefers the emptier cache; least-latency the faster pod; unknown KV use is neutral', () => {
     const kv = new PodScorer(cfg('scorers: { kv-cache: 1 }'));
     expect(kv.pick([pod('a', { kv: 0.95 }), pod('b', { kv: 0.1 })], null, NOW, null, NO_HASHES, 0, Math.random)!.name).toBe('b');
     expect(kv.decider).toBe('kv-cache');
     const lat = new PodScorer(cfg('scorers: { least-latency: 1 }'));
     expect(lat.pick([pod('a', { ttft: 400 }), pod('b', { ttft: 100 })], null, NOW, null, NO_HASHES, 0, Math.random)!.name).toBe('b');
-    // a is unknown (0.5) and b is the slowest known (0): a.
-    expect(lat.pick([pod('a'), pod('b', { ttft: 100 })], null, NOW, null, NO_HASHES, 0, Math.random)!.name).toBe('a');
+    // a reports no TTFT: the latencies this worker saw decide (b's reported 100 ms is not compared with them).
+    const [a, b] = [pod('a', { kv: 0 }), pod('b', { ttft: 100 })];
+    a.load.observedMs = 20;
+    b.load.observedMs = 900;
+    expect(lat.pick([a, b], null, NOW, null, NO_HASHES, 0, Math.random)!.name).toBe('a');
+    // A pod never seen scores as the fastest (so it gets tried).
+    b.load.observedMs = NaN;
+    expect(pickMany(lat, [a, b]).size).toBe(2);
     // Stale values count as unknown: a tie, both win sometimes.
     const stale = [pod('a', { kv: 0.95 }), pod('b', { kv: 0.1 })];
     expect(pickMany(kv, stale).size).toBe(1);
