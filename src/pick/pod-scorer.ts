@@ -12,11 +12,13 @@ const UNKNOWN = 0.5;
  * several times slower than the fastest does. An unknown latency scores 1, so a new pod is tried.
  */
 const LATENCY_FLOOR_MS = 50;
+/** least-request: a pod LOAD_STEP requests above the least loaded one scores 1/2, 2 × LOAD_STEP above 1/3, ... */
+const LOAD_STEP = 1;
 
 /**
  * Scores the candidate pods of one pick and returns the best (ties at random). Each scorer gives
  * 0..1 (higher is better); the pod's score is their weighted mean:
- *   least-request   1 − load / max load; load = in flight from every worker of the instance + the pod's waiting queue
+ *   least-request   1 / (1 + load − least load); load = in flight from every worker of the instance + the pod queue
  *   least-latency   (min latency + 50 ms) / (latency + 50 ms); the pods' TTFT (+ TPOT) from their
  *                   metrics when all candidates report it, else what this worker saw (unknown: 1)
  *   prefix-cache    share of the prompt's blocks this pod served last
@@ -69,7 +71,7 @@ export class PodScorer {
         p.load.prefixMatch = j + 1;
       }
     }
-    let maxLoad = 0;
+    let minLoad = Infinity;
     let minLat = Infinity;
     let minObs = Infinity;
     let scraped = 0;
@@ -79,7 +81,7 @@ export class PodScorer {
       const waiting = fresh && l.waiting === l.waiting ? l.waiting : 0;
       const load = cand[i].inflight + (l.sharedUntil > now ? l.otherInflight : 0) + waiting;
       this.load[i] = load;
-      if (load > maxLoad) maxLoad = load;
+      if (load < minLoad) minLoad = load;
       if (fresh && l.ttftMs === l.ttftMs) {
         const lat = l.ttftMs + (l.tpotMs === l.tpotMs ? l.tpotMs : 0);
         this.lat[i] = lat;
@@ -116,7 +118,7 @@ export class PodScorer {
     let secondScore = -1;
     let ties = 0;
     for (let i = 0; i < count; i++) {
-      this.load[i] = maxLoad > 0 ? 1 - this.load[i] / maxLoad : 1;
+      this.load[i] = 1 / (1 + (this.load[i] - minLoad) / LOAD_STEP);
       const lat = this.lat[i];
       this.lat[i] = lat !== lat ? 1 : (minLat + LATENCY_FLOOR_MS) / (lat + LATENCY_FLOOR_MS);
       const s = (w[0] * this.load[i] + w[1] * this.lat[i] + w[2] * this.pre[i] + w[3] * this.kv[i]) / this.wSum;

@@ -2,8 +2,8 @@
  * The scheduler configuration (ROUTER_SCHEDULER_CONFIG, a YAML file; docs/scheduling.md):
  *
  *   scorers:                 # weight of each scorer; 0 or absent = off
- *     least-request: 1
- *     least-latency: 1
+ *     least-request: 1.5
+ *     least-latency: 0.25
  *     prefix-cache: 1
  *     kv-cache: 0
  *   queueFilter:
@@ -28,9 +28,9 @@ export interface SchedulerConfig {
   readonly prefixCapacity: number;
 }
 
-/** As the reference router: least-request + prefix-cache + least-latency. */
+/** As the reference router: least-request + prefix-cache + least-latency (weights from bench/scheduler-sim.ts). */
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = Object.freeze({
-  weights: Object.freeze({ 'least-request': 1, 'least-latency': 1, 'prefix-cache': 1, 'kv-cache': 0 }),
+  weights: Object.freeze({ 'least-request': 1.5, 'least-latency': 0.25, 'prefix-cache': 1, 'kv-cache': 0 }),
   maxWaiting: 16,
   prefixBlockChars: 256,
   prefixMaxBlocks: 64,

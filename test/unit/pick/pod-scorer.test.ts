@@ -103,7 +103,7 @@ describe('PodScorer', () => {
 describe('parseSchedulerConfig', () => {
   it('defaults: least-request + prefix-cache + least-latency', () => {
     expect(parseSchedulerConfig('', 'f')).toBe(DEFAULT_SCHEDULER_CONFIG);
-    expect(DEFAULT_SCHEDULER_CONFIG.weights).toEqual({ 'least-request': 1, 'least-latency': 1, 'prefix-cache': 1, 'kv-cache': 0 });
+    expect(DEFAULT_SCHEDULER_CONFIG.weights).toEqual({ 'least-request': 1.5, 'least-latency': 0.25, 'prefix-cache': 1, 'kv-cache': 0 });
   });
 
   it('reads weights (absent = off) and limits', () => {
