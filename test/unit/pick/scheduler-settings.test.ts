@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_OUTLIER, parseSchedulerSettings } from '../../../src/pick/scheduler-settings.js';
 
@@ -25,5 +28,16 @@ describe('parseSchedulerSettings', () => {
     [{ ROUTER_POD_METRICS_INTERVAL: '1' }, /ROUTER_POD_METRICS_INTERVAL/],
   ])('rejects %o', (env, message) => {
     expect(() => parseSchedulerSettings(env)).toThrow(message);
+  });
+
+  it('ROUTER_SCHEDULER_CONFIG: reads the YAML file once; a missing or bad file names the variable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-sched-'));
+    const good = join(dir, 'good.yaml');
+    writeFileSync(good, 'scorers: { kv-cache: 2 }\n');
+    expect(parseSchedulerSettings({ ROUTER_SCHEDULER_CONFIG: good }).config.weights).toEqual({ 'least-request': 0, 'least-latency': 0, 'prefix-cache': 0, 'kv-cache': 2 });
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'scorers: { kv-cache: two }\n');
+    expect(() => parseSchedulerSettings({ ROUTER_SCHEDULER_CONFIG: bad })).toThrow(`ROUTER_SCHEDULER_CONFIG ${bad}: scorers.kv-cache: expected a number`);
+    expect(() => parseSchedulerSettings({ ROUTER_SCHEDULER_CONFIG: join(dir, 'missing.yaml') })).toThrow(/ROUTER_SCHEDULER_CONFIG: cannot read .*missing\.yaml/);
   });
 });
