@@ -77,8 +77,18 @@ export interface ModelServer {
   workloadPort: number | null;
   /** trafficPolicy.timeout in ms, or null (use ROUTER_UPSTREAM_TIMEOUT). */
   timeoutMs: number | null;
+  /** trafficPolicy.retry, or null (connect failures only, on up to two more pods). */
+  retry: RetryPolicy | null;
   /** spec.endpoints (standalone), or null (Kubernetes: resolved from pods). */
   endpoints: Endpoint[] | null;
+}
+
+/** ModelServer.spec.trafficPolicy.retry. */
+export interface RetryPolicy {
+  /** More pods tried after the first attempt failed before any byte reached the client. */
+  attempts: number;
+  /** retryInterval in ms: the wait before each retry (0 = at once). */
+  intervalMs: number;
 }
 
 /** A consistent set of resources; what the primary sends to workers (with endpoints resolved). */

@@ -10,7 +10,7 @@ import { parseDuration } from './duration.js';
 import { parseHostPort, redisAddressProblem } from './addresses.js';
 import { describe, isPlainObject } from './describe-value.js';
 import {
-  API_VERSION, WINDOW_UNITS, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type Rule, type RuleMatch,
+  API_VERSION, WINDOW_UNITS, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
   type StringMatch, type TargetModel, type WindowUnit,
 } from './resource-types.js';
 
@@ -260,8 +260,31 @@ function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer 
   const workloadPort = port === null ? null : c.optInt(port.port, 'spec.workloadPort.port', 1, 65535);
   const policy = c.optObject(spec.trafficPolicy, 'spec.trafficPolicy');
   const timeoutMs = policy === null ? null : timeout(c, policy.timeout, 'spec.trafficPolicy.timeout');
+  const retry = policy === null ? null : retryPolicy(c, policy.retry, 'spec.trafficPolicy.retry');
   const endpoints = endpointList(c, spec.endpoints, 'spec.endpoints');
-  return { kind: 'ModelServer', ...id, model, inferenceEngine, workloadSelector, workloadPort, timeoutMs, endpoints };
+  return { kind: 'ModelServer', ...id, model, inferenceEngine, workloadSelector, workloadPort, timeoutMs, retry, endpoints };
+}
+
+/** Most retries per request: each one is another pod doing the work again. */
+export const MAX_RETRY_ATTEMPTS = 10;
+const MAX_RETRY_INTERVAL_MS = 60_000;
+
+function retryPolicy(c: Checker, v: unknown, path: string): RetryPolicy | null {
+  const obj = c.optObject(v, path);
+  if (obj === null) return null;
+  const attempts = c.int(obj.attempts, `${path}.attempts`, 0, MAX_RETRY_ATTEMPTS);
+  let intervalMs = 0;
+  const interval = obj.retryInterval;
+  if (interval !== undefined && interval !== null) {
+    if (typeof interval !== 'string') c.expected(`${path}.retryInterval`, 'a duration string such as "100ms"', interval);
+    try {
+      intervalMs = parseDuration(interval);
+    } catch (err) {
+      c.fail(`${path}.retryInterval`, (err as Error).message);
+    }
+    if (intervalMs > MAX_RETRY_INTERVAL_MS) c.fail(`${path}.retryInterval`, `must be at most 1m, got ${describe(interval)}`);
+  }
+  return { attempts, intervalMs };
 }
 
 function timeout(c: Checker, v: unknown, path: string): number | null {

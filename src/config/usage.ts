@@ -28,6 +28,12 @@ Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
  Requests and upstream
   ROUTER_UPSTREAM_TIMEOUT    when a ModelServer sets no trafficPolicy.timeout (300s)
   ROUTER_MAX_BODY_BYTES      larger request bodies get 413 (16777216)
+ Scheduling
+  ROUTER_SCHEDULER_CONFIG    YAML file of scorer weights, queue filter and prefix cache (built-in default)
+  ROUTER_POD_METRICS_INTERVAL  how often the primary scrapes vLLM/SGLang pods' /metrics (1s)
+  ROUTER_OUTLIER_CONSECUTIVE_FAILURES  connect failures or timeouts in a row that eject a pod (3)
+  ROUTER_OUTLIER_BASE_EJECTION first ejection of a pod, doubled on each one in a row (5s)
+  ROUTER_OUTLIER_MAX_EJECTION  longest ejection (5m)
  Access log
   ACCESS_LOG_ENABLED         true (default) or false
   ACCESS_LOG_FORMAT          text (default) or json

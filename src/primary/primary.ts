@@ -12,6 +12,9 @@ import { OpsLog } from '../observe/ops-log.js';
 import { checkAccessLogOutput } from '../observe/access-log-sink.js';
 import { VERSION } from '../config/version.js';
 import { describeLimitStores, describeResources } from './startup-lines.js';
+import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
+import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
+import { systemClock } from '../clock.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -38,6 +41,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   /** Workers that compiled a snapshot and connected its limit stores. */
   const applied = new Set<number>();
   const guard = new CrashGuard();
+  // Pod metrics are scraped here, once per instance, and shared with the workers.
+  const scraper = new PodMetricsScraper({ intervalMs: settings.scheduler.podMetricsIntervalMs, clock: systemClock, log: (m) => ops.info('pod-metrics', m) });
 
   const broadcast = (m: PrimaryToWorker): void => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
@@ -62,6 +67,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     }
     const l = describeLimitStores(routes, settings);
     if (l.message !== stores) ops.info('limits', (stores = l.message), l.fields);
+    scraper.setTargets(servers);
     broadcast({ t: 'core:snapshot', snapshot });
     updateReady();
   };
@@ -93,6 +99,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
   attachMetricsPrimary(cluster);
+  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, settings.scheduler.podMetricsIntervalMs, (m) => {
+    for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
+  });
 
   cluster.setupPrimary({ args: workerArgs, silent: false });
   const fork = (): Worker => {
@@ -148,6 +157,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     broadcast({ t: 'core:ready', ready: false });
     broadcast({ t: 'core:drain' });
     await stopSource();
+    stopLoadShare();
     const deadline = setTimeout(() => {
       ops.warn('drain', 'drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');

@@ -12,8 +12,23 @@ export interface CompiledServer {
   /** Rewrite the upstream request's `model` to this, or null. */
   readonly model: string | null;
   readonly timeoutMs: number;
+  /** spec.inferenceEngine (vLLM, SGLang, ...) or null. */
+  readonly inferenceEngine: string | null;
+  readonly retry: CompiledRetry;
   readonly endpoints: readonly EndpointState[];
 }
+
+/** How a request of this server moves to another pod (proxyWithRetries). */
+export interface CompiledRetry {
+  /** More pods tried after the first. */
+  readonly attempts: number;
+  /** false: only a pod that was not reached is left for another; true: any failure before a byte reached the client. */
+  readonly anyFailure: boolean;
+  readonly intervalMs: number;
+}
+
+/** Without trafficPolicy.retry: connection failures move on to up to two more pods. */
+export const DEFAULT_RETRY: CompiledRetry = Object.freeze({ attempts: 2, anyFailure: false, intervalMs: 0 });
 
 interface CompiledRule {
   readonly name: string;
@@ -66,6 +81,8 @@ export class RouteTable {
         key: s.key,
         model: s.model,
         timeoutMs: s.timeoutMs ?? defaultTimeoutMs,
+        inferenceEngine: s.inferenceEngine,
+        retry: s.retry === null ? DEFAULT_RETRY : { attempts: s.retry.attempts, anyFailure: true, intervalMs: s.retry.intervalMs },
         endpoints: s.endpoints.map((e) => endpoints.acquire(e)),
       });
     }

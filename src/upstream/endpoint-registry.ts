@@ -1,5 +1,12 @@
 import { Pool } from 'undici';
 import type { Endpoint } from '../config/resource-types.js';
+import { PodHealth } from './pod-health.js';
+import { PodLoad } from './pod-load.js';
+
+/** Identity of an endpoint across snapshots and processes (pod name and address). */
+export function endpointKey(e: Endpoint): string {
+  return `${e.name}\u0000${e.host}:${e.port}`;
+}
 
 /** One backend pod: its keep-alive pool and the in-flight count the picker reads. */
 export class EndpointState {
@@ -9,9 +16,16 @@ export class EndpointState {
   inflight = 0;
   /** Marked by the registry when the endpoint left the config; closed once idle. */
   retired = false;
+  /** Passive health (outlier detection); survives reloads with the state. */
+  readonly health = new PodHealth();
+  /** Scraped and shared load (pod metrics, other workers' in-flight). */
+  readonly load = new PodLoad();
+  /** endpointKey() of the pod. */
+  readonly key: string;
 
   constructor(name: string, host: string, port: number, connections: number) {
     this.name = name;
+    this.key = endpointKey({ name, host, port });
     const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
     this.origin = `http://${h}:${port}`;
     this.pool = new Pool(this.origin, {
@@ -41,7 +55,7 @@ export class EndpointRegistry {
   }
 
   acquire(e: Endpoint): EndpointState {
-    const key = `${e.name}\u0000${e.host}:${e.port}`;
+    const key = endpointKey(e);
     this.used.add(key);
     let s = this.byKey.get(key);
     if (s === undefined) {

@@ -1,15 +1,13 @@
 import { RouterError } from '../errors.js';
 import { apiFor } from '../api/api-registry.js';
-import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { RouterSettings } from '../config/settings.js';
 import type { Exchange } from '../http/exchange.js';
-import { pickLeastInflight } from '../pick/least-inflight.js';
+import { proxyWithRetries } from '../pick/proxy-with-retries.js';
+import type { Scheduler } from '../pick/scheduler.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
-import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
+import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
-import type { EndpointState } from '../upstream/endpoint-registry.js';
-import { forwardUpstream } from '../upstream/forward.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
@@ -26,6 +24,8 @@ export interface PipelineServices {
   readonly authorize: ((x: Exchange, model: string) => void | Promise<void>) | null;
   /** Called once per request when it is over (access log, metrics). */
   finish(x: Exchange): void;
+  /** Pod choice and passive health of this worker. */
+  readonly scheduler: Scheduler;
 }
 
 /**
@@ -53,7 +53,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503, null, 'no_weighted_target');
     ctx.modelServer = server.key;
 
-    const counted = s.tokens.countPrompt(api.promptText(req));
+    const prompt = api.promptText(req);
+    const counted = s.tokens.countPrompt(prompt);
     ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
 
     if (route.rateLimit !== null) {
@@ -66,7 +67,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
-    const usage = await proxyWithRetries(x, api, s.tokens, server, req);
+    const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler);
     await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit);
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
@@ -78,24 +79,6 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     s.finish(x);
   }
-}
-
-/** Picks a pod and forwards; connection failures move to another pod (at most two more). */
-async function proxyWithRetries(x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest): Promise<AnswerUsage | null> {
-  const up = api.upstreamBody(x.body, req, server.model);
-  const tried: EndpointState[] = [];
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const endpoint = pickLeastInflight(server.endpoints, tried.length === 0 ? null : tried);
-    if (endpoint === null) {
-      if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503, null, 'no_ready_endpoint');
-      break;
-    }
-    tried.push(endpoint);
-    x.ctx.selectedPod = endpoint.name;
-    const r = await forwardUpstream(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
-    if (r !== 'retry') return r;
-  }
-  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');
 }
 
 function internalError(err: unknown): RouterError {

@@ -19,6 +19,10 @@ import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
 import { OpsLog } from '../observe/ops-log.js';
+import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
+import { Scheduler } from '../pick/scheduler.js';
+import { systemClock } from '../clock.js';
+import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -54,6 +58,18 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
+  const scheduler = new Scheduler({
+    settings: settings.scheduler,
+    clock: systemClock,
+    metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints)),
+    log: (m) => ops.info('scheduler', m),
+  });
+  const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
+  const podLoadReport = setInterval(() => process.send?.(podLoad.report()), settings.scheduler.podMetricsIntervalMs);
+  podLoadReport.unref();
+  process.on('message', (m: unknown) => {
+    if (isLoadShare(m)) podLoad.apply(m);
+  });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     log: (m) => ops.info('limits', m),
@@ -79,6 +95,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     limiterFor: (spec) => metered(limiters.limiterFor(spec), spec),
     authorize: auth === null ? null : auth.authorize,
     finish,
+    scheduler,
   };
 
   const app = buildApp(uws, {
@@ -125,6 +142,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.draining = true;
     ready = false;
     heartbeat.stop();
+    clearInterval(podLoadReport);
     auth?.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
@@ -188,6 +206,16 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('SIGHUP', () => accessLog.reopen());
   send({ t: 'core:listening' });
   heartbeat.start();
+}
+
+function* ejectedPods(endpoints: EndpointRegistry): Generator<string> {
+  const now = systemClock();
+  for (const e of endpoints.states()) if (e.health.ejectedUntil > now) yield e.name;
+}
+
+function* scrapedPods(endpoints: EndpointRegistry): Generator<string> {
+  const now = systemClock();
+  for (const e of endpoints.states()) if (e.load.scrapedUntil > now) yield e.name;
 }
 
 function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null, ops: OpsLog): RouteTable | null {

@@ -17,6 +17,14 @@ export interface MockOptions {
   readonly failRate: number;
   /** Report usage in answers and (when asked) in streams. */
   readonly usage: boolean;
+  /** Serve GET /metrics in this engine's names (null: no /metrics). */
+  readonly metricsEngine: 'vllm' | 'sglang' | null;
+  /** Waiting queue length reported in /metrics. */
+  readonly metricsWaiting: number;
+  /** KV-cache use (0..1) reported in /metrics. */
+  readonly metricsKv: number;
+  /** Time to first token reported in /metrics (histogram sum/count grow by one per request answered), ms. */
+  readonly metricsTtftMs: number;
 }
 
 export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
@@ -28,6 +36,10 @@ export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
   outputTokens: 16,
   failRate: 0,
   usage: true,
+  metricsEngine: null,
+  metricsWaiting: 0,
+  metricsKv: 0,
+  metricsTtftMs: 50,
 });
 
 export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [options]
@@ -39,11 +51,15 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --output-tokens N      completion length in tokens (default 16)
   --fail-rate F          fraction 0..1 of requests answered 500 (default 0)
   --no-usage             omit usage from answers and streams
+  --metrics-engine E     serve GET /metrics as vllm or sglang does (default: no /metrics)
+  --metrics-waiting N    waiting queue reported in /metrics (default 0)
+  --metrics-kv F         KV-cache use 0..1 reported in /metrics (default 0)
+  --metrics-ttft-ms N    time to first token reported in /metrics (default 50)
 Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-hang, x-mock-close.`;
 
 export class MockOptionsError extends Error {}
 
-type NumberKey = 'port' | 'latencyMs' | 'tokensPerSecond' | 'outputTokens' | 'failRate';
+type NumberKey = 'port' | 'latencyMs' | 'tokensPerSecond' | 'outputTokens' | 'failRate' | 'metricsWaiting' | 'metricsKv' | 'metricsTtftMs';
 
 const NUMBER_FLAGS: Readonly<Record<string, { key: NumberKey; max: number; integer: boolean }>> = {
   '--port': { key: 'port', max: 65535, integer: true },
@@ -51,6 +67,9 @@ const NUMBER_FLAGS: Readonly<Record<string, { key: NumberKey; max: number; integ
   '--tokens-per-second': { key: 'tokensPerSecond', max: 1e9, integer: false },
   '--output-tokens': { key: 'outputTokens', max: 10_000_000, integer: true },
   '--fail-rate': { key: 'failRate', max: 1, integer: false },
+  '--metrics-waiting': { key: 'metricsWaiting', max: 1e9, integer: true },
+  '--metrics-kv': { key: 'metricsKv', max: 1, integer: false },
+  '--metrics-ttft-ms': { key: 'metricsTtftMs', max: 3_600_000, integer: false },
 };
 
 /** Parses `--flag value` / `--flag=value` arguments. Throws MockOptionsError naming the bad flag. */
@@ -65,7 +84,7 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
       options.usage = false;
       continue;
     }
-    if (flag !== '--host' && flag !== '--name' && NUMBER_FLAGS[flag] === undefined) {
+    if (flag !== '--host' && flag !== '--name' && flag !== '--metrics-engine' && NUMBER_FLAGS[flag] === undefined) {
       throw new MockOptionsError(`unknown option ${JSON.stringify(arg)}\n${MOCK_USAGE}`);
     }
     let value: string;
@@ -74,6 +93,11 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
     } else {
       if (i + 1 >= argv.length) throw new MockOptionsError(`${flag} needs a value`);
       value = argv[++i];
+    }
+    if (flag === '--metrics-engine') {
+      if (value !== 'vllm' && value !== 'sglang') throw new MockOptionsError(`--metrics-engine must be vllm or sglang, got ${JSON.stringify(value)}`);
+      options.metricsEngine = value;
+      continue;
     }
     if (flag === '--host' || flag === '--name') {
       if (value === '') throw new MockOptionsError(`${flag} must not be empty`);

@@ -6,6 +6,7 @@
  *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath }
  *   POST /stats/reset    resets the stats
  *   GET  /healthz        200 ok
+ *   GET  /metrics        with --metrics-engine: vLLM or SGLang load series (mock-metrics.ts)
  * Per-request overrides (headers): x-mock-latency-ms, x-mock-status, x-mock-output-tokens,
  * x-mock-hang (never answer), x-mock-close (drop the connection without answering).
  */
@@ -14,6 +15,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
+import { mockMetricsText } from './mock-metrics.js';
 import { errorBody, jsonAnswer, mockPromptTokens, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
 
 export interface MockStats {
@@ -105,6 +107,14 @@ class MockServer implements MockBackend {
       .post('/stats/reset', (res) => {
         this.resetStats();
         this.sendJson(res, 200, '{"reset":true}');
+      })
+      .get('/metrics', (res) => {
+        if (this.options.metricsEngine === null) {
+          this.sendJson(res, 404, errorBody(404, 'mock backend serves /metrics only with --metrics-engine'));
+          return;
+        }
+        res.writeStatus('200 OK').writeHeader('content-type', 'text/plain; version=0.0.4')
+          .end(mockMetricsText(this.options, this.sequence, this.open.size));
       })
       .get('/healthz', (res) => {
         res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end('ok');

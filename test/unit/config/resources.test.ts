@@ -124,6 +124,7 @@ describe('parseResourceFile: valid input', () => {
       workloadSelector: { matchLabels: { app: 'deepseek-r1-1-5b' } },
       workloadPort: 8000,
       timeoutMs: 10_000,
+      retry: null,
       endpoints: null,
     }]);
   });
@@ -184,6 +185,13 @@ describe('parseResourceFile: valid input', () => {
     expect(servers[0]).toMatchObject({
       namespace: 'default', model: null, inferenceEngine: null, workloadSelector: null, workloadPort: null, timeoutMs: null,
     });
+  });
+
+  it('reads trafficPolicy.retry (attempts, retryInterval as in the route API)', () => {
+    const spec = (p: string) => `apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: s1\nspec:\n  trafficPolicy: ${p}\n`;
+    expect(parse(spec('{retry: {attempts: 3, retryInterval: 100ms}}')).servers[0].retry).toEqual({ attempts: 3, intervalMs: 100 });
+    expect(parse(spec('{retry: {attempts: 0}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 0 });
+    expect(parse(spec('{timeout: 5s}')).servers[0].retry).toBeNull();
   });
 
   it('accepts a ModelServer with neither endpoints nor workloadSelector, and without spec', () => {
@@ -407,6 +415,12 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['timeout number', '  trafficPolicy: {timeout: 30}\n', 'spec.trafficPolicy.timeout: expected a duration string such as "30s" or "1m30s", got 30'],
     ['timeout zero', '  trafficPolicy: {timeout: 0s}\n', 'spec.trafficPolicy.timeout: must be greater than zero, got the string "0s"'],
     ['timeout negative', '  trafficPolicy: {timeout: -1s}\n', 'spec.trafficPolicy.timeout: negative duration "-1s" is not allowed'],
+    ['retry not a mapping', '  trafficPolicy: {retry: 3}\n', 'spec.trafficPolicy.retry: expected a mapping, got 3'],
+    ['retry without attempts', '  trafficPolicy: {retry: {}}\n', 'spec.trafficPolicy.retry.attempts: is required: expected an integer from 0 to 10'],
+    ['retry attempts too many', '  trafficPolicy: {retry: {attempts: 11}}\n', 'spec.trafficPolicy.retry.attempts: must be an integer from 0 to 10, got 11'],
+    ['retry attempts negative', '  trafficPolicy: {retry: {attempts: -1}}\n', 'spec.trafficPolicy.retry.attempts: must be an integer from 0 to 10, got -1'],
+    ['retry interval garbage', '  trafficPolicy: {retry: {attempts: 1, retryInterval: soon}}\n', 'spec.trafficPolicy.retry.retryInterval: invalid duration "soon"'],
+    ['retry interval too long', '  trafficPolicy: {retry: {attempts: 1, retryInterval: 2m}}\n', 'spec.trafficPolicy.retry.retryInterval: must be at most 1m, got the string "2m"'],
     ['endpoints not a list', '  endpoints: {a: 1}\n', 'spec.endpoints: expected a list of {name, address}, got a mapping'],
     ['endpoint without name', '  endpoints:\n  - address: 1.2.3.4:80\n', 'spec.endpoints[0].name: is required: expected a non-empty string'],
     ['endpoint without address', '  endpoints:\n  - name: p\n', 'spec.endpoints[0].address: is required: expected a non-empty string'],

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { pickLeastInflight } from '../../../src/pick/least-inflight.js';
 import type { EndpointState } from '../../../src/upstream/endpoint-registry.js';
 
-const ep = (name: string, inflight: number) => ({ name, inflight }) as unknown as EndpointState;
+const ep = (name: string, inflight: number, ejectedUntil = 0) => ({ name, inflight, health: { ejectedUntil } }) as unknown as EndpointState;
 
 describe('pickLeastInflight', () => {
   it('picks the endpoint with the fewest in-flight requests', () => {
@@ -23,5 +23,16 @@ describe('pickLeastInflight', () => {
     expect(pickLeastInflight([a, b], [a])?.name).toBe('b');
     expect(pickLeastInflight([a, b], [a, b])).toBeNull();
     expect(pickLeastInflight([], null)).toBeNull();
+  });
+
+  it('leaves ejected endpoints out while another is in rotation, and tries them when all are ejected', () => {
+    const a = ep('a', 0, 2000);
+    const b = ep('b', 7);
+    const c = ep('c', 0, 1500);
+    expect(pickLeastInflight([a, b, c], null, Math.random, 1000)?.name).toBe('b');
+    // b tried already: of the ejected ones, the one whose interval ends first.
+    expect(pickLeastInflight([a, b, c], [b], Math.random, 1000)?.name).toBe('c');
+    // At 2500 both intervals are over: back in rotation, fewest in flight wins.
+    expect(pickLeastInflight([a, b, c], null, () => 0.99, 2500)?.name).toBe('a');
   });
 });

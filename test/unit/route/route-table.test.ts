@@ -7,7 +7,7 @@ import { compileMatcher } from '../../../src/route/string-matcher.js';
 function server(name: string, pods: string[], model: string | null = null) {
   return {
     kind: 'ModelServer' as const, namespace: 'default', name, key: `default/${name}`, model, inferenceEngine: null,
-    workloadSelector: null, workloadPort: null, timeoutMs: null,
+    workloadSelector: null, workloadPort: null, timeoutMs: null, retry: null,
     endpoints: pods.map((p, i) => ({ name: p, host: '127.0.0.1', port: 9000 + i })),
   };
 }

@@ -1,0 +1,66 @@
+/**
+ * Metrics of pod choice (docs/metrics.md): retries, connect failures, ejections and the ejected
+ * pods of this process, the scorer that decided each pick and the winning score. Registered in
+ * the worker's RouterMetrics registry, so they are summed across workers like the others.
+ */
+import type { Registry } from 'prom-client';
+import { CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue } from './metrics-series.js';
+
+const SCORE_BUCKETS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
+
+export class SchedulerMetrics {
+  private readonly retries = new CounterFamily('inference_router_upstream_retries_total',
+    'Requests sent again to another pod after a failure before any byte reached the client, by ModelServer (namespace/name).', ['server']);
+  private readonly connectFailures = new CounterFamily('inference_router_upstream_connect_failures_total',
+    'Attempts that did not reach the pod (connection refused, unreachable, connect timeout), by pod.', ['pod']);
+  private readonly timeouts = new CounterFamily('inference_router_upstream_timeouts_total',
+    'Attempts on which the pod did not answer in time (ModelServer timeout), by pod.', ['pod']);
+  private readonly ejections = new CounterFamily('inference_router_pod_ejections_total',
+    'Pods set aside by passive health (outlier detection), by pod.', ['pod']);
+  private readonly decisions = new CounterFamily('inference_router_scheduler_decisions_total',
+    'Pod choices by the scorer that decided them (largest weighted margin of the chosen pod over the runner-up; "single" = one candidate, "tie" = no margin).', ['scorer']);
+  private readonly score = new HistogramFamily('inference_router_scheduler_score',
+    'Weighted score (0..1) of the chosen pod.', [], SCORE_BUCKETS);
+  private readonly scoreSeries: HistogramSeries = this.score.child();
+  private readonly byServer = new Map<string, CounterSeries>();
+  private readonly failuresByPod = new Map<string, CounterSeries>();
+  private readonly timeoutsByPod = new Map<string, CounterSeries>();
+  private readonly ejectionsByPod = new Map<string, CounterSeries>();
+  private readonly byScorer = new Map<string, CounterSeries>();
+
+  /** `ejectedPods`: pods out of rotation now; `scrapedPods`: pods whose scraped metrics are fresh. */
+  constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<string> = () => []) {
+    for (const m of [this.retries, this.connectFailures, this.timeouts, this.ejections, this.decisions, this.score]) registry.registerMetric(m as never);
+    registry.registerMetric(new CollectedFamily('inference_router_pod_ejected',
+      'Pods out of rotation now (1 per process that ejected it; summed across workers).', 'gauge',
+      () => countByPod(ejectedPods())) as never);
+    registry.registerMetric(new CollectedFamily('inference_router_pod_metrics_fresh',
+      'Pods whose scraped /metrics values are fresh (1 per worker that holds them; summed across workers).', 'gauge',
+      () => countByPod(scrapedPods())) as never);
+  }
+
+  retried(server: string): void { cached(this.byServer, this.retries, server).value++; }
+  connectFailed(pod: string): void { cached(this.failuresByPod, this.connectFailures, pod).value++; }
+  timedOut(pod: string): void { cached(this.timeoutsByPod, this.timeouts, pod).value++; }
+  ejected(pod: string): void { cached(this.ejectionsByPod, this.ejections, pod).value++; }
+
+  decided(scorer: string, score: number): void {
+    cached(this.byScorer, this.decisions, scorer).value++;
+    this.scoreSeries.observe(score);
+  }
+}
+
+function countByPod(pods: Iterable<string>): MetricValue[] {
+  const counts = new Map<string, number>();
+  for (const pod of pods) counts.set(pod, (counts.get(pod) ?? 0) + 1);
+  return [...counts].map(([pod, value]) => ({ labels: { pod }, value }));
+}
+
+function cached(map: Map<string, CounterSeries>, family: CounterFamily, label: string): CounterSeries {
+  let s = map.get(label);
+  if (s === undefined) {
+    s = family.child(label);
+    map.set(label, s);
+  }
+  return s;
+}

@@ -1,0 +1,101 @@
+/**
+ * Shares pod load across the processes of one instance over the cluster IPC channel:
+ *   worker -> primary  { t: 'sched:inflight', counts: [key, n][] }   every interval
+ *   primary -> worker  { t: 'sched:load', rows: PodLoadRow[], inflight: [key, total][] }
+ * `rows` are the pods' scraped metrics (pod-metrics-scraper.ts); `inflight` the sum of the
+ * workers' last reports. A worker takes total − its own last report as the others' in-flight.
+ */
+import type { Worker } from 'node:cluster';
+import type { Clock } from '../clock.js';
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+import type { PodLoadRow, PodMetricsScraper } from './pod-metrics-scraper.js';
+
+export const MSG_INFLIGHT = 'sched:inflight';
+export const MSG_LOAD = 'sched:load';
+
+export interface InflightReport { t: typeof MSG_INFLIGHT; counts: [string, number][] }
+export interface LoadShare { t: typeof MSG_LOAD; rows: PodLoadRow[]; inflight: [string, number][] }
+
+export interface LoadCluster {
+  on(event: 'message', listener: (worker: Worker, message: unknown) => void): unknown;
+  on(event: 'exit', listener: (worker: Worker) => void): unknown;
+}
+
+/** Primary side: gathers reports, sends the load to every worker each interval. Returns stop(). */
+export function attachPodLoadPrimary(
+  cluster: LoadCluster, scraper: PodMetricsScraper, intervalMs: number, broadcast: (m: LoadShare) => void,
+): () => void {
+  const reports = new Map<number, [string, number][]>();
+  cluster.on('message', (w, m) => {
+    if (m !== null && typeof m === 'object' && (m as { t?: unknown }).t === MSG_INFLIGHT) {
+      const counts = (m as InflightReport).counts;
+      if (Array.isArray(counts)) reports.set(w.id, counts);
+    }
+  });
+  cluster.on('exit', (w) => reports.delete(w.id));
+  scraper.start();
+  const timer = setInterval(() => {
+    const totals = new Map<string, number>();
+    for (const counts of reports.values()) for (const [k, n] of counts) totals.set(k, (totals.get(k) ?? 0) + n);
+    broadcast({ t: MSG_LOAD, rows: scraper.rows(), inflight: [...totals] });
+  }, intervalMs);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    scraper.stop();
+  };
+}
+
+/** Worker side: reports its in-flight counts and applies what the primary shares. */
+export class PodLoadReceiver {
+  private readonly endpoints: () => Iterable<EndpointState>;
+  private readonly clock: Clock;
+  private readonly staleMs: number;
+  private readonly reported = new Map<string, number>();
+
+  /** `staleMs`: how long shared values hold without a newer share. */
+  constructor(endpoints: () => Iterable<EndpointState>, clock: Clock, staleMs: number) {
+    this.endpoints = endpoints;
+    this.clock = clock;
+    this.staleMs = staleMs;
+  }
+
+  /** This worker's in-flight requests per pod (pods with none left out). */
+  report(): InflightReport {
+    this.reported.clear();
+    const counts: [string, number][] = [];
+    for (const e of this.endpoints()) {
+      if (e.inflight <= 0) continue;
+      counts.push([e.key, e.inflight]);
+      this.reported.set(e.key, e.inflight);
+    }
+    return { t: MSG_INFLIGHT, counts };
+  }
+
+  apply(m: LoadShare): void {
+    const until = this.clock() + this.staleMs;
+    const rows = new Map<string, PodLoadRow>();
+    for (const r of m.rows) rows.set(r[0], r);
+    const totals = new Map(m.inflight);
+    for (const e of this.endpoints()) {
+      const l = e.load;
+      const r = rows.get(e.key);
+      if (r === undefined) {
+        l.scrapedUntil = 0;
+      } else {
+        l.waiting = r[1] ?? NaN;
+        l.running = r[2] ?? NaN;
+        l.kvUsage = r[3] ?? NaN;
+        l.ttftMs = r[4] ?? NaN;
+        l.tpotMs = r[5] ?? NaN;
+        l.scrapedUntil = until;
+      }
+      l.otherInflight = Math.max(0, (totals.get(e.key) ?? 0) - (this.reported.get(e.key) ?? 0));
+      l.sharedUntil = until;
+    }
+  }
+}
+
+export function isLoadShare(m: unknown): m is LoadShare {
+  return m !== null && typeof m === 'object' && (m as { t?: unknown }).t === MSG_LOAD;
+}

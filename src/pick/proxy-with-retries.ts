@@ -1,0 +1,55 @@
+import { RouterError } from '../errors.js';
+import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
+import type { Exchange } from '../http/exchange.js';
+import type { CompiledServer } from '../route/route-table.js';
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+import { forwardUpstream } from '../upstream/forward.js';
+import type { PromptText } from '../tokens/prompt-text.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import type { Scheduler } from './scheduler.js';
+
+/**
+ * Picks a pod and forwards. A pod that was not reached is always left for another one; with the
+ * ModelServer's retry policy, a failure before any byte reached the client (timeout, reset) too.
+ * At most `server.retry.attempts` more pods (2 without a policy), each pod at most once.
+ */
+export async function proxyWithRetries(
+  x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null, scheduler: Scheduler,
+): Promise<AnswerUsage | null> {
+  const up = api.upstreamBody(x.body, req, server.model);
+  const retry = server.retry;
+  const tried: EndpointState[] = [];
+  let lastError: RouterError | null = null;
+  for (let attempt = 0; ; attempt++) {
+    const endpoint = scheduler.pick(server, tried.length === 0 ? null : tried, prompt);
+    if (endpoint === null) {
+      if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503, null, 'no_ready_endpoint');
+      break;
+    }
+    if (attempt > 0) {
+      scheduler.retried(server.key);
+      if (retry.intervalMs > 0) await new Promise((r) => setTimeout(r, retry.intervalMs));
+      if (!x.writable) return null; // client left while we waited
+    }
+    tried.push(endpoint);
+    x.ctx.selectedPod = endpoint.name;
+    let r: AnswerUsage | null | 'retry';
+    const t0 = performance.now();
+    try {
+      r = await forwardUpstream(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
+    } catch (err) {
+      if (err instanceof RouterError && err.type === 'timeout') scheduler.timedOut(endpoint);
+      if (!retry.anyFailure || attempt >= retry.attempts || !(err instanceof RouterError) || x.headersSent || !x.writable) throw err;
+      lastError = err;
+      continue;
+    }
+    if (r !== 'retry') {
+      if (!x.ctx.aborted) scheduler.answered(endpoint, (x.ctx.tFirstByte > t0 ? x.ctx.tFirstByte : performance.now()) - t0);
+      return r;
+    }
+    scheduler.connectFailed(endpoint);
+    if (attempt >= retry.attempts || !x.writable) break;
+  }
+  if (lastError !== null) throw lastError;
+  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');
+}

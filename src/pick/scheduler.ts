@@ -1,0 +1,87 @@
+import type { Clock } from '../clock.js';
+import type { SchedulerMetrics } from '../observe/scheduler-metrics.js';
+import type { CompiledServer } from '../route/route-table.js';
+import type { PromptText } from '../tokens/prompt-text.js';
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+import { OutlierDetector } from './outlier-detector.js';
+import { PodScorer } from './pod-scorer.js';
+import { prefixBlockHashes } from './prefix-hashes.js';
+import { PrefixStore } from './prefix-store.js';
+import type { SchedulerSettings } from './scheduler-settings.js';
+
+export interface SchedulerOptions {
+  readonly settings: SchedulerSettings;
+  readonly clock: Clock;
+  readonly metrics: SchedulerMetrics | null;
+  readonly log: (message: string) => void;
+  readonly random?: () => number;
+}
+
+/** Weight of a new observation in the moving average of the latency this worker sees per pod. */
+const OBSERVED_ALPHA = 0.2;
+
+/**
+ * Pod choice of one worker: passive health, the weighted scorers and the prefix memory; told
+ * the outcome of every attempt.
+ */
+export class Scheduler {
+  private readonly clock: Clock;
+  private readonly metrics: SchedulerMetrics | null;
+  private readonly random: () => number;
+  private readonly scorer: PodScorer;
+  private readonly prefix: PrefixStore | null;
+  private readonly blockChars: number;
+  private readonly hashes: Uint32Array;
+  readonly outlier: OutlierDetector;
+
+  constructor(o: SchedulerOptions) {
+    this.clock = o.clock;
+    this.metrics = o.metrics;
+    this.random = o.random ?? Math.random;
+    const c = o.settings.config;
+    this.scorer = new PodScorer(c);
+    this.prefix = c.weights['prefix-cache'] > 0 ? new PrefixStore(c.prefixCapacity) : null;
+    this.blockChars = c.prefixBlockChars;
+    this.hashes = new Uint32Array(c.prefixMaxBlocks);
+    const metrics = o.metrics;
+    this.outlier = new OutlierDetector(o.settings.outlier, o.clock, {
+      ejected: (pod, ms, failures, ejections) => {
+        metrics?.ejected(pod);
+        o.log(`pod ${pod} ejected for ${ms}ms after ${failures} connect failure(s)/timeout(s) in a row (ejection ${ejections} in a row)`);
+      },
+      returned: (pod) => o.log(`pod ${pod} answered again: back in rotation`),
+    });
+  }
+
+  /** The pod for the next attempt, or null when every endpoint was tried. */
+  pick(server: CompiledServer, exclude: readonly EndpointState[] | null, prompt: PromptText | null): EndpointState | null {
+    const endpoints = server.endpoints;
+    const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
+    const e = this.scorer.pick(endpoints, exclude, this.clock(), this.prefix, this.hashes, n, this.random);
+    if (e === null) return null;
+    if (n > 0) this.prefix!.record(this.hashes, n, e);
+    this.metrics?.decided(this.scorer.decider, this.scorer.score);
+    return e;
+  }
+
+  /** The pod answered; `latencyMs`: to the first byte of a stream, to the end otherwise. */
+  answered(e: EndpointState, latencyMs: number): void {
+    const l = e.load;
+    l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
+    this.outlier.success(e);
+  }
+
+  connectFailed(e: EndpointState): void {
+    this.metrics?.connectFailed(e.name);
+    this.outlier.failure(e);
+  }
+
+  timedOut(e: EndpointState): void {
+    this.metrics?.timedOut(e.name);
+    this.outlier.failure(e);
+  }
+
+  retried(server: string): void {
+    this.metrics?.retried(server);
+  }
+}

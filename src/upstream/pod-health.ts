@@ -1,0 +1,12 @@
+/**
+ * Passive health of one pod, as the outlier detector (pick/outlier-detector.ts) leaves it and the
+ * picker reads it. Plain fields: read on every pick without a call.
+ */
+export class PodHealth {
+  /** Connect failures and timeouts in a row since the last answer. */
+  consecutiveFailures = 0;
+  /** Ejections in a row without an answer in between (each one doubles the next interval). */
+  ejections = 0;
+  /** Clock ms until which the pod is out of rotation; 0 = in rotation. */
+  ejectedUntil = 0;
+}

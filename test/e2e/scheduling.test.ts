@@ -1,0 +1,178 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { freePort, postJson, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+
+function resources(pods: { name: string; port: number }[], policy = '', engine = ''): string {
+  return `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: sched-server, namespace: default }
+spec:
+${engine ? `  inferenceEngine: ${engine}\n` : ''}${policy}  endpoints:
+${pods.map((p) => `    - { name: ${p.name}, address: "127.0.0.1:${p.port}" }`).join('\n')}
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: sched-route, namespace: default }
+spec:
+  modelName: m
+  rules:
+    - name: default
+      targetModels: [{ modelServerName: sched-server }]
+`;
+}
+
+async function metric(router: Router, name: string, labels: string): Promise<number> {
+  const text = await (await fetch(`${router.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+const complete = async (router: Router): Promise<number> => {
+  const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
+  await r.text();
+  return r.status;
+};
+
+describe('passive health and retries, real processes', () => {
+  let router: Router | undefined;
+  const mocks: MockBackend[] = [];
+  afterEach(async () => {
+    await router?.kill();
+    await Promise.all(mocks.splice(0).map((m) => m.kill()));
+  });
+
+  it('an unreachable pod is ejected, traffic goes to the healthy one, and it comes back once it answers', async () => {
+    const ok = await startMock('pod-ok');
+    mocks.push(ok);
+    const deadPort = await freePort();
+    router = await startRouter(resources([{ name: 'pod-ok', port: ok.port }, { name: 'pod-dead', port: deadPort }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '2', ROUTER_OUTLIER_BASE_EJECTION: '1s' },
+    });
+    for (let i = 0; i < 30; i++) expect(await complete(router)).toBe(200);
+    expect((await ok.stats()).requests).toBe(30);
+    // Two connect failures eject it; within the first ejection no request tries it again.
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-dead"')).toBeGreaterThanOrEqual(1);
+    const failures = await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-dead"');
+    expect(failures).toBeGreaterThanOrEqual(2);
+    expect(failures).toBeLessThan(6);
+    expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(failures);
+    expect(router.stderr()).toMatch(/pod pod-dead ejected for \d+ms after 2 connect failure\(s\)\/timeout\(s\) in a row/);
+
+    const back = await startMock('pod-dead', ['--port', String(deadPort)]);
+    mocks.push(back);
+    await waitFor('pod-dead back in rotation', async () => {
+      await complete(router!);
+      return (await back.stats()).requests > 0;
+    }, 20_000, 50);
+    expect(router.stderr()).toContain('pod pod-dead answered again: back in rotation');
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-dead"')).toBe(0);
+  });
+
+  it('all pods ejected: they are still tried, and the answer is a clear 502', async () => {
+    const [p1, p2] = [await freePort(), await freePort()];
+    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    for (let i = 0; i < 3; i++) {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
+      expect(r.status).toBe(502);
+      expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d, dead-\d\)/);
+    }
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-1"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-2"')).toBe(1);
+  });
+
+  it('trafficPolicy.retry: a pod that times out before answering is left for another pod', async () => {
+    const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
+    const fast = await startMock('pod-fast');
+    mocks.push(slow, fast);
+    const pods = [{ name: 'pod-slow', port: slow.port }, { name: 'pod-fast', port: fast.port }];
+    router = await startRouter(resources(pods, '  trafficPolicy: { timeout: 300ms, retry: { attempts: 1 } }\n'), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1000' },
+    });
+    for (let i = 0; i < 6; i++) expect(await complete(router)).toBe(200);
+    expect((await fast.stats()).requests).toBe(6);
+    expect(await metric(router, 'inference_router_upstream_timeouts_total', 'pod="pod-slow"')).toBe((await slow.stats()).requests);
+  });
+
+  it('without a retry policy a timeout is answered (504), not retried', async () => {
+    const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
+    mocks.push(slow);
+    router = await startRouter(resources([{ name: 'pod-slow', port: slow.port }], '  trafficPolicy: { timeout: 300ms }\n'), { workers: 1 });
+    expect(await complete(router)).toBe(504);
+    expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(0);
+  });
+});
+
+describe('scheduling on pod metrics, real processes', () => {
+  let router: Router | undefined;
+  const mocks: MockBackend[] = [];
+  afterEach(async () => {
+    await router?.kill();
+    await Promise.all(mocks.splice(0).map((m) => m.kill()));
+  });
+
+  async function start(pods: [string, string[]][], env: Record<string, string> = {}): Promise<MockBackend[]> {
+    const started = await Promise.all(pods.map(([name, args]) => startMock(name, ['--metrics-engine', 'vllm', ...args])));
+    mocks.push(...started);
+    router = await startRouter(resources(started.map((m, i) => ({ name: pods[i][0], port: m.port })), '', 'vLLM'), {
+      workers: 2, env: { ROUTER_POD_METRICS_INTERVAL: '100ms', ...env },
+    });
+    // Both workers hold fresh values of every pod before traffic starts.
+    for (const [name] of pods) {
+      await waitFor(`scraped metrics of ${name}`, async () => (await metric(router!, 'inference_router_pod_metrics_fresh', `pod="${name}"`)) === 2);
+    }
+    return started;
+  }
+
+  const send = async (n: number, prompt: (i: number) => string = () => 'x'): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: prompt(i) });
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+  };
+
+  it('a pod with a long waiting queue gets no traffic while another is below the threshold', async () => {
+    const [busy, idle] = await start([['pod-busy', ['--metrics-waiting', '500']], ['pod-idle', []]]);
+    await send(30);
+    expect((await busy.stats()).requests).toBe(0);
+    expect((await idle.stats()).requests).toBe(30);
+    expect(await metric(router!, 'inference_router_scheduler_decisions_total', 'scorer="single"')).toBe(30);
+  });
+
+  it('a pod whose KV cache is full gets less traffic (kv-cache scorer)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'scheduler.yaml');
+    writeFile(file, 'scorers: { least-request: 1, kv-cache: 1 }\n');
+    const [full, empty] = await start([['pod-full', ['--metrics-kv', '1']], ['pod-empty', ['--metrics-kv', '0.05']]], { ROUTER_SCHEDULER_CONFIG: file });
+    await send(30);
+    const [f, e] = [(await full.stats()).requests, (await empty.stats()).requests];
+    expect(f + e).toBe(30);
+    expect(e).toBeGreaterThan(f);
+    expect(await metric(router!, 'inference_router_scheduler_decisions_total', 'scorer="kv-cache"')).toBeGreaterThan(0);
+  });
+
+  it('requests sharing a long prefix go to the same pod; requests that share none spread', async () => {
+    const pods = await start([['pod-1', []], ['pod-2', []], ['pod-3', []]]);
+    const system = 'You are a careful assistant who answers in French. '.repeat(60);
+    await send(12, (i) => `${system}Question ${i}?`);
+    const counts = await Promise.all(pods.map(async (p) => (await p.stats()).requests));
+    // Two workers, each with its own prefix memory: at most two pods for one prefix.
+    expect(counts.filter((c) => c > 0).length).toBeLessThanOrEqual(2);
+    expect(Math.max(...counts)).toBeGreaterThanOrEqual(6);
+    await Promise.all(pods.map((p) => fetch(`${p.url}/stats/reset`, { method: 'POST' })));
+    // Concurrent (the pods answer in 300 ms): without a shared prefix, load spreads them.
+    await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: `${String(i).repeat(600)} unrelated ${i}` }, { 'x-mock-latency-ms': '300' });
+      expect(r.status).toBe(200);
+      await r.text();
+    }));
+    const spread = await Promise.all(pods.map(async (p) => (await p.stats()).requests));
+
+    expect(spread.filter((c) => c > 0).length).toBe(3);
+  });
+});

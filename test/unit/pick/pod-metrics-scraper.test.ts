@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { PodMetricsScraper } from '../../../src/pick/pod-metrics-scraper.js';
+import { PodLoadReceiver } from '../../../src/pick/pod-load-share.js';
+import { EndpointRegistry } from '../../../src/upstream/endpoint-registry.js';
+import type { Endpoint, ModelServer } from '../../../src/config/resource-types.js';
+import { startMockBackend, type MockBackend } from '../../mock-backend/mock-server.js';
+import { DEFAULT_MOCK_OPTIONS } from '../../mock-backend/mock-options.js';
+
+function server(engine: string | null, endpoints: Endpoint[]): ModelServer & { endpoints: Endpoint[] } {
+  return {
+    kind: 'ModelServer', namespace: 'default', name: 's', key: 'default/s', model: null, inferenceEngine: engine,
+    workloadSelector: null, workloadPort: null, timeoutMs: null, retry: null, endpoints,
+  };
+}
+
+describe('PodMetricsScraper against mock pods serving /metrics', () => {
+  const mocks: MockBackend[] = [];
+  afterEach(() => { for (const m of mocks.splice(0)) m.close(); });
+
+  it('reads vLLM and SGLang series by inferenceEngine; engines it does not know are not scraped', async () => {
+    const v = await startMockBackend({ ...DEFAULT_MOCK_OPTIONS, name: 'v', metricsEngine: 'vllm', metricsWaiting: 12, metricsKv: 0.75, metricsTtftMs: 200 });
+    const g = await startMockBackend({ ...DEFAULT_MOCK_OPTIONS, name: 'g', metricsEngine: 'sglang', metricsWaiting: 3, metricsKv: 0.25 });
+    mocks.push(v, g);
+    let now = 10_000;
+    const scraper = new PodMetricsScraper({ intervalMs: 1000, clock: () => now, log: () => undefined });
+    scraper.setTargets([
+      server('vLLM', [{ name: 'v', host: '127.0.0.1', port: v.port }]),
+      server('SGLang', [{ name: 'g', host: '127.0.0.1', port: g.port }]),
+      server('TensorRT', [{ name: 't', host: '127.0.0.1', port: v.port }]),
+    ]);
+    // Two answers so the TTFT histogram has a count.
+    for (let i = 0; i < 2; i++) await (await fetch(`${v.url}/v1/completions`, { method: 'POST', body: '{"prompt":"x"}' })).text();
+    await scraper.scrapeAll();
+    const rows = new Map(scraper.rows().map((r) => [r[0].split('\u0000')[0], r.slice(1)]));
+    expect([...rows.keys()].sort()).toEqual(['g', 'v']);
+    expect(rows.get('v')).toEqual([12, 0, 0.75, 200, null]);
+    expect(rows.get('g')).toEqual([3, 0, 0.25, null, null]);
+    // Stale: values not renewed are kept for 3 intervals, then unknown.
+    now += 2_000;
+    expect(scraper.rows()).toHaveLength(2);
+    now += 1_500;
+    expect(scraper.rows()).toHaveLength(0);
+  });
+
+  it('a pod answering something that is not Prometheus text keeps no values', async () => {
+    const texts = ['vllm:num_requests_waiting 4\n', '<html>oops</html>'];
+    let now = 0;
+    const logs: string[] = [];
+    const scraper = new PodMetricsScraper({ intervalMs: 1000, clock: () => now, log: (m) => logs.push(m), fetchText: async () => texts.shift()! });
+    scraper.setTargets([server('vllm', [{ name: 'p', host: '10.0.0.1', port: 8000 }])]);
+    await scraper.scrapeAll();
+    expect(scraper.rows()[0].slice(1, 2)).toEqual([4]);
+    now = 5_000;
+    await scraper.scrapeAll();
+    expect(scraper.rows()).toEqual([]);
+    expect(logs[0]).toMatch(/cannot scrape http:\/\/10\.0\.0\.1:8000\/metrics: line 1: bad metric name/);
+  });
+});
+
+describe('PodLoadReceiver', () => {
+  it('takes the pod values and the other workers\' in-flight (total minus its own report); unknown when absent', () => {
+    const reg = new EndpointRegistry(1);
+    const a = reg.acquire({ name: 'a', host: '127.0.0.1', port: 1 });
+    const b = reg.acquire({ name: 'b', host: '127.0.0.1', port: 2 });
+    let now = 0;
+    const rx = new PodLoadReceiver(() => reg.states(), () => now, 3000);
+    a.inflight = 2;
+    expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [[a.key, 2]] });
+    rx.apply({ t: 'sched:load', rows: [[a.key, 5, 1, 0.5, 120, null]], inflight: [[a.key, 7], [b.key, 4]] });
+    expect(a.load).toMatchObject({ waiting: 5, running: 1, kvUsage: 0.5, ttftMs: 120, otherInflight: 5, scrapedUntil: 3000 });
+    expect(Number.isNaN(a.load.tpotMs)).toBe(true);
+    expect(b.load).toMatchObject({ otherInflight: 4, scrapedUntil: 0 });
+    void reg.closeAll();
+  });
+});
