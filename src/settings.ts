@@ -1,6 +1,7 @@
 import { deepFreeze } from './config/deep-freeze.js';
 import { parseSettings, type RouterSettings } from './config/settings.js';
 import { parseAccessLogSettings, type AccessLogSettings } from './observe/access-log-settings.js';
+import { parseTraceSettings, type TraceSettings } from './observe/trace-settings.js';
 import { parseRedisLimitSettings, type RedisLimitSettings } from './ratelimit/redis/settings.js';
 import { parseTokenizerSettings, type TokenizerSettings } from './tokens/tokenizer-settings.js';
 
@@ -17,6 +18,8 @@ export interface Settings extends RouterSettings {
   readonly tokenizer: TokenizerSettings;
   /** RATE_LIMIT_REDIS_*, REDIS_* (docs/rate-limiting.md). */
   readonly redisLimits: RedisLimitSettings;
+  /** OTEL_* (docs/observability.md); null = tracing off. */
+  readonly tracing: TraceSettings | null;
 }
 
 /**
@@ -31,5 +34,6 @@ export function parseAllSettings(argv: readonly string[], env: NodeJS.ProcessEnv
     accessLog: parseAccessLogSettings(env),
     tokenizer: parseTokenizerSettings(env),
     redisLimits: parseRedisLimitSettings(env),
+    tracing: parseTraceSettings(env),
   });
 }

@@ -39,6 +39,8 @@ export class Exchange {
   reachedPod = false;
   /** Close the connection after the answer (oversized body); also always while draining. */
   forceClose = false;
+  /** The `traceparent` sent to the pod (tracing on: set by the tracer), else null. */
+  traceparent: string | null = null;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;

@@ -17,6 +17,7 @@ export async function forwardUpstream(
   x.upstream = call;
   const headers = x.forwardHeaders.slice();
   headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
+  if (x.traceparent !== null) headers.push('traceparent', x.traceparent);
   if (ctx.tUpstreamStart === 0) ctx.tUpstreamStart = performance.now();
   endpoint.pool.dispatch({
     path: ctx.path,

@@ -18,6 +18,7 @@ import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
+import { Tracer } from '../observe/tracer.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -54,6 +55,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
+  const tracer = settings.tracing === null ? null : new Tracer(settings.tracing);
+  if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     log,
@@ -78,6 +81,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokens,
     limiterFor: (spec) => metered(limiters.limiterFor(spec), spec),
     authorize: auth === null ? null : auth.authorize,
+    tracer,
     finish,
   };
 
@@ -140,7 +144,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       await new Promise((r) => setTimeout(r, 20));
     }
     await Promise.race([
-      Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close()]),
+      Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close(), tracer?.close()]),
       new Promise((r) => setTimeout(r, 2000).unref()),
     ]);
     process.exit(0);
