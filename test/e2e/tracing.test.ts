@@ -104,6 +104,12 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
     expect(collector.spans.some((s) => s.attrs['http.request.header.x-request-id'] === 'trace-unsampled-1')).toBe(false);
   });
 
+  it('exposes the drop counter (zero while the collector keeps up)', async () => {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    expect(text).toMatch(/^inference_router_trace_spans_dropped_total\{reason="queue_full"\} 0$/m);
+    expect(text).toMatch(/^inference_router_trace_spans_dropped_total\{reason="export_failed"\} 0$/m);
+  });
+
   it('an invalid incoming traceparent starts a new trace', async () => {
     const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-bad-1', traceparent: 'garbage' });
     await r.text();
