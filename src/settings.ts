@@ -18,7 +18,7 @@ export interface Settings extends RouterSettings {
   readonly tokenizer: TokenizerSettings;
   /** RATE_LIMIT_REDIS_*, REDIS_* (docs/rate-limiting.md). */
   readonly redisLimits: RedisLimitSettings;
-  /** OTEL_* (docs/observability.md); null = tracing off. */
+  /** OTEL_* (docs/tracing.md); null = tracing off. */
   readonly tracing: TraceSettings | null;
 }
 

@@ -2,7 +2,7 @@ import { request } from 'undici';
 import type { TraceSettings } from './trace-settings.js';
 
 /**
- * OTLP/HTTP JSON exporter with a bounded queue (docs/observability.md). Each ended span arrives
+ * OTLP/HTTP JSON exporter with a bounded queue (docs/tracing.md). Each ended span arrives
  * as its ready JSON text; a batch is one POST of the texts joined inside a prebuilt envelope.
  * At most one export is in flight; spans beyond the queue bound are dropped and counted, as are
  * the spans of a batch the collector did not accept.

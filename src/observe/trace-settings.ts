@@ -1,6 +1,6 @@
 /**
  * Tracing settings from the standard OpenTelemetry environment variables, validated once and
- * frozen (docs/observability.md). Tracing is opt-in: it is on only when OTEL_TRACES_EXPORTER is
+ * frozen (docs/tracing.md). Tracing is opt-in: it is on only when OTEL_TRACES_EXPORTER is
  * "otlp" or an OTLP endpoint variable is set, and OTEL_SDK_DISABLED is not "true".
  */
 

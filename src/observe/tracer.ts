@@ -28,7 +28,7 @@ const STATUS_ERROR = 2;
 const RATIO_SPACE = 2 ** 56;
 
 /**
- * Makes one SERVER span per inference request (docs/observability.md): continues an incoming
+ * Makes one SERVER span per inference request (docs/tracing.md): continues an incoming
  * `traceparent`, puts the child `traceparent` sent to the pod on the exchange, and hands the
  * ended span to the OTLP exporter. Only built when tracing is on; the pipeline holds null otherwise.
  */
@@ -49,12 +49,11 @@ export class Tracer {
   start(x: Exchange): RequestSpan {
     const fwd = x.forwardHeaders;
     let incoming = '';
-    for (let i = 0; i < fwd.length; i += 2) {
-      if (fwd[i] === 'traceparent') {
-        incoming = fwd[i + 1];
-        fwd.splice(i, 2);
-        break;
-      }
+    for (let i = fwd.length - 2; i >= 0; i -= 2) {
+      if (fwd[i] !== 'traceparent') continue;
+      // More than one traceparent is invalid (W3C): then a new trace starts.
+      incoming = incoming === '' ? fwd[i + 1] : 'invalid';
+      fwd.splice(i, 2);
     }
     const parent = incoming === '' ? null : parseTraceparent(incoming);
     const traceId = parent === null ? newTraceId() : parent.traceId;

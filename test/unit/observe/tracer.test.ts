@@ -36,6 +36,15 @@ describe('Tracer', () => {
     expect(x.traceparent).toBe(`00-${TRACE}-${span.spanId}-01`);
   });
 
+  it('two client traceparents: both removed, a new trace starts', () => {
+    const x = exchange(`00-${TRACE}-${PARENT}-01`);
+    x.forwardHeaders.push('traceparent', `00-${TRACE}-${PARENT}-01`);
+    const span = tracer().start(x);
+    expect(x.forwardHeaders).toEqual(['content-type', 'application/json', 'x-other', 'y']);
+    expect(span.traceId).not.toBe(TRACE);
+    expect(span.parentSpanId).toBe('');
+  });
+
   it.each([
     ['parentbased_always_on', `00-${TRACE}-${PARENT}-00`, false],
     ['parentbased_always_off', `00-${TRACE}-${PARENT}-01`, true],
