@@ -24,6 +24,7 @@ import {
   BASE_ROUTER, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, type Scenario, type TargetKey,
 } from './scenarios.js';
 import { spread, summarize, type Sample } from './summary.js';
+import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
 
 const log = (m: string): void => { process.stderr.write(`[bench] ${m}\n`); };
 
@@ -51,18 +52,20 @@ async function main(): Promise<void> {
     && !(s.target === 'nginx' && nginxBin === null) && !(s.target === 'router-global' && redisBin === null));
   if (scenarios.length === 0) throw new Error(`--only matched no scenario; ids: ${SCENARIOS.map((s) => s.id).join(', ')}`);
   const needed = new Set<TargetKey>(scenarios.map((s) => s.target));
-  if (needed.has('router-local') || needed.has('router-global') || needed.has('router-log') || needed.has('router-plain')) needed.add('mock-long');
+  if ([...needed].some((k) => k.startsWith('router-'))) needed.add('mock-long');
 
   log(`starting servers (${opts.workers} workers each): ${[...needed].join(', ')}`);
   const mock = await startMock('pod-a');
   const mockLong = await startMock('pod-long', ['--output-tokens', String(LONG_TOKENS)]);
   const redis = needed.has('router-global') ? await startRedis(redisBin!) : null;
+  // In this process (its CPU is not the router's): counts the spans, keeps none.
+  const collector = needed.has('router-trace') ? await startOtlpCollector({ keepSpans: false }) : null;
   const logDir = tempDir('ir-bench-log-');
   const logFile = (key: TargetKey): string => join(logDir, `${key}.log`);
   const targets = new Map<TargetKey, Target>([['mock', mock], ['mock-long', mockLong]]);
   const resourcesOf = (key: TargetKey): string => routerResources(mock.port, mockLong.port, limitModeOf(key, redis?.address ?? null));
   await Promise.all([...needed].map(async (key) => {
-    if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key))));
+    if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key), collector?.url ?? null)));
     else if (key === 'nginx') targets.set(key, await startNginx(nginxBin!, mock.port, opts.workers));
     else if (key === 'node-proxy' || key === 'uws-proxy') targets.set(key, await startReferenceProxy(key === 'node-proxy' ? 'node' : 'uws', mock.url, opts.workers));
   }));
@@ -154,6 +157,11 @@ async function main(): Promise<void> {
   } else notes.push('CPU profile not taken (--quick or --no-profile)');
 
   await stopAll();
+  if (collector !== null) {
+    const traced = wrk.filter((x) => x.scenario === 'router-trace').reduce((n, x) => n + x.result.requests, 0);
+    notes.push(`tracing check (router-trace): the mock collector received ${collector.received()} spans in ${collector.requests()} exports; the measured rounds sent ${traced} requests (warm-up and sanity requests come on top; spans beyond the export queue are dropped and counted)`);
+    await collector.close();
+  }
   notes.push('scenario 6 alternates two models on the full router: sf-model (limit never reached) and sf-model-tiny (1 input token a day, so every request is answered 429 by the limiter)');
   notes.push('added latency in the closed-loop tables includes queueing at saturation; the fixed-rate table is the one to read for latency at moderate load');
   const report: BenchReport = {

@@ -6,7 +6,7 @@
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
   | 'mock' | 'mock-long'
-  | 'router-plain' | 'router-log' | 'router-local' | 'router-global'
+  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global'
   | 'nginx' | 'node-proxy' | 'uws-proxy';
 
 export interface Scenario {
@@ -38,6 +38,7 @@ const PLAIN = [body('sf-model')];
 export const SCENARIOS: readonly Scenario[] = [
   { id: 'direct', n: '1', label: 'direct to mock backend (ceiling)', target: 'mock', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'router', n: '2', label: 'router, no limit, access log off', target: 'router-plain', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'router-trace', n: '2t', label: 'router as 2, + tracing (every request sampled, OTLP to a mock collector)', target: 'router-trace', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-log', n: '3', label: '+ access log (json, file)', target: 'router-log', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-local', n: '4', label: '+ local token limit (full router)', target: 'router-local', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'router-global', n: '5', label: '+ global token limit (Redis) instead of local', target: 'router-global', bodies: PLAIN, direct: 'direct', autocannon: false },
@@ -108,9 +109,17 @@ export function routerResources(mockPort: number, longPort: number, mode: LimitM
     + (mode.kind === 'none' ? '' : route('bench-tiny-route', 'sf-model-tiny', 'bench-server', rateLimit(mode, tiny)));
 }
 
-/** Router environment per variant; `logFile` receives the json access log where enabled. */
-export function routerEnv(target: TargetKey, logFile: string): NodeJS.ProcessEnv {
+/**
+ * Router environment per variant; `logFile` receives the json access log where enabled;
+ * `collector` is the mock OTLP collector's URL (router-trace only).
+ */
+export function routerEnv(target: TargetKey, logFile: string, collector: string | null = null): NodeJS.ProcessEnv {
   if (target === 'router-plain') return { ACCESS_LOG_ENABLED: 'false' };
+  if (target === 'router-trace') {
+    if (collector === null) throw new Error('router-trace needs a mock OTLP collector');
+    // The default batch settings: a production-shaped exporter, every request sampled.
+    return { ACCESS_LOG_ENABLED: 'false', OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: collector, OTEL_TRACES_SAMPLER: 'always_on' };
+  }
   const env: NodeJS.ProcessEnv = { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile };
   // An undecidable global limit must show up as 503s, not fall back to a local count silently.
   if (target === 'router-global') env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';

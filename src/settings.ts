@@ -2,6 +2,7 @@ import { deepFreeze } from './config/deep-freeze.js';
 import { parseSettings, type RouterSettings } from './config/settings.js';
 import { parseAccessLogSettings, type AccessLogSettings } from './observe/access-log-settings.js';
 import { parseSchedulerSettings, type SchedulerSettings } from './pick/scheduler-settings.js';
+import { parseTraceSettings, type TraceSettings } from './observe/trace-settings.js';
 import { parseRedisLimitSettings, type RedisLimitSettings } from './ratelimit/redis/settings.js';
 import { parseTokenizerSettings, type TokenizerSettings } from './tokens/tokenizer-settings.js';
 
@@ -20,6 +21,8 @@ export interface Settings extends RouterSettings {
   readonly redisLimits: RedisLimitSettings;
   /** ROUTER_OUTLIER_*, ROUTER_POD_METRICS_INTERVAL, ROUTER_SCHEDULER_CONFIG (docs/scheduling.md). */
   readonly scheduler: SchedulerSettings;
+  /** OTEL_* (docs/tracing.md); null = tracing off. */
+  readonly tracing: TraceSettings | null;
 }
 
 /**
@@ -35,5 +38,6 @@ export function parseAllSettings(argv: readonly string[], env: NodeJS.ProcessEnv
     tokenizer: parseTokenizerSettings(env),
     redisLimits: parseRedisLimitSettings(env),
     scheduler: parseSchedulerSettings(env),
+    tracing: parseTraceSettings(env),
   });
 }

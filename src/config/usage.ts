@@ -53,5 +53,12 @@ Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
   REDIS_TLS                  true: connect with TLS (rediss:// addresses always do)
   REDIS_TLS_CA_FILE          PEM file of trusted CAs instead of Node's list (which NODE_EXTRA_CA_CERTS extends)
   REDIS_CLUSTER              true: the address names Redis Cluster seed nodes
+ Tracing
+  (OpenTelemetry, OTLP over HTTP; off unless an exporter or endpoint is set; docs/tracing.md)
+  OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+  OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_HEADERS,
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
+  OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG,
+  OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE
  Authentication
   ROUTER_AUTH_CONFIG         auth file of API keys and JWT settings (off when unset)`;

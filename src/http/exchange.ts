@@ -47,6 +47,8 @@ export class Exchange {
   acceptJson = false;
   /** The front has handed the exchange on (to the pipeline or straight to finish): it no longer records it itself. */
   handedOn = false;
+  /** The `traceparent` sent to the pod (tracing on: set by the tracer), else null. */
+  traceparent: string | null = null;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;

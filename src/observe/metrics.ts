@@ -40,6 +40,8 @@ export interface MetricSources {
   inflightByPod?: () => Iterable<{ readonly name: string; readonly inflight: number }>;
   /** Access-log records dropped so far (AccessLog.dropped). */
   accessLogDropped?: () => number;
+  /** Trace spans dropped so far by reason (OtlpExporter); unset when tracing is off. */
+  traceSpansDropped?: () => { readonly droppedQueueFull: number; readonly droppedExportFailed: number };
   /** Tokenizer pool tasks submitted and not yet answered (running + queued). */
   tokenizerPoolTasks?: () => number;
   /** Token counts so far by method (RouterTokenCounter.stats). */
@@ -107,6 +109,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
       'Access-log records dropped because the sink did not keep up, its write failed (e.g. disk full), or they came after close.', 'counter',
       () => single(this.sources.accessLogDropped)) as never);
+    r.registerMetric(new CollectedFamily('inference_router_trace_spans_dropped_total',
+      'Trace spans not delivered: the export queue was full (queue_full) or the collector did not accept the batch (export_failed).', 'counter',
+      () => this.collectTraceDrops()) as never);
     r.registerMetric(new CollectedFamily('inference_router_tokenizer_pool_tasks',
       'Token counts submitted to the tokenizer pool and not answered yet (running and queued).', 'gauge',
       () => single(this.sources.tokenizerPoolTasks)) as never);
@@ -230,6 +235,16 @@ export class RouterMetrics {
       { labels: { method: 'inline' }, value: s.inline },
       { labels: { method: 'pooled' }, value: s.pooled },
       { labels: { method: 'fallback' }, value: s.fallbacks },
+    ];
+  }
+
+  private collectTraceDrops(): MetricValue[] {
+    const src = this.sources.traceSpansDropped;
+    if (src === undefined) return [];
+    const s = src();
+    return [
+      { labels: { reason: 'queue_full' }, value: s.droppedQueueFull },
+      { labels: { reason: 'export_failed' }, value: s.droppedExportFailed },
     ];
   }
 }

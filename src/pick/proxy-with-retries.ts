@@ -7,6 +7,7 @@ import { forwardUpstream } from '../upstream/forward.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
+import type { RequestSpan } from '../observe/tracer.js';
 
 /**
  * Picks a pod and forwards. A pod that was not reached is always left for another one; with the
@@ -14,7 +15,7 @@ import type { Scheduler } from './scheduler.js';
  * At most `server.retry.attempts` more pods (2 without a policy), each pod at most once.
  */
 export async function proxyWithRetries(
-  x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null, scheduler: Scheduler,
+  x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null, scheduler: Scheduler, span: RequestSpan | null,
 ): Promise<AnswerUsage | null> {
   const up = api.upstreamBody(x.body, req, server.model);
   const retry = server.retry;
@@ -33,6 +34,7 @@ export async function proxyWithRetries(
     }
     tried.push(endpoint);
     x.ctx.selectedPod = endpoint.name;
+    if (span !== null) span.pod = endpoint.origin;
     let r: AnswerUsage | null | 'retry';
     const t0 = performance.now();
     try {

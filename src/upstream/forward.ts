@@ -21,6 +21,7 @@ export async function forwardUpstream(
   // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.
   if (up.body !== x.body) dropNamed(headers, REWRITTEN_BODY);
   headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
+  if (x.traceparent !== null) headers.push('traceparent', x.traceparent);
   // Timed per attempt: after a connection failure, the pod that answered is measured.
   ctx.tUpstreamStart = performance.now();
   ctx.tUpstreamEnd = 0;

@@ -11,6 +11,7 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
+import type { RequestSpan, Tracer } from '../observe/tracer.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -22,6 +23,8 @@ export interface PipelineServices {
   limiterFor(spec: RateLimitSpec): TokenLimiter;
   /** Authenticates and authorizes; throws RouterError(401/403). null = auth off. */
   readonly authorize: ((x: Exchange, model: string) => void | Promise<void>) | null;
+  /** OpenTelemetry tracing; null = off (the hot path then only checks for null). */
+  readonly tracer: Tracer | null;
   /** Called once per request when it is over (access log, metrics). */
   finish(x: Exchange): void;
   /** Pod choice and passive health of this worker. */
@@ -37,6 +40,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
   let route: CompiledRoute | null = null;
   let limiter: TokenLimiter | null = null;
   let charged = 0;
+  const span = s.tracer === null ? null : s.tracer.start(x);
   try {
     const api = apiFor(x.url);
     const req = api.parse(x.body, x.url);
@@ -67,7 +71,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
-    const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler);
+    const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler, span);
     await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit);
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
@@ -77,6 +81,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (charged > 0 && !x.reachedPod && limiter !== null && route !== null && route.rateLimit !== null) {
       try { await limiter.adjustInput(route.limitKey, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
     }
+    if (span !== null) s.tracer!.end(span, x);
     s.finish(x);
   }
 }

@@ -23,6 +23,7 @@ import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
+import { Tracer } from '../observe/tracer.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -70,6 +71,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('message', (m: unknown) => {
     if (isLoadShare(m)) podLoad.apply(m);
   });
+  const tracer = settings.tracing === null ? null : new Tracer(settings.tracing);
+  if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
   const metered = meteredLimiters(metrics);
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     log: (m) => ops.info('limits', m),
@@ -94,6 +97,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokens,
     limiterFor: (spec) => metered(limiters.limiterFor(spec), spec),
     authorize: auth === null ? null : auth.authorize,
+    tracer,
     finish,
     scheduler,
   };
@@ -164,7 +168,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       await new Promise((r) => setTimeout(r, 20));
     }
     await Promise.race([
-      Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close()]),
+      Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close(), tracer?.close()]),
       new Promise((r) => setTimeout(r, 2000).unref()),
     ]);
     process.exit(0);

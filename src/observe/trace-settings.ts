@@ -1,0 +1,159 @@
+/**
+ * Tracing settings from the standard OpenTelemetry environment variables, validated once and
+ * frozen (docs/tracing.md). Tracing is opt-in: it is on only when OTEL_TRACES_EXPORTER is
+ * "otlp" or an OTLP endpoint variable is set, and OTEL_SDK_DISABLED is not "true".
+ */
+
+export type TraceSampler =
+  | 'always_on' | 'always_off' | 'traceidratio'
+  | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+
+const SAMPLERS: readonly TraceSampler[] = [
+  'always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio',
+];
+
+export interface TraceSettings {
+  /** Full URL spans are POSTed to (OTLP/HTTP, JSON encoding). */
+  readonly endpoint: string;
+  /** Extra request headers of every export (OTEL_EXPORTER_OTLP_[TRACES_]HEADERS), flat [name, value, …]. */
+  readonly headers: readonly string[];
+  readonly serviceName: string;
+  /** OTEL_RESOURCE_ATTRIBUTES plus service.name, as [key, value] pairs. */
+  readonly resource: readonly (readonly [string, string])[];
+  readonly sampler: TraceSampler;
+  /** Ratio of the traceidratio samplers, 0..1. */
+  readonly ratio: number;
+  /** Bound on ended spans waiting for export; spans beyond it are dropped and counted. */
+  readonly maxQueueSize: number;
+  readonly maxBatchSize: number;
+  /** Longest a span waits for its batch to fill before it is sent, ms. */
+  readonly scheduleDelayMs: number;
+  /** Bound on one export request, ms. */
+  readonly timeoutMs: number;
+}
+
+export const DEFAULT_SERVICE_NAME = 'inference-router';
+
+function set(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function intSetting(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number, max: number): number {
+  const raw = set(env, name);
+  if (raw === undefined) return dflt;
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max} (default ${dflt}); got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+function url(name: string, raw: string): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
+  return u;
+}
+
+/** The traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+function endpoint(env: NodeJS.ProcessEnv): string {
+  const traces = set(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  if (traces !== undefined) return url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', traces).href;
+  const base = set(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') ?? 'http://localhost:4318';
+  const u = url('OTEL_EXPORTER_OTLP_ENDPOINT', base);
+  u.pathname = `${u.pathname.replace(/\/+$/, '')}/v1/traces`;
+  return u.href;
+}
+
+/** `k1=v1,k2=v2` with percent-encoded values (the W3C baggage shape the OTel spec uses). */
+function keyValues(name: string, raw: string | undefined): [string, string][] {
+  if (raw === undefined) return [];
+  const out: [string, string][] = [];
+  for (const part of raw.split(',')) {
+    if (part.trim() === '') continue;
+    const eq = part.indexOf('=');
+    const k = eq > 0 ? part.slice(0, eq).trim() : '';
+    if (k === '') throw new Error(`${name} must be a list of key=value pairs separated by commas; got ${JSON.stringify(raw)}`);
+    let v: string;
+    try {
+      v = decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      throw new Error(`${name}: the value of ${k} is not valid percent-encoding`);
+    }
+    out.push([k, v]);
+  }
+  return out;
+}
+
+function protocol(env: NodeJS.ProcessEnv): void {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const raw = set(env, name);
+    if (raw === undefined) continue;
+    if (raw !== 'http/json') throw new Error(`${name} must be http/json (the router exports OTLP/HTTP with JSON encoding); got ${JSON.stringify(raw)}`);
+    return;
+  }
+}
+
+function enabled(env: NodeJS.ProcessEnv): boolean {
+  const disabled = set(env, 'OTEL_SDK_DISABLED');
+  if (disabled !== undefined && disabled !== 'true' && disabled !== 'false') {
+    throw new Error(`OTEL_SDK_DISABLED must be true or false; got ${JSON.stringify(disabled)}`);
+  }
+  const exporter = set(env, 'OTEL_TRACES_EXPORTER');
+  if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
+    throw new Error(`OTEL_TRACES_EXPORTER must be otlp or none (the router has no other exporter); got ${JSON.stringify(exporter)}`);
+  }
+  if (disabled === 'true' || exporter === 'none') return false;
+  return exporter === 'otlp' || set(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined || set(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined;
+}
+
+function sampler(env: NodeJS.ProcessEnv): { sampler: TraceSampler; ratio: number } {
+  const raw = set(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
+  if (!(SAMPLERS as readonly string[]).includes(raw)) {
+    throw new Error(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')} (default parentbased_always_on); got ${JSON.stringify(raw)}`);
+  }
+  const arg = set(env, 'OTEL_TRACES_SAMPLER_ARG');
+  let ratio = 1;
+  if (arg !== undefined && raw.endsWith('traceidratio')) {
+    ratio = /^(0|1|0?\.[0-9]+|1\.0*)$/.test(arg) ? Number(arg) : Number.NaN;
+    if (!(ratio >= 0 && ratio <= 1)) throw new Error(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1; got ${JSON.stringify(arg)}`);
+  }
+  return { sampler: raw as TraceSampler, ratio };
+}
+
+/**
+ * Returns null when tracing is off. Reads OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER,
+ * OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,PROTOCOL}, OTEL_SERVICE_NAME,
+ * OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*. Throws naming the variable.
+ */
+export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null {
+  if (!enabled(env)) return null;
+  protocol(env);
+  const resource = keyValues('OTEL_RESOURCE_ATTRIBUTES', set(env, 'OTEL_RESOURCE_ATTRIBUTES')).filter(([k]) => k !== 'service.name');
+  const fromResource = keyValues('OTEL_RESOURCE_ATTRIBUTES', set(env, 'OTEL_RESOURCE_ATTRIBUTES')).find(([k]) => k === 'service.name');
+  const serviceName = set(env, 'OTEL_SERVICE_NAME') ?? fromResource?.[1] ?? DEFAULT_SERVICE_NAME;
+  const headersName = set(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
+  const headers = keyValues(headersName, set(env, headersName)).flatMap(([k, v]) => [k.toLowerCase(), v]);
+  const timeoutName = set(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT';
+  const maxQueueSize = intSetting(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
+  const maxBatchSize = intSetting(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000);
+  if (maxBatchSize > maxQueueSize) {
+    throw new Error(`OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${maxBatchSize}) must not be larger than OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize})`);
+  }
+  return Object.freeze({
+    endpoint: endpoint(env),
+    headers: Object.freeze(headers),
+    serviceName,
+    resource: Object.freeze([['service.name', serviceName] as const, ...resource]),
+    ...sampler(env),
+    maxQueueSize,
+    maxBatchSize,
+    scheduleDelayMs: intSetting(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 1, 3_600_000),
+    timeoutMs: intSetting(env, timeoutName, 10_000, 1, 3_600_000),
+  });
+}

@@ -1,0 +1,62 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { OtlpExporter } from '../../../src/observe/otlp-exporter.js';
+import { parseTraceSettings } from '../../../src/observe/trace-settings.js';
+import { startOtlpCollector, type OtlpCollector } from '../../helpers/otlp-collector.js';
+import { freePort } from '../../helpers/processes.js';
+
+const span = (i: number): string =>
+  `{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"${String(i).padStart(16, '0')}","name":"s${i}","kind":2,` +
+  `"startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[],"status":{}}`;
+
+describe('OtlpExporter against a real HTTP collector', () => {
+  let collector: OtlpCollector | null = null;
+  let exporter: OtlpExporter | null = null;
+  afterEach(async () => {
+    await exporter?.close();
+    await collector?.close();
+    exporter = null;
+    collector = null;
+  });
+
+  it('sends batches of at most the batch size, with the resource, and flushes the rest', async () => {
+    collector = await startOtlpCollector();
+    const s = parseTraceSettings({
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4', OTEL_BSP_SCHEDULE_DELAY: '3600000',
+      OTEL_SERVICE_NAME: 'unit', OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=t1',
+    })!;
+    exporter = new OtlpExporter(s, '1.2.3');
+    for (let i = 1; i <= 10; i++) exporter.push(span(i));
+    await exporter.flush();
+    expect(collector.spans.map((x) => x.name)).toEqual(Array.from({ length: 10 }, (_, i) => `s${i + 1}`));
+    expect(collector.requests()).toBe(3); // 4 + 4 + 2
+    expect(collector.spans[0].resource).toEqual({ 'service.name': 'unit' });
+    expect(exporter.exported).toBe(10);
+    expect(exporter.droppedQueueFull + exporter.droppedExportFailed).toBe(0);
+  });
+
+  it('drops and counts spans beyond the queue bound and spans of a failed export', async () => {
+    const port = await freePort(); // nothing listens there
+    const s = parseTraceSettings({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_MAX_QUEUE_SIZE: '5', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '5',
+      OTEL_BSP_SCHEDULE_DELAY: '3600000', OTEL_EXPORTER_OTLP_TIMEOUT: '2000',
+    })!;
+    exporter = new OtlpExporter(s, '1.2.3');
+    for (let i = 1; i <= 4; i++) exporter.push(span(i));
+    expect(exporter.queued).toBe(4);
+    exporter.push(span(5)); // the batch is full: it leaves the queue for the (failing) export
+    for (let i = 6; i <= 12; i++) exporter.push(span(i)); // 5 fit the queue again, 2 are dropped
+    expect(exporter.droppedQueueFull).toBe(2);
+    await exporter.flush();
+    expect(exporter.droppedExportFailed).toBe(10);
+    expect(exporter.exported).toBe(0);
+  });
+
+  it('counts a batch the collector refuses as failed', async () => {
+    collector = await startOtlpCollector();
+    const s = parseTraceSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/wrong/path`, OTEL_BSP_SCHEDULE_DELAY: '3600000' })!;
+    exporter = new OtlpExporter(s, '1');
+    exporter.push(span(1));
+    await exporter.flush();
+    expect(exporter.droppedExportFailed).toBe(1);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { parseTraceSettings } from '../../../src/observe/trace-settings.js';
+
+describe('parseTraceSettings', () => {
+  it('is off unless asked for', () => {
+    expect(parseTraceSettings({})).toBeNull();
+    expect(parseTraceSettings({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })).toBeNull();
+    expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toBeNull();
+    expect(parseTraceSettings({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' })).toBeNull();
+  });
+
+  it('defaults when OTEL_TRACES_EXPORTER=otlp', () => {
+    const s = parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp' })!;
+    expect(s).toEqual({
+      endpoint: 'http://localhost:4318/v1/traces', headers: [], serviceName: 'inference-router',
+      resource: [['service.name', 'inference-router']], sampler: 'parentbased_always_on', ratio: 1,
+      maxQueueSize: 2048, maxBatchSize: 512, scheduleDelayMs: 5000, timeoutMs: 10_000,
+    });
+    expect(Object.isFrozen(s)).toBe(true);
+  });
+
+  it('an endpoint variable alone turns it on; the traces endpoint is used as given', () => {
+    expect(parseTraceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4318/' })!.endpoint).toBe('https://collector:4318/v1/traces');
+    expect(parseTraceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/otlp' })!.endpoint).toBe('http://c:4318/otlp/v1/traces');
+    expect(parseTraceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:1', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:2/custom' })!.endpoint)
+      .toBe('http://b:2/custom');
+  });
+
+  it('reads service name, resource attributes, headers, sampler, batch settings', () => {
+    const s = parseTraceSettings({
+      OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-res,deployment.environment=prod,team=a%20b',
+      OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer%20t,x-scope=1', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25', OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '10',
+      OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_EXPORTER_OTLP_TIMEOUT: '3000', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    })!;
+    expect(s.serviceName).toBe('from-res');
+    expect(s.resource).toEqual([['service.name', 'from-res'], ['deployment.environment', 'prod'], ['team', 'a b']]);
+    expect(s.headers).toEqual(['authorization', 'Bearer t', 'x-scope', '1']);
+    expect(s).toMatchObject({ sampler: 'parentbased_traceidratio', ratio: 0.25, maxQueueSize: 100, maxBatchSize: 10, scheduleDelayMs: 200, timeoutMs: 3000 });
+    expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SERVICE_NAME: 'svc', OTEL_RESOURCE_ATTRIBUTES: 'service.name=r' })!.serviceName).toBe('svc');
+    expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'a=1', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'b=2' })!.headers).toEqual(['b', '2']);
+  });
+
+  it.each([
+    [{ OTEL_SDK_DISABLED: 'yes' }, 'OTEL_SDK_DISABLED'],
+    [{ OTEL_TRACES_EXPORTER: 'jaeger' }, 'OTEL_TRACES_EXPORTER'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, 'OTEL_EXPORTER_OTLP_PROTOCOL'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://c/x' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_MAX_QUEUE_SIZE: '0' }, 'OTEL_BSP_MAX_QUEUE_SIZE'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_MAX_QUEUE_SIZE: '10', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '20' }, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_SCHEDULE_DELAY: '5s' }, 'OTEL_BSP_SCHEDULE_DELAY'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '-1' }, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, 'OTEL_RESOURCE_ATTRIBUTES'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'a=%zz' }, 'OTEL_EXPORTER_OTLP_HEADERS'],
+  ])('rejects %j naming %s', (env, name) => {
+    expect(() => parseTraceSettings(env as NodeJS.ProcessEnv)).toThrow(name);
+  });
+});
