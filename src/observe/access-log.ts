@@ -7,7 +7,7 @@ import type { AccessLogSettings } from './access-log-settings.js';
 import { openSink } from './access-log-sink.js';
 
 /**
- * The access-log writer (docs/access-log.md). Records are gathered into whole-record batches
+ * The access-log writer (docs/access-log.md; internals in docs/internals/access-log.md). Records are gathered into whole-record batches
  * (each <= the sink's write size); a batch is handed to the fd writer as soon as it is full, or
  * when the flush interval since its first record is over (with interval 0: at the end of the
  * event-loop turn), and written asynchronously with one write(2). Queued bytes are bounded;

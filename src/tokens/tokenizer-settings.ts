@@ -18,7 +18,7 @@ export interface TokenizerSettings {
 }
 
 /**
- * Measured with bench/tokenizer-micro.ts (docs/tokens.md): from about 512 characters of prose, an inline count costs
+ * Measured with bench/tokenizer-micro.ts (docs/internals/tokens.md): from about 512 characters of prose, an inline count costs
  * the event loop more than handing the prompt to the pool and taking the answer back.
  */
 export const DEFAULT_INLINE_MAX_CHARS = 512;

@@ -80,7 +80,7 @@ class KeyLeases<W> {
 const NO_LEASE: readonly number[] = [0, 0, 0, 0];
 
 /**
- * The primary's account of budget leased to workers (local mode, docs/rate-limiting.md).
+ * The primary's account of budget leased to workers (local mode, docs/internals/rate-limiting.md).
  *
  * A worker whose admission the primary grants may also get a lease: input tokens charged to the
  * key's counter at once (a share of what is free), and an output allowance (a share of the

@@ -1,0 +1,111 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * Operator docs (README.md, docs/) and contributor docs (docs/internals/) stay free of issue
+ * numbers and work-session references, and every relative markdown link points to a file (and a
+ * heading, when it names one) that exists.
+ */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+function markdownPages(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return markdownPages(path);
+    return name.endsWith('.md') ? [path] : [];
+  });
+}
+
+const PAGES = [join(ROOT, 'README.md'), ...markdownPages(join(ROOT, 'docs'))];
+
+/** The text outside fenced code blocks. */
+function prose(text: string): string {
+  return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+}
+
+/** What a page says about issues or sessions that operators cannot look up. */
+function trackerReferences(text: string): string[] {
+  const body = prose(text);
+  const found: string[] = [];
+  for (const re of [/\bissues?\s+#?\d+/gi, /(?<![Ii]ssues?)(?:^|[\s(\[,;])#\d+\b/gm, /\b(?:same|this|that|previous|one|a)\s+session\b/gi]) {
+    for (const m of body.matchAll(re)) found.push(m[0].trim());
+  }
+  return found;
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  const text = heading.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/`/g, '');
+  return text.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+}
+
+function anchors(text: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  for (const m of prose(text).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const base = slug(m[1]!);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** Relative links of a page that point to a missing file or heading. */
+function brokenLinks(page: string, text: string): string[] {
+  const broken: string[] = [];
+  for (const m of prose(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+    const target = m[1]!;
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
+    const [file, anchor] = target.split('#', 2) as [string, string | undefined];
+    const path = file === '' ? page : resolve(dirname(page), file);
+    if (!existsSync(path)) {
+      broken.push(target);
+      continue;
+    }
+    if (anchor !== undefined && path.endsWith('.md') && !anchors(readFileSync(path, 'utf8')).has(anchor)) {
+      broken.push(target);
+    }
+  }
+  return broken;
+}
+
+describe('doc pages', () => {
+  it('finds the pages: README, operator pages and internals', () => {
+    const names = PAGES.map((p) => relative(ROOT, p));
+    expect(names).toContain('README.md');
+    expect(names).toContain('docs/README.md');
+    expect(names).toContain('docs/rate-limiting.md');
+    expect(names.some((n) => n.startsWith('docs/internals/'))).toBe(true);
+  });
+
+  it('the checks catch what they look for', () => {
+    expect(trackerReferences('Fixed in issue 7, see Issue #12 and #34; measured in the same session.')).toEqual([
+      'issue 7',
+      'Issue #12',
+      '#34',
+      'same session',
+    ]);
+    expect(trackerReferences('[cost](access-log.md#cost), the `session` query parameter, `#` comments')).toEqual([]);
+    expect(trackerReferences('```\n# 1. the image\nissue 3\n```\n')).toEqual([]);
+    const page = join(ROOT, 'docs/README.md');
+    expect(brokenLinks(page, '[a](rate-limiting.md) [b](no-such-page.md) [c](rate-limiting.md#no-such-heading)')).toEqual([
+      'no-such-page.md',
+      'rate-limiting.md#no-such-heading',
+    ]);
+    expect(slug('Estimators (`ROUTER_TOKEN_ESTIMATOR`)')).toBe('estimators-router_token_estimator');
+  });
+
+  for (const page of PAGES) {
+    const name = relative(ROOT, page);
+    const text = readFileSync(page, 'utf8');
+    it(`${name} names no issue number or session`, () => {
+      expect(trackerReferences(text)).toEqual([]);
+    });
+    it(`${name} links only to files and headings that exist`, () => {
+      expect(brokenLinks(page, text)).toEqual([]);
+    });
+  }
+});
