@@ -1,7 +1,7 @@
 import type { LimitKey } from '../limit-key.js';
 import type { WindowUnit } from '../../config/resource-types.js';
-import type { CounterStore, LimitCounters } from './counter-store.js';
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
+import type { CounterStore, LimitCounters, RawTerm } from './counter-store.js';
+import { DECISION_STRIDE, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
 
 export interface LeaseBookOptions<W> {
   /**
@@ -46,6 +46,8 @@ interface Waiting<W> {
   outLimit: number | null;
   unit: WindowUnit;
   tokens: number;
+  /** A multi-limit admission (admitAll): its terms; the other fields but worker/id/tokens unused. */
+  terms: readonly RawTerm[] | null;
 }
 
 /** The leases of one key in one window. */
@@ -116,11 +118,36 @@ export class LeaseBook<W> {
     const c = this.store.current(key, unit);
     const rl = this.existing(key, c);
     if (rl !== null && rl.waiting !== null) {
-      rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens });
+      rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
       return;
     }
     if (rl !== null) this.touch(rl);
     this.decide(rl, worker, id, key, inLimit, outLimit, unit, tokens, this.opts.divisor > 0);
+  }
+
+  /**
+   * One admission against several limits (route and tenant), decided here atomically
+   * (CounterStore.admitAllInto): one reply per term, in order, without a lease. Leases of its
+   * keys could make the counters refuse what the limits allow, so they are recalled first and
+   * the admission waits for them (as single admissions do).
+   */
+  admitAll(worker: W, id: number, terms: readonly RawTerm[], tokens: number): void {
+    for (const t of terms) {
+      const rl = this.existing(t.key, this.store.current(t.key, t.unit));
+      if (rl === null) continue;
+      if (rl.waiting === null && rl.leases.size === 0) continue;
+      this.startRecall(rl, t.key);
+      rl.waiting!.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
+      return;
+    }
+    const decided: number[] = [];
+    this.store.admitAllInto(decided, terms, tokens);
+    const out = this.opts.replyTo(worker);
+    for (let i = 0; i < terms.length; i++) {
+      out.push(id);
+      for (let j = 0; j < DECISION_STRIDE; j++) out.push(decided[i * DECISION_STRIDE + j]);
+      out.push(...NO_LEASE);
+    }
   }
 
   /** Output tokens of a finished answer; `leaseId` is the lease the worker counted them against (0: none). */
@@ -252,7 +279,7 @@ export class LeaseBook<W> {
         && inLimit !== null && this.store.current(key, unit).input - rl.inLeased + tokens <= inLimit) {
         out.length = mark;
         this.startRecall(rl, key);
-        rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens });
+        rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
         return;
       }
       out.push(...NO_LEASE);
@@ -315,7 +342,10 @@ export class LeaseBook<W> {
     this.limits.delete(key);
     if (rl.timer !== null) clearTimeout(rl.timer);
     if (rl.waiting !== null) {
-      for (const w of rl.waiting) this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+      for (const w of rl.waiting) {
+        if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens);
+        else this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+      }
     }
     return null;
   }
@@ -359,7 +389,10 @@ export class LeaseBook<W> {
     }
     const waiting = rl.waiting ?? [];
     rl.waiting = null;
-    for (const w of waiting) this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+    for (const w of waiting) {
+      if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens);
+      else this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+    }
     this.dropIfIdle(key, rl);
   }
 

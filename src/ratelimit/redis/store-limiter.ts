@@ -2,7 +2,10 @@ import type { Clock } from '../../clock.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
-import type { Decision, TokenLimiter } from '../limiter.js';
+import { isShadow, type Decision, type LimitState, type LimitTerm, type TokenLimiter } from '../limiter.js';
+import { admitInOrder } from '../admit-all.js';
+import { STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { secondsUntil } from '../windows.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
 import { Batch } from './batch.js';
@@ -58,6 +61,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
   private spilled: Batch[] = [];
   private flushScheduled = false;
+  /** A Redis Cluster: the keys of two limits are in different slots, so no script takes both. */
+  private readonly cluster: boolean;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -67,6 +72,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
     }
     this.clock = opts.clock ?? null;
+    this.cluster = settings.cluster;
     this.onStoreError = opts.onStoreError ?? null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
@@ -107,6 +113,47 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
     if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens);
     return this.settleOnceUsable(key, limit, inputDelta, outputTokens);
+  }
+
+  /**
+   * One admission against several limits of this store (limiter.ts admitAll): one script call
+   * deciding all of them atomically (lua/admit-all.ts), not batched with other requests. On a
+   * Redis Cluster the limits' keys are in different slots: decided one after the other, with
+   * the refund of admit-all.ts admitInOrder.
+   */
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    const invalid = tokenCountError(inputTokens, 'input tokens');
+    if (invalid !== null) return Promise.reject(invalid);
+    if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this })), inputTokens);
+    return this.callAdmitAll(terms, inputTokens);
+  }
+
+  private async callAdmitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    if (this.health.state !== 'up' && !(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    const args: (string | number)[] = [terms.length];
+    for (const t of terms) args.push(this.base(t.key));
+    args.push(this.now(), inputTokens);
+    for (const t of terms) {
+      args.push(t.limit.unit, t.limit.inputTokensPerUnit ?? -1, t.limit.outputTokensPerUnit ?? -1, isShadow(t.limit) ? '1' : '0');
+    }
+    let reply: number[];
+    try {
+      reply = await this.client.irAdmitAll(...(args as [number, ...(string | number)[]]));
+    } catch (err) {
+      this.storeFailed(err);
+      throw new LimitStoreUnavailableError(this.name);
+    }
+    return terms.map((t, j) => {
+      const reset = secondsUntil(reply[j * 4], 0);
+      const status = reply[j * 4 + 3];
+      return {
+        allowed: status === STATUS_ALLOWED,
+        rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
+        retryAfterSeconds: reset,
+        input: stateOf(t.limit.inputTokensPerUnit, reply[j * 4 + 1], reset),
+        output: stateOf(t.limit.outputTokensPerUnit, reply[j * 4 + 2], reset),
+      };
+    });
   }
 
   /** Closes the Redis client. */
@@ -251,6 +298,11 @@ export class RedisStoreLimiter implements TokenLimiter {
 /** Operations with the same id may share a batch: same limit key, unit and clock reading. */
 function batchId(key: LimitKey, unit: WindowUnit, now: string): string {
   return `${key}\0${unit}\0${now}`;
+}
+
+function stateOf(limit: number | null, used: number, reset: number): LimitState | null {
+  if (limit === null) return null;
+  return { limit, remaining: limit > used ? limit - used : 0, resetSeconds: reset };
 }
 
 function defaultLog(message: string): void {
