@@ -127,26 +127,57 @@ export class LeaseBook<W> {
 
   /**
    * One admission against several limits (route and tenant), decided here atomically
-   * (CounterStore.admitAllInto): one reply per term, in order, without a lease. Leases of its
-   * keys could make the counters refuse what the limits allow, so they are recalled first and
-   * the admission waits for them (as single admissions do).
+   * (CounterStore.admitAllInto): one reply per term, in order, each with a lease of its key when
+   * admitted and worth one (never for shadow limits), as single admissions get. Waits while a
+   * key of it is being recalled; refused by input on a key whose leases hold enough to fit it,
+   * it recalls them and waits, as single admissions do.
    */
-  admitAll(worker: W, id: number, terms: readonly RawTerm[], tokens: number): void {
+  admitAll(worker: W, id: number, terms: readonly RawTerm[], tokens: number, mayGrant = this.opts.divisor > 0): void {
     for (const t of terms) {
       const rl = this.existing(t.key, this.store.current(t.key, t.unit));
-      if (rl === null) continue;
-      if (rl.waiting === null && rl.leases.size === 0) continue;
-      this.startRecall(rl, t.key);
-      rl.waiting!.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
-      return;
+      if (rl !== null && rl.waiting !== null) {
+        rl.waiting.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
+        return;
+      }
     }
     const decided: number[] = [];
-    this.store.admitAllInto(decided, terms, tokens);
+    const admitted = this.store.admitAllInto(decided, terms, tokens);
+    if (!admitted) {
+      for (let i = 0; i < terms.length; i++) {
+        const t = terms[i];
+        if (t.shadow || decided[i * DECISION_STRIDE] !== STATUS_REJECTED_INPUT || t.inLimit === null) continue;
+        const rl = this.limits.get(t.key);
+        if (rl === undefined || rl.leases.size === 0) continue;
+        if (this.store.current(t.key, t.unit).input - rl.inLeased + tokens > t.inLimit) continue;
+        this.startRecall(rl, t.key);
+        rl.waiting!.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
+        return;
+      }
+    }
     const out = this.opts.replyTo(worker);
     for (let i = 0; i < terms.length; i++) {
+      const t = terms[i];
+      const mark = out.length;
       out.push(id);
       for (let j = 0; j < DECISION_STRIDE; j++) out.push(decided[i * DECISION_STRIDE + j]);
-      out.push(...NO_LEASE);
+      const rl = this.limits.get(t.key) ?? null;
+      if (rl !== null) {
+        this.touch(rl);
+        if (t.inLimit !== null) {
+          // Remaining counts what requests used: the unused part of the leases is not used.
+          const used = this.store.current(t.key, t.unit).input - rl.inLeased + rl.inLeasedUsed;
+          out[mark + 4] = t.inLimit > used ? t.inLimit - used : 0;
+        }
+      }
+      if (admitted && mayGrant && !t.shadow && (rl === null || !rl.byWorker.has(worker))) {
+        if (rl !== null) {
+          rl.inLimit = t.inLimit;
+          rl.outLimit = t.outLimit;
+        }
+        this.grant(rl, worker, t.key, t.inLimit, t.outLimit, t.unit, tokens, out);
+      } else {
+        out.push(...NO_LEASE);
+      }
     }
   }
 
@@ -343,7 +374,7 @@ export class LeaseBook<W> {
     if (rl.timer !== null) clearTimeout(rl.timer);
     if (rl.waiting !== null) {
       for (const w of rl.waiting) {
-        if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens);
+        if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens, false);
         else this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
       }
     }
@@ -390,7 +421,7 @@ export class LeaseBook<W> {
     const waiting = rl.waiting ?? [];
     rl.waiting = null;
     for (const w of waiting) {
-      if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens);
+      if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens, false);
       else this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
     }
     this.dropIfIdle(key, rl);

@@ -148,16 +148,19 @@ export class LocalLimitClient implements TokenLimiter {
   }
 
   /**
-   * A multi-limit admission (limiter.ts admitAll): always decided by the primary, atomically
-   * across its terms and every worker (lease-book.ts admitAll), never from a lease.
+   * A multi-limit admission (limiter.ts admitAll): from the leases held here when every one of
+   * its limits has one that covers it (held-leases.ts), else decided by the primary, atomically
+   * across its terms and every worker (lease-book.ts admitAll), which may grant leases.
    */
-  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
     if (this.closed) return Promise.reject(new LimiterUnavailableError('the local rate limiter is closed'));
     if (this.port.connected === false) {
       return Promise.reject(new LimiterUnavailableError('the IPC channel to the cluster primary is closed'));
     }
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
+    const local = this.leases.admitAll(terms, inputTokens);
+    if (local !== null) return local;
     if (this.pending.size >= this.maxPending) {
       return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
     }
@@ -257,6 +260,9 @@ export class LocalLimitClient implements TokenLimiter {
       if (p.terms !== null) {
         const ds: Decision[] = [];
         for (let k = 0; k < p.terms.length && i + REPLY_STRIDE <= a.length && a[i] === id; k++, i += REPLY_STRIDE) {
+          const t = p.terms[k];
+          const at = i + 1 + DECISION_STRIDE;
+          if (a[at] !== 0) this.leases.take(t.key, t.limit.inputTokensPerUnit, t.limit.outputTokensPerUnit, t.limit.unit, a as number[], i + 1, at);
           ds.push(decodeDecision(a as number[], i + 1));
         }
         p.resolveAll!(ds);
@@ -286,6 +292,9 @@ export class LocalLimitClient implements TokenLimiter {
       admitted = true;
       for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
         if (a[at + 1] !== STATUS_ALLOWED && !isShadow(gone.terms[k].limit)) admitted = false;
+      }
+      for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
+        if (a[at + 1 + DECISION_STRIDE] !== 0) this.leases.giveBack(gone.terms[k].key, gone.terms[k].limit.unit, a, at + 1 + DECISION_STRIDE);
       }
       if (admitted && gone.tokens > 0) for (const t of gone.terms) this.update(OP_ADJUST_INPUT, t.key, t.limit.unit, -gone.tokens);
       return i;

@@ -231,6 +231,30 @@ describe('local leases and multi-limit admissions (route + tenant)', () => {
     expect(used(cl, 'tenant:key:t', tenant)).toBe(98);
   });
 
+  it('after the first decision a worker holding leases of every limit decides on its own, all or nothing', async () => {
+    const cl = cluster(1);
+    const route = spec(1000, null);
+    const tenant = spec(100, null);
+    const terms = [{ key: 'ns/r', limit: route }, { key: 'tenant:key:t', limit: tenant }];
+    const first = await cl.clients[0].admitAll(terms, 2);
+    expect(first.map((d) => d.allowed)).toEqual([true, true]);
+    expect(cl.clients[0].leasesHeld).toBe(2);
+    const sent = cl.sentToPrimary[0];
+    const second = cl.clients[0].admitAll(terms, 2);
+    expect(second).not.toBeInstanceOf(Promise); // decided in the worker
+    expect((second as { input: { remaining: number } | null }[]).map((d) => d.input!.remaining)).toEqual([996, 96]);
+    await turn();
+    expect(cl.sentToPrimary[0]).toBe(sent);
+    // Larger than the tenant's lease: asks the primary, which decides against the real budget.
+    const big = await cl.clients[0].admitAll(terms, 96);
+    expect(big.map((d) => d.allowed)).toEqual([true, true]);
+    expect((await cl.clients[0].admitAll(terms, 1)).map((d) => d.allowed)).toEqual([true, false]);
+    await cl.clients[0].close();
+    await turn();
+    expect(used(cl, 'tenant:key:t', tenant)).toBe(100);
+    expect(used(cl, 'ns/r', route)).toBe(100);
+  });
+
   it('concurrent multi-limit admissions from several workers never exceed either limit', async () => {
     const cl = cluster(3);
     const route = spec(1000, null);
