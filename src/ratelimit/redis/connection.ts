@@ -16,9 +16,10 @@ export interface LimiterCommands {
     inLimit: number, outLimit: number, tokens: readonly number[],
   ): Promise<number[]>;
   /**
-   * One admission against several limits (lua/admit-all.ts): `keys` their key bases, then the
-   * arguments (now, tokens, and per limit unit, input limit, output limit, shadow flag).
-   * Reply: per limit [msUntilWindowEnd, inputUsed, outputUsed, status].
+   * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the
+   * number of limits, per limit unit, input limit, output limit and shadow flag, then the tokens of
+   * each admission. Reply: per limit [msUntilWindowEnd, inputUsedBefore, outputUsed], then per
+   * admission one status per limit.
    */
   irAdmitAll(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
 }

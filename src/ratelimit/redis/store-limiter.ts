@@ -2,10 +2,9 @@ import type { Clock } from '../../clock.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
-import { isShadow, type Decision, type LimitState, type LimitTerm, type TokenLimiter } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { admitInOrder } from '../admit-all.js';
-import { STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
-import { secondsUntil } from '../windows.js';
+import { MultiBatch } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
 import { Batch } from './batch.js';
@@ -58,6 +57,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly onStoreError: ((store: string) => void) | null;
   /** Batches not sent yet, by limit key, unit and clock reading. */
   private pending = new Map<string, Batch>();
+  /** Multi-limit admissions of this turn, by their limits (multi-batch.ts). */
+  private pendingMulti = new Map<string, MultiBatch>();
   /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
   private spilled: Batch[] = [];
   private flushScheduled = false;
@@ -130,30 +131,37 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   private async callAdmitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
     if (this.health.state !== 'up' && !(await this.usable())) throw new LimitStoreUnavailableError(this.name);
-    const args: (string | number)[] = [terms.length];
-    for (const t of terms) args.push(this.base(t.key));
-    args.push(this.now(), inputTokens);
-    for (const t of terms) {
-      args.push(t.limit.unit, t.limit.inputTokensPerUnit ?? -1, t.limit.outputTokensPerUnit ?? -1, isShadow(t.limit) ? '1' : '0');
+    const now = this.now();
+    let id = now;
+    for (const t of terms) id += `\0${t.key}\0${t.limit.unit}\0${t.limit.inputTokensPerUnit}\0${t.limit.outputTokensPerUnit}\0${isShadow(t.limit) ? 1 : 0}`;
+    let batch = this.pendingMulti.get(id);
+    if (batch === undefined || batch.full) {
+      if (batch !== undefined) this.sendMulti(batch);
+      const head: (string | number)[] = [terms.length];
+      for (const t of terms) head.push(this.base(t.key));
+      head.push(now, terms.length);
+      for (const t of terms) {
+        head.push(t.limit.unit, t.limit.inputTokensPerUnit ?? -1, t.limit.outputTokensPerUnit ?? -1, isShadow(t.limit) ? '1' : '0');
+      }
+      batch = new MultiBatch(terms, head);
+      this.pendingMulti.set(id, batch);
     }
-    let reply: number[];
-    try {
-      reply = await this.client.irAdmitAll(...(args as [number, ...(string | number)[]]));
-    } catch (err) {
-      this.storeFailed(err);
-      throw new LimitStoreUnavailableError(this.name);
+    this.scheduleFlush();
+    return batch.admit(terms, inputTokens);
+  }
+
+  private sendMulti(b: MultiBatch): void {
+    if (this.health.state !== 'up') {
+      b.fail(new LimitStoreUnavailableError(this.name));
+      return;
     }
-    return terms.map((t, j) => {
-      const reset = secondsUntil(reply[j * 4], 0);
-      const status = reply[j * 4 + 3];
-      return {
-        allowed: status === STATUS_ALLOWED,
-        rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
-        retryAfterSeconds: reset,
-        input: stateOf(t.limit.inputTokensPerUnit, reply[j * 4 + 1], reset),
-        output: stateOf(t.limit.outputTokensPerUnit, reply[j * 4 + 2], reset),
-      };
-    });
+    this.client.irAdmitAll(...(b.args as [number, ...(string | number)[]])).then(
+      (reply) => b.answer(reply),
+      (err: unknown) => {
+        this.storeFailed(err);
+        b.fail(new LimitStoreUnavailableError(this.name));
+      },
+    );
   }
 
   /** Closes the Redis client. */
@@ -234,6 +242,11 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.spilled = [];
       for (const b of spilled) this.send(b);
     }
+    if (this.pendingMulti.size > 0) {
+      const multi = this.pendingMulti;
+      this.pendingMulti = new Map();
+      for (const b of multi.values()) this.sendMulti(b);
+    }
     for (const [key, b] of this.pending) {
       if (b.admissions.length === 0 && !b.waited) {
         b.waited = true;
@@ -251,6 +264,9 @@ export class RedisStoreLimiter implements TokenLimiter {
     const pending = this.pending;
     this.spilled = [];
     this.pending = new Map();
+    const multi = this.pendingMulti;
+    this.pendingMulti = new Map();
+    for (const b of multi.values()) this.sendMulti(b);
     for (const b of spilled) this.send(b);
     for (const b of pending.values()) this.send(b);
   }
@@ -298,11 +314,6 @@ export class RedisStoreLimiter implements TokenLimiter {
 /** Operations with the same id may share a batch: same limit key, unit and clock reading. */
 function batchId(key: LimitKey, unit: WindowUnit, now: string): string {
   return `${key}\0${unit}\0${now}`;
-}
-
-function stateOf(limit: number | null, used: number, reset: number): LimitState | null {
-  if (limit === null) return null;
-  return { limit, remaining: limit > used ? limit - used : 0, resetSeconds: reset };
 }
 
 function defaultLog(message: string): void {

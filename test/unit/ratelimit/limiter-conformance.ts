@@ -353,6 +353,18 @@ export function runLimiterConformance(name: string, make: MakeLimiter): void {
         expect((await admit(r, spec(1000, 100), 996)).allowed).toBe(true);
       });
 
+      it('admissions issued together (one turn) are decided one by one: exactly what fits, nothing charged for the refused', async () => {
+        const r = route();
+        const t = `tenant:key:${route('c')}`;
+        const ts = terms([r, spec(1000, null)], [t, spec(21, null)]);
+        const all = await Promise.all(Array.from({ length: 12 }, () => admitTerms(ts, 4)));
+        expect(all.filter((ds) => ds.every((d) => d.allowed)).length).toBe(5);
+        expect(all.filter((ds) => ds[1].rejectedBy === 'input').length).toBe(7);
+        // The route holds the 5 admitted (20), not the refused: 980 more fit, 981 do not.
+        expect((await admitTerms(terms([r, spec(1000, null)]), 981))[0].allowed).toBe(false);
+        expect((await admitTerms(terms([r, spec(1000, null)]), 980))[0].allowed).toBe(true);
+      });
+
       it('a shadow limit never refuses and is charged past its limit; an enforced refusal charges it nothing', async () => {
         const r = route();
         const t = `tenant:key:${route('s')}`;
