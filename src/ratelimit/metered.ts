@@ -46,7 +46,9 @@ export class MeteredLimiter implements TokenLimiter {
     const t0 = performance.now();
     let d: Promise<Decision[]> | Decision[];
     try {
-      d = admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inner })), inputTokens);
+      d = this.inner.admitAll !== undefined
+        ? this.inner.admitAll(terms, inputTokens)
+        : admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inner })), inputTokens);
     } catch (err) {
       this.metrics.limiterDecision(this.mode, performance.now() - t0);
       throw err;

@@ -21,8 +21,13 @@ export interface RequestAdmission {
  * Admits a request against every limit that applies (route and tenant), atomically where the
  * stores allow (admit-all.ts): a request refused by one limit charges none.
  */
-export async function admitRequest(terms: readonly ScopedTerm[], inputTokens: number): Promise<RequestAdmission> {
-  const ds = await admitTerms(terms, inputTokens);
+export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number): Promise<RequestAdmission> | RequestAdmission {
+  const ds = admitTerms(terms, inputTokens);
+  // Leases held for every limit decide synchronously (local mode).
+  return ds instanceof Promise ? ds.then((v) => outcome(terms, v)) : outcome(terms, ds);
+}
+
+function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
   let shown: Decision | null = null;
   let scope: LimitScope | null = null;
   let best = Infinity;

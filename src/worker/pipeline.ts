@@ -67,7 +67,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (tenant !== null && tenant.limit !== null || route.rateLimit?.mode === 'shadow') {
       // Several limits, or a shadow one: decided together (request-admission.ts).
       terms = limitTerms(s, route, tenant);
-      const a = await admitRequest(terms, ctx.inputTokens);
+      const admitted = admitRequest(terms, ctx.inputTokens);
+      const a = admitted instanceof Promise ? await admitted : admitted;
       x.decision = a.shown;
       x.rateScope = a.shownScope;
       if (!a.admitted) throw rateLimitRejection(a.shown!);
