@@ -64,7 +64,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     const counted = s.tokens.countPrompt(api.promptText(req));
     ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
 
-    if (tenant !== null && tenant.limit !== null || route.rateLimit?.mode === 'shadow') {
+    if ((tenant !== null && tenant.limit !== null) || route.rateLimit?.mode === 'shadow') {
       // Several limits, or a shadow one: decided together (request-admission.ts).
       terms = limitTerms(s, route, tenant);
       const admitted = admitRequest(terms, ctx.inputTokens);
