@@ -19,7 +19,7 @@ import { CounterStore } from 'inference-router/ratelimit/local/counter-store';
 import { LocalLimitClient } from 'inference-router/ratelimit/local/limit-client';
 import { attachLocalLimitHost } from 'inference-router/ratelimit/local/limit-host';
 
-const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000, unit: 'day', global: null };
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000, unit: 'day', global: null, mode: 'enforce' };
 const ROUTE = 'bench/route';
 
 interface Measure {

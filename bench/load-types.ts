@@ -9,7 +9,7 @@ export interface LoadSpec {
   readonly durationS: number;
   /** Fixed overall request rate (autocannon: overallRate; wrk: per-connection delay); absent = closed loop. */
   readonly rate?: number;
-  /** Extra request headers (autocannon only), e.g. authorization. */
+  /** Extra request headers, e.g. authorization. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 

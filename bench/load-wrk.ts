@@ -23,7 +23,7 @@ function luaString(s: string): string {
  * approximately fixed rate of connections / (interval + latency), wrk-style think time rather
  * than wrk2's open loop.
  */
-export function wrkScript(bodies: readonly string[], intervalMs?: number): string {
+export function wrkScript(bodies: readonly string[], intervalMs?: number, headers: Readonly<Record<string, string>> = {}): string {
   if (bodies.length === 0) throw new Error('wrk needs at least one body');
   const rotation = bodies.length === 1 ? '' : `
 local bodies = { ${bodies.map(luaString).join(', ')} }
@@ -39,7 +39,7 @@ end
 `;
   return `wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = ${luaString(bodies[0])}
+${Object.entries(headers).map(([k, v]) => `wrk.headers[ ${luaString(k)} ] = ${luaString(v)}\n`).join('')}wrk.body = ${luaString(bodies[0])}
 ${rotation}${intervalMs === undefined ? '' : `
 local interval = ${intervalMs}
 local base = math.floor(interval)
@@ -70,7 +70,7 @@ let scriptDir: string | null = null;
 export async function runWrk(bin: string, spec: LoadSpec, threads = 1): Promise<LoadResult> {
   scriptDir ??= tempDir('ir-bench-wrk-');
   const script = join(scriptDir, `s${Math.random().toString(36).slice(2)}.lua`);
-  writeFileSync(script, wrkScript(spec.bodies, spec.rate === undefined ? undefined : (spec.connections * 1000) / spec.rate));
+  writeFileSync(script, wrkScript(spec.bodies, spec.rate === undefined ? undefined : (spec.connections * 1000) / spec.rate, spec.headers));
   const args = ['-t', String(threads), '-c', String(spec.connections), '-d', `${spec.durationS}s`, '--timeout', '5s', '-s', script, spec.url];
   const { json: j, loadCpuMs } = await runLoadChild<WrkJson>('wrk', bin, args, MARK, spec.url);
   const seconds = j.duration_us / 1e6;

@@ -21,7 +21,7 @@ import { RedisLimiter } from 'inference-router/ratelimit/redis/limiter';
 import { parseRedisLimitSettings } from 'inference-router/ratelimit/redis/settings';
 
 const N = Number(process.env.BENCH_DECISIONS ?? 20_000);
-const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000_000, unit: 'day', global: null };
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000_000, unit: 'day', global: null, mode: 'enforce' };
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

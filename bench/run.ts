@@ -5,7 +5,8 @@
  * full router's peak, a streaming latency probe, the limiter micro benchmarks and a CPU profile;
  * writes bench/results/<out>.json|.md|.svg. See docs/benchmarks.md.
  */
-import { existsSync, statSync, truncateSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { evaluateGoals } from './goals.js';
@@ -21,7 +22,7 @@ import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';
 import {
-  BASE_ROUTER, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, type Scenario, type TargetKey,
+  BASE_ROUTER, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, type Scenario, type TargetKey,
 } from './scenarios.js';
 import { spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
@@ -62,17 +63,19 @@ async function main(): Promise<void> {
   const collector = needed.has('router-trace') ? await startOtlpCollector({ keepSpans: false }) : null;
   const logDir = tempDir('ir-bench-log-');
   const logFile = (key: TargetKey): string => join(logDir, `${key}.log`);
+  const authFile = join(logDir, 'auth.yaml');
+  writeFileSync(authFile, tenantAuthYaml((k) => createHash('sha256').update(k).digest('hex')));
   const targets = new Map<TargetKey, Target>([['mock', mock], ['mock-long', mockLong]]);
   const resourcesOf = (key: TargetKey): string => routerResources(mock.port, mockLong.port, limitModeOf(key, redis?.address ?? null));
   await Promise.all([...needed].map(async (key) => {
-    if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key), collector?.url ?? null)));
+    if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key), collector?.url ?? null, authFile)));
     else if (key === 'nginx') targets.set(key, await startNginx(nginxBin!, mock.port, opts.workers));
     else if (key === 'node-proxy' || key === 'uws-proxy') targets.set(key, await startReferenceProxy(key === 'node-proxy' ? 'node' : 'uws', mock.url, opts.workers));
   }));
   await sanityCheck(scenarios, targets);
 
   const specOf = (sc: Scenario, durationS: number, rate?: number): LoadSpec =>
-    ({ url: `${targets.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: opts.connections, durationS, rate });
+    ({ url: `${targets.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: opts.connections, durationS, rate, headers: sc.headers });
   const wrk: Sample[] = [];
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[]): Promise<void> => {
     const t = targets.get(sc.target)!;
@@ -192,7 +195,7 @@ async function main(): Promise<void> {
 async function sanityCheck(scenarios: readonly Scenario[], targets: Map<TargetKey, Target>): Promise<void> {
   for (const sc of scenarios) {
     for (const body of sc.bodies) {
-      const r = await fetch(`${targets.get(sc.target)!.url}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const r = await fetch(`${targets.get(sc.target)!.url}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', ...sc.headers }, body });
       const text = await r.text();
       const want = body.includes('sf-model-tiny') ? 429 : 200;
       if (r.status !== want) throw new Error(`sanity check of ${sc.id}: expected ${want}, got ${r.status}: ${text.slice(0, 300)}`);

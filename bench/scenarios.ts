@@ -6,7 +6,7 @@
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
   | 'mock' | 'mock-long'
-  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global'
+  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-tenant'
   | 'nginx' | 'node-proxy' | 'uws-proxy';
 
 export interface Scenario {
@@ -21,6 +21,8 @@ export interface Scenario {
   readonly direct: string;
   /** Also run with autocannon (the wrk rounds run every scenario). */
   readonly autocannon: boolean;
+  /** Extra request headers (the tenant scenarios' API key). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export const PATH = '/v1/completions';
@@ -35,6 +37,21 @@ const body = (model: string, stream = false): string =>
 
 const PLAIN = [body('sf-model')];
 
+/** API keys of the router-tenant target: one without a budget, one with a budget (tenantAuthYaml). */
+export const ROUTE_ONLY_KEY = 'sk-bench-route-only-0123456789';
+export const TENANT_KEY = 'sk-bench-tenant-0123456789abcd';
+
+/** The auth file of the router-tenant target: the tenant key has a never-rejecting local budget. */
+export function tenantAuthYaml(sha256: (key: string) => string): string {
+  return `apiKeys:
+  - name: route-only
+    sha256: "${sha256(ROUTE_ONLY_KEY)}"
+  - name: tenant
+    sha256: "${sha256(TENANT_KEY)}"
+    rateLimit: { inputTokensPerUnit: 4294967295, outputTokensPerUnit: 4294967295, unit: second }
+`;
+}
+
 export const SCENARIOS: readonly Scenario[] = [
   { id: 'direct', n: '1', label: 'direct to mock backend (ceiling)', target: 'mock', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'router', n: '2', label: 'router, no limit, access log off', target: 'router-plain', bodies: PLAIN, direct: 'direct', autocannon: true },
@@ -45,6 +62,14 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     id: 'router-half-429', n: '6', label: 'full router, half the requests 429', target: 'router-local',
     bodies: [body('sf-model'), body('sf-model-tiny')], direct: 'direct', autocannon: false,
+  },
+  {
+    id: 'router-route-key', n: '4t', label: 'full router + API key, route limit alone', target: 'router-tenant',
+    bodies: PLAIN, direct: 'direct', autocannon: false, headers: { authorization: `Bearer ${ROUTE_ONLY_KEY}` },
+  },
+  {
+    id: 'router-tenant', n: '4t', label: 'full router + API key, tenant limit on top of the route limit', target: 'router-tenant',
+    bodies: PLAIN, direct: 'direct', autocannon: false, headers: { authorization: `Bearer ${TENANT_KEY}` },
   },
   { id: 'direct-sse16', n: '7', label: 'SSE 16 chunks, direct', target: 'mock', bodies: [body('sf-model', true)], direct: 'direct-sse16', autocannon: false },
   { id: 'router-sse16', n: '7', label: 'SSE 16 chunks, full router', target: 'router-local', bodies: [body('sf-model', true)], direct: 'direct-sse16', autocannon: false },
@@ -111,9 +136,9 @@ export function routerResources(mockPort: number, longPort: number, mode: LimitM
 
 /**
  * Router environment per variant; `logFile` receives the json access log where enabled;
- * `collector` is the mock OTLP collector's URL (router-trace only).
+ * `collector` is the mock OTLP collector's URL (router-trace only); `authFile` the tenant auth file (router-tenant).
  */
-export function routerEnv(target: TargetKey, logFile: string, collector: string | null = null): NodeJS.ProcessEnv {
+export function routerEnv(target: TargetKey, logFile: string, collector: string | null = null, authFile: string | null = null): NodeJS.ProcessEnv {
   if (target === 'router-plain') return { ACCESS_LOG_ENABLED: 'false' };
   if (target === 'router-trace') {
     if (collector === null) throw new Error('router-trace needs a mock OTLP collector');
@@ -121,13 +146,14 @@ export function routerEnv(target: TargetKey, logFile: string, collector: string 
     return { ACCESS_LOG_ENABLED: 'false', OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: collector, OTEL_TRACES_SAMPLER: 'always_on' };
   }
   const env: NodeJS.ProcessEnv = { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile };
+  if (target === 'router-tenant' && authFile !== null) env.ROUTER_AUTH_CONFIG = authFile;
   // An undecidable global limit must show up as 503s, not fall back to a local count silently.
   if (target === 'router-global') env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';
   return env;
 }
 
 export function limitModeOf(target: TargetKey, redis: string | null): LimitMode {
-  if (target === 'router-local') return { kind: 'local' };
+  if (target === 'router-local' || target === 'router-tenant') return { kind: 'local' };
   if (target === 'router-global') {
     if (redis === null) throw new Error('router-global needs a redis-server');
     return { kind: 'global', redis };

@@ -5,6 +5,8 @@
  */
 import { LineCounter, parseDocument } from 'yaml';
 import { compileGlobs, type ModelGlobs } from './model-globs.js';
+import type { RateLimitSpec } from '../config/resource-types.js';
+import { parseRateLimit } from '../config/rate-limit-spec.js';
 
 export interface ApiKeyEntry {
   /** The subject: who holds the key. */
@@ -13,6 +15,8 @@ export interface ApiKeyEntry {
   readonly sha256: string;
   /** Models the key may use; null = all. */
   readonly models: ModelGlobs | null;
+  /** This key's own budget over all its models (a tenant limit), or null. */
+  readonly rateLimit: RateLimitSpec | null;
 }
 
 export interface JwksJson {
@@ -35,6 +39,12 @@ export interface JwtConfig {
   readonly jwksCooldownSeconds: number;
   /** Timeout of one key set fetch, seconds. */
   readonly jwksTimeoutSeconds: number;
+  /** The claim naming the tenant (default `sub`). */
+  readonly tenantClaim: string;
+  /** Budget of every tenant without an override, or null. */
+  readonly rateLimit: RateLimitSpec | null;
+  /** Per-tenant overrides, by tenant. */
+  readonly tenantLimits: ReadonlyMap<string, RateLimitSpec>;
 }
 
 export interface AuthConfig {
@@ -52,11 +62,12 @@ export class AuthConfigError extends Error {
 }
 
 const TOP_KEYS = ['apiKeys', 'jwt'];
-const KEY_KEYS = ['name', 'sha256', 'models'];
+const KEY_KEYS = ['name', 'sha256', 'models', 'rateLimit'];
 const JWT_KEYS = [
   'issuer', 'audiences', 'jwksUri', 'jwks', 'modelsClaim', 'clockToleranceSeconds',
-  'jwksMaxAgeSeconds', 'jwksCooldownSeconds', 'jwksTimeoutSeconds',
+  'jwksMaxAgeSeconds', 'jwksCooldownSeconds', 'jwksTimeoutSeconds', 'tenantClaim', 'rateLimit', 'tenantLimits',
 ];
+const RATE_LIMIT_KEYS = ['inputTokensPerUnit', 'outputTokensPerUnit', 'unit', 'global', 'mode'];
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 
 type Obj = Record<string, unknown>;
@@ -147,7 +158,8 @@ function parseKeys(c: Check, v: unknown): ApiKeyEntry[] {
       const list = c.strings(o.models, `${path}.models`);
       models = compileGlobs(list);
     }
-    return Object.freeze({ name, sha256, models });
+    const rateLimit = limitOf(c, o.rateLimit, `${path}.rateLimit`);
+    return Object.freeze({ name, sha256, models, rateLimit });
   });
 }
 
@@ -181,6 +193,20 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
     c.fail('jwt', 'give jwksUri (the issuer\'s key set URL) or jwks (an inline key set)');
   }
   const modelsClaim = o.modelsClaim === undefined ? null : c.string(o.modelsClaim, 'jwt.modelsClaim');
+  const tenantClaim = o.tenantClaim === undefined ? 'sub' : c.string(o.tenantClaim, 'jwt.tenantClaim');
+  const rateLimit = limitOf(c, o.rateLimit, 'jwt.rateLimit');
+  const tenantLimits = new Map<string, RateLimitSpec>();
+  if (o.tenantLimits !== undefined) {
+    if (!Array.isArray(o.tenantLimits)) c.fail('jwt.tenantLimits', `expected a list, got ${describe(o.tenantLimits)}`);
+    o.tenantLimits.forEach((raw, i) => {
+      const path = `jwt.tenantLimits[${i}]`;
+      const t = c.mapping(raw, path, ['tenant', 'rateLimit']);
+      const tenant = c.string(t.tenant, `${path}.tenant`);
+      if (tenantLimits.has(tenant)) c.fail(`${path}.tenant`, `duplicate tenant "${tenant}"`);
+      if (t.rateLimit === undefined || t.rateLimit === null) c.fail(`${path}.rateLimit`, 'is required: expected a mapping');
+      tenantLimits.set(tenant, limitOf(c, t.rateLimit, `${path}.rateLimit`)!);
+    });
+  }
   return Object.freeze({
     issuer,
     audiences: Object.freeze(audiences),
@@ -191,5 +217,15 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
     jwksMaxAgeSeconds: c.seconds(o.jwksMaxAgeSeconds, 'jwt.jwksMaxAgeSeconds', 600, 86_400),
     jwksCooldownSeconds: c.seconds(o.jwksCooldownSeconds, 'jwt.jwksCooldownSeconds', 30, 3_600),
     jwksTimeoutSeconds: c.seconds(o.jwksTimeoutSeconds, 'jwt.jwksTimeoutSeconds', 5, 60),
+    tenantClaim,
+    rateLimit,
+    tenantLimits,
   });
+}
+
+/** A tenant budget: the same fields and checks as ModelRoute.spec.rateLimit (config/rate-limit-spec.ts). */
+function limitOf(c: Check, v: unknown, path: string): RateLimitSpec | null {
+  if (v !== undefined && v !== null) c.mapping(v, path, RATE_LIMIT_KEYS);
+  const spec = parseRateLimit(v, path, (p, problem) => c.fail(p, problem));
+  return spec === null ? null : Object.freeze(spec);
 }

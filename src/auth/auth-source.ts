@@ -7,6 +7,7 @@ import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { Exchange } from '../http/exchange.js';
 import { parseAuthConfig, type AuthConfig } from './auth-config.js';
 import { Authenticator, type AuthenticatorOptions } from './authenticator.js';
+import type { Tenant } from './tenant.js';
 
 /** Reads and validates an auth file; throws AuthConfigError (or a read error) naming the file. */
 export function loadAuthConfigFile(file: string): AuthConfig {
@@ -24,13 +25,10 @@ export class AuthSource {
   rejected = 0;
 
   /**
-   * The pipeline's `authorize` hook: throws RouterError 401/403 (sync for API keys, a promise
-   * for JWTs). Bound, so it can be handed over as is.
+   * The pipeline's `authorize` hook: the caller's tenant, or throws RouterError 401/403 (sync for
+   * API keys, a promise for JWTs). Bound, so it can be handed over as is.
    */
-  readonly authorize = (x: Exchange, model: string): void | Promise<void> => {
-    const r = this.current.authorize(x.authorization, model);
-    if (typeof r !== 'string') return r.then(ignore);
-  };
+  readonly authorize = (x: Exchange, model: string): Tenant | Promise<Tenant> => this.current.identify(x.authorization, model);
 
   constructor(file: string, log: (m: string) => void, opts: AuthenticatorOptions = {}) {
     this.file = file;
@@ -103,4 +101,3 @@ function readText(file: string): string {
   }
 }
 
-function ignore(): void {}

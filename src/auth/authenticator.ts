@@ -20,6 +20,7 @@ import type { Clock } from '../clock.js';
 import { JwksCache, KeySetUnavailableError, type FetchFn } from './jwks-cache.js';
 import { globMatch, globsAllow } from './model-globs.js';
 import { TokenCache } from './token-cache.js';
+import { jwtTenant, keyTenant, type Tenant } from './tenant.js';
 
 export interface AuthenticatorOptions {
   /** Clock of the remote key set cache (epoch ms). */
@@ -43,6 +44,7 @@ const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 interface KeyRecord {
   readonly entry: ApiKeyEntry;
   readonly digest: Buffer;
+  readonly tenant: Tenant;
 }
 
 function unauthenticated(message: string, invalidToken = false, code: ErrorCode = 'invalid_token'): RouterError {
@@ -66,7 +68,7 @@ export class Authenticator {
 
   constructor(config: AuthConfig, opts: AuthenticatorOptions = {}) {
     this.config = config;
-    for (const entry of config.apiKeys) this.keys.set(entry.sha256, { entry, digest: Buffer.from(entry.sha256, 'hex') });
+    for (const entry of config.apiKeys) this.keys.set(entry.sha256, { entry, digest: Buffer.from(entry.sha256, 'hex'), tenant: keyTenant(entry.name, entry.rateLimit) });
     this.jwt = config.jwt;
     this.tokenNow = opts.tokenNow ?? null;
     this.verified = new TokenCache(opts.tokenCacheSize ?? 10_000, opts.tokenCacheTtlMs ?? 60_000, opts.tokenNow ?? Date.now);
@@ -99,10 +101,19 @@ export class Authenticator {
 
   /**
    * Returns the caller's subject (API key name, or the token's `sub`) when `authorization` holds
-   * valid credentials allowed to use `model`; throws RouterError otherwise. Synchronous for API keys
-   * and for tokens verified recently (token-cache.ts); a promise when a JWT must be verified.
+   * valid credentials allowed to use `model`; throws RouterError otherwise (see identify()).
    */
   authorize(authorization: string, model: string): Promise<string> | string {
+    const t = this.identify(authorization, model);
+    return t instanceof Promise ? t.then(subjectOf) : t.subject;
+  }
+
+  /**
+   * The caller's tenant (tenant.ts: subject, tenant name, budget) when `authorization` holds valid
+   * credentials allowed to use `model`; throws RouterError otherwise. Synchronous for API keys
+   * and for tokens verified recently (token-cache.ts); a promise when a JWT must be verified.
+   */
+  identify(authorization: string, model: string): Promise<Tenant> | Tenant {
     if (authorization.length === 0) {
       throw unauthenticated('missing credentials: send "Authorization: Bearer <api key or token>"', false, 'missing_credentials');
     }
@@ -115,18 +126,18 @@ export class Authenticator {
     if (rec !== undefined && timingSafeEqual(digest, rec.digest)) {
       const models = rec.entry.models;
       if (models !== null && !globsAllow(models, model)) throw forbidden(`API key "${rec.entry.name}"`, model);
-      return rec.entry.name;
+      return rec.tenant;
     }
     if (this.jwt === null || !JWT_SHAPE.test(token)) throw unauthenticated('invalid credentials: unknown API key', true, 'invalid_credentials');
     const hit = this.verified.get(token);
     if (hit !== null) {
       if (this.jwt.modelsClaim !== null && !claimAllows(hit.models, model)) throw forbidden(`token subject "${hit.subject}"`, model);
-      return hit.subject;
+      return hit.tenant;
     }
     return this.verifyJwt(token, model);
   }
 
-  private async verifyJwt(token: string, model: string): Promise<string> {
+  private async verifyJwt(token: string, model: string): Promise<Tenant> {
     const j = this.jwt!;
     let payload: JWTPayload;
     try {
@@ -137,12 +148,19 @@ export class Authenticator {
     }
     const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : j.issuer;
     const models = j.modelsClaim === null ? undefined : payload[j.modelsClaim];
-    this.verified.set(token, subject, models, payload.exp, payload.nbf, j.clockToleranceSeconds * 1000);
+    const claim = payload[j.tenantClaim];
+    const name = typeof claim === 'string' && claim !== '' ? claim : typeof claim === 'number' ? String(claim) : subject;
+    const tenant = jwtTenant(subject, name, j.tenantLimits.get(name) ?? j.rateLimit);
+    this.verified.set(token, tenant, models, payload.exp, payload.nbf, j.clockToleranceSeconds * 1000);
     if (j.modelsClaim !== null && !claimAllows(models, model)) {
       throw forbidden(`token subject "${subject}"`, model);
     }
-    return subject;
+    return tenant;
   }
+}
+
+function subjectOf(t: Tenant): string {
+  return t.subject;
 }
 
 /** A models claim: a list of globs, or one string of space-separated globs. Absent = none. */

@@ -5,9 +5,12 @@
  * withdraws stops being honoured within `ttlMs`. Bounded: when full, the oldest entry goes.
  */
 import type { Clock } from '../clock.js';
+import type { Tenant } from './tenant.js';
 
 export interface VerifiedToken {
   readonly subject: string;
+  /** Who the token's requests are charged to. */
+  readonly tenant: Tenant;
   /** The models claim as found in the token (validated per request against the model). */
   readonly models: unknown;
   /** Epoch ms after which the entry is not used. */
@@ -34,13 +37,13 @@ export class TokenCache {
   }
 
   /** Remembers a verified token; `exp`/`nbf` in epoch seconds as in the claims (undefined = none). */
-  set(token: string, subject: string, models: unknown, exp: number | undefined, nbf: number | undefined, toleranceMs: number): void {
+  set(token: string, tenant: Tenant, models: unknown, exp: number | undefined, nbf: number | undefined, toleranceMs: number): void {
     if (this.max <= 0) return;
     const now = this.now();
     const until = Math.min(now + this.ttlMs, exp === undefined ? Infinity : exp * 1000 + toleranceMs);
     if (until <= now) return;
     if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string);
-    this.map.set(token, { subject, models, until, notBefore: nbf === undefined ? 0 : nbf * 1000 - toleranceMs });
+    this.map.set(token, { subject: tenant.subject, tenant, models, until, notBefore: nbf === undefined ? 0 : nbf * 1000 - toleranceMs });
   }
 
   get size(): number {

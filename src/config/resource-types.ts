@@ -42,7 +42,11 @@ export interface RateLimitSpec {
   unit: WindowUnit;
   /** null = local mode. */
   global: { redis: { address: string } } | null;
+  /** `shadow`: counts and decides as usual, but never rejects (default `enforce`). */
+  mode: RateLimitMode;
 }
+
+export type RateLimitMode = 'enforce' | 'shadow';
 
 export interface ModelRoute {
   kind: 'ModelRoute';

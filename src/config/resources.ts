@@ -7,15 +7,15 @@
  * kvConnector, ...); unknown kinds are rejected.
  */
 import { parseDuration } from './duration.js';
-import { parseHostPort, redisAddressProblem } from './addresses.js';
+import { parseHostPort } from './addresses.js';
+import { parseRateLimit } from './rate-limit-spec.js';
 import { describe, isPlainObject } from './describe-value.js';
 import {
-  API_VERSION, WINDOW_UNITS, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
-  type StringMatch, type TargetModel, type WindowUnit,
+  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
+  type StringMatch, type TargetModel,
 } from './resource-types.js';
 
 const MATCH_KINDS = ['exact', 'prefix', 'regex'] as const;
-const UINT32_MAX = 4_294_967_295;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
@@ -223,26 +223,7 @@ function targetModel(c: Checker, v: unknown, path: string): TargetModel {
 }
 
 function rateLimitSpec(c: Checker, v: unknown, path: string): RateLimitSpec | null {
-  const obj = c.optObject(v, path);
-  if (obj === null) return null;
-  const inputTokensPerUnit = c.optInt(obj.inputTokensPerUnit, `${path}.inputTokensPerUnit`, 1, UINT32_MAX);
-  const outputTokensPerUnit = c.optInt(obj.outputTokensPerUnit, `${path}.outputTokensPerUnit`, 1, UINT32_MAX);
-  if (inputTokensPerUnit === null && outputTokensPerUnit === null) {
-    c.fail(path, 'must set inputTokensPerUnit or outputTokensPerUnit (or both)');
-  }
-  // The route API defaults the unit to `second`.
-  const unit = obj.unit === undefined || obj.unit === null ? 'second' : obj.unit;
-  if (!WINDOW_UNITS.includes(unit as WindowUnit)) c.expected(`${path}.unit`, `one of ${WINDOW_UNITS.join(', ')}`, unit);
-  let global: RateLimitSpec['global'] = null;
-  const globalObj = c.optObject(obj.global, `${path}.global`);
-  if (globalObj !== null) {
-    const redis = c.object(globalObj.redis, `${path}.global.redis`);
-    const address = c.string(redis.address, `${path}.global.redis.address`);
-    const problem = redisAddressProblem(address);
-    if (problem !== null) c.fail(`${path}.global.redis.address`, problem);
-    global = { redis: { address } };
-  }
-  return { inputTokensPerUnit, outputTokensPerUnit, unit: unit as WindowUnit, global };
+  return parseRateLimit(v, path, (p, problem) => c.fail(p, problem));
 }
 
 function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer {

@@ -37,6 +37,8 @@ export class Exchange {
   private heldHeaders: IncomingHttpHeaders | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
+  /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
+  rateScope: 'route' | 'tenant' | null = null;
   /** The upstream exchange in progress, cancelled when the client goes away. */
   upstream: { abortForClient(): void } | null = null;
   /** The request reached a pod (anything but a connection failure): its input tokens stay charged. */
@@ -222,7 +224,8 @@ export function closeUnanswered(res: HttpResponse): void {
 function ignoreData(): void {}
 
 /** Writes the x-ratelimit-* headers of a limited route. */
-export function writeRateHeaders(res: HttpResponse, d: Decision): void {
+export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' | 'tenant' | null = null): void {
+  res.writeHeader('x-ratelimit-scope', scope ?? 'route');
   if (d.input !== null) {
     res.writeHeader('x-ratelimit-limit-input-tokens', String(d.input.limit));
     res.writeHeader('x-ratelimit-remaining-input-tokens', String(d.input.remaining));
@@ -254,7 +257,7 @@ function sendErrorCorked(): void {
   res.writeHeader('content-type', x.acceptJson ? JSON_TYPE : TEXT_TYPE);
   res.writeHeader('x-request-id', x.ctx.requestId);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
-  if (x.decision !== null) writeRateHeaders(res, x.decision);
+  if (x.decision !== null) writeRateHeaders(res, x.decision, x.rateScope);
   res.end(errorBody(err, x.acceptJson), x.closeConnection);
 }
 
@@ -279,7 +282,7 @@ function writeHeadCorked(): void {
     else res.writeHeader(name, v);
   }
   res.writeHeader('x-request-id', x.ctx.requestId);
-  if (limited) writeRateHeaders(res, x.decision!);
+  if (limited) writeRateHeaders(res, x.decision!, x.rateScope);
 }
 
 function endBufferedCorked(): void {

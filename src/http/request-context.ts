@@ -20,6 +20,8 @@ export class RequestContext {
   modelRoute = '';
   modelServer = '';
   selectedPod = '';
+  /** The caller's tenant (API key name or JWT tenant claim), '' without auth. */
+  tenant = '';
 
   // Tokens.
   inputTokens = 0;

@@ -25,6 +25,8 @@ const ERROR_INDEX = new Map<string, number>(Object.keys(ERROR_TYPES).map((t, i) 
 export interface RouterMetricsOptions {
   /** Registry to register in; default a new one (never prom-client's global registry). */
   readonly registry?: Registry;
+  /** Tenants with their own series in inference_router_tenant_tokens_total (the first seen); the rest are "other". Default 100. */
+  readonly maxTenants?: number;
   /** Also collect prom-client's process/Node.js metrics (process_*, nodejs_*); default true. */
   readonly defaultMetrics?: boolean;
   /**
@@ -85,7 +87,17 @@ export class RouterMetrics {
   private readonly outputTokens = new CounterFamily('inference_router_output_tokens_total',
     'Output (generated) tokens of answers, by route.', ['route']);
   private readonly rejections = new CounterFamily('inference_router_ratelimit_rejections_total',
-    'Requests rejected by a token rate limit (429), by route and the direction whose limit was exhausted.', ['route', 'direction']);
+    'Requests rejected by a token rate limit (429), by route ("" for tenant limits), the direction whose limit was exhausted and the scope of the limit (route, tenant).',
+    ['route', 'direction', 'scope']);
+  private readonly shadowRejections = new CounterFamily('inference_router_rate_limit_shadow_rejections_total',
+    'Requests a limit in shadow mode would have rejected (they were not), by scope (route, tenant) and direction.', ['scope', 'direction']);
+  private readonly tenantTokens = new CounterFamily('inference_router_tenant_tokens_total',
+    'Tokens of requests by tenant (API key name or JWT tenant claim; past the bounded set of tenants, "other") and direction.',
+    ['tenant', 'direction']);
+  private readonly tenants = new Map<string, [CounterSeries, CounterSeries]>();
+  private readonly maxTenants: number;
+  private readonly tenantRejections = new Map<string, CounterSeries>();
+  private readonly shadowSeries = new Map<string, CounterSeries>();
   private readonly decisionDuration = new HistogramFamily('inference_router_ratelimit_decision_duration_seconds',
     'Time to an admission decision of the token limiter, by mode (local, global).', ['mode'], DECISION_BUCKETS);
   private readonly redisErrors = new CounterFamily('inference_router_ratelimit_store_errors_total',
@@ -99,10 +111,11 @@ export class RouterMetrics {
   constructor(opts: RouterMetricsOptions = {}) {
     this.registry = opts.registry ?? new Registry();
     this.knownModel = opts.knownModel ?? null;
+    this.maxTenants = opts.maxTenants ?? 100;
     const r = this.registry;
     for (const m of [
       this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens,
-      this.rejections, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.tokenizerDuration,
+      this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
       'Requests in flight to each backend pod.', 'gauge', () => this.collectInflight()) as never);
@@ -149,10 +162,48 @@ export class RouterMetrics {
     if (ttfbMs !== null) r.ttfb.observe(ttfbMs / 1000);
     if (ctx.inputTokens > 0) r.input.value += ctx.inputTokens;
     if (ctx.outputTokens > 0) r.output.value += ctx.outputTokens;
+    if (ctx.tenant !== '' && (ctx.inputTokens > 0 || ctx.outputTokens > 0)) {
+      const t = this.tenants.get(ctx.tenant) ?? this.addTenant(ctx.tenant);
+      t[0].value += ctx.inputTokens;
+      t[1].value += ctx.outputTokens;
+    }
+  }
+
+  /** The series of a tenant: its own among the first maxTenants seen, else those of "other". */
+  private addTenant(tenant: string): [CounterSeries, CounterSeries] {
+    const name = this.tenants.size < this.maxTenants ? tenant : 'other';
+    let t = this.tenants.get(name);
+    if (t === undefined) {
+      t = [this.tenantTokens.child(name, 'input'), this.tenantTokens.child(name, 'output')];
+      this.tenants.set(name, t);
+    }
+    // Past the bound, other names share "other" (not kept by name: the map stays bounded).
+    return t;
+  }
+
+  /** A shadow-mode limit would have rejected a request (limit key: `tenant:` ones are tenant scope). */
+  shadowRejected(key: string, direction: LimitDirection): void {
+    const scope = scopeOf(key);
+    const id = `${scope}\0${direction}`;
+    let c = this.shadowSeries.get(id);
+    if (c === undefined) {
+      c = this.shadowRejections.child(scope, direction);
+      this.shadowSeries.set(id, c);
+    }
+    c.value++;
   }
 
   /** A token rate limit rejected a request of `route` (namespace/name). */
   rateLimitRejected(route: string, direction: LimitDirection): void {
+    if (scopeOf(route) === 'tenant') {
+      let c = this.tenantRejections.get(direction);
+      if (c === undefined) {
+        c = this.rejections.child('', direction, 'tenant');
+        this.tenantRejections.set(direction, c);
+      }
+      c.value++;
+      return;
+    }
     const r = this.routes.get(route) ?? this.addRoute(route);
     (direction === 'input' ? r.rejectedInput : r.rejectedOutput).value++;
   }
@@ -199,8 +250,8 @@ export class RouterMetrics {
       ttfb: this.ttfb.child(route),
       input: this.inputTokens.child(route),
       output: this.outputTokens.child(route),
-      rejectedInput: this.rejections.child(route, 'input'),
-      rejectedOutput: this.rejections.child(route, 'output'),
+      rejectedInput: this.rejections.child(route, 'input', 'route'),
+      rejectedOutput: this.rejections.child(route, 'output', 'route'),
       models: new Map(),
     };
     this.routes.set(route, r);
@@ -247,6 +298,11 @@ export class RouterMetrics {
       { labels: { reason: 'export_failed' }, value: s.droppedExportFailed },
     ];
   }
+}
+
+/** Tenant limit keys start with `tenant:` (ratelimit/limit-key.ts); route keys have no `:`. */
+function scopeOf(key: string): 'route' | 'tenant' {
+  return key.startsWith('tenant:') ? 'tenant' : 'route';
 }
 
 function single(src: (() => number) | undefined): MetricValue[] {

@@ -14,3 +14,12 @@ export type LimitKey = string;
 export function routeLimitKey(routeKey: string): LimitKey {
   return routeKey;
 }
+
+/**
+ * The budget of one tenant: `tenant:key:<API key name>` or `tenant:jwt:<tenant claim>`. Route keys
+ * have no `:`, so the two scopes never share counters; API keys and JWT tenants of the same name
+ * do not either.
+ */
+export function tenantLimitKey(source: 'key' | 'jwt', tenant: string): LimitKey {
+  return `tenant:${source}:${tenant}`;
+}

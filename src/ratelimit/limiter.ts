@@ -22,6 +22,17 @@ export interface Decision {
   output: LimitState | null;
 }
 
+/** One limit a request must fit: its key and its spec (`limit.mode` shadow: never blocks). */
+export interface LimitTerm {
+  readonly key: LimitKey;
+  readonly limit: RateLimitSpec;
+}
+
+/** Whether a limit only counts and reports (shadow mode), never rejecting. */
+export function isShadow(limit: RateLimitSpec): boolean {
+  return limit.mode === 'shadow';
+}
+
 /**
  * Token limiter semantics (shared by local and global mode, docs/rate-limiting.md):
  * - counters per limit key (limit-key.ts) and direction, in fixed windows aligned to UTC
@@ -40,5 +51,12 @@ export interface TokenLimiter {
    * store can do both in one round trip (Redis). Callers fall back to the two calls without it.
    */
   settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void;
+  /**
+   * One admission against several limits (route and tenant), atomically: every term gets its own
+   * decision (decided as admit() would, against counts that include nothing of this request);
+   * when every term that is not shadow allows, `inputTokens` is charged to every term (shadow
+   * ones too, even past their limit); else to none. admit-all.ts composes limiters without it.
+   */
+  admitAll?(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[];
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { LimitKey } from './limit-key.js';
-import type { Decision, LimitDirection, TokenLimiter } from './limiter.js';
+import { admitTerms } from './admit-all.js';
+import { isShadow, type Decision, type LimitDirection, type LimitTerm, type TokenLimiter } from './limiter.js';
 
 /** Where a metered limiter reports (observe/metrics.ts RouterMetrics is one). */
 export interface LimiterMetricsSink {
@@ -8,6 +9,8 @@ export interface LimiterMetricsSink {
   limiterDecision(mode: 'local' | 'global', ms: number): void;
   /** One admission rejected by the limit of `key` in this direction. */
   rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
+  /** A shadow limit would have rejected an admission (it did not). */
+  shadowRejected?(key: LimitKey, direction: LimitDirection): void;
 }
 
 /**
@@ -39,6 +42,21 @@ export class MeteredLimiter implements TokenLimiter {
     return this.seen(key, d, t0);
   }
 
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
+    const t0 = performance.now();
+    let d: Promise<Decision[]> | Decision[];
+    try {
+      d = this.inner.admitAll !== undefined
+        ? this.inner.admitAll(terms, inputTokens)
+        : admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inner })), inputTokens);
+    } catch (err) {
+      this.metrics.limiterDecision(this.mode, performance.now() - t0);
+      throw err;
+    }
+    if (d instanceof Promise) return d.then((v) => this.seenAll(terms, v, t0), (err: unknown) => this.failed(err, t0));
+    return this.seenAll(terms, d, t0);
+  }
+
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
     return this.inner.chargeOutput(key, limit, outputTokens);
   }
@@ -55,6 +73,17 @@ export class MeteredLimiter implements TokenLimiter {
     this.metrics.limiterDecision(this.mode, performance.now() - t0);
     if (!d.allowed && d.rejectedBy !== null) this.metrics.rateLimitRejected(key, d.rejectedBy);
     return d;
+  }
+
+  private seenAll(terms: readonly LimitTerm[], ds: Decision[], t0: number): Decision[] {
+    this.metrics.limiterDecision(this.mode, performance.now() - t0);
+    for (let i = 0; i < ds.length; i++) {
+      const d = ds[i];
+      if (d.allowed || d.rejectedBy === null) continue;
+      if (!isShadow(terms[i].limit)) this.metrics.rateLimitRejected(terms[i].key, d.rejectedBy);
+      else if (this.metrics.shadowRejected !== undefined) this.metrics.shadowRejected(terms[i].key, d.rejectedBy);
+    }
+    return ds;
   }
 
   private failed(err: unknown, t0: number): never {

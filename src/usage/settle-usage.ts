@@ -2,6 +2,7 @@ import type { AnswerUsage } from '../api/inference-api.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
+import type { LimiterTerm } from '../ratelimit/admit-all.js';
 import { settleCounters } from '../ratelimit/settle.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 
@@ -13,6 +14,8 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 export async function settleUsage(
   ctx: RequestContext, tokens: TokenCounter, usage: AnswerUsage | null,
   limiter: TokenLimiter | null, key: string, limit: RateLimitSpec | null,
+  /** Several limits (route and tenant): each gets the correction and the output. */
+  terms: readonly LimiterTerm[] | null = null,
 ): Promise<void> {
   let output = 0;
   let inputDelta = 0;
@@ -32,6 +35,12 @@ export async function settleUsage(
     }
   }
   ctx.outputTokens = output;
+  if (terms !== null) {
+    for (const t of terms) {
+      try { await settleCounters(t.limiter, t.key, t.limit, inputDelta, output); } catch { /* as below */ }
+    }
+    return;
+  }
   if (limiter === null || limit === null) return;
   try {
     await settleCounters(limiter, key, limit, inputDelta, output);

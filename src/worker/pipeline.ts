@@ -12,6 +12,8 @@ import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
 import type { RequestSpan, Tracer } from '../observe/tracer.js';
+import type { Tenant } from '../auth/tenant.js';
+import { admitRequest, type ScopedTerm } from '../ratelimit/request-admission.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -21,8 +23,8 @@ export interface PipelineServices {
   readonly tokens: TokenCounter;
   /** The limiter for a route's rateLimit (local or Redis), resolved once per spec. */
   limiterFor(spec: RateLimitSpec): TokenLimiter;
-  /** Authenticates and authorizes; throws RouterError(401/403). null = auth off. */
-  readonly authorize: ((x: Exchange, model: string) => void | Promise<void>) | null;
+  /** Authenticates and authorizes, gives the caller's tenant; throws RouterError(401/403). null = auth off. */
+  readonly authorize: ((x: Exchange, model: string) => Tenant | Promise<Tenant>) | null;
   /** OpenTelemetry tracing; null = off (the hot path then only checks for null). */
   readonly tracer: Tracer | null;
   /** Called once per request when it is over (access log, metrics). */
@@ -41,11 +43,17 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
   let limiter: TokenLimiter | null = null;
   let charged = 0;
   const span = s.tracer === null ? null : s.tracer.start(x);
+  let tenant: Tenant | null = null;
+  let terms: ScopedTerm[] | null = null;
   try {
     const api = apiFor(x.url);
     const req = api.parse(x.body, x.url);
     ctx.modelName = req.model;
-    if (s.authorize !== null) await s.authorize(x, req.model);
+    if (s.authorize !== null) {
+      const t = s.authorize(x, req.model);
+      tenant = t instanceof Promise ? await t : t;
+      ctx.tenant = tenant.name;
+    }
 
     const table = s.table();
     if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
@@ -61,7 +69,16 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     const counted = s.tokens.countPrompt(prompt);
     ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
 
-    if (route.rateLimit !== null) {
+    if ((tenant !== null && tenant.limit !== null) || route.rateLimit?.mode === 'shadow') {
+      // Several limits, or a shadow one: decided together (request-admission.ts).
+      terms = limitTerms(s, route, tenant);
+      const admitted = admitRequest(terms, ctx.inputTokens);
+      const a = admitted instanceof Promise ? await admitted : admitted;
+      x.decision = a.shown;
+      x.rateScope = a.shownScope;
+      if (!a.admitted) throw rateLimitRejection(a.shown!);
+      charged = ctx.inputTokens;
+    } else if (route.rateLimit !== null) {
       limiter = s.limiterFor(route.rateLimit);
       const decided = limiter.admit(route.limitKey, route.rateLimit, ctx.inputTokens);
       const d = decided instanceof Promise ? await decided : decided; // a lease decides synchronously
@@ -72,7 +89,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
     const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler, span);
-    await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit);
+    await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit, terms);
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
@@ -80,10 +97,22 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     // give the input tokens back. A pod that saw the request keeps them charged.
     if (charged > 0 && !x.reachedPod && limiter !== null && route !== null && route.rateLimit !== null) {
       try { await limiter.adjustInput(route.limitKey, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
+    } else if (charged > 0 && !x.reachedPod && terms !== null) {
+      for (const t of terms) {
+        try { await t.limiter.adjustInput(t.key, t.limit, -charged); } catch { /* store down: nothing to give back */ }
+      }
     }
     if (span !== null) s.tracer!.end(span, x);
     s.finish(x);
   }
+}
+
+/** The limits of a request: the route's (if any), then the tenant's (if any). */
+function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | null): ScopedTerm[] {
+  const terms: ScopedTerm[] = [];
+  if (route.rateLimit !== null) terms.push({ key: route.limitKey, limit: route.rateLimit, limiter: s.limiterFor(route.rateLimit), scope: 'route' });
+  if (tenant !== null && tenant.limit !== null) terms.push({ key: tenant.limitKey, limit: tenant.limit, limiter: s.limiterFor(tenant.limit), scope: 'tenant' });
+  return terms;
 }
 
 function internalError(err: unknown): RouterError {

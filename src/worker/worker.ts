@@ -73,7 +73,22 @@ export async function runWorker(settings: Settings): Promise<void> {
   });
   const tracer = settings.tracing === null ? null : new Tracer(settings.tracing);
   if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
-  const metered = meteredLimiters(metrics);
+  // Shadow limits: counted always, logged once a minute at most (what they would have rejected).
+  let shadowLoggedAt = -Infinity;
+  let shadowUnlogged = 0;
+  const metered = meteredLimiters({
+    limiterDecision: (mode, ms) => metrics.limiterDecision(mode, ms),
+    rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
+    shadowRejected: (key, direction) => {
+      metrics.shadowRejected(key, direction);
+      shadowUnlogged++;
+      const now = Date.now();
+      if (now - shadowLoggedAt < 60_000) return;
+      shadowLoggedAt = now;
+      ops.info('limits', `shadow limit ${key} would have rejected ${shadowUnlogged} request(s) since the last such line (latest by ${direction}); not enforced`);
+      shadowUnlogged = 0;
+    },
+  });
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     log: (m) => ops.info('limits', m),
     onStoreError: (store) => metrics.redisError(store),

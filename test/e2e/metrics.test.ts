@@ -91,7 +91,7 @@ spec:
       expect(sample(t, 'inference_router_requests_total{model="(unknown)",route="",status="404",error_type="model_not_found"}')).toBe(unknown);
       expect(sample(t, 'inference_router_requests_total{model="tight-model",route="default/tight-route",status="429",error_type="rate_limit"}')).toBe(rejected);
       expect(sample(t, 'inference_router_requests_total{model="tight-model",route="default/tight-route",status="200",error_type=""}')).toBe(tight - rejected);
-      expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/tight-route",direction="input"}')).toBe(rejected);
+      expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/tight-route",direction="input",scope="route"}')).toBe(rejected);
       expect(total(t, 'inference_router_ratelimit_decision_duration_seconds_count', 'mode="local"')).toBe(tight);
       expect(sample(t, `inference_router_request_duration_seconds_count{${SF}}`)).toBe(ok + streamed);
       expect(sample(t, `inference_router_upstream_duration_seconds_count{${SF}}`)).toBe(ok + streamed);

@@ -1,8 +1,8 @@
 import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
-import { decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
 import { systemClock, type Clock } from '../../clock.js';
-import type { Decision, TokenLimiter } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { secondsUntil, windowEnd, windowStart } from '../windows.js';
 import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
@@ -31,6 +31,15 @@ export class LimitCounters {
     this.input = 0;
     this.output = 0;
   }
+}
+
+/** One limit of a multi-limit admission, as the primary gets it over IPC (null: no limit). */
+export interface RawTerm {
+  key: LimitKey;
+  inLimit: number | null;
+  outLimit: number | null;
+  unit: WindowUnit;
+  shadow: boolean;
 }
 
 /** How often (ms) entries of ended windows are dropped, checked on use. */
@@ -94,6 +103,44 @@ export class CounterStore implements TokenLimiter {
     else out.push(outputLimit, outputLimit > c.output ? outputLimit - c.output : 0, reset);
   }
 
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Decision[] {
+    const out = this.scratch;
+    out.length = 0;
+    this.admitAllInto(out, terms.map(rawTerm), inputTokens);
+    return terms.map((_, i) => decodeDecision(out, i * DECISION_STRIDE));
+  }
+
+  /**
+   * The decisions of one admission against several limits (limiter.ts admitAll), appended to
+   * `out` as DECISION_STRIDE numbers per term. Returns whether the request was admitted.
+   */
+  admitAllInto(out: number[], terms: readonly RawTerm[], inputTokens: number): boolean {
+    checkTokenCount(inputTokens, 'input tokens');
+    const now = this.clock();
+    const at = out.length;
+    let admitted = true;
+    for (const t of terms) {
+      const c = this.counters(t.key, t.unit, now);
+      let status = STATUS_ALLOWED;
+      if (t.inLimit !== null && c.input + inputTokens > t.inLimit) status = STATUS_REJECTED_INPUT;
+      else if (t.outLimit !== null && c.output >= t.outLimit) status = STATUS_REJECTED_OUTPUT;
+      if (status !== STATUS_ALLOWED && !t.shadow) admitted = false;
+      out.push(status, secondsUntil(c.end, now), 0, 0, 0, 0, 0, 0);
+    }
+    for (let i = 0; i < terms.length; i++) {
+      const t = terms[i];
+      const c = this.counters(t.key, t.unit, now);
+      if (admitted) c.input += inputTokens;
+      const o = at + i * DECISION_STRIDE;
+      const reset = out[o + 1];
+      if (t.inLimit === null) out[o + 2] = NO_LIMIT;
+      else { out[o + 2] = t.inLimit; out[o + 3] = t.inLimit > c.input ? t.inLimit - c.input : 0; out[o + 4] = reset; }
+      if (t.outLimit === null) out[o + 5] = NO_LIMIT;
+      else { out[o + 5] = t.outLimit; out[o + 6] = t.outLimit > c.output ? t.outLimit - c.output : 0; out[o + 7] = reset; }
+    }
+    return admitted;
+  }
+
   /** The key's counters in the window containing now (a new window starts at 0); for the lease book. */
   current(key: LimitKey, unit: WindowUnit): LimitCounters {
     return this.counters(key, unit, this.clock());
@@ -140,4 +187,8 @@ export class CounterStore implements TokenLimiter {
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
     for (const [key, c] of this.limits) if (now >= c.end) this.limits.delete(key);
   }
+}
+
+function rawTerm(t: LimitTerm): RawTerm {
+  return { key: t.key, inLimit: t.limit.inputTokensPerUnit, outLimit: t.limit.outputTokensPerUnit, unit: t.limit.unit, shadow: isShadow(t.limit) };
 }

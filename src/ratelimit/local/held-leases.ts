@@ -4,7 +4,7 @@ import { NO_LIMIT } from '../decision-codec.js';
 import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_LEASE_USED, OP_RETURN_LEASE } from './ipc-protocol.js';
 import { performance } from 'node:perf_hooks';
 import type { Clock } from '../../clock.js';
-import type { Decision } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 
 /** Queues one op for the primary: [op, id, key, NO_LIMIT, NO_LIMIT, unit, amount]. */
@@ -150,6 +150,34 @@ export class HeldLeases {
       input: l.inLimit === null ? null : { limit: l.inLimit, remaining: positive(l.inLimit - l.othersIn - l.inUsed), resetSeconds: reset },
       output: l.outLimit === null ? null : { limit: l.outLimit, remaining: positive(l.outLimit - l.othersOut - l.outUsed), resetSeconds: reset },
     };
+  }
+
+  /**
+   * The decisions of a multi-limit admission when every one of its limits has a lease here that
+   * covers the request (each then admits it), else null: the primary decides it (a lease that
+   * does not cover it has gone back). Shadow limits are never leased.
+   */
+  admitAll(terms: readonly LimitTerm[], tokens: number): Decision[] | null {
+    const now = this.clock();
+    for (const t of terms) {
+      if (isShadow(t.limit)) return null;
+      const l = this.leases.get(t.key);
+      if (l === undefined) return null;
+      if (now >= l.end) {
+        this.drop(l);
+        return null;
+      }
+      const limit = t.limit;
+      if (l.unit !== limit.unit || l.inLimit !== limit.inputTokensPerUnit || l.outLimit !== limit.outputTokensPerUnit
+        || (l.inGranted !== NO_LIMIT && l.inUsed + tokens > l.inGranted)
+        || (l.outGranted !== NO_LIMIT && l.outUsed >= l.outGranted)) {
+        this.release(l);
+        return null;
+      }
+    }
+    const out: Decision[] = [];
+    for (const t of terms) out.push(this.admit(t.key, t.limit, tokens)!);
+    return out;
   }
 
   /** Counts output against the key's lease; false when no lease of this unit is held (send it). */

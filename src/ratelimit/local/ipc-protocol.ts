@@ -14,7 +14,11 @@ import { DECISION_STRIDE } from '../decision-codec.js';
  *   corrections used more than the lease held).
  *   OP_LEASE_USED: id = lease id, amount = input used from the lease so far (absolute; admissions
  *   and corrections); changes only the headers' figures, the counter holds the whole lease.
- *   Limits use NO_LIMIT (-1) for null; ops other than OP_ADMIT send NO_LIMIT.
+ *   OP_ADMIT_TERM / OP_ADMIT_TERM_SHADOW: one limit of a multi-limit admission (route and tenant;
+ *   the shadow one never blocks), id = request id, amount 0; then OP_ADMIT_ALL: id = request id,
+ *   key '', amount = input tokens; decided at the primary, atomically, and answered with one reply
+ *   per term, in order, with the same id and no lease.
+ *   Limits use NO_LIMIT (-1) for null; ops other than OP_ADMIT and OP_ADMIT_TERM* send NO_LIMIT.
  * - MSG_REPLY, primary -> worker: answers of REPLY_STRIDE entries:
  *   [id, ...encoded decision (decision-codec.ts), leaseId, leaseInput, leaseOutput, windowEndMs]
  *   leaseId 0 = no lease granted; leaseInput / leaseOutput NO_LIMIT = unlimited in that direction.
@@ -37,6 +41,9 @@ export const OP_CHARGE_OUTPUT = 1;
 export const OP_ADJUST_INPUT = 2;
 export const OP_RETURN_LEASE = 3;
 export const OP_LEASE_USED = 4;
+export const OP_ADMIT_TERM = 5;
+export const OP_ADMIT_TERM_SHADOW = 6;
+export const OP_ADMIT_ALL = 7;
 
 export const REQUEST_STRIDE = 7;
 /** Lease fields after the decision in a reply: [leaseId, leaseInput, leaseOutput, windowEndMs]. */

@@ -1,7 +1,7 @@
 import type { LimitKey } from '../limit-key.js';
 import type { WindowUnit } from '../../config/resource-types.js';
-import type { CounterStore, LimitCounters } from './counter-store.js';
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
+import type { CounterStore, LimitCounters, RawTerm } from './counter-store.js';
+import { DECISION_STRIDE, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
 
 export interface LeaseBookOptions<W> {
   /**
@@ -46,6 +46,8 @@ interface Waiting<W> {
   outLimit: number | null;
   unit: WindowUnit;
   tokens: number;
+  /** A multi-limit admission (admitAll): its terms; the other fields but worker/id/tokens unused. */
+  terms: readonly RawTerm[] | null;
 }
 
 /** The leases of one key in one window. */
@@ -116,11 +118,67 @@ export class LeaseBook<W> {
     const c = this.store.current(key, unit);
     const rl = this.existing(key, c);
     if (rl !== null && rl.waiting !== null) {
-      rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens });
+      rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
       return;
     }
     if (rl !== null) this.touch(rl);
     this.decide(rl, worker, id, key, inLimit, outLimit, unit, tokens, this.opts.divisor > 0);
+  }
+
+  /**
+   * One admission against several limits (route and tenant), decided here atomically
+   * (CounterStore.admitAllInto): one reply per term, in order, each with a lease of its key when
+   * admitted and worth one (never for shadow limits), as single admissions get. Waits while a
+   * key of it is being recalled; refused by input on a key whose leases hold enough to fit it,
+   * it recalls them and waits, as single admissions do.
+   */
+  admitAll(worker: W, id: number, terms: readonly RawTerm[], tokens: number, mayGrant = this.opts.divisor > 0): void {
+    for (const t of terms) {
+      const rl = this.existing(t.key, this.store.current(t.key, t.unit));
+      if (rl !== null && rl.waiting !== null) {
+        rl.waiting.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
+        return;
+      }
+    }
+    const decided: number[] = [];
+    const admitted = this.store.admitAllInto(decided, terms, tokens);
+    if (!admitted) {
+      for (let i = 0; i < terms.length; i++) {
+        const t = terms[i];
+        if (t.shadow || decided[i * DECISION_STRIDE] !== STATUS_REJECTED_INPUT || t.inLimit === null) continue;
+        const rl = this.limits.get(t.key);
+        if (rl === undefined || rl.leases.size === 0) continue;
+        if (this.store.current(t.key, t.unit).input - rl.inLeased + tokens > t.inLimit) continue;
+        this.startRecall(rl, t.key);
+        rl.waiting!.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
+        return;
+      }
+    }
+    const out = this.opts.replyTo(worker);
+    for (let i = 0; i < terms.length; i++) {
+      const t = terms[i];
+      const mark = out.length;
+      out.push(id);
+      for (let j = 0; j < DECISION_STRIDE; j++) out.push(decided[i * DECISION_STRIDE + j]);
+      const rl = this.limits.get(t.key) ?? null;
+      if (rl !== null) {
+        this.touch(rl);
+        if (t.inLimit !== null) {
+          // Remaining counts what requests used: the unused part of the leases is not used.
+          const used = this.store.current(t.key, t.unit).input - rl.inLeased + rl.inLeasedUsed;
+          out[mark + 4] = t.inLimit > used ? t.inLimit - used : 0;
+        }
+      }
+      if (admitted && mayGrant && !t.shadow && (rl === null || !rl.byWorker.has(worker))) {
+        if (rl !== null) {
+          rl.inLimit = t.inLimit;
+          rl.outLimit = t.outLimit;
+        }
+        this.grant(rl, worker, t.key, t.inLimit, t.outLimit, t.unit, tokens, out);
+      } else {
+        out.push(...NO_LEASE);
+      }
+    }
   }
 
   /** Output tokens of a finished answer; `leaseId` is the lease the worker counted them against (0: none). */
@@ -252,7 +310,7 @@ export class LeaseBook<W> {
         && inLimit !== null && this.store.current(key, unit).input - rl.inLeased + tokens <= inLimit) {
         out.length = mark;
         this.startRecall(rl, key);
-        rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens });
+        rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
         return;
       }
       out.push(...NO_LEASE);
@@ -315,7 +373,10 @@ export class LeaseBook<W> {
     this.limits.delete(key);
     if (rl.timer !== null) clearTimeout(rl.timer);
     if (rl.waiting !== null) {
-      for (const w of rl.waiting) this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+      for (const w of rl.waiting) {
+        if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens, false);
+        else this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+      }
     }
     return null;
   }
@@ -359,7 +420,10 @@ export class LeaseBook<W> {
     }
     const waiting = rl.waiting ?? [];
     rl.waiting = null;
-    for (const w of waiting) this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+    for (const w of waiting) {
+      if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens, false);
+      else this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+    }
     this.dropIfIdle(key, rl);
   }
 

@@ -4,11 +4,11 @@ import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { HeldLeases } from './held-leases.js';
 import {
-  MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT,
+  MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_ADMIT_ALL, OP_ADMIT_TERM, OP_ADMIT_TERM_SHADOW, OP_CHARGE_OUTPUT,
   REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, USAGE_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
 import { systemClock, type Clock } from '../../clock.js';
-import type { Decision, TokenLimiter } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { LimiterOverloadedError, LimiterUnavailableError } from '../errors.js';
 import { checkTokenCount, checkTokenDelta, tokenCountError } from '../token-amounts.js';
 
@@ -35,6 +35,9 @@ export interface LocalLimitClientOptions {
 
 interface Pending {
   resolve: (d: Decision) => void;
+  /** A multi-limit admission (admitAll): its terms and its resolve; null for admit(). */
+  terms: readonly LimitTerm[] | null;
+  resolveAll: ((d: Decision[]) => void) | null;
   reject: (e: Error) => void;
   /** performance.now() when issued. */
   at: number;
@@ -50,6 +53,7 @@ interface Abandoned {
   key: LimitKey;
   unit: WindowUnit;
   tokens: number;
+  terms: readonly LimitTerm[] | null;
 }
 
 /**
@@ -135,11 +139,44 @@ export class LocalLimitClient implements TokenLimiter {
     const unit = limit.unit;
     return new Promise<Decision>((resolve, reject) => {
       this.pending.set(id, {
-        resolve, reject, at: performance.now(), key, unit,
+        resolve, reject, terms: null, resolveAll: null, at: performance.now(), key, unit,
         inLimit: limit.inputTokensPerUnit, outLimit: limit.outputTokensPerUnit, tokens: inputTokens,
       });
       if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
       this.enqueue(OP_ADMIT, id, key, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
+    });
+  }
+
+  /**
+   * A multi-limit admission (limiter.ts admitAll): from the leases held here when every one of
+   * its limits has one that covers it (held-leases.ts), else decided by the primary, atomically
+   * across its terms and every worker (lease-book.ts admitAll), which may grant leases.
+   */
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
+    if (this.closed) return Promise.reject(new LimiterUnavailableError('the local rate limiter is closed'));
+    if (this.port.connected === false) {
+      return Promise.reject(new LimiterUnavailableError('the IPC channel to the cluster primary is closed'));
+    }
+    const invalid = tokenCountError(inputTokens, 'input tokens');
+    if (invalid !== null) return Promise.reject(invalid);
+    const local = this.leases.admitAll(terms, inputTokens);
+    if (local !== null) return local;
+    if (this.pending.size >= this.maxPending) {
+      return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
+    }
+    const id = this.nextId++;
+    const first = terms[0];
+    return new Promise<Decision[]>((resolveAll, reject) => {
+      this.pending.set(id, {
+        resolve: noop, resolveAll, reject, terms, at: performance.now(), key: first.key, unit: first.limit.unit,
+        inLimit: null, outLimit: null, tokens: inputTokens,
+      });
+      if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
+      for (const t of terms) {
+        this.enqueue(isShadow(t.limit) ? OP_ADMIT_TERM_SHADOW : OP_ADMIT_TERM, id, t.key,
+          t.limit.inputTokensPerUnit ?? NO_LIMIT, t.limit.outputTokensPerUnit ?? NO_LIMIT, t.limit.unit, 0);
+      }
+      this.enqueue(OP_ADMIT_ALL, id, '', NO_LIMIT, NO_LIMIT, first.limit.unit, inputTokens);
     });
   }
 
@@ -205,32 +242,68 @@ export class LocalLimitClient implements TokenLimiter {
       for (let i = 0; i + USAGE_STRIDE <= a.length; i += USAGE_STRIDE) this.leases.usage(a[i] as number, a[i + 1] as number, a[i + 2] as number);
       return;
     }
-    for (let i = 0; i + REPLY_STRIDE <= a.length; i += REPLY_STRIDE) {
+    let i = 0;
+    while (i + REPLY_STRIDE <= a.length) {
       const id = a[i] as number;
       const leaseAt = i + 1 + DECISION_STRIDE;
       const p = this.pending.get(id);
       if (p === undefined) {
-        this.refundLate(id, a as number[], i + 1, leaseAt);
+        i = this.refundLate(id, a as number[], i);
         continue;
       }
       this.pending.delete(id);
       if (a[i + 1] === REPLY_INVALID) {
-        p.reject(new Error(`the cluster primary rejected the rate limit request for route ${p.key} as malformed`));
+        p.reject(new Error(`the cluster primary rejected the rate limit request for ${p.key} as malformed`));
+        i += REPLY_STRIDE;
+        continue;
+      }
+      if (p.terms !== null) {
+        const ds: Decision[] = [];
+        for (let k = 0; k < p.terms.length && i + REPLY_STRIDE <= a.length && a[i] === id; k++, i += REPLY_STRIDE) {
+          const t = p.terms[k];
+          const at = i + 1 + DECISION_STRIDE;
+          if (a[at] !== 0) this.leases.take(t.key, t.limit.inputTokensPerUnit, t.limit.outputTokensPerUnit, t.limit.unit, a as number[], i + 1, at);
+          ds.push(decodeDecision(a as number[], i + 1));
+        }
+        p.resolveAll!(ds);
         continue;
       }
       if (a[leaseAt] !== 0) this.leases.take(p.key, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
       p.resolve(decodeDecision(a as number[], i + 1));
+      i += REPLY_STRIDE;
     }
   }
 
-  /** A late answer for a decision that already timed out: give back what it charged (and its lease). */
-  private refundLate(id: number, a: number[], at: number, leaseAt: number): void {
+  /**
+   * A late answer for a decision that already timed out: give back what it charged (and its
+   * lease). Returns the offset after its records (a multi-limit answer has one per term).
+   */
+  private refundLate(id: number, a: number[], i: number): number {
+    const start = i;
+    let admitted = true;
+    for (; i + REPLY_STRIDE <= a.length && a[i] === id; i += REPLY_STRIDE) {
+      if (a[i + 1] !== STATUS_ALLOWED) admitted = false;
+    }
     const gone = this.abandoned.get(id);
-    if (gone === undefined) return;
+    if (gone === undefined) return i;
     this.abandoned.delete(id);
-    if (a[at] !== STATUS_ALLOWED) return;
+    if (gone.terms !== null) {
+      // Admitted unless an enforced term refused (shadow terms are charged either way).
+      admitted = true;
+      for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
+        if (a[at + 1] !== STATUS_ALLOWED && !isShadow(gone.terms[k].limit)) admitted = false;
+      }
+      for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
+        if (a[at + 1 + DECISION_STRIDE] !== 0) this.leases.giveBack(gone.terms[k].key, gone.terms[k].limit.unit, a, at + 1 + DECISION_STRIDE);
+      }
+      if (admitted && gone.tokens > 0) for (const t of gone.terms) this.update(OP_ADJUST_INPUT, t.key, t.limit.unit, -gone.tokens);
+      return i;
+    }
+    const leaseAt = start + 1 + DECISION_STRIDE;
+    if (a[start + 1] !== STATUS_ALLOWED) return i;
     if (a[leaseAt] !== 0) this.leases.giveBack(gone.key, gone.unit, a, leaseAt);
     if (gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.key, gone.unit, -gone.tokens);
+    return i;
   }
 
   /** Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. */
@@ -254,7 +327,7 @@ export class LocalLimitClient implements TokenLimiter {
       const oldest = this.abandoned.keys().next().value as number;
       this.abandoned.delete(oldest);
     }
-    this.abandoned.set(id, { key: p.key, unit: p.unit, tokens: p.tokens });
+    this.abandoned.set(id, { key: p.key, unit: p.unit, tokens: p.tokens, terms: p.terms });
   }
 
   private failAll(reason: string): void {
@@ -272,3 +345,5 @@ function positive(n: number, name: string): number {
   if (!Number.isFinite(n) || n <= 0) throw new RangeError(`LocalLimitClient option ${name} must be a positive number, got ${n}`);
   return n;
 }
+
+function noop(): void {}

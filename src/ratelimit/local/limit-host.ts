@@ -1,7 +1,8 @@
-import type { CounterStore } from './counter-store.js';
+import type { CounterStore, RawTerm } from './counter-store.js';
 import { NO_LIMIT } from '../decision-codec.js';
 import {
-  limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_CHARGE_OUTPUT, OP_LEASE_USED,
+  limitMessageType, MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_ADMIT_ALL, OP_ADMIT_TERM,
+  OP_ADMIT_TERM_SHADOW, OP_CHARGE_OUTPUT, OP_LEASE_USED,
   OP_RETURN_LEASE,
   REPLY_INVALID, REQUEST_STRIDE, type LimitReplyMessage,
 } from './ipc-protocol.js';
@@ -55,6 +56,8 @@ export function attachLocalLimitHost(
   options: LocalLimitHostOptions = {},
 ): () => void {
   const onInvalid = options.onInvalid ?? ignore;
+  /** The terms of each worker's multi-limit admission being received (OP_ADMIT_TERM .. OP_ADMIT_ALL). */
+  const terms = new Map<LimitHostWorker, RawTerm[] | null>();
   const outboxes = new Map<LimitHostWorker, Outbox>();
   let flushScheduled = false;
 
@@ -106,9 +109,12 @@ export function attachLocalLimitHost(
       onInvalid(`malformed rate limit request: "a" must be an array of ${REQUEST_STRIDE}-entry ops`);
       return;
     }
-    for (let i = 0; i < a.length; i += REQUEST_STRIDE) handleOp(book, worker, a, i, onInvalid, outbox);
+    for (let i = 0; i < a.length; i += REQUEST_STRIDE) handleOp(book, worker, a, i, onInvalid, outbox, terms);
   };
-  const onExit = (worker: LimitHostWorker): void => book.forgetWorker(worker);
+  const onExit = (worker: LimitHostWorker): void => {
+    terms.delete(worker);
+    book.forgetWorker(worker);
+  };
 
   cluster.on('message', onMessage);
   cluster.on('exit', onExit);
@@ -121,7 +127,7 @@ export function attachLocalLimitHost(
 
 function handleOp(
   book: LeaseBook<LimitHostWorker>, worker: LimitHostWorker, a: unknown[], i: number,
-  onInvalid: (reason: string) => void, outbox: (w: LimitHostWorker) => Outbox,
+  onInvalid: (reason: string) => void, outbox: (w: LimitHostWorker) => Outbox, terms: Map<LimitHostWorker, RawTerm[] | null>,
 ): void {
   const op = a[i];
   const id = a[i + 1];
@@ -138,6 +144,17 @@ function handleOp(
       // Checked before the book writes the answer's id (the store checks the other ops' amounts).
       checkTokenCount(amount, 'input tokens');
       book.admit(worker, id, key, inputLimit, outputLimit, unit, amount);
+    } else if (op === OP_ADMIT_TERM || op === OP_ADMIT_TERM_SHADOW) {
+      const t: RawTerm = { key, inLimit: limitOf(a[i + 3]), outLimit: limitOf(a[i + 4]), unit, shadow: op === OP_ADMIT_TERM_SHADOW };
+      const list = terms.get(worker);
+      if (list === undefined) terms.set(worker, [t]);
+      else if (list !== null) list.push(t);
+    } else if (op === OP_ADMIT_ALL) {
+      const list = terms.get(worker);
+      terms.delete(worker);
+      checkTokenCount(amount, 'input tokens');
+      if (list === undefined || list === null) throw new TypeError('a multi-limit admission without (valid) terms');
+      book.admitAll(worker, id, list, amount);
     } else if (op === OP_CHARGE_OUTPUT) {
       book.charge(worker, id, key, unit, amount);
     } else if (op === OP_ADJUST_INPUT) {
@@ -153,7 +170,9 @@ function handleOp(
     }
   } catch (err) {
     onInvalid(`invalid rate limit op ${String(op)} for route ${String(key)}: ${(err as Error).message}`);
-    if (op === OP_ADMIT && typeof id === 'number') {
+    // A bad term spoils its admission: OP_ADMIT_ALL then gets the malformed answer.
+    if (op === OP_ADMIT_TERM || op === OP_ADMIT_TERM_SHADOW) terms.set(worker, null);
+    if ((op === OP_ADMIT || op === OP_ADMIT_ALL) && typeof id === 'number') {
       outbox(worker).replies.push(id, REPLY_INVALID, 0, NO_LIMIT, 0, 0, NO_LIMIT, 0, 0, 0, 0, 0, 0);
     }
   }

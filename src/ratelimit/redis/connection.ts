@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { BATCH_LUA } from './lua/batch.js';
+import { ADMIT_ALL_LUA } from './lua/admit-all.js';
 import type { RedisTarget } from './address.js';
 import type { RedisLimitSettings } from './settings.js';
 
@@ -14,6 +15,13 @@ export interface LimiterCommands {
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
     inLimit: number, outLimit: number, tokens: readonly number[],
   ): Promise<number[]>;
+  /**
+   * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the
+   * number of limits, per limit unit, input limit, output limit and shadow flag, then the tokens of
+   * each admission. Reply: per limit [msUntilWindowEnd, inputUsedBefore, outputUsed], then per
+   * admission one status per limit.
+   */
+  irAdmitAll(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
 }
 
 export type LimiterClient = (Redis | Cluster) & LimiterCommands;
@@ -29,6 +37,7 @@ export const DEFAULT_TUNING: ConnectionTuning = { reconnectCapMs: 2_000, connect
 
 const SCRIPTS = {
   irBatch: { lua: BATCH_LUA, numberOfKeys: 1 },
+  irAdmitAll: { lua: ADMIT_ALL_LUA },
 };
 
 /**

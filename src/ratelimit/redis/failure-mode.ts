@@ -2,7 +2,8 @@ import { systemClock, type Clock } from '../../clock.js';
 import type { RateLimitSpec } from '../../config/resource-types.js';
 import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
-import type { Decision, TokenLimiter } from '../limiter.js';
+import type { Decision, LimitTerm, TokenLimiter } from '../limiter.js';
+import { admitTerms } from '../admit-all.js';
 import { settleCounters } from '../settle.js';
 import { secondsUntilReset } from '../windows.js';
 import type { RedisFailureMode } from './settings.js';
@@ -46,6 +47,20 @@ export class FailureModeLimiter implements TokenLimiter {
       if (this.mode === 'closed') throw err;
       // open: admitted without counting; the counts are unknown, so no limit state is reported.
       return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null };
+    }
+  }
+
+  /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says. */
+  async admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    try {
+      return await admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.store })), inputTokens);
+    } catch (err) {
+      if (!(err instanceof LimitStoreUnavailableError)) throw err;
+      if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
+      if (this.mode === 'local') return admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.fallback })), inputTokens);
+      if (this.mode === 'closed') throw err;
+      const open = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null };
+      return terms.map(() => open);
     }
   }
 

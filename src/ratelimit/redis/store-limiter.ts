@@ -2,7 +2,9 @@ import type { Clock } from '../../clock.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
-import type { Decision, TokenLimiter } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
+import { admitInOrder } from '../admit-all.js';
+import { MultiBatch } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
 import { Batch } from './batch.js';
@@ -55,9 +57,13 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly onStoreError: ((store: string) => void) | null;
   /** Batches not sent yet, by limit key, unit and clock reading. */
   private pending = new Map<string, Batch>();
+  /** Multi-limit admissions of this turn, by their limits (multi-batch.ts). */
+  private pendingMulti = new Map<string, MultiBatch>();
   /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
   private spilled: Batch[] = [];
   private flushScheduled = false;
+  /** A Redis Cluster: the keys of two limits are in different slots, so no script takes both. */
+  private readonly cluster: boolean;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -67,6 +73,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
     }
     this.clock = opts.clock ?? null;
+    this.cluster = settings.cluster;
     this.onStoreError = opts.onStoreError ?? null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
@@ -107,6 +114,54 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
     if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens);
     return this.settleOnceUsable(key, limit, inputDelta, outputTokens);
+  }
+
+  /**
+   * One admission against several limits of this store (limiter.ts admitAll): one script call
+   * deciding all of them atomically (lua/admit-all.ts), not batched with other requests. On a
+   * Redis Cluster the limits' keys are in different slots: decided one after the other, with
+   * the refund of admit-all.ts admitInOrder.
+   */
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    const invalid = tokenCountError(inputTokens, 'input tokens');
+    if (invalid !== null) return Promise.reject(invalid);
+    if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this })), inputTokens);
+    return this.callAdmitAll(terms, inputTokens);
+  }
+
+  private async callAdmitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    if (this.health.state !== 'up' && !(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    const now = this.now();
+    let id = now;
+    for (const t of terms) id += `\0${t.key}\0${t.limit.unit}\0${t.limit.inputTokensPerUnit}\0${t.limit.outputTokensPerUnit}\0${isShadow(t.limit) ? 1 : 0}`;
+    let batch = this.pendingMulti.get(id);
+    if (batch === undefined || batch.full) {
+      if (batch !== undefined) this.sendMulti(batch);
+      const head: (string | number)[] = [terms.length];
+      for (const t of terms) head.push(this.base(t.key));
+      head.push(now, terms.length);
+      for (const t of terms) {
+        head.push(t.limit.unit, t.limit.inputTokensPerUnit ?? -1, t.limit.outputTokensPerUnit ?? -1, isShadow(t.limit) ? '1' : '0');
+      }
+      batch = new MultiBatch(terms, head);
+      this.pendingMulti.set(id, batch);
+    }
+    this.scheduleFlush();
+    return batch.admit(terms, inputTokens);
+  }
+
+  private sendMulti(b: MultiBatch): void {
+    if (this.health.state !== 'up') {
+      b.fail(new LimitStoreUnavailableError(this.name));
+      return;
+    }
+    this.client.irAdmitAll(...(b.args as [number, ...(string | number)[]])).then(
+      (reply) => b.answer(reply),
+      (err: unknown) => {
+        this.storeFailed(err);
+        b.fail(new LimitStoreUnavailableError(this.name));
+      },
+    );
   }
 
   /** Closes the Redis client. */
@@ -187,6 +242,11 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.spilled = [];
       for (const b of spilled) this.send(b);
     }
+    if (this.pendingMulti.size > 0) {
+      const multi = this.pendingMulti;
+      this.pendingMulti = new Map();
+      for (const b of multi.values()) this.sendMulti(b);
+    }
     for (const [key, b] of this.pending) {
       if (b.admissions.length === 0 && !b.waited) {
         b.waited = true;
@@ -204,6 +264,9 @@ export class RedisStoreLimiter implements TokenLimiter {
     const pending = this.pending;
     this.spilled = [];
     this.pending = new Map();
+    const multi = this.pendingMulti;
+    this.pendingMulti = new Map();
+    for (const b of multi.values()) this.sendMulti(b);
     for (const b of spilled) this.send(b);
     for (const b of pending.values()) this.send(b);
   }

@@ -112,3 +112,59 @@ describe('globs', () => {
     expect(globMatch(p, t)).toBe(ok);
   });
 });
+
+describe('parseAuthConfig: tenant budgets', () => {
+  const jwks = '  jwks: {keys: [{kty: EC, crv: P-256, x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tulGvTPy_8i5N5Sw6WQY5jRi-XQE"}]}\n';
+
+  it('takes rateLimit on keys and on jwt (default, tenantClaim, overrides) with the route fields', () => {
+    const c = parseAuthConfig(`
+apiKeys:
+  - name: team-a
+    sha256: "${D}"
+    rateLimit: {inputTokensPerUnit: 100000, outputTokensPerUnit: 400000, unit: minute, global: {redis: {address: "redis:6379"}}}
+  - name: trial
+    sha256: "${D2}"
+    rateLimit: {outputTokensPerUnit: 50, unit: day, mode: shadow}
+jwt:
+  issuer: https://issuer.test
+  audiences: [a]
+${jwks}  tenantClaim: org
+  rateLimit: {inputTokensPerUnit: 10, unit: hour}
+  tenantLimits:
+    - tenant: acme
+      rateLimit: {inputTokensPerUnit: 20}
+`, F);
+    expect(c.apiKeys[0].rateLimit).toEqual({ inputTokensPerUnit: 100000, outputTokensPerUnit: 400000, unit: 'minute', global: { redis: { address: 'redis:6379' } }, mode: 'enforce' });
+    expect(c.apiKeys[1].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 50, unit: 'day', global: null, mode: 'shadow' });
+    expect(c.jwt!.tenantClaim).toBe('org');
+    expect(c.jwt!.rateLimit).toMatchObject({ inputTokensPerUnit: 10, unit: 'hour' });
+    // The unit defaults to second, as on ModelRoute.
+    expect(c.jwt!.tenantLimits.get('acme')).toEqual({ inputTokensPerUnit: 20, outputTokensPerUnit: null, unit: 'second', global: null, mode: 'enforce' });
+  });
+
+  it('defaults: tenantClaim sub, no budgets', () => {
+    const c = parseAuthConfig(`apiKeys: [{name: a, sha256: "${D}"}]\njwt:\n  issuer: i\n  audiences: [a]\n${jwks}`, F);
+    expect(c.apiKeys[0].rateLimit).toBeNull();
+    expect(c.jwt!.tenantClaim).toBe('sub');
+    expect(c.jwt!.rateLimit).toBeNull();
+    expect(c.jwt!.tenantLimits.size).toBe(0);
+  });
+
+  it.each([
+    ['no token limit', 'rateLimit: {unit: minute}', 'apiKeys[0].rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
+    ['bad unit', 'rateLimit: {inputTokensPerUnit: 5, unit: week}', 'apiKeys[0].rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
+    ['bad mode', 'rateLimit: {inputTokensPerUnit: 5, mode: dry}', 'apiKeys[0].rateLimit.mode: expected one of enforce, shadow, got the string "dry"'],
+    ['zero limit', 'rateLimit: {inputTokensPerUnit: 0}', 'apiKeys[0].rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
+    ['bad address', 'rateLimit: {inputTokensPerUnit: 5, global: {redis: {address: redis-host}}}', 'apiKeys[0].rateLimit.global.redis.address: expected host:port'],
+    ['unknown field', 'rateLimit: {inputTokensPerUnit: 5, burst: 3}', 'apiKeys[0].rateLimit.burst: unknown field'],
+  ])('rejects a key budget with %s, naming the field', (_, field, message) => {
+    expect(error(`apiKeys:\n  - name: a\n    sha256: "${D}"\n    ${field}\n`).message).toContain(`${F}: ${message}`);
+  });
+
+  it('rejects duplicate tenants and overrides without a limit', () => {
+    const head = `jwt:\n  issuer: i\n  audiences: [a]\n${jwks}  tenantLimits:\n`;
+    expect(error(`${head}    - {tenant: x, rateLimit: {inputTokensPerUnit: 1}}\n    - {tenant: x, rateLimit: {inputTokensPerUnit: 2}}\n`).message)
+      .toContain('jwt.tenantLimits[1].tenant: duplicate tenant "x"');
+    expect(error(`${head}    - {tenant: x}\n`).message).toContain('jwt.tenantLimits[0].rateLimit: is required');
+  });
+});

@@ -185,7 +185,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
       spec: { rateLimit: { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute' } },
     }));
     await settle(source, 'route modified', (v) => v.routes.includes('default/r1=llama-3.1'));
-    expect(source.snapshot?.routes[0].rateLimit).toEqual({ inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null });
+    expect(source.snapshot?.routes[0].rateLimit).toEqual({ inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null, mode: 'enforce' });
 
     api.remove('modelroutes', 'default', 'r1');
     await settle(source, 'route deleted', (v) => v.routes.length === 0);

@@ -111,6 +111,7 @@ describe('parseResourceFile: valid input', () => {
         outputTokensPerUnit: 5000,
         unit: 'minute',
         global: { redis: { address: 'redis-server.kthena-system.svc.cluster.local:6379' } },
+        mode: 'enforce',
       },
       creationTimestamp: null,
     }]);
@@ -144,8 +145,8 @@ describe('parseResourceFile: valid input', () => {
       ],
     });
     expect(routes.map((r) => [r.key, r.modelName, r.rateLimit])).toEqual([
-      ['default/sf-route', 'sf-model', { inputTokensPerUnit: 100000, outputTokensPerUnit: 100000, unit: 'minute', global: null }],
-      ['default/small-limit-route', 'sf-model-limited', { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null }],
+      ['default/sf-route', 'sf-model', { inputTokensPerUnit: 100000, outputTokensPerUnit: 100000, unit: 'minute', global: null, mode: 'enforce' }],
+      ['default/small-limit-route', 'sf-model-limited', { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null, mode: 'enforce' }],
     ]);
     expect(routes.every((r) => r.rules[0].targetModels[0].modelServerName === 'sf-server')).toBe(true);
   });
@@ -272,7 +273,7 @@ status:
 `)}`;
     const { routes, servers } = parse(text);
     expect(servers[0]).toMatchObject({ timeoutMs: 90_000, workloadPort: 8000, inferenceEngine: 'SGLang' });
-    expect(routes[0].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 7, unit: 'second', global: null });
+    expect(routes[0].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 7, unit: 'second', global: null, mode: 'enforce' });
     expect(routes[0].rules[0].modelMatch).toEqual({ headers: { 'x-a': { kind: 'exact', value: 'b' } }, uri: null });
     expect(JSON.parse(JSON.stringify(routes[0]))).not.toHaveProperty('status');
   });

@@ -98,8 +98,8 @@ describe('RouterMetrics', () => {
       tokenCounts: () => ({ inline: 10, pooled: 2, fallbacks: 1 }),
     });
     let t = await m.metrics();
-    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="input"}')).toBe(2);
-    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="output"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="input",scope="route"}')).toBe(2);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="output",scope="route"}')).toBe(1);
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="local",le="0.0001"}')).toBe(1);
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="global",le="0.0005"}')).toBe(0);
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="global",le="0.001"}')).toBe(1);
@@ -159,7 +159,7 @@ describe('MeteredLimiter', () => {
     const t = await m.metrics();
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="local"}')).toBe(2);
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="global"}')).toBe(1);
-    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/a",direction="input"}')).toBe(1);
-    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/a",direction="input",scope="route"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input",scope="route"}')).toBe(1);
   });
 });

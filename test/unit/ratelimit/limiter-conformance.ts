@@ -9,6 +9,7 @@ import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-typ
 import type { Clock } from '../../../src/clock.js';
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { settleCounters } from '../../../src/ratelimit/settle.js';
+import { admitTerms } from '../../../src/ratelimit/admit-all.js';
 
 export interface LimiterUnderTest {
   limiter: TokenLimiter;
@@ -25,7 +26,7 @@ function spec(
   outputTokensPerUnit: number | null,
   unit: WindowUnit = 'minute',
 ): RateLimitSpec {
-  return { inputTokensPerUnit, outputTokensPerUnit, unit, global: null };
+  return { inputTokensPerUnit, outputTokensPerUnit, unit, global: null, mode: 'enforce' };
 }
 
 /** The documented example: 10 input / 5000 output tokens per minute. */
@@ -311,6 +312,77 @@ export function runLimiterConformance(name: string, make: MakeLimiter): void {
       const remaining = await admit(r, limit, 1);
       expect(remaining.allowed).toBe(true);
       expect(remaining.input?.remaining).toBe(0);
+    });
+
+    describe('several limits of one request (route and tenant, admitAll / admitTerms)', () => {
+      const terms = (...ts: [string, RateLimitSpec][]) => ts.map(([key, limit]) => ({ key, limit, limiter }));
+      const shadow = (s: RateLimitSpec): RateLimitSpec => ({ ...s, mode: 'shadow' });
+
+      it('a request refused by the tenant limit charges the route nothing, and the reverse', async () => {
+        const r = route();
+        const tenantA = `tenant:key:${route('a')}`;
+        const tenantB = `tenant:key:${route('b')}`;
+        const routeLimit = spec(10, null);
+        let ds = await admitTerms(terms([r, routeLimit], [tenantA, spec(4, null)]), 4);
+        expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+        expect(ds.map((d) => d.input!.remaining)).toEqual([6, 0]);
+        ds = await admitTerms(terms([r, routeLimit], [tenantA, spec(4, null)]), 4);
+        expect(ds[1]).toMatchObject({ allowed: false, rejectedBy: 'input' });
+        // The route was not charged: another tenant still gets 4 + 2 of its 6.
+        ds = await admitTerms(terms([r, routeLimit], [tenantB, spec(100, null)]), 4);
+        expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+        expect(ds[0].input!.remaining).toBe(2);
+        // The route refuses (2 left): tenant B is not charged (96 left, so 96 more fit alone).
+        ds = await admitTerms(terms([r, routeLimit], [tenantB, spec(100, null)]), 4);
+        expect(ds[0]).toMatchObject({ allowed: false, rejectedBy: 'input' });
+        expect((await admit(tenantB, spec(100, null), 96)).allowed).toBe(true);
+        expect((await admit(tenantB, spec(100, null), 1)).allowed).toBe(false);
+      });
+
+      it('output is charged to every limit that admitted; an exhausted output limit of either refuses', async () => {
+        const r = route();
+        const t = `tenant:key:${route('t')}`;
+        const ts = terms([r, spec(1000, 100)], [t, spec(1000, 50)]);
+        expect((await admitTerms(ts, 4)).every((d) => d.allowed)).toBe(true);
+        for (const x of ts) await settleCounters(limiter, x.key, x.limit, 0, 50);
+        const ds = await admitTerms(ts, 4);
+        expect(ds[0].allowed).toBe(true);
+        expect(ds[1]).toMatchObject({ allowed: false, rejectedBy: 'output' });
+        expect(ds[0].output!.remaining).toBe(50);
+        // Refused: the route's input was not charged (4 of 1000 used).
+        expect((await admit(r, spec(1000, 100), 996)).allowed).toBe(true);
+      });
+
+      it('admissions issued together (one turn) are decided one by one: exactly what fits, nothing charged for the refused', async () => {
+        const r = route();
+        const t = `tenant:key:${route('c')}`;
+        const ts = terms([r, spec(1000, null)], [t, spec(21, null)]);
+        const all = await Promise.all(Array.from({ length: 12 }, () => admitTerms(ts, 4)));
+        expect(all.filter((ds) => ds.every((d) => d.allowed)).length).toBe(5);
+        expect(all.filter((ds) => ds[1].rejectedBy === 'input').length).toBe(7);
+        // The route holds the 5 admitted (20), not the refused: 980 more fit, 981 do not.
+        expect((await admitTerms(terms([r, spec(1000, null)]), 981))[0].allowed).toBe(false);
+        expect((await admitTerms(terms([r, spec(1000, null)]), 980))[0].allowed).toBe(true);
+      });
+
+      it('a shadow limit never refuses and is charged past its limit; an enforced refusal charges it nothing', async () => {
+        const r = route();
+        const t = `tenant:key:${route('s')}`;
+        const ts = terms([r, spec(10, null)], [t, shadow(spec(4, null))]);
+        let ds = await admitTerms(ts, 4);
+        expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+        ds = await admitTerms(ts, 4);
+        // The shadow limit says no (8 > 4) but the request is admitted and counted by both.
+        expect(ds[0]).toMatchObject({ allowed: true, input: { remaining: 2 } });
+        expect(ds[1]).toMatchObject({ allowed: false, rejectedBy: 'input' });
+        ds = await admitTerms(ts, 4);
+        expect(ds[0]).toMatchObject({ allowed: false, rejectedBy: 'input' });
+        // The shadow counter holds 8 (not 12): 2 x 4 admitted, the refused one not charged.
+        ds = await admitTerms(terms([t, shadow(spec(8, null))]), 0);
+        expect(ds[0]).toMatchObject({ allowed: true, input: { remaining: 0 } });
+        ds = await admitTerms(terms([t, shadow(spec(8, null))]), 1);
+        expect(ds[0]).toMatchObject({ allowed: false, input: { remaining: 0 } });
+      });
     });
   });
 }

@@ -209,3 +209,69 @@ describe('local leases', () => {
     expect(cl.store.admit('ns/r', limit, 0).output?.remaining).toBe(51);
   });
 });
+
+describe('local leases and multi-limit admissions (route + tenant)', () => {
+  it('an admission with several limits is decided at the primary, after the leases of its keys are back: exact, never refused for budget sitting in a lease', async () => {
+    const cl = cluster(2);
+    const route = spec(100, null);
+    const tenant = spec(1000, null);
+    // Worker 0 takes a lease of the route from single-limit requests.
+    await cl.clients[0].admit('ns/r', route, 2);
+    expect(cl.clients[0].leasesHeld).toBe(1);
+    expect(used(cl, 'ns/r', route)).toBeGreaterThan(2); // the lease is charged up front
+    // Worker 1: route + tenant for all that is really left (98): fits once the lease is back.
+    const terms = [{ key: 'ns/r', limit: route }, { key: 'tenant:key:t', limit: tenant }];
+    const ds = await cl.clients[1].admitAll(terms, 98);
+    expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+    expect(ds[0].input!.remaining).toBe(0);
+    expect(cl.clients[0].leasesHeld).toBe(0);
+    // Nothing more fits anywhere, and the tenant holds exactly what was admitted.
+    expect((await cl.clients[0].admit('ns/r', route, 1)).allowed).toBe(false);
+    expect((await cl.clients[1].admitAll(terms, 1)).map((d) => d.allowed)).toEqual([false, true]);
+    expect(used(cl, 'tenant:key:t', tenant)).toBe(98);
+  });
+
+  it('after the first decision a worker holding leases of every limit decides on its own, all or nothing', async () => {
+    const cl = cluster(1);
+    const route = spec(1000, null);
+    const tenant = spec(100, null);
+    const terms = [{ key: 'ns/r', limit: route }, { key: 'tenant:key:t', limit: tenant }];
+    const first = await cl.clients[0].admitAll(terms, 2);
+    expect(first.map((d) => d.allowed)).toEqual([true, true]);
+    expect(cl.clients[0].leasesHeld).toBe(2);
+    const sent = cl.sentToPrimary[0];
+    const second = cl.clients[0].admitAll(terms, 2);
+    expect(second).not.toBeInstanceOf(Promise); // decided in the worker
+    expect((second as { input: { remaining: number } | null }[]).map((d) => d.input!.remaining)).toEqual([996, 96]);
+    await turn();
+    expect(cl.sentToPrimary[0]).toBe(sent);
+    // Larger than the tenant's lease: asks the primary, which decides against the real budget.
+    const big = await cl.clients[0].admitAll(terms, 96);
+    expect(big.map((d) => d.allowed)).toEqual([true, true]);
+    expect((await cl.clients[0].admitAll(terms, 1)).map((d) => d.allowed)).toEqual([true, false]);
+    await cl.clients[0].close();
+    await turn();
+    expect(used(cl, 'tenant:key:t', tenant)).toBe(100);
+    expect(used(cl, 'ns/r', route)).toBe(100);
+  });
+
+  it('concurrent multi-limit admissions from several workers never exceed either limit', async () => {
+    const cl = cluster(3);
+    const route = spec(1000, null);
+    const tenant = spec(301, null);
+    const terms = [{ key: 'ns/r', limit: route }, { key: 'tenant:key:t', limit: tenant }];
+    // Single-limit traffic on the route too, so leases come and go.
+    const all = await Promise.all(Array.from({ length: 300 }, (_, i) => i % 4 === 0
+      ? Promise.resolve(cl.clients[i % 3].admit('ns/r', route, 2)).then((d) => ({ multi: false, ok: d.allowed }))
+      : cl.clients[i % 3].admitAll(terms, 2).then((ds) => ({ multi: true, ok: ds.every((d) => d.allowed) }))));
+    const multiOk = all.filter((a) => a.multi && a.ok).length;
+    const singleOk = all.filter((a) => !a.multi && a.ok).length;
+    expect(multiOk).toBe(150); // floor(301 / 2) of 225
+    expect(singleOk).toBe(75);
+    for (const client of cl.clients) await client.close();
+    await turn();
+    await turn();
+    expect(used(cl, 'tenant:key:t', tenant)).toBe(300);
+    expect(used(cl, 'ns/r', route)).toBe(450);
+  });
+});

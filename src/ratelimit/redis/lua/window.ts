@@ -43,22 +43,22 @@ local function civilFromDays(z)
   return y, m
 end
 
--- now, window start, window end (epoch ms) for ARGV[1] (unit) and ARGV[2] (now or '').
-local function currentWindow()
+-- now, window start, window end (epoch ms) of unit at time nowArg (epoch ms, or '' for TIME).
+local function windowAt(unit, nowArg)
   local now
-  if ARGV[2] == '' then
+  if nowArg == '' then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   else
-    now = tonumber(ARGV[2])
+    now = tonumber(nowArg)
   end
-  local len = FIXED_MS[ARGV[1]]
+  local len = FIXED_MS[unit]
   if len then
     local s = now - now % len
     return now, s, s + len
   end
-  if ARGV[1] ~= 'month' then
-    return error({ err = 'ERR unknown rate limit unit ' .. tostring(ARGV[1]) })
+  if unit ~= 'month' then
+    return error({ err = 'ERR unknown rate limit unit ' .. tostring(unit) })
   end
   local y, m = civilFromDays(floor(now / DAY_MS))
   local s = daysFromCivil(y, m, 1) * DAY_MS
@@ -66,8 +66,18 @@ local function currentWindow()
   return now, s, daysFromCivil(y, m, 1) * DAY_MS
 end
 
+-- The counter key of a limit's base, direction and unit in the window starting at s.
+local function keyOf(base, direction, unit, s)
+  return base .. ':' .. direction .. ':' .. unit .. ':' .. string.format('%d', s / 1000)
+end
+
+-- now, window start, window end (epoch ms) for ARGV[1] (unit) and ARGV[2] (now or '').
+local function currentWindow()
+  return windowAt(ARGV[1], ARGV[2])
+end
+
 local function windowKey(direction, s)
-  return KEYS[1] .. ':' .. direction .. ':' .. ARGV[1] .. ':' .. string.format('%d', s / 1000)
+  return keyOf(KEYS[1], direction, ARGV[1], s)
 end
 
 local TTL_MARGIN_MS = ${TTL_MARGIN_MS}

@@ -1,0 +1,105 @@
+/**
+ * Cost of a tenant budget on top of a route limit (tenant budgets, docs/rate-limiting.md): per
+ * limit store (local, Redis), one router (2 workers, access log on, the route limited) and two
+ * API keys, one without a budget (the route limit alone) and one with a budget (route + tenant,
+ * decided together); autocannon rounds interleaved, the order rotated each round. Reports req/s
+ * and router CPU per request (its process tree; the steadier figure on a shared machine) and,
+ * for Redis, redis-server's CPU per request.
+ *
+ *   npm run build && node dist/bench/tenant-load.js [--rounds 3] [--seconds 5] [--redis redis-server]
+ */
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runAutocannon } from './load-autocannon.js';
+import { numberArg } from './number-arg.js';
+import { treeCpu } from './proc-cpu.js';
+import { routerResources, type LimitMode } from './scenarios.js';
+import { spread } from './summary.js';
+import { haveBinary, startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
+
+const args = process.argv.slice(2);
+const arg = (name: string, def: number): number => numberArg(args, name, def);
+const ROUNDS = arg('--rounds', 3);
+const SECONDS = arg('--seconds', 5);
+const redisAt = args.indexOf('--redis');
+const REDIS_BIN = redisAt >= 0 ? args[redisAt + 1] : 'redis-server';
+const KEY_ROUTE = 'sk-bench-route-only-0123456789';
+const KEY_TENANT = 'sk-bench-tenant-0123456789abcd';
+/** Never rejects: the field maximum per second. */
+const NEVER = 'inputTokensPerUnit: 4294967295, outputTokensPerUnit: 4294967295, unit: second';
+
+const median = (xs: number[]): number => spread(xs)!.median;
+const sha = (k: string): string => createHash('sha256').update(k).digest('hex');
+
+function authFile(dir: string, mode: LimitMode): string {
+  const global = mode.kind === 'global' ? `, global: {redis: {address: "${mode.redis}"}}` : '';
+  const file = join(dir, `auth-${mode.kind}.yaml`);
+  writeFileSync(file, `apiKeys:
+  - name: route-only
+    sha256: "${sha(KEY_ROUTE)}"
+  - name: tenant
+    sha256: "${sha(KEY_TENANT)}"
+    rateLimit: {${NEVER}${global}}
+`);
+  return file;
+}
+
+interface Variant { name: string; target: Target; headers: Record<string, string>; redis: Target | null }
+
+async function main(): Promise<void> {
+  const dir = tempDir('ir-bench-tenant-');
+  const mock = await startMock('pod-a');
+  const variants: Variant[] = [];
+  const local: LimitMode = { kind: 'local' };
+  const env = (mode: LimitMode): NodeJS.ProcessEnv => ({
+    ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: join(dir, `access-${mode.kind}.log`),
+    ROUTER_AUTH_CONFIG: authFile(dir, mode), RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s',
+  });
+  const localRouter = await startRouter('router (local limits)', routerResources(mock.port, mock.port, local), 2, env(local));
+  variants.push({ name: 'local: route limit alone', target: localRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: null });
+  variants.push({ name: 'local: route + tenant limit', target: localRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: null });
+  if (haveBinary(REDIS_BIN)) {
+    const redis = await startRedis(REDIS_BIN);
+    const redisTarget: Target = { name: 'redis-server', url: '', port: 0, proc: redis.proc };
+    const global: LimitMode = { kind: 'global', redis: redis.address };
+    const globalRouter = await startRouter('router (global limits)', routerResources(mock.port, mock.port, global), 2, env(global));
+    variants.push({ name: 'Redis: route limit alone', target: globalRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: redisTarget });
+    variants.push({ name: 'Redis: route + tenant limit', target: globalRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: redisTarget });
+  } else {
+    process.stderr.write(`${REDIS_BIN} not found: Redis variants skipped\n`);
+  }
+  const body = JSON.stringify({ model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 });
+  const rps: number[][] = variants.map(() => []);
+  const cpu: number[][] = variants.map(() => []);
+  const redisCpu: number[][] = variants.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < variants.length; k++) {
+      const i = (k + round) % variants.length;
+      const v = variants[i];
+      const routerCpu = treeCpu(v.target.proc.pid);
+      const storeCpu = v.redis === null ? null : treeCpu(v.redis.proc.pid);
+      const r = await runAutocannon({ url: `${v.target.url}/v1/completions`, bodies: [body], connections: 32, durationS: SECONDS, headers: v.headers });
+      if (r.non2xx > 0) throw new Error(`${v.name}: ${r.non2xx} answers were not 2xx`);
+      rps[i].push(r.rps);
+      cpu[i].push((routerCpu.delta() * 1000) / r.requests);
+      if (storeCpu !== null) redisCpu[i].push((storeCpu.delta() * 1000) / r.requests);
+      process.stderr.write(`round ${round + 1} ${v.name}: ${r.rps.toFixed(0)} req/s, router ${cpu[i].at(-1)!.toFixed(1)} µs CPU/req\n`);
+    }
+  }
+  process.stdout.write(`\nTenant budget cost, autocannon 32 connections, 2 workers, access log on, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians:\n\n`);
+  process.stdout.write('| variant | req/s | router CPU µs/req | × route alone (CPU) | redis-server CPU µs/req |\n|---|---|---|---|---|\n');
+  for (let i = 0; i < variants.length; i++) {
+    const base = i % 2 === 0 ? i : i - 1;
+    const ratios = cpu[i].map((x, r) => x / cpu[base][r]);
+    const rc = redisCpu[i].length > 0 ? median(redisCpu[i]).toFixed(1) : '–';
+    process.stdout.write(`| ${variants[i].name} | ${median(rps[i]).toFixed(0)} | ${median(cpu[i]).toFixed(1)} | ${median(ratios).toFixed(3)} | ${rc} |\n`);
+  }
+  await stopAll();
+}
+
+main().catch(async (err: Error) => {
+  process.stderr.write(`tenant-load: ${err.stack ?? err.message}\n`);
+  await stopAll();
+  process.exit(1);
+});

@@ -1,0 +1,54 @@
+/**
+ * The one validator of a `rateLimit` block: ModelRoute.spec.rateLimit (resources.ts) and the
+ * tenant budgets of the auth file (auth/auth-config.ts) both use it, so they take the same fields
+ * with the same checks. `fail(path, problem)` throws the caller's error type.
+ */
+import { redisAddressProblem } from './addresses.js';
+import { describe, isPlainObject } from './describe-value.js';
+import { WINDOW_UNITS, type RateLimitMode, type RateLimitSpec, type WindowUnit } from './resource-types.js';
+
+const UINT32_MAX = 4_294_967_295;
+const MODES: readonly RateLimitMode[] = ['enforce', 'shadow'];
+
+export type FailFn = (path: string, problem: string) => never;
+
+/** The validated limit, or null when `v` is absent (undefined / null). */
+export function parseRateLimit(v: unknown, path: string, fail: FailFn): RateLimitSpec | null {
+  if (v === undefined || v === null) return null;
+  const obj = mapping(v, path, fail);
+  const inputTokensPerUnit = optInt(obj.inputTokensPerUnit, `${path}.inputTokensPerUnit`, fail);
+  const outputTokensPerUnit = optInt(obj.outputTokensPerUnit, `${path}.outputTokensPerUnit`, fail);
+  if (inputTokensPerUnit === null && outputTokensPerUnit === null) {
+    fail(path, 'must set inputTokensPerUnit or outputTokensPerUnit (or both)');
+  }
+  // The route API defaults the unit to `second`.
+  const unit = obj.unit === undefined || obj.unit === null ? 'second' : obj.unit;
+  if (!WINDOW_UNITS.includes(unit as WindowUnit)) expected(`${path}.unit`, `one of ${WINDOW_UNITS.join(', ')}`, unit, fail);
+  const mode = obj.mode === undefined || obj.mode === null ? 'enforce' : obj.mode;
+  if (!MODES.includes(mode as RateLimitMode)) expected(`${path}.mode`, `one of ${MODES.join(', ')}`, mode, fail);
+  let global: RateLimitSpec['global'] = null;
+  if (obj.global !== undefined && obj.global !== null) {
+    const globalObj = mapping(obj.global, `${path}.global`, fail);
+    const redis = mapping(globalObj.redis, `${path}.global.redis`, fail);
+    const address = redis.address;
+    if (typeof address !== 'string' || address === '') expected(`${path}.global.redis.address`, 'a non-empty string', address, fail);
+    const problem = redisAddressProblem(address);
+    if (problem !== null) fail(`${path}.global.redis.address`, problem);
+    global = { redis: { address } };
+  }
+  return { inputTokensPerUnit, outputTokensPerUnit, unit: unit as WindowUnit, global, mode: mode as RateLimitMode };
+}
+
+function expected(path: string, what: string, got: unknown, fail: FailFn): never {
+  return fail(path, got === undefined || got === null ? `is required: expected ${what}` : `expected ${what}, got ${describe(got)}`);
+}
+
+function mapping(v: unknown, path: string, fail: FailFn): Record<string, unknown> {
+  return isPlainObject(v) ? v : expected(path, 'a mapping', v, fail);
+}
+
+function optInt(v: unknown, path: string, fail: FailFn): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= UINT32_MAX) return v;
+  return fail(path, `must be an integer from 1 to ${UINT32_MAX}, got ${describe(v)}`);
+}

@@ -1,0 +1,76 @@
+import type { Decision, LimitTerm, TokenLimiter } from './limiter.js';
+import { isShadow } from './limiter.js';
+
+/** A limit of a request and the limiter that holds its counters. */
+export interface LimiterTerm extends LimitTerm {
+  readonly limiter: TokenLimiter;
+}
+
+/**
+ * Admits a request against every limit that applies (route and tenant): the decisions, in the
+ * order of `terms`. When every term is on one limiter that can decide several keys at once
+ * (admitAll: the local primary, one Redis), that one atomic decision. Otherwise (limits on
+ * different stores, or a Redis Cluster whose keys are in different slots) see admitInOrder.
+ */
+export function admitTerms(terms: readonly LimiterTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
+  const l = terms[0].limiter;
+  let same = true;
+  for (let i = 1; i < terms.length; i++) if (terms[i].limiter !== l) same = false;
+  if (same && l.admitAll !== undefined) return l.admitAll(terms, inputTokens);
+  return admitInOrder(terms, inputTokens);
+}
+
+/**
+ * The admission across stores that cannot decide together: the enforced limits one after the
+ * other (each admit() charges only when it allows); when one refuses or fails, what the ones
+ * before it charged is given back, so a rejected request charges none of them in the end. Never
+ * admits past a limit; a concurrent request may see the tokens of one that is being refused for
+ * that short while (and be refused with it). Shadow limits are charged once the request is in.
+ */
+export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: number): Promise<Decision[]> {
+  const decisions: Decision[] = new Array<Decision>(terms.length);
+  const charged: LimiterTerm[] = [];
+  let admitted = true;
+  try {
+    for (let i = 0; i < terms.length && admitted; i++) {
+      const t = terms[i];
+      if (isShadow(t.limit)) continue;
+      const d = await t.limiter.admit(t.key, t.limit, inputTokens);
+      decisions[i] = d;
+      if (d.allowed) charged.push(t);
+      else admitted = false;
+    }
+    for (let i = 0; i < terms.length; i++) {
+      const t = terms[i];
+      if (!isShadow(t.limit)) continue;
+      const tokens = admitted ? inputTokens : 0;
+      if (t.limiter.admitAll !== undefined) {
+        // Alone in admitAll, a shadow limit is charged past its limit too.
+        decisions[i] = (await t.limiter.admitAll([t], tokens))[0];
+        if (admitted) charged.push(t);
+        continue;
+      }
+      const d = await t.limiter.admit(t.key, t.limit, tokens);
+      decisions[i] = d;
+      if (!admitted) continue;
+      charged.push(t);
+      if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens); // shadow: counted past its limit
+    }
+  } catch (err) {
+    await refund(charged, inputTokens);
+    throw err;
+  }
+  if (!admitted) await refund(charged, inputTokens);
+  for (let i = 0; i < terms.length; i++) {
+    // An enforced limit not asked (one before it refused): neither charged nor refused.
+    if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
+  }
+  return decisions;
+}
+
+async function refund(charged: readonly LimiterTerm[], inputTokens: number): Promise<void> {
+  if (inputTokens === 0) return;
+  for (const t of charged) {
+    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens); } catch { /* store down: nothing to give back */ }
+  }
+}

@@ -1,0 +1,63 @@
+import { COUNTERS_LUA } from './counters.js';
+
+/**
+ * Admissions against several limits of one Redis (route and tenant), collected during one
+ * event-loop turn, decided in arrival order, each atomically across its limits: KEYS[j] is the
+ * key base of limit j (all in one slot: a plain Redis, not a Cluster), ARGV[1] the time in epoch
+ * ms or '' (the server's TIME), ARGV[2] the number of limits n, then per limit four values: unit,
+ * input limit, output limit (-1 = none), shadow ('1': never blocks), then the input tokens of
+ * each admission. Each limit decides each admission by the admission rule against the counts
+ * left by the ones before it; when no enforced limit refuses, its tokens are added to every
+ * limit's input counter, else to none.
+ *
+ * Returns per limit { ms until its window ends, input used before the admissions, output used },
+ * then per admission one status per limit (0 admitted, 1 rejected by input, 2 by output).
+ */
+export const ADMIT_ALL_LUA = `${COUNTERS_LUA}
+local n = tonumber(ARGV[2])
+local first = 3 + n * 4
+local reply = {}
+local inKeys, fresh, ttl, inUsed, outUsed, inLimit, outLimit, shadow, added = {}, {}, {}, {}, {}, {}, {}, {}, {}
+for j = 1, n do
+  local a = 3 + (j - 1) * 4
+  local unit = ARGV[a]
+  local now, s, e = windowAt(unit, ARGV[1])
+  local inKey = keyOf(KEYS[j], 'in', unit, s)
+  local used = redis.call('MGET', inKey, keyOf(KEYS[j], 'out', unit, s))
+  inKeys[j] = inKey
+  fresh[j] = not used[1]
+  ttl[j] = e - now
+  inUsed[j] = tonumber(used[1] or '0')
+  outUsed[j] = tonumber(used[2] or '0')
+  inLimit[j] = tonumber(ARGV[a + 1])
+  outLimit[j] = tonumber(ARGV[a + 2])
+  shadow[j] = ARGV[a + 3] == '1'
+  added[j] = 0
+  reply[#reply + 1] = e - now
+  reply[#reply + 1] = inUsed[j]
+  reply[#reply + 1] = outUsed[j]
+end
+for i = first, #ARGV do
+  local tokens = tonumber(ARGV[i])
+  local blocked = false
+  local at = #reply
+  for j = 1, n do
+    local status = admission(inUsed[j], outUsed[j], inLimit[j], outLimit[j], tokens)
+    if status ~= 0 and not shadow[j] then blocked = true end
+    reply[at + j] = status
+  end
+  if not blocked then
+    for j = 1, n do
+      inUsed[j] = inUsed[j] + tokens
+      added[j] = added[j] + tokens
+    end
+  end
+end
+for j = 1, n do
+  if added[j] > 0 then
+    redis.call('INCRBY', inKeys[j], added[j])
+    if fresh[j] then redis.call('PEXPIRE', inKeys[j], ttl[j] + TTL_MARGIN_MS) end
+  end
+end
+return reply
+`;

@@ -1,0 +1,81 @@
+import { STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { isShadow, type Decision, type LimitState, type LimitTerm } from '../limiter.js';
+import { secondsUntil } from '../windows.js';
+import { MAX_BATCH_ADMISSIONS } from './batch.js';
+
+interface PendingMulti {
+  readonly terms: readonly LimitTerm[];
+  readonly tokens: number;
+  resolve(d: Decision[]): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The multi-limit admissions (route and tenant) of one event-loop turn under the same limits (the
+ * same keys, units, limit values and clock reading), sent as one call of the admit-all script
+ * (lua/admit-all.ts): decided in arrival order, each atomically across its limits.
+ */
+export class MultiBatch {
+  readonly terms: readonly LimitTerm[];
+  readonly args: (string | number)[];
+  readonly admissions: PendingMulti[] = [];
+
+  /** `head`: numKeys, the key bases, now, n and per limit unit, limits and shadow flag. */
+  constructor(terms: readonly LimitTerm[], head: (string | number)[]) {
+    this.terms = terms;
+    this.args = head;
+  }
+
+  get full(): boolean {
+    return this.admissions.length >= MAX_BATCH_ADMISSIONS;
+  }
+
+  admit(terms: readonly LimitTerm[], tokens: number): Promise<Decision[]> {
+    this.args.push(tokens);
+    return new Promise((resolve, reject) => {
+      this.admissions.push({ terms, tokens, resolve, reject });
+    });
+  }
+
+  /** Resolves every admission from the script's reply. */
+  answer(reply: readonly number[]): void {
+    const n = this.terms.length;
+    const reset: number[] = [];
+    const inUsed: number[] = [];
+    const outUsed: number[] = [];
+    for (let j = 0; j < n; j++) {
+      reset.push(secondsUntil(reply[j * 3], 0));
+      inUsed.push(reply[j * 3 + 1]);
+      outUsed.push(reply[j * 3 + 2]);
+    }
+    for (let i = 0; i < this.admissions.length; i++) {
+      const a = this.admissions[i];
+      const at = n * 3 + i * n;
+      let admitted = true;
+      for (let j = 0; j < n; j++) if (reply[at + j] !== STATUS_ALLOWED && !isShadow(a.terms[j].limit)) admitted = false;
+      if (admitted) for (let j = 0; j < n; j++) inUsed[j] += a.tokens;
+      const ds: Decision[] = [];
+      for (let j = 0; j < n; j++) {
+        const status = reply[at + j];
+        const limit = a.terms[j].limit;
+        ds.push({
+          allowed: status === STATUS_ALLOWED,
+          rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
+          retryAfterSeconds: reset[j],
+          input: stateOf(limit.inputTokensPerUnit, inUsed[j], reset[j]),
+          output: stateOf(limit.outputTokensPerUnit, outUsed[j], reset[j]),
+        });
+      }
+      a.resolve(ds);
+    }
+  }
+
+  fail(err: unknown): void {
+    for (const a of this.admissions) a.reject(err);
+  }
+}
+
+function stateOf(limit: number | null, used: number, reset: number): LimitState | null {
+  if (limit === null) return null;
+  return { limit, remaining: limit > used ? limit - used : 0, resetSeconds: reset };
+}

@@ -1,0 +1,51 @@
+import { admitTerms, type LimiterTerm } from './admit-all.js';
+import { isShadow, type Decision, type LimitState } from './limiter.js';
+
+export type LimitScope = 'route' | 'tenant';
+
+/** A limit of one request with the scope it belongs to. */
+export interface ScopedTerm extends LimiterTerm {
+  readonly scope: LimitScope;
+}
+
+/** The outcome of admitting one request against all its limits. */
+export interface RequestAdmission {
+  /** No enforced limit refused (shadow ones never do); every term was charged. */
+  readonly admitted: boolean;
+  /** What the x-ratelimit-* headers show: the refusing limit, else the enforced one closest to exhaustion; null when only shadow limits apply. */
+  readonly shown: Decision | null;
+  readonly shownScope: LimitScope | null;
+}
+
+/**
+ * Admits a request against every limit that applies (route and tenant), atomically where the
+ * stores allow (admit-all.ts): a request refused by one limit charges none.
+ */
+export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number): Promise<RequestAdmission> | RequestAdmission {
+  const ds = admitTerms(terms, inputTokens);
+  // Leases held for every limit decide synchronously (local mode).
+  return ds instanceof Promise ? ds.then((v) => outcome(terms, v)) : outcome(terms, ds);
+}
+
+function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
+  let shown: Decision | null = null;
+  let scope: LimitScope | null = null;
+  let best = Infinity;
+  for (let i = 0; i < ds.length; i++) {
+    if (isShadow(terms[i].limit)) continue;
+    const d = ds[i];
+    if (!d.allowed) return { admitted: false, shown: d, shownScope: terms[i].scope };
+    const f = Math.min(fraction(d.input), fraction(d.output));
+    if (shown === null || f < best) {
+      shown = d;
+      scope = terms[i].scope;
+      best = f;
+    }
+  }
+  return { admitted: true, shown, shownScope: scope };
+}
+
+/** How much of a limit is left, 0..1 (no limit: Infinity). */
+function fraction(s: LimitState | null): number {
+  return s === null ? Infinity : s.remaining / s.limit;
+}
