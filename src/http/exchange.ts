@@ -1,10 +1,9 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
 import { statusLine, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
 import type { RequestContext } from './request-context.js';
-import { connectionNames, forwardResponseHeader, isRateLimitHeader } from './upstream-headers.js';
+import { connectionNamesIn, forwardResponseHeader, headerValue, isRateLimitHeader } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
 const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
@@ -34,7 +33,7 @@ export class Exchange {
   headersSent = false;
   /** Status and headers of a streamed answer, held until its first body byte (or its end). */
   private heldStatus = 0;
-  private heldHeaders: IncomingHttpHeaders | null = null;
+  private heldHeaders: string[] | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -116,9 +115,10 @@ export class Exchange {
   /**
    * Status and headers of a streamed answer. They are held and go out with the first body byte
    * (writeChunk) or as a whole answer at the end (endAnswer): a pod that dies before its first
-   * byte is still answered 502. Returns false when the client is gone.
+   * byte is still answered 502. `headers` is the pod's flat [name, value, …] list as received.
+   * Returns false when the client is gone.
    */
-  startAnswer(status: number, headers: IncomingHttpHeaders): boolean {
+  startAnswer(status: number, headers: string[]): boolean {
     this.ctx.statusCode = status;
     if (!this.writable) return false;
     this.heldStatus = status;
@@ -176,7 +176,7 @@ export class Exchange {
   }
 
   /** A whole answer: status, headers and body in one corked write (one send; keeps content-length). */
-  endBuffered(status: number, headers: IncomingHttpHeaders, body: Buffer): void {
+  endBuffered(status: number, headers: string[], body: Buffer): void {
     this.ctx.statusCode = status;
     if (!this.writable) return;
     this.headersSent = true;
@@ -245,7 +245,7 @@ const EMPTY = Buffer.alloc(0);
 let current: Exchange = null as unknown as Exchange;
 let currentError: RouterError | null = null;
 let currentStatus = 0;
-let currentHeaders: IncomingHttpHeaders | null = null;
+let currentHeaders: string[] | null = null;
 let currentBody: Buffer = EMPTY;
 let writeOk = true;
 
@@ -270,16 +270,14 @@ function writeHeadCorked(): void {
   const res = x.res;
   const headers = currentHeaders!;
   const limited = x.decision !== null;
-  const named = headers.connection === undefined ? null : connectionNames(headers.connection);
+  const named = connectionNamesIn(headers);
   res.writeStatus(statusLine(currentStatus));
-  for (const name in headers) {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i].toLowerCase();
     if (!forwardResponseHeader(name)) continue;
     if (limited && isRateLimitHeader(name)) continue;
-    if (named !== null && named.includes(name)) continue;
-    const v = headers[name];
-    if (v === undefined) continue;
-    if (Array.isArray(v)) for (const one of v) res.writeHeader(name, one);
-    else res.writeHeader(name, v);
+    if (named.length > 0 && named.includes(name)) continue;
+    res.writeHeader(name, headerValue(headers[i + 1]));
   }
   res.writeHeader('x-request-id', x.ctx.requestId);
   if (limited) writeRateHeaders(res, x.decision!, x.rateScope);

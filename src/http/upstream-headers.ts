@@ -48,6 +48,27 @@ export function connectionNames(value: string | string[] | undefined): string[] 
   return names.length === 0 ? NONE : names;
 }
 
+/** Lower-case names every `Connection` header of a flat [name, value, …] list names. */
+export function connectionNamesIn(flat: readonly string[]): string[] {
+  let names = NONE;
+  for (let i = 0; i < flat.length; i += 2) {
+    const n = flat[i];
+    if (n.length !== 10 || n.toLowerCase() !== 'connection') continue;
+    const more = connectionNames(flat[i + 1]);
+    if (more.length > 0) names = names.length === 0 ? more : names.concat(more);
+  }
+  return names;
+}
+
+/**
+ * A response header value as the bytes the pod sent: values are read as latin1, so one with a
+ * byte above 0x7f is written back as those bytes (a string would be re-encoded as UTF-8).
+ */
+export function headerValue(v: string): string | Buffer {
+  for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0x7f) return Buffer.from(v, 'latin1');
+  return v;
+}
+
 /** Removes from a flat [name, value, …] list every pair whose name is in `names`. */
 export function dropNamed(flat: string[], names: readonly string[]): void {
   if (names.length === 0) return;

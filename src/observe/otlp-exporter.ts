@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import type { TraceSettings } from './trace-settings.js';
 
 /**
@@ -74,14 +73,15 @@ export class OtlpExporter {
 
   private async send(batch: string[]): Promise<void> {
     try {
-      const res = await request(this.s.endpoint, {
+      // Node's built-in fetch: no runtime dependency for an opt-in feature.
+      const res = await fetch(this.s.endpoint, {
         method: 'POST',
         headers: this.headers,
         body: `${this.head}${batch.join(',')}]}]}]}`,
         signal: AbortSignal.timeout(this.s.timeoutMs),
       });
-      await res.body.dump();
-      if (res.statusCode >= 200 && res.statusCode < 300) this.exported += batch.length;
+      await res.arrayBuffer();
+      if (res.ok) this.exported += batch.length;
       else this.droppedExportFailed += batch.length;
     } catch {
       this.droppedExportFailed += batch.length;

@@ -1,4 +1,3 @@
-import { Pool } from 'undici';
 import type { Endpoint } from '../config/resource-types.js';
 import { PodHealth } from './pod-health.js';
 import { PodLoad } from './pod-load.js';
@@ -7,14 +6,21 @@ import { PodLoad } from './pod-load.js';
 export function endpointKey(e: Endpoint): string {
   return `${e.name}\u0000${e.host}:${e.port}`;
 }
+import { Http1Pool } from './http1/pool.js';
+
+/** Idle keep-alive connections to a pod are closed after this (below common server keep-alive timeouts). */
+const KEEP_ALIVE_MS = 4_000;
+const CONNECT_TIMEOUT_MS = 5_000;
+/** Granularity of the pool's one coarse timer (connect, headers, body and keep-alive timeouts). */
+const TIMER_RESOLUTION_MS = 100;
 
 /** One backend pod: its keep-alive pool and the in-flight count the picker reads. */
 export class EndpointState {
   readonly name: string;
   readonly origin: string;
-  readonly pool: Pool;
+  readonly pool: Http1Pool;
   inflight = 0;
-  /** Marked by the registry when the endpoint left the config; closed once idle. */
+  /** Marked by the registry when the endpoint left the config; its pool closes once idle. */
   retired = false;
   /** Passive health (outlier detection); survives reloads with the state. */
   readonly health = new PodHealth();
@@ -26,18 +32,36 @@ export class EndpointState {
   constructor(name: string, host: string, port: number, connections: number) {
     this.name = name;
     this.key = endpointKey({ name, host, port });
-    const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+    const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+    const h = bare.includes(':') ? `[${bare}]` : bare;
     this.origin = `http://${h}:${port}`;
-    this.pool = new Pool(this.origin, {
+    this.pool = new Http1Pool(bare, port, {
       connections,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 600_000,
-      // Our own timers bound the exchange; undici's are set per request.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      connectTimeout: 5_000,
+      // Requests beyond the connection cap wait in the pool's queue (as many as the router admits).
+      maxQueue: 1 << 20,
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      // Set per request from the route's timeout.
+      headersTimeoutMs: 0,
+      bodyTimeoutMs: 0,
+      keepAliveTimeoutMs: KEEP_ALIVE_MS,
+      timerResolutionMs: TIMER_RESOLUTION_MS,
     });
+  }
+
+  /** One more request on this pod. */
+  begin(): void {
+    this.inflight++;
+  }
+
+  /** A request on this pod is over; the last one on a retired pod closes its pool. */
+  end(): void {
+    if (--this.inflight === 0 && this.retired) this.pool.close();
+  }
+
+  /** Left the config: closes the pool now if idle, else once the last request ends. */
+  retire(): void {
+    this.retired = true;
+    if (this.inflight === 0) this.pool.close();
   }
 }
 
@@ -62,17 +86,18 @@ export class EndpointRegistry {
       s = new EndpointState(e.name, e.host, e.port, this.connections);
       this.byKey.set(key, s);
     }
-    s.retired = false;
     return s;
   }
 
-  /** Closes pools no longer named by the latest snapshot (gracefully: in-flight requests finish). */
+  /**
+   * Retires pods no longer named by the latest snapshot: their pools close gracefully (in-flight
+   * requests finish; a request that picks a retired pod later is sent to another one).
+   */
   releaseUnused(): void {
     for (const [key, s] of this.byKey) {
       if (this.used.has(key)) continue;
-      s.retired = true;
       this.byKey.delete(key);
-      void s.pool.close().catch(() => undefined);
+      s.retire();
     }
     this.used.clear();
   }
@@ -82,9 +107,10 @@ export class EndpointRegistry {
     return this.byKey.values();
   }
 
+  /** At shutdown (after the drain): closes every pool. */
   async closeAll(): Promise<void> {
     const all = [...this.byKey.values()];
     this.byKey.clear();
-    await Promise.allSettled(all.map((s) => s.pool.close()));
+    for (const s of all) s.pool.close();
   }
 }

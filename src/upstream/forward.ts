@@ -20,19 +20,20 @@ export async function forwardUpstream(
   const headers = x.forwardHeaders.slice();
   // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.
   if (up.body !== x.body) dropNamed(headers, REWRITTEN_BODY);
-  headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json', 'content-length', String(up.body.length));
+  // The client adds host and content-length.
+  headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json');
   if (x.traceparent !== null) headers.push('traceparent', x.traceparent);
   // Timed per attempt: after a connection failure, the pod that answered is measured.
   ctx.tUpstreamStart = performance.now();
   ctx.tUpstreamEnd = 0;
-  endpoint.pool.dispatch({
+  call.send({
     path: ctx.path,
     method: 'POST',
     headers,
     body: up.body,
-    headersTimeout: timeoutMs,
-    bodyTimeout: stream ? timeoutMs : 0,
-  }, call);
+    headersTimeoutMs: timeoutMs,
+    bodyTimeoutMs: stream ? timeoutMs : 0,
+  });
   const outcome = await call.done;
   x.upstream = null;
   x.upstreamEnded();

@@ -1,10 +1,9 @@
-import type { Dispatcher } from 'undici';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { AnswerUsage, InferenceApi, StreamUsageReader } from '../api/inference-api.js';
 import type { Exchange } from '../http/exchange.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
+import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
 import { ClientGone, isConnectFailure, UpstreamTimeout } from './upstream-errors.js';
 
 /**
@@ -25,20 +24,18 @@ export const enum CallOutcome {
 }
 
 /**
- * One exchange with one pod, as an undici dispatch handler: hands status, headers and body chunks
- * to the client exchange (with backpressure), has the request's API read the usage, and resolves
- * `done` once with the outcome.
+ * One exchange with one pod, as a handler of the HTTP/1.1 client (http1/): hands status, raw
+ * headers and body chunks to the client exchange (pausing the pod's socket under backpressure),
+ * has the request's API read the usage, and resolves `done` once with the outcome.
  */
-export class UpstreamCall implements Dispatcher.DispatchHandler {
+export class UpstreamCall implements Http1Handler {
   private readonly x: Exchange;
   private readonly api: InferenceApi;
   private readonly endpoint: EndpointState;
   private readonly stripUsage: boolean;
-  private controller: Dispatcher.DispatchController | null = null;
-  /** An abort asked for before undici handed us the controller. */
-  private pendingAbort: Error | null = null;
-  /** Upstream response headers of a buffered answer, kept until it ends. */
-  private pendingHeaders: IncomingHttpHeaders | null = null;
+  private req: Http1Request | null = null;
+  /** Upstream response headers of a buffered answer (flat [name, value, …]), kept until it ends. */
+  private pendingHeaders: string[] | null = null;
   private timer: NodeJS.Timeout | null = null;
   private responseStarted = false;
   private buffered: Buffer[] | null = null;
@@ -61,9 +58,14 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     this.endpoint = endpoint;
     this.stripUsage = stripUsage;
     this.done = new Promise((resolve) => { this.resolveDone = resolve; });
-    // A non-streaming exchange is bounded as a whole; a stream by undici's headers/body timeouts.
+    // A non-streaming exchange is bounded as a whole; a stream by the client's headers/body timeouts.
     if (!stream) this.timer = setTimeout(onTimeout, timeoutMs, this);
-    endpoint.inflight++;
+    endpoint.begin();
+  }
+
+  /** Sends the request on the pod's pool; the answer comes back through the handler methods. */
+  send(opts: Http1RequestOptions): void {
+    this.req = this.endpoint.pool.dispatch(opts, this);
   }
 
   abortForClient(): void {
@@ -71,47 +73,41 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   }
 
   abort(reason: Error): void {
-    if (this.controller !== null && !this.controller.aborted) this.controller.abort(reason);
-    else if (this.controller === null) this.pendingAbort = reason;
+    this.req?.abort(reason);
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.pendingAbort !== null) controller.abort(this.pendingAbort);
-  }
-
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onHeaders(statusCode: number, headers: string[], req: Http1Request): boolean {
     this.responseStarted = true;
     this.upstreamStatus = statusCode;
-    const contentType = String(headers['content-type'] ?? '');
-    const isSse = contentType.startsWith('text/event-stream');
-    const length = headers['content-length'];
-    if (isSse) {
+    if (isEventStream(headers)) {
       this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens));
-    } else if (length !== undefined && Number(length) <= BUFFER_LIMIT) {
+    } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;
-      return;
+      return true;
     } else if (statusCode < 300) {
       this.passed = [];
     }
-    if (!this.x.startAnswer(statusCode, headers)) controller.abort(new ClientGone('client went away'));
+    if (!this.x.startAnswer(statusCode, headers)) {
+      req.abort(new ClientGone('client went away'));
+      return false;
+    }
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onData(chunk: Buffer): boolean {
     if (this.buffered !== null) {
       this.buffered.push(chunk);
-      return;
+      return true;
     }
     if (this.passed !== null) this.keepPassed(chunk);
     const out = this.scanner !== null ? this.scanner.push(chunk) : chunk;
     const x = this.x;
-    if (out.length === 0 || !x.writable) return;
+    if (out.length === 0 || !x.writable) return true;
     if (this.scanner !== null) x.firstByte();
-    if (!x.writeChunk(out)) {
-      controller.pause();
-      x.onWritable(this.resumeUpstream);
-    }
+    if (x.writeChunk(out)) return true;
+    x.onWritable(this.resumeUpstream);
+    return false;
   }
 
   /** Keeps a passing chunk of a JSON answer (by reference) up to BUFFER_LIMIT; beyond, gives up. */
@@ -123,11 +119,11 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
 
   // Bound once per exchange, not per chunk.
   private readonly resumeUpstream = (): boolean => {
-    this.controller?.resume();
+    this.req?.resume();
     return true;
   };
 
-  onResponseEnd(): void {
+  onComplete(): void {
     const x = this.x;
     this.clearTimer();
     if (this.buffered !== null) {
@@ -150,7 +146,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     this.settle(CallOutcome.Done);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     this.clearTimer();
     this.error = err;
     this.takeStreamUsage();
@@ -181,7 +177,8 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
   private settle(outcome: CallOutcome): void {
     if (this.settled) return;
     this.settled = true;
-    this.endpoint.inflight--;
+    this.req = null;
+    this.endpoint.end();
     this.resolveDone(outcome);
   }
 
@@ -197,6 +194,15 @@ export class UpstreamCall implements Dispatcher.DispatchHandler {
     this.timer = null;
     this.abort(new UpstreamTimeout('upstream timeout'));
   }
+}
+
+/** True when the answer's content-type is text/event-stream (a stream whose usage is scanned). */
+function isEventStream(headers: string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    if (name.length === 12 && name.toLowerCase() === 'content-type') return headers[i + 1].startsWith('text/event-stream');
+  }
+  return false;
 }
 
 function onTimeout(call: UpstreamCall): void {

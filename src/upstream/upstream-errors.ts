@@ -1,14 +1,8 @@
 import { RouterError } from '../errors.js';
+import { isConnectFailure } from './http1/errors.js';
 
-/** Errors that mean the request never reached the pod: safe to retry on another one. */
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'EADDRNOTAVAIL',
-]);
-
-export function isConnectFailure(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code !== undefined && CONNECT_CODES.has(code);
-}
+/** Errors that mean the request never reached the pod (safe to retry on another one): the client's own test. */
+export { isConnectFailure };
 
 export class UpstreamTimeout extends Error {
   readonly code = 'ROUTER_UPSTREAM_TIMEOUT';
@@ -26,7 +20,7 @@ export function formatSeconds(ms: number): string {
 /** Maps a failed upstream exchange to the router's error registry. */
 export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): RouterError {
   const code = (err as { code?: string } | null)?.code ?? '';
-  if (err instanceof UpstreamTimeout || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (err instanceof UpstreamTimeout || code === 'HTTP1_HEADERS_TIMEOUT' || code === 'HTTP1_BODY_TIMEOUT') {
     return new RouterError('timeout', `inference timed out after ${formatSeconds(timeoutMs)}s`);
   }
   const what = (err as Error)?.message || String(err);

@@ -176,6 +176,18 @@ class Backend {
         res.end('data: [DONE]\n\n');
         return;
       }
+      case 'malformed': { // a head the router's client must refuse
+        res.socket!.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 12abc\r\n\r\n{}');
+        return;
+      }
+      case 'latin1-header': { // a header value with bytes above 0x7f (UTF-8 text), written raw (node:http's
+        // response stays open, so the connection closes after it)
+        const body = '{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}';
+        res.socket!.write(Buffer.concat([
+          Buffer.from(`HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nx-pod-note: `),
+          Buffer.from('café ☕', 'utf8'), Buffer.from(`\r\n\r\n${body}`)]));
+        return;
+      }
       case 'hold': { // keeps a request in flight until the test opens the gate
         await this.gate(String(req.headers['x-gate']));
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -258,6 +270,25 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const r = await recordOf(file, 'die-headers');
     expect(r.status_code).toBe(502);
     expect(r.error.type).toBe('upstream_error');
+  });
+
+  it('a malformed answer is a 502 upstream_error, with what was wrong in its access record', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'malformed', 'x-request-id': 'malformed' });
+    expect(a.status).toBe(502);
+    expect(a.error).toBeNull();
+    expect(a.body).toMatch(/upstream failed on pod pod-a/);
+    const r = await recordOf(file, 'malformed');
+    expect(r.status_code).toBe(502);
+    expect(r.error.type).toBe('upstream_error');
+    expect(r.error.message).toMatch(/malformed response from upstream: bad content-length "12abc"/);
+  });
+
+  it('a response header value with non-ASCII bytes reaches the client byte for byte', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'latin1-header' });
+    expect(a.status).toBe(200);
+    const i = a.rawHeaders.findIndex((n) => n.toLowerCase() === 'x-pod-note');
+    // node:http reads header values as latin1: compare the bytes.
+    expect(Buffer.from(a.rawHeaders[i + 1], 'latin1').toString('utf8')).toBe('café ☕');
   });
 
   it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {
