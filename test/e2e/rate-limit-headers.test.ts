@@ -7,12 +7,15 @@ import { RedisServer } from '../helpers/redis-server.js';
 // whatever the router does internally (leases held by workers in local mode). A sequence of
 // requests on fresh connections (spread over the workers by the kernel), each with known token
 // counts, is compared with limit − what was charged; the slack allowed is one request per
-// worker (a charge still on its way between processes).
+// worker (a charge still on its way between processes). The requests are a client's sequence, a
+// few tens of milliseconds apart (REQUEST_GAP_MS), so what one worker charged has reached the
+// others through the primary (reports go out within 1-50 ms) however loaded the machine is.
 
 const LIMIT = 100_000;
 // 4 BPE tokens, and the mock reports prompt_tokens = ceil(14 / 4) = 4: no correction of the input.
 const PROMPT = 'Tell me a joke';
 const REQUESTS = 24;
+const REQUEST_GAP_MS = 75;
 
 function limitYaml(global: string | null): string {
   const g = global === null ? '' : `\n    global:\n      redis:\n        address: "${global}"`;
@@ -28,6 +31,7 @@ async function checkSequence(mock: MockBackend, global: string | null, opts: Rou
     let output = 0;
     const misses: string[] = [];
     for (let i = 0; i < REQUESTS; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, REQUEST_GAP_MS));
       const r = await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: PROMPT });
       expect(r.status).toBe(200);
       const usage = (JSON.parse(r.text) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
