@@ -16,7 +16,7 @@ export class SchedulerMetrics {
   private readonly timeouts = new CounterFamily('inference_router_upstream_timeouts_total',
     'Attempts on which the pod did not answer in time (ModelServer timeout), by pod.', ['pod']);
   private readonly ejections = new CounterFamily('inference_router_pod_ejections_total',
-    'Pods set aside by passive health (outlier detection), by pod.', ['pod']);
+    'Pods set aside by passive health (outlier detection; counted once per instance), by pod.', ['pod']);
   private readonly decisions = new CounterFamily('inference_router_scheduler_decisions_total',
     'Pod choices by the scorer that decided them (largest weighted margin of the chosen pod over the runner-up; "single" = one candidate, "tie" = no margin).', ['scorer']);
   private readonly score = new HistogramFamily('inference_router_scheduler_score',

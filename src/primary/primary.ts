@@ -14,6 +14,7 @@ import { VERSION } from '../config/version.js';
 import { describeLimitStores, describeResources } from './startup-lines.js';
 import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
 import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
+import { PodHealthHub } from '../pick/pod-health-hub.js';
 import { systemClock } from '../clock.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
@@ -99,7 +100,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
   attachMetricsPrimary(cluster);
-  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, settings.scheduler.podMetricsIntervalMs, (m) => {
+  // Passive health is decided here too, once per instance, from the workers' reports.
+  const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
+  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, podHealth, settings.scheduler.podMetricsIntervalMs, (m) => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   });
 

@@ -23,6 +23,8 @@ import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
+import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
+import cluster from 'node:cluster';
 import { Tracer } from '../observe/tracer.js';
 
 const NO_HEADERS: readonly string[] = [];
@@ -59,17 +61,30 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
+  const schedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints));
+  // Passive health is decided once per instance by the primary from every worker's outcomes.
+  const podHealth = new PodHealthShare(() => endpoints.states(), systemClock, (m) => process.send?.(m), cluster.worker?.id ?? 0,
+    (pod) => schedulerMetrics.ejected(pod));
   const scheduler = new Scheduler({
     settings: settings.scheduler,
     clock: systemClock,
-    metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints)),
+    metrics: schedulerMetrics,
     log: (m) => ops.info('scheduler', m),
+    news: () => podHealth.soon(),
   });
   const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
-  const podLoadReport = setInterval(() => process.send?.(podLoad.report()), settings.scheduler.podMetricsIntervalMs);
+  const podLoadReport = setInterval(() => {
+    process.send?.(podLoad.report());
+    podHealth.flush();
+  }, settings.scheduler.podMetricsIntervalMs);
   podLoadReport.unref();
   process.on('message', (m: unknown) => {
-    if (isLoadShare(m)) podLoad.apply(m);
+    if (isLoadShare(m)) {
+      podLoad.apply(m);
+      if (Array.isArray(m.ejected)) podHealth.applyRows(m.ejected);
+    } else if (isEjectionShare(m)) {
+      podHealth.apply(m);
+    }
   });
   const tracer = settings.tracing === null ? null : new Tracer(settings.tracing);
   if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
