@@ -20,6 +20,8 @@ export interface SchedulerOptions {
    * next interval (pod-health-share.ts). Without it (one process) this worker's view is the only one.
    */
   readonly news?: () => void;
+  /** New (block hash → pod) pairs kept per interval for the other workers (0 = prefix memory not shared). */
+  readonly sharePrefixUpTo?: number;
 }
 
 /** Weight of a new observation in the moving average of the latency this worker sees per pod. */
@@ -34,7 +36,8 @@ export class Scheduler {
   private readonly metrics: SchedulerMetrics | null;
   private readonly random: () => number;
   private readonly scorer: PodScorer;
-  private readonly prefix: PrefixStore | null;
+  /** Prefix memory (null when the prefix-cache scorer is off). */
+  readonly prefix: PrefixStore | null;
   private readonly blockChars: number;
   private readonly hashes: Uint32Array;
   readonly outlier: OutlierDetector;
@@ -46,7 +49,7 @@ export class Scheduler {
     this.random = o.random ?? Math.random;
     const c = o.settings.config;
     this.scorer = new PodScorer(c);
-    this.prefix = c.weights['prefix-cache'] > 0 ? new PrefixStore(c.prefixCapacity) : null;
+    this.prefix = c.weights['prefix-cache'] > 0 ? new PrefixStore(c.prefixCapacity, o.sharePrefixUpTo ?? 0) : null;
     this.blockChars = c.prefixBlockChars;
     this.hashes = new Uint32Array(c.prefixMaxBlocks);
     const metrics = o.metrics;

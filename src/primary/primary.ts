@@ -15,6 +15,7 @@ import { describeLimitStores, describeResources } from './startup-lines.js';
 import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
 import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
 import { PodHealthHub } from '../pick/pod-health-hub.js';
+import { PrefixHub } from '../pick/prefix-hub.js';
 import { systemClock } from '../clock.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
@@ -102,7 +103,10 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   attachMetricsPrimary(cluster);
   // Passive health is decided here too, once per instance, from the workers' reports.
   const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
-  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, podHealth, settings.scheduler.podMetricsIntervalMs, (m) => {
+  // Prefix affinity learned by any worker is shared with the others.
+  const sc = settings.scheduler.config;
+  const prefixHub = sc.weights['prefix-cache'] > 0 ? new PrefixHub(sc.prefixCapacity) : null;
+  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, podHealth, prefixHub, settings.scheduler.podMetricsIntervalMs, (m) => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   });
 

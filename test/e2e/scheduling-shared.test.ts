@@ -22,7 +22,7 @@ spec:
 
 async function metric(router: Router, name: string, labels: string): Promise<number> {
   const text = await (await fetch(`${router.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  const line = text.split('\n').find((l) => l.startsWith(labels === '' ? `${name} ` : `${name}{${labels}}`));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
@@ -64,5 +64,22 @@ describe('passive health shared by the workers of an instance, real processes', 
     await waitFor('return logged', () => router!.stderr().includes('pod pod-dead answered again: back in rotation'), 10_000);
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-dead"')).toBe(0);
     expect(router.stderr().match(/pod pod-dead answered again/g)).toHaveLength(1);
+  });
+
+  it('2 workers: requests sharing a long prefix on fresh connections all go to one pod (affinity learned by one worker reaches the other)', async () => {
+    const pods = await Promise.all(['pod-1', 'pod-2', 'pod-3'].map((n) => startMock(n)));
+    mocks.push(...pods);
+    router = await startRouter(resources(pods.map((m, i) => ({ name: `pod-${i + 1}`, port: m.port }))), {
+      workers: 2, env: { ROUTER_POD_METRICS_INTERVAL: '100ms' },
+    });
+    // Exactly 10 blocks of 256 characters: every request below shares these 10 block hashes.
+    const system = 'You are a careful assistant who answers in French. '.repeat(60).slice(0, 2560);
+    const post = (prompt: string) => postFresh(`${router!.url}/v1/completions`, { model: 'm', prompt });
+    expect((await post(system)).status).toBe(200);
+    // Both workers remember the 10 hashes once the worker that served it shared them.
+    await waitFor('prefix shared with both workers', async () => (await metric(router!, 'inference_router_scheduler_prefix_hashes', '')) === 20);
+    for (let i = 0; i < 15; i++) expect((await post(`${system}Question ${i}?`)).status).toBe(200);
+    const counts = await Promise.all(pods.map(async (p) => (await p.stats()).requests));
+    expect(counts.sort((a, b) => b - a)).toEqual([16, 0, 0]);
   });
 });

@@ -162,7 +162,7 @@ describe('scheduling on pod metrics, real processes', () => {
     const system = 'You are a careful assistant who answers in French. '.repeat(60);
     await send(12, (i) => `${system}Question ${i}?`);
     const counts = await Promise.all(pods.map(async (p) => (await p.stats()).requests));
-    // Two workers, each with its own prefix memory: at most two pods for one prefix.
+    // Two workers: until the first pairs travelled between them, at most two pods for one prefix.
     expect(counts.filter((c) => c > 0).length).toBeLessThanOrEqual(2);
     expect(Math.max(...counts)).toBeGreaterThanOrEqual(6);
     await Promise.all(pods.map((p) => fetch(`${p.url}/stats/reset`, { method: 'POST' })));
