@@ -16,7 +16,7 @@ export class SchedulerMetrics {
   private readonly timeouts = new CounterFamily('inference_router_upstream_timeouts_total',
     'Attempts on which the pod did not answer in time (ModelServer timeout), by pod.', ['pod']);
   private readonly ejections = new CounterFamily('inference_router_pod_ejections_total',
-    'Pods set aside by passive health (outlier detection), by pod.', ['pod']);
+    'Pods set aside by passive health (outlier detection; counted once per instance), by pod.', ['pod']);
   private readonly decisions = new CounterFamily('inference_router_scheduler_decisions_total',
     'Pod choices by the scorer that decided them (largest weighted margin of the chosen pod over the runner-up; "single" = one candidate, "tie" = no margin).', ['scorer']);
   private readonly score = new HistogramFamily('inference_router_scheduler_score',
@@ -29,7 +29,8 @@ export class SchedulerMetrics {
   private readonly byScorer = new Map<string, CounterSeries>();
 
   /** `ejectedPods`: pods out of rotation now; `scrapedPods`: pods whose scraped metrics are fresh. */
-  constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<string> = () => []) {
+  /** `prefixHashes`: block hashes in the prefix memory of this process. */
+  constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<string> = () => [], prefixHashes: () => number = () => 0) {
     for (const m of [this.retries, this.connectFailures, this.timeouts, this.ejections, this.decisions, this.score]) registry.registerMetric(m as never);
     registry.registerMetric(new CollectedFamily('inference_router_pod_ejected',
       'Pods out of rotation now (1 per process that ejected it; summed across workers).', 'gauge',
@@ -37,6 +38,9 @@ export class SchedulerMetrics {
     registry.registerMetric(new CollectedFamily('inference_router_pod_metrics_fresh',
       'Pods whose scraped /metrics values are fresh (1 per worker that holds them; summed across workers).', 'gauge',
       () => countByPod(scrapedPods())) as never);
+    registry.registerMetric(new CollectedFamily('inference_router_scheduler_prefix_hashes',
+      'Prompt block hashes in the prefix-cache memory (per worker; summed across workers).', 'gauge',
+      () => [{ labels: {}, value: prefixHashes() }]) as never);
   }
 
   retried(server: string): void { cached(this.byServer, this.retries, server).value++; }

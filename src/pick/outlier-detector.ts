@@ -1,5 +1,11 @@
 import type { Clock } from '../clock.js';
-import type { EndpointState } from '../upstream/endpoint-registry.js';
+import type { PodHealth } from '../upstream/pod-health.js';
+
+/** A pod as the detector sees it: a name for the events and its health state. */
+export interface HealthHolder {
+  readonly name: string;
+  readonly health: PodHealth;
+}
 
 export interface OutlierSettings {
   /** Connect failures or timeouts in a row that eject a pod. */
@@ -34,7 +40,7 @@ export class OutlierDetector {
   }
 
   /** The pod was not reached (connection refused/unreachable/connect timeout) or did not answer in time. */
-  failure(e: EndpointState): void {
+  failure(e: HealthHolder): void {
     const h = e.health;
     const now = this.clock();
     if (h.ejectedUntil > now) return; // tried while ejected (all pods were): the interval stands
@@ -50,7 +56,7 @@ export class OutlierDetector {
   }
 
   /** The pod answered (any HTTP status). */
-  success(e: EndpointState): void {
+  success(e: HealthHolder): void {
     const h = e.health;
     h.consecutiveFailures = 0;
     if (h.ejections === 0) return;
@@ -60,7 +66,7 @@ export class OutlierDetector {
   }
 
   /** Out of rotation at `now` (clock ms). */
-  static ejected(e: EndpointState, now: number): boolean {
+  static ejected(e: HealthHolder, now: number): boolean {
     return e.health.ejectedUntil > now;
   }
 }

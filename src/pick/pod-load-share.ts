@@ -4,17 +4,23 @@
  *   primary -> worker  { t: 'sched:load', rows: PodLoadRow[], inflight: [key, total][] }
  * `rows` are the pods' scraped metrics (pod-metrics-scraper.ts); `inflight` the sum of the
  * workers' last reports. A worker takes total − its own last report as the others' in-flight.
+ * `ejected` repeats the ejections in force (pod-health-share.ts, pod-health-hub.ts); the primary
+ * also takes the workers' health reports here and shares ejections and returns at once.
  */
 import type { Worker } from 'node:cluster';
 import type { Clock } from '../clock.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
+import type { PodHealthHub } from './pod-health-hub.js';
+import { isHealthReport, type EjectionRow, type EjectionShare } from './pod-health-share.js';
 import type { PodLoadRow, PodMetricsScraper } from './pod-metrics-scraper.js';
+import type { PrefixHub } from './prefix-hub.js';
+import { isPrefixPairs, MSG_PREFIX_NEW, type PrefixShareMessage } from './prefix-share.js';
 
 export const MSG_INFLIGHT = 'sched:inflight';
 export const MSG_LOAD = 'sched:load';
 
 export interface InflightReport { t: typeof MSG_INFLIGHT; counts: [string, number][] }
-export interface LoadShare { t: typeof MSG_LOAD; rows: PodLoadRow[]; inflight: [string, number][] }
+export interface LoadShare { t: typeof MSG_LOAD; rows: PodLoadRow[]; inflight: [string, number][]; ejected: EjectionRow[] }
 
 export interface LoadCluster {
   on(event: 'message', listener: (worker: Worker, message: unknown) => void): unknown;
@@ -23,21 +29,33 @@ export interface LoadCluster {
 
 /** Primary side: gathers reports, sends the load to every worker each interval. Returns stop(). */
 export function attachPodLoadPrimary(
-  cluster: LoadCluster, scraper: PodMetricsScraper, intervalMs: number, broadcast: (m: LoadShare) => void,
+  cluster: LoadCluster, scraper: PodMetricsScraper, health: PodHealthHub, prefix: PrefixHub | null, intervalMs: number,
+  broadcast: (m: LoadShare | EjectionShare | PrefixShareMessage) => void,
 ): () => void {
   const reports = new Map<number, [string, number][]>();
   cluster.on('message', (w, m) => {
     if (m !== null && typeof m === 'object' && (m as { t?: unknown }).t === MSG_INFLIGHT) {
       const counts = (m as InflightReport).counts;
       if (Array.isArray(counts)) reports.set(w.id, counts);
+      // A worker's first report: it gets the prefix affinity the others learned.
+      const all = prefix?.firstTime(w.id);
+      if (all != null && w.isConnected()) w.send(all);
+    } else if (prefix !== null && isPrefixPairs(m, MSG_PREFIX_NEW)) {
+      broadcast(prefix.report(m));
+    } else if (isHealthReport(m)) {
+      const share = health.report(w.id, m.outcomes);
+      if (share !== null) broadcast(share);
     }
   });
-  cluster.on('exit', (w) => reports.delete(w.id));
+  cluster.on('exit', (w) => {
+    reports.delete(w.id);
+    prefix?.gone(w.id);
+  });
   scraper.start();
   const timer = setInterval(() => {
     const totals = new Map<string, number>();
     for (const counts of reports.values()) for (const [k, n] of counts) totals.set(k, (totals.get(k) ?? 0) + n);
-    broadcast({ t: MSG_LOAD, rows: scraper.rows(), inflight: [...totals] });
+    broadcast({ t: MSG_LOAD, rows: scraper.rows(), inflight: [...totals], ejected: health.ejected() });
   }, intervalMs);
   timer.unref();
   return () => {

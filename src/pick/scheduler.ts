@@ -15,6 +15,13 @@ export interface SchedulerOptions {
   readonly metrics: SchedulerMetrics | null;
   readonly log: (message: string) => void;
   readonly random?: () => number;
+  /**
+   * A failure, or the first answer of a failing pod, that the instance should hear before the
+   * next interval (pod-health-share.ts). Without it (one process) this worker's view is the only one.
+   */
+  readonly news?: () => void;
+  /** New (block hash → pod) pairs kept per interval for the other workers (0 = prefix memory not shared). */
+  readonly sharePrefixUpTo?: number;
 }
 
 /** Weight of a new observation in the moving average of the latency this worker sees per pod. */
@@ -29,10 +36,12 @@ export class Scheduler {
   private readonly metrics: SchedulerMetrics | null;
   private readonly random: () => number;
   private readonly scorer: PodScorer;
-  private readonly prefix: PrefixStore | null;
+  /** Prefix memory (null when the prefix-cache scorer is off). */
+  readonly prefix: PrefixStore | null;
   private readonly blockChars: number;
   private readonly hashes: Uint32Array;
   readonly outlier: OutlierDetector;
+  private readonly news: (() => void) | null;
 
   constructor(o: SchedulerOptions) {
     this.clock = o.clock;
@@ -40,16 +49,23 @@ export class Scheduler {
     this.random = o.random ?? Math.random;
     const c = o.settings.config;
     this.scorer = new PodScorer(c);
-    this.prefix = c.weights['prefix-cache'] > 0 ? new PrefixStore(c.prefixCapacity) : null;
+    this.prefix = c.weights['prefix-cache'] > 0 ? new PrefixStore(c.prefixCapacity, o.sharePrefixUpTo ?? 0) : null;
     this.blockChars = c.prefixBlockChars;
     this.hashes = new Uint32Array(c.prefixMaxBlocks);
     const metrics = o.metrics;
+    this.news = o.news ?? null;
+    // With the instance's view shared, the primary logs and counts ejections once; this
+    // worker's detector only sets a failing pod aside at once, before the news comes back.
+    const shared = this.news !== null;
     this.outlier = new OutlierDetector(o.settings.outlier, o.clock, {
       ejected: (pod, ms, failures, ejections) => {
+        if (shared) return;
         metrics?.ejected(pod);
         o.log(`pod ${pod} ejected for ${ms}ms after ${failures} connect failure(s)/timeout(s) in a row (ejection ${ejections} in a row)`);
       },
-      returned: (pod) => o.log(`pod ${pod} answered again: back in rotation`),
+      returned: (pod) => {
+        if (!shared) o.log(`pod ${pod} answered again: back in rotation`);
+      },
     });
   }
 
@@ -68,17 +84,28 @@ export class Scheduler {
   answered(e: EndpointState, latencyMs: number): void {
     const l = e.load;
     l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
+    const h = e.health;
+    h.reportSuccess = true;
+    h.reportFailures = 0;
+    if (h.consecutiveFailures === 0 && h.ejections === 0) return;
     this.outlier.success(e);
+    this.news?.();
   }
 
   connectFailed(e: EndpointState): void {
     this.metrics?.connectFailed(e.name);
-    this.outlier.failure(e);
+    this.failed(e);
   }
 
   timedOut(e: EndpointState): void {
     this.metrics?.timedOut(e.name);
+    this.failed(e);
+  }
+
+  private failed(e: EndpointState): void {
+    e.health.reportFailures++;
     this.outlier.failure(e);
+    this.news?.();
   }
 
   retried(server: string): void {

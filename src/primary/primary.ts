@@ -14,6 +14,8 @@ import { VERSION } from '../config/version.js';
 import { describeLimitStores, describeResources } from './startup-lines.js';
 import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
 import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
+import { PodHealthHub } from '../pick/pod-health-hub.js';
+import { PrefixHub } from '../pick/prefix-hub.js';
 import { systemClock } from '../clock.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
@@ -99,7 +101,12 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
   attachMetricsPrimary(cluster);
-  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, settings.scheduler.podMetricsIntervalMs, (m) => {
+  // Passive health is decided here too, once per instance, from the workers' reports.
+  const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
+  // Prefix affinity learned by any worker is shared with the others.
+  const sc = settings.scheduler.config;
+  const prefixHub = sc.weights['prefix-cache'] > 0 ? new PrefixHub(sc.prefixCapacity) : null;
+  const stopLoadShare = attachPodLoadPrimary(cluster, scraper, podHealth, prefixHub, settings.scheduler.podMetricsIntervalMs, (m) => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   });
 

@@ -102,6 +102,11 @@ export class EndpointRegistry {
     this.used.clear();
   }
 
+  /** The live endpoint of endpointKey() `key`, if any. */
+  get(key: string): EndpointState | undefined {
+    return this.byKey.get(key);
+  }
+
   /** Live endpoints (for the in-flight-per-pod gauge). */
   states(): IterableIterator<EndpointState> {
     return this.byKey.values();

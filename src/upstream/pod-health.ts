@@ -9,4 +9,8 @@ export class PodHealth {
   ejections = 0;
   /** Clock ms until which the pod is out of rotation; 0 = in rotation. */
   ejectedUntil = 0;
+  /** An answer since the last report to the primary (pick/pod-health-share.ts). */
+  reportSuccess = false;
+  /** Failures since the last report to the primary, after the last answer. */
+  reportFailures = 0;
 }

@@ -23,6 +23,9 @@ import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
+import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
+import { isPrefixPairs, MSG_PREFIX, PrefixShare, type PrefixShareMessage } from '../pick/prefix-share.js';
+import cluster from 'node:cluster';
 import { Tracer } from '../observe/tracer.js';
 
 const NO_HEADERS: readonly string[] = [];
@@ -59,17 +62,37 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
-  const scheduler = new Scheduler({
+  const schedulerMetrics: SchedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints),
+    (): number => scheduler.prefix?.size ?? 0);
+  // Passive health is decided once per instance by the primary from every worker's outcomes.
+  const podHealth = new PodHealthShare(() => endpoints.states(), systemClock, (m) => process.send?.(m), cluster.worker?.id ?? 0,
+    (pod) => schedulerMetrics.ejected(pod));
+  const scheduler: Scheduler = new Scheduler({
     settings: settings.scheduler,
     clock: systemClock,
-    metrics: new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints)),
+    metrics: schedulerMetrics,
     log: (m) => ops.info('scheduler', m),
+    news: () => podHealth.soon(),
+    sharePrefixUpTo: PREFIX_SHARE_PER_INTERVAL,
   });
+  const prefixShare = scheduler.prefix === null ? null : new PrefixShare(scheduler.prefix, (key) => endpoints.get(key));
   const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
-  const podLoadReport = setInterval(() => process.send?.(podLoad.report()), settings.scheduler.podMetricsIntervalMs);
+  const podLoadReport = setInterval(() => {
+    process.send?.(podLoad.report());
+    podHealth.flush();
+    const learned = prefixShare?.report();
+    if (learned != null) process.send?.(learned);
+  }, settings.scheduler.podMetricsIntervalMs);
   podLoadReport.unref();
   process.on('message', (m: unknown) => {
-    if (isLoadShare(m)) podLoad.apply(m);
+    if (isLoadShare(m)) {
+      podLoad.apply(m);
+      if (Array.isArray(m.ejected)) podHealth.applyRows(m.ejected);
+    } else if (isEjectionShare(m)) {
+      podHealth.apply(m);
+    } else if (prefixShare !== null && isPrefixPairs(m, MSG_PREFIX)) {
+      prefixShare.apply(m as PrefixShareMessage);
+    }
   });
   const tracer = settings.tracing === null ? null : new Tracer(settings.tracing);
   if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
@@ -226,6 +249,9 @@ export async function runWorker(settings: Settings): Promise<void> {
   send({ t: 'core:listening' });
   heartbeat.start();
 }
+
+/** New (block hash → pod) pairs a worker sends the others per interval at most (more are not shared). */
+const PREFIX_SHARE_PER_INTERVAL = 16_384;
 
 function* ejectedPods(endpoints: EndpointRegistry): Generator<string> {
   const now = systemClock();

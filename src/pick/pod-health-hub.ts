@@ -1,0 +1,79 @@
+/**
+ * Primary side of shared passive health (pod-health-share.ts): one outlier detector per
+ * instance, fed by every worker's outcome reports; its ejections and returns go to every worker
+ * at once. Holds only pods with failures or ejections (an answer forgets a clean pod).
+ */
+import type { Clock } from '../clock.js';
+import { PodHealth } from '../upstream/pod-health.js';
+import { OutlierDetector, type HealthHolder, type OutlierSettings } from './outlier-detector.js';
+import { MSG_EJECT, type EjectionRow, type EjectionShare, type OutcomeRow } from './pod-health-share.js';
+
+/** Failing or ejected pods remembered at most. */
+const MAX_PODS = 65_536;
+
+export class PodHealthHub {
+  private readonly pods = new Map<string, HealthHolder>();
+  private readonly detector: OutlierDetector;
+  private readonly clock: Clock;
+  private readonly changed: EjectionRow[] = [];
+  private currentKey = '';
+
+  /** `log`: one line per ejection and return. */
+  constructor(settings: OutlierSettings, clock: Clock, log: (message: string) => void) {
+    this.clock = clock;
+    this.detector = new OutlierDetector(settings, clock, {
+      ejected: (pod, ms, failures, ejections) => {
+        log(`pod ${pod} ejected for ${ms}ms after ${failures} connect failure(s)/timeout(s) in a row (ejection ${ejections} in a row)`);
+        this.changed.push([this.currentKey, pod, ms, ejections]);
+      },
+      returned: (pod) => {
+        log(`pod ${pod} answered again: back in rotation`);
+        this.changed.push([this.currentKey, pod, 0, 0]);
+      },
+    });
+  }
+
+  /** Applies one worker's report; returns the ejections and returns to share, or null. */
+  report(worker: number, outcomes: readonly OutcomeRow[]): EjectionShare | null {
+    for (const row of outcomes) {
+      if (!Array.isArray(row) || typeof row[0] !== 'string' || typeof row[1] !== 'string') continue;
+      const [key, name, answered, failures] = row;
+      let p = this.pods.get(key);
+      this.currentKey = key;
+      if (answered === 1 && p !== undefined) {
+        this.detector.success(p);
+        if (!(failures > 0)) {
+          this.pods.delete(key);
+          continue;
+        }
+      }
+      if (!(failures > 0)) continue;
+      if (p === undefined) {
+        p = { name, health: new PodHealth() };
+        this.pods.set(key, p);
+        // Bounded: pods no longer configured that never answered again go, oldest first.
+        if (this.pods.size > MAX_PODS) this.pods.delete(this.pods.keys().next().value!);
+      }
+      for (let i = 0; i < failures && i < 1000; i++) this.detector.failure(p);
+    }
+    if (this.changed.length === 0) return null;
+    const pods = this.changed.splice(0);
+    return { t: MSG_EJECT, by: worker, pods };
+  }
+
+  /** Ejections in force now (ms left), for the periodic load share. */
+  ejected(): EjectionRow[] {
+    const now = this.clock();
+    const out: EjectionRow[] = [];
+    for (const [key, p] of this.pods) {
+      const left = p.health.ejectedUntil - now;
+      if (left > 0) out.push([key, p.name, left, p.health.ejections]);
+    }
+    return out;
+  }
+
+  /** Pods known to the hub (failing or ejected). */
+  get size(): number {
+    return this.pods.size;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Passive health shared by the processes of one instance over the cluster IPC channel:
+ *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it][] }
+ *     each pod-metrics interval, and at once (batched per event-loop turn) after a failure or
+ *     the first answer of a failing pod;
+ *   primary -> worker  { t: 'sched:eject', by, pods: [key, pod, ejected ms left (0 = back), ejections][] }
+ *     as soon as the primary's outlier detector (pod-health-hub.ts) ejects or returns a pod;
+ *     `by` is the worker whose report did it (that one counts the ejection in its metrics).
+ * The periodic load share (pod-load-share.ts) repeats the ejections in force for workers that
+ * missed them. A worker's own detector still reacts to its own failures at once.
+ */
+import type { Clock } from '../clock.js';
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+
+export const MSG_HEALTH = 'sched:health';
+export const MSG_EJECT = 'sched:eject';
+
+/** [endpoint key, pod name, answered since the last report (1) or not (0), failures after that]. */
+export type OutcomeRow = [string, string, number, number];
+/** [endpoint key, pod name, ejection ms left (0 = back in rotation), ejections in a row]. */
+export type EjectionRow = [string, string, number, number];
+
+export interface HealthReport { t: typeof MSG_HEALTH; outcomes: OutcomeRow[] }
+export interface EjectionShare { t: typeof MSG_EJECT; by: number; pods: EjectionRow[] }
+
+/** Worker side: gathers this worker's outcomes per pod and applies the instance's ejections. */
+export class PodHealthShare {
+  private readonly endpoints: () => Iterable<EndpointState>;
+  private readonly clock: Clock;
+  private readonly send: (m: HealthReport) => void;
+  private readonly workerId: number;
+  private readonly counted: (pod: string) => void;
+  private flushing = false;
+  private readonly flushNow = (): void => {
+    this.flushing = false;
+    this.flush();
+  };
+
+  /** `counted`: an ejection this worker's report caused (for the ejections counter). */
+  constructor(endpoints: () => Iterable<EndpointState>, clock: Clock, send: (m: HealthReport) => void, workerId: number, counted: (pod: string) => void) {
+    this.endpoints = endpoints;
+    this.clock = clock;
+    this.send = send;
+    this.workerId = workerId;
+    this.counted = counted;
+  }
+
+  /** News the instance should hear before the next interval: sent at the end of this event-loop turn. */
+  soon(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(this.flushNow);
+  }
+
+  /** Sends the outcomes since the last report, if any. */
+  flush(): void {
+    const outcomes: OutcomeRow[] = [];
+    for (const e of this.endpoints()) {
+      const h = e.health;
+      if (!h.reportSuccess && h.reportFailures === 0) continue;
+      outcomes.push([e.key, e.name, h.reportSuccess ? 1 : 0, h.reportFailures]);
+      h.reportSuccess = false;
+      h.reportFailures = 0;
+    }
+    if (outcomes.length > 0) this.send({ t: MSG_HEALTH, outcomes });
+  }
+
+  apply(m: EjectionShare): void {
+    this.applyRows(m.pods, m.by === this.workerId);
+  }
+
+  /** Ejections in force as the periodic load share repeats them. */
+  applyRows(rows: readonly EjectionRow[], count = false): void {
+    if (rows.length === 0) return;
+    const byKey = new Map<string, EjectionRow>();
+    for (const r of rows) byKey.set(r[0], r);
+    const now = this.clock();
+    for (const e of this.endpoints()) {
+      const r = byKey.get(e.key);
+      if (r === undefined) continue;
+      const h = e.health;
+      if (r[2] > 0) {
+        h.ejectedUntil = Math.max(h.ejectedUntil, now + r[2]);
+        h.ejections = Math.max(h.ejections, r[3]);
+        h.consecutiveFailures = 0;
+        if (count) this.counted(e.name);
+      } else {
+        h.ejectedUntil = 0;
+        h.ejections = 0;
+        h.consecutiveFailures = 0;
+      }
+    }
+  }
+}
+
+export function isEjectionShare(m: unknown): m is EjectionShare {
+  return m !== null && typeof m === 'object' && (m as { t?: unknown }).t === MSG_EJECT;
+}
+
+export function isHealthReport(m: unknown): m is HealthReport {
+  return m !== null && typeof m === 'object' && (m as { t?: unknown }).t === MSG_HEALTH && Array.isArray((m as HealthReport).outcomes);
+}

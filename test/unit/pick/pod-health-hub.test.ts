@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { PodHealthHub } from '../../../src/pick/pod-health-hub.js';
+import { PodHealthShare, type EjectionShare, type HealthReport } from '../../../src/pick/pod-health-share.js';
+import { EndpointState } from '../../../src/upstream/endpoint-registry.js';
+
+const settings = { consecutiveFailures: 3, baseEjectionMs: 1_000, maxEjectionMs: 8_000 };
+
+function hub() {
+  let now = 10_000;
+  const lines: string[] = [];
+  const h = new PodHealthHub(settings, () => now, (m) => lines.push(m));
+  return { h, lines, at: (t: number) => { now = t; } };
+}
+
+describe('PodHealthHub (primary: one detector per instance)', () => {
+  it('failures reported by different workers add up to one ejection, shared with the reporting worker named', () => {
+    const { h, lines } = hub();
+    expect(h.report(1, [['k', 'pod-a', 0, 1]])).toBeNull();
+    expect(h.report(2, [['k', 'pod-a', 0, 1]])).toBeNull();
+    const share = h.report(1, [['k', 'pod-a', 0, 1]]);
+    expect(share).toEqual({ t: 'sched:eject', by: 1, pods: [['k', 'pod-a', 1_000, 1]] });
+    expect(lines).toEqual(['pod pod-a ejected for 1000ms after 3 connect failure(s)/timeout(s) in a row (ejection 1 in a row)']);
+    expect(h.ejected()).toEqual([['k', 'pod-a', 1_000, 1]]);
+    // More failures during the ejection change nothing.
+    expect(h.report(2, [['k', 'pod-a', 0, 5]])).toBeNull();
+  });
+
+  it('an answer from any worker resets the count and returns an ejected pod; a clean pod is forgotten', () => {
+    const { h, lines, at } = hub();
+    h.report(1, [['k', 'pod-a', 0, 2]]);
+    expect(h.report(2, [['k', 'pod-a', 1, 0]])).toBeNull();
+    expect(h.size).toBe(0);
+    expect(h.report(1, [['k', 'pod-a', 0, 2]])).toBeNull();
+    h.report(1, [['k', 'pod-a', 0, 1]]);
+    at(11_500);
+    expect(h.ejected()).toEqual([]);
+    // On probation one failure ejects again, for twice as long.
+    expect(h.report(2, [['k', 'pod-a', 0, 1]])!.pods).toEqual([['k', 'pod-a', 2_000, 2]]);
+    at(14_000);
+    expect(h.report(2, [['k', 'pod-a', 1, 0]])).toEqual({ t: 'sched:eject', by: 2, pods: [['k', 'pod-a', 0, 0]] });
+    expect(lines.at(-1)).toBe('pod pod-a answered again: back in rotation');
+    expect(h.size).toBe(0);
+  });
+
+  it('answered then failed in one report: the failures after the answer count', () => {
+    const { h } = hub();
+    h.report(1, [['k', 'pod-a', 0, 2]]);
+    expect(h.report(1, [['k', 'pod-a', 1, 2]])).toBeNull();
+    expect(h.report(1, [['k', 'pod-a', 0, 1]])!.pods[0]![2]).toBe(1_000);
+  });
+});
+
+describe('PodHealthShare (worker side)', () => {
+  it('reports outcomes once, applies ejections and returns, and counts only ejections it caused', async () => {
+    const a = new EndpointState('pod-a', '127.0.0.1', 1, 1);
+    const sent: HealthReport[] = [];
+    const counted: string[] = [];
+    const now = 5_000;
+    const share = new PodHealthShare(() => [a], () => now, (m) => sent.push(m), 7, (p) => counted.push(p));
+    share.flush();
+    expect(sent).toEqual([]);
+    a.health.reportFailures = 2;
+    share.soon();
+    share.soon();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toEqual([{ t: 'sched:health', outcomes: [[a.key, 'pod-a', 0, 2]] }]);
+    expect(a.health.reportFailures).toBe(0);
+
+    const eject: EjectionShare = { t: 'sched:eject', by: 3, pods: [[a.key, 'pod-a', 1_000, 1]] };
+    share.apply(eject);
+    expect(a.health.ejectedUntil).toBe(6_000);
+    expect(counted).toEqual([]);
+    share.apply({ ...eject, by: 7 });
+    expect(counted).toEqual(['pod-a']);
+    share.apply({ t: 'sched:eject', by: 3, pods: [[a.key, 'pod-a', 0, 0]] });
+    expect(a.health.ejectedUntil).toBe(0);
+    expect(a.health.ejections).toBe(0);
+    await a.pool.close();
+  });
+});
