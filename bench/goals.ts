@@ -22,6 +22,7 @@ function costGoal(samples: readonly Sample[], name: string, withIt: string, with
 export function evaluateGoals(wrk: readonly Sample[], fixedRate: readonly Sample[], fullRouter: string): Goal[] {
   const goals = [
     ratioGoal(wrk, 'full router (log + local limit) vs nginx', fullRouter, 'nginx', 0.8),
+    ratioGoal(wrk, 'bare-proxy floor (uWS + http1 client) vs nginx', 'uws-http1-proxy', 'nginx', 0.8),
     ratioGoal(wrk, 'full router vs bare uWS + undici proxy', fullRouter, 'uws-proxy', 0.8),
     ratioGoal(wrk, 'full router vs plain Node proxy', fullRouter, 'node-proxy', 1.5),
     costGoal(wrk, 'local limiter cost (scenario 4 vs 3)', fullRouter, 'router-log', 0.05),

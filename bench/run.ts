@@ -16,7 +16,7 @@ import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
 import {
-  haveBinary, ROOT, startMock, startNginx, startRedis, startReferenceProxy, startRouter, stopAll, tempDir, type Target,
+  haveBinary, ROOT, startHttp1Proxy, startMock, startNginx, startRedis, startReferenceProxy, startRouter, stopAll, tempDir, type Target,
 } from './targets.js';
 import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
@@ -70,6 +70,7 @@ async function main(): Promise<void> {
   await Promise.all([...needed].map(async (key) => {
     if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key), collector?.url ?? null, authFile)));
     else if (key === 'nginx') targets.set(key, await startNginx(nginxBin!, mock.port, opts.workers));
+    else if (key === 'uws-http1-proxy') targets.set(key, await startHttp1Proxy(mock.url, opts.workers));
     else if (key === 'node-proxy' || key === 'uws-proxy') targets.set(key, await startReferenceProxy(key === 'node-proxy' ? 'node' : 'uws', mock.url, opts.workers));
   }));
   await sanityCheck(scenarios, targets);

@@ -7,7 +7,7 @@
 export type TargetKey =
   | 'mock' | 'mock-long'
   | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-tenant'
-  | 'nginx' | 'node-proxy' | 'uws-proxy';
+  | 'nginx' | 'node-proxy' | 'uws-proxy' | 'uws-http1-proxy';
 
 export interface Scenario {
   /** Stable id used in JSON and ratios. */
@@ -78,6 +78,8 @@ export const SCENARIOS: readonly Scenario[] = [
   { id: 'nginx', n: '8', label: 'nginx proxy_pass, upstream keep-alive', target: 'nginx', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'node-proxy', n: '8', label: 'plain Node proxy (node:http + undici)', target: 'node-proxy', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'uws-proxy', n: '8', label: 'bare uWS + undici proxy', target: 'uws-proxy', bodies: PLAIN, direct: 'direct', autocannon: true },
+  // The floor of the router's own stack: the same bare front with the router's HTTP/1.1 client.
+  { id: 'uws-http1-proxy', n: '8', label: 'bare uWS + http1 client proxy (our floor)', target: 'uws-http1-proxy', bodies: PLAIN, direct: 'direct', autocannon: false },
 ];
 
 /** The scenario the goals call "full router": access log + local limit. */

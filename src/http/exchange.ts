@@ -223,18 +223,22 @@ export function closeUnanswered(res: HttpResponse): void {
 
 function ignoreData(): void {}
 
-/** Writes the x-ratelimit-* headers of a limited route. */
+/**
+ * Writes the x-ratelimit-* headers of a limited route. uWS writes `name: value\r\n` as given, so
+ * the three headers of a direction go out in one call (one string crossing into native code
+ * instead of six; the values are numbers).
+ */
 export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' | 'tenant' | null = null): void {
   res.writeHeader('x-ratelimit-scope', scope ?? 'route');
-  if (d.input !== null) {
-    res.writeHeader('x-ratelimit-limit-input-tokens', String(d.input.limit));
-    res.writeHeader('x-ratelimit-remaining-input-tokens', String(d.input.remaining));
-    res.writeHeader('x-ratelimit-reset-input-tokens', String(d.input.resetSeconds));
+  const i = d.input;
+  const o = d.output;
+  if (i !== null) {
+    res.writeHeader('x-ratelimit-limit-input-tokens',
+      `${i.limit}\r\nx-ratelimit-remaining-input-tokens: ${i.remaining}\r\nx-ratelimit-reset-input-tokens: ${i.resetSeconds}`);
   }
-  if (d.output !== null) {
-    res.writeHeader('x-ratelimit-limit-output-tokens', String(d.output.limit));
-    res.writeHeader('x-ratelimit-remaining-output-tokens', String(d.output.remaining));
-    res.writeHeader('x-ratelimit-reset-output-tokens', String(d.output.resetSeconds));
+  if (o !== null) {
+    res.writeHeader('x-ratelimit-limit-output-tokens',
+      `${o.limit}\r\nx-ratelimit-remaining-output-tokens: ${o.remaining}\r\nx-ratelimit-reset-output-tokens: ${o.resetSeconds}`);
   }
 }
 

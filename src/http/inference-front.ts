@@ -40,28 +40,24 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const url = req.getUrl();
     const query = req.getQuery();
     const method = req.getCaseSensitiveMethod();
-    const forward: string[] = [];
-    let requestId = '';
-    let contentLength = -1;
-    let lengthsDiffer = false;
-    let transferEncoding = false;
-    let authorization = '';
-    let connection = '';
-    req.forEach((name, value) => {
-      if (name === 'x-request-id') requestId = value;
-      else if (name === 'connection') connection = connection.length === 0 ? value : `${connection},${value}`;
-      else if (name === 'content-length') {
-        // uWS frames the body by the first Content-Length: a second, different one (or one beside
-        // Transfer-Encoding) would let a request hidden in the body be read as the next request.
-        if (contentLength >= 0 && Number(value) !== contentLength) lengthsDiffer = true;
-        contentLength = Number(value);
-      } else if (name === 'transfer-encoding') {
-        transferEncoding = true;
-      } else if (name === 'authorization') {
-        authorization = value;
-        if (!h.stripAuthorization) forward.push(name, value);
-      } else if (forwardRequestHeader(name)) forward.push(name, value);
-    });
+    // One pass over the headers, by a module-level function (no closure per request).
+    scanStripAuthorization = h.stripAuthorization;
+    scanForward = [];
+    scanRequestId = '';
+    scanContentLength = -1;
+    scanLengthsDiffer = false;
+    scanTransferEncoding = false;
+    scanAuthorization = '';
+    scanConnection = '';
+    req.forEach(scanHeader);
+    const forward = scanForward;
+    scanForward = NO_FORWARD;
+    let requestId = scanRequestId;
+    const contentLength = scanContentLength;
+    const lengthsDiffer = scanLengthsDiffer;
+    const transferEncoding = scanTransferEncoding;
+    const authorization = scanAuthorization;
+    const connection = scanConnection;
     // Headers the client's Connection header names are hop-by-hop: not forwarded.
     if (connection.length > 0) dropNamed(forward, connectionNames(connection));
     const names = h.matchHeaderNames();
@@ -110,6 +106,33 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     }
     readBody(x, contentLength, h);
   };
+}
+
+// What scanHeader found in the request being read (set and read synchronously in the handler).
+const NO_FORWARD: string[] = [];
+let scanStripAuthorization = false;
+let scanForward: string[] = NO_FORWARD;
+let scanRequestId = '';
+let scanContentLength = -1;
+let scanLengthsDiffer = false;
+let scanTransferEncoding = false;
+let scanAuthorization = '';
+let scanConnection = '';
+
+function scanHeader(name: string, value: string): void {
+  if (name === 'x-request-id') scanRequestId = value;
+  else if (name === 'connection') scanConnection = scanConnection.length === 0 ? value : `${scanConnection},${value}`;
+  else if (name === 'content-length') {
+    // uWS frames the body by the first Content-Length: a second, different one (or one beside
+    // Transfer-Encoding) would let a request hidden in the body be read as the next request.
+    if (scanContentLength >= 0 && Number(value) !== scanContentLength) scanLengthsDiffer = true;
+    scanContentLength = Number(value);
+  } else if (name === 'transfer-encoding') {
+    scanTransferEncoding = true;
+  } else if (name === 'authorization') {
+    scanAuthorization = value;
+    if (!scanStripAuthorization) scanForward.push(name, value);
+  } else if (forwardRequestHeader(name)) scanForward.push(name, value);
 }
 
 const ALLOW_POST = Object.freeze({ allow: 'POST' });
