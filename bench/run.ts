@@ -22,7 +22,7 @@ import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';
 import {
-  BASE_ROUTER, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, type Scenario, type TargetKey,
+  BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, type Scenario, type TargetKey,
 } from './scenarios.js';
 import { spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
@@ -119,8 +119,11 @@ async function main(): Promise<void> {
   const rate = peak === null ? 0 : Math.round(peak.median / 2);
   if (full !== undefined && direct !== undefined && rate > 0) {
     log(`fixed rate ${rate} req/s`);
+    // nginx and our bare floor at the same rate, where they run: the tail this machine adds to any
+    // proxy, against which the router's own share of the added latency is read.
+    const references = scenarios.filter((s) => FIXED_RATE_REFERENCES.includes(s.id));
     for (let r = 0; r < Math.max(1, opts.autocannonRounds); r++) {
-      for (const sc of [direct, full]) await measure(sc, r, () => load(specOf(sc, opts.durationS, rate)), fixed);
+      for (const sc of [direct, full, ...references]) await measure(sc, r, () => load(specOf(sc, opts.durationS, rate)), fixed);
     }
   }
 

@@ -86,6 +86,8 @@ export const SCENARIOS: readonly Scenario[] = [
 export const FULL_ROUTER = 'router-local';
 /** The scenario the goals call "scenario 2". */
 export const BASE_ROUTER = 'router';
+/** Run at the fixed rate too, beside direct and the full router (when they are in the run). */
+export const FIXED_RATE_REFERENCES: readonly string[] = ['nginx', 'uws-http1-proxy'];
 
 /** Limit high enough never to reject (the field maximum, per second). */
 const NEVER = '    inputTokensPerUnit: 4294967295\n    outputTokensPerUnit: 4294967295\n    unit: second';

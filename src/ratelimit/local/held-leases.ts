@@ -2,7 +2,6 @@ import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { NO_LIMIT } from '../decision-codec.js';
 import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_LEASE_USED, OP_RETURN_LEASE } from './ipc-protocol.js';
-import { performance } from 'node:perf_hooks';
 import type { Clock } from '../../clock.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
@@ -48,8 +47,14 @@ interface HeldLease {
 
 /** How often (ms) usage held in a lease nobody else shares is reported to the primary. */
 const REPORT_INTERVAL_MS = 50;
-/** Shared leases report at the end of the turn, but at most once per this many ms (busy workers). */
-const SHARED_REPORT_MIN_MS = 1;
+/**
+ * Shared leases report at the end of the turn, but at most once per this many ms: a busy worker
+ * sends one report for all the turns of that time. Each report is a message to the primary and one
+ * from it to every other worker: at 1 ms they were half the primary's CPU under full load
+ * (docs/benchmarks.md, "Local limiter reports"), while other workers' figures lag by at most this
+ * long. A request that comes longer than this after the last report is reported at once.
+ */
+export const SHARED_REPORT_MIN_MS = 20;
 
 /**
  * The leases one worker holds, one per key at most. A request whose tokens fit in the key's
@@ -238,7 +243,7 @@ export class HeldLeases {
   report(): void {
     if (!this.due || this.holdTimer !== null) return;
     this.due = false;
-    this.reportedAt = performance.now();
+    this.reportedAt = globalThis.performance.now();
     this.reportAll();
   }
 
@@ -294,7 +299,7 @@ export class HeldLeases {
     if (l.shared) {
       if (this.due) return;
       this.due = true;
-      const wait = this.reportedAt + SHARED_REPORT_MIN_MS - performance.now();
+      const wait = this.reportedAt + SHARED_REPORT_MIN_MS - globalThis.performance.now();
       if (wait <= 0) this.schedule();
       else {
         this.holdTimer = setTimeout(this.scheduleNow, wait);
