@@ -14,7 +14,7 @@
  *
  * Run: npm run build && node dist/bench/scheduler-sim.js [requests] [load 0..1]
  */
-import { pickLeastInflight } from 'inference-router/pick/least-inflight';
+import { pickLeastInflight } from './least-inflight.js';
 import { PodScorer } from 'inference-router/pick/pod-scorer';
 import { prefixBlockHashes } from 'inference-router/pick/prefix-hashes';
 import { PrefixStore } from 'inference-router/pick/prefix-store';

@@ -1,4 +1,4 @@
-import type { EndpointState } from '../upstream/endpoint-registry.js';
+import type { EndpointState } from 'inference-router/upstream/endpoint-registry';
 
 /**
  * Fewest in-flight requests, random among ties. `exclude` holds endpoints already tried for

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pickLeastInflight } from '../../../src/pick/least-inflight.js';
+import { pickLeastInflight } from '../../../bench/least-inflight.js';
 import type { EndpointState } from '../../../src/upstream/endpoint-registry.js';
 
 const ep = (name: string, inflight: number, ejectedUntil = 0) => ({ name, inflight, health: { ejectedUntil } }) as unknown as EndpointState;
