@@ -9,7 +9,8 @@ import { RedisServer } from '../helpers/redis-server.js';
 // counts, is compared with limit − what was charged; the slack allowed is one request per
 // worker (a charge still on its way between processes). The requests are a client's sequence, a
 // few tens of milliseconds apart (REQUEST_GAP_MS), so what one worker charged has reached the
-// others through the primary (reports go out within 1-50 ms) however loaded the machine is.
+// others through the primary (a worker reports at once when its last report is 50 ms old, as it
+// is at this spacing) however loaded the machine is.
 
 const LIMIT = 100_000;
 // 4 BPE tokens, and the mock reports prompt_tokens = ceil(14 / 4) = 4: no correction of the input.

@@ -54,7 +54,7 @@ const REPORT_INTERVAL_MS = 50;
  * (docs/benchmarks.md, "Local limiter reports"), while other workers' figures lag by at most this
  * long. A request that comes longer than this after the last report is reported at once.
  */
-export const SHARED_REPORT_MIN_MS = 20;
+export const SHARED_REPORT_MIN_MS = 50;
 
 /**
  * The leases one worker holds, one per key at most. A request whose tokens fit in the key's
