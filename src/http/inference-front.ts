@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
 import { isPostEndpoint } from '../api/api-registry.js';
@@ -8,6 +7,7 @@ import { refuseFollowers } from './framing-refusal.js';
 import { RequestContext } from './request-context.js';
 import { connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
+import { newRequestId } from './request-id.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -66,7 +66,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       match = new Map();
       for (const n of names) match.set(n, req.getHeader(n));
     }
-    if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = randomUUID();
+    if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = newRequestId();
     const ctx = new RequestContext(method.toUpperCase(), query ? `${url}?${query}` : url, 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
     x.acceptJson = acceptsJson(req.getHeader('accept'));

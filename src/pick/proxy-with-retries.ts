@@ -3,7 +3,7 @@ import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inferen
 import type { Exchange } from '../http/exchange.js';
 import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
-import { forwardUpstream } from '../upstream/forward.js';
+import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
@@ -38,7 +38,8 @@ export async function proxyWithRetries(
     let r: AnswerUsage | null | 'retry';
     const t0 = performance.now();
     try {
-      r = await forwardUpstream(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
+      const call = startUpstreamCall(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
+      r = upstreamResult(x, call, await call.done, endpoint, server.timeoutMs);
     } catch (err) {
       if (err instanceof RouterError && err.type === 'timeout') scheduler.timedOut(endpoint);
       if (!retry.anyFailure || attempt >= retry.attempts || !(err instanceof RouterError) || x.headersSent || !x.writable) throw err;

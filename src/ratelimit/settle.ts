@@ -5,15 +5,14 @@ import type { TokenLimiter } from './limiter.js';
 /**
  * After an answer: corrects the input counter by `inputDelta` and charges `outputTokens`, in one
  * operation when the limiter offers it (Redis: one script call), else as the two calls.
+ * Synchronous when the limiter is (a local lease): a Promise only when there is something to wait for.
  */
-export async function settleCounters(
+export function settleCounters(
   l: TokenLimiter, key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number,
-): Promise<void> {
+): Promise<void> | void {
   if (inputDelta === 0 && outputTokens === 0) return;
-  if (l.settle !== undefined) {
-    await l.settle(key, limit, inputDelta, outputTokens);
-    return;
-  }
-  if (inputDelta !== 0) await l.adjustInput(key, limit, inputDelta);
-  if (outputTokens > 0) await l.chargeOutput(key, limit, outputTokens);
+  if (l.settle !== undefined) return l.settle(key, limit, inputDelta, outputTokens);
+  const adjusted = inputDelta !== 0 ? l.adjustInput(key, limit, inputDelta) : undefined;
+  if (adjusted instanceof Promise) return adjusted.then(() => (outputTokens > 0 ? l.chargeOutput(key, limit, outputTokens) : undefined));
+  if (outputTokens > 0) return l.chargeOutput(key, limit, outputTokens);
 }

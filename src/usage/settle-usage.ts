@@ -10,41 +10,62 @@ import type { TokenCounter } from '../tokens/token-counter.js';
  * After the answer ended: the backend's usage is the truth. Corrects the input count (and the
  * route's input counter) to usage.prompt_tokens, and charges the output tokens — counted from
  * the generated text when the backend reported no usage. `limiter` null: the route is not limited.
+ * Synchronous on the common path (usage reported, counters settled from a local lease or not
+ * limited); a Promise only when a count or a limit store has to be waited for. Never rejects.
  */
-export async function settleUsage(
+export function settleUsage(
   ctx: RequestContext, tokens: TokenCounter, usage: AnswerUsage | null,
   limiter: TokenLimiter | null, key: string, limit: RateLimitSpec | null,
   /** Several limits (route and tenant): each gets the correction and the output. */
   terms: readonly LimiterTerm[] | null = null,
-): Promise<void> {
+): Promise<void> | void {
   let output = 0;
-  let inputDelta = 0;
   if (usage !== null) {
     if (usage.completionTokens !== null) {
       output = usage.completionTokens;
-    } else if (usage.generated !== null) {
-      const c = usage.generated.tokens();
-      output = typeof c === 'number' ? c : await c;
-    } else if (usage.text.length > 0) {
-      const c = tokens.countText(usage.text);
-      output = typeof c === 'number' ? c : await c;
+    } else {
+      const c = usage.generated !== null ? usage.generated.tokens() : usage.text.length > 0 ? tokens.countText(usage.text) : 0;
+      if (c instanceof Promise) return c.then((n) => settleCounted(ctx, usage, n, limiter, key, limit, terms));
+      output = c;
     }
-    if (usage.promptTokens !== null && usage.promptTokens !== ctx.inputTokens) {
-      inputDelta = usage.promptTokens - ctx.inputTokens;
-      ctx.inputTokens = usage.promptTokens;
-    }
+  }
+  return settleCounted(ctx, usage, output, limiter, key, limit, terms);
+}
+
+function settleCounted(
+  ctx: RequestContext, usage: AnswerUsage | null, output: number,
+  limiter: TokenLimiter | null, key: string, limit: RateLimitSpec | null, terms: readonly LimiterTerm[] | null,
+): Promise<void> | void {
+  let inputDelta = 0;
+  if (usage !== null && usage.promptTokens !== null && usage.promptTokens !== ctx.inputTokens) {
+    inputDelta = usage.promptTokens - ctx.inputTokens;
+    ctx.inputTokens = usage.promptTokens;
   }
   ctx.outputTokens = output;
-  if (terms !== null) {
-    for (const t of terms) {
-      try { await settleCounters(t.limiter, t.key, t.limit, inputDelta, output); } catch { /* as below */ }
-    }
-    return;
-  }
+  if (terms !== null) return settleTerms(terms, inputDelta, output);
   if (limiter === null || limit === null) return;
-  try {
-    await settleCounters(limiter, key, limit, inputDelta, output);
-  } catch {
-    // The limit store failed after the answer was sent; the limiter itself logs and counts that.
+  return quietly(limiter, key, limit, inputDelta, output);
+}
+
+async function settleTerms(terms: readonly LimiterTerm[], inputDelta: number, output: number): Promise<void> {
+  for (const t of terms) {
+    const p = quietly(t.limiter, t.key, t.limit, inputDelta, output);
+    if (p !== undefined) await p;
   }
 }
+
+/**
+ * settleCounters without failures: a limit store that fails after the answer was sent is
+ * logged and counted by the limiter itself.
+ */
+function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number): Promise<void> | void {
+  let p: Promise<void> | void;
+  try {
+    p = settleCounters(l, key, limit, inputDelta, output);
+  } catch {
+    return;
+  }
+  if (p instanceof Promise) return p.catch(ignore);
+}
+
+function ignore(): void {}

@@ -89,7 +89,8 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
     const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler, span);
-    await settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit, terms);
+    const settled = settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit, terms);
+    if (settled !== undefined) await settled;
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
