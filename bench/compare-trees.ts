@@ -1,0 +1,124 @@
+/**
+ * Two builds of the router side by side on the same mock backend, loaded by wrk in interleaved
+ * rounds (A B, B A, A B, ...), for a before/after measurement of a change: build the "before"
+ * tree in a scratch worktree (`git worktree add ../before HEAD~1 && cd ../before && ln -s
+ * <this tree>/node_modules && npm run build`), then
+ *
+ *   node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]
+ *
+ * A scenario id (bench/scenarios.ts; default router-local) may differ per side, e.g. one tree
+ * with `:router-log` against itself with `:router-local` for the cost of a feature. `--rate`
+ * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run). Server CPU per
+ * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
+ * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { LoadResult, LoadSpec } from './load-types.js';
+import type { Scenario, TargetKey, LimitMode } from './scenarios.js';
+import type { Target } from './targets.js';
+
+interface TreeModules {
+  targets: { startMock(name: string): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>; tempDir(prefix: string): string };
+  scenarios: {
+    SCENARIOS: readonly Scenario[]; PATH: string;
+    routerResources(mockPort: number, longPort: number, mode: LimitMode): string;
+    routerEnv(target: TargetKey, logFile: string): NodeJS.ProcessEnv;
+    limitModeOf(target: TargetKey, redis: string | null): LimitMode;
+  };
+  wrk: { runWrk(bin: string, spec: LoadSpec): Promise<LoadResult> };
+  cpu: { processTree(root: number): number[] };
+}
+
+interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null }
+
+const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]';
+
+function cpuNs(pid: number): number {
+  let ns = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch { /* thread gone */ }
+    }
+  } catch { /* process gone */ }
+  return ns;
+}
+
+async function load(tree: string): Promise<TreeModules> {
+  const dist = resolve(tree, 'dist/bench');
+  return {
+    targets: await import(`${dist}/targets.js`) as TreeModules['targets'],
+    scenarios: await import(`${dist}/scenarios.js`) as TreeModules['scenarios'],
+    wrk: await import(`${dist}/load-wrk.js`) as TreeModules['wrk'],
+    cpu: await import(`${dist}/proc-cpu.js`) as TreeModules['cpu'],
+  };
+}
+
+function number(flag: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!(n > 0)) throw new Error(`${flag}: expected a positive number, got ${JSON.stringify(v)}\n${USAGE}`);
+  return n;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const positional: string[] = [];
+  let rounds = 4;
+  let durationS = 4;
+  let rate: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
+    else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
+    else if (args[i] === '--rate') rate = number('--rate', args[++i]);
+    else positional.push(args[i]);
+  }
+  if (positional.length !== 2) throw new Error(USAGE);
+  const sides: Side[] = [];
+  for (const [i, arg] of positional.entries()) {
+    const [tree, id = 'router-local'] = arg.split(':');
+    const m = await load(tree);
+    const scenario = m.scenarios.SCENARIOS.find((s) => s.id === id);
+    if (scenario === undefined || !scenario.target.startsWith('router-')) throw new Error(`${arg}: no router scenario "${id}" in ${tree}`);
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null });
+  }
+  const m0 = sides[0].m;
+  const mock = await m0.targets.startMock('mock');
+  const mockLong = await m0.targets.startMock('mock-long');
+  try {
+    for (const s of sides) {
+      const t = s.scenario.target as TargetKey;
+      s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, null)), 2,
+        s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`));
+    }
+    const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
+    for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
+    const results = new Map<string, { rps: number; cpu: number; primary: number; p99: number }[]>([['A', []], ['B', []]]);
+    for (let r = 0; r < rounds; r++) {
+      for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
+        const pids = m0.cpu.processTree(s.router!.proc.pid);
+        const before = pids.map(cpuNs);
+        const x = await m0.wrk.runWrk('wrk', spec(s, durationS));
+        const after = pids.map(cpuNs);
+        const n = x.rps * durationS;
+        const cpu = (after.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0)) / 1000 / n;
+        const primary = (after[0] - before[0]) / 1000 / n;
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, p99: x.latencyMs.p99 });
+        process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), p99 ${x.latencyMs.p99.toFixed(2)} ms\n`);
+      }
+    }
+    process.stdout.write(`${rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked`}, ${rounds} rounds of ${durationS} s, medians:\n\n`
+      + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | p99 ms |\n|---|---|---|---|---|---|\n');
+    for (const s of sides) {
+      const r = results.get(s.label)!;
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+    }
+  } finally {
+    for (const s of sides) await s.router?.proc.stop('SIGTERM');
+    await mock.proc.stop('SIGTERM');
+    await mockLong.proc.stop('SIGTERM');
+  }
+}
+
+await main();
