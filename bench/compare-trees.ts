@@ -7,7 +7,8 @@
  *   node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]
  *
  * A scenario id (bench/scenarios.ts; default router-local) may differ per side, e.g. one tree
- * with `:router-log` against itself with `:router-local` for the cost of a feature. `--rate`
+ * with `:router-log` against itself with `:router-local` for the cost of a feature
+ * (`:router-global` starts a redis-server for the global limit). `--rate`
  * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run). Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
@@ -19,7 +20,10 @@ import type { Scenario, TargetKey, LimitMode } from './scenarios.js';
 import type { Target } from './targets.js';
 
 interface TreeModules {
-  targets: { startMock(name: string): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>; tempDir(prefix: string): string };
+  targets: {
+    startMock(name: string): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>;
+    startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>; tempDir(prefix: string): string;
+  };
   scenarios: {
     SCENARIOS: readonly Scenario[]; PATH: string;
     routerResources(mockPort: number, longPort: number, mode: LimitMode): string;
@@ -86,10 +90,11 @@ async function main(): Promise<void> {
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
   const mockLong = await m0.targets.startMock('mock-long');
+  const redis = sides.some((s) => s.scenario.target === 'router-global') ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {
       const t = s.scenario.target as TargetKey;
-      s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, null)), 2,
+      s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), 2,
         s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`));
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
@@ -118,6 +123,7 @@ async function main(): Promise<void> {
     for (const s of sides) await s.router?.proc.stop('SIGTERM');
     await mock.proc.stop('SIGTERM');
     await mockLong.proc.stop('SIGTERM');
+    await redis?.proc.stop('SIGTERM');
   }
 }
 
