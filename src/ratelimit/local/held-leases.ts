@@ -50,9 +50,10 @@ const REPORT_INTERVAL_MS = 50;
 /**
  * Shared leases report at the end of the turn, but at most once per this many ms: a busy worker
  * sends one report for all the turns of that time. Each report is a message to the primary and one
- * from it to every other worker: at 1 ms they were half the primary's CPU under full load
- * (docs/benchmarks.md, "Local limiter reports"), while other workers' figures lag by at most this
- * long. A request that comes longer than this after the last report is reported at once.
+ * from it to every other worker, and each wakes a process: at 1 ms they were about three quarters
+ * of the primary's CPU under full load (docs/benchmarks.md, "Local limiter reports"), while other
+ * workers' figures lag by at most this long. A request that comes longer than this after the
+ * last report is reported at once.
  */
 export const SHARED_REPORT_MIN_MS = 50;
 
