@@ -13,9 +13,9 @@
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
+import { schedCpuNs } from './proc-cpu.js';
 import type { Scenario, TargetKey, LimitMode } from './scenarios.js';
 import type { Target } from './targets.js';
 
@@ -38,16 +38,6 @@ interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules
 
 const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]';
 
-function cpuNs(pid: number): number {
-  let ns = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch { /* thread gone */ }
-    }
-  } catch { /* process gone */ }
-  return ns;
-}
-
 async function load(tree: string): Promise<TreeModules> {
   const dist = resolve(tree, 'dist/bench');
   return {
@@ -64,6 +54,7 @@ function number(flag: string, v: string | undefined): number {
   return n;
 }
 
+/** The upper of the two middle values for an even count (as the figures in docs/benchmarks.md were taken). */
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
@@ -103,9 +94,9 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
-        const before = pids.map(cpuNs);
+        const before = pids.map(schedCpuNs);
         const x = await m0.wrk.runWrk('wrk', spec(s, durationS));
-        const after = pids.map(cpuNs);
+        const after = pids.map(schedCpuNs);
         const n = x.rps * durationS;
         const cpu = (after.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0)) / 1000 / n;
         const primary = (after[0] - before[0]) / 1000 / n;

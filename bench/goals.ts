@@ -1,6 +1,6 @@
 /** Issue 7's goals, evaluated on interleaved samples (reported, never asserted). */
 import type { Goal } from './report.js';
-import { roundRatio, spread, type Sample, type Spread } from './summary.js';
+import { roundDiff, roundRatio, type Sample, type Spread } from './summary.js';
 
 const f2 = (x: number): string => x.toFixed(2);
 const show = (s: Spread, fmt: (x: number) => string): string => (s.n > 1 ? `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})` : fmt(s.median));
@@ -29,18 +29,9 @@ export function evaluateGoals(wrk: readonly Sample[], fixedRate: readonly Sample
     costGoal(wrk, 'Redis limiter cost (scenario 5 vs 3)', 'router-global', 'router-log', 0.15),
     costGoal(wrk, 'access log cost (scenario 3 vs 2)', 'router-log', 'router', 0.05),
   ];
-  const addedP99 = (scenario: string): Spread | null => {
-    const byRound = new Map<number, { direct?: number; other?: number }>();
-    for (const s of fixedRate) {
-      const e = byRound.get(s.round) ?? {};
-      if (s.scenario === 'direct') e.direct = s.result.latencyMs.p99;
-      if (s.scenario === scenario) e.other = s.result.latencyMs.p99;
-      byRound.set(s.round, e);
-    }
-    return spread([...byRound.values()].filter((e) => e.direct !== undefined && e.other !== undefined).map((e) => e.other! - e.direct!));
-  };
+  const p99 = (s: Sample): number => s.result.latencyMs.p99;
   const ms = (x: number): string => `${f2(x)} ms`;
-  const added = addedP99(fullRouter);
+  const added = roundDiff(fixedRate, fullRouter, 'direct', p99);
   goals.push({
     name: 'p99 added latency at half the full router\'s peak (fixed rate)',
     target: '< 2 ms',
@@ -48,15 +39,9 @@ export function evaluateGoals(wrk: readonly Sample[], fixedRate: readonly Sample
     met: added === null ? null : added.median < 2,
   });
   // The same rate through nginx: what this machine adds to any proxy's tail (no target of ours).
-  const nginx = addedP99('nginx');
+  const nginx = roundDiff(fixedRate, 'nginx', 'direct', p99);
   if (nginx !== null && added !== null) {
-    const ours = spread(fixedRate.filter((s) => s.scenario === fullRouter).map((s) => s.round)
-      .map((round) => {
-        const p99 = (id: string): number | undefined => fixedRate.find((s) => s.round === round && s.scenario === id)?.result.latencyMs.p99;
-        const r = p99(fullRouter);
-        const n = p99('nginx');
-        return r === undefined || n === undefined ? Number.NaN : r - n;
-      }).filter((x) => !Number.isNaN(x)));
+    const ours = roundDiff(fixedRate, fullRouter, 'nginx', p99);
     goals.push({
       name: 'the same, beyond what nginx adds at that rate (nginx added ' + show(nginx, ms) + ')',
       target: '< 2 ms',

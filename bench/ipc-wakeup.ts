@@ -12,20 +12,9 @@
  * Run: npm run build && node dist/bench/ipc-wakeup.js [seconds per interval, default 4]
  */
 import cluster from 'node:cluster';
-import { readdirSync, readFileSync } from 'node:fs';
+import { schedCpuNs } from './proc-cpu.js';
 
 const INTERVALS_MS = [1, 5, 20, 50];
-
-/** CPU ns of every thread of `pid` (0 for threads that went away between the listing and the read). */
-function cpuNs(pid: number): number {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch { /* thread gone */ }
-  }
-  return ns;
-}
 
 async function measure(intervalMs: number, seconds: number): Promise<void> {
   const workers = [0, 1].map(() => cluster.fork({ IPC_WAKEUP_INTERVAL_MS: String(intervalMs) }));
@@ -39,10 +28,10 @@ async function measure(intervalMs: number, seconds: number): Promise<void> {
   cluster.on('message', onMessage);
   await new Promise((r) => setTimeout(r, 1000)); // workers started and sending
   const n0 = received;
-  const c0 = cpuNs(process.pid);
+  const c0 = schedCpuNs(process.pid);
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const n = received - n0;
-  const us = (cpuNs(process.pid) - c0) / 1000;
+  const us = (schedCpuNs(process.pid) - c0) / 1000;
   cluster.off('message', onMessage);
   for (const w of workers) w.kill();
   await new Promise((r) => setTimeout(r, 200));

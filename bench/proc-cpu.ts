@@ -49,6 +49,26 @@ export function cpuMsByPid(pids: readonly number[]): Map<number, number> {
 }
 
 /**
+ * CPU ns a process has run, all its threads, from /proc/<pid>/task/<tid>/schedstat: the
+ * scheduler's own accounting, not tick samples (0 for threads or a process already gone).
+ */
+export function schedCpuNs(pid: number): number {
+  let ns = 0;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch { /* thread gone */ }
+  }
+  return ns;
+}
+
+/**
  * Snapshot of a process tree's CPU; `delta()` later gives the CPU ms spent in between by the
  * processes alive at the snapshot (workers restarted in between would be missed: the bench
  * checks the pid set did not change).

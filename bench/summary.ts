@@ -58,7 +58,8 @@ export function roundRatio(samples: readonly Sample[], a: string, b: string, f: 
   return spread(out);
 }
 
-function roundDiff(samples: readonly Sample[], a: string, b: string, f: (s: Sample) => number): Spread | null {
+/** f(a) − f(b) within each round where both ran, as a spread over rounds. */
+export function roundDiff(samples: readonly Sample[], a: string, b: string, f: (s: Sample) => number): Spread | null {
   const A = byRound(samples, a);
   const B = byRound(samples, b);
   const out: number[] = [];
