@@ -11,7 +11,8 @@ import type { TokenCounter } from '../tokens/token-counter.js';
  * route's input counter) to usage.prompt_tokens, and charges the output tokens — counted from
  * the generated text when the backend reported no usage. `limiter` null: the route is not limited.
  * Synchronous on the common path (usage reported, counters settled from a local lease or not
- * limited); a Promise only when a count or a limit store has to be waited for. Never rejects.
+ * limited); a Promise only when a count or a limit store has to be waited for. A limit store's
+ * failure is swallowed (the limiter logs and counts it); a failed count of the text is not.
  */
 export function settleUsage(
   ctx: RequestContext, tokens: TokenCounter, usage: AnswerUsage | null,

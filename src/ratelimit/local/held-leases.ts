@@ -45,17 +45,16 @@ interface HeldLease {
   outUnreported: number;
 }
 
-/** How often (ms) usage held in a lease nobody else shares is reported to the primary. */
-const REPORT_INTERVAL_MS = 50;
 /**
- * Shared leases report at the end of the turn, but at most once per this many ms: a busy worker
- * sends one report for all the turns of that time. Each report is a message to the primary and one
- * from it to every other worker, and each wakes a process: at 1 ms they were about three quarters
- * of the primary's CPU under full load (docs/benchmarks.md, "Local limiter reports"), while other
- * workers' figures lag by at most this long. A request that comes longer than this after the
- * last report is reported at once.
+ * How often (ms) at most a worker reports what its leases absorbed. A lease nobody else shares
+ * reports this long after its first unreported use. Shared leases report at the end of the turn
+ * when the last report is at least this old, else this long after it: a busy worker sends one
+ * report for all the turns of that time. Each report is a message to the primary and one from it
+ * to every other worker, and each wakes a process: at 1 ms they were about three quarters of the
+ * primary's CPU under full load (docs/benchmarks.md, "Local limiter reports"), while other
+ * workers' figures lag by at most this long.
  */
-export const SHARED_REPORT_MIN_MS = 50;
+export const REPORT_INTERVAL_MS = 50;
 
 /**
  * The leases one worker holds, one per key at most. A request whose tokens fit in the key's
@@ -64,7 +63,7 @@ export const SHARED_REPORT_MIN_MS = 50;
  * absorbs (admissions, output charges, input corrections) is reported when it goes back, and
  * meanwhile every REPORT_INTERVAL_MS — or, once the primary has told of other workers' use of
  * the key (usage()), at the end of the event loop turn (report(), called by the client's flush;
- * `schedule` asks for one; at most once per SHARED_REPORT_MIN_MS, so a busy worker sends one
+ * `schedule` asks for one; at most once per REPORT_INTERVAL_MS, so a busy worker sends one
  * report for many turns), so the primary and through it the other workers know what was used.
  * A lease of an ended window is dropped with what it had not reported: that window's counters
  * are gone.
@@ -77,7 +76,10 @@ export class HeldLeases {
   private readonly schedule: () => void;
   /** Something of a shared lease is to be reported at the end of the turn. */
   private due = false;
-  /** performance.now() of the last report(). */
+  /**
+   * performance.now() of the last report(); read through globalThis (not a node:perf_hooks
+   * import) so tests can move it with fake timers.
+   */
   private reportedAt = -Infinity;
   private holdTimer: NodeJS.Timeout | null = null;
   private readonly scheduleNow = (): void => {
@@ -300,7 +302,7 @@ export class HeldLeases {
     if (l.shared) {
       if (this.due) return;
       this.due = true;
-      const wait = this.reportedAt + SHARED_REPORT_MIN_MS - globalThis.performance.now();
+      const wait = this.reportedAt + REPORT_INTERVAL_MS - globalThis.performance.now();
       if (wait <= 0) this.schedule();
       else {
         this.holdTimer = setTimeout(this.scheduleNow, wait);

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { inProcessCluster, type InProcessCluster } from './in-process-cluster.js';
-import { SHARED_REPORT_MIN_MS } from '../../../src/ratelimit/local/held-leases.js';
+import { REPORT_INTERVAL_MS } from '../../../src/ratelimit/local/held-leases.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const clock = (): number => T0;
@@ -61,7 +61,7 @@ describe('reports of a busy worker', () => {
     vi.useRealTimers();
   });
 
-  it('coalesce to one message per SHARED_REPORT_MIN_MS, and what was held back still reaches the others', async () => {
+  it('coalesce to one message per REPORT_INTERVAL_MS, and what was held back still reaches the others', async () => {
     c = inProcessCluster(2, clock, { leaseDivisor: 16 });
     const [a, b] = c.clients;
     await a.admit('ns/r', limit, 1);
@@ -73,20 +73,20 @@ describe('reports of a busy worker', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
     await turn();
-    vi.advanceTimersByTime(SHARED_REPORT_MIN_MS); // the last report is long enough ago
+    vi.advanceTimersByTime(REPORT_INTERVAL_MS); // the last report is long enough ago
     const before = c.sentToPrimary[0];
     // 50 admissions, one per turn, over 0.9 of the interval: the first is reported at the end of
     // its turn, the rest wait.
     for (let i = 0; i < 50; i++) {
       local(a.admit('ns/r', limit, 2));
       await turn();
-      vi.advanceTimersByTime((0.9 * SHARED_REPORT_MIN_MS) / 50);
+      vi.advanceTimersByTime((0.9 * REPORT_INTERVAL_MS) / 50);
     }
     expect(c.sentToPrimary[0] - before).toBe(1);
     await turn();
     expect(local(b.admit('ns/r', limit, 0)).input?.remaining).toBe(9_998 - 2);
     // Once the interval has passed, one report carries the other 49.
-    vi.advanceTimersByTime(0.1 * SHARED_REPORT_MIN_MS);
+    vi.advanceTimersByTime(0.1 * REPORT_INTERVAL_MS);
     for (let i = 0; i < 4; i++) await turn();
     expect(c.sentToPrimary[0] - before).toBe(2);
     expect(local(b.admit('ns/r', limit, 0)).input?.remaining).toBe(9_998 - 100);
