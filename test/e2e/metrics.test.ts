@@ -2,11 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { sample } from '../helpers/metrics-text.js';
 
-function sample(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
-}
 
 /** Sum of every sample of `name` whose labels contain all of `has`. */
 function total(text: string, name: string, ...has: string[]): number {

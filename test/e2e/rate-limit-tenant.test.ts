@@ -5,6 +5,7 @@ import {
 } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { JwksServer, makeKey, sha256Hex, signToken, type TestKey } from '../unit/auth/jwks-server.js';
+import { sample } from '../helpers/metrics-text.js';
 
 /** 'San Francisco is a' is 4 prompt tokens; 'hello world' 2. */
 const PROMPT4 = { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 };
@@ -28,10 +29,6 @@ function authed(dir: string, yaml: string, env: NodeJS.ProcessEnv = {}): NodeJS.
   return { ROUTER_AUTH_CONFIG: file, ...env };
 }
 
-function sample(text: string, series: string): number {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return 0;
-}
 
 describe('tenant budgets over the built router', () => {
   let mock: MockBackend;

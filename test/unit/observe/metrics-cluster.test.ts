@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sample } from '../../helpers/metrics-text.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const FIXTURE = new URL('./metrics-cluster-fixture.mjs', import.meta.url).pathname;
@@ -27,10 +28,6 @@ function freePort(): Promise<number> {
   });
 }
 
-function sample(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  return undefined;
-}
 
 async function scrape(url: string): Promise<string> {
   const r = await fetch(url, { headers: { connection: 'close' } });

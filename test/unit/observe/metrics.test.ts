@@ -5,6 +5,7 @@ import { RouterMetrics, UNKNOWN_MODEL } from '../../../src/observe/metrics.js';
 import { MeteredLimiter } from '../../../src/ratelimit/metered.js';
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import { sample } from '../../helpers/metrics-text.js';
 
 /** A finished request: t0 = 1000 ms, upstream 1010..1210, end at 1250 (performance.now() ms). */
 function ctx(o: Partial<{ model: string; route: string; status: number; error: 'rate_limit' | 'authentication_failed' | 'model_not_found' | 'upstream_error'; input: number; output: number; upstream: boolean }> = {}): RequestContext {
@@ -24,12 +25,6 @@ function ctx(o: Partial<{ model: string; route: string; status: number; error: '
 }
 
 /** Value of one exposition line `name{labels} value`, or undefined. */
-function sample(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  }
-  return undefined;
-}
 
 describe('RouterMetrics', () => {
   it('exposes requests, durations, ttfb and tokens after observations', async () => {
