@@ -2,8 +2,9 @@
  * Real BPE counts in o200k_base (gpt-tokenizer), over bounded segments (bounded-segments.ts).
  * Text that looks like a special token (`<|endoftext|>`) is counted as plain text, never rejected.
  */
-import { countTokens, setMergeCacheSize } from 'gpt-tokenizer/encoding/o200k_base';
+import o200k, { countTokens, setMergeCacheSize } from 'gpt-tokenizer/encoding/o200k_base';
 import { nextSegmentEnd } from './bounded-segments.js';
+import { asBpeCore, fastCounter } from './pretoken-count.js';
 
 /**
  * gpt-tokenizer caches the tokens of pre-tokens that are not single tokens (rare words; the rest
@@ -18,6 +19,16 @@ setMergeCacheSize(MERGE_CACHE_ENTRIES);
 
 const PLAIN_TEXT = Object.freeze({ disallowedSpecial: new Set<string>() });
 
+const libraryCount = (text: string): number => countTokens(text, PLAIN_TEXT);
+
+/**
+ * Tokens of one text (special-token text counted as plain text): the pre-token loop of
+ * pretoken-count.ts when this version of the library passes its checks, else the library's own.
+ */
+export const countPlain: (text: string) => number =
+  fastCounter(asBpeCore((o200k as unknown as { bytePairEncodingCoreProcessor?: unknown }).bytePairEncodingCoreProcessor), libraryCount)
+  ?? libraryCount;
+
 /** Result of a count that ran out of time. */
 export const OVER_BUDGET = -1;
 
@@ -28,7 +39,7 @@ export function bpeCountText(text: string): number {
   let n = 0;
   while (s < end) {
     const e = nextSegmentEnd(text, s);
-    n += countTokens(s === 0 && e === end ? text : text.slice(s, e), PLAIN_TEXT);
+    n += countPlain(s === 0 && e === end ? text : text.slice(s, e));
     s = e;
   }
   return n;
@@ -54,7 +65,7 @@ export function bpeCountTextsUntil(texts: readonly string[], deadlineAt: number,
     while (s < end) {
       if (now() >= deadlineAt) return OVER_BUDGET;
       const e = nextSegmentEnd(text, s);
-      n += countTokens(s === 0 && e === end ? text : text.slice(s, e), PLAIN_TEXT);
+      n += countPlain(s === 0 && e === end ? text : text.slice(s, e));
       s = e;
     }
   }
