@@ -9,19 +9,29 @@ import { choicesText, tokenCount } from './openai-choice-text.js';
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
  * absent or not a non-negative number. `text`: generated text of every choice joined (completions
- * `choices[].text`, chat `choices[].message.content`).
+ * `choices[].text`, chat `choices[].message.content`), read only when no completion count came.
  */
 export type JsonUsage = AnswerUsage;
 
-/** Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''. */
+const NONE: JsonUsage = Object.freeze({ promptTokens: null, completionTokens: null, text: '', generated: null });
+
+/**
+ * Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''.
+ * Backends put `usage` last (OpenAI, vLLM, SGLang, TGI): when it is the answer's last member and
+ * names a completion count, only that member is parsed (see `trailingUsage`); otherwise the whole
+ * answer is.
+ */
 export function usageFromJson(body: Buffer | string): JsonUsage {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  const fast = trailingUsage(bytes);
+  if (fast !== null) return fast;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
-    return { promptTokens: null, completionTokens: null, text: '', generated: null };
+    return { ...NONE };
   }
-  if (typeof parsed !== 'object' || parsed === null) return { promptTokens: null, completionTokens: null, text: '', generated: null };
+  if (typeof parsed !== 'object' || parsed === null) return { ...NONE };
   const answer = parsed as { usage?: unknown; choices?: unknown };
   const usage = typeof answer.usage === 'object' && answer.usage !== null
     ? answer.usage as { prompt_tokens?: unknown; completion_tokens?: unknown }
@@ -32,4 +42,57 @@ export function usageFromJson(body: Buffer | string): JsonUsage {
     text: choicesText(answer.choices),
     generated: null,
   };
+}
+
+const USAGE_KEY = Buffer.from('"usage"');
+const OPEN = 0x7b; // {
+const CLOSE = 0x7d; // }
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+function isSpace(b: number): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+/**
+ * The counts of an answer that ends `..., "usage": {...} }` (white space allowed between the
+ * tokens), parsing only the usage object; null when the answer does not end so, the object does
+ * not parse, or it names no completion count (then the text is needed: the caller parses all).
+ *
+ * In valid JSON this is the root object's `usage` member and, being the last, the one
+ * `JSON.parse` would keep: the quote before `usage` follows `,` or `{`, so it opens a string (a
+ * quote inside a string is escaped, and one that closes a string cannot be followed by a letter);
+ * that string is a key (a `:` follows); its value is the parsed slice, which ends where the
+ * answer's last `}` closes the object holding the key, so that object is the root. An invalid
+ * answer that ends with a valid usage member is read for that member instead of giving nulls.
+ */
+function trailingUsage(b: Buffer): JsonUsage | null {
+  let e = b.length - 1;
+  while (e >= 0 && isSpace(b[e])) e--;
+  if (e < 0 || b[e] !== CLOSE) return null;
+  e--;
+  while (e >= 0 && isSpace(b[e])) e--;
+  if (e < 0 || b[e] !== CLOSE) return null;
+  const objectEnd = e;
+  const k = b.lastIndexOf(USAGE_KEY, objectEnd);
+  if (k <= 0) return null;
+  let p = k - 1;
+  while (p >= 0 && isSpace(b[p])) p--;
+  if (p < 0 || (b[p] !== COMMA && b[p] !== OPEN)) return null;
+  let q = k + USAGE_KEY.length;
+  while (q < objectEnd && isSpace(b[q])) q++;
+  if (b[q] !== COLON) return null;
+  q++;
+  while (q < objectEnd && isSpace(b[q])) q++;
+  if (b[q] !== OPEN) return null;
+  let usage: unknown;
+  try {
+    usage = JSON.parse(b.toString('utf8', q, objectEnd + 1));
+  } catch {
+    return null;
+  }
+  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  const completionTokens = tokenCount(u.completion_tokens);
+  if (completionTokens === null) return null;
+  return { promptTokens: tokenCount(u.prompt_tokens), completionTokens, text: '', generated: null };
 }

@@ -1,26 +1,40 @@
 import { describe, expect, it } from 'vitest';
 import { usageFromJson } from '../../../src/api/openai-json-usage.js';
+import { choicesText, tokenCount } from '../../../src/api/openai-choice-text.js';
+
+/** What a whole-answer JSON.parse reads: the reference for the trailing-usage path. */
+function parsedUsage(body: string): { promptTokens: number | null; completionTokens: number | null; text: string } {
+  let a: { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null; choices?: unknown };
+  try {
+    a = JSON.parse(body);
+  } catch {
+    return { promptTokens: null, completionTokens: null, text: '' };
+  }
+  if (typeof a !== 'object' || a === null) return { promptTokens: null, completionTokens: null, text: '' };
+  const u = typeof a.usage === 'object' && a.usage !== null ? a.usage : null;
+  return { promptTokens: u === null ? null : tokenCount(u.prompt_tokens), completionTokens: u === null ? null : tokenCount(u.completion_tokens), text: choicesText(a.choices) };
+}
 
 describe('usageFromJson', () => {
-  it('reads usage and text of a completions answer', () => {
+  it('reads usage of a completions answer (the text is not needed when the completion count came)', () => {
     const body = JSON.stringify({
       id: 'cmpl-1', object: 'text_completion', model: 'm',
       choices: [{ index: 0, text: 'héllo wörld', finish_reason: 'stop' }],
       usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
     });
-    expect(usageFromJson(Buffer.from(body))).toEqual({ promptTokens: 7, completionTokens: 3, text: 'héllo wörld', generated: null });
-    expect(usageFromJson(body)).toEqual({ promptTokens: 7, completionTokens: 3, text: 'héllo wörld', generated: null });
+    expect(usageFromJson(Buffer.from(body))).toEqual({ promptTokens: 7, completionTokens: 3, text: '', generated: null });
+    expect(usageFromJson(body)).toEqual({ promptTokens: 7, completionTokens: 3, text: '', generated: null });
   });
 
-  it('reads chat message content of every choice, including content parts', () => {
+  it('reads usage that is not the last member, and the text, from the whole answer', () => {
     const body = JSON.stringify({
+      usage: { prompt_tokens: 12, completion_tokens: 2 },
       object: 'chat.completion',
       choices: [
         { index: 0, message: { role: 'assistant', content: 'one ' } },
         { index: 1, message: { role: 'assistant', content: [{ type: 'text', text: 'two' }, { type: 'image' }] } },
         { index: 2, message: { role: 'assistant', content: null, tool_calls: [] } },
       ],
-      usage: { prompt_tokens: 12, completion_tokens: 2 },
     });
     expect(usageFromJson(body)).toEqual({ promptTokens: 12, completionTokens: 2, text: 'one two', generated: null });
   });
@@ -28,14 +42,64 @@ describe('usageFromJson', () => {
   it('gives null counts but the text when usage is absent or odd', () => {
     expect(usageFromJson('{"choices":[{"text":"abc"}]}')).toEqual({ promptTokens: null, completionTokens: null, text: 'abc', generated: null });
     expect(usageFromJson('{"choices":[{"text":"x"}],"usage":null}')).toEqual({ promptTokens: null, completionTokens: null, text: 'x', generated: null });
-    expect(usageFromJson('{"usage":{"prompt_tokens":"5","completion_tokens":-1}}'))
-      .toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
+    expect(usageFromJson('{"choices":[{"text":"x"}],"usage":{"prompt_tokens":"5","completion_tokens":-1}}'))
+      .toEqual({ promptTokens: null, completionTokens: null, text: 'x', generated: null });
+    expect(usageFromJson('{"choices":[{"text":"y"}],"usage":{"prompt_tokens":3}}')).toEqual({ promptTokens: 3, completionTokens: null, text: 'y', generated: null });
     expect(usageFromJson('{"usage":{"completion_tokens":4}}')).toEqual({ promptTokens: null, completionTokens: 4, text: '', generated: null });
   });
 
   it('gives nulls and empty text for malformed JSON or non-objects', () => {
-    for (const body of ['', '{"usage":', 'not json', '42', 'null', '[1,2]']) {
-      expect(usageFromJson(body)).toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
+    for (const body of ['', '{"usage":', 'not json', '42', 'null', '[1,2]', '}}', '"usage":{}}', '[{"usage":{"completion_tokens":1}}]']) {
+      expect(usageFromJson(body), body).toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
+    }
+  });
+
+  it('reads only the root object\'s usage: nested, quoted and look-alike "usage" keys are not it', () => {
+    const cases = [
+      // A nested usage object ends the answer one brace deeper.
+      '{"choices":[{"text":"a"}],"x":{"usage":{"prompt_tokens":1,"completion_tokens":1}}}',
+      // "usage" inside a string (escaped quotes), at the end of a string, as a key of another member.
+      '{"choices":[{"text":"say \\"usage\\": {\\"completion_tokens\\": 9}}"}],"usage":{"prompt_tokens":2,"completion_tokens":3}}',
+      '{"choices":[{"text":"b"}],"k":"x\\"usage","usage":{"prompt_tokens":2,"completion_tokens":5}}',
+      '{"choices":[{"text":"c"}],"usage":{"prompt_tokens":2,"usage":{"completion_tokens":7}}}',
+      // A key that ends in "usage" after an escaped quote.
+      '{"choices":[{"text":"g"}],"x\\"usage":{"prompt_tokens":1,"completion_tokens":9}}',
+      '{"choices":[{"text":"d"}],"usage":{"prompt_tokens":2,"completion_tokens":4,"details":{"cached_tokens":1}}}',
+      // Duplicate keys: JSON.parse keeps the last.
+      '{"usage":{"prompt_tokens":1,"completion_tokens":1},"choices":[{"text":"e"}],"usage":{"prompt_tokens":8,"completion_tokens":9}}',
+      ' \n{ "choices" : [ { "text" : "f" } ] ,\r\n\t"usage" : { "prompt_tokens" : 6 , "completion_tokens" : 2 } } \n',
+    ];
+    for (const body of cases) {
+      const got = usageFromJson(body);
+      const want = parsedUsage(body);
+      expect({ p: got.promptTokens, c: got.completionTokens }, body).toEqual({ p: want.promptTokens, c: want.completionTokens });
+      if (got.completionTokens === null) expect(got.text, body).toBe(want.text);
+    }
+  });
+
+  it('agrees with a whole-answer parse on 2000 random answers', () => {
+    let x = 7;
+    const r = (): number => {
+      x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+      return x / 2 ** 32;
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+    const texts = ['hi', '"usage": {"completion_tokens": 1}}', '\\', '}', '{"usage":', 'ünï 🙂', ''];
+    const usages: unknown[] = [
+      { prompt_tokens: 3, completion_tokens: 4 }, { completion_tokens: 0 }, { prompt_tokens: 2 }, null, 5, 'x',
+      { prompt_tokens: 1, completion_tokens: 2, completion_tokens_details: { reasoning_tokens: 1 } }, { completion_tokens: -2 },
+    ];
+    for (let i = 0; i < 2000; i++) {
+      const members: [string, unknown][] = [['id', 'cmpl'], ['choices', [{ text: pick(texts) }, { message: { content: pick(texts) } }]]];
+      if (r() < 0.8) members.splice(Math.floor(r() * (members.length + 1)), 0, ['usage', pick(usages)]);
+      if (r() < 0.3) members.push(['meta', { usage: pick(usages) }]);
+      if (r() < 0.2) members.push(['usage', pick(usages)]);
+      const space = (): string => pick(['', ' ', '\n', '\t ']);
+      const body = `${space()}{${members.map(([k, v]) => `${space()}${JSON.stringify(k)}${space()}:${space()}${JSON.stringify(v)}`).join(',')}${space()}}${space()}`;
+      const got = usageFromJson(body);
+      const want = parsedUsage(body);
+      expect({ p: got.promptTokens, c: got.completionTokens }, body).toEqual({ p: want.promptTokens, c: want.completionTokens });
+      if (got.completionTokens === null) expect(got.text, body).toBe(want.text);
     }
   });
 });
