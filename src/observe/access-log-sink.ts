@@ -23,6 +23,8 @@ export interface Sink {
   readonly batchBytes: number;
   /** A file path that `reopen()` can open again; null for stdout/stderr. */
   readonly path: string | null;
+  /** A regular file (or a path that will be created as one): written on the event loop (access-log-fd-writer.ts). */
+  readonly regularFile: boolean;
 }
 
 function isRegularFile(fd: number): boolean {
@@ -64,7 +66,9 @@ export function maxWriteFor(regularFile: boolean): number {
 export function openSink(output: string): Sink {
   if (output === 'stdout' || output === 'stderr') {
     const fd = output === 'stdout' ? 1 : 2;
-    return { fd, batchBytes: maxWriteFor(isRegularFile(fd)), path: null };
+    const regularFile = isRegularFile(fd);
+    return { fd, batchBytes: maxWriteFor(regularFile), path: null, regularFile };
   }
-  return { fd: -1, batchBytes: maxWriteFor(checkPath(output)), path: output };
+  const regularFile = checkPath(output);
+  return { fd: -1, batchBytes: maxWriteFor(regularFile), path: output, regularFile };
 }

@@ -1,7 +1,7 @@
 import { write as fsWrite } from 'node:fs';
 import type { AccessRecord } from './access-record.js';
 import { RecordBatcher } from './access-log-batch.js';
-import { FdWriter } from './access-log-fd-writer.js';
+import { ASYNC_AFTER_SLOW_MS, FdWriter } from './access-log-fd-writer.js';
 import { formatJson, formatText } from './access-log-format.js';
 import type { AccessLogSettings } from './access-log-settings.js';
 import { openSink } from './access-log-sink.js';
@@ -10,7 +10,8 @@ import { openSink } from './access-log-sink.js';
  * The access-log writer (docs/access-log.md; internals in docs/internals/access-log.md). Records are gathered into whole-record batches
  * (each <= the sink's write size); a batch is handed to the fd writer as soon as it is full, or
  * when the flush interval since its first record is over (with interval 0: at the end of the
- * event-loop turn), and written asynchronously with one write(2). Queued bytes are bounded;
+ * event-loop turn), and written with one write(2) (to a regular file on the event loop, else on
+ * the thread pool: access-log-fd-writer.ts). Queued bytes are bounded;
  * records beyond the bound, and records of a batch whose write failed, are dropped, counted and
  * reported on stderr at most once a minute.
  */
@@ -35,6 +36,8 @@ export interface AccessLogOptions {
   clock?: () => number;
   /** Where warnings go. Default: an asynchronous write to stderr (fd 2). */
   warn?: (msg: string) => void;
+  /** Monotonic ms clock timing the writes to a regular file. Default performance.now. */
+  now?: () => number;
 }
 
 /** Warnings about drops and sink errors: at most one of each per minute. */
@@ -94,9 +97,16 @@ class BatchingAccessLog implements AccessLog {
     private readonly flushIntervalMs: number,
     private readonly clock: () => number,
     private readonly warn: (msg: string) => void,
+    regularFile: boolean,
+    now: (() => number) | undefined,
   ) {
     this.batcher = new RecordBatcher(maxBatchBytes, (batch, records) => this.handOff(batch, records));
-    this.writer = new FdWriter(path, fd, bufferBytes, (records, err) => this.onFailed(records, err));
+    this.writer = new FdWriter(path, fd, bufferBytes, (records, err) => this.onFailed(records, err), {
+      syncWrites: regularFile,
+      now,
+      onSlow: (ms) => this.warn(`access log: a write to ${this.output} took ${Math.round(ms)} ms; ` +
+        `writing on the thread pool for the next ${ASYNC_AFTER_SLOW_MS / 1000} s`),
+    });
   }
 
   log(r: AccessRecord): void {
@@ -200,5 +210,7 @@ export function createAccessLog(s: AccessLogSettings, opts: AccessLogOptions = {
     s.flushIntervalMs,
     opts.clock ?? Date.now,
     opts.warn ?? warnToStderr,
+    sink.regularFile,
+    opts.now,
   );
 }

@@ -1,0 +1,126 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ASYNC_AFTER_SLOW_MS, FdWriter, SLOW_WRITE_MS } from '../../../src/observe/access-log-fd-writer.js';
+import { openSink } from '../../../src/observe/access-log-sink.js';
+import { createAccessLog } from '../../../src/observe/access-log.js';
+import { parseAccessLogSettings } from '../../../src/observe/access-log-settings.js';
+
+let dir = '';
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'fd-writer-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const line = (i: number): Buffer => Buffer.from(`record ${i}\n`);
+const failed: [number, string][] = [];
+const onFailed = (records: number, err: NodeJS.ErrnoException): void => {
+  failed.push([records, err.code ?? '']);
+};
+
+/** A writer for a fresh file whose descriptor is open (the open is asynchronous). */
+async function opened(name: string, opts: ConstructorParameters<typeof FdWriter>[4]): Promise<{ w: FdWriter; file: string }> {
+  const file = join(dir, name);
+  const w = new FdWriter(file, -1, 1 << 20, onFailed, opts);
+  await w.flush();
+  return { w, file };
+}
+
+describe('the access-log fd writer, writes on the event loop', () => {
+  it('writes to a regular file within push(): nothing pending, the bytes are in the file', async () => {
+    const { w, file } = await opened('sync.log', { syncWrites: true });
+    expect(w.onThreadPool).toBe(false);
+    for (let i = 0; i < 3; i++) {
+      expect(w.push(line(i), 1)).toBe(true);
+      expect(w.pendingBytes).toBe(0);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('record 0\nrecord 1\nrecord 2\n');
+    await w.close();
+  });
+
+  it('without syncWrites (pipes, sockets, terminals) every write is on the thread pool', async () => {
+    const { w, file } = await opened('async.log', {});
+    expect(w.onThreadPool).toBe(true);
+    w.push(line(0), 1);
+    expect(w.pendingBytes).toBe(line(0).length);
+    await w.flush();
+    expect(w.pendingBytes).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('record 0\n');
+    await w.close();
+  });
+
+  it(`a write that takes ${SLOW_WRITE_MS} ms or more moves the writer to the thread pool for ${ASYNC_AFTER_SLOW_MS / 1000} s (injected clock)`, async () => {
+    let t = 1000;
+    let step = 0;
+    const now = (): number => (t += step);
+    const slow: number[] = [];
+    const { w, file } = await opened('slow.log', { syncWrites: true, now, onSlow: (ms) => slow.push(ms) });
+    step = 1; // each reading of the clock 1 ms later: a 1 ms write
+    w.push(line(0), 1);
+    expect(w.pendingBytes).toBe(0);
+    expect(slow).toEqual([]);
+    step = SLOW_WRITE_MS; // the next write "takes" SLOW_WRITE_MS
+    w.push(line(1), 1);
+    expect(w.pendingBytes).toBe(0); // that write was still made on the event loop
+    expect(slow).toEqual([SLOW_WRITE_MS]);
+    step = 0;
+    expect(w.onThreadPool).toBe(true);
+    w.push(line(2), 1);
+    expect(w.pendingBytes).toBe(line(2).length); // now on the thread pool
+    await w.flush();
+    t += ASYNC_AFTER_SLOW_MS;
+    expect(w.onThreadPool).toBe(false);
+    w.push(line(3), 1);
+    expect(w.pendingBytes).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('record 0\nrecord 1\nrecord 2\nrecord 3\n');
+    expect(slow).toHaveLength(1);
+    await w.close();
+  });
+
+  it('a failing write on the event loop drops its batch, counts it, and goes on with the next', async () => {
+    failed.length = 0;
+    const w = new FdWriter(null, 99_999, 1 << 20, onFailed, { syncWrites: true }); // a descriptor that is not open
+    expect(w.push(line(0), 3)).toBe(true);
+    expect(w.push(line(1), 2)).toBe(true);
+    expect(w.pendingBytes).toBe(0);
+    expect(failed).toEqual([[3, 'EBADF'], [2, 'EBADF']]);
+    await w.flush();
+  });
+});
+
+describe('which outputs are written on the event loop', () => {
+  it('a regular file (existing or to be created) is; a FIFO is not', () => {
+    const existing = join(dir, 'existing.log');
+    writeFileSync(existing, '');
+    expect(openSink(existing).regularFile).toBe(true);
+    expect(openSink(join(dir, 'new.log')).regularFile).toBe(true);
+    const fifo = join(dir, 'fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    expect(openSink(fifo).regularFile).toBe(false);
+    expect(openSink(fifo).batchBytes).toBe(4096);
+  });
+
+  it('the access log warns once when a write to its file is slow, and keeps every record', async () => {
+    const file = join(dir, 'warn.log');
+    let t = 0;
+    let step = 0;
+    const warnings: string[] = [];
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'text', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' }),
+      { warn: (m) => warnings.push(m), now: () => (t += step) });
+    const rec = (i: number) => ({
+      timestamp: 0, method: 'POST', path: '/v1/completions', protocol: 'HTTP/1.1', status_code: 200, error: null,
+      model_name: 'm', model_route: 'r', model_server: 's', selected_pod: 'p', request_id: `r-${i}`, input_tokens: 1,
+      output_tokens: 1, duration_total: 1, duration_request_processing: 0, duration_upstream_processing: 1, duration_response_processing: 0,
+    });
+    step = 25;
+    for (let i = 0; i < 3; i++) {
+      log.log(rec(i));
+      await log.flush();
+    }
+    await log.close();
+    expect(warnings).toEqual([`access log: a write to ${file} took 25 ms; writing on the thread pool for the next ${ASYNC_AFTER_SLOW_MS / 1000} s`]);
+    expect(readFileSync(file, 'utf8').trim().split('\n').map((l) => /request_id=(\S+)/.exec(l)![1])).toEqual(['r-0', 'r-1', 'r-2']);
+  });
+});
