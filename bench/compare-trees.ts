@@ -8,7 +8,8 @@
  *
  * A scenario id (bench/scenarios.ts; default router-local) may differ per side, e.g. one tree
  * with `:router-log` against itself with `:router-local` for the cost of a feature
- * (`:router-global` starts a redis-server for the global limit). `--rate`
+ * (`:router-global` starts a redis-server for the global limit), or a reference on the same
+ * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
  * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run). Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
@@ -23,6 +24,8 @@ interface TreeModules {
   targets: {
     startMock(name: string): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>;
     startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>; tempDir(prefix: string): string;
+    startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
+    startHttp1Proxy(upstream: string, workers: number): Promise<Target>;
   };
   scenarios: {
     SCENARIOS: readonly Scenario[]; PATH: string;
@@ -35,6 +38,9 @@ interface TreeModules {
 }
 
 interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null }
+
+/** Non-router targets a side may name: the yardsticks of the router's goals. */
+const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
 const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]';
 
@@ -75,7 +81,9 @@ async function main(): Promise<void> {
     const [tree, id = 'router-local'] = arg.split(':');
     const m = await load(tree);
     const scenario = m.scenarios.SCENARIOS.find((s) => s.id === id);
-    if (scenario === undefined || !scenario.target.startsWith('router-')) throw new Error(`${arg}: no router scenario "${id}" in ${tree}`);
+    if (scenario === undefined || !(scenario.target.startsWith('router-') || REFERENCES.has(scenario.target))) {
+      throw new Error(`${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
+    }
     sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null });
   }
   const m0 = sides[0].m;
@@ -85,7 +93,9 @@ async function main(): Promise<void> {
   try {
     for (const s of sides) {
       const t = s.scenario.target as TargetKey;
-      s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), 2,
+      if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, 2);
+      else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, 2);
+      else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), 2,
         s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`));
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
