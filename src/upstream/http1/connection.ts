@@ -53,9 +53,11 @@ export class Http1Connection implements ParserSink {
     this.owner = owner;
     this.parser = new ResponseParser(this, owner.maxHeaderSize);
     this.deadline = after(owner, owner.connectTicks);
-    this.socket = connect({ host: owner.host, port: owner.port, noDelay: true, keepAlive: true });
+    // Reads land in one shared buffer and are copied out at once (`onRead`): this skips the
+    // Readable stream's per-read work ('data' events, read-more ticks).
+    this.socket = connect({ host: owner.host, port: owner.port, noDelay: true, keepAlive: true,
+      onread: { buffer: READ_BUFFER, callback: this.onRead } });
     this.socket.on('connect', this.onConnect);
-    this.socket.on('data', this.onSocketData);
     this.socket.on('end', this.onSocketEnd);
     this.socket.on('error', this.onSocketError);
     this.socket.on('close', this.onSocketClose);
@@ -197,6 +199,16 @@ export class Http1Connection implements ParserSink {
     this.owner.onConnected(this);
   };
 
+  /**
+   * Bytes read into READ_BUFFER, which the next read of any connection overwrites: the parser and
+   * the request's handler keep chunks by reference (a held head, a JSON answer kept for its
+   * usage), so they get a copy. Flow control is `pause()`/`resume()` (socket.pause stops reading).
+   */
+  private readonly onRead = (n: number, buf: Uint8Array): boolean => {
+    this.onSocketData(Buffer.from(buf.subarray(0, n)));
+    return true;
+  };
+
   private readonly onSocketData = (data: Buffer): void => {
     const req = this.req;
     if (req === null) {
@@ -247,6 +259,9 @@ export class Http1Connection implements ParserSink {
     }
   };
 }
+
+/** Where every upstream connection of this process reads (the size of Node's own read buffer). */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
 function after(owner: ConnectionOwner, ticks: number): number {
   return ticks > 0 ? owner.tick + ticks : 0;
