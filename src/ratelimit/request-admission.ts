@@ -19,12 +19,32 @@ export interface RequestAdmission {
 
 /**
  * Admits a request against every limit that applies (route and tenant), atomically where the
- * stores allow (admit-all.ts): a request refused by one limit charges none.
+ * stores allow (admit-all.ts): a request refused by one limit charges none. A single enforced
+ * limit is asked alone (a local lease answers synchronously, without the batch machinery).
  */
 export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number): Promise<RequestAdmission> | RequestAdmission {
+  if (terms.length === 1 && !isShadow(terms[0].limit)) {
+    const t = terms[0];
+    const d = t.limiter.admit(t.key, t.limit, inputTokens);
+    return d instanceof Promise ? d.then((v) => alone(t, v)) : alone(t, d);
+  }
   const ds = admitTerms(terms, inputTokens);
   // Leases held for every limit decide synchronously (local mode).
   return ds instanceof Promise ? ds.then((v) => outcome(terms, v)) : outcome(terms, ds);
+}
+
+function alone(t: ScopedTerm, d: Decision): RequestAdmission {
+  return { admitted: d.allowed, shown: d, shownScope: t.scope };
+}
+
+/**
+ * Gives back `inputTokens` charged to every limit of a request that never reached a pod. A
+ * store that fails here is skipped (nothing to give back to it).
+ */
+export async function giveBackInput(terms: readonly LimiterTerm[], inputTokens: number): Promise<void> {
+  for (const t of terms) {
+    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens); } catch { /* store down: nothing to give back */ }
+  }
 }
 
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {

@@ -9,16 +9,15 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 /**
  * After the answer ended: the backend's usage is the truth. Corrects the input count (and the
  * route's input counter) to usage.prompt_tokens, and charges the output tokens — counted from
- * the generated text when the backend reported no usage. `limiter` null: the route is not limited.
+ * the generated text when the backend reported no usage, on every limit of the request.
  * Synchronous on the common path (usage reported, counters settled from a local lease or not
  * limited); a Promise only when a count or a limit store has to be waited for. A limit store's
  * failure is swallowed (the limiter logs and counts it); a failed count of the text is not.
  */
 export function settleUsage(
   ctx: RequestContext, tokens: TokenCounter, usage: AnswerUsage | null,
-  limiter: TokenLimiter | null, key: string, limit: RateLimitSpec | null,
-  /** Several limits (route and tenant): each gets the correction and the output. */
-  terms: readonly LimiterTerm[] | null = null,
+  /** The limits of the request (route, tenant): each gets the correction and the output. null: none. */
+  terms: readonly LimiterTerm[] | null,
 ): Promise<void> | void {
   let output = 0;
   if (usage !== null) {
@@ -26,32 +25,30 @@ export function settleUsage(
       output = usage.completionTokens;
     } else {
       const c = usage.generated !== null ? usage.generated.tokens() : usage.text.length > 0 ? tokens.countText(usage.text) : 0;
-      if (c instanceof Promise) return c.then((n) => settleCounted(ctx, usage, n, limiter, key, limit, terms));
+      if (c instanceof Promise) return c.then((n) => settleCounted(ctx, usage, n, terms));
       output = c;
     }
   }
-  return settleCounted(ctx, usage, output, limiter, key, limit, terms);
+  return settleCounted(ctx, usage, output, terms);
 }
 
-function settleCounted(
-  ctx: RequestContext, usage: AnswerUsage | null, output: number,
-  limiter: TokenLimiter | null, key: string, limit: RateLimitSpec | null, terms: readonly LimiterTerm[] | null,
-): Promise<void> | void {
+function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: number, terms: readonly LimiterTerm[] | null): Promise<void> | void {
   let inputDelta = 0;
   if (usage !== null && usage.promptTokens !== null && usage.promptTokens !== ctx.inputTokens) {
     inputDelta = usage.promptTokens - ctx.inputTokens;
     ctx.inputTokens = usage.promptTokens;
   }
   ctx.outputTokens = output;
-  if (terms !== null) return settleTerms(terms, inputDelta, output);
-  if (limiter === null || limit === null) return;
-  return quietly(limiter, key, limit, inputDelta, output);
+  if (terms === null) return;
+  return settleFrom(terms, 0, inputDelta, output);
 }
 
-async function settleTerms(terms: readonly LimiterTerm[], inputDelta: number, output: number): Promise<void> {
-  for (const t of terms) {
+/** Settles terms[from..] in order; synchronous while each limiter is (local leases). */
+function settleFrom(terms: readonly LimiterTerm[], from: number, inputDelta: number, output: number): Promise<void> | void {
+  for (let i = from; i < terms.length; i++) {
+    const t = terms[i];
     const p = quietly(t.limiter, t.key, t.limit, inputDelta, output);
-    if (p !== undefined) await p;
+    if (p !== undefined) return p.then(() => settleFrom(terms, i + 1, inputDelta, output));
   }
 }
 

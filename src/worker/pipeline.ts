@@ -13,7 +13,7 @@ import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
 import type { RequestSpan, Tracer } from '../observe/tracer.js';
 import type { Tenant } from '../auth/tenant.js';
-import { admitRequest, type ScopedTerm } from '../ratelimit/request-admission.js';
+import { admitRequest, giveBackInput, type ScopedTerm } from '../ratelimit/request-admission.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -39,11 +39,10 @@ export interface PipelineServices {
  */
 export async function runPipeline(x: Exchange, s: PipelineServices): Promise<void> {
   const ctx = x.ctx;
-  let route: CompiledRoute | null = null;
-  let limiter: TokenLimiter | null = null;
   let charged = 0;
   const span = s.tracer === null ? null : s.tracer.start(x);
   let tenant: Tenant | null = null;
+  /** The limits that apply (route, tenant), once known; null when none does. */
   let terms: ScopedTerm[] | null = null;
   try {
     const api = apiFor(x.url);
@@ -57,7 +56,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 
     const table = s.table();
     if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
-    route = table.route(req.model) ?? null;
+    const route = table.route(req.model) ?? null;
     if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route`);
     ctx.modelRoute = route.key;
     const server = RouteTable.pick(route, x);
@@ -69,50 +68,40 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     const counted = s.tokens.countPrompt(prompt);
     ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
 
-    if ((tenant !== null && tenant.limit !== null) || route.rateLimit?.mode === 'shadow') {
-      // Several limits, or a shadow one: decided together (request-admission.ts).
-      terms = limitTerms(s, route, tenant);
+    terms = limitTerms(s, route, tenant);
+    if (terms !== null) {
+      // One enforced limit decides alone (from a lease: synchronously); several, or a shadow
+      // one, are decided together (request-admission.ts).
       const admitted = admitRequest(terms, ctx.inputTokens);
       const a = admitted instanceof Promise ? await admitted : admitted;
       x.decision = a.shown;
       x.rateScope = a.shownScope;
       if (!a.admitted) throw rateLimitRejection(a.shown!);
       charged = ctx.inputTokens;
-    } else if (route.rateLimit !== null) {
-      limiter = s.limiterFor(route.rateLimit);
-      const decided = limiter.admit(route.limitKey, route.rateLimit, ctx.inputTokens);
-      const d = decided instanceof Promise ? await decided : decided; // a lease decides synchronously
-      x.decision = d;
-      if (!d.allowed) throw rateLimitRejection(d);
-      charged = ctx.inputTokens;
     }
     if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
 
     const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler, span);
-    const settled = settleUsage(ctx, s.tokens, usage, limiter, route.limitKey, route.rateLimit, terms);
+    const settled = settleUsage(ctx, s.tokens, usage, terms);
     if (settled !== undefined) await settled;
   } catch (err) {
     x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
     // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
     // give the input tokens back. A pod that saw the request keeps them charged.
-    if (charged > 0 && !x.reachedPod && limiter !== null && route !== null && route.rateLimit !== null) {
-      try { await limiter.adjustInput(route.limitKey, route.rateLimit, -charged); } catch { /* store down: nothing to give back */ }
-    } else if (charged > 0 && !x.reachedPod && terms !== null) {
-      for (const t of terms) {
-        try { await t.limiter.adjustInput(t.key, t.limit, -charged); } catch { /* store down: nothing to give back */ }
-      }
-    }
+    if (charged > 0 && !x.reachedPod && terms !== null) await giveBackInput(terms, charged);
     if (span !== null) s.tracer!.end(span, x);
     s.finish(x);
   }
 }
 
-/** The limits of a request: the route's (if any), then the tenant's (if any). */
-function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | null): ScopedTerm[] {
+/** The limits of a request: the route's (if any), then the tenant's (if any); null when none applies. */
+function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | null): ScopedTerm[] | null {
+  const tenantLimit = tenant !== null ? tenant.limit : null;
+  if (route.rateLimit === null && tenantLimit === null) return null;
   const terms: ScopedTerm[] = [];
   if (route.rateLimit !== null) terms.push({ key: route.limitKey, limit: route.rateLimit, limiter: s.limiterFor(route.rateLimit), scope: 'route' });
-  if (tenant !== null && tenant.limit !== null) terms.push({ key: tenant.limitKey, limit: tenant.limit, limiter: s.limiterFor(tenant.limit), scope: 'tenant' });
+  if (tenantLimit !== null) terms.push({ key: tenant!.limitKey, limit: tenantLimit, limiter: s.limiterFor(tenantLimit), scope: 'tenant' });
   return terms;
 }
 
