@@ -22,13 +22,13 @@ import type { Target } from './targets.js';
 
 interface TreeModules {
   targets: {
-    startMock(name: string): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>;
+    startMock(name: string, extra?: string[]): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>;
     startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>; tempDir(prefix: string): string;
     startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
     startHttp1Proxy(upstream: string, workers: number): Promise<Target>;
   };
   scenarios: {
-    SCENARIOS: readonly Scenario[]; PATH: string;
+    SCENARIOS: readonly Scenario[]; PATH: string; LONG_TOKENS: number;
     routerResources(mockPort: number, longPort: number, mode: LimitMode): string;
     routerEnv(target: TargetKey, logFile: string): NodeJS.ProcessEnv;
     limitModeOf(target: TargetKey, redis: string | null): LimitMode;
@@ -88,7 +88,8 @@ async function main(): Promise<void> {
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
-  const mockLong = await m0.targets.startMock('mock-long');
+  // As the main bench starts it: the backend of the 64-chunk streaming scenarios.
+  const mockLong = await m0.targets.startMock('mock-long', ['--output-tokens', String(m0.scenarios.LONG_TOKENS)]);
   const redis = sides.some((s) => s.scenario.target === 'router-global') ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {

@@ -2,22 +2,63 @@
 import type { AnswerUsage, GeneratedText } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
 
-/**
- * Reads one event's data into `into`: hands its generated text (`choices[].text` /
- * `choices[].delta.content`) to `text` (or appends it to `into.text` when `text` is null) and takes
- * the usage counts it reports. Returns true when it is a usage-only chunk (usage set,
- * `choices: []`). Data that is not a JSON object is skipped.
- */
-export function readEventUsage(data: string, into: AnswerUsage, text: GeneratedText | null = null): boolean {
-  if (data.length === 0 || data.charCodeAt(0) !== 0x7b /* { */) return false;
+/** One stream event's data, parsed. */
+export interface StreamEvent {
+  readonly usage?: unknown;
+  readonly choices?: unknown;
+}
+
+/** The event's data as a JSON object, or null (anything else is skipped). */
+export function parseEvent(data: string): StreamEvent | null {
+  if (data.length === 0 || data.charCodeAt(0) !== 0x7b /* { */) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(data);
   } catch {
-    return false;
+    return null;
   }
-  if (typeof parsed !== 'object' || parsed === null) return false;
-  const event = parsed as { usage?: unknown; choices?: unknown };
+  return typeof parsed === 'object' && parsed !== null ? parsed as StreamEvent : null;
+}
+
+/**
+ * False when the event's data can hold no usage: no `"usage"` key other than one set to null (as
+ * OpenAI's token chunks carry when usage was asked for) and no `\u` escape (a key could be spelled
+ * with one). A `"usage"` that is a string value is not followed by a colon. Conservative: true
+ * whenever unsure; then the event is parsed.
+ */
+export function mayCarryUsage(data: string): boolean {
+  if (data.indexOf('\\u') !== -1) return true;
+  let at = data.indexOf('"usage"');
+  while (at !== -1) {
+    let i = skipSpace(data, at + 7);
+    if (data.charCodeAt(i) === 0x3a /* : */) {
+      i = skipSpace(data, i + 1);
+      if (!data.startsWith('null', i)) return true;
+    }
+    at = data.indexOf('"usage"', at + 7);
+  }
+  return false;
+}
+
+function skipSpace(s: string, i: number): number {
+  let c = s.charCodeAt(i);
+  while (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) c = s.charCodeAt(++i);
+  return i;
+}
+
+/** The event reports `usage.completion_tokens`: the generated text is not needed any more. */
+export function reportsCompletion(event: StreamEvent): boolean {
+  const usage = event.usage;
+  return typeof usage === 'object' && usage !== null && tokenCount((usage as { completion_tokens?: unknown }).completion_tokens) !== null;
+}
+
+/**
+ * Reads one parsed event into `into`: hands its generated text (`choices[].text` /
+ * `choices[].delta.content`) to `text` (or appends it to `into.text` when `text` is null) and takes
+ * the usage counts it reports. Returns true when it is a usage-only chunk (usage set,
+ * `choices: []`).
+ */
+export function applyEvent(event: StreamEvent, into: AnswerUsage, text: GeneratedText | null = null): boolean {
   const choices = event.choices;
   if (Array.isArray(choices) && choices.length !== 0) {
     const piece = choicesText(choices);
@@ -37,4 +78,10 @@ export function readEventUsage(data: string, into: AnswerUsage, text: GeneratedT
     if (text !== null) text.stop();
   }
   return Array.isArray(choices) && choices.length === 0;
+}
+
+/** parseEvent then applyEvent: data that is not a JSON object is skipped (false). */
+export function readEventUsage(data: string, into: AnswerUsage, text: GeneratedText | null = null): boolean {
+  const event = parseEvent(data);
+  return event !== null && applyEvent(event, into, text);
 }

@@ -10,9 +10,18 @@
  * - keep mode (`stripUsageChunk: false`): `push` returns the very chunk it was given; nothing waits.
  * - strip mode: `push` returns every complete event at once and holds only the current partial
  *   event, which is needed to decide whether it is the usage chunk.
+ *
+ * With a GeneratedText, an event whose data can hold no usage (`mayCarryUsage`: no `"usage"` key
+ * but one set to null) is not parsed as it passes: its data is kept, up to
+ * HELD_EVENT_CHARS characters, and read when a later event does not report the completion count
+ * (or at the end). A stream that ends with its usage, as backends send it when asked, never has
+ * its content events parsed: their text is not needed.
  */
+
+/** Most characters of unparsed event data one stream keeps before reading it. */
+export const HELD_EVENT_CHARS = 64 * 1024;
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { readEventUsage } from './openai-event-usage.js';
+import { applyEvent, mayCarryUsage, parseEvent, readEventUsage, reportsCompletion } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { SseStripFilter } from './sse-strip.js';
 
@@ -42,6 +51,9 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   private data: string | null = null;
   /** The current event lost a line to the bound: its data is not read. */
   private broken = false;
+  /** Data of passed events not parsed yet, in order (see the header comment), and its characters. */
+  private held: string[] = [];
+  private heldChars = 0;
 
   constructor(options: SseUsageOptions, generated: GeneratedText | null = null) {
     this.generated = generated;
@@ -62,6 +74,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   get skippedLines(): number { return this.lines.skippedLines; }
 
   usage(): AnswerUsage {
+    this.readHeld();
     const s = this.seen;
     return { promptTokens: s.promptTokens, completionTokens: s.completionTokens, text: s.text, generated: this.generated };
   }
@@ -81,6 +94,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   end(): Buffer {
     this.lines.end(this);
     const usageOnly = this.endEvent();
+    this.readHeld();
     return this.filter === null ? EMPTY : this.filter.end(usageOnly);
   }
 
@@ -112,6 +126,36 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.broken = false;
       return false;
     }
-    return data !== null && readEventUsage(data, this.seen, this.generated);
+    if (data === null) return false;
+    const generated = this.generated;
+    if (generated === null) return readEventUsage(data, this.seen, null);
+    if (!mayCarryUsage(data)) {
+      // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
+      if (this.seen.completionTokens !== null) return false; // counted by the backend: text is stopped
+      this.held.push(data);
+      this.heldChars += data.length;
+      if (this.heldChars > HELD_EVENT_CHARS) this.readHeld();
+      return false;
+    }
+    const event = parseEvent(data);
+    if (event === null) return false;
+    if (reportsCompletion(event)) this.dropHeld();
+    else this.readHeld();
+    return applyEvent(event, this.seen, generated);
+  }
+
+  /** Parses the held events in order, handing their text on. */
+  private readHeld(): void {
+    if (this.held.length === 0) return;
+    const held = this.held;
+    this.held = [];
+    this.heldChars = 0;
+    for (let i = 0; i < held.length; i++) readEventUsage(held[i], this.seen, this.generated);
+  }
+
+  private dropHeld(): void {
+    if (this.held.length === 0) return;
+    this.held = [];
+    this.heldChars = 0;
   }
 }
