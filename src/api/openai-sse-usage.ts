@@ -17,15 +17,15 @@
  * (or at the end). A stream that ends with its usage, as backends send it when asked, never has
  * its content events parsed: their text is not needed.
  */
-
-/** Most characters of unparsed event data one stream keeps before reading it. */
-export const HELD_EVENT_CHARS = 64 * 1024;
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
 import { applyEvent, mayCarryUsage, parseEvent, readEventUsage, reportsCompletion } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { SseStripFilter } from './sse-strip.js';
 
 export { DEFAULT_MAX_EVENT_BYTES };
+
+/** Most characters of unparsed event data one stream keeps before reading it. */
+export const HELD_EVENT_CHARS = 64 * 1024;
 
 const EMPTY = Buffer.alloc(0);
 

@@ -57,10 +57,10 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens); // shadow: counted past its limit
     }
   } catch (err) {
-    await refund(charged, inputTokens);
+    await giveBackInput(charged, inputTokens);
     throw err;
   }
-  if (!admitted) await refund(charged, inputTokens);
+  if (!admitted) await giveBackInput(charged, inputTokens);
   for (let i = 0; i < terms.length; i++) {
     // An enforced limit not asked (one before it refused): neither charged nor refused.
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
@@ -68,7 +68,11 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   return decisions;
 }
 
-async function refund(charged: readonly LimiterTerm[], inputTokens: number): Promise<void> {
+/**
+ * Gives back `inputTokens` charged to each of `charged` (a refused admission, or a request that
+ * never reached a pod). A store that fails here is skipped (nothing to give back to it).
+ */
+export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number): Promise<void> {
   if (inputTokens === 0) return;
   for (const t of charged) {
     try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens); } catch { /* store down: nothing to give back */ }

@@ -37,16 +37,6 @@ function alone(t: ScopedTerm, d: Decision): RequestAdmission {
   return { admitted: d.allowed, shown: d, shownScope: t.scope };
 }
 
-/**
- * Gives back `inputTokens` charged to every limit of a request that never reached a pod. A
- * store that fails here is skipped (nothing to give back to it).
- */
-export async function giveBackInput(terms: readonly LimiterTerm[], inputTokens: number): Promise<void> {
-  for (const t of terms) {
-    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens); } catch { /* store down: nothing to give back */ }
-  }
-}
-
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
   let shown: Decision | null = null;
   let scope: LimitScope | null = null;

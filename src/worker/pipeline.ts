@@ -13,7 +13,8 @@ import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
 import type { RequestSpan, Tracer } from '../observe/tracer.js';
 import type { Tenant } from '../auth/tenant.js';
-import { admitRequest, giveBackInput, type ScopedTerm } from '../ratelimit/request-admission.js';
+import { admitRequest, type ScopedTerm } from '../ratelimit/request-admission.js';
+import { giveBackInput } from '../ratelimit/admit-all.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
