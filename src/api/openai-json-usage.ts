@@ -5,6 +5,7 @@
 
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
+import { flatCounts, readFlatCounts } from './flat-json-counts.js';
 
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
@@ -45,6 +46,9 @@ export function usageFromJson(body: Buffer | string): JsonUsage {
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
+const PROMPT_TOKENS = Buffer.from('prompt_tokens');
+const COMPLETION_TOKENS = Buffer.from('completion_tokens');
+const QUOTE = 0x22;
 const OPEN = 0x7b; // {
 const CLOSE = 0x7d; // }
 const COMMA = 0x2c;
@@ -66,6 +70,20 @@ function isSpace(b: number): boolean {
  * answer's last `}` closes the object holding the key, so that object is the root. An invalid
  * answer that ends with a valid usage member is read for that member instead of giving nulls.
  */
+/**
+ * Where the last `"usage"` starts before `end`, or -1. A loop in JS: the key sits a few dozen
+ * bytes from the end, closer than a call into Buffer's native search costs.
+ */
+function lastKeyBefore(b: Buffer, end: number): number {
+  const n = USAGE_KEY.length;
+  outer: for (let i = end - n; i >= 0; i--) {
+    if (b[i] !== QUOTE) continue;
+    for (let j = 1; j < n; j++) if (b[i + j] !== USAGE_KEY[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
 function trailingUsage(b: Buffer): JsonUsage | null {
   let e = b.length - 1;
   while (e >= 0 && isSpace(b[e])) e--;
@@ -74,7 +92,7 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   while (e >= 0 && isSpace(b[e])) e--;
   if (e < 0 || b[e] !== CLOSE) return null;
   const objectEnd = e;
-  const k = b.lastIndexOf(USAGE_KEY, objectEnd);
+  const k = lastKeyBefore(b, objectEnd);
   if (k <= 0) return null;
   let p = k - 1;
   while (p >= 0 && isSpace(b[p])) p--;
@@ -85,6 +103,11 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   q++;
   while (q < objectEnd && isSpace(b[q])) q++;
   if (b[q] !== OPEN) return null;
+  // A flat object of integers (what vLLM, SGLang and TGI send) is read without JSON.parse.
+  if (readFlatCounts(b, q, objectEnd, PROMPT_TOKENS, COMPLETION_TOKENS)) {
+    if (flatCounts.second < 0) return null;
+    return { promptTokens: flatCounts.first < 0 ? null : flatCounts.first, completionTokens: flatCounts.second, text: '', generated: null };
+  }
   let usage: unknown;
   try {
     usage = JSON.parse(b.toString('utf8', q, objectEnd + 1));

@@ -59,3 +59,25 @@ export function textErrorType(s: string): string {
   const v = textValue(s);
   return v.includes(':') ? v.replace(/:/g, '\\x3a') : v;
 }
+
+/**
+ * An escaper with a one-entry memory, for a field whose value mostly repeats from record to
+ * record (method, path, protocol, model, route, server, pod): an equal value costs one string
+ * comparison instead of a scan. One instance per field.
+ */
+export class LastEscaped {
+  private last = '';
+  private out: string;
+
+  constructor(private readonly escape: (s: string) => string) {
+    this.out = escape('');
+  }
+
+  of(s: string): string {
+    if (s === this.last) return this.out;
+    const out = this.escape(s);
+    this.last = s;
+    this.out = out;
+    return out;
+  }
+}

@@ -1,5 +1,5 @@
 import type { AccessRecord } from './access-record.js';
-import { jsonString, textErrorType, textValue } from './access-log-escape.js';
+import { jsonString, LastEscaped, textErrorType, textValue } from './access-log-escape.js';
 import { isoTimestamp } from './access-log-timestamp.js';
 
 /**
@@ -20,18 +20,30 @@ function int(n: number): number {
   return Number.isInteger(n) ? n : Number.isFinite(n) ? Math.round(n) : 0;
 }
 
+// Fields whose values repeat between records keep their last escaped form (the request id does not repeat).
+const J = {
+  method: new LastEscaped(jsonString), path: new LastEscaped(jsonString), protocol: new LastEscaped(jsonString),
+  model_name: new LastEscaped(jsonString), model_route: new LastEscaped(jsonString),
+  model_server: new LastEscaped(jsonString), selected_pod: new LastEscaped(jsonString),
+};
+const T = {
+  method: new LastEscaped(textValue), path: new LastEscaped(textValue), protocol: new LastEscaped(textValue),
+  model_name: new LastEscaped(textValue), model_route: new LastEscaped(textValue),
+  model_server: new LastEscaped(textValue), selected_pod: new LastEscaped(textValue),
+};
+
 function jsonLine(r: AccessRecord): string {
   const e = r.error;
   return '{"timestamp":"' + isoTimestamp(r.timestamp) +
-    '","method":' + jsonString(r.method) +
-    ',"path":' + jsonString(r.path) +
-    ',"protocol":' + jsonString(r.protocol) +
+    '","method":' + J.method.of(r.method) +
+    ',"path":' + J.path.of(r.path) +
+    ',"protocol":' + J.protocol.of(r.protocol) +
     ',"status_code":' + int(r.status_code) +
     (e === null ? '' : ',"error":{"type":' + jsonString(e.type) + ',"message":' + jsonString(e.message) + '}') +
-    ',"model_name":' + jsonString(r.model_name) +
-    ',"model_route":' + jsonString(r.model_route) +
-    ',"model_server":' + jsonString(r.model_server) +
-    ',"selected_pod":' + jsonString(r.selected_pod) +
+    ',"model_name":' + J.model_name.of(r.model_name) +
+    ',"model_route":' + J.model_route.of(r.model_route) +
+    ',"model_server":' + J.model_server.of(r.model_server) +
+    ',"selected_pod":' + J.selected_pod.of(r.selected_pod) +
     ',"request_id":' + jsonString(r.request_id) +
     ',"input_tokens":' + int(r.input_tokens) +
     ',"output_tokens":' + int(r.output_tokens) +
@@ -45,13 +57,13 @@ function jsonLine(r: AccessRecord): string {
 function textLine(r: AccessRecord): string {
   const e = r.error;
   return '[' + isoTimestamp(r.timestamp) + '] "' +
-    textValue(r.method) + ' ' + textValue(r.path) + ' ' + textValue(r.protocol) +
+    T.method.of(r.method) + ' ' + T.path.of(r.path) + ' ' + T.protocol.of(r.protocol) +
     '" ' + int(r.status_code) +
     (e === null ? '' : ' error=' + textErrorType(e.type) + ':' + textValue(e.message)) +
-    ' model_name=' + textValue(r.model_name) +
-    ' model_route=' + textValue(r.model_route) +
-    ' model_server=' + textValue(r.model_server) +
-    ' selected_pod=' + textValue(r.selected_pod) +
+    ' model_name=' + T.model_name.of(r.model_name) +
+    ' model_route=' + T.model_route.of(r.model_route) +
+    ' model_server=' + T.model_server.of(r.model_server) +
+    ' selected_pod=' + T.selected_pod.of(r.selected_pod) +
     ' request_id=' + textValue(r.request_id) +
     ' tokens=' + int(r.input_tokens) + '/' + int(r.output_tokens) +
     ' timings=' + int(r.duration_total) + 'ms(' + int(r.duration_request_processing) + '+' +

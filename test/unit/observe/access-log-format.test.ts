@@ -194,6 +194,19 @@ describe('both formats', () => {
     }
   });
 
+  it('a value that repeats, returns or changes is written as itself (fields keep their last escaped value)', () => {
+    const values = ['default/route-a', 'default/route "b"', 'default/route-a', '', 'a\nb', 'a\nb', ''];
+    for (let i = 0; i < values.length * 3; i++) {
+      const v = values[i % values.length];
+      const w = values[(i * 5) % values.length];
+      const r: AccessRecord = { ...ok, method: w, path: v, model_name: v, model_route: w, model_server: v, selected_pod: w };
+      const obj = JSON.parse(formatJson(r));
+      expect([obj.method, obj.path, obj.model_name, obj.model_route, obj.model_server, obj.selected_pod]).toEqual([w, v, v, w, v, w]);
+      const t = parseTextLine(formatText(r));
+      expect([t.method, t.path, t.fields.model_name, t.fields.model_route, t.fields.model_server, t.fields.selected_pod]).toEqual([w, v, v, w, v, w]);
+    }
+  });
+
   it('decodes escapes the documented way', () => {
     expect(decodeTextValue('a\\x20b\\x5c\\u2028')).toBe('a b\\\u2028');
     expect(decodeTextValue('-')).toBe('');

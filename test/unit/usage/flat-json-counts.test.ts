@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { flatCounts, readFlatCounts } from '../../../src/api/flat-json-counts.js';
+
+const P = Buffer.from('prompt_tokens');
+const C = Buffer.from('completion_tokens');
+
+function read(text: string): { ok: boolean; first: number; second: number } {
+  const b = Buffer.from(text);
+  const ok = readFlatCounts(b, 0, b.length - 1, P, C);
+  return { ok, first: flatCounts.first, second: flatCounts.second };
+}
+
+/** What JSON.parse makes of the object: null when it throws, else each key's integer or -1. */
+function parsed(text: string): { first: number; second: number } | null {
+  let o: unknown;
+  try {
+    o = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return null;
+  const v = (x: unknown): number => (typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : -1);
+  const r = o as Record<string, unknown>;
+  return { first: v(r.prompt_tokens), second: v(r.completion_tokens) };
+}
+
+describe('readFlatCounts', () => {
+  it('reads the flat usage objects backends send', () => {
+    expect(read('{"prompt_tokens":5,"completion_tokens":16,"total_tokens":21}')).toEqual({ ok: true, first: 5, second: 16 });
+    expect(read('{ "prompt_tokens" : 0 ,\n\t"total_tokens": 9, "completion_tokens": 9, "prompt_tokens_details": null }')).toEqual({ ok: true, first: 0, second: 9 });
+    expect(read('{"completion_tokens":3}')).toEqual({ ok: true, first: -1, second: 3 });
+    expect(read('{}')).toEqual({ ok: true, first: -1, second: -1 });
+    expect(read('{"completion_tokens":1,"completion_tokens":2,"x":true,"y":false}')).toEqual({ ok: true, first: -1, second: 2 });
+    expect(read('{"prompt_tokens":null,"completion_tokens":123456789012345}')).toEqual({ ok: true, first: -1, second: 123456789012345 });
+  });
+
+  it('leaves every other shape to JSON.parse', () => {
+    for (const text of [
+      '{"prompt_tokens":5.0,"completion_tokens":1}', // fraction
+      '{"completion_tokens":1e3}', '{"completion_tokens":-1}', '{"completion_tokens":"4"}',
+      '{"completion_tokens":1234567890123456}', // more than 15 digits
+      '{"completion_tokens":1,"details":{"cached_tokens":0}}', '{"completion_tokens":1,"a":[]}',
+      '{"compl\\u0065tion_tokens":1}', // an escaped key
+      '{"completion_tokens":01}', '{"completion_tokens":1,}', '{,}', '{"a"}', '{"a":}', '{"a" 1}',
+      '{"completion_tokens":1 2}', '{"completion_tokens":nul}', '{"completion_tokens":truex}', '{"a\tb":1}',
+      '[1]', '{"a":1',
+    ]) {
+      expect(read(text).ok, text).toBe(false);
+    }
+  });
+
+  it('agrees with JSON.parse on 20 000 random and mutated objects', () => {
+    let x = 11;
+    const r = (): number => {
+      x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+      return x / 2 ** 32;
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+    const keys = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'x', 'ünï', 'completion_token', 'prompt_tokens_details'];
+    const values = ['0', '7', '16', '120000', '999999999999999', '1000000000000000', 'null', 'true', 'false', '1.5', '-3', '2e2', '"5"', '{}', '[3]', '{"completion_tokens":4}'];
+    const space = (): string => pick(['', '', ' ', '\n', '\t', '\r\n ']);
+    const junk = ['', ',', '}', '{', '"', '\\', ':', '0', 'a', ' ', '\u0001'];
+    let read = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const n = Math.floor(r() * 5);
+      const members: string[] = [];
+      for (let m = 0; m < n; m++) members.push(`${space()}"${pick(keys)}"${space()}:${space()}${pick(values)}${space()}`);
+      let text = `{${members.join(',')}${space()}}`;
+      if (r() < 0.3) {
+        // One random edit: the object may turn invalid, or stay valid in another shape.
+        const at = 1 + Math.floor(r() * (text.length - 2));
+        const cut = r() < 0.5 ? 1 : 0;
+        text = text.slice(0, at) + pick(junk) + text.slice(at + cut);
+      }
+      const b = Buffer.from(text);
+      const ok = readFlatCounts(b, 0, b.length - 1, P, C);
+      const want = parsed(text);
+      if (ok) {
+        read++;
+        expect(want, text).not.toBeNull();
+        expect({ first: flatCounts.first, second: flatCounts.second }, text).toEqual(want);
+      } else if (want !== null && !/[."{[\\-]|\d[eE]|\d{16}/.test(text.slice(1, -1).replace(/"[^"\\]*"\s*:/g, ':'))) {
+        // A valid object of the plain shape must be read here, not left to the slow path.
+        throw new Error(`not read: ${text}`);
+      }
+    }
+    expect(read).toBeGreaterThan(5_000);
+  });
+});
