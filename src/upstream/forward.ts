@@ -15,7 +15,7 @@ export function startUpstreamCall(
   x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
 ): UpstreamCall {
   const ctx = x.ctx;
-  const call = new UpstreamCall(x, api, tokens, endpoint, stream, up.stripUsage, timeoutMs);
+  const call = new UpstreamCall(x, api, tokens, endpoint, up.stripUsage);
   x.upstream = call;
   const headers = x.forwardHeaders.slice();
   // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.
@@ -31,8 +31,11 @@ export function startUpstreamCall(
     method: 'POST',
     headers,
     body: up.body,
-    headersTimeoutMs: timeoutMs,
+    // A non-streaming exchange is bounded as a whole (by the pool's coarse timer: no timer per
+    // request); a stream by the time to its head and between its chunks.
+    headersTimeoutMs: stream ? timeoutMs : 0,
     bodyTimeoutMs: stream ? timeoutMs : 0,
+    totalTimeoutMs: stream ? 0 : timeoutMs,
   });
   return call;
 }

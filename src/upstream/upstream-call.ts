@@ -4,7 +4,7 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
-import { ClientGone, isConnectFailure, UpstreamTimeout } from './upstream-errors.js';
+import { ClientGone, isConnectFailure } from './upstream-errors.js';
 
 /**
  * Bodies up to this size with a content-length are answered in one write (keeps content-length);
@@ -36,7 +36,6 @@ export class UpstreamCall implements Http1Handler {
   private req: Http1Request | null = null;
   /** Upstream response headers of a buffered answer (flat [name, value, …]), kept until it ends. */
   private pendingHeaders: string[] | null = null;
-  private timer: NodeJS.Timeout | null = null;
   private responseStarted = false;
   private buffered: Buffer[] | null = null;
   /** A successful answer passed through without a length: its chunks, kept to read usage at the end. */
@@ -51,15 +50,13 @@ export class UpstreamCall implements Http1Handler {
   usage: AnswerUsage | null = null;
   upstreamStatus = 0;
 
-  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stream: boolean, stripUsage: boolean, timeoutMs: number) {
+  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stripUsage: boolean) {
     this.x = x;
     this.tokens = tokens;
     this.api = api;
     this.endpoint = endpoint;
     this.stripUsage = stripUsage;
     this.done = new Promise((resolve) => { this.resolveDone = resolve; });
-    // A non-streaming exchange is bounded as a whole; a stream by the client's headers/body timeouts.
-    if (!stream) this.timer = setTimeout(onTimeout, timeoutMs, this);
     endpoint.begin();
   }
 
@@ -125,7 +122,6 @@ export class UpstreamCall implements Http1Handler {
 
   onComplete(): void {
     const x = this.x;
-    this.clearTimer();
     if (this.buffered !== null) {
       const body = this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered);
       this.buffered = null;
@@ -147,7 +143,6 @@ export class UpstreamCall implements Http1Handler {
   }
 
   onError(err: Error): void {
-    this.clearTimer();
     this.error = err;
     this.takeStreamUsage();
     const x = this.x;
@@ -182,18 +177,6 @@ export class UpstreamCall implements Http1Handler {
     this.resolveDone(outcome);
   }
 
-  private clearTimer(): void {
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-  }
-
-  /** Called by the exchange timer. */
-  timedOut(): void {
-    this.timer = null;
-    this.abort(new UpstreamTimeout('upstream timeout'));
-  }
 }
 
 /** True when the answer's content-type is text/event-stream (a stream whose usage is scanned). */
@@ -205,6 +188,3 @@ function isEventStream(headers: string[]): boolean {
   return false;
 }
 
-function onTimeout(call: UpstreamCall): void {
-  call.timedOut();
-}

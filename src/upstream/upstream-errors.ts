@@ -4,10 +4,6 @@ import { isConnectFailure } from './http1/errors.js';
 /** Errors that mean the request never reached the pod (safe to retry on another one): the client's own test. */
 export { isConnectFailure };
 
-export class UpstreamTimeout extends Error {
-  readonly code = 'ROUTER_UPSTREAM_TIMEOUT';
-}
-
 export class ClientGone extends Error {
   readonly code = 'ROUTER_CLIENT_GONE';
 }
@@ -20,7 +16,7 @@ export function formatSeconds(ms: number): string {
 /** Maps a failed upstream exchange to the router's error registry. */
 export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): RouterError {
   const code = (err as { code?: string } | null)?.code ?? '';
-  if (err instanceof UpstreamTimeout || code === 'HTTP1_HEADERS_TIMEOUT' || code === 'HTTP1_BODY_TIMEOUT') {
+  if (code === 'HTTP1_TOTAL_TIMEOUT' || code === 'HTTP1_HEADERS_TIMEOUT' || code === 'HTTP1_BODY_TIMEOUT') {
     return new RouterError('timeout', `inference timed out after ${formatSeconds(timeoutMs)}s`);
   }
   const what = (err as Error)?.message || String(err);

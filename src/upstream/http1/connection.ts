@@ -69,21 +69,22 @@ export class Http1Connection implements ParserSink {
     req.state = RequestState.Sent;
     this.parser.reset(req.method === 'HEAD');
     this.phase = Phase.AwaitHead;
-    this.deadline = after(this.owner, req.headersTicks);
+    this.deadline = bounded(after(this.owner, req.headersTicks), req.endTick);
     writeRequest(this.socket, requestHead(req.method, req.path, this.owner.authority, req.headers, req.body), req.body);
   }
 
   pause(): void {
     if (this.paused || this.phase !== Phase.Body) return;
     this.paused = true;
-    this.deadline = 0;
+    // Paused by the client's backpressure: only the whole-exchange timeout still runs.
+    this.deadline = this.req !== null ? this.req.endTick : 0;
     this.socket.pause();
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (this.req !== null) this.deadline = after(this.owner, this.req.bodyTicks);
+    if (this.req !== null) this.deadline = bounded(after(this.owner, this.req.bodyTicks), this.req.endTick);
     this.socket.resume();
   }
 
@@ -115,11 +116,21 @@ export class Http1Connection implements ParserSink {
         this.close();
         return;
       case Phase.AwaitHead:
+        if (this.totalTimedOut()) return;
         this.abort(new Http1Error('HTTP1_HEADERS_TIMEOUT', 'upstream sent no response head within the headers timeout'));
         return;
       case Phase.Body:
+        if (this.totalTimedOut()) return;
         this.abort(new Http1Error('HTTP1_BODY_TIMEOUT', 'upstream sent no body data within the body timeout'));
     }
+  }
+
+  /** Aborts the request when its whole-exchange timeout has passed; true if it did. */
+  private totalTimedOut(): boolean {
+    const req = this.req;
+    if (req === null || req.endTick === 0 || this.owner.tick < req.endTick) return false;
+    this.abort(new Http1Error('HTTP1_TOTAL_TIMEOUT', 'upstream did not complete the answer within the timeout'));
+    return true;
   }
 
   // ParserSink: called from parser.execute()/finish() while this.req is set.
@@ -128,13 +139,13 @@ export class Http1Connection implements ParserSink {
     req.statusCode = status;
     req.contentLength = this.parser.contentLength;
     this.phase = Phase.Body;
-    this.deadline = after(this.owner, req.bodyTicks);
+    this.deadline = bounded(after(this.owner, req.bodyTicks), req.endTick);
     if (!req.handler.onHeaders(status, headers, req)) this.pause();
   }
 
   onBody(chunk: Buffer): void {
     const req = this.req!;
-    if (!this.paused && req.bodyTicks > 0) this.deadline = this.owner.tick + req.bodyTicks;
+    if (!this.paused && req.bodyTicks > 0) this.deadline = bounded(this.owner.tick + req.bodyTicks, req.endTick);
     if (!req.handler.onData(chunk, req)) this.pause();
   }
 
@@ -265,4 +276,9 @@ const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
 function after(owner: ConnectionOwner, ticks: number): number {
   return ticks > 0 ? owner.tick + ticks : 0;
+}
+
+/** The earlier of a phase's deadline and the request's end tick (0 = none for either). */
+function bounded(deadline: number, endTick: number): number {
+  return endTick === 0 ? deadline : deadline === 0 || endTick < deadline ? endTick : deadline;
 }

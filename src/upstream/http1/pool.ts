@@ -77,7 +77,8 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   dispatch(opts: Http1RequestOptions, handler: Http1Handler): Http1Request {
     const req = new Http1Request(this, opts, handler,
       opts.headersTimeoutMs === undefined ? this.headersTicks : this.ticks(opts.headersTimeoutMs),
-      opts.bodyTimeoutMs === undefined ? this.bodyTicks : this.ticks(opts.bodyTimeoutMs));
+      opts.bodyTimeoutMs === undefined ? this.bodyTicks : this.ticks(opts.bodyTimeoutMs),
+      opts.totalTimeoutMs ? this.tick + this.ticks(opts.totalTimeoutMs) : 0);
     if (this.closed) {
       process.nextTick(failLater, req, new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`));
       return req;
@@ -190,12 +191,38 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   /** Advances the coarse clock and times out what is due. */
   advance(): void {
     const t = ++this.tick;
-    for (const conn of this.conns) if (conn.deadline !== 0 && conn.deadline <= t && conn.phase !== Phase.Closed) conn.onDeadline();
+    for (const conn of this.conns) {
+      const r = conn.reserved;
+      if (r !== null && r.endTick !== 0 && r.endTick <= t) {
+        conn.reserved = null;
+        r.fail(totalTimeout());
+      }
+      if (conn.deadline !== 0 && conn.deadline <= t && conn.phase !== Phase.Closed) conn.onDeadline();
+    }
+    if (this.queue.length > 0) this.expireQueued(t);
+  }
+
+  /** Fails the waiting requests whose whole-exchange timeout passed. */
+  private expireQueued(t: number): void {
+    let kept = 0;
+    const q = this.queue;
+    const expired: Http1Request[] = [];
+    for (let i = 0; i < q.length; i++) {
+      const r = q[i];
+      if (r.endTick !== 0 && r.endTick <= t) expired.push(r);
+      else q[kept++] = r;
+    }
+    q.length = kept;
+    for (const r of expired) r.fail(totalTimeout());
   }
 }
 
 function sweep(pool: Http1Pool): void {
   pool.advance();
+}
+
+function totalTimeout(): Http1Error {
+  return new Http1Error('HTTP1_TOTAL_TIMEOUT', 'upstream did not complete the answer within the timeout');
 }
 
 function failLater(req: Http1Request, err: Error): void {

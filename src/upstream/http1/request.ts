@@ -29,6 +29,12 @@ export interface Http1RequestOptions {
   readonly headersTimeoutMs?: number;
   /** Overrides the pool's body idle timeout (ms, 0 = none). */
   readonly bodyTimeoutMs?: number;
+  /**
+   * Bounds the whole exchange, from dispatch (waiting for a connection included) to the answer's
+   * last byte (ms, 0 or absent = none). Driven by the pool's coarse timer like the other
+   * timeouts, so it fires up to two timer periods late; no timer is made per request.
+   */
+  readonly totalTimeoutMs?: number;
 }
 
 export const enum RequestState { Queued, Sent, Done }
@@ -46,6 +52,8 @@ export class Http1Request {
   readonly handler: Http1Handler;
   readonly headersTicks: number;
   readonly bodyTicks: number;
+  /** Tick of the pool's coarse clock at which the whole exchange times out; 0 = never. */
+  readonly endTick: number;
   state = RequestState.Queued;
   /** Set while the request is on a connection. */
   conn: Http1Connection | null = null;
@@ -59,7 +67,7 @@ export class Http1Request {
   context: unknown = null;
   private readonly owner: RequestOwner;
 
-  constructor(owner: RequestOwner, opts: Http1RequestOptions, handler: Http1Handler, headersTicks: number, bodyTicks: number) {
+  constructor(owner: RequestOwner, opts: Http1RequestOptions, handler: Http1Handler, headersTicks: number, bodyTicks: number, endTick = 0) {
     this.owner = owner;
     this.method = opts.method;
     this.path = opts.path;
@@ -68,6 +76,7 @@ export class Http1Request {
     this.handler = handler;
     this.headersTicks = headersTicks;
     this.bodyTicks = bodyTicks;
+    this.endTick = endTick;
   }
 
   get done(): boolean {

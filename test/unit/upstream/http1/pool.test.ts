@@ -144,6 +144,67 @@ describe('Http1Pool', () => {
     expect(a.body.toString()).toBe('x'.repeat(12));
   });
 
+  it('total timeout: a silent server → HTTP1_TOTAL_TIMEOUT (not a connect failure); the connection is closed', async () => {
+    server = await scriptedServer(() => { /* silent */ });
+    pool = new Http1Pool('127.0.0.1', server.port, { headersTimeoutMs: 0, timerResolutionMs: 10 });
+    const a = await request(pool, post('/', 'x', { totalTimeoutMs: 40 }));
+    expect(a.error?.code).toBe('HTTP1_TOTAL_TIMEOUT');
+    expect(isConnectFailure(a.error)).toBe(false);
+    expect(pool.stats.connections).toBe(0);
+  });
+
+  it('total timeout bounds a body that keeps flowing, which the body (idle) timeout never cuts', async () => {
+    server = await scriptedServer((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n');
+      const t = setInterval(() => {
+        if (socket.destroyed) clearInterval(t);
+        else socket.write('1\r\nx\r\n');
+      }, 5);
+    });
+    pool = new Http1Pool('127.0.0.1', server.port, { bodyTimeoutMs: 60, timerResolutionMs: 10 });
+    const a = await request(pool, post('/', 'x', { totalTimeoutMs: 150 }));
+    expect(a.status).toBe(200);
+    expect(a.body.length).toBeGreaterThan(0);
+    expect(a.error?.code).toBe('HTTP1_TOTAL_TIMEOUT');
+  });
+
+  it('total timeout runs while the handler holds the answer back (paused)', async () => {
+    server = await scriptedServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nfirst'));
+    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
+    const c = new Collector();
+    c.onData = (chunk: Buffer): boolean => {
+      c.parts.push(Buffer.from(chunk));
+      return false; // never resumes
+    };
+    pool.dispatch(post('/', 'x', { totalTimeoutMs: 50 }), c);
+    const a = await c.done;
+    expect(a.error?.code).toBe('HTTP1_TOTAL_TIMEOUT');
+    expect(Buffer.concat(c.parts).toString()).toBe('first');
+  });
+
+  it('total timeout counts the wait for a connection: a queued request times out in the queue', async () => {
+    server = await scriptedServer(() => { /* holds the first request */ });
+    pool = new Http1Pool('127.0.0.1', server.port, { connections: 1, timerResolutionMs: 10 });
+    const first = new Collector();
+    pool.dispatch(post('/', 'x', { totalTimeoutMs: 5_000 }), first);
+    await until(() => server!.sockets.length === 1, 'the first request at the server');
+    const queued = await request(pool, post('/', 'x', { totalTimeoutMs: 40 }));
+    expect(queued.error?.code).toBe('HTTP1_TOTAL_TIMEOUT');
+    expect(pool.stats).toMatchObject({ connections: 1, queued: 0 });
+    expect(first.ended).toBe(0);
+  });
+
+  it('an answer within the total timeout completes, and the connection is kept for the next request', async () => {
+    server = await scriptedServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
+    for (let i = 0; i < 3; i++) {
+      const a = await request(pool, post('/', 'x', { totalTimeoutMs: 1_000 }));
+      expect([a.error, a.body.toString()]).toEqual([null, 'ok']);
+    }
+    await new Promise((r) => setTimeout(r, 60));
+    expect(pool.stats).toMatchObject({ connections: 1, idle: 1 });
+  });
+
   it('connect timeout: the handshake outlasting connectTimeoutMs → HTTP1_CONNECT_TIMEOUT, a connect failure', async () => {
     // Loopback handshakes finish at once, so the pool's coarse clock is advanced by hand before
     // the event loop can complete the connect (the timer resolution keeps the real timer out).
