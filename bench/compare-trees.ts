@@ -10,7 +10,9 @@
  * with `:router-log` against itself with `:router-local` for the cost of a feature
  * (`:router-global` starts a redis-server for the global limit), or a reference on the same
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
- * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run). Server CPU per
+ * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run). `--node-args-a`
+ * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
+ * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
  */
@@ -22,7 +24,7 @@ import type { Target } from './targets.js';
 
 interface TreeModules {
   targets: {
-    startMock(name: string, extra?: string[]): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv): Promise<Target>;
+    startMock(name: string, extra?: string[]): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs?: string[]): Promise<Target>;
     startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>; tempDir(prefix: string): string;
     startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
     startHttp1Proxy(upstream: string, workers: number): Promise<Target>;
@@ -37,12 +39,12 @@ interface TreeModules {
   cpu: { processTree(root: number): number[] };
 }
 
-interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null }
+interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[] }
 
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
-const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]';
+const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]';
 
 async function load(tree: string): Promise<TreeModules> {
   const dist = resolve(tree, 'dist/bench');
@@ -69,10 +71,16 @@ async function main(): Promise<void> {
   let rounds = 4;
   let durationS = 4;
   let rate: number | undefined;
+  const nodeArgs: [string[], string[]] = [[], []];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
     else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
     else if (args[i] === '--rate') rate = number('--rate', args[++i]);
+    else if (args[i] === '--node-args-a' || args[i] === '--node-args-b') {
+      const flags = args[++i];
+      if (flags === undefined) throw new Error(`${args[i - 1]}: expected Node flags\n${USAGE}`);
+      nodeArgs[args[i - 1].endsWith('a') ? 0 : 1] = flags.split(/\s+/).filter((f) => f.length > 0);
+    }
     else positional.push(args[i]);
   }
   if (positional.length !== 2) throw new Error(USAGE);
@@ -84,7 +92,8 @@ async function main(): Promise<void> {
     if (scenario === undefined || !(scenario.target.startsWith('router-') || REFERENCES.has(scenario.target))) {
       throw new Error(`${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
     }
-    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null });
+    if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) throw new Error(`${arg}: Node flags apply to a router side only`);
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i] });
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
@@ -97,7 +106,7 @@ async function main(): Promise<void> {
       if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, 2);
       else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, 2);
       else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), 2,
-        s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`));
+        s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`), s.nodeArgs);
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up

@@ -1,0 +1,175 @@
+/**
+ * Where one router worker spends its CPU and its allocations per request, after warm-up, with
+ * the start-up left out (the profile of `npm run bench` covers the process's whole life):
+ *
+ *   node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N]
+ *
+ * Starts the mock backend and the router with one worker and the inspector on a loopback port,
+ * loads it with wrk (bench/scenarios.ts; default router-local, the full router), then over the
+ * DevTools protocol takes two profiles, one after the other on the same load:
+ * - CPU (`Profiler`, 50 µs sampling): self time per function in µs per request; native
+ *   functions (uWS's event loop, socket writes) appear by their own names; the idle share says
+ *   how often the worker waited for work;
+ * - allocations (`HeapProfiler.startSampling`, every 256 bytes, objects a GC collected included):
+ *   bytes allocated per request by the function that allocated them, which is what drives the
+ *   young-generation collections.
+ * The profilers slow the worker (the CPU profile by a few percent); read shares, and compare
+ * builds with the same command.
+ */
+import { WebSocket } from 'undici';
+import type { LoadResult, LoadSpec } from './load-types.js';
+import { runWrk } from './load-wrk.js';
+import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
+import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
+import { numberArg } from './number-arg.js';
+
+const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N]';
+const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top']);
+/** Router targets that need nothing beside the mock backends (no Redis, collector or auth file). */
+const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local']);
+
+interface CallFrame { functionName: string; url: string; lineNumber: number }
+interface CpuNode { id: number; callFrame: CallFrame }
+interface CpuProfile { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] }
+interface HeapNode { callFrame: CallFrame; selfSize: number; children: HeapNode[] }
+
+/** A DevTools protocol session over the inspector's WebSocket. */
+class Inspector {
+  private next = 0;
+  private readonly pending = new Map<number, (m: { result?: unknown; error?: { message: string } }) => void>();
+  private constructor(private readonly ws: WebSocket) {
+    ws.addEventListener('message', (e) => {
+      const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: { message: string } };
+      if (m.id !== undefined) this.pending.get(m.id)?.(m);
+      if (m.id !== undefined) this.pending.delete(m.id);
+    });
+  }
+
+  static async open(url: string): Promise<Inspector> {
+    const ws = new WebSocket(url);
+    await new Promise<void>((resolve, reject) => {
+      ws.addEventListener('open', () => resolve());
+      ws.addEventListener('error', () => reject(new Error(`cannot open the inspector at ${url}`)));
+    });
+    return new Inspector(ws);
+  }
+
+  call<T>(method: string, params: object = {}): Promise<T> {
+    const id = ++this.next;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, (m) => (m.error !== undefined ? reject(new Error(`${method}: ${m.error.message}`)) : resolve(m.result as T)));
+      this.ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+/** `name file:line` of a profile's call frame, paths shortened to dist/… or the package. */
+export function frameName(f: CallFrame): string {
+  const where = f.url === '' ? '' : ` ${f.url.replace(/^.*\/(dist|node_modules)\//, '').replace(/^file:\/\//, '')}:${f.lineNumber + 1}`;
+  return `${f.functionName === '' ? '(anonymous)' : f.functionName}${where}`;
+}
+
+/** Self time per function (µs) and idle time (µs) of a CPU profile. */
+export function cpuSelfTimes(p: CpuProfile): { busy: number; idle: number; byFunction: Map<string, number> } {
+  const nodes = new Map(p.nodes.map((n) => [n.id, n]));
+  const byFunction = new Map<string, number>();
+  let busy = 0;
+  let idle = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const n = nodes.get(p.samples[i]);
+    const dt = p.timeDeltas[i] ?? 0;
+    if (n === undefined) continue;
+    if (n.callFrame.functionName === '(idle)') {
+      idle += dt;
+      continue;
+    }
+    busy += dt;
+    const k = frameName(n.callFrame);
+    byFunction.set(k, (byFunction.get(k) ?? 0) + dt);
+  }
+  return { busy, idle, byFunction };
+}
+
+/** Bytes allocated per function of a sampling heap profile, and their sum. */
+export function allocatedBytes(head: HeapNode): { total: number; byFunction: Map<string, number> } {
+  const byFunction = new Map<string, number>();
+  let total = 0;
+  const stack: HeapNode[] = [head];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.selfSize > 0) {
+      total += n.selfSize;
+      const k = frameName(n.callFrame);
+      byFunction.set(k, (byFunction.get(k) ?? 0) + n.selfSize);
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return { total, byFunction };
+}
+
+function table(byFunction: Map<string, number>, perRequest: (v: number) => number, unit: string, total: number, top: number): string {
+  const rows = [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top);
+  return `| function | ${unit} per request | share |\n|---|---|---|\n`
+    + rows.map(([k, v]) => `| \`${k}\` | ${perRequest(v).toFixed(unit === 'µs' ? 2 : 0)} | ${(100 * v / total).toFixed(1)}% |`).join('\n') + '\n';
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  for (let i = 0; i < args.length; i += 2) {
+    if (!OPTIONS.has(args[i]) || args[i + 1] === undefined) throw new Error(`unexpected argument ${JSON.stringify(args[i])}\n${USAGE}`);
+  }
+  const at = args.indexOf('--scenario');
+  const id = at < 0 ? 'router-local' : args[at + 1];
+  const durationS = numberArg(args, '--duration', 8);
+  const rate = args.includes('--rate') ? numberArg(args, '--rate', 0) : undefined;
+  const top = numberArg(args, '--top', 30);
+  const scenario = SCENARIOS.find((s) => s.id === id);
+  if (scenario === undefined || !PROFILED.has(scenario.target)) {
+    throw new Error(`--scenario: "${id}" is none of the scenarios on ${[...PROFILED].join(', ')} (bench/scenarios.ts)\n${USAGE}`);
+  }
+  const target = scenario.target as Parameters<typeof routerEnv>[0];
+  const mock = await startMock('mock');
+  const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
+  let inspector: Inspector | null = null;
+  try {
+    const router: Target = await startRouter('router (1 worker, inspector)', routerResources(mock.port, mockLong.port, limitModeOf(target, null)), 1,
+      routerEnv(target, `${tempDir('ir-worker-profile-')}/access.log`), ['--inspect=127.0.0.1:0']);
+    // The primary prints its inspector address first, then the worker's (cluster passes --inspect on with a port of its own).
+    const urls = [...router.proc.output().matchAll(/Debugger listening on (ws:\/\/\S+)/g)].map((m) => m[1]);
+    if (urls.length < 2) throw new Error(`the worker's inspector address is not in the router's output:\n${router.proc.output()}`);
+    inspector = await Inspector.open(urls[urls.length - 1]);
+    const spec = (d: number): LoadSpec => ({ url: `${router.url}${PATH}`, bodies: scenario.bodies, connections: 64, durationS: d, rate, headers: scenario.headers });
+    await runWrk('wrk', spec(3)); // warm-up: the JIT settles before anything is sampled
+
+    await inspector.call('Profiler.enable');
+    await inspector.call('Profiler.setSamplingInterval', { interval: 50 });
+    await inspector.call('Profiler.start');
+    const cpuLoad: LoadResult = await runWrk('wrk', spec(durationS));
+    const { profile } = await inspector.call<{ profile: CpuProfile }>('Profiler.stop');
+    const cpu = cpuSelfTimes(profile);
+    const cpuRequests = cpuLoad.rps * durationS;
+
+    await inspector.call('HeapProfiler.enable');
+    await inspector.call('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    const heapLoad: LoadResult = await runWrk('wrk', spec(durationS));
+    const heap = await inspector.call<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling');
+    const alloc = allocatedBytes(heap.profile.head);
+    const heapRequests = heapLoad.rps * durationS;
+
+    const load = rate === undefined ? 'closed loop, 64 connections' : `${rate} req/s asked, 64 connections`;
+    process.stdout.write(`# One worker of scenario ${id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
+      + `CPU: ${Math.round(cpuLoad.rps)} req/s; busy ${(cpu.busy / cpuRequests).toFixed(2)} µs per request, idle ${(100 * cpu.idle / (cpu.busy + cpu.idle)).toFixed(1)}% of the time\n\n`
+      + table(cpu.byFunction, (v) => v / cpuRequests, 'µs', cpu.busy, top)
+      + `\nAllocations: ${Math.round(heapLoad.rps)} req/s; ${(alloc.total / heapRequests).toFixed(0)} bytes allocated per request (sampled every 256 bytes)\n\n`
+      + table(alloc.byFunction, (v) => v / heapRequests, 'bytes', alloc.total, top));
+  } finally {
+    inspector?.close();
+    await stopAll();
+  }
+}
+
+if (process.argv[1]?.endsWith('worker-profile.js')) await main();
