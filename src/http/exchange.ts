@@ -34,6 +34,10 @@ export class Exchange {
   /** Status and headers of a streamed answer, held until its first body byte (or its end). */
   private heldStatus = 0;
   private heldHeaders: string[] | null = null;
+  /** A whole answer queued for the end of the turn (endBuffered). */
+  private queuedStatus = 0;
+  private queuedHeaders: string[] | null = null;
+  private queuedBody: Buffer = EMPTY;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -175,19 +179,48 @@ export class Exchange {
     currentBody = EMPTY;
   }
 
-  /** A whole answer: status, headers and body in one corked write (one send; keeps content-length). */
+  /**
+   * A whole answer: status, headers and body in one corked write (one send; keeps
+   * content-length), made at the end of the event loop's turn with the turn's other whole
+   * answers (`flushAnswers`): the client's process is then woken once for them, not once per
+   * answer between each one's processing. The answer counts as sent from here on.
+   */
   endBuffered(status: number, headers: string[], body: Buffer): void {
     this.ctx.statusCode = status;
     if (!this.writable) return;
     this.headersSent = true;
     this.ctx.finished = true;
+    this.queuedStatus = status;
+    this.queuedHeaders = headers;
+    this.queuedBody = body;
+    queuedAnswers.push(this);
+    if (!answersQueued) {
+      answersQueued = true;
+      setImmediate(Exchange.flushAnswers);
+    }
+  }
+
+  /** Writes the answer endBuffered() queued, unless the client left meanwhile. */
+  private writeQueuedAnswer(): void {
+    const headers = this.queuedHeaders;
+    this.queuedHeaders = null;
+    const body = this.queuedBody;
+    this.queuedBody = EMPTY;
+    if (this.ctx.aborted || headers === null) return;
     current = this;
-    currentStatus = status;
+    currentStatus = this.queuedStatus;
     currentHeaders = headers;
     currentBody = body;
     this.res.cork(endBufferedCorked);
     currentHeaders = null;
     currentBody = EMPTY;
+  }
+
+  /** Writes every whole answer queued in this turn (also called before a worker exits). */
+  static flushAnswers(): void {
+    answersQueued = false;
+    for (let i = 0; i < queuedAnswers.length; i++) queuedAnswers[i].writeQueuedAnswer();
+    queuedAnswers.length = 0;
   }
 
   /**
@@ -243,6 +276,10 @@ export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' 
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Whole answers waiting for the end of the turn, in the order they were made. */
+const queuedAnswers: Exchange[] = [];
+let answersQueued = false;
 
 // The corked writers run synchronously inside cork(); they read what the caller set just before,
 // so no closure is made per write.

@@ -1,7 +1,7 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
 import { buildApp } from '../http/app.js';
 import { drainState } from '../http/drain-state.js';
-import type { Exchange } from '../http/exchange.js';
+import { Exchange } from '../http/exchange.js';
 import { loadUws } from '../http/uws.js';
 import { createAccessLog } from '../observe/access-log.js';
 import { recordFromContext } from '../observe/access-record.js';
@@ -194,6 +194,9 @@ export async function runWorker(settings: Settings): Promise<void> {
         setTimeout(resolve, settings.drainTimeoutMs).unref();
       });
     }
+    // Whole answers are written at the end of a turn (Exchange.endBuffered): the last ones go
+    // out now, before anything below can reach process.exit within this turn.
+    Exchange.flushAnswers();
     // From here on a request arriving on an old keep-alive connection is not answered (its
     // connection is closed), so the records flushed below are those of every answered request.
     drainState.closing = true;

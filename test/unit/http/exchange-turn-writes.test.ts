@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { Exchange } from '../../../src/http/exchange.js';
+import { RequestContext } from '../../../src/http/request-context.js';
+
+/** What a uWS HttpResponse was asked to do, in order. */
+class RecordingResponse {
+  readonly calls: string[] = [];
+  cork(f: () => void): void {
+    this.calls.push('cork');
+    f();
+  }
+  writeStatus(s: string): void {
+    this.calls.push(`status ${s}`);
+  }
+  writeHeader(k: string, v: string): void {
+    this.calls.push(`${k}: ${v}`);
+  }
+  end(body: Buffer, close: boolean): void {
+    this.calls.push(`end ${body.toString()}${close ? ' close' : ''}`);
+  }
+}
+
+function exchange(id: string): { x: Exchange; res: RecordingResponse } {
+  const res = new RecordingResponse();
+  const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', id, Date.now(), performance.now());
+  return { x: new Exchange(res as never, ctx, '/v1/completions', [], null, ''), res };
+}
+
+const turnEnd = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('Exchange.endBuffered: whole answers go out at the end of the turn', () => {
+  it('writes nothing at once, then each answer of the turn whole, in order, with one cork each', async () => {
+    const a = exchange('rid-a');
+    const b = exchange('rid-b');
+    a.x.endBuffered(200, ['Content-Type', 'application/json'], Buffer.from('{"a":1}'));
+    b.x.endBuffered(404, [], Buffer.from('nope'));
+    // The answer counts as sent at once: the pipeline and the log go on as before.
+    expect(a.x.headersSent && a.x.ctx.finished && a.x.ctx.statusCode === 200).toBe(true);
+    expect(b.x.ctx.statusCode).toBe(404);
+    expect(a.res.calls).toEqual([]);
+    expect(b.res.calls).toEqual([]);
+    await turnEnd();
+    expect(a.res.calls).toEqual(['cork', 'status 200 OK', 'content-type: application/json', 'x-request-id: rid-a', 'end {"a":1}']);
+    expect(b.res.calls).toEqual(['cork', 'status 404 Not Found', 'x-request-id: rid-b', 'end nope']);
+    await turnEnd();
+    expect(a.res.calls).toHaveLength(5); // written once
+  });
+
+  it('skips the answer of a client that left before the turn ended, and writes the others', async () => {
+    const gone = exchange('rid-gone');
+    const kept = exchange('rid-kept');
+    gone.x.endBuffered(200, [], Buffer.from('x'));
+    kept.x.endBuffered(200, [], Buffer.from('y'));
+    gone.x.clientGone();
+    await turnEnd();
+    expect(gone.res.calls).toEqual([]);
+    expect(kept.res.calls.at(-1)).toBe('end y');
+  });
+
+  it('flushAnswers() writes the queued answers at once (a worker about to exit)', () => {
+    const a = exchange('rid-now');
+    a.x.endBuffered(200, [], Buffer.from('now'));
+    Exchange.flushAnswers();
+    expect(a.res.calls.at(-1)).toBe('end now');
+  });
+
+  it('an error after the answer was queued is recorded but writes nothing more', async () => {
+    const a = exchange('rid-late');
+    a.x.endBuffered(200, [], Buffer.from('ok'));
+    a.x.abortAnswer();
+    await turnEnd();
+    expect(a.res.calls).toEqual(['cork', 'status 200 OK', 'x-request-id: rid-late', 'end ok']);
+  });
+});

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import type { Socket } from 'node:net';
+import { flushRequestWrites, requestHead, writeRequest } from '../../../../src/upstream/http1/request-head.js';
+
+/** A socket that records what is written to it. */
+function recordingSocket(): { socket: Socket; writes: string[] } {
+  const writes: string[] = [];
+  const s = {
+    destroyed: false,
+    write(chunk: Buffer | string) { writes.push(chunk.toString()); return true; },
+    cork() { writes.push('cork'); },
+    uncork() { writes.push('uncork'); },
+  };
+  return { socket: s as unknown as Socket, writes };
+}
+
+const turnEnd = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('writeRequest: requests of one buffer go out at the end of the turn', () => {
+  it('writes the turn\'s requests after it, each in one write, head and body together', async () => {
+    const a = recordingSocket();
+    const b = recordingSocket();
+    const body = Buffer.from('{"model":"m"}');
+    writeRequest(a.socket, requestHead('POST', '/v1/completions', 'pod:80', ['x-request-id', 'r1'], body), body);
+    writeRequest(b.socket, requestHead('POST', '/v1/chat/completions', 'pod:80', [], body), body);
+    expect(a.writes).toEqual([]);
+    expect(b.writes).toEqual([]);
+    await turnEnd();
+    expect(a.writes).toEqual(['POST /v1/completions HTTP/1.1\r\nhost: pod:80\r\nx-request-id: r1\r\ncontent-length: 13\r\n\r\n{"model":"m"}']);
+    expect(b.writes).toHaveLength(1);
+    expect(b.writes[0].startsWith('POST /v1/chat/completions HTTP/1.1\r\n')).toBe(true);
+  });
+
+  it('skips a socket destroyed before the turn ended', async () => {
+    const a = recordingSocket();
+    const body = Buffer.from('{}');
+    writeRequest(a.socket, requestHead('POST', '/', 'pod:80', [], body), body);
+    (a.socket as unknown as { destroyed: boolean }).destroyed = true;
+    await turnEnd();
+    expect(a.writes).toEqual([]);
+  });
+
+  it('flushRequestWrites() writes the queued requests at once', () => {
+    const a = recordingSocket();
+    const body = Buffer.from('{}');
+    writeRequest(a.socket, requestHead('POST', '/', 'pod:80', [], body), body);
+    flushRequestWrites();
+    expect(a.writes).toHaveLength(1);
+  });
+
+  it('a bodyless request and a large body are written at once (head and large body corked)', () => {
+    const a = recordingSocket();
+    writeRequest(a.socket, requestHead('GET', '/metrics', 'pod:80', [], null), null);
+    expect(a.writes).toEqual(['GET /metrics HTTP/1.1\r\nhost: pod:80\r\n\r\n']);
+    const b = recordingSocket();
+    const big = Buffer.alloc(64 * 1024, 0x61);
+    writeRequest(b.socket, requestHead('POST', '/', 'pod:80', [], big), big);
+    expect(b.writes.map((w) => (w.length > 100 ? `${w.length} bytes` : w.split('\r\n')[0]))).toEqual(['cork', 'POST / HTTP/1.1', '65536 bytes', 'uncork']);
+  });
+});
