@@ -38,6 +38,7 @@ export class Exchange {
   private queuedStatus = 0;
   private queuedHeaders: string[] | null = null;
   private queuedBody: Buffer = EMPTY;
+  private queuedError: RouterError | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -193,6 +194,25 @@ export class Exchange {
     this.queuedStatus = status;
     this.queuedHeaders = headers;
     this.queuedBody = body;
+    this.queueAnswer();
+  }
+
+  /**
+   * As sendError, but written at the end of the turn with the turn's other whole answers
+   * (endBuffered): for the pipeline's errors (429, unknown model, bad body …), which a busy
+   * router answers many of per turn. The front's refusals stay immediate (sendError): the
+   * framing checks rely on their order within the turn.
+   */
+  sendErrorAtTurnEnd(err: RouterError): void {
+    this.ctx.fail(err.type, err.message, err.status);
+    if (!this.writable || this.headersSent) return;
+    this.headersSent = true;
+    this.ctx.finished = true;
+    this.queuedError = err;
+    this.queueAnswer();
+  }
+
+  private queueAnswer(): void {
     queuedAnswers.push(this);
     if (!answersQueued) {
       answersQueued = true;
@@ -200,8 +220,18 @@ export class Exchange {
     }
   }
 
-  /** Writes the answer endBuffered() queued, unless the client left meanwhile. */
+  /** Writes the answer endBuffered() or sendErrorAtTurnEnd() queued, unless the client left meanwhile. */
   private writeQueuedAnswer(): void {
+    const err = this.queuedError;
+    if (err !== null) {
+      this.queuedError = null;
+      if (this.ctx.aborted) return;
+      current = this;
+      currentError = err;
+      this.res.cork(sendErrorCorked);
+      currentError = null;
+      return;
+    }
     const headers = this.queuedHeaders;
     this.queuedHeaders = null;
     const body = this.queuedBody;

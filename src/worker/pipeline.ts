@@ -86,7 +86,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     const settled = settleUsage(ctx, s.tokens, usage, terms);
     if (settled !== undefined) await settled;
   } catch (err) {
-    x.sendError(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
+    x.sendErrorAtTurnEnd(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
     // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
     // give the input tokens back. A pod that saw the request keeps them charged.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Exchange } from '../../../src/http/exchange.js';
 import { RequestContext } from '../../../src/http/request-context.js';
+import { RouterError } from '../../../src/errors.js';
 
 /** What a uWS HttpResponse was asked to do, in order. */
 class RecordingResponse {
@@ -70,5 +71,29 @@ describe('Exchange.endBuffered: whole answers go out at the end of the turn', ()
     a.x.abortAnswer();
     await turnEnd();
     expect(a.res.calls).toEqual(['cork', 'status 200 OK', 'x-request-id: rid-late', 'end ok']);
+  });
+
+  it('sendErrorAtTurnEnd records the error at once and writes its answer after the turn; sendError writes at once', async () => {
+    const late = exchange('rid-429');
+    late.x.acceptJson = true;
+    late.x.sendErrorAtTurnEnd(new RouterError('rate_limit', 'input token limit reached', 429, null, 'input_tokens_exceeded'));
+    expect(late.x.ctx.statusCode).toBe(429);
+    expect(late.x.ctx.errorType).toBe('rate_limit');
+    expect(late.x.headersSent).toBe(true);
+    expect(late.res.calls).toEqual([]);
+    const now = exchange('rid-413');
+    now.x.sendError(new RouterError('invalid_request', 'too large', 413, null, 'request_too_large'));
+    expect(now.res.calls.slice(0, 2)).toEqual(['cork', 'status 413 Payload Too Large']);
+    await turnEnd();
+    expect(late.res.calls.slice(0, 4)).toEqual(['cork', 'status 429 Too Many Requests', 'content-type: application/json', 'x-request-id: rid-429']);
+    expect(JSON.parse(late.res.calls.at(-1)!.slice('end '.length)).error.message).toBe('input token limit reached');
+  });
+
+  it('a queued error is not written to a client that left', async () => {
+    const gone = exchange('rid-gone-429');
+    gone.x.sendErrorAtTurnEnd(new RouterError('rate_limit', 'limit', 429, null, 'input_tokens_exceeded'));
+    gone.x.clientGone();
+    await turnEnd();
+    expect(gone.res.calls).toEqual([]);
   });
 });
