@@ -249,8 +249,18 @@ export class Exchange {
   /** Writes every whole answer queued in this turn (also called before a worker exits). */
   static flushAnswers(): void {
     answersQueued = false;
-    for (let i = 0; i < queuedAnswers.length; i++) queuedAnswers[i].writeQueuedAnswer();
+    // One answer that throws (a bug) must not keep the turn's other answers from going out: the
+    // first error is thrown again once they are written.
+    let failure: unknown = null;
+    for (let i = 0; i < queuedAnswers.length; i++) {
+      try {
+        queuedAnswers[i].writeQueuedAnswer();
+      } catch (err) {
+        failure ??= err;
+      }
+    }
     queuedAnswers.length = 0;
+    if (failure !== null) throw failure;
   }
 
   /**

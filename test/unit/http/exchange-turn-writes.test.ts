@@ -96,4 +96,16 @@ describe('Exchange.endBuffered: whole answers go out at the end of the turn', ()
     await turnEnd();
     expect(gone.res.calls).toEqual([]);
   });
+
+  it('an answer whose write throws does not keep the others of its turn from going out; the error surfaces after them', () => {
+    const bad = exchange('rid-bad');
+    const good = exchange('rid-good');
+    bad.res.cork = () => { throw new Error('discarded response'); };
+    bad.x.endBuffered(200, [], Buffer.from('x'));
+    good.x.endBuffered(200, [], Buffer.from('y'));
+    expect(() => Exchange.flushAnswers()).toThrow('discarded response');
+    expect(good.res.calls.at(-1)).toBe('end y');
+    Exchange.flushAnswers(); // the queue is empty again
+    expect(good.res.calls.filter((c) => c.startsWith('end'))).toHaveLength(1);
+  });
 });
