@@ -5,8 +5,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
-interface CpuProfile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
+export interface CallFrame { functionName: string; url: string; lineNumber: number }
+interface ProfileNode { id: number; callFrame: CallFrame }
+export interface CpuProfile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
 
 export interface ProfileSummary {
   readonly files: number;
@@ -35,6 +36,23 @@ function shortUrl(url: string): string {
   return m >= 0 ? url.slice(m + 'node_modules/'.length) : url;
 }
 
+/**
+ * Calls `busy` with the frame and time (µs) of each sample that is CPU work, and returns the time
+ * (µs) of the others: idle, and threads blocked in Atomics.wait (piscina's waiting for work).
+ */
+export function walkSamples(p: CpuProfile, busy: (frame: CallFrame, us: number) => void): number {
+  const nodes = new Map(p.nodes.map((n) => [n.id, n]));
+  let idle = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const n = nodes.get(p.samples[i]);
+    if (n === undefined) continue;
+    const us = p.timeDeltas[i] ?? 0;
+    if (n.callFrame.functionName === '(idle)' || n.callFrame.functionName === 'atomicsWaitLoop') idle += us;
+    else busy(n.callFrame, us);
+  }
+  return idle;
+}
+
 export function summarizeProfiles(dir: string, top = 20): ProfileSummary {
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
   const byFn = new Map<string, { name: string; where: string; ms: number }>();
@@ -43,17 +61,8 @@ export function summarizeProfiles(dir: string, top = 20): ProfileSummary {
   let total = 0;
   for (const f of files) {
     const p = JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile;
-    const nodes = new Map(p.nodes.map((n) => [n.id, n]));
-    for (let i = 0; i < p.samples.length; i++) {
-      const n = nodes.get(p.samples[i]);
-      if (n === undefined) continue;
-      const ms = (p.timeDeltas[i] ?? 0) / 1000;
-      const { functionName, url, lineNumber } = n.callFrame;
-      // Piscina threads waiting for work block in Atomics.wait: sampled, but not CPU.
-      if (functionName === '(idle)' || functionName === 'atomicsWaitLoop') {
-        idle += ms;
-        continue;
-      }
+    idle += walkSamples(p, ({ functionName, url, lineNumber }, us) => {
+      const ms = us / 1000;
       total += ms;
       const where = url === '' ? '' : `${shortUrl(url)}:${lineNumber + 1}`;
       const key = `${functionName}|${where}`;
@@ -62,7 +71,7 @@ export function summarizeProfiles(dir: string, top = 20): ProfileSummary {
       byFn.set(key, e);
       const area = areaOf(url, functionName);
       byArea.set(area, (byArea.get(area) ?? 0) + ms);
-    }
+    }) / 1000;
   }
   const pct = (ms: number): number => (total > 0 ? (100 * ms) / total : 0);
   return {

@@ -22,15 +22,13 @@ import { runWrk } from './load-wrk.js';
 import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { numberArg } from './number-arg.js';
+import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
 
 const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N]';
 const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top']);
 /** Router targets that need nothing beside the mock backends (no Redis, collector or auth file). */
 const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local']);
 
-interface CallFrame { functionName: string; url: string; lineNumber: number }
-interface CpuNode { id: number; callFrame: CallFrame }
-interface CpuProfile { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] }
 interface HeapNode { callFrame: CallFrame; selfSize: number; children: HeapNode[] }
 
 /** A DevTools protocol session over the inspector's WebSocket. */
@@ -40,8 +38,9 @@ class Inspector {
   private constructor(private readonly ws: WebSocket) {
     ws.addEventListener('message', (e) => {
       const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: { message: string } };
-      if (m.id !== undefined) this.pending.get(m.id)?.(m);
-      if (m.id !== undefined) this.pending.delete(m.id);
+      if (m.id === undefined) return;
+      this.pending.get(m.id)?.(m);
+      this.pending.delete(m.id);
     });
   }
 
@@ -75,22 +74,13 @@ export function frameName(f: CallFrame): string {
 
 /** Self time per function (µs) and idle time (µs) of a CPU profile. */
 export function cpuSelfTimes(p: CpuProfile): { busy: number; idle: number; byFunction: Map<string, number> } {
-  const nodes = new Map(p.nodes.map((n) => [n.id, n]));
   const byFunction = new Map<string, number>();
   let busy = 0;
-  let idle = 0;
-  for (let i = 0; i < p.samples.length; i++) {
-    const n = nodes.get(p.samples[i]);
-    const dt = p.timeDeltas[i] ?? 0;
-    if (n === undefined) continue;
-    if (n.callFrame.functionName === '(idle)') {
-      idle += dt;
-      continue;
-    }
-    busy += dt;
-    const k = frameName(n.callFrame);
-    byFunction.set(k, (byFunction.get(k) ?? 0) + dt);
-  }
+  const idle = walkSamples(p, (frame, us) => {
+    busy += us;
+    const k = frameName(frame);
+    byFunction.set(k, (byFunction.get(k) ?? 0) + us);
+  });
   return { busy, idle, byFunction };
 }
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { allocatedBytes, cpuSelfTimes, frameName } from '../../../bench/worker-profile.js';
+import { summarizeProfiles } from '../../../bench/cpu-profile.js';
 
 const frame = (functionName: string, url = '', lineNumber = 0) => ({ functionName, url, lineNumber });
 
@@ -18,13 +22,14 @@ describe('worker-profile summaries', () => {
         { id: 2, callFrame: frame('(idle)') },
         { id: 3, callFrame: frame('a', 'file:///r/dist/x.js', 1) },
         { id: 4, callFrame: frame('b', 'file:///r/dist/x.js', 9) },
+        { id: 5, callFrame: frame('atomicsWaitLoop', 'file:///r/node_modules/piscina/dist/worker.js', 3) },
       ],
-      samples: [3, 2, 4, 3, 2, 99],
-      timeDeltas: [10, 50, 20, 30, 50, 7],
+      samples: [3, 2, 4, 3, 2, 99, 5],
+      timeDeltas: [10, 50, 20, 30, 50, 7, 40],
     };
     const r = cpuSelfTimes(profile);
     expect(r.busy).toBe(60);
-    expect(r.idle).toBe(100);
+    expect(r.idle).toBe(140); // idle and a thread blocked in Atomics.wait
     expect(Object.fromEntries(r.byFunction)).toEqual({ 'a x.js:2': 40, 'b x.js:10': 20 });
   });
 
@@ -40,5 +45,26 @@ describe('worker-profile summaries', () => {
     const r = allocatedBytes(head);
     expect(r.total).toBe(1792);
     expect(Object.fromEntries(r.byFunction)).toEqual({ 'f f.js:1': 512, 'g g.js:5': 1280 });
+  });
+
+  it('summarizes .cpuprofile files the same way: self time per function and area, idle apart', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-cpu-profile-'));
+    const profile = {
+      nodes: [
+        { id: 1, callFrame: frame('(idle)') },
+        { id: 2, callFrame: frame('parse', 'file:///r/dist/api/p.js', 0) },
+        { id: 3, callFrame: frame('(garbage collector)') },
+      ],
+      samples: [1, 2, 2, 3],
+      timeDeltas: [4000, 3000, 1000, 4000],
+    };
+    writeFileSync(join(dir, 'a.cpuprofile'), JSON.stringify(profile));
+    writeFileSync(join(dir, 'b.cpuprofile'), JSON.stringify(profile));
+    const s = summarizeProfiles(dir);
+    expect(s.files).toBe(2);
+    expect(s.busyMs).toBe(16);
+    expect(s.idleMs).toBe(8);
+    expect(s.topFunctions.map((f) => [f.name, f.where, f.selfMs])).toEqual([['parse', 'dist/api/p.js:1', 8], ['(garbage collector)', '', 8]]);
+    expect(s.areas.map((a) => [a.area, a.selfMs])).toEqual([['router src/api', 8], ['(garbage collector)', 8]]);
   });
 });
