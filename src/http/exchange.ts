@@ -111,6 +111,11 @@ export class Exchange {
     if (!this.writable || this.headersSent) return;
     this.headersSent = true;
     this.ctx.finished = true;
+    this.writeError(err);
+  }
+
+  /** The corked write of a router-made error answer (sendError, or a queued one). */
+  private writeError(err: RouterError): void {
     current = this;
     currentError = err;
     this.res.cork(sendErrorCorked);
@@ -225,11 +230,7 @@ export class Exchange {
     const err = this.queuedError;
     if (err !== null) {
       this.queuedError = null;
-      if (this.ctx.aborted) return;
-      current = this;
-      currentError = err;
-      this.res.cork(sendErrorCorked);
-      currentError = null;
+      if (!this.ctx.aborted) this.writeError(err);
       return;
     }
     const headers = this.queuedHeaders;
