@@ -20,14 +20,14 @@ import { WebSocket } from 'undici';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
-import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
+import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { numberArg } from './number-arg.js';
 import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
 
-const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N]';
-const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top']);
-/** Router targets that need nothing beside the mock backends (no Redis, collector or auth file). */
-const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local']);
+const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N]';
+const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top', '--workers']);
+/** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
+const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global']);
 
 interface HeapNode { callFrame: CallFrame; selfSize: number; children: HeapNode[] }
 
@@ -117,6 +117,7 @@ async function main(): Promise<void> {
   const durationS = numberArg(args, '--duration', 8);
   const rate = args.includes('--rate') ? numberArg(args, '--rate', 0) : undefined;
   const top = numberArg(args, '--top', 30);
+  const workers = numberArg(args, '--workers', 1);
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (scenario === undefined || !PROFILED.has(scenario.target)) {
     throw new Error(`--scenario: "${id}" is none of the scenarios on ${[...PROFILED].join(', ')} (bench/scenarios.ts)\n${USAGE}`);
@@ -124,9 +125,10 @@ async function main(): Promise<void> {
   const target = scenario.target as Parameters<typeof routerEnv>[0];
   const mock = await startMock('mock');
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
+  const redis = target === 'router-global' ? await startRedis('redis-server') : null;
   let inspector: Inspector | null = null;
   try {
-    const router: Target = await startRouter('router (1 worker, inspector)', routerResources(mock.port, mockLong.port, limitModeOf(target, null)), 1,
+    const router: Target = await startRouter(`router (${workers} worker${workers === 1 ? '' : 's'}, inspector on the last)`, routerResources(mock.port, mockLong.port, limitModeOf(target, redis?.address ?? null)), workers,
       routerEnv(target, `${tempDir('ir-worker-profile-')}/access.log`), ['--inspect=127.0.0.1:0']);
     // The primary prints its inspector address first, then the worker's (cluster passes --inspect on with a port of its own).
     const urls = [...router.proc.output().matchAll(/Debugger listening on (ws:\/\/\S+)/g)].map((m) => m[1]);
@@ -141,17 +143,17 @@ async function main(): Promise<void> {
     const cpuLoad: LoadResult = await runWrk('wrk', spec(durationS));
     const { profile } = await inspector.call<{ profile: CpuProfile }>('Profiler.stop');
     const cpu = cpuSelfTimes(profile);
-    const cpuRequests = cpuLoad.rps * durationS;
+    const cpuRequests = cpuLoad.rps * durationS / workers; // the profiled worker's share of the requests
 
     await inspector.call('HeapProfiler.enable');
     await inspector.call('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
     const heapLoad: LoadResult = await runWrk('wrk', spec(durationS));
     const heap = await inspector.call<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling');
     const alloc = allocatedBytes(heap.profile.head);
-    const heapRequests = heapLoad.rps * durationS;
+    const heapRequests = heapLoad.rps * durationS / workers;
 
     const load = rate === undefined ? 'closed loop, 64 connections' : `${rate} req/s asked, 64 connections`;
-    process.stdout.write(`# One worker of scenario ${id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
+    process.stdout.write(`# One worker${workers === 1 ? '' : ` of ${workers} (per request: the worker's CPU over 1/${workers} of all requests)`} of scenario ${id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
       + `CPU: ${Math.round(cpuLoad.rps)} req/s; busy ${(cpu.busy / cpuRequests).toFixed(2)} µs per request, idle ${(100 * cpu.idle / (cpu.busy + cpu.idle)).toFixed(1)}% of the time\n\n`
       + table(cpu.byFunction, (v) => v / cpuRequests, 'µs', cpu.busy, top)
       + `\nAllocations: ${Math.round(heapLoad.rps)} req/s; ${(alloc.total / heapRequests).toFixed(0)} bytes allocated per request (sampled every 256 bytes)\n\n`
