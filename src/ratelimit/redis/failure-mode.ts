@@ -37,17 +37,25 @@ export class FailureModeLimiter implements TokenLimiter {
     this.onFailureModeDecision = opts.onFailureModeDecision ?? null;
   }
 
-  async admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+  /** The store's decision; one the store cannot give follows the failure mode (one `then`, no async frame). */
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
+    let d: Promise<Decision> | Decision;
     try {
-      return await this.store.admit(key, limit, inputTokens);
+      d = this.store.admit(key, limit, inputTokens);
     } catch (err) {
-      if (!(err instanceof LimitStoreUnavailableError)) throw err;
-      if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
-      if (this.mode === 'local') return this.fallback.admit(key, limit, inputTokens);
-      if (this.mode === 'closed') throw err;
-      // open: admitted without counting; the counts are unknown, so no limit state is reported.
-      return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null };
+      return this.admitWithout(err, key, limit, inputTokens);
     }
+    if (!(d instanceof Promise)) return d;
+    return d.then(undefined, (err: unknown) => this.admitWithout(err, key, limit, inputTokens));
+  }
+
+  private admitWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
+    if (!(err instanceof LimitStoreUnavailableError)) throw err;
+    if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
+    if (this.mode === 'local') return this.fallback.admit(key, limit, inputTokens);
+    if (this.mode === 'closed') throw err;
+    // open: admitted without counting; the counts are unknown, so no limit state is reported.
+    return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null };
   }
 
   /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says. */
@@ -64,21 +72,27 @@ export class FailureModeLimiter implements TokenLimiter {
     }
   }
 
-  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> {
+  chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
     return this.settle(key, limit, 0, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> | void {
     return this.settle(key, limit, delta, 0);
   }
 
-  async settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
+    let done: Promise<void> | void;
     try {
-      await settleCounters(this.store, key, limit, inputDelta, outputTokens);
+      done = settleCounters(this.store, key, limit, inputDelta, outputTokens);
     } catch (err) {
-      if (!(err instanceof LimitStoreUnavailableError)) throw err;
-      if (this.mode === 'local') await settleCounters(this.fallback, key, limit, inputDelta, outputTokens);
+      return this.settleWithout(err, key, limit, inputDelta, outputTokens);
     }
+    if (done instanceof Promise) return done.then(undefined, (err: unknown) => this.settleWithout(err, key, limit, inputDelta, outputTokens));
+  }
+
+  private settleWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
+    if (!(err instanceof LimitStoreUnavailableError)) throw err;
+    if (this.mode === 'local') return settleCounters(this.fallback, key, limit, inputDelta, outputTokens);
   }
 
   /** Closes the store (not the fallback, which belongs to the caller). */

@@ -54,6 +54,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly health: StoreHealth;
   private readonly clock: Clock | null;
   private readonly bases = new Map<LimitKey, string>();
+  /** Batch ids with the server's clock, by limit key (batchId). */
+  private readonly ids = new Map<LimitKey, { unit: WindowUnit; id: string }>();
   private readonly onStoreError: ((store: string) => void) | null;
   /** Batches not sent yet, by limit key, unit and clock reading. */
   private pending = new Map<string, Batch>();
@@ -215,7 +217,7 @@ export class RedisStoreLimiter implements TokenLimiter {
    */
   private batchFor(key: LimitKey, limit: RateLimitSpec, admission: boolean): Batch {
     const now = this.now();
-    const id = batchId(key, limit.unit, now);
+    const id = this.batchId(key, limit.unit, now);
     let batch = this.pending.get(id);
     if (batch === undefined || (admission && !batch.accepts(limit))) {
       if (batch !== undefined) this.spilled.push(batch);
@@ -301,6 +303,19 @@ export class RedisStoreLimiter implements TokenLimiter {
     return this.clock === null ? '' : String(this.clock());
   }
 
+  /**
+   * Operations with the same id may share a batch: same limit key, unit and clock reading. With
+   * the server's clock (no reading here) the id of a key and unit is built once, not per operation.
+   */
+  private batchId(key: LimitKey, unit: WindowUnit, now: string): string {
+    if (now !== '') return `${key}\0${unit}\0${now}`;
+    const known = this.ids.get(key);
+    if (known !== undefined && known.unit === unit) return known.id;
+    const id = `${key}\0${unit}\0`;
+    this.ids.set(key, { unit, id });
+    return id;
+  }
+
   private base(key: LimitKey): string {
     let base = this.bases.get(key);
     if (base === undefined) {
@@ -309,11 +324,6 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
     return base;
   }
-}
-
-/** Operations with the same id may share a batch: same limit key, unit and clock reading. */
-function batchId(key: LimitKey, unit: WindowUnit, now: string): string {
-  return `${key}\0${unit}\0${now}`;
 }
 
 function defaultLog(message: string): void {
