@@ -87,10 +87,10 @@ async function main(): Promise<void> {
   const routes = Array.from({ length: 64 }, (_, i) => `bench/r${i}`);
   console.log(`RedisLimiter against redis-server on 127.0.0.1:${port}, ${N.toLocaleString('en-US')} decisions per scenario, node ${process.version}`);
   try {
-    const admit = (i: number): Promise<unknown> => limiter.admit(routes[i & 63], LIMIT, 4);
+    const admit = async (i: number): Promise<unknown> => limiter.admit(routes[i & 63], LIMIT, 4);
     await scenario('admit (server clock, 64 routes)', 1, admit);
     await scenario('admit (server clock, 64 routes)', 100, admit);
-    await scenario('admit (server clock, one route)', 100, () => limiter.admit(routes[0], LIMIT, 4));
+    await scenario('admit (server clock, one route)', 100, async () => limiter.admit(routes[0], LIMIT, 4));
     const request = (r: string) => async (): Promise<void> => {
       await limiter.admit(r, LIMIT, 4);
       await limiter.settle(r, LIMIT, -1, 20);
