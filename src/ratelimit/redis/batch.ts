@@ -46,8 +46,6 @@ export class Batch {
   /** The admissions' input tokens, in order: the script's ARGV[7..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
-  /** Settles alone that already waited one turn for an admission of the key. */
-  waited = false;
 
   constructor(key: string, base: string, unit: WindowUnit, now: string) {
     this.key = key;

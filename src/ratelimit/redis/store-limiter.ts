@@ -13,6 +13,14 @@ import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
 import type { RedisLimitSettings } from './settings.js';
 
+/**
+ * Longest a settle (an answer's output charge and input correction) waits, by default, for an
+ * admission of its route to share a script call with. A settle reaches Redis at most this much
+ * later than a call of its own would have taken it, which is the same as the answer having ended
+ * that much later; under load an admission comes within a turn or two.
+ */
+export const SETTLE_WAIT_MS = 20;
+
 export interface RedisStoreOptions {
   /**
    * Injected clock (tests): its time is passed to the scripts instead of the Redis server's
@@ -23,6 +31,8 @@ export interface RedisStoreOptions {
   log?: (message: string) => void;
   /** Delay between health pings while the store is down, ms (default 500). */
   probeIntervalMs?: number;
+  /** Longest a settle with no admission of its key waits to ride along with one, ms (default SETTLE_WAIT_MS). */
+  settleWaitMs?: number;
   /** Cap of the reconnect backoff, ms (default 2000). */
   reconnectCapMs?: number;
   /** Initial connect timeout, ms (default 2000). */
@@ -40,7 +50,8 @@ export interface RedisStoreOptions {
  * the turn's I/O callbacks) as one call of the batch script (lua/batch.ts), which applies the
  * summed settles, then decides each admission in arrival order by the admission rule, atomically.
  * Each caller gets its own decision back. Settles with no admission of their key in the turn
- * wait one more turn for one to ride along with.
+ * wait for the next one to ride along with, at most SETTLE_WAIT_MS: nothing waits on a settle,
+ * so this saves a call of their own at no cost to any request.
  *
  * When Redis fails or is slower than the settings' timeout (which bounds each batch call), every
  * operation of the batch rejects with LimitStoreUnavailableError, settles first as in the script;
@@ -64,6 +75,9 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
   private spilled: Batch[] = [];
   private flushScheduled = false;
+  /** Sends the settles that waited settleWaitMs for an admission of their key. */
+  private settleTimer: NodeJS.Timeout | null = null;
+  private readonly settleWaitMs: number;
   /** A Redis Cluster: the keys of two limits are in different slots, so no script takes both. */
   private readonly cluster: boolean;
 
@@ -77,6 +91,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.clock = opts.clock ?? null;
     this.cluster = settings.cluster;
     this.onStoreError = opts.onStoreError ?? null;
+    this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
       connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
@@ -170,6 +185,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   async close(): Promise<void> {
     this.flushAll(); // what was collected goes out (or fails over) before the client closes
     this.health.close();
+    if (this.settleTimer !== null) clearTimeout(this.settleTimer);
     if (this.client.status === 'ready') {
       try {
         await this.client.quit();
@@ -204,8 +220,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   /**
-   * Joins the key's pending batch. A batch of settles alone waits one more turn for an admission
-   * of its key to ride along with, then goes out on its own.
+   * Joins the key's pending batch. A batch of settles alone waits for an admission of its key to
+   * ride along with, at most settleWaitMs, then goes out on its own.
    */
   private enqueueSettle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
     return this.batchFor(key, limit, false).settle(limit, inputDelta, outputTokens);
@@ -234,8 +250,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   /**
-   * End of a turn (after its I/O callbacks): sends every batch with an admission, and the batches
-   * of settles alone that already waited a turn; the others wait for the next turn.
+   * End of a turn (after its I/O callbacks): sends every batch with an admission; batches of
+   * settles alone wait for an admission of their key in a later turn, or for the settle timer.
    */
   private readonly flush = (): void => {
     this.flushScheduled = false;
@@ -250,18 +266,25 @@ export class RedisStoreLimiter implements TokenLimiter {
       for (const b of multi.values()) this.sendMulti(b);
     }
     for (const [key, b] of this.pending) {
-      if (b.admissions.length === 0 && !b.waited) {
-        b.waited = true;
-        continue;
-      }
+      if (b.admissions.length === 0) continue; // settles alone wait for an admission of their key, or the timer
       this.pending.delete(key);
       this.send(b);
     }
-    if (this.pending.size > 0) this.scheduleFlush(); // setImmediate from here: the next turn
+    if (this.pending.size > 0 && this.settleTimer === null) this.settleTimer = setTimeout(this.sendSettles, this.settleWaitMs);
+  };
+
+  /** The settles still waiting for an admission go out on their own. */
+  private readonly sendSettles = (): void => {
+    this.settleTimer = null;
+    const pending = this.pending;
+    this.pending = new Map();
+    for (const b of pending.values()) this.send(b);
   };
 
   /** Sends every pending batch now (the limiter closes). */
   private flushAll(): void {
+    if (this.settleTimer !== null) clearTimeout(this.settleTimer);
+    this.settleTimer = null;
     const spilled = this.spilled;
     const pending = this.pending;
     this.spilled = [];

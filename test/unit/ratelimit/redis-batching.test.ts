@@ -8,6 +8,7 @@ import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-typ
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { MAX_BATCH_ADMISSIONS } from '../../../src/ratelimit/redis/batch.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { SETTLE_WAIT_MS } from '../../../src/ratelimit/redis/store-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
@@ -125,7 +126,7 @@ describe('RedisLimiter batching', () => {
     expect(await counter(r, 'out')).toBe('12');
   });
 
-  it('a settle with no admission in its turn waits one turn and rides along with the next turn\'s admission', async () => {
+  it('a settle with no admission in its turn waits for the next admission of its route and rides along with it', async () => {
     const r = uniqueRoute();
     await server.cli('config', 'resetstat');
     const charged = limiter.chargeOutput(r, spec(10, 100), 100);
@@ -134,6 +135,46 @@ describe('RedisLimiter batching', () => {
     await charged;
     expect(await scriptCalls()).toBe(1);
     expect(d).toMatchObject({ allowed: false, rejectedBy: 'output' });
+  });
+
+  it(`a settle alone goes out on its own after the settle wait (SETTLE_WAIT_MS = ${SETTLE_WAIT_MS} ms by default)`, async () => {
+    const r = uniqueRoute();
+    await server.cli('config', 'resetstat');
+    await limiter.settle(r, EXAMPLE, 3, 7); // resolves once Redis applied it: nothing else comes along
+    expect(await scriptCalls()).toBe(1);
+    expect(await counter(r, 'in')).toBe('3');
+    expect(await counter(r, 'out')).toBe('7');
+  });
+
+  it('settles keep waiting for an admission through later turns; closing the limiter sends them', async () => {
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
+    const patient = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => T0, log: () => {}, settleWaitMs: 600_000 });
+    try {
+      while (patient.state !== 'up') await new Promise((resolve) => setTimeout(resolve, 10));
+      const a = uniqueRoute();
+      const b = uniqueRoute();
+      await server.cli('config', 'resetstat');
+      let landed = false;
+      const first = Promise.resolve(patient.chargeOutput(a, EXAMPLE, 40)).then(() => { landed = true; });
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(await scriptCalls()).toBe(0);
+      expect(landed).toBe(false);
+      // Another route's admission does not take it along; its own route's does.
+      await patient.admit(b, EXAMPLE, 1);
+      expect(landed).toBe(false);
+      const d = await patient.admit(a, EXAMPLE, 2);
+      await first;
+      expect(d).toMatchObject({ allowed: true, output: { remaining: 5000 - 40 } });
+      expect(await scriptCalls()).toBe(2);
+      // One more waits, and close() sends it before the connection goes.
+      const last = patient.settle(a, EXAMPLE, -1, 5);
+      await patient.close();
+      await last;
+      expect(await counter(a, 'in')).toBe('1');
+      expect(await counter(a, 'out')).toBe('45');
+    } finally {
+      await patient.close();
+    }
   });
 
   it('two routes in one turn: one call per route, each decided on its own counters', async () => {
