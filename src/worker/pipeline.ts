@@ -84,13 +84,21 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
 
     const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler, span);
     const settled = settleUsage(ctx, s.tokens, usage, terms);
-    if (settled !== undefined) await settled;
+    if (settled !== undefined) {
+      // The request is over: the limit store's bookkeeping of it (a Redis settle may wait for a
+      // call to ride along with) is not part of its duration.
+      ctx.tEnd = performance.now();
+      await settled;
+    }
   } catch (err) {
     x.sendErrorAtTurnEnd(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
   } finally {
     // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
     // give the input tokens back. A pod that saw the request keeps them charged.
-    if (charged > 0 && !x.reachedPod && terms !== null) await giveBackInput(terms, charged);
+    if (charged > 0 && !x.reachedPod && terms !== null) {
+      if (ctx.tEnd === 0) ctx.tEnd = performance.now();
+      await giveBackInput(terms, charged);
+    }
     if (span !== null) s.tracer!.end(span, x);
     s.finish(x);
   }

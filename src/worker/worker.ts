@@ -121,7 +121,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   let finished = 0;
   const finish = (x: Exchange): void => {
     const ctx = x.ctx;
-    ctx.tEnd = performance.now();
+    if (ctx.tEnd === 0) ctx.tEnd = performance.now(); // the pipeline sets it before waiting on a limit store
     if (accessLog.enabled) accessLog.log(recordFromContext(ctx));
     metrics.observeRequest(ctx, ctx.tFirstByte > 0 ? ctx.tFirstByte - ctx.t0 : null);
     finished++;

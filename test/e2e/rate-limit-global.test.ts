@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, type MockBackend, type Router } from '../helpers/processes.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { RedisClusterServers, RedisServer } from '../helpers/redis-server.js';
 
 function globalLimit(address: string, input: number, unit = 'minute', output?: number): string {
@@ -122,6 +124,37 @@ describe('global token limits on a real Redis, several router instances', () => 
     } finally {
       await Promise.all(Object.values(routers).map((r) => r.kill()));
       await own.stop();
+    }
+  });
+
+  it('the access log\'s durations end with the answer, not with the Redis settle of its tokens (which may wait up to 20 ms to ride along)', async () => {
+    await redis.cli('FLUSHALL');
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(redis.address, 100_000, 'day', 100_000) });
+    const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file };
+    const router = await startRouter(res, { workers: 1, env, dir });
+    try {
+      const clientMs: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        // Requests apart: each answer's settle finds no admission to ride with and waits the whole 20 ms.
+        await new Promise((r) => setTimeout(r, 100));
+        const t0 = performance.now();
+        const r = await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        clientMs.push(performance.now() - t0);
+        expect(r.status).toBe(200);
+      }
+      await waitFor('four access-log records', () => (existsSync(file) && readFileSync(file, 'utf8').trim().split('\n').length === 4) || null, 5000);
+      const recs = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { duration_total: number });
+      // The router's duration lies inside what the client saw (its clock starts later and stops
+      // before the answer's bytes arrive); it would include the 20 ms wait if it ended with the settle.
+      for (let i = 0; i < 4; i++) expect(recs[i].duration_total, `client saw ${clientMs.join(', ')} ms`).toBeLessThanOrEqual(Math.ceil(clientMs[i]) + 1);
+      // The settles did land: output charged for all four.
+      await new Promise((r) => setTimeout(r, 100));
+      const outKey = (await redis.cli('--scan', '--pattern', '*:out:*')).split('\n').filter(Boolean)[0];
+      expect(Number(await redis.cli('GET', outKey))).toBe(4 * 16);
+    } finally {
+      await router.kill();
     }
   });
 
