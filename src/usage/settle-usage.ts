@@ -48,7 +48,9 @@ function settleFrom(terms: readonly LimiterTerm[], from: number, inputDelta: num
   for (let i = from; i < terms.length; i++) {
     const t = terms[i];
     const p = quietly(t.limiter, t.key, t.limit, inputDelta, output);
-    if (p !== undefined) return p.then(() => settleFrom(terms, i + 1, inputDelta, output));
+    if (p === undefined) continue;
+    if (i + 1 === terms.length) return p; // the last one: nothing to chain after it
+    return p.then(() => settleFrom(terms, i + 1, inputDelta, output));
   }
 }
 
