@@ -107,11 +107,19 @@ export class Exchange {
    * log context. Safe to call after awaits and after the client left (only records).
    */
   sendError(err: RouterError): void {
+    if (this.claimErrorAnswer(err)) this.writeError(err);
+  }
+
+  /**
+   * Records the failure; true when its answer is now this exchange's to write (the client is
+   * still there and nothing was sent yet).
+   */
+  private claimErrorAnswer(err: RouterError): boolean {
     this.ctx.fail(err.type, err.message, err.status);
-    if (!this.writable || this.headersSent) return;
+    if (!this.writable || this.headersSent) return false;
     this.headersSent = true;
     this.ctx.finished = true;
-    this.writeError(err);
+    return true;
   }
 
   /** The corked write of a router-made error answer (sendError, or a queued one). */
@@ -209,10 +217,7 @@ export class Exchange {
    * framing checks rely on their order within the turn.
    */
   sendErrorAtTurnEnd(err: RouterError): void {
-    this.ctx.fail(err.type, err.message, err.status);
-    if (!this.writable || this.headersSent) return;
-    this.headersSent = true;
-    this.ctx.finished = true;
+    if (!this.claimErrorAnswer(err)) return;
     this.queuedError = err;
     this.queueAnswer();
   }

@@ -185,7 +185,6 @@ export class RedisStoreLimiter implements TokenLimiter {
   async close(): Promise<void> {
     this.flushAll(); // what was collected goes out (or fails over) before the client closes
     this.health.close();
-    if (this.settleTimer !== null) clearTimeout(this.settleTimer);
     if (this.client.status === 'ready') {
       try {
         await this.client.quit();
