@@ -3,6 +3,7 @@ import type { Endpoint, ModelRoute, ModelServer, ResourceSnapshot } from '../con
 import { FileSource } from '../config/file-source.js';
 import { CounterStore } from '../ratelimit/local/counter-store.js';
 import { attachLocalLimitHost } from '../ratelimit/local/limit-host.js';
+import { dropMessagesToDeadWorker } from './worker-channel.js';
 import { CrashGuard } from './crash-guard.js';
 import { loadAuthConfigFile } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
@@ -113,6 +114,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   cluster.setupPrimary({ args: workerArgs, silent: false });
   const fork = (): Worker => {
     const w = cluster.fork({ ROUTER_WORKER: '1' });
+    dropMessagesToDeadWorker(w, (m) => ops.warn('worker', `worker ${w.process.pid}: ${m}`));
     w.on('message', (m: unknown) => {
       if (!isCoreMessage(m)) return;
       const msg = m as WorkerToPrimary;
