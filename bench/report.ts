@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { ProbeResult } from './load-stream-probe.js';
-import type { Sample, ScenarioSummary, Spread } from './summary.js';
+import { roundDiff, type Sample, type ScenarioSummary, type Spread } from './summary.js';
 
 export interface Goal { readonly name: string; readonly target: string; readonly measured: string; readonly met: boolean | null }
 
@@ -47,6 +47,22 @@ function goalsTable(goals: readonly Goal[]): string {
     + goals.map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`).join('\n');
 }
 
+const cpuUsPerReq = (s: Sample): number => (s.serverCpuMs === null ? NaN : (s.serverCpuMs * 1000) / s.result.requests);
+
+/**
+ * What the global limit's store costs per request (redis-server runs beside the router here, so its
+ * CPU is part of the throughput lost), next to the router's own CPU over scenario 3 (paired per round).
+ */
+export function storeParagraph(rows: readonly ScenarioSummary[], samples: readonly Sample[]): string | null {
+  const lines = rows.filter((x) => x.store !== null).map((x) => {
+    const router = roundDiff(samples, x.id, 'router-log', cpuUsPerReq);
+    const overLog = router === null ? '' : `; the router's own CPU over scenario 3, per round: ${signed(router)} µs${router.n > 1 ? ` (${f2(router.min)} to ${f2(router.max)})` : ''}`;
+    return `- scenario ${x.n} (${x.label}): redis-server CPU ${range(x.store!.cpuUsPerReq, f2)} µs per request, `
+      + `${range(x.store!.callsPerReq, (v) => v.toFixed(3))} script calls per request${overLog}`;
+  });
+  return lines.length === 0 ? null : `The limit store (redis-server on the same CPUs; counted from /proc and INFO commandstats):\n\n${lines.join('\n')}\n`;
+}
+
 export function markdown(r: BenchReport): string {
   const m = r.machine;
   const s = r.settings;
@@ -57,6 +73,8 @@ export function markdown(r: BenchReport): string {
   parts.push(`Command: \`${r.command}\`\n`);
   if (r.notes.length > 0) parts.push(`Notes:\n${r.notes.map((n) => `- ${n}`).join('\n')}\n`);
   parts.push(`## wrk (closed loop)\n\n${scenarioTable(r.wrk)}\n`);
+  const store = storeParagraph(r.wrk, r.samples.wrk);
+  if (store !== null) parts.push(store);
   if (r.autocannon.length > 0) parts.push(`## autocannon (closed loop)\n\n${scenarioTable(r.autocannon)}\n`);
   if (r.fixedRate !== null) {
     const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';

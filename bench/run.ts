@@ -20,6 +20,7 @@ import {
 } from './targets.js';
 import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
+import { scriptCalls } from './redis-stats.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';
 import {
   BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, type Scenario, type TargetKey,
@@ -81,14 +82,18 @@ async function main(): Promise<void> {
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[]): Promise<void> => {
     const t = targets.get(sc.target)!;
     const cpu = treeCpu(t.proc.pid);
+    // The global limit's store: redis-server's CPU and script calls during the run (it serves no other scenario).
+    const storeCpu = sc.target === 'router-global' && redis !== null ? treeCpu(redis.proc.pid) : null;
+    const callsBefore = storeCpu === null ? 0 : await scriptCalls(redis!.address);
     const result = await run();
     const serverCpuMs = cpu.delta();
+    const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
       if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
       if (existsSync(f)) truncateSync(f, 0);
     }
-    into.push({ scenario: sc.id, round, result, serverCpuMs });
+    into.push({ scenario: sc.id, round, result, serverCpuMs, ...(store === undefined ? {} : { store }) });
     log(`${result.tool} ${sc.id} round ${round + 1}: ${Math.round(result.rps)} req/s p99 ${result.latencyMs.p99.toFixed(2)} ms non-2xx ${result.non2xx} errors ${result.errors}`);
   };
   const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null ? runWrk(wrkBin, spec) : runAutocannon(spec));

@@ -11,6 +11,8 @@ export interface Sample {
   readonly result: LoadResult;
   /** CPU ms of the server process tree during the run (null when not measured). */
   readonly serverCpuMs: number | null;
+  /** The limit store's share of the run (scenarios with a global limit): redis-server CPU ms and script calls. */
+  readonly store?: { readonly cpuMs: number; readonly scriptCalls: number };
 }
 
 export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
@@ -37,6 +39,8 @@ export interface ScenarioSummary {
   /** Load generator CPU per request, µs, and as % of one core. */
   readonly loadCpuUsPerReq: Spread | null;
   readonly loadCpuCorePct: Spread | null;
+  /** The limit store (redis-server) per request, where the scenario has one: CPU µs and script calls. */
+  readonly store: { readonly cpuUsPerReq: Spread | null; readonly callsPerReq: Spread | null } | null;
   /** Fraction of answers that were not 2xx/3xx (all rounds together). */
   readonly non2xxFraction: number;
   readonly errors: number;
@@ -98,8 +102,18 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
       serverCpuUsPerReq: spread(mine.filter((s) => s.serverCpuMs !== null).map((s) => (s.serverCpuMs! * 1000) / s.result.requests)),
       loadCpuUsPerReq: spread(mine.map((s) => (s.result.loadCpuMs * 1000) / s.result.requests)),
       loadCpuCorePct: spread(mine.map((s) => (100 * s.result.loadCpuMs) / (s.result.seconds * 1000))),
+      store: storeOf(mine),
       non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
       errors: mine.reduce((a, s) => a + s.result.errors, 0),
     };
   });
+}
+
+function storeOf(samples: readonly Sample[]): ScenarioSummary['store'] {
+  const withStore = samples.filter((s) => s.store !== undefined && s.result.requests > 0);
+  if (withStore.length === 0) return null;
+  return {
+    cpuUsPerReq: spread(withStore.map((s) => (s.store!.cpuMs * 1000) / s.result.requests)),
+    callsPerReq: spread(withStore.map((s) => s.store!.scriptCalls / s.result.requests)),
+  };
 }
