@@ -4,13 +4,13 @@
  * tree in a scratch worktree (`git worktree add ../before HEAD~1 && cd ../before && ln -s
  * <this tree>/node_modules && npm run build`), then
  *
- *   node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R]
+ *   node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N]
  *
  * A scenario id (bench/scenarios.ts; default router-local) may differ per side, e.g. one tree
  * with `:router-log` against itself with `:router-local` for the cost of a feature
  * (`:router-global` starts a redis-server for the global limit), or a reference on the same
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
- * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run). `--node-args-a`
+ * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run); `--workers` sets the worker count of both sides (default 2). `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
  * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
@@ -44,7 +44,7 @@ interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
-const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]';
+const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]';
 
 async function load(tree: string): Promise<TreeModules> {
   const dist = resolve(tree, 'dist/bench');
@@ -71,11 +71,13 @@ async function main(): Promise<void> {
   let rounds = 4;
   let durationS = 4;
   let rate: number | undefined;
+  let workers = 2;
   const nodeArgs: [string[], string[]] = [[], []];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
     else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
     else if (args[i] === '--rate') rate = number('--rate', args[++i]);
+    else if (args[i] === '--workers') workers = number('--workers', args[++i]);
     else if (args[i] === '--node-args-a' || args[i] === '--node-args-b') {
       const flags = args[++i];
       if (flags === undefined) throw new Error(`${args[i - 1]}: expected Node flags\n${USAGE}`);
@@ -103,9 +105,9 @@ async function main(): Promise<void> {
   try {
     for (const s of sides) {
       const t = s.scenario.target as TargetKey;
-      if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, 2);
-      else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, 2);
-      else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), 2,
+      if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, workers);
+      else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, workers);
+      else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), workers,
         s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`), s.nodeArgs);
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
