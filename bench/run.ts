@@ -23,7 +23,7 @@ import { profileRouter, runMicro } from './run-extras.js';
 import { scriptCalls } from './redis-stats.js';
 import { parseRunArgs, RUN_USAGE } from './run-options.js';
 import {
-  BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, type Scenario, type TargetKey,
+  BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, usesRedis, type Scenario, type TargetKey,
 } from './scenarios.js';
 import { spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
@@ -48,10 +48,10 @@ async function main(): Promise<void> {
   const redisBin = firstBinary(process.env.REDIS_SERVER_BIN ?? 'redis-server', '/usr/bin/redis-server');
   if (wrkBin === null) notes.push('wrk not installed: every scenario ran with autocannon only (which saturates near 50k req/s on 2 cores)');
   if (nginxBin === null) notes.push('nginx not installed: the nginx scenario and the × nginx ratios were skipped');
-  if (redisBin === null) notes.push('redis-server not installed: scenario 5 (global limit) was skipped');
+  if (redisBin === null) notes.push('redis-server not installed: scenarios 5 and 5l (global limit) were skipped');
 
   const scenarios = SCENARIOS.filter((s) => (opts.only.length === 0 || opts.only.includes(s.id))
-    && !(s.target === 'nginx' && nginxBin === null) && !(s.target === 'router-global' && redisBin === null));
+    && !(s.target === 'nginx' && nginxBin === null) && !(usesRedis(s.target) && redisBin === null));
   if (scenarios.length === 0) throw new Error(`--only matched no scenario; ids: ${SCENARIOS.map((s) => s.id).join(', ')}`);
   const needed = new Set<TargetKey>(scenarios.map((s) => s.target));
   if ([...needed].some((k) => k.startsWith('router-'))) needed.add('mock-long');
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   log(`starting servers (${opts.workers} workers each): ${[...needed].join(', ')}`);
   const mock = await startMock('pod-a');
   const mockLong = await startMock('pod-long', ['--output-tokens', String(LONG_TOKENS)]);
-  const redis = needed.has('router-global') ? await startRedis(redisBin!) : null;
+  const redis = [...needed].some(usesRedis) ? await startRedis(redisBin!) : null;
   // In this process (its CPU is not the router's): counts the spans, keeps none.
   const collector = needed.has('router-trace') ? await startOtlpCollector({ keepSpans: false }) : null;
   const logDir = tempDir('ir-bench-log-');
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
     const t = targets.get(sc.target)!;
     const cpu = treeCpu(t.proc.pid);
     // The global limit's store: redis-server's CPU and script calls during the run (it serves no other scenario).
-    const storeCpu = sc.target === 'router-global' && redis !== null ? treeCpu(redis.proc.pid) : null;
+    const storeCpu = usesRedis(sc.target) && redis !== null ? treeCpu(redis.proc.pid) : null;
     const callsBefore = storeCpu === null ? 0 : await scriptCalls(redis!.address);
     const result = await run();
     const serverCpuMs = cpu.delta();

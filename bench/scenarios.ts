@@ -6,7 +6,7 @@
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
   | 'mock' | 'mock-long'
-  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-tenant'
+  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-global-leases' | 'router-tenant'
   | 'nginx' | 'node-proxy' | 'uws-proxy' | 'uws-http1-proxy';
 
 export interface Scenario {
@@ -59,6 +59,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { id: 'router-log', n: '3', label: '+ access log (json, file)', target: 'router-log', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-local', n: '4', label: '+ local token limit (full router)', target: 'router-local', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'router-global', n: '5', label: '+ global token limit (Redis) instead of local', target: 'router-global', bodies: PLAIN, direct: 'direct', autocannon: false },
+  { id: 'router-global-leases', n: '5l', label: 'as 5, workers lease slices from Redis (RATE_LIMIT_REDIS_LEASES)', target: 'router-global-leases', bodies: PLAIN, direct: 'direct', autocannon: false },
   {
     id: 'router-half-429', n: '6', label: 'full router, half the requests 429', target: 'router-local',
     bodies: [body('sf-model'), body('sf-model-tiny')], direct: 'direct', autocannon: false,
@@ -152,14 +153,20 @@ export function routerEnv(target: TargetKey, logFile: string, collector: string 
   const env: NodeJS.ProcessEnv = { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile };
   if (target === 'router-tenant' && authFile !== null) env.ROUTER_AUTH_CONFIG = authFile;
   // An undecidable global limit must show up as 503s, not fall back to a local count silently.
-  if (target === 'router-global') env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';
+  if (usesRedis(target)) env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';
+  if (target === 'router-global-leases') env.RATE_LIMIT_REDIS_LEASES = 'true';
   return env;
+}
+
+/** The router variants whose limit is global: they need the redis-server the bench starts. */
+export function usesRedis(target: TargetKey): boolean {
+  return target === 'router-global' || target === 'router-global-leases';
 }
 
 export function limitModeOf(target: TargetKey, redis: string | null): LimitMode {
   if (target === 'router-local' || target === 'router-tenant') return { kind: 'local' };
-  if (target === 'router-global') {
-    if (redis === null) throw new Error('router-global needs a redis-server');
+  if (usesRedis(target)) {
+    if (redis === null) throw new Error(`${target} needs a redis-server`);
     return { kind: 'global', redis };
   }
   return { kind: 'none' };

@@ -19,7 +19,7 @@
 import { WebSocket } from 'undici';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
-import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
+import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS, usesRedis } from './scenarios.js';
 import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { numberArg } from './number-arg.js';
 import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
@@ -27,7 +27,7 @@ import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
 const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N]';
 const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top', '--workers']);
 /** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
-const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global']);
+const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-leases']);
 
 interface HeapNode { callFrame: CallFrame; selfSize: number; children: HeapNode[] }
 
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   const target = scenario.target as Parameters<typeof routerEnv>[0];
   const mock = await startMock('mock');
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
-  const redis = target === 'router-global' ? await startRedis('redis-server') : null;
+  const redis = usesRedis(target) ? await startRedis('redis-server') : null;
   let inspector: Inspector | null = null;
   try {
     const router: Target = await startRouter(`router (${workers} worker${workers === 1 ? '' : 's'}, inspector on the last)`, routerResources(mock.port, mockLong.port, limitModeOf(target, redis?.address ?? null)), workers,

@@ -74,6 +74,32 @@ describe('global token limits on a real Redis, several router instances', () => 
     }
   });
 
+  it('with leases (RATE_LIMIT_REDIS_LEASES): three instances × 2 workers never admit more input than the limit, and what the leases held comes back', async () => {
+    await redis.cli('FLUSHALL');
+    const res = resourcesFor([{ name: 'pod-n', port: noUsage.port }], { rateLimit: globalLimit(redis.address, 1001, 'day') });
+    const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' };
+    const routers: Router[] = await Promise.all([0, 1, 2].map(() => startRouter(res, { workers: 2, env, dir: tempDir() })));
+    let admitted = 0;
+    try {
+      // Rounds of concurrent requests (2 input tokens each): near the limit a request may be
+      // refused while other workers still hold leases; they come back (recalled, idle) between rounds.
+      for (let round = 0; round < 8 && admitted < 500; round++) {
+        const results = await Promise.all(Array.from({ length: 300 }, (_, i) =>
+          postJson(`${routers[i % 3].url}/v1/completions`, { model: 'sf-model', prompt: 'hello world' }).then(async (r) => { await r.text(); return r.status; })));
+        expect(results.every((st) => st === 200 || st === 429), `statuses: ${[...new Set(results)].join(', ')}`).toBe(true);
+        admitted += results.filter((st) => st === 200).length;
+        expect(admitted).toBeLessThanOrEqual(500); // floor(1001 / 2 tokens), over all rounds
+        await new Promise((r) => setTimeout(r, 1_200)); // past the recall flag and the leases' idle time
+      }
+      expect(admitted).toBe(500);
+    } finally {
+      await Promise.all(routers.map((r) => r.kill()));
+    }
+    // Every worker gave its lease back on shutdown: the window counts exactly what was admitted.
+    const inKey = (await redis.cli('--scan', '--pattern', '*:in:*')).split('\n').filter(Boolean)[0];
+    expect(Number(await redis.cli('GET', inKey))).toBe(1000);
+  });
+
   it('Redis killed under load: no crash, failure modes as stated, no request waits past the timeout; enforcement resumes after restart', async () => {
     const own = await RedisServer.start();
     const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(own.address, 8, 'day') });

@@ -9,6 +9,15 @@ import { secondsUntil } from '../windows.js';
  */
 export const MAX_BATCH_ADMISSIONS = 500;
 
+/** Where the script's reply (lua/batch.ts) has what: ms until the window ends, counts, lease, window, recall, statuses. */
+export const REPLY_MS = 0;
+export const REPLY_IN_USED = 1;
+export const REPLY_OUT_USED = 2;
+export const REPLY_LEASE = 3;
+export const REPLY_WINDOW = 4;
+export const REPLY_RECALL = 5;
+export const FIRST_STATUS = 6;
+
 export interface PendingAdmission {
   readonly limit: RateLimitSpec;
   readonly tokens: number;
@@ -46,6 +55,10 @@ export class Batch {
   /** The admissions' input tokens, in order: the script's ARGV[7..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
+  /** Lease: input tokens asked for (0 = none), and a lease's unused tokens given back with the window start it was lent in. */
+  lease = 0;
+  back = 0;
+  backWindow = 0;
 
   constructor(key: string, base: string, unit: WindowUnit, now: string) {
     this.key = key;
@@ -93,7 +106,7 @@ export class Batch {
     const outUsed = reply[2];
     for (let i = 0; i < this.admissions.length; i++) {
       const a = this.admissions[i];
-      const status = reply[3 + i];
+      const status = reply[FIRST_STATUS + i];
       if (status === STATUS_ALLOWED) inUsed += a.tokens;
       a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
     }

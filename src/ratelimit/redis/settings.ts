@@ -29,6 +29,11 @@ export interface RedisLimitSettings {
   readonly tlsCa: string | null;
   /** REDIS_CLUSTER=true: the address names Redis Cluster seed nodes. */
   readonly cluster: boolean;
+  /**
+   * RATE_LIMIT_REDIS_LEASES=true: workers take leases of a window's input budget from Redis and
+   * admit from them without a call (leases.ts; docs/rate-limiting.md). Default false.
+   */
+  readonly leases: boolean;
 }
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 50;
@@ -43,6 +48,7 @@ export function parseRedisLimitSettings(env: NodeJS.ProcessEnv): RedisLimitSetti
     tls: bool('REDIS_TLS', env.REDIS_TLS),
     tlsCa: caFile(env.REDIS_TLS_CA_FILE),
     cluster: bool('REDIS_CLUSTER', env.REDIS_CLUSTER),
+    leases: bool('RATE_LIMIT_REDIS_LEASES', env.RATE_LIMIT_REDIS_LEASES),
   });
 }
 

@@ -11,6 +11,7 @@ import { Batch } from './batch.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
+import { LEASE_IDLE_MS, RedisLeases, type LeaseReturn } from './leases.js';
 import type { RedisLimitSettings } from './settings.js';
 
 /**
@@ -80,6 +81,10 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly settleWaitMs: number;
   /** A Redis Cluster: the keys of two limits are in different slots, so no script takes both. */
   private readonly cluster: boolean;
+  /** Leases of the windows lent by Redis (RATE_LIMIT_REDIS_LEASES), or null. */
+  private readonly leases: RedisLeases | null;
+  /** Gives back the leases that are due (idle, recalled, stale) while any is held. */
+  private leaseTimer: NodeJS.Timeout | null = null;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -92,6 +97,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.cluster = settings.cluster;
     this.onStoreError = opts.onStoreError ?? null;
     this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
+    this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now())) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
       connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
@@ -109,11 +115,46 @@ export class RedisStoreLimiter implements TokenLimiter {
     return this.health.state;
   }
 
-  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
-    if (this.health.state === 'up') return this.enqueueAdmission(key, limit, inputTokens);
+    if (this.health.state === 'up') {
+      if (this.leases !== null && limit.inputTokensPerUnit !== null) return this.admitLeased(key, limit, inputTokens);
+      return this.enqueueAdmission(key, limit, inputTokens);
+    }
+    if (this.leases !== null) this.leases.forfeitAll();
     return this.admitOnceUsable(key, limit, inputTokens);
+  }
+
+  /**
+   * From the key's lease when it covers the request; else the request goes to Redis with the
+   * lease's unused tokens given back and a new lease asked for (leases.ts).
+   */
+  private admitLeased(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
+    const leases = this.leases!;
+    const d = leases.admit(key, limit, inputTokens);
+    if (d !== null) return d;
+    const b = this.batchFor(key, limit, true);
+    const back = leases.takeBack(key);
+    if (back !== null) giveBackInto(b, back);
+    if (b.lease === 0) b.lease = RedisLeases.ask(inputTokens);
+    return b.admit(limit, inputTokens);
+  }
+
+  /** Gives back the leases that are due; stops checking when none is held. */
+  private readonly returnDueLeases = (): void => {
+    const leases = this.leases!;
+    for (const r of leases.due()) this.giveBack(r);
+    if (leases.size === 0 && this.leaseTimer !== null) {
+      clearInterval(this.leaseTimer);
+      this.leaseTimer = null;
+    }
+  };
+
+  /** A lease's unused tokens go back with the key's next call (an admission, or settles within settleWaitMs). */
+  private giveBack(r: LeaseReturn): void {
+    if (this.health.state !== 'up') return; // the store is gone: the tokens stay counted
+    giveBackInto(this.batchFor(r.key, r.limit, false), r);
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> {
@@ -183,6 +224,11 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   /** Closes the Redis client. */
   async close(): Promise<void> {
+    if (this.leases !== null) {
+      for (const r of this.leases.takeAll()) this.giveBack(r);
+      if (this.leaseTimer !== null) clearInterval(this.leaseTimer);
+      this.leaseTimer = null;
+    }
     this.flushAll(); // what was collected goes out (or fails over) before the client closes
     this.health.close();
     if (this.client.status === 'ready') {
@@ -300,8 +346,11 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.withoutStore(b);
       return;
     }
-    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.tokens).then(
-      (reply) => b.answer(reply),
+    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.tokens).then(
+      (reply) => {
+        if (this.leases !== null) this.leaseReply(b, reply);
+        b.answer(reply);
+      },
       (err: unknown) => {
         this.storeFailed(err);
         this.withoutStore(b);
@@ -309,7 +358,19 @@ export class RedisStoreLimiter implements TokenLimiter {
     );
   }
 
+  /** A reply refreshes the key's lease or brings a new one (checked for return from then on). */
+  private leaseReply(b: Batch, reply: readonly number[]): void {
+    const leases = this.leases!;
+    const back = leases.fromReply(b.key, b, reply);
+    if (back !== null) this.giveBack(back);
+    if (leases.size > 0 && this.leaseTimer === null) {
+      this.leaseTimer = setInterval(this.returnDueLeases, LEASE_IDLE_MS / 2);
+      this.leaseTimer.unref();
+    }
+  }
+
   private storeFailed(err: unknown): void {
+    if (this.leases !== null) this.leases.forfeitAll();
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }
@@ -350,4 +411,13 @@ export class RedisStoreLimiter implements TokenLimiter {
 
 function defaultLog(message: string): void {
   process.stderr.write(`${message}\n`);
+}
+
+/** Adds a lease's unused tokens to a batch of its key (a lease of another window replaces an older one's: that window is over). */
+function giveBackInto(b: Batch, r: LeaseReturn): void {
+  if (b.back > 0 && b.backWindow === r.window) b.back += r.tokens;
+  else if (b.back === 0 || r.window > b.backWindow) {
+    b.back = r.tokens;
+    b.backWindow = r.window;
+  }
 }

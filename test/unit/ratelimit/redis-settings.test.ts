@@ -6,9 +6,9 @@ import { parseRedisAddress } from '../../../src/ratelimit/redis/address.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 
 describe('parseRedisLimitSettings', () => {
-  it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster; frozen', () => {
+  it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster, no leases; frozen', () => {
     const s = parseRedisLimitSettings({});
-    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false });
+    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false, leases: false });
     expect(Object.isFrozen(s)).toBe(true);
   });
 
@@ -20,8 +20,10 @@ describe('parseRedisLimitSettings', () => {
       REDIS_PASSWORD: 's3cret',
       REDIS_TLS: 'true',
       REDIS_CLUSTER: '1',
+      RATE_LIMIT_REDIS_LEASES: 'true',
     });
-    expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, tlsCa: null, cluster: true });
+    expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, tlsCa: null, cluster: true, leases: true });
+    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_LEASES: 'yes' })).toThrow('RATE_LIMIT_REDIS_LEASES: expected true or false, got "yes"');
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '75' }).timeoutMs).toBe(75);
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'OPEN' }).failureMode).toBe('open');
   });

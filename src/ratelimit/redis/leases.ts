@@ -1,0 +1,160 @@
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
+import type { LimitKey } from '../limit-key.js';
+import type { Decision } from '../limiter.js';
+import { secondsUntil } from '../windows.js';
+import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
+
+/** Input tokens a worker asks for at least when it takes a lease (the script lends at most 1/16 of what is free). */
+export const LEASE_ASK_MIN = 4096;
+/** ...and at least this many times the tokens of the request that asks. */
+export const LEASE_ASK_REQUESTS = 64;
+/** A lease decides from the counts of the reply that last brought them for at most this long (ms). */
+export const LEASE_VIEW_MS = 50;
+/** A lease no request used for this long (ms) goes back. */
+export const LEASE_IDLE_MS = 100;
+
+/** Unused tokens of a lease to give back, with the window start it was lent in (the script applies them only in that window). */
+export interface LeaseReturn {
+  readonly key: LimitKey;
+  readonly limit: RateLimitSpec;
+  readonly tokens: number;
+  readonly window: number;
+}
+
+/** A slice of a window's input budget lent by Redis to this worker, already counted there. */
+interface Lease {
+  readonly limit: RateLimitSpec;
+  readonly unit: WindowUnit;
+  readonly inLimit: number;
+  readonly outLimit: number;
+  /** Start of the window it was lent in (epoch ms of the Redis clock, as the script reports it). */
+  readonly window: number;
+  /** Local time (ms) at which that window ends. */
+  readonly endsAt: number;
+  /** Input tokens not admitted yet. */
+  left: number;
+  /** The counters as the last reply of this key showed them (input includes every lease lent). */
+  inUsed: number;
+  outUsed: number;
+  /** Local time of that reply. */
+  seenAt: number;
+  /** Local time of the last admission from it. */
+  usedAt: number;
+  /** A reply carried the recall flag: it admits nothing more and goes back. */
+  recalled: boolean;
+}
+
+/**
+ * The leases of one global limit store in one worker (RATE_LIMIT_REDIS_LEASES,
+ * docs/rate-limiting.md#leases-of-the-global-limit): at most one per limit key. A request whose
+ * input tokens fit in the key's lease is admitted here, without a Redis call, while the output
+ * count last seen (at most LEASE_VIEW_MS old) is below the output limit. Its tokens were counted
+ * in Redis when the lease was lent, so the input limit is never exceeded; what a lease does not
+ * use goes back (LeaseReturn) when a request does not fit, when it is recalled, idle, or its view
+ * is too old, and when the store closes. Time is local (`now`), windows are Redis's.
+ */
+export class RedisLeases {
+  private readonly held = new Map<LimitKey, Lease>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** Leases held. */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** What a request asks for when it takes a lease. */
+  static ask(inputTokens: number): number {
+    return Math.max(LEASE_ASK_MIN, LEASE_ASK_REQUESTS * inputTokens);
+  }
+
+  /** The decision when the key's lease covers the request under these limits, else null. */
+  admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Decision | null {
+    const l = this.held.get(key);
+    if (l === undefined || inputTokens > l.left) return null;
+    const now = this.now();
+    if (!usable(l, limit, now)) return null;
+    l.left -= inputTokens;
+    l.usedAt = now;
+    const reset = secondsUntil(l.endsAt, now);
+    const inUsed = l.inUsed - l.left;
+    return {
+      allowed: true,
+      rejectedBy: null,
+      retryAfterSeconds: reset,
+      input: { limit: l.inLimit, remaining: l.inLimit > inUsed ? l.inLimit - inUsed : 0, resetSeconds: reset },
+      output: l.outLimit === NO_LIMIT ? null : { limit: l.outLimit, remaining: l.outLimit - l.outUsed, resetSeconds: reset },
+    };
+  }
+
+  /** Takes the key's lease out; what it did not use, unless its window is over (null then, or without one). */
+  takeBack(key: LimitKey): LeaseReturn | null {
+    const l = this.held.get(key);
+    if (l === undefined) return null;
+    this.held.delete(key);
+    return l.left > 0 && this.now() < l.endsAt ? { key, limit: l.limit, tokens: l.left, window: l.window } : null;
+  }
+
+  /**
+   * Reads the reply to a batch of the key: the counts it shows refresh the key's lease (same
+   * window), its recall flag recalls it, and a lease lent in it is taken — or, when one is held
+   * already, returned to be given back at once.
+   */
+  fromReply(key: LimitKey, b: Batch, reply: readonly number[]): LeaseReturn | null {
+    const now = this.now();
+    let inUsed = reply[REPLY_IN_USED];
+    for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) inUsed += b.tokens[i];
+    const lent = reply[REPLY_LEASE];
+    inUsed += lent;
+    const window = reply[REPLY_WINDOW];
+    const held = this.held.get(key);
+    if (held !== undefined && held.window === window) {
+      held.inUsed = inUsed;
+      held.outUsed = reply[REPLY_OUT_USED];
+      held.seenAt = now;
+      if (reply[REPLY_RECALL] === 1) held.recalled = true;
+    }
+    if (lent <= 0) return null;
+    const limit = b.admissions[0].limit;
+    if (held !== undefined) return { key, limit, tokens: lent, window };
+    this.held.set(key, {
+      limit, unit: b.unit, inLimit: b.inLimit, outLimit: b.outLimit, window, endsAt: now + reply[REPLY_MS],
+      left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], seenAt: now, usedAt: now, recalled: false,
+    });
+    return null;
+  }
+
+  /** Takes out the leases that should go back now (recalled, idle, view too old, window over) and returns what they did not use. */
+  due(): LeaseReturn[] {
+    const now = this.now();
+    const back: LeaseReturn[] = [];
+    for (const [key, l] of this.held) {
+      if (!l.recalled && now - l.usedAt < LEASE_IDLE_MS && now - l.seenAt <= LEASE_VIEW_MS && now < l.endsAt) continue;
+      const r = this.takeBack(key);
+      if (r !== null) back.push(r);
+    }
+    return back;
+  }
+
+  /** Takes every lease out; returns what they did not use. */
+  takeAll(): LeaseReturn[] {
+    const back: LeaseReturn[] = [];
+    for (const key of [...this.held.keys()]) {
+      const r = this.takeBack(key);
+      if (r !== null) back.push(r);
+    }
+    return back;
+  }
+
+  /** Drops every lease without giving anything back (the store is unreachable: their tokens stay counted). */
+  forfeitAll(): void {
+    this.held.clear();
+  }
+}
+
+function usable(l: Lease, limit: RateLimitSpec, now: number): boolean {
+  return !l.recalled && now < l.endsAt && now - l.seenAt <= LEASE_VIEW_MS && l.unit === limit.unit
+    && l.inLimit === (limit.inputTokensPerUnit ?? NO_LIMIT) && l.outLimit === (limit.outputTokensPerUnit ?? NO_LIMIT)
+    && (l.outLimit === NO_LIMIT || l.outUsed < l.outLimit);
+}

@@ -1,0 +1,203 @@
+/**
+ * Leases of the global limit (RATE_LIMIT_REDIS_LEASES=true) against a real redis-server: a
+ * worker admits from a slice of the window's input that Redis lent it and counted at once, so
+ * input is never over-admitted, and what a lease did not use comes back. Each limiter here is one
+ * worker (its own connection); time is an injected clock, so views, idleness and windows move
+ * without sleeping.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import type { Decision } from '../../../src/ratelimit/limiter.js';
+import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { RedisServer } from '../../helpers/redis-server.js';
+import { NO_FALLBACK } from './no-fallback.js';
+
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
+const SETTLE_WAIT = 5;
+
+const spec = (input: number | null, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null });
+
+let server: RedisServer;
+let now = T0;
+let seq = 0;
+const open: RedisLimiter[] = [];
+const route = (): string => `lease-${process.pid}/r${++seq}`;
+
+async function worker(): Promise<RedisLimiter> {
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
+  const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT });
+  open.push(l);
+  const deadline = Date.now() + 10_000;
+  while (l.state !== 'up') {
+    if (Date.now() > deadline) throw new Error('limiter did not become healthy');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return l;
+}
+
+async function scriptCalls(): Promise<number> {
+  const info = await server.cli('info', 'commandstats');
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+  return calls;
+}
+
+async function inCounter(r: string, start = MINUTE_START): Promise<number> {
+  return Number(await server.cli('get', `ir:{${r}}:in:minute:${start}`));
+}
+
+/** Lets queued settles and lease returns reach Redis (they wait SETTLE_WAIT ms for an admission to ride with). */
+const landed = (): Promise<void> => new Promise((r) => setTimeout(r, SETTLE_WAIT + 40));
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+});
+
+afterEach(async () => {
+  now = T0;
+  await Promise.all(open.splice(0).map((l) => l.close()));
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('leases of the global limit', () => {
+  it('the first admission takes a lease; the next ones are decided from it without a call; what it did not use goes back on close', async () => {
+    const a = await worker();
+    const r = route();
+    const limit = spec(1_000_000, null);
+    await server.cli('config', 'resetstat');
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    expect(await scriptCalls()).toBe(1);
+    expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN);
+    let last: Decision | Promise<Decision> | null = null;
+    for (let i = 0; i < 100; i++) {
+      last = a.admit(r, limit, 5);
+      expect(last instanceof Promise).toBe(false);
+    }
+    const d = last as Decision;
+    expect(d.allowed).toBe(true);
+    // The headers count what requests used: the lease's unused part is still this worker's to admit.
+    expect(d.input).toEqual({ limit: 1_000_000, remaining: 1_000_000 - 505, resetSeconds: 40 });
+    expect(await scriptCalls()).toBe(1);
+    expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN);
+    await a.close();
+    expect(await inCounter(r)).toBe(505);
+  });
+
+  it('two workers never admit more input than the limit, and the leases give back every token they did not use', async () => {
+    const a = await worker();
+    const b = await worker();
+    const r = route();
+    const limit = spec(100_000, null);
+    let admitted = 0;
+    let refusedInRow = 0;
+    for (let i = 0; refusedInRow < 4 && i < 100_000; i++) {
+      const w = i % 2 === 0 ? a : b;
+      const d = await w.admit(r, limit, 7);
+      if (d.allowed) {
+        admitted += 7;
+        refusedInRow = 0;
+      } else {
+        refusedInRow++;
+        now += LEASE_VIEW_MS + 1; // lets the holders' views age, so leases go back and what is free is decided in Redis
+        await landed();
+      }
+    }
+    expect(admitted).toBeLessThanOrEqual(100_000);
+    await a.close();
+    await b.close();
+    expect(await inCounter(r)).toBe(admitted);
+    // Nothing is lost: what is left of the limit is admitted by a worker without a lease.
+    const c = await worker();
+    const free = 100_000 - admitted;
+    expect(free).toBeLessThan(7);
+    if (free > 0) expect((await c.admit(r, spec(100_000, null), free)).allowed).toBe(true);
+  });
+
+  it('a lease admits while the output count it last saw is under the limit; a view older than LEASE_VIEW_MS goes to Redis', async () => {
+    const a = await worker();
+    const b = await worker();
+    const r = route();
+    const limit = spec(1_000_000, 1_000);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    await b.chargeOutput(r, limit, 1_000);
+    // Within the view's age the lease still admits (the charge is not in what it saw)...
+    expect((a.admit(r, limit, 5) as Decision).allowed).toBe(true);
+    now += LEASE_VIEW_MS + 1;
+    // ...after it, the request is decided in Redis, which sees the output limit reached.
+    const d = await a.admit(r, limit, 5);
+    expect(d.allowed).toBe(false);
+    expect(d.rejectedBy).toBe('output');
+  });
+
+  it('a refusal by input recalls the leases: their holder gives them back at its next reply, and the request then fits', async () => {
+    const a = await worker();
+    const b = await worker();
+    const r = route();
+    const limit = spec(10_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const lent = await inCounter(r) - 5;
+    expect(lent).toBe(Math.floor(9_995 / 16));
+    // Only 5 tokens are used, but the lease is counted: 9,500 more do not fit in Redis now.
+    expect((await b.admit(r, limit, 9_500)).allowed).toBe(false);
+    // The holder's next call (here a settle) brings the recall flag; the lease goes back.
+    await a.chargeOutput(r, limit, 1);
+    await new Promise((res) => setTimeout(res, LEASE_IDLE_MS)); // the lease check runs every LEASE_IDLE_MS / 2
+    await landed();
+    expect(await inCounter(r)).toBe(5);
+    expect((await b.admit(r, limit, 9_500)).allowed).toBe(true);
+    expect(await inCounter(r)).toBe(9_505);
+  });
+
+  it('an idle lease goes back', async () => {
+    const a = await worker();
+    const r = route();
+    const limit = spec(1_000_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN);
+    now += LEASE_IDLE_MS;
+    await new Promise((res) => setTimeout(res, LEASE_IDLE_MS));
+    await landed();
+    expect(await inCounter(r)).toBe(5);
+  });
+
+  it('a lease of an ended window is not given back into the next one', async () => {
+    const a = await worker();
+    const r = route();
+    const limit = spec(1_000_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    now += 60_000; // the next minute
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN);
+    expect(await inCounter(r, MINUTE_START + 60)).toBe(5 + LEASE_ASK_MIN);
+  });
+
+  it('a request under other limits (an edit) gives the lease back and takes one under the new limits', async () => {
+    const a = await worker();
+    const r = route();
+    expect((await a.admit(r, spec(1_000_000, null), 5)).allowed).toBe(true);
+    const d = await a.admit(r, spec(2_000_000, null), 5);
+    expect(d.allowed).toBe(true);
+    expect(d.input?.limit).toBe(2_000_000);
+    expect(await inCounter(r)).toBe(10 + LEASE_ASK_MIN);
+    await a.close();
+    expect(await inCounter(r)).toBe(10);
+  });
+
+  it('with leases off (the default) every admission is decided in Redis', async () => {
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
+    expect(settings.leases).toBe(false);
+    const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {} });
+    open.push(l);
+    while (l.state !== 'up') await new Promise((res) => setTimeout(res, 10));
+    const r = route();
+    for (let i = 0; i < 3; i++) expect(l.admit(r, spec(1_000_000, null), 5) instanceof Promise).toBe(true);
+    await landed();
+    expect(await inCounter(r)).toBe(15);
+  });
+});
