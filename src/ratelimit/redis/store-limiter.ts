@@ -54,6 +54,10 @@ export interface RedisStoreOptions {
  * wait for the next one to ride along with, at most SETTLE_WAIT_MS: nothing waits on a settle,
  * so this saves a call of their own at no cost to any request.
  *
+ * With leases (settings.leases, leases.ts) a request of a limit with an input limit is admitted
+ * from the worker's lease of its key when that covers it, without a call; otherwise its batch
+ * gives the lease's unused tokens back and asks for a new one.
+ *
  * When Redis fails or is slower than the settings' timeout (which bounds each batch call), every
  * operation of the batch rejects with LimitStoreUnavailableError, settles first as in the script;
  * the circuit stays open, without waiting on Redis, until it answers again. What to do then is
