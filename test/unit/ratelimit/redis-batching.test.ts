@@ -12,6 +12,7 @@ import { SETTLE_WAIT_MS } from '../../../src/ratelimit/redis/store-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
+import { untilUp } from './until-up.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
@@ -31,11 +32,7 @@ beforeAll(async () => {
   server = await RedisServer.start();
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
   limiter = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => T0, log: () => {} });
-  const deadline = Date.now() + 10_000;
-  while (limiter.state !== 'up') {
-    if (Date.now() > deadline) throw new Error('limiter did not become healthy');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await untilUp(limiter);
 });
 
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisClusterServers } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
+import { untilUp } from './until-up.js';
 
 const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
@@ -17,11 +18,7 @@ async function clusterLimiter(clock?: () => number): Promise<RedisLimiter> {
   const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s' });
   const limiter = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock, log: () => {} });
   limiters.push(limiter);
-  const deadline = Date.now() + 10_000;
-  while (limiter.state !== 'up') {
-    if (Date.now() > deadline) throw new Error('cluster limiter did not become healthy');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await untilUp(limiter, 'cluster limiter');
   return limiter;
 }
 

@@ -13,6 +13,7 @@ import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
+import { untilUp } from './until-up.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
@@ -30,11 +31,7 @@ async function worker(): Promise<RedisLimiter> {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
   const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT });
   open.push(l);
-  const deadline = Date.now() + 10_000;
-  while (l.state !== 'up') {
-    if (Date.now() > deadline) throw new Error('limiter did not become healthy');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await untilUp(l);
   return l;
 }
 
@@ -194,7 +191,7 @@ describe('leases of the global limit', () => {
     expect(settings.leases).toBe(false);
     const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {} });
     open.push(l);
-    while (l.state !== 'up') await new Promise((res) => setTimeout(res, 10));
+    await untilUp(l);
     const r = route();
     for (let i = 0; i < 3; i++) expect(l.admit(r, spec(1_000_000, null), 5) instanceof Promise).toBe(true);
     await landed();
