@@ -128,7 +128,7 @@ describe('a stalled sink', () => {
     const records = 120_000;
     const bufferBytes = 256 * 1024;
     // `sleep` never reads the pipe: after 64 KiB in the pipe and `bufferBytes` queued, records drop.
-    const run = await sh('node stalled-writer.mjs | sleep 30', {
+    const run = await sh('node --expose-gc stalled-writer.mjs | sleep 30', {
       AL_MODULE: moduleUrl, AL_RECORDS: String(records), AL_CHUNK: '1000', AL_TICK_MS: '1000',
       ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout', ACCESS_LOG_BUFFER_BYTES: String(bufferBytes),
     }, 20_000, (err) => err.includes('{"written"') && err.endsWith('\n'));
