@@ -116,6 +116,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     log: (m) => ops.info('limits', m),
     onStoreError: (store) => metrics.redisError(store),
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
+    onLease: (event) => metrics.leaseEvent(event),
   });
 
   let finished = 0;

@@ -92,6 +92,8 @@ describe('global token limits on a real Redis, several router instances', () => 
         await new Promise((r) => setTimeout(r, 1_200)); // past the recall flag and the leases' idle time
       }
       expect(admitted).toBe(500);
+      const metrics = await (await fetch(`${routers[0].url}/metrics`)).text();
+      expect(Number(/^inference_router_ratelimit_leases_total\{event="lent"\} (\d+)$/m.exec(metrics)?.[1] ?? 0), metrics).toBeGreaterThan(0);
     } finally {
       await Promise.all(routers.map((r) => r.kill()));
     }

@@ -14,6 +14,9 @@ export const LEASE_VIEW_MS = 50;
 /** A lease no request used for this long (ms) goes back. */
 export const LEASE_IDLE_MS = 100;
 
+/** What happened to a lease, for metrics: lent by Redis, its unused tokens given back, recalled by a refusal, forfeited (the store went down while it was held). */
+export type LeaseEvent = 'lent' | 'given_back' | 'recalled' | 'forfeited';
+
 /** Unused tokens of a lease to give back, with the window start it was lent in (the script applies them only in that window). */
 export interface LeaseReturn {
   readonly key: LimitKey;
@@ -57,7 +60,7 @@ interface Lease {
 export class RedisLeases {
   private readonly held = new Map<LimitKey, Lease>();
 
-  constructor(private readonly now: () => number) {}
+  constructor(private readonly now: () => number, private readonly onEvent: ((event: LeaseEvent) => void) | null = null) {}
 
   /** Leases held. */
   get size(): number {
@@ -113,7 +116,10 @@ export class RedisLeases {
       held.inUsed = inUsed;
       held.outUsed = reply[REPLY_OUT_USED];
       held.seenAt = now;
-      if (reply[REPLY_RECALL] === 1) held.recalled = true;
+      if (reply[REPLY_RECALL] === 1 && !held.recalled) {
+        held.recalled = true;
+        if (this.onEvent !== null) this.onEvent('recalled');
+      }
     }
     if (lent <= 0) return null;
     const limit = b.admissions[0].limit;
@@ -122,6 +128,7 @@ export class RedisLeases {
       limit, unit: b.unit, inLimit: b.inLimit, outLimit: b.outLimit, window, endsAt: now + reply[REPLY_MS],
       left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], seenAt: now, usedAt: now, recalled: false,
     });
+    if (this.onEvent !== null) this.onEvent('lent');
     return null;
   }
 
@@ -149,6 +156,7 @@ export class RedisLeases {
 
   /** Drops every lease without giving anything back (the store is unreachable: their tokens stay counted). */
   forfeitAll(): void {
+    if (this.onEvent !== null) for (let i = 0; i < this.held.size; i++) this.onEvent('forfeited');
     this.held.clear();
   }
 }

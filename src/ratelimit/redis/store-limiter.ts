@@ -11,7 +11,7 @@ import { Batch } from './batch.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
-import { LEASE_IDLE_MS, RedisLeases, type LeaseReturn } from './leases.js';
+import { LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import type { RedisLimitSettings } from './settings.js';
 
 /**
@@ -40,6 +40,8 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number;
   /** Observability hook (metrics): a store command failed. */
   onStoreError?: (store: string) => void;
+  /** Observability hook (metrics): a lease of the global limit was lent, given back, recalled or forfeited. */
+  onLease?: (event: LeaseEvent) => void;
 }
 
 /**
@@ -87,6 +89,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly cluster: boolean;
   /** Leases of the windows lent by Redis (RATE_LIMIT_REDIS_LEASES), or null. */
   private readonly leases: RedisLeases | null;
+  private readonly onLease: ((event: LeaseEvent) => void) | null;
   /** Gives back the leases that are due (idle, recalled, stale) while any is held. */
   private leaseTimer: NodeJS.Timeout | null = null;
 
@@ -101,7 +104,8 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.cluster = settings.cluster;
     this.onStoreError = opts.onStoreError ?? null;
     this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
-    this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now())) : null;
+    this.onLease = opts.onLease ?? null;
+    this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now()), this.onLease) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
       connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
@@ -140,7 +144,10 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (d !== null) return d;
     const b = this.batchFor(key, limit, true);
     const back = leases.takeBack(key);
-    if (back !== null) giveBackInto(b, back);
+    if (back !== null) {
+      if (this.onLease !== null) this.onLease('given_back');
+      giveBackInto(b, back);
+    }
     if (b.lease === 0) b.lease = RedisLeases.ask(inputTokens);
     return b.admit(limit, inputTokens);
   }
@@ -157,7 +164,11 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   /** A lease's unused tokens go back with the key's next call (an admission, or settles within settleWaitMs). */
   private giveBack(r: LeaseReturn): void {
-    if (this.health.state !== 'up') return; // the store is gone: the tokens stay counted
+    if (this.health.state !== 'up') { // the store is gone: the tokens stay counted
+      if (this.onLease !== null) this.onLease('forfeited');
+      return;
+    }
+    if (this.onLease !== null) this.onLease('given_back');
     giveBackInto(this.batchFor(r.key, r.limit, false), r);
   }
 

@@ -83,6 +83,9 @@ describe('RouterMetrics', () => {
     m.redisError('127.0.0.1:6390');
     m.failureModeDecision('open');
     m.failureModeDecision('open');
+    m.leaseEvent('lent');
+    m.leaseEvent('given_back');
+    m.leaseEvent('lent');
     m.tokenizerPoolTask(3);
     let dropped = 4;
     const pods = [{ name: 'pod-a', inflight: 2 }, { name: 'pod-b', inflight: 0 }];
@@ -100,6 +103,8 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_bucket{mode="global",le="0.001"}')).toBe(1);
     expect(sample(t, 'inference_router_ratelimit_store_errors_total{store="127.0.0.1:6390"}')).toBe(1);
     expect(sample(t, 'inference_router_ratelimit_failure_mode_decisions_total{mode="open"}')).toBe(2);
+    expect(sample(t, 'inference_router_ratelimit_leases_total{event="lent"}')).toBe(2);
+    expect(sample(t, 'inference_router_ratelimit_leases_total{event="given_back"}')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_duration_seconds_count')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);

@@ -27,9 +27,9 @@ let seq = 0;
 const open: RedisLimiter[] = [];
 const route = (): string => `lease-${process.pid}/r${++seq}`;
 
-async function worker(): Promise<RedisLimiter> {
+async function worker(events: string[] = []): Promise<RedisLimiter> {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
-  const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT });
+  const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT, onLease: (e) => events.push(e) });
   open.push(l);
   await untilUp(l);
   return l;
@@ -133,7 +133,8 @@ describe('leases of the global limit', () => {
   });
 
   it('a refusal by input recalls the leases: their holder gives them back at its next reply, and the request then fits', async () => {
-    const a = await worker();
+    const events: string[] = [];
+    const a = await worker(events);
     const b = await worker();
     const r = route();
     const limit = spec(10_000, null);
@@ -147,6 +148,7 @@ describe('leases of the global limit', () => {
     await new Promise((res) => setTimeout(res, LEASE_IDLE_MS)); // the lease check runs every LEASE_IDLE_MS / 2
     await landed();
     expect(await inCounter(r)).toBe(5);
+    expect(events).toEqual(['lent', 'recalled', 'given_back']);
     expect((await b.admit(r, limit, 9_500)).allowed).toBe(true);
     expect(await inCounter(r)).toBe(9_505);
   });
