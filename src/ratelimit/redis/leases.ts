@@ -112,7 +112,7 @@ export class RedisLeases {
     inUsed += lent;
     const window = reply[REPLY_WINDOW];
     const held = this.held.get(key);
-    if (held !== undefined && held.window === window) {
+    if (held !== undefined && held.unit === b.unit && held.window === window) {
       held.inUsed = inUsed;
       held.outUsed = reply[REPLY_OUT_USED];
       held.seenAt = now;
@@ -137,7 +137,7 @@ export class RedisLeases {
     const now = this.now();
     const back: LeaseReturn[] = [];
     for (const [key, l] of this.held) {
-      if (!l.recalled && now - l.usedAt < LEASE_IDLE_MS && now - l.seenAt <= LEASE_VIEW_MS && now < l.endsAt) continue;
+      if (fresh(l, now) && now - l.usedAt < LEASE_IDLE_MS) continue;
       const r = this.takeBack(key);
       if (r !== null) back.push(r);
     }
@@ -161,8 +161,13 @@ export class RedisLeases {
   }
 }
 
+/** Not recalled, its window not over, its view of the counts not older than LEASE_VIEW_MS. */
+function fresh(l: Lease, now: number): boolean {
+  return !l.recalled && now < l.endsAt && now - l.seenAt <= LEASE_VIEW_MS;
+}
+
 function usable(l: Lease, limit: RateLimitSpec, now: number): boolean {
-  return !l.recalled && now < l.endsAt && now - l.seenAt <= LEASE_VIEW_MS && l.unit === limit.unit
+  return fresh(l, now) && l.unit === limit.unit
     && l.inLimit === (limit.inputTokensPerUnit ?? NO_LIMIT) && l.outLimit === (limit.outputTokensPerUnit ?? NO_LIMIT)
     && (l.outLimit === NO_LIMIT || l.outUsed < l.outLimit);
 }

@@ -144,10 +144,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (d !== null) return d;
     const b = this.batchFor(key, limit, true);
     const back = leases.takeBack(key);
-    if (back !== null) {
-      if (this.onLease !== null) this.onLease('given_back');
-      giveBackInto(b, back);
-    }
+    if (back !== null) this.giveBack(back); // into this batch, unless the lease was lent under another unit
     if (b.lease === 0) b.lease = RedisLeases.ask(inputTokens);
     return b.admit(limit, inputTokens);
   }
@@ -162,7 +159,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
   };
 
-  /** A lease's unused tokens go back with the key's next call (an admission, or settles within settleWaitMs). */
+  /** A lease's unused tokens go back with the next call of its key and unit (an admission, or settles within settleWaitMs). */
   private giveBack(r: LeaseReturn): void {
     if (this.health.state !== 'up') { // the store is gone: the tokens stay counted
       if (this.onLease !== null) this.onLease('forfeited');

@@ -10,6 +10,7 @@ import { MAX_BATCH_ADMISSIONS } from '../../../src/ratelimit/redis/batch.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { SETTLE_WAIT_MS } from '../../../src/ratelimit/redis/store-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 import { untilUp } from './until-up.js';
@@ -46,10 +47,7 @@ afterEach(async () => {
 
 /** Script calls (EVAL on a connection's first use, EVALSHA after) since the last reset. */
 async function scriptCalls(): Promise<number> {
-  const info = await server.cli('info', 'commandstats');
-  let calls = 0;
-  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-  return calls;
+  return scriptCallsIn(await server.cli('info', 'commandstats'));
 }
 
 async function counter(route: string, direction: 'in' | 'out', unit = 'minute', start = MINUTE_START): Promise<string> {

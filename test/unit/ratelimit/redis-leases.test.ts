@@ -11,6 +11,7 @@ import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 import { untilUp } from './until-up.js';
@@ -36,10 +37,7 @@ async function worker(events: string[] = []): Promise<RedisLimiter> {
 }
 
 async function scriptCalls(): Promise<number> {
-  const info = await server.cli('info', 'commandstats');
-  let calls = 0;
-  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-  return calls;
+  return scriptCallsIn(await server.cli('info', 'commandstats'));
 }
 
 async function inCounter(r: string, start = MINUTE_START): Promise<number> {
@@ -186,6 +184,19 @@ describe('leases of the global limit', () => {
     expect(await inCounter(r)).toBe(10 + LEASE_ASK_MIN);
     await a.close();
     expect(await inCounter(r)).toBe(10);
+  });
+
+  it('a unit edit gives the lease back to its own unit\'s window, even where the two windows start together', async () => {
+    now = Date.UTC(2025, 0, 15, 10, 0, 20); // the minute and the hour both start at 10:00:00
+    const start = (now - 20_000) / 1000;
+    const a = await worker();
+    const r = route();
+    expect((await a.admit(r, spec(1_000_000, null), 5)).allowed).toBe(true);
+    const hourly: RateLimitSpec = { ...spec(1_000_000, null), unit: 'hour' };
+    expect((await a.admit(r, hourly, 5)).allowed).toBe(true);
+    await landed();
+    expect(await inCounter(r, start)).toBe(5);
+    expect(Number(await server.cli('get', `ir:{${r}}:in:hour:${start}`))).toBe(5 + LEASE_ASK_MIN);
   });
 
   it('with leases off (the default) every admission is decided in Redis', async () => {
