@@ -101,7 +101,8 @@ async function main(): Promise<void> {
   const mock = await m0.targets.startMock('mock');
   // As the main bench starts it: the backend of the 64-chunk streaming scenarios.
   const mockLong = await m0.targets.startMock('mock-long', ['--output-tokens', String(m0.scenarios.LONG_TOKENS)]);
-  const redis = sides.some((s) => s.scenario.target === 'router-global' || s.scenario.target === 'router-global-leases') ? await m0.targets.startRedis('redis-server') : null;
+  // Any tree's global-limit scenarios need the redis-server.
+  const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {
       const t = s.scenario.target as TargetKey;

@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   const redisBin = firstBinary(process.env.REDIS_SERVER_BIN ?? 'redis-server', '/usr/bin/redis-server');
   if (wrkBin === null) notes.push('wrk not installed: every scenario ran with autocannon only (which saturates near 50k req/s on 2 cores)');
   if (nginxBin === null) notes.push('nginx not installed: the nginx scenario and the × nginx ratios were skipped');
-  if (redisBin === null) notes.push('redis-server not installed: scenarios 5 and 5l (global limit) were skipped');
+  if (redisBin === null) notes.push('redis-server not installed: scenarios 5 and 5n (global limit) were skipped');
 
   const scenarios = SCENARIOS.filter((s) => (opts.only.length === 0 || opts.only.includes(s.id))
     && !(s.target === 'nginx' && nginxBin === null) && !(usesRedis(s.target) && redisBin === null));

@@ -6,7 +6,7 @@
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
   | 'mock' | 'mock-long'
-  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-global-leases' | 'router-tenant'
+  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-global-no-leases' | 'router-tenant'
   | 'nginx' | 'node-proxy' | 'uws-proxy' | 'uws-http1-proxy';
 
 export interface Scenario {
@@ -58,8 +58,8 @@ export const SCENARIOS: readonly Scenario[] = [
   { id: 'router-trace', n: '2t', label: 'router as 2, + tracing (every request sampled, OTLP to a mock collector)', target: 'router-trace', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-log', n: '3', label: '+ access log (json, file)', target: 'router-log', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-local', n: '4', label: '+ local token limit (full router)', target: 'router-local', bodies: PLAIN, direct: 'direct', autocannon: true },
-  { id: 'router-global', n: '5', label: '+ global token limit (Redis) instead of local', target: 'router-global', bodies: PLAIN, direct: 'direct', autocannon: false },
-  { id: 'router-global-leases', n: '5l', label: 'as 5, workers lease slices from Redis (RATE_LIMIT_REDIS_LEASES)', target: 'router-global-leases', bodies: PLAIN, direct: 'direct', autocannon: false },
+  { id: 'router-global', n: '5', label: '+ global token limit (Redis, leases on: the default) instead of local', target: 'router-global', bodies: PLAIN, direct: 'direct', autocannon: false },
+  { id: 'router-global-no-leases', n: '5n', label: 'as 5, every admission decided in Redis (RATE_LIMIT_REDIS_LEASES=false)', target: 'router-global-no-leases', bodies: PLAIN, direct: 'direct', autocannon: false },
   {
     id: 'router-half-429', n: '6', label: 'full router, half the requests 429', target: 'router-local',
     bodies: [body('sf-model'), body('sf-model-tiny')], direct: 'direct', autocannon: false,
@@ -154,13 +154,13 @@ export function routerEnv(target: TargetKey, logFile: string, collector: string 
   if (target === 'router-tenant' && authFile !== null) env.ROUTER_AUTH_CONFIG = authFile;
   // An undecidable global limit must show up as 503s, not fall back to a local count silently.
   if (usesRedis(target)) env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';
-  if (target === 'router-global-leases') env.RATE_LIMIT_REDIS_LEASES = 'true';
+  if (target === 'router-global-no-leases') env.RATE_LIMIT_REDIS_LEASES = 'false';
   return env;
 }
 
 /** The router variants whose limit is global: they need the redis-server the bench starts. */
 export function usesRedis(target: TargetKey): boolean {
-  return target === 'router-global' || target === 'router-global-leases';
+  return target === 'router-global' || target === 'router-global-no-leases';
 }
 
 export function limitModeOf(target: TargetKey, redis: string | null): LimitMode {

@@ -27,7 +27,7 @@ import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
 const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N]';
 const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top', '--workers']);
 /** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
-const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-leases']);
+const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
 
 interface HeapNode { callFrame: CallFrame; selfSize: number; children: HeapNode[] }
 

@@ -48,7 +48,7 @@ Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
   RATE_LIMIT_LOCAL_LEASES    local limits: workers decide from leased slices (true) or the primary decides (false)
   RATE_LIMIT_REDIS_FAILURE_MODE  global limits while Redis cannot answer: local (default), open or closed
   RATE_LIMIT_REDIS_TIMEOUT   longest wait for Redis (50ms)
-  RATE_LIMIT_REDIS_LEASES    global limits: workers admit from slices Redis lends them (true) or ask Redis every turn (false, default)
+  RATE_LIMIT_REDIS_LEASES    global limits: workers admit from slices Redis lends them (true, default) or ask Redis every turn (false)
  Redis, for global limits
   REDIS_USERNAME, REDIS_PASSWORD   ACL credentials
   REDIS_TLS                  true: connect with TLS (rediss:// addresses always do)

@@ -31,7 +31,7 @@ export function describeLimitStores(routes: readonly ModelRoute[], settings: Set
   const global = redis.length === 0
     ? 'no Redis'
     : `redis [${redis.join(', ')}] (failure mode ${settings.redisLimits.failureMode}, timeout ${settings.redisLimits.timeoutMs} ms` +
-      `${settings.redisLimits.tls ? ', TLS' : ''}${settings.redisLimits.cluster ? ', cluster' : ''}${settings.redisLimits.leases ? ', workers lease slices' : ''})`;
+      `${settings.redisLimits.tls ? ', TLS' : ''}${settings.redisLimits.cluster ? ', cluster' : ''}${settings.redisLimits.leases ? ', workers lease slices' : ', every admission in Redis'})`;
   return {
     message: `rate limit stores: ${local}, ${global}`,
     fields: { local: settings.localLeases ? 'leases' : 'primary', redis, failureMode: settings.redisLimits.failureMode },

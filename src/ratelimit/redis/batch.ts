@@ -1,5 +1,6 @@
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { STATUS_RECALLING } from './lua/batch.js';
 import type { Decision, LimitState } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 
@@ -21,9 +22,14 @@ export const FIRST_STATUS = 6;
 export interface PendingAdmission {
   readonly limit: RateLimitSpec;
   readonly tokens: number;
+  /** Times the script answered STATUS_RECALLING and the admission was asked again. */
+  waits: number;
   resolve(d: Decision | PromiseLike<Decision>): void;
   reject(err: unknown): void;
 }
+
+/** Takes an admission the script answered with STATUS_RECALLING, to ask again later; false when it may not wait longer (it is refused by input then). */
+export type Recalling = (key: string, a: PendingAdmission) => boolean;
 
 export interface PendingSettle {
   readonly limit: RateLimitSpec;
@@ -52,13 +58,14 @@ export class Batch {
   inLimit = NO_LIMIT;
   outLimit = NO_LIMIT;
   readonly admissions: PendingAdmission[] = [];
-  /** The admissions' input tokens, in order: the script's ARGV[7..]. */
+  /** The admissions' input tokens, in order: the script's ARGV[11..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
-  /** Lease: input tokens asked for (0 = none), and a lease's unused tokens given back with the window start it was lent in. */
+  /** Lease: input tokens asked for (0 = none); the unused tokens of leases given back, the window start they were lent in and their size when lent. */
   lease = 0;
   back = 0;
   backWindow = 0;
+  backLent = 0;
 
   constructor(key: string, base: string, unit: WindowUnit, now: string) {
     this.key = key;
@@ -79,14 +86,17 @@ export class Batch {
   }
 
   admit(limit: RateLimitSpec, tokens: number): Promise<Decision> {
+    return new Promise((resolve, reject) => this.join({ limit, tokens, waits: 0, resolve, reject }));
+  }
+
+  /** Adds an admission (a new one, or one asked again after waiting for leases to come back). */
+  join(a: PendingAdmission): void {
     if (this.admissions.length === 0) {
-      this.inLimit = limit.inputTokensPerUnit ?? NO_LIMIT;
-      this.outLimit = limit.outputTokensPerUnit ?? NO_LIMIT;
+      this.inLimit = a.limit.inputTokensPerUnit ?? NO_LIMIT;
+      this.outLimit = a.limit.outputTokensPerUnit ?? NO_LIMIT;
     }
-    this.tokens.push(tokens);
-    return new Promise((resolve, reject) => {
-      this.admissions.push({ limit, tokens, resolve, reject });
-    });
+    this.tokens.push(a.tokens);
+    this.admissions.push(a);
   }
 
   settle(limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
@@ -97,8 +107,8 @@ export class Batch {
     });
   }
 
-  /** Resolves every operation from the script's reply. */
-  answer(reply: readonly number[]): void {
+  /** Resolves every operation from the script's reply; an admission answered STATUS_RECALLING goes to `recalling` while it may wait. */
+  answer(reply: readonly number[], recalling: Recalling): void {
     for (const s of this.settles) s.resolve();
     if (this.admissions.length === 0) return;
     const reset = secondsUntil(reply[0], 0); // reply[0]: ms until the window ends
@@ -106,7 +116,11 @@ export class Batch {
     const outUsed = reply[2];
     for (let i = 0; i < this.admissions.length; i++) {
       const a = this.admissions[i];
-      const status = reply[FIRST_STATUS + i];
+      let status = reply[FIRST_STATUS + i];
+      if (status === STATUS_RECALLING) {
+        if (recalling(this.key, a)) continue;
+        status = STATUS_REJECTED_INPUT;
+      }
       if (status === STATUS_ALLOWED) inUsed += a.tokens;
       a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
     }

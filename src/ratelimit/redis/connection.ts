@@ -8,13 +8,14 @@ import type { RedisLimitSettings } from './settings.js';
 export interface LimiterCommands {
   /**
    * One batch of a limit key (lua/batch.ts): the summed input correction and output charge, a
-   * lease asked for and one given back (with the start of the window it was lent in), then one
-   * admission per entry of `tokens` under the two limits (-1 = none). Reply: [msUntilWindowEnd,
-   * inputUsedBeforeAdmissions, outputUsed, leaseLent, windowStart, recallFlag, status per admission].
+   * lease asked for and the unused tokens of leases given back (with the start of the window they
+   * were lent in and their size when lent), then one admission per entry of `tokens` under the two
+   * limits (-1 = none). Reply: [msUntilWindowEnd, inputUsedBeforeAdmissions, outputUsed,
+   * leaseLent, windowStart, recallFlag, status per admission].
    */
   irBatch(
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
-    inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, tokens: readonly number[],
+    inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, backLent: number, tokens: readonly number[],
   ): Promise<number[]>;
   /**
    * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the

@@ -17,12 +17,16 @@ export const LEASE_IDLE_MS = 100;
 /** What happened to a lease, for metrics: lent by Redis, its unused tokens given back, recalled by a refusal, forfeited (the store went down while it was held). */
 export type LeaseEvent = 'lent' | 'given_back' | 'recalled' | 'forfeited';
 
-/** Unused tokens of a lease to give back, with the window start it was lent in (the script applies them only in that window). */
+/**
+ * Unused tokens of a lease to give back, with the window start it was lent in (the script applies
+ * them only in that window) and its size when lent (the script's count of leases out goes down by it).
+ */
 export interface LeaseReturn {
   readonly key: LimitKey;
   readonly limit: RateLimitSpec;
   readonly tokens: number;
   readonly window: number;
+  readonly lent: number;
 }
 
 /** A slice of a window's input budget lent by Redis to this worker, already counted there. */
@@ -35,6 +39,8 @@ interface Lease {
   readonly window: number;
   /** Local time (ms) at which that window ends. */
   readonly endsAt: number;
+  /** Input tokens lent. */
+  readonly size: number;
   /** Input tokens not admitted yet. */
   left: number;
   /** The counters as the last reply of this key showed them (input includes every lease lent). */
@@ -44,8 +50,6 @@ interface Lease {
   seenAt: number;
   /** Local time of the last admission from it. */
   usedAt: number;
-  /** A reply carried the recall flag: it admits nothing more and goes back. */
-  recalled: boolean;
 }
 
 /**
@@ -96,13 +100,13 @@ export class RedisLeases {
     const l = this.held.get(key);
     if (l === undefined) return null;
     this.held.delete(key);
-    return l.left > 0 && this.now() < l.endsAt ? { key, limit: l.limit, tokens: l.left, window: l.window } : null;
+    return this.now() < l.endsAt ? { key, limit: l.limit, tokens: l.left, window: l.window, lent: l.size } : null;
   }
 
   /**
    * Reads the reply to a batch of the key: the counts it shows refresh the key's lease (same
-   * window), its recall flag recalls it, and a lease lent in it is taken — or, when one is held
-   * already, returned to be given back at once.
+   * window); its recall flag recalls the lease, which is taken out and returned, to be given back
+   * at once; a lease lent in it is taken — or, when one is held already, returned to be given back.
    */
   fromReply(key: LimitKey, b: Batch, reply: readonly number[]): LeaseReturn | null {
     const now = this.now();
@@ -116,23 +120,23 @@ export class RedisLeases {
       held.inUsed = inUsed;
       held.outUsed = reply[REPLY_OUT_USED];
       held.seenAt = now;
-      if (reply[REPLY_RECALL] === 1 && !held.recalled) {
-        held.recalled = true;
+      if (reply[REPLY_RECALL] === 1) {
         if (this.onEvent !== null) this.onEvent('recalled');
+        return this.takeBack(key); // a recall lends nothing
       }
     }
     if (lent <= 0) return null;
     const limit = b.admissions[0].limit;
-    if (held !== undefined) return { key, limit, tokens: lent, window };
+    if (held !== undefined) return { key, limit, tokens: lent, window, lent };
     this.held.set(key, {
       limit, unit: b.unit, inLimit: b.inLimit, outLimit: b.outLimit, window, endsAt: now + reply[REPLY_MS],
-      left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], seenAt: now, usedAt: now, recalled: false,
+      size: lent, left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], seenAt: now, usedAt: now,
     });
     if (this.onEvent !== null) this.onEvent('lent');
     return null;
   }
 
-  /** Takes out the leases that should go back now (recalled, idle, view too old, window over) and returns what they did not use. */
+  /** Takes out the leases that should go back now (idle, view too old, window over) and returns what they did not use. */
   due(): LeaseReturn[] {
     const now = this.now();
     const back: LeaseReturn[] = [];
@@ -161,9 +165,9 @@ export class RedisLeases {
   }
 }
 
-/** Not recalled, its window not over, its view of the counts not older than LEASE_VIEW_MS. */
+/** Its window not over, its view of the counts not older than LEASE_VIEW_MS. */
 function fresh(l: Lease, now: number): boolean {
-  return !l.recalled && now < l.endsAt && now - l.seenAt <= LEASE_VIEW_MS;
+  return now < l.endsAt && now - l.seenAt <= LEASE_VIEW_MS;
 }
 
 function usable(l: Lease, limit: RateLimitSpec, now: number): boolean {

@@ -2,13 +2,19 @@ import { STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '.
 import { isShadow, type Decision, type LimitState, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 import { MAX_BATCH_ADMISSIONS } from './batch.js';
+import { STATUS_RECALLING } from './lua/batch.js';
 
-interface PendingMulti {
+export interface PendingMulti {
   readonly terms: readonly LimitTerm[];
   readonly tokens: number;
+  /** Times the script answered STATUS_RECALLING and the admission was asked again. */
+  waits: number;
   resolve(d: Decision[]): void;
   reject(err: unknown): void;
 }
+
+/** Takes an admission refused only by limits that answered STATUS_RECALLING, to ask again later; false when it may not wait longer (refused by input then). */
+export type RecallingMulti = (a: PendingMulti) => boolean;
 
 /**
  * The multi-limit admissions (route and tenant) of one event-loop turn under the same limits (the
@@ -31,14 +37,17 @@ export class MultiBatch {
   }
 
   admit(terms: readonly LimitTerm[], tokens: number): Promise<Decision[]> {
-    this.args.push(tokens);
-    return new Promise((resolve, reject) => {
-      this.admissions.push({ terms, tokens, resolve, reject });
-    });
+    return new Promise((resolve, reject) => this.join({ terms, tokens, waits: 0, resolve, reject }));
   }
 
-  /** Resolves every admission from the script's reply. */
-  answer(reply: readonly number[]): void {
+  /** Adds an admission (a new one, or one asked again after waiting for leases to come back). */
+  join(a: PendingMulti): void {
+    this.args.push(a.tokens);
+    this.admissions.push(a);
+  }
+
+  /** Resolves every admission from the script's reply; one refused only by limits recalling their leases goes to `recalling` while it may wait. */
+  answer(reply: readonly number[], recalling: RecallingMulti): void {
     const n = this.terms.length;
     const reset: number[] = [];
     const inUsed: number[] = [];
@@ -52,11 +61,18 @@ export class MultiBatch {
       const a = this.admissions[i];
       const at = n * 3 + i * n;
       let admitted = true;
-      for (let j = 0; j < n; j++) if (reply[at + j] !== STATUS_ALLOWED && !isShadow(a.terms[j].limit)) admitted = false;
+      let waitable = true; // refused, but only by limits whose leases out would let it in
+      for (let j = 0; j < n; j++) {
+        const status = reply[at + j];
+        if (status === STATUS_ALLOWED || isShadow(a.terms[j].limit)) continue;
+        admitted = false;
+        if (status !== STATUS_RECALLING) waitable = false;
+      }
+      if (!admitted && waitable && recalling(a)) continue;
       if (admitted) for (let j = 0; j < n; j++) inUsed[j] += a.tokens;
       const ds: Decision[] = [];
       for (let j = 0; j < n; j++) {
-        const status = reply[at + j];
+        const status = reply[at + j] === STATUS_RECALLING ? STATUS_REJECTED_INPUT : reply[at + j];
         const limit = a.terms[j].limit;
         ds.push({
           allowed: status === STATUS_ALLOWED,

@@ -30,8 +30,9 @@ export interface RedisLimitSettings {
   /** REDIS_CLUSTER=true: the address names Redis Cluster seed nodes. */
   readonly cluster: boolean;
   /**
-   * RATE_LIMIT_REDIS_LEASES=true: workers take leases of a window's input budget from Redis and
-   * admit from them without a call (leases.ts; docs/rate-limiting.md). Default false.
+   * RATE_LIMIT_REDIS_LEASES: workers take leases of a window's input budget from Redis and
+   * admit from them without a call (leases.ts; docs/rate-limiting.md). Default true; false
+   * decides every admission in Redis.
    */
   readonly leases: boolean;
 }
@@ -48,7 +49,7 @@ export function parseRedisLimitSettings(env: NodeJS.ProcessEnv): RedisLimitSetti
     tls: bool('REDIS_TLS', env.REDIS_TLS),
     tlsCa: caFile(env.REDIS_TLS_CA_FILE),
     cluster: bool('REDIS_CLUSTER', env.REDIS_CLUSTER),
-    leases: bool('RATE_LIMIT_REDIS_LEASES', env.RATE_LIMIT_REDIS_LEASES),
+    leases: bool('RATE_LIMIT_REDIS_LEASES', env.RATE_LIMIT_REDIS_LEASES, true),
   });
 }
 
@@ -75,8 +76,8 @@ function timeout(raw: string | undefined): number {
   return Math.ceil(ms);
 }
 
-function bool(name: string, raw: string | undefined): boolean {
-  if (raw === undefined || raw === '') return false;
+function bool(name: string, raw: string | undefined, unset = false): boolean {
+  if (raw === undefined || raw === '') return unset;
   const v = raw.trim().toLowerCase();
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0') return false;

@@ -4,10 +4,10 @@ import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { admitInOrder } from '../admit-all.js';
-import { MultiBatch } from './multi-batch.js';
+import { MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
-import { Batch } from './batch.js';
+import { Batch, type PendingAdmission } from './batch.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
@@ -21,6 +21,14 @@ import type { RedisLimitSettings } from './settings.js';
  * that much later; under load an admission comes within a turn or two.
  */
 export const SETTLE_WAIT_MS = 20;
+
+/**
+ * An admission that would fit if the leases still out came back (the script's STATUS_RECALLING)
+ * is asked again after this long (ms), at most RECALL_MAX_WAITS times; then it is refused by
+ * input. The leases' holders give them back within about LEASE_VIEW_MS + LEASE_IDLE_MS / 2.
+ */
+export const RECALL_RETRY_MS = 25;
+export const RECALL_MAX_WAITS = 20;
 
 export interface RedisStoreOptions {
   /**
@@ -90,8 +98,13 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Leases of the windows lent by Redis (RATE_LIMIT_REDIS_LEASES), or null. */
   private readonly leases: RedisLeases | null;
   private readonly onLease: ((event: LeaseEvent) => void) | null;
-  /** Gives back the leases that are due (idle, recalled, stale) while any is held. */
+  /** Gives back the leases that are due (idle, stale) while any is held. */
   private leaseTimer: NodeJS.Timeout | null = null;
+  /** Admissions waiting to be asked again while leases come back (STATUS_RECALLING), and the timer that asks. */
+  private recallWaits: { key: LimitKey; a: PendingAdmission }[] = [];
+  private recallWaitsMulti: PendingMulti[] = [];
+  private recallTimer: NodeJS.Timeout | null = null;
+  private closing = false;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -169,6 +182,16 @@ export class RedisStoreLimiter implements TokenLimiter {
     giveBackInto(this.batchFor(r.key, r.limit, false), r);
   }
 
+  /** Gives a lease back in a call now, or in this turn's batch of its key when that has an admission. */
+  private giveBackNow(r: LeaseReturn): void {
+    this.giveBack(r);
+    const id = this.batchId(r.key, r.limit.unit, this.now());
+    const b = this.pending.get(id);
+    if (b === undefined || b.admissions.length > 0) return;
+    this.pending.delete(id);
+    this.send(b);
+  }
+
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> {
     return this.settle(key, limit, 0, outputTokens);
   }
@@ -201,6 +224,11 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   private async callAdmitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
     if (this.health.state !== 'up' && !(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    return this.multiBatchFor(terms).admit(terms, inputTokens);
+  }
+
+  /** This turn's multi-limit batch under these limits (same keys, units, limit values, clock reading), or a new one. */
+  private multiBatchFor(terms: readonly LimitTerm[]): MultiBatch {
     const now = this.now();
     let id = now;
     for (const t of terms) id += `\0${t.key}\0${t.limit.unit}\0${t.limit.inputTokensPerUnit}\0${t.limit.outputTokensPerUnit}\0${isShadow(t.limit) ? 1 : 0}`;
@@ -217,7 +245,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.pendingMulti.set(id, batch);
     }
     this.scheduleFlush();
-    return batch.admit(terms, inputTokens);
+    return batch;
   }
 
   private sendMulti(b: MultiBatch): void {
@@ -226,7 +254,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       return;
     }
     this.client.irAdmitAll(...(b.args as [number, ...(string | number)[]])).then(
-      (reply) => b.answer(reply),
+      (reply) => b.answer(reply, this.recallingMulti),
       (err: unknown) => {
         this.storeFailed(err);
         b.fail(new LimitStoreUnavailableError(this.name));
@@ -236,6 +264,9 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   /** Closes the Redis client. */
   async close(): Promise<void> {
+    this.closing = true; // admissions waiting for leases are decided now, without waiting more
+    if (this.recallTimer !== null) clearTimeout(this.recallTimer);
+    this.askAgain();
     if (this.leases !== null) {
       for (const r of this.leases.takeAll()) this.giveBack(r);
       if (this.leaseTimer !== null) clearInterval(this.leaseTimer);
@@ -358,10 +389,10 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.withoutStore(b);
       return;
     }
-    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.tokens).then(
+    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
       (reply) => {
         if (this.leases !== null) this.leaseReply(b, reply);
-        b.answer(reply);
+        b.answer(reply, this.recalling);
       },
       (err: unknown) => {
         this.storeFailed(err);
@@ -370,11 +401,54 @@ export class RedisStoreLimiter implements TokenLimiter {
     );
   }
 
-  /** A reply refreshes the key's lease or brings a new one (checked for return from then on). */
+  /**
+   * An admission the script answered STATUS_RECALLING waits RECALL_RETRY_MS and is asked again,
+   * at most RECALL_MAX_WAITS times (false then: it is refused by input).
+   */
+  private readonly recalling = (key: LimitKey, a: PendingAdmission): boolean => {
+    if (this.closing || a.waits >= RECALL_MAX_WAITS) return false;
+    a.waits++;
+    this.recallWaits.push({ key, a });
+    if (this.recallTimer === null) this.recallTimer = setTimeout(this.askAgain, RECALL_RETRY_MS);
+    return true;
+  };
+
+  /** The same for a multi-limit admission refused only by limits recalling their leases. */
+  private readonly recallingMulti = (a: PendingMulti): boolean => {
+    if (this.closing || a.waits >= RECALL_MAX_WAITS) return false;
+    a.waits++;
+    this.recallWaitsMulti.push(a);
+    if (this.recallTimer === null) this.recallTimer = setTimeout(this.askAgain, RECALL_RETRY_MS);
+    return true;
+  };
+
+  /** The admissions that waited for leases join this turn's batches of their keys. */
+  private readonly askAgain = (): void => {
+    this.recallTimer = null;
+    const waits = this.recallWaits;
+    const waitsMulti = this.recallWaitsMulti;
+    this.recallWaits = [];
+    this.recallWaitsMulti = [];
+    const up = this.health.state === 'up';
+    for (const w of waits) {
+      if (up) this.batchFor(w.key, w.a.limit, true).join(w.a);
+      else w.a.reject(new LimitStoreUnavailableError(this.name));
+    }
+    for (const a of waitsMulti) {
+      if (up) this.multiBatchFor(a.terms).join(a);
+      else a.reject(new LimitStoreUnavailableError(this.name));
+    }
+  };
+
+  /**
+   * A reply refreshes the key's lease or brings a new one (checked for return from then on); a
+   * lease it recalls, or one lent while another is held, goes back at once in a call of its own
+   * when no admission of the key is pending this turn to take it.
+   */
   private leaseReply(b: Batch, reply: readonly number[]): void {
     const leases = this.leases!;
     const back = leases.fromReply(b.key, b, reply);
-    if (back !== null) this.giveBack(back);
+    if (back !== null) this.giveBackNow(back);
     if (leases.size > 0 && this.leaseTimer === null) {
       this.leaseTimer = setInterval(this.returnDueLeases, LEASE_IDLE_MS / 2);
       this.leaseTimer.unref();
@@ -425,11 +499,14 @@ function defaultLog(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
-/** Adds a lease's unused tokens to a batch of its key (a lease of another window replaces an older one's: that window is over). */
+/** Adds a lease given back to a batch of its key (a lease of another window replaces an older one's: that window is over). */
 function giveBackInto(b: Batch, r: LeaseReturn): void {
-  if (b.back > 0 && b.backWindow === r.window) b.back += r.tokens;
-  else if (b.back === 0 || r.window > b.backWindow) {
+  if (b.backLent > 0 && b.backWindow === r.window) {
+    b.back += r.tokens;
+    b.backLent += r.lent;
+  } else if (b.backLent === 0 || r.window > b.backWindow) {
     b.back = r.tokens;
+    b.backLent = r.lent;
     b.backWindow = r.window;
   }
 }

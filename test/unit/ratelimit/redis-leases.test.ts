@@ -10,6 +10,7 @@ import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { RECALL_MAX_WAITS, RECALL_RETRY_MS } from '../../../src/ratelimit/redis/store-limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';
@@ -107,6 +108,7 @@ describe('leases of the global limit', () => {
     await a.close();
     await b.close();
     expect(await inCounter(r)).toBe(admitted);
+    expect(await server.cli('exists', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe('0'); // no lease counted as out
     // Nothing is lost: what is left of the limit is admitted by a worker without a lease.
     const c = await worker();
     const free = 100_000 - admitted;
@@ -130,7 +132,7 @@ describe('leases of the global limit', () => {
     expect(d.rejectedBy).toBe('output');
   });
 
-  it('a refusal by input recalls the leases: their holder gives them back at its next reply, and the request then fits', async () => {
+  it('a request that fits only if the leases out came back waits: the refusal recalls them, their holder gives them back at its next reply, and the request is admitted', async () => {
     const events: string[] = [];
     const a = await worker(events);
     const b = await worker();
@@ -139,16 +141,76 @@ describe('leases of the global limit', () => {
     expect((await a.admit(r, limit, 5)).allowed).toBe(true);
     const lent = await inCounter(r) - 5;
     expect(lent).toBe(Math.floor(9_995 / 16));
-    // Only 5 tokens are used, but the lease is counted: 9,500 more do not fit in Redis now.
-    expect((await b.admit(r, limit, 9_500)).allowed).toBe(false);
-    // The holder's next call (here a settle) brings the recall flag; the lease goes back.
+    // Only 5 tokens are used, but the lease is counted: 9,500 more do not fit in Redis now; they
+    // would if the lease came back, so the request waits instead of being refused.
+    const waiting = b.admit(r, limit, 9_500);
+    // The holder's next call (here a settle) brings the recall flag; the lease goes back at once.
     await a.chargeOutput(r, limit, 1);
-    await new Promise((res) => setTimeout(res, LEASE_IDLE_MS)); // the lease check runs every LEASE_IDLE_MS / 2
-    await landed();
-    expect(await inCounter(r)).toBe(5);
-    expect(events).toEqual(['lent', 'recalled', 'given_back']);
-    expect((await b.admit(r, limit, 9_500)).allowed).toBe(true);
+    const d = await waiting;
+    expect(d.allowed).toBe(true);
     expect(await inCounter(r)).toBe(9_505);
+    expect(events).toEqual(['lent', 'recalled', 'given_back']);
+    expect(await server.cli('get', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe(''); // no lease out
+  });
+
+  it('an admission against several limits (route and tenant) refused only because of a lease out waits for it too', async () => {
+    const events: string[] = [];
+    const a = await worker(events);
+    const b = await worker();
+    const r = route();
+    const tenant = `${r}-tenant`;
+    const limit = spec(10_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true); // a holds a lease of the route's window
+    const waiting = b.admitAll([{ key: r, limit }, { key: tenant, limit: spec(100_000, null) }], 9_500);
+    await a.chargeOutput(r, limit, 1); // its reply recalls a's lease
+    const ds = await waiting;
+    expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+    expect(await inCounter(r)).toBe(9_505);
+    expect(await inCounter(tenant)).toBe(9_500);
+    expect(events).toEqual(['lent', 'recalled', 'given_back']);
+  });
+
+  it('a request that would not fit even with every lease back is refused at once', async () => {
+    const a = await worker();
+    const b = await worker();
+    const r = route();
+    const limit = spec(10_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const before = await scriptCalls();
+    const d = await b.admit(r, limit, 9_996); // 5 used: 9,995 would be free with the lease back
+    expect(d.allowed).toBe(false);
+    expect(d.rejectedBy).toBe('input');
+    expect(await scriptCalls() - before).toBe(1);
+  });
+
+  it('a lease whose holder never comes back (frozen here) bounds the wait: the request is refused after RECALL_MAX_WAITS asks', async () => {
+    const a = await worker();
+    const b = await worker();
+    const r = route();
+    const limit = spec(10_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const before = await scriptCalls();
+    const started = performance.now();
+    const d = await b.admit(r, limit, 9_500);
+    expect(d.allowed).toBe(false);
+    expect(d.rejectedBy).toBe('input');
+    expect(await scriptCalls() - before).toBe(1 + RECALL_MAX_WAITS);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(RECALL_MAX_WAITS * RECALL_RETRY_MS - 5);
+  });
+
+  it('a limiter closing decides its waiting admissions at once', async () => {
+    const a = await worker();
+    const b = await worker();
+    const r = route();
+    const limit = spec(10_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const waiting = b.admit(r, limit, 9_500);
+    await new Promise((res) => setTimeout(res, RECALL_RETRY_MS / 2)); // its first answer came back: it waits
+    const started = performance.now();
+    await b.close();
+    const d = await waiting;
+    expect(d.allowed).toBe(false);
+    expect(performance.now() - started).toBeLessThan(RECALL_MAX_WAITS * RECALL_RETRY_MS);
   });
 
   it('an idle lease goes back', async () => {
@@ -199,8 +261,9 @@ describe('leases of the global limit', () => {
     expect(Number(await server.cli('get', `ir:{${r}}:in:hour:${start}`))).toBe(5 + LEASE_ASK_MIN);
   });
 
-  it('with leases off (the default) every admission is decided in Redis', async () => {
-    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
+  it('leases are on by default; with RATE_LIMIT_REDIS_LEASES=false every admission is decided in Redis', async () => {
+    expect(parseRedisLimitSettings({}).leases).toBe(true);
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'false' });
     expect(settings.leases).toBe(false);
     const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {} });
     open.push(l);

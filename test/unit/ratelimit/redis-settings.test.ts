@@ -6,9 +6,9 @@ import { parseRedisAddress } from '../../../src/ratelimit/redis/address.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 
 describe('parseRedisLimitSettings', () => {
-  it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster, no leases; frozen', () => {
+  it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster, leases on; frozen', () => {
     const s = parseRedisLimitSettings({});
-    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false, leases: false });
+    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false, leases: true });
     expect(Object.isFrozen(s)).toBe(true);
   });
 

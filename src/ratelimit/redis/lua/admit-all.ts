@@ -1,4 +1,5 @@
 import { COUNTERS_LUA } from './counters.js';
+import { RECALL_FLAG_MS, STATUS_RECALLING } from './batch.js';
 
 /**
  * Admissions against several limits of one Redis (route and tenant), collected during one
@@ -8,23 +9,29 @@ import { COUNTERS_LUA } from './counters.js';
  * input limit, output limit (-1 = none), shadow ('1': never blocks), then the input tokens of
  * each admission. Each limit decides each admission by the admission rule against the counts
  * left by the ones before it; when no enforced limit refuses, its tokens are added to every
- * limit's input counter, else to none.
+ * limit's input counter, else to none. As in the batch script (batch.ts), an enforced limit that
+ * refuses by input sets its recall flag (its leases come back), and answers STATUS_RECALLING
+ * instead when the admission would fit with every lease of its window back.
  *
  * Returns per limit { ms until its window ends, input used before the admissions, output used },
- * then per admission one status per limit (0 admitted, 1 rejected by input, 2 by output).
+ * then per admission one status per limit (0 admitted, 1 rejected by input, 2 by output, 3 recalling).
  */
 export const ADMIT_ALL_LUA = `${COUNTERS_LUA}
 local n = tonumber(ARGV[2])
 local first = 3 + n * 4
 local reply = {}
 local inKeys, fresh, ttl, inUsed, outUsed, inLimit, outLimit, shadow, added = {}, {}, {}, {}, {}, {}, {}, {}, {}
+local lentOut, recallKeys, recalled = {}, {}, {}
 for j = 1, n do
   local a = 3 + (j - 1) * 4
   local unit = ARGV[a]
   local now, s, e = windowAt(unit, ARGV[1])
   local inKey = keyOf(KEYS[j], 'in', unit, s)
-  local used = redis.call('MGET', inKey, keyOf(KEYS[j], 'out', unit, s))
+  recallKeys[j] = keyOf(KEYS[j], 'rc', unit, s)
+  local used = redis.call('MGET', inKey, keyOf(KEYS[j], 'out', unit, s), recallKeys[j], keyOf(KEYS[j], 'ls', unit, s))
   inKeys[j] = inKey
+  recalled[j] = used[3] and true or false
+  lentOut[j] = tonumber(used[4] or '0')
   fresh[j] = not used[1]
   ttl[j] = e - now
   inUsed[j] = tonumber(used[1] or '0')
@@ -43,6 +50,13 @@ for i = first, #ARGV do
   local at = #reply
   for j = 1, n do
     local status = admission(inUsed[j], outUsed[j], inLimit[j], outLimit[j], tokens)
+    if status == 1 and not shadow[j] then
+      if lentOut[j] > 0 and inLimit[j] - inUsed[j] + lentOut[j] >= tokens then status = ${STATUS_RECALLING} end
+      if not recalled[j] then
+        redis.call('SET', recallKeys[j], '1', 'PX', ${RECALL_FLAG_MS})
+        recalled[j] = true
+      end
+    end
     if status ~= 0 and not shadow[j] then blocked = true end
     reply[at + j] = status
   end

@@ -6,6 +6,9 @@ import { COUNTERS_LUA } from './counters.js';
  */
 export const RECALL_FLAG_MS = 1_000;
 
+/** Status of an admission refused by input for now: it would fit if the leases still out came back (the worker asks again). */
+export const STATUS_RECALLING = 3;
+
 /**
  * The limiter's only script: the operations on one limit's counters (one unit, one clock
  * reading, one pair of limits) collected during one event-loop turn, applied atomically in one call.
@@ -13,54 +16,66 @@ export const RECALL_FLAG_MS = 1_000;
  * ARGV[3] is the sum of the batch's input corrections, ARGV[4] the sum of its output charges;
  * they are applied first (correction floored at 0, charge in full). ARGV[5] and ARGV[6] are the
  * input and output limits (-1 = none). ARGV[7] is the lease asked for (input tokens, 0 = none),
- * ARGV[8] the input tokens of a lease given back and ARGV[9] the start of the window it was lent
- * in (a lease of an earlier window is not given back: that window's counters are gone).
- * ARGV[10..] are the input tokens of each admission, in arrival order. Each admission is decided
- * by the admission rule against the counts left by the ones before it; the tokens of the admitted
- * ones, and of a lease lent, are added to the input counter (one INCRBY).
+ * ARGV[8] the unused input tokens of the leases given back, ARGV[9] the start of the window they
+ * were lent in and ARGV[10] their size when lent (a lease of an earlier window is not given back:
+ * that window's counters are gone). ARGV[11..] are the input tokens of each admission, in arrival
+ * order. Each admission is decided by the admission rule against the counts left by the ones
+ * before it; the tokens of the admitted ones, and of a lease lent, are added to the input counter
+ * (one INCRBY).
  *
  * A lease is lent (leases.ts) only while nothing is being recalled and the output limit is not
  * reached: at most what was asked and 1/16 of the input still free after the admissions, and
- * not less than twice the last admission's tokens (0 otherwise). An admission refused by input
- * sets the recall flag for RECALL_FLAG_MS: the holders give their leases back when they see it.
+ * not less than twice the last admission's tokens (0 otherwise). The window's \`ls\` counter holds
+ * the size of the leases lent and not given back yet. An admission refused by input sets the
+ * recall flag for RECALL_FLAG_MS: the holders give their leases back when they see it. When the
+ * admission would fit if every lease out came back (free + \`ls\` ≥ its tokens), its status is
+ * STATUS_RECALLING instead of a refusal: the worker asks again while the leases come back.
  *
  * Returns { ms until the window ends, input used before the admissions, output used, lease lent,
  * window start, recall flag (1 or 0), then one status per admission (0 admitted, 1 rejected by
- * input, 2 rejected by output) }.
+ * input, 2 rejected by output, 3 recalling) }.
  */
 export const BATCH_LUA = `${COUNTERS_LUA}
 local now, s, e = currentWindow()
 local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
-local back = tonumber(ARGV[8])
-if back > 0 and tonumber(ARGV[9]) == s then delta = delta - back end
+local backLent = tonumber(ARGV[10])
+local lentKey = windowKey('ls', s)
+if backLent > 0 and tonumber(ARGV[9]) == s then
+  delta = delta - tonumber(ARGV[8])
+  if redis.call('DECRBY', lentKey, backLent) <= 0 then redis.call('DEL', lentKey) end
+end
 if delta ~= 0 then adjustInput(now, s, e, delta) end
 if out > 0 then chargeOutput(now, s, e, out) end
 local n = #ARGV
 local inKey = windowKey('in', s)
 local recallKey = windowKey('rc', s)
-local used = redis.call('MGET', inKey, windowKey('out', s), recallKey)
+local used = redis.call('MGET', inKey, windowKey('out', s), recallKey, lentKey)
 local inUsed = tonumber(used[1] or '0')
 local outUsed = tonumber(used[2] or '0')
 local recall = used[3] and 1 or 0
+local lentOut = tonumber(used[4] or '0')
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
 local reply = { e - now, inUsed, outUsed, 0, s, recall }
 local added = 0
 local last = 0
-for i = 10, n do
+for i = 11, n do
   local tokens = tonumber(ARGV[i])
   local status = admission(inUsed, outUsed, inLimit, outLimit, tokens)
   if status == 0 then
     inUsed = inUsed + tokens
     added = added + tokens
-  elseif status == 1 and recall == 0 then
-    redis.call('SET', recallKey, '1', 'PX', ${RECALL_FLAG_MS})
-    recall = 1
-    reply[6] = 1
+  elseif status == 1 then
+    if lentOut > 0 and inLimit - inUsed + lentOut >= tokens then status = ${STATUS_RECALLING} end
+    if recall == 0 then
+      redis.call('SET', recallKey, '1', 'PX', ${RECALL_FLAG_MS})
+      recall = 1
+      reply[6] = 1
+    end
   end
   last = tokens
-  reply[i - 3] = status
+  reply[i - 4] = status
 end
 local ask = tonumber(ARGV[7])
 if ask > 0 and recall == 0 and inLimit >= 0 and (outLimit < 0 or outUsed < outLimit) then
@@ -69,6 +84,7 @@ if ask > 0 and recall == 0 and inLimit >= 0 and (outLimit < 0 or outUsed < outLi
   if lent >= 2 * last and lent > 0 then
     added = added + lent
     reply[4] = lent
+    if redis.call('INCRBY', lentKey, lent) == lent then redis.call('PEXPIRE', lentKey, e - now + TTL_MARGIN_MS) end
   end
 end
 if added > 0 then
