@@ -10,14 +10,15 @@ import { secondsUntil } from '../windows.js';
  */
 export const MAX_BATCH_ADMISSIONS = 500;
 
-/** Where the script's reply (lua/batch.ts) has what: ms until the window ends, counts, lease, window, recall, statuses. */
+/** Where the script's reply (lua/batch.ts) has what: ms until the window ends, counts, lease, window, recall, leases out, statuses. */
 export const REPLY_MS = 0;
 export const REPLY_IN_USED = 1;
 export const REPLY_OUT_USED = 2;
 export const REPLY_LEASE = 3;
 export const REPLY_WINDOW = 4;
 export const REPLY_RECALL = 5;
-export const FIRST_STATUS = 6;
+export const REPLY_LEASES_OUT = 6;
+export const FIRST_STATUS = 7;
 
 export interface PendingAdmission {
   readonly limit: RateLimitSpec;
@@ -111,9 +112,10 @@ export class Batch {
   answer(reply: readonly number[], recalling: Recalling): void {
     for (const s of this.settles) s.resolve();
     if (this.admissions.length === 0) return;
-    const reset = secondsUntil(reply[0], 0); // reply[0]: ms until the window ends
-    let inUsed = reply[1];
-    const outUsed = reply[2];
+    const reset = secondsUntil(reply[REPLY_MS], 0);
+    // What requests used, as far as Redis knows it: the leases out (other workers') count as unused.
+    let inUsed = reply[REPLY_IN_USED] - reply[REPLY_LEASES_OUT];
+    const outUsed = reply[REPLY_OUT_USED];
     for (let i = 0; i < this.admissions.length; i++) {
       const a = this.admissions[i];
       let status = reply[FIRST_STATUS + i];

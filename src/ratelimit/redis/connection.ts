@@ -11,7 +11,7 @@ export interface LimiterCommands {
    * lease asked for and the unused tokens of leases given back (with the start of the window they
    * were lent in and their size when lent), then one admission per entry of `tokens` under the two
    * limits (-1 = none). Reply: [msUntilWindowEnd, inputUsedBeforeAdmissions, outputUsed,
-   * leaseLent, windowStart, recallFlag, status per admission].
+   * leaseLent, windowStart, recallFlag, leasesOut, status per admission].
    */
   irBatch(
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
@@ -20,7 +20,7 @@ export interface LimiterCommands {
   /**
    * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the
    * number of limits, per limit unit, input limit, output limit and shadow flag, then the tokens of
-   * each admission. Reply: per limit [msUntilWindowEnd, inputUsedBefore, outputUsed], then per
+   * each admission. Reply: per limit [msUntilWindowEnd, inputUsedBefore, outputUsed, leasesOut], then per
    * admission one status per limit.
    */
   irAdmitAll(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;

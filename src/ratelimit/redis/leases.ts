@@ -3,7 +3,7 @@ import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import type { LimitKey } from '../limit-key.js';
 import type { Decision } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
-import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
+import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
 
 /** Input tokens a worker asks for at least when it takes a lease (the script lends at most 1/16 of what is free). */
 export const LEASE_ASK_MIN = 4096;
@@ -46,6 +46,8 @@ interface Lease {
   /** The counters as the last reply of this key showed them (input includes every lease lent). */
   inUsed: number;
   outUsed: number;
+  /** The size of the other workers' leases out, as that reply showed it (headers count them as unused). */
+  othersOut: number;
   /** Local time of that reply. */
   seenAt: number;
   /** Local time of the last admission from it. */
@@ -85,7 +87,7 @@ export class RedisLeases {
     l.left -= inputTokens;
     l.usedAt = now;
     const reset = secondsUntil(l.endsAt, now);
-    const inUsed = l.inUsed - l.left;
+    const inUsed = l.inUsed - l.left - l.othersOut; // what requests used, as far as this worker knows it
     return {
       allowed: true,
       rejectedBy: null,
@@ -119,6 +121,7 @@ export class RedisLeases {
     if (held !== undefined && held.unit === b.unit && held.window === window) {
       held.inUsed = inUsed;
       held.outUsed = reply[REPLY_OUT_USED];
+      held.othersOut = Math.max(0, reply[REPLY_LEASES_OUT] - held.size); // the held lease is among those out
       held.seenAt = now;
       if (reply[REPLY_RECALL] === 1) {
         if (this.onEvent !== null) this.onEvent('recalled');
@@ -130,7 +133,7 @@ export class RedisLeases {
     if (held !== undefined) return { key, limit, tokens: lent, window, lent };
     this.held.set(key, {
       limit, unit: b.unit, inLimit: b.inLimit, outLimit: b.outLimit, window, endsAt: now + reply[REPLY_MS],
-      size: lent, left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], seenAt: now, usedAt: now,
+      size: lent, left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], othersOut: reply[REPLY_LEASES_OUT], seenAt: now, usedAt: now,
     });
     if (this.onEvent !== null) this.onEvent('lent');
     return null;

@@ -4,6 +4,9 @@ import { secondsUntil } from '../windows.js';
 import { MAX_BATCH_ADMISSIONS } from './batch.js';
 import { STATUS_RECALLING } from './lua/batch.js';
 
+/** Values per limit at the head of the admit-all script's reply: ms to the window end, input used, output used, leases out. */
+const PER_LIMIT = 4;
+
 export interface PendingMulti {
   readonly terms: readonly LimitTerm[];
   readonly tokens: number;
@@ -53,13 +56,13 @@ export class MultiBatch {
     const inUsed: number[] = [];
     const outUsed: number[] = [];
     for (let j = 0; j < n; j++) {
-      reset.push(secondsUntil(reply[j * 3], 0));
-      inUsed.push(reply[j * 3 + 1]);
-      outUsed.push(reply[j * 3 + 2]);
+      reset.push(secondsUntil(reply[j * PER_LIMIT], 0));
+      inUsed.push(reply[j * PER_LIMIT + 1] - reply[j * PER_LIMIT + 3]); // leases out count as unused (as in batch.ts)
+      outUsed.push(reply[j * PER_LIMIT + 2]);
     }
     for (let i = 0; i < this.admissions.length; i++) {
       const a = this.admissions[i];
-      const at = n * 3 + i * n;
+      const at = n * PER_LIMIT + i * n;
       let admitted = true;
       let waitable = true; // refused, but only by limits whose leases out would let it in
       for (let j = 0; j < n; j++) {

@@ -13,7 +13,8 @@ import { RECALL_FLAG_MS, STATUS_RECALLING } from './batch.js';
  * refuses by input sets its recall flag (its leases come back), and answers STATUS_RECALLING
  * instead when the admission would fit with every lease of its window back.
  *
- * Returns per limit { ms until its window ends, input used before the admissions, output used },
+ * Returns per limit { ms until its window ends, input used before the admissions, output used,
+ * size of its leases out },
  * then per admission one status per limit (0 admitted, 1 rejected by input, 2 by output, 3 recalling).
  */
 export const ADMIT_ALL_LUA = `${COUNTERS_LUA}
@@ -43,6 +44,7 @@ for j = 1, n do
   reply[#reply + 1] = e - now
   reply[#reply + 1] = inUsed[j]
   reply[#reply + 1] = outUsed[j]
+  reply[#reply + 1] = lentOut[j]
 end
 for i = first, #ARGV do
   local tokens = tonumber(ARGV[i])

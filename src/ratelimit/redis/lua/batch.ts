@@ -32,8 +32,8 @@ export const STATUS_RECALLING = 3;
  * STATUS_RECALLING instead of a refusal: the worker asks again while the leases come back.
  *
  * Returns { ms until the window ends, input used before the admissions, output used, lease lent,
- * window start, recall flag (1 or 0), then one status per admission (0 admitted, 1 rejected by
- * input, 2 rejected by output, 3 recalling) }.
+ * window start, recall flag (1 or 0), the size of the leases out before this call's lease, then
+ * one status per admission (0 admitted, 1 rejected by input, 2 rejected by output, 3 recalling) }.
  */
 export const BATCH_LUA = `${COUNTERS_LUA}
 local now, s, e = currentWindow()
@@ -57,7 +57,7 @@ local recall = used[3] and 1 or 0
 local lentOut = tonumber(used[4] or '0')
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
-local reply = { e - now, inUsed, outUsed, 0, s, recall }
+local reply = { e - now, inUsed, outUsed, 0, s, recall, lentOut }
 local added = 0
 local last = 0
 for i = 11, n do
@@ -75,7 +75,7 @@ for i = 11, n do
     end
   end
   last = tokens
-  reply[i - 4] = status
+  reply[i - 3] = status
 end
 local ask = tonumber(ARGV[7])
 if ask > 0 and recall == 0 and inLimit >= 0 and (outLimit < 0 or outUsed < outLimit) then
