@@ -21,6 +21,8 @@ export const REPLY_LEASES_OUT = 6;
 export const FIRST_STATUS = 7;
 
 export interface PendingAdmission {
+  /** The limit key. */
+  readonly key: string;
   readonly limit: RateLimitSpec;
   readonly tokens: number;
   /** Times the script answered STATUS_RECALLING and the admission was asked again. */
@@ -30,7 +32,7 @@ export interface PendingAdmission {
 }
 
 /** Takes an admission the script answered with STATUS_RECALLING, to ask again later; false when it may not wait longer (it is refused by input then). */
-export type Recalling = (key: string, a: PendingAdmission) => boolean;
+export type Recalling = (a: PendingAdmission) => boolean;
 
 export interface PendingSettle {
   readonly limit: RateLimitSpec;
@@ -87,7 +89,7 @@ export class Batch {
   }
 
   admit(limit: RateLimitSpec, tokens: number): Promise<Decision> {
-    return new Promise((resolve, reject) => this.join({ limit, tokens, waits: 0, resolve, reject }));
+    return new Promise((resolve, reject) => this.join({ key: this.key, limit, tokens, waits: 0, resolve, reject }));
   }
 
   /** Adds an admission (a new one, or one asked again after waiting for leases to come back). */
@@ -120,7 +122,7 @@ export class Batch {
       const a = this.admissions[i];
       let status = reply[FIRST_STATUS + i];
       if (status === STATUS_RECALLING) {
-        if (recalling(this.key, a)) continue;
+        if (recalling(a)) continue;
         status = STATUS_REJECTED_INPUT;
       }
       if (status === STATUS_ALLOWED) inUsed += a.tokens;

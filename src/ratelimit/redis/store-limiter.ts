@@ -12,6 +12,7 @@ import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './conne
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
 import { LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
+import { RecallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
 
 /**
@@ -21,14 +22,6 @@ import type { RedisLimitSettings } from './settings.js';
  * that much later; under load an admission comes within a turn or two.
  */
 export const SETTLE_WAIT_MS = 20;
-
-/**
- * An admission that would fit if the leases still out came back (the script's STATUS_RECALLING)
- * is asked again after this long (ms), at most RECALL_MAX_WAITS times; then it is refused by
- * input. The leases' holders give them back within about LEASE_VIEW_MS + LEASE_IDLE_MS / 2.
- */
-export const RECALL_RETRY_MS = 25;
-export const RECALL_MAX_WAITS = 20;
 
 export interface RedisStoreOptions {
   /**
@@ -100,11 +93,19 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly onLease: ((event: LeaseEvent) => void) | null;
   /** Gives back the leases that are due (idle, stale) while any is held. */
   private leaseTimer: NodeJS.Timeout | null = null;
-  /** Admissions waiting to be asked again while leases come back (STATUS_RECALLING), and the timer that asks. */
-  private recallWaits: { key: LimitKey; a: PendingAdmission }[] = [];
-  private recallWaitsMulti: PendingMulti[] = [];
-  private recallTimer: NodeJS.Timeout | null = null;
-  private closing = false;
+  /** Admissions waiting to be asked again while leases come back (recall-waits.ts). */
+  private readonly waits = new RecallWaits<PendingAdmission>((as) => {
+    for (const a of as) {
+      if (this.health.state === 'up') this.batchFor(a.key, a.limit, true).join(a);
+      else a.reject(new LimitStoreUnavailableError(this.name));
+    }
+  });
+  private readonly waitsMulti = new RecallWaits<PendingMulti>((as) => {
+    for (const a of as) {
+      if (this.health.state === 'up') this.multiBatchFor(a.terms).join(a);
+      else a.reject(new LimitStoreUnavailableError(this.name));
+    }
+  });
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -254,7 +255,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       return;
     }
     this.client.irAdmitAll(...(b.args as [number, ...(string | number)[]])).then(
-      (reply) => b.answer(reply, this.recallingMulti),
+      (reply) => b.answer(reply, this.waitsMulti.take),
       (err: unknown) => {
         this.storeFailed(err);
         b.fail(new LimitStoreUnavailableError(this.name));
@@ -264,9 +265,8 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   /** Closes the Redis client. */
   async close(): Promise<void> {
-    this.closing = true; // admissions waiting for leases are decided now, without waiting more
-    if (this.recallTimer !== null) clearTimeout(this.recallTimer);
-    this.askAgain();
+    this.waits.close(); // admissions waiting for leases are decided now, without waiting more
+    this.waitsMulti.close();
     if (this.leases !== null) {
       for (const r of this.leases.takeAll()) this.giveBack(r);
       if (this.leaseTimer !== null) clearInterval(this.leaseTimer);
@@ -392,7 +392,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
       (reply) => {
         if (this.leases !== null) this.leaseReply(b, reply);
-        b.answer(reply, this.recalling);
+        b.answer(reply, this.waits.take);
       },
       (err: unknown) => {
         this.storeFailed(err);
@@ -400,45 +400,6 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
     );
   }
-
-  /**
-   * An admission the script answered STATUS_RECALLING waits RECALL_RETRY_MS and is asked again,
-   * at most RECALL_MAX_WAITS times (false then: it is refused by input).
-   */
-  private readonly recalling = (key: LimitKey, a: PendingAdmission): boolean => {
-    if (this.closing || a.waits >= RECALL_MAX_WAITS) return false;
-    a.waits++;
-    this.recallWaits.push({ key, a });
-    if (this.recallTimer === null) this.recallTimer = setTimeout(this.askAgain, RECALL_RETRY_MS);
-    return true;
-  };
-
-  /** The same for a multi-limit admission refused only by limits recalling their leases. */
-  private readonly recallingMulti = (a: PendingMulti): boolean => {
-    if (this.closing || a.waits >= RECALL_MAX_WAITS) return false;
-    a.waits++;
-    this.recallWaitsMulti.push(a);
-    if (this.recallTimer === null) this.recallTimer = setTimeout(this.askAgain, RECALL_RETRY_MS);
-    return true;
-  };
-
-  /** The admissions that waited for leases join this turn's batches of their keys. */
-  private readonly askAgain = (): void => {
-    this.recallTimer = null;
-    const waits = this.recallWaits;
-    const waitsMulti = this.recallWaitsMulti;
-    this.recallWaits = [];
-    this.recallWaitsMulti = [];
-    const up = this.health.state === 'up';
-    for (const w of waits) {
-      if (up) this.batchFor(w.key, w.a.limit, true).join(w.a);
-      else w.a.reject(new LimitStoreUnavailableError(this.name));
-    }
-    for (const a of waitsMulti) {
-      if (up) this.multiBatchFor(a.terms).join(a);
-      else a.reject(new LimitStoreUnavailableError(this.name));
-    }
-  };
 
   /**
    * A reply refreshes the key's lease or brings a new one (checked for return from then on); a

@@ -10,7 +10,7 @@ import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
-import { RECALL_MAX_WAITS, RECALL_RETRY_MS } from '../../../src/ratelimit/redis/store-limiter.js';
+import { RECALL_MAX_WAITS, RECALL_RETRY_MS } from '../../../src/ratelimit/redis/recall-waits.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';

@@ -1,0 +1,44 @@
+/**
+ * An admission that would fit if the leases still out came back (the scripts' STATUS_RECALLING)
+ * is asked again after RECALL_RETRY_MS, at most RECALL_MAX_WAITS times; then it is refused by
+ * input. The leases' holders give them back within about LEASE_VIEW_MS + LEASE_IDLE_MS / 2
+ * (leases.ts), so a wait ends long before that bound unless a holder is stalled or dead.
+ */
+export const RECALL_RETRY_MS = 25;
+export const RECALL_MAX_WAITS = 20;
+
+/**
+ * The admissions of one kind waiting to be asked again while leases come back: one timer for all
+ * of them; `askAgain` gets them together when it fires (or at once when the limiter closes).
+ */
+export class RecallWaits<T extends { waits: number }> {
+  private queued: T[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(private readonly askAgain: (admissions: readonly T[]) => void) {}
+
+  /** Takes an admission to ask again later; false when it may not wait longer (or the limiter closes). */
+  readonly take = (a: T): boolean => {
+    if (this.closed || a.waits >= RECALL_MAX_WAITS) return false;
+    a.waits++;
+    this.queued.push(a);
+    if (this.timer === null) this.timer = setTimeout(this.fire, RECALL_RETRY_MS);
+    return true;
+  };
+
+  /** Asks every waiting admission again now and takes no more: their next answer is final. */
+  close(): void {
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.fire();
+  }
+
+  private readonly fire = (): void => {
+    this.timer = null;
+    if (this.queued.length === 0) return;
+    const queued = this.queued;
+    this.queued = [];
+    this.askAgain(queued);
+  };
+}
