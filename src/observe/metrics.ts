@@ -105,8 +105,12 @@ export class RouterMetrics {
   private readonly failureModeDecisions = new CounterFamily('inference_router_ratelimit_failure_mode_decisions_total',
     'Admission decisions made without the global store, by failure mode applied (local, open, closed).', ['mode']);
   private readonly leaseEvents = new CounterFamily('inference_router_ratelimit_leases_total',
-    'Leases of global limits (RATE_LIMIT_REDIS_LEASES) by event: lent, given_back, recalled, forfeited.', ['event']);
+    'Leases of global limits by event: lent, given_back, recalled, forfeited.', ['event']);
   private readonly leaseSeries = new Map<string, CounterSeries>();
+  private readonly recallWaits = new CounterFamily('inference_router_ratelimit_recall_waits_total',
+    'Admissions of global limits that waited for leases to come back (a refusal recalled them), by outcome: admitted, refused.', ['outcome']);
+  private readonly recallAdmitted: CounterSeries = this.recallWaits.child('admitted');
+  private readonly recallRefused: CounterSeries = this.recallWaits.child('refused');
   private readonly tokenizerDuration = new HistogramFamily('inference_router_tokenizer_pool_duration_seconds',
     'Time from submitting a count to the tokenizer pool to its answer (queue wait included).', [], TOKENIZER_BUCKETS);
   private readonly tokenizerTask: HistogramSeries = this.tokenizerDuration.child();
@@ -118,7 +122,7 @@ export class RouterMetrics {
     const r = this.registry;
     for (const m of [
       this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens,
-      this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.tokenizerDuration,
+      this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
       'Requests in flight to each backend pod.', 'gauge', () => this.collectInflight()) as never);
@@ -234,6 +238,11 @@ export class RouterMetrics {
   /** A lease of a global limit was lent, given back, recalled or forfeited. */
   leaseEvent(event: string): void {
     cached(this.leaseSeries, this.leaseEvents, event).value++;
+  }
+
+  /** An admission that waited for leases to come back got its answer. */
+  recallWait(admitted: boolean): void {
+    (admitted ? this.recallAdmitted : this.recallRefused).value++;
   }
 
   /** A pooled token count took `ms` from submission to answer. */

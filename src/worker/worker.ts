@@ -117,6 +117,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     onStoreError: (store) => metrics.redisError(store),
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
     onLease: (event) => metrics.leaseEvent(event),
+    onRecallWait: (admitted) => metrics.recallWait(admitted),
   });
 
   let finished = 0;

@@ -118,6 +118,8 @@ describe('global token limits on a real Redis, several router instances', () => 
       expect(await Promise.all([holder, busy, busy].map(post))).toEqual([429, 429, 429]);
       const metrics = await (await fetch(`${holder.url}/metrics`)).text();
       expect(Number(/^inference_router_ratelimit_leases_total\{event="lent"\} (\d+)$/m.exec(metrics)?.[1] ?? 0), metrics).toBeGreaterThan(0);
+      const busyMetrics = await (await fetch(`${busy.url}/metrics`)).text();
+      expect(Number(/^inference_router_ratelimit_recall_waits_total\{outcome="admitted"\} (\d+)$/m.exec(busyMetrics)?.[1] ?? 0), busyMetrics).toBeGreaterThan(0);
     } finally {
       try { process.kill(holderWorker, 'SIGCONT'); } catch { /* gone */ }
       await Promise.all([holder.kill(), busy.kill()]);

@@ -31,8 +31,13 @@ export interface PendingAdmission {
   reject(err: unknown): void;
 }
 
-/** Takes an admission the script answered with STATUS_RECALLING, to ask again later; false when it may not wait longer (it is refused by input then). */
-export type Recalling = (a: PendingAdmission) => boolean;
+/** Where admissions the script answered STATUS_RECALLING wait (recall-waits.ts). */
+export interface Recalling {
+  /** Takes one to ask again later; false when it may not wait longer (it is refused by input then). */
+  take(a: PendingAdmission): boolean;
+  /** Told of every final answer (it counts those that waited). */
+  ended(a: PendingAdmission, admitted: boolean): void;
+}
 
 export interface PendingSettle {
   readonly limit: RateLimitSpec;
@@ -122,9 +127,10 @@ export class Batch {
       const a = this.admissions[i];
       let status = reply[FIRST_STATUS + i];
       if (status === STATUS_RECALLING) {
-        if (recalling(a)) continue;
+        if (recalling.take(a)) continue;
         status = STATUS_REJECTED_INPUT;
       }
+      if (a.waits > 0) recalling.ended(a, status === STATUS_ALLOWED);
       if (status === STATUS_ALLOWED) inUsed += a.tokens;
       a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
     }

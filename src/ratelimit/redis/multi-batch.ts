@@ -16,8 +16,11 @@ export interface PendingMulti {
   reject(err: unknown): void;
 }
 
-/** Takes an admission refused only by limits that answered STATUS_RECALLING, to ask again later; false when it may not wait longer (refused by input then). */
-export type RecallingMulti = (a: PendingMulti) => boolean;
+/** Where admissions refused only by limits that answered STATUS_RECALLING wait (recall-waits.ts), as Recalling in batch.ts. */
+export interface RecallingMulti {
+  take(a: PendingMulti): boolean;
+  ended(a: PendingMulti, admitted: boolean): void;
+}
 
 /**
  * The multi-limit admissions (route and tenant) of one event-loop turn under the same limits (the
@@ -71,7 +74,8 @@ export class MultiBatch {
         admitted = false;
         if (status !== STATUS_RECALLING) waitable = false;
       }
-      if (!admitted && waitable && recalling(a)) continue;
+      if (!admitted && waitable && recalling.take(a)) continue;
+      if (a.waits > 0) recalling.ended(a, admitted);
       if (admitted) for (let j = 0; j < n; j++) inUsed[j] += a.tokens;
       const ds: Decision[] = [];
       for (let j = 0; j < n; j++) {

@@ -16,7 +16,11 @@ export class RecallWaits<T extends { waits: number }> {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  constructor(private readonly askAgain: (admissions: readonly T[]) => void) {}
+  /** `onEnded`: an admission that waited got its final answer (metrics). */
+  constructor(
+    private readonly askAgain: (admissions: readonly T[]) => void,
+    private readonly onEnded: ((admitted: boolean) => void) | null = null,
+  ) {}
 
   /** Takes an admission to ask again later; false when it may not wait longer (or the limiter closes). */
   readonly take = (a: T): boolean => {
@@ -26,6 +30,11 @@ export class RecallWaits<T extends { waits: number }> {
     if (this.timer === null) this.timer = setTimeout(this.fire, RECALL_RETRY_MS);
     return true;
   };
+
+  /** An admission's final answer: counted when it had waited. */
+  ended(a: T, admitted: boolean): void {
+    if (a.waits > 0 && this.onEnded !== null) this.onEnded(admitted);
+  }
 
   /** Asks every waiting admission again now and takes no more: their next answer is final. */
   close(): void {

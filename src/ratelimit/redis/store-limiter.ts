@@ -43,6 +43,8 @@ export interface RedisStoreOptions {
   onStoreError?: (store: string) => void;
   /** Observability hook (metrics): a lease of the global limit was lent, given back, recalled or forfeited. */
   onLease?: (event: LeaseEvent) => void;
+  /** Observability hook (metrics): an admission that waited for leases to come back was admitted or refused. */
+  onRecallWait?: (admitted: boolean) => void;
 }
 
 /**
@@ -94,18 +96,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Gives back the leases that are due (idle, stale) while any is held. */
   private leaseTimer: NodeJS.Timeout | null = null;
   /** Admissions waiting to be asked again while leases come back (recall-waits.ts). */
-  private readonly waits = new RecallWaits<PendingAdmission>((as) => {
-    for (const a of as) {
-      if (this.health.state === 'up') this.batchFor(a.key, a.limit, true).join(a);
-      else a.reject(new LimitStoreUnavailableError(this.name));
-    }
-  });
-  private readonly waitsMulti = new RecallWaits<PendingMulti>((as) => {
-    for (const a of as) {
-      if (this.health.state === 'up') this.multiBatchFor(a.terms).join(a);
-      else a.reject(new LimitStoreUnavailableError(this.name));
-    }
-  });
+  private readonly waits: RecallWaits<PendingAdmission>;
+  private readonly waitsMulti: RecallWaits<PendingMulti>;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -119,6 +111,19 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.onStoreError = opts.onStoreError ?? null;
     this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
     this.onLease = opts.onLease ?? null;
+    const onRecallWait = opts.onRecallWait ?? null;
+    this.waits = new RecallWaits<PendingAdmission>((as) => {
+      for (const a of as) {
+        if (this.health.state === 'up') this.batchFor(a.key, a.limit, true).join(a);
+        else a.reject(new LimitStoreUnavailableError(this.name));
+      }
+    }, onRecallWait);
+    this.waitsMulti = new RecallWaits<PendingMulti>((as) => {
+      for (const a of as) {
+        if (this.health.state === 'up') this.multiBatchFor(a.terms).join(a);
+        else a.reject(new LimitStoreUnavailableError(this.name));
+      }
+    }, onRecallWait);
     this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now()), this.onLease) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
@@ -255,7 +260,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       return;
     }
     this.client.irAdmitAll(...(b.args as [number, ...(string | number)[]])).then(
-      (reply) => b.answer(reply, this.waitsMulti.take),
+      (reply) => b.answer(reply, this.waitsMulti),
       (err: unknown) => {
         this.storeFailed(err);
         b.fail(new LimitStoreUnavailableError(this.name));
@@ -392,7 +397,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
       (reply) => {
         if (this.leases !== null) this.leaseReply(b, reply);
-        b.answer(reply, this.waits.take);
+        b.answer(reply, this.waits);
       },
       (err: unknown) => {
         this.storeFailed(err);

@@ -86,6 +86,9 @@ describe('RouterMetrics', () => {
     m.leaseEvent('lent');
     m.leaseEvent('given_back');
     m.leaseEvent('lent');
+    m.recallWait(true);
+    m.recallWait(true);
+    m.recallWait(false);
     m.tokenizerPoolTask(3);
     let dropped = 4;
     const pods = [{ name: 'pod-a', inflight: 2 }, { name: 'pod-b', inflight: 0 }];
@@ -105,6 +108,8 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_ratelimit_failure_mode_decisions_total{mode="open"}')).toBe(2);
     expect(sample(t, 'inference_router_ratelimit_leases_total{event="lent"}')).toBe(2);
     expect(sample(t, 'inference_router_ratelimit_leases_total{event="given_back"}')).toBe(1);
+    expect(sample(t, 'inference_router_ratelimit_recall_waits_total{outcome="admitted"}')).toBe(2);
+    expect(sample(t, 'inference_router_ratelimit_recall_waits_total{outcome="refused"}')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_duration_seconds_count')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);

@@ -8,6 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { Decision } from '../../../src/ratelimit/limiter.js';
+import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { RECALL_MAX_WAITS, RECALL_RETRY_MS } from '../../../src/ratelimit/redis/recall-waits.js';
@@ -31,7 +32,10 @@ const route = (): string => `lease-${process.pid}/r${++seq}`;
 
 async function worker(events: string[] = []): Promise<RedisLimiter> {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
-  const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT, onLease: (e) => events.push(e) });
+  const l = new RedisLimiter(server.address, settings, NO_FALLBACK, {
+    clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT,
+    onLease: (e) => events.push(e), onRecallWait: (admitted) => events.push(admitted ? 'wait admitted' : 'wait refused'),
+  });
   open.push(l);
   await untilUp(l);
   return l;
@@ -134,8 +138,9 @@ describe('leases of the global limit', () => {
 
   it('a request that fits only if the leases out came back waits: the refusal recalls them, their holder gives them back at its next reply, and the request is admitted', async () => {
     const events: string[] = [];
+    const bEvents: string[] = [];
     const a = await worker(events);
-    const b = await worker();
+    const b = await worker(bEvents);
     const r = route();
     const limit = spec(10_000, null);
     expect((await a.admit(r, limit, 5)).allowed).toBe(true);
@@ -150,6 +155,7 @@ describe('leases of the global limit', () => {
     expect(d.allowed).toBe(true);
     expect(await inCounter(r)).toBe(9_505);
     expect(events).toEqual(['lent', 'recalled', 'given_back']);
+    expect(bEvents).toEqual(['wait admitted']);
     expect(await server.cli('get', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe(''); // no lease out
   });
 
@@ -185,7 +191,8 @@ describe('leases of the global limit', () => {
 
   it('a lease whose holder never comes back (frozen here) bounds the wait: the request is refused after RECALL_MAX_WAITS asks', async () => {
     const a = await worker();
-    const b = await worker();
+    const bEvents: string[] = [];
+    const b = await worker(bEvents);
     const r = route();
     const limit = spec(10_000, null);
     expect((await a.admit(r, limit, 5)).allowed).toBe(true);
@@ -195,7 +202,35 @@ describe('leases of the global limit', () => {
     expect(d.allowed).toBe(false);
     expect(d.rejectedBy).toBe('input');
     expect(await scriptCalls() - before).toBe(1 + RECALL_MAX_WAITS);
+    expect(bEvents).toEqual(['wait refused']);
     expect(performance.now() - started).toBeGreaterThanOrEqual(RECALL_MAX_WAITS * RECALL_RETRY_MS - 5);
+  });
+
+  it('Redis lost while a request waits for leases: the wait ends with the store unavailable (the failure mode decides), not after the whole wait', async () => {
+    const own = await RedisServer.start();
+    try {
+      const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
+      const mk = async (): Promise<RedisLimiter> => {
+        const l = new RedisLimiter(own.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50 });
+        open.push(l);
+        await untilUp(l);
+        return l;
+      };
+      const a = await mk();
+      const b = await mk();
+      const r = route();
+      const limit = spec(10_000, null);
+      expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+      const waiting = b.admit(r, limit, 9_500).then((d) => d, (e: unknown) => e);
+      await new Promise((res) => setTimeout(res, RECALL_RETRY_MS / 2)); // its first answer came back: it waits
+      const started = performance.now();
+      await own.kill();
+      const outcome = await waiting;
+      expect(outcome).toBeInstanceOf(LimitStoreUnavailableError);
+      expect(performance.now() - started).toBeLessThan(RECALL_MAX_WAITS * RECALL_RETRY_MS);
+    } finally {
+      await own.stop();
+    }
   });
 
   it('a limiter closing decides its waiting admissions at once', async () => {
