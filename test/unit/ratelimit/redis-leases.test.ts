@@ -41,6 +41,16 @@ async function worker(events: string[] = []): Promise<RedisLimiter> {
   return l;
 }
 
+/** Two workers; `a` holds a lease of a new route's window (10,000 input tokens a minute, 5 used). */
+async function leaseHeld(aEvents: string[] = [], bEvents: string[] = []): Promise<{ a: RedisLimiter; b: RedisLimiter; r: string; limit: RateLimitSpec }> {
+  const a = await worker(aEvents);
+  const b = await worker(bEvents);
+  const r = route();
+  const limit = spec(10_000, null);
+  expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+  return { a, b, r, limit };
+}
+
 async function scriptCalls(): Promise<number> {
   return scriptCallsIn(await server.cli('info', 'commandstats'));
 }
@@ -139,11 +149,7 @@ describe('leases of the global limit', () => {
   it('a request that fits only if the leases out came back waits: the refusal recalls them, their holder gives them back at its next reply, and the request is admitted', async () => {
     const events: string[] = [];
     const bEvents: string[] = [];
-    const a = await worker(events);
-    const b = await worker(bEvents);
-    const r = route();
-    const limit = spec(10_000, null);
-    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const { a, b, r, limit } = await leaseHeld(events, bEvents);
     const lent = await inCounter(r) - 5;
     expect(lent).toBe(Math.floor(9_995 / 16));
     // Only 5 tokens are used, but the lease is counted: 9,500 more do not fit in Redis now; they
@@ -161,12 +167,8 @@ describe('leases of the global limit', () => {
 
   it('an admission against several limits (route and tenant) refused only because of a lease out waits for it too', async () => {
     const events: string[] = [];
-    const a = await worker(events);
-    const b = await worker();
-    const r = route();
+    const { a, b, r, limit } = await leaseHeld(events);
     const tenant = `${r}-tenant`;
-    const limit = spec(10_000, null);
-    expect((await a.admit(r, limit, 5)).allowed).toBe(true); // a holds a lease of the route's window
     const waiting = b.admitAll([{ key: r, limit }, { key: tenant, limit: spec(100_000, null) }], 9_500);
     await a.chargeOutput(r, limit, 1); // its reply recalls a's lease
     const ds = await waiting;
@@ -177,11 +179,7 @@ describe('leases of the global limit', () => {
   });
 
   it('a request that would not fit even with every lease back is refused at once', async () => {
-    const a = await worker();
-    const b = await worker();
-    const r = route();
-    const limit = spec(10_000, null);
-    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const { b, r, limit } = await leaseHeld();
     const before = await scriptCalls();
     const d = await b.admit(r, limit, 9_996); // 5 used: 9,995 would be free with the lease back
     expect(d.allowed).toBe(false);
@@ -190,12 +188,8 @@ describe('leases of the global limit', () => {
   });
 
   it('a lease whose holder never comes back (frozen here) bounds the wait: the request is refused after RECALL_MAX_WAITS asks', async () => {
-    const a = await worker();
     const bEvents: string[] = [];
-    const b = await worker(bEvents);
-    const r = route();
-    const limit = spec(10_000, null);
-    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const { b, r, limit } = await leaseHeld([], bEvents);
     const before = await scriptCalls();
     const started = performance.now();
     const d = await b.admit(r, limit, 9_500);
@@ -234,11 +228,7 @@ describe('leases of the global limit', () => {
   });
 
   it('a limiter closing decides its waiting admissions at once', async () => {
-    const a = await worker();
-    const b = await worker();
-    const r = route();
-    const limit = spec(10_000, null);
-    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    const { b, r, limit } = await leaseHeld();
     const waiting = b.admit(r, limit, 9_500);
     await new Promise((res) => setTimeout(res, RECALL_RETRY_MS / 2)); // its first answer came back: it waits
     const started = performance.now();
