@@ -12,6 +12,7 @@ import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { RECALL_MAX_WAITS, RECALL_RETRY_MS } from '../../../src/ratelimit/redis/recall-waits.js';
+import { LEASES_FORFEIT_MS } from '../../../src/ratelimit/redis/lua/counters.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';
@@ -30,10 +31,10 @@ let seq = 0;
 const open: RedisLimiter[] = [];
 const route = (): string => `lease-${process.pid}/r${++seq}`;
 
-async function worker(events: string[] = []): Promise<RedisLimiter> {
+async function worker(events: string[] = [], clock: () => number = () => now): Promise<RedisLimiter> {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
   const l = new RedisLimiter(server.address, settings, NO_FALLBACK, {
-    clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT,
+    clock, log: () => {}, settleWaitMs: SETTLE_WAIT,
     onLease: (e) => events.push(e), onRecallWait: (admitted) => events.push(admitted ? 'wait admitted' : 'wait refused'),
   });
   open.push(l);
@@ -198,6 +199,35 @@ describe('leases of the global limit', () => {
     expect(await scriptCalls() - before).toBe(1 + RECALL_MAX_WAITS);
     expect(bEvents).toEqual(['wait refused']);
     expect(performance.now() - started).toBeGreaterThanOrEqual(RECALL_MAX_WAITS * RECALL_RETRY_MS - 5);
+  });
+
+  it('leases still out LEASES_FORFEIT_MS after a refusal first recalled them are forfeit: from then on a request that needed them is refused at once', async () => {
+    const a = await worker([], () => T0); // its clock stands still: it never sees its lease age, as a stopped holder
+    const bEvents: string[] = [];
+    const b = await worker(bEvents);
+    const r = route();
+    const limit = spec(10_000, null);
+    expect((await a.admit(r, limit, 5)).allowed).toBe(true);
+    expect((await b.admit(r, limit, 9_500)).allowed).toBe(false); // waited the whole bound
+    expect(bEvents).toEqual(['wait refused']);
+    const lentKey = `ir:{${r}}:ls:minute:${MINUTE_START}`;
+    expect(Number(await server.cli('get', lentKey))).toBe(Math.floor(9_995 / 16));
+    now += LEASES_FORFEIT_MS + 1; // the scripts' clock (injected), still in the same minute
+    const before = await scriptCalls();
+    const d = await b.admit(r, limit, 9_500);
+    expect(d.allowed).toBe(false);
+    expect(d.rejectedBy).toBe('input');
+    expect(await scriptCalls() - before).toBe(1); // no wait
+    expect(bEvents).toEqual(['wait refused']);
+    expect(await server.cli('exists', lentKey)).toBe('0');
+    // The forfeit tokens stay counted: 5 used and the lease.
+    expect(await inCounter(r)).toBe(5 + Math.floor(9_995 / 16));
+    // The remaining-input header counts them as used now.
+    expect(d.input?.remaining).toBe(10_000 - 5 - Math.floor(9_995 / 16));
+    // A holder that comes back after all gives its unused tokens back; the count of leases out does not go below 0.
+    await a.close();
+    expect(await inCounter(r)).toBe(5);
+    expect(await server.cli('exists', lentKey)).toBe('0');
   });
 
   it('Redis lost while a request waits for leases: the wait ends with the store unavailable (the failure mode decides), not after the whole wait', async () => {

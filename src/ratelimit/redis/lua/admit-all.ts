@@ -1,5 +1,4 @@
 import { COUNTERS_LUA } from './counters.js';
-import { RECALL_FLAG_MS, STATUS_RECALLING } from './batch.js';
 
 /**
  * Admissions against several limits of one Redis (route and tenant), collected during one
@@ -22,17 +21,20 @@ local n = tonumber(ARGV[2])
 local first = 3 + n * 4
 local reply = {}
 local inKeys, fresh, ttl, inUsed, outUsed, inLimit, outLimit, shadow, added = {}, {}, {}, {}, {}, {}, {}, {}, {}
-local lentOut, recallKeys, recalled = {}, {}, {}
+local lvs, nows = {}, {}
 for j = 1, n do
   local a = 3 + (j - 1) * 4
   local unit = ARGV[a]
   local now, s, e = windowAt(unit, ARGV[1])
   local inKey = keyOf(KEYS[j], 'in', unit, s)
-  recallKeys[j] = keyOf(KEYS[j], 'rc', unit, s)
-  local used = redis.call('MGET', inKey, keyOf(KEYS[j], 'out', unit, s), recallKeys[j], keyOf(KEYS[j], 'ls', unit, s))
+  local lv = { lentKey = keyOf(KEYS[j], 'ls', unit, s), sinceKey = keyOf(KEYS[j], 'rs', unit, s), recallKey = keyOf(KEYS[j], 'rc', unit, s) }
+  local used = redis.call('MGET', inKey, keyOf(KEYS[j], 'out', unit, s), lv.recallKey, lv.lentKey, lv.sinceKey)
   inKeys[j] = inKey
-  recalled[j] = used[3] and true or false
-  lentOut[j] = tonumber(used[4] or '0')
+  lv.recalled = used[3] and true or false
+  lv.lentOut = tonumber(used[4] or '0')
+  lv.since = used[5] and tonumber(used[5]) or nil
+  lvs[j] = lv
+  nows[j] = now
   fresh[j] = not used[1]
   ttl[j] = e - now
   inUsed[j] = tonumber(used[1] or '0')
@@ -44,7 +46,7 @@ for j = 1, n do
   reply[#reply + 1] = e - now
   reply[#reply + 1] = inUsed[j]
   reply[#reply + 1] = outUsed[j]
-  reply[#reply + 1] = lentOut[j]
+  reply[#reply + 1] = lv.lentOut
 end
 for i = first, #ARGV do
   local tokens = tonumber(ARGV[i])
@@ -52,13 +54,7 @@ for i = first, #ARGV do
   local at = #reply
   for j = 1, n do
     local status = admission(inUsed[j], outUsed[j], inLimit[j], outLimit[j], tokens)
-    if status == 1 and not shadow[j] then
-      if lentOut[j] > 0 and inLimit[j] - inUsed[j] + lentOut[j] >= tokens then status = ${STATUS_RECALLING} end
-      if not recalled[j] then
-        redis.call('SET', recallKeys[j], '1', 'PX', ${RECALL_FLAG_MS})
-        recalled[j] = true
-      end
-    end
+    if status == 1 and not shadow[j] then status = refuseByInput(lvs[j], nows[j], inLimit[j] - inUsed[j], tokens) end
     if status ~= 0 and not shadow[j] then blocked = true end
     reply[at + j] = status
   end
@@ -70,6 +66,7 @@ for i = first, #ARGV do
   end
 end
 for j = 1, n do
+  reply[(j - 1) * 4 + 4] = lvs[j].lentOut -- less any forfeit in the loop
   if added[j] > 0 then
     redis.call('INCRBY', inKeys[j], added[j])
     if fresh[j] then redis.call('PEXPIRE', inKeys[j], ttl[j] + TTL_MARGIN_MS) end

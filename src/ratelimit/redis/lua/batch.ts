@@ -1,13 +1,6 @@
 import { COUNTERS_LUA } from './counters.js';
 
-/**
- * How long a limit's recall flag lives: set by the script when an admission is refused by input,
- * it tells the workers holding leases of the window to give them back, and stops new leases.
- */
-export const RECALL_FLAG_MS = 1_000;
-
-/** Status of an admission refused by input for now: it would fit if the leases still out came back (the worker asks again). */
-export const STATUS_RECALLING = 3;
+export { RECALL_FLAG_MS, STATUS_RECALLING } from './counters.js';
 
 /**
  * The limiter's only script: the operations on one limit's counters (one unit, one clock
@@ -29,7 +22,8 @@ export const STATUS_RECALLING = 3;
  * the size of the leases lent and not given back yet. An admission refused by input sets the
  * recall flag for RECALL_FLAG_MS: the holders give their leases back when they see it. When the
  * admission would fit if every lease out came back (free + \`ls\` ≥ its tokens), its status is
- * STATUS_RECALLING instead of a refusal: the worker asks again while the leases come back.
+ * STATUS_RECALLING instead of a refusal: the worker asks again while the leases come back; leases
+ * still out LEASES_FORFEIT_MS after the first such answer are forfeit (counters.ts refuseByInput).
  *
  * Returns { ms until the window ends, input used before the admissions, output used, lease lent,
  * window start, recall flag (1 or 0), the size of the leases out before this call's lease, then
@@ -40,24 +34,24 @@ local now, s, e = currentWindow()
 local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
 local backLent = tonumber(ARGV[10])
-local lentKey = windowKey('ls', s)
+local lv = { lentKey = windowKey('ls', s), sinceKey = windowKey('rs', s), recallKey = windowKey('rc', s) }
 if backLent > 0 and tonumber(ARGV[9]) == s then
   delta = delta - tonumber(ARGV[8])
-  if redis.call('DECRBY', lentKey, backLent) <= 0 then redis.call('DEL', lentKey) end
+  if redis.call('DECRBY', lv.lentKey, backLent) <= 0 then redis.call('DEL', lv.lentKey, lv.sinceKey) end
 end
 if delta ~= 0 then adjustInput(now, s, e, delta) end
 if out > 0 then chargeOutput(now, s, e, out) end
 local n = #ARGV
 local inKey = windowKey('in', s)
-local recallKey = windowKey('rc', s)
-local used = redis.call('MGET', inKey, windowKey('out', s), recallKey, lentKey)
+local used = redis.call('MGET', inKey, windowKey('out', s), lv.recallKey, lv.lentKey, lv.sinceKey)
 local inUsed = tonumber(used[1] or '0')
 local outUsed = tonumber(used[2] or '0')
-local recall = used[3] and 1 or 0
-local lentOut = tonumber(used[4] or '0')
+lv.recalled = used[3] and true or false
+lv.lentOut = tonumber(used[4] or '0')
+lv.since = used[5] and tonumber(used[5]) or nil
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
-local reply = { e - now, inUsed, outUsed, 0, s, recall, lentOut }
+local reply = { e - now, inUsed, outUsed, 0, s, 0, lv.lentOut }
 local added = 0
 local last = 0
 for i = 11, n do
@@ -67,24 +61,21 @@ for i = 11, n do
     inUsed = inUsed + tokens
     added = added + tokens
   elseif status == 1 then
-    if lentOut > 0 and inLimit - inUsed + lentOut >= tokens then status = ${STATUS_RECALLING} end
-    if recall == 0 then
-      redis.call('SET', recallKey, '1', 'PX', ${RECALL_FLAG_MS})
-      recall = 1
-      reply[6] = 1
-    end
+    status = refuseByInput(lv, now, inLimit - inUsed, tokens)
   end
   last = tokens
   reply[i - 3] = status
 end
+if lv.recalled then reply[6] = 1 end
+reply[7] = lv.lentOut -- less any forfeit in the loop
 local ask = tonumber(ARGV[7])
-if ask > 0 and recall == 0 and inLimit >= 0 and (outLimit < 0 or outUsed < outLimit) then
+if ask > 0 and not lv.recalled and inLimit >= 0 and (outLimit < 0 or outUsed < outLimit) then
   local lent = math.floor((inLimit - inUsed) / 16)
   if lent > ask then lent = ask end
   if lent >= 2 * last and lent > 0 then
     added = added + lent
     reply[4] = lent
-    if redis.call('INCRBY', lentKey, lent) == lent then redis.call('PEXPIRE', lentKey, e - now + TTL_MARGIN_MS) end
+    if redis.call('INCRBY', lv.lentKey, lent) == lent then redis.call('PEXPIRE', lv.lentKey, e - now + TTL_MARGIN_MS) end
   end
 end
 if added > 0 then

@@ -1,8 +1,25 @@
 import { WINDOW_LUA } from './window.js';
 
 /**
- * The counter rules of the batch script (on top of the window functions): the admission rule,
- * the input correction and the output charge, each written once.
+ * How long a limit's recall flag lives: set by a script when an admission is refused by input,
+ * it tells the workers holding leases of the window to give them back, and stops new leases.
+ */
+export const RECALL_FLAG_MS = 1_000;
+
+/** Status of an admission refused by input for now: it would fit if the leases still out came back (the worker asks again). */
+export const STATUS_RECALLING = 3;
+
+/**
+ * Leases still out this long after a refusal first recalled them are forfeit: a live holder gives
+ * its lease back within about 150 ms of a recall, so these holders stopped or died. Their tokens
+ * stay counted; the admissions that waited for them are refused from then on.
+ */
+export const LEASES_FORFEIT_MS = 2_000;
+
+/**
+ * The counter rules of the scripts (on top of the window functions): the admission rule, the
+ * refusal by input with its recall of the leases, the input correction and the output charge,
+ * each written once.
  */
 export const COUNTERS_LUA = `${WINDOW_LUA}
 -- The admission rule (docs/rate-limiting.md): 1 = rejected by input (inUsed + tokens > inLimit),
@@ -11,6 +28,30 @@ local function admission(inUsed, outUsed, inLimit, outLimit, tokens)
   if inLimit >= 0 and inUsed + tokens > inLimit then return 1 end
   if outLimit >= 0 and outUsed >= outLimit then return 2 end
   return 0
+end
+
+-- An admission refused by input: the recall flag is set (once: lv.recalled), and the status is
+-- ${STATUS_RECALLING} (recalling) when the admission would fit with the leases out given back (free + lv.lentOut >=
+-- tokens), else 1. lv: { lentKey, sinceKey, recallKey, lentOut, since, recalled } of one limit's
+-- window; sinceKey holds when the leases out were first recalled: after LEASES_FORFEIT_MS they are
+-- forfeit (the count of leases out is dropped) and the admission is refused.
+local function refuseByInput(lv, now, free, tokens)
+  if not lv.recalled then
+    redis.call('SET', lv.recallKey, '1', 'PX', ${RECALL_FLAG_MS})
+    lv.recalled = true
+  end
+  if lv.lentOut <= 0 or free + lv.lentOut < tokens then return 1 end
+  if lv.since and now - lv.since > ${LEASES_FORFEIT_MS} then
+    redis.call('DEL', lv.lentKey, lv.sinceKey)
+    lv.lentOut = 0
+    lv.since = nil
+    return 1
+  end
+  if not lv.since then
+    redis.call('SET', lv.sinceKey, string.format('%d', now), 'PX', ${2 * LEASES_FORFEIT_MS})
+    lv.since = now
+  end
+  return ${STATUS_RECALLING}
 end
 
 -- Input counter of window s corrected by delta (floored at 0); keeps the key's expiry, a new key
