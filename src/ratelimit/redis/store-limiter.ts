@@ -59,9 +59,11 @@ export interface RedisStoreOptions {
  * wait for the next one to ride along with, at most SETTLE_WAIT_MS: nothing waits on a settle,
  * so this saves a call of their own at no cost to any request.
  *
- * With leases (settings.leases, leases.ts) a request of a limit with an input limit is admitted
- * from the worker's lease of its key when that covers it, without a call; otherwise its batch
- * gives the lease's unused tokens back and asks for a new one.
+ * With leases (settings.leases, on by default; leases.ts) a request of a limit with an input
+ * limit is admitted from the worker's lease of its key when that covers it, without a call;
+ * otherwise its batch gives the lease's unused tokens back and asks for a new one. An admission
+ * the script answers "recalling" (it would fit with the leases out given back) waits for them
+ * and is asked again (recall-waits.ts), so no request is refused for tokens a lease holds.
  *
  * When Redis fails or is slower than the settings' timeout (which bounds each batch call), every
  * operation of the batch rejects with LimitStoreUnavailableError, settles first as in the script;
