@@ -1,6 +1,7 @@
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
-import { STATUS_RECALLING } from './lua/batch.js';
+import { STATUS_RECALLING } from './lua/counters.js';
+import type { Recalling } from './recall-waits.js';
 import type { Decision, LimitState } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 
@@ -29,14 +30,6 @@ export interface PendingAdmission {
   waits: number;
   resolve(d: Decision | PromiseLike<Decision>): void;
   reject(err: unknown): void;
-}
-
-/** Where admissions the script answered STATUS_RECALLING wait (recall-waits.ts). */
-export interface Recalling {
-  /** Takes one to ask again later; false when it may not wait longer (it is refused by input then). */
-  take(a: PendingAdmission): boolean;
-  /** Told of every final answer (it counts those that waited). */
-  ended(a: PendingAdmission, admitted: boolean): void;
 }
 
 export interface PendingSettle {
@@ -116,7 +109,7 @@ export class Batch {
   }
 
   /** Resolves every operation from the script's reply; an admission answered STATUS_RECALLING goes to `recalling` while it may wait. */
-  answer(reply: readonly number[], recalling: Recalling): void {
+  answer(reply: readonly number[], recalling: Recalling<PendingAdmission>): void {
     for (const s of this.settles) s.resolve();
     if (this.admissions.length === 0) return;
     const reset = secondsUntil(reply[REPLY_MS], 0);

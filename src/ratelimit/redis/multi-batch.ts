@@ -2,7 +2,8 @@ import { STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '.
 import { isShadow, type Decision, type LimitState, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 import { MAX_BATCH_ADMISSIONS } from './batch.js';
-import { STATUS_RECALLING } from './lua/batch.js';
+import { STATUS_RECALLING } from './lua/counters.js';
+import type { Recalling } from './recall-waits.js';
 
 /** Values per limit at the head of the admit-all script's reply: ms to the window end, input used, output used, leases out. */
 const PER_LIMIT = 4;
@@ -14,12 +15,6 @@ export interface PendingMulti {
   waits: number;
   resolve(d: Decision[]): void;
   reject(err: unknown): void;
-}
-
-/** Where admissions refused only by limits that answered STATUS_RECALLING wait (recall-waits.ts), as Recalling in batch.ts. */
-export interface RecallingMulti {
-  take(a: PendingMulti): boolean;
-  ended(a: PendingMulti, admitted: boolean): void;
 }
 
 /**
@@ -53,7 +48,7 @@ export class MultiBatch {
   }
 
   /** Resolves every admission from the script's reply; one refused only by limits recalling their leases goes to `recalling` while it may wait. */
-  answer(reply: readonly number[], recalling: RecallingMulti): void {
+  answer(reply: readonly number[], recalling: Recalling<PendingMulti>): void {
     const n = this.terms.length;
     const reset: number[] = [];
     const inUsed: number[] = [];

@@ -7,11 +7,19 @@
 export const RECALL_RETRY_MS = 25;
 export const RECALL_MAX_WAITS = 20;
 
+/** Where admissions the scripts answered STATUS_RECALLING wait (batch.ts, multi-batch.ts). */
+export interface Recalling<T> {
+  /** Takes one to ask again later; false when it may not wait longer (it is refused by input then). */
+  take(a: T): boolean;
+  /** The final answer of one that waited (metrics). */
+  ended(a: T, admitted: boolean): void;
+}
+
 /**
  * The admissions of one kind waiting to be asked again while leases come back: one timer for all
  * of them; `askAgain` gets them together when it fires (or at once when the limiter closes).
  */
-export class RecallWaits<T extends { waits: number }> {
+export class RecallWaits<T extends { waits: number }> implements Recalling<T> {
   private queued: T[] = [];
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -23,17 +31,16 @@ export class RecallWaits<T extends { waits: number }> {
   ) {}
 
   /** Takes an admission to ask again later; false when it may not wait longer (or the limiter closes). */
-  readonly take = (a: T): boolean => {
+  take(a: T): boolean {
     if (this.closed || a.waits >= RECALL_MAX_WAITS) return false;
     a.waits++;
     this.queued.push(a);
     if (this.timer === null) this.timer = setTimeout(this.fire, RECALL_RETRY_MS);
     return true;
-  };
+  }
 
-  /** An admission's final answer: counted when it had waited. */
-  ended(a: T, admitted: boolean): void {
-    if (a.waits > 0 && this.onEnded !== null) this.onEnded(admitted);
+  ended(_a: T, admitted: boolean): void {
+    if (this.onEnded !== null) this.onEnded(admitted);
   }
 
   /** Asks every waiting admission again now and takes no more: their next answer is final. */

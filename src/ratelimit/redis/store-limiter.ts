@@ -114,18 +114,8 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
     this.onLease = opts.onLease ?? null;
     const onRecallWait = opts.onRecallWait ?? null;
-    this.waits = new RecallWaits<PendingAdmission>((as) => {
-      for (const a of as) {
-        if (this.health.state === 'up') this.batchFor(a.key, a.limit, true).join(a);
-        else a.reject(new LimitStoreUnavailableError(this.name));
-      }
-    }, onRecallWait);
-    this.waitsMulti = new RecallWaits<PendingMulti>((as) => {
-      for (const a of as) {
-        if (this.health.state === 'up') this.multiBatchFor(a.terms).join(a);
-        else a.reject(new LimitStoreUnavailableError(this.name));
-      }
-    }, onRecallWait);
+    this.waits = new RecallWaits<PendingAdmission>(this.askAgain((a) => this.batchFor(a.key, a.limit, true).join(a)), onRecallWait);
+    this.waitsMulti = new RecallWaits<PendingMulti>(this.askAgain((a) => this.multiBatchFor(a.terms).join(a)), onRecallWait);
     this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now()), this.onLease) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
@@ -168,6 +158,16 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (back !== null) this.giveBack(back); // into this batch, unless the lease was lent under another unit
     if (b.lease === 0) b.lease = RedisLeases.ask(inputTokens);
     return b.admit(limit, inputTokens);
+  }
+
+  /** Admissions that waited for leases join this turn's batches again (`join`), or fail when the store is down. */
+  private askAgain<T extends { reject(err: unknown): void }>(join: (a: T) => void): (admissions: readonly T[]) => void {
+    return (admissions) => {
+      for (const a of admissions) {
+        if (this.health.state === 'up') join(a);
+        else a.reject(new LimitStoreUnavailableError(this.name));
+      }
+    };
   }
 
   /** Gives back the leases that are due; stops checking when none is held. */

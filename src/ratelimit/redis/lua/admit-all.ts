@@ -26,19 +26,14 @@ for j = 1, n do
   local a = 3 + (j - 1) * 4
   local unit = ARGV[a]
   local now, s, e = windowAt(unit, ARGV[1])
-  local inKey = keyOf(KEYS[j], 'in', unit, s)
-  local lv = { lentKey = keyOf(KEYS[j], 'ls', unit, s), sinceKey = keyOf(KEYS[j], 'rs', unit, s), recallKey = keyOf(KEYS[j], 'rc', unit, s) }
-  local used = redis.call('MGET', inKey, keyOf(KEYS[j], 'out', unit, s), lv.recallKey, lv.lentKey, lv.sinceKey)
-  inKeys[j] = inKey
-  lv.recalled = used[3] and true or false
-  lv.lentOut = tonumber(used[4] or '0')
-  lv.since = used[5] and tonumber(used[5]) or nil
+  local inRaw, outRaw, lv = windowCounts(KEYS[j], unit, s)
+  inKeys[j] = keyOf(KEYS[j], 'in', unit, s)
   lvs[j] = lv
   nows[j] = now
-  fresh[j] = not used[1]
+  fresh[j] = not inRaw
   ttl[j] = e - now
-  inUsed[j] = tonumber(used[1] or '0')
-  outUsed[j] = tonumber(used[2] or '0')
+  inUsed[j] = tonumber(inRaw or '0')
+  outUsed[j] = tonumber(outRaw or '0')
   inLimit[j] = tonumber(ARGV[a + 1])
   outLimit[j] = tonumber(ARGV[a + 2])
   shadow[j] = ARGV[a + 3] == '1'

@@ -1,7 +1,5 @@
 import { COUNTERS_LUA } from './counters.js';
 
-export { RECALL_FLAG_MS, STATUS_RECALLING } from './counters.js';
-
 /**
  * The limiter's only script: the operations on one limit's counters (one unit, one clock
  * reading, one pair of limits) collected during one event-loop turn, applied atomically in one call.
@@ -34,21 +32,18 @@ local now, s, e = currentWindow()
 local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
 local backLent = tonumber(ARGV[10])
-local lv = { lentKey = windowKey('ls', s), sinceKey = windowKey('rs', s), recallKey = windowKey('rc', s) }
 if backLent > 0 and tonumber(ARGV[9]) == s then
   delta = delta - tonumber(ARGV[8])
-  if redis.call('DECRBY', lv.lentKey, backLent) <= 0 then redis.call('DEL', lv.lentKey, lv.sinceKey) end
+  local lentKey = windowKey('ls', s)
+  if redis.call('DECRBY', lentKey, backLent) <= 0 then redis.call('DEL', lentKey, windowKey('rs', s)) end
 end
 if delta ~= 0 then adjustInput(now, s, e, delta) end
 if out > 0 then chargeOutput(now, s, e, out) end
 local n = #ARGV
 local inKey = windowKey('in', s)
-local used = redis.call('MGET', inKey, windowKey('out', s), lv.recallKey, lv.lentKey, lv.sinceKey)
-local inUsed = tonumber(used[1] or '0')
-local outUsed = tonumber(used[2] or '0')
-lv.recalled = used[3] and true or false
-lv.lentOut = tonumber(used[4] or '0')
-lv.since = used[5] and tonumber(used[5]) or nil
+local inRaw, outRaw, lv = windowCounts(KEYS[1], ARGV[1], s)
+local inUsed = tonumber(inRaw or '0')
+local outUsed = tonumber(outRaw or '0')
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
 local reply = { e - now, inUsed, outUsed, 0, s, 0, lv.lentOut }
@@ -80,7 +75,7 @@ if ask > 0 and not lv.recalled and inLimit >= 0 and (outLimit < 0 or outUsed < o
 end
 if added > 0 then
   redis.call('INCRBY', inKey, added)
-  if not used[1] then redis.call('PEXPIRE', inKey, e - now + TTL_MARGIN_MS) end
+  if not inRaw then redis.call('PEXPIRE', inKey, e - now + TTL_MARGIN_MS) end
 end
 return reply
 `;

@@ -30,10 +30,21 @@ local function admission(inUsed, outUsed, inLimit, outLimit, tokens)
   return 0
 end
 
+-- The counts of one limit's window s (base: its key base), in one MGET: input and output used
+-- (nil when the key does not exist), and its lease state lv for refuseByInput and the lend:
+-- { lentKey, sinceKey, recallKey, lentOut (size of the leases out), since, recalled }.
+local function windowCounts(base, unit, s)
+  local lv = { lentKey = keyOf(base, 'ls', unit, s), sinceKey = keyOf(base, 'rs', unit, s), recallKey = keyOf(base, 'rc', unit, s) }
+  local used = redis.call('MGET', keyOf(base, 'in', unit, s), keyOf(base, 'out', unit, s), lv.recallKey, lv.lentKey, lv.sinceKey)
+  lv.recalled = used[3] and true or false
+  lv.lentOut = tonumber(used[4] or '0')
+  lv.since = used[5] and tonumber(used[5]) or nil
+  return used[1], used[2], lv
+end
+
 -- An admission refused by input: the recall flag is set (once: lv.recalled), and the status is
 -- ${STATUS_RECALLING} (recalling) when the admission would fit with the leases out given back (free + lv.lentOut >=
--- tokens), else 1. lv: { lentKey, sinceKey, recallKey, lentOut, since, recalled } of one limit's
--- window; sinceKey holds when the leases out were first recalled: after LEASES_FORFEIT_MS they are
+-- tokens), else 1. lv: one limit's lease state (windowCounts); sinceKey holds when the leases out were first recalled: after LEASES_FORFEIT_MS they are
 -- forfeit (the count of leases out is dropped) and the admission is refused.
 local function refuseByInput(lv, now, free, tokens)
   if not lv.recalled then
