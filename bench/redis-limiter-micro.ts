@@ -10,7 +10,10 @@
  *     settle (the answer goes out first; a settle rides with a later admission of its route, at
  *     most SETTLE_WAIT_MS later): the latency is the admission's, and the time includes every
  *     settle having landed.
- * Prints p50/p99 latency per decision and decisions/s.
+ * Each scenario runs twice: with leases off (RATE_LIMIT_REDIS_LEASES=false: every admission is
+ * decided by a script call, what the list above describes) and with leases on (the default: a
+ * worker admits from a slice of the window it leased, and Redis is asked only for a new lease or
+ * to settle). Prints p50/p99 latency per decision and decisions/s.
  *
  * Run: npm run build && node dist/bench/redis-limiter-micro.js
  * Env: BENCH_DECISIONS (per scenario, default 20000), REDIS_SERVER_BIN (default redis-server).
@@ -78,23 +81,34 @@ async function scenario(name: string, inFlight: number, one: (i: number) => Prom
   const seconds = (performance.now() - t0) / 1000;
   lat.sort();
   console.log(
-    `${name.padEnd(52)} in flight ${String(inFlight).padStart(3)}  p50 ${percentile(lat, 50).toFixed(3)} ms  p99 ${percentile(lat, 99).toFixed(3)} ms  ${Math.round(N / seconds).toLocaleString('en-US')} /s`,
+    `${name.padEnd(64)} in flight ${String(inFlight).padStart(3)}  p50 ${percentile(lat, 50).toFixed(3)} ms  p99 ${percentile(lat, 99).toFixed(3)} ms  ${Math.round(N / seconds).toLocaleString('en-US')} /s`,
   );
 }
 
 async function main(): Promise<void> {
   const port = await freePort();
   const stop = await startRedis(port);
-  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' });
-  const limiter = new RedisLimiter(`127.0.0.1:${port}`, settings, new CounterStore(), { log: (m) => console.error(m) });
-  while (limiter.state !== 'up') await new Promise((r) => setTimeout(r, 10));
-  const routes = Array.from({ length: 64 }, (_, i) => `bench/r${i}`);
   console.log(`RedisLimiter against redis-server on 127.0.0.1:${port}, ${N.toLocaleString('en-US')} decisions per scenario, node ${process.version}`);
   try {
+    await scenarios(port, 'false', 'leases off');
+    await scenarios(port, 'true', 'leases on');
+  } finally {
+    stop();
+  }
+}
+
+/** Every scenario against one limiter with RATE_LIMIT_REDIS_LEASES=`leases`; names carry `label`. */
+async function scenarios(port: number, leases: 'true' | 'false', label: string): Promise<void> {
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: leases });
+  const limiter = new RedisLimiter(`127.0.0.1:${port}`, settings, new CounterStore(), { log: (m) => console.error(m) });
+  while (limiter.state !== 'up') await new Promise((r) => setTimeout(r, 10));
+  // Routes of their own per mode: the other mode's counters and leases do not mix in.
+  const routes = Array.from({ length: 64 }, (_, i) => `bench/${leases === 'true' ? 'l' : 'n'}${i}`);
+  try {
     const admit = async (i: number): Promise<unknown> => limiter.admit(routes[i & 63], LIMIT, 4);
-    await scenario('admit (server clock, 64 routes)', 1, admit);
-    await scenario('admit (server clock, 64 routes)', 100, admit);
-    await scenario('admit (server clock, one route)', 100, async () => limiter.admit(routes[0], LIMIT, 4));
+    await scenario(`${label}: admit (server clock, 64 routes)`, 1, admit);
+    await scenario(`${label}: admit (server clock, 64 routes)`, 100, admit);
+    await scenario(`${label}: admit (server clock, one route)`, 100, async () => limiter.admit(routes[0], LIMIT, 4));
     let settles: unknown[] = [];
     const request = (r: string) => async (): Promise<void> => {
       await limiter.admit(r, LIMIT, 4);
@@ -104,11 +118,10 @@ async function main(): Promise<void> {
       await Promise.all(settles);
       settles = [];
     };
-    await scenario('admit + settle (one request, 64 routes)', 100, (i) => request(routes[i & 63])(), landed);
-    await scenario('admit + settle (one request, one route)', 100, request(routes[0]), landed);
+    await scenario(`${label}: admit + settle (one request, 64 routes)`, 100, (i) => request(routes[i & 63])(), landed);
+    await scenario(`${label}: admit + settle (one request, one route)`, 100, request(routes[0]), landed);
   } finally {
     await limiter.close();
-    stop();
   }
 }
 
