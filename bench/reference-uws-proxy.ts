@@ -13,9 +13,12 @@ import cluster from 'node:cluster';
 import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
-import uWS from 'uWebSockets.js';
+import { loadUws } from 'inference-router/http/uws';
 import type { HttpResponse } from 'uWebSockets.js';
 import { parseReferenceArgs, startReferencePrimary } from './reference-args.js';
+
+// The native build the router itself loads (never the package's silent JavaScript fallback).
+const uWS = loadUws(false);
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'uwebsockets', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 

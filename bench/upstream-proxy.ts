@@ -7,9 +7,12 @@
  * Prints "<name> ready with N workers" once all workers listen.
  */
 import cluster from 'node:cluster';
-import uWS from 'uWebSockets.js';
+import { loadUws } from 'inference-router/http/uws';
 import { CANDIDATES, makeCandidate, type CandidateKind } from './upstream-candidates.js';
 import { parseReferenceArgs, startReferencePrimary } from './reference-args.js';
+
+// The native build the router itself loads (never the package's silent JavaScript fallback).
+const uWS = loadUws(false);
 
 const SKIP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'host', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 

@@ -12,11 +12,14 @@
  */
 
 import { STATUS_CODES } from 'node:http';
-import uWS from 'uWebSockets.js';
+import { loadUws } from 'inference-router/http/uws';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
 import { mockMetricsText } from './mock-metrics.js';
 import { errorBody, jsonAnswer, mockPromptTokens, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
+
+// The native build the router itself loads (never the package's silent JavaScript fallback).
+const uWS = loadUws(false);
 
 export interface MockStats {
   /** /v1 requests received since start or the last reset. */
