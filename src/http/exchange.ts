@@ -5,6 +5,7 @@ import { drainState } from './drain-state.js';
 import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, forwardResponseHeader, headerValue, isRateLimitHeader } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
+import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from './rate-headers.js';
 
 const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
 
@@ -302,23 +303,9 @@ export function closeUnanswered(res: HttpResponse): void {
 
 function ignoreData(): void {}
 
-/**
- * Writes the x-ratelimit-* headers of a limited route. uWS writes `name: value\r\n` as given, so
- * the three headers of a direction go out in one call (one string crossing into native code
- * instead of six; the values are numbers).
- */
+/** Writes the x-ratelimit-* headers of a limited route (rate-headers.ts: one call, bytes). */
 export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' | 'tenant' | null = null): void {
-  res.writeHeader('x-ratelimit-scope', scope ?? 'route');
-  const i = d.input;
-  const o = d.output;
-  if (i !== null) {
-    res.writeHeader('x-ratelimit-limit-input-tokens',
-      `${i.limit}\r\nx-ratelimit-remaining-input-tokens: ${i.remaining}\r\nx-ratelimit-reset-input-tokens: ${i.resetSeconds}`);
-  }
-  if (o !== null) {
-    res.writeHeader('x-ratelimit-limit-output-tokens',
-      `${o.limit}\r\nx-ratelimit-remaining-output-tokens: ${o.remaining}\r\nx-ratelimit-reset-output-tokens: ${o.resetSeconds}`);
-  }
+  res.writeHeader(RATE_HEADERS_FIRST_NAME, encodeRateHeaders(d, scope));
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { encodeRateHeaders, putNumber, RATE_HEADERS_FIRST_NAME } from '../../../src/http/rate-headers.js';
+import type { Decision, LimitState } from '../../../src/ratelimit/limiter.js';
+
+function decision(input: LimitState | null, output: LimitState | null): Decision {
+  return { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input, output };
+}
+
+/** The header lines uWS writes for writeHeader(name, value): `name: value\r\n`. */
+function lines(d: Decision, scope: 'route' | 'tenant' | null): string[] {
+  return `${RATE_HEADERS_FIRST_NAME}: ${encodeRateHeaders(d, scope).toString('latin1')}\r\n`.split('\r\n').slice(0, -1);
+}
+
+describe('rate-limit headers as bytes', () => {
+  it('writes the scope, then limit, remaining and reset of each limited direction, as the text version did', () => {
+    expect(lines(decision({ limit: 4294967295, remaining: 4294967291, resetSeconds: 1 }, { limit: 100000, remaining: 0, resetSeconds: 59 }), 'route')).toEqual([
+      'x-ratelimit-scope: route',
+      'x-ratelimit-limit-input-tokens: 4294967295',
+      'x-ratelimit-remaining-input-tokens: 4294967291',
+      'x-ratelimit-reset-input-tokens: 1',
+      'x-ratelimit-limit-output-tokens: 100000',
+      'x-ratelimit-remaining-output-tokens: 0',
+      'x-ratelimit-reset-output-tokens: 59',
+    ]);
+  });
+
+  it('leaves out a direction without a limit, and says the tenant scope (no scope: route)', () => {
+    expect(lines(decision(null, { limit: 10, remaining: 3, resetSeconds: 86400 }), 'tenant')).toEqual([
+      'x-ratelimit-scope: tenant',
+      'x-ratelimit-limit-output-tokens: 10',
+      'x-ratelimit-remaining-output-tokens: 3',
+      'x-ratelimit-reset-output-tokens: 86400',
+    ]);
+    expect(lines(decision({ limit: 7, remaining: 7, resetSeconds: 2 }, null), null)).toEqual([
+      'x-ratelimit-scope: route',
+      'x-ratelimit-limit-input-tokens: 7',
+      'x-ratelimit-remaining-input-tokens: 7',
+      'x-ratelimit-reset-input-tokens: 2',
+    ]);
+  });
+
+  it('writes every number as String() does: powers of ten and their neighbours up to 2^53, and non-integers', () => {
+    const buf = Buffer.alloc(64);
+    const values = [0, 1, 9, Number.MAX_SAFE_INTEGER, 2 ** 31, 2 ** 32 - 1, -1, 1.5, Number.NaN, 2 ** 60];
+    for (let p = 1; p <= 1e16; p *= 10) values.push(p - 1, p, p + 1);
+    for (const n of values) {
+      const end = putNumber(buf, 3, n);
+      expect(buf.toString('latin1', 3, end), String(n)).toBe(String(n));
+    }
+  });
+
+  it('each call gives the current decision (the buffer is reused)', () => {
+    const a = encodeRateHeaders(decision({ limit: 5, remaining: 4, resetSeconds: 1 }, null), 'route').toString('latin1');
+    const b = encodeRateHeaders(decision({ limit: 50, remaining: 40, resetSeconds: 10 }, null), 'route').toString('latin1');
+    expect(a).toContain('remaining-input-tokens: 4\r\n');
+    expect(b).toContain('remaining-input-tokens: 40\r\n');
+  });
+});
