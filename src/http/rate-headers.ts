@@ -11,6 +11,8 @@ import type { Decision, LimitState } from '../ratelimit/limiter.js';
 
 /** Longest block: 7 header lines with 16-digit numbers fit well inside. */
 const SCRATCH = Buffer.allocUnsafeSlow(1024);
+/** Views of SCRATCH by length, made once each: no view object per answer. */
+const VIEWS: Uint8Array[] = [];
 
 const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'latin1'));
 const SCOPE_ROUTE = bytes('route');
@@ -30,13 +32,13 @@ export const RATE_HEADERS_FIRST_NAME = 'x-ratelimit-scope';
  * limit its limit, remaining and reset lines. A view of a shared buffer, valid until the next
  * call: write it at once (uWS copies it).
  */
-export function encodeRateHeaders(d: Decision, scope: 'route' | 'tenant' | null): Buffer {
+export function encodeRateHeaders(d: Decision, scope: 'route' | 'tenant' | null): Uint8Array {
   let at = put(SCRATCH, 0, scope === 'tenant' ? SCOPE_TENANT : SCOPE_ROUTE);
   const i = d.input;
   if (i !== null) at = putDirection(at, i, LIMIT_INPUT, REMAINING_INPUT, RESET_INPUT);
   const o = d.output;
   if (o !== null) at = putDirection(at, o, LIMIT_OUTPUT, REMAINING_OUTPUT, RESET_OUTPUT);
-  return SCRATCH.subarray(0, at);
+  return VIEWS[at] ??= new Uint8Array(SCRATCH.buffer, SCRATCH.byteOffset, at);
 }
 
 function putDirection(at: number, s: LimitState, limit: Uint8Array, remaining: Uint8Array, reset: Uint8Array): number {

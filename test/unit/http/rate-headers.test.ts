@@ -8,7 +8,7 @@ function decision(input: LimitState | null, output: LimitState | null): Decision
 
 /** The header lines uWS writes for writeHeader(name, value): `name: value\r\n`. */
 function lines(d: Decision, scope: 'route' | 'tenant' | null): string[] {
-  return `${RATE_HEADERS_FIRST_NAME}: ${encodeRateHeaders(d, scope).toString('latin1')}\r\n`.split('\r\n').slice(0, -1);
+  return `${RATE_HEADERS_FIRST_NAME}: ${Buffer.from(encodeRateHeaders(d, scope)).toString('latin1')}\r\n`.split('\r\n').slice(0, -1);
 }
 
 describe('rate-limit headers as bytes', () => {
@@ -50,9 +50,20 @@ describe('rate-limit headers as bytes', () => {
   });
 
   it('each call gives the current decision (the buffer is reused)', () => {
-    const a = encodeRateHeaders(decision({ limit: 5, remaining: 4, resetSeconds: 1 }, null), 'route').toString('latin1');
-    const b = encodeRateHeaders(decision({ limit: 50, remaining: 40, resetSeconds: 10 }, null), 'route').toString('latin1');
+    const a = Buffer.from(encodeRateHeaders(decision({ limit: 5, remaining: 4, resetSeconds: 1 }, null), 'route')).toString('latin1');
+    const b = Buffer.from(encodeRateHeaders(decision({ limit: 50, remaining: 40, resetSeconds: 10 }, null), 'route')).toString('latin1');
     expect(a).toContain('remaining-input-tokens: 4\r\n');
     expect(b).toContain('remaining-input-tokens: 40\r\n');
+  });
+});
+
+describe('rate-limit header views', () => {
+  it('a view of a length seen before is reused, and shows the bytes of the latest call', () => {
+    const d = (remaining: number): Decision => decision({ limit: 90, remaining, resetSeconds: 1 }, null);
+    const first = encodeRateHeaders(d(10), 'route');
+    const second = encodeRateHeaders(d(20), 'route');
+    expect(second).toBe(first); // same length: the same view object
+    expect(Buffer.from(second).toString('latin1')).toContain('remaining-input-tokens: 20\r\n');
+    expect(encodeRateHeaders(d(5), 'route').length).toBe(first.length - 1);
   });
 });
