@@ -44,7 +44,7 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
   const span = s.tracer === null ? null : s.tracer.start(x);
   let tenant: Tenant | null = null;
   /** The limits that apply (route, tenant), once known; null when none does. */
-  let terms: ScopedTerm[] | null = null;
+  let terms: readonly ScopedTerm[] | null = null;
   try {
     const api = apiFor(x.url);
     const req = api.parse(x.body, x.url);
@@ -104,14 +104,32 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
   }
 }
 
+/**
+ * The route's own limit as the terms of a request without a tenant limit, made once per compiled
+ * route (a config change compiles new routes; the old entries go with them).
+ */
+const routeTerms = new WeakMap<CompiledRoute, { readonly services: PipelineServices; readonly terms: readonly ScopedTerm[] }>();
+
 /** The limits of a request: the route's (if any), then the tenant's (if any); null when none applies. */
-function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | null): ScopedTerm[] | null {
+function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | null): readonly ScopedTerm[] | null {
   const tenantLimit = tenant !== null ? tenant.limit : null;
-  if (route.rateLimit === null && tenantLimit === null) return null;
+  if (tenantLimit === null) {
+    if (route.rateLimit === null) return null;
+    const made = routeTerms.get(route);
+    // Keyed by route, checked by services: the limiters are those services' (tests run several).
+    if (made !== undefined && made.services === s) return made.terms;
+    const terms = [routeTerm(s, route, route.rateLimit)];
+    routeTerms.set(route, { services: s, terms });
+    return terms;
+  }
   const terms: ScopedTerm[] = [];
-  if (route.rateLimit !== null) terms.push({ key: route.limitKey, limit: route.rateLimit, limiter: s.limiterFor(route.rateLimit), scope: 'route' });
-  if (tenantLimit !== null) terms.push({ key: tenant!.limitKey, limit: tenantLimit, limiter: s.limiterFor(tenantLimit), scope: 'tenant' });
+  if (route.rateLimit !== null) terms.push(routeTerm(s, route, route.rateLimit));
+  terms.push({ key: tenant!.limitKey, limit: tenantLimit, limiter: s.limiterFor(tenantLimit), scope: 'tenant' });
   return terms;
+}
+
+function routeTerm(s: PipelineServices, route: CompiledRoute, limit: RateLimitSpec): ScopedTerm {
+  return { key: route.limitKey, limit, limiter: s.limiterFor(limit), scope: 'route' };
 }
 
 function internalError(err: unknown): RouterError {

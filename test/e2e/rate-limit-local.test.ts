@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, type MockBackend } from '../helpers/processes.js';
+import { writeFileSync } from 'node:fs';
+import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend } from '../helpers/processes.js';
 
 // Output charges and usage corrections are sent when an answer ends; a next request on another
 // worker may be decided before they arrive (the window is the IPC hop). Tests that read those
@@ -87,6 +88,31 @@ describe('local token limits over the built router', () => {
       expect(ok).toBe(500); // floor(1001 / 2)
       expect(limited).toBe(200);
       expect((await noUsage.stats()).requests).toBe(500);
+    } finally {
+      await router.kill();
+    }
+  });
+
+  it('a reload that changes the route\'s limit applies to the next request: its headers and its decision', async () => {
+    const limit = (n: number): string => `    inputTokensPerUnit: ${n}\n    unit: day`;
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: limit(1000) }), { workers: 2 });
+    const ask = (): Promise<Response> => postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+    try {
+      const before = await ask();
+      await before.text();
+      expect(before.status).toBe(200);
+      expect(before.headers.get('x-ratelimit-limit-input-tokens')).toBe('1000');
+      // 4 input tokens each: a limit of 6 has room for one more request today, not two.
+      writeFileSync(router.resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: limit(6) }));
+      await waitFor('the new limit to show', async () => {
+        const r = await ask();
+        await r.text();
+        return r.headers.get('x-ratelimit-limit-input-tokens') === '6';
+      }, 5000);
+      const after = await ask();
+      await after.text();
+      expect(after.status).toBe(429);
+      expect(after.headers.get('x-ratelimit-limit-input-tokens')).toBe('6');
     } finally {
       await router.kill();
     }
