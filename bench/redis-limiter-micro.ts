@@ -90,20 +90,21 @@ async function main(): Promise<void> {
   const stop = await startRedis(port);
   console.log(`RedisLimiter against redis-server on 127.0.0.1:${port}, ${N.toLocaleString('en-US')} decisions per scenario, node ${process.version}`);
   try {
-    await scenarios(port, 'false', 'leases off');
-    await scenarios(port, 'true', 'leases on');
+    await scenarios(port, false);
+    await scenarios(port, true);
   } finally {
     stop();
   }
 }
 
-/** Every scenario against one limiter with RATE_LIMIT_REDIS_LEASES=`leases`; names carry `label`. */
-async function scenarios(port: number, leases: 'true' | 'false', label: string): Promise<void> {
-  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: leases });
+/** Every scenario against one limiter with leases on or off; the names say which. */
+async function scenarios(port: number, leases: boolean): Promise<void> {
+  const label = leases ? 'leases on' : 'leases off';
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: String(leases) });
   const limiter = new RedisLimiter(`127.0.0.1:${port}`, settings, new CounterStore(), { log: (m) => console.error(m) });
   while (limiter.state !== 'up') await new Promise((r) => setTimeout(r, 10));
   // Routes of their own per mode: the other mode's counters and leases do not mix in.
-  const routes = Array.from({ length: 64 }, (_, i) => `bench/${leases === 'true' ? 'l' : 'n'}${i}`);
+  const routes = Array.from({ length: 64 }, (_, i) => `bench/${leases ? 'l' : 'n'}${i}`);
   try {
     const admit = async (i: number): Promise<unknown> => limiter.admit(routes[i & 63], LIMIT, 4);
     await scenario(`${label}: admit (server clock, 64 routes)`, 1, admit);

@@ -3,13 +3,13 @@ import type { Decision, LimitState } from '../ratelimit/limiter.js';
 /**
  * The x-ratelimit-* headers of a limited route, encoded as bytes into one reused buffer and
  * written by one `writeHeader` call (uWS writes `name: value\r\n` as given, so the value carries
- * the other header lines). The numbers are written as digits directly: turning a number above
- * 2^31 (a large limit) into a string costs V8 a double-to-text conversion, and each string
- * crossing into native code is converted to UTF-8 again; paired benchmarks showed the text
- * version costing about 2.7 µs per answer (docs/benchmarks.md, "Rate-limit headers as bytes").
+ * the other header lines). The numbers are written as digits directly, with no string made. Paired
+ * benchmarks showed the text version (template strings of the numbers, three calls) costing about
+ * 2.5 µs more per answer; which part of it (the text, or native code's handling of the strings)
+ * was not measured apart (docs/benchmarks.md, "Rate-limit headers as bytes").
  */
 
-/** Longest block: 7 header lines with 16-digit numbers fit well inside. */
+/** Longest block: 7 header lines, each under 70 bytes even with a number written by String(), fit well inside. */
 const SCRATCH = Buffer.allocUnsafeSlow(1024);
 /** Views of SCRATCH by length, made once each: no view object per answer. */
 const VIEWS: Uint8Array[] = [];
@@ -57,19 +57,6 @@ function put(buf: Buffer, at: number, b: Uint8Array): number {
 
 /** Writes `n` as decimal digits at `at`; anything but a non-negative safe integer as String(n) would. */
 export function putNumber(buf: Buffer, at: number, n: number): number {
-  if (n >= 0 && n <= 0x7fffffff && (n | 0) === n) {
-    // Small integers: integer arithmetic.
-    let digits = 1;
-    for (let p = 10; p <= n; p *= 10) digits++;
-    let v = n;
-    for (let k = at + digits - 1; k > at; k--) {
-      const q = (v / 10) | 0;
-      buf[k] = 48 + v - q * 10;
-      v = q;
-    }
-    buf[at] = 48 + v;
-    return at + digits;
-  }
   if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER && Math.floor(n) === n)) return at + buf.write(String(n), at, 'latin1');
   let digits = 1;
   for (let p = 10; p <= n; p *= 10) digits++;

@@ -116,7 +116,8 @@ function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | 
   if (tenantLimit === null) {
     if (route.rateLimit === null) return null;
     const made = routeTerms.get(route);
-    // Keyed by route, checked by services: the limiters are those services' (tests run several).
+    // Keyed by route, checked by services: the terms hold those services' limiters (a worker
+    // builds one set; the check keeps the cache right should a process build more).
     if (made !== undefined && made.services === s) return made.terms;
     const terms = [routeTerm(s, route, route.rateLimit)];
     routeTerms.set(route, { services: s, terms });

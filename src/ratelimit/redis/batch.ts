@@ -123,7 +123,7 @@ export class Batch {
         if (recalling.take(a)) continue;
         status = STATUS_REJECTED_INPUT;
       }
-      if (a.waits > 0) recalling.ended(a, status === STATUS_ALLOWED);
+      if (a.waits > 0) recalling.ended(status === STATUS_ALLOWED);
       if (status === STATUS_ALLOWED) inUsed += a.tokens;
       a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
     }

@@ -70,7 +70,7 @@ export class MultiBatch {
         if (status !== STATUS_RECALLING) waitable = false;
       }
       if (!admitted && waitable && recalling.take(a)) continue;
-      if (a.waits > 0) recalling.ended(a, admitted);
+      if (a.waits > 0) recalling.ended(admitted);
       if (admitted) for (let j = 0; j < n; j++) inUsed[j] += a.tokens;
       const ds: Decision[] = [];
       for (let j = 0; j < n; j++) {

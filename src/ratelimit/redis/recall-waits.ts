@@ -11,8 +11,8 @@ export const RECALL_MAX_WAITS = 20;
 export interface Recalling<T> {
   /** Takes one to ask again later; false when it may not wait longer (it is refused by input then). */
   take(a: T): boolean;
-  /** The final answer of one that waited (metrics). */
-  ended(a: T, admitted: boolean): void;
+  /** One that waited got its final answer (metrics). */
+  ended(admitted: boolean): void;
 }
 
 /**
@@ -39,7 +39,7 @@ export class RecallWaits<T extends { waits: number }> implements Recalling<T> {
     return true;
   }
 
-  ended(_a: T, admitted: boolean): void {
+  ended(admitted: boolean): void {
     if (this.onEnded !== null) this.onEnded(admitted);
   }
 
