@@ -15,10 +15,13 @@
  * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
+ * From the same accounting: how often the side's threads were put on a CPU per request (each
+ * wake-up counts) and how long per request they waited runnable for one (the run queue), the
+ * scheduling part of a latency that CPU time alone does not show.
  */
 import { resolve } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
-import { schedCpuNs } from './proc-cpu.js';
+import { schedStat, type SchedStat } from './proc-cpu.js';
 import type { Scenario, TargetKey, LimitMode } from './scenarios.js';
 import type { Target } from './targets.js';
 
@@ -113,25 +116,29 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; p99: number }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; p50: number; p99: number }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
-        const before = pids.map(schedCpuNs);
+        const before = pids.map(schedStat);
         const x = await m0.wrk.runWrk('wrk', spec(s, durationS));
-        const after = pids.map(schedCpuNs);
+        const after = pids.map(schedStat);
         const n = x.rps * durationS;
-        const cpu = (after.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0)) / 1000 / n;
-        const primary = (after[0] - before[0]) / 1000 / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, p99: x.latencyMs.p99 });
-        process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), p99 ${x.latencyMs.p99.toFixed(2)} ms\n`);
+        const grew = (k: keyof SchedStat): number => after.reduce((a, b) => a + b[k], 0) - before.reduce((a, b) => a + b[k], 0);
+        const cpu = grew('cpuNs') / 1000 / n;
+        const primary = (after[0].cpuNs - before[0].cpuNs) / 1000 / n;
+        const slices = grew('slices') / n;
+        const waitUs = grew('waitNs') / 1000 / n;
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99 });
+        process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
+          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms\n`);
       }
     }
     process.stdout.write(`${rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked`}, ${rounds} rounds of ${durationS} s, medians:\n\n`
-      + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | p99 ms |\n|---|---|---|---|---|---|\n');
+      + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|\n');
     for (const s of sides) {
       const r = results.get(s.label)!;
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
     }
   } finally {
     for (const s of sides) await s.router?.proc.stop('SIGTERM');

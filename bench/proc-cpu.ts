@@ -48,24 +48,42 @@ export function cpuMsByPid(pids: readonly number[]): Map<number, number> {
   return out;
 }
 
+/** A process's scheduler accounting, summed over its threads (/proc/<pid>/task/<tid>/schedstat). */
+export interface SchedStat {
+  /** ns on a CPU. */
+  cpuNs: number;
+  /** ns runnable but waiting for a CPU (the run queue). */
+  waitNs: number;
+  /** Times a thread was put on a CPU (each wake-up is one; so is each return after preemption). */
+  slices: number;
+}
+
 /**
- * CPU ns a process has run, all its threads, from /proc/<pid>/task/<tid>/schedstat: the
- * scheduler's own accounting, not tick samples (0 for threads or a process already gone).
+ * The scheduler's own accounting of a process, all its threads: not tick samples (zeros for
+ * threads or a process already gone).
  */
-export function schedCpuNs(pid: number): number {
-  let ns = 0;
+export function schedStat(pid: number): SchedStat {
+  const out = { cpuNs: 0, waitNs: 0, slices: 0 };
   let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return 0;
+    return out;
   }
   for (const tid of tids) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      const f = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+      out.cpuNs += Number(f[0]);
+      out.waitNs += Number(f[1]);
+      out.slices += Number(f[2]);
     } catch { /* thread gone */ }
   }
-  return ns;
+  return out;
+}
+
+/** CPU ns a process has run, all its threads (schedStat's first figure). */
+export function schedCpuNs(pid: number): number {
+  return schedStat(pid).cpuNs;
 }
 
 /**

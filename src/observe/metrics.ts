@@ -20,6 +20,15 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 const DECISION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
 const TOKENIZER_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5];
 
+/**
+ * How often nodejs_eventloop_lag_* samples the event loop's delay (prom-client's default is 10 ms).
+ * Each sample is a timer that wakes an idle worker: at 10 ms that was 100 wake-ups a second per
+ * process, which on a virtual machine cost an idle router 8–19 ms of CPU a second per worker and
+ * added to the work at moderate load (docs/benchmarks.md, "Idle wake-ups"). At 100 ms a 15 s scrape
+ * interval still holds 150 samples per worker.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 const ERROR_INDEX = new Map<string, number>(Object.keys(ERROR_TYPES).map((t, i) => [t, i + 1]));
 
 export interface RouterMetricsOptions {
@@ -141,7 +150,7 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_build_info',
       'Always 1; labels: router version, Node.js version, uWebSockets.js build that loaded.', 'gauge',
       () => [{ labels: { ...buildInfo }, value: 1 }], 'max') as never);
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: r });
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   }
 
   /** Connects the scrape-time readers (may be called again to replace them). */
