@@ -49,3 +49,44 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
     expect(perSecond).toBeLessThan(40);
   }, 30_000);
 });
+
+// Each pod has its own keep-alive pool and each pool a coarse clock for its timeouts (100 ms); with
+// one timer per pool, a worker that had just served 20 pods woke 20 times per tick until the
+// kept-alive connections closed (4 s after their last use).
+describe.skipIf(!existsSync('/proc/self/schedstat'))('a worker just after traffic to 20 pods', () => {
+  let mock: MockBackend;
+  let router: Router;
+
+  beforeAll(async () => {
+    mock = await startMock('pod');
+    const pods = Array.from({ length: 20 }, (_, i) => ({ name: `pod-${i}`, port: mock.port }));
+    router = await startRouter(resourcesFor(pods), { workers: 1 });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('wakes fewer than 45 times a second while its connections to them are kept alive', async () => {
+    // In waves 7 ms apart, as traffic arrives, so the pools open (and their clocks start) at
+    // different moments of a tick.
+    const waves: Promise<number>[] = [];
+    for (let w = 0; w < 14; w++) {
+      for (let i = 0; i < 8; i++) {
+        waves.push(postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello pods' }).then(async (r) => {
+          await r.text();
+          return r.status;
+        }));
+      }
+      await new Promise((done) => setTimeout(done, 7));
+    }
+    const statuses = await Promise.all(waves);
+    expect(statuses).toEqual(statuses.map(() => 200));
+    const worker = await waitFor('the worker process', () => childrenOf(router.pid)[0]);
+    const before = timesOnCpu(worker);
+    // Within the 4 s the pools keep idle connections open.
+    await new Promise((done) => setTimeout(done, 2000));
+    const perSecond = (timesOnCpu(worker) - before) / 2;
+    expect(perSecond).toBeLessThan(45);
+  }, 30_000);
+});

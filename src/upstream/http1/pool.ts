@@ -1,9 +1,11 @@
 /**
  * Keep-alive connections to one upstream endpoint (host:port): at most `connections` open,
  * requests beyond that wait in a bounded FIFO queue. Idle connections are reused newest first
- * and closed after `keepAliveTimeoutMs`. One coarse timer per pool drives every timeout
- * (connect, headers, idle body, keep-alive), so a request arms no timer of its own.
+ * and closed after `keepAliveTimeoutMs`. A coarse clock drives every timeout (connect, headers,
+ * idle body, keep-alive), so a request arms no timer of its own; one timer per resolution ticks
+ * every pool of the process that has connections (coarse-ticker.ts).
  */
+import { startTicking, stopTicking } from './coarse-ticker.js';
 import { Http1Connection, Phase, type ConnectionOwner } from './connection.js';
 import { Http1Error } from './errors.js';
 import { Http1Request, type Http1Handler, type Http1RequestOptions, type RequestOwner } from './request.js';
@@ -51,7 +53,8 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   private readonly idle: Http1Connection[] = [];
   private readonly queue: Http1Request[] = [];
   private connecting = 0;
-  private timer: NodeJS.Timeout | null = null;
+  /** Advanced by the shared ticker (while the pool has connections). */
+  private ticking = false;
   private closed = false;
 
   constructor(host: string, port: number, options: Http1PoolOptions = {}) {
@@ -164,9 +167,9 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     conn.reserved = reserved;
     this.conns.add(conn);
     this.connecting++;
-    if (this.timer === null) {
-      this.timer = setInterval(sweep, this.resolutionMs, this);
-      this.timer.unref();
+    if (!this.ticking) {
+      this.ticking = true;
+      startTicking(this, this.resolutionMs);
     }
   }
 
@@ -178,9 +181,9 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   }
 
   private stopTimer(): void {
-    if (this.timer !== null) {
-      clearInterval(this.timer);
-      this.timer = null;
+    if (this.ticking) {
+      this.ticking = false;
+      stopTicking(this, this.resolutionMs);
     }
   }
 
@@ -215,10 +218,6 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     q.length = kept;
     for (const r of expired) r.fail(totalTimeout());
   }
-}
-
-function sweep(pool: Http1Pool): void {
-  pool.advance();
 }
 
 function totalTimeout(): Http1Error {
