@@ -1,28 +1,17 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processTree } from '../../bench/proc-cpu.js';
 import { postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
-/** Times the thread `tid` of `pid` was put on a CPU so far (Linux schedstat, third field). */
-function timesOnCpu(pid: number, tid = pid): number {
-  return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[2]);
-}
-
-function childrenOf(ppid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(pid);
-    } catch { /* gone */ }
-  }
-  return out;
+/** Times the main thread of `pid` was put on a CPU so far (Linux schedstat, third field). */
+function timesOnCpu(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[2]);
 }
 
 /** How often a second the main thread of the router's (one) worker was put on a CPU over `ms`. */
 async function workerWakeUpsPerSecond(router: Router, ms: number): Promise<number> {
-  const worker = await waitFor('the worker process', () => childrenOf(router.pid)[0]);
+  // The primary's one child process is its worker.
+  const worker = await waitFor('the worker process', () => processTree(router.pid)[1]);
   const before = timesOnCpu(worker);
   await new Promise((done) => setTimeout(done, ms));
   return (timesOnCpu(worker) - before) / (ms / 1000);

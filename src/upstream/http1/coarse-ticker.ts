@@ -17,7 +17,7 @@ interface Ticker {
 
 const tickers = new Map<number, Ticker>();
 
-/** `member` is advanced every `resolutionMs` from now on (its first tick may come sooner). */
+/** `member` is advanced every `resolutionMs` from now on (its first tick may come sooner); again for a member already ticking does nothing. */
 export function startTicking(member: Ticking, resolutionMs: number): void {
   let t = tickers.get(resolutionMs);
   if (t === undefined) {
@@ -30,7 +30,7 @@ export function startTicking(member: Ticking, resolutionMs: number): void {
   t.members.add(member);
 }
 
-/** `member` is no longer advanced; the last member of a resolution stops its timer. */
+/** `member` is no longer advanced (nothing for one that is not); the last member of a resolution stops its timer. */
 export function stopTicking(member: Ticking, resolutionMs: number): void {
   const t = tickers.get(resolutionMs);
   if (t === undefined || !t.members.delete(member)) return;

@@ -53,8 +53,6 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   private readonly idle: Http1Connection[] = [];
   private readonly queue: Http1Request[] = [];
   private connecting = 0;
-  /** Advanced by the shared ticker (while the pool has connections). */
-  private ticking = false;
   private closed = false;
 
   constructor(host: string, port: number, options: Http1PoolOptions = {}) {
@@ -115,7 +113,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
       else conn.close();
       if (conn.reserved !== null) conn.reserved.fail(err);
     }
-    this.stopTimer();
+    stopTicking(this, this.resolutionMs);
   }
 
   // RequestOwner
@@ -167,24 +165,15 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     conn.reserved = reserved;
     this.conns.add(conn);
     this.connecting++;
-    if (!this.ticking) {
-      this.ticking = true;
-      startTicking(this, this.resolutionMs);
-    }
+    // Advanced by the shared ticker while it has connections (joining again is a no-op).
+    startTicking(this, this.resolutionMs);
   }
 
   private forget(conn: Http1Connection): void {
     if (!this.conns.delete(conn)) return;
     const i = this.idle.indexOf(conn);
     if (i !== -1) this.idle.splice(i, 1);
-    if (this.conns.size === 0) this.stopTimer();
-  }
-
-  private stopTimer(): void {
-    if (this.ticking) {
-      this.ticking = false;
-      stopTicking(this, this.resolutionMs);
-    }
+    if (this.conns.size === 0) stopTicking(this, this.resolutionMs);
   }
 
   private ticks(ms: number): number {

@@ -29,6 +29,16 @@ describe('coarse ticker', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('advances a member started twice once per tick (a pool joins again with each new connection)', () => {
+    const pool = member();
+    startTicking(pool, 100);
+    startTicking(pool, 100);
+    vi.advanceTimersByTime(200);
+    expect(pool.ticks).toBe(2);
+    stopTicking(pool, 100);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('keeps one timer per resolution', () => {
     const fine = member();
     const coarse = member();
