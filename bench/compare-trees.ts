@@ -10,7 +10,7 @@
  * with `:router-log` against itself with `:router-local` for the cost of a feature
  * (`:router-global` starts a redis-server for the global limit), or a reference on the same
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
- * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run); `--workers` sets the worker count of both sides (default 2). `--node-args-a`
+ * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
  * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
@@ -42,12 +42,12 @@ interface TreeModules {
   cpu: { processTree(root: number): number[] };
 }
 
-interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[] }
+interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[]; workers: number }
 
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
-const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]';
+const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]';
 
 async function load(tree: string): Promise<TreeModules> {
   const dist = resolve(tree, 'dist/bench');
@@ -74,13 +74,14 @@ async function main(): Promise<void> {
   let rounds = 4;
   let durationS = 4;
   let rate: number | undefined;
-  let workers = 2;
+  const workers: [number, number] = [2, 2];
   const nodeArgs: [string[], string[]] = [[], []];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
     else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
     else if (args[i] === '--rate') rate = number('--rate', args[++i]);
-    else if (args[i] === '--workers') workers = number('--workers', args[++i]);
+    else if (args[i] === '--workers') workers.fill(number('--workers', args[++i]));
+    else if (args[i] === '--workers-a' || args[i] === '--workers-b') workers[args[i].endsWith('a') ? 0 : 1] = number(args[i], args[++i]);
     else if (args[i] === '--node-args-a' || args[i] === '--node-args-b') {
       const flags = args[++i];
       if (flags === undefined) throw new Error(`${args[i - 1]}: expected Node flags\n${USAGE}`);
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
       throw new Error(`${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
     }
     if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) throw new Error(`${arg}: Node flags apply to a router side only`);
-    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i] });
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], workers: workers[i] });
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
@@ -109,9 +110,9 @@ async function main(): Promise<void> {
   try {
     for (const s of sides) {
       const t = s.scenario.target as TargetKey;
-      if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, workers);
-      else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, workers);
-      else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), workers,
+      if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, s.workers);
+      else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, s.workers);
+      else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), s.workers,
         s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`), s.nodeArgs);
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
       + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|\n');
     for (const s of sides) {
       const r = results.get(s.label)!;
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
     }
   } finally {
     for (const s of sides) await s.router?.proc.stop('SIGTERM');
