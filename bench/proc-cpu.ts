@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100);
 
-interface Stat { ppid: number; utime: number; stime: number; cutime: number; cstime: number }
+interface Stat { state: string; ppid: number; utime: number; stime: number; cutime: number; cstime: number }
 
 function readStat(pid: number | 'self'): Stat | null {
   let text: string;
@@ -19,7 +19,7 @@ function readStat(pid: number | 'self'): Stat | null {
   }
   // Fields after the command name (which may contain spaces) start at state (field 3).
   const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]) };
+  return { state: f[0], ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]) };
 }
 
 /** `root` and every live descendant. */
@@ -36,6 +36,11 @@ export function processTree(root: number): number[] {
     for (const [pid, ppid] of parentOf) if (ppid === tree[i]) tree.push(pid);
   }
   return tree;
+}
+
+/** The scheduler state letter of a process (R running, S sleeping, T stopped, ...); null when it is gone. */
+export function processState(pid: number): string | null {
+  return readStat(pid)?.state ?? null;
 }
 
 /** CPU ms (user + system) used so far by each pid; pids that are gone count 0. */
