@@ -9,6 +9,7 @@ import { ERROR_TYPES, type ErrorType } from '../errors.js';
 import { buildInfo } from '../build-info.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { LimitDirection } from '../ratelimit/limiter.js';
+import { withGatedDelaySampler, type SamplingGate } from './event-loop-sampler.js';
 import {
   CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue,
 } from './metrics-series.js';
@@ -28,6 +29,11 @@ const TOKENIZER_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
  * interval still holds 150 samples per worker.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
+/**
+ * ... and only while requests finish: the sampler stops this long after the last one and starts
+ * again with the next (src/observe/event-loop-sampler.ts), so an idle worker is not woken by it.
+ */
+export const EVENT_LOOP_IDLE_AFTER_MS = 5_000;
 
 const ERROR_INDEX = new Map<string, number>(Object.keys(ERROR_TYPES).map((t, i) => [t, i + 1]));
 
@@ -81,6 +87,8 @@ export class RouterMetrics {
   private readonly storeErrors = new Map<string, CounterSeries>();
   private readonly failureDecisions = new Map<string, CounterSeries>();
   private sources: MetricSources = {};
+  /** prom-client's event-loop delay sampler, sampling while requests finish (null without default metrics). */
+  private readonly delaySampler: SamplingGate | null = null;
 
   private readonly requests = new CounterFamily('inference_router_requests_total',
     'Requests answered, by requested model, route (namespace/name), HTTP status and error type ("" on success).',
@@ -150,7 +158,10 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_build_info',
       'Always 1; labels: router version, Node.js version, uWebSockets.js build that loaded.', 'gauge',
       () => [{ labels: { ...buildInfo }, value: 1 }], 'max') as never);
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    if (opts.defaultMetrics ?? true) {
+      this.delaySampler = withGatedDelaySampler(EVENT_LOOP_IDLE_AFTER_MS,
+        () => collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS }));
+    }
   }
 
   /** Connects the scrape-time readers (may be called again to replace them). */
@@ -163,6 +174,7 @@ export class RouterMetrics {
    * answers, ms from ctx.t0 to the first byte written to the client; null otherwise.
    */
   observeRequest(ctx: RequestContext, ttfbMs: number | null): void {
+    this.delaySampler?.touch();
     const r = this.routes.get(ctx.modelRoute) ?? this.addRoute(ctx.modelRoute);
     let model = ctx.modelName;
     if (r.route === '' && model !== '' && (this.knownModel === null || !this.knownModel(model))) model = UNKNOWN_MODEL;

@@ -42,6 +42,18 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
     // delay samples every 100 ms, and a few messages a second to and from the primary.
     expect(perSecond).toBeLessThan(40);
   }, 30_000);
+
+  it('stops sampling its event loop once idle: fewer than 12 wake-ups a second', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello idle' });
+    expect(r.status).toBe(200);
+    await r.text();
+    // Past the sampler's idle delay (EVENT_LOOP_IDLE_AFTER_MS, 5 s) and the kept-alive connection (4 s).
+    await new Promise((done) => setTimeout(done, 6000));
+    const perSecond = await workerWakeUpsPerSecond(router, 3000);
+    // Left: a few messages a second to and from the primary and two 1 s timers (about 6);
+    // with the sampler running all the time it was 15–16.
+    expect(perSecond).toBeLessThan(12);
+  }, 30_000);
 });
 
 // Each pod has its own keep-alive pool and each pool a coarse clock for its timeouts (100 ms); with

@@ -168,3 +168,22 @@ describe('MeteredLimiter', () => {
     expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input",scope="route"}')).toBe(1);
   });
 });
+
+describe('RouterMetrics event-loop delay summaries', () => {
+  it('read 0 before any request (the sampler sleeps) and real delays once requests finish', async () => {
+    const m = new RouterMetrics();
+    await new Promise((r) => setTimeout(r, 250));
+    let t = await m.registry.metrics();
+    // No samples while idle: 0, not the empty histogram's sentinel (about 9.2e9 s).
+    expect(sample(t, 'nodejs_eventloop_lag_min_seconds')).toBe(0);
+    expect(sample(t, 'nodejs_eventloop_lag_max_seconds')).toBe(0);
+    m.observeRequest(ctx(), null);
+    await new Promise((r) => setTimeout(r, 350));
+    t = await m.registry.metrics();
+    const min = sample(t, 'nodejs_eventloop_lag_min_seconds')!;
+    const max = sample(t, 'nodejs_eventloop_lag_max_seconds')!;
+    expect(min).toBeGreaterThan(0);
+    expect(max).toBeGreaterThanOrEqual(min);
+    expect(max).toBeLessThan(5);
+  });
+});
