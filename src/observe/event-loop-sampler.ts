@@ -6,7 +6,9 @@
  * for good: a native timer that fires every EVENT_LOOP_SAMPLE_MS, and on an idle worker the one
  * thing that still wakes it ten times a second (docs/benchmarks.md, "Idle wake-ups"). Here that
  * histogram is handed to prom-client behind a gate: it samples from the first request after a
- * quiet spell until `idleAfterMs` pass with no request finished, then stops until the next one.
+ * quiet spell until a check, every `idleAfterMs` while sampling, finds that no request finished
+ * since the one before (so it stops between one and two `idleAfterMs` after the last request),
+ * then stays off until the next request.
  * With no samples (an idle worker) the summaries read 0, not the empty histogram's sentinels.
  * A single answer that streams for longer than `idleAfterMs` with nothing else finishing is not
  * sampled after that delay.
@@ -41,7 +43,7 @@ export class SamplingGate {
     private readonly timers: GateTimers = NODE_TIMERS,
   ) {}
 
-  /** A request finished: samples from now until idleAfterMs pass without another. */
+  /** A request finished: samples from now until a check finds none since the check before. */
   touch(): void {
     if (this.active) {
       this.seen = true;

@@ -30,10 +30,11 @@ const TOKENIZER_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 /**
- * ... and only while requests finish: the sampler stops this long after the last one and starts
- * again with the next (src/observe/event-loop-sampler.ts), so an idle worker is not woken by it.
+ * ... and only while requests finish: the sampler stops once a check finds no request finished in
+ * the last this-many ms (so 2 to 4 s after the last one) and starts again with the next
+ * (src/observe/event-loop-sampler.ts), so an idle worker is not woken by it.
  */
-export const EVENT_LOOP_IDLE_AFTER_MS = 5_000;
+export const EVENT_LOOP_IDLE_AFTER_MS = 2_000;
 
 const ERROR_INDEX = new Map<string, number>(Object.keys(ERROR_TYPES).map((t, i) => [t, i + 1]));
 

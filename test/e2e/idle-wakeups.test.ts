@@ -8,13 +8,21 @@ function timesOnCpu(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[2]);
 }
 
+/**
+ * Times the main thread of `pid` went to sleep so far (voluntary context switches): one per
+ * wake-up, and unlike the times put on a CPU not inflated when busy neighbours preempt it.
+ */
+function timesAsleep(pid: number): number {
+  return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))![1]);
+}
+
 /** How often a second the main thread of the router's (one) worker was put on a CPU over `ms`. */
-async function workerWakeUpsPerSecond(router: Router, ms: number): Promise<number> {
+async function workerWakeUpsPerSecond(router: Router, ms: number, count: (pid: number) => number = timesOnCpu): Promise<number> {
   // The primary's one child process is its worker.
   const worker = await waitFor('the worker process', () => processTree(router.pid)[1]);
-  const before = timesOnCpu(worker);
+  const before = count(worker);
   await new Promise((done) => setTimeout(done, ms));
-  return (timesOnCpu(worker) - before) / (ms / 1000);
+  return (count(worker) - before) / (ms / 1000);
 }
 
 // An idle router should sleep: every timer that fires on its own is a wake-up of the process, and
@@ -47,12 +55,16 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
     const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello idle' });
     expect(r.status).toBe(200);
     await r.text();
-    // Past the sampler's idle delay (EVENT_LOOP_IDLE_AFTER_MS, 5 s) and the kept-alive connection (4 s).
-    await new Promise((done) => setTimeout(done, 6000));
-    const perSecond = await workerWakeUpsPerSecond(router, 3000);
+    // Past the sampler's stop (2 to 4 s after the last request; EVENT_LOOP_IDLE_AFTER_MS is 2 s) and
+    // the kept-alive connection's close (4 s).
+    await new Promise((done) => setTimeout(done, 5500));
+    // The quietest of three 2 s windows: a neighbour's burst may add to one window, while a
+    // sampler left running adds its 10 a second to every one.
+    const windows: number[] = [];
+    for (let i = 0; i < 3; i++) windows.push(await workerWakeUpsPerSecond(router, 2000, timesAsleep));
     // Left: a few messages a second to and from the primary and two 1 s timers (about 6);
-    // with the sampler running all the time it was 15–16.
-    expect(perSecond).toBeLessThan(12);
+    // with the sampler running all the time, 15 or more in every window.
+    expect(Math.min(...windows)).toBeLessThan(12);
   }, 30_000);
 });
 
