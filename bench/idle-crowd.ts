@@ -11,13 +11,14 @@
  * them running. Prints per condition: direct and router p50/p99, the router's CPU per request,
  * and the idle routers' CPU and wake-ups per second.
  */
-import { pauseTrees } from './pause-targets.js';
+import { whileStopped } from './pause-targets.js';
 import { processTree, schedStat } from './proc-cpu.js';
 import { runWrk } from './load-wrk.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { numberArg } from './number-arg.js';
+import { spread } from './summary.js';
 
 const USAGE = 'Usage: node dist/bench/idle-crowd.js [--idle N] [--rate R] [--rounds N] [--duration S]';
 const OPTIONS: ReadonlySet<string> = new Set(['--idle', '--rate', '--rounds', '--duration']);
@@ -25,7 +26,7 @@ const FULL = SCENARIOS.find((s) => s.id === 'router-local')!;
 
 interface Row { direct: LoadResult; router: LoadResult; routerCpuUs: number; idleCpuMsPerS: number; idleWakeupsPerS: number }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]): number => spread(xs)!.median;
 
 /** CPU ns and times put on a CPU, summed over every thread of the given processes. */
 function sched(pids: readonly number[]): { cpuNs: number; slices: number } {
@@ -60,8 +61,7 @@ async function main(): Promise<void> {
     const rows = new Map<string, Row[]>([['stopped', []], ['running', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const condition of r % 2 === 0 ? ['stopped', 'running'] : ['running', 'stopped']) {
-        const resume = condition === 'stopped' ? pauseTrees(crowd.map((t) => t.proc.pid)) : () => {};
-        try {
+        await whileStopped(condition === 'stopped' ? crowd.map((t) => t.proc.pid) : [], async () => {
           const direct = await runWrk('wrk', spec(mock, durationS, rate));
           const c0 = sched(crowdPids);
           const r0 = sched(routerPids);
@@ -75,9 +75,7 @@ async function main(): Promise<void> {
             idleCpuMsPerS: (c1.cpuNs - c0.cpuNs) / 1e6 / s, idleWakeupsPerS: (c1.slices - c0.slices) / s,
           });
           process.stderr.write(`round ${r + 1}, ${idle} idle routers ${condition}: direct p99 ${direct.latencyMs.p99.toFixed(2)} ms, router p50 ${routed.latencyMs.p50.toFixed(2)} p99 ${routed.latencyMs.p99.toFixed(2)} ms\n`);
-        } finally {
-          resume();
-        }
+        });
       }
     }
     process.stdout.write(`${idle} idle full routers beside the measured one; fixed rate ${rate} req/s asked, ${rounds} rounds of ${durationS} s, medians:\n\n`

@@ -23,6 +23,16 @@ export function pauseTrees(roots: readonly number[]): () => void {
   };
 }
 
+/** Runs `fn` with the trees rooted at `roots` stopped, and continues them when it settles. */
+export async function whileStopped<T>(roots: readonly number[], fn: () => Promise<T>): Promise<T> {
+  const resume = pauseTrees(roots);
+  try {
+    return await fn();
+  } finally {
+    resume();
+  }
+}
+
 /** A process that has exited in the meantime is skipped. */
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {

@@ -14,7 +14,7 @@ import { runAutocannon } from './load-autocannon.js';
 import { probeStreams } from './load-stream-probe.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
-import { pauseTrees } from './pause-targets.js';
+import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
 import {
   haveBinary, ROOT, startHttp1Proxy, startMock, startNginx, startRedis, startReferenceProxy, startRouter, stopAll, tempDir, type Target,
@@ -81,10 +81,10 @@ async function main(): Promise<void> {
     ({ url: `${targets.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: opts.connections, durationS, rate, headers: sc.headers });
   // Every target but the one measured (and the mock backends, and redis-server where it is used)
   // is stopped during a measurement: see bench/pause-targets.ts.
-  const pauseAllBut = (keep: TargetKey | null): (() => void) => pauseTrees([
+  const allBut = (keep: TargetKey | null): number[] => [
     ...[...targets].filter(([key]) => key !== keep && key !== 'mock' && key !== 'mock-long').map(([, t]) => t.proc.pid),
     ...(redis !== null && (keep === null || !usesRedis(keep)) ? [redis.proc.pid] : []),
-  ]);
+  ];
   const wrk: Sample[] = [];
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[]): Promise<void> => {
     const t = targets.get(sc.target)!;
@@ -92,17 +92,12 @@ async function main(): Promise<void> {
     // The global limit's store: redis-server's CPU and script calls during the run (it serves no other scenario).
     const storeCpu = usesRedis(sc.target) && redis !== null ? treeCpu(redis.proc.pid) : null;
     const callsBefore = storeCpu === null ? 0 : await scriptCalls(redis!.address);
-    const resume = pauseAllBut(sc.target);
-    let result: LoadResult;
-    let serverCpuMs: number | null;
-    let store: Sample['store'];
-    try {
-      result = await run();
-      serverCpuMs = cpu.delta();
-      store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
-    } finally {
-      resume();
-    }
+    const { result, serverCpuMs, store } = await whileStopped(allBut(sc.target), async () => {
+      const result = await run();
+      const serverCpuMs = cpu.delta();
+      const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
+      return { result, serverCpuMs, store };
+    });
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
       if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
@@ -154,13 +149,8 @@ async function main(): Promise<void> {
       const sc = scenarios.find((s) => s.id === id)!;
       return { id: sc.label, url: `${targets.get(sc.target)!.url}${PATH}`, body: sc.bodies[0] };
     };
-    const resume = pauseAllBut(scenarios.find((s) => s.id === 'router-sse16')!.target);
-    let probe: Awaited<ReturnType<typeof probeStreams>>;
-    try {
-      probe = await probeStreams(['direct-sse16', 'router-sse16', 'direct-sse64', 'router-sse64'].map(pick), opts.probeSamples);
-    } finally {
-      resume();
-    }
+    const probe = await whileStopped(allBut(scenarios.find((s) => s.id === 'router-sse16')!.target),
+      () => probeStreams(['direct-sse16', 'router-sse16', 'direct-sse64', 'router-sse64'].map(pick), opts.probeSamples));
     const rounds = [...new Set(wrk.map((s) => s.round))];
     const cpuPerReq = (id: string, round: number): number => {
       const s = wrk.find((x) => x.scenario === id && x.round === round);
@@ -181,14 +171,11 @@ async function main(): Promise<void> {
   let profile: BenchReport['profile'] = null;
   if (opts.profile && full !== undefined) {
     log('CPU profile of the full router');
-    const resume = pauseAllBut(null);
     try {
-      profile = await profileRouter(resourcesOf(FULL_ROUTER), opts.workers, routerEnv(FULL_ROUTER, join(logDir, 'profiled.log')),
-        (url) => load({ url: `${url}${PATH}`, bodies: full.bodies, connections: opts.connections, durationS: opts.durationS * 2 }));
+      profile = await whileStopped(allBut(null), () => profileRouter(resourcesOf(FULL_ROUTER), opts.workers, routerEnv(FULL_ROUTER, join(logDir, 'profiled.log')),
+        (url) => load({ url: `${url}${PATH}`, bodies: full.bodies, connections: opts.connections, durationS: opts.durationS * 2 })));
     } catch (err) {
       notes.push(`CPU profile failed: ${(err as Error).message.split('\n')[0]}`);
-    } finally {
-      resume();
     }
   } else notes.push('CPU profile not taken (--quick or --no-profile)');
 

@@ -16,7 +16,7 @@ function timesAsleep(pid: number): number {
   return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))![1]);
 }
 
-/** How often a second the main thread of the router's (one) worker was put on a CPU over `ms`. */
+/** How often a second the main thread of the router's (one) worker woke over `ms`, counted by `count` (default: times put on a CPU). */
 async function workerWakeUpsPerSecond(router: Router, ms: number, count: (pid: number) => number = timesOnCpu): Promise<number> {
   // The primary's one child process is its worker.
   const worker = await waitFor('the worker process', () => processTree(router.pid)[1]);

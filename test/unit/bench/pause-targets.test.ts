@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pauseTrees } from '../../../bench/pause-targets.js';
+import { pauseTrees, whileStopped } from '../../../bench/pause-targets.js';
 import { processState, processTree } from '../../../bench/proc-cpu.js';
 import { waitFor } from '../../helpers/processes.js';
 
@@ -34,6 +34,8 @@ describe('pauseTrees', () => {
 
     const resume = pauseTrees([parent.pid!]);
     await waitFor('both stopped', () => tree.every((pid) => processState(pid) === 'T') || null);
+    // Ticks written just before the stop may still be in the pipe: let them arrive first.
+    await new Promise((r) => setTimeout(r, 50));
     const frozen = ticks();
     await new Promise((r) => setTimeout(r, 150));
     expect(ticks()).toBe(frozen);
@@ -52,5 +54,17 @@ describe('pauseTrees', () => {
     const resume = pauseTrees([gone.pid!]);
     expect(processState(parent.pid!)).not.toBe('T');
     resume();
+  });
+
+  it('whileStopped holds the tree stopped for the length of the call, and continues it when the call throws', async () => {
+    const { parent, ticks } = startTree();
+    started.push(parent);
+    await waitFor('it to tick', () => ticks() >= 2 || null);
+    // A stop takes effect once the process is next scheduled: wait for it inside the call.
+    const stopped = await whileStopped([parent.pid!], () => waitFor('stopped', () => processState(parent.pid!) === 'T' || null, 5000));
+    expect(stopped).toBe(true);
+    await waitFor('running again', () => processState(parent.pid!) !== 'T' || null);
+    await expect(whileStopped([parent.pid!], async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await waitFor('running after the throw', () => processState(parent.pid!) !== 'T' || null);
   });
 });
