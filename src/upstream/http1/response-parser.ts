@@ -6,6 +6,7 @@
  * handed on as views of the input (no copies). Errors are thrown as Http1Error.
  */
 import { Http1Error, malformed } from './errors.js';
+import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isHeader, isToken, scanHead } from './head-lines.js';
 
 export interface ParserSink {
   /** The final (non-1xx) response head. */
@@ -23,8 +24,6 @@ const CR = 13;
 const LF = 10;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const EMPTY_HEADERS: string[] = [];
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const LONE_CR_LF = /\r(?!\n)|(?<!\r)\n|\0/;
 const DIGITS = /^\d+$/;
 /** 13 hex digits = 2^52: beyond that a size is not a safe integer. */
 const MAX_SIZE_DIGITS = 13;
@@ -58,6 +57,8 @@ export class ResponseParser {
   private line = '';
   private trailerBytes = 0;
   private trailers: string[] | null = null;
+  /** scanHead's marks of the head being read (reused). */
+  private readonly marks = new HeadMarks();
 
   constructor(sink: ParserSink, maxHeaderSize: number) {
     this.sink = sink;
@@ -149,10 +150,23 @@ export class ResponseParser {
   }
 
   private readHead(data: Buffer, i: number): number {
+    const prior = this.partial;
+    if (prior === null) { // the usual case: a head whole in this packet, read from its bytes
+      const end = scanHead(data, i, this.marks);
+      if (end >= 0) {
+        if (end - i > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
+        this.parseHead(data.toString('latin1', i, end - 2), this.marks);
+        return end;
+      }
+      if (end === HEAD_INCOMPLETE) {
+        if (data.length - i > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
+        this.partial = i === 0 ? data : data.subarray(i);
+        return data.length;
+      }
+    }
     let buf = data;
     let start = i;
     let from = i;
-    const prior = this.partial;
     if (prior !== null) {
       buf = Buffer.concat([prior, i === 0 ? data : data.subarray(i)]);
       start = 0;
@@ -167,49 +181,45 @@ export class ResponseParser {
     if (end + 4 - start > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
     this.partial = null;
     const consumed = prior === null ? end + 4 : end + 4 - prior.length + i;
-    this.parseHead(buf.toString('latin1', start, end + 2));
+    this.parseHead(buf.toString('latin1', start, end + 2), null);
     return consumed;
   }
 
-  /** `text`: the status line and header lines, each ending in CRLF. */
-  private parseHead(text: string): void {
-    if (LONE_CR_LF.test(text)) throw malformed('bare CR or LF or NUL in the response head');
+  /** `text`: the status line and header lines, each ending in CRLF; `marks`: scanHead's, or null to read the lines from the text. */
+  private parseHead(text: string, marks: HeadMarks | null): void {
     const eol = text.indexOf('\r\n');
+    for (let k = 0; k < eol; k++) {
+      const c = text.charCodeAt(k);
+      if (c === CR || c === LF || c === 0) throw malformed(BARE_CR_LF);
+    }
     const minor = text.charCodeAt(7);
     const after = text.charCodeAt(12);
     if (!text.startsWith('HTTP/1.') || (minor !== 48 && minor !== 49) || text.charCodeAt(8) !== 32
-      || !(eol === 12 || after === 32)) throw badStatusLine(text, eol);
+      || !(eol === 12 || after === 32)) throw statusLineFault(text, eol);
     let status = 0;
     for (let k = 9; k < 12; k++) {
       const d = text.charCodeAt(k) - 48;
-      if (d < 0 || d > 9) throw badStatusLine(text, eol);
+      if (d < 0 || d > 9) throw statusLineFault(text, eol);
       status = status * 10 + d;
     }
-    if (status < 100) throw badStatusLine(text, eol);
+    if (status < 100) throw statusLineFault(text, eol);
     if (status === 101) throw malformed('unexpected 101 Switching Protocols');
     let keepAlive = minor === 49;
     let length = -1;
     let te: string | null = null;
-    const headers: string[] = [];
-    for (let pos = eol + 2; pos < text.length;) {
-      const e = text.indexOf('\r\n', pos);
-      const colon = text.indexOf(':', pos);
-      if (colon === -1 || colon > e) throw malformed(`header line without a colon: ${JSON.stringify(text.slice(pos, Math.min(e, pos + 80)))}`);
-      const name = text.slice(pos, colon);
-      if (!TOKEN.test(name)) throw malformed(`bad header name ${JSON.stringify(name.slice(0, 80))}`);
-      const value = text.slice(colon + 1, e).trim();
-      pos = e + 2;
-      headers.push(name, value);
+    const headers = marks === null ? headerLines(text, eol + 2) : headersAt(text, marks);
+    for (let h = 0; h < headers.length; h += 2) {
+      const name = headers[h];
       switch (name.length) {
         case 14:
-          if (name.toLowerCase() === 'content-length') length = contentLength(value, length);
+          if (isHeader(name, 'content-length')) length = contentLength(headers[h + 1], length);
           break;
         case 17:
-          if (name.toLowerCase() === 'transfer-encoding') te = te === null ? value : `${te}, ${value}`;
+          if (isHeader(name, 'transfer-encoding')) te = te === null ? headers[h + 1] : `${te}, ${headers[h + 1]}`;
           break;
         case 10:
-          if (name.toLowerCase() === 'connection') {
-            const v = value.toLowerCase();
+          if (isHeader(name, 'connection')) {
+            const v = headers[h + 1].toLowerCase();
             if (/(^|[\s,])close($|[\s,])/.test(v)) keepAlive = false;
             else if (minor === 48 && /(^|[\s,])keep-alive($|[\s,])/.test(v)) keepAlive = true;
           }
@@ -310,13 +320,27 @@ export class ResponseParser {
     }
     const colon = line.indexOf(':');
     const name = colon === -1 ? '' : line.slice(0, colon);
-    if (!TOKEN.test(name) || line.indexOf('\r') !== line.length - 1) throw malformed(`bad trailer line ${JSON.stringify(line.slice(0, 80))}`);
+    if (!isToken(name) || line.indexOf('\r') !== line.length - 1) throw malformed(`bad trailer line ${JSON.stringify(line.slice(0, 80))}`);
     (this.trailers ??= []).push(name, line.slice(colon + 1, -1).trim());
     return lf + 1;
   }
 }
 
 function contentLength(value: string, prior: number): number {
+  const digits = value.length;
+  if (digits > 0 && digits <= 15) { // the usual one: digits alone
+    let v = 0;
+    let k = 0;
+    for (; k < digits; k++) {
+      const d = value.charCodeAt(k) - 48;
+      if (d < 0 || d > 9) break;
+      v = v * 10 + d;
+    }
+    if (k === digits) {
+      if (prior !== -1 && prior !== v) throw malformed(`conflicting content-length values ${prior} and ${v}`);
+      return v;
+    }
+  }
   let v = -1;
   for (const part of value.includes(',') ? value.split(',') : [value]) {
     const p = part.trim();
@@ -331,6 +355,12 @@ function contentLength(value: string, prior: number): number {
 
 function tooLarge(max: number): Http1Error {
   return new Http1Error('HTTP1_HEADERS_TOO_LARGE', `malformed response from upstream: header section larger than ${max} bytes`);
+}
+
+/** A status line that is not `HTTP/1.x NNN ...`; a bare CR, LF or NUL anywhere in the head is named first. */
+function statusLineFault(text: string, eol: number): Http1Error {
+  if (hasBareCrLf(text)) return malformed(BARE_CR_LF);
+  return badStatusLine(text, eol);
 }
 
 function badStatusLine(text: string, eol: number): Http1Error {

@@ -73,5 +73,11 @@ export const MALFORMED: readonly Malformed[] = [
   { name: 'obsolete line folding', bytes: b('HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n'), message: /bad header name|without a colon/ },
   { name: 'bare LF in a header', bytes: b('HTTP/1.1 200 OK\r\nX-A: 1\nX-B: 2\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF/ },
   { name: '101 switching protocols', bytes: b('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n'), message: /unexpected 101/ },
+  { name: 'NUL in a header value', bytes: b('HTTP/1.1 200 OK\r\nX-A: 1\u00002\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF or NUL/ },
+  { name: 'bare CR in a header value', bytes: b('HTTP/1.1 200 OK\r\nX-A: 1\r2\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF or NUL/ },
+  { name: 'bare LF in the status line', bytes: b('HTTP/1.1 200 O\nK\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF or NUL/ },
+  { name: 'header line without a colon', bytes: b('HTTP/1.1 200 OK\r\nX-A 1\r\nContent-Length: 0\r\n\r\n'), message: /header line without a colon: "X-A 1"/ },
+  { name: 'empty header name', bytes: b('HTTP/1.1 200 OK\r\n: 1\r\nContent-Length: 0\r\n\r\n'), message: /bad header name ""/ },
+  { name: 'non-token byte in a header name', bytes: b('HTTP/1.1 200 OK\r\nX-\u00e9: 1\r\nContent-Length: 0\r\n\r\n'), message: /bad header name "X-\u00e9"/ },
   { name: 'header too large', bytes: b(`HTTP/1.1 200 OK\r\nX-Big: ${'x'.repeat(20_000)}\r\nContent-Length: 0\r\n\r\n`), message: /header section larger than 16384 bytes/, code: 'HTTP1_HEADERS_TOO_LARGE' },
 ];

@@ -1,0 +1,138 @@
+/**
+ * The header lines of a response head: latin1 text whose lines each end in CRLF, read from
+ * `from` to its end into [name, value, name, value, ...]. Names are kept as received; values
+ * lose the optional whitespace (SP, HTAB) around them.
+ *
+ * The usual head, whole in one packet, is read from its bytes (scanHead: one pass, names checked
+ * against a table of token characters, no regular expression) and then cut from one latin1 string
+ * (headersAt). A head split across reads, or one the byte reading finds irregular, is read from
+ * its text (headerLines), which throws the error that names the fault: a name that is not a token,
+ * a line without a colon, a bare CR or LF or a NUL.
+ */
+import { malformed } from './errors.js';
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const LONE_CR_LF = /\r(?!\n)|(?<!\r)\n|\0/;
+const CR = 13;
+const LF = 10;
+const COLON = 58;
+const SP = 32;
+const HTAB = 9;
+
+/** 1 for the token characters of RFC 9110 (header names), by character code below 128. */
+const TOKEN_CHAR = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TOKEN_CHAR[c.charCodeAt(0)] = 1;
+
+export const BARE_CR_LF = 'bare CR or LF or NUL in the response head';
+
+/** scanHead: the head does not end within the bytes given. */
+export const HEAD_INCOMPLETE = -1;
+/** scanHead: a line that is not a plain header line (the text path names the fault). */
+export const HEAD_IRREGULAR = -2;
+
+/** Where scanHead marks the header lines: four offsets per line, `n` of them in use. */
+export class HeadMarks {
+  n = 0;
+  at = new Int32Array(4 * 32);
+}
+
+/** Whether byte `c` ends a line's content here: CR, LF or NUL (one comparison for the usual bytes, above CR). */
+function ends(c: number): boolean {
+  return c <= CR && (c === CR || c === LF || c === 0);
+}
+
+/**
+ * Reads a response head from `buf` at `start`: the status line up to its CRLF, then header lines
+ * up to the blank line. Returns the index just past the blank line, with four marks per header
+ * line in `marks` (name start and end, value start and end without the whitespace around it,
+ * relative to `start`); else HEAD_INCOMPLETE or HEAD_IRREGULAR.
+ */
+export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
+  const n = buf.length;
+  let at = marks.at;
+  let count = 0;
+  let j = start;
+  let c = 0;
+  while (j < n && !ends(c = buf[j])) j++;
+  if (j + 1 >= n) return HEAD_INCOMPLETE;
+  if (c !== CR || buf[j + 1] !== LF) return HEAD_IRREGULAR;
+  j += 2;
+  for (;;) {
+    if (j + 1 >= n) return HEAD_INCOMPLETE;
+    if (buf[j] === CR) {
+      marks.n = count;
+      return buf[j + 1] === LF ? j + 2 : HEAD_IRREGULAR;
+    }
+    const nameStart = j;
+    while (j < n && (c = buf[j]) < 128 && TOKEN_CHAR[c] === 1) j++;
+    if (j >= n) return HEAD_INCOMPLETE;
+    if (c !== COLON || j === nameStart) return HEAD_IRREGULAR;
+    const nameEnd = j++;
+    while (j < n && ((c = buf[j]) === SP || c === HTAB)) j++;
+    const valueStart = j;
+    while (j < n && !ends(c = buf[j])) j++;
+    if (j + 1 >= n) return HEAD_INCOMPLETE;
+    if (c !== CR || buf[j + 1] !== LF) return HEAD_IRREGULAR;
+    let valueEnd = j;
+    while (valueEnd > valueStart && ((c = buf[valueEnd - 1]) === SP || c === HTAB)) valueEnd--;
+    if (count + 4 > at.length) {
+      const more = new Int32Array(at.length * 2);
+      more.set(at);
+      at = marks.at = more;
+    }
+    at[count++] = nameStart - start;
+    at[count++] = nameEnd - start;
+    at[count++] = valueStart - start;
+    at[count++] = valueEnd - start;
+    j += 2;
+  }
+}
+
+/** The header lines scanHead marked, cut from the head's text. */
+export function headersAt(text: string, marks: HeadMarks): string[] {
+  const headers: string[] = [];
+  const at = marks.at;
+  for (let m = 0; m < marks.n; m += 4) headers.push(text.slice(at[m], at[m + 1]), text.slice(at[m + 2], at[m + 3]));
+  return headers;
+}
+
+/** The header lines of a head's text from `from` (a head that came in several reads, or an irregular one: this names its fault). */
+export function headerLines(text: string, from: number): string[] {
+  if (LONE_CR_LF.test(text)) throw malformed(BARE_CR_LF);
+  const headers: string[] = [];
+  for (let pos = from; pos < text.length;) {
+    const e = text.indexOf('\r\n', pos);
+    const colon = text.indexOf(':', pos);
+    if (colon === -1 || colon > e) throw malformed(`header line without a colon: ${JSON.stringify(text.slice(pos, Math.min(e, pos + 80)))}`);
+    const name = text.slice(pos, colon);
+    if (!TOKEN.test(name)) throw malformed(`bad header name ${JSON.stringify(name.slice(0, 80))}`);
+    let v = colon + 1;
+    let end = e;
+    let c = text.charCodeAt(v);
+    while (v < end && (c === SP || c === HTAB)) c = text.charCodeAt(++v);
+    while (end > v && ((c = text.charCodeAt(end - 1)) === SP || c === HTAB)) end--;
+    headers.push(name, text.slice(v, end));
+    pos = e + 2;
+  }
+  return headers;
+}
+
+/** Whether `name` is `lower` (all lowercase letters and '-') in any case. */
+export function isHeader(name: string, lower: string): boolean {
+  const n = lower.length;
+  if (name.length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/** True when a trailer name is a token. */
+export function isToken(name: string): boolean {
+  return TOKEN.test(name);
+}
+
+/** True when the text holds a bare CR or LF or a NUL. */
+export function hasBareCrLf(text: string): boolean {
+  return LONE_CR_LF.test(text);
+}

@@ -1,0 +1,81 @@
+/**
+ * The two readings of a response head's header lines: from the bytes of a head whole in one
+ * packet (scanHead + headersAt) and from the text of one that came in pieces (headerLines). They
+ * must give the same names and values, and refuse the same heads.
+ */
+import { describe, expect, it } from 'vitest';
+import { Http1Error } from '../../../../src/upstream/http1/errors.js';
+import { HEAD_INCOMPLETE, HEAD_IRREGULAR, HeadMarks, headerLines, headersAt, isHeader, scanHead } from '../../../../src/upstream/http1/head-lines.js';
+
+const b = (s: string): Buffer => Buffer.from(s, 'latin1');
+
+/** Both readings of a whole head (`head` ends with the blank line). */
+function bothReadings(head: string): { bytes: string[]; text: string[]; end: number } {
+  const buf = b(`junk${head}body`);
+  const marks = new HeadMarks();
+  const end = scanHead(buf, 4, marks);
+  const text = buf.toString('latin1', 4, end - 2);
+  const from = text.indexOf('\r\n') + 2;
+  return { bytes: headersAt(text, marks), text: headerLines(text, from), end };
+}
+
+describe('response head lines', () => {
+  it('names as received, values without the SP and HTAB around them, obs-text kept; both readings agree', () => {
+    const head = 'HTTP/1.1 200 OK\r\nContent-Type:application/json\r\nX-Pad: \t a b \t\r\nX-Empty:\r\nX-Latin: caf\u00e9\r\nx-mock-pod: mock\r\n\r\n';
+    const { bytes, text, end } = bothReadings(head);
+    expect(bytes).toEqual(['Content-Type', 'application/json', 'X-Pad', 'a b', 'X-Empty', '', 'X-Latin', 'caf\u00e9', 'x-mock-pod', 'mock']);
+    expect(text).toEqual(bytes);
+    expect(end).toBe(4 + head.length);
+  });
+
+  it('more header lines than the marks first hold (32): all of them, in order', () => {
+    const lines = Array.from({ length: 100 }, (_, i) => `X-H${i}: v${i}`);
+    const { bytes, text } = bothReadings(`HTTP/1.1 200 OK\r\n${lines.join('\r\n')}\r\n\r\n`);
+    expect(bytes).toHaveLength(200);
+    expect(bytes.slice(198)).toEqual(['X-H99', 'v99']);
+    expect(text).toEqual(bytes);
+  });
+
+  it('a status line alone: no header lines', () => {
+    expect(bothReadings('HTTP/1.1 204 No Content\r\n\r\n').bytes).toEqual([]);
+  });
+
+  it('every prefix of a head is incomplete; the whole is not', () => {
+    const head = b('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: 1\r\n\r\n');
+    for (let k = 0; k < head.length; k++) expect(scanHead(head.subarray(0, k), 0, new HeadMarks())).toBe(HEAD_INCOMPLETE);
+    expect(scanHead(head, 0, new HeadMarks())).toBe(head.length);
+  });
+
+  it('irregular lines are left to the text reading, which names the fault', () => {
+    const cases: [string, RegExp][] = [
+      ['HTTP/1.1 200 OK\r\nX-A 1\r\n\r\n', /header line without a colon/],
+      ['HTTP/1.1 200 OK\r\nX A: 1\r\n\r\n', /bad header name "X A"/],
+      ['HTTP/1.1 200 OK\r\n: 1\r\n\r\n', /bad header name ""/],
+      ['HTTP/1.1 200 OK\r\nX-A: 1\u00002\r\n\r\n', /bare CR or LF or NUL/],
+      ['HTTP/1.1 200 OK\r\nX-A: 1\n\r\n', /bare CR or LF or NUL/],
+      ['HTTP/1.1 200 OK\r\nX-A: 1\r2\r\n\r\n', /bare CR or LF or NUL/],
+      ['HTTP/1.1 200 OK\r\n folded: 1\r\n\r\n', /bad header name/],
+    ];
+    for (const [head, message] of cases) {
+      expect(scanHead(b(head), 0, new HeadMarks()), head).toBe(HEAD_IRREGULAR);
+      const text = head.slice(0, -2);
+      let err: unknown = null;
+      try {
+        headerLines(text, text.indexOf('\r\n') + 2);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, head).toBeInstanceOf(Http1Error);
+      expect((err as Error).message).toMatch(message);
+    }
+  });
+
+  it('isHeader: any case of the name, nothing else', () => {
+    expect(isHeader('Content-Length', 'content-length')).toBe(true);
+    expect(isHeader('CONTENT-LENGTH', 'content-length')).toBe(true);
+    expect(isHeader('content-lengt', 'content-length')).toBe(false);
+    expect(isHeader('content_length', 'content-length')).toBe(false);
+    expect(isHeader('Connection', 'connection')).toBe(true);
+    expect(isHeader('Connectio~', 'connection')).toBe(false);
+  });
+});
