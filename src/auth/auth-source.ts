@@ -1,9 +1,11 @@
 /**
- * Watches the auth file named by ROUTER_AUTH_CONFIG (by polling its stat, like the resources
- * file source: survives rename-on-save and ConfigMap symlink swaps). A valid change replaces the
- * Authenticator; an invalid one keeps the last good one, is logged and counted.
+ * Watches the auth file named by ROUTER_AUTH_CONFIG (config/file-watch.ts, like the resources
+ * file source: inotify on its directory, which sees rename-on-save and ConfigMap symlink swaps,
+ * with a slow poll beside it). A valid change replaces the Authenticator; an invalid one keeps
+ * the last good one, is logged and counted.
  */
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { FileWatch } from '../config/file-watch.js';
 import type { Exchange } from '../http/exchange.js';
 import { parseAuthConfig, type AuthConfig } from './auth-config.js';
 import { Authenticator, type AuthenticatorOptions } from './authenticator.js';
@@ -21,6 +23,7 @@ export class AuthSource {
   private lastText = '';
   private auth: Authenticator | null = null;
   private stopped = false;
+  private watcher: FileWatch | null = null;
   /** Reloads rejected (invalid or unreadable file). */
   rejected = 0;
 
@@ -42,13 +45,14 @@ export class AuthSource {
     return this.auth;
   }
 
-  /** First load: throws when the file is invalid (the router must not start on it). */
+  /** First load: throws when the file is invalid (the router must not start on it). `intervalMs`: the poll where inotify is not available. */
   start(intervalMs = 250): void {
     this.lastText = readText(this.file);
     this.auth = new Authenticator(parseAuthConfig(this.lastText, this.file), this.opts);
-    watchFile(this.file, { interval: intervalMs, persistent: false }, () => this.reload());
-    // The watcher's baseline stat is taken asynchronously: a change landing between the read above
-    // and that baseline would never fire. One late re-read closes the gap (same text: no-op).
+    this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs });
+    this.watcher.start();
+    // A change landing between the read above and the watch (or a poll's first stat, taken
+    // asynchronously) would go unseen. One late re-read closes the gap (same text: no-op).
     setTimeout(() => {
       if (!this.stopped) this.reload();
     }, intervalMs * 2).unref();
@@ -81,7 +85,8 @@ export class AuthSource {
 
   stop(): void {
     this.stopped = true;
-    unwatchFile(this.file);
+    this.watcher?.stop();
+    this.watcher = null;
   }
 }
 

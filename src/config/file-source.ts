@@ -1,8 +1,9 @@
-import { readFileSync, statSync, watchFile, unwatchFile } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { parseResourceFile } from './resource-file.js';
 import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
+import { FileWatch } from './file-watch.js';
 
 /** What a FileSource line is about: a warning on the file, or a rejected reload (`apply` reports applied ones). */
 export type FileSourceEvent = 'warning' | 'reload-rejected';
@@ -50,30 +51,35 @@ export function loadResourceFile(file: string, apiGroup: string, maxBytes: numbe
 }
 
 /**
- * Watches a resources file (by polling its stat, which survives editors' rename-on-save and
- * ConfigMap symlink swaps). A valid change is parsed in a worker thread and handed to `apply`;
+ * Watches a resources file (file-watch.ts: inotify on its directory, which sees editors'
+ * rename-on-save and ConfigMap symlink swaps, with a slow poll beside it, or a 250 ms poll where
+ * inotify is not available). A valid change is parsed in a worker thread and handed to `apply`;
  * a change that is refused keeps the last good config and is logged: unreadable, larger than
  * the cap, invalid, or empty (no document — an editor or a non-atomic write caught mid-way; an
  * intentionally empty config is written as a `kind: List` with `items: []`). A file still
- * changing while it is read is skipped until the next poll.
+ * changing while it is read is skipped until its next change event or poll.
  */
 export class FileSource {
   private readonly o: FileSourceOptions;
   private lastText = '';
   private reloading: Promise<void> | null = null;
   private again = false;
+  private watcher: FileWatch | null = null;
   rejected = 0;
 
   constructor(opts: FileSourceOptions) {
     this.o = opts;
   }
 
-  /** First load: throws when the file is invalid or too large (the router must not start on it). */
+  /** First load: throws when the file is invalid or too large (the router must not start on it). `intervalMs`: the poll where inotify is not available. */
   start(intervalMs = 250): void {
     const { text, loaded } = loadResourceFile(this.o.file, this.o.apiGroup, this.o.maxBytes, (w) => this.o.log(w, 'warning'));
     this.lastText = text;
     this.o.apply(loaded);
-    watchFile(this.o.file, { interval: intervalMs, persistent: false }, () => void this.reload());
+    this.watcher = new FileWatch(this.o.file, () => void this.reload(), { fastPollMs: intervalMs });
+    this.watcher.start();
+    // A change landing between the read above and the watch would go unseen: one re-read closes the gap (same text: no-op).
+    void this.reload();
   }
 
   /** Reloads once (a call during a reload runs one more after it); resolves when done. */
@@ -106,7 +112,7 @@ export class FileSource {
       buf = await readFile(file);
       if (buf.length > maxBytes) return this.reject(tooLarge(file, buf.length, maxBytes));
       const after = await stat(file);
-      if (after.size !== buf.length || after.mtimeMs !== before.mtimeMs) return; // still being written: the poll sees the next change
+      if (after.size !== buf.length || after.mtimeMs !== before.mtimeMs) return; // still being written: its next change is seen
     } catch (err) {
       this.rejected++;
       this.o.log(`resources reload failed, keeping the last good config: ${file}: ${(err as Error).message}`, 'reload-rejected');
@@ -127,6 +133,7 @@ export class FileSource {
   }
 
   stop(): void {
-    unwatchFile(this.o.file);
+    this.watcher?.stop();
+    this.watcher = null;
   }
 }

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processTree } from '../../bench/proc-cpu.js';
-import { postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 /** Times the main thread of `pid` was put on a CPU so far (Linux schedstat, third field). */
 function timesOnCpu(pid: number): number {
@@ -102,5 +103,44 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('a worker just after traffi
     expect(statuses).toEqual(statuses.map(() => 200));
     // Within the 4 s the pools keep idle connections open.
     expect(await workerWakeUpsPerSecond(router, 2000)).toBeLessThan(45);
+  }, 30_000);
+});
+
+/** The quietest of three 2 s windows of `pid`'s main thread, in times it went to sleep a second. */
+async function quietestWakeUps(pid: number): Promise<number> {
+  const windows: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const before = timesAsleep(pid);
+    await new Promise((done) => setTimeout(done, 2000));
+    windows.push((timesAsleep(pid) - before) / 2);
+  }
+  return Math.min(...windows);
+}
+
+// The resources file (read by the primary) and the auth file (read by each worker) were polled
+// every 250 ms: a stat on the thread pool and a wake-up of the main thread, 8 a second each. They
+// are now watched through inotify, with a poll every 5 s beside the watch.
+describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle router with a resources file and an auth file', () => {
+  let mock: MockBackend;
+  let router: Router;
+
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    const dir = tempDir();
+    const authFile = join(dir, 'auth.yaml');
+    writeFileSync(authFile, 'apiKeys:\n  - name: team-a\n    sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"\n');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { dir, workers: 1, env: { ROUTER_AUTH_CONFIG: authFile } });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('neither file wakes it: its primary and its worker wake fewer than 10 times a second', async () => {
+    const worker = await waitFor('the worker process', () => processTree(router.pid)[1]);
+    // Left in the primary: the worker's heartbeat and load report and the load broadcast (about 5
+    // a second with one worker; 12 or more with the 250 ms poll); in the worker, about the same.
+    expect(await quietestWakeUps(router.pid)).toBeLessThan(10);
+    expect(await quietestWakeUps(worker)).toBeLessThan(10);
   }, 30_000);
 });

@@ -1,0 +1,199 @@
+/**
+ * FileWatch on real files in a temporary directory: the changes a resources or auth file goes
+ * through in practice (a write in place, an editor's rename-on-save, a Kubernetes ConfigMap's
+ * symlink swap, a symlink to a file elsewhere) are reported through inotify, a burst once; other
+ * files of the directory are not. A filesystem without inotify (a watch function that throws)
+ * and a change inotify does not report are covered by the polls.
+ */
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { EventEmitter } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FileWatch, type FileWatchOptions } from '../../../src/config/file-watch.js';
+
+const dirs: string[] = [];
+const watches: FileWatch[] = [];
+afterEach(() => {
+  for (const w of watches.splice(0)) w.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'ir-file-watch-'));
+  dirs.push(d);
+  return d;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A started watch counting its reports; the fast poll is long so that only the watch can report within a test. */
+function counted(file: string, opts: Partial<FileWatchOptions> = {}): { watch: FileWatch; count: () => number; next: () => Promise<number> } {
+  let n = 0;
+  const waiters: (() => void)[] = [];
+  const watch = new FileWatch(file, () => {
+    n++;
+    for (const w of waiters.splice(0)) w();
+  }, { fastPollMs: 60_000, safetyPollMs: 60_000, settleMs: 50, ...opts });
+  watch.start();
+  watches.push(watch);
+  return {
+    watch,
+    count: () => n,
+    next: () => new Promise<number>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no change reported within 3 s')), 3_000);
+      waiters.push(() => {
+        clearTimeout(t);
+        resolve(n);
+      });
+    }),
+  };
+}
+
+describe('FileWatch', () => {
+  it('a write in place is reported through inotify', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    const w = counted(f);
+    expect(w.watch.mode).toBe('inotify');
+    const reported = w.next();
+    writeFileSync(f, 'a: 2\n');
+    expect(await reported).toBe(1);
+  });
+
+  it("an editor's rename-on-save is reported, and so is the next one", async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    const w = counted(f);
+    for (let i = 2; i <= 3; i++) {
+      const reported = w.next();
+      writeFileSync(join(d, '.resources.yaml.swp'), `a: ${i}\n`);
+      renameSync(join(d, '.resources.yaml.swp'), f);
+      await reported;
+    }
+    expect(w.count()).toBe(2);
+  });
+
+  it('a burst of writes is reported once, after it', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, '');
+    const w = counted(f, { settleMs: 300 });
+    for (let i = 0; i < 10; i++) {
+      writeFileSync(f, `a: ${i}\n`);
+      await sleep(10);
+    }
+    await sleep(800);
+    expect(w.count()).toBe(1);
+  });
+
+  it('other files of the directory are not reported', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    const w = counted(f);
+    writeFileSync(join(d, 'other.yaml'), 'b: 1\n');
+    renameSync(join(d, 'other.yaml'), join(d, 'moved.yaml'));
+    await sleep(300);
+    expect(w.count()).toBe(0);
+  });
+
+  it("a Kubernetes ConfigMap volume's symlink swap is reported, each time", async () => {
+    // kubelet's layout: name -> ..data/name, ..data -> ..<timestamp>; an update writes a new
+    // timestamped directory, points ..data_tmp at it, renames ..data_tmp over ..data, removes the old one.
+    const d = tempDir();
+    let gen = 0;
+    const generation = (text: string): string => {
+      const g = `..2026_11_26_0${++gen}`;
+      mkdirSync(join(d, g));
+      writeFileSync(join(d, g, 'resources.yaml'), text);
+      return g;
+    };
+    let current = generation('a: 1\n');
+    symlinkSync(current, join(d, '..data'));
+    symlinkSync(join('..data', 'resources.yaml'), join(d, 'resources.yaml'));
+    const w = counted(join(d, 'resources.yaml'));
+    for (let i = 2; i <= 3; i++) {
+      const reported = w.next();
+      const next = generation(`a: ${i}\n`);
+      symlinkSync(next, join(d, '..data_tmp'));
+      renameSync(join(d, '..data_tmp'), join(d, '..data'));
+      rmSync(join(d, current), { recursive: true });
+      current = next;
+      await reported;
+      await sleep(100); // the burst of the swap is over
+    }
+    expect(w.count()).toBe(2);
+  });
+
+  it('a path that is a symlink to a file in another directory: a write to that file is reported', async () => {
+    const d = tempDir();
+    const elsewhere = tempDir();
+    const target = join(elsewhere, 'real.yaml');
+    writeFileSync(target, 'a: 1\n');
+    const f = join(d, 'resources.yaml');
+    symlinkSync(target, f);
+    const w = counted(f);
+    const reported = w.next();
+    writeFileSync(target, 'a: 2\n');
+    expect(await reported).toBe(1);
+  });
+
+  it('where no watch can be set up, the file is polled at the fast interval', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    const w = counted(f, { fastPollMs: 50, watchFn: () => { throw Object.assign(new Error('no space'), { code: 'ENOSPC' }); } });
+    expect(w.watch.mode).toBe('poll');
+    await sleep(150); // the poll's first stat is taken
+    const reported = w.next();
+    writeFileSync(f, 'a: 22\n');
+    expect(await reported).toBe(1);
+  });
+
+  it('a change the watch does not report (a network filesystem changed elsewhere) is caught by the safety poll', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    const silent = (): FSWatcher => Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } }) as unknown as FSWatcher;
+    const w = counted(f, { safetyPollMs: 100, watchFn: silent });
+    expect(w.watch.mode).toBe('inotify');
+    await sleep(250);
+    const reported = w.next();
+    writeFileSync(f, 'a: 22\n');
+    expect(await reported).toBe(1);
+  });
+
+  it('a watch that fails later (its directory gone) falls back to the fast poll', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    let emitter: EventEmitter | null = null;
+    const failing = (): FSWatcher => {
+      emitter = Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } });
+      return emitter as unknown as FSWatcher;
+    };
+    const w = counted(f, { fastPollMs: 50, watchFn: failing });
+    expect(w.watch.mode).toBe('inotify');
+    emitter!.emit('error', new Error('EPERM'));
+    expect(w.watch.mode).toBe('poll');
+    await sleep(150);
+    const reported = w.next();
+    writeFileSync(f, 'a: 22\n');
+    expect(await reported).toBe(1);
+  });
+
+  it('stop(): nothing is reported after it', async () => {
+    const d = tempDir();
+    const f = join(d, 'resources.yaml');
+    writeFileSync(f, 'a: 1\n');
+    const w = counted(f);
+    w.watch.stop();
+    writeFileSync(f, 'a: 2\n');
+    await sleep(300);
+    expect(w.count()).toBe(0);
+  });
+});
