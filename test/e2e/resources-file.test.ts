@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
@@ -99,4 +99,53 @@ describe('readiness follows the primary', () => {
       await mock.kill();
     }
   });
+});
+
+// How kubelet updates a ConfigMap volume: the file is a symlink through `..data` to a timestamped
+// directory; an update writes a new directory, points `..data_tmp` at it, renames that over `..data`
+// and removes the old directory. The router watches the file's directory through inotify.
+describe('a resources file in a Kubernetes ConfigMap volume', () => {
+  let mock: MockBackend;
+  let router: Router;
+  let dir: string;
+  let generation = 0;
+  let current = '';
+
+  /** One kubelet update: a new generation of the file, swapped in. */
+  function kubeletUpdate(yaml: string): void {
+    const next = `..2026_11_26_09_00_0${++generation}`;
+    mkdirSync(join(dir, next));
+    writeFileSync(join(dir, next, 'resources.yaml'), yaml);
+    symlinkSync(next, join(dir, '..data_tmp'));
+    renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+    if (current !== '') rmSync(join(dir, current), { recursive: true });
+    current = next;
+  }
+
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    dir = tempDir();
+    const first = resourcesFor([{ name: 'pod-a', port: mock.port }]);
+    router = await startRouter(first, { dir });
+    // The router started on a plain file; turn it into the volume's layout (same content).
+    kubeletUpdate(first);
+    symlinkSync(join('..data', 'resources.yaml'), join(dir, 'resources.yaml.link'));
+    renameSync(join(dir, 'resources.yaml.link'), join(dir, 'resources.yaml'));
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('each update applies, as it would with every ConfigMap edit', async () => {
+    expect(await status(router, 'sf-model')).toBe(200);
+    kubeletUpdate(resourcesFor([{ name: 'pod-a', port: mock.port }], { model: 'second-model' }));
+    // Within 3 s: sooner than the 5 s safety poll, so the watch is what applied it.
+    await waitFor('the first update to apply', async () => (await status(router, 'second-model')) === 200, 3000);
+    expect(await status(router, 'sf-model')).toBe(404);
+    kubeletUpdate(resourcesFor([{ name: 'pod-a', port: mock.port }], { model: 'third-model' }));
+    await waitFor('the second update to apply', async () => (await status(router, 'third-model')) === 200, 3000);
+    expect(await status(router, 'second-model')).toBe(404);
+    expect(router.stderr()).not.toMatch(/reload (rejected|failed)/);
+  }, 30_000);
 });
