@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import type { FSWatcher } from 'node:fs';
 import { EventEmitter } from 'node:events';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileWatch, type FileWatchOptions } from '../../../src/config/file-watch.js';
 
@@ -27,6 +27,25 @@ function tempDir(): string {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A resources.yaml holding `a: 1`, in a directory of its own. */
+function newFile(): string {
+  const f = join(tempDir(), 'resources.yaml');
+  writeFileSync(f, 'a: 1\n');
+  return f;
+}
+
+/** Writes the file and waits for the watch to report it (the report count after it). */
+async function reportedWrite(w: { next: () => Promise<number> }, f: string, text = 'a: 22\n'): Promise<number> {
+  const reported = w.next();
+  writeFileSync(f, text);
+  return reported;
+}
+
+/** A watcher that reports no event (what inotify gives for a change it cannot see); `emit('error')` stands for a watch that fails. */
+function fakeWatcher(): FSWatcher & EventEmitter {
+  return Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } }) as unknown as FSWatcher & EventEmitter;
+}
 
 /** A started watch counting its reports; the fast poll is long so that only the watch can report within a test. */
 function counted(file: string, opts: Partial<FileWatchOptions> = {}): { watch: FileWatch; count: () => number; next: () => Promise<number> } {
@@ -53,20 +72,15 @@ function counted(file: string, opts: Partial<FileWatchOptions> = {}): { watch: F
 
 describe('FileWatch', () => {
   it('a write in place is reported through inotify', async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
+    const f = newFile();
     const w = counted(f);
     expect(w.watch.mode).toBe('inotify');
-    const reported = w.next();
-    writeFileSync(f, 'a: 2\n');
-    expect(await reported).toBe(1);
+    expect(await reportedWrite(w, f)).toBe(1);
   });
 
   it("an editor's rename-on-save is reported, and so is the next one", async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
+    const f = newFile();
+    const d = dirname(f);
     const w = counted(f);
     for (let i = 2; i <= 3; i++) {
       const reported = w.next();
@@ -91,9 +105,8 @@ describe('FileWatch', () => {
   });
 
   it('other files of the directory are not reported', async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
+    const f = newFile();
+    const d = dirname(f);
     const w = counted(f);
     writeFileSync(join(d, 'other.yaml'), 'b: 1\n');
     renameSync(join(d, 'other.yaml'), join(d, 'moved.yaml'));
@@ -143,53 +156,34 @@ describe('FileWatch', () => {
   });
 
   it('where no watch can be set up, the file is polled at the fast interval', async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
+    const f = newFile();
     const w = counted(f, { fastPollMs: 50, watchFn: () => { throw Object.assign(new Error('no space'), { code: 'ENOSPC' }); } });
     expect(w.watch.mode).toBe('poll');
     await sleep(150); // the poll's first stat is taken
-    const reported = w.next();
-    writeFileSync(f, 'a: 22\n');
-    expect(await reported).toBe(1);
+    expect(await reportedWrite(w, f)).toBe(1);
   });
 
   it('a change the watch does not report (a network filesystem changed elsewhere) is caught by the safety poll', async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
-    const silent = (): FSWatcher => Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } }) as unknown as FSWatcher;
-    const w = counted(f, { safetyPollMs: 100, watchFn: silent });
+    const f = newFile();
+    const w = counted(f, { safetyPollMs: 100, watchFn: fakeWatcher });
     expect(w.watch.mode).toBe('inotify');
     await sleep(250);
-    const reported = w.next();
-    writeFileSync(f, 'a: 22\n');
-    expect(await reported).toBe(1);
+    expect(await reportedWrite(w, f)).toBe(1);
   });
 
   it('a watch that fails later (its directory gone) falls back to the fast poll', async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
-    let emitter: EventEmitter | null = null;
-    const failing = (): FSWatcher => {
-      emitter = Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } });
-      return emitter as unknown as FSWatcher;
-    };
-    const w = counted(f, { fastPollMs: 50, watchFn: failing });
+    const f = newFile();
+    const watchers: EventEmitter[] = [];
+    const w = counted(f, { fastPollMs: 50, watchFn: () => { const fw = fakeWatcher(); watchers.push(fw); return fw; } });
     expect(w.watch.mode).toBe('inotify');
-    emitter!.emit('error', new Error('EPERM'));
+    watchers[0].emit('error', new Error('EPERM'));
     expect(w.watch.mode).toBe('poll');
     await sleep(150);
-    const reported = w.next();
-    writeFileSync(f, 'a: 22\n');
-    expect(await reported).toBe(1);
+    expect(await reportedWrite(w, f)).toBe(1);
   });
 
   it('stop(): nothing is reported after it', async () => {
-    const d = tempDir();
-    const f = join(d, 'resources.yaml');
-    writeFileSync(f, 'a: 1\n');
+    const f = newFile();
     const w = counted(f);
     w.watch.stop();
     writeFileSync(f, 'a: 2\n');
