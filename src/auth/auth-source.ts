@@ -1,8 +1,8 @@
 /**
  * Watches the auth file named by ROUTER_AUTH_CONFIG (config/file-watch.ts, like the resources
- * file source: inotify on its directory, which sees rename-on-save and ConfigMap symlink swaps,
- * with a slow poll beside it). A valid change replaces the Authenticator; an invalid one keeps
- * the last good one, is logged and counted.
+ * file source: inotify on the file, armed again after each change, which follows rename-on-save and
+ * ConfigMap symlink swaps, with a slow poll beside it). A valid change replaces the Authenticator;
+ * an invalid one keeps the last good one, is logged and counted.
  */
 import { readFileSync } from 'node:fs';
 import { FileWatch } from '../config/file-watch.js';

@@ -51,9 +51,9 @@ export function loadResourceFile(file: string, apiGroup: string, maxBytes: numbe
 }
 
 /**
- * Watches a resources file (file-watch.ts: inotify on its directory, which sees editors'
- * rename-on-save and ConfigMap symlink swaps, with a slow poll beside it, or a 250 ms poll where
- * inotify is not available). A valid change is parsed in a worker thread and handed to `apply`;
+ * Watches a resources file (file-watch.ts: inotify on the file, armed again after each change, which
+ * follows editors' rename-on-save and ConfigMap symlink swaps, with a slow poll beside it, or a 250 ms
+ * poll where inotify is not available). A valid change is parsed in a worker thread and handed to `apply`;
  * a change that is refused keeps the last good config and is logged: unreadable, larger than
  * the cap, invalid, or empty (no document — an editor or a non-atomic write caught mid-way; an
  * intentionally empty config is written as a `kind: List` with `items: []`). A file still

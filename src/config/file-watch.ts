@@ -1,28 +1,31 @@
 /**
  * Tells a file's reader when the file may have changed, without waking the process while nothing
- * happens: an inotify watch (`fs.watch`) on the file's directory, which sees writes in place,
- * editors' rename-on-save and a Kubernetes ConfigMap's `..data` symlink swap, and on the
- * directory of the file the path resolves to when that is elsewhere (a symlink). A burst of
- * events (a save is often several writes) is reported once, SETTLE_MS after its last event.
+ * happens: an inotify watch (`fs.watch`) on the file itself (through a symlink, on its target),
+ * armed again after each event, so that it follows a file replaced by an editor's rename-on-save or
+ * by a Kubernetes ConfigMap's `..data` symlink swap. Other files of the directory (an access log
+ * written beside it) do not wake it. A burst of events (a save is often several writes) is
+ * reported once, SETTLE_MS after its last event.
  *
  * A slow stat poll (SAFETY_POLL_MS) catches what inotify does not report: a network filesystem
- * changed from another machine. Where no watch can be set up (no inotify, its limits reached, a
- * directory gone), it polls at the fast interval instead, as the reader did before.
+ * changed from another machine, a symlink swapped without its old target being removed. While the
+ * file is missing (removed, to be written again), and where no watch can be set up at all (no
+ * inotify, its limits reached), it polls at the fast interval instead, as the reader did before.
  *
  * `onChange` may be called when nothing changed: the reader compares what it reads.
  */
-import { type FSWatcher, realpathSync, unwatchFile, watch, watchFile } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { type FSWatcher, unwatchFile, watch, watchFile } from 'node:fs';
+import { resolve } from 'node:path';
 
 /** Quiet time after the last event before the change is reported. */
 export const SETTLE_MS = 100;
 /** Poll interval beside a working watch (changes inotify cannot see). */
 export const SAFETY_POLL_MS = 5_000;
 
-export type WatchMode = 'inotify' | 'poll';
+/** `inotify`: a watch on the file, and the safety poll; `missing`: the file is gone, polled fast until it is back; `poll`: no watch works here. */
+export type WatchMode = 'inotify' | 'missing' | 'poll';
 
 /** What is injected in tests: the watch function (one that throws stands for a filesystem without inotify). */
-export type WatchFn = (dir: string, listener: (event: string, name: string | null) => void) => FSWatcher;
+export type WatchFn = (file: string, listener: () => void) => FSWatcher;
 
 export interface FileWatchOptions {
   /** Poll interval when no watch can be set up, ms. */
@@ -34,17 +37,13 @@ export interface FileWatchOptions {
   readonly watchFn?: WatchFn;
 }
 
-const defaultWatch: WatchFn = (dir, listener) => watch(dir, { persistent: false }, (event, name) => listener(event, name));
+const defaultWatch: WatchFn = (file, listener) => watch(file, { persistent: false }, listener);
 
 export class FileWatch {
   readonly file: string;
   private readonly onChange: () => void;
   private readonly o: Required<FileWatchOptions>;
-  /** The watch on the path's directory, and on the resolved file's directory when that differs. */
-  private outer: FSWatcher | null = null;
-  private inner: FSWatcher | null = null;
-  private innerDir = '';
-  private innerName = '';
+  private watcher: FSWatcher | null = null;
   private settleTimer: NodeJS.Timeout | null = null;
   private pollMs = 0;
   private stopped = false;
@@ -57,85 +56,60 @@ export class FileWatch {
   }
 
   start(): void {
-    try {
-      this.outer = this.watchDir(dirname(this.file), basename(this.file), () => this.fallBack());
-      this.followTarget();
-      this.mode = 'inotify';
-      this.poll(this.o.safetyPollMs);
-    } catch {
-      this.fallBack();
-    }
+    this.rearm();
   }
 
   stop(): void {
     this.stopped = true;
-    this.outer?.close();
-    this.inner?.close();
-    this.outer = null;
-    this.inner = null;
+    this.closeWatch();
     if (this.settleTimer !== null) clearTimeout(this.settleTimer);
     this.settleTimer = null;
     if (this.pollMs > 0) unwatchFile(this.file, this.polled);
     this.pollMs = 0;
   }
 
-  /** A watch on `dir` reporting events on `name`, and on names starting with `..` (a ConfigMap's `..data` swap). */
-  private watchDir(dir: string, name: string, onError: () => void): FSWatcher {
-    const w = this.o.watchFn(dir, (_event, changed) => {
-      if (changed === null || changed === name || changed.startsWith('..')) this.eventSeen();
-    });
-    w.on('error', onError);
-    return w;
-  }
-
-  /** Watches the directory of the file the path resolves to, when that is not the path's own (again after each change). */
-  private followTarget(): void {
-    let real: string;
+  /** (Re)arms the watch on the file as the path now resolves; the mode follows from what works. */
+  private rearm(): void {
+    this.closeWatch();
     try {
-      real = realpathSync(this.file);
-    } catch {
-      return; // gone for now (mid-swap): the outer watch reports its return
+      const w = this.o.watchFn(this.file, this.eventSeen);
+      w.on('error', this.eventSeen); // the watched file went away under it: armed again once settled
+      this.watcher = w;
+      this.mode = 'inotify';
+      this.poll(this.o.safetyPollMs);
+    } catch (err) {
+      this.mode = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'poll';
+      this.poll(this.o.fastPollMs);
     }
-    const dir = dirname(real);
-    const name = basename(real);
-    if (dir === this.innerDir && name === this.innerName) return;
-    this.inner?.close();
-    this.inner = null;
-    this.innerDir = dir;
-    this.innerName = name;
-    if (dir !== dirname(this.file)) this.inner = this.watchDir(dir, name, this.innerGone);
   }
 
-  /** The resolved file's directory went away (a ConfigMap swap removes the old one): followed again at the next event. */
-  private readonly innerGone = (): void => {
-    this.inner?.close();
-    this.inner = null;
-    this.innerDir = '';
-    this.innerName = '';
-  };
+  private closeWatch(): void {
+    if (this.watcher === null) return;
+    this.watcher.removeAllListeners('error');
+    this.watcher.on('error', ignore);
+    this.watcher.close();
+    this.watcher = null;
+  }
 
-  private eventSeen(): void {
+  private readonly eventSeen = (): void => {
     if (this.stopped) return;
     if (this.settleTimer !== null) clearTimeout(this.settleTimer);
     this.settleTimer = setTimeout(this.settled, this.o.settleMs);
     this.settleTimer.unref();
-  }
+  };
 
+  /** A burst of events is over: watch the file as it is now (it may be another inode), then report. */
   private readonly settled = (): void => {
     this.settleTimer = null;
     if (this.stopped) return;
-    if (this.mode === 'inotify') {
-      try {
-        this.followTarget();
-      } catch {
-        this.fallBack();
-      }
-    }
+    if (this.mode !== 'poll') this.rearm();
     this.onChange();
   };
 
   private readonly polled = (): void => {
-    if (!this.stopped) this.onChange();
+    if (this.stopped) return;
+    if (this.mode === 'missing') this.rearm(); // back: watched again
+    this.onChange();
   };
 
   private poll(ms: number): void {
@@ -144,15 +118,6 @@ export class FileWatch {
     this.pollMs = ms;
     watchFile(this.file, { interval: ms, persistent: false }, this.polled);
   }
-
-  /** No watch works here: poll at the fast interval. */
-  private fallBack(): void {
-    if (this.stopped) return;
-    this.outer?.close();
-    this.inner?.close();
-    this.outer = null;
-    this.inner = null;
-    this.mode = 'poll';
-    this.poll(this.o.fastPollMs);
-  }
 }
+
+function ignore(): void {}

@@ -5,7 +5,7 @@
  * files of the directory are not. A filesystem without inotify (a watch function that throws)
  * and a change inotify does not report are covered by the polls.
  */
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { EventEmitter } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -42,7 +42,7 @@ async function reportedWrite(w: { next: () => Promise<number> }, f: string, text
   return reported;
 }
 
-/** A watcher that reports no event (what inotify gives for a change it cannot see); `emit('error')` stands for a watch that fails. */
+/** A watcher that reports no event (what inotify gives for a change it cannot see); `emit('error')` stands for a watch that failed. */
 function fakeWatcher(): FSWatcher & EventEmitter {
   return Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } }) as unknown as FSWatcher & EventEmitter;
 }
@@ -171,15 +171,40 @@ describe('FileWatch', () => {
     expect(await reportedWrite(w, f)).toBe(1);
   });
 
-  it('a watch that fails later (its directory gone) falls back to the fast poll', async () => {
+  it('a watch that fails (its file went away under it) is armed again on the file as it is then', async () => {
     const f = newFile();
     const watchers: EventEmitter[] = [];
-    const w = counted(f, { fastPollMs: 50, watchFn: () => { const fw = fakeWatcher(); watchers.push(fw); return fw; } });
-    expect(w.watch.mode).toBe('inotify');
+    const w = counted(f, { watchFn: () => { const fw = fakeWatcher(); watchers.push(fw); return fw; } });
+    const reported = w.next();
     watchers[0].emit('error', new Error('EPERM'));
-    expect(w.watch.mode).toBe('poll');
-    await sleep(150);
-    expect(await reportedWrite(w, f)).toBe(1);
+    expect(await reported).toBe(1);
+    expect(watchers).toHaveLength(2);
+    expect(w.watch.mode).toBe('inotify');
+  });
+
+  it('a file removed and written again: polled fast while it is missing, reported and watched again once it is back', async () => {
+    const f = newFile();
+    const w = counted(f, { fastPollMs: 50 });
+    const removed = w.next();
+    rmSync(f);
+    await removed;
+    expect(w.watch.mode).toBe('missing');
+    expect(await reportedWrite(w, f)).toBe(2);
+    expect(w.watch.mode).toBe('inotify');
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // through the watch again
+  });
+
+  it('a file written beside it (an access log in the same directory) does not wake it', async () => {
+    const f = newFile();
+    let events = 0;
+    const w = counted(f, { watchFn: (file, listener) => watch(file, { persistent: false }, () => { events++; listener(); }) });
+    for (let i = 0; i < 20; i++) {
+      appendFileSync(join(dirname(f), 'access.log'), `{"n":${i}}\n`);
+      await sleep(5);
+    }
+    await sleep(200);
+    expect(events).toBe(0);
+    expect(w.count()).toBe(0);
   });
 
   it('stop(): nothing is reported after it', async () => {
