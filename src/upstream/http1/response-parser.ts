@@ -187,11 +187,9 @@ export class ResponseParser {
 
   /** `text`: the status line and header lines, each ending in CRLF; `marks`: scanHead's, or null to read the lines from the text. */
   private parseHead(text: string, marks: HeadMarks | null): void {
+    // A bare CR, LF or NUL anywhere in the head is named first: scanHead sends such a head to the
+    // text reading, where statusLineFault or headerLines finds it.
     const eol = text.indexOf('\r\n');
-    for (let k = 0; k < eol; k++) {
-      const c = text.charCodeAt(k);
-      if (c === CR || c === LF || c === 0) throw malformed(BARE_CR_LF);
-    }
     const minor = text.charCodeAt(7);
     const after = text.charCodeAt(12);
     if (!text.startsWith('HTTP/1.') || (minor !== 48 && minor !== 49) || text.charCodeAt(8) !== 32
@@ -327,20 +325,26 @@ export class ResponseParser {
 }
 
 function contentLength(value: string, prior: number): number {
-  const digits = value.length;
-  if (digits > 0 && digits <= 15) { // the usual one: digits alone
-    let v = 0;
-    let k = 0;
-    for (; k < digits; k++) {
-      const d = value.charCodeAt(k) - 48;
-      if (d < 0 || d > 9) break;
-      v = v * 10 + d;
-    }
-    if (k === digits) {
-      if (prior !== -1 && prior !== v) throw malformed(`conflicting content-length values ${prior} and ${v}`);
-      return v;
-    }
+  const v = digitsOnly(value) ?? listedLength(value);
+  if (prior !== -1 && prior !== v) throw malformed(`conflicting content-length values ${prior} and ${v}`);
+  return v;
+}
+
+/** The usual content-length: 1 to 15 digits and nothing else, read without a regular expression; else null. */
+function digitsOnly(value: string): number | null {
+  const n = value.length;
+  if (n === 0 || n > 15) return null;
+  let v = 0;
+  for (let k = 0; k < n; k++) {
+    const d = value.charCodeAt(k) - 48;
+    if (d < 0 || d > 9) return null;
+    v = v * 10 + d;
   }
+  return v;
+}
+
+/** Any other content-length: a list of the same value (`5, 5`), with the whitespace around each. */
+function listedLength(value: string): number {
   let v = -1;
   for (const part of value.includes(',') ? value.split(',') : [value]) {
     const p = part.trim();
@@ -349,7 +353,6 @@ function contentLength(value: string, prior: number): number {
     if (v !== -1 && n !== v) throw malformed(`conflicting content-length values ${JSON.stringify(value.slice(0, 80))}`);
     v = n;
   }
-  if (prior !== -1 && prior !== v) throw malformed(`conflicting content-length values ${prior} and ${v}`);
   return v;
 }
 
