@@ -21,7 +21,7 @@ export const SETTLE_MS = 100;
 /** Poll interval beside a working watch (changes inotify cannot see). */
 export const SAFETY_POLL_MS = 5_000;
 
-/** `inotify`: a watch on the file, and the safety poll; `missing`: the file is gone, polled fast until it is back; `poll`: no watch works here. */
+/** `inotify`: a watch on the file, and the safety poll; `missing`: the file is gone, looked for every fast interval until it is back; `poll`: no watch works here. */
 export type WatchMode = 'inotify' | 'missing' | 'poll';
 
 /** What is injected in tests: the watch function (one that throws stands for a filesystem without inotify). */
@@ -45,6 +45,8 @@ export class FileWatch {
   private readonly o: Required<FileWatchOptions>;
   private watcher: FSWatcher | null = null;
   private settleTimer: NodeJS.Timeout | null = null;
+  /** While the file is missing: tries the watch again every fast interval. */
+  private retryTimer: NodeJS.Timeout | null = null;
   private pollMs = 0;
   private stopped = false;
   mode: WatchMode = 'poll';
@@ -64,24 +66,48 @@ export class FileWatch {
     this.closeWatch();
     if (this.settleTimer !== null) clearTimeout(this.settleTimer);
     this.settleTimer = null;
+    if (this.retryTimer !== null) clearInterval(this.retryTimer);
+    this.retryTimer = null;
     if (this.pollMs > 0) unwatchFile(this.file, this.polled);
     this.pollMs = 0;
   }
 
-  /** (Re)arms the watch on the file as the path now resolves; the mode follows from what works. */
-  private rearm(): void {
+  /**
+   * (Re)arms the watch on the file as the path now resolves; the mode follows from what works.
+   * Returns whether the file is watched. A missing file is looked for by trying the watch again,
+   * not by a stat poll: a poll's first stat is taken later, and a file written back before it
+   * would look unchanged to it.
+   */
+  private rearm(): boolean {
     this.closeWatch();
     try {
       const w = this.o.watchFn(this.file, this.eventSeen);
       w.on('error', this.eventSeen); // the watched file went away under it: armed again once settled
       this.watcher = w;
       this.mode = 'inotify';
+      if (this.retryTimer !== null) clearInterval(this.retryTimer);
+      this.retryTimer = null;
       this.poll(this.o.safetyPollMs);
+      return true;
     } catch (err) {
-      this.mode = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'poll';
-      this.poll(this.o.fastPollMs);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.mode = 'missing';
+        if (this.retryTimer === null) {
+          this.retryTimer = setInterval(this.retryMissing, this.o.fastPollMs);
+          this.retryTimer.unref();
+        }
+      } else {
+        this.mode = 'poll';
+        this.poll(this.o.fastPollMs);
+      }
+      return false;
     }
   }
+
+  /** The file was missing: once it is back it is watched again and reported. */
+  private readonly retryMissing = (): void => {
+    if (!this.stopped && this.rearm()) this.onChange();
+  };
 
   private closeWatch(): void {
     if (this.watcher === null) return;
@@ -106,9 +132,10 @@ export class FileWatch {
     this.onChange();
   };
 
+  /** A poll saw a change: the watch may be on a file the path no longer leads to (a symlink swapped, the file gone or back), so it is armed again. */
   private readonly polled = (): void => {
     if (this.stopped) return;
-    if (this.mode === 'missing') this.rearm(); // back: watched again
+    if (this.mode !== 'poll') this.rearm();
     this.onChange();
   };
 
