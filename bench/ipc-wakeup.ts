@@ -6,7 +6,7 @@
  * CPU, not tick samples) per message received, for several intervals.
  *
  * Nothing else runs in these processes, so the figure is the wake-up plus Node's IPC handling;
- * on the 2-CPU development VM it was 170–280 µs per message (docs/benchmarks.md, "Local
+ * on the 2-CPU development VM it was 170–280 µs per message (docs/internals/performance-changes.md, "Local
  * limiter reports"), which is why workers report their leases' use at most every 50 ms.
  *
  * Run: npm run build && node dist/bench/ipc-wakeup.js [seconds per interval, default 4]

@@ -5,9 +5,10 @@
  * loads one at a time. An idle router still wakes tens of times a second (timers, IPC), and on a
  * 2-CPU machine those wake-ups preempt the process under load: with twelve idle full routers
  * beside it, the measured router's p99 at half load rose from about 2.4 to about 4.1 ms while the
- * mock backend's own did not move (docs/benchmarks.md). A router in production does not share
- * its node with a dozen idle copies of itself, so each measurement stops (SIGSTOP) the process
- * trees of the targets it does not use and continues them (SIGCONT) afterwards.
+ * mock backend's own did not move (docs/internals/performance-changes.md, "Idle targets stopped
+ * during a measurement"). A router in production does not share its node with a dozen idle
+ * copies of itself, so each measurement stops (SIGSTOP) the process trees of the targets it does
+ * not use and continues them (SIGCONT) afterwards.
  */
 import { processTree } from './proc-cpu.js';
 

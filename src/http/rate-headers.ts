@@ -6,7 +6,7 @@ import type { Decision, LimitState } from '../ratelimit/limiter.js';
  * the other header lines). The numbers are written as digits directly, with no string made. Paired
  * benchmarks showed the text version (template strings of the numbers, three calls) costing about
  * 2.5 µs more per answer; which part of it (the text, or native code's handling of the strings)
- * was not measured apart (docs/benchmarks.md, "Rate-limit headers as bytes").
+ * was not measured apart (docs/internals/performance-changes.md, "Rate-limit headers as bytes").
  */
 
 /** Longest block: 7 header lines, each under 70 bytes even with a number written by String(), fit well inside. */

@@ -4,7 +4,7 @@
  *
  * prom-client creates one `perf_hooks.monitorEventLoopDelay` histogram per process and enables it
  * for good: a native timer that fires every EVENT_LOOP_SAMPLE_MS, and on an idle worker the one
- * thing that still wakes it ten times a second (docs/benchmarks.md, "Idle wake-ups"). Here that
+ * thing that still wakes it ten times a second (docs/internals/performance-changes.md, "Idle wake-ups"). Here that
  * histogram is handed to prom-client behind a gate: it samples from the first request after a
  * quiet spell until a check, every `idleAfterMs` while sampling, finds that no request finished
  * since the one before (so it stops between one and two `idleAfterMs` after the last request),

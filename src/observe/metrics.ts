@@ -25,7 +25,7 @@ const TOKENIZER_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
  * How often nodejs_eventloop_lag_* samples the event loop's delay (prom-client's default is 10 ms).
  * Each sample is a timer that wakes an idle worker: at 10 ms that was 100 wake-ups a second per
  * process, which on a virtual machine cost an idle router 8–19 ms of CPU a second per worker and
- * added to the work at moderate load (docs/benchmarks.md, "Idle wake-ups"). At 100 ms a 15 s scrape
+ * added to the work at moderate load (docs/internals/performance-changes.md, "Idle wake-ups"). At 100 ms a 15 s scrape
  * interval still holds 150 samples per worker.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;

@@ -51,7 +51,7 @@ interface HeldLease {
  * when the last report is at least this old, else this long after it: a busy worker sends one
  * report for all the turns of that time. Each report is a message to the primary and one from it
  * to every other worker, and each wakes a process: at 1 ms they were about three quarters of the
- * primary's CPU under full load (docs/benchmarks.md, "Local limiter reports"), while other
+ * primary's CPU under full load (docs/internals/performance-changes.md, "Local limiter reports"), while other
  * workers' figures lag by at most this long.
  */
 export const REPORT_INTERVAL_MS = 50;

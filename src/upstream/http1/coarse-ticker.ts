@@ -1,7 +1,7 @@
 /**
  * The coarse clock of the upstream pools: one interval timer per resolution for every pool of the
  * process, not one per pool. A pool ticks only while it has connections; a worker fronting many
- * pods then wakes once per resolution for all of them, not once per pod (docs/benchmarks.md,
+ * pods then wakes once per resolution for all of them, not once per pod (docs/internals/performance-changes.md,
  * "Idle wake-ups"). The timer is unref'd: pools alone do not keep a process alive.
  */
 

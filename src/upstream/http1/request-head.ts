@@ -7,7 +7,8 @@
  * written at the end of the event loop's turn (`setImmediate`), all of a turn's back to back,
  * not one between each request's processing: a pod's process then wakes once for the turn's
  * requests instead of once per request, which on a busy router costs less CPU on both sides
- * (docs/benchmarks.md). The delay is the rest of the turn that queued them.
+ * (docs/internals/performance-changes.md, "Writes at the end of the turn"). The delay is the rest
+ * of the turn that queued them.
  */
 import type { Socket } from 'node:net';
 

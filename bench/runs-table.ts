@@ -1,0 +1,82 @@
+/**
+ * Every full run kept under bench/results/, one row each, oldest first: the figures the goals are
+ * read from, so that a run is read beside the runs of other hours and hosts, not alone.
+ *
+ *   node dist/bench/runs-table.js [DIR]      (DIR: bench/results by default)
+ *
+ * Reads each `<name>.json` that `npm run bench` wrote (full runs with nginx measured; quick runs
+ * and partial runs are left out). `latest.json` is a copy of one named run: it is shown once,
+ * under its own name when that file is there too, and marked as the latest.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BenchReport, Goal } from './report.js';
+
+export interface KeptRun { readonly file: string; readonly report: BenchReport }
+
+const LATEST = 'latest.json';
+
+/** Goals by the start of their name (names are fixed in goals.ts). */
+const GOAL = {
+  full: 'full router (log + local limit) vs nginx',
+  floor: 'bare-proxy floor',
+  local: 'local limiter cost',
+  log: 'access log cost',
+  leases: 'Redis limiter cost (scenario 5 vs 3; leases on',
+  noLeases: 'Redis limiter cost with leases off',
+  p99: 'p99 added latency',
+  beyond: 'the same, beyond what nginx adds',
+} as const;
+
+/** A goal's median as measured ("0.74 (0.72–0.79)×" → "0.74×"), or – when it was not run. */
+function median(goals: readonly Goal[], prefix: string): string {
+  const g = goals.find((x) => x.name.startsWith(prefix));
+  if (g === undefined || g.measured === 'not run') return '–';
+  return g.measured.replace(/ \([^)]*\)/, '');
+}
+
+/** The CPU model as the docs name hosts: "Intel(R) Xeon(R) Processor" → "Intel Xeon". */
+export function hostName(cpuModel: string): string {
+  return cpuModel.replace(/\((R|TM)\)/g, '').replace(/\s+(Processor|CPU)\b.*$/, '').replace(/\s+/g, ' ').trim();
+}
+
+function serverCpu(r: BenchReport, id: string): string {
+  const s = r.wrk.find((x) => x.id === id)?.serverCpuUsPerReq ?? null;
+  return s === null ? '–' : s.median.toFixed(1);
+}
+
+/** Whether a report is a full run with nginx measured (what the table compares against). */
+export function isFullRun(r: BenchReport): boolean {
+  return r.mode === 'full' && r.wrk.some((x) => x.id === 'nginx') && r.goals.length > 0;
+}
+
+/** The runs' table in markdown; `latest.json` folded into the run it copies. */
+export function runsTable(runs: readonly KeptRun[]): string {
+  const latest = runs.find((r) => r.file === LATEST);
+  const named = runs.filter((r) => r.file !== LATEST && isFullRun(r.report));
+  const latestNamed = latest === undefined ? undefined : named.find((r) => r.report.startedAt === latest.report.startedAt);
+  const shown = latest !== undefined && latestNamed === undefined && isFullRun(latest.report) ? [...named, latest] : named;
+  shown.sort((a, b) => a.report.startedAt.localeCompare(b.report.startedAt));
+  const head = '| run (UTC) | results | host | nginx CPU µs/req | full router × nginx | full router CPU µs/req | floor × nginx | local limit | access log | global, leases on / off | p99 added at half load (beyond nginx) | CPU per SSE chunk µs |\n'
+    + '|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+  return head + shown.map(({ file, report: r }) => {
+    const isLatest = latest !== undefined && r.startedAt === latest.report.startedAt;
+    const name = `\`${file.replace(/\.json$/, '.md')}\`${isLatest && file !== LATEST ? ' (latest)' : ''}`;
+    const chunk = r.streams?.routerCpuUsPerChunk ?? null;
+    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostName(r.machine.cpuModel)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | `
+      + `${median(r.goals, GOAL.floor)} | ${median(r.goals, GOAL.local)} | ${median(r.goals, GOAL.log)} | ${median(r.goals, GOAL.leases)} / ${median(r.goals, GOAL.noLeases)} | `
+      + `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)}) | ${chunk === null ? '–' : chunk.median.toFixed(2)} |`;
+  }).join('\n') + '\n';
+}
+
+export function readRuns(dir: string): KeptRun[] {
+  return readdirSync(dir).filter((f) => f.endsWith('.json')).map((file) => ({
+    file,
+    report: JSON.parse(readFileSync(join(dir, file), 'utf8')) as BenchReport,
+  }));
+}
+
+if (process.argv[1]?.endsWith('runs-table.js')) {
+  const dir = process.argv[2] ?? 'bench/results';
+  process.stdout.write(runsTable(readRuns(dir)));
+}

@@ -1,0 +1,81 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { BenchReport, Goal } from '../../../bench/report.js';
+import { hostName, readRuns, runsTable } from '../../../bench/runs-table.js';
+
+const spread = (median: number) => ({ median, min: median, max: median, n: 1 });
+
+function scenario(id: string, cpu: number) {
+  return { id, serverCpuUsPerReq: spread(cpu) };
+}
+
+function report(startedAt: string, cpuModel: string, goals: Goal[], over: Partial<Record<string, unknown>> = {}): BenchReport {
+  return {
+    mode: 'full',
+    startedAt,
+    machine: { cpuModel },
+    wrk: [scenario('nginx', 14.45), scenario('router-local', 26.7)],
+    streams: { probe: [], routerCpuUsPerChunk: spread(0.526), mockCpuUsPerChunk: null },
+    goals,
+    ...over,
+  } as unknown as BenchReport;
+}
+
+const GOALS: Goal[] = [
+  { name: 'full router (log + local limit) vs nginx (long-term aim 0.8×)', target: '≥ 0.6×', measured: '0.74 (0.72–0.79)×', met: true },
+  { name: 'bare-proxy floor (uWS + http1 client) vs nginx', target: '≥ 0.8×', measured: '0.91 (0.83–0.93)×', met: true },
+  { name: 'local limiter cost (scenario 4 vs 3)', target: '< 5.0%', measured: '6.0% (3.0%–8.6%)', met: false },
+  { name: 'Redis limiter cost (scenario 5 vs 3; leases on, the default)', target: '< 15.0%', measured: '12.7% (5.8%–15.7%)', met: true },
+  { name: 'Redis limiter cost with leases off (scenario 5n vs 3)', target: '< 15.0%', measured: 'not run', met: null },
+  { name: 'access log cost (scenario 3 vs 2)', target: '< 5.0%', measured: '-0.1% (-6.7%–5.3%)', met: true },
+  { name: 'p99 added latency at half the full router\'s peak (fixed rate)', target: '< 2 ms', measured: '2.05 ms (1.57 ms–2.32 ms)', met: false },
+  { name: 'the same, beyond what nginx adds at that rate (nginx added 0.39 ms)', target: '< 2 ms', measured: '1.66 ms (1.57 ms–1.71 ms)', met: true },
+];
+
+describe('runsTable', () => {
+  it('gives one row per full run, oldest first, with each goal\'s median', () => {
+    const table = runsTable([
+      { file: 'b-run.json', report: report('2026-11-26T07:01:14.124Z', 'AMD EPYC', GOALS) },
+      { file: 'a-run.json', report: report('2026-11-25T21:39:00.000Z', 'Intel Xeon', GOALS) },
+    ]);
+    const rows = table.trim().split('\n').slice(2);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toContain('2026-11-25 21:39 | `a-run.md` | Intel Xeon');
+    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | 14.4 | 0.74× | 26.7 | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | 0.53 |');
+  });
+
+  it('shows latest.json once, under the name of the run it copies, and alone when that run is not kept', () => {
+    const run = report('2026-11-26T07:01:14.124Z', 'AMD EPYC', GOALS);
+    const both = runsTable([{ file: 'latest.json', report: run }, { file: 'paused-idle-run.json', report: run }]);
+    expect(both.trim().split('\n')).toHaveLength(3);
+    expect(both).toContain('`paused-idle-run.md` (latest)');
+    expect(both).not.toContain('`latest.md`');
+    const alone = runsTable([{ file: 'latest.json', report: run }]);
+    expect(alone).toContain('`latest.md` |');
+  });
+
+  it('leaves out quick runs and runs without nginx', () => {
+    const table = runsTable([
+      { file: 'quick.json', report: report('2026-11-26T08:00:00.000Z', 'AMD EPYC', GOALS, { mode: 'quick' }) },
+      { file: 'tracing.json', report: report('2026-11-26T09:00:00.000Z', 'AMD EPYC', GOALS, { wrk: [scenario('router', 20)] }) },
+    ]);
+    expect(table.trim().split('\n')).toHaveLength(2);
+  });
+
+  it('names hosts as the docs do', () => {
+    expect(hostName('Intel(R) Xeon(R) Processor')).toBe('Intel Xeon');
+    expect(hostName('AMD EPYC')).toBe('AMD EPYC');
+    expect(hostName('AMD EPYC 7R13 Processor')).toBe('AMD EPYC 7R13');
+  });
+
+  it('reads the reports of a directory', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-runs-table-'));
+    writeFileSync(join(dir, 'one.json'), JSON.stringify(report('2026-11-26T10:27:00.000Z', 'Intel Xeon', GOALS)));
+    writeFileSync(join(dir, 'notes.md'), '# not a report\n');
+    const runs = readRuns(dir);
+    expect(runs.map((r) => r.file)).toEqual(['one.json']);
+    expect(runsTable(runs)).toContain('`one.md` | Intel Xeon');
+  });
+});
