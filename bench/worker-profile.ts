@@ -10,7 +10,7 @@
  * - CPU (`Profiler`, 50 µs sampling): self time per function in µs per request; native
  *   functions (uWS's event loop, socket writes) appear by their own names; the idle share says
  *   how often the worker waited for work;
- * - allocations (`HeapProfiler.startSampling`, every 256 bytes, objects a GC collected included):
+ * - allocations (`HeapProfiler.startSampling`, a sample every 4 KB on average, objects a GC collected included):
  *   bytes allocated per request by the function that allocated them, which is what drives the
  *   young-generation collections.
  * The profilers slow the worker (the CPU profile by a few percent); read shares, and compare
@@ -29,19 +29,34 @@ const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rat
 /** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
 const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
 
+/**
+ * Mean bytes between two allocation samples. The profile lists every sample besides the tree: at
+ * 256 bytes, 8 s of a busy worker made a 120 MB answer, which the inspector's WebSocket dropped in
+ * two runs of three. At 4 KB a second of load still gives over 10,000 samples, plenty for the
+ * bytes per request of the functions that allocate most.
+ */
+const HEAP_SAMPLE_BYTES = 4096;
+
 interface HeapNode { callFrame: CallFrame; selfSize: number; children: HeapNode[] }
 
-/** A DevTools protocol session over the inspector's WebSocket. */
-class Inspector {
+/**
+ * A DevTools protocol session over the inspector's WebSocket. A call the connection drops before
+ * its answer (the socket closed or failed) rejects with what it was waiting for, and so does any
+ * call after that: nothing waits for an answer that cannot come.
+ */
+export class Inspector {
   private next = 0;
-  private readonly pending = new Map<number, (m: { result?: unknown; error?: { message: string } }) => void>();
+  private readonly pending = new Map<number, { method: string; settle: (m: { result?: unknown; error?: { message: string } }) => void; reject: (err: Error) => void }>();
+  private closed: string | null = null;
   private constructor(private readonly ws: WebSocket) {
     ws.addEventListener('message', (e) => {
       const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: { message: string } };
       if (m.id === undefined) return;
-      this.pending.get(m.id)?.(m);
+      this.pending.get(m.id)?.settle(m);
       this.pending.delete(m.id);
     });
+    ws.addEventListener('error', () => this.drop('failed'));
+    ws.addEventListener('close', (e) => this.drop(`closed (code ${e.code}${e.reason === '' ? '' : `, ${e.reason}`})`));
   }
 
   static async open(url: string): Promise<Inspector> {
@@ -54,11 +69,18 @@ class Inspector {
   }
 
   call<T>(method: string, params: object = {}): Promise<T> {
+    if (this.closed !== null) return Promise.reject(new Error(`${method}: the inspector connection ${this.closed}`));
     const id = ++this.next;
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, (m) => (m.error !== undefined ? reject(new Error(`${method}: ${m.error.message}`)) : resolve(m.result as T)));
+      this.pending.set(id, { method, reject, settle: (m) => (m.error !== undefined ? reject(new Error(`${method}: ${m.error.message}`)) : resolve(m.result as T)) });
       this.ws.send(JSON.stringify({ id, method, params }));
     });
+  }
+
+  private drop(how: string): void {
+    this.closed ??= how;
+    for (const p of this.pending.values()) p.reject(new Error(`${p.method}: the inspector connection ${how} before the answer came`));
+    this.pending.clear();
   }
 
   close(): void {
@@ -146,7 +168,7 @@ async function main(): Promise<void> {
     const cpuRequests = cpuLoad.rps * durationS / workers; // the profiled worker's share of the requests
 
     await inspector.call('HeapProfiler.enable');
-    await inspector.call('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    await inspector.call('HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLE_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
     const heapLoad: LoadResult = await runWrk('wrk', spec(durationS));
     const heap = await inspector.call<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling');
     const alloc = allocatedBytes(heap.profile.head);
@@ -156,7 +178,7 @@ async function main(): Promise<void> {
     process.stdout.write(`# One worker${workers === 1 ? '' : ` of ${workers} (per request: the worker's CPU over 1/${workers} of all requests)`} of scenario ${id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
       + `CPU: ${Math.round(cpuLoad.rps)} req/s; busy ${(cpu.busy / cpuRequests).toFixed(2)} µs per request, idle ${(100 * cpu.idle / (cpu.busy + cpu.idle)).toFixed(1)}% of the time\n\n`
       + table(cpu.byFunction, (v) => v / cpuRequests, 'µs', cpu.busy, top)
-      + `\nAllocations: ${Math.round(heapLoad.rps)} req/s; ${(alloc.total / heapRequests).toFixed(0)} bytes allocated per request (sampled every 256 bytes)\n\n`
+      + `\nAllocations: ${Math.round(heapLoad.rps)} req/s; ${(alloc.total / heapRequests).toFixed(0)} bytes allocated per request (sampled every ${HEAP_SAMPLE_BYTES} bytes)\n\n`
       + table(alloc.byFunction, (v) => v / heapRequests, 'bytes', alloc.total, top));
   } finally {
     inspector?.close();

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { allocatedBytes, cpuSelfTimes, frameName } from '../../../bench/worker-profile.js';
+import { spawn } from 'node:child_process';
+import { allocatedBytes, cpuSelfTimes, frameName, Inspector } from '../../../bench/worker-profile.js';
 import { summarizeProfiles } from '../../../bench/cpu-profile.js';
 
 const frame = (functionName: string, url = '', lineNumber = 0) => ({ functionName, url, lineNumber });
@@ -66,5 +67,31 @@ describe('worker-profile summaries', () => {
     expect(s.idleMs).toBe(8);
     expect(s.topFunctions.map((f) => [f.name, f.where, f.selfMs])).toEqual([['parse', 'dist/api/p.js:1', 8], ['(garbage collector)', '', 8]]);
     expect(s.areas.map((a) => [a.area, a.selfMs])).toEqual([['router src/api', 8], ['(garbage collector)', 8]]);
+  });
+});
+
+describe('Inspector', () => {
+  it('rejects a call whose answer the connection dropped, and every call after, instead of waiting forever', async () => {
+    const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', '-e', 'setInterval(() => {}, 1000)'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let err = '';
+        child.stderr.on('data', (d: Buffer) => {
+          err += d.toString();
+          const m = /Debugger listening on (ws:\/\/\S+)/.exec(err);
+          if (m !== null) resolve(m[1]);
+        });
+        child.on('exit', () => reject(new Error(`the inspected process exited: ${err}`)));
+      });
+      const inspector = await Inspector.open(url);
+      await expect(inspector.call<{ result: { value: number } }>('Runtime.evaluate', { expression: '6 * 7', returnByValue: true }))
+        .resolves.toMatchObject({ result: { value: 42 } });
+      const never = inspector.call('Runtime.evaluate', { expression: 'new Promise(() => {})', awaitPromise: true });
+      child.kill('SIGKILL');
+      await expect(never).rejects.toThrow(/^Runtime\.evaluate: the inspector connection (closed|failed).* before the answer came$/);
+      await expect(inspector.call('Profiler.enable')).rejects.toThrow(/^Profiler\.enable: the inspector connection (closed|failed)/);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
