@@ -1,11 +1,17 @@
 /**
- * A worker's view of whether its primary answers: a `core:ping` every `everyMs`, answered by
- * `core:pong`. When no pong came for `boundMs` (the primary's loop is stalled, so limits over
- * IPC and metrics scrapes fail), `alive()` is false and /readyz answers 503 until one comes.
- * Transitions are logged once each.
+ * A worker's view of whether its primary answers. Any message from the primary shows that its
+ * event loop runs (`heard()`): the pod-load share comes every second, lease reports' answers more
+ * often under load. Each `everyMs` tick the worker sends a `core:ping` (answered by `core:pong`)
+ * only when it has heard nothing for `quietMs` (1.5 × everyMs by default), so a primary that
+ * speaks anyway is not woken for a ping and its answer does not wake the worker. When nothing
+ * came for `boundMs` (the primary's loop is stalled, so limits over IPC and metrics scrapes
+ * fail), `alive()` is false and /readyz answers 503 until something comes. Transitions are
+ * logged once each.
  */
 export interface HeartbeatOptions {
   readonly everyMs: number;
+  /** Silence after which a tick pings (default 1.5 × everyMs); under boundMs − everyMs, so a live primary's pong comes in time. */
+  readonly quietMs?: number;
   readonly boundMs: number;
   readonly ping: () => void;
   readonly log: (message: string) => void;
@@ -15,18 +21,20 @@ export interface HeartbeatOptions {
 export class PrimaryHeartbeat {
   private readonly o: HeartbeatOptions;
   private readonly now: () => number;
-  private lastPong: number;
+  private readonly quietMs: number;
+  private lastHeard: number;
   private stale = false;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(opts: HeartbeatOptions) {
     this.o = opts;
     this.now = opts.now ?? (() => performance.now());
-    this.lastPong = this.now();
+    this.quietMs = opts.quietMs ?? 1.5 * opts.everyMs;
+    this.lastHeard = this.now();
   }
 
   start(): void {
-    this.lastPong = this.now();
+    this.lastHeard = this.now();
     this.timer = setInterval(() => this.tick(), this.o.everyMs);
     this.timer.unref();
     this.o.ping();
@@ -37,17 +45,18 @@ export class PrimaryHeartbeat {
     this.timer = null;
   }
 
-  pong(): void {
-    this.lastPong = this.now();
+  /** A message from the primary (a pong or anything else) came. */
+  heard(): void {
+    this.lastHeard = this.now();
     if (this.stale) {
       this.stale = false;
       this.o.log('the primary answers again; readiness restored');
     }
   }
 
-  /** Whether a pong came within the bound (checked by /readyz and each tick; logs the change). */
+  /** Whether the primary was heard from within the bound (checked by /readyz and each tick; logs the change). */
   alive(): boolean {
-    const silentMs = this.now() - this.lastPong;
+    const silentMs = this.now() - this.lastHeard;
     if (silentMs <= this.o.boundMs) return true;
     if (!this.stale) {
       this.stale = true;
@@ -58,6 +67,6 @@ export class PrimaryHeartbeat {
 
   private tick(): void {
     this.alive();
-    this.o.ping();
+    if (this.now() - this.lastHeard >= this.quietMs) this.o.ping();
   }
 }

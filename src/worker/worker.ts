@@ -229,8 +229,7 @@ export async function runWorker(settings: Settings): Promise<void> {
         }
         break;
       }
-      case 'core:pong':
-        heartbeat.pong();
+      case 'core:pong': // counted by the listener of every message below
         break;
       case 'core:ready':
         ready = msg.ready;
@@ -251,6 +250,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => undefined);
   process.on('SIGHUP', () => accessLog.reopen());
+  // Every message from the primary shows it is alive, whichever part of the worker it is for.
+  process.on('message', () => heartbeat.heard());
   send({ t: 'core:listening' });
   heartbeat.start();
 }
