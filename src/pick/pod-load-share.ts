@@ -70,6 +70,8 @@ export class PodLoadReceiver {
   private readonly clock: Clock;
   private readonly staleMs: number;
   private readonly reported = new Map<string, number>();
+  /** Whether a report went out yet. */
+  private sent = false;
 
   /** `staleMs`: how long shared values hold without a newer share. */
   constructor(endpoints: () => Iterable<EndpointState>, clock: Clock, staleMs: number) {
@@ -78,8 +80,13 @@ export class PodLoadReceiver {
     this.staleMs = staleMs;
   }
 
-  /** This worker's in-flight requests per pod (pods with none left out). */
-  report(): InflightReport {
+  /**
+   * This worker's in-flight requests per pod (pods with none left out), or null when it has none
+   * and its last report said so too: the primary keeps the last report, and an idle worker need
+   * not wake it every interval to repeat "nothing" (the first report always goes).
+   */
+  report(): InflightReport | null {
+    const wasIdle = this.sent && this.reported.size === 0;
     this.reported.clear();
     const counts: [string, number][] = [];
     for (const e of this.endpoints()) {
@@ -87,6 +94,8 @@ export class PodLoadReceiver {
       counts.push([e.key, e.inflight]);
       this.reported.set(e.key, e.inflight);
     }
+    if (wasIdle && counts.length === 0) return null;
+    this.sent = true;
     return { t: MSG_INFLIGHT, counts };
   }
 

@@ -78,7 +78,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const prefixShare = scheduler.prefix === null ? null : new PrefixShare(scheduler.prefix, (key) => endpoints.get(key));
   const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
   const podLoadReport = setInterval(() => {
-    process.send?.(podLoad.report());
+    const inflight = podLoad.report();
+    if (inflight !== null) process.send?.(inflight);
     podHealth.flush();
     const learned = prefixShare?.report();
     if (learned != null) process.send?.(learned);

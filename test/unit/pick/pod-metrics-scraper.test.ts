@@ -72,4 +72,20 @@ describe('PodLoadReceiver', () => {
     expect(b.load).toMatchObject({ otherInflight: 4, scrapedUntil: 0 });
     void reg.closeAll();
   });
+
+  it('repeats no empty report: the first goes, then nothing while idle, then the next counts and the first empty one after', () => {
+    const reg = new EndpointRegistry(1);
+    const a = reg.acquire({ name: 'a', host: '127.0.0.1', port: 1 });
+    const rx = new PodLoadReceiver(() => reg.states(), () => 0, 3000);
+    expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [] });
+    expect(rx.report()).toBeNull();
+    expect(rx.report()).toBeNull();
+    a.inflight = 1;
+    expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [[a.key, 1]] });
+    expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [[a.key, 1]] });
+    a.inflight = 0;
+    expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [] });
+    expect(rx.report()).toBeNull();
+    void reg.closeAll();
+  });
 });
