@@ -68,7 +68,7 @@ export class FileWatch {
     this.settleTimer = null;
     if (this.retryTimer !== null) clearInterval(this.retryTimer);
     this.retryTimer = null;
-    if (this.pollMs > 0) unwatchFile(this.file, this.polled);
+    if (this.pollMs > 0) unwatchFile(this.file, this.changed);
     this.pollMs = 0;
   }
 
@@ -124,16 +124,18 @@ export class FileWatch {
     this.settleTimer.unref();
   };
 
-  /** A burst of events is over: watch the file as it is now (it may be another inode), then report. */
+  /** A burst of events is over. */
   private readonly settled = (): void => {
     this.settleTimer = null;
-    if (this.stopped) return;
-    if (this.mode !== 'poll') this.rearm();
-    this.onChange();
+    this.changed();
   };
 
-  /** A poll saw a change: the watch may be on a file the path no longer leads to (a symlink swapped, the file gone or back), so it is armed again. */
-  private readonly polled = (): void => {
+  /**
+   * A burst of events settled, or a poll saw a change: the watch may be on a file the path no
+   * longer leads to (another inode after a rename-on-save, a symlink swapped, the file gone or
+   * back), so it is armed again on the file as the path now resolves; then the change is reported.
+   */
+  private readonly changed = (): void => {
     if (this.stopped) return;
     if (this.mode !== 'poll') this.rearm();
     this.onChange();
@@ -141,9 +143,9 @@ export class FileWatch {
 
   private poll(ms: number): void {
     if (this.pollMs === ms) return;
-    if (this.pollMs > 0) unwatchFile(this.file, this.polled);
+    if (this.pollMs > 0) unwatchFile(this.file, this.changed);
     this.pollMs = ms;
-    watchFile(this.file, { interval: ms, persistent: false }, this.polled);
+    watchFile(this.file, { interval: ms, persistent: false }, this.changed);
   }
 }
 
