@@ -11,7 +11,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { runAutocannon } from './load-autocannon.js';
 import { numberArg } from './number-arg.js';
 import { routerResources } from './scenarios.js';
-import { spread } from './summary.js';
+import { median } from './order-stats.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 
 const args = process.argv.slice(2);
@@ -20,7 +20,6 @@ const ROUNDS = arg('--rounds', 3);
 const SECONDS = arg('--seconds', 5);
 const KEY = 'sk-bench-0123456789abcdef0123456789';
 
-const median = (xs: number[]): number => spread(xs)!.median;
 
 async function main(): Promise<void> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');

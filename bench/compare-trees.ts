@@ -22,22 +22,13 @@
 import { resolve } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, type SchedStat } from './proc-cpu.js';
-import type { Scenario, TargetKey, LimitMode } from './scenarios.js';
+import { median } from './order-stats.js';
+import type { Scenario, TargetKey } from './scenarios.js';
 import type { Target } from './targets.js';
+import { startTarget, type TargetModules } from './start-target.js';
 
-interface TreeModules {
-  targets: {
-    startMock(name: string, extra?: string[]): Promise<Target>; startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs?: string[]): Promise<Target>;
-    startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>; tempDir(prefix: string): string;
-    startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
-    startHttp1Proxy(upstream: string, workers: number): Promise<Target>;
-  };
-  scenarios: {
-    SCENARIOS: readonly Scenario[]; PATH: string; LONG_TOKENS: number;
-    routerResources(mockPort: number, longPort: number, mode: LimitMode): string;
-    routerEnv(target: TargetKey, logFile: string): NodeJS.ProcessEnv;
-    limitModeOf(target: TargetKey, redis: string | null): LimitMode;
-  };
+interface TreeModules extends TargetModules {
+  scenarios: TargetModules['scenarios'] & { SCENARIOS: readonly Scenario[]; PATH: string; LONG_TOKENS: number };
   wrk: { runWrk(bin: string, spec: LoadSpec): Promise<LoadResult> };
   cpu: { processTree(root: number): number[] };
 }
@@ -64,9 +55,6 @@ function number(flag: string, v: string | undefined): number {
   if (!(n > 0)) throw new Error(`${flag}: expected a positive number, got ${JSON.stringify(v)}\n${USAGE}`);
   return n;
 }
-
-/** The upper of the two middle values for an even count (as the figures in docs/benchmarks.md were taken). */
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -109,11 +97,7 @@ async function main(): Promise<void> {
   const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {
-      const t = s.scenario.target as TargetKey;
-      if (t === 'nginx') s.router = await s.m.targets.startNginx('nginx', mock.port, s.workers);
-      else if (t === 'uws-http1-proxy') s.router = await s.m.targets.startHttp1Proxy(mock.url, s.workers);
-      else s.router = await s.m.targets.startRouter(`${s.label}`, s.m.scenarios.routerResources(mock.port, mockLong.port, s.m.scenarios.limitModeOf(t, redis?.address ?? null)), s.workers,
-        s.m.scenarios.routerEnv(t, `${s.m.targets.tempDir('ir-compare-')}/access.log`), s.nodeArgs);
+      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs });
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up

@@ -18,7 +18,7 @@ import type { LoadResult, LoadSpec } from './load-types.js';
 import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { numberArg } from './number-arg.js';
-import { spread } from './summary.js';
+import { median } from './order-stats.js';
 
 const USAGE = 'Usage: node dist/bench/idle-crowd.js [--idle N] [--rate R] [--rounds N] [--duration S]';
 const OPTIONS: ReadonlySet<string> = new Set(['--idle', '--rate', '--rounds', '--duration']);
@@ -26,7 +26,6 @@ const FULL = SCENARIOS.find((s) => s.id === 'router-local')!;
 
 interface Row { direct: LoadResult; router: LoadResult; routerCpuUs: number; idleCpuMsPerS: number; idleWakeupsPerS: number }
 
-const median = (xs: number[]): number => spread(xs)!.median;
 
 /** CPU ns and times put on a CPU, summed over every thread of the given processes. */
 function sched(pids: readonly number[]): { cpuNs: number; slices: number } {

@@ -4,6 +4,7 @@
  */
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { percentile } from './order-stats.js';
 
 export interface ProbeTarget { readonly id: string; readonly url: string; readonly body: string }
 
@@ -40,10 +41,6 @@ function once(agent: Agent, t: ProbeTarget): Promise<{ ttfb: number; last: numbe
   });
 }
 
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 export async function probeStreams(targets: readonly ProbeTarget[], samples: number): Promise<ProbeResult[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const acc = targets.map(() => ({ ttfb: [] as number[], last: [] as number[], events: 0 }));
@@ -60,6 +57,6 @@ export async function probeStreams(targets: readonly ProbeTarget[], samples: num
   return targets.map((t, k) => {
     const ttfb = acc[k].ttfb.sort((a, b) => a - b);
     const last = acc[k].last.sort((a, b) => a - b);
-    return { id: t.id, samples, ttfbMs: { p50: pct(ttfb, 50), p99: pct(ttfb, 99) }, lastByteMs: { p50: pct(last, 50), p99: pct(last, 99) }, events: acc[k].events };
+    return { id: t.id, samples, ttfbMs: { p50: percentile(ttfb, 0.5), p99: percentile(ttfb, 0.99) }, lastByteMs: { p50: percentile(last, 0.5), p99: percentile(last, 0.99) }, events: acc[k].events };
   });
 }

@@ -21,6 +21,7 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { percentile } from './order-stats.js';
 import type { RateLimitSpec } from 'inference-router/config/resource-types';
 import { CounterStore } from 'inference-router/ratelimit/local/counter-store';
 import { RedisLimiter } from 'inference-router/ratelimit/redis/limiter';
@@ -59,10 +60,6 @@ async function startRedis(port: number): Promise<() => void> {
   throw new Error(`redis-server did not start on port ${port}`);
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 async function scenario(name: string, inFlight: number, one: (i: number) => Promise<unknown>, landed: () => Promise<unknown> = async () => {}): Promise<void> {
   for (let i = 0; i < Math.min(2_000, N); i++) await one(i); // warm-up (script loaded, JIT)
   const lat = new Float64Array(N);
@@ -81,7 +78,7 @@ async function scenario(name: string, inFlight: number, one: (i: number) => Prom
   const seconds = (performance.now() - t0) / 1000;
   lat.sort();
   console.log(
-    `${name.padEnd(64)} in flight ${String(inFlight).padStart(3)}  p50 ${percentile(lat, 50).toFixed(3)} ms  p99 ${percentile(lat, 99).toFixed(3)} ms  ${Math.round(N / seconds).toLocaleString('en-US')} /s`,
+    `${name.padEnd(64)} in flight ${String(inFlight).padStart(3)}  p50 ${percentile(lat, 0.5).toFixed(3)} ms  p99 ${percentile(lat, 0.99).toFixed(3)} ms  ${Math.round(N / seconds).toLocaleString('en-US')} /s`,
   );
 }
 

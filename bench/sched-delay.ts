@@ -26,9 +26,13 @@ import { runWrk } from './load-wrk.js';
 import type { LoadSpec } from './load-types.js';
 import { processTree } from './proc-cpu.js';
 import { pauseTrees } from './pause-targets.js';
-import { LONG_TOKENS, PATH, routerEnv, routerResources, limitModeOf, SCENARIOS, type TargetKey } from './scenarios.js';
-import { startHttp1Proxy, startMock, startNginx, startRouter, stopAll, tempDir, type Target } from './targets.js';
+import * as scenarios from './scenarios.js';
+import { LONG_TOKENS, PATH, SCENARIOS, type TargetKey } from './scenarios.js';
+import * as targetModule from './targets.js';
+import { startMock, stopAll, type Target } from './targets.js';
+import { startTarget } from './start-target.js';
 import { numberArg } from './number-arg.js';
+import { percentile } from './order-stats.js';
 
 const USAGE = 'Usage: node dist/bench/sched-delay.js [--targets id,id] [--rate R] [--record S] [--rounds N]';
 const OPTIONS: ReadonlySet<string> = new Set(['--targets', '--rate', '--record', '--rounds']);
@@ -56,12 +60,14 @@ export function parseTimehist(text: string): Switch[] {
 
 export interface DelayStats { readonly wakes: number; readonly runMs: number; readonly p50: number; readonly p90: number; readonly p99: number; readonly p999: number; readonly max: number }
 
-/** Percentiles (nearest rank) of the delays of some switches; null when there are none. */
+/** Percentiles of the delays of some switches; null when there are none. */
 export function delayStats(switches: readonly Switch[]): DelayStats | null {
   if (switches.length === 0) return null;
   const d = switches.map((s) => s.delayMs).sort((a, b) => a - b);
-  const at = (q: number): number => d[Math.min(d.length - 1, Math.ceil(q * d.length) - 1)];
-  return { wakes: d.length, runMs: switches.reduce((a, s) => a + s.runMs, 0), p50: at(0.5), p90: at(0.9), p99: at(0.99), p999: at(0.999), max: d[d.length - 1] };
+  return {
+    wakes: d.length, runMs: switches.reduce((a, s) => a + s.runMs, 0),
+    p50: percentile(d, 0.5), p90: percentile(d, 0.9), p99: percentile(d, 0.99), p999: percentile(d, 0.999), max: d[d.length - 1],
+  };
 }
 
 /** What a measured process is, by pid and thread. */
@@ -108,9 +114,7 @@ async function main(): Promise<void> {
   const targets = new Map<string, Target>();
   try {
     for (const id of ids) {
-      if (id === 'nginx') targets.set(id, await startNginx('nginx', mock.port, 2));
-      else if (id === 'uws-http1-proxy') targets.set(id, await startHttp1Proxy(mock.url, 2));
-      else targets.set(id, await startRouter(id, routerResources(mock.port, mockLong.port, limitModeOf(id as TargetKey, null)), 2, routerEnv(id as TargetKey, `${tempDir('ir-sched-delay-log-')}/access.log`)));
+      targets.set(id, await startTarget({ targets: targetModule, scenarios }, id as TargetKey, { name: id, workers: 2, mock, mockLong, redis: null }));
     }
     const scenario = (id: string) => SCENARIOS.find((s) => s.target === id)!;
     const spec = (id: string, d: number): LoadSpec => ({ url: `${targets.get(id)!.url}${PATH}`, bodies: scenario(id).bodies, connections: 64, durationS: d, rate });

@@ -15,6 +15,7 @@
  * Run: npm run build && node dist/bench/scheduler-sim.js [requests] [load 0..1]
  */
 import { pickLeastInflight } from './least-inflight.js';
+import { percentile } from './order-stats.js';
 import { PodScorer } from 'inference-router/pick/pod-scorer';
 import { prefixBlockHashes } from 'inference-router/pick/prefix-hashes';
 import { PrefixStore } from 'inference-router/pick/prefix-store';
@@ -184,7 +185,7 @@ function simulate(name: string, choose: Choose, after?: (pod: Pod, req: Req) => 
   return {
     name,
     mean: ttfts.reduce((s, x) => s + x, 0) / ttfts.length,
-    p99: ttfts[Math.floor(ttfts.length * 0.99)],
+    p99: percentile(ttfts, 0.99),
     hit: reqs.filter((r) => r.hit).length / reqs.length,
   };
 }

@@ -4,6 +4,7 @@
  */
 import type { LoadResult } from './load-types.js';
 import type { Scenario } from './scenarios.js';
+import { median } from './order-stats.js';
 
 export interface Sample {
   readonly scenario: string;
@@ -20,9 +21,7 @@ export interface Spread { readonly median: number; readonly min: number; readonl
 export function spread(values: readonly number[]): Spread | null {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (v.length === 0) return null;
-  const mid = v.length >> 1;
-  const median = v.length % 2 === 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-  return { median, min: v[0], max: v[v.length - 1], n: v.length };
+  return { median: median(v), min: v[0], max: v[v.length - 1], n: v.length };
 }
 
 export interface ScenarioSummary {

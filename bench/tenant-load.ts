@@ -15,7 +15,7 @@ import { runAutocannon } from './load-autocannon.js';
 import { numberArg } from './number-arg.js';
 import { treeCpu } from './proc-cpu.js';
 import { routerResources, type LimitMode } from './scenarios.js';
-import { spread } from './summary.js';
+import { median } from './order-stats.js';
 import { haveBinary, startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 
 const args = process.argv.slice(2);
@@ -29,7 +29,6 @@ const KEY_TENANT = 'sk-bench-tenant-0123456789abcd';
 /** Never rejects: the field maximum per second. */
 const NEVER = 'inputTokensPerUnit: 4294967295, outputTokensPerUnit: 4294967295, unit: second';
 
-const median = (xs: number[]): number => spread(xs)!.median;
 const sha = (k: string): string => createHash('sha256').update(k).digest('hex');
 
 function authFile(dir: string, mode: LimitMode): string {

@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { runAutocannon } from './load-autocannon.js';
 import { numberArg } from './number-arg.js';
 import { routerResources } from './scenarios.js';
-import { spread } from './summary.js';
+import { median } from './order-stats.js';
 import { startMock, startRouter, stopAll, type Target } from './targets.js';
 
 const args = process.argv.slice(2);
@@ -50,7 +50,6 @@ function bigSender(url: string, body: Buffer, rate: number): () => Promise<numbe
   };
 }
 
-const median = (xs: number[]): number => spread(xs)!.median;
 
 async function main(): Promise<void> {
   const mock = await startMock('pod-a');

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { median } from './order-stats.js';
 import { createTokenCounter, type RouterTokenCounter } from 'inference-router/tokens/create-token-counter';
 import { DEFAULT_INLINE_MAX_CHARS, parseTokenizerSettings } from 'inference-router/tokens/tokenizer-settings';
 import { extractPromptText } from 'inference-router/api/openai-prompt';
@@ -80,11 +81,6 @@ function inlineUs(counter: RouterTokenCounter, chars: number, make: (chars: numb
     rounds.push(((performance.now() - t0) * 1000) / iterations);
   }
   return median(rounds);
-}
-
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1];
 }
 
 interface PoolCost {

@@ -11,6 +11,7 @@
 import { join } from 'node:path';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
+import { median } from './order-stats.js';
 import { freePort, spawnProcess, waitWhileRunning } from '../test/helpers/processes.js';
 import { haveBinary, ROOT, startMock, stopAll, type Target } from './targets.js';
 import { CANDIDATES, type CandidateKind } from './upstream-candidates.js';
@@ -56,11 +57,6 @@ async function sanity(targets: Map<CandidateKind, Target>, mock: Target): Promis
 }
 
 interface Sample { kind: CandidateKind; load: string; rps: number; cpuUs: number; errors: number }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 async function main(): Promise<void> {
   const rounds = option('--rounds', 3);

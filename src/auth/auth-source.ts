@@ -22,7 +22,6 @@ export class AuthSource {
   private readonly opts: AuthenticatorOptions;
   private lastText = '';
   private auth: Authenticator | null = null;
-  private stopped = false;
   private watcher: FileWatch | null = null;
   /** Reloads rejected (invalid or unreadable file). */
   rejected = 0;
@@ -50,12 +49,7 @@ export class AuthSource {
     this.lastText = readText(this.file);
     this.auth = new Authenticator(parseAuthConfig(this.lastText, this.file), this.opts);
     this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs });
-    this.watcher.start();
-    // A change landing between the read above and the watch (or a poll's first stat, taken
-    // asynchronously) would go unseen. One late re-read closes the gap (same text: no-op).
-    setTimeout(() => {
-      if (!this.stopped) this.reload();
-    }, intervalMs * 2).unref();
+    this.watcher.start(); // reports once when in place: a change since the read above is not missed (same text: no-op)
   }
 
   /** Re-reads the file; a valid change swaps the Authenticator. Returns true when swapped. */
@@ -84,7 +78,6 @@ export class AuthSource {
   }
 
   stop(): void {
-    this.stopped = true;
     this.watcher?.stop();
     this.watcher = null;
   }

@@ -77,9 +77,7 @@ export class FileSource {
     this.lastText = text;
     this.o.apply(loaded);
     this.watcher = new FileWatch(this.o.file, () => void this.reload(), { fastPollMs: intervalMs });
-    this.watcher.start();
-    // A change landing between the read above and the watch would go unseen: one re-read closes the gap (same text: no-op).
-    void this.reload();
+    this.watcher.start(); // reports once when in place: a change since the read above is not missed (same text: no-op)
   }
 
   /** Reloads once (a call during a reload runs one more after it); resolves when done. */

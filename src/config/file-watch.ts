@@ -11,6 +11,11 @@
  * file is missing (removed, to be written again), and where no watch can be set up at all (no
  * inotify, its limits reached), it polls at the fast interval instead, as the reader did before.
  *
+ * `start()` reports once when the watch is in place, because the reader reads the file before it
+ * starts the watch, and a change landing in between would otherwise go unseen: on the next turn for
+ * an inotify watch (set up synchronously), after two fast intervals for a poll or a missing file (a
+ * poll's first stat is taken asynchronously, and a change before it looks like no change to it).
+ *
  * `onChange` may be called when nothing changed: the reader compares what it reads.
  */
 import { type FSWatcher, unwatchFile, watch, watchFile } from 'node:fs';
@@ -47,6 +52,8 @@ export class FileWatch {
   private settleTimer: NodeJS.Timeout | null = null;
   /** While the file is missing: tries the watch again every fast interval. */
   private retryTimer: NodeJS.Timeout | null = null;
+  /** The report of start() (see the class comment), until it is made. */
+  private armedTimer: NodeJS.Timeout | null = null;
   private pollMs = 0;
   private stopped = false;
   mode: WatchMode = 'poll';
@@ -57,9 +64,17 @@ export class FileWatch {
     this.o = { safetyPollMs: SAFETY_POLL_MS, settleMs: SETTLE_MS, watchFn: defaultWatch, ...opts };
   }
 
+  /** Arms the watch, and reports once when it is in place (see the class comment). */
   start(): void {
     this.rearm();
+    this.armedTimer = setTimeout(this.armed, this.mode === 'inotify' ? 0 : 2 * this.o.fastPollMs);
+    this.armedTimer.unref();
   }
+
+  private readonly armed = (): void => {
+    this.armedTimer = null;
+    if (!this.stopped) this.onChange();
+  };
 
   stop(): void {
     this.stopped = true;
@@ -68,6 +83,8 @@ export class FileWatch {
     this.settleTimer = null;
     if (this.retryTimer !== null) clearInterval(this.retryTimer);
     this.retryTimer = null;
+    if (this.armedTimer !== null) clearTimeout(this.armedTimer);
+    this.armedTimer = null;
     if (this.pollMs > 0) unwatchFile(this.file, this.changed);
     this.pollMs = 0;
   }

@@ -47,15 +47,16 @@ function fakeWatcher(): FSWatcher & EventEmitter {
   return Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } }) as unknown as FSWatcher & EventEmitter;
 }
 
-/** A started watch counting its reports; the fast poll is long so that only the watch can report within a test. */
-function counted(file: string, opts: Partial<FileWatchOptions> = {}): { watch: FileWatch; count: () => number; next: () => Promise<number> } {
+interface Counted { watch: FileWatch; count: () => number; next: () => Promise<number> }
+
+/** A watch counting its reports, not started; the fast poll is long so that only the watch can report within a test. */
+function counting(file: string, opts: Partial<FileWatchOptions> = {}): Counted {
   let n = 0;
   const waiters: (() => void)[] = [];
   const watch = new FileWatch(file, () => {
     n++;
     for (const w of waiters.splice(0)) w();
   }, { fastPollMs: 60_000, safetyPollMs: 60_000, settleMs: 50, ...opts });
-  watch.start();
   watches.push(watch);
   return {
     watch,
@@ -70,10 +71,20 @@ function counted(file: string, opts: Partial<FileWatchOptions> = {}): { watch: F
   };
 }
 
+/** A started watch after the report start() makes once it is in place, counting from 0 again. */
+async function counted(file: string, opts: Partial<FileWatchOptions> = {}): Promise<Counted> {
+  const c = counting(file, opts);
+  const armed = c.next();
+  c.watch.start();
+  await armed;
+  const base = c.count();
+  return { watch: c.watch, count: () => c.count() - base, next: async () => (await c.next()) - base };
+}
+
 describe('FileWatch', () => {
   it('a write in place is reported through inotify', async () => {
     const f = newFile();
-    const w = counted(f);
+    const w = await counted(f);
     expect(w.watch.mode).toBe('inotify');
     expect(await reportedWrite(w, f)).toBe(1);
   });
@@ -81,7 +92,7 @@ describe('FileWatch', () => {
   it("an editor's rename-on-save is reported, and so is the next one", async () => {
     const f = newFile();
     const d = dirname(f);
-    const w = counted(f);
+    const w = await counted(f);
     for (let i = 2; i <= 3; i++) {
       const reported = w.next();
       writeFileSync(join(d, '.resources.yaml.swp'), `a: ${i}\n`);
@@ -95,7 +106,7 @@ describe('FileWatch', () => {
     const d = tempDir();
     const f = join(d, 'resources.yaml');
     writeFileSync(f, '');
-    const w = counted(f, { settleMs: 300 });
+    const w = await counted(f, { settleMs: 300 });
     for (let i = 0; i < 10; i++) {
       writeFileSync(f, `a: ${i}\n`);
       await sleep(10);
@@ -107,7 +118,7 @@ describe('FileWatch', () => {
   it('other files of the directory are not reported', async () => {
     const f = newFile();
     const d = dirname(f);
-    const w = counted(f);
+    const w = await counted(f);
     writeFileSync(join(d, 'other.yaml'), 'b: 1\n');
     renameSync(join(d, 'other.yaml'), join(d, 'moved.yaml'));
     await sleep(300);
@@ -128,7 +139,7 @@ describe('FileWatch', () => {
     let current = generation('a: 1\n');
     symlinkSync(current, join(d, '..data'));
     symlinkSync(join('..data', 'resources.yaml'), join(d, 'resources.yaml'));
-    const w = counted(join(d, 'resources.yaml'));
+    const w = await counted(join(d, 'resources.yaml'));
     for (let i = 2; i <= 3; i++) {
       const reported = w.next();
       const next = generation(`a: ${i}\n`);
@@ -149,7 +160,7 @@ describe('FileWatch', () => {
     writeFileSync(target, 'a: 1\n');
     const f = join(d, 'resources.yaml');
     symlinkSync(target, f);
-    const w = counted(f);
+    const w = await counted(f);
     const reported = w.next();
     writeFileSync(target, 'a: 2\n');
     expect(await reported).toBe(1);
@@ -157,15 +168,14 @@ describe('FileWatch', () => {
 
   it('where no watch can be set up, the file is polled at the fast interval', async () => {
     const f = newFile();
-    const w = counted(f, { fastPollMs: 50, watchFn: () => { throw Object.assign(new Error('no space'), { code: 'ENOSPC' }); } });
+    const w = await counted(f, { fastPollMs: 50, watchFn: () => { throw Object.assign(new Error('no space'), { code: 'ENOSPC' }); } });
     expect(w.watch.mode).toBe('poll');
-    await sleep(150); // the poll's first stat is taken
     expect(await reportedWrite(w, f)).toBe(1);
   });
 
   it('a change the watch does not report (a network filesystem changed elsewhere) is caught by the safety poll', async () => {
     const f = newFile();
-    const w = counted(f, { safetyPollMs: 100, watchFn: fakeWatcher });
+    const w = await counted(f, { safetyPollMs: 100, watchFn: fakeWatcher });
     expect(w.watch.mode).toBe('inotify');
     await sleep(250);
     expect(await reportedWrite(w, f)).toBe(1);
@@ -174,7 +184,7 @@ describe('FileWatch', () => {
   it('a watch that fails (its file went away under it) is armed again on the file as it is then', async () => {
     const f = newFile();
     const watchers: EventEmitter[] = [];
-    const w = counted(f, { watchFn: () => { const fw = fakeWatcher(); watchers.push(fw); return fw; } });
+    const w = await counted(f, { watchFn: () => { const fw = fakeWatcher(); watchers.push(fw); return fw; } });
     const reported = w.next();
     watchers[0].emit('error', new Error('EPERM'));
     expect(await reported).toBe(1);
@@ -184,7 +194,7 @@ describe('FileWatch', () => {
 
   it('a file removed and written again: polled fast while it is missing, reported and watched again once it is back', async () => {
     const f = newFile();
-    const w = counted(f, { fastPollMs: 50 });
+    const w = await counted(f, { fastPollMs: 50 });
     // The safety poll's first stat is taken asynchronously; a file gone before it is reported by
     // the poll at once as well as by the watch. Let it be taken, so the removal is one report.
     await sleep(100);
@@ -200,7 +210,7 @@ describe('FileWatch', () => {
   it('a file written beside it (an access log in the same directory) does not wake it', async () => {
     const f = newFile();
     let events = 0;
-    const w = counted(f, { watchFn: (file, listener) => watch(file, { persistent: false }, () => { events++; listener(); }) });
+    const w = await counted(f, { watchFn: (file, listener) => watch(file, { persistent: false }, () => { events++; listener(); }) });
     for (let i = 0; i < 20; i++) {
       appendFileSync(join(dirname(f), 'access.log'), `{"n":${i}}\n`);
       await sleep(5);
@@ -210,9 +220,42 @@ describe('FileWatch', () => {
     expect(w.count()).toBe(0);
   });
 
+  it('start() reports once when the watch is in place: a change since the reader read the file is not missed', async () => {
+    const f = newFile();
+    const w = counting(f);
+    const armed = w.next();
+    w.watch.start();
+    expect(w.count()).toBe(0); // not from inside start()
+    expect(await armed).toBe(1);
+    expect(w.watch.mode).toBe('inotify');
+    await sleep(200);
+    expect(w.count()).toBe(1); // once
+  });
+
+  it('start() without a watch: the report comes after two fast intervals, once the poll has its first stat', async () => {
+    const f = newFile();
+    const w = counting(f, { fastPollMs: 100, watchFn: () => { throw Object.assign(new Error('no space'), { code: 'ENOSPC' }); } });
+    const t0 = performance.now();
+    const armed = w.next();
+    w.watch.start();
+    expect(w.watch.mode).toBe('poll');
+    expect(await armed).toBe(1);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(190);
+    expect(await reportedWrite(w, f)).toBe(2); // the poll has a baseline: the write is seen
+  });
+
+  it('stop() before the start report: nothing is reported', async () => {
+    const f = newFile();
+    const w = counting(f);
+    w.watch.start();
+    w.watch.stop();
+    await sleep(100);
+    expect(w.count()).toBe(0);
+  });
+
   it('stop(): nothing is reported after it', async () => {
     const f = newFile();
-    const w = counted(f);
+    const w = await counted(f);
     w.watch.stop();
     writeFileSync(f, 'a: 2\n');
     await sleep(300);
