@@ -11,7 +11,7 @@ import { Http1Pool } from './http1/pool.js';
 /** Idle keep-alive connections to a pod are closed after this (below common server keep-alive timeouts). */
 const KEEP_ALIVE_MS = 4_000;
 const CONNECT_TIMEOUT_MS = 5_000;
-/** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; coarse-ticker.ts). */
+/** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; interval-ticker.ts). */
 const TIMER_RESOLUTION_MS = 100;
 
 /** One backend pod: its keep-alive pool and the in-flight count the picker reads. */

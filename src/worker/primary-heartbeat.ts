@@ -1,3 +1,5 @@
+import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
+
 /**
  * A worker's view of whether its primary answers. Any message from the primary shows that its
  * event loop runs (`heard()`): the pod-load share comes every second, lease reports' answers more
@@ -6,7 +8,8 @@
  * speaks anyway is not woken for a ping and its answer does not wake the worker. When nothing
  * came for `boundMs` (the primary's loop is stalled, so limits over IPC and metrics scrapes
  * fail), `alive()` is false and /readyz answers 503 until something comes. Transitions are
- * logged once each.
+ * logged once each. The tick shares the process's timer of its period (interval-ticker.ts): with
+ * the pod-load report at the same period, an idle worker wakes once a second for both.
  */
 export interface HeartbeatOptions {
   readonly everyMs: number;
@@ -18,13 +21,13 @@ export interface HeartbeatOptions {
   readonly now?: () => number;
 }
 
-export class PrimaryHeartbeat {
+export class PrimaryHeartbeat implements Ticking {
   private readonly o: HeartbeatOptions;
   private readonly now: () => number;
   private readonly quietMs: number;
   private lastHeard: number;
   private stale = false;
-  private timer: NodeJS.Timeout | null = null;
+  private ticking = false;
 
   constructor(opts: HeartbeatOptions) {
     this.o = opts;
@@ -35,14 +38,14 @@ export class PrimaryHeartbeat {
 
   start(): void {
     this.lastHeard = this.now();
-    this.timer = setInterval(() => this.tick(), this.o.everyMs);
-    this.timer.unref();
+    startTicking(this, this.o.everyMs);
+    this.ticking = true;
     this.o.ping();
   }
 
   stop(): void {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
+    if (this.ticking) stopTicking(this, this.o.everyMs);
+    this.ticking = false;
   }
 
   /** A message from the primary (a pong or anything else) came. */
@@ -65,7 +68,8 @@ export class PrimaryHeartbeat {
     return false;
   }
 
-  private tick(): void {
+  /** One tick of the heartbeat's period (called by the shared timer). */
+  advance(): void {
     this.alive();
     if (this.now() - this.lastHeard >= this.quietMs) this.o.ping();
   }

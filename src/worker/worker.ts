@@ -27,6 +27,7 @@ import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
 import { isPrefixPairs, MSG_PREFIX, PrefixShare, type PrefixShareMessage } from '../pick/prefix-share.js';
 import cluster from 'node:cluster';
 import { Tracer } from '../observe/tracer.js';
+import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
@@ -77,14 +78,17 @@ export async function runWorker(settings: Settings): Promise<void> {
   });
   const prefixShare = scheduler.prefix === null ? null : new PrefixShare(scheduler.prefix, (key) => endpoints.get(key));
   const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);
-  const podLoadReport = setInterval(() => {
-    const inflight = podLoad.report();
-    if (inflight !== null) process.send?.(inflight);
-    podHealth.flush();
-    const learned = prefixShare?.report();
-    if (learned != null) process.send?.(learned);
-  }, settings.scheduler.podMetricsIntervalMs);
-  podLoadReport.unref();
+  // On the process's timer of its period (interval-ticker.ts), which the heartbeat shares by default.
+  const podLoadReport: Ticking = {
+    advance: () => {
+      const inflight = podLoad.report();
+      if (inflight !== null) process.send?.(inflight);
+      podHealth.flush();
+      const learned = prefixShare?.report();
+      if (learned != null) process.send?.(learned);
+    },
+  };
+  startTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
   process.on('message', (m: unknown) => {
     if (isLoadShare(m)) {
       podLoad.apply(m);
@@ -187,7 +191,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.draining = true;
     ready = false;
     heartbeat.stop();
-    clearInterval(podLoadReport);
+    stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
     auth?.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;

@@ -3,9 +3,9 @@
  * requests beyond that wait in a bounded FIFO queue. Idle connections are reused newest first
  * and closed after `keepAliveTimeoutMs`. A coarse clock drives every timeout (connect, headers,
  * idle body, keep-alive), so a request arms no timer of its own; one timer per resolution ticks
- * every pool of the process that has connections (coarse-ticker.ts).
+ * every pool of the process that has connections (interval-ticker.ts).
  */
-import { startTicking, stopTicking } from './coarse-ticker.js';
+import { startTicking, stopTicking } from '../../interval-ticker.js';
 import { Http1Connection, Phase, type ConnectionOwner } from './connection.js';
 import { Http1Error } from './errors.js';
 import { Http1Request, type Http1Handler, type Http1RequestOptions, type RequestOwner } from './request.js';

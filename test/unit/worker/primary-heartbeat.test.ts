@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PrimaryHeartbeat } from '../../../src/worker/primary-heartbeat.js';
+import { startTicking, stopTicking } from '../../../src/interval-ticker.js';
 
 describe('PrimaryHeartbeat', () => {
   let now = 0;
@@ -27,6 +28,19 @@ describe('PrimaryHeartbeat', () => {
       vi.advanceTimersByTime(step);
     }
   }
+
+  it("ticks on the process's timer of its period: beside the pod-load report (also 1 s) there is one timer, and both tick", () => {
+    let reports = 0;
+    const podLoadReport = { advance: (): void => { reports++; } };
+    startTicking(podLoadReport, 1000);
+    expect(vi.getTimerCount()).toBe(1);
+    advance(2000);
+    expect(reports).toBe(2);
+    expect(pings).toBe(2); // the heartbeat ticked too: quiet for 2 s at its second tick
+    stopTicking(podLoadReport, 1000);
+    hb.stop();
+    expect(vi.getTimerCount()).toBe(0);
+  });
 
   it('pings at start, then only once the primary has been quiet for 1.5 intervals', () => {
     expect(pings).toBe(1);

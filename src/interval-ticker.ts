@@ -1,8 +1,10 @@
 /**
- * The coarse clock of the upstream pools: one interval timer per resolution for every pool of the
- * process, not one per pool. A pool ticks only while it has connections; a worker fronting many
- * pods then wakes once per resolution for all of them, not once per pod (docs/internals/performance-changes.md,
- * "Idle wake-ups"). The timer is unref'd: pools alone do not keep a process alive.
+ * Interval timers shared by period: one timer per period for everything of the process that ticks
+ * at it, not one each, so that things ticking at the same period wake the process once per period
+ * together (docs/internals/performance-changes.md, "Idle wake-ups"). The upstream pools' coarse
+ * clock ticks here while a pool has connections (a worker fronting many pods wakes once per
+ * resolution for all of them); so do a worker's heartbeat and its pod-load report. The timers are
+ * unref'd: ticking alone does not keep a process alive.
  */
 
 /** What a ticker advances: one step of its coarse clock per tick. */

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startTicking, stopTicking, type Ticking } from '../../../../src/upstream/http1/coarse-ticker.js';
+import { startTicking, stopTicking, type Ticking } from '../../src/interval-ticker.js';
 
 function member(): Ticking & { ticks: number } {
   const m = { ticks: 0, advance(): void { m.ticks++; } };
   return m;
 }
 
-describe('coarse ticker', () => {
+describe('interval ticker', () => {
   beforeEach(() => {
     vi.useFakeTimers();
   });
