@@ -17,7 +17,9 @@
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
  * From the same accounting: how often the side's threads were put on a CPU per request (each
  * wake-up counts) and how long per request they waited runnable for one (the run queue), the
- * scheduling part of a latency that CPU time alone does not show.
+ * scheduling part of a latency that CPU time alone does not show. wrk's own CPU per request is
+ * printed beside it: on a machine it shares, what it spends reading a side's answers (longer heads,
+ * say) is CPU that side's throughput loses without the server spending it.
  */
 import { resolve } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
@@ -49,6 +51,8 @@ async function load(tree: string): Promise<TreeModules> {
     cpu: await import(`${dist}/proc-cpu.js`) as TreeModules['cpu'],
   };
 }
+
+const fixed = (v: number, digits: number): string => (Number.isFinite(v) ? v.toFixed(digits) : '–');
 
 function number(flag: string, v: string | undefined): number {
   const n = Number(v);
@@ -101,7 +105,7 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; p50: number; p99: number }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
@@ -114,16 +118,18 @@ async function main(): Promise<void> {
         const primary = (after[0].cpuNs - before[0].cpuNs) / 1000 / n;
         const slices = grew('slices') / n;
         const waitUs = grew('waitNs') / 1000 / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99 });
+        // A tree whose wrk runner predates loadCpuMs reports none: NaN, printed as '–'.
+        const wrkUs = (x.loadCpuMs * 1000) / n;
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99 });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
-          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms\n`);
+          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, wrk ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms\n`);
       }
     }
     process.stdout.write(`${rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked`}, ${rounds} rounds of ${durationS} s, medians:\n\n`
-      + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|\n');
+      + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | wrk CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n');
     for (const s of sides) {
       const r = results.get(s.label)!;
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
     }
   } finally {
     for (const s of sides) await s.router?.proc.stop('SIGTERM');
