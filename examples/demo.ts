@@ -45,13 +45,16 @@ function stop(code = 0): void {
 
 let tempDir: string | null = null;
 
-/** examples/resources.yaml, with the pods' ports when DEMO_POD_PORTS moves them. */
+/** examples/resources.yaml, with the pods' ports when DEMO_POD_PORTS moves them (the endpoints' addresses, not the comments that name them). */
 function resources(): string {
   const file = join(root, 'examples/resources.yaml');
   if (podA === 18001 && podB === 18002) return file;
   tempDir = mkdtempSync(join(tmpdir(), 'ir-demo-'));
   const copy = join(tempDir, 'resources.yaml');
-  writeFileSync(copy, readFileSync(file, 'utf8').replace('127.0.0.1:18001', `127.0.0.1:${podA}`).replace('127.0.0.1:18002', `127.0.0.1:${podB}`));
+  const text = readFileSync(file, 'utf8');
+  const moved = text.replace(/(address:\s*"?127\.0\.0\.1:)18001\b/g, `$1${podA}`).replace(/(address:\s*"?127\.0\.0\.1:)18002\b/g, `$1${podB}`);
+  if (moved === text) throw new Error(`${file}: no endpoint address 127.0.0.1:18001 or :18002 to move to DEMO_POD_PORTS`);
+  writeFileSync(copy, moved);
   return copy;
 }
 
@@ -67,8 +70,9 @@ async function waitReady(url: string): Promise<void> {
 
 async function main(): Promise<void> {
   const mock = join(root, 'dist/test/mock-backend/mock-backend.js');
-  start([mock, '--port', String(podA), '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200']);
-  start([mock, '--port', String(podB), '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200']);
+  // /metrics as vLLM serves it: the ModelServer says inferenceEngine vLLM, so the router scrapes it.
+  start([mock, '--port', String(podA), '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm']);
+  start([mock, '--port', String(podB), '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm']);
   // No load balancer in front of the demo: stop at once on Ctrl-C (ROUTER_DRAIN_DELAY 0).
   start([join(root, 'dist/cli.js'), '--resources', resources(), '--port', String(port), '--workers', '2'],
     { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text', ROUTER_DRAIN_DELAY: process.env.ROUTER_DRAIN_DELAY ?? '0' });

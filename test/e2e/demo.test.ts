@@ -58,6 +58,29 @@ describe('npm run demo', () => {
     await expectAllGone(demoPid, kids, ports);
   });
 
+  it('on moved ports (DEMO_POD_PORTS) both pods are reached: answered, and their /metrics scraped without a complaint', async () => {
+    const { proc, ports } = await startDemo(false);
+    const base = `http://127.0.0.1:${ports[0]}`;
+    const fresh = async (pod: string): Promise<number> => {
+      const line = (await (await fetch(`${base}/metrics`)).text()).split('\n').find((l) => l.startsWith(`inference_router_pod_metrics_fresh{pod="${pod}"}`));
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
+    try {
+      for (let i = 0; i < 4; i++) {
+        const r = await fetch(`${base}/v1/completions`, {
+          method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"model":"sf-model","prompt":"request ${i}","max_tokens":2}`,
+        });
+        expect(r.status).toBe(200);
+        await r.text();
+      }
+      // Both workers hold fresh values of both pods: the router reaches each at its moved port.
+      await waitFor('fresh metrics of both pods', async () => (await fresh('sf-pod-a')) === 2 && (await fresh('sf-pod-b')) === 2, 15_000);
+      expect(proc.output()).not.toMatch(/cannot scrape|cannot connect/);
+    } finally {
+      expect(await proc.kill('SIGTERM')).toBe(0);
+    }
+  });
+
   it('stops everything when the process that started it goes away', async () => {
     const { proc, demoPid, ports } = await startDemo(true);
     const kids = children(demoPid);
