@@ -109,7 +109,7 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.lastFailureAt = now;
     const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
     this.retryAttempt++;
-    this.opts.log(`kubernetes: ${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms`);
+    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms`);
     this.retryTimer = this.opts.clock.setTimeout(() => {
       this.retryTimer = null;
       if (!this.stopped) this.run();

@@ -89,7 +89,7 @@ export class KubernetesSource {
       kc.loadFromDefault();
     }
     const server = kc.getCurrentCluster()?.server;
-    if (server === undefined) throw new Error('kubernetes: the kubeconfig has no current cluster');
+    if (server === undefined) throw new Error('the kubeconfig has no current cluster');
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const core = kc.makeApiClient(k8s.CoreV1Api);
     const { apiGroup, namespace } = this.opts;
@@ -105,7 +105,7 @@ export class KubernetesSource {
     const synced = new Promise<void>((resolve, reject) => {
       this.syncWaiter = { resolve, reject };
     });
-    this.opts.log(`kubernetes: watching ModelRoutes and ModelServers (${apiGroup}/${API_VERSION}) and Pods in ${namespace === null ? 'all namespaces' : `namespace ${namespace}`} at ${server}`);
+    this.opts.log(`watching ModelRoutes and ModelServers (${apiGroup}/${API_VERSION}) and Pods in ${namespace === null ? 'all namespaces' : `namespace ${namespace}`} at ${server}`);
     for (const inf of this.informers) inf.start();
     await synced;
   }
@@ -159,12 +159,12 @@ export class KubernetesSource {
     this.current = snapshot;
     this.currentJson = json;
     const endpoints = snapshot.servers.reduce((n, s) => n + s.endpoints.length, 0);
-    this.opts.log(`kubernetes: snapshot: ${snapshot.routes.length} routes, ${snapshot.servers.length} servers, ${endpoints} ready endpoints`);
+    this.opts.log(`snapshot: ${snapshot.routes.length} routes, ${snapshot.servers.length} servers, ${endpoints} ready endpoints`);
     for (const cb of this.listeners) {
       try {
         cb(snapshot);
       } catch (err) {
-        this.opts.log(`kubernetes: snapshot listener failed: ${(err as Error)?.stack ?? String(err)}`);
+        this.opts.log(`snapshot listener failed: ${(err as Error)?.stack ?? String(err)}`);
       }
     }
   }

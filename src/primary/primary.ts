@@ -88,11 +88,14 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     source.start();
     stopSource = () => source.stop();
   } else {
+    const { missingKubeConfig } = await import('../config/kubernetes-config-check.js');
+    const missing = missingKubeConfig();
+    if (missing !== null) throw new Error(missing);
     const { KubernetesSource } = await import('../config/kubernetes-source.js');
     const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, log: (m) => ops.info('kubernetes', m) });
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
-    void kube.start().then(() => ops.info('kubernetes', 'kubernetes: first full sync done'), (err: Error) => ops.error('kubernetes', `kubernetes: ${err.message}`));
+    void kube.start().then(() => ops.info('kubernetes', 'first full sync done'), (err: Error) => ops.error('kubernetes', err.message));
   }
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.

@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVICE_ACCOUNT_TOKEN } from '../../src/config/kubernetes-config-check.js';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../helpers/fake-kube-api.js';
 import { CLI, freePort, postJson, startMock, startProcess, tempDir, waitFor, type MockBackend, type Proc } from '../helpers/processes.js';
 
@@ -91,5 +93,16 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     expect((await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' })).status).toBe(404);
     api.remove('modelroutes', 'ml', 'llm-route');
     await waitFor('route gone', async () => (await postJson(`${url}/v1/completions`, { model: 'llm-renamed', prompt: 'x' })).status === 404, 3000);
+  });
+});
+
+describe('--kubernetes with no cluster configuration', () => {
+  it.skipIf(existsSync(SERVICE_ACCOUNT_TOKEN))('stops at start (exit 2) naming where it looked, instead of retrying against localhost forever', async () => {
+    const home = tempDir();
+    const router = startProcess([CLI, '--kubernetes', '--port', String(await freePort()), '--workers', '1'], { KUBECONFIG: '', HOME: home });
+    expect(await router.exited).toBe(2);
+    expect(router.stderr()).toContain('no cluster configuration found');
+    expect(router.stderr()).toContain(`${home}/.kube/config does not exist`);
+    expect(router.stderr()).not.toContain('list/watch failed');
   });
 });
