@@ -3,9 +3,7 @@ import type { Endpoint, ModelServer } from '../config/resource-types.js';
 import { endpointKey } from '../upstream/endpoint-registry.js';
 import { engineSeries, readEngine, wantedNames, type EngineReading, type EngineSeries } from './engine-metrics.js';
 import { sumSamples } from './prometheus-text.js';
-
-/** Largest /metrics body read from a pod. */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+import { fetchMetricsText } from './pod-metrics-fetch.js';
 
 /** One pod's load as shared with the workers: [key, waiting, running, kvUsage, ttftMs, tpotMs] (NaN → null in JSON = unknown). */
 export type PodLoadRow = [string, number | null, number | null, number | null, number | null, number | null];
@@ -133,20 +131,4 @@ function meanMs(prevSum: number | undefined, prevCount: number | undefined, sum:
   }
   const dc = count - prevCount;
   return dc > 0 ? ((sum - prevSum) / dc) * 1000 : previous;
-}
-
-async function fetchMetricsText(url: string, timeoutMs: number): Promise<string> {
-  const r = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'text/plain' } });
-  if (r.status !== 200) {
-    await r.body?.cancel();
-    throw new Error(`status ${r.status}`);
-  }
-  const length = Number(r.headers.get('content-length') ?? 0);
-  if (length > MAX_BODY_BYTES) {
-    await r.body?.cancel();
-    throw new Error(`body of ${length} bytes is over ${MAX_BODY_BYTES}`);
-  }
-  const text = await r.text();
-  if (text.length > MAX_BODY_BYTES) throw new Error(`body over ${MAX_BODY_BYTES} bytes`);
-  return text;
 }
