@@ -28,10 +28,13 @@ export class RecordBatcher {
     return this.count;
   }
 
-  /** Adds one line (no newline; at most MAX_RECORD_BYTES - 1 bytes, as the formatters guarantee). */
-  add(line: string): void {
+  /**
+   * Adds one line (no newline; at most MAX_RECORD_BYTES - 1 bytes, as the formatters guarantee).
+   * `ascii`: the line is all ASCII, so it is copied as latin1 (the same bytes, without UTF-8's encoding).
+   */
+  add(line: string, ascii = false): void {
     const start = this.end;
-    const n = this.scratch.write(line, start);
+    const n = ascii ? this.scratch.write(line, start, 'latin1') : this.scratch.write(line, start);
     this.scratch[start + n] = NEWLINE;
     const next = start + n + 1;
     if (next <= this.maxBatchBytes) {

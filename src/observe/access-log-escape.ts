@@ -60,17 +60,28 @@ export function textErrorType(s: string): string {
   return v.includes(':') ? v.replace(/:/g, '\\x3a') : v;
 }
 
+/** Strings of ASCII characters only (written byte for byte, whatever the encoding asked). */
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** Whether `s` is all ASCII. */
+export function isAscii(s: string): boolean {
+  return ASCII.test(s);
+}
+
 /**
  * An escaper with a one-entry memory, for a field whose value mostly repeats from record to
  * record (method, path, protocol, model, route, server, pod): an equal value costs one string
- * comparison instead of a scan. One instance per field.
+ * comparison instead of a scan. One instance per field. `ascii` tells whether the last output is
+ * all ASCII (checked once per new value).
  */
 export class LastEscaped {
   private last = '';
   private out: string;
+  ascii: boolean;
 
   constructor(private readonly escape: (s: string) => string) {
     this.out = escape('');
+    this.ascii = isAscii(this.out);
   }
 
   of(s: string): string {
@@ -78,6 +89,7 @@ export class LastEscaped {
     const out = this.escape(s);
     this.last = s;
     this.out = out;
+    this.ascii = isAscii(out);
     return out;
   }
 }

@@ -1,5 +1,5 @@
 import type { AccessRecord } from './access-record.js';
-import { jsonString, LastEscaped, textErrorType, textValue } from './access-log-escape.js';
+import { isAscii, jsonString, LastEscaped, textErrorType, textValue } from './access-log-escape.js';
 import { isoTimestamp } from './access-log-timestamp.js';
 
 /**
@@ -31,6 +31,27 @@ const T = {
   model_name: new LastEscaped(textValue), model_route: new LastEscaped(textValue),
   model_server: new LastEscaped(textValue), selected_pod: new LastEscaped(textValue),
 };
+
+/**
+ * Whether the line the last formatJson/formatText call returned is all ASCII: its UTF-8 bytes are
+ * then its characters, one each, which the writer copies faster than it encodes (a record without
+ * an error, whose repeated values were checked when they first came, and whose request id is ASCII).
+ */
+let lastAscii = false;
+
+export function lastLineAscii(): boolean {
+  return lastAscii;
+}
+
+function jsonAscii(r: AccessRecord): boolean {
+  return r.error === null && J.method.ascii && J.path.ascii && J.protocol.ascii && J.model_name.ascii && J.model_route.ascii
+    && J.model_server.ascii && J.selected_pod.ascii && isAscii(r.request_id);
+}
+
+function textAscii(r: AccessRecord): boolean {
+  return r.error === null && T.method.ascii && T.path.ascii && T.protocol.ascii && T.model_name.ascii && T.model_route.ascii
+    && T.model_server.ascii && T.selected_pod.ascii && isAscii(r.request_id);
+}
 
 function jsonLine(r: AccessRecord): string {
   const e = r.error;
@@ -73,13 +94,23 @@ function textLine(r: AccessRecord): string {
 /** One JSON object, fields in the documented order, `error` only on failure. */
 export function formatJson(r: AccessRecord): string {
   const line = jsonLine(r);
-  return fits(line) ? line : fitLine(r, jsonLine);
+  if (fits(line)) {
+    lastAscii = jsonAscii(r);
+    return line;
+  }
+  lastAscii = false;
+  return fitLine(r, jsonLine);
 }
 
 /** One text line (the default format). */
 export function formatText(r: AccessRecord): string {
   const line = textLine(r);
-  return fits(line) ? line : fitLine(r, textLine);
+  if (fits(line)) {
+    lastAscii = textAscii(r);
+    return line;
+  }
+  lastAscii = false;
+  return fitLine(r, textLine);
 }
 
 function fits(line: string): boolean {

@@ -2,7 +2,7 @@ import { write as fsWrite } from 'node:fs';
 import type { AccessRecord } from './access-record.js';
 import { RecordBatcher } from './access-log-batch.js';
 import { ASYNC_AFTER_SLOW_MS, FdWriter } from './access-log-fd-writer.js';
-import { formatJson, formatText } from './access-log-format.js';
+import { formatJson, formatText, lastLineAscii } from './access-log-format.js';
 import type { AccessLogSettings } from './access-log-settings.js';
 import { openSink } from './access-log-sink.js';
 
@@ -114,7 +114,7 @@ class BatchingAccessLog implements AccessLog {
       this.dropped++;
       return;
     }
-    this.batcher.add(this.format(r));
+    this.batcher.add(this.format(r), lastLineAscii());
     this.written++;
     if (!this.scheduled) this.schedule();
   }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { AccessRecord } from '../../../src/observe/access-record.js';
 import {
-  formatJson, formatText, MAX_LINE_BYTES, TRUNCATION_MARKER,
+  formatJson, formatText, lastLineAscii, MAX_LINE_BYTES, TRUNCATION_MARKER,
 } from '../../../src/observe/access-log-format.js';
 import { decodeTextValue, parseTextLine } from './text-line-parser.js';
 
@@ -299,4 +299,27 @@ describe('docs/access-log.md examples', () => {
       expect(formatText(r)).toBe(line);
     }
   });
+});
+
+describe('lastLineAscii: whether the line just formatted is all ASCII (the writer then copies it without encoding)', () => {
+  for (const [name, format] of [['json', formatJson], ['text', formatText]] as const) {
+    it(`${name}: true for an all-ASCII record, false with a non-ASCII value, an error, or a truncated line`, () => {
+      const check = (r: AccessRecord): boolean => {
+        const line = format(r);
+        const ascii = lastLineAscii();
+        if (ascii) expect(/^[\x00-\x7f]*$/.test(line)).toBe(true);
+        return ascii;
+      };
+      expect(check(ok)).toBe(true);
+      expect(check(ok)).toBe(true); // the repeated values, from memory
+      expect(check({ ...ok, model_name: 'modèle' })).toBe(false);
+      expect(check(ok)).toBe(true);
+      expect(check({ ...ok, selected_pod: 'pod-\u2028' })).toBe(true); // written escaped, in ASCII
+      expect(check({ ...ok, selected_pod: 'pod-ß' })).toBe(false);
+      expect(check({ ...ok, request_id: 'id-ü' })).toBe(false);
+      expect(check(failed)).toBe(false);
+      expect(check({ ...ok, path: '/v1/completions?q=' + 'x'.repeat(5000) })).toBe(false);
+      expect(check(ok)).toBe(true);
+    });
+  }
 });

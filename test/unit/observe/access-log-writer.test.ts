@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AccessRecord } from '../../../src/observe/access-record.js';
 import { createAccessLog, WARN_INTERVAL_MS } from '../../../src/observe/access-log.js';
+import { formatJson, formatText } from '../../../src/observe/access-log-format.js';
 import { MAX_RECORD_BYTES } from '../../../src/observe/access-log-format.js';
 import { parseAccessLogSettings } from '../../../src/observe/access-log-settings.js';
 import { buildAccessLog } from './build-access-log.js';
@@ -181,6 +182,24 @@ describe('one writer, a file', () => {
     expect(log.written).toBe(30_000);
     expect(log.dropped).toBe(0);
     await log.close();
+  });
+
+  it('records with non-ASCII values between ASCII ones are written as UTF-8, each line whole, both formats', async () => {
+    // An ASCII line is copied byte for byte, any other encoded: a mix must come out as the lines.
+    const mixed = (i: number): AccessRecord => {
+      const r = record(i);
+      if (i % 3 === 1) return { ...r, model_name: 'modèle-ünï', selected_pod: 'pod-é' };
+      if (i % 3 === 2) return { ...r, status_code: 404, error: { type: 'model_not_found', message: 'model "мир" is not served by any route' } };
+      return r;
+    };
+    for (const format of ['json', 'text'] as const) {
+      const file = join(dir, `mixed-${format}.log`);
+      const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: format, ACCESS_LOG_OUTPUT: file }));
+      for (let i = 0; i < 300; i++) log.log(mixed(i));
+      await log.close();
+      const expected = Array.from({ length: 300 }, (_, i) => (format === 'json' ? formatJson(mixed(i)) : formatText(mixed(i))));
+      expect(readFileSync(file, 'utf8')).toBe(expected.join('\n') + '\n');
+    }
   });
 
   it('reopen() after a rename writes to a new file at the configured path', async () => {
