@@ -43,14 +43,21 @@ export function lastLineAscii(): boolean {
   return lastAscii;
 }
 
-function jsonAscii(r: AccessRecord): boolean {
-  return r.error === null && J.method.ascii && J.path.ascii && J.protocol.ascii && J.model_name.ascii && J.model_route.ascii
-    && J.model_server.ascii && J.selected_pod.ascii && isAscii(r.request_id);
+/** Whether `r`, just written as a line with the escapers `f`, made an all-ASCII line. */
+function allAscii(f: typeof J, r: AccessRecord): boolean {
+  return r.error === null && f.method.ascii && f.path.ascii && f.protocol.ascii && f.model_name.ascii && f.model_route.ascii
+    && f.model_server.ascii && f.selected_pod.ascii && isAscii(r.request_id);
 }
 
-function textAscii(r: AccessRecord): boolean {
-  return r.error === null && T.method.ascii && T.path.ascii && T.protocol.ascii && T.model_name.ascii && T.model_route.ascii
-    && T.model_server.ascii && T.selected_pod.ascii && isAscii(r.request_id);
+/** The line of `r` by `lineOf` (escaping with `f`), shortened when too long; sets lastAscii. */
+function formatWith(r: AccessRecord, lineOf: (r: AccessRecord) => string, f: typeof J): string {
+  const line = lineOf(r);
+  if (fits(line)) {
+    lastAscii = allAscii(f, r);
+    return line;
+  }
+  lastAscii = false;
+  return fitLine(r, lineOf);
 }
 
 function jsonLine(r: AccessRecord): string {
@@ -93,24 +100,12 @@ function textLine(r: AccessRecord): string {
 
 /** One JSON object, fields in the documented order, `error` only on failure. */
 export function formatJson(r: AccessRecord): string {
-  const line = jsonLine(r);
-  if (fits(line)) {
-    lastAscii = jsonAscii(r);
-    return line;
-  }
-  lastAscii = false;
-  return fitLine(r, jsonLine);
+  return formatWith(r, jsonLine, J);
 }
 
 /** One text line (the default format). */
 export function formatText(r: AccessRecord): string {
-  const line = textLine(r);
-  if (fits(line)) {
-    lastAscii = textAscii(r);
-    return line;
-  }
-  lastAscii = false;
-  return fitLine(r, textLine);
+  return formatWith(r, textLine, T);
 }
 
 function fits(line: string): boolean {

@@ -27,7 +27,6 @@ export class PrimaryHeartbeat implements Ticking {
   private readonly quietMs: number;
   private lastHeard: number;
   private stale = false;
-  private ticking = false;
 
   constructor(opts: HeartbeatOptions) {
     this.o = opts;
@@ -39,13 +38,12 @@ export class PrimaryHeartbeat implements Ticking {
   start(): void {
     this.lastHeard = this.now();
     startTicking(this, this.o.everyMs);
-    this.ticking = true;
     this.o.ping();
   }
 
+  /** Stops the ticks (nothing when not started). */
   stop(): void {
-    if (this.ticking) stopTicking(this, this.o.everyMs);
-    this.ticking = false;
+    stopTicking(this, this.o.everyMs);
   }
 
   /** A message from the primary (a pong or anything else) came. */

@@ -30,7 +30,7 @@ import { Tracer } from '../observe/tracer.js';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 
 const NO_HEADERS: readonly string[] = [];
-/** Heartbeat to the primary: a ping each second; not ready after 3 s without an answer. */
+/** Heartbeat to the primary: a tick each second, a ping after 1.5 s without a message from it; not ready after 3 s. */
 const HEARTBEAT_EVERY_MS = 1000;
 const HEARTBEAT_BOUND_MS = 3000;
 
