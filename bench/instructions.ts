@@ -1,0 +1,165 @@
+/**
+ * Instructions per request, counted by valgrind's callgrind: the figure that does not move with
+ * the machine's load. CPU time per request moves by ±4 µs between pairs on a shared 2-CPU host;
+ * the instructions a build executes per request are repeatable to about a percent, whatever else
+ * runs beside it. They do not weigh cache misses or branch mispredictions, so they say whether a
+ * change removes work, not how many microseconds it saves.
+ *
+ *   node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N]
+ *
+ * Each side (a router scenario such as router, router-log, router-local or router-global, or the
+ * bare floor uws-http1-proxy) runs whole under `valgrind --tool=callgrind --separate-threads=yes
+ * --trace-children=yes`, primary and workers, about 50× slower than native. After a warm-up (so
+ * V8 has optimised the hot functions), each round zeroes every process's counters, loads the side
+ * with wrk (4 connections, closed loop) for the round's duration and dumps them: instructions over
+ * the requests wrk completed. Rounds alternate the sides' order; medians are printed, split into
+ * the workers' main threads (JavaScript, uWS, the event loop), their other threads (V8's compiler
+ * and garbage-collector helpers, libuv's pool) and the primary. The other threads vary most: a
+ * round with an optimisation or a major collection in it shows there.
+ *
+ * Needs valgrind and wrk. Start-up under valgrind takes about a minute per side; the sides start
+ * together (instruction counts do not depend on sharing the CPUs).
+ */
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { spawnProcess, freePort, type Proc } from '../test/helpers/processes.js';
+import { awaitDumps, splitByRole, takeDumps, type Split } from './callgrind-dumps.js';
+import { runWrk } from './load-wrk.js';
+import { median } from './order-stats.js';
+import { processTree } from './proc-cpu.js';
+import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, type Scenario, type TargetKey } from './scenarios.js';
+import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
+import { writeFileSync } from 'node:fs';
+
+const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N]';
+
+interface Side {
+  readonly label: string;
+  readonly tree: string;
+  readonly scenario: Scenario;
+  readonly dir: string;
+  proc: Proc | null;
+  url: string;
+  readonly rounds: { split: Split; requests: number }[];
+}
+
+function number(flag: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!(n > 0)) throw new Error(`${flag}: expected a positive number, got ${JSON.stringify(v)}\n${USAGE}`);
+  return n;
+}
+
+/** The command line of a side: the tree's router CLI or its bare floor proxy. */
+function command(s: Side, port: number, mockUrl: string, mockPort: number, redis: string | null, workers: number): { args: string[]; env: NodeJS.ProcessEnv } {
+  const dist = resolve(s.tree, 'dist');
+  const common = ['--port', String(port), '--workers', String(workers)];
+  if (s.scenario.target === 'uws-http1-proxy') {
+    return { args: [`${dist}/bench/upstream-proxy.js`, '--client', 'http1', '--upstream', mockUrl, ...common], env: {} };
+  }
+  const target = s.scenario.target as TargetKey;
+  const file = `${s.dir}/resources.yaml`;
+  writeFileSync(file, routerResources(mockPort, mockPort, limitModeOf(target, redis)));
+  return {
+    args: [`${dist}/cli.js`, '--resources', file, '--host', '127.0.0.1', ...common],
+    env: { ...routerEnv(target, `${s.dir}/access.log`), ROUTER_DRAIN_DELAY: '0' },
+  };
+}
+
+async function answers(url: string, body: string): Promise<boolean> {
+  try {
+    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    await r.arrayBuffer();
+    return r.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntilAnswering(s: Side): Promise<void> {
+  const end = Date.now() + 300_000;
+  while (!(await answers(s.url, s.scenario.bodies[0]))) {
+    if (s.proc!.child.exitCode !== null) throw new Error(`${s.label} exited under valgrind:\n${s.proc!.output().slice(-4000)}`);
+    if (Date.now() > end) throw new Error(`${s.label} did not answer within 300 s under valgrind`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+function callgrindControl(flag: '-z' | '-d', pid: number): void {
+  execFileSync('callgrind_control', [flag, String(pid)], { stdio: 'ignore' });
+}
+
+const k = (v: number): string => (v / 1000).toFixed(1);
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const positional: string[] = [];
+  let rounds = 5;
+  let durationS = 15;
+  let warmupS = 60;
+  let workers = 1;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
+    else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
+    else if (args[i] === '--warmup') warmupS = number('--warmup', args[++i]);
+    else if (args[i] === '--workers') workers = number('--workers', args[++i]);
+    else positional.push(args[i]);
+  }
+  if (positional.length === 0) throw new Error(USAGE);
+  for (const bin of ['valgrind', 'callgrind_control', 'wrk']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (apt-get install valgrind wrk)`);
+  const sides: Side[] = positional.map((arg, i) => {
+    const [tree, id = 'router-local'] = arg.split(':');
+    const scenario = SCENARIOS.find((s) => s.id === id);
+    if (scenario === undefined || !(scenario.target.startsWith('router-') || scenario.target === 'uws-http1-proxy') || scenario.target === 'router-tenant' || scenario.target === 'router-trace') {
+      throw new Error(`${arg}: "${id}" is not a scenario this tool runs (a router without auth or tracing, or uws-http1-proxy)`);
+    }
+    return { label: String.fromCharCode(65 + i), tree, scenario, dir: tempDir('ir-instructions-'), proc: null, url: '', rounds: [] };
+  });
+  const mock = await startMock('mock');
+  const redis = sides.some((s) => usesRedis(s.scenario.target as TargetKey)) ? await startRedis('redis-server') : null;
+  try {
+    for (const s of sides) {
+      const port = await freePort();
+      const { args: nodeArgs, env } = command(s, port, mock.url, mock.port, redis?.address ?? null, workers);
+      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
+      s.url = `http://127.0.0.1:${port}${PATH}`;
+    }
+    await Promise.all(sides.map(waitUntilAnswering));
+    const spec = (s: Side, d: number) => ({ url: s.url, bodies: s.scenario.bodies, connections: 4, durationS: d });
+    for (const s of sides) await runWrk('wrk', spec(s, warmupS));
+    for (const s of sides) takeDumps(s.dir); // exit dumps of start-up helpers, if any
+    for (let r = 0; r < rounds; r++) {
+      for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
+        const pids = processTree(s.proc!.pid);
+        for (const pid of pids) callgrindControl('-z', pid);
+        const x = await runWrk('wrk', spec(s, durationS));
+        for (const pid of pids) callgrindControl('-d', pid);
+        if (x.non2xx > 0 || x.errors > 0) throw new Error(`${s.label}: ${x.non2xx} answers other than 2xx and ${x.errors} errors in round ${r + 1}`);
+        const split = splitByRole(await awaitDumps(s.dir, pids), s.proc!.pid);
+        s.rounds.push({ split, requests: x.requests });
+        const per = (v: number): string => k(v / x.requests);
+        process.stderr.write(`${s.label} round ${r + 1}: ${x.requests} requests, thousand instructions per request: workers' main ${per(split.workersMain)}, workers' other ${per(split.workersOther)}, primary ${per(split.primary)}\n`);
+      }
+    }
+    process.stdout.write(`${rounds} rounds of ${durationS} s after ${warmupS} s of warm-up, ${workers} worker${workers === 1 ? '' : 's'}, medians of thousand instructions per request (range of the total):\n\n`
+      + '| side | tree:scenario | workers\' main threads | workers\' other threads | primary | total | range | total − A |\n|---|---|---|---|---|---|---|---|\n');
+    const totals = sides.map((s) => median(s.rounds.map((x) => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests)));
+    for (const [i, s] of sides.entries()) {
+      const per = (f: (x: Split) => number): number => median(s.rounds.map((x) => f(x.split) / x.requests));
+      const all = s.rounds.map((x) => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${k(per((x) => x.workersMain))} | ${k(per((x) => x.workersOther))} | ${k(per((x) => x.primary))} | ${k(totals[i])} | ${k(Math.min(...all))}–${k(Math.max(...all))} | ${i === 0 ? '' : k(totals[i] - totals[0])} |\n`);
+    }
+  } finally {
+    for (const s of sides) {
+      if (s.proc === null) continue;
+      const pids = processTree(s.proc.pid);
+      await s.proc.stop('SIGTERM');
+      for (const pid of pids) {
+        try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      }
+    }
+    await mock.proc.stop('SIGTERM');
+    await redis?.proc.stop('SIGTERM');
+  }
+}
+
+await main();
