@@ -5,7 +5,7 @@
  * runs beside it. They do not weigh cache misses or branch mispredictions, so they say whether a
  * change removes work, not how many microseconds it saves.
  *
- *   node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N]
+ *   node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads]
  *
  * Each side (a router scenario such as router, router-log, router-local or router-global, or the
  * bare floor uws-http1-proxy) runs whole under `valgrind --tool=callgrind --separate-threads=yes
@@ -13,9 +13,11 @@
  * V8 has optimised the hot functions), each round zeroes every process's counters, loads the side
  * with wrk (4 connections, closed loop) for the round's duration and dumps them: instructions over
  * the requests wrk completed. Rounds alternate the sides' order; medians are printed, split into
- * the workers' main threads (JavaScript, uWS, the event loop), their other threads (V8's compiler
- * and garbage-collector helpers, libuv's pool) and the primary. The other threads vary most: a
- * round with an optimisation or a major collection in it shows there.
+ * the workers' main threads (JavaScript, uWS, the event loop), their other threads (libuv's pool,
+ * worker threads) and the primary. Node runs with V8's `--single-threaded`: V8's compiler and
+ * garbage-collector helpers run on the main thread, in order, instead of on helper threads
+ * whose work under valgrind's one-thread-at-a-time scheduling lags the load by tens of seconds
+ * and made rounds differ by half; `--v8-threads` keeps them (the native layout).
  *
  * Needs valgrind and wrk. Start-up under valgrind takes about a minute per side; the sides start
  * together (instruction counts do not depend on sharing the CPUs).
@@ -31,7 +33,7 @@ import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, ty
 import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
 import { writeFileSync } from 'node:fs';
 
-const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N]';
+const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads]';
 
 interface Side {
   readonly label: string;
@@ -97,11 +99,13 @@ async function main(): Promise<void> {
   let durationS = 15;
   let warmupS = 60;
   let workers = 1;
+  let v8Threads = false;
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
     else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
     else if (args[i] === '--warmup') warmupS = number('--warmup', args[++i]);
     else if (args[i] === '--workers') workers = number('--workers', args[++i]);
+    else if (args[i] === '--v8-threads') v8Threads = true;
     else positional.push(args[i]);
   }
   if (positional.length === 0) throw new Error(USAGE);
@@ -120,7 +124,7 @@ async function main(): Promise<void> {
     for (const s of sides) {
       const port = await freePort();
       const { args: nodeArgs, env } = command(s, port, mock.url, mock.port, redis?.address ?? null, workers);
-      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
+      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, ...(v8Threads ? [] : ['--single-threaded']), ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
       s.url = `http://127.0.0.1:${port}${PATH}`;
     }
     await Promise.all(sides.map(waitUntilAnswering));

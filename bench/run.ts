@@ -16,9 +16,8 @@ import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
-import {
-  haveBinary, ROOT, startHttp1Proxy, startMock, startNginx, startRedis, startReferenceProxy, startRouter, stopAll, tempDir, type Target,
-} from './targets.js';
+import * as targetsModule from './targets.js';
+import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target } from './targets.js';
 import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
 import { scriptCalls } from './redis-stats.js';
@@ -28,6 +27,10 @@ import {
 } from './scenarios.js';
 import { spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
+import * as scenariosModule from './scenarios.js';
+import { startTarget, type TargetModules } from './start-target.js';
+
+const THIS_TREE: TargetModules = { targets: targetsModule, scenarios: scenariosModule };
 
 const log = (m: string): void => { process.stderr.write(`[bench] ${m}\n`); };
 
@@ -69,11 +72,11 @@ async function main(): Promise<void> {
   writeFileSync(authFile, tenantAuthYaml((k) => createHash('sha256').update(k).digest('hex')));
   const targets = new Map<TargetKey, Target>([['mock', mock], ['mock-long', mockLong]]);
   const resourcesOf = (key: TargetKey): string => routerResources(mock.port, mockLong.port, limitModeOf(key, redis?.address ?? null));
-  await Promise.all([...needed].map(async (key) => {
-    if (key.startsWith('router-')) targets.set(key, await startRouter(key, resourcesOf(key), opts.workers, routerEnv(key, logFile(key), collector?.url ?? null, authFile)));
-    else if (key === 'nginx') targets.set(key, await startNginx(nginxBin!, mock.port, opts.workers));
-    else if (key === 'uws-http1-proxy') targets.set(key, await startHttp1Proxy(mock.url, opts.workers));
-    else if (key === 'node-proxy' || key === 'uws-proxy') targets.set(key, await startReferenceProxy(key === 'node-proxy' ? 'node' : 'uws', mock.url, opts.workers));
+  await Promise.all([...needed].filter((key) => !targets.has(key)).map(async (key) => {
+    targets.set(key, await startTarget(THIS_TREE, key, {
+      name: key, workers: opts.workers, mock, mockLong, redis: redis?.address ?? null,
+      nginxBin: nginxBin ?? undefined, logFile: logFile(key), collector: collector?.url ?? null, authFile,
+    }));
   }));
   await sanityCheck(scenarios, targets);
 

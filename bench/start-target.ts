@@ -1,7 +1,8 @@
 /**
- * Starts the proxy a bench scenario's target names (nginx, the bare uWS + HTTP/1.1 client floor, or
- * a router with that scenario's limit mode and settings), from the bench modules of a tree:
- * compare-trees starts each side from its own tree's modules, sched-delay from this tree's.
+ * Starts the proxy a bench scenario's target names (nginx, the bare uWS + HTTP/1.1 client floor,
+ * the reference proxies, or a router with that scenario's limit mode and settings), from the bench
+ * modules of a tree: compare-trees starts each side from its own tree's modules, the main bench
+ * and sched-delay from this tree's.
  */
 import type { LimitMode, TargetKey } from './scenarios.js';
 import type { Target } from './targets.js';
@@ -15,10 +16,12 @@ export interface TargetModules {
     tempDir(prefix: string): string;
     startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
     startHttp1Proxy(upstream: string, workers: number): Promise<Target>;
+    /** Absent from trees older than the reference proxies. */
+    startReferenceProxy?(kind: 'node' | 'uws', upstream: string, workers: number): Promise<Target>;
   };
   scenarios: {
     routerResources(mockPort: number, longPort: number, mode: LimitMode): string;
-    routerEnv(target: TargetKey, logFile: string): NodeJS.ProcessEnv;
+    routerEnv(target: TargetKey, logFile: string, collector?: string | null, authFile?: string | null): NodeJS.ProcessEnv;
     limitModeOf(target: TargetKey, redis: string | null): LimitMode;
   };
 }
@@ -34,12 +37,24 @@ export interface TargetStart {
   readonly redis: string | null;
   /** Node flags for a router's processes. */
   readonly nodeArgs?: string[];
+  /** nginx's binary (default: `nginx` on PATH). */
+  readonly nginxBin?: string;
+  /** The access log's file (default: one in a fresh temp dir). */
+  readonly logFile?: string;
+  /** The mock OTLP collector's URL (router-trace) and the tenant auth file (router-tenant). */
+  readonly collector?: string | null;
+  readonly authFile?: string | null;
 }
 
 export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart): Promise<Target> {
-  if (target === 'nginx') return m.targets.startNginx('nginx', s.mock.port, s.workers);
+  if (target === 'nginx') return m.targets.startNginx(s.nginxBin ?? 'nginx', s.mock.port, s.workers);
   if (target === 'uws-http1-proxy') return m.targets.startHttp1Proxy(s.mock.url, s.workers);
+  if (target === 'node-proxy' || target === 'uws-proxy') {
+    if (m.targets.startReferenceProxy === undefined) throw new Error(`this tree's bench cannot start ${target}`);
+    return m.targets.startReferenceProxy(target === 'node-proxy' ? 'node' : 'uws', s.mock.url, s.workers);
+  }
+  if (!target.startsWith('router-')) throw new Error(`${target} is not a proxy this bench starts`);
   const yaml = m.scenarios.routerResources(s.mock.port, s.mockLong.port, m.scenarios.limitModeOf(target, s.redis));
-  const env = m.scenarios.routerEnv(target, `${m.targets.tempDir(`ir-${s.name}-log-`)}/access.log`);
+  const env = m.scenarios.routerEnv(target, s.logFile ?? `${m.targets.tempDir(`ir-${s.name}-log-`)}/access.log`, s.collector ?? null, s.authFile ?? null);
   return m.targets.startRouter(s.name, yaml, s.workers, env, s.nodeArgs ?? []);
 }
