@@ -95,9 +95,9 @@ const k = (v: number): string => (v / 1000).toFixed(1);
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const positional: string[] = [];
-  let rounds = 5;
+  let rounds = 7;
   let durationS = 15;
-  let warmupS = 60;
+  let warmupS = 120;
   let workers = 1;
   let v8Threads = false;
   for (let i = 0; i < args.length; i++) {

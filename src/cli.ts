@@ -4,6 +4,7 @@ import { parseCommand, UsageError, USAGE } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { ResourceError } from './config/resources.js';
 import { loadUws } from './http/uws.js';
+import { keepStringPrototypeFast } from './fast-string-prototype.js';
 import { OpsLog } from './observe/ops-log.js';
 import { parseAllSettings } from './settings.js';
 
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
 
   if (cluster.isPrimary) {
     const { runPrimary } = await import('./primary/primary.js');
+    keepStringPrototypeFast(); // after the imports: ioredis's load undoes it (fast-string-prototype.ts)
     try {
       await runPrimary(settings, argv);
     } catch (err) {
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
     }
   } else {
     const { runWorker } = await import('./worker/worker.js');
+    keepStringPrototypeFast();
     try {
       await runWorker(settings);
     } catch (err) {
