@@ -17,7 +17,12 @@
  * worker threads) and the primary. Node runs with V8's `--single-threaded`: V8's compiler and
  * garbage-collector helpers run on the main thread, in order, instead of on helper threads
  * whose work under valgrind's one-thread-at-a-time scheduling lags the load by tens of seconds
- * and made rounds differ by half; `--v8-threads` keeps them (the native layout).
+ * and made rounds differ by half; `--v8-threads` keeps them (the native layout). V8's memory
+ * reducer is off (`--no-memory-reducer`): it starts full collections when the allocation rate per
+ * millisecond looks idle, which under valgrind's slowdown it always does.
+ *
+ * A disturbance (a collection, a recompilation) only adds instructions to a round, so the lowest
+ * round is printed beside the median: the least disturbed count of the work per request.
  *
  * Needs valgrind and wrk. Start-up under valgrind takes about a minute per side; the sides start
  * together (instruction counts do not depend on sharing the CPUs).
@@ -124,7 +129,7 @@ async function main(): Promise<void> {
     for (const s of sides) {
       const port = await freePort();
       const { args: nodeArgs, env } = command(s, port, mock.url, mock.port, redis?.address ?? null, workers);
-      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, ...(v8Threads ? [] : ['--single-threaded']), ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
+      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, '--no-memory-reducer', ...(v8Threads ? [] : ['--single-threaded']), ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
       s.url = `http://127.0.0.1:${port}${PATH}`;
     }
     await Promise.all(sides.map(waitUntilAnswering));
@@ -144,13 +149,14 @@ async function main(): Promise<void> {
         process.stderr.write(`${s.label} round ${r + 1}: ${x.requests} requests, thousand instructions per request: workers' main ${per(split.workersMain)}, workers' other ${per(split.workersOther)}, primary ${per(split.primary)}\n`);
       }
     }
-    process.stdout.write(`${rounds} rounds of ${durationS} s after ${warmupS} s of warm-up, ${workers} worker${workers === 1 ? '' : 's'}, medians of thousand instructions per request (range of the total):\n\n`
-      + '| side | tree:scenario | workers\' main threads | workers\' other threads | primary | total | range | total − A |\n|---|---|---|---|---|---|---|---|\n');
-    const totals = sides.map((s) => median(s.rounds.map((x) => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests)));
+    process.stdout.write(`${rounds} rounds of ${durationS} s after ${warmupS} s of warm-up, ${workers} worker${workers === 1 ? '' : 's'}, thousand instructions per request, medians and the lowest round's total:\n\n`
+      + '| side | tree:scenario | workers\' main threads | workers\' other threads | primary | total | range | lowest − A\'s lowest |\n|---|---|---|---|---|---|---|---|\n');
+    const totalsOf = (s: Side): number[] => s.rounds.map((x) => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests);
+    const lowest = sides.map((s) => Math.min(...totalsOf(s)));
     for (const [i, s] of sides.entries()) {
       const per = (f: (x: Split) => number): number => median(s.rounds.map((x) => f(x.split) / x.requests));
-      const all = s.rounds.map((x) => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests);
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${k(per((x) => x.workersMain))} | ${k(per((x) => x.workersOther))} | ${k(per((x) => x.primary))} | ${k(totals[i])} | ${k(Math.min(...all))}–${k(Math.max(...all))} | ${i === 0 ? '' : k(totals[i] - totals[0])} |\n`);
+      const all = totalsOf(s);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${k(per((x) => x.workersMain))} | ${k(per((x) => x.workersOther))} | ${k(per((x) => x.primary))} | ${k(median(all))} | ${k(lowest[i])}–${k(Math.max(...all))} | ${i === 0 ? '' : k(lowest[i] - lowest[0])} |\n`);
     }
   } finally {
     for (const s of sides) {
