@@ -18,11 +18,13 @@
  * garbage-collector helpers run on the main thread, in order, instead of on helper threads
  * whose work under valgrind's one-thread-at-a-time scheduling lags the load by tens of seconds
  * and made rounds differ by half; `--v8-threads` keeps them (the native layout). V8's memory
- * reducer is off (`--no-memory-reducer`): it starts full collections when the allocation rate per
- * millisecond looks idle, which under valgrind's slowdown it always does.
+ * reducer is off too (`--no-memory-reducer`: it starts full collections when the allocation rate
+ * per millisecond looks idle, as it does at valgrind's speed); that did not remove the outliers.
  *
- * A disturbance (a collection, a recompilation) only adds instructions to a round, so the lowest
- * round is printed beside the median: the least disturbed count of the work per request.
+ * A router's rounds still differ: some carry 100 million instructions or more beyond the others
+ * (a recompilation, a collection). A disturbance only adds instructions, so the lowest round is
+ * printed beside the median: the least disturbed count of the work per request, the figure to
+ * compare builds by.
  *
  * Needs valgrind and wrk. Start-up under valgrind takes about a minute per side; the sides start
  * together (instruction counts do not depend on sharing the CPUs).
