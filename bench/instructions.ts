@@ -31,8 +31,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { spawnProcess, freePort, type Proc } from '../test/helpers/processes.js';
-import { awaitDumps, splitByRole, takeDumps, type Split } from './callgrind-dumps.js';
+import { spawnProcess, freePort, waitWhileRunning, type Proc } from '../test/helpers/processes.js';
+import { awaitDumps, splitByRole, type Split } from './callgrind-dumps.js';
+import { numberArg } from './number-arg.js';
 import { runWrk } from './load-wrk.js';
 import { median } from './order-stats.js';
 import { processTree } from './proc-cpu.js';
@@ -40,6 +41,7 @@ import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, ty
 import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
 import { writeFileSync } from 'node:fs';
 
+const NUMBER_OPTIONS: ReadonlySet<string> = new Set(['--rounds', '--duration', '--warmup', '--workers']);
 const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads]';
 
 interface Side {
@@ -50,12 +52,6 @@ interface Side {
   proc: Proc | null;
   url: string;
   readonly rounds: { split: Split; requests: number }[];
-}
-
-function number(flag: string, v: string | undefined): number {
-  const n = Number(v);
-  if (!(n > 0)) throw new Error(`${flag}: expected a positive number, got ${JSON.stringify(v)}\n${USAGE}`);
-  return n;
 }
 
 /** The command line of a side: the tree's router CLI or its bare floor proxy. */
@@ -74,23 +70,16 @@ function command(s: Side, port: number, mockUrl: string, mockPort: number, redis
   };
 }
 
+/** Whether the side answers a request 200 (a refused connection throws: waitWhileRunning tries again). */
 async function answers(url: string, body: string): Promise<boolean> {
-  try {
-    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    await r.arrayBuffer();
-    return r.status === 200;
-  } catch {
-    return false;
-  }
+  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  await r.arrayBuffer();
+  return r.status === 200;
 }
 
-async function waitUntilAnswering(s: Side): Promise<void> {
-  const end = Date.now() + 300_000;
-  while (!(await answers(s.url, s.scenario.bodies[0]))) {
-    if (s.proc!.child.exitCode !== null) throw new Error(`${s.label} exited under valgrind:\n${s.proc!.output().slice(-4000)}`);
-    if (Date.now() > end) throw new Error(`${s.label} did not answer within 300 s under valgrind`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
+/** Waits (up to 300 s: start-up under valgrind takes about a minute) until the side answers a request. */
+function waitUntilAnswering(s: Side): Promise<boolean> {
+  return waitWhileRunning(`${s.label} to answer under valgrind`, s.proc!, () => answers(s.url, s.scenario.bodies[0]), 300_000);
 }
 
 function callgrindControl(flag: '-z' | '-d', pid: number): void {
@@ -102,19 +91,17 @@ const k = (v: number): string => (v / 1000).toFixed(1);
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const positional: string[] = [];
-  let rounds = 7;
-  let durationS = 15;
-  let warmupS = 120;
-  let workers = 1;
-  let v8Threads = false;
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
-    else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
-    else if (args[i] === '--warmup') warmupS = number('--warmup', args[++i]);
-    else if (args[i] === '--workers') workers = number('--workers', args[++i]);
-    else if (args[i] === '--v8-threads') v8Threads = true;
+    if (NUMBER_OPTIONS.has(args[i])) i++;
+    else if (args[i] === '--v8-threads') continue;
+    else if (args[i].startsWith('--')) throw new Error(`${args[i]}: unknown option\n${USAGE}`);
     else positional.push(args[i]);
   }
+  const rounds = numberArg(args, '--rounds', 7);
+  const durationS = numberArg(args, '--duration', 15);
+  const warmupS = numberArg(args, '--warmup', 120);
+  const workers = numberArg(args, '--workers', 1);
+  const v8Threads = args.includes('--v8-threads');
   if (positional.length === 0) throw new Error(USAGE);
   for (const bin of ['valgrind', 'callgrind_control', 'wrk']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (apt-get install valgrind wrk)`);
   const sides: Side[] = positional.map((arg, i) => {
@@ -137,7 +124,6 @@ async function main(): Promise<void> {
     await Promise.all(sides.map(waitUntilAnswering));
     const spec = (s: Side, d: number) => ({ url: s.url, bodies: s.scenario.bodies, connections: 4, durationS: d });
     for (const s of sides) await runWrk('wrk', spec(s, warmupS));
-    for (const s of sides) takeDumps(s.dir); // exit dumps of start-up helpers, if any
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = processTree(s.proc!.pid);
