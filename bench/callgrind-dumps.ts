@@ -33,7 +33,7 @@ export function dumpTotal(text: string): number {
  * Every thread dump in `dir` (the `cg.` prefix), removed once read so the next dump stands alone.
  * A file still being written (no totals line yet) is left for the next call.
  */
-export function takeDumps(dir: string): ThreadDump[] {
+export function takeDumps(dir: string, onText?: (dump: ThreadDump, text: string) => void): ThreadDump[] {
   const out: ThreadDump[] = [];
   for (const name of readdirSync(dir)) {
     const parts = parseDumpName(name);
@@ -41,7 +41,9 @@ export function takeDumps(dir: string): ThreadDump[] {
     const file = join(dir, name);
     const text = readFileSync(file, 'utf8');
     if (!HAS_TOTAL.test(text)) continue;
-    out.push({ ...parts, instructions: dumpTotal(text) });
+    const dump = { ...parts, instructions: dumpTotal(text) };
+    if (onText !== undefined) onText(dump, text);
+    out.push(dump);
     rmSync(file);
   }
   return out;
@@ -52,9 +54,9 @@ const HAS_TOTAL = /^(?:totals|summary):/m;
 /**
  * Waits until each of `pids` has a complete main-thread dump in `dir` and the files have stopped
  * changing (callgrind_control returns before a busy process has written its dump), then takes
- * them all.
+ * them all (`onText`, when given, is handed each one's text first).
  */
-export async function awaitDumps(dir: string, pids: readonly number[], timeoutMs = 60_000): Promise<ThreadDump[]> {
+export async function awaitDumps(dir: string, pids: readonly number[], timeoutMs = 60_000, onText?: (dump: ThreadDump, text: string) => void): Promise<ThreadDump[]> {
   const end = Date.now() + timeoutMs;
   let lastNames = '';
   for (;;) {
@@ -65,7 +67,7 @@ export async function awaitDumps(dir: string, pids: readonly number[], timeoutMs
     }));
     const joined = names.join(' ');
     if (complete && joined === lastNames) {
-      const all = takeDumps(dir);
+      const all = takeDumps(dir, onText);
       if (readdirSync(dir).some((n) => parseDumpName(n) !== null)) throw new Error(`callgrind dumps in ${dir} still incomplete`);
       return all;
     }

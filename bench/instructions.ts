@@ -26,13 +26,20 @@
  * printed beside the median: the least disturbed count of the work per request, the figure to
  * compare builds by.
  *
+ * `--functions N` adds, per side, the N functions with the most instructions of their own per
+ * request in the workers' main threads, and for every side after the first the N largest
+ * differences from side A, both from each side's lowest round. Node then runs with
+ * `--perf-basic-prof`, whose `/tmp/perf-<pid>.map` names the optimised JavaScript callgrind only
+ * knows by address (callgrind-functions.ts).
+ *
  * Needs valgrind and wrk. Start-up under valgrind takes about a minute per side; the sides start
  * together (instruction counts do not depend on sharing the CPUs).
  */
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { spawnProcess, freePort, waitWhileRunning, type Proc } from '../test/helpers/processes.js';
-import { awaitDumps, splitByRole, type Split } from './callgrind-dumps.js';
+import { awaitDumps, splitByRole, type Split, type ThreadDump } from './callgrind-dumps.js';
+import { addMapped, largest, PerfMap, selfCostByFunction } from './callgrind-functions.js';
 import { numberArg } from './number-arg.js';
 import { runWrk } from './load-wrk.js';
 import { median } from './order-stats.js';
@@ -41,8 +48,8 @@ import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, ty
 import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
 import { writeFileSync } from 'node:fs';
 
-const NUMBER_OPTIONS: ReadonlySet<string> = new Set(['--rounds', '--duration', '--warmup', '--workers']);
-const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads]';
+const NUMBER_OPTIONS: ReadonlySet<string> = new Set(['--rounds', '--duration', '--warmup', '--workers', '--functions']);
+const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads] [--functions N]';
 
 interface Side {
   readonly label: string;
@@ -51,7 +58,8 @@ interface Side {
   readonly dir: string;
   proc: Proc | null;
   url: string;
-  readonly rounds: { split: Split; requests: number }[];
+  /** Per round: the split by role, wrk's completed requests and (with --functions) the workers' main threads by function. */
+  readonly rounds: { split: Split; requests: number; functions: Map<string, number> | null }[];
 }
 
 /** The command line of a side: the tree's router CLI or its bare floor proxy. */
@@ -102,6 +110,7 @@ async function main(): Promise<void> {
   const warmupS = numberArg(args, '--warmup', 120);
   const workers = numberArg(args, '--workers', 1);
   const v8Threads = args.includes('--v8-threads');
+  const functions = numberArg(args, '--functions', 0);
   if (positional.length === 0) throw new Error(USAGE);
   for (const bin of ['valgrind', 'callgrind_control', 'wrk']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (apt-get install valgrind wrk)`);
   const sides: Side[] = positional.map((arg, i) => {
@@ -118,7 +127,7 @@ async function main(): Promise<void> {
     for (const s of sides) {
       const port = await freePort();
       const { args: nodeArgs, env } = command(s, port, mock.url, mock.port, redis?.address ?? null, workers);
-      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, '--no-memory-reducer', ...(v8Threads ? [] : ['--single-threaded']), ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
+      s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, '--no-memory-reducer', ...(v8Threads ? [] : ['--single-threaded']), ...(functions > 0 ? ['--perf-basic-prof'] : []), ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
       s.url = `http://127.0.0.1:${port}${PATH}`;
     }
     await Promise.all(sides.map(waitUntilAnswering));
@@ -131,8 +140,12 @@ async function main(): Promise<void> {
         const x = await runWrk('wrk', spec(s, durationS));
         for (const pid of pids) callgrindControl('-d', pid);
         if (x.non2xx > 0 || x.errors > 0) throw new Error(`${s.label}: ${x.non2xx} answers other than 2xx and ${x.errors} errors in round ${r + 1}`);
-        const split = splitByRole(await awaitDumps(s.dir, pids), s.proc!.pid);
-        s.rounds.push({ split, requests: x.requests });
+        const byFunction = functions > 0 ? new Map<string, number>() : null;
+        const onText = byFunction === null ? undefined : (d: ThreadDump, text: string): void => {
+          if (d.pid !== s.proc!.pid && d.thread === 1) addMapped(byFunction, selfCostByFunction(text), PerfMap.ofProcess(d.pid), resolve(s.tree));
+        };
+        const split = splitByRole(await awaitDumps(s.dir, pids, undefined, onText), s.proc!.pid);
+        s.rounds.push({ split, requests: x.requests, functions: byFunction });
         const per = (v: number): string => k(v / x.requests);
         process.stderr.write(`${s.label} round ${r + 1}: ${x.requests} requests, thousand instructions per request: workers' main ${per(split.workersMain)}, workers' other ${per(split.workersOther)}, primary ${per(split.primary)}\n`);
       }
@@ -146,6 +159,7 @@ async function main(): Promise<void> {
       const all = totalsOf(s);
       process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id} | ${k(per((x) => x.workersMain))} | ${k(per((x) => x.workersOther))} | ${k(per((x) => x.primary))} | ${k(median(all))} | ${k(lowest[i])}–${k(Math.max(...all))} | ${i === 0 ? '' : k(lowest[i] - lowest[0])} |\n`);
     }
+    if (functions > 0) printFunctions(sides, functions);
   } finally {
     for (const s of sides) {
       if (s.proc === null) continue;
@@ -157,6 +171,23 @@ async function main(): Promise<void> {
     }
     await mock.proc.stop('SIGTERM');
     await redis?.proc.stop('SIGTERM');
+  }
+}
+
+/** Per side, its lowest round's functions per request; then each side's largest differences from A's. */
+function printFunctions(sides: readonly Side[], top: number): void {
+  const perRequest = sides.map((s) => {
+    const total = (x: Side['rounds'][number]): number => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests;
+    const low = s.rounds.reduce((a, b) => (total(b) < total(a) ? b : a));
+    return new Map([...low.functions!].map(([n, v]) => [n, v / low.requests]));
+  });
+  const row = ([name, v]: [string, number]): string => `| ${k(v)} | ${name.replaceAll('|', '\\|').slice(0, 140)} |\n`;
+  for (const [i, s] of sides.entries()) {
+    process.stdout.write(`\n${s.label} (${s.tree}:${s.scenario.id}), lowest round, workers' main threads, thousand instructions per request by function (self):\n\n| k instr | function |\n|---|---|\n`);
+    for (const r of largest(perRequest[i], top)) process.stdout.write(row(r));
+    if (i === 0) continue;
+    process.stdout.write(`\n${s.label} − A, the largest differences by function:\n\n| k instr | function |\n|---|---|\n`);
+    for (const r of largest(perRequest[i], top, perRequest[0])) process.stdout.write(row(r));
   }
 }
 

@@ -39,6 +39,15 @@ describe('callgrind dumps', () => {
     expect(readdirSync(dir)).toEqual(['cg.7']);
   });
 
+  test('takeDumps hands each dump\'s text to onText before removing it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-cg-'));
+    writeFileSync(join(dir, 'cg.7.2-01'), 'fn=a\n1 30\ntotals: 30\n');
+    const seen: string[] = [];
+    takeDumps(dir, (d, text) => seen.push(`${d.pid}.${d.thread}:${text.length}:${readdirSync(dir).length}`));
+    expect(seen).toEqual(['7.1:21:1']);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   test('a file without its totals line yet is left for later', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ir-cg-'));
     writeFileSync(join(dir, 'cg.7.2-01'), 'events: Ir\nfn=x\n');
