@@ -7,6 +7,9 @@ import type { Decision, LimitState } from '../ratelimit/limiter.js';
  * benchmarks showed the text version (template strings of the numbers, three calls) costing about
  * 2.5 µs more per answer; which part of it (the text, or native code's handling of the strings)
  * was not measured apart (docs/internals/performance-changes.md, "Rate-limit headers as bytes").
+ * The text that depends only on the scope and the limits (the limit lines) is made once per limit;
+ * numbers are written in int32 arithmetic (a block of two 10-digit limits: 254 → 130 ns, the
+ * same section).
  */
 
 /** Longest block: 7 header lines, each under 70 bytes even with a number written by String(), fit well inside. */
@@ -15,14 +18,47 @@ const SCRATCH = Buffer.allocUnsafeSlow(1024);
 const VIEWS: Uint8Array[] = [];
 
 const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'latin1'));
-const SCOPE_ROUTE = bytes('route');
-const SCOPE_TENANT = bytes('tenant');
-const LIMIT_INPUT = bytes('\r\nx-ratelimit-limit-input-tokens: ');
-const REMAINING_INPUT = bytes('\r\nx-ratelimit-remaining-input-tokens: ');
 const RESET_INPUT = bytes('\r\nx-ratelimit-reset-input-tokens: ');
-const LIMIT_OUTPUT = bytes('\r\nx-ratelimit-limit-output-tokens: ');
-const REMAINING_OUTPUT = bytes('\r\nx-ratelimit-remaining-output-tokens: ');
 const RESET_OUTPUT = bytes('\r\nx-ratelimit-reset-output-tokens: ');
+
+/**
+ * The fixed text of one limit's block (scope and limits), cut where the numbers that change go:
+ * `scope` [limit and remaining-name of input] n [reset-name] n [limit and remaining-name of
+ * output] n [reset-name] n. A direction without a limit has no text and no numbers.
+ */
+class Template {
+  constructor(
+    readonly scope: 'route' | 'tenant',
+    readonly inLimit: number,
+    readonly outLimit: number,
+    /** The scope, then the input's limit line and its remaining line's name (or the scope alone). */
+    readonly head: Uint8Array,
+    /** The output's limit line and its remaining line's name (with the scope when there is no input limit). */
+    readonly out: Uint8Array | null,
+  ) {}
+}
+
+/** The templates of the last few limits seen (a route's and a tenant's alternate); most recent first. */
+const TEMPLATES: Template[] = [];
+const MAX_TEMPLATES = 8;
+const NONE = -1;
+
+function templateOf(scope: 'route' | 'tenant', i: LimitState | null, o: LimitState | null): Template {
+  const inLimit = i === null ? NONE : i.limit;
+  const outLimit = o === null ? NONE : o.limit;
+  for (let k = 0; k < TEMPLATES.length; k++) {
+    const t = TEMPLATES[k];
+    if (t.inLimit === inLimit && t.outLimit === outLimit && t.scope === scope) return t;
+  }
+  const input = i === null ? '' : `\r\nx-ratelimit-limit-input-tokens: ${inLimit}\r\nx-ratelimit-remaining-input-tokens: `;
+  const output = o === null ? null : `\r\nx-ratelimit-limit-output-tokens: ${outLimit}\r\nx-ratelimit-remaining-output-tokens: `;
+  const t = i === null && output !== null
+    ? new Template(scope, inLimit, outLimit, new Uint8Array(0), bytes(scope + output))
+    : new Template(scope, inLimit, outLimit, bytes(scope + input), output === null ? null : bytes(output));
+  TEMPLATES.unshift(t);
+  if (TEMPLATES.length > MAX_TEMPLATES) TEMPLATES.pop();
+  return t;
+}
 
 /** The name of the first header line; the value returned by encodeRateHeaders carries the rest. */
 export const RATE_HEADERS_FIRST_NAME = 'x-ratelimit-scope';
@@ -30,24 +66,27 @@ export const RATE_HEADERS_FIRST_NAME = 'x-ratelimit-scope';
 /**
  * The value to write under RATE_HEADERS_FIRST_NAME: the scope, then for each direction with a
  * limit its limit, remaining and reset lines. A view of a shared buffer, valid until the next
- * call: write it at once (uWS copies it).
+ * call: write it at once (uWS copies it). The text that depends only on the scope and the limits
+ * is made once per limit (a few are kept); per answer only the remaining and reset numbers are
+ * written as digits.
  */
 export function encodeRateHeaders(d: Decision, scope: 'route' | 'tenant' | null): Uint8Array {
-  let at = put(SCRATCH, 0, scope === 'tenant' ? SCOPE_TENANT : SCOPE_ROUTE);
   const i = d.input;
-  if (i !== null) at = putDirection(at, i, LIMIT_INPUT, REMAINING_INPUT, RESET_INPUT);
   const o = d.output;
-  if (o !== null) at = putDirection(at, o, LIMIT_OUTPUT, REMAINING_OUTPUT, RESET_OUTPUT);
+  const t = templateOf(scope === 'tenant' ? 'tenant' : 'route', i, o);
+  let at = put(SCRATCH, 0, t.head);
+  if (i !== null) {
+    at = putNumber(SCRATCH, at, i.remaining);
+    at = put(SCRATCH, at, RESET_INPUT);
+    at = putNumber(SCRATCH, at, i.resetSeconds);
+  }
+  if (o !== null) {
+    at = put(SCRATCH, at, t.out!);
+    at = putNumber(SCRATCH, at, o.remaining);
+    at = put(SCRATCH, at, RESET_OUTPUT);
+    at = putNumber(SCRATCH, at, o.resetSeconds);
+  }
   return VIEWS[at] ??= new Uint8Array(SCRATCH.buffer, SCRATCH.byteOffset, at);
-}
-
-function putDirection(at: number, s: LimitState, limit: Uint8Array, remaining: Uint8Array, reset: Uint8Array): number {
-  at = put(SCRATCH, at, limit);
-  at = putNumber(SCRATCH, at, s.limit);
-  at = put(SCRATCH, at, remaining);
-  at = putNumber(SCRATCH, at, s.remaining);
-  at = put(SCRATCH, at, reset);
-  return putNumber(SCRATCH, at, s.resetSeconds);
 }
 
 function put(buf: Buffer, at: number, b: Uint8Array): number {
@@ -55,15 +94,41 @@ function put(buf: Buffer, at: number, b: Uint8Array): number {
   return at + b.length;
 }
 
+const BILLION = 1_000_000_000;
+
 /** Writes `n` as decimal digits at `at`; anything but a non-negative safe integer as String(n) would. */
 export function putNumber(buf: Buffer, at: number, n: number): number {
+  if (n >= 0 && n < BILLION && (n | 0) === n) return putSmall(buf, at, n);
   if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER && Math.floor(n) === n)) return at + buf.write(String(n), at, 'latin1');
-  let digits = 1;
-  for (let p = 10; p <= n; p *= 10) digits++;
-  let v = n;
+  // Above 10^9: the high part, then the low nine digits zero-padded; each part fits in 32 bits.
+  const high = Math.floor(n / BILLION);
+  at = high < BILLION ? putSmall(buf, at, high) : putNumber(buf, at, high);
+  return putDigits(buf, at, n - high * BILLION, 9);
+}
+
+/** n in 0..10^9-1, in int32 arithmetic. */
+function putSmall(buf: Buffer, at: number, n: number): number {
+  return putDigits(buf, at, n, digitsOf(n));
+}
+
+function digitsOf(n: number): number {
+  if (n < 10) return 1;
+  if (n < 100) return 2;
+  if (n < 1000) return 3;
+  if (n < 10000) return 4;
+  if (n < 100000) return 5;
+  if (n < 1000000) return 6;
+  if (n < 10000000) return 7;
+  if (n < 100000000) return 8;
+  return 9;
+}
+
+/** The low `digits` decimal digits of n (0 ≤ n < 10^9), zero-padded. */
+function putDigits(buf: Buffer, at: number, n: number, digits: number): number {
+  let v = n | 0;
   for (let k = at + digits - 1; k >= at; k--) {
-    const q = Math.floor(v / 10);
-    buf[k] = 48 + (v - q * 10);
+    const q = (v / 10) | 0;
+    buf[k] = 48 + v - q * 10;
     v = q;
   }
   return at + digits;

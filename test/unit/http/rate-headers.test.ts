@@ -57,6 +57,26 @@ describe('rate-limit headers as bytes', () => {
   });
 });
 
+describe('rate-limit header templates', () => {
+  it('the fixed text is kept per scope and limits: alternating limits, a changed limit and more limits than are kept all come out right', () => {
+    const route = (limit: number, remaining: number): Decision => decision({ limit, remaining, resetSeconds: 1 }, { limit: limit * 2, remaining: remaining * 2, resetSeconds: 1 });
+    const tenant = (remaining: number): Decision => decision(null, { limit: 500, remaining, resetSeconds: 30 });
+    const expected = (d: Decision, scope: 'route' | 'tenant'): string[] => [
+      `x-ratelimit-scope: ${scope}`,
+      ...(d.input === null ? [] : [`x-ratelimit-limit-input-tokens: ${d.input.limit}`, `x-ratelimit-remaining-input-tokens: ${d.input.remaining}`, `x-ratelimit-reset-input-tokens: ${d.input.resetSeconds}`]),
+      ...(d.output === null ? [] : [`x-ratelimit-limit-output-tokens: ${d.output.limit}`, `x-ratelimit-remaining-output-tokens: ${d.output.remaining}`, `x-ratelimit-reset-output-tokens: ${d.output.resetSeconds}`]),
+    ];
+    for (let k = 0; k < 3; k++) {
+      for (const [d, scope] of [[route(1000, 999 - k), 'route'], [tenant(400 - k), 'tenant'], [route(1000, 998), 'tenant'], [route(2000, 5), 'route']] as const) {
+        expect(lines(d, scope)).toEqual(expected(d, scope));
+      }
+    }
+    for (let limit = 1; limit <= 20; limit++) expect(lines(route(limit, 0), 'route')).toEqual(expected(route(limit, 0), 'route'));
+    expect(lines(route(1, 1), 'route')).toEqual(expected(route(1, 1), 'route'));
+    expect(lines(tenant(7), 'tenant')).toEqual(expected(tenant(7), 'tenant'));
+  });
+});
+
 describe('rate-limit header views', () => {
   it('a view of a length seen before is reused, and shows the bytes of the latest call', () => {
     const d = (remaining: number): Decision => decision({ limit: 90, remaining, resetSeconds: 1 }, null);
