@@ -36,7 +36,6 @@ export async function proxyWithRetries(
     x.ctx.selectedPod = endpoint.name;
     if (span !== null) span.pod = endpoint.origin;
     let r: AnswerUsage | null | 'retry';
-    const t0 = performance.now();
     try {
       const call = startUpstreamCall(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
       r = upstreamResult(x, call, await call.done, endpoint, server.timeoutMs);
@@ -47,7 +46,10 @@ export async function proxyWithRetries(
       continue;
     }
     if (r !== 'retry') {
-      if (!x.ctx.aborted) scheduler.answered(endpoint, (x.ctx.tFirstByte > t0 ? x.ctx.tFirstByte : performance.now()) - t0);
+      // The attempt's own marks (startUpstreamCall, upstreamResult): the pod's time to the first
+      // byte of a stream, else to the end of the answer. No clock read of its own.
+      const ctx = x.ctx;
+      if (!ctx.aborted) scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart);
       return r;
     }
     scheduler.connectFailed(endpoint);

@@ -13,9 +13,15 @@ export interface LimiterMetricsSink {
   shadowRejected?(key: LimitKey, direction: LimitDirection): void;
 }
 
+/** t0 of a decision that came synchronously: it is recorded as 0 s, with no clock read. */
+const NOT_TIMED = -1;
+
 /**
  * A TokenLimiter that reports admissions to a metrics sink: decision latency by mode and
- * rejections by limit key and direction. Everything else goes straight to the inner limiter
+ * rejections by limit key and direction. A decision that waits (the primary over IPC, Redis) is
+ * timed from the moment it was handed over to its answer; one given synchronously (from a lease,
+ * well under a microsecond) is recorded as 0 s, below the histogram's lowest bucket either way:
+ * two clock reads per request cost more than such a decision. Everything else goes straight to the inner limiter
  * (settle only when the inner one has it). Wrap once per limiter (meteredLimiters), not per request.
  */
 export class MeteredLimiter implements TokenLimiter {
@@ -30,31 +36,35 @@ export class MeteredLimiter implements TokenLimiter {
   }
 
   admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
-    const t0 = performance.now();
     let d: Promise<Decision> | Decision;
     try {
       d = this.inner.admit(key, limit, inputTokens);
     } catch (err) {
-      this.metrics.limiterDecision(this.mode, performance.now() - t0);
+      this.metrics.limiterDecision(this.mode, 0);
       throw err;
     }
-    if (d instanceof Promise) return d.then((v) => this.seen(key, v, t0), (err: unknown) => this.failed(err, t0));
-    return this.seen(key, d, t0);
+    if (d instanceof Promise) {
+      const t0 = performance.now();
+      return d.then((v) => this.seen(key, v, t0), (err: unknown) => this.failed(err, t0));
+    }
+    return this.seen(key, d, NOT_TIMED);
   }
 
   admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
-    const t0 = performance.now();
     let d: Promise<Decision[]> | Decision[];
     try {
       d = this.inner.admitAll !== undefined
         ? this.inner.admitAll(terms, inputTokens)
         : admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inner })), inputTokens);
     } catch (err) {
-      this.metrics.limiterDecision(this.mode, performance.now() - t0);
+      this.metrics.limiterDecision(this.mode, 0);
       throw err;
     }
-    if (d instanceof Promise) return d.then((v) => this.seenAll(terms, v, t0), (err: unknown) => this.failed(err, t0));
-    return this.seenAll(terms, d, t0);
+    if (d instanceof Promise) {
+      const t0 = performance.now();
+      return d.then((v) => this.seenAll(terms, v, t0), (err: unknown) => this.failed(err, t0));
+    }
+    return this.seenAll(terms, d, NOT_TIMED);
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
@@ -70,13 +80,13 @@ export class MeteredLimiter implements TokenLimiter {
   }
 
   private seen(key: LimitKey, d: Decision, t0: number): Decision {
-    this.metrics.limiterDecision(this.mode, performance.now() - t0);
+    this.metrics.limiterDecision(this.mode, t0 === NOT_TIMED ? 0 : performance.now() - t0);
     if (!d.allowed && d.rejectedBy !== null) this.metrics.rateLimitRejected(key, d.rejectedBy);
     return d;
   }
 
   private seenAll(terms: readonly LimitTerm[], ds: Decision[], t0: number): Decision[] {
-    this.metrics.limiterDecision(this.mode, performance.now() - t0);
+    this.metrics.limiterDecision(this.mode, t0 === NOT_TIMED ? 0 : performance.now() - t0);
     for (let i = 0; i < ds.length; i++) {
       const d = ds[i];
       if (d.allowed || d.rejectedBy === null) continue;

@@ -99,6 +99,20 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_upstream_timeouts_total', 'pod="pod-slow"')).toBe((await slow.stats()).requests);
   });
 
+  it('without engine metrics, the latency each pod showed steers traffic to the faster pod', async () => {
+    const slow = await startMock('pod-slow', ['--latency-ms', '80']);
+    const fast = await startMock('pod-fast');
+    mocks.push(slow, fast);
+    const pods = [{ name: 'pod-slow', port: slow.port }, { name: 'pod-fast', port: fast.port }];
+    router = await startRouter(resources(pods), { workers: 1 });
+    for (let i = 0; i < 30; i++) expect(await complete(router)).toBe(200);
+    const slowCount = (await slow.stats()).requests;
+    const fastCount = (await fast.stats()).requests;
+    expect(slowCount + fastCount).toBe(30);
+    expect(slowCount).toBeGreaterThan(0); // each pod was measured
+    expect(fastCount).toBeGreaterThanOrEqual(3 * slowCount);
+  });
+
   it('without a retry policy a timeout is answered (504), not retried', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
     mocks.push(slow);

@@ -188,9 +188,14 @@ export class HeldLeases {
     return out;
   }
 
-  /** Counts output against the key's lease; false when no lease of this unit is held (send it). */
-  charge(key: LimitKey, unit: WindowUnit, tokens: number): boolean {
-    const l = this.live(key, unit);
+  /** The lease clock's time now: one reading for an answer's adjust() and charge() together. */
+  now(): number {
+    return this.clock();
+  }
+
+  /** Counts output against the key's lease; false when no lease of this unit is held (send it). `now`: the clock's time, read once by the caller. */
+  charge(key: LimitKey, unit: WindowUnit, tokens: number, now = this.clock()): boolean {
+    const l = this.live(key, unit, now);
     if (l === null) return false;
     l.outUsed += tokens;
     this.unreported(l, 0, tokens);
@@ -200,8 +205,8 @@ export class HeldLeases {
   }
 
   /** Absorbs an input correction in the key's lease; false when no lease of this unit is held. */
-  adjust(key: LimitKey, unit: WindowUnit, delta: number): boolean {
-    const l = this.live(key, unit);
+  adjust(key: LimitKey, unit: WindowUnit, delta: number, now = this.clock()): boolean {
+    const l = this.live(key, unit, now);
     if (l === null) return false;
     l.inUsed += delta;
     if (l.inGranted === NO_LIMIT) this.unreported(l, delta, 0);
@@ -258,10 +263,10 @@ export class HeldLeases {
     }
   }
 
-  private live(key: LimitKey, unit: WindowUnit): HeldLease | null {
+  private live(key: LimitKey, unit: WindowUnit, now: number): HeldLease | null {
     const l = this.leases.get(key);
     if (l === undefined || l.unit !== unit) return null;
-    if (this.clock() >= l.end) {
+    if (now >= l.end) {
       this.drop(l);
       return null;
     }

@@ -180,6 +180,18 @@ export class LocalLimitClient implements TokenLimiter {
     });
   }
 
+  /**
+   * An answer's input correction, then its output charge (settle.ts), as adjustInput and
+   * chargeOutput would do them, with one reading of the lease clock for both.
+   */
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): void {
+    if (inputDelta !== 0) checkTokenDelta(inputDelta, 'input token adjustment');
+    if (outputTokens > 0) checkTokenCount(outputTokens, 'output tokens');
+    const now = this.leases.now();
+    if (inputDelta !== 0 && (this.closed || !this.leases.adjust(key, limit.unit, inputDelta, now))) this.update(OP_ADJUST_INPUT, key, limit.unit, inputDelta);
+    if (outputTokens > 0 && (this.closed || !this.leases.charge(key, limit.unit, outputTokens, now))) this.update(OP_CHARGE_OUTPUT, key, limit.unit, outputTokens);
+  }
+
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): void {
     checkTokenCount(outputTokens, 'output tokens');
     if (this.closed || !this.leases.charge(key, limit.unit, outputTokens)) this.update(OP_CHARGE_OUTPUT, key, limit.unit, outputTokens);

@@ -1,5 +1,5 @@
 import { AggregatorRegistry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RequestContext } from '../../../src/http/request-context.js';
 import { RouterMetrics, UNKNOWN_MODEL } from '../../../src/observe/metrics.js';
 import { MeteredLimiter } from '../../../src/ratelimit/metered.js';
@@ -166,6 +166,40 @@ describe('MeteredLimiter', () => {
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="global"}')).toBe(1);
     expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/a",direction="input",scope="route"}')).toBe(1);
     expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input",scope="route"}')).toBe(1);
+  });
+});
+
+describe('MeteredLimiter timing', () => {
+  const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null } as RateLimitSpec;
+  const allowed: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
+
+  it('a synchronous decision (a lease) is recorded as 0 s without reading the clock; one that waits is timed to its answer', async () => {
+    const seen: number[] = [];
+    const sink = { limiterDecision: (_mode: 'local' | 'global', ms: number) => { seen.push(ms); }, rateLimitRejected: () => {} };
+    let release: (d: Decision) => void = () => {};
+    const inner: TokenLimiter = {
+      admit: (_k, _l, tokens) => (tokens === 1 ? allowed : new Promise<Decision>((r) => { release = r; })),
+      admitAll: (terms, tokens) => (tokens === 1 ? terms.map(() => allowed) : new Promise<Decision[]>((r) => { release = (d) => r(terms.map(() => d)); })),
+      chargeOutput: () => {},
+      adjustInput: () => {},
+      close: async () => {},
+    };
+    const metered = new MeteredLimiter(inner, 'local', sink);
+    const now = vi.spyOn(performance, 'now');
+    try {
+      expect(metered.admit('ns/a', spec, 1)).toBe(allowed);
+      expect(metered.admitAll([{ key: 'ns/a', limit: spec }], 1)).toEqual([allowed]);
+      expect(now).not.toHaveBeenCalled();
+      expect(seen).toEqual([0, 0]);
+      const waiting = metered.admit('ns/a', spec, 2);
+      await new Promise((r) => setTimeout(r, 30));
+      release(allowed);
+      expect(await waiting).toBe(allowed);
+      expect(now).toHaveBeenCalledTimes(2);
+      expect(seen[2]).toBeGreaterThanOrEqual(20);
+    } finally {
+      now.mockRestore();
+    }
   });
 });
 

@@ -56,6 +56,32 @@ describe('local leases', () => {
     expect(used(cl, 'ns/r', limit)).toBe(20);
   });
 
+  it('settle: the correction and the output charge come out of the lease as adjustInput then chargeOutput would, on one clock reading', async () => {
+    let reads = 0;
+    now = T0;
+    c = inProcessCluster(1, () => { reads++; return now; }, { leaseDivisor: 8, recallTimeoutMs: 250 });
+    const client = c.clients[0];
+    const limit = spec(1000, 5000);
+    await client.admit('ns/r', limit, 10);
+    expect(client.leasesHeld).toBe(1);
+    const sent = c.sentToPrimary[0];
+    reads = 0;
+    client.settle('ns/r', limit, 5, 40);
+    expect(reads).toBe(1);
+    const d = client.admit('ns/r', limit, 10) as Decision;
+    expect(d.input).toEqual({ limit: 1000, remaining: 1000 - 25, resetSeconds: 40 });
+    expect(d.output).toEqual({ limit: 5000, remaining: 5000 - 40, resetSeconds: 40 });
+    await turn();
+    expect(c.sentToPrimary[0]).toBe(sent); // absorbed by the lease: no message
+    // Without a lease of the key both go to the primary.
+    client.settle('ns/other', limit, -2, 7);
+    await turn();
+    expect(c.sentToPrimary[0]).toBe(sent + 1);
+    await turn();
+    expect(c.store.admit('ns/other', limit, 0).input!.remaining).toBe(1000);
+    expect(c.store.admit('ns/other', limit, 0).output!.remaining).toBe(5000 - 7);
+  });
+
   it('a lease never holds more than its share, and none is granted when it would not hold two more requests', async () => {
     const cl = cluster(1, 8);
     const limit = spec(100, null);
