@@ -35,8 +35,26 @@ export class RecordBatcher {
   add(line: string, ascii = false): void {
     const start = this.end;
     const n = ascii ? this.scratch.write(line, start, 'latin1') : this.scratch.write(line, start);
-    this.scratch[start + n] = NEWLINE;
-    const next = start + n + 1;
+    this.place(start, start + n);
+  }
+
+  /**
+   * Adds one record written by `write` straight into the batch buffer (a line of at most
+   * MAX_RECORD_BYTES - 1 bytes, no newline, at the offset given; it returns where the line ends).
+   * Returns false, adding nothing, when `write` declines the record (-1): add its line instead.
+   */
+  addWritten<R>(record: R, write: (record: R, buf: Buffer, at: number) => number): boolean {
+    const start = this.end;
+    const end = write(record, this.scratch, start);
+    if (end < 0) return false;
+    this.place(start, end);
+    return true;
+  }
+
+  /** The record just written at scratch[start..end): newline, then keep it or cut the batch before it. */
+  private place(start: number, end: number): void {
+    this.scratch[end] = NEWLINE;
+    const next = end + 1;
     if (next <= this.maxBatchBytes) {
       this.end = next;
       this.count++;

@@ -16,7 +16,7 @@ export const MAX_LINE_BYTES = MAX_RECORD_BYTES - 1;
 export const TRUNCATION_MARKER = '...[truncated]';
 
 /** Integers only: durations, tokens and status are rounded; non-finite numbers become 0. */
-function int(n: number): number {
+export function int(n: number): number {
   return Number.isInteger(n) ? n : Number.isFinite(n) ? Math.round(n) : 0;
 }
 

@@ -3,6 +3,7 @@ import type { AccessRecord } from './access-record.js';
 import { RecordBatcher } from './access-log-batch.js';
 import { ASYNC_AFTER_SLOW_MS, FdWriter } from './access-log-fd-writer.js';
 import { formatJson, formatText, lastLineAscii } from './access-log-format.js';
+import { writeJsonRecord, writeTextRecord } from './access-log-line-bytes.js';
 import type { AccessLogSettings } from './access-log-settings.js';
 import { openSink } from './access-log-sink.js';
 
@@ -90,6 +91,8 @@ class BatchingAccessLog implements AccessLog {
   constructor(
     fd: number,
     private readonly format: (r: AccessRecord) => string,
+    /** Writes a usual record's line straight into the batch (access-log-line-bytes.ts); null: always `format`. */
+    private readonly write: ((r: AccessRecord, buf: Buffer, at: number) => number) | null,
     maxBatchBytes: number,
     private readonly path: string | null,
     private readonly output: string,
@@ -114,7 +117,7 @@ class BatchingAccessLog implements AccessLog {
       this.dropped++;
       return;
     }
-    this.batcher.add(this.format(r), lastLineAscii());
+    if (this.write === null || !this.batcher.addWritten(r, this.write)) this.batcher.add(this.format(r), lastLineAscii());
     this.written++;
     if (!this.scheduled) this.schedule();
   }
@@ -203,6 +206,7 @@ export function createAccessLog(s: AccessLogSettings, opts: AccessLogOptions = {
   return new BatchingAccessLog(
     sink.fd,
     s.format === 'json' ? formatJson : formatText,
+    s.format === 'json' ? writeJsonRecord : writeTextRecord,
     sink.batchBytes,
     sink.path,
     s.output,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { encodeRateHeaders, putNumber, RATE_HEADERS_FIRST_NAME } from '../../../src/http/rate-headers.js';
+import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from '../../../src/http/rate-headers.js';
+import { putNumber } from '../../../src/decimal-digits.js';
 import type { Decision, LimitState } from '../../../src/ratelimit/limiter.js';
 
 function decision(input: LimitState | null, output: LimitState | null): Decision {

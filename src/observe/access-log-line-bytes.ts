@@ -1,0 +1,196 @@
+import type { AccessRecord } from './access-record.js';
+import { jsonString, textValue } from './access-log-escape.js';
+import { int, MAX_LINE_BYTES } from './access-log-format.js';
+import { isoTimestamp } from './access-log-timestamp.js';
+import { putNumber } from '../decimal-digits.js';
+
+/**
+ * The access-log line of a usual record, JSON or text, written as bytes straight into the batch
+ * buffer: the same bytes as `formatJson` / `formatText` (access-log-format.ts), without building
+ * the line as a string of about forty pieces, flattening it and copying it out (about 1.7 KB of
+ * garbage and a few thousand instructions per record). The text around the values that repeat
+ * from record to record (method, path and protocol; model, route and server; the pod) is kept as
+ * bytes per value, with its escaping done once; the numbers are written as digits.
+ *
+ * A record with an error, a request id that needs escaping, or values long enough that the line
+ * might pass MAX_LINE_BYTES is not written here (-1): the string formatter writes it, and
+ * shortens it when it must.
+ */
+
+const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'utf8'));
+
+/** Most recent values of one group of fields and their bytes; a few kept (two pods alternate). */
+class GroupBytes {
+  private readonly a: string[] = [];
+  private readonly b: string[] = [];
+  private readonly c: string[] = [];
+  private readonly out: Uint8Array[] = [];
+  private next = 0;
+
+  constructor(private readonly make: (a: string, b: string, c: string) => string) {}
+
+  of(a: string, b: string, c: string): Uint8Array {
+    const n = this.out.length;
+    for (let i = 0; i < n; i++) {
+      if (this.a[i] === a && this.b[i] === b && this.c[i] === c) return this.out[i];
+    }
+    const out = bytes(this.make(a, b, c));
+    const at = n < GROUP_ENTRIES ? n : this.next;
+    this.next = (at + 1) % GROUP_ENTRIES;
+    this.a[at] = a;
+    this.b[at] = b;
+    this.c[at] = c;
+    this.out[at] = out;
+    return out;
+  }
+}
+
+const GROUP_ENTRIES = 8;
+
+const JSON_REQUEST = new GroupBytes((method, path, protocol) =>
+  'Z","method":' + jsonString(method) + ',"path":' + jsonString(path) + ',"protocol":' + jsonString(protocol) + ',"status_code":');
+const JSON_TARGET = new GroupBytes((model, route, server) =>
+  ',"model_name":' + jsonString(model) + ',"model_route":' + jsonString(route) + ',"model_server":' + jsonString(server) + ',"selected_pod":');
+const JSON_POD = new GroupBytes((pod) => jsonString(pod) + ',"request_id":"');
+
+const INPUT_TOKENS = bytes('","input_tokens":');
+const OUTPUT_TOKENS = bytes(',"output_tokens":');
+const DURATION_TOTAL = bytes(',"duration_total":');
+const DURATION_REQUEST = bytes(',"duration_request_processing":');
+const DURATION_UPSTREAM = bytes(',"duration_upstream_processing":');
+const DURATION_RESPONSE = bytes(',"duration_response_processing":');
+const CLOSE = 0x7d; // }
+const ZERO = 0x30;
+
+/** The line's opening and the record's time up to the second's dot, kept for the current second, per format. */
+class TimestampHead {
+  private second = Number.NaN;
+  private head: Uint8Array = new Uint8Array(0);
+
+  constructor(private readonly opening: string) {}
+
+  /** Writes the opening, the time and its milliseconds (3 digits) at `at`; returns the end. */
+  put(buf: Buffer, at: number, timestamp: number): number {
+    // As isoTimestamp: non-finite or out-of-range times are written as the epoch.
+    const t = Number.isFinite(timestamp) && Math.abs(timestamp) <= 8.64e15 ? Math.floor(timestamp) : 0;
+    const second = Math.floor(t / 1000);
+    if (second !== this.second) {
+      this.head = bytes(this.opening + isoTimestamp(second * 1000).slice(0, -4));
+      this.second = second;
+    }
+    buf.set(this.head, at);
+    at += this.head.length;
+    const ms = t - second * 1000;
+    buf[at] = ZERO + ((ms / 100) | 0);
+    buf[at + 1] = ZERO + (((ms / 10) | 0) % 10);
+    buf[at + 2] = ZERO + (ms % 10);
+    return at + 3;
+  }
+}
+
+const JSON_TIMESTAMP = new TimestampHead('{"timestamp":"');
+
+/** Bytes the fixed parts and the numbers take at most: keys, quotes, 7 numbers of up to 17 digits. */
+const FIXED_BOUND = 40 + INPUT_TOKENS.length + OUTPUT_TOKENS.length + DURATION_TOTAL.length + DURATION_REQUEST.length
+  + DURATION_UPSTREAM.length + DURATION_RESPONSE.length + 7 * 24;
+
+/** Whether `s` is printable ASCII without `"` and `\`: its JSON string body is itself, one byte a character. */
+function plainAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
+/**
+ * Writes the JSON line of `r` (no newline) into `buf` at `at`, which has room for MAX_LINE_BYTES;
+ * returns where it ends, or -1 when the record is left to formatJson (see above).
+ */
+export function writeJsonRecord(r: AccessRecord, buf: Buffer, at: number): number {
+  if (r.error !== null) return -1;
+  const id = r.request_id;
+  if (!plainAscii(id)) return -1;
+  const request = JSON_REQUEST.of(r.method, r.path, r.protocol);
+  const target = JSON_TARGET.of(r.model_name, r.model_route, r.model_server);
+  const pod = JSON_POD.of(r.selected_pod, '', '');
+  if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
+
+  at = JSON_TIMESTAMP.put(buf, at, r.timestamp);
+  buf.set(request, at);
+  at = putNumber(buf, at + request.length, int(r.status_code));
+  buf.set(target, at);
+  at += target.length;
+  buf.set(pod, at);
+  at += pod.length;
+  at += buf.write(id, at, 'latin1');
+  at = putPair(buf, at, INPUT_TOKENS, int(r.input_tokens));
+  at = putPair(buf, at, OUTPUT_TOKENS, int(r.output_tokens));
+  at = putPair(buf, at, DURATION_TOTAL, int(r.duration_total));
+  at = putPair(buf, at, DURATION_REQUEST, int(r.duration_request_processing));
+  at = putPair(buf, at, DURATION_UPSTREAM, int(r.duration_upstream_processing));
+  at = putPair(buf, at, DURATION_RESPONSE, int(r.duration_response_processing));
+  buf[at] = CLOSE;
+  return at + 1;
+}
+
+function putPair(buf: Buffer, at: number, key: Uint8Array, n: number): number {
+  buf.set(key, at);
+  return putNumber(buf, at + key.length, n);
+}
+
+// ---- text ----
+
+const TEXT_REQUEST = new GroupBytes((method, path, protocol) =>
+  'Z] "' + textValue(method) + ' ' + textValue(path) + ' ' + textValue(protocol) + '" ');
+const TEXT_TARGET = new GroupBytes((model, route, server) =>
+  ' model_name=' + textValue(model) + ' model_route=' + textValue(route) + ' model_server=' + textValue(server) + ' selected_pod=');
+const TEXT_POD = new GroupBytes((pod) => textValue(pod) + ' request_id=');
+const TEXT_TIMESTAMP = new TimestampHead('[');
+const TOKENS = bytes(' tokens=');
+const TIMINGS = bytes(' timings=');
+const SLASH = 0x2f;
+const PLUS = 0x2b;
+
+/** Whether `s` is its own text value: printable ASCII without space, `"` and `\`, not empty and not "-". */
+function plainText(s: string): boolean {
+  if (s.length === 0 || s === '-') return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
+/** As writeJsonRecord, for the text format (`formatText`). */
+export function writeTextRecord(r: AccessRecord, buf: Buffer, at: number): number {
+  if (r.error !== null) return -1;
+  const id = r.request_id;
+  if (!plainText(id)) return -1;
+  const request = TEXT_REQUEST.of(r.method, r.path, r.protocol);
+  const target = TEXT_TARGET.of(r.model_name, r.model_route, r.model_server);
+  const pod = TEXT_POD.of(r.selected_pod, '', '');
+  if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
+  at = TEXT_TIMESTAMP.put(buf, at, r.timestamp);
+  buf.set(request, at);
+  at = putNumber(buf, at + request.length, int(r.status_code));
+  buf.set(target, at);
+  at += target.length;
+  buf.set(pod, at);
+  at += pod.length;
+  at += buf.write(id, at, 'latin1');
+  at = putPair(buf, at, TOKENS, int(r.input_tokens));
+  buf[at] = SLASH;
+  at = putNumber(buf, at + 1, int(r.output_tokens));
+  at = putPair(buf, at, TIMINGS, int(r.duration_total));
+  buf[at] = 0x6d; // m
+  buf[at + 1] = 0x73; // s
+  buf[at + 2] = 0x28; // (
+  at = putNumber(buf, at + 3, int(r.duration_request_processing));
+  buf[at] = PLUS;
+  at = putNumber(buf, at + 1, int(r.duration_upstream_processing));
+  buf[at] = PLUS;
+  at = putNumber(buf, at + 1, int(r.duration_response_processing));
+  buf[at] = 0x29; // )
+  return at + 1;
+}
