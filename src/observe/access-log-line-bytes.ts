@@ -104,26 +104,49 @@ function plainAscii(s: string): boolean {
 }
 
 /**
+ * One format's line up to the request id: the opening and the time, the request's group, the
+ * status, the target's group, the pod's group and the id, written as bytes; the caller writes
+ * the rest (tokens and timings).
+ */
+class LineHead {
+  constructor(
+    private readonly timestamp: TimestampHead,
+    private readonly request: GroupBytes,
+    private readonly target: GroupBytes,
+    private readonly pod: GroupBytes,
+    /** Whether a request id is written as it is in this format. */
+    private readonly plainId: (id: string) => boolean,
+  ) {}
+
+  /** Writes the head of `r` at `at`; returns where it ends, or -1 when the record is left to the string formatter. */
+  put(r: AccessRecord, buf: Buffer, at: number): number {
+    if (r.error !== null) return -1;
+    const id = r.request_id;
+    if (!this.plainId(id)) return -1;
+    const request = this.request.of(r.method, r.path, r.protocol);
+    const target = this.target.of(r.model_name, r.model_route, r.model_server);
+    const pod = this.pod.of(r.selected_pod, '', '');
+    if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
+    at = this.timestamp.put(buf, at, r.timestamp);
+    buf.set(request, at);
+    at = putNumber(buf, at + request.length, int(r.status_code));
+    buf.set(target, at);
+    at += target.length;
+    buf.set(pod, at);
+    at += pod.length;
+    return at + buf.write(id, at, 'latin1');
+  }
+}
+
+const JSON_HEAD = new LineHead(JSON_TIMESTAMP, JSON_REQUEST, JSON_TARGET, JSON_POD, plainAscii);
+
+/**
  * Writes the JSON line of `r` (no newline) into `buf` at `at`, which has room for MAX_LINE_BYTES;
  * returns where it ends, or -1 when the record is left to formatJson (see above).
  */
 export function writeJsonRecord(r: AccessRecord, buf: Buffer, at: number): number {
-  if (r.error !== null) return -1;
-  const id = r.request_id;
-  if (!plainAscii(id)) return -1;
-  const request = JSON_REQUEST.of(r.method, r.path, r.protocol);
-  const target = JSON_TARGET.of(r.model_name, r.model_route, r.model_server);
-  const pod = JSON_POD.of(r.selected_pod, '', '');
-  if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
-
-  at = JSON_TIMESTAMP.put(buf, at, r.timestamp);
-  buf.set(request, at);
-  at = putNumber(buf, at + request.length, int(r.status_code));
-  buf.set(target, at);
-  at += target.length;
-  buf.set(pod, at);
-  at += pod.length;
-  at += buf.write(id, at, 'latin1');
+  at = JSON_HEAD.put(r, buf, at);
+  if (at < 0) return -1;
   at = putPair(buf, at, INPUT_TOKENS, int(r.input_tokens));
   at = putPair(buf, at, OUTPUT_TOKENS, int(r.output_tokens));
   at = putPair(buf, at, DURATION_TOTAL, int(r.duration_total));
@@ -162,23 +185,12 @@ function plainText(s: string): boolean {
   return true;
 }
 
+const TEXT_HEAD = new LineHead(TEXT_TIMESTAMP, TEXT_REQUEST, TEXT_TARGET, TEXT_POD, plainText);
+
 /** As writeJsonRecord, for the text format (`formatText`). */
 export function writeTextRecord(r: AccessRecord, buf: Buffer, at: number): number {
-  if (r.error !== null) return -1;
-  const id = r.request_id;
-  if (!plainText(id)) return -1;
-  const request = TEXT_REQUEST.of(r.method, r.path, r.protocol);
-  const target = TEXT_TARGET.of(r.model_name, r.model_route, r.model_server);
-  const pod = TEXT_POD.of(r.selected_pod, '', '');
-  if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
-  at = TEXT_TIMESTAMP.put(buf, at, r.timestamp);
-  buf.set(request, at);
-  at = putNumber(buf, at + request.length, int(r.status_code));
-  buf.set(target, at);
-  at += target.length;
-  buf.set(pod, at);
-  at += pod.length;
-  at += buf.write(id, at, 'latin1');
+  at = TEXT_HEAD.put(r, buf, at);
+  if (at < 0) return -1;
   at = putPair(buf, at, TOKENS, int(r.input_tokens));
   buf[at] = SLASH;
   at = putNumber(buf, at + 1, int(r.output_tokens));

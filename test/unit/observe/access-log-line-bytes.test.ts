@@ -3,28 +3,12 @@ import type { AccessRecord } from '../../../src/observe/access-record.js';
 import { formatJson, formatText, MAX_LINE_BYTES } from '../../../src/observe/access-log-format.js';
 import { writeJsonRecord, writeTextRecord } from '../../../src/observe/access-log-line-bytes.js';
 import { RecordBatcher } from '../../../src/observe/access-log-batch.js';
+import { makeRecord } from './fixtures/records.mjs';
 
 const T = Date.UTC(2026, 10, 22, 5, 1, 2, 123);
 
-const ok: AccessRecord = {
-  timestamp: T,
-  method: 'POST',
-  path: '/v1/completions',
-  protocol: 'HTTP/1.1',
-  status_code: 200,
-  error: null,
-  model_name: 'llama-3-8b',
-  model_route: 'default/llama-route',
-  model_server: 'default/llama-server',
-  selected_pod: 'llama-server-0',
-  request_id: '3f2a1c9e-7b4d-4e8a-9c1f-0d2e3b4a5c6d',
-  input_tokens: 12,
-  output_tokens: 345,
-  duration_total: 2350,
-  duration_request_processing: 45,
-  duration_upstream_processing: 2180,
-  duration_response_processing: 5,
-};
+/** A usual record (no error, plain values) of the writer tests' fixtures, at time T. */
+const ok: AccessRecord = { ...makeRecord(3, 1), timestamp: T };
 
 type Writer = (r: AccessRecord, buf: Buffer, at: number) => number;
 
