@@ -152,7 +152,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`${rounds} rounds of ${durationS} s after ${warmupS} s of warm-up, ${workers} worker${workers === 1 ? '' : 's'}, thousand instructions per request, medians and the lowest round's total:\n\n`
       + '| side | tree:scenario | workers\' main threads | workers\' other threads | primary | total | range | lowest − A\'s lowest |\n|---|---|---|---|---|---|---|---|\n');
-    const totalsOf = (s: Side): number[] => s.rounds.map((x) => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests);
+    const totalsOf = (s: Side): number[] => s.rounds.map(roundTotal);
     const lowest = sides.map((s) => Math.min(...totalsOf(s)));
     for (const [i, s] of sides.entries()) {
       const per = (f: (x: Split) => number): number => median(s.rounds.map((x) => f(x.split) / x.requests));
@@ -174,11 +174,15 @@ async function main(): Promise<void> {
   }
 }
 
+/** A round's instructions per request, every process and thread of the side. */
+function roundTotal(x: Side['rounds'][number]): number {
+  return (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests;
+}
+
 /** Per side, its lowest round's functions per request; then each side's largest differences from A's. */
 function printFunctions(sides: readonly Side[], top: number): void {
   const perRequest = sides.map((s) => {
-    const total = (x: Side['rounds'][number]): number => (x.split.workersMain + x.split.workersOther + x.split.primary) / x.requests;
-    const low = s.rounds.reduce((a, b) => (total(b) < total(a) ? b : a));
+    const low = s.rounds.reduce((a, b) => (roundTotal(b) < roundTotal(a) ? b : a));
     return new Map([...low.functions!].map(([n, v]) => [n, v / low.requests]));
   });
   const row = ([name, v]: [string, number]): string => `| ${k(v)} | ${name.replaceAll('|', '\\|').slice(0, 140)} |\n`;

@@ -24,17 +24,16 @@ const RESET_OUTPUT = bytes('\r\nx-ratelimit-reset-output-tokens: ');
 
 /**
  * The fixed text of one limit's block (scope and limits), cut where the numbers that change go:
- * `scope` [limit and remaining-name of input] n [reset-name] n [limit and remaining-name of
- * output] n [reset-name] n. A direction without a limit has no text and no numbers.
+ * `head` (the scope, then the input's limit line and its remaining line's name) n [reset-name] n
+ * `out` (the output's limit line and its remaining line's name) n [reset-name] n. A direction
+ * without a limit has no text and no numbers.
  */
 class Template {
   constructor(
     readonly scope: 'route' | 'tenant',
     readonly inLimit: number,
     readonly outLimit: number,
-    /** The scope, then the input's limit line and its remaining line's name (or the scope alone). */
     readonly head: Uint8Array,
-    /** The output's limit line and its remaining line's name (with the scope when there is no input limit). */
     readonly out: Uint8Array | null,
   ) {}
 }
@@ -52,10 +51,8 @@ function templateOf(scope: 'route' | 'tenant', i: LimitState | null, o: LimitSta
     if (t.inLimit === inLimit && t.outLimit === outLimit && t.scope === scope) return t;
   }
   const input = i === null ? '' : `\r\nx-ratelimit-limit-input-tokens: ${inLimit}\r\nx-ratelimit-remaining-input-tokens: `;
-  const output = o === null ? null : `\r\nx-ratelimit-limit-output-tokens: ${outLimit}\r\nx-ratelimit-remaining-output-tokens: `;
-  const t = i === null && output !== null
-    ? new Template(scope, inLimit, outLimit, new Uint8Array(0), bytes(scope + output))
-    : new Template(scope, inLimit, outLimit, bytes(scope + input), output === null ? null : bytes(output));
+  const output = o === null ? null : bytes(`\r\nx-ratelimit-limit-output-tokens: ${outLimit}\r\nx-ratelimit-remaining-output-tokens: `);
+  const t = new Template(scope, inLimit, outLimit, bytes(scope + input), output);
   TEMPLATES.unshift(t);
   if (TEMPLATES.length > MAX_TEMPLATES) TEMPLATES.pop();
   return t;

@@ -22,8 +22,18 @@ function hex2(code: number): string {
 
 /** Characters JSON.stringify leaves raw that we still escape. */
 const JSON_EXTRA = /[\u007f-\u009f\u2028\u2029]/g;
-/** Strings made only of these need no escaping at all: printable ASCII without `"` and `\`. */
-const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * Whether `s` needs no JSON escaping at all: printable ASCII without `"` and `\`, so its string
+ * literal is itself in quotes, one byte a character.
+ */
+export function isJsonPlain(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
 
 function jsonExtra(ch: string): string {
   const code = ch.charCodeAt(0);
@@ -32,7 +42,7 @@ function jsonExtra(ch: string): string {
 
 /** A JSON string literal (with quotes) for `s`. */
 export function jsonString(s: string): string {
-  if (JSON_PLAIN.test(s)) return '"' + s + '"';
+  if (isJsonPlain(s)) return '"' + s + '"';
   return JSON.stringify(s).replace(JSON_EXTRA, jsonExtra);
 }
 
@@ -52,6 +62,19 @@ export function textValue(s: string): string {
   if (s.length === 0) return '-';
   if (s === '-') return '\\x2d';
   return TEXT_ESC.test(s) ? s.replace(TEXT_ESC_ALL, textEscape) : s;
+}
+
+/**
+ * Whether `s` is its own text value and all ASCII: printable ASCII without space, `"` and `\`,
+ * not empty and not "-" (textValue(s) === s, one byte a character).
+ */
+export function isTextPlainAscii(s: string): boolean {
+  if (s.length === 0 || s === '-') return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
 }
 
 /** The error type in `error=<type>:<message>`: a text value with `:` also escaped (`\x3a`). */

@@ -1,7 +1,7 @@
 import type { AccessRecord } from './access-record.js';
-import { jsonString, textValue } from './access-log-escape.js';
+import { isJsonPlain, isTextPlainAscii, jsonString, textValue } from './access-log-escape.js';
 import { int, MAX_LINE_BYTES } from './access-log-format.js';
-import { isoTimestamp } from './access-log-timestamp.js';
+import { isoTimestamp, timestampMs } from './access-log-timestamp.js';
 import { putNumber } from '../decimal-digits.js';
 
 /**
@@ -71,8 +71,7 @@ class TimestampHead {
 
   /** Writes the opening, the time and its milliseconds (3 digits) at `at`; returns the end. */
   put(buf: Buffer, at: number, timestamp: number): number {
-    // As isoTimestamp: non-finite or out-of-range times are written as the epoch.
-    const t = Number.isFinite(timestamp) && Math.abs(timestamp) <= 8.64e15 ? Math.floor(timestamp) : 0;
+    const t = timestampMs(timestamp);
     const second = Math.floor(t / 1000);
     if (second !== this.second) {
       this.head = bytes(this.opening + isoTimestamp(second * 1000).slice(0, -4));
@@ -93,15 +92,6 @@ const JSON_TIMESTAMP = new TimestampHead('{"timestamp":"');
 /** Bytes the fixed parts and the numbers take at most: keys, quotes, 7 numbers of up to 17 digits. */
 const FIXED_BOUND = 40 + INPUT_TOKENS.length + OUTPUT_TOKENS.length + DURATION_TOTAL.length + DURATION_REQUEST.length
   + DURATION_UPSTREAM.length + DURATION_RESPONSE.length + 7 * 24;
-
-/** Whether `s` is printable ASCII without `"` and `\`: its JSON string body is itself, one byte a character. */
-function plainAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
-  }
-  return true;
-}
 
 /**
  * One format's line up to the request id: the opening and the time, the request's group, the
@@ -138,7 +128,7 @@ class LineHead {
   }
 }
 
-const JSON_HEAD = new LineHead(JSON_TIMESTAMP, JSON_REQUEST, JSON_TARGET, JSON_POD, plainAscii);
+const JSON_HEAD = new LineHead(JSON_TIMESTAMP, JSON_REQUEST, JSON_TARGET, JSON_POD, isJsonPlain);
 
 /**
  * Writes the JSON line of `r` (no newline) into `buf` at `at`, which has room for MAX_LINE_BYTES;
@@ -175,17 +165,7 @@ const TIMINGS = bytes(' timings=');
 const SLASH = 0x2f;
 const PLUS = 0x2b;
 
-/** Whether `s` is its own text value: printable ASCII without space, `"` and `\`, not empty and not "-". */
-function plainText(s: string): boolean {
-  if (s.length === 0 || s === '-') return false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c <= 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
-  }
-  return true;
-}
-
-const TEXT_HEAD = new LineHead(TEXT_TIMESTAMP, TEXT_REQUEST, TEXT_TARGET, TEXT_POD, plainText);
+const TEXT_HEAD = new LineHead(TEXT_TIMESTAMP, TEXT_REQUEST, TEXT_TARGET, TEXT_POD, isTextPlainAscii);
 
 /** As writeJsonRecord, for the text format (`formatText`). */
 export function writeTextRecord(r: AccessRecord, buf: Buffer, at: number): number {

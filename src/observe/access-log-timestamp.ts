@@ -8,9 +8,16 @@ let cachedPrefix = '';
 
 const MS = ['00', '0', ''];
 
+/**
+ * The whole milliseconds a record's time is written as: non-finite or out-of-range values cannot
+ * come from Date.now(); they are written as the epoch rather than throw.
+ */
+export function timestampMs(epochMs: number): number {
+  return Number.isFinite(epochMs) && Math.abs(epochMs) <= 8.64e15 ? Math.floor(epochMs) : 0;
+}
+
 export function isoTimestamp(epochMs: number): string {
-  // Non-finite or out-of-range values cannot come from Date.now(); write the epoch rather than throw.
-  const t = Number.isFinite(epochMs) && Math.abs(epochMs) <= 8.64e15 ? Math.floor(epochMs) : 0;
+  const t = timestampMs(epochMs);
   const second = Math.floor(t / 1000);
   const ms = t - second * 1000;
   if (second !== cachedSecond) {

@@ -194,7 +194,7 @@ export class HeldLeases {
   }
 
   /** Counts output against the key's lease; false when no lease of this unit is held (send it). `now`: the clock's time, read once by the caller. */
-  charge(key: LimitKey, unit: WindowUnit, tokens: number, now = this.clock()): boolean {
+  charge(key: LimitKey, unit: WindowUnit, tokens: number, now: number): boolean {
     const l = this.live(key, unit, now);
     if (l === null) return false;
     l.outUsed += tokens;
@@ -204,8 +204,8 @@ export class HeldLeases {
     return true;
   }
 
-  /** Absorbs an input correction in the key's lease; false when no lease of this unit is held. */
-  adjust(key: LimitKey, unit: WindowUnit, delta: number, now = this.clock()): boolean {
+  /** Absorbs an input correction in the key's lease; false when no lease of this unit is held. `now`: as in charge(). */
+  adjust(key: LimitKey, unit: WindowUnit, delta: number, now: number): boolean {
     const l = this.live(key, unit, now);
     if (l === null) return false;
     l.inUsed += delta;

@@ -188,18 +188,28 @@ export class LocalLimitClient implements TokenLimiter {
     if (inputDelta !== 0) checkTokenDelta(inputDelta, 'input token adjustment');
     if (outputTokens > 0) checkTokenCount(outputTokens, 'output tokens');
     const now = this.leases.now();
-    if (inputDelta !== 0 && (this.closed || !this.leases.adjust(key, limit.unit, inputDelta, now))) this.update(OP_ADJUST_INPUT, key, limit.unit, inputDelta);
-    if (outputTokens > 0 && (this.closed || !this.leases.charge(key, limit.unit, outputTokens, now))) this.update(OP_CHARGE_OUTPUT, key, limit.unit, outputTokens);
+    if (inputDelta !== 0) this.adjustAt(key, limit.unit, inputDelta, now);
+    if (outputTokens > 0) this.chargeAt(key, limit.unit, outputTokens, now);
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): void {
     checkTokenCount(outputTokens, 'output tokens');
-    if (this.closed || !this.leases.charge(key, limit.unit, outputTokens)) this.update(OP_CHARGE_OUTPUT, key, limit.unit, outputTokens);
+    this.chargeAt(key, limit.unit, outputTokens, this.leases.now());
   }
 
   adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): void {
     checkTokenDelta(delta, 'input token adjustment');
-    if (this.closed || !this.leases.adjust(key, limit.unit, delta)) this.update(OP_ADJUST_INPUT, key, limit.unit, delta);
+    this.adjustAt(key, limit.unit, delta, this.leases.now());
+  }
+
+  /** Output charged against the key's lease, else sent to the primary; `now`: the lease clock's reading. */
+  private chargeAt(key: LimitKey, unit: WindowUnit, outputTokens: number, now: number): void {
+    if (this.closed || !this.leases.charge(key, unit, outputTokens, now)) this.update(OP_CHARGE_OUTPUT, key, unit, outputTokens);
+  }
+
+  /** An input correction absorbed by the key's lease, else sent to the primary. */
+  private adjustAt(key: LimitKey, unit: WindowUnit, delta: number, now: number): void {
+    if (this.closed || !this.leases.adjust(key, unit, delta, now)) this.update(OP_ADJUST_INPUT, key, unit, delta);
   }
 
   /** Gives the leases back and sends what is batched, fails what is in flight, stops listening. */
