@@ -3,7 +3,7 @@ import { statusLine, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
 import type { RequestContext } from './request-context.js';
-import { connectionNamesIn, forwardResponseHeader, headerValue, isRateLimitHeader } from './upstream-headers.js';
+import { connectionNamesIn, headerValue, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from './rate-headers.js';
 
@@ -347,8 +347,8 @@ function writeHeadCorked(): void {
   const named = connectionNamesIn(headers);
   res.writeStatus(statusLine(currentStatus));
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i].toLowerCase();
-    if (!forwardResponseHeader(name)) continue;
+    const name = responseHeaderName(headers[i]);
+    if (name === null) continue;
     if (limited && isRateLimitHeader(name)) continue;
     if (named.length > 0 && named.includes(name)) continue;
     res.writeHeader(name, headerValue(headers[i + 1]));

@@ -5,27 +5,96 @@
  */
 
 /** Request headers never forwarded upstream (hop-by-hop, or recomputed by the router). */
-const DROP_REQUEST = new Set([
+const DROP_REQUEST: readonly string[] = [
   'host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'te', 'trailer', 'upgrade',
   'proxy-authorization', 'proxy-connection', 'expect', 'x-request-id',
   // The router sends its own `content-type: application/json` (the body it forwards is JSON).
   'content-type',
-]);
+];
 
 /** Response headers never copied to the client (hop-by-hop, or written by uWS itself). */
-const DROP_RESPONSE = new Set([
+const DROP_RESPONSE: readonly string[] = [
   'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'te', 'trailer', 'upgrade', 'proxy-connection',
   'x-request-id',
   // uWS writes its own server header; a uWS backend's copy would appear twice.
   'uwebsockets',
-]);
+];
 
-export function forwardRequestHeader(lowerName: string): boolean {
-  return !DROP_REQUEST.has(lowerName);
+/** Response headers backends commonly send that cross: known here so that they need no lower-casing. */
+const COMMON_RESPONSE: readonly string[] = ['content-type', 'server', 'cache-control', 'vary', 'content-encoding'];
+
+/**
+ * Names grouped by their length, each with what it maps to. Header names arrive as fresh strings
+ * (uWS's and the response parser's): a Set or Map hashes each one (about 350 instructions for a
+ * lookup), where comparing it with the few names of its length costs a length check and, when the
+ * lengths agree, one native comparison.
+ */
+class NamesByLength {
+  private readonly names: string[][] = [];
+  private readonly values: string[][] = [];
+
+  add(name: string, value: string): void {
+    const n = name.length;
+    while (this.names.length <= n) {
+      this.names.push([]);
+      this.values.push([]);
+    }
+    if (this.names[n].includes(name)) return;
+    this.names[n].push(name);
+    this.values[n].push(value);
+  }
+
+  /** The value `name` maps to, or null when it is not in the table. */
+  get(name: string): string | null {
+    const n = name.length;
+    if (n >= this.names.length) return null;
+    const names = this.names[n];
+    for (let i = 0; i < names.length; i++) if (names[i] === name) return this.values[n][i];
+    return null;
+  }
 }
 
+/** `content-length` → `Content-Length` (the spelling most servers send besides all lower case). */
+function capitalised(lower: string): string {
+  return lower.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+}
+
+const REQUEST_DROPPED = new NamesByLength();
+for (const name of DROP_REQUEST) REQUEST_DROPPED.add(name, name);
+
+/** Response names as commonly received → the name to copy under, or '' for one that stops here. */
+const RESPONSE_KNOWN = new NamesByLength();
+for (const name of DROP_RESPONSE) {
+  RESPONSE_KNOWN.add(name, '');
+  RESPONSE_KNOWN.add(capitalised(name), '');
+}
+RESPONSE_KNOWN.add('uWebSockets', '');
+RESPONSE_KNOWN.add('X-Request-ID', '');
+RESPONSE_KNOWN.add('TE', '');
+for (const name of COMMON_RESPONSE) {
+  RESPONSE_KNOWN.add(name, name);
+  RESPONSE_KNOWN.add(capitalised(name), name);
+}
+
+/** Whether a request header (`lowerName`: uWS hands names over in lower case) is copied to the pod. */
+export function forwardRequestHeader(lowerName: string): boolean {
+  return REQUEST_DROPPED.get(lowerName) === null;
+}
+
+/** Whether a response header (`lowerName`: its name in lower case) is copied to the client. */
 export function forwardResponseHeader(lowerName: string): boolean {
-  return !DROP_RESPONSE.has(lowerName);
+  return RESPONSE_KNOWN.get(lowerName) !== '';
+}
+
+/**
+ * The lower-case name a pod's response header is copied to the client under, or null for one that
+ * stops here (hop-by-hop, or one the router or uWS writes). `name` is as received, in any case.
+ */
+export function responseHeaderName(name: string): string | null {
+  const known = RESPONSE_KNOWN.get(name);
+  if (known !== null) return known.length === 0 ? null : known;
+  const lower = name.toLowerCase();
+  return forwardResponseHeader(lower) ? lower : null;
 }
 
 /** True for the backend's `x-ratelimit-*` headers (dropped on limited routes: the router's win). */

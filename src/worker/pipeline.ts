@@ -59,6 +59,9 @@ export async function runPipeline(x: Exchange, s: PipelineServices): Promise<voi
     if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
     const route = table.route(req.model) ?? null;
     if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route`);
+    // The route's own copy of the same name: later comparisons of it (the access log's) are then
+    // of one string with itself.
+    ctx.modelName = route.modelName;
     ctx.modelRoute = route.key;
     const server = RouteTable.pick(route, x);
     if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`, 404, null, 'no_matching_rule');

@@ -19,8 +19,8 @@ const COLON = 58;
 const SP = 32;
 const HTAB = 9;
 
-/** 1 for the token characters of RFC 9110 (header names), by character code below 128. */
-const TOKEN_CHAR = new Uint8Array(128);
+/** 1 for the token characters of RFC 9110 (header names), by byte. */
+const TOKEN_CHAR = new Uint8Array(256);
 for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TOKEN_CHAR[c.charCodeAt(0)] = 1;
 
 export const BARE_CR_LF = 'bare CR or LF or NUL in the response head';
@@ -30,10 +30,49 @@ export const HEAD_INCOMPLETE = -1;
 /** scanHead: a line that is not a plain header line (the text path names the fault). */
 export const HEAD_IRREGULAR = -2;
 
-/** Where scanHead marks the header lines: four offsets per line, `n` of them in use. */
+/** Where scanHead marks the header lines: five numbers per line (MARKS_PER_LINE), `n` of them in use. */
 export class HeadMarks {
   n = 0;
-  at = new Int32Array(4 * 32);
+  at = new Int32Array(MARKS_PER_LINE * 32);
+}
+
+/** Per header line: name start and end, value start and end, and the name's index in KNOWN_NAMES or -1. */
+const MARKS_PER_LINE = 5;
+
+/**
+ * Header names backends commonly send, in the spellings they send them. A name whose bytes are
+ * one of these is read as that very string: no new string is cut for it, and comparing it with
+ * the same name written in the code is one pointer comparison (a name of 13 characters or more
+ * cut from the head would be a sliced string, which V8 compares in C++).
+ */
+export const KNOWN_NAMES: readonly string[] = [
+  'content-length', 'Content-Length', 'content-type', 'Content-Type', 'transfer-encoding', 'Transfer-Encoding',
+  'connection', 'Connection', 'keep-alive', 'Keep-Alive', 'date', 'Date', 'server', 'Server', 'uWebSockets',
+  'cache-control', 'Cache-Control', 'vary', 'Vary', 'content-encoding', 'Content-Encoding', 'x-request-id',
+];
+const KNOWN_BYTES: readonly Uint8Array[] = KNOWN_NAMES.map((n) => new Uint8Array(Buffer.from(n, 'latin1')));
+/** Indexes into KNOWN_NAMES by name length. */
+const KNOWN_BY_LENGTH: readonly (readonly number[])[] = (() => {
+  const by: number[][] = [];
+  KNOWN_NAMES.forEach((n, k) => {
+    while (by.length <= n.length) by.push([]);
+    by[n.length].push(k);
+  });
+  return by;
+})();
+
+/** The index in KNOWN_NAMES of the name buf[at, at + length), or -1. */
+function knownName(buf: Buffer, at: number, length: number): number {
+  if (length >= KNOWN_BY_LENGTH.length) return -1;
+  const candidates = KNOWN_BY_LENGTH[length];
+  for (let i = 0; i < candidates.length; i++) {
+    const k = candidates[i];
+    const bytes = KNOWN_BYTES[k];
+    let j = 0;
+    while (j < length && buf[at + j] === bytes[j]) j++;
+    if (j === length) return k;
+  }
+  return -1;
 }
 
 /** Whether byte `c` ends a line's content here: CR, LF or NUL (one comparison for the usual bytes, above CR). */
@@ -43,9 +82,10 @@ function ends(c: number): boolean {
 
 /**
  * Reads a response head from `buf` at `start`: the status line up to its CRLF, then header lines
- * up to the blank line. Returns the index just past the blank line, with four marks per header
+ * up to the blank line. Returns the index just past the blank line, with five marks per header
  * line in `marks` (name start and end, value start and end without the whitespace around it,
- * relative to `start`); else HEAD_INCOMPLETE or HEAD_IRREGULAR.
+ * relative to `start`) and the name's index in KNOWN_NAMES (-1 for another name); else
+ * HEAD_INCOMPLETE or HEAD_IRREGULAR.
  */
 export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
   const n = buf.length;
@@ -64,7 +104,7 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
       return buf[j + 1] === LF ? j + 2 : HEAD_IRREGULAR;
     }
     const nameStart = j;
-    while (j < n && (c = buf[j]) < 128 && TOKEN_CHAR[c] === 1) j++;
+    while (j < n && TOKEN_CHAR[c = buf[j]] === 1) j++;
     if (j >= n) return HEAD_INCOMPLETE;
     if (c !== COLON || j === nameStart) return HEAD_IRREGULAR;
     const nameEnd = j++;
@@ -75,7 +115,7 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     if (c !== CR || buf[j + 1] !== LF) return HEAD_IRREGULAR;
     let valueEnd = j;
     while (valueEnd > valueStart && ((c = buf[valueEnd - 1]) === SP || c === HTAB)) valueEnd--;
-    if (count + 4 > at.length) {
+    if (count + MARKS_PER_LINE > at.length) {
       const more = new Int32Array(at.length * 2);
       more.set(at);
       at = marks.at = more;
@@ -84,15 +124,19 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     at[count++] = nameEnd - start;
     at[count++] = valueStart - start;
     at[count++] = valueEnd - start;
+    at[count++] = knownName(buf, nameStart, nameEnd - nameStart);
     j += 2;
   }
 }
 
-/** The header lines scanHead marked, cut from the head's text. */
+/** The header lines scanHead marked, cut from the head's text (a known name: its string of KNOWN_NAMES). */
 export function headersAt(text: string, marks: HeadMarks): string[] {
   const headers: string[] = [];
   const at = marks.at;
-  for (let m = 0; m < marks.n; m += 4) headers.push(text.slice(at[m], at[m + 1]), text.slice(at[m + 2], at[m + 3]));
+  for (let m = 0; m < marks.n; m += MARKS_PER_LINE) {
+    const k = at[m + 4];
+    headers.push(k >= 0 ? KNOWN_NAMES[k] : text.slice(at[m], at[m + 1]), text.slice(at[m + 2], at[m + 3]));
+  }
   return headers;
 }
 

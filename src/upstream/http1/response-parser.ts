@@ -208,15 +208,16 @@ export class ResponseParser {
     const headers = marks === null ? headerLines(text, eol + 2) : headersAt(text, marks);
     for (let h = 0; h < headers.length; h += 2) {
       const name = headers[h];
+      // The two usual spellings compare natively; isHeader (a loop in JS) takes any other.
       switch (name.length) {
         case 14:
-          if (isHeader(name, 'content-length')) length = contentLength(headers[h + 1], length);
+          if (name === 'content-length' || name === 'Content-Length' || isHeader(name, 'content-length')) length = contentLength(headers[h + 1], length);
           break;
         case 17:
-          if (isHeader(name, 'transfer-encoding')) te = te === null ? headers[h + 1] : `${te}, ${headers[h + 1]}`;
+          if (name === 'transfer-encoding' || name === 'Transfer-Encoding' || isHeader(name, 'transfer-encoding')) te = te === null ? headers[h + 1] : `${te}, ${headers[h + 1]}`;
           break;
         case 10:
-          if (isHeader(name, 'connection')) {
+          if (name === 'connection' || name === 'Connection' || isHeader(name, 'connection')) {
             const v = headers[h + 1].toLowerCase();
             if (/(^|[\s,])close($|[\s,])/.test(v)) keepAlive = false;
             else if (minor === 48 && /(^|[\s,])keep-alive($|[\s,])/.test(v)) keepAlive = true;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionNames, dropNamed, forwardRequestHeader, forwardResponseHeader, isRateLimitHeader } from '../../../src/http/upstream-headers.js';
+import { connectionNames, dropNamed, forwardRequestHeader, forwardResponseHeader, isRateLimitHeader, responseHeaderName } from '../../../src/http/upstream-headers.js';
 
 describe('upstream headers', () => {
   it('reads the names a Connection header lists, lower-cased, without its options', () => {
@@ -21,6 +21,30 @@ describe('upstream headers', () => {
     expect(forwardRequestHeader('x-custom')).toBe(true);
     expect(forwardResponseHeader('te')).toBe(false);
     expect(forwardResponseHeader('content-type')).toBe(true);
+  });
+
+  it('names every hop-by-hop request header as dropped, and nothing else', () => {
+    for (const name of ['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'te', 'trailer', 'upgrade',
+      'proxy-authorization', 'proxy-connection', 'expect', 'x-request-id', 'content-type']) expect(forwardRequestHeader(name)).toBe(false);
+    for (const name of ['authorization', 'accept', 'x-tenant', 'tee', 't', 'content-types', 'x-request-ids', '']) expect(forwardRequestHeader(name)).toBe(true);
+  });
+
+  it('gives a response header its lower-case name, or null for the dropped ones, in any case it arrives in', () => {
+    const dropped = ['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'te', 'trailer', 'upgrade',
+      'proxy-connection', 'x-request-id', 'uwebsockets'];
+    const upper = (s: string): string => s.toUpperCase();
+    const capital = (s: string): string => s.replace(/(^|-)([a-z])/g, (_m, d: string, c: string) => d + c.toUpperCase());
+    const odd = (s: string): string => [...s].map((c, i) => (i % 2 === 1 ? c.toUpperCase() : c)).join('');
+    for (const name of dropped) {
+      for (const form of [name, upper(name), capital(name), odd(name)]) expect(responseHeaderName(form), form).toBeNull();
+      expect(forwardResponseHeader(name)).toBe(false);
+    }
+    expect(responseHeaderName('uWebSockets')).toBeNull();
+    expect(responseHeaderName('X-Request-ID')).toBeNull();
+    for (const name of ['content-type', 'server', 'cache-control', 'vary', 'content-encoding', 'x-mock-pod', 'x-ratelimit-limit-requests', 'dates', 'te2', '']) {
+      for (const form of [name, upper(name), capital(name), odd(name)]) expect(responseHeaderName(form), form).toBe(name);
+      expect(forwardResponseHeader(name)).toBe(true);
+    }
   });
 
   it('recognises x-ratelimit-* names only', () => {
