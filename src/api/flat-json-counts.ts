@@ -10,6 +10,7 @@
  * object with JSON.parse as before. Within that shape the grammar is checked whole, so every
  * object read here is one JSON.parse accepts, with the same values (a duplicate key: the last).
  */
+import { Buffer } from 'node:buffer';
 
 /** The counts of the last `readFlatCounts` call: the integer value of each key, or -1 when absent or not an integer. */
 export const flatCounts = { first: -1, second: -1 };

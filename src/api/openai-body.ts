@@ -1,5 +1,6 @@
 import type { UpstreamBody } from './inference-api.js';
 import type { ParsedRequest } from './openai-request.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * The body sent upstream: the client's bytes unchanged unless the ModelServer rewrites `model`

@@ -6,6 +6,7 @@
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
 import { flatCounts, readFlatCounts } from './flat-json-counts.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when

@@ -21,6 +21,7 @@ import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-
 import { applyEvent, mayCarryUsage, parseEvent, readEventUsage, reportsCompletion } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { SseStripFilter } from './sse-strip.js';
+import { Buffer } from 'node:buffer';
 
 export { DEFAULT_MAX_EVENT_BYTES };
 

@@ -4,6 +4,7 @@
  * line ends (`\n`, `\r\n`, `\r`) are found on bytes (`\n` and `\r` never occur inside a multi-byte
  * UTF-8 sequence). Only a partial line is held, up to a bound; a longer line is skipped unread.
  */
+import { Buffer } from 'node:buffer';
 
 const LF = 0x0a;
 const CR = 0x0d;

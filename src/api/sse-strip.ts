@@ -7,6 +7,7 @@
  * Per chunk: begin(chunk), then the splitter's event reports (eventEnd, eventTail), then finish().
  */
 import { checkMaxBytes, DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
+import { Buffer } from 'node:buffer';
 
 const EMPTY = Buffer.alloc(0);
 

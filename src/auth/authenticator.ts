@@ -21,6 +21,7 @@ import { JwksCache, KeySetUnavailableError, type FetchFn } from './jwks-cache.js
 import { globMatch, globsAllow } from './model-globs.js';
 import { TokenCache } from './token-cache.js';
 import { jwtTenant, keyTenant, type Tenant } from './tenant.js';
+import { Buffer } from 'node:buffer';
 
 export interface AuthenticatorOptions {
   /** Clock of the remote key set cache (epoch ms). */

@@ -6,6 +6,8 @@ import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, headerValue, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from './rate-headers.js';
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 
 const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
 

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { closeUnanswered } from './exchange.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * This uWS build goes on parsing the bytes after a request answered with `Connection: close`

@@ -8,6 +8,8 @@ import { RequestContext } from './request-context.js';
 import { connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
 import { newRequestId } from './request-id.js';
+import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -209,7 +211,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     size += chunk.length;
     if (!isLast) return;
     done = true;
-    x.body = buf !== null ? buf.subarray(0, size) : chunks!.length === 1 ? chunks![0] : Buffer.concat(chunks!);
+    x.body = buf !== null ? (size === buf.length ? buf : buf.subarray(0, size)) : chunks!.length === 1 ? chunks![0] : Buffer.concat(chunks!);
     buf = null;
     chunks = null;
     x.handedOn = true;

@@ -1,5 +1,6 @@
 import type { Decision, LimitState } from '../ratelimit/limiter.js';
 import { putNumber } from '../decimal-digits.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * The x-ratelimit-* headers of a limited route, encoded as bytes into one reused buffer and

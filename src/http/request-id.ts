@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 
 /**
  * Random (version 4) UUIDs for requests that come without an x-request-id. The same 122 random

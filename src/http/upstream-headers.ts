@@ -3,6 +3,7 @@
  * header a `Connection` header names) stop here in both directions; headers the router writes
  * itself are not copied.
  */
+import { Buffer } from 'node:buffer';
 
 /** Request headers never forwarded upstream (hop-by-hop, or recomputed by the router). */
 const DROP_REQUEST: readonly string[] = [

@@ -1,4 +1,5 @@
 import { MAX_RECORD_BYTES } from './access-log-format.js';
+import { Buffer } from 'node:buffer';
 
 const NEWLINE = 0x0a;
 

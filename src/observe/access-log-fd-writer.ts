@@ -1,4 +1,5 @@
 import { close as fsClose, open as fsOpen, write as fsWrite, writeSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 /**
  * Writes whole-record batches to one file descriptor, in order, one `write(2)` at a time. Each

@@ -1,6 +1,7 @@
 import type { AccessRecord } from './access-record.js';
 import { isAscii, jsonString, LastEscaped, textErrorType, textValue } from './access-log-escape.js';
 import { isoTimestamp } from './access-log-timestamp.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * The two access-log formats (docs/access-log.md). Each returns one line without the trailing

@@ -3,6 +3,7 @@ import { isJsonPlain, isTextPlainAscii, jsonString, textValue } from './access-l
 import { int, MAX_LINE_BYTES } from './access-log-format.js';
 import { isoTimestamp, timestampMs } from './access-log-timestamp.js';
 import { putNumber } from '../decimal-digits.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * The access-log line of a usual record, JSON or text, written as bytes straight into the batch

@@ -1,5 +1,6 @@
 import type { RequestContext } from '../http/request-context.js';
 import { redactPath } from './redact-query.js';
+import { performance } from 'node:perf_hooks';
 
 /**
  * One access-log record, as the formatters see it. Built from a finished RequestContext.

@@ -13,6 +13,7 @@ import { withGatedDelaySampler, type SamplingGate } from './event-loop-sampler.j
 import {
   CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue,
 } from './metrics-series.js';
+import { performance } from 'node:perf_hooks';
 
 /** Label value of `model` when the requested model is not served (bounds the label's values). */
 export const UNKNOWN_MODEL = '(unknown)';

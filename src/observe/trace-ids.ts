@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { Buffer } from 'node:buffer';
 
 /**
  * W3C Trace Context ids and the `traceparent` header (version 00). Random bytes are drawn in

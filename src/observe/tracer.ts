@@ -3,6 +3,7 @@ import type { Exchange } from '../http/exchange.js';
 import { OtlpExporter } from './otlp-exporter.js';
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-ids.js';
 import type { TraceSettings } from './trace-settings.js';
+import { performance } from 'node:perf_hooks';
 
 /** One request's span while it runs; encoded to OTLP JSON when it ends (sampled spans only). */
 export class RequestSpan {

@@ -10,6 +10,7 @@
  * Node's documentation advises, so that race is not reported as a failed scrape.
  */
 import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Buffer } from 'node:buffer';
 
 /** The longest /metrics text read (vLLM's is tens of KB). */
 export const MAX_METRICS_BYTES = 4 * 1024 * 1024;

@@ -2,6 +2,7 @@ import type { RateLimitSpec } from '../config/resource-types.js';
 import type { LimitKey } from './limit-key.js';
 import { admitTerms } from './admit-all.js';
 import { isShadow, type Decision, type LimitDirection, type LimitTerm, type TokenLimiter } from './limiter.js';
+import { performance } from 'node:perf_hooks';
 
 /** Where a metered limiter reports (observe/metrics.ts RouterMetrics is one). */
 export interface LimiterMetricsSink {

@@ -9,6 +9,7 @@ import { framingTokens, textPrompt, type PromptText } from './prompt-text.js';
 import type { TokenCounter } from './token-counter.js';
 import { TokenizerPool } from './tokenizer-pool.js';
 import type { TokenizerSettings } from './tokenizer-settings.js';
+import { performance } from 'node:perf_hooks';
 
 export interface TokenCounterStats {
   /** Counts done on the event loop (every count of the chars estimator). */

@@ -5,6 +5,7 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { CallOutcome, UpstreamCall } from './upstream-call.js';
 import { errorTypeOfUpstreamStatus, upstreamFailure } from './upstream-errors.js';
+import { performance } from 'node:perf_hooks';
 
 /**
  * Sends the request to one pod; the answer streams back to the client through the call. Await

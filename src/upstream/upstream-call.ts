@@ -5,6 +5,7 @@ import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
 import { ClientGone, isConnectFailure } from './upstream-errors.js';
+import { Buffer } from 'node:buffer';
 
 /**
  * Bodies up to this size with a content-length are answered in one write (keeps content-length);

@@ -15,6 +15,7 @@ import type { RequestSpan, Tracer } from '../observe/tracer.js';
 import type { Tenant } from '../auth/tenant.js';
 import { admitRequest, type ScopedTerm } from '../ratelimit/request-admission.js';
 import { giveBackInput } from '../ratelimit/admit-all.js';
+import { performance } from 'node:perf_hooks';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {

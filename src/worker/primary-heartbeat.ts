@@ -1,4 +1,5 @@
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
+import { performance } from 'node:perf_hooks';
 
 /**
  * A worker's view of whether its primary answers. Any message from the primary shows that its

@@ -28,6 +28,7 @@ import { isPrefixPairs, MSG_PREFIX, PrefixShare, type PrefixShareMessage } from 
 import cluster from 'node:cluster';
 import { Tracer } from '../observe/tracer.js';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
+import { performance } from 'node:perf_hooks';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a tick each second, a ping after 1.5 s without a message from it; not ready after 3 s. */

@@ -14,6 +14,7 @@ import { redisKeyBase } from './key-base.js';
 import { LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
+import { performance } from 'node:perf_hooks';
 
 /**
  * Longest a settle (an answer's output charge and input correction) waits, by default, for an

@@ -10,6 +10,7 @@ import { Http1Error } from './errors.js';
 import { requestHead, writeRequest } from './request-head.js';
 import { RequestState, type Http1Request } from './request.js';
 import { ResponseParser, type ParserSink } from './response-parser.js';
+import { Buffer } from 'node:buffer';
 
 export const enum Phase { Connecting, Idle, AwaitHead, Body, Closed }
 

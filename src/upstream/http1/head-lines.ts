@@ -30,50 +30,14 @@ export const HEAD_INCOMPLETE = -1;
 /** scanHead: a line that is not a plain header line (the text path names the fault). */
 export const HEAD_IRREGULAR = -2;
 
-/** Where scanHead marks the header lines: five numbers per line (MARKS_PER_LINE), `n` of them in use. */
+/** Where scanHead marks the header lines: four offsets per line (MARKS_PER_LINE), `n` of them in use. */
 export class HeadMarks {
   n = 0;
   at = new Int32Array(MARKS_PER_LINE * 32);
 }
 
-/** Per header line: name start and end, value start and end, and the name's index in KNOWN_NAMES or -1. */
-const MARKS_PER_LINE = 5;
-
-/**
- * Header names backends commonly send, in the spellings they send them. A name whose bytes are
- * one of these is read as that very string: no new string is cut for it, and comparing it with
- * the same name written in the code is one pointer comparison (a name of 13 characters or more
- * cut from the head would be a sliced string, which V8 compares in C++).
- */
-export const KNOWN_NAMES: readonly string[] = [
-  'content-length', 'Content-Length', 'content-type', 'Content-Type', 'transfer-encoding', 'Transfer-Encoding',
-  'connection', 'Connection', 'keep-alive', 'Keep-Alive', 'date', 'Date', 'server', 'Server', 'uWebSockets',
-  'cache-control', 'Cache-Control', 'vary', 'Vary', 'content-encoding', 'Content-Encoding', 'x-request-id',
-];
-const KNOWN_BYTES: readonly Uint8Array[] = KNOWN_NAMES.map((n) => new Uint8Array(Buffer.from(n, 'latin1')));
-/** Indexes into KNOWN_NAMES by name length. */
-const KNOWN_BY_LENGTH: readonly (readonly number[])[] = (() => {
-  const by: number[][] = [];
-  KNOWN_NAMES.forEach((n, k) => {
-    while (by.length <= n.length) by.push([]);
-    by[n.length].push(k);
-  });
-  return by;
-})();
-
-/** The index in KNOWN_NAMES of the name buf[at, at + length), or -1. */
-function knownName(buf: Buffer, at: number, length: number): number {
-  if (length >= KNOWN_BY_LENGTH.length) return -1;
-  const candidates = KNOWN_BY_LENGTH[length];
-  for (let i = 0; i < candidates.length; i++) {
-    const k = candidates[i];
-    const bytes = KNOWN_BYTES[k];
-    let j = 0;
-    while (j < length && buf[at + j] === bytes[j]) j++;
-    if (j === length) return k;
-  }
-  return -1;
-}
+/** Per header line: name start and end, value start and end. */
+const MARKS_PER_LINE = 4;
 
 /** Whether byte `c` ends a line's content here: CR, LF or NUL (one comparison for the usual bytes, above CR). */
 function ends(c: number): boolean {
@@ -82,10 +46,9 @@ function ends(c: number): boolean {
 
 /**
  * Reads a response head from `buf` at `start`: the status line up to its CRLF, then header lines
- * up to the blank line. Returns the index just past the blank line, with five marks per header
+ * up to the blank line. Returns the index just past the blank line, with four marks per header
  * line in `marks` (name start and end, value start and end without the whitespace around it,
- * relative to `start`) and the name's index in KNOWN_NAMES (-1 for another name); else
- * HEAD_INCOMPLETE or HEAD_IRREGULAR.
+ * relative to `start`); else HEAD_INCOMPLETE or HEAD_IRREGULAR.
  */
 export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
   const n = buf.length;
@@ -124,19 +87,15 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     at[count++] = nameEnd - start;
     at[count++] = valueStart - start;
     at[count++] = valueEnd - start;
-    at[count++] = knownName(buf, nameStart, nameEnd - nameStart);
     j += 2;
   }
 }
 
-/** The header lines scanHead marked, cut from the head's text (a known name: its string of KNOWN_NAMES). */
+/** The header lines scanHead marked, cut from the head's text. */
 export function headersAt(text: string, marks: HeadMarks): string[] {
   const headers: string[] = [];
   const at = marks.at;
-  for (let m = 0; m < marks.n; m += MARKS_PER_LINE) {
-    const k = at[m + 4];
-    headers.push(k >= 0 ? KNOWN_NAMES[k] : text.slice(at[m], at[m + 1]), text.slice(at[m + 2], at[m + 3]));
-  }
+  for (let m = 0; m < marks.n; m += MARKS_PER_LINE) headers.push(text.slice(at[m], at[m + 1]), text.slice(at[m + 2], at[m + 3]));
   return headers;
 }
 

@@ -11,6 +11,7 @@
  * of the turn that queued them.
  */
 import type { Socket } from 'node:net';
+import { Buffer } from 'node:buffer';
 
 /** Bodies up to this size are copied behind the head into one buffer. */
 const COPY_LIMIT = 16 * 1024;

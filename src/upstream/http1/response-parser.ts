@@ -7,6 +7,7 @@
  */
 import { Http1Error, malformed } from './errors.js';
 import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isHeader, isToken, scanHead } from './head-lines.js';
+import { Buffer } from 'node:buffer';
 
 export interface ParserSink {
   /** The final (non-1xx) response head. */
