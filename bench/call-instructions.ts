@@ -1,0 +1,85 @@
+/**
+ * Instructions per call of one small hot-path function, counted by valgrind's callgrind: the
+ * figure behind a single change's "N thousand instructions" where the router's own count
+ * (instructions.ts) is too coarse to show it.
+ *
+ *   node dist/bench/call-instructions.js [<tree>] [--calls N] [--only name,name]
+ *
+ * Each call of CALLS (call-instructions-cases.ts, loaded from `<tree>`'s dist, default this tree,
+ * so two builds compare) runs in its own `node --single-threaded` under callgrind twice, N and 3N
+ * times after the same start-up; the difference of the two totals over 2N is the instructions
+ * per call, with Node's start-up, the warm-up and V8's compilations cancelled out. Needs valgrind.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { numberArg } from './number-arg.js';
+
+const run = promisify(execFile);
+const USAGE = 'Usage: node dist/bench/call-instructions.js [<tree>] [--calls N] [--only name,name]';
+
+/** The total callgrind prints at exit (`==pid== Collected : N`), or null. */
+export function collectedTotal(stderr: string): number | null {
+  const m = /Collected : (\d+)/.exec(stderr);
+  return m === null ? null : Number(m[1]);
+}
+
+/** Instructions per call from the totals of `calls` and of 3 × `calls` calls. */
+export function perCall(low: number, high: number, calls: number): number {
+  return Math.round((high - low) / (2 * calls));
+}
+
+/** Total instructions callgrind counted for `calls` calls of case `name` (the runner's whole process). */
+async function totalFor(runner: string, tree: string, name: string, calls: number, dir: string): Promise<number> {
+  const out = join(dir, `cg.${calls}.${name.replace(/\W+/g, '-')}`);
+  const { stderr } = await run('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', runner, tree, name, String(calls)], { maxBuffer: 16 << 20 });
+  const total = collectedTotal(stderr);
+  if (total === null) throw new Error(`callgrind printed no total for ${name}:\n${stderr.slice(-2000)}`);
+  return total;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  let tree = '.';
+  const calls = numberArg(args, '--calls', 200_000);
+  let only: Set<string> | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '--calls') i++;
+    else if (a === '--only') only = new Set((args[++i] ?? '').split(','));
+    else if (a.startsWith('--')) throw new Error(`unknown option ${a}\n${USAGE}`);
+    else tree = a;
+  }
+  const root = resolve(tree);
+  const cases = join(root, 'dist/bench/call-instructions-cases.js');
+  if (!existsSync(cases)) throw new Error(`${cases} not found: build that tree first (npm run build)`);
+  const runner = join(root, 'dist/bench/call-instructions-runner.js');
+  const { CALLS } = await import(cases) as typeof import('./call-instructions-cases.js');
+  const names = Object.keys(CALLS).filter((n) => only === null || only.has(n));
+  if (only !== null && names.length !== only.size) throw new Error(`--only: known cases are ${Object.keys(CALLS).join(', ')}`);
+  const dir = mkdtempSync(join(tmpdir(), 'ir-calls-'));
+  try {
+    console.log(`| call | instructions per call (${calls} and ${3 * calls} calls, ${tree}) |`);
+    console.log('|---|---|');
+    // Two cases at a time: the counts do not depend on sharing the CPUs.
+    for (let i = 0; i < names.length; i += 2) {
+      const batch = names.slice(i, i + 2);
+      const rows = await Promise.all(batch.map(async (name) => {
+        const [low, high] = await Promise.all([totalFor(runner, root, name, calls, dir), totalFor(runner, root, name, 3 * calls, dir)]);
+        return `| ${name} | ${perCall(low, high, calls)} |`;
+      }));
+      for (const r of rows) console.log(r);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1]?.endsWith('call-instructions.js')) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { collectedTotal, perCall } from '../../../bench/call-instructions.js';
+import { CALLS } from '../../../bench/call-instructions-cases.js';
+
+describe('call-instructions', () => {
+  it('reads callgrind\'s total and takes the difference per call', () => {
+    expect(collectedTotal('==12== Events    : Ir\n==12== Collected : 123456789\n==12==\n==12== I   refs:      123,456,789')).toBe(123456789);
+    expect(collectedTotal('valgrind: failed to start')).toBeNull();
+    // 1,000 calls: 5 M at start-up plus 1,500 a call; 3,000 calls: the same start-up
+    expect(perCall(5_000_000 + 1_500 * 1_000, 5_000_000 + 1_500 * 3_000, 1_000)).toBe(1_500);
+  });
+
+  it('every case runs and returns a number; the answer head forwards two of its five headers', () => {
+    for (const [name, call] of Object.entries(CALLS)) expect(typeof call(), name).toBe('number');
+    expect(CALLS['answer head: cut names']()).toBe(10);
+    expect(CALLS['answer head: cut names, forward decisions']()).toBe(2); // content-type, x-mock-pod
+    expect(CALLS['readFlatCounts of the usage object']()).toBe(1);
+    expect(CALLS.newRequestId()).toBe(36);
+  });
+});
