@@ -85,14 +85,28 @@ export class PerfMap {
   }
 }
 
+/** A named JavaScript function's perf-map name: `JS:<tier mark>name file:line:column`. */
+const NAMED_JS = /^(JS:[*~^+]?[^\s*~^+][^\s]* \S+?):\d+:\d+$/;
+
+/**
+ * A function's name without the line and column of a named JavaScript function, so that a
+ * function compares with itself in a build whose lines moved (an import added above it). An
+ * anonymous function (`JS:* file:line:column`) keeps its position: it is all that names it.
+ */
+export function functionKey(name: string): string {
+  const m = NAMED_JS.exec(name);
+  return m === null ? name : m[1];
+}
+
 /**
  * Adds `from`'s costs into `into`, names mapped through `map`; `tree` (a checkout's path) is cut
- * out of the names, so that two builds' functions compare by name.
+ * out of the names, and named functions lose their line (functionKey), so that two builds'
+ * functions compare by name.
  */
 export function addMapped(into: Map<string, number>, from: ReadonlyMap<string, number>, map: PerfMap, tree = ''): void {
   for (const [fn, n] of from) {
     const mapped = map.name(fn);
-    const name = tree === '' ? mapped : mapped.replaceAll(tree + '/', '');
+    const name = functionKey(tree === '' ? mapped : mapped.replaceAll(tree + '/', ''));
     into.set(name, (into.get(name) ?? 0) + n);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { addMapped, largest, PerfMap, selfCostByFunction } from '../../../bench/callgrind-functions.js';
+import { addMapped, functionKey, largest, PerfMap, selfCostByFunction } from '../../../bench/callgrind-functions.js';
 
 const DUMP = [
   'version: 1',
@@ -43,9 +43,23 @@ describe('callgrind functions', () => {
     const into = new Map<string, number>();
     addMapped(into, selfCostByFunction(DUMP), m, '/t/b');
     addMapped(into, new Map([['0x00000000000010a2', 2]]), m, '/t/b');
-    expect(Object.fromEntries(into)).toEqual({ parse: 115, 'JS:*f file://dist/x.js:1:1': 42, '0x0000000000002004': 11 });
-    expect(largest(into, 2)).toEqual([['parse', 115], ['JS:*f file://dist/x.js:1:1', 42]]);
+    expect(Object.fromEntries(into)).toEqual({ parse: 115, 'JS:*f file://dist/x.js': 42, '0x0000000000002004': 11 });
+    expect(largest(into, 2)).toEqual([['parse', 115], ['JS:*f file://dist/x.js', 42]]);
     const base = new Map([['parse', 15], ['gone', 60]]);
-    expect(largest(into, 3, base)).toEqual([['parse', 100], ['gone', -60], ['JS:*f file://dist/x.js:1:1', 42]]);
+    expect(largest(into, 3, base)).toEqual([['parse', 100], ['gone', -60], ['JS:*f file://dist/x.js', 42]]);
+  });
+
+  test('a named function keeps its name without its line (lines move between builds); an anonymous one keeps its place', () => {
+    expect(functionKey('JS:*scanHead file://dist/upstream/http1/head-lines.js:44:25')).toBe('JS:*scanHead file://dist/upstream/http1/head-lines.js');
+    expect(functionKey('JS:~#count file://dist/tokens/create-token-counter.js:68:11')).toBe('JS:~#count file://dist/tokens/create-token-counter.js');
+    expect(functionKey('JS:* file://dist/http/inference-front.js:17:12')).toBe('JS:* file://dist/http/inference-front.js:17:12');
+    expect(functionKey('JS:*onStreamRead node:internal/stream_base_commons:168:22')).toBe('JS:*onStreamRead node:internal/stream_base_commons');
+    expect(functionKey('Builtins_TypedArrayPrototypeSet')).toBe('Builtins_TypedArrayPrototypeSet');
+    expect(functionKey('RegExp:[^\\r\\n]+ x:1:2')).toBe('RegExp:[^\\r\\n]+ x:1:2');
+    // two builds whose lines moved add up under one key
+    const m = new PerfMap('10a0 10 JS:*f file:///t/a/dist/x.js:1:1\n10b0 10 JS:*f file:///t/a/dist/x.js:3:1\n');
+    const into = new Map<string, number>();
+    addMapped(into, new Map([['0x00000000000010a0', 5], ['0x00000000000010b0', 7]]), m, '/t/a');
+    expect(Object.fromEntries(into)).toEqual({ 'JS:*f file://dist/x.js': 12 });
   });
 });
