@@ -2,9 +2,10 @@
  * Imports point down the layers: a file of src/ may import its own part or a part below it in
  * LAYERS, never one above. A new top-level folder or file of src/ must be placed in LAYERS.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../../helpers/source-files.js';
 
 const SRC = resolve(new URL('../../../src', import.meta.url).pathname);
 
@@ -32,16 +33,6 @@ export const LAYERS: readonly (readonly string[])[] = [
 const SIBLINGS: readonly (readonly string[])[] = [['ratelimit/local', 'ratelimit/redis']];
 
 interface Import { from: string; to: string; line: string }
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** Relative imports of src/ (static, re-exports and dynamic), resolved to paths under src/. */
 export function srcImports(): Import[] {

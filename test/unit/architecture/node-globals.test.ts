@@ -4,9 +4,10 @@
  * under callgrind, where the imported binding is a plain load). The hot path uses them many times
  * per request, so every file of src/ that uses either as a value imports it from its module.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../../helpers/source-files.js';
 
 const SRC = resolve(new URL('../../../src', import.meta.url).pathname);
 
@@ -14,16 +15,6 @@ const GLOBALS: readonly { name: string; module: string; use: RegExp }[] = [
   { name: 'performance', module: 'node:perf_hooks', use: /(^|[^.\w])performance\./ },
   { name: 'Buffer', module: 'node:buffer', use: /(^|[^.\w])Buffer\.|instanceof Buffer\b|new Buffer\b/ },
 ];
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** The file's code without its comments (a use named in a comment is no use). */
 function codeOf(text: string): string {
