@@ -30,7 +30,7 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   /** The head's header lines cut from its text (the baseline of the next case). */
   'answer head: cut names': () => freshNames().length,
   /** The same, then each name's forwarding decision as the exchange makes it. */
-  'answer head: cut names, forward decisions': () => {
+  'answer head: cut names and forward decisions': () => {
     const h = freshNames();
     let n = 0;
     for (let i = 0; i < h.length; i += 2) if (responseHeaderName(h[i]) !== null) n++;

@@ -13,7 +13,7 @@ describe('call-instructions', () => {
   it('every case runs and returns a number; the answer head forwards two of its five headers', () => {
     for (const [name, call] of Object.entries(CALLS)) expect(typeof call(), name).toBe('number');
     expect(CALLS['answer head: cut names']()).toBe(10);
-    expect(CALLS['answer head: cut names, forward decisions']()).toBe(2); // content-type, x-mock-pod
+    expect(CALLS['answer head: cut names and forward decisions']()).toBe(2); // content-type, x-mock-pod
     expect(CALLS['readFlatCounts of the usage object']()).toBe(1);
     expect(CALLS.newRequestId()).toBe(36);
   });
