@@ -7,8 +7,20 @@ export function apiFor(_url: string): InferenceApi {
 }
 
 /** The /v1 endpoints the router serves with POST; another method on them answers 405 (allow: POST). */
-const POST_ENDPOINTS: ReadonlySet<string> = new Set(['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/responses']);
+const POST_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/responses'];
+const POST_ENDPOINTS: ReadonlySet<string> = new Set(POST_PATHS);
 
 export function isPostEndpoint(url: string): boolean {
   return POST_ENDPOINTS.has(url);
+}
+
+/**
+ * A POST endpoint's path as this module's own string, any other path as it came: uWS hands over
+ * a fresh string per request, and later comparisons of the router's own string with itself (the
+ * access log's) take no look at the characters. Compared, not hashed (a Set lookup hashes the
+ * fresh string).
+ */
+export function endpointPath(url: string): string {
+  for (let i = 0; i < POST_PATHS.length; i++) if (POST_PATHS[i] === url) return POST_PATHS[i];
+  return url;
 }

@@ -1,6 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
-import { isPostEndpoint } from '../api/api-registry.js';
+import { endpointPath, isPostEndpoint } from '../api/api-registry.js';
 import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
 import { refuseFollowers } from './framing-refusal.js';
@@ -69,7 +69,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       for (const n of names) match.set(n, req.getHeader(n));
     }
     if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = newRequestId();
-    const ctx = new RequestContext(upperMethod(method), query ? `${url}?${query}` : knownPath(url), 'HTTP/1.1', requestId, Date.now(), t0);
+    const ctx = new RequestContext(upperMethod(method), query ? `${url}?${query}` : endpointPath(url), 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
     x.acceptJson = acceptsJson(req.getHeader('accept'));
 
@@ -110,20 +110,12 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
   };
 }
 
-const CHAT_PATH = '/v1/chat/completions';
-const COMPLETIONS_PATH = '/v1/completions';
-
 /**
  * The method in upper case: POST as the module's constant (uWS hands over a fresh string per
  * request; comparisons of a constant with itself take no look at the characters).
  */
 function upperMethod(method: string): string {
   return method === 'POST' ? 'POST' : method.toUpperCase();
-}
-
-/** The inference paths as the module's constants (as upperMethod), any other path as it came. */
-function knownPath(url: string): string {
-  return url === CHAT_PATH ? CHAT_PATH : url === COMPLETIONS_PATH ? COMPLETIONS_PATH : url;
 }
 
 // What scanHeader found in the request being read (set and read synchronously in the handler).

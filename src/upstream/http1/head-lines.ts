@@ -130,6 +130,15 @@ export function isHeader(name: string, lower: string): boolean {
   return true;
 }
 
+/**
+ * isHeader, with the two spellings servers usually send (`lower` itself and `capital`, e.g.
+ * `Content-Length`) compared first as whole strings, natively; any other spelling goes to
+ * isHeader's loop over the characters.
+ */
+export function isUsualHeader(name: string, lower: string, capital: string): boolean {
+  return name === lower || name === capital || isHeader(name, lower);
+}
+
 /** True when a trailer name is a token. */
 export function isToken(name: string): boolean {
   return TOKEN.test(name);

@@ -6,7 +6,7 @@
  * handed on as views of the input (no copies). Errors are thrown as Http1Error.
  */
 import { Http1Error, malformed } from './errors.js';
-import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isHeader, isToken, scanHead } from './head-lines.js';
+import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, isUsualHeader, scanHead } from './head-lines.js';
 import { Buffer } from 'node:buffer';
 
 export interface ParserSink {
@@ -209,16 +209,15 @@ export class ResponseParser {
     const headers = marks === null ? headerLines(text, eol + 2) : headersAt(text, marks);
     for (let h = 0; h < headers.length; h += 2) {
       const name = headers[h];
-      // The two usual spellings compare natively; isHeader (a loop in JS) takes any other.
       switch (name.length) {
         case 14:
-          if (name === 'content-length' || name === 'Content-Length' || isHeader(name, 'content-length')) length = contentLength(headers[h + 1], length);
+          if (isUsualHeader(name, 'content-length', 'Content-Length')) length = contentLength(headers[h + 1], length);
           break;
         case 17:
-          if (name === 'transfer-encoding' || name === 'Transfer-Encoding' || isHeader(name, 'transfer-encoding')) te = te === null ? headers[h + 1] : `${te}, ${headers[h + 1]}`;
+          if (isUsualHeader(name, 'transfer-encoding', 'Transfer-Encoding')) te = te === null ? headers[h + 1] : `${te}, ${headers[h + 1]}`;
           break;
         case 10:
-          if (name === 'connection' || name === 'Connection' || isHeader(name, 'connection')) {
+          if (isUsualHeader(name, 'connection', 'Connection')) {
             const v = headers[h + 1].toLowerCase();
             if (/(^|[\s,])close($|[\s,])/.test(v)) keepAlive = false;
             else if (minor === 48 && /(^|[\s,])keep-alive($|[\s,])/.test(v)) keepAlive = true;
