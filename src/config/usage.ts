@@ -49,6 +49,7 @@ Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
   RATE_LIMIT_REDIS_FAILURE_MODE  global limits while Redis cannot answer: local (default), open or closed
   RATE_LIMIT_REDIS_TIMEOUT   longest wait for Redis (50ms)
   RATE_LIMIT_REDIS_LEASES    global limits: workers admit from slices Redis lends them (true, default) or ask Redis every turn (false)
+  RATE_LIMIT_REDIS_RECALL_WAIT  longest a request that fits once leases come back waits for them (500ms; 0 to 2s)
  Redis, for global limits
   REDIS_USERNAME, REDIS_PASSWORD   ACL credentials
   REDIS_TLS                  true: connect with TLS (rediss:// addresses always do)

@@ -166,7 +166,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       ops.info('drain', `draining: readiness off, /readyz answers 503 for ${settings.drainDelayMs} ms, then stopping listeners, ` +
         `finishing in-flight requests (up to ${settings.drainTimeoutMs} ms)`, { delayMs: settings.drainDelayMs, timeoutMs: settings.drainTimeoutMs });
     } else ops.warn('drain', 'stopping');
-    broadcast({ t: 'core:ready', ready: false });
+    // core:drain alone turns a worker's readiness off, in the same step as it starts draining: a
+    // core:ready false sent before it could be handled alone, and a /readyz probe between the two
+    // would read 'starting' instead of 'draining'.
     broadcast({ t: 'core:drain' });
     await stopSource();
     stopLoadShare();

@@ -1,11 +1,16 @@
 /**
  * An admission that would fit if the leases still out came back (the scripts' STATUS_RECALLING)
- * is asked again after RECALL_RETRY_MS, at most RECALL_MAX_WAITS times; then it is refused by
- * input. The leases' holders give them back within about LEASE_VIEW_MS + LEASE_IDLE_MS / 2
- * (leases.ts), so a wait ends long before that bound unless a holder is stalled or dead.
+ * is asked again every RECALL_RETRY_MS, for up to RATE_LIMIT_REDIS_RECALL_WAIT (recallWaits);
+ * then it is refused by input. The leases' holders give them back within about
+ * LEASE_VIEW_MS + LEASE_IDLE_MS / 2 (leases.ts), so a wait ends long before that bound unless a
+ * holder is stalled or dead.
  */
 export const RECALL_RETRY_MS = 25;
-export const RECALL_MAX_WAITS = 20;
+
+/** How many times an admission is asked again within a wait of `waitMs` (0: it does not wait). */
+export function recallWaits(waitMs: number): number {
+  return Math.ceil(waitMs / RECALL_RETRY_MS);
+}
 
 /** Where admissions the scripts answered STATUS_RECALLING wait (batch.ts, multi-batch.ts). */
 export interface Recalling<T> {
@@ -24,15 +29,16 @@ export class RecallWaits<T extends { waits: number }> implements Recalling<T> {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  /** `onEnded`: an admission that waited got its final answer (metrics). */
+  /** `maxWaits`: asks again at most this many times (recallWaits); `onEnded`: an admission that waited got its final answer (metrics). */
   constructor(
     private readonly askAgain: (admissions: readonly T[]) => void,
+    private readonly maxWaits: number,
     private readonly onEnded: ((admitted: boolean) => void) | null = null,
   ) {}
 
   /** Takes an admission to ask again later; false when it may not wait longer (or the limiter closes). */
   take(a: T): boolean {
-    if (this.closed || a.waits >= RECALL_MAX_WAITS) return false;
+    if (this.closed || a.waits >= this.maxWaits) return false;
     a.waits++;
     this.queued.push(a);
     if (this.timer === null) this.timer = setTimeout(this.fire, RECALL_RETRY_MS);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseDuration } from '../../config/duration.js';
+import { LEASES_FORFEIT_MS } from './lua/counters.js';
 
 /** What a global limiter does while its Redis cannot answer in time. */
 export type RedisFailureMode = 'local' | 'open' | 'closed';
@@ -35,21 +36,30 @@ export interface RedisLimitSettings {
    * decides every admission in Redis.
    */
   readonly leases: boolean;
+  /**
+   * RATE_LIMIT_REDIS_RECALL_WAIT: the longest a request that fits only once leases out come back
+   * waits for them, ms (default 500; 0 refuses it at once). At most LEASES_FORFEIT_MS: leases
+   * still out by then are forfeit and such a request is refused anyway.
+   */
+  readonly recallWaitMs: number;
 }
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 50;
+export const DEFAULT_RECALL_WAIT_MS = 500;
 
 /** Parses and freezes the Redis limit settings; every error names the variable and what it accepts. */
 export function parseRedisLimitSettings(env: NodeJS.ProcessEnv): RedisLimitSettings {
   return Object.freeze({
     failureMode: failureMode(env.RATE_LIMIT_REDIS_FAILURE_MODE),
-    timeoutMs: timeout(env.RATE_LIMIT_REDIS_TIMEOUT),
+    timeoutMs: milliseconds('RATE_LIMIT_REDIS_TIMEOUT', env.RATE_LIMIT_REDIS_TIMEOUT, DEFAULT_REDIS_TIMEOUT_MS, 1, 60_000, '50ms or 1s', '1ms to 1m'),
     username: optionalString(env.REDIS_USERNAME),
     password: optionalString(env.REDIS_PASSWORD),
     tls: bool('REDIS_TLS', env.REDIS_TLS),
     tlsCa: caFile(env.REDIS_TLS_CA_FILE),
     cluster: bool('REDIS_CLUSTER', env.REDIS_CLUSTER),
     leases: bool('RATE_LIMIT_REDIS_LEASES', env.RATE_LIMIT_REDIS_LEASES, true),
+    recallWaitMs: milliseconds('RATE_LIMIT_REDIS_RECALL_WAIT', env.RATE_LIMIT_REDIS_RECALL_WAIT, DEFAULT_RECALL_WAIT_MS, 0, LEASES_FORFEIT_MS,
+      '500ms or 2s', `0 to ${LEASES_FORFEIT_MS / 1000}s`),
   });
 }
 
@@ -60,18 +70,18 @@ function failureMode(raw: string | undefined): RedisFailureMode {
   throw new Error(`RATE_LIMIT_REDIS_FAILURE_MODE: expected one of ${REDIS_FAILURE_MODES.join(', ')}, got ${JSON.stringify(raw)}`);
 }
 
-/** A Go-style duration (50ms, 1s) or a bare number of milliseconds; at least 1 ms, at most 1 minute. */
-function timeout(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return DEFAULT_REDIS_TIMEOUT_MS;
+/** A Go-style duration (50ms, 1s) or a bare number of milliseconds, from `min` to `max` ms. */
+function milliseconds(name: string, raw: string | undefined, unset: number, min: number, max: number, example: string, range: string): number {
+  if (raw === undefined || raw === '') return unset;
   const text = raw.trim();
   let ms: number;
   try {
     ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
   } catch (err) {
-    throw new Error(`RATE_LIMIT_REDIS_TIMEOUT: expected a duration such as 50ms or 1s (or a number of milliseconds), got ${JSON.stringify(raw)} (${(err as Error).message})`);
+    throw new Error(`${name}: expected a duration such as ${example} (or a number of milliseconds), got ${JSON.stringify(raw)} (${(err as Error).message})`);
   }
-  if (!(ms >= 1 && ms <= 60_000)) {
-    throw new Error(`RATE_LIMIT_REDIS_TIMEOUT: expected a duration from 1ms to 1m, got ${JSON.stringify(raw)}`);
+  if (!(ms >= min && ms <= max)) {
+    throw new Error(`${name}: expected a duration from ${range}, got ${JSON.stringify(raw)}`);
   }
   return Math.ceil(ms);
 }

@@ -12,7 +12,7 @@ import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './conne
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
 import { LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
-import { RecallWaits } from './recall-waits.js';
+import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
 import { performance } from 'node:perf_hooks';
 
@@ -115,8 +115,9 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
     this.onLease = opts.onLease ?? null;
     const onRecallWait = opts.onRecallWait ?? null;
-    this.waits = new RecallWaits<PendingAdmission>(this.askAgain((a) => this.batchFor(a.key, a.limit, true).join(a)), onRecallWait);
-    this.waitsMulti = new RecallWaits<PendingMulti>(this.askAgain((a) => this.multiBatchFor(a.terms).join(a)), onRecallWait);
+    const maxWaits = recallWaits(settings.recallWaitMs);
+    this.waits = new RecallWaits<PendingAdmission>(this.askAgain((a) => this.batchFor(a.key, a.limit, true).join(a)), maxWaits, onRecallWait);
+    this.waitsMulti = new RecallWaits<PendingMulti>(this.askAgain((a) => this.multiBatchFor(a.terms).join(a)), maxWaits, onRecallWait);
     this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now()), this.onLease) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,

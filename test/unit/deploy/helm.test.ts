@@ -30,7 +30,7 @@ const HELM = findHelm();
 const ALL_ON = [
   'autoscaling.enabled=true', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'networkPolicy.enabled=true',
   'networkPolicy.restrictEgress=true', 'auth.config=apiKeys: []', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
-  'redis.tls=true', 'redis.leases=false', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
+  'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
 ];
 
 function render(set: string[] = []): Doc[] {
@@ -101,6 +101,7 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(e.REDIS_PASSWORD).toEqual({ secretKeyRef: { name: 'redis-auth', key: 'REDIS_PASSWORD' } });
     expect(e.REDIS_TLS_CA_FILE).toBe('/etc/inference-router/redis-ca/ca.crt');
     expect(e.RATE_LIMIT_REDIS_LEASES).toBe('false');
+    expect(e.RATE_LIMIT_REDIS_RECALL_WAIT).toBe('2s');
     expect(e.ROUTER_NAMESPACE).toBe('models');
     const np = docs.find((d) => d.kind === 'NetworkPolicy')!;
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);

@@ -11,9 +11,9 @@ import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
-import { RECALL_MAX_WAITS, RECALL_RETRY_MS } from '../../../src/ratelimit/redis/recall-waits.js';
+import { RECALL_RETRY_MS, recallWaits } from '../../../src/ratelimit/redis/recall-waits.js';
 import { LEASES_FORFEIT_MS } from '../../../src/ratelimit/redis/lua/counters.js';
-import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { DEFAULT_RECALL_WAIT_MS, parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
@@ -30,9 +30,13 @@ let now = T0;
 let seq = 0;
 const open: RedisLimiter[] = [];
 const route = (): string => `lease-${process.pid}/r${++seq}`;
+/** Asks again within the default wait (500 ms, 25 ms apart). */
+const MAX_WAITS = recallWaits(DEFAULT_RECALL_WAIT_MS);
 
-async function worker(events: string[] = [], clock: () => number = () => now): Promise<RedisLimiter> {
-  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
+async function worker(events: string[] = [], clock: () => number = () => now, recallWait?: string): Promise<RedisLimiter> {
+  const settings = parseRedisLimitSettings({
+    RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true', RATE_LIMIT_REDIS_RECALL_WAIT: recallWait,
+  });
   const l = new RedisLimiter(server.address, settings, NO_FALLBACK, {
     clock, log: () => {}, settleWaitMs: SETTLE_WAIT,
     onLease: (e) => events.push(e), onRecallWait: (admitted) => events.push(admitted ? 'wait admitted' : 'wait refused'),
@@ -42,10 +46,10 @@ async function worker(events: string[] = [], clock: () => number = () => now): P
   return l;
 }
 
-/** Two workers; `a` holds a lease of a new route's window (10,000 input tokens a minute, 5 used). */
-async function leaseHeld(aEvents: string[] = [], bEvents: string[] = []): Promise<{ a: RedisLimiter; b: RedisLimiter; r: string; limit: RateLimitSpec }> {
+/** Two workers; `a` holds a lease of a new route's window (10,000 input tokens a minute, 5 used); `b` waits up to `bRecallWait`. */
+async function leaseHeld(aEvents: string[] = [], bEvents: string[] = [], bRecallWait?: string): Promise<{ a: RedisLimiter; b: RedisLimiter; r: string; limit: RateLimitSpec }> {
   const a = await worker(aEvents);
-  const b = await worker(bEvents);
+  const b = await worker(bEvents, undefined, bRecallWait);
   const r = route();
   const limit = spec(10_000, null);
   expect((await a.admit(r, limit, 5)).allowed).toBe(true);
@@ -188,7 +192,7 @@ describe('leases of the global limit', () => {
     expect(await scriptCalls() - before).toBe(1);
   });
 
-  it('a lease whose holder never comes back (frozen here) bounds the wait: the request is refused after RECALL_MAX_WAITS asks', async () => {
+  it('a lease whose holder never comes back (frozen here) bounds the wait: the request is refused after RATE_LIMIT_REDIS_RECALL_WAIT (500 ms by default)', async () => {
     const bEvents: string[] = [];
     const { b, r, limit } = await leaseHeld([], bEvents);
     const before = await scriptCalls();
@@ -196,9 +200,31 @@ describe('leases of the global limit', () => {
     const d = await b.admit(r, limit, 9_500);
     expect(d.allowed).toBe(false);
     expect(d.rejectedBy).toBe('input');
-    expect(await scriptCalls() - before).toBe(1 + RECALL_MAX_WAITS);
+    expect(MAX_WAITS).toBe(20);
+    expect(await scriptCalls() - before).toBe(1 + MAX_WAITS);
     expect(bEvents).toEqual(['wait refused']);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(RECALL_MAX_WAITS * RECALL_RETRY_MS - 5);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(MAX_WAITS * RECALL_RETRY_MS - 5);
+  });
+
+  it('RATE_LIMIT_REDIS_RECALL_WAIT sets that bound: 100ms asks again 4 times; 0 refuses at once without waiting', async () => {
+    const shortEvents: string[] = [];
+    const held = await leaseHeld([], shortEvents, '100ms');
+    let before = await scriptCalls();
+    let started = performance.now();
+    expect((await held.b.admit(held.r, held.limit, 9_500)).allowed).toBe(false);
+    expect(await scriptCalls() - before).toBe(1 + 4);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(4 * RECALL_RETRY_MS - 5);
+    expect(shortEvents).toEqual(['wait refused']);
+
+    const noWaitEvents: string[] = [];
+    const noWait = await worker(noWaitEvents, undefined, '0');
+    before = await scriptCalls();
+    started = performance.now();
+    const d = await noWait.admit(held.r, held.limit, 9_500);
+    expect(d.allowed).toBe(false);
+    expect(d.rejectedBy).toBe('input');
+    expect(await scriptCalls() - before).toBe(1);
+    expect(noWaitEvents).toEqual([]);
   });
 
   it('leases still out LEASES_FORFEIT_MS after a refusal first recalled them are forfeit: from then on a request that needed them is refused at once', async () => {
@@ -251,7 +277,7 @@ describe('leases of the global limit', () => {
       await own.kill();
       const outcome = await waiting;
       expect(outcome).toBeInstanceOf(LimitStoreUnavailableError);
-      expect(performance.now() - started).toBeLessThan(RECALL_MAX_WAITS * RECALL_RETRY_MS);
+      expect(performance.now() - started).toBeLessThan(MAX_WAITS * RECALL_RETRY_MS);
     } finally {
       await own.stop();
     }
@@ -265,7 +291,7 @@ describe('leases of the global limit', () => {
     await b.close();
     const d = await waiting;
     expect(d.allowed).toBe(false);
-    expect(performance.now() - started).toBeLessThan(RECALL_MAX_WAITS * RECALL_RETRY_MS);
+    expect(performance.now() - started).toBeLessThan(MAX_WAITS * RECALL_RETRY_MS);
   });
 
   it('an idle lease goes back', async () => {

@@ -6,9 +6,9 @@ import { parseRedisAddress } from '../../../src/ratelimit/redis/address.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 
 describe('parseRedisLimitSettings', () => {
-  it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster, leases on; frozen', () => {
+  it('defaults: local failure mode, 50 ms, no credentials, no TLS, no cluster, leases on, recall wait 500 ms; frozen', () => {
     const s = parseRedisLimitSettings({});
-    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false, leases: true });
+    expect(s).toEqual({ failureMode: 'local', timeoutMs: 50, username: null, password: null, tls: false, tlsCa: null, cluster: false, leases: true, recallWaitMs: 500 });
     expect(Object.isFrozen(s)).toBe(true);
   });
 
@@ -21,8 +21,11 @@ describe('parseRedisLimitSettings', () => {
       REDIS_TLS: 'true',
       REDIS_CLUSTER: '1',
       RATE_LIMIT_REDIS_LEASES: 'true',
+      RATE_LIMIT_REDIS_RECALL_WAIT: '1.5s',
     });
-    expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, tlsCa: null, cluster: true, leases: true });
+    expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, tlsCa: null, cluster: true, leases: true, recallWaitMs: 1500 });
+    expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '0' }).recallWaitMs).toBe(0);
+    expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '2s' }).recallWaitMs).toBe(2000);
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_LEASES: 'yes' })).toThrow('RATE_LIMIT_REDIS_LEASES: expected true or false, got "yes"');
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '75' }).timeoutMs).toBe(75);
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'OPEN' }).failureMode).toBe('open');
@@ -35,6 +38,9 @@ describe('parseRedisLimitSettings', () => {
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: 'soon' })).toThrow(/^RATE_LIMIT_REDIS_TIMEOUT: expected a duration such as 50ms/);
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '0' })).toThrow(/RATE_LIMIT_REDIS_TIMEOUT: expected a duration from 1ms to 1m/);
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '2m' })).toThrow(/from 1ms to 1m/);
+    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: 'a while' })).toThrow(/^RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration such as 500ms or 2s/);
+    // Longer than LEASES_FORFEIT_MS is of no use: the leases still out are forfeit by then.
+    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '3s' })).toThrow('RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration from 0 to 2s, got "3s"');
     expect(() => parseRedisLimitSettings({ REDIS_TLS: 'yes' })).toThrow('REDIS_TLS: expected true or false, got "yes"');
     expect(() => parseRedisLimitSettings({ REDIS_CLUSTER: 'on' })).toThrow('REDIS_CLUSTER: expected true or false, got "on"');
   });
