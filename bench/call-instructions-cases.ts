@@ -20,6 +20,14 @@ const USAGE_START = USAGE.indexOf('{"prompt_tokens"');
 const PROMPT_TOKENS = ImportedBuffer.from('prompt_tokens');
 const COMPLETION_TOKENS = ImportedBuffer.from('completion_tokens');
 
+/** An upstream connection's shared read buffer, holding one answer of the bench's size (head and body). */
+const READ_BUFFER = ImportedBuffer.allocUnsafeSlow(64 * 1024);
+const READ_LENGTH = 460;
+
+/** A request body as uWS hands it over (an ArrayBuffer it reuses after the callback), and where it is kept. */
+const BODY_CHUNK = new ArrayBuffer(120);
+const BODY_KEPT = ImportedBuffer.allocUnsafeSlow(120);
+
 /** The header names of HEAD, cut fresh as the parser cuts them for each answer. */
 function freshNames(): string[] {
   scanHead(HEAD, 0, MARKS);
@@ -39,8 +47,34 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'scanHead of the answer head': () => scanHead(HEAD, 0, MARKS),
   'readFlatCounts of the usage object': () => (readFlatCounts(USAGE, USAGE_START, USAGE.length - 2, PROMPT_TOKENS, COMPLETION_TOKENS) ? 1 : 0),
   'newRequestId': () => newRequestId().length,
-  'performance.now(), the global': () => (performance.now() > 0 ? 1 : 0),
-  'performance.now(), imported': () => (importedPerformance.now() > 0 ? 1 : 0),
-  'Buffer.isBuffer, the global': () => (Buffer.isBuffer(HEAD) ? 1 : 0),
-  'Buffer.isBuffer, imported': () => (ImportedBuffer.isBuffer(HEAD) ? 1 : 0),
+  'performance.now() through the global': () => (performance.now() > 0 ? 1 : 0),
+  'performance.now() imported': () => (importedPerformance.now() > 0 ? 1 : 0),
+  /** Ways to keep one read of an upstream connection (the bytes the parser and the handler may hold). */
+  'read kept: Buffer.from of a subarray': () => ImportedBuffer.from(READ_BUFFER.subarray(0, READ_LENGTH)).length,
+  'read kept: allocUnsafe and copy': () => {
+    const out = ImportedBuffer.allocUnsafe(READ_LENGTH);
+    READ_BUFFER.copy(out, 0, 0, READ_LENGTH);
+    return out.length;
+  },
+  'read kept: allocUnsafe and set of a Uint8Array view': () => {
+    const out = ImportedBuffer.allocUnsafe(READ_LENGTH);
+    out.set(new Uint8Array(READ_BUFFER.buffer, READ_BUFFER.byteOffset, READ_LENGTH));
+    return out.length;
+  },
+  'read kept: a view of its own buffer (Buffer.from of the ArrayBuffer)': () => ImportedBuffer.from(READ_BUFFER.buffer, 128, READ_LENGTH).length,
+  'read kept: a view of its own buffer (subarray)': () => READ_BUFFER.subarray(128, 128 + READ_LENGTH).length,
+  /** Ways to copy a request body's chunk out of uWS's ArrayBuffer into the body's buffer. */
+  'body chunk: Buffer.from of the ArrayBuffer then copy': () => {
+    const chunk = ImportedBuffer.from(BODY_CHUNK);
+    chunk.copy(BODY_KEPT, 0);
+    return chunk.length;
+  },
+  'body chunk: a Uint8Array of the ArrayBuffer then set': () => {
+    const chunk = new Uint8Array(BODY_CHUNK);
+    BODY_KEPT.set(chunk, 0);
+    return chunk.length;
+  },
+  'Buffer.byteLength of ASCII header lines': () => ImportedBuffer.byteLength('application/json\r\nx-mock-pod: pod-a\r\nx-request-id: 0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9', 'utf8'),
+  'Buffer.isBuffer through the global': () => (Buffer.isBuffer(HEAD) ? 1 : 0),
+  'Buffer.isBuffer imported': () => (ImportedBuffer.isBuffer(HEAD) ? 1 : 0),
 };

@@ -2,6 +2,8 @@
  * The one registry of error types. Responses, the access log, metrics and docs
  * (docs/errors.md, kept in sync by test/unit/errors.test.ts) all read it.
  */
+import { Buffer } from 'node:buffer';
+
 export const ERROR_TYPES = {
   invalid_request: { status: 400, code: 'invalid_body', meaning: 'Malformed body or parameters; 413 when the body is too large' },
   authentication_failed: { status: 401, code: 'invalid_credentials', meaning: 'Missing or invalid credentials' },
@@ -80,12 +82,21 @@ const STATUS_TEXT: Record<number, string> = {
   499: 'Client Closed Request', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 
-const statusLineCache = new Map<number, string>();
 export function statusLine(status: number): string {
-  let line = statusLineCache.get(status);
-  if (line === undefined) {
-    line = `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
-    statusLineCache.set(status, line);
-  }
-  return line;
+  return `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
+}
+
+/** Status lines as bytes by code (three digits: 100–999), made on first use. */
+const STATUS_LINE_BYTES: (Uint8Array | undefined)[] = new Array(1000).fill(undefined);
+
+/**
+ * statusLine as bytes, for uWS's writeStatus: made once per code, so an answer neither looks the
+ * line up in a hash table nor has native code convert a string.
+ */
+export function statusLineBytes(status: number): Uint8Array {
+  const line = STATUS_LINE_BYTES[status];
+  if (line !== undefined) return line;
+  const made = new Uint8Array(Buffer.from(statusLine(status), 'latin1'));
+  if (status >= 100 && status <= 999 && (status | 0) === status) STATUS_LINE_BYTES[status] = made;
+  return made;
 }

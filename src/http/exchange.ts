@@ -1,9 +1,9 @@
 import type { HttpResponse } from 'uWebSockets.js';
-import { statusLine, type ErrorType, type RouterError } from '../errors.js';
+import { statusLineBytes, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
 import type { RequestContext } from './request-context.js';
-import { connectionNamesIn, headerValue, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
+import { connectionNamesIn, headerBlock, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from './rate-headers.js';
 import { performance } from 'node:perf_hooks';
@@ -329,7 +329,7 @@ function sendErrorCorked(): void {
   const x = current;
   const err = currentError!;
   const res = x.res;
-  res.writeStatus(statusLine(err.status));
+  res.writeStatus(statusLineBytes(err.status));
   res.writeHeader('content-type', x.acceptJson ? JSON_TYPE : TEXT_TYPE);
   res.writeHeader('x-request-id', x.ctx.requestId);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
@@ -347,17 +347,33 @@ function writeHeadCorked(): void {
   const headers = currentHeaders!;
   const limited = x.decision !== null;
   const named = connectionNamesIn(headers);
-  res.writeStatus(statusLine(currentStatus));
+  res.writeStatus(statusLineBytes(currentStatus));
+  // The pod's headers and the request id go out in one writeHeader call, as the rate-limit
+  // headers do: uWS writes `name: value\r\n` as given, so the value carries the other lines, and
+  // native code converts one string instead of two per header.
+  let first = REQUEST_ID;
+  let lines = '';
   for (let i = 0; i < headers.length; i += 2) {
     const name = responseHeaderName(headers[i]);
     if (name === null) continue;
     if (limited && isRateLimitHeader(name)) continue;
     if (named.length > 0 && named.includes(name)) continue;
-    res.writeHeader(name, headerValue(headers[i + 1]));
+    if (first === REQUEST_ID) {
+      first = name;
+      lines = headers[i + 1];
+    } else {
+      lines += CRLF + name + COLON_SP + headers[i + 1];
+    }
   }
-  res.writeHeader('x-request-id', x.ctx.requestId);
+  lines = first === REQUEST_ID ? x.ctx.requestId : lines + REQUEST_ID_LINE + x.ctx.requestId;
+  res.writeHeader(first, headerBlock(lines));
   if (limited) writeRateHeaders(res, x.decision!, x.rateScope);
 }
+
+const REQUEST_ID = 'x-request-id';
+const CRLF = '\r\n';
+const COLON_SP = ': ';
+const REQUEST_ID_LINE = '\r\nx-request-id: ';
 
 function endBufferedCorked(): void {
   writeHeadCorked();

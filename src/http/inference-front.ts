@@ -51,6 +51,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     scanTransferEncoding = false;
     scanAuthorization = '';
     scanConnection = '';
+    scanAccept = null;
     req.forEach(scanHeader);
     const forward = scanForward;
     scanForward = NO_FORWARD;
@@ -60,6 +61,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const transferEncoding = scanTransferEncoding;
     const authorization = scanAuthorization;
     const connection = scanConnection;
+    const accept = scanAccept;
     // Headers the client's Connection header names are hop-by-hop: not forwarded.
     if (connection.length > 0) dropNamed(forward, connectionNames(connection));
     const names = h.matchHeaderNames();
@@ -71,7 +73,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = newRequestId();
     const ctx = new RequestContext(upperMethod(method), query ? `${url}?${query}` : endpointPath(url), 'HTTP/1.1', requestId, Date.now(), t0);
     const x = new Exchange(res, ctx, url, forward, match, authorization);
-    x.acceptJson = acceptsJson(req.getHeader('accept'));
+    x.acceptJson = accept !== null && acceptsJson(accept);
 
     res.onAborted(() => {
       x.clientGone(bodyEndedThisTurn === x);
@@ -128,9 +130,15 @@ let scanLengthsDiffer = false;
 let scanTransferEncoding = false;
 let scanAuthorization = '';
 let scanConnection = '';
+/** The first Accept header (as uWS's getHeader would give it), or null. */
+let scanAccept: string | null = null;
 
 function scanHeader(name: string, value: string): void {
   if (name === 'x-request-id') scanRequestId = value;
+  else if (name === 'accept') {
+    if (scanAccept === null) scanAccept = value;
+    scanForward.push(name, value);
+  }
   else if (name === 'connection') scanConnection = scanConnection.length === 0 ? value : `${scanConnection},${value}`;
   else if (name === 'content-length') {
     // uWS frames the body by the first Content-Length: a second, different one (or one beside
@@ -189,7 +197,8 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let done = false;
   x.res.onData((ab, isLast) => {
     if (done || x.handedOn) return;
-    const chunk = Buffer.from(ab);
+    // A plain view: uWS reuses the ArrayBuffer after the callback, so its bytes are copied below.
+    const chunk = new Uint8Array(ab);
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
       x.handedOn = true;
@@ -198,8 +207,8 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
       h.finish(x);
       return;
     }
-    if (buf !== null) chunk.copy(buf, size);
-    else chunks!.push(Buffer.from(chunk)); // copy: uWS reuses the ArrayBuffer after the callback
+    if (buf !== null) buf.set(chunk, size);
+    else chunks!.push(Buffer.from(chunk)); // a copy
     size += chunk.length;
     if (!isLast) return;
     done = true;

@@ -1,5 +1,5 @@
 import type { HttpResponse } from 'uWebSockets.js';
-import { statusLine, type RouterError } from '../errors.js';
+import { statusLineBytes, type RouterError } from '../errors.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
 /**
@@ -7,14 +7,14 @@ import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
  * /metrics). Call it inside a uWS handler, or inside res.cork() after an await.
  */
 export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false): void {
-  res.writeStatus(statusLine(status));
+  res.writeStatus(statusLineBytes(status));
   res.writeHeader('content-type', contentType);
   res.end(body, close);
 }
 
 /** A router-made error outside the inference path, negotiated like Exchange.sendError. */
 export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: boolean, close = false): void {
-  res.writeStatus(statusLine(err.status));
+  res.writeStatus(statusLineBytes(err.status));
   res.writeHeader('content-type', acceptJson ? JSON_TYPE : TEXT_TYPE);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
   res.end(errorBody(err, acceptJson), close);

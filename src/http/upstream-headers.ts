@@ -137,12 +137,12 @@ export function connectionNamesIn(flat: readonly string[]): string[] {
 }
 
 /**
- * A response header value as the bytes the pod sent: values are read as latin1, so one with a
- * byte above 0x7f is written back as those bytes (a string would be re-encoded as UTF-8).
+ * Header lines (`value\r\nname: value…`) as the bytes the pod sent: values are read as latin1, so
+ * text with a character above 0x7f is written back as those bytes (uWS would encode a string as
+ * UTF-8). One native length count tells: only ASCII text is as long in UTF-8 as in characters.
  */
-export function headerValue(v: string): string | Buffer {
-  for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0x7f) return Buffer.from(v, 'latin1');
-  return v;
+export function headerBlock(text: string): string | Buffer {
+  return Buffer.byteLength(text, 'utf8') === text.length ? text : Buffer.from(text, 'latin1');
 }
 
 /** Removes from a flat [name, value, …] list every pair whose name is in `names`. */

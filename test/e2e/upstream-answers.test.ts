@@ -161,6 +161,16 @@ class Backend {
         res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}');
         return;
       }
+      case 'many-headers': { // several headers, one repeated, in a known order
+        res.writeHead(200, [['Content-Type', 'application/json'], ['x-first', 'one'], ['Set-Cookie', 'a=1'], ['set-cookie', 'b=2'], ['x-empty', ''], ['X-Last', 'end']]);
+        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}');
+        return;
+      }
+      case 'no-own-headers': { // only headers the router drops or writes itself (node:http's response
+        // stays open, so the connection closes after it)
+        res.socket!.write('HTTP/1.1 200 OK\r\nConnection: close\r\nDate: Thu, 26 Nov 2026 21:00:00 GMT\r\nContent-Length: 2\r\n\r\n{}');
+        return;
+      }
       case 'hop-by-hop': {
         res.writeHead(200, { 'content-type': 'application/json', connection: 'x-pod-private', 'x-pod-private': 'secret', 'x-pod-public': 'yes' });
         res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}');
@@ -289,6 +299,26 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const i = a.rawHeaders.findIndex((n) => n.toLowerCase() === 'x-pod-note');
     // node:http reads header values as latin1: compare the bytes.
     expect(Buffer.from(a.rawHeaders[i + 1], 'latin1').toString('utf8')).toBe('café ☕');
+  });
+
+  it('the pod\'s headers reach the client in their order, repeated ones each on its own line, then x-request-id', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'many-headers', 'x-request-id': 'many-1' });
+    expect(a.status).toBe(200);
+    const own = a.rawHeaders.flatMap((n, i) => (i % 2 === 0 && !/^(date|uwebsockets|content-length|transfer-encoding|connection)$/i.test(n) ? [[n, a.rawHeaders[i + 1]]] : []));
+    // Names are written lower-case.
+    expect(own).toEqual([['content-type', 'application/json'], ['x-first', 'one'], ['set-cookie', 'a=1'], ['set-cookie', 'b=2'], ['x-empty', ''], ['x-last', 'end'],
+      ['x-request-id', 'many-1']]);
+    expect(JSON.parse(a.body).choices[0].message.content).toBe('ok');
+  });
+
+  it('an answer whose every header the router drops or writes itself still carries x-request-id, and nothing more', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'no-own-headers', 'x-request-id': 'bare-1' });
+    expect(a.status).toBe(200);
+    expect(a.body).toBe('{}');
+    const names = a.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    expect(names.filter((n) => !['date', 'uwebsockets', 'content-length'].includes(n))).toEqual(['x-request-id']);
+    expect(a.headers['x-request-id']).toBe('bare-1');
+    expect(names.filter((n) => n === 'date')).toHaveLength(1);
   });
 
   it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {

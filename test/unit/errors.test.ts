@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, ERROR_TYPES, RouterError, statusLine } from '../../src/errors.js';
+import { ERROR_CODES, ERROR_TYPES, RouterError, statusLine, statusLineBytes } from '../../src/errors.js';
 import { acceptsJson, errorBody } from '../../src/http/error-body.js';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
@@ -13,6 +13,14 @@ describe('error registry', () => {
     expect(new RouterError('invalid_request', 'x', 413).status).toBe(413);
     expect(statusLine(429)).toBe('429 Too Many Requests');
     expect(statusLine(599)).toBe('599 Status');
+  });
+
+  it('gives status lines as bytes, the same object for a code each time', () => {
+    const line = statusLineBytes(429);
+    expect(Buffer.from(line).toString('latin1')).toBe('429 Too Many Requests');
+    expect(statusLineBytes(429)).toBe(line);
+    expect(Buffer.from(statusLineBytes(599)).toString('latin1')).toBe('599 Status');
+    expect(Buffer.from(statusLineBytes(200)).toString('latin1')).toBe('200 OK');
   });
 
   it("each type's default code is a code of that type with the type's status", () => {

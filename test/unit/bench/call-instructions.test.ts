@@ -16,5 +16,11 @@ describe('call-instructions', () => {
     expect(CALLS['answer head: cut names and forward decisions']()).toBe(2); // content-type, x-mock-pod
     expect(CALLS['readFlatCounts of the usage object']()).toBe(1);
     expect(CALLS.newRequestId()).toBe(36);
+    expect(CALLS['read kept: Buffer.from of a subarray']()).toBe(460);
+    expect(CALLS['body chunk: a Uint8Array of the ArrayBuffer then set']()).toBe(120);
+  });
+
+  it('no case name holds a comma (--only splits its list on commas)', () => {
+    for (const name of Object.keys(CALLS)) expect(name).not.toContain(',');
   });
 });

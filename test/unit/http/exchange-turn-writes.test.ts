@@ -3,6 +3,8 @@ import { Exchange } from '../../../src/http/exchange.js';
 import { RequestContext } from '../../../src/http/request-context.js';
 import { RouterError } from '../../../src/errors.js';
 
+const text = (s: string | Uint8Array): string => (typeof s === 'string' ? s : Buffer.from(s).toString('latin1'));
+
 /** What a uWS HttpResponse was asked to do, in order. */
 class RecordingResponse {
   readonly calls: string[] = [];
@@ -10,11 +12,12 @@ class RecordingResponse {
     this.calls.push('cork');
     f();
   }
-  writeStatus(s: string): void {
-    this.calls.push(`status ${s}`);
+  writeStatus(s: string | Uint8Array): void {
+    this.calls.push(`status ${text(s)}`);
   }
-  writeHeader(k: string, v: string): void {
-    this.calls.push(`${k}: ${v}`);
+  /** One entry per header line: a value may carry further lines (`value\r\nname: value`). */
+  writeHeader(k: string, v: string | Uint8Array): void {
+    this.calls.push(...`${k}: ${text(v)}`.split('\r\n'));
   }
   end(body: Buffer, close: boolean): void {
     this.calls.push(`end ${body.toString()}${close ? ' close' : ''}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionNames, dropNamed, forwardRequestHeader, forwardResponseHeader, isRateLimitHeader, responseHeaderName } from '../../../src/http/upstream-headers.js';
+import { connectionNames, dropNamed, headerBlock, forwardRequestHeader, forwardResponseHeader, isRateLimitHeader, responseHeaderName } from '../../../src/http/upstream-headers.js';
 
 describe('upstream headers', () => {
   it('reads the names a Connection header lists, lower-cased, without its options', () => {
@@ -51,5 +51,20 @@ describe('upstream headers', () => {
     expect(isRateLimitHeader('x-ratelimit-remaining-input-tokens')).toBe(true);
     expect(isRateLimitHeader('x-ratelimit-')).toBe(false);
     expect(isRateLimitHeader('x-ratelimits')).toBe(false);
+  });
+});
+
+describe('headerBlock', () => {
+  it('keeps ASCII header lines as the string, and gives text with characters above 0x7f as its latin1 bytes', () => {
+    const ascii = 'application/json\r\nx-pod: a\r\nx-request-id: 1';
+    expect(headerBlock(ascii)).toBe(ascii);
+    expect(headerBlock('')).toBe('');
+    // A value read as latin1 from the bytes of 'café' in UTF-8: written back as those bytes.
+    const read = Buffer.from('x\r\nx-note: café', 'utf8').toString('latin1');
+    const out = headerBlock(read);
+    expect(Buffer.isBuffer(out)).toBe(true);
+    expect((out as Buffer).toString('utf8')).toBe('x\r\nx-note: café');
+    expect(headerBlock('\x7f')).toBe('\x7f');
+    expect(Buffer.isBuffer(headerBlock('\x80'))).toBe(true);
   });
 });
