@@ -330,9 +330,10 @@ function sendErrorCorked(): void {
   const err = currentError!;
   const res = x.res;
   res.writeStatus(statusLineBytes(err.status));
-  res.writeHeader('content-type', x.acceptJson ? JSON_TYPE : TEXT_TYPE);
-  res.writeHeader('x-request-id', x.ctx.requestId);
-  if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
+  // One writeHeader call for the content type, the request id and the error's own headers (see writeHeadCorked).
+  let lines = (x.acceptJson ? JSON_TYPE : TEXT_TYPE) + REQUEST_ID_LINE + x.ctx.requestId;
+  if (err.headers !== null) for (const k in err.headers) lines += CRLF + k + COLON_SP + err.headers[k];
+  res.writeHeader(CONTENT_TYPE, headerBlock(lines));
   if (x.decision !== null) writeRateHeaders(res, x.decision, x.rateScope);
   res.end(errorBody(err, x.acceptJson), x.closeConnection);
 }
@@ -371,6 +372,7 @@ function writeHeadCorked(): void {
 }
 
 const REQUEST_ID = 'x-request-id';
+const CONTENT_TYPE = 'content-type';
 const CRLF = '\r\n';
 const COLON_SP = ': ';
 const REQUEST_ID_LINE = '\r\nx-request-id: ';

@@ -90,6 +90,11 @@ describe('Exchange.endBuffered: whole answers go out at the end of the turn', ()
     await turnEnd();
     expect(late.res.calls.slice(0, 4)).toEqual(['cork', 'status 429 Too Many Requests', 'content-type: application/json', 'x-request-id: rid-429']);
     expect(JSON.parse(late.res.calls.at(-1)!.slice('end '.length)).error.message).toBe('input token limit reached');
+    // The error's own headers follow, each on its line.
+    const unavailable = exchange('rid-503');
+    unavailable.x.sendError(new RouterError('upstream_error', 'rate limiter unavailable', 503, { 'retry-after': '1', 'x-extra': 'two' }, 'limiter_unavailable'));
+    expect(unavailable.res.calls.slice(0, 6)).toEqual(['cork', 'status 503 Service Unavailable', 'content-type: text/plain; charset=utf-8',
+      'x-request-id: rid-503', 'retry-after: 1', 'x-extra: two']);
   });
 
   it('a queued error is not written to a client that left', async () => {
