@@ -352,22 +352,22 @@ function writeHeadCorked(): void {
   // The pod's headers and the request id go out in one writeHeader call, as the rate-limit
   // headers do: uWS writes `name: value\r\n` as given, so the value carries the other lines, and
   // native code converts one string instead of two per header.
-  let first = REQUEST_ID;
+  let first: string | null = null;
   let lines = '';
   for (let i = 0; i < headers.length; i += 2) {
     const name = responseHeaderName(headers[i]);
     if (name === null) continue;
     if (limited && isRateLimitHeader(name)) continue;
     if (named.length > 0 && named.includes(name)) continue;
-    if (first === REQUEST_ID) {
+    if (first === null) {
       first = name;
       lines = headers[i + 1];
     } else {
       lines += CRLF + name + COLON_SP + headers[i + 1];
     }
   }
-  lines = first === REQUEST_ID ? x.ctx.requestId : lines + REQUEST_ID_LINE + x.ctx.requestId;
-  res.writeHeader(first, headerBlock(lines));
+  if (first === null) res.writeHeader(REQUEST_ID, x.ctx.requestId);
+  else res.writeHeader(first, headerBlock(lines + REQUEST_ID_LINE + x.ctx.requestId));
   if (limited) writeRateHeaders(res, x.decision!, x.rateScope);
 }
 

@@ -138,8 +138,7 @@ function scanHeader(name: string, value: string): void {
   else if (name === 'accept') {
     if (scanAccept === null) scanAccept = value;
     scanForward.push(name, value);
-  }
-  else if (name === 'connection') scanConnection = scanConnection.length === 0 ? value : `${scanConnection},${value}`;
+  } else if (name === 'connection') scanConnection = scanConnection.length === 0 ? value : `${scanConnection},${value}`;
   else if (name === 'content-length') {
     // uWS frames the body by the first Content-Length: a second, different one (or one beside
     // Transfer-Encoding) would let a request hidden in the body be read as the next request.
