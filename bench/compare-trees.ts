@@ -25,6 +25,7 @@ import { resolve } from 'node:path';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, type SchedStat } from './proc-cpu.js';
 import { median } from './order-stats.js';
+import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js';
 import type { Scenario, TargetKey } from './scenarios.js';
 import type { Target } from './targets.js';
 import { startTarget, type TargetModules } from './start-target.js';
@@ -105,13 +106,15 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
+        const redisBefore = redis === null ? null : await redisReading(redis);
         const before = pids.map(schedStat);
         const x = await m0.wrk.runWrk('wrk', spec(s, durationS));
         const after = pids.map(schedStat);
+        const redisAfter = redis === null ? null : await redisReading(redis);
         const n = x.rps * durationS;
         const grew = (k: keyof SchedStat): number => after.reduce((a, b) => a + b[k], 0) - before.reduce((a, b) => a + b[k], 0);
         const cpu = grew('cpuNs') / 1000 / n;
@@ -120,9 +123,16 @@ async function main(): Promise<void> {
         const waitUs = grew('waitNs') / 1000 / n;
         // A tree whose wrk runner predates loadCpuMs reports none: NaN, printed as '–'.
         const wrkUs = (x.loadCpuMs * 1000) / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99 });
+        const store = redisBefore === null || redisAfter === null ? null : {
+          cpuUs: (redisAfter.cpuNs - redisBefore.cpuNs) / 1000 / n,
+          calls: (redisAfter.calls - redisBefore.calls) / n,
+          usecPerCall: (redisAfter.usec - redisBefore.usec) / Math.max(1, redisAfter.calls - redisBefore.calls),
+        };
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
-          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, wrk ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms\n`);
+          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, wrk ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
+          + (store === null ? '' : `; redis-server ${store.cpuUs.toFixed(2)} µs CPU/request, ${store.calls.toFixed(3)} script calls/request, ${store.usecPerCall.toFixed(1)} µs running each`)
+          + '\n');
       }
     }
     process.stdout.write(`${rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked`}, ${rounds} rounds of ${durationS} s, medians:\n\n`
@@ -130,6 +140,14 @@ async function main(): Promise<void> {
     for (const s of sides) {
       const r = results.get(s.label)!;
       process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+    }
+    if (redis !== null) {
+      process.stdout.write('\nThe global limit\'s redis-server (shared by both sides; a side without a global limit makes no calls):\n\n'
+        + '| side | redis-server CPU µs/request | script calls per request | µs running each call (INFO commandstats) |\n|---|---|---|---|\n');
+      for (const s of sides) {
+        const r = results.get(s.label)!.map((x) => x.store!);
+        process.stdout.write(`| ${s.label} | ${median(r.map((x) => x.cpuUs)).toFixed(2)} | ${median(r.map((x) => x.calls)).toFixed(3)} | ${median(r.map((x) => x.usecPerCall)).toFixed(1)} |\n`);
+      }
     }
   } finally {
     for (const s of sides) await s.router?.proc.stop('SIGTERM');
@@ -140,3 +158,16 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/** One round's figures of the global limit's redis-server, per request of the round. */
+interface StoreRound {
+  cpuUs: number;
+  calls: number;
+  usecPerCall: number;
+}
+
+/** The redis-server's CPU so far (every thread) and its script calls and their running time (INFO commandstats). */
+async function redisReading(redis: { proc: Target['proc']; address: string }): Promise<{ cpuNs: number; calls: number; usec: number }> {
+  const info = await infoCommandstats(redis.address);
+  return { cpuNs: schedStat(redis.proc.pid).cpuNs, calls: scriptCallsIn(info), usec: scriptUsecIn(info) };
+}

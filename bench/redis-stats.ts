@@ -51,6 +51,16 @@ export function infoCommandstats(address: string, timeoutMs = 2000): Promise<str
   });
 }
 
+/** Sum of `usec=` (time spent running the commands, I/O not counted) over the script commands of an INFO commandstats reply. */
+export function scriptUsecIn(info: string): number {
+  let usec = 0;
+  for (const line of info.split('\n')) {
+    const m = /^cmdstat_([a-z_]+):calls=\d+,usec=(\d+)/.exec(line.trim());
+    if (m !== null && SCRIPT_COMMANDS.has(m[1])) usec += Number(m[2]);
+  }
+  return usec;
+}
+
 /** Script calls the server at `address` has run so far. */
 export async function scriptCalls(address: string): Promise<number> {
   return scriptCallsIn(await infoCommandstats(address));
