@@ -7,6 +7,7 @@
 import { Buffer as ImportedBuffer } from 'node:buffer';
 import { performance as importedPerformance } from 'node:perf_hooks';
 import { readFlatCounts } from 'inference-router/api/flat-json-counts';
+import { usageFromJson } from 'inference-router/api/openai-json-usage';
 import { newRequestId } from 'inference-router/http/request-id';
 import { responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
@@ -46,6 +47,8 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   },
   'scanHead of the answer head': () => scanHead(HEAD, 0, MARKS),
   'readFlatCounts of the usage object': () => (readFlatCounts(USAGE, USAGE_START, USAGE.length - 2, PROMPT_TOKENS, COMPLETION_TOKENS) ? 1 : 0),
+  /** The whole answer's usage as the router reads it: the object at the answer's end. */
+  'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
   'newRequestId': () => newRequestId().length,
   'performance.now() through the global': () => (performance.now() > 0 ? 1 : 0),
   'performance.now() imported': () => (importedPerformance.now() > 0 ? 1 : 0),

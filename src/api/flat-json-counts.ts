@@ -28,8 +28,9 @@ const NULL = Buffer.from('null');
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 
+/** JSON white space; one comparison for the usual bytes, above the space. */
 function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+  return c <= 0x20 && (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09);
 }
 
 /** Whether b[at..] starts with `key` (which the caller knows fits before the object's end). */
@@ -101,5 +102,80 @@ export function readFlatCounts(b: Buffer, start: number, end: number, first: Buf
     if (c !== COMMA) return false;
     c = b[++i];
     while (isSpace(c)) c = b[++i];
+  }
+}
+
+/** Whether the literal `word` ends at b[i] (its last byte). */
+function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
+  const from = i - word.length + 1;
+  if (from < 0) return false;
+  for (let j = 0; j < word.length; j++) if (b[from + j] !== word[j]) return false;
+  return true;
+}
+
+/**
+ * readFlatCounts read from the object's end, for a caller that finds the object by its end (the
+ * usage member that closes an answer): b[end] is the `}`. Returns the index of the object's `{`,
+ * or -1, with `flatCounts` undefined, when the object is not of the plain shape. The shape and
+ * the values are readFlatCounts's (a duplicate key: the last one counts, as in JSON.parse), and
+ * each byte is visited once, instead of once to find where the object starts and again to read it.
+ */
+export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, second: Buffer): number {
+  flatCounts.first = -1;
+  flatCounts.second = -1;
+  let firstSeen = false;
+  let secondSeen = false;
+  if (end < 1 || b[end] !== CLOSE) return -1;
+  let i = end - 1;
+  let c = b[i];
+  while (isSpace(c)) c = b[--i];
+  if (c === OPEN) return i; // {}
+  for (;;) {
+    // value, from its last byte
+    let value = -1;
+    if (c >= ZERO && c <= NINE) {
+      const last = i;
+      let scale = 1;
+      value = 0;
+      do {
+        value += (c - ZERO) * scale;
+        scale *= 10;
+        c = b[--i];
+      } while (c >= ZERO && c <= NINE);
+      const digits = last - i;
+      if (digits > MAX_DIGITS || (digits > 1 && b[i + 1] === ZERO)) return -1;
+    } else {
+      const word = c === 0x6c ? NULL : c === 0x65 ? (b[i - 3] === 0x74 ? TRUE : FALSE) : null; // l: null; e: true or false
+      if (word === null || !literalEndsAt(b, i, word)) return -1;
+      i -= word.length;
+      c = b[i];
+    }
+    while (isSpace(c)) c = b[--i];
+    if (c !== COLON) return -1;
+    c = b[--i];
+    while (isSpace(c)) c = b[--i];
+    // key, from its closing quote
+    if (c !== QUOTE) return -1;
+    const keyEnd = i;
+    c = b[--i];
+    while (c !== QUOTE) {
+      if (i <= 0 || c === BACKSLASH || c < 0x20) return -1;
+      c = b[--i];
+    }
+    const keyStart = i + 1;
+    const keyLength = keyEnd - keyStart;
+    if (keyLength === second.length && keyAt(b, keyStart, second)) {
+      if (!secondSeen) flatCounts.second = value;
+      secondSeen = true;
+    } else if (keyLength === first.length && keyAt(b, keyStart, first)) {
+      if (!firstSeen) flatCounts.first = value;
+      firstSeen = true;
+    }
+    c = b[--i];
+    while (isSpace(c)) c = b[--i];
+    if (c === OPEN) return i;
+    if (c !== COMMA) return -1;
+    c = b[--i];
+    while (isSpace(c)) c = b[--i];
   }
 }

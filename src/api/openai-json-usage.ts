@@ -5,7 +5,7 @@
 
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
-import { flatCounts, readFlatCounts } from './flat-json-counts.js';
+import { flatCounts, readFlatCountsBackwards } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -60,18 +60,6 @@ function isSpace(b: number): boolean {
 }
 
 /**
- * The counts of an answer that ends `..., "usage": {...} }` (white space allowed between the
- * tokens), parsing only the usage object; null when the answer does not end so, the object does
- * not parse, or it names no completion count (then the text is needed: the caller parses all).
- *
- * In valid JSON this is the root object's `usage` member and, being the last, the one
- * `JSON.parse` would keep: the quote before `usage` follows `,` or `{`, so it opens a string (a
- * quote inside a string is escaped, and one that closes a string cannot be followed by a letter);
- * that string is a key (a `:` follows); its value is the parsed slice, which ends where the
- * answer's last `}` closes the object holding the key, so that object is the root. An invalid
- * answer that ends with a valid usage member is read for that member instead of giving nulls.
- */
-/**
  * Where the last `"usage"` starts before `end`, or -1. A loop in JS: the key sits a few dozen
  * bytes from the end, closer than a call into Buffer's native search costs.
  */
@@ -85,6 +73,45 @@ function lastKeyBefore(b: Buffer, end: number): number {
   return -1;
 }
 
+/**
+ * Whether the object starting at b[start] is the value of a `"usage"` key that follows `,` or
+ * `{` (white space allowed between the tokens): `..., "usage": {`.
+ */
+function isUsageValueAt(b: Buffer, start: number): boolean {
+  let p = start - 1;
+  while (p >= 0 && isSpace(b[p])) p--;
+  if (p < 0 || b[p] !== COLON) return false;
+  p--;
+  while (p >= 0 && isSpace(b[p])) p--;
+  const k = p - USAGE_KEY.length + 1;
+  if (k <= 0) return false;
+  for (let j = 0; j < USAGE_KEY.length; j++) if (b[k + j] !== USAGE_KEY[j]) return false;
+  p = k - 1;
+  while (p >= 0 && isSpace(b[p])) p--;
+  return p >= 0 && (b[p] === COMMA || b[p] === OPEN);
+}
+
+/** The counts readFlatCountsBackwards read, or null when no completion count came (the text is needed then). */
+function flatUsage(): JsonUsage | null {
+  if (flatCounts.second < 0) return null;
+  return { promptTokens: flatCounts.first < 0 ? null : flatCounts.first, completionTokens: flatCounts.second, text: '', generated: null };
+}
+
+/**
+ * The counts of an answer that ends `..., "usage": {...} }` (white space allowed between the
+ * tokens), parsing only the usage object; null when the answer does not end so, the object does
+ * not parse, or it names no completion count (then the text is needed: the caller parses all).
+ *
+ * In valid JSON this is the root object's `usage` member and, being the last, the one
+ * `JSON.parse` would keep: the quote before `usage` follows `,` or `{`, so it opens a string (a
+ * quote inside a string is escaped, and one that closes a string cannot be followed by a letter);
+ * that string is a key (a `:` follows); its value is the parsed slice, which ends where the
+ * answer's last `}` closes the object holding the key, so that object is the root. An invalid
+ * answer that ends with a valid usage member is read for that member instead of giving nulls.
+ *
+ * The usual usage object, flat integers, is read from its end (readFlatCountsBackwards) and its
+ * key checked before it; any other object is found by its key and parsed with JSON.parse.
+ */
 function trailingUsage(b: Buffer): JsonUsage | null {
   let e = b.length - 1;
   while (e >= 0 && isSpace(b[e])) e--;
@@ -93,6 +120,9 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   while (e >= 0 && isSpace(b[e])) e--;
   if (e < 0 || b[e] !== CLOSE) return null;
   const objectEnd = e;
+  // A flat object of integers (what vLLM, SGLang and TGI send) is read from its end, once.
+  const objectStart = readFlatCountsBackwards(b, objectEnd, PROMPT_TOKENS, COMPLETION_TOKENS);
+  if (objectStart >= 0) return isUsageValueAt(b, objectStart) ? flatUsage() : null;
   const k = lastKeyBefore(b, objectEnd);
   if (k <= 0) return null;
   let p = k - 1;
@@ -104,11 +134,6 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   q++;
   while (q < objectEnd && isSpace(b[q])) q++;
   if (b[q] !== OPEN) return null;
-  // A flat object of integers (what vLLM, SGLang and TGI send) is read without JSON.parse.
-  if (readFlatCounts(b, q, objectEnd, PROMPT_TOKENS, COMPLETION_TOKENS)) {
-    if (flatCounts.second < 0) return null;
-    return { promptTokens: flatCounts.first < 0 ? null : flatCounts.first, completionTokens: flatCounts.second, text: '', generated: null };
-  }
   let usage: unknown;
   try {
     usage = JSON.parse(b.toString('utf8', q, objectEnd + 1));
