@@ -56,10 +56,7 @@ export interface RedisStoreOptions {
  * unit, clock reading and limit values) and sent when the turn ends (setImmediate: after all of
  * the turn's I/O callbacks) as one call of the batch script (lua/batch.ts), which applies the
  * summed settles, then decides each admission in arrival order by the admission rule, atomically.
- * Each caller gets its own decision back. One call per limit key is in flight at a time: a key's
- * admissions that come while its call is out wait for the reply (Redis would run them after it
- * anyway) and go out together at the end of that turn, so under load a call carries more of them.
- * Settles with no admission of their key in the turn
+ * Each caller gets its own decision back. Settles with no admission of their key in the turn
  * wait for the next one to ride along with, at most SETTLE_WAIT_MS: nothing waits on a settle,
  * so this saves a call of their own at no cost to any request.
  *
@@ -91,10 +88,6 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
   private spilled: Batch[] = [];
   private flushScheduled = false;
-  /** Batch calls of each limit key in flight: a key's next batch waits for the reply (see flush). */
-  private readonly inFlight = new Map<LimitKey, number>();
-  /** Batches with admissions the last flush kept back behind a call of their key. */
-  private held = 0;
   /** Sends the settles that waited settleWaitMs for an admission of their key. */
   private settleTimer: NodeJS.Timeout | null = null;
   private readonly settleWaitMs: number;
@@ -369,14 +362,9 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.pendingMulti = new Map();
       for (const b of multi.values()) this.sendMulti(b);
     }
-    this.held = 0;
-    for (const [id, b] of this.pending) {
+    for (const [key, b] of this.pending) {
       if (b.admissions.length === 0) continue; // settles alone wait for an admission of their key, or the timer
-      if (this.inFlight.has(b.key)) { // goes out with the turn the key's reply comes in
-        this.held++;
-        continue;
-      }
-      this.pending.delete(id);
+      this.pending.delete(key);
       this.send(b);
     }
     if (this.pending.size > 0 && this.settleTimer === null) this.settleTimer = setTimeout(this.sendSettles, this.settleWaitMs);
@@ -410,27 +398,16 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.withoutStore(b);
       return;
     }
-    this.inFlight.set(b.key, (this.inFlight.get(b.key) ?? 0) + 1);
     this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
       (reply) => {
-        this.landed(b.key);
         if (this.leases !== null) this.leaseReply(b, reply);
         b.answer(reply, this.waits);
       },
       (err: unknown) => {
-        this.landed(b.key);
         this.storeFailed(err);
         this.withoutStore(b);
       },
     );
-  }
-
-  /** A call of `key` came back (or failed): batches held behind it go out at the end of this turn. */
-  private landed(key: LimitKey): void {
-    const n = this.inFlight.get(key)! - 1;
-    if (n > 0) this.inFlight.set(key, n);
-    else this.inFlight.delete(key);
-    if (this.held > 0) this.scheduleFlush();
   }
 
   /**

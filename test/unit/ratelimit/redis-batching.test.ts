@@ -50,10 +50,6 @@ async function scriptCalls(): Promise<number> {
   return scriptCallsIn(await server.cli('info', 'commandstats'));
 }
 
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 async function counter(route: string, direction: 'in' | 'out', unit = 'minute', start = MINUTE_START): Promise<string> {
   return server.cli('get', `ir:{${route}}:${direction}:${unit}:${start}`);
 }
@@ -173,35 +169,6 @@ describe('RedisLimiter batching', () => {
       expect(await counter(a, 'out')).toBe('45');
     } finally {
       await patient.close();
-    }
-  });
-
-  it('admissions of a route while its call is in flight wait for its reply, then go out together as one call', async () => {
-    const r = uniqueRoute();
-    const other = uniqueRoute();
-    await server.cli('config', 'resetstat');
-    server.pause(); // the first call stays in flight until the server runs again
-    try {
-      const first = limiter.admit(r, EXAMPLE, 1);
-      await nextTurn();
-      await nextTurn();
-      const held = [limiter.admit(r, EXAMPLE, 2)];
-      await nextTurn();
-      held.push(limiter.admit(r, EXAMPLE, 3));
-      const elsewhere = limiter.admit(other, EXAMPLE, 5); // another route: its own call, not held
-      await nextTurn();
-      held.push(limiter.admit(r, EXAMPLE, 4));
-      await nextTurn();
-      server.resume();
-      const decisions = await Promise.all([first, ...held]);
-      expect((await elsewhere).input?.remaining).toBe(5);
-      // The first call, the other route's, then the three held admissions in one call, in arrival order.
-      expect(await scriptCalls()).toBe(3);
-      expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true]);
-      expect(decisions.map((d) => d.input?.remaining)).toEqual([9, 7, 4, 0]);
-      expect(await counter(r, 'in')).toBe('10');
-    } finally {
-      server.resume();
     }
   });
 
