@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { parseDuration } from './duration.js';
+import { durationSetting, type DurationRange } from './duration-setting.js';
 
 /**
  * The router's own settings from flags and environment (flags win). Validated once, then frozen.
@@ -51,17 +51,15 @@ function booleanSetting(name: string, raw: string | undefined, fallback: boolean
   return raw === 'true';
 }
 
-function durationSetting(name: string, raw: string | undefined, fallback: number, allowZero = false, maxMs = Infinity): number {
-  if (raw === undefined || raw === '') return fallback;
+function durationMs(name: string, raw: string | undefined, fallback: number, range: DurationRange): number {
   try {
-    const ms = parseDuration(raw);
-    if (ms <= 0 && !allowZero) throw new Error('must be greater than 0');
-    if (ms > maxMs) throw new Error(`must be at most ${maxMs / 1000}s`);
-    return ms;
+    return durationSetting(name, raw, fallback, range);
   } catch (err) {
-    throw new UsageError(`${name}: expected a duration such as 500ms, 30s or 2m, got "${raw}" (${(err as Error).message})`);
+    throw new UsageError((err as Error).message);
   }
 }
+
+const ABOVE_ZERO: DurationRange = { min: 0, max: Infinity, aboveMin: true };
 
 /** What the command line asks for: --help or --version (the first one given) wins over running. */
 export function parseCommand(argv: readonly string[]): 'help' | 'version' | 'run' {
@@ -137,8 +135,8 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
       : parseIntIn(flags.has('--workers') ? '--workers' : 'ROUTER_WORKERS', workersRaw, 1, 256),
     apiGroup,
     namespace: env.ROUTER_NAMESPACE || null,
-    drainTimeoutMs: durationSetting('ROUTER_DRAIN_TIMEOUT', env.ROUTER_DRAIN_TIMEOUT, 30_000),
-    upstreamTimeoutMs: durationSetting('ROUTER_UPSTREAM_TIMEOUT', env.ROUTER_UPSTREAM_TIMEOUT, 300_000),
+    drainTimeoutMs: durationMs('ROUTER_DRAIN_TIMEOUT', env.ROUTER_DRAIN_TIMEOUT, 30_000, ABOVE_ZERO),
+    upstreamTimeoutMs: durationMs('ROUTER_UPSTREAM_TIMEOUT', env.ROUTER_UPSTREAM_TIMEOUT, 300_000, ABOVE_ZERO),
     maxBodyBytes: bodyRaw === undefined || bodyRaw === ''
       ? 16 * 1024 * 1024
       : parseIntIn('ROUTER_MAX_BODY_BYTES', bodyRaw, 1, 1024 * 1024 * 1024),
@@ -148,7 +146,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     allowUwsFallback: booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', env.ROUTER_ALLOW_UWS_FALLBACK, false),
     localLeases: booleanSetting('RATE_LIMIT_LOCAL_LEASES', env.RATE_LIMIT_LOCAL_LEASES, true),
     authConfig: env.ROUTER_AUTH_CONFIG || null,
-    drainDelayMs: durationSetting('ROUTER_DRAIN_DELAY', env.ROUTER_DRAIN_DELAY, 5_000, true, 600_000),
+    drainDelayMs: durationMs('ROUTER_DRAIN_DELAY', env.ROUTER_DRAIN_DELAY, 5_000, { min: 0, max: 600_000 }),
     logFormat: logFormat(env),
   });
 }

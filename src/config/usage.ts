@@ -14,7 +14,7 @@ Options (environment equivalents in brackets; flags win):
   --version          print the version
   --help             print this help
 
-Environment (durations like 500ms, 30s, 2m; see docs/configuration.md):
+Environment (durations like 500ms, 30s, 2m, or a number of milliseconds; see docs/configuration.md):
  Process and lifecycle
   ROUTER_SOURCE              file (default) or kubernetes
   ROUTER_DRAIN_DELAY         on SIGTERM, /readyz answers 503 this long before the listener closes (5s; 0 = none)

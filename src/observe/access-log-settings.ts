@@ -1,7 +1,7 @@
 /**
  * Access-log settings from the environment, validated once and frozen (docs/access-log.md).
  */
-import { parseDuration } from '../config/duration.js';
+import { durationSetting } from '../config/duration-setting.js';
 
 export type AccessLogFormat = 'json' | 'text';
 
@@ -55,17 +55,7 @@ function bufferBytes(env: NodeJS.ProcessEnv): number {
 
 /** A Go-style duration (100ms, 1s) or a bare number of milliseconds, from 0 to 10s. */
 function flushInterval(env: NodeJS.ProcessEnv): number {
-  const raw = env.ACCESS_LOG_FLUSH_INTERVAL;
-  if (raw === undefined || raw === '') return DEFAULT_FLUSH_INTERVAL_MS;
-  let ms = Number.NaN;
-  try {
-    ms = /^[0-9]+$/.test(raw) ? Number(raw) : parseDuration(raw);
-  } catch { /* reported below */ }
-  if (!(ms >= 0 && ms <= MAX_FLUSH_INTERVAL_MS)) {
-    throw new Error(`ACCESS_LOG_FLUSH_INTERVAL must be a duration from 0 to 10s such as 100ms or 1s, or a number ` +
-      `of milliseconds (default ${DEFAULT_FLUSH_INTERVAL_MS}ms); got ${JSON.stringify(raw)}`);
-  }
-  return Math.ceil(ms);
+  return durationSetting('ACCESS_LOG_FLUSH_INTERVAL', env.ACCESS_LOG_FLUSH_INTERVAL, DEFAULT_FLUSH_INTERVAL_MS, { min: 0, max: MAX_FLUSH_INTERVAL_MS });
 }
 
 /**

@@ -3,7 +3,7 @@
  * ROUTER_OUTLIER_* (passive health), ROUTER_POD_METRICS_INTERVAL (pod metrics scraping),
  * ROUTER_SCHEDULER_CONFIG (scorers, read once at start).
  */
-import { parseDuration } from '../config/duration.js';
+import { durationSetting } from '../config/duration-setting.js';
 import { readFileSync } from 'node:fs';
 import type { OutlierSettings } from './outlier-detector.js';
 import { DEFAULT_SCHEDULER_CONFIG, parseSchedulerConfig, type SchedulerConfig } from './scheduler-config.js';
@@ -24,16 +24,7 @@ export const DEFAULT_OUTLIER: OutlierSettings = Object.freeze({
 export const DEFAULT_POD_METRICS_INTERVAL_MS = 1_000;
 
 function duration(env: NodeJS.ProcessEnv, name: string, dflt: number, minMs: number, maxMs: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return dflt;
-  let ms: number;
-  try {
-    ms = parseDuration(raw);
-  } catch (err) {
-    throw new Error(`${name}: ${(err as Error).message}`);
-  }
-  if (ms < minMs || ms > maxMs) throw new Error(`${name} must be from ${minMs}ms to ${maxMs}ms; got ${JSON.stringify(raw)}`);
-  return ms;
+  return durationSetting(name, env[name], dflt, { min: minMs, max: maxMs });
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number, max: number): number {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseDuration } from '../../config/duration.js';
+import { durationSetting } from '../../config/duration-setting.js';
 import { LEASES_FORFEIT_MS } from './lua/counters.js';
 
 /** What a global limiter does while its Redis cannot answer in time. */
@@ -51,15 +51,14 @@ export const DEFAULT_RECALL_WAIT_MS = 500;
 export function parseRedisLimitSettings(env: NodeJS.ProcessEnv): RedisLimitSettings {
   return Object.freeze({
     failureMode: failureMode(env.RATE_LIMIT_REDIS_FAILURE_MODE),
-    timeoutMs: milliseconds('RATE_LIMIT_REDIS_TIMEOUT', env.RATE_LIMIT_REDIS_TIMEOUT, DEFAULT_REDIS_TIMEOUT_MS, 1, 60_000, '50ms or 1s', '1ms to 1m'),
+    timeoutMs: durationSetting('RATE_LIMIT_REDIS_TIMEOUT', env.RATE_LIMIT_REDIS_TIMEOUT, DEFAULT_REDIS_TIMEOUT_MS, { min: 1, max: 60_000 }),
     username: optionalString(env.REDIS_USERNAME),
     password: optionalString(env.REDIS_PASSWORD),
     tls: bool('REDIS_TLS', env.REDIS_TLS),
     tlsCa: caFile(env.REDIS_TLS_CA_FILE),
     cluster: bool('REDIS_CLUSTER', env.REDIS_CLUSTER),
     leases: bool('RATE_LIMIT_REDIS_LEASES', env.RATE_LIMIT_REDIS_LEASES, true),
-    recallWaitMs: milliseconds('RATE_LIMIT_REDIS_RECALL_WAIT', env.RATE_LIMIT_REDIS_RECALL_WAIT, DEFAULT_RECALL_WAIT_MS, 0, LEASES_FORFEIT_MS,
-      '500ms or 2s', `0 to ${LEASES_FORFEIT_MS / 1000}s`),
+    recallWaitMs: durationSetting('RATE_LIMIT_REDIS_RECALL_WAIT', env.RATE_LIMIT_REDIS_RECALL_WAIT, DEFAULT_RECALL_WAIT_MS, { min: 0, max: LEASES_FORFEIT_MS }),
   });
 }
 
@@ -70,21 +69,6 @@ function failureMode(raw: string | undefined): RedisFailureMode {
   throw new Error(`RATE_LIMIT_REDIS_FAILURE_MODE: expected one of ${REDIS_FAILURE_MODES.join(', ')}, got ${JSON.stringify(raw)}`);
 }
 
-/** A Go-style duration (50ms, 1s) or a bare number of milliseconds, from `min` to `max` ms. */
-function milliseconds(name: string, raw: string | undefined, unset: number, min: number, max: number, example: string, range: string): number {
-  if (raw === undefined || raw === '') return unset;
-  const text = raw.trim();
-  let ms: number;
-  try {
-    ms = /^\d+$/.test(text) ? Number(text) : parseDuration(text);
-  } catch (err) {
-    throw new Error(`${name}: expected a duration such as ${example} (or a number of milliseconds), got ${JSON.stringify(raw)} (${(err as Error).message})`);
-  }
-  if (!(ms >= min && ms <= max)) {
-    throw new Error(`${name}: expected a duration from ${range}, got ${JSON.stringify(raw)}`);
-  }
-  return Math.ceil(ms);
-}
 
 function bool(name: string, raw: string | undefined, unset = false): boolean {
   if (raw === undefined || raw === '') return unset;

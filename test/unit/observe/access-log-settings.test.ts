@@ -36,10 +36,10 @@ describe('parseAccessLogSettings', () => {
     ['ACCESS_LOG_BUFFER_BYTES', '16MiB', /^ACCESS_LOG_BUFFER_BYTES must be an integer number of bytes >= 65536/],
     ['ACCESS_LOG_BUFFER_BYTES', '1024', /^ACCESS_LOG_BUFFER_BYTES must be an integer/],
     ['ACCESS_LOG_BUFFER_BYTES', '-5', /^ACCESS_LOG_BUFFER_BYTES must be an integer/],
-    ['ACCESS_LOG_FLUSH_INTERVAL', 'soon', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration from 0 to 10s .*got "soon"/],
-    ['ACCESS_LOG_FLUSH_INTERVAL', '-1s', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration/],
-    ['ACCESS_LOG_FLUSH_INTERVAL', '11s', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration from 0 to 10s/],
-    ['ACCESS_LOG_FLUSH_INTERVAL', '100 ms', /^ACCESS_LOG_FLUSH_INTERVAL must be a duration/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', 'soon', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration from 0 to 10s, .*got "soon"/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', '-1s', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration .*\(negative duration/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', '11s', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration from 0 to 10s, .*got "11s"$/],
+    ['ACCESS_LOG_FLUSH_INTERVAL', '100 ms', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration/],
   ])('rejects %s=%j naming the variable and the allowed values', (name, value, message) => {
     expect(() => parseAccessLogSettings({ [name]: value })).toThrow(message);
   });

@@ -1,0 +1,54 @@
+/**
+ * One reading of every duration setting of the environment (ROUTER_DRAIN_TIMEOUT,
+ * ACCESS_LOG_FLUSH_INTERVAL, RATE_LIMIT_REDIS_TIMEOUT, ...), so that each accepts the same forms
+ * and a bad one is reported the same way.
+ */
+import { parseDuration } from './duration.js';
+
+export interface DurationRange {
+  /** Smallest value allowed, ms. */
+  readonly min: number;
+  /** Largest value allowed, ms (Infinity: no bound). */
+  readonly max: number;
+  /** `min` itself is not allowed (a duration above 0). */
+  readonly aboveMin?: boolean;
+}
+
+const BARE_MILLISECONDS = /^\d+$/;
+
+/**
+ * The milliseconds of a duration setting: `unset` when the variable is unset or empty; else a
+ * duration (`500ms`, `30s`, `1m30s`, see duration.ts) or a number of milliseconds (`250`), white
+ * space around it ignored, within `range`, rounded up to a whole millisecond. Throws an Error whose
+ * message names the variable, the range and the value that came.
+ */
+export function durationSetting(name: string, raw: string | undefined, unset: number, range: DurationRange): number {
+  if (raw === undefined || raw === '') return unset;
+  const text = raw.trim();
+  let ms = Number.NaN;
+  let fault = '';
+  try {
+    ms = BARE_MILLISECONDS.test(text) ? Number(text) : parseDuration(text);
+  } catch (err) {
+    fault = ` (${(err as Error).message})`;
+  }
+  const inRange = range.aboveMin === true ? ms > range.min : ms >= range.min;
+  if (!(inRange && ms <= range.max)) {
+    throw new Error(`${name}: expected a duration ${rangeText(range)}, such as 500ms or 30s, or a number of milliseconds; got ${JSON.stringify(raw)}${fault}`);
+  }
+  return Math.ceil(ms);
+}
+
+function rangeText(r: DurationRange): string {
+  if (r.max === Infinity) return r.aboveMin === true ? `above ${shown(r.min)}` : `of at least ${shown(r.min)}`;
+  return r.aboveMin === true ? `above ${shown(r.min)}, up to ${shown(r.max)}` : `from ${shown(r.min)} to ${shown(r.max)}`;
+}
+
+/** A bound as a duration: `0`, `50ms`, `2s`, `10m`, `1h`. */
+export function shown(ms: number): string {
+  if (ms === 0) return '0';
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
