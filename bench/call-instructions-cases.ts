@@ -8,6 +8,7 @@ import { Buffer as ImportedBuffer } from 'node:buffer';
 import { performance as importedPerformance } from 'node:perf_hooks';
 import { readFlatCounts } from 'inference-router/api/flat-json-counts';
 import { usageFromJson } from 'inference-router/api/openai-json-usage';
+import { countPlain } from 'inference-router/tokens/bpe-count';
 import { newRequestId } from 'inference-router/http/request-id';
 import { responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
@@ -20,6 +21,9 @@ const USAGE = ImportedBuffer.from('{"id":"cmpl-1","choices":[{"text":"hello","in
 const USAGE_START = USAGE.indexOf('{"prompt_tokens"');
 const PROMPT_TOKENS = ImportedBuffer.from('prompt_tokens');
 const COMPLETION_TOKENS = ImportedBuffer.from('completion_tokens');
+
+const PARAGRAPH = ('The quick brown fox jumps over the lazy dog, while 42 curious engineers measure what it costs; '
+  + "they don't guess. Each request's prompt is counted before it is admitted, and the count must be exact.\n").repeat(5).slice(0, 1000);
 
 /** An upstream connection's shared read buffer, holding one answer of the bench's size (head and body). */
 const READ_BUFFER = ImportedBuffer.allocUnsafeSlow(64 * 1024);
@@ -49,6 +53,10 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'readFlatCounts of the usage object': () => (readFlatCounts(USAGE, USAGE_START, USAGE.length - 2, PROMPT_TOKENS, COMPLETION_TOKENS) ? 1 : 0),
   /** The whole answer's usage as the router reads it: the object at the answer's end. */
   'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
+  /** The bench's prompt counted as the router counts a small prompt (o200k_base pre-tokens). */
+  'count the prompt': () => countPlain('San Francisco is a'),
+  /** A paragraph of 1,000 characters of English, counted the same way. */
+  'count 1000 characters': () => countPlain(PARAGRAPH),
   'newRequestId': () => newRequestId().length,
   'performance.now() through the global': () => (performance.now() > 0 ? 1 : 0),
   'performance.now() imported': () => (importedPerformance.now() > 0 ? 1 : 0),

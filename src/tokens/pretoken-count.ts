@@ -6,13 +6,16 @@
  * for a four-word prompt, of which the counting itself is a third. With special tokens counted as
  * plain text (as the router does) that is the same as: for every pre-token, 1 when it is a single
  * token, else the length of its byte-pair encoding. This module does exactly that, with one
- * module-level copy of the split regex and its `lastIndex`.
+ * module-level copy of the split regex and its `lastIndex`; ASCII text, when the regex is
+ * o200k_base's, is split by ascii-pretokens.ts instead of the regex.
  *
  * It reads three members of the library's encoder that its public API does not name
  * (`tokenSplitRegex`, `bytePairStringRankEncoder`, `bytePairEncode`). `fastCounter` checks them
  * at load, and checks its counts against `countTokens` on texts that exercise every branch; when
  * either check fails (another version of the library) the router uses `countTokens` as before.
  */
+
+import { asciiPretokenEnd, isAscii, O200K_SPLIT_SOURCE } from './ascii-pretokens.js';
 
 /** What the fast path needs of gpt-tokenizer's BytePairEncodingCore. */
 export interface BpeCore {
@@ -29,6 +32,7 @@ export const SELF_CHECK_TEXTS: readonly string[] = [
   'antidisestablishmentarianism xqzvkjw Pneumonoultramicroscopic',
   '<|endoftext|> <|im_start|>user<|im_end|> <|fim_prefix|>',
   'x'.repeat(257),
+  "  Hello,\tworld!!  It's 12345 o'clock;\n\n  \r\n   end \v\f /usr//bin I'M WE'LL they'Re\n \t",
 ];
 
 /** The shape check: the members exist with the expected types. */
@@ -49,7 +53,19 @@ export function fastCounter(core: BpeCore | null, reference: (text: string) => n
   const split = new RegExp(core.tokenSplitRegex.source, flags.includes('g') ? flags : `${flags}g`);
   const unicode = split.unicode || split.flags.includes('v');
   const ranks = core.bytePairStringRankEncoder;
+  // ASCII text is split without the regex when the regex is o200k_base's (ascii-pretokens.ts).
+  const asciiSplit = core.tokenSplitRegex.source === O200K_SPLIT_SOURCE;
   const count = (text: string): number => {
+    if (asciiSplit && isAscii(text)) {
+      let n = 0;
+      for (let i = 0; i < text.length;) {
+        const end = asciiPretokenEnd(text, i);
+        const piece = text.slice(i, end);
+        n += ranks.get(piece) !== undefined ? 1 : core.bytePairEncode(piece).length;
+        i = end;
+      }
+      return n;
+    }
     let n = 0;
     split.lastIndex = 0;
     let m: RegExpExecArray | null;

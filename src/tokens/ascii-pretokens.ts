@@ -1,0 +1,105 @@
+/**
+ * o200k_base's pre-tokens of ASCII text, found without its split regex. The regex (gpt-tokenizer's
+ * `tokenSplitRegex`, O200K_SPLIT_SOURCE below) matches Unicode property classes and costs about
+ * 140 instructions a character through V8's irregexp, 60% of counting an English prompt. On ASCII
+ * its classes are a handful of byte ranges, and its seven alternatives, tried in order with
+ * backtracking, each reduce to a short scan:
+ *
+ * 1. `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(contraction)?`
+ * 2. `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(contraction)?`
+ *    together: an optional prefix (not CR, LF, letter or digit) before a letter, the capitals, the
+ *    small letters, then `'s`, `'d`, `'m`, `'t`, `'ll`, `'ve` or `'re` in any case;
+ * 3. `\p{N}{1,3}`: up to three digits;
+ * 4. ` ?[^\s\p{L}\p{N}]+[\r\n/]*`: an optional space, a run of other characters, then CRs, LFs and slashes;
+ * 5. `\s*[\r\n]+`: a run of white space up to its last CR or LF;
+ * 6. `\s+(?!\S)`: a run of white space at the text's end, or all of it but its last character;
+ * 7. `\s+`: the one white-space character left.
+ *
+ * Tested against the regex itself on every ASCII class boundary and on random texts.
+ */
+
+/** The split regex this module stands for (gpt-tokenizer's o200k_base `tokenSplitRegex.source`). */
+export const O200K_SPLIT_SOURCE = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE]))?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE]))?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+const UPPER = 1;
+const LOWER = 2;
+const DIGIT = 3;
+/** White space other than CR and LF: space, tab, vertical tab, form feed. */
+const BLANK = 4;
+/** CR and LF. */
+const NEWLINE = 5;
+/** Anything else: punctuation, symbols, other control characters. */
+const OTHER = 6;
+
+/** The class of each ASCII character. */
+const CLASS = new Uint8Array(128).fill(OTHER);
+for (let c = 0x41; c <= 0x5a; c++) CLASS[c] = UPPER;
+for (let c = 0x61; c <= 0x7a; c++) CLASS[c] = LOWER;
+for (let c = 0x30; c <= 0x39; c++) CLASS[c] = DIGIT;
+for (const c of [0x20, 0x09, 0x0b, 0x0c]) CLASS[c] = BLANK;
+CLASS[0x0a] = NEWLINE;
+CLASS[0x0d] = NEWLINE;
+
+const SPACE = 0x20;
+const APOSTROPHE = 0x27;
+const SLASH = 0x2f;
+
+/** Whether every character of `text` is ASCII. */
+export function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+function classAt(text: string, i: number): number {
+  return CLASS[text.charCodeAt(i)];
+}
+
+/**
+ * Where the pre-token that starts at `i` ends (exclusive), in ASCII `text` (isAscii), `i` below
+ * its length. Successive calls from 0, each from the last one's end, give the regex's matches.
+ */
+export function asciiPretokenEnd(text: string, i: number): number {
+  const n = text.length;
+  const c = classAt(text, i);
+  if (c === UPPER || c === LOWER) return lettersEnd(text, i, n);
+  if ((c === OTHER || c === BLANK) && i + 1 < n) {
+    const next = classAt(text, i + 1);
+    if (next === UPPER || next === LOWER) return lettersEnd(text, i + 1, n); // 1, 2 with the prefix
+  }
+  if (c === DIGIT) {
+    let k = i + 1;
+    while (k < n && k < i + 3 && classAt(text, k) === DIGIT) k++;
+    return k; // 3
+  }
+  const from = text.charCodeAt(i) === SPACE && i + 1 < n && classAt(text, i + 1) === OTHER ? i + 1 : i;
+  if (classAt(text, from) === OTHER) {
+    let k = from + 1;
+    while (k < n && classAt(text, k) === OTHER) k++;
+    while (k < n && (classAt(text, k) === NEWLINE || text.charCodeAt(k) === SLASH)) k++;
+    return k; // 4
+  }
+  // White space from i: BLANK or NEWLINE.
+  let w = i;
+  let lastNewline = -1;
+  for (let d = c; d === BLANK || d === NEWLINE; d = w < n ? classAt(text, w) : 0) {
+    if (d === NEWLINE) lastNewline = w;
+    w++;
+  }
+  if (lastNewline >= 0) return lastNewline + 1; // 5
+  if (w === n || w - i === 1) return w; // 6 at the end, 7 for one character
+  return w - 1; // 6, the last character left for the next pre-token
+}
+
+/** Capitals, then small letters, from `j` (at least one letter), then a contraction. */
+function lettersEnd(text: string, j: number, n: number): number {
+  let k = j;
+  while (k < n && classAt(text, k) === UPPER) k++;
+  while (k < n && classAt(text, k) === LOWER) k++;
+  if (k + 1 >= n || text.charCodeAt(k) !== APOSTROPHE) return k;
+  const a = text.charCodeAt(k + 1) | 0x20; // lower case of a letter
+  if (a === 0x73 || a === 0x64 || a === 0x6d || a === 0x74) return k + 2; // 's 'd 'm 't
+  if (k + 2 >= n) return k;
+  const b = text.charCodeAt(k + 2) | 0x20;
+  if ((a === 0x6c && b === 0x6c) || (a === 0x76 && b === 0x65) || (a === 0x72 && b === 0x65)) return k + 3; // 'll 've 're
+  return k;
+}
