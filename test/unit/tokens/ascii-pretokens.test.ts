@@ -2,6 +2,7 @@ import o200k, { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { asciiPretokenEnd, isAscii, O200K_SPLIT_SOURCE } from '../../../src/tokens/ascii-pretokens.js';
 import { countPlain } from '../../../src/tokens/bpe-count.js';
+import { xorshift } from '../../helpers/xorshift.js';
 
 const librarySplit = (o200k as unknown as { bytePairEncodingCoreProcessor: { tokenSplitRegex: RegExp } }).bytePairEncodingCoreProcessor.tokenSplitRegex;
 const regex = new RegExp(librarySplit.source, 'gu');
@@ -26,15 +27,6 @@ function byScan(text: string): string[] {
 const ALPHABET = ['a', 'z', 'A', 'Z', 's', 'S', 'l', 'L', 'v', 'e', 'E', 'r', 'd', 'm', 't', 'T', '0', '9', ' ', '\t', '\v', '\f', '\n', '\r',
   "'", '/', '!', '.', '_', '\u0000', '\u001f', '\u007f', '~'];
 
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 describe('ASCII pre-tokens', () => {
   it("stand for this gpt-tokenizer's o200k_base split regex", () => {
@@ -62,7 +54,7 @@ describe('ASCII pre-tokens', () => {
   });
 
   it('split as the regex does on 50 000 random texts', () => {
-    const r = rng(29);
+    const r = xorshift(29);
     const words = ['the', ' The', 'HTTP', "'s", "'ll", "'VE", ' 12345', '  ', '\n', '\r\n', ' \n ', '!!', ' ...', '//', 'x', 'Z'];
     for (let i = 0; i < 50_000; i++) {
       let text = '';

@@ -2,21 +2,12 @@ import o200k, { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { countPlain } from '../../../src/tokens/bpe-count.js';
 import { asBpeCore, fastCounter, SELF_CHECK_TEXTS, type BpeCore } from '../../../src/tokens/pretoken-count.js';
+import { xorshift } from '../../helpers/xorshift.js';
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 const reference = (t: string): number => countTokens(t, PLAIN);
 const core = asBpeCore((o200k as unknown as { bytePairEncodingCoreProcessor: unknown }).bytePairEncodingCoreProcessor);
 
-/** A small deterministic generator (xorshift32). */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 const PIECES = [
   'the', ' The', 'San', ' Francisco', "'s", "'LL", ' 12345', '3.14', ' ', '  ', '\t', '\n', '\r\n', '\u00a0',
@@ -35,7 +26,7 @@ describe('pre-token count', () => {
 
   it('counts as gpt-tokenizer counts, on 3000 random texts of words, numbers, white space, emoji, lone surrogates and special-token text', () => {
     const fast = fastCounter(core, reference)!;
-    const r = rng(13);
+    const r = xorshift(13);
     for (let i = 0; i < 3000; i++) {
       let t = '';
       const n = Math.floor(r() * 40);

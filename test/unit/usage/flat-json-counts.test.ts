@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { flatCounts, readFlatCounts, readFlatCountsBackwards } from '../../../src/api/flat-json-counts.js';
+import { pickWith, xorshift } from '../../helpers/xorshift.js';
 
 const P = Buffer.from('prompt_tokens');
 const C = Buffer.from('completion_tokens');
@@ -8,6 +9,27 @@ function read(text: string): { ok: boolean; first: number; second: number } {
   const b = Buffer.from(text);
   const ok = readFlatCounts(b, 0, b.length - 1, P, C);
   return { ok, first: flatCounts.first, second: flatCounts.second };
+}
+
+const KEYS = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'x', 'ünï', 'completion_token', 'prompt_tokens_details', ''];
+const VALUES = ['0', '7', '16', '120000', '999999999999999', '1000000000000000', '00', 'null', 'true', 'false', '1.5', '-3', '2e2', '"5"', '{}', '[3]',
+  '{"completion_tokens":4}'];
+const JUNK = ['', ',', '}', '{', '"', '\\', ':', '0', 'a', ' ', '\u0001', 'e', 'l'];
+
+/** A random object of up to four members, and in three cases of ten one random edit: it may turn invalid, or stay valid in another shape. */
+function randomObject(r: () => number): string {
+  const pick = pickWith(r);
+  const space = (): string => pick(['', '', ' ', '\n', '\t', '\r\n ']);
+  const n = Math.floor(r() * 5);
+  const members: string[] = [];
+  for (let m = 0; m < n; m++) members.push(`${space()}"${pick(KEYS)}"${space()}:${space()}${pick(VALUES)}${space()}`);
+  let text = `{${members.join(',')}${space()}}`;
+  if (r() < 0.3) {
+    const at = 1 + Math.floor(r() * (text.length - 2));
+    const cut = r() < 0.5 ? 1 : 0;
+    text = text.slice(0, at) + pick(JUNK) + text.slice(at + cut);
+  }
+  return text;
 }
 
 /** What JSON.parse makes of the object: null when it throws, else each key's integer or -1. */
@@ -50,28 +72,10 @@ describe('readFlatCounts', () => {
   });
 
   it('agrees with JSON.parse on 20 000 random and mutated objects', () => {
-    let x = 11;
-    const r = (): number => {
-      x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
-      return x / 2 ** 32;
-    };
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
-    const keys = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'x', 'ünï', 'completion_token', 'prompt_tokens_details'];
-    const values = ['0', '7', '16', '120000', '999999999999999', '1000000000000000', 'null', 'true', 'false', '1.5', '-3', '2e2', '"5"', '{}', '[3]', '{"completion_tokens":4}'];
-    const space = (): string => pick(['', '', ' ', '\n', '\t', '\r\n ']);
-    const junk = ['', ',', '}', '{', '"', '\\', ':', '0', 'a', ' ', '\u0001'];
+    const r = xorshift(11);
     let read = 0;
     for (let i = 0; i < 20_000; i++) {
-      const n = Math.floor(r() * 5);
-      const members: string[] = [];
-      for (let m = 0; m < n; m++) members.push(`${space()}"${pick(keys)}"${space()}:${space()}${pick(values)}${space()}`);
-      let text = `{${members.join(',')}${space()}}`;
-      if (r() < 0.3) {
-        // One random edit: the object may turn invalid, or stay valid in another shape.
-        const at = 1 + Math.floor(r() * (text.length - 2));
-        const cut = r() < 0.5 ? 1 : 0;
-        text = text.slice(0, at) + pick(junk) + text.slice(at + cut);
-      }
+      const text = randomObject(r);
       const b = Buffer.from(text);
       const ok = readFlatCounts(b, 0, b.length - 1, P, C);
       const want = parsed(text);
@@ -121,27 +125,11 @@ describe('readFlatCountsBackwards', () => {
   });
 
   it('agrees with readFlatCounts on 20 000 random and mutated objects', () => {
-    let x = 23;
-    const r = (): number => {
-      x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
-      return x / 2 ** 32;
-    };
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
-    const keys = ['prompt_tokens', 'completion_tokens', 'total_tokens', 'x', 'ünï', 'completion_token', 'prompt_tokens_details', ''];
-    const values = ['0', '7', '16', '120000', '999999999999999', '1000000000000000', '00', 'null', 'true', 'false', '1.5', '-3', '2e2', '"5"', '{}', '[3]'];
-    const space = (): string => pick(['', '', ' ', '\n', '\t', '\r\n ']);
-    const junk = ['', ',', '}', '{', '"', '\\', ':', '0', 'a', ' ', '\u0001', 'e', 'l'];
+    const r = xorshift(23);
+    const pick = pickWith(r);
     let read = 0;
     for (let i = 0; i < 20_000; i++) {
-      const n = Math.floor(r() * 5);
-      const members: string[] = [];
-      for (let m = 0; m < n; m++) members.push(`${space()}"${pick(keys)}"${space()}:${space()}${pick(values)}${space()}`);
-      let text = `{${members.join(',')}${space()}}`;
-      if (r() < 0.3) {
-        const at = 1 + Math.floor(r() * (text.length - 2));
-        const cut = r() < 0.5 ? 1 : 0;
-        text = text.slice(0, at) + pick(junk) + text.slice(at + cut);
-      }
+      const text = randomObject(r);
       const prefix = pick(['', ',"usage":', '{"a":1,"usage": ']);
       const b = Buffer.from(prefix + text);
       const start = readFlatCountsBackwards(b, b.length - 1, P, C);
