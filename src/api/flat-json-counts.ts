@@ -29,7 +29,7 @@ const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
 
 /** JSON white space; one comparison for the usual bytes, above the space. */
-function isSpace(c: number): boolean {
+export function isJsonSpace(c: number): boolean {
   return c <= 0x20 && (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09);
 }
 
@@ -60,7 +60,7 @@ export function readFlatCounts(b: Buffer, start: number, end: number, first: Buf
   if (b[start] !== OPEN || b[end] !== CLOSE) return false;
   let i = start + 1;
   let c = b[i];
-  while (isSpace(c)) c = b[++i];
+  while (isJsonSpace(c)) c = b[++i];
   if (i === end) return true; // {}
   for (;;) {
     // key
@@ -73,10 +73,10 @@ export function readFlatCounts(b: Buffer, start: number, end: number, first: Buf
     }
     const keyLength = i - keyStart;
     c = b[++i];
-    while (isSpace(c)) c = b[++i];
+    while (isJsonSpace(c)) c = b[++i];
     if (c !== COLON) return false;
     c = b[++i];
-    while (isSpace(c)) c = b[++i];
+    while (isJsonSpace(c)) c = b[++i];
     // value
     let value = -1;
     if (c >= ZERO && c <= NINE) {
@@ -97,11 +97,11 @@ export function readFlatCounts(b: Buffer, start: number, end: number, first: Buf
     }
     if (keyLength === first.length && keyAt(b, keyStart, first)) flatCounts.first = value;
     else if (keyLength === second.length && keyAt(b, keyStart, second)) flatCounts.second = value;
-    while (isSpace(c)) c = b[++i];
+    while (isJsonSpace(c)) c = b[++i];
     if (i === end) return true;
     if (c !== COMMA) return false;
     c = b[++i];
-    while (isSpace(c)) c = b[++i];
+    while (isJsonSpace(c)) c = b[++i];
   }
 }
 
@@ -128,7 +128,7 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
   if (end < 1 || b[end] !== CLOSE) return -1;
   let i = end - 1;
   let c = b[i];
-  while (isSpace(c)) c = b[--i];
+  while (isJsonSpace(c)) c = b[--i];
   if (c === OPEN) return i; // {}
   for (;;) {
     // value, from its last byte
@@ -150,10 +150,10 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
       i -= word.length;
       c = b[i];
     }
-    while (isSpace(c)) c = b[--i];
+    while (isJsonSpace(c)) c = b[--i];
     if (c !== COLON) return -1;
     c = b[--i];
-    while (isSpace(c)) c = b[--i];
+    while (isJsonSpace(c)) c = b[--i];
     // key, from its closing quote
     if (c !== QUOTE) return -1;
     const keyEnd = i;
@@ -172,10 +172,10 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
       firstSeen = true;
     }
     c = b[--i];
-    while (isSpace(c)) c = b[--i];
+    while (isJsonSpace(c)) c = b[--i];
     if (c === OPEN) return i;
     if (c !== COMMA) return -1;
     c = b[--i];
-    while (isSpace(c)) c = b[--i];
+    while (isJsonSpace(c)) c = b[--i];
   }
 }

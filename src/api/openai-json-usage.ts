@@ -5,7 +5,7 @@
 
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
-import { flatCounts, readFlatCountsBackwards } from './flat-json-counts.js';
+import { flatCounts, isJsonSpace, readFlatCountsBackwards } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -55,10 +55,6 @@ const CLOSE = 0x7d; // }
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
-function isSpace(b: number): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
-}
-
 /**
  * Where the last `"usage"` starts before `end`, or -1. A loop in JS: the key sits a few dozen
  * bytes from the end, closer than a call into Buffer's native search costs.
@@ -79,15 +75,15 @@ function lastKeyBefore(b: Buffer, end: number): number {
  */
 function isUsageValueAt(b: Buffer, start: number): boolean {
   let p = start - 1;
-  while (p >= 0 && isSpace(b[p])) p--;
+  while (p >= 0 && isJsonSpace(b[p])) p--;
   if (p < 0 || b[p] !== COLON) return false;
   p--;
-  while (p >= 0 && isSpace(b[p])) p--;
+  while (p >= 0 && isJsonSpace(b[p])) p--;
   const k = p - USAGE_KEY.length + 1;
   if (k <= 0) return false;
   for (let j = 0; j < USAGE_KEY.length; j++) if (b[k + j] !== USAGE_KEY[j]) return false;
   p = k - 1;
-  while (p >= 0 && isSpace(b[p])) p--;
+  while (p >= 0 && isJsonSpace(b[p])) p--;
   return p >= 0 && (b[p] === COMMA || b[p] === OPEN);
 }
 
@@ -114,10 +110,10 @@ function flatUsage(): JsonUsage | null {
  */
 function trailingUsage(b: Buffer): JsonUsage | null {
   let e = b.length - 1;
-  while (e >= 0 && isSpace(b[e])) e--;
+  while (e >= 0 && isJsonSpace(b[e])) e--;
   if (e < 0 || b[e] !== CLOSE) return null;
   e--;
-  while (e >= 0 && isSpace(b[e])) e--;
+  while (e >= 0 && isJsonSpace(b[e])) e--;
   if (e < 0 || b[e] !== CLOSE) return null;
   const objectEnd = e;
   // A flat object of integers (what vLLM, SGLang and TGI send) is read from its end, once.
@@ -126,13 +122,13 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   const k = lastKeyBefore(b, objectEnd);
   if (k <= 0) return null;
   let p = k - 1;
-  while (p >= 0 && isSpace(b[p])) p--;
+  while (p >= 0 && isJsonSpace(b[p])) p--;
   if (p < 0 || (b[p] !== COMMA && b[p] !== OPEN)) return null;
   let q = k + USAGE_KEY.length;
-  while (q < objectEnd && isSpace(b[q])) q++;
+  while (q < objectEnd && isJsonSpace(b[q])) q++;
   if (b[q] !== COLON) return null;
   q++;
-  while (q < objectEnd && isSpace(b[q])) q++;
+  while (q < objectEnd && isJsonSpace(b[q])) q++;
   if (b[q] !== OPEN) return null;
   let usage: unknown;
   try {

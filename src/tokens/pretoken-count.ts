@@ -55,13 +55,14 @@ export function fastCounter(core: BpeCore | null, reference: (text: string) => n
   const ranks = core.bytePairStringRankEncoder;
   // ASCII text is split without the regex when the regex is o200k_base's (ascii-pretokens.ts).
   const asciiSplit = core.tokenSplitRegex.source === O200K_SPLIT_SOURCE;
+  /** 1 for a pre-token that is one token, else the length of its byte-pair encoding. */
+  const tokensOf = (piece: string): number => (ranks.get(piece) !== undefined ? 1 : core.bytePairEncode(piece).length);
   const count = (text: string): number => {
     if (asciiSplit && isAscii(text)) {
       let n = 0;
       for (let i = 0; i < text.length;) {
         const end = asciiPretokenEnd(text, i);
-        const piece = text.slice(i, end);
-        n += ranks.get(piece) !== undefined ? 1 : core.bytePairEncode(piece).length;
+        n += tokensOf(text.slice(i, end));
         i = end;
       }
       return n;
@@ -76,7 +77,7 @@ export function fastCounter(core: BpeCore | null, reference: (text: string) => n
         split.lastIndex = advance(text, split.lastIndex, unicode);
         continue;
       }
-      n += ranks.get(piece) !== undefined ? 1 : core.bytePairEncode(piece).length;
+      n += tokensOf(piece);
     }
     return n;
   };
