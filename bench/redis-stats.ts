@@ -9,12 +9,22 @@ const SCRIPT_COMMANDS: ReadonlySet<string> = new Set(['evalsha', 'eval', 'evalsh
 
 /** Sum of `calls=` over the script commands of an INFO commandstats reply. */
 export function scriptCallsIn(info: string): number {
-  let calls = 0;
+  return sumOverScripts(info, 1);
+}
+
+/** Sum of `usec=` (time spent running the commands, I/O not counted) over the script commands of an INFO commandstats reply. */
+export function scriptUsecIn(info: string): number {
+  return sumOverScripts(info, 2);
+}
+
+/** Sum of one figure (1: calls, 2: usec) of the script commands' lines `cmdstat_<name>:calls=N,usec=N,...`. */
+function sumOverScripts(info: string, figure: 1 | 2): number {
+  let sum = 0;
   for (const line of info.split('\n')) {
-    const m = /^cmdstat_([a-z_]+):calls=(\d+)/.exec(line.trim());
-    if (m !== null && SCRIPT_COMMANDS.has(m[1])) calls += Number(m[2]);
+    const m = /^cmdstat_([a-z_]+):calls=(\d+)(?:,usec=(\d+))?/.exec(line.trim());
+    if (m !== null && SCRIPT_COMMANDS.has(m[1]) && m[figure + 1] !== undefined) sum += Number(m[figure + 1]);
   }
-  return calls;
+  return sum;
 }
 
 /** Sends INFO commandstats to `host:port` and returns the reply's text (a RESP bulk string). */
@@ -51,15 +61,6 @@ export function infoCommandstats(address: string, timeoutMs = 2000): Promise<str
   });
 }
 
-/** Sum of `usec=` (time spent running the commands, I/O not counted) over the script commands of an INFO commandstats reply. */
-export function scriptUsecIn(info: string): number {
-  let usec = 0;
-  for (const line of info.split('\n')) {
-    const m = /^cmdstat_([a-z_]+):calls=\d+,usec=(\d+)/.exec(line.trim());
-    if (m !== null && SCRIPT_COMMANDS.has(m[1])) usec += Number(m[2]);
-  }
-  return usec;
-}
 
 /** Script calls the server at `address` has run so far. */
 export async function scriptCalls(address: string): Promise<number> {

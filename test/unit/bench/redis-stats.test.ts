@@ -2,20 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { infoCommandstats, scriptCalls, scriptCallsIn, scriptUsecIn } from '../../../bench/redis-stats.js';
 import { redisCommand, RedisServer } from '../../helpers/redis-server.js';
 
+/** An INFO commandstats reply: three script commands among others. */
+const INFO = '# Commandstats\r\ncmdstat_evalsha:calls=12,usec=300,usec_per_call=25.00\r\ncmdstat_get:calls=99,usec=5\r\n'
+  + 'cmdstat_eval:calls=3,usec=90\r\ncmdstat_fcall:calls=2,usec=10\r\ncmdstat_config|resetstat:calls=1,usec=45\r\n';
+
 describe('scriptCallsIn', () => {
   it('sums the calls of the script commands and nothing else', () => {
-    const info = '# Commandstats\r\ncmdstat_evalsha:calls=12,usec=300,usec_per_call=25.00\r\ncmdstat_get:calls=99,usec=5\r\n'
-      + 'cmdstat_eval:calls=3,usec=90\r\ncmdstat_fcall:calls=2,usec=10\r\ncmdstat_config|resetstat:calls=1,usec=45\r\n';
-    expect(scriptCallsIn(info)).toBe(17);
+    expect(scriptCallsIn(INFO)).toBe(17);
     expect(scriptCallsIn('# Commandstats\r\n')).toBe(0);
   });
 });
 
 describe('scriptUsecIn', () => {
   it('sums the running time of the script commands and nothing else', () => {
-    const info = '# Commandstats\r\ncmdstat_evalsha:calls=12,usec=300,usec_per_call=25.00\r\ncmdstat_get:calls=99,usec=5\r\n'
-      + 'cmdstat_eval:calls=3,usec=90\r\ncmdstat_fcall:calls=2,usec=10\r\ncmdstat_config|resetstat:calls=1,usec=45\r\n';
-    expect(scriptUsecIn(info)).toBe(400);
+    expect(scriptUsecIn(INFO)).toBe(400);
     expect(scriptUsecIn('# Commandstats\r\n')).toBe(0);
   });
 });
