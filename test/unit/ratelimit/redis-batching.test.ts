@@ -108,6 +108,36 @@ describe('RedisLimiter batching', () => {
     expect(await counter(r, 'out')).toBe('4990');
   });
 
+  it('a correction in the call of admissions: floored at 0 before them, and the input counter written once (a new key with the window\'s expiry)', async () => {
+    const r = uniqueRoute();
+    const key = `ir:{${r}}:in:minute:${MINUTE_START}`;
+    await server.cli('config', 'resetstat');
+    // No counter yet: the correction -5 floors at 0, then 4 + 4 are admitted.
+    const [, a, b] = await Promise.all<Decision | void>([
+      limiter.adjustInput(r, EXAMPLE, -5),
+      limiter.admit(r, EXAMPLE, 4),
+      limiter.admit(r, EXAMPLE, 4),
+    ]) as [void, Decision, Decision];
+    const stats = await server.cli('info', 'commandstats'); // before this test reads anything
+    expect(scriptCallsIn(stats)).toBe(1);
+    expect(stats).toMatch(/cmdstat_incrby:calls=1,/); // the correction and both admissions: one write
+    expect(stats).not.toMatch(/cmdstat_(get|set):/);
+    expect(a).toMatchObject({ allowed: true, input: { remaining: 6 } });
+    expect(b).toMatchObject({ allowed: true, input: { remaining: 2 } });
+    expect(await counter(r, 'in')).toBe('8');
+    const windowLeftMs = MINUTE_START * 1000 + 60_000 - T0;
+    const ttl = Number(await server.cli('pttl', key));
+    expect(ttl).toBeGreaterThan(windowLeftMs); // the window's end plus a margin
+    expect(ttl).toBeLessThanOrEqual(windowLeftMs + 60_000);
+    await server.cli('config', 'resetstat');
+    // A counter of 8: the correction -20 floors at 0, then 3 is admitted; one more write.
+    const [, c] = await Promise.all<Decision | void>([limiter.adjustInput(r, EXAMPLE, -20), limiter.admit(r, EXAMPLE, 3)]) as [void, Decision];
+    expect(await server.cli('info', 'commandstats')).toMatch(/cmdstat_incrby:calls=1,/);
+    expect(c).toMatchObject({ allowed: true, input: { remaining: 7 } });
+    expect(await counter(r, 'in')).toBe('3');
+    expect(Number(await server.cli('pttl', key))).toBeLessThanOrEqual(ttl); // its expiry kept
+  });
+
   it('settles alone: one call for all of them in the turn', async () => {
     const r = uniqueRoute();
     await server.cli('config', 'resetstat');

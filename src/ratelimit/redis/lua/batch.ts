@@ -11,8 +11,8 @@ import { COUNTERS_LUA } from './counters.js';
  * were lent in and ARGV[10] their size when lent (a lease of an earlier window is not given back:
  * that window's counters are gone). ARGV[11..] are the input tokens of each admission, in arrival
  * order. Each admission is decided by the admission rule against the counts left by the ones
- * before it; the tokens of the admitted ones, and of a lease lent, are added to the input counter
- * (one INCRBY).
+ * before it. The input counter is read once (with the lease state, one MGET) and written once:
+ * the correction, the tokens of the admitted ones and of a lease lent, as one INCRBY.
  *
  * A lease is lent (leases.ts) only while nothing is being recalled and the output limit is not
  * reached: at most what was asked and 1/16 of the input still free after the admissions, and
@@ -37,13 +37,15 @@ if backLent > 0 and tonumber(ARGV[9]) == s then
   local lentKey = windowKey('ls', s)
   if redis.call('DECRBY', lentKey, backLent) <= 0 then redis.call('DEL', lentKey, windowKey('rs', s)) end
 end
-if delta ~= 0 then adjustInput(now, s, e, delta) end
-if out > 0 then chargeOutput(now, s, e, out) end
 local n = #ARGV
 local inKey = windowKey('in', s)
 local inRaw, outRaw, lv = windowCounts(KEYS[1], ARGV[1], s)
-local inUsed = tonumber(inRaw or '0')
+local inStored = tonumber(inRaw or '0')
+local inUsed = inStored + delta
+if inUsed < 0 then inUsed = 0 end
+local change = inUsed - inStored -- the correction, floored at 0; then the admissions and the lease
 local outUsed = tonumber(outRaw or '0')
+if out > 0 then outUsed = chargeOutput(now, s, e, out) end
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
 local reply = { e - now, inUsed, outUsed, 0, s, 0, lv.lentOut }
@@ -73,8 +75,9 @@ if ask > 0 and not lv.recalled and inLimit >= 0 and (outLimit < 0 or outUsed < o
     if redis.call('INCRBY', lv.lentKey, lent) == lent then redis.call('PEXPIRE', lv.lentKey, e - now + TTL_MARGIN_MS) end
   end
 end
-if added > 0 then
-  redis.call('INCRBY', inKey, added)
+change = change + added
+if change ~= 0 then
+  redis.call('INCRBY', inKey, string.format('%d', change))
   if not inRaw then redis.call('PEXPIRE', inKey, e - now + TTL_MARGIN_MS) end
 end
 return reply

@@ -18,8 +18,7 @@ export const LEASES_FORFEIT_MS = 2_000;
 
 /**
  * The counter rules of the scripts (on top of the window functions): the admission rule, the
- * refusal by input with its recall of the leases, the input correction and the output charge,
- * each written once.
+ * refusal by input with its recall of the leases and the output charge, each written once.
  */
 export const COUNTERS_LUA = `${WINDOW_LUA}
 -- The admission rule (docs/rate-limiting.md): 1 = rejected by input (inUsed + tokens > inLimit),
@@ -63,21 +62,6 @@ local function refuseByInput(lv, now, free, tokens)
     lv.since = now
   end
   return ${STATUS_RECALLING}
-end
-
--- Input counter of window s corrected by delta (floored at 0); keeps the key's expiry, a new key
--- gets the window's. Returns the new count.
-local function adjustInput(now, s, e, delta)
-  local key = windowKey('in', s)
-  local cur = redis.call('GET', key)
-  local v = tonumber(cur or '0') + delta
-  if v < 0 then v = 0 end
-  if cur then
-    redis.call('SET', key, string.format('%d', v), 'KEEPTTL')
-  elseif v > 0 then
-    redis.call('SET', key, string.format('%d', v), 'PX', e - now + TTL_MARGIN_MS)
-  end
-  return v
 end
 
 -- Adds tokens to the output counter of window s (even past the limit). Returns the new count.
