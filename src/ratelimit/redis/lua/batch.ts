@@ -38,14 +38,13 @@ if backLent > 0 and tonumber(ARGV[9]) == s then
   if redis.call('DECRBY', lentKey, backLent) <= 0 then redis.call('DEL', lentKey, windowKey('rs', s)) end
 end
 local n = #ARGV
-local inKey = windowKey('in', s)
 local inRaw, outRaw, lv = windowCounts(KEYS[1], ARGV[1], s)
 local inStored = tonumber(inRaw or '0')
 local inUsed = inStored + delta
 if inUsed < 0 then inUsed = 0 end
 local change = inUsed - inStored -- the correction, floored at 0; then the admissions and the lease
 local outUsed = tonumber(outRaw or '0')
-if out > 0 then outUsed = chargeOutput(now, s, e, out) end
+if out > 0 then outUsed = chargeOutput(lv.outKey, now, e, out) end
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
 local reply = { e - now, inUsed, outUsed, 0, s, 0, lv.lentOut }
@@ -77,8 +76,8 @@ if ask > 0 and not lv.recalled and inLimit >= 0 and (outLimit < 0 or outUsed < o
 end
 change = change + added
 if change ~= 0 then
-  redis.call('INCRBY', inKey, string.format('%d', change))
-  if not inRaw then redis.call('PEXPIRE', inKey, e - now + TTL_MARGIN_MS) end
+  redis.call('INCRBY', lv.inKey, string.format('%d', change))
+  if not inRaw then redis.call('PEXPIRE', lv.inKey, e - now + TTL_MARGIN_MS) end
 end
 return reply
 `;

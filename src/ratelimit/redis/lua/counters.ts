@@ -30,11 +30,13 @@ local function admission(inUsed, outUsed, inLimit, outLimit, tokens)
 end
 
 -- The counts of one limit's window s (base: its key base), in one MGET: input and output used
--- (nil when the key does not exist), and its lease state lv for refuseByInput and the lend:
--- { lentKey, sinceKey, recallKey, lentOut (size of the leases out), since, recalled }.
+-- (nil when the key does not exist), and its keys and lease state lv for refuseByInput and the
+-- lend: { inKey, outKey, lentKey, sinceKey, recallKey, lentOut (size of the leases out), since,
+-- recalled }. The keys share one suffix, built once.
 local function windowCounts(base, unit, s)
-  local lv = { lentKey = keyOf(base, 'ls', unit, s), sinceKey = keyOf(base, 'rs', unit, s), recallKey = keyOf(base, 'rc', unit, s) }
-  local used = redis.call('MGET', keyOf(base, 'in', unit, s), keyOf(base, 'out', unit, s), lv.recallKey, lv.lentKey, lv.sinceKey)
+  local suffix = ':' .. unit .. ':' .. string.format('%d', s / 1000)
+  local lv = { inKey = base .. ':in' .. suffix, outKey = base .. ':out' .. suffix, lentKey = base .. ':ls' .. suffix, sinceKey = base .. ':rs' .. suffix, recallKey = base .. ':rc' .. suffix }
+  local used = redis.call('MGET', lv.inKey, lv.outKey, lv.recallKey, lv.lentKey, lv.sinceKey)
   lv.recalled = used[3] and true or false
   lv.lentOut = tonumber(used[4] or '0')
   lv.since = used[5] and tonumber(used[5]) or nil
@@ -64,9 +66,8 @@ local function refuseByInput(lv, now, free, tokens)
   return ${STATUS_RECALLING}
 end
 
--- Adds tokens to the output counter of window s (even past the limit). Returns the new count.
-local function chargeOutput(now, s, e, tokens)
-  local key = windowKey('out', s)
+-- Adds tokens to the output counter \`key\` of the window ending at e (even past the limit). Returns the new count.
+local function chargeOutput(key, now, e, tokens)
   local v = redis.call('INCRBY', key, tokens)
   if v == tokens then redis.call('PEXPIRE', key, e - now + TTL_MARGIN_MS) end
   return v
