@@ -69,7 +69,6 @@ function failureMode(raw: string | undefined): RedisFailureMode {
   throw new Error(`RATE_LIMIT_REDIS_FAILURE_MODE: expected one of ${REDIS_FAILURE_MODES.join(', ')}, got ${JSON.stringify(raw)}`);
 }
 
-
 function bool(name: string, raw: string | undefined, unset = false): boolean {
   if (raw === undefined || raw === '') return unset;
   const v = raw.trim().toLowerCase();

@@ -32,13 +32,13 @@ local now, s, e = currentWindow()
 local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
 local backLent = tonumber(ARGV[10])
+local lv = windowKeys(KEYS[1], ARGV[1], s)
 if backLent > 0 and tonumber(ARGV[9]) == s then
   delta = delta - tonumber(ARGV[8])
-  local lentKey = windowKey('ls', s)
-  if redis.call('DECRBY', lentKey, backLent) <= 0 then redis.call('DEL', lentKey, windowKey('rs', s)) end
+  if redis.call('DECRBY', lv.lentKey, backLent) <= 0 then redis.call('DEL', lv.lentKey, lv.sinceKey) end
 end
 local n = #ARGV
-local inRaw, outRaw, lv = windowCounts(KEYS[1], ARGV[1], s)
+local inRaw, outRaw = windowCounts(lv)
 local inStored = tonumber(inRaw or '0')
 local inUsed = inStored + delta
 if inUsed < 0 then inUsed = 0 end

@@ -29,23 +29,20 @@ local function admission(inUsed, outUsed, inLimit, outLimit, tokens)
   return 0
 end
 
--- The counts of one limit's window s (base: its key base), in one MGET: input and output used
--- (nil when the key does not exist), and its keys and lease state lv for refuseByInput and the
--- lend: { inKey, outKey, lentKey, sinceKey, recallKey, lentOut (size of the leases out), since,
--- recalled }. The keys share one suffix, built once.
-local function windowCounts(base, unit, s)
-  local suffix = ':' .. unit .. ':' .. string.format('%d', s / 1000)
-  local lv = { inKey = base .. ':in' .. suffix, outKey = base .. ':out' .. suffix, lentKey = base .. ':ls' .. suffix, sinceKey = base .. ':rs' .. suffix, recallKey = base .. ':rc' .. suffix }
+-- The counts of the window whose key names lv holds (windowKeys), in one MGET: input and output
+-- used (nil when the key does not exist). lv gains the lease state that refuseByInput and the lend
+-- read: lentOut (size of the leases out), since, recalled.
+local function windowCounts(lv)
   local used = redis.call('MGET', lv.inKey, lv.outKey, lv.recallKey, lv.lentKey, lv.sinceKey)
   lv.recalled = used[3] and true or false
   lv.lentOut = tonumber(used[4] or '0')
   lv.since = used[5] and tonumber(used[5]) or nil
-  return used[1], used[2], lv
+  return used[1], used[2]
 end
 
 -- An admission refused by input: the recall flag is set (once: lv.recalled), and the status is
 -- ${STATUS_RECALLING} (recalling) when the admission would fit with the leases out given back (free + lv.lentOut >=
--- tokens), else 1. lv: one limit's lease state (windowCounts); sinceKey holds when the leases out were first recalled: after LEASES_FORFEIT_MS they are
+-- tokens), else 1. lv: one limit's keys and lease state (windowKeys, then windowCounts); sinceKey holds when the leases out were first recalled: after LEASES_FORFEIT_MS they are
 -- forfeit (the count of leases out is dropped) and the admission is refused.
 local function refuseByInput(lv, now, free, tokens)
   if not lv.recalled then

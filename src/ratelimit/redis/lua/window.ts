@@ -66,18 +66,17 @@ local function windowAt(unit, nowArg)
   return now, s, daysFromCivil(y, m, 1) * DAY_MS
 end
 
--- The counter key of a limit's base, direction and unit in the window starting at s.
-local function keyOf(base, direction, unit, s)
-  return base .. ':' .. direction .. ':' .. unit .. ':' .. string.format('%d', s / 1000)
+-- The key names of a limit's window of unit starting at s (base: the limit's key base), from one
+-- suffix: { inKey, outKey, lentKey (size of the leases out), sinceKey (when they were first
+-- recalled), recallKey (the recall flag) }.
+local function windowKeys(base, unit, s)
+  local suffix = ':' .. unit .. ':' .. string.format('%d', s / 1000)
+  return { inKey = base .. ':in' .. suffix, outKey = base .. ':out' .. suffix, lentKey = base .. ':ls' .. suffix, sinceKey = base .. ':rs' .. suffix, recallKey = base .. ':rc' .. suffix }
 end
 
 -- now, window start, window end (epoch ms) for ARGV[1] (unit) and ARGV[2] (now or '').
 local function currentWindow()
   return windowAt(ARGV[1], ARGV[2])
-end
-
-local function windowKey(direction, s)
-  return keyOf(KEYS[1], direction, ARGV[1], s)
 end
 
 local TTL_MARGIN_MS = ${TTL_MARGIN_MS}
