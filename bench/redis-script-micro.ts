@@ -85,8 +85,7 @@ async function main(): Promise<void> {
   if (trees.length > 2) throw new Error(USAGE);
   const scripts = await Promise.all(trees.map(loadScript));
   const { address } = await startRedis(process.env.REDIS_SERVER_BIN ?? 'redis-server');
-  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
-  const redis = new Redis({ host, port, enableAutoPipelining: false, lazyConnect: true });
+  const redis = new Redis(`redis://${address}`, { enableAutoPipelining: false, lazyConnect: true });
   try {
     await redis.connect();
     const shas = await Promise.all(scripts.map((s) => redis.script('LOAD', s) as Promise<string>));

@@ -33,16 +33,15 @@ export function isJsonSpace(c: number): boolean {
   return c <= 0x20 && (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09);
 }
 
-/** Whether b[at..] starts with `key` (which the caller knows fits before the object's end). */
-function keyAt(b: Buffer, at: number, key: Buffer): boolean {
-  for (let j = 0; j < key.length; j++) if (b[at + j] !== key[j]) return false;
+/** Whether b[at..] starts with `bytes` (a read past b's end gives undefined: no match). */
+export function bytesAt(b: Buffer, at: number, bytes: Buffer): boolean {
+  for (let j = 0; j < bytes.length; j++) if (b[at + j] !== bytes[j]) return false;
   return true;
 }
 
+/** Whether the literal `word` starts at b[i] and ends before b[end]. */
 function literalAt(b: Buffer, i: number, end: number, word: Buffer): boolean {
-  if (i + word.length > end) return false;
-  for (let j = 0; j < word.length; j++) if (b[i + j] !== word[j]) return false;
-  return true;
+  return i + word.length <= end && bytesAt(b, i, word);
 }
 
 /**
@@ -95,8 +94,8 @@ export function readFlatCounts(b: Buffer, start: number, end: number, first: Buf
       i += word.length;
       c = b[i];
     }
-    if (keyLength === first.length && keyAt(b, keyStart, first)) flatCounts.first = value;
-    else if (keyLength === second.length && keyAt(b, keyStart, second)) flatCounts.second = value;
+    if (keyLength === first.length && bytesAt(b, keyStart, first)) flatCounts.first = value;
+    else if (keyLength === second.length && bytesAt(b, keyStart, second)) flatCounts.second = value;
     while (isJsonSpace(c)) c = b[++i];
     if (i === end) return true;
     if (c !== COMMA) return false;
@@ -108,9 +107,7 @@ export function readFlatCounts(b: Buffer, start: number, end: number, first: Buf
 /** Whether the literal `word` ends at b[i] (its last byte). */
 function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
   const from = i - word.length + 1;
-  if (from < 0) return false;
-  for (let j = 0; j < word.length; j++) if (b[from + j] !== word[j]) return false;
-  return true;
+  return from >= 0 && bytesAt(b, from, word);
 }
 
 /**
@@ -164,10 +161,10 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
     }
     const keyStart = i + 1;
     const keyLength = keyEnd - keyStart;
-    if (keyLength === second.length && keyAt(b, keyStart, second)) {
+    if (keyLength === second.length && bytesAt(b, keyStart, second)) {
       if (!secondSeen) flatCounts.second = value;
       secondSeen = true;
-    } else if (keyLength === first.length && keyAt(b, keyStart, first)) {
+    } else if (keyLength === first.length && bytesAt(b, keyStart, first)) {
       if (!firstSeen) flatCounts.first = value;
       firstSeen = true;
     }

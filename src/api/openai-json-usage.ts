@@ -5,7 +5,7 @@
 
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
-import { flatCounts, isJsonSpace, readFlatCountsBackwards } from './flat-json-counts.js';
+import { bytesAt, flatCounts, isJsonSpace, readFlatCountsBackwards } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -61,12 +61,15 @@ const COLON = 0x3a;
  */
 function lastKeyBefore(b: Buffer, end: number): number {
   const n = USAGE_KEY.length;
-  outer: for (let i = end - n; i >= 0; i--) {
-    if (b[i] !== QUOTE) continue;
-    for (let j = 1; j < n; j++) if (b[i + j] !== USAGE_KEY[j]) continue outer;
-    return i;
-  }
+  for (let i = end - n; i >= 0; i--) if (b[i] === QUOTE && bytesAt(b, i, USAGE_KEY)) return i;
   return -1;
+}
+
+/** Whether the last byte before b[at] that is not white space is `,` or `{`: what a member's key follows. */
+function followsMemberStart(b: Buffer, at: number): boolean {
+  let p = at - 1;
+  while (p >= 0 && isJsonSpace(b[p])) p--;
+  return p >= 0 && (b[p] === COMMA || b[p] === OPEN);
 }
 
 /**
@@ -80,11 +83,7 @@ function isUsageValueAt(b: Buffer, start: number): boolean {
   p--;
   while (p >= 0 && isJsonSpace(b[p])) p--;
   const k = p - USAGE_KEY.length + 1;
-  if (k <= 0) return false;
-  for (let j = 0; j < USAGE_KEY.length; j++) if (b[k + j] !== USAGE_KEY[j]) return false;
-  p = k - 1;
-  while (p >= 0 && isJsonSpace(b[p])) p--;
-  return p >= 0 && (b[p] === COMMA || b[p] === OPEN);
+  return k > 0 && bytesAt(b, k, USAGE_KEY) && followsMemberStart(b, k);
 }
 
 /** The counts readFlatCountsBackwards read, or null when no completion count came (the text is needed then). */
@@ -120,10 +119,7 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   const objectStart = readFlatCountsBackwards(b, objectEnd, PROMPT_TOKENS, COMPLETION_TOKENS);
   if (objectStart >= 0) return isUsageValueAt(b, objectStart) ? flatUsage() : null;
   const k = lastKeyBefore(b, objectEnd);
-  if (k <= 0) return null;
-  let p = k - 1;
-  while (p >= 0 && isJsonSpace(b[p])) p--;
-  if (p < 0 || (b[p] !== COMMA && b[p] !== OPEN)) return null;
+  if (k <= 0 || !followsMemberStart(b, k)) return null;
   let q = k + USAGE_KEY.length;
   while (q < objectEnd && isJsonSpace(b[q])) q++;
   if (b[q] !== COLON) return null;
