@@ -6,7 +6,7 @@
  */
 import { Buffer as ImportedBuffer } from 'node:buffer';
 import { performance as importedPerformance } from 'node:perf_hooks';
-import { readFlatCounts } from 'inference-router/api/flat-json-counts';
+import { readFlatCountsBackwards } from 'inference-router/api/flat-json-counts';
 import { usageFromJson } from 'inference-router/api/openai-json-usage';
 import { countPlain } from 'inference-router/tokens/bpe-count';
 import { newRequestId } from 'inference-router/http/request-id';
@@ -18,7 +18,6 @@ const HEAD = ImportedBuffer.from('HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 21:0
 const HEAD_TEXT = HEAD.toString('latin1', 0, HEAD.length - 2);
 const MARKS = new HeadMarks();
 const USAGE = ImportedBuffer.from('{"id":"cmpl-1","choices":[{"text":"hello","index":0}],"usage":{"prompt_tokens":5,"completion_tokens":16,"total_tokens":21}}');
-const USAGE_START = USAGE.indexOf('{"prompt_tokens"');
 const PROMPT_TOKENS = ImportedBuffer.from('prompt_tokens');
 const COMPLETION_TOKENS = ImportedBuffer.from('completion_tokens');
 
@@ -50,7 +49,8 @@ export const CALLS: Readonly<Record<string, () => number>> = {
     return n;
   },
   'scanHead of the answer head': () => scanHead(HEAD, 0, MARKS),
-  'readFlatCounts of the usage object': () => (readFlatCounts(USAGE, USAGE_START, USAGE.length - 2, PROMPT_TOKENS, COMPLETION_TOKENS) ? 1 : 0),
+  /** The usage object read from its end (returns where it starts). */
+  'readFlatCountsBackwards of the usage object': () => readFlatCountsBackwards(USAGE, USAGE.length - 2, PROMPT_TOKENS, COMPLETION_TOKENS),
   /** The whole answer's usage as the router reads it: the object at the answer's end. */
   'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
   /** The bench's prompt counted as the router counts a small prompt (o200k_base pre-tokens). */

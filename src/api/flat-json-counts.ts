@@ -6,13 +6,13 @@
  * Only a plain shape is read: members whose values are unsigned integers of at most 15 digits
  * (no sign, fraction, exponent or leading zero), `null`, `true` or `false`, keys without escapes
  * or control characters, JSON white space between tokens. Anything else (a nested object, a
- * string, a float, a key with an escape, invalid JSON) gives `false`, and the caller parses the
+ * string, a float, a key with an escape, invalid JSON) is not read, and the caller parses the
  * object with JSON.parse as before. Within that shape the grammar is checked whole, so every
  * object read here is one JSON.parse accepts, with the same values (a duplicate key: the last).
  */
 import { Buffer } from 'node:buffer';
 
-/** The counts of the last `readFlatCounts` call: the integer value of each key, or -1 when absent or not an integer. */
+/** The counts of the last `readFlatCountsBackwards` call: the integer value of each key, or -1 when absent or not an integer. */
 export const flatCounts = { first: -1, second: -1 };
 
 const QUOTE = 0x22;
@@ -39,71 +39,6 @@ export function bytesAt(b: Buffer, at: number, bytes: Buffer): boolean {
   return true;
 }
 
-/** Whether the literal `word` starts at b[i] and ends before b[end]. */
-function literalAt(b: Buffer, i: number, end: number, word: Buffer): boolean {
-  return i + word.length <= end && bytesAt(b, i, word);
-}
-
-/**
- * Reads the object b[start..end] (b[start] is `{`, b[end] its `}`) into `flatCounts` for the
- * keys `first` and `second` (their UTF-8 bytes, no escapes). Returns false, with `flatCounts`
- * undefined, when the object is not of the plain shape above.
- *
- * Each byte is read once, into `c`: V8's optimised code spends about ten instructions on a
- * Buffer element read. The `}` at `end` is neither white space, a digit nor a quote, so the
- * loops over those stop at it without a bound check of their own.
- */
-export function readFlatCounts(b: Buffer, start: number, end: number, first: Buffer, second: Buffer): boolean {
-  flatCounts.first = -1;
-  flatCounts.second = -1;
-  if (b[start] !== OPEN || b[end] !== CLOSE) return false;
-  let i = start + 1;
-  let c = b[i];
-  while (isJsonSpace(c)) c = b[++i];
-  if (i === end) return true; // {}
-  for (;;) {
-    // key
-    if (c !== QUOTE) return false;
-    const keyStart = i + 1;
-    c = b[++i];
-    while (c !== QUOTE) {
-      if (c === BACKSLASH || c < 0x20 || i >= end) return false;
-      c = b[++i];
-    }
-    const keyLength = i - keyStart;
-    c = b[++i];
-    while (isJsonSpace(c)) c = b[++i];
-    if (c !== COLON) return false;
-    c = b[++i];
-    while (isJsonSpace(c)) c = b[++i];
-    // value
-    let value = -1;
-    if (c >= ZERO && c <= NINE) {
-      const from = i;
-      const lead = c;
-      value = 0;
-      do {
-        value = value * 10 + (c - ZERO);
-        c = b[++i];
-      } while (c >= ZERO && c <= NINE);
-      const digits = i - from;
-      if (digits > MAX_DIGITS || (digits > 1 && lead === ZERO)) return false;
-    } else {
-      const word = c === 0x6e ? NULL : c === 0x74 ? TRUE : c === 0x66 ? FALSE : null; // n, t, f
-      if (word === null || !literalAt(b, i, end, word)) return false;
-      i += word.length;
-      c = b[i];
-    }
-    if (keyLength === first.length && bytesAt(b, keyStart, first)) flatCounts.first = value;
-    else if (keyLength === second.length && bytesAt(b, keyStart, second)) flatCounts.second = value;
-    while (isJsonSpace(c)) c = b[++i];
-    if (i === end) return true;
-    if (c !== COMMA) return false;
-    c = b[++i];
-    while (isJsonSpace(c)) c = b[++i];
-  }
-}
-
 /** Whether the literal `word` ends at b[i] (its last byte). */
 function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
   const from = i - word.length + 1;
@@ -111,11 +46,11 @@ function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
 }
 
 /**
- * readFlatCounts read from the object's end, for a caller that finds the object by its end (the
- * usage member that closes an answer): b[end] is the `}`. Returns the index of the object's `{`,
- * or -1, with `flatCounts` undefined, when the object is not of the plain shape. The shape and
- * the values are readFlatCounts's (a duplicate key: the last one counts, as in JSON.parse), and
- * each byte is visited once, instead of once to find where the object starts and again to read it.
+ * Reads the object that ends at b[end] (its `}`) from that end, for a caller that finds the object
+ * by its end (the usage member that closes an answer), into `flatCounts` for the keys `first` and
+ * `second` (their UTF-8 bytes, no escapes). Returns the index of the object's `{`, or -1, with
+ * `flatCounts` undefined, when the object is not of the plain shape above. Each byte is visited
+ * once, instead of once to find where the object starts and again to read it.
  */
 export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, second: Buffer): number {
   flatCounts.first = -1;

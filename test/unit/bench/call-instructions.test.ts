@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { collectedTotal, perCall } from '../../../bench/call-instructions.js';
 import { CALLS } from '../../../bench/call-instructions-cases.js';
 
+/** Where the usage object starts in the cases' answer (after `,"usage":`). */
+const USAGE_AT = 62;
+
 describe('call-instructions', () => {
   it('reads callgrind\'s total and takes the difference per call', () => {
     expect(collectedTotal('==12== Events    : Ir\n==12== Collected : 123456789\n==12==\n==12== I   refs:      123,456,789')).toBe(123456789);
@@ -14,7 +17,7 @@ describe('call-instructions', () => {
     for (const [name, call] of Object.entries(CALLS)) expect(typeof call(), name).toBe('number');
     expect(CALLS['answer head: cut names']()).toBe(10);
     expect(CALLS['answer head: cut names and forward decisions']()).toBe(2); // content-type, x-mock-pod
-    expect(CALLS['readFlatCounts of the usage object']()).toBe(1);
+    expect(CALLS['readFlatCountsBackwards of the usage object']()).toBe(USAGE_AT);
     expect(CALLS.newRequestId()).toBe(36);
     expect(CALLS['read kept: Buffer.from of a subarray']()).toBe(460);
     expect(CALLS['body chunk: a Uint8Array of the ArrayBuffer then set']()).toBe(120);
