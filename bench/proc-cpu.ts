@@ -43,16 +43,6 @@ export function processState(pid: number): string | null {
   return readStat(pid)?.state ?? null;
 }
 
-/** CPU ms (user + system) used so far by each pid; pids that are gone count 0. */
-export function cpuMsByPid(pids: readonly number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    const s = readStat(pid);
-    out.set(pid, s === null ? 0 : (s.utime + s.stime) * TICK_MS);
-  }
-  return out;
-}
-
 /** A process's scheduler accounting, summed over its threads (/proc/<pid>/task/<tid>/schedstat). */
 export interface SchedStat {
   /** ns on a CPU. */
@@ -94,18 +84,18 @@ export function schedCpuNs(pid: number): number {
 /**
  * Snapshot of a process tree's CPU; `delta()` later gives the CPU ms spent in between by the
  * processes alive at the snapshot (workers restarted in between would be missed: the bench
- * checks the pid set did not change).
+ * checks the pid set did not change). Read from the scheduler's accounting (schedStat, ns), as
+ * compare-trees reads it, not from tick samples.
  */
 export function treeCpu(root: number): { pids: number[]; delta(): number } {
   const pids = processTree(root);
-  const before = cpuMsByPid(pids);
+  const before = pids.map(schedCpuNs);
   return {
     pids,
     delta() {
-      const after = cpuMsByPid(pids);
-      let ms = 0;
-      for (const pid of pids) ms += Math.max(0, (after.get(pid) ?? 0) - (before.get(pid) ?? 0));
-      return ms;
+      let ns = 0;
+      for (let i = 0; i < pids.length; i++) ns += Math.max(0, schedCpuNs(pids[i]) - before[i]);
+      return ns / 1e6;
     },
   };
 }
