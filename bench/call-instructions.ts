@@ -15,10 +15,31 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { numberArg } from './number-arg.js';
+import { exitWithUsageError, readCommandLine, type CommandLine, type CommandSpec } from './cli-args.js';
 
 const run = promisify(execFile);
-const USAGE = 'Usage: node dist/bench/call-instructions.js [<tree>] [--calls N] [--only name,name]';
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/call-instructions.js [<tree>] [--calls N] [--only name,name]',
+  values: ['--calls', '--only'],
+  positionals: [0, 1],
+};
+
+export interface CallInstructionsOptions {
+  readonly tree: string;
+  readonly calls: number;
+  /** Case names to run, or null for every case (checked against the tree's cases once loaded). */
+  readonly only: ReadonlySet<string> | null;
+}
+
+/** The tool's settings from its command line. */
+export function callInstructionsOptions(line: CommandLine): CallInstructionsOptions {
+  const only = line.value('--only');
+  return {
+    tree: line.positionals[0] ?? '.',
+    calls: line.positiveNumber('--calls') ?? 200_000,
+    only: only === undefined ? null : new Set(only.split(',')),
+  };
+}
 
 /** The total callgrind prints at exit (`==pid== Collected : N`), or null. */
 export function collectedTotal(stderr: string): number | null {
@@ -41,24 +62,14 @@ async function totalFor(runner: string, tree: string, name: string, calls: numbe
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  let tree = '.';
-  const calls = numberArg(args, '--calls', 200_000);
-  let only: Set<string> | null = null;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--calls') i++;
-    else if (a === '--only') only = new Set((args[++i] ?? '').split(','));
-    else if (a.startsWith('--')) throw new Error(`unknown option ${a}\n${USAGE}`);
-    else tree = a;
-  }
+  const { tree, calls, only } = readCommandLine(COMMAND, callInstructionsOptions);
   const root = resolve(tree);
   const cases = join(root, 'dist/bench/call-instructions-cases.js');
   if (!existsSync(cases)) throw new Error(`${cases} not found: build that tree first (npm run build)`);
   const runner = join(root, 'dist/bench/call-instructions-runner.js');
   const { CALLS } = await import(cases) as typeof import('./call-instructions-cases.js');
   const names = Object.keys(CALLS).filter((n) => only === null || only.has(n));
-  if (only !== null && names.length !== only.size) throw new Error(`--only: known cases are ${Object.keys(CALLS).join(', ')}`);
+  if (only !== null && names.length !== only.size) exitWithUsageError(COMMAND, `--only: known cases are ${Object.keys(CALLS).join(', ')}`);
   const dir = mkdtempSync(join(tmpdir(), 'ir-calls-'));
   try {
     console.log(`| call | instructions per call (${calls} and ${3 * calls} calls, ${tree}) |`);

@@ -84,8 +84,8 @@ export function parseCommandLine(argv: readonly string[], spec: CommandSpec): Co
 
 /**
  * The tool's settings, read from its command line by `read` (which throws a UsageError for a
- * value that does not fit). On --help prints the usage and exits 0; on a usage error prints
- * `<tool>: <message>` and the usage on stderr and exits 2. Other errors propagate.
+ * value that does not fit). On --help prints the usage and exits 0; on a usage error, see
+ * exitWithUsageError. Other errors propagate.
  */
 export function readCommandLine<T>(spec: CommandSpec, read: (line: CommandLine) => T, argv: readonly string[] = process.argv.slice(2)): T {
   try {
@@ -96,9 +96,17 @@ export function readCommandLine<T>(spec: CommandSpec, read: (line: CommandLine) 
     }
     return read(line);
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    const tool = (process.argv[1] ?? '').replace(/^.*\//, '').replace(/\.js$/, '');
-    process.stderr.write(`${tool}: ${err.message}\n${spec.usage}\n`);
-    process.exit(2);
+    if (err instanceof UsageError) exitWithUsageError(spec, err.message);
+    throw err;
   }
+}
+
+/**
+ * Prints `<tool>: <message>` and the usage on stderr and exits 2; also for a value found wrong
+ * only after the command line was read (a scenario another tree's build must name).
+ */
+export function exitWithUsageError(spec: CommandSpec, message: string): never {
+  const tool = (process.argv[1] ?? '').replace(/^.*\//, '').replace(/\.js$/, '');
+  process.stderr.write(`${tool}: ${message}\n${spec.usage}\n`);
+  process.exit(2);
 }

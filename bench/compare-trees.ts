@@ -21,7 +21,9 @@
  * printed beside it: on a machine it shares, what it spends reading a side's answers (longer heads,
  * say) is CPU that side's throughput loses without the server spending it.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { exitWithUsageError, positiveNumber, readCommandLine, type CommandLine, type CommandSpec } from './cli-args.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, type SchedStat } from './proc-cpu.js';
 import { median } from './order-stats.js';
@@ -41,7 +43,11 @@ interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
-const USAGE = 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]';
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]',
+  values: ['--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b'],
+  positionals: [2, 2],
+};
 
 async function load(tree: string): Promise<TreeModules> {
   const dist = resolve(tree, 'dist/bench');
@@ -55,43 +61,35 @@ async function load(tree: string): Promise<TreeModules> {
 
 const fixed = (v: number, digits: number): string => (Number.isFinite(v) ? v.toFixed(digits) : '–');
 
-function number(flag: string, v: string | undefined): number {
-  const n = Number(v);
-  if (!(n > 0)) throw new Error(`${flag}: expected a positive number, got ${JSON.stringify(v)}\n${USAGE}`);
-  return n;
+export interface CompareOptions { positional: readonly string[]; rounds: number; durationS: number; rate: number | undefined; workers: [number, number]; nodeArgs: [string[], string[]] }
+
+/** The tool's settings from its command line (the trees' scenarios are checked once their builds are loaded). */
+export function compareOptions(line: CommandLine): CompareOptions {
+  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []] };
+  // In the order given: --workers sets both sides, a later --workers-a or -b one of them.
+  for (const [name, value] of line.options) {
+    if (name === '--rounds') o.rounds = positiveNumber(name, value);
+    else if (name === '--duration') o.durationS = positiveNumber(name, value);
+    else if (name === '--rate') o.rate = positiveNumber(name, value);
+    else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
+    else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
+    else o.nodeArgs[name.endsWith('a') ? 0 : 1] = value.split(/\s+/).filter((f) => f.length > 0);
+  }
+  return o;
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const positional: string[] = [];
-  let rounds = 4;
-  let durationS = 4;
-  let rate: number | undefined;
-  const workers: [number, number] = [2, 2];
-  const nodeArgs: [string[], string[]] = [[], []];
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--rounds') rounds = number('--rounds', args[++i]);
-    else if (args[i] === '--duration') durationS = number('--duration', args[++i]);
-    else if (args[i] === '--rate') rate = number('--rate', args[++i]);
-    else if (args[i] === '--workers') workers.fill(number('--workers', args[++i]));
-    else if (args[i] === '--workers-a' || args[i] === '--workers-b') workers[args[i].endsWith('a') ? 0 : 1] = number(args[i], args[++i]);
-    else if (args[i] === '--node-args-a' || args[i] === '--node-args-b') {
-      const flags = args[++i];
-      if (flags === undefined) throw new Error(`${args[i - 1]}: expected Node flags\n${USAGE}`);
-      nodeArgs[args[i - 1].endsWith('a') ? 0 : 1] = flags.split(/\s+/).filter((f) => f.length > 0);
-    }
-    else positional.push(args[i]);
-  }
-  if (positional.length !== 2) throw new Error(USAGE);
+  const { positional, rounds, durationS, rate, workers, nodeArgs } = readCommandLine(COMMAND, compareOptions);
   const sides: Side[] = [];
   for (const [i, arg] of positional.entries()) {
     const [tree, id = 'router-local'] = arg.split(':');
+    if (!existsSync(resolve(tree, 'dist/bench/targets.js'))) exitWithUsageError(COMMAND, `${arg}: ${resolve(tree, 'dist/bench')} not found: build that tree first (npm run build)`);
     const m = await load(tree);
     const scenario = m.scenarios.SCENARIOS.find((s) => s.id === id);
     if (scenario === undefined || !(scenario.target.startsWith('router-') || REFERENCES.has(scenario.target))) {
-      throw new Error(`${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
+      exitWithUsageError(COMMAND, `${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
     }
-    if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) throw new Error(`${arg}: Node flags apply to a router side only`);
+    if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) exitWithUsageError(COMMAND, `${arg}: Node flags apply to a router side only`);
     sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], workers: workers[i] });
   }
   const m0 = sides[0].m;
@@ -157,7 +155,7 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (process.argv[1]?.endsWith('compare-trees.js')) await main();
 
 /** One round's figures of the global limit's redis-server, per request of the round. */
 interface StoreRound {

@@ -17,11 +17,13 @@ import { runWrk } from './load-wrk.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS } from './scenarios.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { median } from './order-stats.js';
 
-const USAGE = 'Usage: node dist/bench/idle-crowd.js [--idle N] [--rate R] [--rounds N] [--duration S]';
-const OPTIONS: ReadonlySet<string> = new Set(['--idle', '--rate', '--rounds', '--duration']);
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/idle-crowd.js [--idle N] [--rate R] [--rounds N] [--duration S]',
+  values: ['--idle', '--rate', '--rounds', '--duration'],
+};
 const FULL = SCENARIOS.find((s) => s.id === 'router-local')!;
 
 interface Row { direct: LoadResult; router: LoadResult; routerCpuUs: number; idleCpuMsPerS: number; idleWakeupsPerS: number }
@@ -33,14 +35,12 @@ function sched(pids: readonly number[]): { cpuNs: number; slices: number } {
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  for (let i = 0; i < args.length; i += 2) {
-    if (!OPTIONS.has(args[i]) || args[i + 1] === undefined) throw new Error(`unexpected argument ${JSON.stringify(args[i])}\n${USAGE}`);
-  }
-  const idle = numberArg(args, '--idle', 12);
-  const rate = numberArg(args, '--rate', 16_000);
-  const rounds = numberArg(args, '--rounds', 3);
-  const durationS = numberArg(args, '--duration', 5);
+  const { idle, rate, rounds, durationS } = readCommandLine(COMMAND, (line) => ({
+    idle: line.positiveNumber('--idle') ?? 12,
+    rate: line.positiveNumber('--rate') ?? 16_000,
+    rounds: line.positiveNumber('--rounds') ?? 3,
+    durationS: line.positiveNumber('--duration') ?? 5,
+  }));
   const mock = await startMock('mock');
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
   const start = (name: string): Promise<Target> => startRouter(name, routerResources(mock.port, mockLong.port, limitModeOf('router-local', null)), 2,

@@ -40,7 +40,7 @@ import { resolve } from 'node:path';
 import { spawnProcess, freePort, waitWhileRunning, type Proc } from '../test/helpers/processes.js';
 import { awaitDumps, splitByRole, type Split, type ThreadDump } from './callgrind-dumps.js';
 import { addMapped, largest, PerfMap, selfCostByFunction } from './callgrind-functions.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { runWrk } from './load-wrk.js';
 import { median } from './order-stats.js';
 import { processTree } from './proc-cpu.js';
@@ -48,8 +48,12 @@ import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, ty
 import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
 import { writeFileSync } from 'node:fs';
 
-const NUMBER_OPTIONS: ReadonlySet<string> = new Set(['--rounds', '--duration', '--warmup', '--workers', '--functions']);
-const USAGE = 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads] [--functions N]';
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads] [--functions N]',
+  values: ['--rounds', '--duration', '--warmup', '--workers', '--functions'],
+  flags: ['--v8-threads'],
+  positionals: [1, Infinity],
+};
 
 interface Side {
   readonly label: string;
@@ -98,31 +102,44 @@ function callgrindControl(flag: '-z' | '-d', pid: number): void {
 
 const k = (v: number): string => (v / 1000).toFixed(1);
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    if (NUMBER_OPTIONS.has(args[i])) i++;
-    else if (args[i] === '--v8-threads') continue;
-    else if (args[i].startsWith('--')) throw new Error(`${args[i]}: unknown option\n${USAGE}`);
-    else positional.push(args[i]);
-  }
-  const rounds = numberArg(args, '--rounds', 7);
-  const durationS = numberArg(args, '--duration', 15);
-  const warmupS = numberArg(args, '--warmup', 120);
-  const workers = numberArg(args, '--workers', 1);
-  const v8Threads = args.includes('--v8-threads');
-  const functions = numberArg(args, '--functions', 0);
-  if (positional.length === 0) throw new Error(USAGE);
-  for (const bin of ['valgrind', 'callgrind_control', 'wrk']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (apt-get install valgrind wrk)`);
-  const sides: Side[] = positional.map((arg, i) => {
+export interface InstructionsOptions {
+  /** Per side: its tree and scenario, in the order given. */
+  readonly sides: readonly { readonly tree: string; readonly scenario: Scenario }[];
+  readonly rounds: number;
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly workers: number;
+  readonly v8Threads: boolean;
+  readonly functions: number;
+}
+
+/** The tool's settings from its command line; a scenario the tool does not run is a usage error. */
+export function instructionsOptions(line: CommandLine): InstructionsOptions {
+  const sides = line.positionals.map((arg) => {
     const [tree, id = 'router-local'] = arg.split(':');
     const scenario = SCENARIOS.find((s) => s.id === id);
     if (scenario === undefined || !(scenario.target.startsWith('router-') || scenario.target === 'uws-http1-proxy') || scenario.target === 'router-tenant' || scenario.target === 'router-trace') {
-      throw new Error(`${arg}: "${id}" is not a scenario this tool runs (a router without auth or tracing, or uws-http1-proxy)`);
+      throw new UsageError(`${arg}: "${id}" is not a scenario this tool runs (a router without auth or tracing, or uws-http1-proxy)`);
     }
-    return { label: String.fromCharCode(65 + i), tree, scenario, dir: tempDir('ir-instructions-'), proc: null, url: '', rounds: [] };
+    return { tree, scenario };
   });
+  return {
+    sides,
+    rounds: line.positiveNumber('--rounds') ?? 7,
+    durationS: line.positiveNumber('--duration') ?? 15,
+    warmupS: line.positiveNumber('--warmup') ?? 120,
+    workers: line.positiveNumber('--workers') ?? 1,
+    v8Threads: line.has('--v8-threads'),
+    functions: line.positiveNumber('--functions') ?? 0,
+  };
+}
+
+async function main(): Promise<void> {
+  const { sides: chosen, rounds, durationS, warmupS, workers, v8Threads, functions } = readCommandLine(COMMAND, instructionsOptions);
+  for (const bin of ['valgrind', 'callgrind_control', 'wrk']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (apt-get install valgrind wrk)`);
+  const sides: Side[] = chosen.map(({ tree, scenario }, i) => (
+    { label: String.fromCharCode(65 + i), tree, scenario, dir: tempDir('ir-instructions-'), proc: null, url: '', rounds: [] }
+  ));
   const mock = await startMock('mock');
   const redis = sides.some((s) => usesRedis(s.scenario.target as TargetKey)) ? await startRedis('redis-server') : null;
   try {
@@ -197,4 +214,4 @@ function printFunctions(sides: readonly Side[], top: number): void {
   }
 }
 
-await main();
+if (process.argv[1]?.endsWith('/instructions.js')) await main();

@@ -13,12 +13,16 @@
 import { resolve, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, type CommandLine, type CommandSpec } from './cli-args.js';
 import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js';
 import { startRedis, stopAll } from './targets.js';
 import { median } from './order-stats.js';
 
-const USAGE = 'Usage: node dist/bench/redis-script-micro.js [<treeA> [<treeB>]] [--calls N] [--rounds R]';
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/redis-script-micro.js [<treeA> [<treeB>]] [--calls N] [--rounds R]',
+  values: ['--calls', '--rounds'],
+  positionals: [0, 2],
+};
 const IN_FLIGHT = 50;
 
 /** A batch's shape: its input correction, output charge, lease asked for and admissions (input tokens each). */
@@ -70,19 +74,17 @@ async function usecPerCall(redis: Redis, address: string, sha: string, shape: Sh
   return scriptUsecIn(info) / n;
 }
 
+/** The tool's settings from its command line: the trees (this one by default), calls per case, rounds. */
+export function scriptMicroOptions(line: CommandLine): { trees: readonly string[]; calls: number; rounds: number } {
+  return {
+    trees: line.positionals.length === 0 ? ['.'] : line.positionals,
+    calls: line.positiveNumber('--calls') ?? 20_000,
+    rounds: line.positiveNumber('--rounds') ?? 3,
+  };
+}
+
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const calls = numberArg(args, '--calls', 20_000);
-  const rounds = numberArg(args, '--rounds', 3);
-  const trees: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--calls' || a === '--rounds') i++;
-    else if (a.startsWith('--')) throw new Error(`unknown option ${a}\n${USAGE}`);
-    else trees.push(a);
-  }
-  if (trees.length === 0) trees.push('.');
-  if (trees.length > 2) throw new Error(USAGE);
+  const { trees, calls, rounds } = readCommandLine(COMMAND, scriptMicroOptions);
   const scripts = await Promise.all(trees.map(loadScript));
   const { address } = await startRedis(process.env.REDIS_SERVER_BIN ?? 'redis-server');
   const redis = new Redis(`redis://${address}`, { enableAutoPipelining: false, lazyConnect: true });

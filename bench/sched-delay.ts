@@ -31,12 +31,28 @@ import { LONG_TOKENS, PATH, SCENARIOS, type TargetKey } from './scenarios.js';
 import * as targetModule from './targets.js';
 import { startMock, stopAll, type Target } from './targets.js';
 import { startTarget } from './start-target.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { percentile } from './order-stats.js';
 
-const USAGE = 'Usage: node dist/bench/sched-delay.js [--targets id,id] [--rate R] [--record S] [--rounds N]';
-const OPTIONS: ReadonlySet<string> = new Set(['--targets', '--rate', '--record', '--rounds']);
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/sched-delay.js [--targets id,id] [--rate R] [--record S] [--rounds N]',
+  values: ['--targets', '--rate', '--record', '--rounds'],
+};
 const TARGETS: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'uws-http1-proxy', 'nginx']);
+
+export interface SchedDelayOptions { readonly ids: readonly string[]; readonly rate: number; readonly recordS: number; readonly rounds: number }
+
+/** The tool's settings from its command line; a target not in TARGETS is a usage error. */
+export function schedDelayOptions(line: CommandLine): SchedDelayOptions {
+  const ids = (line.value('--targets') ?? 'router-local,uws-http1-proxy,nginx').split(',');
+  for (const id of ids) if (!TARGETS.has(id)) throw new UsageError(`--targets: "${id}" is none of ${[...TARGETS].join(', ')}`);
+  return {
+    ids,
+    rate: line.positiveNumber('--rate') ?? 15000,
+    recordS: line.positiveNumber('--record') ?? 3,
+    rounds: line.positiveNumber('--rounds') ?? 2,
+  };
+}
 
 /** One line of `perf sched timehist`: a thread put on a CPU. */
 export interface Switch { readonly comm: string; readonly tid: number; readonly pid: number; readonly delayMs: number; readonly runMs: number }
@@ -96,16 +112,7 @@ function recordScheduler(file: string, seconds: number): Promise<void> {
 const ms = (x: number | undefined): string => (x === undefined ? '–' : x.toFixed(3));
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  for (let i = 0; i < args.length; i += 2) {
-    if (!OPTIONS.has(args[i]) || args[i + 1] === undefined) throw new Error(`unexpected argument ${JSON.stringify(args[i])}\n${USAGE}`);
-  }
-  const at = args.indexOf('--targets');
-  const ids = (at < 0 ? 'router-local,uws-http1-proxy,nginx' : args[at + 1]).split(',');
-  for (const id of ids) if (!TARGETS.has(id)) throw new Error(`--targets: "${id}" is none of ${[...TARGETS].join(', ')}\n${USAGE}`);
-  const rate = numberArg(args, '--rate', 15000);
-  const recordS = numberArg(args, '--record', 3);
-  const rounds = numberArg(args, '--rounds', 2);
+  const { ids, rate, recordS, rounds } = readCommandLine(COMMAND, schedDelayOptions);
   if (spawnSync('perf', ['--version']).status !== 0) throw new Error('perf is not installed (Debian package linux-perf)');
 
   const dir = mkdtempSync(join(tmpdir(), 'ir-sched-delay-'));

@@ -19,13 +19,15 @@
 import { WebSocket } from 'undici';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
-import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS, usesRedis } from './scenarios.js';
+import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, type Scenario } from './scenarios.js';
 import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
 
-const USAGE = 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N]';
-const OPTIONS: ReadonlySet<string> = new Set(['--scenario', '--duration', '--rate', '--top', '--workers']);
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N]',
+  values: ['--scenario', '--duration', '--rate', '--top', '--workers'],
+};
 /** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
 const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
 
@@ -129,21 +131,26 @@ function table(byFunction: Map<string, number>, perRequest: (v: number) => numbe
     + rows.map(([k, v]) => `| \`${k}\` | ${perRequest(v).toFixed(unit === 'µs' ? 2 : 0)} | ${(100 * v / total).toFixed(1)}% |`).join('\n') + '\n';
 }
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  for (let i = 0; i < args.length; i += 2) {
-    if (!OPTIONS.has(args[i]) || args[i + 1] === undefined) throw new Error(`unexpected argument ${JSON.stringify(args[i])}\n${USAGE}`);
-  }
-  const at = args.indexOf('--scenario');
-  const id = at < 0 ? 'router-local' : args[at + 1];
-  const durationS = numberArg(args, '--duration', 8);
-  const rate = args.includes('--rate') ? numberArg(args, '--rate', 0) : undefined;
-  const top = numberArg(args, '--top', 30);
-  const workers = numberArg(args, '--workers', 1);
+export interface WorkerProfileOptions { readonly scenario: Scenario; readonly durationS: number; readonly rate: number | undefined; readonly top: number; readonly workers: number }
+
+/** The tool's settings from its command line; a scenario not on a profiled target is a usage error. */
+export function workerProfileOptions(line: CommandLine): WorkerProfileOptions {
+  const id = line.value('--scenario') ?? 'router-local';
   const scenario = SCENARIOS.find((s) => s.id === id);
   if (scenario === undefined || !PROFILED.has(scenario.target)) {
-    throw new Error(`--scenario: "${id}" is none of the scenarios on ${[...PROFILED].join(', ')} (bench/scenarios.ts)\n${USAGE}`);
+    throw new UsageError(`--scenario: "${id}" is none of the scenarios on ${[...PROFILED].join(', ')} (bench/scenarios.ts)`);
   }
+  return {
+    scenario,
+    durationS: line.positiveNumber('--duration') ?? 8,
+    rate: line.positiveNumber('--rate'),
+    top: line.positiveNumber('--top') ?? 30,
+    workers: line.positiveNumber('--workers') ?? 1,
+  };
+}
+
+async function main(): Promise<void> {
+  const { scenario, durationS, rate, top, workers } = readCommandLine(COMMAND, workerProfileOptions);
   const target = scenario.target as Parameters<typeof routerEnv>[0];
   const mock = await startMock('mock');
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
@@ -175,7 +182,7 @@ async function main(): Promise<void> {
     const heapRequests = heapLoad.rps * durationS / workers;
 
     const load = rate === undefined ? 'closed loop, 64 connections' : `${rate} req/s asked, 64 connections`;
-    process.stdout.write(`# One worker${workers === 1 ? '' : ` of ${workers} (per request: the worker's CPU over 1/${workers} of all requests)`} of scenario ${id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
+    process.stdout.write(`# One worker${workers === 1 ? '' : ` of ${workers} (per request: the worker's CPU over 1/${workers} of all requests)`} of scenario ${scenario.id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
       + `CPU: ${Math.round(cpuLoad.rps)} req/s; busy ${(cpu.busy / cpuRequests).toFixed(2)} µs per request, idle ${(100 * cpu.idle / (cpu.busy + cpu.idle)).toFixed(1)}% of the time\n\n`
       + table(cpu.byFunction, (v) => v / cpuRequests, 'µs', cpu.busy, top)
       + `\nAllocations: ${Math.round(heapLoad.rps)} req/s; ${(alloc.total / heapRequests).toFixed(0)} bytes allocated per request (sampled every ${HEAP_SAMPLE_BYTES} bytes)\n\n`

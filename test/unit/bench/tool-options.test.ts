@@ -1,0 +1,77 @@
+/**
+ * The command lines of the bench tools whose reading is a function of its own: defaults kept,
+ * values and positionals read, wrong values refused as usage errors (before anything starts).
+ */
+import { describe, expect, it } from 'vitest';
+import { HELP, parseCommandLine, UsageError, type CommandLine, type CommandSpec } from '../../../bench/cli-args.js';
+import * as callInstructions from '../../../bench/call-instructions.js';
+import * as compareTrees from '../../../bench/compare-trees.js';
+import * as instructions from '../../../bench/instructions.js';
+import * as scriptMicro from '../../../bench/redis-script-micro.js';
+import * as schedDelay from '../../../bench/sched-delay.js';
+import * as workerProfile from '../../../bench/worker-profile.js';
+
+function read<T>(spec: CommandSpec, options: (line: CommandLine) => T, argv: string[]): T {
+  const line = parseCommandLine(argv, spec);
+  if (line === HELP) throw new Error('parsed as --help');
+  return options(line);
+}
+
+describe('bench tool options', () => {
+  it('worker-profile: defaults, --rate only when given, a scenario must be a profiled router', () => {
+    const tool = (argv: string[]) => read(workerProfile.COMMAND, workerProfile.workerProfileOptions, argv);
+    const d = tool([]);
+    expect({ id: d.scenario.id, durationS: d.durationS, rate: d.rate, top: d.top, workers: d.workers }).toEqual({ id: 'router-local', durationS: 8, rate: undefined, top: 30, workers: 1 });
+    const o = tool(['--scenario', 'router-global', '--rate', '8000', '--top', '10', '--workers', '2', '--duration', '3']);
+    expect({ id: o.scenario.id, durationS: o.durationS, rate: o.rate, top: o.top, workers: o.workers }).toEqual({ id: 'router-global', durationS: 3, rate: 8000, top: 10, workers: 2 });
+    expect(() => tool(['--scenario', 'nginx'])).toThrow(UsageError);
+    expect(() => tool(['--scenario', 'no-such'])).toThrow(UsageError);
+    expect(() => tool(['--top', '0'])).toThrow(UsageError);
+    expect(() => tool(['router-local'])).toThrow(UsageError);
+  });
+
+  it('sched-delay: three targets by default, each named one checked', () => {
+    const tool = (argv: string[]) => read(schedDelay.COMMAND, schedDelay.schedDelayOptions, argv);
+    expect(tool([])).toEqual({ ids: ['router-local', 'uws-http1-proxy', 'nginx'], rate: 15000, recordS: 3, rounds: 2 });
+    expect(tool(['--targets', 'router-log,nginx', '--record', '2', '--rounds', '4', '--rate', '9000'])).toEqual({ ids: ['router-log', 'nginx'], rate: 9000, recordS: 2, rounds: 4 });
+    expect(() => tool(['--targets', 'router-log,ngnix'])).toThrow('--targets: "ngnix" is none of');
+  });
+
+  it('compare-trees: two sides; --workers sets both and a later --workers-a or -b one; Node flags split on spaces', () => {
+    const tool = (argv: string[]) => read(compareTrees.COMMAND, compareTrees.compareOptions, argv);
+    expect(tool(['../before', '.:router-log'])).toEqual({ positional: ['../before', '.:router-log'], rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []] });
+    const o = tool(['a', '--workers', '3', '--workers-b', '1', 'b', '--node-args-b', '--single-threaded-gc  --max-semi-space-size=64', '--rate', '5000', '--rounds', '6', '--duration', '2']);
+    expect(o).toEqual({ positional: ['a', 'b'], rounds: 6, durationS: 2, rate: 5000, workers: [3, 1], nodeArgs: [[], ['--single-threaded-gc', '--max-semi-space-size=64']] });
+    expect(tool(['a', 'b', '--workers-a', '1', '--workers', '4']).workers).toEqual([4, 4]);
+    expect(() => tool(['a'])).toThrow(UsageError);
+    expect(() => tool(['a', 'b', 'c'])).toThrow(UsageError);
+    expect(() => tool(['a', 'b', '--workers', 'two'])).toThrow(UsageError);
+  });
+
+  it('instructions: one side or more, each a scenario this tool runs; --v8-threads a flag; --functions 0 by default', () => {
+    const tool = (argv: string[]) => read(instructions.COMMAND, instructions.instructionsOptions, argv);
+    const o = tool(['../before', '.:uws-http1-proxy', '.:router-global', '--v8-threads', '--functions', '40']);
+    expect(o.sides.map((s) => [s.tree, s.scenario.id])).toEqual([['../before', 'router-local'], ['.', 'uws-http1-proxy'], ['.', 'router-global']]);
+    expect({ ...o, sides: undefined }).toEqual({ sides: undefined, rounds: 7, durationS: 15, warmupS: 120, workers: 1, v8Threads: true, functions: 40 });
+    expect(tool(['.']).v8Threads).toBe(false);
+    expect(tool(['.']).functions).toBe(0);
+    expect(() => tool([])).toThrow(UsageError);
+    expect(() => tool(['.:router-trace'])).toThrow(UsageError);
+    expect(() => tool(['.:nginx'])).toThrow(UsageError);
+  });
+
+  it('call-instructions: this tree and every case by default', () => {
+    const tool = (argv: string[]) => read(callInstructions.COMMAND, callInstructions.callInstructionsOptions, argv);
+    expect(tool([])).toEqual({ tree: '.', calls: 200_000, only: null });
+    expect(tool(['--only', 'newRequestId,count the prompt', '../before', '--calls', '1000'])).toEqual({ tree: '../before', calls: 1000, only: new Set(['newRequestId', 'count the prompt']) });
+    expect(() => tool(['a', 'b'])).toThrow(UsageError);
+  });
+
+  it('redis-script-micro: this tree by default, at most two', () => {
+    const tool = (argv: string[]) => read(scriptMicro.COMMAND, scriptMicro.scriptMicroOptions, argv);
+    expect(tool([])).toEqual({ trees: ['.'], calls: 20_000, rounds: 3 });
+    expect(tool(['a', '--rounds', '5', 'b', '--calls', '100'])).toEqual({ trees: ['a', 'b'], calls: 100, rounds: 5 });
+    expect(() => tool(['a', 'b', 'c'])).toThrow(UsageError);
+    expect(() => tool(['--calls', '-1'])).toThrow(UsageError);
+  });
+});
