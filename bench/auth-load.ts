@@ -9,15 +9,19 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { runAutocannon } from './load-autocannon.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { routerResources } from './scenarios.js';
 import { median } from './order-stats.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => numberArg(args, name, def);
-const ROUNDS = arg('--rounds', 3);
-const SECONDS = arg('--seconds', 5);
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/auth-load.js [--rounds N] [--seconds S]',
+  values: ['--rounds', '--seconds'],
+};
+const { ROUNDS, SECONDS } = readCommandLine(COMMAND, (line) => ({
+  ROUNDS: line.positiveNumber('--rounds') ?? 3,
+  SECONDS: line.positiveNumber('--seconds') ?? 5,
+}));
 const KEY = 'sk-bench-0123456789abcdef0123456789';
 
 

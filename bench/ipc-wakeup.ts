@@ -13,6 +13,12 @@
  */
 import cluster from 'node:cluster';
 import { schedCpuNs } from './proc-cpu.js';
+import { positiveNumber, readCommandLine, type CommandSpec } from './cli-args.js';
+
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/ipc-wakeup.js [SECONDS]   (seconds per interval, default 4)',
+  positionals: [0, 1],
+};
 
 const INTERVALS_MS = [1, 5, 20, 50];
 
@@ -39,8 +45,7 @@ async function measure(intervalMs: number, seconds: number): Promise<void> {
 }
 
 if (cluster.isPrimary) {
-  const seconds = Number(process.argv[2] ?? 4);
-  if (!(seconds > 0)) throw new Error(`seconds per interval: expected a positive number, got ${process.argv[2]}`);
+  const seconds = readCommandLine(COMMAND, (line) => positiveNumber('seconds per interval', line.positionals[0] ?? '4'));
   process.stdout.write('| report interval per worker | messages/s into the primary | primary CPU | per message |\n|---|---|---|---|\n');
   for (const ms of INTERVALS_MS) await measure(ms, seconds);
 } else {

@@ -11,6 +11,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchReport, Goal } from './report.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
+
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/runs-table.js [DIR]   (DIR: bench/results by default)',
+  positionals: [0, 1],
+};
 
 export interface KeptRun { readonly file: string; readonly report: BenchReport }
 
@@ -77,6 +83,6 @@ export function readRuns(dir: string): KeptRun[] {
 }
 
 if (process.argv[1]?.endsWith('runs-table.js')) {
-  const dir = process.argv[2] ?? 'bench/results';
+  const dir = readCommandLine(COMMAND, (line) => line.positionals[0] ?? 'bench/results');
   process.stdout.write(runsTable(readRuns(dir)));
 }

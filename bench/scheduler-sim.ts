@@ -16,6 +16,7 @@
  */
 import { pickLeastInflight } from './least-inflight.js';
 import { percentile } from './order-stats.js';
+import { positiveNumber, readCommandLine, type CommandSpec } from './cli-args.js';
 import { PodScorer } from 'inference-router/pick/pod-scorer';
 import { prefixBlockHashes } from 'inference-router/pick/prefix-hashes';
 import { PrefixStore } from 'inference-router/pick/prefix-store';
@@ -37,8 +38,14 @@ const DECODE_MS_PER_TOKEN = 20;
 const SCRAPE_MS = 1000;
 const CHARS_PER_TOKEN = 4;
 
-const REQUESTS = Number(process.argv[2] ?? 20_000);
-const LOAD = Number(process.argv[3] ?? 0.8);
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/scheduler-sim.js [REQUESTS] [LOAD]   (default 20000 requests at load 0.8 of the pods\' capacity)',
+  positionals: [0, 2],
+};
+const { REQUESTS, LOAD } = readCommandLine(COMMAND, (line) => ({
+  REQUESTS: positiveNumber('REQUESTS', line.positionals[0] ?? '20000'),
+  LOAD: positiveNumber('LOAD', line.positionals[1] ?? '0.8'),
+}));
 
 /** Deterministic PRNG (mulberry32) so every scheduler sees the same stream. */
 function rng(seed: number): () => number {

@@ -12,18 +12,21 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runAutocannon } from './load-autocannon.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { treeCpu } from './proc-cpu.js';
 import { routerResources, type LimitMode } from './scenarios.js';
 import { median } from './order-stats.js';
 import { haveBinary, startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => numberArg(args, name, def);
-const ROUNDS = arg('--rounds', 3);
-const SECONDS = arg('--seconds', 5);
-const redisAt = args.indexOf('--redis');
-const REDIS_BIN = redisAt >= 0 ? args[redisAt + 1] : 'redis-server';
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/tenant-load.js [--rounds N] [--seconds S] [--redis BIN]',
+  values: ['--rounds', '--seconds', '--redis'],
+};
+const { ROUNDS, SECONDS, REDIS_BIN } = readCommandLine(COMMAND, (line) => ({
+  ROUNDS: line.positiveNumber('--rounds') ?? 3,
+  SECONDS: line.positiveNumber('--seconds') ?? 5,
+  REDIS_BIN: line.value('--redis') ?? 'redis-server',
+}));
 const KEY_ROUTE = 'sk-bench-route-only-0123456789';
 const KEY_TENANT = 'sk-bench-tenant-0123456789abcd';
 /** Never rejects: the field maximum per second. */

@@ -6,16 +6,20 @@
  */
 import { request } from 'node:http';
 import { runAutocannon } from './load-autocannon.js';
-import { numberArg } from './number-arg.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { routerResources } from './scenarios.js';
 import { median } from './order-stats.js';
 import { startMock, startRouter, stopAll, type Target } from './targets.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => numberArg(args, name, def);
-const ROUNDS = arg('--rounds', 3);
-const SECONDS = arg('--seconds', 5);
-const BIG_PER_SECOND = arg('--big-per-second', 4);
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/tokenizer-load.js [--rounds N] [--seconds S] [--big-per-second N]',
+  values: ['--rounds', '--seconds', '--big-per-second'],
+};
+const { ROUNDS, SECONDS, BIG_PER_SECOND } = readCommandLine(COMMAND, (line) => ({
+  ROUNDS: line.positiveNumber('--rounds') ?? 3,
+  SECONDS: line.positiveNumber('--seconds') ?? 5,
+  BIG_PER_SECOND: line.positiveNumber('--big-per-second') ?? 4,
+}));
 
 const WORDS = ['model', 'router', 'token', 'inference', 'latency', 'budget', 'window', 'request', 'stream', 'answer', 'prompt', 'queue'];
 function bigPrompt(bytes: number): string {

@@ -23,11 +23,17 @@ import { RequestContext } from 'inference-router/http/request-context';
 import { Tracer } from 'inference-router/observe/tracer';
 import { parseTraceSettings } from 'inference-router/observe/trace-settings';
 import { ROOT } from './targets.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
 
-const N = Number(process.argv[process.argv.indexOf('--requests') + 1]) || 100_000;
-const sdkArg = process.argv.indexOf('--sdk-dir');
-const SDK_DIR = sdkArg > 0 ? process.argv[sdkArg + 1] : null;
-const RATE = Number(process.argv[process.argv.indexOf('--rate') + 1]) || 20_000;
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/trace-micro.js [--sdk-dir DIR/node_modules] [--rate N] [--requests N]',
+  values: ['--sdk-dir', '--rate', '--requests'],
+};
+const { N, SDK_DIR, RATE } = readCommandLine(COMMAND, (line) => ({
+  N: line.positiveNumber('--requests') ?? 100_000,
+  SDK_DIR: line.value('--sdk-dir') ?? null,
+  RATE: line.positiveNumber('--rate') ?? 20_000,
+}));
 const INCOMING = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 interface Collector { url: string; received(): Promise<number>; stop(): void }

@@ -16,6 +16,7 @@ import { freePort, spawnProcess, waitWhileRunning } from '../test/helpers/proces
 import { haveBinary, ROOT, startMock, stopAll, type Target } from './targets.js';
 import { CANDIDATES, type CandidateKind } from './upstream-candidates.js';
 import { PATH, PROMPT } from './scenarios.js';
+import { readCommandLine, type CommandSpec } from './cli-args.js';
 
 const log = (m: string): void => { process.stderr.write(`[upstream-clients] ${m}\n`); };
 
@@ -24,13 +25,10 @@ const LOADS = [
   { id: 'sse16', body: JSON.stringify({ model: 'sf-model', prompt: PROMPT, temperature: 0, stream: true }) },
 ] as const;
 
-function option(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name}: expected a positive number, got ${process.argv[i + 1]}`);
-  return v;
-}
+const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/upstream-clients.js [--rounds N] [--duration S] [--connections N] [--workers N]',
+  values: ['--rounds', '--duration', '--connections', '--workers'],
+};
 
 async function startCandidate(kind: CandidateKind, upstream: string, workers: number): Promise<Target> {
   const port = await freePort();
@@ -59,10 +57,12 @@ async function sanity(targets: Map<CandidateKind, Target>, mock: Target): Promis
 interface Sample { kind: CandidateKind; load: string; rps: number; cpuUs: number; errors: number }
 
 async function main(): Promise<void> {
-  const rounds = option('--rounds', 3);
-  const durationS = option('--duration', 5);
-  const connections = option('--connections', 64);
-  const workers = option('--workers', 2);
+  const { rounds, durationS, connections, workers } = readCommandLine(COMMAND, (line) => ({
+    rounds: line.positiveNumber('--rounds') ?? 3,
+    durationS: line.positiveNumber('--duration') ?? 5,
+    connections: line.positiveNumber('--connections') ?? 64,
+    workers: line.positiveNumber('--workers') ?? 2,
+  }));
   const wrk = ['wrk', '/usr/bin/wrk'].find((b) => haveBinary(b));
   if (wrk === undefined) throw new Error('wrk is required (apt-get install wrk)');
   const mock = await startMock('pod-a');
