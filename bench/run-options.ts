@@ -1,5 +1,6 @@
 /** Command line of `npm run bench -- [options]`, parsed and validated once. */
 import { availableParallelism } from 'node:os';
+import { UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 
 export interface RunOptions {
   readonly quick: boolean;
@@ -20,6 +21,7 @@ export interface RunOptions {
 }
 
 export const RUN_USAGE = `Usage: npm run bench -- [options]
+  --help, -h           this text
   --quick              smoke check (< 2 min): no warm-up, short runs, 2 rounds, no micro benchmarks, no profile
   --workers N          router / proxy / nginx workers (default: available CPUs = ${availableParallelism()})
   --connections N      load generator connections (default 64)
@@ -30,8 +32,14 @@ export const RUN_USAGE = `Usage: npm run bench -- [options]
   --no-profile         skip the CPU profile of the router
   --out NAME           results file name in bench/results/ (default latest, quick: quick)`;
 
-export function parseRunArgs(argv: readonly string[]): RunOptions {
-  const quick = argv.includes('--quick');
+export const RUN_COMMAND: CommandSpec = {
+  usage: RUN_USAGE,
+  values: ['--workers', '--connections', '--duration', '--rounds', '--only', '--out'],
+  flags: ['--quick', '--no-micro', '--no-profile'],
+};
+
+export function runOptions(line: CommandLine): RunOptions {
+  const quick = line.has('--quick');
   const o = {
     quick,
     workers: availableParallelism(),
@@ -47,25 +55,23 @@ export function parseRunArgs(argv: readonly string[]): RunOptions {
     only: [] as string[],
     out: quick ? 'quick' : 'latest',
   };
-  const int = (flag: string, v: string | undefined, min: number, max: number): number => {
+  const int = (flag: string, v: string, min: number, max: number): number => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${flag}: expected an integer from ${min} to ${max}, got ${JSON.stringify(v)}\n${RUN_USAGE}`);
+    if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`${flag}: expected an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
     return n;
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--quick') continue;
-    else if (a === '--no-micro') o.micro = false;
+  for (const [a, v] of line.options) {
+    if (a === '--no-micro') o.micro = false;
     else if (a === '--no-profile') o.profile = false;
-    else if (a === '--workers') o.workers = int(a, argv[++i], 1, 64);
-    else if (a === '--connections') o.connections = int(a, argv[++i], 1, 10_000);
-    else if (a === '--duration') o.durationS = int(a, argv[++i], 1, 600);
-    else if (a === '--rounds') o.rounds = int(a, argv[++i], 1, 100);
-    else if (a === '--only') o.only = (argv[++i] ?? '').split(',').filter(Boolean);
+    else if (a === '--workers') o.workers = int(a, v, 1, 64);
+    else if (a === '--connections') o.connections = int(a, v, 1, 10_000);
+    else if (a === '--duration') o.durationS = int(a, v, 1, 600);
+    else if (a === '--rounds') o.rounds = int(a, v, 1, 100);
+    else if (a === '--only') o.only = v.split(',').filter(Boolean);
     else if (a === '--out') {
-      o.out = argv[++i] ?? '';
-      if (!/^[\w.-]+$/.test(o.out)) throw new Error(`--out: expected a file base name, got ${JSON.stringify(o.out)}`);
-    } else throw new Error(`unknown option ${JSON.stringify(a)}\n${RUN_USAGE}`);
+      o.out = v;
+      if (!/^[\w.-]+$/.test(o.out)) throw new UsageError(`--out: expected a file base name, got ${JSON.stringify(o.out)}`);
+    }
   }
   return Object.freeze(o);
 }

@@ -21,7 +21,8 @@ import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target 
 import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
 import { scriptCalls } from './redis-stats.js';
-import { parseRunArgs, RUN_USAGE } from './run-options.js';
+import { readCommandLine } from './cli-args.js';
+import { RUN_COMMAND, runOptions } from './run-options.js';
 import {
   BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, usesRedis, type Scenario, type TargetKey,
 } from './scenarios.js';
@@ -39,11 +40,7 @@ function firstBinary(...candidates: string[]): string | null {
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--help')) {
-    process.stdout.write(`${RUN_USAGE}\n`);
-    return;
-  }
-  const opts = parseRunArgs(process.argv.slice(2));
+  const opts = readCommandLine(RUN_COMMAND, runOptions);
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();
   const notes: string[] = [];

@@ -7,6 +7,7 @@ import { HELP, parseCommandLine, UsageError, type CommandLine, type CommandSpec 
 import * as callInstructions from '../../../bench/call-instructions.js';
 import * as compareTrees from '../../../bench/compare-trees.js';
 import * as instructions from '../../../bench/instructions.js';
+import { RUN_COMMAND, runOptions } from '../../../bench/run-options.js';
 import * as scriptMicro from '../../../bench/redis-script-micro.js';
 import * as schedDelay from '../../../bench/sched-delay.js';
 import * as workerProfile from '../../../bench/worker-profile.js';
@@ -73,5 +74,19 @@ describe('bench tool options', () => {
     expect(tool(['a', '--rounds', '5', 'b', '--calls', '100'])).toEqual({ trees: ['a', 'b'], calls: 100, rounds: 5 });
     expect(() => tool(['a', 'b', 'c'])).toThrow(UsageError);
     expect(() => tool(['--calls', '-1'])).toThrow(UsageError);
+  });
+
+  it('npm run bench: --quick sets its own defaults, later options override them; integers in range only', () => {
+    const tool = (argv: string[]) => read(RUN_COMMAND, runOptions, argv);
+    const full = tool([]);
+    expect({ quick: full.quick, rounds: full.rounds, durationS: full.durationS, micro: full.micro, profile: full.profile, out: full.out }).toEqual({ quick: false, rounds: 5, durationS: 6, micro: true, profile: true, out: 'latest' });
+    const quick = tool(['--rounds', '3', '--quick', '--only', 'direct,router', '--no-profile']);
+    expect({ quick: quick.quick, rounds: quick.rounds, durationS: quick.durationS, micro: quick.micro, only: quick.only, out: quick.out }).toEqual({ quick: true, rounds: 3, durationS: 2, micro: false, only: ['direct', 'router'], out: 'quick' });
+    expect(tool(['--no-micro', '--workers', '4', '--connections', '128', '--out', 'tracing'])).toMatchObject({ micro: false, profile: true, workers: 4, connections: 128, out: 'tracing' });
+    expect(() => tool(['--workers', '0'])).toThrow('--workers: expected an integer from 1 to 64, got "0"');
+    expect(() => tool(['--rounds', '2.5'])).toThrow(UsageError);
+    expect(() => tool(['--out', '../x'])).toThrow(UsageError);
+    expect(() => tool(['--quik'])).toThrow('unknown option "--quik"');
+    expect(() => tool(['--only'])).toThrow('--only: expected a value');
   });
 });
