@@ -8,7 +8,7 @@
 export interface CommandSpec {
   /** Usage line(s): printed on stdout for --help, on stderr after a usage error. */
   readonly usage: string;
-  /** Options followed by a value (`--rounds N`); the value is the next argument, whatever it is. */
+  /** Options followed by a value (`--rounds N`): the next argument, which may start with '-' but not be another option of the tool or --help. */
   readonly values?: readonly string[];
   /** Options that stand alone (`--v8-threads`). */
   readonly flags?: readonly string[];
