@@ -12,7 +12,10 @@
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
  * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
- * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. Server CPU per
+ * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. `--floor-args-a` and
+ * `--floor-args-b` give a `:uws-http1-proxy` side the floor's calibration options: `--burn-us U`
+ * spins U µs of CPU per request, `--garbage-objects K` allocates K short-lived objects per
+ * request, to see how much of a router's latency its CPU and its allocation alone explain. Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
  * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
  * From the same accounting: how often the side's threads were put on a CPU per request (each
@@ -38,14 +41,14 @@ interface TreeModules extends TargetModules {
   cpu: { processTree(root: number): number[] };
 }
 
-interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[]; workers: number }
+interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[]; floorArgs: string[]; workers: number }
 
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"]',
-  values: ['--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b'],
+  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"]',
+  values: ['--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--floor-args-a', '--floor-args-b'],
   positionals: [2, 2],
 };
 
@@ -61,11 +64,16 @@ async function load(tree: string): Promise<TreeModules> {
 
 const fixed = (v: number, digits: number): string => (Number.isFinite(v) ? v.toFixed(digits) : '–');
 
-export interface CompareOptions { positional: readonly string[]; rounds: number; durationS: number; rate: number | undefined; workers: [number, number]; nodeArgs: [string[], string[]] }
+export interface CompareOptions {
+  positional: readonly string[]; rounds: number; durationS: number; rate: number | undefined; workers: [number, number];
+  nodeArgs: [string[], string[]];
+  /** A floor side's calibration options (upstream-proxy's `--burn-us U --garbage-objects K`). */
+  floorArgs: [string[], string[]];
+}
 
 /** The tool's settings from its command line (the trees' scenarios are checked once their builds are loaded). */
 export function compareOptions(line: CommandLine): CompareOptions {
-  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []] };
+  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], floorArgs: [[], []] };
   // In the order given: --workers sets both sides, a later --workers-a or -b one of them.
   for (const [name, value] of line.options) {
     if (name === '--rounds') o.rounds = positiveNumber(name, value);
@@ -73,13 +81,14 @@ export function compareOptions(line: CommandLine): CompareOptions {
     else if (name === '--rate') o.rate = positiveNumber(name, value);
     else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
     else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
+    else if (name === '--floor-args-a' || name === '--floor-args-b') o.floorArgs[name.endsWith('a') ? 0 : 1] = value.split(/\s+/).filter((f) => f.length > 0);
     else o.nodeArgs[name.endsWith('a') ? 0 : 1] = value.split(/\s+/).filter((f) => f.length > 0);
   }
   return o;
 }
 
 async function main(): Promise<void> {
-  const { positional, rounds, durationS, rate, workers, nodeArgs } = readCommandLine(COMMAND, compareOptions);
+  const { positional, rounds, durationS, rate, workers, nodeArgs, floorArgs } = readCommandLine(COMMAND, compareOptions);
   const sides: Side[] = [];
   for (const [i, arg] of positional.entries()) {
     const [tree, id = 'router-local'] = arg.split(':');
@@ -90,7 +99,8 @@ async function main(): Promise<void> {
       exitWithUsageError(COMMAND, `${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
     }
     if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) exitWithUsageError(COMMAND, `${arg}: Node flags apply to a router side only`);
-    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], workers: workers[i] });
+    if (floorArgs[i].length > 0 && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: floor arguments apply to a uws-http1-proxy side only`);
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], floorArgs: floorArgs[i], workers: workers[i] });
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
@@ -100,7 +110,7 @@ async function main(): Promise<void> {
   const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {
-      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs });
+      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, floorArgs: s.floorArgs });
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up

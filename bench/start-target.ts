@@ -15,7 +15,8 @@ export interface TargetModules {
     startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>;
     tempDir(prefix: string): string;
     startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
-    startHttp1Proxy(upstream: string, workers: number): Promise<Target>;
+    /** `extraArgs`: ignored by trees older than the floor's calibration options. */
+    startHttp1Proxy(upstream: string, workers: number, extraArgs?: readonly string[]): Promise<Target>;
     /** Absent from trees older than the reference proxies. */
     startReferenceProxy?(kind: 'node' | 'uws', upstream: string, workers: number): Promise<Target>;
   };
@@ -37,6 +38,8 @@ export interface TargetStart {
   readonly redis: string | null;
   /** Node flags for a router's processes. */
   readonly nodeArgs?: string[];
+  /** The floor's calibration options (uws-http1-proxy: `--burn-us U`, `--garbage-objects K`). */
+  readonly floorArgs?: readonly string[];
   /** nginx's binary (default: `nginx` on PATH). */
   readonly nginxBin?: string;
   /** The access log's file (default: one in a fresh temp dir). */
@@ -48,7 +51,7 @@ export interface TargetStart {
 
 export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart): Promise<Target> {
   if (target === 'nginx') return m.targets.startNginx(s.nginxBin ?? 'nginx', s.mock.port, s.workers);
-  if (target === 'uws-http1-proxy') return m.targets.startHttp1Proxy(s.mock.url, s.workers);
+  if (target === 'uws-http1-proxy') return m.targets.startHttp1Proxy(s.mock.url, s.workers, s.floorArgs ?? []);
   if (target === 'node-proxy' || target === 'uws-proxy') {
     if (m.targets.startReferenceProxy === undefined) throw new Error(`this tree's bench cannot start ${target}`);
     return m.targets.startReferenceProxy(target === 'node-proxy' ? 'node' : 'uws', s.mock.url, s.workers);

@@ -51,12 +51,15 @@ export async function startRouter(name: string, resourcesYaml: string, workers: 
   return { name, url: proc.url, port: proc.port, proc };
 }
 
-/** bench/upstream-proxy.ts with the router's HTTP/1.1 client: the bare floor of the router's own stack. */
-export async function startHttp1Proxy(upstream: string, workers: number): Promise<Target> {
+/**
+ * bench/upstream-proxy.ts with the router's HTTP/1.1 client: the bare floor of the router's own
+ * stack. `extraArgs`: its calibration options (`--burn-us U`, `--garbage-objects K`).
+ */
+export async function startHttp1Proxy(upstream: string, workers: number, extraArgs: readonly string[] = []): Promise<Target> {
   const port = await freePort();
   const name = 'bare uWS + http1 proxy';
   const proc = startProcess(
-    [join(DIST_BENCH, 'upstream-proxy.js'), '--client', 'http1', '--port', String(port), '--upstream', upstream, '--workers', String(workers)], {}, { name, ...KEEP });
+    [join(DIST_BENCH, 'upstream-proxy.js'), '--client', 'http1', '--port', String(port), '--upstream', upstream, '--workers', String(workers), ...extraArgs], {}, { name, ...KEEP });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${name} to be ready`, proc, () => new RegExp(`ready with ${workers} workers`).test(proc.output()));
   return { name, url, port, proc };

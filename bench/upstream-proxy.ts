@@ -3,8 +3,12 @@
  * clients of bench/upstream-candidates.ts (no parsing, routing, limits or log):
  *
  *   node dist/bench/upstream-proxy.js --client pool|client|http1 --port P --upstream http://HOST:PORT --workers N
+ *     [--burn-us U] [--garbage-objects K]
  *
- * Prints "<name> ready with N workers" once all workers listen.
+ * Prints "<name> ready with N workers" once all workers listen. For calibration only (what part of
+ * the router's latency its CPU and its allocation explain): `--burn-us U` spins until the process
+ * has used U µs more CPU, per request before forwarding it, `--garbage-objects K` allocates K small objects per request that
+ * die young; both 0 by default.
  */
 import cluster from 'node:cluster';
 import { loadUws } from 'inference-router/http/uws';
@@ -16,8 +20,32 @@ const uWS = loadUws(false);
 
 const SKIP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'host', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 
-function worker(kind: CandidateKind, port: number, upstream: string): void {
+/** Per request: U µs of CPU spun and K short-lived objects allocated (calibration; 0 and 0: none). */
+interface Ballast { readonly burnUs: number; readonly garbageObjects: number }
+
+/** Kept so the allocation is not optimised away; replaced by the next request's. */
+let lastGarbage: unknown = null;
+
+function carry(b: Ballast): void {
+  if (b.burnUs > 0) {
+    // Until the process has run U µs more (not U µs of wall time: a spin preempted halfway must
+    // still cost its CPU, as the router's own work would).
+    const start = process.cpuUsage();
+    for (;;) {
+      const used = process.cpuUsage(start);
+      if (used.user + used.system >= b.burnUs) break;
+    }
+  }
+  if (b.garbageObjects > 0) {
+    const objects: { i: number; next: unknown }[] = [];
+    for (let i = 0; i < b.garbageObjects; i++) objects.push({ i, next: null });
+    lastGarbage = objects;
+  }
+}
+
+function worker(kind: CandidateKind, port: number, upstream: string, ballast: Ballast): void {
   const candidate = makeCandidate(kind, upstream);
+  const carrying = ballast.burnUs > 0 || ballast.garbageObjects > 0;
   uWS.App().any('/*', (res, req) => {
     const query = req.getQuery();
     const path = query ? `${req.getUrl()}?${query}` : req.getUrl();
@@ -33,6 +61,7 @@ function worker(kind: CandidateKind, port: number, upstream: string): void {
     res.onData((ab, last) => {
       parts.push(Buffer.from(ab.slice(0)));
       if (!last || aborted) return;
+      if (carrying) carry(ballast);
       call = candidate.send(res, path, headers, parts.length === 1 ? parts[0] : Buffer.concat(parts));
     });
   }).listen('127.0.0.1', port, (socket) => {
@@ -49,6 +78,17 @@ const at = argv.indexOf('--client');
 const kind = argv[at + 1] as CandidateKind;
 if (at === -1 || !CANDIDATES.includes(kind)) throw new Error(`--client: one of ${CANDIDATES.join(', ')}`);
 argv.splice(at, 2);
+const ballast: Ballast = { burnUs: takeCount(argv, '--burn-us'), garbageObjects: takeCount(argv, '--garbage-objects') };
 const args = parseReferenceArgs(argv);
 if (cluster.isPrimary) startReferencePrimary(`upstream proxy (${kind})`, args.workers);
-else worker(kind, args.port, args.upstream);
+else worker(kind, args.port, args.upstream, ballast);
+
+/** Removes `name N` from argv and gives N (an integer ≥ 0), or 0 when absent. */
+function takeCount(argv: string[], name: string): number {
+  const i = argv.indexOf(name);
+  if (i === -1) return 0;
+  const n = Number(argv[i + 1]);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}: expected an integer of 0 or more, got ${JSON.stringify(argv[i + 1])}`);
+  argv.splice(i, 2);
+  return n;
+}
