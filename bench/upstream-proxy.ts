@@ -6,9 +6,9 @@
  *     [--burn-us U] [--garbage-objects K]
  *
  * Prints "<name> ready with N workers" once all workers listen. For calibration only (what part of
- * the router's latency its CPU and its allocation explain): `--burn-us U` spins until the process
- * has used U µs more CPU, per request before forwarding it, `--garbage-objects K` allocates K small objects per request that
- * die young; both 0 by default.
+ * the router's latency its CPU and its allocation explain), per request before forwarding it:
+ * `--burn-us U` spins until the process has used U µs more CPU; `--garbage-objects K` allocates
+ * K small objects that die young. Both 0 by default.
  */
 import cluster from 'node:cluster';
 import { loadUws } from 'inference-router/http/uws';
