@@ -19,12 +19,14 @@ export async function proxyWithRetries(
 ): Promise<AnswerUsage | null> {
   const up = api.upstreamBody(x.body, req, server.model);
   const retry = server.retry;
-  const tried: EndpointState[] = [];
+  // The pods tried: the first alone until a retry (no array for the usual single attempt).
+  let first: EndpointState | null = null;
+  let tried: EndpointState[] | null = null;
   let lastError: RouterError | null = null;
   for (let attempt = 0; ; attempt++) {
-    const endpoint = scheduler.pick(server, tried.length === 0 ? null : tried, prompt);
+    const endpoint = scheduler.pick(server, first === null ? null : (tried ??= [first]), prompt);
     if (endpoint === null) {
-      if (tried.length === 0) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503, null, 'no_ready_endpoint');
+      if (first === null) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503, null, 'no_ready_endpoint');
       break;
     }
     if (attempt > 0) {
@@ -32,7 +34,8 @@ export async function proxyWithRetries(
       if (retry.intervalMs > 0) await new Promise((r) => setTimeout(r, retry.intervalMs));
       if (!x.writable) return null; // client left while we waited
     }
-    tried.push(endpoint);
+    if (first === null) first = endpoint;
+    else tried!.push(endpoint);
     x.ctx.selectedPod = endpoint.name;
     if (span !== null) span.pod = endpoint.origin;
     let r: AnswerUsage | null | 'retry';
@@ -56,5 +59,5 @@ export async function proxyWithRetries(
     if (attempt >= retry.attempts || !x.writable) break;
   }
   if (lastError !== null) throw lastError;
-  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');
+  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${(tried ?? [first!]).map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');
 }

@@ -18,12 +18,9 @@ export function startUpstreamCall(
   const ctx = x.ctx;
   const call = new UpstreamCall(x, api, tokens, endpoint, up.stripUsage);
   x.upstream = call;
-  const headers = x.forwardHeaders.slice();
+  const headers = withRouterHeaders(x.forwardHeaders, ctx.requestId, x.traceparent);
   // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.
   if (up.body !== x.body) dropNamed(headers, REWRITTEN_BODY);
-  // The client adds host and content-length.
-  headers.push('x-request-id', ctx.requestId, 'content-type', 'application/json');
-  if (x.traceparent !== null) headers.push('traceparent', x.traceparent);
   // Timed per attempt: after a connection failure, the pod that answered is measured.
   ctx.tUpstreamStart = performance.now();
   ctx.tUpstreamEnd = 0;
@@ -72,3 +69,24 @@ export function upstreamResult(
 }
 
 const REWRITTEN_BODY = ['content-encoding'];
+
+/**
+ * The client's forwarded headers and the router's (request id, content type, trace context), as
+ * one flat array made at its final length: no copy grown by pushes, and no Array.prototype.concat,
+ * which takes V8's generic runtime path when given strings. The HTTP/1.1 client adds host and
+ * content-length.
+ */
+function withRouterHeaders(forward: readonly string[], requestId: string, traceparent: string | null): string[] {
+  const n = forward.length;
+  const headers = new Array<string>(traceparent === null ? n + 4 : n + 6);
+  for (let i = 0; i < n; i++) headers[i] = forward[i];
+  headers[n] = 'x-request-id';
+  headers[n + 1] = requestId;
+  headers[n + 2] = 'content-type';
+  headers[n + 3] = 'application/json';
+  if (traceparent !== null) {
+    headers[n + 4] = 'traceparent';
+    headers[n + 5] = traceparent;
+  }
+  return headers;
+}

@@ -85,6 +85,16 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-2"')).toBe(1);
   });
 
+  it('trafficPolicy.retry.attempts 0: a pod that cannot be reached is not left for another, and the 502 names it', async () => {
+    const [p1, p2] = [await freePort(), await freePort()];
+    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 0 } }\n'), { workers: 1 });
+    for (let i = 0; i < 3; i++) {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
+      expect(r.status).toBe(502);
+      expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d\)$/);
+    }
+  });
+
   it('trafficPolicy.retry: a pod that times out before answering is left for another pod', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
     const fast = await startMock('pod-fast');
