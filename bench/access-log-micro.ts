@@ -26,10 +26,9 @@ import { DEFAULT_FLUSH_INTERVAL_MS } from 'inference-router/observe/access-log-s
 import { maxWriteFor } from 'inference-router/observe/access-log-sink';
 import sonicBoom from 'sonic-boom';
 import type { AccessRecord } from 'inference-router/observe/access-record';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/access-log-micro.js   (no options; settings from BENCH_RECORDS, BENCH_PER_TURN, BENCH_ROUNDS, BENCH_FLUSH_INTERVAL_MS, BENCH_OUTPUT)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/access-log-micro.js   (no options; settings from BENCH_RECORDS, BENCH_PER_TURN, BENCH_ROUNDS, BENCH_FLUSH_INTERVAL_MS, BENCH_OUTPUT)');
 
 const N = Number(process.env.BENCH_RECORDS ?? 200_000);
 const PER_TURN = Number(process.env.BENCH_PER_TURN ?? 50);

@@ -12,10 +12,9 @@ import { performance } from 'node:perf_hooks';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { parseAuthConfig } from 'inference-router/auth/auth-config';
 import { Authenticator } from 'inference-router/auth/authenticator';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/auth-micro.js   (no options)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/auth-micro.js   (no options)');
 
 const KEY = 'sk-bench-0123456789abcdef0123456789';
 

@@ -101,6 +101,11 @@ export function readCommandLine<T>(spec: CommandSpec, read: (line: CommandLine) 
   }
 }
 
+/** For a tool that takes no arguments (its settings, if any, come from the environment): --help only. */
+export function takesNoArguments(usage: string): void {
+  readCommandLine({ usage }, () => undefined);
+}
+
 /**
  * Prints `<tool>: <message>` and the usage on stderr and exits 2; also for a value found wrong
  * only after the command line was read (a scenario another tree's build must name).

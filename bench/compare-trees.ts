@@ -81,10 +81,15 @@ export function compareOptions(line: CommandLine): CompareOptions {
     else if (name === '--rate') o.rate = positiveNumber(name, value);
     else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
     else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
-    else if (name === '--floor-args-a' || name === '--floor-args-b') o.floorArgs[name.endsWith('a') ? 0 : 1] = value.split(/\s+/).filter((f) => f.length > 0);
-    else o.nodeArgs[name.endsWith('a') ? 0 : 1] = value.split(/\s+/).filter((f) => f.length > 0);
+    else if (name === '--floor-args-a' || name === '--floor-args-b') o.floorArgs[name.endsWith('a') ? 0 : 1] = words(value);
+    else o.nodeArgs[name.endsWith('a') ? 0 : 1] = words(value);
   }
   return o;
+}
+
+/** A side's extra arguments (Node flags, the floor's options), given as one string: its words. */
+function words(value: string): string[] {
+  return value.split(/\s+/).filter((w) => w.length > 0);
 }
 
 async function main(): Promise<void> {

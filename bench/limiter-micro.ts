@@ -18,10 +18,10 @@ import type { RateLimitSpec } from 'inference-router/config/resource-types';
 import { CounterStore } from 'inference-router/ratelimit/local/counter-store';
 import { LocalLimitClient } from 'inference-router/ratelimit/local/limit-client';
 import { attachLocalLimitHost } from 'inference-router/ratelimit/local/limit-host';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments (the workers, started with the same ones, do not read them).
-if (cluster.isPrimary) readCommandLine({ usage: 'Usage: node dist/bench/limiter-micro.js   (no options; BENCH_WORKERS: workers for the all-workers step)' }, () => undefined);
+// The workers, started with the same arguments, do not read them.
+if (cluster.isPrimary) takesNoArguments('Usage: node dist/bench/limiter-micro.js   (no options; BENCH_WORKERS: workers for the all-workers step)');
 
 const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000, unit: 'day', global: null, mode: 'enforce' };
 const ROUTE = 'bench/route';

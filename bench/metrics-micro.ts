@@ -11,10 +11,9 @@ import { performance } from 'node:perf_hooks';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { RequestContext } from 'inference-router/http/request-context';
 import { RouterMetrics } from 'inference-router/observe/metrics';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/metrics-micro.js   (no options)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/metrics-micro.js   (no options)');
 
 const N = 2_000_000;
 const STATUSES = [[200, null], [200, null], [200, null], [429, 'rate_limit'], [502, 'upstream_error']] as const;

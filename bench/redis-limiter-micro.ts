@@ -26,10 +26,9 @@ import type { RateLimitSpec } from 'inference-router/config/resource-types';
 import { CounterStore } from 'inference-router/ratelimit/local/counter-store';
 import { RedisLimiter } from 'inference-router/ratelimit/redis/limiter';
 import { parseRedisLimitSettings } from 'inference-router/ratelimit/redis/settings';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/redis-limiter-micro.js   (no options; BENCH_DECISIONS per scenario, REDIS_SERVER_BIN)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/redis-limiter-micro.js   (no options; BENCH_DECISIONS per scenario, REDIS_SERVER_BIN)');
 
 const N = Number(process.env.BENCH_DECISIONS ?? 20_000);
 const LIMIT: RateLimitSpec = { inputTokensPerUnit: Number.MAX_SAFE_INTEGER, outputTokensPerUnit: 1_000_000_000_000, unit: 'day', global: null, mode: 'enforce' };

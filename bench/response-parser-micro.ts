@@ -11,10 +11,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ResponseParser, type ParserSink } from 'inference-router/upstream/http1/response-parser';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/response-parser-micro.js   (no options)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/response-parser-micro.js   (no options)');
 
 const N = 1_000_000;
 const BODY = '{"id":"cmpl-mock-95224","object":"text_completion","created":1795684340,"model":"sf-model","pod":"mock","choices":[{"index":0,"text":"tok tok tok tok tok tok tok tok tok tok tok tok tok tok tok tok ","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":16,"total_tokens":21}}';

@@ -15,10 +15,9 @@ import { textPrompt } from 'inference-router/tokens/prompt-text';
 import type { EndpointState } from 'inference-router/upstream/endpoint-registry';
 import { PodHealth } from 'inference-router/upstream/pod-health';
 import { PodLoad } from 'inference-router/upstream/pod-load';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/scheduler-micro.js   (no options)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/scheduler-micro.js   (no options)');
 
 const PODS = 100;
 const NOW = 1e12;

@@ -17,10 +17,9 @@ import { median } from './order-stats.js';
 import { createTokenCounter, type RouterTokenCounter } from 'inference-router/tokens/create-token-counter';
 import { DEFAULT_INLINE_MAX_CHARS, parseTokenizerSettings } from 'inference-router/tokens/tokenizer-settings';
 import { extractPromptText } from 'inference-router/api/openai-prompt';
-import { readCommandLine } from './cli-args.js';
+import { takesNoArguments } from './cli-args.js';
 
-// Only --help: the tool takes no arguments.
-readCommandLine({ usage: 'Usage: node dist/bench/tokenizer-micro.js   (no options)' }, () => undefined);
+takesNoArguments('Usage: node dist/bench/tokenizer-micro.js   (no options)');
 
 const VOCABULARY = ('the of and to a in is it you that he was for on are with as I his they be at one have this from or had by ' +
   'word but what some we can out other were all there when up use your how said an each she which do their time if will way ' +
