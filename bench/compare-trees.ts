@@ -10,7 +10,7 @@
  * with `:router-log` against itself with `:router-local` for the cost of a feature
  * (`:router-global` starts a redis-server for the global limit), or a reference on the same
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
- * asks for a fixed rate (wrk think time, as the main bench's fixed-rate run); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
+ * asks for a fixed rate: with wrk think time by default, or with `--load poisson` / `--load uniform` open-loop arrivals (bench/load-open-loop.ts); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
  * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. `--floor-args-a` and
  * `--floor-args-b` give a `:uws-http1-proxy` side the floor's calibration options: `--burn-us U`
@@ -26,7 +26,8 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { exitWithUsageError, positiveNumber, readCommandLine, type CommandLine, type CommandSpec } from './cli-args.js';
+import { exitWithUsageError, positiveNumber, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
+import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, type SchedStat } from './proc-cpu.js';
 import { median } from './order-stats.js';
@@ -47,8 +48,8 @@ interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"]',
-  values: ['--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--floor-args-a', '--floor-args-b'],
+  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--load wrk|poisson|uniform]',
+  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--floor-args-a', '--floor-args-b'],
   positionals: [2, 2],
 };
 
@@ -66,6 +67,8 @@ const fixed = (v: number, digits: number): string => (Number.isFinite(v) ? v.toF
 
 export interface CompareOptions {
   positional: readonly string[]; rounds: number; durationS: number; rate: number | undefined; workers: [number, number];
+  /** The load generator: wrk (closed loop, or think time with a rate) or open-loop's scheduled arrivals (a rate required). */
+  load: 'wrk' | Arrivals;
   nodeArgs: [string[], string[]];
   /** A floor side's calibration options (upstream-proxy's `--burn-us U --garbage-objects K`). */
   floorArgs: [string[], string[]];
@@ -73,10 +76,13 @@ export interface CompareOptions {
 
 /** The tool's settings from its command line (the trees' scenarios are checked once their builds are loaded). */
 export function compareOptions(line: CommandLine): CompareOptions {
-  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], floorArgs: [[], []] };
+  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], floorArgs: [[], []], load: 'wrk' };
   // In the order given: --workers sets both sides, a later --workers-a or -b one of them.
   for (const [name, value] of line.options) {
-    if (name === '--rounds') o.rounds = positiveNumber(name, value);
+    if (name === '--load') {
+      if (value !== 'wrk' && value !== 'poisson' && value !== 'uniform') throw new UsageError(`--load is wrk, poisson or uniform, not "${value}"`);
+      o.load = value;
+    } else if (name === '--rounds') o.rounds = positiveNumber(name, value);
     else if (name === '--duration') o.durationS = positiveNumber(name, value);
     else if (name === '--rate') o.rate = positiveNumber(name, value);
     else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
@@ -84,6 +90,7 @@ export function compareOptions(line: CommandLine): CompareOptions {
     else if (name === '--floor-args-a' || name === '--floor-args-b') o.floorArgs[name.endsWith('a') ? 0 : 1] = words(value);
     else o.nodeArgs[name.endsWith('a') ? 0 : 1] = words(value);
   }
+  if (o.load !== 'wrk' && o.rate === undefined) throw new UsageError(`--load ${o.load} needs --rate`);
   return o;
 }
 
@@ -93,7 +100,10 @@ function words(value: string): string[] {
 }
 
 async function main(): Promise<void> {
-  const { positional, rounds, durationS, rate, workers, nodeArgs, floorArgs } = readCommandLine(COMMAND, compareOptions);
+  const { positional, rounds, durationS, rate, workers, nodeArgs, floorArgs, load: loadKind } = readCommandLine(COMMAND, compareOptions);
+  const openLoop = loadKind === 'wrk' ? null : openLoopBinary();
+  if (openLoop !== null && !('bin' in openLoop)) exitWithUsageError(COMMAND, `--load ${loadKind}: ${openLoop.reason}`);
+  const generator = openLoop === null ? 'wrk' : 'open-loop';
   const sides: Side[] = [];
   for (const [i, arg] of positional.entries()) {
     const [tree, id = 'router-local'] = arg.split(':');
@@ -125,7 +135,7 @@ async function main(): Promise<void> {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
         const redisBefore = redis === null ? null : await redisReading(redis);
         const before = pids.map(schedStat);
-        const x = await m0.wrk.runWrk('wrk', spec(s, durationS));
+        const x = openLoop === null ? await m0.wrk.runWrk('wrk', spec(s, durationS)) : await runOpenLoop(openLoop.bin, spec(s, durationS), loadKind as Arrivals);
         const after = pids.map(schedStat);
         const redisAfter = redis === null ? null : await redisReading(redis);
         const n = x.rps * durationS;
@@ -143,13 +153,14 @@ async function main(): Promise<void> {
         };
         results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
-          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, wrk ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
+          + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, ${generator} ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
           + (store === null ? '' : `; redis-server ${store.cpuUs.toFixed(2)} µs CPU/request, ${store.calls.toFixed(3)} script calls/request, ${store.usecPerCall.toFixed(1)} µs running each`)
           + '\n');
       }
     }
-    process.stdout.write(`${rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked`}, ${rounds} rounds of ${durationS} s, medians:\n\n`
-      + '| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | wrk CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n');
+    const loadName = loadKind === 'wrk' ? (rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked (wrk think time)`) : `fixed rate ${rate} req/s, ${loadKind} arrivals (open-loop)`;
+    process.stdout.write(`${loadName}, ${rounds} rounds of ${durationS} s, medians:\n\n`
+      + `| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | ${generator} CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n`);
     for (const s of sides) {
       const r = results.get(s.label)!;
       process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);

@@ -7,14 +7,14 @@ export interface LoadSpec {
   readonly bodies: readonly string[];
   readonly connections: number;
   readonly durationS: number;
-  /** Fixed overall request rate (autocannon: overallRate; wrk: per-connection delay); absent = closed loop. */
+  /** Fixed overall request rate (autocannon: overallRate; wrk: per-connection delay; open-loop: scheduled arrivals); absent = closed loop. */
   readonly rate?: number;
   /** Extra request headers, e.g. authorization. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface LoadResult {
-  readonly tool: 'wrk' | 'autocannon';
+  readonly tool: 'wrk' | 'autocannon' | 'open-loop';
   /** Completed requests (any status). */
   readonly requests: number;
   readonly seconds: number;
@@ -26,4 +26,6 @@ export interface LoadResult {
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly p999: number; readonly mean: number; readonly max: number };
   /** CPU ms the load generator itself used. */
   readonly loadCpuMs: number;
+  /** open-loop only: requests that found no free connection at their scheduled time (their wait is in the latency). */
+  readonly late?: number;
 }
