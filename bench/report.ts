@@ -20,11 +20,13 @@ export interface BenchReport {
   readonly wrk: readonly ScenarioSummary[];
   readonly autocannon: readonly ScenarioSummary[];
   readonly fixedRate: { readonly rate: number; readonly tool: string; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
+  /** The same rate from bench/load-open-loop.ts (absent in reports written before it, null where no C compiler was found). */
+  readonly openLoop?: { readonly rate: number; readonly arrivals: string; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
   readonly streams: { readonly probe: readonly ProbeResult[]; readonly routerCpuUsPerChunk: Spread | null; readonly mockCpuUsPerChunk: Spread | null } | null;
   readonly micro: readonly MicroOutput[];
   readonly profile: ProfileSummary | null;
   readonly goals: readonly Goal[];
-  readonly samples: { readonly wrk: readonly Sample[]; readonly autocannon: readonly Sample[]; readonly fixedRate: readonly Sample[] };
+  readonly samples: { readonly wrk: readonly Sample[]; readonly autocannon: readonly Sample[]; readonly fixedRate: readonly Sample[]; readonly openLoop?: readonly Sample[] };
 }
 
 const int = (x: number): string => Math.round(x).toLocaleString('en-US');
@@ -79,6 +81,9 @@ export function markdown(r: BenchReport): string {
   if (r.fixedRate !== null) {
     const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';
     parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
+  }
+  if (r.openLoop !== undefined && r.openLoop !== null) {
+    parts.push(`## Fixed rate: ${int(r.openLoop.rate)} req/s, open-loop (${r.openLoop.arrivals} arrivals spaced in µs, each request sent at its scheduled time and timed from it), ${r.openLoop.connections} connections\n\n${scenarioTable(r.openLoop.results)}\n`);
   }
   if (r.streams !== null) {
     const p = r.streams.probe;

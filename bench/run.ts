@@ -2,7 +2,7 @@
  * `npm run bench [-- options]`: starts the mock backends, the router variants, the reference
  * proxies (nginx, plain Node, bare uWS) and a redis-server; runs every scenario with wrk in
  * interleaved rounds (A B C… A B C…), a subset with autocannon, a fixed-rate run at half the
- * full router's peak, a streaming latency probe, the limiter micro benchmarks and a CPU profile;
+ * full router's peak (wrk think time, then open-loop's scheduled arrivals), a streaming latency probe, the limiter micro benchmarks and a CPU profile;
  * writes bench/results/<out>.json|.md|.svg. See docs/benchmarks.md.
  */
 import { createHash } from 'node:crypto';
@@ -14,6 +14,7 @@ import { runAutocannon } from './load-autocannon.js';
 import { probeStreams } from './load-stream-probe.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
+import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
 import * as targetsModule from './targets.js';
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
   }
 
   const fixed: Sample[] = [];
+  const openLoopFixed: Sample[] = [];
   const full = scenarios.find((s) => s.id === FULL_ROUTER);
   const direct = scenarios.find((s) => s.id === 'direct');
   const peak = spread(wrk.filter((s) => s.scenario === FULL_ROUTER).map((s) => s.result.rps));
@@ -140,6 +142,21 @@ async function main(): Promise<void> {
     for (let r = 0; r < Math.max(1, opts.autocannonRounds); r++) {
       for (const sc of [direct, full, ...references]) await measure(sc, r, () => load(specOf(sc, opts.durationS, rate)), fixed);
     }
+    // The same rate with arrivals spaced in microseconds and every request sent at its time
+    // (wrk's think time sends a burst each millisecond, and slows down as a target's latency
+    // grows, so a slower target is measured at a lower rate than the one asked).
+    const openLoop = openLoopBinary();
+    if ('bin' in openLoop) {
+      log(`fixed rate ${rate} req/s, open-loop (Poisson arrivals)`);
+      for (let r = 0; r < Math.max(1, opts.autocannonRounds); r++) {
+        for (const sc of [direct, full, ...references]) await measure(sc, r, () => runOpenLoop(openLoop.bin, specOf(sc, opts.durationS, rate), 'poisson'), openLoopFixed);
+      }
+      const reached = (id: string): string => {
+        const xs = fixed.filter((x) => x.scenario === id);
+        return xs.length === 0 ? '–' : `${Math.round((100 * xs.reduce((a, x) => a + x.result.rps, 0)) / xs.length / rate)}%`;
+      };
+      notes.push(`fixed rate: wrk's think time reached ${reached(FULL_ROUTER)} of the asked rate on the full router and ${reached('direct')} direct; open-loop sends every request at its scheduled time (bench/load-open-loop.ts)`);
+    } else notes.push(`fixed rate with open-loop arrivals not run: ${openLoop.reason}`);
   }
 
   let streams: BenchReport['streams'] = null;
@@ -202,11 +219,12 @@ async function main(): Promise<void> {
     wrk: summarize(scenarios, wrk, BASE_ROUTER),
     autocannon: summarize(scenarios, ac, BASE_ROUTER),
     fixedRate: fixed.length > 0 ? { rate, tool: fixed[0].result.tool, connections: opts.connections, results: summarize(scenarios, fixed, BASE_ROUTER) } : null,
+    openLoop: openLoopFixed.length > 0 ? { rate, arrivals: 'poisson', connections: opts.connections, results: summarize(scenarios, openLoopFixed, BASE_ROUTER) } : null,
     streams,
     micro,
     profile,
-    goals: evaluateGoals(wrk, fixed, FULL_ROUTER),
-    samples: { wrk, autocannon: ac, fixedRate: fixed },
+    goals: evaluateGoals(wrk, fixed, FULL_ROUTER, openLoopFixed),
+    samples: { wrk, autocannon: ac, fixedRate: fixed, openLoop: openLoopFixed },
   };
   const files = writeReport(join(ROOT, 'bench/results'), opts.out, report);
   log(`wrote ${files.join(', ')}`);

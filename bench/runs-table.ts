@@ -32,6 +32,8 @@ const GOAL = {
   noLeases: 'Redis limiter cost with leases off',
   p99: 'p99 added latency',
   beyond: 'the same, beyond what nginx adds',
+  openP99: 'p99 added at half load with open-loop',
+  openBeyond: 'the same with open-loop arrivals',
 } as const;
 
 /** A goal's median as measured ("0.74 (0.72–0.79)×" → "0.74×"), or – when it was not run. */
@@ -39,6 +41,12 @@ function median(goals: readonly Goal[], prefix: string): string {
   const g = goals.find((x) => x.name.startsWith(prefix));
   if (g === undefined || g.measured === 'not run') return '–';
   return g.measured.replace(/ \([^)]*\)/, '');
+}
+
+/** The open-loop p99 added and the part beyond nginx, or – for a run made before open-loop (or without a C compiler). */
+function openLoopCell(goals: readonly Goal[]): string {
+  const added = median(goals, GOAL.openP99);
+  return added === '–' ? '–' : `${added} (${median(goals, GOAL.openBeyond)})`;
 }
 
 /** The CPU model as the docs name hosts: "Intel(R) Xeon(R) Processor" → "Intel Xeon". */
@@ -63,15 +71,15 @@ export function runsTable(runs: readonly KeptRun[]): string {
   const latestNamed = latest === undefined ? undefined : named.find((r) => r.report.startedAt === latest.report.startedAt);
   const shown = latest !== undefined && latestNamed === undefined && isFullRun(latest.report) ? [...named, latest] : named;
   shown.sort((a, b) => a.report.startedAt.localeCompare(b.report.startedAt));
-  const head = '| run (UTC) | results | host | nginx CPU µs/req | full router × nginx | full router CPU µs/req | floor × nginx | local limit | access log | global, leases on / off | p99 added at half load (beyond nginx) | CPU per SSE chunk µs |\n'
-    + '|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+  const head = '| run (UTC) | results | host | nginx CPU µs/req | full router × nginx | full router CPU µs/req | floor × nginx | local limit | access log | global, leases on / off | p99 added at half load (beyond nginx) | the same, open-loop arrivals | CPU per SSE chunk µs |\n'
+    + '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
   return head + shown.map(({ file, report: r }) => {
     const isLatest = latest !== undefined && r.startedAt === latest.report.startedAt;
     const name = `\`${file.replace(/\.json$/, '.md')}\`${isLatest && file !== LATEST ? ' (latest)' : ''}`;
     const chunk = r.streams?.routerCpuUsPerChunk ?? null;
     return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostName(r.machine.cpuModel)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | `
       + `${median(r.goals, GOAL.floor)} | ${median(r.goals, GOAL.local)} | ${median(r.goals, GOAL.log)} | ${median(r.goals, GOAL.leases)} / ${median(r.goals, GOAL.noLeases)} | `
-      + `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)}) | ${chunk === null ? '–' : chunk.median.toFixed(2)} |`;
+      + `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)}) | ${openLoopCell(r.goals)} | ${chunk === null ? '–' : chunk.median.toFixed(2)} |`;
   }).join('\n') + '\n';
 }
 

@@ -1,0 +1,144 @@
+/**
+ * bench/open-loop (the C generator, compiled by load-open-loop.ts) against real node:http and
+ * net servers: requests leave at their scheduled times (not in millisecond bursts), latency is
+ * counted from the schedule (a slow server's queue shows), and answers are read by their framing.
+ */
+import { spawnSync } from 'node:child_process';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type Server as NetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openLoopBinary, rawRequests, runOpenLoop } from '../../../bench/load-open-loop.js';
+import type { LoadSpec } from '../../../bench/load-types.js';
+
+const built = openLoopBinary();
+const bin = (): string => {
+  if (!('bin' in built)) throw new Error(built.reason);
+  return built.bin;
+};
+
+const servers: (Server | NetServer)[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise<void>((resolve) => {
+    if ('closeAllConnections' in s) s.closeAllConnections();
+    s.close(() => resolve());
+  })));
+});
+
+/** A node:http server answering with `answer`; resolves to its URL and the arrival times (ms, hrtime) of the requests. */
+async function httpServer(answer: (req: IncomingMessage, res: ServerResponse, n: number) => void, keepAliveTimeoutMs = 5000): Promise<{ url: string; arrivals: number[] }> {
+  const arrivals: number[] = [];
+  const server = createHttpServer((req, res) => {
+    arrivals.push(Number(process.hrtime.bigint()) / 1e6);
+    req.resume();
+    req.on('end', () => answer(req, res, arrivals.length));
+  });
+  server.keepAliveTimeout = keepAliveTimeoutMs;
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/completions`, arrivals };
+}
+
+const ok = (_req: IncomingMessage, res: ServerResponse): void => {
+  res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+};
+
+const spec = (url: string, rate: number, durationS: number, connections: number): LoadSpec =>
+  ({ url, bodies: ['{"model":"m","prompt":"hi"}'], connections, durationS, rate });
+
+describe('open-loop', () => {
+  it('compiles', () => {
+    expect(built).toHaveProperty('bin');
+  });
+
+  it('sends evenly spaced arrivals at the asked rate, each at its own time', async () => {
+    const s = await httpServer(ok);
+    const r = await runOpenLoop(bin(), spec(s.url, 400, 1, 8), 'uniform');
+    expect(r.tool).toBe('open-loop');
+    expect(r.requests).toBe(400);
+    expect(r.errors).toBe(0);
+    expect(r.non2xx).toBe(0);
+    expect(r.late).toBe(0);
+    const gaps = s.arrivals.slice(1).map((t, i) => t - s.arrivals[i]).sort((a, b) => a - b);
+    // 2.5 ms apart; with millisecond timers most would come in pairs or bursts a few µs apart.
+    expect(gaps[Math.floor(gaps.length / 2)]).toBeGreaterThan(1.5);
+    expect(gaps.filter((g) => g < 0.2).length).toBeLessThan(gaps.length / 10);
+    expect(r.latencyMs.p50).toBeGreaterThan(0);
+  });
+
+  it('Poisson arrivals: about the asked count, not a fixed schedule', async () => {
+    const s = await httpServer(ok);
+    const r = await runOpenLoop(bin(), spec(s.url, 400, 1, 8), 'poisson');
+    expect(r.requests).toBeGreaterThan(300);
+    expect(r.requests).toBeLessThan(500);
+    expect(r.errors).toBe(0);
+  });
+
+  it('counts latency from the scheduled time: a server slower than the rate shows its queue', async () => {
+    // One connection, 50 ms an answer (20 a second), 100 a second asked for half a second.
+    const s = await httpServer((_req, res) => { setTimeout(() => ok(_req, res), 50); });
+    const r = await runOpenLoop(bin(), spec(s.url, 100, 0.5, 1), 'uniform');
+    expect(r.requests).toBe(50);
+    expect(r.late).toBeGreaterThan(40);
+    // The last request was scheduled at 0.49 s and answered after all 50 (2.5 s): a closed loop would say 50 ms.
+    expect(r.latencyMs.max).toBeGreaterThan(1500);
+    expect(r.latencyMs.p50).toBeGreaterThan(500);
+  });
+
+  it('reads chunked answers with trailers and interim answers, split across packets; counts non-2xx', async () => {
+    const s = await httpServer((_req, res, n) => {
+      res.writeProcessing();
+      if (n % 2 === 0) {
+        res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"busy"}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-done' });
+      res.write('first piece ');
+      setTimeout(() => {
+        res.write('second piece');
+        res.addTrailers({ 'x-done': 'yes' });
+        res.end();
+      }, 2);
+    });
+    const r = await runOpenLoop(bin(), spec(s.url, 200, 0.5, 4), 'uniform');
+    expect(r.requests).toBe(100);
+    expect(r.errors).toBe(0);
+    expect(r.non2xx).toBe(50);
+  });
+
+  it('reopens a keep-alive connection the server closed while it was idle', async () => {
+    const s = await httpServer(ok, 50);
+    const r = await runOpenLoop(bin(), spec(s.url, 5, 1, 1), 'uniform');
+    expect(r.requests).toBe(5);
+    expect(r.errors).toBe(0);
+  });
+
+  it('counts a malformed answer as an error and still reports', async () => {
+    const server = createNetServer((socket) => {
+      socket.on('data', () => socket.write('garbage\r\n\r\n'));
+      socket.on('error', () => {});
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/completions`;
+    const r = await runOpenLoop(bin(), spec(url, 50, 0.2, 2), 'uniform');
+    expect(r.requests).toBe(0);
+    expect(r.errors).toBe(10);
+  });
+
+  it('refuses a bad command line (exit 2) and prints its usage on --help (exit 0)', () => {
+    const bad = spawnSync(bin(), ['--rate', '-3'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--rate must be a positive number/);
+    const missing = spawnSync(bin(), ['--rate', '10'], { encoding: 'utf8' });
+    expect(missing.status).toBe(2);
+    const help = spawnSync(bin(), ['--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: open-loop/);
+  });
+
+  it('writes the requests as wrk sends them', () => {
+    const [raw] = rawRequests({ url: 'http://127.0.0.1:9/v1/chat/completions', bodies: ['{"a":"é"}'], connections: 1, durationS: 1, headers: { authorization: 'Bearer k' } });
+    expect(raw.toString('utf8')).toBe('POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Type: application/json\r\nauthorization: Bearer k\r\nContent-Length: 10\r\n\r\n{"a":"é"}');
+  });
+});
