@@ -43,7 +43,16 @@ describe('runsTable', () => {
     const rows = table.trim().split('\n').slice(2);
     expect(rows).toHaveLength(2);
     expect(rows[0]).toContain('2026-11-25 21:39 | `a-run.md` | Intel Xeon');
-    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | 14.4 | 0.74× | 26.7 | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | 0.53 |');
+    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | 14.4 | 0.74× | 26.7 | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
+  });
+
+  it('shows the open-loop p99 and its part beyond nginx where the run measured them', () => {
+    const withOpenLoop: Goal[] = [...GOALS,
+      { name: 'p99 added at half load with open-loop arrivals (Poisson, every request at its time)', target: '< 2 ms', measured: '4.35 ms (3.00 ms–27.20 ms)', met: false },
+      { name: 'the same with open-loop arrivals, beyond what nginx adds (nginx added 0.14 ms)', target: '< 2 ms', measured: '3.93 ms (2.87 ms–27.58 ms)', met: false },
+    ];
+    const [row] = runsTable([{ file: 'o-run.json', report: report('2026-11-27T09:51:44.753Z', 'Intel Xeon', withOpenLoop) }]).trim().split('\n').slice(2);
+    expect(row).toContain('| 2.05 ms (1.66 ms) | 4.35 ms (3.93 ms) | 0.53 |');
   });
 
   it('shows latest.json once, under the name of the run it copies, and alone when that run is not kept', () => {
