@@ -7,6 +7,7 @@ import { HELP, parseCommandLine, UsageError, type CommandLine, type CommandSpec 
 import * as callInstructions from '../../../bench/call-instructions.js';
 import * as compareTrees from '../../../bench/compare-trees.js';
 import * as instructions from '../../../bench/instructions.js';
+import * as latencySweep from '../../../bench/latency-sweep.js';
 import { RUN_COMMAND, runOptions } from '../../../bench/run-options.js';
 import * as scriptMicro from '../../../bench/redis-script-micro.js';
 import * as schedDelay from '../../../bench/sched-delay.js';
@@ -51,6 +52,32 @@ describe('bench tool options', () => {
     expect(tool(['a', 'b', '--rate', '9000', '--load', 'uniform']).load).toBe('uniform');
     expect(() => tool(['a', 'b', '--load', 'poisson'])).toThrow(/needs --rate/);
     expect(() => tool(['a', 'b', '--rate', '9000', '--load', 'wrk2'])).toThrow(UsageError);
+  });
+
+  it('latency-sweep: defaults; targets it can start; fractions of the peak sorted, each in (0, 1]; arrivals poisson or uniform', () => {
+    const tool = (argv: string[]) => read(latencySweep.COMMAND, latencySweep.sweepOptions, argv);
+    const d = tool([]);
+    expect({ ...d, targets: d.targets.map((t) => t.id) }).toEqual({
+      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2,
+    });
+    const o = tool(['--targets', 'router-log,nginx', '--fractions', '0.6,0.25', '--arrivals', 'uniform', '--limit-ms', '1.5', '--rounds', '2']);
+    expect({ targets: o.targets.map((t) => t.id), fractions: o.fractions, arrivals: o.arrivals, limitMs: o.limitMs, rounds: o.rounds })
+      .toEqual({ targets: ['router-log', 'nginx'], fractions: [0.25, 0.6], arrivals: 'uniform', limitMs: 1.5, rounds: 2 });
+    expect(() => tool(['--targets', 'router-global'])).toThrow(UsageError);
+    expect(() => tool(['--targets', 'direct'])).toThrow(UsageError);
+    expect(() => tool(['--fractions', '0.5,1.5'])).toThrow(UsageError);
+    expect(() => tool(['--fractions', '0'])).toThrow(UsageError);
+    expect(() => tool(['--arrivals', 'bursty'])).toThrow(UsageError);
+    expect(() => tool(['router-local'])).toThrow(UsageError);
+  });
+
+  it('latency-sweep: the highest rate under the limit counts only while every lower rate is under it too', () => {
+    const cells = (added: number[]) => added.map((a) => ({ addedP99Ms: a, cpuUs: 50 }));
+    expect(latencySweep.highestRateUnder([1000, 2000, 3000], cells([0.5, 1.9, 2.0]), 2)).toBe(2000);
+    expect(latencySweep.highestRateUnder([1000, 2000, 3000], cells([0.5, 2.5, 1.0]), 2)).toBe(1000);
+    expect(latencySweep.highestRateUnder([1000, 2000], cells([2.1, 0.5]), 2)).toBeNull();
+    expect(latencySweep.highestRateUnder([1000, 2000], cells([Number.NaN, 0.5]), 2)).toBeNull();
+    expect(latencySweep.highestRateUnder([1000, 2000], cells([0.1, 0.2]), 2)).toBe(2000);
   });
 
   it('instructions: one side or more, each a scenario this tool runs; --v8-threads a flag; --functions 0 by default', () => {

@@ -1,0 +1,152 @@
+/**
+ * The p99 each target adds to direct at a ladder of fixed rates, with open-loop's scheduled
+ * arrivals: the highest rate at which the full router (and the references) keep what they add
+ * under a limit, for a capacity plan.
+ *
+ *   node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S]
+ *                                    [--workers N] [--arrivals poisson|uniform] [--limit-ms MS]
+ *
+ * Starts the mock backend and each target (scenario ids of bench/scenarios.ts: router-local by
+ * default with the floor and nginx), warms each up (3 s of wrk), measures the full router's
+ * closed-loop peak with wrk (one run of --duration), then loads direct and every target at each fraction of that peak, in
+ * alternating rounds, the targets not measured stopped (SIGSTOP) as in `npm run bench`. Prints,
+ * per rate, direct's p99 and each target's added p99 (median over rounds of the per-round
+ * difference) and CPU per request, then the highest rate under the limit per target.
+ */
+import { whileStopped } from './pause-targets.js';
+import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
+import type { LoadSpec } from './load-types.js';
+import { runWrk } from './load-wrk.js';
+import { treeCpu } from './proc-cpu.js';
+import { median } from './order-stats.js';
+import * as scenariosModule from './scenarios.js';
+import { FULL_ROUTER, LONG_TOKENS, PATH, SCENARIOS, type Scenario, type TargetKey } from './scenarios.js';
+import * as targetsModule from './targets.js';
+import { startMock, stopAll, type Target } from './targets.js';
+import { startTarget } from './start-target.js';
+import { exitWithUsageError, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
+
+export const COMMAND: CommandSpec = {
+  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS]',
+  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms'],
+};
+
+export interface SweepOptions {
+  readonly targets: readonly Scenario[];
+  /** Fractions of the full router's closed-loop peak, ascending. */
+  readonly fractions: readonly number[];
+  readonly rounds: number;
+  readonly durationS: number;
+  readonly workers: number;
+  readonly arrivals: Arrivals;
+  readonly limitMs: number;
+}
+
+const WARMUP_S = 3;
+
+/** Scenario targets this tool can start and load like the bench does (no Redis, no tracing collector, no auth file). */
+const SWEEPABLE: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'nginx', 'uws-http1-proxy']);
+
+export function sweepOptions(line: CommandLine): SweepOptions {
+  const ids = (line.value('--targets') ?? `${FULL_ROUTER},uws-http1-proxy,nginx`).split(',').filter((x) => x.length > 0);
+  const targets = ids.map((id) => {
+    const sc = SCENARIOS.find((s) => s.id === id);
+    if (sc === undefined || !SWEEPABLE.has(sc.target)) throw new UsageError(`--targets: "${id}" is not one of ${[...SWEEPABLE].join(', ')}`);
+    return sc;
+  });
+  if (targets.length === 0) throw new UsageError('--targets: name at least one target');
+  const fractions = (line.value('--fractions') ?? '0.1,0.2,0.3,0.4,0.5').split(',').map((f) => {
+    const n = Number(f);
+    if (!Number.isFinite(n) || n <= 0 || n > 1) throw new UsageError(`--fractions: "${f}" is not a fraction of the peak above 0 and at most 1`);
+    return n;
+  }).sort((a, b) => a - b);
+  const arrivals = line.value('--arrivals') ?? 'poisson';
+  if (arrivals !== 'poisson' && arrivals !== 'uniform') throw new UsageError(`--arrivals is poisson or uniform, not "${arrivals}"`);
+  return {
+    targets,
+    fractions,
+    rounds: line.positiveNumber('--rounds') ?? 3,
+    durationS: line.positiveNumber('--duration') ?? 4,
+    workers: line.positiveNumber('--workers') ?? 2,
+    arrivals,
+    limitMs: line.positiveNumber('--limit-ms') ?? 2,
+  };
+}
+
+/** One rate's figures for one target: its added p99 (ms, median over rounds) and CPU per request (µs). */
+export interface SweepCell { readonly addedP99Ms: number; readonly cpuUs: number }
+
+/** The highest rate whose added p99 is under `limitMs`, every lower rate under it too; null when the lowest is not. */
+export function highestRateUnder(rates: readonly number[], cells: readonly SweepCell[], limitMs: number): number | null {
+  let best: number | null = null;
+  for (let i = 0; i < rates.length; i++) {
+    if (!(cells[i].addedP99Ms < limitMs)) break;
+    best = rates[i];
+  }
+  return best;
+}
+
+async function main(): Promise<void> {
+  const o = readCommandLine(COMMAND, sweepOptions);
+  const built = openLoopBinary();
+  if (!('bin' in built)) exitWithUsageError(COMMAND, built.reason);
+  const mock = await startMock('mock');
+  const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
+  const direct = SCENARIOS.find((s) => s.id === 'direct')!;
+  const full = SCENARIOS.find((s) => s.id === FULL_ROUTER)!;
+  const started = new Map<string, Target>([['mock', mock]]);
+  try {
+    for (const sc of [full, ...o.targets]) {
+      if (!started.has(sc.target)) {
+        started.set(sc.target, await startTarget({ targets: targetsModule, scenarios: scenariosModule }, sc.target as TargetKey,
+          { name: `sweep-${sc.id}`, workers: o.workers, mock, mockLong, redis: null }));
+      }
+    }
+    const spec = (sc: Scenario, rate?: number): LoadSpec => ({ url: `${started.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: 64, durationS: o.durationS, rate, headers: sc.headers });
+    const others = (keep: string): number[] => [...started].filter(([k]) => k !== keep && k !== 'mock').map(([, t]) => t.proc.pid);
+    // Warm-up: each target's code optimised and its upstream connections open before anything is read.
+    for (const [key, t] of started) {
+      const sc = key === 'mock' ? direct : [full, ...o.targets].find((x) => x.target === key)!;
+      await whileStopped(others(key), () => runWrk('wrk', { ...spec(sc), url: `${t.url}${PATH}`, durationS: WARMUP_S }));
+    }
+    const peak = await whileStopped(others(full.target), () => runWrk('wrk', spec(full)));
+    const rates = o.fractions.map((f) => Math.round(f * peak.rps));
+    process.stderr.write(`full router's closed-loop peak ${Math.round(peak.rps)} req/s; rates ${rates.join(', ')} (${o.arrivals} arrivals)\n`);
+    const measured = [direct, ...o.targets];
+    const p99 = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
+    const cpu = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
+    for (const [i, rate] of rates.entries()) {
+      for (let r = 0; r < o.rounds; r++) {
+        for (const sc of r % 2 === 0 ? measured : [...measured].reverse()) {
+          const t = started.get(sc.target)!;
+          const reading = treeCpu(t.proc.pid);
+          const x = await whileStopped(others(sc.target), () => runOpenLoop(built.bin, spec(sc, rate), o.arrivals));
+          p99.get(sc.id)![i].push(x.latencyMs.p99);
+          cpu.get(sc.id)![i].push((reading.delta() * 1000) / Math.max(1, x.requests));
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}\n`);
+        }
+      }
+    }
+    const cells = (id: string): SweepCell[] => rates.map((_, i) => ({
+      addedP99Ms: median(p99.get(id)![i].map((v, r) => v - p99.get(direct.id)![i][r])),
+      cpuUs: median(cpu.get(id)![i]),
+    }));
+    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds of ${o.durationS} s per rate; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n\n`
+      + `| req/s (× peak) | direct p99 ms | ${o.targets.map((t) => `${t.id}: p99 added ms, CPU µs/req`).join(' | ')} |\n`
+      + `|---|---|${o.targets.map(() => '---|').join('')}\n`);
+    const byTarget = new Map(o.targets.map((t) => [t.id, cells(t.id)]));
+    for (const [i, rate] of rates.entries()) {
+      process.stdout.write(`| ${rate} (${o.fractions[i]}) | ${median(p99.get(direct.id)![i]).toFixed(2)} | `
+        + `${o.targets.map((t) => { const c = byTarget.get(t.id)![i]; return `${c.addedP99Ms >= 0 ? '+' : ''}${c.addedP99Ms.toFixed(2)}, ${c.cpuUs.toFixed(1)}`; }).join(' | ')} |\n`);
+    }
+    process.stdout.write(`\nHighest rate with the p99 added under ${o.limitMs} ms (every lower rate too):\n\n`);
+    for (const t of o.targets) {
+      const best = highestRateUnder(rates, byTarget.get(t.id)!, o.limitMs);
+      process.stdout.write(`- ${t.id}: ${best === null ? `none of these (above ${o.limitMs} ms at ${rates[0]} req/s)` : `${best} req/s (${(best / peak.rps).toFixed(2)} × the full router's peak)`}\n`);
+    }
+  } finally {
+    await stopAll();
+  }
+}
+
+if (process.argv[1]?.endsWith('latency-sweep.js')) await main();
