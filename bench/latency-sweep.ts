@@ -9,7 +9,9 @@
  * Starts the mock backend and each target (scenario ids of bench/scenarios.ts: router-local by
  * default with the floor and nginx), warms each up (3 s of wrk), measures the full router's
  * closed-loop peak with wrk (one run of --duration), then loads direct and every target at each fraction of that peak, in
- * alternating rounds, the targets not measured stopped (SIGSTOP) as in `npm run bench`. Prints,
+ * alternating rounds (each of --duration, or longer at a low rate: at least --min-requests requests,
+ * 20,000 by default, so that a p99 is not a handful of requests), the targets not measured
+ * stopped (SIGSTOP) as in `npm run bench`. Prints,
  * per rate, direct's p99 and each target's added p99 (median over rounds of the per-round
  * difference) and CPU per request, then the highest rate under the limit per target.
  */
@@ -27,8 +29,8 @@ import { startTarget } from './start-target.js';
 import { exitWithUsageError, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS]',
-  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms'],
+  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS] [--min-requests N]',
+  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms', '--min-requests'],
 };
 
 export interface SweepOptions {
@@ -40,6 +42,8 @@ export interface SweepOptions {
   readonly workers: number;
   readonly arrivals: Arrivals;
   readonly limitMs: number;
+  /** A run at a low rate lasts long enough for this many requests (its p99 is then the 1%-slowest of as many). */
+  readonly minRequests: number;
 }
 
 const WARMUP_S = 3;
@@ -70,7 +74,13 @@ export function sweepOptions(line: CommandLine): SweepOptions {
     workers: line.positiveNumber('--workers') ?? 2,
     arrivals,
     limitMs: line.positiveNumber('--limit-ms') ?? 2,
+    minRequests: line.positiveNumber('--min-requests') ?? 20_000,
   };
+}
+
+/** How long a run at `rate` lasts: --duration, longer where that would be fewer than --min-requests requests. */
+export function runSeconds(o: Pick<SweepOptions, 'durationS' | 'minRequests'>, rate: number): number {
+  return Math.max(o.durationS, Math.ceil((10 * o.minRequests) / rate) / 10);
 }
 
 /** One rate's figures for one target: its added p99 (ms, median over rounds) and CPU per request (µs). */
@@ -102,7 +112,10 @@ async function main(): Promise<void> {
           { name: `sweep-${sc.id}`, workers: o.workers, mock, mockLong, redis: null }));
       }
     }
-    const spec = (sc: Scenario, rate?: number): LoadSpec => ({ url: `${started.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: 64, durationS: o.durationS, rate, headers: sc.headers });
+    const spec = (sc: Scenario, rate?: number): LoadSpec => ({
+      url: `${started.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: 64, rate, headers: sc.headers,
+      durationS: rate === undefined ? o.durationS : runSeconds(o, rate),
+    });
     const others = (keep: string): number[] => [...started].filter(([k]) => k !== keep && k !== 'mock').map(([, t]) => t.proc.pid);
     // Warm-up: each target's code optimised and its upstream connections open before anything is read.
     for (const [key, t] of started) {
@@ -131,7 +144,7 @@ async function main(): Promise<void> {
       addedP99Ms: median(p99.get(id)![i].map((v, r) => v - p99.get(direct.id)![i][r])),
       cpuUs: median(cpu.get(id)![i]),
     }));
-    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds of ${o.durationS} s per rate; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n\n`
+    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds per rate of ${o.durationS} s or of ${o.minRequests} requests, whichever is longer; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n\n`
       + `| req/s (× peak) | direct p99 ms | ${o.targets.map((t) => `${t.id}: p99 added ms, CPU µs/req`).join(' | ')} |\n`
       + `|---|---|${o.targets.map(() => '---|').join('')}\n`);
     const byTarget = new Map(o.targets.map((t) => [t.id, cells(t.id)]));

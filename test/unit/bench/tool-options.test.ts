@@ -58,8 +58,11 @@ describe('bench tool options', () => {
     const tool = (argv: string[]) => read(latencySweep.COMMAND, latencySweep.sweepOptions, argv);
     const d = tool([]);
     expect({ ...d, targets: d.targets.map((t) => t.id) }).toEqual({
-      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2,
+      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2, minRequests: 20_000,
     });
+    expect(latencySweep.runSeconds(d, 2000)).toBe(10);
+    expect(latencySweep.runSeconds(d, 3000)).toBe(6.7);
+    expect(latencySweep.runSeconds(d, 12_000)).toBe(4);
     const o = tool(['--targets', 'router-log,nginx', '--fractions', '0.6,0.25', '--arrivals', 'uniform', '--limit-ms', '1.5', '--rounds', '2']);
     expect({ targets: o.targets.map((t) => t.id), fractions: o.fractions, arrivals: o.arrivals, limitMs: o.limitMs, rounds: o.rounds })
       .toEqual({ targets: ['router-log', 'nginx'], fractions: [0.25, 0.6], arrivals: 'uniform', limitMs: 1.5, rounds: 2 });
