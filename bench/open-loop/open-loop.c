@@ -232,16 +232,23 @@ static void send_on(int i, int64_t intended) {
   flush_request(i);
 }
 
-/* Hands a due request to a free connection, or to the backlog when none is free. */
+/*
+ * Hands a due request to a free connection, or to the backlog when none is free. A free
+ * connection that must be reopened and cannot be loses the request (counted as a connect error)
+ * and stays free for the next one.
+ */
 static void dispatch(int64_t intended) {
-  while (nidle > 0) {
-    int i = idle[--nidle];
-    if (conns[i].fd < 0 && open_conn(i) != 0) continue;
-    send_on(i, intended);
+  if (nidle == 0) {
+    late++;
+    backlog_push(intended);
     return;
   }
-  late++;
-  backlog_push(intended);
+  int i = idle[--nidle];
+  if (conns[i].fd < 0 && open_conn(i) != 0) {
+    make_idle(i);
+    return;
+  }
+  send_on(i, intended);
 }
 
 /* A free connection takes the oldest waiting request, or goes back to the idle stack. */
@@ -250,11 +257,12 @@ static void release(int i) {
   else make_idle(i);
 }
 
+/* The request out on connection i is lost: counted, the connection closed and free (reopened when next used). */
 static void fail_request(int i, uint64_t *counter) {
   (*counter)++;
   if (conns[i].busy) inflight--;
   close_conn(i);
-  release(i);
+  make_idle(i);
 }
 
 static int64_t parse_hex(const char *p, const char *end, const char **after) {
@@ -517,6 +525,15 @@ int main(int argc, char **argv) {
     while (next < (double)t_end && next <= (double)t) {
       dispatch((int64_t)next);
       next += uniform ? gap_ns : -log(uniform01()) * gap_ns;
+    }
+    /* Requests that waited while connections failed go out on those freed since. */
+    while (backlog_len > 0 && nidle > 0) {
+      int i = idle[--nidle];
+      if (conns[i].fd < 0 && open_conn(i) != 0) {
+        make_idle(i);
+        break;
+      }
+      send_on(i, backlog_pop());
     }
     int sending = next < (double)t_end;
     if (!sending && inflight == 0 && backlog_len == 0) break;

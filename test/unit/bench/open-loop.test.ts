@@ -126,6 +126,21 @@ describe('open-loop', () => {
     expect(r.errors).toBe(10);
   });
 
+  it('counts each request lost to a server that closes the connection on it, reconnects, and ends on time', async () => {
+    const server = createNetServer((socket) => {
+      socket.on('data', () => socket.destroy());
+      socket.on('error', () => {});
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/completions`;
+    const started = Date.now();
+    const r = await runOpenLoop(bin(), spec(url, 100, 0.5, 2), 'uniform');
+    expect(r.requests).toBe(0);
+    expect(r.errors).toBe(50);
+    expect(Date.now() - started).toBeLessThan(4000); // not the 5 s timeout of requests left waiting
+  });
+
   it('refuses a bad command line (exit 2) and prints its usage on --help (exit 0)', () => {
     const bad = spawnSync(bin(), ['--rate', '-3'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
