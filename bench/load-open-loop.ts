@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LoadResult, LoadSpec } from './load-types.js';
+import { loadResultOf, type LoadResult, type LoadSpec, type SummaryJson } from './load-types.js';
 import { runLoadChild } from './proc-cpu.js';
 import { ROOT, tempDir } from './targets.js';
 
@@ -43,11 +43,7 @@ export function rawRequests(spec: LoadSpec): Buffer[] {
   });
 }
 
-interface OpenLoopJson {
-  requests: number;
-  duration_us: number;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  latency_us: { mean: number; max: number; p50: number; p99: number; p999: number };
+interface OpenLoopJson extends SummaryJson {
   late: number;
 }
 
@@ -63,18 +59,6 @@ export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrival
   const url = new URL(spec.url);
   const args = ['--addr', url.host, '--requests', file, '--rate', String(spec.rate), '--duration', String(spec.durationS),
     '--connections', String(spec.connections), '--arrivals', arrivals];
-  const { json: j, loadCpuMs } = await runLoadChild<OpenLoopJson>('open-loop', bin, args, MARK, spec.url);
-  const seconds = j.duration_us / 1e6;
-  const ms = (us: number): number => us / 1000;
-  return {
-    tool: 'open-loop',
-    requests: j.requests,
-    seconds,
-    rps: j.requests / seconds,
-    non2xx: j.errors.status,
-    errors: j.errors.connect + j.errors.read + j.errors.write + j.errors.timeout,
-    latencyMs: { p50: ms(j.latency_us.p50), p99: ms(j.latency_us.p99), p999: ms(j.latency_us.p999), mean: ms(j.latency_us.mean), max: ms(j.latency_us.max) },
-    loadCpuMs,
-    late: j.late,
-  };
+  const { json, loadCpuMs } = await runLoadChild<OpenLoopJson>('open-loop', bin, args, MARK, spec.url);
+  return { ...loadResultOf('open-loop', json, loadCpuMs), late: json.late };
 }

@@ -29,3 +29,27 @@ export interface LoadResult {
   /** open-loop only: requests that found no free connection at their scheduled time (their wait is in the latency). */
   readonly late?: number;
 }
+
+/** The summary wrk's script and open-loop print as JSON: counts, errors by kind, latency percentiles in µs. */
+export interface SummaryJson {
+  requests: number;
+  duration_us: number;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  latency_us: { mean: number; max: number; p50: number; p99: number; p999: number };
+}
+
+/** A LoadResult from a generator's printed summary and the CPU it used. */
+export function loadResultOf(tool: LoadResult['tool'], j: SummaryJson, loadCpuMs: number): LoadResult {
+  const seconds = j.duration_us / 1e6;
+  const ms = (us: number): number => us / 1000;
+  return {
+    tool,
+    requests: j.requests,
+    seconds,
+    rps: j.requests / seconds,
+    non2xx: j.errors.status,
+    errors: j.errors.connect + j.errors.read + j.errors.write + j.errors.timeout,
+    latencyMs: { p50: ms(j.latency_us.p50), p99: ms(j.latency_us.p99), p999: ms(j.latency_us.p999), mean: ms(j.latency_us.mean), max: ms(j.latency_us.max) },
+    loadCpuMs,
+  };
+}

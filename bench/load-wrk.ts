@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LoadResult, LoadSpec } from './load-types.js';
+import { loadResultOf, type LoadResult, type LoadSpec, type SummaryJson } from './load-types.js';
 import { runLoadChild } from './proc-cpu.js';
 import { tempDir } from './targets.js';
 
@@ -58,13 +58,6 @@ end
 `;
 }
 
-interface WrkJson {
-  requests: number;
-  duration_us: number;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  latency_us: { mean: number; max: number; p50: number; p99: number; p999: number };
-}
-
 let scriptDir: string | null = null;
 
 export async function runWrk(bin: string, spec: LoadSpec, threads = 1): Promise<LoadResult> {
@@ -72,17 +65,6 @@ export async function runWrk(bin: string, spec: LoadSpec, threads = 1): Promise<
   const script = join(scriptDir, `s${Math.random().toString(36).slice(2)}.lua`);
   writeFileSync(script, wrkScript(spec.bodies, spec.rate === undefined ? undefined : (spec.connections * 1000) / spec.rate, spec.headers));
   const args = ['-t', String(threads), '-c', String(spec.connections), '-d', `${spec.durationS}s`, '--timeout', '5s', '-s', script, spec.url];
-  const { json: j, loadCpuMs } = await runLoadChild<WrkJson>('wrk', bin, args, MARK, spec.url);
-  const seconds = j.duration_us / 1e6;
-  const ms = (us: number): number => us / 1000;
-  return {
-    tool: 'wrk',
-    requests: j.requests,
-    seconds,
-    rps: j.requests / seconds,
-    non2xx: j.errors.status,
-    errors: j.errors.connect + j.errors.read + j.errors.write + j.errors.timeout,
-    latencyMs: { p50: ms(j.latency_us.p50), p99: ms(j.latency_us.p99), p999: ms(j.latency_us.p999), mean: ms(j.latency_us.mean), max: ms(j.latency_us.max) },
-    loadCpuMs,
-  };
+  const { json, loadCpuMs } = await runLoadChild<SummaryJson>('wrk', bin, args, MARK, spec.url);
+  return loadResultOf('wrk', json, loadCpuMs);
 }
