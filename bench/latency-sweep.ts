@@ -13,11 +13,13 @@
  * 20,000 by default, so that a p99 is not a handful of requests), the targets not measured
  * stopped (SIGSTOP) as in `npm run bench`. Prints,
  * per rate, direct's p99 and each target's added p99 (median over rounds of the per-round
- * difference) and CPU per request, then the highest rate under the limit per target.
+ * difference) and CPU per request, then the highest rate under the limit per target. Each run's
+ * progress line also counts the requests of 10 ms or more and groups them by when they were sent
+ * (a stall of the target is one large group; open-loop's --slow-ms).
  */
 import { whileStopped } from './pause-targets.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
-import type { LoadSpec } from './load-types.js';
+import type { LoadSpec, SlowEpisodes } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
 import { median } from './order-stats.js';
@@ -47,6 +49,15 @@ export interface SweepOptions {
 }
 
 const WARMUP_S = 3;
+/** Requests this slow are grouped by when they were sent (open-loop's --slow-ms): one stall, one episode. */
+const STALL_MS = 10;
+
+/** The slow requests of a run, for its progress line: how many, in how many episodes, the largest. */
+function stalls(slow: SlowEpisodes | undefined): string {
+  if (slow === undefined || slow.requests === 0) return '';
+  const top = [...slow.largest].sort((a, b) => b.requests - a.requests)[0];
+  return `; ${slow.requests} requests over ${slow.ms} ms in ${slow.episodes} episodes, the largest ${top.requests} sent from ${(top.at_ms / 1000).toFixed(2)} s over ${top.span_ms.toFixed(0)} ms (slowest ${top.max_ms.toFixed(1)} ms)`;
+}
 
 /** Scenario targets this tool can start and load like the bench does (no Redis, no tracing collector, no auth file). */
 const SWEEPABLE: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'nginx', 'uws-http1-proxy']);
@@ -133,10 +144,10 @@ async function main(): Promise<void> {
         for (const sc of r % 2 === 0 ? measured : [...measured].reverse()) {
           const t = started.get(sc.target)!;
           const reading = treeCpu(t.proc.pid);
-          const x = await whileStopped(others(sc.target), () => runOpenLoop(built.bin, spec(sc, rate), o.arrivals));
+          const x = await whileStopped(others(sc.target), () => runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS));
           p99.get(sc.id)![i].push(x.latencyMs.p99);
           cpu.get(sc.id)![i].push((reading.delta() * 1000) / Math.max(1, x.requests));
-          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}\n`);
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${stalls(x.slow)}\n`);
         }
       }
     }

@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadResultOf, type LoadResult, type LoadSpec, type SummaryJson } from './load-types.js';
+import { loadResultOf, type LoadResult, type LoadSpec, type SlowEpisodes, type SummaryJson } from './load-types.js';
 import { runLoadChild } from './proc-cpu.js';
 import { ROOT, tempDir } from './targets.js';
 
@@ -45,12 +45,17 @@ export function rawRequests(spec: LoadSpec): Buffer[] {
 
 interface OpenLoopJson extends SummaryJson {
   late: number;
+  slow?: SlowEpisodes;
 }
 
 let requestDir: string | null = null;
 
-/** One run at `spec.rate` (required) for `spec.durationS`, on `spec.connections` keep-alive connections. */
-export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrivals = 'poisson'): Promise<LoadResult> {
+/**
+ * One run at `spec.rate` (required) for `spec.durationS`, on `spec.connections` keep-alive
+ * connections. `slowMs`: also group the requests at least that slow by when they were scheduled
+ * (`slow` in the result), to tell a stall from queueing.
+ */
+export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrivals = 'poisson', slowMs?: number): Promise<LoadResult> {
   if (spec.rate === undefined) throw new Error('open-loop needs a rate');
   requestDir ??= tempDir('ir-bench-open-loop-');
   const file = join(requestDir, `r${Math.random().toString(36).slice(2)}.bin`);
@@ -58,7 +63,7 @@ export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrival
   writeFileSync(file, Buffer.concat(reqs.flatMap((r, i) => (i === 0 ? [r] : [Buffer.from([0]), r]))));
   const url = new URL(spec.url);
   const args = ['--addr', url.host, '--requests', file, '--rate', String(spec.rate), '--duration', String(spec.durationS),
-    '--connections', String(spec.connections), '--arrivals', arrivals];
+    '--connections', String(spec.connections), '--arrivals', arrivals, ...(slowMs === undefined ? [] : ['--slow-ms', String(slowMs)])];
   const { json, loadCpuMs } = await runLoadChild<OpenLoopJson>('open-loop', bin, args, MARK, spec.url);
-  return { ...loadResultOf('open-loop', json, loadCpuMs), late: json.late };
+  return { ...loadResultOf('open-loop', json, loadCpuMs), late: json.late, ...(json.slow === undefined ? {} : { slow: json.slow }) };
 }

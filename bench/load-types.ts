@@ -28,6 +28,17 @@ export interface LoadResult {
   readonly loadCpuMs: number;
   /** open-loop only: requests that found no free connection at their scheduled time (their wait is in the latency). */
   readonly late?: number;
+  /** open-loop with a slow threshold: the requests at least that slow, grouped by when they were scheduled. */
+  readonly slow?: SlowEpisodes;
+}
+
+/** Slow requests grouped into episodes (scheduled less than 50 ms apart): one stall is one episode. */
+export interface SlowEpisodes {
+  readonly ms: number;
+  readonly requests: number;
+  readonly episodes: number;
+  /** The largest episodes by requests (up to 20), in time order; at_ms from the run's start. */
+  readonly largest: readonly { readonly at_ms: number; readonly span_ms: number; readonly requests: number; readonly max_ms: number }[];
 }
 
 /** The summary wrk's script and open-loop print as JSON: counts, errors by kind, latency percentiles in µs. */

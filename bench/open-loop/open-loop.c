@@ -9,10 +9,12 @@
  * request that waits for a connection is counted as late, not hidden (no coordinated omission).
  *
  * Usage: open-loop --addr HOST:PORT --requests FILE --rate R --duration S --connections C
- *                  [--arrivals poisson|uniform] [--seed N] [--timeout S]
+ *                  [--arrivals poisson|uniform] [--seed N] [--timeout S] [--slow-ms MS]
  * FILE holds one or more complete HTTP/1.1 requests separated by NUL bytes, sent in turn.
  * Prints one line: OPEN_LOOP_JSON {...} (the fields of wrk's summary the bench reads, plus
- * "late": requests that found no free connection at their time).
+ * "late": requests that found no free connection at their time). With --slow-ms, "slow" groups
+ * the requests at least that slow by when they were scheduled (gaps under 50 ms: one episode): a
+ * stall of the target is one large episode, queueing many small ones.
  *
  * Answers are read by content-length or chunked framing; 1xx interim answers are skipped. A
  * close-delimited or malformed answer counts as a read error and the connection is replaced.
@@ -72,6 +74,17 @@ static uint64_t completed, non2xx, late, err_connect, err_read, err_write, err_t
 static double latency_sum_us;
 static uint64_t latency_max_us;
 static int64_t t_start, t_end;
+/* --slow-ms: requests at least this slow, kept to be grouped into episodes at the end (0: off). */
+static int64_t slow_us;
+typedef struct {
+  int64_t at_us;   /* scheduled time, from the start */
+  int64_t took_us; /* latency */
+} slow_t;
+static slow_t *slow;
+static size_t nslow, slow_cap;
+#define SLOW_MAX (1 << 20)
+#define EPISODE_GAP_US 50000 /* slow requests scheduled closer than this belong to one episode */
+#define EPISODES_SHOWN 20
 
 static void die(const char *what) {
   fprintf(stderr, "open-loop: %s: %s\n", what, strerror(errno));
@@ -80,7 +93,7 @@ static void die(const char *what) {
 
 static void usage(const char *msg) {
   fprintf(stderr, "open-loop: %s\nusage: open-loop --addr HOST:PORT --requests FILE --rate R --duration S --connections C "
-                  "[--arrivals poisson|uniform] [--seed N] [--timeout S]\n", msg);
+                  "[--arrivals poisson|uniform] [--seed N] [--timeout S] [--slow-ms MS]\n", msg);
   exit(2);
 }
 
@@ -353,6 +366,16 @@ static void complete(int i, int status, int64_t t) {
   latency_sum_us += (double)us;
   if ((uint64_t)us > latency_max_us) latency_max_us = (uint64_t)us;
   completed++;
+  if (slow_us > 0 && us >= slow_us && nslow < SLOW_MAX) {
+    if (nslow == slow_cap) {
+      slow_cap = slow_cap == 0 ? 1024 : slow_cap * 2;
+      slow = realloc(slow, slow_cap * sizeof *slow);
+      if (slow == NULL) die("realloc");
+    }
+    slow[nslow].at_us = (c->intended - t_start) / 1000;
+    slow[nslow].took_us = us;
+    nslow++;
+  }
   if (status < 200 || status > 399) non2xx++;
   c->busy = 0;
   inflight--;
@@ -398,6 +421,55 @@ static void on_readable(int i) {
       return;
     }
   }
+}
+
+static int by_time(const void *a, const void *b) {
+  int64_t x = ((const slow_t *)a)->at_us, y = ((const slow_t *)b)->at_us;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct {
+  int64_t at_us, end_us, max_us;
+  uint64_t requests;
+} episode_t;
+
+static int by_requests(const void *a, const void *b) {
+  uint64_t x = ((const episode_t *)a)->requests, y = ((const episode_t *)b)->requests;
+  return x > y ? -1 : x < y;
+}
+
+/*
+ * The slow requests grouped by when they were scheduled: a run of them with gaps under
+ * EPISODE_GAP_US is one episode (a stall of the target shows as one, queueing as many small
+ * ones). Printed as JSON, the largest EPISODES_SHOWN by requests, then in time order.
+ */
+static void print_episodes(void) {
+  qsort(slow, nslow, sizeof *slow, by_time);
+  episode_t *eps = malloc((nslow + 1) * sizeof *eps);
+  size_t n = 0;
+  for (size_t k = 0; k < nslow; k++) {
+    if (n == 0 || slow[k].at_us - eps[n - 1].end_us >= EPISODE_GAP_US) {
+      eps[n].at_us = eps[n].end_us = slow[k].at_us;
+      eps[n].max_us = 0;
+      eps[n].requests = 0;
+      n++;
+    }
+    episode_t *e = &eps[n - 1];
+    e->end_us = slow[k].at_us;
+    if (slow[k].took_us > e->max_us) e->max_us = slow[k].took_us;
+    e->requests++;
+  }
+  qsort(eps, n, sizeof *eps, by_requests);
+  size_t shown = n < EPISODES_SHOWN ? n : EPISODES_SHOWN;
+  qsort(eps, shown, sizeof *eps, by_time);
+  printf(",\"slow\":{\"ms\":%.3f,\"requests\":%zu,\"episodes\":%zu,\"largest\":[", (double)slow_us / 1000, nslow, n);
+  for (size_t k = 0; k < shown; k++) {
+    printf("%s{\"at_ms\":%.1f,\"span_ms\":%.1f,\"requests\":%llu,\"max_ms\":%.2f}", k == 0 ? "" : ",",
+           (double)eps[k].at_us / 1000, (double)(eps[k].end_us - eps[k].at_us) / 1000, (unsigned long long)eps[k].requests,
+           (double)eps[k].max_us / 1000);
+  }
+  printf("]}");
+  free(eps);
 }
 
 static uint64_t percentile(double q) {
@@ -458,7 +530,7 @@ int main(int argc, char **argv) {
     const char *a = argv[k];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       printf("usage: open-loop --addr HOST:PORT --requests FILE --rate R --duration S --connections C "
-             "[--arrivals poisson|uniform] [--seed N] [--timeout S]\n");
+             "[--arrivals poisson|uniform] [--seed N] [--timeout S] [--slow-ms MS]\n");
       return 0;
     }
     if (k + 1 >= argc) usage("every option takes a value");
@@ -478,6 +550,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--timeout") == 0) {
       timeout = strtod(v, &endp);
       if (*endp != 0 || !(timeout > 0)) usage("--timeout must be a positive number of seconds");
+    } else if (strcmp(a, "--slow-ms") == 0) {
+      double ms = strtod(v, &endp);
+      if (*endp != 0 || !(ms > 0)) usage("--slow-ms must be a positive number of milliseconds");
+      slow_us = (int64_t)(ms * 1000);
     } else if (strcmp(a, "--connections") == 0) {
       connections = strtol(v, &endp, 10);
       if (*endp != 0 || connections < 1 || connections > 100000) usage("--connections must be 1 to 100000");
@@ -563,11 +639,13 @@ int main(int argc, char **argv) {
   double seconds = duration;
   printf("OPEN_LOOP_JSON {\"requests\":%llu,\"duration_us\":%lld,\"errors\":{\"connect\":%llu,\"read\":%llu,\"write\":%llu,"
          "\"status\":%llu,\"timeout\":%llu},\"latency_us\":{\"mean\":%.3f,\"max\":%llu,\"p50\":%llu,\"p99\":%llu,\"p999\":%llu},"
-         "\"late\":%llu,\"arrivals\":\"%s\"}\n",
+         "\"late\":%llu,\"arrivals\":\"%s\"",
          (unsigned long long)completed, (long long)(seconds * 1e6), (unsigned long long)err_connect,
          (unsigned long long)err_read, (unsigned long long)err_write, (unsigned long long)non2xx,
          (unsigned long long)err_timeout, completed == 0 ? 0.0 : latency_sum_us / (double)completed,
          (unsigned long long)latency_max_us, (unsigned long long)percentile(0.50), (unsigned long long)percentile(0.99),
          (unsigned long long)percentile(0.999), (unsigned long long)late, arrivals);
+  if (slow_us > 0) print_episodes();
+  printf("}\n");
   return 0;
 }

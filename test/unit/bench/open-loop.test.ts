@@ -88,6 +88,28 @@ describe('open-loop', () => {
     expect(r.latencyMs.p50).toBeGreaterThan(500);
   });
 
+  it('with --slow-ms, groups the slow requests by when they were sent: a stall of the server is one episode', async () => {
+    const s = await httpServer((req, res, n) => {
+      if (n === 100) {
+        const until = Date.now() + 200; // the server's event loop stops for 200 ms
+        while (Date.now() < until);
+      }
+      ok(req, res);
+    });
+    const r = await runOpenLoop(bin(), spec(s.url, 200, 1.5, 64), 'uniform', 50);
+    expect(r.requests).toBe(300);
+    expect(r.slow).toBeDefined();
+    const biggest = [...r.slow!.largest].sort((a, b) => b.requests - a.requests)[0];
+    // Sent during the 200 ms stall, about 0.5 s into the run: 40 requests, the first waiting the whole stall.
+    expect(biggest.requests).toBeGreaterThanOrEqual(25);
+    expect(biggest.max_ms).toBeGreaterThan(150);
+    expect(biggest.at_ms).toBeGreaterThan(300);
+    expect(biggest.at_ms).toBeLessThan(900);
+    expect(r.slow!.ms).toBe(50);
+    const plain = await runOpenLoop(bin(), spec(s.url, 200, 0.2, 8), 'uniform');
+    expect(plain.slow).toBeUndefined();
+  });
+
   it('reads chunked answers with trailers and interim answers, split across packets; counts non-2xx', async () => {
     const s = await httpServer((_req, res, n) => {
       res.writeProcessing();
