@@ -21,7 +21,7 @@ export interface BenchReport {
   readonly autocannon: readonly ScenarioSummary[];
   readonly fixedRate: { readonly rate: number; readonly tool: string; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
   /** The same rate from bench/load-open-loop.ts (absent in reports written before it, null where no C compiler was found). */
-  readonly openLoop?: { readonly rate: number; readonly arrivals: string; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
+  readonly openLoop?: { readonly rate: number; readonly arrivals: string; readonly connections: number; readonly leadInS?: number; readonly results: readonly ScenarioSummary[] } | null;
   readonly streams: { readonly probe: readonly ProbeResult[]; readonly routerCpuUsPerChunk: Spread | null; readonly mockCpuUsPerChunk: Spread | null } | null;
   readonly micro: readonly MicroOutput[];
   readonly profile: ProfileSummary | null;
@@ -83,7 +83,7 @@ export function markdown(r: BenchReport): string {
     parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
   }
   if (r.openLoop !== undefined && r.openLoop !== null) {
-    parts.push(`## Fixed rate: ${int(r.openLoop.rate)} req/s, open-loop (${r.openLoop.arrivals} arrivals spaced in µs, each request sent at its scheduled time and timed from it), ${r.openLoop.connections} connections\n\n${scenarioTable(r.openLoop.results)}\n`);
+    parts.push(`## Fixed rate: ${int(r.openLoop.rate)} req/s, open-loop (${r.openLoop.arrivals} arrivals spaced in µs, each request sent at its scheduled time and timed from it${r.openLoop.leadInS === undefined ? '' : `; ${r.openLoop.leadInS} s of the same load before each run, not read`}), ${r.openLoop.connections} connections\n\n${scenarioTable(r.openLoop.results)}\n`);
   }
   if (r.streams !== null) {
     const p = r.streams.probe;
