@@ -129,9 +129,11 @@ async function main(): Promise<void> {
     });
     const others = (keep: string): number[] => [...started].filter(([k]) => k !== keep && k !== 'mock').map(([, t]) => t.proc.pid);
     // Warm-up: each target's code optimised and its upstream connections open before anything is read.
-    for (const [key, t] of started) {
-      const sc = key === 'mock' ? direct : [full, ...o.targets].find((x) => x.target === key)!;
-      await whileStopped(others(key), () => runWrk('wrk', { ...spec(sc), url: `${t.url}${PATH}`, durationS: WARMUP_S }));
+    const warmed = new Set<string>();
+    for (const sc of [direct, full, ...o.targets]) {
+      if (warmed.has(sc.target)) continue;
+      warmed.add(sc.target);
+      await whileStopped(others(sc.target), () => runWrk('wrk', { ...spec(sc), durationS: WARMUP_S }));
     }
     const peak = await whileStopped(others(full.target), () => runWrk('wrk', spec(full)));
     const rates = o.fractions.map((f) => Math.round(f * peak.rps));
