@@ -30,6 +30,7 @@ import { exitWithUsageError, positiveNumber, readCommandLine, UsageError, type C
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, type SchedStat } from './proc-cpu.js';
+import { kdamondCpu } from './kernel-monitor.js';
 import { median } from './order-stats.js';
 import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js';
 import type { Scenario, TargetKey } from './scenarios.js';
@@ -129,14 +130,16 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
         const redisBefore = redis === null ? null : await redisReading(redis);
         const before = pids.map(schedStat);
+        const monitor = kdamondCpu();
         const x = openLoop === null ? await m0.wrk.runWrk('wrk', spec(s, durationS)) : await runOpenLoop(openLoop.bin, spec(s, durationS), loadKind as Arrivals);
         const after = pids.map(schedStat);
+        const monitorMs = monitor.delta();
         const redisAfter = redis === null ? null : await redisReading(redis);
         const n = x.rps * durationS;
         const grew = (k: keyof SchedStat): number => after.reduce((a, b) => a + b[k], 0) - before.reduce((a, b) => a + b[k], 0);
@@ -151,9 +154,12 @@ async function main(): Promise<void> {
           calls: (redisAfter.calls - redisBefore.calls) / n,
           usecPerCall: (redisAfter.usec - redisBefore.usec) / Math.max(1, redisAfter.calls - redisBefore.calls),
         };
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store });
+        // The kernel's memory monitor (bench/kernel-monitor.ts): its bursts take a CPU from both sides.
+        const kdamondUs = monitorMs === null ? null : (monitorMs * 1000) / n;
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
           + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, ${generator} ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
+          + (kdamondUs === null ? '' : `, kdamond ${kdamondUs.toFixed(2)} µs CPU/request`)
           + (store === null ? '' : `; redis-server ${store.cpuUs.toFixed(2)} µs CPU/request, ${store.calls.toFixed(3)} script calls/request, ${store.usecPerCall.toFixed(1)} µs running each`)
           + '\n');
       }
@@ -164,6 +170,10 @@ async function main(): Promise<void> {
     for (const s of sides) {
       const r = results.get(s.label)!;
       process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+    }
+    const monitorSides = sides.map((s) => results.get(s.label)!.flatMap((x) => (x.kdamondUs === null ? [] : [x.kdamondUs])));
+    if (monitorSides.every((v) => v.length > 0)) {
+      process.stdout.write(`\nThe kernel's memory monitor (kdamond threads), CPU µs per request: ${sides.map((s, i) => `${s.label} ${median(monitorSides[i]).toFixed(2)}`).join(', ')}\n`);
     }
     if (redis !== null) {
       process.stdout.write('\nThe global limit\'s redis-server (shared by both sides; a side without a global limit makes no calls):\n\n'

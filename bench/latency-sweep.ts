@@ -5,6 +5,7 @@
  *
  *   node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S]
  *                                    [--workers N] [--arrivals poisson|uniform] [--limit-ms MS]
+ *                                    [--lead-in S] [--pause-damon]
  *
  * Starts the mock backend and each target (scenario ids of bench/scenarios.ts: router-local by
  * default with the floor and nginx), warms each up (3 s of wrk), measures the full router's
@@ -14,6 +15,10 @@
  * stopped (SIGSTOP) as in `npm run bench`. Prints,
  * per rate, direct's p99 and each target's added p99 (median over rounds of the per-round
  * difference) and CPU per request, then the highest rate under the limit per target. Each run's
+ * measured part follows --lead-in seconds (default 1) of the same load, not read, as in `npm run bench`: a
+ * target resumed after the others' runs answers more slowly for its first few hundred ms. The
+ * kernel's memory monitor (bench/kernel-monitor.ts) is named with its kdamond CPU per request;
+ * --pause-damon turns it off for the sweep (root). Each run's
  * progress line also counts the requests of 10 ms or more and groups them by when they were sent
  * (a stall of the target is one large group; open-loop's --slow-ms).
  */
@@ -22,6 +27,7 @@ import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js'
 import type { LoadSpec, SlowEpisodes } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
+import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon } from './kernel-monitor.js';
 import { median } from './order-stats.js';
 import * as scenariosModule from './scenarios.js';
 import { FULL_ROUTER, LONG_TOKENS, PATH, SCENARIOS, type Scenario, type TargetKey } from './scenarios.js';
@@ -31,8 +37,9 @@ import { startTarget } from './start-target.js';
 import { exitWithUsageError, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS] [--min-requests N]',
-  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms', '--min-requests'],
+  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS] [--min-requests N] [--lead-in S] [--pause-damon]',
+  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms', '--min-requests', '--lead-in'],
+  flags: ['--pause-damon'],
 };
 
 export interface SweepOptions {
@@ -46,6 +53,10 @@ export interface SweepOptions {
   readonly limitMs: number;
   /** A run at a low rate lasts long enough for this many requests (its p99 is then the 1%-slowest of as many). */
   readonly minRequests: number;
+  /** Seconds of the same load before each measured run, not read (0: none). */
+  readonly leadInS: number;
+  /** Turn the kernel's DAMON monitors off for the sweep. */
+  readonly pauseDamon: boolean;
 }
 
 const WARMUP_S = 3;
@@ -86,7 +97,16 @@ export function sweepOptions(line: CommandLine): SweepOptions {
     arrivals,
     limitMs: line.positiveNumber('--limit-ms') ?? 2,
     minRequests: line.positiveNumber('--min-requests') ?? 20_000,
+    leadInS: leadIn(line.value('--lead-in')),
+    pauseDamon: line.has('--pause-damon'),
   };
+}
+
+function leadIn(v: string | undefined): number {
+  if (v === undefined) return 1;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > 60) throw new UsageError(`--lead-in: expected seconds from 0 to 60, got ${JSON.stringify(v)}`);
+  return n;
 }
 
 /** How long a run at `rate` lasts: --duration, longer where that would be fewer than --min-requests requests. */
@@ -111,6 +131,8 @@ async function main(): Promise<void> {
   const o = readCommandLine(COMMAND, sweepOptions);
   const built = openLoopBinary();
   if (!('bin' in built)) exitWithUsageError(COMMAND, built.reason);
+  const monitor = describeMonitors(damonMonitors(), kdamondPids().length);
+  const damon = o.pauseDamon ? pauseDamon() : null;
   const mock = await startMock('mock');
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
   const direct = SCENARIOS.find((s) => s.id === 'direct')!;
@@ -141,15 +163,23 @@ async function main(): Promise<void> {
     const measured = [direct, ...o.targets];
     const p99 = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
     const cpu = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
+    const kdamond = new Map<string, number[]>(measured.map((sc) => [sc.id, []]));
     for (const [i, rate] of rates.entries()) {
       for (let r = 0; r < o.rounds; r++) {
         for (const sc of r % 2 === 0 ? measured : [...measured].reverse()) {
           const t = started.get(sc.target)!;
-          const reading = treeCpu(t.proc.pid);
-          const x = await whileStopped(others(sc.target), () => runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS));
+          const { x, cpuMs, kdamondMs } = await whileStopped(others(sc.target), async () => {
+            if (o.leadInS > 0) await runOpenLoop(built.bin, { ...spec(sc, rate), durationS: o.leadInS }, o.arrivals);
+            const reading = treeCpu(t.proc.pid);
+            const monitorCpu = kdamondCpu();
+            const run = await runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS);
+            return { x: run, cpuMs: reading.delta(), kdamondMs: monitorCpu.delta() };
+          });
           p99.get(sc.id)![i].push(x.latencyMs.p99);
-          cpu.get(sc.id)![i].push((reading.delta() * 1000) / Math.max(1, x.requests));
-          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${stalls(x.slow)}\n`);
+          cpu.get(sc.id)![i].push((cpuMs * 1000) / Math.max(1, x.requests));
+          const kd = kdamondMs === null ? null : (kdamondMs * 1000) / Math.max(1, x.requests);
+          if (kd !== null) kdamond.get(sc.id)!.push(kd);
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
         }
       }
     }
@@ -157,7 +187,9 @@ async function main(): Promise<void> {
       addedP99Ms: median(p99.get(id)![i].map((v, r) => v - p99.get(direct.id)![i][r])),
       cpuUs: median(cpu.get(id)![i]),
     }));
-    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds per rate of ${o.durationS} s or of ${o.minRequests} requests, whichever is longer; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n\n`
+    const kdamondMedians = measured.filter((sc) => kdamond.get(sc.id)!.length > 0).map((sc) => `${sc.id} ${median(kdamond.get(sc.id)!).toFixed(2)}`);
+    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds per rate of ${o.durationS} s or of ${o.minRequests} requests, whichever is longer${o.leadInS > 0 ? `, each after ${o.leadInS} s of the same load not read` : ''}; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n`
+      + `Kernel memory monitor: ${monitor}${damon !== null && damon.paused.length > 0 ? ', turned off for this sweep (--pause-damon)' : ''}${kdamondMedians.length > 0 ? `; kdamond CPU µs per request, median over every run: ${kdamondMedians.join(', ')}` : ''}\n\n`
       + `| req/s (× peak) | direct p99 ms | ${o.targets.map((t) => `${t.id}: p99 added ms, CPU µs/req`).join(' | ')} |\n`
       + `|---|---|${o.targets.map(() => '---|').join('')}\n`);
     const byTarget = new Map(o.targets.map((t) => [t.id, cells(t.id)]));
@@ -172,6 +204,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await stopAll();
+    damon?.restore();
   }
 }
 

@@ -14,7 +14,9 @@ export interface BenchReport {
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly command: string;
-  readonly machine: { readonly nproc: number; readonly cpuModel: string; readonly memoryGiB: number; readonly node: string; readonly kernel: string; readonly loadAvgStart: number[]; readonly loadAvgEnd: number[] };
+  readonly machine: { readonly nproc: number; readonly cpuModel: string; readonly memoryGiB: number; readonly node: string; readonly kernel: string; readonly loadAvgStart: number[]; readonly loadAvgEnd: number[];
+    /** The kernel's DAMON memory monitors as the run found them, and whether the run turned them off (absent in reports before). */
+    readonly kernelMonitor?: string; readonly damonPaused?: boolean };
   readonly settings: { readonly workers: number; readonly connections: number; readonly durationS: number; readonly rounds: number; readonly autocannonRounds: number; readonly wrkThreads: number };
   readonly notes: readonly string[];
   readonly wrk: readonly ScenarioSummary[];
@@ -65,25 +67,42 @@ export function storeParagraph(rows: readonly ScenarioSummary[], samples: readon
   return lines.length === 0 ? null : `The limit store (redis-server on the same CPUs; counted from /proc and INFO commandstats):\n\n${lines.join('\n')}\n`;
 }
 
+/**
+ * The kernel's kdamond threads' CPU per request during each scenario's runs (the memory monitor
+ * takes a CPU in bursts; bench/kernel-monitor.ts), or null where none ran.
+ */
+export function kdamondLine(rows: readonly ScenarioSummary[]): string | null {
+  const withMonitor = rows.filter((x) => x.kdamondCpuUsPerReq !== undefined && x.kdamondCpuUsPerReq !== null);
+  if (withMonitor.length === 0) return null;
+  return `The kernel's memory monitor (kdamond threads) during these runs, CPU µs per request: ${withMonitor.map((x) => `${x.n} ${x.label} ${range(x.kdamondCpuUsPerReq!, f2)}`).join('; ')}.\n`;
+}
+
 export function markdown(r: BenchReport): string {
   const m = r.machine;
   const s = r.settings;
   const parts: string[] = [];
   parts.push(`# inference-router benchmark (${r.mode})\n`);
-  parts.push(`${r.startedAt} — ${m.nproc} CPUs (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.kernel}; load average at start ${m.loadAvgStart.map(f2).join(' ')}, at end ${m.loadAvgEnd.map(f2).join(' ')}.`);
+  const monitor = m.kernelMonitor === undefined ? '' : ` Kernel memory monitor: ${m.kernelMonitor}${m.damonPaused === true ? ', turned off for this run (--pause-damon)' : ''}.`;
+  parts.push(`${r.startedAt} — ${m.nproc} CPUs (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, ${m.kernel}; load average at start ${m.loadAvgStart.map(f2).join(' ')}, at end ${m.loadAvgEnd.map(f2).join(' ')}.${monitor}`);
   parts.push(`Router and every proxy: ${s.workers} workers. wrk: ${s.wrkThreads} thread, ${s.connections} connections, ${s.durationS} s per run, ${s.rounds} interleaved rounds (all scenarios in turn, then again). autocannon: ${s.autocannonRounds} rounds. Load generator and servers share the machine.\n`);
   parts.push(`Command: \`${r.command}\`\n`);
   if (r.notes.length > 0) parts.push(`Notes:\n${r.notes.map((n) => `- ${n}`).join('\n')}\n`);
   parts.push(`## wrk (closed loop)\n\n${scenarioTable(r.wrk)}\n`);
+  const monitorWrk = kdamondLine(r.wrk);
+  if (monitorWrk !== null) parts.push(monitorWrk);
   const store = storeParagraph(r.wrk, r.samples.wrk);
   if (store !== null) parts.push(store);
   if (r.autocannon.length > 0) parts.push(`## autocannon (closed loop)\n\n${scenarioTable(r.autocannon)}\n`);
   if (r.fixedRate !== null) {
     const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';
     parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
+    const monitorFixed = kdamondLine(r.fixedRate.results);
+    if (monitorFixed !== null) parts.push(monitorFixed);
   }
   if (r.openLoop !== undefined && r.openLoop !== null) {
     parts.push(`## Fixed rate: ${int(r.openLoop.rate)} req/s, open-loop (${r.openLoop.arrivals} arrivals spaced in µs, each request sent at its scheduled time and timed from it${r.openLoop.leadInS === undefined ? '' : `; ${r.openLoop.leadInS} s of the same load before each run, not read`}), ${r.openLoop.connections} connections\n\n${scenarioTable(r.openLoop.results)}\n`);
+    const monitorOpen = kdamondLine(r.openLoop.results);
+    if (monitorOpen !== null) parts.push(monitorOpen);
   }
   if (r.streams !== null) {
     const p = r.streams.probe;

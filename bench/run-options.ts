@@ -18,6 +18,8 @@ export interface RunOptions {
   readonly only: readonly string[];
   /** Base name of the files in bench/results/. */
   readonly out: string;
+  /** Turn the kernel's DAMON memory monitors off for the run (root; bench/kernel-monitor.ts). */
+  readonly pauseDamon: boolean;
 }
 
 export const RUN_USAGE = `Usage: npm run bench -- [options]
@@ -30,12 +32,13 @@ export const RUN_USAGE = `Usage: npm run bench -- [options]
   --only ID,ID         only these scenarios (ids as in latest.json), e.g. direct,router,nginx
   --no-micro           skip the limiter micro benchmarks
   --no-profile         skip the CPU profile of the router
+  --pause-damon        turn the kernel's DAMON memory monitors off for the run, on again after (root)
   --out NAME           results file name in bench/results/ (default latest, quick: quick)`;
 
 export const RUN_COMMAND: CommandSpec = {
   usage: RUN_USAGE,
   values: ['--workers', '--connections', '--duration', '--rounds', '--only', '--out'],
-  flags: ['--quick', '--no-micro', '--no-profile'],
+  flags: ['--quick', '--no-micro', '--no-profile', '--pause-damon'],
 };
 
 export function runOptions(line: CommandLine): RunOptions {
@@ -54,6 +57,7 @@ export function runOptions(line: CommandLine): RunOptions {
     profile: !quick,
     only: [] as string[],
     out: quick ? 'quick' : 'latest',
+    pauseDamon: false,
   };
   const int = (flag: string, v: string, min: number, max: number): number => {
     const n = Number(v);
@@ -63,6 +67,7 @@ export function runOptions(line: CommandLine): RunOptions {
   for (const [a, v] of line.options) {
     if (a === '--no-micro') o.micro = false;
     else if (a === '--no-profile') o.profile = false;
+    else if (a === '--pause-damon') o.pauseDamon = true;
     else if (a === '--workers') o.workers = int(a, v, 1, 64);
     else if (a === '--connections') o.connections = int(a, v, 1, 10_000);
     else if (a === '--duration') o.durationS = int(a, v, 1, 600);

@@ -17,6 +17,7 @@ import { runWrk } from './load-wrk.js';
 import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
+import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon } from './kernel-monitor.js';
 import * as targetsModule from './targets.js';
 import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target } from './targets.js';
 import { writeReport, type BenchReport } from './report.js';
@@ -54,6 +55,10 @@ async function main(): Promise<void> {
   if (wrkBin === null) notes.push('wrk not installed: every scenario ran with autocannon only (which saturates near 50k req/s on 2 cores)');
   if (nginxBin === null) notes.push('nginx not installed: the nginx scenario and the × nginx ratios were skipped');
   if (redisBin === null) notes.push('redis-server not installed: scenarios 5 and 5n (global limit) were skipped');
+  // Read before any pause: the machine as it was given.
+  const kernelMonitor = describeMonitors(damonMonitors(), kdamondPids().length);
+  const damon = opts.pauseDamon ? pauseDamon() : null;
+  if (damon !== null) notes.push(`the kernel's DAMON memory monitors were turned off for the run (--pause-damon: ${damon.paused.length === 0 ? 'none was on' : `monitor ${damon.paused.join(', ')}`}) and on again after it`);
 
   const scenarios = SCENARIOS.filter((s) => (opts.only.length === 0 || opts.only.includes(s.id))
     && !(s.target === 'nginx' && nginxBin === null) && !(usesRedis(s.target) && redisBin === null));
@@ -94,23 +99,25 @@ async function main(): Promise<void> {
   // fixed rate: see below).
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[], leadIn?: () => Promise<unknown>): Promise<void> => {
     const t = targets.get(sc.target)!;
-    const { result, serverCpuMs, store } = await whileStopped(allBut(sc.target), async () => {
+    const { result, serverCpuMs, store, kdamondCpuMs } = await whileStopped(allBut(sc.target), async () => {
       if (leadIn !== undefined) await leadIn();
       const cpu = treeCpu(t.proc.pid);
+      const kdamond = kdamondCpu();
       // The global limit's store: redis-server's CPU and script calls during the run (it serves no other scenario).
       const storeCpu = usesRedis(sc.target) && redis !== null ? treeCpu(redis.proc.pid) : null;
       const callsBefore = storeCpu === null ? 0 : await scriptCalls(redis!.address);
       const result = await run();
       const serverCpuMs = cpu.delta();
+      const kdamondCpuMs = kdamond.delta();
       const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
-      return { result, serverCpuMs, store };
+      return { result, serverCpuMs, store, kdamondCpuMs };
     });
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
       if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
       if (existsSync(f)) truncateSync(f, 0);
     }
-    into.push({ scenario: sc.id, round, result, serverCpuMs, ...(store === undefined ? {} : { store }) });
+    into.push({ scenario: sc.id, round, result, serverCpuMs, kdamondCpuMs, ...(store === undefined ? {} : { store }) });
     log(`${result.tool} ${sc.id} round ${round + 1}: ${Math.round(result.rps)} req/s p99 ${result.latencyMs.p99.toFixed(2)} ms non-2xx ${result.non2xx} errors ${result.errors}`);
   };
   const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null ? runWrk(wrkBin, spec) : runAutocannon(spec));
@@ -210,6 +217,7 @@ async function main(): Promise<void> {
   } else notes.push('CPU profile not taken (--quick or --no-profile)');
 
   await stopAll();
+  damon?.restore();
   if (collector !== null) {
     const traced = wrk.filter((x) => x.scenario === 'router-trace').reduce((n, x) => n + x.result.requests, 0);
     notes.push(`tracing check (router-trace): the mock collector received ${collector.received()} spans in ${collector.requests()} exports; the measured rounds sent ${traced} requests (warm-up and sanity requests come on top; spans beyond the export queue are dropped and counted)`);
@@ -226,6 +234,7 @@ async function main(): Promise<void> {
     machine: {
       nproc: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30),
       node: process.version, kernel: `Linux ${release()}`, loadAvgStart, loadAvgEnd: loadavg(),
+      kernelMonitor, damonPaused: damon !== null && damon.paused.length > 0,
     },
     settings: { workers: opts.workers, connections: opts.connections, durationS: opts.durationS, rounds: opts.rounds, autocannonRounds: acScenarios.length > 0 ? opts.autocannonRounds : 0, wrkThreads: 1 },
     notes,

@@ -14,6 +14,8 @@ export interface Sample {
   readonly serverCpuMs: number | null;
   /** The limit store's share of the run (scenarios with a global limit): redis-server CPU ms and script calls. */
   readonly store?: { readonly cpuMs: number; readonly scriptCalls: number };
+  /** CPU ms of the kernel's kdamond threads during the run (absent or null: none ran, or not measured). */
+  readonly kdamondCpuMs?: number | null;
 }
 
 export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
@@ -40,6 +42,8 @@ export interface ScenarioSummary {
   readonly loadCpuCorePct: Spread | null;
   /** The limit store (redis-server) per request, where the scenario has one: CPU µs and script calls. */
   readonly store: { readonly cpuUsPerReq: Spread | null; readonly callsPerReq: Spread | null } | null;
+  /** The kernel's kdamond threads' CPU per request, µs (null where none ran). */
+  readonly kdamondCpuUsPerReq?: Spread | null;
   /** Fraction of answers that were not 2xx/3xx (all rounds together). */
   readonly non2xxFraction: number;
   readonly errors: number;
@@ -102,6 +106,7 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
       loadCpuUsPerReq: spread(mine.map((s) => (s.result.loadCpuMs * 1000) / s.result.requests)),
       loadCpuCorePct: spread(mine.map((s) => (100 * s.result.loadCpuMs) / (s.result.seconds * 1000))),
       store: storeOf(mine),
+      kdamondCpuUsPerReq: spread(mine.filter((s) => typeof s.kdamondCpuMs === 'number' && s.result.requests > 0).map((s) => (s.kdamondCpuMs! * 1000) / s.result.requests)),
       non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
       errors: mine.reduce((a, s) => a + s.result.errors, 0),
     };

@@ -639,12 +639,12 @@ int main(int argc, char **argv) {
   double seconds = duration;
   printf("OPEN_LOOP_JSON {\"requests\":%llu,\"duration_us\":%lld,\"errors\":{\"connect\":%llu,\"read\":%llu,\"write\":%llu,"
          "\"status\":%llu,\"timeout\":%llu},\"latency_us\":{\"mean\":%.3f,\"max\":%llu,\"p50\":%llu,\"p99\":%llu,\"p999\":%llu},"
-         "\"late\":%llu,\"arrivals\":\"%s\"",
+         "\"late\":%llu,\"arrivals\":\"%s\",\"start_monotonic_ns\":%lld",
          (unsigned long long)completed, (long long)(seconds * 1e6), (unsigned long long)err_connect,
          (unsigned long long)err_read, (unsigned long long)err_write, (unsigned long long)non2xx,
          (unsigned long long)err_timeout, completed == 0 ? 0.0 : latency_sum_us / (double)completed,
          (unsigned long long)latency_max_us, (unsigned long long)percentile(0.50), (unsigned long long)percentile(0.99),
-         (unsigned long long)percentile(0.999), (unsigned long long)late, arrivals);
+         (unsigned long long)percentile(0.999), (unsigned long long)late, arrivals, (long long)t_start);
   if (slow_us > 0) print_episodes();
   printf("}\n");
   return 0;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BenchReport, Goal } from '../../../bench/report.js';
-import { hostName, readRuns, runsTable } from '../../../bench/runs-table.js';
+import { hostName, monitorCell, readRuns, runsTable } from '../../../bench/runs-table.js';
 
 const spread = (median: number) => ({ median, min: median, max: median, n: 1 });
 
@@ -42,8 +42,8 @@ describe('runsTable', () => {
     ]);
     const rows = table.trim().split('\n').slice(2);
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toContain('2026-11-25 21:39 | `a-run.md` | Intel Xeon');
-    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | 14.4 | 0.74× | 26.7 | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
+    expect(rows[0]).toContain('2026-11-25 21:39 | `a-run.md` | Intel Xeon | – |');
+    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | – | 14.4 | 0.74× | 26.7 | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
   });
 
   it('shows the open-loop p99 and its part beyond nginx where the run measured them', () => {
@@ -71,6 +71,17 @@ describe('runsTable', () => {
       { file: 'tracing.json', report: report('2026-11-26T09:00:00.000Z', 'AMD EPYC', GOALS, { wrk: [scenario('router', 20)] }) },
     ]);
     expect(table.trim().split('\n')).toHaveLength(2);
+  });
+
+  it('says whether the kernel\'s memory monitor ran, was paused, or was not read', () => {
+    const on = 'DAMON monitor 0 on (paddr, sampling every 500 ms, schemes: pageout)';
+    expect(monitorCell({ kernelMonitor: on } as BenchReport['machine'])).toBe('on');
+    expect(monitorCell({ kernelMonitor: on, damonPaused: true } as BenchReport['machine'])).toBe('paused');
+    expect(monitorCell({ kernelMonitor: 'DAMON monitor 0 off (paddr)' } as BenchReport['machine'])).toBe('off');
+    expect(monitorCell({ kernelMonitor: 'no kdamond thread' } as BenchReport['machine'])).toBe('none');
+    expect(monitorCell({} as BenchReport['machine'])).toBe('–');
+    const [row] = runsTable([{ file: 'm.json', report: report('2026-11-27T14:00:00.000Z', 'AMD EPYC', GOALS, { machine: { cpuModel: 'AMD EPYC', kernelMonitor: on } }) }]).trim().split('\n').slice(2);
+    expect(row).toContain('| AMD EPYC | on | 14.4 |');
   });
 
   it('names hosts as the docs do', () => {

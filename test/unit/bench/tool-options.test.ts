@@ -58,7 +58,7 @@ describe('bench tool options', () => {
     const tool = (argv: string[]) => read(latencySweep.COMMAND, latencySweep.sweepOptions, argv);
     const d = tool([]);
     expect({ ...d, targets: d.targets.map((t) => t.id) }).toEqual({
-      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2, minRequests: 20_000,
+      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2, minRequests: 20_000, leadInS: 1, pauseDamon: false,
     });
     expect(latencySweep.runSeconds(d, 2000)).toBe(10);
     expect(latencySweep.runSeconds(d, 3000)).toBe(6.7);
@@ -72,6 +72,8 @@ describe('bench tool options', () => {
     expect(() => tool(['--fractions', '0'])).toThrow(UsageError);
     expect(() => tool(['--arrivals', 'bursty'])).toThrow(UsageError);
     expect(() => tool(['router-local'])).toThrow(UsageError);
+    expect({ ...tool(['--lead-in', '0', '--pause-damon']) }).toMatchObject({ leadInS: 0, pauseDamon: true });
+    expect(() => tool(['--lead-in', '-1'])).toThrow(/--lead-in: expected seconds from 0 to 60/);
   });
 
   it('latency-sweep: the highest rate under the limit counts only while every lower rate is under it too', () => {
@@ -116,7 +118,8 @@ describe('bench tool options', () => {
     expect({ quick: full.quick, rounds: full.rounds, durationS: full.durationS, micro: full.micro, profile: full.profile, out: full.out }).toEqual({ quick: false, rounds: 5, durationS: 6, micro: true, profile: true, out: 'latest' });
     const quick = tool(['--rounds', '3', '--quick', '--only', 'direct,router', '--no-profile']);
     expect({ quick: quick.quick, rounds: quick.rounds, durationS: quick.durationS, micro: quick.micro, only: quick.only, out: quick.out }).toEqual({ quick: true, rounds: 3, durationS: 2, micro: false, only: ['direct', 'router'], out: 'quick' });
-    expect(tool(['--no-micro', '--workers', '4', '--connections', '128', '--out', 'tracing'])).toMatchObject({ micro: false, profile: true, workers: 4, connections: 128, out: 'tracing' });
+    expect(tool(['--no-micro', '--workers', '4', '--connections', '128', '--out', 'tracing'])).toMatchObject({ micro: false, profile: true, workers: 4, connections: 128, out: 'tracing', pauseDamon: false });
+    expect(tool(['--pause-damon']).pauseDamon).toBe(true);
     expect(() => tool(['--workers', '0'])).toThrow('--workers: expected an integer from 1 to 64, got "0"');
     expect(() => tool(['--rounds', '2.5'])).toThrow(UsageError);
     expect(() => tool(['--out', '../x'])).toThrow(UsageError);
