@@ -27,6 +27,7 @@ import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js'
 import type { LoadSpec, SlowEpisodes } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
+import { machineBusy } from './machine-busy.js';
 import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon } from './kernel-monitor.js';
 import { median } from './order-stats.js';
 import * as scenariosModule from './scenarios.js';
@@ -164,22 +165,25 @@ async function main(): Promise<void> {
     const p99 = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
     const cpu = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
     const kdamond = new Map<string, number[]>(measured.map((sc) => [sc.id, []]));
+    const busyPct = new Map<string, number[][]>(measured.map((sc) => [sc.id, rates.map(() => [])]));
     for (const [i, rate] of rates.entries()) {
       for (let r = 0; r < o.rounds; r++) {
         for (const sc of r % 2 === 0 ? measured : [...measured].reverse()) {
           const t = started.get(sc.target)!;
-          const { x, cpuMs, kdamondMs } = await whileStopped(others(sc.target), async () => {
+          const { x, cpuMs, kdamondMs, busy } = await whileStopped(others(sc.target), async () => {
             if (o.leadInS > 0) await runOpenLoop(built.bin, { ...spec(sc, rate), durationS: o.leadInS }, o.arrivals);
             const reading = treeCpu(t.proc.pid);
             const monitorCpu = kdamondCpu();
+            const machine = machineBusy();
             const run = await runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS);
-            return { x: run, cpuMs: reading.delta(), kdamondMs: monitorCpu.delta() };
+            return { x: run, cpuMs: reading.delta(), kdamondMs: monitorCpu.delta(), busy: machine.delta() };
           });
           p99.get(sc.id)![i].push(x.latencyMs.p99);
           cpu.get(sc.id)![i].push((cpuMs * 1000) / Math.max(1, x.requests));
           const kd = kdamondMs === null ? null : (kdamondMs * 1000) / Math.max(1, x.requests);
           if (kd !== null) kdamond.get(sc.id)!.push(kd);
-          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
+          if (busy !== null) busyPct.get(sc.id)![i].push(100 * busy.busy);
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy`}${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
         }
       }
     }
@@ -190,12 +194,12 @@ async function main(): Promise<void> {
     const kdamondMedians = measured.filter((sc) => kdamond.get(sc.id)!.length > 0).map((sc) => `${sc.id} ${median(kdamond.get(sc.id)!).toFixed(2)}`);
     process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds per rate of ${o.durationS} s or of ${o.minRequests} requests, whichever is longer${o.leadInS > 0 ? `, each after ${o.leadInS} s of the same load not read` : ''}; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n`
       + `Kernel memory monitor: ${monitor}${damon !== null && damon.paused.length > 0 ? ', turned off for this sweep (--pause-damon)' : ''}${kdamondMedians.length > 0 ? `; kdamond CPU µs per request, median over every run: ${kdamondMedians.join(', ')}` : ''}\n\n`
-      + `| req/s (× peak) | direct p99 ms | ${o.targets.map((t) => `${t.id}: p99 added ms, CPU µs/req`).join(' | ')} |\n`
+      + `| req/s (× peak) | direct p99 ms | ${o.targets.map((t) => `${t.id}: p99 added ms, CPU µs/req, machine % busy`).join(' | ')} |\n`
       + `|---|---|${o.targets.map(() => '---|').join('')}\n`);
     const byTarget = new Map(o.targets.map((t) => [t.id, cells(t.id)]));
     for (const [i, rate] of rates.entries()) {
       process.stdout.write(`| ${rate} (${o.fractions[i]}) | ${median(p99.get(direct.id)![i]).toFixed(2)} | `
-        + `${o.targets.map((t) => { const c = byTarget.get(t.id)![i]; return `${c.addedP99Ms >= 0 ? '+' : ''}${c.addedP99Ms.toFixed(2)}, ${c.cpuUs.toFixed(1)}`; }).join(' | ')} |\n`);
+        + `${o.targets.map((t) => { const c = byTarget.get(t.id)![i]; const b = busyPct.get(t.id)![i]; return `${c.addedP99Ms >= 0 ? '+' : ''}${c.addedP99Ms.toFixed(2)}, ${c.cpuUs.toFixed(1)}, ${b.length === 0 ? '–' : `${median(b).toFixed(0)}%`}`; }).join(' | ')} |\n`);
     }
     process.stdout.write(`\nHighest rate with the p99 added under ${o.limitMs} ms (every lower rate too):\n\n`);
     for (const t of o.targets) {

@@ -77,6 +77,13 @@ export function kdamondLine(rows: readonly ScenarioSummary[]): string | null {
   return `The kernel's memory monitor (kdamond threads) during these runs, CPU µs per request: ${withMonitor.map((x) => `${x.n} ${x.label} ${range(x.kdamondCpuUsPerReq!, f2)}`).join('; ')}.\n`;
 }
 
+/** How busy the machine was (all CPUs) during each scenario's runs at a fixed rate, or null where not read. */
+export function machineLine(rows: readonly ScenarioSummary[]): string | null {
+  const read = rows.filter((x) => x.machineBusyPct !== undefined && x.machineBusyPct !== null);
+  if (read.length === 0) return null;
+  return `The whole machine during these runs (load generator, mock backend and target together; /proc/stat), percent of all CPUs busy: ${read.map((x) => `${x.n} ${x.label} ${range(x.machineBusyPct!, (v) => v.toFixed(0))}`).join('; ')}.\n`;
+}
+
 export function markdown(r: BenchReport): string {
   const m = r.machine;
   const s = r.settings;
@@ -96,11 +103,15 @@ export function markdown(r: BenchReport): string {
   if (r.fixedRate !== null) {
     const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';
     parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
+    const busyFixed = machineLine(r.fixedRate.results);
+    if (busyFixed !== null) parts.push(busyFixed);
     const monitorFixed = kdamondLine(r.fixedRate.results);
     if (monitorFixed !== null) parts.push(monitorFixed);
   }
   if (r.openLoop !== undefined && r.openLoop !== null) {
     parts.push(`## Fixed rate: ${int(r.openLoop.rate)} req/s, open-loop (${r.openLoop.arrivals} arrivals spaced in µs, each request sent at its scheduled time and timed from it${r.openLoop.leadInS === undefined ? '' : `; ${r.openLoop.leadInS} s of the same load before each run, not read`}), ${r.openLoop.connections} connections\n\n${scenarioTable(r.openLoop.results)}\n`);
+    const busyOpen = machineLine(r.openLoop.results);
+    if (busyOpen !== null) parts.push(busyOpen);
     const monitorOpen = kdamondLine(r.openLoop.results);
     if (monitorOpen !== null) parts.push(monitorOpen);
   }

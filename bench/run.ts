@@ -17,6 +17,7 @@ import { runWrk } from './load-wrk.js';
 import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
+import { machineBusy } from './machine-busy.js';
 import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon } from './kernel-monitor.js';
 import * as targetsModule from './targets.js';
 import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target } from './targets.js';
@@ -99,25 +100,27 @@ async function main(): Promise<void> {
   // fixed rate: see below).
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[], leadIn?: () => Promise<unknown>): Promise<void> => {
     const t = targets.get(sc.target)!;
-    const { result, serverCpuMs, store, kdamondCpuMs } = await whileStopped(allBut(sc.target), async () => {
+    const { result, serverCpuMs, store, kdamondCpuMs, machineShare } = await whileStopped(allBut(sc.target), async () => {
       if (leadIn !== undefined) await leadIn();
       const cpu = treeCpu(t.proc.pid);
       const kdamond = kdamondCpu();
+      const machine = machineBusy();
       // The global limit's store: redis-server's CPU and script calls during the run (it serves no other scenario).
       const storeCpu = usesRedis(sc.target) && redis !== null ? treeCpu(redis.proc.pid) : null;
       const callsBefore = storeCpu === null ? 0 : await scriptCalls(redis!.address);
       const result = await run();
       const serverCpuMs = cpu.delta();
       const kdamondCpuMs = kdamond.delta();
+      const machineShare = machine.delta();
       const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
-      return { result, serverCpuMs, store, kdamondCpuMs };
+      return { result, serverCpuMs, store, kdamondCpuMs, machineShare };
     });
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
       if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
       if (existsSync(f)) truncateSync(f, 0);
     }
-    into.push({ scenario: sc.id, round, result, serverCpuMs, kdamondCpuMs, ...(store === undefined ? {} : { store }) });
+    into.push({ scenario: sc.id, round, result, serverCpuMs, kdamondCpuMs, machine: machineShare, ...(store === undefined ? {} : { store }) });
     log(`${result.tool} ${sc.id} round ${round + 1}: ${Math.round(result.rps)} req/s p99 ${result.latencyMs.p99.toFixed(2)} ms non-2xx ${result.non2xx} errors ${result.errors}`);
   };
   const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null ? runWrk(wrkBin, spec) : runAutocannon(spec));

@@ -16,6 +16,8 @@ export interface Sample {
   readonly store?: { readonly cpuMs: number; readonly scriptCalls: number };
   /** CPU ms of the kernel's kdamond threads during the run (absent or null: none ran, or not measured). */
   readonly kdamondCpuMs?: number | null;
+  /** The share of all CPUs busy during the run, and stolen by the hypervisor (/proc/stat; absent or null: not read). */
+  readonly machine?: { readonly busy: number; readonly steal: number } | null;
 }
 
 export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
@@ -44,6 +46,8 @@ export interface ScenarioSummary {
   readonly store: { readonly cpuUsPerReq: Spread | null; readonly callsPerReq: Spread | null } | null;
   /** The kernel's kdamond threads' CPU per request, µs (null where none ran). */
   readonly kdamondCpuUsPerReq?: Spread | null;
+  /** Percent of all CPUs busy during the runs (null where not read). */
+  readonly machineBusyPct?: Spread | null;
   /** Fraction of answers that were not 2xx/3xx (all rounds together). */
   readonly non2xxFraction: number;
   readonly errors: number;
@@ -106,6 +110,7 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
       loadCpuUsPerReq: spread(mine.map((s) => (s.result.loadCpuMs * 1000) / s.result.requests)),
       loadCpuCorePct: spread(mine.map((s) => (100 * s.result.loadCpuMs) / (s.result.seconds * 1000))),
       store: storeOf(mine),
+      machineBusyPct: spread(mine.flatMap((s) => (s.machine === undefined || s.machine === null ? [] : [100 * s.machine.busy]))),
       kdamondCpuUsPerReq: spread(mine.filter((s) => typeof s.kdamondCpuMs === 'number' && s.result.requests > 0).map((s) => (s.kdamondCpuMs! * 1000) / s.result.requests)),
       non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
       errors: mine.reduce((a, s) => a + s.result.errors, 0),
