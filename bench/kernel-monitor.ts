@@ -130,7 +130,8 @@ export function damonMonitors(paths: MonitorPaths = SYSTEM): DamonMonitor[] {
 
 /** One line for a report: what monitors run and how (or that there are none). */
 export function describeMonitors(monitors: readonly DamonMonitor[], kdamonds: number): string {
-  if (monitors.length === 0) return kdamonds === 0 ? 'no kdamond thread' : `${kdamonds} kdamond thread(s), settings not in sysfs`;
+  // A kdamond thread runs only while its monitor is on; DAMON's sysfs files are root's.
+  if (monitors.length === 0) return kdamonds === 0 ? 'no kdamond thread' : `${kdamonds} kdamond thread(s) on, settings not readable here`;
   return monitors.map((m) => {
     if (m.state === null) return `DAMON monitor ${m.index} (settings readable by root only)`;
     const how = [

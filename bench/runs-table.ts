@@ -63,7 +63,7 @@ function serverCpu(r: BenchReport, id: string): string {
 export function monitorCell(m: BenchReport['machine']): string {
   if (m.kernelMonitor === undefined) return '–';
   if (m.damonPaused === true) return 'paused';
-  if (/ on\b/.test(m.kernelMonitor)) return 'on';
+  if (/ on\b/.test(m.kernelMonitor) || /kdamond thread\(s\) on/.test(m.kernelMonitor)) return 'on';
   if (/ off\b/.test(m.kernelMonitor)) return 'off';
   return m.kernelMonitor === 'no kdamond thread' ? 'none' : 'unknown';
 }

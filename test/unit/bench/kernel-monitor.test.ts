@@ -57,6 +57,7 @@ describe('the kernel memory monitor', () => {
     const m = fakeMachine({ 12: { comm: 'node', ns: 9e9 } }, []);
     expect(kdamondCpu(m).delta()).toBeNull();
     expect(describeMonitors(damonMonitors(m), kdamondPids(m).length)).toBe('no kdamond thread');
+    expect(describeMonitors([], 2)).toBe('2 kdamond thread(s) on, settings not readable here');
   });
 
   it('describes each monitor from sysfs', () => {

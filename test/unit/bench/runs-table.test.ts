@@ -80,6 +80,7 @@ describe('runsTable', () => {
     expect(monitorCell({ kernelMonitor: 'DAMON monitor 0 off (paddr)' } as BenchReport['machine'])).toBe('off');
     expect(monitorCell({ kernelMonitor: 'no kdamond thread' } as BenchReport['machine'])).toBe('none');
     expect(monitorCell({} as BenchReport['machine'])).toBe('–');
+    expect(monitorCell({ kernelMonitor: '1 kdamond thread(s) on, settings not readable here' } as BenchReport['machine'])).toBe('on');
     const [row] = runsTable([{ file: 'm.json', report: report('2026-11-27T14:00:00.000Z', 'AMD EPYC', GOALS, { machine: { cpuModel: 'AMD EPYC', kernelMonitor: on } }) }]).trim().split('\n').slice(2);
     expect(row).toContain('| AMD EPYC | on | 14.4 |');
   });
