@@ -143,6 +143,11 @@ export function describeMonitors(monitors: readonly DamonMonitor[], kdamonds: nu
   }).join('; ');
 }
 
+/** The machine's monitors as found now, in one line (what `npm run bench` and latency-sweep report). */
+export function monitorsNow(paths: MonitorPaths = SYSTEM): string {
+  return describeMonitors(damonMonitors(paths), kdamondPids(paths).length);
+}
+
 /**
  * Turns off every DAMON monitor that is on, until `restore()` turns them on again (it is also run
  * at this process's exit, so an interrupted run gives the machine its monitor back). Needs root;

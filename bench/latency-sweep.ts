@@ -28,7 +28,7 @@ import type { LoadSpec, SlowEpisodes } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { treeCpu } from './proc-cpu.js';
 import { machineBusy } from './machine-busy.js';
-import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon } from './kernel-monitor.js';
+import { kdamondCpu, monitorsNow, pauseDamon } from './kernel-monitor.js';
 import { median } from './order-stats.js';
 import * as scenariosModule from './scenarios.js';
 import { FULL_ROUTER, LONG_TOKENS, PATH, SCENARIOS, type Scenario, type TargetKey } from './scenarios.js';
@@ -132,7 +132,7 @@ async function main(): Promise<void> {
   const o = readCommandLine(COMMAND, sweepOptions);
   const built = openLoopBinary();
   if (!('bin' in built)) exitWithUsageError(COMMAND, built.reason);
-  const monitor = describeMonitors(damonMonitors(), kdamondPids().length);
+  const monitor = monitorsNow();
   const damon = o.pauseDamon ? pauseDamon() : null;
   const mock = await startMock('mock');
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
@@ -176,7 +176,10 @@ async function main(): Promise<void> {
             const monitorCpu = kdamondCpu();
             const machine = machineBusy();
             const run = await runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS);
-            return { x: run, cpuMs: reading.delta(), kdamondMs: monitorCpu.delta(), busy: machine.delta() };
+            // The machine's window closes before the kdamond reading scans /proc.
+            const cpuMs = reading.delta();
+            const busy = machine.delta();
+            return { x: run, cpuMs, busy, kdamondMs: monitorCpu.delta() };
           });
           p99.get(sc.id)![i].push(x.latencyMs.p99);
           cpu.get(sc.id)![i].push((cpuMs * 1000) / Math.max(1, x.requests));

@@ -72,16 +72,28 @@ export function storeParagraph(rows: readonly ScenarioSummary[], samples: readon
  * takes a CPU in bursts; bench/kernel-monitor.ts), or null where none ran.
  */
 export function kdamondLine(rows: readonly ScenarioSummary[]): string | null {
-  const withMonitor = rows.filter((x) => x.kdamondCpuUsPerReq !== undefined && x.kdamondCpuUsPerReq !== null);
-  if (withMonitor.length === 0) return null;
-  return `The kernel's memory monitor (kdamond threads) during these runs, CPU µs per request: ${withMonitor.map((x) => `${x.n} ${x.label} ${range(x.kdamondCpuUsPerReq!, f2)}`).join('; ')}.\n`;
+  const list = perScenario(rows, (x) => x.kdamondCpuUsPerReq, f2);
+  return list === null ? null : `The kernel's memory monitor (kdamond threads) during these runs, CPU µs per request: ${list}.\n`;
 }
 
 /** How busy the machine was (all CPUs) during each scenario's runs at a fixed rate, or null where not read. */
 export function machineLine(rows: readonly ScenarioSummary[]): string | null {
-  const read = rows.filter((x) => x.machineBusyPct !== undefined && x.machineBusyPct !== null);
-  if (read.length === 0) return null;
-  return `The whole machine during these runs (load generator, mock backend and target together; /proc/stat), percent of all CPUs busy: ${read.map((x) => `${x.n} ${x.label} ${range(x.machineBusyPct!, (v) => v.toFixed(0))}`).join('; ')}.\n`;
+  const list = perScenario(rows, (x) => x.machineBusyPct, (v) => v.toFixed(0));
+  return list === null ? null : `The whole machine during these runs (load generator, mock backend and target together; /proc/stat), percent of all CPUs busy: ${list}.\n`;
+}
+
+/** "n label median (min–max); ..." over the scenarios that have the figure, or null where none has. */
+function perScenario(rows: readonly ScenarioSummary[], figure: (x: ScenarioSummary) => Spread | null | undefined, fmt: (v: number) => string): string | null {
+  const items = rows.flatMap((x) => {
+    const s = figure(x);
+    return s === undefined || s === null ? [] : [`${x.n} ${x.label} ${range(s, fmt)}`];
+  });
+  return items.length === 0 ? null : items.join('; ');
+}
+
+/** The lines under a fixed-rate table: how busy the machine was, and what the kernel's monitor took. */
+function fixedRateLines(rows: readonly ScenarioSummary[]): string[] {
+  return [machineLine(rows), kdamondLine(rows)].filter((x): x is string => x !== null);
 }
 
 export function markdown(r: BenchReport): string {
@@ -103,17 +115,11 @@ export function markdown(r: BenchReport): string {
   if (r.fixedRate !== null) {
     const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';
     parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
-    const busyFixed = machineLine(r.fixedRate.results);
-    if (busyFixed !== null) parts.push(busyFixed);
-    const monitorFixed = kdamondLine(r.fixedRate.results);
-    if (monitorFixed !== null) parts.push(monitorFixed);
+    parts.push(...fixedRateLines(r.fixedRate.results));
   }
   if (r.openLoop !== undefined && r.openLoop !== null) {
     parts.push(`## Fixed rate: ${int(r.openLoop.rate)} req/s, open-loop (${r.openLoop.arrivals} arrivals spaced in µs, each request sent at its scheduled time and timed from it${r.openLoop.leadInS === undefined ? '' : `; ${r.openLoop.leadInS} s of the same load before each run, not read`}), ${r.openLoop.connections} connections\n\n${scenarioTable(r.openLoop.results)}\n`);
-    const busyOpen = machineLine(r.openLoop.results);
-    if (busyOpen !== null) parts.push(busyOpen);
-    const monitorOpen = kdamondLine(r.openLoop.results);
-    if (monitorOpen !== null) parts.push(monitorOpen);
+    parts.push(...fixedRateLines(r.openLoop.results));
   }
   if (r.streams !== null) {
     const p = r.streams.probe;

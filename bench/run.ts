@@ -18,7 +18,7 @@ import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
 import { machineBusy } from './machine-busy.js';
-import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon } from './kernel-monitor.js';
+import { kdamondCpu, monitorsNow, pauseDamon } from './kernel-monitor.js';
 import * as targetsModule from './targets.js';
 import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target } from './targets.js';
 import { writeReport, type BenchReport } from './report.js';
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   if (nginxBin === null) notes.push('nginx not installed: the nginx scenario and the × nginx ratios were skipped');
   if (redisBin === null) notes.push('redis-server not installed: scenarios 5 and 5n (global limit) were skipped');
   // Read before any pause: the machine as it was given.
-  const kernelMonitor = describeMonitors(damonMonitors(), kdamondPids().length);
+  const kernelMonitor = monitorsNow();
   const damon = opts.pauseDamon ? pauseDamon() : null;
   if (damon !== null) notes.push(`the kernel's DAMON memory monitors were turned off for the run (--pause-damon: ${damon.paused.length === 0 ? 'none was on' : `monitor ${damon.paused.join(', ')}`}) and on again after it`);
 
@@ -110,8 +110,9 @@ async function main(): Promise<void> {
       const callsBefore = storeCpu === null ? 0 : await scriptCalls(redis!.address);
       const result = await run();
       const serverCpuMs = cpu.delta();
-      const kdamondCpuMs = kdamond.delta();
+      // The machine's window closes first: the kdamond reading scans /proc.
       const machineShare = machine.delta();
+      const kdamondCpuMs = kdamond.delta();
       const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
       return { result, serverCpuMs, store, kdamondCpuMs, machineShare };
     });

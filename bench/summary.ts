@@ -111,7 +111,7 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
       loadCpuCorePct: spread(mine.map((s) => (100 * s.result.loadCpuMs) / (s.result.seconds * 1000))),
       store: storeOf(mine),
       machineBusyPct: spread(mine.flatMap((s) => (s.machine === undefined || s.machine === null ? [] : [100 * s.machine.busy]))),
-      kdamondCpuUsPerReq: spread(mine.filter((s) => typeof s.kdamondCpuMs === 'number' && s.result.requests > 0).map((s) => (s.kdamondCpuMs! * 1000) / s.result.requests)),
+      kdamondCpuUsPerReq: spread(mine.flatMap((s) => (typeof s.kdamondCpuMs === 'number' && s.result.requests > 0 ? [(s.kdamondCpuMs * 1000) / s.result.requests] : []))),
       non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
       errors: mine.reduce((a, s) => a + s.result.errors, 0),
     };

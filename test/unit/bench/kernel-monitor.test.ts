@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, pauseDamon, type MonitorPaths } from '../../../bench/kernel-monitor.js';
+import { damonMonitors, describeMonitors, kdamondCpu, kdamondPids, monitorsNow, pauseDamon, type MonitorPaths } from '../../../bench/kernel-monitor.js';
 
 /** A sysfs admin tree and a /proc with the given threads, as the kernel lays them out. */
 function fakeMachine(threads: Record<number, { comm: string; ns: number }>, monitors: { state: string; ops: string; sampleUs: number; actions: string[] }[]): MonitorPaths {
@@ -67,6 +67,7 @@ describe('the kernel memory monitor', () => {
       ['on', 'paddr', 500_000, 5_000_000, ['pageout']],
       ['off', 'vaddr', 5000, 50_000, []],
     ]);
+    expect(monitorsNow(m)).toBe(describeMonitors(monitors, 0));
     expect(describeMonitors(monitors, 1)).toBe('DAMON monitor 0 on (paddr, sampling every 500 ms, schemes: pageout); DAMON monitor 1 off (vaddr, sampling every 5 ms)');
   });
 
