@@ -74,11 +74,16 @@ function stalls(slow: SlowEpisodes | undefined): string {
 /** Scenario targets this tool can start and load like the bench does (no Redis, no tracing collector, no auth file). */
 const SWEEPABLE: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'nginx', 'uws-http1-proxy']);
 
+/** The scenario ids --targets accepts: those whose target this tool can start. */
+export function sweepableIds(): string[] {
+  return SCENARIOS.filter((s) => SWEEPABLE.has(s.target)).map((s) => s.id);
+}
+
 export function sweepOptions(line: CommandLine): SweepOptions {
   const ids = (line.value('--targets') ?? `${FULL_ROUTER},uws-http1-proxy,nginx`).split(',').filter((x) => x.length > 0);
   const targets = ids.map((id) => {
     const sc = SCENARIOS.find((s) => s.id === id);
-    if (sc === undefined || !SWEEPABLE.has(sc.target)) throw new UsageError(`--targets: "${id}" is not one of ${[...SWEEPABLE].join(', ')}`);
+    if (sc === undefined || !SWEEPABLE.has(sc.target)) throw new UsageError(`--targets: "${id}" is not one of ${sweepableIds().join(', ')}`);
     return sc;
   });
   if (targets.length === 0) throw new UsageError('--targets: name at least one target');

@@ -67,6 +67,8 @@ describe('bench tool options', () => {
     expect({ targets: o.targets.map((t) => t.id), fractions: o.fractions, arrivals: o.arrivals, limitMs: o.limitMs, rounds: o.rounds })
       .toEqual({ targets: ['router-log', 'nginx'], fractions: [0.25, 0.6], arrivals: 'uniform', limitMs: 1.5, rounds: 2 });
     expect(() => tool(['--targets', 'router-global'])).toThrow(UsageError);
+    // The error lists the scenario ids to pass, not the names of the targets behind them.
+    expect(() => tool(['--targets', 'router-plain'])).toThrow(/"router-plain" is not one of router, router-log, router-local, .*uws-http1-proxy/);
     expect(() => tool(['--targets', 'direct'])).toThrow(UsageError);
     expect(() => tool(['--fractions', '0.5,1.5'])).toThrow(UsageError);
     expect(() => tool(['--fractions', '0'])).toThrow(UsageError);
