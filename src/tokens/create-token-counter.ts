@@ -25,7 +25,7 @@ export type RouterTokenCounter = TokenCounter & {
   /** Counts in the tokenizer pool now (running or queued). */
   readonly poolInFlight: number;
   /**
-   * Resolves when the tokenizer threads are loaded (~0.2 s after creation; at once without a pool).
+   * Resolves when the tokenizer threads are started (they share this process's rank table; at once without a pool).
    * Await it before taking traffic, or the first long prompts fall back to the chars estimate.
    */
   ready(): Promise<void>;

@@ -3,7 +3,7 @@
  * (OVER_BUDGET, so it falls back to the chars estimate); the thread stops by itself at the same
  * deadline (it checks between segments). Only a thread still busy HARD_STOP_GRACE_MS later - stuck,
  * or starved of CPU - is aborted: piscina drops the task from its queue or terminates the thread
- * and starts a new one (which reloads the tokenizer, ~0.2 s).
+ * and starts a new one (which shares the same rank table: nothing to reload).
  */
 import { OVER_BUDGET } from './bpe-count.js';
 

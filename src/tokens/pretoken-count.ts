@@ -1,98 +1,131 @@
 /**
- * Counting one text's o200k_base tokens without gpt-tokenizer's per-call set-up. Its
- * `countTokens(text, options)` turns the options into a special-token configuration, scans the
- * text for special tokens, and walks the pre-tokens with `String.prototype.matchAll`, which
- * copies the split regex and allocates an iterator and a match array per pre-token: about 0.6 µs
- * for a four-word prompt, of which the counting itself is a third. With special tokens counted as
- * plain text (as the router does) that is the same as: for every pre-token, 1 when it is a single
- * token, else the length of its byte-pair encoding. This module does exactly that, with one
- * module-level copy of the split regex and its `lastIndex`; ASCII text, when the regex is
- * o200k_base's, is split by ascii-pretokens.ts instead of the regex.
+ * One text's o200k_base tokens, special-token text counted as plain text (as the router does):
+ * for every pre-token, 1 when it is a single token, else the parts its byte-pair merge leaves
+ * (merge-count.ts). Pre-tokens come from o200k_base's split regex (O200K_SPLIT_SOURCE), or for
+ * ASCII text from ascii-pretokens.ts, which finds the same ones without it. The lookups go to a
+ * RankTable (rank-table.ts), never to a Map of strings: an ASCII pre-token is looked up by its
+ * code units where it stands, any other is first written as UTF-8 into a reused buffer.
  *
- * It reads three members of the library's encoder that its public API does not name
- * (`tokenSplitRegex`, `bytePairStringRankEncoder`, `bytePairEncode`). `fastCounter` checks them
- * at load, and checks its counts against `countTokens` on texts that exercise every branch; when
- * either check fails (another version of the library) the router uses `countTokens` as before.
+ * Pre-tokens that needed a merge keep their count in a small cache (MERGE_CACHE_ENTRIES, emptied
+ * when full): a rare word repeated in a prompt, or across prompts, is merged once.
+ *
+ * A pre-token holding a lone surrogate is not a string any token is: gpt-tokenizer looks it up by
+ * its text (and finds nothing), then merges its bytes with each lone surrogate as U+FFFD. The
+ * same happens here: such a pre-token skips the lookup of its whole bytes.
  */
-
 import { asciiPretokenEnd, isAscii, O200K_SPLIT_SOURCE } from './ascii-pretokens.js';
+import { MergeCounter } from './merge-count.js';
+import { NO_RANK, type RankTable } from './rank-table.js';
 
-/** What the fast path needs of gpt-tokenizer's BytePairEncodingCore. */
-export interface BpeCore {
-  readonly tokenSplitRegex: RegExp;
-  readonly bytePairStringRankEncoder: Map<string, number>;
-  bytePairEncode(piece: string): readonly number[];
-}
+/** The UTF-8 encoding of U+FFFD, written for a lone surrogate (as TextEncoder does). */
+const REPLACEMENT = [0xef, 0xbf, 0xbd] as const;
 
-/** Texts whose counts must agree before the fast path is used: words, numbers, punctuation, white space, non-ASCII, rare words, special-token text. */
-export const SELF_CHECK_TEXTS: readonly string[] = [
-  'San Francisco is a',
-  "  Hello,\tworld!!  It's 12345 o'clock;\n\n  \r\n   \u00a0 end ",
-  'Grüße aus Köln — 你好世界 🙂👍🏽 ﷺ',
-  'antidisestablishmentarianism xqzvkjw Pneumonoultramicroscopic',
-  '<|endoftext|> <|im_start|>user<|im_end|> <|fim_prefix|>',
-  'x'.repeat(257),
-  "  Hello,\tworld!!  It's 12345 o'clock;\n\n  \r\n   end \v\f /usr//bin I'M WE'LL they'Re\n \t",
-];
+/** Merged pre-tokens remembered; pre-tokens are at most 256 characters (bounded-segments.ts), so the cache holds at most ~2 MB of text. */
+export const MERGE_CACHE_ENTRIES = 4096;
 
-/** The shape check: the members exist with the expected types. */
-export function asBpeCore(candidate: unknown): BpeCore | null {
-  if (typeof candidate !== 'object' || candidate === null) return null;
-  const c = candidate as Partial<BpeCore>;
-  if (!(c.tokenSplitRegex instanceof RegExp) || !(c.bytePairStringRankEncoder instanceof Map) || typeof c.bytePairEncode !== 'function') return null;
-  return c as BpeCore;
-}
+export class PretokenCounter {
+  readonly #table: RankTable;
+  readonly #merge: MergeCounter;
+  readonly #split = new RegExp(O200K_SPLIT_SOURCE, 'gu');
+  readonly #merged = new Map<string, number>();
+  #utf8 = new Uint8Array(1024);
+  /** Set by #encode: the pre-token just written held a lone surrogate. */
+  #lone = false;
 
-/**
- * A counter over `core`'s pre-tokens, or null when `core` is null or a count on
- * SELF_CHECK_TEXTS differs from `reference` (the library's own count).
- */
-export function fastCounter(core: BpeCore | null, reference: (text: string) => number): ((text: string) => number) | null {
-  if (core === null) return null;
-  const flags = core.tokenSplitRegex.flags;
-  const split = new RegExp(core.tokenSplitRegex.source, flags.includes('g') ? flags : `${flags}g`);
-  const unicode = split.unicode || split.flags.includes('v');
-  const ranks = core.bytePairStringRankEncoder;
-  // ASCII text is split without the regex when the regex is o200k_base's (ascii-pretokens.ts).
-  const asciiSplit = core.tokenSplitRegex.source === O200K_SPLIT_SOURCE;
-  /** 1 for a pre-token that is one token, else the length of its byte-pair encoding. */
-  const tokensOf = (piece: string): number => (ranks.get(piece) !== undefined ? 1 : core.bytePairEncode(piece).length);
-  const count = (text: string): number => {
-    if (asciiSplit && isAscii(text)) {
+  constructor(table: RankTable) {
+    this.#table = table;
+    this.#merge = new MergeCounter(table);
+  }
+
+  /** Tokens of `text`. */
+  count(text: string): number {
+    if (isAscii(text)) {
       let n = 0;
       for (let i = 0; i < text.length;) {
         const end = asciiPretokenEnd(text, i);
-        n += tokensOf(text.slice(i, end));
+        n += this.#table.rankOfAscii(text, i, end) !== NO_RANK ? 1 : this.#mergeAscii(text.slice(i, end));
         i = end;
       }
       return n;
     }
+    const split = this.#split;
     let n = 0;
     split.lastIndex = 0;
     let m: RegExpExecArray | null;
-    while ((m = split.exec(text)) !== null) {
-      const piece = m[0];
-      if (piece.length === 0) {
-        // An empty match: step over one code point, as matchAll does.
-        split.lastIndex = advance(text, split.lastIndex, unicode);
-        continue;
-      }
-      n += tokensOf(piece);
-    }
+    // Every alternative of the regex matches at least one character, and every character is
+    // matched by one of them: exec walks the text from piece to piece.
+    while ((m = split.exec(text)) !== null) n += this.#countPiece(m[0]);
     return n;
-  };
-  try {
-    for (const t of SELF_CHECK_TEXTS) if (count(t) !== reference(t)) return null;
-  } catch {
-    return null;
   }
-  return count;
-}
 
-function advance(text: string, i: number, unicode: boolean): number {
-  if (!unicode || i + 1 >= text.length) return i + 1;
-  const c = text.charCodeAt(i);
-  if (c < 0xd800 || c > 0xdbff) return i + 1;
-  const d = text.charCodeAt(i + 1);
-  return d >= 0xdc00 && d <= 0xdfff ? i + 2 : i + 1;
+  #countPiece(piece: string): number {
+    const len = this.#encode(piece);
+    if (!this.#lone && this.#table.rankOfBytes(this.#utf8, 0, len) !== NO_RANK) return 1;
+    const known = this.#merged.get(piece);
+    if (known !== undefined) return known;
+    return this.#remember(piece, this.#merge.count(this.#utf8, len));
+  }
+
+  /** Tokens of an ASCII pre-token that is not a single token. */
+  #mergeAscii(piece: string): number {
+    const known = this.#merged.get(piece);
+    if (known !== undefined) return known;
+    const len = piece.length;
+    const buf = this.#room(len);
+    for (let k = 0; k < len; k++) buf[k] = piece.charCodeAt(k);
+    return this.#remember(piece, this.#merge.count(buf, len));
+  }
+
+  #remember(piece: string, tokens: number): number {
+    if (this.#merged.size >= MERGE_CACHE_ENTRIES) this.#merged.clear();
+    this.#merged.set(piece, tokens);
+    return tokens;
+  }
+
+  /** Writes `piece` as UTF-8 at the start of #utf8 (lone surrogates as U+FFFD); its length in bytes. */
+  #encode(piece: string): number {
+    const buf = this.#room(piece.length * 3);
+    let lone = false;
+    let b = 0;
+    for (let i = 0; i < piece.length; i++) {
+      const c = piece.charCodeAt(i);
+      if (c < 0x80) {
+        buf[b++] = c;
+      } else if (c < 0x800) {
+        buf[b++] = 0xc0 | (c >> 6);
+        buf[b++] = 0x80 | (c & 0x3f);
+      } else if (c >= 0xd800 && c <= 0xdfff) {
+        const d = i + 1 < piece.length ? piece.charCodeAt(i + 1) : 0;
+        if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+          const cp = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+          buf[b++] = 0xf0 | (cp >> 18);
+          buf[b++] = 0x80 | ((cp >> 12) & 0x3f);
+          buf[b++] = 0x80 | ((cp >> 6) & 0x3f);
+          buf[b++] = 0x80 | (cp & 0x3f);
+          i++;
+        } else {
+          lone = true;
+          buf[b++] = REPLACEMENT[0];
+          buf[b++] = REPLACEMENT[1];
+          buf[b++] = REPLACEMENT[2];
+        }
+      } else {
+        buf[b++] = 0xe0 | (c >> 12);
+        buf[b++] = 0x80 | ((c >> 6) & 0x3f);
+        buf[b++] = 0x80 | (c & 0x3f);
+      }
+    }
+    this.#lone = lone;
+    return b;
+  }
+
+  /** #utf8, grown to hold at least `bytes`. */
+  #room(bytes: number): Uint8Array {
+    if (this.#utf8.length < bytes) {
+      let size = this.#utf8.length;
+      while (size < bytes) size *= 2;
+      this.#utf8 = new Uint8Array(size);
+    }
+    return this.#utf8;
+  }
 }

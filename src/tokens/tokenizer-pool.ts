@@ -10,10 +10,11 @@
  */
 import { Piscina } from 'piscina';
 import { OVER_BUDGET } from './bpe-count.js';
+import { rankTableWorkerData } from './o200k-ranks.js';
 import { PooledTask } from './pooled-task.js';
 import type { TokenizeTask } from './tokenize-task.js';
 
-/** A thread that has not loaded the tokenizer by then is terminated, and ready() rejects. */
+/** A thread that has not loaded its task module by then is terminated, and ready() rejects. */
 export const WARM_UP_TIMEOUT_MS = 30_000;
 
 export interface TokenizerPoolOptions {
@@ -54,6 +55,8 @@ export class TokenizerPool {
       // Backstop only: full() keeps submissions within size + queue.
       maxQueue: opts.queue + opts.size,
       idleTimeout: Infinity,
+      // The threads count with this process's rank table, shared, instead of building their own.
+      workerData: rankTableWorkerData(),
       // Idle threads block in Atomics.wait; nothing else runs on them.
       atomics: 'sync',
     });
@@ -63,7 +66,7 @@ export class TokenizerPool {
       this.#lastError = err instanceof Error ? err : new Error(String(err));
     });
     // Piscina marks its first threads ready before they have loaded the module; one warm-up task
-    // per thread (no deadline) settles once each has loaded the tokenizer (~0.2 s).
+    // per thread (no deadline) settles once each has loaded the task module.
     const warmUps: Promise<number>[] = [];
     const warmUp: TokenizeTask = { texts: ['warm up'], deadlineAt: Infinity };
     const signal = AbortSignal.timeout(WARM_UP_TIMEOUT_MS);
@@ -73,7 +76,7 @@ export class TokenizerPool {
   }
 
   /**
-   * Resolves once every thread has loaded the tokenizer; rejects if a thread fails to start.
+   * Resolves once every thread has loaded its task module; rejects if a thread fails to start.
    * Until then pooled counts wait in the queue and may run out of budget (chars fallback).
    */
   ready(): Promise<void> {

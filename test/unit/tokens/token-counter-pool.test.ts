@@ -29,7 +29,7 @@ async function readyCounter(env: NodeJS.ProcessEnv): Promise<RouterTokenCounter>
 
 const SENTENCE = 'The router counts the tokens of every prompt before it forwards it. ';
 const prose = (chars: number): string => SENTENCE.repeat(Math.ceil(chars / SENTENCE.length)).slice(0, chars);
-/** Random base64 without whitespace: costly to BPE even in bounded pieces (~1 µs per character). */
+/** Random base64 without whitespace: costly to BPE even in bounded pieces (~0.2 µs per character). */
 const base64 = (chars: number): string => randomBytes(Math.ceil(chars * 0.75) + 3).toString('base64').slice(0, chars);
 
 function expectCount(n: number): void {
@@ -133,10 +133,10 @@ describe('hostile prompts', () => {
   });
 
   it('stops counting at the budget, falls back to chars, and leaves the thread free for the next prompt', async () => {
-    // 4 MB of random base64 needs seconds of BPE; the budget is 1 s (room for a loaded machine
-    // to count the normal prompt below exactly).
-    const c = await readyCounter({ ROUTER_TOKENIZER_POOL_SIZE: '1', ROUTER_TOKENIZER_QUEUE: '4', ROUTER_TOKENIZER_BUDGET_MS: '1000' });
-    const hostile = Array.from({ length: 3 }, () => base64(4_000_000));
+    // 16 MB of random base64 needs seconds of BPE (4 MB took 0.75 s on a slow hour of the 2-CPU
+    // machine); the budget is 300 ms, ample for the normal prompt below on a loaded machine.
+    const c = await readyCounter({ ROUTER_TOKENIZER_POOL_SIZE: '1', ROUTER_TOKENIZER_QUEUE: '4', ROUTER_TOKENIZER_BUDGET_MS: '300' });
+    const hostile = Array.from({ length: 3 }, () => base64(16_000_000));
     const results = await Promise.all(hostile.map((prompt) => c.countRequest({ prompt }, 'completions')));
     expect(results).toEqual(hostile.map((p) => Math.ceil(p.length / 4)));
     expect(c.stats).toEqual({ inline: 0, pooled: 3, fallbacks: 3 });
