@@ -30,6 +30,7 @@ import { exitWithUsageError, positiveNumber, readCommandLine, UsageError, type C
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, type SchedStat } from './proc-cpu.js';
+import { residentOf, type Resident } from './proc-memory.js';
 import { kdamondCpu } from './kernel-monitor.js';
 import { median } from './order-stats.js';
 import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js';
@@ -130,7 +131,7 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
@@ -140,6 +141,8 @@ async function main(): Promise<void> {
         const x = openLoop === null ? await m0.wrk.runWrk('wrk', spec(s, durationS)) : await runOpenLoop(openLoop.bin, spec(s, durationS), loadKind as Arrivals);
         const after = pids.map(schedStat);
         const monitorMs = monitor.delta();
+        // The side's processes (primary, workers) as the round leaves them.
+        const resident = residentOf(pids);
         const redisAfter = redis === null ? null : await redisReading(redis);
         const n = x.rps * durationS;
         const grew = (k: keyof SchedStat): number => after.reduce((a, b) => a + b[k], 0) - before.reduce((a, b) => a + b[k], 0);
@@ -156,10 +159,11 @@ async function main(): Promise<void> {
         };
         // The kernel's memory monitor (bench/kernel-monitor.ts): its bursts take a CPU from both sides.
         const kdamondUs = monitorMs === null ? null : (monitorMs * 1000) / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs });
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, resident });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
           + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, ${generator} ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
           + (kdamondUs === null ? '' : `, kdamond ${kdamondUs.toFixed(2)} µs CPU/request`)
+          + `, resident ${mb(resident.rss)} MB (${mb(resident.anon)} anonymous)`
           + (store === null ? '' : `; redis-server ${store.cpuUs.toFixed(2)} µs CPU/request, ${store.calls.toFixed(3)} script calls/request, ${store.usecPerCall.toFixed(1)} µs running each`)
           + '\n');
       }
@@ -175,6 +179,10 @@ async function main(): Promise<void> {
     if (monitorSides.every((v) => v.length > 0)) {
       process.stdout.write(`\nThe kernel's memory monitor (kdamond threads), CPU µs per request: ${sides.map((s, i) => `${s.label} ${median(monitorSides[i]).toFixed(2)}`).join(', ')}\n`);
     }
+    process.stdout.write(`\nResident memory of each side's processes (primary and workers) after a round, medians: ${sides.map((s) => {
+      const r = results.get(s.label)!;
+      return `${s.label} ${mb(median(r.map((x) => x.resident.rss)))} MB (${mb(median(r.map((x) => x.resident.anon)))} anonymous)`;
+    }).join(', ')}\n`);
     if (redis !== null) {
       process.stdout.write('\nThe global limit\'s redis-server (shared by both sides; a side without a global limit makes no calls):\n\n'
         + '| side | redis-server CPU µs/request | script calls per request | µs running each call (INFO commandstats) |\n|---|---|---|---|\n');
@@ -204,4 +212,8 @@ interface StoreRound {
 async function redisReading(redis: { proc: Target['proc']; address: string }): Promise<{ cpuNs: number; calls: number; usec: number }> {
   const info = await infoCommandstats(redis.address);
   return { cpuNs: schedStat(redis.proc.pid).cpuNs, calls: scriptCallsIn(info), usec: scriptUsecIn(info) };
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1e6).toFixed(0);
 }

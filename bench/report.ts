@@ -76,6 +76,17 @@ export function kdamondLine(rows: readonly ScenarioSummary[]): string | null {
   return list === null ? null : `The kernel's memory monitor (kdamond threads) during these runs, CPU µs per request: ${list}.\n`;
 }
 
+/**
+ * Each target's resident memory after its runs (its primary and workers, or the one process of a
+ * reference; /proc/<pid>/status), or null where not read.
+ */
+export function residentLine(rows: readonly ScenarioSummary[]): string | null {
+  const list = perScenario(rows, (x) => x.residentMb?.rss, (v) => v.toFixed(0));
+  if (list === null) return null;
+  const anon = perScenario(rows, (x) => x.residentMb?.anon, (v) => v.toFixed(0));
+  return `Resident memory of each target's processes after its runs (primary and workers; /proc/<pid>/status), MB: ${list}.${anon === null ? '' : ` Of it anonymous (heaps and tables, no file behind them), MB: ${anon}.`}\n`;
+}
+
 /** How busy the machine was (all CPUs) during each scenario's runs at a fixed rate, or null where not read. */
 export function machineLine(rows: readonly ScenarioSummary[]): string | null {
   const list = perScenario(rows, (x) => x.machineBusyPct, (v) => v.toFixed(0));
@@ -109,6 +120,8 @@ export function markdown(r: BenchReport): string {
   parts.push(`## wrk (closed loop)\n\n${scenarioTable(r.wrk)}\n`);
   const monitorWrk = kdamondLine(r.wrk);
   if (monitorWrk !== null) parts.push(monitorWrk);
+  const resident = residentLine(r.wrk);
+  if (resident !== null) parts.push(resident);
   const store = storeParagraph(r.wrk, r.samples.wrk);
   if (store !== null) parts.push(store);
   if (r.autocannon.length > 0) parts.push(`## autocannon (closed loop)\n\n${scenarioTable(r.autocannon)}\n`);

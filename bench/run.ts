@@ -18,6 +18,7 @@ import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
 import { machineBusy } from './machine-busy.js';
+import { residentOf } from './proc-memory.js';
 import { kdamondCpu, monitorsNow, pauseDamon } from './kernel-monitor.js';
 import * as targetsModule from './targets.js';
 import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target } from './targets.js';
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
   // fixed rate: see below).
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[], leadIn?: () => Promise<unknown>): Promise<void> => {
     const t = targets.get(sc.target)!;
-    const { result, serverCpuMs, store, kdamondCpuMs, machineShare } = await whileStopped(allBut(sc.target), async () => {
+    const { result, serverCpuMs, store, kdamondCpuMs, machineShare, resident } = await whileStopped(allBut(sc.target), async () => {
       if (leadIn !== undefined) await leadIn();
       const cpu = treeCpu(t.proc.pid);
       const kdamond = kdamondCpu();
@@ -113,15 +114,17 @@ async function main(): Promise<void> {
       // The machine's window closes first: the kdamond reading scans /proc.
       const machineShare = machine.delta();
       const kdamondCpuMs = kdamond.delta();
+      // The target's processes (primary, workers) as the run leaves them.
+      const resident = residentOf(cpu.pids);
       const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
-      return { result, serverCpuMs, store, kdamondCpuMs, machineShare };
+      return { result, serverCpuMs, store, kdamondCpuMs, machineShare, resident };
     });
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
       if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
       if (existsSync(f)) truncateSync(f, 0);
     }
-    into.push({ scenario: sc.id, round, result, serverCpuMs, kdamondCpuMs, machine: machineShare, ...(store === undefined ? {} : { store }) });
+    into.push({ scenario: sc.id, round, result, serverCpuMs, kdamondCpuMs, machine: machineShare, resident, ...(store === undefined ? {} : { store }) });
     log(`${result.tool} ${sc.id} round ${round + 1}: ${Math.round(result.rps)} req/s p99 ${result.latencyMs.p99.toFixed(2)} ms non-2xx ${result.non2xx} errors ${result.errors}`);
   };
   const load = (spec: LoadSpec): Promise<LoadResult> => (wrkBin !== null ? runWrk(wrkBin, spec) : runAutocannon(spec));

@@ -18,6 +18,8 @@ export interface Sample {
   readonly kdamondCpuMs?: number | null;
   /** The share of all CPUs busy during the run, and stolen by the hypervisor (/proc/stat; absent or null: not read). */
   readonly machine?: { readonly busy: number; readonly steal: number } | null;
+  /** Resident bytes of the server process tree after the run, and of them anonymous (absent: not read). */
+  readonly resident?: { readonly rss: number; readonly anon: number };
 }
 
 export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
@@ -48,6 +50,8 @@ export interface ScenarioSummary {
   readonly kdamondCpuUsPerReq?: Spread | null;
   /** Percent of all CPUs busy during the runs (null where not read). */
   readonly machineBusyPct?: Spread | null;
+  /** The server process tree's resident MB after its runs, all and anonymous (null where not read). */
+  readonly residentMb?: { readonly rss: Spread | null; readonly anon: Spread | null } | null;
   /** Fraction of answers that were not 2xx/3xx (all rounds together). */
   readonly non2xxFraction: number;
   readonly errors: number;
@@ -112,10 +116,17 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
       store: storeOf(mine),
       machineBusyPct: spread(mine.flatMap((s) => (s.machine === undefined || s.machine === null ? [] : [100 * s.machine.busy]))),
       kdamondCpuUsPerReq: spread(mine.flatMap((s) => (typeof s.kdamondCpuMs === 'number' && s.result.requests > 0 ? [(s.kdamondCpuMs * 1000) / s.result.requests] : []))),
+      residentMb: residentOf(mine),
       non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
       errors: mine.reduce((a, s) => a + s.result.errors, 0),
     };
   });
+}
+
+function residentOf(samples: readonly Sample[]): ScenarioSummary['residentMb'] {
+  const read = samples.flatMap((s) => (s.resident === undefined || s.resident.rss === 0 ? [] : [s.resident]));
+  if (read.length === 0) return null;
+  return { rss: spread(read.map((r) => r.rss / 1e6)), anon: spread(read.map((r) => r.anon / 1e6)) };
 }
 
 function storeOf(samples: readonly Sample[]): ScenarioSummary['store'] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kdamondLine, machineLine } from '../../../bench/report.js';
+import { kdamondLine, machineLine, residentLine } from '../../../bench/report.js';
 import type { LoadResult } from '../../../bench/load-types.js';
 import type { Scenario } from '../../../bench/scenarios.js';
 import { summarize, type Sample } from '../../../bench/summary.js';
@@ -30,5 +30,16 @@ describe('the machine lines of a report', () => {
     const rows = summarize(SCENARIOS, [{ scenario: 'direct', round: 0, result: result(1000), serverCpuMs: 10, kdamondCpuMs: null }], 'router');
     expect(kdamondLine(rows)).toBeNull();
     expect(machineLine(rows)).toBeNull();
+    expect(residentLine(rows)).toBeNull();
+  });
+
+  it("gives each target's resident memory after its runs, all and anonymous, in MB", () => {
+    const samples: Sample[] = [
+      { scenario: 'direct', round: 0, result: result(40_000), serverCpuMs: 400, resident: { rss: 60e6, anon: 20e6 } },
+      { scenario: 'router-local', round: 0, result: result(40_000), serverCpuMs: 2800, resident: { rss: 290e6, anon: 140e6 } },
+      { scenario: 'router-local', round: 1, result: result(40_000), serverCpuMs: 2900, resident: { rss: 310e6, anon: 150e6 } },
+    ];
+    expect(residentLine(summarize(SCENARIOS, samples, 'router'))).toBe("Resident memory of each target's processes after its runs (primary and workers; /proc/<pid>/status), MB: "
+      + '1 direct 60; 4 full router 300 (290–310). Of it anonymous (heaps and tables, no file behind them), MB: 1 direct 20; 4 full router 145 (140–150).\n');
   });
 });
