@@ -18,6 +18,7 @@ import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
 import { PodHealthHub } from '../pick/pod-health-hub.js';
 import { PrefixHub } from '../pick/prefix-hub.js';
 import { systemClock } from '../clock.js';
+import { o200kRanksFile } from '../tokens/o200k-ranks.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -100,6 +101,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
   if (settings.authConfig !== null) loadAuthConfigFile(settings.authConfig);
+  // So does a missing token ranks file (each worker builds its table from it).
+  if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
 
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.

@@ -8,8 +8,17 @@ import { createRequire } from 'node:module';
 import { workerData } from 'node:worker_threads';
 import { RankTable } from './rank-table.js';
 
-/** Where o200k_base's ranks are read from. */
-export const O200K_RANKS_FILE: string = createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken');
+/** The package file o200k_base's ranks are read from. */
+export const O200K_RANKS_SPECIFIER = 'gpt-tokenizer/data/o200k_base.tiktoken';
+
+/** Where the ranks file is on disk; throws naming it when it is not installed. */
+export function o200kRanksFile(specifier = O200K_RANKS_SPECIFIER): string {
+  try {
+    return createRequire(import.meta.url).resolve(specifier);
+  } catch (err) {
+    throw new Error(`cannot find the token ranks file ${specifier} (is the gpt-tokenizer package installed?): ${(err as Error).message.split('\n')[0]}`);
+  }
+}
 
 /** What a tokenizer thread is started with: the table's shared buffer. */
 export interface RankTableWorkerData {
@@ -18,9 +27,9 @@ export interface RankTableWorkerData {
 
 let table: RankTable | null = null;
 
-/** The table: the one this thread was handed, else built from O200K_RANKS_FILE (once; throws naming the file). */
+/** The table: the one this thread was handed, else built from the ranks file (once; throws naming the file). */
 export function o200kRanks(): RankTable {
-  return (table ??= handedTable() ?? RankTable.load(O200K_RANKS_FILE));
+  return (table ??= handedTable() ?? RankTable.load(o200kRanksFile()));
 }
 
 /** The workerData for a tokenizer thread that shares this process's table (building it if need be). */

@@ -43,7 +43,13 @@ describe('runsTable', () => {
     const rows = table.trim().split('\n').slice(2);
     expect(rows).toHaveLength(2);
     expect(rows[0]).toContain('2026-11-25 21:39 | `a-run.md` | Intel Xeon | – |');
-    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | – | 14.4 | 0.74× | 26.7 | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
+    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | – | 14.4 | 0.74× | 26.7 | – | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
+  });
+
+  it("gives the full router's resident memory where the run read it", () => {
+    const wrk = [scenario('nginx', 14.45), { ...scenario('router-local', 26.7), residentMb: { rss: spread(287.4), anon: spread(140) } }];
+    const [row] = runsTable([{ file: 'm-run.json', report: report('2026-11-27T15:32:00.000Z', 'AMD EPYC', GOALS, { wrk }) }]).trim().split('\n').slice(2);
+    expect(row).toContain('| 14.4 | 0.74× | 26.7 | 287 | 0.91× |');
   });
 
   it('shows the open-loop p99 and its part beyond nginx where the run measured them', () => {

@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MergeCounter } from '../../../src/tokens/merge-count.js';
-import { O200K_RANKS_FILE, o200kRanks } from '../../../src/tokens/o200k-ranks.js';
+import { o200kRanks, o200kRanksFile } from '../../../src/tokens/o200k-ranks.js';
 import { NO_RANK, RankTable } from '../../../src/tokens/rank-table.js';
 import { compiledTaskFile, removeCompiled } from './compiled-task.js';
 
@@ -66,6 +66,11 @@ describe('rank table', () => {
     expect(RankTable.fromTiktoken(Buffer.from('YQ== 0\nYg== 1'), 'ok.tiktoken').rankOfAscii('b', 0, 1)).toBe(1);
   });
 
+  it('names the ranks file a missing package would have held', () => {
+    expect(() => o200kRanksFile('gpt-tokenizer/data/no_such_base.tiktoken'))
+      .toThrow('cannot find the token ranks file gpt-tokenizer/data/no_such_base.tiktoken (is the gpt-tokenizer package installed?)');
+  });
+
   it('names the file it cannot read', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ir-ranks-'));
     dirs.push(dir);
@@ -75,7 +80,7 @@ describe('rank table', () => {
   });
 
   it("holds o200k_base's 199 998 sequences from gpt-tokenizer's data file in about 5 MB", () => {
-    expect(O200K_RANKS_FILE).toMatch(/gpt-tokenizer[\\/]data[\\/]o200k_base\.tiktoken$/);
+    expect(o200kRanksFile()).toMatch(/gpt-tokenizer[\\/]data[\\/]o200k_base\.tiktoken$/);
     const t = o200kRanks();
     expect(t.entries).toBe(199_998);
     expect(t.shared.byteLength).toBeLessThan(6_000_000);
