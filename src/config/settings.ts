@@ -30,9 +30,14 @@ export interface RouterSettings {
   readonly drainDelayMs: number;
   /** ROUTER_LOG_FORMAT: the operational log's format (default: ACCESS_LOG_FORMAT's choice). */
   readonly logFormat: 'json' | 'text';
+  /** ROUTER_WORKER_SEMI_SPACE_MB: each worker's V8 semi-space size in MB (0: V8's own sizing). */
+  readonly workerSemiSpaceMb: number;
 }
 
 export class UsageError extends Error {}
+
+/** Each worker's V8 semi-space, MB (docs/configuration.md; the measurements: docs/internals/performance-changes.md). */
+export const DEFAULT_WORKER_SEMI_SPACE_MB = 16;
 
 export { USAGE } from './usage.js';
 
@@ -148,5 +153,8 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     authConfig: env.ROUTER_AUTH_CONFIG || null,
     drainDelayMs: durationMs('ROUTER_DRAIN_DELAY', env.ROUTER_DRAIN_DELAY, 5_000, { min: 0, max: 600_000 }),
     logFormat: logFormat(env),
+    workerSemiSpaceMb: env.ROUTER_WORKER_SEMI_SPACE_MB === undefined || env.ROUTER_WORKER_SEMI_SPACE_MB === ''
+      ? DEFAULT_WORKER_SEMI_SPACE_MB
+      : parseIntIn('ROUTER_WORKER_SEMI_SPACE_MB', env.ROUTER_WORKER_SEMI_SPACE_MB, 0, 256),
   });
 }

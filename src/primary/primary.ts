@@ -19,6 +19,7 @@ import { PodHealthHub } from '../pick/pod-health-hub.js';
 import { PrefixHub } from '../pick/prefix-hub.js';
 import { systemClock } from '../clock.js';
 import { o200kRanksFile } from '../tokens/o200k-ranks.js';
+import { workerExecArgv } from './worker-exec-argv.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -117,7 +118,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   });
 
-  cluster.setupPrimary({ args: workerArgs, silent: false });
+  cluster.setupPrimary({ args: workerArgs, execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, settings.workerSemiSpaceMb), silent: false });
   const fork = (): Worker => {
     const w = cluster.fork({ ROUTER_WORKER: '1' });
     dropMessagesToDeadWorker(w, (m) => ops.warn('worker', `worker ${w.process.pid}: ${m}`));

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend } from '../helpers/processes.js';
@@ -62,6 +62,26 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
       expect((await postJson(`${router.url}/v1/completions`, { model: 'renamed', prompt: 'x' })).status).toBe(200);
     } finally {
       await router.kill();
+    }
+  });
+
+  it("starts each worker with its young generation sized by ROUTER_WORKER_SEMI_SPACE_MB, or by the operator's own flag", async () => {
+    const cmdlines = (pid: number): string[] => workerPids(pid).map((w) => readFileSync(`/proc/${w}/cmdline`, 'utf8').split('\0').join(' '));
+    const sized = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { workers: 1, env: { ROUTER_WORKER_SEMI_SPACE_MB: '8' } });
+    try {
+      const [line] = cmdlines(sized.pid);
+      expect(line).toContain('--min-semi-space-size=8 --max-semi-space-size=8');
+      expect((await postJson(`${sized.url}/v1/completions`, { model: 'sf-model', prompt: 'x' })).status).toBe(200);
+    } finally {
+      await sized.kill();
+    }
+    const own = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { workers: 1, nodeArgs: ['--max-semi-space-size=4'] });
+    try {
+      const [line] = cmdlines(own.pid);
+      expect(line).toContain('--max-semi-space-size=4');
+      expect(line).not.toContain('--min-semi-space-size');
+    } finally {
+      await own.kill();
     }
   });
 

@@ -64,6 +64,14 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(parseCommand(['--resources', 'r.yaml'])).toBe('run');
   });
 
+  it('ROUTER_WORKER_SEMI_SPACE_MB: default 16, 0 (V8 sizes it) allowed, validated', () => {
+    expect(parseSettings(['--resources', 'r'], {})!.workerSemiSpaceMb).toBe(16);
+    expect(parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '0' })!.workerSemiSpaceMb).toBe(0);
+    expect(parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '64' })!.workerSemiSpaceMb).toBe(64);
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '16MB' })).toThrow('ROUTER_WORKER_SEMI_SPACE_MB: expected an integer from 0 to 256, got "16MB"');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '512' })).toThrow(UsageError);
+  });
+
   it('ROUTER_DRAIN_DELAY: default 5s, 0 allowed, validated', () => {
     expect(parseSettings(['--resources', 'r'], {})!.drainDelayMs).toBe(5000);
     expect(parseSettings(['--resources', 'r'], { ROUTER_DRAIN_DELAY: '0' })!.drainDelayMs).toBe(0);
