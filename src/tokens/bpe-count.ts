@@ -1,6 +1,6 @@
 /**
  * Real BPE counts in o200k_base, over bounded segments (bounded-segments.ts): the pre-token count
- * of pretoken-count.ts over this process's rank table (o200k-ranks.ts), built on the first count.
+ * of pretoken-count.ts over this process's rank table (o200k-ranks.ts; the token counter builds it at start).
  * Text that looks like a special token (`<|endoftext|>`) is counted as plain text, never rejected.
  */
 import { nextSegmentEnd } from './bounded-segments.js';
