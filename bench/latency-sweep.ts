@@ -19,8 +19,9 @@
  * target resumed after the others' runs answers more slowly for its first few hundred ms. The
  * kernel's memory monitor (bench/kernel-monitor.ts) is named with its kdamond CPU per request;
  * --pause-damon turns it off for the sweep (root). Each run's
- * progress line also counts the requests of 10 ms or more and groups them by when they were sent
- * (a stall of the target is one large group; open-loop's --slow-ms).
+ * progress line gives how busy the machine was and the share of its time the hypervisor stole (a
+ * VM's hiccups, which no target causes), and counts the requests of 10 ms or more and groups them
+ * by when they were sent (a stall of the target is one large group; open-loop's --slow-ms).
  */
 import { whileStopped } from './pause-targets.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
@@ -191,7 +192,7 @@ async function main(): Promise<void> {
           const kd = kdamondMs === null ? null : (kdamondMs * 1000) / Math.max(1, x.requests);
           if (kd !== null) kdamond.get(sc.id)!.push(kd);
           if (busy !== null) busyPct.get(sc.id)![i].push(100 * busy.busy);
-          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy`}${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy, ${(100 * busy.steal).toFixed(1)}% stolen by the hypervisor`}${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
         }
       }
     }
