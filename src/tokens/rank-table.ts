@@ -14,6 +14,7 @@
  *   slots    Int32[S]       entry index + 1, 0 for an empty slot (load factor under 0.4)
  *   bytes    Uint8[B]
  */
+import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 
 const MAGIC = 0x52_4e_4b_31; // "RNK1"
