@@ -4,7 +4,7 @@
  * (merge-count.ts). Pre-tokens come from o200k_base's split regex (O200K_SPLIT_SOURCE), or for
  * ASCII text from ascii-pretokens.ts, which finds the same ones without it. The lookups go to a
  * RankTable (rank-table.ts), never to a Map of strings: an ASCII pre-token is looked up by its
- * code units where it stands, any other is first written as UTF-8 into a reused buffer.
+ * code units copied into a reused buffer (they are its bytes), any other written there as UTF-8.
  *
  * Pre-tokens that needed a merge keep their count in a small cache (MERGE_CACHE_ENTRIES, emptied
  * when full): a rare word repeated in a prompt, or across prompts, is merged once.
@@ -27,7 +27,7 @@ export class PretokenCounter {
   readonly #table: RankTable;
   readonly #merge: MergeCounter;
   readonly #split = new RegExp(O200K_SPLIT_SOURCE, 'gu');
-  readonly #merged = new Map<string, number>();
+  readonly #mergedCounts = new Map<string, number>();
   #utf8 = new Uint8Array(1024);
   /** Set by #encode: the pre-token just written held a lone surrogate. */
   #lone = false;
@@ -43,7 +43,7 @@ export class PretokenCounter {
       let n = 0;
       for (let i = 0; i < text.length;) {
         const end = asciiPretokenEnd(text, i);
-        n += this.#table.rankOfAscii(text, i, end) !== NO_RANK ? 1 : this.#mergeAscii(text.slice(i, end));
+        n += this.#countAscii(text, i, end);
         i = end;
       }
       return n;
@@ -58,27 +58,28 @@ export class PretokenCounter {
     return n;
   }
 
+  /** Tokens of the ASCII pre-token `text[start, end)`: its code units are its bytes. */
+  #countAscii(text: string, start: number, end: number): number {
+    const len = end - start;
+    const buf = this.#room(len);
+    for (let k = 0; k < len; k++) buf[k] = text.charCodeAt(start + k);
+    if (this.#table.rankOfBytes(buf, 0, len) !== NO_RANK) return 1;
+    return this.#merged(text.slice(start, end), len);
+  }
+
   #countPiece(piece: string): number {
     const len = this.#encode(piece);
     if (!this.#lone && this.#table.rankOfBytes(this.#utf8, 0, len) !== NO_RANK) return 1;
-    const known = this.#merged.get(piece);
-    if (known !== undefined) return known;
-    return this.#remember(piece, this.#merge.count(this.#utf8, len));
+    return this.#merged(piece, len);
   }
 
-  /** Tokens of an ASCII pre-token that is not a single token. */
-  #mergeAscii(piece: string): number {
-    const known = this.#merged.get(piece);
+  /** Tokens of `piece`, not a single token, whose `len` bytes are at the start of #utf8: from the cache, else merged. */
+  #merged(piece: string, len: number): number {
+    const known = this.#mergedCounts.get(piece);
     if (known !== undefined) return known;
-    const len = piece.length;
-    const buf = this.#room(len);
-    for (let k = 0; k < len; k++) buf[k] = piece.charCodeAt(k);
-    return this.#remember(piece, this.#merge.count(buf, len));
-  }
-
-  #remember(piece: string, tokens: number): number {
-    if (this.#merged.size >= MERGE_CACHE_ENTRIES) this.#merged.clear();
-    this.#merged.set(piece, tokens);
+    const tokens = this.#merge.count(this.#utf8, len);
+    if (this.#mergedCounts.size >= MERGE_CACHE_ENTRIES) this.#mergedCounts.clear();
+    this.#mergedCounts.set(piece, tokens);
     return tokens;
   }
 

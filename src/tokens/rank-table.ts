@@ -49,7 +49,7 @@ export class RankTable {
     this.#slots = new Int32Array(shared, at, s);
     at += s * 4;
     this.#bytes = new Uint8Array(shared, at, b);
-    if (at + b !== shared.byteLength) throw new Error(`rank table of ${shared.byteLength} bytes, its header says ${at + b}`);
+    if (layoutBytes(n, s, b) !== shared.byteLength) throw new Error(`rank table of ${shared.byteLength} bytes, its header says ${layoutBytes(n, s, b)}`);
     this.shared = shared;
     this.entries = n;
     this.#mask = s - 1;
@@ -93,31 +93,17 @@ export class RankTable {
       at = eol + 1;
     }
     starts[n] = b;
-    const fixed = (HEADER_WORDS + (n + 1) + n + slotCount) * 4;
-    const shared = new SharedArrayBuffer(fixed + b);
-    const head = new Int32Array(shared, 0, HEADER_WORDS);
-    head[0] = MAGIC;
-    head[1] = n;
-    head[2] = slotCount;
-    head[3] = b;
-    let off = HEADER_WORDS * 4;
-    new Uint32Array(shared, off, n + 1).set(starts);
-    off += (n + 1) * 4;
-    new Int32Array(shared, off, n).set(ranks);
-    off += n * 4;
-    const slots = new Int32Array(shared, off, slotCount);
-    off += slotCount * 4;
-    new Uint8Array(shared, off, b).set(scratch.subarray(0, b));
+    const shared = new SharedArrayBuffer(layoutBytes(n, slotCount, b));
+    new Int32Array(shared, 0, HEADER_WORDS).set([MAGIC, n, slotCount, b]);
     const table = new RankTable(shared);
+    table.#starts.set(starts);
+    table.#ranks.set(ranks);
+    table.#bytes.set(scratch.subarray(0, b));
     const bytes = table.#bytes;
-    const mask = slotCount - 1;
     for (let i = 0; i < n; i++) {
-      const s = starts[i];
-      const e = starts[i + 1];
-      if (table.rankOfBytes(bytes, s, e) !== NO_RANK) throw new Error(`${source}:${i + 1}: this byte sequence is already listed`);
-      let slot = hashBytes(bytes, s, e) & mask;
-      while (slots[slot] !== 0) slot = (slot + 1) & mask;
-      slots[slot] = i + 1;
+      const slot = table.#probe(bytes, starts[i], starts[i + 1]);
+      if (table.#slots[slot] !== 0) throw new Error(`${source}:${i + 1}: this byte sequence is already listed`);
+      table.#slots[slot] = i + 1;
     }
     return table;
   }
@@ -135,47 +121,26 @@ export class RankTable {
 
   /** The rank of `buf[start, end)`, or NO_RANK. */
   rankOfBytes(buf: Uint8Array, start: number, end: number): number {
-    const len = end - start;
-    const slots = this.#slots;
-    const starts = this.#starts;
-    const bytes = this.#bytes;
-    const mask = this.#mask;
-    let slot = hashBytes(buf, start, end) & mask;
-    for (;;) {
-      const v = slots[slot];
-      if (v === 0) return NO_RANK;
-      const i = v - 1;
-      const s = starts[i];
-      if (starts[i + 1] - s === len) {
-        let k = 0;
-        while (k < len && bytes[s + k] === buf[start + k]) k++;
-        if (k === len) return this.#ranks[i];
-      }
-      slot = (slot + 1) & mask;
-    }
+    const v = this.#slots[this.#probe(buf, start, end)];
+    return v === 0 ? NO_RANK : this.#ranks[v - 1];
   }
 
-  /** The rank of ASCII text `text[start, end)` (every code unit below 0x80), or NO_RANK. */
-  rankOfAscii(text: string, start: number, end: number): number {
+  /** The slot that holds `buf[start, end)`, or the empty slot where it would go. */
+  #probe(buf: Uint8Array, start: number, end: number): number {
     const len = end - start;
     const slots = this.#slots;
     const starts = this.#starts;
     const bytes = this.#bytes;
     const mask = this.#mask;
-    let h = FNV_OFFSET;
-    for (let k = start; k < end; k++) h = Math.imul(h ^ text.charCodeAt(k), FNV_PRIME);
-    let slot = h & mask;
-    for (;;) {
+    for (let slot = hashBytes(buf, start, end) & mask; ; slot = (slot + 1) & mask) {
       const v = slots[slot];
-      if (v === 0) return NO_RANK;
-      const i = v - 1;
-      const s = starts[i];
-      if (starts[i + 1] - s === len) {
+      if (v === 0) return slot;
+      const s = starts[v - 1];
+      if (starts[v] - s === len) {
         let k = 0;
-        while (k < len && bytes[s + k] === text.charCodeAt(start + k)) k++;
-        if (k === len) return this.#ranks[i];
+        while (k < len && bytes[s + k] === buf[start + k]) k++;
+        if (k === len) return slot;
       }
-      slot = (slot + 1) & mask;
     }
   }
 }
@@ -223,7 +188,12 @@ function decodeBase64(src: Uint8Array, start: number, end: number, dst: Uint8Arr
   return out - at;
 }
 
-/** FNV-1a over `buf[start, end)`; the same over ASCII text's code units (rankOfAscii). */
+/** The bytes of a table of n sequences of b bytes in all, with s slots (the layout above). */
+function layoutBytes(n: number, s: number, b: number): number {
+  return (HEADER_WORDS + (n + 1) + n + s) * 4 + b;
+}
+
+/** FNV-1a over `buf[start, end)`. */
 function hashBytes(buf: Uint8Array, start: number, end: number): number {
   let h = FNV_OFFSET;
   for (let k = start; k < end; k++) h = Math.imul(h ^ buf[k], FNV_PRIME);

@@ -24,7 +24,7 @@ afterAll(() => {
 });
 
 describe('rank table', () => {
-  it('finds each sequence by its bytes, or by ASCII text where it stands, and nothing else', () => {
+  it('finds each sequence by its bytes, where they stand in a buffer, and nothing else', () => {
     const t = RankTable.fromTiktoken(SMALL, 'small.tiktoken');
     expect(t.entries).toBe(8);
     expect(t.rankOfBytes(bytes('xabcx'), 1, 4)).toBe(5);
@@ -32,8 +32,8 @@ describe('rank table', () => {
     expect(t.rankOfBytes(Uint8Array.from([0xff, 0xfe]), 0, 2)).toBe(7);
     expect(t.rankOfBytes(bytes('ac'), 0, 2)).toBe(NO_RANK);
     expect(t.rankOfBytes(bytes('abcc'), 0, 4)).toBe(NO_RANK);
-    expect(t.rankOfAscii('zzabz', 2, 4)).toBe(3);
-    expect(t.rankOfAscii('ca', 0, 2)).toBe(NO_RANK);
+    expect(t.rankOfBytes(bytes('zzabz'), 2, 4)).toBe(3);
+    expect(t.rankOfBytes(bytes('ca'), 0, 2)).toBe(NO_RANK);
   });
 
   it('over the same shared buffer, another table answers the same (what a tokenizer thread is handed)', () => {
@@ -63,7 +63,7 @@ describe('rank table', () => {
     expect(() => RankTable.fromTiktoken(Buffer.from('YQ==0\n'), 'bad.tiktoken')).toThrow('bad.tiktoken:1:');
     expect(() => RankTable.fromTiktoken(Buffer.from('YQ== 0\nYQ== 1\n'), 'dup.tiktoken')).toThrow('dup.tiktoken:2: this byte sequence is already listed');
     // The last line may lack its line feed.
-    expect(RankTable.fromTiktoken(Buffer.from('YQ== 0\nYg== 1'), 'ok.tiktoken').rankOfAscii('b', 0, 1)).toBe(1);
+    expect(RankTable.fromTiktoken(Buffer.from('YQ== 0\nYg== 1'), 'ok.tiktoken').rankOfBytes(bytes('b'), 0, 1)).toBe(1);
   });
 
   it('names the ranks file a missing package would have held', () => {
@@ -84,8 +84,8 @@ describe('rank table', () => {
     const t = o200kRanks();
     expect(t.entries).toBe(199_998);
     expect(t.shared.byteLength).toBeLessThan(6_000_000);
-    expect(t.rankOfAscii('!', 0, 1)).toBe(0);
-    expect(t.rankOfAscii(' Francisco', 0, 10)).not.toBe(NO_RANK);
+    expect(t.rankOfBytes(bytes('!'), 0, 1)).toBe(0);
+    expect(t.rankOfBytes(bytes(' Francisco'), 0, 10)).not.toBe(NO_RANK);
   });
 
   it('a thread handed a table counts with it and builds none of its own', async () => {
