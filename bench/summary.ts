@@ -116,14 +116,14 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
       store: storeOf(mine),
       machineBusyPct: spread(mine.flatMap((s) => (s.machine === undefined || s.machine === null ? [] : [100 * s.machine.busy]))),
       kdamondCpuUsPerReq: spread(mine.flatMap((s) => (typeof s.kdamondCpuMs === 'number' && s.result.requests > 0 ? [(s.kdamondCpuMs * 1000) / s.result.requests] : []))),
-      residentMb: residentOf(mine),
+      residentMb: residentSpread(mine),
       non2xxFraction: requests > 0 ? mine.reduce((a, s) => a + s.result.non2xx, 0) / requests : 0,
       errors: mine.reduce((a, s) => a + s.result.errors, 0),
     };
   });
 }
 
-function residentOf(samples: readonly Sample[]): ScenarioSummary['residentMb'] {
+function residentSpread(samples: readonly Sample[]): ScenarioSummary['residentMb'] {
   const read = samples.flatMap((s) => (s.resident === undefined || s.resident.rss === 0 ? [] : [s.resident]));
   if (read.length === 0) return null;
   return { rss: spread(read.map((r) => r.rss / 1e6)), anon: spread(read.map((r) => r.anon / 1e6)) };

@@ -5,7 +5,7 @@
  */
 import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
 import { charsEstimate, charsEstimateText } from './chars-estimate.js';
-import { o200kRanks } from './o200k-ranks.js';
+import { rankTableWorkerData } from './o200k-ranks.js';
 import { framingTokens, textPrompt, type PromptText } from './prompt-text.js';
 import type { TokenCounter } from './token-counter.js';
 import { TokenizerPool } from './tokenizer-pool.js';
@@ -89,10 +89,11 @@ class BpeTokenCounter implements RouterTokenCounter {
     this.#inlineMaxChars = s.inlineMaxChars;
     this.#onTask = onTask;
     // The rank table is built here, at start, not by the first request's count (0.15-0.25 s);
-    // a ranks file that cannot be read stops the start with its path named.
-    o200kRanks();
+    // a ranks file that cannot be read stops the start with its path named. The tokenizer
+    // threads are handed it and build none of their own.
+    const workerData = rankTableWorkerData();
     this.#pool = s.poolSize > 0
-      ? new TokenizerPool({ filename: poolFile, size: s.poolSize, queue: s.queue, budgetMs: s.budgetMs })
+      ? new TokenizerPool({ filename: poolFile, size: s.poolSize, queue: s.queue, budgetMs: s.budgetMs, workerData })
       : null;
   }
 

@@ -10,7 +10,7 @@
  */
 import { Piscina } from 'piscina';
 import { OVER_BUDGET } from './bpe-count.js';
-import { rankTableWorkerData } from './o200k-ranks.js';
+import type { RankTableWorkerData } from './o200k-ranks.js';
 import { PooledTask } from './pooled-task.js';
 import type { TokenizeTask } from './tokenize-task.js';
 
@@ -25,6 +25,8 @@ export interface TokenizerPoolOptions {
   /** Tasks allowed to wait for a thread. */
   readonly queue: number;
   readonly budgetMs: number;
+  /** Handed to every thread: the process's rank table, so that the threads share it instead of building their own. */
+  readonly workerData?: RankTableWorkerData;
 }
 
 export class TokenizerPool {
@@ -55,8 +57,7 @@ export class TokenizerPool {
       // Backstop only: full() keeps submissions within size + queue.
       maxQueue: opts.queue + opts.size,
       idleTimeout: Infinity,
-      // The threads count with this process's rank table, shared, instead of building their own.
-      workerData: rankTableWorkerData(),
+      workerData: opts.workerData,
       // Idle threads block in Atomics.wait; nothing else runs on them.
       atomics: 'sync',
     });
