@@ -17,7 +17,9 @@
  * spins U µs of CPU per request, `--garbage-objects K` allocates K short-lived objects per
  * request, to see how much of a router's latency its CPU and its allocation alone explain. Server CPU per
  * request is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds on a CPU, every thread of
- * the primary and the workers), the primary's share apart: the steady figure on a noisy machine.
+ * the primary and the workers), the primary's share apart: the steady figure on a noisy machine;
+ * beside it the part spent in the kernel (/proc/<pid>/stat stime, tick samples): system calls and
+ * the loopback network's work, which every proxy pays about alike.
  * From the same accounting: how often the side's threads were put on a CPU per request (each
  * wake-up counts) and how long per request they waited runnable for one (the run queue), the
  * scheduling part of a latency that CPU time alone does not show. wrk's own CPU per request is
@@ -29,7 +31,7 @@ import { resolve } from 'node:path';
 import { exitWithUsageError, positiveNumber, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
-import { schedStat, type SchedStat } from './proc-cpu.js';
+import { schedStat, userKernelMs, type SchedStat } from './proc-cpu.js';
 import { residentOf, type Resident } from './proc-memory.js';
 import { kdamondCpu } from './kernel-monitor.js';
 import { median } from './order-stats.js';
@@ -131,15 +133,17 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
         const redisBefore = redis === null ? null : await redisReading(redis);
         const before = pids.map(schedStat);
+        const kernelBefore = kernelMsOf(pids);
         const monitor = kdamondCpu();
         const x = openLoop === null ? await m0.wrk.runWrk('wrk', spec(s, durationS)) : await runOpenLoop(openLoop.bin, spec(s, durationS), loadKind as Arrivals);
         const after = pids.map(schedStat);
+        const kernelAfter = kernelMsOf(pids);
         const monitorMs = monitor.delta();
         // The side's processes (primary, workers) as the round leaves them.
         const resident = residentOf(pids);
@@ -148,6 +152,8 @@ async function main(): Promise<void> {
         const grew = (k: keyof SchedStat): number => after.reduce((a, b) => a + b[k], 0) - before.reduce((a, b) => a + b[k], 0);
         const cpu = grew('cpuNs') / 1000 / n;
         const primary = (after[0].cpuNs - before[0].cpuNs) / 1000 / n;
+        // The part of it in the kernel (tick samples): system calls and the loopback network's work.
+        const kernel = ((kernelAfter - kernelBefore) * 1000) / n;
         const slices = grew('slices') / n;
         const waitUs = grew('waitNs') / 1000 / n;
         // A tree whose wrk runner predates loadCpuMs reports none: NaN, printed as '–'.
@@ -159,8 +165,8 @@ async function main(): Promise<void> {
         };
         // The kernel's memory monitor (bench/kernel-monitor.ts): its bursts take a CPU from both sides.
         const kdamondUs = monitorMs === null ? null : (monitorMs * 1000) / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, resident });
-        process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}), `
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, kernel, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, resident });
+        process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}, in the kernel ${kernel.toFixed(1)}), `
           + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, ${generator} ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
           + (kdamondUs === null ? '' : `, kdamond ${kdamondUs.toFixed(2)} µs CPU/request`)
           + `, resident ${mb(resident.rss)} MB (${mb(resident.anon)} anonymous)`
@@ -170,10 +176,10 @@ async function main(): Promise<void> {
     }
     const loadName = loadKind === 'wrk' ? (rate === undefined ? 'closed loop' : `fixed rate ${rate} req/s asked (wrk think time)`) : `fixed rate ${rate} req/s, ${loadKind} arrivals (open-loop)`;
     process.stdout.write(`${loadName}, ${rounds} rounds of ${durationS} s, medians:\n\n`
-      + `| side | tree:scenario | req/s | server CPU µs/request | of which primary | times on a CPU per request | µs waiting for a CPU per request | ${generator} CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n`);
+      + `| side | tree:scenario | req/s | server CPU µs/request | of which primary | of which in the kernel | times on a CPU per request | µs waiting for a CPU per request | ${generator} CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n`);
     for (const s of sides) {
       const r = results.get(s.label)!;
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.kernel)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
     }
     const monitorSides = sides.map((s) => results.get(s.label)!.flatMap((x) => (x.kdamondUs === null ? [] : [x.kdamondUs])));
     if (monitorSides.every((v) => v.length > 0)) {
@@ -216,4 +222,11 @@ async function redisReading(redis: { proc: Target['proc']; address: string }): P
 
 function mb(bytes: number): string {
   return (bytes / 1e6).toFixed(0);
+}
+
+/** The kernel CPU ms of the processes, summed (userKernelMs). */
+function kernelMsOf(pids: readonly number[]): number {
+  let ms = 0;
+  for (const pid of pids) ms += userKernelMs(pid).kernelMs;
+  return ms;
 }

@@ -76,6 +76,16 @@ export function schedStat(pid: number): SchedStat {
   return out;
 }
 
+/**
+ * A process's CPU ms in user space and in the kernel (its system calls, and the network stack's
+ * work done on its behalf), all its threads: /proc/<pid>/stat's utime and stime, tick samples (10
+ * ms each where CLK_TCK is 100), so read over seconds. 0 and 0 for a process already gone.
+ */
+export function userKernelMs(pid: number): { userMs: number; kernelMs: number } {
+  const s = readStat(pid);
+  return s === null ? { userMs: 0, kernelMs: 0 } : { userMs: s.utime * TICK_MS, kernelMs: s.stime * TICK_MS };
+}
+
 /** CPU ns a process has run, all its threads (schedStat's first figure). */
 export function schedCpuNs(pid: number): number {
   return schedStat(pid).cpuNs;

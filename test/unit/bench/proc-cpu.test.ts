@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { processTree, treeCpu } from '../../../bench/proc-cpu.js';
+import { processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
 import { waitFor } from '../../helpers/processes.js';
 
 /**
@@ -52,5 +52,37 @@ describe('treeCpu', () => {
     // processes' own (never the nanoseconds or the seconds of a wrong unit).
     expect(ms).toBeGreaterThanOrEqual(usedMs * 0.95);
     expect(ms).toBeLessThan(usedMs + 150);
+  });
+});
+
+describe('userKernelMs', () => {
+  it('puts a busy loop in user space and a stream of system calls in the kernel', async () => {
+    // Each child, told "go" once started, works until it has used 400 ms of CPU (however busy the
+    // machine), then says so and idles: one spins in JavaScript (a million steps between two reads
+    // of its CPU time, itself a system call), the other reads 256 KB of /dev/zero per system call
+    // (the kernel fills the buffer).
+    const child = (body: string, perCheck: number): string => `const fs = require('node:fs'); const fd = fs.openSync('/dev/zero', 'r'); const b = Buffer.alloc(262144);
+      let x = 0; process.stdout.write('ready\\n');
+      process.stdin.once('data', () => {
+        const t = process.cpuUsage();
+        for (;;) { for (let i = 0; i < ${perCheck}; i++) { ${body} } const u = process.cpuUsage(t); if (u.user + u.system >= 400000) break; }
+        process.stdout.write('done ' + x + '\\n'); setInterval(() => {}, 1000);
+      });`;
+    const spin = spawn(process.execPath, ['-e', child('x = (x + i) % 7;', 1_000_000)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const calls = spawn(process.execPath, ['-e', child('x += fs.readSync(fd, b);', 20)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    started.push(spin, calls);
+    let out = '';
+    for (const p of [spin, calls]) p.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    await waitFor('both children to start', () => (out.split('ready').length === 3 ? true : null));
+    const before = [userKernelMs(spin.pid!), userKernelMs(calls.pid!)];
+    spin.stdin!.write('go\n');
+    calls.stdin!.write('go\n');
+    await waitFor('both children to finish', () => (out.split('done').length === 3 ? true : null));
+    const [s, c] = [userKernelMs(spin.pid!), userKernelMs(calls.pid!)].map((a, i) => ({ user: a.userMs - before[i].userMs, kernel: a.kernelMs - before[i].kernelMs }));
+    // 400 ms each, give or take a tick sample; the spin's almost all user time, the reads' mostly kernel.
+    expect(s.user + s.kernel).toBeGreaterThan(300);
+    expect(s.user).toBeGreaterThan(4 * s.kernel);
+    expect(c.kernel).toBeGreaterThan(c.user);
+    expect(userKernelMs(2 ** 22 + 12_345)).toEqual({ userMs: 0, kernelMs: 0 });
   });
 });
