@@ -20,6 +20,12 @@ const SOURCE = join(ROOT, 'bench/open-loop/open-loop.c');
 const BINARY = join(ROOT, 'dist/bench/open-loop/open-loop');
 
 export type Arrivals = 'poisson' | 'uniform';
+/**
+ * Which free connection a request goes out on: the one free longest (fifo, the default: a rate
+ * below the connections' capacity is spread over all of them, as wrk spreads it), or the one freed
+ * last (lifo: as an HTTP client's keep-alive pool does, which keeps a light load on few connections).
+ */
+export type ConnectionPick = 'fifo' | 'lifo';
 
 /** The compiled generator's path, or why there is none (no C compiler, or it failed). */
 export function openLoopBinary(): { bin: string } | { reason: string } {
@@ -53,9 +59,10 @@ let requestDir: string | null = null;
 /**
  * One run at `spec.rate` (required) for `spec.durationS`, on `spec.connections` keep-alive
  * connections. `slowMs`: also group the requests at least that slow by when they were scheduled
- * (`slow` in the result), to tell a stall from queueing.
+ * (`slow` in the result), to tell a stall from queueing. `pick`: which free connection a request
+ * takes (ConnectionPick).
  */
-export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrivals = 'poisson', slowMs?: number): Promise<LoadResult> {
+export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrivals = 'poisson', slowMs?: number, pick: ConnectionPick = 'fifo'): Promise<LoadResult> {
   if (spec.rate === undefined) throw new Error('open-loop needs a rate');
   requestDir ??= tempDir('ir-bench-open-loop-');
   const file = join(requestDir, `r${Math.random().toString(36).slice(2)}.bin`);
@@ -63,7 +70,7 @@ export async function runOpenLoop(bin: string, spec: LoadSpec, arrivals: Arrival
   writeFileSync(file, Buffer.concat(reqs.flatMap((r, i) => (i === 0 ? [r] : [Buffer.from([0]), r]))));
   const url = new URL(spec.url);
   const args = ['--addr', url.host, '--requests', file, '--rate', String(spec.rate), '--duration', String(spec.durationS),
-    '--connections', String(spec.connections), '--arrivals', arrivals, ...(slowMs === undefined ? [] : ['--slow-ms', String(slowMs)])];
+    '--connections', String(spec.connections), '--arrivals', arrivals, '--pick', pick, ...(slowMs === undefined ? [] : ['--slow-ms', String(slowMs)])];
   const { json, loadCpuMs } = await runLoadChild<OpenLoopJson>('open-loop', bin, args, MARK, spec.url);
   return { ...loadResultOf('open-loop', json, loadCpuMs), late: json.late, ...(json.slow === undefined ? {} : { slow: json.slow }) };
 }

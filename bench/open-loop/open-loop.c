@@ -9,12 +9,18 @@
  * request that waits for a connection is counted as late, not hidden (no coordinated omission).
  *
  * Usage: open-loop --addr HOST:PORT --requests FILE --rate R --duration S --connections C
- *                  [--arrivals poisson|uniform] [--seed N] [--timeout S] [--slow-ms MS]
+ *                  [--arrivals poisson|uniform] [--pick fifo|lifo] [--seed N] [--timeout S] [--slow-ms MS]
  * FILE holds one or more complete HTTP/1.1 requests separated by NUL bytes, sent in turn.
  * Prints one line: OPEN_LOOP_JSON {...} (the fields of wrk's summary the bench reads, plus
  * "late": requests that found no free connection at their time). With --slow-ms, "slow" groups
  * the requests at least that slow by when they were scheduled (gaps under 50 ms: one episode): a
  * stall of the target is one large episode, queueing many small ones.
+ *
+ * A request goes out on the free connection that has been free longest (--pick fifo, the default),
+ * so a rate below what the connections could carry is spread over all of them, as wrk's
+ * connections and a closed loop spread it. With --pick lifo it takes the one freed last, as an
+ * HTTP client's keep-alive pool usually does: a light load then stays on a few connections, and a
+ * server that owns each connection in one of several processes gets most of it in one of them.
  *
  * Answers are read by content-length or chunked framing; 1xx interim answers are skipped. A
  * close-delimited or malformed answer counts as a read error and the connection is replaced.
@@ -65,8 +71,10 @@ static request_t *reqs;
 static size_t nreqs, next_req;
 static conn_t *conns;
 static int nconns;
-static int *idle;  /* stack of free connection indexes */
+static int *idle;  /* the free connections: a ring or a stack (--pick) */
 static int nidle;
+/* --pick fifo: the free connections are a ring from idle_head; lifo: a stack. */
+static int pick_lifo, idle_head;
 static int64_t *backlog; /* scheduled times waiting for a connection (ring) */
 static size_t backlog_cap, backlog_head, backlog_len;
 static uint32_t *hist;
@@ -189,7 +197,20 @@ static int open_conn(int i) {
   return 0;
 }
 
+/* The next free connection (nidle > 0). */
+static int take_idle(void) {
+  if (pick_lifo) return idle[--nidle];
+  int i = idle[idle_head];
+  idle_head = (idle_head + 1) % nconns;
+  nidle--;
+  return i;
+}
+
 static void make_idle(int i) {
+  if (!pick_lifo) {
+    idle[(idle_head + nidle++) % nconns] = i;
+    return;
+  }
   idle[nidle++] = i;
 }
 
@@ -256,7 +277,7 @@ static void dispatch(int64_t intended) {
     backlog_push(intended);
     return;
   }
-  int i = idle[--nidle];
+  int i = take_idle();
   if (conns[i].fd < 0 && open_conn(i) != 0) {
     make_idle(i);
     return;
@@ -530,7 +551,7 @@ int main(int argc, char **argv) {
     const char *a = argv[k];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       printf("usage: open-loop --addr HOST:PORT --requests FILE --rate R --duration S --connections C "
-             "[--arrivals poisson|uniform] [--seed N] [--timeout S] [--slow-ms MS]\n");
+             "[--arrivals poisson|uniform] [--pick fifo|lifo] [--seed N] [--timeout S] [--slow-ms MS]\n");
       return 0;
     }
     if (k + 1 >= argc) usage("every option takes a value");
@@ -547,6 +568,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--duration") == 0) {
       duration = strtod(v, &endp);
       if (*endp != 0 || !(duration > 0)) usage("--duration must be a positive number of seconds");
+    } else if (strcmp(a, "--pick") == 0) {
+      if (strcmp(v, "fifo") != 0 && strcmp(v, "lifo") != 0) usage("--pick is fifo or lifo");
+      pick_lifo = strcmp(v, "lifo") == 0;
     } else if (strcmp(a, "--timeout") == 0) {
       timeout = strtod(v, &endp);
       if (*endp != 0 || !(timeout > 0)) usage("--timeout must be a positive number of seconds");
@@ -604,7 +628,7 @@ int main(int argc, char **argv) {
     }
     /* Requests that waited while connections failed go out on those freed since. */
     while (backlog_len > 0 && nidle > 0) {
-      int i = idle[--nidle];
+      int i = take_idle();
       if (conns[i].fd < 0 && open_conn(i) != 0) {
         make_idle(i);
         break;

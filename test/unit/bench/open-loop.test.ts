@@ -77,6 +77,26 @@ describe('open-loop', () => {
     expect(r.errors).toBe(0);
   });
 
+  it('spreads a light load over every connection (fifo, the default); lifo keeps it on the connection freed last', async () => {
+    const used = async (pick: 'fifo' | 'lifo'): Promise<number[]> => {
+      const perConnection = new Map<number, number>();
+      const s = await httpServer((req, res) => {
+        const port = req.socket.remotePort!;
+        perConnection.set(port, (perConnection.get(port) ?? 0) + 1);
+        ok(req, res);
+      });
+      // 200 req/s on 8 connections against an instant answer: one request out at a time.
+      const r = await runOpenLoop(bin(), spec(s.url, 200, 1, 8), 'uniform', undefined, pick);
+      expect(r.requests).toBe(200);
+      return [...perConnection.values()].sort((x, y) => y - x);
+    };
+    const fifo = await used('fifo');
+    expect(fifo).toHaveLength(8);
+    expect(fifo[0]).toBeLessThanOrEqual(40); // 25 each when evenly spread
+    const lifo = await used('lifo');
+    expect(lifo[0]).toBeGreaterThan(100); // most on one connection (25 each when evenly spread)
+  });
+
   it('counts latency from the scheduled time: a server slower than the rate shows its queue', async () => {
     // One connection, 50 ms an answer (20 a second), 100 a second asked for half a second.
     const s = await httpServer((_req, res) => { setTimeout(() => ok(_req, res), 50); });
