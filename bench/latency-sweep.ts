@@ -20,14 +20,16 @@
  * kernel's memory monitor (bench/kernel-monitor.ts) is named with its kdamond CPU per request;
  * --pause-damon turns it off for the sweep (root). Each run's
  * progress line gives how busy the machine was and the share of its time the hypervisor stole (a
- * VM's hiccups, which no target causes), and counts the requests of 10 ms or more and groups them
+ * VM's hiccups, which no target causes), the CPU the rest of the machine ran meanwhile (other
+ * services, kernel threads and processes started meanwhile, outside this tool's own tree: proc-cpu
+ * othersCpu), and counts the requests of 10 ms or more and groups them
  * by when they were sent (a stall of the target is one large group; open-loop's --slow-ms).
  */
 import { whileStopped } from './pause-targets.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
 import type { LoadSpec, SlowEpisodes } from './load-types.js';
 import { runWrk } from './load-wrk.js';
-import { treeCpu } from './proc-cpu.js';
+import { othersCpu, treeCpu } from './proc-cpu.js';
 import { machineBusy } from './machine-busy.js';
 import { kdamondCpu, monitorsNow, pauseDamon } from './kernel-monitor.js';
 import { median } from './order-stats.js';
@@ -176,23 +178,29 @@ async function main(): Promise<void> {
       for (let r = 0; r < o.rounds; r++) {
         for (const sc of r % 2 === 0 ? measured : [...measured].reverse()) {
           const t = started.get(sc.target)!;
-          const { x, cpuMs, kdamondMs, busy } = await whileStopped(others(sc.target), async () => {
+          const { x, cpuMs, othersMs, kdamondMs, busy } = await whileStopped(others(sc.target), async () => {
             if (o.leadInS > 0) await runOpenLoop(built.bin, { ...spec(sc, rate), durationS: o.leadInS }, o.arrivals);
             const reading = treeCpu(t.proc.pid);
+            // Everything outside this process's tree (the targets, the mocks and the generator are in it).
+            const rest = othersCpu([process.pid]);
             const monitorCpu = kdamondCpu();
             const machine = machineBusy();
             const run = await runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS);
             // The machine's window closes before the kdamond reading scans /proc.
             const cpuMs = reading.delta();
             const busy = machine.delta();
-            return { x: run, cpuMs, busy, kdamondMs: monitorCpu.delta() };
+            const othersMs = rest.delta();
+            return { x: run, cpuMs, othersMs, busy, kdamondMs: monitorCpu.delta() };
           });
           p99.get(sc.id)![i].push(x.latencyMs.p99);
           cpu.get(sc.id)![i].push((cpuMs * 1000) / Math.max(1, x.requests));
           const kd = kdamondMs === null ? null : (kdamondMs * 1000) / Math.max(1, x.requests);
           if (kd !== null) kdamond.get(sc.id)!.push(kd);
           if (busy !== null) busyPct.get(sc.id)![i].push(100 * busy.busy);
-          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy, ${(100 * busy.steal).toFixed(1)}% stolen by the hypervisor`}${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
+          // What the rest of the machine ran meanwhile (other services, short-lived processes, kernel
+          // threads), the memory monitor apart: it has its own figure.
+          const restMs = Math.max(0, othersMs - (kdamondMs ?? 0));
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy, ${(100 * busy.steal).toFixed(1)}% stolen by the hypervisor`}, other processes ${restMs.toFixed(0)} ms of CPU${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
         }
       }
     }

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100);
 
-interface Stat { state: string; ppid: number; utime: number; stime: number; cutime: number; cstime: number }
+interface Stat { state: string; ppid: number; utime: number; stime: number; cutime: number; cstime: number; starttime: number }
 
 function readStat(pid: number | 'self'): Stat | null {
   let text: string;
@@ -19,7 +19,7 @@ function readStat(pid: number | 'self'): Stat | null {
   }
   // Fields after the command name (which may contain spaces) start at state (field 3).
   const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: f[0], ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]) };
+  return { state: f[0], ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), starttime: Number(f[19]) };
 }
 
 /** `root` and every live descendant. */
@@ -84,6 +84,39 @@ export function schedStat(pid: number): SchedStat {
 export function userKernelMs(pid: number): { userMs: number; kernelMs: number } {
   const s = readStat(pid);
   return s === null ? { userMs: 0, kernelMs: 0 } : { userMs: s.utime * TICK_MS, kernelMs: s.stime * TICK_MS };
+}
+
+/**
+ * From now on: `delta()` is the CPU ms every process outside the trees of `roots` spent since
+ * this call: other services, kernel threads, and the processes that started meanwhile (their
+ * whole CPU, even when they have exited: a parent's cutime/cstime holds its reaped children's).
+ * Tick samples (/proc/<pid>/stat), so read over seconds. For a measurement's rounds: what the rest
+ * of the machine ran beside it.
+ */
+export function othersCpu(roots: readonly number[]): { delta(): number } {
+  const mine = (): Set<number> => new Set(roots.flatMap(processTree));
+  const snapshot = (): Map<number, { ticks: number; starttime: number }> => {
+    const skip = mine();
+    const out = new Map<number, { ticks: number; starttime: number }>();
+    for (const name of readdirSync('/proc')) {
+      const pid = Number(name);
+      if (!Number.isInteger(pid) || skip.has(pid)) continue;
+      const s = readStat(pid);
+      if (s !== null) out.set(pid, { ticks: s.utime + s.stime + s.cutime + s.cstime, starttime: s.starttime });
+    }
+    return out;
+  };
+  const before = snapshot();
+  return {
+    delta() {
+      let ticks = 0;
+      for (const [pid, now] of snapshot()) {
+        const then = before.get(pid);
+        ticks += then !== undefined && then.starttime === now.starttime ? Math.max(0, now.ticks - then.ticks) : now.ticks;
+      }
+      return ticks * TICK_MS;
+    },
+  };
 }
 
 /** CPU ns a process has run, all its threads (schedStat's first figure). */

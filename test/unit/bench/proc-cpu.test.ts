@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
+import { othersCpu, processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
 import { waitFor } from '../../helpers/processes.js';
 
 /**
@@ -84,5 +84,35 @@ describe('userKernelMs', () => {
     expect(s.user).toBeGreaterThan(4 * s.kernel);
     expect(c.kernel).toBeGreaterThan(c.user);
     expect(userKernelMs(2 ** 22 + 12_345)).toEqual({ userMs: 0, kernelMs: 0 });
+  });
+});
+
+describe('othersCpu', () => {
+  it('counts the CPU of the processes outside the given trees, one that exited through its parent', async () => {
+    // Told "go": `mine` spins 300 ms of CPU itself; `outside` runs a child that spins 300 ms and
+    // waits for it to exit (reaped, its CPU moves to the parent's cutime).
+    const spin = (ms: number): string => `const t = process.cpuUsage(); let x = 0; for (;;) { for (let i = 0; i < 1e6; i++) x = (x + i) % 7; const u = process.cpuUsage(t); if (u.user + u.system >= ${ms * 1000}) break; }`;
+    const mine = spawn(process.execPath, ['-e', `process.stdin.once('data', () => { ${spin(300)}; process.stdout.write('done\\n'); setInterval(() => {}, 1000); });`], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const outside = spawn(process.execPath, ['-e', `const { spawnSync } = require('node:child_process');
+      process.stdin.once('data', () => { spawnSync(process.execPath, ['-e', ${JSON.stringify(spin(300))}]); process.stdout.write('done\\n'); setInterval(() => {}, 1000); });`],
+      { stdio: ['pipe', 'pipe', 'inherit'] });
+    started.push(mine, outside);
+    let out = '';
+    for (const p of [mine, outside]) p.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    await new Promise((r) => setTimeout(r, 500)); // both started (their start-up is not measured)
+    // The same window read three ways: whatever else runs meanwhile is in all three.
+    const everything = othersCpu([]);
+    const notMine = othersCpu([mine.pid!]);
+    const neither = othersCpu([mine.pid!, outside.pid!]);
+    mine.stdin!.write('go\n');
+    outside.stdin!.write('go\n');
+    await waitFor('both to finish', () => (out.split('done').length === 3 ? true : null));
+    const [e, m, n] = [everything.delta(), notMine.delta(), neither.delta()];
+    // `mine`'s 300 ms is counted only where its tree is not a root; `outside`'s child's 300 ms
+    // only where `outside` is not one (tick samples: 10 ms steps, and start-up of the child).
+    expect(e - m).toBeGreaterThanOrEqual(270);
+    expect(e - m).toBeLessThan(450);
+    expect(m - n).toBeGreaterThanOrEqual(270);
+    expect(m - n).toBeLessThan(600);
   });
 });
