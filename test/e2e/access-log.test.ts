@@ -2,7 +2,7 @@ import { existsSync, readFileSync, renameSync, symlinkSync, unlinkSync } from 'n
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend } from '../helpers/processes.js';
+import { postJson, resourcesFor, startMock, startRouter, tempDir, type MockBackend, unusedPort, waitFor } from '../helpers/processes.js';
 
 const FIELDS = ['timestamp', 'method', 'path', 'protocol', 'status_code', 'model_name', 'model_route', 'model_server', 'selected_pod',
   'request_id', 'input_tokens', 'output_tokens', 'duration_total', 'duration_request_processing', 'duration_upstream_processing',
@@ -21,7 +21,7 @@ describe('access log over the built router (2 workers)', () => {
   let deadPort: number;
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    deadPort = await freePort();
+    deadPort = await unusedPort();
   });
   afterAll(async () => {
     await mock?.kill();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, postJson, resourcesFor, startMock, startRouter, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startMock, startRouter, type MockBackend, type Router, unusedPort } from '../helpers/processes.js';
 
 const CT = 'text/plain; charset=utf-8';
 
@@ -10,7 +10,7 @@ describe('every error row of the registry, over the built router', () => {
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    deadPort = await freePort();
+    deadPort = await unusedPort();
     const extra = `---
 apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelServer

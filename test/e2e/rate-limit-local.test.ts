@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
-import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, type MockBackend, unusedPort, waitFor } from '../helpers/processes.js';
 
 // Output charges and usage corrections are sent when an answer ends; a next request on another
 // worker may be decided before they arrive (the window is the IPC hop). Tests that read those
@@ -177,7 +177,7 @@ describe('local token limits over the built router', () => {
   });
 
   it('input tokens of a request that never reached a pod are given back', async () => {
-    const deadPort = await freePort();
+    const deadPort = await unusedPort();
     const router = await startRouter(resourcesFor([{ name: 'dead-1', port: deadPort }], {
       rateLimit: '    inputTokensPerUnit: 10\n    unit: day',
     }));

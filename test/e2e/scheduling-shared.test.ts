@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, postFresh, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postFresh, startMock, startRouter, type MockBackend, type Router, unusedPort, waitFor } from '../helpers/processes.js';
 
 function resources(pods: { name: string; port: number }[]): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -38,7 +38,7 @@ describe('passive health shared by the workers of an instance, real processes', 
     const threshold = 3;
     const ok = await startMock('pod-ok');
     mocks.push(ok);
-    const deadPort = await freePort();
+    const deadPort = await unusedPort();
     router = await startRouter(resources([{ name: 'pod-ok', port: ok.port }, { name: 'pod-dead', port: deadPort }]), {
       workers: 2,
       env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: String(threshold), ROUTER_OUTLIER_BASE_EJECTION: '10s' },

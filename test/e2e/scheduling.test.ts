@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { freePort, postJson, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
 
 function resources(pods: { name: string; port: number }[], policy = '', engine = ''): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -44,7 +44,7 @@ describe('passive health and retries, real processes', () => {
   it('an unreachable pod is ejected, traffic goes to the healthy one, and it comes back once it answers', async () => {
     const ok = await startMock('pod-ok');
     mocks.push(ok);
-    const deadPort = await freePort();
+    const deadPort = await unusedPort();
     router = await startRouter(resources([{ name: 'pod-ok', port: ok.port }, { name: 'pod-dead', port: deadPort }]), {
       workers: 1,
       env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '2', ROUTER_OUTLIER_BASE_EJECTION: '1s' },
@@ -71,7 +71,7 @@ describe('passive health and retries, real processes', () => {
   });
 
   it('all pods ejected: they are still tried, and the answer is a clear 502', async () => {
-    const [p1, p2] = [await freePort(), await freePort()];
+    const [p1, p2] = [await unusedPort(), await unusedPort()];
     router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }]), {
       workers: 1,
       env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
@@ -86,7 +86,7 @@ describe('passive health and retries, real processes', () => {
   });
 
   it('trafficPolicy.retry.attempts 0: a pod that cannot be reached is not left for another, and the 502 names it', async () => {
-    const [p1, p2] = [await freePort(), await freePort()];
+    const [p1, p2] = [await unusedPort(), await unusedPort()];
     router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 0 } }\n'), { workers: 1 });
     for (let i = 0; i < 3; i++) {
       const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });

@@ -5,10 +5,10 @@
  * processes this run started. Runs from the sources (vitest) and from dist/ (bench).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 
@@ -42,6 +42,39 @@ export function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/** The lowest port the kernel hands out for `listen(0)` and outgoing connections (32768 where unreadable). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 1024 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/** Whether a TCP connection to 127.0.0.1:`port` is refused (nothing listens there). */
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); resolve(false); });
+    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
+}
+
+/**
+ * A port for a pod that must stay unreachable: nothing listens there, and it lies below the
+ * kernel's ephemeral range, so no `listen(0)` of a test running beside this one (freePort, the
+ * mocks) can take it while the test uses it.
+ */
+export async function unusedPort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let i = 0; i < 100; i++) {
+    const port = 20_000 + Math.floor(Math.random() * Math.max(1, low - 20_000));
+    if (await refused(port)) return port;
+  }
+  throw new Error('no unused port below the ephemeral range after 100 tries');
 }
 
 export interface Proc {
