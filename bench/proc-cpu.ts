@@ -22,20 +22,30 @@ function readStat(pid: number | 'self'): Stat | null {
   return { state: f[0], ppid: Number(f[1]), utime: Number(f[11]), stime: Number(f[12]), cutime: Number(f[13]), cstime: Number(f[14]), starttime: Number(f[19]) };
 }
 
-/** `root` and every live descendant. */
-export function processTree(root: number): number[] {
-  const parentOf = new Map<number, number>();
+/** Every live process's stat, by pid (one pass over /proc). */
+function allStats(): Map<number, Stat> {
+  const out = new Map<number, Stat>();
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
     const s = readStat(pid);
-    if (s !== null) parentOf.set(pid, s.ppid);
+    if (s !== null) out.set(pid, s);
   }
+  return out;
+}
+
+/** `root` and its descendants among `stats`. */
+function treeIn(stats: ReadonlyMap<number, Stat>, root: number): number[] {
   const tree = [root];
   for (let i = 0; i < tree.length; i++) {
-    for (const [pid, ppid] of parentOf) if (ppid === tree[i]) tree.push(pid);
+    for (const [pid, s] of stats) if (s.ppid === tree[i]) tree.push(pid);
   }
   return tree;
+}
+
+/** `root` and every live descendant. */
+export function processTree(root: number): number[] {
+  return treeIn(allStats(), root);
 }
 
 /** The scheduler state letter of a process (R running, S sleeping, T stopped, ...); null when it is gone. */
@@ -94,16 +104,11 @@ export function userKernelMs(pid: number): { userMs: number; kernelMs: number } 
  * of the machine ran beside it.
  */
 export function othersCpu(roots: readonly number[]): { delta(): number } {
-  const mine = (): Set<number> => new Set(roots.flatMap(processTree));
   const snapshot = (): Map<number, { ticks: number; starttime: number }> => {
-    const skip = mine();
+    const stats = allStats();
+    for (const pid of roots.flatMap((root) => treeIn(stats, root))) stats.delete(pid);
     const out = new Map<number, { ticks: number; starttime: number }>();
-    for (const name of readdirSync('/proc')) {
-      const pid = Number(name);
-      if (!Number.isInteger(pid) || skip.has(pid)) continue;
-      const s = readStat(pid);
-      if (s !== null) out.set(pid, { ticks: s.utime + s.stime + s.cutime + s.cstime, starttime: s.starttime });
-    }
+    for (const [pid, s] of stats) out.set(pid, { ticks: s.utime + s.stime + s.cutime + s.cstime, starttime: s.starttime });
     return out;
   };
   const before = snapshot();
