@@ -1,63 +1,191 @@
 import { RouterError } from '../errors.js';
-import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
+import type { AnswerUsage, InferenceApi, InferenceRequest, UpstreamBody } from '../api/inference-api.js';
 import type { Exchange } from '../http/exchange.js';
 import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
+import type { CallListener, CallOutcome, UpstreamCall } from '../upstream/upstream-call.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
 import type { RequestSpan } from '../observe/tracer.js';
 
+/** What the caller of proxyWithRetries hears, once: the answer went through, or none could be had. */
+export interface ProxyListener {
+  /** The answer went through to the client (or the client left): the usage seen, null when none. */
+  proxied(usage: AnswerUsage | null): void;
+  /** No pod gave an answer the client could get: the error to answer (a RouterError, or a bug's error). */
+  proxyFailed(err: unknown): void;
+}
+
 /**
  * Picks a pod and forwards. A pod that was not reached is always left for another one; with the
  * ModelServer's retry policy, a failure before any byte reached the client (timeout, reset) too.
  * At most `server.retry.attempts` more pods (2 without a policy), each pod at most once.
+ *
+ * Plain calls, no Promise: the attempt goes out now, and the pod's answer comes back through the
+ * call's listener (`callEnded`, a microtask after the answer ended, as an awaited Promise would
+ * continue). `listener` hears the end once. Throws only what the request's body makes throw
+ * before any attempt (`upstreamBody`).
  */
-export async function proxyWithRetries(
-  x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null, scheduler: Scheduler, span: RequestSpan | null,
-): Promise<AnswerUsage | null> {
-  const up = api.upstreamBody(x.body, req, server.model);
-  const retry = server.retry;
-  // The pods tried: the first alone until a retry (no array for the usual single attempt).
-  let first: EndpointState | null = null;
-  let tried: EndpointState[] | null = null;
-  let lastError: RouterError | null = null;
-  for (let attempt = 0; ; attempt++) {
-    const endpoint = scheduler.pick(server, first === null ? null : (tried ??= [first]), prompt);
+export function proxyWithRetries(
+  x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null,
+  scheduler: Scheduler, span: RequestSpan | null, listener: ProxyListener,
+): void {
+  new ProxyAttempts(x, api, tokens, server, req, prompt, scheduler, span, listener).next();
+}
+
+/** The attempts of one request, one pod at a time. */
+class ProxyAttempts implements CallListener {
+  private readonly up: UpstreamBody;
+  private attempt = 0;
+  /** The pods tried: the first alone until a retry (no array for the usual single attempt). */
+  private first: EndpointState | null = null;
+  private tried: EndpointState[] | null = null;
+  private lastError: RouterError | null = null;
+  /** The pod of the attempt in flight. */
+  private endpoint: EndpointState | null = null;
+  /** The listener heard the end. */
+  private ended = false;
+
+  constructor(
+    private readonly x: Exchange,
+    private readonly api: InferenceApi,
+    private readonly tokens: TokenCounter,
+    private readonly server: CompiledServer,
+    private readonly req: InferenceRequest,
+    private readonly prompt: PromptText | null,
+    private readonly scheduler: Scheduler,
+    private readonly span: RequestSpan | null,
+    private readonly listener: ProxyListener,
+  ) {
+    this.up = api.upstreamBody(x.body, req, server.model);
+  }
+
+  /** The next attempt: picks a pod not tried yet and sends, or ends with the error. */
+  next(): void {
+    try {
+      this.tryNext();
+    } catch (err) {
+      this.failed(err); // a bug's error: answered as the internal error it is
+    }
+  }
+
+  private tryNext(): void {
+    const endpoint = this.scheduler.pick(this.server, this.first === null ? null : (this.tried ??= [this.first]), this.prompt);
     if (endpoint === null) {
-      if (first === null) throw new RouterError('upstream_error', `no ready endpoint for ModelServer ${server.key}`, 503, null, 'no_ready_endpoint');
-      break;
+      if (this.first === null) {
+        this.failed(new RouterError('upstream_error', `no ready endpoint for ModelServer ${this.server.key}`, 503, null, 'no_ready_endpoint'));
+      } else {
+        this.exhausted();
+      }
+      return;
     }
-    if (attempt > 0) {
-      scheduler.retried(server.key);
-      if (retry.intervalMs > 0) await new Promise((r) => setTimeout(r, retry.intervalMs));
-      if (!x.writable) return null; // client left while we waited
+    if (this.attempt > 0) {
+      this.scheduler.retried(this.server.key);
+      const wait = this.server.retry.intervalMs;
+      if (wait > 0) {
+        setTimeout(() => this.afterInterval(endpoint), wait);
+        return;
+      }
+      if (!this.x.writable) {
+        this.succeeded(null); // client left: nothing to retry for
+        return;
+      }
     }
-    if (first === null) first = endpoint;
-    else tried!.push(endpoint);
-    x.ctx.selectedPod = endpoint.name;
-    if (span !== null) span.pod = endpoint.origin;
+    this.send(endpoint);
+  }
+
+  private afterInterval(endpoint: EndpointState): void {
+    try {
+      if (!this.x.writable) this.succeeded(null); // client left while we waited
+      else this.send(endpoint);
+    } catch (err) {
+      this.failed(err);
+    }
+  }
+
+  private send(endpoint: EndpointState): void {
+    if (this.first === null) this.first = endpoint;
+    else this.tried!.push(endpoint);
+    this.endpoint = endpoint;
+    this.x.ctx.selectedPod = endpoint.name;
+    if (this.span !== null) this.span.pod = endpoint.origin;
+    try {
+      startUpstreamCall(this.x, this.api, this.tokens, endpoint, this.up, this.req.stream, this.server.timeoutMs, this);
+    } catch (err) {
+      this.attemptFailed(err, endpoint);
+    }
+  }
+
+  /** The attempt's call ended (CallListener). */
+  callEnded(call: UpstreamCall, outcome: CallOutcome): void {
+    try {
+      this.attemptEnded(call, outcome);
+    } catch (err) {
+      this.failed(err);
+    }
+  }
+
+  private attemptEnded(call: UpstreamCall, outcome: CallOutcome): void {
+    const endpoint = this.endpoint!;
     let r: AnswerUsage | null | 'retry';
     try {
-      const call = startUpstreamCall(x, api, tokens, endpoint, up, req.stream, server.timeoutMs);
-      r = upstreamResult(x, call, await call.done, endpoint, server.timeoutMs);
+      r = upstreamResult(this.x, call, outcome, endpoint, this.server.timeoutMs);
     } catch (err) {
-      if (err instanceof RouterError && err.type === 'timeout') scheduler.timedOut(endpoint);
-      if (!retry.anyFailure || attempt >= retry.attempts || !(err instanceof RouterError) || x.headersSent || !x.writable) throw err;
-      lastError = err;
-      continue;
+      this.attemptFailed(err, endpoint);
+      return;
     }
     if (r !== 'retry') {
       // The attempt's own marks (startUpstreamCall, upstreamResult): the pod's time to the first
       // byte of a stream, else to the end of the answer. No clock read of its own.
-      const ctx = x.ctx;
-      if (!ctx.aborted) scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart);
-      return r;
+      const ctx = this.x.ctx;
+      if (!ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart);
+      this.succeeded(r);
+      return;
     }
-    scheduler.connectFailed(endpoint);
-    if (attempt >= retry.attempts || !x.writable) break;
+    this.scheduler.connectFailed(endpoint);
+    if (this.attempt >= this.server.retry.attempts || !this.x.writable) {
+      this.exhausted();
+      return;
+    }
+    this.attempt++;
+    this.next();
   }
-  if (lastError !== null) throw lastError;
-  throw new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${server.key} (tried ${(tried ?? [first!]).map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable');
+
+  /** The attempt failed with `err` (thrown by the call's start or by its result). */
+  private attemptFailed(err: unknown, endpoint: EndpointState): void {
+    if (err instanceof RouterError && err.type === 'timeout') this.scheduler.timedOut(endpoint);
+    const retry = this.server.retry;
+    if (!retry.anyFailure || this.attempt >= retry.attempts || !(err instanceof RouterError) || this.x.headersSent || !this.x.writable) {
+      this.failed(err);
+      return;
+    }
+    this.lastError = err;
+    this.attempt++;
+    this.next();
+  }
+
+  /** Every attempt allowed was made (or no pod is left to try). */
+  private exhausted(): void {
+    if (this.lastError !== null) {
+      this.failed(this.lastError);
+      return;
+    }
+    const tried = this.tried ?? [this.first!];
+    this.failed(new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${this.server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable'));
+  }
+
+  /** The listener hears the end once, whatever throws after. */
+  private succeeded(usage: AnswerUsage | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.listener.proxied(usage);
+  }
+
+  private failed(err: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.listener.proxyFailed(err);
+  }
 }

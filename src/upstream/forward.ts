@@ -3,20 +3,20 @@ import type { Exchange } from '../http/exchange.js';
 import { dropNamed } from '../http/upstream-headers.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { EndpointState } from './endpoint-registry.js';
-import { CallOutcome, UpstreamCall } from './upstream-call.js';
+import { CallOutcome, UpstreamCall, type CallListener } from './upstream-call.js';
 import { errorTypeOfUpstreamStatus, upstreamFailure } from './upstream-errors.js';
 import { performance } from 'node:perf_hooks';
 
 /**
- * Sends the request to one pod; the answer streams back to the client through the call. Await
- * `call.done`, then hand its outcome to upstreamResult(). (Two plain calls around one await, not
- * an async function: one Promise and one suspended frame less per request.)
+ * Sends the request to one pod; the answer streams back to the client through the call, and
+ * `listener` hears its outcome, which it hands to upstreamResult().
  */
 export function startUpstreamCall(
   x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, up: UpstreamBody, stream: boolean, timeoutMs: number,
+  listener: CallListener,
 ): UpstreamCall {
   const ctx = x.ctx;
-  const call = new UpstreamCall(x, api, tokens, endpoint, up.stripUsage);
+  const call = new UpstreamCall(x, api, tokens, endpoint, up.stripUsage, listener);
   x.upstream = call;
   const headers = withRouterHeaders(x.forwardHeaders, ctx.requestId, x.traceparent);
   // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.

@@ -24,10 +24,20 @@ export const enum CallOutcome {
   FailedMidResponse,
 }
 
+/** Who hears that a call ended: once per call, with its outcome. */
+export interface CallListener {
+  callEnded(call: UpstreamCall, outcome: CallOutcome): void;
+}
+
 /**
  * One exchange with one pod, as a handler of the HTTP/1.1 client (http1/): hands status, raw
  * headers and body chunks to the client exchange (pausing the pod's socket under backpressure),
- * has the request's API read the usage, and resolves `done` once with the outcome.
+ * has the request's API read the usage, and tells its listener once with the outcome.
+ *
+ * The listener hears it in a microtask, as an awaited Promise would continue: never from inside
+ * the HTTP/1.1 client's own calls (a parser, a connection being closed), so what it starts next
+ * (a retry on another pod) runs on a settled client. The calls ended in one turn share one
+ * microtask (endedCalls), so a call makes no Promise and no closure of its own.
  */
 export class UpstreamCall implements Http1Handler {
   private readonly x: Exchange;
@@ -45,19 +55,20 @@ export class UpstreamCall implements Http1Handler {
   private readonly tokens: TokenCounter;
   private scanner: StreamUsageReader | null = null;
   private settled = false;
-  private resolveDone!: (o: CallOutcome) => void;
-  readonly done: Promise<CallOutcome>;
+  private readonly listener: CallListener;
+  /** Set when the call settles, for the listener. */
+  private outcome = CallOutcome.Done;
   error: unknown = null;
   usage: AnswerUsage | null = null;
   upstreamStatus = 0;
 
-  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stripUsage: boolean) {
+  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stripUsage: boolean, listener: CallListener) {
     this.x = x;
     this.tokens = tokens;
     this.api = api;
     this.endpoint = endpoint;
     this.stripUsage = stripUsage;
-    this.done = new Promise((resolve) => { this.resolveDone = resolve; });
+    this.listener = listener;
     endpoint.begin();
   }
 
@@ -104,7 +115,10 @@ export class UpstreamCall implements Http1Handler {
     if (out.length === 0 || !x.writable) return true;
     if (this.scanner !== null) x.firstByte();
     if (x.writeChunk(out)) return true;
-    x.onWritable(this.resumeUpstream);
+    x.onWritable(this.resumeUpstream ??= () => {
+      this.req?.resume();
+      return true;
+    });
     return false;
   }
 
@@ -115,11 +129,8 @@ export class UpstreamCall implements Http1Handler {
     else this.passed!.push(chunk);
   }
 
-  // Bound once per exchange, not per chunk.
-  private readonly resumeUpstream = (): boolean => {
-    this.req?.resume();
-    return true;
-  };
+  /** Resumes the pod's socket once the client can take more: made at the first backpressure, then reused. */
+  private resumeUpstream: (() => boolean) | null = null;
 
   onComplete(): void {
     const x = this.x;
@@ -175,9 +186,42 @@ export class UpstreamCall implements Http1Handler {
     this.settled = true;
     this.req = null;
     this.endpoint.end();
-    this.resolveDone(outcome);
+    this.outcome = outcome;
+    endedCalls.push(this);
+    if (!endedQueued) {
+      endedQueued = true;
+      queueMicrotask(tellEndedCalls);
+    }
   }
 
+  /** Tells the listener (tellEndedCalls). */
+  tell(): void {
+    this.listener.callEnded(this, this.outcome);
+  }
+
+}
+
+/** Calls settled since the last tellEndedCalls, in the order they settled. */
+const endedCalls: UpstreamCall[] = [];
+let endedQueued = false;
+
+/**
+ * Tells each settled call's listener. A listener may start a call that settles at once (a retry
+ * that cannot be sent): it joins this loop. One listener that throws (a bug) does not keep the
+ * others from hearing; the first error is thrown again after them.
+ */
+function tellEndedCalls(): void {
+  endedQueued = false;
+  let failure: unknown = null;
+  for (let i = 0; i < endedCalls.length; i++) {
+    try {
+      endedCalls[i].tell();
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  endedCalls.length = 0;
+  if (failure !== null) throw failure;
 }
 
 /** True when the answer's content-type is text/event-stream (a stream whose usage is scanned). */

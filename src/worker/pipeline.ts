@@ -3,7 +3,7 @@ import { apiFor } from '../api/api-registry.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { RouterSettings } from '../config/settings.js';
 import type { Exchange } from '../http/exchange.js';
-import { proxyWithRetries } from '../pick/proxy-with-retries.js';
+import { proxyWithRetries, type ProxyListener } from '../pick/proxy-with-retries.js';
 import type { Scheduler } from '../pick/scheduler.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
 import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute } from '../route/route-table.js';
@@ -13,7 +13,10 @@ import { rateLimitRejection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
 import type { RequestSpan, Tracer } from '../observe/tracer.js';
 import type { Tenant } from '../auth/tenant.js';
-import { admitRequest, type ScopedTerm } from '../ratelimit/request-admission.js';
+import { admitRequest, type RequestAdmission, type ScopedTerm } from '../ratelimit/request-admission.js';
+import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
+import type { CompiledServer } from '../route/route-table.js';
+import type { PromptText } from '../tokens/prompt-text.js';
 import { giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
 
@@ -39,72 +42,185 @@ export interface PipelineServices {
  * The path of one request after its body arrived: parse → route → count → limit → pick →
  * proxy → usage. Every outcome ends in exactly one finish() call.
  */
-export async function runPipeline(x: Exchange, s: PipelineServices): Promise<void> {
-  const ctx = x.ctx;
-  let charged = 0;
-  const span = s.tracer === null ? null : s.tracer.start(x);
-  let tenant: Tenant | null = null;
+export function runPipeline(x: Exchange, s: PipelineServices): void {
+  new PipelineRun(x, s).start();
+}
+
+/**
+ * One request on its way, as plain calls. Each step that may have to wait (authentication with a
+ * key fetch, a count in the tokenizer pool, a limit store, the pod's answer, a store's settle)
+ * continues from the step's callback or Promise; the usual request, whose steps all answer at
+ * once but the pod, makes no Promise: one object per request instead of two async frames and
+ * their Promises.
+ */
+class PipelineRun implements ProxyListener {
+  private readonly x: Exchange;
+  private readonly s: PipelineServices;
+  private readonly span: RequestSpan | null;
+  private api: InferenceApi | null = null;
+  private req: InferenceRequest | null = null;
+  private tenant: Tenant | null = null;
+  private route: CompiledRoute | null = null;
+  private server: CompiledServer | null = null;
+  private prompt: PromptText | null = null;
   /** The limits that apply (route, tenant), once known; null when none does. */
-  let terms: readonly ScopedTerm[] | null = null;
-  try {
-    const api = apiFor(x.url);
-    const req = api.parse(x.body, x.url);
-    ctx.modelName = req.model;
-    if (s.authorize !== null) {
-      const t = s.authorize(x, req.model);
-      tenant = t instanceof Promise ? await t : t;
-      ctx.tenant = tenant.name;
+  private terms: readonly ScopedTerm[] | null = null;
+  /** Input tokens charged to `terms`, given back when the request reached no pod. */
+  private charged = 0;
+  private ended = false;
+
+  constructor(x: Exchange, s: PipelineServices) {
+    this.x = x;
+    this.s = s;
+    this.span = s.tracer === null ? null : s.tracer.start(x);
+  }
+
+  /** Parse, then authenticate. */
+  start(): void {
+    let tenant: Tenant | Promise<Tenant> | null = null;
+    try {
+      const x = this.x;
+      const api = apiFor(x.url);
+      this.api = api;
+      const req = api.parse(x.body, x.url);
+      this.req = req;
+      x.ctx.modelName = req.model;
+      if (this.s.authorize !== null) tenant = this.s.authorize(x, req.model);
+    } catch (err) {
+      this.fail(err);
+      return;
     }
+    if (tenant instanceof Promise) tenant.then((t) => this.authorized(t), (err) => this.fail(err));
+    else this.authorized(tenant);
+  }
 
-    const table = s.table();
-    if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
-    const route = table.route(req.model) ?? null;
-    if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route`);
-    // The route's own copy of the same name: later comparisons of it (the access log's) are then
-    // of one string with itself.
-    ctx.modelName = route.modelName;
-    ctx.modelRoute = route.key;
-    const server = RouteTable.pick(route, x);
-    if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`, 404, null, 'no_matching_rule');
-    if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503, null, 'no_weighted_target');
-    ctx.modelServer = server.key;
+  /** Route, pick the rule's server, count the prompt. */
+  private authorized(tenant: Tenant | null): void {
+    let counted: number | Promise<number>;
+    try {
+      const x = this.x;
+      const ctx = x.ctx;
+      const req = this.req!;
+      if (tenant !== null) {
+        this.tenant = tenant;
+        ctx.tenant = tenant.name;
+      }
+      const table = this.s.table();
+      if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
+      const route = table.route(req.model) ?? null;
+      if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route`);
+      // The route's own copy of the same name: later comparisons of it (the access log's) are then
+      // of one string with itself.
+      ctx.modelName = route.modelName;
+      ctx.modelRoute = route.key;
+      this.route = route;
+      const server = RouteTable.pick(route, x);
+      if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`, 404, null, 'no_matching_rule');
+      if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503, null, 'no_weighted_target');
+      ctx.modelServer = server.key;
+      this.server = server;
+      const prompt = this.api!.promptText(req);
+      this.prompt = prompt;
+      counted = this.s.tokens.countPrompt(prompt);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (typeof counted === 'number') this.counted(counted);
+    else counted.then((n) => this.counted(n), (err) => this.fail(err));
+  }
 
-    const prompt = api.promptText(req);
-    const counted = s.tokens.countPrompt(prompt);
-    ctx.inputTokens = typeof counted === 'number' ? counted : await counted;
-
-    terms = limitTerms(s, route, tenant);
-    if (terms !== null) {
+  /** The limits: admit against them. */
+  private counted(inputTokens: number): void {
+    let admitted: RequestAdmission | Promise<RequestAdmission> | null = null;
+    try {
+      this.x.ctx.inputTokens = inputTokens;
+      const terms = limitTerms(this.s, this.route!, this.tenant);
+      this.terms = terms;
       // One enforced limit decides alone (from a lease: synchronously); several, or a shadow
       // one, are decided together (request-admission.ts).
-      const admitted = admitRequest(terms, ctx.inputTokens);
-      const a = admitted instanceof Promise ? await admitted : admitted;
-      x.decision = a.shown;
-      x.rateScope = a.shownScope;
-      if (!a.admitted) throw rateLimitRejection(a.shown!);
-      charged = ctx.inputTokens;
+      if (terms !== null) admitted = admitRequest(terms, inputTokens);
+    } catch (err) {
+      this.fail(err);
+      return;
     }
-    if (!x.writable) return; // client left while we counted/limited: nothing sent upstream
+    if (admitted instanceof Promise) admitted.then((a) => this.admitted(a), (err) => this.fail(err));
+    else this.admitted(admitted);
+  }
 
-    const usage = await proxyWithRetries(x, api, s.tokens, server, req, prompt, s.scheduler, span);
-    const settled = settleUsage(ctx, s.tokens, usage, terms);
-    if (settled !== undefined) {
+  /** Admitted (or no limit applies): forward to a pod. */
+  private admitted(a: RequestAdmission | null): void {
+    try {
+      const x = this.x;
+      if (a !== null) {
+        x.decision = a.shown;
+        x.rateScope = a.shownScope;
+        if (!a.admitted) throw rateLimitRejection(a.shown!);
+        this.charged = x.ctx.inputTokens;
+      }
+      if (!x.writable) {
+        this.end(); // client left while we counted/limited: nothing sent upstream
+        return;
+      }
+      proxyWithRetries(x, this.api!, this.s.tokens, this.server!, this.req!, this.prompt, this.s.scheduler, this.span, this);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** The answer went through (ProxyListener): settle the usage on the limits. */
+  proxied(usage: AnswerUsage | null): void {
+    let settled: Promise<void> | void;
+    try {
+      const ctx = this.x.ctx;
+      settled = settleUsage(ctx, this.s.tokens, usage, this.terms);
       // The request is over: the limit store's bookkeeping of it (a Redis settle may wait for a
       // call to ride along with) is not part of its duration.
-      ctx.tEnd = performance.now();
-      await settled;
+      if (settled !== undefined) ctx.tEnd = performance.now();
+    } catch (err) {
+      this.fail(err);
+      return;
     }
-  } catch (err) {
-    x.sendErrorAtTurnEnd(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
-  } finally {
-    // Admitted but never reached a pod (no endpoint, connection failures, client gone first):
-    // give the input tokens back. A pod that saw the request keeps them charged.
-    if (charged > 0 && !x.reachedPod && terms !== null) {
-      if (ctx.tEnd === 0) ctx.tEnd = performance.now();
-      await giveBackInput(terms, charged);
+    if (settled === undefined) this.end();
+    else settled.then(() => this.end(), (err) => this.fail(err));
+  }
+
+  /** No pod gave an answer (ProxyListener). */
+  proxyFailed(err: unknown): void {
+    this.fail(err);
+  }
+
+  /** Any step's failure: the error answer (written at the end of the turn), then the end. */
+  private fail(err: unknown): void {
+    if (this.ended) return;
+    try {
+      this.x.sendErrorAtTurnEnd(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
+    } finally {
+      this.end();
     }
-    if (span !== null) s.tracer!.end(span, x);
-    s.finish(x);
+  }
+
+  /**
+   * Once per request, whatever happened: input tokens admitted but never taken to a pod (no
+   * endpoint, connection failures, client gone first) are given back (a pod that saw the request
+   * keeps them charged); then the span and finish().
+   */
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const x = this.x;
+    if (this.charged > 0 && !x.reachedPod && this.terms !== null) {
+      if (x.ctx.tEnd === 0) x.ctx.tEnd = performance.now();
+      // giveBackInput never rejects (a store that fails is skipped).
+      void giveBackInput(this.terms, this.charged).then(() => this.close());
+      return;
+    }
+    this.close();
+  }
+
+  private close(): void {
+    if (this.span !== null) this.s.tracer!.end(this.span, this.x);
+    this.s.finish(this.x);
   }
 }
 

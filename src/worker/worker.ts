@@ -159,7 +159,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     metrics: metricsHandler(metrics),
     run: (x) => {
       inflight++;
-      void runPipeline(x, services);
+      runPipeline(x, services);
     },
     finish: (x) => {
       inflight++;

@@ -95,6 +95,19 @@ describe('passive health and retries, real processes', () => {
     }
   });
 
+  it('trafficPolicy.retry.retryInterval: the next pod is tried only after the interval', async () => {
+    const [p1, p2] = [await unusedPort(), await unusedPort()];
+    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 1, retryInterval: 400ms } }\n'), { workers: 1 });
+    const t0 = performance.now();
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
+    const elapsed = performance.now() - t0;
+    expect(r.status).toBe(502);
+    // Both pods, one after the other: the second attempt waited for the interval.
+    expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-(1, dead-2|2, dead-1)\)$/);
+    expect(elapsed).toBeGreaterThanOrEqual(400);
+    expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(1);
+  });
+
   it('trafficPolicy.retry: a pod that times out before answering is left for another pod', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
     const fast = await startMock('pod-fast');
