@@ -190,7 +190,9 @@ export class UpstreamCall implements Http1Handler {
     endedCalls.push(this);
     if (!endedQueued) {
       endedQueued = true;
-      queueMicrotask(tellEndedCalls);
+      // A resolved Promise's then, not queueMicrotask: Node's queueMicrotask makes an
+      // AsyncResource and a bound function per call.
+      void RESOLVED.then(tellEndedCalls);
     }
   }
 
@@ -204,6 +206,7 @@ export class UpstreamCall implements Http1Handler {
 /** Calls settled since the last tellEndedCalls, in the order they settled. */
 const endedCalls: UpstreamCall[] = [];
 let endedQueued = false;
+const RESOLVED = Promise.resolve();
 
 /**
  * Tells each settled call's listener. A listener may start a call that settles at once (a retry
