@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
 
@@ -105,6 +106,39 @@ describe('passive health and retries, real processes', () => {
     // Both pods, one after the other: the second attempt waited for the interval.
     expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-(1, dead-2|2, dead-1)\)$/);
     expect(elapsed).toBeGreaterThanOrEqual(400);
+    expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(1);
+  });
+
+  it('a client that leaves during the retry interval: no further pod is tried, and the request is logged 499 once', async () => {
+    const [p1, p2] = [await unusedPort(), await unusedPort()];
+    const dir = tempDir();
+    const log = join(dir, 'access.log');
+    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 1, retryInterval: 800ms } }\n'), {
+      workers: 1, dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
+    });
+    const ac = new AbortController();
+    const sent = fetch(`${router.url}/v1/completions`, {
+      method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json', 'x-request-id': 'left-in-interval' }, body: JSON.stringify({ model: 'm', prompt: 'x' }),
+    });
+    // The first pod refuses at once; the retry then waits 800 ms. Leave within it.
+    await waitFor('the retry to be counted', async () => (await metric(router!, 'inference_router_upstream_retries_total', 'server="default/sched-server"')) === 1, 5000);
+    ac.abort();
+    await sent.catch(() => undefined);
+    const records = (): { request_id: string; status_code: number; selected_pod: string; error?: { type: string } }[] =>
+      (existsSync(log) ? readFileSync(log, 'utf8') : '').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+    await waitFor('the record', () => records().length >= 1, 5000);
+    // After the interval: the second pod was not tried (selected_pod stays the first) and the
+    // request was recorded once.
+    await new Promise((r) => setTimeout(r, 1000));
+    const recs = records();
+    expect(recs).toHaveLength(1);
+    expect(recs[0].request_id).toBe('left-in-interval');
+    expect(recs[0].status_code).toBe(499);
+    expect(recs[0].error?.type).toBe('client_closed');
+    expect(recs[0].selected_pod).toMatch(/^dead-[12]$/);
+    // The pod recorded is the one whose connection failed: a second attempt, made after the
+    // client left, would have been recorded instead (its failure counts as the client's leaving).
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `pod="${recs[0].selected_pod}"`)).toBe(1);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(1);
   });
 
