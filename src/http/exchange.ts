@@ -2,6 +2,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { statusLineBytes, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
+import { drainEach } from '../drain-each.js';
 import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, headerBlock, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
@@ -255,21 +256,17 @@ export class Exchange {
     currentBody = EMPTY;
   }
 
-  /** Writes every whole answer queued in this turn (also called before a worker exits). */
+  /**
+   * Writes every whole answer queued in this turn (also called before a worker exits). One answer
+   * that throws (a bug) does not keep the turn's other answers from going out (drainEach).
+   */
   static flushAnswers(): void {
     answersQueued = false;
-    // One answer that throws (a bug) must not keep the turn's other answers from going out: the
-    // first error is thrown again once they are written.
-    let failure: unknown = null;
-    for (let i = 0; i < queuedAnswers.length; i++) {
-      try {
-        queuedAnswers[i].writeQueuedAnswer();
-      } catch (err) {
-        failure ??= err;
-      }
-    }
-    queuedAnswers.length = 0;
-    if (failure !== null) throw failure;
+    drainEach(queuedAnswers, Exchange.writeQueued);
+  }
+
+  private static writeQueued(x: Exchange): void {
+    x.writeQueuedAnswer();
   }
 
   /**

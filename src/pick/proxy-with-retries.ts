@@ -67,7 +67,7 @@ class ProxyAttempts implements CallListener {
     try {
       this.tryNext();
     } catch (err) {
-      this.failed(err); // a bug's error: answered as the internal error it is
+      this.caught(err);
     }
   }
 
@@ -101,7 +101,7 @@ class ProxyAttempts implements CallListener {
       if (!this.x.writable) this.succeeded(null); // client left while we waited
       else this.send(endpoint);
     } catch (err) {
-      this.failed(err);
+      this.caught(err);
     }
   }
 
@@ -123,7 +123,7 @@ class ProxyAttempts implements CallListener {
     try {
       this.attemptEnded(call, outcome);
     } catch (err) {
-      this.failed(err);
+      this.caught(err);
     }
   }
 
@@ -176,7 +176,17 @@ class ProxyAttempts implements CallListener {
     this.failed(new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${this.server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable'));
   }
 
-  /** The listener hears the end once, whatever throws after. */
+  /**
+   * An error thrown in the attempts' own steps (a bug) ends the request with it, answered as the
+   * internal error it is. One the listener threw, or one thrown after the end, is not the attempts'
+   * to answer: it goes on up (to the call's microtask or the pipeline), not swallowed.
+   */
+  private caught(err: unknown): void {
+    if (this.ended) throw err;
+    this.failed(err);
+  }
+
+  /** The listener hears the end once. */
   private succeeded(usage: AnswerUsage | null): void {
     if (this.ended) return;
     this.ended = true;

@@ -5,6 +5,7 @@ import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
 import { ClientGone, isConnectFailure } from './upstream-errors.js';
+import { drainEach } from '../drain-each.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -210,21 +211,15 @@ const RESOLVED = Promise.resolve();
 
 /**
  * Tells each settled call's listener. A listener may start a call that settles at once (a retry
- * that cannot be sent): it joins this loop. One listener that throws (a bug) does not keep the
- * others from hearing; the first error is thrown again after them.
+ * that cannot be sent): it joins this drain (drainEach).
  */
 function tellEndedCalls(): void {
   endedQueued = false;
-  let failure: unknown = null;
-  for (let i = 0; i < endedCalls.length; i++) {
-    try {
-      endedCalls[i].tell();
-    } catch (err) {
-      failure ??= err;
-    }
-  }
-  endedCalls.length = 0;
-  if (failure !== null) throw failure;
+  drainEach(endedCalls, tell);
+}
+
+function tell(call: UpstreamCall): void {
+  call.tell();
 }
 
 /** True when the answer's content-type is text/event-stream (a stream whose usage is scanned). */

@@ -6,7 +6,7 @@ import type { Exchange } from '../http/exchange.js';
 import { proxyWithRetries, type ProxyListener } from '../pick/proxy-with-retries.js';
 import type { Scheduler } from '../pick/scheduler.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
-import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute } from '../route/route-table.js';
+import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { settleUsage } from '../usage/settle-usage.js';
 import { rateLimitRejection } from '../ratelimit/rejection.js';
@@ -15,7 +15,6 @@ import type { RequestSpan, Tracer } from '../observe/tracer.js';
 import type { Tenant } from '../auth/tenant.js';
 import { admitRequest, type RequestAdmission, type ScopedTerm } from '../ratelimit/request-admission.js';
 import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
-import type { CompiledServer } from '../route/route-table.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import { giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
@@ -190,9 +189,13 @@ class PipelineRun implements ProxyListener {
     this.fail(err);
   }
 
-  /** Any step's failure: the error answer (written at the end of the turn), then the end. */
+  /**
+   * Any step's failure: the error answer (written at the end of the turn), then the end. An error
+   * after the end (thrown by finish() or the tracer: a bug) is not the request's to answer: it goes
+   * on up, as it did from the async pipeline (an unhandled rejection), instead of vanishing.
+   */
   private fail(err: unknown): void {
-    if (this.ended) return;
+    if (this.ended) throw err;
     try {
       this.x.sendErrorAtTurnEnd(err instanceof RouterError ? err : limiterFailure(err) ?? internalError(err));
     } finally {
