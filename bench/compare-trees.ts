@@ -12,7 +12,11 @@
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
  * asks for a fixed rate: with wrk think time by default, or with `--load poisson` / `--load uniform` open-loop arrivals (bench/load-open-loop.ts); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
- * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. `--floor-args-a` and
+ * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. `--node-a` and
+ * `--node-b` run that side's router or floor on another Node.js binary (e.g. the Node 24 of the
+ * container image against the machine's Node 20, the same tree on both sides); the table names the
+ * version each side's process runs (read from its executable, so a tree whose bench predates the
+ * option shows its own); the mock backend runs on the Node running this tool. `--floor-args-a` and
  * `--floor-args-b` give a `:uws-http1-proxy` side the floor's calibration options: `--burn-us U`
  * spins U µs of CPU per request, `--garbage-objects K` allocates K short-lived objects per
  * request, to see how much of a router's latency its CPU and its allocation alone explain. Server CPU per
@@ -26,7 +30,8 @@
  * printed beside it: on a machine it shares, what it spends reading a side's answers (longer heads,
  * say) is CPU that side's throughput loses without the server spending it.
  */
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readlinkSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { exitWithUsageError, positiveNumber, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
@@ -46,14 +51,19 @@ interface TreeModules extends TargetModules {
   cpu: { processTree(root: number): number[] };
 }
 
-interface Side { label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[]; floorArgs: string[]; workers: number }
+interface Side {
+  label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[];
+  /** The side's Node.js binary (undefined: this tool's); the version its started process runs (null: not a Node process), shown in the table. */
+  node: string | undefined; nodeVersion: string | null;
+  floorArgs: string[]; workers: number;
+}
 
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--load wrk|poisson|uniform]',
-  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--floor-args-a', '--floor-args-b'],
+  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--node-a PATH] [--node-b PATH] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--load wrk|poisson|uniform]',
+  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--node-a', '--node-b', '--floor-args-a', '--floor-args-b'],
   positionals: [2, 2],
 };
 
@@ -74,13 +84,15 @@ export interface CompareOptions {
   /** The load generator: wrk (closed loop, or think time with a rate) or open-loop's scheduled arrivals (a rate required). */
   load: 'wrk' | Arrivals;
   nodeArgs: [string[], string[]];
+  /** A side's Node.js binary (undefined: the one running this tool). */
+  node: [string | undefined, string | undefined];
   /** A floor side's calibration options (upstream-proxy's `--burn-us U --garbage-objects K`). */
   floorArgs: [string[], string[]];
 }
 
 /** The tool's settings from its command line (the trees' scenarios are checked once their builds are loaded). */
 export function compareOptions(line: CommandLine): CompareOptions {
-  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], floorArgs: [[], []], load: 'wrk' };
+  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk' };
   // In the order given: --workers sets both sides, a later --workers-a or -b one of them.
   for (const [name, value] of line.options) {
     if (name === '--load') {
@@ -91,6 +103,7 @@ export function compareOptions(line: CommandLine): CompareOptions {
     else if (name === '--rate') o.rate = positiveNumber(name, value);
     else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
     else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
+    else if (name === '--node-a' || name === '--node-b') o.node[name.endsWith('a') ? 0 : 1] = value;
     else if (name === '--floor-args-a' || name === '--floor-args-b') o.floorArgs[name.endsWith('a') ? 0 : 1] = words(value);
     else o.nodeArgs[name.endsWith('a') ? 0 : 1] = words(value);
   }
@@ -104,7 +117,7 @@ function words(value: string): string[] {
 }
 
 async function main(): Promise<void> {
-  const { positional, rounds, durationS, rate, workers, nodeArgs, floorArgs, load: loadKind } = readCommandLine(COMMAND, compareOptions);
+  const { positional, rounds, durationS, rate, workers, nodeArgs, node, floorArgs, load: loadKind } = readCommandLine(COMMAND, compareOptions);
   const openLoop = loadKind === 'wrk' ? null : openLoopBinary();
   if (openLoop !== null && !('bin' in openLoop)) exitWithUsageError(COMMAND, `--load ${loadKind}: ${openLoop.reason}`);
   const generator = openLoop === null ? 'wrk' : 'open-loop';
@@ -118,8 +131,10 @@ async function main(): Promise<void> {
       exitWithUsageError(COMMAND, `${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
     }
     if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) exitWithUsageError(COMMAND, `${arg}: Node flags apply to a router side only`);
+    if (node[i] !== undefined && !scenario.target.startsWith('router-') && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: a Node binary applies to a router or uws-http1-proxy side only`);
+    if (node[i] !== undefined && !existsSync(node[i]!)) exitWithUsageError(COMMAND, `--node-${i === 0 ? 'a' : 'b'}: ${node[i]} does not exist`);
     if (floorArgs[i].length > 0 && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: floor arguments apply to a uws-http1-proxy side only`);
-    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], floorArgs: floorArgs[i], workers: workers[i] });
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], node: node[i], nodeVersion: null, floorArgs: floorArgs[i], workers: workers[i] });
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
@@ -129,11 +144,12 @@ async function main(): Promise<void> {
   const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {
-      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, floorArgs: s.floorArgs });
+      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs });
+      s.nodeVersion = s.scenario.target === 'nginx' ? null : nodeVersionOf(s.router.proc.pid);
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident; primaryResident: Resident }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
@@ -147,6 +163,7 @@ async function main(): Promise<void> {
         const monitorMs = monitor.delta();
         // The side's processes (primary, workers) as the round leaves them.
         const resident = residentOf(pids);
+        const primaryResident = residentOf(pids.slice(0, 1));
         const redisAfter = redis === null ? null : await redisReading(redis);
         const n = x.rps * durationS;
         const grew = (k: keyof SchedStat): number => after.reduce((a, b) => a + b[k], 0) - before.reduce((a, b) => a + b[k], 0);
@@ -165,7 +182,7 @@ async function main(): Promise<void> {
         };
         // The kernel's memory monitor (bench/kernel-monitor.ts): its bursts take a CPU from both sides.
         const kdamondUs = monitorMs === null ? null : (monitorMs * 1000) / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, kernel, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, resident });
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, kernel, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, resident, primaryResident });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}, in the kernel ${kernel.toFixed(1)}), `
           + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, ${generator} ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
           + (kdamondUs === null ? '' : `, kdamond ${kdamondUs.toFixed(2)} µs CPU/request`)
@@ -179,7 +196,7 @@ async function main(): Promise<void> {
       + `| side | tree:scenario | req/s | server CPU µs/request | of which primary | of which in the kernel | times on a CPU per request | µs waiting for a CPU per request | ${generator} CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n`);
     for (const s of sides) {
       const r = results.get(s.label)!;
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.kernel)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'}${s.nodeVersion === null ? '' : `, Node ${s.nodeVersion}`} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.kernel)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
     }
     const monitorSides = sides.map((s) => results.get(s.label)!.flatMap((x) => (x.kdamondUs === null ? [] : [x.kdamondUs])));
     if (monitorSides.every((v) => v.length > 0)) {
@@ -187,7 +204,9 @@ async function main(): Promise<void> {
     }
     process.stdout.write(`\nResident memory of each side's processes (primary and workers) after a round, medians: ${sides.map((s) => {
       const r = results.get(s.label)!;
-      return `${s.label} ${mb(median(r.map((x) => x.resident.rss)))} MB (${mb(median(r.map((x) => x.resident.anon)))} anonymous)`;
+      const primary = median(r.map((x) => x.primaryResident.rss));
+      const perWorker = (median(r.map((x) => x.resident.rss)) - primary) / s.workers;
+      return `${s.label} ${mb(median(r.map((x) => x.resident.rss)))} MB (${mb(median(r.map((x) => x.resident.anon)))} anonymous; the primary ${mb(primary)} MB, a worker about ${mb(perWorker)} MB)`;
     }).join(', ')}\n`);
     if (redis !== null) {
       process.stdout.write('\nThe global limit\'s redis-server (shared by both sides; a side without a global limit makes no calls):\n\n'
@@ -218,6 +237,11 @@ interface StoreRound {
 async function redisReading(redis: { proc: Target['proc']; address: string }): Promise<{ cpuNs: number; calls: number; usec: number }> {
   const info = await infoCommandstats(redis.address);
   return { cpuNs: schedStat(redis.proc.pid).cpuNs, calls: scriptCallsIn(info), usec: scriptUsecIn(info) };
+}
+
+/** The version the executable of process `pid` prints (a side's primary: the Node it really runs). */
+function nodeVersionOf(pid: number): string {
+  return execFileSync(readlinkSync(`/proc/${pid}/exe`), ['--version'], { encoding: 'utf8' }).trim();
 }
 
 function mb(bytes: number): string {

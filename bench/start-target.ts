@@ -11,12 +11,13 @@ import type { Target } from './targets.js';
 export interface TargetModules {
   targets: {
     startMock(name: string, extra?: string[]): Promise<Target>;
-    startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs?: string[]): Promise<Target>;
+    /** `node`: ignored by trees older than a side's own Node binary. */
+    startRouter(name: string, yaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs?: string[], node?: string): Promise<Target>;
     startRedis(bin: string): Promise<{ proc: Target['proc']; address: string }>;
     tempDir(prefix: string): string;
     startNginx(bin: string, upstreamPort: number, workers: number): Promise<Target>;
     /** `extraArgs`: ignored by trees older than the floor's calibration options. */
-    startHttp1Proxy(upstream: string, workers: number, extraArgs?: readonly string[]): Promise<Target>;
+    startHttp1Proxy(upstream: string, workers: number, extraArgs?: readonly string[], node?: string): Promise<Target>;
     /** Absent from trees older than the reference proxies. */
     startReferenceProxy?(kind: 'node' | 'uws', upstream: string, workers: number): Promise<Target>;
   };
@@ -38,6 +39,8 @@ export interface TargetStart {
   readonly redis: string | null;
   /** Node flags for a router's processes. */
   readonly nodeArgs?: string[];
+  /** The Node.js binary of a router or of the floor (default: the one running the bench). */
+  readonly node?: string;
   /** The floor's calibration options (uws-http1-proxy: `--burn-us U`, `--garbage-objects K`). */
   readonly floorArgs?: readonly string[];
   /** nginx's binary (default: `nginx` on PATH). */
@@ -51,7 +54,7 @@ export interface TargetStart {
 
 export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart): Promise<Target> {
   if (target === 'nginx') return m.targets.startNginx(s.nginxBin ?? 'nginx', s.mock.port, s.workers);
-  if (target === 'uws-http1-proxy') return m.targets.startHttp1Proxy(s.mock.url, s.workers, s.floorArgs ?? []);
+  if (target === 'uws-http1-proxy') return m.targets.startHttp1Proxy(s.mock.url, s.workers, s.floorArgs ?? [], s.node);
   if (target === 'node-proxy' || target === 'uws-proxy') {
     if (m.targets.startReferenceProxy === undefined) throw new Error(`this tree's bench cannot start ${target}`);
     return m.targets.startReferenceProxy(target === 'node-proxy' ? 'node' : 'uws', s.mock.url, s.workers);
@@ -59,5 +62,5 @@ export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart)
   if (!target.startsWith('router-')) throw new Error(`${target} is not a proxy this bench starts`);
   const yaml = m.scenarios.routerResources(s.mock.port, s.mockLong.port, m.scenarios.limitModeOf(target, s.redis));
   const env = m.scenarios.routerEnv(target, s.logFile ?? `${m.targets.tempDir(`ir-${s.name}-log-`)}/access.log`, s.collector ?? null, s.authFile ?? null);
-  return m.targets.startRouter(s.name, yaml, s.workers, env, s.nodeArgs ?? []);
+  return m.targets.startRouter(s.name, yaml, s.workers, env, s.nodeArgs ?? [], s.node);
 }

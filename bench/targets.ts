@@ -44,22 +44,24 @@ export async function startMock(name: string, extra: string[] = []): Promise<Tar
 
 /**
  * The built router (dist/cli.js) on a resources file written into a fresh temp dir. `nodeArgs`
- * go to node itself; node:cluster passes them on to the workers (execArgv).
+ * go to node itself; node:cluster passes them on to the workers (execArgv). `node`: the Node.js
+ * binary (default: the one running the bench).
  */
-export async function startRouter(name: string, resourcesYaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Target> {
-  const proc = await startRouterProcess(resourcesYaml, { name, workers, env, nodeArgs, dir: tempDir('ir-bench-router-'), ...KEEP });
+export async function startRouter(name: string, resourcesYaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], node?: string): Promise<Target> {
+  const proc = await startRouterProcess(resourcesYaml, { name, workers, env, nodeArgs, node, dir: tempDir('ir-bench-router-'), ...KEEP });
   return { name, url: proc.url, port: proc.port, proc };
 }
 
 /**
  * bench/upstream-proxy.ts with the router's HTTP/1.1 client: the bare floor of the router's own
- * stack. `extraArgs`: its calibration options (`--burn-us U`, `--garbage-objects K`).
+ * stack. `extraArgs`: its calibration options (`--burn-us U`, `--garbage-objects K`); `node`: the
+ * Node.js binary (default: the one running the bench).
  */
-export async function startHttp1Proxy(upstream: string, workers: number, extraArgs: readonly string[] = []): Promise<Target> {
+export async function startHttp1Proxy(upstream: string, workers: number, extraArgs: readonly string[] = [], node?: string): Promise<Target> {
   const port = await freePort();
   const name = 'bare uWS + http1 proxy';
   const proc = startProcess(
-    [join(DIST_BENCH, 'upstream-proxy.js'), '--client', 'http1', '--port', String(port), '--upstream', upstream, '--workers', String(workers), ...extraArgs], {}, { name, ...KEEP });
+    [join(DIST_BENCH, 'upstream-proxy.js'), '--client', 'http1', '--port', String(port), '--upstream', upstream, '--workers', String(workers), ...extraArgs], {}, { name, node, ...KEEP });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${name} to be ready`, proc, () => new RegExp(`ready with ${workers} workers`).test(proc.output()));
   return { name, url, port, proc };
