@@ -54,6 +54,12 @@ export function hostName(cpuModel: string): string {
   return cpuModel.replace(/\((R|TM)\)/g, '').replace(/\s+(Processor|CPU)\b.*$/, '').replace(/\s+/g, ' ').trim();
 }
 
+/** The host's name, with the Node.js major version when the run was not on Node 20 (the runtime of every run before the first on Node 24). */
+export function hostCell(m: BenchReport['machine']): string {
+  const major = /^v(\d+)\./.exec(m.node ?? '')?.[1];
+  return major === undefined || major === '20' ? hostName(m.cpuModel) : `${hostName(m.cpuModel)}, Node ${major}`;
+}
+
 function serverCpu(r: BenchReport, id: string): string {
   const s = r.wrk.find((x) => x.id === id)?.serverCpuUsPerReq ?? null;
   return s === null ? '–' : s.median.toFixed(1);
@@ -92,7 +98,7 @@ export function runsTable(runs: readonly KeptRun[]): string {
     const isLatest = latest !== undefined && r.startedAt === latest.report.startedAt;
     const name = `\`${file.replace(/\.json$/, '.md')}\`${isLatest && file !== LATEST ? ' (latest)' : ''}`;
     const chunk = r.streams?.routerCpuUsPerChunk ?? null;
-    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostName(r.machine.cpuModel)} | ${monitorCell(r.machine)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | ${residentCell(r)} | `
+    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostCell(r.machine)} | ${monitorCell(r.machine)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | ${residentCell(r)} | `
       + `${median(r.goals, GOAL.floor)} | ${median(r.goals, GOAL.local)} | ${median(r.goals, GOAL.log)} | ${median(r.goals, GOAL.leases)} / ${median(r.goals, GOAL.noLeases)} | `
       + `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)}) | ${openLoopCell(r.goals)} | ${chunk === null ? '–' : chunk.median.toFixed(2)} |`;
   }).join('\n') + '\n';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BenchReport, Goal } from '../../../bench/report.js';
-import { hostName, monitorCell, readRuns, runsTable } from '../../../bench/runs-table.js';
+import { hostCell, hostName, monitorCell, readRuns, runsTable } from '../../../bench/runs-table.js';
 
 const spread = (median: number) => ({ median, min: median, max: median, n: 1 });
 
@@ -95,6 +95,14 @@ describe('runsTable', () => {
     expect(hostName('Intel(R) Xeon(R) Processor')).toBe('Intel Xeon');
     expect(hostName('AMD EPYC')).toBe('AMD EPYC');
     expect(hostName('AMD EPYC 7R13 Processor')).toBe('AMD EPYC 7R13');
+  });
+
+  it('adds the Node major to the host of a run not on Node 20', () => {
+    expect(hostCell({ cpuModel: 'AMD EPYC', node: 'v20.20.2' } as BenchReport['machine'])).toBe('AMD EPYC');
+    expect(hostCell({ cpuModel: 'AMD EPYC', node: 'v24.21.0' } as BenchReport['machine'])).toBe('AMD EPYC, Node 24');
+    expect(hostCell({ cpuModel: 'Intel(R) Xeon(R) Processor' } as BenchReport['machine'])).toBe('Intel Xeon');
+    const [row] = runsTable([{ file: 'n.json', report: report('2026-11-28T06:00:00.000Z', 'AMD EPYC', GOALS, { machine: { cpuModel: 'AMD EPYC', node: 'v24.21.0' } }) }]).trim().split('\n').slice(2);
+    expect(row).toContain('| `n.md` | AMD EPYC, Node 24 | – |');
   });
 
   it('reads the reports of a directory', () => {
