@@ -85,8 +85,9 @@ describe('open-loop', () => {
         perConnection.set(port, (perConnection.get(port) ?? 0) + 1);
         ok(req, res);
       });
-      // 200 req/s on 8 connections against an instant answer: one request out at a time.
-      const r = await runOpenLoop(bin(), spec(s.url, 200, 1, 8), 'uniform', undefined, pick);
+      // 100 req/s on 8 connections against an instant answer: one request out at a time (an
+      // answer later than the next request's time, on a busy machine, puts that one on another).
+      const r = await runOpenLoop(bin(), spec(s.url, 100, 2, 8), 'uniform', undefined, pick);
       expect(r.requests).toBe(200);
       return [...perConnection.values()].sort((x, y) => y - x);
     };
@@ -94,7 +95,9 @@ describe('open-loop', () => {
     expect(fifo).toHaveLength(8);
     expect(fifo[0]).toBeLessThanOrEqual(40); // 25 each when evenly spread
     const lifo = await used('lifo');
-    expect(lifo[0]).toBeGreaterThan(100); // most on one connection (25 each when evenly spread)
+    // Most on one or two connections (25 each when evenly spread), and far more on the busiest than fifo put there.
+    expect(lifo[0] + (lifo[1] ?? 0)).toBeGreaterThan(120);
+    expect(lifo[0]).toBeGreaterThanOrEqual(2 * fifo[0]);
   });
 
   it('counts latency from the scheduled time: a server slower than the rate shows its queue', async () => {
