@@ -1,9 +1,10 @@
 /**
- * The built router on Node 24 with a newer glibc than this machine's (Debian 13's, unpacked into a
- * private directory by shared/tools/node-on-newer-glibc.sh): it picks the uWS 20.57 build, routes,
- * streams and enforces a local token limit across node:cluster workers. Skipped, with the reason
- * in the test name, where that tool or runtime cannot be had. ROUTER_TEST_NODE24 may name a Node 24
- * binary instead.
+ * The built router on the runtimes that load the uWS 20.57 build, each with a newer glibc than this
+ * machine's (Debian 13's, unpacked into a private directory by shared/tools/node-on-newer-glibc.sh):
+ * Node 24 (the image's), Node 22, and Node 20 on that glibc (which then prefers 20.57 over 20.30).
+ * On each it picks the 20.57 build, routes, streams and enforces a local token limit across
+ * node:cluster workers. A runtime that cannot be had is skipped, with the reason in the test name.
+ * ROUTER_TEST_NODE<major> (e.g. ROUTER_TEST_NODE24) may name a binary of that major instead.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,73 +14,77 @@ import { postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, awayFr
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
 
-function findNode24(): { node: string | null; reason: string } {
-  const given = process.env.ROUTER_TEST_NODE24;
-  if (given) return existsSync(given) ? { node: given, reason: '' } : { node: null, reason: `ROUTER_TEST_NODE24=${given} does not exist` };
+/** The majors tested: the image's first. */
+const MAJORS = [24, 22, 20] as const;
+
+function findNode(major: number): { node: string | null; reason: string } {
+  const given = process.env[`ROUTER_TEST_NODE${major}`];
+  if (given) return existsSync(given) ? { node: given, reason: '' } : { node: null, reason: `ROUTER_TEST_NODE${major}=${given} does not exist` };
   if (process.platform !== 'linux' || process.arch !== 'x64') return { node: null, reason: `the tool builds a linux-x64 runtime, this is ${process.platform}-${process.arch}` };
   const tool = TOOL_PATHS.find((p) => existsSync(p));
   if (tool === undefined) return { node: null, reason: 'shared/tools/node-on-newer-glibc.sh not found' };
   try {
-    const out = execFileSync('bash', [tool, '24'], { encoding: 'utf8', timeout: 300_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = execFileSync('bash', [tool, String(major)], { encoding: 'utf8', timeout: 300_000, stdio: ['ignore', 'pipe', 'pipe'] });
     const node = out.trim().split('\n').pop()!;
     const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-    return version.startsWith('v24.') ? { node, reason: '' } : { node: null, reason: `${node} is ${version}` };
+    return version.startsWith(`v${major}.`) ? { node, reason: '' } : { node: null, reason: `${node} is ${version}` };
   } catch (err) {
     return { node: null, reason: `${tool} failed: ${(err as Error).message.split('\n')[0]}` };
   }
 }
 
-const { node: NODE24, reason } = findNode24();
-
-// Shown as a skipped test, with the reason, where that runtime cannot be had.
-if (NODE24 === null) it.skip(`built router on Node 24: no Node 24 on a glibc >= 2.38 here (${reason})`, () => {});
-
-describe.skipIf(NODE24 === null)('built router on Node 24 with glibc >= 2.38 (uWS 20.57 build)', () => {
-  let mock: MockBackend;
-  beforeAll(async () => {
-    mock = await startMock('pod-a');
-  });
-  afterAll(async () => {
-    await mock?.kill();
-  });
-
-  it('routes plain and streaming requests with 2 workers and reports its runtime in build_info', async () => {
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { serverModel: 'real-model-v1' }), { workers: 2, node: NODE24! });
-    try {
-      const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
-      expect(r.status).toBe(200);
-      expect((await r.json()).usage.completion_tokens).toBe(16);
-      expect((await mock.stats()).lastBody.model).toBe('real-model-v1');
-
-      const s = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });
-      expect(s.status).toBe(200);
-      expect(s.headers.get('content-type')).toContain('text/event-stream');
-      const text = await s.text();
-      expect(text).toContain('data: [DONE]');
-
-      const unknown = await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' });
-      expect(unknown.status).toBe(404);
-
-      const metrics = await (await fetch(`${router.url}/metrics`)).text();
-      expect(metrics).toMatch(/^inference_router_build_info\{version="[^"]+",node="v24\.[^"]+",uws="uws-20\.57"\} 1$/m);
-    } finally {
-      await router.kill();
-    }
-  });
-
-  it('enforces a local input-token limit across workers: 200, 200, 429', async () => {
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
-      rateLimit: '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute',
-    }), { workers: 2, node: NODE24! });
-    try {
-      await awayFromMinuteBoundary();
-      const statuses: number[] = [];
-      for (let i = 0; i < 3; i++) {
-        statuses.push((await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 })).status);
-      }
-      expect(statuses).toEqual([200, 200, 429]);
-    } finally {
-      await router.kill();
-    }
-  });
+let mock: MockBackend;
+beforeAll(async () => {
+  mock = await startMock('pod-a');
 });
+afterAll(async () => {
+  await mock?.kill();
+});
+
+for (const major of MAJORS) {
+  const { node, reason } = findNode(major);
+  // Shown as a skipped test, with the reason, where that runtime cannot be had.
+  if (node === null) it.skip(`built router on Node ${major}: no Node ${major} on a glibc >= 2.38 here (${reason})`, () => {});
+
+  describe.skipIf(node === null)(`built router on Node ${major} with glibc >= 2.38 (uWS 20.57 build)`, () => {
+    it('routes plain and streaming requests with 2 workers and reports its runtime in build_info', async () => {
+      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { serverModel: 'real-model-v1' }), { workers: 2, node: node! });
+      try {
+        const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        expect(r.status).toBe(200);
+        expect((await r.json()).usage.completion_tokens).toBe(16);
+        expect((await mock.stats()).lastBody.model).toBe('real-model-v1');
+
+        const s = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+        expect(s.status).toBe(200);
+        expect(s.headers.get('content-type')).toContain('text/event-stream');
+        const text = await s.text();
+        expect(text).toContain('data: [DONE]');
+
+        const unknown = await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' });
+        expect(unknown.status).toBe(404);
+
+        const metrics = await (await fetch(`${router.url}/metrics`)).text();
+        expect(metrics).toMatch(new RegExp(`^inference_router_build_info\\{version="[^"]+",node="v${major}\\.[^"]+",uws="uws-20\\.57"\\} 1$`, 'm'));
+      } finally {
+        await router.kill();
+      }
+    });
+
+    it('enforces a local input-token limit across workers: 200, 200, 429', async () => {
+      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+        rateLimit: '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute',
+      }), { workers: 2, node: node! });
+      try {
+        await awayFromMinuteBoundary();
+        const statuses: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          statuses.push((await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 })).status);
+        }
+        expect(statuses).toEqual([200, 200, 429]);
+      } finally {
+        await router.kill();
+      }
+    });
+  });
+}
