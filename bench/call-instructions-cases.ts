@@ -32,6 +32,43 @@ const READ_LENGTH = 460;
 const BODY_CHUNK = new ArrayBuffer(120);
 const BODY_KEPT = ImportedBuffer.allocUnsafeSlow(120);
 
+/** The usage object alone, the bytes readFlatCountsBackwards reads. */
+const USAGE_OBJECT = USAGE.subarray(USAGE.indexOf('{"prompt_tokens"'), USAGE.length - 1);
+
+const CR = 13;
+const LF = 10;
+
+/** Walks a head from CR to CR up to the blank line; the index past it. */
+function crLoop(b: Buffer): number {
+  const n = b.length;
+  let j = 0;
+  for (;;) {
+    while (j < n && b[j] !== CR) j++;
+    if (j + 2 >= n) return -1;
+    if (b[j + 2] === CR) return j + 4;
+    j += 2;
+  }
+}
+
+/** As crLoop, stopping at CR, LF or NUL (as scanHead does). */
+function lineEndLoop(b: Buffer): number {
+  const n = b.length;
+  let j = 0;
+  let c = 0;
+  for (;;) {
+    while (j < n && !((c = b[j]) <= CR && (c === CR || c === LF || c === 0))) j++;
+    if (j + 2 >= n) return -1;
+    if (b[j + 2] === CR) return j + 4;
+    j += 2;
+  }
+}
+
+function byteSum(b: Buffer): number {
+  let s = 0;
+  for (let i = b.length - 1; i >= 0; i--) s += b[i];
+  return s;
+}
+
 /** The header names of HEAD, cut fresh as the parser cuts them for each answer. */
 function freshNames(): string[] {
   scanHead(HEAD, 0, MARKS);
@@ -49,8 +86,14 @@ export const CALLS: Readonly<Record<string, () => number>> = {
     return n;
   },
   'scanHead of the answer head': () => scanHead(HEAD, 0, MARKS),
+  /** What a byte loop over the same head costs at the least: scanHead's baselines. */
+  'answer head: a loop to each CR': () => crLoop(HEAD),
+  'answer head: a loop to each CR or LF or NUL': () => lineEndLoop(HEAD),
+  'answer head: its end by Buffer.indexOf': () => HEAD.indexOf('\r\n\r\n'),
   /** The usage object read from its end (returns where it starts). */
   'readFlatCountsBackwards of the usage object': () => readFlatCountsBackwards(USAGE, USAGE.length - 2, PROMPT_TOKENS, COMPLETION_TOKENS),
+  /** The baseline of the last: a loop summing the object's bytes. */
+  'usage object: a loop summing its bytes': () => byteSum(USAGE_OBJECT),
   /** The whole answer's usage as the router reads it: the object at the answer's end. */
   'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
   /** The bench's prompt counted as the router counts a small prompt (o200k_base pre-tokens). */
