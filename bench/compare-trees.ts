@@ -53,8 +53,8 @@ interface TreeModules extends TargetModules {
 
 interface Side {
   label: string; tree: string; scenario: Scenario; m: TreeModules; router: Target | null; nodeArgs: string[];
-  /** The side's Node.js binary (undefined: this tool's); the version its started process runs (null: not a Node process), shown in the table. */
-  node: string | undefined; nodeVersion: string | null;
+  /** The side's Node.js binary (undefined: this tool's). */
+  node: string | undefined;
   floorArgs: string[]; workers: number;
 }
 
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     if (node[i] !== undefined && !scenario.target.startsWith('router-') && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: a Node binary applies to a router or uws-http1-proxy side only`);
     if (node[i] !== undefined && !existsSync(node[i]!)) exitWithUsageError(COMMAND, `--node-${i === 0 ? 'a' : 'b'}: ${node[i]} does not exist`);
     if (floorArgs[i].length > 0 && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: floor arguments apply to a uws-http1-proxy side only`);
-    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], node: node[i], nodeVersion: null, floorArgs: floorArgs[i], workers: workers[i] });
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], node: node[i], floorArgs: floorArgs[i], workers: workers[i] });
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
@@ -145,7 +145,6 @@ async function main(): Promise<void> {
   try {
     for (const s of sides) {
       s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs });
-      s.nodeVersion = s.scenario.target === 'nginx' ? null : nodeVersionOf(s.router.proc.pid);
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
@@ -196,7 +195,7 @@ async function main(): Promise<void> {
       + `| side | tree:scenario | req/s | server CPU µs/request | of which primary | of which in the kernel | times on a CPU per request | µs waiting for a CPU per request | ${generator} CPU µs/request | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n`);
     for (const s of sides) {
       const r = results.get(s.label)!;
-      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'}${s.nodeVersion === null ? '' : `, Node ${s.nodeVersion}`} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.kernel)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${s.label} | ${s.tree}:${s.scenario.id}, ${s.workers} worker${s.workers === 1 ? '' : 's'}${s.scenario.target === 'nginx' ? '' : `, Node ${nodeVersionOf(s.router!.proc.pid)}`} | ${Math.round(median(r.map((x) => x.rps)))} | ${median(r.map((x) => x.cpu)).toFixed(1)} | ${median(r.map((x) => x.primary)).toFixed(1)} | ${median(r.map((x) => x.kernel)).toFixed(1)} | ${median(r.map((x) => x.slices)).toFixed(2)} | ${median(r.map((x) => x.waitUs)).toFixed(1)} | ${fixed(median(r.map((x) => x.wrkUs)), 2)} | ${median(r.map((x) => x.p50)).toFixed(2)} | ${median(r.map((x) => x.p99)).toFixed(2)} |\n`);
     }
     const monitorSides = sides.map((s) => results.get(s.label)!.flatMap((x) => (x.kdamondUs === null ? [] : [x.kdamondUs])));
     if (monitorSides.every((v) => v.length > 0)) {
