@@ -5,7 +5,6 @@
  * callback; `onHeaders`/`onData` return false to pause reading until `resume()` (bytes already
  * read from the socket are still delivered).
  */
-import type { Http1Connection } from './connection.js';
 import { Http1Error } from './errors.js';
 
 export interface Http1Handler {
@@ -39,6 +38,13 @@ export interface Http1RequestOptions {
 
 export const enum RequestState { Queued, Sent, Done }
 
+/** What a request needs of the connection carrying it (connection.ts sets itself here). */
+export interface RequestCarrier {
+  pause(): void;
+  resume(): void;
+  abort(reason: Error): void;
+}
+
 /** Internal view of the pool a request belongs to. */
 export interface RequestOwner {
   dequeue(req: Http1Request): void;
@@ -56,7 +62,7 @@ export class Http1Request {
   readonly endTick: number;
   state = RequestState.Queued;
   /** Set while the request is on a connection. */
-  conn: Http1Connection | null = null;
+  conn: RequestCarrier | null = null;
   /** Already resent once after an idle-close race. */
   retried = false;
   /** Status of the final response, 0 before it. */

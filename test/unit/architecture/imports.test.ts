@@ -1,6 +1,7 @@
 /**
  * Imports point down the layers: a file of src/ may import its own part or a part below it in
- * LAYERS, never one above. A new top-level folder or file of src/ must be placed in LAYERS.
+ * LAYERS, never one above. A new top-level folder or file of src/ must be placed in LAYERS. No
+ * files import each other in a loop, type-only imports included.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
@@ -64,6 +65,43 @@ export function violations(imports: readonly Pick<Import, 'from' | 'to'>[]): str
     .map((i) => `${i.from} -> ${i.to}`);
 }
 
+/** Files that import each other in a loop (type-only imports included), each circle as its files sorted. */
+export function circles(imports: readonly Pick<Import, 'from' | 'to'>[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const i of imports) next.set(i.from, [...(next.get(i.from) ?? []), i.to]);
+  // Tarjan's strongly connected components: a component of more than one file is a circle.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (next.get(v) ?? []).includes(v)) found.push(component.sort());
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
 describe('the layers of src/', () => {
   const imports = srcImports();
 
@@ -80,6 +118,25 @@ describe('the layers of src/', () => {
 
   it('has no import that points up, sideways between peers, or across sibling sub-folders', () => {
     expect(violations(imports)).toEqual([]);
+  });
+
+  it('has no circle of imports between files, type-only imports included', () => {
+    expect(circles(imports)).toEqual([]);
+  });
+
+  it('the circle check itself: finds a loop of two and one of three, not a chain', () => {
+    expect(circles([
+      { from: 'upstream/http1/connection.ts', to: 'upstream/http1/request.ts' },
+      { from: 'upstream/http1/request.ts', to: 'upstream/http1/connection.ts' },
+      { from: 'a.ts', to: 'b.ts' },
+      { from: 'b.ts', to: 'c.ts' },
+      { from: 'c.ts', to: 'a.ts' },
+      { from: 'c.ts', to: 'd.ts' },
+      { from: 'd.ts', to: 'e.ts' },
+    ]).sort()).toEqual([
+      ['a.ts', 'b.ts', 'c.ts'],
+      ['upstream/http1/connection.ts', 'upstream/http1/request.ts'],
+    ]);
   });
 
   it('the check itself: flags an upward, a peer and a sibling import, passes a downward one', () => {
