@@ -5,7 +5,7 @@
  *
  *   node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S]
  *                                    [--workers N] [--arrivals poisson|uniform] [--limit-ms MS]
- *                                    [--lead-in S] [--pause-damon]
+ *                                    [--lead-in S] [--pause-damon] [--load-cpus N]
  *
  * Starts the mock backend and each target (scenario ids of bench/scenarios.ts: router-local by
  * default with the floor and nginx), warms each up (3 s of wrk), measures the full router's
@@ -24,6 +24,12 @@
  * services, kernel threads and processes started meanwhile, outside this tool's own tree: proc-cpu
  * othersCpu), and counts the requests of 10 ms or more and groups them
  * by when they were sent (a stall of the target is one large group; open-loop's --slow-ms).
+ *
+ * --load-cpus N (bench/cpu-split.ts) runs the tool, the mock backends and the load generators on
+ * the first N CPUs and every target on the others, so a target's tail is not made by the
+ * generator and the mock taking its CPUs (the peak, and so the rates, are then the full router's
+ * on the CPUs left; give --workers as many as those). The load side must keep up: its CPUs'
+ * share of the machine's busy time is printed with each run.
  */
 import { whileStopped } from './pause-targets.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
@@ -39,10 +45,12 @@ import * as targetsModule from './targets.js';
 import { startMock, stopAll, type Target } from './targets.js';
 import { startTarget } from './start-target.js';
 import { exitWithUsageError, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
+import { machineSplit, pinProcess, pinTree } from './cpu-split.js';
+import { availableParallelism } from 'node:os';
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS] [--min-requests N] [--lead-in S] [--pause-damon]',
-  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms', '--min-requests', '--lead-in'],
+  usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS] [--min-requests N] [--lead-in S] [--pause-damon] [--load-cpus N]',
+  values: ['--targets', '--fractions', '--rounds', '--duration', '--workers', '--arrivals', '--limit-ms', '--min-requests', '--lead-in', '--load-cpus'],
   flags: ['--pause-damon'],
 };
 
@@ -61,6 +69,8 @@ export interface SweepOptions {
   readonly leadInS: number;
   /** Turn the kernel's DAMON monitors off for the sweep. */
   readonly pauseDamon: boolean;
+  /** CPUs for the load (tool, mocks, generators), the first ones; the targets get the others. Null: no split. */
+  readonly loadCpus: number | null;
 }
 
 const WARMUP_S = 3;
@@ -108,6 +118,7 @@ export function sweepOptions(line: CommandLine): SweepOptions {
     minRequests: line.positiveNumber('--min-requests') ?? 20_000,
     leadInS: leadIn(line.value('--lead-in')),
     pauseDamon: line.has('--pause-damon'),
+    loadCpus: line.positiveNumber('--load-cpus') ?? null,
   };
 }
 
@@ -140,6 +151,10 @@ async function main(): Promise<void> {
   const o = readCommandLine(COMMAND, sweepOptions);
   const built = openLoopBinary();
   if (!('bin' in built)) exitWithUsageError(COMMAND, built.reason);
+  const split = o.loadCpus === null ? null : machineSplit(o.loadCpus);
+  if (o.loadCpus !== null && split === null) exitWithUsageError(COMMAND, `--load-cpus ${o.loadCpus}: a whole number of CPUs that leaves at least one of this machine's ${availableParallelism()} to the targets`);
+  // Before anything starts: the mocks and the generators inherit the load's CPU from this process.
+  if (split !== null) pinProcess(process.pid, split.load);
   const monitor = monitorsNow();
   const damon = o.pauseDamon ? pauseDamon() : null;
   const mock = await startMock('mock');
@@ -150,8 +165,10 @@ async function main(): Promise<void> {
   try {
     for (const sc of [full, ...o.targets]) {
       if (!started.has(sc.target)) {
-        started.set(sc.target, await startTarget({ targets: targetsModule, scenarios: scenariosModule }, sc.target as TargetKey,
-          { name: `sweep-${sc.id}`, workers: o.workers, mock, mockLong, redis: null }));
+        const t = await startTarget({ targets: targetsModule, scenarios: scenariosModule }, sc.target as TargetKey,
+          { name: `sweep-${sc.id}`, workers: o.workers, mock, mockLong, redis: null });
+        if (split !== null) pinTree(t.proc.pid, split.targets);
+        started.set(sc.target, t);
       }
     }
     const spec = (sc: Scenario, rate?: number): LoadSpec => ({
@@ -178,19 +195,21 @@ async function main(): Promise<void> {
       for (let r = 0; r < o.rounds; r++) {
         for (const sc of r % 2 === 0 ? measured : [...measured].reverse()) {
           const t = started.get(sc.target)!;
-          const { x, cpuMs, othersMs, kdamondMs, busy } = await whileStopped(others(sc.target), async () => {
+          const { x, cpuMs, othersMs, kdamondMs, busy, loadBusy } = await whileStopped(others(sc.target), async () => {
             if (o.leadInS > 0) await runOpenLoop(built.bin, { ...spec(sc, rate), durationS: o.leadInS }, o.arrivals);
             const reading = treeCpu(t.proc.pid);
             // Everything outside this process's tree (the targets, the mocks and the generator are in it).
             const rest = othersCpu([process.pid]);
             const monitorCpu = kdamondCpu();
             const machine = machineBusy();
+            const loadSide = split === null ? null : machineBusy('/proc/stat', split.loadCpus);
             const run = await runOpenLoop(built.bin, spec(sc, rate), o.arrivals, STALL_MS);
             // The machine's window closes before the kdamond reading scans /proc.
             const cpuMs = reading.delta();
             const busy = machine.delta();
+            const loadBusy = loadSide === null ? null : loadSide.delta();
             const othersMs = rest.delta();
-            return { x: run, cpuMs, othersMs, busy, kdamondMs: monitorCpu.delta() };
+            return { x: run, cpuMs, othersMs, busy, loadBusy, kdamondMs: monitorCpu.delta() };
           });
           p99.get(sc.id)![i].push(x.latencyMs.p99);
           cpu.get(sc.id)![i].push((cpuMs * 1000) / Math.max(1, x.requests));
@@ -200,7 +219,7 @@ async function main(): Promise<void> {
           // What the rest of the machine ran meanwhile (other services, short-lived processes, kernel
           // threads), the memory monitor apart: it has its own figure.
           const restMs = Math.max(0, othersMs - (kdamondMs ?? 0));
-          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy, ${(100 * busy.steal).toFixed(1)}% stolen by the hypervisor`}, other processes ${restMs.toFixed(0)} ms of CPU${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
+          process.stderr.write(`${rate} req/s round ${r + 1} ${sc.id}: p99 ${x.latencyMs.p99.toFixed(2)} ms, late ${x.late ?? 0}, errors ${x.errors}${busy === null ? '' : `, machine ${(100 * busy.busy).toFixed(0)}% busy, ${(100 * busy.steal).toFixed(1)}% stolen by the hypervisor`}${loadBusy === null ? '' : ` (the load's CPU ${split!.load} ${(100 * loadBusy.busy).toFixed(0)}%)`}, other processes ${restMs.toFixed(0)} ms of CPU${kd === null ? '' : `, kdamond ${kd.toFixed(2)} µs/req`}${stalls(x.slow)}\n`);
         }
       }
     }
@@ -209,7 +228,8 @@ async function main(): Promise<void> {
       cpuUs: median(cpu.get(id)![i]),
     }));
     const kdamondMedians = measured.filter((sc) => kdamond.get(sc.id)!.length > 0).map((sc) => `${sc.id} ${median(kdamond.get(sc.id)!).toFixed(2)}`);
-    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds per rate of ${o.durationS} s or of ${o.minRequests} requests, whichever is longer${o.leadInS > 0 ? `, each after ${o.leadInS} s of the same load not read` : ''}; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk)\n`
+    process.stdout.write(`${o.arrivals} arrivals (open-loop), ${o.rounds} rounds per rate of ${o.durationS} s or of ${o.minRequests} requests, whichever is longer${o.leadInS > 0 ? `, each after ${o.leadInS} s of the same load not read` : ''}; the full router's closed-loop peak ${Math.round(peak.rps)} req/s (wrk), ${o.workers} worker${o.workers === 1 ? '' : 's'} per target\n`
+      + (split === null ? '' : `CPUs split (--load-cpus): the mocks and the load generators on CPU ${split.load}, the targets on CPU ${split.targets}\n`)
       + `Kernel memory monitor: ${monitor}${damon !== null && damon.paused.length > 0 ? ', turned off for this sweep (--pause-damon)' : ''}${kdamondMedians.length > 0 ? `; kdamond CPU µs per request, median over every run: ${kdamondMedians.join(', ')}` : ''}\n\n`
       + `| req/s (× peak) | direct p99 ms | ${o.targets.map((t) => `${t.id}: p99 added ms, CPU µs/req, machine % busy`).join(' | ')} |\n`
       + `|---|---|${o.targets.map(() => '---|').join('')}\n`);

@@ -16,22 +16,46 @@ export interface CpuTicks {
   readonly steal: number;
 }
 
-/** The first line of /proc/stat ("cpu  user nice system idle iowait irq softirq steal guest guest_nice"). */
-export function parseCpuTicks(procStat: string): CpuTicks {
+/**
+ * The first line of /proc/stat ("cpu  user nice system idle iowait irq softirq steal guest
+ * guest_nice"), or with `cpus` the sum of those CPUs' own lines ("cpu0 ...", "cpu1 ...").
+ */
+export function parseCpuTicks(procStat: string, cpus: readonly number[] | null = null): CpuTicks {
+  if (cpus !== null) {
+    let total = 0;
+    let busy = 0;
+    let steal = 0;
+    for (const cpu of cpus) {
+      const line = procStat.split('\n').find((l) => l.startsWith(`cpu${cpu} `));
+      if (line === undefined) throw new Error(`/proc/stat has no line for CPU ${cpu}`);
+      const t = ticksOf(line, `cpu${cpu}`);
+      total += t.total;
+      busy += t.busy;
+      steal += t.steal;
+    }
+    return { total, busy, steal };
+  }
   const line = procStat.slice(0, procStat.indexOf('\n') === -1 ? procStat.length : procStat.indexOf('\n'));
+  return ticksOf(line, 'cpu');
+}
+
+function ticksOf(line: string, label: string): CpuTicks {
   const f = line.trim().split(/\s+/);
-  if (f[0] !== 'cpu' || f.length < 5) throw new Error(`not the all-CPU line of /proc/stat: ${JSON.stringify(line.slice(0, 80))}`);
+  if (f[0] !== label || f.length < 5) throw new Error(`not the ${label === 'cpu' ? 'all-CPU' : label} line of /proc/stat: ${JSON.stringify(line.slice(0, 80))}`);
   const [user, nice, system, idle, iowait = 0, irq = 0, softirq = 0, steal = 0] = f.slice(1, 9).map(Number);
   // guest and guest_nice are already counted in user and nice.
   const busy = user + nice + system + irq + softirq;
   return { total: busy + idle + iowait + steal, busy, steal };
 }
 
-/** From now on: `delta()` is the busy and stolen share of all CPUs since this call, or null where /proc/stat cannot be read. */
-export function machineBusy(path = '/proc/stat'): { delta(): { busy: number; steal: number } | null } {
+/**
+ * From now on: `delta()` is the busy and stolen share of all CPUs (or of `cpus` alone) since this
+ * call, or null where /proc/stat cannot be read.
+ */
+export function machineBusy(path = '/proc/stat', cpus: readonly number[] | null = null): { delta(): { busy: number; steal: number } | null } {
   const read = (): CpuTicks | null => {
     try {
-      return parseCpuTicks(readFileSync(path, 'utf8'));
+      return parseCpuTicks(readFileSync(path, 'utf8'), cpus);
     } catch {
       return null;
     }

@@ -14,6 +14,14 @@ describe('machine busy', () => {
     expect(() => parseCpuTicks('cpu0 1 2 3 4\n')).toThrow(/not the all-CPU line/);
   });
 
+  it('reads chosen CPUs from their own lines, summed; names a CPU the file lacks', () => {
+    const stat = 'cpu  30 0 30 140 0 0 0 0 0 0\ncpu0 20 0 10 70 0 0 0 0 0 0\ncpu1 10 0 20 70 0 0 0 0 0 0\ncpu10 1 0 1 1 0 0 0 0 0 0\n';
+    expect(parseCpuTicks(stat, [0])).toEqual({ total: 100, busy: 30, steal: 0 });
+    expect(parseCpuTicks(stat, [1])).toEqual({ total: 100, busy: 30, steal: 0 });
+    expect(parseCpuTicks(stat, [0, 1])).toEqual({ total: 200, busy: 60, steal: 0 });
+    expect(() => parseCpuTicks(stat, [2])).toThrow(/no line for CPU 2/);
+  });
+
   it('gives the busy and stolen share of the ticks between its start and now', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'ir-machine-busy-')), 'stat');
     writeFileSync(path, line(1000, 500, 3000, 100, 400, 0));
@@ -22,6 +30,10 @@ describe('machine busy', () => {
     const d = busy.delta()!;
     expect(d.busy).toBeCloseTo(900 / 1100, 9);
     expect(d.steal).toBeCloseTo(100 / 1100, 9);
+    writeFileSync(path, line(1000, 500, 3000, 100, 400, 0));
+    const cpu0 = machineBusy(path, [0]);
+    writeFileSync(path, line(1000, 500, 3000, 100, 400, 0).replace('cpu0 1 2 3 4', 'cpu0 5 2 3 8'));
+    expect(cpu0.delta()!.busy).toBeCloseTo(4 / 8, 9);
   });
 
   it('reads nothing when the counters did not move or cannot be read', () => {

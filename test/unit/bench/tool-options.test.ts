@@ -59,7 +59,7 @@ describe('bench tool options', () => {
     const tool = (argv: string[]) => read(latencySweep.COMMAND, latencySweep.sweepOptions, argv);
     const d = tool([]);
     expect({ ...d, targets: d.targets.map((t) => t.id) }).toEqual({
-      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2, minRequests: 20_000, leadInS: 1, pauseDamon: false,
+      targets: ['router-local', 'uws-http1-proxy', 'nginx'], fractions: [0.1, 0.2, 0.3, 0.4, 0.5], rounds: 3, durationS: 4, workers: 2, arrivals: 'poisson', limitMs: 2, minRequests: 20_000, leadInS: 1, pauseDamon: false, loadCpus: null,
     });
     expect(latencySweep.runSeconds(d, 2000)).toBe(10);
     expect(latencySweep.runSeconds(d, 3000)).toBe(6.7);
@@ -75,7 +75,7 @@ describe('bench tool options', () => {
     expect(() => tool(['--fractions', '0'])).toThrow(UsageError);
     expect(() => tool(['--arrivals', 'bursty'])).toThrow(UsageError);
     expect(() => tool(['router-local'])).toThrow(UsageError);
-    expect({ ...tool(['--lead-in', '0', '--pause-damon']) }).toMatchObject({ leadInS: 0, pauseDamon: true });
+    expect({ ...tool(['--lead-in', '0', '--pause-damon', '--load-cpus', '1']) }).toMatchObject({ leadInS: 0, pauseDamon: true, loadCpus: 1 });
     expect(() => tool(['--lead-in', '-1'])).toThrow(/--lead-in: expected seconds from 0 to 60/);
   });
 
