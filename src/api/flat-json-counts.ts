@@ -45,6 +45,14 @@ function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
   return from >= 0 && bytesAt(b, from, word);
 }
 
+/** Whether the string `"key"` ends at b[close], its closing quote (compared from its end). */
+function keyEndsAt(b: Buffer, close: number, key: Buffer): boolean {
+  const open = close - key.length - 1;
+  if (open < 0 || b[open] !== QUOTE) return false;
+  for (let j = key.length - 1; j >= 0; j--) if (b[open + 1 + j] !== key[j]) return false;
+  return true;
+}
+
 /**
  * Reads the object that ends at b[end] (its `}`) from that end, for a caller that finds the object
  * by its end (the usage member that closes an answer), into `flatCounts` for the keys `first` and
@@ -86,22 +94,23 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
     if (c !== COLON) return -1;
     c = b[--i];
     while (isJsonSpace(c)) c = b[--i];
-    // key, from its closing quote
+    // key, from its closing quote: one of the two read is compared in place (its bytes need no
+    // other check); any other key is walked to its opening quote.
     if (c !== QUOTE) return -1;
-    const keyEnd = i;
-    c = b[--i];
-    while (c !== QUOTE) {
-      if (i <= 0 || c === BACKSLASH || c < 0x20) return -1;
-      c = b[--i];
-    }
-    const keyStart = i + 1;
-    const keyLength = keyEnd - keyStart;
-    if (keyLength === second.length && bytesAt(b, keyStart, second)) {
+    if (keyEndsAt(b, i, second)) {
       if (!secondSeen) flatCounts.second = value;
       secondSeen = true;
-    } else if (keyLength === first.length && bytesAt(b, keyStart, first)) {
+      i -= second.length + 1;
+    } else if (keyEndsAt(b, i, first)) {
       if (!firstSeen) flatCounts.first = value;
       firstSeen = true;
+      i -= first.length + 1;
+    } else {
+      c = b[--i];
+      while (c !== QUOTE) {
+        if (i <= 0 || c === BACKSLASH || c < 0x20) return -1;
+        c = b[--i];
+      }
     }
     c = b[--i];
     while (isJsonSpace(c)) c = b[--i];

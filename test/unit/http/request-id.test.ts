@@ -14,17 +14,22 @@ describe('request ids', () => {
     expect(seen.size).toBe(2000);
   });
 
-  it('use every hex digit in the random positions (not a constant or a counter)', () => {
+  it('use every hex digit at every random position, and only 8, 9, a, b at the variant\'s (not a constant, a counter or a misplaced digit pair)', () => {
     const digits = new Map<number, Set<string>>();
     for (let i = 0; i < 2000; i++) {
       const id = newRequestId();
-      for (const pos of [0, 9, 15, 20, 35]) {
+      for (let pos = 0; pos < 36; pos++) {
         const s = digits.get(pos) ?? new Set<string>();
         s.add(id[pos]);
         digits.set(pos, s);
       }
     }
-    for (const s of digits.values()) expect(s.size).toBe(16);
+    for (const [pos, s] of digits) {
+      if ([8, 13, 18, 23].includes(pos)) expect([...s]).toEqual(['-']);
+      else if (pos === 14) expect([...s]).toEqual(['4']);
+      else if (pos === 19) expect([...s].sort()).toEqual(['8', '9', 'a', 'b']);
+      else expect(s.size, `position ${pos}`).toBe(16);
+    }
   });
 
   it('a returned id does not change when more are drawn', () => {
