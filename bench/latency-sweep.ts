@@ -28,8 +28,8 @@
  * --load-cpus N (bench/cpu-split.ts) runs the tool, the mock backends and the load generators on
  * the first N CPUs and every target on the others, so a target's tail is not made by the
  * generator and the mock taking its CPUs (the peak, and so the rates, are then the full router's
- * on the CPUs left; give --workers as many as those). The load side must keep up: its CPUs'
- * share of the machine's busy time is printed with each run.
+ * on the CPUs left; give --workers as many as those). The load side must keep up: how busy its
+ * CPUs were is printed with each run.
  */
 import { whileStopped } from './pause-targets.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
