@@ -31,7 +31,7 @@ export function pinProcess(pid: number, cpus: string): void {
   // taskset --all-tasks finds no thread of a process that is gone, and says nothing.
   if (processState(pid) === null) throw new Error(`could not pin process ${pid} to CPUs ${cpus}: no such process`);
   const r = spawnSync('taskset', ['--all-tasks', '--cpu-list', '--pid', cpus, String(pid)], { encoding: 'utf8' });
-  if (r.error !== undefined) throw new Error(`taskset could not run (${r.error.message}): --split-cpus needs util-linux's taskset`);
+  if (r.error !== undefined) throw new Error(`taskset could not run (${r.error.message}): --load-cpus needs util-linux's taskset`);
   if (r.status !== 0) throw new Error(`taskset could not pin process ${pid} to CPUs ${cpus}: ${r.stderr.trim()}`);
 }
 

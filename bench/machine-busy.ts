@@ -25,8 +25,9 @@ export function parseCpuTicks(procStat: string, cpus: readonly number[] | null =
     let total = 0;
     let busy = 0;
     let steal = 0;
+    const lines = procStat.split('\n');
     for (const cpu of cpus) {
-      const line = procStat.split('\n').find((l) => l.startsWith(`cpu${cpu} `));
+      const line = lines.find((l) => l.startsWith(`cpu${cpu} `));
       if (line === undefined) throw new Error(`/proc/stat has no line for CPU ${cpu}`);
       const t = ticksOf(line, `cpu${cpu}`);
       total += t.total;

@@ -45,12 +45,9 @@ function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
   return from >= 0 && bytesAt(b, from, word);
 }
 
-/** Whether the string `"key"` ends at b[close], its closing quote (compared from its end). */
+/** Whether the string `"key"` ends at b[close], its closing quote (a read before b's start gives undefined: no match). */
 function keyEndsAt(b: Buffer, close: number, key: Buffer): boolean {
-  const open = close - key.length - 1;
-  if (open < 0 || b[open] !== QUOTE) return false;
-  for (let j = key.length - 1; j >= 0; j--) if (b[open + 1 + j] !== key[j]) return false;
-  return true;
+  return b[close - key.length - 1] === QUOTE && literalEndsAt(b, close - 1, key);
 }
 
 /**
