@@ -131,4 +131,27 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'Buffer.byteLength of ASCII header lines': () => ImportedBuffer.byteLength('application/json\r\nx-mock-pod: pod-a\r\nx-request-id: 0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9', 'utf8'),
   'Buffer.isBuffer through the global': () => (Buffer.isBuffer(HEAD) ? 1 : 0),
   'Buffer.isBuffer imported': () => (ImportedBuffer.isBuffer(HEAD) ? 1 : 0),
+  /** A turn's queue of one item (an answer, a request's write), emptied after its drain. */
+  'turn queue: push then drain then length = 0': () => {
+    LENGTH_QUEUE.push(QUEUED);
+    let n = 0;
+    for (let i = 0; i < LENGTH_QUEUE.length; i++) n += LENGTH_QUEUE[i].n;
+    LENGTH_QUEUE.length = 0;
+    return n;
+  },
+  'turn queue: store at a count then drain then count = 0': () => {
+    COUNTED_QUEUE[counted++] = QUEUED;
+    let n = 0;
+    for (let i = 0; i < counted; i++) {
+      n += (COUNTED_QUEUE[i] as { n: number }).n;
+      COUNTED_QUEUE[i] = null;
+    }
+    counted = 0;
+    return n;
+  },
 };
+
+const QUEUED = { n: 1 };
+const LENGTH_QUEUE: { n: number }[] = [];
+const COUNTED_QUEUE: ({ n: number } | null)[] = [];
+let counted = 0;

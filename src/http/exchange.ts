@@ -2,7 +2,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { statusLineBytes, type ErrorType, type RouterError } from '../errors.js';
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
-import { drainEach } from '../drain-each.js';
+import { TurnQueue } from '../turn-queue.js';
 import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, headerBlock, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
@@ -262,7 +262,7 @@ export class Exchange {
    */
   static flushAnswers(): void {
     answersQueued = false;
-    drainEach(queuedAnswers, Exchange.writeQueued);
+    queuedAnswers.drainEach(Exchange.writeQueued);
   }
 
   private static writeQueued(x: Exchange): void {
@@ -310,7 +310,7 @@ export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' 
 const EMPTY = Buffer.alloc(0);
 
 /** Whole answers waiting for the end of the turn, in the order they were made. */
-const queuedAnswers: Exchange[] = [];
+const queuedAnswers = new TurnQueue<Exchange>();
 let answersQueued = false;
 
 // The corked writers run synchronously inside cork(); they read what the caller set just before,

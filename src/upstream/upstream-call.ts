@@ -5,7 +5,7 @@ import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
 import { ClientGone, isConnectFailure } from './upstream-errors.js';
-import { drainEach } from '../drain-each.js';
+import { TurnQueue } from '../turn-queue.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -205,17 +205,17 @@ export class UpstreamCall implements Http1Handler {
 }
 
 /** Calls settled since the last tellEndedCalls, in the order they settled. */
-const endedCalls: UpstreamCall[] = [];
+const endedCalls = new TurnQueue<UpstreamCall>();
 let endedQueued = false;
 const RESOLVED = Promise.resolve();
 
 /**
  * Tells each settled call's listener. A listener may start a call that settles at once (a retry
- * that cannot be sent): it joins this drain (drainEach).
+ * that cannot be sent): it joins this drain (TurnQueue.drainEach).
  */
 function tellEndedCalls(): void {
   endedQueued = false;
-  drainEach(endedCalls, tell);
+  endedCalls.drainEach(tell);
 }
 
 function tell(call: UpstreamCall): void {

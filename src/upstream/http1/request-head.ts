@@ -46,14 +46,18 @@ export function writeRequest(socket: Socket, head: string, body: Buffer | null):
   socket.uncork();
 }
 
-// Requests waiting for the end of the turn: socket i takes buffer i.
-const queuedSockets: Socket[] = [];
-const queuedBuffers: Buffer[] = [];
+// Requests waiting for the end of the turn: socket i takes buffer i, for i below queuedCount. The
+// arrays keep their slots from turn to turn (cleared to null once written), as a TurnQueue does:
+// shortening them each turn costs more than the writes' own bookkeeping.
+const queuedSockets: (Socket | null)[] = [];
+const queuedBuffers: (Buffer | null)[] = [];
+let queuedCount = 0;
 let flushQueued = false;
 
 function writeAtTurnEnd(socket: Socket, out: Buffer): void {
-  queuedSockets.push(socket);
-  queuedBuffers.push(out);
+  queuedSockets[queuedCount] = socket;
+  queuedBuffers[queuedCount] = out;
+  queuedCount++;
   if (!flushQueued) {
     flushQueued = true;
     setImmediate(flushRequestWrites);
@@ -66,10 +70,12 @@ function writeAtTurnEnd(socket: Socket, out: Buffer): void {
  */
 export function flushRequestWrites(): void {
   flushQueued = false;
-  for (let i = 0; i < queuedSockets.length; i++) {
-    const socket = queuedSockets[i];
-    if (!socket.destroyed) socket.write(queuedBuffers[i]);
+  for (let i = 0; i < queuedCount; i++) {
+    const socket = queuedSockets[i] as Socket;
+    const out = queuedBuffers[i] as Buffer;
+    queuedSockets[i] = null;
+    queuedBuffers[i] = null;
+    if (!socket.destroyed) socket.write(out);
   }
-  queuedSockets.length = 0;
-  queuedBuffers.length = 0;
+  queuedCount = 0;
 }

@@ -40,6 +40,17 @@ describe('writeRequest: requests of one buffer go out at the end of the turn', (
     expect(a.writes).toEqual([]);
   });
 
+  it('turn after turn, each request is written once, to its own socket (a turn of three, then one)', async () => {
+    const body = Buffer.from('{}');
+    const sockets = [recordingSocket(), recordingSocket(), recordingSocket()];
+    sockets.forEach((s, i) => writeRequest(s.socket, requestHead('POST', `/first-${i}`, 'pod:80', [], body), body));
+    await turnEnd();
+    writeRequest(sockets[2].socket, requestHead('POST', '/second', 'pod:80', [], body), body);
+    await turnEnd();
+    await turnEnd();
+    expect(sockets.map((s) => s.writes.map((w) => w.split(' ')[1]))).toEqual([['/first-0'], ['/first-1'], ['/first-2', '/second']]);
+  });
+
   it('flushRequestWrites() writes the queued requests at once', () => {
     const a = recordingSocket();
     const body = Buffer.from('{}');
