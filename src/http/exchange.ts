@@ -258,7 +258,7 @@ export class Exchange {
 
   /**
    * Writes every whole answer queued in this turn (also called before a worker exits). One answer
-   * that throws (a bug) does not keep the turn's other answers from going out (drainEach).
+   * that throws (a bug) does not keep the turn's other answers from going out (TurnQueue.drainEach).
    */
   static flushAnswers(): void {
     answersQueued = false;
