@@ -3,6 +3,7 @@ import { statusLineBytes, type ErrorType, type RouterError } from '../errors.js'
 import type { Decision } from '../ratelimit/limiter.js';
 import { drainState } from './drain-state.js';
 import { TurnQueue } from '../turn-queue.js';
+import { atTurnEnd } from '../turn-end.js';
 import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, headerBlock, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
@@ -230,7 +231,7 @@ export class Exchange {
     queuedAnswers.push(this);
     if (!answersQueued) {
       answersQueued = true;
-      setImmediate(Exchange.flushAnswers);
+      atTurnEnd(Exchange.flushAnswers);
     }
   }
 

@@ -10,6 +10,7 @@ import { drainState } from './drain-state.js';
 import { newRequestId } from './request-id.js';
 import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
+import { atTurnEnd } from '../turn-end.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -181,7 +182,7 @@ function markBodyEnded(x: Exchange): void {
   bodyEndedThisTurn = x;
   if (!clearScheduled) {
     clearScheduled = true;
-    setImmediate(clearBodyEnded);
+    atTurnEnd(clearBodyEnded);
   }
 }
 

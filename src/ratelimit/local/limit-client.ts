@@ -8,6 +8,7 @@ import {
   REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, USAGE_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
 import { systemClock, type Clock } from '../../clock.js';
+import { atTurnEnd } from '../../turn-end.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { LimiterOverloadedError, LimiterUnavailableError } from '../errors.js';
 import { checkTokenCount, checkTokenDelta, tokenCountError } from '../token-amounts.js';
@@ -61,7 +62,7 @@ interface Abandoned {
  * counters; a decision it grants may come with a lease (a slice of the budget, lease-book.ts),
  * and while the worker holds one for the key it decides on its own (held-leases.ts) — exact
  * per instance either way. Anything else asks the primary: ops issued during one event loop turn
- * go out as one message (setImmediate); replies are matched by id. chargeOutput/adjustInput are
+ * go out as one message (at the turn's end, turn-end.ts); replies are matched by id. chargeOutput/adjustInput are
  * absorbed by a held lease or sent fire-and-forget (ordered before any later admit).
  * Failure: no answer within timeoutMs, a closed channel or close() reject admit() with
  * LimiterUnavailableError; too many in flight rejects with LimiterOverloadedError.
@@ -90,7 +91,7 @@ export class LocalLimitClient implements TokenLimiter {
   private readonly scheduleFlush = (): void => {
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(this.flushNow);
+      atTurnEnd(this.flushNow);
     }
   };
   private readonly sweepNow = (): void => this.sweep();

@@ -4,7 +4,7 @@
  * into one writev for large ones).
  *
  * A request of one buffer (a body of up to COPY_LIMIT bytes, as inference requests are) is
- * written at the end of the event loop's turn (`setImmediate`), all of a turn's back to back,
+ * written at the end of the event loop's turn (`atTurnEnd`, turn-end.ts), all of a turn's back to back,
  * not one between each request's processing: a pod's process then wakes once for the turn's
  * requests instead of once per request, which on a busy router costs less CPU on both sides
  * (docs/internals/performance-changes.md, "Writes at the end of the turn"). The delay is the rest
@@ -12,6 +12,7 @@
  */
 import type { Socket } from 'node:net';
 import { Buffer } from 'node:buffer';
+import { atTurnEnd } from '../../turn-end.js';
 
 /** Bodies up to this size are copied behind the head into one buffer. */
 const COPY_LIMIT = 16 * 1024;
@@ -60,7 +61,7 @@ function writeAtTurnEnd(socket: Socket, out: Buffer): void {
   queuedCount++;
   if (!flushQueued) {
     flushQueued = true;
-    setImmediate(flushRequestWrites);
+    atTurnEnd(flushRequestWrites);
   }
 }
 

@@ -12,6 +12,7 @@ import { RUN_COMMAND, runOptions } from '../../../bench/run-options.js';
 import * as scriptMicro from '../../../bench/redis-script-micro.js';
 import * as schedDelay from '../../../bench/sched-delay.js';
 import * as workerProfile from '../../../bench/worker-profile.js';
+import * as turnInstructions from '../../../bench/turn-instructions.js';
 
 function read<T>(spec: CommandSpec, options: (line: CommandLine) => T, argv: string[]): T {
   const line = parseCommandLine(argv, spec);
@@ -104,6 +105,15 @@ describe('bench tool options', () => {
     const tool = (argv: string[]) => read(callInstructions.COMMAND, callInstructions.callInstructionsOptions, argv);
     expect(tool([])).toEqual({ tree: '.', calls: 200_000, only: null });
     expect(tool(['--only', 'newRequestId,count the prompt', '../before', '--calls', '1000'])).toEqual({ tree: '../before', calls: 1000, only: new Set(['newRequestId', 'count the prompt']) });
+    expect(() => tool(['a', 'b'])).toThrow(UsageError);
+  });
+
+  it('turn-instructions: this tree, 100,000 turns and 1 to 3 tasks by default; tasks are whole numbers of 1 or more', () => {
+    const tool = (argv: string[]) => read(turnInstructions.COMMAND, turnInstructions.turnInstructionsOptions, argv);
+    expect(tool([])).toEqual({ tree: '.', turns: 100_000, tasks: [1, 2, 3] });
+    expect(tool(['../before', '--tasks', '2,4', '--turns', '5000'])).toEqual({ tree: '../before', turns: 5000, tasks: [2, 4] });
+    expect(() => tool(['--tasks', '0'])).toThrow(UsageError);
+    expect(() => tool(['--tasks', '1.5'])).toThrow(UsageError);
     expect(() => tool(['a', 'b'])).toThrow(UsageError);
   });
 

@@ -13,6 +13,8 @@ const SRC = new URL('../../../src/', import.meta.url).pathname;
 /** The modules the fixtures import and everything they import at runtime, relative to src/. */
 const MODULES = [
   'clock',
+  'turn-queue',
+  'turn-end',
   'config/resource-types',
   'ratelimit/limiter',
   'ratelimit/windows',
