@@ -2,7 +2,7 @@
  * Work for the end of the current turn of the event loop (after its I/O callbacks), for every
  * module of the request's path in one Immediate: the requests' writes to the pods, the whole
  * answers, the limit client's batch, the front's end-of-turn marker. Each would otherwise make
- * an Immediate of its own, and an Immediate more in a turn costs about 0.9 thousand
+ * an Immediate of its own, and an Immediate more in a turn costs about 0.8 thousand
  * instructions (docs/internals/performance-changes.md, "One Immediate a turn for the path's
  * end-of-turn work"): at light load, when each request has a turn of its own, that is per request.
  *

@@ -62,8 +62,9 @@ interface Abandoned {
  * counters; a decision it grants may come with a lease (a slice of the budget, lease-book.ts),
  * and while the worker holds one for the key it decides on its own (held-leases.ts) — exact
  * per instance either way. Anything else asks the primary: ops issued during one event loop turn
- * go out as one message (at the turn's end, turn-end.ts); replies are matched by id. chargeOutput/adjustInput are
- * absorbed by a held lease or sent fire-and-forget (ordered before any later admit).
+ * go out as one message (at the turn's end, turn-end.ts); replies are matched by id.
+ * chargeOutput/adjustInput are absorbed by a held lease or sent fire-and-forget (ordered before
+ * any later admit).
  * Failure: no answer within timeoutMs, a closed channel or close() reject admit() with
  * LimiterUnavailableError; too many in flight rejects with LimiterOverloadedError.
  * A decision that timed out but was admitted by the primary is refunded when its late answer comes.
