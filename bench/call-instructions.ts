@@ -52,13 +52,20 @@ export function perCall(low: number, high: number, calls: number): number {
   return Math.round((high - low) / (2 * calls));
 }
 
-/** Total instructions callgrind counted for `calls` calls of case `name` (the runner's whole process). */
-async function totalFor(runner: string, tree: string, name: string, calls: number, dir: string): Promise<number> {
-  const out = join(dir, `cg.${calls}.${name.replace(/\W+/g, '-')}`);
-  const { stderr } = await run('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', runner, tree, name, String(calls)], { maxBuffer: 16 << 20 });
+/**
+ * Total instructions callgrind counted in `node --single-threaded <args>` (the whole process),
+ * its output file `out`; `what` names the run in an error.
+ */
+export async function callgrindTotal(args: readonly string[], out: string, what: string): Promise<number> {
+  const { stderr } = await run('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', ...args], { maxBuffer: 16 << 20 });
   const total = collectedTotal(stderr);
-  if (total === null) throw new Error(`callgrind printed no total for ${name}:\n${stderr.slice(-2000)}`);
+  if (total === null) throw new Error(`callgrind printed no total for ${what}:\n${stderr.slice(-2000)}`);
   return total;
+}
+
+/** Total instructions callgrind counted for `calls` calls of case `name` (the runner's whole process). */
+function totalFor(runner: string, tree: string, name: string, calls: number, dir: string): Promise<number> {
+  return callgrindTotal([runner, tree, name, String(calls)], join(dir, `cg.${calls}.${name.replace(/\W+/g, '-')}`), name);
 }
 
 async function main(): Promise<void> {

@@ -10,15 +10,12 @@
  * instructions per turn (a turn: libuv's loop iteration, Node's Immediate processing and the
  * tasks, which do almost nothing). Needs valgrind.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
-import { collectedTotal, perCall } from './call-instructions.js';
+import { callgrindTotal, perCall } from './call-instructions.js';
 
-const run = promisify(execFile);
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/turn-instructions.js [<tree>] [--turns N] [--tasks 1,2,3]',
   values: ['--turns', '--tasks'],
@@ -39,12 +36,8 @@ export function turnInstructionsOptions(line: CommandLine): TurnInstructionsOpti
   return { tree: line.positionals[0] ?? '.', turns: line.positiveNumber('--turns') ?? 100_000, tasks };
 }
 
-async function totalFor(runner: string, tree: string, way: string, tasks: number, turns: number, dir: string): Promise<number> {
-  const out = join(dir, `cg.${way}.${tasks}.${turns}`);
-  const { stderr } = await run('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', runner, tree, way, String(tasks), String(turns)], { maxBuffer: 16 << 20 });
-  const total = collectedTotal(stderr);
-  if (total === null) throw new Error(`callgrind printed no total for ${way} with ${tasks} tasks:\n${stderr.slice(-2000)}`);
-  return total;
+function totalFor(runner: string, tree: string, way: string, tasks: number, turns: number, dir: string): Promise<number> {
+  return callgrindTotal([runner, tree, way, String(tasks), String(turns)], join(dir, `cg.${way}.${tasks}.${turns}`), `${way} with ${tasks} tasks`);
 }
 
 async function main(): Promise<void> {
