@@ -11,8 +11,13 @@ const [tree, way, tasksArg, turnsArg] = process.argv.slice(2);
 const tasks = Number(tasksArg);
 const turns = Number(turnsArg);
 const { atTurnEnd } = await import(join(tree, 'dist/turn-end.js')) as typeof import('../src/turn-end.js');
-const queue = way === 'turn-end' ? atTurnEnd : way === 'immediates' ? (task: () => void): void => { setImmediate(task); } : null;
-if (queue === null) throw new Error(`no way ${way}: immediates or turn-end`);
+const queue = queueOf(way);
+
+function queueOf(name: string): (task: () => void) => void {
+  if (name === 'turn-end') return atTurnEnd;
+  if (name === 'immediates') return (task) => { setImmediate(task); };
+  throw new Error(`no way ${name}: immediates or turn-end`);
+}
 
 let done = 0;
 let sink = 0;
@@ -23,8 +28,8 @@ function last(): void {
   if (++done < turns) turn();
 }
 function turn(): void {
-  for (let i = 1; i < tasks; i++) queue!(other);
-  queue!(last);
+  for (let i = 1; i < tasks; i++) queue(other);
+  queue(last);
 }
 turn();
 process.on('exit', () => {

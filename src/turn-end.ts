@@ -14,24 +14,22 @@
  */
 import { TurnQueue } from './turn-queue.js';
 
+// The tasks for this turn's end; an Immediate is pending exactly when it holds any. runTurnEnd
+// swaps it with the (empty) other queue before running the tasks, so tasks queued meanwhile wait
+// for an Immediate of their own.
 let queued = new TurnQueue<() => void>();
 let running = new TurnQueue<() => void>();
-let scheduled = false;
 
 /** Runs `task` at the end of this turn, after the tasks queued before it. */
 export function atTurnEnd(task: () => void): void {
   queued.push(task);
-  if (!scheduled) {
-    scheduled = true;
-    setImmediate(runTurnEnd);
-  }
+  if (queued.size === 1) setImmediate(runTurnEnd);
 }
 
 function runTurnEnd(): void {
   const tasks = queued;
   queued = running;
   running = tasks;
-  scheduled = false;
   tasks.drainEach(callTask);
 }
 
