@@ -44,20 +44,60 @@ function ends(c: number): boolean {
   return c <= CR && (c === CR || c === LF || c === 0);
 }
 
+/** Any byte of `v` below 0x0e (CR, LF, NUL, HTAB and the other low controls): the classic "has a byte less than n" test, per 32-bit word. */
+const LOW_BYTES = 0x0e0e0e0e;
+const HIGH_BITS = 0x80808080 | 0;
+
+/**
+ * A DataView of the ArrayBuffer the last head was read from, kept while heads come from the same
+ * one (the upstream reads' copies share Node's buffer pool, a new ArrayBuffer every few kilobytes).
+ */
+let view: DataView = new DataView(new ArrayBuffer(4));
+let viewBuffer: ArrayBufferLike = view.buffer;
+
+function viewOf(buf: Buffer): DataView {
+  const b = buf.buffer;
+  if (b !== viewBuffer) {
+    view = new DataView(b);
+    viewBuffer = b;
+  }
+  return view;
+}
+
+/**
+ * The first CR, LF or NUL of `buf` from `j`, or `n` (its length) when there is none. Four bytes
+ * at a time while none of them is below 0x0e, which a header value's bytes seldom are; a word
+ * with such a byte (an HTAB, say) is checked byte by byte. `off` is the buffer's offset in `v`.
+ */
+function lineEnd(buf: Buffer, v: DataView, off: number, j: number, n: number): number {
+  for (;;) {
+    while (j + 4 <= n) {
+      const w = v.getInt32(off + j, true);
+      if (((w - LOW_BYTES) & ~w & HIGH_BITS) !== 0) break;
+      j += 4;
+    }
+    const stop = j + 4 < n ? j + 4 : n;
+    for (; j < stop; j++) if (ends(buf[j])) return j;
+    if (j >= n) return n;
+  }
+}
+
 /**
  * Reads a response head from `buf` at `start`: the status line up to its CRLF, then header lines
  * up to the blank line. Returns the index just past the blank line, with four marks per header
  * line in `marks` (name start and end, value start and end without the whitespace around it,
- * relative to `start`); else HEAD_INCOMPLETE or HEAD_IRREGULAR.
+ * relative to `start`); else HEAD_INCOMPLETE or HEAD_IRREGULAR. Line ends are found four bytes
+ * at a time (lineEnd); names are checked byte by byte against the token characters.
  */
 export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
   const n = buf.length;
+  const v = viewOf(buf);
+  const off = buf.byteOffset;
   let at = marks.at;
   let count = 0;
-  let j = start;
-  let c = 0;
-  while (j < n && !ends(c = buf[j])) j++;
+  let j = lineEnd(buf, v, off, start, n);
   if (j + 1 >= n) return HEAD_INCOMPLETE;
+  let c = buf[j];
   if (c !== CR || buf[j + 1] !== LF) return HEAD_IRREGULAR;
   j += 2;
   for (;;) {
@@ -73,9 +113,9 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     const nameEnd = j++;
     while (j < n && ((c = buf[j]) === SP || c === HTAB)) j++;
     const valueStart = j;
-    while (j < n && !ends(c = buf[j])) j++;
+    j = lineEnd(buf, v, off, j, n);
     if (j + 1 >= n) return HEAD_INCOMPLETE;
-    if (c !== CR || buf[j + 1] !== LF) return HEAD_IRREGULAR;
+    if (buf[j] !== CR || buf[j + 1] !== LF) return HEAD_IRREGULAR;
     let valueEnd = j;
     while (valueEnd > valueStart && ((c = buf[valueEnd - 1]) === SP || c === HTAB)) valueEnd--;
     if (count + MARKS_PER_LINE > at.length) {

@@ -70,6 +70,49 @@ describe('response head lines', () => {
     }
   });
 
+  it('line ends found four bytes at a time: any byte at any place of a word, heads at any offset of their buffer, buffers in turn', () => {
+    // Every value of lengths 0 to 9 with one byte in it at each place (a low control that is not
+    // a line end, a bare CR or LF, a NUL, bytes above 0x7f), each head written at offsets 0 to 7
+    // of two ArrayBuffers used in turn: the byte reading must agree with the text reading, which
+    // checks the head character by character.
+    const specials = [0x09, 0x0b, 0x0c, 0x01, 0x0d, 0x0a, 0x00, 0x0e, 0x7f, 0x80, 0xff];
+    // Both filled with letters, so that a word read from the wrong one would hide a line end.
+    const pools = [new ArrayBuffer(256), new ArrayBuffer(256)];
+    for (const pool of pools) new Uint8Array(pool).fill(0x78);
+    let heads = 0;
+    let irregular = 0;
+    for (let len = 0; len <= 9; len++) {
+      for (let place = 0; place < Math.max(len, 1); place++) {
+        for (const special of specials) {
+          const value = Array.from({ length: len }, (_, k) => (k === place ? String.fromCharCode(special) : String.fromCharCode(0x61 + (k % 26)))).join('');
+          const head = `HTTP/1.1 200 OK\r\nX-A: ${value}\r\nX-Longer-Name: ${value}${value}\r\n\r\n`;
+          const text = head.slice(0, -2);
+          let expected: string[] | null = null;
+          try {
+            expected = headerLines(text, text.indexOf('\r\n') + 2);
+          } catch (e) {
+            expect(e, JSON.stringify(head)).toBeInstanceOf(Http1Error);
+          }
+          for (let offset = 0; offset < 8; offset++) {
+            const buf = Buffer.from(pools[heads++ % 2], offset, head.length + 4);
+            buf.write(head + 'body', 0, 'latin1');
+            const marks = new HeadMarks();
+            const end = scanHead(buf, 0, marks);
+            if (expected === null) {
+              expect(end, JSON.stringify(head)).toBe(HEAD_IRREGULAR);
+              irregular++;
+            } else {
+              expect(end, JSON.stringify(head)).toBe(head.length);
+              expect(headersAt(buf.toString('latin1', 0, end - 2), marks)).toEqual(expected);
+            }
+          }
+        }
+      }
+    }
+    expect(irregular).toBeGreaterThan(0);
+    expect(irregular).toBeLessThan(heads);
+  });
+
   it('isHeader: any case of the name, nothing else', () => {
     expect(isHeader('Content-Length', 'content-length')).toBe(true);
     expect(isHeader('CONTENT-LENGTH', 'content-length')).toBe(true);
