@@ -10,6 +10,8 @@ import { readFlatCountsBackwards } from 'inference-router/api/flat-json-counts';
 import { usageFromJson } from 'inference-router/api/openai-json-usage';
 import { countPlain } from 'inference-router/tokens/bpe-count';
 import { newRequestId } from 'inference-router/http/request-id';
+import type { AccessRecord } from 'inference-router/observe/access-record';
+import { writeJsonRecord } from 'inference-router/observe/access-log-line-bytes';
 import { responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
 
@@ -31,6 +33,24 @@ const READ_LENGTH = 460;
 /** A request body as uWS hands it over (an ArrayBuffer it reuses after the callback), and where it is kept. */
 const BODY_CHUNK = new ArrayBuffer(120);
 const BODY_KEPT = ImportedBuffer.allocUnsafeSlow(120);
+
+/** An access-log record as the bench's full router writes one (two pods in turn, a fresh request id each), and the batch it goes to. */
+const RECORD: AccessRecord = {
+  timestamp: 1_795_000_000_000, method: 'POST', path: '/v1/completions', protocol: 'HTTP/1.1', status_code: 200, error: null,
+  model_name: 'sf-model', model_route: 'default/sf-route', model_server: 'default/sf-server', selected_pod: 'pod-a',
+  request_id: '', request_id_made: true, input_tokens: 5, output_tokens: 16, duration_total: 1, duration_request_processing: 0,
+  duration_upstream_processing: 1, duration_response_processing: 0,
+};
+const LOG_BATCH = ImportedBuffer.allocUnsafeSlow(4096);
+let recordsWritten = 0;
+
+function writeBenchRecord(): number {
+  RECORD.request_id = newRequestId();
+  RECORD.selected_pod = (recordsWritten & 1) === 0 ? 'pod-a' : 'pod-b';
+  RECORD.timestamp += 0.05; // 20,000 records a second
+  recordsWritten++;
+  return writeJsonRecord(RECORD, LOG_BATCH, 0);
+}
 
 /** The usage object alone, the bytes readFlatCountsBackwards reads. */
 const USAGE_OBJECT = USAGE.subarray(USAGE.indexOf('{"prompt_tokens"'), USAGE.length - 1);
@@ -96,6 +116,8 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'usage object: a loop summing its bytes': () => byteSum(USAGE_OBJECT),
   /** The whole answer's usage as the router reads it: the object at the answer's end. */
   'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
+  /** The access-log line of the bench's request, written as bytes (with its request id: see the next case). */
+  'writeJsonRecord of a record': () => writeBenchRecord(),
   /** The bench's prompt counted as the router counts a small prompt (o200k_base pre-tokens). */
   'count the prompt': () => countPlain('San Francisco is a'),
   /** A paragraph of 1,000 characters of English, counted the same way. */

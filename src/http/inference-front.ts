@@ -71,8 +71,10 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       match = new Map();
       for (const n of names) match.set(n, req.getHeader(n));
     }
-    if (requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId)) requestId = newRequestId();
+    const made = requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId);
+    if (made) requestId = newRequestId();
     const ctx = new RequestContext(upperMethod(method), query ? `${url}?${query}` : endpointPath(url), 'HTTP/1.1', requestId, Date.now(), t0);
+    ctx.requestIdMade = made;
     const x = new Exchange(res, ctx, url, forward, match, authorization);
     x.acceptJson = accept !== null && acceptsJson(accept);
 

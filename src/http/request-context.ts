@@ -14,6 +14,11 @@ export class RequestContext {
   readonly path: string;
   readonly protocol: string;
   requestId: string;
+  /**
+   * The router made `requestId` (newRequestId: hex digits and dashes), so it needs no escaping
+   * anywhere it is written; false for the client's own x-request-id.
+   */
+  requestIdMade = false;
 
   // Routing decisions ("" when none).
   modelName = '';

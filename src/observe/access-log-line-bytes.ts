@@ -113,7 +113,7 @@ class LineHead {
   put(r: AccessRecord, buf: Buffer, at: number): number {
     if (r.error !== null) return -1;
     const id = r.request_id;
-    if (!this.plainId(id)) return -1;
+    if (r.request_id_made !== true && !this.plainId(id)) return -1;
     const request = this.request.of(r.method, r.path, r.protocol);
     const target = this.target.of(r.model_name, r.model_route, r.model_server);
     const pod = this.pod.of(r.selected_pod, '', '');

@@ -21,6 +21,11 @@ export interface AccessRecord {
   model_server: string;
   selected_pod: string;
   request_id: string;
+  /**
+   * Not a field of the line: true when the router made `request_id` (RequestContext.requestIdMade),
+   * which is then written as it is without checking it character by character.
+   */
+  request_id_made?: boolean;
   input_tokens: number;
   output_tokens: number;
   duration_total: number;
@@ -47,6 +52,7 @@ export function recordFromContext(ctx: RequestContext): AccessRecord {
     model_server: ctx.modelServer,
     selected_pod: ctx.selectedPod,
     request_id: ctx.requestId,
+    request_id_made: ctx.requestIdMade,
     input_tokens: ctx.inputTokens,
     output_tokens: ctx.outputTokens,
     duration_total: Math.round(end - ctx.t0),

@@ -72,6 +72,13 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
       await send('bad-json', '{', 400, 'invalid_request');
       await send('unknown', { model: 'nope', prompt: 'x' }, 404, 'model_not_found');
       await send('ok-2', { model: 'sf-model', prompt: 'x' }, 200, null);
+      // A client's id that JSON must escape, and a request without an id (the router makes one).
+      await send('quote"back\\slash', { model: 'sf-model', prompt: 'x' }, 200, null);
+      const unnamed = await postJson(u, { model: 'sf-model', prompt: 'x' });
+      await unnamed.text();
+      const madeId = unnamed.headers.get('x-request-id') ?? '';
+      expect(madeId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      sent.push({ id: madeId, expect: [200, null] });
       await send('limited', { model: 'sf-model', prompt: 'San Francisco is a' }, 429, 'rate_limit');
       await send('dead', { model: 'dead-model', prompt: 'x' }, 502, 'upstream_error');
       await send('none', { model: 'none-model', prompt: 'x' }, 503, 'upstream_error');

@@ -88,6 +88,18 @@ describe('JSON access-log records written as bytes', () => {
     expect(written({ ...ok, path: '/'.repeat(2000) })!.toString()).toBe(formatJson({ ...ok, path: '/'.repeat(2000) }));
   });
 
+  it('a request id the router made is written without its check, the same bytes in both formats; a client\'s id is still checked', async () => {
+    const { newRequestId } = await import('../../../src/http/request-id.js');
+    for (let i = 0; i < 300; i++) {
+      const made: AccessRecord = { ...ok, request_id: newRequestId(), request_id_made: true };
+      expect(written(made)!.toString('utf8')).toBe(formatJson(made));
+      expect(written(made, 5, writeTextRecord)!.toString('utf8')).toBe(formatText(made));
+    }
+    // Only the router's own ids skip the check: the same id from a client goes through it.
+    for (const id of ['a"b', 'a\\b', 'ü']) expect(written({ ...ok, request_id: id, request_id_made: false })).toBeNull();
+    for (const id of ['-', 'a"b']) expect(written({ ...ok, request_id: id, request_id_made: false }, 3, writeTextRecord)).toBeNull();
+  });
+
   it('the batcher takes a written record as a line, and takes nothing when the writer declines', () => {
     const batches: string[] = [];
     const b = new RecordBatcher(8192, (batch) => batches.push(batch.toString()));
