@@ -44,9 +44,23 @@ const RECORD: AccessRecord = {
 const LOG_BATCH = ImportedBuffer.allocUnsafeSlow(4096);
 let recordsWritten = 0;
 
+/** Pods named as a larger deployment's are: more than the two the bench has. */
+const PODS = Array.from({ length: 16 }, (_, i) => `sf-server-7d9f8c6b5-${String.fromCharCode(0x61 + i)}x2k9`);
+
 function writeBenchRecord(): number {
   RECORD.request_id = newRequestId();
   RECORD.selected_pod = (recordsWritten & 1) === 0 ? 'pod-a' : 'pod-b';
+  return writeRecord();
+}
+
+/** The same record, with 16 pods in turn. */
+function writeRecordOfManyPods(): number {
+  RECORD.request_id = newRequestId();
+  RECORD.selected_pod = PODS[recordsWritten & 15];
+  return writeRecord();
+}
+
+function writeRecord(): number {
   RECORD.timestamp += 0.05; // 20,000 records a second
   recordsWritten++;
   return writeJsonRecord(RECORD, LOG_BATCH, 0);
@@ -118,6 +132,8 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
   /** The access-log line of the bench's request, written as bytes (with its request id: see the next case). */
   'writeJsonRecord of a record': () => writeBenchRecord(),
+  /** The same with 16 pods in turn, as a larger deployment has. */
+  'writeJsonRecord of a record of 16 pods in turn': () => writeRecordOfManyPods(),
   /** The bench's prompt counted as the router counts a small prompt (o200k_base pre-tokens). */
   'count the prompt': () => countPlain('San Francisco is a'),
   /** A paragraph of 1,000 characters of English, counted the same way. */

@@ -20,35 +20,54 @@ import { Buffer } from 'node:buffer';
 
 const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'utf8'));
 
-/** Most recent values of one group of fields and their bytes; a few kept (two pods alternate). */
+/** One group's bytes, under its first value. */
+interface GroupEntry {
+  readonly b: string;
+  readonly c: string;
+  readonly out: Uint8Array;
+}
+
+/**
+ * The bytes of one group of fields for each group of values seen: found by the first value (a
+ * Map), then among the few groups that share it. The first value is the one that varies most (the
+ * path of the request's group, the model of the target's, the pod), so a deployment of many pods
+ * or models finds each one's bytes at once instead of making them again. Bounded: emptied when it
+ * holds GROUP_LIMIT groups (paths with a query string that changes on every request would
+ * otherwise fill it).
+ */
 class GroupBytes {
-  private readonly a: string[] = [];
-  private readonly b: string[] = [];
-  private readonly c: string[] = [];
-  private readonly out: Uint8Array[] = [];
-  private next = 0;
+  private readonly byFirst = new Map<string, GroupEntry[]>();
+  /** Groups held. */
+  size = 0;
 
   constructor(private readonly make: (a: string, b: string, c: string) => string) {}
 
   of(a: string, b: string, c: string): Uint8Array {
-    const n = this.out.length;
-    for (let i = 0; i < n; i++) {
-      if (this.a[i] === a && this.b[i] === b && this.c[i] === c) return this.out[i];
+    let list = this.byFirst.get(a);
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i++) {
+        const e = list[i];
+        if (e.b === b && e.c === c) return e.out;
+      }
+    } else {
+      if (this.size >= GROUP_LIMIT) {
+        this.byFirst.clear();
+        this.size = 0;
+      }
+      list = [];
+      this.byFirst.set(a, list);
     }
     const out = bytes(this.make(a, b, c));
-    const at = n < GROUP_ENTRIES ? n : this.next;
-    this.next = (at + 1) % GROUP_ENTRIES;
-    this.a[at] = a;
-    this.b[at] = b;
-    this.c[at] = c;
-    this.out[at] = out;
+    list.push({ b, c, out });
+    this.size++;
     return out;
   }
 }
 
-const GROUP_ENTRIES = 8;
+/** Groups a GroupBytes holds at most (each a line's worth of bytes at most). */
+export const GROUP_LIMIT = 1024;
 
-const JSON_REQUEST = new GroupBytes((method, path, protocol) =>
+const JSON_REQUEST = new GroupBytes((path, method, protocol) =>
   'Z","method":' + jsonString(method) + ',"path":' + jsonString(path) + ',"protocol":' + jsonString(protocol) + ',"status_code":');
 const JSON_TARGET = new GroupBytes((model, route, server) =>
   ',"model_name":' + jsonString(model) + ',"model_route":' + jsonString(route) + ',"model_server":' + jsonString(server) + ',"selected_pod":');
@@ -114,7 +133,7 @@ class LineHead {
     if (r.error !== null) return -1;
     const id = r.request_id;
     if (r.request_id_made !== true && !this.plainId(id)) return -1;
-    const request = this.request.of(r.method, r.path, r.protocol);
+    const request = this.request.of(r.path, r.method, r.protocol);
     const target = this.target.of(r.model_name, r.model_route, r.model_server);
     const pod = this.pod.of(r.selected_pod, '', '');
     if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
@@ -127,6 +146,11 @@ class LineHead {
     at += pod.length;
     return at + buf.write(id, at, 'latin1');
   }
+}
+
+/** The most groups one of the JSON format's GroupBytes holds now (its bound, GROUP_LIMIT, is tested). */
+export function jsonGroupsHeld(): number {
+  return Math.max(JSON_REQUEST.size, JSON_TARGET.size, JSON_POD.size);
 }
 
 const JSON_HEAD = new LineHead(JSON_TIMESTAMP, JSON_REQUEST, JSON_TARGET, JSON_POD, isJsonPlain);
@@ -155,7 +179,7 @@ function putPair(buf: Buffer, at: number, key: Uint8Array, n: number): number {
 
 // ---- text ----
 
-const TEXT_REQUEST = new GroupBytes((method, path, protocol) =>
+const TEXT_REQUEST = new GroupBytes((path, method, protocol) =>
   'Z] "' + textValue(method) + ' ' + textValue(path) + ' ' + textValue(protocol) + '" ');
 const TEXT_TARGET = new GroupBytes((model, route, server) =>
   ' model_name=' + textValue(model) + ' model_route=' + textValue(route) + ' model_server=' + textValue(server) + ' selected_pod=');

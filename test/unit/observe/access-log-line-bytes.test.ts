@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AccessRecord } from '../../../src/observe/access-record.js';
 import { formatJson, formatText, MAX_LINE_BYTES } from '../../../src/observe/access-log-format.js';
-import { writeJsonRecord, writeTextRecord } from '../../../src/observe/access-log-line-bytes.js';
+import { GROUP_LIMIT, jsonGroupsHeld, writeJsonRecord, writeTextRecord } from '../../../src/observe/access-log-line-bytes.js';
 import { RecordBatcher } from '../../../src/observe/access-log-batch.js';
 import { makeRecord } from './fixtures/records.mjs';
 
@@ -98,6 +98,21 @@ describe('JSON access-log records written as bytes', () => {
     // Only the router's own ids skip the check: the same id from a client goes through it.
     for (const id of ['a"b', 'a\\b', 'ü']) expect(written({ ...ok, request_id: id, request_id_made: false })).toBeNull();
     for (const id of ['-', 'a"b']) expect(written({ ...ok, request_id: id, request_id_made: false }, 3, writeTextRecord)).toBeNull();
+  });
+
+  it('more pods, models and paths than the kept bytes hold: each record still the bytes of the string formatters', () => {
+    const n = 2 * GROUP_LIMIT + 7;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < n; i++) {
+        // Pods and models cycle at different lengths; paths share their first value less often.
+        const r: AccessRecord = { ...ok, selected_pod: `pod-${i % 300}`, model_name: `model-${i % 37}`, model_route: `ns/route-${i % 37}`,
+          path: `/v1/completions?i=${i % 1500}`, method: i % 2 === 0 ? 'POST' : 'GET', status_code: 200 + (i % 3) };
+        expect(written(r)!.toString('utf8')).toBe(formatJson(r));
+        expect(written(r, 1, writeTextRecord)!.toString('utf8')).toBe(formatText(r));
+        expect(jsonGroupsHeld()).toBeLessThanOrEqual(GROUP_LIMIT);
+      }
+    }
+    expect(jsonGroupsHeld()).toBeGreaterThan(0);
   });
 
   it('the batcher takes a written record as a line, and takes nothing when the writer declines', () => {
