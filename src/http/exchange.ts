@@ -39,9 +39,11 @@ export class Exchange {
   /** Status and headers of a streamed answer, held until its first body byte (or its end). */
   private heldStatus = 0;
   private heldHeaders: string[] | null = null;
+  private heldAscii = false;
   /** A whole answer queued for the end of the turn (endBuffered). */
   private queuedStatus = 0;
   private queuedHeaders: string[] | null = null;
+  private queuedAscii = false;
   private queuedBody: Buffer = EMPTY;
   private queuedError: RouterError | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
@@ -138,14 +140,16 @@ export class Exchange {
   /**
    * Status and headers of a streamed answer. They are held and go out with the first body byte
    * (writeChunk) or as a whole answer at the end (endAnswer): a pod that dies before its first
-   * byte is still answered 502. `headers` is the pod's flat [name, value, …] list as received.
-   * Returns false when the client is gone.
+   * byte is still answered 502. `headers` is the pod's flat [name, value, …] list as received;
+   * `ascii`: every byte of the head they were read from is ASCII (so their text needs no check
+   * before uWS writes it as UTF-8: headerBlock). Returns false when the client is gone.
    */
-  startAnswer(status: number, headers: string[]): boolean {
+  startAnswer(status: number, headers: string[], ascii = false): boolean {
     this.ctx.statusCode = status;
     if (!this.writable) return false;
     this.heldStatus = status;
     this.heldHeaders = headers;
+    this.heldAscii = ascii;
     return true;
   }
 
@@ -157,6 +161,7 @@ export class Exchange {
     if (this.heldHeaders !== null) {
       currentStatus = this.heldStatus;
       currentHeaders = this.heldHeaders;
+      currentAscii = this.heldAscii;
       this.heldHeaders = null;
       this.headersSent = true;
       this.res.cork(writeHeadAndChunkCorked);
@@ -188,7 +193,7 @@ export class Exchange {
     if (this.heldHeaders !== null) {
       const headers = this.heldHeaders;
       this.heldHeaders = null;
-      this.endBuffered(this.heldStatus, headers, tail ?? EMPTY);
+      this.endBuffered(this.heldStatus, headers, tail ?? EMPTY, this.heldAscii);
       return;
     }
     this.ctx.finished = true;
@@ -202,15 +207,17 @@ export class Exchange {
    * A whole answer: status, headers and body in one corked write (one send; keeps
    * content-length), made at the end of the event loop's turn with the turn's other whole
    * answers (`flushAnswers`): the client's process is then woken once for them, not once per
-   * answer between each one's processing. The answer counts as sent from here on.
+   * answer between each one's processing. The answer counts as sent from here on. `ascii` as
+   * for startAnswer.
    */
-  endBuffered(status: number, headers: string[], body: Buffer): void {
+  endBuffered(status: number, headers: string[], body: Buffer, ascii = false): void {
     this.ctx.statusCode = status;
     if (!this.writable) return;
     this.headersSent = true;
     this.ctx.finished = true;
     this.queuedStatus = status;
     this.queuedHeaders = headers;
+    this.queuedAscii = ascii;
     this.queuedBody = body;
     this.queueAnswer();
   }
@@ -251,6 +258,7 @@ export class Exchange {
     current = this;
     currentStatus = this.queuedStatus;
     currentHeaders = headers;
+    currentAscii = this.queuedAscii;
     currentBody = body;
     this.res.cork(endBufferedCorked);
     currentHeaders = null;
@@ -320,6 +328,8 @@ let current: Exchange = null as unknown as Exchange;
 let currentError: RouterError | null = null;
 let currentStatus = 0;
 let currentHeaders: string[] | null = null;
+/** currentHeaders were read from a head of ASCII bytes only. */
+let currentAscii = false;
 let currentBody: Buffer = EMPTY;
 let writeOk = true;
 
@@ -365,7 +375,12 @@ function writeHeadCorked(): void {
     }
   }
   if (first === null) res.writeHeader(REQUEST_ID, x.ctx.requestId);
-  else res.writeHeader(first, headerBlock(lines + REQUEST_ID_LINE + x.ctx.requestId));
+  else {
+    // The request id is ASCII (made by the router, or a client's checked as printable ASCII); so
+    // are the names; a head of ASCII bytes makes the whole block ASCII, which needs no check.
+    const block = lines + REQUEST_ID_LINE + x.ctx.requestId;
+    res.writeHeader(first, currentAscii ? block : headerBlock(block));
+  }
   if (limited) writeRateHeaders(res, x.decision!, x.rateScope);
 }
 

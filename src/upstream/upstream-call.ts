@@ -48,6 +48,7 @@ export class UpstreamCall implements Http1Handler {
   private req: Http1Request | null = null;
   /** Upstream response headers of a buffered answer (flat [name, value, …]), kept until it ends. */
   private pendingHeaders: string[] | null = null;
+  private pendingAscii = false;
   private responseStarted = false;
   private buffered: Buffer[] | null = null;
   /** A successful answer passed through without a length: its chunks, kept to read usage at the end. */
@@ -94,11 +95,12 @@ export class UpstreamCall implements Http1Handler {
     } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;
+      this.pendingAscii = req.headAscii;
       return true;
     } else if (statusCode < 300) {
       this.passed = [];
     }
-    if (!this.x.startAnswer(statusCode, headers)) {
+    if (!this.x.startAnswer(statusCode, headers, req.headAscii)) {
       req.abort(new ClientGone('client went away'));
       return false;
     }
@@ -141,7 +143,7 @@ export class UpstreamCall implements Http1Handler {
       if (this.upstreamStatus < 300) this.usage = this.api.jsonUsage(body);
       const headers = this.pendingHeaders!;
       this.pendingHeaders = null;
-      x.endBuffered(this.upstreamStatus, headers, body);
+      x.endBuffered(this.upstreamStatus, headers, body, this.pendingAscii);
     } else {
       const tail = this.scanner !== null ? this.scanner.end() : null;
       this.takeStreamUsage();

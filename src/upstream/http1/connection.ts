@@ -139,6 +139,7 @@ export class Http1Connection implements ParserSink {
     const req = this.req!;
     req.statusCode = status;
     req.contentLength = this.parser.contentLength;
+    req.headAscii = this.parser.headAscii;
     this.phase = Phase.Body;
     this.deadline = bounded(after(this.owner, req.bodyTicks), req.endTick);
     if (!req.handler.onHeaders(status, headers, req)) this.pause();

@@ -34,6 +34,8 @@ export const HEAD_IRREGULAR = -2;
 export class HeadMarks {
   n = 0;
   at = new Int32Array(MARKS_PER_LINE * 32);
+  /** Every byte of the head is ASCII (below 0x80): its text is then its UTF-8 too. */
+  ascii = true;
 }
 
 /** Per header line: name start and end, value start and end. */
@@ -64,21 +66,37 @@ function viewOf(buf: Buffer): DataView {
   return view;
 }
 
+/** The bits of every byte lineEnd passed since scanHead began, ORed: a high bit set means a byte above 0x7f. */
+let passedBits = 0;
+
 /**
  * The first CR, LF or NUL of `buf` from `j`, or `n` (its length) when there is none. Four bytes
  * at a time while none of them is below 0x0e, which a header value's bytes seldom are; a word
  * with such a byte (an HTAB, say) is checked byte by byte. `off` is the buffer's offset in `v`.
+ * The bytes passed are ORed into passedBits.
  */
 function lineEnd(buf: Buffer, v: DataView, off: number, j: number, n: number): number {
+  let bits = 0;
   for (;;) {
     while (j + 4 <= n) {
       const w = v.getInt32(off + j, true);
       if (((w - LOW_BYTES) & ~w & HIGH_BITS) !== 0) break;
+      bits |= w;
       j += 4;
     }
     const stop = j + 4 < n ? j + 4 : n;
-    for (; j < stop; j++) if (ends(buf[j])) return j;
-    if (j >= n) return n;
+    for (; j < stop; j++) {
+      const c = buf[j];
+      if (ends(c)) {
+        passedBits |= bits;
+        return j;
+      }
+      bits |= c;
+    }
+    if (j >= n) {
+      passedBits |= bits;
+      return n;
+    }
   }
 }
 
@@ -86,8 +104,9 @@ function lineEnd(buf: Buffer, v: DataView, off: number, j: number, n: number): n
  * Reads a response head from `buf` at `start`: the status line up to its CRLF, then header lines
  * up to the blank line. Returns the index just past the blank line, with four marks per header
  * line in `marks` (name start and end, value start and end without the whitespace around it,
- * relative to `start`); else HEAD_INCOMPLETE or HEAD_IRREGULAR. Line ends are found four bytes
- * at a time (lineEnd); names are checked byte by byte against the token characters.
+ * relative to `start`), and whether every byte of it is ASCII; else HEAD_INCOMPLETE or
+ * HEAD_IRREGULAR. Line ends are found four bytes at a time (lineEnd); names are checked byte by
+ * byte against the token characters (all ASCII).
  */
 export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
   const n = buf.length;
@@ -95,6 +114,7 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
   const off = buf.byteOffset;
   let at = marks.at;
   let count = 0;
+  passedBits = 0;
   let j = lineEnd(buf, v, off, start, n);
   if (j + 1 >= n) return HEAD_INCOMPLETE;
   let c = buf[j];
@@ -104,6 +124,7 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     if (j + 1 >= n) return HEAD_INCOMPLETE;
     if (buf[j] === CR) {
       marks.n = count;
+      marks.ascii = (passedBits & HIGH_BITS) === 0;
       return buf[j + 1] === LF ? j + 2 : HEAD_IRREGULAR;
     }
     const nameStart = j;

@@ -69,6 +69,8 @@ export class Http1Request {
   statusCode = 0;
   /** Content-length of the answer, -1 when absent (chunked or close-delimited). */
   contentLength = -1;
+  /** Every byte of the answer's head is ASCII (its header text is its UTF-8 too). */
+  headAscii = false;
   /** Free for the caller (e.g. its own exchange), so a shared handler needs no closure. */
   context: unknown = null;
   private readonly owner: RequestOwner;

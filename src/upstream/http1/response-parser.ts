@@ -37,10 +37,15 @@ function hexValue(c: number): number {
   return -1;
 }
 
+/** A character above 0x7f (a head read from its text: one that came in pieces). */
+const NON_ASCII = /[^\x00-\x7f]/;
+
 export class ResponseParser {
   state = ParserState.Done;
   status = 0;
   headers: string[] = EMPTY_HEADERS;
+  /** Every byte of the final head is ASCII, so its header text is also its UTF-8 (false until known). */
+  headAscii = false;
   /** Content-length of the final head, -1 when absent (chunked or close-delimited). */
   contentLength = -1;
   /** False when the connection cannot carry another request after this response. */
@@ -71,6 +76,7 @@ export class ResponseParser {
     this.state = ParserState.Head;
     this.status = 0;
     this.headers = EMPTY_HEADERS;
+    this.headAscii = false;
     this.contentLength = -1;
     this.keepAlive = true;
     this.sawBytes = false;
@@ -228,6 +234,7 @@ export class ResponseParser {
     if (status < 200) return; // interim response: the final one follows
     this.status = status;
     this.headers = headers;
+    this.headAscii = marks !== null ? marks.ascii : !NON_ASCII.test(text);
     this.keepAlive = keepAlive;
     this.contentLength = -1;
     if (this.noBody || status === 204 || status === 304) {

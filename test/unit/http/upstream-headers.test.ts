@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionNames, dropNamed, headerBlock, forwardRequestHeader, forwardResponseHeader, isRateLimitHeader, responseHeaderName } from '../../../src/http/upstream-headers.js';
+import { connectionNames, connectionNamesIn, dropNamed, headerBlock, forwardRequestHeader, forwardResponseHeader, isRateLimitHeader, responseHeaderName } from '../../../src/http/upstream-headers.js';
 
 describe('upstream headers', () => {
   it('reads the names a Connection header lists, lower-cased, without its options', () => {
@@ -7,6 +7,15 @@ describe('upstream headers', () => {
     expect(connectionNames('keep-alive')).toEqual([]);
     expect(connectionNames('Keep-Alive, X-Private , ,Upgrade')).toEqual(['x-private', 'upgrade']);
     expect(connectionNames(['close', 'x-a'])).toEqual(['x-a']);
+  });
+
+  it('reads the names of every Connection header of a pod\'s flat list, in any case, and of no other header', () => {
+    for (const spelling of ['connection', 'Connection', 'CONNECTION', 'cOnNeCtIoN']) {
+      expect(connectionNamesIn(['x-a', '1', spelling, 'X-Trace, close', 'x-b', '2', spelling, 'x-c']), spelling).toEqual(['x-trace', 'x-c']);
+    }
+    // Names of its length that are not it, one of them starting with C.
+    expect(connectionNamesIn(['x-mock-pod', 'x-trace', 'Connectio~', 'x-trace', 'connection2', 'x-trace'])).toEqual([]);
+    expect(connectionNamesIn(['connection', 'close'])).toEqual([]);
   });
 
   it('drops named pairs from a flat header list, keeping the order of the rest', () => {

@@ -70,7 +70,7 @@ describe('response head lines', () => {
     }
   });
 
-  it('line ends found four bytes at a time: any byte at any place of a word, heads at any offset of their buffer, buffers in turn', () => {
+  it('line ends found four bytes at a time: any byte at any place of a word, heads at any offset of their buffer, buffers in turn; whether all are ASCII', () => {
     // Every value of lengths 0 to 9 with one byte in it at each place (a low control that is not
     // a line end, a bare CR or LF, a NUL, bytes above 0x7f), each head written at offsets 0 to 7
     // of two ArrayBuffers used in turn: the byte reading must agree with the text reading, which
@@ -104,6 +104,7 @@ describe('response head lines', () => {
             } else {
               expect(end, JSON.stringify(head)).toBe(head.length);
               expect(headersAt(buf.toString('latin1', 0, end - 2), marks)).toEqual(expected);
+              expect(marks.ascii, JSON.stringify(head)).toBe(!/[\x80-\xff]/.test(head));
             }
           }
         }

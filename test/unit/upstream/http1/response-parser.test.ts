@@ -49,6 +49,24 @@ describe('ResponseParser', () => {
     expect(sink.headers).toEqual(['Content-Type', 'application/json', 'Content-Length', '27', 'X-Multi', 'a', 'X-Multi', 'b']);
   });
 
+  it('says whether every byte of the final head is ASCII, whole or split at every byte, after an interim head', () => {
+    const heads: [string, boolean][] = [
+      ['HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: plain\r\n\r\nok', true],
+      ['HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: caf\u00e9\r\n\r\nok', false],
+      ['HTTP/1.1 200 \u00c9t\u00e9\r\nContent-Length: 2\r\n\r\nok', false],
+      ['HTTP/1.1 100 Continue\r\nX-Early: \u00ff\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok', true],
+      ['HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Late: a\tb\u0080\r\n\r\nok', false],
+    ];
+    for (const [text, ascii] of heads) {
+      const bytes = Buffer.from(text, 'latin1');
+      for (let k = 0; k < bytes.length; k++) {
+        const { sink, parser } = run({ closeDelimited: false }, k === 0 ? [bytes] : [bytes.subarray(0, k), bytes.subarray(k)]);
+        expect(sink.status, text).toBe(200);
+        expect(parser.headAscii, `${JSON.stringify(text)} split at ${k}`).toBe(ascii);
+      }
+    }
+  });
+
   it('stops at the end of a response and reports the bytes that follow it as not consumed', () => {
     const f = FIXTURES[0];
     const { consumed } = run(f, [Buffer.concat([f.bytes, Buffer.from('HTTP/1.1 200 OK\r\n')])]);
