@@ -12,7 +12,7 @@ import { countPlain } from 'inference-router/tokens/bpe-count';
 import { newRequestId } from 'inference-router/http/request-id';
 import type { AccessRecord } from 'inference-router/observe/access-record';
 import { writeJsonRecord } from 'inference-router/observe/access-log-line-bytes';
-import { responseHeaderName } from 'inference-router/http/upstream-headers';
+import { headerBlock, responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
 
 const HEAD = ImportedBuffer.from('HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 21:00:00 GMT\r\nuWebSockets: 20\r\n'
@@ -109,6 +109,24 @@ function freshNames(): string[] {
   return headersAt(HEAD_TEXT, MARKS);
 }
 
+/** The forwarded header lines of HEAD as the exchange joins them for its one writeHeader call, with a fresh request id. */
+function forwardedLines(): string {
+  const h = freshNames();
+  let first: string | null = null;
+  let lines = '';
+  for (let i = 0; i < h.length; i += 2) {
+    const name = responseHeaderName(h[i]);
+    if (name === null) continue;
+    if (first === null) {
+      first = name;
+      lines = h[i + 1];
+    } else {
+      lines += '\r\n' + name + ': ' + h[i + 1];
+    }
+  }
+  return lines + '\r\nx-request-id: ' + newRequestId();
+}
+
 export const CALLS: Readonly<Record<string, () => number>> = {
   /** The head's header lines cut from its text (the baseline of the next case). */
   'answer head: cut names': () => freshNames().length,
@@ -119,6 +137,10 @@ export const CALLS: Readonly<Record<string, () => number>> = {
     for (let i = 0; i < h.length; i += 2) if (responseHeaderName(h[i]) !== null) n++;
     return n;
   },
+  /** The forwarded lines joined (the baseline of the next case). */
+  'answer head: forwarded lines': () => forwardedLines().length,
+  /** The same, then headerBlock's check that they are ASCII (skipped for a head scanHead found all ASCII). */
+  'answer head: forwarded lines and headerBlock': () => headerBlock(forwardedLines()).length,
   'scanHead of the answer head': () => scanHead(HEAD, 0, MARKS),
   /** What a byte loop over the same head costs at the least: scanHead's baselines. */
   'answer head: a loop to each CR': () => crLoop(HEAD),
