@@ -4,6 +4,7 @@
  * itself are not copied.
  */
 import { Buffer } from 'node:buffer';
+import { isUsualHeader } from '../header-name.js';
 
 /** Request headers never forwarded upstream (hop-by-hop, or recomputed by the router). */
 const DROP_REQUEST: readonly string[] = [
@@ -124,21 +125,11 @@ export function connectionNames(value: string | string[] | undefined): string[] 
   return names.length === 0 ? NONE : names;
 }
 
-/**
- * Whether `name` is `Connection` in any case: the usual two spellings compared whole, then a name
- * of its length that starts with a C lowered (not every 10-character name, such as `x-mock-pod`).
- */
-function isConnectionName(name: string): boolean {
-  if (name.length !== 10) return false;
-  if (name === 'connection' || name === 'Connection') return true;
-  return (name.charCodeAt(0) | 0x20) === 0x63 && name.toLowerCase() === 'connection';
-}
-
 /** Lower-case names every `Connection` header of a flat [name, value, …] list names. */
 export function connectionNamesIn(flat: readonly string[]): string[] {
   let names = NONE;
   for (let i = 0; i < flat.length; i += 2) {
-    if (!isConnectionName(flat[i])) continue;
+    if (!isUsualHeader(flat[i], 'connection', 'Connection')) continue;
     const more = connectionNames(flat[i + 1]);
     if (more.length > 0) names = names.length === 0 ? more : names.concat(more);
   }

@@ -6,7 +6,8 @@
  * handed on as views of the input (no copies). Errors are thrown as Http1Error.
  */
 import { Http1Error, malformed } from './errors.js';
-import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, isUsualHeader, scanHead } from './head-lines.js';
+import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, scanHead } from './head-lines.js';
+import { isUsualHeader } from '../../header-name.js';
 import { Buffer } from 'node:buffer';
 
 export interface ParserSink {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Http1Error } from '../../../../src/upstream/http1/errors.js';
-import { HEAD_INCOMPLETE, HEAD_IRREGULAR, HeadMarks, headerLines, headersAt, isHeader, isUsualHeader, scanHead } from '../../../../src/upstream/http1/head-lines.js';
+import { HEAD_INCOMPLETE, HEAD_IRREGULAR, HeadMarks, headerLines, headersAt, scanHead } from '../../../../src/upstream/http1/head-lines.js';
 
 const b = (s: string): Buffer => Buffer.from(s, 'latin1');
 
@@ -112,23 +112,5 @@ describe('response head lines', () => {
     }
     expect(irregular).toBeGreaterThan(0);
     expect(irregular).toBeLessThan(heads);
-  });
-
-  it('isHeader: any case of the name, nothing else', () => {
-    expect(isHeader('Content-Length', 'content-length')).toBe(true);
-    expect(isHeader('CONTENT-LENGTH', 'content-length')).toBe(true);
-    expect(isHeader('content-lengt', 'content-length')).toBe(false);
-    expect(isHeader('content_length', 'content-length')).toBe(false);
-    expect(isHeader('Connection', 'connection')).toBe(true);
-    expect(isHeader('Connectio~', 'connection')).toBe(false);
-  });
-
-  it('isUsualHeader: the usual spellings and any other case of the name, nothing else', () => {
-    for (const name of ['content-length', 'Content-Length', 'CONTENT-LENGTH', 'content-Length']) {
-      expect(isUsualHeader(name, 'content-length', 'Content-Length'), name).toBe(true);
-    }
-    for (const name of ['content-lengt', 'Content-Lengths', 'content_length', '']) {
-      expect(isUsualHeader(name, 'content-length', 'Content-Length'), name).toBe(false);
-    }
   });
 });
