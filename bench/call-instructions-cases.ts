@@ -14,6 +14,8 @@ import type { AccessRecord } from 'inference-router/observe/access-record';
 import { writeJsonRecord } from 'inference-router/observe/access-log-line-bytes';
 import { headerBlock, responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
+import { encodeRateHeaders } from 'inference-router/http/rate-headers';
+import type { Decision } from 'inference-router/ratelimit/limiter';
 
 const HEAD = ImportedBuffer.from('HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 21:00:00 GMT\r\nuWebSockets: 20\r\n'
   + 'content-type: application/json\r\nx-mock-pod: pod-a\r\nContent-Length: 300\r\n\r\n', 'latin1');
@@ -25,6 +27,25 @@ const COMPLETION_TOKENS = ImportedBuffer.from('completion_tokens');
 
 const PARAGRAPH = ('The quick brown fox jumps over the lazy dog, while 42 curious engineers measure what it costs; '
   + "they don't guess. Each request's prompt is counted before it is admitted, and the count must be exact.\n").repeat(5).slice(0, 1000);
+
+/** A limited route's decision, both directions limited (the bench's full router). */
+const DECISION: Decision = {
+  allowed: true, rejectedBy: null, retryAfterSeconds: 0,
+  input: { limit: 100_000_000, remaining: 99_876_543, resetSeconds: 1 },
+  output: { limit: 100_000_000, remaining: 99_812_345, resetSeconds: 1 },
+};
+/** Byte pieces of the lengths of the access log's fixed pieces, and a buffer to copy them into. */
+const PIECE_16 = new Uint8Array(16).fill(0x61);
+const PIECE_32 = new Uint8Array(32).fill(0x61);
+const PIECE_64 = new Uint8Array(64).fill(0x61);
+const PIECE_128 = new Uint8Array(128).fill(0x61);
+const COPY_INTO = ImportedBuffer.alloc(4096);
+
+/** A byte-by-byte copy loop: against TypedArray.prototype.set, which the access log's pieces go through. */
+function loopCopy(buf: Uint8Array, at: number, src: Uint8Array): number {
+  for (let k = 0; k < src.length; k++) buf[at + k] = src[k];
+  return at + src.length;
+}
 
 /** An upstream connection's shared read buffer, holding one answer of the bench's size (head and body). */
 const READ_BUFFER = ImportedBuffer.allocUnsafeSlow(64 * 1024);
@@ -161,6 +182,15 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   /** A paragraph of 1,000 characters of English, counted the same way. */
   'count 1000 characters': () => countPlain(PARAGRAPH),
   'newRequestId': () => newRequestId().length,
+  'encodeRateHeaders of a route limit on both directions': () => encodeRateHeaders(DECISION, null).length,
+  'copy 16 bytes: TypedArray set': () => (COPY_INTO.set(PIECE_16, 100), 1),
+  'copy 16 bytes: a loop': () => loopCopy(COPY_INTO, 100, PIECE_16),
+  'copy 32 bytes: TypedArray set': () => (COPY_INTO.set(PIECE_32, 100), 1),
+  'copy 32 bytes: a loop': () => loopCopy(COPY_INTO, 100, PIECE_32),
+  'copy 64 bytes: TypedArray set': () => (COPY_INTO.set(PIECE_64, 100), 1),
+  'copy 64 bytes: a loop': () => loopCopy(COPY_INTO, 100, PIECE_64),
+  'copy 128 bytes: TypedArray set': () => (COPY_INTO.set(PIECE_128, 100), 1),
+  'copy 128 bytes: a loop': () => loopCopy(COPY_INTO, 100, PIECE_128),
   'performance.now() through the global': () => (performance.now() > 0 ? 1 : 0),
   'performance.now() imported': () => (importedPerformance.now() > 0 ? 1 : 0),
   /** Ways to keep one read of an upstream connection (the bytes the parser and the handler may hold). */

@@ -44,44 +44,48 @@ const SPACE = 0x20;
 const APOSTROPHE = 0x27;
 const SLASH = 0x2f;
 
-/** Whether every character of `text` is ASCII. */
-export function isAscii(text: string): boolean {
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+/**
+ * Writes the code units of `text` into `bytes` (at least `text.length` long) while they are ASCII;
+ * true when all of them were (they are then its bytes), false at the first one that is not.
+ */
+export function asciiBytes(text: string, bytes: Uint8Array): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return false;
+    bytes[i] = c;
+  }
   return true;
 }
 
-function classAt(text: string, i: number): number {
-  return CLASS[text.charCodeAt(i)];
-}
-
 /**
- * Where the pre-token that starts at `i` ends (exclusive), in ASCII `text` (isAscii), `i` below
- * its length. Successive calls from 0, each from the last one's end, give the regex's matches.
+ * Where the pre-token that starts at `i` ends (exclusive), in the ASCII text `bytes[0, n)`
+ * (asciiBytes), `i` below `n`. Successive calls from 0, each from the last one's end, give the
+ * regex's matches. The text is read as bytes: a string's `charCodeAt` costs more per character
+ * in optimised code than a typed array's element.
  */
-export function asciiPretokenEnd(text: string, i: number): number {
-  const n = text.length;
-  const c = classAt(text, i);
-  if (c === UPPER || c === LOWER) return lettersEnd(text, i, n);
+export function asciiPretokenEnd(bytes: Uint8Array, i: number, n: number): number {
+  const c = CLASS[bytes[i]];
+  if (c === UPPER || c === LOWER) return lettersEnd(bytes, i, n);
   if ((c === OTHER || c === BLANK) && i + 1 < n) {
-    const next = classAt(text, i + 1);
-    if (next === UPPER || next === LOWER) return lettersEnd(text, i + 1, n); // 1, 2 with the prefix
+    const next = CLASS[bytes[i + 1]];
+    if (next === UPPER || next === LOWER) return lettersEnd(bytes, i + 1, n); // 1, 2 with the prefix
   }
   if (c === DIGIT) {
     let k = i + 1;
-    while (k < n && k < i + 3 && classAt(text, k) === DIGIT) k++;
+    while (k < n && k < i + 3 && CLASS[bytes[k]] === DIGIT) k++;
     return k; // 3
   }
-  const from = text.charCodeAt(i) === SPACE && i + 1 < n && classAt(text, i + 1) === OTHER ? i + 1 : i;
-  if (classAt(text, from) === OTHER) {
+  const from = bytes[i] === SPACE && i + 1 < n && CLASS[bytes[i + 1]] === OTHER ? i + 1 : i;
+  if (CLASS[bytes[from]] === OTHER) {
     let k = from + 1;
-    while (k < n && classAt(text, k) === OTHER) k++;
-    while (k < n && (classAt(text, k) === NEWLINE || text.charCodeAt(k) === SLASH)) k++;
+    while (k < n && CLASS[bytes[k]] === OTHER) k++;
+    while (k < n && (CLASS[bytes[k]] === NEWLINE || bytes[k] === SLASH)) k++;
     return k; // 4
   }
   // White space from i: BLANK or NEWLINE.
   let w = i;
   let lastNewline = -1;
-  for (let d = c; d === BLANK || d === NEWLINE; d = w < n ? classAt(text, w) : 0) {
+  for (let d = c; d === BLANK || d === NEWLINE; d = w < n ? CLASS[bytes[w]] : 0) {
     if (d === NEWLINE) lastNewline = w;
     w++;
   }
@@ -91,15 +95,15 @@ export function asciiPretokenEnd(text: string, i: number): number {
 }
 
 /** Capitals, then small letters, from `j` (at least one letter), then a contraction. */
-function lettersEnd(text: string, j: number, n: number): number {
+function lettersEnd(bytes: Uint8Array, j: number, n: number): number {
   let k = j;
-  while (k < n && classAt(text, k) === UPPER) k++;
-  while (k < n && classAt(text, k) === LOWER) k++;
-  if (k + 1 >= n || text.charCodeAt(k) !== APOSTROPHE) return k;
-  const a = text.charCodeAt(k + 1) | 0x20; // lower case of a letter
+  while (k < n && CLASS[bytes[k]] === UPPER) k++;
+  while (k < n && CLASS[bytes[k]] === LOWER) k++;
+  if (k + 1 >= n || bytes[k] !== APOSTROPHE) return k;
+  const a = bytes[k + 1] | 0x20; // lower case of a letter
   if (a === 0x73 || a === 0x64 || a === 0x6d || a === 0x74) return k + 2; // 's 'd 'm 't
   if (k + 2 >= n) return k;
-  const b = text.charCodeAt(k + 2) | 0x20;
+  const b = bytes[k + 2] | 0x20;
   if ((a === 0x6c && b === 0x6c) || (a === 0x76 && b === 0x65) || (a === 0x72 && b === 0x65)) return k + 3; // 'll 've 're
   return k;
 }

@@ -17,8 +17,9 @@ export class MergeCounter {
     this.#table = table;
   }
 
-  /** Tokens of `buf[0, len)`. */
-  count(buf: Uint8Array, len: number): number {
+  /** Tokens of `buf[from, to)`. */
+  count(buf: Uint8Array, from: number, to: number): number {
+    const len = to - from;
     if (len <= 1) return len;
     if (this.#starts.length <= len) {
       let size = this.#starts.length;
@@ -29,12 +30,12 @@ export class MergeCounter {
     const table = this.#table;
     const starts = this.#starts;
     const ranks = this.#ranks;
-    // m part boundaries (starts[0] = 0 ... starts[m - 1] = len); ranks[i]: the rank of the pair
+    // m part boundaries (starts[0] = from ... starts[m - 1] = to); ranks[i]: the rank of the pair
     // of parts that begins at boundary i, NONE where there is no such token or no second part.
     let m = len + 1;
     for (let i = 0; i < m; i++) {
-      starts[i] = i;
-      ranks[i] = i + 2 <= len ? rankOr(table.rankOfBytes(buf, i, i + 2)) : NONE;
+      starts[i] = from + i;
+      ranks[i] = i + 2 <= len ? rankOr(table.rankOfBytes(buf, from + i, from + i + 2)) : NONE;
     }
     while (m > 1) {
       let low = NONE;

@@ -3,8 +3,9 @@
  * for every pre-token, 1 when it is a single token, else the parts its byte-pair merge leaves
  * (merge-count.ts). Pre-tokens come from o200k_base's split regex (O200K_SPLIT_SOURCE), or for
  * ASCII text from ascii-pretokens.ts, which finds the same ones without it. The lookups go to a
- * RankTable (rank-table.ts), never to a Map of strings: an ASCII pre-token is looked up by its
- * code units copied into a reused buffer (they are its bytes), any other written there as UTF-8.
+ * RankTable (rank-table.ts), never to a Map of strings. ASCII text is copied once, whole, into a
+ * reused buffer (its code units are its bytes), where its pre-tokens are found and looked up in
+ * place; a pre-token of other text is written there as UTF-8 before its lookup.
  *
  * Pre-tokens that needed a merge keep their count in a small cache (MERGE_CACHE_ENTRIES, emptied
  * when full): a rare word repeated in a prompt, or across prompts, is merged once.
@@ -13,7 +14,7 @@
  * its text (and finds nothing), then merges its bytes with each lone surrogate as U+FFFD. The
  * same happens here: such a pre-token skips the lookup of its whole bytes.
  */
-import { asciiPretokenEnd, isAscii, O200K_SPLIT_SOURCE } from './ascii-pretokens.js';
+import { asciiBytes, asciiPretokenEnd, O200K_SPLIT_SOURCE } from './ascii-pretokens.js';
 import { MergeCounter } from './merge-count.js';
 import { NO_RANK, type RankTable } from './rank-table.js';
 
@@ -39,12 +40,15 @@ export class PretokenCounter {
 
   /** Tokens of `text`. */
   count(text: string): number {
-    if (isAscii(text)) {
+    const bytes = this.#room(text.length);
+    if (asciiBytes(text, bytes)) {
+      // ASCII: its code units are its bytes, now in #utf8; pre-tokens are found and looked up there.
+      const end = text.length;
       let n = 0;
-      for (let i = 0; i < text.length;) {
-        const end = asciiPretokenEnd(text, i);
-        n += this.#countAscii(text, i, end);
-        i = end;
+      for (let i = 0; i < end;) {
+        const e = asciiPretokenEnd(bytes, i, end);
+        n += this.#table.rankOfBytes(bytes, i, e) !== NO_RANK ? 1 : this.#merged(text.slice(i, e), i, e);
+        i = e;
       }
       return n;
     }
@@ -58,26 +62,17 @@ export class PretokenCounter {
     return n;
   }
 
-  /** Tokens of the ASCII pre-token `text[start, end)`: its code units are its bytes. */
-  #countAscii(text: string, start: number, end: number): number {
-    const len = end - start;
-    const buf = this.#room(len);
-    for (let k = 0; k < len; k++) buf[k] = text.charCodeAt(start + k);
-    if (this.#table.rankOfBytes(buf, 0, len) !== NO_RANK) return 1;
-    return this.#merged(text.slice(start, end), len);
-  }
-
   #countPiece(piece: string): number {
     const len = this.#encode(piece);
     if (!this.#lone && this.#table.rankOfBytes(this.#utf8, 0, len) !== NO_RANK) return 1;
-    return this.#merged(piece, len);
+    return this.#merged(piece, 0, len);
   }
 
-  /** Tokens of `piece`, not a single token, whose `len` bytes are at the start of #utf8: from the cache, else merged. */
-  #merged(piece: string, len: number): number {
+  /** Tokens of `piece`, not a single token, whose bytes are #utf8[from, to): from the cache, else merged. */
+  #merged(piece: string, from: number, to: number): number {
     const known = this.#mergedCounts.get(piece);
     if (known !== undefined) return known;
-    const tokens = this.#merge.count(this.#utf8, len);
+    const tokens = this.#merge.count(this.#utf8, from, to);
     if (this.#mergedCounts.size >= MERGE_CACHE_ENTRIES) this.#mergedCounts.clear();
     this.#mergedCounts.set(piece, tokens);
     return tokens;

@@ -1,6 +1,6 @@
 import o200k, { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { asciiPretokenEnd, isAscii, O200K_SPLIT_SOURCE } from '../../../src/tokens/ascii-pretokens.js';
+import { asciiBytes, asciiPretokenEnd, O200K_SPLIT_SOURCE } from '../../../src/tokens/ascii-pretokens.js';
 import { countPlain } from '../../../src/tokens/bpe-count.js';
 import { xorshift } from '../../helpers/xorshift.js';
 
@@ -15,8 +15,12 @@ function byRegex(text: string): string[] {
 /** This module's pre-tokens of `text`. */
 function byScan(text: string): string[] {
   const pieces: string[] = [];
+  // Beyond the text, bytes that would change its pre-tokens were they read (letters after letters).
+  const bytes = new Uint8Array(text.length + 4).fill(0x61);
+  expect(asciiBytes(text, bytes)).toBe(true);
   for (let i = 0; i < text.length;) {
-    const end = asciiPretokenEnd(text, i);
+    const end = asciiPretokenEnd(bytes, i, text.length);
+    if (end > text.length) pieces.push(`<read past the end: ${end}>`);
     pieces.push(text.slice(i, end));
     i = end;
   }
@@ -69,8 +73,8 @@ describe('ASCII pre-tokens', () => {
   it('counts ASCII text as the library counts it', () => {
     const paragraph = ('The quick brown fox jumps over the lazy dog, while 42 curious engineers measure what it costs; '
       + "they don't guess. Each request's prompt is counted before it is admitted.\n").repeat(20);
-    expect(isAscii(paragraph)).toBe(true);
+    expect(asciiBytes(paragraph, new Uint8Array(paragraph.length))).toBe(true);
     expect(countPlain(paragraph)).toBe(countTokens(paragraph, { disallowedSpecial: new Set<string>() }));
-    expect(isAscii('Grüße')).toBe(false);
+    expect(asciiBytes('Grüße', new Uint8Array(5))).toBe(false);
   });
 });

@@ -46,7 +46,7 @@ describe('rank table', () => {
   it('merges the lowest-ranked pair first, leftmost among equals, and counts the parts left', () => {
     const t = RankTable.fromTiktoken(SMALL, 'small.tiktoken');
     const m = new MergeCounter(t);
-    const count = (s: string): number => m.count(bytes(s), s.length);
+    const count = (s: string): number => m.count(bytes(s), 0, s.length);
     expect(count('abc')).toBe(1); // ab (3) first, then ab+c = abc (5)
     expect(count('bcc')).toBe(2); // bc (4) before cc (6): bc | c, and "bcc" is no sequence
     expect(count('ccc')).toBe(2); // the leftmost cc: cc | c
@@ -55,6 +55,11 @@ describe('rank table', () => {
     expect(count('')).toBe(0);
     // Longer than the scratch arrays it starts with: they grow.
     expect(count('ab'.repeat(300))).toBe(300);
+    // A range inside a longer buffer is merged alone: its neighbours' bytes take no part.
+    const around = bytes('cabccab');
+    expect(m.count(around, 1, 4)).toBe(1); // abc
+    expect(m.count(around, 2, 5)).toBe(2); // bc | c
+    expect(m.count(around, 4, 7)).toBe(2); // c | ab
   });
 
   it('refuses a malformed file, naming the file and the line', () => {
