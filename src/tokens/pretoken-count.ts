@@ -17,6 +17,7 @@
 import { asciiBytes, asciiPretokenEnd, O200K_SPLIT_SOURCE } from './ascii-pretokens.js';
 import { MergeCounter } from './merge-count.js';
 import { NO_RANK, type RankTable } from './rank-table.js';
+import { Buffer } from 'node:buffer';
 
 /** The UTF-8 encoding of U+FFFD, written for a lone surrogate (as TextEncoder does). */
 const REPLACEMENT = [0xef, 0xbf, 0xbd] as const;
@@ -29,7 +30,7 @@ export class PretokenCounter {
   readonly #merge: MergeCounter;
   readonly #split = new RegExp(O200K_SPLIT_SOURCE, 'gu');
   readonly #mergedCounts = new Map<string, number>();
-  #utf8 = new Uint8Array(1024);
+  #utf8: Buffer = Buffer.allocUnsafeSlow(1024);
   /** Set by #encode: the pre-token just written held a lone surrogate. */
   #lone = false;
 
@@ -116,11 +117,11 @@ export class PretokenCounter {
   }
 
   /** #utf8, grown to hold at least `bytes`. */
-  #room(bytes: number): Uint8Array {
+  #room(bytes: number): Buffer {
     if (this.#utf8.length < bytes) {
       let size = this.#utf8.length;
       while (size < bytes) size *= 2;
-      this.#utf8 = new Uint8Array(size);
+      this.#utf8 = Buffer.allocUnsafeSlow(size);
     }
     return this.#utf8;
   }

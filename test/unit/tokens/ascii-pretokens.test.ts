@@ -1,6 +1,7 @@
 import o200k, { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { Buffer } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
-import { asciiBytes, asciiPretokenEnd, O200K_SPLIT_SOURCE } from '../../../src/tokens/ascii-pretokens.js';
+import { asciiBytes, asciiPretokenEnd, NATIVE_COPY_CHARS, O200K_SPLIT_SOURCE } from '../../../src/tokens/ascii-pretokens.js';
 import { countPlain } from '../../../src/tokens/bpe-count.js';
 import { xorshift } from '../../helpers/xorshift.js';
 
@@ -16,7 +17,7 @@ function byRegex(text: string): string[] {
 function byScan(text: string): string[] {
   const pieces: string[] = [];
   // Beyond the text, bytes that would change its pre-tokens were they read (letters after letters).
-  const bytes = new Uint8Array(text.length + 4).fill(0x61);
+  const bytes = Buffer.alloc(text.length + 4, 0x61);
   expect(asciiBytes(text, bytes)).toBe(true);
   for (let i = 0; i < text.length;) {
     const end = asciiPretokenEnd(bytes, i, text.length);
@@ -73,8 +74,27 @@ describe('ASCII pre-tokens', () => {
   it('counts ASCII text as the library counts it', () => {
     const paragraph = ('The quick brown fox jumps over the lazy dog, while 42 curious engineers measure what it costs; '
       + "they don't guess. Each request's prompt is counted before it is admitted.\n").repeat(20);
-    expect(asciiBytes(paragraph, new Uint8Array(paragraph.length))).toBe(true);
+    expect(asciiBytes(paragraph, Buffer.alloc(paragraph.length))).toBe(true);
     expect(countPlain(paragraph)).toBe(countTokens(paragraph, { disallowedSpecial: new Set<string>() }));
-    expect(asciiBytes('Grüße', new Uint8Array(5))).toBe(false);
+    expect(asciiBytes('Grüße', Buffer.alloc(5))).toBe(false);
+  });
+
+  it('asciiBytes: copies ASCII text of any length as its bytes, and refuses any other character, below and from the native copy length', () => {
+    for (const len of [0, 1, NATIVE_COPY_CHARS - 1, NATIVE_COPY_CHARS, NATIVE_COPY_CHARS + 1, 1000]) {
+      let text = '';
+      for (let k = 0; k < len; k++) text += String.fromCharCode(k % 128);
+      const bytes = Buffer.alloc(len + 2, 0xee);
+      expect(asciiBytes(text, bytes), `${len} characters`).toBe(true);
+      expect(bytes.subarray(0, len).equals(Buffer.from(text, 'latin1'))).toBe(true);
+      expect(bytes.subarray(len).every((b) => b === 0xee)).toBe(true);
+      if (len === 0) continue;
+      // One character outside ASCII, first or last: a latin1 character (one byte in latin1, two
+      // in UTF-8), one beyond latin1, a lone surrogate (three bytes in UTF-8) and a pair.
+      for (const odd of ['\u0080', '\u00e9', '\u00ff', '\u4e2d', '\ud800', '\udc00', '\ud83d\ude00']) {
+        for (const t of [odd + text.slice(1), text.slice(0, -1) + odd]) {
+          expect(asciiBytes(t, Buffer.alloc(t.length)), `${JSON.stringify(odd)} in ${len} characters`).toBe(false);
+        }
+      }
+    }
   });
 });
