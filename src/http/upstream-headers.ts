@@ -5,6 +5,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { isUsualHeader } from '../header-name.js';
+import { isAscii } from '../ascii-text.js';
 
 /** Request headers never forwarded upstream (hop-by-hop, or recomputed by the router). */
 const DROP_REQUEST: readonly string[] = [
@@ -139,10 +140,10 @@ export function connectionNamesIn(flat: readonly string[]): string[] {
 /**
  * Header lines (`value\r\nname: value…`) as the bytes the pod sent: values are read as latin1, so
  * text with a character above 0x7f is written back as those bytes (uWS would encode a string as
- * UTF-8). One native length count tells: only ASCII text is as long in UTF-8 as in characters.
+ * UTF-8). One native length count tells (isAscii).
  */
 export function headerBlock(text: string): string | Buffer {
-  return Buffer.byteLength(text, 'utf8') === text.length ? text : Buffer.from(text, 'latin1');
+  return isAscii(text) ? text : Buffer.from(text, 'latin1');
 }
 
 /** Removes from a flat [name, value, …] list every pair whose name is in `names`. */

@@ -11,6 +11,7 @@
  * The empty value is written `-`, a value that is exactly "-" is written `\x2d`. So a line splits
  * on spaces into exactly its fields, and decoding is: `\xHH` and `\uHHHH` to their characters.
  */
+import { isAscii } from '../ascii-text.js';
 
 const HEX = '0123456789abcdef';
 
@@ -83,13 +84,6 @@ export function textErrorType(s: string): string {
   return v.includes(':') ? v.replace(/:/g, '\\x3a') : v;
 }
 
-/** Strings of ASCII characters only (written byte for byte, whatever the encoding asked). */
-const ASCII = /^[\x00-\x7f]*$/;
-
-/** Whether `s` is all ASCII. */
-export function isAscii(s: string): boolean {
-  return ASCII.test(s);
-}
 
 /**
  * An escaper with a one-entry memory, for a field whose value mostly repeats from record to

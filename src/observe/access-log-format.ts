@@ -1,5 +1,6 @@
 import type { AccessRecord } from './access-record.js';
-import { isAscii, jsonString, LastEscaped, textErrorType, textValue } from './access-log-escape.js';
+import { jsonString, LastEscaped, textErrorType, textValue } from './access-log-escape.js';
+import { isAscii } from '../ascii-text.js';
 import { isoTimestamp } from './access-log-timestamp.js';
 import { Buffer } from 'node:buffer';
 

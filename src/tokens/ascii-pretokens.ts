@@ -17,7 +17,8 @@
  *
  * Tested against the regex itself on every ASCII class boundary and on random texts.
  */
-import { Buffer } from 'node:buffer';
+import type { Buffer } from 'node:buffer';
+import { isAscii } from '../ascii-text.js';
 
 /** The split regex this module stands for (gpt-tokenizer's o200k_base `tokenSplitRegex.source`). */
 export const O200K_SPLIT_SOURCE = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE]))?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE]))?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -47,7 +48,7 @@ const SLASH = 0x2f;
 
 /**
  * Below this length an ASCII text is checked and copied by a loop over its characters (about 35
- * instructions each); from it on by two native calls, `Buffer.byteLength` and `write`, which
+ * instructions each); from it on by two native calls, isAscii's length count and `write`, which
  * cost about 700 instructions together and then copy at memory speed.
  */
 export const NATIVE_COPY_CHARS = 32;
@@ -60,8 +61,7 @@ export const NATIVE_COPY_CHARS = 32;
 export function asciiBytes(text: string, bytes: Buffer): boolean {
   const n = text.length;
   if (n >= NATIVE_COPY_CHARS) {
-    // Every character outside ASCII takes two or more bytes in UTF-8 (a lone surrogate three).
-    if (Buffer.byteLength(text, 'utf8') !== n) return false;
+    if (!isAscii(text)) return false;
     bytes.write(text, 0, n, 'latin1');
     return true;
   }

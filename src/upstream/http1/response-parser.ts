@@ -8,6 +8,7 @@
 import { Http1Error, malformed } from './errors.js';
 import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, scanHead } from './head-lines.js';
 import { isUsualHeader } from '../../header-name.js';
+import { isAscii } from '../../ascii-text.js';
 import { Buffer } from 'node:buffer';
 
 export interface ParserSink {
@@ -37,9 +38,6 @@ function hexValue(c: number): number {
   if (l >= 97 && l <= 102) return l - 87;
   return -1;
 }
-
-/** A character above 0x7f (a head read from its text: one that came in pieces). */
-const NON_ASCII = /[^\x00-\x7f]/;
 
 export class ResponseParser {
   state = ParserState.Done;
@@ -235,7 +233,8 @@ export class ResponseParser {
     if (status < 200) return; // interim response: the final one follows
     this.status = status;
     this.headers = headers;
-    this.headAscii = marks !== null ? marks.ascii : !NON_ASCII.test(text);
+    // A head read from its text (one that came in pieces) is checked on it.
+    this.headAscii = marks !== null ? marks.ascii : isAscii(text);
     this.keepAlive = keepAlive;
     this.contentLength = -1;
     if (this.noBody || status === 204 || status === 304) {

@@ -1,8 +1,9 @@
 /**
  * Vitest runs the TypeScript sources, but piscina threads load plain JavaScript. This compiles
- * src/tokens/*.ts (transpile only, no type check: a few ms) into a directory under
- * node_modules/.cache, where `gpt-tokenizer` still resolves, and returns the worker file.
- * Always built from the current sources, so it cannot run a stale dist/ build.
+ * src/tokens/*.ts and the base-layer modules they import (BASE_MODULES; transpile only, no type
+ * check: a few ms) into a directory under node_modules/.cache laid out as src/ is, where
+ * `gpt-tokenizer` still resolves, and returns the worker file. Always built from the current
+ * sources, so it cannot run a stale dist/ build.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -12,10 +13,14 @@ const root = new URL('../../../', import.meta.url);
 
 const outDir = fileURLToPath(new URL(`node_modules/.cache/inference-router-tokens-test/${process.pid}/`, root));
 
+/** Modules outside src/tokens/ that its files import, relative to src/. */
+const BASE_MODULES = ['ascii-text'];
+
 export function compiledTaskFile(): string {
-  transpileDir(fileURLToPath(new URL('src/tokens/', root)), outDir);
+  transpileDir(fileURLToPath(new URL('src/tokens/', root)), `${outDir}tokens/`);
+  transpileDir(fileURLToPath(new URL('src/', root)), outDir, BASE_MODULES);
   writeFileSync(`${outDir}package.json`, '{"type":"module"}\n');
-  return `${outDir}tokenize-task.js`;
+  return `${outDir}tokens/tokenize-task.js`;
 }
 
 /** A worker that loads, answers the warm-up, then never answers (spins forever): exercises the hard stop. */
