@@ -95,7 +95,8 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1]?.endsWith('call-instructions.js')) {
+// The path's last part exactly: redis-call-instructions.js, which imports this module, ends the same way.
+if (process.argv[1]?.endsWith('/call-instructions.js')) {
   main().catch((err: unknown) => {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);

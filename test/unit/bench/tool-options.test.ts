@@ -13,6 +13,7 @@ import * as scriptMicro from '../../../bench/redis-script-micro.js';
 import * as schedDelay from '../../../bench/sched-delay.js';
 import * as workerProfile from '../../../bench/worker-profile.js';
 import * as turnInstructions from '../../../bench/turn-instructions.js';
+import * as redisCallInstructions from '../../../bench/redis-call-instructions.js';
 
 function read<T>(spec: CommandSpec, options: (line: CommandLine) => T, argv: string[]): T {
   const line = parseCommandLine(argv, spec);
@@ -115,6 +116,20 @@ describe('bench tool options', () => {
     expect(() => tool(['--tasks', '0'])).toThrow(UsageError);
     expect(() => tool(['--tasks', '1.5'])).toThrow(UsageError);
     expect(() => tool(['a', 'b'])).toThrow(UsageError);
+  });
+
+  it('redis-call-instructions: this tree, 5,000 calls, 1 and 10 admissions a call by default; admissions from 1 to a batch\'s 500', () => {
+    const tool = (argv: string[]) => read(redisCallInstructions.COMMAND, redisCallInstructions.redisCallInstructionsOptions, argv);
+    expect(tool([])).toEqual({ tree: '.', turns: 5000, admissions: [1, 10] });
+    expect(tool(['../before', '--admissions', '1,20,50', '--turns', '800'])).toEqual({ tree: '../before', turns: 800, admissions: [1, 20, 50] });
+    for (const wrong of ['0', '501', '2.5', 'ten']) expect(() => tool(['--admissions', wrong])).toThrow(UsageError);
+    expect(() => tool(['a', 'b'])).toThrow(UsageError);
+  });
+
+  it('redis-call-instructions: a call\'s own cost and an admission\'s, from two batch sizes', () => {
+    // 1 admission: 118,000 a call; 10: 203,000, so 9,444 an admission and 108,556 a call.
+    expect(redisCallInstructions.splitCallCost(1, 118_000, 10, 203_000)).toEqual({ call: 108_556, admission: 9_444 });
+    expect(redisCallInstructions.splitCallCost(2, 30_000, 4, 40_000)).toEqual({ call: 20_000, admission: 5_000 });
   });
 
   it('redis-script-micro: this tree by default, at most two', () => {
