@@ -46,7 +46,7 @@ export const SHAPES: readonly Shape[] = [
   { name: 'settles + 1 admission + a lease asked', delta: -5, out: 40, lease: 10_000, admissions: 1 },
 ];
 
-/** The batch script's key and arguments for one call of `shape` (connection.ts irBatch, the server's clock). */
+/** The batch script's key and arguments for one call of `shape` (connection.ts irBatchBuffer, the server's clock). */
 export function batchArgs(base: string, shape: Shape): (string | number)[] {
   const args: (string | number)[] = [base, 'day', '', shape.delta, shape.out, Number.MAX_SAFE_INTEGER, -1, shape.lease, 0, 0, 0];
   for (let i = 0; i < shape.admissions; i++) args.push(TOKENS);

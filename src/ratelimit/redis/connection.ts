@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Buffer } from 'node:buffer';
 import { BATCH_LUA } from './lua/batch.js';
 import { ADMIT_ALL_LUA } from './lua/admit-all.js';
 import type { RedisTarget } from './address.js';
@@ -10,13 +11,14 @@ export interface LimiterCommands {
    * One batch of a limit key (lua/batch.ts): the summed input correction and output charge, a
    * lease asked for and the unused tokens of leases given back (with the start of the window they
    * were lent in and their size when lent), then one admission per entry of `tokens` under the two
-   * limits (-1 = none). Reply: [msUntilWindowEnd, inputUsedBeforeAdmissions, outputUsed,
-   * leaseLent, windowStart, recallFlag, leasesOut, status per admission].
+   * limits (-1 = none). Reply: the bytes of one string, msUntilWindowEnd, inputUsedBeforeAdmissions,
+   * outputUsed, leaseLent, windowStart, recallFlag and leasesOut, then a status digit per admission
+   * (batch-reply.ts reads it). The Buffer form of the script's command (ioredis defines both).
    */
-  irBatch(
+  irBatchBuffer(
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
     inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, backLent: number, tokens: readonly number[],
-  ): Promise<number[]>;
+  ): Promise<Buffer>;
   /**
    * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the
    * number of limits, per limit unit, input limit, output limit and shadow flag, then the tokens of

@@ -8,6 +8,7 @@ import { MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
 import { Batch, type PendingAdmission } from './batch.js';
+import { parseBatchReply } from './batch-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
@@ -398,8 +399,16 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.withoutStore(b);
       return;
     }
-    this.client.irBatch(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
-      (reply) => {
+    this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
+      (bytes) => {
+        let reply: number[];
+        try {
+          reply = parseBatchReply(bytes, b.tokens.length);
+        } catch (err) {
+          this.storeFailed(err);
+          this.withoutStore(b);
+          return;
+        }
         if (this.leases !== null) this.leaseReply(b, reply);
         b.answer(reply, this.waits);
       },

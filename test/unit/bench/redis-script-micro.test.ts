@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { batchArgs, SHAPES } from '../../../bench/redis-script-micro.js';
 import { BATCH_LUA } from '../../../src/ratelimit/redis/lua/batch.js';
-import { FIRST_STATUS, REPLY_LEASE } from '../../../src/ratelimit/redis/batch.js';
+import { FIRST_STATUS, REPLY_LEASE, REPLY_WINDOW } from '../../../src/ratelimit/redis/batch.js';
+import { parseBatchReply } from '../../../src/ratelimit/redis/batch-reply.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 
 describe('redis-script-micro: each batch shape is a call the script takes as meant', () => {
@@ -20,11 +21,11 @@ describe('redis-script-micro: each batch shape is a call the script takes as mea
 
   it.each(SHAPES.map((s) => [s.name, s] as const))('%s', async (_name, shape) => {
     const base = `ir:{micro-test/${SHAPES.indexOf(shape)}}`;
-    const reply = await redis.eval(BATCH_LUA, 1, ...batchArgs(base, shape)) as number[];
+    const reply = parseBatchReply(await redis.evalBuffer(BATCH_LUA, 1, ...batchArgs(base, shape)) as Buffer, shape.admissions);
     // One status per admission, each admitted (the limit is never reached).
     expect(reply.slice(FIRST_STATUS)).toEqual(Array(shape.admissions).fill(0));
     expect(reply[REPLY_LEASE] > 0).toBe(shape.lease > 0);
-    const day = reply[4] / 1000;
+    const day = reply[REPLY_WINDOW] / 1000;
     expect(Number(await redis.get(`${base}:out:day:${day}`) ?? 0)).toBe(shape.out);
   });
 });

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { Buffer } from 'node:buffer';
+import { MalformedBatchReplyError, parseBatchReply } from '../../../src/ratelimit/redis/batch-reply.js';
+import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW } from '../../../src/ratelimit/redis/batch.js';
+
+const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
+
+describe('parseBatchReply: the batch script\'s reply string as its numbers', () => {
+  it('reads the seven fields in the order batch.ts names them, then one status per admission', () => {
+    const reply = parseBatchReply(bytes('53400 1200 345 0 1764288000000 1 640 0130'), 4);
+    expect(reply).toEqual([53400, 1200, 345, 0, 1764288000000, 1, 640, 0, 1, 3, 0]);
+    expect([reply[REPLY_MS], reply[REPLY_IN_USED], reply[REPLY_OUT_USED], reply[REPLY_LEASE], reply[REPLY_WINDOW], reply[REPLY_RECALL], reply[REPLY_LEASES_OUT]])
+      .toEqual([53400, 1200, 345, 0, 1764288000000, 1, 640]);
+    expect(FIRST_STATUS).toBe(7);
+  });
+
+  it('a batch of settles alone has no status; the largest safe integer and a minus sign are read exactly', () => {
+    expect(parseBatchReply(bytes('1 2 3 4 5 6 7 '), 0)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(parseBatchReply(bytes('9007199254740991 0 -5 0 0 0 0 2'), 1)).toEqual([Number.MAX_SAFE_INTEGER, 0, -5, 0, 0, 0, 0, 2]);
+  });
+
+  it('reads a view into a larger buffer from its own start, not the buffer\'s', () => {
+    const whole = bytes('xxxxx10 20 30 0 40 0 0 01yyyy');
+    expect(parseBatchReply(whole.subarray(5, whole.length - 4), 2)).toEqual([10, 20, 30, 0, 40, 0, 0, 0, 1]);
+  });
+
+  it.each([
+    ['nothing', '', 0, 'field 1 of 7'],
+    ['six fields', '1 2 3 4 5 6 ', 0, 'field 7 of 7'],
+    ['a field without its space', '1 2 3 4 5 6 7', 0, 'field 7 of 7'],
+    ['a letter in a field', '1 2 3 4x 5 6 7 ', 0, 'field 4 of 7'],
+    ['two spaces', '1 2  3 4 5 6 7 ', 0, 'field 3 of 7'],
+    ['a field of 17 digits', '12345678901234567 2 3 4 5 6 7 ', 0, 'field 1 of 7'],
+    ['a lone minus sign', '- 2 3 4 5 6 7 ', 0, 'field 1 of 7'],
+    ['fewer statuses than admissions', '1 2 3 4 5 6 7 00', 3, '2 statuses for 3 admissions'],
+    ['more statuses than admissions', '1 2 3 4 5 6 7 000', 2, '3 statuses for 2 admissions'],
+    ['a status above 3', '1 2 3 4 5 6 7 04', 2, 'status 2 is not a digit from 0 to 3'],
+    ['a status that is not a digit', '1 2 3 4 5 6 7 0 ', 2, 'status 2 is not a digit from 0 to 3'],
+  ])('refuses %s, naming the fault and quoting the reply', (_what, text, admissions, fault) => {
+    let err: unknown = null;
+    try {
+      parseBatchReply(bytes(text), admissions);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(MalformedBatchReplyError);
+    expect((err as Error).message).toContain(fault);
+    expect((err as Error).message).toContain(JSON.stringify(text));
+  });
+
+  it('quotes at most 120 bytes of a long reply', () => {
+    const text = `1 2 3 4 5 6 7 ${'0'.repeat(200)}`;
+    expect(() => parseBatchReply(bytes(text), 3)).toThrow(JSON.stringify(`${text.slice(0, 120)}...`));
+  });
+});
