@@ -4,7 +4,11 @@
  * that make that mode's CPU per request depend on how many requests of a route arrive in one
  * event-loop turn.
  *
- *   node dist/bench/redis-call-instructions.js [<tree>] [--turns N] [--admissions 1,10]
+ *   node dist/bench/redis-call-instructions.js [<tree>] [--turns N] [--admissions 1,10] [--limits 1|2]
+ *
+ * `--limits 2`: each request has a route's and a tenant's limit, both global, admitted together
+ * (the admit-all script) and settled on each (batch script calls of their own): a turn is then
+ * that call and the settles' calls.
  *
  * Starts a redis-server on a free loopback port (REDIS_SERVER_BIN, default redis-server); for each
  * number of admissions a turn, runs redis-call-instructions-runner.js in its own `node
@@ -21,8 +25,8 @@ import { callgrindTotal, perCall } from './call-instructions.js';
 import { startRedis } from './targets.js';
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/redis-call-instructions.js [<tree>] [--turns N] [--admissions 1,10]',
-  values: ['--turns', '--admissions'],
+  usage: 'Usage: node dist/bench/redis-call-instructions.js [<tree>] [--turns N] [--admissions 1,10] [--limits 1|2]',
+  values: ['--turns', '--admissions', '--limits'],
   positionals: [0, 1],
 };
 
@@ -30,6 +34,8 @@ export interface RedisCallInstructionsOptions {
   readonly tree: string;
   readonly turns: number;
   readonly admissions: readonly number[];
+  /** 1: a route's limit; 2: a route's and a tenant's, admitted together. */
+  readonly limits: 1 | 2;
 }
 
 /** The tool's settings from its command line. */
@@ -37,7 +43,9 @@ export function redisCallInstructionsOptions(line: CommandLine): RedisCallInstru
   const arg = line.value('--admissions') ?? '1,10';
   const admissions = arg.split(',').map(Number);
   if (admissions.some((a) => !Number.isInteger(a) || a < 1 || a > 500)) throw new UsageError(`--admissions: expected whole numbers from 1 to 500 (a batch's most), got "${arg}"`);
-  return { tree: line.positionals[0] ?? '.', turns: line.positiveNumber('--turns') ?? 5_000, admissions };
+  const limits = line.value('--limits') ?? '1';
+  if (limits !== '1' && limits !== '2') throw new UsageError(`--limits: expected 1 (a route's limit) or 2 (a route's and a tenant's), got "${limits}"`);
+  return { tree: line.positionals[0] ?? '.', turns: line.positiveNumber('--turns') ?? 5_000, admissions, limits: limits === '1' ? 1 : 2 };
 }
 
 /**
@@ -50,18 +58,18 @@ export function splitCallCost(fewer: number, atFewer: number, more: number, atMo
 }
 
 async function main(): Promise<void> {
-  const { tree, turns, admissions } = readCommandLine(COMMAND, redisCallInstructionsOptions);
+  const { tree, turns, admissions, limits } = readCommandLine(COMMAND, redisCallInstructionsOptions);
   const root = resolve(tree);
   const runner = join(root, 'dist/bench/redis-call-instructions-runner.js');
   if (!existsSync(runner) || !existsSync(join(root, 'dist/ratelimit/redis/limiter.js'))) throw new Error(`${runner} or dist/ratelimit/redis/limiter.js not found: build that tree first (npm run build)`);
   const redis = await startRedis(process.env.REDIS_SERVER_BIN ?? 'redis-server');
   const dir = mkdtempSync(join(tmpdir(), 'ir-redis-calls-'));
   try {
-    console.log(`| admissions a call | instructions per call | per admission, the call's share included (${turns} and ${3 * turns} calls, ${tree}) |`);
+    console.log(`| admissions a turn | instructions per turn | per admission, the turn's share included (${limits === 1 ? 'a route\'s limit' : 'a route\'s and a tenant\'s limit'}; ${turns} and ${3 * turns} turns, ${tree}) |`);
     console.log('|---|---|---|');
     const perTurn: number[] = [];
     for (const k of admissions) {
-      const total = (n: number): Promise<number> => callgrindTotal([runner, root, redis.address, String(k), String(n)], join(dir, `cg.${k}.${n}`), `${k} admissions a call`);
+      const total = (n: number): Promise<number> => callgrindTotal([runner, root, redis.address, String(limits), String(k), String(n)], join(dir, `cg.${k}.${n}`), `${k} admissions a call`);
       // One after the other: the two runs share the one redis-server.
       const low = await total(turns);
       const high = await total(3 * turns);
@@ -73,7 +81,7 @@ async function main(): Promise<void> {
       const lo = admissions.indexOf(Math.min(...admissions));
       const hi = admissions.indexOf(Math.max(...admissions));
       const { call, admission } = splitCallCost(admissions[lo], perTurn[lo], admissions[hi], perTurn[hi]);
-      console.log(`\nA call costs about ${call.toLocaleString('en-US')} instructions whatever it carries; each admission with its settle about ${admission.toLocaleString('en-US')} more.`);
+      console.log(`\nA turn's calls cost about ${call.toLocaleString('en-US')} instructions whatever they carry; each admission with its settles about ${admission.toLocaleString('en-US')} more.`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

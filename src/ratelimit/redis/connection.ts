@@ -13,7 +13,7 @@ export interface LimiterCommands {
    * were lent in and their size when lent), then one admission per entry of `tokens` under the two
    * limits (-1 = none). Reply: the bytes of one string, msUntilWindowEnd, inputUsedBeforeAdmissions,
    * outputUsed, leaseLent, windowStart, recallFlag and leasesOut, then a status digit per admission
-   * (batch-reply.ts reads it). The Buffer form of the script's command (ioredis defines both).
+   * (script-reply.ts reads it). The Buffer form of the script's command (ioredis defines both).
    */
   irBatchBuffer(
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
@@ -22,10 +22,11 @@ export interface LimiterCommands {
   /**
    * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the
    * number of limits, per limit unit, input limit, output limit and shadow flag, then the tokens of
-   * each admission. Reply: per limit [msUntilWindowEnd, inputUsedBefore, outputUsed, leasesOut], then per
-   * admission one status per limit.
+   * each admission. Reply: the bytes of one string, per limit msUntilWindowEnd, inputUsedBefore,
+   * outputUsed and leasesOut, then per admission a status digit per limit (script-reply.ts reads
+   * it). The Buffer form of the script's command.
    */
-  irAdmitAll(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  irAdmitAllBuffer(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Buffer>;
 }
 
 export type LimiterClient = (Redis | Cluster) & LimiterCommands;

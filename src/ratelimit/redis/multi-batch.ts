@@ -6,7 +6,7 @@ import { STATUS_RECALLING } from './lua/counters.js';
 import type { Recalling } from './recall-waits.js';
 
 /** Values per limit at the head of the admit-all script's reply: ms to the window end, input used, output used, leases out. */
-const PER_LIMIT = 4;
+export const PER_LIMIT = 4;
 
 export interface PendingMulti {
   readonly terms: readonly LimitTerm[];

@@ -4,11 +4,11 @@ import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { admitInOrder } from '../admit-all.js';
-import { MultiBatch, type PendingMulti } from './multi-batch.js';
+import { MultiBatch, PER_LIMIT, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
-import { Batch, type PendingAdmission } from './batch.js';
-import { parseBatchReply } from './batch-reply.js';
+import { Batch, FIRST_STATUS, type PendingAdmission } from './batch.js';
+import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { redisKeyBase } from './key-base.js';
@@ -264,8 +264,18 @@ export class RedisStoreLimiter implements TokenLimiter {
       b.fail(new LimitStoreUnavailableError(this.name));
       return;
     }
-    this.client.irAdmitAll(...(b.args as [number, ...(string | number)[]])).then(
-      (reply) => b.answer(reply, this.waitsMulti),
+    this.client.irAdmitAllBuffer(...(b.args as [number, ...(string | number)[]])).then(
+      (bytes) => {
+        let reply: number[];
+        try {
+          reply = parseScriptReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
+        } catch (err) {
+          this.storeFailed(err);
+          b.fail(new LimitStoreUnavailableError(this.name));
+          return;
+        }
+        b.answer(reply, this.waitsMulti);
+      },
       (err: unknown) => {
         this.storeFailed(err);
         b.fail(new LimitStoreUnavailableError(this.name));
@@ -403,7 +413,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       (bytes) => {
         let reply: number[];
         try {
-          reply = parseBatchReply(bytes, b.tokens.length);
+          reply = parseScriptReply(bytes, FIRST_STATUS, b.tokens.length);
         } catch (err) {
           this.storeFailed(err);
           this.withoutStore(b);

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { batchArgs, SHAPES } from '../../../bench/redis-script-micro.js';
 import { BATCH_LUA } from '../../../src/ratelimit/redis/lua/batch.js';
 import { FIRST_STATUS, REPLY_LEASE, REPLY_WINDOW } from '../../../src/ratelimit/redis/batch.js';
-import { parseBatchReply } from '../../../src/ratelimit/redis/batch-reply.js';
+import { parseScriptReply } from '../../../src/ratelimit/redis/script-reply.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 
 describe('redis-script-micro: each batch shape is a call the script takes as meant', () => {
@@ -21,7 +21,7 @@ describe('redis-script-micro: each batch shape is a call the script takes as mea
 
   it.each(SHAPES.map((s) => [s.name, s] as const))('%s', async (_name, shape) => {
     const base = `ir:{micro-test/${SHAPES.indexOf(shape)}}`;
-    const reply = parseBatchReply(await redis.evalBuffer(BATCH_LUA, 1, ...batchArgs(base, shape)) as Buffer, shape.admissions);
+    const reply = parseScriptReply(await redis.evalBuffer(BATCH_LUA, 1, ...batchArgs(base, shape)) as Buffer, FIRST_STATUS, shape.admissions);
     // One status per admission, each admitted (the limit is never reached).
     expect(reply.slice(FIRST_STATUS)).toEqual(Array(shape.admissions).fill(0));
     expect(reply[REPLY_LEASE] > 0).toBe(shape.lease > 0);

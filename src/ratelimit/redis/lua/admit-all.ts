@@ -12,16 +12,18 @@ import { COUNTERS_LUA } from './counters.js';
  * refuses by input sets its recall flag (its leases come back), and answers STATUS_RECALLING
  * instead when the admission would fit with every lease of its window back.
  *
- * Returns per limit { ms until its window ends, input used before the admissions, output used,
- * size of its leases out },
- * then per admission one status per limit (0 admitted, 1 rejected by input, 2 by output, 3 recalling).
+ * Returns one string (script-reply.ts reads it): per limit four integers, each followed by a space
+ * (ms until its window ends, input used before the admissions, output used, size of its leases
+ * out), then per admission one status digit per limit (0 admitted, 1 rejected by input, 2 by
+ * output, 3 recalling).
  */
 export const ADMIT_ALL_LUA = `${COUNTERS_LUA}
 local n = tonumber(ARGV[2])
 local first = 3 + n * 4
-local reply = {}
+local STATUS_DIGIT = { [0] = '0', '1', '2', '3' }
+local statuses = {}
 local inKeys, fresh, ttl, inUsed, outUsed, inLimit, outLimit, shadow, added = {}, {}, {}, {}, {}, {}, {}, {}, {}
-local lvs, nows = {}, {}
+local lvs, nows, inBefore = {}, {}, {}
 for j = 1, n do
   local a = 3 + (j - 1) * 4
   local unit = ARGV[a]
@@ -39,20 +41,17 @@ for j = 1, n do
   outLimit[j] = tonumber(ARGV[a + 2])
   shadow[j] = ARGV[a + 3] == '1'
   added[j] = 0
-  reply[#reply + 1] = e - now
-  reply[#reply + 1] = inUsed[j]
-  reply[#reply + 1] = outUsed[j]
-  reply[#reply + 1] = lv.lentOut
+  inBefore[j] = inUsed[j]
 end
 for i = first, #ARGV do
   local tokens = tonumber(ARGV[i])
   local blocked = false
-  local at = #reply
+  local at = (i - first) * n
   for j = 1, n do
     local status = admission(inUsed[j], outUsed[j], inLimit[j], outLimit[j], tokens)
     if status == 1 and not shadow[j] then status = refuseByInput(lvs[j], nows[j], inLimit[j] - inUsed[j], tokens) end
     if status ~= 0 and not shadow[j] then blocked = true end
-    reply[at + j] = status
+    statuses[at + j] = STATUS_DIGIT[status]
   end
   if not blocked then
     for j = 1, n do
@@ -61,12 +60,14 @@ for i = first, #ARGV do
     end
   end
 end
+local head = {}
 for j = 1, n do
-  reply[(j - 1) * 4 + 4] = lvs[j].lentOut -- less any forfeit in the loop
+  -- lentOut: less any lease forfeit in the loop; the output count is the one read (no output charge here)
+  head[j] = string.format('%d %d %d %d ', ttl[j], inBefore[j], outUsed[j], lvs[j].lentOut)
   if added[j] > 0 then
     redis.call('INCRBY', inKeys[j], added[j])
     if fresh[j] then redis.call('PEXPIRE', inKeys[j], ttl[j] + TTL_MARGIN_MS) end
   end
 end
-return reply
+return table.concat(head) .. table.concat(statuses)
 `;

@@ -23,12 +23,11 @@ import { COUNTERS_LUA } from './counters.js';
  * STATUS_RECALLING instead of a refusal: the worker asks again while the leases come back; leases
  * still out LEASES_FORFEIT_MS after the first such answer are forfeit (counters.ts refuseByInput).
  *
- * Returns one string (batch-reply.ts reads it): seven integers, each followed by a space (ms until
- * the window ends, input used before the admissions, output used, lease lent, window start, recall
- * flag 1 or 0, the size of the leases out before this call's lease), then one digit per admission,
- * its status (0 admitted, 1 rejected by input, 2 rejected by output, 3 recalling). One string
- * instead of an array of integers: ioredis decodes each integer of a reply for about 4 thousand
- * instructions, a string of any of these lengths for about as much as one integer.
+ * Returns one string (script-reply.ts reads it, and says why a string): seven integers, each
+ * followed by a space (ms until the window ends, input used before the admissions, output used,
+ * lease lent, window start, recall flag 1 or 0, the size of the leases out before this call's
+ * lease), then one digit per admission, its status (0 admitted, 1 rejected by input, 2 rejected
+ * by output, 3 recalling).
  */
 export const BATCH_LUA = `${COUNTERS_LUA}
 local STATUS_DIGIT = { [0] = '0', '1', '2', '3' }

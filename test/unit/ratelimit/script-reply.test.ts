@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { Buffer } from 'node:buffer';
-import { MalformedBatchReplyError, parseBatchReply } from '../../../src/ratelimit/redis/batch-reply.js';
+import { MalformedScriptReplyError, parseScriptReply } from '../../../src/ratelimit/redis/script-reply.js';
 import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW } from '../../../src/ratelimit/redis/batch.js';
 
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
 
-describe('parseBatchReply: the batch script\'s reply string as its numbers', () => {
+describe('parseScriptReply: a limiter script\'s reply string as its numbers', () => {
   it('reads the seven fields in the order batch.ts names them, then one status per admission', () => {
-    const reply = parseBatchReply(bytes('53400 1200 345 0 1764288000000 1 640 0130'), 4);
+    const reply = parseScriptReply(bytes('53400 1200 345 0 1764288000000 1 640 0130'), FIRST_STATUS, 4);
     expect(reply).toEqual([53400, 1200, 345, 0, 1764288000000, 1, 640, 0, 1, 3, 0]);
     expect([reply[REPLY_MS], reply[REPLY_IN_USED], reply[REPLY_OUT_USED], reply[REPLY_LEASE], reply[REPLY_WINDOW], reply[REPLY_RECALL], reply[REPLY_LEASES_OUT]])
       .toEqual([53400, 1200, 345, 0, 1764288000000, 1, 640]);
@@ -15,13 +15,13 @@ describe('parseBatchReply: the batch script\'s reply string as its numbers', () 
   });
 
   it('a batch of settles alone has no status; the largest safe integer and a minus sign are read exactly', () => {
-    expect(parseBatchReply(bytes('1 2 3 4 5 6 7 '), 0)).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(parseBatchReply(bytes('9007199254740991 0 -5 0 0 0 0 2'), 1)).toEqual([Number.MAX_SAFE_INTEGER, 0, -5, 0, 0, 0, 0, 2]);
+    expect(parseScriptReply(bytes('1 2 3 4 5 6 7 '), FIRST_STATUS, 0)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(parseScriptReply(bytes('9007199254740991 0 -5 0 0 0 0 2'), FIRST_STATUS, 1)).toEqual([Number.MAX_SAFE_INTEGER, 0, -5, 0, 0, 0, 0, 2]);
   });
 
   it('reads a view into a larger buffer from its own start, not the buffer\'s', () => {
     const whole = bytes('xxxxx10 20 30 0 40 0 0 01yyyy');
-    expect(parseBatchReply(whole.subarray(5, whole.length - 4), 2)).toEqual([10, 20, 30, 0, 40, 0, 0, 0, 1]);
+    expect(parseScriptReply(whole.subarray(5, whole.length - 4), FIRST_STATUS, 2)).toEqual([10, 20, 30, 0, 40, 0, 0, 0, 1]);
   });
 
   it.each([
@@ -32,24 +32,35 @@ describe('parseBatchReply: the batch script\'s reply string as its numbers', () 
     ['two spaces', '1 2  3 4 5 6 7 ', 0, 'field 3 of 7'],
     ['a field of 17 digits', '12345678901234567 2 3 4 5 6 7 ', 0, 'field 1 of 7'],
     ['a lone minus sign', '- 2 3 4 5 6 7 ', 0, 'field 1 of 7'],
-    ['fewer statuses than admissions', '1 2 3 4 5 6 7 00', 3, '2 statuses for 3 admissions'],
-    ['more statuses than admissions', '1 2 3 4 5 6 7 000', 2, '3 statuses for 2 admissions'],
+    ['fewer statuses than admissions', '1 2 3 4 5 6 7 00', 3, '2 statuses where 3 were asked for'],
+    ['more statuses than admissions', '1 2 3 4 5 6 7 000', 2, '3 statuses where 2 were asked for'],
     ['a status above 3', '1 2 3 4 5 6 7 04', 2, 'status 2 is not a digit from 0 to 3'],
     ['a status that is not a digit', '1 2 3 4 5 6 7 0 ', 2, 'status 2 is not a digit from 0 to 3'],
   ])('refuses %s, naming the fault and quoting the reply', (_what, text, admissions, fault) => {
     let err: unknown = null;
     try {
-      parseBatchReply(bytes(text), admissions);
+      parseScriptReply(bytes(text), FIRST_STATUS, admissions);
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(MalformedBatchReplyError);
+    expect(err).toBeInstanceOf(MalformedScriptReplyError);
     expect((err as Error).message).toContain(fault);
     expect((err as Error).message).toContain(JSON.stringify(text));
   });
 
+  it('reads the admit-all script\'s reply: four fields a limit, then a status a limit for each admission', () => {
+    // Two limits, two admissions: the second refused by the tenant's input limit.
+    expect(parseScriptReply(bytes('100 7 0 0 86400000 5 9 0 0001'), 8, 4)).toEqual([100, 7, 0, 0, 86400000, 5, 9, 0, 0, 0, 0, 1]);
+    expect(() => parseScriptReply(bytes('100 7 0 0 86400000 5 9 0 000'), 8, 4)).toThrow('3 statuses where 4 were asked for');
+  });
+
+  it('refuses a reply that is not a string (an array, as another version of a script may answer)', () => {
+    expect(() => parseScriptReply([1, 2, 3] as unknown as Uint8Array, FIRST_STATUS, 0)).toThrow(new MalformedScriptReplyError('expected a string, got an array of 3'));
+    expect(() => parseScriptReply(7 as unknown as Uint8Array, FIRST_STATUS, 0)).toThrow('expected a string, got number');
+  });
+
   it('quotes at most 120 bytes of a long reply', () => {
     const text = `1 2 3 4 5 6 7 ${'0'.repeat(200)}`;
-    expect(() => parseBatchReply(bytes(text), 3)).toThrow(JSON.stringify(`${text.slice(0, 120)}...`));
+    expect(() => parseScriptReply(bytes(text), FIRST_STATUS, 3)).toThrow(JSON.stringify(`${text.slice(0, 120)}...`));
   });
 });
