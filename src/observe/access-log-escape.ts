@@ -84,7 +84,6 @@ export function textErrorType(s: string): string {
   return v.includes(':') ? v.replace(/:/g, '\\x3a') : v;
 }
 
-
 /**
  * An escaper with a one-entry memory, for a field whose value mostly repeats from record to
  * record (method, path, protocol, model, route, server, pod): an equal value costs one string

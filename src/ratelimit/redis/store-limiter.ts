@@ -16,6 +16,7 @@ import { LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from '.
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
 import { performance } from 'node:perf_hooks';
+import type { Buffer } from 'node:buffer';
 
 /**
  * Longest a settle (an answer's output charge and input correction) waits, by default, for an
@@ -266,15 +267,9 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
     this.client.irAdmitAllBuffer(...(b.args as [number, ...(string | number)[]])).then(
       (bytes) => {
-        let reply: number[];
-        try {
-          reply = parseScriptReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
-        } catch (err) {
-          this.storeFailed(err);
-          b.fail(new LimitStoreUnavailableError(this.name));
-          return;
-        }
-        b.answer(reply, this.waitsMulti);
+        const reply = this.replyOf(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
+        if (reply === null) b.fail(new LimitStoreUnavailableError(this.name));
+        else b.answer(reply, this.waitsMulti);
       },
       (err: unknown) => {
         this.storeFailed(err);
@@ -411,11 +406,8 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
     this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
       (bytes) => {
-        let reply: number[];
-        try {
-          reply = parseScriptReply(bytes, FIRST_STATUS, b.tokens.length);
-        } catch (err) {
-          this.storeFailed(err);
+        const reply = this.replyOf(bytes, FIRST_STATUS, b.tokens.length);
+        if (reply === null) {
           this.withoutStore(b);
           return;
         }
@@ -441,6 +433,19 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (leases.size > 0 && this.leaseTimer === null) {
       this.leaseTimer = setInterval(this.returnDueLeases, LEASE_IDLE_MS / 2);
       this.leaseTimer.unref();
+    }
+  }
+
+  /**
+   * A script's reply read as its numbers (script-reply.ts), or null when it is malformed: the store
+   * then counts as failed, as for an error of the call, and the caller fails the call's operations.
+   */
+  private replyOf(bytes: Buffer, fields: number, statuses: number): number[] | null {
+    try {
+      return parseScriptReply(bytes, fields, statuses);
+    } catch (err) {
+      this.storeFailed(err);
+      return null;
     }
   }
 

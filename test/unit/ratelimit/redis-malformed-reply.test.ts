@@ -14,6 +14,7 @@ import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
 import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { untilUp } from './until-up.js';
 
 const LIMIT: RateLimitSpec = { inputTokensPerUnit: 1000, outputTokensPerUnit: null, unit: 'minute', global: null };
 const TENANT: RateLimitSpec = { inputTokensPerUnit: 500, outputTokensPerUnit: null, unit: 'minute', global: null };
@@ -90,11 +91,7 @@ async function limiterOn(address: string, leases: boolean): Promise<{ limiter: R
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s', RATE_LIMIT_REDIS_LEASES: String(leases) });
   const limiter = new RedisLimiter(address, settings, new CounterStore(), { log: (m) => logs.push(m), probeIntervalMs: 60_000 });
   cleanups.push(() => limiter.close());
-  const deadline = Date.now() + 10_000;
-  while (limiter.state !== 'up') {
-    if (Date.now() > deadline) throw new Error(`the limiter did not connect to the fake Redis: ${logs.join('; ')}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await untilUp(limiter, 'the limiter on the fake Redis');
   return { limiter, logs };
 }
 
