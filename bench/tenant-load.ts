@@ -4,7 +4,7 @@
  * API keys, one without a budget (the route limit alone) and one with a budget (route + tenant,
  * decided together); autocannon rounds interleaved, the order rotated each round. Reports req/s
  * and router CPU per request (its process tree; the steadier figure on a shared machine) and,
- * for Redis, redis-server's CPU per request.
+ * for Redis, redis-server's CPU and the script calls (INFO commandstats) per request.
  *
  *   npm run build && node dist/bench/tenant-load.js [--rounds 3] [--seconds 5] [--redis redis-server]
  */
@@ -16,6 +16,7 @@ import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { treeCpu } from './proc-cpu.js';
 import { routerResources, type LimitMode } from './scenarios.js';
 import { median } from './order-stats.js';
+import { infoCommandstats, scriptCallsIn } from './redis-stats.js';
 import { haveBinary, startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 
 const COMMAND: CommandSpec = {
@@ -47,7 +48,7 @@ function authFile(dir: string, mode: LimitMode): string {
   return file;
 }
 
-interface Variant { name: string; target: Target; headers: Record<string, string>; redis: Target | null }
+interface Variant { name: string; target: Target; headers: Record<string, string>; redis: Target | null; redisAddress: string }
 
 async function main(): Promise<void> {
   const dir = tempDir('ir-bench-tenant-');
@@ -59,15 +60,15 @@ async function main(): Promise<void> {
     ROUTER_AUTH_CONFIG: authFile(dir, mode), RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s',
   });
   const localRouter = await startRouter('router (local limits)', routerResources(mock.port, mock.port, local), 2, env(local));
-  variants.push({ name: 'local: route limit alone', target: localRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: null });
-  variants.push({ name: 'local: route + tenant limit', target: localRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: null });
+  variants.push({ name: 'local: route limit alone', target: localRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: null, redisAddress: '' });
+  variants.push({ name: 'local: route + tenant limit', target: localRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: null, redisAddress: '' });
   if (haveBinary(REDIS_BIN)) {
     const redis = await startRedis(REDIS_BIN);
     const redisTarget: Target = { name: 'redis-server', url: '', port: 0, proc: redis.proc };
     const global: LimitMode = { kind: 'global', redis: redis.address };
     const globalRouter = await startRouter('router (global limits)', routerResources(mock.port, mock.port, global), 2, env(global));
-    variants.push({ name: 'Redis: route limit alone', target: globalRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: redisTarget });
-    variants.push({ name: 'Redis: route + tenant limit', target: globalRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: redisTarget });
+    variants.push({ name: 'Redis: route limit alone', target: globalRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: redisTarget, redisAddress: redis.address });
+    variants.push({ name: 'Redis: route + tenant limit', target: globalRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: redisTarget, redisAddress: redis.address });
   } else {
     process.stderr.write(`${REDIS_BIN} not found: Redis variants skipped\n`);
   }
@@ -75,27 +76,33 @@ async function main(): Promise<void> {
   const rps: number[][] = variants.map(() => []);
   const cpu: number[][] = variants.map(() => []);
   const redisCpu: number[][] = variants.map(() => []);
+  const calls: number[][] = variants.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < variants.length; k++) {
       const i = (k + round) % variants.length;
       const v = variants[i];
       const routerCpu = treeCpu(v.target.proc.pid);
       const storeCpu = v.redis === null ? null : treeCpu(v.redis.proc.pid);
+      const callsBefore = v.redis === null ? 0 : scriptCallsIn(await infoCommandstats(v.redisAddress));
       const r = await runAutocannon({ url: `${v.target.url}/v1/completions`, bodies: [body], connections: 32, durationS: SECONDS, headers: v.headers });
       if (r.non2xx > 0) throw new Error(`${v.name}: ${r.non2xx} answers were not 2xx`);
       rps[i].push(r.rps);
       cpu[i].push((routerCpu.delta() * 1000) / r.requests);
-      if (storeCpu !== null) redisCpu[i].push((storeCpu.delta() * 1000) / r.requests);
+      if (storeCpu !== null) {
+        redisCpu[i].push((storeCpu.delta() * 1000) / r.requests);
+        calls[i].push((scriptCallsIn(await infoCommandstats(v.redisAddress)) - callsBefore) / r.requests);
+      }
       process.stderr.write(`round ${round + 1} ${v.name}: ${r.rps.toFixed(0)} req/s, router ${cpu[i].at(-1)!.toFixed(1)} µs CPU/req\n`);
     }
   }
   process.stdout.write(`\nTenant budget cost, autocannon 32 connections, 2 workers, access log on, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians:\n\n`);
-  process.stdout.write('| variant | req/s | router CPU µs/req | × route alone (CPU) | redis-server CPU µs/req |\n|---|---|---|---|---|\n');
+  process.stdout.write('| variant | req/s | router CPU µs/req | × route alone (CPU) | redis-server CPU µs/req | script calls per request |\n|---|---|---|---|---|---|\n');
   for (let i = 0; i < variants.length; i++) {
     const base = i % 2 === 0 ? i : i - 1;
     const ratios = cpu[i].map((x, r) => x / cpu[base][r]);
     const rc = redisCpu[i].length > 0 ? median(redisCpu[i]).toFixed(1) : '–';
-    process.stdout.write(`| ${variants[i].name} | ${median(rps[i]).toFixed(0)} | ${median(cpu[i]).toFixed(1)} | ${median(ratios).toFixed(3)} | ${rc} |\n`);
+    const cc = calls[i].length > 0 ? median(calls[i]).toFixed(4) : '–';
+    process.stdout.write(`| ${variants[i].name} | ${median(rps[i]).toFixed(0)} | ${median(cpu[i]).toFixed(1)} | ${median(ratios).toFixed(3)} | ${rc} | ${cc} |\n`);
   }
   await stopAll();
 }

@@ -58,18 +58,27 @@ export class FailureModeLimiter implements TokenLimiter {
     return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null };
   }
 
-  /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says. */
-  async admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+  /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says (one `then`, no async frame). */
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
+    let d: Promise<Decision[]> | Decision[];
     try {
-      return await admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.store })), inputTokens);
+      d = this.store.admitAll !== undefined
+        ? this.store.admitAll(terms, inputTokens)
+        : admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.store })), inputTokens);
     } catch (err) {
-      if (!(err instanceof LimitStoreUnavailableError)) throw err;
-      if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
-      if (this.mode === 'local') return admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.fallback })), inputTokens);
-      if (this.mode === 'closed') throw err;
-      const open = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null };
-      return terms.map(() => open);
+      return this.admitAllWithout(err, terms, inputTokens);
     }
+    if (!(d instanceof Promise)) return d;
+    return d.then(undefined, (err: unknown) => this.admitAllWithout(err, terms, inputTokens));
+  }
+
+  private admitAllWithout(err: unknown, terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
+    if (!(err instanceof LimitStoreUnavailableError)) throw err;
+    if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
+    if (this.mode === 'local') return admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.fallback })), inputTokens);
+    if (this.mode === 'closed') throw err;
+    const open = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null };
+    return terms.map(() => open);
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {

@@ -1,7 +1,7 @@
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import type { LimitKey } from '../limit-key.js';
-import type { Decision } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
 
@@ -27,6 +27,20 @@ export interface LeaseReturn {
   readonly tokens: number;
   readonly window: number;
   readonly lent: number;
+}
+
+/** One limit's counts as a script's reply shows them, after its call (a lease lent in it included). */
+export interface LimitCounts {
+  readonly inUsed: number;
+  readonly outUsed: number;
+  /** The lease lent in the call (0 = none). */
+  readonly lent: number;
+  /** The window's start (epoch ms of the Redis clock). */
+  readonly window: number;
+  readonly recall: boolean;
+  /** The size of the leases out before the call's lease. */
+  readonly leasesOut: number;
+  readonly msLeft: number;
 }
 
 /** A slice of a window's input budget lent by Redis to this worker, already counted there. */
@@ -80,21 +94,33 @@ export class RedisLeases {
 
   /** The decision when the key's lease covers the request under these limits, else null. */
   admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Decision | null {
-    const l = this.held.get(key);
-    if (l === undefined || inputTokens > l.left) return null;
     const now = this.now();
-    if (!usable(l, limit, now)) return null;
-    l.left -= inputTokens;
-    l.usedAt = now;
-    const reset = secondsUntil(l.endsAt, now);
-    const inUsed = l.inUsed - l.left - l.othersOut; // what requests used, as far as this worker knows it
-    return {
-      allowed: true,
-      rejectedBy: null,
-      retryAfterSeconds: reset,
-      input: { limit: l.inLimit, remaining: l.inLimit > inUsed ? l.inLimit - inUsed : 0, resetSeconds: reset },
-      output: l.outLimit === NO_LIMIT ? null : { limit: l.outLimit, remaining: l.outLimit - l.outUsed, resetSeconds: reset },
-    };
+    const l = this.covering(key, limit, inputTokens, now);
+    return l === null ? null : admitFrom(l, inputTokens, now);
+  }
+
+  /**
+   * The decisions of a multi-limit admission (route and tenant) when every one of its limits has a
+   * lease here that covers the request (each then admits it: all or none), else null. Shadow
+   * limits and limits without an input limit are never leased.
+   */
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Decision[] | null {
+    const now = this.now();
+    for (const t of terms) if (this.covering(t.key, t.limit, inputTokens, now) === null) return null;
+    const out: Decision[] = [];
+    for (const t of terms) out.push(admitFrom(this.held.get(t.key)!, inputTokens, now));
+    return out;
+  }
+
+  /** Whether the key's lease covers a request of `inputTokens` under these limits now. */
+  covers(key: LimitKey, limit: RateLimitSpec, inputTokens: number): boolean {
+    return this.covering(key, limit, inputTokens, this.now()) !== null;
+  }
+
+  private covering(key: LimitKey, limit: RateLimitSpec, inputTokens: number, now: number): Lease | null {
+    const l = this.held.get(key);
+    if (l === undefined || inputTokens > l.left || isShadow(limit) || !usable(l, limit, now)) return null;
+    return l;
   }
 
   /** Takes the key's lease out; what it did not use, unless its window is over (null then, or without one). */
@@ -111,29 +137,36 @@ export class RedisLeases {
    * at once; a lease lent in it is taken — or, when one is held already, returned to be given back.
    */
   fromReply(key: LimitKey, b: Batch, reply: readonly number[]): LeaseReturn | null {
-    const now = this.now();
     let inUsed = reply[REPLY_IN_USED];
     for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) inUsed += b.tokens[i];
-    const lent = reply[REPLY_LEASE];
-    inUsed += lent;
-    const window = reply[REPLY_WINDOW];
+    return this.fromCounts(key, b.admissions[0]?.limit ?? null, b.unit, {
+      inUsed: inUsed + reply[REPLY_LEASE], outUsed: reply[REPLY_OUT_USED], lent: reply[REPLY_LEASE], window: reply[REPLY_WINDOW],
+      recall: reply[REPLY_RECALL] === 1, leasesOut: reply[REPLY_LEASES_OUT], msLeft: reply[REPLY_MS],
+    });
+  }
+
+  /**
+   * The same for one limit of a reply (a batch's, or one limit of the admit-all script's):
+   * `limit` is the limits a lease lent in it is for (null: none asked, the reply only refreshes).
+   */
+  fromCounts(key: LimitKey, limit: RateLimitSpec | null, unit: WindowUnit, c: LimitCounts): LeaseReturn | null {
+    const now = this.now();
     const held = this.held.get(key);
-    if (held !== undefined && held.unit === b.unit && held.window === window) {
-      held.inUsed = inUsed;
-      held.outUsed = reply[REPLY_OUT_USED];
-      held.othersOut = Math.max(0, reply[REPLY_LEASES_OUT] - held.size); // the held lease is among those out
+    if (held !== undefined && held.unit === unit && held.window === c.window) {
+      held.inUsed = c.inUsed;
+      held.outUsed = c.outUsed;
+      held.othersOut = Math.max(0, c.leasesOut - held.size); // the held lease is among those out
       held.seenAt = now;
-      if (reply[REPLY_RECALL] === 1) {
+      if (c.recall) {
         if (this.onEvent !== null) this.onEvent('recalled');
         return this.takeBack(key); // a recall lends nothing
       }
     }
-    if (lent <= 0) return null;
-    const limit = b.admissions[0].limit;
-    if (held !== undefined) return { key, limit, tokens: lent, window, lent };
+    if (c.lent <= 0 || limit === null) return null;
+    if (held !== undefined) return { key, limit, tokens: c.lent, window: c.window, lent: c.lent };
     this.held.set(key, {
-      limit, unit: b.unit, inLimit: b.inLimit, outLimit: b.outLimit, window, endsAt: now + reply[REPLY_MS],
-      size: lent, left: lent, inUsed, outUsed: reply[REPLY_OUT_USED], othersOut: reply[REPLY_LEASES_OUT], seenAt: now, usedAt: now,
+      limit, unit, inLimit: limit.inputTokensPerUnit ?? NO_LIMIT, outLimit: limit.outputTokensPerUnit ?? NO_LIMIT, window: c.window,
+      endsAt: now + c.msLeft, size: c.lent, left: c.lent, inUsed: c.inUsed, outUsed: c.outUsed, othersOut: c.leasesOut, seenAt: now, usedAt: now,
     });
     if (this.onEvent !== null) this.onEvent('lent');
     return null;
@@ -166,6 +199,21 @@ export class RedisLeases {
     if (this.onEvent !== null) for (let i = 0; i < this.held.size; i++) this.onEvent('forfeited');
     this.held.clear();
   }
+}
+
+/** Admits `inputTokens` from a lease that covers them. */
+function admitFrom(l: Lease, inputTokens: number, now: number): Decision {
+  l.left -= inputTokens;
+  l.usedAt = now;
+  const reset = secondsUntil(l.endsAt, now);
+  const inUsed = l.inUsed - l.left - l.othersOut; // what requests used, as far as this worker knows it
+  return {
+    allowed: true,
+    rejectedBy: null,
+    retryAfterSeconds: reset,
+    input: { limit: l.inLimit, remaining: l.inLimit > inUsed ? l.inLimit - inUsed : 0, resetSeconds: reset },
+    output: l.outLimit === NO_LIMIT ? null : { limit: l.outLimit, remaining: l.outLimit - l.outUsed, resetSeconds: reset },
+  };
 }
 
 /** Its window not over, its view of the counts not older than LEASE_VIEW_MS. */

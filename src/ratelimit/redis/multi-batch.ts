@@ -1,12 +1,30 @@
-import { STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
 import { isShadow, type Decision, type LimitState, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 import { MAX_BATCH_ADMISSIONS } from './batch.js';
 import { STATUS_RECALLING } from './lua/counters.js';
 import type { Recalling } from './recall-waits.js';
 
-/** Values per limit at the head of the admit-all script's reply: ms to the window end, input used, output used, leases out. */
-export const PER_LIMIT = 4;
+/**
+ * Values per limit at the head of the admit-all script's reply: ms to the window end, input used,
+ * output used, leases out, lease lent, window start, recall flag.
+ */
+export const PER_LIMIT = 7;
+export const MULTI_MS = 0;
+export const MULTI_IN_USED = 1;
+export const MULTI_OUT_USED = 2;
+export const MULTI_LEASES_OUT = 3;
+export const MULTI_LEASE = 4;
+export const MULTI_WINDOW = 5;
+export const MULTI_RECALL = 6;
+
+/** A lease asked for, and the unused tokens of leases given back (batch.ts has the same fields for its one limit). */
+export interface LeaseSlot {
+  lease: number;
+  back: number;
+  backWindow: number;
+  backLent: number;
+}
 
 export interface PendingMulti {
   readonly terms: readonly LimitTerm[];
@@ -24,13 +42,40 @@ export interface PendingMulti {
  */
 export class MultiBatch {
   readonly terms: readonly LimitTerm[];
-  readonly args: (string | number)[];
+  /** numKeys, the key bases, now and n: the script's arguments before the limits'. */
+  private readonly head: readonly (string | number)[];
+  /** Per limit: its lease asked for and given back (leases.ts), set while the batch collects. */
+  readonly slots: LeaseSlot[] = [];
   readonly admissions: PendingMulti[] = [];
 
-  /** `head`: numKeys, the key bases, now, n and per limit unit, limits and shadow flag. */
-  constructor(terms: readonly LimitTerm[], head: (string | number)[]) {
+  constructor(terms: readonly LimitTerm[], head: readonly (string | number)[]) {
     this.terms = terms;
-    this.args = head;
+    this.head = head;
+    for (let j = 0; j < terms.length; j++) this.slots.push({ lease: 0, back: 0, backWindow: 0, backLent: 0 });
+  }
+
+  /** The script's arguments (lua/admit-all.ts): the head, per limit its spec and lease slot, then each admission's tokens. */
+  args(): [number, ...(string | number)[]] {
+    const args = this.head.slice() as [number, ...(string | number)[]];
+    for (let j = 0; j < this.terms.length; j++) {
+      const limit = this.terms[j].limit;
+      const slot = this.slots[j];
+      args.push(limit.unit, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, isShadow(limit) ? '1' : '0',
+        slot.lease, slot.back, slot.backWindow, slot.backLent);
+    }
+    for (const a of this.admissions) args.push(a.tokens);
+    return args;
+  }
+
+  /** Input tokens of the admissions the reply admitted (every enforced limit allowed). */
+  admittedTokens(reply: readonly number[]): number {
+    const n = this.terms.length;
+    let sum = 0;
+    for (let i = 0; i < this.admissions.length; i++) {
+      const a = this.admissions[i];
+      if (admittedAt(reply, n * PER_LIMIT + i * n, a.terms)) sum += a.tokens;
+    }
+    return sum;
   }
 
   get full(): boolean {
@@ -43,7 +88,6 @@ export class MultiBatch {
 
   /** Adds an admission (a new one, or one asked again after waiting for leases to come back). */
   join(a: PendingMulti): void {
-    this.args.push(a.tokens);
     this.admissions.push(a);
   }
 
@@ -54,9 +98,9 @@ export class MultiBatch {
     const inUsed: number[] = [];
     const outUsed: number[] = [];
     for (let j = 0; j < n; j++) {
-      reset.push(secondsUntil(reply[j * PER_LIMIT], 0));
-      inUsed.push(reply[j * PER_LIMIT + 1] - reply[j * PER_LIMIT + 3]); // leases out count as unused (as in batch.ts)
-      outUsed.push(reply[j * PER_LIMIT + 2]);
+      reset.push(secondsUntil(reply[j * PER_LIMIT + MULTI_MS], 0));
+      inUsed.push(reply[j * PER_LIMIT + MULTI_IN_USED] - reply[j * PER_LIMIT + MULTI_LEASES_OUT]); // leases out count as unused (as in batch.ts)
+      outUsed.push(reply[j * PER_LIMIT + MULTI_OUT_USED]);
     }
     for (let i = 0; i < this.admissions.length; i++) {
       const a = this.admissions[i];
@@ -91,6 +135,11 @@ export class MultiBatch {
   fail(err: unknown): void {
     for (const a of this.admissions) a.reject(err);
   }
+}
+
+function admittedAt(reply: readonly number[], at: number, terms: readonly LimitTerm[]): boolean {
+  for (let j = 0; j < terms.length; j++) if (reply[at + j] !== STATUS_ALLOWED && !isShadow(terms[j].limit)) return false;
+  return true;
 }
 
 function stateOf(limit: number | null, used: number, reset: number): LimitState | null {

@@ -4,7 +4,7 @@ import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { admitInOrder } from '../admit-all.js';
-import { MultiBatch, PER_LIMIT, type PendingMulti } from './multi-batch.js';
+import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, MultiBatch, PER_LIMIT, type LeaseSlot, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
 import { Batch, FIRST_STATUS, type PendingAdmission } from './batch.js';
@@ -66,7 +66,9 @@ export interface RedisStoreOptions {
  * limit is admitted from the worker's lease of its key when that covers it, without a call;
  * otherwise its batch gives the lease's unused tokens back and asks for a new one. An admission
  * the script answers "recalling" (it would fit with the leases out given back) waits for them
- * and is asked again (recall-waits.ts), so no request is refused for tokens a lease holds.
+ * and is asked again (recall-waits.ts), so no request is refused for tokens a lease holds. A
+ * request with several limits (route and tenant) is admitted from the leases of all of them when
+ * each covers it; otherwise its call (the admit-all script) asks for the leases that did not.
  *
  * When Redis fails or is slower than the settings' timeout (which bounds each batch call), every
  * operation of the batch rejects with LimitStoreUnavailableError, settles first as in the script;
@@ -222,20 +224,53 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   /**
-   * One admission against several limits of this store (limiter.ts admitAll): one script call
-   * deciding all of them atomically (lua/admit-all.ts), not batched with other requests. On a
-   * Redis Cluster the limits' keys are in different slots: decided one after the other, with
-   * the refund of admit-all.ts admitInOrder.
+   * One admission against several limits of this store (limiter.ts admitAll), decided atomically:
+   * from the worker's leases when every limit has one that covers it (leases.ts admitAll), else
+   * in one call of the admit-all script (lua/admit-all.ts) shared by the turn's admissions under
+   * the same limits, which asks for a lease of each limit whose lease did not cover it (giving the
+   * old one back). On a Redis Cluster the limits' keys are in different slots: decided one after
+   * the other, with the refund of admit-all.ts admitInOrder.
    */
-  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+  admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
     if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this })), inputTokens);
-    return this.callAdmitAll(terms, inputTokens);
+    if (this.health.state !== 'up') {
+      if (this.leases !== null) this.leases.forfeitAll();
+      return this.admitAllOnceUsable(terms, inputTokens);
+    }
+    if (this.leases === null) return this.multiBatchFor(terms).admit(terms, inputTokens);
+    return this.leases.admitAll(terms, inputTokens) ?? this.admitAllLeased(terms, inputTokens);
   }
 
-  private async callAdmitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
-    if (this.health.state !== 'up' && !(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+  /**
+   * Not covered by the leases held: the turn's multi-limit batch decides it, with a lease asked
+   * for each leasable limit whose lease here does not cover it (that lease's unused tokens go back
+   * in the same call); a lease that covers it stays.
+   */
+  private admitAllLeased(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    const leases = this.leases!;
+    const b = this.multiBatchFor(terms);
+    for (let j = 0; j < terms.length; j++) {
+      const t = terms[j];
+      if (isShadow(t.limit) || t.limit.inputTokensPerUnit === null || leases.covers(t.key, t.limit, inputTokens)) continue;
+      const back = leases.takeBack(t.key);
+      const slot = b.slots[j];
+      if (back !== null) {
+        if (back.limit.unit === t.limit.unit) {
+          if (this.onLease !== null) this.onLease('given_back');
+          giveBackInto(slot, back);
+        } else {
+          this.giveBack(back); // lent under another unit: with a call of that unit
+        }
+      }
+      if (slot.lease === 0) slot.lease = RedisLeases.ask(inputTokens);
+    }
+    return b.admit(terms, inputTokens);
+  }
+
+  private async admitAllOnceUsable(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
+    if (!(await this.usable())) throw new LimitStoreUnavailableError(this.name);
     return this.multiBatchFor(terms).admit(terms, inputTokens);
   }
 
@@ -250,9 +285,6 @@ export class RedisStoreLimiter implements TokenLimiter {
       const head: (string | number)[] = [terms.length];
       for (const t of terms) head.push(this.base(t.key));
       head.push(now, terms.length);
-      for (const t of terms) {
-        head.push(t.limit.unit, t.limit.inputTokensPerUnit ?? -1, t.limit.outputTokensPerUnit ?? -1, isShadow(t.limit) ? '1' : '0');
-      }
       batch = new MultiBatch(terms, head);
       this.pendingMulti.set(id, batch);
     }
@@ -265,11 +297,15 @@ export class RedisStoreLimiter implements TokenLimiter {
       b.fail(new LimitStoreUnavailableError(this.name));
       return;
     }
-    this.client.irAdmitAllBuffer(...(b.args as [number, ...(string | number)[]])).then(
+    this.client.irAdmitAllBuffer(...b.args()).then(
       (bytes) => {
         const reply = this.replyOf(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
-        if (reply === null) b.fail(new LimitStoreUnavailableError(this.name));
-        else b.answer(reply, this.waitsMulti);
+        if (reply === null) {
+          b.fail(new LimitStoreUnavailableError(this.name));
+          return;
+        }
+        if (this.leases !== null) this.leaseReplyMulti(b, reply);
+        b.answer(reply, this.waitsMulti);
       },
       (err: unknown) => {
         this.storeFailed(err);
@@ -427,10 +463,32 @@ export class RedisStoreLimiter implements TokenLimiter {
    * when no admission of the key is pending this turn to take it.
    */
   private leaseReply(b: Batch, reply: readonly number[]): void {
-    const leases = this.leases!;
-    const back = leases.fromReply(b.key, b, reply);
+    const back = this.leases!.fromReply(b.key, b, reply);
     if (back !== null) this.giveBackNow(back);
-    if (leases.size > 0 && this.leaseTimer === null) {
+    this.checkLeases();
+  }
+
+  /** The same for each limit of an admit-all reply (shadow limits and limits without an input limit hold no lease). */
+  private leaseReplyMulti(b: MultiBatch, reply: readonly number[]): void {
+    const leases = this.leases!;
+    const admitted = b.admittedTokens(reply);
+    for (let j = 0; j < b.terms.length; j++) {
+      const t = b.terms[j];
+      if (isShadow(t.limit) || t.limit.inputTokensPerUnit === null) continue;
+      const at = j * PER_LIMIT;
+      const lent = reply[at + MULTI_LEASE];
+      const back = leases.fromCounts(t.key, b.slots[j].lease > 0 ? t.limit : null, t.limit.unit, {
+        inUsed: reply[at + MULTI_IN_USED] + admitted + lent, outUsed: reply[at + MULTI_OUT_USED], lent, window: reply[at + MULTI_WINDOW],
+        recall: reply[at + MULTI_RECALL] === 1, leasesOut: reply[at + MULTI_LEASES_OUT], msLeft: reply[at + MULTI_MS],
+      });
+      if (back !== null) this.giveBackNow(back);
+    }
+    this.checkLeases();
+  }
+
+  /** While a lease is held, the ones that are due go back (checked every LEASE_IDLE_MS / 2). */
+  private checkLeases(): void {
+    if (this.leases!.size > 0 && this.leaseTimer === null) {
       this.leaseTimer = setInterval(this.returnDueLeases, LEASE_IDLE_MS / 2);
       this.leaseTimer.unref();
     }
@@ -493,8 +551,8 @@ function defaultLog(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
-/** Adds a lease given back to a batch of its key (a lease of another window replaces an older one's: that window is over). */
-function giveBackInto(b: Batch, r: LeaseReturn): void {
+/** Adds a lease given back to a batch's slot of its key (a lease of another window replaces an older one's: that window is over). */
+function giveBackInto(b: LeaseSlot, r: LeaseReturn): void {
   if (b.backLent > 0 && b.backWindow === r.window) {
     b.back += r.tokens;
     b.backLent += r.lent;

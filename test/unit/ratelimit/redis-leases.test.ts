@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
-import type { Decision } from '../../../src/ratelimit/limiter.js';
+import type { Decision, LimitTerm } from '../../../src/ratelimit/limiter.js';
 import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
 import { LEASE_ASK_MIN, LEASE_IDLE_MS, LEASE_VIEW_MS } from '../../../src/ratelimit/redis/leases.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
@@ -353,5 +353,169 @@ describe('leases of the global limit', () => {
     for (let i = 0; i < 3; i++) expect(l.admit(r, spec(1_000_000, null), 5) instanceof Promise).toBe(true);
     await landed();
     expect(await inCounter(r)).toBe(15);
+  });
+});
+
+describe('leases of the global limit for admissions against several limits (route and tenant)', () => {
+  const both = (r: string, routeInput: number, tenantInput: number, tenantMode?: 'shadow'): LimitTerm[] => [
+    { key: r, limit: spec(routeInput, null) },
+    { key: `${r}-tenant`, limit: tenantMode === undefined ? spec(tenantInput, null) : { ...spec(tenantInput, null), mode: tenantMode } },
+  ];
+  const lentOut = async (key: string): Promise<string> => server.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`);
+
+  it('the first admission takes a lease of each limit; the next ones are decided from both without a call; what they did not use goes back on close', async () => {
+    const events: string[] = [];
+    const a = await worker(events);
+    const r = route();
+    const terms = both(r, 1_000_000, 500_000);
+    await server.cli('config', 'resetstat');
+    expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]);
+    expect(await scriptCalls()).toBe(1);
+    expect(events).toEqual(['lent', 'lent']);
+    expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN);
+    expect(await inCounter(`${r}-tenant`)).toBe(5 + LEASE_ASK_MIN);
+    let last: Decision[] | Promise<Decision[]> | null = null;
+    for (let i = 0; i < 100; i++) {
+      last = a.admitAll(terms, 5);
+      expect(last instanceof Promise).toBe(false);
+    }
+    const ds = last as Decision[];
+    expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+    // Each limit's headers count what requests used, as for one limit.
+    expect(ds[0].input).toEqual({ limit: 1_000_000, remaining: 1_000_000 - 505, resetSeconds: 40 });
+    expect(ds[1].input).toEqual({ limit: 500_000, remaining: 500_000 - 505, resetSeconds: 40 });
+    expect(await scriptCalls()).toBe(1);
+    await a.close();
+    expect(await inCounter(r)).toBe(505);
+    expect(await inCounter(`${r}-tenant`)).toBe(505);
+    expect(await lentOut(r)).toBe('');
+    expect(await lentOut(`${r}-tenant`)).toBe('');
+  });
+
+  it('one lease of a route serves its requests with and without a tenant budget; only the limit whose lease does not cover a request is asked for a new one', async () => {
+    const events: string[] = [];
+    const a = await worker(events);
+    const r = route();
+    const terms = both(r, 1_000_000, 500_000);
+    await server.cli('config', 'resetstat');
+    expect((await a.admit(r, terms[0].limit, 5)).allowed).toBe(true); // the route's lease
+    expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]); // the route's lease covers: the tenant's is asked for
+    expect(events).toEqual(['lent', 'lent']);
+    expect(await scriptCalls()).toBe(2);
+    expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN + 5); // that admission charged in Redis, the route's lease kept
+    expect(a.admitAll(terms, 5) instanceof Promise).toBe(false);
+    expect(a.admit(r, terms[0].limit, 5) instanceof Promise).toBe(false);
+    expect(await scriptCalls()).toBe(2);
+    await a.close();
+    expect(await inCounter(r)).toBe(20);
+    expect(await inCounter(`${r}-tenant`)).toBe(10);
+  });
+
+  it('a request its leases do not cover gives them back in the call that asks for larger ones', async () => {
+    const events: string[] = [];
+    const a = await worker(events);
+    const r = route();
+    const terms = both(r, 1_000_000, 1_000_000);
+    expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]);
+    await server.cli('config', 'resetstat');
+    expect((await a.admitAll(terms, 5_000)).map((d) => d.allowed)).toEqual([true, true]);
+    expect(await scriptCalls()).toBe(1);
+    const lent = Math.min(64 * 5_000, Math.floor((1_000_000 - 5 - 5_000) / 16));
+    expect(events).toEqual(['lent', 'lent', 'given_back', 'given_back', 'lent', 'lent']);
+    for (const key of [r, `${r}-tenant`]) {
+      expect(await inCounter(key)).toBe(5 + 5_000 + lent);
+      expect(Number(await lentOut(key))).toBe(lent);
+    }
+  });
+
+  it('a tenant\'s lease held by one worker is recalled for another worker\'s admission that fits only with it back', async () => {
+    const aEvents: string[] = [];
+    const bEvents: string[] = [];
+    const a = await worker(aEvents);
+    const b = await worker(bEvents);
+    const r = route();
+    const terms = both(r, 1_000_000, 10_000);
+    const tenant = terms[1];
+    expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]);
+    const tenantLease = Math.floor(9_995 / 16);
+    expect(await inCounter(tenant.key)).toBe(5 + tenantLease);
+    // 9,500 more do not fit beside the tenant's lease, but would with it back: the admission waits.
+    const waiting = b.admitAll(terms, 9_500);
+    await a.chargeOutput(tenant.key, tenant.limit, 1); // a's next call on the tenant brings the recall flag
+    const ds = await waiting;
+    expect(ds.map((d) => d.allowed)).toEqual([true, true]);
+    expect(await inCounter(tenant.key)).toBe(9_505);
+    expect(aEvents).toEqual(['lent', 'lent', 'recalled', 'given_back']);
+    expect(bEvents).toEqual(['lent', 'wait admitted']); // b's first call lent it a lease of the route (not recalled)
+    expect(await lentOut(tenant.key)).toBe('');
+  });
+
+  it('a shadow limit is never leased: a request with one goes to Redis each time, the enforced limit\'s lease aside', async () => {
+    const events: string[] = [];
+    const a = await worker(events);
+    const r = route();
+    const terms = both(r, 1_000_000, 1_000, 'shadow');
+    await server.cli('config', 'resetstat');
+    for (let i = 0; i < 3; i++) {
+      const ds = a.admitAll(terms, 500);
+      expect(ds instanceof Promise).toBe(true);
+      expect((await ds)[0].allowed).toBe(true); // the third would be refused by the shadow limit, and is admitted
+    }
+    expect(await scriptCalls()).toBe(3);
+    expect(events).toEqual(['lent']);
+    expect(await inCounter(`${r}-tenant`)).toBe(1_500); // counted past its limit, as shadow limits are
+    expect(await lentOut(`${r}-tenant`)).toBe('');
+  });
+
+  it('workers admitting with and without a tenant budget never admit more input than either limit, and every unused token comes back', async () => {
+    const a = await worker();
+    const b = await worker();
+    const c = await worker();
+    const r = route();
+    const terms = both(r, 60_000, 20_000);
+    let routeUsed = 0;
+    let tenantUsed = 0;
+    const refused = async (): Promise<void> => {
+      now += LEASE_VIEW_MS + 1; // the holders' views age, so leases go back and what is free is decided in Redis
+      await landed();
+    };
+    // a and b with the tenant's budget, c without one, in turn, until the tenant's budget refuses four in a row...
+    let refusedInRow = 0;
+    for (let i = 0; refusedInRow < 4 && i < 100_000; i++) {
+      if (i % 3 === 2) {
+        if ((await c.admit(r, terms[0].limit, 7)).allowed) routeUsed += 7;
+        continue;
+      }
+      const ds = await (i % 3 === 0 ? a : b).admitAll(terms, 7);
+      if (ds[0].allowed && ds[1].allowed) {
+        routeUsed += 7;
+        tenantUsed += 7;
+        refusedInRow = 0;
+      } else {
+        expect(ds[1].rejectedBy).toBe('input'); // the tenant's budget binds first
+        refusedInRow++;
+        await refused();
+      }
+    }
+    // ...then c alone until the route's limit does.
+    refusedInRow = 0;
+    for (let i = 0; refusedInRow < 4 && i < 100_000; i++) {
+      if ((await c.admit(r, terms[0].limit, 7)).allowed) {
+        routeUsed += 7;
+        refusedInRow = 0;
+      } else {
+        refusedInRow++;
+        await refused();
+      }
+    }
+    expect(routeUsed).toBeLessThanOrEqual(60_000);
+    expect(tenantUsed).toBeLessThanOrEqual(20_000);
+    await Promise.all([a.close(), b.close(), c.close()]);
+    expect(await inCounter(r)).toBe(routeUsed);
+    expect(await inCounter(`${r}-tenant`)).toBe(tenantUsed);
+    expect(await server.cli('exists', `ir:{${r}}:ls:minute:${MINUTE_START}`, `ir:{${r}-tenant}:ls:minute:${MINUTE_START}`)).toBe('0');
+    // Nothing lost to leases: each budget was used to its last request's worth.
+    expect(20_000 - tenantUsed).toBeLessThan(7);
+    expect(60_000 - routeUsed).toBeLessThan(7);
   });
 });

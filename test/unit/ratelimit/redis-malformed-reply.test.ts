@@ -112,7 +112,7 @@ describe('a limiter script that answers a malformed reply', () => {
   });
 
   it('admit-all script (a route\'s and a tenant\'s limit): the same', async () => {
-    const fake = await startFakeRedis(bulk('1 2 3 4 5 6 7 8 0'));
+    const fake = await startFakeRedis(bulk('1 2 3 4 5 6 7 8 9 10 11 12 13 14 0'));
     cleanups.push(() => fake.close());
     const { limiter, logs } = await limiterOn(fake.address, false);
     const terms = [{ key: 'route/default/r', limit: LIMIT }, { key: 'tenant/key/t', limit: TENANT }];
