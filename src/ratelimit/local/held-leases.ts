@@ -132,9 +132,36 @@ export class HeldLeases {
 
   /** The decision when the lease covers the request, else null (the lease, if any, has gone back). */
   admit(key: LimitKey, limit: RateLimitSpec, tokens: number): Decision | null {
+    const now = this.clock();
+    const l = this.covering(key, limit, tokens, now);
+    return l === null ? null : this.admitFrom(l, tokens, now);
+  }
+
+  /**
+   * The decisions of a multi-limit admission when every one of its limits has a lease here that
+   * covers the request (each then admits it), else null: the primary decides it (a lease that
+   * does not cover it has gone back). Shadow limits are never leased. One reading of the clock
+   * decides every limit: a window that ends between two readings cannot leave one admitted
+   * and the other not.
+   */
+  admitAll(terms: readonly LimitTerm[], tokens: number): Decision[] | null {
+    const now = this.clock();
+    const held: HeldLease[] = [];
+    for (const t of terms) {
+      if (isShadow(t.limit)) return null;
+      const l = this.covering(t.key, t.limit, tokens, now);
+      if (l === null) return null;
+      held.push(l);
+    }
+    const out: Decision[] = [];
+    for (const l of held) out.push(this.admitFrom(l, tokens, now));
+    return out;
+  }
+
+  /** The key's lease when it covers `tokens` under these limits at `now`; else null, and a lease that does not has gone back (or is dropped: its window is over). */
+  private covering(key: LimitKey, limit: RateLimitSpec, tokens: number, now: number): HeldLease | null {
     const l = this.leases.get(key);
     if (l === undefined) return null;
-    const now = this.clock();
     if (now >= l.end) {
       this.drop(l);
       return null;
@@ -145,6 +172,10 @@ export class HeldLeases {
       this.release(l);
       return null;
     }
+    return l;
+  }
+
+  private admitFrom(l: HeldLease, tokens: number, now: number): Decision {
     l.inUsed += tokens;
     if (tokens > 0) {
       if (l.inGranted === NO_LIMIT) this.unreported(l, tokens, 0);
@@ -158,34 +189,6 @@ export class HeldLeases {
       input: l.inLimit === null ? null : { limit: l.inLimit, remaining: positive(l.inLimit - l.othersIn - l.inUsed), resetSeconds: reset },
       output: l.outLimit === null ? null : { limit: l.outLimit, remaining: positive(l.outLimit - l.othersOut - l.outUsed), resetSeconds: reset },
     };
-  }
-
-  /**
-   * The decisions of a multi-limit admission when every one of its limits has a lease here that
-   * covers the request (each then admits it), else null: the primary decides it (a lease that
-   * does not cover it has gone back). Shadow limits are never leased.
-   */
-  admitAll(terms: readonly LimitTerm[], tokens: number): Decision[] | null {
-    const now = this.clock();
-    for (const t of terms) {
-      if (isShadow(t.limit)) return null;
-      const l = this.leases.get(t.key);
-      if (l === undefined) return null;
-      if (now >= l.end) {
-        this.drop(l);
-        return null;
-      }
-      const limit = t.limit;
-      if (l.unit !== limit.unit || l.inLimit !== limit.inputTokensPerUnit || l.outLimit !== limit.outputTokensPerUnit
-        || (l.inGranted !== NO_LIMIT && l.inUsed + tokens > l.inGranted)
-        || (l.outGranted !== NO_LIMIT && l.outUsed >= l.outGranted)) {
-        this.release(l);
-        return null;
-      }
-    }
-    const out: Decision[] = [];
-    for (const t of terms) out.push(this.admit(t.key, t.limit, tokens)!);
-    return out;
   }
 
   /** The lease clock's time now: one reading for an answer's adjust() and charge() together. */
