@@ -214,11 +214,15 @@ describe('global tenant budgets on a real Redis, 2 instances × 2 workers', () =
         postJson(`${routers[i % 2].url}/v1/completions`, PROMPT2, bearer('burst')).then(async (r) => { await r.text(); return r.status; })));
       expect(statuses.filter((s) => s === 200).length).toBe(150);
       expect((await noUsage.stats()).requests).toBe(150);
+      // The counters hold the leases the workers still have; a router that stops gives them back.
+      await Promise.all(routers.map((r) => r.kill()));
       const keys = (await redis.cli('--scan', '--pattern', '*:in:*')).split('\n').filter(Boolean);
       const tenantKey = keys.find((k) => k.includes('tenant:key:burst'));
       const routeKey = keys.find((k) => k.includes('default/sf-route'));
       expect(Number(await redis.cli('GET', tenantKey!))).toBe(300);
       expect(Number(await redis.cli('GET', routeKey!))).toBe(300);
+      const leased = (await redis.cli('--scan', '--pattern', '*:ls:*')).split('\n').filter(Boolean);
+      expect(leased, 'no lease of the route or the tenant still counted as out').toEqual([]);
     } finally {
       await Promise.all(routers.map((r) => r.kill()));
     }
