@@ -87,9 +87,9 @@ export class CounterStore implements TokenLimiter {
     outputLimit: number | null,
     unit: WindowUnit,
     inputTokens: number,
+    now: number = this.clock(),
   ): void {
     checkTokenCount(inputTokens, 'input tokens');
-    const now = this.clock();
     const c = this.counters(key, unit, now);
     let status = STATUS_ALLOWED;
     if (inputLimit !== null && c.input + inputTokens > inputLimit) status = STATUS_REJECTED_INPUT;
@@ -114,9 +114,8 @@ export class CounterStore implements TokenLimiter {
    * The decisions of one admission against several limits (limiter.ts admitAll), appended to
    * `out` as DECISION_STRIDE numbers per term. Returns whether the request was admitted.
    */
-  admitAllInto(out: number[], terms: readonly RawTerm[], inputTokens: number): boolean {
+  admitAllInto(out: number[], terms: readonly RawTerm[], inputTokens: number, now: number = this.clock()): boolean {
     checkTokenCount(inputTokens, 'input tokens');
-    const now = this.clock();
     const at = out.length;
     let admitted = true;
     for (const t of terms) {
@@ -141,9 +140,17 @@ export class CounterStore implements TokenLimiter {
     return admitted;
   }
 
-  /** The key's counters in the window containing now (a new window starts at 0); for the lease book. */
-  current(key: LimitKey, unit: WindowUnit): LimitCounters {
-    return this.counters(key, unit, this.clock());
+  /**
+   * The key's counters in the window containing `now` (a new window starts at 0); for the lease
+   * book, which reads the clock once per decision (now()) so that every count of it is of one window.
+   */
+  current(key: LimitKey, unit: WindowUnit, now: number = this.clock()): LimitCounters {
+    return this.counters(key, unit, now);
+  }
+
+  /** The store's clock. */
+  now(): number {
+    return this.clock();
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): void {

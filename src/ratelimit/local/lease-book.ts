@@ -115,14 +115,15 @@ export class LeaseBook<W> {
 
   /** Decides (answer in replyTo(worker)) now, or once a recall this needs is over. */
   admit(worker: W, id: number, key: LimitKey, inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number): void {
-    const c = this.store.current(key, unit);
+    const now = this.store.now();
+    const c = this.store.current(key, unit, now);
     const rl = this.existing(key, c);
     if (rl !== null && rl.waiting !== null) {
       rl.waiting.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
       return;
     }
     if (rl !== null) this.touch(rl);
-    this.decide(rl, worker, id, key, inLimit, outLimit, unit, tokens, this.opts.divisor > 0);
+    this.decide(rl, worker, id, key, inLimit, outLimit, unit, tokens, this.opts.divisor > 0, now);
   }
 
   /**
@@ -133,22 +134,23 @@ export class LeaseBook<W> {
    * it recalls them and waits, as single admissions do.
    */
   admitAll(worker: W, id: number, terms: readonly RawTerm[], tokens: number, mayGrant = this.opts.divisor > 0): void {
+    const now = this.store.now(); // one reading: every count of this decision is of one window
     for (const t of terms) {
-      const rl = this.existing(t.key, this.store.current(t.key, t.unit));
+      const rl = this.existing(t.key, this.store.current(t.key, t.unit, now));
       if (rl !== null && rl.waiting !== null) {
         rl.waiting.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
         return;
       }
     }
     const decided: number[] = [];
-    const admitted = this.store.admitAllInto(decided, terms, tokens);
+    const admitted = this.store.admitAllInto(decided, terms, tokens, now);
     if (!admitted) {
       for (let i = 0; i < terms.length; i++) {
         const t = terms[i];
         if (t.shadow || decided[i * DECISION_STRIDE] !== STATUS_REJECTED_INPUT || t.inLimit === null) continue;
         const rl = this.limits.get(t.key);
         if (rl === undefined || rl.leases.size === 0) continue;
-        if (this.store.current(t.key, t.unit).input - rl.inLeased + tokens > t.inLimit) continue;
+        if (this.store.current(t.key, t.unit, now).input - rl.inLeased + tokens > t.inLimit) continue;
         this.startRecall(rl, t.key);
         rl.waiting!.push({ worker, id, inLimit: null, outLimit: null, unit: t.unit, tokens, terms });
         return;
@@ -165,7 +167,7 @@ export class LeaseBook<W> {
         this.touch(rl);
         if (t.inLimit !== null) {
           // Remaining counts what requests used: the unused part of the leases is not used.
-          const used = this.store.current(t.key, t.unit).input - rl.inLeased + rl.inLeasedUsed;
+          const used = this.store.current(t.key, t.unit, now).input - rl.inLeased + rl.inLeasedUsed;
           out[mark + 4] = t.inLimit > used ? t.inLimit - used : 0;
         }
       }
@@ -174,7 +176,7 @@ export class LeaseBook<W> {
           rl.inLimit = t.inLimit;
           rl.outLimit = t.outLimit;
         }
-        this.grant(rl, worker, t.key, t.inLimit, t.outLimit, t.unit, tokens, out);
+        this.grant(rl, worker, t.key, t.inLimit, t.outLimit, t.unit, tokens, out, now);
       } else {
         out.push(...NO_LEASE);
       }
@@ -287,18 +289,18 @@ export class LeaseBook<W> {
 
   private decide(
     rl: KeyLeases<W> | null, worker: W, id: number, key: LimitKey,
-    inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number, mayGrant: boolean,
+    inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number, mayGrant: boolean, now: number,
   ): void {
     const out = this.opts.replyTo(worker);
     const mark = out.length;
     out.push(id);
-    this.store.admitInto(out, key, inLimit, outLimit, unit, tokens);
+    this.store.admitInto(out, key, inLimit, outLimit, unit, tokens, now);
     if (rl !== null) {
       rl.inLimit = inLimit;
       rl.outLimit = outLimit;
       if (inLimit !== null) {
         // Remaining counts what requests used: the unused part of the leases is not used.
-        const used = this.store.current(key, unit).input - rl.inLeased + rl.inLeasedUsed;
+        const used = this.store.current(key, unit, now).input - rl.inLeased + rl.inLeasedUsed;
         out[mark + 4] = inLimit > used ? inLimit - used : 0;
       }
     }
@@ -307,7 +309,7 @@ export class LeaseBook<W> {
       // Rejected by input while leases hold enough to fit it: decide once they are back. (An
       // output rejection stands: the output counter only grows, leases or not.)
       if (rl !== null && status === STATUS_REJECTED_INPUT && rl.leases.size > 0
-        && inLimit !== null && this.store.current(key, unit).input - rl.inLeased + tokens <= inLimit) {
+        && inLimit !== null && this.store.current(key, unit, now).input - rl.inLeased + tokens <= inLimit) {
         out.length = mark;
         this.startRecall(rl, key);
         rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
@@ -316,16 +318,16 @@ export class LeaseBook<W> {
       out.push(...NO_LEASE);
       return;
     }
-    if (mayGrant && (rl === null || !rl.byWorker.has(worker))) this.grant(rl, worker, key, inLimit, outLimit, unit, tokens, out);
+    if (mayGrant && (rl === null || !rl.byWorker.has(worker))) this.grant(rl, worker, key, inLimit, outLimit, unit, tokens, out, now);
     else out.push(...NO_LEASE);
   }
 
   /** Appends [leaseId, input, output, windowEnd] of a new lease, or NO_LEASE when too little is free. */
   private grant(
     rl: KeyLeases<W> | null, worker: W, key: LimitKey,
-    inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number, out: number[],
+    inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number, out: number[], now: number,
   ): void {
-    const c = this.store.current(key, unit);
+    const c = this.store.current(key, unit, now);
     const d = this.opts.divisor;
     const input = inLimit === null ? NO_LIMIT : Math.floor((inLimit - c.input) / d);
     // A lease that would not hold two more requests like this one is not worth its messages.
@@ -375,7 +377,7 @@ export class LeaseBook<W> {
     if (rl.waiting !== null) {
       for (const w of rl.waiting) {
         if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens, false);
-        else this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+        else this.decide(null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false, this.store.now());
       }
     }
     return null;
@@ -422,7 +424,7 @@ export class LeaseBook<W> {
     rl.waiting = null;
     for (const w of waiting) {
       if (w.terms !== null) this.admitAll(w.worker, w.id, w.terms, w.tokens, false);
-      else this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false);
+      else this.decide(this.limits.get(key) ?? null, w.worker, w.id, key, w.inLimit, w.outLimit, w.unit, w.tokens, false, this.store.now());
     }
     this.dropIfIdle(key, rl);
   }
