@@ -10,9 +10,11 @@ import type { TokenCounter } from '../tokens/token-counter.js';
  * After the answer ended: the backend's usage is the truth. Corrects the input count (and the
  * route's input counter) to usage.prompt_tokens, and charges the output tokens — counted from
  * the generated text when the backend reported no usage, on every limit of the request.
- * Synchronous on the common path (usage reported, counters settled from a local lease or not
- * limited); a Promise only when a count or a limit store has to be waited for. A limit store's
- * failure is swallowed (the limiter logs and counts it); a failed count of the text is not.
+ * Synchronous unless the text has to be counted off the event loop: a Promise only for that
+ * count, whose failure is the caller's. The limits' settles are not waited for: nothing of the
+ * request depends on them (a Redis settle may wait up to SETTLE_WAIT_MS for a call to ride along
+ * with, and the request's record and its memory need not wait with it); a limit store's failure is
+ * swallowed (the limiter logs and counts it), and a limiter that closes sends the settles it holds.
  */
 export function settleUsage(
   ctx: RequestContext, tokens: TokenCounter, usage: AnswerUsage | null,
@@ -32,25 +34,21 @@ export function settleUsage(
   return settleCounted(ctx, usage, output, terms);
 }
 
-function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: number, terms: readonly LimiterTerm[] | null): Promise<void> | void {
+function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: number, terms: readonly LimiterTerm[] | null): void {
   let inputDelta = 0;
   if (usage !== null && usage.promptTokens !== null && usage.promptTokens !== ctx.inputTokens) {
     inputDelta = usage.promptTokens - ctx.inputTokens;
     ctx.inputTokens = usage.promptTokens;
   }
   ctx.outputTokens = output;
-  if (terms === null) return;
-  return settleFrom(terms, 0, inputDelta, output);
+  if (terms !== null) settleAll(terms, inputDelta, output);
 }
 
-/** Settles terms[from..] in order; synchronous while each limiter is (local leases). */
-function settleFrom(terms: readonly LimiterTerm[], from: number, inputDelta: number, output: number): Promise<void> | void {
-  for (let i = from; i < terms.length; i++) {
+/** Settles every term, each on its own: their limiters are independent, and nothing waits for them. */
+function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number): void {
+  for (let i = 0; i < terms.length; i++) {
     const t = terms[i];
-    const p = quietly(t.limiter, t.key, t.limit, inputDelta, output);
-    if (p === undefined) continue;
-    if (i + 1 === terms.length) return p; // the last one: nothing to chain after it
-    return p.then(() => settleFrom(terms, i + 1, inputDelta, output));
+    quietly(t.limiter, t.key, t.limit, inputDelta, output);
   }
 }
 
@@ -58,14 +56,14 @@ function settleFrom(terms: readonly LimiterTerm[], from: number, inputDelta: num
  * settleCounters without failures: a limit store that fails after the answer was sent is
  * logged and counted by the limiter itself.
  */
-function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number): Promise<void> | void {
+function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number): void {
   let p: Promise<void> | void;
   try {
     p = settleCounters(l, key, limit, inputDelta, output);
   } catch {
     return;
   }
-  if (p instanceof Promise) return p.catch(ignore);
+  if (p instanceof Promise) p.catch(ignore);
 }
 
 function ignore(): void {}

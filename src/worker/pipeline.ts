@@ -173,8 +173,8 @@ class PipelineRun implements ProxyListener {
     try {
       const ctx = this.x.ctx;
       settled = settleUsage(ctx, this.s.tokens, usage, this.terms);
-      // The request is over: the limit store's bookkeeping of it (a Redis settle may wait for a
-      // call to ride along with) is not part of its duration.
+      // The answer is over: counting its text off the event loop (the only wait left here) is
+      // not part of its duration.
       if (settled !== undefined) ctx.tEnd = performance.now();
     } catch (err) {
       this.fail(err);

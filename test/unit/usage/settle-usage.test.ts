@@ -1,0 +1,72 @@
+/**
+ * After an answer (settle-usage.ts): the request's counts are corrected at once, and the limits'
+ * settles are sent without the request waiting for them (a Redis settle may wait up to 20 ms for
+ * a call to ride along with); only counting the text off the event loop is waited for.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AnswerUsage } from '../../../src/api/inference-api.js';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import type { RequestContext } from '../../../src/http/request-context.js';
+import type { LimiterTerm } from '../../../src/ratelimit/admit-all.js';
+import type { TokenLimiter } from '../../../src/ratelimit/limiter.js';
+import type { TokenCounter } from '../../../src/tokens/token-counter.js';
+import { settleUsage } from '../../../src/usage/settle-usage.js';
+
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: 1_000, outputTokensPerUnit: 1_000, unit: 'minute', global: null, mode: 'enforce' };
+
+interface Settled { key: string; inputDelta: number; output: number }
+
+/** A limiter whose settles answer with `answer()` (a promise that may never settle, or reject). */
+function limiter(settled: Settled[], answer: () => Promise<void>): TokenLimiter {
+  return {
+    admit: () => { throw new Error('not used'); },
+    chargeOutput: () => { throw new Error('not used'); },
+    adjustInput: () => { throw new Error('not used'); },
+    settle: (key, _limit, inputDelta, output) => {
+      settled.push({ key, inputDelta, output });
+      return answer();
+    },
+    close: async () => {},
+  };
+}
+
+const context = (): RequestContext => ({ inputTokens: 5, outputTokens: 0 }) as unknown as RequestContext;
+const usage = (over: Partial<AnswerUsage>): AnswerUsage => ({ promptTokens: 7, completionTokens: 3, text: '', generated: null, ...over });
+const counter = (count: (text: string) => number | Promise<number>): TokenCounter => ({ countText: count }) as unknown as TokenCounter;
+
+describe('settling an answer\'s usage on its limits', () => {
+  it('does not wait for a limit store: every term is settled at once, even while the first one\'s settle is still pending', () => {
+    const settled: Settled[] = [];
+    const pending = limiter(settled, () => new Promise<void>(() => {})); // never answers
+    const terms: LimiterTerm[] = [{ key: 'route/default/r', limit: LIMIT, limiter: pending }, { key: 'tenant/key/t', limit: LIMIT, limiter: pending }];
+    const ctx = context();
+    expect(settleUsage(ctx, counter(() => 0), usage({}), terms)).toBeUndefined();
+    expect(ctx.inputTokens).toBe(7);
+    expect(ctx.outputTokens).toBe(3);
+    expect(settled).toEqual([
+      { key: 'route/default/r', inputDelta: 2, output: 3 },
+      { key: 'tenant/key/t', inputDelta: 2, output: 3 },
+    ]);
+  });
+
+  it('a store that fails the settle is not the request\'s failure (nothing rejects unhandled)', async () => {
+    const settled: Settled[] = [];
+    const failing = limiter(settled, () => Promise.reject(new Error('store down')));
+    const ctx = context();
+    expect(settleUsage(ctx, counter(() => 0), usage({}), [{ key: 'route/default/r', limit: LIMIT, limiter: failing }])).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 10)); // an unhandled rejection would fail the run here
+    expect(settled).toHaveLength(1);
+  });
+
+  it('counting the text off the event loop is waited for, then the output it counted is settled', async () => {
+    const settled: Settled[] = [];
+    const pending = limiter(settled, () => new Promise<void>(() => {}));
+    const ctx = context();
+    const done = settleUsage(ctx, counter(() => Promise.resolve(11)), usage({ completionTokens: null, text: 'generated text' }), [{ key: 'route/default/r', limit: LIMIT, limiter: pending }]);
+    expect(done).toBeInstanceOf(Promise);
+    expect(settled).toEqual([]);
+    await done; // resolves although the settle never answers
+    expect(ctx.outputTokens).toBe(11);
+    expect(settled).toEqual([{ key: 'route/default/r', inputDelta: 2, output: 11 }]);
+  });
+});
