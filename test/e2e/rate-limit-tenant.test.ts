@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router,
@@ -221,6 +222,10 @@ describe('global tenant budgets on a real Redis, 2 instances × 2 workers', () =
       const routeKey = keys.find((k) => k.includes('default/sf-route'));
       expect(Number(await redis.cli('GET', tenantKey!))).toBe(300);
       expect(Number(await redis.cli('GET', routeKey!))).toBe(300);
+      // Every answer's output charge reached both limits, though the routers stopped right after the answers.
+      const outKeys = (await redis.cli('--scan', '--pattern', '*:out:*')).split('\n').filter(Boolean);
+      expect(outKeys).toHaveLength(2);
+      for (const k of outKeys) expect(Number(await redis.cli('GET', k)), k).toBe(150 * countTokens('tok '.repeat(16)));
       const leased = (await redis.cli('--scan', '--pattern', '*:ls:*')).split('\n').filter(Boolean);
       expect(leased, 'no lease of the route or the tenant still counted as out').toEqual([]);
     } finally {
