@@ -186,14 +186,17 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
   };
 
-  /** A lease's unused tokens go back with the next call of its key and unit (an admission, or settles within settleWaitMs). */
-  private giveBack(r: LeaseReturn): void {
+  /**
+   * A lease's unused tokens go back with the next call of its key and unit (an admission, or settles
+   * within settleWaitMs), or in `into`: a slot, of that key and unit, of a call being collected.
+   */
+  private giveBack(r: LeaseReturn, into: LeaseSlot | null = null): void {
     if (this.health.state !== 'up') { // the store is gone: the tokens stay counted
       if (this.onLease !== null) this.onLease('forfeited');
       return;
     }
     if (this.onLease !== null) this.onLease('given_back');
-    giveBackInto(this.batchFor(r.key, r.limit, false), r);
+    giveBackInto(into ?? this.batchFor(r.key, r.limit, false), r);
   }
 
   /** Gives a lease back in a call now, or in this turn's batch of its key when that has an admission. */
@@ -256,14 +259,8 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (isShadow(t.limit) || t.limit.inputTokensPerUnit === null || leases.covers(t.key, t.limit, inputTokens)) continue;
       const back = leases.takeBack(t.key);
       const slot = b.slots[j];
-      if (back !== null) {
-        if (back.limit.unit === t.limit.unit) {
-          if (this.onLease !== null) this.onLease('given_back');
-          giveBackInto(slot, back);
-        } else {
-          this.giveBack(back); // lent under another unit: with a call of that unit
-        }
-      }
+      // In this call; a lease lent under another unit goes back with a call of that unit.
+      if (back !== null) this.giveBack(back, back.limit.unit === t.limit.unit ? slot : null);
       if (slot.lease === 0) slot.lease = RedisLeases.ask(inputTokens);
     }
     return b.admit(terms, inputTokens);
