@@ -39,11 +39,7 @@ for j = 1, n do
   local now, s, e = windowAt(unit, ARGV[1])
   local lv = windowKeys(KEYS[j], unit, s)
   local back = 0
-  local backLent = tonumber(ARGV[a + 7])
-  if backLent > 0 and tonumber(ARGV[a + 6]) == s then
-    back = tonumber(ARGV[a + 5])
-    if redis.call('DECRBY', lv.lentKey, backLent) <= 0 then redis.call('DEL', lv.lentKey, lv.sinceKey) end
-  end
+  if leaseBack(lv, s, tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])) then back = tonumber(ARGV[a + 5]) end
   local inRaw, outRaw = windowCounts(lv)
   local inStored = tonumber(inRaw or '0')
   local used = inStored - back
@@ -86,15 +82,7 @@ local head = {}
 for j = 1, n do
   local lv = lvs[j]
   local lent = 0
-  if ask[j] > 0 and not shadow[j] and not lv.recalled and inLimit[j] >= 0 and (outLimit[j] < 0 or outUsed[j] < outLimit[j]) then
-    lent = math.floor((inLimit[j] - inUsed[j]) / 16)
-    if lent > ask[j] then lent = ask[j] end
-    if lent >= 2 * last and lent > 0 then
-      if redis.call('INCRBY', lv.lentKey, lent) == lent then redis.call('PEXPIRE', lv.lentKey, ttl[j] + TTL_MARGIN_MS) end
-    else
-      lent = 0
-    end
-  end
+  if not shadow[j] then lent = lend(lv, ask[j], inLimit[j], inUsed[j], outLimit[j], outUsed[j], last, ttl[j]) end
   local recall = 0
   if lv.recalled then recall = 1 end
   -- lentOut: before this call's lease, less any lease forfeit in the loop; the output count is the one read (no output charge here)

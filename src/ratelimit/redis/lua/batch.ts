@@ -34,12 +34,8 @@ local STATUS_DIGIT = { [0] = '0', '1', '2', '3' }
 local now, s, e = currentWindow()
 local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
-local backLent = tonumber(ARGV[10])
 local lv = windowKeys(KEYS[1], ARGV[1], s)
-if backLent > 0 and tonumber(ARGV[9]) == s then
-  delta = delta - tonumber(ARGV[8])
-  if redis.call('DECRBY', lv.lentKey, backLent) <= 0 then redis.call('DEL', lv.lentKey, lv.sinceKey) end
-end
+if leaseBack(lv, s, tonumber(ARGV[9]), tonumber(ARGV[10])) then delta = delta - tonumber(ARGV[8]) end
 local n = #ARGV
 local inRaw, outRaw = windowCounts(lv)
 local inStored = tonumber(inRaw or '0')
@@ -51,7 +47,6 @@ if out > 0 then outUsed = chargeOutput(lv.outKey, now, e, out) end
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
 local inBefore = inUsed
-local lentNow = 0
 local statuses = {}
 local added = 0
 local last = 0
@@ -67,17 +62,8 @@ for i = 11, n do
   last = tokens
   statuses[i - 10] = STATUS_DIGIT[status]
 end
-local ask = tonumber(ARGV[7])
-if ask > 0 and not lv.recalled and inLimit >= 0 and (outLimit < 0 or outUsed < outLimit) then
-  local lent = math.floor((inLimit - inUsed) / 16)
-  if lent > ask then lent = ask end
-  if lent >= 2 * last and lent > 0 then
-    added = added + lent
-    lentNow = lent
-    if redis.call('INCRBY', lv.lentKey, lent) == lent then redis.call('PEXPIRE', lv.lentKey, e - now + TTL_MARGIN_MS) end
-  end
-end
-change = change + added
+local lentNow = lend(lv, tonumber(ARGV[7]), inLimit, inUsed, outLimit, outUsed, last, e - now)
+change = change + added + lentNow
 if change ~= 0 then
   redis.call('INCRBY', lv.inKey, string.format('%d', change))
   if not inRaw then redis.call('PEXPIRE', lv.inKey, e - now + TTL_MARGIN_MS) end

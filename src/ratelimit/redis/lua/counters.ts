@@ -18,7 +18,8 @@ export const LEASES_FORFEIT_MS = 2_000;
 
 /**
  * The counter rules of the scripts (on top of the window functions): the admission rule, the
- * refusal by input with its recall of the leases and the output charge, each written once.
+ * refusal by input with its recall of the leases, a lease given back, a lease lent and the output
+ * charge, each written once.
  */
 export const COUNTERS_LUA = `${WINDOW_LUA}
 -- The admission rule (docs/rate-limiting.md): 1 = rejected by input (inUsed + tokens > inLimit),
@@ -61,6 +62,28 @@ local function refuseByInput(lv, now, free, tokens)
     lv.since = now
   end
   return ${STATUS_RECALLING}
+end
+
+-- A lease given back: when it was lent in this window (backWindow = the window start s), the count of
+-- leases out goes down by its size when lent (backLent), and true is returned (the caller then takes
+-- its unused tokens off the input count); a lease of an earlier window is not given back.
+local function leaseBack(lv, s, backWindow, backLent)
+  if backLent <= 0 or backWindow ~= s then return false end
+  if redis.call('DECRBY', lv.lentKey, backLent) <= 0 then redis.call('DEL', lv.lentKey, lv.sinceKey) end
+  return true
+end
+
+-- The lease lent for \`ask\` input tokens (0 = none asked), counted in the window's leases out
+-- (expiring ttlMs + TTL_MARGIN_MS from now): only while nothing is being recalled and the output
+-- limit is not reached, at most what was asked and 1/16 of the input still free (inUsed counts the
+-- admissions), and not less than twice the last admission's tokens (0 otherwise).
+local function lend(lv, ask, inLimit, inUsed, outLimit, outUsed, last, ttlMs)
+  if ask <= 0 or lv.recalled or inLimit < 0 or (outLimit >= 0 and outUsed >= outLimit) then return 0 end
+  local lent = math.floor((inLimit - inUsed) / 16)
+  if lent > ask then lent = ask end
+  if lent < 2 * last or lent <= 0 then return 0 end
+  if redis.call('INCRBY', lv.lentKey, lent) == lent then redis.call('PEXPIRE', lv.lentKey, ttlMs + TTL_MARGIN_MS) end
+  return lent
 end
 
 -- Adds tokens to the output counter \`key\` of the window ending at e (even past the limit). Returns the new count.
