@@ -1,11 +1,12 @@
 import { Buffer } from 'node:buffer';
+import { STATUS_RECALLING } from './lua/counters.js';
 
 const SPACE = 0x20;
 const MINUS = 0x2d;
 const ZERO = 0x30;
 const NINE = 0x39;
-/** The highest status digit (lua/counters.ts: 0 admitted, 1 and 2 refused, 3 recalling). */
-const LAST_STATUS = 3;
+/** The highest status digit (0 admitted, 1 and 2 refused, STATUS_RECALLING last). */
+const LAST_STATUS = STATUS_RECALLING;
 
 /** A reply of one of the limiter's scripts that is not the string the script returns. */
 export class MalformedScriptReplyError extends Error {
