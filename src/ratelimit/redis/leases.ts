@@ -4,6 +4,7 @@ import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
+import type { LeaseSlot } from './multi-batch.js';
 
 /** Input tokens a worker asks for at least when it takes a lease (the script lends at most 1/16 of what is free). */
 export const LEASE_ASK_MIN = 4096;
@@ -27,6 +28,18 @@ export interface LeaseReturn {
   readonly tokens: number;
   readonly window: number;
   readonly lent: number;
+}
+
+/** Adds a lease given back to a batch's slot of its key (a lease of another window replaces an older one's: that window is over). */
+export function giveBackInto(b: LeaseSlot, r: LeaseReturn): void {
+  if (b.backLent > 0 && b.backWindow === r.window) {
+    b.back += r.tokens;
+    b.backLent += r.lent;
+  } else if (b.backLent === 0 || r.window > b.backWindow) {
+    b.back = r.tokens;
+    b.backLent = r.lent;
+    b.backWindow = r.window;
+  }
 }
 
 /** One limit's counts as a script's reply shows them, after its call (a lease lent in it included). */

@@ -1,30 +1,22 @@
 import type { Clock } from '../../clock.js';
-import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
+import type { RateLimitSpec } from '../../config/resource-types.js';
 import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { admitInOrder } from '../admit-all.js';
-import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, MultiBatch, PER_LIMIT, type LeaseSlot, type PendingMulti } from './multi-batch.js';
+import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
-import { Batch, FIRST_STATUS, type PendingAdmission } from './batch.js';
+import { FIRST_STATUS, type Batch, type PendingAdmission } from './batch.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
-import { redisKeyBase } from './key-base.js';
-import { LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
+import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
+import { SETTLE_WAIT_MS, TurnBatches } from './turn-batches.js';
 import { performance } from 'node:perf_hooks';
 import type { Buffer } from 'node:buffer';
-
-/**
- * Longest a settle (an answer's output charge and input correction) waits, by default, for an
- * admission of its route to share a script call with. A settle reaches Redis at most this much
- * later than a call of its own would have taken it, which is the same as the answer having ended
- * that much later; under load an admission comes within a turn or two.
- */
-export const SETTLE_WAIT_MS = 20;
 
 export interface RedisStoreOptions {
   /**
@@ -54,13 +46,10 @@ export interface RedisStoreOptions {
  * The Redis store of the global limits: counters shared by every router instance, one client per
  * store. Semantics are TokenLimiter's (limiter.ts); counters are keyed by limit key (limit-key.ts).
  *
- * Batching: the operations issued during one event-loop turn are collected per limit key (and
- * unit, clock reading and limit values) and sent when the turn ends (setImmediate: after all of
- * the turn's I/O callbacks) as one call of the batch script (lua/batch.ts), which applies the
- * summed settles, then decides each admission in arrival order by the admission rule, atomically.
- * Each caller gets its own decision back. Settles with no admission of their key in the turn
- * wait for the next one to ride along with, at most SETTLE_WAIT_MS: nothing waits on a settle,
- * so this saves a call of their own at no cost to any request.
+ * Batching: the operations issued during one event-loop turn are collected per limit key and
+ * sent when the turn ends (turn-batches.ts), each batch as one call of the batch script
+ * (lua/batch.ts), which applies the summed settles, then decides each admission in arrival order
+ * by the admission rule, atomically. Each caller gets its own decision back.
  *
  * With leases (settings.leases, on by default; leases.ts) a request of a limit with an input
  * limit is admitted from the worker's lease of its key when that covers it, without a call;
@@ -80,21 +69,9 @@ export class RedisStoreLimiter implements TokenLimiter {
   readonly name: string;
   private readonly client: LimiterClient;
   private readonly health: StoreHealth;
-  private readonly clock: Clock | null;
-  private readonly bases = new Map<LimitKey, string>();
-  /** Batch ids with the server's clock, by limit key (batchId). */
-  private readonly ids = new Map<LimitKey, { unit: WindowUnit; id: string }>();
   private readonly onStoreError: ((store: string) => void) | null;
-  /** Batches not sent yet, by limit key, unit and clock reading. */
-  private pending = new Map<string, Batch>();
-  /** Multi-limit admissions of this turn, by their limits (multi-batch.ts). */
-  private pendingMulti = new Map<string, MultiBatch>();
-  /** Batches of this turn replaced in `pending` (full, or another limit), sent before it. */
-  private spilled: Batch[] = [];
-  private flushScheduled = false;
-  /** Sends the settles that waited settleWaitMs for an admission of their key. */
-  private settleTimer: NodeJS.Timeout | null = null;
-  private readonly settleWaitMs: number;
+  /** The calls being collected this turn, and the settles waiting for an admission to ride along with. */
+  private readonly batches: TurnBatches;
   /** A Redis Cluster: the keys of two limits are in different slots, so no script takes both. */
   private readonly cluster: boolean;
   /** Leases of the windows lent by Redis (RATE_LIMIT_REDIS_LEASES), or null. */
@@ -113,16 +90,16 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (target.hadCredentials) {
       log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
     }
-    this.clock = opts.clock ?? null;
+    const clock = opts.clock ?? null;
     this.cluster = settings.cluster;
     this.onStoreError = opts.onStoreError ?? null;
-    this.settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
+    this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
     const onRecallWait = opts.onRecallWait ?? null;
     const maxWaits = recallWaits(settings.recallWaitMs);
-    this.waits = new RecallWaits<PendingAdmission>(this.askAgain((a) => this.batchFor(a.key, a.limit, true).join(a)), maxWaits, onRecallWait);
-    this.waitsMulti = new RecallWaits<PendingMulti>(this.askAgain((a) => this.multiBatchFor(a.terms).join(a)), maxWaits, onRecallWait);
-    this.leases = settings.leases ? new RedisLeases(this.clock ?? (() => performance.now()), this.onLease) : null;
+    this.waits = new RecallWaits<PendingAdmission>(this.askAgain((a) => this.batches.batchFor(a.key, a.limit, true).join(a)), maxWaits, onRecallWait);
+    this.waitsMulti = new RecallWaits<PendingMulti>(this.askAgain((a) => this.batches.multiBatchFor(a.terms).join(a)), maxWaits, onRecallWait);
+    this.leases = settings.leases ? new RedisLeases(clock ?? (() => performance.now()), this.onLease) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
       connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
@@ -159,7 +136,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     const leases = this.leases!;
     const d = leases.admit(key, limit, inputTokens);
     if (d !== null) return d;
-    const b = this.batchFor(key, limit, true);
+    const b = this.batches.batchFor(key, limit, true);
     const back = leases.takeBack(key);
     if (back !== null) this.giveBack(back); // into this batch, unless the lease was lent under another unit
     if (b.lease === 0) b.lease = RedisLeases.ask(inputTokens);
@@ -196,17 +173,13 @@ export class RedisStoreLimiter implements TokenLimiter {
       return;
     }
     if (this.onLease !== null) this.onLease('given_back');
-    giveBackInto(into ?? this.batchFor(r.key, r.limit, false), r);
+    giveBackInto(into ?? this.batches.batchFor(r.key, r.limit, false), r);
   }
 
   /** Gives a lease back in a call now, or in this turn's batch of its key when that has an admission. */
   private giveBackNow(r: LeaseReturn): void {
     this.giveBack(r);
-    const id = this.batchId(r.key, r.limit.unit, this.now());
-    const b = this.pending.get(id);
-    if (b === undefined || b.admissions.length > 0) return;
-    this.pending.delete(id);
-    this.send(b);
+    this.batches.sendUnlessAdmitting(r.key, r.limit.unit);
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> {
@@ -242,7 +215,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.leases !== null) this.leases.forfeitAll();
       return this.admitAllOnceUsable(terms, inputTokens);
     }
-    if (this.leases === null) return this.multiBatchFor(terms).admit(terms, inputTokens);
+    if (this.leases === null) return this.batches.multiBatchFor(terms).admit(terms, inputTokens);
     return this.leases.admitAll(terms, inputTokens) ?? this.admitAllLeased(terms, inputTokens);
   }
 
@@ -253,7 +226,7 @@ export class RedisStoreLimiter implements TokenLimiter {
    */
   private admitAllLeased(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
     const leases = this.leases!;
-    const b = this.multiBatchFor(terms);
+    const b = this.batches.multiBatchFor(terms);
     for (let j = 0; j < terms.length; j++) {
       const t = terms[j];
       if (isShadow(t.limit) || t.limit.inputTokensPerUnit === null || leases.covers(t.key, t.limit, inputTokens)) continue;
@@ -268,25 +241,7 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   private async admitAllOnceUsable(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
     if (!(await this.usable())) throw new LimitStoreUnavailableError(this.name);
-    return this.multiBatchFor(terms).admit(terms, inputTokens);
-  }
-
-  /** This turn's multi-limit batch under these limits (same keys, units, limit values, clock reading), or a new one. */
-  private multiBatchFor(terms: readonly LimitTerm[]): MultiBatch {
-    const now = this.now();
-    let id = now;
-    for (const t of terms) id += `\0${t.key}\0${t.limit.unit}\0${t.limit.inputTokensPerUnit}\0${t.limit.outputTokensPerUnit}\0${isShadow(t.limit) ? 1 : 0}`;
-    let batch = this.pendingMulti.get(id);
-    if (batch === undefined || batch.full) {
-      if (batch !== undefined) this.sendMulti(batch);
-      const head: (string | number)[] = [terms.length];
-      for (const t of terms) head.push(this.base(t.key));
-      head.push(now, terms.length);
-      batch = new MultiBatch(terms, head);
-      this.pendingMulti.set(id, batch);
-    }
-    this.scheduleFlush();
-    return batch;
+    return this.batches.multiBatchFor(terms).admit(terms, inputTokens);
   }
 
   private sendMulti(b: MultiBatch): void {
@@ -320,7 +275,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.leaseTimer !== null) clearInterval(this.leaseTimer);
       this.leaseTimer = null;
     }
-    this.flushAll(); // what was collected goes out (or fails over) before the client closes
+    this.batches.flushAll(); // what was collected goes out (or fails over) before the client closes
     this.health.close();
     if (this.client.status === 'ready') {
       try {
@@ -352,84 +307,15 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   /** Joins this turn's batch of the key; the batch goes out when the turn ends. */
   private enqueueAdmission(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> {
-    return this.batchFor(key, limit, true).admit(limit, inputTokens);
+    return this.batches.batchFor(key, limit, true).admit(limit, inputTokens);
   }
 
   /**
    * Joins the key's pending batch. A batch of settles alone waits for an admission of its key to
-   * ride along with, at most settleWaitMs, then goes out on its own.
+   * ride along with, at most the settle wait, then goes out on its own (turn-batches.ts).
    */
   private enqueueSettle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    return this.batchFor(key, limit, false).settle(limit, inputDelta, outputTokens);
-  }
-
-  /**
-   * The key's pending batch (same unit and clock reading), or a new one; an admission the
-   * pending batch does not accept (full, or other limit values) spills it and starts another.
-   */
-  private batchFor(key: LimitKey, limit: RateLimitSpec, admission: boolean): Batch {
-    const now = this.now();
-    const id = this.batchId(key, limit.unit, now);
-    let batch = this.pending.get(id);
-    if (batch === undefined || (admission && !batch.accepts(limit))) {
-      if (batch !== undefined) this.spilled.push(batch);
-      batch = new Batch(key, this.base(key), limit.unit, now);
-      this.pending.set(id, batch);
-    }
-    this.scheduleFlush();
-    return batch;
-  }
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(this.flush);
-  }
-
-  /**
-   * End of a turn (after its I/O callbacks): sends every batch with an admission; batches of
-   * settles alone wait for an admission of their key in a later turn, or for the settle timer.
-   */
-  private readonly flush = (): void => {
-    this.flushScheduled = false;
-    if (this.spilled.length > 0) {
-      const spilled = this.spilled;
-      this.spilled = [];
-      for (const b of spilled) this.send(b);
-    }
-    if (this.pendingMulti.size > 0) {
-      const multi = this.pendingMulti;
-      this.pendingMulti = new Map();
-      for (const b of multi.values()) this.sendMulti(b);
-    }
-    for (const [key, b] of this.pending) {
-      if (b.admissions.length === 0) continue; // settles alone wait for an admission of their key, or the timer
-      this.pending.delete(key);
-      this.send(b);
-    }
-    if (this.pending.size > 0 && this.settleTimer === null) this.settleTimer = setTimeout(this.sendSettles, this.settleWaitMs);
-  };
-
-  /** The settles still waiting for an admission go out on their own. */
-  private readonly sendSettles = (): void => {
-    this.settleTimer = null;
-    const pending = this.pending;
-    this.pending = new Map();
-    for (const b of pending.values()) this.send(b);
-  };
-
-  /** Sends every pending batch now (the limiter closes). */
-  private flushAll(): void {
-    if (this.settleTimer !== null) clearTimeout(this.settleTimer);
-    this.settleTimer = null;
-    const spilled = this.spilled;
-    const pending = this.pending;
-    this.spilled = [];
-    this.pending = new Map();
-    const multi = this.pendingMulti;
-    this.pendingMulti = new Map();
-    for (const b of multi.values()) this.sendMulti(b);
-    for (const b of spilled) this.send(b);
-    for (const b of pending.values()) this.send(b);
+    return this.batches.batchFor(key, limit, false).settle(limit, inputDelta, outputTokens);
   }
 
   private send(b: Batch): void {
@@ -516,46 +402,8 @@ export class RedisStoreLimiter implements TokenLimiter {
     for (const s of b.settles) s.reject(err);
     for (const a of b.admissions) a.reject(err);
   }
-
-  private now(): string {
-    return this.clock === null ? '' : String(this.clock());
-  }
-
-  /**
-   * Operations with the same id may share a batch: same limit key, unit and clock reading. With
-   * the server's clock (no reading here) the id of a key and unit is built once, not per operation.
-   */
-  private batchId(key: LimitKey, unit: WindowUnit, now: string): string {
-    if (now !== '') return `${key}\0${unit}\0${now}`;
-    const known = this.ids.get(key);
-    if (known !== undefined && known.unit === unit) return known.id;
-    const id = `${key}\0${unit}\0`;
-    this.ids.set(key, { unit, id });
-    return id;
-  }
-
-  private base(key: LimitKey): string {
-    let base = this.bases.get(key);
-    if (base === undefined) {
-      base = redisKeyBase(key);
-      this.bases.set(key, base);
-    }
-    return base;
-  }
 }
 
 function defaultLog(message: string): void {
   process.stderr.write(`${message}\n`);
-}
-
-/** Adds a lease given back to a batch's slot of its key (a lease of another window replaces an older one's: that window is over). */
-function giveBackInto(b: LeaseSlot, r: LeaseReturn): void {
-  if (b.backLent > 0 && b.backWindow === r.window) {
-    b.back += r.tokens;
-    b.backLent += r.lent;
-  } else if (b.backLent === 0 || r.window > b.backWindow) {
-    b.back = r.tokens;
-    b.backLent = r.lent;
-    b.backWindow = r.window;
-  }
 }

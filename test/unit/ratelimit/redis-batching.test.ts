@@ -8,7 +8,7 @@ import type { RateLimitSpec, WindowUnit } from '../../../src/config/resource-typ
 import type { Decision, TokenLimiter } from '../../../src/ratelimit/limiter.js';
 import { MAX_BATCH_ADMISSIONS } from '../../../src/ratelimit/redis/batch.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
-import { SETTLE_WAIT_MS } from '../../../src/ratelimit/redis/store-limiter.js';
+import { SETTLE_WAIT_MS } from '../../../src/ratelimit/redis/turn-batches.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
 import { RedisServer } from '../../helpers/redis-server.js';
