@@ -66,6 +66,16 @@ export class CounterFamily implements RegistrableMetric {
     return s;
   }
 
+  /** The child of a family with one label, for this value (the same child as child(value), without its array). */
+  childOf(value: string): CounterSeries {
+    let s = this.byKey.get(value);
+    if (s === undefined) {
+      s = new CounterSeries(labelsOf(this.labelNames, [value]));
+      this.byKey.set(value, s);
+    }
+    return s;
+  }
+
   async get(): Promise<MetricJson> {
     const values: MetricValue[] = [];
     for (const s of this.byKey.values()) values.push({ labels: s.labels, value: s.value });

@@ -86,8 +86,6 @@ export class RouterMetrics {
   private readonly knownModel: ((model: string) => boolean) | null;
   private readonly routes = new Map<string, RouteHandles>();
   private readonly decisionByMode = new Map<string, HistogramSeries>();
-  private readonly storeErrors = new Map<string, CounterSeries>();
-  private readonly failureDecisions = new Map<string, CounterSeries>();
   private sources: MetricSources = {};
   /** prom-client's event-loop delay sampler, sampling while requests finish (null without default metrics). */
   private readonly delaySampler: SamplingGate | null = null;
@@ -125,7 +123,6 @@ export class RouterMetrics {
     'Admission decisions made without the global store, by failure mode applied (local, open, closed).', ['mode']);
   private readonly leaseEvents = new CounterFamily('inference_router_ratelimit_leases_total',
     'Leases of global limits by event: lent, given_back, recalled, forfeited.', ['event']);
-  private readonly leaseSeries = new Map<string, CounterSeries>();
   private readonly recallWaits = new CounterFamily('inference_router_ratelimit_recall_waits_total',
     'Admissions of global limits that waited for leases to come back (a refusal recalled them), by outcome: admitted, refused.', ['outcome']);
   private readonly recallAdmitted: CounterSeries = this.recallWaits.child('admitted');
@@ -250,17 +247,17 @@ export class RouterMetrics {
 
   /** A command to the global limit store failed or timed out (`store`: address without credentials). */
   redisError(store: string): void {
-    cached(this.storeErrors, this.redisErrors, store).value++;
+    this.redisErrors.childOf(store).value++;
   }
 
   /** A decision was made without the global store, by the failure mode `mode` (local, open, closed). */
   failureModeDecision(mode: string): void {
-    cached(this.failureDecisions, this.failureModeDecisions, mode).value++;
+    this.failureModeDecisions.childOf(mode).value++;
   }
 
   /** A lease of a global limit was lent, given back, recalled or forfeited. */
   leaseEvent(event: string): void {
-    cached(this.leaseSeries, this.leaseEvents, event).value++;
+    this.leaseEvents.childOf(event).value++;
   }
 
   /** An admission that waited for leases to come back got its answer. */
@@ -347,13 +344,4 @@ function scopeOf(key: string): 'route' | 'tenant' {
 
 function single(src: (() => number) | undefined): MetricValue[] {
   return src === undefined ? [] : [{ labels: {}, value: src() }];
-}
-
-function cached(map: Map<string, CounterSeries>, family: CounterFamily, label: string): CounterSeries {
-  let s = map.get(label);
-  if (s === undefined) {
-    s = family.child(label);
-    map.set(label, s);
-  }
-  return s;
 }

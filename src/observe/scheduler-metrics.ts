@@ -22,11 +22,6 @@ export class SchedulerMetrics {
   private readonly score = new HistogramFamily('inference_router_scheduler_score',
     'Weighted score (0..1) of the chosen pod.', [], SCORE_BUCKETS);
   private readonly scoreSeries: HistogramSeries = this.score.child();
-  private readonly byServer = new Map<string, CounterSeries>();
-  private readonly failuresByPod = new Map<string, CounterSeries>();
-  private readonly timeoutsByPod = new Map<string, CounterSeries>();
-  private readonly ejectionsByPod = new Map<string, CounterSeries>();
-  private readonly byScorer = new Map<string, CounterSeries>();
 
   /** `ejectedPods`: pods out of rotation now; `scrapedPods`: pods whose scraped metrics are fresh. */
   /** `prefixHashes`: block hashes in the prefix memory of this process. */
@@ -43,13 +38,13 @@ export class SchedulerMetrics {
       () => [{ labels: {}, value: prefixHashes() }]) as never);
   }
 
-  retried(server: string): void { cached(this.byServer, this.retries, server).value++; }
-  connectFailed(pod: string): void { cached(this.failuresByPod, this.connectFailures, pod).value++; }
-  timedOut(pod: string): void { cached(this.timeoutsByPod, this.timeouts, pod).value++; }
-  ejected(pod: string): void { cached(this.ejectionsByPod, this.ejections, pod).value++; }
+  retried(server: string): void { this.retries.childOf(server).value++; }
+  connectFailed(pod: string): void { this.connectFailures.childOf(pod).value++; }
+  timedOut(pod: string): void { this.timeouts.childOf(pod).value++; }
+  ejected(pod: string): void { this.ejections.childOf(pod).value++; }
 
   decided(scorer: string, score: number): void {
-    cached(this.byScorer, this.decisions, scorer).value++;
+    this.decisions.childOf(scorer).value++;
     this.scoreSeries.observe(score);
   }
 }
@@ -58,13 +53,4 @@ function countByPod(pods: Iterable<string>): MetricValue[] {
   const counts = new Map<string, number>();
   for (const pod of pods) counts.set(pod, (counts.get(pod) ?? 0) + 1);
   return [...counts].map(([pod, value]) => ({ labels: { pod }, value }));
-}
-
-function cached(map: Map<string, CounterSeries>, family: CounterFamily, label: string): CounterSeries {
-  let s = map.get(label);
-  if (s === undefined) {
-    s = family.child(label);
-    map.set(label, s);
-  }
-  return s;
 }
