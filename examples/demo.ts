@@ -73,6 +73,8 @@ async function main(): Promise<void> {
   // /metrics as vLLM serves it: the ModelServer says inferenceEngine vLLM, so the router scrapes it.
   start([mock, '--port', String(podA), '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm']);
   start([mock, '--port', String(podB), '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm']);
+  // The pods listen before the router starts: its first scrape of their /metrics finds them.
+  await Promise.all([waitReady(`http://127.0.0.1:${podA}/metrics`), waitReady(`http://127.0.0.1:${podB}/metrics`)]);
   // No load balancer in front of the demo: stop at once on Ctrl-C (ROUTER_DRAIN_DELAY 0).
   start([join(root, 'dist/cli.js'), '--resources', resources(), '--port', String(port), '--workers', '2'],
     { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text', ROUTER_DRAIN_DELAY: process.env.ROUTER_DRAIN_DELAY ?? '0' });
