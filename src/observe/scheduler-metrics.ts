@@ -4,7 +4,7 @@
  * the worker's RouterMetrics registry, so they are summed across workers like the others.
  */
 import type { Registry } from 'prom-client';
-import { CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue } from './metrics-series.js';
+import { CollectedFamily, CounterFamily, HistogramFamily, type HistogramSeries, type MetricValue } from './metrics-series.js';
 
 const SCORE_BUCKETS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
 
