@@ -32,12 +32,22 @@ export interface RouterSettings {
   readonly logFormat: 'json' | 'text';
   /** ROUTER_WORKER_SEMI_SPACE_MB: each worker's V8 semi-space size in MB (0: V8's own sizing). */
   readonly workerSemiSpaceMb: number;
+  /** ROUTER_UPSTREAM_CONNECTIONS: most connections one worker keeps open to one pod; requests beyond wait for one. */
+  readonly upstreamConnections: number;
 }
 
 export class UsageError extends Error {}
 
 /** Each worker's V8 semi-space, MB (docs/configuration.md; the measurements: docs/internals/performance-changes.md). */
 export const DEFAULT_WORKER_SEMI_SPACE_MB = 16;
+
+/**
+ * Connections one worker opens to one pod at most. A streamed answer holds its connection for the
+ * whole generation, and a model server decodes hundreds of sequences at once (vLLM's max_num_seqs
+ * is 256 by default), so the cap sits above what a pod serves: requests beyond it wait in the
+ * router, unseen by the pod's own queue metrics (docs/configuration.md).
+ */
+export const DEFAULT_UPSTREAM_CONNECTIONS = 1024;
 
 export { USAGE } from './usage.js';
 
@@ -156,5 +166,8 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     workerSemiSpaceMb: env.ROUTER_WORKER_SEMI_SPACE_MB === undefined || env.ROUTER_WORKER_SEMI_SPACE_MB === ''
       ? DEFAULT_WORKER_SEMI_SPACE_MB
       : parseIntIn('ROUTER_WORKER_SEMI_SPACE_MB', env.ROUTER_WORKER_SEMI_SPACE_MB, 0, 256),
+    upstreamConnections: env.ROUTER_UPSTREAM_CONNECTIONS === undefined || env.ROUTER_UPSTREAM_CONNECTIONS === ''
+      ? DEFAULT_UPSTREAM_CONNECTIONS
+      : parseIntIn('ROUTER_UPSTREAM_CONNECTIONS', env.ROUTER_UPSTREAM_CONNECTIONS, 1, 65535),
   });
 }

@@ -28,6 +28,7 @@ Environment (durations like 500ms, 30s, 2m, or a number of milliseconds; see doc
   ROUTER_RESOURCES_MAX_BYTES largest resources file read; larger: exit 2 at start, refused on reload (4194304)
  Requests and upstream
   ROUTER_UPSTREAM_TIMEOUT    when a ModelServer sets no trafficPolicy.timeout (300s)
+  ROUTER_UPSTREAM_CONNECTIONS  most connections a worker opens to one pod; more requests wait (1024)
   ROUTER_MAX_BODY_BYTES      larger request bodies get 413 (16777216)
  Scheduling
   ROUTER_SCHEDULER_CONFIG    YAML file of scorer weights, queue filter and prefix cache (built-in default)

@@ -55,8 +55,8 @@ export interface RouterMetricsOptions {
 
 /** Readers of values other modules own; called at scrape time only. */
 export interface MetricSources {
-  /** Backend pods of this process and their in-flight requests. */
-  inflightByPod?: () => Iterable<{ readonly name: string; readonly inflight: number }>;
+  /** Backend pods of this process: requests in flight, connections open, requests waiting for a connection. */
+  upstreamPods?: () => Iterable<{ readonly name: string; readonly inflight: number; readonly connections: number; readonly queued: number }>;
   /** Access-log records dropped so far (AccessLog.dropped). */
   accessLogDropped?: () => number;
   /** Trace spans dropped so far by reason (OtlpExporter); unset when tracing is off. */
@@ -141,7 +141,12 @@ export class RouterMetrics {
       this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
-      'Requests in flight to each backend pod.', 'gauge', () => this.collectInflight()) as never);
+      'Requests in flight to each backend pod.', 'gauge', () => this.collectByPod('inflight')) as never);
+    r.registerMetric(new CollectedFamily('inference_router_upstream_connections',
+      'Connections open to each backend pod (at most ROUTER_UPSTREAM_CONNECTIONS per worker).', 'gauge', () => this.collectByPod('connections')) as never);
+    r.registerMetric(new CollectedFamily('inference_router_upstream_queued_requests',
+      'Requests waiting in the router for a connection to each backend pod (its workers at ROUTER_UPSTREAM_CONNECTIONS, or a connection opening).', 'gauge',
+      () => this.collectByPod('queued')) as never);
     r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
       'Access-log records dropped because the sink did not keep up, its write failed (e.g. disk full), or they came after close.', 'counter',
       () => single(this.sources.accessLogDropped)) as never);
@@ -307,11 +312,12 @@ export class RouterMetrics {
     return s;
   }
 
-  private collectInflight(): MetricValue[] {
-    const src = this.sources.inflightByPod;
+  /** One of the pods' figures, summed by pod name (two endpoints of one name are one pod to a reader). */
+  private collectByPod(field: 'inflight' | 'connections' | 'queued'): MetricValue[] {
+    const src = this.sources.upstreamPods;
     if (src === undefined) return [];
     const byPod = new Map<string, number>();
-    for (const e of src()) byPod.set(e.name, (byPod.get(e.name) ?? 0) + e.inflight);
+    for (const e of src()) byPod.set(e.name, (byPod.get(e.name) ?? 0) + e[field]);
     return [...byPod].map(([pod, value]) => ({ labels: { pod }, value }));
   }
 

@@ -53,6 +53,16 @@ export class EndpointState {
     this.inflight++;
   }
 
+  /** Connections open (or opening) to the pod from this process. */
+  get connections(): number {
+    return this.pool.stats.connections;
+  }
+
+  /** Requests waiting for a connection to the pod: beyond the cap, or while one opens. */
+  get queued(): number {
+    return this.pool.stats.queued;
+  }
+
   /** A request on this pod is over; the last one on a retired pod closes its pool. */
   end(): void {
     if (--this.inflight === 0 && this.retired) this.pool.close();
@@ -74,7 +84,8 @@ export class EndpointRegistry {
   private readonly used = new Set<string>();
   private readonly connections: number;
 
-  constructor(connections = 128) {
+  /** `connections`: most connections to one pod (ROUTER_UPSTREAM_CONNECTIONS). */
+  constructor(connections: number) {
     this.connections = connections;
   }
 

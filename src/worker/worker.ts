@@ -47,7 +47,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   let table: RouteTable | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
-  const endpoints = new EndpointRegistry();
+  const endpoints = new EndpointRegistry(settings.upstreamConnections);
   const auth = startAuthSource(settings.authConfig, (m) => ops.info('auth', m));
 
   let ready = false;
@@ -60,7 +60,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
   metrics.bindSources({
     accessLogDropped: () => accessLog.dropped,
-    inflightByPod: () => endpoints.states(),
+    upstreamPods: () => endpoints.states(),
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });

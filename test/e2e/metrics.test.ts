@@ -104,3 +104,38 @@ spec:
     }
   });
 });
+
+describe('a pod at the connection cap (ROUTER_UPSTREAM_CONNECTIONS)', () => {
+  let mock: MockBackend;
+  let router: Router;
+
+  beforeAll(async () => {
+    // Each answer takes 600 ms, so requests beyond the cap wait for a connection long enough to be seen.
+    mock = await startMock('pod-a', ['--latency-ms', '600']);
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, env: { ROUTER_UPSTREAM_CONNECTIONS: '2' } });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('keeps at most that many connections open, shows the requests that wait for one, and answers them all', async () => {
+    const answers = Array.from({ length: 5 }, () => postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'wait for a connection' }));
+    const seen = await waitFor('the waiting requests in /metrics', async () => {
+      const t = await (await fetch(`${router.url}/metrics`)).text();
+      const queued = sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}');
+      return queued === 3 ? t : null;
+    });
+    expect(sample(seen, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(2);
+    expect(sample(seen, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(5);
+    const statuses = await Promise.all(answers.map(async (p) => {
+      const r = await p;
+      await r.text();
+      return r.status;
+    }));
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    const after = await (await fetch(`${router.url}/metrics`)).text();
+    expect(sample(after, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(0);
+    expect(sample(after, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(2);
+  });
+});

@@ -49,9 +49,10 @@ describe('dashboard and alert rules against the built router', () => {
 
   it('the dashboard and the rules query metrics', () => {
     expect(dashboardExprs().flatMap(metricNames).length).toBeGreaterThan(10);
-    expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(4);
+    expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(5);
     expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
-      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterAccessLogDrops', 'InferenceRouterNoReadyWorkers',
+      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterAccessLogDrops',
+      'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
     ]);
   });
 

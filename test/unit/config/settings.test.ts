@@ -72,6 +72,14 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '512' })).toThrow(UsageError);
   });
 
+  it('ROUTER_UPSTREAM_CONNECTIONS: default 1024 per worker and pod, 1 to 65535', () => {
+    expect(parseSettings(['--resources', 'r'], {})!.upstreamConnections).toBe(1024);
+    expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '' })!.upstreamConnections).toBe(1024);
+    expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '4096' })!.upstreamConnections).toBe(4096);
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '0' })).toThrow('ROUTER_UPSTREAM_CONNECTIONS: expected an integer from 1 to 65535, got 0');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: 'many' })).toThrow(UsageError);
+  });
+
   it('ROUTER_DRAIN_DELAY: default 5s, 0 allowed, validated', () => {
     expect(parseSettings(['--resources', 'r'], {})!.drainDelayMs).toBe(5000);
     expect(parseSettings(['--resources', 'r'], { ROUTER_DRAIN_DELAY: '0' })!.drainDelayMs).toBe(0);

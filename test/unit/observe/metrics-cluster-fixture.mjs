@@ -49,7 +49,7 @@ if (cluster.isPrimary) {
   const uws = createRequire(import.meta.url)('uWebSockets.js');
   const { LocalLimitClient } = await import(new URL('ratelimit/local/limit-client.js', dist).href);
   const metrics = new RouterMetrics({ defaultMetrics: false });
-  metrics.bindSources({ inflightByPod: () => [{ name: 'pod-a', inflight: index }] });
+  metrics.bindSources({ upstreamPods: () => [{ name: 'pod-a', inflight: index, connections: index, queued: 0 }] });
   for (const [model, route, status, error, input] of TRAFFIC[index]) {
     const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'r', Date.now(), 1000);
     ctx.modelName = model;

@@ -91,10 +91,10 @@ describe('RouterMetrics', () => {
     m.recallWait(false);
     m.tokenizerPoolTask(3);
     let dropped = 4;
-    const pods = [{ name: 'pod-a', inflight: 2 }, { name: 'pod-b', inflight: 0 }];
+    const pods = [{ name: 'pod-a', inflight: 2, connections: 2, queued: 0 }, { name: 'pod-b', inflight: 0, connections: 1, queued: 0 }, { name: 'pod-a', inflight: 3, connections: 1, queued: 2 }];
     m.bindSources({
       accessLogDropped: () => dropped,
-      inflightByPod: () => pods,
+      upstreamPods: () => pods,
       tokenizerPoolTasks: () => 3,
       tokenCounts: () => ({ inline: 10, pooled: 2, fallbacks: 1 }),
     });
@@ -113,14 +113,22 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_tokenizer_pool_duration_seconds_count')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(2);
+    // Two endpoints of one pod name (e.g. two ports) are summed under that name.
+    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(5);
     expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-b"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(3);
+    expect(sample(t, 'inference_router_upstream_connections{pod="pod-b"}')).toBe(1);
+    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(2);
+    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-b"}')).toBe(0);
     expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(4);
     dropped = 9;
     pods[0].inflight = 0;
+    pods[2].inflight = 0;
+    pods[2].queued = 0;
     t = await m.metrics();
     expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(9);
     expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(0);
   });
 
   it('includes process metrics by default', async () => {
