@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Client, Pool, type Dispatcher } from 'undici';
 import type { HttpResponse } from 'uWebSockets.js';
 import { Http1Pool } from 'inference-router/upstream/http1/pool';
+import { DEFAULT_UPSTREAM_CONNECTIONS } from 'inference-router/config/settings';
 import type { Http1Handler, Http1Request } from 'inference-router/upstream/http1/request';
 
 export type CandidateKind = 'pool' | 'client' | 'http1';
@@ -232,7 +233,8 @@ class Http1Candidate implements Candidate {
   private readonly pool: Http1Pool;
   constructor(upstream: string) {
     const u = new URL(upstream);
-    this.pool = new Http1Pool(u.hostname, Number(u.port), { connections: 64 });
+    // The router's own cap per pod and worker: many long streams at once do not wait for one another.
+    this.pool = new Http1Pool(u.hostname, Number(u.port), { connections: DEFAULT_UPSTREAM_CONNECTIONS });
   }
   send(res: HttpResponse, path: string, headers: string[], body: Buffer): { abort(): void } {
     const h = new Http1Answer(res);

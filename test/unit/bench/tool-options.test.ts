@@ -8,6 +8,7 @@ import * as callInstructions from '../../../bench/call-instructions.js';
 import * as compareTrees from '../../../bench/compare-trees.js';
 import * as instructions from '../../../bench/instructions.js';
 import * as latencySweep from '../../../bench/latency-sweep.js';
+import * as pacedStreams from '../../../bench/paced-streams.js';
 import { RUN_COMMAND, runOptions } from '../../../bench/run-options.js';
 import * as scriptMicro from '../../../bench/redis-script-micro.js';
 import * as schedDelay from '../../../bench/sched-delay.js';
@@ -79,6 +80,25 @@ describe('bench tool options', () => {
     expect(() => tool(['router-local'])).toThrow(UsageError);
     expect({ ...tool(['--lead-in', '0', '--pause-damon', '--load-cpus', '1']) }).toMatchObject({ leadInS: 0, pauseDamon: true, loadCpus: 1 });
     expect(() => tool(['--lead-in', '-1'])).toThrow(/--lead-in: expected seconds from 0 to 60/);
+  });
+
+  it('paced-streams: defaults; a rate that keeps a long stream within wrk\'s timeout; CPU per stream from the CPU a second and a stream\'s time', () => {
+    const tool = (argv: string[]) => read(pacedStreams.COMMAND, pacedStreams.pacedOptions, argv);
+    expect(tool([])).toEqual({ streams: 256, tps: 50, rounds: 3, durationS: 8, workers: 2 });
+    expect(tool(['--streams', '64', '--tps', '100', '--rounds', '2', '--duration', '5', '--workers', '1'])).toEqual({ streams: 64, tps: 100, rounds: 2, durationS: 5, workers: 1 });
+    expect(() => tool(['--tps', '10'])).toThrow(/--tps: 10 tokens a second makes a 64-token stream last over 4 s; at least 16/);
+    expect(() => tool(['--streams', '0'])).toThrow(UsageError);
+    // 100 connections, each streaming all the time, 0.5 s a stream: 200 streams a second; 400 ms of CPU a second is 2 ms a stream.
+    expect(pacedStreams.cpuPerStreamUs({ cpuMs: 800, seconds: 2, meanMs: 500, connections: 100 })).toBeCloseTo(2000, 6);
+    // The short streams cost 1,000 µs, the long 1,960: 960 µs for 48 more chunks is 20 µs a chunk.
+    const f = pacedStreams.pacedFigures({
+      short: { cpuMs: 1000, seconds: 2, meanMs: 200, connections: 100 },
+      long: { cpuMs: 980, seconds: 2, meanMs: 400, connections: 100 },
+    });
+    expect(f.shortUs).toBeCloseTo(1000, 6);
+    expect(f.longUs).toBeCloseTo(1960, 6);
+    expect(f.chunkUs).toBeCloseTo(20, 6);
+    expect(f.cpuMsPerS).toBeCloseTo(490, 6);
   });
 
   it('latency-sweep: the highest rate under the limit counts only while every lower rate is under it too', () => {
