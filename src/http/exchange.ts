@@ -173,6 +173,29 @@ export class Exchange {
     return writeOk;
   }
 
+  /**
+   * Ends a streamed answer with its last bytes, in one send: the head too when no byte went out
+   * yet and there are bytes to send (the answer stays chunked, as if they had been a chunk of
+   * their own); with nothing to send, as endAnswer.
+   */
+  endStream(last: Buffer | null): void {
+    if (this.heldHeaders === null || last === null || last.length === 0 || !this.writable) {
+      this.endAnswer(last);
+      return;
+    }
+    this.ctx.finished = true;
+    current = this;
+    currentBody = last;
+    currentStatus = this.heldStatus;
+    currentHeaders = this.heldHeaders;
+    currentAscii = this.heldAscii;
+    this.heldHeaders = null;
+    this.headersSent = true;
+    this.res.cork(writeHeadChunkAndEndCorked);
+    currentHeaders = null;
+    currentBody = EMPTY;
+  }
+
   /** Calls `resume` once the client can take more (after writeChunk returned false). */
   onWritable(resume: () => boolean): void {
     this.res.onWritable(resume);
@@ -401,6 +424,11 @@ function writeHeadAndChunkCorked(): void {
   // after it (the flag on end() would be written into a chunked body).
   if (current.closeConnection) current.res.writeHeader('connection', 'close');
   writeOk = current.res.write(currentBody);
+}
+
+function writeHeadChunkAndEndCorked(): void {
+  writeHeadAndChunkCorked();
+  current.res.end();
 }
 
 function writeChunkCorked(): void {

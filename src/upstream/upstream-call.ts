@@ -56,6 +56,14 @@ export class UpstreamCall implements Http1Handler {
   private passedBytes = 0;
   private readonly tokens: TokenCounter;
   private scanner: StreamUsageReader | null = null;
+  /**
+   * Bytes of a passing answer read from the pod in the current read, not yet written: they go to
+   * the client together at the read's end (onReadEnd), or with the answer's end (onComplete), so
+   * a read that brings several chunks, or the last ones and the end, is one send.
+   */
+  private held: Buffer | null = null;
+  /** More than one piece held (a read with several chunks of a chunked answer), in order. */
+  private heldMore: Buffer[] | null = null;
   private settled = false;
   private readonly listener: CallListener;
   /** Set when the call settles, for the listener. */
@@ -114,15 +122,39 @@ export class UpstreamCall implements Http1Handler {
     }
     if (this.passed !== null) this.keepPassed(chunk);
     const out = this.scanner !== null ? this.scanner.push(chunk) : chunk;
+    if (out.length === 0 || !this.x.writable) return true;
+    if (this.scanner !== null) this.x.firstByte();
+    if (this.held === null) this.held = out;
+    else if (this.heldMore === null) this.heldMore = [this.held, out];
+    else this.heldMore.push(out);
+    return true;
+  }
+
+  /** The read's pieces go to the client in one write; under backpressure the pod's socket pauses. */
+  onReadEnd(req: Http1Request): void {
+    if (!this.writeHeld()) req.pause();
+  }
+
+  /** Writes what is held as one chunk; false when the client cannot take more (then resumes the pod once it can). */
+  private writeHeld(): boolean {
+    const out = this.takeHeld();
+    if (out === null) return true;
     const x = this.x;
-    if (out.length === 0 || !x.writable) return true;
-    if (this.scanner !== null) x.firstByte();
     if (x.writeChunk(out)) return true;
     x.onWritable(this.resumeUpstream ??= () => {
       this.req?.resume();
       return true;
     });
     return false;
+  }
+
+  /** What is held, as one buffer (null: nothing), and holds nothing after. */
+  private takeHeld(): Buffer | null {
+    const one = this.held;
+    const more = this.heldMore;
+    this.held = null;
+    this.heldMore = null;
+    return more === null ? one : Buffer.concat(more);
   }
 
   /** Keeps a passing chunk of a JSON answer (by reference) up to BUFFER_LIMIT; beyond, gives up. */
@@ -145,6 +177,7 @@ export class UpstreamCall implements Http1Handler {
       this.pendingHeaders = null;
       x.endBuffered(this.upstreamStatus, headers, body, this.pendingAscii);
     } else {
+      const held = this.takeHeld();
       const tail = this.scanner !== null ? this.scanner.end() : null;
       this.takeStreamUsage();
       const passed = this.passed;
@@ -152,13 +185,17 @@ export class UpstreamCall implements Http1Handler {
         this.passed = null;
         if (passed.length > 0) this.usage = this.api.jsonUsage(passed.length === 1 ? passed[0] : Buffer.concat(passed));
       }
-      x.endAnswer(tail);
+      // The read's last bytes, the scanner's tail and the end in one send.
+      x.endStream(held === null ? tail : tail === null || tail.length === 0 ? held : Buffer.concat([held, tail]));
     }
     this.settle(CallOutcome.Done);
   }
 
   onError(err: Error): void {
     this.error = err;
+    // What the pod sent before the failure reaches the client first, as it would have unheld.
+    if (this.held !== null && !(err instanceof ClientGone)) this.writeHeld();
+    else this.takeHeld();
     this.takeStreamUsage();
     const x = this.x;
     if (err instanceof ClientGone || x.ctx.aborted) {

@@ -83,6 +83,8 @@ class Backend {
   server!: Server;
   port = 0;
   last: { rawHeaders: string[]; body: string } | null = null;
+  /** Events of the last long-sse answer written so far. */
+  longWritten = 0;
   readonly gates = new Map<string, () => void>();
   readonly waiting = new Map<string, Promise<void>>();
 
@@ -180,7 +182,9 @@ class Backend {
         const events = Number(req.headers['x-events']);
         const piece = sseEvent(` ${String(req.headers['x-piece'])}`); // a header value loses its leading space
         res.writeHead(200, { 'content-type': 'text/event-stream' });
+        this.longWritten = 0;
         for (let i = 0; i < events; i++) {
+          this.longWritten++;
           if (!res.write(piece)) await new Promise((r) => res.once('drain', r));
         }
         res.end('data: [DONE]\n\n');
@@ -383,6 +387,39 @@ describe('upstream answers over the built router (scripted backend)', () => {
     // Every event's text starts with a space before a letter: a pre-token boundary, so the whole
     // text counts as the sum of its events.
     expect(r.output_tokens).toBe(events * bpeCountText(piece));
+  }, 120_000);
+
+  it('a client that stops reading holds the pod back through the router; then every byte arrives', async () => {
+    const piece = 'z'.repeat(3900); // a letter no header or event framing holds
+    const events = 20_000; // 78 MB of events
+    const u = new URL(router.url);
+    const socket = connect(Number(u.port), u.hostname);
+    socket.on('error', () => {});
+    socket.pause(); // read nothing until the pod has been held back
+    const body = JSON.stringify({ model: 'sf-model', prompt: 'go', stream: true });
+    socket.write(`POST /v1/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\nx-scenario: long-sse\r\n`
+      + `x-events: ${events}\r\nx-piece: ${piece}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    await waitFor('the pod to start writing', () => backend.longWritten > 0);
+    await new Promise((r) => setTimeout(r, 2000));
+    // The socket buffers on the way and uWS's own take about 2,000 events (8 MB); without
+    // backpressure the router reads on, over 10,000 events a second here, into its memory.
+    const heldAt = backend.longWritten;
+    console.log(`the pod wrote ${heldAt} of ${events} events while the client read nothing`);
+    expect(heldAt).toBeLessThan(5000);
+    let xs = 0; // z's received
+    let tail = '';
+    const ended = new Promise<void>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        for (let i = 0; i < d.length; i++) if (d[i] === 0x7a) xs++;
+        tail = (tail + d.toString('latin1')).slice(-64);
+        if (tail.endsWith('0\r\n\r\n')) resolve();
+      });
+    });
+    socket.resume();
+    await ended;
+    socket.destroy();
+    expect(xs).toBe(events * piece.length);
+    expect(tail).toContain('data: [DONE]');
   }, 120_000);
 
   it('after a connect retry the upstream time is that of the pod that answered', async () => {

@@ -88,6 +88,8 @@ describe('bench tool options', () => {
     expect(tool(['--streams', '64', '--tps', '100', '--rounds', '2', '--duration', '5', '--workers', '1'])).toEqual({ streams: 64, tps: 100, rounds: 2, durationS: 5, workers: 1 });
     expect(() => tool(['--tps', '10'])).toThrow(/--tps: 10 tokens a second makes a 64-token stream last over 4 s; at least 16/);
     expect(() => tool(['--streams', '0'])).toThrow(UsageError);
+    expect(() => tool(['--duration', '2.5'])).toThrow(/--duration: 2.5 s leaves under a second to read/);
+    expect(tool(['--duration', '3']).durationS).toBe(3);
     // 100 connections, each streaming all the time, 0.5 s a stream: 200 streams a second; 400 ms of CPU a second is 2 ms a stream.
     expect(pacedStreams.cpuPerStreamUs({ cpuMs: 800, seconds: 2, meanMs: 500, connections: 100 })).toBeCloseTo(2000, 6);
     // The short streams cost 1,000 µs, the long 1,960: 960 µs for 48 more chunks is 20 µs a chunk.
