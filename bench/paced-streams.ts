@@ -13,10 +13,12 @@
  * decodes N sequences in one batch. Sides, in alternating order each round (the others stopped):
  * direct to the mocks, nginx (`proxy_buffering off`), the floor (uWS + the router's HTTP/1.1
  * client) and the full router (access log, local limit; scenario router-local). For each: the CPU
- * of its processes per stream of 16 and of 64 chunks, and from their difference the CPU per chunk;
+ * of its processes (read over the middle of each run, not its first 1.5 s nor its last 0.5 s) per
+ * stream of 16 and of 64 chunks, and from their difference the CPU per chunk;
  * the CPU a second at the 64-chunk load; the CPU per chunk against nginx's. Direct's CPU is the
  * mocks' (which every side also spends, uncounted).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { whileStopped } from './pause-targets.js';
 import { treeCpu } from './proc-cpu.js';
 import { runWrk } from './load-wrk.js';
@@ -41,13 +43,15 @@ export interface PacedOptions {
 
 export function pacedOptions(line: CommandLine): PacedOptions {
   const tps = line.positiveNumber('--tps') ?? 50;
+  const durationS = line.positiveNumber('--duration') ?? 8;
+  if (durationS < READ_FROM_S + READ_UNTIL_END_S + 1) throw new UsageError(`--duration: ${durationS} s leaves under a second to read between the run's first ${READ_FROM_S} s and its last ${READ_UNTIL_END_S} s`);
   // wrk gives up on an answer after 5 s (load-wrk.ts).
   if (LONG_CHUNKS / tps > 4) throw new UsageError(`--tps: ${tps} tokens a second makes a ${LONG_CHUNKS}-token stream last over 4 s; at least ${LONG_CHUNKS / 4}`);
   return {
     streams: Math.round(line.positiveNumber('--streams') ?? 256),
     tps,
     rounds: Math.round(line.positiveNumber('--rounds') ?? 3),
-    durationS: line.positiveNumber('--duration') ?? 8,
+    durationS,
     workers: Math.round(line.positiveNumber('--workers') ?? 2),
   };
 }
@@ -56,7 +60,7 @@ export function pacedOptions(line: CommandLine): PacedOptions {
 export const SHORT_CHUNKS = 16;
 export const LONG_CHUNKS = 64;
 
-/** One length's run on a side: its processes' CPU over the run, the run's length, the mean time of a stream and the connections. */
+/** One length's run on a side: its processes' CPU over the part read, that part's seconds, the mean time of a stream and the connections. */
 export interface PacedRun {
   readonly cpuMs: number;
   readonly seconds: number;
@@ -116,15 +120,29 @@ function cpuOf(roots: readonly number[]): () => number {
   return () => snaps.reduce((sum, s) => sum + s.delta(), 0);
 }
 
-async function measure(side: Side, o: PacedOptions): Promise<{ load: LoadResult; cpuMs: number }[]> {
-  const out: { load: LoadResult; cpuMs: number }[] = [];
+/** Seconds of each run before its CPU is read (connections opened, streams under way) and at its end not read (streams cut). */
+export const READ_FROM_S = 1.5;
+export const READ_UNTIL_END_S = 0.5;
+
+/**
+ * One run per length: wrk for the whole duration, the side's CPU read over its middle only. A run
+ * opens its connections and every proxy its connections to the pod at its start, and cuts every
+ * stream under way at its end (a proxy then closes the pod's connection too): neither is what a
+ * stream costs in steady state.
+ */
+async function measure(side: Side, o: PacedOptions): Promise<{ load: LoadResult; run: PacedRun }[]> {
+  const out: { load: LoadResult; run: PacedRun }[] = [];
   for (const [target, bodies] of [[side.short, SHORT_BODY], [side.long, LONG_BODY]] as const) {
-    const spec = { url: `${target.url}${PATH}`, bodies, connections: o.streams, durationS: o.durationS };
-    await runWrk('wrk', { ...spec, durationS: 1 }); // lead-in, not read: every connection open and streaming
+    const loading = runWrk('wrk', { url: `${target.url}${PATH}`, bodies, connections: o.streams, durationS: o.durationS });
+    await sleep(READ_FROM_S * 1000);
     const cpu = cpuOf(side.roots);
-    const load = await runWrk('wrk', spec);
-    out.push({ load, cpuMs: cpu() });
+    const t0 = performance.now();
+    await sleep((o.durationS - READ_FROM_S - READ_UNTIL_END_S) * 1000);
+    const cpuMs = cpu();
+    const seconds = (performance.now() - t0) / 1000;
+    const load = await loading;
     if (load.non2xx > 0 || load.errors > 0) throw new Error(`${side.label}: ${load.non2xx} answers other than 2xx and ${load.errors} socket errors`);
+    out.push({ load, run: { cpuMs, seconds, meanMs: load.latencyMs.mean, connections: o.streams } });
   }
   return out;
 }
@@ -158,8 +176,7 @@ async function main(): Promise<void> {
       for (const side of order) {
         const others = sides.filter((s) => s !== side).flatMap((s) => s.own);
         const [s, l] = await whileStopped(others, () => measure(side, o));
-        const run = (x: { load: LoadResult; cpuMs: number }): PacedRun => ({ cpuMs: x.cpuMs, seconds: x.load.seconds, meanMs: x.load.latencyMs.mean, connections: o.streams });
-        const round: PacedRound = { short: run(s), long: run(l) };
+        const round: PacedRound = { short: s.run, long: l.run };
         side.rounds.push(round);
         const f = pacedFigures(round);
         process.stderr.write(`round ${r + 1}, ${side.label}: ${s.load.requests} + ${l.load.requests} streams, `
