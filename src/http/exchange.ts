@@ -13,6 +13,13 @@ import { Buffer } from 'node:buffer';
 
 const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
 
+/** Where a streamed answer's bytes come from: paused while the client cannot take more. */
+export interface StreamSource {
+  pause(): void;
+  /** Resumes the source (uWS onWritable: returns true). */
+  readonly resume: () => boolean;
+}
+
 /**
  * One inference request in flight: the uWS response, the log context and what the pipeline
  * learns along the way. Fixed shape; created once per request by the front.
@@ -46,6 +53,16 @@ export class Exchange {
   private queuedAscii = false;
   private queuedBody: Buffer = EMPTY;
   private queuedError: RouterError | null = null;
+  /**
+   * Bytes of a streamed answer waiting for the end of the turn (writeChunk, endStream), in order,
+   * and whether the answer ends with them: written with the turn's other answers and chunks, so
+   * the client's process is woken once for them (flushAnswers).
+   */
+  private streamOut: Buffer | null = null;
+  private streamOutMore: Buffer[] | null = null;
+  private streamEnds = false;
+  private streamQueued = false;
+  private streamSource: StreamSource | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -139,7 +156,7 @@ export class Exchange {
 
   /**
    * Status and headers of a streamed answer. They are held and go out with the first body byte
-   * (writeChunk) or as a whole answer at the end (endAnswer): a pod that dies before its first
+   * (writeChunk) or as a whole answer at the end (endStream without bytes): a pod that dies before its first
    * byte is still answered 502. `headers` is the pod's flat [name, value, …] list as received;
    * `ascii`: every byte of the head they were read from is ASCII (so their text needs no check
    * before uWS writes it as UTF-8: headerBlock). Returns false when the client is gone.
@@ -153,77 +170,78 @@ export class Exchange {
     return true;
   }
 
-  /** One chunk of a streamed answer. Returns false under backpressure: wait for onWritable(). */
-  writeChunk(chunk: Buffer): boolean {
-    if (chunk.length === 0 || !this.writable) return true;
-    current = this;
-    currentBody = chunk;
-    if (this.heldHeaders !== null) {
-      currentStatus = this.heldStatus;
-      currentHeaders = this.heldHeaders;
-      currentAscii = this.heldAscii;
-      this.heldHeaders = null;
-      this.headersSent = true;
-      this.res.cork(writeHeadAndChunkCorked);
-      currentHeaders = null;
-    } else {
-      this.res.cork(writeChunkCorked);
-    }
-    currentBody = EMPTY;
-    return writeOk;
+  /**
+   * One chunk of a streamed answer, written at the end of the turn with the turn's other answers
+   * (the head too, before the first). When the client cannot take more, `source` is paused then
+   * and resumed once it can.
+   */
+  writeChunk(chunk: Buffer, source: StreamSource): void {
+    if (chunk.length === 0 || !this.writable) return;
+    this.headersSent = true;
+    this.streamSource = source;
+    this.queueStreamBytes(chunk);
   }
 
   /**
-   * Ends a streamed answer with its last bytes, in one send: the head too when no byte went out
-   * yet and there are bytes to send (the answer stays chunked, as if they had been a chunk of
-   * their own); with nothing to send, as endAnswer.
+   * Ends a streamed answer with its last bytes, at the end of the turn with the chunks before
+   * them: one send. An answer of which nothing was written goes out whole (with a
+   * content-length) when it has no bytes, else chunked as if they had been a chunk of their own.
    */
   endStream(last: Buffer | null): void {
-    if (this.heldHeaders === null || last === null || last.length === 0 || !this.writable) {
-      this.endAnswer(last);
-      return;
-    }
+    if (!this.writable) return;
     this.ctx.finished = true;
-    current = this;
-    currentBody = last;
-    currentStatus = this.heldStatus;
-    currentHeaders = this.heldHeaders;
-    currentAscii = this.heldAscii;
-    this.heldHeaders = null;
     this.headersSent = true;
-    this.res.cork(writeHeadChunkAndEndCorked);
-    currentHeaders = null;
-    currentBody = EMPTY;
+    this.streamEnds = true;
+    this.queueStreamBytes(last);
   }
 
-  /** Calls `resume` once the client can take more (after writeChunk returned false). */
-  onWritable(resume: () => boolean): void {
-    this.res.onWritable(resume);
+  private queueStreamBytes(b: Buffer | null): void {
+    if (b !== null && b.length > 0) {
+      if (this.streamOut === null) this.streamOut = b;
+      else if (this.streamOutMore === null) this.streamOutMore = [this.streamOut, b];
+      else this.streamOutMore.push(b);
+    }
+    if (this.streamQueued) return;
+    this.streamQueued = true;
+    this.queueAnswer();
+  }
+
+  /** Writes the stream's queued bytes (and its end) now; nothing when the client left. */
+  private writeQueuedStream(): void {
+    this.streamQueued = false;
+    const one = this.streamOut;
+    const more = this.streamOutMore;
+    this.streamOut = null;
+    this.streamOutMore = null;
+    const ends = this.streamEnds;
+    this.streamEnds = false;
+    if (this.ctx.aborted) return;
+    const out = more === null ? one ?? EMPTY : Buffer.concat(more);
+    current = this;
+    currentBody = out;
+    const head = this.heldHeaders;
+    if (head !== null) {
+      this.heldHeaders = null;
+      currentStatus = this.heldStatus;
+      currentHeaders = head;
+      currentAscii = this.heldAscii;
+      this.res.cork(!ends ? writeHeadAndChunkCorked : out.length > 0 ? writeHeadChunkAndEndCorked : endBufferedCorked);
+      currentHeaders = null;
+    } else if (ends) {
+      this.res.cork(endAnswerCorked);
+    } else if (out.length > 0) {
+      this.res.cork(writeChunkCorked);
+    }
+    currentBody = EMPTY;
+    if (!ends && !writeOk && this.streamSource !== null) {
+      this.streamSource.pause();
+      this.res.onWritable(this.streamSource.resume);
+    }
   }
 
   /** Marks the first byte of a streamed (SSE) answer. */
   firstByte(): void {
     if (this.ctx.tFirstByte === 0) this.ctx.tFirstByte = performance.now();
-  }
-
-  /**
-   * Ends a streamed answer, with its last bytes. An answer whose headers are still held goes out
-   * whole (with a content-length). A stream already under way ends with its terminating chunk,
-   * never with uWS's close flag (that would write `Connection: close` into the body).
-   */
-  endAnswer(tail: Buffer | null = null): void {
-    if (!this.writable) return;
-    if (this.heldHeaders !== null) {
-      const headers = this.heldHeaders;
-      this.heldHeaders = null;
-      this.endBuffered(this.heldStatus, headers, tail ?? EMPTY, this.heldAscii);
-      return;
-    }
-    this.ctx.finished = true;
-    current = this;
-    currentBody = tail ?? EMPTY;
-    this.res.cork(endAnswerCorked);
-    currentBody = EMPTY;
   }
 
   /**
@@ -257,6 +275,7 @@ export class Exchange {
     this.queueAnswer();
   }
 
+  /** Queues this exchange's whole answer, or its stream's bytes, for the end of the turn. */
   private queueAnswer(): void {
     queuedAnswers.push(this);
     if (!answersQueued) {
@@ -265,8 +284,12 @@ export class Exchange {
     }
   }
 
-  /** Writes the answer endBuffered() or sendErrorAtTurnEnd() queued, unless the client left meanwhile. */
+  /** Writes the answer endBuffered() or sendErrorAtTurnEnd() queued, or the stream's bytes, unless the client left meanwhile. */
   private writeQueuedAnswer(): void {
+    if (this.streamQueued) {
+      this.writeQueuedStream();
+      return;
+    }
     const err = this.queuedError;
     if (err !== null) {
       this.queuedError = null;
@@ -306,6 +329,8 @@ export class Exchange {
    * (headersSent): before that the caller answers an error instead.
    */
   abortAnswer(): void {
+    // Bytes the pod sent before the failure go out first, as they would have at the turn's end.
+    if (this.streamQueued) this.writeQueuedStream();
     this.heldHeaders = null;
     if (!this.writable || !this.headersSent) return;
     this.ctx.finished = true;

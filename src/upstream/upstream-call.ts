@@ -1,5 +1,5 @@
 import type { AnswerUsage, InferenceApi, StreamUsageReader } from '../api/inference-api.js';
-import type { Exchange } from '../http/exchange.js';
+import type { Exchange, StreamSource } from '../http/exchange.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
@@ -40,7 +40,7 @@ export interface CallListener {
  * (a retry on another pod) runs on a settled client. The calls ended in one turn share one
  * microtask (endedCalls), so a call makes no Promise and no closure of its own.
  */
-export class UpstreamCall implements Http1Handler {
+export class UpstreamCall implements Http1Handler, StreamSource {
   private readonly x: Exchange;
   private readonly api: InferenceApi;
   private readonly endpoint: EndpointState;
@@ -130,23 +130,30 @@ export class UpstreamCall implements Http1Handler {
     return true;
   }
 
-  /** The read's pieces go to the client in one write; under backpressure the pod's socket pauses. */
-  onReadEnd(req: Http1Request): void {
-    if (!this.writeHeld()) req.pause();
+  /** The read's pieces go to the client as one chunk, at the end of the turn (the exchange pauses the pod under backpressure). */
+  onReadEnd(): void {
+    this.writeHeld();
   }
 
-  /** Writes what is held as one chunk; false when the client cannot take more (then resumes the pod once it can). */
-  private writeHeld(): boolean {
+  private writeHeld(): void {
     const out = this.takeHeld();
-    if (out === null) return true;
-    const x = this.x;
-    if (x.writeChunk(out)) return true;
-    x.onWritable(this.resumeUpstream ??= () => {
+    if (out !== null) this.x.writeChunk(out, this);
+  }
+
+  /** StreamSource: the client cannot take more; the pod's socket stops being read. */
+  pause(): void {
+    this.req?.pause();
+  }
+
+  /** StreamSource: resumes the pod's socket once the client can take more; made at the first backpressure, then reused. */
+  get resume(): () => boolean {
+    return this.resumeFn ??= () => {
       this.req?.resume();
       return true;
-    });
-    return false;
+    };
   }
+
+  private resumeFn: (() => boolean) | null = null;
 
   /** What is held, as one buffer (null: nothing), and holds nothing after. */
   private takeHeld(): Buffer | null {
@@ -164,8 +171,6 @@ export class UpstreamCall implements Http1Handler {
     else this.passed!.push(chunk);
   }
 
-  /** Resumes the pod's socket once the client can take more: made at the first backpressure, then reused. */
-  private resumeUpstream: (() => boolean) | null = null;
 
   onComplete(): void {
     const x = this.x;
