@@ -56,14 +56,6 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   private passedBytes = 0;
   private readonly tokens: TokenCounter;
   private scanner: StreamUsageReader | null = null;
-  /**
-   * Bytes of a passing answer read from the pod in the current read, not yet written: they go to
-   * the client together at the read's end (onReadEnd), or with the answer's end (onComplete), so
-   * a read that brings several chunks, or the last ones and the end, is one send.
-   */
-  private held: Buffer | null = null;
-  /** More than one piece held (a read with several chunks of a chunked answer), in order. */
-  private heldMore: Buffer[] | null = null;
   private settled = false;
   private readonly listener: CallListener;
   /** Set when the call settles, for the listener. */
@@ -124,20 +116,10 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     const out = this.scanner !== null ? this.scanner.push(chunk) : chunk;
     if (out.length === 0 || !this.x.writable) return true;
     if (this.scanner !== null) this.x.firstByte();
-    if (this.held === null) this.held = out;
-    else if (this.heldMore === null) this.heldMore = [this.held, out];
-    else this.heldMore.push(out);
+    // Queued by the exchange for the end of the turn, with this turn's other pieces of the answer
+    // (one send); under backpressure it pauses the pod's socket through pause() and resume.
+    this.x.writeChunk(out, this);
     return true;
-  }
-
-  /** The read's pieces go to the client as one chunk, at the end of the turn (the exchange pauses the pod under backpressure). */
-  onReadEnd(): void {
-    this.writeHeld();
-  }
-
-  private writeHeld(): void {
-    const out = this.takeHeld();
-    if (out !== null) this.x.writeChunk(out, this);
   }
 
   /** StreamSource: the client cannot take more; the pod's socket stops being read. */
@@ -154,15 +136,6 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   }
 
   private resumeFn: (() => boolean) | null = null;
-
-  /** What is held, as one buffer (null: nothing), and holds nothing after. */
-  private takeHeld(): Buffer | null {
-    const one = this.held;
-    const more = this.heldMore;
-    this.held = null;
-    this.heldMore = null;
-    return more === null ? one : Buffer.concat(more);
-  }
 
   /** Keeps a passing chunk of a JSON answer (by reference) up to BUFFER_LIMIT; beyond, gives up. */
   private keepPassed(chunk: Buffer): void {
@@ -182,7 +155,6 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       this.pendingHeaders = null;
       x.endBuffered(this.upstreamStatus, headers, body, this.pendingAscii);
     } else {
-      const held = this.takeHeld();
       const tail = this.scanner !== null ? this.scanner.end() : null;
       this.takeStreamUsage();
       const passed = this.passed;
@@ -190,17 +162,14 @@ export class UpstreamCall implements Http1Handler, StreamSource {
         this.passed = null;
         if (passed.length > 0) this.usage = this.api.jsonUsage(passed.length === 1 ? passed[0] : Buffer.concat(passed));
       }
-      // The read's last bytes, the scanner's tail and the end in one send.
-      x.endStream(held === null ? tail : tail === null || tail.length === 0 ? held : Buffer.concat([held, tail]));
+      // With the turn's queued pieces of the answer, in one send.
+      x.endStream(tail);
     }
     this.settle(CallOutcome.Done);
   }
 
   onError(err: Error): void {
     this.error = err;
-    // What the pod sent before the failure reaches the client first, as it would have unheld.
-    if (this.held !== null && !(err instanceof ClientGone)) this.writeHeld();
-    else this.takeHeld();
     this.takeStreamUsage();
     const x = this.x;
     if (err instanceof ClientGone || x.ctx.aborted) {

@@ -235,9 +235,7 @@ export class Http1Connection implements ParserSink {
       if (this.req === req) this.abort(err as Error);
       return;
     }
-    if (this.req !== req) return;
-    if (this.responseEnded) this.finishResponse(used < data.length);
-    else if (req.handler.onReadEnd !== undefined) req.handler.onReadEnd(req);
+    if (this.req === req && this.responseEnded) this.finishResponse(used < data.length);
   };
 
   private readonly onSocketEnd = (): void => {

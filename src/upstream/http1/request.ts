@@ -11,12 +11,6 @@ export interface Http1Handler {
   /** The final response head; `headers` is a flat [name, value, …] array as received. */
   onHeaders(statusCode: number, headers: string[], req: Http1Request): boolean;
   onData(chunk: Buffer, req: Http1Request): boolean;
-  /**
-   * Every byte of one read from the socket has been handed over (onData, once per piece of body
-   * in it) and the answer goes on. Not called after the read that ends it: onComplete or onError
-   * comes instead. A handler may hold a read's pieces and pass them on here together.
-   */
-  onReadEnd?(req: Http1Request): void;
   /** The response ended; trailers of a chunked answer (flat array), else null. */
   onComplete(trailers: string[] | null, req: Http1Request): void;
   /** Connect failures carry the socket's errno code (ECONNREFUSED…); see errors.ts. */

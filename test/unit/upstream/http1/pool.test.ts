@@ -100,35 +100,6 @@ describe('Http1Pool', () => {
     expect(a.body.length).toBe(size);
   });
 
-  it('onReadEnd follows the pieces of each read while the answer goes on, and not the read that ends it', async () => {
-    let socket: Socket | null = null;
-    server = await scriptedServer((s) => { socket = s; });
-    pool = new Http1Pool('127.0.0.1', server.port);
-    const events: string[] = [];
-    class Reads extends Collector {
-      onData(chunk: Buffer, req: Http1Request): boolean {
-        events.push(`data ${chunk.toString()}`);
-        return super.onData(chunk, req);
-      }
-      onReadEnd(): void {
-        events.push('read end');
-      }
-      onComplete(trailers: string[] | null): void {
-        events.push('complete');
-        super.onComplete(trailers);
-      }
-    }
-    const c = new Reads();
-    pool.dispatch(post(), c);
-    await until(() => socket !== null, 'the request at the server');
-    // Two chunks in one packet, then one more with the end of the answer.
-    socket!.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n1\r\nb\r\n');
-    await until(() => events.includes('read end'), 'the first read handed over');
-    socket!.write('1\r\nc\r\n0\r\n\r\n');
-    expect((await c.done).body.toString()).toBe('abc');
-    expect(events).toEqual(['data a', 'data b', 'read end', 'data c', 'complete']);
-  });
-
   it('headers timeout: a server that never answers → HTTP1_HEADERS_TIMEOUT, not a connect failure', async () => {
     server = await scriptedServer(() => { /* silent */ });
     pool = new Http1Pool('127.0.0.1', server.port, { headersTimeoutMs: 50 });
