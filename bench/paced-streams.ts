@@ -183,7 +183,7 @@ async function main(): Promise<void> {
           + `${fixed(f.shortUs, 1)} / ${fixed(f.longUs, 1)} µs per stream, ${fixed(f.chunkUs, 2)} µs per chunk, p99 of a ${LONG_CHUNKS}-chunk stream ${fixed(l.load.latencyMs.p99, 1)} ms\n`);
       }
     }
-    const nginxChunk = median(sides[1].rounds.map((x) => pacedFigures(x).chunkUs));
+    const nginxChunk = median(sides.find((s) => s.id === 'nginx')!.rounds.map((x) => pacedFigures(x).chunkUs));
     process.stdout.write(`${o.streams} streams at once, ${o.tps} tokens a second each (about ${Math.round(o.streams * o.tps)} chunks a second), `
       + `${o.workers} workers per proxy, ${o.rounds} rounds of ${o.durationS} s per length, medians:\n\n`
       + `| side | CPU µs per ${SHORT_CHUNKS}-chunk stream | per ${LONG_CHUNKS}-chunk stream | per chunk | × nginx per chunk | CPU ms a second (${LONG_CHUNKS}-chunk streams) |\n|---|---|---|---|---|---|\n`);

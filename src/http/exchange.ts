@@ -62,13 +62,15 @@ export class Exchange {
   private streamOutMore: Buffer[] | null = null;
   private streamEnds = false;
   private streamQueued = false;
-  private streamSource: StreamSource | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
   rateScope: 'route' | 'tenant' | null = null;
-  /** The upstream exchange in progress, cancelled when the client goes away. */
-  upstream: { abortForClient(): void } | null = null;
+  /**
+   * The upstream exchange in progress: cancelled when the client goes away, paused while the
+   * client cannot take more of a streamed answer.
+   */
+  upstream: (StreamSource & { abortForClient(): void }) | null = null;
   /** The request reached a pod (anything but a connection failure): its input tokens stay charged. */
   reachedPod = false;
   /** Close the connection after the answer (oversized body); also always while draining. */
@@ -172,13 +174,12 @@ export class Exchange {
 
   /**
    * One chunk of a streamed answer, written at the end of the turn with the turn's other answers
-   * (the head too, before the first). When the client cannot take more, `source` is paused then
-   * and resumed once it can.
+   * (the head too, before the first). When the client cannot take more, the upstream exchange is
+   * paused then and resumed once it can.
    */
-  writeChunk(chunk: Buffer, source: StreamSource): void {
+  writeChunk(chunk: Buffer): void {
     if (chunk.length === 0 || !this.writable) return;
     this.headersSent = true;
-    this.streamSource = source;
     this.queueStreamBytes(chunk);
   }
 
@@ -233,9 +234,10 @@ export class Exchange {
       this.res.cork(writeChunkCorked);
     }
     currentBody = EMPTY;
-    if (!ends && !writeOk && this.streamSource !== null) {
-      this.streamSource.pause();
-      this.res.onWritable(this.streamSource.resume);
+    const source = this.upstream;
+    if (!ends && !writeOk && source !== null) {
+      source.pause();
+      this.res.onWritable(source.resume);
     }
   }
 

@@ -117,8 +117,9 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     if (out.length === 0 || !this.x.writable) return true;
     if (this.scanner !== null) this.x.firstByte();
     // Queued by the exchange for the end of the turn, with this turn's other pieces of the answer
-    // (one send); under backpressure it pauses the pod's socket through pause() and resume.
-    this.x.writeChunk(out, this);
+    // (one send); under backpressure it pauses the pod's socket through pause() and resume (this
+    // call is the exchange's `upstream` while it runs).
+    this.x.writeChunk(out);
     return true;
   }
 
@@ -143,7 +144,6 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     if (this.passedBytes > BUFFER_LIMIT) this.passed = null;
     else this.passed!.push(chunk);
   }
-
 
   onComplete(): void {
     const x = this.x;
