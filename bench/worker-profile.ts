@@ -25,8 +25,8 @@ import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from 
 import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N]',
-  values: ['--scenario', '--duration', '--rate', '--top', '--workers'],
+  usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N] [--connections N] [--tps R]',
+  values: ['--scenario', '--duration', '--rate', '--top', '--workers', '--connections', '--tps'],
 };
 /** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
 const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
@@ -131,7 +131,13 @@ function table(byFunction: Map<string, number>, perRequest: (v: number) => numbe
     + rows.map(([k, v]) => `| \`${k}\` | ${perRequest(v).toFixed(unit === 'µs' ? 2 : 0)} | ${(100 * v / total).toFixed(1)}% |`).join('\n') + '\n';
 }
 
-export interface WorkerProfileOptions { readonly scenario: Scenario; readonly durationS: number; readonly rate: number | undefined; readonly top: number; readonly workers: number }
+export interface WorkerProfileOptions {
+  readonly scenario: Scenario; readonly durationS: number; readonly rate: number | undefined; readonly top: number; readonly workers: number;
+  /** wrk's connections (64 unless given). */
+  readonly connections: number;
+  /** Tokens a second the mocks pace their answers at, as a model server sends them; undefined: as fast as they can. */
+  readonly tps: number | undefined;
+}
 
 /** The tool's settings from its command line; a scenario not on a profiled target is a usage error. */
 export function workerProfileOptions(line: CommandLine): WorkerProfileOptions {
@@ -146,14 +152,17 @@ export function workerProfileOptions(line: CommandLine): WorkerProfileOptions {
     rate: line.positiveNumber('--rate'),
     top: line.positiveNumber('--top') ?? 30,
     workers: line.positiveNumber('--workers') ?? 1,
+    connections: line.positiveNumber('--connections') ?? 64,
+    tps: line.positiveNumber('--tps'),
   };
 }
 
 async function main(): Promise<void> {
-  const { scenario, durationS, rate, top, workers } = readCommandLine(COMMAND, workerProfileOptions);
+  const { scenario, durationS, rate, top, workers, connections, tps } = readCommandLine(COMMAND, workerProfileOptions);
   const target = scenario.target as Parameters<typeof routerEnv>[0];
-  const mock = await startMock('mock');
-  const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
+  const paced = tps === undefined ? [] : ['--tokens-per-second', String(tps)];
+  const mock = await startMock('mock', paced);
+  const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS), ...paced]);
   const redis = usesRedis(target) ? await startRedis('redis-server') : null;
   let inspector: Inspector | null = null;
   try {
@@ -163,7 +172,7 @@ async function main(): Promise<void> {
     const urls = [...router.proc.output().matchAll(/Debugger listening on (ws:\/\/\S+)/g)].map((m) => m[1]);
     if (urls.length < 2) throw new Error(`the worker's inspector address is not in the router's output:\n${router.proc.output()}`);
     inspector = await Inspector.open(urls[urls.length - 1]);
-    const spec = (d: number): LoadSpec => ({ url: `${router.url}${PATH}`, bodies: scenario.bodies, connections: 64, durationS: d, rate, headers: scenario.headers });
+    const spec = (d: number): LoadSpec => ({ url: `${router.url}${PATH}`, bodies: scenario.bodies, connections, durationS: d, rate, headers: scenario.headers });
     await runWrk('wrk', spec(3)); // warm-up: the JIT settles before anything is sampled
 
     await inspector.call('Profiler.enable');
@@ -181,7 +190,7 @@ async function main(): Promise<void> {
     const alloc = allocatedBytes(heap.profile.head);
     const heapRequests = heapLoad.rps * durationS / workers;
 
-    const load = rate === undefined ? 'closed loop, 64 connections' : `${rate} req/s asked, 64 connections`;
+    const load = `${rate === undefined ? 'closed loop' : `${rate} req/s asked`}, ${connections} connections${tps === undefined ? '' : `, answers paced at ${tps} tokens a second`}`;
     process.stdout.write(`# One worker${workers === 1 ? '' : ` of ${workers} (per request: the worker's CPU over 1/${workers} of all requests)`} of scenario ${scenario.id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
       + `CPU: ${Math.round(cpuLoad.rps)} req/s; busy ${(cpu.busy / cpuRequests).toFixed(2)} µs per request, idle ${(100 * cpu.idle / (cpu.busy + cpu.idle)).toFixed(1)}% of the time\n\n`
       + table(cpu.byFunction, (v) => v / cpuRequests, 'µs', cpu.busy, top)

@@ -25,10 +25,11 @@ function read<T>(spec: CommandSpec, options: (line: CommandLine) => T, argv: str
 describe('bench tool options', () => {
   it('worker-profile: defaults, --rate only when given, a scenario must be a profiled router', () => {
     const tool = (argv: string[]) => read(workerProfile.COMMAND, workerProfile.workerProfileOptions, argv);
-    const d = tool([]);
-    expect({ id: d.scenario.id, durationS: d.durationS, rate: d.rate, top: d.top, workers: d.workers }).toEqual({ id: 'router-local', durationS: 8, rate: undefined, top: 30, workers: 1 });
-    const o = tool(['--scenario', 'router-global', '--rate', '8000', '--top', '10', '--workers', '2', '--duration', '3']);
-    expect({ id: o.scenario.id, durationS: o.durationS, rate: o.rate, top: o.top, workers: o.workers }).toEqual({ id: 'router-global', durationS: 3, rate: 8000, top: 10, workers: 2 });
+    const fields = (x: ReturnType<typeof tool>) => ({ id: x.scenario.id, durationS: x.durationS, rate: x.rate, top: x.top, workers: x.workers, connections: x.connections, tps: x.tps });
+    expect(fields(tool([]))).toEqual({ id: 'router-local', durationS: 8, rate: undefined, top: 30, workers: 1, connections: 64, tps: undefined });
+    const o = tool(['--scenario', 'router-global', '--rate', '8000', '--top', '10', '--workers', '2', '--duration', '3', '--connections', '256', '--tps', '50']);
+    expect(fields(o)).toEqual({ id: 'router-global', durationS: 3, rate: 8000, top: 10, workers: 2, connections: 256, tps: 50 });
+    expect(() => tool(['--tps', '0'])).toThrow(UsageError);
     expect(() => tool(['--scenario', 'nginx'])).toThrow(UsageError);
     expect(() => tool(['--scenario', 'no-such'])).toThrow(UsageError);
     expect(() => tool(['--top', '0'])).toThrow(UsageError);
