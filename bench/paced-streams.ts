@@ -12,7 +12,8 @@
  * pass through the proxy, each a read of its own and a write of its own, as from a server that
  * decodes N sequences in one batch. Sides, in alternating order each round (the others stopped):
  * direct to the mocks, nginx (`proxy_buffering off`), the floor (uWS + the router's HTTP/1.1
- * client) and the full router (access log, local limit; scenario router-local). For each: the CPU
+ * client) and the full router (access log, local limit; scenario router-local), each proxy first
+ * warmed with 2 s of each length. For each: the CPU
  * of its processes (read over the middle of each run, not its first 1.5 s nor its last 0.5 s) per
  * stream of 16 and of 64 chunks, and from their difference the CPU per chunk;
  * the CPU a second at the 64-chunk load; the CPU per chunk against nginx's. Direct's CPU is the
@@ -123,6 +124,8 @@ function cpuOf(roots: readonly number[]): () => number {
 /** Seconds of each run before its CPU is read (connections opened, streams under way) and at its end not read (streams cut). */
 export const READ_FROM_S = 1.5;
 export const READ_UNTIL_END_S = 0.5;
+/** Seconds of each length through each proxy before the first round. */
+export const WARM_UP_S = 2;
 
 /**
  * One run per length: wrk for the whole duration, the side's CPU read over its middle only. A run
@@ -171,6 +174,14 @@ async function main(): Promise<void> {
       { id: 'floor', label: 'floor (uWS + the router\'s client)', short: floorShort, long: floorLong, roots: [pid(floorShort), pid(floorLong)], own: [pid(floorShort), pid(floorLong)], rounds: [] },
       { id: 'router', label: 'full router', short: router, long: router, roots: [pid(router)], own: [pid(router)], rounds: [] },
     ];
+    // The JIT compiles the proxies' paths under load: without this the first side measured in the
+    // first round (the full router's 16-chunk streams, most code of all) ran cold.
+    for (const side of sides) {
+      if (side.own.length === 0) continue;
+      for (const [target, bodies] of [[side.short, SHORT_BODY], [side.long, LONG_BODY]] as const) {
+        await runWrk('wrk', { url: `${target.url}${PATH}`, bodies, connections: o.streams, durationS: WARM_UP_S });
+      }
+    }
     for (let r = 0; r < o.rounds; r++) {
       const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {

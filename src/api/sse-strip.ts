@@ -113,8 +113,11 @@ export class SseStripFilter {
     this.clearHeld();
   }
 
+  /** The chunk's output: the chunk itself when all of it goes out (the usual case), else its range after what was held. */
   private takeOutput(chunk: Buffer): Buffer {
-    const range = this.outTo > this.outFrom ? chunk.subarray(this.outFrom, this.outTo) : EMPTY;
+    const from = this.outFrom;
+    const to = this.outTo;
+    const range = to <= from ? EMPTY : from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to);
     if (this.parts.length === 0) return range;
     if (range.length !== 0) this.parts.push(range);
     const out = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts);

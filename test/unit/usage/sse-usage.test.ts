@@ -91,6 +91,16 @@ describe('SseUsageScanner', () => {
     expect(scanner.text).toBe('ab');
   });
 
+  it('strip mode hands back the very chunk when all of it goes out (no copy, no new view)', () => {
+    const scanner = new SseUsageScanner({ stripUsageChunk: true });
+    const whole = Buffer.from(`data: ${chatChunk('a')}\n\ndata: ${chatChunk('b')}\r\n\r\n`);
+    expect(scanner.push(whole)).toBe(whole);
+    const withUsage = Buffer.from(`data: ${chatChunk('c')}\n\ndata: ${usageChunk}\n\n`);
+    const out = scanner.push(withUsage);
+    expect(out).not.toBe(withUsage);
+    expect(out.toString()).toBe(`data: ${chatChunk('c')}\n\n`);
+  });
+
   it('a usage chunk with choices (usage on the last content chunk) is read but never stripped', () => {
     const last = JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'z' } }], usage: USAGE });
     const { all } = stream([`data: ${chatChunk('y')}`, `data: ${last}`, 'data: [DONE]'], '\n');
