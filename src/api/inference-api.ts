@@ -18,9 +18,11 @@ export interface InferenceApi {
   jsonUsage(body: Buffer): AnswerUsage;
   /**
    * A reader for a streamed (SSE) answer; `strip` removes the usage event the router asked for.
-   * Generated text goes to `text` as it passes (never held by the reader).
+   * Generated text goes to `text` as it passes (never held by the reader). `expectCount`: the pod
+   * ended its earlier streams with an output count, so text past the reader's bound is not read
+   * but estimated (`GeneratedText.uncounted`), in case this stream ends without one.
    */
-  streamUsage(strip: boolean, text: GeneratedText): StreamUsageReader;
+  streamUsage(strip: boolean, text: GeneratedText, expectCount: boolean): StreamUsageReader;
 }
 
 /** The parts of a request every API has; an API's parse() may return more. */
@@ -56,7 +58,12 @@ export interface GeneratedText {
   add(text: string): void;
   /** The backend reported its output count: the text is not needed any more. */
   stop(): void;
-  /** Tokens of all text added (the rest is counted now). */
+  /**
+   * Generated pieces that were not read (a pod expected to report its count; see
+   * `InferenceApi.streamUsage`): each counts as one token in `tokens()`.
+   */
+  uncounted(pieces: number): void;
+  /** Tokens of all text added (the rest is counted now), plus the uncounted pieces. */
   tokens(): number | Promise<number>;
 }
 

@@ -16,6 +16,12 @@
  * HELD_EVENT_CHARS characters, and read when a later event does not report the completion count
  * (or at the end). A stream that ends with its usage, as backends send it when asked, never has
  * its content events parsed: their text is not needed.
+ *
+ * Past HELD_EVENT_CHARS the held events are parsed then, to bound memory, unless the options say
+ * the pod reports its count (`expectCount`): then they are dropped unread, as is every later event
+ * that can hold no usage, and only counted; if the stream still ends without a completion count,
+ * each dropped event counts as one token (`GeneratedText.uncounted`), about what a model server
+ * sends per event. A long answer from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
 import { applyEvent, mayCarryUsage, parseEvent, readEventUsage, reportsCompletion } from './openai-event-usage.js';
@@ -39,6 +45,11 @@ export interface SseUsageOptions {
    * Default 1 MiB.
    */
   maxEventBytes?: number;
+  /**
+   * The pod ended its earlier streams with a completion count: past HELD_EVENT_CHARS, events that
+   * can hold no usage are dropped unread and counted instead of parsed (see the header comment).
+   */
+  expectCount?: boolean;
 }
 
 export class SseUsageScanner implements StreamUsageReader, SseLineSink {
@@ -55,12 +66,18 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** Data of passed events not parsed yet, in order (see the header comment), and its characters. */
   private held: string[] = [];
   private heldChars = 0;
+  private readonly expectCount: boolean;
+  /** Events dropped unread (expectCount, past the bound), not yet handed to `generated`. */
+  private dropped = 0;
+  /** Past the bound with expectCount: events that can hold no usage are dropped, not held. */
+  private dropping = false;
 
   constructor(options: SseUsageOptions, generated: GeneratedText | null = null) {
     this.generated = generated;
     const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.lines = new SseLineSplitter(max);
     this.filter = options.stripUsageChunk ? new SseStripFilter(max) : null;
+    this.expectCount = options.expectCount === true;
   }
 
   /** `usage.prompt_tokens` of the last event that carried usage, or null. */
@@ -74,8 +91,12 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** Number of lines longer than maxEventBytes, skipped unparsed. */
   get skippedLines(): number { return this.lines.skippedLines; }
 
+  /** Events dropped unread so far (see SseUsageOptions.expectCount). */
+  droppedEvents = 0;
+
   usage(): AnswerUsage {
     this.readHeld();
+    this.handDropped();
     const s = this.seen;
     return { promptTokens: s.promptTokens, completionTokens: s.completionTokens, text: s.text, generated: this.generated };
   }
@@ -133,16 +154,46 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
       if (this.seen.completionTokens !== null) return false; // counted by the backend: text is stopped
+      if (this.dropping) {
+        if (data.charCodeAt(0) === 0x7b) { // an object, not `[DONE]`
+          this.dropped++;
+          this.droppedEvents++;
+        }
+        return false;
+      }
       this.held.push(data);
       this.heldChars += data.length;
-      if (this.heldChars > HELD_EVENT_CHARS) this.readHeld();
+      if (this.heldChars > HELD_EVENT_CHARS) {
+        if (this.expectCount) {
+          this.dropping = true;
+          const objects = countObjects(this.held);
+          this.dropped += objects;
+          this.droppedEvents += objects;
+          this.dropHeld();
+        } else {
+          this.readHeld();
+        }
+      }
       return false;
     }
     const event = parseEvent(data);
     if (event === null) return false;
-    if (reportsCompletion(event)) this.dropHeld();
-    else this.readHeld();
+    if (reportsCompletion(event)) {
+      this.dropHeld();
+      this.dropped = 0;
+    } else {
+      this.readHeld();
+      this.handDropped();
+    }
     return applyEvent(event, this.seen, generated);
+  }
+
+  /** The events dropped unread go to `generated` as uncounted pieces, unless the count came. */
+  private handDropped(): void {
+    const n = this.dropped;
+    if (n === 0) return;
+    this.dropped = 0;
+    if (this.seen.completionTokens === null) this.generated?.uncounted(n);
   }
 
   /** Parses the held events in order, handing their text on. */
@@ -159,4 +210,11 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.held = [];
     this.heldChars = 0;
   }
+}
+
+/** Event data that are JSON objects (what can carry generated text; not `[DONE]`). */
+function countObjects(data: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < data.length; i++) if (data[i].charCodeAt(0) === 0x7b) n++;
+  return n;
 }

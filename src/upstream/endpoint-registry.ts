@@ -28,6 +28,12 @@ export class EndpointState {
   readonly load = new PodLoad();
   /** endpointKey() of the pod. */
   readonly key: string;
+  /**
+   * The pod's last stream that ended in full ended with an output count: the next streams' text
+   * past the usage reader's bound is estimated instead of read (InferenceApi.streamUsage). Learned
+   * per worker from the pod's own answers; a new pod starts without it.
+   */
+  streamsReportCount = false;
 
   constructor(name: string, host: string, port: number, connections: number) {
     this.name = name;

@@ -19,6 +19,8 @@ export class GeneratedTextCount implements GeneratedText {
   /** `held` has no exact cut before this index (already searched). */
   private searched = 0;
   private counted = 0;
+  /** Pieces not read (GeneratedText.uncounted), a token each. */
+  private estimated = 0;
   /** Slices being counted in the tokenizer pool. */
   private pending = 0;
   private wake: (() => void) | null = null;
@@ -48,6 +50,11 @@ export class GeneratedTextCount implements GeneratedText {
     this.stopped = true;
     this.held = '';
     this.searched = 0;
+    this.estimated = 0;
+  }
+
+  uncounted(pieces: number): void {
+    if (!this.stopped) this.estimated += pieces;
   }
 
   tokens(): number | Promise<number> {
@@ -57,9 +64,9 @@ export class GeneratedTextCount implements GeneratedText {
       this.searched = 0;
       this.count(rest);
     }
-    if (this.pending === 0) return this.counted;
+    if (this.pending === 0) return this.counted + this.estimated;
     return new Promise<number>((resolve) => {
-      this.wake = () => resolve(this.counted);
+      this.wake = () => resolve(this.counted + this.estimated);
     });
   }
 

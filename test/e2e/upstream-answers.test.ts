@@ -190,6 +190,23 @@ class Backend {
         res.end('data: [DONE]\n\n');
         return;
       }
+      case 'counted-sse': { // x-events events of ' hello world'; then the usage (x-usage: yes), or a cut (x-cut: yes), then [DONE]
+        const events = Number(req.headers['x-events']);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let i = 0; i < events; i++) {
+          if (!res.write(sseEvent(' hello world'))) await new Promise((r) => res.once('drain', r));
+        }
+        if (req.headers['x-cut'] === 'yes') {
+          await new Promise((r) => setTimeout(r, 100));
+          res.socket?.destroy();
+          return;
+        }
+        if (req.headers['x-usage'] === 'yes') {
+          res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 2 * events, total_tokens: 1 + 2 * events } })}\n\n`);
+        }
+        res.end('data: [DONE]\n\n');
+        return;
+      }
       case 'malformed': { // a head the router's client must refuse
         res.socket!.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 12abc\r\n\r\n{}');
         return;
@@ -451,6 +468,32 @@ describe('upstream answers over the built router (scripted backend)', () => {
       for (const s of fillers) s.destroy();
       stuck.kill();
     }
+  }, 60_000);
+
+  it('a pod that ends its streams with a count has long streams\' text estimated, not read; one that stops is read again', async () => {
+    // 3,000 events of two tokens each: about 180 K characters of event data, past the 64 K the
+    // router keeps unparsed. Earlier streams of this pod ended without a count.
+    const events = 3000;
+    const body = chat('sf-model', { stream: true });
+    const run = async (id: string, headers: Record<string, string>): Promise<{ answer: Answer; record: any }> => {
+      const answer = await post(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'counted-sse', 'x-events': String(events), 'x-request-id': id, ...headers });
+      return { answer, record: await recordOf(file, id) };
+    };
+    const first = await run('count-learned', { 'x-usage': 'yes' });
+    expect(first.answer.error).toBeNull();
+    expect(first.answer.body).not.toContain('"usage"'); // the count the router asked for is stripped
+    expect(first.record.output_tokens).toBe(2 * events);
+    // The pod reports its count: a stream cut before it has its unread events as a token each.
+    const cut = await run('count-cut', { 'x-cut': 'yes' });
+    expect(cut.answer.error).not.toBeNull();
+    expect(cut.record.output_tokens).toBe(events);
+    // A stream that ends in full without the count is estimated too, and teaches the router...
+    const stopped = await run('count-stopped', {});
+    expect(stopped.answer.error).toBeNull();
+    expect(stopped.record.output_tokens).toBe(events);
+    // ...so the next one is read and counted exactly.
+    const read = await run('count-read', {});
+    expect(read.record.output_tokens).toBe(2 * events);
   }, 60_000);
 });
 

@@ -42,6 +42,19 @@ describe('GeneratedTextCount', () => {
     expect(g.tokens()).toBe(0);
   });
 
+  it('counts each uncounted piece as one token beside the text it read; a reported count drops them', () => {
+    const g = new GeneratedTextCount(bpe);
+    g.add(' hello world');
+    g.uncounted(40);
+    g.uncounted(2);
+    expect(g.tokens()).toBe(bpeCountText(' hello world') + 42);
+    const s = new GeneratedTextCount(bpe);
+    s.uncounted(5);
+    s.stop();
+    s.uncounted(3);
+    expect(s.tokens()).toBe(0);
+  });
+
   it('waits for slices counted in the tokenizer pool', async () => {
     const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 100, poolSize: 1, queue: 100, budgetMs: 10_000 }, { poolFile: compiledTaskFile() });
     await counter.ready();
