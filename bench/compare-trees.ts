@@ -28,7 +28,9 @@
  * wake-up counts) and how long per request they waited runnable for one (the run queue), the
  * scheduling part of a latency that CPU time alone does not show. wrk's own CPU per request is
  * printed beside it: on a machine it shares, what it spends reading a side's answers (longer heads,
- * say) is CPU that side's throughput loses without the server spending it.
+ * say) is CPU that side's throughput loses without the server spending it. `--long-tokens N` makes
+ * the mock behind the SSE 64 scenarios (`:router-sse64`, `:direct-sse64`) stream N tokens instead,
+ * e.g. 1024 for what a long answer costs.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readlinkSync } from 'node:fs';
@@ -62,8 +64,8 @@ interface Side {
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--node-a PATH] [--node-b PATH] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--load wrk|poisson|uniform]',
-  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--node-a', '--node-b', '--floor-args-a', '--floor-args-b'],
+  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--node-a PATH] [--node-b PATH] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--load wrk|poisson|uniform] [--long-tokens N]',
+  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--node-a', '--node-b', '--floor-args-a', '--floor-args-b', '--long-tokens'],
   positionals: [2, 2],
 };
 
@@ -88,11 +90,13 @@ export interface CompareOptions {
   node: [string | undefined, string | undefined];
   /** A floor side's calibration options (upstream-proxy's `--burn-us U --garbage-objects K`). */
   floorArgs: [string[], string[]];
+  /** Completion tokens of the mock behind `sf-model-long` (the SSE 64 scenarios; undefined: the tree's LONG_TOKENS). */
+  longTokens: number | undefined;
 }
 
 /** The tool's settings from its command line (the trees' scenarios are checked once their builds are loaded). */
 export function compareOptions(line: CommandLine): CompareOptions {
-  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk' };
+  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined };
   // In the order given: --workers sets both sides, a later --workers-a or -b one of them.
   for (const [name, value] of line.options) {
     if (name === '--load') {
@@ -101,6 +105,7 @@ export function compareOptions(line: CommandLine): CompareOptions {
     } else if (name === '--rounds') o.rounds = positiveNumber(name, value);
     else if (name === '--duration') o.durationS = positiveNumber(name, value);
     else if (name === '--rate') o.rate = positiveNumber(name, value);
+    else if (name === '--long-tokens') o.longTokens = Math.trunc(positiveNumber(name, value));
     else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
     else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
     else if (name === '--node-a' || name === '--node-b') o.node[name.endsWith('a') ? 0 : 1] = value;
@@ -117,7 +122,7 @@ function words(value: string): string[] {
 }
 
 async function main(): Promise<void> {
-  const { positional, rounds, durationS, rate, workers, nodeArgs, node, floorArgs, load: loadKind } = readCommandLine(COMMAND, compareOptions);
+  const { positional, rounds, durationS, rate, workers, nodeArgs, node, floorArgs, load: loadKind, longTokens } = readCommandLine(COMMAND, compareOptions);
   const openLoop = loadKind === 'wrk' ? null : openLoopBinary();
   if (openLoop !== null && !('bin' in openLoop)) exitWithUsageError(COMMAND, `--load ${loadKind}: ${openLoop.reason}`);
   const generator = openLoop === null ? 'wrk' : 'open-loop';
@@ -139,7 +144,7 @@ async function main(): Promise<void> {
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
   // As the main bench starts it: the backend of the 64-chunk streaming scenarios.
-  const mockLong = await m0.targets.startMock('mock-long', ['--output-tokens', String(m0.scenarios.LONG_TOKENS)]);
+  const mockLong = await m0.targets.startMock('mock-long', ['--output-tokens', String(longTokens ?? m0.scenarios.LONG_TOKENS)]);
   // Any tree's global-limit scenarios need the redis-server.
   const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
   try {
