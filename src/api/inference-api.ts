@@ -18,11 +18,12 @@ export interface InferenceApi {
   jsonUsage(body: Buffer): AnswerUsage;
   /**
    * A reader for a streamed (SSE) answer; `strip` removes the usage event the router asked for.
-   * Generated text goes to `text` as it passes (never held by the reader). `expectCount`: the pod
-   * ended its earlier streams with an output count, so text past the reader's bound is not read
-   * but estimated (`GeneratedText.uncounted`), in case this stream ends without one.
+   * Generated text goes to `text` as it passes (never held by the reader). `tokensPerEvent`
+   * non-null: the pod ended its last stream with an output count, so events past the reader's
+   * bound are not read but counted, each estimated at `tokensPerEvent` tokens
+   * (`GeneratedText.uncounted`) in case this stream ends without one.
    */
-  streamUsage(strip: boolean, text: GeneratedText, expectCount: boolean): StreamUsageReader;
+  streamUsage(strip: boolean, text: GeneratedText, tokensPerEvent: number | null): StreamUsageReader;
 }
 
 /** The parts of a request every API has; an API's parse() may return more. */
@@ -59,11 +60,11 @@ export interface GeneratedText {
   /** The backend reported its output count: the text is not needed any more. */
   stop(): void;
   /**
-   * Generated pieces that were not read (a pod expected to report its count; see
-   * `InferenceApi.streamUsage`): each counts as one token in `tokens()`.
+   * Tokens estimated for generated text that was not read (a pod expected to report its count;
+   * see `InferenceApi.streamUsage`), added to `tokens()`.
    */
-  uncounted(pieces: number): void;
-  /** Tokens of all text added (the rest is counted now), plus the uncounted pieces. */
+  uncounted(tokens: number): void;
+  /** Tokens of all text added (the rest is counted now), plus the uncounted estimate. */
   tokens(): number | Promise<number>;
 }
 
@@ -75,4 +76,6 @@ export interface StreamUsageReader {
   end(): Buffer;
   /** What the stream reported (or generated) so far. */
   usage(): AnswerUsage;
+  /** Events that could carry generated text (not the usage, not `[DONE]`) before the output count came. */
+  readonly textEvents: number;
 }

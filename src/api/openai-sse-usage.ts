@@ -17,11 +17,12 @@
  * (or at the end). A stream that ends with its usage, as backends send it when asked, never has
  * its content events parsed: their text is not needed.
  *
- * Past HELD_EVENT_CHARS the held events are parsed then, to bound memory, unless the options say
- * the pod reports its count (`expectCount`): then they are dropped unread, as is every later event
- * that can hold no usage, and only counted; if the stream still ends without a completion count,
- * each dropped event counts as one token (`GeneratedText.uncounted`), about what a model server
- * sends per event. A long answer from such a pod is then never parsed but for its usage.
+ * Past HELD_EVENT_CHARS the held events are parsed then, to bound memory, unless the caller says
+ * the pod reports its count (`tokensPerEvent` non-null): then they are dropped unread, as is every
+ * later event that can hold no usage, and only counted; if the stream still ends without a
+ * completion count, each dropped event counts as `tokensPerEvent` tokens
+ * (`GeneratedText.uncounted`), what the pod's own counted streams had per event. A long answer
+ * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
 import { applyEvent, mayCarryUsage, parseEvent, readEventUsage, reportsCompletion } from './openai-event-usage.js';
@@ -45,11 +46,6 @@ export interface SseUsageOptions {
    * Default 1 MiB.
    */
   maxEventBytes?: number;
-  /**
-   * The pod ended its earlier streams with a completion count: past HELD_EVENT_CHARS, events that
-   * can hold no usage are dropped unread and counted instead of parsed (see the header comment).
-   */
-  expectCount?: boolean;
 }
 
 export class SseUsageScanner implements StreamUsageReader, SseLineSink {
@@ -66,18 +62,24 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** Data of passed events not parsed yet, in order (see the header comment), and its characters. */
   private held: string[] = [];
   private heldChars = 0;
-  private readonly expectCount: boolean;
-  /** Events dropped unread (expectCount, past the bound), not yet handed to `generated`. */
+  /** Non-null: the pod reports its count; past the bound events are dropped, each estimated at this. */
+  private readonly tokensPerEvent: number | null;
+  /** Events dropped unread (tokensPerEvent, past the bound), not yet handed to `generated`. */
   private dropped = 0;
-  /** Past the bound with expectCount: events that can hold no usage are dropped, not held. */
+  /** Past the bound with tokensPerEvent: events that can hold no usage are dropped, not held. */
   private dropping = false;
 
-  constructor(options: SseUsageOptions, generated: GeneratedText | null = null) {
+  /**
+   * `tokensPerEvent`: null, every event is read (past the bound as it passes); a number, the pod
+   * reports its count and events past the bound are dropped, each estimated at this many tokens
+   * should no count come (see the header comment).
+   */
+  constructor(options: SseUsageOptions, generated: GeneratedText | null = null, tokensPerEvent: number | null = null) {
     this.generated = generated;
     const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.lines = new SseLineSplitter(max);
     this.filter = options.stripUsageChunk ? new SseStripFilter(max) : null;
-    this.expectCount = options.expectCount === true;
+    this.tokensPerEvent = tokensPerEvent;
   }
 
   /** `usage.prompt_tokens` of the last event that carried usage, or null. */
@@ -91,8 +93,10 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** Number of lines longer than maxEventBytes, skipped unparsed. */
   get skippedLines(): number { return this.lines.skippedLines; }
 
-  /** Events dropped unread so far (see SseUsageOptions.expectCount). */
+  /** Events dropped unread so far (see the constructor's `tokensPerEvent`). */
   droppedEvents = 0;
+  /** StreamUsageReader: events that could carry text (JSON objects without usage) before the count came. */
+  textEvents = 0;
 
   usage(): AnswerUsage {
     this.readHeld();
@@ -154,8 +158,10 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
       if (this.seen.completionTokens !== null) return false; // counted by the backend: text is stopped
+      const isObject = data.charCodeAt(0) === 0x7b; // not `[DONE]`
+      if (isObject) this.textEvents++;
       if (this.dropping) {
-        if (data.charCodeAt(0) === 0x7b) { // an object, not `[DONE]`
+        if (isObject) {
           this.dropped++;
           this.droppedEvents++;
         }
@@ -164,7 +170,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.held.push(data);
       this.heldChars += data.length;
       if (this.heldChars > HELD_EVENT_CHARS) {
-        if (this.expectCount) {
+        if (this.tokensPerEvent !== null) {
           this.dropping = true;
           const objects = countObjects(this.held);
           this.dropped += objects;
@@ -188,12 +194,12 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     return applyEvent(event, this.seen, generated);
   }
 
-  /** The events dropped unread go to `generated` as uncounted pieces, unless the count came. */
+  /** The events dropped unread go to `generated` as an estimate, unless the count came. */
   private handDropped(): void {
     const n = this.dropped;
     if (n === 0) return;
     this.dropped = 0;
-    if (this.seen.completionTokens === null) this.generated?.uncounted(n);
+    if (this.seen.completionTokens === null) this.generated?.uncounted(Math.round(n * this.tokensPerEvent!));
   }
 
   /** Parses the held events in order, handing their text on. */

@@ -5,10 +5,8 @@ import { extractPromptText } from './openai-prompt.js';
 import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { SseUsageScanner } from './openai-sse-usage.js';
 
-const KEEP = { stripUsageChunk: false, expectCount: false };
-const STRIP = { stripUsageChunk: true, expectCount: false };
-const KEEP_EXPECTING = { stripUsageChunk: false, expectCount: true };
-const STRIP_EXPECTING = { stripUsageChunk: true, expectCount: true };
+const KEEP = { stripUsageChunk: false };
+const STRIP = { stripUsageChunk: true };
 
 /** The OpenAI-style API: /v1/completions, /v1/chat/completions and other /v1 paths. */
 export const openAiApi: InferenceApi = {
@@ -16,6 +14,6 @@ export const openAiApi: InferenceApi = {
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model),
   jsonUsage: usageFromJson,
-  streamUsage: (strip: boolean, text: GeneratedText, expectCount: boolean) =>
-    new SseUsageScanner(expectCount ? (strip ? STRIP_EXPECTING : KEEP_EXPECTING) : (strip ? STRIP : KEEP), text),
+  streamUsage: (strip: boolean, text: GeneratedText, tokensPerEvent: number | null) =>
+    new SseUsageScanner(strip ? STRIP : KEEP, text, tokensPerEvent),
 };

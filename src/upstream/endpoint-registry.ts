@@ -13,6 +13,8 @@ const KEEP_ALIVE_MS = 4_000;
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; interval-ticker.ts). */
 const TIMER_RESOLUTION_MS = 100;
+/** Text events a stream needs before the tokens per event it reports are learned (EndpointState.learnStream). */
+export const LEARN_EVENTS = 256;
 
 /** One backend pod: its keep-alive pool and the in-flight count the picker reads. */
 export class EndpointState {
@@ -29,11 +31,12 @@ export class EndpointState {
   /** endpointKey() of the pod. */
   readonly key: string;
   /**
-   * The pod's last stream that ended in full ended with an output count: the next streams' text
-   * past the usage reader's bound is estimated instead of read (InferenceApi.streamUsage). Learned
-   * per worker from the pod's own answers; a new pod starts without it.
+   * Non-null when the pod's last stream that ended in full ended with an output count: the next
+   * streams' events past the usage reader's bound are counted instead of read, each estimated at
+   * this many tokens should no count come (InferenceApi.streamUsage). Learned per worker from the
+   * pod's own answers (learnStream); a new pod starts at null.
    */
-  streamsReportCount = false;
+  streamTokensPerEvent: number | null = null;
 
   constructor(name: string, host: string, port: number, connections: number) {
     this.name = name;
@@ -52,6 +55,18 @@ export class EndpointState {
       keepAliveTimeoutMs: KEEP_ALIVE_MS,
       timerResolutionMs: TIMER_RESOLUTION_MS,
     });
+  }
+
+  /**
+   * A stream from this pod ended in full (status < 300) with `completionTokens` reported (or null)
+   * over `textEvents` events that could carry text. Without a count: null, every event is read.
+   * With one: the tokens per event of that stream when it had LEARN_EVENTS or more (where a role
+   * and a finish event move it by under 1%), else what was learned before, or 1.
+   */
+  learnStream(completionTokens: number | null, textEvents: number): void {
+    if (completionTokens === null) this.streamTokensPerEvent = null;
+    else if (textEvents >= LEARN_EVENTS) this.streamTokensPerEvent = completionTokens / textEvents;
+    else if (this.streamTokensPerEvent === null) this.streamTokensPerEvent = 1;
   }
 
   /** One more request on this pod. */

@@ -91,7 +91,7 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     this.responseStarted = true;
     this.upstreamStatus = statusCode;
     if (isEventStream(headers)) {
-      this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens), this.endpoint.streamsReportCount);
+      this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent);
     } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;
@@ -157,8 +157,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     } else {
       const tail = this.scanner !== null ? this.scanner.end() : null;
       this.takeStreamUsage();
-      // A stream that ended in full teaches whether the pod reports its output count.
-      if (this.scanner !== null && this.upstreamStatus < 300) this.endpoint.streamsReportCount = this.usage!.completionTokens !== null;
+      // A stream that ended in full teaches whether the pod reports its output count, and its tokens per event.
+      if (this.scanner !== null && this.upstreamStatus < 300) this.endpoint.learnStream(this.usage!.completionTokens, this.scanner.textEvents);
       const passed = this.passed;
       if (passed !== null) {
         this.passed = null;

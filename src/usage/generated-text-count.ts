@@ -19,7 +19,7 @@ export class GeneratedTextCount implements GeneratedText {
   /** `held` has no exact cut before this index (already searched). */
   private searched = 0;
   private counted = 0;
-  /** Pieces not read (GeneratedText.uncounted), a token each. */
+  /** Tokens estimated for text not read (GeneratedText.uncounted). */
   private estimated = 0;
   /** Slices being counted in the tokenizer pool. */
   private pending = 0;
@@ -53,8 +53,8 @@ export class GeneratedTextCount implements GeneratedText {
     this.estimated = 0;
   }
 
-  uncounted(pieces: number): void {
-    if (!this.stopped) this.estimated += pieces;
+  uncounted(tokens: number): void {
+    if (!this.stopped) this.estimated += tokens;
   }
 
   tokens(): number | Promise<number> {

@@ -190,11 +190,12 @@ class Backend {
         res.end('data: [DONE]\n\n');
         return;
       }
-      case 'counted-sse': { // x-events events of ' hello world'; then the usage (x-usage: yes), or a cut (x-cut: yes), then [DONE]
+      case 'counted-sse': { // x-events events of x-text (default ' hello world'); then the usage (x-usage: yes, two tokens an event), or a cut (x-cut: yes), then [DONE]
         const events = Number(req.headers['x-events']);
+        const text = typeof req.headers['x-text'] === 'string' ? req.headers['x-text'] : ' hello world';
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         for (let i = 0; i < events; i++) {
-          if (!res.write(sseEvent(' hello world'))) await new Promise((r) => res.once('drain', r));
+          if (!res.write(sseEvent(text))) await new Promise((r) => res.once('drain', r));
         }
         if (req.headers['x-cut'] === 'yes') {
           await new Promise((r) => setTimeout(r, 100));
@@ -470,10 +471,11 @@ describe('upstream answers over the built router (scripted backend)', () => {
     }
   }, 60_000);
 
-  it('a pod that ends its streams with a count has long streams\' text estimated, not read; one that stops is read again', async () => {
+  it('a pod that ends its streams with a count has long streams\' text estimated at its tokens per event, not read; one that stops is read again', async () => {
     // 3,000 events of two tokens each: about 180 K characters of event data, past the 64 K the
     // router keeps unparsed. Earlier streams of this pod ended without a count.
     const events = 3000;
+    const threeTokens = { 'x-text': ' hello world again' };
     const body = chat('sf-model', { stream: true });
     const run = async (id: string, headers: Record<string, string>): Promise<{ answer: Answer; record: any }> => {
       const answer = await post(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'counted-sse', 'x-events': String(events), 'x-request-id': id, ...headers });
@@ -483,17 +485,18 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(first.answer.error).toBeNull();
     expect(first.answer.body).not.toContain('"usage"'); // the count the router asked for is stripped
     expect(first.record.output_tokens).toBe(2 * events);
-    // The pod reports its count: a stream cut before it has its unread events as a token each.
-    const cut = await run('count-cut', { 'x-cut': 'yes' });
+    // The pod reports its count, two tokens an event: a stream of three-token events cut before
+    // its count is estimated at two an event, its text unread.
+    const cut = await run('count-cut', { 'x-cut': 'yes', ...threeTokens });
     expect(cut.answer.error).not.toBeNull();
-    expect(cut.record.output_tokens).toBe(events);
+    expect(cut.record.output_tokens).toBe(2 * events);
     // A stream that ends in full without the count is estimated too, and teaches the router...
-    const stopped = await run('count-stopped', {});
+    const stopped = await run('count-stopped', threeTokens);
     expect(stopped.answer.error).toBeNull();
-    expect(stopped.record.output_tokens).toBe(events);
+    expect(stopped.record.output_tokens).toBe(2 * events);
     // ...so the next one is read and counted exactly.
-    const read = await run('count-read', {});
-    expect(read.record.output_tokens).toBe(2 * events);
+    const read = await run('count-read', threeTokens);
+    expect(read.record.output_tokens).toBe(3 * events);
   }, 60_000);
 });
 

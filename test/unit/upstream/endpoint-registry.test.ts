@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EndpointRegistry, type EndpointState } from '../../../src/upstream/endpoint-registry.js';
+import { EndpointRegistry, LEARN_EVENTS, type EndpointState } from '../../../src/upstream/endpoint-registry.js';
 import type { Http1Handler } from '../../../src/upstream/http1/request.js';
 
 /** Sends one GET through an endpoint's pool; resolves with the status or the error code. */
@@ -55,6 +55,25 @@ describe('endpoint registry: pools of pods across snapshots', () => {
     const e = reg.acquire({ name: 'v6', host: '[::1]', port: 1 });
     expect(e.origin).toBe('http://[::1]:1');
     expect(e.pool.host).toBe('::1');
+    await reg.closeAll();
+  });
+
+  it('learns from a pod\'s full streams whether it reports its count, and its tokens per event from long ones', async () => {
+    const reg = new EndpointRegistry(1);
+    const e = reg.acquire({ name: 'p', host: '127.0.0.1', port });
+    expect(e.streamTokensPerEvent).toBeNull(); // nothing known: every event is read
+    e.learnStream(16, 18); // a short stream with its count: one token per event assumed
+    expect(e.streamTokensPerEvent).toBe(1);
+    e.learnStream(3 * LEARN_EVENTS, LEARN_EVENTS); // a long one: its own ratio
+    expect(e.streamTokensPerEvent).toBe(3);
+    e.learnStream(40, 20); // a short one keeps what a long one taught
+    expect(e.streamTokensPerEvent).toBe(3);
+    e.learnStream(LEARN_EVENTS - 1, LEARN_EVENTS - 1);
+    expect(e.streamTokensPerEvent).toBe(3);
+    e.learnStream(null, 5000); // ended without a count: read every event again
+    expect(e.streamTokensPerEvent).toBeNull();
+    e.learnStream(2 * LEARN_EVENTS, 4 * LEARN_EVENTS);
+    expect(e.streamTokensPerEvent).toBe(0.5);
     await reg.closeAll();
   });
 });

@@ -42,7 +42,7 @@ describe('GeneratedTextCount', () => {
     expect(g.tokens()).toBe(0);
   });
 
-  it('counts each uncounted piece as one token beside the text it read; a reported count drops them', () => {
+  it('adds the tokens estimated for text not read to those of the text it read; a reported count drops them', () => {
     const g = new GeneratedTextCount(bpe);
     g.add(' hello world');
     g.uncounted(40);

@@ -17,10 +17,10 @@ class Recorder implements GeneratedText {
     this.stopped = true;
     this.pieces = [];
   }
-  /** Pieces handed as uncounted (expectCount past the bound). */
-  uncountedPieces = 0;
-  uncounted(pieces: number): void {
-    this.uncountedPieces += pieces;
+  /** Tokens handed as an estimate (tokensPerEvent, past the bound). */
+  uncountedTokens = 0;
+  uncounted(tokens: number): void {
+    this.uncountedTokens += tokens;
   }
   tokens(): number {
     return this.pieces.join('').length;
@@ -32,9 +32,9 @@ const chunk = (text: string, extra: Record<string, unknown> = {}): string =>
 const usageOnly = (completion: number | null): string =>
   `data: ${JSON.stringify({ id: 'c', choices: [], usage: completion === null ? { prompt_tokens: 4 } : { prompt_tokens: 4, completion_tokens: completion } })}\n\n`;
 
-function run(events: string[], strip: boolean, cutEvery = 0, expectCount = false): { rec: Recorder; s: SseUsageScanner; out: string; log: string[][] } {
+function run(events: string[], strip: boolean, cutEvery = 0, tokensPerEvent: number | null = null): { rec: Recorder; s: SseUsageScanner; out: string; log: string[][] } {
   const rec = new Recorder();
-  const s = new SseUsageScanner({ stripUsageChunk: strip, expectCount }, rec);
+  const s = new SseUsageScanner({ stripUsageChunk: strip }, rec, tokensPerEvent);
   const bytes = Buffer.from(events.join(''));
   const parts: Buffer[] = [];
   const log: string[][] = [];
@@ -102,46 +102,52 @@ describe('SSE events held unparsed until their text is needed', () => {
     expect(rec.pieces).toHaveLength(80);
   });
 
-  it(`expecting a count, past ${HELD_EVENT_CHARS} characters events are dropped unread; a count at the end is all that is read`, () => {
+  it(`expecting a count (tokens per event given), past ${HELD_EVENT_CHARS} characters events are dropped unread; a count at the end is all that is read`, () => {
     const piece = 'p'.repeat(1000);
     const events = [...Array.from({ length: 80 }, () => chunk(piece, { usage: null })), usageOnly(80), 'data: [DONE]\n\n'];
-    const { rec, s, out } = run(events, true, 4096, true);
+    const { rec, s, out } = run(events, true, 4096, 1);
     expect(rec.calls).toBe(0);
-    expect(rec.uncountedPieces).toBe(0);
+    expect(rec.uncountedTokens).toBe(0);
     expect(rec.stopped).toBe(true);
     expect(s.droppedEvents).toBeGreaterThan(10);
     expect(s.usage()).toMatchObject({ promptTokens: 4, completionTokens: 80 });
     expect(out).toBe(events.filter((e) => e !== usageOnly(80)).join('')); // every byte forwarded, the usage chunk stripped
   });
 
-  it('expecting a count that never comes: each dropped event (not [DONE]) is an uncounted piece, the rest is read', () => {
+  it('expecting a count that never comes: each dropped event (not [DONE]) is estimated at the tokens per event given', () => {
     const piece = 'q'.repeat(1000);
     const events = [...Array.from({ length: 80 }, () => chunk(piece)), 'data: [DONE]\n\n'];
-    const { rec, s } = run(events, false, 4096, true);
+    const { rec, s } = run(events, false, 4096, 1);
     const u = s.usage();
     expect(u.completionTokens).toBeNull();
-    expect(rec.uncountedPieces).toBe(80);
+    expect(rec.uncountedTokens).toBe(80);
     expect(rec.pieces).toEqual([]);
     expect(s.droppedEvents).toBe(80);
+    expect(s.textEvents).toBe(80);
+    const dense = run(events, false, 4096, 2.5);
+    dense.s.usage();
+    expect(dense.rec.uncountedTokens).toBe(200);
     // Under the bound nothing is dropped: the same stream cut short is read as without the option.
-    const short = run(events.slice(0, 20), false, 4096, true);
+    const short = run(events.slice(0, 20), false, 4096, 1);
     short.s.usage();
-    expect(short.rec.uncountedPieces).toBe(0);
+    expect(short.rec.uncountedTokens).toBe(0);
     expect(short.rec.pieces).toHaveLength(20);
+    expect(short.s.textEvents).toBe(20);
   });
 
   it('expecting a count: usage without one hands the dropped events on before its own text; a later count stops it all', () => {
     const piece = 'r'.repeat(1000);
     const events = [...Array.from({ length: 70 }, () => chunk(piece)), chunk('mid', { usage: { prompt_tokens: 4 } }), chunk('tail'), usageOnly(72)];
     const rec = new Recorder();
-    const s = new SseUsageScanner({ stripUsageChunk: false, expectCount: true }, rec);
+    const s = new SseUsageScanner({ stripUsageChunk: false }, rec, 1);
     s.push(Buffer.from(events.slice(0, 71).join('')));
-    expect(rec.uncountedPieces).toBe(70);
+    expect(rec.uncountedTokens).toBe(70);
     expect(rec.pieces).toEqual(['mid']);
     s.push(Buffer.from(events.slice(71).join('')));
     s.end();
     expect(rec.stopped).toBe(true);
     expect(s.usage()).toMatchObject({ completionTokens: 72 });
+    expect(s.textEvents).toBe(71); // the usage chunk with a count is not one, nor is 'mid' (it carries usage)
   });
 
   it('usage() in the middle of a stream (an upstream error) hands the held text on first', () => {
@@ -180,9 +186,9 @@ describe('SSE events held unparsed until their text is needed', () => {
         else events.push(r() < 0.5 ? 'data: [DONE]\n\n' : ': comment\n\n');
       }
       const want = reference(events);
-      for (const [strip, expectCount] of [[false, false], [true, false], [false, true], [true, true]]) {
+      for (const [strip, tokensPerEvent] of [[false, null], [true, null], [false, 1], [true, 3]] as const) {
         // Streams this short stay under the bound: expecting a count changes nothing.
-        const { rec, s } = run(events, strip, 1 + Math.floor(r() * 200), expectCount);
+        const { rec, s } = run(events, strip, 1 + Math.floor(r() * 200), tokensPerEvent);
         const u = s.usage();
         expect({ text: rec.pieces.join(''), stopped: rec.stopped, p: u.promptTokens, c: u.completionTokens }, JSON.stringify(events))
           .toEqual({ text: want.text, stopped: want.stopped, p: want.prompt, c: want.completion });
