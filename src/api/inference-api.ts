@@ -66,6 +66,8 @@ export interface GeneratedText {
   uncounted(tokens: number): void;
   /** Tokens of all text added (the rest is counted now), plus the uncounted estimate. */
   tokens(): number | Promise<number>;
+  /** Of `tokens()`, the part given by `uncounted` (0 once stopped). */
+  readonly estimatedTokens: number;
 }
 
 /** Passes a streamed answer through and learns its usage. */

@@ -31,6 +31,8 @@ export class RequestContext {
   // Tokens.
   inputTokens = 0;
   outputTokens = 0;
+  /** Of outputTokens, the part estimated, not reported or counted (a long stream cut before the pod's count). */
+  outputTokensEstimated = 0;
 
   // Outcome.
   statusCode = 0;

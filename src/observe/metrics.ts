@@ -75,6 +75,7 @@ interface RouteHandles {
   readonly ttfb: HistogramSeries;
   readonly input: CounterSeries;
   readonly output: CounterSeries;
+  readonly outputEstimated: CounterSeries;
   readonly rejectedInput: CounterSeries;
   readonly rejectedOutput: CounterSeries;
   /** model label -> (status * 16 + error index) -> requests counter. */
@@ -103,6 +104,8 @@ export class RouterMetrics {
     'Input (prompt) tokens of requests, by route.', ['route']);
   private readonly outputTokens = new CounterFamily('inference_router_output_tokens_total',
     'Output (generated) tokens of answers, by route.', ['route']);
+  private readonly outputTokensEstimated = new CounterFamily('inference_router_output_tokens_estimated_total',
+    'Of the output tokens, those estimated rather than reported by the backend or counted (a long stream cut before its count), by route.', ['route']);
   private readonly rejections = new CounterFamily('inference_router_ratelimit_rejections_total',
     'Requests rejected by a token rate limit (429), by route ("" for tenant limits), the direction whose limit was exhausted and the scope of the limit (route, tenant).',
     ['route', 'direction', 'scope']);
@@ -137,7 +140,7 @@ export class RouterMetrics {
     this.maxTenants = opts.maxTenants ?? 100;
     const r = this.registry;
     for (const m of [
-      this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens,
+      this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens, this.outputTokensEstimated,
       this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
@@ -194,6 +197,7 @@ export class RouterMetrics {
     if (ttfbMs !== null) r.ttfb.observe(ttfbMs / 1000);
     if (ctx.inputTokens > 0) r.input.value += ctx.inputTokens;
     if (ctx.outputTokens > 0) r.output.value += ctx.outputTokens;
+    if (ctx.outputTokensEstimated > 0) r.outputEstimated.value += ctx.outputTokensEstimated;
     if (ctx.tenant !== '' && (ctx.inputTokens > 0 || ctx.outputTokens > 0)) {
       const t = this.tenants.get(ctx.tenant) ?? this.addTenant(ctx.tenant);
       t[0].value += ctx.inputTokens;
@@ -292,6 +296,7 @@ export class RouterMetrics {
       ttfb: this.ttfb.child(route),
       input: this.inputTokens.child(route),
       output: this.outputTokens.child(route),
+      outputEstimated: this.outputTokensEstimated.child(route),
       rejectedInput: this.rejections.child(route, 'input', 'route'),
       rejectedOutput: this.rejections.child(route, 'output', 'route'),
       models: new Map(),

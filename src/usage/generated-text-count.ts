@@ -53,6 +53,10 @@ export class GeneratedTextCount implements GeneratedText {
     this.estimated = 0;
   }
 
+  get estimatedTokens(): number {
+    return this.estimated;
+  }
+
   uncounted(tokens: number): void {
     if (!this.stopped) this.estimated += tokens;
   }

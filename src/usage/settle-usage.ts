@@ -41,6 +41,7 @@ function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: n
     ctx.inputTokens = usage.promptTokens;
   }
   ctx.outputTokens = output;
+  if (usage !== null && usage.completionTokens === null && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
   if (terms !== null) settleAll(terms, inputDelta, output);
 }
 

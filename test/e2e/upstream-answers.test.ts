@@ -5,6 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { sample } from '../helpers/metrics-text.js';
 
 /**
  * The answer path against a scripted node:http backend: what the backend does is chosen by the
@@ -485,6 +486,9 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(first.answer.error).toBeNull();
     expect(first.answer.body).not.toContain('"usage"'); // the count the router asked for is stripped
     expect(first.record.output_tokens).toBe(2 * events);
+    const estimated = async (): Promise<number> =>
+      sample(await (await fetch(`${router.url}/metrics`)).text(), `inference_router_output_tokens_estimated_total{route="${first.record.model_route}"}`) ?? 0;
+    const estimatedBefore = await estimated();
     // The pod reports its count, two tokens an event: a stream of three-token events cut before
     // its count is estimated at two an event, its text unread.
     const cut = await run('count-cut', { 'x-cut': 'yes', ...threeTokens });
@@ -494,6 +498,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const stopped = await run('count-stopped', threeTokens);
     expect(stopped.answer.error).toBeNull();
     expect(stopped.record.output_tokens).toBe(2 * events);
+    expect(await estimated() - estimatedBefore).toBe(4 * events); // both estimates, in the route's metric
     // ...so the next one is read and counted exactly.
     const read = await run('count-read', threeTokens);
     expect(read.record.output_tokens).toBe(3 * events);

@@ -38,6 +38,7 @@ describe('RouterMetrics', () => {
     expect(sample(t, `inference_router_requests_total{model="sf-model",${R},status="429",error_type="rate_limit"}`)).toBe(1);
     expect(sample(t, `inference_router_input_tokens_total{${R}}`)).toBe(18);
     expect(sample(t, `inference_router_output_tokens_total{${R}}`)).toBe(27);
+    expect(sample(t, `inference_router_output_tokens_estimated_total{${R}}`)).toBe(0);
     // 250 ms total: le 0.25 holds all three, le 0.1 none.
     expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.1"}`)).toBe(0);
     expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.25"}`)).toBe(3);
@@ -55,6 +56,18 @@ describe('RouterMetrics', () => {
     expect(sample(t, `inference_router_stream_time_to_first_byte_seconds_bucket{${R},le="0.05"}`)).toBe(1);
     expect(t).toMatch(/# TYPE inference_router_requests_total counter/);
     expect(t).toMatch(/# TYPE inference_router_request_duration_seconds histogram/);
+  });
+
+  it('counts the estimated part of output tokens beside all of them', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false });
+    const cut = ctx({ output: 90 });
+    cut.outputTokensEstimated = 60;
+    m.observeRequest(cut, null);
+    m.observeRequest(ctx({ output: 10 }), null);
+    const t = await m.metrics();
+    const R = 'route="default/sf-route"';
+    expect(sample(t, `inference_router_output_tokens_total{${R}}`)).toBe(100);
+    expect(sample(t, `inference_router_output_tokens_estimated_total{${R}}`)).toBe(60);
   });
 
   it('bounds the model label: unserved models are "(unknown)" unless knownModel says otherwise', async () => {

@@ -48,6 +48,7 @@ describe('GeneratedTextCount', () => {
     g.uncounted(40);
     g.uncounted(2);
     expect(g.tokens()).toBe(bpeCountText(' hello world') + 42);
+    expect(g.estimatedTokens).toBe(42);
     const s = new GeneratedTextCount(bpe);
     s.uncounted(5);
     s.stop();

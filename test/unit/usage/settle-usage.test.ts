@@ -30,7 +30,7 @@ function limiter(settled: Settled[], answer: () => Promise<void>): TokenLimiter 
   };
 }
 
-const context = (): RequestContext => ({ inputTokens: 5, outputTokens: 0 }) as unknown as RequestContext;
+const context = (): RequestContext => ({ inputTokens: 5, outputTokens: 0, outputTokensEstimated: 0 }) as unknown as RequestContext;
 const usage = (over: Partial<AnswerUsage>): AnswerUsage => ({ promptTokens: 7, completionTokens: 3, text: '', generated: null, ...over });
 const counter = (count: (text: string) => number | Promise<number>): TokenCounter => ({ countText: count }) as unknown as TokenCounter;
 
@@ -68,5 +68,17 @@ describe('settling an answer\'s usage on its limits', () => {
     await done; // resolves although the settle never answers
     expect(ctx.outputTokens).toBe(11);
     expect(settled).toEqual([{ key: 'route/default/r', inputDelta: 2, output: 11 }]);
+  });
+
+  it('a stream\'s estimated part is kept beside its output, only when the backend reported no count', () => {
+    const generated = { add: () => {}, stop: () => {}, uncounted: () => {}, tokens: () => 40, estimatedTokens: 30 };
+    const cut = context();
+    settleUsage(cut, counter(() => 0), usage({ completionTokens: null, generated }), null);
+    expect(cut.outputTokens).toBe(40);
+    expect(cut.outputTokensEstimated).toBe(30);
+    const reported = context();
+    settleUsage(reported, counter(() => 0), usage({ completionTokens: 50, generated }), null);
+    expect(reported.outputTokens).toBe(50);
+    expect(reported.outputTokensEstimated).toBe(0);
   });
 });

@@ -22,6 +22,9 @@ class Recorder implements GeneratedText {
   uncounted(tokens: number): void {
     this.uncountedTokens += tokens;
   }
+  get estimatedTokens(): number {
+    return this.uncountedTokens;
+  }
   tokens(): number {
     return this.pieces.join('').length;
   }
