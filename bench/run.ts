@@ -25,6 +25,7 @@ import { haveBinary, ROOT, startMock, startRedis, stopAll, tempDir, type Target 
 import { writeReport, type BenchReport } from './report.js';
 import { profileRouter, runMicro } from './run-extras.js';
 import { scriptCalls } from './redis-stats.js';
+import { addFailures, failuresInLog, failuresNote } from './log-failures.js';
 import { readCommandLine } from './cli-args.js';
 import { RUN_COMMAND, runOptions } from './run-options.js';
 import {
@@ -97,6 +98,8 @@ async function main(): Promise<void> {
     ...(redis !== null && (keep === null || !usesRedis(keep)) ? [redis.proc.pid] : []),
   ];
   const wrk: Sample[] = [];
+  /** Per router scenario, its non-2xx answers as its access log names them (every load tool, every round). */
+  const failures = new Map<string, Map<string, number>>();
   // `leadIn`: load run once the other targets are stopped and before anything is read (open-loop's
   // fixed rate: see below).
   const measure = async (sc: Scenario, round: number, run: () => Promise<LoadResult>, into: Sample[], leadIn?: () => Promise<unknown>): Promise<void> => {
@@ -122,6 +125,11 @@ async function main(): Promise<void> {
     if (sc.target.startsWith('router-') && sc.target !== 'router-plain') {
       const f = logFile(sc.target);
       if (into === wrk && round === 0 && existsSync(f)) notes.push(`access log check (${sc.id}): ${(statSync(f).size / Math.max(1, result.requests)).toFixed(0)} bytes written per request`);
+      if (result.non2xx > 0 && existsSync(f)) {
+        const seen = failures.get(sc.id) ?? new Map<string, number>();
+        failures.set(sc.id, seen);
+        addFailures(seen, failuresInLog(f));
+      }
       if (existsSync(f)) truncateSync(f, 0);
     }
     into.push({ scenario: sc.id, round, result, serverCpuMs, kdamondCpuMs, machine: machineShare, resident, ...(store === undefined ? {} : { store }) });
@@ -230,6 +238,7 @@ async function main(): Promise<void> {
     notes.push(`tracing check (router-trace): the mock collector received ${collector.received()} spans in ${collector.requests()} exports; the measured rounds sent ${traced} requests (warm-up and sanity requests come on top; spans beyond the export queue are dropped and counted)`);
     await collector.close();
   }
+  for (const [id, seen] of failures) if (seen.size > 0) notes.push(failuresNote(id, seen));
   notes.push('scenario 6 alternates two models on the full router: sf-model (limit never reached) and sf-model-tiny (1 input token a day, so every request is answered 429 by the limiter)');
   notes.push('each measurement ran with the other targets stopped (SIGSTOP), all but the mock backends and, for a global limit, redis-server: idle servers beside the one measured wake often enough to move its tail (bench/pause-targets.ts)');
   notes.push('added latency in the closed-loop tables includes queueing at saturation; the fixed-rate table is the one to read for latency at moderate load');
