@@ -158,7 +158,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
       if (this.seen.completionTokens !== null) return false; // counted by the backend: text is stopped
-      const isObject = data.charCodeAt(0) === 0x7b; // not `[DONE]`
+      const isObject = isObjectData(data);
       if (isObject) this.textEvents++;
       if (this.dropping) {
         if (isObject) {
@@ -218,9 +218,14 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   }
 }
 
-/** Event data that are JSON objects (what can carry generated text; not `[DONE]`). */
+/** Event data that is a JSON object (what can carry generated text; not `[DONE]`). */
+function isObjectData(data: string): boolean {
+  return data.charCodeAt(0) === 0x7b;
+}
+
+/** Event data that are JSON objects. */
 function countObjects(data: readonly string[]): number {
   let n = 0;
-  for (let i = 0; i < data.length; i++) if (data[i].charCodeAt(0) === 0x7b) n++;
+  for (let i = 0; i < data.length; i++) if (isObjectData(data[i])) n++;
   return n;
 }
