@@ -105,7 +105,11 @@ export function compareOptions(line: CommandLine): CompareOptions {
     } else if (name === '--rounds') o.rounds = positiveNumber(name, value);
     else if (name === '--duration') o.durationS = positiveNumber(name, value);
     else if (name === '--rate') o.rate = positiveNumber(name, value);
-    else if (name === '--long-tokens') o.longTokens = Math.trunc(positiveNumber(name, value));
+    else if (name === '--long-tokens') {
+      const n = positiveNumber(name, value);
+      if (!Number.isInteger(n)) throw new UsageError(`--long-tokens: expected a whole number of tokens, got "${value}"`);
+      o.longTokens = n;
+    }
     else if (name === '--workers') o.workers.fill(positiveNumber(name, value));
     else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
     else if (name === '--node-a' || name === '--node-b') o.node[name.endsWith('a') ? 0 : 1] = value;

@@ -53,6 +53,7 @@ describe('bench tool options', () => {
     expect(tool(['a', 'b', '--workers-a', '1', '--workers', '4']).workers).toEqual([4, 4]);
     expect(tool(['a', 'b', '--long-tokens', '1024']).longTokens).toBe(1024);
     expect(() => tool(['a', 'b', '--long-tokens', '0'])).toThrow(UsageError);
+    expect(() => tool(['a', 'b', '--long-tokens', '0.5'])).toThrow(/whole number/);
     expect(() => tool(['a'])).toThrow(UsageError);
     expect(() => tool(['a', 'b', 'c'])).toThrow(UsageError);
     expect(() => tool(['a', 'b', '--workers', 'two'])).toThrow(UsageError);
