@@ -12,6 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchReport, Goal } from './report.js';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
+import { cpuRatioToNginx } from './goals.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/runs-table.js [DIR]   (DIR: bench/results by default)',
@@ -65,6 +66,13 @@ function serverCpu(r: BenchReport, id: string): string {
   return s === null ? '–' : s.median.toFixed(1);
 }
 
+/** The full router's CPU per request over nginx's, the median of the rounds' ratios (– where the run kept no samples). */
+function cpuRatioCell(r: BenchReport): string {
+  const wrk = r.samples?.wrk;
+  const ratio = wrk === undefined ? null : cpuRatioToNginx(wrk, 'router-local');
+  return ratio === null ? '–' : `${ratio.median.toFixed(2)}×`;
+}
+
 /** The full router's resident MB after its closed-loop runs (primary and workers), or – for runs before it was read. */
 function residentCell(r: BenchReport): string {
   const m = r.wrk.find((x) => x.id === 'router-local')?.residentMb?.rss ?? null;
@@ -92,13 +100,13 @@ export function runsTable(runs: readonly KeptRun[]): string {
   const latestNamed = latest === undefined ? undefined : named.find((r) => r.report.startedAt === latest.report.startedAt);
   const shown = latest !== undefined && latestNamed === undefined && isFullRun(latest.report) ? [...named, latest] : named;
   shown.sort((a, b) => a.report.startedAt.localeCompare(b.report.startedAt));
-  const head = '| run (UTC) | results | host | kernel memory monitor | nginx CPU µs/req | full router × nginx | full router CPU µs/req | full router resident MB | floor × nginx | local limit | access log | global, leases on / off | p99 added at half load (beyond nginx) | the same, open-loop arrivals | CPU per SSE chunk µs |\n'
-    + '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+  const head = '| run (UTC) | results | host | kernel memory monitor | nginx CPU µs/req | full router × nginx | full router CPU µs/req | full router CPU × nginx | full router resident MB | floor × nginx | local limit | access log | global, leases on / off | p99 added at half load (beyond nginx) | the same, open-loop arrivals | CPU per SSE chunk µs |\n'
+    + '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
   return head + shown.map(({ file, report: r }) => {
     const isLatest = latest !== undefined && r.startedAt === latest.report.startedAt;
     const name = `\`${file.replace(/\.json$/, '.md')}\`${isLatest && file !== LATEST ? ' (latest)' : ''}`;
     const chunk = r.streams?.routerCpuUsPerChunk ?? null;
-    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostCell(r.machine)} | ${monitorCell(r.machine)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | ${residentCell(r)} | `
+    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostCell(r.machine)} | ${monitorCell(r.machine)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | ${cpuRatioCell(r)} | ${residentCell(r)} | `
       + `${median(r.goals, GOAL.floor)} | ${median(r.goals, GOAL.local)} | ${median(r.goals, GOAL.log)} | ${median(r.goals, GOAL.leases)} / ${median(r.goals, GOAL.noLeases)} | `
       + `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)}) | ${openLoopCell(r.goals)} | ${chunk === null ? '–' : chunk.median.toFixed(2)} |`;
   }).join('\n') + '\n';

@@ -54,3 +54,32 @@ describe('evaluateGoals: the tail at half load', () => {
     expect(goals[2].met).toBe(true);
   });
 });
+
+describe('evaluateGoals: CPU per request', () => {
+  /** A wrk round of `scenario` whose server processes spent `us` µs of CPU per request. */
+  function cpuSample(scenario: string, round: number, us: number | null): Sample {
+    const s = sample(scenario, round, 1);
+    return { ...s, serverCpuMs: us === null ? null : (us * s.result.requests) / 1000 };
+  }
+  const cpu = (goals: ReturnType<typeof evaluateGoals>) => goals.filter((g) => g.name.includes('CPU per request'));
+
+  it('reads the absolute goal and the ratio to nginx in the same round', () => {
+    const wrk = [cpuSample('router-local', 0, 60), cpuSample('router-local', 1, 44), cpuSample('nginx', 0, 30), cpuSample('nginx', 1, 20)];
+    expect(cpu(evaluateGoals(wrk, [], 'router-local')).map((g) => [g.target, g.measured, g.met])).toEqual([
+      ['≤ 50 µs', '52.0 µs (44.0 µs–60.0 µs)', false],
+      ['≤ 2.08×', '2.10 (2.00–2.20)×', false],
+    ]);
+  });
+
+  it('meets the ratio when the hour is slow and the absolute figure misses', () => {
+    const wrk = [cpuSample('router-local', 0, 62), cpuSample('nginx', 0, 31)];
+    expect(cpu(evaluateGoals(wrk, [], 'router-local')).map((g) => g.met)).toEqual([false, true]);
+  });
+
+  it('says not measured when the CPU was not read, and leaves out the ratio without nginx', () => {
+    expect(cpu(evaluateGoals([cpuSample('router-local', 0, null)], [], 'router-local')).map((g) => [g.measured, g.met]))
+      .toEqual([['not measured', null]]);
+    expect(cpu(evaluateGoals([cpuSample('router-local', 0, 40)], [], 'router-local')).map((g) => [g.measured, g.met]))
+      .toEqual([['40.0 µs', true]]);
+  });
+});

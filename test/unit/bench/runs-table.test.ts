@@ -43,13 +43,25 @@ describe('runsTable', () => {
     const rows = table.trim().split('\n').slice(2);
     expect(rows).toHaveLength(2);
     expect(rows[0]).toContain('2026-11-25 21:39 | `a-run.md` | Intel Xeon | – |');
-    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | – | 14.4 | 0.74× | 26.7 | – | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
+    expect(rows[1]).toBe('| 2026-11-26 07:01 | `b-run.md` | AMD EPYC | – | 14.4 | 0.74× | 26.7 | – | – | 0.91× | 6.0% | -0.1% | 12.7% / – | 2.05 ms (1.66 ms) | – | 0.53 |');
   });
 
   it("gives the full router's resident memory where the run read it", () => {
     const wrk = [scenario('nginx', 14.45), { ...scenario('router-local', 26.7), residentMb: { rss: spread(287.4), anon: spread(140) } }];
     const [row] = runsTable([{ file: 'm-run.json', report: report('2026-11-27T15:32:00.000Z', 'AMD EPYC', GOALS, { wrk }) }]).trim().split('\n').slice(2);
-    expect(row).toContain('| 14.4 | 0.74× | 26.7 | 287 | 0.91× |');
+    expect(row).toContain('| 14.4 | 0.74× | 26.7 | – | 287 | 0.91× |');
+  });
+
+  it("gives the full router's CPU over nginx's as the median of the rounds' ratios, from the run's samples", () => {
+    const round = (scenario: string, n: number, cpuUs: number) => ({
+      scenario, round: n, serverCpuMs: (cpuUs * 1000) / 1000,
+      result: { tool: 'wrk', requests: 1000, seconds: 1, rps: 1000, non2xx: 0, errors: 0, loadCpuMs: 0, latencyMs: { p50: 1, p99: 2, p999: 3, mean: 1, max: 4 } },
+    });
+    // rounds: 40/20 = 2.00, 45/30 = 1.50, 60/25 = 2.40 -> median 2.00 (the medians' ratio would be 45/25 = 1.80)
+    const wrk = [round('router-local', 0, 40), round('nginx', 0, 20), round('router-local', 1, 45), round('nginx', 1, 30), round('router-local', 2, 60), round('nginx', 2, 25)];
+    const samples = { wrk, autocannon: [], fixedRate: [] };
+    const [row] = runsTable([{ file: 'c-run.json', report: report('2026-11-27T15:32:00.000Z', 'AMD EPYC', GOALS, { samples }) }]).trim().split('\n').slice(2);
+    expect(row).toContain('| 14.4 | 0.74× | 26.7 | 2.00× | – | 0.91× |');
   });
 
   it('shows the open-loop p99 and its part beyond nginx where the run measured them', () => {
