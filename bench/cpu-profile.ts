@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface CallFrame { functionName: string; url: string; lineNumber: number }
-interface ProfileNode { id: number; callFrame: CallFrame }
+export interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
 export interface CpuProfile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
 
 export interface ProfileSummary {

@@ -2,7 +2,7 @@
  * Where one router worker spends its CPU and its allocations per request, after warm-up, with
  * the start-up left out (the profile of `npm run bench` covers the process's whole life):
  *
- *   node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N]
+ *   node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--callers NAME,NAME]
  *
  * Starts the mock backend and the router with one worker and the inspector on a loopback port,
  * loads it with wrk (bench/scenarios.ts; default router-local, the full router), then over the
@@ -13,6 +13,9 @@
  * - allocations (`HeapProfiler.startSampling`, a sample every 4 KB on average, objects a GC collected included):
  *   bytes allocated per request by the function that allocated them, which is what drives the
  *   young-generation collections.
+ * `--callers` adds, for each function named, its self time by the chain of functions that called
+ * it (nearest first, up to CALLER_DEPTH): which of the request's steps a native function such as
+ * `writeBuffer` or `writeUtf8String` served.
  * The profilers slow the worker (the CPU profile by a few percent); read shares, and compare
  * builds with the same command.
  */
@@ -22,11 +25,11 @@ import { runWrk } from './load-wrk.js';
 import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, type Scenario } from './scenarios.js';
 import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
-import { walkSamples, type CallFrame, type CpuProfile } from './cpu-profile.js';
+import { walkSamples, type CallFrame, type CpuProfile, type ProfileNode } from './cpu-profile.js';
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N] [--connections N] [--tps R]',
-  values: ['--scenario', '--duration', '--rate', '--top', '--workers', '--connections', '--tps'],
+  usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N] [--connections N] [--tps R] [--callers NAME,NAME]',
+  values: ['--scenario', '--duration', '--rate', '--top', '--workers', '--connections', '--tps', '--callers'],
 };
 /** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
 const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
@@ -108,6 +111,44 @@ export function cpuSelfTimes(p: CpuProfile): { busy: number; idle: number; byFun
   return { busy, idle, byFunction };
 }
 
+/** Frames above a function that `--callers` names. */
+export const CALLER_DEPTH = 7;
+
+/**
+ * Self time (µs) of the samples in functions named `name`, by the chain of their callers (frame
+ * names nearest first, joined by " < ", at most `depth`; "(no caller)" for a frame under the root).
+ */
+export function callerChains(p: CpuProfile, name: string, depth = CALLER_DEPTH): Map<string, number> {
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, ProfileNode>();
+  for (const n of p.nodes) {
+    byId.set(n.id, n);
+    for (const c of n.children ?? []) parent.set(c, n);
+  }
+  const chains = new Map<string, number>();
+  for (let i = 0; i < p.samples.length; i++) {
+    const n = byId.get(p.samples[i]);
+    if (n === undefined || n.callFrame.functionName !== name) continue;
+    const names: string[] = [];
+    for (let q = parent.get(n.id); q !== undefined && q.callFrame.functionName !== '(root)' && names.length < depth; q = parent.get(q.id)) {
+      names.push(frameName(q.callFrame));
+    }
+    const key = names.length === 0 ? '(no caller)' : names.join(' < ');
+    chains.set(key, (chains.get(key) ?? 0) + (p.timeDeltas[i] ?? 0));
+  }
+  return chains;
+}
+
+/** A `--callers` table: one function's self time per request by its callers, the largest `top` chains. */
+function callersTable(name: string, chains: Map<string, number>, perRequest: (v: number) => number, top: number): string {
+  let total = 0;
+  for (const v of chains.values()) total += v;
+  if (total === 0) return `\nCallers of \`${name}\`: no sample in it\n`;
+  const rows = [...chains].sort((a, b) => b[1] - a[1]).slice(0, top);
+  return `\nCallers of \`${name}\` (${perRequest(total).toFixed(2)} µs per request; nearest caller first)\n\n| callers | µs per request | share |\n|---|---|---|\n`
+    + rows.map(([k, v]) => `| \`${k}\` | ${perRequest(v).toFixed(2)} | ${(100 * v / total).toFixed(1)}% |`).join('\n') + '\n';
+}
+
 /** Bytes allocated per function of a sampling heap profile, and their sum. */
 export function allocatedBytes(head: HeapNode): { total: number; byFunction: Map<string, number> } {
   const byFunction = new Map<string, number>();
@@ -137,6 +178,8 @@ export interface WorkerProfileOptions {
   readonly connections: number;
   /** Tokens a second the mocks pace their answers at, as a model server sends them; undefined: as fast as they can. */
   readonly tps: number | undefined;
+  /** Functions whose callers the report breaks their time down by (--callers). */
+  readonly callers: readonly string[];
 }
 
 /** The tool's settings from its command line; a scenario not on a profiled target is a usage error. */
@@ -154,11 +197,19 @@ export function workerProfileOptions(line: CommandLine): WorkerProfileOptions {
     workers: line.positiveNumber('--workers') ?? 1,
     connections: line.positiveNumber('--connections') ?? 64,
     tps: line.positiveNumber('--tps'),
+    callers: callerNames(line.value('--callers')),
   };
 }
 
+function callerNames(list: string | undefined): string[] {
+  if (list === undefined) return [];
+  const names = list.split(',').map((n) => n.trim());
+  if (names.some((n) => n === '')) throw new UsageError(`--callers: "${list}" has an empty name; give function names separated by commas`);
+  return names;
+}
+
 async function main(): Promise<void> {
-  const { scenario, durationS, rate, top, workers, connections, tps } = readCommandLine(COMMAND, workerProfileOptions);
+  const { scenario, durationS, rate, top, workers, connections, tps, callers } = readCommandLine(COMMAND, workerProfileOptions);
   const target = scenario.target as Parameters<typeof routerEnv>[0];
   const paced = tps === undefined ? [] : ['--tokens-per-second', String(tps)];
   const mock = await startMock('mock', paced);
@@ -194,6 +245,7 @@ async function main(): Promise<void> {
     process.stdout.write(`# One worker${workers === 1 ? '' : ` of ${workers} (per request: the worker's CPU over 1/${workers} of all requests)`} of scenario ${scenario.id} (${scenario.label}), ${load}, ${durationS} s per profile\n\n`
       + `CPU: ${Math.round(cpuLoad.rps)} req/s; busy ${(cpu.busy / cpuRequests).toFixed(2)} µs per request, idle ${(100 * cpu.idle / (cpu.busy + cpu.idle)).toFixed(1)}% of the time\n\n`
       + table(cpu.byFunction, (v) => v / cpuRequests, 'µs', cpu.busy, top)
+      + callers.map((name) => callersTable(name, callerChains(profile, name), (v) => v / cpuRequests, Math.min(top, 10))).join('')
       + `\nAllocations: ${Math.round(heapLoad.rps)} req/s; ${(alloc.total / heapRequests).toFixed(0)} bytes allocated per request (sampled every ${HEAP_SAMPLE_BYTES} bytes)\n\n`
       + table(alloc.byFunction, (v) => v / heapRequests, 'bytes', alloc.total, top));
   } finally {

@@ -34,6 +34,9 @@ describe('bench tool options', () => {
     expect(() => tool(['--scenario', 'no-such'])).toThrow(UsageError);
     expect(() => tool(['--top', '0'])).toThrow(UsageError);
     expect(() => tool(['router-local'])).toThrow(UsageError);
+    expect(tool([]).callers).toEqual([]);
+    expect(tool(['--callers', 'writeBuffer, collect']).callers).toEqual(['writeBuffer', 'collect']);
+    expect(() => tool(['--callers', 'writeBuffer,,collect'])).toThrow('--callers: "writeBuffer,,collect" has an empty name');
   });
 
   it('sched-delay: three targets by default, each named one checked', () => {

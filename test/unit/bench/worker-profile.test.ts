@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { allocatedBytes, cpuSelfTimes, frameName, Inspector } from '../../../bench/worker-profile.js';
+import { allocatedBytes, callerChains, cpuSelfTimes, frameName, Inspector } from '../../../bench/worker-profile.js';
 import { summarizeProfiles } from '../../../bench/cpu-profile.js';
 
 const frame = (functionName: string, url = '', lineNumber = 0) => ({ functionName, url, lineNumber });
@@ -32,6 +32,30 @@ describe('worker-profile summaries', () => {
     expect(r.busy).toBe(60);
     expect(r.idle).toBe(140); // idle and a thread blocked in Atomics.wait
     expect(Object.fromEntries(r.byFunction)).toEqual({ 'a x.js:2': 40, 'b x.js:10': 20 });
+  });
+
+  it("breaks a function's self time down by the chain of its callers, nearest first", () => {
+    // (root) -> a -> b -> writeBuffer, (root) -> c -> writeBuffer, (root) -> writeBuffer, and a deep chain cut at two frames.
+    const profile = {
+      nodes: [
+        { id: 1, callFrame: frame('(root)'), children: [2, 5, 7, 8] },
+        { id: 2, callFrame: frame('a', 'file:///r/dist/a.js', 0), children: [3] },
+        { id: 3, callFrame: frame('b', 'file:///r/dist/b.js', 1), children: [4] },
+        { id: 4, callFrame: frame('writeBuffer') },
+        { id: 5, callFrame: frame('c', 'file:///r/dist/c.js', 2), children: [6] },
+        { id: 6, callFrame: frame('writeBuffer') },
+        { id: 7, callFrame: frame('writeBuffer') },
+        { id: 8, callFrame: frame('d', 'file:///r/dist/d.js', 0), children: [9] },
+        { id: 9, callFrame: frame('e', 'file:///r/dist/e.js', 0), children: [10] },
+        { id: 10, callFrame: frame('f', 'file:///r/dist/f.js', 0), children: [11] },
+        { id: 11, callFrame: frame('writeBuffer') },
+      ],
+      samples: [4, 6, 4, 7, 3, 11, 99],
+      timeDeltas: [10, 20, 30, 5, 100, 7, 1],
+    };
+    expect(Object.fromEntries(callerChains(profile, 'writeBuffer'))).toEqual({ 'b b.js:2 < a a.js:1': 40, 'c c.js:3': 20, '(no caller)': 5, 'f f.js:1 < e e.js:1 < d d.js:1': 7 });
+    expect(Object.fromEntries(callerChains(profile, 'writeBuffer', 2))).toEqual({ 'b b.js:2 < a a.js:1': 40, 'c c.js:3': 20, '(no caller)': 5, 'f f.js:1 < e e.js:1': 7 });
+    expect(callerChains(profile, 'collect').size).toBe(0);
   });
 
   it('sums allocated bytes per function over the whole tree', () => {
