@@ -34,6 +34,8 @@ export interface RouterSettings {
   readonly workerSemiSpaceMb: number;
   /** ROUTER_UPSTREAM_CONNECTIONS: most connections one worker keeps open to one pod; requests beyond wait for one. */
   readonly upstreamConnections: number;
+  /** ROUTER_UPSTREAM_IDLE_TIMEOUT: how long a connection to a pod stays open unused, ms. */
+  readonly upstreamIdleTimeoutMs: number;
 }
 
 export class UsageError extends Error {}
@@ -48,6 +50,14 @@ export const DEFAULT_WORKER_SEMI_SPACE_MB = 16;
  * router, unseen by the pod's own queue metrics (docs/configuration.md).
  */
 export const DEFAULT_UPSTREAM_CONNECTIONS = 1024;
+
+/**
+ * How long a worker keeps an unused connection to a pod, ms. Below the keep-alive timeout of the
+ * usual model servers (uvicorn's default, which vLLM's server also uses, is 5 s), so the router closes an idle
+ * connection before the pod does and never sends a request on one the pod is closing. A pod that
+ * keeps connections longer can be given a longer one (docs/configuration.md, "Connections to a pod").
+ */
+export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 
 export { USAGE } from './usage.js';
 
@@ -169,5 +179,6 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     upstreamConnections: env.ROUTER_UPSTREAM_CONNECTIONS === undefined || env.ROUTER_UPSTREAM_CONNECTIONS === ''
       ? DEFAULT_UPSTREAM_CONNECTIONS
       : parseIntIn('ROUTER_UPSTREAM_CONNECTIONS', env.ROUTER_UPSTREAM_CONNECTIONS, 1, 65535),
+    upstreamIdleTimeoutMs: durationMs('ROUTER_UPSTREAM_IDLE_TIMEOUT', env.ROUTER_UPSTREAM_IDLE_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, { min: 100, max: 3_600_000 }),
   });
 }

@@ -29,6 +29,7 @@ Environment (durations like 500ms, 30s, 2m, or a number of milliseconds; see doc
  Requests and upstream
   ROUTER_UPSTREAM_TIMEOUT    when a ModelServer sets no trafficPolicy.timeout (300s)
   ROUTER_UPSTREAM_CONNECTIONS  most connections a worker opens to one pod; more requests wait (1024)
+  ROUTER_UPSTREAM_IDLE_TIMEOUT  an unused connection to a pod is closed after this; keep it below the pod's own keep-alive (4s)
   ROUTER_MAX_BODY_BYTES      larger request bodies get 413 (16777216)
  Scheduling
   ROUTER_SCHEDULER_CONFIG    YAML file of scorer weights, queue filter and prefix cache (built-in default)

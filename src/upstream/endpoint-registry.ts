@@ -7,9 +7,8 @@ export function endpointKey(e: Endpoint): string {
   return `${e.name}\u0000${e.host}:${e.port}`;
 }
 import { Http1Pool } from './http1/pool.js';
+import { DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
 
-/** Idle keep-alive connections to a pod are closed after this (below common server keep-alive timeouts). */
-const KEEP_ALIVE_MS = 4_000;
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; interval-ticker.ts). */
 const TIMER_RESOLUTION_MS = 100;
@@ -38,7 +37,8 @@ export class EndpointState {
    */
   streamTokensPerEvent: number | null = null;
 
-  constructor(name: string, host: string, port: number, connections: number) {
+  /** `idleTimeoutMs`: how long an unused connection to the pod stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT). */
+  constructor(name: string, host: string, port: number, connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS) {
     this.name = name;
     this.key = endpointKey({ name, host, port });
     const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
@@ -52,7 +52,7 @@ export class EndpointState {
       // Set per request from the route's timeout.
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
-      keepAliveTimeoutMs: KEEP_ALIVE_MS,
+      keepAliveTimeoutMs: idleTimeoutMs,
       timerResolutionMs: TIMER_RESOLUTION_MS,
     });
   }
@@ -104,10 +104,15 @@ export class EndpointRegistry {
   private readonly byKey = new Map<string, EndpointState>();
   private readonly used = new Set<string>();
   private readonly connections: number;
+  private readonly idleTimeoutMs: number;
 
-  /** `connections`: most connections to one pod (ROUTER_UPSTREAM_CONNECTIONS). */
-  constructor(connections: number) {
+  /**
+   * `connections`: most connections to one pod (ROUTER_UPSTREAM_CONNECTIONS); `idleTimeoutMs`: how
+   * long an unused one stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT).
+   */
+  constructor(connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS) {
     this.connections = connections;
+    this.idleTimeoutMs = idleTimeoutMs;
   }
 
   acquire(e: Endpoint): EndpointState {
@@ -115,7 +120,7 @@ export class EndpointRegistry {
     this.used.add(key);
     let s = this.byKey.get(key);
     if (s === undefined) {
-      s = new EndpointState(e.name, e.host, e.port, this.connections);
+      s = new EndpointState(e.name, e.host, e.port, this.connections, this.idleTimeoutMs);
       this.byKey.set(key, s);
     }
     return s;

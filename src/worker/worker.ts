@@ -47,7 +47,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   let table: RouteTable | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
-  const endpoints = new EndpointRegistry(settings.upstreamConnections);
+  const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
   const auth = startAuthSource(settings.authConfig, (m) => ops.info('auth', m));
 
   let ready = false;

@@ -13,6 +13,7 @@ import { RUN_COMMAND, runOptions } from '../../../bench/run-options.js';
 import * as scriptMicro from '../../../bench/redis-script-micro.js';
 import * as schedDelay from '../../../bench/sched-delay.js';
 import * as workerProfile from '../../../bench/worker-profile.js';
+import * as idleReturn from '../../../bench/idle-return.js';
 import * as turnInstructions from '../../../bench/turn-instructions.js';
 import * as redisCallInstructions from '../../../bench/redis-call-instructions.js';
 
@@ -37,6 +38,17 @@ describe('bench tool options', () => {
     expect(tool([]).callers).toEqual([]);
     expect(tool(['--callers', 'writeBuffer, collect']).callers).toEqual(['writeBuffer', 'collect']);
     expect(() => tool(['--callers', 'writeBuffer,,collect'])).toThrow('--callers: "writeBuffer,,collect" has an empty name');
+  });
+
+  it('idle-return: the full router by default; quiet spells as a list of seconds; --idle-timeout only for a router', () => {
+    const tool = (argv: string[]) => read(idleReturn.COMMAND, idleReturn.idleReturnOptions, argv);
+    expect(tool([])).toEqual({ target: 'router-local', rate: 6000, quietS: [3, 8, 3, 8], burstS: 2, idleTimeout: undefined, slowMs: 10 });
+    expect(tool(['--target', 'router-log', '--quiet', '0,5.5', '--idle-timeout', '30s', '--rate', '4000', '--burst', '1', '--slow-ms', '5']))
+      .toEqual({ target: 'router-log', rate: 4000, quietS: [0, 5.5], burstS: 1, idleTimeout: '30s', slowMs: 5 });
+    expect(() => tool(['--target', 'nginx'])).toThrow('--target: "nginx" is none of');
+    expect(() => tool(['--quiet', '3,,8'])).toThrow('--quiet: "3,,8" is not a list of seconds');
+    expect(() => tool(['--quiet', '3,-1'])).toThrow(UsageError);
+    expect(() => tool(['--target', 'uws-http1-proxy', '--idle-timeout', '30s'])).toThrow('--idle-timeout: the bare proxy has no such setting');
   });
 
   it('sched-delay: three targets by default, each named one checked', () => {

@@ -72,6 +72,19 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '512' })).toThrow(UsageError);
   });
 
+  it('ROUTER_UPSTREAM_IDLE_TIMEOUT: default 4 s, a duration from 100 ms to 1 h', () => {
+    const idle = (v: string | undefined) => parseSettings(['--resources', 'r'], v === undefined ? {} : { ROUTER_UPSTREAM_IDLE_TIMEOUT: v })!.upstreamIdleTimeoutMs;
+    expect(idle(undefined)).toBe(4000);
+    expect(idle('')).toBe(4000);
+    expect(idle('30s')).toBe(30_000);
+    expect(idle('250ms')).toBe(250);
+    expect(idle('1h')).toBe(3_600_000);
+    expect(() => idle('50ms')).toThrow(UsageError);
+    expect(() => idle('50ms')).toThrow('ROUTER_UPSTREAM_IDLE_TIMEOUT');
+    expect(() => idle('2h')).toThrow(UsageError);
+    expect(() => idle('soon')).toThrow(UsageError);
+  });
+
   it('ROUTER_UPSTREAM_CONNECTIONS: default 1024 per worker and pod, 1 to 65535', () => {
     expect(parseSettings(['--resources', 'r'], {})!.upstreamConnections).toBe(1024);
     expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '' })!.upstreamConnections).toBe(1024);

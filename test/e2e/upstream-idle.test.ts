@@ -1,0 +1,82 @@
+/**
+ * ROUTER_UPSTREAM_IDLE_TIMEOUT: a worker closes a connection to a pod that has gone unused that
+ * long, and opens a new one for the next request. The connections are counted by the kernel
+ * (/proc/net/tcp), not by the router, next to the router's own gauge.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { sample } from '../helpers/metrics-text.js';
+
+/** Established TCP connections whose remote end is 127.0.0.1:`port` (the clients' ends of connections to it). */
+function connectionsTo(port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  let n = 0;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // f[2]: remote address:port in hex; f[3]: state, 01 = ESTABLISHED.
+      if (f.length > 3 && f[2].endsWith(`:${hexPort}`) && f[3] === '01') n++;
+    }
+  }
+  return n;
+}
+
+async function answered(router: Router): Promise<number> {
+  const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+  await r.text();
+  return r.status;
+}
+
+async function gauge(router: Router): Promise<number> {
+  return sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_upstream_connections{pod="pod-a"}');
+}
+
+describe('connections to a pod left unused (ROUTER_UPSTREAM_IDLE_TIMEOUT)', () => {
+  let shortMock: MockBackend;
+  let defaultMock: MockBackend;
+  let short: Router;
+  let byDefault: Router;
+
+  beforeAll(async () => {
+    shortMock = await startMock('pod-a');
+    defaultMock = await startMock('pod-a');
+    short = await startRouter(resourcesFor([{ name: 'pod-a', port: shortMock.port }]), { workers: 1, env: { ROUTER_UPSTREAM_IDLE_TIMEOUT: '300ms' } });
+    byDefault = await startRouter(resourcesFor([{ name: 'pod-a', port: defaultMock.port }]), { workers: 1 });
+  });
+  afterAll(async () => {
+    await short?.kill();
+    await byDefault?.kill();
+    await shortMock?.kill();
+    await defaultMock?.kill();
+  });
+
+  it('closes an unused connection after the timeout and opens a new one for the next request', async () => {
+    expect(await answered(short)).toBe(200);
+    expect(connectionsTo(shortMock.port)).toBe(1);
+    expect(await gauge(short)).toBe(1);
+    const started = Date.now();
+    await waitFor('the idle connection to close', () => connectionsTo(shortMock.port) === 0, 5_000);
+    const closedAfter = Date.now() - started;
+    expect(closedAfter).toBeLessThan(3_000);
+    expect(await gauge(short)).toBe(0);
+    expect(await answered(short)).toBe(200);
+    expect(connectionsTo(shortMock.port)).toBe(1);
+  });
+
+  it('keeps it open by default (4 s) across a second of quiet, and reuses it', async () => {
+    expect(await answered(byDefault)).toBe(200);
+    expect(connectionsTo(defaultMock.port)).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(connectionsTo(defaultMock.port)).toBe(1);
+    expect(await answered(byDefault)).toBe(200);
+    expect(connectionsTo(defaultMock.port)).toBe(1);
+    expect(await gauge(byDefault)).toBe(1);
+  });
+});
