@@ -53,9 +53,10 @@ export const DEFAULT_UPSTREAM_CONNECTIONS = 1024;
 
 /**
  * How long a worker keeps an unused connection to a pod, ms. Below the keep-alive timeout of the
- * usual model servers (uvicorn's default, which vLLM's server also uses, is 5 s), so the router closes an idle
- * connection before the pod does and never sends a request on one the pod is closing. A pod that
- * keeps connections longer can be given a longer one (docs/configuration.md, "Connections to a pod").
+ * usual model servers (uvicorn's default, which vLLM's server also uses, is 5 s), so the router
+ * closes an idle connection before the pod does and never sends a request on one the pod is
+ * closing. A pod that keeps connections longer can be given a longer one (docs/configuration.md,
+ * "Connections to a pod").
  */
 export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 

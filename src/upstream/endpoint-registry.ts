@@ -1,13 +1,13 @@
 import type { Endpoint } from '../config/resource-types.js';
 import { PodHealth } from './pod-health.js';
 import { PodLoad } from './pod-load.js';
+import { Http1Pool } from './http1/pool.js';
+import { DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
 
 /** Identity of an endpoint across snapshots and processes (pod name and address). */
 export function endpointKey(e: Endpoint): string {
   return `${e.name}\u0000${e.host}:${e.port}`;
 }
-import { Http1Pool } from './http1/pool.js';
-import { DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; interval-ticker.ts). */
