@@ -1,6 +1,6 @@
 /** Issue 7's goals, evaluated on interleaved samples (reported, never asserted). */
 import type { Goal } from './report.js';
-import { roundDiff, roundRatio, spread, type Sample, type Spread } from './summary.js';
+import { cpuUsPerRequest, roundDiff, roundRatio, spread, type Sample, type Spread } from './summary.js';
 
 const f2 = (x: number): string => x.toFixed(2);
 const show = (s: Spread, fmt: (x: number) => string): string => (s.n > 1 ? `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})` : fmt(s.median));
@@ -46,8 +46,6 @@ export function evaluateGoals(wrk: readonly Sample[], fixedRate: readonly Sample
  */
 export const CPU_GOAL_US = 50;
 export const NGINX_CPU_WHEN_SET_US = 24;
-
-const cpuUsPerRequest = (s: Sample): number => (s.serverCpuMs === null ? NaN : (s.serverCpuMs * 1000) / s.result.requests);
 
 /** The full router's server CPU per request over nginx's, round by round; null where either was not measured. */
 export function cpuRatioToNginx(samples: readonly Sample[], fullRouter: string): Spread | null {

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { ProbeResult } from './load-stream-probe.js';
-import { roundDiff, type Sample, type ScenarioSummary, type Spread } from './summary.js';
+import { cpuUsPerRequest, roundDiff, type Sample, type ScenarioSummary, type Spread } from './summary.js';
 
 export interface Goal { readonly name: string; readonly target: string; readonly measured: string; readonly met: boolean | null }
 
@@ -51,7 +51,6 @@ function goalsTable(goals: readonly Goal[]): string {
     + goals.map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`).join('\n');
 }
 
-const cpuUsPerReq = (s: Sample): number => (s.serverCpuMs === null ? NaN : (s.serverCpuMs * 1000) / s.result.requests);
 
 /**
  * What the global limit's store costs per request (redis-server runs beside the router here, so its
@@ -59,7 +58,7 @@ const cpuUsPerReq = (s: Sample): number => (s.serverCpuMs === null ? NaN : (s.se
  */
 export function storeParagraph(rows: readonly ScenarioSummary[], samples: readonly Sample[]): string | null {
   const lines = rows.filter((x) => x.store !== null).map((x) => {
-    const router = roundDiff(samples, x.id, 'router-log', cpuUsPerReq);
+    const router = roundDiff(samples, x.id, 'router-log', cpuUsPerRequest);
     const overLog = router === null ? '' : `; the router's own CPU over scenario 3, per round: ${signed(router)} µs${router.n > 1 ? ` (${f2(router.min)} to ${f2(router.max)})` : ''}`;
     return `- scenario ${x.n} (${x.label}): redis-server CPU ${range(x.store!.cpuUsPerReq, f2)} µs per request, `
       + `${range(x.store!.callsPerReq, (v) => v.toFixed(3))} script calls per request${overLog}`;

@@ -31,7 +31,7 @@ import { RUN_COMMAND, runOptions } from './run-options.js';
 import {
   BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, usesRedis, type Scenario, type TargetKey,
 } from './scenarios.js';
-import { spread, summarize, type Sample } from './summary.js';
+import { cpuUsPerRequest, spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
 import * as scenariosModule from './scenarios.js';
 import { startTarget, type TargetModules } from './start-target.js';
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
     const rounds = [...new Set(wrk.map((s) => s.round))];
     const cpuPerReq = (id: string, round: number): number => {
       const s = wrk.find((x) => x.scenario === id && x.round === round);
-      return s === undefined || s.serverCpuMs === null ? NaN : (s.serverCpuMs * 1000) / s.result.requests;
+      return s === undefined ? NaN : cpuUsPerRequest(s);
     };
     const perChunk = (a: string, b: string): ReturnType<typeof spread> =>
       spread(rounds.map((r) => (cpuPerReq(a, r) - cpuPerReq(b, r)) / (LONG_TOKENS - SHORT_TOKENS)));

@@ -22,6 +22,9 @@ export interface Sample {
   readonly resident?: { readonly rss: number; readonly anon: number };
 }
 
+/** A sample's server CPU per request, µs (NaN where its CPU was not measured). */
+export const cpuUsPerRequest = (s: Sample): number => (s.serverCpuMs === null ? NaN : (s.serverCpuMs * 1000) / s.result.requests);
+
 export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
 
 export function spread(values: readonly number[]): Spread | null {
@@ -110,7 +113,7 @@ export function summarize(scenarios: readonly Scenario[], samples: readonly Samp
         nginx: comparable ? roundRatio(samples, sc.id, 'nginx') : null,
         base: comparable ? roundRatio(samples, sc.id, base) : null,
       },
-      serverCpuUsPerReq: spread(mine.filter((s) => s.serverCpuMs !== null).map((s) => (s.serverCpuMs! * 1000) / s.result.requests)),
+      serverCpuUsPerReq: spread(mine.map(cpuUsPerRequest)),
       loadCpuUsPerReq: spread(mine.map((s) => (s.result.loadCpuMs * 1000) / s.result.requests)),
       loadCpuCorePct: spread(mine.map((s) => (100 * s.result.loadCpuMs) / (s.result.seconds * 1000))),
       store: storeOf(mine),
