@@ -67,11 +67,11 @@ export function burstLine(quietS: number, r: LoadResult): string {
     + `${slow === undefined ? '?' : `${slow.requests} requests of ${slow.ms} ms or more in ${slow.episodes} episodes`}, ${start}`;
 }
 
-async function startTarget(o: IdleReturnOptions, mockPort: number, longPort: number): Promise<Target> {
-  if (o.target === 'uws-http1-proxy') return startHttp1Proxy(`127.0.0.1:${mockPort}`, 2);
+async function startTarget(o: IdleReturnOptions, mock: Target, mockLong: Target): Promise<Target> {
+  if (o.target === 'uws-http1-proxy') return startHttp1Proxy(mock.url, 2);
   const key = o.target as TargetKey;
   const env = { ...routerEnv(key, `${tempDir('ir-idle-return-')}/access.log`), ...(o.idleTimeout === undefined ? {} : { ROUTER_UPSTREAM_IDLE_TIMEOUT: o.idleTimeout }) };
-  return startRouter(`router (${o.target})`, routerResources(mockPort, longPort, limitModeOf(key, null)), 2, env);
+  return startRouter(`router (${o.target})`, routerResources(mock.port, mockLong.port, limitModeOf(key, null)), 2, env);
 }
 
 async function main(): Promise<void> {
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   try {
     const mock = await startMock('mock');
     const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS)]);
-    const target = await startTarget(o, mock.port, mockLong.port);
+    const target = await startTarget(o, mock, mockLong);
     const spec = (durationS: number): LoadSpec => ({ url: `${target.url}${PATH}`, bodies: scenario.bodies, connections: 64, durationS, rate: o.rate, headers: scenario.headers });
     process.stdout.write(`# ${target.name}, ${o.rate} req/s asked (Poisson), bursts of ${o.burstS} s${o.idleTimeout === undefined ? '' : `, ROUTER_UPSTREAM_IDLE_TIMEOUT=${o.idleTimeout}`}\n`);
     await runOpenLoop(built.bin, spec(4), 'poisson', o.slowMs); // warm-up, not read
