@@ -20,6 +20,7 @@ import { PrefixHub } from '../pick/prefix-hub.js';
 import { systemClock } from '../clock.js';
 import { o200kRanksFile } from '../tokens/o200k-ranks.js';
 import { workerExecArgv } from './worker-exec-argv.js';
+import { claimPort } from './port-claim.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -104,6 +105,10 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   if (settings.authConfig !== null) loadAuthConfigFile(settings.authConfig);
   // So does a missing token ranks file (each worker builds its table from it).
   if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
+
+  // A port another router or server holds stops the router before any worker starts (port-claim.ts):
+  // uWS's workers share their port with SO_REUSEPORT, which would otherwise let them join the other's.
+  await claimPort(settings.host, settings.port);
 
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.

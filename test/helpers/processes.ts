@@ -222,25 +222,39 @@ export interface RouterOptions extends ProcessOptions {
   nodeArgs?: string[];
 }
 
-/** Starts the built router as a user would and waits until /readyz says ready. */
+/** What the router prints when another process holds its port (src/primary/port-claim.ts). */
+const PORT_TAKEN = /is in use by another process|is already served by another inference-router/;
+
+/**
+ * Starts the built router as a user would and waits until /readyz says ready. The port is one
+ * the kernel had free a moment before; when a test running beside this one took it meanwhile, the
+ * router refuses it (port-claim.ts) and it starts again on another.
+ */
 export async function startRouter(resourcesYaml: string, opts: RouterOptions = {}): Promise<Router> {
   const dir = opts.dir ?? tempDir();
   const file = join(dir, 'resources.yaml');
   writeFileSync(file, resourcesYaml);
-  const port = await freePort();
-  const p = startProcess(
-    [...(opts.nodeArgs ?? []), CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
-    // No load balancer in tests: SIGTERM closes the listener at once unless a test sets a delay.
-    { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ...opts.env },
-    { name: 'router', ...opts },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor('router to be ready', async () => {
-    if (p.child.exitCode !== null) throw new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
-    const r = await fetch(`${url}/readyz`);
-    return r.status === 200;
-  }, 60_000);
-  return Object.assign(p, { port, url, resourcesFile: file });
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const p = startProcess(
+      [...(opts.nodeArgs ?? []), CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
+      // No load balancer in tests: SIGTERM closes the listener at once unless a test sets a delay.
+      { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ...opts.env },
+      { name: 'router', ...opts },
+    );
+    const url = `http://127.0.0.1:${port}`;
+    let taken = false;
+    await waitFor('router to be ready', async () => {
+      if (p.child.exitCode !== null) {
+        taken = attempt < 5 && p.child.exitCode === 2 && PORT_TAKEN.test(p.stderr());
+        if (taken) return true;
+        throw new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
+      }
+      const r = await fetch(`${url}/readyz`);
+      return r.status === 200;
+    }, 60_000);
+    if (!taken) return Object.assign(p, { port, url, resourcesFile: file });
+  }
 }
 
 export function writeFile(path: string, text: string): void {

@@ -1,0 +1,74 @@
+import { createServer, type Server } from 'node:net';
+
+/**
+ * The workers listen with SO_REUSEPORT (uWS's default), so that all of them share one port. The
+ * kernel lets any process of the same user join that group: a second router started on a port a
+ * first one serves would start without an error and take part of its traffic. The primary claims
+ * the port before it forks a worker, in two steps:
+ *
+ * - a lock, held while the primary lives: an abstract Unix socket named after host and port
+ *   (Linux; the kernel frees it when the process ends, however it ends), so two routers started
+ *   at the same moment cannot both pass;
+ * - a probe: a plain listen on host:port, closed at once, which fails while any process (another
+ *   router, or any server) listens there.
+ */
+export class PortInUseError extends Error {}
+
+/** Holds the claim; release() frees the lock (the router's exit frees it too). */
+export interface PortClaim {
+  release(): Promise<void>;
+}
+
+/** The abstract socket's name for host:port (one router per address and port on this machine). */
+export function portLockName(host: string, port: number): string {
+  return `\0inference-router:${host}:${port}`;
+}
+
+function listenOn(server: Server, options: { path: string } | { host: string; port: number; exclusive: true }): Promise<NodeJS.ErrnoException | null> {
+  return new Promise((resolve) => {
+    const onError = (err: NodeJS.ErrnoException): void => resolve(err);
+    server.once('error', onError);
+    server.listen(options, () => {
+      server.off('error', onError);
+      resolve(null);
+    });
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * Claims host:port for this router, or throws PortInUseError naming who holds it. Port 0 (each
+ * worker its own port) claims nothing.
+ */
+export async function claimPort(host: string, port: number, platform: NodeJS.Platform = process.platform): Promise<PortClaim> {
+  if (port === 0) return { release: async () => {} };
+  const where = `${host}:${port}`;
+  let lock: Server | null = null;
+  if (platform === 'linux') {
+    lock = createServer();
+    const err = await listenOn(lock, { path: portLockName(host, port) });
+    if (err !== null) {
+      if (err.code === 'EADDRINUSE') {
+        throw new PortInUseError(`${where} is already served by another inference-router on this machine; ` +
+          'its workers and these would share the port, each taking part of the traffic: stop it first, or choose another --port');
+      }
+      throw new Error(`cannot claim ${where}: ${err.message}`);
+    }
+    lock.unref();
+  }
+  const probe = createServer();
+  const err = await listenOn(probe, { host, port, exclusive: true });
+  if (err !== null) {
+    if (lock !== null) await close(lock);
+    if (err.code === 'EADDRINUSE') throw new PortInUseError(`${where} is in use by another process: stop it, or choose another --port`);
+    if (err.code === 'EACCES') throw new PortInUseError(`${where}: permission denied (ports below 1024 need privileges)`);
+    if (err.code === 'EADDRNOTAVAIL') throw new PortInUseError(`${where}: no interface of this machine has address ${host} (--host)`);
+    throw new Error(`cannot listen on ${where}: ${err.message}`);
+  }
+  await close(probe);
+  const held = lock;
+  return { release: async () => { if (held !== null) await close(held); } };
+}
