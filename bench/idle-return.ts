@@ -10,12 +10,15 @@
  * within its first milliseconds, grouped as open-loop groups them). A worker closes a connection to
  * a pod that stayed unused ROUTER_UPSTREAM_IDLE_TIMEOUT (4 s by default; `--idle-timeout` sets it
  * for a router target): after a longer spell a burst opens its connections anew, which is what the
- * comparison of spells below and above it shows (docs/benchmarks.md, "The highest rate under 2 ms").
+ * comparison of spells below and above it shows (docs/benchmarks.md, "Load after a quiet spell").
+ * Each line ends with the connections open to the pod just before the burst and just after it
+ * (the kernel's count, /proc/net/tcp): after a spell past the timeout, those the burst opened.
  */
 import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { startHttp1Proxy, startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
+import { connectionsTo } from '../test/helpers/tcp-connections.js';
 import { LONG_TOKENS, PATH, SCENARIOS, routerEnv, routerResources, limitModeOf, type TargetKey } from './scenarios.js';
 
 export const COMMAND: CommandSpec = {
@@ -58,13 +61,20 @@ export function idleReturnOptions(line: CommandLine): IdleReturnOptions {
   };
 }
 
-/** A burst's line: its tail, its slow requests, and the episode at its start (or none). */
-export function burstLine(quietS: number, r: LoadResult): string {
+/** Connections open to the pod (the mock) just before a burst and just after it, counted by the kernel. */
+export interface PodConnections {
+  readonly before: number;
+  readonly after: number;
+}
+
+/** A burst's line: its tail, its slow requests, the episode at its start (or none), and the connections to the pod. */
+export function burstLine(quietS: number, r: LoadResult, pod?: PodConnections): string {
   const slow = r.slow;
   const first = slow?.largest.find((e) => e.at_ms < START_MS);
   const start = first === undefined ? 'none at the start' : `${first.requests} at the start over ${first.span_ms.toFixed(1)} ms (slowest ${first.max_ms.toFixed(1)} ms)`;
   return `after ${quietS} s quiet: ${Math.round(r.rps)} req/s, p99 ${r.latencyMs.p99.toFixed(2)} ms, slowest ${r.latencyMs.max.toFixed(1)} ms; `
-    + `${slow === undefined ? '?' : `${slow.requests} requests of ${slow.ms} ms or more in ${slow.episodes} episodes`}, ${start}`;
+    + `${slow === undefined ? '?' : `${slow.requests} requests of ${slow.ms} ms or more in ${slow.episodes} episodes`}, ${start}`
+    + (pod === undefined ? '' : `; connections to the pod ${pod.before} before, ${pod.after} after`);
 }
 
 async function startTarget(o: IdleReturnOptions, mock: Target, mockLong: Target): Promise<Target> {
@@ -88,7 +98,9 @@ async function main(): Promise<void> {
     await runOpenLoop(built.bin, spec(4), 'poisson', o.slowMs); // warm-up, not read
     for (const quiet of o.quietS) {
       await new Promise((resolve) => setTimeout(resolve, quiet * 1000));
-      process.stdout.write(`${burstLine(quiet, await runOpenLoop(built.bin, spec(o.burstS), 'poisson', o.slowMs))}\n`);
+      const before = connectionsTo(mock.port);
+      const r = await runOpenLoop(built.bin, spec(o.burstS), 'poisson', o.slowMs);
+      process.stdout.write(`${burstLine(quiet, r, { before, after: connectionsTo(mock.port) })}\n`);
     }
   } finally {
     await stopAll();

@@ -3,30 +3,10 @@
  * long, and opens a new one for the next request. The connections are counted by the kernel
  * (/proc/net/tcp), not by the router, next to the router's own gauge.
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
-
-/** Established TCP connections whose remote end is 127.0.0.1:`port` (the clients' ends of connections to it). */
-function connectionsTo(port: number): number {
-  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  let n = 0;
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
-    try {
-      text = readFileSync(table, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/);
-      // f[2]: remote address:port in hex; f[3]: state, 01 = ESTABLISHED.
-      if (f.length > 3 && f[2].endsWith(`:${hexPort}`) && f[3] === '01') n++;
-    }
-  }
-  return n;
-}
+import { connectionsTo } from '../helpers/tcp-connections.js';
 
 async function answered(router: Router): Promise<number> {
   const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });

@@ -21,4 +21,9 @@ describe('idle-return: a burst after a quiet spell', () => {
     const r = result([{ at_ms: 750.8, span_ms: 20.2, requests: 11, max_ms: 12.03 }]);
     expect(burstLine(5, r)).toBe('after 5 s quiet: 5999 req/s, p99 10.26 ms, slowest 25.8 ms; 11 requests of 10 ms or more in 1 episodes, none at the start');
   });
+
+  it('ends with the connections to the pod before and after the burst when they were counted', () => {
+    const r = result([]);
+    expect(burstLine(8, r, { before: 0, after: 37 })).toBe('after 8 s quiet: 5999 req/s, p99 10.26 ms, slowest 25.8 ms; 0 requests of 10 ms or more in 0 episodes, none at the start; connections to the pod 0 before, 37 after');
+  });
 });
