@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_ACCOUNT_TOKEN } from '../../src/config/kubernetes-config-check.js';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../helpers/fake-kube-api.js';
-import { CLI, freePort, postJson, startMock, startProcess, tempDir, waitFor, type MockBackend, type Proc } from '../helpers/processes.js';
+import { CLI, freePort, postJson, startMock, startProcess, startRouterWith, tempDir, waitFor, type MockBackend, type Proc } from '../helpers/processes.js';
 
 const GROUP = 'networking.serving.volcano.sh';
 
@@ -41,14 +41,9 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     api.upsert('pods', pod('llm-b-0', '127.0.0.2', false));
     const dir = tempDir();
     const kubeconfig = api.writeKubeconfig(join(dir, 'kubeconfig'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    router = startProcess([CLI, '--kubernetes', '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
-      { KUBECONFIG: kubeconfig, ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0' });
-    await waitFor('router ready after the first sync', async () => {
-      if (router.child.exitCode !== null) throw new Error(router.stderr());
-      return (await fetch(`${url}/readyz`)).status === 200;
-    }, 30_000);
+    // Ready after the first sync.
+    router = await startRouterWith(['--kubernetes'], { workers: 2, env: { KUBECONFIG: kubeconfig } }, 30_000);
+    url = router.url;
   });
   afterAll(async () => {
     await router?.kill();

@@ -234,10 +234,15 @@ export async function startRouter(resourcesYaml: string, opts: RouterOptions = {
   const dir = opts.dir ?? tempDir();
   const file = join(dir, 'resources.yaml');
   writeFileSync(file, resourcesYaml);
+  return Object.assign(await startRouterWith(['--resources', file], opts), { resourcesFile: file });
+}
+
+/** As startRouter(), with the resources' source given as flags (e.g. `--kubernetes`). */
+export async function startRouterWith(sourceArgs: string[], opts: RouterOptions = {}, readyTimeoutMs = 60_000): Promise<Proc & { port: number; url: string }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const p = startProcess(
-      [...(opts.nodeArgs ?? []), CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
+      [...(opts.nodeArgs ?? []), CLI, ...sourceArgs, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
       // No load balancer in tests: SIGTERM closes the listener at once unless a test sets a delay.
       { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ...opts.env },
       { name: 'router', ...opts },
@@ -252,8 +257,8 @@ export async function startRouter(resourcesYaml: string, opts: RouterOptions = {
       }
       const r = await fetch(`${url}/readyz`);
       return r.status === 200;
-    }, 60_000);
-    if (!taken) return Object.assign(p, { port, url, resourcesFile: file });
+    }, readyTimeoutMs);
+    if (!taken) return Object.assign(p, { port, url });
   }
 }
 
