@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:net';
-
 /**
  * The workers listen with SO_REUSEPORT (uWS's default), so that all of them share one port. The
  * kernel lets any process of the same user join that group: a second router started on a port a
@@ -12,7 +10,10 @@ import { createServer, type Server } from 'node:net';
  * - a probe: a plain listen on host:port, closed at once, which fails while any process (another
  *   router, or any server) listens there.
  */
-export class PortInUseError extends Error {}
+import { createServer, type Server } from 'node:net';
+
+/** The port cannot be this router's: another holds it, or the address or privilege is missing. */
+export class PortUnavailableError extends Error {}
 
 /** Holds the claim; release() frees the lock (the router's exit frees it too). */
 export interface PortClaim {
@@ -40,7 +41,7 @@ function close(server: Server): Promise<void> {
 }
 
 /**
- * Claims host:port for this router, or throws PortInUseError naming who holds it. Port 0 (each
+ * Claims host:port for this router, or throws PortUnavailableError naming who holds it. Port 0 (each
  * worker its own port) claims nothing.
  */
 export async function claimPort(host: string, port: number, platform: NodeJS.Platform = process.platform): Promise<PortClaim> {
@@ -52,7 +53,7 @@ export async function claimPort(host: string, port: number, platform: NodeJS.Pla
     const err = await listenOn(lock, { path: portLockName(host, port) });
     if (err !== null) {
       if (err.code === 'EADDRINUSE') {
-        throw new PortInUseError(`${where} is already served by another inference-router on this machine; ` +
+        throw new PortUnavailableError(`${where} is already served by another inference-router on this machine; ` +
           'its workers and these would share the port, each taking part of the traffic: stop it first, or choose another --port');
       }
       throw new Error(`cannot claim ${where}: ${err.message}`);
@@ -63,9 +64,9 @@ export async function claimPort(host: string, port: number, platform: NodeJS.Pla
   const err = await listenOn(probe, { host, port, exclusive: true });
   if (err !== null) {
     if (lock !== null) await close(lock);
-    if (err.code === 'EADDRINUSE') throw new PortInUseError(`${where} is in use by another process: stop it, or choose another --port`);
-    if (err.code === 'EACCES') throw new PortInUseError(`${where}: permission denied (ports below 1024 need privileges)`);
-    if (err.code === 'EADDRNOTAVAIL') throw new PortInUseError(`${where}: no interface of this machine has address ${host} (--host)`);
+    if (err.code === 'EADDRINUSE') throw new PortUnavailableError(`${where} is in use by another process: stop it, or choose another --port`);
+    if (err.code === 'EACCES') throw new PortUnavailableError(`${where}: permission denied (ports below 1024 need privileges)`);
+    if (err.code === 'EADDRNOTAVAIL') throw new PortUnavailableError(`${where}: no interface of this machine has address ${host} (--host)`);
     throw new Error(`cannot listen on ${where}: ${err.message}`);
   }
   await close(probe);

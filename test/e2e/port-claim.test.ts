@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 import { join } from 'node:path';
+import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 
 /** A second router started on the port the first serves: exit 2 naming the port, before any worker. */
 function startSecond(resourcesFile: string, port: number, host = '127.0.0.1') {
@@ -64,8 +64,7 @@ describe('a port another router or server holds', () => {
     const port = router.port;
     const file = router.resourcesFile;
     await router.kill();
-    // spawnSync would block this process's event loop; the router is started and stopped by signal.
-    const { spawn } = await import('node:child_process');
+    // Started apart (not startRouter, which picks a new port): the same port, free again.
     const next = spawn(process.execPath, [CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', '1'],
       { env: { ...process.env, ROUTER_DRAIN_DELAY: '0' }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';

@@ -1,13 +1,13 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { claimPort, PortInUseError, portLockName } from '../../../src/primary/port-claim.js';
+import { claimPort, PortUnavailableError, portLockName } from '../../../src/primary/port-claim.js';
 import { freePort } from '../../helpers/processes.js';
 
 describe('claimPort', () => {
   it('holds a lock for host and port until released: a second claim is refused, naming the other router', async () => {
     const port = await freePort();
     const first = await claimPort('127.0.0.1', port);
-    await expect(claimPort('127.0.0.1', port)).rejects.toThrow(PortInUseError);
+    await expect(claimPort('127.0.0.1', port)).rejects.toThrow(PortUnavailableError);
     await expect(claimPort('127.0.0.1', port)).rejects.toThrow(`127.0.0.1:${port} is already served by another inference-router`);
     await first.release();
     const again = await claimPort('127.0.0.1', port);
