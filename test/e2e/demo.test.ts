@@ -81,6 +81,24 @@ describe('npm run demo', () => {
     }
   });
 
+  it('a second demo on the same ports stops at once naming the port, and the first keeps serving', async () => {
+    const { proc, ports } = await startDemo(false);
+    try {
+      const env = { ...process.env, DEMO_PORT: String(ports[0]), DEMO_POD_PORTS: `${ports[1]},${ports[2]}`, ACCESS_LOG_ENABLED: 'false' };
+      const second = spawnSync(process.execPath, [DEMO], { encoding: 'utf8', env, timeout: 30_000 });
+      expect(second.status).toBe(1);
+      expect(second.stderr).toContain(`demo: port ${ports[0]} (the router's) is in use by another process: is a demo already running?`);
+      expect(second.stdout).not.toContain('inference-router demo: router on');
+      const r = await fetch(`http://127.0.0.1:${ports[0]}/v1/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"sf-model","prompt":"still here","max_tokens":2}',
+      });
+      expect(r.status).toBe(200);
+      await r.text();
+    } finally {
+      expect(await proc.kill('SIGTERM')).toBe(0);
+    }
+  });
+
   it('stops everything when the process that started it goes away', async () => {
     const { proc, demoPid, ports } = await startDemo(true);
     const kids = children(demoPid);

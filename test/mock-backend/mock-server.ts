@@ -20,6 +20,8 @@ import { errorBody, jsonAnswer, mockPromptTokens, sseEvents, type AnswerSpec, ty
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
 const uWS = loadUws(false);
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT (the typings give the option only without a host). */
+const EXCLUSIVE_PORT = 1;
 
 export interface MockStats {
   /** /v1 requests received since start or the last reset. */
@@ -129,9 +131,12 @@ class MockServer implements MockBackend {
 
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.app.listen(this.options.host, this.options.port, (socket) => {
+      // One process, so the port is its own (LIBUS_LISTEN_EXCLUSIVE_PORT): a second mock, or a demo
+      // started twice, fails here instead of joining the first's port with SO_REUSEPORT.
+      const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => void;
+      listen.call(this.app, this.options.host, this.options.port, EXCLUSIVE_PORT, (socket) => {
         if (socket === false) {
-          reject(new Error(`mock backend could not listen on ${this.options.host}:${this.options.port}`));
+          reject(new Error(`mock backend could not listen on ${this.options.host}:${this.options.port} (in use by another process?)`));
           return;
         }
         this.listenSocket = socket;

@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const entry = `${root}dist/test/mock-backend/mock-backend.js`;
@@ -20,8 +21,8 @@ function ensureBuilt(): void {
 
 interface Mock { proc: ChildProcess; url: string; firstLine: string }
 
-async function startMock(args: string[]): Promise<Mock> {
-  const proc = spawn(process.execPath, [entry, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function startMock(args: string[], port = '0'): Promise<Mock> {
+  const proc = spawn(process.execPath, [entry, '--port', port, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = createInterface({ input: proc.stdout! });
   const [firstLine] = (await once(lines, 'line')) as [string];
   const match = /^mock-backend listening on (http:\/\/127\.0\.0\.1:(\d+))$/.exec(firstLine);
@@ -59,6 +60,19 @@ describe('mock backend process (defaults)', () => {
   });
   afterAll(async () => {
     if (mock) expect(await stopMock(mock)).toBe(0);
+  });
+
+  it('a second mock on its port exits 2 naming it (the port is its own, no SO_REUSEPORT sharing)', async () => {
+    // A port asked by number: one the kernel handed out for port 0 cannot be joined anyway.
+    const port = await freePort();
+    const first = await startMock([], String(port));
+    try {
+      const second = spawnSync(process.execPath, [entry, '--port', String(port)], { encoding: 'utf8', timeout: 20_000 });
+      expect(second.status).toBe(2);
+      expect(second.stderr).toContain(`mock-backend: mock backend could not listen on 127.0.0.1:${port} (in use by another process?)`);
+    } finally {
+      expect(await stopMock(first)).toBe(0);
+    }
   });
 
   it('answers completions with OpenAI JSON, the request model and usage', async () => {
