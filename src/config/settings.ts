@@ -154,7 +154,8 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
   return Object.freeze({
     source,
     resources: source === 'file' ? resources : null,
-    port: portRaw === undefined ? 8080 : parseIntIn(flags.has('--port') ? '--port' : 'ROUTER_PORT', portRaw, 0, 65535),
+    // Not 0: every worker would listen on a port of its own choosing, none of them known.
+    port: portRaw === undefined ? 8080 : parseIntIn(flags.has('--port') ? '--port' : 'ROUTER_PORT', portRaw, 1, 65535),
     host: pick('--host', 'ROUTER_HOST') ?? '0.0.0.0',
     workers: workersRaw === undefined
       ? availableParallelism()

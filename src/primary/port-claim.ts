@@ -40,12 +40,8 @@ function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-/**
- * Claims host:port for this router, or throws PortUnavailableError naming who holds it. Port 0 (each
- * worker its own port) claims nothing.
- */
+/** Claims host:port for this router, or throws PortUnavailableError naming who holds it. */
 export async function claimPort(host: string, port: number, platform: NodeJS.Platform = process.platform): Promise<PortClaim> {
-  if (port === 0) return { release: async () => {} };
   const where = `${host}:${port}`;
   let lock: Server | null = null;
   if (platform === 'linux') {

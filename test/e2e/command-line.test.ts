@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, resourcesFor, ROOT, tempDir } from '../helpers/processes.js';
+import { CLI, freePort, resourcesFor, ROOT, tempDir } from '../helpers/processes.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -83,12 +83,13 @@ describe('start-up checks', () => {
     expect(r2.stderr).toContain('ROUTER_DRAIN_DELAY');
   });
 
-  it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', () => {
+  it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', async () => {
+    const port = String(await freePort());
     const dir = tempDir();
     const file = join(dir, 'resources.yaml');
     writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]));
     for (const output of [join(dir, 'no-such-dir', 'access.log'), dir]) {
-      const r = run(['--resources', file, '--workers', '1', '--port', '0'], { ACCESS_LOG_OUTPUT: output, ROUTER_LOG_FORMAT: 'json' });
+      const r = run(['--resources', file, '--workers', '1', '--port', port], { ACCESS_LOG_OUTPUT: output, ROUTER_LOG_FORMAT: 'json' });
       expect(r.status, r.stderr).toBe(2);
       const lines = r.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.at(-1)).toMatchObject({ level: 'error', event: 'exit', code: 2, process: 'primary' });

@@ -26,6 +26,12 @@ describe('parseSettings', () => {
     expect(parseSettings(['--resources', 'r.yaml'], { RATE_LIMIT_LOCAL_LEASES: 'false' })!.localLeases).toBe(false);
   });
 
+  it('takes a port from 1 to 65535: 0 would have each worker listen on a port of its own', () => {
+    expect(() => parseSettings(['--resources', 'r.yaml', '--port', '0'], {})).toThrow('--port: expected an integer from 1 to 65535, got 0');
+    expect(() => parseSettings(['--resources', 'r.yaml'], { ROUTER_PORT: '65536' })).toThrow('ROUTER_PORT: expected an integer from 1 to 65535, got 65536');
+    expect(parseSettings(['--resources', 'r.yaml', '--port', '1'], {})!.port).toBe(1);
+  });
+
   it('returns null for --help', () => {
     expect(parseSettings(['--help'], {})).toBeNull();
   });
@@ -34,7 +40,7 @@ describe('parseSettings', () => {
     [['--bogus'], {}, 'unknown option "--bogus"'],
     [['--resources'], {}, '--resources needs a value'],
     [[], {}, 'no resources'],
-    [['--resources', 'r', '--port', '70000'], {}, '--port: expected an integer from 0 to 65535, got 70000'],
+    [['--resources', 'r', '--port', '70000'], {}, '--port: expected an integer from 1 to 65535, got 70000'],
     [['--resources', 'r'], { ROUTER_WORKERS: '0' }, 'ROUTER_WORKERS: expected an integer from 1 to 256, got 0'],
     [['--resources', 'r'], { ROUTER_DRAIN_TIMEOUT: 'soon' }, 'ROUTER_DRAIN_TIMEOUT: expected a duration'],
     [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected "file" or "kubernetes"'],

@@ -42,9 +42,7 @@ describe('claimPort', () => {
     await expect(claimPort('10.255.255.254', 18_080)).rejects.toThrow('no interface of this machine has address 10.255.255.254');
   });
 
-  it('claims nothing for port 0, and only probes where abstract sockets do not exist', async () => {
-    const zero = await claimPort('127.0.0.1', 0);
-    await zero.release();
+  it('only probes where abstract sockets do not exist', async () => {
     const port = await freePort();
     const a = await claimPort('127.0.0.1', port, 'darwin');
     const b = await claimPort('127.0.0.1', port, 'darwin');
