@@ -7,11 +7,11 @@
  * default 18001,18002); the access log goes to stdout (text).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { probePort } from 'inference-router/primary/port-claim';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const port = Number(process.env.DEMO_PORT ?? 8080);
@@ -69,21 +69,15 @@ async function waitReady(url: string): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 
-/** Null when `host`:`p` can be listened on, else why not (e.g. a demo already running holds it). */
-function portTaken(host: string, p: number): Promise<string | null> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' ? 'in use by another process' : err.message));
-    s.listen({ host, port: p, exclusive: true }, () => s.close(() => resolve(null)));
-  });
-}
-
 async function main(): Promise<void> {
   // Checked before anything starts: otherwise a demo started beside a running one would find the
   // other's pods and router ready on these ports and print its banner before its own failed.
   for (const [what, host, p, variable] of [['router', '0.0.0.0', port, 'DEMO_PORT'], ['pod', '127.0.0.1', podA, 'DEMO_POD_PORTS'], ['pod', '127.0.0.1', podB, 'DEMO_POD_PORTS']] as const) {
-    const why = await portTaken(host, p);
-    if (why !== null) throw new Error(`port ${p} (the ${what}'s) is ${why}: is a demo already running? Stop it, or move the ports with ${variable}`);
+    const err = await probePort(host, p);
+    if (err !== null) {
+      const why = err.code === 'EADDRINUSE' ? 'in use by another process' : err.message;
+      throw new Error(`port ${p} (the ${what}'s) is ${why}: is a demo already running? Stop it, or move the ports with ${variable}`);
+    }
   }
   const mock = join(root, 'dist/test/mock-backend/mock-backend.js');
   // /metrics as vLLM serves it: the ModelServer says inferenceEngine vLLM, so the router scrapes it.

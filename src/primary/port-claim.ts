@@ -40,6 +40,17 @@ function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
+/**
+ * Listens on host:port without SO_REUSEPORT and closes at once: null when that worked, else the
+ * error (EADDRINUSE while any process listens there).
+ */
+export async function probePort(host: string, port: number): Promise<NodeJS.ErrnoException | null> {
+  const probe = createServer();
+  const err = await listenOn(probe, { host, port, exclusive: true });
+  if (err === null) await close(probe);
+  return err;
+}
+
 /** Claims host:port for this router, or throws PortUnavailableError naming who holds it. */
 export async function claimPort(host: string, port: number, platform: NodeJS.Platform = process.platform): Promise<PortClaim> {
   const where = `${host}:${port}`;
@@ -56,8 +67,7 @@ export async function claimPort(host: string, port: number, platform: NodeJS.Pla
     }
     lock.unref();
   }
-  const probe = createServer();
-  const err = await listenOn(probe, { host, port, exclusive: true });
+  const err = await probePort(host, port);
   if (err !== null) {
     if (lock !== null) await close(lock);
     if (err.code === 'EADDRINUSE') throw new PortUnavailableError(`${where} is in use by another process: stop it, or choose another --port`);
@@ -65,7 +75,6 @@ export async function claimPort(host: string, port: number, platform: NodeJS.Pla
     if (err.code === 'EADDRNOTAVAIL') throw new PortUnavailableError(`${where}: no interface of this machine has address ${host} (--host)`);
     throw new Error(`cannot listen on ${where}: ${err.message}`);
   }
-  await close(probe);
   const held = lock;
   return { release: async () => { if (held !== null) await close(held); } };
 }
