@@ -23,7 +23,7 @@ function readStat(pid: number | 'self'): Stat | null {
 }
 
 /** Every live process's stat, by pid (one pass over /proc). */
-function allStats(): Map<number, Stat> {
+export function allStats(): Map<number, Stat> {
   const out = new Map<number, Stat>();
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
@@ -103,9 +103,9 @@ export function userKernelMs(pid: number): { userMs: number; kernelMs: number } 
  * Tick samples (/proc/<pid>/stat), so read over seconds. For a measurement's rounds: what the rest
  * of the machine ran beside it.
  */
-export function othersCpu(roots: readonly number[]): { delta(): number } {
+export function othersCpu(roots: readonly number[], readStats: () => Map<number, Stat> = allStats): { delta(): number } {
   const snapshot = (): Map<number, { ticks: number; starttime: number }> => {
-    const stats = allStats();
+    const stats = readStats();
     for (const pid of roots.flatMap((root) => treeIn(stats, root))) stats.delete(pid);
     const out = new Map<number, { ticks: number; starttime: number }>();
     for (const [pid, s] of stats) out.set(pid, { ticks: s.utime + s.stime + s.cutime + s.cstime, starttime: s.starttime });

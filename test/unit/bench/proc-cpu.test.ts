@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { othersCpu, processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
+import { allStats, othersCpu, processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
 import { waitFor } from '../../helpers/processes.js';
 
 /**
@@ -105,13 +105,17 @@ describe('othersCpu', () => {
     let out = '';
     for (const p of [mine, outside]) p.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
     await new Promise((r) => setTimeout(r, 500)); // both started (their start-up is not measured)
-    // The same window read three ways: whatever else runs meanwhile is in all three.
-    const everything = othersCpu([]);
-    const notMine = othersCpu([mine.pid!]);
-    const neither = othersCpu([mine.pid!, outside.pid!]);
+    // The same window read three ways, from the same two readings of /proc: whatever else runs
+    // meanwhile (tests beside this one start and stop processes) is in all three alike.
+    let frame = allStats();
+    const read = () => new Map(frame);
+    const everything = othersCpu([], read);
+    const notMine = othersCpu([mine.pid!], read);
+    const neither = othersCpu([mine.pid!, outside.pid!], read);
     mine.stdin!.write('go\n');
     outside.stdin!.write('go\n');
     await waitFor('both to finish', () => (out.split('done').length === 3 ? true : null));
+    frame = allStats();
     const [e, m, n] = [everything.delta(), notMine.delta(), neither.delta()];
     // `mine`'s 300 ms is counted only where its tree is not a root; `outside`'s child's 300 ms
     // only where `outside` is not one (tick samples: 10 ms steps, and start-up of the child).
