@@ -74,10 +74,12 @@ async function main(): Promise<void> {
   // other's pods and router ready on these ports and print its banner before its own failed.
   for (const [what, host, p, variable] of [['router', '0.0.0.0', port, 'DEMO_PORT'], ['pod', '127.0.0.1', podA, 'DEMO_POD_PORTS'], ['pod', '127.0.0.1', podB, 'DEMO_POD_PORTS']] as const) {
     const err = await probePort(host, p);
-    if (err !== null) {
-      const why = err.code === 'EADDRINUSE' ? 'in use by another process' : err.message;
-      throw new Error(`port ${p} (the ${what}'s) is ${why}: is a demo already running? Stop it, or move the ports with ${variable}`);
+    if (err === null) continue;
+    // Only a port in use hints at another demo; any other refusal (a privileged port) says its own.
+    if (err.code === 'EADDRINUSE') {
+      throw new Error(`port ${p} (the ${what}'s) is in use by another process: is a demo already running? Stop it, or move the ports with ${variable}`);
     }
+    throw new Error(`port ${p} (the ${what}'s) cannot be listened on (${err.message}): move the ports with ${variable}`);
   }
   const mock = join(root, 'dist/test/mock-backend/mock-backend.js');
   // /metrics as vLLM serves it: the ModelServer says inferenceEngine vLLM, so the router scrapes it.
