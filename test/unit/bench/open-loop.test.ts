@@ -58,9 +58,13 @@ describe('open-loop', () => {
     expect(r.requests).toBe(400);
     expect(r.errors).toBe(0);
     expect(r.non2xx).toBe(0);
-    // Requests that found every connection busy: only if this server stalled (a busy test machine).
-    expect(r.late).toBeLessThan(40);
     const gaps = s.arrivals.slice(1).map((t, i) => t - s.arrivals[i]).sort((a, b) => a - b);
+    // A request is late when it finds all 32 connections busy: each holds an earlier request not
+    // yet answered, so the oldest of them was scheduled at least 31 × 2.5 ms before and has waited
+    // that long. A busy machine can do that (this server or the generator without the CPU for a
+    // while); the latencies then show it. Without such a wait nothing may be counted late.
+    if (r.latencyMs.max < 31 * 2.5) expect(r.late).toBe(0);
+    else expect(r.late).toBeLessThan(r.requests);
     // 2.5 ms apart; with millisecond timers most would come in pairs or bursts a few µs apart. The
     // times are taken in this process's event loop, which a busy machine delays now and then, so
     // a few arrivals bunch up here without having been sent together.
