@@ -149,10 +149,10 @@ export class EndpointRegistry {
     return this.byKey.values();
   }
 
-  /** At shutdown (after the drain): closes every pool. */
-  async closeAll(): Promise<void> {
+  /** At shutdown (after the drain): closes every pool, failing what is still in flight (`why` says why). */
+  async closeAll(why?: string): Promise<void> {
     const all = [...this.byKey.values()];
     this.byKey.clear();
-    for (const s of all) s.pool.close();
+    for (const s of all) s.pool.close(why);
   }
 }

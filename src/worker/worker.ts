@@ -202,6 +202,10 @@ export async function runWorker(settings: Settings): Promise<void> {
         setTimeout(resolve, settings.drainTimeoutMs).unref();
       });
     }
+    // Requests still in flight after the drain timeout (a long stream) are cut now, while the
+    // access log is open: their pod exchanges fail, the pipeline ends them (closing the client's
+    // connection) and records them; the loop below waits for those records.
+    if (inflight > 0) void endpoints.closeAll(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
     // Whole answers are written at the end of a turn (Exchange.endBuffered): the last ones go
     // out now, before anything below can reach process.exit within this turn.
     Exchange.flushAnswers();

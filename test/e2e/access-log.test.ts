@@ -300,6 +300,43 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
     expect(recs.length).toBeLessThanOrEqual(answered + 32); // at most the in-flight ones cut by the client stop
   });
 
+  it('SIGTERM: a stream still running when ROUTER_DRAIN_TIMEOUT passes is cut and recorded, and the router exits soon after', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    // 100 tokens at 10 a second: 10 s, far beyond the 1 s drain timeout.
+    const slow = await startMock('pod-slow', ['--tokens-per-second', '10', '--output-tokens', '100']);
+    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '1s' },
+    });
+    try {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x', stream: true }, { 'x-request-id': 'outlives-drain' });
+      expect(r.status).toBe(200);
+      const reader = r.body!.getReader();
+      await reader.read();
+      const read = (async () => {
+        try {
+          for (;;) if ((await reader.read()).done) return 'ended';
+        } catch {
+          return 'cut';
+        }
+      })();
+      const t0 = Date.now();
+      router.child.kill('SIGTERM');
+      expect(await router.exited).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(3000);
+      expect(await read).toBe('cut');
+      const recs = records(file);
+      expect(recs).toHaveLength(1);
+      expect(recs[0]).toMatchObject({ request_id: 'outlives-drain', status_code: 200, selected_pod: 'pod-slow' });
+      expect(recs[0].error.type).toBe('upstream_error');
+      expect(recs[0].error.message).toContain('ROUTER_DRAIN_TIMEOUT');
+      expect(router.stderr()).not.toContain('dropped');
+    } finally {
+      await router.kill();
+      await slow.kill();
+    }
+  });
+
   it('stress: stdout piped, 2 workers, 20k requests: every line parses and the count matches', async () => {
     const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout' } });
     const pool = new Pool(router.url, { connections: 64, pipelining: 1 });

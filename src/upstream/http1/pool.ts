@@ -103,13 +103,19 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     return { connections: this.conns.size, connecting: this.connecting, idle: this.idle.length, queued: this.queue.length };
   }
 
-  /** Fails waiting requests, aborts those in flight and closes every connection. */
-  close(): void {
+  /**
+   * Fails waiting requests, aborts those in flight and closes every connection; `why` ends their
+   * error's message. A request in flight may have reached the server: it fails HTTP1_ABORTED, not
+   * as a connect failure (which a caller may retry elsewhere).
+   */
+  close(why?: string): void {
     this.closed = true;
-    const err = new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`);
+    const because = why === undefined ? '' : `: ${why}`;
+    const err = new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed${because}`);
+    const cut = new Http1Error('HTTP1_ABORTED', `the pool for ${this.authority} closed${because}`);
     for (const req of this.queue.splice(0)) req.fail(err);
     for (const conn of [...this.conns]) {
-      if (conn.req !== null) conn.abort(err);
+      if (conn.req !== null) conn.abort(cut);
       else conn.close();
       if (conn.reserved !== null) conn.reserved.fail(err);
     }
