@@ -20,6 +20,11 @@ export interface FrontHooks {
   /** Drop the client's Authorization header upstream (auth enabled). */
   readonly stripAuthorization: boolean;
   draining(): boolean;
+  /**
+   * A request was accepted (its exchange made): it is in flight from here, also while its body
+   * arrives, until run() or finish() has ended it. A drain waits for it.
+   */
+  accepted(): void;
   /** The body has arrived (or the request already failed): run the rest of the path. */
   run(x: Exchange): void;
   /** A request that failed in the front (bad method, too large): finish it without the pipeline. */
@@ -77,6 +82,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     ctx.requestIdMade = made;
     const x = new Exchange(res, ctx, url, forward, match, authorization);
     x.acceptJson = accept !== null && acceptsJson(accept);
+    h.accepted();
 
     res.onAborted(() => {
       x.clientGone(bodyEndedThisTurn === x);

@@ -157,14 +157,11 @@ export async function runWorker(settings: Settings): Promise<void> {
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
     modelJson: (id) => (table === null ? undefined : table.modelJson(id)),
     metrics: metricsHandler(metrics),
-    run: (x) => {
+    accepted: () => {
       inflight++;
-      runPipeline(x, services);
     },
-    finish: (x) => {
-      inflight++;
-      finish(x);
-    },
+    run: (x) => runPipeline(x, services),
+    finish,
   });
 
   // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.

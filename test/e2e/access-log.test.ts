@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -334,6 +335,33 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
     } finally {
       await router.kill();
       await slow.kill();
+    }
+  });
+
+  it('SIGTERM while a request body is still arriving: the drain waits for it; it is answered and recorded', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      const body = JSON.stringify({ model: 'sf-model', prompt: 'x' });
+      const s = connect(router.port, '127.0.0.1');
+      let answer = '';
+      s.setEncoding('utf8').on('data', (d: string) => { answer += d; });
+      const closed = new Promise<void>((resolve) => s.on('close', () => resolve()));
+      await new Promise<void>((resolve, reject) => s.once('connect', resolve).once('error', reject));
+      s.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-request-id: uploading\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+      await new Promise((r) => setTimeout(r, 300));
+      router.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 500));
+      s.write(body.slice(10));
+      await closed;
+      expect(await router.exited).toBe(0);
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+      const recs = records(file);
+      expect(recs).toHaveLength(1);
+      expect(recs[0]).toMatchObject({ request_id: 'uploading', status_code: 200, selected_pod: 'pod-a' });
+    } finally {
+      await router.kill();
     }
   });
 
