@@ -125,6 +125,21 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
     }
   });
 
+  it('records the inference API only: no record for probes, /metrics, the model list or paths outside /v1/', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resources(), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    try {
+      const calls: [string, string][] = [['GET', '/healthz'], ['GET', '/readyz'], ['GET', '/metrics'], ['GET', '/v1/models'], ['GET', '/v1/models/nope'],
+        ['DELETE', '/v1/models'], ['GET', '/elsewhere'], ['GET', '/v1/completions'], ['POST', '/v1/nothing-here']];
+      for (const [method, path] of calls) await (await fetch(`${router.url}${path}`, { method })).text();
+      await router.kill();
+      expect(records(file).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/completions', 'POST /v1/nothing-here']);
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('a client that leaves mid-stream cancels the upstream stream at once (499 recorded long before the stream would end)', async () => {
     const dir = tempDir();
     const file = join(dir, 'access.log');
