@@ -6,7 +6,7 @@
  * (creationTimestamp, then namespace/name).
  */
 import { validateResource } from './resources.js';
-import { checkReferences } from './resource-file.js';
+import { checkReferences, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -46,7 +46,9 @@ export class SnapshotBuilder {
       if (missing.length === 0) routable.push(route);
       else for (const m of missing) problems.push(`${m}; route skipped`);
     }
-    const routes = oldestPerModel(routable, problems).sort(byKey);
+    const routes = firstAdapterOwners(oldestPerModel(routable, problems), (route, i, owner) => {
+      problems.push(`kubernetes (ModelRoute ${route.key}): spec.loraAdapters[${i}]: LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by the older ModelRoute ${owner.key}; ignored here`);
+    }).sort(byKey);
     const byNs = podsByNamespace(pods);
     const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
     return { snapshot: { routes, servers: resolved }, problems };
@@ -106,15 +108,21 @@ function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, pr
 function oldestPerModel(routes: ModelRoute[], problems: string[]): ModelRoute[] {
   const sorted = [...routes].sort(byAge);
   const winners = new Map<string, ModelRoute>();
+  const kept: ModelRoute[] = [];
   for (const route of sorted) {
+    if (route.modelName === null) {
+      kept.push(route); // serves LoRA adapters only: no model name to claim
+      continue;
+    }
     const owner = winners.get(route.modelName);
     if (owner === undefined) {
       winners.set(route.modelName, route);
+      kept.push(route);
       continue;
     }
     problems.push(`kubernetes (ModelRoute ${route.key}): spec.modelName: model name ${JSON.stringify(route.modelName)} is already served by the older ModelRoute ${owner.key}; route skipped`);
   }
-  return [...winners.values()];
+  return kept;
 }
 
 function byAge(a: ModelRoute, b: ModelRoute): number {

@@ -35,6 +35,27 @@ export function checkReferences(routes: readonly ModelRoute[], servers: readonly
   return findMissingReferences(routes, servers).map((m) => `ModelRoute ${m.routeKey}: ${m.path}: ${m.problem}`);
 }
 
+/**
+ * Gives each LoRA adapter name to the first route, in the order given, that lists it: later
+ * routes lose it (reported). The route table gives a name that is also some route's modelName
+ * to that route.
+ */
+export function firstAdapterOwners(routes: readonly ModelRoute[], report: (route: ModelRoute, index: number, owner: ModelRoute) => void): ModelRoute[] {
+  const owners = new Map<string, ModelRoute>();
+  return routes.map((route) => {
+    const kept = route.loraAdapters.filter((adapter, i) => {
+      const owner = owners.get(adapter);
+      if (owner === undefined) {
+        owners.set(adapter, route);
+        return true;
+      }
+      if (owner !== route) report(route, i, owner);
+      return false;
+    });
+    return kept.length === route.loraAdapters.length ? route : { ...route, loraAdapters: kept };
+  });
+}
+
 interface Located<T> { value: T; where: string }
 
 export interface ParsedResourceFile {
@@ -99,6 +120,10 @@ export function parseResourceFile(
       continue;
     }
     whereOfRoute.set(res.key, item.where);
+    if (res.modelName === null) {
+      routes.push(res); // serves LoRA adapters only: no model name to claim
+      continue;
+    }
     const owner = routeByModel.get(res.modelName);
     if (owner !== undefined) {
       warnings.push(formatMessage(item.where, label, 'spec.modelName',
@@ -113,7 +138,11 @@ export function parseResourceFile(
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
-  return { routes, servers, warnings, documents: docs.length };
+  const owned = firstAdapterOwners(routes, (route, i, owner) => {
+    warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, `spec.loraAdapters[${i}]`,
+      `LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by ModelRoute ${owner.key} (${whereOfRoute.get(owner.key)}); ignored here`));
+  });
+  return { routes: owned, servers, warnings, documents: docs.length };
 }
 
 /** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */

@@ -54,7 +54,13 @@ export interface ModelRoute {
   name: string;
   /** `${namespace}/${name}` */
   key: string;
-  modelName: string;
+  /**
+   * spec.modelName: the `model` clients send, or null when the route serves only LoRA adapters
+   * (the route API allows an empty modelName when loraAdapters is set).
+   */
+  modelName: string | null;
+  /** spec.loraAdapters: more `model` names the route serves; the request's model is kept upstream. */
+  loraAdapters: string[];
   rules: Rule[];
   rateLimit: RateLimitSpec | null;
   /** RFC 3339 creationTimestamp when known (Kubernetes), else null. */

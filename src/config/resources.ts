@@ -3,7 +3,7 @@
  * Kubernetes API) into the plain, normalized types of resource-types.ts. Every error names
  * where it was found, the resource and the path of the bad field.
  *
- * Unknown fields are tolerated (real manifests carry status, parentRefs, loraAdapters, retry,
+ * Unknown fields are tolerated (real manifests carry status, parentRefs, pdGroup,
  * kvConnector, ...); unknown kinds are rejected.
  */
 import { parseDuration } from './duration.js';
@@ -160,10 +160,22 @@ interface Identity { namespace: string; name: string; key: string }
 
 function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, specValue: unknown): ModelRoute {
   const spec = c.object(specValue, 'spec');
-  const modelName = c.string(spec.modelName, 'spec.modelName');
+  const loraAdapters = loraAdapterList(c, spec.loraAdapters, 'spec.loraAdapters');
+  // As in the route API, modelName may be left out (or empty) when loraAdapters names adapters.
+  const noModelName = spec.modelName === undefined || spec.modelName === null || spec.modelName === '';
+  if (noModelName && loraAdapters.length === 0) {
+    c.fail('spec.modelName', 'is required unless spec.loraAdapters lists adapters: expected a non-empty string');
+  }
+  const modelName = noModelName ? null : c.string(spec.modelName, 'spec.modelName');
   const rules = c.list(spec.rules, 'spec.rules').map((r, i) => rule(c, r, `spec.rules[${i}]`));
   const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit');
-  return { kind: 'ModelRoute', ...id, modelName, rules, rateLimit, creationTimestamp };
+  return { kind: 'ModelRoute', ...id, modelName, loraAdapters, rules, rateLimit, creationTimestamp };
+}
+
+function loraAdapterList(c: Checker, v: unknown, path: string): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) c.expected(path, 'a list of adapter names', v);
+  return v.map((name, i) => c.string(name, `${path}[${i}]`));
 }
 
 function rule(c: Checker, v: unknown, path: string): Rule {

@@ -42,6 +42,7 @@ interface CompiledRule {
 
 export interface CompiledRoute {
   readonly key: string;
+  /** The model name it was found by: spec.modelName, or one of spec.loraAdapters. */
   readonly modelName: string;
   readonly rules: readonly CompiledRule[];
   readonly rateLimit: RateLimitSpec | null;
@@ -90,11 +91,23 @@ export class RouteTable {
     const headerNames = new Set<string>();
     this.byModel = new Map();
     for (const r of snapshot.routes) {
-      if (this.byModel.has(r.modelName)) continue; // first wins; the source already warned
-      this.byModel.set(r.modelName, compileRoute(r, servers, headerNames));
+      if (r.modelName === null || this.byModel.has(r.modelName)) continue; // first wins; the source already warned
+      this.byModel.set(r.modelName, compileRoute(r, r.modelName, servers, headerNames));
+    }
+    // A LoRA adapter is served by the route that lists it, unless a route has it as its modelName.
+    // The request's model (the adapter) goes upstream as it is: spec.model of the ModelServer
+    // names the base model, which would drop the adapter.
+    let keepModel: Map<string, CompiledServer> | null = null;
+    for (const r of snapshot.routes) {
+      if (r.loraAdapters.length === 0) continue;
+      keepModel ??= new Map([...servers].map(([key, s]) => [key, s.model === null ? s : { ...s, model: null }]));
+      const compiled = compileRoute(r, r.loraAdapters[0], keepModel, headerNames);
+      for (const adapter of r.loraAdapters) {
+        if (!this.byModel.has(adapter)) this.byModel.set(adapter, { ...compiled, modelName: adapter });
+      }
     }
     this.matchHeaderNames = [...headerNames];
-    this.rateLimits = [...this.byModel.values()].flatMap((r) => (r.rateLimit === null ? [] : [r.rateLimit]));
+    this.rateLimits = [...new Set([...this.byModel.values()].flatMap((r) => (r.rateLimit === null ? [] : [r.rateLimit])))];
     const created = Math.floor(now / 1000);
     this.modelObjects = new Map();
     for (const id of this.byModel.keys()) {
@@ -125,10 +138,10 @@ export class RouteTable {
   }
 }
 
-function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRoute {
+function compileRoute(r: ModelRoute, modelName: string, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRoute {
   return {
     key: r.key,
-    modelName: r.modelName,
+    modelName,
     rateLimit: r.rateLimit,
     limitKey: routeLimitKey(r.key),
     rules: r.rules.map((rule) => compileRule(r, rule, servers, headerNames)),

@@ -289,6 +289,18 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(view(source.snapshot).routes).toEqual(['default/newer=llama-3']);
   });
 
+  test('routes that serve only LoRA adapters are kept; an adapter listed twice goes to the oldest route', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'lora-new', '', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { loraAdapters: ['math', 'code'] } }));
+    api.upsert('modelroutes', route('default', 'lora-old', '', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' }, spec: { loraAdapters: ['math'] } }));
+    const source = await started();
+    expect(source.snapshot!.routes.map((r) => [r.key, r.modelName, r.loraAdapters])).toEqual([
+      ['default/lora-new', null, ['code']],
+      ['default/lora-old', null, ['math']],
+    ]);
+    expect(logs.some((l) => l.includes('ModelRoute default/lora-new') && l.includes('LoRA adapter "math" is already served by the older ModelRoute default/lora-old'))).toBe(true);
+  });
+
   test('watch drop: the client reconnects and resumes from its resourceVersion without relisting', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     const source = await started();

@@ -105,6 +105,7 @@ describe('parseResourceFile: valid input', () => {
       name: 'deepseek-r1',
       key: 'default/deepseek-r1',
       modelName: 'deepseek-r1',
+      loraAdapters: [],
       rules: [{ name: 'default', modelMatch: null, targetModels: [{ modelServerName: 'deepseek-r1-1-5b', weight: 100 }] }],
       rateLimit: {
         inputTokensPerUnit: 10,
@@ -352,7 +353,10 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   });
 
   it.each([
-    ['missing modelName', '  rules: []\n', 'spec.modelName: is required: expected a non-empty string'],
+    ['missing modelName', '  rules: []\n', 'spec.modelName: is required unless spec.loraAdapters lists adapters: expected a non-empty string'],
+    ['empty modelName and loraAdapters', '  modelName: ""\n  loraAdapters: []\n  rules: []\n', 'spec.modelName: is required unless spec.loraAdapters lists adapters: expected a non-empty string'],
+    ['loraAdapters not a list', '  loraAdapters: lora-a\n  rules: []\n', 'spec.loraAdapters: expected a list of adapter names, got the string "lora-a"'],
+    ['empty LoRA adapter name', '  loraAdapters: [a, ""]\n  rules: []\n', 'spec.loraAdapters[1]: expected a non-empty string, got the string ""'],
     ['modelName of wrong type', '  modelName: 5\n', 'spec.modelName: expected a non-empty string, got 5'],
     ['missing rules', '  modelName: m\n', 'spec.rules: is required: expected a non-empty list'],
     ['empty rules', '  modelName: m\n  rules: []\n', 'spec.rules: must not be empty'],
@@ -465,7 +469,7 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   it('reports every bad document in one error', () => {
     const err = errorOf(() => parse(`${SERVER.replace('127.0.0.1:18001', 'nope')}---\n${route('r', '  modelName: ""\n')}`));
     expect(err.problems).toHaveLength(2);
-    expect(err.message).toMatch(/^routes\.yaml: 2 problems:\n {2}- routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*\n {2}- routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: expected a non-empty string, got the string ""$/);
+    expect(err.message).toMatch(/^routes\.yaml: 2 problems:\n {2}- routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*\n {2}- routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: is required unless spec\.loraAdapters lists adapters: expected a non-empty string$/);
   });
 });
 
@@ -476,6 +480,25 @@ describe('parseResourceFile: duplicate model names', () => {
     expect(routes.map((r) => r.key)).toEqual(['default/first']);
     expect(warnings).toEqual([
       'routes.yaml: document 3 (ModelRoute team-b/second): spec.modelName: model name "sf-model" is already served by ModelRoute default/first (routes.yaml: document 2); this route is ignored',
+    ]);
+  });
+});
+
+describe('parseResourceFile: LoRA adapters', () => {
+  const RULES = '  rules:\n  - targetModels:\n    - modelServerName: sf-server\n';
+
+  it('accepts a route with loraAdapters and no modelName, as the route API allows', () => {
+    const { routes, warnings } = parse(`${SERVER}---\n${route('lora', `  loraAdapters: [lora-a, lora-b]\n${RULES}`)}`);
+    expect(warnings).toEqual([]);
+    expect(routes[0]).toMatchObject({ key: 'default/lora', modelName: null, loraAdapters: ['lora-a', 'lora-b'] });
+  });
+
+  it('gives an adapter listed by two routes to the first in file order and warns', () => {
+    const text = `${SERVER}---\n${route('one', `  loraAdapters: [lora-a]\n${RULES}`)}---\n${route('two', `  modelName: base\n  loraAdapters: [lora-b, lora-a]\n${RULES}`)}`;
+    const { routes, warnings } = parse(text);
+    expect(routes.map((r) => [r.key, r.loraAdapters])).toEqual([['default/one', ['lora-a']], ['default/two', ['lora-b']]]);
+    expect(warnings).toEqual([
+      'routes.yaml: document 3 (ModelRoute default/two): spec.loraAdapters[1]: LoRA adapter "lora-a" is already served by ModelRoute default/one (routes.yaml: document 2); ignored here',
     ]);
   });
 });
@@ -493,7 +516,7 @@ describe('validateResource', () => {
     const fromString = validateResource({ ...obj, metadata: { ...obj.metadata, creationTimestamp: '2024-05-01T10:00:00Z' } }, 'kubernetes', opts);
     expect(fromString).toEqual(r);
     expect(errorOf(() => validateResource({ ...obj, spec: { ...obj.spec, modelName: null } }, 'kubernetes', opts)).message)
-      .toBe('kubernetes (ModelRoute ns/r): spec.modelName: is required: expected a non-empty string');
+      .toBe('kubernetes (ModelRoute ns/r): spec.modelName: is required unless spec.loraAdapters lists adapters: expected a non-empty string');
     expect(errorOf(() => validateResource({ ...obj, metadata: { ...obj.metadata, creationTimestamp: 'yesterday' } }, 'kubernetes', opts)).message)
       .toBe('kubernetes (ModelRoute ns/r): metadata.creationTimestamp: expected an RFC 3339 timestamp, got the string "yesterday"');
   });

@@ -12,8 +12,8 @@ function server(name: string, pods: string[], model: string | null = null) {
   };
 }
 
-function route(name: string, modelName: string, rules: ModelRoute['rules']): ModelRoute {
-  return { kind: 'ModelRoute', namespace: 'default', name, key: `default/${name}`, modelName, rules, rateLimit: null, creationTimestamp: null };
+function route(name: string, modelName: string | null, rules: ModelRoute['rules'], loraAdapters: string[] = []): ModelRoute {
+  return { kind: 'ModelRoute', namespace: 'default', name, key: `default/${name}`, modelName, loraAdapters, rules, rateLimit: null, creationTimestamp: null };
 }
 
 const input = (url: string, headers: Record<string, string> = {}) => ({ url, header: (n: string) => headers[n] ?? '' });
@@ -54,6 +54,24 @@ describe('RouteTable', () => {
     expect(t.route('nope')).toBeUndefined();
     expect(JSON.parse(t.modelsJson).data.map((d: { id: string }) => d.id)).toEqual(['m', 'strict']);
     expect([...t.matchHeaderNames].sort()).toEqual(['x-k', 'x-team']);
+  });
+
+  it('serves LoRA adapters by their route, keeping the request model; a modelName wins over an adapter', () => {
+    const t = table({
+      version: 1,
+      servers: [server('base', ['p1'], 'org/base-model'), server('other', ['p2'], 'org/other')],
+      routes: [
+        route('lora', null, [{ name: 'r', modelMatch: null, targetModels: [{ modelServerName: 'base', weight: 100 }] }], ['lora-a', 'other-model']),
+        route('plain', 'other-model', [{ name: 'r', modelMatch: null, targetModels: [{ modelServerName: 'other', weight: 100 }] }]),
+      ],
+    });
+    const lora = t.route('lora-a')!;
+    expect([lora.key, lora.modelName]).toEqual(['default/lora', 'lora-a']);
+    const picked = RouteTable.pick(lora, input('/v1/completions'));
+    expect(picked).toMatchObject({ key: 'default/base', model: null });
+    expect(t.route('other-model')?.key).toBe('default/plain');
+    expect((RouteTable.pick(t.route('other-model')!, input('/v1/completions')) as { model: string }).model).toBe('org/other');
+    expect(JSON.parse(t.modelsJson).data.map((d: { id: string }) => d.id)).toEqual(['other-model', 'lora-a']);
   });
 
   it('prebuilds the OpenAI model object of each served model, the same as the list shows', () => {

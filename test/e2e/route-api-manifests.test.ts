@@ -1,0 +1,92 @@
+/**
+ * Manifests written for the route API's reference router (volcano-sh/kthena, its documentation's
+ * examples, unchanged but for the ModelServers' fixed `endpoints` the file source needs) load in
+ * the built router and route as that router routes them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postJson, startMock, startRouter, type MockBackend, type Router } from '../helpers/processes.js';
+
+const server = (name: string, model: string, port: number): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+  workloadSelector:
+    matchLabels:
+      app: ${name}
+  workloadPort:
+    port: 8000
+  model: "${model}"
+  inferenceEngine: "vLLM"
+  trafficPolicy:
+    timeout: 10s
+  endpoints:
+  - { name: ${name}-pod, address: "127.0.0.1:${port}" }
+`;
+
+// docs/kthena/docs/assets/examples/kthena-router/ModelRouteLora.yaml
+const LORA_ROUTE = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-lora
+  namespace: default
+spec:
+  loraAdapters:
+  - "lora-A"
+  - "lora-B"
+  rules:
+  - name: "lora-route"
+    targetModels:
+    - modelServerName: "deepseek-r1-1-5b"
+`;
+
+// docs/kthena/docs/assets/examples/kthena-router/ModelRouteSimple.yaml
+const SIMPLE_ROUTE = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-simple
+  namespace: default
+spec:
+  modelName: "deepseek-simple"
+  rules:
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-1-5b"
+`;
+
+describe('route API manifests: LoRA adapters', () => {
+  let pod: MockBackend;
+  let router: Router;
+
+  beforeAll(async () => {
+    pod = await startMock('deepseek-r1-1-5b-pod');
+    router = await startRouter([server('deepseek-r1-1-5b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', pod.port), LORA_ROUTE, SIMPLE_ROUTE].join('---\n'), { workers: 1 });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await pod?.kill();
+  });
+
+  it('a route with loraAdapters and no modelName serves each adapter, which goes upstream unchanged', async () => {
+    for (const adapter of ['lora-A', 'lora-B']) {
+      const r = await postJson(`${router.url}/v1/completions`, { model: adapter, prompt: `for ${adapter}` });
+      expect(r.status, await r.clone().text()).toBe(200);
+      const stats = await pod.stats();
+      expect(stats.lastBody.prompt).toBe(`for ${adapter}`);
+      expect(stats.lastBody.model).toBe(adapter);
+    }
+  });
+
+  it('the base model name is still rewritten to the ModelServer model; an unknown adapter is 404', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'deepseek-simple', prompt: 'base' });
+    expect(r.status).toBe(200);
+    expect((await pod.stats()).lastBody.model).toBe('deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B');
+    expect((await postJson(`${router.url}/v1/completions`, { model: 'lora-C', prompt: 'x' })).status).toBe(404);
+  });
+
+  it('lists the adapters among the served models', async () => {
+    const body = await (await fetch(`${router.url}/v1/models`)).json();
+    expect(body.data.map((m: { id: string }) => m.id).sort()).toEqual(['deepseek-simple', 'lora-A', 'lora-B']);
+  });
+});
