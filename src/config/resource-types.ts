@@ -19,6 +19,8 @@ export interface RuleMatch {
   headers: Record<string, StringMatch>;
   /** Match on the request path (without query), or null. */
   uri: StringMatch | null;
+  /** modelMatch.body.model: the request's `model` must be exactly this, or null. */
+  model: string | null;
 }
 
 export interface TargetModel {

@@ -204,8 +204,10 @@ function ruleMatch(c: Checker, v: unknown, path: string): RuleMatch | null {
     }
   }
   const uri = obj.uri === undefined || obj.uri === null ? null : stringMatch(c, obj.uri, `${path}.uri`);
-  if (uri === null && Object.keys(headers).length === 0) return null;
-  return { headers, uri };
+  const body = c.optObject(obj.body, `${path}.body`);
+  const model = body === null ? null : c.optString(body.model, `${path}.body.model`);
+  if (uri === null && model === null && Object.keys(headers).length === 0) return null;
+  return { headers, uri, model };
 }
 
 function stringMatch(c: Checker, v: unknown, path: string): StringMatch {

@@ -35,6 +35,8 @@ interface CompiledRule {
   /** [lower-case header name, matcher] pairs; all must hold. */
   readonly headerMatchers: readonly (readonly [string, Matcher])[];
   readonly uriMatcher: Matcher | null;
+  /** modelMatch.body.model, or null; applied when the route is compiled for a model name (rulesFor). */
+  readonly model: string | null;
   readonly servers: readonly CompiledServer[];
   /** Cumulative weights, same order as servers; last = total. */
   readonly cumulative: readonly number[];
@@ -92,7 +94,8 @@ export class RouteTable {
     this.byModel = new Map();
     for (const r of snapshot.routes) {
       if (r.modelName === null || this.byModel.has(r.modelName)) continue; // first wins; the source already warned
-      this.byModel.set(r.modelName, compileRoute(r, r.modelName, servers, headerNames));
+      const compiled = compileRoute(r, r.modelName, servers, headerNames);
+      this.byModel.set(r.modelName, { ...compiled, rules: rulesFor(r.modelName, compiled.rules) });
     }
     // A LoRA adapter is served by the route that lists it, unless a route has it as its modelName.
     // The request's model (the adapter) goes upstream as it is: spec.model of the ModelServer
@@ -103,7 +106,7 @@ export class RouteTable {
       keepModel ??= new Map([...servers].map(([key, s]) => [key, s.model === null ? s : { ...s, model: null }]));
       const compiled = compileRoute(r, r.loraAdapters[0], keepModel, headerNames);
       for (const adapter of r.loraAdapters) {
-        if (!this.byModel.has(adapter)) this.byModel.set(adapter, { ...compiled, modelName: adapter });
+        if (!this.byModel.has(adapter)) this.byModel.set(adapter, { ...compiled, modelName: adapter, rules: rulesFor(adapter, compiled.rules) });
       }
     }
     this.matchHeaderNames = [...headerNames];
@@ -148,6 +151,11 @@ function compileRoute(r: ModelRoute, modelName: string, servers: Map<string, Com
   };
 }
 
+/** A compiled route serves one model name: the rules whose modelMatch.body.model names another never match. */
+function rulesFor(modelName: string, rules: readonly CompiledRule[]): CompiledRule[] {
+  return rules.filter((rule) => rule.model === null || rule.model === modelName);
+}
+
 function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRule {
   const headerMatchers: (readonly [string, Matcher])[] = [];
   let uriMatcher: Matcher | null = null;
@@ -170,7 +178,7 @@ function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, Compile
     compiledServers.push(server);
     cumulative.push(total);
   }
-  return { name: rule.name, headerMatchers, uriMatcher, servers: compiledServers, cumulative };
+  return { name: rule.name, headerMatchers, uriMatcher, model: rule.modelMatch?.model ?? null, servers: compiledServers, cumulative };
 }
 
 function ruleMatches(rule: CompiledRule, input: MatchInput): boolean {

@@ -90,3 +90,51 @@ describe('route API manifests: LoRA adapters', () => {
     expect(body.data.map((m: { id: string }) => m.id).sort()).toEqual(['deepseek-simple', 'lora-A', 'lora-B']);
   });
 });
+
+describe('route API manifests: rules that match on the body model', () => {
+  let base: MockBackend;
+  let math: MockBackend;
+  let router: Router;
+
+  // A base model with adapters, each adapter on its own ModelServer by modelMatch.body.model.
+  const ROUTE = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: llama-route
+  namespace: default
+spec:
+  modelName: "llama2-7b"
+  loraAdapters: ["math-lora", "code-lora"]
+  rules:
+  - name: "math"
+    modelMatch:
+      body:
+        model: "math-lora"
+    targetModels:
+    - modelServerName: "math-server"
+  - name: "default"
+    targetModels:
+    - modelServerName: "base-server"
+`;
+
+  beforeAll(async () => {
+    [base, math] = await Promise.all([startMock('base-pod'), startMock('math-pod')]);
+    router = await startRouter([server('base-server', 'meta/llama2-7b', base.port), server('math-server', 'meta/llama2-7b', math.port), ROUTE].join('---\n'), { workers: 1 });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await Promise.all([base?.kill(), math?.kill()]);
+  });
+
+  it('a rule with body.model matches only requests for that model; the others go on to the next rule', async () => {
+    const sent = async (model: string): Promise<{ base: number; math: number }> => {
+      await Promise.all([fetch(`${base.url}/stats/reset`, { method: 'POST' }), fetch(`${math.url}/stats/reset`, { method: 'POST' })]);
+      const r = await postJson(`${router.url}/v1/completions`, { model, prompt: 'x' });
+      expect(r.status, await r.clone().text()).toBe(200);
+      return { base: (await base.stats()).requests, math: (await math.stats()).requests };
+    };
+    expect(await sent('math-lora')).toEqual({ base: 0, math: 1 });
+    expect(await sent('llama2-7b')).toEqual({ base: 1, math: 0 });
+    expect(await sent('code-lora')).toEqual({ base: 1, math: 0 });
+  });
+});

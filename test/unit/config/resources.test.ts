@@ -224,6 +224,7 @@ describe('parseResourceFile: valid input', () => {
     expect(routes[0].rules[0].modelMatch).toEqual({
       headers: { 'x-user-tier': { kind: 'exact', value: 'premium' }, 'x-region': { kind: 'regex', value: '^eu-(west|north)$' } },
       uri: { kind: 'prefix', value: '/v1/chat' },
+      model: null,
     });
     expect(routes[0].rules[0].targetModels[0].weight).toBe(0);
     expect(routes[0].rules[1].modelMatch).toBeNull();
@@ -275,7 +276,7 @@ status:
     const { routes, servers } = parse(text);
     expect(servers[0]).toMatchObject({ timeoutMs: 90_000, workloadPort: 8000, inferenceEngine: 'SGLang' });
     expect(routes[0].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 7, unit: 'second', global: null, mode: 'enforce' });
-    expect(routes[0].rules[0].modelMatch).toEqual({ headers: { 'x-a': { kind: 'exact', value: 'b' } }, uri: null });
+    expect(routes[0].rules[0].modelMatch).toEqual({ headers: { 'x-a': { kind: 'exact', value: 'b' } }, uri: null, model: 'lora-a' });
     expect(JSON.parse(JSON.stringify(routes[0]))).not.toHaveProperty('status');
   });
 
@@ -356,6 +357,7 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['missing modelName', '  rules: []\n', 'spec.modelName: is required unless spec.loraAdapters lists adapters: expected a non-empty string'],
     ['empty modelName and loraAdapters', '  modelName: ""\n  loraAdapters: []\n  rules: []\n', 'spec.modelName: is required unless spec.loraAdapters lists adapters: expected a non-empty string'],
     ['loraAdapters not a list', '  loraAdapters: lora-a\n  rules: []\n', 'spec.loraAdapters: expected a list of adapter names, got the string "lora-a"'],
+    ['body.model of wrong type', '  modelName: m\n  rules:\n  - modelMatch: {body: {model: 5}}\n    targetModels: [{modelServerName: sf-server}]\n', 'spec.rules[0].modelMatch.body.model: expected a non-empty string, got 5'],
     ['empty LoRA adapter name', '  loraAdapters: [a, ""]\n  rules: []\n', 'spec.loraAdapters[1]: expected a non-empty string, got the string ""'],
     ['modelName of wrong type', '  modelName: 5\n', 'spec.modelName: expected a non-empty string, got 5'],
     ['missing rules', '  modelName: m\n', 'spec.rules: is required: expected a non-empty list'],
