@@ -34,7 +34,7 @@ export function nestsDeeperThan(raw: Buffer, max: number): boolean {
 }
 
 /** Index of the quote that closes the string whose contents start at `from`; -1 when unclosed. */
-function stringEnd(raw: Buffer, from: number): number {
+export function stringEnd(raw: Buffer, from: number): number {
   let q = raw.indexOf(QUOTE, from);
   while (q >= 0) {
     let slashes = 0;

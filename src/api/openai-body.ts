@@ -1,5 +1,6 @@
 import type { UpstreamBody } from './inference-api.js';
 import type { ParsedRequest } from './openai-request.js';
+import { stringEnd } from './json-depth.js';
 import { Buffer } from 'node:buffer';
 
 /** The member put first in a stream's body that did not name `stream_options` (the object always has `model` after it). */
@@ -9,31 +10,142 @@ const USAGE_MEMBER = Buffer.from('"stream_options":{"include_usage":true},', 'la
  * The body sent upstream: the client's bytes unchanged unless the ModelServer rewrites `model`
  * (`model` non-null) or a stream needs `stream_options.include_usage` turned on.
  *
- * A stream whose body has no `stream_options` gets the member spliced in after the opening brace:
- * the client's bytes otherwise unchanged, one copy, whatever the prompt's size. Otherwise (the
- * client's own `stream_options` is merged, or `model` rewritten) the parsed body is serialized again.
+ * Only the members that change are written: a stream whose body has no `stream_options` gets the
+ * member spliced in after the opening brace; a rewritten `model`, or the client's own
+ * `stream_options` with `include_usage` merged in, replaces that member's value in place. The
+ * client's other bytes go as they came, so numbers keep their spelling and precision (a `seed` of
+ * 2^63 - 1 is not rounded to a double's 9223372036854776000). Only a body that names `model` or
+ * `stream_options` more than once is serialized again from the parsed object (one member each).
  */
 export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string | null): UpstreamBody {
   const rewriteModel = model !== null && model !== req.model;
   const injectUsage = req.stream && !req.clientAskedUsage;
   if (!rewriteModel && !injectUsage) return { body: raw, stripUsage: false };
-  if (!rewriteModel && req.body.stream_options === undefined) return { body: spliceUsageMember(raw), stripUsage: true };
+  const prev = req.body.stream_options;
+  if (!rewriteModel && prev === undefined) return { body: spliceUsageMember(raw), stripUsage: true };
+  const options = injectUsage ? { ...(prev !== null && typeof prev === 'object' ? prev : {}), include_usage: true } : null;
+  if (findMembers(raw)) {
+    const modelValue = rewriteModel ? modelBytes(model) : null;
+    const optionsValue = options !== null && found[OPTIONS] >= 0 ? Buffer.from(JSON.stringify(options)) : null;
+    return { body: spliceMembers(raw, modelValue, optionsValue, options !== null && found[OPTIONS] < 0), stripUsage: injectUsage };
+  }
   const body = { ...req.body };
   if (rewriteModel) body.model = model;
-  if (injectUsage) {
-    const prev = body.stream_options;
-    body.stream_options = { ...(prev !== null && typeof prev === 'object' ? prev : {}), include_usage: true };
-  }
+  if (options !== null) body.stream_options = options;
   return { body: Buffer.from(JSON.stringify(body)), stripUsage: injectUsage };
 }
 
 /** `raw` (a parsed JSON object with members) with USAGE_MEMBER after its opening brace. */
 function spliceUsageMember(raw: Buffer): Buffer {
-  let i = 0;
-  while (raw[i] !== 0x7b) i++; // only JSON whitespace comes before the brace of a parsed object
+  const i = raw.indexOf(0x7b); // only JSON whitespace comes before the brace of a parsed object
   const out = Buffer.allocUnsafe(raw.length + USAGE_MEMBER.length);
   raw.copy(out, 0, 0, i + 1);
   USAGE_MEMBER.copy(out, i + 1);
   raw.copy(out, i + 1 + USAGE_MEMBER.length, i + 1);
   return out;
+}
+
+/** The last rewritten model's value as JSON bytes (a server's model is the same string every request). */
+let lastModel = '';
+let lastModelBytes: Buffer = Buffer.from('""');
+
+function modelBytes(model: string): Buffer {
+  if (model !== lastModel) {
+    lastModelBytes = Buffer.from(JSON.stringify(model));
+    lastModel = model;
+  }
+  return lastModelBytes;
+}
+
+const MODEL = 0;
+const OPTIONS = 2;
+/** Set by findMembers: [start, end) of the value of `model`, then of `stream_options` (-1: absent). */
+const found = new Int32Array(4);
+const KEY_MODEL = Buffer.from('"model"');
+const KEY_OPTIONS = Buffer.from('"stream_options"');
+
+/**
+ * Finds the values of the top-level members `model` and `stream_options` of `raw`, a valid JSON
+ * object (it was parsed), into `found`. False when either is named more than once (JSON.parse
+ * kept the last; the body is then serialized again, so the pod cannot read another one).
+ */
+function findMembers(raw: Buffer): boolean {
+  found.fill(-1);
+  const n = raw.length;
+  let i = skipSpace(raw, raw.indexOf(0x7b) + 1);
+  while (i < n && raw[i] !== 0x7d) {
+    const keyEnd = stringEnd(raw, i + 1) + 1;
+    const at = memberSlot(raw, i, keyEnd);
+    const start = skipSpace(raw, skipSpace(raw, keyEnd) + 1); // past the colon
+    const end = valueEnd(raw, start);
+    if (at >= 0) {
+      if (found[at] >= 0) return false;
+      found[at] = start;
+      found[at + 1] = end;
+    }
+    i = skipSpace(raw, end);
+    if (raw[i] === 0x2c) i = skipSpace(raw, i + 1);
+  }
+  return true;
+}
+
+/** MODEL or OPTIONS when the key raw[from, to) (quotes included) is that member's name, else -1. */
+function memberSlot(raw: Buffer, from: number, to: number): number {
+  const len = to - from;
+  if (len === KEY_MODEL.length && raw.compare(KEY_MODEL, 0, len, from, to) === 0) return MODEL;
+  if (len === KEY_OPTIONS.length && raw.compare(KEY_OPTIONS, 0, len, from, to) === 0) return OPTIONS;
+  let escaped = false;
+  for (let j = from + 1; j < to - 1 && !escaped; j++) escaped = raw[j] === 0x5c;
+  if (!escaped) return -1;
+  // A name written with escapes ("mod\u0065l"): what JSON.parse read.
+  const name = JSON.parse(raw.toString('utf8', from, to)) as string;
+  return name === 'model' ? MODEL : name === 'stream_options' ? OPTIONS : -1;
+}
+
+function skipSpace(raw: Buffer, i: number): number {
+  for (let c = raw[i]; c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = raw[++i]);
+  return i;
+}
+
+/** End (exclusive) of the JSON value that starts at `i`. */
+function valueEnd(raw: Buffer, i: number): number {
+  const c = raw[i];
+  if (c === 0x22) return stringEnd(raw, i + 1) + 1;
+  if (c === 0x7b || c === 0x5b) {
+    let depth = 0;
+    for (;; i++) {
+      const d = raw[i];
+      if (d === 0x22) i = stringEnd(raw, i + 1);
+      else if (d === 0x7b || d === 0x5b) depth++;
+      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return i + 1;
+    }
+  }
+  // A number, true, false or null: up to the comma, brace or white space after it.
+  for (let d = raw[i]; d !== 0x2c && d !== 0x7d && d !== 0x20 && d !== 0x0a && d !== 0x0d && d !== 0x09; d = raw[++i]);
+  return i;
+}
+
+/**
+ * `raw` with the value of `model` replaced by `modelValue` and that of `stream_options` by
+ * `optionsValue` (null: kept), and with USAGE_MEMBER after the opening brace when `addUsage`.
+ */
+function spliceMembers(raw: Buffer, modelValue: Buffer | null, optionsValue: Buffer | null, addUsage: boolean): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  if (addUsage) {
+    const brace = raw.indexOf(0x7b) + 1;
+    parts.push(raw.subarray(0, brace), USAGE_MEMBER);
+    at = brace;
+  }
+  const modelFirst = found[MODEL] < found[OPTIONS] || optionsValue === null;
+  if (modelFirst && modelValue !== null) at = replace(parts, raw, at, MODEL, modelValue);
+  if (optionsValue !== null) at = replace(parts, raw, at, OPTIONS, optionsValue);
+  if (!modelFirst && modelValue !== null) at = replace(parts, raw, at, MODEL, modelValue);
+  parts.push(raw.subarray(at));
+  return Buffer.concat(parts);
+}
+
+function replace(parts: Buffer[], raw: Buffer, at: number, slot: number, value: Buffer): number {
+  parts.push(raw.subarray(at, found[slot]), value);
+  return found[slot + 1];
 }

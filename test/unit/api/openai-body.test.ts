@@ -46,4 +46,36 @@ describe('buildUpstreamBody', () => {
     const same = build(`{"model":"m","messages":${MESSAGES}}`, 'm');
     expect(same.out.body).toBe(same.raw);
   });
+
+  it('a rewritten model or merged stream_options changes only those members: integers beyond 2^53, number spellings and the rest of the bytes stay as the client sent them', () => {
+    const rest = '"seed":9223372036854775807,"temperature":1.0,"top_p":1e-1,"logit_bias":{"12":-100}';
+    const plain = build(`{"model":"m","messages":${MESSAGES},${rest}}`, 'served');
+    expect(plain.out.body.toString()).toBe(`{"model":"served","messages":${MESSAGES},${rest}}`);
+    const spaced = build(` {\n "messages" : ${MESSAGES} ,\n "model" : "m" , ${rest} }`, 'sérved "x"');
+    expect(spaced.out.body.toString()).toBe(` {\n "messages" : ${MESSAGES} ,\n "model" : "sérved \\"x\\"" , ${rest} }`);
+    expect(JSON.parse(spaced.out.body.toString()).model).toBe('sérved "x"');
+    // A stream without stream_options: the member spliced in, model replaced.
+    const stream = build(`{"model":"m","stream":true,"messages":${MESSAGES},${rest}}`, 'served');
+    expect(stream.out.body.toString()).toBe(`{"stream_options":{"include_usage":true},"model":"served","stream":true,"messages":${MESSAGES},${rest}}`);
+    expect(stream.out.stripUsage).toBe(true);
+    // The client's own stream_options: merged in its place, model as sent.
+    const merged = build(`{"model":"m","stream":true,"stream_options":{"continuous_usage_stats":true},"messages":${MESSAGES},${rest}}`);
+    expect(merged.out.body.toString()).toBe(`{"model":"m","stream":true,"stream_options":{"continuous_usage_stats":true,"include_usage":true},"messages":${MESSAGES},${rest}}`);
+    expect(merged.out.stripUsage).toBe(true);
+    // Both, with the members the other way round.
+    const both = build(`{"stream_options":null,"seed":18446744073709551615,"stream":true,"model":"m","messages":${MESSAGES}}`, 'served');
+    expect(both.out.body.toString()).toBe(`{"stream_options":{"include_usage":true},"seed":18446744073709551615,"stream":true,"model":"served","messages":${MESSAGES}}`);
+  });
+
+  it('a body naming model or stream_options twice is serialized again (one member each, the value JSON.parse read)', () => {
+    const { out } = build(`{"model":"x","model":"m","messages":${MESSAGES}}`, 'served');
+    expect(JSON.parse(out.body.toString())).toEqual({ model: 'served', messages: JSON.parse(MESSAGES) });
+    expect(out.body.toString().match(/"model"/g)?.length).toBe(1);
+    const opts = build(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"stream_options":{"x":1},"messages":${MESSAGES}}`);
+    expect(JSON.parse(opts.out.body.toString()).stream_options).toEqual({ x: 1, include_usage: true });
+    expect(opts.out.body.toString().match(/"stream_options"/g)?.length).toBe(1);
+    const keyEscaped = build(`{"mod\\u0065l":"m","messages":${MESSAGES},"model":"m"}`, 'served');
+    expect(JSON.parse(keyEscaped.out.body.toString())).toEqual({ model: 'served', messages: JSON.parse(MESSAGES) });
+    expect(keyEscaped.out.body.toString().match(/"model"/g)?.length).toBe(1);
+  });
 });
