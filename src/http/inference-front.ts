@@ -100,7 +100,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       refuseFollowers(res);
       x.sendError(new RouterError('invalid_request', lengthsDiffer
         ? 'request has conflicting Content-Length headers'
-        : 'request has both Content-Length and Transfer-Encoding headers'));
+        : 'request has both Content-Length and Transfer-Encoding headers', 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }

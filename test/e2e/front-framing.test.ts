@@ -89,6 +89,11 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(statusLines(r.text)).toEqual(['400']);
     expect(r.text).toContain('request has conflicting Content-Length headers');
     expect(r.text.toLowerCase()).toContain('connection: close');
+    // Its code names the framing, as docs/errors.md says, not a body that is not JSON.
+    const asJson = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-twice-json\r\naccept: application/json\r\nContent-Length: ${BODY.length}\r\nContent-Length: 1\r\n\r\n${BODY}`]);
+    expect(JSON.parse(asJson.text.slice(asJson.text.indexOf('\r\n\r\n') + 4)).error).toEqual({
+      message: 'request has conflicting Content-Length headers', type: 'invalid_request', param: null, code: 'invalid_content_length',
+    });
 
     // Answered at once in the handler (a GET is refused without waiting for anything): the
     // hidden request sits right behind it in the same read.
