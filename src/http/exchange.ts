@@ -363,6 +363,8 @@ function ignoreData(): void {}
 
 /** Writes the x-ratelimit-* headers of a limited route (rate-headers.ts: one call, bytes). */
 export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' | 'tenant' | null = null): void {
+  // A decision without any limit state (the global store down in `open` mode: counts unknown) shows none, not a bare scope.
+  if (d.input === null && d.output === null) return;
   res.writeHeader(RATE_HEADERS_FIRST_NAME, encodeRateHeaders(d, scope));
 }
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from '../../../src/http/rate-headers.js';
+import { writeRateHeaders } from '../../../src/http/exchange.js';
+import type { HttpResponse } from 'uWebSockets.js';
 import { putNumber } from '../../../src/decimal-digits.js';
 import type { Decision, LimitState } from '../../../src/ratelimit/limiter.js';
 
@@ -86,5 +88,14 @@ describe('rate-limit header views', () => {
     expect(second).toBe(first); // same length: the same view object
     expect(Buffer.from(second).toString('latin1')).toContain('remaining-input-tokens: 20\r\n');
     expect(encodeRateHeaders(d(5), 'route').length).toBe(first.length - 1);
+  });
+
+  it('writes nothing for a decision without limit state (open failure mode: the counts are unknown), the scope included', () => {
+    const written: string[] = [];
+    const res = { writeHeader: (name: string) => { written.push(name); return res; } } as unknown as HttpResponse;
+    writeRateHeaders(res, decision(null, null), 'route');
+    expect(written).toEqual([]);
+    writeRateHeaders(res, decision(null, { limit: 10, remaining: 3, resetSeconds: 5 }), 'tenant');
+    expect(written).toEqual([RATE_HEADERS_FIRST_NAME]);
   });
 });
