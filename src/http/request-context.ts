@@ -33,6 +33,8 @@ export class RequestContext {
   outputTokens = 0;
   /** Of outputTokens, the part estimated, not reported or counted (a long stream cut before the pod's count). */
   outputTokensEstimated = 0;
+  /** Epoch ms at which the request's limits admitted it (0: no limit applies); its input corrections belong to that window. */
+  admittedAt = 0;
 
   // Outcome.
   statusCode = 0;

@@ -51,3 +51,12 @@ export function secondsUntil(endMs: number, nowMs: number): number {
   const s = Math.ceil((endMs - nowMs) / 1000);
   return s < 1 ? 1 : s;
 }
+
+/**
+ * Whether `atMs` and `nowMs` fall in the same window of `unit`. A request's input correction or
+ * give-back belongs to the window that admitted it: once that window is over, the new one owes it
+ * nothing (its counters start at 0).
+ */
+export function sameWindow(unit: WindowUnit, atMs: number, nowMs: number): boolean {
+  return nowMs >= atMs ? nowMs < windowEnd(unit, atMs) : atMs < windowEnd(unit, nowMs);
+}

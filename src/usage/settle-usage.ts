@@ -4,6 +4,7 @@ import type { RequestContext } from '../http/request-context.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
 import type { LimiterTerm } from '../ratelimit/admit-all.js';
 import { settleCounters } from '../ratelimit/settle.js';
+import { sameWindow } from '../ratelimit/windows.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 
 /**
@@ -42,15 +43,30 @@ function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: n
   }
   ctx.outputTokens = output;
   if (usage !== null && usage.completionTokens === null && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
-  if (terms !== null) settleAll(terms, inputDelta, output);
+  if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt);
 }
 
-/** Settles every term, each on its own: their limiters are independent, and nothing waits for them. */
-function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number): void {
+/**
+ * Settles every term, each on its own: their limiters are independent, and nothing waits for them.
+ * The input correction goes only to a limit whose window that admitted the request is still on:
+ * an answer that ends in a later window corrects nothing there (that window owes the request
+ * nothing); its output is charged to the window it ends in.
+ */
+function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number, admittedAt: number): void {
+  const now = inputDelta !== 0 ? Date.now() : 0;
   for (let i = 0; i < terms.length; i++) {
     const t = terms[i];
-    quietly(t.limiter, t.key, t.limit, inputDelta, output);
+    const delta = inputDelta !== 0 && sameWindow(t.limit.unit, admittedAt, now) ? inputDelta : 0;
+    quietly(t.limiter, t.key, t.limit, delta, output);
   }
+}
+
+/** Of `terms`, those whose window at `admittedAt` is still on at `now` (`terms` itself when all are). */
+export function inAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number): readonly LimiterTerm[] {
+  for (let i = 0; i < terms.length; i++) {
+    if (!sameWindow(terms[i].limit.unit, admittedAt, now)) return terms.filter((t) => sameWindow(t.limit.unit, admittedAt, now));
+  }
+  return terms;
 }
 
 /**

@@ -17,6 +17,7 @@ import { admitRequest, type RequestAdmission, type ScopedTerm } from '../ratelim
 import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import { giveBackInput } from '../ratelimit/admit-all.js';
+import { inAdmissionWindow } from '../usage/settle-usage.js';
 import { performance } from 'node:perf_hooks';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
@@ -156,6 +157,7 @@ class PipelineRun implements ProxyListener {
         x.rateScope = a.shownScope;
         if (!a.admitted) throw rateLimitRejection(a.shown!);
         this.charged = x.ctx.inputTokens;
+        x.ctx.admittedAt = Date.now();
       }
       if (!x.writable) {
         this.end(); // client left while we counted/limited: nothing sent upstream
@@ -213,10 +215,14 @@ class PipelineRun implements ProxyListener {
     this.ended = true;
     const x = this.x;
     if (this.charged > 0 && !x.reachedPod && this.terms !== null) {
-      if (x.ctx.tEnd === 0) x.ctx.tEnd = performance.now();
-      // giveBackInput never rejects (a store that fails is skipped).
-      void giveBackInput(this.terms, this.charged).then(() => this.close());
-      return;
+      // Only to limits whose window that admitted the request is still on (windows.ts sameWindow).
+      const terms = inAdmissionWindow(this.terms, x.ctx.admittedAt, Date.now());
+      if (terms.length > 0) {
+        if (x.ctx.tEnd === 0) x.ctx.tEnd = performance.now();
+        // giveBackInput never rejects (a store that fails is skipped).
+        void giveBackInput(terms, this.charged).then(() => this.close());
+        return;
+      }
     }
     this.close();
   }

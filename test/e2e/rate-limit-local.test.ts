@@ -179,6 +179,46 @@ describe('local token limits over the built router', () => {
     }
   });
 
+  it('an answer that ends in a later window corrects nothing there: the new window admits no more than its limit', async () => {
+    // 200 one-letter words: BPE counts 200, the mock reports ceil(399 / 4) = 100. Token-id prompts
+    // count their length on both sides (no correction).
+    const letters = Array.from({ length: 200 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(' ');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+      rateLimit: '    inputTokensPerUnit: 300\n    unit: second',
+    }), SEQUENTIAL);
+    const post = (prompt: unknown, headers: Record<string, string> = {}) => postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt }, headers)
+      .then(async (r) => ({ status: r.status, text: await r.text() }));
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+    /** Waits until `ms` past the start of a second (at least 100 ms from now). */
+    const untilMs = async (ms: number) => {
+      const now = Date.now();
+      let at = Math.floor(now / 1000) * 1000 + ms;
+      while (at < now + 100) at += 1000;
+      await new Promise((r) => setTimeout(r, at - now));
+    };
+    try {
+      for (let attempt = 0; ; attempt++) {
+        await untilMs(300);
+        const admittedIn = Math.floor(Date.now() / 1000);
+        // Admitted in this second (200 tokens), answered in the next with its usage (100).
+        const a = post(letters, { 'x-mock-latency-ms': '900' });
+        await untilMs(50);
+        const filled = await post(ids(300)); // the next second: its whole budget
+        const first = await a;
+        const more = await post(ids(100));
+        // A loaded machine may have moved a step past its second: try again.
+        if (Math.floor(Date.now() / 1000) !== admittedIn + 1 && attempt < 4) continue;
+        expect(first.status).toBe(200);
+        expect(filled.status).toBe(200);
+        expect(more.status).toBe(429);
+        expect(more.text).toBe('input token rate limit exceeded');
+        break;
+      }
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('input tokens of a request that never reached a pod are given back', async () => {
     const deadPort = await unusedPort();
     const router = await startRouter(resourcesFor([{ name: 'dead-1', port: deadPort }], {

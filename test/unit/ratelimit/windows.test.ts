@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WindowUnit } from '../../../src/config/resource-types.js';
-import { isWindowUnit, secondsUntilReset, windowEnd, windowStart } from '../../../src/ratelimit/windows.js';
+import { isWindowUnit, sameWindow, secondsUntilReset, windowEnd, windowStart } from '../../../src/ratelimit/windows.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const windowOf = (unit: WindowUnit, ms: number): { start: number; end: number } => ({ start: windowStart(unit, ms), end: windowEnd(unit, ms) });
@@ -50,5 +50,17 @@ describe('isWindowUnit', () => {
   it('accepts the five units only', () => {
     for (const u of ['second', 'minute', 'hour', 'day', 'month']) expect(isWindowUnit(u)).toBe(true);
     for (const u of ['week', 'Minute', '', 1, null]) expect(isWindowUnit(u)).toBe(false);
+  });
+
+  it('sameWindow: both times in one window of the unit, whichever comes first (month lengths included)', () => {
+    const t = (iso: string) => Date.parse(iso);
+    expect(sameWindow('second', t('2025-03-01T00:00:00.999Z'), t('2025-03-01T00:00:00.000Z'))).toBe(true);
+    expect(sameWindow('second', t('2025-03-01T00:00:00.999Z'), t('2025-03-01T00:00:01.000Z'))).toBe(false);
+    expect(sameWindow('minute', t('2025-03-01T00:00:59.999Z'), t('2025-03-01T00:01:00.000Z'))).toBe(false);
+    expect(sameWindow('day', t('2025-03-01T00:00:00.000Z'), t('2025-03-01T23:59:59.999Z'))).toBe(true);
+    expect(sameWindow('month', t('2024-02-01T00:00:00.000Z'), t('2024-02-29T23:59:59.999Z'))).toBe(true);
+    expect(sameWindow('month', t('2024-02-29T23:59:59.999Z'), t('2024-03-01T00:00:00.000Z'))).toBe(false);
+    expect(sameWindow('month', t('2025-12-31T23:59:59.999Z'), t('2026-01-01T00:00:00.000Z'))).toBe(false);
+    expect(sameWindow('month', t('2026-01-01T00:00:00.000Z'), t('2025-12-31T23:59:59.999Z'))).toBe(false);
   });
 });

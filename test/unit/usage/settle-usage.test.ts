@@ -30,7 +30,7 @@ function limiter(settled: Settled[], answer: () => Promise<void>): TokenLimiter 
   };
 }
 
-const context = (): RequestContext => ({ inputTokens: 5, outputTokens: 0, outputTokensEstimated: 0 }) as unknown as RequestContext;
+const context = (admittedAt = Date.now()): RequestContext => ({ inputTokens: 5, outputTokens: 0, outputTokensEstimated: 0, admittedAt }) as unknown as RequestContext;
 const usage = (over: Partial<AnswerUsage>): AnswerUsage => ({ promptTokens: 7, completionTokens: 3, text: '', generated: null, ...over });
 const counter = (count: (text: string) => number | Promise<number>): TokenCounter => ({ countText: count }) as unknown as TokenCounter;
 
@@ -46,6 +46,24 @@ describe('settling an answer\'s usage on its limits', () => {
     expect(settled).toEqual([
       { key: 'route/default/r', inputDelta: 2, output: 3 },
       { key: 'tenant/key/t', inputDelta: 2, output: 3 },
+    ]);
+  });
+
+  it('the input correction goes only to a limit whose admitting window is still on; the output to every limit', () => {
+    const settled: Settled[] = [];
+    const store = limiter(settled, () => Promise.resolve());
+    const DAY: RateLimitSpec = { ...LIMIT, unit: 'day' };
+    const terms: LimiterTerm[] = [{ key: 'route/default/r', limit: LIMIT, limiter: store }, { key: 'tenant/key/t', limit: DAY, limiter: store }];
+    // Admitted in the minute before this one, in this day (unless the day just began).
+    const now = Date.now();
+    const admittedAt = Math.floor(now / 60_000) * 60_000 - 1;
+    const sameDay = Math.floor(admittedAt / 86_400_000) === Math.floor(now / 86_400_000);
+    const ctx = context(admittedAt);
+    settleUsage(ctx, counter(() => 0), usage({}), terms);
+    expect(ctx.inputTokens).toBe(7); // the record keeps what the backend reported
+    expect(settled).toEqual([
+      { key: 'route/default/r', inputDelta: 0, output: 3 },
+      { key: 'tenant/key/t', inputDelta: sameDay ? 2 : 0, output: 3 },
     ]);
   });
 
