@@ -43,7 +43,7 @@ export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   if (h.metrics !== null) app.get('/metrics', unlessRefused(h.metrics));
   app.any('/v1/*', unlessRefused(inferenceHandler(h)));
   app.any('/*', unlessRefused((res, req) => {
-    sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining());
+    sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining(), req.getMethod() === 'head');
   }));
   return app;
 }
@@ -63,5 +63,5 @@ function modelId(url: string): string | null {
 function modelsMethodNotAllowed(res: HttpResponse, req: HttpRequest, h: AppHooks): void {
   const method = req.getCaseSensitiveMethod().toUpperCase();
   const err = new RouterError('invalid_request', `method ${method} is not allowed on ${req.getUrl()}; use GET`, 405, ALLOW_GET, 'method_not_allowed');
-  sendPlainError(res, err, wantsJson(req), h.draining());
+  sendPlainError(res, err, wantsJson(req), h.draining(), method === 'HEAD');
 }

@@ -6,16 +6,37 @@ import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
  * A small router-made answer outside the inference path (health, readiness, models, 404,
  * /metrics). Call it inside a uWS handler, or inside res.cork() after an await.
  */
-export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false): void {
+export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false, head = false): void {
   res.writeStatus(statusLineBytes(status));
   res.writeHeader('content-type', contentType);
-  res.end(body, close);
+  endPlain(res, body, close, head);
 }
 
 /** A router-made error outside the inference path, negotiated like Exchange.sendError. */
-export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: boolean, close = false): void {
+export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: boolean, close = false, head = false): void {
   res.writeStatus(statusLineBytes(err.status));
   res.writeHeader('content-type', acceptJson ? JSON_TYPE : TEXT_TYPE);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
-  res.end(errorBody(err, acceptJson), close);
+  endPlain(res, errorBody(err, acceptJson), close, head);
+}
+
+/**
+ * Ends an answer with `body`; to a HEAD request (`head`) on a connection that stays open, with its
+ * headers only: a body after them would be read by the client as the start of the next answer on
+ * the connection. No Content-Length then (an answer to HEAD needs none): this uWS build aborts the
+ * process when endWithoutBody is given a length it did not write, or the header is written by
+ * hand, and endWithoutBody takes no close flag without a length. An answer that closes the
+ * connection keeps its body: nothing follows it to be misread.
+ */
+export function endPlain(res: HttpResponse, body: string, close: boolean, head: boolean): void {
+  if (head && !close) {
+    try {
+      res.endWithoutBody();
+      return;
+    } catch {
+      // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no endWithoutBody; its node:http
+      // server leaves the body of an answer to HEAD out by itself.
+    }
+  }
+  res.end(body, close);
 }

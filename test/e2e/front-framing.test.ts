@@ -226,4 +226,13 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(statusLines(r.text)).toEqual(['405']);
     await waitFor('record', () => recordsOf('many-headers').length === 1, 5000);
   });
+
+  it('an answer to HEAD has headers only: the next answer on the connection is read from its first byte', async () => {
+    for (const path of ['/v1/completions', '/v1/models', '/v1/models/sf-model', '/v1/no-such-endpoint', '/no-such-path']) {
+      const r = await raw(router.port, [`HEAD ${path} HTTP/1.1\r\nHost: router\r\n\r\n`, post(`after-head-${path}`, BODY, 'Connection: close\r\n')], { gapMs: 100 });
+      const [head, rest] = [r.text.slice(0, r.text.indexOf('\r\n\r\n') + 4), r.text.slice(r.text.indexOf('\r\n\r\n') + 4)];
+      expect(head, path).toMatch(/^HTTP\/1\.1 (404|405) /);
+      expect(rest.slice(0, 15), path).toBe('HTTP/1.1 200 OK');
+    }
+  });
 });
