@@ -4,7 +4,6 @@ import { RouterError } from '../errors.js';
 import { acceptsJson } from './error-body.js';
 import { inferenceHandler, type FrontHooks } from './inference-front.js';
 import { sendPlain, sendPlainError } from './plain-answer.js';
-import { unlessRefused } from './framing-refusal.js';
 
 export interface AppHooks extends FrontHooks {
   ready(): boolean;
@@ -24,27 +23,26 @@ const ALLOW_GET = Object.freeze({ allow: 'GET' });
 /** The uWS app of one worker process: health, readiness, models and the inference front. */
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   const app = uws.App();
-  // Every handler is wrapped: see framing-refusal.ts.
-  app.get('/healthz', unlessRefused((res) => sendPlain(res, 200, TEXT_TYPE, 'ok\n')));
-  app.get('/readyz', unlessRefused((res) => {
+  app.get('/healthz', (res) => sendPlain(res, 200, TEXT_TYPE, 'ok\n'));
+  app.get('/readyz', (res) => {
     if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n');
     else sendPlain(res, 503, TEXT_TYPE, h.draining() ? 'draining\n' : 'starting\n');
-  }));
-  app.get('/v1/models', unlessRefused((res) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), h.draining())));
+  });
+  app.get('/v1/models', (res) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), h.draining()));
   // The id is the rest of the path (a model name may hold '/'), percent-decoded.
-  app.get('/v1/models/*', unlessRefused((res, req) => {
+  app.get('/v1/models/*', (res, req) => {
     const id = modelId(req.getUrl());
     const body = id === null ? undefined : h.modelJson(id);
     if (body !== undefined) sendPlain(res, 200, JSON_TYPE, body, h.draining());
     else sendPlainError(res, new RouterError('model_not_found', `model "${id ?? req.getUrl().slice(MODEL_PREFIX.length)}" is not served by any route`), wantsJson(req), h.draining());
-  }));
-  app.any('/v1/models', unlessRefused((res, req) => modelsMethodNotAllowed(res, req, h)));
-  app.any('/v1/models/*', unlessRefused((res, req) => modelsMethodNotAllowed(res, req, h)));
-  if (h.metrics !== null) app.get('/metrics', unlessRefused(h.metrics));
-  app.any('/v1/*', unlessRefused(inferenceHandler(h)));
-  app.any('/*', unlessRefused((res, req) => {
+  });
+  app.any('/v1/models', (res, req) => modelsMethodNotAllowed(res, req, h));
+  app.any('/v1/models/*', (res, req) => modelsMethodNotAllowed(res, req, h));
+  if (h.metrics !== null) app.get('/metrics', h.metrics);
+  app.any('/v1/*', inferenceHandler(h));
+  app.any('/*', (res, req) => {
     sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining(), req.getMethod() === 'head');
-  }));
+  });
   return app;
 }
 

@@ -269,8 +269,8 @@ export class Exchange {
   /**
    * As sendError, but written at the end of the turn with the turn's other whole answers
    * (endBuffered): for the pipeline's errors (429, unknown model, bad body …), which a busy
-   * router answers many of per turn. The front's refusals stay immediate (sendError): the
-   * framing checks rely on their order within the turn.
+   * router answers many of per turn, and for the front's refusal of a request's framing (see
+   * inference-front.ts).
    */
   sendErrorAtTurnEnd(err: RouterError): void {
     if (!this.claimErrorAnswer(err)) return;
@@ -347,20 +347,6 @@ export class Exchange {
   }
 }
 
-/**
- * A request read from a connection whose framing was refused: it gets no answer and is not
- * recorded; the connection is closed once the refusal before it has gone out.
- */
-export function closeUnanswered(res: HttpResponse): void {
-  let gone = false;
-  res.onAborted(() => { gone = true; });
-  res.onData(ignoreData);
-  setImmediate(() => {
-    if (!gone) res.close();
-  });
-}
-
-function ignoreData(): void {}
 
 /** Writes the x-ratelimit-* headers of a limited route (rate-headers.ts: one call, bytes). */
 export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' | 'tenant' | null = null): void {

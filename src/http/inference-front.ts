@@ -3,7 +3,6 @@ import { RouterError } from '../errors.js';
 import { endpointPath, isPostEndpoint } from '../api/api-registry.js';
 import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
-import { refuseFollowers } from './framing-refusal.js';
 import { RequestContext } from './request-context.js';
 import { connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
@@ -97,8 +96,13 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     if (lengthsDiffer || (transferEncoding && contentLength >= 0)) {
       x.handedOn = true;
       x.forceClose = true;
-      refuseFollowers(res);
-      x.sendError(new RouterError('invalid_request', lengthsDiffer
+      // Answered at the end of the turn, not now: this uWS build goes on parsing the bytes after
+      // a request answered with `Connection: close` when they came in the same read, so a request
+      // hidden behind this one would reach a handler. With this answer still pending, uWS takes
+      // such a request for a pipelined one and closes the connection instead (the refusal then
+      // goes unsent, its record kept). Nothing is decided by the client's address: other
+      // connections from it (a proxy's, a NAT's) are served as usual.
+      x.sendErrorAtTurnEnd(new RouterError('invalid_request', lengthsDiffer
         ? 'request has conflicting Content-Length headers'
         : 'request has both Content-Length and Transfer-Encoding headers', 400, null, 'invalid_content_length'));
       h.finish(x);
