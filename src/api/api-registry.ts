@@ -15,12 +15,12 @@ export function isPostEndpoint(url: string): boolean {
 }
 
 /**
- * A POST endpoint's path as this module's own string, any other path as it came: uWS hands over
+ * A POST endpoint's path as this module's own string, or null for any other path: uWS hands over
  * a fresh string per request, and later comparisons of the router's own string with itself (the
  * access log's) take no look at the characters. Compared, not hashed (a Set lookup hashes the
  * fresh string).
  */
-export function endpointPath(url: string): string {
+export function knownEndpointPath(url: string): string | null {
   for (let i = 0; i < POST_PATHS.length; i++) if (POST_PATHS[i] === url) return POST_PATHS[i];
-  return url;
+  return null;
 }

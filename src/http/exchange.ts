@@ -42,6 +42,12 @@ export class Exchange {
   readonly authorization: string;
 
   body: Buffer = EMPTY;
+  /**
+   * The path and query as the HTTP/1.1 client writes them to the pod: one character per byte
+   * (latin1). `ctx.path` (what the log shows) unless that holds characters outside ASCII; then
+   * the front sets the UTF-8 bytes the client sent.
+   */
+  upstreamPath: string;
   /** Status and headers have been written to the client. */
   headersSent = false;
   /** Status and headers of a streamed answer, held until its first body byte (or its end). */
@@ -90,6 +96,7 @@ export class Exchange {
     this.forwardHeaders = forwardHeaders;
     this.matchHeaders = matchHeaders;
     this.authorization = authorization;
+    this.upstreamPath = ctx.path;
   }
 
   header(name: string): string {

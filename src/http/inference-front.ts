@@ -1,6 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { RouterError } from '../errors.js';
-import { endpointPath, isPostEndpoint } from '../api/api-registry.js';
+import { isPostEndpoint, knownEndpointPath } from '../api/api-registry.js';
 import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
@@ -10,6 +10,7 @@ import { newRequestId } from './request-id.js';
 import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../turn-end.js';
+import { isAscii } from '../ascii-text.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -77,9 +78,13 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     }
     const made = requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId);
     if (made) requestId = newRequestId();
-    const ctx = new RequestContext(upperMethod(method), query ? `${url}?${query}` : endpointPath(url), 'HTTP/1.1', requestId, Date.now(), t0);
+    const known = query ? null : knownEndpointPath(url);
+    const path = known ?? (query ? `${url}?${query}` : url);
+    const ctx = new RequestContext(upperMethod(method), path, 'HTTP/1.1', requestId, Date.now(), t0);
     ctx.requestIdMade = made;
     const x = new Exchange(res, ctx, url, forward, match, authorization);
+    // Only a query or a path that is no endpoint of the router can hold characters outside ASCII.
+    if (known === null && !isAscii(path)) x.upstreamPath = utf8Bytes(path);
     x.acceptJson = accept !== null && acceptsJson(accept);
     h.accepted();
 
@@ -129,6 +134,16 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
  * The method in upper case: POST as the module's constant (uWS hands over a fresh string per
  * request; comparisons of a constant with itself take no look at the characters).
  */
+/**
+ * The text of a path uWS read as UTF-8, one character per byte of its UTF-8: what the HTTP/1.1
+ * client's latin1 write turns back into the bytes the client sent. Written as the text itself, a
+ * character above U+00FF would lose its high byte (U+010A would become a line feed in the request
+ * line).
+ */
+function utf8Bytes(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
+}
+
 function upperMethod(method: string): string {
   return method === 'POST' ? 'POST' : method.toUpperCase();
 }

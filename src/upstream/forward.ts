@@ -25,7 +25,7 @@ export function startUpstreamCall(
   ctx.tUpstreamStart = performance.now();
   ctx.tUpstreamEnd = 0;
   call.send({
-    path: ctx.path,
+    path: x.upstreamPath,
     method: 'POST',
     headers,
     body: up.body,

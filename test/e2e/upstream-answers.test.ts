@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { execFileSync, spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
@@ -503,6 +503,58 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const read = await run('count-read', threeTokens);
     expect(read.record.output_tokens).toBe(3 * events);
   }, 60_000);
+});
+
+describe('the request target upstream (raw pod)', () => {
+  it('a path and query with non-ASCII characters reach the pod as the client\'s UTF-8 bytes, never as control bytes that end the line', async () => {
+    // A pod that keeps each request head's bytes (node:http refuses bytes above 0x7f in a target).
+    const heads: Buffer[] = [];
+    const pod = createNetServer((s) => {
+      let got = Buffer.alloc(0);
+      s.on('error', () => {});
+      s.on('data', (d: Buffer) => {
+        got = Buffer.concat([got, d]);
+        const end = got.indexOf('\r\n\r\n');
+        const length = /content-length: (\d+)/.exec(got.subarray(0, end).toString('latin1'));
+        if (end < 0 || length === null || got.length < end + 4 + Number(length[1])) return;
+        heads.push(got.subarray(0, end));
+        got = got.subarray(end + 4 + Number(length[1]));
+        s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+      });
+    });
+    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
+    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: (pod.address() as { port: number }).port }]), { workers: 1 });
+    try {
+      // U+0120, U+010D and U+010A end in the bytes of SP, CR and LF: narrowed to one byte each they
+      // would end the request line and start headers of the client's making.
+      const query = 'q=caf\u00e9\u2615&x=1\u0120HTTP/1.1\u010d\u010ax-injected:\u0120yes\u010d\u010ax-pad:\u0120';
+      for (const target of [`/v1/chat/completions?${query}`, `/v1/\u00fcber?${query}`, '/v1/\u00fcber\u010d\u010ax-injected:\u0120yes']) {
+        const bytes = Buffer.from(target, 'utf8');
+        const body = chat();
+        const u = new URL(router.url);
+        const socket = connect(Number(u.port), u.hostname);
+        socket.on('error', () => {});
+        let raw = '';
+        socket.setEncoding('latin1');
+        const answered = new Promise<void>((r) => socket.on('data', (d: string) => {
+          raw += d;
+          if (raw.endsWith('{}')) r();
+        }));
+        socket.write(Buffer.concat([Buffer.from('POST '), bytes, Buffer.from(` HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\n`
+          + `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)]));
+        await answered;
+        socket.destroy();
+        expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+        const head = heads.pop()!;
+        const line = head.subarray(0, head.indexOf('\r\n'));
+        expect(line.toString('hex')).toBe(Buffer.concat([Buffer.from('POST '), bytes, Buffer.from(' HTTP/1.1')]).toString('hex'));
+        expect(head.toString('latin1')).not.toMatch(/\r\nx-injected/);
+      }
+    } finally {
+      await router.kill('SIGKILL');
+      pod.close();
+    }
+  });
 });
 
 /** A request over a raw socket: every byte of the answer as it arrived, until the router closes. */

@@ -19,7 +19,10 @@ export interface Http1Handler {
 
 export interface Http1RequestOptions {
   readonly method: string;
-  /** Path and query, e.g. /v1/completions. */
+  /**
+   * Path and query, e.g. /v1/completions, one character per byte: the head is written as latin1,
+   * so a character above U+00FF would lose its high byte.
+   */
   readonly path: string;
   /** Flat [name, value, …] array; no host, content-length or connection. */
   readonly headers: readonly string[];
