@@ -438,7 +438,12 @@ const REQUEST_ID_LINE = '\r\nx-request-id: ';
 
 function endBufferedCorked(): void {
   writeHeadCorked();
-  current.res.end(currentBody, current.closeConnection);
+  const close = current.closeConnection;
+  // end() writes a content-length, which a 204 must not have (RFC 9110 §8.6). endWithoutBody only
+  // without arguments writes none (given any, this uWS build writes one, the close flag's too),
+  // so a 204 while the router drains keeps the content-length: 0 and closes the connection.
+  if (currentStatus === 204 && !close) current.res.endWithoutBody();
+  else current.res.end(currentBody, close);
 }
 
 function writeHeadAndChunkCorked(): void {

@@ -221,6 +221,11 @@ class Backend {
           Buffer.from('café ☕', 'utf8'), Buffer.from(`\r\n\r\n${body}`)]));
         return;
       }
+      case 'no-content': {
+        res.writeHead(204, { 'x-pod': 'yes' });
+        res.end();
+        return;
+      }
       case 'hold': { // keeps a request in flight until the test opens the gate
         await this.gate(String(req.headers['x-gate']));
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -342,6 +347,17 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(names.filter((n) => !['date', 'uwebsockets', 'content-length'].includes(n))).toEqual(['x-request-id']);
     expect(a.headers['x-request-id']).toBe('bare-1');
     expect(names.filter((n) => n === 'date')).toHaveLength(1);
+  });
+
+  it('a 204 reaches the client without a content-length (RFC 9110 forbids one)', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'no-content', 'x-request-id': 'no-content' });
+    expect(a.error).toBeNull();
+    expect(a.status).toBe(204);
+    expect(a.headers['x-pod']).toBe('yes');
+    const names = a.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    expect(names).not.toContain('content-length');
+    expect(names).not.toContain('transfer-encoding');
+    expect((await recordOf(file, 'no-content')).status_code).toBe(204);
   });
 
   it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {
