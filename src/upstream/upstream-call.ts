@@ -241,8 +241,20 @@ function tell(call: UpstreamCall): void {
 function isEventStream(headers: string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i];
-    if (name.length === 12 && name.toLowerCase() === 'content-type') return headers[i + 1].startsWith('text/event-stream');
+    if (name.length === 12 && name.toLowerCase() === 'content-type') return isEventStreamType(headers[i + 1]);
   }
   return false;
+}
+
+const EVENT_STREAM = 'text/event-stream';
+
+/**
+ * A media type is case-insensitive (RFC 9110 §8.3.1): `Text/Event-Stream` is one too. Only a value
+ * that starts with a `t` or `T` but not in lower case is lower-cased (application/json is not).
+ */
+function isEventStreamType(value: string): boolean {
+  if (value.startsWith(EVENT_STREAM)) return true;
+  return (value.charCodeAt(0) | 0x20) === 0x74 && value.length >= EVENT_STREAM.length
+    && value.slice(0, EVENT_STREAM.length).toLowerCase() === EVENT_STREAM;
 }
 

@@ -221,6 +221,12 @@ class Backend {
           Buffer.from('café ☕', 'utf8'), Buffer.from(`\r\n\r\n${body}`)]));
         return;
       }
+      case 'sse-media-type-case': { // the media type in another case (RFC 9110: case-insensitive), with the usage chunk
+        res.writeHead(200, { 'content-type': 'Text/Event-Stream; charset=utf-8' });
+        res.write(sseEvent('hi'));
+        res.end(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })}\n\ndata: [DONE]\n\n`);
+        return;
+      }
       case 'no-content': {
         res.writeHead(204, { 'x-pod': 'yes' });
         res.end();
@@ -358,6 +364,18 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(names).not.toContain('content-length');
     expect(names).not.toContain('transfer-encoding');
     expect((await recordOf(file, 'no-content')).status_code).toBe(204);
+  });
+
+  it('a stream whose media type comes in another case is read as a stream: its usage counted, the usage chunk the router asked for stripped', async () => {
+    const a = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true }), { 'x-scenario': 'sse-media-type-case', 'x-request-id': 'sse-case' });
+    expect(a.error).toBeNull();
+    expect(a.status).toBe(200);
+    expect(a.body).toContain('"hi"');
+    expect(a.body).toContain('data: [DONE]');
+    expect(a.body).not.toContain('"usage"');
+    const r = await recordOf(file, 'sse-case');
+    expect(r.output_tokens).toBe(5);
+    expect(r.input_tokens).toBe(3);
   });
 
   it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {
