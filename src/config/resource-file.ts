@@ -56,6 +56,8 @@ export function firstAdapterOwners(routes: readonly ModelRoute[], report: (route
   });
 }
 
+const NO_ENDPOINTS = 'not set: from a resources file a ModelServer\'s pods are its spec.endpoints (spec.workloadSelector is looked up with --kubernetes only), so requests routed to it answer 503 no_ready_endpoint';
+
 interface Located<T> { value: T; where: string }
 
 export interface ParsedResourceFile {
@@ -116,6 +118,9 @@ export function parseResourceFile(
     }
     firstByKey.set(label, item);
     if (res.kind === 'ModelServer') {
+      // A route API manifest names its pods by spec.workloadSelector, which only --kubernetes
+      // resolves: from a file such a server has no pod, and every request for it would answer 503.
+      if (res.endpoints === null) warnings.push(formatMessage(item.where, label, 'spec.endpoints', NO_ENDPOINTS));
       servers.push(res);
       continue;
     }

@@ -98,7 +98,8 @@ function serverError(specYaml: string): string {
 describe('parseResourceFile: valid input', () => {
   it('parses the canonical example from the route API docs', () => {
     const { routes, servers, warnings } = parse(CANONICAL);
-    expect(warnings).toEqual([]);
+    // Its server selects pods by label, which a file cannot resolve: loaded, with a warning.
+    expect(warnings).toEqual([expect.stringMatching(/^routes\.yaml: document \d+ \(ModelServer default\/deepseek-r1-1-5b\): spec\.endpoints: not set: /)]);
     expect(routes).toEqual<ModelRoute[]>([{
       kind: 'ModelRoute',
       namespace: 'default',
@@ -502,6 +503,22 @@ describe('parseResourceFile: LoRA adapters', () => {
     expect(warnings).toEqual([
       'routes.yaml: document 3 (ModelRoute default/two): spec.loraAdapters[1]: LoRA adapter "lora-a" is already served by ModelRoute default/one (routes.yaml: document 2); ignored here',
     ]);
+  });
+});
+
+describe('parseResourceFile: a ModelServer without endpoints', () => {
+  it('warns, naming the field, that from a file its workloadSelector finds no pod (the route API\'s manifests have no spec.endpoints)', () => {
+    const server = SERVER.replace(/  endpoints:\n(  .*\n)+/, '  workloadSelector:\n    matchLabels:\n      app: sf\n  workloadPort:\n    port: 8000\n');
+    expect(server).not.toContain('endpoints');
+    const { servers, warnings } = parse(`${server}---\n${route('r', SIMPLE_SPEC)}`);
+    expect(servers).toHaveLength(1);
+    expect(warnings).toEqual([
+      "routes.yaml: document 1 (ModelServer default/sf-server): spec.endpoints: not set: from a resources file a ModelServer's pods are its spec.endpoints (spec.workloadSelector is looked up with --kubernetes only), so requests routed to it answer 503 no_ready_endpoint",
+    ]);
+  });
+
+  it('does not warn when the server lists its endpoints', () => {
+    expect(parse(`${SERVER}---\n${route('r', SIMPLE_SPEC)}`).warnings).toEqual([]);
   });
 });
 
