@@ -75,6 +75,8 @@ class BatchingAccessLog implements AccessLog {
   private closed = false;
   private closing: Promise<void> | null = null;
   private droppedReported = 0;
+  /** Of `dropped`, records logged after close (reported as such, not as "not keeping up"). */
+  private droppedClosed = 0;
   private lastDropWarn = Number.NEGATIVE_INFINITY;
   private lastErrorWarn = Number.NEGATIVE_INFINITY;
   private dropTimer: NodeJS.Timeout | null = null;
@@ -115,6 +117,7 @@ class BatchingAccessLog implements AccessLog {
   log(r: AccessRecord): void {
     if (this.closed) {
       this.dropped++;
+      this.droppedClosed++;
       return;
     }
     if (this.write === null || !this.batcher.addWritten(r, this.write)) this.batcher.add(this.format(r), lastLineAscii());
@@ -156,8 +159,17 @@ class BatchingAccessLog implements AccessLog {
       (records > 0 ? `; dropped ${records} records (${this.dropped} since start)` : ''));
   }
 
+  /** Records logged after close (a request that ended after the drain): said once, as what they are. */
+  private reportClosedDrops(): void {
+    if (this.droppedClosed === 0) return;
+    this.droppedReported += this.droppedClosed;
+    this.warn(`access log: dropped ${this.droppedClosed} records of requests that ended after the log was closed ` +
+      `(the router was stopping; ${this.dropped} dropped since start)`);
+    this.droppedClosed = 0;
+  }
+
   private reportDrops(force: boolean): void {
-    const fresh = this.dropped - this.droppedReported;
+    const fresh = this.dropped - this.droppedReported - this.droppedClosed;
     if (fresh <= 0) return;
     const now = this.clock();
     if (force || now - this.lastDropWarn >= WARN_INTERVAL_MS) {
@@ -194,7 +206,10 @@ class BatchingAccessLog implements AccessLog {
       this.dropTimer = null;
     }
     this.reportDrops(true);
-    this.closing = this.writer.close().then(() => this.reportDrops(true));
+    this.closing = this.writer.close().then(() => {
+      this.reportDrops(true);
+      this.reportClosedDrops();
+    });
     return this.closing;
   }
 }

@@ -249,6 +249,20 @@ describe('one writer, a file', () => {
     await log.close();
   });
 
+  it('records logged while close() runs are dropped, counted and reported as late, not as a log that does not keep up', async () => {
+    const warnings: string[] = [];
+    const file = join(dir, 'closing.log');
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: file }), { warn: (m) => warnings.push(m) });
+    log.log(record(1));
+    const closing = log.close();
+    log.log(record(2));
+    log.log(record(3));
+    await closing;
+    expect(log.dropped).toBe(2);
+    expect(warnings).toEqual(['access log: dropped 2 records of requests that ended after the log was closed (the router was stopping; 2 dropped since start)']);
+    expect(readFileSync(file, 'utf8').split('\n')).toHaveLength(2);
+  });
+
   it('records logged after close() are dropped and counted', async () => {
     const file = join(dir, 'closed.log');
     const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: file }));
