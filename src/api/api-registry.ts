@@ -1,9 +1,15 @@
 import type { InferenceApi } from './inference-api.js';
 import { openAiApi } from './openai.js';
+import { RESPONSES_PATH } from './openai-request.js';
+import { responsesApi } from './openai-responses.js';
 
-/** The API a request path speaks. Every /v1 path is OpenAI-style today. */
-export function apiFor(_url: string): InferenceApi {
-  return openAiApi;
+/**
+ * The API a request path speaks. Every /v1 path is OpenAI-style today; /v1/responses has answers
+ * and streams of its own shape (openai-responses.ts). A path of another length is told apart by
+ * its length alone.
+ */
+export function apiFor(url: string): InferenceApi {
+  return url === RESPONSES_PATH ? responsesApi : openAiApi;
 }
 
 /** The /v1 endpoints the router serves with POST; another method on them answers 405 (allow: POST). */

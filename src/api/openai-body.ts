@@ -35,6 +35,18 @@ export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string
   return { body: Buffer.from(JSON.stringify(body)), stripUsage: injectUsage };
 }
 
+/**
+ * The body sent upstream for the Responses API: the client's bytes unchanged unless the
+ * ModelServer rewrites `model`, whose value is then replaced in place (as in buildUpstreamBody).
+ * Nothing is added to a stream: a Responses stream always ends with its usage, and the API has no
+ * `include_usage` (OpenAI refuses parameters it does not know).
+ */
+export function buildModelOnlyBody(raw: Buffer, req: ParsedRequest, model: string | null): UpstreamBody {
+  if (model === null || model === req.model) return { body: raw, stripUsage: false };
+  if (findMembers(raw)) return { body: spliceMembers(raw, modelBytes(model), null, false), stripUsage: false };
+  return { body: Buffer.from(JSON.stringify({ ...req.body, model })), stripUsage: false };
+}
+
 /** `raw` (a parsed JSON object with members) with USAGE_MEMBER after its opening brace. */
 function spliceUsageMember(raw: Buffer): Buffer {
   const i = raw.indexOf(0x7b); // only JSON whitespace comes before the brace of a parsed object

@@ -57,14 +57,18 @@ function addPromptValue(p: PromptText, v: unknown): void {
 }
 
 /**
- * Completions: `prompt`. Chat: `messages`. Other APIs: `prompt` if present, else `messages`,
- * else `input`, else nothing.
+ * Completions: `prompt`. Chat: `messages`. Responses: `instructions` (a string, the system prompt)
+ * and `input` (its `prompt` is a reference to a stored template, not text). Other APIs: `prompt`
+ * if present, else `messages`, else `input`, else nothing.
  */
 export function extractPromptText(body: Record<string, unknown>, api: ApiKind): PromptText {
   const p = newPromptText();
   if (api === 'completions') addPromptValue(p, body.prompt);
   else if (api === 'chat') {
     if (Array.isArray(body.messages)) addMessages(p, body.messages);
+  } else if (api === 'responses') {
+    if (typeof body.instructions === 'string') addText(p, body.instructions);
+    addPromptValue(p, body.input);
   } else if (body.prompt !== undefined) addPromptValue(p, body.prompt);
   else if (Array.isArray(body.messages)) addMessages(p, body.messages);
   else addPromptValue(p, body.input);

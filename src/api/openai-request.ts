@@ -3,18 +3,25 @@ import type { InferenceRequest } from './inference-api.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 
 /** Which OpenAI-style API a request body belongs to. */
-export type ApiKind = 'completions' | 'chat' | 'other';
+export type ApiKind = 'completions' | 'chat' | 'responses' | 'other';
 
 /** The parts of an OpenAI-style request body the router acts on. */
 export interface ParsedRequest extends InferenceRequest {
   readonly api: ApiKind;
-  /** The client itself asked for stream usage (stream_options.include_usage). */
+  /**
+   * The client itself asked for stream usage (stream_options.include_usage). Not read for the
+   * Responses API, whose streams always end with their usage.
+   */
   readonly clientAskedUsage: boolean;
 }
+
+/** The Responses API's path. */
+export const RESPONSES_PATH = '/v1/responses';
 
 export function apiKindOf(url: string): ApiKind {
   if (url === '/v1/chat/completions') return 'chat';
   if (url === '/v1/completions') return 'completions';
+  if (url === RESPONSES_PATH) return 'responses';
   return 'other';
 }
 

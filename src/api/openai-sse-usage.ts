@@ -25,7 +25,7 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, mayCarryUsage, parseEvent, readEventUsage, reportsCompletion } from './openai-event-usage.js';
+import { applyEvent, mayCarryUsage, parseEvent, reportsCompletion, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { SseStripFilter } from './sse-strip.js';
 import { Buffer } from 'node:buffer';
@@ -50,7 +50,7 @@ export interface SseUsageOptions {
 
 export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** Usage of the last event that carried it (null counts when none) and all generated text. */
-  private readonly seen: AnswerUsage = { promptTokens: null, completionTokens: null, text: '', generated: null };
+  protected readonly seen: AnswerUsage = { promptTokens: null, completionTokens: null, text: '', generated: null };
   /** Where generated text goes; null: kept in `text` (tests, tools). */
   private readonly generated: GeneratedText | null;
   private readonly lines: SseLineSplitter;
@@ -154,7 +154,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     }
     if (data === null) return false;
     const generated = this.generated;
-    if (generated === null) return readEventUsage(data, this.seen, null);
+    if (generated === null) return this.readEvent(data, null);
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
       if (this.seen.completionTokens !== null) return false; // counted by the backend: text is stopped
@@ -184,14 +184,36 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     }
     const event = parseEvent(data);
     if (event === null) return false;
-    if (reportsCompletion(event)) {
+    if (this.reportsCompletion(event)) {
       this.dropHeld();
       this.dropped = 0;
     } else {
       this.readHeld();
       this.handDropped();
     }
-    return applyEvent(event, this.seen, generated);
+    return this.applyEvent(event, generated);
+  }
+
+  /**
+   * The event reports the output count: the text is not needed any more. The Completions/Chat
+   * shape (`usage.completion_tokens`); another API's shape overrides this and `applyEvent`.
+   */
+  protected reportsCompletion(event: StreamEvent): boolean {
+    return reportsCompletion(event);
+  }
+
+  /**
+   * Reads one parsed event into `seen`, its text to `text` (into `seen.text` when null); true
+   * when it is the usage-only chunk (to strip).
+   */
+  protected applyEvent(event: StreamEvent, text: GeneratedText | null): boolean {
+    return applyEvent(event, this.seen, text);
+  }
+
+  /** parseEvent then applyEvent: data that is not a JSON object is skipped (false). */
+  private readEvent(data: string, text: GeneratedText | null): boolean {
+    const event = parseEvent(data);
+    return event !== null && this.applyEvent(event, text);
   }
 
   /** The events dropped unread go to `generated` as an estimate, unless the count came. */
@@ -208,7 +230,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     const held = this.held;
     this.held = [];
     this.heldChars = 0;
-    for (let i = 0; i < held.length; i++) readEventUsage(held[i], this.seen, this.generated);
+    for (let i = 0; i < held.length; i++) this.readEvent(held[i], this.generated);
   }
 
   private dropHeld(): void {

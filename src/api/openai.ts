@@ -8,7 +8,7 @@ import { SseUsageScanner } from './openai-sse-usage.js';
 const KEEP = { stripUsageChunk: false };
 const STRIP = { stripUsageChunk: true };
 
-/** The OpenAI-style API: /v1/completions, /v1/chat/completions and other /v1 paths. */
+/** The OpenAI-style API: /v1/completions, /v1/chat/completions and other /v1 paths (not /v1/responses: openai-responses.ts). */
 export const openAiApi: InferenceApi = {
   parse: parseRequest,
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),

@@ -1,0 +1,132 @@
+/**
+ * Usage and generated text of the Responses API (`/v1/responses`), whose answers are not of the
+ * Completions/Chat shape:
+ *
+ * - an answer (and the `response` of a stream's last event) reports `usage.input_tokens` and
+ *   `usage.output_tokens` (with `input_tokens_details`, `output_tokens_details`, `total_tokens`),
+ *   not `prompt_tokens`/`completion_tokens`, and carries its text in `output[]`: items of type
+ *   `message` whose `content` has parts of type `output_text`;
+ * - a stream's text comes in `response.output_text.delta` events (`delta`), and its usage in the
+ *   `response` of its last event: `response.completed`, `response.incomplete` or
+ *   `response.failed`.
+ */
+import type { AnswerUsage, GeneratedText } from './inference-api.js';
+import { tokenCount } from './openai-choice-text.js';
+import { Buffer } from 'node:buffer';
+
+const NONE: AnswerUsage = Object.freeze({ promptTokens: null, completionTokens: null, text: '', generated: null });
+
+interface ResponsesUsage {
+  readonly input_tokens?: unknown;
+  readonly output_tokens?: unknown;
+}
+
+/** A Responses answer (or the `response` of a stream event), as far as usage goes. */
+interface ResponseObject {
+  readonly usage?: unknown;
+  readonly output?: unknown;
+}
+
+/** One Responses stream event's data, parsed. */
+export interface ResponsesEvent {
+  readonly type?: unknown;
+  readonly delta?: unknown;
+  readonly response?: unknown;
+}
+
+const TEXT_DELTA = 'response.output_text.delta';
+
+/**
+ * Usage of a complete (non-stream) Responses answer: `usage.input_tokens` and
+ * `usage.output_tokens` (null when absent or not a number >= 0); `text`, the answer's
+ * `output_text`, only when no output count came. The answer is parsed whole: its `usage` is not
+ * its last member (`user`, `metadata` follow it in OpenAI's answers) and holds nested objects.
+ * Malformed JSON gives nulls and ''.
+ */
+export function usageFromResponsesJson(body: Buffer | string): AnswerUsage {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+  } catch {
+    return { ...NONE };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { ...NONE };
+  const answer = parsed as ResponseObject;
+  const usage = usageObject(answer);
+  const completionTokens = usage === null ? null : tokenCount(usage.output_tokens);
+  return {
+    promptTokens: usage === null ? null : tokenCount(usage.input_tokens),
+    completionTokens,
+    text: completionTokens === null ? outputText(answer.output) : '',
+    generated: null,
+  };
+}
+
+function usageObject(response: ResponseObject): ResponsesUsage | null {
+  const usage = response.usage;
+  return typeof usage === 'object' && usage !== null ? usage as ResponsesUsage : null;
+}
+
+/** The text of every `output_text` part of every `message` item of `output`, joined. */
+export function outputText(output: unknown): string {
+  if (!Array.isArray(output)) return '';
+  let text = '';
+  for (let i = 0; i < output.length; i++) {
+    const item: unknown = output[i];
+    if (typeof item !== 'object' || item === null) continue;
+    const { type, content } = item as { type?: unknown; content?: unknown };
+    if (type !== 'message' || !Array.isArray(content)) continue;
+    for (let j = 0; j < content.length; j++) {
+      const part: unknown = content[j];
+      if (typeof part !== 'object' || part === null) continue;
+      const p = part as { type?: unknown; text?: unknown };
+      if (p.type === 'output_text' && typeof p.text === 'string') text += p.text;
+    }
+  }
+  return text;
+}
+
+/** The `response` of a stream's last event (completed, incomplete or failed), else null. */
+function finalResponse(event: ResponsesEvent): ResponseObject | null {
+  const type = event.type;
+  if (type !== 'response.completed' && type !== 'response.incomplete' && type !== 'response.failed') return null;
+  const response = event.response;
+  return typeof response === 'object' && response !== null ? response as ResponseObject : null;
+}
+
+/** The event is a stream's last and reports `usage.output_tokens`: the generated text is not needed any more. */
+export function responsesEventReportsCompletion(event: ResponsesEvent): boolean {
+  const response = finalResponse(event);
+  if (response === null) return false;
+  const usage = usageObject(response);
+  return usage !== null && tokenCount(usage.output_tokens) !== null;
+}
+
+/**
+ * Reads one parsed Responses stream event into `into`: hands the `delta` of a
+ * `response.output_text.delta` event to `text` (or appends it to `into.text` when `text` is
+ * null) and takes the usage counts of the stream's last event. Never a usage-only chunk to strip
+ * (false).
+ */
+export function applyResponsesEvent(event: ResponsesEvent, into: AnswerUsage, text: GeneratedText | null): boolean {
+  if (event.type === TEXT_DELTA) {
+    const delta = event.delta;
+    if (typeof delta === 'string' && delta.length > 0) {
+      if (text !== null) text.add(delta);
+      else into.text += delta;
+    }
+    return false;
+  }
+  const response = finalResponse(event);
+  if (response === null) return false;
+  const usage = usageObject(response);
+  if (usage === null) return false;
+  const prompt = tokenCount(usage.input_tokens);
+  const completion = tokenCount(usage.output_tokens);
+  if (prompt !== null) into.promptTokens = prompt;
+  if (completion !== null) {
+    into.completionTokens = completion;
+    if (text !== null) text.stop();
+  }
+  return false;
+}
