@@ -1,11 +1,16 @@
 /**
  * OpenAI-shaped answers of the mock backend. Token accounting of the mock, by definition:
  * - prompt tokens = ceil(characters / 4) of the prompt (completions: `prompt`, a string or array of
- *   strings; token-id arrays count one token per id) or of the chat messages' text content;
+ *   strings; token-id arrays count one token per id), of the chat messages' text content, or of
+ *   the Responses API's `instructions` and `input` (a string, or message items' text content);
  * - the completion is `outputTokens` times the word "tok ", each word being one token.
+ *
+ * The Responses API (/v1/responses) answers in its own shape: a `response` object with `output`
+ * items and `usage.input_tokens`/`output_tokens`; its stream is OpenAI's documented event sequence
+ * (`event:` and `data:` lines), ending with `response.completed`, whose response carries the usage.
  */
 
-export type MockApi = 'chat' | 'completions';
+export type MockApi = 'chat' | 'completions' | 'responses';
 
 export interface MockUsage {
   prompt_tokens: number;
@@ -50,6 +55,15 @@ export function mockPromptTokens(body: Record<string, unknown>, api: MockApi): n
         if (typeof message === 'object' && message !== null) chars += contentChars((message as { content?: unknown }).content);
       }
     }
+  } else if (api === 'responses') {
+    if (typeof body.instructions === 'string') chars += body.instructions.length;
+    const input = body.input;
+    if (typeof input === 'string') chars += input.length;
+    else if (Array.isArray(input)) {
+      for (const item of input) {
+        if (typeof item === 'object' && item !== null) chars += contentChars((item as { content?: unknown }).content);
+      }
+    }
   } else {
     const prompt = body.prompt;
     if (typeof prompt === 'string') {
@@ -84,9 +98,43 @@ export function usageOf(spec: AnswerSpec): MockUsage {
   };
 }
 
+/** The usage of a Responses API answer. */
+function responsesUsage(spec: AnswerSpec): Record<string, unknown> {
+  return {
+    input_tokens: spec.promptTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: spec.outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: spec.promptTokens + spec.outputTokens,
+  };
+}
+
+function responsesMessage(spec: AnswerSpec, text: string, status: string): Record<string, unknown> {
+  return { id: `msg_${spec.id}`, type: 'message', status, role: 'assistant', content: text === '' && status !== 'completed' ? [] : [outputText(text)] };
+}
+
+function outputText(text: string): Record<string, unknown> {
+  return { type: 'output_text', text, annotations: [], logprobs: [] };
+}
+
+/**
+ * A Responses API `response` object, members in OpenAI's order (`usage` before `user` and
+ * `metadata`). `usage` is null before the answer is complete, and without --no-usage's usage.
+ */
+function responseObject(spec: AnswerSpec, status: 'in_progress' | 'completed', output: unknown[]): Record<string, unknown> {
+  return {
+    id: spec.id, object: 'response', created_at: spec.created, status, background: false, error: null, incomplete_details: null,
+    instructions: null, max_output_tokens: null, model: spec.model, pod: spec.pod, output, parallel_tool_calls: true,
+    previous_response_id: null, reasoning: { effort: null, summary: null }, service_tier: 'default', store: false,
+    temperature: 1, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], top_p: 1, truncation: 'disabled',
+    usage: status === 'completed' && spec.usage ? responsesUsage(spec) : null, user: null, metadata: {},
+  };
+}
+
 /** The complete (non-stream) answer body. */
 export function jsonAnswer(spec: AnswerSpec): string {
   const text = completionText(spec.outputTokens);
+  if (spec.api === 'responses') return JSON.stringify(responseObject(spec, 'completed', [responsesMessage(spec, text, 'completed')]));
   const choice = spec.api === 'chat'
     ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: 'length' }
     : { index: 0, text, logprobs: null, finish_reason: 'length' };
@@ -100,6 +148,39 @@ export function jsonAnswer(spec: AnswerSpec): string {
   };
   if (spec.usage) answer.usage = usageOf(spec);
   return JSON.stringify(answer);
+}
+
+/**
+ * The events of a streamed Responses API answer, OpenAI's documented sequence: response.created,
+ * response.in_progress, response.output_item.added, response.content_part.added, one
+ * response.output_text.delta per token, response.output_text.done, response.content_part.done,
+ * response.output_item.done, response.completed (whose response carries the usage unless
+ * --no-usage). Each event has an `event:` line naming its type and a `data:` line.
+ */
+export function responsesEvents(spec: AnswerSpec): string[] {
+  let sequence = 0;
+  const event = (type: string, data: Record<string, unknown>): string =>
+    `event: ${type}
+data: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}
+
+`;
+  const text = completionText(spec.outputTokens);
+  const at = { item_id: `msg_${spec.id}`, output_index: 0, content_index: 0 };
+  const events = [
+    event('response.created', { response: responseObject(spec, 'in_progress', []) }),
+    event('response.in_progress', { response: responseObject(spec, 'in_progress', []) }),
+    event('response.output_item.added', { output_index: 0, item: responsesMessage(spec, '', 'in_progress') }),
+    event('response.content_part.added', { ...at, part: outputText('') }),
+  ];
+  for (let i = 0; i < spec.outputTokens; i++) events.push(event('response.output_text.delta', { ...at, delta: TOKEN_WORD, logprobs: [] }));
+  const done = responsesMessage(spec, text, 'completed');
+  events.push(
+    event('response.output_text.done', { ...at, text, logprobs: [] }),
+    event('response.content_part.done', { ...at, part: outputText(text) }),
+    event('response.output_item.done', { output_index: 0, item: done }),
+    event('response.completed', { response: responseObject(spec, 'completed', [done]) }),
+  );
+  return events;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * The mock OpenAI-compatible backend server, on uWebSockets.js so that it is never the bottleneck
  * of a benchmark. Routes:
- *   POST /v1/*           OpenAI-shaped answer (chat shape under /v1/chat/completions, completions
- *                        shape otherwise), JSON or SSE (`stream: true`)
+ *   POST /v1/*           OpenAI-shaped answer (chat shape under /v1/chat/completions, Responses API
+ *                        shape under /v1/responses, completions shape otherwise), JSON or SSE
+ *                        (`stream: true`)
  *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath }
  *   POST /stats/reset    resets the stats
  *   GET  /healthz        200 ok
@@ -16,7 +17,7 @@ import { loadUws } from 'inference-router/http/uws';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
 import { mockMetricsText } from './mock-metrics.js';
-import { errorBody, jsonAnswer, mockPromptTokens, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
+import { errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
 const uWS = loadUws(false);
@@ -179,7 +180,8 @@ class MockServer implements MockBackend {
     this.stats.lastHeaders = headers;
     const query = req.getQuery();
     this.stats.lastPath = query ? `${req.getUrl()}?${query}` : req.getUrl();
-    const api: MockApi = req.getUrl().endsWith('/chat/completions') ? 'chat' : 'completions';
+    const url = req.getUrl();
+    const api: MockApi = url.endsWith('/chat/completions') ? 'chat' : url.endsWith('/responses') ? 'responses' : 'completions';
     const exchange = new Exchange(res, api, headers);
     this.open.add(exchange);
     res.onAborted(() => {
@@ -262,7 +264,7 @@ class MockServer implements MockBackend {
   private answer(exchange: Exchange, body: Record<string, unknown>, outputTokens: number): void {
     const spec: AnswerSpec = {
       api: exchange.api,
-      id: `${exchange.api === 'chat' ? 'chatcmpl' : 'cmpl'}-${this.options.name}-${++this.sequence}`,
+      id: `${exchange.api === 'chat' ? 'chatcmpl' : exchange.api === 'responses' ? 'resp' : 'cmpl'}-${this.options.name}-${++this.sequence}`,
       created: Math.floor(Date.now() / 1000),
       model: typeof body.model === 'string' ? body.model : 'mock-model',
       pod: this.options.name,
@@ -272,6 +274,12 @@ class MockServer implements MockBackend {
     };
     if (body.stream !== true) {
       this.finishJson(exchange, 200, jsonAnswer(spec));
+      return;
+    }
+    if (exchange.api === 'responses') {
+      // Paced per token: the output_text.done and the events after it go out with the last delta.
+      const events = responsesEvents(spec);
+      this.startStream(exchange, events, events.length - 4);
       return;
     }
     const streamOptions = body.stream_options;

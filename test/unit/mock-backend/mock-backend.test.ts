@@ -132,6 +132,39 @@ describe('mock backend process (defaults)', () => {
     expect(usage.usage).toEqual({ prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 });
   });
 
+  it('answers the Responses API in its shape: output items, usage.input_tokens/output_tokens', async () => {
+    const res = await post(`${mock.url}/v1/responses`, {
+      model: 'resp-m', instructions: 'be brief', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hello' }] }],
+    }, { 'x-mock-output-tokens': '2' });
+    const body = await res.json();
+    expect(body).toMatchObject({ object: 'response', status: 'completed', model: 'resp-m', pod: 'pod-a' });
+    expect(body.output).toEqual([{ id: `msg_${body.id}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'tok tok ', annotations: [], logprobs: [] }] }]);
+    expect(body.usage).toEqual({ input_tokens: 4, input_tokens_details: { cached_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 6 }); // ceil(13/4)
+    expect(Object.keys(body).slice(-3)).toEqual(['usage', 'user', 'metadata']);
+  });
+
+  it('streams the Responses API as OpenAI documents it: typed events, deltas, usage in response.completed', async () => {
+    const res = await post(`${mock.url}/v1/responses`, { model: 'm', input: '12345678', stream: true }, { 'x-mock-output-tokens': '3' });
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const events = (await res.text()).split('\n\n').filter((e) => e !== '').map((e) => {
+      const [name, data] = e.split('\n');
+      expect(name.startsWith('event: ') && data.startsWith('data: ')).toBe(true);
+      const parsed = JSON.parse(data.slice(6));
+      expect(parsed.type).toBe(name.slice(7));
+      return parsed;
+    });
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+      'response.output_text.delta', 'response.output_text.delta', 'response.output_text.delta',
+      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+    ]);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events[0].response.usage).toBeNull();
+    expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')).toBe('tok tok tok ');
+    expect(events[7].text).toBe('tok tok tok ');
+    expect(events[10].response.usage).toMatchObject({ input_tokens: 2, output_tokens: 3, total_tokens: 5 });
+  });
+
   it('answers the status asked by x-mock-status with a JSON error body', async () => {
     for (const status of [429, 503]) {
       const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-status': String(status) });
@@ -203,6 +236,18 @@ describe('mock backend process (defaults)', () => {
     }
     expect(text).toBe(TOK16);
     expect(completionTokens).toBe(16);
+    const answer = await client.responses.create({ model: 'sdk-m', input: 'say things' });
+    expect(answer.output_text).toBe(TOK16);
+    expect(answer.usage?.output_tokens).toBe(16);
+    const events = await client.responses.create({ model: 'sdk-m', input: 'say things', stream: true });
+    let deltas = '';
+    let outputTokens = 0;
+    for await (const event of events) {
+      if (event.type === 'response.output_text.delta') deltas += event.delta;
+      if (event.type === 'response.completed') outputTokens = event.response.usage?.output_tokens ?? 0;
+    }
+    expect(deltas).toBe(TOK16);
+    expect(outputTokens).toBe(16);
   });
 });
 
