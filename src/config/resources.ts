@@ -231,6 +231,10 @@ function stringMatch(c: Checker, v: unknown, path: string): StringMatch {
 
 function targetModel(c: Checker, v: unknown, path: string): TargetModel {
   const obj = c.object(v, path);
+  if (obj.modelServerName === undefined && obj.externalModelProviderName !== undefined) {
+    // The route API can also send a target to an external model provider; this router forwards to pods only.
+    c.fail(`${path}.externalModelProviderName`, 'targets of external model providers are not supported: name a ModelServer in modelServerName');
+  }
   const modelServerName = c.string(obj.modelServerName, `${path}.modelServerName`);
   const weight = c.optInt(obj.weight, `${path}.weight`, 0, 100) ?? 100;
   return { modelServerName, weight };

@@ -506,6 +506,14 @@ describe('parseResourceFile: LoRA adapters', () => {
   });
 });
 
+describe('parseResourceFile: a target of an external model provider', () => {
+  it('is refused naming externalModelProviderName, not as a missing modelServerName', () => {
+    const spec = '  modelName: m\n  rules:\n  - targetModels:\n    - externalModelProviderName: openai\n';
+    const err = errorOf(() => parse(`${SERVER}---\n${route('ext', spec)}`));
+    expect(err.message).toBe('routes.yaml: document 2 (ModelRoute default/ext): spec.rules[0].targetModels[0].externalModelProviderName: targets of external model providers are not supported: name a ModelServer in modelServerName');
+  });
+});
+
 describe('parseResourceFile: a ModelServer without endpoints', () => {
   it('warns, naming the field, that from a file its workloadSelector finds no pod (the route API\'s manifests have no spec.endpoints)', () => {
     const server = SERVER.replace(/  endpoints:\n(  .*\n)+/, '  workloadSelector:\n    matchLabels:\n      app: sf\n  workloadPort:\n    port: 8000\n');
