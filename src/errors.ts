@@ -3,6 +3,7 @@
  * (docs/errors.md, kept in sync by test/unit/errors.test.ts) all read it.
  */
 import { Buffer } from 'node:buffer';
+import { STATUS_CODES } from 'node:http';
 
 export const ERROR_TYPES = {
   invalid_request: { status: 400, code: 'invalid_body', meaning: 'Malformed body or parameters; 413 when the body is too large' },
@@ -82,8 +83,9 @@ const STATUS_TEXT: Record<number, string> = {
   499: 'Client Closed Request', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 
+/** The router's own codes' text, else the standard reason phrase (a pod's 304 or 422), else "Status". */
 export function statusLine(status: number): string {
-  return `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
+  return `${status} ${STATUS_TEXT[status] ?? STATUS_CODES[status] ?? 'Status'}`;
 }
 
 /** Status lines as bytes by code (three digits: 100–999), made on first use. */

@@ -12,6 +12,8 @@ describe('error registry', () => {
     expect(new RouterError('invalid_request', 'x', 413, null, 'request_too_large').code).toBe('request_too_large');
     expect(new RouterError('invalid_request', 'x', 413).status).toBe(413);
     expect(statusLine(429)).toBe('429 Too Many Requests');
+    expect(statusLine(304)).toBe('304 Not Modified');
+    expect(statusLine(422)).toBe('422 Unprocessable Entity');
     expect(statusLine(599)).toBe('599 Status');
   });
 
