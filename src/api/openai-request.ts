@@ -33,7 +33,9 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   }
   let body: unknown;
   try {
-    body = JSON.parse(raw.toString('utf8'));
+    // A UTF-8 byte order mark before the JSON is skipped, as the model servers' parsers do (RFC
+    // 8259 lets a parser ignore it); the body still goes upstream as it came.
+    body = JSON.parse(raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.toString('utf8', 3) : raw.toString('utf8'));
   } catch (err) {
     throw new RouterError('invalid_request', `request body is not valid JSON: ${(err as Error).message}`);
   }

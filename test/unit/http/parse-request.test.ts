@@ -34,11 +34,20 @@ describe('parseRequest', () => {
   it('rejects malformed bodies with a message naming the problem', () => {
     rejects('', '/v1/completions', /empty/);
     rejects('{', '/v1/completions', /not valid JSON/);
+    rejects('\ufeff', '/v1/completions', /not valid JSON/);
+    rejects('\ufeff\ufeff{"model":"m","prompt":"p"}', '/v1/completions', /not valid JSON/);
     rejects('"str"', '/v1/completions', /JSON object/);
     rejects({ prompt: 'x' }, '/v1/completions', /"model"/);
     rejects({ model: 3, prompt: 'x' }, '/v1/completions', /"model"/);
     rejects({ model: 'm' }, '/v1/completions', /"prompt" is required/);
     rejects({ model: 'm', prompt: 7 }, '/v1/completions', /"prompt"/);
     rejects({ model: 'm', messages: 'hi' }, '/v1/chat/completions', /"messages" is required/);
+  });
+
+  it('skips a UTF-8 byte order mark before the JSON, as the model servers do', () => {
+    const raw = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), buf({ model: 'm', prompt: 'p' })]);
+    const r = parseRequest(raw, '/v1/completions');
+    expect(r.model).toBe('m');
+    expect(r.body).toEqual({ model: 'm', prompt: 'p' });
   });
 });
