@@ -27,20 +27,33 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-/** Starts the demo on free ports (under `wrapper` when given) and waits for its banner. */
+/**
+ * Starts the demo on free ports (under `wrapper` when given) and waits for its banner. A port
+ * found free can be taken before the demo binds it (other tests' connections get local ports from
+ * the same range): a demo that stops on a port in use is started again on other ports, twice at
+ * most. Any other early exit fails with the demo's output.
+ */
 async function startDemo(wrapper: boolean): Promise<{ proc: Proc; demoPid: number; ports: number[] }> {
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const env = { DEMO_PORT: String(ports[0]), DEMO_POD_PORTS: `${ports[1]},${ports[2]}`, ACCESS_LOG_ENABLED: 'false' };
-  // The wrapper is a parent that starts the demo and then is killed without a word to it.
-  const proc = wrapper
-    ? startProcess(['-e', `const c = require('node:child_process').spawn(process.execPath, [${JSON.stringify(DEMO)}], { stdio: 'inherit' }); console.log('demo pid ' + c.pid); setInterval(() => {}, 1000);`], env, { name: 'demo wrapper' })
-    : startProcess([DEMO], env, { name: 'demo' });
-  await waitFor('the demo banner', () => {
-    if (proc.child.exitCode !== null) throw new Error(`demo exited: ${proc.output()}`);
-    return proc.stdout().includes('inference-router demo: router on');
-  }, 60_000);
-  const demoPid = wrapper ? Number(/demo pid (\d+)/.exec(proc.stdout())![1]) : proc.pid;
-  return { proc, demoPid, ports };
+  for (let attempt = 1; ; attempt++) {
+    const ports = [await freePort(), await freePort(), await freePort()];
+    const env = { DEMO_PORT: String(ports[0]), DEMO_POD_PORTS: `${ports[1]},${ports[2]}`, ACCESS_LOG_ENABLED: 'false' };
+    // The wrapper is a parent that starts the demo and then is killed without a word to it; it
+    // leaves with the demo's exit code if the demo stops first (a demo that did not start).
+    const proc = wrapper
+      ? startProcess(['-e', `const c = require('node:child_process').spawn(process.execPath, [${JSON.stringify(DEMO)}], { stdio: 'inherit' }); console.log('demo pid ' + c.pid); c.on('exit', (code) => process.exit(code ?? 1)); setInterval(() => {}, 1000);`], env, { name: 'demo wrapper' })
+      : startProcess([DEMO], env, { name: 'demo' });
+    let exited = false;
+    await waitFor('the demo banner', () => {
+      exited = proc.child.exitCode !== null;
+      return exited || proc.stdout().includes('inference-router demo: router on');
+    }, 60_000);
+    if (!exited) {
+      const demoPid = wrapper ? Number(/demo pid (\d+)/.exec(proc.stdout())![1]) : proc.pid;
+      return { proc, demoPid, ports };
+    }
+    if (attempt < 3 && /is in use by another process/.test(proc.output())) continue;
+    throw new Error(`demo exited: ${proc.output()}`);
+  }
 }
 
 async function expectAllGone(demoPid: number, kids: number[], ports: number[]): Promise<void> {

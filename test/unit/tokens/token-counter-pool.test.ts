@@ -140,9 +140,15 @@ describe('hostile prompts', () => {
     const results = await Promise.all(hostile.map((prompt) => c.countRequest({ prompt }, 'completions')));
     expect(results).toEqual(hostile.map((p) => Math.ceil(p.length / 4)));
     expect(c.stats).toEqual({ inline: 0, pooled: 3, fallbacks: 3 });
-    // The thread stopped cooperatively (not killed and reloading): a normal prompt is counted exactly.
-    expect(await c.countRequest({ prompt: prose(3000) }, 'completions')).toBe(encode(prose(3000)).length);
-    expect(c.stats.fallbacks).toBe(3);
+    // The thread stopped cooperatively (not killed and reloading): a normal prompt is counted
+    // exactly. It takes a few ms; a machine loaded enough to hold the thread off the CPU for the
+    // whole 300 ms budget makes it fall back too (counted), so it gets three tries. A thread still
+    // busy with a hostile prompt, or gone, never counts it.
+    const exact = encode(prose(3000)).length;
+    let counted = 0;
+    for (let i = 0; i < 3 && counted !== exact; i++) counted = await c.countRequest({ prompt: prose(3000) }, 'completions');
+    expect(counted).toBe(exact);
+    expect(c.stats.fallbacks).toBeGreaterThanOrEqual(3);
   });
 
   it('a thread that never answers: the count falls back at the budget', async () => {
