@@ -105,6 +105,13 @@ spec:
     expect((await mock.stats()).requests).toBe(0);
   });
 
+  it('a UTF-8 byte order mark before the JSON is no error: the request is served, its body sent as it came', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, '\ufeff{"model":"sf-model","prompt":"after a byte order mark"}');
+    expect(r.status).toBe(200);
+    await r.text();
+    expect((await mock.stats()).lastBody.prompt).toBe('after a byte order mark');
+  });
+
   it('413 when the body is larger than ROUTER_MAX_BODY_BYTES', async () => {
     await expectError(await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x'.repeat(5000) }), 413, 'request body is larger than 4096 bytes');
   });

@@ -215,7 +215,8 @@ class MockServer implements MockBackend {
   private onBody(exchange: Exchange, raw: Buffer): void {
     let body: unknown = null;
     try {
-      body = JSON.parse(raw.toString('utf8'));
+      // A UTF-8 byte order mark before the JSON is skipped, as vLLM's server (Python's json on bytes) does.
+      body = JSON.parse(raw.toString('utf8', raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? 3 : 0));
     } catch {
       body = null;
     }

@@ -184,6 +184,10 @@ describe('mock backend process (defaults)', () => {
     expect((await delayed.json()).model).toBe('late');
     const res = await fetch(`${mock.url}/v1/completions`, { method: 'POST', body: '{not json' });
     expect(res.status).toBe(400);
+    // As vLLM (Python's json on bytes): a UTF-8 byte order mark before the JSON is skipped.
+    const bom = await fetch(`${mock.url}/v1/completions`, { method: 'POST', body: '\ufeff{"model":"bom","prompt":""}' });
+    expect(bom.status).toBe(200);
+    expect((await bom.json()).model).toBe('bom');
   });
 
   it('x-mock-close drops the connection; x-mock-hang never answers', async () => {
