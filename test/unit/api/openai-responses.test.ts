@@ -1,33 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { apiFor } from '../../../src/api/api-registry.js';
-import type { GeneratedText } from '../../../src/api/inference-api.js';
+import { GeneratedTextRecorder as Recorder } from '../../helpers/generated-text-recorder.js';
 import { HELD_EVENT_CHARS } from '../../../src/api/openai-sse-usage.js';
 
 // Everything goes through the API the router picks for the path, as the pipeline asks it.
 const api = apiFor('/v1/responses');
-
-/** A GeneratedText that records what it is given. */
-class Recorder implements GeneratedText {
-  pieces: string[] = [];
-  stopped = false;
-  uncountedTokens = 0;
-  add(text: string): void {
-    if (!this.stopped) this.pieces.push(text);
-  }
-  stop(): void {
-    this.stopped = true;
-    this.pieces = [];
-  }
-  uncounted(tokens: number): void {
-    this.uncountedTokens += tokens;
-  }
-  get estimatedTokens(): number {
-    return this.uncountedTokens;
-  }
-  tokens(): number {
-    return this.pieces.join('').length;
-  }
-}
 
 const USAGE = {
   input_tokens: 36,

@@ -1,34 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { GeneratedText } from '../../../src/api/inference-api.js';
+import { GeneratedTextRecorder as Recorder } from '../../helpers/generated-text-recorder.js';
 import { mayCarryUsage, readEventUsage } from '../../../src/api/openai-event-usage.js';
 import { HELD_EVENT_CHARS, SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
-
-/** A GeneratedText that records what it is given (the scanner's side of the contract). */
-class Recorder implements GeneratedText {
-  pieces: string[] = [];
-  stopped = false;
-  /** add() calls, before or after stop() (stop() clears `pieces`, not this). */
-  calls = 0;
-  add(text: string): void {
-    this.calls++;
-    if (!this.stopped) this.pieces.push(text);
-  }
-  stop(): void {
-    this.stopped = true;
-    this.pieces = [];
-  }
-  /** Tokens handed as an estimate (tokensPerEvent, past the bound). */
-  uncountedTokens = 0;
-  uncounted(tokens: number): void {
-    this.uncountedTokens += tokens;
-  }
-  get estimatedTokens(): number {
-    return this.uncountedTokens;
-  }
-  tokens(): number {
-    return this.pieces.join('').length;
-  }
-}
 
 const chunk = (text: string, extra: Record<string, unknown> = {}): string =>
   `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text } }], ...extra })}\n\n`;
