@@ -1,6 +1,7 @@
 import type { UpstreamBody } from './inference-api.js';
 import type { ParsedRequest } from './openai-request.js';
 import { stringEnd } from './json-depth.js';
+import { bytesAt, isJsonSpace } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
 /** The member put first in a stream's body that did not name `stream_options` (the object always has `model` after it). */
@@ -16,10 +17,14 @@ const USAGE_MEMBER = Buffer.from('"stream_options":{"include_usage":true},', 'la
  * client's other bytes go as they came, so numbers keep their spelling and precision (a `seed` of
  * 2^63 - 1 is not rounded to a double's 9223372036854776000). Only a body that names `model` or
  * `stream_options` more than once is serialized again from the parsed object (one member each).
+ *
+ * `askStreamUsage` false (the Responses API: its streams always end with their usage, and it has
+ * no `include_usage`, which OpenAI would refuse as unknown): nothing is added to a stream, only
+ * `model` rewritten.
  */
-export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string | null): UpstreamBody {
+export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string | null, askStreamUsage = true): UpstreamBody {
   const rewriteModel = model !== null && model !== req.model;
-  const injectUsage = req.stream && !req.clientAskedUsage;
+  const injectUsage = askStreamUsage && req.stream && !req.clientAskedUsage;
   if (!rewriteModel && !injectUsage) return { body: raw, stripUsage: false };
   const prev = req.body.stream_options;
   if (!rewriteModel && prev === undefined) return { body: spliceUsageMember(raw), stripUsage: true };
@@ -33,18 +38,6 @@ export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string
   if (rewriteModel) body.model = model;
   if (options !== null) body.stream_options = options;
   return { body: Buffer.from(JSON.stringify(body)), stripUsage: injectUsage };
-}
-
-/**
- * The body sent upstream for the Responses API: the client's bytes unchanged unless the
- * ModelServer rewrites `model`, whose value is then replaced in place (as in buildUpstreamBody).
- * Nothing is added to a stream: a Responses stream always ends with its usage, and the API has no
- * `include_usage` (OpenAI refuses parameters it does not know).
- */
-export function buildModelOnlyBody(raw: Buffer, req: ParsedRequest, model: string | null): UpstreamBody {
-  if (model === null || model === req.model) return { body: raw, stripUsage: false };
-  if (findMembers(raw)) return { body: spliceMembers(raw, modelBytes(model), null, false), stripUsage: false };
-  return { body: Buffer.from(JSON.stringify({ ...req.body, model })), stripUsage: false };
 }
 
 /** `raw` (a parsed JSON object with members) with USAGE_MEMBER after its opening brace. */
@@ -104,8 +97,8 @@ function findMembers(raw: Buffer): boolean {
 /** MODEL or OPTIONS when the key raw[from, to) (quotes included) is that member's name, else -1. */
 function memberSlot(raw: Buffer, from: number, to: number): number {
   const len = to - from;
-  if (len === KEY_MODEL.length && raw.compare(KEY_MODEL, 0, len, from, to) === 0) return MODEL;
-  if (len === KEY_OPTIONS.length && raw.compare(KEY_OPTIONS, 0, len, from, to) === 0) return OPTIONS;
+  if (len === KEY_MODEL.length && bytesAt(raw, from, KEY_MODEL)) return MODEL;
+  if (len === KEY_OPTIONS.length && bytesAt(raw, from, KEY_OPTIONS)) return OPTIONS;
   let escaped = false;
   for (let j = from + 1; j < to - 1 && !escaped; j++) escaped = raw[j] === 0x5c;
   if (!escaped) return -1;
@@ -115,7 +108,7 @@ function memberSlot(raw: Buffer, from: number, to: number): number {
 }
 
 function skipSpace(raw: Buffer, i: number): number {
-  for (let c = raw[i]; c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = raw[++i]);
+  while (isJsonSpace(raw[i])) i++;
   return i;
 }
 
@@ -133,7 +126,7 @@ function valueEnd(raw: Buffer, i: number): number {
     }
   }
   // A number, true, false or null: up to the comma, brace or white space after it.
-  for (let d = raw[i]; d !== 0x2c && d !== 0x7d && d !== 0x20 && d !== 0x0a && d !== 0x0d && d !== 0x09; d = raw[++i]);
+  for (let d = raw[i]; d !== 0x2c && d !== 0x7d && !isJsonSpace(d); d = raw[++i]);
   return i;
 }
 

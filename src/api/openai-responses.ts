@@ -1,5 +1,5 @@
 import type { GeneratedText, InferenceApi, InferenceRequest } from './inference-api.js';
-import { buildModelOnlyBody } from './openai-body.js';
+import { buildUpstreamBody } from './openai-body.js';
 import { extractPromptText } from './openai-prompt.js';
 import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { ResponsesSseScanner } from './openai-responses-sse.js';
@@ -14,7 +14,7 @@ import { usageFromResponsesJson } from './openai-responses-usage.js';
 export const responsesApi: InferenceApi = {
   parse: parseRequest,
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
-  upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildModelOnlyBody(raw, req as ParsedRequest, model),
+  upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model, false),
   jsonUsage: usageFromResponsesJson,
   streamUsage: (_strip: boolean, text: GeneratedText, tokensPerEvent: number | null) => new ResponsesSseScanner(text, tokensPerEvent),
 };
