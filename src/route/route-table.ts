@@ -35,7 +35,7 @@ interface CompiledRule {
   /** [lower-case header name, matcher] pairs; all must hold. */
   readonly headerMatchers: readonly (readonly [string, Matcher])[];
   readonly uriMatcher: Matcher | null;
-  /** modelMatch.body.model, or null; applied when the route is compiled for a model name (rulesFor). */
+  /** modelMatch.body.model, or null; applied when the route is given the model name it serves (servedAs). */
   readonly model: string | null;
   readonly servers: readonly CompiledServer[];
   /** Cumulative weights, same order as servers; last = total. */
@@ -94,8 +94,7 @@ export class RouteTable {
     this.byModel = new Map();
     for (const r of snapshot.routes) {
       if (r.modelName === null || this.byModel.has(r.modelName)) continue; // first wins; the source already warned
-      const compiled = compileRoute(r, r.modelName, servers, headerNames);
-      this.byModel.set(r.modelName, { ...compiled, rules: rulesFor(r.modelName, compiled.rules) });
+      this.byModel.set(r.modelName, servedAs(compileRoute(r, servers, headerNames), r.modelName));
     }
     // A LoRA adapter is served by the route that lists it, unless a route has it as its modelName.
     // The request's model (the adapter) goes upstream as it is: spec.model of the ModelServer
@@ -104,9 +103,9 @@ export class RouteTable {
     for (const r of snapshot.routes) {
       if (r.loraAdapters.length === 0) continue;
       keepModel ??= new Map([...servers].map(([key, s]) => [key, s.model === null ? s : { ...s, model: null }]));
-      const compiled = compileRoute(r, r.loraAdapters[0], keepModel, headerNames);
+      const compiled = compileRoute(r, keepModel, headerNames);
       for (const adapter of r.loraAdapters) {
-        if (!this.byModel.has(adapter)) this.byModel.set(adapter, { ...compiled, modelName: adapter, rules: rulesFor(adapter, compiled.rules) });
+        if (!this.byModel.has(adapter)) this.byModel.set(adapter, servedAs(compiled, adapter));
       }
     }
     this.matchHeaderNames = [...headerNames];
@@ -141,19 +140,24 @@ export class RouteTable {
   }
 }
 
-function compileRoute(r: ModelRoute, modelName: string, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRoute {
+/** A route's rules compiled, before it is given the model name it serves (servedAs). */
+type RouteRules = Omit<CompiledRoute, 'modelName'>;
+
+function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, headerNames: Set<string>): RouteRules {
   return {
     key: r.key,
-    modelName,
     rateLimit: r.rateLimit,
     limitKey: routeLimitKey(r.key),
     rules: r.rules.map((rule) => compileRule(r, rule, servers, headerNames)),
   };
 }
 
-/** A compiled route serves one model name: the rules whose modelMatch.body.model names another never match. */
-function rulesFor(modelName: string, rules: readonly CompiledRule[]): CompiledRule[] {
-  return rules.filter((rule) => rule.model === null || rule.model === modelName);
+/**
+ * The route as it serves one model name: the rules whose modelMatch.body.model names another are
+ * left out, so nothing of that condition is checked per request.
+ */
+function servedAs(route: RouteRules, modelName: string): CompiledRoute {
+  return { ...route, modelName, rules: route.rules.filter((rule) => rule.model === null || rule.model === modelName) };
 }
 
 function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRule {
