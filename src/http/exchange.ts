@@ -438,12 +438,9 @@ const REQUEST_ID_LINE = '\r\nx-request-id: ';
 
 function endBufferedCorked(): void {
   writeHeadCorked();
-  const close = current.closeConnection;
-  // end() writes a content-length, which a 204 must not have (RFC 9110 §8.6). endWithoutBody only
-  // without arguments writes none (given any, this uWS build writes one, the close flag's too),
-  // so a 204 while the router drains keeps the content-length: 0 and closes the connection.
-  if (currentStatus === 204 && !close) current.res.endWithoutBody();
-  else current.res.end(currentBody, close);
+  // A 204 ends without a content-length (endPlain), but while the router drains: the connection
+  // then closes after it, and end() writes `content-length: 0`.
+  endPlain(current.res, currentBody, current.closeConnection, currentStatus === 204);
 }
 
 function writeHeadAndChunkCorked(): void {

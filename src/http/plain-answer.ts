@@ -1,4 +1,4 @@
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse, RecognizedString } from 'uWebSockets.js';
 import { statusLineBytes, type RouterError } from '../errors.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
@@ -21,21 +21,22 @@ export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: 
 }
 
 /**
- * Ends an answer with `body`; to a HEAD request (`head`) on a connection that stays open, with its
- * headers only: a body after them would be read by the client as the start of the next answer on
- * the connection. No Content-Length then (an answer to HEAD needs none): this uWS build aborts the
- * process when endWithoutBody is given a length it did not write, or the header is written by
- * hand, and endWithoutBody takes no close flag without a length. An answer that closes the
- * connection keeps its body: nothing follows it to be misread.
+ * Ends an answer with `body`; with its headers only when `headersOnly` (an answer to HEAD, a
+ * 204) on a connection that stays open: a body after them would be read by the client as the start
+ * of the next answer on the connection, and such an answer has no Content-Length (a 204 must not,
+ * RFC 9110 §8.6). end() always writes one, and endWithoutBody writes none only without arguments
+ * (this uWS build aborts the process when it is given a length it did not write, or the header is
+ * written by hand, and takes no close flag without a length). An answer that closes the connection
+ * keeps its body (a 204's empty one, with `content-length: 0`): nothing follows it to be misread.
  */
-export function endPlain(res: HttpResponse, body: string, close: boolean, head: boolean): void {
-  if (head && !close) {
+export function endPlain(res: HttpResponse, body: RecognizedString, close: boolean, headersOnly: boolean): void {
+  if (headersOnly && !close) {
     try {
       res.endWithoutBody();
       return;
     } catch {
       // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no endWithoutBody; its node:http
-      // server leaves the body of an answer to HEAD out by itself.
+      // server leaves out the body of an answer to HEAD or a 204 by itself.
     }
   }
   res.end(body, close);
