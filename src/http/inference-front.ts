@@ -131,10 +131,6 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
 }
 
 /**
- * The method in upper case: POST as the module's constant (uWS hands over a fresh string per
- * request; comparisons of a constant with itself take no look at the characters).
- */
-/**
  * The text of a path uWS read as UTF-8, one character per byte of its UTF-8: what the HTTP/1.1
  * client's latin1 write turns back into the bytes the client sent. Written as the text itself, a
  * character above U+00FF would lose its high byte (U+010A would become a line feed in the request
@@ -144,6 +140,10 @@ function utf8Bytes(text: string): string {
   return Buffer.from(text, 'utf8').toString('latin1');
 }
 
+/**
+ * The method in upper case: POST as the module's constant (uWS hands over a fresh string per
+ * request; comparisons of a constant with itself take no look at the characters).
+ */
 function upperMethod(method: string): string {
   return method === 'POST' ? 'POST' : method.toUpperCase();
 }

@@ -1,5 +1,6 @@
 import type { Decision, LimitTerm, TokenLimiter } from './limiter.js';
 import { isShadow } from './limiter.js';
+import { sameWindow } from './windows.js';
 
 /** A limit of a request and the limiter that holds its counters. */
 export interface LimiterTerm extends LimitTerm {
@@ -66,6 +67,17 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
   }
   return decisions;
+}
+
+/**
+ * Of `terms`, those whose window at `admittedAt` is still on at `now` (`terms` itself when all
+ * are): a request's input belongs to the window that admitted it, and a later one owes it nothing.
+ */
+export function inAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number): readonly LimiterTerm[] {
+  for (let i = 0; i < terms.length; i++) {
+    if (!sameWindow(terms[i].limit.unit, admittedAt, now)) return terms.filter((t) => sameWindow(t.limit.unit, admittedAt, now));
+  }
+  return terms;
 }
 
 /**

@@ -61,14 +61,6 @@ function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: nu
   }
 }
 
-/** Of `terms`, those whose window at `admittedAt` is still on at `now` (`terms` itself when all are). */
-export function inAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number): readonly LimiterTerm[] {
-  for (let i = 0; i < terms.length; i++) {
-    if (!sameWindow(terms[i].limit.unit, admittedAt, now)) return terms.filter((t) => sameWindow(t.limit.unit, admittedAt, now));
-  }
-  return terms;
-}
-
 /**
  * settleCounters without failures: a limit store that fails after the answer was sent is
  * logged and counted by the limiter itself.

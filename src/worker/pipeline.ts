@@ -16,8 +16,7 @@ import type { Tenant } from '../auth/tenant.js';
 import { admitRequest, type RequestAdmission, type ScopedTerm } from '../ratelimit/request-admission.js';
 import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
 import type { PromptText } from '../tokens/prompt-text.js';
-import { giveBackInput } from '../ratelimit/admit-all.js';
-import { inAdmissionWindow } from '../usage/settle-usage.js';
+import { giveBackInput, inAdmissionWindow } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
