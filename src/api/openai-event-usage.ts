@@ -60,24 +60,33 @@ export function reportsCompletion(event: StreamEvent): boolean {
  */
 export function applyEvent(event: StreamEvent, into: AnswerUsage, text: GeneratedText | null = null): boolean {
   const choices = event.choices;
-  if (Array.isArray(choices) && choices.length !== 0) {
-    const piece = choicesText(choices);
-    if (piece.length > 0) {
-      if (text !== null) text.add(piece);
-      else into.text += piece;
-    }
-  }
+  if (Array.isArray(choices) && choices.length !== 0) takeText(choicesText(choices), into, text);
   const usage = event.usage;
   if (typeof usage !== 'object' || usage === null) return false;
   const counts = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
-  const prompt = tokenCount(counts.prompt_tokens);
-  const completion = tokenCount(counts.completion_tokens);
-  if (prompt !== null) into.promptTokens = prompt;
-  if (completion !== null) {
-    into.completionTokens = completion;
+  takeCounts(counts.prompt_tokens, counts.completion_tokens, into, text);
+  return Array.isArray(choices) && choices.length === 0;
+}
+
+/** A piece of generated text of an event: to `text`, or appended to `into.text` when `text` is null. */
+export function takeText(piece: string, into: AnswerUsage, text: GeneratedText | null): void {
+  if (piece.length === 0) return;
+  if (text !== null) text.add(piece);
+  else into.text += piece;
+}
+
+/**
+ * An event's input and output counts as the backend reported them (each kept when a number >= 0):
+ * into `into`; an output count stops `text` (the generated text is not needed any more).
+ */
+export function takeCounts(prompt: unknown, completion: unknown, into: AnswerUsage, text: GeneratedText | null): void {
+  const p = tokenCount(prompt);
+  const c = tokenCount(completion);
+  if (p !== null) into.promptTokens = p;
+  if (c !== null) {
+    into.completionTokens = c;
     if (text !== null) text.stop();
   }
-  return Array.isArray(choices) && choices.length === 0;
 }
 
 /** parseEvent then applyEvent: data that is not a JSON object is skipped (false). */

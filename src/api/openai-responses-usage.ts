@@ -12,6 +12,7 @@
  */
 import type { AnswerUsage, GeneratedText } from './inference-api.js';
 import { tokenCount } from './openai-choice-text.js';
+import { takeCounts, takeText } from './openai-event-usage.js';
 import { Buffer } from 'node:buffer';
 
 const NONE: AnswerUsage = Object.freeze({ promptTokens: null, completionTokens: null, text: '', generated: null });
@@ -110,23 +111,12 @@ export function responsesEventReportsCompletion(event: ResponsesEvent): boolean 
  */
 export function applyResponsesEvent(event: ResponsesEvent, into: AnswerUsage, text: GeneratedText | null): boolean {
   if (event.type === TEXT_DELTA) {
-    const delta = event.delta;
-    if (typeof delta === 'string' && delta.length > 0) {
-      if (text !== null) text.add(delta);
-      else into.text += delta;
-    }
+    if (typeof event.delta === 'string') takeText(event.delta, into, text);
     return false;
   }
   const response = finalResponse(event);
   if (response === null) return false;
   const usage = usageObject(response);
-  if (usage === null) return false;
-  const prompt = tokenCount(usage.input_tokens);
-  const completion = tokenCount(usage.output_tokens);
-  if (prompt !== null) into.promptTokens = prompt;
-  if (completion !== null) {
-    into.completionTokens = completion;
-    if (text !== null) text.stop();
-  }
+  if (usage !== null) takeCounts(usage.input_tokens, usage.output_tokens, into, text);
   return false;
 }
