@@ -4,6 +4,7 @@ import { BATCH_LUA } from './lua/batch.js';
 import { ADMIT_ALL_LUA } from './lua/admit-all.js';
 import type { RedisTarget } from './address.js';
 import type { RedisLimitSettings } from './settings.js';
+import { LATE_REPLY_MS } from './late-reply.js';
 
 /** The limiter's script as a client command (ioredis defineCommand: EVALSHA, EVAL on NOSCRIPT). */
 export interface LimiterCommands {
@@ -47,8 +48,8 @@ const SCRIPTS = {
 
 /**
  * A client that fails fast instead of queueing: no offline queue, no retries of a request,
- * every command bounded by the settings' timeout, reconnects in the background with capped
- * exponential backoff. Auto-pipelining is off: the limiter already sends one command per limit key
+ * every wait bounded by the settings' timeout (the limiter's own timers: late-reply.ts, health.ts,
+ * store-limiter.ts close), reconnects in the background with capped exponential backoff. Auto-pipelining is off: the limiter already sends one command per limit key
  * per event-loop turn (RedisLimiter batches), and ioredis would hold each for one more turn.
  */
 export function createLimiterClient(target: RedisTarget, settings: RedisLimitSettings, tuning: ConnectionTuning): LimiterClient {
@@ -58,7 +59,9 @@ export function createLimiterClient(target: RedisTarget, settings: RedisLimitSet
     password: settings.password ?? undefined,
     tls: settings.tls || target.tls ? (settings.tlsCa === null ? {} : { ca: settings.tlsCa }) : undefined,
     protocol: 2 as const,
-    commandTimeout: settings.timeoutMs,
+    // The limiter waits RATE_LIMIT_REDIS_TIMEOUT for a script's reply itself (late-reply.ts); the
+    // client keeps the command longer, so that a reply Redis sends after a stall is still read.
+    commandTimeout: Math.max(settings.timeoutMs, LATE_REPLY_MS),
     connectTimeout: tuning.connectTimeoutMs,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,

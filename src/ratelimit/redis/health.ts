@@ -1,4 +1,5 @@
 import type { LimiterClient } from './connection.js';
+import { awaitReply, type ReplyHandlers } from './late-reply.js';
 
 /** starting: never connected yet; up: commands go to Redis; down: circuit open, no request waits. */
 export type StoreState = 'starting' | 'up' | 'down';
@@ -8,7 +9,7 @@ export interface HealthOptions {
   name: string;
   /** Failure mode, for log lines. */
   failureMode: string;
-  /** The longest a request may wait for the first connection. */
+  /** The longest a request may wait for the first connection, and a health PING for its answer. */
   timeoutMs: number;
   /** Delay between health pings while the circuit is open. */
   probeIntervalMs: number;
@@ -114,15 +115,20 @@ export class StoreHealth {
       return;
     }
     this.probing = true;
-    this.client.ping().then(
-      () => {
-        this.probing = false;
-        this.markUp();
-      },
-      () => {
-        this.probing = false;
-        this.scheduleProbe();
-      },
-    );
+    // Bounded by the timeout here: the client itself keeps a command longer (late-reply.ts). A
+    // PONG that comes after it still closes the circuit.
+    awaitReply(this.client.ping(), this.opts.timeoutMs, this.probeReply);
+  };
+
+  private readonly probeReply: ReplyHandlers<string> = {
+    reply: () => {
+      this.probing = false;
+      this.markUp();
+    },
+    fail: () => {
+      this.probing = false;
+      this.scheduleProbe();
+    },
+    late: () => this.markUp(),
   };
 }

@@ -54,6 +54,16 @@ export class MultiBatch {
     for (let j = 0; j < terms.length; j++) this.slots.push({ lease: 0, back: 0, backWindow: 0, backLent: 0 });
   }
 
+  /** The key base of limit j (`ir:{<limit key>}`), as in the script's KEYS. */
+  base(j: number): string {
+    return this.head[1 + j] as string;
+  }
+
+  /** The clock reading the batch was decided at: the injected clock's time, or '' for the Redis server's. */
+  get now(): string {
+    return String(this.head[1 + this.terms.length]);
+  }
+
   /** The script's arguments (lua/admit-all.ts): the head, per limit its spec and lease slot, then each admission's tokens. */
   args(): [number, ...(string | number)[]] {
     const args = this.head.slice() as [number, ...(string | number)[]];

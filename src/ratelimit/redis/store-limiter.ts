@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { RateLimitSpec } from '../../config/resource-types.js';
+import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
@@ -7,7 +7,9 @@ import { admitInOrder } from '../admit-all.js';
 import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
-import { FIRST_STATUS, type Batch, type PendingAdmission } from './batch.js';
+import { FIRST_STATUS, REPLY_LEASE, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
+import { answeredWithin, awaitReply } from './late-reply.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
@@ -82,6 +84,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Admissions waiting to be asked again while leases come back (recall-waits.ts). */
   private readonly waits: RecallWaits<PendingAdmission>;
   private readonly waitsMulti: RecallWaits<PendingMulti>;
+  /** RATE_LIMIT_REDIS_TIMEOUT: the longest a call is waited for (late-reply.ts). */
+  private readonly timeoutMs: number;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -92,6 +96,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
     const clock = opts.clock ?? null;
     this.cluster = settings.cluster;
+    this.timeoutMs = settings.timeoutMs;
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -249,8 +254,8 @@ export class RedisStoreLimiter implements TokenLimiter {
       b.fail(new LimitStoreUnavailableError(this.name));
       return;
     }
-    this.client.irAdmitAllBuffer(...b.args()).then(
-      (bytes) => {
+    awaitReply(this.client.irAdmitAllBuffer(...b.args()), this.timeoutMs, {
+      reply: (bytes) => {
         const reply = this.replyOf(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) {
           b.fail(new LimitStoreUnavailableError(this.name));
@@ -259,11 +264,19 @@ export class RedisStoreLimiter implements TokenLimiter {
         if (this.leases !== null) this.leaseReplyMulti(b, reply);
         b.answer(reply, this.waitsMulti);
       },
-      (err: unknown) => {
+      fail: (err) => {
         this.storeFailed(err);
         b.fail(new LimitStoreUnavailableError(this.name));
       },
-    );
+      late: (bytes) => {
+        const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
+        if (reply === null) return;
+        for (let j = 0; j < b.terms.length; j++) {
+          const at = j * PER_LIMIT;
+          this.returnOrphanLease(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW]);
+        }
+      },
+    });
   }
 
   /** Closes the Redis client. */
@@ -277,14 +290,8 @@ export class RedisStoreLimiter implements TokenLimiter {
     }
     this.batches.flushAll(); // what was collected goes out (or fails over) before the client closes
     this.health.close();
-    if (this.client.status === 'ready') {
-      try {
-        await this.client.quit();
-        return;
-      } catch {
-        // fall through to a hard disconnect
-      }
-    }
+    // QUIT waits no longer than a request would (the client keeps a command longer: late-reply.ts).
+    if (this.client.status === 'ready' && (await answeredWithin(this.client.quit(), this.timeoutMs))) return;
     this.client.disconnect();
   }
 
@@ -323,8 +330,9 @@ export class RedisStoreLimiter implements TokenLimiter {
       this.withoutStore(b);
       return;
     }
-    this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens).then(
-      (bytes) => {
+    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens);
+    awaitReply(call, this.timeoutMs, {
+      reply: (bytes) => {
         const reply = this.replyOf(bytes, FIRST_STATUS, b.tokens.length);
         if (reply === null) {
           this.withoutStore(b);
@@ -333,11 +341,27 @@ export class RedisStoreLimiter implements TokenLimiter {
         if (this.leases !== null) this.leaseReply(b, reply);
         b.answer(reply, this.waits);
       },
-      (err: unknown) => {
+      fail: (err) => {
         this.storeFailed(err);
         this.withoutStore(b);
       },
-    );
+      late: (bytes) => {
+        const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
+        if (reply !== null) this.returnOrphanLease(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW]);
+      },
+    });
+  }
+
+  /**
+   * A lease that Redis lent in a call the worker stopped waiting for (Redis stalled past the
+   * timeout, then ran it): nobody holds it, so all of it goes back at once, to the window it was
+   * lent in (the script ignores it in a later one). Without this its tokens stayed counted, as used,
+   * for the rest of the window. Sent whatever the circuit says: the late reply shows the connection
+   * answers; a failure loses it, as before.
+   */
+  private returnOrphanLease(base: string, unit: WindowUnit, now: string, lent: number, window: number): void {
+    if (lent <= 0) return;
+    this.client.irBatchBuffer(base, unit, now, 0, 0, NO_LIMIT, NO_LIMIT, 0, lent, window, lent, NO_ADMISSIONS).then(undefined, ignore);
   }
 
   /**
@@ -407,3 +431,16 @@ export class RedisStoreLimiter implements TokenLimiter {
 function defaultLog(message: string): void {
   process.stderr.write(`${message}\n`);
 }
+
+/** A late reply's numbers, or null when malformed (nothing waits for it: no failure to report). */
+function lateReply(bytes: Buffer, fields: number, statuses: number): number[] | null {
+  try {
+    return parseScriptReply(bytes, fields, statuses);
+  } catch {
+    return null;
+  }
+}
+
+const NO_ADMISSIONS: readonly number[] = [];
+
+function ignore(): void {}

@@ -283,6 +283,43 @@ describe('leases of the global limit', () => {
     }
   });
 
+  it('a lease lent by a call Redis ran after the worker stopped waiting (Redis stalled past the timeout) goes back: its tokens are not lost for the window', async () => {
+    const own = await RedisServer.start();
+    try {
+      // open: the stalled request is admitted uncounted here, so Redis counting its own tokens is right.
+      const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'open', RATE_LIMIT_REDIS_TIMEOUT: '100ms' });
+      const l = new RedisLimiter(own.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50 });
+      open.push(l);
+      await untilUp(l);
+      const r = route();
+      const tenant = `${r}-tenant`;
+      const limit = spec(1_000_000, null);
+      const counts = async (key: string): Promise<[string, string]> => [
+        await own.cli('get', `ir:{${key}}:in:minute:${MINUTE_START}`), await own.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`),
+      ];
+      own.pause();
+      try {
+        // One admission alone and one against two limits: each call asks for leases.
+        const alone = l.admit(r, limit, 5);
+        const both = l.admitAll([{ key: `${r}-2`, limit }, { key: tenant, limit }], 5);
+        expect((await alone).input).toBeNull(); // the open failure mode: admitted, counts unknown
+        expect((await both).map((d) => d.input)).toEqual([null, null]);
+      } finally {
+        own.resume();
+      }
+      await untilUp(l);
+      await new Promise((res) => setTimeout(res, 100));
+      // Redis ran the calls late: each counted its admission and lent a lease nobody holds; the
+      // leases came back, so only the admissions stay counted.
+      expect(await counts(r)).toEqual(['5', '']);
+      expect(await counts(`${r}-2`)).toEqual(['5', '']);
+      expect(await counts(tenant)).toEqual(['5', '']);
+    } finally {
+      own.resume();
+      await own.stop();
+    }
+  });
+
   it('a limiter closing decides its waiting admissions at once', async () => {
     const { b, r, limit } = await leaseHeld();
     const waiting = b.admit(r, limit, 9_500);
