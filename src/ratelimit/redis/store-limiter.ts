@@ -7,9 +7,9 @@ import { admitInOrder } from '../admit-all.js';
 import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
-import { FIRST_STATUS, REPLY_LEASE, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
+import { FIRST_STATUS, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
 import { answeredWithin, awaitReply } from './late-reply.js';
-import { NO_LIMIT } from '../decision-codec.js';
+import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
@@ -86,6 +86,8 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly waitsMulti: RecallWaits<PendingMulti>;
   /** RATE_LIMIT_REDIS_TIMEOUT: the longest a call is waited for (late-reply.ts). */
   private readonly timeoutMs: number;
+  /** The `closed` failure mode: an admission of a call that failed was refused (503). */
+  private readonly closedMode: boolean;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -97,6 +99,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     const clock = opts.clock ?? null;
     this.cluster = settings.cluster;
     this.timeoutMs = settings.timeoutMs;
+    this.closedMode = settings.failureMode === 'closed';
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -271,9 +274,11 @@ export class RedisStoreLimiter implements TokenLimiter {
       late: (bytes) => {
         const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) return;
+        // Every limit was charged the input of each admission admitted (shadow ones too).
+        const refund = this.closedMode ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
           const at = j * PER_LIMIT;
-          this.returnOrphanLease(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW]);
+          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, reply[at + MULTI_MS]);
         }
       },
     });
@@ -347,21 +352,32 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
       late: (bytes) => {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
-        if (reply !== null) this.returnOrphanLease(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW]);
+        if (reply !== null) this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), reply[REPLY_MS]);
       },
     });
   }
 
   /**
-   * A lease that Redis lent in a call the worker stopped waiting for (Redis stalled past the
-   * timeout, then ran it): nobody holds it, so all of it goes back at once, to the window it was
-   * lent in (the script ignores it in a later one). Without this its tokens stayed counted, as used,
-   * for the rest of the window. Sent whatever the circuit says: the late reply shows the connection
-   * answers; a failure loses it, as before.
+   * Undoes what a call the worker stopped waiting for did (Redis stalled past the timeout, then ran
+   * it) that nobody asked for in the end, in one call: the lease it lent (`lent`; nobody holds it),
+   * all of it back to the window it was lent in (the script ignores it in a later one); and
+   * `refund`, the input of admissions it admitted that the `closed` failure mode refused (503),
+   * only while that window has more than a timeout left (a refund must not reach the next one).
+   * Without this both stayed counted, as used, for the rest of the window. Sent whatever the
+   * circuit says: the late reply shows the connection answers; a failure loses it, as before.
    */
-  private returnOrphanLease(base: string, unit: WindowUnit, now: string, lent: number, window: number): void {
-    if (lent <= 0) return;
-    this.client.irBatchBuffer(base, unit, now, 0, 0, NO_LIMIT, NO_LIMIT, 0, lent, window, lent, NO_ADMISSIONS).then(undefined, ignore);
+  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, msLeft: number): void {
+    const delta = refund > 0 && msLeft > this.timeoutMs ? -refund : 0;
+    if (lent <= 0 && delta === 0) return;
+    this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, lent, window, lent, NO_ADMISSIONS).then(undefined, ignore);
+  }
+
+  /** Input of the admissions a late batch reply admitted, when the `closed` failure mode refused them all; else 0. */
+  private refusedAdmissions(b: Batch, reply: readonly number[]): number {
+    if (!this.closedMode) return 0;
+    let sum = 0;
+    for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) sum += b.tokens[i];
+    return sum;
   }
 
   /**

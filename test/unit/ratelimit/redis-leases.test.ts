@@ -320,6 +320,38 @@ describe('leases of the global limit', () => {
     }
   });
 
+  it.each(['true', 'false'])('the closed failure mode (leases %s): admissions refused with 503 because Redis stalled past the timeout are not charged when Redis runs the call after all', async (leases) => {
+    const own = await RedisServer.start();
+    try {
+      const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: leases });
+      const l = new RedisLimiter(own.address, settings, NO_FALLBACK, { clock: () => now, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50 });
+      open.push(l);
+      await untilUp(l);
+      const r = route();
+      const limit = spec(1_000_000, null);
+      const counts = async (key: string): Promise<[number, string]> => [
+        Number(await own.cli('get', `ir:{${key}}:in:minute:${MINUTE_START}`)), await own.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`),
+      ];
+      own.pause();
+      try {
+        const refused = await Promise.all([
+          l.admit(r, limit, 5).then(() => 'admitted', (e: unknown) => e),
+          l.admit(r, limit, 7).then(() => 'admitted', (e: unknown) => e),
+          l.admitAll([{ key: `${r}-2`, limit }, { key: `${r}-tenant`, limit }], 5).then(() => 'admitted', (e: unknown) => e),
+        ]);
+        for (const e of refused) expect(e).toBeInstanceOf(LimitStoreUnavailableError);
+      } finally {
+        own.resume();
+      }
+      await untilUp(l);
+      await new Promise((res) => setTimeout(res, 100));
+      for (const key of [r, `${r}-2`, `${r}-tenant`]) expect(await counts(key), key).toEqual([0, '']);
+    } finally {
+      own.resume();
+      await own.stop();
+    }
+  });
+
   it('a limiter closing decides its waiting admissions at once', async () => {
     const { b, r, limit } = await leaseHeld();
     const waiting = b.admit(r, limit, 9_500);
