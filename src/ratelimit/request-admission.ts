@@ -12,7 +12,7 @@ export interface ScopedTerm extends LimiterTerm {
 export interface RequestAdmission {
   /** No enforced limit refused (shadow ones never do); every term was charged. */
   readonly admitted: boolean;
-  /** What the x-ratelimit-* headers show: the refusing limit, else the enforced one closest to exhaustion; null when only shadow limits apply. */
+  /** What the x-ratelimit-* headers show: the refusing limit (of several, the one that resets last), else the enforced one closest to exhaustion; null when only shadow limits apply. */
   readonly shown: Decision | null;
   readonly shownScope: LimitScope | null;
 }
@@ -41,10 +41,21 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
   let shown: Decision | null = null;
   let scope: LimitScope | null = null;
   let best = Infinity;
+  let refused = false;
   for (let i = 0; i < ds.length; i++) {
     if (isShadow(terms[i].limit)) continue;
     const d = ds[i];
-    if (!d.allowed) return { admitted: false, shown: d, shownScope: terms[i].scope };
+    if (!d.allowed) {
+      // Of several limits that refuse, the one whose window resets last: the request cannot pass
+      // before then, so that is its retry-after (a route's minute ends long before a tenant's day).
+      if (!refused || d.retryAfterSeconds > shown!.retryAfterSeconds) {
+        shown = d;
+        scope = terms[i].scope;
+      }
+      refused = true;
+      continue;
+    }
+    if (refused) continue;
     const f = Math.min(fraction(d.input), fraction(d.output));
     if (shown === null || f < best) {
       shown = d;
@@ -52,7 +63,7 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
       best = f;
     }
   }
-  return { admitted: true, shown, shownScope: scope };
+  return { admitted: !refused, shown, shownScope: scope };
 }
 
 /** How much of a limit is left, 0..1 (no limit: Infinity). */

@@ -113,6 +113,27 @@ spec:
     }
   });
 
+  it('route and tenant both exhausted: the 429 shows the tenant\'s day, whose reset is when the request can pass, not the route\'s minute', async () => {
+    const dir = tempDir();
+    const yaml = `apiKeys:\n${key('daily', limitYaml('    ', 4, 'day'))}`;
+    const res = resourcesFor([{ name: 'pod-n', port: noUsage.port }], { rateLimit: '    inputTokensPerUnit: 4\n    unit: minute' });
+    const router = await startRouter(res, { dir, env: authed(dir, yaml) });
+    try {
+      await awayFromMinuteBoundary();
+      expect((await postFresh(`${router.url}/v1/completions`, PROMPT4, bearer('daily'))).status).toBe(200);
+      const r = await postFresh(`${router.url}/v1/completions`, PROMPT4, bearer('daily'));
+      expect(r.status).toBe(429);
+      const now = new Date();
+      const dayLeft = Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000);
+      // In the day's last minute both windows end together and either may be shown.
+      if (dayLeft > 65) expect(r.headers['x-ratelimit-scope']).toBe('tenant');
+      expect(Math.abs(Number(r.headers['retry-after']) - dayLeft)).toBeLessThanOrEqual(5);
+      expect(r.headers['x-ratelimit-reset-input-tokens']).toBe(r.headers['retry-after']);
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('shadow mode never rejects, never sends retry-after, and counts what it would have rejected', async () => {
     const dir = tempDir();
     const yaml = `apiKeys:\n${key('trial', limitYaml('    ', 4, 'minute', 'mode: shadow'))}`;
