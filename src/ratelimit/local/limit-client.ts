@@ -11,6 +11,7 @@ import { systemClock, type Clock } from '../../clock.js';
 import { atTurnEnd } from '../../turn-end.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { LimiterOverloadedError, LimiterUnavailableError } from '../errors.js';
+import { sameWindow } from '../windows.js';
 import { checkTokenCount, checkTokenDelta, tokenCountError } from '../token-amounts.js';
 
 /** The worker's end of the IPC channel; `process` in a cluster worker (or a ChildProcess in tests). */
@@ -55,6 +56,8 @@ interface Abandoned {
   unit: WindowUnit;
   tokens: number;
   terms: readonly LimitTerm[] | null;
+  /** The limiter clock's reading when the decision was asked for (its window's charge, if admitted). */
+  askedAt: number;
 }
 
 /**
@@ -300,7 +303,9 @@ export class LocalLimitClient implements TokenLimiter {
 
   /**
    * A late answer for a decision that already timed out: give back what it charged (and its
-   * lease). Returns the offset after its records (a multi-limit answer has one per term).
+   * lease), to limits whose window that was asked in is still on: a window that has ended took the
+   * charge, and a give-back now would lower the next one (admitting past its limit). Returns the
+   * offset after its records (a multi-limit answer has one per term).
    */
   private refundLate(id: number, a: number[], i: number): number {
     const start = i;
@@ -320,13 +325,16 @@ export class LocalLimitClient implements TokenLimiter {
       for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
         if (a[at + 1 + DECISION_STRIDE] !== 0) this.leases.giveBack(gone.terms[k].key, gone.terms[k].limit.unit, a, at + 1 + DECISION_STRIDE);
       }
-      if (admitted && gone.tokens > 0) for (const t of gone.terms) this.update(OP_ADJUST_INPUT, t.key, t.limit.unit, -gone.tokens);
+      if (admitted && gone.tokens > 0) {
+        const now = this.leases.now();
+        for (const t of gone.terms) if (sameWindow(t.limit.unit, gone.askedAt, now)) this.update(OP_ADJUST_INPUT, t.key, t.limit.unit, -gone.tokens);
+      }
       return i;
     }
     const leaseAt = start + 1 + DECISION_STRIDE;
     if (a[start + 1] !== STATUS_ALLOWED) return i;
     if (a[leaseAt] !== 0) this.leases.giveBack(gone.key, gone.unit, a, leaseAt);
-    if (gone.tokens > 0) this.update(OP_ADJUST_INPUT, gone.key, gone.unit, -gone.tokens);
+    if (gone.tokens > 0 && sameWindow(gone.unit, gone.askedAt, this.leases.now())) this.update(OP_ADJUST_INPUT, gone.key, gone.unit, -gone.tokens);
     return i;
   }
 
@@ -351,7 +359,9 @@ export class LocalLimitClient implements TokenLimiter {
       const oldest = this.abandoned.keys().next().value as number;
       this.abandoned.delete(oldest);
     }
-    this.abandoned.set(id, { key: p.key, unit: p.unit, tokens: p.tokens, terms: p.terms });
+    // When it was asked for, on the limiter's clock (kept off the per-request path: derived here).
+    const askedAt = this.leases.now() - (performance.now() - p.at);
+    this.abandoned.set(id, { key: p.key, unit: p.unit, tokens: p.tokens, terms: p.terms, askedAt });
   }
 
   private failAll(reason: string): void {

@@ -89,6 +89,25 @@ describe('LocalLimitClient failures', () => {
     detach();
   });
 
+  it('does not refund a late admission into the window after the one it was asked in', async () => {
+    const slow = await startReflector({ REFLECT_DELAY_MS: '150' });
+    let now = Date.UTC(2025, 0, 15, 10, 30, 59, 900);
+    const clock = (): number => now;
+    const store = new CounterStore(clock);
+    const detach = hostOver(slow, store);
+    const client = new LocalLimitClient({ port: slow, timeoutMs: 20, clock });
+    await expect(client.admit('ns/late-window', LIMIT, 6)).rejects.toBeInstanceOf(LimiterUnavailableError);
+    // The primary admits it in this minute (the reflector delays each way 150 ms)…
+    await vi.waitFor(() => expect(store.admit('ns/late-window', LIMIT, 0).input?.remaining).toBe(4), { timeout: 5_000, interval: 5 });
+    // …and the minute ends before its answer reaches the worker; the next minute charges 5 of its own.
+    now = Date.UTC(2025, 0, 15, 10, 31, 0, 100);
+    expect(store.admit('ns/late-window', LIMIT, 5).input?.remaining).toBe(5);
+    await new Promise((r) => setTimeout(r, 600)); // the answer came (150 ms) and a give-back would have (150 ms)
+    expect(store.admit('ns/late-window', LIMIT, 0).input?.remaining).toBe(5);
+    await client.close();
+    detach();
+  });
+
   it('bounds the decisions in flight', async () => {
     const silent = await startReflector({ REFLECT_SILENT: '1' });
     const client = new LocalLimitClient({ port: silent, timeoutMs: 10_000, maxPending: 3 });
