@@ -48,7 +48,7 @@ export class PodScorer {
   }
 
   /**
-   * The best pod of `endpoints` not in `exclude`. Ejected pods (health.ejectedUntil > now) only when
+   * The best pod of `endpoints` not in `exclude` nor retired. Ejected pods (health.ejectedUntil > now) only when
    * no other is left. `hashes[0..n)`: the prompt's block hashes for prefix-cache (n = 0: none).
    */
   pick(
@@ -155,6 +155,8 @@ export class PodScorer {
     let below = 0;
     for (let i = 0; i < endpoints.length; i++) {
       const e = endpoints[i];
+      // Left the configuration (a request routed before the reload): its pool is closing.
+      if (e.retired) continue;
       if (exclude !== null && exclude.includes(e)) continue;
       if (!ejectedToo && e.health.ejectedUntil > now) continue;
       this.cand[count++] = e;
