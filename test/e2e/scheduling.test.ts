@@ -170,6 +170,37 @@ describe('passive health and retries, real processes', () => {
     expect(fastCount).toBeGreaterThanOrEqual(3 * slowCount);
   });
 
+  it('without a retry policy, a pod that dies while it works on a request is not "unreachable": the 502 says the connection broke, no other pod gets the request', async () => {
+    const pa = await startMock('pod-a');
+    const pb = await startMock('pod-b');
+    mocks.push(pa, pb);
+    router = await startRouter(resources([{ name: 'pod-a', port: pa.port }, { name: 'pod-b', port: pb.port }]), { workers: 1 });
+    // Both pods answered once: each has a kept-alive connection, which the next request reuses.
+    await waitFor('both pods used', async () => {
+      expect(await complete(router!)).toBe(200);
+      return (await pa.stats()).requests > 0 && (await pb.stats()).requests > 0;
+    }, 10_000, 0);
+    const before = [(await pa.stats()).requests, (await pb.stats()).requests];
+    const pending = postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-latency-ms': '3000' });
+    const busy = await waitFor('the request at a pod', async () => {
+      if ((await pa.stats()).requests > before[0]) return 'a';
+      if ((await pb.stats()).requests > before[1]) return 'b';
+      return null;
+    }, 5_000);
+    const [dying, other] = busy === 'a' ? [pa, pb] : [pb, pa];
+    const otherBefore = busy === 'a' ? before[1] : before[0];
+    await new Promise((r) => setTimeout(r, 300));
+    dying.child.kill('SIGKILL');
+    const r = await pending;
+    const text = await r.text();
+    expect(r.status).toBe(502);
+    expect(text).not.toMatch(/cannot connect/);
+    expect(text).toMatch(/closed the connection|ECONNRESET/);
+    expect((await other.stats()).requests).toBe(otherBefore);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `pod="pod-${busy}"`)).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(0);
+  });
+
   it('without a retry policy a timeout is answered (504), not retried', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
     mocks.push(slow);
