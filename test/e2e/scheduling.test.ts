@@ -86,6 +86,24 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-2"')).toBe(1);
   });
 
+  it('all pods ejected: the one whose ejection ends first is tried', async () => {
+    const [p1, p2] = [await unusedPort(), await unusedPort()];
+    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 0 } }\n'), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    const tried = async (): Promise<string> => {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: 'x' });
+      expect(r.status).toBe(502);
+      return /\(tried (dead-\d)\)$/.exec(await r.text())![1];
+    };
+    // The first pod tried is ejected first, the other one a moment later: then both are.
+    const first = await tried();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await tried()).not.toBe(first);
+    for (let i = 0; i < 10; i++) expect(await tried()).toBe(first);
+  });
+
   it('trafficPolicy.retry.attempts 0: a pod that cannot be reached is not left for another, and the 502 names it', async () => {
     const [p1, p2] = [await unusedPort(), await unusedPort()];
     router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 0 } }\n'), { workers: 1 });

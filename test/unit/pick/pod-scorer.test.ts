@@ -106,6 +106,16 @@ describe('PodScorer', () => {
     expect(s.pick([a, b], [b], NOW, null, NO_HASHES, 0, Math.random)).toBe(a);
     expect(s.pick([a, b], [a, b], NOW, null, NO_HASHES, 0, Math.random)).toBeNull();
   });
+
+  it('all ejected: the pod whose ejection ends first, whatever the scorers say', () => {
+    const s = new PodScorer(DEFAULT_SCHEDULER_CONFIG);
+    const later = pod('later', { ejected: true });
+    later.health.ejectedUntil = NOW + 60_000;
+    const sooner = pod('sooner', { inflight: 50, ejected: true });
+    sooner.health.ejectedUntil = NOW + 1_000;
+    expect([...pickMany(s, [later, sooner]).keys()]).toEqual(['sooner']);
+    expect(s.decider).toBe('single');
+  });
 });
 
 describe('parseSchedulerConfig', () => {
