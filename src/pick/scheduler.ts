@@ -97,10 +97,14 @@ export class Scheduler {
     return e;
   }
 
-  /** The pod answered; `latencyMs`: to the first byte of a stream, to the end otherwise. */
-  answered(e: EndpointState, latencyMs: number): void {
+  /**
+   * The pod answered `status`; `latencyMs`: to the first byte of a stream, to the end otherwise.
+   * Only answers below 400 teach the pod's latency: an error answered at once says nothing of how
+   * fast the pod serves, and would draw more traffic to a pod that fails everything.
+   */
+  answered(e: EndpointState, latencyMs: number, status: number): void {
     const l = e.load;
-    l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
+    if (status < 400) l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
     const h = e.health;
     h.reportSuccess = true;
     h.reportFailures = 0;

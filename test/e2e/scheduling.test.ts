@@ -219,6 +219,18 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(0);
   });
 
+  it('a pod that answers every request 500 at once is not taken for the fastest: it draws no more than its share', async () => {
+    const failing = await startMock('pod-failing', ['--fail-rate', '1']);
+    const healthy = await startMock('pod-healthy', ['--latency-ms', '150']);
+    mocks.push(failing, healthy);
+    router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), { workers: 1 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push(await complete(router));
+    expect(statuses.filter((s) => s === 200).length).toBe((await healthy.stats()).requests);
+    // Its answers in a millisecond drew 39 of 40 requests when they counted as its latency.
+    expect((await failing.stats()).requests).toBeLessThanOrEqual(30);
+  });
+
   it('without a retry policy a timeout is answered (504), not retried', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
     mocks.push(slow);
