@@ -58,11 +58,16 @@ export interface EngineReading {
   tpotCount: number;
 }
 
-export function readEngine(s: EngineSeries, values: Map<string, number>): EngineReading {
+/**
+ * The reading from the sums of the series over their label sets (sumSamples), `counts` the
+ * samples in each sum: a KV-cache use is their mean (a pod running several engines, vLLM's data
+ * parallel, reports one per engine), the rest are sums.
+ */
+export function readEngine(s: EngineSeries, values: Map<string, number>, counts?: Map<string, number>): EngineReading {
   let kv = NaN;
   for (const n of s.kvUsage) {
     const v = values.get(n);
-    if (v !== undefined) { kv = v; break; }
+    if (v !== undefined) { kv = v / (counts?.get(n) ?? 1); break; }
   }
   const get = (n: string | null): number => (n === null ? NaN : values.get(n) ?? NaN);
   return {

@@ -100,7 +100,8 @@ export class PodMetricsScraper {
     t.busy = true;
     try {
       const text = await this.fetchText(t.url, this.intervalMs);
-      const reading = readEngine(t.series, sumSamples(text, t.wanted));
+      const counts = new Map<string, number>();
+      const reading = readEngine(t.series, sumSamples(text, t.wanted, counts), counts);
       t.ttftMs = meanMs(t.last?.ttftSum, t.last?.ttftCount, reading.ttftSum, reading.ttftCount, t.ttftMs);
       t.tpotMs = meanMs(t.last?.tpotSum, t.last?.tpotCount, reading.tpotSum, reading.tpotCount, t.tpotMs);
       t.last = reading;

@@ -48,16 +48,24 @@ export class PodScorer {
   }
 
   /**
-   * The best pod of `endpoints` not in `exclude`. Ejected pods (health.ejectedUntil > now) only when
-   * no other is left. `hashes[0..n)`: the prompt's block hashes for prefix-cache (n = 0: none).
+   * The best pod of `endpoints` not in `exclude` nor retired. Ejected pods (health.ejectedUntil > now)
+   * only when no other is left: then the one whose ejection ends first. `hashes[0..n)`: the prompt's
+   * block hashes for prefix-cache (n = 0: none).
    */
   pick(
     endpoints: readonly EndpointState[], exclude: readonly EndpointState[] | null, now: number,
     prefix: PrefixStore | null, hashes: Uint32Array, n: number, random: () => number,
   ): EndpointState | null {
-    const count = this.gather(endpoints, exclude, now, false) || this.gather(endpoints, exclude, now, true);
+    let count = this.gather(endpoints, exclude, now, false);
     const cand = this.cand;
-    if (count === 0) return null;
+    if (count === 0) {
+      // Every pod left is ejected: the one back soonest is tried, without scoring.
+      count = this.gather(endpoints, exclude, now, true);
+      if (count === 0) return null;
+      this.decider = 'single';
+      this.score = 1;
+      return soonestBack(cand, count);
+    }
     if (count === 1) {
       this.decider = 'single';
       this.score = 1;
@@ -148,13 +156,15 @@ export class PodScorer {
     return cand[best];
   }
 
-  /** Candidates into this.cand; returns how many. */
+  /** Candidates into this.cand (ejected ones too when `ejectedToo`); returns how many. */
   private gather(endpoints: readonly EndpointState[], exclude: readonly EndpointState[] | null, now: number, ejectedToo: boolean): number {
     if (this.cand.length < endpoints.length) this.grow(endpoints.length);
     let count = 0;
     let below = 0;
     for (let i = 0; i < endpoints.length; i++) {
       const e = endpoints[i];
+      // Left the configuration (a request routed before the reload): its pool is closing.
+      if (e.retired) continue;
       if (exclude !== null && exclude.includes(e)) continue;
       if (!ejectedToo && e.health.ejectedUntil > now) continue;
       this.cand[count++] = e;
@@ -199,4 +209,11 @@ export class PodScorer {
     if (d3 > m) { m = d3; name = 'kv-cache'; }
     return m > 0 ? name : 'tie';
   }
+}
+
+/** Of the first `count` candidates, the one whose ejection ends first. */
+function soonestBack(cand: readonly EndpointState[], count: number): EndpointState {
+  let best = cand[0];
+  for (let i = 1; i < count; i++) if (cand[i].health.ejectedUntil < best.health.ejectedUntil) best = cand[i];
+  return best;
 }

@@ -16,10 +16,11 @@ const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 /**
  * Sums the values of every sample whose metric name is in `wanted`, across label sets (a pod
- * may label by model). Names not wanted are checked for syntax but not kept. Throws
- * PrometheusTextError naming the line on malformed input.
+ * may label by model, or by engine). Names not wanted are checked for syntax but not kept.
+ * `counts`, when given, gets the number of samples summed per name. Throws PrometheusTextError
+ * naming the line on malformed input.
  */
-export function sumSamples(text: string, wanted: ReadonlySet<string>): Map<string, number> {
+export function sumSamples(text: string, wanted: ReadonlySet<string>, counts?: Map<string, number>): Map<string, number> {
   const out = new Map<string, number>();
   let start = 0;
   let lineNo = 0;
@@ -31,7 +32,9 @@ export function sumSamples(text: string, wanted: ReadonlySet<string>): Map<strin
     start = end + 1;
     if (line.trim() === '' || line.startsWith('#')) continue;
     const sample = parseSampleLine(line, lineNo);
-    if (wanted.has(sample.name)) out.set(sample.name, (out.get(sample.name) ?? 0) + sample.value);
+    if (!wanted.has(sample.name)) continue;
+    out.set(sample.name, (out.get(sample.name) ?? 0) + sample.value);
+    counts?.set(sample.name, (counts.get(sample.name) ?? 0) + 1);
   }
   return out;
 }

@@ -138,9 +138,9 @@ class ProxyAttempts implements CallListener {
     }
     if (r !== 'retry') {
       // The attempt's own marks (startUpstreamCall, upstreamResult): the pod's time to the first
-      // byte of a stream, else to the end of the answer. No clock read of its own.
+      // byte of a stream, else to the end of the answer, and its status. No clock read of its own.
       const ctx = this.x.ctx;
-      if (!ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart);
+      if (!ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus);
       this.succeeded(r);
       return;
     }

@@ -22,6 +22,11 @@ export interface SchedulerOptions {
   readonly news?: () => void;
   /** New (block hash → pod) pairs kept per interval for the other workers (0 = prefix memory not shared). */
   readonly sharePrefixUpTo?: number;
+  /**
+   * The ModelServer of this key in the configuration in force now: the pods of a request routed
+   * before a reload that changed them. Without it, a request picks among the pods it was routed to.
+   */
+  readonly serverNow?: (key: string) => CompiledServer | undefined;
 }
 
 /** Weight of a new observation in the moving average of the latency this worker sees per pod. */
@@ -42,6 +47,7 @@ export class Scheduler {
   private readonly hashes: Uint32Array;
   readonly outlier: OutlierDetector;
   private readonly news: (() => void) | null;
+  private readonly serverNow: ((key: string) => CompiledServer | undefined) | null;
 
   constructor(o: SchedulerOptions) {
     this.clock = o.clock;
@@ -54,6 +60,7 @@ export class Scheduler {
     this.hashes = new Uint32Array(c.prefixMaxBlocks);
     const metrics = o.metrics;
     this.news = o.news ?? null;
+    this.serverNow = o.serverNow ?? null;
     // With the instance's view shared, the primary logs and counts ejections once; this
     // worker's detector only sets a failing pod aside at once, before the news comes back.
     const shared = this.news !== null;
@@ -69,21 +76,35 @@ export class Scheduler {
     });
   }
 
-  /** The pod for the next attempt, or null when every endpoint was tried. */
+  /**
+   * The pod for the next attempt, or null when every endpoint was tried. Pods that left the
+   * configuration are not picked; when none of the server's pods is left, those of the server as
+   * configured now are (a request routed before a reload that replaced them).
+   */
   pick(server: CompiledServer, exclude: readonly EndpointState[] | null, prompt: PromptText | null): EndpointState | null {
     const endpoints = server.endpoints;
     const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
-    const e = this.scorer.pick(endpoints, exclude, this.clock(), this.prefix, this.hashes, n, this.random);
-    if (e === null) return null;
+    const now = this.clock();
+    let e = this.scorer.pick(endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
+    if (e === null) {
+      const current = this.serverNow?.(server.key);
+      if (current === undefined || current.endpoints === endpoints) return null;
+      e = this.scorer.pick(current.endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
+      if (e === null) return null;
+    }
     if (n > 0) this.prefix!.record(this.hashes, n, e);
     this.metrics?.decided(this.scorer.decider, this.scorer.score);
     return e;
   }
 
-  /** The pod answered; `latencyMs`: to the first byte of a stream, to the end otherwise. */
-  answered(e: EndpointState, latencyMs: number): void {
+  /**
+   * The pod answered `status`; `latencyMs`: to the first byte of a stream, to the end otherwise.
+   * Only answers below 400 teach the pod's latency: an error answered at once says nothing of how
+   * fast the pod serves, and would draw more traffic to a pod that fails everything.
+   */
+  answered(e: EndpointState, latencyMs: number, status: number): void {
     const l = e.load;
-    l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
+    if (status < 400) l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
     const h = e.health;
     h.reportSuccess = true;
     h.reportFailures = 0;

@@ -75,6 +75,8 @@ export class RouteTable {
   private readonly modelObjects: Map<string, string>;
   /** The rate limits of the served routes (to connect their stores before traffic). */
   readonly rateLimits: readonly RateLimitSpec[];
+  /** The ModelServers by key (namespace/name). */
+  private readonly servers: Map<string, CompiledServer>;
 
   constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now()) {
     this.version = snapshot.version;
@@ -90,6 +92,7 @@ export class RouteTable {
       });
     }
     endpoints.releaseUnused();
+    this.servers = servers;
     const headerNames = new Set<string>();
     this.byModel = new Map();
     for (const r of snapshot.routes) {
@@ -125,6 +128,11 @@ export class RouteTable {
 
   route(modelName: string): CompiledRoute | undefined {
     return this.byModel.get(modelName);
+  }
+
+  /** The ModelServer of `key` (namespace/name) in this snapshot, or undefined. */
+  server(key: string): CompiledServer | undefined {
+    return this.servers.get(key);
   }
 
   /**

@@ -76,6 +76,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     log: (m) => ops.info('scheduler', m),
     news: () => podHealth.soon(),
     sharePrefixUpTo: PREFIX_SHARE_PER_INTERVAL,
+    serverNow: (key) => table?.server(key),
   });
   const prefixShare = scheduler.prefix === null ? null : new PrefixShare(scheduler.prefix, (key) => endpoints.get(key));
   const podLoad = new PodLoadReceiver(() => endpoints.states(), systemClock, 3 * settings.scheduler.podMetricsIntervalMs);

@@ -86,6 +86,24 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-2"')).toBe(1);
   });
 
+  it('all pods ejected: the one whose ejection ends first is tried', async () => {
+    const [p1, p2] = [await unusedPort(), await unusedPort()];
+    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 0 } }\n'), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    const tried = async (): Promise<string> => {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: 'x' });
+      expect(r.status).toBe(502);
+      return /\(tried (dead-\d)\)$/.exec(await r.text())![1];
+    };
+    // The first pod tried is ejected first, the other one a moment later: then both are.
+    const first = await tried();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await tried()).not.toBe(first);
+    for (let i = 0; i < 10; i++) expect(await tried()).toBe(first);
+  });
+
   it('trafficPolicy.retry.attempts 0: a pod that cannot be reached is not left for another, and the 502 names it', async () => {
     const [p1, p2] = [await unusedPort(), await unusedPort()];
     router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 0 } }\n'), { workers: 1 });
@@ -168,6 +186,49 @@ describe('passive health and retries, real processes', () => {
     expect(slowCount + fastCount).toBe(30);
     expect(slowCount).toBeGreaterThan(0); // each pod was measured
     expect(fastCount).toBeGreaterThanOrEqual(3 * slowCount);
+  });
+
+  it('without a retry policy, a pod that dies while it works on a request is not "unreachable": the 502 says the connection broke, no other pod gets the request', async () => {
+    const pa = await startMock('pod-a');
+    const pb = await startMock('pod-b');
+    mocks.push(pa, pb);
+    router = await startRouter(resources([{ name: 'pod-a', port: pa.port }, { name: 'pod-b', port: pb.port }]), { workers: 1 });
+    // Both pods answered once: each has a kept-alive connection, which the next request reuses.
+    await waitFor('both pods used', async () => {
+      expect(await complete(router!)).toBe(200);
+      return (await pa.stats()).requests > 0 && (await pb.stats()).requests > 0;
+    }, 10_000, 0);
+    const before = [(await pa.stats()).requests, (await pb.stats()).requests];
+    const pending = postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-latency-ms': '3000' });
+    const busy = await waitFor('the request at a pod', async () => {
+      if ((await pa.stats()).requests > before[0]) return 'a';
+      if ((await pb.stats()).requests > before[1]) return 'b';
+      return null;
+    }, 5_000);
+    const [dying, other] = busy === 'a' ? [pa, pb] : [pb, pa];
+    const otherBefore = busy === 'a' ? before[1] : before[0];
+    await new Promise((r) => setTimeout(r, 300));
+    dying.child.kill('SIGKILL');
+    const r = await pending;
+    const text = await r.text();
+    expect(r.status).toBe(502);
+    expect(text).not.toMatch(/cannot connect/);
+    expect(text).toMatch(/closed the connection|ECONNRESET/);
+    expect((await other.stats()).requests).toBe(otherBefore);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `pod="pod-${busy}"`)).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(0);
+  });
+
+  it('a pod that answers every request 500 at once is not taken for the fastest: it draws no more than its share', async () => {
+    const failing = await startMock('pod-failing', ['--fail-rate', '1']);
+    const healthy = await startMock('pod-healthy', ['--latency-ms', '150']);
+    mocks.push(failing, healthy);
+    router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), { workers: 1 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push(await complete(router));
+    expect(statuses.filter((s) => s === 200).length).toBe((await healthy.stats()).requests);
+    // Its answers in a millisecond drew 39 of 40 requests when they counted as its latency.
+    expect((await failing.stats()).requests).toBeLessThanOrEqual(30);
   });
 
   it('without a retry policy a timeout is answered (504), not retried', async () => {

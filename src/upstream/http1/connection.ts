@@ -2,8 +2,8 @@
  * One keep-alive connection to an upstream server: sends a request with one write, feeds the
  * answer through the parser to the request's handler, pauses the socket while the handler is
  * slow, and reports to its pool when it is free again or gone. A reused connection that closes
- * before any byte of the answer arrived (the server closed it as idle just as the request went
- * out) hands the request back to the pool for one retry on a fresh connection.
+ * at once, before any byte of the answer arrived (the server closed it as idle just as the
+ * request went out), hands the request back to the pool for one retry on a fresh connection.
  */
 import { connect, type Socket } from 'node:net';
 import { Http1Error } from './errors.js';
@@ -43,6 +43,8 @@ export class Http1Connection implements ParserSink {
   served = 0;
   /** Tick at which the current phase times out; 0 = none. */
   deadline = 0;
+  /** Tick of the coarse clock when the request on the wire was sent. */
+  private sentTick = 0;
   private paused = false;
   private socketEnded = false;
   private responseEnded = false;
@@ -70,6 +72,7 @@ export class Http1Connection implements ParserSink {
     req.state = RequestState.Sent;
     this.parser.reset(req.method === 'HEAD');
     this.phase = Phase.AwaitHead;
+    this.sentTick = this.owner.tick;
     this.deadline = bounded(after(this.owner, req.headersTicks), req.endTick);
     writeRequest(this.socket, requestHead(req.method, req.path, this.owner.authority, req.headers, req.body), req.body);
   }
@@ -185,7 +188,10 @@ export class Http1Connection implements ParserSink {
     this.parser.stop();
     this.close();
     if (req === null) return;
-    if (!this.parser.sawBytes && this.served > 0 && !req.retried) {
+    // Resent only when the connection broke at once (within a tick or two of the coarse clock):
+    // the server closed it as idle just as the request went out. One that broke later had the
+    // request for a while and may have worked on it (a pod that died): that is the request's error.
+    if (!this.parser.sawBytes && this.served > 0 && !req.retried && this.owner.tick <= this.sentTick + 1) {
       req.retried = true;
       req.conn = null;
       req.state = RequestState.Queued;

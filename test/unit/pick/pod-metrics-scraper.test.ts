@@ -5,6 +5,8 @@ import { EndpointRegistry } from '../../../src/upstream/endpoint-registry.js';
 import type { Endpoint, ModelServer } from '../../../src/config/resource-types.js';
 import { startMockBackend, type MockBackend } from '../../mock-backend/mock-server.js';
 import { DEFAULT_MOCK_OPTIONS } from '../../mock-backend/mock-options.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 function server(engine: string | null, endpoints: Endpoint[]): ModelServer & { endpoints: Endpoint[] } {
   return {
@@ -40,6 +42,29 @@ describe('PodMetricsScraper against mock pods serving /metrics', () => {
     expect(scraper.rows()).toHaveLength(2);
     now += 1_500;
     expect(scraper.rows()).toHaveLength(0);
+  });
+
+  it('a pod running two engines (vLLM data parallel): queues add up, the KV-cache use is their mean', async () => {
+    const text = `# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 3
+vllm:num_requests_waiting{engine="1",model_name="m"} 4
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.3
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.4
+`;
+    const pod = createServer((_req, res) => res.end(text));
+    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
+    try {
+      const scraper = new PodMetricsScraper({ intervalMs: 1000, clock: () => 0, log: () => undefined });
+      scraper.setTargets([server('vLLM', [{ name: 'dp', host: '127.0.0.1', port: (pod.address() as AddressInfo).port }])]);
+      await scraper.scrapeAll();
+      const [row] = scraper.rows();
+      expect(row[1]).toBe(7);
+      expect(row[3]).toBeCloseTo(0.35, 10);
+    } finally {
+      pod.closeAllConnections();
+      await new Promise((r) => pod.close(r));
+    }
   });
 
   it('a pod answering something that is not Prometheus text keeps no values', async () => {

@@ -36,6 +36,14 @@ function pickMany(s: PodScorer, pods: EndpointState[], times = 200): Map<string,
 }
 
 describe('PodScorer', () => {
+  it('never picks a pod that left the configuration (retired), not even when every other is ejected', () => {
+    const s = new PodScorer(DEFAULT_SCHEDULER_CONFIG);
+    const gone = Object.assign(pod('gone'), { retired: true });
+    expect([...pickMany(s, [gone, pod('b')]).keys()]).toEqual(['b']);
+    expect([...pickMany(s, [gone, pod('b', { ejected: true })]).keys()]).toEqual(['b']);
+    expect(s.pick([gone], null, NOW, null, NO_HASHES, 0, Math.random)).toBeNull();
+  });
+
   it('least-request counts in flight of every worker plus the pod queue', () => {
     const s = new PodScorer(cfg('scorers: { least-request: 1 }'));
     expect(s.pick([pod('a', { inflight: 1, others: 5 }), pod('b', { inflight: 3 })], null, NOW, null, NO_HASHES, 0, Math.random)!.name).toBe('b');
@@ -97,6 +105,16 @@ describe('PodScorer', () => {
     expect(s.pick([a, b], null, NOW, null, NO_HASHES, 0, Math.random)).toBe(b);
     expect(s.pick([a, b], [b], NOW, null, NO_HASHES, 0, Math.random)).toBe(a);
     expect(s.pick([a, b], [a, b], NOW, null, NO_HASHES, 0, Math.random)).toBeNull();
+  });
+
+  it('all ejected: the pod whose ejection ends first, whatever the scorers say', () => {
+    const s = new PodScorer(DEFAULT_SCHEDULER_CONFIG);
+    const later = pod('later', { ejected: true });
+    later.health.ejectedUntil = NOW + 60_000;
+    const sooner = pod('sooner', { inflight: 50, ejected: true });
+    sooner.health.ejectedUntil = NOW + 1_000;
+    expect([...pickMany(s, [later, sooner]).keys()]).toEqual(['sooner']);
+    expect(s.decider).toBe('single');
   });
 });
 

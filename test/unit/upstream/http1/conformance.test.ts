@@ -116,6 +116,43 @@ describe('HTTP/1.1 client conformance (raw sockets)', () => {
     expect((await request(pool)).body.toString()).toBe('ok');
   });
 
+  it('a reused socket that breaks a while after the request went out, before any answer: the request fails with the break, not resent (the server may have worked on it)', async () => {
+    let stop: (() => void) | null = null;
+    server = await scriptedServer((socket, index) => {
+      if (index === 0) {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        return;
+      }
+      // The server worked on it for a while, then went away (it stops listening, its connections drop).
+      setTimeout(() => stop!(), 150);
+    });
+    const s = server;
+    stop = () => { void s.close(); };
+    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
+    expect((await request(pool)).status).toBe(200);
+    const a = await request(pool);
+    expect(s.requests.length).toBe(2);
+    expect(a.error).not.toBeNull();
+    expect(isConnectFailure(a.error)).toBe(false);
+    expect(a.error?.message).toMatch(/closed the connection without answering|ECONNRESET/);
+    server = null;
+  });
+
+  it('idle-close race as the server stops listening: the resend finds the port closed, a connect failure (the request never reached it)', async () => {
+    let stop: (() => void) | null = null;
+    server = await scriptedServer((socket, index) => {
+      if (index === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+      else stop!();
+    });
+    const s = server;
+    stop = () => { void s.close(); };
+    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
+    expect((await request(pool)).status).toBe(200);
+    const a = await request(pool);
+    expect(isConnectFailure(a.error)).toBe(true);
+    server = null;
+  });
+
   it('a server that closes an idle socket is noticed: the next request uses a new connection', async () => {
     server = await scriptedServer((socket) => {
       socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
