@@ -88,6 +88,9 @@ export class Exchange {
   handedOn = false;
   /** The `traceparent` sent to the pod (tracing on: set by the tracer), else null. */
   traceparent: string | null = null;
+  /** Links of the list of requests whose body is still arriving (arriving-bodies.ts, their only writer). */
+  arrivingPrev: Exchange | null = null;
+  arrivingNext: Exchange | null = null;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
+import { bodyArrived, bodyArriving } from './arriving-bodies.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -94,6 +95,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       // owns it yet, so the front records it.
       if (!x.handedOn) {
         x.handedOn = true;
+        bodyArrived(x);
         h.finish(x);
       }
     });
@@ -222,6 +224,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
   let size = 0;
   let done = false;
+  bodyArriving(x);
   x.res.onData((ab, isLast) => {
     if (done || x.handedOn) return;
     // A plain view: uWS reuses the ArrayBuffer after the callback, so its bytes are copied below.
@@ -229,6 +232,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
       x.handedOn = true;
+      bodyArrived(x);
       x.forceClose = true;
       x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length', 400, null, 'invalid_content_length'));
       h.finish(x);
@@ -243,6 +247,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     buf = null;
     chunks = null;
     x.handedOn = true;
+    bodyArrived(x);
     markBodyEnded(x);
     h.run(x);
   });
