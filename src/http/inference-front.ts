@@ -55,7 +55,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     scanRequestId = '';
     scanContentLength = -1;
     scanLengthsDiffer = false;
-    scanTransferEncoding = false;
+    scanTransferEncoding = null;
     scanAuthorization = '';
     scanConnection = '';
     scanAccept = null;
@@ -100,7 +100,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       }
     });
 
-    if (lengthsDiffer || (transferEncoding && contentLength >= 0)) {
+    if (lengthsDiffer || (transferEncoding !== null && (contentLength >= 0 || !chunkedOnly(transferEncoding)))) {
       x.handedOn = true;
       x.forceClose = true;
       // Answered at the end of the turn, not now: this uWS build goes on parsing the bytes after
@@ -109,9 +109,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       // such a request for a pipelined one and closes the connection instead (the refusal then
       // goes unsent, its record kept). Nothing is decided by the client's address: other
       // connections from it (a proxy's, a NAT's) are served as usual.
-      x.sendErrorAtTurnEnd(new RouterError('invalid_request', lengthsDiffer
-        ? 'request has conflicting Content-Length headers'
-        : 'request has both Content-Length and Transfer-Encoding headers', 400, null, 'invalid_content_length'));
+      x.sendErrorAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, transferEncoding), 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }
@@ -157,7 +155,8 @@ let scanForward: string[] = NO_FORWARD;
 let scanRequestId = '';
 let scanContentLength = -1;
 let scanLengthsDiffer = false;
-let scanTransferEncoding = false;
+/** The Transfer-Encoding values (joined by ", "), or null without the header. */
+let scanTransferEncoding: string | null = null;
 let scanAuthorization = '';
 let scanConnection = '';
 /** The first Accept header (as uWS's getHeader would give it), or null. */
@@ -175,11 +174,27 @@ function scanHeader(name: string, value: string): void {
     if (scanContentLength >= 0 && Number(value) !== scanContentLength) scanLengthsDiffer = true;
     scanContentLength = Number(value);
   } else if (name === 'transfer-encoding') {
-    scanTransferEncoding = true;
+    scanTransferEncoding = scanTransferEncoding === null ? value : `${scanTransferEncoding}, ${value}`;
   } else if (name === 'authorization') {
     scanAuthorization = value;
     if (!scanStripAuthorization) scanForward.push(name, value);
   } else if (forwardRequestHeader(name)) scanForward.push(name, value);
+}
+
+/** A Transfer-Encoding that is `chunked` alone, in any case. */
+function chunkedOnly(te: string): boolean {
+  return te === 'chunked' || (te.length === 7 && te.toLowerCase() === 'chunked');
+}
+
+/**
+ * Why a request's framing is refused. This uWS build reads any Transfer-Encoding as chunked, so
+ * one that is not `chunked` alone (RFC 9112 §6.3: then the length cannot be known; a server
+ * answers 400 and closes) is refused rather than read differently from a proxy in front.
+ */
+function framingFault(lengthsDiffer: boolean, te: string | null): string {
+  if (lengthsDiffer) return 'request has conflicting Content-Length headers';
+  if (te !== null && !chunkedOnly(te)) return `request has Transfer-Encoding ${JSON.stringify(te.slice(0, 80))}; only chunked is accepted`;
+  return 'request has both Content-Length and Transfer-Encoding headers';
 }
 
 const ALLOW_POST = Object.freeze({ allow: 'POST' });

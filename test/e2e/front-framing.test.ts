@@ -156,6 +156,25 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(answered).toBe(rounds);
   });
 
+  it('a Transfer-Encoding other than chunked alone: 400 naming it, connection closed, one record; chunked in any case is read', async () => {
+    const chunkedBody = `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`;
+    const te = (id: string, value: string): string => `POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}\r\ncontent-type: application/json\r\n${value}\r\n${chunkedBody}`;
+    for (const [id, value, named] of [
+      ['te-gzip', 'Transfer-Encoding: gzip\r\n', 'gzip'],
+      ['te-not-last', 'Transfer-Encoding: chunked, gzip\r\n', 'chunked, gzip'],
+      ['te-two-headers', 'Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n', 'gzip, chunked'],
+    ]) {
+      const r = await raw(router.port, [te(id, value)]);
+      expect(r.closed, id).toBe(true);
+      expect(statusLines(r.text), id).toEqual(['400']);
+      expect(r.text).toContain(`request has Transfer-Encoding "${named}"; only chunked is accepted`);
+      await waitFor(`record of ${id}`, () => recordsOf(id).length === 1, 5000);
+      expect(recordsOf(id)[0]).toMatchObject({ status_code: 400, error: { type: 'invalid_request' } });
+    }
+    const ok = await raw(router.port, [te('te-chunked-upper', 'Transfer-Encoding: Chunked\r\nConnection: close\r\n')]);
+    expect(statusLines(ok.text)).toEqual(['200']);
+  });
+
   it('identical repeated Content-Length headers are one length: answered normally', async () => {
     const r = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-same\r\nConnection: close\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`]);
     expect(statusLines(r.text)).toEqual(['200']);
