@@ -11,8 +11,8 @@ export interface AppHooks extends FrontHooks {
   modelsJson(): string;
   /** Prebuilt body of GET /v1/models/{id} (the OpenAI model object), or undefined when not served. */
   modelJson(id: string): string | undefined;
-  /** GET /metrics (HEAD: `head`, its headers only), or null when metrics are not served. */
-  metrics: ((res: HttpResponse, head: boolean) => void) | null;
+  /** GET /metrics (HEAD: `head`, its headers only; `draining`: close the connection after it), or null when metrics are not served. */
+  metrics: ((res: HttpResponse, head: boolean, draining: () => boolean) => void) | null;
 }
 
 const JSON_TYPE = 'application/json';
@@ -24,10 +24,12 @@ const ALLOW_GET = Object.freeze({ allow: 'GET' });
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   const app = uws.App();
   // Each GET path answers HEAD as GET would, without the body (RFC 9110 §9.3.2).
-  getAndHead(app, '/healthz', (res, _req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', false, head));
+  // While the router drains every answer closes its connection, these too.
+  getAndHead(app, '/healthz', (res, _req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', h.draining(), head));
   getAndHead(app, '/readyz', (res, _req, head) => {
-    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', false, head);
-    else sendPlain(res, 503, TEXT_TYPE, h.draining() ? 'draining\n' : 'starting\n', false, head);
+    const draining = h.draining();
+    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', draining, head);
+    else sendPlain(res, 503, TEXT_TYPE, draining ? 'draining\n' : 'starting\n', draining, head);
   });
   getAndHead(app, '/v1/models', (res, _req, head) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), h.draining(), head));
   // The id is the rest of the path (a model name may hold '/'), percent-decoded.
@@ -40,7 +42,7 @@ export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   app.any('/v1/models', (res, req) => modelsMethodNotAllowed(res, req, h));
   app.any('/v1/models/*', (res, req) => modelsMethodNotAllowed(res, req, h));
   const metrics = h.metrics;
-  if (metrics !== null) getAndHead(app, '/metrics', (res, _req, head) => metrics(res, head));
+  if (metrics !== null) getAndHead(app, '/metrics', (res, _req, head) => metrics(res, head, h.draining));
   app.any('/v1/*', inferenceHandler(h));
   app.any('/*', (res, req) => {
     sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining(), req.getMethod() === 'head');
