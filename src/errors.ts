@@ -48,6 +48,7 @@ export const ERROR_CODES = {
   not_configured: { type: 'upstream_error', status: 503 },
   limiter_unavailable: { type: 'upstream_error', status: 503 },
   key_set_unavailable: { type: 'upstream_error', status: 503 },
+  router_stopping: { type: 'upstream_error', status: 503 },
   upstream_timeout: { type: 'timeout', status: 504 },
   client_closed: { type: 'client_closed', status: 499 },
   pipelining_refused: { type: 'pipelining_refused', status: 444 },

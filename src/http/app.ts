@@ -11,8 +11,8 @@ export interface AppHooks extends FrontHooks {
   modelsJson(): string;
   /** Prebuilt body of GET /v1/models/{id} (the OpenAI model object), or undefined when not served. */
   modelJson(id: string): string | undefined;
-  /** GET /metrics body, or null when metrics are not served. */
-  metrics: ((res: HttpResponse) => void) | null;
+  /** GET /metrics (HEAD: `head`, its headers only; `draining`: close the connection after it), or null when metrics are not served. */
+  metrics: ((res: HttpResponse, head: boolean, draining: () => boolean) => void) | null;
 }
 
 const JSON_TYPE = 'application/json';
@@ -23,27 +23,37 @@ const ALLOW_GET = Object.freeze({ allow: 'GET' });
 /** The uWS app of one worker process: health, readiness, models and the inference front. */
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   const app = uws.App();
-  app.get('/healthz', (res) => sendPlain(res, 200, TEXT_TYPE, 'ok\n'));
-  app.get('/readyz', (res) => {
-    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n');
-    else sendPlain(res, 503, TEXT_TYPE, h.draining() ? 'draining\n' : 'starting\n');
+  // Each GET path answers HEAD as GET would, without the body (RFC 9110 §9.3.2).
+  // While the router drains every answer closes its connection, these too.
+  getAndHead(app, '/healthz', (res, _req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', h.draining(), head));
+  getAndHead(app, '/readyz', (res, _req, head) => {
+    const draining = h.draining();
+    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', draining, head);
+    else sendPlain(res, 503, TEXT_TYPE, draining ? 'draining\n' : 'starting\n', draining, head);
   });
-  app.get('/v1/models', (res) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), h.draining()));
+  getAndHead(app, '/v1/models', (res, _req, head) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), h.draining(), head));
   // The id is the rest of the path (a model name may hold '/'), percent-decoded.
-  app.get('/v1/models/*', (res, req) => {
+  getAndHead(app, '/v1/models/*', (res, req, head) => {
     const id = modelId(req.getUrl());
     const body = id === null ? undefined : h.modelJson(id);
-    if (body !== undefined) sendPlain(res, 200, JSON_TYPE, body, h.draining());
-    else sendPlainError(res, new RouterError('model_not_found', `model "${id ?? req.getUrl().slice(MODEL_PREFIX.length)}" is not served by any route`), wantsJson(req), h.draining());
+    if (body !== undefined) sendPlain(res, 200, JSON_TYPE, body, h.draining(), head);
+    else sendPlainError(res, new RouterError('model_not_found', `model "${id ?? req.getUrl().slice(MODEL_PREFIX.length)}" is not served by any route`), wantsJson(req), h.draining(), head);
   });
   app.any('/v1/models', (res, req) => modelsMethodNotAllowed(res, req, h));
   app.any('/v1/models/*', (res, req) => modelsMethodNotAllowed(res, req, h));
-  if (h.metrics !== null) app.get('/metrics', h.metrics);
+  const metrics = h.metrics;
+  if (metrics !== null) getAndHead(app, '/metrics', (res, _req, head) => metrics(res, head, h.draining));
   app.any('/v1/*', inferenceHandler(h));
   app.any('/*', (res, req) => {
     sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining(), req.getMethod() === 'head');
   });
   return app;
+}
+
+/** Serves `pattern` for GET and for HEAD (`head`: the GET answer's headers only). */
+function getAndHead(app: UWS.TemplatedApp, pattern: string, serve: (res: HttpResponse, req: HttpRequest, head: boolean) => void): void {
+  app.get(pattern, (res, req) => serve(res, req, false));
+  app.head(pattern, (res, req) => serve(res, req, true));
 }
 
 function wantsJson(req: HttpRequest): boolean {
@@ -61,5 +71,5 @@ function modelId(url: string): string | null {
 function modelsMethodNotAllowed(res: HttpResponse, req: HttpRequest, h: AppHooks): void {
   const method = req.getCaseSensitiveMethod().toUpperCase();
   const err = new RouterError('invalid_request', `method ${method} is not allowed on ${req.getUrl()}; use GET`, 405, ALLOW_GET, 'method_not_allowed');
-  sendPlainError(res, err, wantsJson(req), h.draining(), method === 'HEAD');
+  sendPlainError(res, err, wantsJson(req), h.draining());
 }

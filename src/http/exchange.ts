@@ -7,7 +7,7 @@ import { atTurnEnd } from '../turn-end.js';
 import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, headerBlock, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
-import { endPlain } from './plain-answer.js';
+import { endHead, endPlain } from './plain-answer.js';
 import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from './rate-headers.js';
 import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
@@ -88,6 +88,9 @@ export class Exchange {
   handedOn = false;
   /** The `traceparent` sent to the pod (tracing on: set by the tracer), else null. */
   traceparent: string | null = null;
+  /** Links of the list of requests whose body is still arriving (arriving-bodies.ts, their only writer). */
+  arrivingPrev: Exchange | null = null;
+  arrivingNext: Exchange | null = null;
 
   constructor(res: HttpResponse, ctx: RequestContext, url: string, forwardHeaders: string[], matchHeaders: Map<string, string> | null, authorization: string) {
     this.res = res;
@@ -389,7 +392,8 @@ function sendErrorCorked(): void {
   if (err.headers !== null) for (const k in err.headers) lines += CRLF + k + COLON_SP + err.headers[k];
   res.writeHeader(CONTENT_TYPE, headerBlock(lines));
   if (x.decision !== null) writeRateHeaders(res, x.decision, x.rateScope);
-  endPlain(res, errorBody(err, x.acceptJson), x.closeConnection, x.ctx.method === 'HEAD');
+  if (x.ctx.method === 'HEAD') endHead(res, errorBody(err, x.acceptJson), x.closeConnection);
+  else res.end(errorBody(err, x.acceptJson), x.closeConnection);
 }
 
 /**

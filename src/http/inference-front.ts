@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
+import { bodyArrived, bodyArriving } from './arriving-bodies.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -54,7 +55,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     scanRequestId = '';
     scanContentLength = -1;
     scanLengthsDiffer = false;
-    scanTransferEncoding = false;
+    scanTransferEncoding = null;
     scanAuthorization = '';
     scanConnection = '';
     scanAccept = null;
@@ -94,11 +95,12 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       // owns it yet, so the front records it.
       if (!x.handedOn) {
         x.handedOn = true;
+        bodyArrived(x);
         h.finish(x);
       }
     });
 
-    if (lengthsDiffer || (transferEncoding && contentLength >= 0)) {
+    if (lengthsDiffer || (transferEncoding !== null && (contentLength >= 0 || !chunkedOnly(transferEncoding)))) {
       x.handedOn = true;
       x.forceClose = true;
       // Answered at the end of the turn, not now: this uWS build goes on parsing the bytes after
@@ -107,9 +109,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       // such a request for a pipelined one and closes the connection instead (the refusal then
       // goes unsent, its record kept). Nothing is decided by the client's address: other
       // connections from it (a proxy's, a NAT's) are served as usual.
-      x.sendErrorAtTurnEnd(new RouterError('invalid_request', lengthsDiffer
-        ? 'request has conflicting Content-Length headers'
-        : 'request has both Content-Length and Transfer-Encoding headers', 400, null, 'invalid_content_length'));
+      x.sendErrorAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, transferEncoding), 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }
@@ -155,7 +155,8 @@ let scanForward: string[] = NO_FORWARD;
 let scanRequestId = '';
 let scanContentLength = -1;
 let scanLengthsDiffer = false;
-let scanTransferEncoding = false;
+/** The Transfer-Encoding values (joined by ", "), or null without the header. */
+let scanTransferEncoding: string | null = null;
 let scanAuthorization = '';
 let scanConnection = '';
 /** The first Accept header (as uWS's getHeader would give it), or null. */
@@ -173,11 +174,27 @@ function scanHeader(name: string, value: string): void {
     if (scanContentLength >= 0 && Number(value) !== scanContentLength) scanLengthsDiffer = true;
     scanContentLength = Number(value);
   } else if (name === 'transfer-encoding') {
-    scanTransferEncoding = true;
+    scanTransferEncoding = scanTransferEncoding === null ? value : `${scanTransferEncoding}, ${value}`;
   } else if (name === 'authorization') {
     scanAuthorization = value;
     if (!scanStripAuthorization) scanForward.push(name, value);
   } else if (forwardRequestHeader(name)) scanForward.push(name, value);
+}
+
+/** A Transfer-Encoding that is `chunked` alone, in any case. */
+function chunkedOnly(te: string): boolean {
+  return te === 'chunked' || (te.length === 7 && te.toLowerCase() === 'chunked');
+}
+
+/**
+ * Why a request's framing is refused. This uWS build reads any Transfer-Encoding as chunked, so
+ * one that is not `chunked` alone (RFC 9112 §6.3: then the length cannot be known; a server
+ * answers 400 and closes) is refused rather than read differently from a proxy in front.
+ */
+function framingFault(lengthsDiffer: boolean, te: string | null): string {
+  if (lengthsDiffer) return 'request has conflicting Content-Length headers';
+  if (te !== null && !chunkedOnly(te)) return `request has Transfer-Encoding ${JSON.stringify(te.slice(0, 80))}; only chunked is accepted`;
+  return 'request has both Content-Length and Transfer-Encoding headers';
 }
 
 const ALLOW_POST = Object.freeze({ allow: 'POST' });
@@ -222,6 +239,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
   let size = 0;
   let done = false;
+  bodyArriving(x);
   x.res.onData((ab, isLast) => {
     if (done || x.handedOn) return;
     // A plain view: uWS reuses the ArrayBuffer after the callback, so its bytes are copied below.
@@ -229,6 +247,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
       x.handedOn = true;
+      bodyArrived(x);
       x.forceClose = true;
       x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length', 400, null, 'invalid_content_length'));
       h.finish(x);
@@ -243,6 +262,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     buf = null;
     chunks = null;
     x.handedOn = true;
+    bodyArrived(x);
     markBodyEnded(x);
     h.run(x);
   });

@@ -1,4 +1,5 @@
 import type { HttpResponse, RecognizedString } from 'uWebSockets.js';
+import { Buffer } from 'node:buffer';
 import { statusLineBytes, type RouterError } from '../errors.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
@@ -9,7 +10,8 @@ import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false, head = false): void {
   res.writeStatus(statusLineBytes(status));
   res.writeHeader('content-type', contentType);
-  endPlain(res, body, close, head);
+  if (head) endHead(res, body, close);
+  else res.end(body, close);
 }
 
 /** A router-made error outside the inference path, negotiated like Exchange.sendError. */
@@ -17,17 +19,37 @@ export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: 
   res.writeStatus(statusLineBytes(err.status));
   res.writeHeader('content-type', acceptJson ? JSON_TYPE : TEXT_TYPE);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
-  endPlain(res, errorBody(err, acceptJson), close, head);
+  if (head) endHead(res, errorBody(err, acceptJson), close);
+  else res.end(errorBody(err, acceptJson), close);
 }
 
 /**
- * Ends an answer with `body`; with its headers only when `headersOnly` (an answer to HEAD, a
- * 204) on a connection that stays open: a body after them would be read by the client as the start
- * of the next answer on the connection, and such an answer has no Content-Length (a 204 must not,
- * RFC 9110 §8.6). end() always writes one, and endWithoutBody writes none only without arguments
- * (this uWS build aborts the process when it is given a length it did not write, or the header is
- * written by hand, and takes no close flag without a length). An answer that closes the connection
- * keeps its body (a 204's empty one, with `content-length: 0`): nothing follows it to be misread.
+ * Ends the answer to a HEAD request: the headers the GET answer would have, its Content-Length
+ * too (RFC 9110 §9.3.2, §8.6), and no body, also when the connection closes after it (a body
+ * would be read as the start of the next answer on a kept-alive connection, and an answer to HEAD
+ * never has one). The length is written by hand and the answer ended by endWithoutBody() without
+ * arguments: given a length, this uWS build leaves the answer unfinished and aborts the process
+ * (endPlain). Without arguments it takes no close flag either, so `close` is written by hand as
+ * `connection: close`, which the client honours by closing the connection.
+ */
+export function endHead(res: HttpResponse, body: string, close: boolean): void {
+  res.writeHeader('content-length', String(Buffer.byteLength(body)));
+  if (close) res.writeHeader('connection', 'close');
+  try {
+    res.endWithoutBody();
+  } catch {
+    // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no endWithoutBody; its node:http
+    // server leaves out the body of an answer to HEAD by itself and keeps the length set above.
+    res.end(body, close);
+  }
+}
+
+/**
+ * Ends an answer with `body`; with its headers only when `headersOnly` (a 204) on a connection
+ * that stays open: such an answer has no Content-Length (a 204 must not, RFC 9110 §8.6). end()
+ * always writes one, and endWithoutBody writes none only without arguments (this uWS build aborts
+ * the process when it is given a length it did not write, and takes no close flag without a
+ * length). An answer that closes the connection keeps its empty body, with `content-length: 0`.
  */
 export function endPlain(res: HttpResponse, body: RecognizedString, close: boolean, headersOnly: boolean): void {
   if (headersOnly && !close) {
@@ -36,7 +58,7 @@ export function endPlain(res: HttpResponse, body: RecognizedString, close: boole
       return;
     } catch {
       // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no endWithoutBody; its node:http
-      // server leaves out the body of an answer to HEAD or a 204 by itself.
+      // server leaves out the body of a 204 by itself.
     }
   }
   res.end(body, close);

@@ -7,12 +7,14 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 
 /**
  * uWS handler for GET /metrics in a worker: registers onAborted, asks the primary for the
- * aggregate, and writes it corked (503 with the reason when it cannot be had).
+ * aggregate, and writes it corked (503 with the reason when it cannot be had). `head`: a HEAD
+ * request, answered with the same headers and no body; `draining()` when the answer is written:
+ * the connection closes after it.
  */
-export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}): (res: HttpResponse) => void {
+export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}): (res: HttpResponse, head: boolean, draining: () => boolean) => void {
   const link = new WorkerMetricsLink(metrics, opts);
   const contentType = metrics.contentType;
-  return (res) => {
+  return (res, head, draining) => {
     const state = { aborted: false };
     res.onAborted(() => {
       state.aborted = true;
@@ -20,11 +22,11 @@ export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: numbe
     link.collect().then(
       (text) => {
         if (state.aborted) return;
-        res.cork(() => sendPlain(res, 200, contentType, text));
+        res.cork(() => sendPlain(res, 200, contentType, text, draining(), head));
       },
       (err: Error) => {
         if (state.aborted) return;
-        res.cork(() => sendPlain(res, 503, TEXT_TYPE, `metrics unavailable: ${err.message}\n`));
+        res.cork(() => sendPlain(res, 503, TEXT_TYPE, `metrics unavailable: ${err.message}\n`, draining(), head));
       },
     );
   };

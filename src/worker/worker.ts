@@ -1,6 +1,8 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
 import { buildApp } from '../http/app.js';
 import { drainState } from '../http/drain-state.js';
+import { cutArrivingBodies } from '../http/arriving-bodies.js';
+import { RouterError } from '../errors.js';
 import { Exchange } from '../http/exchange.js';
 import { loadUws } from '../http/uws.js';
 import { createAccessLog } from '../observe/access-log.js';
@@ -203,7 +205,11 @@ export async function runWorker(settings: Settings): Promise<void> {
     // Requests still in flight after the drain timeout (a long stream) are cut now, while the
     // access log is open: their pod exchanges fail, the pipeline ends them (closing the client's
     // connection) and records them; the loop below waits for those records.
-    if (inflight > 0) void endpoints.closeAll(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
+    // Those whose body is still arriving (a stalled upload) have no pod exchange yet: the front ends them.
+    if (inflight > 0) {
+      cutArrivingBodies(new RouterError('upstream_error', `the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed while the request body was still arriving`, 503, null, 'router_stopping'), finish);
+      void endpoints.closeAll(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
+    }
     // Whole answers are written at the end of a turn (Exchange.endBuffered): the last ones go
     // out now, before anything below can reach process.exit within this turn.
     Exchange.flushAnswers();

@@ -380,6 +380,48 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
     }
   });
 
+  it('SIGTERM while a body upload stalls past ROUTER_DRAIN_TIMEOUT: answered 503 router_stopping and recorded before the router exits', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    // The drain timeout (1 s) is far below the HTTP server's 10 s idle timeout, which would cut the uploads only after the exit.
+    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '1s' },
+    });
+    const stall = async (id: string, bodyPart: string): Promise<{ answer: Promise<string> }> => {
+      const s = connect(router.port, '127.0.0.1');
+      let answer = '';
+      s.setEncoding('utf8').on('data', (d: string) => { answer += d; });
+      const closed = new Promise<string>((resolve) => s.on('close', () => resolve(answer)));
+      s.on('error', () => {});
+      await new Promise<void>((resolve, reject) => s.once('connect', resolve).once('error', reject));
+      s.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-request-id: ${id}\r\nContent-Length: 1000\r\n\r\n${bodyPart}`);
+      return { answer: closed };
+    };
+    try {
+      // One sent part of its body, the other none: neither will send more.
+      const part = await stall('stalled-part', '{"model":"sf-model","prompt":"');
+      const none = await stall('stalled-none', '');
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      router.child.kill('SIGTERM');
+      expect(await router.exited).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(4000);
+      for (const a of [await part.answer, await none.answer]) {
+        expect(a).toMatch(/^HTTP\/1\.1 503 /);
+        expect(a.toLowerCase()).toContain('connection: close');
+        expect(a).toContain('ROUTER_DRAIN_TIMEOUT (1000 ms) passed while the request body was still arriving');
+      }
+      const recs = records(file);
+      expect(recs.map((r) => r.request_id).sort()).toEqual(['stalled-none', 'stalled-part']);
+      for (const r of recs) {
+        expect(r).toMatchObject({ status_code: 503, error: { type: 'upstream_error' }, input_tokens: 0 });
+        expect(r.error.message).toContain('ROUTER_DRAIN_TIMEOUT');
+      }
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('stress: stdout piped, 2 workers, 20k requests: every line parses and the count matches', async () => {
     const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout' } });
     const pool = new Pool(router.url, { connections: 64, pipelining: 1 });

@@ -156,6 +156,25 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(answered).toBe(rounds);
   });
 
+  it('a Transfer-Encoding other than chunked alone: 400 naming it, connection closed, one record; chunked in any case is read', async () => {
+    const chunkedBody = `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`;
+    const te = (id: string, value: string): string => `POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}\r\ncontent-type: application/json\r\n${value}\r\n${chunkedBody}`;
+    for (const [id, value, named] of [
+      ['te-gzip', 'Transfer-Encoding: gzip\r\n', 'gzip'],
+      ['te-not-last', 'Transfer-Encoding: chunked, gzip\r\n', 'chunked, gzip'],
+      ['te-two-headers', 'Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n', 'gzip, chunked'],
+    ]) {
+      const r = await raw(router.port, [te(id, value)]);
+      expect(r.closed, id).toBe(true);
+      expect(statusLines(r.text), id).toEqual(['400']);
+      expect(r.text).toContain(`request has Transfer-Encoding "${named}"; only chunked is accepted`);
+      await waitFor(`record of ${id}`, () => recordsOf(id).length === 1, 5000);
+      expect(recordsOf(id)[0]).toMatchObject({ status_code: 400, error: { type: 'invalid_request' } });
+    }
+    const ok = await raw(router.port, [te('te-chunked-upper', 'Transfer-Encoding: Chunked\r\nConnection: close\r\n')]);
+    expect(statusLines(ok.text)).toEqual(['200']);
+  });
+
   it('identical repeated Content-Length headers are one length: answered normally', async () => {
     const r = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-same\r\nConnection: close\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`]);
     expect(statusLines(r.text)).toEqual(['200']);
@@ -252,10 +271,28 @@ describe('the front under framing attacks and broken clients (built router)', ()
   });
 
   it('an answer to HEAD has headers only: the next answer on the connection is read from its first byte', async () => {
-    for (const path of ['/v1/completions', '/v1/models', '/v1/models/sf-model', '/v1/no-such-endpoint', '/no-such-path']) {
+    for (const path of ['/v1/completions', '/v1/no-such-endpoint', '/no-such-path']) {
       const r = await raw(router.port, [`HEAD ${path} HTTP/1.1\r\nHost: router\r\n\r\n`, post(`after-head-${path}`, BODY, 'Connection: close\r\n')], { gapMs: 100 });
       const [head, rest] = [r.text.slice(0, r.text.indexOf('\r\n\r\n') + 4), r.text.slice(r.text.indexOf('\r\n\r\n') + 4)];
       expect(head, path).toMatch(/^HTTP\/1\.1 (404|405) /);
+      expect(rest.slice(0, 15), path).toBe('HTTP/1.1 200 OK');
+    }
+  });
+
+  it('HEAD on a GET path answers as GET does (status, content-type, content-length) without the body; the connection stays usable', async () => {
+    const headerOf = (text: string, name: string): string | undefined =>
+      new RegExp(`\r\n${name}: ([^\r]*)\r\n`, 'i').exec(text.slice(0, text.indexOf('\r\n\r\n') + 2))?.[1];
+    for (const path of ['/healthz', '/readyz', '/v1/models', '/v1/models/sf-model', '/v1/models/no-such-model', '/metrics']) {
+      const get = await raw(router.port, [`GET ${path} HTTP/1.1\r\nHost: router\r\nConnection: close\r\n\r\n`]);
+      const r = await raw(router.port, [`HEAD ${path} HTTP/1.1\r\nHost: router\r\n\r\n`, post(`after-head-get-${path}`, BODY, 'Connection: close\r\n')], { gapMs: 100 });
+      const end = r.text.indexOf('\r\n\r\n') + 4;
+      const [head, rest] = [r.text.slice(0, end), r.text.slice(end)];
+      expect(statusLines(head), path).toEqual(statusLines(get.text).slice(0, 1));
+      expect(headerOf(head, 'content-type'), path).toBe(headerOf(get.text, 'content-type'));
+      const length = headerOf(head, 'content-length');
+      // The metrics text changes between two scrapes; every other answer is the same bytes.
+      if (path === '/metrics') expect(Number(length), path).toBeGreaterThan(1000);
+      else expect(length, path).toBe(headerOf(get.text, 'content-length'));
       expect(rest.slice(0, 15), path).toBe('HTTP/1.1 200 OK');
     }
   });

@@ -1,7 +1,7 @@
 /**
  * Incremental HTTP/1.1 response parser: status line and headers (raw name/value strings, as
  * received), then a body delimited by content-length, chunked transfer coding (chunk extensions
- * skipped, trailers returned) or the end of the connection. Interim 1xx responses are skipped;
+ * skipped, trailers returned; any other transfer coding is an error) or the end of the connection. Interim 1xx responses are skipped;
  * answers to HEAD and 204/304 have no body. Input may be split at any byte. Body bytes are
  * handed on as views of the input (no copies). Errors are thrown as Http1Error.
  */
@@ -241,16 +241,12 @@ export class ResponseParser {
       this.contentLength = status === 204 ? -1 : length;
       this.state = ParserState.Done;
     } else if (te !== null) {
-      if (/(^|,)\s*chunked\s*$/i.test(te)) {
-        this.state = ParserState.ChunkSize;
-        this.remaining = 0;
-        this.sizeDigits = 0;
-        // Both framings in one answer: use chunked, but do not trust the connection again.
-        if (length !== -1) this.keepAlive = false;
-      } else {
-        this.state = ParserState.UntilClose;
-        this.keepAlive = false;
-      }
+      if (!chunkedOnly(te)) throw unsupportedCoding(te);
+      this.state = ParserState.ChunkSize;
+      this.remaining = 0;
+      this.sizeDigits = 0;
+      // Both framings in one answer: use chunked, but do not trust the connection again.
+      if (length !== -1) this.keepAlive = false;
     } else if (length >= 0) {
       this.contentLength = length;
       this.remaining = length;
@@ -362,6 +358,21 @@ function listedLength(value: string): number {
     v = n;
   }
   return v;
+}
+
+/** A Transfer-Encoding (its values joined) that is `chunked` alone, in any case. */
+function chunkedOnly(te: string): boolean {
+  return te === 'chunked' || (te.length === 7 && te.toLowerCase() === 'chunked');
+}
+
+/**
+ * Any transfer coding but a lone `chunked`: the client sends no TE header, so a server may apply
+ * no other (RFC 9112 §6.1, §7.4). It cannot be decoded here, and passed on its bytes would reach
+ * the client as the body: `gzip, chunked` as compressed bytes, `chunked, gzip` (chunked not last:
+ * close-delimited, §6.3) with the chunk framing in them too.
+ */
+function unsupportedCoding(te: string): Http1Error {
+  return malformed(`transfer coding ${JSON.stringify(te.slice(0, 80))} not supported (the router accepts only chunked and sends no TE header)`);
 }
 
 function tooLarge(max: number): Http1Error {

@@ -64,7 +64,8 @@ if (cluster.isPrimary) {
   const limiter = new LocalLimitClient();
   const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null };
   setInterval(() => void Promise.resolve(limiter.admit(`noise/${index}`, spec, 1)).catch(() => {}), 2).unref();
-  uws.App().get('/metrics', metricsHandler(metrics)).listen('127.0.0.1', port, (sock) => {
+  const serve = metricsHandler(metrics);
+  uws.App().get('/metrics', (res) => serve(res, false, () => false)).listen('127.0.0.1', port, (sock) => {
     if (!sock) {
       process.stderr.write(`worker ${index}: cannot listen on ${port}\n`);
       process.exit(1);

@@ -27,7 +27,7 @@ export const FIXTURES: readonly Fixture[] = [
   },
   {
     name: 'chunked, empty trailers, upper-case hex',
-    bytes: b('HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1F\r\n0123456789abcdef0123456789ABCDE\r\n0\r\n\r\n'),
+    bytes: b('HTTP/1.1 201 Created\r\nTransfer-Encoding: Chunked\r\n\r\n1F\r\n0123456789abcdef0123456789ABCDE\r\n0\r\n\r\n'),
     status: 201, body: '0123456789abcdef0123456789ABCDE', trailers: null, closeDelimited: false, keepAlive: true,
   },
   {
@@ -79,5 +79,9 @@ export const MALFORMED: readonly Malformed[] = [
   { name: 'header line without a colon', bytes: b('HTTP/1.1 200 OK\r\nX-A 1\r\nContent-Length: 0\r\n\r\n'), message: /header line without a colon: "X-A 1"/ },
   { name: 'empty header name', bytes: b('HTTP/1.1 200 OK\r\n: 1\r\nContent-Length: 0\r\n\r\n'), message: /bad header name ""/ },
   { name: 'non-token byte in a header name', bytes: b('HTTP/1.1 200 OK\r\nX-\u00e9: 1\r\nContent-Length: 0\r\n\r\n'), message: /bad header name "X-\u00e9"/ },
+  { name: 'gzip before chunked', bytes: b('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'), message: /transfer coding "gzip, chunked" not supported/ },
+  { name: 'chunked not last (close-delimited)', bytes: b('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n2\r\nok\r\n0\r\n\r\n'), message: /transfer coding "chunked, gzip" not supported/ },
+  { name: 'chunked applied twice, in two headers', bytes: b('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'), message: /transfer coding "chunked, chunked" not supported/ },
+  { name: 'a lone transfer coding other than chunked', bytes: b('HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nok'), message: /transfer coding "identity" not supported/ },
   { name: 'header too large', bytes: b(`HTTP/1.1 200 OK\r\nX-Big: ${'x'.repeat(20_000)}\r\nContent-Length: 0\r\n\r\n`), message: /header section larger than 16384 bytes/, code: 'HTTP1_HEADERS_TOO_LARGE' },
 ];
