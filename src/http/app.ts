@@ -18,7 +18,7 @@ export interface AppHooks extends FrontHooks {
 const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 const MODEL_PREFIX = '/v1/models/';
-const ALLOW_GET = Object.freeze({ allow: 'GET' });
+const ALLOW_GET = Object.freeze({ allow: 'GET, HEAD' });
 
 /** The uWS app of one worker process: health, readiness, models and the inference front. */
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {

@@ -189,7 +189,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect([getJson.status, getJson.headers.get('allow')]).toEqual([405, 'POST']);
     expect((await getJson.json()).error).toEqual({ message: 'method GET is not allowed on /v1/completions; use POST', type: 'invalid_request', param: null, code: 'method_not_allowed' });
     const postModels = await fetch(`${router.url}/v1/models/sf-model`, { method: 'POST', headers: { accept: 'application/json' }, body: '{}' });
-    expect([postModels.status, postModels.headers.get('allow'), (await postModels.json()).error.code]).toEqual([405, 'GET', 'method_not_allowed']);
+    expect([postModels.status, postModels.headers.get('allow'), (await postModels.json()).error.code]).toEqual([405, 'GET, HEAD', 'method_not_allowed']);
     const unknown = await fetch(`${router.url}/v1/nothing-here`);
     expect([unknown.status, unknown.headers.get('allow'), await unknown.text()]).toEqual([404, null, 'no such path: /v1/nothing-here']);
     const unknownJson = await fetch(`${router.url}/v1/nothing-here`, { method: 'DELETE', headers: { accept: 'application/json' } });
