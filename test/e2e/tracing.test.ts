@@ -110,12 +110,23 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
     expect(text).toMatch(/^inference_router_trace_spans_dropped_total\{reason="export_failed"\} 0$/m);
   });
 
-  it('an invalid incoming traceparent starts a new trace', async () => {
-    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-bad-1', traceparent: 'garbage' });
+  it('an invalid incoming traceparent starts a new trace; the tracestate of the old one is not forwarded', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-bad-1', traceparent: 'garbage', tracestate: 'vendor=1' });
     await r.text();
     const span = await spanOf(collector, 'trace-bad-1');
     expect(span.parentSpanId ?? '').toBe('');
-    expect((await mock.stats()).lastHeaders.traceparent).toBe(`00-${span.traceId}-${span.spanId}-01`);
+    const seen = (await mock.stats()).lastHeaders;
+    expect(seen.traceparent).toBe(`00-${span.traceId}-${span.spanId}-01`);
+    expect(seen.tracestate).toBeUndefined();
+  });
+
+  it('a tracestate without a traceparent is discarded (W3C: it is invalid alone)', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-state-only-1', tracestate: 'vendor=1' });
+    await r.text();
+    const span = await spanOf(collector, 'trace-state-only-1');
+    const seen = (await mock.stats()).lastHeaders;
+    expect(seen.traceparent).toBe(`00-${span.traceId}-${span.spanId}-01`);
+    expect(seen.tracestate).toBeUndefined();
   });
 });
 
