@@ -72,7 +72,7 @@ export class AuthSource {
       this.log(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
       return false;
     }
-    this.auth = new Authenticator(config, this.opts);
+    this.auth = new Authenticator(config, this.opts, this.auth);
     this.log(`auth reloaded from ${this.file}: ${config.apiKeys.length} API keys, JWT ${config.jwt === null ? 'off' : 'on'}`);
     return true;
   }

@@ -5,6 +5,7 @@
  *   while the current keys keep verifying (stale-while-revalidate);
  * - a token whose kid is unknown triggers one fetch (key rotation), at most once per cooldown;
  * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
+ * - a reload of the auth file naming the same set keeps its keys (`previous`);
  * - with no keys yet, a failed fetch is not retried within the cooldown either: meanwhile every
  *   verification fails at once with the cached error (503), so a down issuer is not hammered;
  * - the clock and fetch are injected, so rotation and cooldown are tested without sleeping.
@@ -22,6 +23,11 @@ export interface JwksCacheOptions {
   readonly fetch?: FetchFn;
   /** Fetch failures (once per failure, no token content). */
   readonly log?: (message: string) => void;
+  /**
+   * The cache of the same key set this one replaces (a reload of the auth file): its keys and
+   * the times of its fetches carry over, so the issuer being down then breaks no token.
+   */
+  readonly previous?: JwksCache | null;
 }
 
 /** The key set cannot be obtained: verification is impossible right now (503, not 401). */
@@ -55,6 +61,13 @@ export class JwksCache {
     this.opts = opts;
     this.now = opts.now ?? Date.now;
     this.fetchFn = opts.fetch ?? (fetch as unknown as FetchFn);
+    const prev = opts.previous;
+    if (prev != null && prev.uri === uri) {
+      this.local = prev.local;
+      this.fetchedAt = prev.fetchedAt;
+      this.attemptedAt = prev.attemptedAt;
+      this.lastError = prev.lastError;
+    }
   }
 
   private async resolve(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> {
