@@ -185,4 +185,12 @@ describe('tracing off', () => {
     expect(await p.exited).toBe(2);
     expect(p.stderr()).toContain('OTEL_TRACES_SAMPLER');
   });
+
+  it('refuses an export header no export could send (a line break in its value) at start, naming it, not showing the value (exit 2)', async () => {
+    const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
+    const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=secret-1%0Asecret-2' });
+    expect(await p.exited).toBe(2);
+    expect(p.stderr()).toContain('OTEL_EXPORTER_OTLP_HEADERS: the value of x-api-key is not a valid HTTP header value');
+    expect(p.stderr()).not.toContain('secret');
+  });
 });
