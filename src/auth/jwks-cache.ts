@@ -4,6 +4,7 @@
  * - first use fetches and waits; later, a set older than maxAge is refreshed in the background
  *   while the current keys keep verifying (stale-while-revalidate);
  * - a token whose kid is unknown triggers one fetch (key rotation), at most once per cooldown;
+ *   tokens arriving while a fetch is under way wait for it rather than fail;
  * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
  * - a reload of the auth file naming the same set keeps its keys (`previous`);
  * - with no keys yet, a failed fetch is not retried within the cooldown either: meanwhile every
@@ -82,8 +83,12 @@ export class JwksCache {
     try {
       return await local(header, token);
     } catch (err) {
-      if (!(err instanceof errors.JWKSNoMatchingKey) || !this.mayFetch()) throw err;
-      await this.refresh();
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+      // An unknown kid: a fetch under way (another token's, or a background refresh) may bring
+      // it, so wait for that one; else start one unless the cooldown holds it back.
+      if (this.pending !== null) await this.pending;
+      else if (this.mayFetch()) await this.refresh();
+      else throw err;
       return this.local(header, token);
     }
   }

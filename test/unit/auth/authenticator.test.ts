@@ -165,6 +165,26 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     expect(server.fetches).toBe(2);
   });
 
+  it('tokens of a newly published key arriving while its refetch is under way wait for it instead of failing', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    now = 7_000_000;
+    const auth = make();
+    const claims = { models: ['*'] };
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims })}`, 'm')).toBe('alice');
+    server.keys = [k1.jwk, k2.jwk];
+    server.delayMs = 200; // the issuer takes its time: the other tokens arrive during the fetch
+    now += 30_000;
+    try {
+      const tokens = await Promise.all(Array.from({ length: 10 }, (_, i) => signToken(k2, { claims, subject: `user-${i}` })));
+      const all = await Promise.all(tokens.map((t) => outcome(auth, `Bearer ${t}`, 'm')));
+      expect(all).toEqual(tokens.map((_, i) => `user-${i}`));
+      expect(server.fetches).toBe(2);
+    } finally {
+      server.delayMs = 0;
+    }
+  });
+
   it('concurrent first uses share one fetch', async () => {
     server.keys = [k1.jwk];
     server.fetches = 0;
