@@ -111,6 +111,33 @@ describe('AuthSource', () => {
     }
   });
 
+  it('starts from the last good text given when the file is invalid or unreadable now, then follows the file', () => {
+    const good = keys('a');
+    const f = file('apiKeys: [{ name: broken }]');
+    const logs: string[] = [];
+    const s = new AuthSource(f, (m) => logs.push(m));
+    expect(() => s.start()).toThrow(AuthConfigError);
+    s.start(250, good);
+    try {
+      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
+      expect(s.lastGoodText).toBe(good);
+      expect(s.rejected).toBe(1);
+      expect(logs).toEqual([expect.stringMatching(/^auth file not usable, starting with the last good config: .*auth\.yaml: apiKeys\[0\]\.sha256/)]);
+      expect(s.reload()).toBe(false); // the same invalid text: not logged again
+      expect(logs.length).toBe(1);
+      writeFileSync(f, keys('b'));
+      expect(s.reload()).toBe(true);
+      expect(s.lastGoodText).toBe(keys('b'));
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+    } finally {
+      s.stop();
+    }
+    const gone = new AuthSource(join(tmpdir(), 'no-such-auth.yaml'), () => {});
+    gone.start(250, good);
+    expect(status(() => gone.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
+    gone.stop();
+  });
+
   it('is off without ROUTER_AUTH_CONFIG', () => {
     expect(startAuthSource(null, () => {})).toBeNull();
     expect(startAuthSource('', () => {})).toBeNull();
