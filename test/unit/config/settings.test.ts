@@ -39,6 +39,10 @@ describe('parseSettings', () => {
   it.each([
     [['--bogus'], {}, 'unknown option "--bogus"'],
     [['--resources'], {}, '--resources needs a value'],
+    [['--resources', 'r', '--host', ''], {}, '--host needs a value, got an empty one'],
+    [['--resources', 'r', '--port='], {}, '--port needs a value, got an empty one'],
+    [['--resources', 'r', '--workers', ' '], {}, '--workers needs a value, got an empty one'],
+    [['--resources', ''], {}, '--resources needs a value, got an empty one'],
     [[], {}, 'no resources'],
     [['--resources', 'r', '--port', '70000'], {}, '--port: expected an integer from 1 to 65535, got 70000'],
     [['--resources', 'r'], { ROUTER_WORKERS: '0' }, 'ROUTER_WORKERS: expected an integer from 1 to 256, got 0'],
