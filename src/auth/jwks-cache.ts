@@ -103,8 +103,8 @@ export class JwksCache {
     this.attemptedAt = this.now();
     this.fetches++;
     this.pending = this.fetchSet().then(
-      (set) => {
-        this.local = createLocalJWKSet(set);
+      (local) => {
+        this.local = local;
         this.fetchedAt = this.now();
         this.lastError = '';
       },
@@ -118,7 +118,8 @@ export class JwksCache {
     return this.pending;
   }
 
-  private async fetchSet(): Promise<JSONWebKeySet> {
+  /** The key set, fetched and made into a key resolver; rejects with the reason it cannot be used. */
+  private async fetchSet(): Promise<LocalSet> {
     let res: Response;
     try {
       res = await this.fetchFn(this.uri, {
@@ -142,6 +143,12 @@ export class JwksCache {
     }
     const keys = (json as { keys?: unknown } | null)?.keys;
     if (!Array.isArray(keys)) throw new Error('the answer has no "keys" list');
-    return json as JSONWebKeySet;
+    // Here, not where the keys are taken into use: a set jose refuses (a member that is no JWK
+    // object) is a failed fetch like any other, not an exception out of a background refresh.
+    try {
+      return createLocalJWKSet(json as JSONWebKeySet);
+    } catch (err) {
+      throw new Error(`the answer is not a valid key set: ${(err as Error).message}`);
+    }
   }
 }

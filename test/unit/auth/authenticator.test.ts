@@ -185,6 +185,31 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     }
   });
 
+  it('a key set jose refuses (a member that is no JWK) is a failed fetch: 503 at first, the last good keys later', async () => {
+    const broken = [k1.jwk, null] as unknown as typeof server.keys;
+    server.keys = broken;
+    server.fetches = 0;
+    now = 11_000_000;
+    const logs: string[] = [];
+    const claims = { models: ['*'] };
+    const first = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m) });
+    await expectFail(first, `Bearer ${await signToken(k1, { claims })}`, 'm', 503, /is unavailable \(the answer is not a valid key set: /);
+
+    server.keys = [k1.jwk];
+    const auth = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m), tokenCacheSize: 0 });
+    const t = await signToken(k1, { claims });
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    server.keys = broken;
+    now += 601_000; // past jwksMaxAgeSeconds: a background refresh gets the broken set
+    const fetches = server.fetches;
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    for (let i = 0; i < 200 && !logs.some((l) => l.includes('keeping the previous keys')); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(server.fetches).toBe(fetches + 1);
+    expect(logs.join('\n')).toMatch(/failed, keeping the previous keys: the answer is not a valid key set/);
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    server.keys = [k1.jwk];
+  });
+
   it('concurrent first uses share one fetch', async () => {
     server.keys = [k1.jwk];
     server.fetches = 0;
