@@ -142,7 +142,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     throw new UsageError('no resources: give --resources FILE (or ROUTER_RESOURCES), or --kubernetes');
   }
   if (source === 'kubernetes' && flags.has('--resources')) {
-    throw new UsageError('--resources and --kubernetes exclude each other');
+    throw new UsageError(`--resources and ${kubernetes ? '--kubernetes' : 'ROUTER_SOURCE=kubernetes'} exclude each other`);
   }
 
   const portRaw = pick('--port', 'ROUTER_PORT');

@@ -49,6 +49,7 @@ describe('parseSettings', () => {
     [['--resources', 'r'], { ROUTER_DRAIN_TIMEOUT: 'soon' }, 'ROUTER_DRAIN_TIMEOUT: expected a duration'],
     [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected "file" or "kubernetes"'],
     [['--resources', 'r', '--kubernetes'], {}, '--resources and --kubernetes exclude each other'],
+    [['--resources', 'r'], { ROUTER_SOURCE: 'kubernetes' }, '--resources and ROUTER_SOURCE=kubernetes exclude each other'],
     [['--resources', 'r'], { RATE_LIMIT_LOCAL_LEASES: 'off' }, 'RATE_LIMIT_LOCAL_LEASES: expected "true" or "false", got "off"'],
     [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '4MiB' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got "4MiB"'],
     [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '0' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got 0'],
