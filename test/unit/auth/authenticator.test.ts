@@ -210,6 +210,23 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     server.keys = [k1.jwk];
   });
 
+  it('a key the issuer withdraws verifies until the key set is refreshed (jwksMaxAgeSeconds), not only for the token cache TTL', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    now = 13_000_000;
+    const claims = { models: ['*'] };
+    const auth = make();
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims, subject: 'a' })}`, 'm')).toBe('a');
+    server.keys = [k3.jwk]; // k1 withdrawn
+    now += 61_000; // past the verified-token cache's TTL, well within the set's max age (600 s)
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims, subject: 'b' })}`, 'm')).toBe('b');
+    now += 600_000; // the set is old: this token is still checked with it while it is refreshed
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims, subject: 'c' })}`, 'm')).toBe('c');
+    await auth.jwks!.refresh(); // joins the background refresh if it is still under way
+    expect(server.fetches).toBeGreaterThanOrEqual(2);
+    await expectFail(auth, `Bearer ${await signToken(k1, { claims, subject: 'd' })}`, 'm', 401, /no key of the issuer matches it/);
+  });
+
   it('concurrent first uses share one fetch', async () => {
     server.keys = [k1.jwk];
     server.fetches = 0;
