@@ -39,7 +39,8 @@ export class Tracer {
   private readonly parentBased: boolean;
   private readonly rootSampled: 'on' | 'off' | 'ratio';
 
-  constructor(s: TraceSettings, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version)) {
+  /** `log`: where failed exports are reported (at most once a minute; otlp-exporter.ts). */
+  constructor(s: TraceSettings, log: ((message: string) => void) | null = null, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version, log)) {
     this.s = s;
     this.exporter = exporter;
     this.parentBased = s.sampler.startsWith('parentbased_');

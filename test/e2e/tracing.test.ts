@@ -179,6 +179,24 @@ describe('tracing off', () => {
     }
   });
 
+  it('logs that spans cannot be exported (a wrong collector path), not only counting them', async () => {
+    const collector = await startOtlpCollector();
+    const mock = await startMock('pod-a');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      workers: 1,
+      env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/wrong`, OTEL_BSP_SCHEDULE_DELAY: '50' },
+    });
+    try {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' });
+      await r.text();
+      await waitFor('the failed export to be logged', () => /tracing: exporting spans to http:\/\/127\.0\.0\.1:\d+\/v1\/wrong failed \(HTTP 404\)/.test(router.stderr()));
+    } finally {
+      await router.stop();
+      await mock.kill();
+      await collector.close();
+    }
+  });
+
   it('refuses a bad OTEL setting at start, naming it (exit 2)', async () => {
     const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
     const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' });
