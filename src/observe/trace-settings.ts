@@ -57,6 +57,10 @@ function url(name: string, raw: string): URL {
     throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
+  // fetch refuses a URL with a user or password: every export would fail. Not shown (a secret).
+  if (u.username !== '' || u.password !== '') {
+    throw new Error(`${name} must not hold a user or password (user:password@); give them as a header, e.g. OTEL_EXPORTER_OTLP_HEADERS=authorization=Basic%20<base64>`);
+  }
   return u;
 }
 

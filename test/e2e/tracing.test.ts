@@ -211,4 +211,12 @@ describe('tracing off', () => {
     expect(p.stderr()).toContain('OTEL_EXPORTER_OTLP_HEADERS: the value of x-api-key is not a valid HTTP header value');
     expect(p.stderr()).not.toContain('secret');
   });
+
+  it('refuses an endpoint with a user and password (fetch would refuse every export) at start, not showing them (exit 2)', async () => {
+    const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
+    const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:s3cret@127.0.0.1:4318' });
+    expect(await p.exited).toBe(2);
+    expect(p.stderr()).toContain('OTEL_EXPORTER_OTLP_ENDPOINT must not hold a user or password');
+    expect(p.stderr()).not.toContain('s3cret');
+  });
 });
