@@ -186,6 +186,9 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
       c.fail('jwt.jwksUri', `expected an http(s) URL, got ${describe(uri)}`);
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') c.fail('jwt.jwksUri', `expected an http(s) URL, got ${describe(uri)}`);
+    // fetch refuses such a URL (no fetch could succeed), and the URI is shown in 503 answers and
+    // logs: the credentials are not shown here either.
+    if (url.username !== '' || url.password !== '') c.fail('jwt.jwksUri', 'must not hold a user or password (user:password@): key sets are public');
     jwksUri = url.href;
   } else if (o.jwks !== undefined) {
     const set = c.mapping(o.jwks, 'jwt.jwks', ['keys']);

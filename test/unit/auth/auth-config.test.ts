@@ -78,6 +78,7 @@ jwt:
     ['jwt: { issuer: i, audiences: [a] }', /jwt: give jwksUri .* or jwks/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "ftp://x/j" }', /jwt\.jwksUri: expected an http\(s\) URL/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "not a url" }', /jwt\.jwksUri: expected an http\(s\) URL/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://reader:s3cret@x/j" }', /jwt\.jwksUri: must not hold a user or password \(user:password@\): key sets are public$/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwks: { keys: [] } }', /jwt: give either jwksUri or jwks, not both/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [] } }', /jwt\.jwks\.keys: expected a non-empty list of JWKs/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kid: x } ] } }', /jwt\.jwks\.keys\[0\]: expected a JWK/],
