@@ -115,6 +115,13 @@ class Check {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) this.fail(path, `expected a number of seconds from 0 to ${max}, got ${describe(v)}`);
     return v;
   }
+
+  /** A timeout: 0 would end every attempt before it could answer. */
+  timeoutSeconds(v: unknown, path: string, fallback: number, max: number): number {
+    if (v === undefined) return fallback;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > max) this.fail(path, `expected a number of seconds above 0, up to ${max}, got ${describe(v)}`);
+    return v;
+  }
 }
 
 /** Validates the text of an auth file. Throws AuthConfigError naming `file` and the field. */
@@ -179,6 +186,9 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
       c.fail('jwt.jwksUri', `expected an http(s) URL, got ${describe(uri)}`);
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') c.fail('jwt.jwksUri', `expected an http(s) URL, got ${describe(uri)}`);
+    // fetch refuses such a URL (no fetch could succeed), and the URI is shown in 503 answers and
+    // logs: the credentials are not shown here either.
+    if (url.username !== '' || url.password !== '') c.fail('jwt.jwksUri', 'must not hold a user or password (user:password@): key sets are public');
     jwksUri = url.href;
   } else if (o.jwks !== undefined) {
     const set = c.mapping(o.jwks, 'jwt.jwks', ['keys']);
@@ -216,7 +226,7 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
     clockToleranceSeconds: c.seconds(o.clockToleranceSeconds, 'jwt.clockToleranceSeconds', 0, 300),
     jwksMaxAgeSeconds: c.seconds(o.jwksMaxAgeSeconds, 'jwt.jwksMaxAgeSeconds', 600, 86_400),
     jwksCooldownSeconds: c.seconds(o.jwksCooldownSeconds, 'jwt.jwksCooldownSeconds', 30, 3_600),
-    jwksTimeoutSeconds: c.seconds(o.jwksTimeoutSeconds, 'jwt.jwksTimeoutSeconds', 5, 60),
+    jwksTimeoutSeconds: c.timeoutSeconds(o.jwksTimeoutSeconds, 'jwt.jwksTimeoutSeconds', 5, 60),
     tenantClaim,
     rateLimit,
     tenantLimits,

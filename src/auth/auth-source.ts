@@ -21,6 +21,8 @@ export class AuthSource {
   private readonly log: (m: string) => void;
   private readonly opts: AuthenticatorOptions;
   private lastText = '';
+  /** The text of the config in use (the last good one). */
+  private goodText = '';
   private auth: Authenticator | null = null;
   private watcher: FileWatch | null = null;
   /** Reloads rejected (invalid or unreadable file). */
@@ -44,10 +46,32 @@ export class AuthSource {
     return this.auth;
   }
 
-  /** First load: throws when the file is invalid (the router must not start on it). `intervalMs`: the poll where inotify is not available. */
-  start(intervalMs = 250): void {
-    this.lastText = readText(this.file);
-    this.auth = new Authenticator(parseAuthConfig(this.lastText, this.file), this.opts);
+  /** The text of the config in use: the last good one (what a worker started later falls back to). */
+  get lastGoodText(): string {
+    return this.goodText;
+  }
+
+  /**
+   * First load: throws when the file is invalid (the router must not start on it). `intervalMs`:
+   * the poll where inotify is not available. `lastGood`: the text another process last found
+   * valid (a worker started after the file went bad), used when the file is unreadable or
+   * invalid now; the watch then applies the file's next valid change.
+   */
+  start(intervalMs = 250, lastGood: string | null = null): void {
+    let text = '';
+    try {
+      text = readText(this.file);
+      this.auth = new Authenticator(parseAuthConfig(text, this.file), this.opts);
+      this.goodText = text;
+    } catch (err) {
+      if (lastGood === null) throw err;
+      this.rejected++;
+      this.log(`auth file not usable, starting with the last good config: ${(err as Error).message}`);
+      this.auth = new Authenticator(parseAuthConfig(lastGood, this.file), this.opts);
+      this.goodText = lastGood;
+      if (text === '') text = lastGood; // unreadable: the watch reads again and reports
+    }
+    this.lastText = text;
     this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs });
     this.watcher.start(); // reports once when in place: a change since the read above is not missed (same text: no-op)
   }
@@ -72,7 +96,8 @@ export class AuthSource {
       this.log(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
       return false;
     }
-    this.auth = new Authenticator(config, this.opts);
+    this.auth = new Authenticator(config, this.opts, this.auth);
+    this.goodText = text;
     this.log(`auth reloaded from ${this.file}: ${config.apiKeys.length} API keys, JWT ${config.jwt === null ? 'off' : 'on'}`);
     return true;
   }

@@ -67,7 +67,11 @@ export class Authenticator {
   /** The remote key set cache, when the config names jwksUri. */
   readonly jwks: JwksCache | null;
 
-  constructor(config: AuthConfig, opts: AuthenticatorOptions = {}) {
+  /**
+   * `previous`: the Authenticator this one replaces (a reload of the auth file); a remote key set
+   * at the same URI keeps the keys it fetched (jwks-cache.ts).
+   */
+  constructor(config: AuthConfig, opts: AuthenticatorOptions = {}, previous: Authenticator | null = null) {
     this.config = config;
     for (const entry of config.apiKeys) this.keys.set(entry.sha256, { entry, digest: Buffer.from(entry.sha256, 'hex'), tenant: keyTenant(entry.name, entry.rateLimit) });
     this.jwt = config.jwt;
@@ -86,6 +90,7 @@ export class Authenticator {
           now: opts.now,
           fetch: opts.fetch,
           log: opts.log,
+          previous: previous?.jwks,
         });
         this.getKey = this.jwks.getKey as JWTVerifyGetKey;
       } else {

@@ -4,7 +4,9 @@
  * - first use fetches and waits; later, a set older than maxAge is refreshed in the background
  *   while the current keys keep verifying (stale-while-revalidate);
  * - a token whose kid is unknown triggers one fetch (key rotation), at most once per cooldown;
+ *   tokens arriving while a fetch is under way wait for it rather than fail;
  * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
+ * - a reload of the auth file naming the same set keeps its keys (`previous`);
  * - with no keys yet, a failed fetch is not retried within the cooldown either: meanwhile every
  *   verification fails at once with the cached error (503), so a down issuer is not hammered;
  * - the clock and fetch are injected, so rotation and cooldown are tested without sleeping.
@@ -22,6 +24,11 @@ export interface JwksCacheOptions {
   readonly fetch?: FetchFn;
   /** Fetch failures (once per failure, no token content). */
   readonly log?: (message: string) => void;
+  /**
+   * The cache of the same key set this one replaces (a reload of the auth file): its keys and
+   * the times of its fetches carry over, so the issuer being down then breaks no token.
+   */
+  readonly previous?: JwksCache | null;
 }
 
 /** The key set cannot be obtained: verification is impossible right now (503, not 401). */
@@ -55,6 +62,13 @@ export class JwksCache {
     this.opts = opts;
     this.now = opts.now ?? Date.now;
     this.fetchFn = opts.fetch ?? (fetch as unknown as FetchFn);
+    const prev = opts.previous;
+    if (prev != null && prev.uri === uri) {
+      this.local = prev.local;
+      this.fetchedAt = prev.fetchedAt;
+      this.attemptedAt = prev.attemptedAt;
+      this.lastError = prev.lastError;
+    }
   }
 
   private async resolve(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> {
@@ -69,8 +83,12 @@ export class JwksCache {
     try {
       return await local(header, token);
     } catch (err) {
-      if (!(err instanceof errors.JWKSNoMatchingKey) || !this.mayFetch()) throw err;
-      await this.refresh();
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+      // An unknown kid: a fetch under way (another token's, or a background refresh) may bring
+      // it, so wait for that one; else start one unless the cooldown holds it back.
+      if (this.pending !== null) await this.pending;
+      else if (this.mayFetch()) await this.refresh();
+      else throw err;
       return this.local(header, token);
     }
   }
@@ -85,8 +103,8 @@ export class JwksCache {
     this.attemptedAt = this.now();
     this.fetches++;
     this.pending = this.fetchSet().then(
-      (set) => {
-        this.local = createLocalJWKSet(set);
+      (local) => {
+        this.local = local;
         this.fetchedAt = this.now();
         this.lastError = '';
       },
@@ -100,7 +118,8 @@ export class JwksCache {
     return this.pending;
   }
 
-  private async fetchSet(): Promise<JSONWebKeySet> {
+  /** The key set, fetched and made into a key resolver; rejects with the reason it cannot be used. */
+  private async fetchSet(): Promise<LocalSet> {
     let res: Response;
     try {
       res = await this.fetchFn(this.uri, {
@@ -124,6 +143,12 @@ export class JwksCache {
     }
     const keys = (json as { keys?: unknown } | null)?.keys;
     if (!Array.isArray(keys)) throw new Error('the answer has no "keys" list');
-    return json as JSONWebKeySet;
+    // Here, not where the keys are taken into use: a set jose refuses (a member that is no JWK
+    // object) is a failed fetch like any other, not an exception out of a background refresh.
+    try {
+      return createLocalJWKSet(json as JSONWebKeySet);
+    } catch (err) {
+      throw new Error(`the answer is not a valid key set: ${(err as Error).message}`);
+    }
   }
 }

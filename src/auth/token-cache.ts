@@ -2,7 +2,8 @@
  * Verified JWTs, by their exact text, so a client reusing a token pays the signature check once
  * per TTL instead of per request (~80 µs for ES256/RS256, bench/auth-micro.ts). An entry lives
  * until the token's exp or `ttlMs` after verification, whichever is first, so a key the issuer
- * withdraws stops being honoured within `ttlMs`. Bounded: when full, the oldest entry goes.
+ * withdraws stops being honoured within `ttlMs` of the key set's next refresh (jwks-cache.ts).
+ * Bounded: when full, the oldest entry goes.
  */
 import type { Clock } from '../clock.js';
 import type { Tenant } from './tenant.js';

@@ -121,6 +121,9 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
       value = argv[++i];
       if (value === undefined) throw new UsageError(`${arg} needs a value`);
     }
+    // Given empty (`--host "$ADDR"` with ADDR unset), not taken for absent: the default would
+    // apply unnoticed, e.g. listening on every interface.
+    if (value.trim() === '') throw new UsageError(`${arg} needs a value, got an empty one`);
     flags.set(arg, value);
   }
 
@@ -139,7 +142,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     throw new UsageError('no resources: give --resources FILE (or ROUTER_RESOURCES), or --kubernetes');
   }
   if (source === 'kubernetes' && flags.has('--resources')) {
-    throw new UsageError('--resources and --kubernetes exclude each other');
+    throw new UsageError(`--resources and ${kubernetes ? '--kubernetes' : 'ROUTER_SOURCE=kubernetes'} exclude each other`);
   }
 
   const portRaw = pick('--port', 'ROUTER_PORT');

@@ -1,5 +1,8 @@
 import type { TraceSettings } from './trace-settings.js';
 
+/** Failed exports are logged at most this often. */
+const FAIL_LOG_EVERY_MS = 60_000;
+
 /**
  * OTLP/HTTP JSON exporter with a bounded queue (docs/tracing.md). Each ended span arrives
  * as its ready JSON text; a batch is one POST of the texts joined inside a prebuilt envelope.
@@ -21,9 +24,18 @@ export class OtlpExporter {
   private inFlight: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
+  /** Failed exports are logged here, at most once a minute (FAIL_LOG_EVERY_MS); null = not logged. */
+  private readonly log: ((message: string) => void) | null;
+  /** The endpoint as logged: without user, password or query, which may hold credentials. */
+  private readonly where: string;
+  private failLoggedAt = -Infinity;
+  private failedSinceLog = 0;
 
-  constructor(s: TraceSettings, scopeVersion: string) {
+  constructor(s: TraceSettings, scopeVersion: string, log: ((message: string) => void) | null = null) {
     this.s = s;
+    this.log = log;
+    const u = new URL(s.endpoint);
+    this.where = `${u.origin}${u.pathname}`;
     const resource = s.resource.map(([k, v]) => `{"key":${JSON.stringify(k)},"value":{"stringValue":${JSON.stringify(v)}}}`).join(',');
     this.head = `{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`;
     this.headers = { 'content-type': 'application/json' };
@@ -82,9 +94,26 @@ export class OtlpExporter {
       });
       await res.arrayBuffer();
       if (res.ok) this.exported += batch.length;
-      else this.droppedExportFailed += batch.length;
-    } catch {
-      this.droppedExportFailed += batch.length;
+      else this.exportFailed(batch.length, `HTTP ${res.status}`);
+    } catch (err) {
+      const e = err as Error;
+      const cause = (e.cause as Error | undefined)?.message;
+      this.exportFailed(batch.length, e.name === 'TimeoutError' ? `no answer within ${this.s.timeoutMs} ms` : `${e.message}${cause ? ` (${cause})` : ''}`);
     }
+  }
+
+  /**
+   * A batch the collector did not take: counted, and logged at most once a minute with the spans
+   * dropped since the last line, so a wrong endpoint or credentials do not go unnoticed.
+   */
+  private exportFailed(spans: number, reason: string): void {
+    this.droppedExportFailed += spans;
+    if (this.log === null) return;
+    this.failedSinceLog += spans;
+    const now = Date.now();
+    if (now - this.failLoggedAt < FAIL_LOG_EVERY_MS) return;
+    this.failLoggedAt = now;
+    this.log(`exporting spans to ${this.where} failed (${reason}): ${this.failedSinceLog} span(s) dropped since the last such line (at most one a minute)`);
+    this.failedSinceLog = 0;
   }
 }

@@ -57,6 +57,10 @@ function url(name: string, raw: string): URL {
     throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
+  // fetch refuses a URL with a user or password: every export would fail. Not shown (a secret).
+  if (u.username !== '' || u.password !== '') {
+    throw new Error(`${name} must not hold a user or password (user:password@); give them as a header, e.g. OTEL_EXPORTER_OTLP_HEADERS=authorization=Basic%20<base64>`);
+  }
   return u;
 }
 
@@ -86,6 +90,29 @@ function keyValues(name: string, raw: string | undefined): [string, string][] {
       throw new Error(`${name}: the value of ${k} is not valid percent-encoding`);
     }
     out.push([k, v]);
+  }
+  return out;
+}
+
+/**
+ * The export headers, checked as fetch will check them on every export: a name that is no HTTP
+ * token or a value with a line break, NUL or a character above U+00FF would fail every export,
+ * each counted as export_failed and nothing else. The value is not shown (it is often a secret).
+ */
+function exportHeaders(name: string, raw: string | undefined): string[] {
+  const out: string[] = [];
+  for (const [k, v] of keyValues(name, raw)) {
+    try {
+      new Headers([[k, 'x']]);
+    } catch {
+      throw new Error(`${name}: ${JSON.stringify(k)} is not a valid HTTP header name`);
+    }
+    try {
+      new Headers([[k, v]]);
+    } catch {
+      throw new Error(`${name}: the value of ${k} is not a valid HTTP header value (no line breaks, NUL or characters above U+00FF; percent-encode what is not text)`);
+    }
+    out.push(k.toLowerCase(), v);
   }
   return out;
 }
@@ -138,7 +165,7 @@ export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null
   const fromResource = keyValues('OTEL_RESOURCE_ATTRIBUTES', set(env, 'OTEL_RESOURCE_ATTRIBUTES')).find(([k]) => k === 'service.name');
   const serviceName = set(env, 'OTEL_SERVICE_NAME') ?? fromResource?.[1] ?? DEFAULT_SERVICE_NAME;
   const headersName = set(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
-  const headers = keyValues(headersName, set(env, headersName)).flatMap(([k, v]) => [k.toLowerCase(), v]);
+  const headers = exportHeaders(headersName, set(env, headersName));
   const timeoutName = set(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT';
   const maxQueueSize = intSetting(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
   const maxBatchSize = intSetting(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000);

@@ -39,24 +39,33 @@ export class Tracer {
   private readonly parentBased: boolean;
   private readonly rootSampled: 'on' | 'off' | 'ratio';
 
-  constructor(s: TraceSettings, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version)) {
+  /** `log`: where failed exports are reported (at most once a minute; otlp-exporter.ts). */
+  constructor(s: TraceSettings, log: ((message: string) => void) | null = null, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version, log)) {
     this.s = s;
     this.exporter = exporter;
     this.parentBased = s.sampler.startsWith('parentbased_');
     this.rootSampled = s.sampler.endsWith('always_on') ? 'on' : s.sampler.endsWith('always_off') ? 'off' : 'ratio';
   }
 
-  /** Starts the request's span: reads and removes the client's traceparent, sets x.traceparent. */
+  /**
+   * Starts the request's span: reads and removes the client's traceparent, sets x.traceparent.
+   * A tracestate goes on to the pod only with the trace it belongs to: without a valid
+   * traceparent a new trace starts, and the W3C processing model discards the tracestate.
+   */
   start(x: Exchange): RequestSpan {
     const fwd = x.forwardHeaders;
     let incoming = '';
+    let tracestate = false;
     for (let i = fwd.length - 2; i >= 0; i -= 2) {
-      if (fwd[i] !== 'traceparent') continue;
+      const name = fwd[i];
+      if (name === 'tracestate') tracestate = true;
+      if (name !== 'traceparent') continue;
       // More than one traceparent is invalid (W3C): then a new trace starts.
       incoming = incoming === '' ? fwd[i + 1] : 'invalid';
       fwd.splice(i, 2);
     }
     const parent = incoming === '' ? null : parseTraceparent(incoming);
+    if (parent === null && tracestate) dropHeader(fwd, 'tracestate');
     const traceId = parent === null ? newTraceId() : parent.traceId;
     const sampled = parent !== null && this.parentBased ? parent.sampled : this.sampleRoot(traceId);
     const span = new RequestSpan(traceId, newSpanId(), parent === null ? '' : parent.spanId, sampled);
@@ -80,6 +89,11 @@ export class Tracer {
     if (this.rootSampled === 'off') return false;
     return parseInt(traceId.slice(18), 16) < this.s.ratio * RATIO_SPACE;
   }
+}
+
+/** Removes every `name` entry of a flat [name, value, …] header list. */
+function dropHeader(fwd: string[], name: string): void {
+  for (let i = fwd.length - 2; i >= 0; i -= 2) if (fwd[i] === name) fwd.splice(i, 2);
 }
 
 function str(key: string, value: string): string {

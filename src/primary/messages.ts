@@ -7,7 +7,9 @@ export type PrimaryToWorker =
   | { t: 'core:drain' }
   | { t: 'core:reopen-log' }
   /** Answer to a worker's `core:ping` (worker/primary-heartbeat.ts). */
-  | { t: 'core:pong' };
+  | { t: 'core:pong' }
+  /** Answer to `core:auth-wanted`: the auth file's text as last found valid. */
+  | { t: 'core:auth'; text: string };
 
 export type WorkerToPrimary =
   | { t: 'core:listening' }
@@ -15,7 +17,9 @@ export type WorkerToPrimary =
   | { t: 'core:applied'; version: number }
   | { t: 'core:fatal'; message: string }
   /** Heartbeat: the primary answers `core:pong` at once when its event loop is free. */
-  | { t: 'core:ping' };
+  | { t: 'core:ping' }
+  /** A starting worker found the auth file unreadable or invalid: it asks for the last good text. */
+  | { t: 'core:auth-wanted' };
 
 export function isCoreMessage(m: unknown): m is { t: string } {
   return m !== null && typeof m === 'object' && typeof (m as { t?: unknown }).t === 'string' && (m as { t: string }).t.startsWith('core:');

@@ -5,7 +5,7 @@ import { CounterStore } from '../ratelimit/local/counter-store.js';
 import { attachLocalLimitHost } from '../ratelimit/local/limit-host.js';
 import { dropMessagesToDeadWorker } from './worker-channel.js';
 import { CrashGuard } from './crash-guard.js';
-import { loadAuthConfigFile } from '../auth/auth-source.js';
+import { startAuthSource } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
@@ -102,7 +102,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   }
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
-  if (settings.authConfig !== null) loadAuthConfigFile(settings.authConfig);
+  // The primary then follows the file as the workers do (silently: they log), keeping its last
+  // good text for a worker that starts while the file is invalid (a restart after a crash).
+  const authFile = startAuthSource(settings.authConfig, () => undefined);
   // So does a missing token ranks file (each worker builds its table from it).
   if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
 
@@ -144,6 +146,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       } else if (msg.t === 'core:applied') {
         applied.add(w.id);
         updateReady();
+      } else if (msg.t === 'core:auth-wanted') {
+        if (authFile !== null) w.send({ t: 'core:auth', text: authFile.lastGoodText } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:fatal') {
         ops.error('worker', `worker ${w.process.pid} failed: ${msg.message}`);
       }
@@ -180,6 +184,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // would read 'starting' instead of 'draining'.
     broadcast({ t: 'core:drain' });
     await stopSource();
+    authFile?.stop();
     stopLoadShare();
     const deadline = setTimeout(() => {
       ops.warn('drain', 'drain timeout passed; killing remaining workers');

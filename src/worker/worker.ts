@@ -14,7 +14,7 @@ import { RouteTable } from '../route/route-table.js';
 import { createTokenCounter } from '../tokens/create-token-counter.js';
 import { EndpointRegistry } from '../upstream/endpoint-registry.js';
 import { runPipeline, type PipelineServices } from './pipeline.js';
-import { startAuthSource } from '../auth/auth-source.js';
+import { startWorkerAuth } from './worker-auth.js';
 import type { Settings } from '../settings.js';
 import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
@@ -50,7 +50,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
-  const auth = startAuthSource(settings.authConfig, (m) => ops.info('auth', m));
+  const auth = await startWorkerAuth(settings.authConfig, (m) => ops.info('auth', m));
 
   let ready = false;
   const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (m) => ops.warn('readiness', m) });
@@ -103,7 +103,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       prefixShare.apply(m as PrefixShareMessage);
     }
   });
-  const tracer = settings.tracing === null ? null : new Tracer(settings.tracing);
+  const tracer = settings.tracing === null ? null : new Tracer(settings.tracing, (m) => ops.warn('tracing', m));
   if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
   // Shadow limits: counted always, logged once a minute at most (what they would have rejected).
   let shadowLoggedAt = -Infinity;

@@ -143,6 +143,23 @@ describe('authentication and authorization over the built router (2 workers)', (
     expect(jwks.fetches - fetchesBefore).toBeLessThanOrEqual(2);
   });
 
+  it('key rotation under load: tokens of a new key arriving while its refetch is under way all pass', async () => {
+    const k3 = await makeKey('k3');
+    jwks.keys = [k1.jwk, k2.jwk, k3.jwk];
+    jwks.delayMs = 300;
+    try {
+      const tokens = await Promise.all(Array.from({ length: 12 }, (_, i) => signToken(k3, { subject: `rotated-${i}`, claims: { models: ['*'] } })));
+      const statuses = await Promise.all(tokens.map(async (t) => {
+        const r = await call('sf-model', `Bearer ${t}`);
+        await r.text();
+        return r.status;
+      }));
+      expect(statuses).toEqual(Array(12).fill(200));
+    } finally {
+      jwks.delayMs = 0;
+    }
+  });
+
   it('hot reload: a new key works once the file changes; an invalid file keeps the last good config', async () => {
     writeFile(authFile, authYaml(jwks.url, `  - name: newcomer\n    sha256: "${sha256Hex(KEY_NEW)}"\n`));
     await waitFor('the new key to be accepted', async () => {

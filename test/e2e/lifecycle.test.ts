@@ -25,6 +25,10 @@ describe('command line', () => {
     const r3 = spawnSync(process.execPath, [CLI, '--resources', 'x.yaml'], { encoding: 'utf8', env: { ...process.env, ACCESS_LOG_FORMAT: 'xml' } });
     expect(r3.status).toBe(2);
     expect(r3.stderr).toContain('ACCESS_LOG_FORMAT');
+    // An empty value (a shell variable that is unset) does not fall back to listening on every interface.
+    const r4 = spawnSync(process.execPath, [CLI, '--resources', 'x.yaml', '--host', ''], { encoding: 'utf8' });
+    expect(r4.status).toBe(2);
+    expect(r4.stderr).toContain('--host needs a value, got an empty one');
   });
 
   it('an invalid resources file at start stops the router with exit 2, naming file, resource and field', () => {

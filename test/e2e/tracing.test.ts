@@ -110,12 +110,23 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
     expect(text).toMatch(/^inference_router_trace_spans_dropped_total\{reason="export_failed"\} 0$/m);
   });
 
-  it('an invalid incoming traceparent starts a new trace', async () => {
-    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-bad-1', traceparent: 'garbage' });
+  it('an invalid incoming traceparent starts a new trace; the tracestate of the old one is not forwarded', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-bad-1', traceparent: 'garbage', tracestate: 'vendor=1' });
     await r.text();
     const span = await spanOf(collector, 'trace-bad-1');
     expect(span.parentSpanId ?? '').toBe('');
-    expect((await mock.stats()).lastHeaders.traceparent).toBe(`00-${span.traceId}-${span.spanId}-01`);
+    const seen = (await mock.stats()).lastHeaders;
+    expect(seen.traceparent).toBe(`00-${span.traceId}-${span.spanId}-01`);
+    expect(seen.tracestate).toBeUndefined();
+  });
+
+  it('a tracestate without a traceparent is discarded (W3C: it is invalid alone)', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': 'trace-state-only-1', tracestate: 'vendor=1' });
+    await r.text();
+    const span = await spanOf(collector, 'trace-state-only-1');
+    const seen = (await mock.stats()).lastHeaders;
+    expect(seen.traceparent).toBe(`00-${span.traceId}-${span.spanId}-01`);
+    expect(seen.tracestate).toBeUndefined();
   });
 });
 
@@ -168,10 +179,44 @@ describe('tracing off', () => {
     }
   });
 
+  it('logs that spans cannot be exported (a wrong collector path), not only counting them', async () => {
+    const collector = await startOtlpCollector();
+    const mock = await startMock('pod-a');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      workers: 1,
+      env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/wrong`, OTEL_BSP_SCHEDULE_DELAY: '50' },
+    });
+    try {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' });
+      await r.text();
+      await waitFor('the failed export to be logged', () => /tracing: exporting spans to http:\/\/127\.0\.0\.1:\d+\/v1\/wrong failed \(HTTP 404\)/.test(router.stderr()));
+    } finally {
+      await router.stop();
+      await mock.kill();
+      await collector.close();
+    }
+  });
+
   it('refuses a bad OTEL setting at start, naming it (exit 2)', async () => {
     const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
     const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' });
     expect(await p.exited).toBe(2);
     expect(p.stderr()).toContain('OTEL_TRACES_SAMPLER');
+  });
+
+  it('refuses an export header no export could send (a line break in its value) at start, naming it, not showing the value (exit 2)', async () => {
+    const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
+    const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=secret-1%0Asecret-2' });
+    expect(await p.exited).toBe(2);
+    expect(p.stderr()).toContain('OTEL_EXPORTER_OTLP_HEADERS: the value of x-api-key is not a valid HTTP header value');
+    expect(p.stderr()).not.toContain('secret');
+  });
+
+  it('refuses an endpoint with a user and password (fetch would refuse every export) at start, not showing them (exit 2)', async () => {
+    const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
+    const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:s3cret@127.0.0.1:4318' });
+    expect(await p.exited).toBe(2);
+    expect(p.stderr()).toContain('OTEL_EXPORTER_OTLP_ENDPOINT must not hold a user or password');
+    expect(p.stderr()).not.toContain('s3cret');
   });
 });

@@ -78,12 +78,15 @@ jwt:
     ['jwt: { issuer: i, audiences: [a] }', /jwt: give jwksUri .* or jwks/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "ftp://x/j" }', /jwt\.jwksUri: expected an http\(s\) URL/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "not a url" }', /jwt\.jwksUri: expected an http\(s\) URL/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://reader:s3cret@x/j" }', /jwt\.jwksUri: must not hold a user or password \(user:password@\): key sets are public$/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwks: { keys: [] } }', /jwt: give either jwksUri or jwks, not both/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [] } }', /jwt\.jwks\.keys: expected a non-empty list of JWKs/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kid: x } ] } }', /jwt\.jwks\.keys\[0\]: expected a JWK/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: RSA, d: secret } ] } }', /jwt\.jwks\.keys\[0\]: is a private key/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: oct, k: abc } ] } }', /jwt\.jwks\.keys\[0\]\.kty: symmetric keys/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwksCooldownSeconds: -1 }', /jwt\.jwksCooldownSeconds: expected a number of seconds from 0 to 3600, got -1/],
+    // 0 is no "no timeout": every fetch of the key set would fail, every token answered 503.
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwksTimeoutSeconds: 0 }', /jwt\.jwksTimeoutSeconds: expected a number of seconds above 0, up to 60, got 0/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", issuers: [x] }', /jwt\.issuers: unknown field/],
   ])('rejects %j naming file and field', (text, message) => {
     const e = error(text);

@@ -6,7 +6,7 @@ import { AuthConfigError } from '../../../src/auth/auth-config.js';
 import { AuthSource, loadAuthConfigFile, startAuthSource } from '../../../src/auth/auth-source.js';
 import type { Exchange } from '../../../src/http/exchange.js';
 import { RouterError } from '../../../src/errors.js';
-import { sha256Hex } from './jwks-server.js';
+import { JwksServer, makeKey, sha256Hex, signToken } from './jwks-server.js';
 
 const dirs: string[] = [];
 function file(text: string): string {
@@ -82,6 +82,60 @@ describe('AuthSource', () => {
     } finally {
       s.stop();
     }
+  });
+
+  it('a reload naming the same remote key set keeps its keys: tokens still verify while the issuer is down', async () => {
+    const jwks = await new JwksServer().start();
+    const key = await makeKey('k1');
+    jwks.keys = [key.jwk];
+    const jwt = `jwt:\n  issuer: https://issuer.test\n  audiences: [inference-router]\n  jwksUri: ${jwks.url}\n`;
+    const f = file(keys('a') + jwt);
+    const logs: string[] = [];
+    const s = new AuthSource(f, (m) => logs.push(m));
+    s.start();
+    try {
+      const before = await s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'before' })}`), 'm');
+      expect(before.subject).toBe('before');
+      expect(jwks.fetches).toBe(1);
+      jwks.status = 500; // the issuer goes down
+      writeFileSync(f, keys('a', 'b') + jwt);
+      expect(s.reload()).toBe(true);
+      // A token never seen before (not in the verified-token cache) is checked with the kept keys.
+      const after = await s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'after' })}`), 'm');
+      expect(after.subject).toBe('after');
+      expect(jwks.fetches).toBe(1);
+      expect(logs.filter((l) => l.includes('fetching the key set'))).toEqual([]);
+    } finally {
+      s.stop();
+      await jwks.stop();
+    }
+  });
+
+  it('starts from the last good text given when the file is invalid or unreadable now, then follows the file', () => {
+    const good = keys('a');
+    const f = file('apiKeys: [{ name: broken }]');
+    const logs: string[] = [];
+    const s = new AuthSource(f, (m) => logs.push(m));
+    expect(() => s.start()).toThrow(AuthConfigError);
+    s.start(250, good);
+    try {
+      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
+      expect(s.lastGoodText).toBe(good);
+      expect(s.rejected).toBe(1);
+      expect(logs).toEqual([expect.stringMatching(/^auth file not usable, starting with the last good config: .*auth\.yaml: apiKeys\[0\]\.sha256/)]);
+      expect(s.reload()).toBe(false); // the same invalid text: not logged again
+      expect(logs.length).toBe(1);
+      writeFileSync(f, keys('b'));
+      expect(s.reload()).toBe(true);
+      expect(s.lastGoodText).toBe(keys('b'));
+      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+    } finally {
+      s.stop();
+    }
+    const gone = new AuthSource(join(tmpdir(), 'no-such-auth.yaml'), () => {});
+    gone.start(250, good);
+    expect(status(() => gone.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
+    gone.stop();
   });
 
   it('is off without ROUTER_AUTH_CONFIG', () => {

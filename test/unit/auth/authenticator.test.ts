@@ -165,6 +165,68 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     expect(server.fetches).toBe(2);
   });
 
+  it('tokens of a newly published key arriving while its refetch is under way wait for it instead of failing', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    now = 7_000_000;
+    const auth = make();
+    const claims = { models: ['*'] };
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims })}`, 'm')).toBe('alice');
+    server.keys = [k1.jwk, k2.jwk];
+    server.delayMs = 200; // the issuer takes its time: the other tokens arrive during the fetch
+    now += 30_000;
+    try {
+      const tokens = await Promise.all(Array.from({ length: 10 }, (_, i) => signToken(k2, { claims, subject: `user-${i}` })));
+      const all = await Promise.all(tokens.map((t) => outcome(auth, `Bearer ${t}`, 'm')));
+      expect(all).toEqual(tokens.map((_, i) => `user-${i}`));
+      expect(server.fetches).toBe(2);
+    } finally {
+      server.delayMs = 0;
+    }
+  });
+
+  it('a key set jose refuses (a member that is no JWK) is a failed fetch: 503 at first, the last good keys later', async () => {
+    const broken = [k1.jwk, null] as unknown as typeof server.keys;
+    server.keys = broken;
+    server.fetches = 0;
+    now = 11_000_000;
+    const logs: string[] = [];
+    const claims = { models: ['*'] };
+    const first = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m) });
+    await expectFail(first, `Bearer ${await signToken(k1, { claims })}`, 'm', 503, /is unavailable \(the answer is not a valid key set: /);
+
+    server.keys = [k1.jwk];
+    const auth = new Authenticator(config(), { now: () => now, log: (m) => logs.push(m), tokenCacheSize: 0 });
+    const t = await signToken(k1, { claims });
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    server.keys = broken;
+    now += 601_000; // past jwksMaxAgeSeconds: a background refresh gets the broken set
+    const fetches = server.fetches;
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    for (let i = 0; i < 200 && !logs.some((l) => l.includes('keeping the previous keys')); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(server.fetches).toBe(fetches + 1);
+    expect(logs.join('\n')).toMatch(/failed, keeping the previous keys: the answer is not a valid key set/);
+    expect(await auth.authorize(`Bearer ${t}`, 'm')).toBe('alice');
+    server.keys = [k1.jwk];
+  });
+
+  it('a key the issuer withdraws verifies until the key set is refreshed (jwksMaxAgeSeconds), not only for the token cache TTL', async () => {
+    server.keys = [k1.jwk];
+    server.fetches = 0;
+    now = 13_000_000;
+    const claims = { models: ['*'] };
+    const auth = make();
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims, subject: 'a' })}`, 'm')).toBe('a');
+    server.keys = [k3.jwk]; // k1 withdrawn
+    now += 61_000; // past the verified-token cache's TTL, well within the set's max age (600 s)
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims, subject: 'b' })}`, 'm')).toBe('b');
+    now += 600_000; // the set is old: this token is still checked with it while it is refreshed
+    expect(await auth.authorize(`Bearer ${await signToken(k1, { claims, subject: 'c' })}`, 'm')).toBe('c');
+    await auth.jwks!.refresh(); // joins the background refresh if it is still under way
+    expect(server.fetches).toBeGreaterThanOrEqual(2);
+    await expectFail(auth, `Bearer ${await signToken(k1, { claims, subject: 'd' })}`, 'm', 401, /no key of the issuer matches it/);
+  });
+
   it('concurrent first uses share one fetch', async () => {
     server.keys = [k1.jwk];
     server.fetches = 0;

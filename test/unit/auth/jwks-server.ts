@@ -44,6 +44,8 @@ export class JwksServer {
   keys: JWK[] = [];
   fetches = 0;
   status = 200;
+  /** How long each answer waits, ms (a slow issuer). */
+  delayMs = 0;
   private server: Server | null = null;
   url = '';
 
@@ -58,7 +60,9 @@ export class JwksServer {
         res.writeHead(this.status).end('down');
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.keys }));
+      const body = JSON.stringify({ keys: this.keys });
+      if (this.delayMs > 0) setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(body), this.delayMs);
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(body);
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     const port = (this.server.address() as { port: number }).port;

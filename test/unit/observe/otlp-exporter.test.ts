@@ -51,6 +51,21 @@ describe('OtlpExporter against a real HTTP collector', () => {
     expect(exporter.exported).toBe(0);
   });
 
+  it('logs failed exports at most once a minute, naming the endpoint without its query and the reason', async () => {
+    collector = await startOtlpCollector();
+    const u = new URL(collector.url);
+    const s = parseTraceSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://${u.host}/wrong/path?token=secret`, OTEL_BSP_SCHEDULE_DELAY: '3600000' })!;
+    const logs: string[] = [];
+    exporter = new OtlpExporter(s, '1', (m) => logs.push(m));
+    exporter.push(span(1));
+    await exporter.flush();
+    exporter.push(span(2));
+    exporter.push(span(3));
+    await exporter.flush();
+    expect(exporter.droppedExportFailed).toBe(3);
+    expect(logs).toEqual([`exporting spans to http://${u.host}/wrong/path failed (HTTP 404): 1 span(s) dropped since the last such line (at most one a minute)`]);
+  });
+
   it('counts a batch the collector refuses as failed', async () => {
     collector = await startOtlpCollector();
     const s = parseTraceSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/wrong/path`, OTEL_BSP_SCHEDULE_DELAY: '3600000' })!;

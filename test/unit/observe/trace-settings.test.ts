@@ -48,6 +48,8 @@ describe('parseTraceSettings', () => {
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://c/x' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:s3cret@collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must not hold a user or password'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://user@collector/v1/traces' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must not hold a user or password'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_BSP_MAX_QUEUE_SIZE: '0' }, 'OTEL_BSP_MAX_QUEUE_SIZE'],
@@ -56,6 +58,9 @@ describe('parseTraceSettings', () => {
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '-1' }, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, 'OTEL_RESOURCE_ATTRIBUTES'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'a=%zz' }, 'OTEL_EXPORTER_OTLP_HEADERS'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=abc%0Adef' }, 'OTEL_EXPORTER_OTLP_HEADERS: the value of x-api-key is not a valid HTTP header value'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-api-key=%E2%82%AC' }, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS: the value of x-api-key'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'api key=1' }, 'OTEL_EXPORTER_OTLP_HEADERS: "api key" is not a valid HTTP header name'],
   ])('rejects %j naming %s', (env, name) => {
     expect(() => parseTraceSettings(env as NodeJS.ProcessEnv)).toThrow(name);
   });

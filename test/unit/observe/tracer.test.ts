@@ -45,6 +45,20 @@ describe('Tracer', () => {
     expect(span.parentSpanId).toBe('');
   });
 
+  it('keeps the tracestate with a valid traceparent, drops it when a new trace starts (W3C processing model)', () => {
+    const kept = exchange(`00-${TRACE}-${PARENT}-01`);
+    kept.forwardHeaders.push('tracestate', 'vendor=1');
+    tracer().start(kept);
+    expect(kept.forwardHeaders).toEqual(['content-type', 'application/json', 'x-other', 'y', 'tracestate', 'vendor=1']);
+    for (const traceparent of [null, 'garbage', `00-${TRACE.toUpperCase()}-${PARENT}-01`, `ff-${TRACE}-${PARENT}-01`]) {
+      const x = exchange(traceparent);
+      x.forwardHeaders.push('tracestate', 'vendor=1', 'tracestate', 'other=2');
+      const span = tracer().start(x);
+      expect(span.parentSpanId).toBe('');
+      expect(x.forwardHeaders).toEqual(['content-type', 'application/json', 'x-other', 'y']);
+    }
+  });
+
   it.each([
     ['parentbased_always_on', `00-${TRACE}-${PARENT}-00`, false],
     ['parentbased_always_off', `00-${TRACE}-${PARENT}-01`, true],
