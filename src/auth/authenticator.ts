@@ -40,6 +40,13 @@ const CHALLENGE = Object.freeze({ 'www-authenticate': 'Bearer' });
 const CHALLENGE_INVALID = Object.freeze({ 'www-authenticate': 'Bearer error="invalid_token"' });
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/** Why an Authorization value is no `Bearer <credential>`: the front joins a header sent twice with ", ". */
+function malformedMessage(authorization: string): string {
+  return /^bearer +[^ ,]+ *, *bearer /i.test(authorization)
+    ? 'more than one Authorization header (or credential in it): send one "Authorization: Bearer <api key or token>"'
+    : 'malformed Authorization header: expected "Bearer <api key or token>"';
+}
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 
 interface KeyRecord {
@@ -124,7 +131,7 @@ export class Authenticator {
       throw unauthenticated('missing credentials: send "Authorization: Bearer <api key or token>"', false, 'missing_credentials');
     }
     const m = BEARER.exec(authorization);
-    if (m === null) throw unauthenticated('malformed Authorization header: expected "Bearer <api key or token>"', false, 'invalid_credentials');
+    if (m === null) throw unauthenticated(malformedMessage(authorization), false, 'invalid_credentials');
     const token = m[1];
 
     const digest = hash('sha256', token, 'buffer');

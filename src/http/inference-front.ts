@@ -176,7 +176,9 @@ function scanHeader(name: string, value: string): void {
   } else if (name === 'transfer-encoding') {
     scanTransferEncoding = scanTransferEncoding === null ? value : `${scanTransferEncoding}, ${value}`;
   } else if (name === 'authorization') {
-    scanAuthorization = value;
+    // Sent twice, both are kept as one field (RFC 9110 §5.3), which no credential matches: the
+    // router must not pick one while a proxy in front, or the pod, picks the other.
+    scanAuthorization = scanAuthorization.length === 0 ? value : `${scanAuthorization}, ${value}`;
     if (!scanStripAuthorization) scanForward.push(name, value);
   } else if (forwardRequestHeader(name)) scanForward.push(name, value);
 }

@@ -1,4 +1,5 @@
 import { readFileSync, existsSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
@@ -95,6 +96,20 @@ describe('authentication and authorization over the built router (2 workers)', (
     await expectDenied(await call('sf-model', `Basic ${Buffer.from('u:p').toString('base64')}`), 401, /^malformed Authorization header/);
     await expectDenied(await call('sf-model', 'Bearer'), 401, /^malformed Authorization header/);
     await expectDenied(await call('sf-model', 'Bearer sk-not-a-key-000'), 401, /^invalid credentials: unknown API key$/);
+    expect((await mock.stats()).requests).toBe(before);
+  });
+
+  it('an Authorization header sent twice is 401 whichever comes first, never the valid one picked', async () => {
+    const before = (await mock.stats()).requests;
+    const body = JSON.stringify({ model: 'sf-model', prompt: 'hello there' });
+    for (const [first, second] of [[`Bearer ${KEY_A}`, 'Bearer sk-bogus-000'], ['Bearer sk-bogus-000', `Bearer ${KEY_A}`], [`Bearer ${KEY_A}`, `Bearer ${KEY_A}`]]) {
+      const answer = await rawExchange(router.port,
+        `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: ${first}\r\n` +
+        `authorization: ${second}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+      expect(answer).toContain('more than one Authorization header');
+      seen.set(401, (seen.get(401) ?? 0) + 1);
+    }
     expect((await mock.stats()).requests).toBe(before);
   });
 
@@ -200,3 +215,15 @@ describe('authentication and authorization over the built router (2 workers)', (
     for (const c of credentials) expect(log).not.toContain(c);
   });
 });
+
+/** Sends `text` on a new connection and returns all that comes back until the router closes it. */
+function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write(text));
+    let got = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d: string) => { got += d; });
+    sock.on('end', () => resolve(got));
+    sock.on('error', reject);
+  });
+}
