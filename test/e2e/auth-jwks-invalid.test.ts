@@ -4,15 +4,10 @@
  * keys kept. It must not end the worker (an unhandled rejection), cutting its requests and, at
  * every refresh, restarting it until the crash guard stops the router.
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router, childPids } from '../helpers/processes.js';
 import { JwksServer, makeKey, signToken, type TestKey } from '../unit/auth/jwks-server.js';
-
-function workerPids(primaryPid: number): number[] {
-  return spawnSync('pgrep', ['-P', String(primaryPid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
-}
 
 describe('an invalid key set from the issuer on a refresh (built router, 1 worker)', () => {
   let mock: MockBackend;
@@ -48,7 +43,7 @@ describe('an invalid key set from the issuer on a refresh (built router, 1 worke
 
   it('keeps the worker and the last good keys, and logs the failed fetch', async () => {
     expect(await status('first')).toBe(200);
-    const worker = workerPids(router.pid);
+    const worker = childPids(router.pid);
     expect(worker.length).toBe(1);
     jwks.keys = [key.jwk, null] as unknown as typeof jwks.keys;
     const fetches = jwks.fetches;
@@ -57,7 +52,7 @@ describe('an invalid key set from the issuer on a refresh (built router, 1 worke
     await waitFor('the refresh to fail and be logged', () => /keeping the previous keys: the answer is not a valid key set/.test(router.stderr()));
     expect(jwks.fetches).toBeGreaterThan(fetches);
     expect(await status('third')).toBe(200);
-    expect(workerPids(router.pid)).toEqual(worker);
+    expect(childPids(router.pid)).toEqual(worker);
     expect(router.stderr()).not.toMatch(/exited \(code/);
   });
 });

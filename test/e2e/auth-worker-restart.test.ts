@@ -4,18 +4,13 @@
  * at start, so one crash does not become a crash loop that stops the router; it applies the
  * file's next valid change as the others do.
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router, childPids } from '../helpers/processes.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
 const KEY = 'sk-restart-e2e-7777777777';
 const KEY_LATER = 'sk-restart-later-e2e-8888888888';
-
-function workerPids(primaryPid: number): number[] {
-  return spawnSync('pgrep', ['-P', String(primaryPid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
-}
 
 const keys = (...list: [string, string][]): string => `apiKeys:\n${list.map(([name, key]) => `  - name: ${name}\n    sha256: "${sha256Hex(key)}"\n`).join('')}`;
 
@@ -46,11 +41,11 @@ describe('worker restart with an invalid auth file on disk (built router, 2 work
   it('the replacement worker starts with the last good config; the router keeps serving', async () => {
     writeFile(authFile, 'apiKeys: [{ name: broken }]\n');
     await waitFor('both workers to reject the change', () => (router.stderr().match(/auth reload rejected/g) ?? []).length >= 2);
-    const before = workerPids(router.pid);
+    const before = childPids(router.pid);
     expect(before.length).toBe(2);
     process.kill(before[0], 'SIGKILL');
     await waitFor('a replacement worker', () => {
-      const now = workerPids(router.pid);
+      const now = childPids(router.pid);
       return now.length === 2 && !now.includes(before[0]);
     }, 10_000);
     await waitFor('ready again', async () => (await fetch(`${router.url}/readyz`)).status === 200, 10_000);

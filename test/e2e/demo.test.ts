@@ -2,13 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, ROOT, startProcess, waitFor, type Proc } from '../helpers/processes.js';
+import { freePort, ROOT, startProcess, waitFor, type Proc, childPids } from '../helpers/processes.js';
 
 const DEMO = join(ROOT, 'dist/examples/demo.js');
-
-function children(pid: number): number[] {
-  return spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
-}
 
 function alive(pid: number): boolean {
   try {
@@ -64,7 +60,7 @@ async function expectAllGone(demoPid: number, kids: number[], ports: number[]): 
 describe('npm run demo', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('stops the mocks and the router on %s', async (signal) => {
     const { proc, demoPid, ports } = await startDemo(false);
-    const kids = children(demoPid);
+    const kids = childPids(demoPid);
     expect(kids).toHaveLength(3);
     for (const p of ports) expect(await portOpen(p)).toBe(true);
     expect(await proc.kill(signal)).toBe(0);
@@ -114,7 +110,7 @@ describe('npm run demo', () => {
 
   it('stops everything when the process that started it goes away', async () => {
     const { proc, demoPid, ports } = await startDemo(true);
-    const kids = children(demoPid);
+    const kids = childPids(demoPid);
     expect(kids).toHaveLength(3);
     await proc.kill('SIGKILL');
     await expectAllGone(demoPid, kids, ports);

@@ -2,12 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend } from '../helpers/processes.js';
-
-function workerPids(primaryPid: number): number[] {
-  const out = spawnSync('pgrep', ['-P', String(primaryPid)], { encoding: 'utf8' }).stdout;
-  return out.split('\n').filter(Boolean).map(Number);
-}
+import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, childPids } from '../helpers/processes.js';
 
 describe('command line', () => {
   it('--help prints usage and exits 0', () => {
@@ -70,7 +65,7 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
   });
 
   it("starts each worker with its young generation sized by ROUTER_WORKER_SEMI_SPACE_MB, or by the operator's own flag", async () => {
-    const cmdlines = (pid: number): string[] => workerPids(pid).map((w) => readFileSync(`/proc/${w}/cmdline`, 'utf8').split('\0').join(' '));
+    const cmdlines = (pid: number): string[] => childPids(pid).map((w) => readFileSync(`/proc/${w}/cmdline`, 'utf8').split('\0').join(' '));
     const sized = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { workers: 1, env: { ROUTER_WORKER_SEMI_SPACE_MB: '8' } });
     try {
       const [line] = cmdlines(sized.pid);
@@ -92,11 +87,11 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
   it('restarts a worker that dies, and serves throughout', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]));
     try {
-      const before = workerPids(router.child.pid!);
+      const before = childPids(router.child.pid!);
       expect(before.length).toBe(2);
       process.kill(before[0], 'SIGKILL');
       await waitFor('a replacement worker', () => {
-        const now = workerPids(router.child.pid!);
+        const now = childPids(router.child.pid!);
         return now.length === 2 && !now.includes(before[0]);
       }, 10_000);
       await waitFor('ready again', async () => (await fetch(`${router.url}/readyz`)).status === 200, 10_000);
@@ -120,7 +115,7 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
 
   it('workers do not outlive a primary that was killed', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]));
-    const pids = workerPids(router.child.pid!);
+    const pids = childPids(router.child.pid!);
     expect(pids.length).toBe(2);
     await router.kill('SIGKILL');
     const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
@@ -132,7 +127,7 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { dir, workers: 1 });
     // Kill workers as fast as they come back.
     const killer = setInterval(() => {
-      for (const pid of workerPids(router.child.pid!)) {
+      for (const pid of childPids(router.child.pid!)) {
         try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
       }
     }, 50);

@@ -1,8 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postFresh, resourcesFor, ROOT, startMock, startRouter, waitFor, type MockBackend } from '../helpers/processes.js';
+import { postFresh, resourcesFor, ROOT, startMock, startRouter, waitFor, type MockBackend, childPids } from '../helpers/processes.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -11,10 +10,6 @@ interface Line { time: string; level: string; process: string; pid: number; even
 /** Every stderr line, each of which must be one JSON object. */
 function lines(stderr: string): Line[] {
   return stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
-}
-
-function workerPids(primaryPid: number): number[] {
-  return spawnSync('pgrep', ['-P', String(primaryPid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
 }
 
 describe('operational log on stderr', () => {
@@ -47,7 +42,7 @@ describe('operational log on stderr', () => {
     expect(rejected.message).toContain('Nonsense');
 
     // A worker dies: its exit and its replacement are logged.
-    const [victim] = workerPids(router.pid);
+    const [victim] = childPids(router.pid);
     process.kill(victim, 'SIGKILL');
     const restarted = await waitFor('the restart line', () => lines(router.stderr()).find((l) => l.event === 'worker' && l.replaces === victim), 10_000);
     expect(restarted.worker).toEqual(expect.any(Number));

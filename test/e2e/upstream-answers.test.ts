@@ -1,10 +1,10 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router, childPids } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 /**
@@ -72,11 +72,6 @@ async function recordOf(file: string, requestId: string): Promise<any> {
 function peakRssKb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m![1]);
-}
-
-function workerPids(primary: number): number[] {
-  const out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(primary)], { encoding: 'utf8' });
-  return out.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0);
 }
 
 /** A scripted backend; `gates` lets a test release a held answer. */
@@ -421,7 +416,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
   it('a long stream without usage: worker memory stays bounded and the output count is right', async () => {
     const piece = ' lorem ipsum dolor sit amet consectetur'.repeat(100); // 3900 chars a event
     const events = 20_000; // 78 MB of generated text
-    const worker = workerPids(router.child.pid!)[0];
+    const worker = childPids(router.child.pid!)[0];
     // Warm up (heap and buffers grow to their working size on the first long stream).
     const warm = await post(`${router.url}/v1/completions`, JSON.stringify({ model: 'sf-model', prompt: 'go', stream: true }),
       { 'x-scenario': 'long-sse', 'x-events': String(events / 4), 'x-piece': piece.slice(1) });

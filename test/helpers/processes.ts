@@ -4,7 +4,7 @@
  * Every child is remembered, so `stopAll()` (and the exit of this process) ends exactly the
  * processes this run started. Runs from the sources (vitest) and from dist/ (bench).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -313,4 +313,9 @@ export function postFresh(url: string, body: unknown, headers: Record<string, st
 export async function awayFromMinuteBoundary(marginS = 8): Promise<void> {
   const left = 60 - new Date().getUTCSeconds();
   if (left < marginS) await new Promise((r) => setTimeout(r, left * 1000 + 200));
+}
+
+/** The pids of `pid`'s child processes (a router's workers, a demo's pods and router). */
+export function childPids(pid: number): number[] {
+  return spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
 }
