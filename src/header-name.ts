@@ -1,7 +1,9 @@
 /**
  * A header name compared with a known one in any case, without making a lower-cased copy: the
  * upstream client reads its framing headers with it, and the exchange the `Connection` headers
- * whose names it must not forward. Names compared here are tokens (checked where they were read).
+ * whose names it must not forward; the front and the upstream client also compare a
+ * Transfer-Encoding with `chunked`, a token too. Names compared here are tokens (checked where
+ * they were read).
  */
 
 /** Whether `name` is `lower` (all lowercase letters and '-') in any case. */

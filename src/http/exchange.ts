@@ -7,7 +7,7 @@ import { atTurnEnd } from '../turn-end.js';
 import type { RequestContext } from './request-context.js';
 import { connectionNamesIn, headerBlock, isRateLimitHeader, responseHeaderName } from './upstream-headers.js';
 import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
-import { endHead, endPlain } from './plain-answer.js';
+import { endAnswer, endPlain } from './plain-answer.js';
 import { encodeRateHeaders, RATE_HEADERS_FIRST_NAME } from './rate-headers.js';
 import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
@@ -392,8 +392,7 @@ function sendErrorCorked(): void {
   if (err.headers !== null) for (const k in err.headers) lines += CRLF + k + COLON_SP + err.headers[k];
   res.writeHeader(CONTENT_TYPE, headerBlock(lines));
   if (x.decision !== null) writeRateHeaders(res, x.decision, x.rateScope);
-  if (x.ctx.method === 'HEAD') endHead(res, errorBody(err, x.acceptJson), x.closeConnection);
-  else res.end(errorBody(err, x.acceptJson), x.closeConnection);
+  endAnswer(res, errorBody(err, x.acceptJson), x.closeConnection, x.ctx.method === 'HEAD');
 }
 
 /**

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
+import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
 
 /** What the front needs from the worker. */
@@ -183,9 +184,9 @@ function scanHeader(name: string, value: string): void {
   } else if (forwardRequestHeader(name)) scanForward.push(name, value);
 }
 
-/** A Transfer-Encoding that is `chunked` alone, in any case. */
+/** A Transfer-Encoding (its values joined) that is `chunked` alone, in any case. */
 function chunkedOnly(te: string): boolean {
-  return te === 'chunked' || (te.length === 7 && te.toLowerCase() === 'chunked');
+  return isUsualHeader(te, 'chunked', 'Chunked');
 }
 
 /**

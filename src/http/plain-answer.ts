@@ -10,8 +10,7 @@ import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false, head = false): void {
   res.writeStatus(statusLineBytes(status));
   res.writeHeader('content-type', contentType);
-  if (head) endHead(res, body, close);
-  else res.end(body, close);
+  endAnswer(res, body, close, head);
 }
 
 /** A router-made error outside the inference path, negotiated like Exchange.sendError. */
@@ -19,8 +18,13 @@ export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: 
   res.writeStatus(statusLineBytes(err.status));
   res.writeHeader('content-type', acceptJson ? JSON_TYPE : TEXT_TYPE);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
-  if (head) endHead(res, errorBody(err, acceptJson), close);
-  else res.end(errorBody(err, acceptJson), close);
+  endAnswer(res, errorBody(err, acceptJson), close, head);
+}
+
+/** Ends an answer with `body`, or to a HEAD request (`head`) with its headers only (endHead). */
+export function endAnswer(res: HttpResponse, body: string, close: boolean, head: boolean): void {
+  if (head) endHead(res, body, close);
+  else res.end(body, close);
 }
 
 /**
@@ -32,7 +36,7 @@ export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: 
  * (endPlain). Without arguments it takes no close flag either, so `close` is written by hand as
  * `connection: close`, which the client honours by closing the connection.
  */
-export function endHead(res: HttpResponse, body: string, close: boolean): void {
+function endHead(res: HttpResponse, body: string, close: boolean): void {
   res.writeHeader('content-length', String(Buffer.byteLength(body)));
   if (close) res.writeHeader('connection', 'close');
   try {

@@ -1,5 +1,6 @@
 import { buildInfo } from '../build-info.js';
 import type { Exchange } from '../http/exchange.js';
+import { dropNamed } from '../http/upstream-headers.js';
 import { OtlpExporter } from './otlp-exporter.js';
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-ids.js';
 import type { TraceSettings } from './trace-settings.js';
@@ -65,7 +66,7 @@ export class Tracer {
       fwd.splice(i, 2);
     }
     const parent = incoming === '' ? null : parseTraceparent(incoming);
-    if (parent === null && tracestate) dropHeader(fwd, 'tracestate');
+    if (parent === null && tracestate) dropNamed(fwd, TRACESTATE);
     const traceId = parent === null ? newTraceId() : parent.traceId;
     const sampled = parent !== null && this.parentBased ? parent.sampled : this.sampleRoot(traceId);
     const span = new RequestSpan(traceId, newSpanId(), parent === null ? '' : parent.spanId, sampled);
@@ -91,10 +92,7 @@ export class Tracer {
   }
 }
 
-/** Removes every `name` entry of a flat [name, value, …] header list. */
-function dropHeader(fwd: string[], name: string): void {
-  for (let i = fwd.length - 2; i >= 0; i -= 2) if (fwd[i] === name) fwd.splice(i, 2);
-}
+const TRACESTATE: readonly string[] = ['tracestate'];
 
 function str(key: string, value: string): string {
   return `{"key":"${key}","value":{"stringValue":${JSON.stringify(value)}}}`;

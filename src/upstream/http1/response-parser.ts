@@ -241,7 +241,7 @@ export class ResponseParser {
       this.contentLength = status === 204 ? -1 : length;
       this.state = ParserState.Done;
     } else if (te !== null) {
-      if (!chunkedOnly(te)) throw unsupportedCoding(te);
+      if (!isUsualHeader(te, 'chunked', 'Chunked')) throw unsupportedCoding(te); // `chunked` alone, in any case
       this.state = ParserState.ChunkSize;
       this.remaining = 0;
       this.sizeDigits = 0;
@@ -358,11 +358,6 @@ function listedLength(value: string): number {
     v = n;
   }
   return v;
-}
-
-/** A Transfer-Encoding (its values joined) that is `chunked` alone, in any case. */
-function chunkedOnly(te: string): boolean {
-  return te === 'chunked' || (te.length === 7 && te.toLowerCase() === 'chunked');
 }
 
 /**
