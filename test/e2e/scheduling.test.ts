@@ -267,6 +267,26 @@ describe('passive health and retries, real processes', () => {
     expect((await failing.stats()).requests - before).toBeGreaterThanOrEqual(5);
   });
 
+  it('under concurrency, a pod that answers 500 at once draws (nearly) nothing once ejected, though it has the fewest requests in flight', async () => {
+    const failing = await startMock('pod-failing', ['--fail-rate', '1']);
+    const healthy = await startMock('pod-healthy', ['--latency-ms', '30']);
+    mocks.push(failing, healthy);
+    router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '3', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    // 8 clients, 10 requests each.
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 10; i++) await complete(router!);
+    }));
+    const failed = (await failing.stats()).requests;
+    expect(failed + (await healthy.stats()).requests).toBe(80);
+    // The threshold, and at most the requests already sent to it when it was ejected.
+    expect(failed).toBeGreaterThanOrEqual(3);
+    expect(failed).toBeLessThanOrEqual(3 + 8);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
+  });
+
   it('a pod\'s 503 with retry-after (overloaded) does not eject it; a 503 without does', async () => {
     const pod = await startMock('pod-busy');
     mocks.push(pod);
