@@ -35,6 +35,7 @@ Environment (durations like 500ms, 30s, 2m, or a number of milliseconds; see doc
   ROUTER_SCHEDULER_CONFIG    YAML file of scorer weights, queue filter and prefix cache (built-in default)
   ROUTER_POD_METRICS_INTERVAL  how often the primary scrapes vLLM/SGLang pods' /metrics (1s)
   ROUTER_OUTLIER_CONSECUTIVE_FAILURES  connect failures or timeouts in a row that eject a pod (3)
+  ROUTER_OUTLIER_CONSECUTIVE_5XX  answers 500, 502, 504 or 503 without retry-after in a row that eject a pod, 0 = never (5)
   ROUTER_OUTLIER_BASE_EJECTION first ejection of a pod, doubled on each one in a row (5s)
   ROUTER_OUTLIER_MAX_EJECTION  longest ejection (5m)
  Access log

@@ -10,33 +10,60 @@ export interface HealthHolder {
 export interface OutlierSettings {
   /** Connect failures or timeouts in a row that eject a pod. */
   readonly consecutiveFailures: number;
+  /** 5xx answers in a row (countsAs5xx) that eject a pod; 0: answers never do. */
+  readonly consecutive5xx: number;
   /** First ejection interval; doubles with each ejection in a row, up to maxEjectionMs. */
   readonly baseEjectionMs: number;
   readonly maxEjectionMs: number;
 }
 
+/** What ejected a pod: connect failures/timeouts, or 5xx answers. */
+export type EjectionCause = 'connect' | '5xx';
+
 export interface OutlierEvents {
-  /** `pod` leaves rotation for `ms` after `failures` failures in a row (`ejections`: in a row, this one included). */
-  ejected(pod: string, ms: number, failures: number, ejections: number): void;
+  /** `pod` leaves rotation for `ms` after `failures` failures of `cause` in a row (`ejections`: in a row, this one included). */
+  ejected(pod: string, ms: number, failures: number, ejections: number, cause: EjectionCause): void;
   /** `pod` answered again after an ejection. */
   returned(pod: string): void;
 }
 
 /**
+ * An answer of the pod itself that counts as a failure of the pod: 500, 502, 504, and 503 without
+ * retry-after. A 503 with retry-after is a live server asking for less traffic for a while (it is
+ * overloaded), not a broken one: ejecting it moves its share onto pods likely as busy, and with
+ * every pod ejected the router would send all traffic to one. 501 and the other 5xx say nothing
+ * of the pod's health; 4xx are the client's.
+ */
+export function countsAs5xx(status: number, retryAfter: boolean): boolean {
+  return status === 500 || status === 502 || status === 504 || (status === 503 && !retryAfter);
+}
+
+/** The log line of an ejection. */
+export function ejectionMessage(pod: string, ms: number, failures: number, ejections: number, cause: EjectionCause): string {
+  const what = cause === '5xx' ? '5xx answer(s)' : 'connect failure(s)/timeout(s)';
+  return `pod ${pod} ejected for ${ms}ms after ${failures} ${what} in a row (ejection ${ejections} in a row)`;
+}
+
+/**
  * Passive health (outlier detection): a pod that refuses connections or times out
- * `consecutiveFailures` times in a row is ejected for base × 2^(ejections in a row − 1), capped.
- * When the interval is over the pod is tried again; one more failure ejects it again (for longer),
- * an answer puts it back for good and resets the count. State lives on the endpoint (PodHealth).
+ * `consecutiveFailures` times in a row, or answers `consecutive5xx` 5xx failures (countsAs5xx) in
+ * a row, is ejected for base × 2^(ejections in a row − 1), capped. The two runs are counted apart
+ * and neither ends the other: only another answer does. When the interval is over the pod is
+ * tried again; one more failure of either kind ejects it again (for longer), another answer puts
+ * it back for good and resets the counts. State lives on the endpoint (PodHealth).
  */
 export class OutlierDetector {
   private readonly settings: OutlierSettings;
   private readonly clock: Clock;
   private readonly events: OutlierEvents;
+  /** 5xx answers eject (consecutive5xx > 0). */
+  readonly on5xx: boolean;
 
   constructor(settings: OutlierSettings, clock: Clock, events: OutlierEvents) {
     this.settings = settings;
     this.clock = clock;
     this.events = events;
+    this.on5xx = settings.consecutive5xx > 0;
   }
 
   /** The pod was not reached (connection refused/unreachable/connect timeout) or did not answer in time. */
@@ -44,21 +71,38 @@ export class OutlierDetector {
     const h = e.health;
     const now = this.clock();
     if (h.ejectedUntil > now) return; // tried while ejected (all pods were): the interval stands
-    h.consecutiveFailures++;
+    const n = ++h.consecutiveFailures;
     // On probation (back from an ejection without an answer since): one failure is enough.
-    if (h.consecutiveFailures < this.settings.consecutiveFailures && h.ejections === 0) return;
+    if (n < this.settings.consecutiveFailures && h.ejections === 0) return;
+    this.eject(e, now, n, 'connect');
+  }
+
+  /** The pod answered a status that counts (countsAs5xx). Ignored while 5xx answers do not eject. */
+  serverError(e: HealthHolder): void {
+    if (!this.on5xx) return;
+    const h = e.health;
+    const now = this.clock();
+    if (h.ejectedUntil > now) return; // answered while ejected (sent before, or all pods were): the interval stands
+    const n = ++h.consecutive5xx;
+    if (n < this.settings.consecutive5xx && h.ejections === 0) return;
+    this.eject(e, now, n, '5xx');
+  }
+
+  private eject(e: HealthHolder, now: number, failures: number, cause: EjectionCause): void {
+    const h = e.health;
     const ms = Math.min(this.settings.maxEjectionMs, this.settings.baseEjectionMs * 2 ** Math.min(h.ejections, 30));
     h.ejections++;
     h.ejectedUntil = now + ms;
-    const failures = h.consecutiveFailures;
     h.consecutiveFailures = 0;
-    this.events.ejected(e.name, ms, failures, h.ejections);
+    h.consecutive5xx = 0;
+    this.events.ejected(e.name, ms, failures, h.ejections, cause);
   }
 
-  /** The pod answered (any HTTP status). */
+  /** The pod answered (any status that is not a 5xx failure). */
   success(e: HealthHolder): void {
     const h = e.health;
     h.consecutiveFailures = 0;
+    h.consecutive5xx = 0;
     if (h.ejections === 0) return;
     h.ejections = 0;
     h.ejectedUntil = 0;

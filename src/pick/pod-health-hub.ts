@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../clock.js';
 import { PodHealth } from '../upstream/pod-health.js';
-import { OutlierDetector, type HealthHolder, type OutlierSettings } from './outlier-detector.js';
+import { OutlierDetector, ejectionMessage, type HealthHolder, type OutlierSettings } from './outlier-detector.js';
 import { MSG_EJECT, type EjectionRow, type EjectionShare, type OutcomeRow } from './pod-health-share.js';
 
 /** Failing or ejected pods remembered at most. */
@@ -22,8 +22,8 @@ export class PodHealthHub {
   constructor(settings: OutlierSettings, clock: Clock, log: (message: string) => void) {
     this.clock = clock;
     this.detector = new OutlierDetector(settings, clock, {
-      ejected: (pod, ms, failures, ejections) => {
-        log(`pod ${pod} ejected for ${ms}ms after ${failures} connect failure(s)/timeout(s) in a row (ejection ${ejections} in a row)`);
+      ejected: (pod, ms, failures, ejections, cause) => {
+        log(ejectionMessage(pod, ms, failures, ejections, cause));
         this.changed.push([this.currentKey, pod, ms, ejections]);
       },
       returned: (pod) => {
@@ -37,17 +37,18 @@ export class PodHealthHub {
   report(worker: number, outcomes: readonly OutcomeRow[]): EjectionShare | null {
     for (const row of outcomes) {
       if (!Array.isArray(row) || typeof row[0] !== 'string' || typeof row[1] !== 'string') continue;
-      const [key, name, answered, failures] = row;
+      const [key, name, answered, failures, errors] = row;
+      const failing = failures > 0 || errors > 0;
       let p = this.pods.get(key);
       this.currentKey = key;
       if (answered === 1 && p !== undefined) {
         this.detector.success(p);
-        if (!(failures > 0)) {
+        if (!failing) {
           this.pods.delete(key);
           continue;
         }
       }
-      if (!(failures > 0)) continue;
+      if (!failing) continue;
       if (p === undefined) {
         p = { name, health: new PodHealth() };
         this.pods.set(key, p);
@@ -55,6 +56,7 @@ export class PodHealthHub {
         if (this.pods.size > MAX_PODS) this.pods.delete(this.pods.keys().next().value!);
       }
       for (let i = 0; i < failures && i < 1000; i++) this.detector.failure(p);
+      for (let i = 0; i < errors && i < 1000; i++) this.detector.serverError(p);
     }
     if (this.changed.length === 0) return null;
     const pods = this.changed.splice(0);

@@ -1,8 +1,8 @@
 /**
  * Passive health shared by the processes of one instance over the cluster IPC channel:
- *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it][] }
- *     each pod-metrics interval, and at once (batched per event-loop turn) after a failure or
- *     the first answer of a failing pod;
+ *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it, 5xx failures after it][] }
+ *     each pod-metrics interval, and at once (batched per event-loop turn) after a failure (a
+ *     connect failure, a timeout or a 5xx answer that counts) or the first answer of a failing pod;
  *   primary -> worker  { t: 'sched:eject', by, pods: [key, pod, ejected ms left (0 = back), ejections][] }
  *     as soon as the primary's outlier detector (pod-health-hub.ts) ejects or returns a pod;
  *     `by` is the worker whose report did it (that one counts the ejection in its metrics).
@@ -15,8 +15,11 @@ import type { EndpointState } from '../upstream/endpoint-registry.js';
 export const MSG_HEALTH = 'sched:health';
 export const MSG_EJECT = 'sched:eject';
 
-/** [endpoint key, pod name, answered since the last report (1) or not (0), failures after that]. */
-export type OutcomeRow = [string, string, number, number];
+/**
+ * [endpoint key, pod name, answered (not a 5xx failure) since the last report (1) or not (0),
+ * connect failures/timeouts after that, 5xx failures after that].
+ */
+export type OutcomeRow = [string, string, number, number, number];
 /** [endpoint key, pod name, ejection ms left (0 = back in rotation), ejections in a row]. */
 export type EjectionRow = [string, string, number, number];
 
@@ -57,10 +60,11 @@ export class PodHealthShare {
     const outcomes: OutcomeRow[] = [];
     for (const e of this.endpoints()) {
       const h = e.health;
-      if (!h.reportSuccess && h.reportFailures === 0) continue;
-      outcomes.push([e.key, e.name, h.reportSuccess ? 1 : 0, h.reportFailures]);
+      if (!h.reportSuccess && h.reportFailures === 0 && h.report5xx === 0) continue;
+      outcomes.push([e.key, e.name, h.reportSuccess ? 1 : 0, h.reportFailures, h.report5xx]);
       h.reportSuccess = false;
       h.reportFailures = 0;
+      h.report5xx = 0;
     }
     if (outcomes.length > 0) this.send({ t: MSG_HEALTH, outcomes });
   }
@@ -83,11 +87,13 @@ export class PodHealthShare {
         h.ejectedUntil = Math.max(h.ejectedUntil, now + r[2]);
         h.ejections = Math.max(h.ejections, r[3]);
         h.consecutiveFailures = 0;
+        h.consecutive5xx = 0;
         if (count) this.counted(e.name);
       } else {
         h.ejectedUntil = 0;
         h.ejections = 0;
         h.consecutiveFailures = 0;
+        h.consecutive5xx = 0;
       }
     }
   }

@@ -139,8 +139,9 @@ class ProxyAttempts implements CallListener {
     if (r !== 'retry') {
       // The attempt's own marks (startUpstreamCall, upstreamResult): the pod's time to the first
       // byte of a stream, else to the end of the answer, and its status. No clock read of its own.
+      // A client that went away says nothing of the pod: its answer (if any) is not counted.
       const ctx = this.x.ctx;
-      if (!ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus);
+      if (!ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus, call.retryAfter);
       this.succeeded(r);
       return;
     }

@@ -18,6 +18,7 @@ export interface SchedulerSettings {
 
 export const DEFAULT_OUTLIER: OutlierSettings = Object.freeze({
   consecutiveFailures: 3,
+  consecutive5xx: 5,
   baseEjectionMs: 5_000,
   maxEjectionMs: 300_000,
 });
@@ -38,13 +39,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number
 
 export function parseSchedulerSettings(env: NodeJS.ProcessEnv): SchedulerSettings {
   const consecutiveFailures = integer(env, 'ROUTER_OUTLIER_CONSECUTIVE_FAILURES', DEFAULT_OUTLIER.consecutiveFailures, 1, 1000);
+  const consecutive5xx = integer(env, 'ROUTER_OUTLIER_CONSECUTIVE_5XX', DEFAULT_OUTLIER.consecutive5xx, 0, 1000);
   const baseEjectionMs = duration(env, 'ROUTER_OUTLIER_BASE_EJECTION', DEFAULT_OUTLIER.baseEjectionMs, 1, 3_600_000);
   const maxEjectionMs = duration(env, 'ROUTER_OUTLIER_MAX_EJECTION', Math.max(DEFAULT_OUTLIER.maxEjectionMs, baseEjectionMs), 1, 86_400_000);
   if (maxEjectionMs < baseEjectionMs) {
     throw new Error(`ROUTER_OUTLIER_MAX_EJECTION (${maxEjectionMs}ms) must not be below ROUTER_OUTLIER_BASE_EJECTION (${baseEjectionMs}ms)`);
   }
   return {
-    outlier: { consecutiveFailures, baseEjectionMs, maxEjectionMs },
+    outlier: { consecutiveFailures, consecutive5xx, baseEjectionMs, maxEjectionMs },
     podMetricsIntervalMs: duration(env, 'ROUTER_POD_METRICS_INTERVAL', DEFAULT_POD_METRICS_INTERVAL_MS, 50, 3_600_000),
     config: schedulerConfig(env.ROUTER_SCHEDULER_CONFIG),
   };

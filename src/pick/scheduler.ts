@@ -3,7 +3,7 @@ import type { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import type { CompiledServer } from '../route/route-table.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
-import { OutlierDetector } from './outlier-detector.js';
+import { OutlierDetector, countsAs5xx, ejectionMessage } from './outlier-detector.js';
 import { PodScorer } from './pod-scorer.js';
 import { prefixBlockHashes } from './prefix-hashes.js';
 import { PrefixStore } from './prefix-store.js';
@@ -65,10 +65,10 @@ export class Scheduler {
     // worker's detector only sets a failing pod aside at once, before the news comes back.
     const shared = this.news !== null;
     this.outlier = new OutlierDetector(o.settings.outlier, o.clock, {
-      ejected: (pod, ms, failures, ejections) => {
+      ejected: (pod, ms, failures, ejections, cause) => {
         if (shared) return;
         metrics?.ejected(pod);
-        o.log(`pod ${pod} ejected for ${ms}ms after ${failures} connect failure(s)/timeout(s) in a row (ejection ${ejections} in a row)`);
+        o.log(ejectionMessage(pod, ms, failures, ejections, cause));
       },
       returned: (pod) => {
         if (!shared) o.log(`pod ${pod} answered again: back in rotation`);
@@ -98,17 +98,30 @@ export class Scheduler {
   }
 
   /**
-   * The pod answered `status`; `latencyMs`: to the first byte of a stream, to the end otherwise.
-   * Only answers below 400 teach the pod's latency: an error answered at once says nothing of how
-   * fast the pod serves, and would draw more traffic to a pod that fails everything.
+   * The pod answered `status`; `latencyMs`: to the first byte of a stream, to the end otherwise;
+   * `retryAfter`: a 503 with retry-after (overloaded, not broken). Only answers below 400 teach the
+   * pod's latency: an error answered at once says nothing of how fast the pod serves, and would
+   * draw more traffic to a pod that fails everything. A 5xx that counts (outlier-detector.ts
+   * countsAs5xx) adds to the pod's run of 5xx failures (unless ROUTER_OUTLIER_CONSECUTIVE_5XX is 0);
+   * any other answer ends both runs.
    */
-  answered(e: EndpointState, latencyMs: number, status: number): void {
+  answered(e: EndpointState, latencyMs: number, status: number, retryAfter: boolean): void {
     const l = e.load;
     if (status < 400) l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
     const h = e.health;
+    if (status >= 500 && countsAs5xx(status, retryAfter)) {
+      this.metrics?.serverError(e.name);
+      if (this.outlier.on5xx) {
+        h.report5xx++;
+        this.outlier.serverError(e);
+        this.news?.();
+        return;
+      }
+    }
     h.reportSuccess = true;
     h.reportFailures = 0;
-    if (h.consecutiveFailures === 0 && h.ejections === 0) return;
+    h.report5xx = 0;
+    if (h.consecutiveFailures === 0 && h.consecutive5xx === 0 && h.ejections === 0) return;
     this.outlier.success(e);
     this.news?.();
   }

@@ -3,14 +3,18 @@
  * picker reads it. Plain fields: read on every pick without a call.
  */
 export class PodHealth {
-  /** Connect failures and timeouts in a row since the last answer. */
+  /** Connect failures and timeouts in a row since the last answer that was not a 5xx failure. */
   consecutiveFailures = 0;
+  /** 5xx answers that count (pick/outlier-detector.ts countsAs5xx) in a row since the last other answer. */
+  consecutive5xx = 0;
   /** Ejections in a row without an answer in between (each one doubles the next interval). */
   ejections = 0;
   /** Clock ms until which the pod is out of rotation; 0 = in rotation. */
   ejectedUntil = 0;
-  /** An answer since the last report to the primary (pick/pod-health-share.ts). */
+  /** An answer (not a 5xx failure) since the last report to the primary (pick/pod-health-share.ts). */
   reportSuccess = false;
-  /** Failures since the last report to the primary, after the last answer. */
+  /** Connect failures and timeouts since the last report to the primary, after the last answer. */
   reportFailures = 0;
+  /** 5xx failures since the last report to the primary, after the last answer. */
+  report5xx = 0;
 }

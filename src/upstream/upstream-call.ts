@@ -63,6 +63,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   error: unknown = null;
   usage: AnswerUsage | null = null;
   upstreamStatus = 0;
+  /** A 503 with retry-after: the pod is overloaded, not broken (passive health, pick/outlier-detector.ts). */
+  retryAfter = false;
 
   constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stripUsage: boolean, listener: CallListener) {
     this.x = x;
@@ -90,6 +92,7 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   onHeaders(statusCode: number, headers: string[], req: Http1Request): boolean {
     this.responseStarted = true;
     this.upstreamStatus = statusCode;
+    if (statusCode === 503) this.retryAfter = hasRetryAfter(headers);
     if (isEventStream(headers)) {
       this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent);
     } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
@@ -242,6 +245,15 @@ function isEventStream(headers: string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i];
     if (name.length === 12 && name.toLowerCase() === 'content-type') return isEventStreamType(headers[i + 1]);
+  }
+  return false;
+}
+
+/** The answer has a retry-after header (looked for on 503s only). */
+function hasRetryAfter(headers: string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    if (name.length === 11 && name.toLowerCase() === 'retry-after') return true;
   }
   return false;
 }

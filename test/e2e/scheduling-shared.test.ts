@@ -66,6 +66,32 @@ describe('passive health shared by the workers of an instance, real processes', 
     expect(router.stderr().match(/pod pod-dead answered again/g)).toHaveLength(1);
   });
 
+  it('2 workers: a pod that answers 500 to everything costs about the threshold of answers for the instance; both avoid it', async () => {
+    const threshold = 3;
+    const ok = await startMock('pod-ok');
+    const failing = await startMock('pod-failing', ['--fail-rate', '1']);
+    mocks.push(ok, failing);
+    router = await startRouter(resources([{ name: 'pod-ok', port: ok.port }, { name: 'pod-failing', port: failing.port }]), {
+      workers: 2,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: String(threshold), ROUTER_OUTLIER_BASE_EJECTION: '10s' },
+    });
+    let errors = 0;
+    for (let i = 0; i < 60; i++) {
+      const status = (await postFresh(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status;
+      if (status !== 200) errors++;
+    }
+    const failed = (await failing.stats()).requests;
+    expect(errors).toBe(failed);
+    expect((await ok.stats()).requests).toBe(60 - failed);
+    expect(failed).toBeGreaterThanOrEqual(threshold);
+    // One threshold for the instance, plus at most one answer per worker while the news travels.
+    expect(failed).toBeLessThanOrEqual(threshold + 2);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-failing"')).toBe(failed);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-failing"')).toBe(2);
+    expect(router.stderr().match(/pod pod-failing ejected for \d+ms after \d 5xx answer\(s\) in a row/g)).toHaveLength(1);
+  });
+
   it('2 workers: requests sharing a long prefix on fresh connections all go to one pod (affinity learned by one worker reaches the other)', async () => {
     const pods = await Promise.all(['pod-1', 'pod-2', 'pod-3'].map((n) => startMock(n)));
     mocks.push(...pods);

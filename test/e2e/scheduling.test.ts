@@ -231,6 +231,83 @@ describe('passive health and retries, real processes', () => {
     expect((await failing.stats()).requests).toBeLessThanOrEqual(30);
   });
 
+  it('a pod that answers every request 500 is ejected after ROUTER_OUTLIER_CONSECUTIVE_5XX of them; traffic goes to the healthy one; it comes back once it answers', async () => {
+    const failing = await startMock('pod-failing', ['--fail-rate', '1']);
+    const healthy = await startMock('pod-healthy');
+    mocks.push(failing, healthy);
+    router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '3', ROUTER_OUTLIER_BASE_EJECTION: '2s', ROUTER_OUTLIER_MAX_EJECTION: '2s' },
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push(await complete(router));
+    const failed = (await failing.stats()).requests;
+    // Three 500s eject it; a slow run may reach it once more per ejection that ended (on probation).
+    expect(failed).toBeGreaterThanOrEqual(3);
+    expect(failed).toBeLessThanOrEqual(5);
+    expect(statuses.filter((s) => s === 500)).toHaveLength(failed);
+    expect((await healthy.stats()).requests).toBe(40 - failed);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-failing"')).toBe(failed);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBeGreaterThanOrEqual(1);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-healthy"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-healthy"')).toBe(0);
+    await waitFor('ejection logged', () => /pod pod-failing ejected for 2000ms after 3 5xx answer\(s\) in a row \(ejection 1 in a row\)/.test(router!.stderr()), 10_000);
+
+    // The pod's server is healthy again: once the ejection is over, it gets traffic again.
+    expect((await fetch(`${failing.url}/fail-rate?rate=0`, { method: 'POST' })).status).toBe(200);
+    await waitFor('pod-failing back in rotation', async () => {
+      expect(await complete(router!)).toBe(200);
+      return (await failing.stats()).requests > failed;
+    }, 20_000, 50);
+    await waitFor('return logged', () => router!.stderr().includes('pod pod-failing answered again: back in rotation'), 10_000);
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-failing"')).toBe(0);
+    // Back for good: it takes its share again.
+    const before = (await failing.stats()).requests;
+    for (let i = 0; i < 30; i++) expect(await complete(router)).toBe(200);
+    expect((await failing.stats()).requests - before).toBeGreaterThanOrEqual(5);
+  });
+
+  it('under concurrency, a pod that answers 500 at once draws (nearly) nothing once ejected, though it has the fewest requests in flight', async () => {
+    const failing = await startMock('pod-failing', ['--fail-rate', '1']);
+    const healthy = await startMock('pod-healthy', ['--latency-ms', '30']);
+    mocks.push(failing, healthy);
+    router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '3', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    // 8 clients, 10 requests each.
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 10; i++) await complete(router!);
+    }));
+    const failed = (await failing.stats()).requests;
+    expect(failed + (await healthy.stats()).requests).toBe(80);
+    // The threshold, and at most the requests already sent to it when it was ejected.
+    expect(failed).toBeGreaterThanOrEqual(3);
+    expect(failed).toBeLessThanOrEqual(3 + 8);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
+  });
+
+  it('a pod\'s 503 with retry-after (overloaded) does not eject it; a 503 without does', async () => {
+    const pod = await startMock('pod-busy');
+    mocks.push(pod);
+    router = await startRouter(resources([{ name: 'pod-busy', port: pod.port }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '3', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    const busy = async (headers: Record<string, string>): Promise<number> => {
+      const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-status': '503', ...headers });
+      await r.text();
+      return r.status;
+    };
+    for (let i = 0; i < 10; i++) expect(await busy({ 'x-mock-retry-after': '1' })).toBe(503);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-busy"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-busy"')).toBe(0);
+    for (let i = 0; i < 3; i++) expect(await busy({})).toBe(503);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-busy"')).toBe(3);
+    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-busy"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-busy"')).toBe(1);
+  });
+
   it('without a retry policy a timeout is answered (504), not retried', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
     mocks.push(slow);

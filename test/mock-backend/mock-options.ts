@@ -55,7 +55,8 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --metrics-waiting N    waiting queue reported in /metrics (default 0)
   --metrics-kv F         KV-cache use 0..1 reported in /metrics (default 0)
   --metrics-ttft-ms N    time to first token reported in /metrics (default 50)
-Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-hang, x-mock-close.`;
+Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-retry-after,
+x-mock-hang, x-mock-close. POST /fail-rate?rate=F changes --fail-rate while it runs.`;
 
 export class MockOptionsError extends Error {}
 

@@ -6,10 +6,12 @@
  *                        (`stream: true`)
  *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath }
  *   POST /stats/reset    resets the stats
+ *   POST /fail-rate?rate=F  sets the fraction (0..1) of /v1 requests answered 500 from now on
  *   GET  /healthz        200 ok
  *   GET  /metrics        with --metrics-engine: vLLM or SGLang load series (mock-metrics.ts)
  * Per-request overrides (headers): x-mock-latency-ms, x-mock-status, x-mock-output-tokens,
- * x-mock-hang (never answer), x-mock-close (drop the connection without answering).
+ * x-mock-retry-after (sent as retry-after with an error status), x-mock-hang (never answer),
+ * x-mock-close (drop the connection without answering).
  */
 
 import { STATUS_CODES } from 'node:http';
@@ -102,9 +104,12 @@ class MockServer implements MockBackend {
   private readonly random: () => number;
   private readonly now: () => number;
   private sequence = 0;
+  /** --fail-rate, changed by POST /fail-rate. */
+  private failRate: number;
 
   constructor(readonly options: MockOptions, hooks: MockHooks) {
     this.host = options.host;
+    this.failRate = options.failRate;
     this.random = hooks.random ?? Math.random;
     this.now = hooks.now ?? (() => performance.now());
     this.app = uWS.App()
@@ -113,6 +118,15 @@ class MockServer implements MockBackend {
       .post('/stats/reset', (res) => {
         this.resetStats();
         this.sendJson(res, 200, '{"reset":true}');
+      })
+      .post('/fail-rate', (res, req) => {
+        try {
+          this.failRate = parseBoundedNumber('rate', req.getQuery('rate') ?? '', 1, false);
+        } catch (error) {
+          this.sendJson(res, 400, errorBody(400, (error as Error).message));
+          return;
+        }
+        this.sendJson(res, 200, JSON.stringify({ failRate: this.failRate }));
       })
       .get('/metrics', (res) => {
         if (this.options.metricsEngine === null) {
@@ -248,9 +262,10 @@ class MockServer implements MockBackend {
       this.finishJson(exchange, 400, errorBody(400, `x-mock-status must be from 200 to 599, got ${status}`));
       return;
     }
-    if (status === 0 && this.options.failRate > 0 && this.random() < this.options.failRate) status = 500;
+    if (status === 0 && this.failRate > 0 && this.random() < this.failRate) status = 500;
+    const retryAfter = headers['x-mock-retry-after'] ?? '';
     const act = status !== 0
-      ? () => this.finishJson(exchange, status, errorBody(status, `mock backend ${this.options.name} answered ${status} as asked`))
+      ? () => this.finishJson(exchange, status, errorBody(status, `mock backend ${this.options.name} answered ${status} as asked`), retryAfter)
       : () => this.answer(exchange, body as Record<string, unknown>, outputTokens);
     if (latencyMs > 0) {
       exchange.timer = setTimeout(() => {
@@ -340,14 +355,16 @@ class MockServer implements MockBackend {
     exchange.res.end();
   }
 
-  private finishJson(exchange: Exchange, status: number, body: string): void {
+  /** `retryAfter`: a retry-after header's value ('' = none). */
+  private finishJson(exchange: Exchange, status: number, body: string, retryAfter = ''): void {
     exchange.cancel();
     this.open.delete(exchange);
     exchange.finished = true;
-    exchange.res.writeStatus(statusLine(status))
+    const res = exchange.res.writeStatus(statusLine(status))
       .writeHeader('content-type', 'application/json')
-      .writeHeader('x-mock-pod', this.options.name)
-      .end(body);
+      .writeHeader('x-mock-pod', this.options.name);
+    if (retryAfter !== '') res.writeHeader('retry-after', retryAfter);
+    res.end(body);
   }
 
   private sendJson(res: HttpResponse, status: number, body: string): void {

@@ -290,6 +290,26 @@ describe('mock backend process (flags)', () => {
     }
   });
 
+  it('POST /fail-rate changes the fail rate while it runs; x-mock-retry-after adds retry-after to an error', async () => {
+    const mock = await startMock(['--fail-rate', '1']);
+    try {
+      expect((await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(500);
+      const bad = await fetch(`${mock.url}/fail-rate?rate=2`, { method: 'POST' });
+      expect(bad.status).toBe(400);
+      expect((await bad.json()).error.message).toContain('rate');
+      const set = await fetch(`${mock.url}/fail-rate?rate=0`, { method: 'POST' });
+      expect(await set.json()).toEqual({ failRate: 0 });
+      expect((await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);
+      const busy = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-status': '503', 'x-mock-retry-after': '2' });
+      expect(busy.status).toBe(503);
+      expect(busy.headers.get('retry-after')).toBe('2');
+      const plain = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-status': '503' });
+      expect(plain.headers.get('retry-after')).toBeNull();
+    } finally {
+      expect(await stopMock(mock)).toBe(0);
+    }
+  });
+
   it('rejects unknown or bad flags with exit code 2 and a message naming the flag', () => {
     for (const [args, text] of [[['--bogus'], '--bogus'], [['--fail-rate', '2'], '--fail-rate'], [['--port'], '--port']] as const) {
       const run = spawnSync(process.execPath, [entry, ...args], { encoding: 'utf8' });

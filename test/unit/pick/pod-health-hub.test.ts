@@ -3,7 +3,7 @@ import { PodHealthHub } from '../../../src/pick/pod-health-hub.js';
 import { PodHealthShare, type EjectionShare, type HealthReport } from '../../../src/pick/pod-health-share.js';
 import { EndpointState } from '../../../src/upstream/endpoint-registry.js';
 
-const settings = { consecutiveFailures: 3, baseEjectionMs: 1_000, maxEjectionMs: 8_000 };
+const settings = { consecutiveFailures: 3, consecutive5xx: 4, baseEjectionMs: 1_000, maxEjectionMs: 8_000 };
 
 function hub() {
   let now = 10_000;
@@ -15,38 +15,56 @@ function hub() {
 describe('PodHealthHub (primary: one detector per instance)', () => {
   it('failures reported by different workers add up to one ejection, shared with the reporting worker named', () => {
     const { h, lines } = hub();
-    expect(h.report(1, [['k', 'pod-a', 0, 1]])).toBeNull();
-    expect(h.report(2, [['k', 'pod-a', 0, 1]])).toBeNull();
-    const share = h.report(1, [['k', 'pod-a', 0, 1]]);
+    expect(h.report(1, [['k', 'pod-a', 0, 1, 0]])).toBeNull();
+    expect(h.report(2, [['k', 'pod-a', 0, 1, 0]])).toBeNull();
+    const share = h.report(1, [['k', 'pod-a', 0, 1, 0]]);
     expect(share).toEqual({ t: 'sched:eject', by: 1, pods: [['k', 'pod-a', 1_000, 1]] });
     expect(lines).toEqual(['pod pod-a ejected for 1000ms after 3 connect failure(s)/timeout(s) in a row (ejection 1 in a row)']);
     expect(h.ejected()).toEqual([['k', 'pod-a', 1_000, 1]]);
     // More failures during the ejection change nothing.
-    expect(h.report(2, [['k', 'pod-a', 0, 5]])).toBeNull();
+    expect(h.report(2, [['k', 'pod-a', 0, 5, 0]])).toBeNull();
   });
 
   it('an answer from any worker resets the count and returns an ejected pod; a clean pod is forgotten', () => {
     const { h, lines, at } = hub();
-    h.report(1, [['k', 'pod-a', 0, 2]]);
-    expect(h.report(2, [['k', 'pod-a', 1, 0]])).toBeNull();
+    h.report(1, [['k', 'pod-a', 0, 2, 0]]);
+    expect(h.report(2, [['k', 'pod-a', 1, 0, 0]])).toBeNull();
     expect(h.size).toBe(0);
-    expect(h.report(1, [['k', 'pod-a', 0, 2]])).toBeNull();
-    h.report(1, [['k', 'pod-a', 0, 1]]);
+    expect(h.report(1, [['k', 'pod-a', 0, 2, 0]])).toBeNull();
+    h.report(1, [['k', 'pod-a', 0, 1, 0]]);
     at(11_500);
     expect(h.ejected()).toEqual([]);
     // On probation one failure ejects again, for twice as long.
-    expect(h.report(2, [['k', 'pod-a', 0, 1]])!.pods).toEqual([['k', 'pod-a', 2_000, 2]]);
+    expect(h.report(2, [['k', 'pod-a', 0, 1, 0]])!.pods).toEqual([['k', 'pod-a', 2_000, 2]]);
     at(14_000);
-    expect(h.report(2, [['k', 'pod-a', 1, 0]])).toEqual({ t: 'sched:eject', by: 2, pods: [['k', 'pod-a', 0, 0]] });
+    expect(h.report(2, [['k', 'pod-a', 1, 0, 0]])).toEqual({ t: 'sched:eject', by: 2, pods: [['k', 'pod-a', 0, 0]] });
     expect(lines.at(-1)).toBe('pod pod-a answered again: back in rotation');
     expect(h.size).toBe(0);
   });
 
   it('answered then failed in one report: the failures after the answer count', () => {
     const { h } = hub();
-    h.report(1, [['k', 'pod-a', 0, 2]]);
-    expect(h.report(1, [['k', 'pod-a', 1, 2]])).toBeNull();
-    expect(h.report(1, [['k', 'pod-a', 0, 1]])!.pods[0]![2]).toBe(1_000);
+    h.report(1, [['k', 'pod-a', 0, 2, 0]]);
+    expect(h.report(1, [['k', 'pod-a', 1, 2, 0]])).toBeNull();
+    expect(h.report(1, [['k', 'pod-a', 0, 1, 0]])!.pods[0]![2]).toBe(1_000);
+  });
+
+  it('5xx failures reported by different workers add up to one ejection; an answer resets the run', () => {
+    const { h, lines, at } = hub();
+    expect(h.report(1, [['k', 'pod-a', 0, 0, 2]])).toBeNull();
+    expect(h.report(2, [['k', 'pod-a', 1, 0, 0]])).toBeNull(); // another answer: the run starts again
+    expect(h.size).toBe(0);
+    expect(h.report(1, [['k', 'pod-a', 0, 0, 2]])).toBeNull();
+    // Connect failures do not end the run of 5xx failures, nor add to it.
+    expect(h.report(2, [['k', 'pod-a', 0, 1, 1]])).toBeNull();
+    expect(h.report(1, [['k', 'pod-a', 0, 0, 1]])).toEqual({ t: 'sched:eject', by: 1, pods: [['k', 'pod-a', 1_000, 1]] });
+    expect(lines).toEqual(['pod pod-a ejected for 1000ms after 4 5xx answer(s) in a row (ejection 1 in a row)']);
+    // On probation one 5xx failure ejects again, for twice as long.
+    at(11_000);
+    expect(h.report(2, [['k', 'pod-a', 0, 0, 1]])!.pods).toEqual([['k', 'pod-a', 2_000, 2]]);
+    at(13_000);
+    expect(h.report(2, [['k', 'pod-a', 1, 0, 0]])!.pods).toEqual([['k', 'pod-a', 0, 0]]);
+    expect(h.size).toBe(0);
   });
 });
 
@@ -64,12 +82,18 @@ describe('PodHealthShare (worker side)', () => {
     share.soon();
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
-    expect(sent).toEqual([{ t: 'sched:health', outcomes: [[a.key, 'pod-a', 0, 2]] }]);
+    expect(sent).toEqual([{ t: 'sched:health', outcomes: [[a.key, 'pod-a', 0, 2, 0]] }]);
     expect(a.health.reportFailures).toBe(0);
+    a.health.report5xx = 3;
+    share.flush();
+    expect(sent.at(-1)).toEqual({ t: 'sched:health', outcomes: [[a.key, 'pod-a', 0, 0, 3]] });
+    expect(a.health.report5xx).toBe(0);
+    a.health.consecutive5xx = 2;
 
     const eject: EjectionShare = { t: 'sched:eject', by: 3, pods: [[a.key, 'pod-a', 1_000, 1]] };
     share.apply(eject);
     expect(a.health.ejectedUntil).toBe(6_000);
+    expect(a.health.consecutive5xx).toBe(0);
     expect(counted).toEqual([]);
     share.apply({ ...eject, by: 7 });
     expect(counted).toEqual(['pod-a']);
