@@ -86,8 +86,11 @@ export class RedisStoreLimiter implements TokenLimiter {
   private readonly waitsMulti: RecallWaits<PendingMulti>;
   /** RATE_LIMIT_REDIS_TIMEOUT: the longest a call is waited for (late-reply.ts). */
   private readonly timeoutMs: number;
-  /** The `closed` failure mode: an admission of a call that failed was refused (503). */
-  private readonly closedMode: boolean;
+  /**
+   * The `closed` or `local` failure mode: an admission of a call that failed was refused (503) or
+   * decided by the local counters, which hold its charge; either way Redis must not keep one.
+   */
+  private readonly refundLate: boolean;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -99,7 +102,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     const clock = opts.clock ?? null;
     this.cluster = settings.cluster;
     this.timeoutMs = settings.timeoutMs;
-    this.closedMode = settings.failureMode === 'closed';
+    this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -275,7 +278,7 @@ export class RedisStoreLimiter implements TokenLimiter {
         const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) return;
         // Every limit was charged the input of each admission admitted (shadow ones too).
-        const refund = this.closedMode ? b.admittedTokens(reply) : 0;
+        const refund = this.refundLate ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
           const at = j * PER_LIMIT;
           this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, reply[at + MULTI_MS]);
@@ -361,8 +364,10 @@ export class RedisStoreLimiter implements TokenLimiter {
    * Undoes what a call the worker stopped waiting for did (Redis stalled past the timeout, then ran
    * it) that nobody asked for in the end, in one call: the lease it lent (`lent`; nobody holds it),
    * all of it back to the window it was lent in (the script ignores it in a later one); and
-   * `refund`, the input of admissions it admitted that the `closed` failure mode refused (503),
-   * only while that window has more than a timeout left (a refund must not reach the next one).
+   * `refund`, the input of admissions it admitted that the failure mode decided instead (`closed`:
+   * refused with 503; `local`: decided and, if admitted, charged by the local counters, where the
+   * request's corrections go too), only while that window has more than a timeout left (a refund
+   * must not reach the next one).
    * Without this both stayed counted, as used, for the rest of the window. Sent whatever the
    * circuit says: the late reply shows the connection answers; a failure loses it, as before.
    */
@@ -372,9 +377,13 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, lent, window, lent, NO_ADMISSIONS).then(undefined, ignore);
   }
 
-  /** Input of the admissions a late batch reply admitted, when the `closed` failure mode refused them all; else 0. */
+  /**
+   * Input of the admissions a late batch reply admitted, which the failure mode decided: refused
+   * (`closed`: 503) or charged to the local counters (`local`: admitted or refused there); else 0
+   * (`open` counted them nowhere else, and they were served).
+   */
   private refusedAdmissions(b: Batch, reply: readonly number[]): number {
-    if (!this.closedMode) return 0;
+    if (!this.refundLate) return 0;
     let sum = 0;
     for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) sum += b.tokens[i];
     return sum;

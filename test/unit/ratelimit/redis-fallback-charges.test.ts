@@ -1,0 +1,88 @@
+/**
+ * The `local` failure mode against a real redis-server: a request the local counters decided
+ * (Redis slower than the timeout) is not charged in Redis, even when Redis runs the timed-out call
+ * after all.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import type { Decision } from '../../../src/ratelimit/limiter.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { RedisServer } from '../../helpers/redis-server.js';
+import { untilUp } from './until-up.js';
+
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
+const SETTLE_WAIT = 5;
+const clock = (): number => T0;
+const spec = (input: number, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null });
+
+let seq = 0;
+const route = (): string => `fallback-${process.pid}/r${++seq}`;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function server(port?: number): Promise<RedisServer> {
+  const s = await RedisServer.start(port === undefined ? {} : { port });
+  cleanups.push(async () => {
+    s.resume();
+    await s.stop();
+  });
+  return s;
+}
+
+/** A worker's global limiter in the `local` failure mode, its local counters beside it. */
+function limiter(address: string, leases: string): { l: RedisLimiter; fallback: CounterStore } {
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: leases });
+  const fallback = new CounterStore(clock);
+  const l = new RedisLimiter(address, settings, fallback, { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+  cleanups.push(() => l.close());
+  return { l, fallback };
+}
+
+async function counts(s: RedisServer, key: string): Promise<{ in: number; out: number; lent: string }> {
+  return {
+    in: Number(await s.cli('get', `ir:{${key}}:in:minute:${MINUTE_START}`)),
+    out: Number(await s.cli('get', `ir:{${key}}:out:minute:${MINUTE_START}`)),
+    lent: await s.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`),
+  };
+}
+
+/** What the local counters hold for `key` (input used, output used), read by a zero-token admission. */
+function local(fallback: CounterStore, key: string, limit: RateLimitSpec): { in: number; out: number } {
+  const d = fallback.admit(key, limit, 0);
+  return { in: limit.inputTokensPerUnit! - d.input!.remaining, out: limit.outputTokensPerUnit === null ? 0 : limit.outputTokensPerUnit - d.output!.remaining };
+}
+
+/** Lets queued settles, give-backs and late replies reach Redis. */
+const landed = (ms = SETTLE_WAIT + 100): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('the local failure mode: a request is charged where it was decided', () => {
+  it.each(['true', 'false'])('admissions the local counters decided because Redis stalled past the timeout are not charged in Redis when it runs the call after all, admitted or refused (leases %s)', async (leases) => {
+    const s = await server();
+    const { l, fallback } = limiter(s.address, leases);
+    await untilUp(l);
+    const r = route();
+    const limit = spec(10, null);
+    fallback.admit(r, limit, 4); // the local counters hold 4 (an earlier outage); Redis 0
+    s.pause();
+    let ds: [Decision, Decision, Decision[]];
+    try {
+      ds = await Promise.all([l.admit(r, limit, 5), l.admit(r, limit, 3), l.admitAll([{ key: `${r}-2`, limit }, { key: `${r}-tenant`, limit }], 6)]);
+    } finally {
+      s.resume();
+    }
+    // Decided by the local counters: 4 + 5 fits, 4 + 5 + 3 does not; the two-limit request fits.
+    expect([ds[0].allowed, ds[1].allowed, ds[2].map((d) => d.allowed)]).toEqual([true, false, [true, true]]);
+    await untilUp(l);
+    await landed(300); // the late reply, and the call that gives back what it charged
+    // Redis (which would have admitted all three) keeps nothing of them; the local counters keep what they admitted.
+    for (const key of [r, `${r}-2`, `${r}-tenant`]) expect(await counts(s, key), key).toEqual({ in: 0, out: 0, lent: '' });
+    expect(local(fallback, r, limit).in).toBe(9);
+    expect(local(fallback, `${r}-2`, limit).in).toBe(6);
+  });
+});
