@@ -45,8 +45,8 @@ async function server(port?: number): Promise<RedisServer> {
 }
 
 /** A worker's global limiter in the `local` failure mode, its local counters beside it. */
-function limiter(address: string, leases: string): { l: RedisLimiter; fallback: CounterStore } {
-  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: leases });
+function limiter(address: string, leases: string, mode = 'local'): { l: RedisLimiter; fallback: CounterStore } {
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: leases });
   const fallback = new CounterStore(clock);
   const l = new RedisLimiter(address, settings, fallback, { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
   cleanups.push(() => l.close());
@@ -123,6 +123,25 @@ describe('the local failure mode: each charge settles against the store that hol
     await landed();
     expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
     expect(local(fallback, r, limit)).toEqual({ in: 3, out: 0 });
+  });
+
+  it('the open failure mode: a request it admitted while Redis was down charged nothing, so its give-back and correction never lower Redis\'s count once it is back', async () => {
+    const port = await freePort();
+    const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false', 'open');
+    const r = route();
+    const limit = spec(100, 1000);
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 1, 1]);
+    const s = await server(port);
+    await untilUp(l);
+    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '10');
+    settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await landed();
+    expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
+    expect(fallback.size).toBe(0);
   });
 
   it('a request admitted by Redis, settled while Redis is down: its give-back does not lower the local counters; its output is charged there', async () => {
