@@ -121,6 +121,10 @@ export class RedisStoreLimiter implements TokenLimiter {
       timeoutMs: settings.timeoutMs,
       probeIntervalMs: opts.probeIntervalMs ?? 500,
       log,
+      // However the store went away (a lost connection too), its leases are forfeit at once: one
+      // must not outlive a reconnection to a Redis that may have lost its counts (a restart, a
+      // failover), whatever the lease clock says of its view.
+      onDown: this.leases === null ? undefined : () => this.leases!.forfeitAll(),
     });
   }
 
