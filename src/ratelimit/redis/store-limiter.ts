@@ -7,6 +7,7 @@ import { admitInOrder } from '../admit-all.js';
 import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
+import { redisKeyBase } from './key-base.js';
 import { FIRST_STATUS, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
 import { answeredWithin, awaitReply } from './late-reply.js';
 import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
@@ -84,6 +85,14 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Admissions waiting to be asked again while leases come back (recall-waits.ts). */
   private readonly waits: RecallWaits<PendingAdmission>;
   private readonly waitsMulti: RecallWaits<PendingMulti>;
+  /** The injected clock (tests), or null for the Redis server's. */
+  private readonly clock: Clock | null;
+  /**
+   * This store as the limiter of each limit of an admission decided one limit after the other (a
+   * Cluster: admitInOrder), whose give-back of what the limits before a failing one charged goes
+   * out whatever the circuit says (giveBackCharged).
+   */
+  private readonly inOrder: TokenLimiter;
   /** RATE_LIMIT_REDIS_TIMEOUT: the longest a call is waited for (late-reply.ts). */
   private readonly timeoutMs: number;
   /**
@@ -100,6 +109,14 @@ export class RedisStoreLimiter implements TokenLimiter {
       log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
     }
     const clock = opts.clock ?? null;
+    this.clock = clock;
+    this.inOrder = {
+      admit: (key, limit, inputTokens) => this.admit(key, limit, inputTokens),
+      admitAll: (terms, inputTokens) => this.admitAll(terms, inputTokens),
+      chargeOutput: (key, limit, outputTokens) => this.chargeOutput(key, limit, outputTokens),
+      adjustInput: (key, limit, delta) => this.giveBackCharged(key, limit, delta),
+      close: () => Promise.resolve(),
+    };
     this.cluster = settings.cluster;
     this.timeoutMs = settings.timeoutMs;
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
@@ -220,12 +237,12 @@ export class RedisStoreLimiter implements TokenLimiter {
    * in one call of the admit-all script (lua/admit-all.ts) shared by the turn's admissions under
    * the same limits, which asks for a lease of each limit whose lease did not cover it (giving the
    * old one back). On a Redis Cluster the limits' keys are in different slots: decided one after
-   * the other, with the refund of admit-all.ts admitInOrder.
+   * the other, with the refund of admit-all.ts admitInOrder (through `inOrder`).
    */
   admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
-    if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this })), inputTokens);
+    if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inOrder })), inputTokens);
     if (this.health.state !== 'up') {
       if (this.leases !== null) this.leases.forfeitAll();
       return this.admitAllOnceUsable(terms, inputTokens);
@@ -252,6 +269,22 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (slot.lease === 0) slot.lease = RedisLeases.ask(inputTokens);
     }
     return b.admit(terms, inputTokens);
+  }
+
+  /**
+   * Gives back `-delta` input tokens that an admission of `key` charged a moment ago (admitInOrder:
+   * a later limit refused, or its call failed). When the failure opened the circuit (on a Cluster,
+   * another node's limit timed out), the store would refuse the give-back and the charge would stay
+   * in Redis for the rest of the window, for a request the failure mode decided (503 in `closed`
+   * mode); it goes out in a call of its own instead, whatever the circuit says, as a late reply's
+   * undoing does (the node that charged it answered a moment ago), not waited for; a failure loses it.
+   */
+  private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
+    if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta);
+    const now = this.clock === null ? '' : String(this.clock());
+    // Not waited for: the request's failure mode decides now, not once that node answers.
+    this.client.irBatchBuffer(redisKeyBase(key), limit.unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, 0, 0, 0, NO_ADMISSIONS).then(ignore, ignore);
+    return Promise.resolve();
   }
 
   private async admitAllOnceUsable(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
