@@ -138,10 +138,10 @@ export class RedisStoreLimiter implements TokenLimiter {
       timeoutMs: settings.timeoutMs,
       probeIntervalMs: opts.probeIntervalMs ?? 500,
       log,
-      // However the store went away (a lost connection too), its leases are forfeit at once: one
-      // must not outlive a reconnection to a Redis that may have lost its counts (a restart, a
-      // failover), whatever the lease clock says of its view.
-      onDown: this.leases === null ? undefined : () => this.leases!.forfeitAll(),
+      // However the store went away (a lost connection too), its leases go back or are forfeit at
+      // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
+      // lost its counts (a restart, a failover), whatever the lease clock says of its view.
+      onDown: this.leases === null ? undefined : () => this.returnLeasesWhileDown(),
     });
   }
 
@@ -156,7 +156,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.leases !== null && limit.inputTokensPerUnit !== null) return this.admitLeased(key, limit, inputTokens);
       return this.enqueueAdmission(key, limit, inputTokens);
     }
-    if (this.leases !== null) this.leases.forfeitAll();
+    if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
     return this.admitOnceUsable(key, limit, inputTokens);
   }
 
@@ -200,13 +200,43 @@ export class RedisStoreLimiter implements TokenLimiter {
    * within settleWaitMs), or in `into`: a slot, of that key and unit, of a call being collected.
    */
   private giveBack(r: LeaseReturn, into: LeaseSlot | null = null): void {
-    if (this.health.state !== 'up') { // the store is gone: the tokens stay counted
-      if (this.onLease !== null) this.onLease('forfeited');
+    if (this.health.state !== 'up') {
+      this.returnWhileDown(r);
       return;
     }
     if (this.onLease !== null) this.onLease('given_back');
     giveBackInto(into ?? this.batches.batchFor(r.key, r.limit, false), r);
   }
+
+  /** Every lease held goes back, or is forfeit, while the store is unavailable (returnWhileDown). */
+  private returnLeasesWhileDown(): void {
+    for (const r of this.leases!.takeAll()) this.returnWhileDown(r);
+  }
+
+  /**
+   * A lease's unused tokens while the store is unavailable (no batch goes out): when the connection
+   * still stands (Redis stalled past the timeout), they go back in a call of their own, which the
+   * same server, still counting the lease, runs when it goes on (the script takes them only in the
+   * window they were lent in); otherwise (a lost connection: the Redis it comes back to may have
+   * lost its counts, a restart or a failover) they are forfeit and stay counted.
+   */
+  private returnWhileDown(r: LeaseReturn): void {
+    if (this.client.status !== 'ready') {
+      if (this.onLease !== null) this.onLease('forfeited');
+      return;
+    }
+    const now = this.clock === null ? '' : String(this.clock());
+    this.client.irBatchBuffer(redisKeyBase(r.key), r.limit.unit, now, 0, 0, NO_LIMIT, NO_LIMIT, 0, r.tokens, r.window, r.lent, NO_ADMISSIONS)
+      .then(this.leaseReturned, this.leaseLost);
+  }
+
+  private readonly leaseReturned = (): void => {
+    if (this.onLease !== null) this.onLease('given_back');
+  };
+
+  private readonly leaseLost = (): void => {
+    if (this.onLease !== null) this.onLease('forfeited');
+  };
 
   /** Gives a lease back in a call now, or in this turn's batch of its key when that has an admission. */
   private giveBackNow(r: LeaseReturn): void {
@@ -244,7 +274,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (invalid !== null) return Promise.reject(invalid);
     if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inOrder })), inputTokens);
     if (this.health.state !== 'up') {
-      if (this.leases !== null) this.leases.forfeitAll();
+      if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
       return this.admitAllOnceUsable(terms, inputTokens);
     }
     if (this.leases === null) return this.batches.multiBatchFor(terms).admit(terms, inputTokens);
@@ -477,7 +507,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   private storeFailed(err: unknown): void {
-    if (this.leases !== null) this.leases.forfeitAll();
+    if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }
