@@ -35,6 +35,8 @@ export class RequestContext {
   outputTokensEstimated = 0;
   /** Epoch ms at which the request's limits admitted it (0: no limit applies); its input corrections belong to that window. */
   admittedAt = 0;
+  /** Of the request's limits, bit i set: limit i admitted it by its failure mode (request-admission.ts byFailureMode). */
+  admittedByFailureMode = 0;
 
   // Outcome.
   statusCode = 0;

@@ -31,6 +31,8 @@ export function admitTerms(terms: readonly LimiterTerm[], inputTokens: number): 
 export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: number): Promise<Decision[]> {
   const decisions: Decision[] = new Array<Decision>(terms.length);
   const charged: LimiterTerm[] = [];
+  /** Bit k: charged[k] was admitted by its failure mode (its give-back goes there). */
+  let chargedByFailureMode = 0;
   let admitted = true;
   try {
     for (let i = 0; i < terms.length && admitted; i++) {
@@ -38,8 +40,11 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       if (isShadow(t.limit)) continue;
       const d = await t.limiter.admit(t.key, t.limit, inputTokens);
       decisions[i] = d;
-      if (d.allowed) charged.push(t);
-      else admitted = false;
+      if (!d.allowed) admitted = false;
+      else {
+        if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
+        charged.push(t);
+      }
     }
     for (let i = 0; i < terms.length; i++) {
       const t = terms[i];
@@ -47,21 +52,26 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       const tokens = admitted ? inputTokens : 0;
       if (t.limiter.admitAll !== undefined) {
         // Alone in admitAll, a shadow limit is charged past its limit too.
-        decisions[i] = (await t.limiter.admitAll([t], tokens))[0];
-        if (admitted) charged.push(t);
+        const sd = (await t.limiter.admitAll([t], tokens))[0];
+        decisions[i] = sd;
+        if (admitted) {
+          if (sd.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
+          charged.push(t);
+        }
         continue;
       }
       const d = await t.limiter.admit(t.key, t.limit, tokens);
       decisions[i] = d;
       if (!admitted) continue;
+      if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
       charged.push(t);
-      if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens); // shadow: counted past its limit
+      if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens, d.byFailureMode === true); // shadow: counted past its limit
     }
   } catch (err) {
-    await giveBackInput(charged, inputTokens);
+    await giveBackInput(charged, inputTokens, chargedByFailureMode);
     throw err;
   }
-  if (!admitted) await giveBackInput(charged, inputTokens);
+  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode);
   for (let i = 0; i < terms.length; i++) {
     // An enforced limit not asked (one before it refused): neither charged nor refused.
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
@@ -70,23 +80,27 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
 }
 
 /**
- * Of `terms`, those whose window at `admittedAt` is still on at `now` (`terms` itself when all
- * are): a request's input belongs to the window that admitted it, and a later one owes it nothing.
+ * Whether any of `terms` has its window at `admittedAt` still on at `now`: a request's input
+ * belongs to the window that admitted it, and a later one owes it nothing.
  */
-export function inAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number): readonly LimiterTerm[] {
-  for (let i = 0; i < terms.length; i++) {
-    if (!sameWindow(terms[i].limit.unit, admittedAt, now)) return terms.filter((t) => sameWindow(t.limit.unit, admittedAt, now));
-  }
-  return terms;
+export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number): boolean {
+  for (let i = 0; i < terms.length; i++) if (sameWindow(terms[i].limit.unit, admittedAt, now)) return true;
+  return false;
 }
 
 /**
  * Gives back `inputTokens` charged to each of `charged` (a refused admission, or a request that
- * never reached a pod). A store that fails here is skipped (nothing to give back to it).
+ * never reached a pod). Bit i of `byFailureMode` set: term i was admitted by its failure mode, and
+ * its give-back goes where that charged it (Decision.byFailureMode). With `admittedAt`, only to
+ * the terms whose window at that time is still on (anyInAdmissionWindow). A store that fails here is
+ * skipped (nothing to give back to it).
  */
-export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number): Promise<void> {
+export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1): Promise<void> {
   if (inputTokens === 0) return;
-  for (const t of charged) {
-    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens); } catch { /* store down: nothing to give back */ }
+  const now = admittedAt >= 0 ? Date.now() : 0;
+  for (let i = 0; i < charged.length; i++) {
+    const t = charged[i];
+    if (admittedAt >= 0 && !sameWindow(t.limit.unit, admittedAt, now)) continue;
+    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens, ((byFailureMode >> i) & 1) === 1); } catch { /* store down: nothing to give back */ }
   }
 }

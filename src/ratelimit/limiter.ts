@@ -20,6 +20,13 @@ export interface Decision {
   /** null when that direction has no limit. */
   input: LimitState | null;
   output: LimitState | null;
+  /**
+   * Set (true) only on a decision the failure mode of a store took while the store was
+   * unavailable (redis/failure-mode.ts): what it charged is in the fallback's counters (`local`)
+   * or nowhere (`open`), not in the store. The request's input corrections and give-backs go there
+   * too (settle's and adjustInput's `byFailureMode`). Absent on every other decision.
+   */
+  byFailureMode?: true;
 }
 
 /** One limit a request must fit: its key and its spec (`limit.mode` shadow: never blocks). */
@@ -45,12 +52,19 @@ export function isShadow(limit: RateLimitSpec): boolean {
 export interface TokenLimiter {
   admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision;
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void;
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> | void;
+  /**
+   * `byFailureMode`: the admission this corrects was decided by a failure mode (its Decision's
+   * byFailureMode), so the correction goes where that charged it, not to the store; only a limiter
+   * with a failure mode (redis/failure-mode.ts) reads it.
+   */
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean): Promise<void> | void;
   /**
    * Optional: adjustInput(inputDelta) and chargeOutput(outputTokens) in one operation, when the
    * store can do both in one round trip (Redis). Callers fall back to the two calls without it.
+   * `byFailureMode` as for adjustInput (it concerns the input correction; the output is charged
+   * where the limiter counts now).
    */
-  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void;
+  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean): Promise<void> | void;
   /**
    * One admission against several limits (route and tenant), atomically: every term gets its own
    * decision (decided as admit() would, against counts that include nothing of this request);

@@ -15,6 +15,11 @@ export interface RequestAdmission {
   /** What the x-ratelimit-* headers show: the refusing limit (of several, the one that resets last), else the enforced one closest to exhaustion; null when only shadow limits apply. */
   readonly shown: Decision | null;
   readonly shownScope: LimitScope | null;
+  /**
+   * Bit i set: term i was decided by a failure mode (its store unavailable; Decision.byFailureMode),
+   * so its input corrections and give-backs go where that charged it, not to the store.
+   */
+  readonly byFailureMode: number;
 }
 
 /**
@@ -34,7 +39,7 @@ export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number):
 }
 
 function alone(t: ScopedTerm, d: Decision): RequestAdmission {
-  return { admitted: d.allowed, shown: d, shownScope: t.scope };
+  return { admitted: d.allowed, shown: d, shownScope: t.scope, byFailureMode: d.byFailureMode === true ? 1 : 0 };
 }
 
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
@@ -42,9 +47,11 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
   let scope: LimitScope | null = null;
   let best = Infinity;
   let refused = false;
+  let byFailureMode = 0;
   for (let i = 0; i < ds.length; i++) {
-    if (isShadow(terms[i].limit)) continue;
     const d = ds[i];
+    if (d.byFailureMode === true) byFailureMode |= 1 << i;
+    if (isShadow(terms[i].limit)) continue;
     if (!d.allowed) {
       // Of several limits that refuse, the one whose window resets last: the request cannot pass
       // before then, so that is its retry-after (a route's minute ends long before a tenant's day).
@@ -63,7 +70,7 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
       best = f;
     }
   }
-  return { admitted: !refused, shown, shownScope: scope };
+  return { admitted: !refused, shown, shownScope: scope, byFailureMode };
 }
 
 /** How much of a limit is left, 0..1 (no limit: Infinity). */

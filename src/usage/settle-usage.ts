@@ -43,21 +43,22 @@ function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: n
   }
   ctx.outputTokens = output;
   if (usage !== null && usage.completionTokens === null && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
-  if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt);
+  if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt, ctx.admittedByFailureMode);
 }
 
 /**
  * Settles every term, each on its own: their limiters are independent, and nothing waits for them.
  * The input correction goes only to a limit whose window that admitted the request is still on:
  * an answer that ends in a later window corrects nothing there (that window owes the request
- * nothing); its output is charged to the window it ends in.
+ * nothing); its output is charged to the window it ends in. Bit i of `byFailureMode`: term i was
+ * admitted by its failure mode, so its correction goes where that charged it (failure-mode.ts).
  */
-function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number, admittedAt: number): void {
+function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number, admittedAt: number, byFailureMode: number): void {
   const now = inputDelta !== 0 ? Date.now() : 0;
   for (let i = 0; i < terms.length; i++) {
     const t = terms[i];
     const delta = inputDelta !== 0 && sameWindow(t.limit.unit, admittedAt, now) ? inputDelta : 0;
-    quietly(t.limiter, t.key, t.limit, delta, output);
+    quietly(t.limiter, t.key, t.limit, delta, output, ((byFailureMode >> i) & 1) === 1);
   }
 }
 
@@ -65,10 +66,10 @@ function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: nu
  * settleCounters without failures: a limit store that fails after the answer was sent is
  * logged and counted by the limiter itself.
  */
-function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number): void {
+function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number, byFailureMode: boolean): void {
   let p: Promise<void> | void;
   try {
-    p = settleCounters(l, key, limit, inputDelta, output);
+    p = settleCounters(l, key, limit, inputDelta, output, byFailureMode);
   } catch {
     return;
   }

@@ -16,7 +16,7 @@ import type { Tenant } from '../auth/tenant.js';
 import { admitRequest, type RequestAdmission, type ScopedTerm } from '../ratelimit/request-admission.js';
 import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inference-api.js';
 import type { PromptText } from '../tokens/prompt-text.js';
-import { giveBackInput, inAdmissionWindow } from '../ratelimit/admit-all.js';
+import { anyInAdmissionWindow, giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
@@ -157,6 +157,7 @@ class PipelineRun implements ProxyListener {
         if (!a.admitted) throw rateLimitRejection(a.shown!);
         this.charged = x.ctx.inputTokens;
         x.ctx.admittedAt = Date.now();
+        x.ctx.admittedByFailureMode = a.byFailureMode;
       }
       if (!x.writable) {
         this.end(); // client left while we counted/limited: nothing sent upstream
@@ -214,12 +215,13 @@ class PipelineRun implements ProxyListener {
     this.ended = true;
     const x = this.x;
     if (this.charged > 0 && !x.reachedPod && this.terms !== null) {
-      // Only to limits whose window that admitted the request is still on (windows.ts sameWindow).
-      const terms = inAdmissionWindow(this.terms, x.ctx.admittedAt, Date.now());
-      if (terms.length > 0) {
-        if (x.ctx.tEnd === 0) x.ctx.tEnd = performance.now();
+      // Only to limits whose window that admitted the request is still on (windows.ts sameWindow),
+      // each where it was charged (a failure mode's decision: its fallback).
+      const ctx = x.ctx;
+      if (anyInAdmissionWindow(this.terms, ctx.admittedAt, Date.now())) {
+        if (ctx.tEnd === 0) ctx.tEnd = performance.now();
         // giveBackInput never rejects (a store that fails is skipped).
-        void giveBackInput(terms, this.charged).then(() => this.close());
+        void giveBackInput(this.terms, this.charged, ctx.admittedByFailureMode, ctx.admittedAt).then(() => this.close());
         return;
       }
     }

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { RedisClusterServers, RedisServer } from '../helpers/redis-server.js';
 
 const execFileP = promisify(execFile);
@@ -196,6 +196,41 @@ describe('global token limits on a real Redis, several router instances', () => 
     } finally {
       await Promise.all(Object.values(routers).map((r) => r.kill()));
       await own.stop();
+    }
+  });
+
+  it('local failure mode: a request admitted by the local counters while Redis was down and answered after it came back has its input correction kept locally, not taken off Redis; its output is charged to Redis', async () => {
+    const port = await freePort();
+    const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(`127.0.0.1:${port}`, 100_000, 'day', 100_000) });
+    const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '500ms', RATE_LIMIT_REDIS_LEASES: 'false' };
+    const router = await startRouter(res, { workers: 1, env, dir: tempDir() });
+    let own: RedisServer | null = null;
+    try {
+      // The router counts 40 prompt tokens, the pod's usage says 20: a correction of -20 when it ends.
+      const prompt = 'x '.repeat(40).trim();
+      // Admitted by the local counters (Redis unreachable), answered 8 s later.
+      const slow = postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt }, { 'x-mock-latency-ms': '8000', 'x-mock-output-tokens': '7' })
+        .then(async (r) => { await r.text(); return r.status; });
+      await new Promise((r) => setTimeout(r, 300));
+      own = await RedisServer.start({ port });
+      const redis2 = own;
+      const day = Math.floor(Date.now() / 86_400_000) * 86_400;
+      const inKey = `ir:{default/sf-route}:in:day:${day}`;
+      const outKey = `ir:{default/sf-route}:out:day:${day}`;
+      // Redis decides again: a request it admits is counted there (with its own correction).
+      await waitFor('Redis deciding again', async () => {
+        const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' }, { 'x-mock-output-tokens': '1' });
+        await r.text();
+        return Number(await redis2.cli('GET', inKey)) > 0 || null;
+      }, 6000, 100);
+      await new Promise((r) => setTimeout(r, 300)); // its settle lands
+      const before = [Number(await own.cli('GET', inKey)), Number(await own.cli('GET', outKey))];
+      expect(await slow).toBe(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect([Number(await own.cli('GET', inKey)), Number(await own.cli('GET', outKey))]).toEqual([before[0], before[1] + 7]);
+    } finally {
+      await router.kill();
+      await own?.stop();
     }
   });
 

@@ -52,10 +52,13 @@ export class FailureModeLimiter implements TokenLimiter {
   private admitWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     if (!(err instanceof LimitStoreUnavailableError)) throw err;
     if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
-    if (this.mode === 'local') return this.fallback.admit(key, limit, inputTokens);
+    if (this.mode === 'local') {
+      const d = this.fallback.admit(key, limit, inputTokens);
+      return d instanceof Promise ? d.then(byFailureMode) : byFailureMode(d);
+    }
     if (this.mode === 'closed') throw err;
     // open: admitted without counting; the counts are unknown, so no limit state is reported.
-    return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null };
+    return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
   }
 
   /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says (one `then`, no async frame). */
@@ -75,9 +78,12 @@ export class FailureModeLimiter implements TokenLimiter {
   private admitAllWithout(err: unknown, terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
     if (!(err instanceof LimitStoreUnavailableError)) throw err;
     if (this.onFailureModeDecision !== null) this.onFailureModeDecision(this.mode);
-    if (this.mode === 'local') return admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.fallback })), inputTokens);
+    if (this.mode === 'local') {
+      const ds = admitTerms(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.fallback })), inputTokens);
+      return ds instanceof Promise ? ds.then(allByFailureMode) : allByFailureMode(ds);
+    }
     if (this.mode === 'closed') throw err;
-    const open = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null };
+    const open: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
     return terms.map(() => open);
   }
 
@@ -85,27 +91,54 @@ export class FailureModeLimiter implements TokenLimiter {
     return this.settle(key, limit, 0, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> | void {
-    return this.settle(key, limit, delta, 0);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode = false): Promise<void> | void {
+    return this.settle(key, limit, delta, 0, byFailureMode);
   }
 
-  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
+  /**
+   * Each charge settles against the store that holds it. The input correction (or give-back) of
+   * an admission goes where that admission was charged: the store, or, for one the failure mode
+   * decided (`byFailureMode`), the local counters (`local`) or nowhere (`open`: nothing was
+   * charged), even once the store is back: it never charged that request, so a refund must not
+   * lower its count. When the store that charged it cannot take it, it is dropped: the fallback
+   * never had that charge either. The output is usage, charged where the limits are counted when
+   * the answer ends: the store, or, while it is unavailable, the local counters (`local`).
+   */
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode = false): Promise<void> | void {
+    if (byFailureMode && inputDelta !== 0) {
+      const corrected = this.mode === 'local' ? settleCounters(this.fallback, key, limit, inputDelta, 0) : undefined;
+      const charged = outputTokens > 0 ? this.settle(key, limit, 0, outputTokens) : undefined;
+      if (corrected instanceof Promise) return charged instanceof Promise ? corrected.then(() => charged) : corrected;
+      return charged;
+    }
     let done: Promise<void> | void;
     try {
       done = settleCounters(this.store, key, limit, inputDelta, outputTokens);
     } catch (err) {
-      return this.settleWithout(err, key, limit, inputDelta, outputTokens);
+      return this.settleWithout(err, key, limit, outputTokens);
     }
-    if (done instanceof Promise) return done.then(undefined, (err: unknown) => this.settleWithout(err, key, limit, inputDelta, outputTokens));
+    if (done instanceof Promise) return done.then(undefined, (err: unknown) => this.settleWithout(err, key, limit, outputTokens));
   }
 
-  private settleWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> | void {
+  /** The store did not take a settle: its output goes to the local counters (`local`); its input correction is dropped (above). */
+  private settleWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
     if (!(err instanceof LimitStoreUnavailableError)) throw err;
-    if (this.mode === 'local') return settleCounters(this.fallback, key, limit, inputDelta, outputTokens);
+    if (this.mode === 'local') return settleCounters(this.fallback, key, limit, 0, outputTokens);
   }
 
   /** Closes the store (not the fallback, which belongs to the caller). */
   close(): Promise<void> {
     return this.store.close();
   }
+}
+
+/** Marks a decision of the fallback as the failure mode's (limiter.ts Decision.byFailureMode). */
+function byFailureMode(d: Decision): Decision {
+  d.byFailureMode = true;
+  return d;
+}
+
+function allByFailureMode(ds: Decision[]): Decision[] {
+  for (let i = 0; i < ds.length; i++) ds[i].byFailureMode = true;
+  return ds;
 }

@@ -14,6 +14,8 @@ export interface HealthOptions {
   /** Delay between health pings while the circuit is open. */
   probeIntervalMs: number;
   log: (message: string) => void;
+  /** Called each time the circuit opens (a failed or timed-out command, a lost connection). */
+  onDown?: () => void;
 }
 
 /**
@@ -64,6 +66,7 @@ export class StoreHealth {
     const atStart = this.current === 'starting';
     this.current = 'down';
     this.releaseStartupWaiters();
+    if (this.opts.onDown !== undefined) this.opts.onDown();
     const { name, failureMode } = this.opts;
     this.opts.log(
       atStart

@@ -15,7 +15,7 @@ export const LEASE_VIEW_MS = 50;
 /** A lease no request used for this long (ms) goes back. */
 export const LEASE_IDLE_MS = 100;
 
-/** What happened to a lease, for metrics: lent by Redis, its unused tokens given back, recalled by a refusal, forfeited (the store went down while it was held). */
+/** What happened to a lease, for metrics: lent by Redis, its unused tokens given back, recalled by a refusal, forfeited (held when the connection was lost, or given back while the store was down and not taken: its tokens stay counted). */
 export type LeaseEvent = 'lent' | 'given_back' | 'recalled' | 'forfeited';
 
 /**
@@ -205,12 +205,6 @@ export class RedisLeases {
       if (r !== null) back.push(r);
     }
     return back;
-  }
-
-  /** Drops every lease without giving anything back (the store is unreachable: their tokens stay counted). */
-  forfeitAll(): void {
-    if (this.onEvent !== null) for (let i = 0; i < this.held.size; i++) this.onEvent('forfeited');
-    this.held.clear();
   }
 }
 

@@ -7,6 +7,7 @@ import { admitInOrder } from '../admit-all.js';
 import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
+import { redisKeyBase } from './key-base.js';
 import { FIRST_STATUS, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
 import { answeredWithin, awaitReply } from './late-reply.js';
 import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
@@ -84,10 +85,21 @@ export class RedisStoreLimiter implements TokenLimiter {
   /** Admissions waiting to be asked again while leases come back (recall-waits.ts). */
   private readonly waits: RecallWaits<PendingAdmission>;
   private readonly waitsMulti: RecallWaits<PendingMulti>;
+  /** The injected clock (tests), or null for the Redis server's. */
+  private readonly clock: Clock | null;
+  /**
+   * This store as the limiter of each limit of an admission decided one limit after the other (a
+   * Cluster: admitInOrder), whose give-back of what the limits before a failing one charged goes
+   * out whatever the circuit says (giveBackCharged).
+   */
+  private readonly inOrder: TokenLimiter;
   /** RATE_LIMIT_REDIS_TIMEOUT: the longest a call is waited for (late-reply.ts). */
   private readonly timeoutMs: number;
-  /** The `closed` failure mode: an admission of a call that failed was refused (503). */
-  private readonly closedMode: boolean;
+  /**
+   * The `closed` or `local` failure mode: an admission of a call that failed was refused (503) or
+   * decided by the local counters, which hold its charge; either way Redis must not keep one.
+   */
+  private readonly refundLate: boolean;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -97,9 +109,17 @@ export class RedisStoreLimiter implements TokenLimiter {
       log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
     }
     const clock = opts.clock ?? null;
+    this.clock = clock;
+    this.inOrder = {
+      admit: (key, limit, inputTokens) => this.admit(key, limit, inputTokens),
+      admitAll: (terms, inputTokens) => this.admitAll(terms, inputTokens),
+      chargeOutput: (key, limit, outputTokens) => this.chargeOutput(key, limit, outputTokens),
+      adjustInput: (key, limit, delta) => this.giveBackCharged(key, limit, delta),
+      close: () => Promise.resolve(),
+    };
     this.cluster = settings.cluster;
     this.timeoutMs = settings.timeoutMs;
-    this.closedMode = settings.failureMode === 'closed';
+    this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -118,6 +138,10 @@ export class RedisStoreLimiter implements TokenLimiter {
       timeoutMs: settings.timeoutMs,
       probeIntervalMs: opts.probeIntervalMs ?? 500,
       log,
+      // However the store went away (a lost connection too), its leases go back or are forfeit at
+      // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
+      // lost its counts (a restart, a failover), whatever the lease clock says of its view.
+      onDown: this.leases === null ? undefined : () => this.returnLeasesWhileDown(),
     });
   }
 
@@ -132,7 +156,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.leases !== null && limit.inputTokensPerUnit !== null) return this.admitLeased(key, limit, inputTokens);
       return this.enqueueAdmission(key, limit, inputTokens);
     }
-    if (this.leases !== null) this.leases.forfeitAll();
+    if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
     return this.admitOnceUsable(key, limit, inputTokens);
   }
 
@@ -176,13 +200,43 @@ export class RedisStoreLimiter implements TokenLimiter {
    * within settleWaitMs), or in `into`: a slot, of that key and unit, of a call being collected.
    */
   private giveBack(r: LeaseReturn, into: LeaseSlot | null = null): void {
-    if (this.health.state !== 'up') { // the store is gone: the tokens stay counted
-      if (this.onLease !== null) this.onLease('forfeited');
+    if (this.health.state !== 'up') {
+      this.returnWhileDown(r);
       return;
     }
     if (this.onLease !== null) this.onLease('given_back');
     giveBackInto(into ?? this.batches.batchFor(r.key, r.limit, false), r);
   }
+
+  /** Every lease held goes back, or is forfeit, while the store is unavailable (returnWhileDown). */
+  private returnLeasesWhileDown(): void {
+    for (const r of this.leases!.takeAll()) this.returnWhileDown(r);
+  }
+
+  /**
+   * A lease's unused tokens while the store is unavailable (no batch goes out): when the connection
+   * still stands (Redis stalled past the timeout), they go back in a call of their own, which the
+   * same server, still counting the lease, runs when it goes on (the script takes them only in the
+   * window they were lent in); otherwise (a lost connection: the Redis it comes back to may have
+   * lost its counts, a restart or a failover) they are forfeit and stay counted.
+   */
+  private returnWhileDown(r: LeaseReturn): void {
+    if (this.client.status !== 'ready') {
+      if (this.onLease !== null) this.onLease('forfeited');
+      return;
+    }
+    const now = this.clock === null ? '' : String(this.clock());
+    this.client.irBatchBuffer(redisKeyBase(r.key), r.limit.unit, now, 0, 0, NO_LIMIT, NO_LIMIT, 0, r.tokens, r.window, r.lent, NO_ADMISSIONS)
+      .then(this.leaseReturned, this.leaseLost);
+  }
+
+  private readonly leaseReturned = (): void => {
+    if (this.onLease !== null) this.onLease('given_back');
+  };
+
+  private readonly leaseLost = (): void => {
+    if (this.onLease !== null) this.onLease('forfeited');
+  };
 
   /** Gives a lease back in a call now, or in this turn's batch of its key when that has an admission. */
   private giveBackNow(r: LeaseReturn): void {
@@ -213,14 +267,14 @@ export class RedisStoreLimiter implements TokenLimiter {
    * in one call of the admit-all script (lua/admit-all.ts) shared by the turn's admissions under
    * the same limits, which asks for a lease of each limit whose lease did not cover it (giving the
    * old one back). On a Redis Cluster the limits' keys are in different slots: decided one after
-   * the other, with the refund of admit-all.ts admitInOrder.
+   * the other, with the refund of admit-all.ts admitInOrder (through `inOrder`).
    */
   admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
-    if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this })), inputTokens);
+    if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inOrder })), inputTokens);
     if (this.health.state !== 'up') {
-      if (this.leases !== null) this.leases.forfeitAll();
+      if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
       return this.admitAllOnceUsable(terms, inputTokens);
     }
     if (this.leases === null) return this.batches.multiBatchFor(terms).admit(terms, inputTokens);
@@ -245,6 +299,22 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (slot.lease === 0) slot.lease = RedisLeases.ask(inputTokens);
     }
     return b.admit(terms, inputTokens);
+  }
+
+  /**
+   * Gives back `-delta` input tokens that an admission of `key` charged a moment ago (admitInOrder:
+   * a later limit refused, or its call failed). When the failure opened the circuit (on a Cluster,
+   * another node's limit timed out), the store would refuse the give-back and the charge would stay
+   * in Redis for the rest of the window, for a request the failure mode decided (503 in `closed`
+   * mode); it goes out in a call of its own instead, whatever the circuit says, as a late reply's
+   * undoing does (the node that charged it answered a moment ago), not waited for; a failure loses it.
+   */
+  private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
+    if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta);
+    const now = this.clock === null ? '' : String(this.clock());
+    // Not waited for: the request's failure mode decides now, not once that node answers.
+    this.client.irBatchBuffer(redisKeyBase(key), limit.unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, 0, 0, 0, NO_ADMISSIONS).then(ignore, ignore);
+    return Promise.resolve();
   }
 
   private async admitAllOnceUsable(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> {
@@ -275,7 +345,7 @@ export class RedisStoreLimiter implements TokenLimiter {
         const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) return;
         // Every limit was charged the input of each admission admitted (shadow ones too).
-        const refund = this.closedMode ? b.admittedTokens(reply) : 0;
+        const refund = this.refundLate ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
           const at = j * PER_LIMIT;
           this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, reply[at + MULTI_MS]);
@@ -361,8 +431,10 @@ export class RedisStoreLimiter implements TokenLimiter {
    * Undoes what a call the worker stopped waiting for did (Redis stalled past the timeout, then ran
    * it) that nobody asked for in the end, in one call: the lease it lent (`lent`; nobody holds it),
    * all of it back to the window it was lent in (the script ignores it in a later one); and
-   * `refund`, the input of admissions it admitted that the `closed` failure mode refused (503),
-   * only while that window has more than a timeout left (a refund must not reach the next one).
+   * `refund`, the input of admissions it admitted that the failure mode decided instead (`closed`:
+   * refused with 503; `local`: decided and, if admitted, charged by the local counters, where the
+   * request's corrections go too), only while that window has more than a timeout left (a refund
+   * must not reach the next one).
    * Without this both stayed counted, as used, for the rest of the window. Sent whatever the
    * circuit says: the late reply shows the connection answers; a failure loses it, as before.
    */
@@ -372,9 +444,13 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, lent, window, lent, NO_ADMISSIONS).then(undefined, ignore);
   }
 
-  /** Input of the admissions a late batch reply admitted, when the `closed` failure mode refused them all; else 0. */
+  /**
+   * Input of the admissions a late batch reply admitted, which the failure mode decided: refused
+   * (`closed`: 503) or charged to the local counters (`local`: admitted or refused there); else 0
+   * (`open` counted them nowhere else, and they were served).
+   */
   private refusedAdmissions(b: Batch, reply: readonly number[]): number {
-    if (!this.closedMode) return 0;
+    if (!this.refundLate) return 0;
     let sum = 0;
     for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) sum += b.tokens[i];
     return sum;
@@ -431,7 +507,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   private storeFailed(err: unknown): void {
-    if (this.leases !== null) this.leases.forfeitAll();
+    if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }

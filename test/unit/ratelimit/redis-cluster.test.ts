@@ -1,9 +1,10 @@
 /** The global limiter against a real 3-node Redis Cluster (REDIS_CLUSTER=true, seed list address). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
-import { RedisClusterServers } from '../../helpers/redis-server.js';
+import { RedisClusterServers, type RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 import { untilUp } from './until-up.js';
 
@@ -67,5 +68,38 @@ describe('RedisLimiter on Redis Cluster', () => {
       }
     }
     expect(owners.size).toBeGreaterThan(1);
+  });
+
+  it('closed failure mode: a two-limit request whose second limit\'s node stalls past the timeout is answered 503 and leaves no charge on the first limit\'s node', async () => {
+    const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '200ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const limiter = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock: () => T0, log: () => {}, probeIntervalMs: 50 });
+    limiters.push(limiter);
+    await untilUp(limiter, 'cluster limiter');
+    const start = (T0 - (T0 % 60_000)) / 1000;
+    const inKey = (k: string): string => `ir:{${k}}:in:minute:${start}`;
+    /** The node that serves `k`'s slot (the others answer MOVED). */
+    const owner = async (k: string): Promise<RedisServer> => {
+      for (const n of cluster.nodes) if (!(await n.cli('get', inKey(k))).startsWith('MOVED')) return n;
+      throw new Error(`no owner for ${k}`);
+    };
+    const route = `default/in-order-${process.pid}`;
+    const routeNode = await owner(route);
+    let tenant = '';
+    let tenantNode: RedisServer | null = null;
+    for (let i = 0; tenantNode === null || tenantNode === routeNode; i++) {
+      tenant = `tenant:key:t${i}-${process.pid}`;
+      tenantNode = await owner(tenant);
+    }
+    tenantNode.pause();
+    let outcome: unknown;
+    try {
+      outcome = await limiter.admitAll([{ key: route, limit: EXAMPLE }, { key: tenant, limit: EXAMPLE }], 4).then(() => 'admitted', (e: unknown) => e);
+    } finally {
+      tenantNode.resume();
+    }
+    expect(outcome).toBeInstanceOf(LimitStoreUnavailableError);
+    await untilUp(limiter, 'cluster limiter');
+    await new Promise((r) => setTimeout(r, 300)); // the give-back, and the tenant node's late reply
+    expect([Number(await routeNode.cli('get', inKey(route))), Number(await tenantNode.cli('get', inKey(tenant)))]).toEqual([0, 0]);
   });
 });

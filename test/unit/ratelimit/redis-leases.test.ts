@@ -352,6 +352,71 @@ describe('leases of the global limit', () => {
     }
   });
 
+  it('a lease is forfeit as soon as the connection is lost: none outlives a reconnection to a Redis that lost its counts (the lease clock here never ages its view)', async () => {
+    const own = await RedisServer.start();
+    try {
+      const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true' });
+      const events: string[] = [];
+      const l = new RedisLimiter(own.address, settings, NO_FALLBACK, {
+        clock: () => T0, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100, onLease: (e) => events.push(e),
+      });
+      open.push(l);
+      await untilUp(l);
+      const r = route();
+      const limit = spec(1_000_000, null);
+      expect((await l.admit(r, limit, 5)).allowed).toBe(true);
+      expect(events).toEqual(['lent']);
+      // The connection drops; the Redis it comes back to has lost the window's counts (a restart
+      // without persistence, a failover to a replica that was behind).
+      await own.cli('client', 'kill', 'type', 'normal');
+      const deadline = Date.now() + 5000;
+      while (l.state === 'up' && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+      await own.cli('flushall');
+      await untilUp(l);
+      expect((await l.admit(r, limit, 7)).allowed).toBe(true);
+      // Decided by Redis, which counts it (from the old lease it was counted nowhere).
+      expect(Number(await own.cli('get', `ir:{${r}}:in:minute:${MINUTE_START}`))).toBeGreaterThanOrEqual(7);
+      expect(events.slice(0, 2)).toEqual(['lent', 'forfeited']);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('a lease held when Redis stalls past the timeout goes back when it goes on, instead of staying counted for the rest of the window', async () => {
+    const own = await RedisServer.start();
+    try {
+      const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'true' });
+      const events: string[] = [];
+      const l = new RedisLimiter(own.address, settings, NO_FALLBACK, {
+        clock: () => T0, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, onLease: (e) => events.push(e),
+      });
+      open.push(l);
+      await untilUp(l);
+      const r = route();
+      const other = route();
+      const limit = spec(1_000_000, null);
+      const counts = async (key: string): Promise<[number, string]> => [
+        Number(await own.cli('get', `ir:{${key}}:in:minute:${MINUTE_START}`)), await own.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`),
+      ];
+      expect((await l.admit(r, limit, 5)).allowed).toBe(true);
+      expect(events).toEqual(['lent']);
+      expect((await counts(r))[0]).toBeGreaterThan(5);
+      own.pause();
+      try {
+        // Another limit's call times out: the circuit opens while the lease of `r` is held.
+        await expect(l.admit(other, limit, 3)).rejects.toBeInstanceOf(LimitStoreUnavailableError);
+      } finally {
+        own.resume();
+      }
+      await untilUp(l);
+      await new Promise((res) => setTimeout(res, 200));
+      expect(await counts(r)).toEqual([5, '']);
+      expect(events).toEqual(['lent', 'given_back']);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('a limiter closing decides its waiting admissions at once', async () => {
     const { b, r, limit } = await leaseHeld();
     const waiting = b.admit(r, limit, 9_500);

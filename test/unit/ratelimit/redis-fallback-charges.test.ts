@@ -1,0 +1,167 @@
+/**
+ * The `local` failure mode against a real redis-server: each charge settles against the store that
+ * holds it. A request the local counters decided (Redis unavailable, or slower than the timeout) is
+ * not charged in Redis, even when Redis runs the timed-out call after all; its give-back and input
+ * correction go to the local counters, even once Redis is back, and its output, usage measured
+ * when the answer ends, to Redis once it is back. A request Redis admitted never has its give-back
+ * taken off the local counters while Redis is away.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnswerUsage } from '../../../src/api/inference-api.js';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import type { RequestContext } from '../../../src/http/request-context.js';
+import { giveBackInput } from '../../../src/ratelimit/admit-all.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import type { Decision } from '../../../src/ratelimit/limiter.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { admitRequest, type RequestAdmission, type ScopedTerm } from '../../../src/ratelimit/request-admission.js';
+import type { TokenCounter } from '../../../src/tokens/token-counter.js';
+import { settleUsage } from '../../../src/usage/settle-usage.js';
+import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { untilUp } from './until-up.js';
+
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
+const SETTLE_WAIT = 5;
+const clock = (): number => T0;
+const spec = (input: number, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null });
+
+let seq = 0;
+const route = (): string => `fallback-${process.pid}/r${++seq}`;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function server(port?: number): Promise<RedisServer> {
+  const s = await RedisServer.start(port === undefined ? {} : { port });
+  cleanups.push(async () => {
+    s.resume();
+    await s.stop();
+  });
+  return s;
+}
+
+/** A worker's global limiter in the `local` failure mode, its local counters beside it. */
+function limiter(address: string, leases: string, mode = 'local'): { l: RedisLimiter; fallback: CounterStore } {
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: leases });
+  const fallback = new CounterStore(clock);
+  const l = new RedisLimiter(address, settings, fallback, { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+  cleanups.push(() => l.close());
+  return { l, fallback };
+}
+
+async function counts(s: RedisServer, key: string): Promise<{ in: number; out: number; lent: string }> {
+  return {
+    in: Number(await s.cli('get', `ir:{${key}}:in:minute:${MINUTE_START}`)),
+    out: Number(await s.cli('get', `ir:{${key}}:out:minute:${MINUTE_START}`)),
+    lent: await s.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`),
+  };
+}
+
+/** What the local counters hold for `key` (input used, output used), read by a zero-token admission. */
+function local(fallback: CounterStore, key: string, limit: RateLimitSpec): { in: number; out: number } {
+  const d = fallback.admit(key, limit, 0);
+  return { in: limit.inputTokensPerUnit! - d.input!.remaining, out: limit.outputTokensPerUnit === null ? 0 : limit.outputTokensPerUnit - d.output!.remaining };
+}
+
+/** The request context as the pipeline leaves it once admitted (worker/pipeline.ts). */
+function admittedContext(inputTokens: number, a: RequestAdmission): RequestContext {
+  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt: Date.now(), admittedByFailureMode: a.byFailureMode } as unknown as RequestContext;
+}
+
+const usage = (promptTokens: number, completionTokens: number): AnswerUsage => ({ promptTokens, completionTokens, text: '', generated: null });
+const NO_COUNTER = {} as TokenCounter;
+/** Lets queued settles, give-backs and late replies reach Redis. */
+const landed = (ms = SETTLE_WAIT + 100): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('the local failure mode: each charge settles against the store that holds it', () => {
+  it.each(['true', 'false'])('admissions the local counters decided because Redis stalled past the timeout are not charged in Redis when it runs the call after all, admitted or refused (leases %s)', async (leases) => {
+    const s = await server();
+    const { l, fallback } = limiter(s.address, leases);
+    await untilUp(l);
+    const r = route();
+    const limit = spec(10, null);
+    fallback.admit(r, limit, 4); // the local counters hold 4 (an earlier outage); Redis 0
+    s.pause();
+    let ds: [Decision, Decision, Decision[]];
+    try {
+      ds = await Promise.all([l.admit(r, limit, 5), l.admit(r, limit, 3), l.admitAll([{ key: `${r}-2`, limit }, { key: `${r}-tenant`, limit }], 6)]);
+    } finally {
+      s.resume();
+    }
+    // Decided by the local counters: 4 + 5 fits, 4 + 5 + 3 does not; the two-limit request fits.
+    expect([ds[0].allowed, ds[1].allowed, ds[2].map((d) => d.allowed)]).toEqual([true, false, [true, true]]);
+    for (const d of [ds[0], ds[1], ...ds[2]]) expect(d.byFailureMode).toBe(true);
+    await untilUp(l);
+    await landed(300); // the late reply, and the call that gives back what it charged
+    // Redis (which would have admitted all three) keeps nothing of them; the local counters keep what they admitted.
+    for (const key of [r, `${r}-2`, `${r}-tenant`]) expect(await counts(s, key), key).toEqual({ in: 0, out: 0, lent: '' });
+    expect(local(fallback, r, limit).in).toBe(9);
+    expect(local(fallback, `${r}-2`, limit).in).toBe(6);
+  });
+
+  it('a request admitted by the local counters while Redis was down: its give-back and input correction go there once Redis is back, never lowering Redis\'s count; its output is charged to Redis', async () => {
+    const port = await freePort();
+    const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false');
+    const r = route();
+    const limit = spec(100, 1000);
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    // Redis unreachable at start: the local counters admit both.
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 1, 1]);
+    const s = await server(port);
+    await untilUp(l);
+    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '10'); // what Redis admitted meanwhile (other instances)
+    // a1's answer ends: the pod counted 3 prompt tokens (a correction of -3) and 7 output tokens;
+    // a2 never reached a pod (its 4 input tokens are given back).
+    settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await landed();
+    expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
+    expect(local(fallback, r, limit)).toEqual({ in: 3, out: 0 });
+  });
+
+  it('the open failure mode: a request it admitted while Redis was down charged nothing, so its give-back and correction never lower Redis\'s count once it is back', async () => {
+    const port = await freePort();
+    const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false', 'open');
+    const r = route();
+    const limit = spec(100, 1000);
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 1, 1]);
+    const s = await server(port);
+    await untilUp(l);
+    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '10');
+    settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await landed();
+    expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
+    expect(fallback.size).toBe(0);
+  });
+
+  it('a request admitted by Redis, settled while Redis is down: its give-back does not lower the local counters; its output is charged there', async () => {
+    const s = await server();
+    const { l, fallback } = limiter(s.address, 'false');
+    await untilUp(l);
+    const r = route();
+    const limit = spec(100, 1000);
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 0, 0]);
+    fallback.admit(r, limit, 5); // the local counters hold 5 (an earlier outage)
+    await s.kill();
+    const deadline = Date.now() + 5000;
+    while (l.state === 'up' && Date.now() < deadline) await landed(10);
+    expect(l.state).not.toBe('up');
+    settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await landed();
+    expect(local(fallback, r, limit)).toEqual({ in: 5, out: 7 });
+  });
+});
