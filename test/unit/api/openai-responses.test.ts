@@ -96,15 +96,17 @@ describe('the Responses API (/v1/responses)', () => {
       expect(api.jsonUsage(Buffer.from(JSON.stringify(answer)))).toMatchObject({ promptTokens: 36, completionTokens: 87 });
     });
 
-    it('without an output count, gives the text of every output_text part of every message item', () => {
+    it('without an output count, gives the generated text: output_text and refusal parts, function calls, reasoning', () => {
       const output = [
-        { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }] },
+        { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }], content: [{ type: 'reasoning_text', text: ' hard' }] },
         message('Hello'),
         { id: 'fc_1', type: 'function_call', name: 'f', arguments: '{"a":1}', call_id: 'c' },
         { ...message(''), content: [{ type: 'output_text', text: ', world', annotations: [] }, { type: 'refusal', refusal: 'no' }, { type: 'output_text', text: '!' }] },
+        { id: 'ws_1', type: 'web_search_call', status: 'completed' },
       ];
-      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', null, output))))).toMatchObject({ promptTokens: null, completionTokens: null, text: 'Hello, world!' });
-      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', { input_tokens: 5 }, output))))).toMatchObject({ promptTokens: 5, completionTokens: null, text: 'Hello, world!' });
+      const text = 'thinking hardHellof{"a":1}, worldno!';
+      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', null, output))))).toMatchObject({ promptTokens: null, completionTokens: null, text });
+      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', { input_tokens: 5 }, output))))).toMatchObject({ promptTokens: 5, completionTokens: null, text });
     });
 
     it('malformed answers give nulls and no text; counts that are not numbers >= 0 are no counts', () => {
@@ -156,6 +158,21 @@ describe('the Responses API (/v1/responses)', () => {
         expect(rec.stopped).toBe(false);
         expect(rec.pieces.join('')).toBe(TEXT);
       }
+    });
+
+    it('without usage at its end, also hands on the deltas of function call arguments and of reasoning text and summaries', () => {
+      const ev = (o: Record<string, unknown>): string => `event: ${String(o.type)}\ndata: ${JSON.stringify(o)}\n\n`;
+      const bytes = Buffer.from([
+        ev({ type: 'response.reasoning_summary_text.delta', item_id: 'rs_1', output_index: 0, summary_index: 0, delta: 'Plan: ' }),
+        ev({ type: 'response.reasoning_text.delta', item_id: 'rs_1', output_index: 0, content_index: 0, delta: 'think. ' }),
+        ev({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 1, delta: '{"city":' }),
+        ev({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 1, delta: '"SF"}' }),
+        ev({ type: 'response.function_call_arguments.done', item_id: 'fc_1', output_index: 1, arguments: '{"city":"SF"}' }),
+      ].join(''));
+      everySplit(bytes, ({ usage, rec }) => {
+        expect(usage).toMatchObject({ promptTokens: null, completionTokens: null });
+        expect(rec.pieces.join('')).toBe('Plan: think. {"city":"SF"}');
+      });
     });
 
     it('cut at any byte before its usage: the deltas of the events that ended', () => {

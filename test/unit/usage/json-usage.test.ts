@@ -48,6 +48,26 @@ describe('usageFromJson', () => {
     expect(usageFromJson('{"usage":{"completion_tokens":4}}')).toEqual({ promptTokens: null, completionTokens: 4, text: '', generated: null });
   });
 
+  it('without a completion count, the text includes tool calls, reasoning and refusals, not only content', () => {
+    const answer = {
+      choices: [{
+        index: 0,
+        message: {
+          role: 'assistant', content: null, refusal: null, reasoning_content: 'Look it up. ',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"SF"}' } }, null, { function: 7 }],
+        },
+      }, { index: 1, message: { role: 'assistant', content: 'Hi', reasoning: ' (thought)', function_call: { name: 'f', arguments: '{}' } } },
+      { index: 2, message: { role: 'assistant', content: null, refusal: 'I cannot.' } }],
+      usage: { prompt_tokens: 7 },
+    };
+    expect(usageFromJson(JSON.stringify(answer))).toEqual({
+      promptTokens: 7, completionTokens: null, text: 'Look it up. get_weather{"city":"SF"}Hi (thought)f{}I cannot.', generated: null,
+    });
+    // A stream chunk's delta the same way.
+    expect(choicesText([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"ci' } }] } }])).toBe('{"ci');
+    expect(choicesText([{ index: 0, delta: { reasoning_content: 'Hmm' } }])).toBe('Hmm');
+  });
+
   it('gives nulls and empty text for malformed JSON or non-objects', () => {
     for (const body of ['', '{"usage":', 'not json', '42', 'null', '[1,2]', '}}', '"usage":{}}', '[{"usage":{"completion_tokens":1}}]']) {
       expect(usageFromJson(body), body).toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
