@@ -91,7 +91,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     this.responseStarted = true;
     this.upstreamStatus = statusCode;
     if (isEventStream(headers)) {
-      this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent);
+      // The usage chunk the router asked for is removed whatever the status: an error stream carries it too.
+      this.scanner = this.api.streamUsage(this.stripUsage, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent);
     } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;

@@ -222,6 +222,13 @@ class Backend {
         res.end(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })}\n\ndata: [DONE]\n\n`);
         return;
       }
+      case 'sse-error-status': { // an error status (x-status) on a stream that ends with the usage chunk asked for
+        res.writeHead(Number(req.headers['x-status'] ?? 500), { 'content-type': 'text/event-stream' });
+        res.write(sseEvent('partial'));
+        res.write(`data: ${JSON.stringify({ error: { message: 'engine failed', type: 'server_error' } })}\n\n`);
+        res.end(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })}\n\ndata: [DONE]\n\n`);
+        return;
+      }
       case 'no-content': {
         res.writeHead(204, { 'x-pod': 'yes' });
         res.end();
@@ -371,6 +378,20 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const r = await recordOf(file, 'sse-case');
     expect(r.output_tokens).toBe(5);
     expect(r.input_tokens).toBe(3);
+  });
+
+  it('a stream answered with an error status still loses the usage chunk the router asked for; one the client asked for stays', async () => {
+    for (const status of ['500', '400']) {
+      const a = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true }), { 'x-scenario': 'sse-error-status', 'x-status': status, 'x-request-id': `sse-err-${status}` });
+      expect(a.status).toBe(Number(status));
+      expect(a.body).toContain('engine failed');
+      expect(a.body).toContain('data: [DONE]');
+      expect(a.body).not.toContain('"usage"');
+      expect((await recordOf(file, `sse-err-${status}`)).status_code).toBe(Number(status));
+    }
+    const asked = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true, stream_options: { include_usage: true } }), { 'x-scenario': 'sse-error-status', 'x-request-id': 'sse-err-asked' });
+    expect(asked.status).toBe(500);
+    expect(asked.body).toContain('"usage":{');
   });
 
   it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {
