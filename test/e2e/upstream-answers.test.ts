@@ -229,6 +229,11 @@ class Backend {
         res.end(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })}\n\ndata: [DONE]\n\n`);
         return;
       }
+      case 'json-error-usage': { // a JSON error answer that reports usage all the same
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'engine failed', type: 'server_error' }, usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } }));
+        return;
+      }
       case 'no-content': {
         res.writeHead(204, { 'x-pod': 'yes' });
         res.end();
@@ -387,8 +392,13 @@ describe('upstream answers over the built router (scripted backend)', () => {
       expect(a.body).toContain('engine failed');
       expect(a.body).toContain('data: [DONE]');
       expect(a.body).not.toContain('"usage"');
-      expect((await recordOf(file, `sse-err-${status}`)).status_code).toBe(Number(status));
+      // A stream is read whatever its status: the pod's usage is what is charged and recorded.
+      expect(await recordOf(file, `sse-err-${status}`)).toMatchObject({ status_code: Number(status), input_tokens: 3, output_tokens: 1 });
     }
+    // A JSON error answer is not read: the router's input count (8 for this chat) and no output.
+    const json = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'json-error-usage', 'x-request-id': 'json-err' });
+    expect(json.status).toBe(500);
+    expect(await recordOf(file, 'json-err')).toMatchObject({ status_code: 500, input_tokens: 8, output_tokens: 0 });
     const asked = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true, stream_options: { include_usage: true } }), { 'x-scenario': 'sse-error-status', 'x-request-id': 'sse-err-asked' });
     expect(asked.status).toBe(500);
     expect(asked.body).toContain('"usage":{');
