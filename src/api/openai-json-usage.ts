@@ -11,7 +11,7 @@ import { Buffer } from 'node:buffer';
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
  * absent or not a non-negative number. `text`: generated text of every choice joined (completions
- * `choices[].text`, chat `choices[].message.content`), read only when no completion count came.
+ * `choices[].text`, chat `choices[].message`: see `choiceText`), read only when no completion count came.
  */
 export type JsonUsage = AnswerUsage;
 
