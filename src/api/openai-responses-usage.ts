@@ -9,7 +9,8 @@
  *   `arguments`) and `reasoning` items (the `text` of their `summary` and `content` parts);
  * - a stream's text comes in the `delta` of `response.output_text.delta`,
  *   `response.function_call_arguments.delta`, `response.reasoning_text.delta` and
- *   `response.reasoning_summary_text.delta` events, and its usage in the
+ *   `response.reasoning_summary_text.delta` events (a function call's name in the item of its
+ *   `response.output_item.added`), and its usage in the
  *   `response` of its last event: `response.completed`, `response.incomplete` or
  *   `response.failed`.
  */
@@ -35,10 +36,12 @@ interface ResponseObject {
 export interface ResponsesEvent {
   readonly type?: unknown;
   readonly delta?: unknown;
+  readonly item?: unknown;
   readonly response?: unknown;
 }
 
 const TEXT_DELTA = 'response.output_text.delta';
+const ITEM_ADDED = 'response.output_item.added';
 
 /**
  * Whether a stream event of this type carries generated text in its `delta`: output text, a
@@ -131,13 +134,23 @@ export function responsesEventReportsCompletion(event: ResponsesEvent): boolean 
 
 /**
  * Reads one parsed Responses stream event into `into`: hands the `delta` of an event that carries
- * generated text (`isTextDelta`) to `text` (or appends it to `into.text` when `text` is
+ * generated text (`isTextDelta`), and the name of a function call item as it is added, to `text` (or appends it to `into.text` when `text` is
  * null) and takes the usage counts of the stream's last event. Never a usage-only chunk to strip
  * (false).
  */
 export function applyResponsesEvent(event: ResponsesEvent, into: AnswerUsage, text: GeneratedText | null): boolean {
-  if (isTextDelta(event.type)) {
+  const type = event.type;
+  if (isTextDelta(type)) {
     if (typeof event.delta === 'string') takeText(event.delta, into, text);
+    return false;
+  }
+  if (type === ITEM_ADDED) {
+    // A function call's name comes with its item; its arguments follow in deltas.
+    const item = event.item;
+    if (typeof item === 'object' && item !== null && (item as { type?: unknown }).type === 'function_call') {
+      const name = (item as { name?: unknown }).name;
+      if (typeof name === 'string') takeText(name, into, text);
+    }
     return false;
   }
   const response = finalResponse(event);

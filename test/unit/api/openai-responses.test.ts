@@ -160,18 +160,19 @@ describe('the Responses API (/v1/responses)', () => {
       }
     });
 
-    it('without usage at its end, also hands on the deltas of function call arguments and of reasoning text and summaries', () => {
+    it('without usage at its end, also hands on function calls (name, argument deltas) and the deltas of reasoning text and summaries', () => {
       const ev = (o: Record<string, unknown>): string => `event: ${String(o.type)}\ndata: ${JSON.stringify(o)}\n\n`;
       const bytes = Buffer.from([
         ev({ type: 'response.reasoning_summary_text.delta', item_id: 'rs_1', output_index: 0, summary_index: 0, delta: 'Plan: ' }),
         ev({ type: 'response.reasoning_text.delta', item_id: 'rs_1', output_index: 0, content_index: 0, delta: 'think. ' }),
+        ev({ type: 'response.output_item.added', output_index: 1, item: { id: 'fc_1', type: 'function_call', status: 'in_progress', name: 'get_weather', arguments: '', call_id: 'c1' } }),
         ev({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 1, delta: '{"city":' }),
         ev({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 1, delta: '"SF"}' }),
         ev({ type: 'response.function_call_arguments.done', item_id: 'fc_1', output_index: 1, arguments: '{"city":"SF"}' }),
       ].join(''));
       everySplit(bytes, ({ usage, rec }) => {
         expect(usage).toMatchObject({ promptTokens: null, completionTokens: null });
-        expect(rec.pieces.join('')).toBe('Plan: think. {"city":"SF"}');
+        expect(rec.pieces.join('')).toBe('Plan: think. get_weather{"city":"SF"}');
       });
     });
 
