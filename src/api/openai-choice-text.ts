@@ -8,8 +8,9 @@ export function tokenCount(value: unknown): number | null {
 /**
  * Text of one choice: `text` (completions), else what the model generated in `message` (chat
  * answer) or `delta` (chat stream chunk): its `content` (an array of parts contributes the parts'
- * `text`), its `refusal`, its reasoning (`reasoning_content`, or `reasoning`, as vLLM's reasoning parsers send
- * it), and the function name and arguments of its `tool_calls` (or of a legacy `function_call`).
+ * `text`), its `refusal`, its reasoning (`reasoning_content`, or `reasoning`, as vLLM's reasoning
+ * parsers send it), and the function name and arguments of its `tool_calls` (or of a legacy
+ * `function_call`).
  */
 export function choiceText(choice: unknown): string {
   if (typeof choice !== 'object' || choice === null) return '';
@@ -17,7 +18,9 @@ export function choiceText(choice: unknown): string {
   if (typeof c.text === 'string') return c.text;
   const holder = c.message ?? c.delta;
   if (typeof holder !== 'object' || holder === null) return '';
-  const h = holder as { content?: unknown; refusal?: unknown; reasoning_content?: unknown; reasoning?: unknown; tool_calls?: unknown; function_call?: unknown };
+  const h = holder as {
+    content?: unknown; refusal?: unknown; reasoning_content?: unknown; reasoning?: unknown; tool_calls?: unknown; function_call?: unknown;
+  };
   const content = contentText(h.content);
   // Most chunks carry only content (a null refusal at most): their text is returned as it is.
   if ((h.refusal === undefined || h.refusal === null) && h.reasoning_content === undefined && h.reasoning === undefined

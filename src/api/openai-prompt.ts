@@ -43,7 +43,9 @@ function addFunctionCall(p: PromptText, call: unknown): void {
  */
 function addMessage(p: PromptText, m: object): void {
   p.messages++;
-  const msg = m as { role?: unknown; name?: unknown; content?: unknown; tool_calls?: unknown; function_call?: unknown; arguments?: unknown; output?: unknown };
+  const msg = m as {
+    role?: unknown; name?: unknown; content?: unknown; tool_calls?: unknown; function_call?: unknown; arguments?: unknown; output?: unknown;
+  };
   if (typeof msg.role === 'string') addText(p, msg.role);
   if (typeof msg.name === 'string') addText(p, msg.name);
   addContent(p, msg.content);

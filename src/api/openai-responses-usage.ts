@@ -5,8 +5,9 @@
  * - an answer (and the `response` of a stream's last event) reports `usage.input_tokens` and
  *   `usage.output_tokens` (with `input_tokens_details`, `output_tokens_details`, `total_tokens`),
  *   not `prompt_tokens`/`completion_tokens`, and carries its text in `output[]`: items of type
- *   `message` whose `content` has parts of type `output_text` (or `refusal`), `function_call` items (`name`,
- *   `arguments`) and `reasoning` items (the `text` of their `summary` and `content` parts);
+ *   `message` whose `content` has parts of type `output_text` (or `refusal`), `function_call`
+ *   items (`name`, `arguments`) and `reasoning` items (the `text` of their `summary` and
+ *   `content` parts);
  * - a stream's text comes in the `delta` of `response.output_text.delta`,
  *   `response.function_call_arguments.delta`, `response.reasoning_text.delta` and
  *   `response.reasoning_summary_text.delta` events (a function call's name in the item of its
@@ -55,8 +56,9 @@ function isTextDelta(type: unknown): boolean {
 /**
  * Usage of a complete (non-stream) Responses answer: `usage.input_tokens` and
  * `usage.output_tokens` (null when absent or not a number >= 0); `text`, the answer's
- * generated text (`outputText`), only when no output count came. The answer is parsed whole: its `usage` is not
- * its last member (`user`, `metadata` follow it in OpenAI's answers) and holds nested objects.
+ * generated text (`outputText`), only when no output count came. The answer is parsed whole: its
+ * `usage` is not its last member (`user`, `metadata` follow it in OpenAI's answers) and holds
+ * nested objects.
  * Malformed JSON gives nulls and ''.
  */
 export function usageFromResponsesJson(body: Buffer | string): AnswerUsage {
@@ -84,9 +86,9 @@ function usageObject(response: ResponseObject): ResponsesUsage | null {
 }
 
 /**
- * The generated text of `output`: every `output_text` (and refusal) part of every `message` item, the name and
- * arguments of every `function_call` item, and the text of every `reasoning` item's `summary`
- * and `content` parts, joined.
+ * The generated text of `output`: every `output_text` (and refusal) part of every `message`
+ * item, the name and arguments of every `function_call` item, and the text of every `reasoning`
+ * item's `summary` and `content` parts, joined.
  */
 export function outputText(output: unknown): string {
   if (!Array.isArray(output)) return '';
@@ -102,7 +104,10 @@ export function outputText(output: unknown): string {
   return text;
 }
 
-/** The `text` of the parts of `parts` (of type `type` only, when not null) and the `refusal` of refusal parts, joined. */
+/**
+ * The `text` of the parts of `parts` (of type `type` only, when not null) and the `refusal` of
+ * refusal parts, joined.
+ */
 function partsText(parts: unknown, type: string | null): string {
   if (!Array.isArray(parts)) return '';
   let text = '';
@@ -134,9 +139,9 @@ export function responsesEventReportsCompletion(event: ResponsesEvent): boolean 
 
 /**
  * Reads one parsed Responses stream event into `into`: hands the `delta` of an event that carries
- * generated text (`isTextDelta`), and the name of a function call item as it is added, to `text` (or appends it to `into.text` when `text` is
- * null) and takes the usage counts of the stream's last event. Never a usage-only chunk to strip
- * (false).
+ * generated text (`isTextDelta`), and the name of a function call item as it is added, to `text`
+ * (or appends it to `into.text` when `text` is null) and takes the usage counts of the stream's
+ * last event. Never a usage-only chunk to strip (false).
  */
 export function applyResponsesEvent(event: ResponsesEvent, into: AnswerUsage, text: GeneratedText | null): boolean {
   const type = event.type;
