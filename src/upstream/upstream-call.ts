@@ -92,7 +92,7 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     this.upstreamStatus = statusCode;
     if (isEventStream(headers)) {
       // The usage chunk the router asked for is removed whatever the status: an error stream carries it too.
-      this.scanner = this.api.streamUsage(this.stripUsage, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent);
+      this.scanner = this.api.streamUsage(this.stripUsage, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent, this.x.body.length);
     } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;

@@ -57,7 +57,7 @@ function streamEvents(final: { type: string; usage: unknown } | null): string[] 
 
 function feed(bytes: Buffer, cuts: number[], end: boolean, tokensPerEvent: number | null = null) {
   const rec = new Recorder();
-  const reader = api.streamUsage(true, rec, tokensPerEvent);
+  const reader = api.streamUsage(true, rec, tokensPerEvent, 0);
   const parts: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, bytes.length]) {
@@ -184,7 +184,7 @@ describe('the Responses API (/v1/responses)', () => {
       for (let cut = 0; cut < ends[ends.length - 1]; cut++) {
         // As the upstream call reads a stream that broke: usage() without end().
         const rec = new Recorder();
-        const reader = api.streamUsage(false, rec, null);
+        const reader = api.streamUsage(false, rec, null, 0);
         reader.push(full.subarray(0, cut));
         const usage = reader.usage();
         let expected = '';
@@ -194,6 +194,28 @@ describe('the Responses API (/v1/responses)', () => {
         expect(usage.completionTokens, `cut at ${cut}`).toBeNull();
         expect(rec.pieces.join(''), `cut at ${cut}`).toBe(expected);
       }
+    });
+
+    it('a last event longer than 1 MiB (it echoes a large request) is still read for its usage, arriving in 64 KiB pieces', () => {
+      const instructions = 'Follow the house style. '.repeat(50_000); // 1.2 MB, echoed by every response object
+      const request = Buffer.from(JSON.stringify({ model: 'm', instructions, input: 'Hi', stream: true }));
+      const usage = { input_tokens: 250_010, output_tokens: 900, output_tokens_details: { reasoning_tokens: 880 }, total_tokens: 250_910 };
+      const ev = (o: Record<string, unknown>): string => `event: ${String(o.type)}\ndata: ${JSON.stringify(o)}\n\n`;
+      const bytes = Buffer.from([
+        ev({ type: 'response.created', response: { ...response('in_progress', null, []), instructions } }),
+        ev({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi there' }),
+        ev({ type: 'response.completed', response: { ...response('completed', usage, [message('Hi there')]), instructions } }),
+      ].join(''));
+      const read = (requestBytes: number) => {
+        const rec = new Recorder();
+        const reader = api.streamUsage(true, rec, null, requestBytes);
+        for (let at = 0; at < bytes.length; at += 65_536) reader.push(Buffer.from(bytes.subarray(at, at + 65_536)));
+        reader.end();
+        return reader.usage();
+      };
+      expect(read(request.length)).toMatchObject({ promptTokens: 250_010, completionTokens: 900 });
+      // The bound stays: a line past it is not kept (for a small request, past 1 MiB).
+      expect(read(100)).toMatchObject({ promptTokens: null, completionTokens: null });
     });
 
     it('a long stream from a pod that reports its count: past the held bound a cut stream is estimated per event, a whole one counted by its usage', () => {
