@@ -21,9 +21,11 @@ export interface InferenceApi {
    * Generated text goes to `text` as it passes (never held by the reader). `tokensPerEvent`
    * non-null: the pod ended its last stream with an output count, so events past the reader's
    * bound are not read but counted, each estimated at `tokensPerEvent` tokens
-   * (`GeneratedText.uncounted`) in case this stream ends without one.
+   * (`GeneratedText.uncounted`) in case this stream ends without one. `requestBytes`: the size of
+   * the request's body, for an API whose events echo parts of the request (their lines may be as
+   * long as those parts).
    */
-  streamUsage(strip: boolean, text: GeneratedText, tokensPerEvent: number | null): StreamUsageReader;
+  streamUsage(strip: boolean, text: GeneratedText, tokensPerEvent: number | null, requestBytes: number): StreamUsageReader;
 }
 
 /** The parts of a request every API has; an API's parse() may return more. */

@@ -11,7 +11,7 @@ import { Buffer } from 'node:buffer';
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
  * absent or not a non-negative number. `text`: generated text of every choice joined (completions
- * `choices[].text`, chat `choices[].message.content`), read only when no completion count came.
+ * `choices[].text`, chat `choices[].message`: see `choiceText`), read only when no completion count came.
  */
 export type JsonUsage = AnswerUsage;
 
@@ -20,8 +20,8 @@ const NONE: JsonUsage = Object.freeze({ promptTokens: null, completionTokens: nu
 /**
  * Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''.
  * Backends put `usage` last (OpenAI, vLLM, SGLang, TGI): when it is the answer's last member and
- * names a completion count, only that member is parsed (see `trailingUsage`); otherwise the whole
- * answer is.
+ * names a completion count, or the answer has no choices (embeddings), only that member is parsed
+ * (see `trailingUsage`); otherwise the whole answer is.
  */
 export function usageFromJson(body: Buffer | string): JsonUsage {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
@@ -86,16 +86,45 @@ function isUsageValueAt(b: Buffer, start: number): boolean {
   return k > 0 && bytesAt(b, k, USAGE_KEY) && followsMemberStart(b, k);
 }
 
-/** The counts readFlatCountsBackwards read, or null when no completion count came (the text is needed then). */
-function flatUsage(): JsonUsage | null {
-  if (flatCounts.second < 0) return null;
-  return { promptTokens: flatCounts.first < 0 ? null : flatCounts.first, completionTokens: flatCounts.second, text: '', generated: null };
+/**
+ * The counts readFlatCountsBackwards read, or null when no completion count came and the answer
+ * may have choices (the text is needed then).
+ */
+function flatUsage(b: Buffer): JsonUsage | null {
+  if (flatCounts.second < 0 && !hasNoChoices(b)) return null;
+  return {
+    promptTokens: flatCounts.first < 0 ? null : flatCounts.first,
+    completionTokens: flatCounts.second < 0 ? null : flatCounts.second,
+    text: '',
+    generated: null,
+  };
+}
+
+const CHOICES_KEY = Buffer.from('"choices"');
+const BACKSLASH = 0x5c;
+const LETTER_H = 0x68;
+
+/**
+ * Whether the answer `b` certainly has no `choices` member, so no generated text to count: an
+ * embeddings answer, whose usage names no completion count, would otherwise be parsed whole for
+ * nothing (2 MB of vectors: 20-30 ms of the event loop). True when its bytes hold no backslash (a
+ * key spelled with escapes) and no `"choices"`, looked for at each `h`: single bytes are found by
+ * a native scan many times faster than the word is (a `"choices"` in a string value only sends
+ * the answer to the whole parse, as before).
+ */
+function hasNoChoices(b: Buffer): boolean {
+  if (b.indexOf(BACKSLASH) !== -1) return false;
+  for (let i = b.indexOf(LETTER_H); i !== -1; i = b.indexOf(LETTER_H, i + 1)) {
+    if (bytesAt(b, i - 2, CHOICES_KEY)) return false;
+  }
+  return true;
 }
 
 /**
  * The counts of an answer that ends `..., "usage": {...} }` (white space allowed between the
  * tokens), parsing only the usage object; null when the answer does not end so, the object does
- * not parse, or it names no completion count (then the text is needed: the caller parses all).
+ * not parse, or it names no completion count and the answer may have choices (then the text is
+ * needed: the caller parses all).
  *
  * In valid JSON this is the root object's `usage` member and, being the last, the one
  * `JSON.parse` would keep: the quote before `usage` follows `,` or `{`, so it opens a string (a
@@ -117,7 +146,7 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   const objectEnd = e;
   // A flat object of integers (what vLLM, SGLang and TGI send) is read from its end, once.
   const objectStart = readFlatCountsBackwards(b, objectEnd, PROMPT_TOKENS, COMPLETION_TOKENS);
-  if (objectStart >= 0) return isUsageValueAt(b, objectStart) ? flatUsage() : null;
+  if (objectStart >= 0) return isUsageValueAt(b, objectStart) ? flatUsage(b) : null;
   const k = lastKeyBefore(b, objectEnd);
   if (k <= 0 || !followsMemberStart(b, k)) return null;
   let q = k + USAGE_KEY.length;
@@ -134,6 +163,6 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   }
   const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
   const completionTokens = tokenCount(u.completion_tokens);
-  if (completionTokens === null) return null;
+  if (completionTokens === null && !hasNoChoices(b)) return null;
   return { promptTokens: tokenCount(u.prompt_tokens), completionTokens, text: '', generated: null };
 }

@@ -5,7 +5,7 @@
 import { addText, newPromptText, type PromptText } from '../tokens/prompt-text.js';
 import type { ApiKind } from './openai-request.js';
 
-/** Content of one chat message: a string, or an array of parts whose `text` is counted. */
+/** Content of one chat message: a string, or an array of parts whose `text` (a refusal part: `refusal`) is counted. */
 function addContent(p: PromptText, content: unknown): void {
   if (typeof content === 'string') {
     addText(p, content);
@@ -18,15 +18,56 @@ function addContent(p: PromptText, content: unknown): void {
     else if (part !== null && typeof part === 'object') {
       const text = (part as { text?: unknown }).text;
       if (typeof text === 'string') addText(p, text);
+      else {
+        // An assistant message's refusal part carries its text in `refusal`.
+        const refusal = (part as { refusal?: unknown }).refusal;
+        if (typeof refusal === 'string') addText(p, refusal);
+      }
     }
   }
 }
 
+/** A function call's name and arguments (`{ name, arguments }`, as in a chat tool call). */
+function addFunctionCall(p: PromptText, call: unknown): void {
+  if (call === null || typeof call !== 'object') return;
+  const { name, arguments: args } = call as { name?: unknown; arguments?: unknown };
+  if (typeof name === 'string') addText(p, name);
+  if (typeof args === 'string') addText(p, args);
+}
+
+/**
+ * One chat message or Responses input item: its role, `name`, content, and what else the model
+ * reads of it: an assistant's `tool_calls` (each function's name and arguments) and legacy
+ * `function_call`; a Responses `function_call` item's `arguments` (its `name` is the name above)
+ * and a `function_call_output` item's `output` (a string or content parts).
+ */
 function addMessage(p: PromptText, m: object): void {
   p.messages++;
-  const role = (m as { role?: unknown }).role;
-  if (typeof role === 'string') addText(p, role);
-  addContent(p, (m as { content?: unknown }).content);
+  const msg = m as {
+    role?: unknown; name?: unknown; content?: unknown; tool_calls?: unknown; function_call?: unknown; arguments?: unknown; output?: unknown;
+  };
+  if (typeof msg.role === 'string') addText(p, msg.role);
+  if (typeof msg.name === 'string') addText(p, msg.name);
+  addContent(p, msg.content);
+  const calls = msg.tool_calls;
+  if (Array.isArray(calls)) {
+    for (let i = 0; i < calls.length; i++) {
+      const call: unknown = calls[i];
+      if (call !== null && typeof call === 'object') addFunctionCall(p, (call as { function?: unknown }).function);
+    }
+  }
+  if (msg.function_call !== undefined) addFunctionCall(p, msg.function_call);
+  if (typeof msg.arguments === 'string') addText(p, msg.arguments);
+  if (msg.output !== undefined) addContent(p, msg.output);
+}
+
+/**
+ * The tool (function) definitions a request offers the model (`tools`, legacy `functions`): the
+ * model servers render them into the prompt as JSON, so their JSON text is counted.
+ */
+function addTools(p: PromptText, tools: unknown): void {
+  if (!Array.isArray(tools) || tools.length === 0) return;
+  addText(p, JSON.stringify(tools));
 }
 
 function addMessages(p: PromptText, messages: unknown[]): void {
@@ -59,7 +100,8 @@ function addPromptValue(p: PromptText, v: unknown): void {
 /**
  * Completions: `prompt`. Chat: `messages`. Responses: `instructions` (a string, the system prompt)
  * and `input` (its `prompt` is a reference to a stored template, not text). Other APIs: `prompt`
- * if present, else `messages`, else `input`, else nothing.
+ * if present, else `messages`, else `input`, else nothing. Every API but completions: also the
+ * JSON of its tool definitions (`tools`, `functions`).
  */
 export function extractPromptText(body: Record<string, unknown>, api: ApiKind): PromptText {
   const p = newPromptText();
@@ -72,5 +114,9 @@ export function extractPromptText(body: Record<string, unknown>, api: ApiKind): 
   } else if (body.prompt !== undefined) addPromptValue(p, body.prompt);
   else if (Array.isArray(body.messages)) addMessages(p, body.messages);
   else addPromptValue(p, body.input);
+  if (api !== 'completions') {
+    if (body.tools !== undefined) addTools(p, body.tools);
+    if (body.functions !== undefined) addTools(p, body.functions);
+  }
   return p;
 }

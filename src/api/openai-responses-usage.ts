@@ -5,13 +5,18 @@
  * - an answer (and the `response` of a stream's last event) reports `usage.input_tokens` and
  *   `usage.output_tokens` (with `input_tokens_details`, `output_tokens_details`, `total_tokens`),
  *   not `prompt_tokens`/`completion_tokens`, and carries its text in `output[]`: items of type
- *   `message` whose `content` has parts of type `output_text`;
- * - a stream's text comes in `response.output_text.delta` events (`delta`), and its usage in the
+ *   `message` whose `content` has parts of type `output_text` (or `refusal`), `function_call`
+ *   items (`name`, `arguments`) and `reasoning` items (the `text` of their `summary` and
+ *   `content` parts);
+ * - a stream's text comes in the `delta` of `response.output_text.delta`,
+ *   `response.function_call_arguments.delta`, `response.reasoning_text.delta` and
+ *   `response.reasoning_summary_text.delta` events (a function call's name in the item of its
+ *   `response.output_item.added`), and its usage in the
  *   `response` of its last event: `response.completed`, `response.incomplete` or
  *   `response.failed`.
  */
 import type { AnswerUsage, GeneratedText } from './inference-api.js';
-import { tokenCount } from './openai-choice-text.js';
+import { functionCallText, tokenCount } from './openai-choice-text.js';
 import { takeCounts, takeText } from './openai-event-usage.js';
 import { Buffer } from 'node:buffer';
 
@@ -32,16 +37,28 @@ interface ResponseObject {
 export interface ResponsesEvent {
   readonly type?: unknown;
   readonly delta?: unknown;
+  readonly item?: unknown;
   readonly response?: unknown;
 }
 
 const TEXT_DELTA = 'response.output_text.delta';
+const ITEM_ADDED = 'response.output_item.added';
+
+/**
+ * Whether a stream event of this type carries generated text in its `delta`: output text, a
+ * function call's arguments, reasoning text or its summary.
+ */
+function isTextDelta(type: unknown): boolean {
+  return type === TEXT_DELTA || type === 'response.function_call_arguments.delta'
+    || type === 'response.reasoning_text.delta' || type === 'response.reasoning_summary_text.delta';
+}
 
 /**
  * Usage of a complete (non-stream) Responses answer: `usage.input_tokens` and
  * `usage.output_tokens` (null when absent or not a number >= 0); `text`, the answer's
- * `output_text`, only when no output count came. The answer is parsed whole: its `usage` is not
- * its last member (`user`, `metadata` follow it in OpenAI's answers) and holds nested objects.
+ * generated text (`outputText`), only when no output count came. The answer is parsed whole: its
+ * `usage` is not its last member (`user`, `metadata` follow it in OpenAI's answers) and holds
+ * nested objects.
  * Malformed JSON gives nulls and ''.
  */
 export function usageFromResponsesJson(body: Buffer | string): AnswerUsage {
@@ -68,21 +85,38 @@ function usageObject(response: ResponseObject): ResponsesUsage | null {
   return typeof usage === 'object' && usage !== null ? usage as ResponsesUsage : null;
 }
 
-/** The text of every `output_text` part of every `message` item of `output`, joined. */
+/**
+ * The generated text of `output`: every `output_text` (and refusal) part of every `message`
+ * item, the name and arguments of every `function_call` item, and the text of every `reasoning`
+ * item's `summary` and `content` parts, joined.
+ */
 export function outputText(output: unknown): string {
   if (!Array.isArray(output)) return '';
   let text = '';
   for (let i = 0; i < output.length; i++) {
     const item: unknown = output[i];
     if (typeof item !== 'object' || item === null) continue;
-    const { type, content } = item as { type?: unknown; content?: unknown };
-    if (type !== 'message' || !Array.isArray(content)) continue;
-    for (let j = 0; j < content.length; j++) {
-      const part: unknown = content[j];
-      if (typeof part !== 'object' || part === null) continue;
-      const p = part as { type?: unknown; text?: unknown };
-      if (p.type === 'output_text' && typeof p.text === 'string') text += p.text;
-    }
+    const { type, content, summary } = item as { type?: unknown; content?: unknown; summary?: unknown };
+    if (type === 'message') text += partsText(content, 'output_text');
+    else if (type === 'function_call') text += functionCallText(item);
+    else if (type === 'reasoning') text += partsText(summary, null) + partsText(content, null);
+  }
+  return text;
+}
+
+/**
+ * The `text` of the parts of `parts` (of type `type` only, when not null) and the `refusal` of
+ * refusal parts, joined.
+ */
+function partsText(parts: unknown, type: string | null): string {
+  if (!Array.isArray(parts)) return '';
+  let text = '';
+  for (let j = 0; j < parts.length; j++) {
+    const part: unknown = parts[j];
+    if (typeof part !== 'object' || part === null) continue;
+    const p = part as { type?: unknown; text?: unknown; refusal?: unknown };
+    if ((type === null || p.type === type) && typeof p.text === 'string') text += p.text;
+    else if (typeof p.refusal === 'string') text += p.refusal;
   }
   return text;
 }
@@ -104,14 +138,24 @@ export function responsesEventReportsCompletion(event: ResponsesEvent): boolean 
 }
 
 /**
- * Reads one parsed Responses stream event into `into`: hands the `delta` of a
- * `response.output_text.delta` event to `text` (or appends it to `into.text` when `text` is
- * null) and takes the usage counts of the stream's last event. Never a usage-only chunk to strip
- * (false).
+ * Reads one parsed Responses stream event into `into`: hands the `delta` of an event that carries
+ * generated text (`isTextDelta`), and the name of a function call item as it is added, to `text`
+ * (or appends it to `into.text` when `text` is null) and takes the usage counts of the stream's
+ * last event. Never a usage-only chunk to strip (false).
  */
 export function applyResponsesEvent(event: ResponsesEvent, into: AnswerUsage, text: GeneratedText | null): boolean {
-  if (event.type === TEXT_DELTA) {
+  const type = event.type;
+  if (isTextDelta(type)) {
     if (typeof event.delta === 'string') takeText(event.delta, into, text);
+    return false;
+  }
+  if (type === ITEM_ADDED) {
+    // A function call's name comes with its item; its arguments follow in deltas.
+    const item = event.item;
+    if (typeof item === 'object' && item !== null && (item as { type?: unknown }).type === 'function_call') {
+      const name = (item as { name?: unknown }).name;
+      if (typeof name === 'string') takeText(name, into, text);
+    }
     return false;
   }
   const response = finalResponse(event);

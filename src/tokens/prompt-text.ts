@@ -10,7 +10,10 @@ export const TOKENS_TO_PRIME_REPLY = 3;
 export const RENDERED_CHARS_PER_MESSAGE = '<|im_start|>'.length + 1 + '<|im_end|>'.length + 1;
 
 export interface PromptText {
-  /** Strings to tokenize: prompt strings; for chat, each message's role and text parts. */
+  /**
+   * Strings to tokenize: prompt strings; for chat, each message's role, name, text parts and tool
+   * calls, and the tool definitions.
+   */
   readonly texts: string[];
   /** Total length of `texts` (decides inline versus pool). */
   chars: number;

@@ -94,7 +94,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     this.upstreamStatus = statusCode;
     if (statusCode === 503) this.retryAfter = hasRetryAfter(headers);
     if (isEventStream(headers)) {
-      this.scanner = this.api.streamUsage(this.stripUsage && statusCode < 300, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent);
+      // The usage chunk the router asked for is removed whatever the status: an error stream carries it too.
+      this.scanner = this.api.streamUsage(this.stripUsage, new GeneratedTextCount(this.tokens), this.endpoint.streamTokensPerEvent, this.x.body.length);
     } else if (req.contentLength >= 0 && req.contentLength <= BUFFER_LIMIT) {
       this.buffered = [];
       this.pendingHeaders = headers;

@@ -222,6 +222,18 @@ class Backend {
         res.end(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })}\n\ndata: [DONE]\n\n`);
         return;
       }
+      case 'sse-error-status': { // an error status (x-status) on a stream that ends with the usage chunk asked for
+        res.writeHead(Number(req.headers['x-status'] ?? 500), { 'content-type': 'text/event-stream' });
+        res.write(sseEvent('partial'));
+        res.write(`data: ${JSON.stringify({ error: { message: 'engine failed', type: 'server_error' } })}\n\n`);
+        res.end(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })}\n\ndata: [DONE]\n\n`);
+        return;
+      }
+      case 'json-error-usage': { // a JSON error answer that reports usage all the same
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'engine failed', type: 'server_error' }, usage: { prompt_tokens: 3, completion_tokens: 7, total_tokens: 10 } }));
+        return;
+      }
       case 'no-content': {
         res.writeHead(204, { 'x-pod': 'yes' });
         res.end();
@@ -371,6 +383,25 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const r = await recordOf(file, 'sse-case');
     expect(r.output_tokens).toBe(5);
     expect(r.input_tokens).toBe(3);
+  });
+
+  it('a stream answered with an error status still loses the usage chunk the router asked for; one the client asked for stays', async () => {
+    for (const status of ['500', '400']) {
+      const a = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true }), { 'x-scenario': 'sse-error-status', 'x-status': status, 'x-request-id': `sse-err-${status}` });
+      expect(a.status).toBe(Number(status));
+      expect(a.body).toContain('engine failed');
+      expect(a.body).toContain('data: [DONE]');
+      expect(a.body).not.toContain('"usage"');
+      // A stream is read whatever its status: the pod's usage is what is charged and recorded.
+      expect(await recordOf(file, `sse-err-${status}`)).toMatchObject({ status_code: Number(status), input_tokens: 3, output_tokens: 1 });
+    }
+    // A JSON error answer is not read: the router's input count (8 for this chat) and no output.
+    const json = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'json-error-usage', 'x-request-id': 'json-err' });
+    expect(json.status).toBe(500);
+    expect(await recordOf(file, 'json-err')).toMatchObject({ status_code: 500, input_tokens: 8, output_tokens: 0 });
+    const asked = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true, stream_options: { include_usage: true } }), { 'x-scenario': 'sse-error-status', 'x-request-id': 'sse-err-asked' });
+    expect(asked.status).toBe(500);
+    expect(asked.body).toContain('"usage":{');
   });
 
   it('a pod that dies mid-stream leaves the client a broken answer, never a clean end', async () => {
@@ -557,8 +588,12 @@ describe('the request target upstream (raw pod)', () => {
       // U+0120, U+010D and U+010A end in the bytes of SP, CR and LF: narrowed to one byte each they
       // would end the request line and start headers of the client's making.
       const query = 'q=caf\u00e9\u2615&x=1\u0120HTTP/1.1\u010d\u010ax-injected:\u0120yes\u010d\u010ax-pad:\u0120';
-      for (const target of [`/v1/chat/completions?${query}`, `/v1/\u00fcber?${query}`, '/v1/\u00fcber\u010d\u010ax-injected:\u0120yes']) {
-        const bytes = Buffer.from(target, 'utf8');
+      // The last target holds bytes that are not UTF-8: the server hands the path over as decoded
+      // text, so each reaches the pod as U+FFFD (docs/configuration.md, HTTP limits).
+      const invalid = Buffer.from('/v1/chat/completions?q=\xff\xfe&b=\xc3', 'latin1');
+      for (const target of [`/v1/chat/completions?${query}`, `/v1/\u00fcber?${query}`, '/v1/\u00fcber\u010d\u010ax-injected:\u0120yes', invalid]) {
+        const bytes = typeof target === 'string' ? Buffer.from(target, 'utf8') : target;
+        const expected = typeof target === 'string' ? bytes : Buffer.from('/v1/chat/completions?q=\ufffd\ufffd&b=\ufffd', 'utf8');
         const body = chat();
         const u = new URL(router.url);
         const socket = connect(Number(u.port), u.hostname);
@@ -576,7 +611,7 @@ describe('the request target upstream (raw pod)', () => {
         expect(raw).toMatch(/^HTTP\/1\.1 200 /);
         const head = heads.pop()!;
         const line = head.subarray(0, head.indexOf('\r\n'));
-        expect(line.toString('hex')).toBe(Buffer.concat([Buffer.from('POST '), bytes, Buffer.from(' HTTP/1.1')]).toString('hex'));
+        expect(line.toString('hex')).toBe(Buffer.concat([Buffer.from('POST '), expected, Buffer.from(' HTTP/1.1')]).toString('hex'));
         expect(head.toString('latin1')).not.toMatch(/\r\nx-injected/);
       }
     } finally {

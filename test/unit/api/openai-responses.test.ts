@@ -57,7 +57,7 @@ function streamEvents(final: { type: string; usage: unknown } | null): string[] 
 
 function feed(bytes: Buffer, cuts: number[], end: boolean, tokensPerEvent: number | null = null) {
   const rec = new Recorder();
-  const reader = api.streamUsage(true, rec, tokensPerEvent);
+  const reader = api.streamUsage(true, rec, tokensPerEvent, 0);
   const parts: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, bytes.length]) {
@@ -96,15 +96,17 @@ describe('the Responses API (/v1/responses)', () => {
       expect(api.jsonUsage(Buffer.from(JSON.stringify(answer)))).toMatchObject({ promptTokens: 36, completionTokens: 87 });
     });
 
-    it('without an output count, gives the text of every output_text part of every message item', () => {
+    it('without an output count, gives the generated text: output_text and refusal parts, function calls, reasoning', () => {
       const output = [
-        { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }] },
+        { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }], content: [{ type: 'reasoning_text', text: ' hard' }] },
         message('Hello'),
         { id: 'fc_1', type: 'function_call', name: 'f', arguments: '{"a":1}', call_id: 'c' },
         { ...message(''), content: [{ type: 'output_text', text: ', world', annotations: [] }, { type: 'refusal', refusal: 'no' }, { type: 'output_text', text: '!' }] },
+        { id: 'ws_1', type: 'web_search_call', status: 'completed' },
       ];
-      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', null, output))))).toMatchObject({ promptTokens: null, completionTokens: null, text: 'Hello, world!' });
-      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', { input_tokens: 5 }, output))))).toMatchObject({ promptTokens: 5, completionTokens: null, text: 'Hello, world!' });
+      const text = 'thinking hardHellof{"a":1}, worldno!';
+      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', null, output))))).toMatchObject({ promptTokens: null, completionTokens: null, text });
+      expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', { input_tokens: 5 }, output))))).toMatchObject({ promptTokens: 5, completionTokens: null, text });
     });
 
     it('malformed answers give nulls and no text; counts that are not numbers >= 0 are no counts', () => {
@@ -158,6 +160,22 @@ describe('the Responses API (/v1/responses)', () => {
       }
     });
 
+    it('without usage at its end, also hands on function calls (name, argument deltas) and the deltas of reasoning text and summaries', () => {
+      const ev = (o: Record<string, unknown>): string => `event: ${String(o.type)}\ndata: ${JSON.stringify(o)}\n\n`;
+      const bytes = Buffer.from([
+        ev({ type: 'response.reasoning_summary_text.delta', item_id: 'rs_1', output_index: 0, summary_index: 0, delta: 'Plan: ' }),
+        ev({ type: 'response.reasoning_text.delta', item_id: 'rs_1', output_index: 0, content_index: 0, delta: 'think. ' }),
+        ev({ type: 'response.output_item.added', output_index: 1, item: { id: 'fc_1', type: 'function_call', status: 'in_progress', name: 'get_weather', arguments: '', call_id: 'c1' } }),
+        ev({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 1, delta: '{"city":' }),
+        ev({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 1, delta: '"SF"}' }),
+        ev({ type: 'response.function_call_arguments.done', item_id: 'fc_1', output_index: 1, arguments: '{"city":"SF"}' }),
+      ].join(''));
+      everySplit(bytes, ({ usage, rec }) => {
+        expect(usage).toMatchObject({ promptTokens: null, completionTokens: null });
+        expect(rec.pieces.join('')).toBe('Plan: think. get_weather{"city":"SF"}');
+      });
+    });
+
     it('cut at any byte before its usage: the deltas of the events that ended', () => {
       const events = streamEvents({ type: 'response.completed', usage: USAGE });
       const ends: number[] = [];
@@ -166,7 +184,7 @@ describe('the Responses API (/v1/responses)', () => {
       for (let cut = 0; cut < ends[ends.length - 1]; cut++) {
         // As the upstream call reads a stream that broke: usage() without end().
         const rec = new Recorder();
-        const reader = api.streamUsage(false, rec, null);
+        const reader = api.streamUsage(false, rec, null, 0);
         reader.push(full.subarray(0, cut));
         const usage = reader.usage();
         let expected = '';
@@ -176,6 +194,28 @@ describe('the Responses API (/v1/responses)', () => {
         expect(usage.completionTokens, `cut at ${cut}`).toBeNull();
         expect(rec.pieces.join(''), `cut at ${cut}`).toBe(expected);
       }
+    });
+
+    it('a last event longer than 1 MiB (it echoes a large request) is still read for its usage, arriving in 64 KiB pieces', () => {
+      const instructions = 'Follow the house style. '.repeat(50_000); // 1.2 MB, echoed by every response object
+      const request = Buffer.from(JSON.stringify({ model: 'm', instructions, input: 'Hi', stream: true }));
+      const usage = { input_tokens: 250_010, output_tokens: 900, output_tokens_details: { reasoning_tokens: 880 }, total_tokens: 250_910 };
+      const ev = (o: Record<string, unknown>): string => `event: ${String(o.type)}\ndata: ${JSON.stringify(o)}\n\n`;
+      const bytes = Buffer.from([
+        ev({ type: 'response.created', response: { ...response('in_progress', null, []), instructions } }),
+        ev({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi there' }),
+        ev({ type: 'response.completed', response: { ...response('completed', usage, [message('Hi there')]), instructions } }),
+      ].join(''));
+      const read = (requestBytes: number) => {
+        const rec = new Recorder();
+        const reader = api.streamUsage(true, rec, null, requestBytes);
+        for (let at = 0; at < bytes.length; at += 65_536) reader.push(Buffer.from(bytes.subarray(at, at + 65_536)));
+        reader.end();
+        return reader.usage();
+      };
+      expect(read(request.length)).toMatchObject({ promptTokens: 250_010, completionTokens: 900 });
+      // The bound stays: a line past it is not kept (for a small request, past 1 MiB).
+      expect(read(100)).toMatchObject({ promptTokens: null, completionTokens: null });
     });
 
     it('a long stream from a pod that reports its count: past the held bound a cut stream is estimated per event, a whole one counted by its usage', () => {

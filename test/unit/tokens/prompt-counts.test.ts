@@ -68,6 +68,59 @@ describe('bpe estimator: request shapes', () => {
     expect(c.countRequest({ messages: 'hi' }, 'chat')).toBe(0);
   });
 
+  it('chat: a message\'s name, tool calls (function name and arguments), tool results and refusals count', () => {
+    c = counter('bpe');
+    const args = JSON.stringify({ city: 'San Francisco', days: 3, note: 'word '.repeat(200) });
+    const body = {
+      messages: [
+        { role: 'user', name: 'alice', content: 'Weather?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: args } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+        { role: 'assistant', content: null, function_call: { name: 'get_time', arguments: '{}' } },
+        { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot help with that.' }] },
+      ],
+    };
+    const expected = (3 + n('user') + n('alice') + n('Weather?'))
+      + (3 + n('assistant') + n('get_weather') + n(args))
+      + (3 + n('tool') + n('sunny'))
+      + (3 + n('assistant') + n('get_time') + n('{}'))
+      + (3 + n('assistant') + n('I cannot help with that.')) + 3;
+    expect(c.countRequest(body, 'chat')).toBe(expected);
+    // Tool calls of an unexpected shape are skipped.
+    expect(c.countRequest({ messages: [{ role: 'assistant', tool_calls: [null, 1, { function: 'x' }, { function: { name: 7, arguments: {} } }] }] }, 'chat'))
+      .toBe(3 + n('assistant') + 3);
+  });
+
+  it('chat and responses: the JSON of the tool definitions counts (tools, legacy functions)', () => {
+    c = counter('bpe');
+    const tools = [{ type: 'function', function: { name: 'get_weather', description: 'word '.repeat(100), parameters: { type: 'object', properties: {} } } }];
+    expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }], tools }, 'chat')).toBe(8 + n(JSON.stringify(tools)));
+    const functions = [{ name: 'f', parameters: {} }];
+    expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }], functions }, 'chat')).toBe(8 + n(JSON.stringify(functions)));
+    expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }], tools: [] }, 'chat')).toBe(8);
+    expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }], tools: 'x' }, 'chat')).toBe(8);
+    const rTools = [{ type: 'function', name: 'f', description: 'd', parameters: {} }];
+    expect(c.countRequest({ input: 'San Francisco is a', tools: rTools }, 'responses')).toBe(4 + n(JSON.stringify(rTools)));
+    // Completions take no tools.
+    expect(c.countRequest({ prompt: 'San Francisco is a', tools }, 'completions')).toBe(4);
+  });
+
+  it('responses: function_call items count their name and arguments, function_call_output items their output', () => {
+    c = counter('bpe');
+    const args = JSON.stringify({ q: 'word '.repeat(100) });
+    const out = 'result '.repeat(100);
+    const body = {
+      input: [
+        { role: 'user', content: 'Find it' },
+        { type: 'function_call', call_id: 'c1', name: 'search', arguments: args },
+        { type: 'function_call_output', call_id: 'c1', output: out },
+        { type: 'function_call_output', call_id: 'c2', output: [{ type: 'input_text', text: 'Hello, world!' }] },
+      ],
+    };
+    const expected = (3 + n('user') + n('Find it')) + (3 + n('search') + n(args)) + (3 + n(out)) + (3 + n('Hello, world!')) + 3;
+    expect(c.countRequest(body, 'responses')).toBe(expected);
+  });
+
   it('other APIs: prompt, else messages, else input', () => {
     c = counter('bpe');
     expect(c.countRequest({ prompt: 'San Francisco is a', input: 'ignored text here' }, 'other')).toBe(4);

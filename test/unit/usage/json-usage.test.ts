@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { usageFromJson } from '../../../src/api/openai-json-usage.js';
 import { choicesText, tokenCount } from '../../../src/api/openai-choice-text.js';
 
@@ -46,6 +46,57 @@ describe('usageFromJson', () => {
       .toEqual({ promptTokens: null, completionTokens: null, text: 'x', generated: null });
     expect(usageFromJson('{"choices":[{"text":"y"}],"usage":{"prompt_tokens":3}}')).toEqual({ promptTokens: 3, completionTokens: null, text: 'y', generated: null });
     expect(usageFromJson('{"usage":{"completion_tokens":4}}')).toEqual({ promptTokens: null, completionTokens: 4, text: '', generated: null });
+  });
+
+  it('without a completion count, the text includes tool calls, reasoning and refusals, not only content', () => {
+    const answer = {
+      choices: [{
+        index: 0,
+        message: {
+          role: 'assistant', content: null, refusal: null, reasoning_content: 'Look it up. ',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"SF"}' } }, null, { function: 7 }],
+        },
+      }, { index: 1, message: { role: 'assistant', content: 'Hi', reasoning: ' (thought)', function_call: { name: 'f', arguments: '{}' } } },
+      { index: 2, message: { role: 'assistant', content: null, refusal: 'I cannot.' } }],
+      usage: { prompt_tokens: 7 },
+    };
+    expect(usageFromJson(JSON.stringify(answer))).toEqual({
+      promptTokens: 7, completionTokens: null, text: 'Look it up. get_weather{"city":"SF"}Hi (thought)f{}I cannot.', generated: null,
+    });
+    // A stream chunk's delta the same way.
+    expect(choicesText([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"ci' } }] } }])).toBe('{"ci');
+    expect(choicesText([{ index: 0, delta: { reasoning_content: 'Hmm' } }])).toBe('Hmm');
+  });
+
+  describe('an answer without choices (embeddings) whose usage names no completion count', () => {
+    afterEach(() => { vi.restoreAllMocks(); });
+    const data = Array.from({ length: 8 }, (_, i) => ({ object: 'embedding', index: i, embedding: Array.from({ length: 64 }, (_, j) => (i * 64 + j) / 1e4 - 0.02) }));
+
+    it('reads the trailing usage without parsing the whole answer (as OpenAI and TEI send it)', () => {
+      const body = JSON.stringify({ object: 'list', data, model: 'text-embedding-3-small', usage: { prompt_tokens: 8, total_tokens: 8 } });
+      const parse = vi.spyOn(JSON, 'parse');
+      expect(usageFromJson(body)).toEqual({ promptTokens: 8, completionTokens: null, text: '', generated: null });
+      expect(parse).not.toHaveBeenCalled();
+      expect(usageFromJson(body)).toEqual({ ...parsedUsage(body), generated: null });
+      // A usage object with details: only that object is parsed.
+      const detailed = JSON.stringify({ object: 'list', data, model: 'm', usage: { prompt_tokens: 8, total_tokens: 8, prompt_tokens_details: { cached_tokens: 0 } } });
+      parse.mockClear();
+      expect(usageFromJson(detailed)).toEqual({ promptTokens: 8, completionTokens: null, text: '', generated: null });
+      expect(parse).toHaveBeenCalledTimes(1);
+      expect((parse.mock.calls[0][0] as string).length).toBeLessThan(100);
+    });
+
+    it('an answer that may have choices is still parsed whole for its text', () => {
+      for (const body of [
+        JSON.stringify({ model: 'helper-h', choices: [{ text: 'hello' }], usage: { prompt_tokens: 3, total_tokens: 8 } }),
+        '{"\\u0063hoices":[{"text":"escaped key"}],"usage":{"prompt_tokens":3}}',
+        JSON.stringify({ model: 'm', note: 'no "choices" here', usage: { prompt_tokens: 3, details: { x: 1 } } }),
+      ]) {
+        expect(usageFromJson(body)).toEqual({ ...parsedUsage(body), generated: null });
+      }
+      expect(usageFromJson(JSON.stringify({ choices: [{ text: 'hello' }], usage: { prompt_tokens: 3 } })).text).toBe('hello');
+      expect(usageFromJson('{"\\u0063hoices":[{"text":"escaped key"}],"usage":{"prompt_tokens":3}}').text).toBe('escaped key');
+    });
   });
 
   it('gives nulls and empty text for malformed JSON or non-objects', () => {

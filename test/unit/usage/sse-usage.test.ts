@@ -124,6 +124,22 @@ describe('SseUsageScanner', () => {
     }
   });
 
+  it('without usage: the text of tool-call arguments and of reasoning deltas is collected too', () => {
+    const chunk = (delta: unknown): string => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] })}`;
+    const { all } = stream([
+      chunk({ role: 'assistant', reasoning_content: 'Weather? ' }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '"SF"}' } }] }),
+      'data: [DONE]',
+    ], '\n');
+    everySplit(Buffer.from(all), true, ({ out, scanner }) => {
+      expect(out.toString()).toBe(all);
+      expect(scanner.completionTokens).toBeNull();
+      expect(scanner.text).toBe('Weather? get_weather{"city":"SF"}');
+    });
+  });
+
   it('forwards malformed data lines and other fields untouched', () => {
     const events = [
       'data: {"choices":[{"text":"ok"}]',  // truncated JSON
