@@ -20,16 +20,32 @@ function bigAnswer(bytes: number): Buffer {
   return Buffer.concat([Buffer.from(head), Buffer.alloc(bytes - head.length - tail.length, 'a'), Buffer.from(tail)]);
 }
 
-/** A pod answering every request with the same big JSON answer, with its content-length. */
+/** A stream of several MB, sent by the pod in one write. */
+function bigStream(bytes: number): Buffer {
+  const event = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'a'.repeat(1000) } }] })}\n\n`;
+  const usage = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } })}\n\ndata: [DONE]\n\n`;
+  return Buffer.from(event.repeat(Math.floor(bytes / event.length)) + usage);
+}
+
+/**
+ * A pod answering every request with the same big JSON answer, with its content-length; or, to
+ * a request with `x-scenario: stream`, with a big SSE stream.
+ */
 class BigPod {
   server!: Server;
   port = 0;
   readonly body = bigAnswer(BIG);
+  readonly stream = bigStream(6 * 1024 * 1024);
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
+        if (req.headers['x-scenario'] === 'stream') {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.end(this.stream);
+          return;
+        }
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(this.body.length) });
         res.end(this.body);
       });
@@ -60,7 +76,7 @@ function recordOf(file: string, requestId: string, timeoutMs = 15_000): Promise<
  */
 interface RawClient { socket: Socket; received: () => number; closed: Promise<void>; readAll: () => void }
 
-function rawClient(url: string, requestId: string, stopAfter = Infinity): RawClient {
+function rawClient(url: string, requestId: string, stopAfter = Infinity, scenario = ''): RawClient {
   const u = new URL(url);
   const socket = connect(Number(u.port), u.hostname);
   let received = 0;
@@ -74,7 +90,7 @@ function rawClient(url: string, requestId: string, stopAfter = Infinity): RawCli
   });
   socket.on('error', () => undefined);
   const closed = new Promise<void>((r) => socket.once('close', () => r()));
-  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\nx-request-id: ${requestId}\r\n`
+  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\nx-request-id: ${requestId}\r\nx-scenario: ${scenario}\r\n`
     + `content-length: ${Buffer.byteLength(CHAT)}\r\n\r\n${CHAT}`);
   return { socket, received: () => received, closed, readAll };
 }
@@ -142,6 +158,17 @@ describe('a large whole answer to clients that read at different speeds', () => 
     // The pod's usage was read as before.
     expect(r.output_tokens).toBe(5);
     expect(r.duration_total).toBeGreaterThanOrEqual(1400);
+  }, 30_000);
+
+  it('a stream whose last bytes a client does not take is recorded 499 client_closed when it leaves', async () => {
+    const c = rawClient(router.url, 'paused-stream-reader', 64 * 1024, 'stream');
+    await waitFor('the first bytes of the stream', () => c.received() >= 64 * 1024);
+    await sleep(1500);
+    expect(records(file).find((r) => r.request_id === 'paused-stream-reader')).toBeUndefined();
+    c.socket.destroy();
+    const r = await recordOf(file, 'paused-stream-reader');
+    expect(r.status_code).toBe(499);
+    expect(r.error.type).toBe('client_closed');
   }, 30_000);
 
   it('a client that stops reading is cut by the HTTP server\'s idle timeout and recorded 499 client_closed', async () => {
