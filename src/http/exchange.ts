@@ -508,7 +508,8 @@ const EMPTY = Buffer.alloc(0);
 
 /**
  * A whole answer with a body up to this size is ended with one end() and counts as out at once:
- * the usual answer (a few KB) fits uWS's 16 KiB cork buffer and the connection's socket buffers.
+ * the usual answer (a few KB) is within uWS's 16 KiB cork buffer, and the connection's socket
+ * buffers take it whole.
  * A larger one is written with tryEnd, which says whether the connection took all of it (and
  * makes an array per call, which the usual answer does without); the rest goes out as the client
  * takes it (outWritable).
