@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -116,10 +116,10 @@ function rawClient(url: string, requestId: string, stopAfter = Infinity): RawCli
 }
 
 /** POST with node:http, reading as fast as it can: status and body length. */
-function fastPost(url: string, requestId: string): Promise<{ status: number; length: number }> {
+function fastPost(url: string, requestId: string, agent: Agent | false = false): Promise<{ status: number; length: number }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const req = httpRequest({ host: u.hostname, port: u.port, path: '/v1/chat/completions', method: 'POST', agent: false,
+    const req = httpRequest({ host: u.hostname, port: u.port, path: '/v1/chat/completions', method: 'POST', agent,
       headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(CHAT)), 'x-request-id': requestId } });
     req.on('response', (res) => {
       let length = 0;
@@ -160,6 +160,18 @@ describe('a large whole answer to clients that read at different speeds', () => 
     expect(r.status_code).toBe(200);
     expect(r.error).toBeUndefined();
     expect(r.output_tokens).toBe(5);
+    // Two on one kept-alive connection: the second is read after the first ended in full.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (const id of ['kept-alive-1', 'kept-alive-2']) {
+        const b = await fastPost(router.url, id, agent);
+        expect(b.status).toBe(200);
+        expect(b.length).toBe(pod.body.length);
+        expect((await recordOf(file, id)).status_code).toBe(200);
+      }
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('a client that reads a little, stops, then leaves is recorded 499 client_closed, not 200, and only when it left', async () => {
@@ -268,4 +280,36 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       await pod.stop();
     }
   }, 60_000);
+
+  it('an answer the client reads slowly to its end within ROUTER_DRAIN_TIMEOUT is waited for and recorded 200', async () => {
+    const pod = new BigPod();
+    await pod.start();
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '30s' },
+    });
+    try {
+      const c = rawClient(router.url, 'drain-slow-reader');
+      const paced = (): void => {
+        c.socket.pause();
+        setTimeout(() => c.socket.resume(), 20);
+      };
+      c.socket.on('data', paced);
+      await waitFor('the first MB of the answer', () => c.received() >= 1 << 20, 60_000);
+      router.child.kill('SIGTERM');
+      await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
+      const doneAt = Date.now();
+      expect(await router.exited).toBe(0);
+      expect(Date.now() - doneAt).toBeLessThan(10_000);
+      const r = records(file).find((x) => x.request_id === 'drain-slow-reader');
+      expect(r).toBeDefined();
+      expect(r.status_code).toBe(200);
+      expect(r.error).toBeUndefined();
+      c.socket.destroy();
+    } finally {
+      await router.kill('SIGKILL');
+      await pod.stop();
+    }
+  }, 90_000);
 });
