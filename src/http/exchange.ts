@@ -27,7 +27,8 @@ export interface StreamSource {
  *
  * The exchange owns every write to the client and every change of the answer's status,
  * `headersSent` and `ctx.finished`. Its writes are corked (safe after awaits) and do nothing
- * once the client left or the answer ended.
+ * once the client left or the answer ended; only the rest of a large whole answer, written from
+ * uWS's onWritable as the client takes it, goes without a cork (one piece per call).
  */
 export class Exchange {
   readonly res: HttpResponse;
@@ -276,6 +277,8 @@ export class Exchange {
    * Ends a streamed answer with its last bytes, at the end of the turn with the chunks before
    * them: one send. An answer of which nothing was written goes out whole (with a
    * content-length) when it has no bytes, else chunked as if they had been a chunk of their own.
+   * When the connection does not take the last bytes at once, the end waits until it takes more
+   * (outWritable). Either way the request's record waits for it (holdRecord).
    */
   endStream(last: Buffer | null): void {
     if (!this.writable) return;
@@ -389,8 +392,10 @@ export class Exchange {
    * A whole answer: status, headers and body in one corked write (one send; keeps
    * content-length), made at the end of the event loop's turn with the turn's other whole
    * answers (`flushAnswers`): the client's process is then woken once for them, not once per
-   * answer between each one's processing. The answer counts as sent from here on. `ascii` as
-   * for startAnswer.
+   * answer between each one's processing. The answer counts as sent from here on (status,
+   * `ctx.finished`); its record waits for its last byte when the body is over WHOLE_AT_ONCE_MAX
+   * (holdRecord), since then the connection may not take it all at once. `ascii` as for
+   * startAnswer.
    */
   endBuffered(status: number, headers: string[], body: Buffer, ascii = false): void {
     this.ctx.statusCode = status;
