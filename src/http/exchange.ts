@@ -27,7 +27,8 @@ export interface StreamSource {
  *
  * The exchange owns every write to the client and every change of the answer's status,
  * `headersSent` and `ctx.finished`. Its writes are corked (safe after awaits) and do nothing
- * once the client left or the answer ended.
+ * once the client left or the answer ended; only the rest of a large whole answer, written from
+ * uWS's onWritable as the client takes it, goes without a cork (one piece per call).
  */
 export class Exchange {
   readonly res: HttpResponse;
@@ -69,6 +70,21 @@ export class Exchange {
   private streamOutMore: Buffer[] | null = null;
   private streamEnds = false;
   private streamQueued = false;
+  /**
+   * Where the answer's end stands once it was made (endStream, or endBuffered of a body over
+   * WHOLE_AT_ONCE_MAX): OUT_QUEUED until the end of the turn writes it, OUT_GOING while the
+   * connection has not taken its last bytes yet, else OUT_NONE. While not OUT_NONE the request's
+   * record waits (holdRecord).
+   */
+  private out = OUT_NONE;
+  /** A whole answer's body while it goes out (OUT_GOING): the rest is written from it, never copied. */
+  private outBody: Buffer = EMPTY;
+  /** Bytes of `outBody` handed to the connection so far. */
+  private outSent = 0;
+  /** The record's writer, held until the answer is out (holdRecord). */
+  private heldRecord: ((x: Exchange) => void) | null = null;
+  /** uWS onWritable handler of an answer going out: made at its first wait, then reused. */
+  private outWritableFn: ((offset: number) => boolean) | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -123,14 +139,77 @@ export class Exchange {
   clientGone(pipelined = false): void {
     const ctx = this.ctx;
     ctx.aborted = true;
-    if (!ctx.finished) {
+    // An answer whose end was made but whose last bytes had not gone out yet did not end either.
+    const out = this.out;
+    if (!ctx.finished || out !== OUT_NONE) {
       if (pipelined) ctx.fail('pipelining_refused', PIPELINED, 444);
       else {
         ctx.statusCode = 499;
-        if (ctx.errorType === null) ctx.fail('client_closed', 'the client went away before the answer ended', 499);
+        if (ctx.errorType === null) ctx.fail('client_closed', out === OUT_GOING && this.outBody.length > 0 ? this.outMessage('the client went away before the answer ended') : 'the client went away before the answer ended', 499);
       }
     }
     if (this.upstream !== null) this.upstream.abortForClient();
+    if (out !== OUT_NONE) this.answerOut();
+  }
+
+  /**
+   * The request's record waits for the answer: true when the answer's end was made but its last
+   * bytes have not gone out yet (a large whole answer, or a stream's end, not yet written; or a
+   * client that does not take them as fast as they come); `record` is then called once they
+   * did, or once the client left or the router cut the connection (its outcome recorded first).
+   * False when the record may be written now. `record` is the worker's one function, not a
+   * closure per request.
+   */
+  holdRecord(record: (x: Exchange) => void): boolean {
+    if (this.out === OUT_NONE) return false;
+    this.heldRecord = record;
+    return true;
+  }
+
+  /** The answer is out (or cut): ends its wait and writes the held record, if any. */
+  private answerOut(): void {
+    if (this.out === OUT_GOING) {
+      goingOut.delete(this);
+      // Its duration covers the time the client took to take the answer.
+      this.ctx.tEnd = performance.now();
+    }
+    this.out = OUT_NONE;
+    this.outBody = EMPTY;
+    const record = this.heldRecord;
+    if (record === null) return;
+    this.heldRecord = null;
+    record(this);
+  }
+
+  /** `what`, and how much of a whole answer's body went out. */
+  private outMessage(what: string): string {
+    return `${what} (${this.outSent} of ${this.outBody.length} bytes of the body handed to the connection)`;
+  }
+
+  /**
+   * Ends every answer still going out to a client that does not take it (a drain that reached
+   * ROUTER_DRAIN_TIMEOUT): each is recorded as `upstream_error` with `message`, with the status
+   * it was sent with, its connection closed, and its held record written. Returns how many.
+   */
+  static cutAnswersGoingOut(message: string): number {
+    let n = 0;
+    for (const x of goingOut) {
+      x.cutGoingOut(message);
+      n++;
+    }
+    return n;
+  }
+
+  private cutGoingOut(message: string): void {
+    const ctx = this.ctx;
+    ctx.fail('upstream_error', this.outBody.length > 0 ? this.outMessage(message) : message, ctx.statusCode);
+    const res = this.res;
+    // Over before the close, whose onAborted (clientGone) then finds nothing left to record.
+    this.answerOut();
+    if (!ctx.aborted) {
+      ctx.aborted = true;
+      res.close();
+    }
   }
 
   /** Records a failure for the log without writing anything (status defaults to the answer's). */
@@ -198,12 +277,15 @@ export class Exchange {
    * Ends a streamed answer with its last bytes, at the end of the turn with the chunks before
    * them: one send. An answer of which nothing was written goes out whole (with a
    * content-length) when it has no bytes, else chunked as if they had been a chunk of their own.
+   * When the connection does not take the last bytes at once, the end waits until it takes more
+   * (outWritable). Either way the request's record waits for it (holdRecord).
    */
   endStream(last: Buffer | null): void {
     if (!this.writable) return;
     this.ctx.finished = true;
     this.headersSent = true;
     this.streamEnds = true;
+    this.out = OUT_QUEUED;
     this.queueStreamBytes(last);
   }
 
@@ -237,19 +319,68 @@ export class Exchange {
       currentStatus = this.heldStatus;
       currentHeaders = head;
       currentAscii = this.heldAscii;
+      writeOk = true;
       this.res.cork(!ends ? writeHeadAndChunkCorked : out.length > 0 ? writeHeadChunkAndEndCorked : endBufferedCorked);
       currentHeaders = null;
     } else if (ends) {
+      writeOk = true;
       this.res.cork(endAnswerCorked);
     } else if (out.length > 0) {
       this.res.cork(writeChunkCorked);
     }
     currentBody = EMPTY;
+    if (ends) {
+      // The last bytes went out with the end; or the connection did not take them all, and the
+      // end waits for it to take more (outWritable).
+      if (writeOk) this.answerOut();
+      else this.waitForWritable();
+      return;
+    }
     const source = this.upstream;
-    if (!ends && !writeOk && source !== null) {
+    if (!writeOk && source !== null) {
       source.pause();
       this.res.onWritable(source.resume);
     }
+  }
+
+  /** The answer's last bytes wait for the connection: the rest goes out from outWritable. */
+  private waitForWritable(): void {
+    this.out = OUT_GOING;
+    goingOut.add(this);
+    try {
+      this.res.onWritable(this.outWritableFn ??= (offset: number): boolean => this.outWritable(offset));
+    } catch {
+      // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no onWritable (and no tryEnd, so
+      // only a stream's end gets here): its node:http server keeps what the connection did not
+      // take, and the stream ends now.
+      current = this;
+      this.res.cork(endCorked);
+      this.answerOut();
+    }
+  }
+
+  /**
+   * uWS onWritable of an answer going out. A whole answer: the rest of its body from `offset`
+   * (bytes of it taken so far; a view, not a copy), as much as the connection takes; true when
+   * all of it went. A stream: its end, after the bytes before it.
+   */
+  private outWritable(offset: number): boolean {
+    if (this.out !== OUT_GOING) return true;
+    const body = this.outBody;
+    if (body.length === 0) {
+      current = this;
+      this.res.cork(endCorked);
+      this.answerOut();
+      return true;
+    }
+    const [ok, done] = this.res.tryEnd(body.subarray(offset), body.length);
+    if (done) {
+      this.outSent = body.length;
+      this.answerOut();
+    } else {
+      this.outSent = this.res.getWriteOffset();
+    }
+    return ok;
   }
 
   /** Marks the first byte of a streamed (SSE) answer. */
@@ -261,14 +392,17 @@ export class Exchange {
    * A whole answer: status, headers and body in one corked write (one send; keeps
    * content-length), made at the end of the event loop's turn with the turn's other whole
    * answers (`flushAnswers`): the client's process is then woken once for them, not once per
-   * answer between each one's processing. The answer counts as sent from here on. `ascii` as
-   * for startAnswer.
+   * answer between each one's processing. The answer counts as sent from here on (status,
+   * `ctx.finished`); its record waits for its last byte when the body is over WHOLE_AT_ONCE_MAX
+   * (holdRecord), since then the connection may not take it all at once. `ascii` as for
+   * startAnswer.
    */
   endBuffered(status: number, headers: string[], body: Buffer, ascii = false): void {
     this.ctx.statusCode = status;
     if (!this.writable) return;
     this.headersSent = true;
     this.ctx.finished = true;
+    if (body.length > WHOLE_AT_ONCE_MAX) this.out = OUT_QUEUED;
     this.queuedStatus = status;
     this.queuedHeaders = headers;
     this.queuedAscii = ascii;
@@ -319,6 +453,16 @@ export class Exchange {
     currentHeaders = headers;
     currentAscii = this.queuedAscii;
     currentBody = body;
+    if (this.out === OUT_QUEUED) {
+      this.res.cork(tryEndBufferedCorked);
+      currentHeaders = null;
+      currentBody = EMPTY;
+      this.outBody = body;
+      this.outSent = currentSent;
+      if (wholeDone) this.answerOut();
+      else this.waitForWritable();
+      return;
+    }
     this.res.cork(endBufferedCorked);
     currentHeaders = null;
     currentBody = EMPTY;
@@ -367,6 +511,24 @@ export function writeRateHeaders(res: HttpResponse, d: Decision, scope: 'route' 
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * A whole answer with a body up to this size is ended with one end() and counts as out at once:
+ * the usual answer (a few KB) is within uWS's 16 KiB cork buffer, and the connection's socket
+ * buffers take it whole.
+ * A larger one is written with tryEnd, which says whether the connection took all of it (and
+ * makes an array per call, which the usual answer does without); the rest goes out as the client
+ * takes it (outWritable).
+ */
+const WHOLE_AT_ONCE_MAX = 16 * 1024;
+
+/** Exchange.out: no answer's end pending; one queued for the end of the turn; one going out. */
+const OUT_NONE = 0;
+const OUT_QUEUED = 1;
+const OUT_GOING = 2;
+
+/** Answers whose last bytes the client has not taken yet (cut by a drain that times out). */
+const goingOut = new Set<Exchange>();
+
 /** Whole answers waiting for the end of the turn, in the order they were made. */
 const queuedAnswers = new TurnQueue<Exchange>();
 let answersQueued = false;
@@ -381,6 +543,9 @@ let currentHeaders: string[] | null = null;
 let currentAscii = false;
 let currentBody: Buffer = EMPTY;
 let writeOk = true;
+/** tryEndBufferedCorked: the connection took the whole answer; else how much of its body (currentSent). */
+let wholeDone = true;
+let currentSent = 0;
 
 function sendErrorCorked(): void {
   const x = current;
@@ -446,6 +611,31 @@ function endBufferedCorked(): void {
   endPlain(current.res, currentBody, current.closeConnection, currentStatus === 204);
 }
 
+/**
+ * A whole answer over WHOLE_AT_ONCE_MAX: tryEnd writes what the connection takes now and keeps
+ * its content-length; the rest is the exchange's to write (outWritable). tryEnd takes no close
+ * flag: `connection: close` is written by hand, which the client honours by closing the connection.
+ */
+function tryEndBufferedCorked(): void {
+  writeHeadCorked();
+  const x = current;
+  const res = x.res;
+  const body = currentBody;
+  const close = x.closeConnection;
+  if (close) res.writeHeader('connection', 'close');
+  let done: boolean;
+  try {
+    done = res.tryEnd(body, body.length)[1];
+  } catch {
+    // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no tryEnd: its node:http server
+    // keeps what the connection does not take yet.
+    res.end(body, close);
+    done = true;
+  }
+  wholeDone = done;
+  currentSent = done ? body.length : res.getWriteOffset();
+}
+
 function writeHeadAndChunkCorked(): void {
   writeHeadCorked();
   // A stream that starts while the router drains says so in its headers: the connection closes
@@ -454,9 +644,10 @@ function writeHeadAndChunkCorked(): void {
   writeOk = current.res.write(currentBody);
 }
 
+/** The end waits when the connection did not take the chunk (writeOk false): see writeQueuedStream. */
 function writeHeadChunkAndEndCorked(): void {
   writeHeadAndChunkCorked();
-  current.res.end();
+  if (writeOk) current.res.end();
 }
 
 function writeChunkCorked(): void {
@@ -465,8 +656,12 @@ function writeChunkCorked(): void {
 
 function endAnswerCorked(): void {
   const x = current;
-  if (currentBody.length > 0) x.res.write(currentBody);
-  x.res.end();
+  if (currentBody.length > 0) writeOk = x.res.write(currentBody);
+  if (writeOk) x.res.end();
+}
+
+function endCorked(): void {
+  current.res.end();
 }
 
 function closeCorked(): void {

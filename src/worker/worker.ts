@@ -131,6 +131,8 @@ export async function runWorker(settings: Settings): Promise<void> {
 
   let finished = 0;
   const finish = (x: Exchange): void => {
+    // An answer whose last bytes have not gone out yet: recorded once they did (or were cut).
+    if (x.holdRecord(finish)) return;
     const ctx = x.ctx;
     if (ctx.tEnd === 0) ctx.tEnd = performance.now(); // the pipeline sets it before waiting on a limit store
     if (accessLog.enabled) accessLog.log(recordFromContext(ctx));
@@ -206,13 +208,17 @@ export async function runWorker(settings: Settings): Promise<void> {
     // access log is open: their pod exchanges fail, the pipeline ends them (closing the client's
     // connection) and records them; the loop below waits for those records.
     // Those whose body is still arriving (a stalled upload) have no pod exchange yet: the front ends them.
-    if (inflight > 0) {
+    const timedOut = inflight > 0;
+    if (timedOut) {
       cutArrivingBodies(new RouterError('upstream_error', `the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed while the request body was still arriving`, 503, null, 'router_stopping'), finish);
       void endpoints.closeAll(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
     }
     // Whole answers are written at the end of a turn (Exchange.endBuffered): the last ones go
     // out now, before anything below can reach process.exit within this turn.
     Exchange.flushAnswers();
+    // Answers a client is still taking (slowly, or not at all) are cut, and recorded, after
+    // those: their pod exchanges are over, so nothing above ends them.
+    if (timedOut) Exchange.cutAnswersGoingOut(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed while the answer was still going out to the client`);
     // From here on a request arriving on an old keep-alive connection is not answered (its
     // connection is closed), so the records flushed below are those of every answered request.
     drainState.closing = true;

@@ -19,8 +19,8 @@ class RecordingResponse {
   writeHeader(k: string, v: string | Uint8Array): void {
     this.calls.push(...`${k}: ${text(v)}`.split('\r\n'));
   }
-  end(body: Buffer, close: boolean): void {
-    this.calls.push(`end ${body.toString()}${close ? ' close' : ''}`);
+  end(body?: Buffer, close?: boolean): void {
+    this.calls.push(`end ${body?.toString() ?? ''}${close ? ' close' : ''}`);
   }
 }
 
@@ -115,5 +115,157 @@ describe('Exchange.endBuffered: whole answers go out at the end of the turn', ()
     expect(good.res.calls.at(-1)).toBe('end y');
     Exchange.flushAnswers(); // the queue is empty again
     expect(good.res.calls.filter((c) => c.startsWith('end'))).toHaveLength(1);
+  });
+});
+
+/** A response that takes `takes` bytes of a body at first, as a connection whose client reads slowly. */
+class SlowResponse extends RecordingResponse {
+  /** Bytes of the body the connection takes per tryEnd (the rest waits for onWritable). */
+  takes = 100;
+  /** write() (a stream's chunk) reports backpressure. */
+  writeFails = false;
+  offset = 0;
+  writable: ((offset: number) => boolean) | null = null;
+  tryEnd(chunk: Buffer, total: number): [boolean, boolean] {
+    const n = Math.min(this.takes, chunk.length);
+    this.offset += n;
+    this.calls.push(`tryEnd ${chunk.length}/${total} took ${n}`);
+    const done = this.offset === total;
+    return [n === chunk.length, done];
+  }
+  getWriteOffset(): number {
+    return this.offset;
+  }
+  onWritable(f: (offset: number) => boolean): void {
+    this.calls.push('onWritable');
+    this.writable = f;
+  }
+  write(chunk: Buffer): boolean {
+    this.calls.push(`write ${chunk.length}`);
+    return !this.writeFails;
+  }
+  close(): void {
+    this.calls.push('close');
+  }
+}
+
+function slowExchange(id: string): { x: Exchange; res: SlowResponse; recorded: Exchange[] } {
+  const res = new SlowResponse();
+  const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', id, Date.now(), performance.now());
+  return { x: new Exchange(res as never, ctx, '/v1/completions', [], null, ''), res, recorded: [] };
+}
+
+describe('Exchange: an answer the client takes slowly is recorded once it is out, or as cut', () => {
+  const big = Buffer.alloc(64 * 1024, 'a');
+
+  it('a small whole answer keeps the one end() and is recorded at once', async () => {
+    const { x, res, recorded } = slowExchange('rid-small');
+    x.endBuffered(200, [], Buffer.from('{"ok":1}'));
+    expect(x.holdRecord((e) => recorded.push(e))).toBe(false);
+    await turnEnd();
+    expect(res.calls.at(-1)).toBe('end {"ok":1}');
+    expect(res.calls.some((c) => c.startsWith('tryEnd') || c === 'onWritable')).toBe(false);
+  });
+
+  it('a large whole answer the connection takes at once is recorded at the end of the turn', async () => {
+    const { x, res, recorded } = slowExchange('rid-big-fast');
+    res.takes = big.length;
+    x.endBuffered(200, [], big);
+    expect(x.holdRecord((e) => recorded.push(e))).toBe(true);
+    expect(recorded).toEqual([]);
+    await turnEnd();
+    expect(res.calls.at(-1)).toBe(`tryEnd ${big.length}/${big.length} took ${big.length}`);
+    expect(recorded).toEqual([x]);
+    expect(x.ctx.statusCode).toBe(200);
+    expect(x.ctx.errorType).toBeNull();
+  });
+
+  it('the rest of a large whole answer goes out from onWritable, from the same body, and the record waits for its last byte', async () => {
+    const { x, res, recorded } = slowExchange('rid-big-slow');
+    x.endBuffered(200, [], big);
+    x.holdRecord((e) => recorded.push(e));
+    await turnEnd();
+    expect(res.calls.slice(-2)).toEqual([`tryEnd ${big.length}/${big.length} took 100`, 'onWritable']);
+    expect(recorded).toEqual([]);
+    expect(res.writable!(res.offset)).toBe(false); // not all of it: uWS calls again
+    expect(res.calls.at(-1)).toBe(`tryEnd ${big.length - 100}/${big.length} took 100`);
+    expect(recorded).toEqual([]);
+    res.takes = big.length;
+    expect(res.writable!(res.offset)).toBe(true);
+    expect(res.calls.at(-1)).toBe(`tryEnd ${big.length - 200}/${big.length} took ${big.length - 200}`);
+    expect(recorded).toEqual([x]);
+    expect(x.ctx.statusCode).toBe(200);
+    expect(x.ctx.errorType).toBeNull();
+    expect(x.ctx.tEnd).toBeGreaterThan(0);
+  });
+
+  it('a client that leaves while a large whole answer goes out is recorded 499 client_closed with what went out', async () => {
+    const { x, res, recorded } = slowExchange('rid-big-gone');
+    x.endBuffered(200, [], big);
+    x.holdRecord((e) => recorded.push(e));
+    await turnEnd();
+    res.writable!(res.offset);
+    x.clientGone();
+    expect(recorded).toEqual([x]);
+    expect(x.ctx.statusCode).toBe(499);
+    expect(x.ctx.errorType).toBe('client_closed');
+    expect(x.ctx.errorMessage).toBe(`the client went away before the answer ended (200 of ${big.length} bytes of the body handed to the connection)`);
+    expect(res.writable!(res.offset)).toBe(true); // a late writable event writes nothing
+    expect(res.calls.filter((c) => c.startsWith('tryEnd'))).toHaveLength(2);
+  });
+
+  it('the record is written once, also when the pipeline ends after the client left', async () => {
+    const { x, recorded } = slowExchange('rid-big-gone-first');
+    x.endBuffered(200, [], big);
+    await turnEnd();
+    x.clientGone();
+    expect(x.holdRecord((e) => recorded.push(e))).toBe(false); // the pipeline records it now
+    expect(x.ctx.statusCode).toBe(499);
+  });
+
+  it('a stream whose last bytes the connection did not take ends once it takes more; the record waits for that', async () => {
+    const { x, res, recorded } = slowExchange('rid-stream');
+    x.startAnswer(200, ['content-type', 'text/event-stream']);
+    x.writeChunk(Buffer.from('data: one\n\n'));
+    await turnEnd();
+    res.writeFails = true;
+    x.endStream(Buffer.from('data: [DONE]\n\n'));
+    expect(x.holdRecord((e) => recorded.push(e))).toBe(true);
+    await turnEnd();
+    expect(res.calls.slice(-3)).toEqual(['cork', 'write 14', 'onWritable']);
+    expect(recorded).toEqual([]);
+    res.writable!(0);
+    expect(res.calls.slice(-2)).toEqual(['cork', 'end ']);
+    expect(recorded).toEqual([x]);
+    expect(x.ctx.statusCode).toBe(200);
+  });
+
+  it('a stream whose last bytes went out ends with them and is recorded at the end of the turn', async () => {
+    const { x, res, recorded } = slowExchange('rid-stream-fast');
+    x.startAnswer(200, ['content-type', 'text/event-stream']);
+    x.writeChunk(Buffer.from('data: one\n\n'));
+    x.endStream(Buffer.from('data: [DONE]\n\n'));
+    x.holdRecord((e) => recorded.push(e));
+    expect(recorded).toEqual([]);
+    await turnEnd();
+    expect(res.calls.slice(-2)).toEqual(['write 25', 'end ']);
+    expect(recorded).toEqual([x]);
+  });
+
+  it('a drain that times out cuts the answers still going out: recorded upstream_error with the status sent, the connection closed', async () => {
+    const { x, res, recorded } = slowExchange('rid-drain');
+    x.endBuffered(200, [], big);
+    x.holdRecord((e) => recorded.push(e));
+    await turnEnd();
+    expect(Exchange.cutAnswersGoingOut('the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed')).toBe(1);
+    expect(res.calls.at(-1)).toBe('close');
+    expect(recorded).toEqual([x]);
+    expect(x.ctx.statusCode).toBe(200);
+    expect(x.ctx.errorType).toBe('upstream_error');
+    expect(x.ctx.errorMessage).toBe(`the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed (100 of ${big.length} bytes of the body handed to the connection)`);
+    x.clientGone(); // the close's onAborted
+    expect(x.ctx.statusCode).toBe(200);
+    expect(recorded).toHaveLength(1);
+    expect(Exchange.cutAnswersGoingOut('again')).toBe(0);
   });
 });
