@@ -59,7 +59,7 @@ export class ResourceInformer<T extends KubernetesObject> {
       setImmediate(() => this.listedNow());
       return list;
     };
-    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock);
+    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock, (m) => opts.log(`${opts.name} ${m}`));
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
     this.lw = new k8s.ListWatch<T>(watchPath, this.watch as unknown as Watch, listFn, false);

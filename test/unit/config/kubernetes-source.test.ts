@@ -390,6 +390,26 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 5);
   });
 
+  test('410 Gone again and again right after each relist: the relists back off (1 s, 2 s, ...) instead of looping', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const delaysBefore = clock.delays.length;
+    const listsBefore = api.requests.filter((q) => !q.watch && q.plural === 'pods').length;
+    api.sendBookmarks(); // every watch has delivered an event: the first 410 relists at once
+    api.expireNextWatches(6, 'pods');
+    api.dropWatches();
+    const podLists = (): number => api.requests.filter((q) => !q.watch && q.plural === 'pods').length - listsBefore;
+    await until('a pods watch served again', () => podLists() === 6 && api.watchCount('pods') === 1, () => api.requests);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen once the watches are served again', (v) => v.endpoints['default/llama'].length === 1);
+    expect(podLists()).toBe(6);
+    expect(clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000)).toEqual([1000, 2000, 4000, 8000, 16000]);
+    const held = logs.filter((l) => l.startsWith('pods watch answered 410 Gone'));
+    expect(held).toHaveLength(5);
+    expect(held[0]).toContain('2 times in a row, right after relisting; relisting in 1000 ms');
+  });
+
   test('watches ask for BOOKMARK events, which advance the resourceVersion a resumed watch starts from', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     await started();
