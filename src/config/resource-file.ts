@@ -153,7 +153,9 @@ export function parseResourceFile(
 /** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */
 function documents(text: string, file: string, errors: ResourceError[]): Located<unknown>[] {
   const lineCounter = new LineCounter();
-  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false });
+  // `merge`: `<<: *anchor` merge keys, which kubectl's YAML reader applies too (YAML 1.1), are
+  // merged here as well rather than read as a key named "<<".
+  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false, merge: true });
   const syntax = (where: string, e: { pos: [number, number]; message: string }): ResourceError => {
     const { line, col } = lineCounter.linePos(e.pos[0]);
     return new ResourceError(where, null, null, `YAML syntax error at line ${line}, column ${col}: ${e.message}`);

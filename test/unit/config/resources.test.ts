@@ -166,6 +166,19 @@ describe('parseResourceFile: valid input', () => {
     expect(parse('kind: List\nitems: []\n')).toEqual({ routes: [], servers: [], warnings: [], documents: 1 });
   });
 
+  it('applies YAML merge keys (<<: *anchor), as kubectl does', () => {
+    const text = `${SERVER}---\n${route('r', `  modelName: m
+  defaults: &target {modelServerName: sf-server, weight: 40}
+  rules:
+  - targetModels:
+    - <<: *target
+    - <<: *target
+      weight: 60
+`)}`;
+    const { routes } = parse(text);
+    expect(routes[0].rules[0].targetModels).toEqual([{ modelServerName: 'sf-server', weight: 40 }, { modelServerName: 'sf-server', weight: 60 }]);
+  });
+
   it('accepts kind: List with items', () => {
     const list = {
       apiVersion: 'v1',
