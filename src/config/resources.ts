@@ -180,8 +180,10 @@ function loraAdapterList(c: Checker, v: unknown, path: string): string[] {
 
 function rule(c: Checker, v: unknown, path: string): Rule {
   const obj = c.object(v, path);
-  // Optional in the route API; unnamed rules are named by position for logs and errors.
-  const name = obj.name === undefined || obj.name === null ? `rule-${path.slice(path.lastIndexOf('[') + 1, -1)}` : c.string(obj.name, `${path}.name`);
+  // Optional in the route API (an empty name counts as none there); unnamed rules are named by
+  // position for logs and errors.
+  const unnamed = obj.name === undefined || obj.name === null || obj.name === '';
+  const name = unnamed ? `rule-${path.slice(path.lastIndexOf('[') + 1, -1)}` : c.string(obj.name, `${path}.name`);
   const modelMatch = ruleMatch(c, obj.modelMatch, `${path}.modelMatch`);
   const targetModels = c.list(obj.targetModels, `${path}.targetModels`)
     .map((t, i) => targetModel(c, t, `${path}.targetModels[${i}]`));

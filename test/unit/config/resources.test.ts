@@ -407,6 +407,12 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     expect(routes[0].rateLimit?.unit).toBe('second');
     expect(routes[0].rules[0].name).toBe('rule-0');
   });
+  it('as in the route API, an empty rule name counts as none; a name of another type is refused', () => {
+    const spec = (name: string): string => `  modelName: m\n  rules:\n  - name: ${name}\n    targetModels: [{modelServerName: sf-server}]\n  - name: ""\n    targetModels: [{modelServerName: sf-server}]\n`;
+    const { routes } = parse(`${SERVER}---\n${route('r', spec('""'))}`);
+    expect(routes[0].rules.map((r) => r.name)).toEqual(['rule-0', 'rule-1']);
+    expect(routeError(spec('5'))).toContain('routes.yaml: document 2 (ModelRoute default/sf-route): spec.rules[0].name: expected a non-empty string, got 5');
+  });
   it.each([
     ['neither limit', '    unit: minute\n', 'spec.rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
     ['zero input', '    inputTokensPerUnit: 0\n    unit: minute\n', 'spec.rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],

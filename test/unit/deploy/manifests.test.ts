@@ -168,6 +168,12 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     expect(routerMessage, 'router validation should reject it').not.toBeNull();
   });
 
+  test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {
+    const doc = mutate(route, (d) => { d.spec.rules[0].name = ''; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
   test('a Redis Cluster seed list and a redis:// URL are accepted by both', () => {
     for (const address of ['r1.redis:6379, r2.redis:6379,[fd00::1]:6379', 'rediss://user:pw@redis.example:6380/0']) {
       const doc = mutate(route, (d) => { d.spec.rateLimit.global.redis.address = address; });
