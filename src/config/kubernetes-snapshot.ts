@@ -6,7 +6,7 @@
  * (creationTimestamp, then namespace/name).
  */
 import { validateResource } from './resources.js';
-import { checkReferences, firstAdapterOwners } from './resource-file.js';
+import { checkReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -49,6 +49,9 @@ export class SnapshotBuilder {
     const routes = firstAdapterOwners(oldestPerModel(routable, problems), (route, i, owner) => {
       problems.push(`kubernetes (ModelRoute ${route.key}): spec.loraAdapters[${i}]: LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by the older ModelRoute ${owner.key}; ignored here`);
     }).sort(byKey);
+    for (const route of routes) {
+      for (const z of findZeroWeightRules(route)) problems.push(`kubernetes (ModelRoute ${route.key}): ${z.path}: ${z.problem}`);
+    }
     const byNs = podsByNamespace(pods);
     const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
     return { snapshot: { routes, servers: resolved }, problems };

@@ -30,6 +30,24 @@ export function findMissingReferences(routes: readonly ModelRoute[], servers: re
   return missing;
 }
 
+/**
+ * Rules whose targets all have weight 0: the route is kept (such a rule takes its requests off
+ * every server), but each request it matches is answered 503 no_weighted_target, which the route
+ * API refuses at admission ("total weight must be greater than zero"); said when loaded.
+ */
+export function findZeroWeightRules(route: ModelRoute): { path: string; problem: string }[] {
+  const out: { path: string; problem: string }[] = [];
+  route.rules.forEach((r, i) => {
+    if (r.targetModels.every((t) => t.weight === 0)) {
+      out.push({
+        path: `spec.rules[${i}].targetModels`,
+        problem: `every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)`,
+      });
+    }
+  });
+  return out;
+}
+
 /** Problems, one string per route target naming a missing ModelServer. */
 export function checkReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): string[] {
   return findMissingReferences(routes, servers).map((m) => `ModelRoute ${m.routeKey}: ${m.path}: ${m.problem}`);
@@ -143,6 +161,9 @@ export function parseResourceFile(
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
+  for (const route of routes) {
+    for (const z of findZeroWeightRules(route)) warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, z.path, z.problem));
+  }
   const owned = firstAdapterOwners(routes, (route, i, owner) => {
     warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, `spec.loraAdapters[${i}]`,
       `LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by ModelRoute ${owner.key} (${whereOfRoute.get(owner.key)}); ignored here`));

@@ -271,6 +271,14 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'fixed route applied', (v) => v.routes.includes('default/bad=other'));
   });
 
+  test('a route whose rule has only targets of weight 0 is kept, and logged naming the rule', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'off', 'llama-3', ['llama'], { spec: { rules: [{ targetModels: [{ modelServerName: 'llama', weight: 0 }] }] } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/off=llama-3']);
+    expect(logs).toContain('kubernetes (ModelRoute default/off): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)');
+  });
+
   test('routes for the same model name: the oldest wins (creationTimestamp, then namespace/name)', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelservers', server('team-b', 'llama', LABELS));

@@ -495,6 +495,23 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   });
 });
 
+describe('parseResourceFile: a rule whose targets all have weight 0', () => {
+  it('is kept, with a warning naming the file, document, route and rule (its requests get 503)', () => {
+    const { routes, warnings } = parse(`${SERVER}---\n${route('r', `  modelName: m
+  rules:
+  - name: off
+    modelMatch: {headers: {x-off: {exact: "1"}}}
+    targetModels: [{modelServerName: sf-server, weight: 0}, {modelServerName: sf-server, weight: 0}]
+  - name: some
+    targetModels: [{modelServerName: sf-server, weight: 0}, {modelServerName: sf-server, weight: 1}]
+`)}`);
+    expect(routes[0].rules.map((r) => r.name)).toEqual(['off', 'some']);
+    expect(warnings).toEqual([
+      'routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)',
+    ]);
+  });
+});
+
 describe('parseResourceFile: duplicate model names', () => {
   it('keeps the first route in file order, drops the later one and warns', () => {
     const text = `${SERVER}---\n${route('first', SIMPLE_SPEC)}---\n${route('second', SIMPLE_SPEC, 'team-b')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-b')}`;
