@@ -14,6 +14,15 @@
  * lags behind the list), would have ListWatch list everything again at once, in a loop: hundreds
  * of full lists a second. So the first 410 of a streak relists at once; each further one in a row
  * (no event delivered since) waits 1 s, then 2 s, ... up to 30 s before the relist, and says so.
+ *
+ * A watch that delivers nothing for `idleMs` is taken for dead: the API server ends every watch
+ * after the timeout the informer asks for (and sends bookmarks meanwhile), so a stream still open
+ * and silent past it is an API server that hangs, or a connection lost without a reset (a node
+ * or a load balancer gone), which would otherwise hold the last state for as long as TCP keeps
+ * the socket: forever against a peer that still answers at the TCP level. It is aborted and
+ * reported as a failure, so the informer logs it and resumes from the last resourceVersion. The
+ * same holds for a watch request that gets no answer at all. This watchdog runs on real time (it
+ * is minutes long, and only a lost connection ever reaches it), not on the injected clock.
  */
 import type { Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';
@@ -32,9 +41,19 @@ export class BackoffWatch {
   private goneEnds = 0;
   private cancelled = false;
   private pending: { handle: unknown; resolve: () => void } | null = null;
+  /** The inner watches still open, aborted by cancel(). */
+  private readonly open = new Set<AbortController>();
 
-  /** `log` tells when a relist is held back (see the module comment). */
-  constructor(private readonly inner: Watch, private readonly clock: SourceClock, private readonly log: (msg: string) => void = () => {}) {}
+  /**
+   * `log` tells when a relist is held back; `idleMs`: a watch silent this long is aborted (see
+   * the module comment; Infinity = never).
+   */
+  constructor(
+    private readonly inner: Watch,
+    private readonly clock: SourceClock,
+    private readonly log: (msg: string) => void = () => {},
+    private readonly idleMs = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Same contract as Watch.watch. */
   async watch(path: string, query: QueryParams, callback: WatchCallback, done: DoneCallback): Promise<AbortController> {
@@ -47,12 +66,23 @@ export class BackoffWatch {
     /** Events other than ERROR (ADDED, MODIFIED, DELETED, BOOKMARK): the watch made progress. */
     let events = 0;
     let gone = false;
+    /** Once ended (by its stream, or by the watchdog), a watch delivers nothing more. */
+    let ended = false;
+    let lastEventAt = Date.now();
+    let watchdog: NodeJS.Timeout | null = null;
+    let controller: AbortController | null = null;
     const counted: WatchCallback = (phase, obj, watchObj) => {
+      if (ended) return;
+      lastEventAt = Date.now();
       if (phase === 'ERROR') gone ||= isGone(obj);
       else events++;
       callback(phase, obj, watchObj);
     };
     const finished: DoneCallback = (err) => {
+      if (ended) return;
+      ended = true;
+      if (watchdog !== null) clearTimeout(watchdog);
+      if (controller !== null) this.open.delete(controller);
       if (events > 0) {
         this.quietEnds = 0;
         this.goneEnds = 0;
@@ -74,7 +104,30 @@ export class BackoffWatch {
       }
       done(err);
     };
-    return this.inner.watch(path, query, counted, finished);
+    if (Number.isFinite(this.idleMs)) {
+      const check = (): void => {
+        watchdog = null;
+        if (ended) return;
+        const idle = Date.now() - lastEventAt;
+        if (idle < this.idleMs) {
+          watchdog = setTimeout(check, this.idleMs - idle);
+          watchdog.unref();
+          return;
+        }
+        const c = controller;
+        finished(new Error(`watch delivered nothing for ${formatSeconds(idle)} (the API server ends a watch sooner): the connection is taken for dead`));
+        c?.abort(); // after finished(): the abort's own end of the stream is then ignored
+      };
+      watchdog = setTimeout(check, this.idleMs);
+      watchdog.unref();
+    }
+    const c = await this.inner.watch(path, query, counted, finished);
+    if (ended) c.abort(); // answered after the watchdog gave up on it
+    else {
+      controller = c;
+      this.open.add(c);
+    }
+    return c;
   }
 
   /** Allows watching again after cancel() (an informer restart). */
@@ -85,6 +138,8 @@ export class BackoffWatch {
   /** A pending delay ends now and no new watch starts (the informer stopped). */
   cancel(): void {
     this.cancelled = true;
+    for (const c of this.open) c.abort();
+    this.open.clear();
     if (this.pending !== null) {
       this.clock.clearTimeout(this.pending.handle);
       this.pending.resolve();
@@ -108,4 +163,8 @@ function isGone(v: unknown): boolean {
   if (v === null || typeof v !== 'object') return false;
   const o = v as { code?: unknown; statusCode?: unknown };
   return o.code === 410 || o.statusCode === 410;
+}
+
+function formatSeconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }

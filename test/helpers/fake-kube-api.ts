@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `expireNextWatches`, `endNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `stallWatches`, `expireNextWatches`, `endNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -187,6 +187,16 @@ export class FakeKubeApi {
       else w.res.end();
     }
     this.watches.clear();
+  }
+
+  /**
+   * The open watch streams (of `plural` only, if given) stay open but get nothing more, not even
+   * their end: a hung API server, or a connection lost without a reset. New watches are served.
+   */
+  stallWatches(plural: Plural | null = null): void {
+    for (const w of this.watches) {
+      if (plural === null || w.plural === plural) this.watches.delete(w);
+    }
   }
 
   /** Forgets history: a watch resuming from any resourceVersion before now gets 410 Gone. */

@@ -418,6 +418,24 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(held[0]).toContain('2 times in a row, right after relisting; relisting in 1000 ms');
   });
 
+  test('a watch that stays open but delivers nothing past the idle limit is taken for dead, logged, and resumed', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace: null, kubeConfig, log: (m) => logs.push(m), clock, watchIdleMs: 400 });
+    sources.push(source);
+    await source.start();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const listsBefore = api.requests.filter((q) => !q.watch).length;
+    // The pods watch hangs (a hung API server, or a connection lost without a reset): the change
+    // below only reaches a new watch.
+    api.stallWatches('pods');
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'the change seen through a new watch', (v) => v.endpoints['default/llama'].length === 0);
+    expect(logs.find((l) => l.startsWith('pods list/watch failed (watch delivered nothing for'))).toMatch(/the connection is taken for dead\); retrying in \d+ ms/);
+    // Resumed from its resourceVersion: no relist.
+    expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore);
+  });
+
   test('watches ask for BOOKMARK events, which advance the resourceVersion a resumed watch starts from', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     await started();
