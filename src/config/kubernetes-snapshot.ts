@@ -5,7 +5,7 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { validateResource } from './resources.js';
+import { UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
 import { checkReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
@@ -24,7 +24,8 @@ export interface BuildResult {
 }
 
 type Kind = 'ModelRoute' | 'ModelServer';
-type Validated = ModelRoute | ModelServer | { problem: string };
+/** A valid resource with the notes to log about it (unknown fields), or why it is skipped. */
+type Validated = { resource: ModelRoute | ModelServer; notes: string[] } | { problem: string };
 
 /** Validates objects once per object identity (an informer replaces the object on every change). */
 export class SnapshotBuilder {
@@ -66,7 +67,10 @@ export class SnapshotBuilder {
         this.cache.set(obj, v);
       }
       if ('problem' in v) problems.push(v.problem);
-      else out.push(v as T);
+      else {
+        problems.push(...v.notes);
+        out.push(v.resource as T);
+      }
     }
     return out;
   }
@@ -80,7 +84,7 @@ export class SnapshotBuilder {
     try {
       const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
       if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch; skipped` };
-      return res;
+      return { resource: res, notes: unknownFields(input).map((path) => `kubernetes (${res.kind} ${res.key}): ${path}: ${UNKNOWN_FIELD}`) };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       return { problem: `${message}; skipped` };

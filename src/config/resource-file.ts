@@ -5,7 +5,7 @@
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
-import { formatMessage, ResourceError, validateResource } from './resources.js';
+import { formatMessage, ResourceError, UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
@@ -97,6 +97,7 @@ export function parseResourceFile(
   opts: { apiGroup: string },
 ): ParsedResourceFile {
   const errors: ResourceError[] = [];
+  const warnings: string[] = [];
   const items: Located<ModelRoute | ModelServer>[] = [];
   const docs = documents(text, file, errors);
   for (const { value, where } of docs) {
@@ -112,7 +113,9 @@ export function parseResourceFile(
   }
   function collect(obj: unknown, where: string): void {
     try {
-      items.push({ value: validateResource(obj, where, opts), where });
+      const value = validateResource(obj, where, opts);
+      items.push({ value, where });
+      for (const path of unknownFields(obj)) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, path, UNKNOWN_FIELD));
     } catch (err) {
       if (!(err instanceof ResourceError)) throw err;
       errors.push(err);
@@ -120,7 +123,6 @@ export function parseResourceFile(
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
 
-  const warnings: string[] = [];
   const firstByKey = new Map<string, Located<ModelRoute | ModelServer>>();
   const routeByModel = new Map<string, Located<ModelRoute>>();
   const routes: ModelRoute[] = [];

@@ -113,6 +113,76 @@ class Checker {
   }
 }
 
+/**
+ * The fields of the route API's ModelRoute and ModelServer (its CRD schemas, which admit no other
+ * field) and this router's own (spec.endpoints, spec.rateLimit.mode), for unknownFields(). `true`:
+ * anything below is accepted unread (metadata, status, parentRefs, kvConnector, pdGroup); `[]`:
+ * each item of a list; `*`: each value of a map.
+ */
+type FieldTree = true | { readonly [key: string]: FieldTree };
+const STRING_MATCH_FIELDS: FieldTree = { exact: true, prefix: true, regex: true };
+const COMMON_FIELDS = { apiVersion: true, kind: true, metadata: true, status: true } as const;
+const ROUTE_FIELDS: FieldTree = {
+  ...COMMON_FIELDS,
+  spec: {
+    modelName: true,
+    loraAdapters: true,
+    parentRefs: true,
+    rules: {
+      '[]': {
+        name: true,
+        modelMatch: { headers: { '*': STRING_MATCH_FIELDS }, uri: STRING_MATCH_FIELDS, body: { model: true } },
+        targetModels: { '[]': { modelServerName: true, externalModelProviderName: true, weight: true } },
+      },
+    },
+    rateLimit: { inputTokensPerUnit: true, outputTokensPerUnit: true, unit: true, mode: true, global: { redis: { address: true } } },
+  },
+};
+const SERVER_FIELDS: FieldTree = {
+  ...COMMON_FIELDS,
+  spec: {
+    model: true,
+    inferenceEngine: true,
+    workloadSelector: { matchLabels: true, pdGroup: true },
+    workloadPort: { port: true, protocol: true },
+    trafficPolicy: { timeout: true, retry: { attempts: true, retryInterval: true } },
+    kvConnector: true,
+    endpoints: { '[]': { name: true, address: true } },
+  },
+};
+
+/**
+ * Paths of the fields of a valid resource that neither the route API nor this router has (a
+ * misspelt `modelMatch.header`, say, which would otherwise leave a rule that matches every
+ * request): they are ignored, and the sources say so.
+ */
+export function unknownFields(obj: unknown): string[] {
+  const kind = isPlainObject(obj) ? obj.kind : undefined;
+  if (kind !== 'ModelRoute' && kind !== 'ModelServer') return [];
+  const out: string[] = [];
+  walkFields(obj, kind === 'ModelRoute' ? ROUTE_FIELDS : SERVER_FIELDS, '', out);
+  return out;
+}
+
+function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): void {
+  if (tree === true) return;
+  const items = tree['[]'];
+  if (items !== undefined) {
+    if (Array.isArray(v)) v.forEach((item, i) => walkFields(item, items, `${path}[${i}]`, out));
+    return;
+  }
+  if (!isPlainObject(v)) return;
+  const each = tree['*'];
+  for (const key of Object.keys(v)) {
+    const sub = each ?? tree[key];
+    if (sub === undefined) out.push(child(path, key));
+    else walkFields(v[key], sub, child(path, key), out);
+  }
+}
+
+/** What unknownFields() reports for each path. */
+export const UNKNOWN_FIELD = 'unknown field, ignored: neither the route API nor this router has it';
+
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
 export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
   const c: Checker = new Checker(where);

@@ -271,6 +271,17 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'fixed route applied', (v) => v.routes.includes('default/bad=other'));
   });
 
+  test('a field neither the route API nor the router has is logged once, naming it; the resource still applies', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'typo', 'llama-3', ['llama'], { spec: { rules: [{ modelMatches: { headers: { x: { exact: 'y' } } }, targetModels: [{ modelServerName: 'llama' }] }] } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/typo=llama-3']);
+    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it');
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'another pod', (v) => v.endpoints['default/llama'].length === 1);
+    expect(logs.filter((l) => l.includes('modelMatches'))).toHaveLength(1);
+  });
+
   test('a route whose rule has only targets of weight 0 is kept, and logged naming the rule', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'off', 'llama-3', ['llama'], { spec: { rules: [{ targetModels: [{ modelServerName: 'llama', weight: 0 }] }] } }));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ResourceError, validateResource } from '../../../src/config/resources.js';
+import { ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { checkReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -287,11 +287,33 @@ ${route('r', `  modelName: m
 status:
   conditions: []
 `)}`;
-    const { routes, servers } = parse(text);
+    const { routes, servers, warnings } = parse(text);
+    // Every field of the route API is known; only the made-up one is reported (and ignored).
+    expect(warnings.filter((w) => w.includes('unknown field'))).toEqual([`routes.yaml: document 2 (ModelRoute default/r): spec.rateLimit.extra: ${UNKNOWN_FIELD}`]);
     expect(servers[0]).toMatchObject({ timeoutMs: 90_000, workloadPort: 8000, inferenceEngine: 'SGLang' });
     expect(routes[0].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 7, unit: 'second', global: null, mode: 'enforce' });
     expect(routes[0].rules[0].modelMatch).toEqual({ headers: { 'x-a': { kind: 'exact', value: 'b' } }, uri: null, model: 'lora-a' });
     expect(JSON.parse(JSON.stringify(routes[0]))).not.toHaveProperty('status');
+  });
+
+  it('warns of a field neither the route API nor the router has, naming it: a misspelt modelMatch.header would match every request', () => {
+    const { routes, warnings } = parse(`${SERVER}---\n${route('r', `  modelName: m
+  rules:
+  - name: premium
+    modelMatch:
+      header:
+        user-type: {exact: premium}
+    targetModels:
+    - {modelServerName: sf-server, wieght: 10}
+`)}---\napiVersion: ${API}\nkind: List\nitems:\n- apiVersion: ${API}\n  kind: ModelServer\n  metadata: {name: s2}\n  spec: {endpoint: [], workloadPort: {port: 1, portName: x}}\n`);
+    expect(routes[0].rules[0].modelMatch).toBeNull();
+    expect(warnings).toEqual([
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].modelMatch.header: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[0].wieght: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.endpoint: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.workloadPort.portName: ${UNKNOWN_FIELD}`,
+      expect.stringContaining('(ModelServer default/s2): spec.endpoints: not set'),
+    ]);
   });
 
   it('accepts redis:// and rediss:// URLs and bracketed IPv6 addresses', () => {
