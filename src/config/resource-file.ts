@@ -1,5 +1,5 @@
 /**
- * A resources file: YAML documents (or `kind: List`) validated one by one (resources.ts), then
+ * A resources file: YAML documents (or `kind: List`, `ModelRouteList`, `ModelServerList`) validated one by one (resources.ts), then
  * checked as a whole: duplicate names, duplicate model names (first wins), references.
  */
 import { LineCounter, parseAllDocuments } from 'yaml';
@@ -87,7 +87,8 @@ export interface ParsedResourceFile {
 }
 
 /**
- * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`
+ * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`,
+ * `ModelRouteList` or `ModelServerList`
  * of them). Throws one ResourceError listing every problem. When two routes claim the same
  * spec.modelName, the first in file order wins and the later one is dropped with a warning.
  */
@@ -101,12 +102,21 @@ export function parseResourceFile(
   const items: Located<ModelRoute | ModelServer>[] = [];
   const docs = documents(text, file, errors);
   for (const { value, where } of docs) {
-    if (isPlainObject(value) && value.kind === 'List') {
+    const listKind = isPlainObject(value) ? value.kind : undefined;
+    if (isPlainObject(value) && (listKind === 'List' || listKind === 'ModelRouteList' || listKind === 'ModelServerList')) {
       if (!Array.isArray(value.items)) {
-        errors.push(new ResourceError(where, 'List', 'items', `expected a list of resources, got ${describe(value.items)}`));
+        errors.push(new ResourceError(where, listKind, 'items', `expected a list of resources, got ${describe(value.items)}`));
         continue;
       }
-      value.items.forEach((item, i) => collect(item, `${where}, items[${i}]`));
+      // A typed list (what the API answers to a list request) may leave out its items' kind and
+      // apiVersion, which are then the list's, as kubectl takes them.
+      const typed = listKind === 'List' ? null : { kind: listKind.slice(0, -'List'.length), apiVersion: value.apiVersion };
+      value.items.forEach((item, i) => {
+        const full = typed !== null && isPlainObject(item)
+          ? { ...item, kind: item.kind ?? typed.kind, apiVersion: item.apiVersion ?? typed.apiVersion }
+          : item;
+        collect(full, `${where}, items[${i}]`);
+      });
     } else {
       collect(value, where);
     }

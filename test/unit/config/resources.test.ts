@@ -179,6 +179,18 @@ describe('parseResourceFile: valid input', () => {
     expect(routes[0].rules[0].targetModels).toEqual([{ modelServerName: 'sf-server', weight: 40 }, { modelServerName: 'sf-server', weight: 60 }]);
   });
 
+  it('accepts a ModelRouteList or ModelServerList (the API\'s list answer), its items taking the list\'s kind and apiVersion when they leave them out', () => {
+    const text = `apiVersion: ${API}\nkind: ModelServerList\nmetadata: {resourceVersion: "7"}\nitems:\n- metadata: {name: s1}\n  spec: {endpoints: [{name: p, address: "127.0.0.1:1"}]}\n`
+      + `---\napiVersion: ${API}\nkind: ModelRouteList\nitems:\n- metadata: {name: r1}\n  spec: {modelName: m, rules: [{targetModels: [{modelServerName: s1}]}]}\n`
+      + `- {apiVersion: ${API}, kind: ModelRoute, metadata: {name: r2}, spec: {modelName: m2, rules: [{targetModels: [{modelServerName: s1}]}]}}\n`;
+    const { routes, servers, warnings } = parse(text);
+    expect(servers.map((s) => s.key)).toEqual(['default/s1']);
+    expect(routes.map((r) => r.key)).toEqual(['default/r1', 'default/r2']);
+    expect(warnings).toEqual([]);
+    expect(errorOf(() => parse(`apiVersion: ${API}\nkind: ModelRouteList\nitems: {}\n`)).message)
+      .toBe('routes.yaml: document 1 (ModelRouteList): items: expected a list of resources, got a mapping');
+  });
+
   it('accepts kind: List with items', () => {
     const list = {
       apiVersion: 'v1',
