@@ -447,6 +447,21 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore);
   });
 
+  test('a watch request that gets no answer at all past the idle limit is given up, logged, and made again', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace: null, kubeConfig, log: (m) => logs.push(m), clock, watchIdleMs: 400 });
+    sources.push(source);
+    await source.start();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.leaveNextWatchesUnanswered(1, 'pods');
+    api.sendBookmarks(); // healthy so far: the dropped pods watch is made again at once, and hangs
+    api.dropWatches();
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'the change seen through the watch made after the unanswered one', (v) => v.endpoints['default/llama'].length === 0);
+    expect(logs.some((l) => l.startsWith('pods list/watch failed (watch delivered nothing for'))).toBe(true);
+  });
+
   test('watches ask for BOOKMARK events, which advance the resourceVersion a resumed watch starts from', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     await started();
