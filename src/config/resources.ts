@@ -367,7 +367,9 @@ function timeout(c: Checker, v: unknown, path: string): number | null {
   } catch (err) {
     c.fail(path, (err as Error).message);
   }
-  if (!(ms > 0)) c.fail(path, `must be greater than zero, got ${describe(v)}`);
+  // The route API reads a zero timeout as none set ("by default, there is no timeout"): here too,
+  // so ROUTER_UPSTREAM_TIMEOUT applies, rather than the ModelServer being refused.
+  if (ms === 0) return null;
   return ms;
 }
 

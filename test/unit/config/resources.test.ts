@@ -215,6 +215,13 @@ describe('parseResourceFile: valid input', () => {
     });
   });
 
+  it('reads a zero trafficPolicy.timeout (0s, 0, 0m0s) as none set, as the route API does: ROUTER_UPSTREAM_TIMEOUT then applies', () => {
+    for (const zero of ['0s', '"0"', '0m0s', '0.0s']) {
+      const { servers } = parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata: {name: s}\nspec:\n  endpoints: [{name: p, address: "127.0.0.1:1"}]\n  trafficPolicy: {timeout: ${zero}}\n`);
+      expect(servers[0].timeoutMs, zero).toBeNull();
+    }
+  });
+
   it('reads trafficPolicy.retry (attempts, retryInterval as in the route API)', () => {
     const spec = (p: string) => `apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: s1\nspec:\n  trafficPolicy: ${p}\n`;
     expect(parse(spec('{retry: {attempts: 3, retryInterval: 100ms}}')).servers[0].retry).toEqual({ attempts: 3, intervalMs: 100 });
@@ -474,7 +481,6 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['timeout garbage', '  trafficPolicy: {timeout: soon}\n', 'spec.trafficPolicy.timeout: invalid duration "soon"'],
     ['timeout unit', '  trafficPolicy: {timeout: 3d}\n', 'spec.trafficPolicy.timeout: invalid duration "3d": unknown unit "d"'],
     ['timeout number', '  trafficPolicy: {timeout: 30}\n', 'spec.trafficPolicy.timeout: expected a duration string such as "30s" or "1m30s", got 30'],
-    ['timeout zero', '  trafficPolicy: {timeout: 0s}\n', 'spec.trafficPolicy.timeout: must be greater than zero, got the string "0s"'],
     ['timeout negative', '  trafficPolicy: {timeout: -1s}\n', 'spec.trafficPolicy.timeout: negative duration "-1s" is not allowed'],
     ['retry not a mapping', '  trafficPolicy: {retry: 3}\n', 'spec.trafficPolicy.retry: expected a mapping, got 3'],
     ['retry without attempts', '  trafficPolicy: {retry: {}}\n', 'spec.trafficPolicy.retry.attempts: is required: expected an integer from 0 to 10'],
