@@ -343,7 +343,8 @@ const MAX_RETRY_INTERVAL_MS = 60_000;
 function retryPolicy(c: Checker, v: unknown, path: string): RetryPolicy | null {
   const obj = c.optObject(v, path);
   if (obj === null) return null;
-  const attempts = c.int(obj.attempts, `${path}.attempts`, 0, MAX_RETRY_ATTEMPTS);
+  // Optional in the route API, whose reading of a missing count is its zero value: no retry.
+  const attempts = c.optInt(obj.attempts, `${path}.attempts`, 0, MAX_RETRY_ATTEMPTS) ?? 0;
   let intervalMs = 0;
   const interval = obj.retryInterval;
   if (interval !== undefined && interval !== null) {

@@ -226,6 +226,9 @@ describe('parseResourceFile: valid input', () => {
     const spec = (p: string) => `apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: s1\nspec:\n  trafficPolicy: ${p}\n`;
     expect(parse(spec('{retry: {attempts: 3, retryInterval: 100ms}}')).servers[0].retry).toEqual({ attempts: 3, intervalMs: 100 });
     expect(parse(spec('{retry: {attempts: 0}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 0 });
+    // attempts is optional in the route API (whose CRD defaults only retryInterval): left out, it is 0.
+    expect(parse(spec('{retry: {retryInterval: 100ms}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 100 });
+    expect(parse(spec('{retry: {}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 0 });
     expect(parse(spec('{timeout: 5s}')).servers[0].retry).toBeNull();
   });
 
@@ -483,7 +486,6 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['timeout number', '  trafficPolicy: {timeout: 30}\n', 'spec.trafficPolicy.timeout: expected a duration string such as "30s" or "1m30s", got 30'],
     ['timeout negative', '  trafficPolicy: {timeout: -1s}\n', 'spec.trafficPolicy.timeout: negative duration "-1s" is not allowed'],
     ['retry not a mapping', '  trafficPolicy: {retry: 3}\n', 'spec.trafficPolicy.retry: expected a mapping, got 3'],
-    ['retry without attempts', '  trafficPolicy: {retry: {}}\n', 'spec.trafficPolicy.retry.attempts: is required: expected an integer from 0 to 10'],
     ['retry attempts too many', '  trafficPolicy: {retry: {attempts: 11}}\n', 'spec.trafficPolicy.retry.attempts: must be an integer from 0 to 10, got 11'],
     ['retry attempts negative', '  trafficPolicy: {retry: {attempts: -1}}\n', 'spec.trafficPolicy.retry.attempts: must be an integer from 0 to 10, got -1'],
     ['retry interval garbage', '  trafficPolicy: {retry: {attempts: 1, retryInterval: soon}}\n', 'spec.trafficPolicy.retry.retryInterval: invalid duration "soon"'],

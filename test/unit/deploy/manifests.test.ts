@@ -168,6 +168,12 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     expect(routerMessage, 'router validation should reject it').not.toBeNull();
   });
 
+  test('a retry without attempts (optional in the route API, which defaults only retryInterval) is accepted by both', () => {
+    const doc = mutate(server, (d) => { d.spec.trafficPolicy = { ...d.spec.trafficPolicy, retry: { retryInterval: '100ms' } }; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
   test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {
     const doc = mutate(route, (d) => { d.spec.rules[0].name = ''; });
     expect(schemaErrors(doc)).toEqual([]);
