@@ -174,6 +174,12 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     expect(routerError(doc)).toBeNull();
   });
 
+  test('an empty loraAdapters list beside a modelName (the route API allows it) is accepted by both', () => {
+    const doc = mutate(route, (d) => { d.spec.loraAdapters = []; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
   test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {
     const doc = mutate(route, (d) => { d.spec.rules[0].name = ''; });
     expect(schemaErrors(doc)).toEqual([]);
