@@ -462,13 +462,20 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['zero input', '    inputTokensPerUnit: 0\n    unit: minute\n', 'spec.rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
     ['negative output', '    outputTokensPerUnit: -5\n    unit: minute\n', 'spec.rateLimit.outputTokensPerUnit: must be an integer from 1 to 4294967295, got -5'],
     ['bad unit', '    inputTokensPerUnit: 5\n    unit: week\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
-    ['global without redis', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {}\n', 'spec.rateLimit.global.redis: is required: expected a mapping'],
+    ['global not a mapping', '    inputTokensPerUnit: 5\n    unit: hour\n    global: redis\n', 'spec.rateLimit.global: expected a mapping, got the string "redis"'],
     ['redis without address', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {}}\n', 'spec.rateLimit.global.redis.address: is required: expected a non-empty string'],
     ['address without port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: redis-host}}\n', 'spec.rateLimit.global.redis.address: expected host:port'],
     ['address with bad port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "redis:99999"}}\n', 'spec.rateLimit.global.redis.address: expected host:port (IPv4, hostname or [IPv6], port 1-65535): bad port "99999"'],
     ['wrong URL scheme', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "http://redis:6379"}}\n', 'spec.rateLimit.global.redis.address: URL scheme must be redis:// or rediss://, got "http"'],
   ])('rateLimit: %s', (_name, body, expected) => {
     expect(routeError(limit(body))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
+  });
+
+  it('as in the route API, a global without redis is a local limit', () => {
+    for (const global of ['{}', '{redis: null}']) {
+      const { routes } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
+      expect(routes[0].rateLimit, global).toEqual({ inputTokensPerUnit: 5, outputTokensPerUnit: null, unit: 'second', global: null, mode: 'enforce' });
+    }
   });
 
   it('does not print a redis password in messages', () => {
