@@ -6,7 +6,7 @@
  * (creationTimestamp, then namespace/name).
  */
 import { UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
-import { checkReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
+import { findMissingReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -40,12 +40,23 @@ export class SnapshotBuilder {
     const problems: string[] = [];
     const servers = this.validateAll<ModelServer>(rawServers, 'ModelServer', problems);
     const candidates = this.validateAll<ModelRoute>(rawRoutes, 'ModelRoute', problems);
+    // ModelServers that exist but were skipped as invalid: a route naming one is told so.
+    const invalidServers = new Set<string>();
+    for (const obj of rawServers) {
+      const v = this.cache.get(obj);
+      if (v !== undefined && 'problem' in v) invalidServers.add(keyOf(obj));
+    }
 
     const routable: ModelRoute[] = [];
     for (const route of candidates) {
-      const missing = checkReferences([route], servers);
+      const missing = findMissingReferences([route], servers);
       if (missing.length === 0) routable.push(route);
-      else for (const m of missing) problems.push(`${m}; route skipped`);
+      for (const m of missing) {
+        const problem = invalidServers.has(m.serverKey)
+          ? `ModelServer ${m.serverKey} is invalid (its own line says why), so it counts as missing`
+          : m.problem;
+        problems.push(`kubernetes (ModelRoute ${route.key}): ${m.path}: ${problem}; route skipped`);
+      }
     }
     const routes = firstAdapterOwners(oldestPerModel(routable, problems), (route, i, owner) => {
       problems.push(`kubernetes (ModelRoute ${route.key}): spec.loraAdapters[${i}]: LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by the older ModelRoute ${owner.key}; ignored here`);
@@ -142,3 +153,11 @@ function byAge(a: ModelRoute, b: ModelRoute): number {
 function byKey(a: { key: string }, b: { key: string }): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
+
+/** namespace/name of a raw object. */
+function keyOf(obj: object): string {
+  const meta = (obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
+  const ns = typeof meta?.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
+  return `${ns}/${String(meta?.name ?? '')}`;
+}
+

@@ -10,6 +10,8 @@ import { formatMessage, ResourceError, UNKNOWN_FIELD, unknownFields, validateRes
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
   routeKey: string;
+  /** namespace/name of the ModelServer it names. */
+  serverKey: string;
   path: string;
   problem: string;
 }
@@ -22,6 +24,7 @@ export function findMissingReferences(routes: readonly ModelRoute[], servers: re
       if (serverKeys.has(`${route.namespace}/${t.modelServerName}`)) return;
       missing.push({
         routeKey: route.key,
+        serverKey: `${route.namespace}/${t.modelServerName}`,
         path: `spec.rules[${i}].targetModels[${j}].modelServerName`,
         problem: `ModelServer ${route.namespace}/${t.modelServerName} does not exist (a target must name a ModelServer in the route's namespace)`,
       });

@@ -282,6 +282,15 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(logs.filter((l) => l.includes('modelMatches'))).toHaveLength(1);
   });
 
+  test('a route naming a ModelServer that exists but is invalid is skipped, the log saying it is invalid rather than missing', async () => {
+    api.upsert('modelservers', server('default', 'broken', LABELS, 70000));
+    api.upsert('modelroutes', route('default', 'r', 'llama-3', ['broken']));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual([]);
+    expect(logs).toContain('kubernetes (ModelRoute default/r): spec.rules[0].targetModels[0].modelServerName: ModelServer default/broken is invalid (its own line says why), so it counts as missing; route skipped');
+    expect(logs.some((l) => l.startsWith('kubernetes (ModelServer default/broken): spec.workloadPort.port'))).toBe(true);
+  });
+
   test('a route whose rule has only targets of weight 0 is kept, and logged naming the rule', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'off', 'llama-3', ['llama'], { spec: { rules: [{ targetModels: [{ modelServerName: 'llama', weight: 0 }] }] } }));
