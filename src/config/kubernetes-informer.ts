@@ -8,7 +8,8 @@
  * wrapper then restarts it with its own backoff (1 s doubling to 30 s, reset after a successful
  * list or a quiet minute), so a restart resumes from the last resourceVersion too. Watches ask
  * for BOOKMARK events, which move that resourceVersion forward without changes, and for a
- * server-side timeout, so connections are renewed regularly. Delays go through the injected clock.
+ * server-side timeout, so connections are renewed regularly; one that stays open and silent well
+ * past that timeout is taken for dead and reopened (BackoffWatch). Delays go through the injected clock.
  */
 import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';
@@ -30,6 +31,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   onChange: () => void;
   /** A list finished and its items are in the cache (first sync and every relist). */
   onListed: () => void;
+  /** A watch delivering nothing this long is taken for dead and reopened (default WATCH_IDLE_MS). */
+  watchIdleMs?: number;
 }
 
 const BASE_RETRY_MS = 1000;
@@ -38,6 +41,8 @@ const MAX_RETRY_MS = 30_000;
 const RETRY_RESET_MS = 60_000;
 /** The API server ends each watch after this long (it answers with a final bookmark first). */
 const WATCH_TIMEOUT_SECONDS = 300;
+/** A watch still open and silent this long after its last event (or its start) is taken for dead. */
+export const WATCH_IDLE_MS = (WATCH_TIMEOUT_SECONDS + 30) * 1000;
 
 export class ResourceInformer<T extends KubernetesObject> {
   /** True once the first list succeeded. */
@@ -59,7 +64,7 @@ export class ResourceInformer<T extends KubernetesObject> {
       setImmediate(() => this.listedNow());
       return list;
     };
-    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock);
+    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock, (m) => opts.log(`${opts.name} ${m}`), opts.watchIdleMs ?? WATCH_IDLE_MS);
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
     this.lw = new k8s.ListWatch<T>(watchPath, this.watch as unknown as Watch, listFn, false);

@@ -5,8 +5,8 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { validateResource } from './resources.js';
-import { checkReferences, firstAdapterOwners } from './resource-file.js';
+import { UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
+import { findMissingReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -24,7 +24,8 @@ export interface BuildResult {
 }
 
 type Kind = 'ModelRoute' | 'ModelServer';
-type Validated = ModelRoute | ModelServer | { problem: string };
+/** A valid resource with the notes to log about it (unknown fields), or why it is skipped. */
+type Validated = { resource: ModelRoute | ModelServer; notes: string[] } | { problem: string };
 
 /** Validates objects once per object identity (an informer replaces the object on every change). */
 export class SnapshotBuilder {
@@ -39,16 +40,30 @@ export class SnapshotBuilder {
     const problems: string[] = [];
     const servers = this.validateAll<ModelServer>(rawServers, 'ModelServer', problems);
     const candidates = this.validateAll<ModelRoute>(rawRoutes, 'ModelRoute', problems);
+    // ModelServers that exist but were skipped as invalid: a route naming one is told so.
+    const invalidServers = new Set<string>();
+    for (const obj of rawServers) {
+      const v = this.cache.get(obj);
+      if (v !== undefined && 'problem' in v) invalidServers.add(keyOf(obj));
+    }
 
     const routable: ModelRoute[] = [];
     for (const route of candidates) {
-      const missing = checkReferences([route], servers);
+      const missing = findMissingReferences([route], servers);
       if (missing.length === 0) routable.push(route);
-      else for (const m of missing) problems.push(`${m}; route skipped`);
+      for (const m of missing) {
+        const problem = invalidServers.has(m.serverKey)
+          ? `ModelServer ${m.serverKey} is invalid (its own line says why), so it counts as missing`
+          : m.problem;
+        problems.push(`kubernetes (ModelRoute ${route.key}): ${m.path}: ${problem}; route skipped`);
+      }
     }
     const routes = firstAdapterOwners(oldestPerModel(routable, problems), (route, i, owner) => {
       problems.push(`kubernetes (ModelRoute ${route.key}): spec.loraAdapters[${i}]: LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by the older ModelRoute ${owner.key}; ignored here`);
     }).sort(byKey);
+    for (const route of routes) {
+      for (const z of findZeroWeightRules(route)) problems.push(`kubernetes (ModelRoute ${route.key}): ${z.path}: ${z.problem}`);
+    }
     const byNs = podsByNamespace(pods);
     const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
     return { snapshot: { routes, servers: resolved }, problems };
@@ -63,7 +78,10 @@ export class SnapshotBuilder {
         this.cache.set(obj, v);
       }
       if ('problem' in v) problems.push(v.problem);
-      else out.push(v as T);
+      else {
+        problems.push(...v.notes);
+        out.push(v.resource as T);
+      }
     }
     return out;
   }
@@ -77,7 +95,7 @@ export class SnapshotBuilder {
     try {
       const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
       if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch; skipped` };
-      return res;
+      return { resource: res, notes: unknownFields(input).map((path) => `kubernetes (${res.kind} ${res.key}): ${path}: ${UNKNOWN_FIELD}`) };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       return { problem: `${message}; skipped` };
@@ -135,3 +153,11 @@ function byAge(a: ModelRoute, b: ModelRoute): number {
 function byKey(a: { key: string }, b: { key: string }): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
+
+/** namespace/name of a raw object. */
+function keyOf(obj: object): string {
+  const meta = (obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
+  const ns = typeof meta?.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
+  return `${ns}/${String(meta?.name ?? '')}`;
+}
+

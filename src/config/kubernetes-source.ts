@@ -28,6 +28,8 @@ export interface KubernetesSourceOptions {
   clock?: SourceClock;
   /** Coalescing window for changes in ms (default 50). */
   debounceMs?: number;
+  /** A watch delivering nothing this long is taken for dead and reopened (default 330 s; real time). */
+  watchIdleMs?: number;
 }
 
 type SnapshotListener = (s: KubernetesSnapshot) => void;
@@ -96,6 +98,7 @@ export class KubernetesSource {
     const common = {
       k8s, kubeConfig: kc, clock: this.clock, log: this.opts.log,
       onChange: () => this.changed(), onListed: () => this.listed(),
+      ...(this.opts.watchIdleMs === undefined ? {} : { watchIdleMs: this.opts.watchIdleMs }),
     };
     this.routes = new ResourceInformer<Obj>({ ...common, name: 'modelroutes', ...customList(custom, apiGroup, namespace, 'modelroutes') });
     this.servers = new ResourceInformer<Obj>({ ...common, name: 'modelservers', ...customList(custom, apiGroup, namespace, 'modelservers') });

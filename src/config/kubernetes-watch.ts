@@ -7,6 +7,22 @@
  * (bookmarks count) is immediate; after a watch that ended with none, the next waits 1 s, then
  * 2 s, ... up to 30 s. Failures (non-200, broken streams) are not handled here: ListWatch reports
  * them and the informer restarts it with its own backoff.
+ *
+ * 410 Gone (an ERROR event with code 410, or an HTTP 410) makes ListWatch relist at once, which is
+ * right when the watch had made progress. But a watch that is answered 410 again right after that
+ * relist, with no event in between (an API server, or a proxy in front of several, whose watch cache
+ * lags behind the list), would have ListWatch list everything again at once, in a loop: hundreds
+ * of full lists a second. So the first 410 of a streak relists at once; each further one in a row
+ * (no event delivered since) waits 1 s, then 2 s, ... up to 30 s before the relist, and says so.
+ *
+ * A watch that delivers nothing for `idleMs` is taken for dead: the API server ends every watch
+ * after the timeout the informer asks for (and sends bookmarks meanwhile), so a stream still open
+ * and silent past it is an API server that hangs, or a connection lost without a reset (a node
+ * or a load balancer gone), which would otherwise hold the last state for as long as TCP keeps
+ * the socket: forever against a peer that still answers at the TCP level. It is aborted and
+ * reported as a failure, so the informer logs it and resumes from the last resourceVersion. The
+ * same holds for a watch request that gets no answer at all. This watchdog runs on real time (it
+ * is minutes long, and only a lost connection ever reaches it), not on the injected clock.
  */
 import type { Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';
@@ -21,10 +37,23 @@ const MAX_DELAY_MS = 30_000;
 export class BackoffWatch {
   /** Consecutive watches that ended cleanly without delivering any event. */
   private quietEnds = 0;
+  /** Consecutive watches answered 410 Gone without delivering any other event (each then relists). */
+  private goneEnds = 0;
   private cancelled = false;
   private pending: { handle: unknown; resolve: () => void } | null = null;
+  /** The inner watches still open, aborted by cancel(). */
+  private readonly open = new Set<AbortController>();
 
-  constructor(private readonly inner: Watch, private readonly clock: SourceClock) {}
+  /**
+   * `log` tells when a relist is held back; `idleMs`: a watch silent this long is aborted (see
+   * the module comment; Infinity = never).
+   */
+  constructor(
+    private readonly inner: Watch,
+    private readonly clock: SourceClock,
+    private readonly log: (msg: string) => void = () => {},
+    private readonly idleMs = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Same contract as Watch.watch. */
   async watch(path: string, query: QueryParams, callback: WatchCallback, done: DoneCallback): Promise<AbortController> {
@@ -34,18 +63,71 @@ export class BackoffWatch {
       idle.abort();
       return idle;
     }
+    /** Events other than ERROR (ADDED, MODIFIED, DELETED, BOOKMARK): the watch made progress. */
     let events = 0;
+    let gone = false;
+    /** Once ended (by its stream, or by the watchdog), a watch delivers nothing more. */
+    let ended = false;
+    let lastEventAt = Date.now();
+    let watchdog: NodeJS.Timeout | null = null;
+    let controller: AbortController | null = null;
     const counted: WatchCallback = (phase, obj, watchObj) => {
-      events++;
+      if (ended) return;
+      lastEventAt = Date.now();
+      if (phase === 'ERROR') gone ||= isGone(obj);
+      else events++;
       callback(phase, obj, watchObj);
     };
     const finished: DoneCallback = (err) => {
-      if (err) this.quietEnds = 0;
-      else if (events > 0) this.quietEnds = 0;
-      else this.quietEnds++;
+      if (ended) return;
+      ended = true;
+      if (watchdog !== null) clearTimeout(watchdog);
+      if (controller !== null) this.open.delete(controller);
+      if (events > 0) {
+        this.quietEnds = 0;
+        this.goneEnds = 0;
+      } else if (gone || isGone(err)) {
+        this.quietEnds = 0;
+        this.goneEnds++;
+        if (this.goneEnds > 1) {
+          const ms = Math.min(BASE_DELAY_MS * 2 ** (this.goneEnds - 2), MAX_DELAY_MS);
+          this.log(`watch answered 410 Gone (resourceVersion too old) ${this.goneEnds} times in a row, right after relisting; relisting in ${ms} ms`);
+          void this.delay(ms).then(() => {
+            if (!this.cancelled) done(err);
+          });
+          return;
+        }
+      } else if (err) {
+        this.quietEnds = 0;
+      } else {
+        this.quietEnds++;
+      }
       done(err);
     };
-    return this.inner.watch(path, query, counted, finished);
+    if (Number.isFinite(this.idleMs)) {
+      const check = (): void => {
+        watchdog = null;
+        if (ended) return;
+        const idle = Date.now() - lastEventAt;
+        if (idle < this.idleMs) {
+          watchdog = setTimeout(check, this.idleMs - idle);
+          watchdog.unref();
+          return;
+        }
+        const c = controller;
+        finished(new Error(`watch delivered nothing for ${formatSeconds(idle)} (the API server ends a watch sooner): the connection is taken for dead`));
+        c?.abort(); // after finished(): the abort's own end of the stream is then ignored
+      };
+      watchdog = setTimeout(check, this.idleMs);
+      watchdog.unref();
+    }
+    const c = await this.inner.watch(path, query, counted, finished);
+    if (ended) c.abort(); // answered after the watchdog gave up on it
+    else {
+      controller = c;
+      this.open.add(c);
+    }
+    return c;
   }
 
   /** Allows watching again after cancel() (an informer restart). */
@@ -56,6 +138,8 @@ export class BackoffWatch {
   /** A pending delay ends now and no new watch starts (the informer stopped). */
   cancel(): void {
     this.cancelled = true;
+    for (const c of this.open) c.abort();
+    this.open.clear();
     if (this.pending !== null) {
       this.clock.clearTimeout(this.pending.handle);
       this.pending.resolve();
@@ -72,4 +156,15 @@ export class BackoffWatch {
       this.pending = { handle, resolve };
     });
   }
+}
+
+/** A 410 Gone: a watch ERROR event's Status, or the error of a watch answered HTTP 410. */
+function isGone(v: unknown): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  const o = v as { code?: unknown; statusCode?: unknown };
+  return o.code === 410 || o.statusCode === 410;
+}
+
+function formatSeconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }

@@ -27,8 +27,9 @@ export function parseRateLimit(v: unknown, path: string, fail: FailFn): RateLimi
   const mode = obj.mode === undefined || obj.mode === null ? 'enforce' : obj.mode;
   if (!MODES.includes(mode as RateLimitMode)) expected(`${path}.mode`, `one of ${MODES.join(', ')}`, mode, fail);
   let global: RateLimitSpec['global'] = null;
-  if (obj.global !== undefined && obj.global !== null) {
-    const globalObj = mapping(obj.global, `${path}.global`, fail);
+  const globalObj = obj.global === undefined || obj.global === null ? null : mapping(obj.global, `${path}.global`, fail);
+  // As in the route API, where `redis` is optional: a `global` without it is a local limit.
+  if (globalObj !== null && globalObj.redis !== undefined && globalObj.redis !== null) {
     const redis = mapping(globalObj.redis, `${path}.global.redis`, fail);
     const address = redis.address;
     if (typeof address !== 'string' || address === '') expected(`${path}.global.redis.address`, 'a non-empty string', address, fail);

@@ -1,15 +1,17 @@
 /**
- * A resources file: YAML documents (or `kind: List`) validated one by one (resources.ts), then
+ * A resources file: YAML documents (or `kind: List`, `ModelRouteList`, `ModelServerList`) validated one by one (resources.ts), then
  * checked as a whole: duplicate names, duplicate model names (first wins), references.
  */
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
-import { formatMessage, ResourceError, validateResource } from './resources.js';
+import { formatMessage, ResourceError, UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
   routeKey: string;
+  /** namespace/name of the ModelServer it names. */
+  serverKey: string;
   path: string;
   problem: string;
 }
@@ -22,12 +24,31 @@ export function findMissingReferences(routes: readonly ModelRoute[], servers: re
       if (serverKeys.has(`${route.namespace}/${t.modelServerName}`)) return;
       missing.push({
         routeKey: route.key,
+        serverKey: `${route.namespace}/${t.modelServerName}`,
         path: `spec.rules[${i}].targetModels[${j}].modelServerName`,
         problem: `ModelServer ${route.namespace}/${t.modelServerName} does not exist (a target must name a ModelServer in the route's namespace)`,
       });
     }));
   }
   return missing;
+}
+
+/**
+ * Rules whose targets all have weight 0: the route is kept (such a rule takes its requests off
+ * every server), but each request it matches is answered 503 no_weighted_target, which the route
+ * API refuses at admission ("total weight must be greater than zero"); said when loaded.
+ */
+export function findZeroWeightRules(route: ModelRoute): { path: string; problem: string }[] {
+  const out: { path: string; problem: string }[] = [];
+  route.rules.forEach((r, i) => {
+    if (r.targetModels.every((t) => t.weight === 0)) {
+      out.push({
+        path: `spec.rules[${i}].targetModels`,
+        problem: `every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)`,
+      });
+    }
+  });
+  return out;
 }
 
 /** Problems, one string per route target naming a missing ModelServer. */
@@ -69,7 +90,8 @@ export interface ParsedResourceFile {
 }
 
 /**
- * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`
+ * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`,
+ * `ModelRouteList` or `ModelServerList`
  * of them). Throws one ResourceError listing every problem. When two routes claim the same
  * spec.modelName, the first in file order wins and the later one is dropped with a warning.
  */
@@ -79,22 +101,34 @@ export function parseResourceFile(
   opts: { apiGroup: string },
 ): ParsedResourceFile {
   const errors: ResourceError[] = [];
+  const warnings: string[] = [];
   const items: Located<ModelRoute | ModelServer>[] = [];
   const docs = documents(text, file, errors);
   for (const { value, where } of docs) {
-    if (isPlainObject(value) && value.kind === 'List') {
+    const listKind = isPlainObject(value) ? value.kind : undefined;
+    if (isPlainObject(value) && (listKind === 'List' || listKind === 'ModelRouteList' || listKind === 'ModelServerList')) {
       if (!Array.isArray(value.items)) {
-        errors.push(new ResourceError(where, 'List', 'items', `expected a list of resources, got ${describe(value.items)}`));
+        errors.push(new ResourceError(where, listKind, 'items', `expected a list of resources, got ${describe(value.items)}`));
         continue;
       }
-      value.items.forEach((item, i) => collect(item, `${where}, items[${i}]`));
+      // A typed list (what the API answers to a list request) may leave out its items' kind and
+      // apiVersion, which are then the list's, as kubectl takes them.
+      const typed = listKind === 'List' ? null : { kind: listKind.slice(0, -'List'.length), apiVersion: value.apiVersion };
+      value.items.forEach((item, i) => {
+        const full = typed !== null && isPlainObject(item)
+          ? { ...item, kind: item.kind ?? typed.kind, apiVersion: item.apiVersion ?? typed.apiVersion }
+          : item;
+        collect(full, `${where}, items[${i}]`);
+      });
     } else {
       collect(value, where);
     }
   }
   function collect(obj: unknown, where: string): void {
     try {
-      items.push({ value: validateResource(obj, where, opts), where });
+      const value = validateResource(obj, where, opts);
+      items.push({ value, where });
+      for (const path of unknownFields(obj)) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, path, UNKNOWN_FIELD));
     } catch (err) {
       if (!(err instanceof ResourceError)) throw err;
       errors.push(err);
@@ -102,7 +136,6 @@ export function parseResourceFile(
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
 
-  const warnings: string[] = [];
   const firstByKey = new Map<string, Located<ModelRoute | ModelServer>>();
   const routeByModel = new Map<string, Located<ModelRoute>>();
   const routes: ModelRoute[] = [];
@@ -143,6 +176,9 @@ export function parseResourceFile(
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
+  for (const route of routes) {
+    for (const z of findZeroWeightRules(route)) warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, z.path, z.problem));
+  }
   const owned = firstAdapterOwners(routes, (route, i, owner) => {
     warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, `spec.loraAdapters[${i}]`,
       `LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by ModelRoute ${owner.key} (${whereOfRoute.get(owner.key)}); ignored here`));
@@ -153,7 +189,9 @@ export function parseResourceFile(
 /** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */
 function documents(text: string, file: string, errors: ResourceError[]): Located<unknown>[] {
   const lineCounter = new LineCounter();
-  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false });
+  // `merge`: `<<: *anchor` merge keys, which kubectl's YAML reader applies too (YAML 1.1), are
+  // merged here as well rather than read as a key named "<<".
+  const parsed = parseAllDocuments(text, { lineCounter, prettyErrors: false, merge: true });
   const syntax = (where: string, e: { pos: [number, number]; message: string }): ResourceError => {
     const { line, col } = lineCounter.linePos(e.pos[0]);
     return new ResourceError(where, null, null, `YAML syntax error at line ${line}, column ${col}: ${e.message}`);

@@ -113,6 +113,76 @@ class Checker {
   }
 }
 
+/**
+ * The fields of the route API's ModelRoute and ModelServer (its CRD schemas, which admit no other
+ * field) and this router's own (spec.endpoints, spec.rateLimit.mode), for unknownFields(). `true`:
+ * anything below is accepted unread (metadata, status, parentRefs, kvConnector, pdGroup); `[]`:
+ * each item of a list; `*`: each value of a map.
+ */
+type FieldTree = true | { readonly [key: string]: FieldTree };
+const STRING_MATCH_FIELDS: FieldTree = { exact: true, prefix: true, regex: true };
+const COMMON_FIELDS = { apiVersion: true, kind: true, metadata: true, status: true } as const;
+const ROUTE_FIELDS: FieldTree = {
+  ...COMMON_FIELDS,
+  spec: {
+    modelName: true,
+    loraAdapters: true,
+    parentRefs: true,
+    rules: {
+      '[]': {
+        name: true,
+        modelMatch: { headers: { '*': STRING_MATCH_FIELDS }, uri: STRING_MATCH_FIELDS, body: { model: true } },
+        targetModels: { '[]': { modelServerName: true, externalModelProviderName: true, weight: true } },
+      },
+    },
+    rateLimit: { inputTokensPerUnit: true, outputTokensPerUnit: true, unit: true, mode: true, global: { redis: { address: true } } },
+  },
+};
+const SERVER_FIELDS: FieldTree = {
+  ...COMMON_FIELDS,
+  spec: {
+    model: true,
+    inferenceEngine: true,
+    workloadSelector: { matchLabels: true, pdGroup: true },
+    workloadPort: { port: true, protocol: true },
+    trafficPolicy: { timeout: true, retry: { attempts: true, retryInterval: true } },
+    kvConnector: true,
+    endpoints: { '[]': { name: true, address: true } },
+  },
+};
+
+/**
+ * Paths of the fields of a valid resource that neither the route API nor this router has (a
+ * misspelt `modelMatch.header`, say, which would otherwise leave a rule that matches every
+ * request): they are ignored, and the sources say so.
+ */
+export function unknownFields(obj: unknown): string[] {
+  const kind = isPlainObject(obj) ? obj.kind : undefined;
+  if (kind !== 'ModelRoute' && kind !== 'ModelServer') return [];
+  const out: string[] = [];
+  walkFields(obj, kind === 'ModelRoute' ? ROUTE_FIELDS : SERVER_FIELDS, '', out);
+  return out;
+}
+
+function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): void {
+  if (tree === true) return;
+  const items = tree['[]'];
+  if (items !== undefined) {
+    if (Array.isArray(v)) v.forEach((item, i) => walkFields(item, items, `${path}[${i}]`, out));
+    return;
+  }
+  if (!isPlainObject(v)) return;
+  const each = tree['*'];
+  for (const key of Object.keys(v)) {
+    const sub = each ?? tree[key];
+    if (sub === undefined) out.push(child(path, key));
+    else walkFields(v[key], sub, child(path, key), out);
+  }
+}
+
+/** What unknownFields() reports for each path. */
+export const UNKNOWN_FIELD = 'unknown field, ignored: neither the route API nor this router has it';
+
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
 export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
   const c: Checker = new Checker(where);
@@ -180,8 +250,10 @@ function loraAdapterList(c: Checker, v: unknown, path: string): string[] {
 
 function rule(c: Checker, v: unknown, path: string): Rule {
   const obj = c.object(v, path);
-  // Optional in the route API; unnamed rules are named by position for logs and errors.
-  const name = obj.name === undefined || obj.name === null ? `rule-${path.slice(path.lastIndexOf('[') + 1, -1)}` : c.string(obj.name, `${path}.name`);
+  // Optional in the route API (an empty name counts as none there); unnamed rules are named by
+  // position for logs and errors.
+  const unnamed = obj.name === undefined || obj.name === null || obj.name === '';
+  const name = unnamed ? `rule-${path.slice(path.lastIndexOf('[') + 1, -1)}` : c.string(obj.name, `${path}.name`);
   const modelMatch = ruleMatch(c, obj.modelMatch, `${path}.modelMatch`);
   const targetModels = c.list(obj.targetModels, `${path}.targetModels`)
     .map((t, i) => targetModel(c, t, `${path}.targetModels[${i}]`));
@@ -271,7 +343,8 @@ const MAX_RETRY_INTERVAL_MS = 60_000;
 function retryPolicy(c: Checker, v: unknown, path: string): RetryPolicy | null {
   const obj = c.optObject(v, path);
   if (obj === null) return null;
-  const attempts = c.int(obj.attempts, `${path}.attempts`, 0, MAX_RETRY_ATTEMPTS);
+  // Optional in the route API, whose reading of a missing count is its zero value: no retry.
+  const attempts = c.optInt(obj.attempts, `${path}.attempts`, 0, MAX_RETRY_ATTEMPTS) ?? 0;
   let intervalMs = 0;
   const interval = obj.retryInterval;
   if (interval !== undefined && interval !== null) {
@@ -295,7 +368,9 @@ function timeout(c: Checker, v: unknown, path: string): number | null {
   } catch (err) {
     c.fail(path, (err as Error).message);
   }
-  if (!(ms > 0)) c.fail(path, `must be greater than zero, got ${describe(v)}`);
+  // The route API reads a zero timeout as none set ("by default, there is no timeout"): here too,
+  // so ROUTER_UPSTREAM_TIMEOUT applies, rather than the ModelServer being refused.
+  if (ms === 0) return null;
   return ms;
 }
 

@@ -89,6 +89,20 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     api.remove('modelroutes', 'ml', 'llm-route');
     await waitFor('route gone', async () => (await postJson(`${url}/v1/completions`, { model: 'llm-renamed', prompt: 'x' })).status === 404, 3000);
   });
+
+  it('an API that answers 410 Gone to every watch right after each relist gets relists backed off, not a loop of full lists', async () => {
+    const podLists = (): number => api.requests.filter((q) => q.plural === 'pods' && !q.watch).length;
+    const before = podLists();
+    api.sendBookmarks(); // the watches have made progress: the first 410 relists at once
+    api.expireNextWatches(1_000_000, 'pods');
+    api.dropWatches();
+    await new Promise((r) => setTimeout(r, 2500));
+    api.expireNextWatches(0);
+    // At once, then after 1 s (and 2 s later): a handful, where a loop made hundreds.
+    expect(podLists() - before).toBeGreaterThanOrEqual(2);
+    expect(podLists() - before).toBeLessThanOrEqual(4);
+    expect(router.stderr()).toContain('kubernetes: pods watch answered 410 Gone (resourceVersion too old) 2 times in a row, right after relisting; relisting in 1000 ms');
+  });
 });
 
 describe('--kubernetes with no cluster configuration', () => {

@@ -82,6 +82,49 @@ describe('resources reloads that are refused keep the last good config', () => {
   });
 });
 
+describe('resources files written as kubectl reads them', () => {
+  let mock: MockBackend;
+  let router: Router;
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1 });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('typed lists, merge keys, unnamed rules and retry/timeout/global defaults apply; an unknown field is named in a warning', async () => {
+    const api = 'networking.serving.volcano.sh/v1alpha1';
+    writeFileSync(router.resourcesFile, `apiVersion: ${api}
+kind: ModelServerList
+items:
+- metadata: {name: sf-server}
+  spec:
+    endpoints: [{name: pod-a, address: "127.0.0.1:${mock.port}"}]
+    trafficPolicy: {timeout: 0s, retry: {retryInterval: 100ms}}
+---
+apiVersion: ${api}
+kind: ModelRouteList
+items:
+- metadata: {name: kubectl-route}
+  spec:
+    modelName: kubectl-model
+    rules:
+    - name: ""
+      modelMatch:
+        header: {x-tier: {exact: premium}}
+      targetModels:
+      - &target {modelServerName: sf-server, weight: 10}
+      - {<<: *target, weight: 0}
+    rateLimit: {inputTokensPerUnit: 100000, global: {}}
+`);
+    await waitFor('the kubectl-style file to apply', async () => (await status(router, 'kubectl-model')) === 200, 5000);
+    expect(router.stderr()).toContain('document 2, items[0] (ModelRoute default/kubectl-route): spec.rules[0].modelMatch.header: unknown field, ignored: neither the route API nor this router has it');
+    expect(router.stderr()).not.toMatch(/reload (rejected|failed)/);
+  });
+});
+
 describe('readiness follows the primary', () => {
   it('/readyz answers 503 while the primary cannot answer, and 200 again once it does', async () => {
     const mock = await startMock('pod-a');

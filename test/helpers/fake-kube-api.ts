@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `expireNextWatches`, `endNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `expireNextWatches`, `endNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -82,6 +82,7 @@ export class FakeKubeApi {
   private compactedRv = 0;
   private expire: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private endEarly: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private failures: { count: number; status: number; plural: Plural | null } = { count: 0, status: 500, plural: null };
   private uidSeq = 0;
   private port = 0;
@@ -189,6 +190,16 @@ export class FakeKubeApi {
     this.watches.clear();
   }
 
+  /**
+   * The open watch streams (of `plural` only, if given) stay open but get nothing more, not even
+   * their end: a hung API server, or a connection lost without a reset. New watches are served.
+   */
+  stallWatches(plural: Plural | null = null): void {
+    for (const w of this.watches) {
+      if (plural === null || w.plural === plural) this.watches.delete(w);
+    }
+  }
+
   /** Forgets history: a watch resuming from any resourceVersion before now gets 410 Gone. */
   compact(): void {
     this.compactedRv = this.rv;
@@ -198,6 +209,11 @@ export class FakeKubeApi {
   /** The next `count` watch requests (of `plural` only, if given) answer a 410 Gone ERROR event, whatever their resourceVersion. */
   expireNextWatches(count = 1, plural: Plural | null = null): void {
     this.expire = { count, plural };
+  }
+
+  /** The next `count` watch requests (of `plural` only, if given) are never answered, not even with headers. */
+  leaveNextWatchesUnanswered(count: number, plural: Plural | null = null): void {
+    this.unanswered = { count, plural };
   }
 
   /** The next `count` watch requests (of `plural` only, if given) get 200 and an immediate end, with no event. */
@@ -282,6 +298,10 @@ export class FakeKubeApi {
   }
 
   private startWatch(plural: Plural, namespace: string | null, rvText: string, bookmarks: boolean, res: ServerResponse): void {
+    if (this.unanswered.count > 0 && (this.unanswered.plural === null || this.unanswered.plural === plural)) {
+      this.unanswered.count--;
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
     if (this.endEarly.count > 0 && (this.endEarly.plural === null || this.endEarly.plural === plural)) {

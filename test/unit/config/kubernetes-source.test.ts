@@ -271,6 +271,34 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'fixed route applied', (v) => v.routes.includes('default/bad=other'));
   });
 
+  test('a field neither the route API nor the router has is logged once, naming it; the resource still applies', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'typo', 'llama-3', ['llama'], { spec: { rules: [{ modelMatches: { headers: { x: { exact: 'y' } } }, targetModels: [{ modelServerName: 'llama' }] }] } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/typo=llama-3']);
+    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it');
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'another pod', (v) => v.endpoints['default/llama'].length === 1);
+    expect(logs.filter((l) => l.includes('modelMatches'))).toHaveLength(1);
+  });
+
+  test('a route naming a ModelServer that exists but is invalid is skipped, the log saying it is invalid rather than missing', async () => {
+    api.upsert('modelservers', server('default', 'broken', LABELS, 70000));
+    api.upsert('modelroutes', route('default', 'r', 'llama-3', ['broken']));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual([]);
+    expect(logs).toContain('kubernetes (ModelRoute default/r): spec.rules[0].targetModels[0].modelServerName: ModelServer default/broken is invalid (its own line says why), so it counts as missing; route skipped');
+    expect(logs.some((l) => l.startsWith('kubernetes (ModelServer default/broken): spec.workloadPort.port'))).toBe(true);
+  });
+
+  test('a route whose rule has only targets of weight 0 is kept, and logged naming the rule', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'off', 'llama-3', ['llama'], { spec: { rules: [{ targetModels: [{ modelServerName: 'llama', weight: 0 }] }] } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/off=llama-3']);
+    expect(logs).toContain('kubernetes (ModelRoute default/off): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)');
+  });
+
   test('routes for the same model name: the oldest wins (creationTimestamp, then namespace/name)', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelservers', server('team-b', 'llama', LABELS));
@@ -388,6 +416,59 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.dropWatches();
     await settle(source, 'silent pod seen after HTTP 410', (v) => v.endpoints['default/llama'].includes('llama-3@10.0.0.13:8000'));
     expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 5);
+  });
+
+  test('410 Gone again and again right after each relist: the relists back off (1 s, 2 s, ...) instead of looping', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const delaysBefore = clock.delays.length;
+    const listsBefore = api.requests.filter((q) => !q.watch && q.plural === 'pods').length;
+    api.sendBookmarks(); // every watch has delivered an event: the first 410 relists at once
+    api.expireNextWatches(6, 'pods');
+    api.dropWatches();
+    const podLists = (): number => api.requests.filter((q) => !q.watch && q.plural === 'pods').length - listsBefore;
+    await until('a pods watch served again', () => podLists() === 6 && api.watchCount('pods') === 1, () => api.requests);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen once the watches are served again', (v) => v.endpoints['default/llama'].length === 1);
+    expect(podLists()).toBe(6);
+    expect(clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000)).toEqual([1000, 2000, 4000, 8000, 16000]);
+    const held = logs.filter((l) => l.startsWith('pods watch answered 410 Gone'));
+    expect(held).toHaveLength(5);
+    expect(held[0]).toContain('2 times in a row, right after relisting; relisting in 1000 ms');
+  });
+
+  test('a watch that stays open but delivers nothing past the idle limit is taken for dead, logged, and resumed', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace: null, kubeConfig, log: (m) => logs.push(m), clock, watchIdleMs: 400 });
+    sources.push(source);
+    await source.start();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const listsBefore = api.requests.filter((q) => !q.watch).length;
+    // The pods watch hangs (a hung API server, or a connection lost without a reset): the change
+    // below only reaches a new watch.
+    api.stallWatches('pods');
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'the change seen through a new watch', (v) => v.endpoints['default/llama'].length === 0);
+    expect(logs.find((l) => l.startsWith('pods list/watch failed (watch delivered nothing for'))).toMatch(/the connection is taken for dead\); retrying in \d+ ms/);
+    // Resumed from its resourceVersion: no relist.
+    expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore);
+  });
+
+  test('a watch request that gets no answer at all past the idle limit is given up, logged, and made again', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace: null, kubeConfig, log: (m) => logs.push(m), clock, watchIdleMs: 400 });
+    sources.push(source);
+    await source.start();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.leaveNextWatchesUnanswered(1, 'pods');
+    api.sendBookmarks(); // healthy so far: the dropped pods watch is made again at once, and hangs
+    api.dropWatches();
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'the change seen through the watch made after the unanswered one', (v) => v.endpoints['default/llama'].length === 0);
+    expect(logs.some((l) => l.startsWith('pods list/watch failed (watch delivered nothing for'))).toBe(true);
   });
 
   test('watches ask for BOOKMARK events, which advance the resourceVersion a resumed watch starts from', async () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ResourceError, validateResource } from '../../../src/config/resources.js';
+import { ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { checkReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -166,6 +166,31 @@ describe('parseResourceFile: valid input', () => {
     expect(parse('kind: List\nitems: []\n')).toEqual({ routes: [], servers: [], warnings: [], documents: 1 });
   });
 
+  it('applies YAML merge keys (<<: *anchor), as kubectl does', () => {
+    const text = `${SERVER}---\n${route('r', `  modelName: m
+  defaults: &target {modelServerName: sf-server, weight: 40}
+  rules:
+  - targetModels:
+    - <<: *target
+    - <<: *target
+      weight: 60
+`)}`;
+    const { routes } = parse(text);
+    expect(routes[0].rules[0].targetModels).toEqual([{ modelServerName: 'sf-server', weight: 40 }, { modelServerName: 'sf-server', weight: 60 }]);
+  });
+
+  it('accepts a ModelRouteList or ModelServerList (the API\'s list answer), its items taking the list\'s kind and apiVersion when they leave them out', () => {
+    const text = `apiVersion: ${API}\nkind: ModelServerList\nmetadata: {resourceVersion: "7"}\nitems:\n- metadata: {name: s1}\n  spec: {endpoints: [{name: p, address: "127.0.0.1:1"}]}\n`
+      + `---\napiVersion: ${API}\nkind: ModelRouteList\nitems:\n- metadata: {name: r1}\n  spec: {modelName: m, rules: [{targetModels: [{modelServerName: s1}]}]}\n`
+      + `- {apiVersion: ${API}, kind: ModelRoute, metadata: {name: r2}, spec: {modelName: m2, rules: [{targetModels: [{modelServerName: s1}]}]}}\n`;
+    const { routes, servers, warnings } = parse(text);
+    expect(servers.map((s) => s.key)).toEqual(['default/s1']);
+    expect(routes.map((r) => r.key)).toEqual(['default/r1', 'default/r2']);
+    expect(warnings).toEqual([]);
+    expect(errorOf(() => parse(`apiVersion: ${API}\nkind: ModelRouteList\nitems: {}\n`)).message)
+      .toBe('routes.yaml: document 1 (ModelRouteList): items: expected a list of resources, got a mapping');
+  });
+
   it('accepts kind: List with items', () => {
     const list = {
       apiVersion: 'v1',
@@ -190,10 +215,20 @@ describe('parseResourceFile: valid input', () => {
     });
   });
 
+  it('reads a zero trafficPolicy.timeout (0s, 0, 0m0s) as none set, as the route API does: ROUTER_UPSTREAM_TIMEOUT then applies', () => {
+    for (const zero of ['0s', '"0"', '0m0s', '0.0s']) {
+      const { servers } = parse(`apiVersion: ${API}\nkind: ModelServer\nmetadata: {name: s}\nspec:\n  endpoints: [{name: p, address: "127.0.0.1:1"}]\n  trafficPolicy: {timeout: ${zero}}\n`);
+      expect(servers[0].timeoutMs, zero).toBeNull();
+    }
+  });
+
   it('reads trafficPolicy.retry (attempts, retryInterval as in the route API)', () => {
     const spec = (p: string) => `apiVersion: ${API}\nkind: ModelServer\nmetadata:\n  name: s1\nspec:\n  trafficPolicy: ${p}\n`;
     expect(parse(spec('{retry: {attempts: 3, retryInterval: 100ms}}')).servers[0].retry).toEqual({ attempts: 3, intervalMs: 100 });
     expect(parse(spec('{retry: {attempts: 0}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 0 });
+    // attempts is optional in the route API (whose CRD defaults only retryInterval): left out, it is 0.
+    expect(parse(spec('{retry: {retryInterval: 100ms}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 100 });
+    expect(parse(spec('{retry: {}}')).servers[0].retry).toEqual({ attempts: 0, intervalMs: 0 });
     expect(parse(spec('{timeout: 5s}')).servers[0].retry).toBeNull();
   });
 
@@ -274,11 +309,33 @@ ${route('r', `  modelName: m
 status:
   conditions: []
 `)}`;
-    const { routes, servers } = parse(text);
+    const { routes, servers, warnings } = parse(text);
+    // Every field of the route API is known; only the made-up one is reported (and ignored).
+    expect(warnings.filter((w) => w.includes('unknown field'))).toEqual([`routes.yaml: document 2 (ModelRoute default/r): spec.rateLimit.extra: ${UNKNOWN_FIELD}`]);
     expect(servers[0]).toMatchObject({ timeoutMs: 90_000, workloadPort: 8000, inferenceEngine: 'SGLang' });
     expect(routes[0].rateLimit).toEqual({ inputTokensPerUnit: null, outputTokensPerUnit: 7, unit: 'second', global: null, mode: 'enforce' });
     expect(routes[0].rules[0].modelMatch).toEqual({ headers: { 'x-a': { kind: 'exact', value: 'b' } }, uri: null, model: 'lora-a' });
     expect(JSON.parse(JSON.stringify(routes[0]))).not.toHaveProperty('status');
+  });
+
+  it('warns of a field neither the route API nor the router has, naming it: a misspelt modelMatch.header would match every request', () => {
+    const { routes, warnings } = parse(`${SERVER}---\n${route('r', `  modelName: m
+  rules:
+  - name: premium
+    modelMatch:
+      header:
+        user-type: {exact: premium}
+    targetModels:
+    - {modelServerName: sf-server, wieght: 10}
+`)}---\napiVersion: ${API}\nkind: List\nitems:\n- apiVersion: ${API}\n  kind: ModelServer\n  metadata: {name: s2}\n  spec: {endpoint: [], workloadPort: {port: 1, portName: x}}\n`);
+    expect(routes[0].rules[0].modelMatch).toBeNull();
+    expect(warnings).toEqual([
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].modelMatch.header: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[0].wieght: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.endpoint: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.workloadPort.portName: ${UNKNOWN_FIELD}`,
+      expect.stringContaining('(ModelServer default/s2): spec.endpoints: not set'),
+    ]);
   });
 
   it('accepts redis:// and rediss:// URLs and bracketed IPv6 addresses', () => {
@@ -394,18 +451,31 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     expect(routes[0].rateLimit?.unit).toBe('second');
     expect(routes[0].rules[0].name).toBe('rule-0');
   });
+  it('as in the route API, an empty rule name counts as none; a name of another type is refused', () => {
+    const spec = (name: string): string => `  modelName: m\n  rules:\n  - name: ${name}\n    targetModels: [{modelServerName: sf-server}]\n  - name: ""\n    targetModels: [{modelServerName: sf-server}]\n`;
+    const { routes } = parse(`${SERVER}---\n${route('r', spec('""'))}`);
+    expect(routes[0].rules.map((r) => r.name)).toEqual(['rule-0', 'rule-1']);
+    expect(routeError(spec('5'))).toContain('routes.yaml: document 2 (ModelRoute default/sf-route): spec.rules[0].name: expected a non-empty string, got 5');
+  });
   it.each([
     ['neither limit', '    unit: minute\n', 'spec.rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
     ['zero input', '    inputTokensPerUnit: 0\n    unit: minute\n', 'spec.rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
     ['negative output', '    outputTokensPerUnit: -5\n    unit: minute\n', 'spec.rateLimit.outputTokensPerUnit: must be an integer from 1 to 4294967295, got -5'],
     ['bad unit', '    inputTokensPerUnit: 5\n    unit: week\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
-    ['global without redis', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {}\n', 'spec.rateLimit.global.redis: is required: expected a mapping'],
+    ['global not a mapping', '    inputTokensPerUnit: 5\n    unit: hour\n    global: redis\n', 'spec.rateLimit.global: expected a mapping, got the string "redis"'],
     ['redis without address', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {}}\n', 'spec.rateLimit.global.redis.address: is required: expected a non-empty string'],
     ['address without port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: redis-host}}\n', 'spec.rateLimit.global.redis.address: expected host:port'],
     ['address with bad port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "redis:99999"}}\n', 'spec.rateLimit.global.redis.address: expected host:port (IPv4, hostname or [IPv6], port 1-65535): bad port "99999"'],
     ['wrong URL scheme', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: "http://redis:6379"}}\n', 'spec.rateLimit.global.redis.address: URL scheme must be redis:// or rediss://, got "http"'],
   ])('rateLimit: %s', (_name, body, expected) => {
     expect(routeError(limit(body))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
+  });
+
+  it('as in the route API, a global without redis is a local limit', () => {
+    for (const global of ['{}', '{redis: null}']) {
+      const { routes } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
+      expect(routes[0].rateLimit, global).toEqual({ inputTokensPerUnit: 5, outputTokensPerUnit: null, unit: 'second', global: null, mode: 'enforce' });
+    }
   });
 
   it('does not print a redis password in messages', () => {
@@ -421,10 +491,8 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['timeout garbage', '  trafficPolicy: {timeout: soon}\n', 'spec.trafficPolicy.timeout: invalid duration "soon"'],
     ['timeout unit', '  trafficPolicy: {timeout: 3d}\n', 'spec.trafficPolicy.timeout: invalid duration "3d": unknown unit "d"'],
     ['timeout number', '  trafficPolicy: {timeout: 30}\n', 'spec.trafficPolicy.timeout: expected a duration string such as "30s" or "1m30s", got 30'],
-    ['timeout zero', '  trafficPolicy: {timeout: 0s}\n', 'spec.trafficPolicy.timeout: must be greater than zero, got the string "0s"'],
     ['timeout negative', '  trafficPolicy: {timeout: -1s}\n', 'spec.trafficPolicy.timeout: negative duration "-1s" is not allowed'],
     ['retry not a mapping', '  trafficPolicy: {retry: 3}\n', 'spec.trafficPolicy.retry: expected a mapping, got 3'],
-    ['retry without attempts', '  trafficPolicy: {retry: {}}\n', 'spec.trafficPolicy.retry.attempts: is required: expected an integer from 0 to 10'],
     ['retry attempts too many', '  trafficPolicy: {retry: {attempts: 11}}\n', 'spec.trafficPolicy.retry.attempts: must be an integer from 0 to 10, got 11'],
     ['retry attempts negative', '  trafficPolicy: {retry: {attempts: -1}}\n', 'spec.trafficPolicy.retry.attempts: must be an integer from 0 to 10, got -1'],
     ['retry interval garbage', '  trafficPolicy: {retry: {attempts: 1, retryInterval: soon}}\n', 'spec.trafficPolicy.retry.retryInterval: invalid duration "soon"'],
@@ -473,6 +541,23 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     const err = errorOf(() => parse(`${SERVER.replace('127.0.0.1:18001', 'nope')}---\n${route('r', '  modelName: ""\n')}`));
     expect(err.problems).toHaveLength(2);
     expect(err.message).toMatch(/^routes\.yaml: 2 problems:\n {2}- routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*\n {2}- routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: is required unless spec\.loraAdapters lists adapters: expected a non-empty string$/);
+  });
+});
+
+describe('parseResourceFile: a rule whose targets all have weight 0', () => {
+  it('is kept, with a warning naming the file, document, route and rule (its requests get 503)', () => {
+    const { routes, warnings } = parse(`${SERVER}---\n${route('r', `  modelName: m
+  rules:
+  - name: off
+    modelMatch: {headers: {x-off: {exact: "1"}}}
+    targetModels: [{modelServerName: sf-server, weight: 0}, {modelServerName: sf-server, weight: 0}]
+  - name: some
+    targetModels: [{modelServerName: sf-server, weight: 0}, {modelServerName: sf-server, weight: 1}]
+`)}`);
+    expect(routes[0].rules.map((r) => r.name)).toEqual(['off', 'some']);
+    expect(warnings).toEqual([
+      'routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)',
+    ]);
   });
 });
 

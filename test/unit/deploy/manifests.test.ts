@@ -143,7 +143,6 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     }), /rateLimit/],
     ['redis address without port', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'redis'; }), /address/],
     ['redis seed list with a bad member', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'r1:6379,r2'; }), /address/],
-    ['global without redis', mutate(route, (d) => { d.spec.rateLimit.global = {}; }), /redis/],
     ['weight above 100', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = 101; }), /weight/],
     ['negative weight', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = -1; }), /weight/],
     ['no rules', mutate(route, (d) => { d.spec.rules = []; }), /rules/],
@@ -166,6 +165,30 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     expect(errors.join('\n')).toMatch(field);
     const routerMessage = routerError(doc);
     expect(routerMessage, 'router validation should reject it').not.toBeNull();
+  });
+
+  test('a retry without attempts (optional in the route API, which defaults only retryInterval) is accepted by both', () => {
+    const doc = mutate(server, (d) => { d.spec.trafficPolicy = { ...d.spec.trafficPolicy, retry: { retryInterval: '100ms' } }; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
+  test('a global without redis (a local limit in the route API) is accepted by both', () => {
+    const doc = mutate(route, (d) => { d.spec.rateLimit.global = {}; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
+  test('an empty loraAdapters list beside a modelName (the route API allows it) is accepted by both', () => {
+    const doc = mutate(route, (d) => { d.spec.loraAdapters = []; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
+  test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {
+    const doc = mutate(route, (d) => { d.spec.rules[0].name = ''; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
   });
 
   test('a Redis Cluster seed list and a redis:// URL are accepted by both', () => {
