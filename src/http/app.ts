@@ -23,6 +23,7 @@ const ALLOW_GET = Object.freeze({ allow: 'GET, HEAD' });
 /** The uWS app of one worker process: health, readiness, models and the inference front. */
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   const app = uws.App();
+  setClientTimeouts(app);
   // Each GET path answers HEAD as GET would, without the body (RFC 9110 §9.3.2).
   // While the router drains every answer closes its connection, these too.
   getAndHead(app, '/healthz', (res, _req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', h.draining(), head));
@@ -48,6 +49,29 @@ export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
     sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining(), req.getMethod() === 'head');
   });
   return app;
+}
+
+/**
+ * Seconds a client connection may go without progress before the HTTP server closes it: nothing
+ * received (between requests, in a header block, mid-upload), or, while an answer waits for the
+ * client to read, no room freed in its socket. The uWS 20.30 build has these fixed at 10 s
+ * (HTTP_IDLE_TIMEOUT_S, HTTP_TIMEOUT_S); the 20.57 build defaults both to 30 s and has setters,
+ * which the router sets to the same 10 s, so the limits are one on every runtime
+ * (docs/configuration.md, HTTP limits).
+ */
+export const CLIENT_TIMEOUT_SECONDS = 10;
+
+/** The 20.57 build's setters of its idle (reading a request) and response (writing an answer, keep-alive) timeouts. */
+interface ClientTimeoutSetters {
+  setIdleTimeout?: (seconds: number) => unknown;
+  setResponseTimeout?: (seconds: number) => unknown;
+}
+
+/** Sets the build's client timeouts to CLIENT_TIMEOUT_SECONDS where it can (20.57); the 20.30 build's are that already. */
+export function setClientTimeouts(app: UWS.TemplatedApp): void {
+  const a = app as unknown as ClientTimeoutSetters;
+  if (typeof a.setIdleTimeout === 'function') a.setIdleTimeout(CLIENT_TIMEOUT_SECONDS);
+  if (typeof a.setResponseTimeout === 'function') a.setResponseTimeout(CLIENT_TIMEOUT_SECONDS);
 }
 
 /** Serves `pattern` for GET and for HEAD (`head`: the GET answer's headers only). */

@@ -7,6 +7,7 @@
  * ROUTER_TEST_NODE<major> (e.g. ROUTER_TEST_NODE24) may name a binary of that major instead.
  */
 import { execFileSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +71,33 @@ for (const major of MAJORS) {
         await router.kill();
       }
     });
+
+    it('closes a connection that makes no progress after about 10 s, as on the 20.30 build (this build defaults to 30 s)', async () => {
+      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, node: node! });
+      try {
+        const port = Number(new URL(router.url).port);
+        // Kept alive after its answer; a header block cut short; an upload that stops.
+        const starts = [
+          'GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n',
+          'GET /healthz HTTP/1.1\r\nhos',
+          'POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"mo',
+        ];
+        const closedAfter = await Promise.all(starts.map((start) => new Promise<number>((resolve, reject) => {
+          const t0 = Date.now();
+          const s = connect(port, '127.0.0.1', () => s.write(start));
+          s.on('data', () => {});
+          s.on('error', () => {});
+          s.on('close', () => { clearTimeout(giveUp); resolve(Date.now() - t0); });
+          const giveUp = setTimeout(() => { s.destroy(); reject(new Error(`still open after 25 s: ${JSON.stringify(start.slice(0, 30))}`)); }, 25_000);
+        })));
+        for (const ms of closedAfter) {
+          expect(ms).toBeGreaterThan(5_000);
+          expect(ms).toBeLessThan(25_000);
+        }
+      } finally {
+        await router.kill();
+      }
+    }, 40_000);
 
     it('enforces a local input-token limit across workers: 200, 200, 429', async () => {
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
