@@ -104,6 +104,12 @@ export class Exchange {
   handedOn = false;
   /** The `traceparent` sent to the pod (tracing on: set by the tracer), else null. */
   traceparent: string | null = null;
+  /**
+   * The request's trace span (tracing on: set by the pipeline), ended by the worker when it writes
+   * the request's record, so that the span ends with the answer (a slow client's last byte, or
+   * its cut) as the record does; else null. Opaque here (observe/tracer.ts RequestSpan).
+   */
+  traceSpan: object | null = null;
   /** Links of the list of requests whose body is still arriving (arriving-bodies.ts, their only writer). */
   arrivingPrev: Exchange | null = null;
   arrivingNext: Exchange | null = null;

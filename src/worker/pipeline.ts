@@ -72,6 +72,8 @@ class PipelineRun implements ProxyListener {
     this.x = x;
     this.s = s;
     this.span = s.tracer === null ? null : s.tracer.start(x);
+    // Ended with the request's record (worker.ts finish), which may wait for the answer's last byte.
+    x.traceSpan = this.span;
   }
 
   /** Parse, then authenticate. */
@@ -208,7 +210,7 @@ class PipelineRun implements ProxyListener {
   /**
    * Once per request, whatever happened: input tokens admitted but never taken to a pod (no
    * endpoint, connection failures, client gone first) are given back (a pod that saw the request
-   * keeps them charged); then the span and finish().
+   * keeps them charged); then finish(), which ends the span with the record.
    */
   private end(): void {
     if (this.ended) return;
@@ -229,7 +231,6 @@ class PipelineRun implements ProxyListener {
   }
 
   private close(): void {
-    if (this.span !== null) this.s.tracer!.end(this.span, this.x);
     this.s.finish(this.x);
   }
 }

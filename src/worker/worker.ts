@@ -28,7 +28,7 @@ import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
 import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
 import { isPrefixPairs, MSG_PREFIX, PrefixShare, type PrefixShareMessage } from '../pick/prefix-share.js';
 import cluster from 'node:cluster';
-import { Tracer } from '../observe/tracer.js';
+import { Tracer, type RequestSpan } from '../observe/tracer.js';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 import { performance } from 'node:perf_hooks';
 
@@ -135,6 +135,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (x.holdRecord(finish)) return;
     const ctx = x.ctx;
     if (ctx.tEnd === 0) ctx.tEnd = performance.now(); // the pipeline sets it before waiting on a limit store
+    if (tracer !== null && x.traceSpan !== null) tracer.end(x.traceSpan as RequestSpan, x);
     if (accessLog.enabled) accessLog.log(recordFromContext(ctx));
     metrics.observeRequest(ctx, ctx.tFirstByte > 0 ? ctx.tFirstByte - ctx.t0 : null);
     finished++;

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOtlpCollector } from '../helpers/otlp-collector.js';
 import { resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
 
 /**
@@ -312,4 +313,37 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       await pod.stop();
     }
   }, 90_000);
+});
+
+describe('tracing on: the span of a large answer the client leaves', () => {
+  it('ends with the record, so it says 499 client_closed as the record does, not the 200 handed to the connection', async () => {
+    const pod = new BigPod();
+    await pod.start();
+    const collector = await startOtlpCollector();
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
+      dir, workers: 1, env: {
+        ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0',
+        OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
+    });
+    try {
+      const c = rawClient(router.url, 'traced-paused-reader', 64 * 1024);
+      await waitFor('the first bytes of the answer', () => c.received() >= 64 * 1024);
+      await sleep(1000);
+      c.socket.destroy();
+      const r = await recordOf(file, 'traced-paused-reader');
+      expect(r.status_code).toBe(499);
+      const span = await waitFor('the span', () => collector.spans.find((s) => s.attrs['http.request.header.x-request-id'] === 'traced-paused-reader'));
+      expect(span.attrs['http.response.status_code']).toBe(499);
+      expect(span.attrs['error.type']).toBe('client_closed');
+      // It ended when the client left, not when the answer was handed to the connection.
+      expect(Number(BigInt(span.endTimeUnixNano) - BigInt(span.startTimeUnixNano)) / 1e6).toBeGreaterThanOrEqual(900);
+    } finally {
+      await router.kill('SIGKILL');
+      await pod.stop();
+      await collector.close();
+    }
+  }, 60_000);
 });
