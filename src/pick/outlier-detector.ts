@@ -8,7 +8,7 @@ export interface HealthHolder {
 }
 
 export interface OutlierSettings {
-  /** Connect failures or timeouts in a row that eject a pod. */
+  /** Connect failures, timeouts or broken connections (resets) in a row that eject a pod. */
   readonly consecutiveFailures: number;
   /** 5xx answers in a row (countsAs5xx) that eject a pod; 0: answers never do. */
   readonly consecutive5xx: number;
@@ -17,7 +17,7 @@ export interface OutlierSettings {
   readonly maxEjectionMs: number;
 }
 
-/** What ejected a pod: connect failures/timeouts, or 5xx answers. */
+/** What ejected a pod: connect failures/timeouts/resets, or 5xx answers. */
 export type EjectionCause = 'connect' | '5xx';
 
 export interface OutlierEvents {
@@ -40,7 +40,7 @@ export function countsAs5xx(status: number, retryAfter: boolean): boolean {
 
 /** The log line of an ejection. */
 export function ejectionMessage(pod: string, ms: number, failures: number, ejections: number, cause: EjectionCause): string {
-  const what = cause === '5xx' ? '5xx answer(s)' : 'connect failure(s)/timeout(s)';
+  const what = cause === '5xx' ? '5xx answer(s)' : 'connect failure(s)/timeout(s)/reset(s)';
   return `pod ${pod} ejected for ${ms}ms after ${failures} ${what} in a row (ejection ${ejections} in a row)`;
 }
 
@@ -66,7 +66,7 @@ export class OutlierDetector {
     this.on5xx = settings.consecutive5xx > 0;
   }
 
-  /** The pod was not reached (connection refused/unreachable/connect timeout) or did not answer in time. */
+  /** The pod was not reached (connection refused/unreachable/connect timeout), did not answer in time, or broke the connection before its answer ended. */
   failure(e: HealthHolder): void {
     const h = e.health;
     const now = this.clock();

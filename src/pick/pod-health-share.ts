@@ -2,7 +2,7 @@
  * Passive health shared by the processes of one instance over the cluster IPC channel:
  *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it, 5xx failures after it][] }
  *     each pod-metrics interval, and at once (batched per event-loop turn) after a failure (a
- *     connect failure, a timeout or a 5xx answer that counts) or the first answer of a failing pod;
+ *     connect failure, a timeout, a reset or a 5xx answer that counts) or the first answer of a failing pod;
  *   primary -> worker  { t: 'sched:eject', by, pods: [key, pod, ejected ms left (0 = back), ejections][] }
  *     as soon as the primary's outlier detector (pod-health-hub.ts) ejects or returns a pod;
  *     `by` is the worker whose report did it (that one counts the ejection in its metrics).
@@ -17,7 +17,7 @@ export const MSG_EJECT = 'sched:eject';
 
 /**
  * [endpoint key, pod name, answered (not a 5xx failure) since the last report (1) or not (0),
- * connect failures/timeouts after that, 5xx failures after that].
+ * connect failures/timeouts/resets after that, 5xx failures after that].
  */
 export type OutcomeRow = [string, string, number, number, number];
 /** [endpoint key, pod name, ejection ms left (0 = back in rotation), ejections in a row]. */

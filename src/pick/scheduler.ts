@@ -136,6 +136,16 @@ export class Scheduler {
     this.failed(e);
   }
 
+  /**
+   * The pod had the request and the connection broke before its answer ended (upstream-errors.ts
+   * PodFault.Lost): counted with the connect failures and timeouts, as the router's own failure
+   * of the exchange (the client gets the router's 502, or a cut answer), not as an answer.
+   */
+  lost(e: EndpointState): void {
+    this.metrics?.reset(e.name);
+    this.failed(e);
+  }
+
   private failed(e: EndpointState): void {
     e.health.reportFailures++;
     this.outlier.failure(e);

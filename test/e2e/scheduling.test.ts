@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
 
@@ -28,6 +29,51 @@ async function metric(router: Router, name: string, labels: string): Promise<num
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
+
+/**
+ * A pod whose port is live but whose engine is not: it reads each request whole, then
+ * `drop` closes the connection before any answer (reset: RST, not FIN, with `reset`), or `cut`
+ * sends the head of a 200 (and `body`, the start of its body) and closes.
+ */
+async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole'): Promise<{ port: number; requests: () => number; close: () => Promise<void> }> {
+  let requests = 0;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+    let seen = '';
+    s.on('data', (d) => {
+      seen += d.toString('latin1');
+      const head = seen.indexOf('\r\n\r\n');
+      if (head === -1) return;
+      const length = Number(/content-length: *(\d+)/i.exec(seen.slice(0, head))?.[1] ?? 0);
+      if (seen.length < head + 4 + length) return;
+      seen = '';
+      requests++;
+      if (mode === 'reset') s.resetAndDestroy();
+      else if (mode === 'drop') s.destroy();
+      else if (mode === 'cut-stream') {
+        s.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
+        const event = 'data: {"id":"c","object":"text_completion","choices":[{"index":0,"text":"he"}]}\n\n';
+        s.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`, () => setTimeout(() => s.destroy(), 20));
+      } else {
+        s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"id":"c","choices":[', () => setTimeout(() => s.destroy(), 20));
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    requests: () => requests,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 const complete = async (router: Router): Promise<number> => {
   const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
   await r.text();
@@ -37,9 +83,11 @@ const complete = async (router: Router): Promise<number> => {
 describe('passive health and retries, real processes', () => {
   let router: Router | undefined;
   const mocks: MockBackend[] = [];
+  const closers: (() => Promise<void>)[] = [];
   afterEach(async () => {
     await router?.kill();
     await Promise.all(mocks.splice(0).map((m) => m.kill()));
+    await Promise.all(closers.splice(0).map((c) => c()));
   });
 
   it('an unreachable pod is ejected, traffic goes to the healthy one, and it comes back once it answers', async () => {
@@ -58,7 +106,7 @@ describe('passive health and retries, real processes', () => {
     expect(failures).toBeGreaterThanOrEqual(2);
     expect(failures).toBeLessThan(6);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(failures);
-    await waitFor('ejection logged', () => /pod pod-dead ejected for \d+ms after 2 connect failure\(s\)\/timeout\(s\) in a row/.test(router!.stderr()), 10_000);
+    await waitFor('ejection logged', () => /pod pod-dead ejected for \d+ms after 2 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/.test(router!.stderr()), 10_000);
 
     const back = await startMock('pod-dead', ['--port', String(deadPort)]);
     mocks.push(back);
@@ -307,6 +355,57 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-busy"')).toBe(1);
     expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-busy"')).toBe(1);
   });
+
+  for (const mode of ['drop', 'reset'] as const) {
+    it(`a pod that takes each request and then closes the connection before answering (${mode}) is ejected after ROUTER_OUTLIER_CONSECUTIVE_FAILURES of them`, async () => {
+      const healthy = await startMock('pod-healthy');
+      mocks.push(healthy);
+      const crashed = await brokenPod(mode);
+      closers.push(crashed.close);
+      router = await startRouter(resources([{ name: 'pod-healthy', port: healthy.port }, { name: 'pod-crashed', port: crashed.port }]), {
+        workers: 1,
+        env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '2', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      });
+      const statuses: number[] = [];
+      for (let i = 0; i < 30; i++) statuses.push(await complete(router));
+      // Each of its requests is answered 502 (no retry policy: the pod may have worked on it).
+      expect(statuses.filter((s) => s === 502)).toHaveLength(crashed.requests());
+      expect(crashed.requests()).toBe(2);
+      expect((await healthy.stats()).requests).toBe(28);
+      expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-crashed"')).toBe(2);
+      expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-crashed"')).toBe(0);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-crashed"')).toBe(1);
+      await waitFor('ejection logged', () => /pod pod-crashed ejected for 60000ms after 2 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/.test(router!.stderr()), 10_000);
+    });
+  }
+
+  for (const mode of ['cut-stream', 'cut-whole'] as const) {
+    it(`a pod that cuts its 200 answers partway (${mode}) is ejected: a cut answer is a failure, not an answer`, async () => {
+      const healthy = await startMock('pod-healthy');
+      mocks.push(healthy);
+      const cutting = await brokenPod(mode);
+      closers.push(cutting.close);
+      router = await startRouter(resources([{ name: 'pod-healthy', port: healthy.port }, { name: 'pod-cutting', port: cutting.port }]), {
+        workers: 1,
+        env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '2', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      });
+      let broken = 0;
+      for (let i = 0; i < 30; i++) {
+        const stream = mode === 'cut-stream';
+        try {
+          const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x', stream });
+          const text = await r.text();
+          if (r.status !== 200 || (stream && !text.includes('[DONE]'))) broken++;
+        } catch {
+          broken++; // the router cut the client's connection mid-answer
+        }
+      }
+      expect(broken).toBe(cutting.requests());
+      expect(cutting.requests()).toBe(2);
+      expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-cutting"')).toBe(2);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-cutting"')).toBe(1);
+    });
+  }
 
   it('without a retry policy a timeout is answered (504), not retried', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);

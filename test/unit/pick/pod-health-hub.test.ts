@@ -19,7 +19,7 @@ describe('PodHealthHub (primary: one detector per instance)', () => {
     expect(h.report(2, [['k', 'pod-a', 0, 1, 0]])).toBeNull();
     const share = h.report(1, [['k', 'pod-a', 0, 1, 0]]);
     expect(share).toEqual({ t: 'sched:eject', by: 1, pods: [['k', 'pod-a', 1_000, 1]] });
-    expect(lines).toEqual(['pod pod-a ejected for 1000ms after 3 connect failure(s)/timeout(s) in a row (ejection 1 in a row)']);
+    expect(lines).toEqual(['pod pod-a ejected for 1000ms after 3 connect failure(s)/timeout(s)/reset(s) in a row (ejection 1 in a row)']);
     expect(h.ejected()).toEqual([['k', 'pod-a', 1_000, 1]]);
     // More failures during the ejection change nothing.
     expect(h.report(2, [['k', 'pod-a', 0, 5, 0]])).toBeNull();

@@ -109,4 +109,19 @@ describe('Scheduler: the pod\'s answers and passive health', () => {
     expect(news).toBe(3); // the first answer of a failing pod
     expect(pod.health).toMatchObject({ reportSuccess: true, report5xx: 0, consecutive5xx: 0 });
   });
+
+  it('a connection the pod broke before its answer ended counts with the connect failures: the run ejects, the reset is counted', async () => {
+    const { s, pod, lines, counter, now } = scheduler(3);
+    s.lost(pod);
+    s.answered(pod, 1, 200, false); // an answer ends the run
+    s.lost(pod);
+    s.connectFailed(pod);
+    expect(OutlierDetector.ejected(pod, now())).toBe(false);
+    s.timedOut(pod);
+    expect(OutlierDetector.ejected(pod, now())).toBe(true);
+    expect(lines).toEqual(['pod pod-a ejected for 1000ms after 3 connect failure(s)/timeout(s)/reset(s) in a row (ejection 1 in a row)']);
+    expect(await counter('inference_router_upstream_resets_total')).toBe(2);
+    expect(await counter('inference_router_upstream_connect_failures_total')).toBe(1);
+    expect(await counter('inference_router_upstream_5xx_failures_total')).toBe(0);
+  });
 });
