@@ -50,7 +50,10 @@ export function ejectionMessage(pod: string, ms: number, failures: number, eject
  * a row, is ejected for base × 2^(ejections in a row − 1), capped. The two runs are counted apart
  * and neither ends the other: only another answer does. When the interval is over the pod is
  * tried again; one more failure of either kind ejects it again (for longer), another answer puts
- * it back for good and resets the counts. State lives on the endpoint (PodHealth).
+ * it back for good and resets the counts. An answer to a request sent before the ejection (or in
+ * its millisecond) says nothing of the pod since: it does not end the ejection, nor the probation
+ * after it (under concurrency, a pod failing half its requests would otherwise come back at once
+ * from the answers in flight when it was ejected). State lives on the endpoint (PodHealth).
  */
 export class OutlierDetector {
   private readonly settings: OutlierSettings;
@@ -92,15 +95,20 @@ export class OutlierDetector {
     const h = e.health;
     const ms = Math.min(this.settings.maxEjectionMs, this.settings.baseEjectionMs * 2 ** Math.min(h.ejections, 30));
     h.ejections++;
+    h.ejectedAt = now;
     h.ejectedUntil = now + ms;
     h.consecutiveFailures = 0;
     h.consecutive5xx = 0;
     this.events.ejected(e.name, ms, failures, h.ejections, cause);
   }
 
-  /** The pod answered (any status that is not a 5xx failure). */
-  success(e: HealthHolder): void {
+  /**
+   * The pod answered (any status that is not a 5xx failure) a request sent at `sentAt` (clock ms).
+   * Ignored when the request went out before the pod's last ejection, or in its millisecond.
+   */
+  success(e: HealthHolder, sentAt: number): void {
     const h = e.health;
+    if (h.ejections !== 0 && sentAt <= h.ejectedAt) return;
     h.consecutiveFailures = 0;
     h.consecutive5xx = 0;
     if (h.ejections === 0) return;

@@ -46,6 +46,8 @@ class ProxyAttempts implements CallListener {
   private lastError: RouterError | null = null;
   /** The pod of the attempt in flight. */
   private endpoint: EndpointState | null = null;
+  /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
+  private sentAt = 0;
   /** The listener heard the end. */
   private ended = false;
 
@@ -74,6 +76,7 @@ class ProxyAttempts implements CallListener {
 
   private tryNext(): void {
     const endpoint = this.scheduler.pick(this.server, this.first === null ? null : (this.tried ??= [this.first]), this.prompt);
+    this.sentAt = this.scheduler.pickedAt;
     if (endpoint === null) {
       if (this.first === null) {
         this.failed(new RouterError('upstream_error', `no ready endpoint for ModelServer ${this.server.key}`, 503, null, 'no_ready_endpoint'));
@@ -146,7 +149,7 @@ class ProxyAttempts implements CallListener {
       // A client that went away says nothing of the pod: its answer (if any) is not counted.
       // An answer cut partway (FailedMidResponse) was counted above, as the failure it is.
       const ctx = this.x.ctx;
-      if (outcome === CallOutcome.Done && !ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus, call.retryAfter);
+      if (outcome === CallOutcome.Done && !ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus, call.retryAfter, this.sentAt);
       this.succeeded(r);
       return;
     }

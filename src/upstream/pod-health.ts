@@ -11,8 +11,15 @@ export class PodHealth {
   ejections = 0;
   /** Clock ms until which the pod is out of rotation; 0 = in rotation. */
   ejectedUntil = 0;
+  /**
+   * Clock ms of the last ejection (as this process learned of it): an answer to a request sent
+   * then or before does not end it (pick/outlier-detector.ts success).
+   */
+  ejectedAt = 0;
   /** An answer (not a 5xx failure) since the last report to the primary (pick/pod-health-share.ts). */
   reportSuccess = false;
+  /** Clock ms at which the latest-sent of those answers' requests went out (0: none). */
+  reportSentAt = 0;
   /** Connect failures, timeouts and resets since the last report to the primary, after the last answer. */
   reportFailures = 0;
   /** 5xx failures since the last report to the primary, after the last answer. */

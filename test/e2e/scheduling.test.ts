@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
@@ -69,6 +70,39 @@ async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole'): P
     requests: () => requests,
     close: async () => {
       for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/**
+ * A pod that fails half its requests: every second one is answered 500 at once, the others 200
+ * after `slowMs` (so its good answers arrive after its failures, as under load).
+ */
+async function flakyPod(slowMs: number): Promise<{ port: number; requests: () => number; close: () => Promise<void> }> {
+  let requests = 0;
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const n = requests++;
+      if (n % 2 === 1) {
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"engine failed"}}');
+        return;
+      }
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+          id: 'c', object: 'text_completion', model: 'm', choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }));
+      }, slowMs);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as { port: number }).port,
+    requests: () => requests,
+    close: async () => {
+      server.closeAllConnections();
       await new Promise((r) => server.close(r));
     },
   };
@@ -334,6 +368,29 @@ describe('passive health and retries, real processes', () => {
     expect(failed).toBeLessThanOrEqual(3 + 8);
     expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
   });
+
+  for (const workers of [1, 2]) {
+    it(`an answer to a request sent before the ejection does not end it (${workers} worker(s)): a pod failing half its requests stays out until its interval ends`, async () => {
+      const healthy = await startMock('pod-healthy', ['--latency-ms', '20']);
+      mocks.push(healthy);
+      const flaky = await flakyPod(400);
+      closers.push(flaky.close);
+      router = await startRouter(resources([{ name: 'pod-healthy', port: healthy.port }, { name: 'pod-flaky', port: flaky.port }]), {
+        workers,
+        env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '2', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      });
+      // 8 clients, 12 requests each: the flaky pod's 500s come at once, its good answers 400 ms later.
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 12; i++) await complete(router!);
+      }));
+      expect(flaky.requests() + (await healthy.stats()).requests).toBe(96);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-flaky"')).toBe(1);
+      expect(router.stderr()).not.toMatch(/pod pod-flaky answered again/);
+      expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-flaky"')).toBe(workers);
+      // What it drew: the requests before its second 500, and those sent in the same moment.
+      expect(flaky.requests()).toBeLessThanOrEqual(4 + 8);
+    });
+  }
 
   it('a pod\'s 503 with retry-after (overloaded) does not eject it; a 503 without does', async () => {
     const pod = await startMock('pod-busy');
