@@ -34,9 +34,11 @@ async function metric(router: Router, name: string, labels: string): Promise<num
 /**
  * A pod whose port is live but whose engine is not: it reads each request whole, then
  * `drop` closes the connection before any answer (reset: RST, not FIN, with `reset`), or `cut`
- * sends the head of a 200 (and `body`, the start of its body) and closes.
+ * sends the head of a 200 and the start of its body (a stream's first event) and closes.
+ * `idle-race` answers the first request of each connection whole and kept alive, and closes the
+ * connection as the next one arrives (as a server closing an idle connection just then).
  */
-async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole'): Promise<{ port: number; requests: () => number; close: () => Promise<void> }> {
+async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole' | 'idle-race'): Promise<{ port: number; requests: () => number; close: () => Promise<void> }> {
   let requests = 0;
   const sockets = new Set<Socket>();
   const server: Server = createServer((s) => {
@@ -44,6 +46,7 @@ async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole'): P
     s.on('close', () => sockets.delete(s));
     s.on('error', () => {});
     let seen = '';
+    let served = 0;
     s.on('data', (d) => {
       seen += d.toString('latin1');
       const head = seen.indexOf('\r\n\r\n');
@@ -52,7 +55,14 @@ async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole'): P
       if (seen.length < head + 4 + length) return;
       seen = '';
       requests++;
-      if (mode === 'reset') s.resetAndDestroy();
+      if (mode === 'idle-race') {
+        if (served++ > 0) {
+          s.destroy();
+          return;
+        }
+        const body = JSON.stringify({ id: 'c', object: 'text_completion', model: 'm', choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }] });
+        s.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      } else if (mode === 'reset') s.resetAndDestroy();
       else if (mode === 'drop') s.destroy();
       else if (mode === 'cut-stream') {
         s.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
@@ -435,6 +445,21 @@ describe('passive health and retries, real processes', () => {
       await waitFor('ejection logged', () => /pod pod-crashed ejected for 60000ms after 2 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/.test(router!.stderr()), 10_000);
     });
   }
+
+  it('an idle connection the pod closes just as the next request arrives is no failure: the request is sent again, nothing counts', async () => {
+    const pod = await brokenPod('idle-race');
+    closers.push(pod.close);
+    router = await startRouter(resources([{ name: 'pod-racing', port: pod.port }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    for (let i = 0; i < 6; i++) expect(await complete(router)).toBe(200);
+    // Each connection served one request and was closed by the pod as the next one arrived.
+    expect(pod.requests()).toBe(11);
+    expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-racing"')).toBe(0);
+  });
 
   for (const mode of ['cut-stream', 'cut-whole'] as const) {
     it(`a pod that cuts its 200 answers partway (${mode}) is ejected: a cut answer is a failure, not an answer`, async () => {
