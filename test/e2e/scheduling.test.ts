@@ -325,7 +325,9 @@ describe('passive health and retries, real processes', () => {
 
   it('a pod that answers every request 500 is ejected after ROUTER_OUTLIER_CONSECUTIVE_5XX of them; traffic goes to the healthy one; it comes back once it answers', async () => {
     const failing = await startMock('pod-failing', ['--fail-rate', '1']);
-    const healthy = await startMock('pod-healthy');
+    // Slower than the pod that comes back: the latency scorer then does not keep every request
+    // (one at a time, none in flight) on the pod measured fastest so far.
+    const healthy = await startMock('pod-healthy', ['--latency-ms', '20']);
     mocks.push(failing, healthy);
     router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), {
       workers: 1,
