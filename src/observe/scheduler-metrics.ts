@@ -15,6 +15,8 @@ export class SchedulerMetrics {
     'Attempts that did not reach the pod (connection refused, unreachable, connect timeout), by pod.', ['pod']);
   private readonly timeouts = new CounterFamily('inference_router_upstream_timeouts_total',
     'Attempts on which the pod did not answer in time (ModelServer timeout), by pod.', ['pod']);
+  private readonly resets = new CounterFamily('inference_router_upstream_resets_total',
+    'Attempts whose connection the pod closed or broke after it had the request, before its answer ended (before the answer, or partway through it), by pod.', ['pod']);
   private readonly serverErrors = new CounterFamily('inference_router_upstream_5xx_failures_total',
     'Answers of the pod that count as its failures for passive health (500, 502, 504, 503 without retry-after), by pod.', ['pod']);
   private readonly ejections = new CounterFamily('inference_router_pod_ejections_total',
@@ -28,7 +30,7 @@ export class SchedulerMetrics {
   /** `ejectedPods`: pods out of rotation now; `scrapedPods`: pods whose scraped metrics are fresh. */
   /** `prefixHashes`: block hashes in the prefix memory of this process. */
   constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<string> = () => [], prefixHashes: () => number = () => 0) {
-    for (const m of [this.retries, this.connectFailures, this.timeouts, this.serverErrors, this.ejections, this.decisions, this.score]) registry.registerMetric(m as never);
+    for (const m of [this.retries, this.connectFailures, this.timeouts, this.resets, this.serverErrors, this.ejections, this.decisions, this.score]) registry.registerMetric(m as never);
     registry.registerMetric(new CollectedFamily('inference_router_pod_ejected',
       'Pods out of rotation now (1 per process that ejected it; summed across workers).', 'gauge',
       () => countByPod(ejectedPods())) as never);
@@ -43,6 +45,7 @@ export class SchedulerMetrics {
   retried(server: string): void { this.retries.childOf(server).value++; }
   connectFailed(pod: string): void { this.connectFailures.childOf(pod).value++; }
   timedOut(pod: string): void { this.timeouts.childOf(pod).value++; }
+  reset(pod: string): void { this.resets.childOf(pod).value++; }
   serverError(pod: string): void { this.serverErrors.childOf(pod).value++; }
   ejected(pod: string): void { this.ejections.childOf(pod).value++; }
 

@@ -8,7 +8,7 @@ export interface HealthHolder {
 }
 
 export interface OutlierSettings {
-  /** Connect failures or timeouts in a row that eject a pod. */
+  /** Connect failures, timeouts or broken connections (resets) in a row that eject a pod. */
   readonly consecutiveFailures: number;
   /** 5xx answers in a row (countsAs5xx) that eject a pod; 0: answers never do. */
   readonly consecutive5xx: number;
@@ -17,7 +17,7 @@ export interface OutlierSettings {
   readonly maxEjectionMs: number;
 }
 
-/** What ejected a pod: connect failures/timeouts, or 5xx answers. */
+/** What ejected a pod: connect failures/timeouts/resets, or 5xx answers. */
 export type EjectionCause = 'connect' | '5xx';
 
 export interface OutlierEvents {
@@ -40,7 +40,7 @@ export function countsAs5xx(status: number, retryAfter: boolean): boolean {
 
 /** The log line of an ejection. */
 export function ejectionMessage(pod: string, ms: number, failures: number, ejections: number, cause: EjectionCause): string {
-  const what = cause === '5xx' ? '5xx answer(s)' : 'connect failure(s)/timeout(s)';
+  const what = cause === '5xx' ? '5xx answer(s)' : 'connect failure(s)/timeout(s)/reset(s)';
   return `pod ${pod} ejected for ${ms}ms after ${failures} ${what} in a row (ejection ${ejections} in a row)`;
 }
 
@@ -50,7 +50,10 @@ export function ejectionMessage(pod: string, ms: number, failures: number, eject
  * a row, is ejected for base × 2^(ejections in a row − 1), capped. The two runs are counted apart
  * and neither ends the other: only another answer does. When the interval is over the pod is
  * tried again; one more failure of either kind ejects it again (for longer), another answer puts
- * it back for good and resets the counts. State lives on the endpoint (PodHealth).
+ * it back for good and resets the counts. An answer to a request sent before the ejection (or in
+ * its millisecond) says nothing of the pod since: it does not end the ejection, nor the probation
+ * after it (under concurrency, a pod failing half its requests would otherwise come back at once
+ * from the answers in flight when it was ejected). State lives on the endpoint (PodHealth).
  */
 export class OutlierDetector {
   private readonly settings: OutlierSettings;
@@ -66,7 +69,7 @@ export class OutlierDetector {
     this.on5xx = settings.consecutive5xx > 0;
   }
 
-  /** The pod was not reached (connection refused/unreachable/connect timeout) or did not answer in time. */
+  /** The pod was not reached (connection refused/unreachable/connect timeout), did not answer in time, or broke the connection before its answer ended. */
   failure(e: HealthHolder): void {
     const h = e.health;
     const now = this.clock();
@@ -92,15 +95,20 @@ export class OutlierDetector {
     const h = e.health;
     const ms = Math.min(this.settings.maxEjectionMs, this.settings.baseEjectionMs * 2 ** Math.min(h.ejections, 30));
     h.ejections++;
+    h.ejectedAt = now;
     h.ejectedUntil = now + ms;
     h.consecutiveFailures = 0;
     h.consecutive5xx = 0;
     this.events.ejected(e.name, ms, failures, h.ejections, cause);
   }
 
-  /** The pod answered (any status that is not a 5xx failure). */
-  success(e: HealthHolder): void {
+  /**
+   * The pod answered (any status that is not a 5xx failure) a request sent at `sentAt` (clock ms).
+   * Ignored when the request went out before the pod's last ejection, or in its millisecond.
+   */
+  success(e: HealthHolder, sentAt: number): void {
     const h = e.health;
+    if (h.ejections !== 0 && sentAt <= h.ejectedAt) return;
     h.consecutiveFailures = 0;
     h.consecutive5xx = 0;
     if (h.ejections === 0) return;

@@ -37,13 +37,15 @@ export class PodHealthHub {
   report(worker: number, outcomes: readonly OutcomeRow[]): EjectionShare | null {
     for (const row of outcomes) {
       if (!Array.isArray(row) || typeof row[0] !== 'string' || typeof row[1] !== 'string') continue;
-      const [key, name, answered, failures, errors] = row;
+      const [key, name, answered, failures, errors, sentAt] = row;
       const failing = failures > 0 || errors > 0;
       let p = this.pods.get(key);
       this.currentKey = key;
       if (answered === 1 && p !== undefined) {
-        this.detector.success(p);
-        if (!failing) {
+        // An answer to a request sent before this ejection (by the clock the processes share)
+        // leaves it in force; a row without the time counts as sent now.
+        this.detector.success(p, typeof sentAt === 'number' ? sentAt : this.clock());
+        if (!failing && p.health.ejections === 0) {
           this.pods.delete(key);
           continue;
         }

@@ -1,8 +1,8 @@
 /**
  * Passive health shared by the processes of one instance over the cluster IPC channel:
- *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it, 5xx failures after it][] }
+ *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it, 5xx failures after it, sent at][] }
  *     each pod-metrics interval, and at once (batched per event-loop turn) after a failure (a
- *     connect failure, a timeout or a 5xx answer that counts) or the first answer of a failing pod;
+ *     connect failure, a timeout, a reset or a 5xx answer that counts) or the first answer of a failing pod;
  *   primary -> worker  { t: 'sched:eject', by, pods: [key, pod, ejected ms left (0 = back), ejections][] }
  *     as soon as the primary's outlier detector (pod-health-hub.ts) ejects or returns a pod;
  *     `by` is the worker whose report did it (that one counts the ejection in its metrics).
@@ -17,9 +17,11 @@ export const MSG_EJECT = 'sched:eject';
 
 /**
  * [endpoint key, pod name, answered (not a 5xx failure) since the last report (1) or not (0),
- * connect failures/timeouts after that, 5xx failures after that].
+ * connect failures/timeouts/resets after that, 5xx failures after that, clock ms at which the
+ * latest-sent request of those answers went out (0: none; an answer to a request sent before the
+ * primary's ejection of the pod does not end it)].
  */
-export type OutcomeRow = [string, string, number, number, number];
+export type OutcomeRow = [string, string, number, number, number, number];
 /** [endpoint key, pod name, ejection ms left (0 = back in rotation), ejections in a row]. */
 export type EjectionRow = [string, string, number, number];
 
@@ -61,8 +63,9 @@ export class PodHealthShare {
     for (const e of this.endpoints()) {
       const h = e.health;
       if (!h.reportSuccess && h.reportFailures === 0 && h.report5xx === 0) continue;
-      outcomes.push([e.key, e.name, h.reportSuccess ? 1 : 0, h.reportFailures, h.report5xx]);
+      outcomes.push([e.key, e.name, h.reportSuccess ? 1 : 0, h.reportFailures, h.report5xx, h.reportSentAt]);
       h.reportSuccess = false;
+      h.reportSentAt = 0;
       h.reportFailures = 0;
       h.report5xx = 0;
     }
@@ -84,6 +87,8 @@ export class PodHealthShare {
       if (r === undefined) continue;
       const h = e.health;
       if (r[2] > 0) {
+        // An ejection new to this worker: answers to requests it sent before now do not end it.
+        if (h.ejectedUntil <= now || r[3] > h.ejections) h.ejectedAt = now;
         h.ejectedUntil = Math.max(h.ejectedUntil, now + r[2]);
         h.ejections = Math.max(h.ejections, r[3]);
         h.consecutiveFailures = 0;

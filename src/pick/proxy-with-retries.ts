@@ -4,7 +4,8 @@ import type { Exchange } from '../http/exchange.js';
 import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
-import type { CallListener, CallOutcome, UpstreamCall } from '../upstream/upstream-call.js';
+import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
+import { PodFault, podFault } from '../upstream/upstream-errors.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
@@ -45,6 +46,8 @@ class ProxyAttempts implements CallListener {
   private lastError: RouterError | null = null;
   /** The pod of the attempt in flight. */
   private endpoint: EndpointState | null = null;
+  /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
+  private sentAt = 0;
   /** The listener heard the end. */
   private ended = false;
 
@@ -73,6 +76,7 @@ class ProxyAttempts implements CallListener {
 
   private tryNext(): void {
     const endpoint = this.scheduler.pick(this.server, this.first === null ? null : (this.tried ??= [this.first]), this.prompt);
+    this.sentAt = this.scheduler.pickedAt;
     if (endpoint === null) {
       if (this.first === null) {
         this.failed(new RouterError('upstream_error', `no ready endpoint for ModelServer ${this.server.key}`, 503, null, 'no_ready_endpoint'));
@@ -129,6 +133,9 @@ class ProxyAttempts implements CallListener {
 
   private attemptEnded(call: UpstreamCall, outcome: CallOutcome): void {
     const endpoint = this.endpoint!;
+    // A pod that had the request and failed it (timed out, broke the connection before its
+    // answer ended) counts for passive health, whatever reached the client.
+    if (outcome === CallOutcome.FailedBeforeResponse || outcome === CallOutcome.FailedMidResponse) this.podFailed(endpoint, call.error);
     let r: AnswerUsage | null | 'retry';
     try {
       r = upstreamResult(this.x, call, outcome, endpoint, this.server.timeoutMs);
@@ -140,8 +147,9 @@ class ProxyAttempts implements CallListener {
       // The attempt's own marks (startUpstreamCall, upstreamResult): the pod's time to the first
       // byte of a stream, else to the end of the answer, and its status. No clock read of its own.
       // A client that went away says nothing of the pod: its answer (if any) is not counted.
+      // An answer cut partway (FailedMidResponse) was counted above, as the failure it is.
       const ctx = this.x.ctx;
-      if (!ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus, call.retryAfter);
+      if (outcome === CallOutcome.Done && !ctx.aborted) this.scheduler.answered(endpoint, (ctx.tFirstByte > ctx.tUpstreamStart ? ctx.tFirstByte : ctx.tUpstreamEnd) - ctx.tUpstreamStart, call.upstreamStatus, call.retryAfter, this.sentAt);
       this.succeeded(r);
       return;
     }
@@ -154,9 +162,15 @@ class ProxyAttempts implements CallListener {
     this.next();
   }
 
+  /** The pod failed the attempt with `err` (the call's error): a timeout, or a connection that broke. */
+  private podFailed(endpoint: EndpointState, err: unknown): void {
+    const fault = podFault(err);
+    if (fault === PodFault.Timeout) this.scheduler.timedOut(endpoint);
+    else if (fault === PodFault.Lost) this.scheduler.lost(endpoint);
+  }
+
   /** The attempt failed with `err` (thrown by the call's start or by its result). */
   private attemptFailed(err: unknown, endpoint: EndpointState): void {
-    if (err instanceof RouterError && err.type === 'timeout') this.scheduler.timedOut(endpoint);
     const retry = this.server.retry;
     if (!retry.anyFailure || this.attempt >= retry.attempts || !(err instanceof RouterError) || this.x.headersSent || !this.x.writable) {
       this.failed(err);

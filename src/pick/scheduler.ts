@@ -48,6 +48,8 @@ export class Scheduler {
   readonly outlier: OutlierDetector;
   private readonly news: (() => void) | null;
   private readonly serverNow: ((key: string) => CompiledServer | undefined) | null;
+  /** Clock ms of the last pick: when the request it was made for goes out (answered's sentAt). */
+  pickedAt = 0;
 
   constructor(o: SchedulerOptions) {
     this.clock = o.clock;
@@ -85,6 +87,7 @@ export class Scheduler {
     const endpoints = server.endpoints;
     const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
     const now = this.clock();
+    this.pickedAt = now;
     let e = this.scorer.pick(endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
     if (e === null) {
       const current = this.serverNow?.(server.key);
@@ -103,9 +106,11 @@ export class Scheduler {
    * pod's latency: an error answered at once says nothing of how fast the pod serves, and would
    * draw more traffic to a pod that fails everything. A 5xx that counts (outlier-detector.ts
    * countsAs5xx) adds to the pod's run of 5xx failures (unless ROUTER_OUTLIER_CONSECUTIVE_5XX is 0);
-   * any other answer ends both runs.
+   * any other answer ends both runs, and an ejection, unless its request went out (`sentAt`, clock
+   * ms: pickedAt of its pick) before the pod was ejected: such an answer is not counted, nor
+   * reported (the primary's own detector checks it again against the ejection it knows).
    */
-  answered(e: EndpointState, latencyMs: number, status: number, retryAfter: boolean): void {
+  answered(e: EndpointState, latencyMs: number, status: number, retryAfter: boolean, sentAt: number): void {
     const l = e.load;
     if (status < 400) l.observedMs = l.observedMs !== l.observedMs ? latencyMs : l.observedMs + OBSERVED_ALPHA * (latencyMs - l.observedMs);
     const h = e.health;
@@ -118,11 +123,13 @@ export class Scheduler {
         return;
       }
     }
+    if (h.ejections !== 0 && sentAt <= h.ejectedAt) return; // sent before the ejection: old news
     h.reportSuccess = true;
+    if (sentAt > h.reportSentAt) h.reportSentAt = sentAt;
     h.reportFailures = 0;
     h.report5xx = 0;
     if (h.consecutiveFailures === 0 && h.consecutive5xx === 0 && h.ejections === 0) return;
-    this.outlier.success(e);
+    this.outlier.success(e, sentAt);
     this.news?.();
   }
 
@@ -133,6 +140,16 @@ export class Scheduler {
 
   timedOut(e: EndpointState): void {
     this.metrics?.timedOut(e.name);
+    this.failed(e);
+  }
+
+  /**
+   * The pod had the request and the connection broke before its answer ended (upstream-errors.ts
+   * PodFault.Lost): counted with the connect failures and timeouts, as the router's own failure
+   * of the exchange (the client gets the router's 502, or a cut answer), not as an answer.
+   */
+  lost(e: EndpointState): void {
+    this.metrics?.reset(e.name);
     this.failed(e);
   }
 

@@ -3,7 +3,7 @@
  * picker reads it. Plain fields: read on every pick without a call.
  */
 export class PodHealth {
-  /** Connect failures and timeouts in a row since the last answer that was not a 5xx failure. */
+  /** Connect failures, timeouts and resets in a row since the last answer that was not a 5xx failure. */
   consecutiveFailures = 0;
   /** 5xx answers that count (pick/outlier-detector.ts countsAs5xx) in a row since the last other answer. */
   consecutive5xx = 0;
@@ -11,9 +11,16 @@ export class PodHealth {
   ejections = 0;
   /** Clock ms until which the pod is out of rotation; 0 = in rotation. */
   ejectedUntil = 0;
+  /**
+   * Clock ms of the last ejection (as this process learned of it): an answer to a request sent
+   * then or before does not end it (pick/outlier-detector.ts success).
+   */
+  ejectedAt = 0;
   /** An answer (not a 5xx failure) since the last report to the primary (pick/pod-health-share.ts). */
   reportSuccess = false;
-  /** Connect failures and timeouts since the last report to the primary, after the last answer. */
+  /** Clock ms at which the latest-sent of those answers' requests went out (0: none). */
+  reportSentAt = 0;
+  /** Connect failures, timeouts and resets since the last report to the primary, after the last answer. */
   reportFailures = 0;
   /** 5xx failures since the last report to the primary, after the last answer. */
   report5xx = 0;

@@ -13,6 +13,28 @@ export function formatSeconds(ms: number): string {
   return Number.isInteger(s) ? String(s) : String(Math.round(s * 1000) / 1000);
 }
 
+/** What a failed exchange (not a connect failure, not a client that left) says of the pod, for passive health. */
+export const enum PodFault {
+  /** Nothing: the router cut it (its pool closed: the pod left the configuration, or the router stops). */
+  None,
+  /** The pod did not answer, or did not go on answering, within the ModelServer's timeout. */
+  Timeout,
+  /**
+   * The pod had the request and the connection broke before its answer ended: closed or reset
+   * before the answer (an engine that crashed behind a live port), an answer cut partway, or one
+   * the client could not read (malformed). An idle connection the pod closed just as the request
+   * went out is no failure: the HTTP/1.1 client sends the request again, and its error never gets here.
+   */
+  Lost,
+}
+
+export function podFault(err: unknown): PodFault {
+  const code = (err as { code?: string } | null)?.code ?? '';
+  if (code === 'HTTP1_TOTAL_TIMEOUT' || code === 'HTTP1_HEADERS_TIMEOUT' || code === 'HTTP1_BODY_TIMEOUT') return PodFault.Timeout;
+  if (code === 'HTTP1_ABORTED' || isConnectFailure(err)) return PodFault.None;
+  return PodFault.Lost;
+}
+
 /** Maps a failed upstream exchange to the router's error registry. */
 export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): RouterError {
   const code = (err as { code?: string } | null)?.code ?? '';

@@ -53,7 +53,7 @@ describe('passive health shared by the workers of an instance, real processes', 
     // Ejected once for the instance, held by both workers, logged once.
     expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-dead"')).toBe(1);
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-dead"')).toBe(2);
-    expect(router.stderr().match(/pod pod-dead ejected for \d+ms after 3 connect failure\(s\)\/timeout\(s\) in a row/g)).toHaveLength(1);
+    expect(router.stderr().match(/pod pod-dead ejected for \d+ms after 3 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/g)).toHaveLength(1);
 
     const back = await startMock('pod-dead', ['--port', String(deadPort)]);
     mocks.push(back);

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
 
@@ -28,6 +30,94 @@ async function metric(router: Router, name: string, labels: string): Promise<num
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
+
+/**
+ * A pod whose port is live but whose engine is not: it reads each request whole, then
+ * `drop` closes the connection before any answer (reset: RST, not FIN, with `reset`), or `cut`
+ * sends the head of a 200 and the start of its body (a stream's first event) and closes.
+ * `idle-race` answers the first request of each connection whole and kept alive, and closes the
+ * connection as the next one arrives (as a server closing an idle connection just then).
+ */
+async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole' | 'idle-race'): Promise<{ port: number; requests: () => number; close: () => Promise<void> }> {
+  let requests = 0;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+    let seen = '';
+    let served = 0;
+    s.on('data', (d) => {
+      seen += d.toString('latin1');
+      const head = seen.indexOf('\r\n\r\n');
+      if (head === -1) return;
+      const length = Number(/content-length: *(\d+)/i.exec(seen.slice(0, head))?.[1] ?? 0);
+      if (seen.length < head + 4 + length) return;
+      seen = '';
+      requests++;
+      if (mode === 'idle-race') {
+        if (served++ > 0) {
+          s.destroy();
+          return;
+        }
+        const body = JSON.stringify({ id: 'c', object: 'text_completion', model: 'm', choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }] });
+        s.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      } else if (mode === 'reset') s.resetAndDestroy();
+      else if (mode === 'drop') s.destroy();
+      else if (mode === 'cut-stream') {
+        s.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
+        const event = 'data: {"id":"c","object":"text_completion","choices":[{"index":0,"text":"he"}]}\n\n';
+        s.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`, () => setTimeout(() => s.destroy(), 20));
+      } else {
+        s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"id":"c","choices":[', () => setTimeout(() => s.destroy(), 20));
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    requests: () => requests,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/**
+ * A pod that fails half its requests: every second one is answered 500 at once, the others 200
+ * after `slowMs` (so its good answers arrive after its failures, as under load).
+ */
+async function flakyPod(slowMs: number): Promise<{ port: number; requests: () => number; close: () => Promise<void> }> {
+  let requests = 0;
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const n = requests++;
+      if (n % 2 === 1) {
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"engine failed"}}');
+        return;
+      }
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+          id: 'c', object: 'text_completion', model: 'm', choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }));
+      }, slowMs);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as { port: number }).port,
+    requests: () => requests,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 const complete = async (router: Router): Promise<number> => {
   const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
   await r.text();
@@ -37,9 +127,11 @@ const complete = async (router: Router): Promise<number> => {
 describe('passive health and retries, real processes', () => {
   let router: Router | undefined;
   const mocks: MockBackend[] = [];
+  const closers: (() => Promise<void>)[] = [];
   afterEach(async () => {
     await router?.kill();
     await Promise.all(mocks.splice(0).map((m) => m.kill()));
+    await Promise.all(closers.splice(0).map((c) => c()));
   });
 
   it('an unreachable pod is ejected, traffic goes to the healthy one, and it comes back once it answers', async () => {
@@ -58,7 +150,7 @@ describe('passive health and retries, real processes', () => {
     expect(failures).toBeGreaterThanOrEqual(2);
     expect(failures).toBeLessThan(6);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(failures);
-    await waitFor('ejection logged', () => /pod pod-dead ejected for \d+ms after 2 connect failure\(s\)\/timeout\(s\) in a row/.test(router!.stderr()), 10_000);
+    await waitFor('ejection logged', () => /pod pod-dead ejected for \d+ms after 2 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/.test(router!.stderr()), 10_000);
 
     const back = await startMock('pod-dead', ['--port', String(deadPort)]);
     mocks.push(back);
@@ -233,7 +325,9 @@ describe('passive health and retries, real processes', () => {
 
   it('a pod that answers every request 500 is ejected after ROUTER_OUTLIER_CONSECUTIVE_5XX of them; traffic goes to the healthy one; it comes back once it answers', async () => {
     const failing = await startMock('pod-failing', ['--fail-rate', '1']);
-    const healthy = await startMock('pod-healthy');
+    // Slower than the pod that comes back: the latency scorer then does not keep every request
+    // (one at a time, none in flight) on the pod measured fastest so far.
+    const healthy = await startMock('pod-healthy', ['--latency-ms', '20']);
     mocks.push(failing, healthy);
     router = await startRouter(resources([{ name: 'pod-failing', port: failing.port }, { name: 'pod-healthy', port: healthy.port }]), {
       workers: 1,
@@ -287,6 +381,29 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
   });
 
+  for (const workers of [1, 2]) {
+    it(`an answer to a request sent before the ejection does not end it (${workers} worker(s)): a pod failing half its requests stays out until its interval ends`, async () => {
+      const healthy = await startMock('pod-healthy', ['--latency-ms', '20']);
+      mocks.push(healthy);
+      const flaky = await flakyPod(400);
+      closers.push(flaky.close);
+      router = await startRouter(resources([{ name: 'pod-healthy', port: healthy.port }, { name: 'pod-flaky', port: flaky.port }]), {
+        workers,
+        env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '2', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      });
+      // 8 clients, 12 requests each: the flaky pod's 500s come at once, its good answers 400 ms later.
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 12; i++) await complete(router!);
+      }));
+      expect(flaky.requests() + (await healthy.stats()).requests).toBe(96);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-flaky"')).toBe(1);
+      expect(router.stderr()).not.toMatch(/pod pod-flaky answered again/);
+      expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-flaky"')).toBe(workers);
+      // What it drew: the requests before its second 500, and those sent in the same moment.
+      expect(flaky.requests()).toBeLessThanOrEqual(4 + 8);
+    });
+  }
+
   it('a pod\'s 503 with retry-after (overloaded) does not eject it; a 503 without does', async () => {
     const pod = await startMock('pod-busy');
     mocks.push(pod);
@@ -307,6 +424,72 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-busy"')).toBe(1);
     expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-busy"')).toBe(1);
   });
+
+  for (const mode of ['drop', 'reset'] as const) {
+    it(`a pod that takes each request and then closes the connection before answering (${mode}) is ejected after ROUTER_OUTLIER_CONSECUTIVE_FAILURES of them`, async () => {
+      const healthy = await startMock('pod-healthy');
+      mocks.push(healthy);
+      const crashed = await brokenPod(mode);
+      closers.push(crashed.close);
+      router = await startRouter(resources([{ name: 'pod-healthy', port: healthy.port }, { name: 'pod-crashed', port: crashed.port }]), {
+        workers: 1,
+        env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '2', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      });
+      const statuses: number[] = [];
+      for (let i = 0; i < 30; i++) statuses.push(await complete(router));
+      // Each of its requests is answered 502 (no retry policy: the pod may have worked on it).
+      expect(statuses.filter((s) => s === 502)).toHaveLength(crashed.requests());
+      expect(crashed.requests()).toBe(2);
+      expect((await healthy.stats()).requests).toBe(28);
+      expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-crashed"')).toBe(2);
+      expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-crashed"')).toBe(0);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-crashed"')).toBe(1);
+      await waitFor('ejection logged', () => /pod pod-crashed ejected for 60000ms after 2 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/.test(router!.stderr()), 10_000);
+    });
+  }
+
+  it('an idle connection the pod closes just as the next request arrives is no failure: the request is sent again, nothing counts', async () => {
+    const pod = await brokenPod('idle-race');
+    closers.push(pod.close);
+    router = await startRouter(resources([{ name: 'pod-racing', port: pod.port }]), {
+      workers: 1,
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+    });
+    for (let i = 0; i < 6; i++) expect(await complete(router)).toBe(200);
+    // Each connection served one request and was closed by the pod as the next one arrived.
+    expect(pod.requests()).toBe(11);
+    expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-racing"')).toBe(0);
+  });
+
+  for (const mode of ['cut-stream', 'cut-whole'] as const) {
+    it(`a pod that cuts its 200 answers partway (${mode}) is ejected: a cut answer is a failure, not an answer`, async () => {
+      const healthy = await startMock('pod-healthy');
+      mocks.push(healthy);
+      const cutting = await brokenPod(mode);
+      closers.push(cutting.close);
+      router = await startRouter(resources([{ name: 'pod-healthy', port: healthy.port }, { name: 'pod-cutting', port: cutting.port }]), {
+        workers: 1,
+        env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '2', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      });
+      let broken = 0;
+      for (let i = 0; i < 30; i++) {
+        const stream = mode === 'cut-stream';
+        try {
+          const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x', stream });
+          const text = await r.text();
+          if (r.status !== 200 || (stream && !text.includes('[DONE]'))) broken++;
+        } catch {
+          broken++; // the router cut the client's connection mid-answer
+        }
+      }
+      expect(broken).toBe(cutting.requests());
+      expect(cutting.requests()).toBe(2);
+      expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-cutting"')).toBe(2);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-cutting"')).toBe(1);
+    });
+  }
 
   it('without a retry policy a timeout is answered (504), not retried', async () => {
     const slow = await startMock('pod-slow', ['--latency-ms', '3000']);
