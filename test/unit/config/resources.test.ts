@@ -266,6 +266,22 @@ describe('parseResourceFile: valid input', () => {
     expect(routes[0].rules[1].modelMatch).toBeNull();
   });
 
+  it('a resource refused for a missing or bad field names its unknown fields too: a misspelling is the likely cause', () => {
+    const text = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: {name: r}
+spec:
+  modelname: m
+  rule:
+  - targetModels: [{modelServerName: s}]
+`;
+    expect(() => parse(text)).toThrow('routes.yaml: document 1 (ModelRoute default/r): spec.modelName: is required unless spec.loraAdapters lists adapters: '
+      + 'expected a non-empty string (misspelt? this resource also has unknown fields spec.modelname, spec.rule)');
+    // Without an unknown field, the message is the problem alone.
+    expect(() => parse(text.replace('modelname: m', 'modelName: m').replace('rule:', 'rules:').replace('[{modelServerName: s}]', '[{modelServerName: s, weight: 150}]')))
+      .toThrow(/weight: [^()]*$/);
+  });
+
   it('tolerates unknown fields that real manifests carry', () => {
     const text = `apiVersion: ${API}
 kind: ModelServer
