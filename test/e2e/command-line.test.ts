@@ -74,6 +74,16 @@ describe('--version and --help', () => {
 });
 
 describe('start-up checks', () => {
+  it('a resources file given without --resources, or a misspelt flag, exits 2 saying what to type', () => {
+    const r1 = run(['examples/resources.yaml']);
+    expect(r1.status).toBe(2);
+    expect(r1.stderr).toBe('inference-router: unexpected argument "examples/resources.yaml": the router takes options only; '
+      + 'give a resources file as --resources examples/resources.yaml\nRun with --help for usage.\n');
+    const r2 = run(['--resource', 'examples/resources.yaml']);
+    expect(r2.status).toBe(2);
+    expect(r2.stderr).toBe('inference-router: unknown option "--resource"; did you mean --resources?\nRun with --help for usage.\n');
+  });
+
   it('ROUTER_LOG_FORMAT and ROUTER_DRAIN_DELAY are validated: exit 2 naming them', () => {
     const r1 = run(['--resources', 'x.yaml'], { ROUTER_LOG_FORMAT: 'xml' });
     expect(r1.status).toBe(2);
