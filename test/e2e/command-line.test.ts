@@ -93,6 +93,21 @@ describe('start-up checks', () => {
     expect(r2.stderr).toContain('ROUTER_DRAIN_DELAY');
   });
 
+  it('a resources path that is missing or a directory stops the router with exit 2 saying what --resources takes', async () => {
+    const port = String(await freePort());
+    const dir = tempDir();
+    const missing = spawnSync(process.execPath, [CLI, '--resources', 'no-such.yaml', '--workers', '1', '--port', port],
+      { encoding: 'utf8', cwd: dir, env: { ...process.env, ROUTER_LOG_FORMAT: 'json' }, timeout: 20_000 });
+    expect(missing.status, missing.stderr).toBe(2);
+    expect((JSON.parse(missing.stderr.trim().split('\n').at(-1)!) as { message: string }).message).toBe(
+      `cannot start: no-such.yaml: no such resources file (looked for ${join(dir, 'no-such.yaml')}); give the path of a YAML file `
+      + 'of ModelRoute/ModelServer resources to --resources or ROUTER_RESOURCES, e.g. examples/resources.yaml; exit 2');
+    const directory = run(['--resources', dir, '--workers', '1', '--port', port], { ROUTER_LOG_FORMAT: 'json' });
+    expect(directory.status, directory.stderr).toBe(2);
+    expect((JSON.parse(directory.stderr.trim().split('\n').at(-1)!) as { message: string }).message).toBe(
+      `cannot start: ${dir}: is a directory; --resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources; exit 2`);
+  });
+
   it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', async () => {
     const port = String(await freePort());
     const dir = tempDir();
