@@ -108,6 +108,26 @@ describe('start-up checks', () => {
       `cannot start: ${dir}: is a directory; --resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources; exit 2`);
   });
 
+  it('--kubernetes with a KUBECONFIG that is missing, not YAML or without a current cluster exits 2 naming it', async () => {
+    const port = String(await freePort());
+    const dir = tempDir();
+    writeFileSync(join(dir, 'broken.yaml'), 'clusters: [\n');
+    writeFileSync(join(dir, 'empty.yaml'), 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+    const cases = [
+      [join(dir, 'missing.yaml'), `cannot load the cluster configuration from KUBECONFIG=${join(dir, 'missing.yaml')}: ENOENT`],
+      [join(dir, 'broken.yaml'), `cannot load the cluster configuration from KUBECONFIG=${join(dir, 'broken.yaml')}: `],
+      [join(dir, 'empty.yaml'), `the cluster configuration from KUBECONFIG=${join(dir, 'empty.yaml')} has no current cluster`],
+    ] as const;
+    for (const [kubeconfig, message] of cases) {
+      const r = run(['--kubernetes', '--workers', '1', '--port', port], { KUBECONFIG: kubeconfig, ROUTER_LOG_FORMAT: 'json' });
+      expect(r.status, r.stderr).toBe(2);
+      const last = JSON.parse(r.stderr.trim().split('\n').at(-1)!) as { event: string; message: string };
+      expect(last.event).toBe('exit');
+      expect(last.message).toContain(`cannot start: --kubernetes: ${message}`);
+      expect(r.stderr).not.toMatch(/"event":"workers"/);
+    }
+  });
+
   it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', async () => {
     const port = String(await freePort());
     const dir = tempDir();
