@@ -118,6 +118,14 @@ describe('doc pages', () => {
     expect(bareCommands('```sh\nhelm install ir deploy/helm/inference-router -n inference-router\nnode dist/cli.js --resources r.yaml\n```\n`inference-router --help`\n')).toEqual([]);
   });
 
+  it('docs/README.md links to every page of docs/, as README.md says it does', () => {
+    const index = join(ROOT, 'docs/README.md');
+    const linked = new Set([...prose(readFileSync(index, 'utf8')).matchAll(/\]\(([^)#\s]+)(?:#[^)\s]*)?\)/g)]
+      .map((m) => resolve(dirname(index), m[1]!)));
+    const unlisted = PAGES.filter((p) => p.startsWith(join(ROOT, 'docs') + '/') && p !== index && !linked.has(p)).map((p) => relative(ROOT, p));
+    expect(unlisted).toEqual([]);
+  });
+
   for (const page of PAGES) {
     const name = relative(ROOT, page);
     const text = readFileSync(page, 'utf8');
