@@ -14,8 +14,20 @@ import { join } from 'node:path';
 import { probePort } from 'inference-router/primary/port-claim';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const port = Number(process.env.DEMO_PORT ?? 8080);
-const [podA, podB] = (process.env.DEMO_POD_PORTS ?? '18001,18002').split(',').map(Number);
+/** A port from 1 to 65535 in `variable`, or the demo stops naming the variable and what it holds. */
+function portsFrom(variable: 'DEMO_PORT' | 'DEMO_POD_PORTS', fallback: string, count: number): number[] {
+  const text = process.env[variable] ?? fallback;
+  const parts = text.split(',').map((s) => s.trim());
+  const ports = parts.map((s) => (/^\d+$/.test(s) ? Number(s) : NaN));
+  if (parts.length !== count || ports.some((p) => !(p >= 1 && p <= 65535))) {
+    const what = count === 1 ? 'a port from 1 to 65535' : `${count} ports from 1 to 65535, comma-separated (e.g. ${fallback})`;
+    process.stderr.write(`demo: ${variable} must be ${what}, got "${text}"\n`);
+    process.exit(2);
+  }
+  return ports;
+}
+const [port] = portsFrom('DEMO_PORT', '8080', 1) as [number];
+const [podA, podB] = portsFrom('DEMO_POD_PORTS', '18001,18002', 2) as [number, number];
 const children: ChildProcess[] = [];
 
 function start(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { parseResourceFile } from './resource-file.js';
 import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
@@ -43,7 +44,12 @@ export function loadResourceFile(file: string, apiGroup: string, maxBytes: numbe
     text = buf.toString('utf8');
   } catch (err) {
     const message = (err as Error).message;
-    throw new Error(message.startsWith(`${file}: `) ? message : `${file}: cannot read resources file: ${message}`);
+    if (message.startsWith(`${file}: `)) throw err;
+    // The two a newcomer meets: a path relative to another directory, and a directory given.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`${file}: no such resources file (looked for ${resolve(file)}); give the path of a YAML file of ModelRoute/ModelServer resources to --resources or ROUTER_RESOURCES, e.g. examples/resources.yaml`);
+    if (code === 'EISDIR') throw new Error(`${file}: is a directory; --resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources`);
+    throw new Error(`${file}: cannot read resources file: ${message}`);
   }
   const parsed = parseResourceFile(text, file, { apiGroup });
   for (const w of parsed.warnings) warn(w);

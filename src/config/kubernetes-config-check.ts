@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 /** Where a pod's service-account token is mounted (in-cluster configuration). */
 export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -32,6 +33,29 @@ export function missingKubeConfig(p: KubeConfigPlaces = HERE): string | null {
     `${userConfig === null ? 'there is no home directory for ~/.kube/config' : `${userConfig} does not exist`}, ` +
     `and this is not a pod with a service-account token (${SERVICE_ACCOUNT_TOKEN}); ` +
     'set KUBECONFIG to a kubeconfig file, or run the router in the cluster (docs/kubernetes.md)';
+}
+
+/**
+ * Loads the cluster configuration missingKubeConfig() found, at start: a KUBECONFIG naming a file
+ * that is missing or not a kubeconfig would otherwise leave a router that never becomes ready,
+ * logging an error that names neither the variable nor the file.
+ */
+export async function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): Promise<KubeConfig> {
+  const k8s = await import('@kubernetes/client-node');
+  const kc = new k8s.KubeConfig();
+  const from = env.KUBECONFIG ? `KUBECONFIG=${env.KUBECONFIG}` : 'the default places (~/.kube/config, or the pod\'s service account)';
+  try {
+    kc.loadFromDefault();
+  } catch (err) {
+    const reason = String((err as Error).message).split('\n')[0];
+    throw new Error(`--kubernetes: cannot load the cluster configuration from ${from}: ${reason}; ` +
+      'set KUBECONFIG to a readable kubeconfig file, or run the router in the cluster (docs/kubernetes.md)');
+  }
+  if (kc.getCurrentCluster()?.server === undefined) {
+    throw new Error(`--kubernetes: the cluster configuration from ${from} has no current cluster (current-context: ${JSON.stringify(kc.getCurrentContext() ?? '')}); ` +
+      'set current-context to a context whose cluster has a server');
+  }
+  return kc;
 }
 
 function safeHome(): string | null {

@@ -114,12 +114,24 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.lastFailureAt = now;
     const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
     this.retryAttempt++;
-    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms`);
+    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, err)}`);
     this.retryTimer = this.opts.clock.setTimeout(() => {
       this.retryTimer = null;
       if (!this.stopped) this.run();
     }, delay);
   }
+}
+
+/** The likely cause of a refusal a first deployment meets: CRDs not installed, RBAC not applied. */
+function failureHint(name: string, err: unknown): string {
+  const e = (err ?? {}) as { statusCode?: unknown; code?: unknown };
+  const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.code === 'number' ? e.code : null;
+  if (status === 404 && name !== 'pods') {
+    return `; the API does not serve ${name}: are the CRDs installed (kubectl apply -k deploy/crds), and is ROUTER_API_GROUP their group? (docs/kubernetes.md)`;
+  }
+  if (status === 403) return `; the router's identity may not list and watch ${name}: apply the RBAC of deploy/base (docs/kubernetes.md)`;
+  if (status === 401) return '; the API refused the credentials of the kubeconfig or service account';
+  return '';
 }
 
 function describeError(err: unknown): string {

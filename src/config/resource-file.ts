@@ -131,7 +131,10 @@ export function parseResourceFile(
       for (const path of unknownFields(obj)) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, path, UNKNOWN_FIELD));
     } catch (err) {
       if (!(err instanceof ResourceError)) throw err;
-      errors.push(err);
+      // A misspelt field (`modelname`) is what leaves the right one (`modelName`) missing: name it.
+      const unknown = unknownFields(obj);
+      errors.push(unknown.length === 0 ? err : new ResourceError(err.where, err.resource, err.path,
+        `${err.problem} (misspelt? this resource also has unknown ${unknown.length === 1 ? 'field' : 'fields'} ${unknown.join(', ')})`));
     }
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);

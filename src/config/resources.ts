@@ -37,11 +37,14 @@ export class ResourceError extends Error {
     this.problems = problems && problems.length > 1 ? problems : [this];
   }
 
-  /** One error for several problems; a single problem is returned as is. */
+  /**
+   * One error for several problems; a single problem is returned as is. One line, numbered: the
+   * operational log writes one line per event, where line breaks would show as `\n`.
+   */
   static combine(file: string, errors: readonly ResourceError[]): ResourceError {
     if (errors.length === 1) return errors[0];
-    const list = errors.map((e) => `  - ${e.message}`).join('\n');
-    return new ResourceError(file, null, null, `${errors.length} problems:\n${list}`, errors);
+    const list = errors.map((e, i) => `(${i + 1}) ${e.message}`).join('; ');
+    return new ResourceError(file, null, null, `${errors.length} problems: ${list}`, errors);
   }
 }
 

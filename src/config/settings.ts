@@ -64,6 +64,15 @@ export { USAGE } from './usage.js';
 
 const FLAGS_WITH_VALUE = new Set(['--resources', '--port', '--host', '--workers']);
 
+/** What is wrong with an argument that is no option, and the likely fix. */
+function unknownOption(arg: string): string {
+  // `inference-router resources.yaml`: the file is an option's value, not a positional argument.
+  if (!arg.startsWith('-')) return `unexpected argument "${arg}": the router takes options only; give a resources file as --resources ${arg}`;
+  const name = arg.split('=', 1)[0];
+  const near = [...FLAGS_WITH_VALUE, '--kubernetes', '--help', '--version'].find((f) => f !== name && (f.startsWith(name) || name.startsWith(f)) && name.length >= 4);
+  return near === undefined ? `unknown option "${arg}"` : `unknown option "${arg}"; did you mean ${near}?`;
+}
+
 function parseIntIn(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
   const n = Number(raw.trim());
@@ -116,7 +125,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     let value: string | undefined;
     const eq = arg.indexOf('=');
     if (arg.startsWith('--') && eq > 0) { value = arg.slice(eq + 1); arg = arg.slice(0, eq); }
-    if (!FLAGS_WITH_VALUE.has(arg)) throw new UsageError(`unknown option "${argv[i]}"`);
+    if (!FLAGS_WITH_VALUE.has(arg)) throw new UsageError(unknownOption(argv[i]));
     if (value === undefined) {
       value = argv[++i];
       if (value === undefined) throw new UsageError(`${arg} needs a value`);

@@ -20,6 +20,10 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 const MODEL_PREFIX = '/v1/models/';
 const ALLOW_GET = Object.freeze({ allow: 'GET, HEAD' });
 
+/** What a path outside the API is told the router serves. */
+const SERVED_PATHS = 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; '
+  + 'also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n';
+
 /** The uWS app of one worker process: health, readiness, models and the inference front. */
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   const app = uws.App();
@@ -46,7 +50,8 @@ export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   if (metrics !== null) getAndHead(app, '/metrics', (res, _req, head) => metrics(res, head, h.draining));
   app.any('/v1/*', inferenceHandler(h));
   app.any('/*', (res, req) => {
-    sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n`, h.draining(), req.getMethod() === 'head');
+    // `curl localhost:8080` is a newcomer's first call: the answer says what the router serves.
+    sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n${SERVED_PATHS}`, h.draining(), req.getMethod() === 'head');
   });
   return app;
 }

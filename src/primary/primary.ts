@@ -91,11 +91,12 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     source.start();
     stopSource = () => source.stop();
   } else {
-    const { missingKubeConfig } = await import('../config/kubernetes-config-check.js');
+    const { missingKubeConfig, loadKubeConfig } = await import('../config/kubernetes-config-check.js');
     const missing = missingKubeConfig();
     if (missing !== null) throw new Error(missing);
+    const kubeConfig = await loadKubeConfig();
     const { KubernetesSource } = await import('../config/kubernetes-source.js');
-    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, log: (m) => ops.info('kubernetes', m) });
+    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, kubeConfig, log: (m) => ops.info('kubernetes', m) });
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
     void kube.start().then(() => ops.info('kubernetes', 'first full sync done'), (err: Error) => ops.error('kubernetes', err.message));

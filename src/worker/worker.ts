@@ -122,7 +122,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     },
   });
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
-    log: (m) => ops.info('limits', m),
+    // A store unreachable or gone is a warning: its failure mode decides meanwhile (`closed`: 503s).
+    log: (m, level) => (level === 'warn' ? ops.warn('limits', m) : ops.info('limits', m)),
     onStoreError: (store) => metrics.redisError(store),
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
     onLease: (event) => metrics.leaseEvent(event),

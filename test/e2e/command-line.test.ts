@@ -74,6 +74,16 @@ describe('--version and --help', () => {
 });
 
 describe('start-up checks', () => {
+  it('a resources file given without --resources, or a misspelt flag, exits 2 saying what to type', () => {
+    const r1 = run(['examples/resources.yaml']);
+    expect(r1.status).toBe(2);
+    expect(r1.stderr).toBe('inference-router: unexpected argument "examples/resources.yaml": the router takes options only; '
+      + 'give a resources file as --resources examples/resources.yaml\nRun with --help for usage.\n');
+    const r2 = run(['--resource', 'examples/resources.yaml']);
+    expect(r2.status).toBe(2);
+    expect(r2.stderr).toBe('inference-router: unknown option "--resource"; did you mean --resources?\nRun with --help for usage.\n');
+  });
+
   it('ROUTER_LOG_FORMAT and ROUTER_DRAIN_DELAY are validated: exit 2 naming them', () => {
     const r1 = run(['--resources', 'x.yaml'], { ROUTER_LOG_FORMAT: 'xml' });
     expect(r1.status).toBe(2);
@@ -81,6 +91,41 @@ describe('start-up checks', () => {
     const r2 = run(['--resources', 'x.yaml'], { ROUTER_DRAIN_DELAY: 'later' });
     expect(r2.status).toBe(2);
     expect(r2.stderr).toContain('ROUTER_DRAIN_DELAY');
+  });
+
+  it('a resources path that is missing or a directory stops the router with exit 2 saying what --resources takes', async () => {
+    const port = String(await freePort());
+    const dir = tempDir();
+    const missing = spawnSync(process.execPath, [CLI, '--resources', 'no-such.yaml', '--workers', '1', '--port', port],
+      { encoding: 'utf8', cwd: dir, env: { ...process.env, ROUTER_LOG_FORMAT: 'json' }, timeout: 20_000 });
+    expect(missing.status, missing.stderr).toBe(2);
+    expect((JSON.parse(missing.stderr.trim().split('\n').at(-1)!) as { message: string }).message).toBe(
+      `cannot start: no-such.yaml: no such resources file (looked for ${join(dir, 'no-such.yaml')}); give the path of a YAML file `
+      + 'of ModelRoute/ModelServer resources to --resources or ROUTER_RESOURCES, e.g. examples/resources.yaml; exit 2');
+    const directory = run(['--resources', dir, '--workers', '1', '--port', port], { ROUTER_LOG_FORMAT: 'json' });
+    expect(directory.status, directory.stderr).toBe(2);
+    expect((JSON.parse(directory.stderr.trim().split('\n').at(-1)!) as { message: string }).message).toBe(
+      `cannot start: ${dir}: is a directory; --resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources; exit 2`);
+  });
+
+  it('--kubernetes with a KUBECONFIG that is missing, not YAML or without a current cluster exits 2 naming it', async () => {
+    const port = String(await freePort());
+    const dir = tempDir();
+    writeFileSync(join(dir, 'broken.yaml'), 'clusters: [\n');
+    writeFileSync(join(dir, 'empty.yaml'), 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+    const cases = [
+      [join(dir, 'missing.yaml'), `cannot load the cluster configuration from KUBECONFIG=${join(dir, 'missing.yaml')}: ENOENT`],
+      [join(dir, 'broken.yaml'), `cannot load the cluster configuration from KUBECONFIG=${join(dir, 'broken.yaml')}: `],
+      [join(dir, 'empty.yaml'), `the cluster configuration from KUBECONFIG=${join(dir, 'empty.yaml')} has no current cluster`],
+    ] as const;
+    for (const [kubeconfig, message] of cases) {
+      const r = run(['--kubernetes', '--workers', '1', '--port', port], { KUBECONFIG: kubeconfig, ROUTER_LOG_FORMAT: 'json' });
+      expect(r.status, r.stderr).toBe(2);
+      const last = JSON.parse(r.stderr.trim().split('\n').at(-1)!) as { event: string; message: string };
+      expect(last.event).toBe('exit');
+      expect(last.message).toContain(`cannot start: --kubernetes: ${message}`);
+      expect(r.stderr).not.toMatch(/"event":"workers"/);
+    }
   });
 
   it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', async () => {

@@ -108,6 +108,18 @@ describe('npm run demo', () => {
     }
   });
 
+  it.each([
+    ['DEMO_PORT', 'abc', 'DEMO_PORT must be a port from 1 to 65535, got "abc"'],
+    ['DEMO_PORT', '70000', 'DEMO_PORT must be a port from 1 to 65535, got "70000"'],
+    ['DEMO_POD_PORTS', '18001', 'DEMO_POD_PORTS must be 2 ports from 1 to 65535, comma-separated (e.g. 18001,18002), got "18001"'],
+    ['DEMO_POD_PORTS', '18001,x', 'DEMO_POD_PORTS must be 2 ports from 1 to 65535, comma-separated (e.g. 18001,18002), got "18001,x"'],
+  ])('a bad %s (%s) stops it before it starts anything, naming the variable', (variable, value, message) => {
+    const r = spawnSync(process.execPath, [DEMO], { encoding: 'utf8', env: { ...process.env, [variable]: value }, timeout: 30_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(`demo: ${message}\n`);
+    expect(r.stdout).toBe('');
+  });
+
   it('stops everything when the process that started it goes away', async () => {
     const { proc, demoPid, ports } = await startDemo(true);
     const kids = childPids(demoPid);

@@ -122,7 +122,7 @@ spec:
   });
 
   it('404 model_not_found: no route, and no matching rule', async () => {
-    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404, 'model "nope" is not served by any route');
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404, 'model "nope" is not served by any route; GET /v1/models lists the models served');
     await expectError(await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }), 404, 'no rule of route default/header-route matches the request');
     const ok = await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }, { 'x-team': 'team-a' });
     expect(ok.status).toBe(200);
@@ -163,7 +163,13 @@ spec:
     await expectError(s, 504, 'inference timed out after 0.5s');
   });
 
-  it('404 for paths outside the API', async () => {
-    expect((await fetch(`${router.url}/nope`)).status).toBe(404);
+  it('404 for paths outside the API, naming what the router serves', async () => {
+    const r = await fetch(`${router.url}/nope`);
+    expect(r.status).toBe(404);
+    expect(await r.text()).toBe('no such path: /nope\n'
+      + 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n');
+    const root = await fetch(`${router.url}/`);
+    expect(root.status).toBe(404);
+    expect(await root.text()).toMatch(/^no such path: \/\ninference: POST \/v1\/completions/);
   });
 });

@@ -13,7 +13,8 @@ export interface HealthOptions {
   timeoutMs: number;
   /** Delay between health pings while the circuit is open. */
   probeIntervalMs: number;
-  log: (message: string) => void;
+  /** `warn` for the store going down (unreachable at start, unavailable later). */
+  log: (message: string, level?: 'warn') => void;
   /** Called each time the circuit opens (a failed or timed-out command, a lost connection). */
   onDown?: () => void;
 }
@@ -72,6 +73,7 @@ export class StoreHealth {
       atStart
         ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
         : `rate limit store ${name} is unavailable (${reason}); failure mode "${failureMode}" applies until it answers again`,
+      'warn',
     );
     // The first ping goes out at once: a failure caused by a stall of this process (event loop
     // lag past the timeout) rather than by Redis then costs one round trip, not a probe interval.

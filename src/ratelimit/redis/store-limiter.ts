@@ -27,8 +27,11 @@ export interface RedisStoreOptions {
    * TIME. Without it, windows follow the Redis server clock, shared by every instance.
    */
   clock?: Clock;
-  /** Where the outage / recovery lines go (once per transition). Default: stderr. */
-  log?: (message: string) => void;
+  /**
+   * Where the outage / recovery lines go (once per transition). Default: stderr. `warn` marks the
+   * lines that say something is wrong (the store unreachable or unavailable, credentials ignored).
+   */
+  log?: (message: string, level?: 'warn') => void;
   /** Delay between health pings while the store is down, ms (default 500). */
   probeIntervalMs?: number;
   /** Longest a settle with no admission of its key waits to ride along with one, ms (default SETTLE_WAIT_MS). */
@@ -106,7 +109,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     const log = opts.log ?? defaultLog;
     this.name = address.replace(/\/\/[^@/]*@/g, '//***@');
     if (target.hadCredentials) {
-      log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`);
+      log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`, 'warn');
     }
     const clock = opts.clock ?? null;
     this.clock = clock;

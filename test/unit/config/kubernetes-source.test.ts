@@ -363,6 +363,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const backoff = clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000);
     expect(backoff).toEqual(expect.arrayContaining([1000, 2000, 4000, 8000]));
     expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
+    // A failure that is no refusal carries no hint.
+    expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503')).every((l) => /retrying in \d+ ms$/.test(l))).toBe(true);
   });
 
   test('watches that end at once without events are reopened with backoff (1 s, 2 s, 4 s, ...)', async () => {
@@ -501,6 +503,21 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(view(source.snapshot).endpoints['team-b/llama']).toBeUndefined();
     expect(api.requests.length).toBeGreaterThanOrEqual(6);
     for (const q of api.requests) expect(q.namespace).toBe('team-a');
+  });
+
+  test('a refusal a first deployment meets names its likely cause: CRDs missing (404), RBAC missing (403)', async () => {
+    api.failNextRequests(1, 404, 'modelroutes');
+    const source = newSource();
+    await source.start();
+    expect(logs.find((l) => l.startsWith('modelroutes list/watch failed'))).toMatch(
+      /HTTP 404.*; retrying in \d+ ms; the API does not serve modelroutes: are the CRDs installed \(kubectl apply -k deploy\/crds\), and is ROUTER_API_GROUP their group\? \(docs\/kubernetes\.md\)$/);
+    await source.stop();
+    api.failNextRequests(1, 403, 'pods');
+    const second = newSource();
+    await second.start();
+    expect(logs.find((l) => l.startsWith('pods list/watch failed'))).toMatch(
+      /HTTP 403.*; the router's identity may not list and watch pods: apply the RBAC of deploy\/base \(docs\/kubernetes\.md\)$/);
+    await second.stop();
   });
 
   test('start() waits through API failures and resolves once all kinds are listed; stop() before sync rejects it', async () => {

@@ -266,6 +266,22 @@ describe('parseResourceFile: valid input', () => {
     expect(routes[0].rules[1].modelMatch).toBeNull();
   });
 
+  it('a resource refused for a missing or bad field names its unknown fields too: a misspelling is the likely cause', () => {
+    const text = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: {name: r}
+spec:
+  modelname: m
+  rule:
+  - targetModels: [{modelServerName: s}]
+`;
+    expect(() => parse(text)).toThrow('routes.yaml: document 1 (ModelRoute default/r): spec.modelName: is required unless spec.loraAdapters lists adapters: '
+      + 'expected a non-empty string (misspelt? this resource also has unknown fields spec.modelname, spec.rule)');
+    // Without an unknown field, the message is the problem alone.
+    expect(() => parse(text.replace('modelname: m', 'modelName: m').replace('rule:', 'rules:').replace('[{modelServerName: s}]', '[{modelServerName: s, weight: 150}]')))
+      .toThrow(/weight: [^()]*$/);
+  });
+
   it('tolerates unknown fields that real manifests carry', () => {
     const text = `apiVersion: ${API}
 kind: ModelServer
@@ -540,7 +556,8 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   it('reports every bad document in one error', () => {
     const err = errorOf(() => parse(`${SERVER.replace('127.0.0.1:18001', 'nope')}---\n${route('r', '  modelName: ""\n')}`));
     expect(err.problems).toHaveLength(2);
-    expect(err.message).toMatch(/^routes\.yaml: 2 problems:\n {2}- routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*\n {2}- routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: is required unless spec\.loraAdapters lists adapters: expected a non-empty string$/);
+    expect(err.message).not.toContain('\n');
+    expect(err.message).toMatch(/^routes\.yaml: 2 problems: \(1\) routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*; \(2\) routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: is required unless spec\.loraAdapters lists adapters: expected a non-empty string$/);
   });
 });
 

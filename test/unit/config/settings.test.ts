@@ -38,6 +38,11 @@ describe('parseSettings', () => {
 
   it.each([
     [['--bogus'], {}, 'unknown option "--bogus"'],
+    [['resources.yaml'], {}, 'unexpected argument "resources.yaml": the router takes options only; give a resources file as --resources resources.yaml'],
+    [['--resource', 'r.yaml'], {}, 'unknown option "--resource"; did you mean --resources?'],
+    [['--resource=r.yaml'], {}, 'unknown option "--resource=r.yaml"; did you mean --resources?'],
+    [['--kube'], {}, 'unknown option "--kube"; did you mean --kubernetes?'],
+    [['--resources', 'r', '--worker', '2'], {}, 'unknown option "--worker"; did you mean --workers?'],
     [['--resources'], {}, '--resources needs a value'],
     [['--resources', 'r', '--host', ''], {}, '--host needs a value, got an empty one'],
     [['--resources', 'r', '--port='], {}, '--port needs a value, got an empty one'],

@@ -72,6 +72,21 @@ function brokenLinks(page: string, text: string): string[] {
   return broken;
 }
 
+/**
+ * Shell lines of a page that run `inference-router` as a command: `npm ci` puts no such command on
+ * the PATH (the pages run `node dist/cli.js`, as the README does).
+ */
+function bareCommands(text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/^(```|~~~)(?:sh|bash|shell|console)\b[^\n]*\n([\s\S]*?)^\1[^\n]*$/gm)) {
+    for (const line of m[2]!.split('\n')) {
+      // The command word: after a prompt, environment assignments, `exec` or `sudo`, or a `|`, `;`, `&&`.
+      if (/(?:^|[|;&]\s*)\$?\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:exec|sudo)\s+)?inference-router(?:\s|$)/.test(line)) found.push(line.trim());
+    }
+  }
+  return found;
+}
+
 describe('doc pages', () => {
   it('finds the pages: README, operator pages and internals', () => {
     const names = PAGES.map((p) => relative(ROOT, p));
@@ -96,6 +111,19 @@ describe('doc pages', () => {
       'rate-limiting.md#no-such-heading',
     ]);
     expect(slug('Estimators (`ROUTER_TOKEN_ESTIMATOR`)')).toBe('estimators-router_token_estimator');
+    expect(bareCommands('```sh\nROUTER_AUTH_CONFIG=a.yaml inference-router --resources r.yaml &\n$ inference-router --help\n```\n')).toEqual([
+      'ROUTER_AUTH_CONFIG=a.yaml inference-router --resources r.yaml &',
+      '$ inference-router --help',
+    ]);
+    expect(bareCommands('```sh\nhelm install ir deploy/helm/inference-router -n inference-router\nnode dist/cli.js --resources r.yaml\n```\n`inference-router --help`\n')).toEqual([]);
+  });
+
+  it('docs/README.md links to every page of docs/, as README.md says it does', () => {
+    const index = join(ROOT, 'docs/README.md');
+    const linked = new Set([...prose(readFileSync(index, 'utf8')).matchAll(/\]\(([^)#\s]+)(?:#[^)\s]*)?\)/g)]
+      .map((m) => resolve(dirname(index), m[1]!)));
+    const unlisted = PAGES.filter((p) => p.startsWith(join(ROOT, 'docs') + '/') && p !== index && !linked.has(p)).map((p) => relative(ROOT, p));
+    expect(unlisted).toEqual([]);
   });
 
   for (const page of PAGES) {
@@ -103,6 +131,9 @@ describe('doc pages', () => {
     const text = readFileSync(page, 'utf8');
     it(`${name} names no issue number or session`, () => {
       expect(trackerReferences(text)).toEqual([]);
+    });
+    it(`${name} runs the router as node dist/cli.js, the command a checkout has`, () => {
+      expect(bareCommands(text)).toEqual([]);
     });
     it(`${name} links only to files and headings that exist`, () => {
       expect(brokenLinks(page, text)).toEqual([]);

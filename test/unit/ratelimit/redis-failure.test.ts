@@ -79,7 +79,7 @@ async function setup(mode: RedisFailureMode, port?: number) {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: `${TIMEOUT_MS}ms` });
   const limiter = new RedisLimiter(address, settings, fallback, {
     clock,
-    log: (m) => logs.push(m),
+    log: (m, level) => logs.push(level === 'warn' ? `warn: ${m}` : m),
     probeIntervalMs: 50,
     reconnectCapMs: 100,
   });
@@ -224,7 +224,7 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
     await new Promise((r) => setTimeout(r, 300));
     await expectModeWhileDown(mode, limiter, fallback);
     expect(logs).toHaveLength(1);
-    expect(logs[0]).toMatch(/unreachable at start/);
+    expect(logs[0]).toMatch(/^warn: rate limit store 127\.0\.0\.1:\d+ is unreachable at start/);
     const server = await RedisServer.start({ port });
     cleanups.push(() => server.stop());
     await until('recovered', () => limiter.state === 'up', 10_000);
