@@ -174,6 +174,7 @@ export function stringStartBackwards(b: Buffer, close: number): number {
   const limit = Math.max(0, close - 1 - MAX_STRING);
   for (let i = close - 1; i >= limit; i--) {
     const c = b[i];
+    if (c > BACKSLASH) continue; // letters, `_`: one comparison
     if (c === QUOTE) return i;
     if (c === BACKSLASH || c < 0x20) return -1;
   }
