@@ -87,6 +87,28 @@ function writeRecord(): number {
   return writeJsonRecord(RECORD, LOG_BATCH, 0);
 }
 
+/**
+ * A chat answer of vLLM of about `size` bytes, members in vLLM's order: usage, then the members
+ * vLLM adds, null (its `model_dump()` keeps them).
+ */
+function vllmChatAnswer(size: number): Buffer {
+  const head = '{"id":"chatcmpl-5f1c","object":"chat.completion","created":1764680000,"model":"meta-llama/Llama-3.1-8B-Instruct",'
+    + '"choices":[{"index":0,"message":{"role":"assistant","content":"';
+  const tail = '","refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,'
+    + '"finish_reason":"stop","stop_reason":null,"token_ids":null}],"service_tier":null,"system_fingerprint":null,'
+    + '"usage":{"prompt_tokens":12,"total_tokens":240,"completion_tokens":228,"prompt_tokens_details":null},'
+    + '"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}';
+  const words = 'The quick brown fox jumps over the lazy dog. ';
+  const content = words.repeat(Math.ceil(size / words.length)).slice(0, Math.max(0, size - head.length - tail.length));
+  return ImportedBuffer.from(head + content + tail);
+}
+const VLLM_1K = vllmChatAnswer(1024);
+const VLLM_100K = vllmChatAnswer(100 * 1024);
+/** SGLang's chat answer: usage, then `metadata` with the weight version. */
+const SGLANG_1K = ImportedBuffer.from(VLLM_1K.toString().replace(/,"service_tier".*$/, '')
+  + ',"usage":{"prompt_tokens":12,"total_tokens":240,"completion_tokens":228,"prompt_tokens_details":null,"reasoning_tokens":0},'
+  + '"metadata":{"weight_version":"default"}}');
+
 /** The usage object alone, the bytes readFlatCountsBackwards reads. */
 const USAGE_OBJECT = USAGE.subarray(USAGE.indexOf('{"prompt_tokens"'), USAGE.length - 1);
 
@@ -173,6 +195,11 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'usage object: a loop summing its bytes': () => byteSum(USAGE_OBJECT),
   /** The whole answer's usage as the router reads it: the object at the answer's end. */
   'usageFromJson of the answer': () => usageFromJson(USAGE).completionTokens ?? -1,
+  /** vLLM's chat answers, of 1 KB and 100 KB: usage, then three null members (run the latter with a few hundred calls). */
+  'usageFromJson of a vLLM chat answer of 1 KB': () => usageFromJson(VLLM_1K).completionTokens ?? -1,
+  'usageFromJson of a vLLM chat answer of 100 KB': () => usageFromJson(VLLM_100K).completionTokens ?? -1,
+  /** SGLang's chat answer of 1 KB: usage, then a small metadata object. */
+  'usageFromJson of an SGLang chat answer of 1 KB': () => usageFromJson(SGLANG_1K).completionTokens ?? -1,
   /** The access-log line of the bench's request, written as bytes (with its request id: see the next case). */
   'writeJsonRecord of a record': () => writeBenchRecord(),
   /** The same with 16 pods in turn, as a larger deployment has. */

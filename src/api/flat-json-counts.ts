@@ -117,3 +117,121 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
     while (isJsonSpace(c)) c = b[--i];
   }
 }
+
+/*
+ * Backward readers of the small values a backend puts after an answer's `usage` member
+ * (`"prompt_logprobs":null`, `"metadata":{"weight_version":"default"}`): each takes the index of
+ * a value's last byte and returns the index of its first, or -1 when the value is not of the
+ * plain shape read here. Read from a byte known to end a JSON token, each such value is one
+ * token (or one flat object or array of them), so what precedes it is what precedes the token.
+ */
+
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+const DOT = 0x2e;
+const LETTER_E = 0x65;
+const LETTER_CAPITAL_E = 0x45;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+/** The longest string (its bytes between the quotes) and number read; a longer one is not read. */
+const MAX_STRING = 256;
+const MAX_NUMBER = 32;
+
+function isDigit(c: number): boolean {
+  return c >= ZERO && c <= NINE;
+}
+
+/** Whether b[from..to] (inclusive) is a JSON number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`. */
+function isJsonNumber(b: Buffer, from: number, to: number): boolean {
+  let i = from;
+  if (b[i] === MINUS) i++;
+  if (b[i] === ZERO) i++;
+  else if (isDigit(b[i])) while (i <= to && isDigit(b[i])) i++;
+  else return false;
+  if (i <= to && b[i] === DOT) {
+    const d = ++i;
+    while (i <= to && isDigit(b[i])) i++;
+    if (i === d) return false;
+  }
+  if (i <= to && (b[i] === LETTER_E || b[i] === LETTER_CAPITAL_E)) {
+    i++;
+    if (i <= to && (b[i] === PLUS || b[i] === MINUS)) i++;
+    const d = i;
+    while (i <= to && isDigit(b[i])) i++;
+    if (i === d) return false;
+  }
+  return i === to + 1;
+}
+
+/**
+ * The opening quote of the string whose closing quote is b[close]: the quote before it, when no
+ * byte between is a backslash or a control character and at most MAX_STRING lie between; else -1.
+ * The caller checks that the byte before the returned quote (white space aside) is a token the
+ * string may follow (`:`, `,`, `{`, `[`): then that quote is no escaped one (an escaped quote
+ * follows a backslash), so it opens the string.
+ */
+export function stringStartBackwards(b: Buffer, close: number): number {
+  const limit = Math.max(0, close - 1 - MAX_STRING);
+  for (let i = close - 1; i >= limit; i--) {
+    const c = b[i];
+    if (c > BACKSLASH) continue; // letters, `_`: one comparison
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH || c < 0x20) return -1;
+  }
+  return -1;
+}
+
+/** The first byte of the scalar (null, true, false, a number, a short string without escapes) that ends at b[last], or -1. */
+export function scalarStartBackwards(b: Buffer, last: number): number {
+  const c = b[last];
+  if (c === QUOTE) return stringStartBackwards(b, last);
+  if (isDigit(c)) {
+    let i = last - 1;
+    for (; i >= 0; i--) {
+      const d = b[i];
+      if (!(isDigit(d) || d === DOT || d === MINUS || d === PLUS || d === LETTER_E || d === LETTER_CAPITAL_E)) break;
+      if (last - i >= MAX_NUMBER) return -1;
+    }
+    return isJsonNumber(b, i + 1, last) ? i + 1 : -1;
+  }
+  const word = c === 0x6c ? NULL : c === LETTER_E ? (b[last - 3] === 0x74 ? TRUE : FALSE) : null;
+  return word !== null && literalEndsAt(b, last, word) ? last - word.length + 1 : -1;
+}
+
+/** The index of the last byte before b[at] that is not JSON white space, or -1. */
+export function lastTokenByteBefore(b: Buffer, at: number): number {
+  let i = at - 1;
+  while (i >= 0 && isJsonSpace(b[i])) i--;
+  return i;
+}
+
+/**
+ * The `{` or `[` that opens the flat object or array ending at b[last] (`}` or `]`): an object
+ * whose members have keys without escapes and scalar values, an array of scalars; -1 when it is
+ * not so flat.
+ */
+export function flatValueStartBackwards(b: Buffer, last: number): number {
+  const object = b[last] === CLOSE;
+  if (!object && b[last] !== CLOSE_BRACKET) return -1;
+  const open = object ? OPEN : OPEN_BRACKET;
+  let i = lastTokenByteBefore(b, last);
+  if (i >= 0 && b[i] === open) return i; // {} or []
+  for (;;) {
+    if (i < 0) return -1;
+    const start = scalarStartBackwards(b, i);
+    if (start < 0) return -1;
+    i = lastTokenByteBefore(b, start);
+    if (object) {
+      if (i < 0 || b[i] !== COLON) return -1;
+      i = lastTokenByteBefore(b, i);
+      if (i < 0 || b[i] !== QUOTE) return -1;
+      const key = stringStartBackwards(b, i);
+      if (key < 0) return -1;
+      i = lastTokenByteBefore(b, key);
+    }
+    if (i < 0) return -1;
+    if (b[i] === open) return i;
+    if (b[i] !== COMMA) return -1;
+    i = lastTokenByteBefore(b, i);
+  }
+}

@@ -5,7 +5,10 @@
 
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
-import { bytesAt, flatCounts, isJsonSpace, readFlatCountsBackwards } from './flat-json-counts.js';
+import {
+  bytesAt, flatCounts, flatValueStartBackwards, isJsonSpace, lastTokenByteBefore, readFlatCountsBackwards, scalarStartBackwards,
+  stringStartBackwards,
+} from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -19,9 +22,10 @@ const NONE: JsonUsage = Object.freeze({ promptTokens: null, completionTokens: nu
 
 /**
  * Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''.
- * Backends put `usage` last (OpenAI, vLLM, SGLang, TGI): when it is the answer's last member and
- * names a completion count, or the answer has no choices (embeddings), only that member is parsed
- * (see `trailingUsage`); otherwise the whole answer is.
+ * Backends put `usage` last or nearly (OpenAI and TGI last; vLLM and SGLang before a few small
+ * members): when only such members follow it and it names a completion count, or the answer has
+ * no choices (embeddings), only that member is parsed (see `trailingUsage`); otherwise the whole
+ * answer is.
  */
 export function usageFromJson(body: Buffer | string): JsonUsage {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
@@ -54,6 +58,7 @@ const OPEN = 0x7b; // {
 const CLOSE = 0x7d; // }
 const COMMA = 0x2c;
 const COLON = 0x3a;
+const CLOSE_BRACKET = 0x5d; // ]
 
 /**
  * Where the last `"usage"` starts before `end`, or -1. A loop in JS: the key sits a few dozen
@@ -120,18 +125,53 @@ function hasNoChoices(b: Buffer): boolean {
   return true;
 }
 
+/** The most members after `usage` stepped over; an answer with more is parsed whole. */
+const MAX_TRAILING_MEMBERS = 16;
+/** memberKeyBefore: the member's key is `usage`. */
+const KEY_USAGE = -2;
+
 /**
- * The counts of an answer that ends `..., "usage": {...} }` (white space allowed between the
- * tokens), parsing only the usage object; null when the answer does not end so, the object does
- * not parse, or it names no completion count and the answer may have choices (then the text is
- * needed: the caller parses all).
+ * For the root member whose value starts at b[start]: the index of the last byte of the member
+ * before it (white space aside), -1 when the key or the comma before it is not there, has an
+ * escape, or no member comes before, or KEY_USAGE when the key is `usage` (after `,` or `{`).
+ */
+function memberKeyBefore(b: Buffer, start: number): number {
+  let i = lastTokenByteBefore(b, start);
+  if (i < 0 || b[i] !== COLON) return -1;
+  const close = lastTokenByteBefore(b, i);
+  if (close < 0 || b[close] !== QUOTE) return -1;
+  const open = stringStartBackwards(b, close);
+  if (open < 0) return -1;
+  i = lastTokenByteBefore(b, open);
+  if (i < 0) return -1;
+  if (close - open === USAGE_KEY.length - 1 && bytesAt(b, open, USAGE_KEY) && (b[i] === COMMA || b[i] === OPEN)) return KEY_USAGE;
+  return b[i] === COMMA ? lastTokenByteBefore(b, i) : -1;
+}
+
+/**
+ * The counts of an answer whose root object has a `usage` member that only small members follow
+ * (none: `..., "usage": {...} }`, as OpenAI and TGI send it; vLLM's `..., "usage": {...},
+ * "prompt_logprobs": null, "prompt_token_ids": null, "kv_transfer_params": null }`; SGLang's `...,
+ * "usage": {...}, "metadata": {"weight_version": "default"} }`), parsing only the usage object;
+ * null when the answer does not end so, the object does not parse, or it names no completion
+ * count and the answer may have choices (then the text is needed: the caller parses all).
  *
- * In valid JSON this is the root object's `usage` member and, being the last, the one
- * `JSON.parse` would keep: the quote before `usage` follows `,` or `{`, so it opens a string (a
- * quote inside a string is escaped, and one that closes a string cannot be followed by a letter);
- * that string is a key (a `:` follows); its value is the parsed slice, which ends where the
- * answer's last `}` closes the object holding the key, so that object is the root. An invalid
- * answer that ends with a valid usage member is read for that member instead of giving nulls.
+ * The members after usage are read from the answer's end, each value a scalar (null, true, false,
+ * a number, a string of at most 256 bytes without escapes) or a flat object or array of them, each
+ * key without escapes and not `usage`; anything else, or more than 16 of them, is not read. In
+ * valid JSON the answer's last `}` closes the root object, and each value so read is one member of
+ * it: a value read from a byte that ends a token (`}`, `]`, `"`, a digit, the last letter of a
+ * literal) back to where its grammar starts is that token, or that flat object or array (which
+ * holds no quote, brace or bracket but its tokens'); a string's opening quote is the quote before
+ * its closing one when no backslash lies between and a `:`, `,`, `{` or `[` precedes it, since an
+ * escaped quote follows a backslash. The `}` before the first of them (or the answer's last but
+ * one, when none follow) ends the value of a root member, the one before them.
+ *
+ * That value is the usage object when its key is `"usage"` following `,` or `{` (the quote then
+ * opens a string: a quote inside a string is escaped, and one that closes a string cannot be
+ * followed by a letter); that member is then the last `usage` of the root object, the one
+ * `JSON.parse` keeps, since no key after it is `usage`. An invalid answer that ends so is read
+ * for that member instead of giving nulls.
  *
  * The usual usage object, flat integers, is read from its end (readFlatCountsBackwards) and its
  * key checked before it; any other object is found by its key and parsed with JSON.parse.
@@ -140,13 +180,33 @@ function trailingUsage(b: Buffer): JsonUsage | null {
   let e = b.length - 1;
   while (e >= 0 && isJsonSpace(b[e])) e--;
   if (e < 0 || b[e] !== CLOSE) return null;
-  e--;
-  while (e >= 0 && isJsonSpace(b[e])) e--;
-  if (e < 0 || b[e] !== CLOSE) return null;
-  const objectEnd = e;
-  // A flat object of integers (what vLLM, SGLang and TGI send) is read from its end, once.
-  const objectStart = readFlatCountsBackwards(b, objectEnd, PROMPT_TOKENS, COMPLETION_TOKENS);
-  if (objectStart >= 0) return isUsageValueAt(b, objectStart) ? flatUsage(b) : null;
+  e = lastTokenByteBefore(b, e);
+  for (let members = 0; e >= 0; members++) {
+    let start: number;
+    if (b[e] === CLOSE) {
+      // A flat object of integers (the usage vLLM, SGLang and TGI send) is read from its end, once.
+      start = readFlatCountsBackwards(b, e, PROMPT_TOKENS, COMPLETION_TOKENS);
+      if (start >= 0 && isUsageValueAt(b, start)) return flatUsage(b);
+      if (start < 0) start = flatValueStartBackwards(b, e);
+      if (start < 0) return parsedTrailingUsage(b, e);
+    } else {
+      start = b[e] === CLOSE_BRACKET ? flatValueStartBackwards(b, e) : scalarStartBackwards(b, e);
+      if (start < 0) return null;
+    }
+    const before = memberKeyBefore(b, start);
+    if (before === KEY_USAGE) return b[e] === CLOSE ? parsedTrailingUsage(b, e) : null;
+    if (before < 0 || members === MAX_TRAILING_MEMBERS) return null;
+    e = before;
+  }
+  return null;
+}
+
+/**
+ * The counts of the usage object that ends at b[objectEnd], the end of a root member's value that
+ * only members not named `usage` follow (see trailingUsage): found by its key and parsed with
+ * JSON.parse; null as trailingUsage's.
+ */
+function parsedTrailingUsage(b: Buffer, objectEnd: number): JsonUsage | null {
   const k = lastKeyBefore(b, objectEnd);
   if (k <= 0 || !followsMemberStart(b, k)) return null;
   let q = k + USAGE_KEY.length;

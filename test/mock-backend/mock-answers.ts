@@ -10,6 +10,8 @@
  * (`event:` and `data:` lines), ending with `response.completed`, whose response carries the usage.
  */
 
+import type { AnswerShape } from './mock-options.js';
+
 export type MockApi = 'chat' | 'completions' | 'responses';
 
 export interface MockUsage {
@@ -29,6 +31,8 @@ export interface AnswerSpec {
   readonly promptTokens: number;
   /** Include usage in the answer (non-stream) / send the usage chunk (stream, when asked). */
   readonly usage: boolean;
+  /** Members of a whole chat or completions answer (see MockOptions.answerShape); OpenAI's when absent. */
+  readonly shape?: AnswerShape;
 }
 
 export const TOKEN_WORD = 'tok ';
@@ -135,6 +139,8 @@ function responseObject(spec: AnswerSpec, status: 'in_progress' | 'completed', o
 export function jsonAnswer(spec: AnswerSpec): string {
   const text = completionText(spec.outputTokens);
   if (spec.api === 'responses') return JSON.stringify(responseObject(spec, 'completed', [responsesMessage(spec, text, 'completed')]));
+  if (spec.shape === 'vllm') return vllmAnswer(spec, text);
+  if (spec.shape === 'sglang') return sglangAnswer(spec, text);
   const choice = spec.api === 'chat'
     ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: 'length' }
     : { index: 0, text, logprobs: null, finish_reason: 'length' };
@@ -147,6 +153,60 @@ export function jsonAnswer(spec: AnswerSpec): string {
     choices: [choice],
   };
   if (spec.usage) answer.usage = usageOf(spec);
+  return JSON.stringify(answer);
+}
+
+/**
+ * vLLM's whole answer: the members of its ChatCompletionResponse / CompletionResponse in their
+ * order, the unset ones null (its `model_dump()` keeps them): usage, then prompt_logprobs,
+ * prompt_token_ids (chat) and kv_transfer_params. Its usage: prompt_tokens, total_tokens,
+ * completion_tokens, prompt_tokens_details. `pod` follows `model`, as in every mock answer.
+ */
+function vllmAnswer(spec: AnswerSpec, text: string): string {
+  const chat = spec.api === 'chat';
+  const choice = chat
+    ? {
+      index: 0,
+      message: { role: 'assistant', content: text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning: null },
+      logprobs: null, finish_reason: 'length', stop_reason: null, token_ids: null,
+    }
+    : { index: 0, text, logprobs: null, finish_reason: 'length', stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null };
+  const answer: Record<string, unknown> = {
+    id: spec.id, object: chat ? 'chat.completion' : 'text_completion', created: spec.created, model: spec.model, pod: spec.pod,
+    choices: [choice], service_tier: null, system_fingerprint: null,
+  };
+  if (spec.usage) {
+    answer.usage = {
+      prompt_tokens: spec.promptTokens, total_tokens: spec.promptTokens + spec.outputTokens, completion_tokens: spec.outputTokens, prompt_tokens_details: null,
+    };
+  }
+  if (chat) {
+    answer.prompt_logprobs = null;
+    answer.prompt_token_ids = null;
+  }
+  answer.kv_transfer_params = null;
+  return JSON.stringify(answer);
+}
+
+/**
+ * SGLang's whole answer: usage, then `metadata` with the weight version. Its usage:
+ * prompt_tokens, total_tokens, completion_tokens, prompt_tokens_details, reasoning_tokens.
+ */
+function sglangAnswer(spec: AnswerSpec, text: string): string {
+  const chat = spec.api === 'chat';
+  const choice = chat
+    ? { index: 0, message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: null }, logprobs: null, finish_reason: 'length', matched_stop: null }
+    : { index: 0, text, logprobs: null, finish_reason: 'length', matched_stop: null };
+  const answer: Record<string, unknown> = {
+    id: spec.id, object: chat ? 'chat.completion' : 'text_completion', created: spec.created, model: spec.model, pod: spec.pod, choices: [choice],
+  };
+  if (spec.usage) {
+    answer.usage = {
+      prompt_tokens: spec.promptTokens, total_tokens: spec.promptTokens + spec.outputTokens, completion_tokens: spec.outputTokens,
+      prompt_tokens_details: null, reasoning_tokens: 0,
+    };
+  }
+  answer.metadata = { weight_version: 'default' };
   return JSON.stringify(answer);
 }
 

@@ -1,5 +1,8 @@
 /** Command-line options of the mock OpenAI-compatible backend, parsed and validated once. */
 
+/** Whose members a whole chat or completions answer has, in whose order. */
+export type AnswerShape = 'openai' | 'vllm' | 'sglang';
+
 export interface MockOptions {
   /** Interface to listen on. */
   readonly host: string;
@@ -17,6 +20,8 @@ export interface MockOptions {
   readonly failRate: number;
   /** Report usage in answers and (when asked) in streams. */
   readonly usage: boolean;
+  /** Members of a whole chat or completions answer: OpenAI's (usage last), or vLLM's or SGLang's order and extra members after usage. */
+  readonly answerShape: AnswerShape;
   /** Serve GET /metrics in this engine's names (null: no /metrics). */
   readonly metricsEngine: 'vllm' | 'sglang' | null;
   /** Waiting queue length reported in /metrics. */
@@ -36,6 +41,7 @@ export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
   outputTokens: 16,
   failRate: 0,
   usage: true,
+  answerShape: 'openai',
   metricsEngine: null,
   metricsWaiting: 0,
   metricsKv: 0,
@@ -51,6 +57,8 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --output-tokens N      completion length in tokens (default 16)
   --fail-rate F          fraction 0..1 of requests answered 500 (default 0)
   --no-usage             omit usage from answers and streams
+  --answer-shape S       whole chat/completions answers as openai (usage last), vllm (its order,
+                         null members after usage) or sglang (metadata after usage) (default openai)
   --metrics-engine E     serve GET /metrics as vllm or sglang does (default: no /metrics)
   --metrics-waiting N    waiting queue reported in /metrics (default 0)
   --metrics-kv F         KV-cache use 0..1 reported in /metrics (default 0)
@@ -85,7 +93,7 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
       options.usage = false;
       continue;
     }
-    if (flag !== '--host' && flag !== '--name' && flag !== '--metrics-engine' && NUMBER_FLAGS[flag] === undefined) {
+    if (flag !== '--host' && flag !== '--name' && flag !== '--metrics-engine' && flag !== '--answer-shape' && NUMBER_FLAGS[flag] === undefined) {
       throw new MockOptionsError(`unknown option ${JSON.stringify(arg)}\n${MOCK_USAGE}`);
     }
     let value: string;
@@ -98,6 +106,13 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
     if (flag === '--metrics-engine') {
       if (value !== 'vllm' && value !== 'sglang') throw new MockOptionsError(`--metrics-engine must be vllm or sglang, got ${JSON.stringify(value)}`);
       options.metricsEngine = value;
+      continue;
+    }
+    if (flag === '--answer-shape') {
+      if (value !== 'openai' && value !== 'vllm' && value !== 'sglang') {
+        throw new MockOptionsError(`--answer-shape must be openai, vllm or sglang, got ${JSON.stringify(value)}`);
+      }
+      options.answerShape = value;
       continue;
     }
     if (flag === '--host' || flag === '--name') {

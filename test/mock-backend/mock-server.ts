@@ -287,6 +287,7 @@ class MockServer implements MockBackend {
       outputTokens,
       promptTokens: mockPromptTokens(body, exchange.api),
       usage: this.options.usage,
+      shape: this.options.answerShape,
     };
     if (body.stream !== true) {
       this.finishJson(exchange, 200, jsonAnswer(spec));

@@ -276,6 +276,32 @@ describe('mock backend process (flags)', () => {
     }
   });
 
+  it('--answer-shape vllm and sglang answer in that server\'s member order, with members after usage', async () => {
+    const vllm = await startMock(['--answer-shape', 'vllm', '--output-tokens', '3']);
+    const sglang = await startMock(['--answer-shape=sglang', '--output-tokens', '3']);
+    try {
+      const chat = await (await post(`${vllm.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'abcd' }] })).text();
+      expect(Object.keys(JSON.parse(chat))).toEqual([
+        'id', 'object', 'created', 'model', 'pod', 'choices', 'service_tier', 'system_fingerprint', 'usage', 'prompt_logprobs', 'prompt_token_ids', 'kv_transfer_params',
+      ]);
+      expect(chat.endsWith('"usage":{"prompt_tokens":1,"total_tokens":4,"completion_tokens":3,"prompt_tokens_details":null},'
+        + '"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}')).toBe(true);
+      expect(JSON.parse(chat).choices[0].message.content).toBe('tok tok tok ');
+      const completion = await (await post(`${vllm.url}/v1/completions`, { model: 'm', prompt: 'x' })).json();
+      expect(Object.keys(completion).slice(-2)).toEqual(['usage', 'kv_transfer_params']);
+      expect(completion.choices[0].text).toBe('tok tok tok ');
+      const sg = await (await post(`${sglang.url}/v1/chat/completions`, { model: 'm', messages: [] })).text();
+      expect(sg.endsWith('"usage":{"prompt_tokens":0,"total_tokens":3,"completion_tokens":3,"prompt_tokens_details":null,"reasoning_tokens":0},'
+        + '"metadata":{"weight_version":"default"}}')).toBe(true);
+    } finally {
+      expect(await stopMock(vllm)).toBe(0);
+      expect(await stopMock(sglang)).toBe(0);
+    }
+    const bad = spawnSync(process.execPath, [entry, '--answer-shape', 'tgi'], { encoding: 'utf8' });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('--answer-shape must be openai, vllm or sglang');
+  });
+
   it('--fail-rate 1 answers 500 to every inference request', async () => {
     const mock = await startMock(['--fail-rate', '1']);
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { flatCounts, readFlatCountsBackwards } from '../../../src/api/flat-json-counts.js';
+import { flatCounts, flatValueStartBackwards, readFlatCountsBackwards, scalarStartBackwards } from '../../../src/api/flat-json-counts.js';
 import { pickWith, xorshift } from '../../helpers/xorshift.js';
 
 const P = Buffer.from('prompt_tokens');
@@ -103,5 +103,71 @@ describe('readFlatCountsBackwards', () => {
       }
     }
     expect(read).toBeGreaterThan(5_000);
+  });
+});
+
+describe('the readers of the values after usage, from their end', () => {
+  const SCALARS = ['null', 'true', 'false', '0', '7', '-0', '12.5', '-3e+2', '1E-9', '0.0', '""', '"default"', '"ünï 🙂"', '"}"', '"a,b:c"', `"${'x'.repeat(256)}"`];
+  const NOT_READ = ['01', '1.', '.5', '-', '1e', '+1', '"\\u0041"', '"tab\there"', `"${'x'.repeat(257)}"`, 'nul', 'ull', '[1,]', '{"a":1,}',
+    '[[1]]', '{"a":{}}', '{"a\\"":1}', '{"a" 1}', '[1 2]', '{,}', '[,]', `${'1'.repeat(33)}`];
+  const JUNK = ['', ',', '}', '{', '"', '\\', ':', '0', 'e', 'l', ' ', '[', ']', '.', '-'];
+
+  /** A random value: a scalar, or a flat object or array of them (`plain`: of the shape read). */
+  function randomValue(r: () => number): string {
+    const pick = pickWith(r);
+    const space = (): string => pick(['', '', ' ', '\n']);
+    const n = Math.floor(r() * 4);
+    const kind = r();
+    if (kind < 0.4) return pick(SCALARS);
+    const items: string[] = [];
+    for (let m = 0; m < n; m++) items.push(kind < 0.7 ? `${space()}${pick(SCALARS)}${space()}` : `${space()}"${pick(['k', 'usage', 'ü', ''])}"${space()}:${space()}${pick(SCALARS)}${space()}`);
+    return kind < 0.7 ? `[${items.join(',')}${space()}]` : `{${items.join(',')}${space()}}`;
+  }
+
+  function startOf(b: Buffer): number {
+    const last = b.length - 1;
+    return b[last] === 0x7d || b[last] === 0x5d ? flatValueStartBackwards(b, last) : scalarStartBackwards(b, last);
+  }
+
+  it('reads scalars and flat objects and arrays of them, and nothing else', () => {
+    // (A string's opening quote is the quote before its last when no backslash lies between: `"a\\"b"` is read as `"b"`, and
+    // the caller, finding a backslash before it, reads no further.)
+    expect(startOf(Buffer.from('{"k":"a\\"b"'))).toBe(8);
+    for (const v of SCALARS) expect(startOf(Buffer.from(`{"k":${v}`)), v).toBe(5);
+    for (const v of ['[]', '[ ]', '{}', '[1,"a",null]', '{ "a" : 1 , "b" : "c" }', '{"weight_version":"default"}']) expect(startOf(Buffer.from(`,"k":${v}`)), v).toBe(5);
+    for (const v of NOT_READ) expect(startOf(Buffer.from(`{"k":${v}`)), v).toBe(-1);
+  });
+
+  it('agrees with JSON.parse on 20 000 random and mutated values: what is read is one value, and a plain value is read whole', () => {
+    const r = xorshift(31);
+    const pick = pickWith(r);
+    let whole = 0;
+    for (let i = 0; i < 20_000; i++) {
+      let v = randomValue(r);
+      let mutated = false;
+      if (r() < 0.3) {
+        const at = Math.floor(r() * v.length);
+        v = v.slice(0, at) + pick(JUNK) + v.slice(at + (r() < 0.5 ? 1 : 0));
+        mutated = true;
+      }
+      const prefix = '{"k":';
+      const b = Buffer.from(prefix + v);
+      if (b.length === prefix.length || /\s$/.test(v)) continue;
+      const start = startOf(b);
+      if (start >= 0) {
+        const slice = b.toString('utf8', start);
+        expect(() => JSON.parse(slice), v).not.toThrow();
+      }
+      let valid = true;
+      try { JSON.parse(`${prefix}${v}}`); } catch { valid = false; }
+      const first = prefix.length + Buffer.byteLength(v) - Buffer.byteLength(v.trimStart());
+      if (valid && !mutated) {
+        whole++;
+        expect(start, v).toBe(first);
+      }
+      // A valid value that ends the text is read whole or not at all.
+      if (valid && start >= 0) expect(start, v).toBe(first);
+    }
+    expect(whole).toBeGreaterThan(10_000);
   });
 });

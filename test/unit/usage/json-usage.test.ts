@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { usageFromJson } from '../../../src/api/openai-json-usage.js';
 import { choicesText, tokenCount } from '../../../src/api/openai-choice-text.js';
+import { pickWith, xorshift } from '../../helpers/xorshift.js';
 
 /** What a whole-answer JSON.parse reads: the reference for the trailing-usage path. */
 function parsedUsage(body: string): { promptTokens: number | null; completionTokens: number | null; text: string } {
@@ -152,5 +153,64 @@ describe('usageFromJson', () => {
       expect({ p: got.promptTokens, c: got.completionTokens }, body).toEqual({ p: want.promptTokens, c: want.completionTokens });
       if (got.completionTokens === null) expect(got.text, body).toBe(want.text);
     }
+  });
+
+  it('agrees with a whole-answer parse on 5000 random answers with members after usage, and reads the plain ones without it', () => {
+    const r = xorshift(41);
+    const pick = pickWith(r);
+    const space = (): string => pick(['', '', ' ', '\n  ', '\t']);
+    const usages = [
+      '{"prompt_tokens":12,"total_tokens":40,"completion_tokens":28,"prompt_tokens_details":null}', '{"prompt_tokens":3,"completion_tokens":0}',
+      '{"prompt_tokens":4,"total_tokens":4}', '{"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}', '{"completion_tokens":1.5}',
+      'null', '{}',
+    ];
+    /** Values after usage, each with whether the fast path reads it. */
+    const values: [string, boolean][] = [
+      ['null', true], ['true', true], ['false', true], ['0', true], ['-12.5e+3', true], ['7', true], ['""', true], ['"default"', true],
+      ['"usage"', true], ['"ünï 🙂"', true], ['"}"', true], ['"{\\"usage\\":{\\"completion_tokens\\":9}}"', false], [`"${'y'.repeat(257)}"`, false],
+      ['[]', true], ['[128000,9906,30]', true], ['[1,"x",null]', true], ['{}', true], ['{"weight_version":"default"}', true],
+      ['{"usage":{"completion_tokens":5}}', false], ['{"usage":null}', true], ['[[1]]', false], ['{"a":[1]}', false],
+      ['{"remote_engine_id":"e1","remote_block_ids":[1,2]}', false],
+    ];
+    const keys: [string, boolean][] = [
+      ['"prompt_logprobs"', true], ['"prompt_token_ids"', true], ['"kv_transfer_params"', true], ['"metadata"', true], ['"object"', true],
+      ['"usage"', false], ['"u\\u0073age"', false], ['"choices"', true],
+    ];
+    const texts = ['hi', '"usage": {"completion_tokens": 1}}', '}', 'ünï', ''];
+    const JUNK = ['', ',', '}', '{', '"', '\\', ':', '0', 'l', ' ', ']', '['];
+    let fastSeen = 0;
+    for (let i = 0; i < 5000; i++) {
+      const usage = pick(usages);
+      const members = [`"id":"cmpl"`, `"choices":${JSON.stringify([{ text: pick(texts) }])}`, `"usage"${space()}:${space()}${usage}`];
+      let fast = usage.startsWith('{"prompt_tokens":12') || usage.startsWith('{"prompt_tokens":3');
+      const trailing = Math.floor(r() * 5);
+      for (let t = 0; t < trailing; t++) {
+        const [k, kFast] = pick(keys);
+        const [v, vFast] = pick(values);
+        fast &&= kFast && vFast;
+        members.push(`${k}${space()}:${space()}${v}`);
+      }
+      let body = `${space()}{${members.map((m) => space() + m + space()).join(',')}}${space()}`;
+      if (r() < 0.3) {
+        const at = Math.floor(r() * body.length);
+        body = body.slice(0, at) + pick(JUNK) + body.slice(at + (r() < 0.5 ? 1 : 0));
+        fast = false;
+      }
+      let valid = true;
+      try { JSON.parse(body); } catch { valid = false; }
+      const parse = vi.spyOn(JSON, 'parse');
+      const got = usageFromJson(body);
+      const parsedWhole = parse.mock.calls.some((c) => c[0] === body);
+      vi.restoreAllMocks();
+      if (fast) {
+        if (trailing > 0) fastSeen++;
+        expect(parsedWhole, body).toBe(false);
+      }
+      if (!valid) continue;
+      const want = parsedUsage(body);
+      expect({ p: got.promptTokens, c: got.completionTokens }, body).toEqual({ p: want.promptTokens, c: want.completionTokens });
+      if (got.completionTokens === null) expect(got.text, body).toBe(want.text);
+    }
+    expect(fastSeen).toBeGreaterThan(200);
   });
 });
