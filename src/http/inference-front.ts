@@ -234,7 +234,7 @@ function markBodyEnded(x: Exchange): void {
 }
 
 function tooLarge(max: number): RouterError {
-  return new RouterError('invalid_request', `request body is larger than ${max} bytes`, 413, null, 'request_too_large');
+  return new RouterError('invalid_request', `request body is larger than ${max} bytes (ROUTER_MAX_BODY_BYTES)`, 413, null, 'request_too_large');
 }
 
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {

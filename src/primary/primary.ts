@@ -33,9 +33,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const ops = new OpsLog(settings.logFormat, 'primary');
   const source = settings.source === 'file' ? `file ${settings.resources}` : `kubernetes ${settings.namespace === null ? 'all namespaces' : `namespace ${settings.namespace}`}`;
   ops.info('start', `inference-router ${VERSION} starting: ${settings.workers} workers, listen ${settings.host}:${settings.port}, ` +
-    `resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}`, {
+    `resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}, ` +
+    `tracing ${settings.tracing === null ? 'off' : `on (${traceTarget(settings.tracing.endpoint)})`}`, {
     version: VERSION, workers: settings.workers, host: settings.host, port: settings.port,
     source: settings.source, resources: settings.resources ?? settings.namespace, auth: settings.authConfig !== null,
+    tracing: settings.tracing !== null,
   });
   // An access log that cannot be written stops the router before any worker starts (exit 2).
   if (settings.accessLog.enabled) checkAccessLogOutput(settings.accessLog.output);
@@ -217,4 +219,14 @@ function waitForWorkersToExit(): Promise<void> {
     };
     check();
   });
+}
+
+/** Where spans go, for the start line: the endpoint without its query (which may hold a token). */
+function traceTarget(endpoint: string): string {
+  try {
+    const u = new URL(endpoint);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return 'endpoint';
+  }
 }

@@ -113,7 +113,7 @@ spec:
   });
 
   it('413 when the body is larger than ROUTER_MAX_BODY_BYTES', async () => {
-    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x'.repeat(5000) }), 413, 'request body is larger than 4096 bytes');
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x'.repeat(5000) }), 413, 'request body is larger than 4096 bytes (ROUTER_MAX_BODY_BYTES)');
   });
 
   it('405 for a method other than POST on /v1/*', async () => {

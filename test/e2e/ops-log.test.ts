@@ -66,6 +66,7 @@ describe('operational log on stderr', () => {
       const text = router.stderr();
       const start = text.split('\n').find((l) => / info \[primary \d+\] start: /.test(l));
       expect(start).toContain(`inference-router ${VERSION} starting: 1 workers, listen 127.0.0.1:${router.port}`);
+      expect(start).toMatch(/, auth off, tracing off$/);
       expect(text).toMatch(/ warn \[primary \d+\] resources: no ModelRoute in .*resources\.yaml/);
       expect(text).toMatch(/resources loaded from file .* 0 routes \[\], 1 servers \[default\/sf-server\]/);
       for (const l of text.split('\n').filter(Boolean)) expect(l).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (info|warn|error) \[(primary|worker) \d+\] [a-z]+: /);

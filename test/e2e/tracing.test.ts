@@ -36,6 +36,11 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
     await collector?.close();
   });
 
+  it('the start line says tracing is on and where spans go, without the endpoint\'s query', async () => {
+    const start = router.stderr().split('\n').find((l) => l.includes('] start: '));
+    expect(start).toContain(`tracing on (${new URL(collector.url).origin}/v1/traces)`);
+  });
+
   it('makes a root span with the GenAI attributes and sends its child traceparent to the pod', async () => {
     const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' }, { 'x-request-id': 'trace-root-1' });
     expect(r.status).toBe(200);
