@@ -26,7 +26,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   kubeConfig: KubeConfig;
   list: () => Promise<KubernetesListObject<T>>;
   clock: SourceClock;
-  log: (msg: string) => void;
+  /** `level` 'warn': a failure (list/watch failed, a relist held back); else information. */
+  log: (msg: string, level?: 'warn') => void;
   /** Any object was added, changed or deleted. */
   onChange: () => void;
   /** A list finished and its items are in the cache (first sync and every relist). */
@@ -64,7 +65,7 @@ export class ResourceInformer<T extends KubernetesObject> {
       setImmediate(() => this.listedNow());
       return list;
     };
-    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock, (m) => opts.log(`${opts.name} ${m}`), opts.watchIdleMs ?? WATCH_IDLE_MS);
+    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock, (m, level) => opts.log(`${opts.name} ${m}`, level), opts.watchIdleMs ?? WATCH_IDLE_MS);
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
     this.lw = new k8s.ListWatch<T>(watchPath, this.watch as unknown as Watch, listFn, false);
@@ -114,7 +115,7 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.lastFailureAt = now;
     const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
     this.retryAttempt++;
-    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, err)}`);
+    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, err)}`, 'warn');
     this.retryTimer = this.opts.clock.setTimeout(() => {
       this.retryTimer = null;
       if (!this.stopped) this.run();

@@ -24,7 +24,8 @@ export interface KubernetesSourceOptions {
   namespace: string | null;
   /** Defaults to KubeConfig.loadFromDefault(): $KUBECONFIG, ~/.kube/config, then in-cluster. */
   kubeConfig?: KubeConfig;
-  log: (msg: string) => void;
+  /** `level` 'warn': a failure or a resource skipped for a problem; else information. */
+  log: (msg: string, level?: 'warn') => void;
   clock?: SourceClock;
   /** Coalescing window for changes in ms (default 50). */
   debounceMs?: number;
@@ -155,7 +156,7 @@ export class KubernetesSource {
       this.routes.objects(), this.servers.objects(), this.pods.objects() as readonly PodLike[],
     );
     const now = new Set(problems);
-    for (const p of now) if (!this.reported.has(p)) this.opts.log(p);
+    for (const p of now) if (!this.reported.has(p)) this.opts.log(p, 'warn');
     this.reported = now;
     const json = JSON.stringify(snapshot);
     if (json === this.currentJson) return;

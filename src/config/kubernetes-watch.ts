@@ -51,7 +51,7 @@ export class BackoffWatch {
   constructor(
     private readonly inner: Watch,
     private readonly clock: SourceClock,
-    private readonly log: (msg: string) => void = () => {},
+    private readonly log: (msg: string, level?: 'warn') => void = () => {},
     private readonly idleMs = Number.POSITIVE_INFINITY,
   ) {}
 
@@ -91,7 +91,7 @@ export class BackoffWatch {
         this.goneEnds++;
         if (this.goneEnds > 1) {
           const ms = Math.min(BASE_DELAY_MS * 2 ** (this.goneEnds - 2), MAX_DELAY_MS);
-          this.log(`watch answered 410 Gone (resourceVersion too old) ${this.goneEnds} times in a row, right after relisting; relisting in ${ms} ms`);
+          this.log(`watch answered 410 Gone (resourceVersion too old) ${this.goneEnds} times in a row, right after relisting; relisting in ${ms} ms`, 'warn');
           void this.delay(ms).then(() => {
             if (!this.cancelled) done(err);
           });

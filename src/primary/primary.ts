@@ -98,7 +98,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     if (missing !== null) throw new Error(missing);
     const kubeConfig = await loadKubeConfig();
     const { KubernetesSource } = await import('../config/kubernetes-source.js');
-    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, kubeConfig, log: (m) => ops.info('kubernetes', m) });
+    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, kubeConfig, log: (m, level) => (level === 'warn' ? ops.warn('kubernetes', m) : ops.info('kubernetes', m)) });
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
     void kube.start().then(() => ops.info('kubernetes', 'first full sync done'), (err: Error) => ops.error('kubernetes', err.message));

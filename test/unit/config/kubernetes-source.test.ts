@@ -94,6 +94,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
   let dir: string;
   let kubeConfig: KubeConfig;
   let logs: string[];
+  /** The lines logged at level warn. */
+  let warns: string[];
   let snapshots: KubernetesSnapshot[];
   let clock: ReturnType<typeof recordingClock>;
   let sources: KubernetesSource[];
@@ -105,6 +107,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     kubeConfig = new KC();
     kubeConfig.loadFromFile(api.writeKubeconfig(join(dir, 'kubeconfig')));
     logs = [];
+    warns = [];
     snapshots = [];
     clock = recordingClock();
     sources = [];
@@ -117,7 +120,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
   });
 
   function newSource(namespace: string | null = null): KubernetesSource {
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m) => logs.push(m), clock });
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock });
     source.onSnapshot((s) => snapshots.push(s));
     sources.push(source);
     return source;
@@ -260,6 +263,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const source = await started();
     expect(view(source.snapshot)).toEqual({ routes: ['default/good=llama-3'], endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000'] } });
     expect(logs.find((l) => l.includes('ModelRoute default/bad'))).toMatch(/spec\.rateLimit\.unit.*skipped/);
+    expect(warns.find((l) => l.includes('ModelRoute default/bad'))).toMatch(/spec\.rateLimit\.unit.*skipped/);
     expect(logs.find((l) => l.includes('ModelServer default/broken-server'))).toMatch(/spec\.workloadPort\.port/);
 
     // Logged once, not on every rebuild.
@@ -363,6 +367,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const backoff = clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000);
     expect(backoff).toEqual(expect.arrayContaining([1000, 2000, 4000, 8000]));
     expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
+    // Each a warning: the router runs on the last objects it saw meanwhile.
+    expect(warns.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
     // A failure that is no refusal carries no hint.
     expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503')).every((l) => /retrying in \d+ ms$/.test(l))).toBe(true);
   });
