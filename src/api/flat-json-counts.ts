@@ -206,6 +206,18 @@ export function lastTokenByteBefore(b: Buffer, at: number): number {
 }
 
 /**
+ * The opening quote of the key of the member whose value starts at b[valueStart] (`"key" :`
+ * before it, white space aside, the key without escapes), or -1.
+ */
+export function keyStartBackwards(b: Buffer, valueStart: number): number {
+  const colon = lastTokenByteBefore(b, valueStart);
+  if (colon < 0 || b[colon] !== COLON) return -1;
+  const close = lastTokenByteBefore(b, colon);
+  if (close < 0 || b[close] !== QUOTE) return -1;
+  return stringStartBackwards(b, close);
+}
+
+/**
  * The `{` or `[` that opens the flat object or array ending at b[last] (`}` or `]`): an object
  * whose members have keys without escapes and scalar values, an array of scalars; -1 when it is
  * not so flat.
@@ -220,15 +232,11 @@ export function flatValueStartBackwards(b: Buffer, last: number): number {
     if (i < 0) return -1;
     const start = scalarStartBackwards(b, i);
     if (start < 0) return -1;
-    i = lastTokenByteBefore(b, start);
     if (object) {
-      if (i < 0 || b[i] !== COLON) return -1;
-      i = lastTokenByteBefore(b, i);
-      if (i < 0 || b[i] !== QUOTE) return -1;
-      const key = stringStartBackwards(b, i);
+      const key = keyStartBackwards(b, start);
       if (key < 0) return -1;
       i = lastTokenByteBefore(b, key);
-    }
+    } else i = lastTokenByteBefore(b, start);
     if (i < 0) return -1;
     if (b[i] === open) return i;
     if (b[i] !== COMMA) return -1;

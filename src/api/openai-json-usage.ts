@@ -6,8 +6,8 @@
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
 import {
-  bytesAt, flatCounts, flatValueStartBackwards, isJsonSpace, lastTokenByteBefore, readFlatCountsBackwards, scalarStartBackwards,
-  stringStartBackwards,
+  bytesAt, flatCounts, flatValueStartBackwards, isJsonSpace, keyStartBackwards, lastTokenByteBefore, readFlatCountsBackwards,
+  scalarStartBackwards,
 } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
@@ -136,15 +136,12 @@ const KEY_USAGE = -2;
  * escape, or no member comes before, or KEY_USAGE when the key is `usage` (after `,` or `{`).
  */
 function memberKeyBefore(b: Buffer, start: number): number {
-  let i = lastTokenByteBefore(b, start);
-  if (i < 0 || b[i] !== COLON) return -1;
-  const close = lastTokenByteBefore(b, i);
-  if (close < 0 || b[close] !== QUOTE) return -1;
-  const open = stringStartBackwards(b, close);
+  const open = keyStartBackwards(b, start);
   if (open < 0) return -1;
-  i = lastTokenByteBefore(b, open);
+  const i = lastTokenByteBefore(b, open);
   if (i < 0) return -1;
-  if (close - open === USAGE_KEY.length - 1 && bytesAt(b, open, USAGE_KEY) && (b[i] === COMMA || b[i] === OPEN)) return KEY_USAGE;
+  // The key holds no quote but its closing one (keyStartBackwards): `"usage"` from `open` is all of it.
+  if (bytesAt(b, open, USAGE_KEY) && (b[i] === COMMA || b[i] === OPEN)) return KEY_USAGE;
   return b[i] === COMMA ? lastTokenByteBefore(b, i) : -1;
 }
 

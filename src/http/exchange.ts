@@ -151,7 +151,7 @@ export class Exchange {
       if (pipelined) ctx.fail('pipelining_refused', PIPELINED, 444);
       else {
         ctx.statusCode = 499;
-        if (ctx.errorType === null) ctx.fail('client_closed', out === OUT_GOING && this.outBody.length > 0 ? this.outMessage('the client went away before the answer ended') : 'the client went away before the answer ended', 499);
+        if (ctx.errorType === null) ctx.fail('client_closed', this.outMessage('the client went away before the answer ended'), 499);
       }
     }
     if (this.upstream !== null) this.upstream.abortForClient();
@@ -187,9 +187,13 @@ export class Exchange {
     record(this);
   }
 
-  /** `what`, and how much of a whole answer's body went out. */
+  /**
+   * `what`, and how much of a whole answer's body went out while it is going out (`outBody` is
+   * set only then); `what` alone otherwise.
+   */
   private outMessage(what: string): string {
-    return `${what} (${this.outSent} of ${this.outBody.length} bytes of the body handed to the connection)`;
+    const body = this.outBody;
+    return body.length === 0 ? what : `${what} (${this.outSent} of ${body.length} bytes of the body handed to the connection)`;
   }
 
   /**
@@ -208,7 +212,7 @@ export class Exchange {
 
   private cutGoingOut(message: string): void {
     const ctx = this.ctx;
-    ctx.fail('upstream_error', this.outBody.length > 0 ? this.outMessage(message) : message, ctx.statusCode);
+    ctx.fail('upstream_error', this.outMessage(message), ctx.statusCode);
     const res = this.res;
     // Over before the close, whose onAborted (clientGone) then finds nothing left to record.
     this.answerOut();

@@ -33,6 +33,10 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   const charged: LimiterTerm[] = [];
   /** Bit k: charged[k] was admitted by its failure mode (its give-back goes there). */
   let chargedByFailureMode = 0;
+  const charge = (t: LimiterTerm, d: Decision): void => {
+    if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
+    charged.push(t);
+  };
   let admitted = true;
   try {
     for (let i = 0; i < terms.length && admitted; i++) {
@@ -41,10 +45,7 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       const d = await t.limiter.admit(t.key, t.limit, inputTokens);
       decisions[i] = d;
       if (!d.allowed) admitted = false;
-      else {
-        if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
-        charged.push(t);
-      }
+      else charge(t, d);
     }
     for (let i = 0; i < terms.length; i++) {
       const t = terms[i];
@@ -54,17 +55,13 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
         // Alone in admitAll, a shadow limit is charged past its limit too.
         const sd = (await t.limiter.admitAll([t], tokens))[0];
         decisions[i] = sd;
-        if (admitted) {
-          if (sd.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
-          charged.push(t);
-        }
+        if (admitted) charge(t, sd);
         continue;
       }
       const d = await t.limiter.admit(t.key, t.limit, tokens);
       decisions[i] = d;
       if (!admitted) continue;
-      if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
-      charged.push(t);
+      charge(t, d);
       if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens, d.byFailureMode === true); // shadow: counted past its limit
     }
   } catch (err) {

@@ -7,6 +7,7 @@ import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/re
 import { ClientGone, isConnectFailure } from './upstream-errors.js';
 import { TurnQueue } from '../turn-queue.js';
 import { Buffer } from 'node:buffer';
+import { isUsualHeader } from '../header-name.js';
 
 /**
  * Bodies up to this size with a content-length are answered in one write (keeps content-length);
@@ -241,22 +242,24 @@ function tell(call: UpstreamCall): void {
   call.tell();
 }
 
+/**
+ * The index in the pod's flat [name, value, …] list of the value of the first header named `lower`
+ * (in any case; `capital`, its usual spelling, compared first), or -1.
+ */
+function headerValueIndex(headers: string[], lower: string, capital: string): number {
+  for (let i = 0; i < headers.length; i += 2) if (isUsualHeader(headers[i], lower, capital)) return i + 1;
+  return -1;
+}
+
 /** True when the answer's content-type is text/event-stream (a stream whose usage is scanned). */
 function isEventStream(headers: string[]): boolean {
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i];
-    if (name.length === 12 && name.toLowerCase() === 'content-type') return isEventStreamType(headers[i + 1]);
-  }
-  return false;
+  const v = headerValueIndex(headers, 'content-type', 'Content-Type');
+  return v >= 0 && isEventStreamType(headers[v]);
 }
 
 /** The answer has a retry-after header (looked for on 503s only). */
 function hasRetryAfter(headers: string[]): boolean {
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i];
-    if (name.length === 11 && name.toLowerCase() === 'retry-after') return true;
-  }
-  return false;
+  return headerValueIndex(headers, 'retry-after', 'Retry-After') >= 0;
 }
 
 const EVENT_STREAM = 'text/event-stream';

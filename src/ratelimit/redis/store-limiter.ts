@@ -17,7 +17,7 @@ import { StoreHealth, type StoreState } from './health.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
-import { SETTLE_WAIT_MS, TurnBatches } from './turn-batches.js';
+import { clockArgument, SETTLE_WAIT_MS, TurnBatches } from './turn-batches.js';
 import { performance } from 'node:perf_hooks';
 import type { Buffer } from 'node:buffer';
 
@@ -144,7 +144,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       // However the store went away (a lost connection too), its leases go back or are forfeit at
       // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
       // lost its counts (a restart, a failover), whatever the lease clock says of its view.
-      onDown: this.leases === null ? undefined : () => this.returnLeasesWhileDown(),
+      onDown: () => this.returnLeasesWhileDown(),
     });
   }
 
@@ -159,7 +159,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.leases !== null && limit.inputTokensPerUnit !== null) return this.admitLeased(key, limit, inputTokens);
       return this.enqueueAdmission(key, limit, inputTokens);
     }
-    if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
+    this.returnLeasesWhileDown();
     return this.admitOnceUsable(key, limit, inputTokens);
   }
 
@@ -211,9 +211,10 @@ export class RedisStoreLimiter implements TokenLimiter {
     giveBackInto(into ?? this.batches.batchFor(r.key, r.limit, false), r);
   }
 
-  /** Every lease held goes back, or is forfeit, while the store is unavailable (returnWhileDown). */
+  /** Every lease held (if any) goes back, or is forfeit, while the store is unavailable (returnWhileDown). */
   private returnLeasesWhileDown(): void {
-    for (const r of this.leases!.takeAll()) this.returnWhileDown(r);
+    if (this.leases === null || this.leases.size === 0) return;
+    for (const r of this.leases.takeAll()) this.returnWhileDown(r);
   }
 
   /**
@@ -228,9 +229,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.onLease !== null) this.onLease('forfeited');
       return;
     }
-    const now = this.clock === null ? '' : String(this.clock());
-    this.client.irBatchBuffer(redisKeyBase(r.key), r.limit.unit, now, 0, 0, NO_LIMIT, NO_LIMIT, 0, r.tokens, r.window, r.lent, NO_ADMISSIONS)
-      .then(this.leaseReturned, this.leaseLost);
+    this.correct(redisKeyBase(r.key), r.limit.unit, clockArgument(this.clock), 0, r.tokens, r.window, r.lent).then(this.leaseReturned, this.leaseLost);
   }
 
   private readonly leaseReturned = (): void => {
@@ -277,7 +276,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     if (invalid !== null) return Promise.reject(invalid);
     if (this.cluster && terms.length > 1) return admitInOrder(terms.map((t) => ({ key: t.key, limit: t.limit, limiter: this.inOrder })), inputTokens);
     if (this.health.state !== 'up') {
-      if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
+      this.returnLeasesWhileDown();
       return this.admitAllOnceUsable(terms, inputTokens);
     }
     if (this.leases === null) return this.batches.multiBatchFor(terms).admit(terms, inputTokens);
@@ -314,9 +313,8 @@ export class RedisStoreLimiter implements TokenLimiter {
    */
   private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
     if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta);
-    const now = this.clock === null ? '' : String(this.clock());
     // Not waited for: the request's failure mode decides now, not once that node answers.
-    this.client.irBatchBuffer(redisKeyBase(key), limit.unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, 0, 0, 0, NO_ADMISSIONS).then(ignore, ignore);
+    this.correct(redisKeyBase(key), limit.unit, clockArgument(this.clock), delta, 0, 0, 0).then(ignore, ignore);
     return Promise.resolve();
   }
 
@@ -444,7 +442,16 @@ export class RedisStoreLimiter implements TokenLimiter {
   private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, msLeft: number): void {
     const delta = refund > 0 && msLeft > this.timeoutMs ? -refund : 0;
     if (lent <= 0 && delta === 0) return;
-    this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, lent, window, lent, NO_ADMISSIONS).then(undefined, ignore);
+    this.correct(base, unit, now, delta, lent, window, lent).then(undefined, ignore);
+  }
+
+  /**
+   * A script call of its own, outside the turn's batches and whatever the circuit says, with no
+   * admission: `delta` input tokens to the window at `now`, and `back` tokens of a lease of `lent`
+   * lent in `window` given back (the script takes them only in that window).
+   */
+  private correct(base: string, unit: WindowUnit, now: string, delta: number, back: number, window: number, lent: number): Promise<unknown> {
+    return this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
   }
 
   /**
@@ -510,7 +517,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   private storeFailed(err: unknown): void {
-    if (this.leases !== null && this.leases.size > 0) this.returnLeasesWhileDown();
+    this.returnLeasesWhileDown();
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }

@@ -14,6 +14,11 @@ import { MultiBatch } from './multi-batch.js';
  */
 export const SETTLE_WAIT_MS = 20;
 
+/** The `now` argument of a script call: the injected clock's ms, or '' for the Redis server's TIME. */
+export function clockArgument(clock: Clock | null): string {
+  return clock === null ? '' : String(clock());
+}
+
 /**
  * The script calls being collected for one Redis store, and when each goes out; what a call
  * sends and how its reply is read is the store's (store-limiter.ts), through `send` and
@@ -149,7 +154,7 @@ export class TurnBatches {
   };
 
   private now(): string {
-    return this.clock === null ? '' : String(this.clock());
+    return clockArgument(this.clock);
   }
 
   /**
