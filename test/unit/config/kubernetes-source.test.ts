@@ -119,15 +119,16 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function newSource(namespace: string | null = null): KubernetesSource {
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock });
+  /** `watchIdleMs`: the watchdog's limit (the source's default when left out). */
+  function newSource(namespace: string | null = null, watchIdleMs?: number): KubernetesSource {
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs });
     source.onSnapshot((s) => snapshots.push(s));
     sources.push(source);
     return source;
   }
 
-  async function started(namespace: string | null = null): Promise<KubernetesSource> {
-    const source = newSource(namespace);
+  async function started(namespace: string | null = null, watchIdleMs?: number): Promise<KubernetesSource> {
+    const source = newSource(namespace, watchIdleMs);
     await source.start();
     return source;
   }
@@ -449,9 +450,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
   test('a watch that stays open but delivers nothing past the idle limit is taken for dead, logged, and resumed', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace: null, kubeConfig, log: (m) => logs.push(m), clock, watchIdleMs: 400 });
-    sources.push(source);
-    await source.start();
+    const source = await started(null, 400);
     await until('three watches', () => api.watchCount() === 3, () => api.requests);
     const listsBefore = api.requests.filter((q) => !q.watch).length;
     // The pods watch hangs (a hung API server, or a connection lost without a reset): the change
@@ -467,9 +466,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
   test('a watch request that gets no answer at all past the idle limit is given up, logged, and made again', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace: null, kubeConfig, log: (m) => logs.push(m), clock, watchIdleMs: 400 });
-    sources.push(source);
-    await source.start();
+    const source = await started(null, 400);
     await until('three watches', () => api.watchCount() === 3, () => api.requests);
     api.leaveNextWatchesUnanswered(1, 'pods');
     api.sendBookmarks(); // healthy so far: the dropped pods watch is made again at once, and hangs

@@ -103,31 +103,15 @@ describe('the local failure mode: each charge settles against the store that hol
     expect(local(fallback, `${r}-2`, limit).in).toBe(6);
   });
 
-  it('a request admitted by the local counters while Redis was down: its give-back and input correction go there once Redis is back, never lowering Redis\'s count; its output is charged to Redis', async () => {
+  /**
+   * Two requests (6 and 4 input tokens) admitted by the failure mode `mode` while Redis is
+   * unreachable; then Redis starts, holding 10 admitted meanwhile (other instances); the first
+   * request's answer ends (the pod counted 3 prompt tokens, a correction of -3, and 7 output
+   * tokens) and the second, which never reached a pod, gives its 4 input tokens back.
+   */
+  async function admittedDuringOutageThenSettled(mode: 'local' | 'open'): Promise<{ s: RedisServer; fallback: CounterStore; r: string; limit: RateLimitSpec }> {
     const port = await freePort();
-    const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false');
-    const r = route();
-    const limit = spec(100, 1000);
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
-    // Redis unreachable at start: the local counters admit both.
-    const a1 = await admitRequest(terms, 6);
-    const a2 = await admitRequest(terms, 4);
-    expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 1, 1]);
-    const s = await server(port);
-    await untilUp(l);
-    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '10'); // what Redis admitted meanwhile (other instances)
-    // a1's answer ends: the pod counted 3 prompt tokens (a correction of -3) and 7 output tokens;
-    // a2 never reached a pod (its 4 input tokens are given back).
-    settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
-    await landed();
-    expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
-    expect(local(fallback, r, limit)).toEqual({ in: 3, out: 0 });
-  });
-
-  it('the open failure mode: a request it admitted while Redis was down charged nothing, so its give-back and correction never lower Redis\'s count once it is back', async () => {
-    const port = await freePort();
-    const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false', 'open');
+    const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false', mode);
     const r = route();
     const limit = spec(100, 1000);
     const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
@@ -140,6 +124,17 @@ describe('the local failure mode: each charge settles against the store that hol
     settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
     await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
     await landed();
+    return { s, fallback, r, limit };
+  }
+
+  it('a request admitted by the local counters while Redis was down: its give-back and input correction go there once Redis is back, never lowering Redis\'s count; its output is charged to Redis', async () => {
+    const { s, fallback, r, limit } = await admittedDuringOutageThenSettled('local');
+    expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
+    expect(local(fallback, r, limit)).toEqual({ in: 3, out: 0 });
+  });
+
+  it('the open failure mode: a request it admitted while Redis was down charged nothing, so its give-back and correction never lower Redis\'s count once it is back', async () => {
+    const { s, fallback, r } = await admittedDuringOutageThenSettled('open');
     expect(await counts(s, r)).toEqual({ in: 10, out: 7, lent: '' });
     expect(fallback.size).toBe(0);
   });
