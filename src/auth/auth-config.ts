@@ -33,6 +33,8 @@ export interface JwtConfig {
   readonly modelsClaim: string | null;
   /** Allowed clock skew for exp/nbf, seconds. */
   readonly clockToleranceSeconds: number;
+  /** Refuse a token without `exp` (one that never expires); off by default, as RFC 7519 makes `exp` optional. */
+  readonly requireExpiration: boolean;
   /** A remote key set older than this is refreshed (in the background), seconds. */
   readonly jwksMaxAgeSeconds: number;
   /** Minimum time between two fetches of the remote key set (unknown kid, refresh), seconds. */
@@ -64,7 +66,7 @@ export class AuthConfigError extends Error {
 const TOP_KEYS = ['apiKeys', 'jwt'];
 const KEY_KEYS = ['name', 'sha256', 'models', 'rateLimit'];
 const JWT_KEYS = [
-  'issuer', 'audiences', 'jwksUri', 'jwks', 'modelsClaim', 'clockToleranceSeconds',
+  'issuer', 'audiences', 'jwksUri', 'jwks', 'modelsClaim', 'clockToleranceSeconds', 'requireExpiration',
   'jwksMaxAgeSeconds', 'jwksCooldownSeconds', 'jwksTimeoutSeconds', 'tenantClaim', 'rateLimit', 'tenantLimits',
 ];
 const RATE_LIMIT_KEYS = ['inputTokensPerUnit', 'outputTokensPerUnit', 'unit', 'global', 'mode'];
@@ -113,6 +115,12 @@ class Check {
   seconds(v: unknown, path: string, fallback: number, max: number): number {
     if (v === undefined) return fallback;
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) this.fail(path, `expected a number of seconds from 0 to ${max}, got ${describe(v)}`);
+    return v;
+  }
+
+  flag(v: unknown, path: string, fallback: boolean): boolean {
+    if (v === undefined) return fallback;
+    if (typeof v !== 'boolean') this.fail(path, `expected true or false, got ${describe(v)}`);
     return v;
   }
 
@@ -224,6 +232,7 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
     jwks,
     modelsClaim,
     clockToleranceSeconds: c.seconds(o.clockToleranceSeconds, 'jwt.clockToleranceSeconds', 0, 300),
+    requireExpiration: c.flag(o.requireExpiration, 'jwt.requireExpiration', false),
     jwksMaxAgeSeconds: c.seconds(o.jwksMaxAgeSeconds, 'jwt.jwksMaxAgeSeconds', 600, 86_400),
     jwksCooldownSeconds: c.seconds(o.jwksCooldownSeconds, 'jwt.jwksCooldownSeconds', 30, 3_600),
     jwksTimeoutSeconds: c.timeoutSeconds(o.jwksTimeoutSeconds, 'jwt.jwksTimeoutSeconds', 5, 60),

@@ -108,6 +108,7 @@ export class Authenticator {
         audience: j.audiences as string[],
         algorithms: ASYMMETRIC,
         clockTolerance: j.clockToleranceSeconds,
+        requiredClaims: j.requireExpiration ? ['exp'] : [],
       };
     }
   }
@@ -196,6 +197,7 @@ function jwtFailure(err: unknown): RouterError {
       case 'aud': return unauthenticated('invalid token: audience not accepted', true);
       case 'nbf': return unauthenticated('invalid token: not valid yet (nbf)', true);
       case 'iat': return unauthenticated('invalid token: issued in the future (iat)', true);
+      case 'exp': return unauthenticated(err.reason === 'missing' ? 'invalid token: no expiry (exp), which jwt.requireExpiration asks for' : 'invalid token: expiry (exp) not a number', true);
       default: return unauthenticated(`invalid token: claim "${err.claim}" ${err.reason === 'missing' ? 'missing' : 'not accepted'}`, true);
     }
   }

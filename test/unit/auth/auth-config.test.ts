@@ -39,7 +39,7 @@ jwt:
     expect(globsAllow(c.apiKeys[0].models!, 'gpt-4')).toBe(false);
     expect(c.jwt).toMatchObject({
       issuer: 'https://issuer.example', audiences: ['inference-router'], jwks: null, modelsClaim: 'models',
-      jwksCooldownSeconds: 30, jwksMaxAgeSeconds: 600, jwksTimeoutSeconds: 5, clockToleranceSeconds: 0,
+      jwksCooldownSeconds: 30, jwksMaxAgeSeconds: 600, jwksTimeoutSeconds: 5, clockToleranceSeconds: 0, requireExpiration: false,
     });
     expect(Object.isFrozen(c)).toBe(true);
     expect(Object.isFrozen(c.apiKeys[0])).toBe(true);
@@ -85,6 +85,7 @@ jwt:
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: RSA, d: secret } ] } }', /jwt\.jwks\.keys\[0\]: is a private key/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: oct, k: abc } ] } }', /jwt\.jwks\.keys\[0\]\.kty: symmetric keys/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwksCooldownSeconds: -1 }', /jwt\.jwksCooldownSeconds: expected a number of seconds from 0 to 3600, got -1/],
+    ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", requireExpiration: "yes" }', /jwt\.requireExpiration: expected true or false, got the string "yes"/],
     // 0 is no "no timeout": every fetch of the key set would fail, every token answered 503.
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwksTimeoutSeconds: 0 }', /jwt\.jwksTimeoutSeconds: expected a number of seconds above 0, up to 60, got 0/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", issuers: [x] }', /jwt\.issuers: unknown field/],

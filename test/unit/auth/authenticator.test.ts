@@ -138,6 +138,17 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     expect(await auth.authorize(`Bearer ${await signToken(k1, { expiresIn: -120, claims: { models: ['*'] } })}`, 'm')).toBe('alice');
   });
 
+  it('a token without exp passes by default and is refused with requireExpiration: true', async () => {
+    server.keys = [k1.jwk];
+    const claims = { models: ['*'] };
+    const forever = await signToken(k1, { expiresIn: null, claims });
+    expect(JSON.parse(Buffer.from(forever.split('.')[1], 'base64url').toString())).not.toHaveProperty('exp');
+    expect(await make().authorize(`Bearer ${forever}`, 'm')).toBe('alice');
+    const strict = make('  requireExpiration: true');
+    await expectFail(strict, `Bearer ${forever}`, 'm', 401, /^invalid token: no expiry \(exp\), which jwt.requireExpiration asks for$/);
+    expect(await strict.authorize(`Bearer ${await signToken(k1, { claims })}`, 'm')).toBe('alice');
+  });
+
   it('an unknown kid triggers one refresh (key rotation), then the cooldown holds further fetches', async () => {
     server.keys = [k1.jwk];
     server.fetches = 0;

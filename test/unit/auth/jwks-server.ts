@@ -19,8 +19,8 @@ export interface TokenOptions {
   issuer?: string;
   audience?: string | string[];
   subject?: string;
-  /** Seconds from now (negative = in the past). */
-  expiresIn?: number;
+  /** Seconds from now (negative = in the past); null: no `exp` claim at all. */
+  expiresIn?: number | null;
   notBefore?: number;
   claims?: Record<string, unknown>;
   alg?: string;
@@ -33,8 +33,8 @@ export async function signToken(key: TestKey, o: TokenOptions = {}): Promise<str
     .setIssuer(o.issuer ?? 'https://issuer.test')
     .setAudience(o.audience ?? 'inference-router')
     .setSubject(o.subject ?? 'alice')
-    .setIssuedAt(now - 10)
-    .setExpirationTime(now + (o.expiresIn ?? 300));
+    .setIssuedAt(now - 10);
+  if (o.expiresIn !== null) jwt.setExpirationTime(now + (o.expiresIn ?? 300));
   if (o.notBefore !== undefined) jwt.setNotBefore(now + o.notBefore);
   return jwt.sign(key.privateKey);
 }
