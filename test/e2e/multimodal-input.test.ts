@@ -48,5 +48,10 @@ describe('images and audio in a prompt count against the input limit', () => {
     // Two seconds of WAV audio: 20 tokens.
     const audio = await remaining(chat([TEXT, { type: 'input_audio', input_audio: { data: wav(2).toString('base64'), format: 'wav' } }]));
     expect(audio).toEqual({ status: 200, remaining: first.remaining - textTokens - 20 });
+
+    // Parts of an unexpected shape are skipped, as before: the request goes to the pod, charged its text.
+    const odd = await remaining(chat([TEXT, { type: 'image_url', image_url: 5 }, { type: 'input_audio', input_audio: { data: null } }, null]));
+    expect(odd).toEqual({ status: 200, remaining: audio.remaining - textTokens });
+    expect((await mock.stats()).requests).toBe(4);
   });
 });
