@@ -46,6 +46,12 @@ function skipSpace(s: string, i: number): number {
   return i;
 }
 
+/** The event sets `usage` (to an object: not null). */
+export function hasUsage(event: StreamEvent): boolean {
+  const usage = event.usage;
+  return typeof usage === 'object' && usage !== null;
+}
+
 /** The event reports `usage.completion_tokens`: the generated text is not needed any more. */
 export function reportsCompletion(event: StreamEvent): boolean {
   const usage = event.usage;

@@ -3,9 +3,13 @@
  * are skipped.
  */
 import { addText, newPromptText, type PromptText } from '../tokens/prompt-text.js';
+import { mediaPartTokens } from './openai-media.js';
 import type { ApiKind } from './openai-request.js';
 
-/** Content of one chat message: a string, or an array of parts whose `text` (a refusal part: `refusal`) is counted. */
+/**
+ * Content of one chat message: a string, or an array of parts whose `text` (a refusal part:
+ * `refusal`) is counted; an image or audio part (no text) adds its estimate (openai-media.ts).
+ */
 function addContent(p: PromptText, content: unknown): void {
   if (typeof content === 'string') {
     addText(p, content);
@@ -22,6 +26,7 @@ function addContent(p: PromptText, content: unknown): void {
         // An assistant message's refusal part carries its text in `refusal`.
         const refusal = (part as { refusal?: unknown }).refusal;
         if (typeof refusal === 'string') addText(p, refusal);
+        else p.knownTokens += mediaPartTokens(part);
       }
     }
   }
@@ -90,9 +95,9 @@ function addPromptValue(p: PromptText, v: unknown): void {
   for (let i = 0; i < v.length; i++) {
     const item: unknown = v[i];
     if (typeof item === 'string') addText(p, item);
-    else if (typeof item === 'number') p.idTokens++;
+    else if (typeof item === 'number') p.knownTokens++;
     else if (Array.isArray(item)) {
-      for (let j = 0; j < item.length; j++) if (typeof item[j] === 'number') p.idTokens++;
+      for (let j = 0; j < item.length; j++) if (typeof item[j] === 'number') p.knownTokens++;
     } else if (item !== null && typeof item === 'object') addMessage(p, item);
   }
 }

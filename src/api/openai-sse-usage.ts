@@ -1,15 +1,18 @@
 /**
  * Scans an OpenAI-style server-sent-event stream as it passes through the router: learns the usage
- * the backend reports and the generated text, and optionally removes the extra usage chunk (the
- * event with `usage` set and empty `choices`) that the router asked for on the client's behalf with
- * `stream_options.include_usage`.
+ * the backend reports and the generated text, and optionally removes the usage the router asked
+ * for on the client's behalf with `stream_options.include_usage`: the extra usage chunk (the event
+ * with `usage` set and empty `choices`), or, from a server that puts the usage on a content chunk
+ * (llama.cpp's, on the one with finish_reason), that event's `usage` member, cut out of its JSON
+ * with the rest of the event forwarded byte for byte (sse-member-cut.ts).
  *
- * Made of three parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
- * (openai-event-usage.ts) and the strip filter (sse-strip.ts).
+ * Made of four parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
+ * (openai-event-usage.ts), the strip filter (sse-strip.ts) and the member cut.
  *
  * - keep mode (`stripUsageChunk: false`): `push` returns the very chunk it was given; nothing waits.
  * - strip mode: `push` returns every complete event at once and holds only the current partial
- *   event, which is needed to decide whether it is the usage chunk.
+ *   event, which is needed to decide whether it is the usage chunk or carries usage. Only an
+ *   event whose data is on one line, within the bound, has its member cut.
  *
  * With a GeneratedText, an event whose data can hold no usage (`mayCarryUsage`: no `"usage"` key
  * but one set to null) is not parsed as it passes: its data is kept, up to
@@ -25,8 +28,9 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, mayCarryUsage, parseEvent, reportsCompletion, type StreamEvent } from './openai-event-usage.js';
+import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
+import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
 import { Buffer } from 'node:buffer';
 
@@ -37,8 +41,20 @@ export const HELD_EVENT_CHARS = 64 * 1024;
 
 const EMPTY = Buffer.alloc(0);
 
+/** What to do with an event in strip mode: forward it, remove it (the usage chunk), or cut its usage member. */
+const KEEP = 0;
+const DROP = 1;
+const CUT = 2;
+type EventAction = typeof KEEP | typeof DROP | typeof CUT;
+
+const USAGE_KEY = Buffer.from('usage', 'latin1');
+const withoutUsage = (event: Buffer): Buffer | null => eventWithoutMember(event, USAGE_KEY);
+
 export interface SseUsageOptions {
-  /** Remove the usage-only event (usage set, `choices: []`) from the forwarded bytes. */
+  /**
+   * Remove the usage-only event (usage set, `choices: []`) from the forwarded bytes, and the
+   * `usage` member of any other event that sets it.
+   */
   stripUsageChunk: boolean;
   /**
    * Most bytes held back for one partial event (strip mode) or kept to parse one partial line.
@@ -119,9 +135,11 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   end(): Buffer {
     this.lines.end(this);
-    const usageOnly = this.endEvent();
+    const action = this.endEvent();
     this.readHeld();
-    return this.filter === null ? EMPTY : this.filter.end(usageOnly);
+    const filter = this.filter;
+    if (filter === null) return EMPTY;
+    return action === CUT ? filter.endRewritten(withoutUsage) : filter.end(action === DROP);
   }
 
   // SseLineSink: called by the splitter.
@@ -131,8 +149,11 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   }
 
   blank(next: number): void {
-    const usageOnly = this.endEvent();
-    if (this.filter !== null) this.filter.eventEnd(next, usageOnly);
+    const action = this.endEvent();
+    const filter = this.filter;
+    if (filter === null) return;
+    if (action === CUT) filter.eventEndRewritten(next, withoutUsage);
+    else filter.eventEnd(next, action === DROP);
   }
 
   eventTail(n: number): void {
@@ -144,20 +165,23 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.data = null;
   }
 
-  /** Reads the finished event's data; returns true when it is a usage-only chunk. */
-  private endEvent(): boolean {
+  /** Reads the finished event's data; returns what strip mode does with it (KEEP in keep mode). */
+  private endEvent(): EventAction {
     const data = this.data;
     this.data = null;
     if (this.broken) {
       this.broken = false;
-      return false;
+      return KEEP;
     }
-    if (data === null) return false;
+    if (data === null) return KEEP;
     const generated = this.generated;
-    if (generated === null) return this.readEvent(data, null);
+    if (generated === null) {
+      const event = parseEvent(data);
+      return event === null ? KEEP : this.actionOf(event, null);
+    }
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
-      if (this.seen.completionTokens !== null) return false; // counted by the backend: text is stopped
+      if (this.seen.completionTokens !== null) return KEEP; // counted by the backend: text is stopped
       const isObject = isObjectData(data);
       if (isObject) this.textEvents++;
       if (this.dropping) {
@@ -165,7 +189,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
           this.dropped++;
           this.droppedEvents++;
         }
-        return false;
+        return KEEP;
       }
       this.held.push(data);
       this.heldChars += data.length;
@@ -180,10 +204,10 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
           this.readHeld();
         }
       }
-      return false;
+      return KEEP;
     }
     const event = parseEvent(data);
-    if (event === null) return false;
+    if (event === null) return KEEP;
     if (this.reportsCompletion(event)) {
       this.dropHeld();
       this.dropped = 0;
@@ -191,7 +215,13 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.readHeld();
       this.handDropped();
     }
-    return this.applyEvent(event, generated);
+    return this.actionOf(event, generated);
+  }
+
+  /** applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage member of another event that sets it. */
+  private actionOf(event: StreamEvent, text: GeneratedText | null): EventAction {
+    if (this.applyEvent(event, text)) return DROP;
+    return this.filter !== null && hasUsage(event) ? CUT : KEEP;
   }
 
   /**

@@ -159,14 +159,35 @@ function lineEnd(buf: Buffer, from: number): number {
  * when the line is another field or a comment.
  */
 export function dataValue(buf: Buffer, start: number, end: number): string | null {
+  const valueStart = dataValueStart(buf, start, end);
+  return valueStart < 0 ? null : buf.toString('utf8', valueStart, end);
+}
+
+/** Where the value of a `data` field line [start, end) of `buf` starts; -1 when the line is another field or a comment. */
+export function dataValueStart(buf: Buffer, start: number, end: number): number {
   if (end - start < 4 || buf[start] !== 0x64 || buf[start + 1] !== 0x61 || buf[start + 2] !== 0x74 || buf[start + 3] !== 0x61) {
-    return null;
+    return -1;
   }
   let valueStart = start + 4;
   if (valueStart < end) {
-    if (buf[valueStart] !== 0x3a) return null; // a field named "data…" but longer, e.g. "datafoo:"
+    if (buf[valueStart] !== 0x3a) return -1; // a field named "data…" but longer, e.g. "datafoo:"
     valueStart++;
     if (valueStart < end && buf[valueStart] === 0x20) valueStart++;
   }
-  return buf.toString('utf8', valueStart, end);
+  return valueStart;
+}
+
+/**
+ * The lines of a complete event `event` (its bytes, line ends included), each as [start, end)
+ * without its line end, to `each`; stops when `each` returns false.
+ */
+export function eachLine(event: Buffer, each: (start: number, end: number) => boolean): void {
+  let start = 0;
+  while (start < event.length) {
+    const end = lineEnd(event, start);
+    const stop = end === -1 ? event.length : end;
+    if (stop > start && !each(start, stop)) return;
+    if (end === -1) return;
+    start = event[end] === CR && event[end + 1] === LF ? end + 2 : end + 1;
+  }
 }

@@ -1,10 +1,12 @@
 /**
- * Removes whole events from a server-sent-event stream as it passes through: the caller says at
- * each event's end whether to drop it. Forwards every complete event at once and holds back only
- * the current partial event, up to a bound; a longer event is forwarded as it comes and never
- * removed. Everything not removed is forwarded byte for byte.
+ * Removes whole events from a server-sent-event stream as it passes through, or forwards one
+ * rewritten: the caller says at each event's end whether to drop it, or hands a rewrite of its
+ * bytes. Forwards every complete event at once and holds back only the current partial event, up
+ * to a bound; a longer event is forwarded as it comes and never removed or rewritten. Everything
+ * not removed or rewritten is forwarded byte for byte.
  *
- * Per chunk: begin(chunk), then the splitter's event reports (eventEnd, eventTail), then finish().
+ * Per chunk: begin(chunk), then the splitter's event reports (eventEnd or eventEndRewritten,
+ * eventTail), then finish().
  */
 import { checkMaxBytes, DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
 import { Buffer } from 'node:buffer';
@@ -57,6 +59,30 @@ export class SseStripFilter {
     this.eventStart = next;
   }
 
+  /**
+   * The event ended before `next` in the chunk; `rewrite` is handed its bytes and returns what to
+   * forward instead, or null to forward it as it came. An event partly forwarded already (past the
+   * bound) goes on as it came, unread.
+   */
+  eventEndRewritten(next: number, rewrite: (event: Buffer) => Buffer | null): void {
+    if (this.passing) {
+      this.eventEnd(next, false);
+      return;
+    }
+    const own = this.chunk.subarray(this.eventStart, next);
+    const out = rewrite(this.heldLength === 0 ? own : Buffer.concat([...this.held, own], this.heldLength + own.length));
+    if (out === null) {
+      this.eventEnd(next, false);
+      return;
+    }
+    this.clearHeld();
+    if (this.outTo > this.outFrom) this.parts.push(this.chunk.subarray(this.outFrom, this.outTo));
+    this.parts.push(out);
+    this.outFrom = this.outTo = 0;
+    this.lastStripped = false;
+    this.eventStart = next;
+  }
+
   /** The first `n` bytes of the chunk belong to the event that ended in the previous chunk. */
   eventTail(n: number): void {
     if (!this.lastStripped) this.emitRange(0, n);
@@ -90,6 +116,12 @@ export class SseStripFilter {
       return EMPTY;
     }
     return rest;
+  }
+
+  /** End of the stream: the held last event (without its blank line) as `rewrite` returns it (null: as it came). */
+  endRewritten(rewrite: (event: Buffer) => Buffer | null): Buffer {
+    const rest = this.end(false);
+    return rest.length === 0 ? rest : rewrite(rest) ?? rest;
   }
 
   private emitRange(from: number, to: number): void {

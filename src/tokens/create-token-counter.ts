@@ -75,7 +75,7 @@ class PooledCount {
       this.stats.fallbacks++;
       return charsEstimate(this.prompt);
     }
-    return n + this.prompt.idTokens + framingTokens(this.prompt);
+    return n + this.prompt.knownTokens + framingTokens(this.prompt);
   };
 }
 
@@ -112,7 +112,7 @@ class BpeTokenCounter implements RouterTokenCounter {
   #count(p: PromptText): number | Promise<number> {
     if (p.chars <= this.#inlineMaxChars) {
       this.stats.inline++;
-      return bpeCountTexts(p.texts) + p.idTokens + framingTokens(p);
+      return bpeCountTexts(p.texts) + p.knownTokens + framingTokens(p);
     }
     const pool = this.#pool;
     if (pool === null || pool.full) {

@@ -17,14 +17,17 @@ export interface PromptText {
   readonly texts: string[];
   /** Total length of `texts` (decides inline versus pool). */
   chars: number;
-  /** Token-id prompts (number[] / number[][]): their length, exact in every estimator. */
-  idTokens: number;
+  /**
+   * Tokens known without tokenizing, added as they are by every estimator: the length of token-id
+   * prompts (number[] / number[][]), and the API's estimate of images and audio in the prompt.
+   */
+  knownTokens: number;
   /** Chat messages seen (each costs TOKENS_PER_MESSAGE, plus the reply priming once). */
   messages: number;
 }
 
 export function newPromptText(): PromptText {
-  return { texts: [], chars: 0, idTokens: 0, messages: 0 };
+  return { texts: [], chars: 0, knownTokens: 0, messages: 0 };
 }
 
 /** Adds one string to tokenize ('' is skipped). */

@@ -246,23 +246,30 @@ data: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}
 /**
  * The events of a streamed answer, as SSE text, one per array element: one chunk per token
  * (the last carries finish_reason), the usage chunk when asked for and enabled, then `[DONE]`.
- * With `includeUsage`, token chunks carry `"usage":null` as OpenAI's do.
+ * With `includeUsage`, token chunks carry `"usage":null` as OpenAI's do. The `llamacpp` shape
+ * instead puts the usage, and `timings` after it, on the last token chunk, as llama.cpp's server
+ * does, and sends no usage chunk.
  */
 export function sseEvents(spec: AnswerSpec, includeUsage: boolean): string[] {
   const chat = spec.api === 'chat';
   const object = chat ? 'chat.completion.chunk' : 'text_completion';
   const head = `data: {"id":${JSON.stringify(spec.id)},"object":"${object}","created":${spec.created},"model":${JSON.stringify(spec.model)},"pod":${JSON.stringify(spec.pod)},"choices":`;
-  const usageTail = includeUsage ? ',"usage":null}\n\n' : '}\n\n';
+  const onLast = spec.shape === 'llamacpp';
+  const usageTail = includeUsage && !onLast ? ',"usage":null}\n\n' : '}\n\n';
+  const lastTail = includeUsage && onLast && spec.usage
+    ? `,"usage":${JSON.stringify(usageOf(spec))},"timings":{"prompt_n":${spec.promptTokens},"predicted_n":${spec.outputTokens}}}\n\n`
+    : usageTail;
   const word = JSON.stringify(TOKEN_WORD);
   const events: string[] = [];
   for (let i = 0; i < spec.outputTokens; i++) {
-    const finish = i === spec.outputTokens - 1 ? '"length"' : 'null';
+    const last = i === spec.outputTokens - 1;
+    const finish = last ? '"length"' : 'null';
     const choice = chat
       ? `[{"index":0,"delta":{${i === 0 ? '"role":"assistant",' : ''}"content":${word}},"logprobs":null,"finish_reason":${finish}}]`
       : `[{"index":0,"text":${word},"logprobs":null,"finish_reason":${finish}}]`;
-    events.push(head + choice + usageTail);
+    events.push(head + choice + (last ? lastTail : usageTail));
   }
-  if (includeUsage && spec.usage) events.push(`${head}[],"usage":${JSON.stringify(usageOf(spec))}}\n\n`);
+  if (includeUsage && spec.usage && !onLast) events.push(`${head}[],"usage":${JSON.stringify(usageOf(spec))}}\n\n`);
   events.push('data: [DONE]\n\n');
   return events;
 }

@@ -1,7 +1,10 @@
 /** Command-line options of the mock OpenAI-compatible backend, parsed and validated once. */
 
-/** Whose members a whole chat or completions answer has, in whose order. */
-export type AnswerShape = 'openai' | 'vllm' | 'sglang';
+/**
+ * Whose members a whole chat or completions answer has, in whose order; `llamacpp`: answers as
+ * OpenAI's, streams with the usage on the last token chunk (see MockOptions.answerShape).
+ */
+export type AnswerShape = 'openai' | 'vllm' | 'sglang' | 'llamacpp';
 
 export interface MockOptions {
   /** Interface to listen on. */
@@ -20,7 +23,12 @@ export interface MockOptions {
   readonly failRate: number;
   /** Report usage in answers and (when asked) in streams. */
   readonly usage: boolean;
-  /** Members of a whole chat or completions answer: OpenAI's (usage last), or vLLM's or SGLang's order and extra members after usage. */
+  /**
+   * Members of a whole chat or completions answer: OpenAI's (usage last), or vLLM's or SGLang's
+   * order and extra members after usage. `llamacpp`: whole answers as OpenAI's; a stream asked for
+   * usage carries it (and `timings` after it) on its last token chunk, the one with finish_reason,
+   * as llama.cpp's server does, and sends no usage-only chunk.
+   */
   readonly answerShape: AnswerShape;
   /** Serve GET /metrics in this engine's names (null: no /metrics). */
   readonly metricsEngine: 'vllm' | 'sglang' | null;
@@ -58,7 +66,8 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --fail-rate F          fraction 0..1 of requests answered 500 (default 0)
   --no-usage             omit usage from answers and streams
   --answer-shape S       whole chat/completions answers as openai (usage last), vllm (its order,
-                         null members after usage) or sglang (metadata after usage) (default openai)
+                         null members after usage) or sglang (metadata after usage); llamacpp:
+                         as openai, but a stream's usage on its last token chunk (default openai)
   --metrics-engine E     serve GET /metrics as vllm or sglang does (default: no /metrics)
   --metrics-waiting N    waiting queue reported in /metrics (default 0)
   --metrics-kv F         KV-cache use 0..1 reported in /metrics (default 0)
@@ -109,8 +118,8 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
       continue;
     }
     if (flag === '--answer-shape') {
-      if (value !== 'openai' && value !== 'vllm' && value !== 'sglang') {
-        throw new MockOptionsError(`--answer-shape must be openai, vllm or sglang, got ${JSON.stringify(value)}`);
+      if (value !== 'openai' && value !== 'vllm' && value !== 'sglang' && value !== 'llamacpp') {
+        throw new MockOptionsError(`--answer-shape must be openai, vllm, sglang or llamacpp, got ${JSON.stringify(value)}`);
       }
       options.answerShape = value;
       continue;

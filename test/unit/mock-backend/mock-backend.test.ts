@@ -299,7 +299,29 @@ describe('mock backend process (flags)', () => {
     }
     const bad = spawnSync(process.execPath, [entry, '--answer-shape', 'tgi'], { encoding: 'utf8' });
     expect(bad.status).not.toBe(0);
-    expect(bad.stderr).toContain('--answer-shape must be openai, vllm or sglang');
+    expect(bad.stderr).toContain('--answer-shape must be openai, vllm, sglang or llamacpp');
+  });
+
+  it('--answer-shape llamacpp streams the usage, and timings, on the last token chunk when asked, and no usage chunk', async () => {
+    const mock = await startMock(['--answer-shape', 'llamacpp', '--output-tokens', '3']);
+    try {
+      const body = { model: 'm', messages: [{ role: 'user', content: 'abcd' }], stream: true };
+      const asked = sseData(await (await post(`${mock.url}/v1/chat/completions`, { ...body, stream_options: { include_usage: true } })).text());
+      expect(asked).toHaveLength(4);
+      expect(asked.slice(0, 2).every((d) => !('usage' in JSON.parse(d)))).toBe(true);
+      const last = JSON.parse(asked[2]);
+      expect(last.choices[0].finish_reason).toBe('length');
+      expect(Object.keys(last).slice(-2)).toEqual(['usage', 'timings']);
+      expect(last.usage).toEqual({ prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 });
+      expect(asked[3]).toBe('[DONE]');
+      const notAsked = sseData(await (await post(`${mock.url}/v1/chat/completions`, body)).text());
+      expect(notAsked).toHaveLength(4);
+      expect(notAsked.slice(0, 3).every((d) => !('usage' in JSON.parse(d)))).toBe(true);
+      const whole = await (await post(`${mock.url}/v1/chat/completions`, { model: 'm', messages: [] })).json() as Record<string, unknown>;
+      expect(Object.keys(whole).at(-1)).toBe('usage');
+    } finally {
+      expect(await stopMock(mock)).toBe(0);
+    }
   });
 
   it('--fail-rate 1 answers 500 to every inference request', async () => {

@@ -51,7 +51,7 @@ describe('bpe estimator: request shapes', () => {
     expect(c.countRequest({ messages: [{ role: 'user', content: 'Hello' }] }, 'chat')).toBe(8);
   });
 
-  it('chat: text parts of array content; images and null content add only the framing', () => {
+  it('chat: text parts of array content; null content adds only the framing, an image its estimate', () => {
     c = counter('bpe');
     const body = {
       messages: [{
@@ -63,7 +63,8 @@ describe('bpe estimator: request shapes', () => {
         ],
       }, { role: 'assistant', content: null }],
     };
-    expect(c.countRequest(body, 'chat')).toBe((3 + n('user') + 4 + n('Hello, world!')) + (3 + n('assistant')) + 3);
+    // An image whose size is not known (a remote URL) counts 765 (docs/tokens.md#images-and-audio).
+    expect(c.countRequest(body, 'chat')).toBe((3 + n('user') + 4 + 765 + n('Hello, world!')) + (3 + n('assistant')) + 3);
     expect(c.countRequest({ messages: [] }, 'chat')).toBe(0);
     expect(c.countRequest({ messages: 'hi' }, 'chat')).toBe(0);
   });

@@ -101,15 +101,19 @@ describe('SseUsageScanner', () => {
     expect(out.toString()).toBe(`data: ${chatChunk('c')}\n\n`);
   });
 
-  it('a usage chunk with choices (usage on the last content chunk) is read but never stripped', () => {
+  it('usage on the last content chunk is read; strip mode cuts the usage member out of it, keep mode forwards it', () => {
     const last = JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'z' } }], usage: USAGE });
+    const cut = JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'z' } }] });
     const { all } = stream([`data: ${chatChunk('y')}`, `data: ${last}`, 'data: [DONE]'], '\n');
-    everySplit(Buffer.from(all), true, ({ out, scanner }) => {
-      expect(out.toString()).toBe(all);
-      expect(scanner.completionTokens).toBe(3);
-      expect(scanner.text).toBe('yz');
-      expect(scanner.strippedEvents).toBe(0);
-    });
+    const { all: withoutUsage } = stream([`data: ${chatChunk('y')}`, `data: ${cut}`, 'data: [DONE]'], '\n');
+    for (const strip of [true, false]) {
+      everySplit(Buffer.from(all), strip, ({ out, scanner }) => {
+        expect(out.toString()).toBe(strip ? withoutUsage : all);
+        expect(scanner.completionTokens).toBe(3);
+        expect(scanner.text).toBe('yz');
+        expect(scanner.strippedEvents).toBe(0);
+      });
+    }
   });
 
   it('without usage: counts stay null, text is collected (completions), nothing is stripped', () => {
