@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   output_tokens_exceeded: { type: 'rate_limit', status: 429 },
   upstream_failed: { type: 'upstream_error', status: 502 },
   upstream_unreachable: { type: 'upstream_error', status: 502 },
+  upstream_queue_full: { type: 'upstream_error', status: 503 },
   no_ready_endpoint: { type: 'upstream_error', status: 503 },
   no_weighted_target: { type: 'upstream_error', status: 503 },
   not_configured: { type: 'upstream_error', status: 503 },

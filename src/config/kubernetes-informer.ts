@@ -5,8 +5,11 @@
  * from the last resourceVersion it saw (BackoffWatch spaces out reconnects after watches that
  * ended without events), and relists when the API answers 410 Gone. On any other failure (list
  * error, refused connection, non-200 answer, broken stream) it reports the error and stops; this
- * wrapper then restarts it with its own backoff (1 s doubling to 30 s, reset after a successful
- * list or a quiet minute), so a restart resumes from the last resourceVersion too. Watches ask
+ * wrapper then restarts it with its own backoff (1 s doubling to 30 s), so a restart resumes from
+ * the last resourceVersion too. The backoff starts over once the API works again: a list succeeds,
+ * or a watch delivers its first event (a change or a bookmark); a watch answered but cut again
+ * before any event counts as a failure in the row. A failure more than a minute after the
+ * previous one starts over too. Watches ask
  * for BOOKMARK events, which move that resourceVersion forward without changes, and for a
  * server-side timeout, so connections are renewed regularly; one that stays open and silent well
  * past that timeout is taken for dead and reopened (BackoffWatch). Delays go through the injected clock.
@@ -65,7 +68,12 @@ export class ResourceInformer<T extends KubernetesObject> {
       setImmediate(() => this.listedNow());
       return list;
     };
-    this.watch = new BackoffWatch(new k8s.Watch(opts.kubeConfig), clock, (m, level) => opts.log(`${opts.name} ${m}`, level), opts.watchIdleMs ?? WATCH_IDLE_MS);
+    this.watch = new BackoffWatch(
+      new k8s.Watch(opts.kubeConfig), clock, (m, level) => opts.log(`${opts.name} ${m}`, level), opts.watchIdleMs ?? WATCH_IDLE_MS,
+      () => {
+        this.retryAttempt = 0;
+      },
+    );
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
     this.lw = new k8s.ListWatch<T>(watchPath, this.watch as unknown as Watch, listFn, false);

@@ -15,6 +15,9 @@
  * of full lists a second. So the first 410 of a streak relists at once; each further one in a row
  * (no event delivered since) waits 1 s, then 2 s, ... up to 30 s before the relist, and says so.
  *
+ * The first event a watch delivers (a change or a bookmark) is reported (`progressed`): the watch
+ * works, so the informer starts its failure backoff over.
+ *
  * A watch that delivers nothing for `idleMs` is taken for dead: the API server ends every watch
  * after the timeout the informer asks for (and sends bookmarks meanwhile), so a stream still open
  * and silent past it is an API server that hangs, or a connection lost without a reset (a node
@@ -46,13 +49,15 @@ export class BackoffWatch {
 
   /**
    * `log` tells when a relist is held back; `idleMs`: a watch silent this long is aborted (see
-   * the module comment; Infinity = never).
+   * the module comment; Infinity = never); `progressed`: called on each watch's first event other
+   * than ERROR.
    */
   constructor(
     private readonly inner: Watch,
     private readonly clock: SourceClock,
     private readonly log: (msg: string, level?: 'warn') => void = () => {},
     private readonly idleMs = Number.POSITIVE_INFINITY,
+    private readonly progressed: () => void = () => {},
   ) {}
 
   /** Same contract as Watch.watch. */
@@ -75,7 +80,7 @@ export class BackoffWatch {
       if (ended) return;
       lastEventAt = Date.now();
       if (phase === 'ERROR') gone ||= isGone(obj);
-      else events++;
+      else if (events++ === 0) this.progressed();
       callback(phase, obj, watchObj);
     };
     const finished: DoneCallback = (err) => {

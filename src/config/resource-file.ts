@@ -51,11 +51,6 @@ export function findZeroWeightRules(route: ModelRoute): { path: string; problem:
   return out;
 }
 
-/** Problems, one string per route target naming a missing ModelServer. */
-export function checkReferences(routes: readonly ModelRoute[], servers: readonly ModelServer[]): string[] {
-  return findMissingReferences(routes, servers).map((m) => `ModelRoute ${m.routeKey}: ${m.path}: ${m.problem}`);
-}
-
 /**
  * Gives each LoRA adapter name to the first route, in the order given, that lists it: later
  * routes lose it (reported). The route table gives a name that is also some route's modelName

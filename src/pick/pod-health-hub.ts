@@ -1,7 +1,9 @@
 /**
  * Primary side of shared passive health (pod-health-share.ts): one outlier detector per
  * instance, fed by every worker's outcome reports; its ejections and returns go to every worker
- * at once. Holds only pods with failures or ejections (an answer forgets a clean pod).
+ * at once, each dated by the clock ms of the ejection it makes or ends (the processes share the
+ * clock), so a worker can tell one older than what it knows. Holds only pods with failures or
+ * ejections (an answer forgets a clean pod).
  */
 import type { Clock } from '../clock.js';
 import { PodHealth } from '../upstream/pod-health.js';
@@ -16,7 +18,9 @@ export class PodHealthHub {
   private readonly detector: OutlierDetector;
   private readonly clock: Clock;
   private readonly changed: EjectionRow[] = [];
+  /** The pod whose report row the detector is given (its events name no key). */
   private currentKey = '';
+  private current: HealthHolder | null = null;
 
   /** `log`: one line per ejection and return. */
   constructor(settings: OutlierSettings, clock: Clock, log: (message: string) => void) {
@@ -24,11 +28,11 @@ export class PodHealthHub {
     this.detector = new OutlierDetector(settings, clock, {
       ejected: (pod, ms, failures, ejections, cause) => {
         log(ejectionMessage(pod, ms, failures, ejections, cause));
-        this.changed.push([this.currentKey, pod, ms, ejections]);
+        this.changed.push([this.currentKey, pod, ms, ejections, this.current!.health.ejectedAt]);
       },
       returned: (pod) => {
         log(`pod ${pod} answered again: back in rotation`);
-        this.changed.push([this.currentKey, pod, 0, 0]);
+        this.changed.push([this.currentKey, pod, 0, 0, this.current!.health.ejectedAt]);
       },
     });
   }
@@ -41,6 +45,7 @@ export class PodHealthHub {
       const failing = failures > 0 || errors > 0;
       let p = this.pods.get(key);
       this.currentKey = key;
+      this.current = p ?? null;
       if (answered === 1 && p !== undefined) {
         // An answer to a request sent before this ejection (by the clock the processes share)
         // leaves it in force; a row without the time counts as sent now.
@@ -56,6 +61,7 @@ export class PodHealthHub {
         this.pods.set(key, p);
         // Bounded: pods no longer configured that never answered again go, oldest first.
         if (this.pods.size > MAX_PODS) this.pods.delete(this.pods.keys().next().value!);
+        this.current = p;
       }
       for (let i = 0; i < failures && i < 1000; i++) this.detector.failure(p);
       for (let i = 0; i < errors && i < 1000; i++) this.detector.serverError(p);
@@ -71,7 +77,7 @@ export class PodHealthHub {
     const out: EjectionRow[] = [];
     for (const [key, p] of this.pods) {
       const left = p.health.ejectedUntil - now;
-      if (left > 0) out.push([key, p.name, left, p.health.ejections]);
+      if (left > 0) out.push([key, p.name, left, p.health.ejections, p.health.ejectedAt]);
     }
     return out;
   }

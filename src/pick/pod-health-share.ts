@@ -3,11 +3,22 @@
  *   worker -> primary  { t: 'sched:health', outcomes: [key, pod, answered 0|1, failures after it, 5xx failures after it, sent at][] }
  *     each pod-metrics interval, and at once (batched per event-loop turn) after a failure (a
  *     connect failure, a timeout, a reset or a 5xx answer that counts) or the first answer of a failing pod;
- *   primary -> worker  { t: 'sched:eject', by, pods: [key, pod, ejected ms left (0 = back), ejections][] }
+ *   primary -> worker  { t: 'sched:eject', by, pods: [key, pod, ejected ms left (0 = back), ejections, ejected at][] }
  *     as soon as the primary's outlier detector (pod-health-hub.ts) ejects or returns a pod;
  *     `by` is the worker whose report did it (that one counts the ejection in its metrics).
  * The periodic load share (pod-load-share.ts) repeats the ejections in force for workers that
  * missed them. A worker's own detector still reacts to its own failures at once.
+ *
+ * Each row carries the time of the primary's ejection, which identifies it. A worker's report and
+ * the primary's messages cross in flight, so a worker never applies older news over what it knows:
+ * - the periodic repeat of an ejection this worker applied and has since seen end (its own answer
+ *   ended it, and its report to the primary is on the way) does not eject the pod again;
+ * - an ejection is dated by when this worker learned of it (answers to requests it sent before do
+ *   not end it): also when the worker had set the pod aside on its own before the primary's
+ *   ejection, so that it does not put the pod back on an answer the primary takes as old news;
+ * - answers this worker had not reported yet when it learned of an ejection are to requests sent
+ *   before: they are dropped, as the primary would take them as ending an ejection made before
+ *   they went out.
  */
 import type { Clock } from '../clock.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
@@ -22,8 +33,11 @@ export const MSG_EJECT = 'sched:eject';
  * primary's ejection of the pod does not end it)].
  */
 export type OutcomeRow = [string, string, number, number, number, number];
-/** [endpoint key, pod name, ejection ms left (0 = back in rotation), ejections in a row]. */
-export type EjectionRow = [string, string, number, number];
+/**
+ * [endpoint key, pod name, ejection ms left (0 = back in rotation), ejections in a row, clock ms of
+ * the primary's ejection (of the one ended, for a return)].
+ */
+export type EjectionRow = [string, string, number, number, number];
 
 export interface HealthReport { t: typeof MSG_HEALTH; outcomes: OutcomeRow[] }
 export interface EjectionShare { t: typeof MSG_EJECT; by: number; pods: EjectionRow[] }
@@ -87,16 +101,27 @@ export class PodHealthShare {
       if (r === undefined) continue;
       const h = e.health;
       if (r[2] > 0) {
-        // An ejection new to this worker: answers to requests it sent before now do not end it.
-        if (h.ejectedUntil <= now || r[3] > h.ejections) h.ejectedAt = now;
+        // The primary made it (and logged it), whatever this worker does with it.
+        if (count) this.counted(e.name);
+        const at = r[4];
+        // The repeat of an ejection this worker has seen end since: older than what it knows.
+        if (h.ejections === 0 && at <= h.sharedEjectedAt) continue;
+        if (h.ejectedUntil <= now || r[3] > h.ejections || at > h.ejectedAt) {
+          // New to this worker, or made after its own: answers to requests it sent before now do
+          // not end it, nor do those it has not reported yet.
+          h.ejectedAt = now;
+          h.reportSuccess = false;
+          h.reportSentAt = 0;
+        }
+        if (at > h.sharedEjectedAt) h.sharedEjectedAt = at;
         h.ejectedUntil = Math.max(h.ejectedUntil, now + r[2]);
         h.ejections = Math.max(h.ejections, r[3]);
         h.consecutiveFailures = 0;
         h.consecutive5xx = 0;
-        if (count) this.counted(e.name);
       } else {
         h.ejectedUntil = 0;
         h.ejections = 0;
+        h.sharedEjectedAt = 0;
         h.consecutiveFailures = 0;
         h.consecutive5xx = 0;
       }

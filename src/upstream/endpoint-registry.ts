@@ -12,6 +12,11 @@ export function endpointKey(e: Endpoint): string {
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; interval-ticker.ts). */
 const TIMER_RESOLUTION_MS = 100;
+/**
+ * Requests beyond the connection cap wait in the pool's queue (as many as the router admits):
+ * more are refused with HTTP1_QUEUE_FULL, the router's own limit, not the pod's failure.
+ */
+export const POD_QUEUE = 1 << 20;
 /** Text events a stream needs before the tokens per event it reports are learned (EndpointState.learnStream). */
 export const LEARN_EVENTS = 256;
 
@@ -37,8 +42,11 @@ export class EndpointState {
    */
   streamTokensPerEvent: number | null = null;
 
-  /** `idleTimeoutMs`: how long an unused connection to the pod stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT). */
-  constructor(name: string, host: string, port: number, connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS) {
+  /**
+   * `idleTimeoutMs`: how long an unused connection to the pod stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT);
+   * `maxQueue`: most requests waiting for a connection (POD_QUEUE; smaller only in tests).
+   */
+  constructor(name: string, host: string, port: number, connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, maxQueue = POD_QUEUE) {
     this.name = name;
     this.key = endpointKey({ name, host, port });
     const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
@@ -46,8 +54,7 @@ export class EndpointState {
     this.origin = `http://${h}:${port}`;
     this.pool = new Http1Pool(bare, port, {
       connections,
-      // Requests beyond the connection cap wait in the pool's queue (as many as the router admits).
-      maxQueue: 1 << 20,
+      maxQueue,
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
       // Set per request from the route's timeout.
       headersTimeoutMs: 0,

@@ -16,6 +16,11 @@ export class PodHealth {
    * then or before does not end it (pick/outlier-detector.ts success).
    */
   ejectedAt = 0;
+  /**
+   * Clock ms at which the primary made the latest of its ejections of the pod that this worker
+   * applied: that ejection's identity (pick/pod-health-share.ts). 0: none.
+   */
+  sharedEjectedAt = 0;
   /** An answer (not a 5xx failure) since the last report to the primary (pick/pod-health-share.ts). */
   reportSuccess = false;
   /** Clock ms at which the latest-sent of those answers' requests went out (0: none). */

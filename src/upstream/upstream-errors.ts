@@ -1,8 +1,11 @@
 import { RouterError } from '../errors.js';
-import { isConnectFailure } from './http1/errors.js';
+import { isConnectFailure, isQueueFull } from './http1/errors.js';
 
-/** Errors that mean the request never reached the pod (safe to retry on another one): the client's own test. */
-export { isConnectFailure };
+/**
+ * Errors that mean the request never reached the pod (safe to retry on another one): the client's
+ * own test. A full queue is one of them, but the router's own limit: not the pod's failure.
+ */
+export { isConnectFailure, isQueueFull };
 
 export class ClientGone extends Error {
   readonly code = 'ROUTER_CLIENT_GONE';
@@ -42,6 +45,9 @@ export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): R
     return new RouterError('timeout', `inference timed out after ${formatSeconds(timeoutMs)}s`);
   }
   const what = (err as Error)?.message || String(err);
+  if (isQueueFull(err)) {
+    return new RouterError('upstream_error', `the router's queue for pod ${pod} is full (${what}); nothing was sent to the pod`, 503, null, 'upstream_queue_full');
+  }
   if (isConnectFailure(err)) return new RouterError('upstream_error', `cannot connect to pod ${pod}: ${code} ${what}`.trim(), 502, null, 'upstream_unreachable');
   return new RouterError('upstream_error', `upstream failed on pod ${pod}: ${code ? `${code} ` : ''}${what}`, 502);
 }

@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `expireNextWatches`, `endNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -82,6 +82,7 @@ export class FakeKubeApi {
   private compactedRv = 0;
   private expire: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private endEarly: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private broken: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private failures: { count: number; status: number; plural: Plural | null } = { count: 0, status: 500, plural: null };
   private uidSeq = 0;
@@ -221,6 +222,11 @@ export class FakeKubeApi {
     this.endEarly = { count, plural };
   }
 
+  /** The next `count` watch requests (of `plural` only, if given) get 200, then their connection is reset before any event. */
+  breakNextWatches(count: number, plural: Plural | null = null): void {
+    this.broken = { count, plural };
+  }
+
   /** The next `count` requests (list or watch; of `plural` only, if given) answer `status` with a Status body. */
   failNextRequests(count: number, status = 500, plural: Plural | null = null): void {
     this.failures = { count, status, plural };
@@ -307,6 +313,11 @@ export class FakeKubeApi {
     if (this.endEarly.count > 0 && (this.endEarly.plural === null || this.endEarly.plural === plural)) {
       this.endEarly.count--;
       res.end();
+      return;
+    }
+    if (this.broken.count > 0 && (this.broken.plural === null || this.broken.plural === plural)) {
+      this.broken.count--;
+      res.socket?.destroy();
       return;
     }
     const from = Number(rvText);

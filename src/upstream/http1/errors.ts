@@ -25,7 +25,10 @@ export class Http1Error extends Error {
   }
 }
 
-/** Connection-level failures that mean the request never reached the server. */
+/**
+ * Failures that mean the request never reached the server. HTTP1_QUEUE_FULL and HTTP1_POOL_CLOSED
+ * are the client's own refusals (its queue limit, its pool closed), not the server's failure.
+ */
 const CONNECT_CODES = new Set([
   'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL', 'HTTP1_CONNECT_TIMEOUT',
   'HTTP1_QUEUE_FULL', 'HTTP1_POOL_CLOSED',
@@ -35,6 +38,11 @@ const CONNECT_CODES = new Set([
 export function isConnectFailure(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
   return code !== undefined && CONNECT_CODES.has(code);
+}
+
+/** True when `err` is the client's refusal of a request because the pool's queue was full (the server was not tried). */
+export function isQueueFull(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === 'HTTP1_QUEUE_FULL';
 }
 
 export function malformed(message: string): Http1Error {

@@ -374,6 +374,31 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503')).every((l) => /retrying in \d+ ms$/.test(l))).toBe(true);
   });
 
+  test('the retry backoff starts over once a watch delivers an event again; a watch that fails before any event still backs off', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const podRetries = (from: number): number[] => logs.slice(from)
+      .filter((l) => l.startsWith('pods list/watch failed'))
+      .map((l) => Number(/retrying in (\d+) ms/.exec(l)![1]));
+    // An outage: the watch is cut, refused three times, then answered but cut again twice before
+    // any event (connects, fails at once), then served.
+    let mark = logs.length;
+    api.failNextRequests(3, 503, 'pods');
+    api.breakNextWatches(2, 'pods');
+    api.dropWatches({ abrupt: true });
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen after the outage', (v) => v.endpoints['default/llama'].length === 1);
+    expect(podRetries(mark)).toEqual([1000, 2000, 4000, 8000, 16000, 30000]);
+    // The watch delivered an event: it works again, so a second short blip right after retries
+    // at once (1 s), not after the raised delay.
+    mark = logs.length;
+    api.dropWatches({ abrupt: true });
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'pod seen after the second blip', (v) => v.endpoints['default/llama'].length === 2);
+    expect(podRetries(mark)).toEqual([1000]);
+  });
+
   test('watches that end at once without events are reopened with backoff (1 s, 2 s, 4 s, ...)', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     const source = await started();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
-import { checkReferences, parseResourceFile } from '../../../src/config/resource-file.js';
+import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 
@@ -660,15 +660,18 @@ describe('validateResource', () => {
   });
 });
 
-describe('checkReferences', () => {
+describe('findMissingReferences', () => {
   it('lists each target naming a missing server in the route namespace', () => {
     const { routes, servers } = parse(`${SERVER}---\n${route('r', SIMPLE_SPEC)}`);
-    expect(checkReferences(routes, servers)).toEqual([]);
-    expect(checkReferences(routes, [])).toEqual([
-      "ModelRoute default/r: spec.rules[0].targetModels[0].modelServerName: ModelServer default/sf-server does not exist (a target must name a ModelServer in the route's namespace)",
-    ]);
+    expect(findMissingReferences(routes, servers)).toEqual([]);
+    expect(findMissingReferences(routes, [])).toEqual([{
+      routeKey: 'default/r',
+      serverKey: 'default/sf-server',
+      path: 'spec.rules[0].targetModels[0].modelServerName',
+      problem: "ModelServer default/sf-server does not exist (a target must name a ModelServer in the route's namespace)",
+    }]);
     const elsewhere = servers.map((s) => ({ ...s, namespace: 'x', key: `x/${s.name}` }));
-    expect(checkReferences(routes, elsewhere)).toHaveLength(1);
+    expect(findMissingReferences(routes, elsewhere)).toHaveLength(1);
   });
 });
 

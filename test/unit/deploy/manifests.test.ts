@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { validateResource } from '../../../src/config/resources.js';
-import { checkReferences } from '../../../src/config/resource-file.js';
+import { findMissingReferences } from '../../../src/config/resource-file.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 import { structuralProblems, validateAgainst, type Schema } from './openapi-schema.js';
 
@@ -118,7 +118,7 @@ describe('examples', () => {
     const parsed = EXAMPLES.map((d) => validateResource(d, 'example', { apiGroup: GROUP }));
     const routes = parsed.filter((r): r is ModelRoute => r.kind === 'ModelRoute');
     const servers = parsed.filter((r): r is ModelServer => r.kind === 'ModelServer');
-    expect(checkReferences(routes, servers)).toEqual([]);
+    expect(findMissingReferences(routes, servers)).toEqual([]);
   });
 });
 

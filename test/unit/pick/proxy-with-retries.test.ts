@@ -1,0 +1,158 @@
+/**
+ * proxyWithRetries with real sockets: the HTTP/1.1 client's pools talk to real node:http servers,
+ * and the real scheduler (passive health, its metrics) hears each attempt's outcome.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openAiApi } from '../../../src/api/openai.js';
+import { Exchange } from '../../../src/http/exchange.js';
+import { RequestContext } from '../../../src/http/request-context.js';
+import { RouterError } from '../../../src/errors.js';
+import { SchedulerMetrics } from '../../../src/observe/scheduler-metrics.js';
+import { OutlierDetector } from '../../../src/pick/outlier-detector.js';
+import { proxyWithRetries } from '../../../src/pick/proxy-with-retries.js';
+import { Scheduler } from '../../../src/pick/scheduler.js';
+import { DEFAULT_SCHEDULER_CONFIG } from '../../../src/pick/scheduler-config.js';
+import { DEFAULT_RETRY, type CompiledServer } from '../../../src/route/route-table.js';
+import type { TokenCounter } from '../../../src/tokens/token-counter.js';
+import { EndpointState } from '../../../src/upstream/endpoint-registry.js';
+
+/** A uWS HttpResponse that only records what it was asked to write. */
+class RecordingResponse {
+  readonly calls: string[] = [];
+  cork(f: () => void): void { f(); }
+  writeStatus(s: string | Uint8Array): void { this.calls.push(`status ${Buffer.from(s).toString('latin1')}`); }
+  writeHeader(): void {}
+  write(): boolean { return true; }
+  end(): void { this.calls.push('end'); }
+  endWithoutBody(): void { this.calls.push('end'); }
+  onWritable(): void {}
+  getWriteOffset(): number { return 0; }
+  tryEnd(): [boolean, boolean] { return [true, true]; }
+  close(): void { this.calls.push('close'); }
+  pause(): void {}
+  resume(): void {}
+}
+
+const TOKENS: TokenCounter = { countPrompt: () => 1, countText: () => 1, close: async () => {} };
+const BODY = Buffer.from(JSON.stringify({ model: 'm', prompt: 'hello' }));
+
+const servers: Server[] = [];
+const held: ServerResponse[] = [];
+const pods: EndpointState[] = [];
+
+afterEach(async () => {
+  for (const p of pods.splice(0)) p.pool.close();
+  for (const res of held.splice(0)) res.destroy();
+  await Promise.all(servers.splice(0).map((s) => new Promise<void>((r) => {
+    s.closeAllConnections();
+    s.close(() => r());
+  })));
+});
+
+/** A pod that holds every request (`hold`), or answers each at once with a completion. */
+async function podServer(hold: boolean): Promise<number> {
+  const s = createServer((req, res) => {
+    req.resume();
+    if (hold) {
+      held.push(res);
+      return;
+    }
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ choices: [{ text: 'hi' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+    });
+  });
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return (s.address() as AddressInfo).port;
+}
+
+function setUp() {
+  const registry = new Registry();
+  const lines: string[] = [];
+  const scheduler = new Scheduler({
+    settings: {
+      outlier: { consecutiveFailures: 3, consecutive5xx: 3, baseEjectionMs: 30_000, maxEjectionMs: 300_000 },
+      podMetricsIntervalMs: 1_000,
+      config: DEFAULT_SCHEDULER_CONFIG,
+    },
+    clock: () => Date.now(),
+    metrics: new SchedulerMetrics(registry, () => []),
+    log: (m) => lines.push(m),
+  });
+  const counter = async (name: string, pod: string): Promise<number> => {
+    const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name) as { values: { value: number; labels: Record<string, string> }[] } | undefined;
+    return m?.values.filter((v) => v.labels.pod === pod || v.labels.server === pod).reduce((a, v) => a + v.value, 0) ?? 0;
+  };
+  return { scheduler, lines, counter };
+}
+
+/** One request through proxyWithRetries; resolves with the status written, or the error it failed with. */
+function proxy(scheduler: Scheduler, server: CompiledServer): Promise<{ status: string | null; error: unknown; pod: string }> {
+  const res = new RecordingResponse();
+  const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'rid', Date.now(), performance.now());
+  const x = new Exchange(res as never, ctx, '/v1/completions', [], null, '');
+  x.body = BODY;
+  const req = openAiApi.parse(BODY, '/v1/completions');
+  return new Promise((resolve) => {
+    proxyWithRetries(x, openAiApi, TOKENS, server, req, null, scheduler, null, {
+      proxied: () => setImmediate(() => resolve({ status: res.calls.find((c) => c.startsWith('status'))?.slice('status '.length) ?? null, error: null, pod: ctx.selectedPod })),
+      proxyFailed: (err) => resolve({ status: null, error: err, pod: ctx.selectedPod }),
+    });
+  });
+}
+
+function compiled(endpoints: EndpointState[]): CompiledServer {
+  return { key: 'default/llama', model: null, timeoutMs: 60_000, inferenceEngine: null, retry: DEFAULT_RETRY, endpoints };
+}
+
+/** A pod with one connection and room for one waiting request, both taken by requests the pod holds. */
+async function fullPod(name: string): Promise<EndpointState> {
+  const port = await podServer(true);
+  const pod = new EndpointState(name, '127.0.0.1', port, 1, 4_000, 1);
+  pods.push(pod);
+  const ignore = { onHeaders: () => {}, onData: () => {}, onComplete: () => {}, onError: () => {} };
+  for (let i = 0; i < 2; i++) pod.pool.dispatch({ path: '/v1/completions', method: 'POST', headers: [], body: BODY }, ignore as never);
+  while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+  expect(pod.pool.stats).toMatchObject({ connections: 1, queued: 1 });
+  return pod;
+}
+
+describe('proxyWithRetries: the router\'s own queue limit is not the pod\'s failure', () => {
+  it('a pod whose queue is full is not counted as failing to connect, nor ejected; the answer says the queue was full', async () => {
+    const { scheduler, counter, lines } = setUp();
+    const a = await fullPod('pod-a');
+    const errors: unknown[] = [];
+    for (let i = 0; i < 4; i++) errors.push((await proxy(scheduler, compiled([a]))).error);
+    // More refusals than the 3 connect failures in a row that eject a pod.
+    expect(lines).toEqual([]);
+    expect(OutlierDetector.ejected(a, Date.now())).toBe(false);
+    expect(a.health.consecutiveFailures).toBe(0);
+    expect(a.health.reportFailures).toBe(0);
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
+    expect(await counter('inference_router_pod_ejections_total', 'pod-a')).toBe(0);
+    for (const e of errors) {
+      expect(e).toBeInstanceOf(RouterError);
+      const { type, code, status, message } = e as RouterError;
+      expect([type, code, status]).toEqual(['upstream_error', 'upstream_queue_full', 503]);
+      expect(message).toMatch(/^the router's queue for pod pod-a is full \(1 requests already wait for a connection to 127\.0\.0\.1:\d+\); nothing was sent to the pod$/);
+    }
+  });
+
+  it('the request goes on to another pod, as after a connect failure', async () => {
+    const { scheduler, counter } = setUp();
+    const a = await fullPod('pod-a');
+    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), 4);
+    pods.push(b);
+    // pod-b looks busier (requests in flight), so pod-a is picked first.
+    for (let i = 0; i < 8; i++) b.begin();
+    const r = await proxy(scheduler, compiled([a, b]));
+    expect(r).toMatchObject({ status: '200 OK', error: null, pod: 'pod-b' });
+    expect(await counter('inference_router_upstream_retries_total', 'default/llama')).toBe(1);
+    expect(a.health.consecutiveFailures).toBe(0);
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
+  });
+});
