@@ -103,6 +103,11 @@ export class RedisStoreLimiter implements TokenLimiter {
    * decided by the local counters, which hold its charge; either way Redis must not keep one.
    */
   private readonly refundLate: boolean;
+  /**
+   * The `local` failure mode: the output of a settle whose call failed was charged to the local
+   * counters (failure-mode.ts), so Redis must not keep it when it runs the call late.
+   */
+  private readonly outputLocal: boolean;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -123,6 +128,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.cluster = settings.cluster;
     this.timeoutMs = settings.timeoutMs;
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
+    this.outputLocal = settings.failureMode === 'local';
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -229,7 +235,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.onLease !== null) this.onLease('forfeited');
       return;
     }
-    this.correct(redisKeyBase(r.key), r.limit.unit, clockArgument(this.clock), 0, r.tokens, r.window, r.lent).then(this.leaseReturned, this.leaseLost);
+    this.correct(redisKeyBase(r.key), r.limit.unit, clockArgument(this.clock), 0, 0, r.tokens, r.window, r.lent).then(this.leaseReturned, this.leaseLost);
   }
 
   private readonly leaseReturned = (): void => {
@@ -314,7 +320,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
     if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta);
     // Not waited for: the request's failure mode decides now, not once that node answers.
-    this.correct(redisKeyBase(key), limit.unit, clockArgument(this.clock), delta, 0, 0, 0).then(ignore, ignore);
+    this.correct(redisKeyBase(key), limit.unit, clockArgument(this.clock), delta, 0, 0, 0, 0).then(ignore, ignore);
     return Promise.resolve();
   }
 
@@ -349,7 +355,7 @@ export class RedisStoreLimiter implements TokenLimiter {
         const refund = this.refundLate ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
           const at = j * PER_LIMIT;
-          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, reply[at + MULTI_MS]);
+          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, 0, reply[at + MULTI_MS]);
         }
       },
     });
@@ -423,7 +429,9 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
       late: (bytes) => {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
-        if (reply !== null) this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), reply[REPLY_MS]);
+        if (reply === null) return;
+        const output = this.outputLocal ? b.outputTokens : 0;
+        this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), output, reply[REPLY_MS]);
       },
     });
   }
@@ -434,24 +442,28 @@ export class RedisStoreLimiter implements TokenLimiter {
    * all of it back to the window it was lent in (the script ignores it in a later one); and
    * `refund`, the input of admissions it admitted that the failure mode decided instead (`closed`:
    * refused with 503; `local`: decided and, if admitted, charged by the local counters, where the
-   * request's corrections go too), only while that window has more than a timeout left (a refund
-   * must not reach the next one).
-   * Without this both stayed counted, as used, for the rest of the window. Sent whatever the
+   * request's corrections go too), and `output`, the output its settles charged that the local
+   * counters took instead (`local`: each charge once, where the failure mode put it), both only while
+   * that window has more than a timeout left (a refund must not reach the next one).
+   * Without this they stayed counted, as used, for the rest of the window. Sent whatever the
    * circuit says: the late reply shows the connection answers; a failure loses it, as before.
    */
-  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, msLeft: number): void {
-    const delta = refund > 0 && msLeft > this.timeoutMs ? -refund : 0;
-    if (lent <= 0 && delta === 0) return;
-    this.correct(base, unit, now, delta, lent, window, lent).then(undefined, ignore);
+  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, output: number, msLeft: number): void {
+    const inWindow = msLeft > this.timeoutMs;
+    const delta = refund > 0 && inWindow ? -refund : 0;
+    const outDelta = output > 0 && inWindow ? -output : 0;
+    if (lent <= 0 && delta === 0 && outDelta === 0) return;
+    this.correct(base, unit, now, delta, outDelta, lent, window, lent).then(undefined, ignore);
   }
 
   /**
    * A script call of its own, outside the turn's batches and whatever the circuit says, with no
-   * admission: `delta` input tokens to the window at `now`, and `back` tokens of a lease of `lent`
-   * lent in `window` given back (the script takes them only in that window).
+   * admission: `delta` input tokens and `output` output tokens (< 0: taken back, floored at 0) to
+   * the window at `now`, and `back` tokens of a lease of `lent` lent in `window` given back (the
+   * script takes them only in that window).
    */
-  private correct(base: string, unit: WindowUnit, now: string, delta: number, back: number, window: number, lent: number): Promise<unknown> {
-    return this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
+  private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number): Promise<unknown> {
+    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
   }
 
   /**

@@ -103,6 +103,30 @@ describe('the local failure mode: each charge settles against the store that hol
     expect(local(fallback, `${r}-2`, limit).in).toBe(6);
   });
 
+  it('a settle whose call timed out is charged once: its output to the local counters, which took it, not to Redis as well when Redis runs the call after all; its input correction lands in Redis, which holds the admission', async () => {
+    const s = await server();
+    const { l, fallback } = limiter(s.address, 'false');
+    await untilUp(l);
+    const r = route();
+    const limit = spec(100, 1000);
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a = await admitRequest(terms, 6);
+    expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
+    s.pause();
+    try {
+      settleUsage(admittedContext(6, a), NO_COUNTER, usage(3, 7), terms);
+      const deadline = Date.now() + 5000;
+      while (l.state === 'up' && Date.now() < deadline) await landed(10);
+      expect(l.state).not.toBe('up');
+    } finally {
+      s.resume();
+    }
+    await untilUp(l);
+    await landed(300); // the late reply, and the call that undoes what it must not keep
+    expect(await counts(s, r)).toEqual({ in: 3, out: 0, lent: '' });
+    expect(local(fallback, r, limit)).toEqual({ in: 0, out: 7 });
+  });
+
   /**
    * Two requests (6 and 4 input tokens) admitted by the failure mode `mode` while Redis is
    * unreachable; then Redis starts, holding 10 admitted meanwhile (other instances); the first
