@@ -120,7 +120,10 @@ export class FailureModeLimiter implements TokenLimiter {
     if (done instanceof Promise) return done.then(undefined, (err: unknown) => this.settleWithout(err, key, limit, outputTokens));
   }
 
-  /** The store did not take a settle: its output goes to the local counters (`local`); its input correction is dropped (above). */
+  /**
+   * The store did not take a settle: its output goes to the local counters (`local`); its input
+   * correction is not theirs (a give-back the store holds for when it answers again: held-give-backs.ts).
+   */
   private settleWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
     if (!(err instanceof LimitStoreUnavailableError)) throw err;
     if (this.mode === 'local') return settleCounters(this.fallback, key, limit, 0, outputTokens);

@@ -14,6 +14,7 @@ import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
+import { HeldGiveBacks } from './held-give-backs.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
@@ -108,6 +109,9 @@ export class RedisStoreLimiter implements TokenLimiter {
    * counters (failure-mode.ts), so Redis must not keep it when it runs the call late.
    */
   private readonly outputLocal: boolean;
+  /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again (null on a Cluster). */
+  private readonly held: HeldGiveBacks | null;
+  private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -129,6 +133,8 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.timeoutMs = settings.timeoutMs;
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
     this.outputLocal = settings.failureMode === 'local';
+    this.held = settings.cluster ? null : new HeldGiveBacks();
+    this.log = log;
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -151,6 +157,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
       // lost its counts (a restart, a failover), whatever the lease clock says of its view.
       onDown: () => this.returnLeasesWhileDown(),
+      onUp: () => this.readInstance(),
     });
   }
 
@@ -390,7 +397,10 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    if (!(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    if (!(await this.usable())) {
+      if (inputDelta < 0) this.hold(redisKeyBase(key), limit.unit, -inputDelta);
+      throw new LimitStoreUnavailableError(this.name);
+    }
     await this.enqueueSettle(key, limit, inputDelta, outputTokens);
   }
 
@@ -409,6 +419,7 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
+      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta);
       this.withoutStore(b);
       return;
     }
@@ -464,6 +475,37 @@ export class RedisStoreLimiter implements TokenLimiter {
    */
   private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number): Promise<unknown> {
     return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
+  }
+
+  /**
+   * Holds a give-back of `tokens` input tokens that Redis charged and cannot take now (no call went
+   * out: the circuit is open), to send once it answers again (held-give-backs.ts).
+   */
+  private hold(base: string, unit: WindowUnit, tokens: number): void {
+    if (this.held !== null) this.held.hold(base, unit, this.clock === null ? Date.now() : this.clock(), tokens);
+  }
+
+  /**
+   * The circuit closed: which instance answers (INFO's `run_id`), then the give-backs held for it
+   * go out, each in a call of its own; those of another instance or of a window over are dropped.
+   */
+  private readInstance(): void {
+    const held = this.held;
+    if (held === null) return;
+    awaitReply(this.client.info('server'), this.timeoutMs, {
+      reply: (text) => this.giveBackHeld(held, runIdOf(text)),
+      fail: () => this.giveBackHeld(held, null),
+      late: ignore,
+    });
+  }
+
+  private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {
+    const nowMs = this.clock === null ? Date.now() : this.clock();
+    for (const h of held.takeFor(runId, nowMs, this.timeoutMs)) {
+      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);
+    }
+    const dropped = held.takeDropped();
+    if (dropped > 0) this.log(`rate limit store ${this.name}: ${dropped} input tokens of give-backs made while it was unavailable were dropped (their window ended, or Redis restarted or failed over)`);
   }
 
   /**
@@ -556,5 +598,11 @@ function lateReply(bytes: Buffer, fields: number, statuses: number): number[] | 
 }
 
 const NO_ADMISSIONS: readonly number[] = [];
+
+/** The `run_id` of an INFO reply (the Redis process: a restart changes it), or null. */
+function runIdOf(info: string): string | null {
+  const m = /run_id:([0-9a-f]+)/.exec(info);
+  return m === null ? null : m[1];
+}
 
 function ignore(): void {}

@@ -184,3 +184,97 @@ describe('the local failure mode: each charge settles against the store that hol
     expect(local(fallback, r, limit)).toEqual({ in: 5, out: 7 });
   });
 });
+
+describe('give-backs of requests Redis charged, held while Redis is unavailable', () => {
+  let now = T0;
+  const movingClock = (): number => now;
+
+  /** A limiter on a clock the test moves; `mode` failure mode, no leases. */
+  function held(address: string, mode = 'local'): RedisLimiter {
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(address, settings, new CounterStore(movingClock), { clock: movingClock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    return l;
+  }
+
+  /**
+   * Two requests of route `r` (6 and 4 input tokens) admitted by Redis; then Redis becomes
+   * unavailable (`outage`) and, meanwhile, the first one's answer ends (the pod counted 3 prompt
+   * tokens: -3) and the second, which never reached a pod, gives its 4 back; then Redis is back
+   * (`back`).
+   */
+  async function givenBackDuringOutage(s: RedisServer, r: string, outage: () => Promise<unknown> | void, back: () => Promise<unknown> | void): Promise<void> {
+    now = T0;
+    const l = held(s.address);
+    await untilUp(l);
+    const limit = spec(100, 1000);
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 0, 0]);
+    expect((await counts(s, r)).in).toBe(10);
+    await outage();
+    // A request of another route finds Redis unavailable (a call that times out, or a lost connection).
+    await l.admit(`${r}-other`, limit, 1);
+    const deadline = Date.now() + 5000;
+    while (l.state === 'up' && Date.now() < deadline) await landed(10);
+    expect(l.state).not.toBe('up');
+    // (The pipeline's window checks read the wall clock: the requests were admitted just now.)
+    settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await landed();
+    await back();
+    await untilUp(l);
+    await landed(300);
+  }
+
+  it('Redis stalled past the timeout, then went on (the same instance, the same window): the give-back and the correction held meanwhile are given back once it answers', async () => {
+    const s = await server();
+    const r = route();
+    await givenBackDuringOutage(s, r, () => s.pause(), () => s.resume());
+    expect((await counts(s, r)).in).toBe(3);
+  });
+
+  /** An outage with Redis running: a password is required from now on, and its clients are disconnected (new connections are refused). */
+  async function locked(s: RedisServer): Promise<void> {
+    await s.cli('config', 'set', 'requirepass', 'pw');
+    await s.cli('-a', 'pw', '--no-auth-warning', 'client', 'kill', 'type', 'normal');
+  }
+
+  /** A command while locked. */
+  const authed = (s: RedisServer, ...args: string[]): Promise<string> => s.cli('-a', 'pw', '--no-auth-warning', ...args);
+  /** The limiter may connect again. */
+  const unlocked = (s: RedisServer): Promise<string> => authed(s, 'config', 'set', 'requirepass', '');
+
+  it('the connection was lost and the router reconnected to the same instance, its counts intact: the held give-backs are given back', async () => {
+    const s = await server();
+    const r = route();
+    await givenBackDuringOutage(s, r, () => locked(s), () => unlocked(s));
+    expect((await counts(s, r)).in).toBe(3);
+  });
+
+  it('Redis restarted empty on the same address (another instance): the held give-backs are dropped, never lowering what it counted since', async () => {
+    const s = await server();
+    const r = route();
+    await givenBackDuringOutage(s, r, () => s.kill(), async () => {
+      // Restarted locked: other routers charged 8 to it before the limiter reconnects (none of the requests of before is in it).
+      const again = await RedisServer.start({ port: s.port, args: ['--requirepass', 'pw'] });
+      cleanups.push(() => again.stop());
+      await authed(again, 'set', `ir:{${r}}:in:minute:${MINUTE_START}`, '8');
+      await unlocked(again);
+    });
+    expect((await counts(s, r)).in).toBe(8);
+  });
+
+  it('the window the requests were charged in ended before Redis came back: the held give-backs are dropped (the next window owes them nothing)', async () => {
+    const s = await server();
+    const r = route();
+    await givenBackDuringOutage(s, r, () => locked(s), async () => {
+      now = T0 + 60_000;
+      await authed(s, 'set', `ir:{${r}}:in:minute:${MINUTE_START + 60}`, '8'); // the next window's requests
+      await unlocked(s);
+    });
+    expect((await counts(s, r)).in).toBe(10);
+    expect(await s.cli('get', `ir:{${r}}:in:minute:${MINUTE_START + 60}`)).toBe('8');
+  });
+});
