@@ -1,4 +1,4 @@
-import type { Decision, LimitTerm, TokenLimiter } from './limiter.js';
+import type { Decision, LateCharge, LimitTerm, TokenLimiter } from './limiter.js';
 import { isShadow } from './limiter.js';
 import { sameWindow } from './windows.js';
 
@@ -90,10 +90,12 @@ export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: 
  * never reached a pod). Bit i of `byFailureMode` set: term i was admitted by its failure mode, and
  * its give-back goes where that charged it (Decision.byFailureMode). With `admittedAt`, only to
  * the terms whose window at that time is still on (anyInAdmissionWindow). A store that fails here is
- * skipped (nothing to give back to it).
+ * skipped (nothing to give back to it). `lateCharges` (RequestAdmission.lateCharges): what a store
+ * may charge late of an admission its `open` failure mode admitted, undone too.
  */
-export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1): Promise<void> {
+export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1, lateCharges: readonly LateCharge[] | null = null): Promise<void> {
   if (inputTokens === 0) return;
+  if (lateCharges !== null) for (let i = 0; i < lateCharges.length; i++) lateCharges[i].giveBack();
   const now = admittedAt >= 0 ? Date.now() : 0;
   for (let i = 0; i < charged.length; i++) {
     const t = charged[i];

@@ -58,7 +58,10 @@ export class FailureModeLimiter implements TokenLimiter {
     }
     if (this.mode === 'closed') throw err;
     // open: admitted without counting; the counts are unknown, so no limit state is reported.
-    return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
+    const d: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
+    // What the store may still charge late, undone if the request gives its input back (limiter.ts LateCharge).
+    if (err.lateCharge !== null) d.lateCharge = err.lateCharge;
+    return d;
   }
 
   /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says (one `then`, no async frame). */
@@ -84,7 +87,10 @@ export class FailureModeLimiter implements TokenLimiter {
     }
     if (this.mode === 'closed') throw err;
     const open: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
-    return terms.map(() => open);
+    const ds = terms.map(() => open);
+    // One late charge covers every limit of the call: carried by the first decision only.
+    if (err.lateCharge !== null) ds[0] = { ...open, lateCharge: err.lateCharge };
+    return ds;
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {

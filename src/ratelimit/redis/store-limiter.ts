@@ -15,6 +15,7 @@ import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { HeldGiveBacks } from './held-give-backs.js';
+import { InDoubtCharge, type LateChargeUndo } from './late-charge.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
@@ -71,7 +72,7 @@ export interface RedisStoreOptions {
  * the circuit stays open, without waiting on Redis, until it answers again. What to do then is
  * the failure mode's business (failure-mode.ts wraps this store).
  */
-export class RedisStoreLimiter implements TokenLimiter {
+export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   /** Address as shown in logs and errors (credentials hidden). */
   readonly name: string;
   private readonly client: LimiterClient;
@@ -109,6 +110,11 @@ export class RedisStoreLimiter implements TokenLimiter {
    * counters (failure-mode.ts), so Redis must not keep it when it runs the call late.
    */
   private readonly outputLocal: boolean;
+  /**
+   * The `open` failure mode: an admission of a call that failed was admitted without counting; if
+   * Redis runs the call late, its charge stays unless the request gives its input back (late-charge.ts).
+   */
+  private readonly openMode: boolean;
   /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again (null on a Cluster). */
   private readonly held: HeldGiveBacks | null;
   private readonly log: (message: string, level?: 'warn') => void;
@@ -133,6 +139,7 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.timeoutMs = settings.timeoutMs;
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
     this.outputLocal = settings.failureMode === 'local';
+    this.openMode = settings.failureMode === 'open';
     this.held = settings.cluster ? null : new HeldGiveBacks();
     this.log = log;
     this.onStoreError = opts.onStoreError ?? null;
@@ -341,6 +348,8 @@ export class RedisStoreLimiter implements TokenLimiter {
       b.fail(new LimitStoreUnavailableError(this.name));
       return;
     }
+    /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
+    let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(this.client.irAdmitAllBuffer(...b.args()), this.timeoutMs, {
       reply: (bytes) => {
         const reply = this.replyOf(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
@@ -353,11 +362,17 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
       fail: (err) => {
         this.storeFailed(err);
-        b.fail(new LimitStoreUnavailableError(this.name));
+        if (this.openMode) inDoubt = this.failMultiInDoubt(b);
+        else b.fail(new LimitStoreUnavailableError(this.name));
       },
       late: (bytes) => {
         const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) return;
+        if (inDoubt !== null) {
+          let msLeft = Infinity;
+          for (let j = 0; j < b.terms.length; j++) msLeft = Math.min(msLeft, reply[j * PER_LIMIT + MULTI_MS]);
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), msLeft, this.timeoutMs);
+        }
         // Every limit was charged the input of each admission admitted (shadow ones too).
         const refund = this.refundLate ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
@@ -424,6 +439,8 @@ export class RedisStoreLimiter implements TokenLimiter {
       return;
     }
     const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens);
+    /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
+    let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(call, this.timeoutMs, {
       reply: (bytes) => {
         const reply = this.replyOf(bytes, FIRST_STATUS, b.tokens.length);
@@ -436,11 +453,15 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
       fail: (err) => {
         this.storeFailed(err);
-        this.withoutStore(b);
+        if (this.openMode && b.admissions.length > 0) inDoubt = this.failInDoubt(b);
+        else this.withoutStore(b);
       },
       late: (bytes) => {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
         if (reply === null) return;
+        if (inDoubt !== null) {
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(reply[FIRST_STATUS + i] === STATUS_ALLOWED, reply[REPLY_MS], this.timeoutMs);
+        }
         const output = this.outputLocal ? b.outputTokens : 0;
         this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), output, reply[REPLY_MS]);
       },
@@ -574,6 +595,46 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.returnLeasesWhileDown();
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
+  }
+
+  /**
+   * A batch whose call failed in the `open` mode: as withoutStore, but each admission fails with
+   * its own error, which carries what Redis may still charge of it (late-charge.ts). The failure path only.
+   */
+  private failInDoubt(b: Batch): InDoubtCharge[] {
+    const err = new LimitStoreUnavailableError(this.name);
+    for (const s of b.settles) s.reject(err);
+    const bases = [b.base];
+    const units = [b.unit];
+    const out: InDoubtCharge[] = [];
+    for (const a of b.admissions) out.push(this.rejectInDoubt(a, bases, units, b.now));
+    return out;
+  }
+
+  /** The same for a multi-limit batch: each admission was charged on every limit of the call (shadow ones too). */
+  private failMultiInDoubt(b: MultiBatch): InDoubtCharge[] {
+    const bases: string[] = [];
+    const units: WindowUnit[] = [];
+    for (let j = 0; j < b.terms.length; j++) {
+      bases.push(b.base(j));
+      units.push(b.terms[j].limit.unit);
+    }
+    const out: InDoubtCharge[] = [];
+    for (const a of b.admissions) out.push(this.rejectInDoubt(a, bases, units, b.now));
+    return out;
+  }
+
+  private rejectInDoubt(a: { readonly tokens: number; reject(err: unknown): void }, bases: readonly string[], units: readonly WindowUnit[], now: string): InDoubtCharge {
+    const c = new InDoubtCharge(this, bases, units, a.tokens, now);
+    const err = new LimitStoreUnavailableError(this.name);
+    err.lateCharge = c;
+    a.reject(err);
+    return c;
+  }
+
+  /** Undoes a charge Redis made late of an admission the `open` mode admitted, which its request gave back (late-charge.ts). */
+  undoLateCharge(c: InDoubtCharge): void {
+    for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, -c.tokens, 0, 0, 0, 0).then(undefined, ignore);
   }
 
   /** A batch Redis did not take: each operation fails, settles first as in the script. */

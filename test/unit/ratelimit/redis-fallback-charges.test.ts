@@ -278,3 +278,53 @@ describe('give-backs of requests Redis charged, held while Redis is unavailable'
     expect(await s.cli('get', `ir:{${r}}:in:minute:${MINUTE_START + 60}`)).toBe('8');
   });
 });
+
+describe('the open failure mode: a request admitted because its call timed out, that Redis then charged late', () => {
+  /**
+   * Redis stalls; a request (6 input tokens) and a two-limit request (5, route and tenant) are
+   * admitted by the `open` mode when their calls time out. With `givenBackFirst`, both never reach
+   * a pod and give their input back while Redis still stalls, before it runs the calls; else
+   * after it ran them (the late replies came). `served`: they reached a pod instead.
+   */
+  async function admittedOpenThenLate(givenBackFirst: boolean, served = false): Promise<{ s: RedisServer; r: string }> {
+    const s = await server();
+    const { l } = limiter(s.address, 'false', 'open');
+    await untilUp(l);
+    const r = route();
+    const limit = spec(100, 1000);
+    const one: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const two: ScopedTerm[] = [{ key: `${r}-2`, limit, limiter: l, scope: 'route' }, { key: `${r}-tenant`, limit, limiter: l, scope: 'tenant' }];
+    s.pause();
+    let a1: RequestAdmission;
+    let a2: RequestAdmission;
+    try {
+      [a1, a2] = await Promise.all([admitRequest(one, 6), admitRequest(two, 5)]);
+      expect([a1.admitted, a1.byFailureMode, a2.admitted, a2.byFailureMode]).toEqual([true, 1, true, 3]);
+      if (givenBackFirst && !served) {
+        await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges);
+        await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges);
+      }
+    } finally {
+      s.resume();
+    }
+    await untilUp(l);
+    await landed(300); // the late replies (and what they undo)
+    if (!givenBackFirst && !served) {
+      await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges);
+      await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges);
+      await landed();
+    }
+    return { s, r };
+  }
+
+  it.each([true, false])('one that never reached a pod is not charged in Redis in the end (given back before the late reply came: %s)', async (givenBackFirst) => {
+    const { s, r } = await admittedOpenThenLate(givenBackFirst);
+    for (const key of [r, `${r}-2`, `${r}-tenant`]) expect((await counts(s, key)).in, key).toBe(0);
+  });
+
+  it('one that was served keeps the charge Redis made late (nothing else counts it)', async () => {
+    const { s, r } = await admittedOpenThenLate(false, true);
+    expect((await counts(s, r)).in).toBe(6);
+    for (const key of [`${r}-2`, `${r}-tenant`]) expect((await counts(s, key)).in, key).toBe(5);
+  });
+});

@@ -1,0 +1,60 @@
+import type { WindowUnit } from '../../config/resource-types.js';
+import type { LateCharge } from '../limiter.js';
+
+/** Who undoes a charge made late: the store, in a call of its own (store-limiter.ts). */
+export interface LateChargeUndo {
+  undoLateCharge(c: InDoubtCharge): void;
+}
+
+const PENDING = 0;
+const CHARGED = 1;
+const RETURNED = 2;
+const DONE = 3;
+
+/**
+ * An admission of a call that failed or timed out, which the `open` failure mode admitted without
+ * counting it: Redis may still run the call (it stalled, then went on) and charge it, on every
+ * limit of the call (`bases`, `units`). Its request gives it back (never reached a pod: giveBack)
+ * before or after the late reply says whether Redis charged it (ranLate); the charge is undone
+ * once both happened, only while its window has more than a timeout left (a give-back must not
+ * reach the next window). A served request keeps the charge: nothing else counts it. Made only on
+ * the failure path; nothing holds it but its request and the call's late-reply handler.
+ */
+export class InDoubtCharge implements LateCharge {
+  readonly bases: readonly string[];
+  readonly units: readonly WindowUnit[];
+  readonly tokens: number;
+  /** The call's `now` argument (the injected clock's reading, or '' for the Redis server's TIME). */
+  readonly now: string;
+  private readonly undo: LateChargeUndo;
+  private state = PENDING;
+  /** Date.now() before which an undo still lands in the window it was charged in. */
+  private undoBefore = 0;
+
+  constructor(undo: LateChargeUndo, bases: readonly string[], units: readonly WindowUnit[], tokens: number, now: string) {
+    this.undo = undo;
+    this.bases = bases;
+    this.units = units;
+    this.tokens = tokens;
+    this.now = now;
+  }
+
+  /** The late reply came: Redis charged it (`charged`) or refused it, with `msLeft` of its window and the store's timeout. */
+  ranLate(charged: boolean, msLeft: number, timeoutMs: number): void {
+    if (this.state !== PENDING && this.state !== RETURNED) return;
+    const returned = this.state === RETURNED;
+    this.state = charged ? CHARGED : DONE;
+    this.undoBefore = Date.now() + msLeft - timeoutMs;
+    if (charged && returned) this.undoNow();
+  }
+
+  giveBack(): void {
+    if (this.state === PENDING) this.state = RETURNED;
+    else if (this.state === CHARGED) this.undoNow();
+  }
+
+  private undoNow(): void {
+    this.state = DONE;
+    if (Date.now() < this.undoBefore) this.undo.undoLateCharge(this);
+  }
+}
