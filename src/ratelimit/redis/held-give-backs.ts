@@ -82,3 +82,9 @@ export class HeldGiveBacks {
 }
 
 const NONE: HeldGiveBack[] = [];
+
+/** The `run_id` of an INFO reply (the Redis process: a restart changes it), or null. */
+export function runIdOf(info: string): string | null {
+  const m = /run_id:([0-9a-f]+)/.exec(info);
+  return m === null ? null : m[1];
+}

@@ -1,5 +1,8 @@
 import type { WindowUnit } from '../../config/resource-types.js';
+import { LimitStoreUnavailableError } from '../errors.js';
 import type { LateCharge } from '../limiter.js';
+import type { Batch } from './batch.js';
+import type { MultiBatch } from './multi-batch.js';
 
 /** Who undoes a charge made late: the store, in a call of its own (store-limiter.ts). */
 export interface LateChargeUndo {
@@ -57,4 +60,38 @@ export class InDoubtCharge implements LateCharge {
     this.state = DONE;
     if (Date.now() < this.undoBefore) this.undo.undoLateCharge(this);
   }
+}
+
+/**
+ * A batch whose call failed in the `open` mode (store `name`): each operation fails, settles first,
+ * each admission with an error of its own that carries what Redis may still charge of it.
+ */
+export function failInDoubt(b: Batch, undo: LateChargeUndo, name: string): InDoubtCharge[] {
+  const err = new LimitStoreUnavailableError(name);
+  for (const s of b.settles) s.reject(err);
+  const bases = [b.base];
+  const units = [b.unit];
+  const out: InDoubtCharge[] = [];
+  for (const a of b.admissions) out.push(rejectInDoubt(a, new InDoubtCharge(undo, bases, units, a.tokens, b.now), name));
+  return out;
+}
+
+/** The same for a multi-limit batch: each admission was charged on every limit of the call (shadow ones too). */
+export function failMultiInDoubt(b: MultiBatch, undo: LateChargeUndo, name: string): InDoubtCharge[] {
+  const bases: string[] = [];
+  const units: WindowUnit[] = [];
+  for (let j = 0; j < b.terms.length; j++) {
+    bases.push(b.base(j));
+    units.push(b.terms[j].limit.unit);
+  }
+  const out: InDoubtCharge[] = [];
+  for (const a of b.admissions) out.push(rejectInDoubt(a, new InDoubtCharge(undo, bases, units, a.tokens, b.now), name));
+  return out;
+}
+
+function rejectInDoubt(a: { reject(err: unknown): void }, c: InDoubtCharge, name: string): InDoubtCharge {
+  const err = new LimitStoreUnavailableError(name);
+  err.lateCharge = c;
+  a.reject(err);
+  return c;
 }

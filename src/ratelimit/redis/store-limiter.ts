@@ -14,8 +14,8 @@ import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
-import { HeldGiveBacks } from './held-give-backs.js';
-import { InDoubtCharge, type LateChargeUndo } from './late-charge.js';
+import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
+import { failInDoubt, failMultiInDoubt, type InDoubtCharge, type LateChargeUndo } from './late-charge.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
@@ -362,7 +362,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       },
       fail: (err) => {
         this.storeFailed(err);
-        if (this.openMode) inDoubt = this.failMultiInDoubt(b);
+        if (this.openMode) inDoubt = failMultiInDoubt(b, this, this.name);
         else b.fail(new LimitStoreUnavailableError(this.name));
       },
       late: (bytes) => {
@@ -453,7 +453,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       },
       fail: (err) => {
         this.storeFailed(err);
-        if (this.openMode && b.admissions.length > 0) inDoubt = this.failInDoubt(b);
+        if (this.openMode && b.admissions.length > 0) inDoubt = failInDoubt(b, this, this.name);
         else this.withoutStore(b);
       },
       late: (bytes) => {
@@ -597,41 +597,6 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }
 
-  /**
-   * A batch whose call failed in the `open` mode: as withoutStore, but each admission fails with
-   * its own error, which carries what Redis may still charge of it (late-charge.ts). The failure path only.
-   */
-  private failInDoubt(b: Batch): InDoubtCharge[] {
-    const err = new LimitStoreUnavailableError(this.name);
-    for (const s of b.settles) s.reject(err);
-    const bases = [b.base];
-    const units = [b.unit];
-    const out: InDoubtCharge[] = [];
-    for (const a of b.admissions) out.push(this.rejectInDoubt(a, bases, units, b.now));
-    return out;
-  }
-
-  /** The same for a multi-limit batch: each admission was charged on every limit of the call (shadow ones too). */
-  private failMultiInDoubt(b: MultiBatch): InDoubtCharge[] {
-    const bases: string[] = [];
-    const units: WindowUnit[] = [];
-    for (let j = 0; j < b.terms.length; j++) {
-      bases.push(b.base(j));
-      units.push(b.terms[j].limit.unit);
-    }
-    const out: InDoubtCharge[] = [];
-    for (const a of b.admissions) out.push(this.rejectInDoubt(a, bases, units, b.now));
-    return out;
-  }
-
-  private rejectInDoubt(a: { readonly tokens: number; reject(err: unknown): void }, bases: readonly string[], units: readonly WindowUnit[], now: string): InDoubtCharge {
-    const c = new InDoubtCharge(this, bases, units, a.tokens, now);
-    const err = new LimitStoreUnavailableError(this.name);
-    err.lateCharge = c;
-    a.reject(err);
-    return c;
-  }
-
   /** Undoes a charge Redis made late of an admission the `open` mode admitted, which its request gave back (late-charge.ts). */
   undoLateCharge(c: InDoubtCharge): void {
     for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, -c.tokens, 0, 0, 0, 0).then(undefined, ignore);
@@ -659,11 +624,5 @@ function lateReply(bytes: Buffer, fields: number, statuses: number): number[] | 
 }
 
 const NO_ADMISSIONS: readonly number[] = [];
-
-/** The `run_id` of an INFO reply (the Redis process: a restart changes it), or null. */
-function runIdOf(info: string): string | null {
-  const m = /run_id:([0-9a-f]+)/.exec(info);
-  return m === null ? null : m[1];
-}
 
 function ignore(): void {}
