@@ -33,8 +33,11 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   const charged: LimiterTerm[] = [];
   /** Bit k: charged[k] was admitted by its failure mode (its give-back goes there). */
   let chargedByFailureMode = 0;
+  /** What a store may still charge late of the admissions its `open` failure mode took (Decision.lateCharge). */
+  let lateCharges: LateCharge[] | null = null;
   const charge = (t: LimiterTerm, d: Decision): void => {
     if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
+    if (d.lateCharge !== undefined) (lateCharges ??= []).push(d.lateCharge);
     charged.push(t);
   };
   let admitted = true;
@@ -65,10 +68,10 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens, d.byFailureMode === true); // shadow: counted past its limit
     }
   } catch (err) {
-    await giveBackInput(charged, inputTokens, chargedByFailureMode);
+    await giveBackInput(charged, inputTokens, chargedByFailureMode, -1, lateCharges);
     throw err;
   }
-  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode);
+  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode, -1, lateCharges);
   for (let i = 0; i < terms.length; i++) {
     // An enforced limit not asked (one before it refused): neither charged nor refused.
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };

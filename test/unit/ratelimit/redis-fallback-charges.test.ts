@@ -327,4 +327,27 @@ describe('the open failure mode: a request admitted because its call timed out, 
     expect((await counts(s, r)).in).toBe(6);
     for (const key of [`${r}-2`, `${r}-tenant`]) expect((await counts(s, key)).in, key).toBe(5);
   });
+
+  it('one refused by a limit of another store after Redis\'s call timed out (decided one after the other) is not charged in Redis in the end', async () => {
+    const s = await server();
+    const { l } = limiter(s.address, 'false', 'open');
+    await untilUp(l);
+    const r = route();
+    const tenantCounters = new CounterStore(clock);
+    const terms: ScopedTerm[] = [
+      { key: r, limit: spec(100, 1000), limiter: l, scope: 'route' },
+      { key: `${r}-tenant`, limit: spec(5, null), limiter: tenantCounters, scope: 'tenant' }, // a local limit of 5: refuses 6
+    ];
+    s.pause();
+    let a: RequestAdmission;
+    try {
+      a = await admitRequest(terms, 6);
+    } finally {
+      s.resume();
+    }
+    expect([a.admitted, a.shownScope]).toEqual([false, 'tenant']);
+    await untilUp(l);
+    await landed(300); // the late reply, and what it undoes
+    expect((await counts(s, r)).in).toBe(0);
+  });
 });
