@@ -4,9 +4,10 @@ import type { LateCharge } from '../limiter.js';
 import type { Batch } from './batch.js';
 import type { MultiBatch } from './multi-batch.js';
 
-/** Who undoes a charge made late: the store, in a call of its own (store-limiter.ts). */
+/** Who corrects a charge made late: the store, in a call of its own (store-limiter.ts). */
 export interface LateChargeUndo {
-  undoLateCharge(c: InDoubtCharge): void;
+  /** Adds `delta` input tokens (< 0: takes them back) on every limit of `c`, in the window it was charged in. */
+  correctLateCharge(c: InDoubtCharge, delta: number): void;
 }
 
 const PENDING = 0;
@@ -20,7 +21,8 @@ const DONE = 3;
  * limit of the call (`bases`, `units`). Its request gives it back (never reached a pod: giveBack)
  * before or after the late reply says whether Redis charged it (ranLate); the charge is undone
  * once both happened, only while its window has more than a timeout left (a give-back must not
- * reach the next window). A served request keeps the charge: nothing else counts it. Made only on
+ * reach the next window). A served request keeps the charge (nothing else counts it), corrected
+ * by its answer's input correction (correct) the same way. Made only on
  * the failure path; nothing holds it but its request and the call's late-reply handler.
  */
 export class InDoubtCharge implements LateCharge {
@@ -33,6 +35,8 @@ export class InDoubtCharge implements LateCharge {
   private state = PENDING;
   /** Date.now() before which an undo still lands in the window it was charged in. */
   private undoBefore = 0;
+  /** Input corrections of the request's answer made before the late reply came (applied if it charged). */
+  private pendingDelta = 0;
 
   constructor(undo: LateChargeUndo, bases: readonly string[], units: readonly WindowUnit[], tokens: number, now: string) {
     this.undo = undo;
@@ -49,6 +53,7 @@ export class InDoubtCharge implements LateCharge {
     this.state = charged ? CHARGED : DONE;
     this.undoBefore = Date.now() + msLeft - timeoutMs;
     if (charged && returned) this.undoNow();
+    else if (charged && this.pendingDelta !== 0) this.send(this.pendingDelta);
   }
 
   giveBack(): void {
@@ -56,9 +61,19 @@ export class InDoubtCharge implements LateCharge {
     else if (this.state === CHARGED) this.undoNow();
   }
 
+  /** The request's answer corrects its input count by `delta`: applied to the charge once it is known to be made. */
+  correct(delta: number): void {
+    if (this.state === PENDING) this.pendingDelta += delta;
+    else if (this.state === CHARGED) this.send(delta);
+  }
+
   private undoNow(): void {
     this.state = DONE;
-    if (Date.now() < this.undoBefore) this.undo.undoLateCharge(this);
+    this.send(-this.tokens);
+  }
+
+  private send(delta: number): void {
+    if (Date.now() < this.undoBefore) this.undo.correctLateCharge(this, delta);
   }
 }
 

@@ -597,9 +597,9 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }
 
-  /** Undoes a charge Redis made late of an admission the `open` mode admitted, which its request gave back (late-charge.ts). */
-  undoLateCharge(c: InDoubtCharge): void {
-    for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, -c.tokens, 0, 0, 0, 0).then(undefined, ignore);
+  /** Corrects (or, given back, undoes) a charge Redis made late of an admission the `open` mode admitted (late-charge.ts). */
+  correctLateCharge(c: InDoubtCharge, delta: number): void {
+    for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, delta, 0, 0, 0, 0).then(undefined, ignore);
   }
 
   /** A batch Redis did not take: each operation fails, settles first as in the script. */

@@ -6,10 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { InDoubtCharge } from '../../../src/ratelimit/redis/late-charge.js';
 
-function charge(): { c: InDoubtCharge; undone: () => number } {
-  let n = 0;
-  const c = new InDoubtCharge({ undoLateCharge: () => void n++ }, ['ir:{a}'], ['minute'], 6, '');
-  return { c, undone: () => n };
+/** A charge of 6 tokens; `undone` counts the undoings (-6) sent, `sent` has every correction sent. */
+function charge(): { c: InDoubtCharge; undone: () => number; sent: number[] } {
+  const sent: number[] = [];
+  const c = new InDoubtCharge({ correctLateCharge: (_c, d) => void sent.push(d) }, ['ir:{a}'], ['minute'], 6, '');
+  return { c, undone: () => sent.filter((d) => d === -6).length, sent };
 }
 
 describe('InDoubtCharge', () => {
@@ -46,5 +47,19 @@ describe('InDoubtCharge', () => {
     c.giveBack();
     c.ranLate(true, 50, 100);
     expect(undone()).toBe(0);
+  });
+
+  it('a served request\'s input correction is applied to the charge once it is known to be made, never to one refused', () => {
+    const before = charge();
+    before.c.correct(-3);
+    expect(before.sent).toEqual([]);
+    before.c.ranLate(true, 30_000, 100);
+    before.c.correct(1);
+    expect(before.sent).toEqual([-3, 1]);
+    const refused = charge();
+    refused.c.correct(-3);
+    refused.c.ranLate(false, 30_000, 100);
+    refused.c.correct(-1);
+    expect(refused.sent).toEqual([]);
   });
 });

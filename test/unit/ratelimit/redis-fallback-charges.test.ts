@@ -69,7 +69,7 @@ function local(fallback: CounterStore, key: string, limit: RateLimitSpec): { in:
 
 /** The request context as the pipeline leaves it once admitted (worker/pipeline.ts). */
 function admittedContext(inputTokens: number, a: RequestAdmission): RequestContext {
-  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt: Date.now(), admittedByFailureMode: a.byFailureMode } as unknown as RequestContext;
+  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt: Date.now(), admittedByFailureMode: a.byFailureMode, admittedLateCharges: a.lateCharges } as unknown as RequestContext;
 }
 
 const usage = (promptTokens: number, completionTokens: number): AnswerUsage => ({ promptTokens, completionTokens, text: '', generated: null });
@@ -284,7 +284,8 @@ describe('the open failure mode: a request admitted because its call timed out, 
    * Redis stalls; a request (6 input tokens) and a two-limit request (5, route and tenant) are
    * admitted by the `open` mode when their calls time out. With `givenBackFirst`, both never reach
    * a pod and give their input back while Redis still stalls, before it runs the calls; else
-   * after it ran them (the late replies came). `served`: they reached a pod instead.
+   * after it ran them (the late replies came). `served`: they reached a pod instead, whose usage
+   * counts 3 prompt tokens for the first (a correction of -3) and 5 for the second (none).
    */
   async function admittedOpenThenLate(givenBackFirst: boolean, served = false): Promise<{ s: RedisServer; r: string }> {
     const s = await server();
@@ -304,6 +305,10 @@ describe('the open failure mode: a request admitted because its call timed out, 
         await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges);
         await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges);
       }
+      if (givenBackFirst && served) {
+        settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 0), one);
+        settleUsage(admittedContext(5, a2), NO_COUNTER, usage(5, 0), two);
+      }
     } finally {
       s.resume();
     }
@@ -312,8 +317,12 @@ describe('the open failure mode: a request admitted because its call timed out, 
     if (!givenBackFirst && !served) {
       await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges);
       await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges);
-      await landed();
     }
+    if (!givenBackFirst && served) {
+      settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 0), one);
+      settleUsage(admittedContext(5, a2), NO_COUNTER, usage(5, 0), two);
+    }
+    await landed();
     return { s, r };
   }
 
@@ -322,9 +331,9 @@ describe('the open failure mode: a request admitted because its call timed out, 
     for (const key of [r, `${r}-2`, `${r}-tenant`]) expect((await counts(s, key)).in, key).toBe(0);
   });
 
-  it('one that was served keeps the charge Redis made late (nothing else counts it)', async () => {
-    const { s, r } = await admittedOpenThenLate(false, true);
-    expect((await counts(s, r)).in).toBe(6);
+  it.each([true, false])('one that was served keeps the charge Redis made late (nothing else counts it), with its answer\'s input correction (settled before the late reply came: %s)', async (settledFirst) => {
+    const { s, r } = await admittedOpenThenLate(settledFirst, true);
+    expect((await counts(s, r)).in).toBe(3);
     for (const key of [`${r}-2`, `${r}-tenant`]) expect((await counts(s, key)).in, key).toBe(5);
   });
 
