@@ -1,4 +1,5 @@
 import type { ErrorType } from '../errors.js';
+import type { LateCharge } from '../ratelimit/limiter.js';
 
 /**
  * Everything the router knows about one request, in one fixed-shape object.
@@ -37,6 +38,8 @@ export class RequestContext {
   admittedAt = 0;
   /** Of the request's limits, bit i set: limit i admitted it by its failure mode (request-admission.ts byFailureMode). */
   admittedByFailureMode = 0;
+  /** What a store may still charge late of an admission its `open` failure mode admitted (request-admission.ts lateCharges), or null. */
+  admittedLateCharges: LateCharge[] | null = null;
 
   // Outcome.
   statusCode = 0;

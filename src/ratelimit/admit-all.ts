@@ -1,4 +1,4 @@
-import type { Decision, LimitTerm, TokenLimiter } from './limiter.js';
+import type { Decision, LateCharge, LimitTerm, TokenLimiter } from './limiter.js';
 import { isShadow } from './limiter.js';
 import { sameWindow } from './windows.js';
 
@@ -33,8 +33,11 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   const charged: LimiterTerm[] = [];
   /** Bit k: charged[k] was admitted by its failure mode (its give-back goes there). */
   let chargedByFailureMode = 0;
+  /** What a store may still charge late of the admissions its `open` failure mode took (Decision.lateCharge). */
+  let lateCharges: LateCharge[] | null = null;
   const charge = (t: LimiterTerm, d: Decision): void => {
     if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
+    if (d.lateCharge !== undefined) (lateCharges ??= []).push(d.lateCharge);
     charged.push(t);
   };
   let admitted = true;
@@ -65,10 +68,10 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens, d.byFailureMode === true); // shadow: counted past its limit
     }
   } catch (err) {
-    await giveBackInput(charged, inputTokens, chargedByFailureMode);
+    await giveBackInput(charged, inputTokens, chargedByFailureMode, -1, lateCharges);
     throw err;
   }
-  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode);
+  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode, -1, lateCharges);
   for (let i = 0; i < terms.length; i++) {
     // An enforced limit not asked (one before it refused): neither charged nor refused.
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
@@ -90,10 +93,12 @@ export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: 
  * never reached a pod). Bit i of `byFailureMode` set: term i was admitted by its failure mode, and
  * its give-back goes where that charged it (Decision.byFailureMode). With `admittedAt`, only to
  * the terms whose window at that time is still on (anyInAdmissionWindow). A store that fails here is
- * skipped (nothing to give back to it).
+ * skipped (nothing to give back to it). `lateCharges` (RequestAdmission.lateCharges): what a store
+ * may charge late of an admission its `open` failure mode admitted, undone too.
  */
-export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1): Promise<void> {
+export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1, lateCharges: readonly LateCharge[] | null = null): Promise<void> {
   if (inputTokens === 0) return;
+  if (lateCharges !== null) for (let i = 0; i < lateCharges.length; i++) lateCharges[i].giveBack();
   const now = admittedAt >= 0 ? Date.now() : 0;
   for (let i = 0; i < charged.length; i++) {
     const t = charged[i];

@@ -1,4 +1,5 @@
 import { RouterError } from '../errors.js';
+import type { LateCharge } from './limiter.js';
 
 /**
  * Errors a TokenLimiter rejects with when it cannot decide. The router maps both to
@@ -27,6 +28,8 @@ export class LimiterOverloadedError extends Error {
  * LimiterUnavailableError, so the router answers 503 `upstream_error`, never a misleading 429.
  */
 export class LimitStoreUnavailableError extends LimiterUnavailableError {
+  /** Of an admission whose call went out and failed: what the store may still charge late (limiter.ts LateCharge), else null. */
+  lateCharge: LateCharge | null = null;
   constructor(address: string) {
     super(`the global rate limit store (Redis at ${address}) is unavailable`);
     this.name = 'LimitStoreUnavailableError';

@@ -27,6 +27,23 @@ export interface Decision {
    * too (settle's and adjustInput's `byFailureMode`). Absent on every other decision.
    */
   byFailureMode?: true;
+  /**
+   * Set only on a decision the `open` failure mode took because the store's call failed or timed
+   * out, when the store may still run that call late and charge it (LateCharge). Absent otherwise.
+   */
+  lateCharge?: LateCharge;
+}
+
+/**
+ * A charge a store may make after its call was given up on (Redis stalled past the timeout, then
+ * ran it), of an admission the `open` failure mode admitted meanwhile: when the request gives its
+ * input back (it never reached a pod), giveBack() undoes that charge; when its answer corrects the
+ * input count (the backend's prompt tokens), correct() applies the correction to it; each now if
+ * the charge was made, else when it is (redis/late-charge.ts).
+ */
+export interface LateCharge {
+  giveBack(): void;
+  correct(delta: number): void;
 }
 
 /** One limit a request must fit: its key and its spec (`limit.mode` shadow: never blocks). */

@@ -1,5 +1,5 @@
 import { admitTerms, type LimiterTerm } from './admit-all.js';
-import { isShadow, type Decision, type LimitState } from './limiter.js';
+import { isShadow, type Decision, type LateCharge, type LimitState } from './limiter.js';
 
 export type LimitScope = 'route' | 'tenant';
 
@@ -20,6 +20,12 @@ export interface RequestAdmission {
    * so its input corrections and give-backs go where that charged it, not to the store.
    */
   readonly byFailureMode: number;
+  /**
+   * What a store may still charge late of an admission its `open` failure mode admitted (the
+   * Decisions' lateCharge), to undo when the request gives its input back; null: none (always so
+   * unless a call failed).
+   */
+  readonly lateCharges: LateCharge[] | null;
 }
 
 /**
@@ -39,7 +45,7 @@ export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number):
 }
 
 function alone(t: ScopedTerm, d: Decision): RequestAdmission {
-  return { admitted: d.allowed, shown: d, shownScope: t.scope, byFailureMode: d.byFailureMode === true ? 1 : 0 };
+  return { admitted: d.allowed, shown: d, shownScope: t.scope, byFailureMode: d.byFailureMode === true ? 1 : 0, lateCharges: d.lateCharge === undefined ? null : [d.lateCharge] };
 }
 
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
@@ -48,9 +54,11 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
   let best = Infinity;
   let refused = false;
   let byFailureMode = 0;
+  let lateCharges: LateCharge[] | null = null;
   for (let i = 0; i < ds.length; i++) {
     const d = ds[i];
     if (d.byFailureMode === true) byFailureMode |= 1 << i;
+    if (d.lateCharge !== undefined) (lateCharges ??= []).push(d.lateCharge);
     if (isShadow(terms[i].limit)) continue;
     if (!d.allowed) {
       // Of several limits that refuse, the one whose window resets last: the request cannot pass
@@ -70,7 +78,7 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
       best = f;
     }
   }
-  return { admitted: !refused, shown, shownScope: scope, byFailureMode };
+  return { admitted: !refused, shown, shownScope: scope, byFailureMode, lateCharges };
 }
 
 /** How much of a limit is left, 0..1 (no limit: Infinity). */

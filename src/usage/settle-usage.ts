@@ -44,6 +44,8 @@ function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: n
   ctx.outputTokens = output;
   if (usage !== null && usage.completionTokens === null && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
   if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt, ctx.admittedByFailureMode);
+  // An admission the `open` failure mode took, which Redis may have charged late: corrected there too.
+  if (inputDelta !== 0 && ctx.admittedLateCharges !== null) for (const c of ctx.admittedLateCharges) c.correct(inputDelta);
 }
 
 /**

@@ -163,6 +163,7 @@ class PipelineRun implements ProxyListener {
         this.charged = x.ctx.inputTokens;
         x.ctx.admittedAt = Date.now();
         x.ctx.admittedByFailureMode = a.byFailureMode;
+        x.ctx.admittedLateCharges = a.lateCharges;
       }
       if (!x.writable) {
         this.end(); // client left while we counted/limited: nothing sent upstream
@@ -226,7 +227,7 @@ class PipelineRun implements ProxyListener {
       if (anyInAdmissionWindow(this.terms, ctx.admittedAt, Date.now())) {
         if (ctx.tEnd === 0) ctx.tEnd = performance.now();
         // giveBackInput never rejects (a store that fails is skipped).
-        void giveBackInput(this.terms, this.charged, ctx.admittedByFailureMode, ctx.admittedAt).then(() => this.close());
+        void giveBackInput(this.terms, this.charged, ctx.admittedByFailureMode, ctx.admittedAt, ctx.admittedLateCharges).then(() => this.close());
         return;
       }
     }

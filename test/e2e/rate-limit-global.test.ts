@@ -234,6 +234,40 @@ describe('global token limits on a real Redis, several router instances', () => 
     }
   });
 
+  it('open failure mode: a request admitted because Redis stalled past the timeout, which never reached a pod, is not charged in Redis when Redis runs the call late', async () => {
+    await redis.cli('FLUSHALL');
+    const deadPod = await freePort(); // nothing listens: every request fails before reaching a pod
+    const res = resourcesFor([{ name: 'pod-x', port: deadPod }], { rateLimit: globalLimit(redis.address, 100_000, 'day', 100_000) });
+    const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'open', RATE_LIMIT_REDIS_TIMEOUT: '500ms', RATE_LIMIT_REDIS_LEASES: 'false' };
+    const router = await startRouter(res, { workers: 1, env, dir: tempDir() });
+    const day = Math.floor(Date.now() / 86_400_000) * 86_400;
+    const inKey = `ir:{default/sf-route}:in:day:${day}`;
+    try {
+      // Redis decides: the request is charged there, and given back when no pod takes it.
+      await waitFor('Redis deciding', async () => {
+        const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        await r.text();
+        return (await redis.cli('GET', inKey)) !== '' || null;
+      }, 6000, 100);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await redis.cli('GET', inKey)).toBe('0');
+      redis.pause();
+      let status = 0;
+      try {
+        const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        await r.text();
+        status = r.status;
+      } finally {
+        redis.resume();
+      }
+      expect(status).toBeGreaterThanOrEqual(500); // admitted (open), then no pod answered
+      await new Promise((r) => setTimeout(r, 500)); // the late reply, and what it undoes
+      expect(await redis.cli('GET', inKey)).toBe('0');
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('the access log\'s durations end with the answer, not with the Redis settle of its tokens (which may wait up to 20 ms to ride along)', async () => {
     await redis.cli('FLUSHALL');
     const dir = tempDir();

@@ -58,7 +58,10 @@ export class FailureModeLimiter implements TokenLimiter {
     }
     if (this.mode === 'closed') throw err;
     // open: admitted without counting; the counts are unknown, so no limit state is reported.
-    return { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
+    const d: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
+    // What the store may still charge late, undone if the request gives its input back (limiter.ts LateCharge).
+    if (err.lateCharge !== null) d.lateCharge = err.lateCharge;
+    return d;
   }
 
   /** A multi-limit admission (limiter.ts admitAll) by the store, or as the failure mode says (one `then`, no async frame). */
@@ -84,7 +87,10 @@ export class FailureModeLimiter implements TokenLimiter {
     }
     if (this.mode === 'closed') throw err;
     const open: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: secondsUntilReset(terms[0].limit.unit, this.clock()), input: null, output: null, byFailureMode: true };
-    return terms.map(() => open);
+    const ds = terms.map(() => open);
+    // One late charge covers every limit of the call: carried by the first decision only.
+    if (err.lateCharge !== null) ds[0] = { ...open, lateCharge: err.lateCharge };
+    return ds;
   }
 
   chargeOutput(key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
@@ -120,7 +126,10 @@ export class FailureModeLimiter implements TokenLimiter {
     if (done instanceof Promise) return done.then(undefined, (err: unknown) => this.settleWithout(err, key, limit, outputTokens));
   }
 
-  /** The store did not take a settle: its output goes to the local counters (`local`); its input correction is dropped (above). */
+  /**
+   * The store did not take a settle: its output goes to the local counters (`local`); its input
+   * correction is not theirs (a give-back the store holds for when it answers again: held-give-backs.ts).
+   */
   private settleWithout(err: unknown, key: LimitKey, limit: RateLimitSpec, outputTokens: number): Promise<void> | void {
     if (!(err instanceof LimitStoreUnavailableError)) throw err;
     if (this.mode === 'local') return settleCounters(this.fallback, key, limit, 0, outputTokens);

@@ -17,6 +17,8 @@ export interface HealthOptions {
   log: (message: string, level?: 'warn') => void;
   /** Called each time the circuit opens (a failed or timed-out command, a lost connection). */
   onDown?: () => void;
+  /** Called each time the circuit closes (the first connection too). */
+  onUp?: () => void;
 }
 
 /**
@@ -90,6 +92,7 @@ export class StoreHealth {
       this.probeTimer = null;
     }
     if (wasDown) this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
+    if (this.opts.onUp !== undefined) this.opts.onUp();
   }
 
   close(): void {

@@ -88,6 +88,12 @@ export class MultiBatch {
     return sum;
   }
 
+  /** Whether the reply admitted admission `i` (every enforced limit allowed). */
+  admitted(reply: readonly number[], i: number): boolean {
+    const n = this.terms.length;
+    return admittedAt(reply, n * PER_LIMIT + i * n, this.admissions[i].terms);
+  }
+
   get full(): boolean {
     return this.admissions.length >= MAX_BATCH_ADMISSIONS;
   }

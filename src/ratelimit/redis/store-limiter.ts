@@ -14,6 +14,8 @@ import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
+import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
+import { failInDoubt, failMultiInDoubt, type InDoubtCharge, type LateChargeUndo } from './late-charge.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
 import type { RedisLimitSettings } from './settings.js';
@@ -70,7 +72,7 @@ export interface RedisStoreOptions {
  * the circuit stays open, without waiting on Redis, until it answers again. What to do then is
  * the failure mode's business (failure-mode.ts wraps this store).
  */
-export class RedisStoreLimiter implements TokenLimiter {
+export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   /** Address as shown in logs and errors (credentials hidden). */
   readonly name: string;
   private readonly client: LimiterClient;
@@ -103,6 +105,19 @@ export class RedisStoreLimiter implements TokenLimiter {
    * decided by the local counters, which hold its charge; either way Redis must not keep one.
    */
   private readonly refundLate: boolean;
+  /**
+   * The `local` failure mode: the output of a settle whose call failed was charged to the local
+   * counters (failure-mode.ts), so Redis must not keep it when it runs the call late.
+   */
+  private readonly outputLocal: boolean;
+  /**
+   * The `open` failure mode: an admission of a call that failed was admitted without counting; if
+   * Redis runs the call late, its charge stays unless the request gives its input back (late-charge.ts).
+   */
+  private readonly openMode: boolean;
+  /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again (null on a Cluster). */
+  private readonly held: HeldGiveBacks | null;
+  private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -123,6 +138,10 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.cluster = settings.cluster;
     this.timeoutMs = settings.timeoutMs;
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
+    this.outputLocal = settings.failureMode === 'local';
+    this.openMode = settings.failureMode === 'open';
+    this.held = settings.cluster ? null : new HeldGiveBacks();
+    this.log = log;
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
     this.onLease = opts.onLease ?? null;
@@ -145,6 +164,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
       // lost its counts (a restart, a failover), whatever the lease clock says of its view.
       onDown: () => this.returnLeasesWhileDown(),
+      onUp: () => this.readInstance(),
     });
   }
 
@@ -229,7 +249,7 @@ export class RedisStoreLimiter implements TokenLimiter {
       if (this.onLease !== null) this.onLease('forfeited');
       return;
     }
-    this.correct(redisKeyBase(r.key), r.limit.unit, clockArgument(this.clock), 0, r.tokens, r.window, r.lent).then(this.leaseReturned, this.leaseLost);
+    this.correct(redisKeyBase(r.key), r.limit.unit, clockArgument(this.clock), 0, 0, r.tokens, r.window, r.lent).then(this.leaseReturned, this.leaseLost);
   }
 
   private readonly leaseReturned = (): void => {
@@ -314,7 +334,7 @@ export class RedisStoreLimiter implements TokenLimiter {
   private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
     if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta);
     // Not waited for: the request's failure mode decides now, not once that node answers.
-    this.correct(redisKeyBase(key), limit.unit, clockArgument(this.clock), delta, 0, 0, 0).then(ignore, ignore);
+    this.correct(redisKeyBase(key), limit.unit, clockArgument(this.clock), delta, 0, 0, 0, 0).then(ignore, ignore);
     return Promise.resolve();
   }
 
@@ -328,6 +348,8 @@ export class RedisStoreLimiter implements TokenLimiter {
       b.fail(new LimitStoreUnavailableError(this.name));
       return;
     }
+    /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
+    let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(this.client.irAdmitAllBuffer(...b.args()), this.timeoutMs, {
       reply: (bytes) => {
         const reply = this.replyOf(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
@@ -340,16 +362,22 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
       fail: (err) => {
         this.storeFailed(err);
-        b.fail(new LimitStoreUnavailableError(this.name));
+        if (this.openMode) inDoubt = failMultiInDoubt(b, this, this.name);
+        else b.fail(new LimitStoreUnavailableError(this.name));
       },
       late: (bytes) => {
         const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) return;
+        if (inDoubt !== null) {
+          let msLeft = Infinity;
+          for (let j = 0; j < b.terms.length; j++) msLeft = Math.min(msLeft, reply[j * PER_LIMIT + MULTI_MS]);
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), msLeft, this.timeoutMs);
+        }
         // Every limit was charged the input of each admission admitted (shadow ones too).
         const refund = this.refundLate ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
           const at = j * PER_LIMIT;
-          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, reply[at + MULTI_MS]);
+          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, 0, reply[at + MULTI_MS]);
         }
       },
     });
@@ -384,7 +412,10 @@ export class RedisStoreLimiter implements TokenLimiter {
   }
 
   private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    if (!(await this.usable())) throw new LimitStoreUnavailableError(this.name);
+    if (!(await this.usable())) {
+      if (inputDelta < 0) this.hold(redisKeyBase(key), limit.unit, -inputDelta);
+      throw new LimitStoreUnavailableError(this.name);
+    }
     await this.enqueueSettle(key, limit, inputDelta, outputTokens);
   }
 
@@ -403,10 +434,13 @@ export class RedisStoreLimiter implements TokenLimiter {
 
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
+      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta);
       this.withoutStore(b);
       return;
     }
     const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens);
+    /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
+    let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(call, this.timeoutMs, {
       reply: (bytes) => {
         const reply = this.replyOf(bytes, FIRST_STATUS, b.tokens.length);
@@ -419,11 +453,17 @@ export class RedisStoreLimiter implements TokenLimiter {
       },
       fail: (err) => {
         this.storeFailed(err);
-        this.withoutStore(b);
+        if (this.openMode && b.admissions.length > 0) inDoubt = failInDoubt(b, this, this.name);
+        else this.withoutStore(b);
       },
       late: (bytes) => {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
-        if (reply !== null) this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), reply[REPLY_MS]);
+        if (reply === null) return;
+        if (inDoubt !== null) {
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(reply[FIRST_STATUS + i] === STATUS_ALLOWED, reply[REPLY_MS], this.timeoutMs);
+        }
+        const output = this.outputLocal ? b.outputTokens : 0;
+        this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), output, reply[REPLY_MS]);
       },
     });
   }
@@ -434,24 +474,59 @@ export class RedisStoreLimiter implements TokenLimiter {
    * all of it back to the window it was lent in (the script ignores it in a later one); and
    * `refund`, the input of admissions it admitted that the failure mode decided instead (`closed`:
    * refused with 503; `local`: decided and, if admitted, charged by the local counters, where the
-   * request's corrections go too), only while that window has more than a timeout left (a refund
-   * must not reach the next one).
-   * Without this both stayed counted, as used, for the rest of the window. Sent whatever the
+   * request's corrections go too), and `output`, the output its settles charged that the local
+   * counters took instead (`local`: each charge once, where the failure mode put it), both only while
+   * that window has more than a timeout left (a refund must not reach the next one).
+   * Without this they stayed counted, as used, for the rest of the window. Sent whatever the
    * circuit says: the late reply shows the connection answers; a failure loses it, as before.
    */
-  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, msLeft: number): void {
-    const delta = refund > 0 && msLeft > this.timeoutMs ? -refund : 0;
-    if (lent <= 0 && delta === 0) return;
-    this.correct(base, unit, now, delta, lent, window, lent).then(undefined, ignore);
+  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, output: number, msLeft: number): void {
+    const inWindow = msLeft > this.timeoutMs;
+    const delta = refund > 0 && inWindow ? -refund : 0;
+    const outDelta = output > 0 && inWindow ? -output : 0;
+    if (lent <= 0 && delta === 0 && outDelta === 0) return;
+    this.correct(base, unit, now, delta, outDelta, lent, window, lent).then(undefined, ignore);
   }
 
   /**
    * A script call of its own, outside the turn's batches and whatever the circuit says, with no
-   * admission: `delta` input tokens to the window at `now`, and `back` tokens of a lease of `lent`
-   * lent in `window` given back (the script takes them only in that window).
+   * admission: `delta` input tokens and `output` output tokens (< 0: taken back, floored at 0) to
+   * the window at `now`, and `back` tokens of a lease of `lent` lent in `window` given back (the
+   * script takes them only in that window).
    */
-  private correct(base: string, unit: WindowUnit, now: string, delta: number, back: number, window: number, lent: number): Promise<unknown> {
-    return this.client.irBatchBuffer(base, unit, now, delta, 0, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
+  private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number): Promise<unknown> {
+    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
+  }
+
+  /**
+   * Holds a give-back of `tokens` input tokens that Redis charged and cannot take now (no call went
+   * out: the circuit is open), to send once it answers again (held-give-backs.ts).
+   */
+  private hold(base: string, unit: WindowUnit, tokens: number): void {
+    if (this.held !== null) this.held.hold(base, unit, this.clock === null ? Date.now() : this.clock(), tokens);
+  }
+
+  /**
+   * The circuit closed: which instance answers (INFO's `run_id`), then the give-backs held for it
+   * go out, each in a call of its own; those of another instance or of a window over are dropped.
+   */
+  private readInstance(): void {
+    const held = this.held;
+    if (held === null) return;
+    awaitReply(this.client.info('server'), this.timeoutMs, {
+      reply: (text) => this.giveBackHeld(held, runIdOf(text)),
+      fail: () => this.giveBackHeld(held, null),
+      late: ignore,
+    });
+  }
+
+  private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {
+    const nowMs = this.clock === null ? Date.now() : this.clock();
+    for (const h of held.takeFor(runId, nowMs, this.timeoutMs)) {
+      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);
+    }
+    const dropped = held.takeDropped();
+    if (dropped > 0) this.log(`rate limit store ${this.name}: ${dropped} input tokens of give-backs made while it was unavailable were dropped (their window ended, or Redis restarted or failed over)`);
   }
 
   /**
@@ -520,6 +595,11 @@ export class RedisStoreLimiter implements TokenLimiter {
     this.returnLeasesWhileDown();
     this.health.markDown((err as Error).message);
     if (this.onStoreError !== null) this.onStoreError(this.name);
+  }
+
+  /** Corrects (or, given back, undoes) a charge Redis made late of an admission the `open` mode admitted (late-charge.ts). */
+  correctLateCharge(c: InDoubtCharge, delta: number): void {
+    for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, delta, 0, 0, 0, 0).then(undefined, ignore);
   }
 
   /** A batch Redis did not take: each operation fails, settles first as in the script. */

@@ -5,7 +5,8 @@ import { COUNTERS_LUA } from './counters.js';
  * reading, one pair of limits) collected during one event-loop turn, applied atomically in one call.
  *
  * ARGV[3] is the sum of the batch's input corrections, ARGV[4] the sum of its output charges;
- * they are applied first (correction floored at 0, charge in full). ARGV[5] and ARGV[6] are the
+ * they are applied first (correction floored at 0, charge in full). A negative ARGV[4] takes output
+ * back (floored at 0): only the late undoing of a call's output charge sends one (store-limiter.ts). ARGV[5] and ARGV[6] are the
  * input and output limits (-1 = none). ARGV[7] is the lease asked for (input tokens, 0 = none),
  * ARGV[8] the unused input tokens of the leases given back, ARGV[9] the start of the window they
  * were lent in and ARGV[10] their size when lent (a lease of an earlier window is not given back:
@@ -43,7 +44,7 @@ local inUsed = inStored + delta
 if inUsed < 0 then inUsed = 0 end
 local change = inUsed - inStored -- the correction, floored at 0; then the admissions and the lease
 local outUsed = tonumber(outRaw or '0')
-if out > 0 then outUsed = chargeOutput(lv.outKey, now, e, out) end
+if out > 0 then outUsed = chargeOutput(lv.outKey, now, e, out) elseif out < 0 then outUsed = unchargeOutput(lv.outKey, outUsed, -out) end
 local inLimit = tonumber(ARGV[5])
 local outLimit = tonumber(ARGV[6])
 local inBefore = inUsed

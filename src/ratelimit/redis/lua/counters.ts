@@ -19,7 +19,7 @@ export const LEASES_FORFEIT_MS = 2_000;
 /**
  * The counter rules of the scripts (on top of the window functions): the admission rule, the
  * refusal by input with its recall of the leases, a lease given back, a lease lent and the output
- * charge, each written once.
+ * charge and its undoing, each written once.
  */
 export const COUNTERS_LUA = `${WINDOW_LUA}
 -- The admission rule (docs/rate-limiting.md): 1 = rejected by input (inUsed + tokens > inLimit),
@@ -91,5 +91,14 @@ local function chargeOutput(key, now, e, tokens)
   local v = redis.call('INCRBY', key, tokens)
   if v == tokens then redis.call('PEXPIRE', key, e - now + TTL_MARGIN_MS) end
   return v
+end
+
+-- Takes back \`tokens\` (> 0) of the output counter \`key\`, whose count is \`used\` (floored at 0;
+-- an absent key stays absent). Returns the new count.
+local function unchargeOutput(key, used, tokens)
+  local take = tokens
+  if take > used then take = used end
+  if take > 0 then redis.call('DECRBY', key, take) end
+  return used - take
 end
 `;
