@@ -282,7 +282,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
     }
   }, 60_000);
 
-  it('an answer the client reads slowly to its end within ROUTER_DRAIN_TIMEOUT is waited for and recorded 200', async () => {
+  it('an answer the client reads slowly to its end within ROUTER_DRAIN_TIMEOUT is waited for, recorded 200 once, and its tail still in the socket buffers at the exit reaches the client', async () => {
     const pod = new BigPod();
     await pod.start();
     const dir = tempDir();
@@ -299,14 +299,16 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       c.socket.on('data', paced);
       await waitFor('the first MB of the answer', () => c.received() >= 1 << 20, 60_000);
       router.child.kill('SIGTERM');
-      await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
-      const doneAt = Date.now();
+      // The worker exits once the last byte is handed to the connection: at this pace the kernel's
+      // socket buffers (a few MB on loopback) still hold the answer's tail then, and deliver it
+      // after the exit (the connection ends with a FIN after the data, not a reset).
       expect(await router.exited).toBe(0);
-      expect(Date.now() - doneAt).toBeLessThan(10_000);
-      const r = records(file).find((x) => x.request_id === 'drain-slow-reader');
-      expect(r).toBeDefined();
-      expect(r.status_code).toBe(200);
-      expect(r.error).toBeUndefined();
+      await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
+      const rs = records(file).filter((x) => x.request_id === 'drain-slow-reader');
+      expect(rs).toHaveLength(1);
+      expect(rs[0].status_code).toBe(200);
+      expect(rs[0].error).toBeUndefined();
+      await c.closed; // the connection ends after the tail
       c.socket.destroy();
     } finally {
       await router.kill('SIGKILL');

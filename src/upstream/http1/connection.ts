@@ -4,12 +4,16 @@
  * slow, and reports to its pool when it is free again or gone. A reused connection that closes
  * at once, before any byte of the answer arrived (the server closed it as idle just as the
  * request went out), hands the request back to the pool for one retry on a fresh connection.
+ * A write that fails while a request is on the connection (the server answered early and reset
+ * it) does not end the request at once: what the server sent before its reset is read first, and
+ * a complete answer among it is delivered (upstream-socket.ts); the connection is not reused.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { Http1Error } from './errors.js';
 import { requestHead, writeRequest } from './request-head.js';
 import { RequestState, type Http1Request } from './request.js';
 import { ResponseParser, type ParserSink } from './response-parser.js';
+import { UpstreamSocket } from './upstream-socket.js';
 import { Buffer } from 'node:buffer';
 
 export const enum Phase { Connecting, Idle, AwaitHead, Body, Closed }
@@ -49,6 +53,8 @@ export class Http1Connection implements ParserSink {
   private socketEnded = false;
   private responseEnded = false;
   private trailers: string[] | null = null;
+  /** A write of the request failed (the server reset the connection): reading goes on to the end. */
+  private writeError: Error | null = null;
   private readonly parser: ResponseParser;
   private readonly owner: ConnectionOwner;
 
@@ -58,8 +64,11 @@ export class Http1Connection implements ParserSink {
     this.deadline = after(owner, owner.connectTicks);
     // Reads land in one shared buffer and are copied out at once (`onRead`): this skips the
     // Readable stream's per-read work ('data' events, read-more ticks).
-    this.socket = connect({ host: owner.host, port: owner.port, noDelay: true, keepAlive: true,
-      onread: { buffer: READ_BUFFER, callback: this.onRead } });
+    this.socket = new UpstreamSocket({ onread: { buffer: READ_BUFFER, callback: this.onRead } }, this.onWriteFailed);
+    // Set before the connect, applied once connected (as connect()'s own options are).
+    this.socket.setNoDelay(true);
+    this.socket.setKeepAlive(true);
+    this.socket.connect({ host: owner.host, port: owner.port });
     this.socket.on('connect', this.onConnect);
     this.socket.on('end', this.onSocketEnd);
     this.socket.on('error', this.onSocketError);
@@ -121,6 +130,10 @@ export class Http1Connection implements ParserSink {
         return;
       case Phase.AwaitHead:
         if (this.totalTimedOut()) return;
+        if (this.writeError !== null) {
+          this.lost(this.writeError); // nothing of an answer came after the failed write
+          return;
+        }
         this.abort(new Http1Error('HTTP1_HEADERS_TIMEOUT', 'upstream sent no response head within the headers timeout'));
         return;
       case Phase.Body:
@@ -182,7 +195,9 @@ export class Http1Connection implements ParserSink {
   }
 
   /** The connection broke while `req` was on it. */
-  private lost(err: Error): void {
+  private lost(why: Error): void {
+    // After a failed write the reset is what broke it, not the end of the stream read after it.
+    const err = this.writeError ?? why;
     const req = this.req;
     this.req = null;
     this.parser.stop();
@@ -210,6 +225,20 @@ export class Http1Connection implements ParserSink {
     this.reserved = null;
     this.owner.onConnectFailed(this, reserved, err);
   }
+
+  /**
+   * A write of the request failed (the socket asks before it is destroyed): while the request
+   * waits for its answer, reading goes on, since a server that answered before it reset the
+   * connection had its answer arrive first. It ends with the socket's end (onSocketEnd); a
+   * safeguard deadline two ticks on fails the request if no answer's head came by then.
+   */
+  private readonly onWriteFailed = (err: Error): boolean => {
+    if (this.req === null || (this.phase !== Phase.AwaitHead && this.phase !== Phase.Body) || this.writeError !== null) return false;
+    this.writeError = err;
+    this.socketEnded = true; // not reused, whatever comes
+    if (this.phase === Phase.AwaitHead) this.deadline = bounded(this.owner.tick + 2, this.deadline);
+    return true;
+  };
 
   private readonly onConnect = (): void => {
     if (this.phase !== Phase.Connecting) return;
