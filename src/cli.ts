@@ -24,7 +24,7 @@ async function main(): Promise<void> {
       process.stdout.write(`${USAGE}\n`);
       return;
     }
-    loadUws(settings.allowUwsFallback);
+    loadUws(settings.allowUwsFallback, undefined, settings.maxHeaderBytes);
   } catch (err) {
     if (err instanceof UsageError || err instanceof Error) {
       process.stderr.write(`inference-router: ${err.message}\n${err instanceof UsageError ? 'Run with --help for usage.\n' : ''}`);

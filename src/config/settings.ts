@@ -18,6 +18,10 @@ export interface RouterSettings {
   readonly drainTimeoutMs: number;
   readonly upstreamTimeoutMs: number;
   readonly maxBodyBytes: number;
+  /** ROUTER_MAX_HEADER_BYTES: largest request head (request line and headers) the 20.57 uWS build reads; beyond it answers 431. */
+  readonly maxHeaderBytes: number;
+  /** Whether ROUTER_MAX_HEADER_BYTES was given (the 20.30 build cannot apply it: a start-up warning). */
+  readonly maxHeaderBytesSet: boolean;
   /** Largest resources file read (file source); a larger one is refused. */
   readonly resourcesMaxBytes: number;
   /** Run on uWS's JavaScript fallback instead of refusing to start. */
@@ -39,6 +43,14 @@ export interface RouterSettings {
 }
 
 export class UsageError extends Error {}
+
+/**
+ * Largest request head the HTTP server reads, bytes. The 20.57 uWS build's own default is 4 KiB,
+ * less than one large JWT with a few other headers; 64 KiB is Envoy's order (60 KiB) and below
+ * what the 20.30 build takes (about 74 KB, fixed). A client's head is held per connection until
+ * it is whole, so this bounds what a slow client can make a worker hold.
+ */
+export const DEFAULT_MAX_HEADER_BYTES = 64 * 1024;
 
 /** Each worker's V8 semi-space, MB (docs/configuration.md; the measurements: docs/internals/performance-changes.md). */
 export const DEFAULT_WORKER_SEMI_SPACE_MB = 16;
@@ -157,6 +169,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
   const portRaw = pick('--port', 'ROUTER_PORT');
   const workersRaw = pick('--workers', 'ROUTER_WORKERS');
   const bodyRaw = env.ROUTER_MAX_BODY_BYTES;
+  const headRaw = env.ROUTER_MAX_HEADER_BYTES;
   const resourcesMaxRaw = env.ROUTER_RESOURCES_MAX_BYTES;
   const apiGroup = env.ROUTER_API_GROUP || 'networking.serving.volcano.sh';
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(apiGroup)) {
@@ -179,6 +192,10 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     maxBodyBytes: bodyRaw === undefined || bodyRaw === ''
       ? 16 * 1024 * 1024
       : parseIntIn('ROUTER_MAX_BODY_BYTES', bodyRaw, 1, 1024 * 1024 * 1024),
+    maxHeaderBytes: headRaw === undefined || headRaw === ''
+      ? DEFAULT_MAX_HEADER_BYTES
+      : parseIntIn('ROUTER_MAX_HEADER_BYTES', headRaw, 1024, 1024 * 1024),
+    maxHeaderBytesSet: headRaw !== undefined && headRaw !== '',
     resourcesMaxBytes: resourcesMaxRaw === undefined || resourcesMaxRaw === ''
       ? 4 * 1024 * 1024
       : parseIntIn('ROUTER_RESOURCES_MAX_BYTES', resourcesMaxRaw, 1, 1024 * 1024 * 1024),

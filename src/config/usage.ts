@@ -31,6 +31,7 @@ Environment (durations like 500ms, 30s, 2m, or a number of milliseconds; see doc
   ROUTER_UPSTREAM_CONNECTIONS  most connections a worker opens to one pod; more requests wait (1024)
   ROUTER_UPSTREAM_IDLE_TIMEOUT  an unused connection to a pod is closed after this; keep it below the pod's own keep-alive (4s)
   ROUTER_MAX_BODY_BYTES      larger request bodies get 413 (16777216)
+  ROUTER_MAX_HEADER_BYTES    larger request heads get 431 (65536; the uWS 20.30 build has its own, about 74 KB)
  Scheduling
   ROUTER_SCHEDULER_CONFIG    YAML file of scorer weights, queue filter and prefix cache (built-in default)
   ROUTER_POD_METRICS_INTERVAL  how often the primary scrapes vLLM/SGLang pods' /metrics (1s)

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as UWS from 'uWebSockets.js';
 import { buildInfo } from '../build-info.js';
+import { DEFAULT_MAX_HEADER_BYTES } from '../config/settings.js';
 import { chooseUws, libcName, type UwsRuntime } from './uws-candidates.js';
 
 const require = createRequire(import.meta.url);
@@ -24,11 +25,15 @@ function mainDir(packageName: string): string {
 /**
  * Loads the first uWebSockets.js native build that fits this runtime (src/http/uws-candidates.ts).
  * The binaries are required directly, never through a package's index, which may fall back to a
- * slow JavaScript server silently. When none loads, throws a message naming the runtime, the C
+ * slow JavaScript server silently. `maxHeaderBytes` (ROUTER_MAX_HEADER_BYTES) is the largest request
+ * head the build that reads it accepts. When none loads, throws a message naming the runtime, the C
  * library and what to run instead — unless `allowFallback` (ROUTER_ALLOW_UWS_FALLBACK=true), which
  * runs the JavaScript fallback of the `uWebSockets.js` package.
  */
-export function loadUws(allowFallback: boolean, rt: UwsRuntime = currentUwsRuntime()): typeof UWS {
+export function loadUws(allowFallback: boolean, rt: UwsRuntime = currentUwsRuntime(), maxHeaderBytes = DEFAULT_MAX_HEADER_BYTES): typeof UWS {
+  // Read by the 20.57 build's HTTP parser when it loads (the 20.30 build has a fixed limit);
+  // child processes inherit it.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(maxHeaderBytes);
   const choice = chooseUws(rt);
   const failures = [...choice.skipped];
   for (const c of choice.candidates) {

@@ -1,3 +1,4 @@
+import { buildInfo } from '../build-info.js';
 import cluster, { type Worker } from 'node:cluster';
 import type { Endpoint, ModelRoute, ModelServer, ResourceSnapshot } from '../config/resource-types.js';
 import { FileSource } from '../config/file-source.js';
@@ -39,6 +40,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     source: settings.source, resources: settings.resources ?? settings.namespace, auth: settings.authConfig !== null,
     tracing: settings.tracing !== null,
   });
+  if (settings.maxHeaderBytesSet && buildInfo.uws === 'uws-20.30') {
+    ops.warn('start', `ROUTER_MAX_HEADER_BYTES=${settings.maxHeaderBytes} is not applied: the uWS 20.30 build (Node 20) reads request heads up to its own fixed limit, about 74 KB; Node 22 or 24 load the 20.57 build, which applies it`);
+  }
   // An access log that cannot be written stops the router before any worker starts (exit 2).
   if (settings.accessLog.enabled) checkAccessLogOutput(settings.accessLog.output);
 

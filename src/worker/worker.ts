@@ -44,7 +44,7 @@ function send(m: WorkerToPrimary): void {
 /** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
 export async function runWorker(settings: Settings): Promise<void> {
   const ops = new OpsLog(settings.logFormat, 'worker');
-  const uws = loadUws(settings.allowUwsFallback);
+  const uws = loadUws(settings.allowUwsFallback, undefined, settings.maxHeaderBytes);
   const accessLog = createAccessLog(settings.accessLog);
   let table: RouteTable | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });

@@ -270,6 +270,32 @@ describe('the front under framing attacks and broken clients (built router)', ()
     await waitFor('record', () => recordsOf('many-headers').length === 1, 5000);
   });
 
+  it('a request head of 60 KB (below ROUTER_MAX_HEADER_BYTES, 64 KiB by default) is read on this build, forwarded whole and recorded', async () => {
+    const big = 'j'.repeat(60_000); // as a large JWT with a few claims, or many cookies
+    const r = await raw(router.port, [post('big-head', BODY, `x-big: ${big}\r\nConnection: close\r\n`)]);
+    expect(statusLines(r.text)).toEqual(['200']);
+    expect((await mock.stats()).lastHeaders['x-big']).toBe(big);
+    await waitFor('record', () => recordsOf('big-head').length === 1, 5000);
+  });
+
+  it('ROUTER_MAX_HEADER_BYTES: applied by the 20.57 build; on the 20.30 build, which cannot apply it, the start says so', async () => {
+    const r = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, env: { ROUTER_MAX_HEADER_BYTES: '8192' } });
+    try {
+      const metrics = await (await fetch(`${r.url}/metrics`)).text();
+      const build = /uws="([^"]+)"/.exec(metrics)![1];
+      const status = (await fetch(`${r.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-big': 'h'.repeat(9_000) }, body: BODY })).status;
+      if (build === 'uws-20.30') {
+        expect(r.stderr()).toMatch(/ROUTER_MAX_HEADER_BYTES=8192 is not applied: the uWS 20\.30 build/);
+        expect(status).toBe(200);
+      } else {
+        expect(r.stderr()).not.toContain('ROUTER_MAX_HEADER_BYTES');
+        expect(status).toBe(431);
+      }
+    } finally {
+      await r.kill();
+    }
+  });
+
   it('an answer to HEAD has headers only: the next answer on the connection is read from its first byte', async () => {
     for (const path of ['/v1/completions', '/v1/no-such-endpoint', '/no-such-path']) {
       const r = await raw(router.port, [`HEAD ${path} HTTP/1.1\r\nHost: router\r\n\r\n`, post(`after-head-${path}`, BODY, 'Connection: close\r\n')], { gapMs: 100 });

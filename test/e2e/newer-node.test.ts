@@ -99,6 +99,28 @@ for (const major of MAJORS) {
       }
     }, 40_000);
 
+    it('reads request heads up to ROUTER_MAX_HEADER_BYTES (64 KiB by default; the build alone stops at 4 KiB) and answers 431 beyond', async () => {
+      const statusWith = async (url: string, bytes: number): Promise<number> => (await fetch(`${url}/v1/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-big': 'h'.repeat(bytes) },
+        body: JSON.stringify({ model: 'sf-model', prompt: 'hi' }),
+      })).status;
+      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, node: node! });
+      try {
+        expect(await statusWith(router.url, 8_000)).toBe(200);
+        expect(await statusWith(router.url, 60_000)).toBe(200);
+        expect(await statusWith(router.url, 70_000)).toBe(431);
+      } finally {
+        await router.kill();
+      }
+      const small = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, node: node!, env: { ROUTER_MAX_HEADER_BYTES: '8192' } });
+      try {
+        expect(await statusWith(small.url, 7_000)).toBe(200);
+        expect(await statusWith(small.url, 9_000)).toBe(431);
+      } finally {
+        await small.kill();
+      }
+    }, 40_000);
+
     it('enforces a local input-token limit across workers: 200, 200, 429', async () => {
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
         rateLimit: '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute',

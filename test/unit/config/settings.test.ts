@@ -19,6 +19,10 @@ describe('parseSettings', () => {
     expect(s.upstreamTimeoutMs).toBe(300_000);
     expect(s.maxBodyBytes).toBe(16 * 1024 * 1024);
     expect(s.resourcesMaxBytes).toBe(4 * 1024 * 1024);
+    expect(s.maxHeaderBytes).toBe(64 * 1024);
+    expect(s.maxHeaderBytesSet).toBe(false);
+    expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_MAX_HEADER_BYTES: '8192' })).toMatchObject({ maxHeaderBytes: 8192, maxHeaderBytesSet: true });
+    expect(() => parseSettings(['--resources', 'r.yaml'], { ROUTER_MAX_HEADER_BYTES: '512' })).toThrow('ROUTER_MAX_HEADER_BYTES: expected an integer from 1024 to 1048576, got 512');
     expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_RESOURCES_MAX_BYTES: '1000' })!.resourcesMaxBytes).toBe(1000);
     expect(s.apiGroup).toBe('networking.serving.volcano.sh');
     expect(s.localLeases).toBe(true);
