@@ -104,13 +104,12 @@ describe('deploy/Dockerfile', () => {
 
 describe('deploy/prune-uws.mjs', () => {
   test('keeps only the binary this runtime loads, in a copy of the installed packages', () => {
-    // A minimal app dir: package.json, dist/ (the compiled chooser), and the two uWS packages with
-    // every binary replaced by an empty file (the real ones are 200+ MB).
+    // An app dir as the image's build stage has it: package.json, dist/ (the compiled router; the
+    // benchmarks left out), and the two uWS packages with every binary replaced by an empty file
+    // (the real ones are 200+ MB).
     const app = tempDir('ir-prune-');
     copyFileSync(join(ROOT, 'package.json'), join(app, 'package.json'));
-    cpSync(join(ROOT, 'dist/http'), join(app, 'dist/http'), { recursive: true });
-    cpSync(join(ROOT, 'dist/observe'), join(app, 'dist/observe'), { recursive: true });
-    copyFileSync(join(ROOT, 'dist/build-info.js'), join(app, 'dist/build-info.js'));
+    cpSync(join(ROOT, 'dist'), join(app, 'dist'), { recursive: true, filter: (p) => !p.startsWith(join(ROOT, 'dist/bench')) });
     const require = createRequire(join(ROOT, 'package.json'));
     const before: string[] = [];
     for (const name of ['@btc-vision/uwebsockets.js', 'uWebSockets.js']) {
