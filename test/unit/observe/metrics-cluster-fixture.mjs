@@ -46,7 +46,9 @@ if (cluster.isPrimary) {
   });
 } else {
   const index = Number(process.env.WORKER_INDEX);
-  const uws = createRequire(import.meta.url)('uWebSockets.js');
+  // The native build this runtime loads, as the router picks it (the 20.30 package alone has no Node 22/24 binary).
+  const { loadUws } = await import(new URL('http/uws.js', dist).href);
+  const uws = loadUws(false);
   const { LocalLimitClient } = await import(new URL('ratelimit/local/limit-client.js', dist).href);
   const metrics = new RouterMetrics({ defaultMetrics: false });
   metrics.bindSources({ upstreamPods: () => [{ name: 'pod-a', inflight: index, connections: index, queued: 0 }] });
