@@ -108,6 +108,18 @@ export class Batch {
     });
   }
 
+  /** Whether the reply admitted admission `i`. */
+  admitted(reply: readonly number[], i: number): boolean {
+    return reply[FIRST_STATUS + i] === STATUS_ALLOWED;
+  }
+
+  /** Input tokens of the admissions the reply admitted. */
+  admittedTokens(reply: readonly number[]): number {
+    let sum = 0;
+    for (let i = 0; i < this.tokens.length; i++) if (this.admitted(reply, i)) sum += this.tokens[i];
+    return sum;
+  }
+
   /** Resolves every operation from the script's reply; an admission answered STATUS_RECALLING goes to `recalling` while it may wait. */
   answer(reply: readonly number[], recalling: Recalling<PendingAdmission>): void {
     for (const s of this.settles) s.resolve();

@@ -1,9 +1,9 @@
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
-import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
-import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
+import { REPLY_IN_USED, REPLY_LEASE, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_RECALL, REPLY_WINDOW, type Batch } from './batch.js';
 import type { LeaseSlot } from './multi-batch.js';
 
 /** Input tokens a worker asks for at least when it takes a lease (the script lends at most 1/16 of what is free). */
@@ -150,8 +150,7 @@ export class RedisLeases {
    * at once; a lease lent in it is taken — or, when one is held already, returned to be given back.
    */
   fromReply(key: LimitKey, b: Batch, reply: readonly number[]): LeaseReturn | null {
-    let inUsed = reply[REPLY_IN_USED];
-    for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) inUsed += b.tokens[i];
+    const inUsed = reply[REPLY_IN_USED] + b.admittedTokens(reply);
     return this.fromCounts(key, b.admissions[0]?.limit ?? null, b.unit, {
       inUsed: inUsed + reply[REPLY_LEASE], outUsed: reply[REPLY_OUT_USED], lent: reply[REPLY_LEASE], window: reply[REPLY_WINDOW],
       recall: reply[REPLY_RECALL] === 1, leasesOut: reply[REPLY_LEASES_OUT], msLeft: reply[REPLY_MS],

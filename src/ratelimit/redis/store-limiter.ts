@@ -10,7 +10,7 @@ import { parseRedisAddress } from './address.js';
 import { redisKeyBase } from './key-base.js';
 import { FIRST_STATUS, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
 import { answeredWithin, awaitReply } from './late-reply.js';
-import { NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
+import { NO_LIMIT } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
@@ -460,10 +460,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
         if (reply === null) return;
         if (inDoubt !== null) {
-          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(reply[FIRST_STATUS + i] === STATUS_ALLOWED, reply[REPLY_MS], this.timeoutMs);
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), reply[REPLY_MS], this.timeoutMs);
         }
         const output = this.outputLocal ? b.outputTokens : 0;
-        this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], this.refusedAdmissions(b, reply), output, reply[REPLY_MS]);
+        // Admitted here, but decided by the failure mode (`closed`: refused with 503; `local`: by the
+        // local counters, which hold its charge): Redis must not keep it (`open` counted them nowhere else).
+        const refund = this.refundLate ? b.admittedTokens(reply) : 0;
+        this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], refund, output, reply[REPLY_MS]);
       },
     });
   }
@@ -498,12 +501,17 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
   }
 
+  /** The injected clock's time, else this machine's, ms (the windows of held give-backs). */
+  private nowMs(): number {
+    return this.clock === null ? Date.now() : this.clock();
+  }
+
   /**
    * Holds a give-back of `tokens` input tokens that Redis charged and cannot take now (no call went
    * out: the circuit is open), to send once it answers again (held-give-backs.ts).
    */
   private hold(base: string, unit: WindowUnit, tokens: number): void {
-    if (this.held !== null) this.held.hold(base, unit, this.clock === null ? Date.now() : this.clock(), tokens);
+    if (this.held !== null) this.held.hold(base, unit, this.nowMs(), tokens);
   }
 
   /**
@@ -521,24 +529,11 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   }
 
   private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {
-    const nowMs = this.clock === null ? Date.now() : this.clock();
-    for (const h of held.takeFor(runId, nowMs, this.timeoutMs)) {
+    for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
       this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);
     }
     const dropped = held.takeDropped();
     if (dropped > 0) this.log(`rate limit store ${this.name}: ${dropped} input tokens of give-backs made while it was unavailable were dropped (their window ended, or Redis restarted or failed over)`);
-  }
-
-  /**
-   * Input of the admissions a late batch reply admitted, which the failure mode decided: refused
-   * (`closed`: 503) or charged to the local counters (`local`: admitted or refused there); else 0
-   * (`open` counted them nowhere else, and they were served).
-   */
-  private refusedAdmissions(b: Batch, reply: readonly number[]): number {
-    if (!this.refundLate) return 0;
-    let sum = 0;
-    for (let i = 0; i < b.tokens.length; i++) if (reply[FIRST_STATUS + i] === STATUS_ALLOWED) sum += b.tokens[i];
-    return sum;
   }
 
   /**
