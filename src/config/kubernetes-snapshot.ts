@@ -5,7 +5,7 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
+import { rawKey, UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
 import { findMissingReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
@@ -44,7 +44,7 @@ export class SnapshotBuilder {
     const invalidServers = new Set<string>();
     for (const obj of rawServers) {
       const v = this.cache.get(obj);
-      if (v !== undefined && 'problem' in v) invalidServers.add(keyOf(obj));
+      if (v !== undefined && 'problem' in v) invalidServers.add(rawKey((obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata));
     }
 
     const routable: ModelRoute[] = [];
@@ -153,11 +153,3 @@ function byAge(a: ModelRoute, b: ModelRoute): number {
 function byKey(a: { key: string }, b: { key: string }): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
-
-/** namespace/name of a raw object. */
-function keyOf(obj: object): string {
-  const meta = (obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
-  const ns = typeof meta?.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
-  return `${ns}/${String(meta?.name ?? '')}`;
-}
-

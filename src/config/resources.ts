@@ -186,6 +186,12 @@ function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): v
 /** What unknownFields() reports for each path. */
 export const UNKNOWN_FIELD = 'unknown field, ignored: neither the route API nor this router has it';
 
+/** namespace/name of a resource's metadata as given, before it is validated (namespace `default` when absent or empty). */
+export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined): string {
+  const ns = typeof meta?.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
+  return `${ns}/${String(meta?.name ?? '')}`;
+}
+
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
 export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
   const c: Checker = new Checker(where);
@@ -197,10 +203,7 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
   }
   c.resource = kind;
   const meta = c.object(top.metadata, 'metadata');
-  if (typeof meta.name === 'string' && meta.name !== '') {
-    const ns = typeof meta.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
-    c.resource = `${kind} ${ns}/${meta.name}`;
-  }
+  if (typeof meta.name === 'string' && meta.name !== '') c.resource = `${kind} ${rawKey(meta)}`;
   const apiVersion = `${opts.apiGroup}/${API_VERSION}`;
   if (top.apiVersion !== apiVersion) c.expected('apiVersion', JSON.stringify(apiVersion), top.apiVersion);
 
