@@ -53,6 +53,16 @@ function limiter(address: string, leases: string, mode = 'local'): { l: RedisLim
   return { l, fallback };
 }
 
+/** A redis-server, a limiter (leases off, failure mode `mode`) connected to it, and one route limit of 100 in, 1000 out a minute. */
+async function oneLimitUp(mode = 'local'): Promise<{ s: RedisServer; l: RedisLimiter; fallback: CounterStore; r: string; limit: RateLimitSpec; terms: ScopedTerm[] }> {
+  const s = await server();
+  const { l, fallback } = limiter(s.address, 'false', mode);
+  await untilUp(l);
+  const r = route();
+  const limit = spec(100, 1000);
+  return { s, l, fallback, r, limit, terms: [{ key: r, limit, limiter: l, scope: 'route' }] };
+}
+
 async function counts(s: RedisServer, key: string): Promise<{ in: number; out: number; lent: string }> {
   return {
     in: Number(await s.cli('get', `ir:{${key}}:in:minute:${MINUTE_START}`)),
@@ -104,12 +114,7 @@ describe('the local failure mode: each charge settles against the store that hol
   });
 
   it('a settle whose call timed out is charged once: its output to the local counters, which took it, not to Redis as well when Redis runs the call after all; its input correction lands in Redis, which holds the admission', async () => {
-    const s = await server();
-    const { l, fallback } = limiter(s.address, 'false');
-    await untilUp(l);
-    const r = route();
-    const limit = spec(100, 1000);
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { s, l, fallback, r, limit, terms } = await oneLimitUp();
     const a = await admitRequest(terms, 6);
     expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
     s.pause();
@@ -164,12 +169,7 @@ describe('the local failure mode: each charge settles against the store that hol
   });
 
   it('a request admitted by Redis, settled while Redis is down: its give-back does not lower the local counters; its output is charged there', async () => {
-    const s = await server();
-    const { l, fallback } = limiter(s.address, 'false');
-    await untilUp(l);
-    const r = route();
-    const limit = spec(100, 1000);
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { s, l, fallback, r, limit, terms } = await oneLimitUp();
     const a1 = await admitRequest(terms, 6);
     const a2 = await admitRequest(terms, 4);
     expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 0, 0]);
@@ -288,12 +288,7 @@ describe('the open failure mode: a request admitted because its call timed out, 
    * counts 3 prompt tokens for the first (a correction of -3) and 5 for the second (none).
    */
   async function admittedOpenThenLate(givenBackFirst: boolean, served = false): Promise<{ s: RedisServer; r: string }> {
-    const s = await server();
-    const { l } = limiter(s.address, 'false', 'open');
-    await untilUp(l);
-    const r = route();
-    const limit = spec(100, 1000);
-    const one: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { s, l, r, limit, terms: one } = await oneLimitUp('open');
     const two: ScopedTerm[] = [{ key: `${r}-2`, limit, limiter: l, scope: 'route' }, { key: `${r}-tenant`, limit, limiter: l, scope: 'tenant' }];
     s.pause();
     let a1: RequestAdmission;
