@@ -1,5 +1,5 @@
-import { buildInfo } from '../build-info.js';
 import cluster, { type Worker } from 'node:cluster';
+import { buildInfo } from '../build-info.js';
 import type { Endpoint, ModelRoute, ModelServer, ResourceSnapshot } from '../config/resource-types.js';
 import { FileSource } from '../config/file-source.js';
 import { CounterStore } from '../ratelimit/local/counter-store.js';
