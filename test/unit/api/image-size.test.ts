@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { imageSize, readImageSize } from '../../../src/api/image-size.js';
-import { highDetailTokens } from '../../../src/api/openai-media.js';
+import { highDetailTokens } from '../../../src/api/image-tokens.js';
 import { readWavData, wavData } from '../../../src/api/wav-duration.js';
 import { filler, gif, jpeg, png, wav, webpVp8, webpVp8l, webpVp8x } from '../../helpers/media-fixtures.js';
 import { xorshift } from '../../helpers/xorshift.js';
