@@ -44,6 +44,7 @@ export const ERROR_CODES = {
   upstream_failed: { type: 'upstream_error', status: 502 },
   upstream_unreachable: { type: 'upstream_error', status: 502 },
   upstream_queue_full: { type: 'upstream_error', status: 503 },
+  upstream_pod_removed: { type: 'upstream_error', status: 503 },
   no_ready_endpoint: { type: 'upstream_error', status: 503 },
   no_weighted_target: { type: 'upstream_error', status: 503 },
   not_configured: { type: 'upstream_error', status: 503 },

@@ -1,4 +1,5 @@
 /** Reading token counts and generated text out of parsed OpenAI-style answers and stream chunks. */
+import { functionCallText } from './openai-function-call.js';
 
 /** A usage count as reported by a backend: a finite number >= 0, else null. */
 export function tokenCount(value: unknown): number | null {
@@ -37,13 +38,6 @@ export function choiceText(choice: unknown): string {
     }
   }
   return text + functionCallText(h.function_call);
-}
-
-/** The name and arguments of a function call (`{ name, arguments }`; in a stream, the pieces a chunk carries). */
-export function functionCallText(call: unknown): string {
-  if (typeof call !== 'object' || call === null) return '';
-  const { name, arguments: args } = call as { name?: unknown; arguments?: unknown };
-  return (typeof name === 'string' ? name : '') + (typeof args === 'string' ? args : '');
 }
 
 function contentText(content: unknown): string {

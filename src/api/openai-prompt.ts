@@ -3,6 +3,7 @@
  * are skipped.
  */
 import { addText, newPromptText, type PromptText } from '../tokens/prompt-text.js';
+import { functionCallArguments, functionCallName } from './openai-function-call.js';
 import { mediaPartTokens } from './openai-media.js';
 import type { ApiKind } from './openai-request.js';
 
@@ -32,12 +33,10 @@ function addContent(p: PromptText, content: unknown): void {
   }
 }
 
-/** A function call's name and arguments (`{ name, arguments }`, as in a chat tool call). */
+/** A function call's name and arguments, as two texts (openai-function-call.ts says why). */
 function addFunctionCall(p: PromptText, call: unknown): void {
-  if (call === null || typeof call !== 'object') return;
-  const { name, arguments: args } = call as { name?: unknown; arguments?: unknown };
-  if (typeof name === 'string') addText(p, name);
-  if (typeof args === 'string') addText(p, args);
+  addText(p, functionCallName(call));
+  addText(p, functionCallArguments(call));
 }
 
 /**

@@ -16,7 +16,8 @@
  *   `response.failed`.
  */
 import type { AnswerUsage, GeneratedText } from './inference-api.js';
-import { functionCallText, tokenCount } from './openai-choice-text.js';
+import { tokenCount } from './openai-choice-text.js';
+import { functionCallText } from './openai-function-call.js';
 import { takeCounts, takeText } from './openai-event-usage.js';
 import { Buffer } from 'node:buffer';
 

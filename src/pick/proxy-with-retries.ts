@@ -5,7 +5,7 @@ import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
-import { PodFault, isQueueFull, podFault, upstreamFailure } from '../upstream/upstream-errors.js';
+import { PodFault, isOwnRefusal, notSent, podFault, upstreamFailure } from '../upstream/upstream-errors.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
@@ -153,9 +153,10 @@ class ProxyAttempts implements CallListener {
       this.succeeded(r);
       return;
     }
-    // Not sent. The router's own queue for the pod was full: its limit, not the pod's failure (not
-    // counted for passive health); the answer if no other pod takes the request.
-    if (isQueueFull(call.error)) this.lastError = upstreamFailure(call.error, this.server.timeoutMs, endpoint.name);
+    // Not sent. The router's own refusal (its queue for the pod was full, or the pod's pool closed:
+    // the pod left the configuration, or the router stops) is not the pod's failure: not counted
+    // for passive health; the answer if no other pod takes the request.
+    if (isOwnRefusal(call.error)) this.lastError = notSent(call.error, endpoint.name, endpoint.retired);
     else this.scheduler.connectFailed(endpoint);
     if (this.attempt >= this.server.retry.attempts || !this.x.writable) {
       this.exhausted();

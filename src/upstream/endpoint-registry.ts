@@ -17,6 +17,8 @@ const TIMER_RESOLUTION_MS = 100;
  * more are refused with HTTP1_QUEUE_FULL, the router's own limit, not the pod's failure.
  */
 export const POD_QUEUE = 1 << 20;
+/** Why a retired pod's pool closed: ends the error of a request that was to go to it (upstream-errors.ts notSent). */
+export const LEFT_CONFIG = 'the pod left the configuration';
 /** Text events a stream needs before the tokens per event it reports are learned (EndpointState.learnStream). */
 export const LEARN_EVENTS = 256;
 
@@ -93,13 +95,13 @@ export class EndpointState {
 
   /** A request on this pod is over; the last one on a retired pod closes its pool. */
   end(): void {
-    if (--this.inflight === 0 && this.retired) this.pool.close();
+    if (--this.inflight === 0 && this.retired) this.pool.close(LEFT_CONFIG);
   }
 
   /** Left the config: closes the pool now if idle, else once the last request ends. */
   retire(): void {
     this.retired = true;
-    if (this.inflight === 0) this.pool.close();
+    if (this.inflight === 0) this.pool.close(LEFT_CONFIG);
   }
 }
 

@@ -1,11 +1,12 @@
 import { RouterError } from '../errors.js';
-import { isConnectFailure, isQueueFull } from './http1/errors.js';
+import { isConnectFailure, isOwnRefusal, isQueueFull } from './http1/errors.js';
 
 /**
  * Errors that mean the request never reached the pod (safe to retry on another one): the client's
- * own test. A full queue is one of them, but the router's own limit: not the pod's failure.
+ * own test. The client's own refusals are among them (a full queue, a closed pool: the router's
+ * limit, or a pod it stopped sending to), but they are not the pod's failure.
  */
-export { isConnectFailure, isQueueFull };
+export { isConnectFailure, isOwnRefusal };
 
 export class ClientGone extends Error {
   readonly code = 'ROUTER_CLIENT_GONE';
@@ -45,11 +46,24 @@ export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): R
     return new RouterError('timeout', `inference timed out after ${formatSeconds(timeoutMs)}s`);
   }
   const what = (err as Error)?.message || String(err);
+  if (isConnectFailure(err)) return new RouterError('upstream_error', `cannot connect to pod ${pod}: ${code} ${what}`.trim(), 502, null, 'upstream_unreachable');
+  return new RouterError('upstream_error', `upstream failed on pod ${pod}: ${code ? `${code} ` : ''}${what}`, 502);
+}
+
+/**
+ * The answer for a request the router itself did not send to `pod` (isOwnRefusal), should no other
+ * pod take it: its queue for the pod was full, or the pod's pool was closed, because the pod left
+ * the configuration (`podLeft`) or because the router is stopping.
+ */
+export function notSent(err: unknown, pod: string, podLeft: boolean): RouterError {
+  const what = (err as Error)?.message || String(err);
   if (isQueueFull(err)) {
     return new RouterError('upstream_error', `the router's queue for pod ${pod} is full (${what}); nothing was sent to the pod`, 503, null, 'upstream_queue_full');
   }
-  if (isConnectFailure(err)) return new RouterError('upstream_error', `cannot connect to pod ${pod}: ${code} ${what}`.trim(), 502, null, 'upstream_unreachable');
-  return new RouterError('upstream_error', `upstream failed on pod ${pod}: ${code ? `${code} ` : ''}${what}`, 502);
+  if (podLeft) {
+    return new RouterError('upstream_error', `pod ${pod} left the configuration before the request was sent to it (${what}); no other pod took the request`, 503, null, 'upstream_pod_removed');
+  }
+  return new RouterError('upstream_error', `the router is stopping: nothing was sent to pod ${pod} (${what})`, 503, null, 'router_stopping');
 }
 
 /** Error type recorded for an upstream non-2xx answer that is passed through unchanged. */

@@ -45,6 +45,15 @@ export function isQueueFull(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === 'HTTP1_QUEUE_FULL';
 }
 
+/**
+ * True when `err` is one of the client's own refusals (HTTP1_QUEUE_FULL, HTTP1_POOL_CLOSED): the
+ * request was not sent, and the server did not fail it.
+ */
+export function isOwnRefusal(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === 'HTTP1_QUEUE_FULL' || code === 'HTTP1_POOL_CLOSED';
+}
+
 export function malformed(message: string): Http1Error {
   return new Http1Error('HTTP1_MALFORMED_RESPONSE', `malformed response from upstream: ${message}`);
 }

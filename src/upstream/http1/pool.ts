@@ -54,6 +54,8 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   private readonly queue: Http1Request[] = [];
   private connecting = 0;
   private closed = false;
+  /** `: why` of close(), for the HTTP1_POOL_CLOSED errors of requests dispatched after it. */
+  private closedBecause = '';
 
   constructor(host: string, port: number, options: Http1PoolOptions = {}) {
     this.host = host;
@@ -81,7 +83,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
       opts.bodyTimeoutMs === undefined ? this.bodyTicks : this.ticks(opts.bodyTimeoutMs),
       opts.totalTimeoutMs ? this.tick + this.ticks(opts.totalTimeoutMs) : 0);
     if (this.closed) {
-      process.nextTick(failLater, req, new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`));
+      process.nextTick(failLater, req, this.closedError());
       return req;
     }
     const conn = this.idle.pop();
@@ -105,13 +107,15 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
 
   /**
    * Fails waiting requests, aborts those in flight and closes every connection; `why` ends their
-   * error's message. A request in flight may have reached the server: it fails HTTP1_ABORTED, not
-   * as a connect failure (which a caller may retry elsewhere).
+   * error's message, and that of requests dispatched later (HTTP1_POOL_CLOSED). A request in
+   * flight may have reached the server: it fails HTTP1_ABORTED, not as a connect failure (which a
+   * caller may retry elsewhere).
    */
   close(why?: string): void {
-    this.closed = true;
     const because = why === undefined ? '' : `: ${why}`;
-    const err = new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed${because}`);
+    if (!this.closed) this.closedBecause = because;
+    this.closed = true;
+    const err = this.closedError();
     const cut = new Http1Error('HTTP1_ABORTED', `the pool for ${this.authority} closed${because}`);
     for (const req of this.queue.splice(0)) req.fail(err);
     for (const conn of [...this.conns]) {
@@ -157,7 +161,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   }
 
   retry(req: Http1Request): void {
-    if (this.closed) req.fail(new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed`));
+    if (this.closed) req.fail(this.closedError());
     else {
       // A fresh connection: an idle one may have been closed by the server just the same.
       if (this.conns.size >= this.cap) this.idle.pop()?.close();
@@ -180,6 +184,10 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     const i = this.idle.indexOf(conn);
     if (i !== -1) this.idle.splice(i, 1);
     if (this.conns.size === 0) stopTicking(this, this.resolutionMs);
+  }
+
+  private closedError(): Http1Error {
+    return new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed${this.closedBecause}`);
   }
 
   private ticks(ms: number): number {

@@ -156,3 +156,79 @@ describe('proxyWithRetries: the router\'s own queue limit is not the pod\'s fail
     expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
   });
 });
+
+/** `server` with the ModelServer's retry policy: `attempts` more pods, `intervalMs` between attempts. */
+function withRetry(server: CompiledServer, attempts: number, intervalMs: number): CompiledServer {
+  return { ...server, retry: { attempts, anyFailure: true, intervalMs } };
+}
+
+/**
+ * As the scheduler picks `pod` for the next attempt, before the request goes out to it: the pod
+ * leaves the configuration, and the requests it had in flight (begin() calls) end, closing its pool.
+ */
+function retireAtRetry(scheduler: Scheduler, pod: EndpointState): void {
+  const retried = scheduler.retried.bind(scheduler);
+  scheduler.retried = (server: string) => {
+    retried(server);
+    pod.retire();
+    while (pod.inflight > 0) pod.end();
+  };
+}
+
+describe('proxyWithRetries: a pod whose pool the router closed is not the pod\'s failure', () => {
+  it('a pod that left the configuration after it was picked is not counted as failing; the request goes on to another pod', async () => {
+    const { scheduler, counter, lines } = setUp();
+    const a = await fullPod('pod-a');
+    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), 4);
+    const c = new EndpointState('pod-c', '127.0.0.1', await podServer(false), 4);
+    pods.push(b, c);
+    // Picked in the order a, b, c (fewest requests in flight first).
+    for (let i = 0; i < 4; i++) b.begin();
+    for (let i = 0; i < 8; i++) c.begin();
+    // pod-b leaves the configuration while the request waits out the retry interval after pod-a.
+    retireAtRetry(scheduler, b);
+    const r = await proxy(scheduler, withRetry(compiled([a, b, c]), 3, 20));
+    expect(r).toMatchObject({ status: '200 OK', error: null, pod: 'pod-c' });
+    expect(lines).toEqual([]);
+    expect(b.health.consecutiveFailures).toBe(0);
+    expect(b.health.reportFailures).toBe(0);
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-b')).toBe(0);
+  });
+
+  it('with no pod left the answer is 503 upstream_pod_removed', async () => {
+    const { scheduler, counter, lines } = setUp();
+    const a = await fullPod('pod-a');
+    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), 4);
+    pods.push(b);
+    for (let i = 0; i < 4; i++) b.begin();
+    retireAtRetry(scheduler, b);
+    const { error } = await proxy(scheduler, withRetry(compiled([a, b]), 3, 20));
+    expect(lines).toEqual([]);
+    expect(b.health.consecutiveFailures).toBe(0);
+    expect(b.health.reportFailures).toBe(0);
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-b')).toBe(0);
+    expect(error).toBeInstanceOf(RouterError);
+    const { type, code, status, message } = error as RouterError;
+    expect([type, code, status]).toEqual(['upstream_error', 'upstream_pod_removed', 503]);
+    expect(message).toMatch(/^pod pod-b left the configuration before the request was sent to it \(pool for 127\.0\.0\.1:\d+ is closed: the pod left the configuration\); no other pod took the request$/);
+  });
+
+  it('requests waiting for a connection when the router stops are answered 503 router_stopping, not counted against the pod', async () => {
+    const { scheduler, counter } = setUp();
+    const port = await podServer(true);
+    const a = new EndpointState('pod-a', '127.0.0.1', port, 1);
+    pods.push(a);
+    const first = proxy(scheduler, compiled([a]));
+    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const second = proxy(scheduler, compiled([a]));
+    expect(a.pool.stats).toMatchObject({ connections: 1, queued: 1 });
+    // As EndpointRegistry.closeAll does when the drain timeout passed.
+    a.pool.close('the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed');
+    const [, waiting] = await Promise.all([first, second]);
+    expect(a.health.reportFailures).toBe(0);
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
+    const { type, code, status, message } = waiting.error as RouterError;
+    expect([type, code, status]).toEqual(['upstream_error', 'router_stopping', 503]);
+    expect(message).toMatch(/^the router is stopping: nothing was sent to pod pod-a \(pool for 127\.0\.0\.1:\d+ is closed: the router is stopping: ROUTER_DRAIN_TIMEOUT \(1000 ms\) passed\)$/);
+  });
+});

@@ -44,7 +44,7 @@ describe('endpoint registry: pools of pods across snapshots', () => {
     expect(a.retired).toBe(true);
     expect(await get(a)).toBe('200'); // the in-flight request's pool still works
     a.end();
-    expect(await get(a)).toBe('HTTP1_POOL_CLOSED'); // closed: a later pick fails over like a connect failure
+    expect(await get(a)).toBe('HTTP1_POOL_CLOSED'); // closed: a later pick fails over, as after a connect failure (not counted as the pod's)
     expect([...reg.states()]).toHaveLength(0);
     expect(reg.acquire(pod)).not.toBe(a); // named again: a fresh state
     await reg.closeAll();
