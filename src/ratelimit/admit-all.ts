@@ -1,5 +1,6 @@
 import type { Decision, LateCharge, LimitTerm, TokenLimiter } from './limiter.js';
 import { isShadow } from './limiter.js';
+import { failureModeBit, withLateCharge } from './failure-mode-marks.js';
 import { sameWindow } from './windows.js';
 
 /** A limit of a request and the limiter that holds its counters. */
@@ -36,8 +37,8 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   /** What a store may still charge late of the admissions its `open` failure mode took (Decision.lateCharge). */
   let lateCharges: LateCharge[] | null = null;
   const charge = (t: LimiterTerm, d: Decision): void => {
-    if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
-    if (d.lateCharge !== undefined) (lateCharges ??= []).push(d.lateCharge);
+    chargedByFailureMode |= failureModeBit(d, charged.length);
+    lateCharges = withLateCharge(lateCharges, d);
     charged.push(t);
   };
   let admitted = true;
