@@ -2,8 +2,10 @@
  * A give-back goes only to the Redis instance that charged it, against a real redis-server
  * restarted on the same address: a request admitted before the restart gives nothing back to the
  * new instance (which never held its charge), whether the give-back goes out while it answers or
- * is held while it stalls; one admitted by the instance answering now is given back.
+ * is held while it stalls, or while the router is still reading which instance answers; one
+ * admitted by the instance answering now is given back.
  */
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnswerUsage } from '../../../src/api/inference-api.js';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
@@ -15,7 +17,7 @@ import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.j
 import { admitRequest, type RequestAdmission, type ScopedTerm } from '../../../src/ratelimit/request-admission.js';
 import type { TokenCounter } from '../../../src/tokens/token-counter.js';
 import { settleUsage } from '../../../src/usage/settle-usage.js';
-import { RedisServer } from '../../helpers/redis-server.js';
+import { freePort, RedisServer } from '../../helpers/redis-server.js';
 import { untilUp } from './until-up.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
@@ -124,5 +126,80 @@ describe('give-backs after Redis restarted', () => {
     await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
     await landed();
     expect(await inputCount(s, r)).toBe(3);
+  });
+});
+
+/**
+ * A TCP proxy to `port` that, once armed, holds every reply of the connection that sends
+ * `INFO server` (what the store reads when the circuit closes) until released.
+ */
+async function replyHoldingProxy(port: number): Promise<{ port: number; arm(): void; release(): void }> {
+  let armed = false;
+  /** The connection whose replies are held, and them. */
+  let held: { to: net.Socket; holding: Buffer[] | null } | null = null;
+  const sockets: net.Socket[] = [];
+  const srv = net.createServer((c) => {
+    const u = net.connect(port, '127.0.0.1');
+    sockets.push(c, u);
+    const conn: { to: net.Socket; holding: Buffer[] | null } = { to: c, holding: null };
+    c.on('data', (d) => {
+      if (armed && d.toString('latin1').toLowerCase().includes('server\r\n')) {
+        armed = false;
+        conn.holding = [];
+        held = conn;
+      }
+      u.write(d);
+    });
+    u.on('data', (d) => (conn.holding !== null ? conn.holding.push(d) : c.write(d)));
+    c.on('close', () => u.destroy());
+    u.on('close', () => c.destroy());
+    c.on('error', () => {});
+    u.on('error', () => {});
+  });
+  const proxyPort = await freePort();
+  await new Promise<void>((r) => srv.listen(proxyPort, '127.0.0.1', () => r()));
+  cleanups.push(async () => {
+    for (const x of sockets) x.destroy();
+    await new Promise<void>((r) => srv.close(() => r()));
+  });
+  return {
+    port: proxyPort,
+    arm: () => (armed = true),
+    release: () => {
+      if (held === null || held.holding === null) return;
+      for (const d of held.holding) held.to.write(d);
+      held.holding = null;
+      held = null;
+    },
+  };
+}
+
+describe('give-backs while the router reads which instance answers', () => {
+  it('one that comes before the new instance is known is held, then dropped when it turns out to be another', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(async () => {
+      s.resume();
+      await s.stop();
+    });
+    const proxy = await replyHoldingProxy(s.port);
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '1s', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    await untilUp(l);
+    await landed(); // the first INFO answered
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a = await admitRequest(terms, 4);
+    const admittedAt = Date.now();
+    expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
+    proxy.arm();
+    await s.restart();
+    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '8'); // other routers' requests
+    await untilUp(l); // reconnected; the store's INFO goes out, its reply held
+    await giveBackInput(terms, 4, a.byFailureMode, admittedAt);
+    await landed();
+    proxy.release();
+    await landed();
+    expect(await inputCount(s, r)).toBe(8);
   });
 });
