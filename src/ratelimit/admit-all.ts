@@ -1,5 +1,6 @@
 import type { Decision, LateCharge, LimitTerm, TokenLimiter } from './limiter.js';
 import { isShadow } from './limiter.js';
+import { failureModeBit, withLateCharge } from './failure-mode-marks.js';
 import { sameWindow } from './windows.js';
 
 /** A limit of a request and the limiter that holds its counters. */
@@ -36,8 +37,8 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   /** What a store may still charge late of the admissions its `open` failure mode took (Decision.lateCharge). */
   let lateCharges: LateCharge[] | null = null;
   const charge = (t: LimiterTerm, d: Decision): void => {
-    if (d.byFailureMode === true) chargedByFailureMode |= 1 << charged.length;
-    if (d.lateCharge !== undefined) (lateCharges ??= []).push(d.lateCharge);
+    chargedByFailureMode |= failureModeBit(d, charged.length);
+    lateCharges = withLateCharge(lateCharges, d);
     charged.push(t);
   };
   let admitted = true;
@@ -92,7 +93,8 @@ export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: 
  * Gives back `inputTokens` charged to each of `charged` (a refused admission, or a request that
  * never reached a pod). Bit i of `byFailureMode` set: term i was admitted by its failure mode, and
  * its give-back goes where that charged it (Decision.byFailureMode). With `admittedAt`, only to
- * the terms whose window at that time is still on (anyInAdmissionWindow). A store that fails here is
+ * the terms whose window at that time is still on (anyInAdmissionWindow), and to a Redis store only
+ * if the instance answering now charged it (redis/store-limiter.ts). A store that fails here is
  * skipped (nothing to give back to it). `lateCharges` (RequestAdmission.lateCharges): what a store
  * may charge late of an admission its `open` failure mode admitted, undone too.
  */
@@ -103,6 +105,6 @@ export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens
   for (let i = 0; i < charged.length; i++) {
     const t = charged[i];
     if (admittedAt >= 0 && !sameWindow(t.limit.unit, admittedAt, now)) continue;
-    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens, ((byFailureMode >> i) & 1) === 1); } catch { /* store down: nothing to give back */ }
+    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens, ((byFailureMode >> i) & 1) === 1, admittedAt); } catch { /* store down: nothing to give back */ }
   }
 }

@@ -72,16 +72,18 @@ export interface TokenLimiter {
   /**
    * `byFailureMode`: the admission this corrects was decided by a failure mode (its Decision's
    * byFailureMode), so the correction goes where that charged it, not to the store; only a limiter
-   * with a failure mode (redis/failure-mode.ts) reads it.
+   * with a failure mode (redis/failure-mode.ts) reads it. `admittedAt`: Date.now() when that
+   * admission was made (absent or <= 0: not known); only the Redis store reads it, to keep a
+   * give-back from an instance that never held the charge (a restart: redis/store-limiter.ts).
    */
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean): Promise<void> | void;
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void;
   /**
    * Optional: adjustInput(inputDelta) and chargeOutput(outputTokens) in one operation, when the
    * store can do both in one round trip (Redis). Callers fall back to the two calls without it.
-   * `byFailureMode` as for adjustInput (it concerns the input correction; the output is charged
-   * where the limiter counts now).
+   * `byFailureMode` and `admittedAt` as for adjustInput (they concern the input correction; the
+   * output is charged where the limiter counts now).
    */
-  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean): Promise<void> | void;
+  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void;
   /**
    * One admission against several limits (route and tenant), atomically: every term gets its own
    * decision (decided as admit() would, against counts that include nothing of this request);

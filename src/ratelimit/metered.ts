@@ -72,8 +72,8 @@ export class MeteredLimiter implements TokenLimiter {
     return this.inner.chargeOutput(key, limit, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean): Promise<void> | void {
-    return this.inner.adjustInput(key, limit, delta, byFailureMode);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void {
+    return this.inner.adjustInput(key, limit, delta, byFailureMode, admittedAt);
   }
 
   close(): Promise<void> {

@@ -1,4 +1,5 @@
 import { admitTerms, type LimiterTerm } from './admit-all.js';
+import { failureModeBit, withLateCharge } from './failure-mode-marks.js';
 import { isShadow, type Decision, type LateCharge, type LimitState } from './limiter.js';
 
 export type LimitScope = 'route' | 'tenant';
@@ -45,7 +46,7 @@ export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number):
 }
 
 function alone(t: ScopedTerm, d: Decision): RequestAdmission {
-  return { admitted: d.allowed, shown: d, shownScope: t.scope, byFailureMode: d.byFailureMode === true ? 1 : 0, lateCharges: d.lateCharge === undefined ? null : [d.lateCharge] };
+  return { admitted: d.allowed, shown: d, shownScope: t.scope, byFailureMode: failureModeBit(d, 0), lateCharges: withLateCharge(null, d) };
 }
 
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
@@ -57,8 +58,8 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
   let lateCharges: LateCharge[] | null = null;
   for (let i = 0; i < ds.length; i++) {
     const d = ds[i];
-    if (d.byFailureMode === true) byFailureMode |= 1 << i;
-    if (d.lateCharge !== undefined) (lateCharges ??= []).push(d.lateCharge);
+    byFailureMode |= failureModeBit(d, i);
+    lateCharges = withLateCharge(lateCharges, d);
     if (isShadow(terms[i].limit)) continue;
     if (!d.allowed) {
       // Of several limits that refuse, the one whose window resets last: the request cannot pass

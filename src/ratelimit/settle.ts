@@ -11,10 +11,12 @@ export function settleCounters(
   l: TokenLimiter, key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number,
   /** The admission was decided by a failure mode (Decision.byFailureMode): its correction goes where that charged it. */
   byFailureMode = false,
+  /** Date.now() when that admission was made (<= 0: not known; TokenLimiter.adjustInput). */
+  admittedAt = 0,
 ): Promise<void> | void {
   if (inputDelta === 0 && outputTokens === 0) return;
-  if (l.settle !== undefined) return l.settle(key, limit, inputDelta, outputTokens, byFailureMode);
-  const adjusted = inputDelta !== 0 ? l.adjustInput(key, limit, inputDelta, byFailureMode) : undefined;
+  if (l.settle !== undefined) return l.settle(key, limit, inputDelta, outputTokens, byFailureMode, admittedAt);
+  const adjusted = inputDelta !== 0 ? l.adjustInput(key, limit, inputDelta, byFailureMode, admittedAt) : undefined;
   if (adjusted instanceof Promise) return adjusted.then(() => (outputTokens > 0 ? l.chargeOutput(key, limit, outputTokens) : undefined));
   if (outputTokens > 0) return l.chargeOutput(key, limit, outputTokens);
 }

@@ -60,7 +60,7 @@ function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: nu
   for (let i = 0; i < terms.length; i++) {
     const t = terms[i];
     const delta = inputDelta !== 0 && sameWindow(t.limit.unit, admittedAt, now) ? inputDelta : 0;
-    quietly(t.limiter, t.key, t.limit, delta, output, ((byFailureMode >> i) & 1) === 1);
+    quietly(t.limiter, t.key, t.limit, delta, output, ((byFailureMode >> i) & 1) === 1, admittedAt);
   }
 }
 
@@ -68,10 +68,10 @@ function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: nu
  * settleCounters without failures: a limit store that fails after the answer was sent is
  * logged and counted by the limiter itself.
  */
-function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number, byFailureMode: boolean): void {
+function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number, byFailureMode: boolean, admittedAt: number): void {
   let p: Promise<void> | void;
   try {
-    p = settleCounters(l, key, limit, inputDelta, output, byFailureMode);
+    p = settleCounters(l, key, limit, inputDelta, output, byFailureMode, admittedAt);
   } catch {
     return;
   }

@@ -2,8 +2,8 @@
  * How long the client keeps a command it gave up on, waiting for its reply anyway (the client's
  * own command timeout, connection.ts): a script that Redis ran after the router stopped waiting
  * (Redis stalled past RATE_LIMIT_REDIS_TIMEOUT, then went on) still counted what it did, and only
- * its reply says what (a lease lent, store-limiter.ts). Later replies are lost; so is what they
- * counted.
+ * its reply says what (a lease lent, store-limiter.ts). Later replies are lost, and what those calls
+ * counted stays counted; so does what a call counted whose connection dropped before its reply.
  */
 export const LATE_REPLY_MS = 10_000;
 

@@ -117,6 +117,12 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private readonly openMode: boolean;
   /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again (null on a Cluster). */
   private readonly held: HeldGiveBacks | null;
+  /** Date.now() when the circuit last closed (a connection, or a health PING that answered). */
+  private upAt = 0;
+  /** Date.now() since when the instance answering now holds the charges: the last `upAt` that found another instance (or none known). */
+  private instanceSince = 0;
+  /** The circuit closed, and which instance answers is not known yet (INFO pending: readInstance). */
+  private confirming = false;
   private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
@@ -270,17 +276,36 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     return this.settle(key, limit, 0, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
-    return this.settle(key, limit, delta, 0);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, _byFailureMode = false, admittedAt = 0): Promise<void> {
+    return this.settle(key, limit, delta, 0, false, admittedAt);
   }
 
-  /** adjustInput + chargeOutput in one operation (batched with the turn's other operations). */
-  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+  /**
+   * adjustInput + chargeOutput in one operation (batched with the turn's other operations). A
+   * give-back goes only to the instance that charged it (givenBackTo).
+   */
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, _byFailureMode = false, admittedAt = 0): Promise<void> {
     const invalid = tokenDeltaError(inputDelta, 'input token adjustment') ?? tokenCountError(outputTokens, 'output tokens');
     if (invalid !== null) return Promise.reject(invalid);
+    if (inputDelta < 0 && admittedAt > 0 && admittedAt < this.upAt) inputDelta = this.givenBackTo(key, limit, inputDelta, admittedAt);
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
     if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens);
     return this.settleOnceUsable(key, limit, inputDelta, outputTokens);
+  }
+
+  /**
+   * A give-back (`delta` < 0) of an admission made at `admittedAt`, before the circuit last closed:
+   * what still goes to Redis now. Nothing when an instance before the one answering now charged it
+   * (Redis restarted or failed over since: taking it off would lower the counts of others'
+   * requests); held (held-give-backs.ts) while which instance answers is not known yet; else all.
+   * Not on a Cluster (no instance is read there).
+   */
+  private givenBackTo(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt: number): number {
+    if (this.held === null) return delta;
+    if (admittedAt < this.instanceSince) return 0;
+    if (!this.confirming) return delta;
+    this.hold(redisKeyBase(key), limit.unit, -delta);
+    return 0;
   }
 
   /**
@@ -521,6 +546,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private readInstance(): void {
     const held = this.held;
     if (held === null) return;
+    this.upAt = Date.now();
+    this.confirming = true;
     awaitReply(this.client.info('server'), this.timeoutMs, {
       reply: (text) => this.giveBackHeld(held, runIdOf(text)),
       fail: () => this.giveBackHeld(held, null),
@@ -529,6 +556,9 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   }
 
   private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {
+    // Another instance (or none known): the charges of admissions made before it answered are not its.
+    if (runId === null || runId !== held.runId) this.instanceSince = this.upAt;
+    this.confirming = false;
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
       this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);
     }

@@ -1,0 +1,205 @@
+/**
+ * A give-back goes only to the Redis instance that charged it, against a real redis-server
+ * restarted on the same address: a request admitted before the restart gives nothing back to the
+ * new instance (which never held its charge), whether the give-back goes out while it answers or
+ * is held while it stalls, or while the router is still reading which instance answers; one
+ * admitted by the instance answering now is given back.
+ */
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnswerUsage } from '../../../src/api/inference-api.js';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import type { RequestContext } from '../../../src/http/request-context.js';
+import { giveBackInput } from '../../../src/ratelimit/admit-all.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { admitRequest, type RequestAdmission, type ScopedTerm } from '../../../src/ratelimit/request-admission.js';
+import type { TokenCounter } from '../../../src/tokens/token-counter.js';
+import { settleUsage } from '../../../src/usage/settle-usage.js';
+import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { untilUp } from './until-up.js';
+
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
+const SETTLE_WAIT = 5;
+const clock = (): number => T0;
+const limit: RateLimitSpec = { inputTokensPerUnit: 100, outputTokensPerUnit: null, unit: 'minute', global: null };
+
+let seq = 0;
+const route = (): string => `restart-${process.pid}/r${++seq}`;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const landed = (ms = 300): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const NO_COUNTER = {} as TokenCounter;
+const usage = (promptTokens: number): AnswerUsage => ({ promptTokens, completionTokens: 0, text: '', generated: null });
+
+/** The request context as the pipeline leaves it once admitted (worker/pipeline.ts), admitted at `admittedAt`. */
+function admittedContext(inputTokens: number, a: RequestAdmission, admittedAt: number): RequestContext {
+  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt, admittedByFailureMode: a.byFailureMode, admittedLateCharges: a.lateCharges } as unknown as RequestContext;
+}
+
+async function inputCount(s: RedisServer, r: string): Promise<number> {
+  return Number(await s.cli('get', `ir:{${r}}:in:minute:${MINUTE_START}`));
+}
+
+/**
+ * Two requests of one route (6 and 4 input tokens) admitted by Redis; Redis restarts empty on the
+ * same address and the limiter reconnects; a request of 8 is admitted by the new instance. With
+ * `stalled`, the new instance then stalls past the timeout (the circuit opens) while the first
+ * two end: the first one's answer counted 3 prompt tokens (-3), the second never reached a pod
+ * (-4). Returns the new instance's count once everything landed.
+ */
+async function endedAfterRestart(stalled: boolean): Promise<{ before: number; after: number }> {
+  const s = await RedisServer.start();
+  cleanups.push(async () => {
+    s.resume();
+    await s.stop();
+  });
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+  const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+  cleanups.push(() => l.close());
+  await untilUp(l);
+  const r = route();
+  const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+  const a1 = await admitRequest(terms, 6);
+  const a2 = await admitRequest(terms, 4);
+  const admittedAt = Date.now();
+  expect([a1.admitted, a2.admitted, a1.byFailureMode, a2.byFailureMode]).toEqual([true, true, 0, 0]);
+  expect(await inputCount(s, r)).toBe(10);
+  await s.restart();
+  await untilUp(l);
+  await landed(); // which instance answers is read
+  const a3 = await admitRequest(terms, 8);
+  expect([a3.admitted, a3.byFailureMode]).toEqual([true, 0]);
+  const before = await inputCount(s, r);
+  if (stalled) {
+    s.pause();
+    await l.admit(`${r}-other`, limit, 1); // times out: the circuit opens
+    expect(l.state).toBe('down');
+  }
+  settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
+  await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+  await landed(50);
+  if (stalled) {
+    s.resume();
+    await untilUp(l);
+  }
+  await landed();
+  return { before, after: await inputCount(s, r) };
+}
+
+describe('give-backs after Redis restarted', () => {
+  it('a request admitted before the restart gives nothing back to the new instance while it answers', async () => {
+    expect(await endedAfterRestart(false)).toEqual({ before: 8, after: 8 });
+  });
+
+  it('nor once the new instance, stalled when the request ended, answers again (the give-back held meanwhile is not its own)', async () => {
+    expect(await endedAfterRestart(true)).toEqual({ before: 8, after: 8 });
+  });
+
+  it('a request admitted by the instance answering now has its give-back and correction taken off there, after a stall too', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(async () => {
+      s.resume();
+      await s.stop();
+    });
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    await untilUp(l);
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    const admittedAt = Date.now();
+    s.pause();
+    await l.admit(`${r}-other`, limit, 1);
+    s.resume();
+    await untilUp(l);
+    await landed();
+    settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+    await landed();
+    expect(await inputCount(s, r)).toBe(3);
+  });
+});
+
+/**
+ * A TCP proxy to `port` that, once armed, holds every reply of the connection that sends
+ * `INFO server` (what the store reads when the circuit closes) until released.
+ */
+async function replyHoldingProxy(port: number): Promise<{ port: number; arm(): void; release(): void }> {
+  let armed = false;
+  /** The connection whose replies are held, and them. */
+  let held: { to: net.Socket; holding: Buffer[] | null } | null = null;
+  const sockets: net.Socket[] = [];
+  const srv = net.createServer((c) => {
+    const u = net.connect(port, '127.0.0.1');
+    sockets.push(c, u);
+    const conn: { to: net.Socket; holding: Buffer[] | null } = { to: c, holding: null };
+    c.on('data', (d) => {
+      if (armed && d.toString('latin1').toLowerCase().includes('server\r\n')) {
+        armed = false;
+        conn.holding = [];
+        held = conn;
+      }
+      u.write(d);
+    });
+    u.on('data', (d) => (conn.holding !== null ? conn.holding.push(d) : c.write(d)));
+    c.on('close', () => u.destroy());
+    u.on('close', () => c.destroy());
+    c.on('error', () => {});
+    u.on('error', () => {});
+  });
+  const proxyPort = await freePort();
+  await new Promise<void>((r) => srv.listen(proxyPort, '127.0.0.1', () => r()));
+  cleanups.push(async () => {
+    for (const x of sockets) x.destroy();
+    await new Promise<void>((r) => srv.close(() => r()));
+  });
+  return {
+    port: proxyPort,
+    arm: () => (armed = true),
+    release: () => {
+      if (held === null || held.holding === null) return;
+      for (const d of held.holding) held.to.write(d);
+      held.holding = null;
+      held = null;
+    },
+  };
+}
+
+describe('give-backs while the router reads which instance answers', () => {
+  it('one that comes before the new instance is known is held, then dropped when it turns out to be another', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(async () => {
+      s.resume();
+      await s.stop();
+    });
+    const proxy = await replyHoldingProxy(s.port);
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '1s', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    await untilUp(l);
+    await landed(); // the first INFO answered
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const a = await admitRequest(terms, 4);
+    const admittedAt = Date.now();
+    expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
+    proxy.arm();
+    await s.restart();
+    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '8'); // other routers' requests
+    await untilUp(l); // reconnected; the store's INFO goes out, its reply held
+    await giveBackInput(terms, 4, a.byFailureMode, admittedAt);
+    await landed();
+    proxy.release();
+    await landed();
+    expect(await inputCount(s, r)).toBe(8);
+  });
+});
