@@ -3,8 +3,10 @@
  * the backend reports and the generated text, and optionally removes the usage the router asked
  * for on the client's behalf with `stream_options.include_usage`: the extra usage chunk (the event
  * with `usage` set and empty `choices`), or, from a server that puts the usage on a content chunk
- * (llama.cpp's, on the one with finish_reason), that event's `usage` member, cut out of its JSON
- * with the rest of the event forwarded byte for byte (sse-member-cut.ts).
+ * (llama.cpp's, on the one with finish_reason), that event's `usage` members (in any spelling a
+ * JSON parser reads as `usage`, over however many data lines), cut out of its JSON with the rest
+ * of the event forwarded byte for byte (sse-member-cut.ts). A `"usage":null` member is left: it
+ * carries nothing, and cutting it would copy every token chunk.
  *
  * Made of four parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
  * (openai-event-usage.ts), the strip filter (sse-strip.ts) and the member cut.
@@ -12,7 +14,7 @@
  * - keep mode (`stripUsageChunk: false`): `push` returns the very chunk it was given; nothing waits.
  * - strip mode: `push` returns every complete event at once and holds only the current partial
  *   event, which is needed to decide whether it is the usage chunk or carries usage. Only an
- *   event whose data is on one line, within the bound, has its member cut.
+ *   event within the bound has its member cut.
  *
  * With a GeneratedText, an event whose data can hold no usage (`mayCarryUsage`: no `"usage"` key
  * but one set to null) is not parsed as it passes: its data is kept, up to

@@ -87,12 +87,17 @@ describe('usage on the last content chunk', () => {
     });
   });
 
-  it('an event whose JSON spans two data lines, or that outgrew the bound before it ended, is forwarded as it came', () => {
-    const twoLines = `data: {"choices":[{"index":0,"delta":{"content":"a"}}],\ndata: "usage":${USAGE}}\n\ndata: [DONE]\n\n`;
+  it('an event whose JSON spans data lines: the member is cut from each line it is on, the lines stay', () => {
+    const lines = (usage: string): string => `data: {"choices":[{"index":0,"delta":{"content":"a"}}]${usage}}\n\ndata: [DONE]\n\n`;
+    const twoLines = lines(`,\ndata: "usage":${USAGE}`);
     everySplit(twoLines, true, (out, scanner) => {
-      expect(out).toBe(twoLines);
+      expect(out).toBe(lines('\ndata: '));
       expect(scanner.completionTokens).toBe(2);
     });
+    everySplit(twoLines, false, (out) => expect(out).toBe(twoLines));
+  });
+
+  it('an event that outgrew the bound before it ended is forwarded as it came', () => {
     const pad = (usage: string): string => `${lastWith(usage).replace('"created":1', `"created":1,"pad":"${'p'.repeat(300)}"`)}\n\ndata: [DONE]\n\n`;
     const long = pad(`,"usage":${USAGE}`);
     // More than the bound (256) of it arrived before its end: forwarded then, unread.
