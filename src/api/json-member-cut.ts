@@ -72,7 +72,7 @@ export function cutJsonMembers(b: Buffer, start: number, end: number, key: Buffe
 }
 
 /** The string b[from, to) (between its quotes) reads as `key`: byte for byte, or once its escapes are decoded. */
-function keyIs(b: Buffer, from: number, to: number, key: Buffer): boolean {
+export function keyIs(b: Buffer, from: number, to: number, key: Buffer): boolean {
   const n = to - from;
   if (n === key.length) return b.compare(key, 0, n, from, to) === 0;
   // An escape makes a key longer: \uXXXX is 6 bytes for one character.

@@ -13,8 +13,9 @@
  *
  * - keep mode (`stripUsageChunk: false`): `push` returns the very chunk it was given; nothing waits.
  * - strip mode: `push` returns every complete event at once and holds only the current partial
- *   event, which is needed to decide whether it is the usage chunk or carries usage. Only an
- *   event within the bound has its member cut.
+ *   event, which is needed to decide whether it is the usage chunk or carries usage. An event
+ *   that outgrows the bound is forwarded as it comes, with its `usage` members cut as they pass
+ *   (sse-member-stream-cut.ts) and read from there.
  *
  * With a GeneratedText, an event whose data can hold no usage (`mayCarryUsage`: no `"usage"` key
  * but one set to null) is not parsed as it passes: its data is kept, up to
@@ -96,7 +97,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.generated = generated;
     const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.lines = new SseLineSplitter(max);
-    this.filter = options.stripUsageChunk ? new SseStripFilter(max) : null;
+    this.filter = options.stripUsageChunk ? new SseStripFilter(max, USAGE_KEY) : null;
     this.tokensPerEvent = tokensPerEvent;
   }
 
@@ -141,7 +142,9 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.readHeld();
     const filter = this.filter;
     if (filter === null) return EMPTY;
-    return action === CUT ? filter.endRewritten(withoutUsage) : filter.end(action === DROP);
+    const out = action === CUT ? filter.endRewritten(withoutUsage) : filter.end(action === DROP);
+    this.readCutUsage(filter);
+    return out;
   }
 
   // SseLineSink: called by the splitter.
@@ -156,6 +159,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     if (filter === null) return;
     if (action === CUT) filter.eventEndRewritten(next, withoutUsage);
     else filter.eventEnd(next, action === DROP);
+    if (filter.cutValue !== null) this.readCutUsage(filter);
   }
 
   eventTail(n: number): void {
@@ -218,6 +222,26 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.handDropped();
     }
     return this.actionOf(event, generated);
+  }
+
+  /**
+   * The usage cut from an event past the bound as it passed (that event's line was too long to be
+   * read here): read as that event's usage.
+   */
+  private readCutUsage(filter: SseStripFilter): void {
+    const value = filter.cutValue;
+    if (value === null) return;
+    filter.cutValue = null;
+    const event = parseEvent(`{"usage":${value.toString('utf8')}}`);
+    if (event === null) return;
+    if (this.reportsCompletion(event)) {
+      this.dropHeld();
+      this.dropped = 0;
+    } else {
+      this.readHeld();
+      this.handDropped();
+    }
+    this.applyEvent(event, this.generated);
   }
 
   /** applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage member of another event that sets it. */

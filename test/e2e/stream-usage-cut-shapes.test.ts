@@ -7,7 +7,8 @@ import { postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } fr
 // The usage the router asked for on a client's behalf (the client streams without
 // stream_options.include_usage) must not reach that client in any spelling a JSON parser reads as
 // a `usage` member, and the router must still read it. A scripted pod sends the shapes: JSON over
-// several data lines, the key twice, the key with escapes.
+// several data lines, the key twice, the key with escapes, an event over the 1 MiB hold bound
+// (forwarded as it comes, the member cut as it passes).
 
 const USAGE = '{"prompt_tokens":3,"completion_tokens":42,"total_tokens":45}';
 const HEAD = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"';
@@ -30,7 +31,20 @@ const SCENARIOS: Record<string, string[]> = {
     `data: ${HEAD},${content('lo', '"stop"')},"\\u0075sage":${USAGE}}\n\n`,
     'data: [DONE]\n\n',
   ],
+  giant: [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},${content('x'.repeat(1536 * 1024), '"stop"')},"usage":${USAGE},"timings":{"predicted_n":2}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
 };
+
+/** OpenAI's and vLLM's shape: `"usage":null` on every content chunk, then the usage-only chunk. */
+const NULL_USAGE = [
+  `data: ${HEAD},${content('Hel')},"usage":null}\n\n`,
+  `data: ${HEAD},${content('lo', '"stop"')},"usage":null}\n\n`,
+  `data: ${HEAD},"choices":[],"usage":${USAGE}}\n\n`,
+  'data: [DONE]\n\n',
+];
 
 /** The events of an SSE body as a client reads them: each event's data lines joined with "\n". */
 function eventData(text: string): string[] {
@@ -50,7 +64,8 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const e of SCENARIOS[String(req.headers['x-scenario'])]) res.write(e);
+        const scenario = String(req.headers['x-scenario']);
+        for (const e of scenario === 'null-usage' ? NULL_USAGE : SCENARIOS[scenario]) res.write(e);
         res.end();
       });
     });
@@ -85,4 +100,11 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
       expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
     });
   }
+
+  it('"usage":null on the content chunks (the pod was asked) is forwarded as sent; the usage-only chunk is removed', async () => {
+    const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'null-usage', 'x-request-id': 'not-asked-null' });
+    expect(await r.text()).toBe(`${NULL_USAGE[0]}${NULL_USAGE[1]}${NULL_USAGE[3]}`);
+    const record = await waitFor('access record', () => records(log).find((x) => x.request_id === 'not-asked-null'));
+    expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
+  });
 });

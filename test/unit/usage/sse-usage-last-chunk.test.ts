@@ -97,12 +97,24 @@ describe('usage on the last content chunk', () => {
     everySplit(twoLines, false, (out) => expect(out).toBe(twoLines));
   });
 
-  it('an event that outgrew the bound before it ended is forwarded as it came', () => {
-    const pad = (usage: string): string => `${lastWith(usage).replace('"created":1', `"created":1,"pad":"${'p'.repeat(300)}"`)}\n\ndata: [DONE]\n\n`;
+  it('an event that outgrew the bound before it ended: forwarded as it comes, its usage cut as it passes and read there', () => {
+    const pad = (usage: string): string => `${chunk('a')}\n\n${lastWith(usage).replace('"created":1', `"created":1,"pad":"${'p'.repeat(300)}"`)}\n\ndata: [DONE]\n\n`;
     const long = pad(`,"usage":${USAGE}`);
-    // More than the bound (256) of it arrived before its end: forwarded then, unread.
-    for (const at of [257, 300, 400]) expect(feed(Buffer.from(long), [at], true, 256).out).toBe(long);
-    // Less of it was held at the end of each chunk (or none: whole in one chunk): cut.
-    for (const at of [0, 50, 256, long.length]) expect(feed(Buffer.from(long), [at], true, 256).out).toBe(pad(''));
+    const eventStart = chunk('a').length + 2;
+    // More than the bound (256) of it arrived before its end (the line is not read: too long), or less.
+    for (const at of [eventStart + 257, eventStart + 300, eventStart + 400, 0, 50, eventStart + 256, long.length]) {
+      const { out, scanner } = feed(Buffer.from(long), [at], true, 256);
+      expect(out, `at ${at}`).toBe(pad(''));
+      expect(scanner.completionTokens).toBe(2);
+      expect(scanner.promptTokens).toBe(9);
+    }
+    for (const at of [eventStart + 300, 0]) expect(feed(Buffer.from(long), [at], false, 256).out).toBe(long); // keep mode: untouched
+    // In pieces of 100 bytes: held, then passing; and a stream that ends inside such an event.
+    const pieces = Array.from({ length: Math.floor(long.length / 100) }, (_, i) => (i + 1) * 100);
+    expect(feed(Buffer.from(long), pieces, true, 256).out).toBe(pad(''));
+    const cutShort = long.slice(0, long.indexOf('\n\ndata: [DONE]'));
+    const { out, scanner } = feed(Buffer.from(cutShort), [eventStart + 300], true, 256);
+    expect(out).toBe(pad('').slice(0, pad('').indexOf('\n\ndata: [DONE]')));
+    expect(scanner.completionTokens).toBe(2);
   });
 });
