@@ -31,7 +31,7 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, type StreamEvent } from './openai-event-usage.js';
+import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -183,7 +183,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     const generated = this.generated;
     if (generated === null) {
       const event = parseEvent(data);
-      return event === null ? KEEP : this.actionOf(event, null);
+      return event === null ? KEEP : this.actionOf(event, data, null);
     }
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
@@ -221,7 +221,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.readHeld();
       this.handDropped();
     }
-    return this.actionOf(event, generated);
+    return this.actionOf(event, data, generated);
   }
 
   /**
@@ -244,10 +244,14 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.applyEvent(event, this.generated);
   }
 
-  /** applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage member of another event that sets it. */
-  private actionOf(event: StreamEvent, text: GeneratedText | null): EventAction {
+  /**
+   * applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage members of another
+   * event that sets it - also when it reads as null but names it twice, the other set (`data`).
+   */
+  private actionOf(event: StreamEvent, data: string, text: GeneratedText | null): EventAction {
     if (this.applyEvent(event, text)) return DROP;
-    return this.filter !== null && hasUsage(event) ? CUT : KEEP;
+    if (this.filter === null) return KEEP;
+    return hasUsage(event) || (event.usage === null && setsUsageKey(data)) ? CUT : KEEP;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
+import { GeneratedTextRecorder } from '../../helpers/generated-text-recorder.js';
 
 /**
  * Servers that put `usage` on the last content chunk (the one with finish_reason; llama.cpp's
@@ -116,5 +117,18 @@ describe('usage on the last content chunk', () => {
     const { out, scanner } = feed(Buffer.from(cutShort), [eventStart + 300], true, 256);
     expect(out).toBe(pad('').slice(0, pad('').indexOf('\n\ndata: [DONE]')));
     expect(scanner.completionTokens).toBe(2);
+  });
+
+  it('a key named twice, the last one null: every usage member is cut all the same (the count is the last one\'s: none)', () => {
+    const twice = (usage: string): string => `${chunk('a')}\n\n${lastWith(usage)}\n\ndata: [DONE]\n\n`;
+    everySplit(twice(`,"usage":${USAGE},"usage":null`), true, (out) => {
+      expect(out).toBe(twice(''));
+    });
+    const nullOnly = twice(',"usage":null');
+    everySplit(nullOnly, true, (out) => expect(out).toBe(nullOnly));
+    // As the router reads a stream: with its generated text counted (events parsed only when they may carry usage).
+    const scanner = new SseUsageScanner({ stripUsageChunk: true }, new GeneratedTextRecorder());
+    const out = Buffer.concat([scanner.push(Buffer.from(twice(`,"usage":${USAGE},"usage":null`))), scanner.end()]).toString();
+    expect(out).toBe(twice(''));
   });
 });
