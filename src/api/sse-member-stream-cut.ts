@@ -1,11 +1,13 @@
 /**
  * The top-level members of one name cut out of the JSON data of an event that is forwarded as it
- * comes, in pieces, because it is too large to hold (sse-strip.ts): the same cut as
- * json-member-cut.ts makes on a whole event - a member and the comma after it (and the white space
- * up to the next member), or, for a member after a kept one, the comma before it - made on the
- * bytes as they pass. Only the bytes that may yet be cut are held: a comma, the white space after
- * it and the next key (at most HOLD_BYTES, else they go on uncut); the cut member's value is
- * dropped as it comes, and kept (up to VALUE_BYTES) for the caller to read.
+ * comes, in pieces, because it is too large to hold (sse-strip.ts). The JSON left is the one
+ * json-member-cut.ts leaves of a whole event, but a member after a kept one goes with the comma
+ * before it (and the white space after that comma), since whether another member
+ * follows it is not known when it must go; a member before any kept one goes with the comma after
+ * it (and the white space up to the next member), or alone. Only the bytes that may yet be cut are
+ * held: a comma, the white space after it and the next key (at most HOLD_BYTES, else they go on
+ * uncut, and so does that member); the cut member's value is dropped as it comes, and kept (up to
+ * VALUE_BYTES) for the caller to read.
  *
  * The event's framing is read too: its `data:` prefixes, line ends and other lines are never cut;
  * the data lines' values are the JSON (a line end between them is white space to it). Text that
