@@ -27,7 +27,11 @@ export function parseEvent(data: string): StreamEvent | null {
  * whenever unsure; then the event is parsed.
  */
 export function mayCarryUsage(data: string): boolean {
-  if (data.indexOf('\\u') !== -1) return true;
+  return data.indexOf('\\u') !== -1 || setsUsageKey(data);
+}
+
+/** The data has a `"usage"` key (spelled without escapes, at any depth) set to something else than null. */
+export function setsUsageKey(data: string): boolean {
   let at = data.indexOf('"usage"');
   while (at !== -1) {
     let i = skipSpace(data, at + 7);

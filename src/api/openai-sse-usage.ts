@@ -3,16 +3,19 @@
  * the backend reports and the generated text, and optionally removes the usage the router asked
  * for on the client's behalf with `stream_options.include_usage`: the extra usage chunk (the event
  * with `usage` set and empty `choices`), or, from a server that puts the usage on a content chunk
- * (llama.cpp's, on the one with finish_reason), that event's `usage` member, cut out of its JSON
- * with the rest of the event forwarded byte for byte (sse-member-cut.ts).
+ * (llama.cpp's, on the one with finish_reason), that event's `usage` members (in any spelling a
+ * JSON parser reads as `usage`, over however many data lines), cut out of its JSON with the rest
+ * of the event forwarded byte for byte (sse-member-cut.ts). A `"usage":null` member is left: it
+ * carries nothing, and cutting it would copy every token chunk.
  *
  * Made of four parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
  * (openai-event-usage.ts), the strip filter (sse-strip.ts) and the member cut.
  *
  * - keep mode (`stripUsageChunk: false`): `push` returns the very chunk it was given; nothing waits.
  * - strip mode: `push` returns every complete event at once and holds only the current partial
- *   event, which is needed to decide whether it is the usage chunk or carries usage. Only an
- *   event whose data is on one line, within the bound, has its member cut.
+ *   event, which is needed to decide whether it is the usage chunk or carries usage. An event
+ *   that outgrows the bound is forwarded as it comes, with its `usage` members cut as they pass
+ *   (sse-member-stream-cut.ts) and read from there.
  *
  * With a GeneratedText, an event whose data can hold no usage (`mayCarryUsage`: no `"usage"` key
  * but one set to null) is not parsed as it passes: its data is kept, up to
@@ -28,7 +31,7 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, type StreamEvent } from './openai-event-usage.js';
+import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -94,7 +97,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.generated = generated;
     const max = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.lines = new SseLineSplitter(max);
-    this.filter = options.stripUsageChunk ? new SseStripFilter(max) : null;
+    this.filter = options.stripUsageChunk ? new SseStripFilter(max, USAGE_KEY) : null;
     this.tokensPerEvent = tokensPerEvent;
   }
 
@@ -139,7 +142,9 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.readHeld();
     const filter = this.filter;
     if (filter === null) return EMPTY;
-    return action === CUT ? filter.endRewritten(withoutUsage) : filter.end(action === DROP);
+    const out = action === CUT ? filter.endRewritten(withoutUsage) : filter.end(action === DROP);
+    this.readCutUsage(filter);
+    return out;
   }
 
   // SseLineSink: called by the splitter.
@@ -154,6 +159,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     if (filter === null) return;
     if (action === CUT) filter.eventEndRewritten(next, withoutUsage);
     else filter.eventEnd(next, action === DROP);
+    if (filter.cutValue !== null) this.readCutUsage(filter);
   }
 
   eventTail(n: number): void {
@@ -177,7 +183,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     const generated = this.generated;
     if (generated === null) {
       const event = parseEvent(data);
-      return event === null ? KEEP : this.actionOf(event, null);
+      return event === null ? KEEP : this.actionOf(event, data, null);
     }
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
@@ -215,13 +221,37 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       this.readHeld();
       this.handDropped();
     }
-    return this.actionOf(event, generated);
+    return this.actionOf(event, data, generated);
   }
 
-  /** applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage member of another event that sets it. */
-  private actionOf(event: StreamEvent, text: GeneratedText | null): EventAction {
+  /**
+   * The usage cut from an event past the bound as it passed (that event's line was too long to be
+   * read here): read as that event's usage.
+   */
+  private readCutUsage(filter: SseStripFilter): void {
+    const value = filter.cutValue;
+    if (value === null) return;
+    filter.cutValue = null;
+    const event = parseEvent(`{"usage":${value.toString('utf8')}}`);
+    if (event === null) return;
+    if (this.reportsCompletion(event)) {
+      this.dropHeld();
+      this.dropped = 0;
+    } else {
+      this.readHeld();
+      this.handDropped();
+    }
+    this.applyEvent(event, this.generated);
+  }
+
+  /**
+   * applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage members of another
+   * event that sets it - also when it reads as null but names it twice, the other set (`data`).
+   */
+  private actionOf(event: StreamEvent, data: string, text: GeneratedText | null): EventAction {
     if (this.applyEvent(event, text)) return DROP;
-    return this.filter !== null && hasUsage(event) ? CUT : KEEP;
+    if (this.filter === null) return KEEP;
+    return hasUsage(event) || (event.usage === null && setsUsageKey(data)) ? CUT : KEEP;
   }
 
   /**

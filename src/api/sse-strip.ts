@@ -2,13 +2,16 @@
  * Removes whole events from a server-sent-event stream as it passes through, or forwards one
  * rewritten: the caller says at each event's end whether to drop it, or hands a rewrite of its
  * bytes. Forwards every complete event at once and holds back only the current partial event, up
- * to a bound; a longer event is forwarded as it comes and never removed or rewritten. Everything
- * not removed or rewritten is forwarded byte for byte.
+ * to a bound; a longer event is forwarded as it comes and never removed or rewritten, but for the
+ * members named `cutKey` (when given), which are cut from its data's JSON as it passes
+ * (sse-member-stream-cut.ts; the last one's value is `cutValue`). Everything not removed or
+ * rewritten is forwarded byte for byte.
  *
  * Per chunk: begin(chunk), then the splitter's event reports (eventEnd or eventEndRewritten,
  * eventTail), then finish().
  */
 import { checkMaxBytes, DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
+import { SseMemberStreamCut } from './sse-member-stream-cut.js';
 import { Buffer } from 'node:buffer';
 
 const EMPTY = Buffer.alloc(0);
@@ -16,8 +19,13 @@ const EMPTY = Buffer.alloc(0);
 export class SseStripFilter {
   /** Number of events removed from the output. */
   strippedEvents = 0;
+  /** The value (JSON text) of the last member cut from an event past the bound; the caller takes it (sets null). */
+  cutValue: Buffer | null = null;
 
   private readonly maxEventBytes: number;
+  private readonly cutKey: Buffer | null;
+  /** The cut of the current event past the bound, when a key is cut. */
+  private cut: SseMemberStreamCut | null = null;
   /** Bytes of the current event from earlier chunks, held back (copied). */
   private held: Buffer[] = [];
   private heldLength = 0;
@@ -33,8 +41,9 @@ export class SseStripFilter {
   private outFrom = 0;
   private outTo = 0;
 
-  constructor(maxEventBytes: number = DEFAULT_MAX_EVENT_BYTES) {
+  constructor(maxEventBytes: number = DEFAULT_MAX_EVENT_BYTES, cutKey: Buffer | null = null) {
     this.maxEventBytes = checkMaxBytes(maxEventBytes);
+    this.cutKey = cutKey;
   }
 
   begin(chunk: Buffer): void {
@@ -52,7 +61,8 @@ export class SseStripFilter {
       this.clearHeld();
     } else {
       if (this.heldLength !== 0) this.emitHeld();
-      this.emitRange(this.eventStart, next);
+      this.passOn(this.eventStart, next);
+      this.endCut();
     }
     this.passing = false;
     this.lastStripped = stripped;
@@ -93,10 +103,11 @@ export class SseStripFilter {
   finish(): Buffer {
     const chunk = this.chunk;
     if (this.eventStart < chunk.length) {
-      if (this.passing) this.emitRange(this.eventStart, chunk.length);
+      if (this.passing) this.passOn(this.eventStart, chunk.length);
       else this.hold(chunk.subarray(this.eventStart));
     }
     if (!this.passing && this.heldLength > this.maxEventBytes) {
+      if (this.cutKey !== null) this.cut = new SseMemberStreamCut(this.cutKey);
       this.emitHeld();
       this.passing = true;
     }
@@ -108,7 +119,8 @@ export class SseStripFilter {
   end(drop: boolean): Buffer {
     const wasPassing = this.passing;
     this.passing = false;
-    if (wasPassing || this.heldLength === 0) return EMPTY;
+    if (wasPassing) return this.endCut() ? this.takeOutput(EMPTY) : EMPTY;
+    if (this.heldLength === 0) return EMPTY;
     const rest = this.held.length === 1 ? this.held[0] : Buffer.concat(this.held, this.heldLength);
     this.clearHeld();
     if (drop) {
@@ -124,6 +136,34 @@ export class SseStripFilter {
     return rest.length === 0 ? rest : rewrite(rest) ?? rest;
   }
 
+  /** Bytes [from, to) of the chunk of an event past the bound: through the cut, if any. */
+  private passOn(from: number, to: number): void {
+    const cut = this.cut;
+    if (cut === null) {
+      this.emitRange(from, to);
+      return;
+    }
+    this.flushRange();
+    if (to > from) cut.push(this.chunk.subarray(from, to), this.parts);
+  }
+
+  /** The event past the bound ended: the cut's held bytes go out and its value is kept. True when there was a cut. */
+  private endCut(): boolean {
+    const cut = this.cut;
+    if (cut === null) return false;
+    this.cut = null;
+    this.flushRange();
+    cut.end(this.parts);
+    if (cut.value !== null) this.cutValue = cut.value;
+    return true;
+  }
+
+  /** The chunk range so far goes to the parts. */
+  private flushRange(): void {
+    if (this.outTo > this.outFrom) this.parts.push(this.chunk.subarray(this.outFrom, this.outTo));
+    this.outFrom = this.outTo = 0;
+  }
+
   private emitRange(from: number, to: number): void {
     if (from >= to) return;
     if (this.outTo > this.outFrom) {
@@ -137,11 +177,14 @@ export class SseStripFilter {
     this.outTo = to;
   }
 
-  /** Held bytes go out before anything of the chunk. */
+  /** Held bytes go out before anything of the chunk (through the cut, if any). */
   private emitHeld(): void {
-    if (this.outTo > this.outFrom) this.parts.push(this.chunk.subarray(this.outFrom, this.outTo));
-    this.outFrom = this.outTo = 0;
-    for (const b of this.held) this.parts.push(b);
+    this.flushRange();
+    const cut = this.cut;
+    for (const b of this.held) {
+      if (cut === null) this.parts.push(b);
+      else cut.push(b, this.parts);
+    }
     this.clearHeld();
   }
 

@@ -1,14 +1,25 @@
 import { Buffer } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
-import { cutJsonMember, memberCut } from '../../../src/api/json-member-cut.js';
+import { cutJsonMembers, memberCuts } from '../../../src/api/json-member-cut.js';
 
 const USAGE = Buffer.from('usage');
 
-/** `json` without its top-level `usage` member, or null when it has none (or is not read). */
+/** `b` without the ranges of the last cut. */
+function cutOut(b: Buffer): string {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (let i = 0; i < memberCuts.length; i += 2) {
+    parts.push(b.subarray(at, memberCuts[i]));
+    at = memberCuts[i + 1];
+  }
+  parts.push(b.subarray(at));
+  return Buffer.concat(parts).toString();
+}
+
+/** `json` without its top-level `usage` members, or null when it has none (or is not read). */
 function without(json: string, key = USAGE): string | null {
   const b = Buffer.from(json);
-  if (!cutJsonMember(b, 0, b.length, key)) return null;
-  return Buffer.concat([b.subarray(0, memberCut.from), b.subarray(memberCut.to)]).toString();
+  return cutJsonMembers(b, 0, b.length, key) === 0 ? null : cutOut(b);
 }
 
 /** The cut must leave valid JSON equal to the object without the member. */
@@ -23,7 +34,7 @@ function checked(json: string): string {
 
 const U = '{"prompt_tokens":5,"completion_tokens":16,"total_tokens":21}';
 
-describe('cutJsonMember', () => {
+describe('cutJsonMembers', () => {
   it('usage first, in the middle, last, alone', () => {
     expect(checked(`{"usage":${U},"id":"c1","choices":[]}`)).toBe('{"id":"c1","choices":[]}');
     expect(checked(`{"id":"c1","usage":${U},"timings":{"prompt_n":5}}`)).toBe('{"id":"c1","timings":{"prompt_n":5}}');
@@ -60,11 +71,24 @@ describe('cutJsonMember', () => {
 
   it('a range inside a larger buffer; what is not a JSON object, or is cut short, is not read', () => {
     const b = Buffer.from(`data: {"id":1,"usage":${U}}\n\n`);
-    expect(cutJsonMember(b, 6, b.length - 2, USAGE)).toBe(true);
-    expect(Buffer.concat([b.subarray(0, memberCut.from), b.subarray(memberCut.to)]).toString()).toBe('data: {"id":1}\n\n');
+    expect(cutJsonMembers(b, 6, b.length - 2, USAGE)).toBe(1);
+    expect(cutOut(b)).toBe('data: {"id":1}\n\n');
     for (const bad of ['', '[]', '"usage"', `{"id":1,"usage":${U}`, '{"id":1,"usage":{"a":1}', '{"id":1,"usage":', '{"id" 1,"usage":{}}',
       '{"id":1 "usage":{}}', '{"usage":{}} trailing', '{"usage":"unterminated}', '{id:1,"usage":{}}']) {
       expect(without(bad), bad).toBeNull();
     }
+  });
+
+  it('a key named twice: both members are cut, wherever they stand', () => {
+    expect(checked(`{"usage":null,"id":"c1","usage":${U}}`)).toBe('{"id":"c1"}');
+    expect(checked(`{"usage":1,"usage":2}`)).toBe('{}');
+    expect(checked(`{ "usage":1 , "usage":2 , "a":3 }`)).toBe('{ "a":3 }');
+    expect(checked(`{"a":1,"usage":2,"usage":3,"b":4,"usage":5}`)).toBe('{"a":1,"b":4}');
+  });
+
+  it('a key spelled with escapes is read as a parser reads it', () => {
+    expect(checked(`{"id":"c1","\\u0075sage":${U}}`)).toBe('{"id":"c1"}');
+    expect(checked(`{"\\u0075\\u0073\\u0061\\u0067\\u0065":1,"id":"c1"}`)).toBe('{"id":"c1"}');
+    expect(without('{"\\u0055sage":1,"us\\"age":2,"usage\\n":3}')).toBeNull();
   });
 });

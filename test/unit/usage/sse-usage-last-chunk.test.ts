@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
+import { GeneratedTextRecorder } from '../../helpers/generated-text-recorder.js';
 
 /**
  * Servers that put `usage` on the last content chunk (the one with finish_reason; llama.cpp's
@@ -87,17 +88,47 @@ describe('usage on the last content chunk', () => {
     });
   });
 
-  it('an event whose JSON spans two data lines, or that outgrew the bound before it ended, is forwarded as it came', () => {
-    const twoLines = `data: {"choices":[{"index":0,"delta":{"content":"a"}}],\ndata: "usage":${USAGE}}\n\ndata: [DONE]\n\n`;
+  it('an event whose JSON spans data lines: the member is cut from each line it is on, the lines stay', () => {
+    const lines = (usage: string): string => `data: {"choices":[{"index":0,"delta":{"content":"a"}}]${usage}}\n\ndata: [DONE]\n\n`;
+    const twoLines = lines(`,\ndata: "usage":${USAGE}`);
     everySplit(twoLines, true, (out, scanner) => {
-      expect(out).toBe(twoLines);
+      expect(out).toBe(lines('\ndata: '));
       expect(scanner.completionTokens).toBe(2);
     });
-    const pad = (usage: string): string => `${lastWith(usage).replace('"created":1', `"created":1,"pad":"${'p'.repeat(300)}"`)}\n\ndata: [DONE]\n\n`;
+    everySplit(twoLines, false, (out) => expect(out).toBe(twoLines));
+  });
+
+  it('an event that outgrew the bound before it ended: forwarded as it comes, its usage cut as it passes and read there', () => {
+    const pad = (usage: string): string => `${chunk('a')}\n\n${lastWith(usage).replace('"created":1', `"created":1,"pad":"${'p'.repeat(300)}"`)}\n\ndata: [DONE]\n\n`;
     const long = pad(`,"usage":${USAGE}`);
-    // More than the bound (256) of it arrived before its end: forwarded then, unread.
-    for (const at of [257, 300, 400]) expect(feed(Buffer.from(long), [at], true, 256).out).toBe(long);
-    // Less of it was held at the end of each chunk (or none: whole in one chunk): cut.
-    for (const at of [0, 50, 256, long.length]) expect(feed(Buffer.from(long), [at], true, 256).out).toBe(pad(''));
+    const eventStart = chunk('a').length + 2;
+    // More than the bound (256) of it arrived before its end (the line is not read: too long), or less.
+    for (const at of [eventStart + 257, eventStart + 300, eventStart + 400, 0, 50, eventStart + 256, long.length]) {
+      const { out, scanner } = feed(Buffer.from(long), [at], true, 256);
+      expect(out, `at ${at}`).toBe(pad(''));
+      expect(scanner.completionTokens).toBe(2);
+      expect(scanner.promptTokens).toBe(9);
+    }
+    for (const at of [eventStart + 300, 0]) expect(feed(Buffer.from(long), [at], false, 256).out).toBe(long); // keep mode: untouched
+    // In pieces of 100 bytes: held, then passing; and a stream that ends inside such an event.
+    const pieces = Array.from({ length: Math.floor(long.length / 100) }, (_, i) => (i + 1) * 100);
+    expect(feed(Buffer.from(long), pieces, true, 256).out).toBe(pad(''));
+    const cutShort = long.slice(0, long.indexOf('\n\ndata: [DONE]'));
+    const { out, scanner } = feed(Buffer.from(cutShort), [eventStart + 300], true, 256);
+    expect(out).toBe(pad('').slice(0, pad('').indexOf('\n\ndata: [DONE]')));
+    expect(scanner.completionTokens).toBe(2);
+  });
+
+  it('a key named twice, the last one null: every usage member is cut all the same (the count is the last one\'s: none)', () => {
+    const twice = (usage: string): string => `${chunk('a')}\n\n${lastWith(usage)}\n\ndata: [DONE]\n\n`;
+    everySplit(twice(`,"usage":${USAGE},"usage":null`), true, (out) => {
+      expect(out).toBe(twice(''));
+    });
+    const nullOnly = twice(',"usage":null');
+    everySplit(nullOnly, true, (out) => expect(out).toBe(nullOnly));
+    // As the router reads a stream: with its generated text counted (events parsed only when they may carry usage).
+    const scanner = new SseUsageScanner({ stripUsageChunk: true }, new GeneratedTextRecorder());
+    const out = Buffer.concat([scanner.push(Buffer.from(twice(`,"usage":${USAGE},"usage":null`))), scanner.end()]).toString();
+    expect(out).toBe(twice(''));
   });
 });

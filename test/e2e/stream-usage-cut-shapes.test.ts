@@ -1,0 +1,110 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+
+// The usage the router asked for on a client's behalf (the client streams without
+// stream_options.include_usage) must not reach that client in any spelling a JSON parser reads as
+// a `usage` member, and the router must still read it. A scripted pod sends the shapes: JSON over
+// several data lines, the key twice, the key with escapes, an event over the 1 MiB hold bound
+// (forwarded as it comes, the member cut as it passes).
+
+const USAGE = '{"prompt_tokens":3,"completion_tokens":42,"total_tokens":45}';
+const HEAD = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"';
+const content = (text: string, finish = 'null'): string => `"choices":[{"index":0,"delta":{"content":${JSON.stringify(text)}},"finish_reason":${finish}}]`;
+
+/** Each scenario: the events the pod sends (with its `\n\n`), as it writes them. */
+const SCENARIOS: Record<string, string[]> = {
+  'multi-line': [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},${content('lo', '"stop"')},\ndata: "usage":\ndata: ${USAGE},\ndata: "timings":{"predicted_n":2}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+  duplicate: [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},"usage":null,${content('lo', '"stop"')},"usage":${USAGE}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+  escaped: [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},${content('lo', '"stop"')},"\\u0075sage":${USAGE}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+  giant: [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},${content('x'.repeat(1536 * 1024), '"stop"')},"usage":${USAGE},"timings":{"predicted_n":2}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+};
+
+/** OpenAI's and vLLM's shape: `"usage":null` on every content chunk, then the usage-only chunk. */
+const NULL_USAGE = [
+  `data: ${HEAD},${content('Hel')},"usage":null}\n\n`,
+  `data: ${HEAD},${content('lo', '"stop"')},"usage":null}\n\n`,
+  `data: ${HEAD},"choices":[],"usage":${USAGE}}\n\n`,
+  'data: [DONE]\n\n',
+];
+
+/** The events of an SSE body as a client reads them: each event's data lines joined with "\n". */
+function eventData(text: string): string[] {
+  return text.split(/\n\n/).filter((e) => e !== '').map((e) => e.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.replace(/^data: ?/, '')).join('\n'));
+}
+
+function records(file: string): any[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
+}
+
+describe('the usage asked for on the client\'s behalf, in every shape a pod may send it', () => {
+  let pod: Server;
+  let router: Router;
+  let log: string;
+  beforeAll(async () => {
+    pod = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const scenario = String(req.headers['x-scenario']);
+        for (const e of scenario === 'null-usage' ? NULL_USAGE : SCENARIOS[scenario]) res.write(e);
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
+    const dir = tempDir();
+    log = join(dir, 'access.log');
+    router = await startRouter(resourcesFor([{ name: 'pod-s', port: (pod.address() as { port: number }).port }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
+    });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await new Promise((r) => pod?.close(r));
+  });
+
+  const body = { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true };
+
+  for (const scenario of Object.keys(SCENARIOS)) {
+    it(`${scenario}: the client that did not ask reads no usage; the router counts the pod's`, async () => {
+      const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': scenario, 'x-request-id': `not-asked-${scenario}` });
+      expect(r.status).toBe(200);
+      const data = eventData(await r.text());
+      expect(data[data.length - 1]).toBe('[DONE]');
+      const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>);
+      for (const chunk of chunks) expect(Object.keys(chunk)).not.toContain('usage');
+      // Every other member as the pod sent it.
+      const sent = eventData(SCENARIOS[scenario].join('')).slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>)
+        .filter((e) => !(Array.isArray(e.choices) && e.choices.length === 0));
+      for (const e of sent) delete e.usage;
+      expect(chunks).toEqual(sent);
+      const record = await waitFor('access record', () => records(log).find((x) => x.request_id === `not-asked-${scenario}`));
+      expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
+    });
+  }
+
+  it('"usage":null on the content chunks (the pod was asked) is forwarded as sent; the usage-only chunk is removed', async () => {
+    const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'null-usage', 'x-request-id': 'not-asked-null' });
+    expect(await r.text()).toBe(`${NULL_USAGE[0]}${NULL_USAGE[1]}${NULL_USAGE[3]}`);
+    const record = await waitFor('access record', () => records(log).find((x) => x.request_id === 'not-asked-null'));
+    expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
+  });
+});
