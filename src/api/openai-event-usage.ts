@@ -10,7 +10,7 @@ export interface StreamEvent {
 
 /** The event's data as a JSON object, or null (anything else is skipped). */
 export function parseEvent(data: string): StreamEvent | null {
-  if (data.length === 0 || data.charCodeAt(0) !== 0x7b /* { */) return null;
+  if (data.length === 0 || !startsObject(data)) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(data);
@@ -42,6 +42,12 @@ export function setsUsageKey(data: string): boolean {
     at = data.indexOf('"usage"', at + 7);
   }
   return false;
+}
+
+/** The data's first character but JSON white space is `{` (a data line may start with white space, or be empty). */
+export function startsObject(data: string): boolean {
+  const c = data.charCodeAt(0);
+  return c === 0x7b /* { */ || (c <= 0x20 && data.charCodeAt(skipSpace(data, 0)) === 0x7b);
 }
 
 function skipSpace(s: string, i: number): number {

@@ -3,7 +3,8 @@
  * (docs/tokens.md#images-and-audio): Responses `input_file` (`file_data`, `file_id`, `file_url`)
  * and chat `file` (`file: {file_data, file_id}`). OpenAI gives the model both the text it extracts
  * from each page of a PDF and an image of the page, so a file is counted as pages at PAGE_TOKENS
- * each: the page count a linearized PDF states in its first kilobyte, else one page per
+ * each: the page count a linearized PDF states in its first kilobyte (at least one page per
+ * MAX_BYTES_PER_PAGE of the file: the statement is not checked), else one page per
  * BYTES_PER_PAGE of the file's size; at least one page and at most MAX_PAGES (OpenAI's limit per
  * request). A file whose data is not in the request (a file id or URL) counts UNKNOWN_PAGES.
  */
@@ -16,6 +17,8 @@ import { linearizedPdfPages } from './pdf-page-count.js';
 export const PAGE_TOKENS = IMAGE_UNKNOWN_SIZE_TOKENS + 500;
 /** A page of a PDF mixing text, fonts and a picture; a page of text alone is smaller, a scan larger. */
 export const BYTES_PER_PAGE = 32 * 1024;
+/** The most a page weighs (scanned at print resolution): a stated page count is at least the file's size over this. */
+export const MAX_BYTES_PER_PAGE = 1024 * 1024;
 export const MAX_PAGES = 100;
 export const UNKNOWN_PAGES = 10;
 
@@ -27,7 +30,9 @@ export function fileTokens(data: string | null): number {
     start = base64DataStart(data);
     if (start < 0) return UNKNOWN_PAGES * PAGE_TOKENS;
   }
-  let pages = linearizedPdfPages(data, start);
-  if (pages === 0) pages = Math.ceil(base64ByteLength(data, start) / BYTES_PER_PAGE);
+  const bytes = base64ByteLength(data, start);
+  const stated = linearizedPdfPages(data, start);
+  // A stated count is the file's word, the page tree what the model reads: a large file stating few pages counts by its size.
+  const pages = stated === 0 ? Math.ceil(bytes / BYTES_PER_PAGE) : Math.max(stated, Math.ceil(bytes / MAX_BYTES_PER_PAGE));
   return Math.min(Math.max(pages, 1), MAX_PAGES) * PAGE_TOKENS;
 }

@@ -31,7 +31,7 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, type StreamEvent } from './openai-event-usage.js';
+import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -302,7 +302,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
 /** Event data that is a JSON object (what can carry generated text; not `[DONE]`). */
 function isObjectData(data: string): boolean {
-  return data.charCodeAt(0) === 0x7b;
+  return startsObject(data);
 }
 
 /** Event data that are JSON objects. */

@@ -1,7 +1,10 @@
 /**
  * The duration of a WAV file from its header: the size of its `data` chunk (or of what of it the
- * file holds, when the header says more: a header written before the recording's end) over the
- * byte rate of its `fmt ` chunk. The file is base64 text and only the chunk headers are decoded.
+ * file holds, when the header says more, or says 0: a header written before the recording's end)
+ * over the byte rate of its `fmt ` chunk - at most the rate its sample rate, channels and sample
+ * size make, the rate a decoder plays PCM samples at whatever byte rate the header states (a
+ * compressed format states a lower one). The file is base64 text and only the chunk headers are
+ * decoded.
  */
 import { base64ByteLength, base64Bytes } from './base64-window.js';
 
@@ -10,9 +13,9 @@ export const wavData = { bytes: 0, byteRate: 0 };
 
 /** Most chunks stepped over before `data` (a file has two to four). */
 const MAX_CHUNKS = 16;
-/** A chunk's id and size, and of a `fmt ` chunk's body the fields up to the byte rate. */
+/** A chunk's id and size, and of a `fmt ` chunk's body the fields up to the bits per sample. */
 const CHUNK_HEADER = 8;
-const FMT_HEAD = CHUNK_HEADER + 12;
+const FMT_HEAD = CHUNK_HEADER + 16;
 
 /**
  * Reads the bytes of audio data and the byte rate of the WAV file whose base64 text is `s` from
@@ -33,9 +36,13 @@ export function readWavData(s: string, start: number): boolean {
       const fmt = base64Bytes(s, start, at, FMT_HEAD);
       if (fmt === null || size < 16) return false;
       byteRate = fmt.readUInt32LE(CHUNK_HEADER + 8);
+      const sampleBytes = Math.ceil(fmt.readUInt16LE(CHUNK_HEADER + 14) / 8);
+      const pcmByteRate = fmt.readUInt32LE(CHUNK_HEADER + 4) * fmt.readUInt16LE(CHUNK_HEADER + 2) * sampleBytes;
+      if (pcmByteRate > 0 && pcmByteRate < byteRate) byteRate = pcmByteRate;
     } else if (id === 'data') {
       if (byteRate === 0) return false;
-      wavData.bytes = Math.min(size, length - (at + CHUNK_HEADER));
+      const held = length - (at + CHUNK_HEADER);
+      wavData.bytes = size === 0 ? held : Math.min(size, held);
       wavData.byteRate = byteRate;
       return true;
     }

@@ -7,8 +7,9 @@ import { postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } fr
 // The usage the router asked for on a client's behalf (the client streams without
 // stream_options.include_usage) must not reach that client in any spelling a JSON parser reads as
 // a `usage` member, and the router must still read it. A scripted pod sends the shapes: JSON over
-// several data lines, the key twice, the key with escapes, an event over the 1 MiB hold bound
-// (forwarded as it comes, the member cut as it passes).
+// several data lines, the key twice, the key with escapes, JSON white space before the object (a
+// second space after `data:`, a tab, an empty first data line), an event over the 1 MiB hold
+// bound (forwarded as it comes, the member cut as it passes).
 
 const USAGE = '{"prompt_tokens":3,"completion_tokens":42,"total_tokens":45}';
 const HEAD = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"';
@@ -29,6 +30,16 @@ const SCENARIOS: Record<string, string[]> = {
   escaped: [
     `data: ${HEAD},${content('Hel')}}\n\n`,
     `data: ${HEAD},${content('lo', '"stop"')},"\\u0075sage":${USAGE}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+  'leading-space': [
+    `data:  ${HEAD},${content('Hel')}}\n\n`,
+    `data:\t${HEAD},${content('lo', '"stop"')},"usage":${USAGE}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+  'leading-space-usage-chunk': [
+    `data: ${HEAD},${content('Hello', '"stop"')}}\n\n`,
+    `data:\ndata: ${HEAD},"choices":[],"usage":${USAGE}}\n\n`,
     'data: [DONE]\n\n',
   ],
   giant: [

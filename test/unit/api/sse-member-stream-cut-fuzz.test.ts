@@ -1,0 +1,211 @@
+import { Buffer } from 'node:buffer';
+import { describe, expect, it } from 'vitest';
+import { SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
+import { SseMemberStreamCut } from '../../../src/api/sse-member-stream-cut.js';
+
+const USAGE = Buffer.from('usage');
+
+/** A small seeded generator (mulberry32): the same events on every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const KEYS = ['id', 'usage', 'choices', 'x_usage', 'usages', '\\u0075sage', 'us\\u0061ge', 'a', 'é'];
+const STRINGS = ['', 'x', '\\"usage\\":{\\"a\\":1}', '}]', ',', '\\"', '\\\\', 'é😀', '{\\"usage\\":', 'data: x', '\\u0022'];
+const LITERALS = ['0', '-1.5e3', 'true', 'false', 'null', '12345678901234567890'];
+
+interface Gen { r: () => number; pick<T>(a: readonly T[]): T; }
+
+/** JSON tokens of a value; '~' stands for the white space that may come between tokens. */
+function value(g: Gen, depth: number): string[] {
+  const k = g.r();
+  if (depth < 3 && k < 0.2) {
+    const n = Math.floor(g.r() * 3);
+    const t: string[] = ['{'];
+    for (let i = 0; i < n; i++) {
+      if (i !== 0) t.push('~', ',');
+      t.push('~', `"${g.pick(KEYS)}"`, '~', ':', '~', ...value(g, depth + 1));
+    }
+    t.push('~', '}');
+    return t;
+  }
+  if (depth < 3 && k < 0.35) {
+    const n = Math.floor(g.r() * 3);
+    const t: string[] = ['['];
+    for (let i = 0; i < n; i++) {
+      if (i !== 0) t.push('~', ',');
+      t.push('~', ...value(g, depth + 1));
+    }
+    t.push('~', ']');
+    return t;
+  }
+  if (k < 0.7) return [`"${g.pick(STRINGS)}"`];
+  return [g.pick(LITERALS)];
+}
+
+/** A random event whose data is one JSON object, over one or more data lines, with other lines between. */
+function event(g: Gen): string {
+  const t: string[] = ['~', '{'];
+  const n = Math.floor(g.r() * 5);
+  for (let i = 0; i < n; i++) {
+    if (i !== 0) t.push('~', ',');
+    t.push('~', `"${g.pick(KEYS)}"`, '~', ':', '~', ...value(g, 0));
+  }
+  t.push('~', '}', '~');
+  const eol = g.pick(['\n', '\r\n', '\r']);
+  const prefix = (): string => g.pick(['data: ', 'data:', 'data:  ']);
+  let s = (g.r() < 0.3 ? `event: e${eol}` : '') + (g.r() < 0.2 ? `: c${eol}` : '') + prefix();
+  for (const tok of t) {
+    if (tok !== '~') {
+      s += tok;
+      continue;
+    }
+    const w = g.r();
+    if (w < 0.55) continue;
+    if (w < 0.8) s += g.pick([' ', '\t', '  ', ' \t ']);
+    else s += eol + (g.r() < 0.3 ? g.pick([`: note${eol}`, `id: 3${eol}`, `data${eol}`, `data:${eol}`]) : '') + prefix();
+  }
+  return s + eol + (g.r() < 0.2 ? `retry: 5${eol}` : '') + eol;
+}
+
+/** The data and other lines of an event as an SSE client reads them. */
+function read(ev: string): { data: string; others: string[] } {
+  const lines = ev.split(/\r\n|\r|\n/);
+  const data: string[] = [];
+  const others: string[] = [];
+  for (const l of lines) {
+    const m = /^data(?::(.*))?$/s.exec(l);
+    if (m === null) {
+      if (l !== '') others.push(l);
+    }
+    else data.push((m[1] ?? '').replace(/^ /, ''));
+  }
+  return { data: data.join('\n'), others };
+}
+
+function streamed(ev: Buffer, cuts: number[]): { out: string; value: string | null } {
+  const cut = new SseMemberStreamCut(USAGE);
+  const out: Buffer[] = [];
+  let from = 0;
+  for (const at of [...cuts, ev.length]) {
+    const piece = Buffer.from(ev.subarray(from, at));
+    const start = out.length;
+    cut.push(piece, out);
+    for (let i = start; i < out.length; i++) out[i] = Buffer.from(out[i]);
+    piece.fill(0x21);
+    from = at;
+  }
+  cut.end(out);
+  return { out: Buffer.concat(out).toString(), value: cut.value === null ? null : cut.value.toString() };
+}
+
+describe('SseMemberStreamCut, random events split at random', () => {
+  it('leaves the JSON without its top-level usage members and every other line as it came', () => {
+    const r = rng(20261202);
+    const g: Gen = { r, pick: (a) => a[Math.floor(r() * a.length)] };
+    for (let n = 0; n < 2000; n++) {
+      const text = event(g);
+      const bytes = Buffer.from(text);
+      const input = read(text);
+      let parsed: Record<string, unknown>;
+      try { parsed = JSON.parse(input.data) as Record<string, unknown>; } catch { throw new Error(`bad input ${JSON.stringify(text)} ${JSON.stringify(input.data)}`); }
+      let last: unknown = undefined;
+      for (const [k, v] of Object.entries(parsed)) if (k === 'usage') last = v;
+      delete parsed.usage;
+      const splits: number[][] = [[], Array.from({ length: bytes.length }, (_, i) => i)];
+      for (let s = 0; s < 4; s++) {
+        const cuts: number[] = [];
+        for (let at = 0; at < bytes.length; at += 1 + Math.floor(r() * 12)) if (at > 0) cuts.push(at);
+        splits.push(cuts);
+      }
+      let first: string | null = null;
+      for (const cuts of splits) {
+        const { out, value } = streamed(bytes, cuts);
+        const what = `${JSON.stringify(text)} -> ${JSON.stringify(out)} (${cuts.length} cuts)`;
+        const got = read(out);
+        expect(got.others, what).toEqual(input.others);
+        let reparsed: unknown;
+        try {
+          reparsed = JSON.parse(got.data);
+        } catch {
+          throw new Error(`not JSON: ${what}`);
+        }
+        expect(reparsed, what).toEqual(parsed);
+        if (last !== undefined) expect(value === null ? undefined : JSON.parse(value), what).toEqual(last);
+        if (first === null) first = out;
+        else expect(out, what).toBe(first);
+      }
+    }
+  });
+});
+
+/** The events of a stream as an SSE client reads them: each one's data and other lines. */
+function readStream(text: string): { data: string; others: string[] }[] {
+  const events: { data: string; others: string[] }[] = [];
+  let cur: string[] = [];
+  for (const l of text.split(/\r\n|\r|\n/)) {
+    if (l === '') {
+      if (cur.length !== 0) events.push(read(cur.join('\n')));
+      cur = [];
+    } else cur.push(l);
+  }
+  if (cur.length !== 0) events.push(read(cur.join('\n')));
+  return events;
+}
+
+describe('SseUsageScanner in strip mode, random events around the bound, split at random', () => {
+  it('forwards every event without its usage members (an object, or null beside a set one), every other line as it came', () => {
+    const r = rng(7);
+    const g: Gen = { r, pick: (a) => a[Math.floor(r() * a.length)] };
+    for (let n = 0; n < 3000; n++) {
+      const texts: string[] = [];
+      for (let e = 1 + Math.floor(r() * 4); e > 0; ) {
+        const text = event(g);
+        const choices = (JSON.parse(read(text).data) as { choices?: unknown }).choices;
+        if (Array.isArray(choices) && choices.length === 0) continue; // the usage chunk: removed whole
+        texts.push(text);
+        e--;
+      }
+      const stream = Buffer.from(texts.join(''));
+      const max = 8 + Math.floor(r() * 200);
+      const scanner = new SseUsageScanner({ stripUsageChunk: true, maxEventBytes: max });
+      const out: Buffer[] = [];
+      let from = 0;
+      while (from < stream.length) {
+        const to = Math.min(stream.length, from + 1 + Math.floor(r() * 40));
+        const piece = Buffer.from(stream.subarray(from, to));
+        out.push(Buffer.from(scanner.push(piece)));
+        piece.fill(0x21);
+        from = to;
+      }
+      out.push(Buffer.from(scanner.end()));
+      const got = readStream(Buffer.concat(out).toString());
+      const want = texts.map(read);
+      const what = `max ${max}: ${JSON.stringify(texts.join(''))} -> ${JSON.stringify(Buffer.concat(out).toString())}`;
+      expect(got.length, what).toBe(want.length);
+      for (let i = 0; i < want.length; i++) {
+        expect(got[i].others, what).toEqual(want[i].others);
+        const input = JSON.parse(want[i].data) as Record<string, unknown>;
+        let output: unknown;
+        try {
+          output = JSON.parse(got[i].data);
+        } catch {
+          throw new Error(`not JSON: ${what}`);
+        }
+        // Within the bound, a usage that is not an object may be left (a JSON usage is one).
+        const asIs = JSON.parse(want[i].data) as unknown;
+        const notObject = 'usage' in input && (typeof input.usage !== 'object' || input.usage === null);
+        delete input.usage;
+        if (notObject && JSON.stringify(output) === JSON.stringify(asIs)) continue;
+        expect(output, what).toEqual(input);
+      }
+    }
+  });
+});
