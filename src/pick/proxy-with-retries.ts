@@ -44,6 +44,8 @@ class ProxyAttempts implements CallListener {
   private first: EndpointState | null = null;
   private tried: EndpointState[] | null = null;
   private lastError: RouterError | null = null;
+  /** lastError is the router's own refusal to send to a pod (notSent), not a pod's failure. */
+  private lastRefusedHere = false;
   /** The pod of the attempt in flight. */
   private endpoint: EndpointState | null = null;
   /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
@@ -156,8 +158,18 @@ class ProxyAttempts implements CallListener {
     // Not sent. The router's own refusal (its queue for the pod was full, or the pod's pool closed:
     // the pod left the configuration, or the router stops) is not the pod's failure: not counted
     // for passive health; the answer if no other pod takes the request.
-    if (isOwnRefusal(call.error)) this.lastError = notSent(call.error, endpoint.name, endpoint.retired);
-    else this.scheduler.connectFailed(endpoint);
+    if (isOwnRefusal(call.error)) {
+      this.lastError = notSent(call.error, endpoint.name);
+      this.lastRefusedHere = true;
+    } else {
+      this.scheduler.connectFailed(endpoint);
+      // A pod not reached after the router's own refusal of another: the answer, should this be
+      // the last attempt, is that no pod could be reached, not the earlier refusal.
+      if (this.lastRefusedHere) {
+        this.lastError = null;
+        this.lastRefusedHere = false;
+      }
+    }
     if (this.attempt >= this.server.retry.attempts || !this.x.writable) {
       this.exhausted();
       return;
@@ -181,6 +193,7 @@ class ProxyAttempts implements CallListener {
       return;
     }
     this.lastError = err;
+    this.lastRefusedHere = false;
     this.attempt++;
     this.next();
   }

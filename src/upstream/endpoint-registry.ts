@@ -2,6 +2,7 @@ import type { Endpoint } from '../config/resource-types.js';
 import { PodHealth } from './pod-health.js';
 import { PodLoad } from './pod-load.js';
 import { Http1Pool } from './http1/pool.js';
+import { LEFT_CONFIG } from './upstream-errors.js';
 import { DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
 
 /** Identity of an endpoint across snapshots and processes (pod name and address). */
@@ -17,8 +18,6 @@ const TIMER_RESOLUTION_MS = 100;
  * more are refused with HTTP1_QUEUE_FULL, the router's own limit, not the pod's failure.
  */
 export const POD_QUEUE = 1 << 20;
-/** Why a retired pod's pool closed: ends the error of a request that was to go to it (upstream-errors.ts notSent). */
-export const LEFT_CONFIG = 'the pod left the configuration';
 /** Text events a stream needs before the tokens per event it reports are learned (EndpointState.learnStream). */
 export const LEARN_EVENTS = 256;
 

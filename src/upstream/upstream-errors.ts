@@ -8,6 +8,9 @@ import { isConnectFailure, isOwnRefusal, isQueueFull } from './http1/errors.js';
  */
 export { isConnectFailure, isOwnRefusal };
 
+/** Why a retired pod's pool closed (endpoint-registry.ts): the request that was to go to it is answered upstream_pod_removed (notSent). */
+export const LEFT_CONFIG = 'the pod left the configuration';
+
 export class ClientGone extends Error {
   readonly code = 'ROUTER_CLIENT_GONE';
 }
@@ -53,10 +56,11 @@ export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): R
 /**
  * The answer for a request the router itself did not send to `pod` (isOwnRefusal), should no other
  * pod take it: its queue for the pod was full, or the pod's pool was closed, because the pod left
- * the configuration (`podLeft`) or because the router is stopping.
+ * the configuration (its first close said so: LEFT_CONFIG) or because the router is stopping.
  */
-export function notSent(err: unknown, pod: string, podLeft: boolean): RouterError {
+export function notSent(err: unknown, pod: string): RouterError {
   const what = (err as Error)?.message || String(err);
+  const podLeft = (err as { closedBecause?: string } | null)?.closedBecause === LEFT_CONFIG;
   if (isQueueFull(err)) {
     return new RouterError('upstream_error', `the router's queue for pod ${pod} is full (${what}); nothing was sent to the pod`, 503, null, 'upstream_queue_full');
   }

@@ -18,10 +18,13 @@ export type Http1ErrorCode =
 
 export class Http1Error extends Error {
   readonly code: Http1ErrorCode;
+  /** HTTP1_POOL_CLOSED: why the pool was closed (the `why` of its first close), else ''. */
+  readonly closedBecause: string;
 
-  constructor(code: Http1ErrorCode, message: string) {
+  constructor(code: Http1ErrorCode, message: string, closedBecause = '') {
     super(message);
     this.code = code;
+    this.closedBecause = closedBecause;
   }
 }
 

@@ -54,7 +54,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   private readonly queue: Http1Request[] = [];
   private connecting = 0;
   private closed = false;
-  /** `: why` of close(), for the HTTP1_POOL_CLOSED errors of requests dispatched after it. */
+  /** The `why` of the first close(), for the HTTP1_POOL_CLOSED errors of requests dispatched after it. */
   private closedBecause = '';
 
   constructor(host: string, port: number, options: Http1PoolOptions = {}) {
@@ -113,7 +113,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
    */
   close(why?: string): void {
     const because = why === undefined ? '' : `: ${why}`;
-    if (!this.closed) this.closedBecause = because;
+    if (!this.closed) this.closedBecause = why ?? '';
     this.closed = true;
     const err = this.closedError();
     const cut = new Http1Error('HTTP1_ABORTED', `the pool for ${this.authority} closed${because}`);
@@ -187,7 +187,8 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   }
 
   private closedError(): Http1Error {
-    return new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed${this.closedBecause}`);
+    const why = this.closedBecause;
+    return new Http1Error('HTTP1_POOL_CLOSED', `pool for ${this.authority} is closed${why === '' ? '' : `: ${why}`}`, why);
   }
 
   private ticks(ms: number): number {

@@ -232,3 +232,59 @@ describe('proxyWithRetries: a pod whose pool the router closed is not the pod\'s
     expect(message).toMatch(/^the router is stopping: nothing was sent to pod pod-a \(pool for 127\.0\.0\.1:\d+ is closed: the router is stopping: ROUTER_DRAIN_TIMEOUT \(1000 ms\) passed\)$/);
   });
 });
+
+/** A port nothing listens on (a server's, closed again): a connection to it is refused. */
+async function refusingPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('proxyWithRetries: the answer when every attempt failed', () => {
+  it('a pod not reached after the router refused to send to another: 502 upstream_unreachable naming the pods tried, not the refusal', async () => {
+    const { scheduler, counter } = setUp();
+    const a = await fullPod('pod-a');
+    const b = new EndpointState('pod-b', '127.0.0.1', await refusingPort(), 4);
+    pods.push(b);
+    // pod-b looks busier (requests in flight), so pod-a (its queue full) is picked first.
+    for (let i = 0; i < 8; i++) b.begin();
+    const { error } = await proxy(scheduler, compiled([a, b]));
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-b')).toBe(1);
+    expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
+    const { type, code, status, message } = error as RouterError;
+    expect([type, code, status]).toEqual(['upstream_error', 'upstream_unreachable', 502]);
+    expect(message).toBe('cannot connect to any pod of ModelServer default/llama (tried pod-a, pod-b)');
+  });
+
+  it('the router\'s refusal after a pod not reached stays the answer (the last attempt\'s)', async () => {
+    const { scheduler } = setUp();
+    const a = new EndpointState('pod-a', '127.0.0.1', await refusingPort(), 4);
+    pods.push(a);
+    const b = await fullPod('pod-b');
+    for (let i = 0; i < 8; i++) b.begin();
+    // pod-a (fewer in flight) is picked first and refuses the connection; pod-b's queue is full.
+    const { error } = await proxy(scheduler, compiled([a, b]));
+    const { code, status } = error as RouterError;
+    expect([code, status]).toEqual(['upstream_queue_full', 503]);
+  });
+
+  it('a pod that left the configuration while it had requests, its pool then closed by the stopping router: 503 router_stopping', async () => {
+    const { scheduler } = setUp();
+    const port = await podServer(true);
+    const a = new EndpointState('pod-a', '127.0.0.1', port, 1);
+    pods.push(a);
+    const first = proxy(scheduler, compiled([a]));
+    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const second = proxy(scheduler, compiled([a]));
+    // Retired with requests in flight: its pool stays open until they end...
+    a.retire();
+    expect(a.pool.stats).toMatchObject({ connections: 1, queued: 1 });
+    // ...but the drain timeout passes first (EndpointRegistry.closeAll).
+    a.pool.close('the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed');
+    const [, waiting] = await Promise.all([first, second]);
+    const { code, status } = waiting.error as RouterError;
+    expect([code, status]).toEqual(['router_stopping', 503]);
+  });
+});
