@@ -186,6 +186,22 @@ function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): v
 /** What unknownFields() reports for each path. */
 export const UNKNOWN_FIELD = 'unknown field, ignored: neither the route API nor this router has it';
 
+/** What globalWithoutRedis() reports. */
+export const GLOBAL_WITHOUT_REDIS = 'has no redis.address, so this limit is local: counted in each router instance, '
+  + 'N instances allow N× the limit (as in the route API); set global.redis.address for one budget across instances';
+
+/**
+ * The path of a valid ModelRoute's `spec.rateLimit.global` when it names no Redis (the route API
+ * allows it, and it means a local limit), else null: what reads as a shared budget is not one.
+ */
+export function globalWithoutRedis(obj: unknown): string | null {
+  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec)) return null;
+  const limit = obj.spec.rateLimit;
+  if (!isPlainObject(limit) || limit.global === undefined || limit.global === null) return null;
+  const redis = isPlainObject(limit.global) ? limit.global.redis : undefined;
+  return redis === undefined || redis === null ? 'spec.rateLimit.global' : null;
+}
+
 /** namespace/name of a resource's metadata as given, before it is validated (namespace `default` when absent or empty). */
 export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined): string {
   const ns = typeof meta?.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';

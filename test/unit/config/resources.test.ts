@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -487,11 +487,16 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     expect(routeError(limit(body))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
   });
 
-  it('as in the route API, a global without redis is a local limit', () => {
+  it('as in the route API, a global without redis is a local limit, and a warning says so', () => {
     for (const global of ['{}', '{redis: null}']) {
-      const { routes } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
+      const { routes, warnings } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
       expect(routes[0].rateLimit, global).toEqual({ inputTokensPerUnit: 5, outputTokensPerUnit: null, unit: 'second', global: null, mode: 'enforce' });
+      expect(warnings, global).toEqual([`routes.yaml: document 2 (ModelRoute default/r): spec.rateLimit.global: ${GLOBAL_WITHOUT_REDIS}`]);
     }
+    // With an address (or without global) nothing is said.
+    const withRedis = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: {redis: {address: "redis:6379"}}\n`)}`);
+    expect(withRedis.warnings).toEqual([]);
+    expect(parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n`)}`).warnings).toEqual([]);
   });
 
   it('does not print a redis password in messages', () => {
