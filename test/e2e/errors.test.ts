@@ -172,4 +172,22 @@ spec:
     expect(root.status).toBe(404);
     expect(await root.text()).toMatch(/^no such path: \/\ninference: POST \/v1\/completions/);
   });
+
+  it('404 for an API path without /v1 (a client base URL without it) names the path meant; JSON to clients that accept it', async () => {
+    const r = await postJson(`${router.url}/chat/completions`, { model: 'sf-model', messages: [] }, { accept: 'application/json' });
+    expect(r.status).toBe(404);
+    expect(r.headers.get('content-type')).toBe('application/json');
+    expect((await r.json()).error).toEqual({
+      message: 'no such path: /chat/completions; did you mean /v1/chat/completions? An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)',
+      type: 'invalid_request', param: null, code: 'unknown_endpoint',
+    });
+    const models = await fetch(`${router.url}/models`);
+    expect(models.status).toBe(404);
+    expect(await models.text()).toBe('no such path: /models\n'
+      + 'did you mean /v1/models? An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)\n'
+      + 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n');
+    const other = await fetch(`${router.url}/nope`, { headers: { accept: 'application/json' } });
+    expect((await other.json()).error.message).toBe('no such path: /nope; inference: POST /v1/completions, /v1/chat/completions, '
+      + '/v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics');
+  });
 });

@@ -98,6 +98,16 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect([e.status, e.type, e.code, e.message]).toEqual([404, 'model_not_found', 'model_not_found', '404 model "nope" is not served by any route; GET /v1/models lists the models served']);
   });
 
+  it('NotFoundError naming /v1 for a client whose base URL lacks it', async () => {
+    const noV1 = new OpenAI({ baseURL: router.url, apiKey: KEY, maxRetries: 0 });
+    const err = await failure(() => noV1.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }));
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    const e = err as InstanceType<typeof OpenAI.NotFoundError>;
+    expect([e.status, e.type, e.code]).toEqual([404, 'invalid_request', 'unknown_endpoint']);
+    expect(e.message).toBe('404 no such path: /chat/completions; did you mean /v1/chat/completions? '
+      + 'An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)');
+  });
+
   it('AuthenticationError for an unknown key, with www-authenticate', async () => {
     const wrong = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-not-a-key', maxRetries: 0 });
     const err = await failure(() => wrong.completions.create({ model: 'sf-model', prompt: 'x' }));
