@@ -9,6 +9,7 @@
 import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
 import { parseRateLimit } from './rate-limit-spec.js';
+import { nearName } from './near-name.js';
 import { describe, isPlainObject } from './describe-value.js';
 import {
   API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
@@ -208,6 +209,8 @@ export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined
   return `${ns}/${String(meta?.name ?? '')}`;
 }
 
+const KINDS = ['ModelRoute', 'ModelServer'] as const;
+
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
 export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
   const c: Checker = new Checker(where);
@@ -215,7 +218,9 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
   const kind = top.kind;
   if (kind !== 'ModelRoute' && kind !== 'ModelServer') {
     if (typeof kind !== 'string' || kind === '') c.expected('kind', 'ModelRoute or ModelServer', kind);
-    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); expected ModelRoute or ModelServer`);
+    const near = nearName(kind, KINDS);
+    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); `
+      + (near === null ? 'expected ModelRoute or ModelServer' : `did you mean ${near}?`));
   }
   c.resource = kind;
   const meta = c.object(top.metadata, 'metadata');

@@ -406,6 +406,14 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
       .toBe('routes.yaml: document 1: kind: is required: expected ModelRoute or ModelServer');
   });
 
+  it('a misspelt kind is told the one meant', () => {
+    for (const [kind, meant] of [['ModelSrver', 'ModelServer'], ['modelroute', 'ModelRoute'], ['ModelRoutes', 'ModelRoute']]) {
+      const text = SERVER.replace('kind: ModelServer', `kind: ${kind}`);
+      expect(errorOf(() => parse(text)).message, kind)
+        .toBe(`routes.yaml: document 1: kind: unsupported kind "${kind}" (apiVersion the string "${API}"); did you mean ${meant}?`);
+    }
+  });
+
   it('rejects a wrong apiVersion, and honours the apiGroup option', () => {
     const text = SERVER.replace(API, 'networking.serving.other.io/v1alpha1');
     expect(errorOf(() => parse(text)).message).toBe(
