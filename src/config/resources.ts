@@ -161,14 +161,26 @@ const SERVER_FIELDS: FieldTree = {
  * request): they are ignored, and the sources say so.
  */
 export function unknownFields(obj: unknown): string[] {
+  return unknownFieldList(obj).map((f) => f.path);
+}
+
+/** The unknown fields of a valid resource as its sources report them: path and problem, with the field likely meant. */
+export function unknownFieldNotes(obj: unknown): { path: string; problem: string }[] {
+  return unknownFieldList(obj).map((f) => ({ path: f.path, problem: f.near === null ? UNKNOWN_FIELD : `${UNKNOWN_FIELD}; did you mean ${f.near}?` }));
+}
+
+/** An unknown field, and the known one beside it that it likely misspells (nearName), if any. */
+interface UnknownField { path: string; near: string | null }
+
+function unknownFieldList(obj: unknown): UnknownField[] {
   const kind = isPlainObject(obj) ? obj.kind : undefined;
   if (kind !== 'ModelRoute' && kind !== 'ModelServer') return [];
-  const out: string[] = [];
+  const out: UnknownField[] = [];
   walkFields(obj, kind === 'ModelRoute' ? ROUTE_FIELDS : SERVER_FIELDS, '', out);
   return out;
 }
 
-function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): void {
+function walkFields(v: unknown, tree: FieldTree, path: string, out: UnknownField[]): void {
   if (tree === true) return;
   const items = tree['[]'];
   if (items !== undefined) {
@@ -179,8 +191,8 @@ function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): v
   const each = tree['*'];
   for (const key of Object.keys(v)) {
     const sub = each ?? tree[key];
-    if (sub === undefined) out.push(child(path, key));
-    else walkFields(v[key], sub, child(path, key), out);
+    if (sub !== undefined) walkFields(v[key], sub, child(path, key), out);
+    else out.push({ path: child(path, key), near: nearName(key, Object.keys(tree).filter((k) => !(k in v))) });
   }
 }
 

@@ -282,7 +282,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'typo', 'llama-3', ['llama'], { spec: { rules: [{ modelMatches: { headers: { x: { exact: 'y' } } }, targetModels: [{ modelServerName: 'llama' }] }] } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/typo=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it');
+    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it; did you mean modelMatch?');
     api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
     await settle(source, 'another pod', (v) => v.endpoints['default/llama'].length === 1);
     expect(logs.filter((l) => l.includes('modelMatches'))).toHaveLength(1);

@@ -346,9 +346,9 @@ status:
 `)}---\napiVersion: ${API}\nkind: List\nitems:\n- apiVersion: ${API}\n  kind: ModelServer\n  metadata: {name: s2}\n  spec: {endpoint: [], workloadPort: {port: 1, portName: x}}\n`);
     expect(routes[0].rules[0].modelMatch).toBeNull();
     expect(warnings).toEqual([
-      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].modelMatch.header: ${UNKNOWN_FIELD}`,
-      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[0].wieght: ${UNKNOWN_FIELD}`,
-      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.endpoint: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].modelMatch.header: ${UNKNOWN_FIELD}; did you mean headers?`,
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[0].wieght: ${UNKNOWN_FIELD}; did you mean weight?`,
+      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.endpoint: ${UNKNOWN_FIELD}; did you mean endpoints?`,
       `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.workloadPort.portName: ${UNKNOWN_FIELD}`,
       expect.stringContaining('(ModelServer default/s2): spec.endpoints: not set'),
     ]);
