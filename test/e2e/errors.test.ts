@@ -122,7 +122,8 @@ spec:
   });
 
   it('404 model_not_found: no route, and no matching rule', async () => {
-    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404, 'model "nope" is not served by any route; GET /v1/models lists the models served');
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404,
+      'model "nope" is not served by any route; served: "sf-model", "half-dead-model", "dead-model", "empty-model", "slow-model", "header-model"');
     await expectError(await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }), 404, 'no rule of route default/header-route matches the request');
     const ok = await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }, { 'x-team': 'team-a' });
     expect(ok.status).toBe(200);
