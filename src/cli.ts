@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
-import { parseCommand, UsageError, USAGE } from './config/settings.js';
+import { parseCommand, USAGE } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { ResourceError } from './config/resources.js';
 import { loadUws } from './http/uws.js';
@@ -20,16 +20,19 @@ async function main(): Promise<void> {
   let settings;
   try {
     settings = parseAllSettings(argv, process.env);
-    if (settings === null) {
-      process.stdout.write(`${USAGE}\n`);
-      return;
-    }
+  } catch (err) {
+    // A bad flag or setting, whichever part of the router reads it: --help lists them all.
+    if (err instanceof Error) exitWith(`${err.message}\nRun with --help for usage.`);
+    throw err;
+  }
+  if (settings === null) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  try {
     loadUws(settings.allowUwsFallback, undefined, settings.maxHeaderBytes);
   } catch (err) {
-    if (err instanceof UsageError || err instanceof Error) {
-      process.stderr.write(`inference-router: ${err.message}\n${err instanceof UsageError ? 'Run with --help for usage.\n' : ''}`);
-      process.exit(2);
-    }
+    if (err instanceof Error) exitWith(err.message);
     throw err;
   }
 
@@ -54,6 +57,12 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   }
+}
+
+/** Stops before anything started: the message on stderr, exit 2. */
+function exitWith(message: string): never {
+  process.stderr.write(`inference-router: ${message}\n`);
+  process.exit(2);
 }
 
 void main();

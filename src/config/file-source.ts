@@ -31,6 +31,22 @@ function tooLarge(file: string, size: number, maxBytes: number): string {
 }
 
 /**
+ * What is wrong with a resources file that cannot be read, naming it. The two a newcomer meets are
+ * spelt out: a path relative to another directory (or a file removed since), and a directory given.
+ * `atStart`: add how to give the file (on a reload the path is already the one given).
+ */
+function unreadable(file: string, err: unknown, atStart: boolean): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') {
+    return `${file}: no such resources file (looked for ${resolve(file)})` + (atStart
+      ? '; give the path of a YAML file of ModelRoute/ModelServer resources to --resources or ROUTER_RESOURCES, e.g. examples/resources.yaml'
+      : '; it was removed or renamed: put it back to apply changes again');
+  }
+  if (code === 'EISDIR') return `${file}: is a directory; --resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources`;
+  return `${file}: cannot read resources file: ${(err as Error).message}`;
+}
+
+/**
  * Reads and validates a resources file at start (synchronously: nothing else runs yet); throws
  * ResourceError or an Error naming the file (unreadable, or larger than `maxBytes`).
  */
@@ -43,13 +59,8 @@ export function loadResourceFile(file: string, apiGroup: string, maxBytes: numbe
     if (buf.length > maxBytes) throw new Error(tooLarge(file, buf.length, maxBytes));
     text = buf.toString('utf8');
   } catch (err) {
-    const message = (err as Error).message;
-    if (message.startsWith(`${file}: `)) throw err;
-    // The two a newcomer meets: a path relative to another directory, and a directory given.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new Error(`${file}: no such resources file (looked for ${resolve(file)}); give the path of a YAML file of ModelRoute/ModelServer resources to --resources or ROUTER_RESOURCES, e.g. examples/resources.yaml`);
-    if (code === 'EISDIR') throw new Error(`${file}: is a directory; --resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources`);
-    throw new Error(`${file}: cannot read resources file: ${message}`);
+    if ((err as Error).message.startsWith(`${file}: `)) throw err;
+    throw new Error(unreadable(file, err, true));
   }
   const parsed = parseResourceFile(text, file, { apiGroup });
   for (const w of parsed.warnings) warn(w);
@@ -119,7 +130,7 @@ export class FileSource {
       if (after.size !== buf.length || after.mtimeMs !== before.mtimeMs) return; // still being written: its next change is seen
     } catch (err) {
       this.rejected++;
-      this.o.log(`resources reload failed, keeping the last good config: ${file}: ${(err as Error).message}`, 'reload-rejected');
+      this.o.log(`resources reload failed, keeping the last good config: ${unreadable(file, err, false)}`, 'reload-rejected');
       return;
     }
     const text = buf.toString('utf8');

@@ -5,7 +5,7 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { rawKey, UNKNOWN_FIELD, unknownFields, validateResource } from './resources.js';
+import { GLOBAL_WITHOUT_REDIS, globalWithoutRedis, rawKey, unknownFieldNotes, validateResource } from './resources.js';
 import { findMissingReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
@@ -95,7 +95,10 @@ export class SnapshotBuilder {
     try {
       const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
       if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch; skipped` };
-      return { resource: res, notes: unknownFields(input).map((path) => `kubernetes (${res.kind} ${res.key}): ${path}: ${UNKNOWN_FIELD}`) };
+      const notes = unknownFieldNotes(input).map((f) => `kubernetes (${res.kind} ${res.key}): ${f.path}: ${f.problem}`);
+      const localGlobal = globalWithoutRedis(input);
+      if (localGlobal !== null) notes.push(`kubernetes (${res.kind} ${res.key}): ${localGlobal}: ${GLOBAL_WITHOUT_REDIS}`);
+      return { resource: res, notes };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       return { problem: `${message}; skipped` };

@@ -9,6 +9,7 @@
 import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
 import { parseRateLimit } from './rate-limit-spec.js';
+import { nearName } from './near-name.js';
 import { describe, isPlainObject } from './describe-value.js';
 import {
   API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
@@ -160,14 +161,26 @@ const SERVER_FIELDS: FieldTree = {
  * request): they are ignored, and the sources say so.
  */
 export function unknownFields(obj: unknown): string[] {
+  return unknownFieldList(obj).map((f) => f.path);
+}
+
+/** The unknown fields of a valid resource as its sources report them: path and problem, with the field likely meant. */
+export function unknownFieldNotes(obj: unknown): { path: string; problem: string }[] {
+  return unknownFieldList(obj).map((f) => ({ path: f.path, problem: f.near === null ? UNKNOWN_FIELD : `${UNKNOWN_FIELD}; did you mean ${f.near}?` }));
+}
+
+/** An unknown field, and the known one beside it that it likely misspells (nearName), if any. */
+interface UnknownField { path: string; near: string | null }
+
+function unknownFieldList(obj: unknown): UnknownField[] {
   const kind = isPlainObject(obj) ? obj.kind : undefined;
   if (kind !== 'ModelRoute' && kind !== 'ModelServer') return [];
-  const out: string[] = [];
+  const out: UnknownField[] = [];
   walkFields(obj, kind === 'ModelRoute' ? ROUTE_FIELDS : SERVER_FIELDS, '', out);
   return out;
 }
 
-function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): void {
+function walkFields(v: unknown, tree: FieldTree, path: string, out: UnknownField[]): void {
   if (tree === true) return;
   const items = tree['[]'];
   if (items !== undefined) {
@@ -178,19 +191,37 @@ function walkFields(v: unknown, tree: FieldTree, path: string, out: string[]): v
   const each = tree['*'];
   for (const key of Object.keys(v)) {
     const sub = each ?? tree[key];
-    if (sub === undefined) out.push(child(path, key));
-    else walkFields(v[key], sub, child(path, key), out);
+    if (sub !== undefined) walkFields(v[key], sub, child(path, key), out);
+    else out.push({ path: child(path, key), near: nearName(key, Object.keys(tree).filter((k) => !(k in v))) });
   }
 }
 
 /** What unknownFields() reports for each path. */
 export const UNKNOWN_FIELD = 'unknown field, ignored: neither the route API nor this router has it';
 
+/** What globalWithoutRedis() reports. */
+export const GLOBAL_WITHOUT_REDIS = 'has no redis.address, so this limit is local: counted in each router instance, '
+  + 'N instances allow N× the limit (as in the route API); set global.redis.address for one budget across instances';
+
+/**
+ * The path of a valid ModelRoute's `spec.rateLimit.global` when it names no Redis (the route API
+ * allows it, and it means a local limit), else null: what reads as a shared budget is not one.
+ */
+export function globalWithoutRedis(obj: unknown): string | null {
+  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec)) return null;
+  const limit = obj.spec.rateLimit;
+  if (!isPlainObject(limit) || limit.global === undefined || limit.global === null) return null;
+  const redis = isPlainObject(limit.global) ? limit.global.redis : undefined;
+  return redis === undefined || redis === null ? 'spec.rateLimit.global' : null;
+}
+
 /** namespace/name of a resource's metadata as given, before it is validated (namespace `default` when absent or empty). */
 export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined): string {
   const ns = typeof meta?.namespace === 'string' && meta.namespace !== '' ? meta.namespace : 'default';
   return `${ns}/${String(meta?.name ?? '')}`;
 }
+
+const KINDS = ['ModelRoute', 'ModelServer'] as const;
 
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
 export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
@@ -199,7 +230,9 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
   const kind = top.kind;
   if (kind !== 'ModelRoute' && kind !== 'ModelServer') {
     if (typeof kind !== 'string' || kind === '') c.expected('kind', 'ModelRoute or ModelServer', kind);
-    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); expected ModelRoute or ModelServer`);
+    const near = nearName(kind, KINDS);
+    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); `
+      + (near === null ? 'expected ModelRoute or ModelServer' : `did you mean ${near}?`));
   }
   c.resource = kind;
   const meta = c.object(top.metadata, 'metadata');

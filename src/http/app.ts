@@ -4,6 +4,7 @@ import { RouterError } from '../errors.js';
 import { acceptsJson } from './error-body.js';
 import { inferenceHandler, type FrontHooks } from './inference-front.js';
 import { sendPlain, sendPlainError } from './plain-answer.js';
+import { unknownPathError, unknownPathText } from './unknown-path.js';
 
 export interface AppHooks extends FrontHooks {
   ready(): boolean;
@@ -19,10 +20,6 @@ const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 const MODEL_PREFIX = '/v1/models/';
 const ALLOW_GET = Object.freeze({ allow: 'GET, HEAD' });
-
-/** What a path outside the API is told the router serves. */
-const SERVED_PATHS = 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; '
-  + 'also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n';
 
 /** The uWS app of one worker process: health, readiness, models and the inference front. */
 export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
@@ -50,8 +47,11 @@ export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
   if (metrics !== null) getAndHead(app, '/metrics', (res, _req, head) => metrics(res, head, h.draining));
   app.any('/v1/*', inferenceHandler(h));
   app.any('/*', (res, req) => {
-    // `curl localhost:8080` is a newcomer's first call: the answer says what the router serves.
-    sendPlain(res, 404, TEXT_TYPE, `no such path: ${req.getUrl()}\n${SERVED_PATHS}`, h.draining(), req.getMethod() === 'head');
+    // A newcomer's first calls: the answer says what the router serves (unknown-path.ts).
+    const path = req.getUrl();
+    const head = req.getMethod() === 'head';
+    if (wantsJson(req)) sendPlainError(res, unknownPathError(path), true, h.draining(), head);
+    else sendPlain(res, 404, TEXT_TYPE, unknownPathText(path), h.draining(), head);
   });
   return app;
 }

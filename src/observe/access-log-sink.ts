@@ -43,7 +43,11 @@ function checkPath(path: string): boolean {
   try {
     const st = statSync(path, { throwIfNoEntry: false });
     if (st?.isDirectory()) throw new Error('it is a directory');
-    accessSync(st === undefined ? dirname(path) : path, constants.W_OK);
+    const dir = dirname(path);
+    const dirSt = st === undefined ? statSync(dir, { throwIfNoEntry: false }) : null;
+    if (dirSt === undefined) throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
+    if (dirSt !== null && !dirSt.isDirectory()) throw new Error(`${JSON.stringify(dir)} is not a directory`);
+    accessSync(st === undefined ? dir : path, constants.W_OK);
     return st === undefined || st.isFile();
   } catch (err) {
     throw new Error(`ACCESS_LOG_OUTPUT: cannot append to ${JSON.stringify(path)}: ${(err as Error).message}`);

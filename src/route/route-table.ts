@@ -60,6 +60,16 @@ export interface MatchInput {
   header(name: string): string;
 }
 
+/** Most model names an unknown-model answer lists (GET /v1/models lists them all). */
+const SERVED_HINT_NAMES = 10;
+
+function servedModelsHint(names: readonly string[]): string {
+  if (names.length === 0) return '; no route serves any model: the resources have no ModelRoute';
+  const listed = names.slice(0, SERVED_HINT_NAMES).map((n) => JSON.stringify(n)).join(', ');
+  const more = names.length - SERVED_HINT_NAMES;
+  return more > 0 ? `; served: ${listed} and ${more} more (GET /v1/models lists them all)` : `; served: ${listed}`;
+}
+
 /**
  * The compiled routing table of one snapshot: model name -> route -> rule -> server.
  * Built when a snapshot arrives, never per request.
@@ -71,6 +81,11 @@ export class RouteTable {
   readonly matchHeaderNames: readonly string[];
   /** Body of GET /v1/models, prebuilt. */
   readonly modelsJson: string;
+  /**
+   * What a request for a model no route serves is told it could ask for, prebuilt: `; served: a,
+   * b, …`, the first SERVED_HINT_NAMES names and how many more, or that no route serves any.
+   */
+  readonly servedModelsHint: string;
   /** Body of GET /v1/models/{id} (the OpenAI model object) per served model, prebuilt. */
   private readonly modelObjects: Map<string, string>;
   /** The rate limits of the served routes (to connect their stores before traffic). */
@@ -119,6 +134,7 @@ export class RouteTable {
       this.modelObjects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));
     }
     this.modelsJson = `{"object":"list","data":[${[...this.modelObjects.values()].join(',')}]}`;
+    this.servedModelsHint = servedModelsHint([...this.byModel.keys()]);
   }
 
   /** The OpenAI model object of a served model (GET /v1/models/{id}), or undefined. */

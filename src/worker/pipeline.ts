@@ -20,8 +20,6 @@ import { anyInAdmissionWindow, giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
 
 /** After a model no route serves: where to find the names that are (a client's default `gpt-4`, say). */
-const MODELS_HINT = '; GET /v1/models lists the models served';
-
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
   readonly settings: RouterSettings;
@@ -112,7 +110,7 @@ class PipelineRun implements ProxyListener {
       const table = this.s.table();
       if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
       const route = table.route(req.model) ?? null;
-      if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route${MODELS_HINT}`);
+      if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route${table.servedModelsHint}`);
       // The route's own copy of the same name: later comparisons of it (the access log's) are then
       // of one string with itself.
       ctx.modelName = route.modelName;

@@ -84,6 +84,14 @@ describe('start-up checks', () => {
     expect(r2.stderr).toBe('inference-router: unknown option "--resource"; did you mean --resources?\nRun with --help for usage.\n');
   });
 
+  it('a bad setting of any part (access log, rate limits, tokenizer) exits 2 naming it, pointing at --help as a bad flag does', () => {
+    for (const [name, value] of [['ACCESS_LOG_FORMAT', 'jsonl'], ['RATE_LIMIT_REDIS_FAILURE_MODE', 'fail'], ['ROUTER_TOKEN_ESTIMATOR', 'words'], ['ROUTER_PORT', 'http']]) {
+      const r = run(['--resources', 'x.yaml'], { [name]: value });
+      expect(r.status, name).toBe(2);
+      expect(r.stderr, name).toMatch(new RegExp(`^inference-router: ${name}\\b.*"${value}".*\\nRun with --help for usage\\.\\n$`));
+    }
+  });
+
   it('ROUTER_LOG_FORMAT and ROUTER_DRAIN_DELAY are validated: exit 2 naming them', () => {
     const r1 = run(['--resources', 'x.yaml'], { ROUTER_LOG_FORMAT: 'xml' });
     expect(r1.status).toBe(2);

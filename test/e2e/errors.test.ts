@@ -122,7 +122,8 @@ spec:
   });
 
   it('404 model_not_found: no route, and no matching rule', async () => {
-    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404, 'model "nope" is not served by any route; GET /v1/models lists the models served');
+    await expectError(await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }), 404,
+      'model "nope" is not served by any route; served: "sf-model", "half-dead-model", "dead-model", "empty-model", "slow-model", "header-model"');
     await expectError(await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }), 404, 'no rule of route default/header-route matches the request');
     const ok = await postJson(`${router.url}/v1/completions`, { model: 'header-model', prompt: 'x' }, { 'x-team': 'team-a' });
     expect(ok.status).toBe(200);
@@ -171,5 +172,23 @@ spec:
     const root = await fetch(`${router.url}/`);
     expect(root.status).toBe(404);
     expect(await root.text()).toMatch(/^no such path: \/\ninference: POST \/v1\/completions/);
+  });
+
+  it('404 for an API path without /v1 (a client base URL without it) names the path meant; JSON to clients that accept it', async () => {
+    const r = await postJson(`${router.url}/chat/completions`, { model: 'sf-model', messages: [] }, { accept: 'application/json' });
+    expect(r.status).toBe(404);
+    expect(r.headers.get('content-type')).toBe('application/json');
+    expect((await r.json()).error).toEqual({
+      message: 'no such path: /chat/completions; did you mean /v1/chat/completions? An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)',
+      type: 'invalid_request', param: null, code: 'unknown_endpoint',
+    });
+    const models = await fetch(`${router.url}/models`);
+    expect(models.status).toBe(404);
+    expect(await models.text()).toBe('no such path: /models\n'
+      + 'did you mean /v1/models? An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)\n'
+      + 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n');
+    const other = await fetch(`${router.url}/nope`, { headers: { accept: 'application/json' } });
+    expect((await other.json()).error.message).toBe('no such path: /nope; inference: POST /v1/completions, /v1/chat/completions, '
+      + '/v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics');
   });
 });

@@ -95,7 +95,17 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     const err = await failure(() => client.chat.completions.create({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }));
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     const e = err as InstanceType<typeof OpenAI.NotFoundError>;
-    expect([e.status, e.type, e.code, e.message]).toEqual([404, 'model_not_found', 'model_not_found', '404 model "nope" is not served by any route; GET /v1/models lists the models served']);
+    expect([e.status, e.type, e.code, e.message]).toEqual([404, 'model_not_found', 'model_not_found', '404 model "nope" is not served by any route; served: "sf-model", "tight-in", "tight-out"']);
+  });
+
+  it('NotFoundError naming /v1 for a client whose base URL lacks it', async () => {
+    const noV1 = new OpenAI({ baseURL: router.url, apiKey: KEY, maxRetries: 0 });
+    const err = await failure(() => noV1.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }));
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    const e = err as InstanceType<typeof OpenAI.NotFoundError>;
+    expect([e.status, e.type, e.code]).toEqual([404, 'invalid_request', 'unknown_endpoint']);
+    expect(e.message).toBe('404 no such path: /chat/completions; did you mean /v1/chat/completions? '
+      + 'An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)');
   });
 
   it('AuthenticationError for an unknown key, with www-authenticate', async () => {
@@ -178,7 +188,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
       return pair[0] && pair[1] ? pair as LogRecord[] : null;
     }, 5000);
     expect(j.status_code).toBe(404);
-    expect(j.error).toEqual({ type: 'model_not_found', message: 'model "nope" is not served by any route; GET /v1/models lists the models served' });
+    expect(j.error).toEqual({ type: 'model_not_found', message: 'model "nope" is not served by any route; served: "sf-model", "tight-in", "tight-out"' });
     expect([t.status_code, t.error]).toEqual([j.status_code, j.error]);
   });
 

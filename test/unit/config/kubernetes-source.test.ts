@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubernetesSource, type KubernetesSnapshot, type SourceClock } from '../../../src/config/kubernetes-source.js';
 import { FakeKubeApi, startFakeKubeApi, type KubeObject } from '../../helpers/fake-kube-api.js';
+import { GLOBAL_WITHOUT_REDIS } from '../../../src/config/resources.js';
 
 const GROUP = 'networking.serving.volcano.sh';
 const API_VERSION = `${GROUP}/v1alpha1`;
@@ -281,10 +282,18 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'typo', 'llama-3', ['llama'], { spec: { rules: [{ modelMatches: { headers: { x: { exact: 'y' } } }, targetModels: [{ modelServerName: 'llama' }] }] } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/typo=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it');
+    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it; did you mean modelMatch?');
     api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
     await settle(source, 'another pod', (v) => v.endpoints['default/llama'].length === 1);
     expect(logs.filter((l) => l.includes('modelMatches'))).toHaveLength(1);
+  });
+
+  test('a rateLimit.global without redis is logged as a local limit; the route still applies', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'local-global', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'hour', global: {} } } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/local-global=llama-3']);
+    expect(logs).toContain(`kubernetes (ModelRoute default/local-global): spec.rateLimit.global: ${GLOBAL_WITHOUT_REDIS}`);
   });
 
   test('a route naming a ModelServer that exists but is invalid is skipped, the log saying it is invalid rather than missing', async () => {

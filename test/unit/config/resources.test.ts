@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -346,9 +346,9 @@ status:
 `)}---\napiVersion: ${API}\nkind: List\nitems:\n- apiVersion: ${API}\n  kind: ModelServer\n  metadata: {name: s2}\n  spec: {endpoint: [], workloadPort: {port: 1, portName: x}}\n`);
     expect(routes[0].rules[0].modelMatch).toBeNull();
     expect(warnings).toEqual([
-      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].modelMatch.header: ${UNKNOWN_FIELD}`,
-      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[0].wieght: ${UNKNOWN_FIELD}`,
-      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.endpoint: ${UNKNOWN_FIELD}`,
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].modelMatch.header: ${UNKNOWN_FIELD}; did you mean headers?`,
+      `routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels[0].wieght: ${UNKNOWN_FIELD}; did you mean weight?`,
+      `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.endpoint: ${UNKNOWN_FIELD}; did you mean endpoints?`,
       `routes.yaml: document 3, items[0] (ModelServer default/s2): spec.workloadPort.portName: ${UNKNOWN_FIELD}`,
       expect.stringContaining('(ModelServer default/s2): spec.endpoints: not set'),
     ]);
@@ -404,6 +404,14 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     expect(message).toBe('routes.yaml: document 1: kind: unsupported kind "Service" (apiVersion the string "v1"); expected ModelRoute or ModelServer');
     expect(errorOf(() => parse('apiVersion: v1\nmetadata: {name: x}\n')).message)
       .toBe('routes.yaml: document 1: kind: is required: expected ModelRoute or ModelServer');
+  });
+
+  it('a misspelt kind is told the one meant', () => {
+    for (const [kind, meant] of [['ModelSrver', 'ModelServer'], ['modelroute', 'ModelRoute'], ['ModelRoutes', 'ModelRoute']]) {
+      const text = SERVER.replace('kind: ModelServer', `kind: ${kind}`);
+      expect(errorOf(() => parse(text)).message, kind)
+        .toBe(`routes.yaml: document 1: kind: unsupported kind "${kind}" (apiVersion the string "${API}"); did you mean ${meant}?`);
+    }
   });
 
   it('rejects a wrong apiVersion, and honours the apiGroup option', () => {
@@ -487,11 +495,16 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     expect(routeError(limit(body))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
   });
 
-  it('as in the route API, a global without redis is a local limit', () => {
+  it('as in the route API, a global without redis is a local limit, and a warning says so', () => {
     for (const global of ['{}', '{redis: null}']) {
-      const { routes } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
+      const { routes, warnings } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
       expect(routes[0].rateLimit, global).toEqual({ inputTokensPerUnit: 5, outputTokensPerUnit: null, unit: 'second', global: null, mode: 'enforce' });
+      expect(warnings, global).toEqual([`routes.yaml: document 2 (ModelRoute default/r): spec.rateLimit.global: ${GLOBAL_WITHOUT_REDIS}`]);
     }
+    // With an address (or without global) nothing is said.
+    const withRedis = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: {redis: {address: "redis:6379"}}\n`)}`);
+    expect(withRedis.warnings).toEqual([]);
+    expect(parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n`)}`).warnings).toEqual([]);
   });
 
   it('does not print a redis password in messages', () => {

@@ -56,6 +56,14 @@ describe('RouteTable', () => {
     expect([...t.matchHeaderNames].sort()).toEqual(['x-k', 'x-team']);
   });
 
+  it('tells a request for an unknown model which models are served: up to 10 names, then how many more', () => {
+    expect(table(snap).servedModelsHint).toBe('; served: "m", "strict"');
+    expect(table({ version: 1, servers: [], routes: [] }).servedModelsHint).toBe('; no route serves any model: the resources have no ModelRoute');
+    const many = Array.from({ length: 12 }, (_, i) => route(`r${i}`, `m${i}`, [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }]));
+    expect(table({ version: 1, servers: [server('s1', ['p1'])], routes: many }).servedModelsHint)
+      .toBe('; served: "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9" and 2 more (GET /v1/models lists them all)');
+  });
+
   it('serves LoRA adapters by their route, keeping the request model; a modelName wins over an adapter', () => {
     const t = table({
       version: 1,

@@ -1,0 +1,33 @@
+/**
+ * The answer to a path outside the API. `curl localhost:8080` is a newcomer's first call, and an
+ * OpenAI client given the router's address without `/v1` (`base_url="http://host:8080"`) their
+ * second: the answer names the paths the router serves, and for an API path without its `/v1`
+ * prefix, the one meant.
+ */
+import { RouterError } from '../errors.js';
+
+/** What a path outside the API is told the router serves. */
+const SERVED_PATHS = 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; '
+  + 'also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics';
+
+/** API paths as an OpenAI client whose base URL lacks `/v1` asks for them. */
+const WITHOUT_V1 = new Set(['/completions', '/chat/completions', '/embeddings', '/responses', '/models']);
+
+/** "did you mean /v1<path>? …" when `path` is an API path without its /v1 prefix, else null. */
+function v1Hint(path: string): string | null {
+  const bare = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (!WITHOUT_V1.has(bare) && !bare.startsWith('/models/')) return null;
+  return `did you mean /v1${bare}? An OpenAI client's base URL ends in /v1 (http://<router>:<port>/v1)`;
+}
+
+/** The plain-text answer: the path, the hint when there is one, then what the router serves. */
+export function unknownPathText(path: string): string {
+  const hint = v1Hint(path);
+  return `no such path: ${path}\n${hint === null ? '' : `${hint}\n`}${SERVED_PATHS}\n`;
+}
+
+/** The same, as the error a client that accepts JSON (an OpenAI SDK) is answered. */
+export function unknownPathError(path: string): RouterError {
+  const hint = v1Hint(path);
+  return new RouterError('invalid_request', `no such path: ${path}; ${hint ?? SERVED_PATHS}`, 404, null, 'unknown_endpoint');
+}

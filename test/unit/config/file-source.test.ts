@@ -1,0 +1,57 @@
+/**
+ * FileSource on a real file in a temporary directory: a reload that cannot read the file (removed,
+ * or replaced by a directory) keeps the last good config and says what is wrong in the words the
+ * start-up uses, not as a bare system error.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FileSource, type FileSourceEvent, type LoadedResources } from '../../../src/config/file-source.js';
+import { resourcesFor } from '../../helpers/processes.js';
+
+const dirs: string[] = [];
+const sources: FileSource[] = [];
+afterEach(() => {
+  for (const s of sources.splice(0)) s.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A FileSource started on a valid resources file; its log lines and applied loads. */
+function started(): { file: string; source: FileSource; lines: string[]; applied: LoadedResources[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'ir-file-source-'));
+  dirs.push(dir);
+  const file = join(dir, 'resources.yaml');
+  writeFileSync(file, resourcesFor([{ name: 'pod-a', port: 1 }]));
+  const lines: string[] = [];
+  const applied: LoadedResources[] = [];
+  const source = new FileSource({
+    file, apiGroup: 'networking.serving.volcano.sh', maxBytes: 1 << 20,
+    log: (m: string, _e: FileSourceEvent) => lines.push(m), apply: (r) => applied.push(r),
+  });
+  sources.push(source);
+  source.start(60_000);
+  return { file, source, lines, applied };
+}
+
+describe('FileSource reloads of a file that cannot be read', () => {
+  it('a removed file is named with the path looked for, and the last good config stays', async () => {
+    const { file, source, lines, applied } = started();
+    rmSync(file);
+    await source.reload();
+    expect(applied).toHaveLength(1);
+    expect(source.rejected).toBe(1);
+    expect(lines.at(-1)).toBe(`resources reload failed, keeping the last good config: ${file}: no such resources file `
+      + `(looked for ${file}); it was removed or renamed: put it back to apply changes again`);
+  });
+
+  it('a directory in the file\'s place is named as one', async () => {
+    const { file, source, lines, applied } = started();
+    rmSync(file);
+    mkdirSync(file);
+    await source.reload();
+    expect(applied).toHaveLength(1);
+    expect(lines.at(-1)).toBe(`resources reload failed, keeping the last good config: ${file}: is a directory; `
+      + '--resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources');
+  });
+});
