@@ -25,6 +25,7 @@ import { textPrompt } from 'inference-router/tokens/prompt-text';
 import type { EndpointState } from 'inference-router/upstream/endpoint-registry';
 import { PodHealth } from 'inference-router/upstream/pod-health';
 import { PodLoad } from 'inference-router/upstream/pod-load';
+import { mulberry32 } from '../test/helpers/mulberry32.js';
 
 const PODS = 16;
 const SLOTS = 8;
@@ -47,22 +48,10 @@ const { REQUESTS, LOAD } = readCommandLine(COMMAND, (line) => ({
   LOAD: positiveNumber('LOAD', line.positionals[1] ?? '0.8'),
 }));
 
-/** Deterministic PRNG (mulberry32) so every scheduler sees the same stream. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Req { id: number; at: number; group: number; start: number; ttft: number; hit: boolean }
 
 function makeRequests(): Req[] {
-  const r = rng(42);
+  const r = mulberry32(42);
   const zipf: number[] = [];
   let total = 0;
   for (let g = 1; g <= GROUPS; g++) { total += 1 / g; zipf.push(total); }
@@ -198,7 +187,7 @@ function simulate(name: string, choose: Choose, after?: (pod: Pod, req: Req) => 
 }
 
 const groupText = Array.from({ length: GROUPS }, (_, g) => `System prompt ${g}: `.padEnd(PREFIX_TOKENS * CHARS_PER_TOKEN, `rule ${g}; `));
-const random = rng(7);
+const random = mulberry32(7);
 
 const results = [
   simulate('random', (pods) => pods[Math.floor(random() * pods.length)]),

@@ -18,6 +18,7 @@ import { createTokenCounter, type RouterTokenCounter } from 'inference-router/to
 import { DEFAULT_INLINE_MAX_CHARS, parseTokenizerSettings } from 'inference-router/tokens/tokenizer-settings';
 import { extractPromptText } from 'inference-router/api/openai-prompt';
 import { takesNoArguments } from './cli-args.js';
+import { mulberry32 } from '../test/helpers/mulberry32.js';
 
 takesNoArguments('Usage: node dist/bench/tokenizer-micro.js   (no options)');
 
@@ -32,18 +33,8 @@ const VOCABULARY = ('the of and to a in is it you that he was for on are with as
   'model router token request latency throughput backend inference prompt completion').split(' ');
 const SEPARATORS = [' ', ' ', ' ', ' ', ' ', ' ', ', ', '. ', '.\n', '? ', ': ', ' (', ') ', '\n\n', ' "', '" '];
 
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function english(chars: number, seed: number): string {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   let s = '';
   while (s.length < chars) {
     const w = VOCABULARY[Math.floor(r() * VOCABULARY.length)];
@@ -56,7 +47,7 @@ function english(chars: number, seed: number): string {
 /** Words of random letters: every one new to the merge cache (worst realistic case). */
 let coldSeed = 1;
 function cold(chars: number): string {
-  const r = rng(coldSeed++);
+  const r = mulberry32(coldSeed++);
   let s = '';
   while (s.length < chars) {
     const n = 2 + Math.floor(r() * 8);

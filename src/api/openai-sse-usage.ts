@@ -214,13 +214,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     }
     const event = parseEvent(data);
     if (event === null) return KEEP;
-    if (this.reportsCompletion(event)) {
-      this.dropHeld();
-      this.dropped = 0;
-    } else {
-      this.readHeld();
-      this.handDropped();
-    }
+    this.settleHeld(event);
     return this.actionOf(event, data, generated);
   }
 
@@ -234,13 +228,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     filter.cutValue = null;
     const event = parseEvent(`{"usage":${value.toString('utf8')}}`);
     if (event === null) return;
-    if (this.reportsCompletion(event)) {
-      this.dropHeld();
-      this.dropped = 0;
-    } else {
-      this.readHeld();
-      this.handDropped();
-    }
+    this.settleHeld(event);
     this.applyEvent(event, this.generated);
   }
 
@@ -274,6 +262,21 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   private readEvent(data: string, text: GeneratedText | null): boolean {
     const event = parseEvent(data);
     return event !== null && this.applyEvent(event, text);
+  }
+
+  /**
+   * Before an event that may carry usage is applied: the events held or dropped unread before it
+   * are not needed when it reports the completion count; else their text is read, and the dropped
+   * ones' estimate handed on.
+   */
+  private settleHeld(event: StreamEvent): void {
+    if (this.reportsCompletion(event)) {
+      this.dropHeld();
+      this.dropped = 0;
+    } else {
+      this.readHeld();
+      this.handDropped();
+    }
   }
 
   /** The events dropped unread go to `generated` as an estimate, unless the count came. */

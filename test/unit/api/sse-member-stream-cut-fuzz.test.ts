@@ -2,20 +2,9 @@ import { Buffer } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
 import { SseMemberStreamCut } from '../../../src/api/sse-member-stream-cut.js';
+import { mulberry32 } from '../../helpers/mulberry32.js';
 
 const USAGE = Buffer.from('usage');
-
-/** A small seeded generator (mulberry32): the same events on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const KEYS = ['id', 'usage', 'choices', 'x_usage', 'usages', '\\u0075sage', 'us\\u0061ge', 'a', 'é'];
 const STRINGS = ['', 'x', '\\"usage\\":{\\"a\\":1}', '}]', ',', '\\"', '\\\\', 'é😀', '{\\"usage\\":', 'data: x', '\\u0022'];
@@ -108,7 +97,7 @@ function streamed(ev: Buffer, cuts: number[]): { out: string; value: string | nu
 
 describe('SseMemberStreamCut, random events split at random', () => {
   it('leaves the JSON without its top-level usage members and every other line as it came', () => {
-    const r = rng(20261202);
+    const r = mulberry32(20261202);
     const g: Gen = { r, pick: (a) => a[Math.floor(r() * a.length)] };
     for (let n = 0; n < 2000; n++) {
       const text = event(g);
@@ -162,7 +151,7 @@ function readStream(text: string): { data: string; others: string[] }[] {
 
 describe('SseUsageScanner in strip mode, random events around the bound, split at random', () => {
   it('forwards every event without its usage members (an object, or null beside a set one), every other line as it came', () => {
-    const r = rng(7);
+    const r = mulberry32(7);
     const g: Gen = { r, pick: (a) => a[Math.floor(r() * a.length)] };
     for (let n = 0; n < 3000; n++) {
       const texts: string[] = [];

@@ -2,21 +2,11 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { isWhitespace, MAX_RUN_CHARS, nextSegmentEnd, SEGMENT_MAX_CHARS } from '../../../src/tokens/bounded-segments.js';
 import { bpeCountText } from '../../../src/tokens/bpe-count.js';
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../helpers/mulberry32.js';
 
 /** Prose-like text: words, capitals, digits, punctuation, line breaks, some non-ASCII. */
 function prose(chars: number, seed: number): string {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const words = ['the', 'router', 'Model', 'token', 'limit', 'über', 'naïve', '東京', 'é', 'x86_64', "don't", 'HTTP/1.1', '42', '3.14', '🙂'];
   const seps = [' ', ' ', ' ', ', ', '. ', '\n', '\n\n', '  ', '\t', ' - '];
   let s = '';
@@ -84,7 +74,7 @@ describe('bounded segments', () => {
   });
 
   it('stays close to the true count on text with long runs', () => {
-    const r = rng(7);
+    const r = mulberry32(7);
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
     let b64 = '';
     for (let i = 0; i < 4000; i++) b64 += alphabet[Math.floor(r() * 64)];
