@@ -204,13 +204,15 @@ export const GLOBAL_WITHOUT_REDIS = 'has no redis.address, so this limit is loca
   + 'N instances allow N× the limit (as in the route API); set global.redis.address for one budget across instances';
 
 /**
- * The path of a valid ModelRoute's `spec.rateLimit.global` when it names no Redis (the route API
- * allows it, and it means a local limit), else null: what reads as a shared budget is not one.
+ * The path of a valid ModelRoute's `spec.rateLimit.global` when it is there (empty or null too) but
+ * names no Redis (the route API allows it, and it means a local limit), else null: what reads as a
+ * shared budget is not one.
  */
 export function globalWithoutRedis(obj: unknown): string | null {
   if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec)) return null;
   const limit = obj.spec.rateLimit;
-  if (!isPlainObject(limit) || limit.global === undefined || limit.global === null) return null;
+  // `global:` with nothing under it (its `redis` lines commented out) is null: present, and local.
+  if (!isPlainObject(limit) || limit.global === undefined) return null;
   const redis = isPlainObject(limit.global) ? limit.global.redis : undefined;
   return redis === undefined || redis === null ? 'spec.rateLimit.global' : null;
 }

@@ -40,17 +40,21 @@ function isRegularFile(fd: number): boolean {
  * `path` can be appended to; returns whether it is (or will be created as) a regular file.
  */
 function checkPath(path: string): boolean {
+  const dir = dirname(path);
   try {
     const st = statSync(path, { throwIfNoEntry: false });
     if (st?.isDirectory()) throw new Error('it is a directory');
-    const dir = dirname(path);
-    const dirSt = st === undefined ? statSync(dir, { throwIfNoEntry: false }) : null;
-    if (dirSt === undefined) throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
-    if (dirSt !== null && !dirSt.isDirectory()) throw new Error(`${JSON.stringify(dir)} is not a directory`);
+    // A missing file: its directory must exist (a file in the path throws ENOTDIR above).
+    if (st === undefined && statSync(dir, { throwIfNoEntry: false }) === undefined) {
+      throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
+    }
     accessSync(st === undefined ? dir : path, constants.W_OK);
     return st === undefined || st.isFile();
   } catch (err) {
-    throw new Error(`ACCESS_LOG_OUTPUT: cannot append to ${JSON.stringify(path)}: ${(err as Error).message}`);
+    const why = (err as NodeJS.ErrnoException).code === 'ENOTDIR'
+      ? `its directory ${JSON.stringify(dir)} is not a directory (a part of it is a file)`
+      : (err as Error).message;
+    throw new Error(`ACCESS_LOG_OUTPUT: cannot append to ${JSON.stringify(path)}: ${why}`);
   }
 }
 

@@ -46,6 +46,8 @@ class ProxyAttempts implements CallListener {
   private lastError: RouterError | null = null;
   /** lastError is the router's own refusal to send to a pod (notSent), not a pod's failure. */
   private lastRefusedHere = false;
+  /** The last failure of a pod that had the request (a timeout, say): the answer again once a later refusal is set aside. */
+  private podError: RouterError | null = null;
   /** The pod of the attempt in flight. */
   private endpoint: EndpointState | null = null;
   /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
@@ -164,9 +166,10 @@ class ProxyAttempts implements CallListener {
     } else {
       this.scheduler.connectFailed(endpoint);
       // A pod not reached after the router's own refusal of another: the answer, should this be
-      // the last attempt, is that no pod could be reached, not the earlier refusal.
+      // the last attempt, is not the earlier refusal but the failure of a pod that had the request
+      // before (it timed out, say), else that no pod could be reached.
       if (this.lastRefusedHere) {
-        this.lastError = null;
+        this.lastError = this.podError;
         this.lastRefusedHere = false;
       }
     }
@@ -192,7 +195,7 @@ class ProxyAttempts implements CallListener {
       this.failed(err);
       return;
     }
-    this.lastError = err;
+    this.lastError = this.podError = err;
     this.lastRefusedHere = false;
     this.attempt++;
     this.next();

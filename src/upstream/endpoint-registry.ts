@@ -111,6 +111,12 @@ export class EndpointState {
 export class EndpointRegistry {
   private readonly byKey = new Map<string, EndpointState>();
   private readonly used = new Set<string>();
+  /**
+   * Retired pods that still had requests when they left (their pools close when those end): kept
+   * so that closeAll() at shutdown closes their pools too, ending those requests as the live pods'.
+   * Pruned at each reload of those whose pools have closed since.
+   */
+  private readonly retiring = new Set<EndpointState>();
   private readonly connections: number;
   private readonly idleTimeoutMs: number;
 
@@ -139,10 +145,12 @@ export class EndpointRegistry {
    * requests finish; a request that picks a retired pod later is sent to another one).
    */
   releaseUnused(): void {
+    for (const s of this.retiring) if (s.inflight === 0) this.retiring.delete(s);
     for (const [key, s] of this.byKey) {
       if (this.used.has(key)) continue;
       this.byKey.delete(key);
       s.retire();
+      if (s.inflight > 0) this.retiring.add(s);
     }
     this.used.clear();
   }
@@ -157,10 +165,14 @@ export class EndpointRegistry {
     return this.byKey.values();
   }
 
-  /** At shutdown (after the drain): closes every pool, failing what is still in flight (`why` says why). */
+  /**
+   * At shutdown (after the drain): closes every pool, those of retired pods still busy included,
+   * failing what is still in flight (`why` says why).
+   */
   async closeAll(why?: string): Promise<void> {
-    const all = [...this.byKey.values()];
+    const all = [...this.byKey.values(), ...this.retiring];
     this.byKey.clear();
+    this.retiring.clear();
     for (const s of all) s.pool.close(why);
   }
 }

@@ -19,7 +19,6 @@ import type { PromptText } from '../tokens/prompt-text.js';
 import { anyInAdmissionWindow, giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
 
-/** After a model no route serves: where to find the names that are (a client's default `gpt-4`, say). */
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
   readonly settings: RouterSettings;

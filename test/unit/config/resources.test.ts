@@ -496,7 +496,8 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   });
 
   it('as in the route API, a global without redis is a local limit, and a warning says so', () => {
-    for (const global of ['{}', '{redis: null}']) {
+    // `global:` alone is what the commented example becomes with its first line uncommented.
+    for (const global of ['{}', '{redis: null}', 'null', '\n    #  redis:\n    #    address: redis:6379']) {
       const { routes, warnings } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  rateLimit:\n    inputTokensPerUnit: 5\n    global: ${global}\n`)}`);
       expect(routes[0].rateLimit, global).toEqual({ inputTokensPerUnit: 5, outputTokensPerUnit: null, unit: 'second', global: null, mode: 'enforce' });
       expect(warnings, global).toEqual([`routes.yaml: document 2 (ModelRoute default/r): spec.rateLimit.global: ${GLOBAL_WITHOUT_REDIS}`]);

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AccessRecord } from '../../../src/observe/access-record.js';
 import { createAccessLog, WARN_INTERVAL_MS } from '../../../src/observe/access-log.js';
@@ -292,5 +292,14 @@ describe('one writer, a file', () => {
       .toThrow(`ACCESS_LOG_OUTPUT: cannot append to "${join(dir, 'missing/dir/a.log')}": its directory "${join(dir, 'missing/dir')}" does not exist (the router creates the file, not its directories)`);
     expect(() => createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: dir })))
       .toThrow(/^ACCESS_LOG_OUTPUT: cannot append to ".*": it is a directory/);
+  });
+
+  it('a path under a file (taken for a directory) is named as such, not a bare ENOTDIR', () => {
+    const file = join(dir, 'plain-file');
+    writeFileSync(file, 'x');
+    for (const under of [join(file, 'a.log'), join(file, 'sub', 'a.log')]) {
+      expect(() => createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: under })))
+        .toThrow(`ACCESS_LOG_OUTPUT: cannot append to "${under}": its directory "${dirname(under)}" is not a directory (a part of it is a file)`);
+    }
   });
 });

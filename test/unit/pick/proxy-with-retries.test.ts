@@ -288,3 +288,36 @@ describe('proxyWithRetries: the answer when every attempt failed', () => {
     expect([code, status]).toEqual(['router_stopping', 503]);
   });
 });
+
+describe('proxyWithRetries: a pod that timed out, then pods not taking the request', () => {
+  /** With a retry policy (every failure retried) and a timeout the holding pod passes. */
+  function withRetry(endpoints: EndpointState[]): CompiledServer {
+    return { ...compiled(endpoints), timeoutMs: 300, retry: { attempts: 2, anyFailure: true, intervalMs: 0 } };
+  }
+
+  async function timingOut(): Promise<{ scheduler: Scheduler; t: EndpointState; q: EndpointState; r: EndpointState }> {
+    const { scheduler } = setUp();
+    // Picked in this order (fewest in flight first): t holds the request past the timeout, q's
+    // queue is full (the router refuses), r refuses the connection.
+    const t = new EndpointState('pod-t', '127.0.0.1', await podServer(true), 4);
+    const q = await fullPod('pod-q');
+    const r = new EndpointState('pod-r', '127.0.0.1', await refusingPort(), 4);
+    pods.push(t, r);
+    for (let i = 0; i < 4; i++) q.begin();
+    for (let i = 0; i < 8; i++) r.begin();
+    return { scheduler, t, q, r };
+  }
+
+  it('timed out, then a pod not reached: the timeout is the answer', async () => {
+    const { scheduler, t, r } = await timingOut();
+    const { error } = await proxy(scheduler, withRetry([t, r]));
+    expect([(error as RouterError).code, (error as RouterError).status]).toEqual(['upstream_timeout', 504]);
+  });
+
+  it('timed out, then the router refused a pod, then a pod not reached: still the timeout, not "cannot connect to any pod"', async () => {
+    const { scheduler, t, q, r } = await timingOut();
+    const { error } = await proxy(scheduler, withRetry([t, q, r]));
+    const { code, status, message } = error as RouterError;
+    expect([code, status, message]).toEqual(['upstream_timeout', 504, 'inference timed out after 0.3s']);
+  });
+});
