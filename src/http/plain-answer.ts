@@ -5,11 +5,14 @@ import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
 
 /**
  * A small router-made answer outside the inference path (health, readiness, models, 404,
- * /metrics). Call it inside a uWS handler, or inside res.cork() after an await.
+ * /metrics). Call it inside a uWS handler, or inside res.cork() after an await. It says
+ * `x-content-type-options: nosniff`: a 404 echoes the path asked for, which a browser must not
+ * read as HTML.
  */
 export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false, head = false): void {
   res.writeStatus(statusLineBytes(status));
   res.writeHeader('content-type', contentType);
+  res.writeHeader('x-content-type-options', 'nosniff');
   endAnswer(res, body, close, head);
 }
 
@@ -17,6 +20,7 @@ export function sendPlain(res: HttpResponse, status: number, contentType: string
 export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: boolean, close = false, head = false): void {
   res.writeStatus(statusLineBytes(err.status));
   res.writeHeader('content-type', acceptJson ? JSON_TYPE : TEXT_TYPE);
+  res.writeHeader('x-content-type-options', 'nosniff');
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
   endAnswer(res, errorBody(err, acceptJson), close, head);
 }

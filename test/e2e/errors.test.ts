@@ -165,9 +165,13 @@ spec:
   });
 
   it('404 for paths outside the API, naming what the router serves', async () => {
-    const r = await fetch(`${router.url}/nope`);
+    const r = await fetch(`${router.url}/nope%3Cb%3E`);
     expect(r.status).toBe(404);
-    expect(await r.text()).toBe('no such path: /nope\n'
+    // The path is echoed as text: a browser must not read it as HTML.
+    expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await r.text()).toMatch(/^no such path: \/nope%3Cb%3E\n/);
+    const s = await fetch(`${router.url}/nope`);
+    expect(await s.text()).toBe('no such path: /nope\n'
       + 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n');
     const root = await fetch(`${router.url}/`);
     expect(root.status).toBe(404);
