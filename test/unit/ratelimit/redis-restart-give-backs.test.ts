@@ -48,13 +48,10 @@ async function inputCount(s: RedisServer, r: string): Promise<number> {
 }
 
 /**
- * Two requests of one route (6 and 4 input tokens) admitted by Redis; Redis restarts empty on the
- * same address and the limiter reconnects; a request of 8 is admitted by the new instance. With
- * `stalled`, the new instance then stalls past the timeout (the circuit opens) while the first
- * two end: the first one's answer counted 3 prompt tokens (-3), the second never reached a pod
- * (-4). Returns the new instance's count once everything landed.
+ * A redis-server and a connected limiter (`local` failure mode, 100 ms timeout, leases off) with
+ * one route limit on it: `terms` of a request of route `r`.
  */
-async function endedAfterRestart(stalled: boolean): Promise<{ before: number; after: number }> {
+async function oneRouteUp(): Promise<{ s: RedisServer; l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
   const s = await RedisServer.start();
   cleanups.push(async () => {
     s.resume();
@@ -66,6 +63,18 @@ async function endedAfterRestart(stalled: boolean): Promise<{ before: number; af
   await untilUp(l);
   const r = route();
   const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+  return { s, l, r, terms };
+}
+
+/**
+ * Two requests of one route (6 and 4 input tokens) admitted by Redis; Redis restarts empty on the
+ * same address and the limiter reconnects; a request of 8 is admitted by the new instance. With
+ * `stalled`, the new instance then stalls past the timeout (the circuit opens) while the first
+ * two end: the first one's answer counted 3 prompt tokens (-3), the second never reached a pod
+ * (-4). Returns the new instance's count once everything landed.
+ */
+async function endedAfterRestart(stalled: boolean): Promise<{ before: number; after: number }> {
+  const { s, l, r, terms } = await oneRouteUp();
   const a1 = await admitRequest(terms, 6);
   const a2 = await admitRequest(terms, 4);
   const admittedAt = Date.now();
@@ -103,17 +112,7 @@ describe('give-backs after Redis restarted', () => {
   });
 
   it('a request admitted by the instance answering now has its give-back and correction taken off there, after a stall too', async () => {
-    const s = await RedisServer.start();
-    cleanups.push(async () => {
-      s.resume();
-      await s.stop();
-    });
-    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
-    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
-    cleanups.push(() => l.close());
-    await untilUp(l);
-    const r = route();
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { s, l, r, terms } = await oneRouteUp();
     const a1 = await admitRequest(terms, 6);
     const a2 = await admitRequest(terms, 4);
     const admittedAt = Date.now();
