@@ -188,7 +188,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     if (!mayCarryUsage(data)) {
       // Neither usage nor the usage chunk: only its text matters, and only if no completion count comes.
       if (this.seen.completionTokens !== null) return KEEP; // counted by the backend: text is stopped
-      const isObject = isObjectData(data);
+      const isObject = startsObject(data); // what can carry generated text (not `[DONE]`)
       if (isObject) this.textEvents++;
       if (this.dropping) {
         if (isObject) {
@@ -303,14 +303,9 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   }
 }
 
-/** Event data that is a JSON object (what can carry generated text; not `[DONE]`). */
-function isObjectData(data: string): boolean {
-  return startsObject(data);
-}
-
 /** Event data that are JSON objects. */
 function countObjects(data: readonly string[]): number {
   let n = 0;
-  for (let i = 0; i < data.length; i++) if (isObjectData(data[i])) n++;
+  for (let i = 0; i < data.length; i++) if (startsObject(data[i])) n++;
   return n;
 }

@@ -5,7 +5,7 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { GLOBAL_WITHOUT_REDIS, globalWithoutRedis, rawKey, unknownFieldNotes, validateResource } from './resources.js';
+import { rawKey, resourceNotes, validateResource } from './resources.js';
 import { findMissingReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
@@ -95,10 +95,7 @@ export class SnapshotBuilder {
     try {
       const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
       if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch; skipped` };
-      const notes = unknownFieldNotes(input).map((f) => `kubernetes (${res.kind} ${res.key}): ${f.path}: ${f.problem}`);
-      const localGlobal = globalWithoutRedis(input);
-      if (localGlobal !== null) notes.push(`kubernetes (${res.kind} ${res.key}): ${localGlobal}: ${GLOBAL_WITHOUT_REDIS}`);
-      return { resource: res, notes };
+      return { resource: res, notes: resourceNotes(input).map((f) => `kubernetes (${res.kind} ${res.key}): ${f.path}: ${f.problem}`) };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       return { problem: `${message}; skipped` };

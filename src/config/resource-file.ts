@@ -5,7 +5,7 @@
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
-import { formatMessage, GLOBAL_WITHOUT_REDIS, globalWithoutRedis, ResourceError, unknownFieldNotes, unknownFields, validateResource } from './resources.js';
+import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource } from './resources.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
@@ -123,9 +123,7 @@ export function parseResourceFile(
     try {
       const value = validateResource(obj, where, opts);
       items.push({ value, where });
-      for (const f of unknownFieldNotes(obj)) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, f.path, f.problem));
-      const localGlobal = globalWithoutRedis(obj);
-      if (localGlobal !== null) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, localGlobal, GLOBAL_WITHOUT_REDIS));
+      for (const f of resourceNotes(obj)) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, f.path, f.problem));
     } catch (err) {
       if (!(err instanceof ResourceError)) throw err;
       // A misspelt field (`modelname`) is what leaves the right one (`modelName`) missing: name it.

@@ -164,9 +164,15 @@ export function unknownFields(obj: unknown): string[] {
   return unknownFieldList(obj).map((f) => f.path);
 }
 
-/** The unknown fields of a valid resource as its sources report them: path and problem, with the field likely meant. */
-export function unknownFieldNotes(obj: unknown): { path: string; problem: string }[] {
-  return unknownFieldList(obj).map((f) => ({ path: f.path, problem: f.near === null ? UNKNOWN_FIELD : `${UNKNOWN_FIELD}; did you mean ${f.near}?` }));
+/**
+ * What the sources warn of in a valid resource, as path and problem: its unknown fields (with the
+ * field likely meant), and a `spec.rateLimit.global` that names no Redis (globalWithoutRedis).
+ */
+export function resourceNotes(obj: unknown): { path: string; problem: string }[] {
+  const notes = unknownFieldList(obj).map((f) => ({ path: f.path, problem: f.near === null ? UNKNOWN_FIELD : `${UNKNOWN_FIELD}; did you mean ${f.near}?` }));
+  const localGlobal = globalWithoutRedis(obj);
+  if (localGlobal !== null) notes.push({ path: localGlobal, problem: GLOBAL_WITHOUT_REDIS });
+  return notes;
 }
 
 /** An unknown field, and the known one beside it that it likely misspells (nearName), if any. */
