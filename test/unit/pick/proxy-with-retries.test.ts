@@ -109,6 +109,19 @@ function compiled(endpoints: EndpointState[]): CompiledServer {
   return { key: 'default/llama', model: null, timeoutMs: 60_000, inferenceEngine: null, retry: DEFAULT_RETRY, endpoints };
 }
 
+/**
+ * pod-a with one connection: a request it holds (`first`) and one waiting for that connection
+ * (`second`), both through proxyWithRetries.
+ */
+async function heldAndWaiting(scheduler: Scheduler): Promise<{ a: EndpointState; first: ReturnType<typeof proxy>; second: ReturnType<typeof proxy> }> {
+  const a = new EndpointState('pod-a', '127.0.0.1', await podServer(true), 1);
+  pods.push(a);
+  const first = proxy(scheduler, compiled([a]));
+  while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+  const second = proxy(scheduler, compiled([a]));
+  return { a, first, second };
+}
+
 /** A pod with one connection and room for one waiting request, both taken by requests the pod holds. */
 async function fullPod(name: string): Promise<EndpointState> {
   const port = await podServer(true);
@@ -215,12 +228,7 @@ describe('proxyWithRetries: a pod whose pool the router closed is not the pod\'s
 
   it('requests waiting for a connection when the router stops are answered 503 router_stopping, not counted against the pod', async () => {
     const { scheduler, counter } = setUp();
-    const port = await podServer(true);
-    const a = new EndpointState('pod-a', '127.0.0.1', port, 1);
-    pods.push(a);
-    const first = proxy(scheduler, compiled([a]));
-    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
-    const second = proxy(scheduler, compiled([a]));
+    const { a, first, second } = await heldAndWaiting(scheduler);
     expect(a.pool.stats).toMatchObject({ connections: 1, queued: 1 });
     // As EndpointRegistry.closeAll does when the drain timeout passed.
     a.pool.close('the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed');
@@ -272,12 +280,7 @@ describe('proxyWithRetries: the answer when every attempt failed', () => {
 
   it('a pod that left the configuration while it had requests, its pool then closed by the stopping router: 503 router_stopping', async () => {
     const { scheduler } = setUp();
-    const port = await podServer(true);
-    const a = new EndpointState('pod-a', '127.0.0.1', port, 1);
-    pods.push(a);
-    const first = proxy(scheduler, compiled([a]));
-    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
-    const second = proxy(scheduler, compiled([a]));
+    const { a, first, second } = await heldAndWaiting(scheduler);
     // Retired with requests in flight: its pool stays open until they end...
     a.retire();
     expect(a.pool.stats).toMatchObject({ connections: 1, queued: 1 });
