@@ -31,7 +31,7 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
+import { applyEvent, escapesUsageLetter, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -51,7 +51,8 @@ const CUT = 2;
 type EventAction = typeof KEEP | typeof DROP | typeof CUT;
 
 const USAGE_KEY = Buffer.from('usage', 'latin1');
-const withoutUsage = (event: Buffer): Buffer | null => eventWithoutMember(event, USAGE_KEY);
+/** The event without its usage members when one of them is set (not null); else null (as it came). */
+const withoutUsage = (event: Buffer): Buffer | null => eventWithoutMember(event, USAGE_KEY, true);
 
 export interface SseUsageOptions {
   /**
@@ -234,12 +235,17 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   /**
    * applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage members of another
-   * event that sets it - also when it reads as null but names it twice, the other set (`data`).
+   * event that sets it, to anything (an object, a number, a string...) - also when it reads as null
+   * but names it more than once, another one set (`data`: a plain `"usage"` key set, or a key that
+   * may be spelled with escapes; the cut then finds whether one is set). Only `"usage": null`
+   * stays.
    */
   private actionOf(event: StreamEvent, data: string, text: GeneratedText | null): EventAction {
     if (this.applyEvent(event, text)) return DROP;
     if (this.filter === null) return KEEP;
-    return hasUsage(event) || (event.usage === null && setsUsageKey(data)) ? CUT : KEEP;
+    const usage = event.usage;
+    if (usage === undefined) return KEEP;
+    return usage !== null || setsUsageKey(data) || escapesUsageLetter(data) ? CUT : KEEP;
   }
 
   /**
