@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { SseUsageScanner } from '../../../src/api/openai-sse-usage.js';
 import { HOLD_BYTES, SseMemberStreamCut } from '../../../src/api/sse-member-stream-cut.js';
+import { GeneratedTextRecorder } from '../../helpers/generated-text-recorder.js';
 import { mulberry32 } from '../../helpers/mulberry32.js';
 
 const USAGE = Buffer.from('usage');
@@ -187,7 +188,8 @@ describe('SseUsageScanner in strip mode, random events around the bound, split a
       }
       const stream = Buffer.from(texts.join(''));
       const max = 8 + Math.floor(r() * 200);
-      const scanner = new SseUsageScanner({ stripUsageChunk: true, maxEventBytes: max });
+      // Every other stream as the router reads it: with its text counted (events parsed only when they may carry usage).
+      const scanner = new SseUsageScanner({ stripUsageChunk: true, maxEventBytes: max }, n % 2 === 0 ? null : new GeneratedTextRecorder());
       const out: Buffer[] = [];
       let from = 0;
       while (from < stream.length) {
