@@ -2,11 +2,12 @@
  * Scans an OpenAI-style server-sent-event stream as it passes through the router: learns the usage
  * the backend reports and the generated text, and optionally removes the usage the router asked
  * for on the client's behalf with `stream_options.include_usage`: the extra usage chunk (the event
- * with `usage` set and empty `choices`), or, from a server that puts the usage on a content chunk
- * (llama.cpp's, on the one with finish_reason), that event's `usage` members (in any spelling a
- * JSON parser reads as `usage`, over however many data lines), cut out of its JSON with the rest
- * of the event forwarded byte for byte (sse-member-cut.ts). A `"usage":null` member is left: it
- * carries nothing, and cutting it would copy every token chunk.
+ * with a usage object and empty `choices`), or, from a server that puts the usage on a content
+ * chunk (llama.cpp's, on the one with finish_reason), that event's `usage` members (in any
+ * spelling a JSON parser reads as `usage`, over however many data lines, set to anything: an
+ * object, a number, a string...), cut out of its JSON with the rest of the event forwarded byte for
+ * byte (sse-member-cut.ts). Usage members that are all `null` are left: they carry nothing, and
+ * cutting them would copy every token chunk. Only a usage object is counted from.
  *
  * Made of four parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
  * (openai-event-usage.ts), the strip filter (sse-strip.ts) and the member cut.
@@ -221,7 +222,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   /**
    * The usage cut from an event past the bound as it passed (that event's line was too long to be
-   * read here): read as that event's usage.
+   * read here): read as that event's usage (its top level: what the counts need).
    */
   private readCutUsage(filter: SseStripFilter): void {
     const value = filter.cutValue;
