@@ -29,10 +29,11 @@ const BACKSLASH = 0x5c;
  * When b[start, end) is one JSON object (white space around it allowed) with top-level members
  * named `key`: sets `memberCuts` to the ranges whose removal leaves the object without them and
  * returns how many there are. 0 when there is no such member or the text is not an object this
- * reads.
+ * reads, and, with `whenSet`, when each of them is `null`.
  */
-export function cutJsonMembers(b: Buffer, start: number, end: number, key: Buffer): number {
+export function cutJsonMembers(b: Buffer, start: number, end: number, key: Buffer, whenSet = false): number {
   memberCuts.length = 0;
+  let set = false; // a member named `key` is not null
   let i = skipSpace(b, start, end);
   if (b[i] !== OPEN_BRACE) return 0;
   i = skipSpace(b, i + 1, end);
@@ -49,6 +50,7 @@ export function cutJsonMembers(b: Buffer, start: number, end: number, key: Buffe
     i = skipSpace(b, i + 1, end);
     const valueEnd = skipValue(b, i, end);
     if (valueEnd < 0) return 0;
+    if (matches && !set) set = !isNull(b, i, valueEnd);
     i = skipSpace(b, valueEnd, end);
     const c = b[i];
     if (c !== COMMA && c !== CLOSE_BRACE) return 0;
@@ -64,7 +66,7 @@ export function cutJsonMembers(b: Buffer, start: number, end: number, key: Buffe
       memberCuts.push(keyStart, valueEnd);
     }
     if (c === CLOSE_BRACE) {
-      if (i >= end || skipSpace(b, i + 1, end) !== end) return 0;
+      if (i >= end || skipSpace(b, i + 1, end) !== end || (whenSet && !set)) return 0;
       return memberCuts.length >> 1;
     }
     i = skipSpace(b, i + 1, end);
@@ -89,6 +91,11 @@ export function keyIs(b: Buffer, from: number, to: number, key: Buffer): boolean
 function hasBackslash(b: Buffer, from: number, to: number): boolean {
   for (let i = from; i < to; i++) if (b[i] === BACKSLASH) return true;
   return false;
+}
+
+/** b[from, to) is the literal `null`. */
+function isNull(b: Buffer, from: number, to: number): boolean {
+  return to - from === 4 && b[from] === 0x6e && b[from + 1] === 0x75 && b[from + 2] === 0x6c && b[from + 3] === 0x6c;
 }
 
 function skipSpace(b: Buffer, i: number, end: number): number {

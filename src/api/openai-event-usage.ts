@@ -44,6 +44,22 @@ export function setsUsageKey(data: string): boolean {
   return false;
 }
 
+/**
+ * The data has a `\u` escape of a letter of `usage` (`\u0075`, `\u0073`, `\u0061`, `\u0067`,
+ * `\u0065`): only then can a key spelled with escapes read as `usage`.
+ */
+export function escapesUsageLetter(data: string): boolean {
+  let at = data.indexOf('\\u00');
+  while (at !== -1) {
+    const hi = data.charCodeAt(at + 4);
+    const lo = data.charCodeAt(at + 5);
+    // 0x75 u, 0x73 s, 0x61 a, 0x67 g, 0x65 e
+    if ((hi === 0x37 && (lo === 0x35 || lo === 0x33)) || (hi === 0x36 && (lo === 0x31 || lo === 0x37 || lo === 0x35))) return true;
+    at = data.indexOf('\\u00', at + 4);
+  }
+  return false;
+}
+
 /** The data's first character but JSON white space is `{` (a data line may start with white space, or be empty). */
 export function startsObject(data: string): boolean {
   const c = data.charCodeAt(0);
@@ -54,12 +70,6 @@ function skipSpace(s: string, i: number): number {
   let c = s.charCodeAt(i);
   while (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) c = s.charCodeAt(++i);
   return i;
-}
-
-/** The event sets `usage` (to an object: not null). */
-export function hasUsage(event: StreamEvent): boolean {
-  const usage = event.usage;
-  return typeof usage === 'object' && usage !== null;
 }
 
 /** The event reports `usage.completion_tokens`: the generated text is not needed any more. */
@@ -78,7 +88,7 @@ export function applyEvent(event: StreamEvent, into: AnswerUsage, text: Generate
   const choices = event.choices;
   if (Array.isArray(choices) && choices.length !== 0) takeText(choicesText(choices), into, text);
   const usage = event.usage;
-  if (typeof usage !== 'object' || usage === null) return false;
+  if (typeof usage !== 'object' || usage === null || Array.isArray(usage)) return false; // not a usage object: nothing read
   const counts = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
   takeCounts(counts.prompt_tokens, counts.completion_tokens, into, text);
   return Array.isArray(choices) && choices.length === 0;

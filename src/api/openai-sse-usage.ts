@@ -2,11 +2,12 @@
  * Scans an OpenAI-style server-sent-event stream as it passes through the router: learns the usage
  * the backend reports and the generated text, and optionally removes the usage the router asked
  * for on the client's behalf with `stream_options.include_usage`: the extra usage chunk (the event
- * with `usage` set and empty `choices`), or, from a server that puts the usage on a content chunk
- * (llama.cpp's, on the one with finish_reason), that event's `usage` members (in any spelling a
- * JSON parser reads as `usage`, over however many data lines), cut out of its JSON with the rest
- * of the event forwarded byte for byte (sse-member-cut.ts). A `"usage":null` member is left: it
- * carries nothing, and cutting it would copy every token chunk.
+ * with a usage object and empty `choices`), or, from a server that puts the usage on a content
+ * chunk (llama.cpp's, on the one with finish_reason), that event's `usage` members (in any
+ * spelling a JSON parser reads as `usage`, over however many data lines, set to anything: an
+ * object, a number, a string...), cut out of its JSON with the rest of the event forwarded byte for
+ * byte (sse-member-cut.ts). Usage members that are all `null` are left: they carry nothing, and
+ * cutting them would copy every token chunk. Only a usage object is counted from.
  *
  * Made of four parts: the SSE line splitter (sse-lines.ts), the per-event usage reader
  * (openai-event-usage.ts), the strip filter (sse-strip.ts) and the member cut.
@@ -31,7 +32,7 @@
  * from such a pod is then never parsed but for its usage.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
-import { applyEvent, hasUsage, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
+import { applyEvent, escapesUsageLetter, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -51,7 +52,8 @@ const CUT = 2;
 type EventAction = typeof KEEP | typeof DROP | typeof CUT;
 
 const USAGE_KEY = Buffer.from('usage', 'latin1');
-const withoutUsage = (event: Buffer): Buffer | null => eventWithoutMember(event, USAGE_KEY);
+/** The event without its usage members when one of them is set (not null); else null (as it came). */
+const withoutUsage = (event: Buffer): Buffer | null => eventWithoutMember(event, USAGE_KEY, true);
 
 export interface SseUsageOptions {
   /**
@@ -220,7 +222,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   /**
    * The usage cut from an event past the bound as it passed (that event's line was too long to be
-   * read here): read as that event's usage.
+   * read here): read as that event's usage (its top level: what the counts need).
    */
   private readCutUsage(filter: SseStripFilter): void {
     const value = filter.cutValue;
@@ -234,12 +236,17 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   /**
    * applyEvent, then: DROP the usage-only chunk; in strip mode, CUT the usage members of another
-   * event that sets it - also when it reads as null but names it twice, the other set (`data`).
+   * event that sets it, to anything (an object, a number, a string...) - also when it reads as null
+   * but names it more than once, another one set (`data`: a plain `"usage"` key set, or a key that
+   * may be spelled with escapes; the cut then finds whether one is set). Only `"usage": null`
+   * stays.
    */
   private actionOf(event: StreamEvent, data: string, text: GeneratedText | null): EventAction {
     if (this.applyEvent(event, text)) return DROP;
     if (this.filter === null) return KEEP;
-    return hasUsage(event) || (event.usage === null && setsUsageKey(data)) ? CUT : KEEP;
+    const usage = event.usage;
+    if (usage === undefined) return KEEP;
+    return usage !== null || setsUsageKey(data) || escapesUsageLetter(data) ? CUT : KEEP;
   }
 
   /**

@@ -21,27 +21,30 @@ function noteDataLine(event: Buffer, start: number, end: number): boolean {
   return true;
 }
 
-/** `event` (a complete event's bytes) without the members `key` of its data's JSON; null when there is nothing to cut. */
-export function eventWithoutMember(event: Buffer, key: Buffer): Buffer | null {
+/**
+ * `event` (a complete event's bytes) without the members `key` of its data's JSON; null when there
+ * is nothing to cut, and, with `whenSet`, when each of them is `null`.
+ */
+export function eventWithoutMember(event: Buffer, key: Buffer, whenSet = false): Buffer | null {
   values.length = 0;
   eachLine(event, (start, end) => noteDataLine(event, start, end));
   if (values.length === 0) return null;
   if (values.length === 2) {
     // The usual event: one data line, whose cuts are ranges of the event itself.
-    return cutJsonMembers(event, values[0], values[1], key) === 0 ? null : withoutRanges(event, memberCuts);
+    return cutJsonMembers(event, values[0], values[1], key, whenSet) === 0 ? null : withoutRanges(event, memberCuts);
   }
-  return cutAcrossLines(event, key);
+  return cutAcrossLines(event, key, whenSet);
 }
 
 /** The data of several lines joined with "\n", cut there; each cut is then taken off the lines it spans. */
-function cutAcrossLines(event: Buffer, key: Buffer): Buffer | null {
+function cutAcrossLines(event: Buffer, key: Buffer, whenSet: boolean): Buffer | null {
   const parts: Buffer[] = [];
   for (let i = 0; i < values.length; i += 2) {
     if (i !== 0) parts.push(LF);
     parts.push(event.subarray(values[i], values[i + 1]));
   }
   const data = Buffer.concat(parts);
-  if (cutJsonMembers(data, 0, data.length, key) === 0) return null;
+  if (cutJsonMembers(data, 0, data.length, key, whenSet) === 0) return null;
   // Data offset d of line k (value [vs, ve), at data offset dk) is event offset vs + d - dk.
   const ranges: number[] = [];
   let lineAt = 0; // data offset of the current line's value

@@ -5,9 +5,13 @@
  * before it (and the white space after that comma), since whether another member
  * follows it is not known when it must go; a member before any kept one goes with the comma after
  * it (and the white space up to the next member), or alone. Only the bytes that may yet be cut are
- * held: a comma, the white space after it and the next key (at most HOLD_BYTES, else they go on
- * uncut, and so does that member); the cut member's value is dropped as it comes, and kept (up to
- * VALUE_BYTES) for the caller to read.
+ * held: a comma, the white space after it and the next key, at most HOLD_BYTES. When more than
+ * that comes between the comma and the end of the key, what came after the comma goes on and the
+ * comma alone waits: it goes out just before the key when the member is kept (so it stands after
+ * the white space instead of before it: the same JSON), and is dropped with the member when it is
+ * cut. (An event whose JSON ends after such a comma, which is not a JSON object, loses the comma.)
+ * A key longer than HOLD_BYTES is not the one cut: it goes on as it came. The cut member's value is
+ * dropped as it comes; its top level is kept for the caller to read (`value`).
  *
  * The event's framing is read too: its `data:` prefixes, line ends and other lines are never cut;
  * the data lines' values are the JSON (a line end between them is white space to it). Text that
@@ -19,7 +23,7 @@ import { Buffer } from 'node:buffer';
 
 /** Most bytes held while a key is read. */
 export const HOLD_BYTES = 4096;
-/** Most bytes of a cut value kept for the caller. */
+/** Most bytes of a cut value's top level (see `value`) kept for the caller. */
 export const VALUE_BYTES = 64 * 1024;
 
 const LF = 0x0a;
@@ -61,8 +65,15 @@ const HOLD_JSON = 3;
 const HOLD_FRAME = 4;
 const NO_RUN = -1;
 
+const EMPTY = Buffer.alloc(0);
+
 export class SseMemberStreamCut {
-  /** The value of the last member cut (its JSON text), or null (none, or longer than VALUE_BYTES). */
+  /**
+   * The top level of the value of the last member cut, as JSON text: its numbers, literals and keys
+   * as they came, its strings emptied (`""`), its nested objects and arrays emptied (`{}`, `[]`),
+   * without white space; enough to read a usage object's counts, whatever the value's size. Null:
+   * none, or more than VALUE_BYTES of that (not a usage object).
+   */
   value: Buffer | null = null;
 
   private readonly key: Buffer;
@@ -75,6 +86,10 @@ export class SseMemberStreamCut {
   private inString = false;
   private escaped = false;
   private scalar = false;
+  /** In the value cut: its top is an object, a `:` came at its top level (a string there is a value), the string is a key. */
+  private valueIsObject = false;
+  private afterColon = false;
+  private stringIsKey = false;
   /** A member was kept: a later cut takes the comma before its member. */
   private kept = false;
   /** The current member is being cut (and, when nothing was kept, the comma after it). */
@@ -88,14 +103,19 @@ export class SseMemberStreamCut {
   private keyFrom = -1;
   /** The key just ended: decide whether its member is cut. */
   private keyEnded = false;
-  /** Too much came between a comma and the next key to hold: that member is not cut. */
-  private keepNext = false;
+  /** `held` starts with the comma after a kept member. */
+  private commaHeld = false;
+  /** That comma waits alone (what came after it went on): out before the next key if its member is kept. */
+  private commaPending = false;
   private valueParts: Buffer[] = [];
   private valueLength = 0;
   private valueTooLong = false;
   /** The current run of bytes of one fate in the bytes pushed. */
   private runStart = 0;
   private runFate = NO_RUN;
+  /** The bytes being pushed and where in them. */
+  private bytes: Buffer = EMPTY;
+  private at = 0;
 
   constructor(key: Buffer) {
     this.key = key;
@@ -105,8 +125,10 @@ export class SseMemberStreamCut {
   push(bytes: Buffer, out: Buffer[]): void {
     this.runStart = 0;
     this.runFate = NO_RUN;
+    this.bytes = bytes;
     for (let i = 0; i < bytes.length; i++) {
       const c = bytes[i];
+      this.at = i;
       const fate = this.line === LINE_VALUE && c !== CR && c !== LF ? this.jsonByte(c, out) : this.frameByte(c, out);
       if (fate !== this.runFate) {
         this.flushRun(bytes, i, out);
@@ -120,6 +142,7 @@ export class SseMemberStreamCut {
       }
     }
     this.flushRun(bytes, bytes.length, out);
+    this.bytes = EMPTY;
   }
 
   /** The event ended: what is still held goes out as it came. */
@@ -177,10 +200,6 @@ export class SseMemberStreamCut {
         this.json = J_KEY;
         this.escaped = false;
         this.cutting = false; // the white space after a cut first member's comma ends here
-        if (this.keepNext) {
-          this.keepNext = false;
-          return PASS;
-        }
         this.holding = true;
         this.keyFrom = this.heldLength + 1;
         return HOLD_JSON;
@@ -205,8 +224,11 @@ export class SseMemberStreamCut {
         this.inString = c === QUOTE;
         this.escaped = false;
         this.scalar = this.depth === 0 && !this.inString;
-        if (this.cutting) this.startValue();
-        return this.cutting ? DROP_VALUE : PASS;
+        if (!this.cutting) return PASS;
+        this.startValue();
+        this.valueIsObject = c === OPEN_BRACE;
+        this.afterColon = false;
+        return DROP_VALUE;
       case J_VALUE:
         return this.valueByte(c, out);
       case J_AFTER_VALUE:
@@ -218,27 +240,38 @@ export class SseMemberStreamCut {
 
   /** A byte after the first of a value. */
   private valueByte(c: number, out: Buffer[]): number {
-    const fate = this.cutting ? DROP_VALUE : PASS;
     if (this.scalar) {
-      if (!isJsonSpace(c) && c !== COMMA && c !== CLOSE_BRACE && c !== CLOSE_BRACKET) return fate;
+      if (!isJsonSpace(c) && c !== COMMA && c !== CLOSE_BRACE && c !== CLOSE_BRACKET) return this.cutting ? DROP_VALUE : PASS;
       this.valueEnd();
       return this.afterValue(c, out);
     }
+    const cutting = this.cutting; // valueEnd may end the cut: this byte is still the value's
+    const depth = this.depth; // before this byte
+    let top = depth === 1; // a byte of the value's top level, kept when cut
     if (this.inString) {
+      top = depth === 1 && this.stringIsKey;
       if (this.escaped) this.escaped = false;
       else if (c === BACKSLASH) this.escaped = true;
       else if (c === QUOTE) {
         this.inString = false;
-        if (this.depth === 0) this.valueEnd();
+        top = depth <= 1; // an emptied string keeps its quotes
+        if (depth === 0) this.valueEnd();
       }
     } else if (c === QUOTE) {
       this.inString = true;
+      this.stringIsKey = this.valueIsObject && !this.afterColon;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       this.depth++;
-    } else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --this.depth === 0) {
-      this.valueEnd();
+      top = depth === 1; // an emptied object or array keeps its brackets
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      top = depth === 2 || depth === 1;
+      if (--this.depth === 0) this.valueEnd();
+    } else if (top) {
+      if (c === COLON) this.afterColon = true;
+      else if (c === COMMA) this.afterColon = false;
+      else top = !isJsonSpace(c);
     }
-    return fate;
+    return !cutting ? PASS : top ? DROP_VALUE : DROP;
   }
 
   /** The value ended (its last byte is cut or passed with it). */
@@ -265,28 +298,53 @@ export class SseMemberStreamCut {
       return DROP;
     }
     this.holding = true; // the comma goes if the next member is cut
+    this.commaHeld = true;
     this.keyFrom = -1;
     return HOLD_JSON;
   }
 
   /** Not a JSON object this reads (from here): the rest goes on as it comes. */
   private notObject(out: Buffer[]): number {
-    if (this.holding) this.release(out);
+    if (this.commaPending && !this.holding) {
+      // The bytes since the comma went on in runs: the ones before this byte first, then the comma.
+      this.flushRun(this.bytes, this.at, out);
+      this.runFate = NO_RUN;
+    }
+    if (this.holding || this.commaPending) this.release(out);
     this.cutting = false;
     this.json = J_NOT_OBJECT;
     return PASS;
   }
 
   private hold(c: number, isJson: boolean, out: Buffer[]): void {
-    if (this.heldLength === HOLD_BYTES) { // too much to hold: it goes on uncut
-      this.release(out);
-      this.keepNext = this.keyFrom < 0; // before the key: its member is kept
-      this.keyFrom = -1;
-      out.push(Buffer.from([c]));
-      return;
+    if (this.heldLength === HOLD_BYTES) {
+      // Too much to hold: after a comma, the comma alone waits; else (a key this long is not the
+      // one cut, or white space after a cut first member) what was held goes on as it came.
+      if (this.commaHeld) this.pendComma(out);
+      if (this.heldLength === HOLD_BYTES) {
+        this.release(out);
+        this.keyFrom = -1;
+      }
+      if (!this.holding) {
+        out.push(Buffer.from([c]));
+        return;
+      }
     }
     this.heldJson[this.heldLength] = isJson ? 1 : 0;
     this.held[this.heldLength++] = c;
+  }
+
+  /** The held comma waits alone: what was held after it up to the key goes out; the key, if begun, stays held. */
+  private pendComma(out: Buffer[]): void {
+    const keyQuote = this.keyFrom < 0 ? this.heldLength : this.keyFrom - 1;
+    if (keyQuote > 1) out.push(Buffer.from(this.held.subarray(1, keyQuote)));
+    this.held.copyWithin(0, keyQuote, this.heldLength);
+    this.heldJson.copyWithin(0, keyQuote, this.heldLength);
+    this.heldLength -= keyQuote;
+    if (this.keyFrom >= 0) this.keyFrom -= keyQuote;
+    else this.holding = false;
+    this.commaHeld = false;
+    this.commaPending = true;
   }
 
   /** A key was read while holding: its member is cut when it is `key`, else what was held goes out. */
@@ -297,15 +355,19 @@ export class SseMemberStreamCut {
       this.release(out);
       return;
     }
+    this.commaPending = false; // it goes with the member
     this.dropHeldJson(out);
     this.cutting = true;
   }
 
-  /** What was held goes out as it came. */
+  /** What was held goes out as it came (after the comma that waits alone, if any). */
   private release(out: Buffer[]): void {
+    if (this.commaPending) out.push(Buffer.from([COMMA]));
     if (this.heldLength !== 0) out.push(Buffer.from(this.held.subarray(0, this.heldLength)));
     this.heldLength = 0;
     this.holding = false;
+    this.commaHeld = false;
+    this.commaPending = false;
   }
 
   /** Of what was held, the JSON bytes go; the lines' framing goes out. */
@@ -322,6 +384,7 @@ export class SseMemberStreamCut {
     if (from >= 0) out.push(Buffer.from(this.held.subarray(from, this.heldLength)));
     this.heldLength = 0;
     this.holding = false;
+    this.commaHeld = false;
   }
 
   private startValue(): void {

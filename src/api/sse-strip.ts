@@ -4,7 +4,7 @@
  * bytes. Forwards every complete event at once and holds back only the current partial event, up
  * to a bound; a longer event is forwarded as it comes and never removed or rewritten, but for the
  * members named `cutKey` (when given), which are cut from its data's JSON as it passes
- * (sse-member-stream-cut.ts; the last one's value is `cutValue`). Everything not removed or
+ * (sse-member-stream-cut.ts; the top level of the last one's value is `cutValue`). Everything not removed or
  * rewritten is forwarded byte for byte.
  *
  * Per chunk: begin(chunk), then the splitter's event reports (eventEnd or eventEndRewritten,
@@ -19,7 +19,7 @@ const EMPTY = Buffer.alloc(0);
 export class SseStripFilter {
   /** Number of events removed from the output. */
   strippedEvents = 0;
-  /** The value (JSON text) of the last member cut from an event past the bound; the caller takes it (sets null). */
+  /** The top level (JSON text: SseMemberStreamCut.value) of the value of the last member cut from an event past the bound; the caller takes it (sets null). */
   cutValue: Buffer | null = null;
 
   private readonly maxEventBytes: number;

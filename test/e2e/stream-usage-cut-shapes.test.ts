@@ -9,7 +9,9 @@ import { postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } fr
 // a `usage` member, and the router must still read it. A scripted pod sends the shapes: JSON over
 // several data lines, the key twice, the key with escapes, JSON white space before the object (a
 // second space after `data:`, a tab, an empty first data line), an event over the 1 MiB hold
-// bound (forwarded as it comes, the member cut as it passes).
+// bound (forwarded as it comes, the member cut as it passes: also after more than 4 KiB of white
+// space or lines, and with a usage value over 64 KiB), usage that is not an object, and an escaped
+// usage key set beside a plain `"usage": null`.
 
 const USAGE = '{"prompt_tokens":3,"completion_tokens":42,"total_tokens":45}';
 const HEAD = '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"';
@@ -47,6 +49,27 @@ const SCENARIOS: Record<string, string[]> = {
     `data: ${HEAD},${content('x'.repeat(1536 * 1024), '"stop"')},"usage":${USAGE},"timings":{"predicted_n":2}}\n\n`,
     'data: [DONE]\n\n',
   ],
+  'giant-far-key': [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},${content('x'.repeat(1536 * 1024), '"stop"')},${' '.repeat(5000)}\ndata:\n: ${'c'.repeat(5000)}\ndata: "usage":${USAGE}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+  'giant-large-usage': [
+    `data: ${HEAD},${content('Hel')}}\n\n`,
+    `data: ${HEAD},${content('x'.repeat(1536 * 1024), '"stop"')},"usage":{"pad":"${'p'.repeat(100_000)}",${USAGE.slice(1, -1)},"details":[${'{"n":1},'.repeat(20_000)}{}]}}\n\n`,
+    'data: [DONE]\n\n',
+  ],
+};
+
+/** The same, with no usage a client could read or the router count from: the router counts the text itself. */
+const OWN_COUNT: Record<string, string[]> = {
+  'no-usage': [`data: ${HEAD},${content('Hel')}}\n\n`, `data: ${HEAD},${content('lo', '"stop"')}}\n\n`, 'data: [DONE]\n\n'],
+  'usage-true': [`data: ${HEAD},${content('Hel')}}\n\n`, `data: ${HEAD},${content('lo', '"stop"')},"usage":true}\n\n`, 'data: [DONE]\n\n'],
+  'usage-number': [`data: ${HEAD},${content('Hel')}}\n\n`, `data: ${HEAD},"usage":42,${content('lo', '"stop"')}}\n\n`, 'data: [DONE]\n\n'],
+  'usage-string': [`data: ${HEAD},${content('Hel')}}\n\n`, `data: ${HEAD},${content('lo', '"stop"')},"usage":"42"}\n\n`, 'data: [DONE]\n\n'],
+  'usage-array': [`data: ${HEAD},${content('Hel')}}\n\n`, `data: ${HEAD},${content('lo', '"stop"')}}\n\n`, `data: ${HEAD},"choices":[],"usage":[3,42]}\n\n`, 'data: [DONE]\n\n'],
+  // A parser keeps the last member: null; the set one is cut all the same.
+  'escaped-then-null': [`data: ${HEAD},${content('Hel')}}\n\n`, `data: ${HEAD},${content('lo', '"stop"')},"\\u0075sage":${USAGE},"usage":null}\n\n`, 'data: [DONE]\n\n'],
 };
 
 /** OpenAI's and vLLM's shape: `"usage":null` on every content chunk, then the usage-only chunk. */
@@ -76,7 +99,7 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const scenario = String(req.headers['x-scenario']);
-        for (const e of scenario === 'null-usage' ? NULL_USAGE : SCENARIOS[scenario]) res.write(e);
+        for (const e of scenario === 'null-usage' ? NULL_USAGE : SCENARIOS[scenario] ?? OWN_COUNT[scenario]) res.write(e);
         res.end();
       });
     });
@@ -94,21 +117,38 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
 
   const body = { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true };
 
+  /** Streams the scenario to a client that did not ask for usage: it must read none, and every other member as the pod sent it. */
+  async function noUsageRead(scenario: string, events: string[], id = `not-asked-${scenario}`): Promise<any> {
+    const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': scenario, 'x-request-id': id });
+    expect(r.status).toBe(200);
+    const text = await r.text();
+    expect(text).not.toMatch(/usage|u0075sage/);
+    const data = eventData(text);
+    expect(data[data.length - 1]).toBe('[DONE]');
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>);
+    for (const chunk of chunks) expect(Object.keys(chunk)).not.toContain('usage');
+    const sent = eventData(events.join('')).slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>)
+      .filter((e) => !(Array.isArray(e.choices) && e.choices.length === 0 && typeof e.usage === 'object' && e.usage !== null && !Array.isArray(e.usage)));
+    for (const e of sent) delete e.usage;
+    expect(chunks).toEqual(sent);
+    return waitFor('access record', () => records(log).find((x) => x.request_id === id));
+  }
+
   for (const scenario of Object.keys(SCENARIOS)) {
     it(`${scenario}: the client that did not ask reads no usage; the router counts the pod's`, async () => {
-      const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': scenario, 'x-request-id': `not-asked-${scenario}` });
-      expect(r.status).toBe(200);
-      const data = eventData(await r.text());
-      expect(data[data.length - 1]).toBe('[DONE]');
-      const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>);
-      for (const chunk of chunks) expect(Object.keys(chunk)).not.toContain('usage');
-      // Every other member as the pod sent it.
-      const sent = eventData(SCENARIOS[scenario].join('')).slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>)
-        .filter((e) => !(Array.isArray(e.choices) && e.choices.length === 0));
-      for (const e of sent) delete e.usage;
-      expect(chunks).toEqual(sent);
-      const record = await waitFor('access record', () => records(log).find((x) => x.request_id === `not-asked-${scenario}`));
+      const record = await noUsageRead(scenario, SCENARIOS[scenario]);
       expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
+    });
+  }
+
+  for (const scenario of Object.keys(OWN_COUNT)) {
+    it(`${scenario}: the client that did not ask reads no usage; the router counts as for a stream without usage`, async () => {
+      const record = await noUsageRead(scenario, OWN_COUNT[scenario]);
+      const reference = await noUsageRead('no-usage', OWN_COUNT['no-usage'], `reference-for-${scenario}`);
+      expect(record.status_code).toBe(200);
+      expect(record.input_tokens).toBe(reference.input_tokens);
+      expect(record.output_tokens).toBe(reference.output_tokens);
+      expect(record.output_tokens).not.toBe(42);
     });
   }
 

@@ -79,6 +79,20 @@ describe('cutJsonMembers', () => {
     }
   });
 
+  it('whenSet: the members are cut only when one of them is not null', () => {
+    const whenSet = (json: string): string | null => {
+      const b = Buffer.from(json);
+      return cutJsonMembers(b, 0, b.length, USAGE, true) === 0 ? null : cutOut(b);
+    };
+    expect(whenSet('{"a":1,"usage":null,"b":2}')).toBeNull();
+    expect(whenSet('{"usage":null,"\\u0075sage":null}')).toBeNull();
+    expect(whenSet('{"usage" : null ,"x":{"usage":1}}')).toBeNull();
+    expect(whenSet('{"\\u0075sage":{"a":1},"usage":null}')).toBe('{}');
+    expect(whenSet('{"a":1,"usage":null,"us\\u0061ge":false}')).toBe('{"a":1}');
+    expect(whenSet('{"a":1,"usage":"null"}')).toBe('{"a":1}');
+    expect(whenSet('{"a":1,"usage":0}')).toBe('{"a":1}');
+  });
+
   it('a key named twice: both members are cut, wherever they stand', () => {
     expect(checked(`{"usage":null,"id":"c1","usage":${U}}`)).toBe('{"id":"c1"}');
     expect(checked(`{"usage":1,"usage":2}`)).toBe('{}');

@@ -88,19 +88,36 @@ describe('SseMemberStreamCut', () => {
     }
   });
 
-  it('the value of the last member cut is kept for the caller', () => {
-    expect(streamed(EVENTS[0], [40]).value).toBe(U);
-    expect(streamed(EVENTS[8], [3, 50]).value).toBe(U);
-    expect(streamed(EVENTS[11], [10, 60]).value).toBe(U);
+  it('the top level of the value of the last member cut is kept for the caller (strings and nested values emptied), whatever its size', () => {
+    const top = '{"prompt_tokens":5,"completion_tokens":16,"nested":{},"total_tokens":21}';
+    expect(streamed(EVENTS[0], [40]).value).toBe(top);
+    expect(streamed(EVENTS[8], [3, 50]).value).toBe(top);
+    expect(streamed(EVENTS[11], [10, 60]).value).toBe(top);
     expect(streamed(EVENTS[14], []).value).toBeNull();
-    const long = `data: {"id":1,"usage":{"pad":"${'p'.repeat(VALUE_BYTES)}"}}\n\n`;
+    expect(streamed('data: {"usage":"a\\"b"}\n\n', [9]).value).toBe('""');
+    expect(streamed('data: {"usage":[ "a" , [1] , {"b":2} , 3 ]}\n\n', [9]).value).toBe('["",[],{},3]');
+    expect(streamed('data: {"usage":{ "k\\"" : "v" , "n" : [ {} ] , "m" : -1e3 }}\n\n', [9]).value).toBe('{"k\\"":"","n":[],"m":-1e3}');
+    const long = `data: {"id":1,"usage":{"pad":"${'p'.repeat(VALUE_BYTES)}","a":[${'{"b":1},'.repeat(VALUE_BYTES)}{}],"completion_tokens":3}}\n\n`;
     const r = streamed(long, [1000]);
     expect(r.out).toBe('data: {"id":1}\n\n');
-    expect(r.value).toBeNull();
+    expect(r.value).toBe('{"pad":"","a":[],"completion_tokens":3}');
+    // Its top level over VALUE_BYTES: not a usage object, not kept.
+    expect(streamed(`data: {"usage":{"n":${'1'.repeat(VALUE_BYTES)}}}\n\n`, [1000]).value).toBeNull();
   });
 
-  it('more than HOLD_BYTES between a comma and the end of the next key: forwarded as it came', () => {
-    const event = `data: {"a":1,${' '.repeat(HOLD_BYTES)}"usage":{"completion_tokens":1}}\n\n`;
-    expect(streamed(event, [100]).out).toBe(event);
+  it('more than HOLD_BYTES between a comma and the end of the next key: the comma waits alone, and goes with the member or before the key', () => {
+    const far = (key: string): string => `data: {"a":1,${' '.repeat(HOLD_BYTES)}\n: note\ndata: ${' '.repeat(HOLD_BYTES - 5)}"${key}":{"completion_tokens":1}}\n\n`;
+    for (const cuts of [[100], [HOLD_BYTES + 20, 2 * HOLD_BYTES + 10], Array.from({ length: 3 * HOLD_BYTES }, (_, i) => i)]) {
+      const cut = streamed(far('usage'), cuts);
+      expect(cut.out).toBe(`data: {"a":1${' '.repeat(HOLD_BYTES)}\n: note\ndata: ${' '.repeat(HOLD_BYTES - 5)}}\n\n`);
+      expect(cut.value).toBe('{"completion_tokens":1}');
+      expect(streamed(far('usagf'), cuts).out).toBe(`data: {"a":1${' '.repeat(HOLD_BYTES)}\n: note\ndata: ${' '.repeat(HOLD_BYTES - 5)},"usagf":{"completion_tokens":1}}\n\n`);
+      // A key longer than HOLD_BYTES is not `usage`: it goes on as it came, after the comma.
+      const long = far('k'.repeat(HOLD_BYTES));
+      expect(streamed(long, cuts).out).toBe(long.replace(',', '').replace(`data: ${' '.repeat(HOLD_BYTES - 5)}`, `data: ${' '.repeat(HOLD_BYTES - 5)},`));
+    }
+    // The JSON stops being an object after such a comma: the comma, then the rest as it came.
+    const broken = `data: {"a":1,${' '.repeat(HOLD_BYTES + 1)}x,"usage":1}\n\n`;
+    expect(streamed(broken, [50]).out).toBe(broken.replace(',', '').replace(' x', ' ,x'));
   });
 });
