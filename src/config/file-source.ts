@@ -82,6 +82,12 @@ export class FileSource {
   private reloading: Promise<void> | null = null;
   private again = false;
   private watcher: FileWatch | null = null;
+  /**
+   * The message of the last reload refused before the file could be read (gone, a directory,
+   * larger than the cap), until the file is read again: the same change reported twice (by the
+   * watch and a poll) is told once, and counted once.
+   */
+  private unreadRefusal: string | null = null;
   rejected = 0;
 
   constructor(opts: FileSourceOptions) {
@@ -118,21 +124,29 @@ export class FileSource {
     this.o.log(`resources reload rejected, keeping the last good config: ${message}`, 'reload-rejected');
   }
 
+  /** A reload refused before the file could be read: logged unless it is the refusal told last. */
+  private refuseUnread(message: string): void {
+    if (message === this.unreadRefusal) return;
+    this.unreadRefusal = message;
+    this.rejected++;
+    this.o.log(message, 'reload-rejected');
+  }
+
   private async reloadOnce(): Promise<void> {
     const { file, maxBytes } = this.o;
+    const tooLargeRefusal = (size: number): void => this.refuseUnread(`resources reload rejected, keeping the last good config: ${tooLarge(file, size, maxBytes)}`);
     let buf: Buffer;
     try {
       const before = await stat(file);
-      if (before.size > maxBytes) return this.reject(tooLarge(file, before.size, maxBytes));
+      if (before.size > maxBytes) return tooLargeRefusal(before.size);
       buf = await readFile(file);
-      if (buf.length > maxBytes) return this.reject(tooLarge(file, buf.length, maxBytes));
+      if (buf.length > maxBytes) return tooLargeRefusal(buf.length);
       const after = await stat(file);
       if (after.size !== buf.length || after.mtimeMs !== before.mtimeMs) return; // still being written: its next change is seen
     } catch (err) {
-      this.rejected++;
-      this.o.log(`resources reload failed, keeping the last good config: ${unreadable(file, err, false)}`, 'reload-rejected');
-      return;
+      return this.refuseUnread(`resources reload failed, keeping the last good config: ${unreadable(file, err, false)}`);
     }
+    this.unreadRefusal = null;
     const text = buf.toString('utf8');
     if (text === this.lastText) return;
     this.lastText = text;

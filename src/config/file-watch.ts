@@ -9,7 +9,8 @@
  * A slow stat poll (SAFETY_POLL_MS) catches what inotify does not report: a network filesystem
  * changed from another machine, a symlink swapped without its old target being removed. While the
  * file is missing (removed, to be written again), and where no watch can be set up at all (no
- * inotify, its limits reached), it polls at the fast interval instead, as the reader did before.
+ * inotify, its limits reached), it polls at the fast interval instead, as the reader did before;
+ * the safety poll is stopped while the file is missing, so that a removal is reported once.
  *
  * `start()` reports once when the watch is in place, because the reader reads the file before it
  * starts the watch, and a change landing in between would otherwise go unseen: on the next turn for
@@ -85,8 +86,7 @@ export class FileWatch {
     this.retryTimer = null;
     if (this.armedTimer !== null) clearTimeout(this.armedTimer);
     this.armedTimer = null;
-    if (this.pollMs > 0) unwatchFile(this.file, this.changed);
-    this.pollMs = 0;
+    this.stopPoll();
   }
 
   /**
@@ -109,6 +109,8 @@ export class FileWatch {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         this.mode = 'missing';
+        // The fast retry looks for the file now: the safety poll would report the removal again.
+        this.stopPoll();
         if (this.retryTimer === null) {
           this.retryTimer = setInterval(this.retryMissing, this.o.fastPollMs);
           this.retryTimer.unref();
@@ -154,15 +156,23 @@ export class FileWatch {
    */
   private readonly changed = (): void => {
     if (this.stopped) return;
+    // A poll that saw the change first: the burst the watch is settling is this one, reported now.
+    if (this.settleTimer !== null) clearTimeout(this.settleTimer);
+    this.settleTimer = null;
     if (this.mode !== 'poll') this.rearm();
     this.onChange();
   };
 
   private poll(ms: number): void {
     if (this.pollMs === ms) return;
-    if (this.pollMs > 0) unwatchFile(this.file, this.changed);
+    this.stopPoll();
     this.pollMs = ms;
     watchFile(this.file, { interval: ms, persistent: false }, this.changed);
+  }
+
+  private stopPoll(): void {
+    if (this.pollMs > 0) unwatchFile(this.file, this.changed);
+    this.pollMs = 0;
   }
 }
 

@@ -13,6 +13,7 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
+import { hasV1Twice, v1TwiceError } from './unknown-path.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -111,6 +112,14 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       // goes unsent, its record kept). Nothing is decided by the client's address: other
       // connections from it (a proxy's, a NAT's) are served as usual.
       x.sendErrorAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, transferEncoding), 400, null, 'invalid_content_length'));
+      h.finish(x);
+      return;
+    }
+    // Checked only on a path that is no endpoint of the router (known is null): /v1/v1/... would
+    // otherwise be forwarded, and a pod answers it with a 404 of its own that names no cause.
+    if (known === null && hasV1Twice(url)) {
+      x.handedOn = true;
+      x.sendError(v1TwiceError(url));
       h.finish(x);
       return;
     }

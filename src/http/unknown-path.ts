@@ -31,3 +31,20 @@ export function unknownPathError(path: string): RouterError {
   const hint = v1Hint(path);
   return new RouterError('invalid_request', `no such path: ${path}; ${hint ?? SERVED_PATHS}`, 404, null, 'unknown_endpoint');
 }
+
+/**
+ * Whether a /v1 path repeats its prefix (`/v1/v1/chat/completions`): what a client asks for whose
+ * base URL ends in /v1 and that adds /v1 itself. Such a path is no endpoint of any model server,
+ * so the router answers it instead of forwarding it.
+ */
+export function hasV1Twice(url: string): boolean {
+  return url.startsWith('/v1/v1') && (url.length === 6 || url.charCodeAt(6) === 47 /* / */);
+}
+
+/** The 404 of a path with /v1 twice, naming the path meant (the repeated prefixes dropped). */
+export function v1TwiceError(url: string): RouterError {
+  let meant = url;
+  while (hasV1Twice(meant)) meant = meant.slice(3);
+  return new RouterError('invalid_request', `no such path: ${url}; the path has /v1 twice: did you mean ${meant}? `
+    + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)', 404, null, 'unknown_endpoint');
+}

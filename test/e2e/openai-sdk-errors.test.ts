@@ -108,6 +108,33 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
       + 'An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)');
   });
 
+  it('NotFoundError naming the path meant for a client that adds /v1 to a base URL ending in /v1; not forwarded, recorded', async () => {
+    const before = (await mock.stats()).requests;
+    const twice = new OpenAI({ baseURL: `${router.url}/v1/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-request-id': 'v1-twice-json' } });
+    const err = await failure(() => twice.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }));
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    const e = err as InstanceType<typeof OpenAI.NotFoundError>;
+    expect([e.status, e.type, e.code]).toEqual([404, 'invalid_request', 'unknown_endpoint']);
+    expect(e.message).toBe('404 no such path: /v1/v1/chat/completions; the path has /v1 twice: did you mean /v1/chat/completions? '
+      + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)');
+    const text = await postFresh(`${router.url}/v1/v1/completions?x=1`, { model: 'sf-model', prompt: 'x' }, { authorization: `Bearer ${KEY}`, 'x-request-id': 'v1-twice-text' });
+    expect([text.status, text.headers['content-type'], text.headers['x-request-id'], text.text]).toEqual([404, TEXT, 'v1-twice-text',
+      'no such path: /v1/v1/completions; the path has /v1 twice: did you mean /v1/completions? An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)']);
+    const get = await fetch(`${router.url}/v1/v1/models`);
+    expect([get.status, await get.text()]).toEqual([404, 'no such path: /v1/v1/models; the path has /v1 twice: did you mean /v1/models? '
+      + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)']);
+    expect((await mock.stats()).requests).toBe(before);
+    const records = (): LogRecord[] => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as LogRecord);
+    const [j, t] = await waitFor('both records', () => {
+      const all = records();
+      const pair = [all.find((r) => r.request_id === 'v1-twice-json'), all.find((r) => r.request_id === 'v1-twice-text')];
+      return pair[0] && pair[1] ? pair as LogRecord[] : null;
+    }, 5000);
+    expect([j.status_code, j.error?.type]).toEqual([404, 'invalid_request']);
+    expect([t.status_code, t.error?.message]).toEqual([404, 'no such path: /v1/v1/completions; the path has /v1 twice: did you mean /v1/completions? '
+      + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)']);
+  });
+
   it('AuthenticationError for an unknown key, with www-authenticate', async () => {
     const wrong = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-not-a-key', maxRetries: 0 });
     const err = await failure(() => wrong.completions.create({ model: 'sf-model', prompt: 'x' }));

@@ -28,7 +28,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['settings.ts'],
   ['primary'],
   ['worker'],
-  ['cli.ts'],
+  ['cli.ts', 'healthcheck.ts'],
 ];
 
 /** Inside a part: sub-folders that must not import each other (siblings behind a shared root). */

@@ -3,7 +3,7 @@
  * or replaced by a directory) keeps the last good config and says what is wrong in the words the
  * start-up uses, not as a bare system error.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,5 +53,38 @@ describe('FileSource reloads of a file that cannot be read', () => {
     expect(applied).toHaveLength(1);
     expect(lines.at(-1)).toBe(`resources reload failed, keeping the last good config: ${file}: is a directory; `
       + '--resources (ROUTER_RESOURCES) takes one YAML file of ModelRoute/ModelServer resources');
+  });
+
+  it('one removal is one message, however often the watch reports it; a file put back then removed again is told again', async () => {
+    const { file, source, lines, applied } = started();
+    source.stop(); // the reloads below stand for the watch's reports, one at a time
+    const text = readFileSync(file, 'utf8');
+    const failed = (): string[] => lines.filter((l) => l.startsWith('resources reload failed'));
+    rmSync(file);
+    await source.reload();
+    await source.reload(); // a second report of the same removal (the watch and its poll)
+    expect(failed()).toHaveLength(1);
+    expect(source.rejected).toBe(1);
+    writeFileSync(file, text); // put back as it was: nothing to apply
+    await source.reload();
+    expect(applied).toHaveLength(1);
+    rmSync(file);
+    await source.reload();
+    expect(failed()).toHaveLength(2);
+    expect(source.rejected).toBe(2);
+    mkdirSync(file); // a different change: its own message
+    await source.reload();
+    expect(failed()).toHaveLength(3);
+    expect(failed()[2]).toMatch(/: is a directory; /);
+  });
+
+  it('a file larger than the cap is told once, until it changes', async () => {
+    const { file, source, lines } = started();
+    source.stop();
+    writeFileSync(file, `${readFileSync(file, 'utf8')}${'#'.repeat(1 << 20)}\n`);
+    await source.reload();
+    await source.reload();
+    expect(lines.filter((l) => l.includes('more than ROUTER_RESOURCES_MAX_BYTES'))).toHaveLength(1);
+    expect(source.rejected).toBe(1);
   });
 });

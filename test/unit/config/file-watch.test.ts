@@ -207,6 +207,18 @@ describe('FileWatch', () => {
     expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // through the watch again
   });
 
+  it('a removal is reported once: the safety poll beside the watch does not report it again', async () => {
+    const f = newFile();
+    const w = await counted(f, { safetyPollMs: 50 });
+    await sleep(100); // the safety poll has its first stat
+    const removed = w.next();
+    rmSync(f);
+    expect(await removed).toBe(1);
+    expect(w.watch.mode).toBe('missing');
+    await sleep(300); // several safety poll intervals
+    expect(w.count()).toBe(1);
+  });
+
   it('a file written beside it (an access log in the same directory) does not wake it', async () => {
     const f = newFile();
     let events = 0;

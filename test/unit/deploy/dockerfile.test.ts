@@ -64,9 +64,24 @@ describe('deploy/Dockerfile', () => {
     expect(Number(user.split(':')[0])).toBeGreaterThan(0);
     const hc = final.find((i) => i.op === 'HEALTHCHECK')?.args ?? '';
     expect(hc).toMatch(/--interval=\S+ .*CMD \[/);
-    expect(hc).toContain('/healthz');
     expect(final.some((i) => i.op === 'EXPOSE' && i.args === '8080')).toBe(true);
     expect(final.find((i) => i.op === 'ENTRYPOINT')?.args).toBe('["node", "dist/cli.js"]');
+  });
+
+  test('HEALTHCHECK runs the health check script the build compiles into dist/ (which the final stage copies), by its absolute path under WORKDIR', () => {
+    const hc = final.find((i) => i.op === 'HEALTHCHECK')?.args ?? '';
+    const cmd = JSON.parse(/CMD (\[.*\])$/.exec(hc)![1]) as string[];
+    expect(cmd).toEqual(['node', '/app/dist/healthcheck.js']);
+    expect(final.find((i) => i.op === 'WORKDIR')?.args).toBe('/app');
+    expect(final.some((i) => i.op === 'COPY' && i.args === '--from=build /app/dist ./dist')).toBe(true);
+    // dist/healthcheck.js is src/healthcheck.ts compiled, and src/ is what the build stage compiles.
+    expect(stages[0].some((i) => i.op === 'COPY' && i.args === 'src ./src')).toBe(true);
+    const script = readFileSync(join(ROOT, 'src/healthcheck.ts'), 'utf8');
+    expect(readFileSync(join(ROOT, 'src/config/router-process.ts'), 'utf8')).toContain('/healthz');
+    expect(script).toContain("from './config/router-process.js'");
+    // No dependency: node's own modules and the router's files only.
+    const imports = [...readFileSync(join(ROOT, 'src/config/router-process.ts'), 'utf8').matchAll(/from '([^']+)'/g), ...script.matchAll(/from '([^']+)'/g)].map((m) => m[1]);
+    for (const i of imports) expect(i, i).toMatch(/^(node:|\.)/);
   });
 
   test('OCI labels', () => {

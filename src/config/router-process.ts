@@ -1,0 +1,101 @@
+/**
+ * The address a running router listens on, read from the router process itself: its command
+ * line and environment as /proc shows them, parsed by the router's own parseSettings, so the port
+ * is found whichever way it was given (`--port N`, `--port=N`, ROUTER_PORT, or the default 8080)
+ * and can never be parsed differently from the router. Used by the container image's health check
+ * (src/healthcheck.ts).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseSettings } from './settings.js';
+
+/** A process's command line or environment as /proc gives them: strings each ended by a NUL. */
+export function nulList(text: string): string[] {
+  const parts = text.split('\0');
+  if (parts.length > 0 && parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}
+
+/**
+ * The router's own arguments in a process's command line (`node [node options] …/cli.js ARGS`),
+ * or null when the process is no router.
+ */
+export function routerArgs(cmdline: string): string[] | null {
+  const argv = nulList(cmdline);
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === 'cli.js' || a.endsWith('/cli.js')) return argv.slice(i + 1);
+    if (!a.startsWith('-')) return null; // a script other than the router's
+  }
+  return null;
+}
+
+/** A process's environment from its /proc environ text. */
+export function environment(environ: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const entry of nulList(environ)) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return env;
+}
+
+/**
+ * The pid of the router under `proc` (a /proc directory): 1 when PID 1 runs it (the image's
+ * ENTRYPOINT), else the lowest pid that runs it (an init process as PID 1, `docker run --init`);
+ * null when none does.
+ */
+export function findRouterPid(proc = '/proc'): number | null {
+  if (isRouter(proc, 1)) return 1;
+  const pids = readdirSync(proc).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+  for (const pid of pids) if (pid !== 1 && pid !== process.pid && isRouter(proc, pid)) return pid;
+  return null;
+}
+
+function isRouter(proc: string, pid: number): boolean {
+  try {
+    return routerArgs(readFileSync(join(proc, String(pid), 'cmdline'), 'utf8')) !== null;
+  } catch {
+    return false; // gone meanwhile, or not ours to read
+  }
+}
+
+/** Where to ask for a router's health: its port, on loopback when it listens on every interface. */
+export interface HealthTarget {
+  readonly url: string;
+  readonly port: number;
+}
+
+/** The /healthz URL of the router started with `args` in `env`. Throws when they do not parse (the router would not have started). */
+export function healthTarget(args: readonly string[], env: NodeJS.ProcessEnv): HealthTarget {
+  const s = parseSettings(args, env);
+  if (s === null) throw new Error('the process was started with --help: it serves nothing');
+  return { url: `http://${connectHost(s.host)}:${s.port}/healthz`, port: s.port };
+}
+
+/** The host to connect to for a listen address: loopback for a wildcard one, an IPv6 literal in brackets. */
+export function connectHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+/** The health target of the router running as `pid` under `proc`: its command line, and its environment where readable (else `fallbackEnv`). */
+export function processHealthTarget(pid: number, proc = '/proc', fallbackEnv: NodeJS.ProcessEnv = process.env): HealthTarget {
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(join(proc, String(pid), 'cmdline'), 'utf8');
+  } catch (err) {
+    throw new Error(`no process ${pid} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const args = routerArgs(cmdline);
+  if (args === null) throw new Error(`process ${pid} is not the router (node …/cli.js)`);
+  let env = fallbackEnv;
+  try {
+    env = environment(readFileSync(join(proc, String(pid), 'environ'), 'utf8'));
+  } catch {
+    // Not readable (another user's process): the health check's own environment, which a
+    // container gives every process it starts.
+  }
+  return healthTarget(args, env);
+}
