@@ -123,6 +123,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private instanceSince = 0;
   /** The circuit closed, and which instance answers is not known yet (INFO pending: readInstance). */
   private confirming = false;
+  /** An INFO after a connection was answered or failed: an instance may have charged before the one answering now. */
+  private readBefore = false;
   private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
@@ -557,7 +559,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {
     // Another instance (or none known): the charges of admissions made before it answered are not its.
-    if (runId === null || runId !== held.runId) this.instanceSince = this.upAt;
+    // At the first connection there is none before it: an admission that began while the store was
+    // starting (waiting for it) was charged by this instance, or by none.
+    if (this.readBefore && (runId === null || runId !== held.runId)) this.instanceSince = this.upAt;
+    this.readBefore = true;
     this.confirming = false;
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
       this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);

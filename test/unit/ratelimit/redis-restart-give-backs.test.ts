@@ -128,6 +128,30 @@ describe('give-backs after Redis restarted', () => {
   });
 });
 
+describe('give-backs of admissions that began before the first connection', () => {
+  it('one the first instance charged (the store was starting when it began) is taken off there', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(() => s.stop());
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '2s', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    expect(l.state).toBe('starting');
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    // The pipeline's admission time: taken before the store is asked, a millisecond before the
+    // first connection can answer (no I/O runs during this synchronous wait).
+    const admittedAt = Date.now();
+    while (Date.now() === admittedAt);
+    const a = await admitRequest(terms, 4);
+    expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
+    expect(await inputCount(s, r)).toBe(4);
+    await landed(); // which instance answers is read
+    await giveBackInput(terms, 4, a.byFailureMode, admittedAt);
+    await landed();
+    expect(await inputCount(s, r)).toBe(0);
+  });
+});
+
 /**
  * A TCP proxy to `port` that, once armed, holds every reply of the connection that sends
  * `INFO server` (what the store reads when the circuit closes) until released.
