@@ -171,7 +171,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       // However the store went away (a lost connection too), its leases go back or are forfeit at
       // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
       // lost its counts (a restart, a failover), whatever the lease clock says of its view.
-      onDown: () => this.returnLeasesWhileDown(),
+      // What was collected fails over now too: a settle waiting for an admission to ride along
+      // with must not go out after a reconnection, to an instance that may not hold its charge
+      // (its give-back was meant for the one answering when it was made: held for it instead).
+      onDown: () => {
+        this.returnLeasesWhileDown();
+        this.batches.flushAll();
+      },
       onUp: () => this.readInstance(),
     });
   }
