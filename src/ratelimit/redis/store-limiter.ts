@@ -302,7 +302,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   }
 
   /**
-   * A give-back (`delta` < 0) of an admission made at `admittedAt`, before the circuit last closed:
+   * A give-back (`delta` < 0) of an admission begun at `admittedAt`, before the circuit last closed:
    * what still goes to Redis now. Nothing when an instance before the one answering now charged it
    * (Redis restarted or failed over since: taking it off would lower the counts of others'
    * requests); held (held-give-backs.ts) while which instance answers is not known yet; else all.
