@@ -123,8 +123,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private instanceSince = 0;
   /** The circuit closed, and which instance answers is not known yet (INFO pending: readInstance). */
   private confirming = false;
-  /** An INFO after a connection was answered or failed: an instance may have charged before the one answering now. */
-  private readBefore = false;
+  /** Times the circuit closed (the first connection: 1). Before the first, nothing was charged in Redis. */
+  private closures = 0;
   private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
@@ -555,7 +555,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     const held = this.held;
     if (held === null) return;
     this.upAt = Date.now();
-    this.confirming = true;
+    // At the first connection no instance came before: nothing to confirm.
+    this.confirming = ++this.closures > 1;
     awaitReply(this.client.info('server'), this.timeoutMs, {
       reply: (text) => this.giveBackHeld(held, runIdOf(text)),
       fail: () => this.giveBackHeld(held, null),
@@ -567,8 +568,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     // Another instance (or none known): the charges of admissions made before it answered are not its.
     // At the first connection there is none before it: an admission that began while the store was
     // starting (waiting for it) was charged by this instance, or by none.
-    if (this.readBefore && (runId === null || runId !== held.runId)) this.instanceSince = this.upAt;
-    this.readBefore = true;
+    if (this.closures > 1 && (runId === null || runId !== held.runId)) this.instanceSince = this.upAt;
     this.confirming = false;
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
       this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);
