@@ -28,8 +28,9 @@ export function admitTerms(terms: readonly LimiterTerm[], inputTokens: number): 
  * before it charged is given back, so a rejected request charges none of them in the end. Never
  * admits past a limit; a concurrent request may see the tokens of one that is being refused for
  * that short while (and be refused with it). Shadow limits are charged once the request is in.
- * The give-back carries the time the admission began (giveBackInput's `admittedAt`): only to limits
- * whose window then is still on, and to a Redis store only if the process answering it then still does.
+ * The give-back carries the time the admission began (giveBackInput's `admittedAt`): it goes only to
+ * limits whose window then is still on, and to a Redis store only if the process that answered it
+ * then still answers.
  */
 export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: number): Promise<Decision[]> {
   // No charge of this admission is older: a give-back goes only to a Redis process that has
