@@ -34,7 +34,7 @@ export class RequestContext {
   outputTokens = 0;
   /** Of outputTokens, the part estimated, not reported or counted (a long stream cut before the pod's count). */
   outputTokensEstimated = 0;
-  /** Epoch ms at which the request's limits admitted it (0: no limit applies); its input corrections belong to that window. */
+  /** Epoch ms at which the request's admission against its limits began (0: no limit applies); its input corrections belong to that window. */
   admittedAt = 0;
   /** Of the request's limits, bit i set: limit i admitted it by its failure mode (request-admission.ts byFailureMode). */
   admittedByFailureMode = 0;

@@ -28,8 +28,14 @@ export function admitTerms(terms: readonly LimiterTerm[], inputTokens: number): 
  * before it charged is given back, so a rejected request charges none of them in the end. Never
  * admits past a limit; a concurrent request may see the tokens of one that is being refused for
  * that short while (and be refused with it). Shadow limits are charged once the request is in.
+ * The give-back carries the time the admission began (giveBackInput's `admittedAt`): it goes only to
+ * limits whose window then is still on, and to a Redis store only if the process that answered it
+ * then still answers.
  */
 export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: number): Promise<Decision[]> {
+  // No charge of this admission is older: a give-back goes only to a Redis process that has
+  // answered since (one that restarted while a later limit was asked never held the charge).
+  const startedAt = Date.now();
   const decisions: Decision[] = new Array<Decision>(terms.length);
   const charged: LimiterTerm[] = [];
   /** Bit k: charged[k] was admitted by its failure mode (its give-back goes there). */
@@ -69,10 +75,10 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens, d.byFailureMode === true); // shadow: counted past its limit
     }
   } catch (err) {
-    await giveBackInput(charged, inputTokens, chargedByFailureMode, -1, lateCharges);
+    await giveBackInput(charged, inputTokens, chargedByFailureMode, startedAt, lateCharges);
     throw err;
   }
-  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode, -1, lateCharges);
+  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode, startedAt, lateCharges);
   for (let i = 0; i < terms.length; i++) {
     // An enforced limit not asked (one before it refused): neither charged nor refused.
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };

@@ -73,8 +73,9 @@ export interface TokenLimiter {
    * `byFailureMode`: the admission this corrects was decided by a failure mode (its Decision's
    * byFailureMode), so the correction goes where that charged it, not to the store; only a limiter
    * with a failure mode (redis/failure-mode.ts) reads it. `admittedAt`: Date.now() when that
-   * admission was made (absent or <= 0: not known); only the Redis store reads it, to keep a
-   * give-back from an instance that never held the charge (a restart: redis/store-limiter.ts).
+   * admission began, before any store was asked (absent or <= 0: not known); only the Redis store
+   * reads it, to keep a give-back from an instance that never held the charge (a restart:
+   * redis/store-limiter.ts).
    */
   adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void;
   /**

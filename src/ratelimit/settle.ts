@@ -11,7 +11,7 @@ export function settleCounters(
   l: TokenLimiter, key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number,
   /** The admission was decided by a failure mode (Decision.byFailureMode): its correction goes where that charged it. */
   byFailureMode = false,
-  /** Date.now() when that admission was made (<= 0: not known; TokenLimiter.adjustInput). */
+  /** Date.now() when that admission began (<= 0: not known; TokenLimiter.adjustInput). */
   admittedAt = 0,
 ): Promise<void> | void {
   if (inputDelta === 0 && outputTokens === 0) return;

@@ -138,9 +138,14 @@ class PipelineRun implements ProxyListener {
       this.x.ctx.inputTokens = inputTokens;
       const terms = limitTerms(this.s, this.route!, this.tenant);
       this.terms = terms;
-      // One enforced limit decides alone (from a lease: synchronously); several, or a shadow
-      // one, are decided together (request-admission.ts).
-      if (terms !== null) admitted = admitRequest(terms, inputTokens);
+      if (terms !== null) {
+        // Taken before any store is asked: no charge of the request is older (its give-backs go
+        // only to a Redis process that answered since then: redis/store-limiter.ts givenBackTo).
+        this.x.ctx.admittedAt = Date.now();
+        // One enforced limit decides alone (from a lease: synchronously); several, or a shadow
+        // one, are decided together (request-admission.ts).
+        admitted = admitRequest(terms, inputTokens);
+      }
     } catch (err) {
       this.fail(err);
       return;
@@ -158,7 +163,6 @@ class PipelineRun implements ProxyListener {
         x.rateScope = a.shownScope;
         if (!a.admitted) throw rateLimitRejection(a.shown!);
         this.charged = x.ctx.inputTokens;
-        x.ctx.admittedAt = Date.now();
         x.ctx.admittedByFailureMode = a.byFailureMode;
         x.ctx.admittedLateCharges = a.lateCharges;
       }

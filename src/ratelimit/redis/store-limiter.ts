@@ -123,6 +123,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private instanceSince = 0;
   /** The circuit closed, and which instance answers is not known yet (INFO pending: readInstance). */
   private confirming = false;
+  /** Times the circuit closed (the first connection: 1). Before the first, nothing was charged in Redis. */
+  private closures = 0;
   private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
@@ -169,7 +171,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       // However the store went away (a lost connection too), its leases go back or are forfeit at
       // once (returnLeasesWhileDown): one must not outlive a reconnection to a Redis that may have
       // lost its counts (a restart, a failover), whatever the lease clock says of its view.
-      onDown: () => this.returnLeasesWhileDown(),
+      // What was collected fails over now too: a settle waiting for an admission to ride along
+      // with must not go out after a reconnection, to an instance that may not hold its charge
+      // (its give-back was meant for the one answering when it was made: held for it instead).
+      onDown: () => {
+        this.returnLeasesWhileDown();
+        this.batches.flushAll();
+      },
       onUp: () => this.readInstance(),
     });
   }
@@ -294,7 +302,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   }
 
   /**
-   * A give-back (`delta` < 0) of an admission made at `admittedAt`, before the circuit last closed:
+   * A give-back (`delta` < 0) of an admission begun at `admittedAt`, before the circuit last closed:
    * what still goes to Redis now. Nothing when an instance before the one answering now charged it
    * (Redis restarted or failed over since: taking it off would lower the counts of others'
    * requests); held (held-give-backs.ts) while which instance answers is not known yet; else all.
@@ -547,7 +555,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     const held = this.held;
     if (held === null) return;
     this.upAt = Date.now();
-    this.confirming = true;
+    // At the first connection no instance came before: nothing to confirm.
+    this.confirming = ++this.closures > 1;
     awaitReply(this.client.info('server'), this.timeoutMs, {
       reply: (text) => this.giveBackHeld(held, runIdOf(text)),
       fail: () => this.giveBackHeld(held, null),
@@ -557,7 +566,9 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {
     // Another instance (or none known): the charges of admissions made before it answered are not its.
-    if (runId === null || runId !== held.runId) this.instanceSince = this.upAt;
+    // At the first connection there is none before it: an admission that began while the store was
+    // starting (waiting for it) was charged by this instance, or by none.
+    if (this.closures > 1 && (runId === null || runId !== held.runId)) this.instanceSince = this.upAt;
     this.confirming = false;
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
       this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);

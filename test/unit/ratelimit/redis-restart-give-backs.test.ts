@@ -128,6 +128,56 @@ describe('give-backs after Redis restarted', () => {
   });
 });
 
+describe('a give-back waiting in its batch when Redis restarts', () => {
+  it('is held for the instance it was made for, not sent to the new one once the limiter reconnected', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(() => s.stop());
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    // A settle waits longer for an admission to ride along with than a reconnection takes.
+    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: 2000, probeIntervalMs: 50, reconnectCapMs: 1 });
+    cleanups.push(() => l.close());
+    await untilUp(l);
+    await landed(); // which instance answers is read
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const admittedAt = Date.now();
+    while (Date.now() === admittedAt); // the circuit closed before; the admission begins after
+    const a = await admitRequest(terms, 4);
+    expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
+    const given = giveBackInput(terms, 4, a.byFailureMode, admittedAt); // waits in its batch
+    await s.restart();
+    await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '8'); // other routers' requests
+    await untilUp(l);
+    await given;
+    await landed(2300); // past the settle wait: a batch still waiting would have gone out
+    expect(await inputCount(s, r)).toBe(8);
+  });
+});
+
+describe('give-backs of admissions that began before the first connection', () => {
+  it('one the first instance charged (the store was starting when it began) is taken off there', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(() => s.stop());
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '2s', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    expect(l.state).toBe('starting');
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    // The pipeline's admission time: taken before the store is asked, a millisecond before the
+    // first connection can answer (no I/O runs during this synchronous wait).
+    const admittedAt = Date.now();
+    while (Date.now() === admittedAt);
+    const a = await admitRequest(terms, 4);
+    expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
+    expect(await inputCount(s, r)).toBe(4);
+    await landed(); // which instance answers is read
+    await giveBackInput(terms, 4, a.byFailureMode, admittedAt);
+    await landed();
+    expect(await inputCount(s, r)).toBe(0);
+  });
+});
+
 /**
  * A TCP proxy to `port` that, once armed, holds every reply of the connection that sends
  * `INFO server` (what the store reads when the circuit closes) until released.
