@@ -7,6 +7,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { compileGlobs, type ModelGlobs } from './model-globs.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import { parseRateLimit } from '../config/rate-limit-spec.js';
+import { unusableJwk } from './inline-jwk.js';
 
 export interface ApiKeyEntry {
   /** The subject: who holds the key. */
@@ -205,6 +206,8 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
       if (!isObj(k) || typeof k.kty !== 'string') c.fail(`jwt.jwks.keys[${i}]`, 'expected a JWK (a mapping with "kty")');
       if (k.d !== undefined) c.fail(`jwt.jwks.keys[${i}]`, 'is a private key ("d" present); give public keys only');
       if (k.kty === 'oct') c.fail(`jwt.jwks.keys[${i}].kty`, 'symmetric keys ("oct") are not supported; give the issuer\'s public keys');
+      const unusable = unusableJwk(k);
+      if (unusable !== null) c.fail(`jwt.jwks.keys[${i}]`, unusable);
     });
     jwks = Object.freeze({ keys: Object.freeze(set.keys.map((k) => Object.freeze({ ...(k as Obj) }))) });
   } else {

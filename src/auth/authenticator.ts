@@ -154,11 +154,12 @@ export class Authenticator {
   private async verifyJwt(token: string, model: string): Promise<Tenant> {
     const j = this.jwt!;
     let payload: JWTPayload;
+    const opts = this.tokenNow === null ? this.verifyOptions! : { ...this.verifyOptions!, currentDate: new Date(this.tokenNow()) };
     try {
-      const opts = this.tokenNow === null ? this.verifyOptions! : { ...this.verifyOptions!, currentDate: new Date(this.tokenNow()) };
       payload = (await jwtVerify(token, this.getKey!, opts)).payload;
     } catch (err) {
-      throw jwtFailure(err);
+      if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw jwtFailure(err);
+      payload = await verifyWithEach(token, err, opts);
     }
     const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : j.issuer;
     const models = j.modelsClaim === null ? undefined : payload[j.modelsClaim];
@@ -171,6 +172,23 @@ export class Authenticator {
     }
     return tenant;
   }
+}
+
+/**
+ * A token without `kid` (RFC 7515 makes it optional) while the issuer's set holds several keys
+ * that fit its algorithm (a key rotation publishes the old and the new key): each of them is
+ * tried, as jose's JWKSMultipleMatchingKeys offers. The first whose signature holds decides (its
+ * claim checks included); when none does, the signature is bad.
+ */
+async function verifyWithEach(token: string, candidates: errors.JWKSMultipleMatchingKeys, opts: JWTVerifyOptions): Promise<JWTPayload> {
+  for await (const key of candidates) {
+    try {
+      return (await jwtVerify(token, key, opts)).payload;
+    } catch (err) {
+      if (!(err instanceof errors.JWSSignatureVerificationFailed)) throw jwtFailure(err);
+    }
+  }
+  throw unauthenticated('invalid token: bad signature', true);
 }
 
 function subjectOf(t: Tenant): string {
@@ -203,7 +221,6 @@ function jwtFailure(err: unknown): RouterError {
   }
   if (err instanceof errors.JWSSignatureVerificationFailed) return unauthenticated('invalid token: bad signature', true);
   if (err instanceof errors.JWKSNoMatchingKey) return unauthenticated('invalid token: no key of the issuer matches it', true);
-  if (err instanceof errors.JWKSMultipleMatchingKeys) return unauthenticated('invalid token: several keys match; give a kid', true);
   if (err instanceof errors.JOSEAlgNotAllowed) return unauthenticated('invalid token: algorithm not accepted', true);
   if (err instanceof errors.JOSEError) return unauthenticated(`invalid token: ${err.code === 'ERR_JWT_INVALID' || err.code === 'ERR_JWS_INVALID' ? 'malformed' : 'not accepted'}`, true);
   return unauthenticated('invalid token: not accepted', true);

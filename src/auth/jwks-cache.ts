@@ -6,7 +6,8 @@
  * - a token whose kid is unknown triggers one fetch (key rotation), at most once per cooldown;
  *   tokens arriving while a fetch is under way wait for it rather than fail;
  * - a failed fetch keeps the last good keys; concurrent callers share one fetch;
- * - a reload of the auth file naming the same set keeps its keys (`previous`);
+ * - a reload of the auth file naming the same set keeps its keys (`previous`), and the outcome of
+ *   a fetch of the replaced cache still under way;
  * - with no keys yet, a failed fetch is not retried within the cooldown either: meanwhile every
  *   verification fails at once with the cached error (503), so a down issuer is not hammered;
  * - the clock and fetch are injected, so rotation and cooldown are tested without sleeping.
@@ -64,11 +65,22 @@ export class JwksCache {
     this.fetchFn = opts.fetch ?? (fetch as unknown as FetchFn);
     const prev = opts.previous;
     if (prev != null && prev.uri === uri) {
-      this.local = prev.local;
-      this.fetchedAt = prev.fetchedAt;
-      this.attemptedAt = prev.attemptedAt;
-      this.lastError = prev.lastError;
+      this.takeOver(prev);
+      // A fetch of the replaced cache under way (the first one, a rotation's): this one waits for
+      // it and takes what it brought, rather than finding no keys and its cooldown running.
+      if (prev.pending !== null) {
+        this.pending = prev.pending.then(() => this.takeOver(prev)).finally(() => {
+          this.pending = null;
+        });
+      }
     }
+  }
+
+  private takeOver(prev: JwksCache): void {
+    this.local = prev.local;
+    this.fetchedAt = prev.fetchedAt;
+    this.attemptedAt = prev.attemptedAt;
+    this.lastError = prev.lastError;
   }
 
   private async resolve(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey> {

@@ -15,6 +15,9 @@
  * keys on prom-client's module-global registry list. Here only workers that said hello are asked,
  * a worker's exit settles its part at once, and after `timeoutMs` the scrape is answered with what
  * arrived; `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
+ * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
+ * and histograms of its last answer in every later sum, and one that did not answer in time is
+ * counted with those of its last answer.
  * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
  * through untouched.
  */
@@ -22,6 +25,7 @@ import type { Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
+import { monotonicPart, RetiredCounts } from './metrics-retained.js';
 
 export const MSG_HELLO = 'metrics:hello';
 export const MSG_GET = 'metrics:get';
@@ -55,7 +59,8 @@ interface Gather {
   readonly requester: Worker;
   readonly requestId: number;
   readonly waiting: Set<Worker>;
-  readonly results: MetricJson[][];
+  /** The answers so far, by worker (one that exits meanwhile is taken out: retired has it). */
+  readonly results: Map<Worker, MetricJson[]>;
   timer: NodeJS.Timeout | null;
 }
 
@@ -67,6 +72,9 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
   const timeoutMs = opts.timeoutMs ?? 2000;
   const ready = new Set<Worker>();
   const gathers = new Map<number, Gather>();
+  /** Each live worker's last answer: its counters stand in when it misses a scrape, and stay when it exits. */
+  const last = new Map<Worker, MetricJson[]>();
+  const retired = new RetiredCounts();
   let nextId = 1;
 
   const finish = (id: number): void => {
@@ -74,11 +82,17 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     if (g === undefined) return;
     gathers.delete(id);
     if (g.timer !== null) clearTimeout(g.timer);
-    const answered = g.results.length;
+    const answered = g.results.size;
     const missing = g.waiting.size;
+    const lists = [...g.results.values()];
+    for (const w of g.waiting) {
+      const prev = last.get(w);
+      if (prev !== undefined) lists.push(monotonicPart(prev));
+    }
+    lists.push(retired.list, [scrapeWorkers(answered, missing)]);
     let text: Promise<string>;
     try {
-      text = AggregatorRegistry.aggregate([...g.results, [scrapeWorkers(answered, missing)]] as never).metrics();
+      text = AggregatorRegistry.aggregate(lists as never).metrics();
     } catch (err) {
       text = Promise.reject(err);
     }
@@ -95,7 +109,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
       ready.add(worker);
     } else if (m.t === MSG_GET && typeof m.id === 'number') {
       const id = nextId++;
-      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: [], timer: null };
+      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), timer: null };
       gathers.set(id, g);
       for (const w of ready) {
         if (!w.isConnected()) continue;
@@ -112,14 +126,23 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     } else if (m.t === MSG_DATA && typeof m.id === 'number' && Array.isArray(m.metrics)) {
       const g = gathers.get(m.id);
       if (g === undefined || !g.waiting.delete(worker)) return;
-      g.results.push(m.metrics);
+      g.results.set(worker, m.metrics);
+      last.set(worker, m.metrics);
       if (g.waiting.size === 0) finish(m.id);
     }
   };
 
   const onExit = (worker: Worker): void => {
     ready.delete(worker);
-    for (const [id, g] of gathers) if (g.waiting.delete(worker) && g.waiting.size === 0) finish(id);
+    const prev = last.get(worker);
+    if (prev !== undefined) {
+      last.delete(worker);
+      retired.add(prev);
+    }
+    for (const [id, g] of gathers) {
+      g.results.delete(worker); // in retired now: counted once
+      if (g.waiting.delete(worker) && g.waiting.size === 0) finish(id);
+    }
   };
 
   cluster.on('message', onMessage);

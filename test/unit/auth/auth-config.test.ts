@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { AuthConfigError, parseAuthConfig } from '../../../src/auth/auth-config.js';
 import { globMatch, globsAllow } from '../../../src/auth/model-globs.js';
@@ -47,11 +48,12 @@ jwt:
   });
 
   it('accepts an inline key set and jwt alone', () => {
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
     const c = parseAuthConfig(`
 jwt:
   issuer: iss
   audiences: [a, b]
-  jwks: { keys: [ { kty: EC, crv: P-256, x: abc, y: def, kid: k1 } ] }
+  jwks: { keys: [ { kty: EC, crv: P-256, x: ${ec.x}, y: ${ec.y}, kid: k1 } ] }
 `, F);
     expect(c.apiKeys).toEqual([]);
     expect(c.jwt!.jwks!.keys[0].kid).toBe('k1');
@@ -84,6 +86,9 @@ jwt:
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kid: x } ] } }', /jwt\.jwks\.keys\[0\]: expected a JWK/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: RSA, d: secret } ] } }', /jwt\.jwks\.keys\[0\]: is a private key/],
     ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: oct, k: abc } ] } }', /jwt\.jwks\.keys\[0\]\.kty: symmetric keys/],
+    // Keys that could verify no token: refused at load, not every token refused later.
+    ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: EC, crv: P-256, x: abc, y: def } ] } }', /jwt\.jwks\.keys\[0\]: not a usable public key \(/],
+    ['jwt: { issuer: i, audiences: [a], jwks: { keys: [ { kty: RSA, n: abc, e: AQAB } ] } }', /jwt\.jwks\.keys\[0\]: an RSA key of \d+ bits; tokens are verified with RSA keys of 2048 bits or more/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", jwksCooldownSeconds: -1 }', /jwt\.jwksCooldownSeconds: expected a number of seconds from 0 to 3600, got -1/],
     ['jwt: { issuer: i, audiences: [a], jwksUri: "https://x/j", requireExpiration: "yes" }', /jwt\.requireExpiration: expected true or false, got the string "yes"/],
     // 0 is no "no timeout": every fetch of the key set would fail, every token answered 503.
@@ -118,7 +123,8 @@ describe('globs', () => {
 });
 
 describe('parseAuthConfig: tenant budgets', () => {
-  const jwks = '  jwks: {keys: [{kty: EC, crv: P-256, x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tulGvTPy_8i5N5Sw6WQY5jRi-XQE"}]}\n';
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+  const jwks = `  jwks: {keys: [{kty: EC, crv: P-256, x: "${ec.x}", y: "${ec.y}"}]}\n`;
 
   it('takes rateLimit on keys and on jwt (default, tenantClaim, overrides) with the route fields', () => {
     const c = parseAuthConfig(`

@@ -111,6 +111,32 @@ describe('AuthSource', () => {
     }
   });
 
+  it('a reload while the first fetch of the same key set is under way: tokens on the new config wait for that fetch, no 503', async () => {
+    const jwks = await new JwksServer().start();
+    const key = await makeKey('k1');
+    jwks.keys = [key.jwk];
+    jwks.delayMs = 200; // a slow issuer: the reload lands while its answer is on the way
+    const jwt = `jwt:\n  issuer: https://issuer.test\n  audiences: [inference-router]\n  jwksUri: ${jwks.url}\n`;
+    const f = file(keys('a') + jwt);
+    const s = new AuthSource(f, () => undefined);
+    s.start();
+    try {
+      const first = s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'first' })}`), 'm');
+      writeFileSync(f, keys('a', 'b') + jwt);
+      expect(s.reload()).toBe(true);
+      const second = s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'second' })}`), 'm');
+      expect((await first).subject).toBe('first');
+      expect((await second).subject).toBe('second');
+      expect(jwks.fetches).toBe(1);
+      // And later tokens on the new config use the keys that fetch brought.
+      expect((await s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'third' })}`), 'm')).subject).toBe('third');
+      expect(jwks.fetches).toBe(1);
+    } finally {
+      s.stop();
+      await jwks.stop();
+    }
+  });
+
   it('starts from the last good text given when the file is invalid or unreadable now, then follows the file', () => {
     const good = keys('a');
     const f = file('apiKeys: [{ name: broken }]');

@@ -84,4 +84,38 @@ describe('attachMetricsPrimary', () => {
     expect(answer.text).toMatch(/^x_total\{a="1"\} 6$/m);
     detach();
   });
+
+  it('counters never go down: a worker missing a scrape counts with its last answer, one that exits keeps it in every later sum, once', async () => {
+    const cluster = new EventEmitter();
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 30 });
+    const [a, b] = [new FakeWorker(), new FakeWorker()];
+    const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+    const gauge = (value: number): MetricJson => ({ name: 'g', help: 'h', type: 'gauge', aggregator: 'sum', values: [{ labels: {}, value }] });
+    const scrape = async (id: number, answers: [FakeWorker, MetricJson[]][], exitAfter: FakeWorker | null = null): Promise<string> => {
+      a.sent = [];
+      emit(a, { t: MSG_GET, id });
+      const collect = a.sent.find((m) => m.t === MSG_COLLECT).id;
+      for (const [w, metrics] of answers) emit(w, { t: MSG_DATA, id: collect, metrics });
+      if (exitAfter !== null) cluster.emit('exit', exitAfter as unknown as Worker);
+      return (await textOf(a, id)).text;
+    };
+    emit(a, { t: MSG_HELLO });
+    emit(b, { t: MSG_HELLO });
+
+    expect(await scrape(1, [[a, [...counter(4), gauge(1)]], [b, [...counter(10), gauge(2)]]])).toMatch(/^x_total\{a="1"\} 14$/m);
+    // b misses the next scrape: its last counters stand in, its gauge is left out.
+    const slow = await scrape(2, [[a, [...counter(5), gauge(1)]]]);
+    expect(slow).toMatch(/^x_total\{a="1"\} 15$/m);
+    expect(slow).toMatch(/^g 1$/m);
+    expect(slow).toMatch(/^inference_router_metrics_scrape_workers\{state="missing"\} 1$/m);
+    // b answers, then exits before the scrape is answered: counted once.
+    expect(await scrape(3, [[b, [...counter(11), gauge(2)]]], b)).toMatch(/^x_total\{a="1"\} 16$/m); // a missing: its last 5
+    // Later scrapes keep b's last counters (its gauge goes); its replacement counts from 0.
+    const c = new FakeWorker();
+    emit(c, { t: MSG_HELLO });
+    const after = await scrape(4, [[a, [...counter(6), gauge(1)]], [c, [...counter(1), gauge(3)]]]);
+    expect(after).toMatch(/^x_total\{a="1"\} 18$/m);
+    expect(after).toMatch(/^g 4$/m);
+    detach();
+  });
 });
