@@ -277,6 +277,40 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'fixed route applied', (v) => v.routes.includes('default/bad=other'));
   });
 
+  test('a valid resource changed into an invalid one keeps its last valid version, logged naming the field; deleted, it goes', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'hour' } } }));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = await started();
+    expect(view(source.snapshot)).toEqual({ routes: ['default/r1=llama-3'], endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000'] } });
+    const routeRv = api.get('modelroutes', 'default', 'r1')!.metadata.resourceVersion;
+    const serverRv = api.get('modelservers', 'default', 'llama')!.metadata.resourceVersion;
+
+    // An edit the router rejects (a CRD schema older than the router's checks, or validation off).
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
+    api.upsert('modelservers', server('default', 'llama', LABELS, 70000));
+    await until('both problems logged', () => warns.filter((l) => l.includes('keeps its last valid version')).length === 2, () => warns);
+    expect(warns).toContain(`kubernetes (ModelRoute default/r1): spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"; keeps its last valid version (resourceVersion ${routeRv})`);
+    expect(warns.some((l) => l.startsWith('kubernetes (ModelServer default/llama): spec.workloadPort.port:') && l.endsWith(`; keeps its last valid version (resourceVersion ${serverRv})`))).toBe(true);
+    // Still served as before, the server following its pods with its last valid selector and port.
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'pod added to the kept server', (v) => v.endpoints['default/llama']?.length === 2);
+    expect(view(source.snapshot).routes).toEqual(['default/r1=llama-3']);
+    expect(source.snapshot!.routes[0].rateLimit?.unit).toBe('hour');
+    expect(source.snapshot!.servers[0].workloadPort).toBe(8000);
+
+    // Fixed: the new version applies.
+    api.upsert('modelroutes', route('default', 'r1', 'llama-4', ['llama']));
+    await settle(source, 'fixed route applied', (v) => v.routes.join() === 'default/r1=llama-4');
+
+    // Deleted, then created again invalid: a new object with no valid version, skipped.
+    api.remove('modelroutes', 'default', 'r1');
+    await settle(source, 'route deleted', (v) => v.routes.length === 0);
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
+    await until('re-created invalid route skipped', () => warns.some((l) => l.startsWith('kubernetes (ModelRoute default/r1): spec.rateLimit.unit') && l.endsWith('; skipped')), () => warns);
+    expect(view(source.snapshot).routes).toEqual([]);
+  });
+
   test('a field neither the route API nor the router has is logged once, naming it; the resource still applies', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'typo', 'llama-3', ['llama'], { spec: { rules: [{ modelMatches: { headers: { x: { exact: 'y' } } }, targetModels: [{ modelServerName: 'llama' }] }] } }));
