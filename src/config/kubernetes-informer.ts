@@ -12,7 +12,12 @@
  * previous one starts over too. Watches ask
  * for BOOKMARK events, which move that resourceVersion forward without changes, and for a
  * server-side timeout, so connections are renewed regularly; one that stays open and silent well
- * past that timeout is taken for dead and reopened (BackoffWatch). Delays go through the injected clock.
+ * past that timeout is taken for dead and reopened (BackoffWatch). A list (the first sync, or a
+ * relist after 410 Gone) not answered in full within LIST_TIMEOUT_MS is aborted and counts as a
+ * failure: the API server ends a request after a minute, so a list still pending then is a hung
+ * API server or a connection lost without a reset, which would otherwise stop the informer for
+ * good (no watch runs while ListWatch waits for its list). Delays go through the injected clock;
+ * that timeout, like the watch watchdog, runs on real time.
  */
 import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';
@@ -27,7 +32,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   path: string;
   k8s: ClientNode;
   kubeConfig: KubeConfig;
-  list: () => Promise<KubernetesListObject<T>>;
+  /** One list request; `signal` aborts it. */
+  list: (signal: AbortSignal) => Promise<KubernetesListObject<T>>;
   clock: SourceClock;
   /** `level` 'warn': a failure (list/watch failed, a relist held back); else information. */
   log: (msg: string, level?: 'warn') => void;
@@ -37,6 +43,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   onListed: () => void;
   /** A watch delivering nothing this long is taken for dead and reopened (default WATCH_IDLE_MS). */
   watchIdleMs?: number;
+  /** A list not answered in full this long is aborted and retried (default LIST_TIMEOUT_MS). */
+  listTimeoutMs?: number;
 }
 
 const BASE_RETRY_MS = 1000;
@@ -47,6 +55,8 @@ const RETRY_RESET_MS = 60_000;
 const WATCH_TIMEOUT_SECONDS = 300;
 /** A watch still open and silent this long after its last event (or its start) is taken for dead. */
 export const WATCH_IDLE_MS = (WATCH_TIMEOUT_SECONDS + 30) * 1000;
+/** The API server ends a list after its request timeout (1 min by default); twice that is dead. */
+export const LIST_TIMEOUT_MS = 120_000;
 
 export class ResourceInformer<T extends KubernetesObject> {
   /** True once the first list succeeded. */
@@ -58,12 +68,14 @@ export class ResourceInformer<T extends KubernetesObject> {
   private retryAttempt = 0;
   private lastFailureAt = Number.NEGATIVE_INFINITY;
   private readonly watch: BackoffWatch;
+  /** Aborts the list in flight, if any (stop()). */
+  private listAbort: AbortController | null = null;
 
   constructor(opts: ResourceInformerOptions<T>) {
     this.opts = opts;
     const { k8s, clock } = opts;
     const listFn = async (): Promise<KubernetesListObject<T>> => {
-      const list = await opts.list();
+      const list = await this.listWithTimeout();
       // ListWatch stores the items right after this promise settles; report once they are in.
       setImmediate(() => this.listedNow());
       return list;
@@ -101,7 +113,33 @@ export class ResourceInformer<T extends KubernetesObject> {
     if (this.retryTimer !== null) this.opts.clock.clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.watch.cancel();
+    this.listAbort?.abort();
     await this.lw.stop();
+  }
+
+  /** opts.list(), aborted and rejected when not answered in full within listTimeoutMs. */
+  private listWithTimeout(): Promise<KubernetesListObject<T>> {
+    const ms = this.opts.listTimeoutMs ?? LIST_TIMEOUT_MS;
+    const abort = new AbortController();
+    this.listAbort = abort;
+    return new Promise<KubernetesListObject<T>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`list got no answer in ${formatSeconds(ms)} (the API server ends a list sooner): the connection is taken for dead`));
+        abort.abort();
+      }, ms);
+      timer.unref();
+      const settle = (): void => {
+        clearTimeout(timer);
+        if (this.listAbort === abort) this.listAbort = null;
+      };
+      this.opts.list(abort.signal).then((list) => {
+        settle();
+        resolve(list);
+      }, (err: unknown) => {
+        settle();
+        reject(err);
+      });
+    });
   }
 
   private run(): void {
@@ -153,6 +191,10 @@ function describeError(err: unknown): string {
   if (e.cause && typeof e.cause.code === 'string') parts.push(e.cause.code);
   else if (e.cause && typeof e.cause.message === 'string') parts.push(firstLine(e.cause.message));
   return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
+function formatSeconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
 
 function firstLine(s: string): string {

@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `leaveNextListsUnanswered`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -84,6 +84,7 @@ export class FakeKubeApi {
   private endEarly: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private broken: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private unansweredLists: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private failures: { count: number; status: number; plural: Plural | null } = { count: 0, status: 500, plural: null };
   private uidSeq = 0;
   private port = 0;
@@ -217,6 +218,11 @@ export class FakeKubeApi {
     this.unanswered = { count, plural };
   }
 
+  /** The next `count` list requests (of `plural` only, if given) are never answered, not even with headers. */
+  leaveNextListsUnanswered(count: number, plural: Plural | null = null): void {
+    this.unansweredLists = { count, plural };
+  }
+
   /** The next `count` watch requests (of `plural` only, if given) get 200 and an immediate end, with no event. */
   endNextWatches(count: number, plural: Plural | null = null): void {
     this.endEarly = { count, plural };
@@ -276,7 +282,13 @@ export class FakeKubeApi {
       const status = this.failures.status;
       return fail(status, status === 410 ? 'Expired' : 'InternalError', `injected failure ${status}`);
     }
-    if (!watch) return this.list(route.plural, route.namespace, res);
+    if (!watch) {
+      if (this.unansweredLists.count > 0 && (this.unansweredLists.plural === null || this.unansweredLists.plural === route.plural)) {
+        this.unansweredLists.count--;
+        return;
+      }
+      return this.list(route.plural, route.namespace, res);
+    }
     this.startWatch(route.plural, route.namespace, resourceVersion, allowWatchBookmarks, res);
   }
 

@@ -120,9 +120,9 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** `watchIdleMs`: the watchdog's limit (the source's default when left out). */
-  function newSource(namespace: string | null = null, watchIdleMs?: number): KubernetesSource {
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs });
+  /** `watchIdleMs`, `listTimeoutMs`: the watchdog's and the list's limits (the source's defaults when left out). */
+  function newSource(namespace: string | null = null, watchIdleMs?: number, listTimeoutMs?: number): KubernetesSource {
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs, listTimeoutMs });
     source.onSnapshot((s) => snapshots.push(s));
     sources.push(source);
     return source;
@@ -513,6 +513,27 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const held = logs.filter((l) => l.startsWith('pods watch answered 410 Gone'));
     expect(held).toHaveLength(5);
     expect(held[0]).toContain('2 times in a row, right after relisting; relisting in 1000 ms');
+  });
+
+  test('a list that gets no answer (a relist after 410, or the first sync) is given up, logged, and made again', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    // The first list of pods is never answered: the source still syncs.
+    api.leaveNextListsUnanswered(1, 'pods');
+    const source = newSource(null, undefined, 400);
+    await source.start();
+    expect(view(source.snapshot).endpoints['default/llama']).toEqual(['llama-0@10.0.0.10:8000']);
+    expect(logs.find((l) => l.startsWith('pods list/watch failed (list got no answer in 0.4 s'))).toMatch(/the connection is taken for dead\); retrying in \d+ ms$/);
+
+    // A relist (the watch answered 410 Gone) whose list hangs: changes still arrive afterwards.
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.leaveNextListsUnanswered(1, 'pods');
+    api.expireNextWatches(1, 'pods');
+    api.dropWatches();
+    await until('the hung relist made', () => api.requests.filter((q) => !q.watch && q.plural === 'pods').length === 3, () => api.requests);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'the change seen after the hung relist', (v) => v.endpoints['default/llama'].length === 0);
+    expect(logs.filter((l) => l.startsWith('pods list/watch failed (list got no answer in 0.4 s'))).toHaveLength(2);
   });
 
   test('a watch that stays open but delivers nothing past the idle limit is taken for dead, logged, and resumed', async () => {
