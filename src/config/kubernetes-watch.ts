@@ -4,9 +4,10 @@
  * ListWatch (client-node 1.x) starts a new watch as soon as one ends cleanly. That is right after
  * a normal server-side timeout, but against an API server (or proxy) that keeps ending watches
  * at once it would loop without pause. So: the first reconnect after a watch that delivered events
- * (bookmarks count) is immediate; after a watch that ended with none, the next waits 1 s, then
- * 2 s, ... up to 30 s. Failures (non-200, broken streams) are not handled here: ListWatch reports
- * them and the informer restarts it with its own backoff.
+ * (bookmarks count), or that lasted SHORT_WATCH_MS or more (a quiet watch ended by its timeout,
+ * from an API server that sends no bookmarks), is immediate; after a short watch that ended with
+ * none, the next waits 1 s, then 2 s, ... up to 30 s. Failures (non-200, broken streams) are not
+ * handled here: ListWatch reports them and the informer restarts it with its own backoff.
  *
  * 410 Gone (an ERROR event with code 410, or an HTTP 410) makes ListWatch relist at once, which is
  * right when the watch had made progress. But a watch that is answered 410 again right after that
@@ -36,9 +37,11 @@ type QueryParams = Record<string, string | number | boolean | undefined>;
 
 const BASE_DELAY_MS = 1000;
 const MAX_DELAY_MS = 30_000;
+/** A watch that ends cleanly without events sooner than this (injected clock) counts toward the reconnect backoff. */
+const SHORT_WATCH_MS = 1000;
 
 export class BackoffWatch {
-  /** Consecutive watches that ended cleanly without delivering any event. */
+  /** Consecutive watches that ended cleanly, short, without delivering any event. */
   private quietEnds = 0;
   /** Consecutive watches answered 410 Gone without delivering any other event (each then relists). */
   private goneEnds = 0;
@@ -74,6 +77,7 @@ export class BackoffWatch {
     /** Once ended (by its stream, or by the watchdog), a watch delivers nothing more. */
     let ended = false;
     let lastEventAt = Date.now();
+    const startedAt = this.clock.now();
     let watchdog: NodeJS.Timeout | null = null;
     let controller: AbortController | null = null;
     const counted: WatchCallback = (phase, obj, watchObj) => {
@@ -102,7 +106,7 @@ export class BackoffWatch {
           });
           return;
         }
-      } else if (err) {
+      } else if (err || this.clock.now() - startedAt >= SHORT_WATCH_MS) {
         this.quietEnds = 0;
       } else {
         this.quietEnds++;

@@ -66,18 +66,23 @@ function view(s: KubernetesSnapshot | null): { routes: string[]; endpoints: Reco
   return { routes: s.routes.map((r) => `${r.key}=${r.modelName}`), endpoints };
 }
 
-/** Real timers (capped at 5 ms so backoff does not slow the test) that record every requested delay. */
-function recordingClock(): SourceClock & { delays: number[] } {
+/**
+ * Real timers (capped at 5 ms so backoff does not slow the test) that record every requested delay;
+ * `now()` is real time plus `ahead`, which a test raises to let time pass.
+ */
+function recordingClock(): SourceClock & { delays: number[]; ahead: number } {
   const delays: number[] = [];
-  return {
+  const c = {
     delays,
-    now: () => Date.now(),
+    ahead: 0,
+    now: () => Date.now() + c.ahead,
     setTimeout: (fn, ms) => {
       delays.push(ms);
       return setTimeout(fn, Math.min(ms, 5));
     },
-    clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+    clearTimeout: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
   };
+  return c;
 }
 
 async function until<T>(what: string, probe: () => T | false | null | undefined, describeState: () => unknown): Promise<T> {
@@ -440,6 +445,23 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
     await settle(source, 'pod seen after the second blip', (v) => v.endpoints['default/llama'].length === 2);
     expect(podRetries(mark)).toEqual([1000]);
+  });
+
+  test('a watch that ends at its timeout without any event (an API server that sends no bookmarks) is reopened at once, however often', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const delaysBefore = clock.delays.length;
+    const podWatches = (): number => api.requests.filter((q) => q.watch && q.plural === 'pods').length;
+    for (let i = 0; i < 5; i++) {
+      const before = podWatches();
+      clock.ahead += 300_000; // the watch ran its 5 minutes, quiet
+      api.dropWatches();
+      await until(`pods watch ${i + 2} open`, () => podWatches() === before + 1 && api.watchCount('pods') === 1, () => api.requests);
+    }
+    expect(clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000)).toEqual([]);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen', (v) => v.endpoints['default/llama'].length === 1);
   });
 
   test('watches that end at once without events are reopened with backoff (1 s, 2 s, 4 s, ...)', async () => {
