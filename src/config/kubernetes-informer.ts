@@ -30,6 +30,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   name: string;
   /** API path without query, e.g. /apis/<group>/v1alpha1/modelroutes. */
   path: string;
+  /** The namespace the path is confined to; null = all namespaces (for the hint of a 403). */
+  namespace: string | null;
   k8s: ClientNode;
   kubeConfig: KubeConfig;
   /** One list request; `signal` aborts it. */
@@ -161,7 +163,7 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.lastFailureAt = now;
     const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
     this.retryAttempt++;
-    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, err)}`, 'warn');
+    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, this.opts.namespace, err)}`, 'warn');
     this.retryTimer = this.opts.clock.setTimeout(() => {
       this.retryTimer = null;
       if (!this.stopped) this.run();
@@ -169,28 +171,50 @@ export class ResourceInformer<T extends KubernetesObject> {
   }
 }
 
-/** The likely cause of a refusal a first deployment meets: CRDs not installed, RBAC not applied. */
-function failureHint(name: string, err: unknown): string {
+/** The likely cause of a refusal a first deployment meets: CRDs not installed, RBAC not applied or bound at another scope. */
+function failureHint(name: string, namespace: string | null, err: unknown): string {
   const e = (err ?? {}) as { statusCode?: unknown; code?: unknown };
   const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.code === 'number' ? e.code : null;
   if (status === 404 && name !== 'pods') {
     return `; the API does not serve ${name}: are the CRDs installed (kubectl apply -k deploy/crds), and is ROUTER_API_GROUP their group? (docs/kubernetes.md)`;
   }
-  if (status === 403) return `; the router's identity may not list and watch ${name}: apply the RBAC of deploy/base (docs/kubernetes.md)`;
+  if (status === 403) {
+    return namespace === null
+      ? `; the router's identity may not list and watch ${name} in all namespaces (ROUTER_NAMESPACE is not set): that needs a ClusterRoleBinding of the router's ClusterRole (deploy/base); with a RoleBinding in one namespace, set ROUTER_NAMESPACE to it (docs/kubernetes.md)`
+      : `; the router's identity may not list and watch ${name} in namespace ${namespace}: bind the router's ClusterRole there (a RoleBinding, or the ClusterRoleBinding of deploy/base) (docs/kubernetes.md)`;
+  }
   if (status === 401) return '; the API refused the credentials of the kubeconfig or service account';
   return '';
 }
 
 function describeError(err: unknown): string {
   if (err === null || err === undefined) return 'unknown error';
-  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; body?: unknown; cause?: { code?: unknown; message?: unknown } };
   const parts: string[] = [];
   if (typeof e.statusCode === 'number') parts.push(`HTTP ${e.statusCode}`);
   else if (typeof e.code === 'number') parts.push(`HTTP ${e.code}`);
-  if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(e.message));
+  // A refused list carries the API server's Status: its message names who was refused what, where.
+  const said = statusMessage(e.body);
+  if (said !== null) parts.push(firstLine(said));
+  else if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(e.message));
   if (e.cause && typeof e.cause.code === 'string') parts.push(e.cause.code);
   else if (e.cause && typeof e.cause.message === 'string') parts.push(firstLine(e.cause.message));
   return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
+/** The message of a v1 Status answer (a JSON string or an object), or null. */
+function statusMessage(body: unknown): string | null {
+  let status = body;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      return null;
+    }
+  }
+  if (status === null || typeof status !== 'object') return null;
+  const message = (status as { message?: unknown }).message;
+  return typeof message === 'string' && message !== '' ? message : null;
 }
 
 function formatSeconds(ms: number): string {

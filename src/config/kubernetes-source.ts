@@ -99,7 +99,7 @@ export class KubernetesSource {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     const { apiGroup, namespace } = this.opts;
     const common = {
-      k8s, kubeConfig: kc, clock: this.clock, log: this.opts.log,
+      k8s, kubeConfig: kc, namespace, clock: this.clock, log: this.opts.log,
       onChange: () => this.changed(), onListed: () => this.listed(),
       ...(this.opts.watchIdleMs === undefined ? {} : { watchIdleMs: this.opts.watchIdleMs }),
       ...(this.opts.listTimeoutMs === undefined ? {} : { listTimeoutMs: this.opts.listTimeoutMs }),

@@ -85,7 +85,7 @@ export class FakeKubeApi {
   private broken: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unansweredLists: { count: number; plural: Plural | null } = { count: 0, plural: null };
-  private failures: { count: number; status: number; plural: Plural | null } = { count: 0, status: 500, plural: null };
+  private failures: { count: number; status: number; plural: Plural | null; message: string | null } = { count: 0, status: 500, plural: null, message: null };
   private uidSeq = 0;
   private port = 0;
 
@@ -233,9 +233,12 @@ export class FakeKubeApi {
     this.broken = { count, plural };
   }
 
-  /** The next `count` requests (list or watch; of `plural` only, if given) answer `status` with a Status body. */
-  failNextRequests(count: number, status = 500, plural: Plural | null = null): void {
-    this.failures = { count, status, plural };
+  /**
+   * The next `count` requests (list or watch; of `plural` only, if given) answer `status` with a
+   * Status body, whose message is `message` when given (e.g. the API server's RBAC refusal).
+   */
+  failNextRequests(count: number, status = 500, plural: Plural | null = null, message: string | null = null): void {
+    this.failures = { count, status, plural, message };
   }
 
   /** Sends a BOOKMARK at the current resourceVersion to every watch that asked for bookmarks. */
@@ -280,7 +283,8 @@ export class FakeKubeApi {
     if (this.failures.count > 0 && (this.failures.plural === null || this.failures.plural === route.plural)) {
       this.failures.count--;
       const status = this.failures.status;
-      return fail(status, status === 410 ? 'Expired' : 'InternalError', `injected failure ${status}`);
+      const reason = status === 410 ? 'Expired' : status === 403 ? 'Forbidden' : 'InternalError';
+      return fail(status, reason, this.failures.message ?? `injected failure ${status}`);
     }
     if (!watch) {
       if (this.unansweredLists.count > 0 && (this.unansweredLists.plural === null || this.unansweredLists.plural === route.plural)) {

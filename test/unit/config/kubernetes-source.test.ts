@@ -630,8 +630,26 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const second = newSource();
     await second.start();
     expect(logs.find((l) => l.startsWith('pods list/watch failed'))).toMatch(
-      /HTTP 403.*; the router's identity may not list and watch pods: apply the RBAC of deploy\/base \(docs\/kubernetes\.md\)$/);
+      /HTTP 403.*; the router's identity may not list and watch pods in all namespaces \(ROUTER_NAMESPACE is not set\): that needs a ClusterRoleBinding/);
     await second.stop();
+  });
+
+  test('a refusal says what the API server said (who was refused, at which scope) and what the scope needs', async () => {
+    const refusal = 'pods is forbidden: User "system:serviceaccount:inference-router:inference-router" cannot list resource "pods" in API group "" at the cluster scope';
+    api.failNextRequests(1, 403, 'pods', refusal);
+    const all = newSource();
+    await all.start();
+    const line = logs.find((l) => l.startsWith('pods list/watch failed'));
+    expect(line).toContain(`(HTTP 403: ${refusal})`);
+    expect(line).toMatch(/; the router's identity may not list and watch pods in all namespaces \(ROUTER_NAMESPACE is not set\): that needs a ClusterRoleBinding of the router's ClusterRole \(deploy\/base\); with a RoleBinding in one namespace, set ROUTER_NAMESPACE to it \(docs\/kubernetes\.md\)$/);
+    await all.stop();
+    const mark = logs.length;
+    api.failNextRequests(1, 403, 'modelroutes', 'modelroutes.networking.serving.volcano.sh is forbidden: User "x" cannot list resource "modelroutes" in the namespace "models"');
+    const one = newSource('models');
+    await one.start();
+    expect(logs.slice(mark).find((l) => l.startsWith('modelroutes list/watch failed'))).toMatch(
+      /\(HTTP 403: modelroutes\.networking\.serving\.volcano\.sh is forbidden: .* in the namespace "models"\); retrying in \d+ ms; the router's identity may not list and watch modelroutes in namespace models: bind the router's ClusterRole there \(a RoleBinding, or the ClusterRoleBinding of deploy\/base\) \(docs\/kubernetes\.md\)$/);
+    await one.stop();
   });
 
   test('start() waits through API failures and resolves once all kinds are listed; stop() before sync rejects it', async () => {
