@@ -181,7 +181,7 @@ function failureHint(name: string, namespace: string | null, err: unknown): stri
   if (status === 403) {
     return namespace === null
       ? `; the router's identity may not list and watch ${name} in all namespaces (ROUTER_NAMESPACE is not set): that needs a ClusterRoleBinding of the router's ClusterRole (deploy/base); with a RoleBinding in one namespace, set ROUTER_NAMESPACE to it (docs/kubernetes.md)`
-      : `; the router's identity may not list and watch ${name} in namespace ${namespace}: bind the router's ClusterRole there (a RoleBinding, or the ClusterRoleBinding of deploy/base) (docs/kubernetes.md)`;
+      : `; the router's identity may not list and watch ${name} in namespace ${namespace}: bind the router's role there (a RoleBinding in that namespace, or the ClusterRoleBinding of deploy/base) (docs/kubernetes.md)`;
   }
   if (status === 401) return '; the API refused the credentials of the kubeconfig or service account';
   return '';

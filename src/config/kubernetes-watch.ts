@@ -46,6 +46,8 @@ export class BackoffWatch {
   /** Consecutive watches answered 410 Gone without delivering any other event (each then relists). */
   private goneEnds = 0;
   private cancelled = false;
+  /** Counts cancel() calls: a watch answered after one (its request was in flight) is closed at once. */
+  private cancels = 0;
   private pending: { handle: unknown; resolve: () => void } | null = null;
   /** The inner watches still open, aborted by cancel(). */
   private readonly open = new Set<AbortController>();
@@ -71,6 +73,7 @@ export class BackoffWatch {
       idle.abort();
       return idle;
     }
+    const cancelsAtStart = this.cancels;
     /** Events other than ERROR (ADDED, MODIFIED, DELETED, BOOKMARK): the watch made progress. */
     let events = 0;
     let gone = false;
@@ -131,8 +134,12 @@ export class BackoffWatch {
       watchdog.unref();
     }
     const c = await this.inner.watch(path, query, counted, finished);
-    if (ended) c.abort(); // answered after the watchdog gave up on it
-    else {
+    if (ended || this.cancels !== cancelsAtStart) {
+      // Answered after the watchdog gave up on it, or after cancel(): nothing more from it.
+      ended = true;
+      if (watchdog !== null) clearTimeout(watchdog);
+      c.abort();
+    } else {
       controller = c;
       this.open.add(c);
     }
@@ -144,9 +151,10 @@ export class BackoffWatch {
     this.cancelled = false;
   }
 
-  /** A pending delay ends now and no new watch starts (the informer stopped). */
+  /** A pending delay ends now, no new watch starts, and one whose request is in flight is closed once answered (the informer stopped). */
   cancel(): void {
     this.cancelled = true;
+    this.cancels++;
     for (const c of this.open) c.abort();
     this.open.clear();
     if (this.pending !== null) {

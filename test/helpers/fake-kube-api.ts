@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `leaveNextListsUnanswered`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `leaveNextListsUnanswered`, `holdNextWatches`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -85,6 +85,8 @@ export class FakeKubeApi {
   private broken: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unansweredLists: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private hold: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private readonly held: (() => void)[] = [];
   private failures: { count: number; status: number; plural: Plural | null; message: string | null } = { count: 0, status: 500, plural: null, message: null };
   private uidSeq = 0;
   private port = 0;
@@ -218,6 +220,21 @@ export class FakeKubeApi {
     this.unanswered = { count, plural };
   }
 
+  /** The next `count` watch requests (of `plural` only, if given) wait, unanswered, for `releaseHeldWatches`. */
+  holdNextWatches(count: number, plural: Plural | null = null): void {
+    this.hold = { count, plural };
+  }
+
+  /** Watch requests held by `holdNextWatches` (arrived so far). */
+  get heldWatches(): number {
+    return this.held.length;
+  }
+
+  /** Answers the held watch requests, as any other watch. */
+  releaseHeldWatches(): void {
+    for (const answer of this.held.splice(0)) answer();
+  }
+
   /** The next `count` list requests (of `plural` only, if given) are never answered, not even with headers. */
   leaveNextListsUnanswered(count: number, plural: Plural | null = null): void {
     this.unansweredLists = { count, plural };
@@ -292,6 +309,11 @@ export class FakeKubeApi {
         return;
       }
       return this.list(route.plural, route.namespace, res);
+    }
+    if (this.hold.count > 0 && (this.hold.plural === null || this.hold.plural === route.plural)) {
+      this.hold.count--;
+      this.held.push(() => this.startWatch(route.plural, route.namespace, resourceVersion, allowWatchBookmarks, res));
+      return;
     }
     this.startWatch(route.plural, route.namespace, resourceVersion, allowWatchBookmarks, res);
   }

@@ -619,12 +619,25 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     for (const q of api.requests) expect(q.namespace).toBe('team-a');
   });
 
+  test('stop() while a watch request awaits its answer: the watch answered afterwards is closed at once', async () => {
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.holdNextWatches(1, 'pods');
+    api.dropWatches();
+    await until('the pods watch request held', () => api.heldWatches === 1, () => api.requests);
+    await source.stop();
+    api.releaseHeldWatches();
+    await until('no watch left open', () => api.watchCount() === 0, () => api.watchCount());
+  });
+
   test('a refusal a first deployment meets names its likely cause: CRDs missing (404), RBAC missing (403)', async () => {
     api.failNextRequests(1, 404, 'modelroutes');
     const source = newSource();
     await source.start();
     expect(logs.find((l) => l.startsWith('modelroutes list/watch failed'))).toMatch(
       /HTTP 404.*; retrying in \d+ ms; the API does not serve modelroutes: are the CRDs installed \(kubectl apply -k deploy\/crds\), and is ROUTER_API_GROUP their group\? \(docs\/kubernetes\.md\)$/);
+    // Its watches open before it stops: none of its requests can meet the failure set up next.
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
     await source.stop();
     api.failNextRequests(1, 403, 'pods');
     const second = newSource();
@@ -642,13 +655,14 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const line = logs.find((l) => l.startsWith('pods list/watch failed'));
     expect(line).toContain(`(HTTP 403: ${refusal})`);
     expect(line).toMatch(/; the router's identity may not list and watch pods in all namespaces \(ROUTER_NAMESPACE is not set\): that needs a ClusterRoleBinding of the router's ClusterRole \(deploy\/base\); with a RoleBinding in one namespace, set ROUTER_NAMESPACE to it \(docs\/kubernetes\.md\)$/);
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
     await all.stop();
     const mark = logs.length;
     api.failNextRequests(1, 403, 'modelroutes', 'modelroutes.networking.serving.volcano.sh is forbidden: User "x" cannot list resource "modelroutes" in the namespace "models"');
     const one = newSource('models');
     await one.start();
     expect(logs.slice(mark).find((l) => l.startsWith('modelroutes list/watch failed'))).toMatch(
-      /\(HTTP 403: modelroutes\.networking\.serving\.volcano\.sh is forbidden: .* in the namespace "models"\); retrying in \d+ ms; the router's identity may not list and watch modelroutes in namespace models: bind the router's ClusterRole there \(a RoleBinding, or the ClusterRoleBinding of deploy\/base\) \(docs\/kubernetes\.md\)$/);
+      /\(HTTP 403: modelroutes\.networking\.serving\.volcano\.sh is forbidden: .* in the namespace "models"\); retrying in \d+ ms; the router's identity may not list and watch modelroutes in namespace models: bind the router's role there \(a RoleBinding in that namespace, or the ClusterRoleBinding of deploy\/base\) \(docs\/kubernetes\.md\)$/);
     await one.stop();
   });
 
