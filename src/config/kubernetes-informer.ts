@@ -47,6 +47,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   watchIdleMs?: number;
   /** A list not answered in full this long is aborted and retried (default LIST_TIMEOUT_MS). */
   listTimeoutMs?: number;
+  /** What of each listed or watched object to cache (default: all of it). */
+  keep?: (obj: T) => T;
 }
 
 const BASE_RETRY_MS = 1000;
@@ -78,6 +80,8 @@ export class ResourceInformer<T extends KubernetesObject> {
     const { k8s, clock } = opts;
     const listFn = async (): Promise<KubernetesListObject<T>> => {
       const list = await this.listWithTimeout();
+      const keep = opts.keep;
+      if (keep !== undefined && Array.isArray(list.items)) list.items = list.items.map(keep);
       // ListWatch stores the items right after this promise settles; report once they are in.
       setImmediate(() => this.listedNow());
       return list;
@@ -87,6 +91,7 @@ export class ResourceInformer<T extends KubernetesObject> {
       () => {
         this.retryAttempt = 0;
       },
+      opts.keep,
     );
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;

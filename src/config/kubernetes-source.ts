@@ -11,7 +11,7 @@ import type { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesListObject, Kub
 import { API_VERSION } from './resource-types.js';
 import { systemSourceClock, type SourceClock } from './kubernetes-clock.js';
 import { ResourceInformer } from './kubernetes-informer.js';
-import type { PodLike } from './kubernetes-pods.js';
+import { podEssentials, type PodLike } from './kubernetes-pods.js';
 import { SnapshotBuilder, type KubernetesSnapshot } from './kubernetes-snapshot.js';
 
 export type { SourceClock } from './kubernetes-clock.js';
@@ -106,7 +106,7 @@ export class KubernetesSource {
     };
     this.routes = new ResourceInformer<Obj>({ ...common, name: 'modelroutes', ...customList(custom, apiGroup, namespace, 'modelroutes') });
     this.servers = new ResourceInformer<Obj>({ ...common, name: 'modelservers', ...customList(custom, apiGroup, namespace, 'modelservers') });
-    this.pods = new ResourceInformer<Obj>({ ...common, name: 'pods', ...podList(core, namespace) });
+    this.pods = new ResourceInformer<Obj>({ ...common, name: 'pods', ...podList(core, namespace), keep: (pod) => podEssentials(pod) as Obj });
     this.informers = [this.routes, this.servers, this.pods];
 
     const synced = new Promise<void>((resolve, reject) => {

@@ -63,6 +63,8 @@ export class BackoffWatch {
     private readonly log: (msg: string, level?: 'warn') => void = () => {},
     private readonly idleMs = Number.POSITIVE_INFINITY,
     private readonly progressed: () => void = () => {},
+    /** What of an event's object to pass on (ADDED, MODIFIED, DELETED): the watcher keeps it. */
+    private readonly keep: (obj: any) => any = (obj) => obj,
   ) {}
 
   /** Same contract as Watch.watch. */
@@ -88,7 +90,7 @@ export class BackoffWatch {
       lastEventAt = Date.now();
       if (phase === 'ERROR') gone ||= isGone(obj);
       else if (events++ === 0) this.progressed();
-      callback(phase, obj, watchObj);
+      callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : this.keep(obj), watchObj);
     };
     const finished: DoneCallback = (err) => {
       if (ended) return;

@@ -261,6 +261,33 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'only the pod with an IP', (v) => v.endpoints['default/llama'].join() === 'llama-3@10.0.0.13:8000');
   });
 
+  test('pods are cached with only what the router reads of them, from the list and from the watch', async () => {
+    const bulky = (name: string, ip: string, ready: boolean): KubeObject => {
+      const p = pod('default', name, LABELS, ip, { ready });
+      p.metadata.annotations = { 'kubectl.kubernetes.io/restartedAt': '2025-01-01T00:00:00Z' };
+      p.metadata.managedFields = [{ manager: 'kubelet', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:podIP': {} } } }];
+      (p.status as Record<string, unknown>).containerStatuses = [{ name: 'engine', ready, restartCount: 0, image: 'vllm' }];
+      return p;
+    };
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', bulky('llama-0', '10.0.0.10', true));
+    const source = await started();
+    const cached = (): Record<string, any>[] => (source as unknown as { pods: { objects(): Record<string, any>[] } }).pods.objects();
+    const expectEssentials = (p: Record<string, any>, ready: boolean): void => {
+      expect(Object.keys(p).sort()).toEqual(['metadata', 'status']);
+      expect(Object.keys(p.metadata).filter((k) => p.metadata[k] !== undefined).sort()).toEqual(['labels', 'name', 'namespace', 'resourceVersion', 'uid']);
+      expect(p.status).toEqual({ phase: 'Running', podIP: p.status.podIP, conditions: [{ type: 'PodScheduled', status: 'True' }, { type: 'Ready', status: ready ? 'True' : 'False' }] });
+    };
+    expect(cached()).toHaveLength(1);
+    expectEssentials(cached()[0], true);
+
+    api.upsert('pods', bulky('llama-0', '10.0.0.10', false));
+    api.upsert('pods', bulky('llama-1', '10.0.0.11', true));
+    await settle(source, 'watched changes applied', (v) => v.endpoints['default/llama'].join() === 'llama-1@10.0.0.11:8000');
+    expect(cached()).toHaveLength(2);
+    for (const p of cached()) expectEssentials(p, p.metadata.name === 'llama-1');
+  });
+
   test('an invalid resource is skipped with a log line naming it; the rest keeps working; fixing it applies it', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelservers', server('default', 'broken-server', LABELS, 70000));
