@@ -12,7 +12,12 @@
  * previous one starts over too. Watches ask
  * for BOOKMARK events, which move that resourceVersion forward without changes, and for a
  * server-side timeout, so connections are renewed regularly; one that stays open and silent well
- * past that timeout is taken for dead and reopened (BackoffWatch). Delays go through the injected clock.
+ * past that timeout is taken for dead and reopened (BackoffWatch). A list (the first sync, or a
+ * relist after 410 Gone) not answered in full within LIST_TIMEOUT_MS is aborted and counts as a
+ * failure: the API server ends a request after a minute, so a list still pending then is a hung
+ * API server or a connection lost without a reset, which would otherwise stop the informer for
+ * good (no watch runs while ListWatch waits for its list). Delays go through the injected clock;
+ * that timeout, like the watch watchdog, runs on real time.
  */
 import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';
@@ -25,9 +30,12 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   name: string;
   /** API path without query, e.g. /apis/<group>/v1alpha1/modelroutes. */
   path: string;
+  /** The namespace the path is confined to; null = all namespaces (for the hint of a 403). */
+  namespace: string | null;
   k8s: ClientNode;
   kubeConfig: KubeConfig;
-  list: () => Promise<KubernetesListObject<T>>;
+  /** One list request; `signal` aborts it. */
+  list: (signal: AbortSignal) => Promise<KubernetesListObject<T>>;
   clock: SourceClock;
   /** `level` 'warn': a failure (list/watch failed, a relist held back); else information. */
   log: (msg: string, level?: 'warn') => void;
@@ -37,6 +45,10 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   onListed: () => void;
   /** A watch delivering nothing this long is taken for dead and reopened (default WATCH_IDLE_MS). */
   watchIdleMs?: number;
+  /** A list not answered in full this long is aborted and retried (default LIST_TIMEOUT_MS). */
+  listTimeoutMs?: number;
+  /** What of each listed or watched object to cache (default: all of it). */
+  keep?: (obj: T) => T;
 }
 
 const BASE_RETRY_MS = 1000;
@@ -47,6 +59,8 @@ const RETRY_RESET_MS = 60_000;
 const WATCH_TIMEOUT_SECONDS = 300;
 /** A watch still open and silent this long after its last event (or its start) is taken for dead. */
 export const WATCH_IDLE_MS = (WATCH_TIMEOUT_SECONDS + 30) * 1000;
+/** The API server ends a list after its request timeout (1 min by default); twice that is dead. */
+export const LIST_TIMEOUT_MS = 120_000;
 
 export class ResourceInformer<T extends KubernetesObject> {
   /** True once the first list succeeded. */
@@ -58,12 +72,16 @@ export class ResourceInformer<T extends KubernetesObject> {
   private retryAttempt = 0;
   private lastFailureAt = Number.NEGATIVE_INFINITY;
   private readonly watch: BackoffWatch;
+  /** Aborts the list in flight, if any (stop()). */
+  private listAbort: AbortController | null = null;
 
   constructor(opts: ResourceInformerOptions<T>) {
     this.opts = opts;
     const { k8s, clock } = opts;
     const listFn = async (): Promise<KubernetesListObject<T>> => {
-      const list = await opts.list();
+      const list = await this.listWithTimeout();
+      const keep = opts.keep;
+      if (keep !== undefined && Array.isArray(list.items)) list.items = list.items.map(keep);
       // ListWatch stores the items right after this promise settles; report once they are in.
       setImmediate(() => this.listedNow());
       return list;
@@ -73,6 +91,7 @@ export class ResourceInformer<T extends KubernetesObject> {
       () => {
         this.retryAttempt = 0;
       },
+      opts.keep,
     );
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
@@ -101,7 +120,33 @@ export class ResourceInformer<T extends KubernetesObject> {
     if (this.retryTimer !== null) this.opts.clock.clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.watch.cancel();
+    this.listAbort?.abort();
     await this.lw.stop();
+  }
+
+  /** opts.list(), aborted and rejected when not answered in full within listTimeoutMs. */
+  private listWithTimeout(): Promise<KubernetesListObject<T>> {
+    const ms = this.opts.listTimeoutMs ?? LIST_TIMEOUT_MS;
+    const abort = new AbortController();
+    this.listAbort = abort;
+    return new Promise<KubernetesListObject<T>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`list got no answer in ${formatSeconds(ms)} (the API server ends a list sooner): the connection is taken for dead`));
+        abort.abort();
+      }, ms);
+      timer.unref();
+      const settle = (): void => {
+        clearTimeout(timer);
+        if (this.listAbort === abort) this.listAbort = null;
+      };
+      this.opts.list(abort.signal).then((list) => {
+        settle();
+        resolve(list);
+      }, (err: unknown) => {
+        settle();
+        reject(err);
+      });
+    });
   }
 
   private run(): void {
@@ -123,7 +168,7 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.lastFailureAt = now;
     const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
     this.retryAttempt++;
-    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, err)}`, 'warn');
+    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, this.opts.namespace, err)}`, 'warn');
     this.retryTimer = this.opts.clock.setTimeout(() => {
       this.retryTimer = null;
       if (!this.stopped) this.run();
@@ -131,28 +176,54 @@ export class ResourceInformer<T extends KubernetesObject> {
   }
 }
 
-/** The likely cause of a refusal a first deployment meets: CRDs not installed, RBAC not applied. */
-function failureHint(name: string, err: unknown): string {
+/** The likely cause of a refusal a first deployment meets: CRDs not installed, RBAC not applied or bound at another scope. */
+function failureHint(name: string, namespace: string | null, err: unknown): string {
   const e = (err ?? {}) as { statusCode?: unknown; code?: unknown };
   const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.code === 'number' ? e.code : null;
   if (status === 404 && name !== 'pods') {
     return `; the API does not serve ${name}: are the CRDs installed (kubectl apply -k deploy/crds), and is ROUTER_API_GROUP their group? (docs/kubernetes.md)`;
   }
-  if (status === 403) return `; the router's identity may not list and watch ${name}: apply the RBAC of deploy/base (docs/kubernetes.md)`;
+  if (status === 403) {
+    return namespace === null
+      ? `; the router's identity may not list and watch ${name} in all namespaces (ROUTER_NAMESPACE is not set): that needs a ClusterRoleBinding of the router's ClusterRole (deploy/base); with a RoleBinding in one namespace, set ROUTER_NAMESPACE to it (docs/kubernetes.md)`
+      : `; the router's identity may not list and watch ${name} in namespace ${namespace}: bind the router's role there (a RoleBinding in that namespace, or the ClusterRoleBinding of deploy/base) (docs/kubernetes.md)`;
+  }
   if (status === 401) return '; the API refused the credentials of the kubeconfig or service account';
   return '';
 }
 
 function describeError(err: unknown): string {
   if (err === null || err === undefined) return 'unknown error';
-  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; body?: unknown; cause?: { code?: unknown; message?: unknown } };
   const parts: string[] = [];
   if (typeof e.statusCode === 'number') parts.push(`HTTP ${e.statusCode}`);
   else if (typeof e.code === 'number') parts.push(`HTTP ${e.code}`);
-  if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(e.message));
+  // A refused list carries the API server's Status: its message names who was refused what, where.
+  const said = statusMessage(e.body);
+  if (said !== null) parts.push(firstLine(said));
+  else if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(e.message));
   if (e.cause && typeof e.cause.code === 'string') parts.push(e.cause.code);
   else if (e.cause && typeof e.cause.message === 'string') parts.push(firstLine(e.cause.message));
   return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
+/** The message of a v1 Status answer (a JSON string or an object), or null. */
+function statusMessage(body: unknown): string | null {
+  let status = body;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      return null;
+    }
+  }
+  if (status === null || typeof status !== 'object') return null;
+  const message = (status as { message?: unknown }).message;
+  return typeof message === 'string' && message !== '' ? message : null;
+}
+
+function formatSeconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
 
 function firstLine(s: string): string {

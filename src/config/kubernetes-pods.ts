@@ -21,6 +21,20 @@ export interface PodLike {
   };
 }
 
+/**
+ * What the router keeps of a pod: the fields read here, and those the list/watch cache needs
+ * (namespace, name, resourceVersion). A whole pod (spec, managedFields, container statuses) is
+ * several kilobytes, and in all-namespaces mode every pod of the cluster is kept.
+ */
+export function podEssentials(pod: PodLike & { metadata?: { uid?: unknown; resourceVersion?: unknown } }): PodLike {
+  const meta = pod.metadata ?? {};
+  const status = pod.status ?? {};
+  const metadata: Record<string, unknown> = { name: meta.name, namespace: meta.namespace, uid: meta.uid, resourceVersion: meta.resourceVersion, labels: meta.labels };
+  if (meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null) metadata.deletionTimestamp = meta.deletionTimestamp;
+  const conditions = status.conditions?.map((c) => ({ type: c.type, status: c.status }));
+  return { metadata, status: { phase: status.phase, podIP: status.podIP, conditions } } as PodLike;
+}
+
 /** True when the pod may receive traffic now. */
 export function isPodServing(pod: PodLike): boolean {
   const meta = pod.metadata;

@@ -1,6 +1,7 @@
 /**
  * Builds a routes/servers snapshot from the raw objects the informers hold:
- * validate each ModelRoute / ModelServer (invalid ones are skipped with a problem naming them),
+ * validate each ModelRoute / ModelServer (an invalid one is skipped with a problem naming it, or,
+ * when an earlier version of the same object was valid, that version is kept and the problem says so),
  * resolve each ModelServer's endpoints from ready pods (or use spec.endpoints as is), skip routes
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
@@ -24,12 +25,27 @@ export interface BuildResult {
 }
 
 type Kind = 'ModelRoute' | 'ModelServer';
-/** A valid resource with the notes to log about it (unknown fields), or why it is skipped. */
+/** A valid resource with the notes to log about it (unknown fields), or why it is invalid. */
 type Validated = { resource: ModelRoute | ModelServer; notes: string[] } | { problem: string };
+
+/** The last valid version of one object (kind, namespace/name and uid). */
+interface LastValid {
+  uid: unknown;
+  resourceVersion: unknown;
+  resource: ModelRoute | ModelServer;
+}
+
+type RawMeta = { name?: unknown; namespace?: unknown; uid?: unknown; resourceVersion?: unknown } | undefined;
 
 /** Validates objects once per object identity (an informer replaces the object on every change). */
 export class SnapshotBuilder {
   private readonly cache = new WeakMap<object, Validated>();
+  /**
+   * Per kind and namespace/name, the last version that was valid: an object later changed into
+   * an invalid one keeps serving as that version (an edit the router rejects does not take a
+   * route or a server away). Forgotten when the object is deleted or created again (new uid).
+   */
+  private readonly lastValid = { ModelRoute: new Map<string, LastValid>(), ModelServer: new Map<string, LastValid>() };
   private readonly apiVersion: string;
 
   constructor(private readonly apiGroup: string) {
@@ -44,7 +60,7 @@ export class SnapshotBuilder {
     const invalidServers = new Set<string>();
     for (const obj of rawServers) {
       const v = this.cache.get(obj);
-      if (v !== undefined && 'problem' in v) invalidServers.add(rawKey((obj as { metadata?: { name?: unknown; namespace?: unknown } }).metadata));
+      if (v !== undefined && 'problem' in v) invalidServers.add(rawKey((obj as { metadata?: RawMeta }).metadata));
     }
 
     const routable: ModelRoute[] = [];
@@ -71,18 +87,33 @@ export class SnapshotBuilder {
 
   private validateAll<T extends ModelRoute | ModelServer>(raw: readonly object[], kind: Kind, problems: string[]): T[] {
     const out: T[] = [];
+    const lastValid = this.lastValid[kind];
+    const seen = new Set<string>();
     for (const obj of raw) {
       let v = this.cache.get(obj);
       if (v === undefined) {
         v = this.validate(obj, kind);
         this.cache.set(obj, v);
       }
-      if ('problem' in v) problems.push(v.problem);
-      else {
+      const meta = (obj as { metadata?: RawMeta }).metadata;
+      const key = rawKey(meta);
+      seen.add(key);
+      if ('problem' in v) {
+        const kept = lastValid.get(key);
+        if (kept !== undefined && kept.uid === meta?.uid) {
+          problems.push(`${v.problem}; keeps its last valid version (resourceVersion ${String(kept.resourceVersion)})`);
+          out.push(kept.resource as T);
+        } else {
+          lastValid.delete(key);
+          problems.push(`${v.problem}; skipped`);
+        }
+      } else {
+        lastValid.set(key, { uid: meta?.uid, resourceVersion: meta?.resourceVersion, resource: v.resource });
         problems.push(...v.notes);
         out.push(v.resource as T);
       }
     }
+    for (const key of lastValid.keys()) if (!seen.has(key)) lastValid.delete(key);
     return out;
   }
 
@@ -94,11 +125,10 @@ export class SnapshotBuilder {
       : obj;
     try {
       const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
-      if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch; skipped` };
+      if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch` };
       return { resource: res, notes: resourceNotes(input).map((f) => `kubernetes (${res.kind} ${res.key}): ${f.path}: ${f.problem}`) };
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      return { problem: `${message}; skipped` };
+      return { problem: err instanceof Error ? err.message : String(err) };
     }
   }
 }

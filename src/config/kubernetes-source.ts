@@ -11,7 +11,7 @@ import type { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesListObject, Kub
 import { API_VERSION } from './resource-types.js';
 import { systemSourceClock, type SourceClock } from './kubernetes-clock.js';
 import { ResourceInformer } from './kubernetes-informer.js';
-import type { PodLike } from './kubernetes-pods.js';
+import { podEssentials, type PodLike } from './kubernetes-pods.js';
 import { SnapshotBuilder, type KubernetesSnapshot } from './kubernetes-snapshot.js';
 
 export type { SourceClock } from './kubernetes-clock.js';
@@ -31,6 +31,8 @@ export interface KubernetesSourceOptions {
   debounceMs?: number;
   /** A watch delivering nothing this long is taken for dead and reopened (default 330 s; real time). */
   watchIdleMs?: number;
+  /** A list not answered in full this long is aborted and made again (default 120 s; real time). */
+  listTimeoutMs?: number;
 }
 
 type SnapshotListener = (s: KubernetesSnapshot) => void;
@@ -97,13 +99,14 @@ export class KubernetesSource {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     const { apiGroup, namespace } = this.opts;
     const common = {
-      k8s, kubeConfig: kc, clock: this.clock, log: this.opts.log,
+      k8s, kubeConfig: kc, namespace, clock: this.clock, log: this.opts.log,
       onChange: () => this.changed(), onListed: () => this.listed(),
       ...(this.opts.watchIdleMs === undefined ? {} : { watchIdleMs: this.opts.watchIdleMs }),
+      ...(this.opts.listTimeoutMs === undefined ? {} : { listTimeoutMs: this.opts.listTimeoutMs }),
     };
     this.routes = new ResourceInformer<Obj>({ ...common, name: 'modelroutes', ...customList(custom, apiGroup, namespace, 'modelroutes') });
     this.servers = new ResourceInformer<Obj>({ ...common, name: 'modelservers', ...customList(custom, apiGroup, namespace, 'modelservers') });
-    this.pods = new ResourceInformer<Obj>({ ...common, name: 'pods', ...podList(core, namespace) });
+    this.pods = new ResourceInformer<Obj>({ ...common, name: 'pods', ...podList(core, namespace), keep: (pod) => podEssentials(pod) as Obj });
     this.informers = [this.routes, this.servers, this.pods];
 
     const synced = new Promise<void>((resolve, reject) => {
@@ -175,25 +178,41 @@ export class KubernetesSource {
 }
 
 function customList(api: CustomObjectsApi, group: string, namespace: string | null, plural: string): {
-  path: string; list: () => Promise<KubernetesListObject<Obj>>;
+  path: string; list: (signal: AbortSignal) => Promise<KubernetesListObject<Obj>>;
 } {
   const version = API_VERSION;
   if (namespace === null) {
     return {
       path: `/apis/${group}/${version}/${plural}`,
-      list: () => api.listClusterCustomObject({ group, version, plural }) as Promise<KubernetesListObject<Obj>>,
+      list: (signal) => api.listClusterCustomObject({ group, version, plural }, withSignal(signal)) as Promise<KubernetesListObject<Obj>>,
     };
   }
   return {
     path: `/apis/${group}/${version}/namespaces/${encodeURIComponent(namespace)}/${plural}`,
-    list: () => api.listNamespacedCustomObject({ group, version, namespace, plural }) as Promise<KubernetesListObject<Obj>>,
+    list: (signal) => api.listNamespacedCustomObject({ group, version, namespace, plural }, withSignal(signal)) as Promise<KubernetesListObject<Obj>>,
   };
 }
 
-function podList(api: CoreV1Api, namespace: string | null): { path: string; list: () => Promise<KubernetesListObject<Obj>> } {
-  if (namespace === null) return { path: '/api/v1/pods', list: () => api.listPodForAllNamespaces() };
+function podList(api: CoreV1Api, namespace: string | null): { path: string; list: (signal: AbortSignal) => Promise<KubernetesListObject<Obj>> } {
+  if (namespace === null) return { path: '/api/v1/pods', list: (signal) => api.listPodForAllNamespaces({}, withSignal(signal)) };
   return {
     path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-    list: () => api.listNamespacedPod({ namespace }),
+    list: (signal) => api.listNamespacedPod({ namespace }, withSignal(signal)),
   };
+}
+
+type CallOptions = NonNullable<Parameters<CoreV1Api['listNamespacedPod']>[1]>;
+type Middleware = NonNullable<CallOptions['middleware']>[number];
+
+/** Call options that make one request abortable by `signal` (a middleware run after the kubeconfig's). */
+function withSignal(signal: AbortSignal): CallOptions {
+  const middleware = {
+    // The client's middleware chain only calls toPromise() on what pre/post return.
+    pre: (ctx: { setSignal(s: AbortSignal): void }) => {
+      ctx.setSignal(signal);
+      return { toPromise: () => Promise.resolve(ctx) };
+    },
+    post: (rsp: unknown) => ({ toPromise: () => Promise.resolve(rsp) }),
+  } as unknown as Middleware;
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
 }

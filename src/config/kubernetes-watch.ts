@@ -4,9 +4,10 @@
  * ListWatch (client-node 1.x) starts a new watch as soon as one ends cleanly. That is right after
  * a normal server-side timeout, but against an API server (or proxy) that keeps ending watches
  * at once it would loop without pause. So: the first reconnect after a watch that delivered events
- * (bookmarks count) is immediate; after a watch that ended with none, the next waits 1 s, then
- * 2 s, ... up to 30 s. Failures (non-200, broken streams) are not handled here: ListWatch reports
- * them and the informer restarts it with its own backoff.
+ * (bookmarks count), or that lasted SHORT_WATCH_MS or more (a quiet watch ended by its timeout,
+ * from an API server that sends no bookmarks), is immediate; after a short watch that ended with
+ * none, the next waits 1 s, then 2 s, ... up to 30 s. Failures (non-200, broken streams) are not
+ * handled here: ListWatch reports them and the informer restarts it with its own backoff.
  *
  * 410 Gone (an ERROR event with code 410, or an HTTP 410) makes ListWatch relist at once, which is
  * right when the watch had made progress. But a watch that is answered 410 again right after that
@@ -36,13 +37,17 @@ type QueryParams = Record<string, string | number | boolean | undefined>;
 
 const BASE_DELAY_MS = 1000;
 const MAX_DELAY_MS = 30_000;
+/** A watch that ends cleanly without events sooner than this (injected clock) counts toward the reconnect backoff. */
+const SHORT_WATCH_MS = 1000;
 
 export class BackoffWatch {
-  /** Consecutive watches that ended cleanly without delivering any event. */
+  /** Consecutive watches that ended cleanly, short, without delivering any event. */
   private quietEnds = 0;
   /** Consecutive watches answered 410 Gone without delivering any other event (each then relists). */
   private goneEnds = 0;
   private cancelled = false;
+  /** Counts cancel() calls: a watch answered after one (its request was in flight) is closed at once. */
+  private cancels = 0;
   private pending: { handle: unknown; resolve: () => void } | null = null;
   /** The inner watches still open, aborted by cancel(). */
   private readonly open = new Set<AbortController>();
@@ -58,6 +63,8 @@ export class BackoffWatch {
     private readonly log: (msg: string, level?: 'warn') => void = () => {},
     private readonly idleMs = Number.POSITIVE_INFINITY,
     private readonly progressed: () => void = () => {},
+    /** What of an event's object to pass on (ADDED, MODIFIED, DELETED): the watcher keeps it. */
+    private readonly keep: (obj: any) => any = (obj) => obj,
   ) {}
 
   /** Same contract as Watch.watch. */
@@ -68,12 +75,14 @@ export class BackoffWatch {
       idle.abort();
       return idle;
     }
+    const cancelsAtStart = this.cancels;
     /** Events other than ERROR (ADDED, MODIFIED, DELETED, BOOKMARK): the watch made progress. */
     let events = 0;
     let gone = false;
     /** Once ended (by its stream, or by the watchdog), a watch delivers nothing more. */
     let ended = false;
     let lastEventAt = Date.now();
+    const startedAt = this.clock.now();
     let watchdog: NodeJS.Timeout | null = null;
     let controller: AbortController | null = null;
     const counted: WatchCallback = (phase, obj, watchObj) => {
@@ -81,7 +90,7 @@ export class BackoffWatch {
       lastEventAt = Date.now();
       if (phase === 'ERROR') gone ||= isGone(obj);
       else if (events++ === 0) this.progressed();
-      callback(phase, obj, watchObj);
+      callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : this.keep(obj), watchObj);
     };
     const finished: DoneCallback = (err) => {
       if (ended) return;
@@ -102,7 +111,7 @@ export class BackoffWatch {
           });
           return;
         }
-      } else if (err) {
+      } else if (err || this.clock.now() - startedAt >= SHORT_WATCH_MS) {
         this.quietEnds = 0;
       } else {
         this.quietEnds++;
@@ -127,8 +136,12 @@ export class BackoffWatch {
       watchdog.unref();
     }
     const c = await this.inner.watch(path, query, counted, finished);
-    if (ended) c.abort(); // answered after the watchdog gave up on it
-    else {
+    if (ended || this.cancels !== cancelsAtStart) {
+      // Answered after the watchdog gave up on it, or after cancel(): nothing more from it.
+      ended = true;
+      if (watchdog !== null) clearTimeout(watchdog);
+      c.abort();
+    } else {
       controller = c;
       this.open.add(c);
     }
@@ -140,9 +153,10 @@ export class BackoffWatch {
     this.cancelled = false;
   }
 
-  /** A pending delay ends now and no new watch starts (the informer stopped). */
+  /** A pending delay ends now, no new watch starts, and one whose request is in flight is closed once answered (the informer stopped). */
   cancel(): void {
     this.cancelled = true;
+    this.cancels++;
     for (const c of this.open) c.abort();
     this.open.clear();
     if (this.pending !== null) {

@@ -15,7 +15,7 @@
  * - BOOKMARK events carry only kind/apiVersion/metadata.resourceVersion.
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
- * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
+ * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `leaveNextListsUnanswered`, `holdNextWatches`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
  * `sendBookmarks`, and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -84,7 +84,10 @@ export class FakeKubeApi {
   private endEarly: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private broken: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
-  private failures: { count: number; status: number; plural: Plural | null } = { count: 0, status: 500, plural: null };
+  private unansweredLists: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private hold: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private readonly held: (() => void)[] = [];
+  private failures: { count: number; status: number; plural: Plural | null; message: string | null } = { count: 0, status: 500, plural: null, message: null };
   private uidSeq = 0;
   private port = 0;
 
@@ -217,6 +220,26 @@ export class FakeKubeApi {
     this.unanswered = { count, plural };
   }
 
+  /** The next `count` watch requests (of `plural` only, if given) wait, unanswered, for `releaseHeldWatches`. */
+  holdNextWatches(count: number, plural: Plural | null = null): void {
+    this.hold = { count, plural };
+  }
+
+  /** Watch requests held by `holdNextWatches` (arrived so far). */
+  get heldWatches(): number {
+    return this.held.length;
+  }
+
+  /** Answers the held watch requests, as any other watch. */
+  releaseHeldWatches(): void {
+    for (const answer of this.held.splice(0)) answer();
+  }
+
+  /** The next `count` list requests (of `plural` only, if given) are never answered, not even with headers. */
+  leaveNextListsUnanswered(count: number, plural: Plural | null = null): void {
+    this.unansweredLists = { count, plural };
+  }
+
   /** The next `count` watch requests (of `plural` only, if given) get 200 and an immediate end, with no event. */
   endNextWatches(count: number, plural: Plural | null = null): void {
     this.endEarly = { count, plural };
@@ -227,9 +250,12 @@ export class FakeKubeApi {
     this.broken = { count, plural };
   }
 
-  /** The next `count` requests (list or watch; of `plural` only, if given) answer `status` with a Status body. */
-  failNextRequests(count: number, status = 500, plural: Plural | null = null): void {
-    this.failures = { count, status, plural };
+  /**
+   * The next `count` requests (list or watch; of `plural` only, if given) answer `status` with a
+   * Status body, whose message is `message` when given (e.g. the API server's RBAC refusal).
+   */
+  failNextRequests(count: number, status = 500, plural: Plural | null = null, message: string | null = null): void {
+    this.failures = { count, status, plural, message };
   }
 
   /** Sends a BOOKMARK at the current resourceVersion to every watch that asked for bookmarks. */
@@ -274,9 +300,21 @@ export class FakeKubeApi {
     if (this.failures.count > 0 && (this.failures.plural === null || this.failures.plural === route.plural)) {
       this.failures.count--;
       const status = this.failures.status;
-      return fail(status, status === 410 ? 'Expired' : 'InternalError', `injected failure ${status}`);
+      const reason = status === 410 ? 'Expired' : status === 403 ? 'Forbidden' : 'InternalError';
+      return fail(status, reason, this.failures.message ?? `injected failure ${status}`);
     }
-    if (!watch) return this.list(route.plural, route.namespace, res);
+    if (!watch) {
+      if (this.unansweredLists.count > 0 && (this.unansweredLists.plural === null || this.unansweredLists.plural === route.plural)) {
+        this.unansweredLists.count--;
+        return;
+      }
+      return this.list(route.plural, route.namespace, res);
+    }
+    if (this.hold.count > 0 && (this.hold.plural === null || this.hold.plural === route.plural)) {
+      this.hold.count--;
+      this.held.push(() => this.startWatch(route.plural, route.namespace, resourceVersion, allowWatchBookmarks, res));
+      return;
+    }
     this.startWatch(route.plural, route.namespace, resourceVersion, allowWatchBookmarks, res);
   }
 

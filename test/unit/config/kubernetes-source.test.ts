@@ -66,18 +66,23 @@ function view(s: KubernetesSnapshot | null): { routes: string[]; endpoints: Reco
   return { routes: s.routes.map((r) => `${r.key}=${r.modelName}`), endpoints };
 }
 
-/** Real timers (capped at 5 ms so backoff does not slow the test) that record every requested delay. */
-function recordingClock(): SourceClock & { delays: number[] } {
+/**
+ * Real timers (capped at 5 ms so backoff does not slow the test) that record every requested delay;
+ * `now()` is real time plus `ahead`, which a test raises to let time pass.
+ */
+function recordingClock(): SourceClock & { delays: number[]; ahead: number } {
   const delays: number[] = [];
-  return {
+  const c = {
     delays,
-    now: () => Date.now(),
+    ahead: 0,
+    now: () => Date.now() + c.ahead,
     setTimeout: (fn, ms) => {
       delays.push(ms);
       return setTimeout(fn, Math.min(ms, 5));
     },
-    clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+    clearTimeout: (h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>),
   };
+  return c;
 }
 
 async function until<T>(what: string, probe: () => T | false | null | undefined, describeState: () => unknown): Promise<T> {
@@ -120,9 +125,9 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** `watchIdleMs`: the watchdog's limit (the source's default when left out). */
-  function newSource(namespace: string | null = null, watchIdleMs?: number): KubernetesSource {
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs });
+  /** `watchIdleMs`, `listTimeoutMs`: the watchdog's and the list's limits (the source's defaults when left out). */
+  function newSource(namespace: string | null = null, watchIdleMs?: number, listTimeoutMs?: number): KubernetesSource {
+    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs, listTimeoutMs });
     source.onSnapshot((s) => snapshots.push(s));
     sources.push(source);
     return source;
@@ -256,6 +261,33 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'only the pod with an IP', (v) => v.endpoints['default/llama'].join() === 'llama-3@10.0.0.13:8000');
   });
 
+  test('pods are cached with only what the router reads of them, from the list and from the watch', async () => {
+    const bulky = (name: string, ip: string, ready: boolean): KubeObject => {
+      const p = pod('default', name, LABELS, ip, { ready });
+      p.metadata.annotations = { 'kubectl.kubernetes.io/restartedAt': '2025-01-01T00:00:00Z' };
+      p.metadata.managedFields = [{ manager: 'kubelet', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:podIP': {} } } }];
+      (p.status as Record<string, unknown>).containerStatuses = [{ name: 'engine', ready, restartCount: 0, image: 'vllm' }];
+      return p;
+    };
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', bulky('llama-0', '10.0.0.10', true));
+    const source = await started();
+    const cached = (): Record<string, any>[] => (source as unknown as { pods: { objects(): Record<string, any>[] } }).pods.objects();
+    const expectEssentials = (p: Record<string, any>, ready: boolean): void => {
+      expect(Object.keys(p).sort()).toEqual(['metadata', 'status']);
+      expect(Object.keys(p.metadata).filter((k) => p.metadata[k] !== undefined).sort()).toEqual(['labels', 'name', 'namespace', 'resourceVersion', 'uid']);
+      expect(p.status).toEqual({ phase: 'Running', podIP: p.status.podIP, conditions: [{ type: 'PodScheduled', status: 'True' }, { type: 'Ready', status: ready ? 'True' : 'False' }] });
+    };
+    expect(cached()).toHaveLength(1);
+    expectEssentials(cached()[0], true);
+
+    api.upsert('pods', bulky('llama-0', '10.0.0.10', false));
+    api.upsert('pods', bulky('llama-1', '10.0.0.11', true));
+    await settle(source, 'watched changes applied', (v) => v.endpoints['default/llama'].join() === 'llama-1@10.0.0.11:8000');
+    expect(cached()).toHaveLength(2);
+    for (const p of cached()) expectEssentials(p, p.metadata.name === 'llama-1');
+  });
+
   test('an invalid resource is skipped with a log line naming it; the rest keeps working; fixing it applies it', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelservers', server('default', 'broken-server', LABELS, 70000));
@@ -275,6 +307,40 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
 
     api.upsert('modelroutes', route('default', 'bad', 'other', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'hour' } } }));
     await settle(source, 'fixed route applied', (v) => v.routes.includes('default/bad=other'));
+  });
+
+  test('a valid resource changed into an invalid one keeps its last valid version, logged naming the field; deleted, it goes', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'hour' } } }));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    const source = await started();
+    expect(view(source.snapshot)).toEqual({ routes: ['default/r1=llama-3'], endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000'] } });
+    const routeRv = api.get('modelroutes', 'default', 'r1')!.metadata.resourceVersion;
+    const serverRv = api.get('modelservers', 'default', 'llama')!.metadata.resourceVersion;
+
+    // An edit the router rejects (a CRD schema older than the router's checks, or validation off).
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
+    api.upsert('modelservers', server('default', 'llama', LABELS, 70000));
+    await until('both problems logged', () => warns.filter((l) => l.includes('keeps its last valid version')).length === 2, () => warns);
+    expect(warns).toContain(`kubernetes (ModelRoute default/r1): spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"; keeps its last valid version (resourceVersion ${routeRv})`);
+    expect(warns.some((l) => l.startsWith('kubernetes (ModelServer default/llama): spec.workloadPort.port:') && l.endsWith(`; keeps its last valid version (resourceVersion ${serverRv})`))).toBe(true);
+    // Still served as before, the server following its pods with its last valid selector and port.
+    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
+    await settle(source, 'pod added to the kept server', (v) => v.endpoints['default/llama']?.length === 2);
+    expect(view(source.snapshot).routes).toEqual(['default/r1=llama-3']);
+    expect(source.snapshot!.routes[0].rateLimit?.unit).toBe('hour');
+    expect(source.snapshot!.servers[0].workloadPort).toBe(8000);
+
+    // Fixed: the new version applies.
+    api.upsert('modelroutes', route('default', 'r1', 'llama-4', ['llama']));
+    await settle(source, 'fixed route applied', (v) => v.routes.join() === 'default/r1=llama-4');
+
+    // Deleted, then created again invalid: a new object with no valid version, skipped.
+    api.remove('modelroutes', 'default', 'r1');
+    await settle(source, 'route deleted', (v) => v.routes.length === 0);
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
+    await until('re-created invalid route skipped', () => warns.some((l) => l.startsWith('kubernetes (ModelRoute default/r1): spec.rateLimit.unit') && l.endsWith('; skipped')), () => warns);
+    expect(view(source.snapshot).routes).toEqual([]);
   });
 
   test('a field neither the route API nor the router has is logged once, naming it; the resource still applies', async () => {
@@ -408,6 +474,23 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(podRetries(mark)).toEqual([1000]);
   });
 
+  test('a watch that ends at its timeout without any event (an API server that sends no bookmarks) is reopened at once, however often', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    const delaysBefore = clock.delays.length;
+    const podWatches = (): number => api.requests.filter((q) => q.watch && q.plural === 'pods').length;
+    for (let i = 0; i < 5; i++) {
+      const before = podWatches();
+      clock.ahead += 300_000; // the watch ran its 5 minutes, quiet
+      api.dropWatches();
+      await until(`pods watch ${i + 2} open`, () => podWatches() === before + 1 && api.watchCount('pods') === 1, () => api.requests);
+    }
+    expect(clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000)).toEqual([]);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen', (v) => v.endpoints['default/llama'].length === 1);
+  });
+
   test('watches that end at once without events are reopened with backoff (1 s, 2 s, 4 s, ...)', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     const source = await started();
@@ -481,6 +564,27 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(held[0]).toContain('2 times in a row, right after relisting; relisting in 1000 ms');
   });
 
+  test('a list that gets no answer (a relist after 410, or the first sync) is given up, logged, and made again', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    // The first list of pods is never answered: the source still syncs.
+    api.leaveNextListsUnanswered(1, 'pods');
+    const source = newSource(null, undefined, 400);
+    await source.start();
+    expect(view(source.snapshot).endpoints['default/llama']).toEqual(['llama-0@10.0.0.10:8000']);
+    expect(logs.find((l) => l.startsWith('pods list/watch failed (list got no answer in 0.4 s'))).toMatch(/the connection is taken for dead\); retrying in \d+ ms$/);
+
+    // A relist (the watch answered 410 Gone) whose list hangs: changes still arrive afterwards.
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.leaveNextListsUnanswered(1, 'pods');
+    api.expireNextWatches(1, 'pods');
+    api.dropWatches();
+    await until('the hung relist made', () => api.requests.filter((q) => !q.watch && q.plural === 'pods').length === 3, () => api.requests);
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10', { ready: false }));
+    await settle(source, 'the change seen after the hung relist', (v) => v.endpoints['default/llama'].length === 0);
+    expect(logs.filter((l) => l.startsWith('pods list/watch failed (list got no answer in 0.4 s'))).toHaveLength(2);
+  });
+
   test('a watch that stays open but delivers nothing past the idle limit is taken for dead, logged, and resumed', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
@@ -542,19 +646,51 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     for (const q of api.requests) expect(q.namespace).toBe('team-a');
   });
 
+  test('stop() while a watch request awaits its answer: the watch answered afterwards is closed at once', async () => {
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.holdNextWatches(1, 'pods');
+    api.dropWatches();
+    await until('the pods watch request held', () => api.heldWatches === 1, () => api.requests);
+    await source.stop();
+    api.releaseHeldWatches();
+    await until('no watch left open', () => api.watchCount() === 0, () => api.watchCount());
+  });
+
   test('a refusal a first deployment meets names its likely cause: CRDs missing (404), RBAC missing (403)', async () => {
     api.failNextRequests(1, 404, 'modelroutes');
     const source = newSource();
     await source.start();
     expect(logs.find((l) => l.startsWith('modelroutes list/watch failed'))).toMatch(
       /HTTP 404.*; retrying in \d+ ms; the API does not serve modelroutes: are the CRDs installed \(kubectl apply -k deploy\/crds\), and is ROUTER_API_GROUP their group\? \(docs\/kubernetes\.md\)$/);
+    // Its watches open before it stops: none of its requests can meet the failure set up next.
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
     await source.stop();
     api.failNextRequests(1, 403, 'pods');
     const second = newSource();
     await second.start();
     expect(logs.find((l) => l.startsWith('pods list/watch failed'))).toMatch(
-      /HTTP 403.*; the router's identity may not list and watch pods: apply the RBAC of deploy\/base \(docs\/kubernetes\.md\)$/);
+      /HTTP 403.*; the router's identity may not list and watch pods in all namespaces \(ROUTER_NAMESPACE is not set\): that needs a ClusterRoleBinding/);
     await second.stop();
+  });
+
+  test('a refusal says what the API server said (who was refused, at which scope) and what the scope needs', async () => {
+    const refusal = 'pods is forbidden: User "system:serviceaccount:inference-router:inference-router" cannot list resource "pods" in API group "" at the cluster scope';
+    api.failNextRequests(1, 403, 'pods', refusal);
+    const all = newSource();
+    await all.start();
+    const line = logs.find((l) => l.startsWith('pods list/watch failed'));
+    expect(line).toContain(`(HTTP 403: ${refusal})`);
+    expect(line).toMatch(/; the router's identity may not list and watch pods in all namespaces \(ROUTER_NAMESPACE is not set\): that needs a ClusterRoleBinding of the router's ClusterRole \(deploy\/base\); with a RoleBinding in one namespace, set ROUTER_NAMESPACE to it \(docs\/kubernetes\.md\)$/);
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    await all.stop();
+    const mark = logs.length;
+    api.failNextRequests(1, 403, 'modelroutes', 'modelroutes.networking.serving.volcano.sh is forbidden: User "x" cannot list resource "modelroutes" in the namespace "models"');
+    const one = newSource('models');
+    await one.start();
+    expect(logs.slice(mark).find((l) => l.startsWith('modelroutes list/watch failed'))).toMatch(
+      /\(HTTP 403: modelroutes\.networking\.serving\.volcano\.sh is forbidden: .* in the namespace "models"\); retrying in \d+ ms; the router's identity may not list and watch modelroutes in namespace models: bind the router's role there \(a RoleBinding in that namespace, or the ClusterRoleBinding of deploy\/base\) \(docs\/kubernetes\.md\)$/);
+    await one.stop();
   });
 
   test('start() waits through API failures and resolves once all kinds are listed; stop() before sync rejects it', async () => {

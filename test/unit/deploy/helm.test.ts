@@ -34,7 +34,7 @@ const ALL_ON = [
 ];
 
 function render(set: string[] = []): Doc[] {
-  const out = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'ir', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 30_000 });
+  const out = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'ir', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
   return parseAllDocuments(out).map((d) => d.toJS() as Doc).filter((d) => d !== null);
 }
 const kinds = (docs: Doc[]): string[] => docs.map((d) => d.kind).sort();
@@ -76,13 +76,29 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution).toHaveLength(1);
   });
 
-  test('preStop sleeps ROUTER_DRAIN_DELAY; the grace period covers the sleep and the drain timeout', () => {
-    for (const [set, delay, grace] of [[[], 5, 5 + 30 + 10], [ALL_ON, 7, 7 + 60 + 10]] as const) {
+  test('preStop sleeps ROUTER_DRAIN_DELAY; the grace period covers the sleep, the router\'s own drain delay and the drain timeout', () => {
+    // preStop sleep, then on SIGTERM the router serves ROUTER_DRAIN_DELAY more before it closes its
+    // listener and gives in-flight requests up to ROUTER_DRAIN_TIMEOUT; then the margin.
+    for (const [set, delay, grace] of [[[], 5, 5 + 5 + 30 + 10], [ALL_ON, 7, 7 + 7 + 60 + 10]] as const) {
       const docs = render([...set]);
       const c = deployment(docs).spec.template.spec.containers[0];
       expect(c.lifecycle.preStop.exec.command).toEqual(['sleep', String(delay)]);
       expect(env(docs).ROUTER_DRAIN_DELAY).toBe(`${delay}s`);
       expect(deployment(docs).spec.template.spec.terminationGracePeriodSeconds).toBe(grace);
+    }
+    const noSleep = deployment(render(['drain.preStopSleep=false'])).spec.template.spec;
+    expect(noSleep.containers[0].lifecycle).toBeUndefined();
+    expect(noSleep.terminationGracePeriodSeconds).toBe(5 + 30 + 10);
+  });
+
+  test('the grace period follows drain.timeout in every duration form the router takes; one it does not take is refused', () => {
+    for (const [timeout, seconds] of [['90s', 90], ['2m', 120], ['1m30s', 90], ['2m30s', 150], ['1.5m', 90], ['500ms', 1], ['1m0.5s', 61], ['0.25h', 900]] as const) {
+      const docs = render([`drain.timeout=${timeout}`]);
+      expect(env(docs).ROUTER_DRAIN_TIMEOUT, timeout).toBe(timeout);
+      expect(deployment(docs).spec.template.spec.terminationGracePeriodSeconds, timeout).toBe(5 + 5 + seconds + 10);
+    }
+    for (const bad of ['30', 'thirty', '1d', '-5s']) {
+      expect(() => render([`drain.timeout=${bad}`]), bad).toThrow(/drain\.timeout/);
     }
   });
 
