@@ -149,6 +149,13 @@ export class FdWriter {
     });
   }
 
+  /** Records pushed and not yet written whole (or failed). */
+  get queuedRecords(): number {
+    let n = 0;
+    for (const c of this.counts) n += c;
+    return this.bufs.length === 0 ? n : n - wholeRecords(this.bufs[0] as Buffer, this.offset);
+  }
+
   /** Bytes pushed and not yet written (or failed). */
   get pendingBytes(): number {
     return this.queued;

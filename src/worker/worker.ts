@@ -236,6 +236,8 @@ export async function runWorker(settings: Settings): Promise<void> {
       Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close(), tracer?.close()]),
       new Promise((r) => setTimeout(r, 2000).unref()),
     ]);
+    // Records an output did not take by now are lost with the process: counted and said on stderr.
+    await Promise.race([accessLog.abandon(), new Promise((r) => setTimeout(r, 500).unref())]);
     process.exit(0);
   };
 
