@@ -1,5 +1,6 @@
 import { close as fsClose, fstatSync, open as fsOpen, write as fsWrite, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 
 /**
  * Writes whole-record batches to one file descriptor, in order, one `write(2)` at a time. Each
