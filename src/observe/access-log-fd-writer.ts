@@ -1,5 +1,6 @@
-import { close as fsClose, open as fsOpen, write as fsWrite, writeSync } from 'node:fs';
+import { close as fsClose, fstatSync, open as fsOpen, write as fsWrite, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
 
 /**
  * Writes whole-record batches to one file descriptor, in order, one `write(2)` at a time. Each
@@ -7,6 +8,9 @@ import { performance } from 'node:perf_hooks';
  * the batch in flight) are bounded: `push` refuses a batch beyond the bound. A batch whose write
  * fails (ENOSPC, EIO, EBADF, ...) is discarded and reported through `onFailed`, so a broken output
  * never builds up a backlog; EAGAIN (a full non-blocking pipe) is retried after a short pause.
+ * A batch that fails after part of it was written (a disk that filled up during the write) counts
+ * only the records it did not write whole; when it was cut inside a record, the next write is a
+ * newline, before any later batch, so the cut record stays a line of its own.
  *
  * Where the write runs: to a regular file (`syncWrites`), on the event loop as the batch is
  * pushed. A 64 KiB write into the page cache takes tens of µs, while a write on the libuv thread
@@ -18,6 +22,9 @@ import { performance } from 'node:perf_hooks';
  */
 
 const RETRY_EAGAIN_MS = 10;
+const NEWLINE = 0x0a;
+/** What ends a line cut by a failed write. */
+const LINE_END = Buffer.from([NEWLINE]);
 /** A write on the event loop this slow moves the writer to the thread pool... */
 export const SLOW_WRITE_MS = 10;
 /** ... for this long. */
@@ -51,6 +58,10 @@ export class FdWriter {
   private readonly syncWrites: boolean;
   private readonly now: () => number;
   private readonly onSlow: (ms: number) => void;
+  /** The output ends inside a record (a write failed after part of it): the next write is LINE_END. */
+  private lineCut = false;
+  /** The write in flight is LINE_END. */
+  private endingLine = false;
   /** Until this time (of `now`) writes go to the thread pool after a slow one. */
   private asyncUntil = Number.NEGATIVE_INFINITY;
 
@@ -126,6 +137,8 @@ export class FdWriter {
         this.onFailed(0, err);
         if (old < 0) this.failAll(err);
       } else {
+        // A new file (rotated) starts with a whole line; the same file still ends inside the cut one.
+        if (this.lineCut && !sameFile(old, fd)) this.lineCut = false;
         this.fd = fd;
         if (old >= 0) fsClose(old, noop);
       }
@@ -135,6 +148,13 @@ export class FdWriter {
       }
       this.kick();
     });
+  }
+
+  /** Records pushed and not yet written whole (or failed). */
+  get queuedRecords(): number {
+    let n = 0;
+    for (const c of this.counts) n += c;
+    return this.bufs.length === 0 ? n : n - wholeRecords(this.bufs[0] as Buffer, this.offset);
   }
 
   /** Bytes pushed and not yet written (or failed). */
@@ -165,17 +185,20 @@ export class FdWriter {
         this.failAll(Object.assign(new Error('the output is not open'), { code: 'EBADF' }));
         return;
       }
-      const buf = this.bufs[0] as Buffer;
+      // After a cut record, its line is ended before the next batch (rare: a disk that filled up).
+      this.endingLine = this.lineCut;
+      const buf = this.endingLine ? LINE_END : this.bufs[0] as Buffer;
+      const offset = this.endingLine ? 0 : this.offset;
       this.writing = true;
       if (this.onThreadPool) {
-        fsWrite(this.fd, buf, this.offset, buf.length - this.offset, null, this.onWritten);
+        fsWrite(this.fd, buf, offset, buf.length - offset, null, this.onWritten);
         return;
       }
       const t0 = this.now();
       let n = 0;
       let err: NodeJS.ErrnoException | null = null;
       try {
-        n = writeSync(this.fd, buf, this.offset, buf.length - this.offset);
+        n = writeSync(this.fd, buf, offset, buf.length - offset);
       } catch (e) {
         err = e as NodeJS.ErrnoException;
       }
@@ -205,10 +228,18 @@ export class FdWriter {
         this.retryTimer = setTimeout(this.onRetry, RETRY_EAGAIN_MS);
         return false;
       }
+      // Failed (also the line's end, which stays due): the batch is dropped, but for the records
+      // a part written before this failure holds whole.
+      const whole = this.endingLine ? 0 : wholeRecords(buf, this.offset);
+      if (!this.endingLine && this.offset > 0 && buf[this.offset - 1] !== NEWLINE) this.lineCut = true;
+      this.endingLine = false;
       this.queued -= buf.length - this.offset;
       this.offset = 0;
       this.bufs.shift();
-      this.onFailed(this.counts.shift() as number, err);
+      this.onFailed((this.counts.shift() as number) - whole, err);
+    } else if (this.endingLine) {
+      this.endingLine = false;
+      this.lineCut = false;
     } else {
       this.offset += n;
       this.queued -= n;
@@ -241,3 +272,22 @@ export class FdWriter {
 }
 
 function noop(): void {}
+
+/** Records (lines) that `buf`'s first `end` bytes hold whole. */
+function wholeRecords(buf: Buffer, end: number): number {
+  let n = 0;
+  for (let i = buf.indexOf(NEWLINE); i >= 0 && i < end; i = buf.indexOf(NEWLINE, i + 1)) n++;
+  return n;
+}
+
+/** Whether two descriptors are the same file (a reopen that found no rotation). */
+function sameFile(a: number, b: number): boolean {
+  if (a < 0) return false;
+  try {
+    const x = fstatSync(a);
+    const y = fstatSync(b);
+    return x.ino === y.ino && x.dev === y.dev;
+  } catch {
+    return false;
+  }
+}

@@ -134,15 +134,15 @@ function cut(s: string, max: number): string {
 
 /**
  * Shortens the longest string value (path, error message, model name, ...) until the line
- * fits. Each removed code unit removes at least one output byte, so cutting the overflow
- * (plus the marker) from the longest value converges in a few rounds. Rare path: copies the record.
+ * fits: cut as little as the line needs (the longest cut that fits, found by halving: the bytes a
+ * character takes, escaped, vary), or, when even the marker alone does not fit, to the marker,
+ * and then the next longest. Rare path: copies the record and formats it a few times per value.
  */
 function fitLine(r: AccessRecord, format: (r: AccessRecord) => string): string {
   const copy: AccessRecord = { ...r, error: r.error === null ? null : { ...r.error } };
   let line = format(copy);
   for (let round = 0; round < 64; round++) {
-    const overflow = Buffer.byteLength(line) - MAX_LINE_BYTES;
-    if (overflow <= 0) return line;
+    if (Buffer.byteLength(line) <= MAX_LINE_BYTES) return line;
     let longest: StringField | 'type' | 'message' = 'path';
     let longestLen = -1;
     for (const f of STRING_FIELDS) {
@@ -153,14 +153,24 @@ function fitLine(r: AccessRecord, format: (r: AccessRecord) => string): string {
       if (copy.error.type.length > longestLen) { longest = 'type'; longestLen = copy.error.type.length; }
     }
     if (longestLen <= TRUNCATION_MARKER.length) break;
-    const target = longestLen - overflow - TRUNCATION_MARKER.length;
-    if (longest === 'message' || longest === 'type') {
-      const err = copy.error as { type: string; message: string };
-      err[longest] = cut(err[longest], target);
-    } else {
-      copy[longest] = cut(copy[longest], target);
+    const field = longest;
+    const original = field === 'message' || field === 'type' ? (copy.error as { type: string; message: string })[field] : copy[field];
+    const set = (n: number): string => {
+      const v = cut(original, n);
+      if (field === 'message' || field === 'type') (copy.error as { type: string; message: string })[field] = v;
+      else copy[field] = v;
+      return format(copy);
+    };
+    line = set(0);
+    if (Buffer.byteLength(line) > MAX_LINE_BYTES) continue; // the next longest must give way too
+    let lo = 0;
+    let hi = longestLen - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (Buffer.byteLength(set(mid)) <= MAX_LINE_BYTES) lo = mid;
+      else hi = mid - 1;
     }
-    line = format(copy);
+    line = set(lo);
   }
   // Unreachable for records with integer numbers; kept so the one-line bound never depends on it.
   for (const f of STRING_FIELDS) copy[f] = '';

@@ -44,6 +44,8 @@ function checkPath(path: string): boolean {
   try {
     const st = statSync(path, { throwIfNoEntry: false });
     if (st?.isDirectory()) throw new Error('it is a directory');
+    // open(2) of a Unix socket fails (ENXIO), also through /dev/stdout when stdout is one (the systemd journal).
+    if (st?.isSocket()) throw new Error('it is a socket, which cannot be opened for writing (for the router\'s own stdout or stderr, use stdout or stderr)');
     // A missing file: its directory must exist (a file in the path throws ENOTDIR above).
     if (st === undefined && statSync(dir, { throwIfNoEntry: false }) === undefined) {
       throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);

@@ -26,6 +26,12 @@ export interface AccessLog {
   reopen(): void;
   /** Flushes, then closes the sink. Records logged afterwards are dropped and counted. */
   close(): Promise<void>;
+  /**
+   * For a process that exits without flush() or close() having finished (an output that did not
+   * take what is queued in time): counts the records still queued as dropped and reports them,
+   * with the drops not reported yet. Resolves once the report is written to stderr.
+   */
+  abandon(): Promise<void>;
   /** Records dropped because the sink did not keep up, its write failed, or they came after close. */
   readonly dropped: number;
   /** Records accepted for writing and not failed; after flush() resolves they are all written. */
@@ -35,8 +41,8 @@ export interface AccessLog {
 export interface AccessLogOptions {
   /** Wall clock for the warning rate limit, ms. Default Date.now. */
   clock?: () => number;
-  /** Where warnings go. Default: an asynchronous write to stderr (fd 2). */
-  warn?: (msg: string) => void;
+  /** Where warnings go. Default: an asynchronous write to stderr (fd 2), resolved once written. */
+  warn?: (msg: string) => void | Promise<void>;
   /** Monotonic ms clock timing the writes to a regular file. Default performance.now. */
   now?: () => number;
 }
@@ -53,13 +59,14 @@ const DISABLED: AccessLog = Object.freeze({
   flush: resolved,
   reopen: noop,
   close: resolved,
+  abandon: resolved,
   dropped: 0,
   written: 0,
 });
 
-function warnToStderr(msg: string): void {
+function warnToStderr(msg: string): Promise<void> {
   // fs.write runs on the thread pool: a stalled stderr never blocks the event loop.
-  fsWrite(2, msg + '\n', noop);
+  return new Promise((resolve) => fsWrite(2, msg + '\n', () => resolve()));
 }
 
 class BatchingAccessLog implements AccessLog {
@@ -101,7 +108,7 @@ class BatchingAccessLog implements AccessLog {
     private readonly bufferBytes: number,
     private readonly flushIntervalMs: number,
     private readonly clock: () => number,
-    private readonly warn: (msg: string) => void,
+    private readonly warn: (msg: string) => void | Promise<void>,
     regularFile: boolean,
     now: (() => number) | undefined,
   ) {
@@ -160,22 +167,23 @@ class BatchingAccessLog implements AccessLog {
   }
 
   /** Records logged after close (a request that ended after the drain): said once, as what they are. */
-  private reportClosedDrops(): void {
+  private reportClosedDrops(): void | Promise<void> {
     if (this.droppedClosed === 0) return;
     this.droppedReported += this.droppedClosed;
-    this.warn(`access log: dropped ${this.droppedClosed} records of requests that ended after the log was closed ` +
+    const written = this.warn(`access log: dropped ${this.droppedClosed} records of requests that ended after the log was closed ` +
       `(the router was stopping; ${this.dropped} dropped since start)`);
     this.droppedClosed = 0;
+    return written;
   }
 
-  private reportDrops(force: boolean): void {
+  private reportDrops(force: boolean): void | Promise<void> {
     const fresh = this.dropped - this.droppedReported - this.droppedClosed;
     if (fresh <= 0) return;
     const now = this.clock();
     if (force || now - this.lastDropWarn >= WARN_INTERVAL_MS) {
       this.lastDropWarn = now;
       this.droppedReported = this.dropped;
-      this.warn(`access log: ${this.output} is not keeping up; dropped ${fresh} records ` +
+      return this.warn(`access log: ${this.output} is not keeping up; dropped ${fresh} records ` +
         `(${this.dropped} since start; queue bound ${this.bufferBytes} bytes, ACCESS_LOG_BUFFER_BYTES)`);
     } else if (this.dropTimer === null && !this.closed) {
       // Report the rest when the minute is over, even if nothing else is dropped meanwhile.
@@ -194,6 +202,20 @@ class BatchingAccessLog implements AccessLog {
   reopen(): void {
     if (this.path === null || this.closed) return;
     this.writer.reopen();
+  }
+
+  abandon(): Promise<void> {
+    if (!this.closed) this.batcher.flush();
+    const reports = [this.reportDrops(true), this.reportClosedDrops()];
+    const lost = this.writer.queuedRecords;
+    if (lost > 0) {
+      this.written -= lost;
+      this.dropped += lost;
+      this.droppedReported += lost;
+      reports.push(this.warn(`access log: ${this.output} did not take the records queued for it before the process exited; ` +
+        `dropped ${lost} records (${this.dropped} since start)`));
+    }
+    return Promise.all(reports).then(noop);
   }
 
   close(): Promise<void> {

@@ -200,6 +200,9 @@ export async function runWorker(settings: Settings): Promise<void> {
     auth?.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
+    // Everything below, the last records' writing included, ends by this deadline (a little after
+    // it for requests cut when it passes): the primary kills workers 5 s after it.
+    const drainDeadline = Date.now() + settings.drainTimeoutMs;
     if (inflight > 0) {
       await new Promise<void>((resolve) => {
         drainResolve = resolve;
@@ -224,8 +227,9 @@ export async function runWorker(settings: Settings): Promise<void> {
     // From here on a request arriving on an old keep-alive connection is not answered (its
     // connection is closed), so the records flushed below are those of every answered request.
     drainState.closing = true;
-    // A sink that never drains must not hold the exit past the drain timeout.
-    const flushDeadline = Date.now() + settings.drainTimeoutMs;
+    // A sink that never drains must not hold the exit past the drain timeout; requests cut when it
+    // passed get CUT_RECORDS_MS to be recorded and written.
+    const flushDeadline = Math.max(drainDeadline, Date.now() + CUT_RECORDS_MS);
     for (let i = 0; i < 100 && Date.now() < flushDeadline; i++) {
       const before = finished;
       await Promise.race([accessLog.flush(), new Promise((r) => setTimeout(r, Math.max(1, flushDeadline - Date.now())).unref())]);
@@ -236,6 +240,8 @@ export async function runWorker(settings: Settings): Promise<void> {
       Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close(), tracer?.close()]),
       new Promise((r) => setTimeout(r, 2000).unref()),
     ]);
+    // Records an output did not take by now are lost with the process: counted and said on stderr.
+    await Promise.race([accessLog.abandon(), new Promise((r) => setTimeout(r, 500).unref())]);
     process.exit(0);
   };
 
@@ -277,6 +283,13 @@ export async function runWorker(settings: Settings): Promise<void> {
   send({ t: 'core:listening' });
   heartbeat.start();
 }
+
+/**
+ * How long the records of requests cut at the drain deadline get to be written. With the bounded
+ * close (2 s) and the report of what an output did not take (0.5 s), a worker ends within 3.5 s of
+ * the deadline, before the primary's SIGKILL (5 s after it).
+ */
+const CUT_RECORDS_MS = 1000;
 
 /** New (block hash → pod) pairs a worker sends the others per interval at most (more are not shared). */
 const PREFIX_SHARE_PER_INTERVAL = 16_384;

@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { connect, createServer } from 'node:net';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -149,6 +150,38 @@ describe('start-up checks', () => {
       expect(String(lines.at(-1)!.message)).toContain('ACCESS_LOG_OUTPUT');
       expect(String(lines.at(-1)!.message)).toContain(output);
       expect(lines.some((l) => l.process === 'worker' || l.event === 'workers')).toBe(false);
+    }
+  });
+
+  it('an ACCESS_LOG_OUTPUT that is a Unix socket (also /dev/stdout when stdout is one, as under the systemd journal) stops the primary with exit 2', async () => {
+    const port = String(await freePort());
+    const dir = tempDir();
+    const file = join(dir, 'resources.yaml');
+    writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]));
+    const sock = join(dir, 'journal.sock');
+    const server = createServer((c) => c.resume());
+    await new Promise<void>((resolve) => server.listen(sock, resolve));
+    const stdout = connect(sock);
+    await new Promise<void>((resolve) => stdout.once('connect', resolve));
+    try {
+      for (const output of [sock, '/dev/stdout']) {
+        const child = spawn(process.execPath, [CLI, '--resources', file, '--workers', '1', '--port', port], {
+          stdio: ['ignore', stdout, 'pipe'], env: { ...process.env, ACCESS_LOG_OUTPUT: output, ROUTER_LOG_FORMAT: 'json' },
+        });
+        let stderr = '';
+        child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+        // Started anyway, the router would serve without writing a record: stop it after a while.
+        const kill = setTimeout(() => child.kill('SIGKILL'), 8000);
+        const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+        clearTimeout(kill);
+        expect(code, stderr).toBe(2);
+        const last = JSON.parse(stderr.trim().split('\n').at(-1)!) as Record<string, unknown>;
+        expect(last).toMatchObject({ level: 'error', event: 'exit', code: 2, process: 'primary' });
+        expect(String(last.message)).toContain(`ACCESS_LOG_OUTPUT: cannot append to ${JSON.stringify(output)}: it is a socket`);
+      }
+    } finally {
+      stdout.destroy();
+      server.close();
     }
   });
 });

@@ -259,6 +259,20 @@ describe('records longer than 4 KiB', () => {
     }
   });
 
+  it.each([
+    ['json', formatJson],
+    ['text', formatText],
+  ] as const)('%s: values of multi-byte characters are cut no more than the line needs', (_name, format) => {
+    for (const ch of ['😀', '中', 'é']) {
+      const model = ch.repeat(3000);
+      const line = format({ ...failed, model_name: model, error: { type: 'model_not_found', message: `model "${model}" is not served by any route` } });
+      expect(bytes(line)).toBeLessThanOrEqual(MAX_LINE_BYTES);
+      // At most one character (and the cut's rounding) short of the bound, and the model name kept in part.
+      expect(bytes(line)).toBeGreaterThan(MAX_LINE_BYTES - 8);
+      expect(line).toContain(ch.repeat(100));
+    }
+  });
+
   it('short records are not touched', () => {
     expect(formatJson(ok)).not.toContain(TRUNCATION_MARKER);
     expect(formatText(ok)).not.toContain(TRUNCATION_MARKER);
