@@ -22,12 +22,13 @@ export function parseEvent(data: string): StreamEvent | null {
 
 /**
  * False when the event's data can hold no usage: no `"usage"` key other than one set to null (as
- * OpenAI's token chunks carry when usage was asked for) and no `\u` escape (a key could be spelled
- * with one). A `"usage"` that is a string value is not followed by a colon. Conservative: true
- * whenever unsure; then the event is parsed.
+ * OpenAI's token chunks carry when usage was asked for) and no `\u` escape of a letter of `usage`
+ * (a key could be spelled with one; escaped text, `\u00e9` or `\u4e2d`, cannot spell it). A
+ * `"usage"` that is a string value is not followed by a colon. Conservative: true whenever unsure;
+ * then the event is parsed.
  */
 export function mayCarryUsage(data: string): boolean {
-  return data.indexOf('\\u') !== -1 || setsUsageKey(data);
+  return escapesUsageLetter(data) || setsUsageKey(data);
 }
 
 /** The data has a `"usage"` key (spelled without escapes, at any depth) set to something else than null. */

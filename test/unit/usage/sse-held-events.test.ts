@@ -44,6 +44,17 @@ describe('SSE events held unparsed until their text is needed', () => {
     expect(mayCarryUsage('{"usage":null,"usage":{"completion_tokens":1}}')).toBe(true);
     expect(mayCarryUsage('{"usage":5}')).toBe(true);
     expect(mayCarryUsage('{"us\\u0061ge":{"completion_tokens":1}}')).toBe(true);
+    expect(mayCarryUsage('{"\\u0075sage":5}')).toBe(true);
+    // Escaped text (as Python's json.dumps writes what is not ASCII) cannot spell the key.
+    expect(mayCarryUsage('{"choices":[{"delta":{"content":"caf\\u00e9 \\u4e2d\\u6587"}}]}')).toBe(false);
+    expect(mayCarryUsage('{"choices":[{"delta":{"content":"\\ud83d\\ude00"}}],"usage":null}')).toBe(false);
+  });
+
+  it('a stream of escaped text is held unparsed and its text read in the end', () => {
+    const e = (t: string): string => `data: {"choices":[{"index":0,"delta":{"content":"${t}"}}]}\n\n`;
+    const { rec, log } = run([e('caf\\u00e9 '), e('\\u4e2d\\u6587'), 'data: [DONE]\n\n'], false, 7);
+    expect(log.at(-1)).toEqual([]); // nothing was parsed while the events passed
+    expect(rec.pieces.join('')).toBe('café 中文');
   });
 
   it('a stream that ends with its usage never hands the content text on (it is not needed)', () => {
