@@ -17,7 +17,8 @@
  * arrived; `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
  * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
  * and histograms of its last answer in every later sum, and one that did not answer in time is
- * counted with those of its last answer.
+ * counted with those of its last answer, as is one that cannot be asked (its channel closed before
+ * the primary saw its exit: a worker dying).
  * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
  * through untouched.
  */
@@ -61,6 +62,11 @@ interface Gather {
   readonly waiting: Set<Worker>;
   /** The answers so far, by worker (one that exits meanwhile is taken out: retired has it). */
   readonly results: Map<Worker, MetricJson[]>;
+  /**
+   * Workers that could not be asked (channel already closed, send failed): a dying worker whose
+   * exit the primary has not seen yet. Their last counters stand in, as for one that is late.
+   */
+  readonly unreachable: Worker[];
   timer: NodeJS.Timeout | null;
 }
 
@@ -77,6 +83,12 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
   const retired = new RetiredCounts();
   let nextId = 1;
 
+  /** A worker's counters of its last answer, in place of one it did not give (none once it exited: retired has them). */
+  const standIn = (w: Worker, lists: MetricJson[][]): void => {
+    const prev = last.get(w);
+    if (prev !== undefined) lists.push(monotonicPart(prev));
+  };
+
   const finish = (id: number): void => {
     const g = gathers.get(id);
     if (g === undefined) return;
@@ -85,10 +97,8 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     const answered = g.results.size;
     const missing = g.waiting.size;
     const lists = [...g.results.values()];
-    for (const w of g.waiting) {
-      const prev = last.get(w);
-      if (prev !== undefined) lists.push(monotonicPart(prev));
-    }
+    for (const w of g.waiting) standIn(w, lists);
+    for (const w of g.unreachable) standIn(w, lists);
     lists.push(retired.list, [scrapeWorkers(answered, missing)]);
     let text: Promise<string>;
     try {
@@ -109,13 +119,18 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
       ready.add(worker);
     } else if (m.t === MSG_GET && typeof m.id === 'number') {
       const id = nextId++;
-      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), timer: null };
+      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], timer: null };
       gathers.set(id, g);
       for (const w of ready) {
-        if (!w.isConnected()) continue;
+        if (!w.isConnected()) {
+          g.unreachable.push(w);
+          continue;
+        }
         g.waiting.add(w);
         w.send({ t: MSG_COLLECT, id }, undefined, (err) => {
-          if (err !== null && g.waiting.delete(w) && g.waiting.size === 0) finish(id);
+          if (err === null || !g.waiting.delete(w)) return;
+          g.unreachable.push(w);
+          if (g.waiting.size === 0) finish(id);
         });
       }
       if (g.waiting.size === 0) finish(id);

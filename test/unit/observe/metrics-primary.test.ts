@@ -118,4 +118,41 @@ describe('attachMetricsPrimary', () => {
     expect(after).toMatch(/^g 4$/m);
     detach();
   });
+
+  it('a worker whose channel closed before the primary saw its exit keeps its counters in the sum', async () => {
+    const cluster = new EventEmitter();
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 60_000 });
+    const [a, b, c] = [new FakeWorker(), new FakeWorker(), new FakeWorker()];
+    const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+    for (const w of [a, b, c]) emit(w, { t: MSG_HELLO });
+    a.sent = [];
+    emit(a, { t: MSG_GET, id: 1 });
+    const id = a.sent.find((m) => m.t === MSG_COLLECT).id;
+    emit(a, { t: MSG_DATA, id, metrics: counter(1) });
+    emit(b, { t: MSG_DATA, id, metrics: counter(10) });
+    emit(c, { t: MSG_DATA, id, metrics: counter(100) });
+    expect((await textOf(a, 1)).text).toMatch(/^x_total\{a="1"\} 111$/m);
+    // b died: its IPC channel is closed, its exit not yet seen. c's send fails.
+    b.connected = false;
+    c.send = (m: unknown, _h: unknown, cb?: (err: Error | null) => void): boolean => {
+      cb?.(new Error('channel closed'));
+      return false;
+    };
+    a.sent = [];
+    emit(a, { t: MSG_GET, id: 2 });
+    const id2 = a.sent.find((m) => m.t === MSG_COLLECT).id;
+    emit(a, { t: MSG_DATA, id: id2, metrics: counter(2) });
+    const t = (await textOf(a, 2)).text;
+    expect(t).toMatch(/^x_total\{a="1"\} 112$/m);
+    expect(t).toMatch(/^inference_router_metrics_scrape_workers\{state="answered"\} 1$/m);
+    // Then the exits arrive: still counted once.
+    cluster.emit('exit', b as unknown as Worker);
+    cluster.emit('exit', c as unknown as Worker);
+    a.sent = [];
+    emit(a, { t: MSG_GET, id: 3 });
+    const id3 = a.sent.find((m) => m.t === MSG_COLLECT).id;
+    emit(a, { t: MSG_DATA, id: id3, metrics: counter(3) });
+    expect((await textOf(a, 3)).text).toMatch(/^x_total\{a="1"\} 113$/m);
+    detach();
+  });
 });
