@@ -72,7 +72,9 @@ export class SseMemberStreamCut {
    * The top level of the value of the last member cut, as JSON text: its numbers, literals and keys
    * as they came, its strings emptied (`""`), its nested objects and arrays emptied (`{}`, `[]`),
    * without white space; enough to read a usage object's counts, whatever the value's size. Null:
-   * none, or more than VALUE_BYTES of that (not a usage object).
+   * none, more than VALUE_BYTES of that (not a usage object), or white space between two bytes of
+   * numbers or literals at its top level (`4 2`, `tr ue`: malformed JSON, which taking the white
+   * space out would have joined into a count).
    */
   value: Buffer | null = null;
 
@@ -90,6 +92,10 @@ export class SseMemberStreamCut {
   private valueIsObject = false;
   private afterColon = false;
   private stringIsKey = false;
+  /** At the value's top level: the last byte kept was of a number or literal; white space came after it; a scalar byte came after that. */
+  private lastTopScalar = false;
+  private spaceAfterScalar = false;
+  private valueJoined = false;
   /** A member was kept: a later cut takes the comma before its member. */
   private kept = false;
   /** The current member is being cut (and, when nothing was kept, the comma after it). */
@@ -269,7 +275,19 @@ export class SseMemberStreamCut {
     } else if (top) {
       if (c === COLON) this.afterColon = true;
       else if (c === COMMA) this.afterColon = false;
-      else top = !isJsonSpace(c);
+      else if (isJsonSpace(c)) {
+        if (this.lastTopScalar) this.spaceAfterScalar = true;
+        return !cutting ? PASS : DROP;
+      } else {
+        if (this.spaceAfterScalar) this.valueJoined = true; // `4 2`: not to be read as 42
+        this.lastTopScalar = true;
+        this.spaceAfterScalar = false;
+        return !cutting ? PASS : DROP_VALUE;
+      }
+    }
+    if (top) {
+      this.lastTopScalar = false;
+      this.spaceAfterScalar = false;
     }
     return !cutting ? PASS : top ? DROP_VALUE : DROP;
   }
@@ -390,6 +408,9 @@ export class SseMemberStreamCut {
   private startValue(): void {
     this.takeValue();
     this.valueTooLong = false;
+    this.valueJoined = false;
+    this.lastTopScalar = false;
+    this.spaceAfterScalar = false;
   }
 
   private keepValueBytes(bytes: Buffer): void {
@@ -407,9 +428,10 @@ export class SseMemberStreamCut {
   /** The bytes of the last value cut, when there are any, become `value`. */
   private takeValue(): void {
     if (this.valueLength === 0 && !this.valueTooLong) return;
-    this.value = this.valueTooLong ? null : Buffer.concat(this.valueParts, this.valueLength);
+    this.value = this.valueTooLong || this.valueJoined ? null : Buffer.concat(this.valueParts, this.valueLength);
     this.valueParts = [];
     this.valueLength = 0;
     this.valueTooLong = false;
+    this.valueJoined = false;
   }
 }

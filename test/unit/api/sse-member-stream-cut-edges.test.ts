@@ -1,6 +1,7 @@
 import { describe, it } from 'vitest';
 import { HOLD_BYTES, VALUE_BYTES } from '../../../src/api/sse-member-stream-cut.js';
-import { checkCut, HEAD, MAX, U } from '../../helpers/sse-usage-cut.js';
+import { expect } from 'vitest';
+import { checkCut, HEAD, MAX, run, U } from '../../helpers/sse-usage-cut.js';
 
 // The usage cut of an event past the hold bound (cut as it passes): a usage key however far after
 // its comma, a usage value however large.
@@ -37,5 +38,17 @@ describe('the usage cut past the hold bound', () => {
   it('a usage value over VALUE_BYTES is cut and its counts read', () => {
     const big = `{"prompt_tokens":3,"pad":"${'p'.repeat(VALUE_BYTES)}","nested":{"completion_tokens":7,"a":[${'1,'.repeat(VALUE_BYTES)}2]},"completion_tokens":42}`;
     checkCut(`data: {"big":"${BIG}","usage":${big},${HEAD}}\n\ndata: [DONE]\n\n`, POD);
+  });
+
+  it('a malformed usage value past the bound is not read: white space between two digits does not join them', () => {
+    for (const usage of ['{"prompt_tokens":3,"completion_tokens":4 2}', '{"prompt_tokens":3 ,"completion_tokens":4\t \t2}', '{"prompt_tokens":tr ue}']) {
+      const stream = `data: {"big":"${BIG}","usage":${usage},${HEAD}}\n\ndata: [DONE]\n\n`;
+      for (const step of [1, 7, 100, stream.length]) {
+        const r = run(stream, step);
+        expect({ prompt: r.prompt, completion: r.completion }, `${usage} in ${step}-byte chunks`).toEqual({ prompt: null, completion: null });
+      }
+    }
+    // White space between other tokens is no harm, however long.
+    checkCut(`data: {"big":"${BIG}","usage":{ "prompt_tokens" :${' '.repeat(VALUE_BYTES)}3 ,\t"completion_tokens": 42 } ,${HEAD}}\n\ndata: [DONE]\n\n`, POD);
   });
 });

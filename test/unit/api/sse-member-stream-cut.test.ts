@@ -103,6 +103,10 @@ describe('SseMemberStreamCut', () => {
     expect(r.value).toBe('{"pad":"","a":[],"completion_tokens":3}');
     // Its top level over VALUE_BYTES: not a usage object, not kept.
     expect(streamed(`data: {"usage":{"n":${'1'.repeat(VALUE_BYTES)}}}\n\n`, [1000]).value).toBeNull();
+    // White space inside its top level between two bytes of numbers or literals: malformed, not kept (not read as 42, true).
+    expect(streamed('data: {"usage":{"completion_tokens":4 2}}\n\n', [9]).value).toBeNull();
+    expect(streamed('data: {"usage":[tr\tue]}\n\n', [9]).value).toBeNull();
+    expect(streamed('data: {"usage":{"a":1 , "b" : [1 2] ,"c":-1e3 }}\n\n', [9]).value).toBe('{"a":1,"b":[],"c":-1e3}');
   });
 
   it('more than HOLD_BYTES between a comma and the end of the next key: the comma waits alone, and goes with the member or before the key', () => {
