@@ -17,15 +17,37 @@ export function nulList(text: string): string[] {
 }
 
 /**
- * The router's own arguments in a process's command line (`node [node options] …/cli.js ARGS`),
- * or null when the process is no router.
+ * Node options whose value may follow as the next argument (`-r x`, `--import x`): that argument
+ * is no script. The rest of Node's options take none, or only as `--name=value`.
+ */
+const NODE_OPTIONS_WITH_VALUE = new Set([
+  '-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions',
+  '--env-file', '--env-file-if-exists', '--title', '--inspect-port', '--debug-port',
+  '--redirect-warnings', '--diagnostic-dir', '--report-dir', '--report-directory',
+  '--report-filename', '--cpu-prof-dir', '--cpu-prof-name', '--heap-prof-dir', '--heap-prof-name',
+  '--icu-data-dir', '--openssl-config', '--tls-cipher-list', '--disable-warning', '--watch-path',
+  '--unhandled-rejections', '--trace-event-categories', '--trace-event-file-pattern',
+  '--dns-result-order', '--input-type', '--experimental-default-type', '--secure-heap',
+  '--secure-heap-min', '--max-http-header-size', '--stack-trace-limit', '--use-largepages',
+]);
+
+/** The router's entry script: dist/cli.js, or the `inference-router` command npm links to it. */
+function isRouterScript(a: string): boolean {
+  return a === 'cli.js' || a.endsWith('/cli.js') || a === 'inference-router' || a.endsWith('/inference-router');
+}
+
+/**
+ * The router's own arguments in a process's command line (`node [node options] …/cli.js ARGS`,
+ * node options such as `-r x` or `--import x` included), or null when the process is no router.
  */
 export function routerArgs(cmdline: string): string[] | null {
   const argv = nulList(cmdline);
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
-    if (a === 'cli.js' || a.endsWith('/cli.js')) return argv.slice(i + 1);
+    if (isRouterScript(a)) return argv.slice(i + 1);
     if (!a.startsWith('-')) return null; // a script other than the router's
+    if (a === '-e' || a === '--eval' || a === '-p' || a === '--print' || a === '-') return null; // no script at all
+    if (NODE_OPTIONS_WITH_VALUE.has(a)) i++; // its value
   }
   return null;
 }

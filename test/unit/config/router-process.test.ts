@@ -32,6 +32,12 @@ describe('the router process as /proc shows it', () => {
     expect(routerArgs(nul('node', 'dist/healthcheck.js', '1'))).toBeNull();
     expect(routerArgs(nul('/sbin/docker-init', '--', 'node', 'dist/cli.js'))).toBeNull();
     expect(routerArgs('')).toBeNull();
+    // Node options with their value as the next argument (a preloaded tracer, a loader): not a script.
+    expect(routerArgs(nul('node', '-r', '@opentelemetry/auto-instrumentations-node/register', 'dist/cli.js', '--port', '9000'))).toEqual(['--port', '9000']);
+    expect(routerArgs(nul('node', '--import', './otel.mjs', '--require=x', '-C', 'dev', '/app/dist/cli.js'))).toEqual([]);
+    expect(routerArgs(nul('node', '/usr/local/bin/inference-router', '--port=9001'))).toEqual(['--port=9001']);
+    expect(routerArgs(nul('node', '-r', 'x', 'other.js', 'dist/cli.js'))).toBeNull();
+    expect(routerArgs(nul('node', '-e', 'require("./dist/cli.js")'))).toBeNull();
   });
 
   it('its environment, values with = kept whole', () => {
