@@ -4,7 +4,13 @@
  *
  * text: `2026-01-01T00:00:00.000Z info [primary 1234] start: inference-router 0.1.0 starting: …`
  * json: `{"time":"…","level":"info","process":"primary","pid":1234,"event":"start","message":"…",…fields}`
+ *
+ * A line longer than LINE_BYTES (PIPE_BUF) is written as several, each whole (ops-log-parts.ts), and
+ * each line with one write(2) (ops-log-writer.ts).
  */
+import { Buffer } from 'node:buffer';
+import { jsonStringBytes, LINE_BYTES, splitByBytes, utf8Bytes } from './ops-log-parts.js';
+import { stderrLines } from './ops-log-writer.js';
 
 export type OpsLogFormat = 'json' | 'text';
 export type OpsLevel = 'info' | 'warn' | 'error';
@@ -12,26 +18,66 @@ export type OpsValue = string | number | boolean | null | readonly string[];
 export type OpsFields = Readonly<Record<string, OpsValue>>;
 
 /** Keys of every JSON line; fields of the same name are left out rather than overwrite them. */
-const RESERVED = new Set(['time', 'level', 'process', 'pid', 'event', 'message']);
+const RESERVED = new Set(['time', 'level', 'process', 'pid', 'event', 'message', 'part', 'parts']);
+
+/** Room kept in each part for `(part 99999/99999) ` or `,"part":99999,"parts":99999`. */
+const PART_MARK_BYTES = 32;
 
 export class OpsLog {
   constructor(
     private readonly format: OpsLogFormat,
     private readonly role: 'primary' | 'worker',
-    private readonly write: (line: string) => void = (line) => { process.stderr.write(line); },
+    private readonly write: (line: string) => void = (line) => stderrLines().write(line),
     private readonly now: () => Date = () => new Date(),
   ) {}
 
   info(event: string, message: string, fields?: OpsFields): void {
-    this.write(this.line('info', event, message, fields));
+    this.emit('info', event, message, fields);
   }
 
   warn(event: string, message: string, fields?: OpsFields): void {
-    this.write(this.line('warn', event, message, fields));
+    this.emit('warn', event, message, fields);
   }
 
   error(event: string, message: string, fields?: OpsFields): void {
-    this.write(this.line('error', event, message, fields));
+    this.emit('error', event, message, fields);
+  }
+
+  /** The line, or its parts when it is longer than LINE_BYTES: each one write, so each stays whole. */
+  private emit(level: OpsLevel, event: string, message: string, fields?: OpsFields): void {
+    const line = this.line(level, event, message, fields);
+    if (Buffer.byteLength(line) <= LINE_BYTES) {
+      this.write(line);
+      return;
+    }
+    for (const part of this.parts(level, event, message, fields)) this.write(part);
+  }
+
+  /**
+   * Lines of at most LINE_BYTES holding one event: its message split between them, each marked
+   * `part` of `parts`. JSON: the fields go with the first part, or, when they alone would fill
+   * half a line, are appended to the message as JSON text.
+   */
+  parts(level: OpsLevel, event: string, message: string, fields?: OpsFields): string[] {
+    const time = this.now().toISOString();
+    if (this.format === 'text') {
+      const head = `${time} ${level} [${this.role} ${process.pid}] ${event}: `;
+      const budget = LINE_BYTES - 1 - Buffer.byteLength(head) - PART_MARK_BYTES;
+      const pieces = splitByBytes(message.replace(/\r?\n/g, '\\n'), budget, utf8Bytes);
+      return pieces.map((p, i) => `${head}(part ${i + 1}/${pieces.length}) ${p}\n`);
+    }
+    const base = { time, level, process: this.role, pid: process.pid, event };
+    let own: Record<string, unknown> = {};
+    if (fields !== undefined) for (const k of Object.keys(fields)) if (!RESERVED.has(k)) own[k] = fields[k];
+    let ownBytes = Buffer.byteLength(JSON.stringify(own));
+    if (ownBytes > LINE_BYTES / 2) {
+      message = `${message} ${JSON.stringify(own)}`;
+      own = {};
+      ownBytes = 2;
+    }
+    const budget = LINE_BYTES - 1 - Buffer.byteLength(JSON.stringify({ ...base, message: '' })) - ownBytes - PART_MARK_BYTES;
+    const pieces = splitByBytes(message, budget, jsonStringBytes);
+    return pieces.map((p, i) => `${JSON.stringify({ ...base, message: p, ...(i === 0 ? own : {}), part: i + 1, parts: pieces.length })}\n`);
   }
 
   /** One line, ending in a newline. */

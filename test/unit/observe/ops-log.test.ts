@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { OpsLog } from '../../../src/observe/ops-log.js';
+import { LINE_BYTES } from '../../../src/observe/ops-log-parts.js';
 
 const at = (): Date => new Date('2026-01-02T03:04:05.006Z');
 
@@ -27,4 +29,75 @@ describe('OpsLog', () => {
     log.error('exit', 'first\nsecond', { code: 2 });
     expect(lines).toEqual([`2026-01-02T03:04:05.006Z error [primary ${process.pid}] exit: first\\nsecond\n`]);
   });
+
+  it('a line longer than PIPE_BUF is written as several whole lines, each within it, the message split between them', () => {
+    const message = `${'é'.repeat(3000)} "quoted" \u0001 ${'x'.repeat(5000)} 😀 \ud800 end\nnext line`;
+    for (const format of ['json', 'text'] as const) {
+      const { log, lines } = collect(format);
+      log.warn('reload', message, { applied: false, snapshot: 3 });
+      expect(lines.length).toBeGreaterThan(2);
+      for (const l of lines) {
+        expect(Buffer.byteLength(l)).toBeLessThanOrEqual(LINE_BYTES);
+        expect(l.indexOf('\n')).toBe(l.length - 1);
+      }
+      if (format === 'json') {
+        const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+        expect(records.map((r) => r.message).join('')).toBe(message.replace('\ud800', '\ufffd') === message ? message : records.map((r) => r.message).join(''));
+        expect(records.map((r) => r.message).join('')).toBe(JSON.parse(JSON.stringify(message)));
+        expect(records.map((r) => [r.part, r.parts])).toEqual(records.map((_, i) => [i + 1, records.length]));
+        expect(records[0]).toMatchObject({ level: 'warn', event: 'reload', applied: false, snapshot: 3, pid: process.pid });
+        expect(records[1].applied).toBeUndefined();
+      } else {
+        const prefix = `2026-01-02T03:04:05.006Z warn [primary ${process.pid}] reload: `;
+        const texts = lines.map((l, i) => {
+          const mark = `${prefix}(part ${i + 1}/${lines.length}) `;
+          expect(l.startsWith(mark)).toBe(true);
+          return l.slice(mark.length, -1);
+        });
+        expect(texts.join('')).toBe(message.replace('\n', '\\n'));
+      }
+    }
+  });
+
+  it('json: fields that alone would fill half a line go into the message as JSON text', () => {
+    const { log, lines } = collect('json');
+    const routes = Array.from({ length: 400 }, (_, i) => `default/route-${i}`);
+    log.info('resources', 'loaded 400 routes', { routes });
+    const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const l of lines) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(LINE_BYTES);
+    expect(records.map((r) => r.message).join('')).toBe(`loaded 400 routes ${JSON.stringify({ routes })}`);
+    expect(records.every((r) => r.routes === undefined)).toBe(true);
+  });
+
+  it('lines written whole by several processes on one pipe stay whole, long ones too (a slow reader)', async () => {
+    const writer = new URL('./fixtures/ops-log-writer.mjs', import.meta.url).pathname;
+    // Three processes share one stderr pipe, as node:cluster workers share the primary's.
+    const child = spawn('sh', ['-c', `node ${writer} long & node ${writer} short & node ${writer} long & wait`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const lines: string[] = [];
+    let rest = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      const all = rest + d;
+      const cut = all.lastIndexOf('\n') + 1;
+      lines.push(...all.slice(0, cut).split('\n').slice(0, -1));
+      rest = all.slice(cut);
+      // A slow reader: the pipe fills, and the kernel would split a long write.
+      child.stderr!.pause();
+      setTimeout(() => child.stderr!.resume(), 1);
+    });
+    await new Promise((resolve) => child.on('close', resolve));
+    expect(rest).toBe('');
+    const parsed = lines.map((l) => JSON.parse(l) as { message: string; pid: number; part?: number });
+    expect(parsed.filter((r) => r.message.startsWith('short')).length).toBe(3000);
+    // Each long event (8,000 bytes of message) comes whole when its parts are joined, in order.
+    const byPid = new Map<number, string[]>();
+    for (const r of parsed) if (r.part !== undefined) {
+      if (!byPid.has(r.pid)) byPid.set(r.pid, []);
+      byPid.get(r.pid)!.push(r.message);
+    }
+    expect(byPid.size).toBe(2);
+    for (const messages of byPid.values()) {
+      const joined = messages.join('');
+      expect(joined).toBe(Array.from({ length: 300 }, (_, i) => `long ${i} ${'L'.repeat(8000)}`).join(''));
+    }
+  }, 60_000);
 });
