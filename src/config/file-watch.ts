@@ -10,7 +10,11 @@
  * changed from another machine, a symlink swapped without its old target being removed. While the
  * file is missing (removed, to be written again), and where no watch can be set up at all (no
  * inotify, its limits reached), it polls at the fast interval instead, as the reader did before;
- * the safety poll is stopped while the file is missing, so that a removal is reported once.
+ * the safety poll is stopped while the file is missing, so that a removal is reported once. Once the
+ * watch could not be set up on a file that is there (inotify watches used up, ENOSPC: the user's
+ * `fs.inotify.max_user_watches`, shared by every process of that user, in other containers too), it
+ * polls from then on, says so once in the log, and a file written back while it was missing is
+ * reported: the poll starts then, and would take the file as it is back for its first stat.
  *
  * `start()` reports once when the watch is in place, because the reader reads the file before it
  * starts the watch, and a change landing in between would otherwise go unseen: on the next turn for
@@ -41,6 +45,8 @@ export interface FileWatchOptions {
   /** Quiet time before a burst of events is reported, ms (default SETTLE_MS). */
   readonly settleMs?: number;
   readonly watchFn?: WatchFn;
+  /** Told once, when the file is polled because no watch can be set up (and why). */
+  readonly log?: (m: string) => void;
 }
 
 const defaultWatch: WatchFn = (file, listener) => watch(file, { persistent: false }, listener);
@@ -57,12 +63,14 @@ export class FileWatch {
   private armedTimer: NodeJS.Timeout | null = null;
   private pollMs = 0;
   private stopped = false;
+  /** Why the file is polled has been logged. */
+  private pollTold = false;
   mode: WatchMode = 'poll';
 
   constructor(file: string, onChange: () => void, opts: FileWatchOptions) {
     this.file = resolve(file);
     this.onChange = onChange;
-    this.o = { safetyPollMs: SAFETY_POLL_MS, settleMs: SETTLE_MS, watchFn: defaultWatch, ...opts };
+    this.o = { safetyPollMs: SAFETY_POLL_MS, settleMs: SETTLE_MS, watchFn: defaultWatch, log: ignore, ...opts };
   }
 
   /** Arms the watch, and reports once when it is in place (see the class comment). */
@@ -117,16 +125,31 @@ export class FileWatch {
         }
       } else {
         this.mode = 'poll';
+        if (this.retryTimer !== null) clearInterval(this.retryTimer);
+        this.retryTimer = null;
         this.poll(this.o.fastPollMs);
+        this.tellPolled(err as NodeJS.ErrnoException);
       }
       return false;
     }
   }
 
-  /** The file was missing: once it is back it is watched again and reported. */
+  /**
+   * The file was missing: once it is back it is watched again and reported. Back but not watchable
+   * (watches used up meanwhile): reported all the same, since the poll started now takes the file as
+   * it is back for its first stat, and would not see it as a change.
+   */
   private readonly retryMissing = (): void => {
-    if (!this.stopped && this.rearm()) this.onChange();
+    if (this.stopped) return;
+    if (this.rearm() || this.mode === 'poll') this.onChange();
   };
+
+  /** Logs once why the file is polled. */
+  private tellPolled(err: NodeJS.ErrnoException): void {
+    if (this.pollTold) return;
+    this.pollTold = true;
+    this.o.log(`${this.file}: cannot watch the file, ${whyNoWatch(err)}; checking it for changes every ${this.o.fastPollMs} ms instead (a stat poll), from now on`);
+  }
 
   private closeWatch(): void {
     if (this.watcher === null) return;
@@ -177,3 +200,10 @@ export class FileWatch {
 }
 
 function ignore(): void {}
+
+/** Why fs.watch failed, with the limit to raise where there is one. */
+function whyNoWatch(err: NodeJS.ErrnoException): string {
+  if (err.code === 'ENOSPC') return 'inotify watches are used up (ENOSPC, fs.inotify.max_user_watches)';
+  if (err.code === 'EMFILE') return 'inotify instances or open files are used up (EMFILE, fs.inotify.max_user_instances or the open-file limit)';
+  return `fs.watch failed (${err.message})`;
+}
