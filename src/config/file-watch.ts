@@ -14,7 +14,9 @@
  * watch could not be set up on a file that is there (inotify watches used up, ENOSPC: the user's
  * `fs.inotify.max_user_watches`, shared by every process of that user, in other containers too), it
  * polls from then on, says so once in the log, and a file written back while it was missing is
- * reported: the poll starts then, and would take the file as it is back for its first stat.
+ * reported: the poll starts then, and would take the file as it is back for its first stat. As at
+ * start, a poll just started reports once more after two fast intervals (a file written back in
+ * several writes, the reader reading the first).
  *
  * `start()` reports once when the watch is in place, because the reader reads the file before it
  * starts the watch, and a change landing in between would otherwise go unseen: on the next turn for
@@ -59,7 +61,7 @@ export class FileWatch {
   private settleTimer: NodeJS.Timeout | null = null;
   /** While the file is missing: tries the watch again every fast interval. */
   private retryTimer: NodeJS.Timeout | null = null;
-  /** The report of start() (see the class comment), until it is made. */
+  /** The report of start(), or of a poll just started (see the class comment), until it is made. */
   private armedTimer: NodeJS.Timeout | null = null;
   private pollMs = 0;
   private stopped = false;
@@ -76,7 +78,13 @@ export class FileWatch {
   /** Arms the watch, and reports once when it is in place (see the class comment). */
   start(): void {
     this.rearm();
-    this.armedTimer = setTimeout(this.armed, this.mode === 'inotify' ? 0 : 2 * this.o.fastPollMs);
+    this.reportAfter(this.mode === 'inotify' ? 0 : 2 * this.o.fastPollMs);
+  }
+
+  /** Reports once, `ms` from now (a report already waiting is made then instead). */
+  private reportAfter(ms: number): void {
+    if (this.armedTimer !== null) clearTimeout(this.armedTimer);
+    this.armedTimer = setTimeout(this.armed, ms);
     this.armedTimer.unref();
   }
 
@@ -127,6 +135,11 @@ export class FileWatch {
         this.mode = 'poll';
         if (this.retryTimer !== null) clearInterval(this.retryTimer);
         this.retryTimer = null;
+        if (this.pollMs !== this.o.fastPollMs) {
+          // Polled from now on. The poll's first stat is taken later: a change landing between the
+          // reader's read (which follows) and that stat would look like no change to it.
+          this.reportAfter(2 * this.o.fastPollMs);
+        }
         this.poll(this.o.fastPollMs);
         this.tellPolled(err as NodeJS.ErrnoException);
       }

@@ -75,7 +75,7 @@ describe.skipIf(!namespaces)('files the router watches, when inotify watches are
     expect(await status(r, 'sf-model', { authorization: 'Bearer sk-before-0123456789' })).toBe(200);
     setWatchLimit(r.pid, 0);
     rmSync(authFile);
-    await new Promise((resolve) => setTimeout(resolve, 500)); // seen missing (polled every 250 ms)
+    await waitFor('the removal to be told', () => r.stderr().includes('auth reload failed, keeping the last good config'), 5000);
     writeFileSync(authFile, authWith('sk-after-0123456789'));
     await waitFor('the auth file written back to apply', async () => (await status(r, 'sf-model', { authorization: 'Bearer sk-after-0123456789' })) === 200, 5000);
     expect(await status(r, 'sf-model', { authorization: 'Bearer sk-before-0123456789' })).toBe(401);

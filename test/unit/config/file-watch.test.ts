@@ -192,9 +192,10 @@ describe('FileWatch', () => {
     const w = await counted(f, { fastPollMs: 50, watchFn: noWatchesLeft(() => true), log: (m) => logged.push(m) });
     expect(w.watch.mode).toBe('poll');
     expect(await reportedWrite(w, f)).toBe(1);
+    const removed = w.next();
     rmSync(f);
-    await sleep(150);
-    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // removed (2), then written back
+    expect(await removed).toBe(2);
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // written back
     expect(logged).toEqual([`${f}: cannot watch the file, inotify watches are used up (ENOSPC, fs.inotify.max_user_watches); ` +
       'checking it for changes every 50 ms instead (a stat poll), from now on']);
   });
@@ -211,11 +212,29 @@ describe('FileWatch', () => {
     rmSync(f);
     expect(await removed).toBe(1);
     expect(w.watch.mode).toBe('missing');
-    expect(await reportedWrite(w, f)).toBe(2);
+    expect(await reportedWrite(w, f)).toBe(2); // at once
     expect(w.watch.mode).toBe('poll');
-    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // through the poll
+    expect(await w.next()).toBe(3); // and once the poll has its first stat (the file may have been written back in parts)
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(4); // through the poll
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatch(/inotify watches are used up .* every 50 ms instead/);
+  });
+
+  it("inotify watches used up before an editor's rename-on-save: the save is reported, then the file is polled", async () => {
+    const f = newFile();
+    const d = dirname(f);
+    const logged: string[] = [];
+    let usedUp = false;
+    const w = await counted(f, { fastPollMs: 50, watchFn: noWatchesLeft(() => usedUp), log: (m) => logged.push(m) });
+    usedUp = true;
+    const saved = w.next();
+    writeFileSync(join(d, '.resources.yaml.swp'), 'a: 2\n');
+    renameSync(join(d, '.resources.yaml.swp'), f);
+    expect(await saved).toBe(1);
+    expect(w.watch.mode).toBe('poll');
+    expect(await w.next()).toBe(2); // once the poll has its first stat
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // through the poll
+    expect(logged).toHaveLength(1);
   });
 
   it('a change the watch does not report (a network filesystem changed elsewhere) is caught by the safety poll', async () => {
