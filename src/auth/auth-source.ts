@@ -72,7 +72,7 @@ export class AuthSource {
       if (text === '') text = lastGood; // unreadable: the watch reads again and reports
     }
     this.lastText = text;
-    this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs });
+    this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs, log: this.log });
     this.watcher.start(); // reports once when in place: a change since the read above is not missed (same text: no-op)
   }
 

@@ -70,11 +70,12 @@ export function loadResourceFile(file: string, apiGroup: string, maxBytes: numbe
 /**
  * Watches a resources file (file-watch.ts: inotify on the file, armed again after each change, which
  * follows editors' rename-on-save and ConfigMap symlink swaps, with a slow poll beside it, or a 250 ms
- * poll where inotify is not available). A valid change is parsed in a worker thread and handed to `apply`;
- * a change that is refused keeps the last good config and is logged: unreadable, larger than
- * the cap, invalid, or empty (no document — an editor or a non-atomic write caught mid-way; an
- * intentionally empty config is written as a `kind: List` with `items: []`). A file still
- * changing while it is read is skipped until its next change event or poll.
+ * poll where inotify is not available or its watches are used up, told once as a warning). A valid
+ * change is parsed in a worker thread and handed to `apply`; a change that is refused keeps the
+ * last good config and is logged: unreadable, larger than the cap, invalid, or empty (no document —
+ * an editor or a non-atomic write caught mid-way; an intentionally empty config is written as a
+ * `kind: List` with `items: []`). A file still changing while it is read is skipped until its
+ * next change event or poll.
  */
 export class FileSource {
   private readonly o: FileSourceOptions;
@@ -99,7 +100,7 @@ export class FileSource {
     const { text, loaded } = loadResourceFile(this.o.file, this.o.apiGroup, this.o.maxBytes, (w) => this.o.log(w, 'warning'));
     this.lastText = text;
     this.o.apply(loaded);
-    this.watcher = new FileWatch(this.o.file, () => void this.reload(), { fastPollMs: intervalMs });
+    this.watcher = new FileWatch(this.o.file, () => void this.reload(), { fastPollMs: intervalMs, log: (m) => this.o.log(m, 'warning') });
     this.watcher.start(); // reports once when in place: a change since the read above is not missed (same text: no-op)
   }
 

@@ -10,7 +10,13 @@
  * changed from another machine, a symlink swapped without its old target being removed. While the
  * file is missing (removed, to be written again), and where no watch can be set up at all (no
  * inotify, its limits reached), it polls at the fast interval instead, as the reader did before;
- * the safety poll is stopped while the file is missing, so that a removal is reported once.
+ * the safety poll is stopped while the file is missing, so that a removal is reported once. Once the
+ * watch could not be set up on a file that is there (inotify watches used up, ENOSPC: the user's
+ * `fs.inotify.max_user_watches`, shared by every process of that user, in other containers too), it
+ * polls from then on, says so once in the log, and a file written back while it was missing is
+ * reported: the poll starts then, and would take the file as it is back for its first stat. As at
+ * start, a poll just started reports once more after two fast intervals (a file written back in
+ * several writes, the reader reading the first).
  *
  * `start()` reports once when the watch is in place, because the reader reads the file before it
  * starts the watch, and a change landing in between would otherwise go unseen: on the next turn for
@@ -41,6 +47,8 @@ export interface FileWatchOptions {
   /** Quiet time before a burst of events is reported, ms (default SETTLE_MS). */
   readonly settleMs?: number;
   readonly watchFn?: WatchFn;
+  /** Told once, when the file is polled because no watch can be set up (and why). */
+  readonly log?: (m: string) => void;
 }
 
 const defaultWatch: WatchFn = (file, listener) => watch(file, { persistent: false }, listener);
@@ -53,22 +61,30 @@ export class FileWatch {
   private settleTimer: NodeJS.Timeout | null = null;
   /** While the file is missing: tries the watch again every fast interval. */
   private retryTimer: NodeJS.Timeout | null = null;
-  /** The report of start() (see the class comment), until it is made. */
+  /** The report of start(), or of a poll just started (see the class comment), until it is made. */
   private armedTimer: NodeJS.Timeout | null = null;
   private pollMs = 0;
   private stopped = false;
+  /** Why the file is polled has been logged. */
+  private pollTold = false;
   mode: WatchMode = 'poll';
 
   constructor(file: string, onChange: () => void, opts: FileWatchOptions) {
     this.file = resolve(file);
     this.onChange = onChange;
-    this.o = { safetyPollMs: SAFETY_POLL_MS, settleMs: SETTLE_MS, watchFn: defaultWatch, ...opts };
+    this.o = { safetyPollMs: SAFETY_POLL_MS, settleMs: SETTLE_MS, watchFn: defaultWatch, log: ignore, ...opts };
   }
 
   /** Arms the watch, and reports once when it is in place (see the class comment). */
   start(): void {
     this.rearm();
-    this.armedTimer = setTimeout(this.armed, this.mode === 'inotify' ? 0 : 2 * this.o.fastPollMs);
+    this.reportAfter(this.mode === 'inotify' ? 0 : 2 * this.o.fastPollMs);
+  }
+
+  /** Reports once, `ms` from now (a report already waiting is made then instead). */
+  private reportAfter(ms: number): void {
+    if (this.armedTimer !== null) clearTimeout(this.armedTimer);
+    this.armedTimer = setTimeout(this.armed, ms);
     this.armedTimer.unref();
   }
 
@@ -117,16 +133,36 @@ export class FileWatch {
         }
       } else {
         this.mode = 'poll';
+        if (this.retryTimer !== null) clearInterval(this.retryTimer);
+        this.retryTimer = null;
+        if (this.pollMs !== this.o.fastPollMs) {
+          // Polled from now on. The poll's first stat is taken later: a change landing between the
+          // reader's read (which follows) and that stat would look like no change to it.
+          this.reportAfter(2 * this.o.fastPollMs);
+        }
         this.poll(this.o.fastPollMs);
+        this.tellPolled(err as NodeJS.ErrnoException);
       }
       return false;
     }
   }
 
-  /** The file was missing: once it is back it is watched again and reported. */
+  /**
+   * The file was missing: once it is back it is watched again and reported. Back but not watchable
+   * (watches used up meanwhile): reported all the same, since the poll started now takes the file as
+   * it is back for its first stat, and would not see it as a change.
+   */
   private readonly retryMissing = (): void => {
-    if (!this.stopped && this.rearm()) this.onChange();
+    if (this.stopped) return;
+    if (this.rearm() || this.mode === 'poll') this.onChange();
   };
+
+  /** Logs once why the file is polled. */
+  private tellPolled(err: NodeJS.ErrnoException): void {
+    if (this.pollTold) return;
+    this.pollTold = true;
+    this.o.log(`${this.file}: cannot watch the file, ${whyNoWatch(err)}; checking it for changes every ${this.o.fastPollMs} ms instead (a stat poll), from now on`);
+  }
 
   private closeWatch(): void {
     if (this.watcher === null) return;
@@ -177,3 +213,10 @@ export class FileWatch {
 }
 
 function ignore(): void {}
+
+/** Why fs.watch failed, with the limit to raise where there is one. */
+function whyNoWatch(err: NodeJS.ErrnoException): string {
+  if (err.code === 'ENOSPC') return 'inotify watches are used up (ENOSPC, fs.inotify.max_user_watches)';
+  if (err.code === 'EMFILE') return 'inotify instances or open files are used up (EMFILE, fs.inotify.max_user_instances or the open-file limit)';
+  return `fs.watch failed (${err.message})`;
+}

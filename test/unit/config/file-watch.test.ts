@@ -3,9 +3,10 @@
  * through in practice (a write in place, an editor's rename-on-save, a Kubernetes ConfigMap's
  * symlink swap, a symlink to a file elsewhere) are reported through inotify, a burst once; other
  * files of the directory are not. A filesystem without inotify (a watch function that throws)
- * and a change inotify does not report are covered by the polls.
+ * and a change inotify does not report are covered by the polls; so are inotify watches used up
+ * (ENOSPC) at start or later, when the file comes back after a removal, told once in the log.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, watch, writeFileSync } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { EventEmitter } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -45,6 +46,18 @@ async function reportedWrite(w: { next: () => Promise<number> }, f: string, text
 /** A watcher that reports no event (what inotify gives for a change it cannot see); `emit('error')` stands for a watch that failed. */
 function fakeWatcher(): FSWatcher & EventEmitter {
   return Object.assign(new EventEmitter(), { close() {}, ref() { return this; }, unref() { return this; } }) as unknown as FSWatcher & EventEmitter;
+}
+
+/**
+ * fs.watch where inotify watches are used up (when `usedUp()`): inotify_add_watch looks the path up
+ * first (ENOENT for a missing file), then finds no watch left (ENOSPC), as the kernel does.
+ */
+function noWatchesLeft(usedUp: () => boolean): FileWatchOptions['watchFn'] {
+  return (file, listener) => {
+    if (!usedUp()) return watch(file, { persistent: false }, listener);
+    statSync(file);
+    throw Object.assign(new Error(`ENOSPC: System limit for number of file watchers reached, watch '${file}'`), { code: 'ENOSPC' });
+  };
 }
 
 interface Counted { watch: FileWatch; count: () => number; next: () => Promise<number> }
@@ -171,6 +184,57 @@ describe('FileWatch', () => {
     const w = await counted(f, { fastPollMs: 50, watchFn: () => { throw Object.assign(new Error('no space'), { code: 'ENOSPC' }); } });
     expect(w.watch.mode).toBe('poll');
     expect(await reportedWrite(w, f)).toBe(1);
+  });
+
+  it('inotify watches used up at start: polled, and the reason is logged once', async () => {
+    const f = newFile();
+    const logged: string[] = [];
+    const w = await counted(f, { fastPollMs: 50, watchFn: noWatchesLeft(() => true), log: (m) => logged.push(m) });
+    expect(w.watch.mode).toBe('poll');
+    expect(await reportedWrite(w, f)).toBe(1);
+    const removed = w.next();
+    rmSync(f);
+    expect(await removed).toBe(2);
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // written back
+    expect(logged).toEqual([`${f}: cannot watch the file, inotify watches are used up (ENOSPC, fs.inotify.max_user_watches); ` +
+      'checking it for changes every 50 ms instead (a stat poll), from now on']);
+  });
+
+  it('inotify watches used up while the file is removed: the file written back is reported, then polled', async () => {
+    const f = newFile();
+    const logged: string[] = [];
+    let usedUp = false;
+    const w = await counted(f, { fastPollMs: 50, watchFn: noWatchesLeft(() => usedUp), log: (m) => logged.push(m) });
+    expect(w.watch.mode).toBe('inotify');
+    await sleep(100); // the safety poll has its first stat (see the removal test below)
+    const removed = w.next();
+    usedUp = true; // another process takes the watches the removal freed
+    rmSync(f);
+    expect(await removed).toBe(1);
+    expect(w.watch.mode).toBe('missing');
+    expect(await reportedWrite(w, f)).toBe(2); // at once
+    expect(w.watch.mode).toBe('poll');
+    expect(await w.next()).toBe(3); // and once the poll has its first stat (the file may have been written back in parts)
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(4); // through the poll
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(/inotify watches are used up .* every 50 ms instead/);
+  });
+
+  it("inotify watches used up before an editor's rename-on-save: the save is reported, then the file is polled", async () => {
+    const f = newFile();
+    const d = dirname(f);
+    const logged: string[] = [];
+    let usedUp = false;
+    const w = await counted(f, { fastPollMs: 50, watchFn: noWatchesLeft(() => usedUp), log: (m) => logged.push(m) });
+    usedUp = true;
+    const saved = w.next();
+    writeFileSync(join(d, '.resources.yaml.swp'), 'a: 2\n');
+    renameSync(join(d, '.resources.yaml.swp'), f);
+    expect(await saved).toBe(1);
+    expect(w.watch.mode).toBe('poll');
+    expect(await w.next()).toBe(2); // once the poll has its first stat
+    expect(await reportedWrite(w, f, 'a: 3\n')).toBe(3); // through the poll
+    expect(logged).toHaveLength(1);
   });
 
   it('a change the watch does not report (a network filesystem changed elsewhere) is caught by the safety poll', async () => {

@@ -92,13 +92,26 @@ describe.skipIf(HELM === null)('helm chart', () => {
   });
 
   test('the grace period follows drain.timeout in every duration form the router takes; one it does not take is refused', () => {
-    for (const [timeout, seconds] of [['90s', 90], ['2m', 120], ['1m30s', 90], ['2m30s', 150], ['1.5m', 90], ['500ms', 1], ['1m0.5s', 61], ['0.25h', 900]] as const) {
+    for (const [timeout, seconds] of [['90s', 90], ['2m', 120], ['1m30s', 90], ['2m30s', 150], ['1.5m', 90], ['500ms', 1], ['5000ms', 5],
+      ['1m0.5s', 61], ['0.25h', 900], ['1500000us', 2], ['2\u00b5s', 1], ['2\u03bcs', 1], ['1ns', 1], ['0s1ms', 1]] as const) {
       const docs = render([`drain.timeout=${timeout}`]);
       expect(env(docs).ROUTER_DRAIN_TIMEOUT, timeout).toBe(timeout);
       expect(deployment(docs).spec.template.spec.terminationGracePeriodSeconds, timeout).toBe(5 + 5 + seconds + 10);
     }
-    for (const bad of ['30', 'thirty', '1d', '-5s']) {
-      expect(() => render([`drain.timeout=${bad}`]), bad).toThrow(/drain\.timeout/);
+    for (const bad of ['thirty', '1d', '-5s', '+5s', '1.5', '']) {
+      expect(() => render([`drain.timeout=${bad}`]), bad).toThrow(/drain\.timeout: expected a duration/);
+    }
+  });
+
+  test('drain.timeout 0 is refused at render time: the router refuses ROUTER_DRAIN_TIMEOUT=0 at start', () => {
+    for (const zero of ['0', '0s', '0ms', '0h0m0s', '0.0s']) {
+      expect(() => render([`drain.timeout=${zero}`]), zero).toThrow(/drain\.timeout: must be above 0 \(got "[^"]+"\); the router refuses ROUTER_DRAIN_TIMEOUT=0 at start/);
+    }
+  });
+
+  test('a bare number for drain.timeout is refused: the router reads it as milliseconds, not the seconds it looks like here', () => {
+    for (const bare of ['30', '5000']) {
+      expect(() => render([`drain.timeout=${bare}`]), bare).toThrow(new RegExp(`drain\\.timeout: a bare number \\("${bare}"\\) is read by the router as milliseconds; write the unit`));
     }
   });
 
