@@ -263,6 +263,8 @@ describe.skipIf(!hasKubectl)('kustomizations build with kubectl kustomize', () =
     const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
     expect(env).toMatchObject({ ROUTER_DRAIN_TIMEOUT: '30s', ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout' });
     expect(env.ROUTER_WORKERS).toMatch(/^\d+$/);
+    // Every interface, IPv6 too (an IPv6-only cluster's probes and Service); 0.0.0.0 where the node has no IPv6.
+    expect(env.ROUTER_HOST).toBe('::');
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(30);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
     expect(c.livenessProbe.httpGet.path).toBe('/healthz');
