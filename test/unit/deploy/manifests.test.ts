@@ -218,6 +218,12 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     }
   });
 
+  test('the one exception: a workloadSelector.pdGroup is kept by the CRD schema and refused by the router, naming it', () => {
+    const doc = mutate(server, (d) => { d.spec.workloadSelector.pdGroup = { groupKey: 'g', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' } }; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toMatch(/spec\.workloadSelector\.pdGroup: prefill\/decode disaggregation is not supported/);
+  });
+
   test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {
     const doc = mutate(route, (d) => { d.spec.rules[0].name = ''; });
     expect(schemaErrors(doc)).toEqual([]);
