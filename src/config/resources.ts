@@ -3,8 +3,8 @@
  * Kubernetes API) into the plain, normalized types of resource-types.ts. Every error names
  * where it was found, the resource and the path of the bad field.
  *
- * Unknown fields are tolerated (real manifests carry status, parentRefs, pdGroup,
- * kvConnector, ...); unknown kinds are rejected.
+ * Unknown fields are tolerated (real manifests carry status, parentRefs, kvConnector, ...);
+ * unknown kinds are rejected, and so is a ModelServer's workloadSelector.pdGroup (PD_GROUP_UNSUPPORTED).
  */
 import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
@@ -120,7 +120,8 @@ class Checker {
 /**
  * The fields of the route API's ModelRoute and ModelServer (its CRD schemas, which admit no other
  * field) and this router's own (spec.endpoints, spec.rateLimit.mode), for unknownFields(). `true`:
- * anything below is accepted unread (metadata, status, parentRefs, kvConnector, pdGroup); `[]`:
+ * anything below is accepted unread (metadata, status, parentRefs, kvConnector; pdGroup is refused
+ * by modelServer(), so never reported as unknown); `[]`:
  * each item of a list; `*`: each value of a map.
  */
 type FieldTree = true | { readonly [key: string]: FieldTree };
@@ -363,6 +364,15 @@ function rateLimitSpec(c: Checker, v: unknown, path: string): RateLimitSpec | nu
   return parseRateLimit(v, path, (p, problem) => c.fail(p, problem));
 }
 
+/**
+ * What a ModelServer's `spec.workloadSelector.pdGroup` is refused with. In the route API it splits
+ * the selected pods into prefill and decode pods that serve each request together; this router
+ * forwards a request to one pod, so it would send requests to decode-only and prefill-only pods
+ * alike: refused rather than routed wrong.
+ */
+export const PD_GROUP_UNSUPPORTED = 'prefill/decode disaggregation is not supported: this router sends each request to one pod '
+  + 'of those matchLabels selects, prefill and decode pods alike; remove pdGroup and select pods that each serve whole requests';
+
 function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer {
   const spec = c.optObject(specValue, 'spec') ?? {};
   const model = c.optString(spec.model, 'spec.model');
@@ -373,6 +383,7 @@ function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer 
     const labels = selector.matchLabels;
     const matchLabels = labels === undefined || labels === null ? {} : c.stringMap(labels, 'spec.workloadSelector.matchLabels');
     workloadSelector = { matchLabels };
+    if (selector.pdGroup !== undefined && selector.pdGroup !== null) c.fail('spec.workloadSelector.pdGroup', PD_GROUP_UNSUPPORTED);
   }
   const port = c.optObject(spec.workloadPort, 'spec.workloadPort');
   const workloadPort = port === null ? null : c.optInt(port.port, 'spec.workloadPort.port', 1, 65535);

@@ -95,10 +95,13 @@ export function healthTarget(args: readonly string[], env: NodeJS.ProcessEnv): H
   return { url: `http://${connectHost(s.host)}:${s.port}/healthz`, port: s.port };
 }
 
-/** The host to connect to for a listen address: loopback for a wildcard one, an IPv6 literal in brackets. */
+/**
+ * The host to connect to for a listen address: IPv4 loopback for a wildcard one, an IPv6 literal in
+ * brackets. `::` too: the router listens there dual-stack (IPv4 accepted), or on 0.0.0.0 where the
+ * kernel has no IPv6 (primary/listen-host.ts), and ::1 has no address where IPv6 is turned off.
+ */
 export function connectHost(host: string): string {
-  if (host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::') return '[::1]';
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 

@@ -22,6 +22,7 @@ import { systemClock } from '../clock.js';
 import { o200kRanksFile } from '../tokens/o200k-ranks.js';
 import { workerExecArgv } from './worker-exec-argv.js';
 import { claimPort } from './port-claim.js';
+import { chooseListenHost } from './listen-host.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -46,6 +47,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // An access log that cannot be written stops the router before any worker starts (exit 2).
   if (settings.accessLog.enabled) checkAccessLogOutput(settings.accessLog.output);
 
+  /** The address the workers listen on: settings.host, unless chooseListenHost() takes another (below). */
+  let host = settings.host;
   let snapshot: ResourceSnapshot | null = null;
   let version = 0;
   let draining = false;
@@ -64,7 +67,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const ready = !draining && snapshot !== null && listening.size === settings.workers && applied.size === settings.workers;
     if (ready !== wasReady) {
       wasReady = ready;
-      if (ready) ops.info('ready', `${settings.workers} workers listening on ${settings.host}:${settings.port}, snapshot ${version} applied; /readyz answers 200`);
+      if (ready) ops.info('ready', `${settings.workers} workers listening on ${host}:${settings.port}, snapshot ${version} applied; /readyz answers 200`);
       else if (!draining) ops.warn('ready', '/readyz answers 503: waiting for workers to listen and apply the snapshot');
     }
     broadcast({ t: 'core:ready', ready });
@@ -115,9 +118,14 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // So does a missing token ranks file (each worker builds its table from it).
   if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
 
+  // `::` on a kernel without IPv6 becomes 0.0.0.0 (listen-host.ts), before anything listens.
+  const listen = await chooseListenHost(settings.host);
+  if (listen.note !== null) ops.warn('start', listen.note, { host: listen.host, given: settings.host });
+  host = listen.host;
+
   // A port another router or server holds stops the router before any worker starts (port-claim.ts):
   // uWS's workers share their port with SO_REUSEPORT, which would otherwise let them join the other's.
-  await claimPort(settings.host, settings.port);
+  await claimPort(host, settings.port);
 
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
@@ -132,7 +140,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   });
 
-  cluster.setupPrimary({ args: workerArgs, execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, settings.workerSemiSpaceMb), silent: false });
+  // The workers read the command line again: a --host after the given one (the last one wins) moves them.
+  const args = host === settings.host ? workerArgs : [...workerArgs, '--host', host];
+  cluster.setupPrimary({ args, execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, settings.workerSemiSpaceMb), silent: false });
   const fork = (): Worker => {
     const w = cluster.fork({ ROUTER_WORKER: '1' });
     dropMessagesToDeadWorker(w, (m) => ops.warn('worker', `worker ${w.process.pid}: ${m}`));
@@ -212,7 +222,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   });
 
   for (let i = 0; i < settings.workers; i++) fork();
-  ops.info('workers', `started ${settings.workers} workers on ${settings.host}:${settings.port}`, { workers: settings.workers });
+  ops.info('workers', `started ${settings.workers} workers on ${host}:${settings.port}`, { workers: settings.workers });
 }
 
 function waitForWorkersToExit(): Promise<void> {

@@ -36,6 +36,17 @@ describe('command line', () => {
     expect(r.stderr).toContain('ModelRoute default/sf-route');
     expect(r.stderr).toContain('spec.modelName');
   });
+
+  it('a ModelServer asking for prefill/decode disaggregation (workloadSelector.pdGroup) stops the router with exit 2, naming the field', () => {
+    const dir = tempDir();
+    const file = join(dir, 'pd.yaml');
+    const pdGroup = '  workloadSelector:\n    matchLabels: {app: x}\n    pdGroup: {groupKey: g, prefillLabels: {role: prefill}, decodeLabels: {role: decode}}\n';
+    writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]).replace(/^spec:\n  endpoints:/m, `spec:\n${pdGroup}  endpoints:`));
+    expect(readFileSync(file, 'utf8')).toContain('pdGroup');
+    const r = spawnSync(process.execPath, [CLI, '--resources', file, '--workers', '1'], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`${file}: document 1 (ModelServer default/sf-server): spec.workloadSelector.pdGroup: prefill/decode disaggregation is not supported`);
+  });
 });
 
 describe('hot reload, worker restart and SIGTERM drain', () => {

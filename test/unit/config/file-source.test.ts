@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileSource, type FileSourceEvent, type LoadedResources } from '../../../src/config/file-source.js';
 import { resourcesFor } from '../../helpers/processes.js';
+import { PD_GROUP_UNSUPPORTED } from '../../../src/config/resources.js';
 
 const dirs: string[] = [];
 const sources: FileSource[] = [];
@@ -28,6 +29,8 @@ function started(): { file: string; source: FileSource; lines: string[]; applied
   const source = new FileSource({
     file, apiGroup: 'networking.serving.volcano.sh', maxBytes: 1 << 20,
     log: (m: string, _e: FileSourceEvent) => lines.push(m), apply: (r) => applied.push(r),
+    // Reloads parse in a worker thread, which runs compiled code (npm run build).
+    parseThread: new URL('../../../dist/config/resource-parse-thread.js', import.meta.url),
   });
   sources.push(source);
   source.start(60_000);
@@ -86,5 +89,19 @@ describe('FileSource reloads of a file that cannot be read', () => {
     await source.reload();
     expect(lines.filter((l) => l.includes('more than ROUTER_RESOURCES_MAX_BYTES'))).toHaveLength(1);
     expect(source.rejected).toBe(1);
+  });
+});
+
+describe('FileSource reloads of a file the router refuses', () => {
+  it('a ModelServer with workloadSelector.pdGroup is refused naming file, resource and field; the last good config stays', async () => {
+    const { file, source, lines, applied } = started();
+    source.stop(); // the reload below stands for the watch's report
+    const pdGroup = '  workloadSelector:\n    matchLabels: {app: x}\n    pdGroup: {groupKey: g, prefillLabels: {role: prefill}, decodeLabels: {role: decode}}\n';
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/^spec:\n {2}endpoints:/m, `spec:\n${pdGroup}  endpoints:`));
+    await source.reload();
+    expect(applied).toHaveLength(1);
+    expect(source.rejected).toBe(1);
+    expect(lines.at(-1)).toBe(`resources reload rejected, keeping the last good config: ${file}: document 1 (ModelServer default/sf-server): `
+      + `spec.workloadSelector.pdGroup: ${PD_GROUP_UNSUPPORTED}`);
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { GLOBAL_WITHOUT_REDIS, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, PD_GROUP_UNSUPPORTED, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -294,10 +294,6 @@ spec:
   inferenceEngine: SGLang
   workloadSelector:
     matchLabels: {app: x}
-    pdGroup:
-      groupKey: g
-      prefillLabels: {role: prefill}
-      decodeLabels: {role: decode}
   workloadPort: {port: 8000, protocol: http}
   kvConnector: {type: nixl}
   trafficPolicy:
@@ -627,6 +623,35 @@ describe('parseResourceFile: a target of an external model provider', () => {
     const spec = '  modelName: m\n  rules:\n  - targetModels:\n    - externalModelProviderName: openai\n';
     const err = errorOf(() => parse(`${SERVER}---\n${route('ext', spec)}`));
     expect(err.message).toBe('routes.yaml: document 2 (ModelRoute default/ext): spec.rules[0].targetModels[0].externalModelProviderName: targets of external model providers are not supported: name a ModelServer in modelServerName');
+  });
+});
+
+describe('parseResourceFile: prefill/decode disaggregation (workloadSelector.pdGroup)', () => {
+  const PD_SERVER = `apiVersion: ${API}
+kind: ModelServer
+metadata:
+  name: pd-server
+spec:
+  workloadSelector:
+    matchLabels: {app: x}
+    pdGroup:
+      groupKey: group
+      prefillLabels: {role: prefill}
+      decodeLabels: {role: decode}
+  workloadPort: {port: 8000}
+`;
+
+  it('is refused naming the field: the router would send each request to any pod of the group, prefill or decode', () => {
+    const err = errorOf(() => parse(`${PD_SERVER}---\n${route('r', SIMPLE_SPEC.replace('sf-server', 'pd-server'))}`));
+    expect(err.message).toBe(`routes.yaml: document 1 (ModelServer default/pd-server): spec.workloadSelector.pdGroup: ${PD_GROUP_UNSUPPORTED}`);
+    expect(PD_GROUP_UNSUPPORTED).toMatch(/^prefill\/decode disaggregation is not supported/);
+  });
+
+  it('is refused whatever it holds; a null pdGroup is no pdGroup', () => {
+    const empty = PD_SERVER.replace(/    pdGroup:\n(      .*\n)+/, '    pdGroup: {}\n');
+    expect(errorOf(() => parse(empty)).message).toContain('spec.workloadSelector.pdGroup: prefill/decode');
+    const none = PD_SERVER.replace(/    pdGroup:\n(      .*\n)+/, '    pdGroup: null\n');
+    expect(parse(none).servers[0]).toMatchObject({ key: 'default/pd-server', workloadSelector: { matchLabels: { app: 'x' } } });
   });
 });
 

@@ -53,12 +53,12 @@ describe('the router process as /proc shows it', () => {
     expect(healthTarget(['--kubernetes', '--port', '9004'], {}).port).toBe(9004);
     expect(healthTarget(['--port', '9005', '--port', '9006', ...r], {}).port).toBe(9006); // the last one, as the router takes it
     expect(healthTarget([...r, '--host', '10.1.2.3', '--port', '9007'], {}).url).toBe('http://10.1.2.3:9007/healthz');
-    expect(healthTarget(r, { ROUTER_HOST: '::' }).url).toBe('http://[::1]:8080/healthz');
+    expect(healthTarget(r, { ROUTER_HOST: '::' }).url).toBe('http://127.0.0.1:8080/healthz');
   });
 
-  it('a wildcard listen address is asked on loopback; an IPv6 literal in brackets', () => {
+  it('a wildcard listen address is asked on IPv4 loopback (`::` too: the router listens there dual-stack, or on 0.0.0.0 without IPv6); an IPv6 literal in brackets', () => {
     expect(connectHost('0.0.0.0')).toBe('127.0.0.1');
-    expect(connectHost('::')).toBe('[::1]');
+    expect(connectHost('::')).toBe('127.0.0.1');
     expect(connectHost('fd00::5')).toBe('[fd00::5]');
     expect(connectHost('127.0.0.1')).toBe('127.0.0.1');
   });

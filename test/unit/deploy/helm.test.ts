@@ -137,6 +137,13 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(docs.find((d) => d.kind === 'Role')!.metadata.namespace).toBe('models');
   });
 
+  test('the router listens on listenHost (ROUTER_HOST): :: by default, so pods on IPv6-only clusters are reached; an empty one is refused', () => {
+    expect(env(render()).ROUTER_HOST).toBe('::');
+    expect(env(render(['listenHost=0.0.0.0'])).ROUTER_HOST).toBe('0.0.0.0');
+    // Empty, the router would take its own default, 0.0.0.0, unnoticed.
+    expect(() => render(['listenHost='])).toThrow(/listenHost/);
+  });
+
   test('crds.install=false renders no CRD (clusters that already have the API group)', () => {
     expect(kinds(render(['crds.install=false']))).not.toContain('CustomResourceDefinition');
   });

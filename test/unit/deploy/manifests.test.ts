@@ -96,6 +96,24 @@ describe('CRDs', () => {
 
   test('the validator is not a tautology: a non-structural schema is reported', () => {
     expect(structuralProblems({ type: 'object', properties: { a: {} }, additionalProperties: { type: 'string' } })).toHaveLength(2);
+    // A branch of anyOf / oneOf may check only properties declared outside it, and only their values.
+    const withBranch = (branch: Schema): Schema => ({ type: 'object', properties: { a: { type: 'string' } }, anyOf: [branch] });
+    expect(structuralProblems(withBranch({ required: ['a'], properties: { a: { minLength: 1 } } }))).toEqual([]);
+    expect(structuralProblems(withBranch({ properties: { b: { minLength: 1 } } }))).toHaveLength(1);
+    expect(structuralProblems(withBranch({ properties: { a: { type: 'string', minLength: 1 } } }))).toHaveLength(1);
+    expect(structuralProblems(withBranch({ type: 'object' }))).toHaveLength(1);
+  });
+
+  test('the validator applies the checks of a branch to the fields it requires', () => {
+    const schema: Schema = {
+      type: 'object',
+      properties: { a: { type: 'string' }, b: { type: 'array', items: { type: 'string' } } },
+      anyOf: [{ required: ['a'], properties: { a: { minLength: 1 } } }, { required: ['b'], properties: { b: { minItems: 1 } } }],
+    };
+    expect(validateAgainst(schema, { a: 'x' })).toEqual([]);
+    expect(validateAgainst(schema, { a: '', b: ['y'] })).toEqual([]);
+    expect(validateAgainst(schema, { a: '', b: [] })).toEqual(['<root>: must set at least one of a (minLength 1) | b (minItems 1)']);
+    expect(validateAgainst(schema, {})).toHaveLength(1);
   });
 });
 
@@ -149,6 +167,10 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     ['rule without targets', mutate(route, (d) => { d.spec.rules[0].targetModels = []; }), /targetModels/],
     ['target without modelServerName', mutate(route, (d) => { d.spec.rules[0].targetModels = [{ weight: 5 }]; }), /modelServerName/],
     ['no modelName', mutate(route, (d) => { delete d.spec.modelName; }), /modelName/],
+    ['an empty modelName and no loraAdapters', mutate(route, (d) => { d.spec.modelName = ''; }), /modelName/],
+    ['no modelName and an empty loraAdapters list', mutate(route, (d) => { delete d.spec.modelName; d.spec.loraAdapters = []; }), /loraAdapters/],
+    ['an empty modelName and an empty loraAdapters list', mutate(route, (d) => { d.spec.modelName = ''; d.spec.loraAdapters = []; }), /modelName/],
+    ['an empty LoRA adapter name', mutate(route, (d) => { d.spec.loraAdapters = ['a', '']; }), /loraAdapters\[1\]/],
     ['uri match with two kinds', mutate(route, (d) => { d.spec.rules[0].modelMatch = { uri: { exact: '/a', prefix: '/b' } }; }), /uri/],
     ['header match with no kind', mutate(route, (d) => { d.spec.rules[0].modelMatch = { headers: { 'x-a': {} } }; }), /x-a/],
     ['workload port out of range', mutate(server, (d) => { d.spec.workloadPort.port = 70000; }), /workloadPort\.port/],
@@ -183,6 +205,23 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     const doc = mutate(route, (d) => { d.spec.loraAdapters = []; });
     expect(schemaErrors(doc)).toEqual([]);
     expect(routerError(doc)).toBeNull();
+  });
+
+  test('an empty modelName beside LoRA adapters, or adapters alone (the route API allows both), is accepted by both', () => {
+    for (const [what, change] of [
+      ['empty modelName', (d: Doc) => { d.spec.modelName = ''; d.spec.loraAdapters = ['lora-a']; }],
+      ['no modelName', (d: Doc) => { delete d.spec.modelName; d.spec.loraAdapters = ['lora-a']; }],
+    ] as const) {
+      const doc = mutate(route, change);
+      expect(schemaErrors(doc), what).toEqual([]);
+      expect(routerError(doc), what).toBeNull();
+    }
+  });
+
+  test('the one exception: a workloadSelector.pdGroup is kept by the CRD schema and refused by the router, naming it', () => {
+    const doc = mutate(server, (d) => { d.spec.workloadSelector.pdGroup = { groupKey: 'g', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' } }; });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toMatch(/spec\.workloadSelector\.pdGroup: prefill\/decode disaggregation is not supported/);
   });
 
   test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {
@@ -230,6 +269,8 @@ describe.skipIf(!hasKubectl)('kustomizations build with kubectl kustomize', () =
     const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
     expect(env).toMatchObject({ ROUTER_DRAIN_TIMEOUT: '30s', ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout' });
     expect(env.ROUTER_WORKERS).toMatch(/^\d+$/);
+    // Every interface, IPv6 too (an IPv6-only cluster's probes and Service); 0.0.0.0 where the node has no IPv6.
+    expect(env.ROUTER_HOST).toBe('::');
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(30);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
     expect(c.livenessProbe.httpGet.path).toBe('/healthz');

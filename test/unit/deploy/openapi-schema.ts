@@ -1,8 +1,9 @@
 /**
  * A small validator for the OpenAPI v3 structural schemas of CustomResourceDefinitions, covering
  * the keywords deploy/crds uses: type, required, properties, additionalProperties, items, enum,
- * minimum, maximum, minLength, minItems, pattern, anyOf / oneOf (of `required` only),
- * x-kubernetes-preserve-unknown-fields and x-kubernetes-list-type: map.
+ * minimum, maximum, minLength, minItems, pattern, anyOf / oneOf (of `required`, and of value checks
+ * on properties the schema declares outside them), x-kubernetes-preserve-unknown-fields and
+ * x-kubernetes-list-type: map.
  *
  * Unknown fields are errors (as `kubectl apply` reports them with its default strict field
  * validation) unless the schema preserves unknown fields. `metadata` is the API server's business:
@@ -48,10 +49,7 @@ export function structuralProblems(schema: Schema, path = ''): string[] {
     out.push(`${path}: properties and additionalProperties are mutually exclusive in structural schemas`);
   }
   for (const junctor of ['anyOf', 'oneOf'] as const) {
-    for (const branch of schema[junctor] ?? []) {
-      const keys = Object.keys(branch);
-      if (keys.some((k) => k !== 'required')) out.push(`${path}.${junctor}: only "required" is allowed in a branch, got ${keys.join(', ')}`);
-    }
+    for (const branch of schema[junctor] ?? []) out.push(...branchProblems(schema, branch, `${path}.${junctor}`));
   }
   if (schema['x-kubernetes-list-type'] === 'map') {
     for (const key of schema['x-kubernetes-list-map-keys'] ?? []) {
@@ -61,6 +59,26 @@ export function structuralProblems(schema: Schema, path = ''): string[] {
   for (const [name, sub] of Object.entries(schema.properties ?? {})) out.push(...structuralProblems(sub, `${path}.${name}`));
   if (typeof schema.additionalProperties === 'object') out.push(...structuralProblems(schema.additionalProperties, `${path}[*]`));
   if (schema.items) out.push(...structuralProblems(schema.items, `${path}[]`));
+  return out;
+}
+
+/** What a structural schema allows in an anyOf / oneOf branch: no type, description or default, and no other junctor. */
+const BRANCH_VALUE_CHECKS = new Set(['enum', 'minimum', 'maximum', 'minLength', 'minItems', 'pattern']);
+
+/**
+ * Problems of one anyOf / oneOf branch: it may require fields and put value checks on properties,
+ * each of which the schema must also declare outside the branch (with its type), as a structural
+ * schema requires.
+ */
+function branchProblems(schema: Schema, branch: Schema, path: string): string[] {
+  const out: string[] = [];
+  const keys = Object.keys(branch);
+  if (keys.some((k) => k !== 'required' && k !== 'properties')) out.push(`${path}: only "required" and "properties" are allowed in a branch, got ${keys.join(', ')}`);
+  for (const [name, sub] of Object.entries(branch.properties ?? {})) {
+    if (schema.properties?.[name] === undefined) out.push(`${path}.${name}: a property checked in a branch must be declared outside it`);
+    const bad = Object.keys(sub).filter((k) => !BRANCH_VALUE_CHECKS.has(k));
+    if (bad.length > 0) out.push(`${path}.${name}: only value checks are allowed in a branch, got ${bad.join(', ')}`);
+  }
   return out;
 }
 
@@ -122,8 +140,8 @@ function checkObject(schema: Schema, value: Record<string, unknown>, path: strin
   for (const junctor of ['anyOf', 'oneOf'] as const) {
     const branches = schema[junctor];
     if (!branches) continue;
-    const passing = branches.filter((b) => (b.required ?? []).every((k) => value[k] !== undefined)).length;
-    const options = branches.map((b) => (b.required ?? []).join('+')).join(' | ');
+    const passing = branches.filter((b) => branchHolds(b, value, path)).length;
+    const options = branches.map(describeBranch).join(' | ');
     if (junctor === 'anyOf' && passing === 0) out.push(`${path || '<root>'}: must set at least one of ${options}`);
     if (junctor === 'oneOf' && passing !== 1) out.push(`${path || '<root>'}: must set exactly one of ${options}`);
   }
@@ -141,6 +159,20 @@ function checkObject(schema: Schema, value: Record<string, unknown>, path: strin
     }
   }
   return out;
+}
+
+/** Whether `value` has the fields a branch requires, and they (and its other checked properties present) pass its checks. */
+function branchHolds(branch: Schema, value: Record<string, unknown>, path: string): boolean {
+  if (!(branch.required ?? []).every((k) => value[k] !== undefined)) return false;
+  return Object.entries(branch.properties ?? {}).every(([k, sub]) => validateAgainst(sub, value[k], `${path}.${k}`).length === 0);
+}
+
+/** `modelName (minLength 1)+other`: the fields a branch requires, with its checks on them. */
+function describeBranch(branch: Schema): string {
+  return (branch.required ?? []).map((k) => {
+    const checks = Object.entries(branch.properties?.[k] ?? {}).map(([c, v]) => `${c} ${JSON.stringify(v)}`);
+    return checks.length === 0 ? k : `${k} (${checks.join(', ')})`;
+  }).join('+');
 }
 
 function isObject(v: unknown): boolean {
