@@ -249,15 +249,18 @@ export async function startRouterWith(sourceArgs: string[], opts: RouterOptions 
     );
     const url = `http://127.0.0.1:${port}`;
     let taken = false;
+    let exited: Error | null = null;
     await waitFor('router to be ready', async () => {
       if (p.child.exitCode !== null) {
         taken = attempt < 5 && p.child.exitCode === 2 && PORT_TAKEN.test(p.stderr());
-        if (taken) return true;
-        throw new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
+        // Stop waiting at once (waitFor would take a throw for "not yet" and wait out its timeout).
+        if (!taken) exited = new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
+        return true;
       }
       const r = await fetch(`${url}/readyz`);
       return r.status === 200;
     }, readyTimeoutMs);
+    if (exited !== null) throw exited;
     if (!taken) return Object.assign(p, { port, url });
   }
 }
