@@ -182,7 +182,7 @@ spec:
     const r = await postJson(`${router.url}/chat/completions`, { model: 'sf-model', messages: [] }, { accept: 'application/json' });
     expect(r.status).toBe(404);
     expect(r.headers.get('content-type')).toBe('application/json');
-    expect((await r.json()).error).toEqual({
+    expect((await r.json() as { error: { message: string; type: string; param: string | null; code: string } }).error).toEqual({
       message: 'no such path: /chat/completions; did you mean /v1/chat/completions? An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)',
       type: 'invalid_request', param: null, code: 'unknown_endpoint',
     });
@@ -192,7 +192,7 @@ spec:
       + 'did you mean /v1/models? An OpenAI client\'s base URL ends in /v1 (http://<router>:<port>/v1)\n'
       + 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics\n');
     const other = await fetch(`${router.url}/nope`, { headers: { accept: 'application/json' } });
-    expect((await other.json()).error.message).toBe('no such path: /nope; inference: POST /v1/completions, /v1/chat/completions, '
+    expect((await other.json() as { error: { message: string; type: string; param: string | null; code: string } }).error.message).toBe('no such path: /nope; inference: POST /v1/completions, /v1/chat/completions, '
       + '/v1/embeddings, /v1/responses; also GET /v1/models, /v1/models/{id}, /healthz, /readyz, /metrics');
   });
 });

@@ -20,7 +20,7 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
   let api: FakeKubeApi;
   let a: MockBackend;
   let b: MockBackend;
-  let router: Proc;
+  let router: Proc & { url: string };
   let url: string;
 
   beforeAll(async () => {
@@ -56,7 +56,7 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     for (let i = 0; i < n; i++) {
       const r = await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' });
       expect(r.status).toBe(200);
-      seen.add((await r.json()).pod);
+      seen.add((await r.json() as { pod: string }).pod); // the mock names the pod that answered
     }
     return seen;
   }
@@ -64,7 +64,7 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
   it('routes to the Running and Ready pods of the ModelServer, rewriting the model', async () => {
     expect([...(await podsServing(10))]).toEqual(['llm-a']);
     expect((await a.stats()).lastBody.model).toBe('llm-v1');
-    const models = await (await fetch(`${url}/v1/models`)).json();
+    const models = await (await fetch(`${url}/v1/models`)).json() as { data: { id: string }[] };
     expect(models.data.map((m: { id: string }) => m.id)).toEqual(['llm']);
   });
 

@@ -53,7 +53,7 @@ for (const major of MAJORS) {
       try {
         const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
         expect(r.status).toBe(200);
-        expect((await r.json()).usage.completion_tokens).toBe(16);
+        expect((await r.json() as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(16);
         expect((await mock.stats()).lastBody.model).toBe('real-model-v1');
 
         const s = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });

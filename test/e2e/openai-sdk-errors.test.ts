@@ -224,12 +224,12 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect([get.status, get.headers.get('allow'), await get.text()]).toEqual([405, 'POST', 'method GET is not allowed on /v1/chat/completions; use POST']);
     const getJson = await fetch(`${router.url}/v1/completions`, { headers: { accept: 'application/json' } });
     expect([getJson.status, getJson.headers.get('allow')]).toEqual([405, 'POST']);
-    expect((await getJson.json()).error).toEqual({ message: 'method GET is not allowed on /v1/completions; use POST', type: 'invalid_request', param: null, code: 'method_not_allowed' });
+    expect((await getJson.json() as { error: { message: string; type: string; param: string | null; code: string } }).error).toEqual({ message: 'method GET is not allowed on /v1/completions; use POST', type: 'invalid_request', param: null, code: 'method_not_allowed' });
     const postModels = await fetch(`${router.url}/v1/models/sf-model`, { method: 'POST', headers: { accept: 'application/json' }, body: '{}' });
-    expect([postModels.status, postModels.headers.get('allow'), (await postModels.json()).error.code]).toEqual([405, 'GET, HEAD', 'method_not_allowed']);
+    expect([postModels.status, postModels.headers.get('allow'), (await postModels.json() as { error: { message: string; type: string; param: string | null; code: string } }).error.code]).toEqual([405, 'GET, HEAD', 'method_not_allowed']);
     const unknown = await fetch(`${router.url}/v1/nothing-here`);
     expect([unknown.status, unknown.headers.get('allow'), await unknown.text()]).toEqual([404, null, 'no such path: /v1/nothing-here']);
     const unknownJson = await fetch(`${router.url}/v1/nothing-here`, { method: 'DELETE', headers: { accept: 'application/json' } });
-    expect([unknownJson.status, (await unknownJson.json()).error.code]).toEqual([404, 'unknown_endpoint']);
+    expect([unknownJson.status, (await unknownJson.json() as { error: { message: string; type: string; param: string | null; code: string } }).error.code]).toEqual([404, 'unknown_endpoint']);
   });
 });

@@ -86,7 +86,7 @@ describe('route API manifests: LoRA adapters', () => {
   });
 
   it('lists the adapters among the served models', async () => {
-    const body = await (await fetch(`${router.url}/v1/models`)).json();
+    const body = await (await fetch(`${router.url}/v1/models`)).json() as { data: { id: string }[] };
     expect(body.data.map((m: { id: string }) => m.id).sort()).toEqual(['deepseek-simple', 'lora-A', 'lora-B']);
   });
 });

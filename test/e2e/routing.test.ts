@@ -20,9 +20,9 @@ describe('router core: plain and streaming requests over real HTTP, 2 workers', 
     const r = await postJson(`${router.url}/v1/completions?trace=1&x=y`, { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    const body = await r.json();
+    const body = await r.json() as OpenAI.Completion;
     expect(body.choices[0].text).toContain('tok');
-    expect(body.usage.completion_tokens).toBe(16);
+    expect(body.usage?.completion_tokens).toBe(16);
     const stats = [await a.stats(), await b.stats()].find((s) => s.lastBody?.prompt === 'San Francisco is a');
     expect(stats?.lastBody.model).toBe('real-model-v1');
     expect(stats?.lastHeaders['x-request-id']).toBe(r.headers.get('x-request-id'));
@@ -32,7 +32,7 @@ describe('router core: plain and streaming requests over real HTTP, 2 workers', 
     const r = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-request-id': 'my-trace-123' });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-request-id')).toBe('my-trace-123');
-    const body = await r.json();
+    const body = await r.json() as OpenAI.ChatCompletion;
     expect(body.object).toBe('chat.completion');
   });
 
@@ -82,7 +82,7 @@ describe('router core: plain and streaming requests over real HTTP, 2 workers', 
 
   it('lists the models routes serve', async () => {
     const r = await fetch(`${router.url}/v1/models`);
-    const body = await r.json();
+    const body = await r.json() as { object: string; data: { id: string }[] };
     expect(body.object).toBe('list');
     expect(body.data.map((m: { id: string }) => m.id)).toEqual(['sf-model']);
   });

@@ -14,7 +14,7 @@ async function answered(router: Router): Promise<number> {
   return r.status;
 }
 
-async function gauge(router: Router): Promise<number> {
+async function gauge(router: Router): Promise<number | undefined> {
   return sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_upstream_connections{pod="pod-a"}');
 }
 

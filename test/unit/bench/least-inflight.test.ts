@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pickLeastInflight } from '../../../bench/least-inflight.js';
-import type { EndpointState } from '../../../src/upstream/endpoint-registry.js';
+// The type the module under test takes: bench code imports the built package (dist/), not src/.
+import type { EndpointState } from 'inference-router/upstream/endpoint-registry';
 
 const ep = (name: string, inflight: number, ejectedUntil = 0) => ({ name, inflight, health: { ejectedUntil } }) as unknown as EndpointState;
 

@@ -21,7 +21,7 @@ describe('redis-script-micro: each batch shape is a call the script takes as mea
 
   it.each(SHAPES.map((s) => [s.name, s] as const))('%s', async (_name, shape) => {
     const base = `ir:{micro-test/${SHAPES.indexOf(shape)}}`;
-    const reply = parseScriptReply(await redis.evalBuffer(BATCH_LUA, 1, ...batchArgs(base, shape)) as Buffer, FIRST_STATUS, shape.admissions);
+    const reply = parseScriptReply(await redis.callBuffer('EVAL', BATCH_LUA, 1, ...batchArgs(base, shape)) as Buffer, FIRST_STATUS, shape.admissions);
     // One status per admission, each admitted (the limit is never reached).
     expect(reply.slice(FIRST_STATUS)).toEqual(Array(shape.admissions).fill(0));
     expect(reply[REPLY_LEASE] > 0).toBe(shape.lease > 0);

@@ -76,7 +76,7 @@ function recordingClock(): SourceClock & { delays: number[]; ahead: number } {
     delays,
     ahead: 0,
     now: () => Date.now() + c.ahead,
-    setTimeout: (fn, ms) => {
+    setTimeout: (fn: () => void, ms: number) => {
       delays.push(ms);
       return setTimeout(fn, Math.min(ms, 5));
     },

@@ -4,7 +4,9 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import type { Response as ResponsesAnswer } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MockStats } from '../../mock-backend/mock-server.js';
 import { freePort } from '../../helpers/processes.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -41,6 +43,17 @@ async function stopMock(mock: Mock): Promise<number | null> {
 function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 }
+
+/** The JSON body of an answer, in the shape the mock claims to answer in (the assertions check it is). */
+async function json<T>(res: Response): Promise<T> {
+  return await res.json() as T;
+}
+
+/** The mock's error body. */
+interface ErrorAnswer { error: { code: number; message: string; type: string } }
+
+/** GET /stats: the mock's counters and the pod it answers as. */
+type StatsAnswer = MockStats & { pod: string };
 
 /** The `data:` payloads of an SSE body, in order. */
 function sseData(text: string): string[] {
@@ -80,7 +93,7 @@ describe('mock backend process (defaults)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-mock-pod')).toBe('pod-a');
     expect(res.headers.get('content-type')).toBe('application/json');
-    const body = await res.json();
+    const body = await json<OpenAI.Completion>(res);
     expect(body).toMatchObject({ object: 'text_completion', model: 'llama-x', pod: 'pod-a' });
     expect(typeof body.id).toBe('string');
     expect(typeof body.created).toBe('number');
@@ -91,7 +104,7 @@ describe('mock backend process (defaults)', () => {
   it('answers chat completions, counting the messages content', async () => {
     const messages = [{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'hello' }] }];
     const res = await post(`${mock.url}/v1/chat/completions`, { model: 'chat-m', messages }, { 'x-mock-output-tokens': '2' });
-    const body = await res.json();
+    const body = await json<OpenAI.ChatCompletion>(res);
     expect(body.object).toBe('chat.completion');
     expect(body.choices[0].message).toEqual({ role: 'assistant', content: 'tok tok ' });
     expect(body.usage).toEqual({ prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 }); // ceil(13/4)
@@ -136,7 +149,7 @@ describe('mock backend process (defaults)', () => {
     const res = await post(`${mock.url}/v1/responses`, {
       model: 'resp-m', instructions: 'be brief', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hello' }] }],
     }, { 'x-mock-output-tokens': '2' });
-    const body = await res.json();
+    const body = await json<ResponsesAnswer>(res);
     expect(body).toMatchObject({ object: 'response', status: 'completed', model: 'resp-m', pod: 'pod-a' });
     expect(body.output).toEqual([{ id: `msg_${body.id}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'tok tok ', annotations: [], logprobs: [] }] }]);
     expect(body.usage).toEqual({ input_tokens: 4, input_tokens_details: { cached_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 6 }); // ceil(13/4)
@@ -170,24 +183,24 @@ describe('mock backend process (defaults)', () => {
       const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-mock-status': String(status) });
       expect(res.status).toBe(status);
       expect(res.headers.get('x-mock-pod')).toBe('pod-a');
-      const body = await res.json();
+      const body = await json<ErrorAnswer>(res);
       expect(body.error.code).toBe(status);
       expect(typeof body.error.message).toBe('string');
     }
     const bad = await post(`${mock.url}/v1/completions`, { model: 'm' }, { 'x-mock-status': 'soon' });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.message).toContain('x-mock-status');
+    expect((await json<ErrorAnswer>(bad)).error.message).toContain('x-mock-status');
   });
 
   it('answers after x-mock-latency-ms and rejects a non-JSON body with 400', async () => {
     const delayed = await post(`${mock.url}/v1/completions`, { model: 'late', prompt: '' }, { 'x-mock-latency-ms': '20' });
-    expect((await delayed.json()).model).toBe('late');
+    expect((await json<OpenAI.Completion>(delayed)).model).toBe('late');
     const res = await fetch(`${mock.url}/v1/completions`, { method: 'POST', body: '{not json' });
     expect(res.status).toBe(400);
     // As vLLM (Python's json on bytes): a UTF-8 byte order mark before the JSON is skipped.
     const bom = await fetch(`${mock.url}/v1/completions`, { method: 'POST', body: '\ufeff{"model":"bom","prompt":""}' });
     expect(bom.status).toBe(200);
-    expect((await bom.json()).model).toBe('bom');
+    expect((await json<OpenAI.Completion>(bom)).model).toBe('bom');
   });
 
   it('x-mock-close drops the connection; x-mock-hang never answers', async () => {
@@ -200,8 +213,8 @@ describe('mock backend process (defaults)', () => {
     });
     // Wait until the mock has the request, then give up on it: only the abort can end the fetch.
     for (;;) {
-      const stats = await (await fetch(`${mock.url}/stats`)).json();
-      if (stats.requests === 1 && stats.lastBody?.model === 'hang') break;
+      const stats = await json<StatsAnswer>(await fetch(`${mock.url}/stats`));
+      if (stats.requests === 1 && (stats.lastBody as { model?: string } | null)?.model === 'hang') break;
     }
     controller.abort();
     await expect(hung).rejects.toThrow(/abort/i);
@@ -211,11 +224,11 @@ describe('mock backend process (defaults)', () => {
     await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
     await post(`${mock.url}/v1/completions`, { model: 'a', prompt: 'p' });
     await post(`${mock.url}/v1/embeddings?a=1&b=two`, { model: 'b', input: 'q' }, { 'x-request-id': 'rid-1' });
-    const stats = await (await fetch(`${mock.url}/stats`)).json();
+    const stats = await json<StatsAnswer>(await fetch(`${mock.url}/stats`));
     expect(stats.requests).toBe(2);
     expect(stats.lastBody).toEqual({ model: 'b', input: 'q' });
-    expect(stats.lastHeaders['x-request-id']).toBe('rid-1');
-    expect(stats.lastHeaders['content-type']).toBe('application/json');
+    expect(stats.lastHeaders?.['x-request-id']).toBe('rid-1');
+    expect(stats.lastHeaders?.['content-type']).toBe('application/json');
     expect(stats.lastPath).toBe('/v1/embeddings?a=1&b=two');
     await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
     expect(await (await fetch(`${mock.url}/stats`)).json()).toEqual({ pod: 'pod-a', requests: 0, lastBody: null, lastHeaders: null, lastPath: null });
@@ -261,9 +274,9 @@ describe('mock backend process (flags)', () => {
   it('--no-usage omits usage from answers and streams; --output-tokens sets the length; pacing keeps content', async () => {
     const mock = await startMock(['--no-usage', '--output-tokens', '5', '--tokens-per-second', '2000', '--latency-ms', '1']);
     try {
-      const json = await (await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' })).json();
-      expect(json.choices[0].text).toBe('tok '.repeat(5));
-      expect('usage' in json).toBe(false);
+      const answer = await json<OpenAI.Completion>(await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' }));
+      expect(answer.choices[0].text).toBe('tok '.repeat(5));
+      expect('usage' in answer).toBe(false);
       const res = await post(`${mock.url}/v1/chat/completions`, {
         model: 'm', messages: [], stream: true, stream_options: { include_usage: true },
       });
@@ -287,7 +300,7 @@ describe('mock backend process (flags)', () => {
       expect(chat.endsWith('"usage":{"prompt_tokens":1,"total_tokens":4,"completion_tokens":3,"prompt_tokens_details":null},'
         + '"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}')).toBe(true);
       expect(JSON.parse(chat).choices[0].message.content).toBe('tok tok tok ');
-      const completion = await (await post(`${vllm.url}/v1/completions`, { model: 'm', prompt: 'x' })).json();
+      const completion = await json<OpenAI.Completion>(await post(`${vllm.url}/v1/completions`, { model: 'm', prompt: 'x' }));
       expect(Object.keys(completion).slice(-2)).toEqual(['usage', 'kv_transfer_params']);
       expect(completion.choices[0].text).toBe('tok tok tok ');
       const sg = await (await post(`${sglang.url}/v1/chat/completions`, { model: 'm', messages: [] })).text();
@@ -330,7 +343,7 @@ describe('mock backend process (flags)', () => {
       for (let i = 0; i < 3; i++) {
         const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' });
         expect(res.status).toBe(500);
-        expect((await res.json()).error.type).toBe('server_error');
+        expect((await json<ErrorAnswer>(res)).error.type).toBe('server_error');
       }
       expect((await fetch(`${mock.url}/healthz`)).status).toBe(200);
     } finally {
@@ -344,7 +357,7 @@ describe('mock backend process (flags)', () => {
       expect((await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(500);
       const bad = await fetch(`${mock.url}/fail-rate?rate=2`, { method: 'POST' });
       expect(bad.status).toBe(400);
-      expect((await bad.json()).error.message).toContain('rate');
+      expect((await json<ErrorAnswer>(bad)).error.message).toContain('rate');
       const set = await fetch(`${mock.url}/fail-rate?rate=0`, { method: 'POST' });
       expect(await set.json()).toEqual({ failRate: 0 });
       expect((await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);

@@ -108,7 +108,7 @@ describe('which outputs are written on the event loop', () => {
     let step = 0;
     const warnings: string[] = [];
     const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'text', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' }),
-      { warn: (m) => warnings.push(m), now: () => (t += step) });
+      { warn: (m) => { warnings.push(m); }, now: () => (t += step) });
     const rec = (i: number) => ({
       timestamp: 0, method: 'POST', path: '/v1/completions', protocol: 'HTTP/1.1', status_code: 200, error: null,
       model_name: 'm', model_route: 'r', model_server: 's', selected_pod: 'p', request_id: `r-${i}`, input_tokens: 1,

@@ -236,7 +236,7 @@ describe('one writer, a file', () => {
   it('every write failing (ENOSPC): records dropped and counted, flush() resolves, one warning', async () => {
     const warnings: string[] = [];
     const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: '/dev/full' }),
-      { warn: (m) => warnings.push(m) });
+      { warn: (m) => { warnings.push(m); } });
     for (let i = 0; i < 5000; i++) log.log(record(i));
     await log.flush();
     expect(log.dropped).toBe(5000);
@@ -252,7 +252,7 @@ describe('one writer, a file', () => {
   it('records logged while close() runs are dropped, counted and reported as late, not as a log that does not keep up', async () => {
     const warnings: string[] = [];
     const file = join(dir, 'closing.log');
-    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: file }), { warn: (m) => warnings.push(m) });
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: file }), { warn: (m) => { warnings.push(m); } });
     log.log(record(1));
     const closing = log.close();
     log.log(record(2));

@@ -64,7 +64,7 @@ if (cluster.isPrimary) {
   }
   // Rate limit IPC traffic on the same channel during scrapes.
   const limiter = new LocalLimitClient();
-  const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null };
+  const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
   setInterval(() => void Promise.resolve(limiter.admit(`noise/${index}`, spec, 1)).catch(() => {}), 2).unref();
   const serve = metricsHandler(metrics);
   uws.App().get('/metrics', (res) => serve(res, false, () => false)).listen('127.0.0.1', port, (sock) => {

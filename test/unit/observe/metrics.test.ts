@@ -163,7 +163,7 @@ describe('RouterMetrics', () => {
 });
 
 describe('MeteredLimiter', () => {
-  const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null } as RateLimitSpec;
+  const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
   const decision = (allowed: boolean): Decision => ({ allowed, rejectedBy: allowed ? null : 'input', retryAfterSeconds: 1, input: null, output: null });
 
   it('times decisions by mode and counts rejections by route and direction (sync and async)', async () => {
@@ -191,7 +191,7 @@ describe('MeteredLimiter', () => {
 });
 
 describe('MeteredLimiter timing', () => {
-  const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null } as RateLimitSpec;
+  const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
   const allowed: Decision = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
 
   it('a synchronous decision (a lease) is recorded as 0 s without reading the clock; one that waits is timed to its answer', async () => {

@@ -91,7 +91,7 @@ describe('PodLoadReceiver', () => {
     const rx = new PodLoadReceiver(() => reg.states(), () => now, 3000);
     a.inflight = 2;
     expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [[a.key, 2]] });
-    rx.apply({ t: 'sched:load', rows: [[a.key, 5, 1, 0.5, 120, null]], inflight: [[a.key, 7], [b.key, 4]] });
+    rx.apply({ t: 'sched:load', rows: [[a.key, 5, 1, 0.5, 120, null]], inflight: [[a.key, 7], [b.key, 4]], ejected: [] });
     expect(a.load).toMatchObject({ waiting: 5, running: 1, kvUsage: 0.5, ttftMs: 120, otherInflight: 5, scrapedUntil: 3000 });
     expect(Number.isNaN(a.load.tpotMs)).toBe(true);
     expect(b.load).toMatchObject({ otherInflight: 4, scrapedUntil: 0 });

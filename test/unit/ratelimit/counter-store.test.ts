@@ -8,7 +8,7 @@ runLimiterConformance('CounterStore (in process)', async (clock) => {
   return { limiter, cleanup: () => limiter.close() };
 });
 
-const LIMIT: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 100, unit: 'minute', global: null };
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 100, unit: 'minute', global: null, mode: 'enforce' };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 
 describe('CounterStore specifics', () => {

@@ -11,7 +11,7 @@ import { REPORT_INTERVAL_MS } from '../../../src/ratelimit/local/held-leases.js'
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const clock = (): number => T0;
-const limit: RateLimitSpec = { inputTokensPerUnit: 10_000, outputTokensPerUnit: 50_000, unit: 'minute', global: null };
+const limit: RateLimitSpec = { inputTokensPerUnit: 10_000, outputTokensPerUnit: 50_000, unit: 'minute', global: null, mode: 'enforce' };
 
 let c: InProcessCluster | null = null;
 afterEach(async () => {

@@ -14,7 +14,7 @@ let now = T0;
 const clock = (): number => now;
 
 function spec(input: number | null, output: number | null, unit: RateLimitSpec['unit'] = 'minute'): RateLimitSpec {
-  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null };
+  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null, mode: 'enforce' };
 }
 
 let c: InProcessCluster | null = null;
@@ -289,7 +289,7 @@ describe('local leases and multi-limit admissions (route + tenant)', () => {
     // Single-limit traffic on the route too, so leases come and go.
     const all = await Promise.all(Array.from({ length: 300 }, (_, i) => i % 4 === 0
       ? Promise.resolve(cl.clients[i % 3].admit('ns/r', route, 2)).then((d) => ({ multi: false, ok: d.allowed }))
-      : cl.clients[i % 3].admitAll(terms, 2).then((ds) => ({ multi: true, ok: ds.every((d) => d.allowed) }))));
+      : Promise.resolve(cl.clients[i % 3].admitAll(terms, 2)).then((ds) => ({ multi: true, ok: ds.every((d) => d.allowed) }))));
     const multiOk = all.filter((a) => a.multi && a.ok).length;
     const singleOk = all.filter((a) => !a.multi && a.ok).length;
     expect(multiOk).toBe(150); // floor(301 / 2) of 225

@@ -64,13 +64,13 @@ runLimiterConformance('LocalLimitClient over IPC', async (clock: Clock) => {
   };
 });
 
-const LIMIT: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null };
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
 
 describe('LocalLimitClient failures', () => {
   it('fails a decision the primary does not answer in time with LimiterUnavailableError', async () => {
     const silent = await startReflector({ REFLECT_SILENT: '1' });
     const client = new LocalLimitClient({ port: silent, timeoutMs: 50 });
-    const err = await client.admit('ns/a', LIMIT, 1).catch((e: unknown) => e);
+    const err = await Promise.resolve(client.admit('ns/a', LIMIT, 1)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LimiterUnavailableError);
     expect((err as Error).message).toMatch(/did not answer .* within 50 ms/);
     expect(client.inFlight).toBe(0);
@@ -180,7 +180,7 @@ describe('local mode exactness across a real node:cluster', () => {
     return JSON.parse(out.trim().split('\n').pop()!) as HammerResult;
   }
 
-  const modes = [
+  const modes: { name: string; env: { RL_WAVE?: string } }[] = [
     { name: 'all at once', env: {} },
     { name: 'in waves of 25 (leases decide most requests in the workers)', env: { RL_WAVE: '25' } },
   ];

@@ -19,7 +19,7 @@ const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
 
 function spec(input: number | null, output: number | null, unit: WindowUnit = 'minute'): RateLimitSpec {
-  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null };
+  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null, mode: 'enforce' };
 }
 const EXAMPLE = spec(10, 5000);
 

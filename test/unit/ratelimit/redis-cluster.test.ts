@@ -8,7 +8,7 @@ import { RedisClusterServers, type RedisServer } from '../../helpers/redis-serve
 import { NO_FALLBACK } from './no-fallback.js';
 import { untilUp } from './until-up.js';
 
-const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
+const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null, mode: 'enforce' };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 
 
@@ -93,7 +93,7 @@ describe('RedisLimiter on Redis Cluster', () => {
     tenantNode.pause();
     let outcome: unknown;
     try {
-      outcome = await limiter.admitAll([{ key: route, limit: EXAMPLE }, { key: tenant, limit: EXAMPLE }], 4).then(() => 'admitted', (e: unknown) => e);
+      outcome = await Promise.resolve(limiter.admitAll([{ key: route, limit: EXAMPLE }, { key: tenant, limit: EXAMPLE }], 4)).then(() => 'admitted', (e: unknown) => e);
     } finally {
       tenantNode.resume();
     }

@@ -20,8 +20,8 @@ const TIMEOUT_MS = 200;
 const WAIT_BOUND_MS = TIMEOUT_MS + 500;
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const clock: Clock = () => T0;
-const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
-const ROOMY: RateLimitSpec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null };
+const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null, mode: 'enforce' };
+const ROOMY: RateLimitSpec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
 
 let seq = 0;
 const uniqueRoute = (): string => `fail-${process.pid}/r${++seq}`;
@@ -35,7 +35,7 @@ async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Pro
 }
 
 type Outcome = { ms: number; decision: Decision | null; error: unknown };
-async function timed(call: () => Promise<Decision>): Promise<Outcome> {
+async function timed(call: () => Promise<Decision> | Decision): Promise<Outcome> {
   const t = performance.now();
   try {
     const decision = await call();

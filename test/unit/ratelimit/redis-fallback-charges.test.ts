@@ -25,7 +25,7 @@ const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
 const SETTLE_WAIT = 5;
 const clock = (): number => T0;
-const spec = (input: number, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null });
+const spec = (input: number, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null, mode: 'enforce' });
 
 let seq = 0;
 const route = (): string => `fallback-${process.pid}/r${++seq}`;

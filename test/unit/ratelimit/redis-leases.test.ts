@@ -23,7 +23,7 @@ const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
 const SETTLE_WAIT = 5;
 
-const spec = (input: number | null, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null });
+const spec = (input: number | null, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null, mode: 'enforce' });
 
 let server: RedisServer;
 let now = T0;
@@ -271,7 +271,7 @@ describe('leases of the global limit', () => {
       const r = route();
       const limit = spec(10_000, null);
       expect((await a.admit(r, limit, 5)).allowed).toBe(true);
-      const waiting = b.admit(r, limit, 9_500).then((d) => d, (e: unknown) => e);
+      const waiting = Promise.resolve(b.admit(r, limit, 9_500)).then((d) => d, (e: unknown) => e);
       await new Promise((res) => setTimeout(res, RECALL_RETRY_MS / 2)); // its first answer came back: it waits
       const started = performance.now();
       await own.kill();
@@ -335,9 +335,9 @@ describe('leases of the global limit', () => {
       own.pause();
       try {
         const refused = await Promise.all([
-          l.admit(r, limit, 5).then(() => 'admitted', (e: unknown) => e),
-          l.admit(r, limit, 7).then(() => 'admitted', (e: unknown) => e),
-          l.admitAll([{ key: `${r}-2`, limit }, { key: `${r}-tenant`, limit }], 5).then(() => 'admitted', (e: unknown) => e),
+          Promise.resolve(l.admit(r, limit, 5)).then(() => 'admitted', (e: unknown) => e),
+          Promise.resolve(l.admit(r, limit, 7)).then(() => 'admitted', (e: unknown) => e),
+          Promise.resolve(l.admitAll([{ key: `${r}-2`, limit }, { key: `${r}-tenant`, limit }], 5)).then(() => 'admitted', (e: unknown) => e),
         ]);
         for (const e of refused) expect(e).toBeInstanceOf(LimitStoreUnavailableError);
       } finally {

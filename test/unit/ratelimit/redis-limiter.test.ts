@@ -12,7 +12,7 @@ import { freePort, RedisServer } from '../../helpers/redis-server.js';
 import { runLimiterConformance } from './limiter-conformance.js';
 import { NO_FALLBACK } from './no-fallback.js';
 
-const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
+const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null, mode: 'enforce' };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 
 function settings(mode: RedisFailureMode = 'local', timeoutMs = 50): RedisLimitSettings {
@@ -102,7 +102,7 @@ describe('RedisLimiter against a real redis-server', () => {
   it('calendar months computed in Lua match UTC calendar math, incl. leap years and centuries', async () => {
     let now = 0;
     const limiter = await connected(server.address, settings('closed', 2_000), NO_FALLBACK, { clock: () => now });
-    const limit: RateLimitSpec = { inputTokensPerUnit: 1, outputTokensPerUnit: null, unit: 'month', global: null };
+    const limit: RateLimitSpec = { inputTokensPerUnit: 1, outputTokensPerUnit: null, unit: 'month', global: null, mode: 'enforce' };
     const instants = [
       Date.UTC(1970, 0, 1), Date.UTC(2000, 1, 29, 23, 59, 59, 999), Date.UTC(2000, 2, 1), Date.UTC(2024, 1, 29, 12),
       Date.UTC(2100, 1, 28, 23, 59, 59, 999), Date.UTC(2100, 2, 1), Date.UTC(2400, 1, 29), Date.UTC(2023, 11, 31, 23, 59, 59, 999),
@@ -129,7 +129,7 @@ describe('RedisLimiter against a real redis-server', () => {
       x = (x * 1103515245 + 12345) % 2147483648;
       now = Date.UTC(2020, 0, 1) + Math.floor((x / 2147483648) * 10 * 365 * 86_400_000);
       const unit = units[i % units.length];
-      const d = await limiter.admit(uniqueRoute(), { inputTokensPerUnit: 5, outputTokensPerUnit: 5, unit, global: null }, 1);
+      const d = await limiter.admit(uniqueRoute(), { inputTokensPerUnit: 5, outputTokensPerUnit: 5, unit, global: null, mode: 'enforce' }, 1);
       expect(d.retryAfterSeconds, `${unit} at ${new Date(now).toISOString()}`).toBe(secondsUntilReset(unit, now));
     }
   });
@@ -152,8 +152,8 @@ describe('RedisLimiter against a real redis-server', () => {
     const a = await connected(server.address, settings('closed', 5_000), NO_FALLBACK, { clock });
     const b = await connected(server.address, settings('closed', 5_000), NO_FALLBACK, { clock });
     const r = uniqueRoute();
-    const limit: RateLimitSpec = { inputTokensPerUnit: 600, outputTokensPerUnit: null, unit: 'hour', global: null };
-    const calls: Promise<Decision>[] = [];
+    const limit: RateLimitSpec = { inputTokensPerUnit: 600, outputTokensPerUnit: null, unit: 'hour', global: null, mode: 'enforce' };
+    const calls: (Promise<Decision> | Decision)[] = [];
     for (let i = 0; i < 400; i++) calls.push((i % 2 === 0 ? a : b).admit(r, limit, 3));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.allowed).length).toBe(200);

@@ -16,8 +16,8 @@ import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { untilUp } from './until-up.js';
 
-const LIMIT: RateLimitSpec = { inputTokensPerUnit: 1000, outputTokensPerUnit: null, unit: 'minute', global: null };
-const TENANT: RateLimitSpec = { inputTokensPerUnit: 500, outputTokensPerUnit: null, unit: 'minute', global: null };
+const LIMIT: RateLimitSpec = { inputTokensPerUnit: 1000, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
+const TENANT: RateLimitSpec = { inputTokensPerUnit: 500, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
 
 /** A RESP array of bulk strings from `buf` at `at`: the command's words and where it ends, or null while incomplete. */
 function readCommand(buf: Buffer, at: number): { words: string[]; end: number } | null {

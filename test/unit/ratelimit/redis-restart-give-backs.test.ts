@@ -24,7 +24,7 @@ const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
 const SETTLE_WAIT = 5;
 const clock = (): number => T0;
-const limit: RateLimitSpec = { inputTokensPerUnit: 100, outputTokensPerUnit: null, unit: 'minute', global: null };
+const limit: RateLimitSpec = { inputTokensPerUnit: 100, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
 
 let seq = 0;
 const route = (): string => `restart-${process.pid}/r${++seq}`;

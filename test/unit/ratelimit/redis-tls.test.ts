@@ -12,7 +12,7 @@ import { RedisServer } from '../../helpers/redis-server.js';
 import { createTestCa, type TestCa } from '../../helpers/test-ca.js';
 import { NO_FALLBACK } from './no-fallback.js';
 
-const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null };
+const EXAMPLE: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: 5000, unit: 'minute', global: null, mode: 'enforce' };
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const START = (T0 - (T0 % 60_000)) / 1000;
 

@@ -5,7 +5,7 @@ import { admitRequest, type RequestAdmission, type ScopedTerm } from '../../../s
 import { secondsUntilReset } from '../../../src/ratelimit/windows.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
-const limit = (input: number, unit: RateLimitSpec['unit']): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: null, unit, global: null });
+const limit = (input: number, unit: RateLimitSpec['unit']): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: null, unit, global: null, mode: 'enforce' });
 
 describe('admitRequest against a route limit and a tenant budget', () => {
   const store = new CounterStore(() => T0);

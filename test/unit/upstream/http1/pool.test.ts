@@ -76,7 +76,7 @@ describe('Http1Pool', () => {
     pool = new Http1Pool('127.0.0.1', server.port);
     class Slow extends Collector {
       req: Http1Request | null = null;
-      onData(chunk: Buffer, req: Http1Request): boolean {
+      override onData(chunk: Buffer, req: Http1Request): boolean {
         super.onData(chunk, req);
         this.req = req;
         return false; // every chunk: "stop until I say so"
