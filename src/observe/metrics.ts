@@ -13,6 +13,7 @@ import { withGatedDelaySampler, type SamplingGate } from './event-loop-sampler.j
 import {
   CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue,
 } from './metrics-series.js';
+import { sumByBackendPod } from './backend-pod-series.js';
 import { performance } from 'node:perf_hooks';
 
 /** Label value of `model` when the requested model is not served (bounds the label's values). */
@@ -144,11 +145,11 @@ export class RouterMetrics {
       this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
-      'Requests in flight to each backend pod.', 'gauge', () => this.collectByPod('inflight')) as never);
+      'Requests in flight to each backend pod (backend_pod; pod is the same, deprecated).', 'gauge', () => this.collectByPod('inflight')) as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_connections',
-      'Connections open to each backend pod (at most ROUTER_UPSTREAM_CONNECTIONS per worker).', 'gauge', () => this.collectByPod('connections')) as never);
+      'Connections open to each backend pod (backend_pod; pod is the same, deprecated; at most ROUTER_UPSTREAM_CONNECTIONS per worker).', 'gauge', () => this.collectByPod('connections')) as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_queued_requests',
-      'Requests waiting in the router for a connection to each backend pod (its workers at ROUTER_UPSTREAM_CONNECTIONS, or a connection opening).', 'gauge',
+      'Requests waiting in the router for a connection to each backend pod (backend_pod; pod is the same, deprecated), its workers at ROUTER_UPSTREAM_CONNECTIONS or a connection opening.', 'gauge',
       () => this.collectByPod('queued')) as never);
     r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
       'Access-log records dropped because the sink did not keep up, its write failed (e.g. disk full), or they came after close.', 'counter',
@@ -320,10 +321,7 @@ export class RouterMetrics {
   /** One of the pods' figures, summed by pod name (two endpoints of one name are one pod to a reader). */
   private collectByPod(field: 'inflight' | 'connections' | 'queued'): MetricValue[] {
     const src = this.sources.upstreamPods;
-    if (src === undefined) return [];
-    const byPod = new Map<string, number>();
-    for (const e of src()) byPod.set(e.name, (byPod.get(e.name) ?? 0) + e[field]);
-    return [...byPod].map(([pod, value]) => ({ labels: { pod }, value }));
+    return src === undefined ? [] : sumByBackendPod(src(), (e) => e.name, (e) => e[field]);
   }
 
   private collectTokenCounts(): MetricValue[] {

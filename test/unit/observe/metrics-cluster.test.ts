@@ -70,7 +70,7 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
       expect(sample(t, `inference_router_request_duration_seconds_count{${R}}`)).toBe(9);
       expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.1"}`)).toBe(9);
       expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.05"}`)).toBe(0);
-      expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(3);
+      expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(3);
       expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(2);
       expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
     }
@@ -98,6 +98,6 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
     expect(sample(t, 'inference_router_request_duration_seconds_count{route="default/sf-route"}')).toBe(9);
     expect(sample(t, 'inference_router_request_duration_seconds_bucket{route="default/sf-route",le="0.1"}')).toBe(9);
     // A gauge describes the processes there are now.
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(1);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(1);
   });
 });

@@ -127,12 +127,12 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);
     // Two endpoints of one pod name (e.g. two ports) are summed under that name.
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(5);
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-b"}')).toBe(0);
-    expect(sample(t, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(3);
-    expect(sample(t, 'inference_router_upstream_connections{pod="pod-b"}')).toBe(1);
-    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(2);
-    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-b"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(5);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-b",pod="pod-b"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_connections{backend_pod="pod-a",pod="pod-a"}')).toBe(3);
+    expect(sample(t, 'inference_router_upstream_connections{backend_pod="pod-b",pod="pod-b"}')).toBe(1);
+    expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(2);
+    expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-b",pod="pod-b"}')).toBe(0);
     expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(4);
     dropped = 9;
     pods[0].inflight = 0;
@@ -140,8 +140,8 @@ describe('RouterMetrics', () => {
     pods[2].queued = 0;
     t = await m.metrics();
     expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(9);
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(0);
-    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
   });
 
   it('includes process metrics by default', async () => {
