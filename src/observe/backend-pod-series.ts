@@ -5,6 +5,11 @@
  * unless honorLabels is on, which left dashboards and alerts on `pod` reading the router's pod.
  * `pod` still carries the same value for queries written before `backend_pod` (deprecated; it goes
  * in a later release).
+ *
+ * A pod's series last as long as it is in the configuration: its counters are dropped at the
+ * first scrape after it left, as its gauges (read from the live pods) are. A counter series that
+ * ends is what rate() and increase() handle for a pod that went away; kept, every rollout, which
+ * replaces the pods' names, would add series exported for ever.
  */
 import type { CounterSeries, LabelValues, MetricJson, MetricValue, RegistrableMetric } from './metrics-series.js';
 import { CounterSeries as Series } from './metrics-series.js';
@@ -24,13 +29,18 @@ export function sumByBackendPod<T>(items: Iterable<T>, name: (item: T) => string
   return [...byPod].map(([pod, v]) => ({ labels: backendPodLabels(pod), value: v }));
 }
 
-/** A counter family by backend pod. */
+/**
+ * A counter family by backend pod. `livePods` (read at scrape time): the pods of the configuration
+ * this process applied; the series of any other pod are dropped then, before they are read, so a
+ * late count for a pod that left (a request of it still in flight) is not exported either. When it
+ * gives null, every series is kept.
+ */
 export class BackendPodCounters implements RegistrableMetric {
   readonly type = 'counter';
   readonly aggregator = 'sum';
   private readonly byPod = new Map<string, CounterSeries>();
 
-  constructor(readonly name: string, readonly help: string) {}
+  constructor(readonly name: string, readonly help: string, private readonly livePods: () => Iterable<string> | null) {}
 
   /** The counter of pod `name` (created on first use). */
   of(name: string): CounterSeries {
@@ -43,6 +53,11 @@ export class BackendPodCounters implements RegistrableMetric {
   }
 
   async get(): Promise<MetricJson> {
+    const pods = this.byPod.size > 0 ? this.livePods() : null;
+    if (pods !== null) {
+      const live = new Set(pods);
+      for (const name of this.byPod.keys()) if (!live.has(name)) this.byPod.delete(name);
+    }
     const values: MetricValue[] = [];
     for (const s of this.byPod.values()) values.push({ labels: s.labels, value: s.value });
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };

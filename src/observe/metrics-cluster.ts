@@ -18,7 +18,8 @@
  * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
  * and histograms of its last answer in every later sum, and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
- * the primary saw its exit: a worker dying).
+ * the primary saw its exit: a worker dying). The exited workers' series of a backend pod that left
+ * the configuration go too, once no live worker reports that pod (`backendPods`).
  * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
  * through untouched.
  */
@@ -73,8 +74,10 @@ interface Gather {
 /**
  * Primary side: answers workers' scrapes with the sum over all workers. Returns a detach function.
  * `timeoutMs`: how long to wait for workers before answering with those that did (default 2000).
+ * `backendPods`: names of the backend pods in the configuration now (null before there is one);
+ * unset, exited workers' series of every pod are kept.
  */
-export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number } = {}): () => void {
+export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null } = {}): () => void {
   const timeoutMs = opts.timeoutMs ?? 2000;
   const ready = new Set<Worker>();
   const gathers = new Map<number, Gather>();
@@ -99,6 +102,8 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     const lists = [...g.results.values()];
     for (const w of g.waiting) standIn(w, lists);
     for (const w of g.unreachable) standIn(w, lists);
+    const pods = opts.backendPods?.() ?? null;
+    if (pods !== null) retired.dropBackendPods(pods, lists);
     lists.push(retired.list, [scrapeWorkers(answered, missing)]);
     let text: Promise<string>;
     try {
