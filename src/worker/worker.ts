@@ -111,7 +111,6 @@ export async function runWorker(settings: Settings): Promise<void> {
   let shadowUnlogged = 0;
   const metered = meteredLimiters({
     limiterDecision: (mode, ms) => metrics.limiterDecision(mode, ms),
-    rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
     shadowRejected: (key, direction) => {
       metrics.shadowRejected(key, direction);
       shadowUnlogged++;
@@ -154,6 +153,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     tracer,
     finish,
     scheduler,
+    rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
   };
 
   const app = buildApp(uws, {
