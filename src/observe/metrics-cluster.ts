@@ -28,6 +28,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, RetiredCounts } from './metrics-retained.js';
+import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 
 export const MSG_HELLO = 'metrics:hello';
 export const MSG_GET = 'metrics:get';
@@ -75,10 +76,12 @@ interface Gather {
  * Primary side: answers workers' scrapes with the sum over all workers. Returns a detach function.
  * `timeoutMs`: how long to wait for workers before answering with those that did (default 2000).
  * `backendPods`: names of the backend pods in the configuration now (null before there is one);
- * unset, exited workers' series of every pod are kept.
+ * unset, exited workers' series of every pod are kept. `maxTenants`: tenants with their own series
+ * in the sum (tenant-series-bound.ts; default 100, as each worker's).
  */
-export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null } = {}): () => void {
+export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null; maxTenants?: number } = {}): () => void {
   const timeoutMs = opts.timeoutMs ?? 2000;
+  const tenants = new TenantSeriesBound(opts.maxTenants ?? DEFAULT_MAX_TENANTS);
   const ready = new Set<Worker>();
   const gathers = new Map<number, Gather>();
   /** Each live worker's last answer: its counters stand in when it misses a scrape, and stay when it exits. */
@@ -104,10 +107,12 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     for (const w of g.unreachable) standIn(w, lists);
     const pods = opts.backendPods?.() ?? null;
     if (pods !== null) retired.dropBackendPods(pods, lists);
-    lists.push(retired.list, [scrapeWorkers(answered, missing)]);
+    lists.push(retired.list);
+    const bounded = tenants.apply(lists);
+    bounded.push([scrapeWorkers(answered, missing)]);
     let text: Promise<string>;
     try {
-      text = AggregatorRegistry.aggregate(lists as never).metrics();
+      text = AggregatorRegistry.aggregate(bounded as never).metrics();
     } catch (err) {
       text = Promise.reject(err);
     }

@@ -144,6 +144,26 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
   });
 
+  it('tenants past maxTenants share one overflow series, which no tenant (one named "other" included) can have', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false, maxTenants: 2 });
+    const seen = (tenant: string, input: number): void => {
+      const c = ctx({ input, output: 1 });
+      c.tenant = tenant;
+      m.observeRequest(c, null);
+    };
+    seen('other', 7);
+    seen('a', 1);
+    seen('b', 10);
+    seen('c', 100);
+    seen('other', 7);
+    const t = await m.metrics();
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="other",direction="input"}')).toBe(14);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="a",direction="input"}')).toBe(1);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="",direction="input"}')).toBe(110);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="",direction="output"}')).toBe(2);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="b",direction="input"}')).toBeUndefined();
+  });
+
   it('includes process metrics by default', async () => {
     const m = new RouterMetrics();
     expect(await m.metrics()).toMatch(/^process_cpu_user_seconds_total \d/m);
