@@ -11,8 +11,7 @@
  * ends is what rate() and increase() handle for a pod that went away; kept, every rollout, which
  * replaces the pods' names, would add series exported for ever.
  */
-import type { CounterSeries, LabelValues, MetricJson, MetricValue, RegistrableMetric } from './metrics-series.js';
-import { CounterSeries as Series } from './metrics-series.js';
+import { CounterSeries, type LabelValues, type MetricJson, type MetricValue, type RegistrableMetric } from './metrics-series.js';
 
 /** The labels of a series of backend pod `name`. */
 export function backendPodLabels(name: string): LabelValues {
@@ -46,7 +45,7 @@ export class BackendPodCounters implements RegistrableMetric {
   of(name: string): CounterSeries {
     let s = this.byPod.get(name);
     if (s === undefined) {
-      s = new Series(backendPodLabels(name));
+      s = new CounterSeries(backendPodLabels(name));
       this.byPod.set(name, s);
     }
     return s;
