@@ -6,8 +6,9 @@
  * `pod` still carries the same value for queries written before `backend_pod` (deprecated; it goes
  * in a later release).
  *
- * A pod's series last as long as it is in the configuration: its counters are dropped at the
- * first scrape after it left, as its gauges (read from the live pods) are. A counter series that
+ * A pod's series last as long as it is in the configuration: its counters are dropped when the
+ * process applies a configuration without it (and at each scrape), as its gauges (read from the
+ * live pods) are. A counter series that
  * ends is what rate() and increase() handle for a pod that went away; kept, every rollout, which
  * replaces the pods' names, would add series exported for ever.
  */
@@ -51,12 +52,16 @@ export class BackendPodCounters implements RegistrableMetric {
     return s;
   }
 
-  async get(): Promise<MetricJson> {
+  /** Drops the series of pods not live now (also done by each scrape: a router nobody scrapes keeps no pods that left). */
+  prune(): void {
     const pods = this.byPod.size > 0 ? this.livePods() : null;
-    if (pods !== null) {
-      const live = new Set(pods);
-      for (const name of this.byPod.keys()) if (!live.has(name)) this.byPod.delete(name);
-    }
+    if (pods === null) return;
+    const live = new Set(pods);
+    for (const name of this.byPod.keys()) if (!live.has(name)) this.byPod.delete(name);
+  }
+
+  async get(): Promise<MetricJson> {
+    this.prune();
     const values: MetricValue[] = [];
     for (const s of this.byPod.values()) values.push({ labels: s.labels, value: s.value });
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };

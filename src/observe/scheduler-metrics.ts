@@ -56,6 +56,11 @@ export class SchedulerMetrics {
   serverError(pod: string): void { this.serverErrors.of(pod).value++; }
   ejected(pod: string): void { this.ejections.of(pod).value++; }
 
+  /** A new configuration was applied: the counters of pods that left it go now (and at each scrape). */
+  configurationApplied(): void {
+    for (const f of [this.connectFailures, this.timeouts, this.resets, this.serverErrors, this.ejections]) f.prune();
+  }
+
   decided(scorer: string, score: number): void {
     this.decisions.childOf(scorer).value++;
     this.scoreSeries.observe(score);

@@ -253,6 +253,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       case 'core:snapshot': {
         const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
         table = next;
+        schedulerMetrics.configurationApplied();
         if (next !== null) {
           void limiters.warmUp(next.rateLimits).then(() => send({ t: 'core:applied', version: next.version }));
         }

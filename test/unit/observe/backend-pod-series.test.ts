@@ -33,4 +33,19 @@ describe('series of backend pods that left the configuration', () => {
     expect(t).not.toContain('"pod-b"');
     expect(sample(t, 'inference_router_upstream_connect_failures_total{backend_pod="pod-c",pod="pod-c"}')).toBe(1);
   });
+
+  it('a configuration applied drops the counters of the pods that left it, scraped or not in between', async () => {
+    const registry = new Registry();
+    let live = ['pod-a', 'pod-b'];
+    const m = new SchedulerMetrics(registry, () => [], () => [], () => 0, () => live);
+    m.connectFailed('pod-b');
+    m.connectFailed('pod-b');
+    live = ['pod-a'];
+    m.configurationApplied();
+    // pod-b comes back under the same name before any scrape: it starts from 0.
+    live = ['pod-a', 'pod-b'];
+    m.configurationApplied();
+    m.connectFailed('pod-b');
+    expect(sample(await registry.metrics(), 'inference_router_upstream_connect_failures_total{backend_pod="pod-b",pod="pod-b"}')).toBe(1);
+  });
 });
