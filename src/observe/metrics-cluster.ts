@@ -18,7 +18,8 @@
  * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
  * and histograms of its last answer in every later sum, and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
- * the primary saw its exit: a worker dying).
+ * the primary saw its exit: a worker dying). The exited workers' series of a backend pod that left
+ * the configuration go too, once no live worker reports that pod (`backendPods`).
  * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
  * through untouched.
  */
@@ -27,6 +28,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, RetiredCounts } from './metrics-retained.js';
+import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 
 export const MSG_HELLO = 'metrics:hello';
 export const MSG_GET = 'metrics:get';
@@ -73,9 +75,13 @@ interface Gather {
 /**
  * Primary side: answers workers' scrapes with the sum over all workers. Returns a detach function.
  * `timeoutMs`: how long to wait for workers before answering with those that did (default 2000).
+ * `backendPods`: names of the backend pods in the configuration now (null before there is one);
+ * unset, exited workers' series of every pod are kept. `maxTenants`: tenants with their own series
+ * in the sum (tenant-series-bound.ts; default 100, as each worker's).
  */
-export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number } = {}): () => void {
+export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null; maxTenants?: number } = {}): () => void {
   const timeoutMs = opts.timeoutMs ?? 2000;
+  const tenants = new TenantSeriesBound(opts.maxTenants ?? DEFAULT_MAX_TENANTS);
   const ready = new Set<Worker>();
   const gathers = new Map<number, Gather>();
   /** Each live worker's last answer: its counters stand in when it misses a scrape, and stay when it exits. */
@@ -99,10 +105,14 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     const lists = [...g.results.values()];
     for (const w of g.waiting) standIn(w, lists);
     for (const w of g.unreachable) standIn(w, lists);
-    lists.push(retired.list, [scrapeWorkers(answered, missing)]);
+    const pods = opts.backendPods?.() ?? null;
+    if (pods !== null) retired.dropBackendPods(pods, lists);
+    lists.push(retired.list);
+    const bounded = tenants.apply(lists);
+    bounded.push([scrapeWorkers(answered, missing)]);
     let text: Promise<string>;
     try {
-      text = AggregatorRegistry.aggregate(lists as never).metrics();
+      text = AggregatorRegistry.aggregate(bounded as never).metrics();
     } catch (err) {
       text = Promise.reject(err);
     }

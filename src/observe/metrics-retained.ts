@@ -6,6 +6,9 @@
  *   stay in every later sum (RetiredCounts). Its gauges go: they describe a process that is gone.
  * - A worker that did not answer one scrape in time: its counters and histograms of its last
  *   answer stand in for it (monotonicPart), its gauges are left out.
+ * - Except the series of a backend pod that left the configuration (backend-pod-series.ts): an
+ *   exited worker's part of them goes once no live worker reports the pod either, as the live
+ *   workers' own series of it went (RetiredCounts.dropBackendPods).
  */
 import type { MetricJson, MetricValue } from './metrics-series.js';
 
@@ -54,6 +57,31 @@ export class RetiredCounts {
         f.byKey.set(key, copy);
         f.json.values.push(copy);
       }
+    }
+  }
+
+  /**
+   * Drops the series of backend pods (label backend_pod) not in `live`, the pods of the
+   * configuration now, and not in any of `reported` (the live workers' answers to this scrape):
+   * a worker that has not applied the new configuration yet still reports them, and while it does
+   * the exited workers' part stays in the sum (else the sum would drop, a counter reset to Prometheus).
+   */
+  dropBackendPods(live: ReadonlySet<string>, reported: readonly (readonly MetricJson[])[]): void {
+    const gone = new Set<string>();
+    for (const f of this.families.values()) {
+      for (const v of f.json.values) {
+        const pod = v.labels.backend_pod;
+        if (pod !== undefined && !live.has(pod)) gone.add(pod);
+      }
+    }
+    if (gone.size === 0) return;
+    for (const list of reported) {
+      for (const m of list) for (const v of m.values) if (v.labels.backend_pod !== undefined) gone.delete(v.labels.backend_pod);
+    }
+    if (gone.size === 0) return;
+    for (const f of this.families.values()) {
+      for (const [key, v] of f.byKey) if (v.labels.backend_pod !== undefined && gone.has(v.labels.backend_pod)) f.byKey.delete(key);
+      f.json.values = [...f.byKey.values()];
     }
   }
 

@@ -13,6 +13,8 @@ import { withGatedDelaySampler, type SamplingGate } from './event-loop-sampler.j
 import {
   CollectedFamily, CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries, type MetricValue,
 } from './metrics-series.js';
+import { sumByBackendPod } from './backend-pod-series.js';
+import { DEFAULT_MAX_TENANTS, OVERFLOW_TENANT, TENANT_TOKENS } from './tenant-series-bound.js';
 import { performance } from 'node:perf_hooks';
 
 /** Label value of `model` when the requested model is not served (bounds the label's values). */
@@ -42,7 +44,11 @@ const ERROR_INDEX = new Map<string, number>(Object.keys(ERROR_TYPES).map((t, i) 
 export interface RouterMetricsOptions {
   /** Registry to register in; default a new one (never prom-client's global registry). */
   readonly registry?: Registry;
-  /** Tenants with their own series in inference_router_tenant_tokens_total (the first seen); the rest are "other". Default 100. */
+  /**
+   * Tenants with their own series in inference_router_tenant_tokens_total (the first seen); the rest
+   * are counted under tenant "" (OVERFLOW_TENANT). Default 100; the primary bounds the sum over the
+   * workers the same way (tenant-series-bound.ts).
+   */
   readonly maxTenants?: number;
   /** Also collect prom-client's process/Node.js metrics (process_*, nodejs_*); default true. */
   readonly defaultMetrics?: boolean;
@@ -111,8 +117,8 @@ export class RouterMetrics {
     ['route', 'direction', 'scope']);
   private readonly shadowRejections = new CounterFamily('inference_router_rate_limit_shadow_rejections_total',
     'Requests a limit in shadow mode would have rejected (they were not), by scope (route, tenant) and direction.', ['scope', 'direction']);
-  private readonly tenantTokens = new CounterFamily('inference_router_tenant_tokens_total',
-    'Tokens of requests by tenant (API key name or JWT tenant claim; past the bounded set of tenants, "other") and direction.',
+  private readonly tenantTokens = new CounterFamily(TENANT_TOKENS,
+    'Tokens of requests by tenant (API key name or JWT tenant claim; past the bounded set of tenants, "") and direction.',
     ['tenant', 'direction']);
   private readonly tenants = new Map<string, [CounterSeries, CounterSeries]>();
   private readonly maxTenants: number;
@@ -137,18 +143,18 @@ export class RouterMetrics {
   constructor(opts: RouterMetricsOptions = {}) {
     this.registry = opts.registry ?? new Registry();
     this.knownModel = opts.knownModel ?? null;
-    this.maxTenants = opts.maxTenants ?? 100;
+    this.maxTenants = opts.maxTenants ?? DEFAULT_MAX_TENANTS;
     const r = this.registry;
     for (const m of [
       this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens, this.outputTokensEstimated,
       this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
-      'Requests in flight to each backend pod.', 'gauge', () => this.collectByPod('inflight')) as never);
+      'Requests in flight to each backend pod (backend_pod; pod is the same, deprecated).', 'gauge', () => this.collectByPod('inflight')) as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_connections',
-      'Connections open to each backend pod (at most ROUTER_UPSTREAM_CONNECTIONS per worker).', 'gauge', () => this.collectByPod('connections')) as never);
+      'Connections open to each backend pod (backend_pod; pod is the same, deprecated; at most ROUTER_UPSTREAM_CONNECTIONS per worker).', 'gauge', () => this.collectByPod('connections')) as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_queued_requests',
-      'Requests waiting in the router for a connection to each backend pod (its workers at ROUTER_UPSTREAM_CONNECTIONS, or a connection opening).', 'gauge',
+      'Requests waiting in the router for a connection to each backend pod (backend_pod; pod is the same, deprecated), its workers at ROUTER_UPSTREAM_CONNECTIONS or a connection opening.', 'gauge',
       () => this.collectByPod('queued')) as never);
     r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
       'Access-log records dropped because the sink did not keep up, its write failed (e.g. disk full), or they came after close.', 'counter',
@@ -205,15 +211,16 @@ export class RouterMetrics {
     }
   }
 
-  /** The series of a tenant: its own among the first maxTenants seen, else those of "other". */
+  /** The series of a tenant: its own among the first maxTenants seen, else those of OVERFLOW_TENANT. */
   private addTenant(tenant: string): [CounterSeries, CounterSeries] {
-    const name = this.tenants.size < this.maxTenants ? tenant : 'other';
+    const own = this.tenants.size - (this.tenants.has(OVERFLOW_TENANT) ? 1 : 0);
+    const name = own < this.maxTenants ? tenant : OVERFLOW_TENANT;
     let t = this.tenants.get(name);
     if (t === undefined) {
       t = [this.tenantTokens.child(name, 'input'), this.tenantTokens.child(name, 'output')];
       this.tenants.set(name, t);
     }
-    // Past the bound, other names share "other" (not kept by name: the map stays bounded).
+    // Past the bound, other names share OVERFLOW_TENANT (not kept by name: the map stays bounded).
     return t;
   }
 
@@ -320,10 +327,7 @@ export class RouterMetrics {
   /** One of the pods' figures, summed by pod name (two endpoints of one name are one pod to a reader). */
   private collectByPod(field: 'inflight' | 'connections' | 'queued'): MetricValue[] {
     const src = this.sources.upstreamPods;
-    if (src === undefined) return [];
-    const byPod = new Map<string, number>();
-    for (const e of src()) byPod.set(e.name, (byPod.get(e.name) ?? 0) + e[field]);
-    return [...byPod].map(([pod, value]) => ({ labels: { pod }, value }));
+    return src === undefined ? [] : sumByBackendPod(src(), (e) => e.name, (e) => e[field]);
   }
 
   private collectTokenCounts(): MetricValue[] {

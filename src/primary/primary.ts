@@ -50,6 +50,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   /** The address the workers listen on: settings.host, unless chooseListenHost() takes another (below). */
   let host = settings.host;
   let snapshot: ResourceSnapshot | null = null;
+  /** Names of the backend pods of `snapshot` (metrics of others are dropped: metrics-cluster.ts). */
+  let backendPods: Set<string> | null = null;
   let version = 0;
   let draining = false;
   const listening = new Set<number>();
@@ -75,6 +77,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let stores = '';
   const publish = (routes: ModelRoute[], servers: Servers): void => {
     snapshot = { version: ++version, routes, servers };
+    backendPods = new Set(servers.flatMap((s) => s.endpoints.map((e) => e.name)));
     const r = describeResources(snapshot, source);
     ops.info(version === 1 ? 'resources' : 'reload', r.message, r.fields);
     if (routes.length === 0 && settings.source === 'file') {
@@ -130,7 +133,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
-  attachMetricsPrimary(cluster);
+  attachMetricsPrimary(cluster, { backendPods: () => backendPods });
   // Passive health is decided here too, once per instance, from the workers' reports.
   const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
   // Prefix affinity learned by any worker is shared with the others.

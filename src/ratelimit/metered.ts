@@ -8,8 +8,6 @@ import { performance } from 'node:perf_hooks';
 export interface LimiterMetricsSink {
   /** One admission decided (or failed) after `ms`, by a limiter of this mode. */
   limiterDecision(mode: 'local' | 'global', ms: number): void;
-  /** One admission rejected by the limit of `key` in this direction. */
-  rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
   /** A shadow limit would have rejected an admission (it did not). */
   shadowRejected?(key: LimitKey, direction: LimitDirection): void;
 }
@@ -18,8 +16,10 @@ export interface LimiterMetricsSink {
 const NOT_TIMED = -1;
 
 /**
- * A TokenLimiter that reports admissions to a metrics sink: decision latency by mode and
- * rejections by limit key and direction. A decision that waits (the primary over IPC, Redis) is
+ * A TokenLimiter that reports admissions to a metrics sink: decision latency by mode, and what
+ * shadow limits would have rejected. Rejections are not counted here but once per refused request,
+ * under the limit its 429 names (worker/pipeline.ts): a request that several limits refuse (a
+ * route's and a tenant's, decided together) is one rejection. A decision that waits (the primary over IPC, Redis) is
  * timed from the moment it was handed over to its answer; one given synchronously (from a lease,
  * well under a microsecond) is recorded as 0 s, below the histogram's lowest bucket either way:
  * two clock reads per request cost more than such a decision. Everything else goes straight to the inner limiter
@@ -46,9 +46,9 @@ export class MeteredLimiter implements TokenLimiter {
     }
     if (d instanceof Promise) {
       const t0 = performance.now();
-      return d.then((v) => this.seen(key, v, t0), (err: unknown) => this.failed(err, t0));
+      return d.then((v) => this.seen(key, limit, v, t0), (err: unknown) => this.failed(err, t0));
     }
-    return this.seen(key, d, NOT_TIMED);
+    return this.seen(key, limit, d, NOT_TIMED);
   }
 
   admitAll(terms: readonly LimitTerm[], inputTokens: number): Promise<Decision[]> | Decision[] {
@@ -80,9 +80,10 @@ export class MeteredLimiter implements TokenLimiter {
     return this.inner.close();
   }
 
-  private seen(key: LimitKey, d: Decision, t0: number): Decision {
+  private seen(key: LimitKey, limit: RateLimitSpec, d: Decision, t0: number): Decision {
     this.metrics.limiterDecision(this.mode, t0 === NOT_TIMED ? 0 : performance.now() - t0);
-    if (!d.allowed && d.rejectedBy !== null) this.metrics.rateLimitRejected(key, d.rejectedBy);
+    // A shadow limit asked alone (admit-all.ts admitInOrder, a store without admitAll).
+    if (!d.allowed && d.rejectedBy !== null && isShadow(limit) && this.metrics.shadowRejected !== undefined) this.metrics.shadowRejected(key, d.rejectedBy);
     return d;
   }
 
@@ -91,8 +92,7 @@ export class MeteredLimiter implements TokenLimiter {
     for (let i = 0; i < ds.length; i++) {
       const d = ds[i];
       if (d.allowed || d.rejectedBy === null) continue;
-      if (!isShadow(terms[i].limit)) this.metrics.rateLimitRejected(terms[i].key, d.rejectedBy);
-      else if (this.metrics.shadowRejected !== undefined) this.metrics.shadowRejected(terms[i].key, d.rejectedBy);
+      if (isShadow(terms[i].limit) && this.metrics.shadowRejected !== undefined) this.metrics.shadowRejected(terms[i].key, d.rejectedBy);
     }
     return ds;
   }

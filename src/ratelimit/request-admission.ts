@@ -1,6 +1,7 @@
 import { admitTerms, type LimiterTerm } from './admit-all.js';
 import { failureModeBit, withLateCharge } from './failure-mode-marks.js';
 import { isShadow, type Decision, type LateCharge, type LimitState } from './limiter.js';
+import type { LimitKey } from './limit-key.js';
 
 export type LimitScope = 'route' | 'tenant';
 
@@ -16,6 +17,8 @@ export interface RequestAdmission {
   /** What the x-ratelimit-* headers show: the refusing limit (of several, the one that resets last), else the enforced one closest to exhaustion; null when only shadow limits apply. */
   readonly shown: Decision | null;
   readonly shownScope: LimitScope | null;
+  /** The limit key of `shown` (the 429 of a refused request names that limit: one rejection, counted under it). */
+  readonly shownKey: LimitKey | null;
   /**
    * Bit i set: term i was decided by a failure mode (its store unavailable; Decision.byFailureMode),
    * so its input corrections and give-backs go where that charged it, not to the store.
@@ -46,12 +49,13 @@ export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number):
 }
 
 function alone(t: ScopedTerm, d: Decision): RequestAdmission {
-  return { admitted: d.allowed, shown: d, shownScope: t.scope, byFailureMode: failureModeBit(d, 0), lateCharges: withLateCharge(null, d) };
+  return { admitted: d.allowed, shown: d, shownScope: t.scope, shownKey: t.key, byFailureMode: failureModeBit(d, 0), lateCharges: withLateCharge(null, d) };
 }
 
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
   let shown: Decision | null = null;
   let scope: LimitScope | null = null;
+  let key: LimitKey | null = null;
   let best = Infinity;
   let refused = false;
   let byFailureMode = 0;
@@ -67,6 +71,7 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
       if (!refused || d.retryAfterSeconds > shown!.retryAfterSeconds) {
         shown = d;
         scope = terms[i].scope;
+        key = terms[i].key;
       }
       refused = true;
       continue;
@@ -76,10 +81,11 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
     if (shown === null || f < best) {
       shown = d;
       scope = terms[i].scope;
+      key = terms[i].key;
       best = f;
     }
   }
-  return { admitted: !refused, shown, shownScope: scope, byFailureMode, lateCharges };
+  return { admitted: !refused, shown, shownScope: scope, shownKey: key, byFailureMode, lateCharges };
 }
 
 /** How much of a limit is left, 0..1 (no limit: Infinity). */

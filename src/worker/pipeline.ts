@@ -5,11 +5,12 @@ import type { RouterSettings } from '../config/settings.js';
 import type { Exchange } from '../http/exchange.js';
 import { proxyWithRetries, type ProxyListener } from '../pick/proxy-with-retries.js';
 import type { Scheduler } from '../pick/scheduler.js';
-import type { TokenLimiter } from '../ratelimit/limiter.js';
+import type { LimitDirection, TokenLimiter } from '../ratelimit/limiter.js';
+import type { LimitKey } from '../ratelimit/limit-key.js';
 import { NO_WEIGHTED_TARGET, RouteTable, type CompiledRoute, type CompiledServer } from '../route/route-table.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { settleUsage } from '../usage/settle-usage.js';
-import { rateLimitRejection } from '../ratelimit/rejection.js';
+import { rateLimitRejection, rejectedDirection } from '../ratelimit/rejection.js';
 import { limiterFailure } from '../ratelimit/errors.js';
 import type { RequestSpan, Tracer } from '../observe/tracer.js';
 import type { Tenant } from '../auth/tenant.js';
@@ -35,6 +36,8 @@ export interface PipelineServices {
   finish(x: Exchange): void;
   /** Pod choice and passive health of this worker. */
   readonly scheduler: Scheduler;
+  /** A request was refused (429) by the limit of `key` in `direction`: the one its answer names. Once per request. */
+  rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
 }
 
 /**
@@ -161,7 +164,10 @@ class PipelineRun implements ProxyListener {
       if (a !== null) {
         x.decision = a.shown;
         x.rateScope = a.shownScope;
-        if (!a.admitted) throw rateLimitRejection(a.shown!);
+        if (!a.admitted) {
+          this.s.rateLimitRejected(a.shownKey!, rejectedDirection(a.shown!));
+          throw rateLimitRejection(a.shown!);
+        }
         this.charged = x.ctx.inputTokens;
         x.ctx.admittedByFailureMode = a.byFailureMode;
         x.ctx.admittedLateCharges = a.lateCharges;

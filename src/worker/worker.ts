@@ -66,8 +66,9 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
   });
+  // Counters of a pod go once it left the configuration (backend-pod-series.ts).
   const schedulerMetrics: SchedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints),
-    (): number => scheduler.prefix?.size ?? 0);
+    (): number => scheduler.prefix?.size ?? 0, () => livePods(endpoints));
   // Passive health is decided once per instance by the primary from every worker's outcomes.
   const podHealth = new PodHealthShare(() => endpoints.states(), systemClock, (m) => process.send?.(m), cluster.worker?.id ?? 0,
     (pod) => schedulerMetrics.ejected(pod));
@@ -110,7 +111,6 @@ export async function runWorker(settings: Settings): Promise<void> {
   let shadowUnlogged = 0;
   const metered = meteredLimiters({
     limiterDecision: (mode, ms) => metrics.limiterDecision(mode, ms),
-    rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
     shadowRejected: (key, direction) => {
       metrics.shadowRejected(key, direction);
       shadowUnlogged++;
@@ -153,6 +153,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     tracer,
     finish,
     scheduler,
+    rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
   };
 
   const app = buildApp(uws, {
@@ -252,6 +253,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       case 'core:snapshot': {
         const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
         table = next;
+        schedulerMetrics.configurationApplied();
         if (next !== null) {
           void limiters.warmUp(next.rateLimits).then(() => send({ t: 'core:applied', version: next.version }));
         }
@@ -293,6 +295,10 @@ const CUT_RECORDS_MS = 1000;
 
 /** New (block hash → pod) pairs a worker sends the others per interval at most (more are not shared). */
 const PREFIX_SHARE_PER_INTERVAL = 16_384;
+
+function* livePods(endpoints: EndpointRegistry): Generator<string> {
+  for (const e of endpoints.states()) yield e.name;
+}
 
 function* ejectedPods(endpoints: EndpointRegistry): Generator<string> {
   const now = systemClock();

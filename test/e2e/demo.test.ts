@@ -71,7 +71,7 @@ describe('npm run demo', () => {
     const { proc, ports } = await startDemo(false);
     const base = `http://127.0.0.1:${ports[0]}`;
     const fresh = async (pod: string): Promise<number> => {
-      const line = (await (await fetch(`${base}/metrics`)).text()).split('\n').find((l) => l.startsWith(`inference_router_pod_metrics_fresh{pod="${pod}"}`));
+      const line = (await (await fetch(`${base}/metrics`)).text()).split('\n').find((l) => l.startsWith(`inference_router_pod_metrics_fresh{backend_pod="${pod}",pod="${pod}"}`));
       return line === undefined ? 0 : Number(line.split(' ').at(-1));
     };
     try {

@@ -78,6 +78,22 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     }, 3000);
   });
 
+  it('the series of a pod that left the ModelServer (deleted) go, its counters included', async () => {
+    const lines = async (name: string): Promise<string[]> =>
+      (await (await fetch(`${url}/metrics`)).text()).split('\n').filter((l) => !l.startsWith('#') && l.includes(`backend_pod="${name}"`));
+    // Ready, but nothing listens on its address: attempts on it fail to connect (and go to llm-b-0).
+    api.upsert('pods', pod('llm-c-0', '127.0.0.3', true));
+    await waitFor('connect failures counted for llm-c-0', async () => {
+      await podsServing(4);
+      return (await lines('llm-c-0')).some((l) => l.startsWith('inference_router_upstream_connect_failures_total{'));
+    }, 10_000, 50);
+    api.remove('pods', 'ml', 'llm-c-0');
+    await waitFor('every series of llm-c-0 gone', async () => (await lines('llm-c-0')).length === 0, 5000);
+    await podsServing(4);
+    expect(await lines('llm-c-0')).toEqual([]);
+    expect((await lines('llm-b-0')).length).toBeGreaterThan(0);
+  });
+
   it('applies route changes and deletions live', async () => {
     api.upsert('modelroutes', {
       apiVersion: `${GROUP}/v1alpha1`, kind: 'ModelRoute',

@@ -96,7 +96,7 @@ spec:
       expect(sample(t, `inference_router_input_tokens_total{${SF}}`)).toBe(inputFor('default/sf-route'));
       expect(sample(t, `inference_router_output_tokens_total{${SF}}`)).toBe(outputFor('default/sf-route'));
       expect(sample(t, `inference_router_output_tokens_total{${SF}}`)).toBeGreaterThan(0);
-      expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(0);
+      expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
       expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(0);
       expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(2);
       expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
@@ -125,11 +125,11 @@ describe('a pod at the connection cap (ROUTER_UPSTREAM_CONNECTIONS)', () => {
       const t = await (await fetch(`${router.url}/metrics`)).text();
       // All five arrived and two are on the pod: three wait. (Three waiting alone can be the first
       // three, two of them for connections still opening, before the last two have arrived.)
-      const queued = sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}');
-      const inflight = sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}');
+      const queued = sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}');
+      const inflight = sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}');
       return queued === 3 && inflight === 5 ? t : null;
     });
-    expect(sample(seen, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(2);
+    expect(sample(seen, 'inference_router_upstream_connections{backend_pod="pod-a",pod="pod-a"}')).toBe(2);
     const statuses = await Promise.all(answers.map(async (p) => {
       const r = await p;
       await r.text();
@@ -137,7 +137,7 @@ describe('a pod at the connection cap (ROUTER_UPSTREAM_CONNECTIONS)', () => {
     }));
     expect(statuses).toEqual([200, 200, 200, 200, 200]);
     const after = await (await fetch(`${router.url}/metrics`)).text();
-    expect(sample(after, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(0);
-    expect(sample(after, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(2);
+    expect(sample(after, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
+    expect(sample(after, 'inference_router_upstream_connections{backend_pod="pod-a",pod="pod-a"}')).toBe(2);
   });
 });

@@ -24,6 +24,9 @@ function metricNames(expr: string): string[] {
   return [...expr.matchAll(/\b(inference_router_[a-z0-9_]+)/g)].map((m) => m[1]);
 }
 
+/** Series about one backend pod: their pod is in backend_pod; `pod` is the router's own target label once scraped. */
+const BACKEND_POD_METRICS = /inference_router_(upstream_(inflight_requests|connections|queued_requests|connect_failures_total|timeouts_total|resets_total|5xx_failures_total)|pod_(ejections_total|ejected|metrics_fresh))\b/;
+
 /** Families in the exposition, plus histogram sample names (_bucket, _sum, _count). */
 function exposed(text: string): Set<string> {
   const names = new Set<string>();
@@ -54,6 +57,21 @@ describe('dashboard and alert rules against the built router', () => {
       'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterAccessLogDrops',
       'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
     ]);
+  });
+
+  it('queries of series about a backend pod group them by backend_pod (pod is the router\'s pod once Prometheus scrapes it)', () => {
+    const exprs = [...dashboardExprs(), ...ruleExprs()].filter((e) => BACKEND_POD_METRICS.test(e));
+    expect(exprs.length).toBeGreaterThanOrEqual(3);
+    for (const e of exprs) expect(e, e).toMatch(/\bby \([^)]*\bbackend_pod\b[^)]*\)/);
+    const legends: string[] = DASHBOARD.panels.flatMap((p: any) => (p.targets ?? []).filter((t: any) => BACKEND_POD_METRICS.test(t.expr)).map((t: any) => t.legendFormat));
+    for (const l of legends) expect(l).toContain('{{backend_pod}}');
+  });
+
+  it('series about a backend pod carry backend_pod, and pod (deprecated) with the same value', async () => {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    const lines = text.split('\n').filter((l) => /^inference_router_upstream_(inflight_requests|connections|queued_requests)\{/.test(l));
+    expect(lines.length).toBe(3);
+    for (const l of lines) expect(l).toMatch(/\{backend_pod="pod-a",pod="pod-a"\} \d+$/);
   });
 
   it('every metric they name is in /metrics', async () => {

@@ -62,9 +62,9 @@ describe('a pod removed by a reload after a retry picked it, real processes', ()
     expect(body.error.code).toBe('upstream_pod_removed');
     expect(body.error.message).toMatch(/^pod pod-[xy] left the configuration before the request was sent to it \(pool for 127\.0\.0\.1:\d+ is closed: the pod left the configuration\); no other pod took the request$/);
     const text = await (await fetch(`${r.url}/metrics`)).text();
-    for (const pod of ['pod-x', 'pod-y']) expect(sample(text, `inference_router_upstream_connect_failures_total{pod="${pod}"}`) ?? 0).toBe(0);
-    expect(sample(text, 'inference_router_pod_ejections_total{pod="pod-x"}') ?? 0).toBe(0);
-    expect(sample(text, 'inference_router_pod_ejections_total{pod="pod-y"}') ?? 0).toBe(0);
+    for (const pod of ['pod-x', 'pod-y']) expect(sample(text, `inference_router_upstream_connect_failures_total{backend_pod="${pod}",pod="${pod}"}`) ?? 0).toBe(0);
+    expect(sample(text, 'inference_router_pod_ejections_total{backend_pod="pod-x",pod="pod-x"}') ?? 0).toBe(0);
+    expect(sample(text, 'inference_router_pod_ejections_total{backend_pod="pod-y",pod="pod-y"}') ?? 0).toBe(0);
     expect(sample(text, 'inference_router_requests_total{model="m",route="default/removal-route",status="503",error_type="upstream_error"}')).toBe(1);
     await waitFor('the access-log record', () => readFileSync(log, 'utf8').includes('"removed-1"'), 5_000);
     const rec = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.request_id === 'removed-1');

@@ -54,7 +54,7 @@ describe('a pod removed while it has requests, then the router stops, real proce
     await waitFor('the first request at the pod', async () => (await slow.stats()).requests === 1);
     const waiting = ask('waiting');
     await waitFor('the second request waiting for the connection', async () =>
-      sample(await (await fetch(`${r.url}/metrics`)).text(), 'inference_router_upstream_queued_requests{pod="pod-slow"}') === 1, 5_000);
+      sample(await (await fetch(`${r.url}/metrics`)).text(), 'inference_router_upstream_queued_requests{backend_pod="pod-slow",pod="pod-slow"}') === 1, 5_000);
     const reloads = r.stderr().split('resources reloaded').length;
     writeFileSync(r.resourcesFile, resources({ name: 'pod-other', port: other.port }));
     await waitFor('the reload', () => r.stderr().split('resources reloaded').length > reloads, 5_000);

@@ -129,6 +129,14 @@ spec:
       if (dayLeft > 65) expect(r.headers['x-ratelimit-scope']).toBe('tenant');
       expect(Math.abs(Number(r.headers['retry-after']) - dayLeft)).toBeLessThanOrEqual(5);
       expect(r.headers['x-ratelimit-reset-input-tokens']).toBe(r.headers['retry-after']);
+      // One 429, one rejection: counted under the scope and direction the answer names, not once per limit that refused.
+      const m = await (await fetch(`${router.url}/metrics`, { headers: { connection: 'close' } })).text();
+      const rejections = m.split('\n').filter((l) => l.startsWith('inference_router_ratelimit_rejections_total{'));
+      expect(rejections.reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)).toBe(1);
+      const scope = r.headers['x-ratelimit-scope'] as string;
+      const route = scope === 'tenant' ? '' : 'default/sf-route';
+      expect(sample(m, `inference_router_ratelimit_rejections_total{route="${route}",direction="input",scope="${scope}"}`)).toBe(1);
+      expect(r.text).toContain('input token rate limit exceeded');
     } finally {
       await router.kill();
     }

@@ -76,7 +76,7 @@ describe('pods changed by a reload while requests wait to be sent, real processe
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect(results.every((r) => JSON.parse(r.text).pod === 'pod-c')).toBe(true);
     const text = await (await fetch(`${router.url}/metrics`)).text();
-    expect(sample(text, 'inference_router_upstream_connect_failures_total{pod="pod-a"}')).toBeUndefined();
+    expect(sample(text, 'inference_router_upstream_connect_failures_total{backend_pod="pod-a",pod="pod-a"}')).toBeUndefined();
     await router.kill();
     router = undefined;
   }, 60_000);

@@ -46,13 +46,13 @@ describe('passive health shared by the workers of an instance, real processes', 
     // Fresh connections: the kernel spreads them over both workers.
     for (let i = 0; i < 60; i++) expect((await postFresh(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);
     expect((await ok.stats()).requests).toBe(60);
-    const failures = await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-dead"');
+    const failures = await metric(router, 'inference_router_upstream_connect_failures_total', 'backend_pod="pod-dead",pod="pod-dead"');
     expect(failures).toBeGreaterThanOrEqual(threshold);
     // One threshold for the instance, plus at most one attempt per worker while the news travels.
     expect(failures).toBeLessThanOrEqual(threshold + 2);
     // Ejected once for the instance, held by both workers, logged once.
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-dead"')).toBe(1);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-dead"')).toBe(2);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-dead",pod="pod-dead"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-dead",pod="pod-dead"')).toBe(2);
     expect(router.stderr().match(/pod pod-dead ejected for \d+ms after 3 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/g)).toHaveLength(1);
 
     const back = await startMock('pod-dead', ['--port', String(deadPort)]);
@@ -62,7 +62,7 @@ describe('passive health shared by the workers of an instance, real processes', 
       return (await back.stats()).requests > 0;
     }, 30_000, 50);
     await waitFor('return logged', () => router!.stderr().includes('pod pod-dead answered again: back in rotation'), 10_000);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-dead"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-dead",pod="pod-dead"')).toBe(0);
     expect(router.stderr().match(/pod pod-dead answered again/g)).toHaveLength(1);
   });
 
@@ -86,9 +86,9 @@ describe('passive health shared by the workers of an instance, real processes', 
     expect(failed).toBeGreaterThanOrEqual(threshold);
     // One threshold for the instance, plus at most one answer per worker while the news travels.
     expect(failed).toBeLessThanOrEqual(threshold + 2);
-    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-failing"')).toBe(failed);
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-failing"')).toBe(2);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'backend_pod="pod-failing",pod="pod-failing"')).toBe(failed);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-failing",pod="pod-failing"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-failing",pod="pod-failing"')).toBe(2);
     expect(router.stderr().match(/pod pod-failing ejected for \d+ms after \d 5xx answer\(s\) in a row/g)).toHaveLength(1);
   });
 

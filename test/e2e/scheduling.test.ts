@@ -145,8 +145,8 @@ describe('passive health and retries, real processes', () => {
     for (let i = 0; i < 30; i++) expect(await complete(router)).toBe(200);
     expect((await ok.stats()).requests).toBe(30);
     // Two connect failures eject it; within the first ejection no request tries it again.
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-dead"')).toBeGreaterThanOrEqual(1);
-    const failures = await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-dead"');
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-dead",pod="pod-dead"')).toBeGreaterThanOrEqual(1);
+    const failures = await metric(router, 'inference_router_upstream_connect_failures_total', 'backend_pod="pod-dead",pod="pod-dead"');
     expect(failures).toBeGreaterThanOrEqual(2);
     expect(failures).toBeLessThan(6);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(failures);
@@ -160,7 +160,7 @@ describe('passive health and retries, real processes', () => {
     }, 20_000, 50);
     // The primary decides and logs the return once its worker's report arrived.
     await waitFor('return logged', () => router!.stderr().includes('pod pod-dead answered again: back in rotation'), 10_000);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-dead"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-dead",pod="pod-dead"')).toBe(0);
   });
 
   it('all pods ejected: they are still tried, and the answer is a clear 502', async () => {
@@ -174,8 +174,8 @@ describe('passive health and retries, real processes', () => {
       expect(r.status).toBe(502);
       expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d, dead-\d\)/);
     }
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-1"')).toBe(1);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="dead-2"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="dead-1",pod="dead-1"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="dead-2",pod="dead-2"')).toBe(1);
   });
 
   it('all pods ejected: the one whose ejection ends first is tried', async () => {
@@ -248,7 +248,7 @@ describe('passive health and retries, real processes', () => {
     expect(recs[0].selected_pod).toMatch(/^dead-[12]$/);
     // The pod recorded is the one whose connection failed: a second attempt, made after the
     // client left, would have been recorded instead (its failure counts as the client's leaving).
-    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `pod="${recs[0].selected_pod}"`)).toBe(1);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `backend_pod="${recs[0].selected_pod}",pod="${recs[0].selected_pod}"`)).toBe(1);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(1);
   });
 
@@ -263,7 +263,7 @@ describe('passive health and retries, real processes', () => {
     });
     for (let i = 0; i < 6; i++) expect(await complete(router)).toBe(200);
     expect((await fast.stats()).requests).toBe(6);
-    expect(await metric(router, 'inference_router_upstream_timeouts_total', 'pod="pod-slow"')).toBe((await slow.stats()).requests);
+    expect(await metric(router, 'inference_router_upstream_timeouts_total', 'backend_pod="pod-slow",pod="pod-slow"')).toBe((await slow.stats()).requests);
   });
 
   it('without engine metrics, the latency each pod showed steers traffic to the faster pod', async () => {
@@ -307,7 +307,7 @@ describe('passive health and retries, real processes', () => {
     expect(text).not.toMatch(/cannot connect/);
     expect(text).toMatch(/closed the connection|ECONNRESET/);
     expect((await other.stats()).requests).toBe(otherBefore);
-    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `pod="pod-${busy}"`)).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', `backend_pod="pod-${busy}",pod="pod-${busy}"`)).toBe(0);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(0);
   });
 
@@ -341,10 +341,10 @@ describe('passive health and retries, real processes', () => {
     expect(failed).toBeLessThanOrEqual(5);
     expect(statuses.filter((s) => s === 500)).toHaveLength(failed);
     expect((await healthy.stats()).requests).toBe(40 - failed);
-    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-failing"')).toBe(failed);
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBeGreaterThanOrEqual(1);
-    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-healthy"')).toBe(0);
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-healthy"')).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'backend_pod="pod-failing",pod="pod-failing"')).toBe(failed);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-failing",pod="pod-failing"')).toBeGreaterThanOrEqual(1);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'backend_pod="pod-healthy",pod="pod-healthy"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-healthy",pod="pod-healthy"')).toBe(0);
     await waitFor('ejection logged', () => /pod pod-failing ejected for 2000ms after 3 5xx answer\(s\) in a row \(ejection 1 in a row\)/.test(router!.stderr()), 10_000);
 
     // The pod's server is healthy again: once the ejection is over, it gets traffic again.
@@ -354,7 +354,7 @@ describe('passive health and retries, real processes', () => {
       return (await failing.stats()).requests > failed;
     }, 20_000, 50);
     await waitFor('return logged', () => router!.stderr().includes('pod pod-failing answered again: back in rotation'), 10_000);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-failing"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-failing",pod="pod-failing"')).toBe(0);
     // Back for good: it takes its share again.
     const before = (await failing.stats()).requests;
     for (let i = 0; i < 30; i++) expect(await complete(router)).toBe(200);
@@ -378,7 +378,7 @@ describe('passive health and retries, real processes', () => {
     // The threshold, and at most the requests already sent to it when it was ejected.
     expect(failed).toBeGreaterThanOrEqual(3);
     expect(failed).toBeLessThanOrEqual(3 + 8);
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-failing"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-failing",pod="pod-failing"')).toBe(1);
   });
 
   for (const workers of [1, 2]) {
@@ -396,9 +396,9 @@ describe('passive health and retries, real processes', () => {
         for (let i = 0; i < 12; i++) await complete(router!);
       }));
       expect(flaky.requests() + (await healthy.stats()).requests).toBe(96);
-      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-flaky"')).toBe(1);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-flaky",pod="pod-flaky"')).toBe(1);
       expect(router.stderr()).not.toMatch(/pod pod-flaky answered again/);
-      expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-flaky"')).toBe(workers);
+      expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-flaky",pod="pod-flaky"')).toBe(workers);
       // What it drew: the requests before its second 500, and those sent in the same moment.
       expect(flaky.requests()).toBeLessThanOrEqual(4 + 8);
     });
@@ -417,12 +417,12 @@ describe('passive health and retries, real processes', () => {
       return r.status;
     };
     for (let i = 0; i < 10; i++) expect(await busy({ 'x-mock-retry-after': '1' })).toBe(503);
-    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-busy"')).toBe(0);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-busy"')).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'backend_pod="pod-busy",pod="pod-busy"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-busy",pod="pod-busy"')).toBe(0);
     for (let i = 0; i < 3; i++) expect(await busy({})).toBe(503);
-    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'pod="pod-busy"')).toBe(3);
-    expect(await metric(router, 'inference_router_pod_ejected', 'pod="pod-busy"')).toBe(1);
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-busy"')).toBe(1);
+    expect(await metric(router, 'inference_router_upstream_5xx_failures_total', 'backend_pod="pod-busy",pod="pod-busy"')).toBe(3);
+    expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="pod-busy",pod="pod-busy"')).toBe(1);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-busy",pod="pod-busy"')).toBe(1);
   });
 
   for (const mode of ['drop', 'reset'] as const) {
@@ -441,9 +441,9 @@ describe('passive health and retries, real processes', () => {
       expect(statuses.filter((s) => s === 502)).toHaveLength(crashed.requests());
       expect(crashed.requests()).toBe(2);
       expect((await healthy.stats()).requests).toBe(28);
-      expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-crashed"')).toBe(2);
-      expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-crashed"')).toBe(0);
-      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-crashed"')).toBe(1);
+      expect(await metric(router, 'inference_router_upstream_resets_total', 'backend_pod="pod-crashed",pod="pod-crashed"')).toBe(2);
+      expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'backend_pod="pod-crashed",pod="pod-crashed"')).toBe(0);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-crashed",pod="pod-crashed"')).toBe(1);
       await waitFor('ejection logged', () => /pod pod-crashed ejected for 60000ms after 2 connect failure\(s\)\/timeout\(s\)\/reset\(s\) in a row/.test(router!.stderr()), 10_000);
     });
   }
@@ -458,9 +458,9 @@ describe('passive health and retries, real processes', () => {
     for (let i = 0; i < 6; i++) expect(await complete(router)).toBe(200);
     // Each connection served one request and was closed by the pod as the next one arrived.
     expect(pod.requests()).toBe(11);
-    expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-racing"')).toBe(0);
-    expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'pod="pod-racing"')).toBe(0);
-    expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_resets_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(0);
+    expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(0);
   });
 
   for (const mode of ['cut-stream', 'cut-whole'] as const) {
@@ -486,8 +486,8 @@ describe('passive health and retries, real processes', () => {
       }
       expect(broken).toBe(cutting.requests());
       expect(cutting.requests()).toBe(2);
-      expect(await metric(router, 'inference_router_upstream_resets_total', 'pod="pod-cutting"')).toBe(2);
-      expect(await metric(router, 'inference_router_pod_ejections_total', 'pod="pod-cutting"')).toBe(1);
+      expect(await metric(router, 'inference_router_upstream_resets_total', 'backend_pod="pod-cutting",pod="pod-cutting"')).toBe(2);
+      expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-cutting",pod="pod-cutting"')).toBe(1);
     });
   }
 
@@ -516,7 +516,7 @@ describe('scheduling on pod metrics, real processes', () => {
     });
     // Both workers hold fresh values of every pod before traffic starts.
     for (const [name] of pods) {
-      await waitFor(`scraped metrics of ${name}`, async () => (await metric(router!, 'inference_router_pod_metrics_fresh', `pod="${name}"`)) === 2);
+      await waitFor(`scraped metrics of ${name}`, async () => (await metric(router!, 'inference_router_pod_metrics_fresh', `backend_pod="${name}",pod="${name}"`)) === 2);
     }
     return started;
   }

@@ -15,7 +15,7 @@ async function answered(router: Router): Promise<number> {
 }
 
 async function gauge(router: Router): Promise<number | undefined> {
-  return sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_upstream_connections{pod="pod-a"}');
+  return sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_upstream_connections{backend_pod="pod-a",pod="pod-a"}');
 }
 
 describe('connections to a pod left unused (ROUTER_UPSTREAM_IDLE_TIMEOUT)', () => {

@@ -123,6 +123,8 @@ describe.skipIf(HELM === null)('helm chart', () => {
     const hpa = docs.find((d) => d.kind === 'HorizontalPodAutoscaler')!;
     expect(hpa.spec.metrics[0].resource.name).toBe('cpu');
     expect(deployment(docs).spec.replicas).toBeUndefined();
+    // Prometheus's target labels win (pod: the router's own); series about a backend pod name it in backend_pod.
+    expect(docs.find((d) => d.kind === 'ServiceMonitor')!.spec.endpoints[0].honorLabels).toBe(false);
     const rule = docs.find((d) => d.kind === 'PrometheusRule')!;
     expect(rule.spec.groups[0].rules.map((r: Doc) => r.alert)).toContain('InferenceRouterRedisFailureModeActive');
     const e = env(docs);

@@ -62,6 +62,19 @@ if (cluster.isPrimary) {
     ctx.tEnd = 1100;
     metrics.observeRequest(ctx, null);
   }
+  // Tenants, on a route of their own: worker 1 sees a tenant named "other" (7 input tokens) and
+  // 149 more, worker 2 sees 60 others (1 token each); each worker has its own series for its first 100.
+  const tenants = index === 1 ? ['other', ...Array.from({ length: 149 }, (_, i) => `t1-${i}`)] : Array.from({ length: 60 }, (_, i) => `t2-${i}`);
+  for (const tenant of tenants) {
+    const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'r', Date.now(), 1000);
+    ctx.modelName = 'sf-model';
+    ctx.modelRoute = 'default/tenant-route';
+    ctx.statusCode = 200;
+    ctx.tenant = tenant;
+    ctx.inputTokens = tenant === 'other' ? 7 : 1;
+    ctx.tEnd = 1100;
+    metrics.observeRequest(ctx, null);
+  }
   // Rate limit IPC traffic on the same channel during scrapes.
   const limiter = new LocalLimitClient();
   const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };

@@ -70,11 +70,27 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
       expect(sample(t, `inference_router_request_duration_seconds_count{${R}}`)).toBe(9);
       expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.1"}`)).toBe(9);
       expect(sample(t, `inference_router_request_duration_seconds_bucket{${R},le="0.05"}`)).toBe(0);
-      expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(3);
+      expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(3);
       expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(2);
       expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
     }
     expect(err).toBe('');
+  });
+
+  it('the tenants with their own series are bounded for the instance, not per worker; a tenant named "other" is not the overflow', async () => {
+    const t = await scrape(url);
+    const input = [...t.matchAll(/^inference_router_tenant_tokens_total\{tenant="([^"]*)",direction="input"\} (\d+)$/gm)].map((m) => ({ tenant: m[1], value: Number(m[2]) }));
+    // Every token is in some series: 7 + 149 of worker 1, 60 of worker 2.
+    expect(input.reduce((a, r) => a + r.value, 0)).toBe(7 + 149 + 60);
+    const overflow = input.filter((r) => r.tenant === '');
+    const named = input.filter((r) => r.tenant !== '');
+    expect(named.length).toBe(100);
+    expect(overflow.length).toBe(1);
+    // Worker 1 saw "other" first: its own series, holding its 7 tokens only.
+    expect(named.find((r) => r.tenant === 'other')?.value).toBe(7);
+    // The same tenants keep their own series in later scrapes.
+    const again = await scrape(url);
+    for (const r of named) expect(sample(again, `inference_router_tenant_tokens_total{tenant="${r.tenant}",direction="input"}`), r.tenant).toBe(r.value);
   });
 
   it('a worker that died is settled at once, not after a timeout: its counters stay in the sums, its gauges go', async () => {
@@ -98,6 +114,6 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
     expect(sample(t, 'inference_router_request_duration_seconds_count{route="default/sf-route"}')).toBe(9);
     expect(sample(t, 'inference_router_request_duration_seconds_bucket{route="default/sf-route",le="0.1"}')).toBe(9);
     // A gauge describes the processes there are now.
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(1);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(1);
   });
 });

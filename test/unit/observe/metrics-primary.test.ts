@@ -155,4 +155,42 @@ describe('attachMetricsPrimary', () => {
     expect((await textOf(a, 3)).text).toMatch(/^x_total\{a="1"\} 113$/m);
     detach();
   });
+
+  it('the counters an exited worker kept for a backend pod go once the pod left the configuration and no live worker reports it', async () => {
+    const cluster = new EventEmitter();
+    let pods = new Set(['pod-a', 'pod-x']);
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 60_000, backendPods: () => pods });
+    const [a, b] = [new FakeWorker(), new FakeWorker()];
+    const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+    const failures = (byPod: Record<string, number>): MetricJson[] => [{
+      name: 'inference_router_upstream_connect_failures_total', help: 'h', type: 'counter', aggregator: 'sum',
+      values: Object.entries(byPod).map(([pod, value]) => ({ labels: { backend_pod: pod, pod }, value })),
+    }];
+    const scrape = async (id: number, answers: [FakeWorker, MetricJson[]][], exitAfter: FakeWorker | null = null): Promise<string> => {
+      a.sent = [];
+      emit(a, { t: MSG_GET, id });
+      const collect = a.sent.find((m) => m.t === MSG_COLLECT).id;
+      for (const [w, metrics] of answers) emit(w, { t: MSG_DATA, id: collect, metrics });
+      if (exitAfter !== null) cluster.emit('exit', exitAfter as unknown as Worker);
+      return (await textOf(a, id)).text;
+    };
+    const x = (t: string): number | undefined => {
+      const line = t.split('\n').find((l) => l.startsWith('inference_router_upstream_connect_failures_total{backend_pod="pod-x"'));
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    emit(a, { t: MSG_HELLO });
+    emit(b, { t: MSG_HELLO });
+    expect(x(await scrape(1, [[a, failures({ 'pod-a': 1, 'pod-x': 1 })], [b, failures({ 'pod-x': 3 })]], b))).toBe(4);
+    // b exited: its 3 are kept while pod-x is configured.
+    expect(x(await scrape(2, [[a, failures({ 'pod-a': 1, 'pod-x': 2 })]]))).toBe(5);
+    // pod-x leaves the configuration; a has not applied it yet and still reports pod-x: the sum must not drop.
+    pods = new Set(['pod-a']);
+    expect(x(await scrape(3, [[a, failures({ 'pod-a': 1, 'pod-x': 2 })]]))).toBe(5);
+    // a applied it: pod-x's series is gone, b's retained part with it, and it does not come back.
+    expect(x(await scrape(4, [[a, failures({ 'pod-a': 2 })]]))).toBeUndefined();
+    const later = await scrape(5, [[a, failures({ 'pod-a': 2 })]]);
+    expect(x(later)).toBeUndefined();
+    expect(later).toMatch(/^inference_router_upstream_connect_failures_total\{backend_pod="pod-a",pod="pod-a"\} 2$/m);
+    detach();
+  });
 });

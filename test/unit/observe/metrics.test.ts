@@ -127,12 +127,12 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);
     // Two endpoints of one pod name (e.g. two ports) are summed under that name.
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(5);
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-b"}')).toBe(0);
-    expect(sample(t, 'inference_router_upstream_connections{pod="pod-a"}')).toBe(3);
-    expect(sample(t, 'inference_router_upstream_connections{pod="pod-b"}')).toBe(1);
-    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(2);
-    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-b"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(5);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-b",pod="pod-b"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_connections{backend_pod="pod-a",pod="pod-a"}')).toBe(3);
+    expect(sample(t, 'inference_router_upstream_connections{backend_pod="pod-b",pod="pod-b"}')).toBe(1);
+    expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(2);
+    expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-b",pod="pod-b"}')).toBe(0);
     expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(4);
     dropped = 9;
     pods[0].inflight = 0;
@@ -140,8 +140,28 @@ describe('RouterMetrics', () => {
     pods[2].queued = 0;
     t = await m.metrics();
     expect(sample(t, 'inference_router_access_log_dropped_total')).toBe(9);
-    expect(sample(t, 'inference_router_upstream_inflight_requests{pod="pod-a"}')).toBe(0);
-    expect(sample(t, 'inference_router_upstream_queued_requests{pod="pod-a"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
+    expect(sample(t, 'inference_router_upstream_queued_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(0);
+  });
+
+  it('tenants past maxTenants share one overflow series, which no tenant (one named "other" included) can have', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false, maxTenants: 2 });
+    const seen = (tenant: string, input: number): void => {
+      const c = ctx({ input, output: 1 });
+      c.tenant = tenant;
+      m.observeRequest(c, null);
+    };
+    seen('other', 7);
+    seen('a', 1);
+    seen('b', 10);
+    seen('c', 100);
+    seen('other', 7);
+    const t = await m.metrics();
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="other",direction="input"}')).toBe(14);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="a",direction="input"}')).toBe(1);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="",direction="input"}')).toBe(110);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="",direction="output"}')).toBe(2);
+    expect(sample(t, 'inference_router_tenant_tokens_total{tenant="b",direction="input"}')).toBeUndefined();
   });
 
   it('includes process metrics by default', async () => {
@@ -166,7 +186,7 @@ describe('MeteredLimiter', () => {
   const spec: RateLimitSpec = { inputTokensPerUnit: 10, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
   const decision = (allowed: boolean): Decision => ({ allowed, rejectedBy: allowed ? null : 'input', retryAfterSeconds: 1, input: null, output: null });
 
-  it('times decisions by mode and counts rejections by route and direction (sync and async)', async () => {
+  it('times decisions by mode (sync and async); rejections are counted per request, not by the limiter', async () => {
     const m = new RouterMetrics({ defaultMetrics: false });
     let next = true;
     const inner: TokenLimiter = {
@@ -185,8 +205,9 @@ describe('MeteredLimiter', () => {
     const t = await m.metrics();
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="local"}')).toBe(2);
     expect(sample(t, 'inference_router_ratelimit_decision_duration_seconds_count{mode="global"}')).toBe(1);
-    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/a",direction="input",scope="route"}')).toBe(1);
-    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input",scope="route"}')).toBe(1);
+    // A request refused by several limits is one rejection: the pipeline counts it, under the limit its 429 names.
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/a",direction="input",scope="route"}')).toBeUndefined();
+    expect(sample(t, 'inference_router_ratelimit_rejections_total{route="ns/b",direction="input",scope="route"}')).toBeUndefined();
   });
 });
 
@@ -196,7 +217,7 @@ describe('MeteredLimiter timing', () => {
 
   it('a synchronous decision (a lease) is recorded as 0 s without reading the clock; one that waits is timed to its answer', async () => {
     const seen: number[] = [];
-    const sink = { limiterDecision: (_mode: 'local' | 'global', ms: number) => { seen.push(ms); }, rateLimitRejected: () => {} };
+    const sink = { limiterDecision: (_mode: 'local' | 'global', ms: number) => { seen.push(ms); } };
     let release: (d: Decision) => void = () => {};
     const inner: TokenLimiter = {
       admit: (_k, _l, tokens) => (tokens === 1 ? allowed : new Promise<Decision>((r) => { release = r; })),
