@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router, childPids } from '../helpers/processes.js';
+import { postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router, killOneWorker } from '../helpers/processes.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
 const KEY = 'sk-restart-e2e-7777777777';
@@ -41,13 +41,7 @@ describe('worker restart with an invalid auth file on disk (built router, 2 work
   it('the replacement worker starts with the last good config; the router keeps serving', async () => {
     writeFile(authFile, 'apiKeys: [{ name: broken }]\n');
     await waitFor('both workers to reject the change', () => (router.stderr().match(/auth reload rejected/g) ?? []).length >= 2);
-    const before = childPids(router.pid);
-    expect(before.length).toBe(2);
-    process.kill(before[0], 'SIGKILL');
-    await waitFor('a replacement worker', () => {
-      const now = childPids(router.pid);
-      return now.length === 2 && !now.includes(before[0]);
-    }, 10_000);
+    await killOneWorker(router);
     await waitFor('ready again', async () => (await fetch(`${router.url}/readyz`)).status === 200, 10_000);
     expect(router.child.exitCode).toBeNull();
     expect(router.stderr()).not.toContain('crashing in a loop');

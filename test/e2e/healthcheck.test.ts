@@ -7,12 +7,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import {
-  CLI, ROOT, childPids, freePort, resourcesFor, spawnProcess, startMock, startProcess, startRouter, tempDir, waitFor, writeFile,
-  type MockBackend, type Router,
+  CLI, ROOT, childPids, freePort, resourcesFor, spawnProcess, startMock, startProcess, tempDir, waitFor, writeFile,
 } from '../helpers/processes.js';
+import { routerWithMock } from '../helpers/router-fixture.js';
 
 const HEALTHCHECK = join(ROOT, 'dist/healthcheck.js');
 
@@ -23,31 +23,21 @@ async function healthcheck(pid: number, env: NodeJS.ProcessEnv = {}): Promise<{ 
 }
 
 describe('the image health check, against a router started with --port', () => {
-  let mock: MockBackend;
-  let router: Router;
-
-  beforeAll(async () => {
-    mock = await startMock('pod-a');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1 });
-  });
-  afterAll(async () => {
-    await router?.kill();
-    await mock?.kill();
-  });
+  const started = routerWithMock({ workers: 1 });
 
   it('is healthy on the port the router listens on, whatever ROUTER_PORT its own environment holds', async () => {
-    expect(router.port).not.toBe(8080);
-    expect(await healthcheck(router.pid, { ROUTER_PORT: '1' })).toEqual({ code: 0, stderr: '' });
+    expect(started.router.port).not.toBe(8080);
+    expect(await healthcheck(started.router.pid, { ROUTER_PORT: '1' })).toEqual({ code: 0, stderr: '' });
   });
 
   it('a process that is no router, and a router that stopped, are unhealthy, with the reason', async () => {
-    const mockCheck = await healthcheck(mock.pid);
+    const mockCheck = await healthcheck(started.mock.pid);
     expect(mockCheck.code).toBe(1);
-    expect(mockCheck.stderr).toBe(`inference-router health check: process ${mock.pid} is not the router (node …/cli.js)\n`);
-    await router.kill();
-    const gone = await healthcheck(router.pid);
+    expect(mockCheck.stderr).toBe(`inference-router health check: process ${started.mock.pid} is not the router (node …/cli.js)\n`);
+    await started.router.kill();
+    const gone = await healthcheck(started.router.pid);
     expect(gone.code).toBe(1);
-    expect(gone.stderr).toBe(`inference-router health check: no process ${router.pid} (ENOENT)\n`);
+    expect(gone.stderr).toBe(`inference-router health check: no process ${started.router.pid} (ENOENT)\n`);
   });
 });
 

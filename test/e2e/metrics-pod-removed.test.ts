@@ -4,7 +4,7 @@
  * adds series that are exported for ever. Built router, 2 workers, a file reload.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childPids, postFresh, resourcesFor, startMock, startRouter, unusedPort, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { killOneWorker, postFresh, resourcesFor, startMock, startRouter, unusedPort, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 
 /** Exposition lines (not comments) that name backend pod `pod`. */
 function seriesOf(text: string, pod: string): string[] {
@@ -42,13 +42,7 @@ describe('/metrics after a backend pod left the configuration (built router, 2 w
     expect(seriesOf(before, 'pod-gone').some((l) => l.startsWith('inference_router_upstream_inflight_requests{'))).toBe(true);
 
     // A worker dies: what it counted for pod-gone stays in the sum (metrics-retained.ts).
-    const pids = childPids(router.pid);
-    expect(pids.length).toBe(2);
-    process.kill(pids[0], 'SIGKILL');
-    await waitFor('a replacement worker', () => {
-      const now = childPids(router.pid);
-      return now.length === 2 && !now.includes(pids[0]);
-    }, 10_000);
+    await killOneWorker(router);
     await waitFor('both workers in the scrape', async () => (await scrape()).includes('inference_router_metrics_scrape_workers{state="answered"} 2'), 10_000);
     expect(failures(await scrape())).toBe(failures(before));
 

@@ -2,18 +2,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
-import { sample } from '../helpers/metrics-text.js';
+import { sample, total } from '../helpers/metrics-text.js';
 
 
-/** Sum of every sample of `name` whose labels contain all of `has`. */
-function total(text: string, name: string, ...has: string[]): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (has.every((h) => line.includes(h))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
 
 describe('/metrics of a 2-worker router after known traffic', () => {
   let mock: MockBackend;

@@ -3,6 +3,7 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { routerWithMock } from '../helpers/router-fixture.js';
 
 /** A valid resources file padded with a comment to `bytes` bytes. */
 function padded(yaml: string, bytes: number): string {
@@ -83,25 +84,16 @@ describe('resources reloads that are refused keep the last good config', () => {
 });
 
 describe('resources files written as kubectl reads them', () => {
-  let mock: MockBackend;
-  let router: Router;
-  beforeAll(async () => {
-    mock = await startMock('pod-a');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1 });
-  });
-  afterAll(async () => {
-    await router?.kill();
-    await mock?.kill();
-  });
+  const started = routerWithMock({ workers: 1 });
 
   it('typed lists, merge keys, unnamed rules and retry/timeout/global defaults apply; an unknown field is named in a warning', async () => {
     const api = 'networking.serving.volcano.sh/v1alpha1';
-    writeFileSync(router.resourcesFile, `apiVersion: ${api}
+    writeFileSync(started.router.resourcesFile, `apiVersion: ${api}
 kind: ModelServerList
 items:
 - metadata: {name: sf-server}
   spec:
-    endpoints: [{name: pod-a, address: "127.0.0.1:${mock.port}"}]
+    endpoints: [{name: pod-a, address: "127.0.0.1:${started.mock.port}"}]
     trafficPolicy: {timeout: 0s, retry: {retryInterval: 100ms}}
 ---
 apiVersion: ${api}
@@ -119,9 +111,9 @@ items:
       - {<<: *target, weight: 0}
     rateLimit: {inputTokensPerUnit: 100000, global: {}}
 `);
-    await waitFor('the kubectl-style file to apply', async () => (await status(router, 'kubectl-model')) === 200, 5000);
-    expect(router.stderr()).toContain('document 2, items[0] (ModelRoute default/kubectl-route): spec.rules[0].modelMatch.header: unknown field, ignored: neither the route API nor this router has it');
-    expect(router.stderr()).not.toMatch(/reload (rejected|failed)/);
+    await waitFor('the kubectl-style file to apply', async () => (await status(started.router, 'kubectl-model')) === 200, 5000);
+    expect(started.router.stderr()).toContain('document 2, items[0] (ModelRoute default/kubectl-route): spec.rules[0].modelMatch.header: unknown field, ignored: neither the route API nor this router has it');
+    expect(started.router.stderr()).not.toMatch(/reload (rejected|failed)/);
   });
 });
 

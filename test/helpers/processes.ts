@@ -322,3 +322,18 @@ export async function awayFromMinuteBoundary(marginS = 8): Promise<void> {
 export function childPids(pid: number): number[] {
   return spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
 }
+
+/**
+ * Kills one of a 2-worker router's workers with SIGKILL and waits until the primary has forked its
+ * replacement. Returns the pid killed.
+ */
+export async function killOneWorker(router: Router): Promise<number> {
+  const pids = childPids(router.pid);
+  if (pids.length !== 2) throw new Error(`expected 2 workers, found ${pids.length}: ${pids.join(', ')}`);
+  process.kill(pids[0], 'SIGKILL');
+  await waitFor('a replacement worker', () => {
+    const now = childPids(router.pid);
+    return now.length === 2 && !now.includes(pids[0]);
+  }, 10_000);
+  return pids[0];
+}

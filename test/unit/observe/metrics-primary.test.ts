@@ -31,6 +31,22 @@ async function textOf(w: FakeWorker, id: number): Promise<any> {
   throw new Error('no metrics:text answer');
 }
 
+/**
+ * A scrape asked by worker `a`: the workers in `answers` answer the collect with their metrics,
+ * `exitAfter` (when given) exits then; the text `a` is answered.
+ */
+function scraper(cluster: EventEmitter, a: FakeWorker) {
+  const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+  return async (id: number, answers: [FakeWorker, MetricJson[]][], exitAfter: FakeWorker | null = null): Promise<string> => {
+    a.sent = [];
+    emit(a, { t: MSG_GET, id });
+    const collect = a.sent.find((m) => m.t === MSG_COLLECT).id;
+    for (const [w, metrics] of answers) emit(w, { t: MSG_DATA, id: collect, metrics });
+    if (exitAfter !== null) cluster.emit('exit', exitAfter as unknown as Worker);
+    return (await textOf(a, id)).text;
+  };
+}
+
 describe('attachMetricsPrimary', () => {
   it('asks only workers that said hello, sums their answers, answers the asking worker', async () => {
     const cluster = new EventEmitter();
@@ -91,14 +107,7 @@ describe('attachMetricsPrimary', () => {
     const [a, b] = [new FakeWorker(), new FakeWorker()];
     const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
     const gauge = (value: number): MetricJson => ({ name: 'g', help: 'h', type: 'gauge', aggregator: 'sum', values: [{ labels: {}, value }] });
-    const scrape = async (id: number, answers: [FakeWorker, MetricJson[]][], exitAfter: FakeWorker | null = null): Promise<string> => {
-      a.sent = [];
-      emit(a, { t: MSG_GET, id });
-      const collect = a.sent.find((m) => m.t === MSG_COLLECT).id;
-      for (const [w, metrics] of answers) emit(w, { t: MSG_DATA, id: collect, metrics });
-      if (exitAfter !== null) cluster.emit('exit', exitAfter as unknown as Worker);
-      return (await textOf(a, id)).text;
-    };
+    const scrape = scraper(cluster, a);
     emit(a, { t: MSG_HELLO });
     emit(b, { t: MSG_HELLO });
 
@@ -166,14 +175,7 @@ describe('attachMetricsPrimary', () => {
       name: 'inference_router_upstream_connect_failures_total', help: 'h', type: 'counter', aggregator: 'sum',
       values: Object.entries(byPod).map(([pod, value]) => ({ labels: { backend_pod: pod, pod }, value })),
     }];
-    const scrape = async (id: number, answers: [FakeWorker, MetricJson[]][], exitAfter: FakeWorker | null = null): Promise<string> => {
-      a.sent = [];
-      emit(a, { t: MSG_GET, id });
-      const collect = a.sent.find((m) => m.t === MSG_COLLECT).id;
-      for (const [w, metrics] of answers) emit(w, { t: MSG_DATA, id: collect, metrics });
-      if (exitAfter !== null) cluster.emit('exit', exitAfter as unknown as Worker);
-      return (await textOf(a, id)).text;
-    };
+    const scrape = scraper(cluster, a);
     const x = (t: string): number | undefined => {
       const line = t.split('\n').find((l) => l.startsWith('inference_router_upstream_connect_failures_total{backend_pod="pod-x"'));
       return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
