@@ -20,14 +20,19 @@ const NO_IPV6_CODES = new Set(['EAFNOSUPPORT', 'EPROTONOSUPPORT']);
 export type Ipv6Probe = () => Promise<string | null>;
 
 /**
- * The real probe. On Linux, /proc/net/if_inet6 exists exactly when the kernel has IPv6 (empty when
- * IPv6 is only turned off, disable_ipv6=1, where listening on :: still works and still takes IPv4).
- * Then, anywhere, a listen on [::] at a port of the kernel's choosing, closed at once.
+ * The real probe: a listen on [::] at a port of the kernel's choosing, closed at once. Only its
+ * failure means no IPv6 (EAFNOSUPPORT, as a kernel booted with ipv6.disable=1 answers); IPv6 turned
+ * off (disable_ipv6=1) still listens there, and still takes IPv4. On Linux an absent
+ * /proc/net/if_inet6 is added to the reason, never taken for one: that file appears only once the
+ * kernel's IPv6 module is loaded, which this very listen does where IPv6 is built as a module, and
+ * a sandbox's /proc may lack it while IPv6 works; falling back to 0.0.0.0 there would leave the pod
+ * unreachable on an IPv6-only network.
  */
 export async function noIpv6Reason(procFile = '/proc/net/if_inet6', platform: NodeJS.Platform = process.platform): Promise<string | null> {
-  if (platform === 'linux' && !existsSync(procFile)) return `${procFile} is absent`;
   const err = await probePort(ANY_IPV6, 0);
-  return err !== null && NO_IPV6_CODES.has(err.code ?? '') ? `listening on :: failed: ${err.code}` : null;
+  if (err === null || !NO_IPV6_CODES.has(err.code ?? '')) return null;
+  const absent = platform === 'linux' && !existsSync(procFile) ? `; ${procFile} is absent` : '';
+  return `listening on :: failed: ${err.code}${absent}`;
 }
 
 /** The address the workers listen on, and the line that says why it is not the one given (else null). */

@@ -73,6 +73,12 @@ export async function claimPort(host: string, port: number, platform: NodeJS.Pla
     if (err.code === 'EADDRINUSE') throw new PortUnavailableError(`${where} is in use by another process: stop it, or choose another --port`);
     if (err.code === 'EACCES') throw new PortUnavailableError(`${where}: permission denied (ports below 1024 need privileges)`);
     if (err.code === 'EADDRNOTAVAIL') throw new PortUnavailableError(`${where}: no interface of this machine has address ${host} (--host)`);
+    // An IPv6 address on a kernel without IPv6: only `::` falls back (listen-host.ts), an address
+    // that names an interface cannot.
+    if (err.code === 'EAFNOSUPPORT') {
+      throw new PortUnavailableError(`${where}: this kernel has no IPv6 (EAFNOSUPPORT): give an IPv4 address, ` +
+        'or :: (which listens on 0.0.0.0 where there is no IPv6) (--host)');
+    }
     throw new Error(`cannot listen on ${where}: ${err.message}`);
   }
   const held = lock;

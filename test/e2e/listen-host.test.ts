@@ -79,6 +79,21 @@ describe.skipIf(shimCode !== 'EAFNOSUPPORT')('--host :: on a kernel without IPv6
   });
 });
 
+describe.skipIf(shimCode !== 'EAFNOSUPPORT')('another IPv6 address on a kernel without IPv6 (IPv6 sockets refused)', () => {
+  it('stops the router (exit 2) with a message naming the address and the missing IPv6, and no fallback', async () => {
+    const file = join(tempDir(), 'resources.yaml');
+    writeFile(file, resourcesFor([{ name: 'pod-a', port: 1 }]));
+    const port = await freePort();
+    for (const host of ['::1', 'fd00::5']) {
+      const p = startProcess([CLI, '--resources', file, '--host', host, '--port', String(port), '--workers', '1'],
+        { LD_PRELOAD: shim!, ACCESS_LOG_ENABLED: 'false' }, { name: `router on ${host}` });
+      expect(await p.exited).toBe(2);
+      expect(p.stderr()).toContain(`error [primary ${p.pid}] exit: cannot start: ${host}:${port}: this kernel has no IPv6 (EAFNOSUPPORT): `
+        + 'give an IPv4 address, or :: (which listens on 0.0.0.0 where there is no IPv6) (--host); exit 2');
+    }
+  });
+});
+
 /** Whether this machine lets an unprivileged process make user and network namespaces. */
 const netns = spawnSync('unshare', ['-Urn', 'ip', 'link', 'set', 'lo', 'up']).status === 0
   && spawnSync('nsenter', ['--version']).status === 0;
