@@ -111,6 +111,14 @@ export class StderrLines {
 let shared: StderrLines | null = null;
 
 export function stderrLines(): StderrLines {
-  shared ??= new StderrLines();
+  if (shared === null) {
+    // The EAGAIN path above needs fd 2 non-blocking. A pipe from the parent (a container runtime,
+    // a shell) is blocking until Node opens process.stderr on it (libuv sets O_NONBLOCK then); until
+    // then a write to a pipe the reader does not empty stops the event loop. Opened here rather than
+    // left to whichever module reads process.stderr first (today a dependency of the workers).
+    // A terminal is set blocking instead (writes to it are fast), a file needs neither.
+    void process.stderr;
+    shared = new StderrLines();
+  }
   return shared;
 }

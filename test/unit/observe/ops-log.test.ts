@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { OpsLog } from '../../../src/observe/ops-log.js';
 import { LINE_BYTES } from '../../../src/observe/ops-log-parts.js';
 
@@ -100,4 +103,18 @@ describe('OpsLog', () => {
       expect(joined).toBe(Array.from({ length: 300 }, (_, i) => `long ${i} ${'L'.repeat(8000)}`).join(''));
     }
   }, 60_000);
+
+  it('a stderr pipe that is not read does not stop the process (given blocking, as a container runtime gives it)', async () => {
+    const writer = new URL('./fixtures/ops-log-stalled.mjs', import.meta.url).pathname;
+    const logged = join(mkdtempSync(join(tmpdir(), 'ops-log-')), 'logged');
+    // The shell's pipe(2) is blocking, and `sleep` holds its read end without reading.
+    const sh = spawn('sh', ['-c', `node ${writer} ${logged} 2>&1 >/dev/null | sleep 30`], { stdio: 'ignore', detached: true });
+    try {
+      const until = Date.now() + 5000;
+      while (!existsSync(logged) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(logged)).toBe(true);
+    } finally {
+      process.kill(-sh.pid!, 'SIGKILL');
+    }
+  }, 20_000);
 });
