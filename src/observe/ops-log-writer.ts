@@ -31,6 +31,12 @@ export class StderrLines {
     this.drain();
   };
 
+  /**
+   * The line saying that `dropped` lines were dropped; OpsLog sets it to a line of its format (a
+   * JSON log stays JSON for the collector that parses it).
+   */
+  droppedLine: (dropped: number) => string = (dropped) => `${new Date().toISOString()} warn ops-log: ${droppedMessage(dropped)}\n`;
+
   constructor(private readonly fd = 2) {}
 
   /** One whole line (at most PIPE_BUF bytes, its newline included). */
@@ -93,7 +99,7 @@ export class StderrLines {
       this.queuedBytes -= buf.length;
     }
     if (this.dropped > 0) {
-      const note = Buffer.from(`${new Date().toISOString()} warn ops-log: ${this.dropped} operational log line(s) dropped: stderr was not read\n`);
+      const note = Buffer.from(this.droppedLine(this.dropped));
       this.dropped = 0;
       if (this.tryWrite(note) < 0) this.enqueue(note);
     }
@@ -105,6 +111,10 @@ export class StderrLines {
     const pause = new Int32Array(new SharedArrayBuffer(4));
     while (!this.drain() && Date.now() < until) Atomics.wait(pause, 0, 0, 5);
   }
+}
+
+export function droppedMessage(dropped: number): string {
+  return `${dropped} operational log line(s) dropped: stderr was not read`;
 }
 
 /** The process's one writer of stderr lines. */
