@@ -19,7 +19,8 @@
  * and histograms of its last answer in every later sum, and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
  * the primary saw its exit: a worker dying). The exited workers' series of a backend pod that left
- * the configuration go too, once no live worker reports that pod (`backendPods`).
+ * the configuration go too, as do a late worker's, once no live worker's answer reports that pod
+ * (`backendPods`).
  * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
  * through untouched.
  */
@@ -103,11 +104,12 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     const answered = g.results.size;
     const missing = g.waiting.size;
     const lists = [...g.results.values()];
-    for (const w of g.waiting) standIn(w, lists);
-    for (const w of g.unreachable) standIn(w, lists);
+    let standIns: MetricJson[][] = [];
+    for (const w of g.waiting) standIn(w, standIns);
+    for (const w of g.unreachable) standIn(w, standIns);
     const pods = opts.backendPods?.() ?? null;
-    if (pods !== null) retired.dropBackendPods(pods, lists);
-    lists.push(retired.list);
+    if (pods !== null) standIns = retired.dropBackendPods(pods, lists, standIns);
+    lists.push(...standIns, retired.list);
     const bounded = tenants.apply(lists);
     bounded.push([scrapeWorkers(answered, missing)]);
     let text: Promise<string>;

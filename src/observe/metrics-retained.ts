@@ -7,8 +7,8 @@
  * - A worker that did not answer one scrape in time: its counters and histograms of its last
  *   answer stand in for it (monotonicPart), its gauges are left out.
  * - Except the series of a backend pod that left the configuration (backend-pod-series.ts): an
- *   exited worker's part of them goes once no live worker reports the pod either, as the live
- *   workers' own series of it went (RetiredCounts.dropBackendPods).
+ *   exited or late worker's part of them goes once no live worker's answer reports the pod either,
+ *   as the live workers' own series of it went (RetiredCounts.dropBackendPods).
  */
 import type { MetricJson, MetricValue } from './metrics-series.js';
 
@@ -62,27 +62,37 @@ export class RetiredCounts {
 
   /**
    * Drops the series of backend pods (label backend_pod) not in `live`, the pods of the
-   * configuration now, and not in any of `reported` (the live workers' answers to this scrape):
-   * a worker that has not applied the new configuration yet still reports them, and while it does
-   * the exited workers' part stays in the sum (else the sum would drop, a counter reset to Prometheus).
+   * configuration now, and not in any of `answered` (the live workers' answers to this scrape): a
+   * worker that has not applied the new configuration yet still reports them, and while it does
+   * the other parts stay in the sum (else the sum would drop, a counter reset to Prometheus).
+   * Dropped from the exited workers' sums here and from `standIns` (the last answers of workers
+   * that did not answer this scrape) in the lists returned: a late worker's part alone would be
+   * such a drop too, and its next answer, to a collect sent after the configuration, has applied it.
    */
-  dropBackendPods(live: ReadonlySet<string>, reported: readonly (readonly MetricJson[])[]): void {
+  dropBackendPods(live: ReadonlySet<string>, answered: readonly (readonly MetricJson[])[], standIns: MetricJson[][]): MetricJson[][] {
     const gone = new Set<string>();
-    for (const f of this.families.values()) {
-      for (const v of f.json.values) {
-        const pod = v.labels.backend_pod;
-        if (pod !== undefined && !live.has(pod)) gone.add(pod);
+    const leftPods = (list: readonly MetricJson[]): void => {
+      for (const m of list) {
+        for (const v of m.values) {
+          const pod = v.labels.backend_pod;
+          if (pod !== undefined && !live.has(pod)) gone.add(pod);
+        }
       }
-    }
-    if (gone.size === 0) return;
-    for (const list of reported) {
+    };
+    for (const f of this.families.values()) leftPods([f.json]);
+    for (const list of standIns) leftPods(list);
+    if (gone.size === 0) return standIns;
+    for (const list of answered) {
       for (const m of list) for (const v of m.values) if (v.labels.backend_pod !== undefined) gone.delete(v.labels.backend_pod);
     }
-    if (gone.size === 0) return;
+    if (gone.size === 0) return standIns;
+    const kept = (v: MetricValue): boolean => v.labels.backend_pod === undefined || !gone.has(v.labels.backend_pod);
     for (const f of this.families.values()) {
-      for (const [key, v] of f.byKey) if (v.labels.backend_pod !== undefined && gone.has(v.labels.backend_pod)) f.byKey.delete(key);
+      for (const [key, v] of f.byKey) if (!kept(v)) f.byKey.delete(key);
       f.json.values = [...f.byKey.values()];
     }
+    // New lists: the answers kept as `last` are not changed.
+    return standIns.map((list) => list.map((m) => (m.values.every(kept) ? m : { ...m, values: m.values.filter(kept) })));
   }
 
   /** The sums so far, as one worker's answer (empty when no worker exited after answering). */

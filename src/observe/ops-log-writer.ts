@@ -31,6 +31,12 @@ export class StderrLines {
     this.drain();
   };
 
+  /**
+   * The line saying that `dropped` lines were dropped; OpsLog sets it to a line of its format (a
+   * JSON log stays JSON for the collector that parses it).
+   */
+  droppedLine: (dropped: number) => string = (dropped) => `${new Date().toISOString()} warn ops-log: ${droppedMessage(dropped)}\n`;
+
   constructor(private readonly fd = 2) {}
 
   /** One whole line (at most PIPE_BUF bytes, its newline included). */
@@ -93,7 +99,7 @@ export class StderrLines {
       this.queuedBytes -= buf.length;
     }
     if (this.dropped > 0) {
-      const note = Buffer.from(`${new Date().toISOString()} warn ops-log: ${this.dropped} operational log line(s) dropped: stderr was not read\n`);
+      const note = Buffer.from(this.droppedLine(this.dropped));
       this.dropped = 0;
       if (this.tryWrite(note) < 0) this.enqueue(note);
     }
@@ -107,10 +113,22 @@ export class StderrLines {
   }
 }
 
+export function droppedMessage(dropped: number): string {
+  return `${dropped} operational log line(s) dropped: stderr was not read`;
+}
+
 /** The process's one writer of stderr lines. */
 let shared: StderrLines | null = null;
 
 export function stderrLines(): StderrLines {
-  shared ??= new StderrLines();
+  if (shared === null) {
+    // The EAGAIN path above needs fd 2 non-blocking. A pipe from the parent (a container runtime,
+    // a shell) is blocking until Node opens process.stderr on it (libuv sets O_NONBLOCK then); until
+    // then a write to a pipe the reader does not empty stops the event loop. Opened here rather than
+    // left to whichever module reads process.stderr first (today a dependency of the workers).
+    // A terminal is set blocking instead (writes to it are fast), a file needs neither.
+    void process.stderr;
+    shared = new StderrLines();
+  }
   return shared;
 }

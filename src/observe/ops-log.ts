@@ -10,7 +10,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { jsonStringBytes, LINE_BYTES, splitByBytes, utf8Bytes } from './ops-log-parts.js';
-import { stderrLines } from './ops-log-writer.js';
+import { droppedMessage, stderrLines } from './ops-log-writer.js';
 
 export type OpsLogFormat = 'json' | 'text';
 export type OpsLevel = 'info' | 'warn' | 'error';
@@ -23,13 +23,19 @@ const RESERVED = new Set(['time', 'level', 'process', 'pid', 'event', 'message',
 /** Room kept in each part for `(part 99999/99999) ` or `,"part":99999,"parts":99999`. */
 const PART_MARK_BYTES = 32;
 
+/** Where lines go unless told otherwise: the process's stderr writer. */
+const toStderr = (line: string): void => stderrLines().write(line);
+
 export class OpsLog {
   constructor(
     private readonly format: OpsLogFormat,
     private readonly role: 'primary' | 'worker',
-    private readonly write: (line: string) => void = (line) => stderrLines().write(line),
+    private readonly write: (line: string) => void = toStderr,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    // The writer's note of lines it dropped is a line of this log, in its format.
+    if (write === toStderr) stderrLines().droppedLine = (dropped) => this.line('warn', 'ops-log', droppedMessage(dropped), { dropped });
+  }
 
   info(event: string, message: string, fields?: OpsFields): void {
     this.emit('info', event, message, fields);

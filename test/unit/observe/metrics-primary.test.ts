@@ -195,4 +195,31 @@ describe('attachMetricsPrimary', () => {
     expect(later).toMatch(/^inference_router_upstream_connect_failures_total\{backend_pod="pod-a",pod="pod-a"\} 2$/m);
     detach();
   });
+
+  it('a backend pod that left: a late worker\'s last answer does not keep part of its sum (a drop Prometheus reads as a reset)', async () => {
+    const cluster = new EventEmitter();
+    let pods = new Set(['pod-a', 'pod-x']);
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 20, backendPods: () => pods });
+    const [a, b] = [new FakeWorker(), new FakeWorker()];
+    const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
+    const failures = (byPod: Record<string, number>): MetricJson[] => [{
+      name: 'inference_router_upstream_connect_failures_total', help: 'h', type: 'counter', aggregator: 'sum',
+      values: Object.entries(byPod).map(([pod, value]) => ({ labels: { backend_pod: pod, pod }, value })),
+    }];
+    const scrape = scraper(cluster, a);
+    const x = (t: string): number | undefined => {
+      const line = t.split('\n').find((l) => l.startsWith('inference_router_upstream_connect_failures_total{backend_pod="pod-x"'));
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    emit(a, { t: MSG_HELLO });
+    emit(b, { t: MSG_HELLO });
+    expect(x(await scrape(1, [[a, failures({ 'pod-a': 1, 'pod-x': 30 })], [b, failures({ 'pod-x': 50 })]]))).toBe(80);
+    // pod-x leaves; a applied it and answers without it, b is late: its last answer stands in.
+    // Its 50 alone would read as a counter reset (80 -> 50, rate() counting 50 new failures).
+    pods = new Set(['pod-a']);
+    const after = await scrape(2, [[a, failures({ 'pod-a': 1 })]]);
+    expect(x(after)).toBeUndefined();
+    expect(after).toMatch(/^inference_router_upstream_connect_failures_total\{backend_pod="pod-a",pod="pod-a"\} 1$/m);
+    detach();
+  });
 });

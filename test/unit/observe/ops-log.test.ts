@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { OpsLog } from '../../../src/observe/ops-log.js';
 import { LINE_BYTES } from '../../../src/observe/ops-log-parts.js';
 
@@ -97,7 +100,36 @@ describe('OpsLog', () => {
     expect(byPid.size).toBe(2);
     for (const messages of byPid.values()) {
       const joined = messages.join('');
-      expect(joined).toBe(Array.from({ length: 300 }, (_, i) => `long ${i} ${'L'.repeat(8000)}`).join(''));
+      expect(joined).toBe(Array.from({ length: 100 }, (_, i) => `long ${i} ${'L'.repeat(8000)}`).join(''));
     }
   }, 60_000);
+
+  it('json: the line saying that lines were dropped (a reader behind) is a JSON line too', async () => {
+    const writer = new URL('./fixtures/ops-log-writer.mjs', import.meta.url).pathname;
+    const child = spawn(process.execPath, [writer, 'flood'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Not read for a while: the 2.4 MB logged at once overflow the writer's queue.
+    child.stderr!.pause();
+    setTimeout(() => child.stderr!.resume(), 300);
+    let text = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => { text += d; });
+    await new Promise((resolve) => child.on('close', resolve));
+    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const note = records.find((r) => r.event === 'ops-log');
+    expect(note).toMatchObject({ level: 'warn', process: 'worker', pid: child.pid, dropped: expect.any(Number) });
+    expect(note!.message).toMatch(/^\d+ operational log line\(s\) dropped: stderr was not read$/);
+  }, 30_000);
+
+  it('a stderr pipe that is not read does not stop the process (given blocking, as a container runtime gives it)', async () => {
+    const writer = new URL('./fixtures/ops-log-stalled.mjs', import.meta.url).pathname;
+    const logged = join(mkdtempSync(join(tmpdir(), 'ops-log-')), 'logged');
+    // The shell's pipe(2) is blocking, and `sleep` holds its read end without reading.
+    const sh = spawn('sh', ['-c', `node ${writer} ${logged} 2>&1 >/dev/null | sleep 30`], { stdio: 'ignore', detached: true });
+    try {
+      const until = Date.now() + 5000;
+      while (!existsSync(logged) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(logged)).toBe(true);
+    } finally {
+      process.kill(-sh.pid!, 'SIGKILL');
+    }
+  }, 20_000);
 });
