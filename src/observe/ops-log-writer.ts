@@ -42,8 +42,13 @@ export class StderrLines {
   /** One whole line (at most PIPE_BUF bytes, its newline included). */
   write(line: string): void {
     const buf = Buffer.from(line);
-    if (this.queue.length === 0 && this.tryWrite(buf) === buf.length) return;
-    this.enqueue(buf);
+    if (this.queue.length > 0) {
+      this.enqueue(buf);
+      return;
+    }
+    const n = this.tryWrite(buf);
+    if (n === buf.length) return;
+    this.enqueue(n > 0 ? buf.subarray(n) : buf); // a short write (a file at its size limit): the rest, once
   }
 
   /** Lines waiting for the reader. */
