@@ -47,6 +47,20 @@ function scraper(cluster: EventEmitter, a: FakeWorker) {
   };
 }
 
+/** A connect-failures counter answer of one worker, by backend pod. */
+function failures(byPod: Record<string, number>): MetricJson[] {
+  return [{
+    name: 'inference_router_upstream_connect_failures_total', help: 'h', type: 'counter', aggregator: 'sum',
+    values: Object.entries(byPod).map(([pod, value]) => ({ labels: { backend_pod: pod, pod }, value })),
+  }];
+}
+
+/** pod-x's connect failures in an exposition text; undefined when it has no series. */
+function x(t: string): number | undefined {
+  const line = t.split('\n').find((l) => l.startsWith('inference_router_upstream_connect_failures_total{backend_pod="pod-x"'));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
 describe('attachMetricsPrimary', () => {
   it('asks only workers that said hello, sums their answers, answers the asking worker', async () => {
     const cluster = new EventEmitter();
@@ -171,15 +185,7 @@ describe('attachMetricsPrimary', () => {
     const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 60_000, backendPods: () => pods });
     const [a, b] = [new FakeWorker(), new FakeWorker()];
     const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
-    const failures = (byPod: Record<string, number>): MetricJson[] => [{
-      name: 'inference_router_upstream_connect_failures_total', help: 'h', type: 'counter', aggregator: 'sum',
-      values: Object.entries(byPod).map(([pod, value]) => ({ labels: { backend_pod: pod, pod }, value })),
-    }];
     const scrape = scraper(cluster, a);
-    const x = (t: string): number | undefined => {
-      const line = t.split('\n').find((l) => l.startsWith('inference_router_upstream_connect_failures_total{backend_pod="pod-x"'));
-      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
-    };
     emit(a, { t: MSG_HELLO });
     emit(b, { t: MSG_HELLO });
     expect(x(await scrape(1, [[a, failures({ 'pod-a': 1, 'pod-x': 1 })], [b, failures({ 'pod-x': 3 })]], b))).toBe(4);
@@ -202,15 +208,7 @@ describe('attachMetricsPrimary', () => {
     const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 20, backendPods: () => pods });
     const [a, b] = [new FakeWorker(), new FakeWorker()];
     const emit = (w: FakeWorker, m: unknown) => cluster.emit('message', w as unknown as Worker, m);
-    const failures = (byPod: Record<string, number>): MetricJson[] => [{
-      name: 'inference_router_upstream_connect_failures_total', help: 'h', type: 'counter', aggregator: 'sum',
-      values: Object.entries(byPod).map(([pod, value]) => ({ labels: { backend_pod: pod, pod }, value })),
-    }];
     const scrape = scraper(cluster, a);
-    const x = (t: string): number | undefined => {
-      const line = t.split('\n').find((l) => l.startsWith('inference_router_upstream_connect_failures_total{backend_pod="pod-x"'));
-      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
-    };
     emit(a, { t: MSG_HELLO });
     emit(b, { t: MSG_HELLO });
     expect(x(await scrape(1, [[a, failures({ 'pod-a': 1, 'pod-x': 30 })], [b, failures({ 'pod-x': 50 })]]))).toBe(80);
