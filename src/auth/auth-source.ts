@@ -16,9 +16,14 @@ export function loadAuthConfigFile(file: string): AuthConfig {
   return parseAuthConfig(readText(file), file);
 }
 
+/** An AuthSource's log line and its level. */
+export type AuthLog = (m: string, level: 'info' | 'warn') => void;
+
 export class AuthSource {
   readonly file: string;
-  private readonly log: (m: string) => void;
+  /** Where its lines go: `warn` for a file refused, unreadable or polled and a key set not fetched, `info` for a reload applied. */
+  private readonly log: AuthLog;
+  private readonly warn: (m: string) => void;
   private readonly opts: AuthenticatorOptions;
   private lastText = '';
   /** The text of the config in use (the last good one). */
@@ -34,10 +39,11 @@ export class AuthSource {
    */
   readonly authorize = (x: Exchange, model: string): Tenant | Promise<Tenant> => this.current.identify(x.authorization, model);
 
-  constructor(file: string, log: (m: string) => void, opts: AuthenticatorOptions = {}) {
+  constructor(file: string, log: AuthLog, opts: AuthenticatorOptions = {}) {
     this.file = file;
     this.log = log;
-    this.opts = { log, ...opts };
+    this.warn = (m) => log(m, 'warn');
+    this.opts = { log: this.warn, ...opts };
   }
 
   /** The Authenticator of the last good file. Throws before start(). */
@@ -66,13 +72,13 @@ export class AuthSource {
     } catch (err) {
       if (lastGood === null) throw err;
       this.rejected++;
-      this.log(`auth file not usable, starting with the last good config: ${(err as Error).message}`);
+      this.warn(`auth file not usable, starting with the last good config: ${(err as Error).message}`);
       this.auth = new Authenticator(parseAuthConfig(lastGood, this.file), this.opts);
       this.goodText = lastGood;
       if (text === '') text = lastGood; // unreadable: the watch reads again and reports
     }
     this.lastText = text;
-    this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs, log: this.log });
+    this.watcher = new FileWatch(this.file, () => this.reload(), { fastPollMs: intervalMs, log: this.warn });
     this.watcher.start(); // reports once when in place: a change since the read above is not missed (same text: no-op)
   }
 
@@ -83,7 +89,7 @@ export class AuthSource {
       text = readText(this.file);
     } catch (err) {
       this.rejected++;
-      this.log(`auth reload failed, keeping the last good config: ${(err as Error).message}`);
+      this.warn(`auth reload failed, keeping the last good config: ${(err as Error).message}`);
       return false;
     }
     if (text === this.lastText) return false;
@@ -93,12 +99,12 @@ export class AuthSource {
       config = parseAuthConfig(text, this.file);
     } catch (err) {
       this.rejected++;
-      this.log(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
+      this.warn(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
       return false;
     }
     this.auth = new Authenticator(config, this.opts, this.auth);
     this.goodText = text;
-    this.log(`auth reloaded from ${this.file}: ${config.apiKeys.length} API keys, JWT ${config.jwt === null ? 'off' : 'on'}`);
+    this.log(`auth reloaded from ${this.file}: ${config.apiKeys.length} API keys, JWT ${config.jwt === null ? 'off' : 'on'}`, 'info');
     return true;
   }
 
@@ -109,7 +115,7 @@ export class AuthSource {
 }
 
 /** The AuthSource for the auth file (ROUTER_AUTH_CONFIG), started; null when there is none. */
-export function startAuthSource(file: string | null, log: (m: string) => void): AuthSource | null {
+export function startAuthSource(file: string | null, log: AuthLog): AuthSource | null {
   if (file === null || file === '') return null;
   const source = new AuthSource(file, log);
   source.start();

@@ -5,11 +5,11 @@
  * follows the file too, for the text it last found valid, starts with that, and applies the
  * file's next valid change as every worker does.
  */
-import { AuthSource } from '../auth/auth-source.js';
+import { AuthSource, type AuthLog } from '../auth/auth-source.js';
 import type { PrimaryToWorker } from '../primary/messages.js';
 
 /** The started AuthSource for ROUTER_AUTH_CONFIG, or null when there is none. */
-export async function startWorkerAuth(file: string | null, log: (m: string) => void): Promise<AuthSource | null> {
+export async function startWorkerAuth(file: string | null, log: AuthLog): Promise<AuthSource | null> {
   if (file === null || file === '') return null;
   const source = new AuthSource(file, log);
   try {

@@ -43,7 +43,11 @@ describe('AuthSource', () => {
   it('swaps in a valid change and keeps the last good config on a bad one', () => {
     const f = file(keys('a'));
     const logs: string[] = [];
-    const s = new AuthSource(f, (m) => logs.push(m));
+    const levels: string[] = [];
+    const s = new AuthSource(f, (m, level) => {
+      logs.push(m);
+      levels.push(level);
+    });
     s.start();
     try {
       expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
@@ -58,6 +62,8 @@ describe('AuthSource', () => {
       expect(s.reload()).toBe(false);
       expect(s.rejected).toBe(1);
       expect(logs.at(-1)).toMatch(/auth reload rejected, keeping the last good config: .*auth\.yaml: apiKeys\[0\]\.sha256/);
+      // A reload applied is information; one refused is a warning (a broken file in production).
+      expect(levels.slice(-2)).toEqual(['info', 'warn']);
       expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
 
       rmSync(f);
