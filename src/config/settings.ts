@@ -1,3 +1,4 @@
+import { isIP, isIPv6 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { durationSetting, type DurationRange } from './duration-setting.js';
 
@@ -181,7 +182,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     resources: source === 'file' ? resources : null,
     // Not 0: every worker would listen on a port of its own choosing, none of them known.
     port: portRaw === undefined ? 8080 : parseIntIn(flags.has('--port') ? '--port' : 'ROUTER_PORT', portRaw, 1, 65535),
-    host: pick('--host', 'ROUTER_HOST') ?? '0.0.0.0',
+    host: listenHost(flags.has('--host') ? '--host' : 'ROUTER_HOST', pick('--host', 'ROUTER_HOST') ?? '0.0.0.0'),
     workers: workersRaw === undefined
       ? availableParallelism()
       : parseIntIn(flags.has('--workers') ? '--workers' : 'ROUTER_WORKERS', workersRaw, 1, 256),
@@ -212,4 +213,22 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
       : parseIntIn('ROUTER_UPSTREAM_CONNECTIONS', env.ROUTER_UPSTREAM_CONNECTIONS, 1, 65535),
     upstreamIdleTimeoutMs: durationMs('ROUTER_UPSTREAM_IDLE_TIMEOUT', env.ROUTER_UPSTREAM_IDLE_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, { min: 100, max: 3_600_000 }),
   });
+}
+
+/**
+ * The listen address as given, with an IPv6 address's brackets taken off (`[::]`, as URLs write
+ * it, is `::`). An address with a port (`0.0.0.0:8080`) is refused: the port is --port.
+ */
+export function listenHost(name: string, raw: string): string {
+  const host = raw.trim();
+  if (host.startsWith('[') || host.endsWith(']')) {
+    const inner = host.slice(1, -1);
+    if (host.startsWith('[') && host.endsWith(']') && isIPv6(inner)) return inner;
+    throw new UsageError(`${name}: expected an address or host name (an IPv6 address with or without brackets), got "${raw}"`);
+  }
+  const withPort = /^(.*):(\d+)$/.exec(host);
+  if (withPort !== null && !isIPv6(host) && withPort[1] !== '' && isIP(withPort[1]) !== 6) {
+    throw new UsageError(`${name}: give the address alone ("${withPort[1]}"); the port is --port (ROUTER_PORT), got "${raw}"`);
+  }
+  return host;
 }

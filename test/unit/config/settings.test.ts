@@ -14,6 +14,11 @@ describe('parseSettings', () => {
     const s = parseSettings(['--resources', 'r.yaml'], {})!;
     expect(s.port).toBe(8080);
     expect(s.host).toBe('0.0.0.0');
+    // An IPv6 address as URLs write it, in brackets, is taken without them; IPv6 addresses end in digits after a colon too.
+    expect(parseSettings(['--resources', 'r', '--host', '[::]'], {})!.host).toBe('::');
+    expect(parseSettings(['--resources', 'r'], { ROUTER_HOST: '[fd00::5]' })!.host).toBe('fd00::5');
+    expect(parseSettings(['--resources', 'r', '--host', 'fd00::5'], {})!.host).toBe('fd00::5');
+    expect(parseSettings(['--resources', 'r', '--host', '::1'], {})!.host).toBe('::1');
     expect(s.workers).toBeGreaterThanOrEqual(1);
     expect(s.drainTimeoutMs).toBe(30_000);
     expect(s.upstreamTimeoutMs).toBe(300_000);
@@ -49,6 +54,10 @@ describe('parseSettings', () => {
     [['--resources', 'r', '--worker', '2'], {}, 'unknown option "--worker"; did you mean --workers?'],
     [['--resources'], {}, '--resources needs a value'],
     [['--resources', 'r', '--host', ''], {}, '--host needs a value, got an empty one'],
+    [['--resources', 'r', '--host', '0.0.0.0:8080'], {}, '--host: give the address alone ("0.0.0.0"); the port is --port (ROUTER_PORT), got "0.0.0.0:8080"'],
+    [['--resources', 'r'], { ROUTER_HOST: 'localhost:9000' }, 'ROUTER_HOST: give the address alone ("localhost")'],
+    [['--resources', 'r', '--host', '[::'], {}, '--host: expected an address or host name (an IPv6 address with or without brackets), got "[::"'],
+    [['--resources', 'r', '--host', '[localhost]'], {}, '--host: expected an address or host name'],
     [['--resources', 'r', '--port='], {}, '--port needs a value, got an empty one'],
     [['--resources', 'r', '--workers', ' '], {}, '--workers needs a value, got an empty one'],
     [['--resources', ''], {}, '--resources needs a value, got an empty one'],
