@@ -98,8 +98,7 @@ export class FileWatch {
     this.closeWatch();
     if (this.settleTimer !== null) clearTimeout(this.settleTimer);
     this.settleTimer = null;
-    if (this.retryTimer !== null) clearInterval(this.retryTimer);
-    this.retryTimer = null;
+    this.stopRetry();
     if (this.armedTimer !== null) clearTimeout(this.armedTimer);
     this.armedTimer = null;
     this.stopPoll();
@@ -118,8 +117,7 @@ export class FileWatch {
       w.on('error', this.eventSeen); // the watched file went away under it: armed again once settled
       this.watcher = w;
       this.mode = 'inotify';
-      if (this.retryTimer !== null) clearInterval(this.retryTimer);
-      this.retryTimer = null;
+      this.stopRetry();
       this.poll(this.o.safetyPollMs);
       return true;
     } catch (err) {
@@ -133,8 +131,7 @@ export class FileWatch {
         }
       } else {
         this.mode = 'poll';
-        if (this.retryTimer !== null) clearInterval(this.retryTimer);
-        this.retryTimer = null;
+        this.stopRetry();
         if (this.pollMs !== this.o.fastPollMs) {
           // Polled from now on. The poll's first stat is taken later: a change landing between the
           // reader's read (which follows) and that stat would look like no change to it.
@@ -156,6 +153,12 @@ export class FileWatch {
     if (this.stopped) return;
     if (this.rearm() || this.mode === 'poll') this.onChange();
   };
+
+  /** Stops looking for a missing file (it is back, watched or polled, or the watch stopped). */
+  private stopRetry(): void {
+    if (this.retryTimer !== null) clearInterval(this.retryTimer);
+    this.retryTimer = null;
+  }
 
   /** Logs once why the file is polled. */
   private tellPolled(err: NodeJS.ErrnoException): void {

@@ -51,19 +51,21 @@ export class StderrLines {
     this.enqueue(n > 0 ? buf.subarray(n) : buf); // a short write (a file at its size limit): the rest, once
   }
 
-  /** Lines waiting for the reader. */
-  get pending(): number {
-    return this.queue.length;
-  }
-
   /** Bytes written (whole, or what a short write to a file took), -1 for EAGAIN; other errors drop the line. */
-  private tryWrite(buf: Buffer, offset = 0): number {
+  private tryWrite(buf: Buffer): number {
     try {
-      return writeSync(this.fd, buf, offset, buf.length - offset);
+      return writeSync(this.fd, buf);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return -1;
-      return buf.length - offset; // stderr is gone or broken: nothing to tell anyone
+      return buf.length; // stderr is gone or broken: nothing to tell anyone
     }
+  }
+
+  /** Tries the queue again in RETRY_MS (once: a retry already due stands). */
+  private retryLater(): void {
+    if (this.timer !== null) return;
+    this.timer = setTimeout(this.onRetry, RETRY_MS);
+    this.timer.unref();
   }
 
   private enqueue(buf: Buffer): void {
@@ -73,10 +75,7 @@ export class StderrLines {
     }
     this.queue.push(buf);
     this.queuedBytes += buf.length;
-    if (this.timer === null) {
-      this.timer = setTimeout(this.onRetry, RETRY_MS);
-      this.timer.unref();
-    }
+    this.retryLater();
     if (!this.exitHooked) {
       this.exitHooked = true;
       process.once('exit', () => this.flushAtExit());
@@ -89,10 +88,7 @@ export class StderrLines {
       const buf = this.queue[0];
       const n = this.tryWrite(buf);
       if (n < 0) {
-        if (this.timer === null) {
-          this.timer = setTimeout(this.onRetry, RETRY_MS);
-          this.timer.unref();
-        }
+        this.retryLater();
         return false;
       }
       if (n < buf.length) {

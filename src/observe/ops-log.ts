@@ -67,14 +67,13 @@ export class OpsLog {
   parts(level: OpsLevel, event: string, message: string, fields?: OpsFields): string[] {
     const time = this.now().toISOString();
     if (this.format === 'text') {
-      const head = `${time} ${level} [${this.role} ${process.pid}] ${event}: `;
+      const head = this.textHead(time, level, event);
       const budget = LINE_BYTES - 1 - Buffer.byteLength(head) - PART_MARK_BYTES;
-      const pieces = splitByBytes(message.replace(/\r?\n/g, '\\n'), budget, utf8Bytes);
+      const pieces = splitByBytes(textMessage(message), budget, utf8Bytes);
       return pieces.map((p, i) => `${head}(part ${i + 1}/${pieces.length}) ${p}\n`);
     }
     const base = { time, level, process: this.role, pid: process.pid, event };
-    let own: Record<string, unknown> = {};
-    if (fields !== undefined) for (const k of Object.keys(fields)) if (!RESERVED.has(k)) own[k] = fields[k];
+    let own = withFields({}, fields);
     let ownBytes = Buffer.byteLength(JSON.stringify(own));
     if (ownBytes > LINE_BYTES / 2) {
       message = `${message} ${JSON.stringify(own)}`;
@@ -90,11 +89,24 @@ export class OpsLog {
   line(level: OpsLevel, event: string, message: string, fields?: OpsFields): string {
     const time = this.now().toISOString();
     if (this.format === 'json') {
-      const o: Record<string, unknown> = { time, level, process: this.role, pid: process.pid, event, message };
-      if (fields !== undefined) for (const k of Object.keys(fields)) if (!RESERVED.has(k)) o[k] = fields[k];
-      return `${JSON.stringify(o)}\n`;
+      return `${JSON.stringify(withFields({ time, level, process: this.role, pid: process.pid, event, message }, fields))}\n`;
     }
-    // One event, one line: a multi-line message (an error's stack) keeps its breaks escaped.
-    return `${time} ${level} [${this.role} ${process.pid}] ${event}: ${message.replace(/\r?\n/g, '\\n')}\n`;
+    return `${this.textHead(time, level, event)}${textMessage(message)}\n`;
   }
+
+  /** What a text line starts with, up to its message. */
+  private textHead(time: string, level: OpsLevel, event: string): string {
+    return `${time} ${level} [${this.role} ${process.pid}] ${event}: `;
+  }
+}
+
+/** `o` with the fields added but those named as one of every line's keys (RESERVED). */
+function withFields(o: Record<string, unknown>, fields: OpsFields | undefined): Record<string, unknown> {
+  if (fields !== undefined) for (const k of Object.keys(fields)) if (!RESERVED.has(k)) o[k] = fields[k];
+  return o;
+}
+
+/** A message as a text line writes it: one event, one line, a multi-line message (an error's stack) with its breaks escaped. */
+function textMessage(message: string): string {
+  return message.replace(/\r?\n/g, '\\n');
 }
