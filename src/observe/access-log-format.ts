@@ -3,6 +3,7 @@ import { jsonString, LastEscaped, textErrorType, textValue } from './access-log-
 import { isAscii } from '../ascii-text.js';
 import { isoTimestamp } from './access-log-timestamp.js';
 import { Buffer } from 'node:buffer';
+import { PIPE_BUF } from './pipe-buf.js';
 
 /**
  * The two access-log formats (docs/access-log.md). Each returns one line without the trailing
@@ -10,8 +11,8 @@ import { Buffer } from 'node:buffer';
  * string values shortened and marked with TRUNCATION_MARKER (see `fitLine`).
  */
 
-/** A record plus its newline never exceeds this many bytes (PIPE_BUF on Linux). */
-export const MAX_RECORD_BYTES = 4096;
+/** A record plus its newline never exceeds this many bytes. */
+export const MAX_RECORD_BYTES = PIPE_BUF;
 /** Longest line a formatter returns (the newline is added by the writer). */
 export const MAX_LINE_BYTES = MAX_RECORD_BYTES - 1;
 /** Appended to a value that was shortened to keep its record within MAX_RECORD_BYTES. */

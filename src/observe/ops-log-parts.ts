@@ -7,9 +7,10 @@
  * LINE_BYTES is written as several lines, each whole and within it, the message split between
  * them and each marked `part` of `parts`.
  */
+import { PIPE_BUF } from './pipe-buf.js';
 
-/** Most bytes of one line, its newline included (PIPE_BUF on Linux). */
-export const LINE_BYTES = 4096;
+/** Most bytes of one line, its newline included. */
+export const LINE_BYTES = PIPE_BUF;
 
 /** Bytes a code point takes in UTF-8. */
 export function utf8Bytes(cp: number): number {
