@@ -1,6 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { RouterMetrics } from './metrics.js';
-import { WorkerMetricsLink } from './metrics-cluster.js';
+import { WorkerMetricsLink, type WorkerMetricsLinkOptions } from './metrics-cluster.js';
 import { sendPlain } from '../http/plain-answer.js';
 
 const TEXT_TYPE = 'text/plain; charset=utf-8';
@@ -11,7 +11,7 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
  * request, answered with the same headers and no body; `draining()` when the answer is written:
  * the connection closes after it.
  */
-export function metricsHandler(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}): (res: HttpResponse, head: boolean, draining: () => boolean) => void {
+export function metricsHandler(metrics: RouterMetrics, opts: WorkerMetricsLinkOptions = {}): (res: HttpResponse, head: boolean, draining: () => boolean) => void {
   const link = new WorkerMetricsLink(metrics, opts);
   const contentType = metrics.contentType;
   return (res, head, draining) => {

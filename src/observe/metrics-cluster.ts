@@ -7,7 +7,8 @@
  *   worker -> primary  { t: 'metrics:hello' }                 this worker answers collects
  *   worker -> primary  { t: 'metrics:get', id }               a scrape arrived
  *   primary -> worker  { t: 'metrics:collect', id }           send your registry
- *   worker -> primary  { t: 'metrics:data', id, metrics }     getMetricsAsJSON() result
+ *   worker -> primary  { t: 'metrics:data', id, metrics, podEpochs }  getMetricsAsJSON() result, and
+ *                      the epochs of the backend pods of the configuration applied (backend-pod-epochs.ts)
  *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text
  *
  * Why not AggregatorRegistry.clusterMetrics(): it asks every connected worker and fails the whole
@@ -19,8 +20,10 @@
  * and histograms of its last answer in every later sum, and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
  * the primary saw its exit: a worker dying). The exited workers' series of a backend pod that left
- * the configuration go too, as do a late worker's, once no live worker's answer reports that pod
- * (`backendPods`).
+ * the configuration go too, as do a late worker's, once no answering worker has that pod
+ * (`backendPods`). A backend pod's series are summed at one epoch at a time (backend-pod-epochs.ts):
+ * what was counted for it before it left the configuration and came back goes, the workers' that
+ * moved on, exited or are late included, once no answering worker still has the pod at that epoch.
  * prom-client's own messages (`type: 'prom-client:...'`) and other modules' `t` prefixes pass
  * through untouched.
  */
@@ -28,7 +31,8 @@ import type { Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
-import { monotonicPart, RetiredCounts } from './metrics-retained.js';
+import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
+import { countedPods, epochOf, isMonotonic, shownPart, ShownEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 
 export const MSG_HELLO = 'metrics:hello';
@@ -41,6 +45,7 @@ interface Msg {
   t: string;
   id?: number;
   metrics?: MetricJson[];
+  podEpochs?: PodEpochs;
   text?: string;
   error?: string;
 }
@@ -64,7 +69,7 @@ interface Gather {
   readonly requestId: number;
   readonly waiting: Set<Worker>;
   /** The answers so far, by worker (one that exits meanwhile is taken out: retired has it). */
-  readonly results: Map<Worker, MetricJson[]>;
+  readonly results: Map<Worker, PodAnswer>;
   /**
    * Workers that could not be asked (channel already closed, send failed): a dying worker whose
    * exit the primary has not seen yet. Their last counters stand in, as for one that is late.
@@ -86,14 +91,15 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
   const ready = new Set<Worker>();
   const gathers = new Map<number, Gather>();
   /** Each live worker's last answer: its counters stand in when it misses a scrape, and stay when it exits. */
-  const last = new Map<Worker, MetricJson[]>();
+  const last = new Map<Worker, PodAnswer>();
   const retired = new RetiredCounts();
+  const shown = new ShownEpochs();
   let nextId = 1;
 
   /** A worker's counters of its last answer, in place of one it did not give (none once it exited: retired has them). */
-  const standIn = (w: Worker, lists: MetricJson[][]): void => {
+  const standIn = (w: Worker, parts: PodAnswer[]): void => {
     const prev = last.get(w);
-    if (prev !== undefined) lists.push(monotonicPart(prev));
+    if (prev !== undefined) parts.push({ metrics: monotonicPart(prev.metrics), epochs: prev.epochs });
   };
 
   const finish = (id: number): void => {
@@ -103,13 +109,19 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     if (g.timer !== null) clearTimeout(g.timer);
     const answered = g.results.size;
     const missing = g.waiting.size;
-    const lists = [...g.results.values()];
-    let standIns: MetricJson[][] = [];
+    const answers = [...g.results.values()];
+    const standIns: PodAnswer[] = [];
     for (const w of g.waiting) standIn(w, standIns);
     for (const w of g.unreachable) standIn(w, standIns);
-    const pods = opts.backendPods?.() ?? null;
-    if (pods !== null) standIns = retired.dropBackendPods(pods, lists, standIns);
-    lists.push(...standIns, retired.list);
+    const pods = new Set<string>();
+    for (const a of answers) countedPods(a.metrics, pods);
+    for (const s of standIns) countedPods(s.metrics, pods);
+    retired.pods(pods);
+    shown.decide(pods, answers, opts.backendPods?.() ?? null, (pod) => partEpochs(pod, standIns, retired.epochsOf(pod)));
+    retired.settle(shown);
+    const lists = answers.map((a) => shownPart(a.metrics, a.epochs, shown, false));
+    for (const s of standIns) lists.push(shownPart(s.metrics, s.epochs, shown, true));
+    lists.push(retired.list(shown));
     const bounded = tenants.apply(lists);
     bounded.push([scrapeWorkers(answered, missing)]);
     let text: Promise<string>;
@@ -153,8 +165,18 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     } else if (m.t === MSG_DATA && typeof m.id === 'number' && Array.isArray(m.metrics)) {
       const g = gathers.get(m.id);
       if (g === undefined || !g.waiting.delete(worker)) return;
-      g.results.set(worker, m.metrics);
-      last.set(worker, m.metrics);
+      const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
+      const prev = last.get(worker);
+      if (prev !== undefined) {
+        const moved = movedOn(prev, answer);
+        if (moved.length > 0) {
+          retired.add(moved, prev.epochs);
+          // In retired now: a scrape still gathering that has the older answer takes this one.
+          for (const other of gathers.values()) if (other.results.has(worker)) other.results.set(worker, answer);
+        }
+      }
+      g.results.set(worker, answer);
+      last.set(worker, answer);
       if (g.waiting.size === 0) finish(m.id);
     }
   };
@@ -164,7 +186,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     const prev = last.get(worker);
     if (prev !== undefined) {
       last.delete(worker);
-      retired.add(prev);
+      retired.add(prev.metrics, prev.epochs);
     }
     for (const [id, g] of gathers) {
       g.results.delete(worker); // in retired now: counted once
@@ -179,6 +201,21 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     cluster.off('exit', onExit);
     for (const id of [...gathers.keys()]) finish(id);
   };
+}
+
+/** The epochs of `pod` in the stand-ins that count it and in `kept` (the retired counts'). */
+function* partEpochs(pod: string, standIns: readonly PodAnswer[], kept: Iterable<number>): Generator<number> {
+  for (const s of standIns) {
+    if (s.metrics.some((m) => isMonotonic(m) && m.values.some((v) => v.labels.backend_pod === pod))) yield epochOf(s.epochs, pod);
+  }
+  yield* kept;
+}
+
+/** The pod epochs of a worker's answer, when it gave them (a plain object of numbers). */
+function podEpochsOf(x: unknown): PodEpochs | null {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return null;
+  for (const v of Object.values(x)) if (typeof v !== 'number') return null;
+  return x as PodEpochs;
 }
 
 function reply(g: Gather, m: Msg): void {
@@ -202,6 +239,15 @@ interface Pending {
 }
 
 /**
+ * `timeoutMs`: how long a scrape waits for the primary (default 5000). `podEpochs`: the epochs of
+ * the backend pods of the configuration this process applied (null before one; unset: not told).
+ */
+export interface WorkerMetricsLinkOptions {
+  timeoutMs?: number;
+  podEpochs?: () => PodEpochs | null;
+}
+
+/**
  * Worker side of one process: answers the primary's collects from `metrics.registry`, and fetches
  * the instance-wide text for a scrape. Without an IPC channel (not under node:cluster) a scrape
  * gets this process's own metrics.
@@ -209,6 +255,7 @@ interface Pending {
 export class WorkerMetricsLink {
   private readonly metrics: RouterMetrics;
   private readonly timeoutMs: number;
+  private readonly podEpochs: () => PodEpochs | null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private readonly onMessage = (message: unknown): void => {
@@ -216,8 +263,10 @@ export class WorkerMetricsLink {
     if (m === null || typeof m.id !== 'number') return;
     if (m.t === MSG_COLLECT) {
       const id = m.id;
+      // Read with the counters (no configuration is applied between: getMetricsAsJSON() reads them without waiting for I/O).
+      const podEpochs = this.podEpochs() ?? undefined;
       this.metrics.registry.getMetricsAsJSON().then(
-        (metrics) => send({ t: MSG_DATA, id, metrics: metrics as unknown as MetricJson[] }),
+        (metrics) => send({ t: MSG_DATA, id, metrics: metrics as unknown as MetricJson[], podEpochs }),
         () => send({ t: MSG_DATA, id, metrics: [] }),
       );
     } else if (m.t === MSG_TEXT) {
@@ -230,9 +279,10 @@ export class WorkerMetricsLink {
     }
   };
 
-  constructor(metrics: RouterMetrics, opts: { timeoutMs?: number } = {}) {
+  constructor(metrics: RouterMetrics, opts: WorkerMetricsLinkOptions = {}) {
     this.metrics = metrics;
     this.timeoutMs = opts.timeoutMs ?? 5000;
+    this.podEpochs = opts.podEpochs ?? (() => null);
     if (process.send !== undefined) {
       process.on('message', this.onMessage);
       send({ t: MSG_HELLO });

@@ -6,97 +6,120 @@
  *   stay in every later sum (RetiredCounts). Its gauges go: they describe a process that is gone.
  * - A worker that did not answer one scrape in time: its counters and histograms of its last
  *   answer stand in for it (monotonicPart), its gauges are left out.
- * - Except the series of a backend pod that left the configuration (backend-pod-series.ts): an
- *   exited or late worker's part of them goes once no live worker's answer reports the pod either,
- *   as the live workers' own series of it went (RetiredCounts.dropBackendPods).
+ * - A worker whose answer has a backend pod at a newer epoch than its last answer, or no longer
+ *   has the pod (it applied a configuration that removed it): what its last answer counted for the
+ *   pod in the older epoch is kept here too, as an exited worker's, while that epoch is summed.
+ * - Except the series of a backend pod at an epoch that is summed no more (backend-pod-epochs.ts):
+ *   a pod that left the configuration once no answering worker has it, an older epoch of a pod
+ *   once no answering worker has it at that epoch. They go for good (RetiredCounts.settle).
  */
 import type { MetricJson, MetricValue } from './metrics-series.js';
-
-/** Counters and histograms summed across workers: the series that must not go down. */
-function isMonotonic(m: MetricJson): boolean {
-  return (m.type === 'counter' || m.type === 'histogram') && (m.aggregator ?? 'sum') === 'sum';
-}
+import { epochIn, epochOf, isMonotonic, type PodAnswer, type PodEpochs, type ShownEpochs } from './backend-pod-epochs.js';
 
 /** The counters and histograms of one worker's answer. */
 export function monotonicPart(list: readonly MetricJson[]): MetricJson[] {
   return list.filter(isMonotonic);
 }
 
-function seriesKey(name: string, v: MetricValue): string {
+/**
+ * The series of `prev` (a worker's last answer) of pods whose epoch in `next` (its new answer) is
+ * another, or that `next` does not have: what the worker counted in an epoch it moved on from.
+ */
+export function movedOn(prev: PodAnswer, next: PodAnswer): MetricJson[] {
+  const out: MetricJson[] = [];
+  const moved = new Map<string, boolean>();
+  const left = (pod: string): boolean => {
+    let m = moved.get(pod);
+    if (m === undefined) {
+      m = epochIn(next, pod) !== epochOf(prev.epochs, pod);
+      moved.set(pod, m);
+    }
+    return m;
+  };
+  for (const m of prev.metrics) {
+    if (!isMonotonic(m)) continue;
+    const values = m.values.filter((v) => v.labels.backend_pod !== undefined && left(v.labels.backend_pod));
+    if (values.length > 0) out.push({ ...m, values });
+  }
+  return out;
+}
+
+function seriesKey(name: string, v: MetricValue, epoch: number): string {
   const labels = Object.keys(v.labels).sort().map((k) => `${k}\u0001${v.labels[k]}`).join('\u0002');
-  return `${v.metricName ?? name}\u0000${labels}`;
+  return `${v.metricName ?? name}\u0000${labels}\u0000${epoch}`;
+}
+
+interface RetiredSeries {
+  readonly value: MetricValue;
+  /** Epoch of its backend pod (backend-pod-epochs.ts); NO_EPOCH for a series of no pod. */
+  readonly epoch: number;
 }
 
 interface RetiredFamily {
-  readonly json: MetricJson;
-  readonly byKey: Map<string, MetricValue>;
+  readonly json: Omit<MetricJson, 'values'>;
+  readonly byKey: Map<string, RetiredSeries>;
 }
 
 /** The counters and histograms of workers that exited, summed (one more "worker" in each scrape's sum). */
 export class RetiredCounts {
   private readonly families = new Map<string, RetiredFamily>();
 
-  /** Adds an exited worker's last answer. */
-  add(list: readonly MetricJson[]): void {
+  /** Adds an exited worker's last answer (or what one counted in an epoch it moved on from), with the epochs of its pods. */
+  add(list: readonly MetricJson[], epochs: PodEpochs | null): void {
     for (const m of list) {
       if (!isMonotonic(m)) continue;
       let f = this.families.get(m.name);
       if (f === undefined) {
-        f = { json: { name: m.name, help: m.help, type: m.type, aggregator: 'sum', values: [] }, byKey: new Map() };
+        f = { json: { name: m.name, help: m.help, type: m.type, aggregator: 'sum' }, byKey: new Map() };
         this.families.set(m.name, f);
       }
       for (const v of m.values) {
-        const key = seriesKey(m.name, v);
+        const pod = v.labels.backend_pod;
+        const epoch = pod === undefined ? 0 : epochOf(epochs, pod);
+        const key = seriesKey(m.name, v, epoch);
         const had = f.byKey.get(key);
         if (had !== undefined) {
-          had.value += v.value;
+          had.value.value += v.value;
           continue;
         }
         const copy: MetricValue = { labels: { ...v.labels }, value: v.value };
         if (v.metricName !== undefined) copy.metricName = v.metricName;
-        f.byKey.set(key, copy);
-        f.json.values.push(copy);
+        f.byKey.set(key, { value: copy, epoch });
       }
     }
   }
 
-  /**
-   * Drops the series of backend pods (label backend_pod) not in `live`, the pods of the
-   * configuration now, and not in any of `answered` (the live workers' answers to this scrape): a
-   * worker that has not applied the new configuration yet still reports them, and while it does
-   * the other parts stay in the sum (else the sum would drop, a counter reset to Prometheus).
-   * Dropped from the exited workers' sums here and from `standIns` (the last answers of workers
-   * that did not answer this scrape) in the lists returned: a late worker's part alone would be
-   * such a drop too, and its next answer, to a collect sent after the configuration, has applied it.
-   */
-  dropBackendPods(live: ReadonlySet<string>, answered: readonly (readonly MetricJson[])[], standIns: MetricJson[][]): MetricJson[][] {
-    const gone = new Set<string>();
-    const leftPods = (list: readonly MetricJson[]): void => {
-      for (const m of list) {
-        for (const v of m.values) {
-          const pod = v.labels.backend_pod;
-          if (pod !== undefined && !live.has(pod)) gone.add(pod);
-        }
-      }
-    };
-    for (const f of this.families.values()) leftPods([f.json]);
-    for (const list of standIns) leftPods(list);
-    if (gone.size === 0) return standIns;
-    for (const list of answered) {
-      for (const m of list) for (const v of m.values) if (v.labels.backend_pod !== undefined) gone.delete(v.labels.backend_pod);
-    }
-    if (gone.size === 0) return standIns;
-    const kept = (v: MetricValue): boolean => v.labels.backend_pod === undefined || !gone.has(v.labels.backend_pod);
+  /** The epochs at which a series of `pod` is kept. */
+  *epochsOf(pod: string): Generator<number> {
+    for (const f of this.families.values()) for (const s of f.byKey.values()) if (s.value.labels.backend_pod === pod) yield s.epoch;
+  }
+
+  /** Backend pods with a series kept. */
+  pods(into: Set<string>): void {
+    for (const f of this.families.values()) for (const s of f.byKey.values()) if (s.value.labels.backend_pod !== undefined) into.add(s.value.labels.backend_pod);
+  }
+
+  /** Drops for good the series of epochs of pods that `shown` will sum no more. */
+  settle(shown: ShownEpochs): void {
     for (const f of this.families.values()) {
-      for (const [key, v] of f.byKey) if (!kept(v)) f.byKey.delete(key);
-      f.json.values = [...f.byKey.values()];
+      for (const [key, s] of f.byKey) {
+        const pod = s.value.labels.backend_pod;
+        if (pod !== undefined && shown.over(pod, s.epoch)) f.byKey.delete(key);
+      }
     }
-    // New lists: the answers kept as `last` are not changed.
-    return standIns.map((list) => list.map((m) => (m.values.every(kept) ? m : { ...m, values: m.values.filter(kept) })));
   }
 
-  /** The sums so far, as one worker's answer (empty when no worker exited after answering). */
-  get list(): MetricJson[] {
-    return [...this.families.values()].map((f) => f.json);
+  /** The sums so far in this scrape (the epochs `shown` sums), as one worker's answer. */
+  list(shown: ShownEpochs): MetricJson[] {
+    const out: MetricJson[] = [];
+    for (const f of this.families.values()) {
+      const values: MetricValue[] = [];
+      for (const s of f.byKey.values()) {
+        const pod = s.value.labels.backend_pod;
+        if (pod === undefined || shown.shows(pod, s.epoch)) values.push(s.value);
+      }
+      out.push({ ...f.json, values });
+    }
+    return out;
   }
 }

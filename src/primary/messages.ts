@@ -1,8 +1,10 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
+import type { PodEpochs } from '../observe/backend-pod-epochs.js';
 
 /** Core messages between the primary and its workers (other modules use other `t` prefixes). */
 export type PrimaryToWorker =
-  | { t: 'core:snapshot'; snapshot: ResourceSnapshot }
+  /** `podEpochs`: by backend pod, the version of the configuration it entered (observe/backend-pod-epochs.ts). */
+  | { t: 'core:snapshot'; snapshot: ResourceSnapshot; podEpochs: PodEpochs }
   | { t: 'core:ready'; ready: boolean }
   | { t: 'core:drain' }
   | { t: 'core:reopen-log' }

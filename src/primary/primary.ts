@@ -9,6 +9,7 @@ import { CrashGuard } from './crash-guard.js';
 import { startAuthSource } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
+import { nextPodEpochs, type PodEpochs } from '../observe/backend-pod-epochs.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
 import { OpsLog } from '../observe/ops-log.js';
 import { checkAccessLogOutput } from '../observe/access-log-sink.js';
@@ -52,6 +53,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let snapshot: ResourceSnapshot | null = null;
   /** Names of the backend pods of `snapshot` (metrics of others are dropped: metrics-cluster.ts). */
   let backendPods: Set<string> | null = null;
+  /** By backend pod of `snapshot`, the version it entered the configuration (a pod removed and re-added gets a new one). */
+  let podEpochs: PodEpochs | null = null;
   let version = 0;
   let draining = false;
   const listening = new Set<number>();
@@ -78,6 +81,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const publish = (routes: ModelRoute[], servers: Servers): void => {
     snapshot = { version: ++version, routes, servers };
     backendPods = new Set(servers.flatMap((s) => s.endpoints.map((e) => e.name)));
+    podEpochs = nextPodEpochs(podEpochs, backendPods, version);
     const r = describeResources(snapshot, source);
     ops.info(version === 1 ? 'resources' : 'reload', r.message, r.fields);
     if (routes.length === 0 && settings.source === 'file') {
@@ -86,7 +90,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const l = describeLimitStores(routes, settings);
     if (l.message !== stores) ops.info('limits', (stores = l.message), l.fields);
     scraper.setTargets(servers);
-    broadcast({ t: 'core:snapshot', snapshot });
+    broadcast({ t: 'core:snapshot', snapshot, podEpochs });
     updateReady();
   };
 
@@ -161,7 +165,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
           return;
         }
         listening.add(w.id);
-        if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
+        if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, podEpochs } satisfies PrimaryToWorker);
         updateReady();
       } else if (msg.t === 'core:applied') {
         applied.add(w.id);

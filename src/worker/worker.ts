@@ -22,6 +22,7 @@ import { metricsHandler } from '../observe/metrics-answer.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
 import { OpsLog } from '../observe/ops-log.js';
 import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
+import type { PodEpochs } from '../observe/backend-pod-epochs.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
@@ -47,6 +48,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const uws = loadUws(settings.allowUwsFallback, undefined, settings.maxHeaderBytes);
   const accessLog = createAccessLog(settings.accessLog);
   let table: RouteTable | null = null;
+  /** The backend pods' epochs of the snapshot `table` is (told with each metrics answer: observe/backend-pod-epochs.ts). */
+  let podEpochs: PodEpochs | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
@@ -164,7 +167,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     ready: () => ready && !stopping && table !== null && heartbeat.alive(),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
     modelJson: (id) => (table === null ? undefined : table.modelJson(id)),
-    metrics: metricsHandler(metrics),
+    metrics: metricsHandler(metrics, { podEpochs: () => podEpochs }),
     accepted: () => {
       inflight++;
     },
@@ -252,6 +255,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     switch (msg.t) {
       case 'core:snapshot': {
         const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
+        if (next !== table) podEpochs = msg.podEpochs;
         table = next;
         schedulerMetrics.configurationApplied();
         if (next !== null) {

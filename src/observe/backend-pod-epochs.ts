@@ -1,0 +1,142 @@
+/**
+ * Epochs of backend pods: which run of a pod in the configuration a counter of it belongs to.
+ *
+ * A process drops its counters of a pod that left the configuration (backend-pod-series.ts); if the
+ * pod comes back, they count from 0 again. The epoch of a pod is the version of the configuration
+ * it (last) entered, and stays while the pod stays: a pod removed and re-added gets a new one. The
+ * primary gives them with each configuration; a worker's metrics answer says those of the
+ * configuration it applied, so the primary (metrics-cluster.ts) sums one epoch of a pod at a time:
+ * - while an answering worker still has the pod at an older epoch, that epoch is the one summed
+ *   (with what the workers that moved on, or exited, counted in it: metrics-retained.ts);
+ * - then the newest: what was counted in earlier epochs goes for good. The sum restarts from the
+ *   new epoch's counts once, which Prometheus reads as a counter reset whose increase is exactly
+ *   those counts.
+ */
+import type { MetricJson } from './metrics-series.js';
+
+/** Pod name → epoch (version of the configuration the pod entered), for the pods of one configuration. */
+export type PodEpochs = Readonly<Record<string, number>>;
+
+/** The epoch of a series of an answer that gave none (a worker not telling them): one for all. */
+export const NO_EPOCH = 0;
+
+/** The epochs of configuration `version` with `pods`, given those of the previous configuration. */
+export function nextPodEpochs(prev: PodEpochs | null, pods: Iterable<string>, version: number): Record<string, number> {
+  const next: Record<string, number> = Object.create(null) as Record<string, number>; // any pod name is a plain key
+  for (const pod of pods) next[pod] = prev !== null && Object.hasOwn(prev, pod) ? prev[pod] : version;
+  return next;
+}
+
+/** One worker's metrics answer and the epochs of the configuration it had applied (null: not told). */
+export interface PodAnswer {
+  readonly metrics: readonly MetricJson[];
+  readonly epochs: PodEpochs | null;
+}
+
+/** Whether the series is a counter or histogram summed across workers (one that must not go down). */
+export function isMonotonic(m: MetricJson): boolean {
+  return (m.type === 'counter' || m.type === 'histogram') && (m.aggregator ?? 'sum') === 'sum';
+}
+
+/**
+ * The epoch of pod `pod` in `answer`: the one its configuration gives, or (no epochs told) NO_EPOCH
+ * when the answer has a counter of the pod; undefined when the worker does not have the pod.
+ */
+export function epochIn(answer: PodAnswer, pod: string): number | undefined {
+  if (answer.epochs !== null) return Object.hasOwn(answer.epochs, pod) ? answer.epochs[pod] : undefined;
+  for (const m of answer.metrics) {
+    if (isMonotonic(m) && m.values.some((v) => v.labels.backend_pod === pod)) return NO_EPOCH;
+  }
+  return undefined;
+}
+
+/** The epoch a series of `pod` in an answer with `epochs` belongs to. */
+export function epochOf(epochs: PodEpochs | null, pod: string): number {
+  return epochs !== null && Object.hasOwn(epochs, pod) ? epochs[pod] : NO_EPOCH;
+}
+
+/** The backend pods named by the counters and histograms of `list`. */
+export function countedPods(list: readonly MetricJson[], into: Set<string>): void {
+  for (const m of list) {
+    if (!isMonotonic(m)) continue;
+    for (const v of m.values) if (v.labels.backend_pod !== undefined) into.add(v.labels.backend_pod);
+  }
+}
+
+/**
+ * Per pod, the epoch summed in a scrape (null: none, the pod's series go). Decided by the primary
+ * at each scrape from the answers to it; kept between scrapes so that it never goes back.
+ */
+export class ShownEpochs {
+  private readonly floor = new Map<string, number>();
+  private current = new Map<string, number | null>();
+
+  /**
+   * Decides the epochs of this scrape for `pods` (every pod with a counter in any part of the sum).
+   * `answered`: the answers to this scrape; `configured`: the pods of the configuration now (null:
+   * every pod is kept); `parts`: epochs of the other parts (stand-ins and exited workers) by pod.
+   * A pod that an answering worker has: its oldest epoch among them. One that none has: not
+   * configured, it goes; configured (a re-add not applied yet, or no worker answered), the oldest
+   * epoch of the other parts not below the last shown (else the last shown). Never below the last shown.
+   */
+  decide(pods: Iterable<string>, answered: readonly PodAnswer[], configured: ReadonlySet<string> | null, parts: (pod: string) => Iterable<number>): void {
+    this.current = new Map();
+    if (configured === null) return;
+    for (const pod of pods) {
+      let held: number | undefined;
+      for (const a of answered) {
+        const e = epochIn(a, pod);
+        if (e !== undefined && (held === undefined || e < held)) held = e;
+      }
+      const floor = this.floor.get(pod);
+      if (held === undefined) {
+        if (!configured.has(pod)) {
+          this.current.set(pod, null);
+          this.floor.delete(pod);
+          continue;
+        }
+        for (const e of parts(pod)) if ((floor === undefined || e >= floor) && (held === undefined || e < held)) held = e;
+        held ??= floor;
+        if (held === undefined) continue;
+      }
+      if (floor !== undefined && held < floor) held = floor;
+      this.floor.set(pod, held);
+      this.current.set(pod, held);
+    }
+    // A pod that left the configuration with no count of it anywhere: nothing to keep of it.
+    for (const pod of this.floor.keys()) if (!configured.has(pod) && !this.current.has(pod)) this.floor.delete(pod);
+  }
+
+  /**
+   * Whether a series of `pod` at `epoch` is in this scrape's sum: true when nothing was decided for
+   * the pod (no configuration yet, or no part of it at any epoch).
+   */
+  shows(pod: string, epoch: number): boolean {
+    const e = this.current.get(pod);
+    return e === undefined || e === epoch;
+  }
+
+  /** Whether a kept series of `pod` at `epoch` can never be summed again (an older epoch, or the pod went). */
+  over(pod: string, epoch: number): boolean {
+    if (!this.current.has(pod)) return false;
+    const e = this.current.get(pod);
+    return e === null || epoch < (e as number);
+  }
+}
+
+/**
+ * The counters and histograms of `list` (with `epochs`) in this scrape's sum: those of other
+ * epochs of a pod left out. Gauges are kept (they describe now). A new list when any is left out.
+ */
+export function shownPart(list: readonly MetricJson[], epochs: PodEpochs | null, shown: ShownEpochs, monotonicOnly: boolean): MetricJson[] {
+  const out: MetricJson[] = [];
+  for (const m of list) {
+    if (!isMonotonic(m)) {
+      if (!monotonicOnly) out.push(m);
+      continue;
+    }
+    const kept = m.values.filter((v) => v.labels.backend_pod === undefined || shown.shows(v.labels.backend_pod, epochOf(epochs, v.labels.backend_pod)));
+    out.push(kept.length === m.values.length ? m : { ...m, values: kept });
+  }
+  return out;
+}
