@@ -36,6 +36,8 @@ export class Incarnations {
   saw(base: string, unit: WindowUnit, window: number, id: string, msLeft: number, now: number): boolean {
     const k = `${base}\0${unit}`;
     const s = this.seen.get(k);
+    // A late reply of an earlier window says nothing of the current one (its `since` stays).
+    if (s !== undefined && window < s.window) return false;
     if (s === undefined || s.window !== window) {
       if (s === undefined && this.seen.size >= MAX_INCARNATIONS) this.forget(now);
       this.seen.set(k, { window, id, since: 0, endsAt: now + msLeft });

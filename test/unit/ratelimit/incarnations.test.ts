@@ -42,6 +42,15 @@ describe('Incarnations', () => {
     expect(inc.keeps(B, 'minute', 3000)).toBe(true);
   });
 
+  it('a late reply of an earlier window changes nothing of the current one', () => {
+    const inc = new Incarnations();
+    inc.saw(B, 'minute', W + 60_000, '111', 30_000, 1000);
+    inc.saw(B, 'minute', W + 60_000, '222', 29_000, 2000);
+    expect(inc.saw(B, 'minute', W, '999', 0, 2500)).toBe(false);
+    expect(inc.expected(B, 'minute')).toBe('222');
+    expect(inc.keeps(B, 'minute', 1500)).toBe(false);
+  });
+
   it('a first incarnation after a window seen without one replaces nothing; a new window starts afresh', () => {
     const inc = new Incarnations();
     inc.saw(B, 'minute', W, NO_INCARNATION, 30_000, 1000);
