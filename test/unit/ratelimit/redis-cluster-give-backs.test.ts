@@ -141,6 +141,31 @@ describe('give-backs on a Redis Cluster whose slot owner restarts', () => {
     expect(await inputCount(r)).toBe(9);
   });
 
+  it('a give-back made while another node stalled (the circuit open) is held and given back to its node once the store answers', async () => {
+    const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '200ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock, log: () => {}, settleWaitMs: 5, probeIntervalMs: 50, reconnectCapMs: 100 });
+    limiters.push(l);
+    await untilUp(l, 'cluster limiter');
+    const r = `ns/cgb-${process.pid}-${++seq}`;
+    const node = await owner(r);
+    let stalled = '';
+    for (let i = 0; stalled === '' || (await owner(stalled)) === node; i++) stalled = `ns/cgb-stall-${process.pid}-${seq}-${i}`;
+    const stalledNode = await owner(stalled);
+    const admittedAt = Date.now();
+    expect((await l.admit(r, LIMIT, 30)).allowed).toBe(true);
+    stalledNode.pause();
+    try {
+      await expect(Promise.resolve(l.admit(stalled, LIMIT, 4))).rejects.toThrow(); // the circuit opens
+      expect(l.state).toBe('down');
+      await l.adjustInput(r, LIMIT, -30, false, admittedAt); // never reached a pod
+    } finally {
+      stalledNode.resume();
+    }
+    await untilUp(l, 'cluster limiter');
+    await landed();
+    expect(await inputCount(r)).toBe(0);
+  });
+
   it('with leases: a lease lent by the process before the restart is not taken off the new process\'s count', async () => {
     const l = await clusterLimiter(true);
     const other = await clusterLimiter(true);
