@@ -116,8 +116,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * Redis runs the call late, its charge stays unless the request gives its input back (late-charge.ts).
    */
   private readonly openMode: boolean;
-  /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again (null on a Cluster). */
-  private readonly held: HeldGiveBacks | null;
+  /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again. */
+  private readonly held = new HeldGiveBacks();
   /**
    * On a Redis Cluster (else null), the incarnation of each limit window seen: a give-back goes only
    * to the process that holds the charge (incarnations.ts), as `held` and INFO's run_id do on one Redis.
@@ -154,7 +154,6 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
     this.outputLocal = settings.failureMode === 'local';
     this.openMode = settings.failureMode === 'open';
-    this.held = settings.cluster ? null : new HeldGiveBacks();
     this.incarnations = settings.cluster ? new Incarnations() : null;
     this.log = log;
     this.onStoreError = opts.onStoreError ?? null;
@@ -320,10 +319,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * Not on a Cluster (no instance is read there: each limit window's incarnation says it, incarnations.ts).
    */
   private givenBackTo(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt: number): number {
-    if (this.held === null) return delta;
+    if (this.incarnations !== null) return delta;
     if (admittedAt < this.instanceSince) return 0;
     if (!this.confirming) return delta;
-    this.hold(redisKeyBase(key), limit.unit, -delta);
+    this.hold(redisKeyBase(key), limit.unit, -delta, '');
     return 0;
   }
 
@@ -463,7 +462,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
     if (!(await this.usable())) {
-      if (inputDelta < 0) this.hold(redisKeyBase(key), limit.unit, -inputDelta);
+      if (inputDelta < 0) {
+        const base = redisKeyBase(key);
+        this.hold(base, limit.unit, -inputDelta, this.expectedNow(base, limit.unit));
+      }
       throw new LimitStoreUnavailableError(this.name);
     }
     await this.enqueueSettle(key, limit, inputDelta, outputTokens);
@@ -523,7 +525,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
-      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta);
+      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta, b.incarnation ?? this.expectedNow(b.base, b.unit));
       this.withoutStore(b);
       return;
     }
@@ -603,19 +605,25 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   /**
    * Holds a give-back of `tokens` input tokens that Redis charged and cannot take now (no call went
-   * out: the circuit is open), to send once it answers again (held-give-backs.ts).
+   * out: the circuit is open), to send once it answers again (held-give-backs.ts); on a Cluster, to
+   * the window's `incarnation` it expects ('' on one Redis).
    */
-  private hold(base: string, unit: WindowUnit, tokens: number): void {
-    if (this.held !== null) this.held.hold(base, unit, this.nowMs(), tokens);
+  private hold(base: string, unit: WindowUnit, tokens: number, incarnation: string): void {
+    this.held.hold(base, unit, this.nowMs(), tokens, incarnation);
   }
 
   /**
    * The circuit closed: which instance answers (INFO's `run_id`), then the give-backs held for it
    * go out, each in a call of its own; those of another instance or of a window over are dropped.
+   * On a Cluster no instance is read: each goes out expecting its window's incarnation, which the
+   * node that owns its slot checks (a node that restarted empty takes none of them).
    */
   private readInstance(): void {
     const held = this.held;
-    if (held === null) return;
+    if (this.incarnations !== null) {
+      this.sendHeld(held, CLUSTER_INSTANCE);
+      return;
+    }
     this.upAt = Date.now();
     // At the first connection no instance came before: nothing to confirm.
     this.confirming = ++this.closures > 1;
@@ -632,8 +640,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     // starting (waiting for it) was charged by this instance, or by none.
     if (this.closures > 1 && (runId === null || runId !== held.runId)) this.instanceSince = this.upAt;
     this.confirming = false;
+    this.sendHeld(held, runId);
+  }
+
+  /** The give-backs held for `runId` go out, each in a call of its own; the others are dropped (one log line). */
+  private sendHeld(held: HeldGiveBacks, runId: string | null): void {
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
-      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0, '').then(ignore, ignore);
+      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0, h.incarnation).then(ignore, ignore);
     }
     const dropped = held.takeDropped();
     if (dropped > 0) this.log(`rate limit store ${this.name}: ${dropped} input tokens of give-backs made while it was unavailable were dropped (their window ended, or Redis restarted or failed over)`);
@@ -722,5 +735,8 @@ function lateReply(bytes: Buffer, fields: number, statuses: number): number[] | 
 }
 
 const NO_ADMISSIONS: readonly number[] = [];
+
+/** What stands for the instance of a Redis Cluster in the held give-backs: one for every node (their incarnations tell the processes apart). */
+const CLUSTER_INSTANCE = 'cluster';
 
 function ignore(): void {}
