@@ -11,7 +11,7 @@ import { secondsUntil } from '../windows.js';
  */
 export const MAX_BATCH_ADMISSIONS = 500;
 
-/** Where the script's reply (lua/batch.ts) has what: ms until the window ends, counts, lease, window, recall, leases out, statuses. */
+/** Where the script's reply (lua/batch.ts) has what: ms until the window ends, counts, lease, window, recall, leases out, incarnation, statuses. */
 export const REPLY_MS = 0;
 export const REPLY_IN_USED = 1;
 export const REPLY_OUT_USED = 2;
@@ -19,7 +19,8 @@ export const REPLY_LEASE = 3;
 export const REPLY_WINDOW = 4;
 export const REPLY_RECALL = 5;
 export const REPLY_LEASES_OUT = 6;
-export const FIRST_STATUS = 7;
+export const REPLY_INCARNATION = 7;
+export const FIRST_STATUS = 8;
 
 export interface PendingAdmission {
   /** The limit key. */
@@ -59,7 +60,7 @@ export class Batch {
   inLimit = NO_LIMIT;
   outLimit = NO_LIMIT;
   readonly admissions: PendingAdmission[] = [];
-  /** The admissions' input tokens, in order: the script's ARGV[11..]. */
+  /** The admissions' input tokens, in order: the script's ARGV[12..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
   /** Lease: input tokens asked for (0 = none); the unused tokens of leases given back, the window start they were lent in and their size when lent. */
@@ -67,6 +68,8 @@ export class Batch {
   back = 0;
   backWindow = 0;
   backLent = 0;
+  /** On a Redis Cluster, the window's incarnation the give-backs expect (set by the first one: incarnations.ts), else null. */
+  incarnation: string | null = null;
 
   constructor(key: string, base: string, unit: WindowUnit, now: string) {
     this.key = key;

@@ -12,13 +12,14 @@ export interface LimiterCommands {
    * One batch of a limit key (lua/batch.ts): the summed input correction and output charge, a
    * lease asked for and the unused tokens of leases given back (with the start of the window they
    * were lent in and their size when lent), then one admission per entry of `tokens` under the two
-   * limits (-1 = none). Reply: the bytes of one string, msUntilWindowEnd, inputUsedBeforeAdmissions,
-   * outputUsed, leaseLent, windowStart, recallFlag and leasesOut, then a status digit per admission
+   * limits (-1 = none), with the window's incarnation the give-backs expect ('' on a plain Redis).
+   * Reply: the bytes of one string, msUntilWindowEnd, inputUsedBeforeAdmissions, outputUsed,
+   * leaseLent, windowStart, recallFlag, leasesOut and incarnation, then a status digit per admission
    * (script-reply.ts reads it). The Buffer form of the script's command (ioredis defines both).
    */
   irBatchBuffer(
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
-    inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, backLent: number, tokens: readonly number[],
+    inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, backLent: number, incarnation: string, tokens: readonly number[],
   ): Promise<Buffer>;
   /**
    * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the

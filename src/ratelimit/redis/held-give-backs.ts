@@ -11,6 +11,8 @@ export interface HeldGiveBack {
   readonly unit: WindowUnit;
   /** Start of the window they were charged in, ms. */
   readonly window: number;
+  /** On a Redis Cluster, the window's incarnation they were charged under (incarnations.ts), else ''. */
+  readonly incarnation: string;
   tokens: number;
 }
 
@@ -20,7 +22,9 @@ export interface HeldGiveBack {
  * given back when Redis answers again, only if it is the instance that charged them (`run_id`,
  * read at each connection: one that restarted, or a failover, lost those charges, and a give-back
  * would take others' off) and their window still has more than `marginMs` left (a give-back must
- * not reach the next window). Only the failure paths touch it.
+ * not reach the next window). On a Redis Cluster no instance is read (one name stands for all the
+ * nodes): each give-back keeps the incarnation of its window instead, which the script checks.
+ * Only the failure paths touch it.
  */
 export class HeldGiveBacks {
   private held = new Map<string, HeldGiveBack>();
@@ -35,13 +39,14 @@ export class HeldGiveBacks {
   }
 
   /**
-   * Holds `tokens` (> 0) to give back to `base`'s window of `unit` at `nowMs`. False when not held:
-   * the instance that charged them is unknown, or too many limits are held already.
+   * Holds `tokens` (> 0) to give back to `base`'s window of `unit` at `nowMs` (on a Cluster, to its
+   * `incarnation`). False when not held: the instance that charged them is unknown, or too many
+   * limits are held already.
    */
-  hold(base: string, unit: WindowUnit, nowMs: number, tokens: number): boolean {
+  hold(base: string, unit: WindowUnit, nowMs: number, tokens: number, incarnation = ''): boolean {
     if (this.instance === null) return false;
     const window = windowStart(unit, nowMs);
-    const id = `${base}\0${unit}\0${window}`;
+    const id = `${base}\0${unit}\0${window}\0${incarnation}`;
     const h = this.held.get(id);
     if (h !== undefined) {
       h.tokens += tokens;
@@ -51,7 +56,7 @@ export class HeldGiveBacks {
       this.droppedTokens += tokens;
       return false;
     }
-    this.held.set(id, { base, unit, window, tokens });
+    this.held.set(id, { base, unit, window, incarnation, tokens });
     return true;
   }
 

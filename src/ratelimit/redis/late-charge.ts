@@ -33,6 +33,8 @@ export class InDoubtCharge implements LateCharge {
   readonly now: string;
   private readonly undo: LateChargeUndo;
   private state = PENDING;
+  /** The incarnation of each limit's window the late reply showed ('' on a plain Redis): a correction goes only to it. */
+  incarnations: readonly string[] = [];
   /** Date.now() before which an undo still lands in the window it was charged in. */
   private undoBefore = 0;
   /** Input corrections of the request's answer made before the late reply came (applied if it charged). */
@@ -46,9 +48,13 @@ export class InDoubtCharge implements LateCharge {
     this.now = now;
   }
 
-  /** The late reply came: Redis charged it (`charged`) or refused it, with `msLeft` of its window and the store's timeout. */
-  ranLate(charged: boolean, msLeft: number, timeoutMs: number): void {
+  /**
+   * The late reply came: Redis charged it (`charged`) or refused it, with `msLeft` of its window, the
+   * store's timeout and, on a Cluster, the incarnation of each limit's window (`incarnations`, per limit).
+   */
+  ranLate(charged: boolean, msLeft: number, timeoutMs: number, incarnations: readonly string[] = []): void {
     if (this.state !== PENDING && this.state !== RETURNED) return;
+    this.incarnations = incarnations;
     const returned = this.state === RETURNED;
     this.state = charged ? CHARGED : DONE;
     this.undoBefore = Date.now() + msLeft - timeoutMs;

@@ -7,9 +7,9 @@ import type { Recalling } from './recall-waits.js';
 
 /**
  * Values per limit at the head of the admit-all script's reply: ms to the window end, input used,
- * output used, leases out, lease lent, window start, recall flag.
+ * output used, leases out, lease lent, window start, recall flag, incarnation (0: none kept).
  */
-export const PER_LIMIT = 7;
+export const PER_LIMIT = 8;
 export const MULTI_MS = 0;
 export const MULTI_IN_USED = 1;
 export const MULTI_OUT_USED = 2;
@@ -17,6 +17,7 @@ export const MULTI_LEASES_OUT = 3;
 export const MULTI_LEASE = 4;
 export const MULTI_WINDOW = 5;
 export const MULTI_RECALL = 6;
+export const MULTI_INCARNATION = 7;
 
 /** A lease asked for, and the unused tokens of leases given back (batch.ts has the same fields for its one limit). */
 export interface LeaseSlot {
@@ -24,6 +25,8 @@ export interface LeaseSlot {
   back: number;
   backWindow: number;
   backLent: number;
+  /** On a Redis Cluster, the window's incarnation a lease given back expects (incarnations.ts), else null. */
+  incarnation: string | null;
 }
 
 export interface PendingMulti {
@@ -51,7 +54,7 @@ export class MultiBatch {
   constructor(terms: readonly LimitTerm[], head: readonly (string | number)[]) {
     this.terms = terms;
     this.head = head;
-    for (let j = 0; j < terms.length; j++) this.slots.push({ lease: 0, back: 0, backWindow: 0, backLent: 0 });
+    for (let j = 0; j < terms.length; j++) this.slots.push({ lease: 0, back: 0, backWindow: 0, backLent: 0, incarnation: null });
   }
 
   /** The key base of limit j (`ir:{<limit key>}`), as in the script's KEYS. */
@@ -71,7 +74,7 @@ export class MultiBatch {
       const limit = this.terms[j].limit;
       const slot = this.slots[j];
       args.push(limit.unit, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, isShadow(limit) ? '1' : '0',
-        slot.lease, slot.back, slot.backWindow, slot.backLent);
+        slot.lease, slot.back, slot.backWindow, slot.backLent, slot.incarnation ?? '');
     }
     for (const a of this.admissions) args.push(a.tokens);
     return args;

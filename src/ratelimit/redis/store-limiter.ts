@@ -4,17 +4,18 @@ import { LimitStoreUnavailableError } from '../errors.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { admitInOrder } from '../admit-all.js';
-import { MULTI_IN_USED, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
+import { MULTI_IN_USED, MULTI_INCARNATION, MULTI_LEASE, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_RECALL, MULTI_WINDOW, PER_LIMIT, type LeaseSlot, type MultiBatch, type PendingMulti } from './multi-batch.js';
 import { tokenCountError, tokenDeltaError } from '../token-amounts.js';
 import { parseRedisAddress } from './address.js';
 import { redisKeyBase } from './key-base.js';
-import { FIRST_STATUS, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
+import { FIRST_STATUS, REPLY_INCARNATION, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, type Batch, type PendingAdmission } from './batch.js';
 import { answeredWithin, awaitReply } from './late-reply.js';
 import { NO_LIMIT } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
+import { Incarnations, NO_INCARNATION } from './incarnations.js';
 import { failInDoubt, failMultiInDoubt, type InDoubtCharge, type LateChargeUndo } from './late-charge.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
@@ -115,8 +116,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * Redis runs the call late, its charge stays unless the request gives its input back (late-charge.ts).
    */
   private readonly openMode: boolean;
-  /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again (null on a Cluster). */
-  private readonly held: HeldGiveBacks | null;
+  /** Give-backs of Redis's charges made while it was unavailable, given back once it answers again. */
+  private readonly held = new HeldGiveBacks();
+  /**
+   * On a Redis Cluster (else null), the incarnation of each limit window seen: a give-back goes only
+   * to the process that holds the charge (incarnations.ts), as `held` and INFO's run_id do on one Redis.
+   */
+  private readonly incarnations: Incarnations | null;
   /** Date.now() when the circuit last closed (a connection, or a health PING that answered). */
   private upAt = 0;
   /** Date.now() since when the instance answering now holds the charges: the last `upAt` that found another instance (or none known). */
@@ -140,7 +146,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       admit: (key, limit, inputTokens) => this.admit(key, limit, inputTokens),
       admitAll: (terms, inputTokens) => this.admitAll(terms, inputTokens),
       chargeOutput: (key, limit, outputTokens) => this.chargeOutput(key, limit, outputTokens),
-      adjustInput: (key, limit, delta) => this.giveBackCharged(key, limit, delta),
+      adjustInput: (key, limit, delta, _byFailureMode, admittedAt) => this.giveBackCharged(key, limit, delta, admittedAt),
       close: () => Promise.resolve(),
     };
     this.cluster = settings.cluster;
@@ -148,7 +154,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     this.refundLate = settings.failureMode === 'closed' || settings.failureMode === 'local';
     this.outputLocal = settings.failureMode === 'local';
     this.openMode = settings.failureMode === 'open';
-    this.held = settings.cluster ? null : new HeldGiveBacks();
+    this.incarnations = settings.cluster ? new Incarnations() : null;
     this.log = log;
     this.onStoreError = opts.onStoreError ?? null;
     this.batches = new TurnBatches(clock, opts.settleWaitMs ?? SETTLE_WAIT_MS, (b) => this.send(b), (b) => this.sendMulti(b));
@@ -242,7 +248,9 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       return;
     }
     if (this.onLease !== null) this.onLease('given_back');
-    giveBackInto(into ?? this.batches.batchFor(r.key, r.limit, false), r);
+    const slot = into ?? this.batches.batchFor(r.key, r.limit, false);
+    this.expect(slot, redisKeyBase(r.key), r.limit.unit);
+    giveBackInto(slot, r);
   }
 
   /** Every lease held (if any) goes back, or is forfeit, while the store is unavailable (returnWhileDown). */
@@ -263,7 +271,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       if (this.onLease !== null) this.onLease('forfeited');
       return;
     }
-    this.correct(redisKeyBase(r.key), r.limit.unit, clockArgument(this.clock), 0, 0, r.tokens, r.window, r.lent).then(this.leaseReturned, this.leaseLost);
+    const base = redisKeyBase(r.key);
+    this.correct(base, r.limit.unit, clockArgument(this.clock), 0, 0, r.tokens, r.window, r.lent, this.expectedNow(base, r.limit.unit)).then(this.leaseReturned, this.leaseLost);
   }
 
   private readonly leaseReturned = (): void => {
@@ -296,6 +305,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     const invalid = tokenDeltaError(inputDelta, 'input token adjustment') ?? tokenCountError(outputTokens, 'output tokens');
     if (invalid !== null) return Promise.reject(invalid);
     if (inputDelta < 0 && admittedAt > 0 && admittedAt < this.upAt) inputDelta = this.givenBackTo(key, limit, inputDelta, admittedAt);
+    if (inputDelta < 0 && this.incarnations !== null && !this.incarnations.keeps(redisKeyBase(key), limit.unit, admittedAt)) inputDelta = 0;
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
     if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens);
     return this.settleOnceUsable(key, limit, inputDelta, outputTokens);
@@ -306,13 +316,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * what still goes to Redis now. Nothing when an instance before the one answering now charged it
    * (Redis restarted or failed over since: taking it off would lower the counts of others'
    * requests); held (held-give-backs.ts) while which instance answers is not known yet; else all.
-   * Not on a Cluster (no instance is read there).
+   * Not on a Cluster (no instance is read there: each limit window's incarnation says it, incarnations.ts).
    */
   private givenBackTo(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt: number): number {
-    if (this.held === null) return delta;
+    if (this.incarnations !== null) return delta;
     if (admittedAt < this.instanceSince) return 0;
     if (!this.confirming) return delta;
-    this.hold(redisKeyBase(key), limit.unit, -delta);
+    this.hold(redisKeyBase(key), limit.unit, -delta, '');
     return 0;
   }
 
@@ -364,10 +374,12 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * mode); it goes out in a call of its own instead, whatever the circuit says, as a late reply's
    * undoing does (the node that charged it answered a moment ago), not waited for; a failure loses it.
    */
-  private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number): Promise<void> {
-    if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta);
+  private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt = 0): Promise<void> {
+    if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta, false, admittedAt);
+    const base = redisKeyBase(key);
+    if (this.incarnations !== null && !this.incarnations.keeps(base, limit.unit, admittedAt)) return Promise.resolve();
     // Not waited for: the request's failure mode decides now, not once that node answers.
-    this.correct(redisKeyBase(key), limit.unit, clockArgument(this.clock), delta, 0, 0, 0, 0).then(ignore, ignore);
+    this.correct(base, limit.unit, clockArgument(this.clock), delta, 0, 0, 0, 0, this.expectedNow(base, limit.unit)).then(ignore, ignore);
     return Promise.resolve();
   }
 
@@ -381,6 +393,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       b.fail(new LimitStoreUnavailableError(this.name));
       return;
     }
+    if (this.incarnations !== null) for (const slot of b.slots) slot.incarnation ??= NO_INCARNATION;
     /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
     let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(this.client.irAdmitAllBuffer(...b.args()), this.timeoutMs, {
@@ -390,6 +403,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
           b.fail(new LimitStoreUnavailableError(this.name));
           return;
         }
+        this.sawMulti(b, reply);
         if (this.leases !== null) this.leaseReplyMulti(b, reply);
         b.answer(reply, this.waitsMulti);
       },
@@ -401,16 +415,18 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       late: (bytes) => {
         const reply = lateReply(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) return;
+        this.sawMulti(b, reply);
+        const ids = b.terms.map((_, j) => this.incarnationOf(reply[j * PER_LIMIT + MULTI_INCARNATION]));
         if (inDoubt !== null) {
           let msLeft = Infinity;
           for (let j = 0; j < b.terms.length; j++) msLeft = Math.min(msLeft, reply[j * PER_LIMIT + MULTI_MS]);
-          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), msLeft, this.timeoutMs);
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), msLeft, this.timeoutMs, ids);
         }
         // Every limit was charged the input of each admission admitted (shadow ones too).
         const refund = this.refundLate ? b.admittedTokens(reply) : 0;
         for (let j = 0; j < b.terms.length; j++) {
           const at = j * PER_LIMIT;
-          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, 0, reply[at + MULTI_MS]);
+          this.undoLate(b.base(j), b.terms[j].limit.unit, b.now, reply[at + MULTI_LEASE], reply[at + MULTI_WINDOW], refund, 0, reply[at + MULTI_MS], ids[j]);
         }
       },
     });
@@ -446,7 +462,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
     if (!(await this.usable())) {
-      if (inputDelta < 0) this.hold(redisKeyBase(key), limit.unit, -inputDelta);
+      if (inputDelta < 0) {
+        const base = redisKeyBase(key);
+        this.hold(base, limit.unit, -inputDelta, this.expectedNow(base, limit.unit));
+      }
       throw new LimitStoreUnavailableError(this.name);
     }
     await this.enqueueSettle(key, limit, inputDelta, outputTokens);
@@ -462,16 +481,56 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * ride along with, at most the settle wait, then goes out on its own (turn-batches.ts).
    */
   private enqueueSettle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    return this.batches.batchFor(key, limit, false).settle(limit, inputDelta, outputTokens);
+    const b = this.batches.batchFor(key, limit, false);
+    if (inputDelta < 0) this.expect(b, b.base, b.unit);
+    return b.settle(limit, inputDelta, outputTokens);
+  }
+
+  /**
+   * A give-back joins `slot` (a call of `base`'s limit of `unit` being collected): on a Cluster, the
+   * call expects the incarnation seen now, unless an earlier give-back of it set one (a later reply
+   * showing another one must not make the script take what was charged before it).
+   */
+  private expect(slot: { incarnation: string | null }, base: string, unit: WindowUnit): void {
+    if (this.incarnations !== null && slot.incarnation === null) slot.incarnation = this.incarnations.expected(base, unit);
+  }
+
+  /** The incarnation a give-back of `base`'s limit of `unit` expects now: '' on a plain Redis (none kept). */
+  private expectedNow(base: string, unit: WindowUnit): string {
+    return this.incarnations === null ? '' : this.incarnations.expected(base, unit);
+  }
+
+  /** A reply's incarnation as a give-back expects it ('' on a plain Redis). */
+  private incarnationOf(id: number): string {
+    return this.incarnations === null ? '' : String(id);
+  }
+
+  /**
+   * On a Cluster, a reply shows the incarnation of the window of `key`'s limit of `unit`; when it
+   * replaced one seen before (the node restarted empty), the lease held of that key is forfeit: the
+   * counts it was lent from are gone, and its unused tokens must not be taken off the new ones.
+   */
+  private saw(key: LimitKey, base: string, unit: WindowUnit, window: number, id: number, msLeft: number): void {
+    if (!this.incarnations!.saw(base, unit, window, String(id), msLeft, Date.now()) || this.leases === null) return;
+    if (this.leases.takeBack(key) !== null && this.onLease !== null) this.onLease('forfeited');
+  }
+
+  private sawMulti(b: MultiBatch, reply: readonly number[]): void {
+    if (this.incarnations === null) return;
+    for (let j = 0; j < b.terms.length; j++) {
+      const at = j * PER_LIMIT;
+      this.saw(b.terms[j].key, b.base(j), b.terms[j].limit.unit, reply[at + MULTI_WINDOW], reply[at + MULTI_INCARNATION], reply[at + MULTI_MS]);
+    }
   }
 
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
-      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta);
+      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta, b.incarnation ?? this.expectedNow(b.base, b.unit));
       this.withoutStore(b);
       return;
     }
-    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, b.tokens);
+    const incarnation = this.incarnations === null ? '' : b.incarnation ?? NO_INCARNATION;
+    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.tokens);
     /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
     let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(call, this.timeoutMs, {
@@ -481,6 +540,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
           this.withoutStore(b);
           return;
         }
+        if (this.incarnations !== null) this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
         if (this.leases !== null) this.leaseReply(b, reply);
         b.answer(reply, this.waits);
       },
@@ -492,14 +552,16 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       late: (bytes) => {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
         if (reply === null) return;
+        if (this.incarnations !== null) this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
+        const ids = [this.incarnationOf(reply[REPLY_INCARNATION])];
         if (inDoubt !== null) {
-          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), reply[REPLY_MS], this.timeoutMs);
+          for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), reply[REPLY_MS], this.timeoutMs, ids);
         }
         const output = this.outputLocal ? b.outputTokens : 0;
         // Admitted here, but decided by the failure mode (`closed`: refused with 503; `local`: by the
         // local counters, which hold its charge): Redis must not keep it (`open` counted them nowhere else).
         const refund = this.refundLate ? b.admittedTokens(reply) : 0;
-        this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], refund, output, reply[REPLY_MS]);
+        this.undoLate(b.base, b.unit, b.now, reply[REPLY_LEASE], reply[REPLY_WINDOW], refund, output, reply[REPLY_MS], ids[0]);
       },
     });
   }
@@ -514,24 +576,26 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * counters took instead (`local`: each charge once, where the failure mode put it), both only while
    * that window has more than a timeout left (a refund must not reach the next one).
    * Without this they stayed counted, as used, for the rest of the window. Sent whatever the
-   * circuit says: the late reply shows the connection answers; a failure loses it, as before.
+   * circuit says: the late reply shows the connection answers; a failure loses it, as before. On a
+   * Cluster, only to the window's incarnation the late reply showed (`incarnation`).
    */
-  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, output: number, msLeft: number): void {
+  private undoLate(base: string, unit: WindowUnit, now: string, lent: number, window: number, refund: number, output: number, msLeft: number, incarnation: string): void {
     const inWindow = msLeft > this.timeoutMs;
     const delta = refund > 0 && inWindow ? -refund : 0;
     const outDelta = output > 0 && inWindow ? -output : 0;
     if (lent <= 0 && delta === 0 && outDelta === 0) return;
-    this.correct(base, unit, now, delta, outDelta, lent, window, lent).then(undefined, ignore);
+    this.correct(base, unit, now, delta, outDelta, lent, window, lent, incarnation).then(undefined, ignore);
   }
 
   /**
    * A script call of its own, outside the turn's batches and whatever the circuit says, with no
    * admission: `delta` input tokens and `output` output tokens (< 0: taken back, floored at 0) to
    * the window at `now`, and `back` tokens of a lease of `lent` lent in `window` given back (the
-   * script takes them only in that window).
+   * script takes them only in that window); on a Cluster, the taking back and the lease only if the
+   * window's incarnation is `incarnation` ('' on a plain Redis).
    */
-  private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number): Promise<unknown> {
-    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, NO_ADMISSIONS);
+  private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number, incarnation: string): Promise<unknown> {
+    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, NO_ADMISSIONS);
   }
 
   /** The injected clock's time, else this machine's, ms (the windows of held give-backs). */
@@ -541,19 +605,25 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   /**
    * Holds a give-back of `tokens` input tokens that Redis charged and cannot take now (no call went
-   * out: the circuit is open), to send once it answers again (held-give-backs.ts).
+   * out: the circuit is open), to send once it answers again (held-give-backs.ts); on a Cluster, to
+   * the window's `incarnation` it expects ('' on one Redis).
    */
-  private hold(base: string, unit: WindowUnit, tokens: number): void {
-    if (this.held !== null) this.held.hold(base, unit, this.nowMs(), tokens);
+  private hold(base: string, unit: WindowUnit, tokens: number, incarnation: string): void {
+    this.held.hold(base, unit, this.nowMs(), tokens, incarnation);
   }
 
   /**
    * The circuit closed: which instance answers (INFO's `run_id`), then the give-backs held for it
    * go out, each in a call of its own; those of another instance or of a window over are dropped.
+   * On a Cluster no instance is read: each goes out expecting its window's incarnation, which the
+   * node that owns its slot checks (a node that restarted empty takes none of them).
    */
   private readInstance(): void {
     const held = this.held;
-    if (held === null) return;
+    if (this.incarnations !== null) {
+      this.sendHeld(held, CLUSTER_INSTANCE);
+      return;
+    }
     this.upAt = Date.now();
     // At the first connection no instance came before: nothing to confirm.
     this.confirming = ++this.closures > 1;
@@ -570,8 +640,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     // starting (waiting for it) was charged by this instance, or by none.
     if (this.closures > 1 && (runId === null || runId !== held.runId)) this.instanceSince = this.upAt;
     this.confirming = false;
+    this.sendHeld(held, runId);
+  }
+
+  /** The give-backs held for `runId` go out, each in a call of its own; the others are dropped (one log line). */
+  private sendHeld(held: HeldGiveBacks, runId: string | null): void {
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
-      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0).then(ignore, ignore);
+      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0, h.incarnation).then(ignore, ignore);
     }
     const dropped = held.takeDropped();
     if (dropped > 0) this.log(`rate limit store ${this.name}: ${dropped} input tokens of give-backs made while it was unavailable were dropped (their window ended, or Redis restarted or failed over)`);
@@ -635,7 +710,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   /** Corrects (or, given back, undoes) a charge Redis made late of an admission the `open` mode admitted (late-charge.ts). */
   correctLateCharge(c: InDoubtCharge, delta: number): void {
-    for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, delta, 0, 0, 0, 0).then(undefined, ignore);
+    for (let j = 0; j < c.bases.length; j++) this.correct(c.bases[j], c.units[j], c.now, delta, 0, 0, 0, 0, c.incarnations[j] ?? '').then(undefined, ignore);
   }
 
   /** A batch Redis did not take: each operation fails, settles first as in the script. */
@@ -660,5 +735,8 @@ function lateReply(bytes: Buffer, fields: number, statuses: number): number[] | 
 }
 
 const NO_ADMISSIONS: readonly number[] = [];
+
+/** What stands for the instance of a Redis Cluster in the held give-backs: one for every node (their incarnations tell the processes apart). */
+const CLUSTER_INSTANCE = 'cluster';
 
 function ignore(): void {}

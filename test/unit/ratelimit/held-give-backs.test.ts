@@ -27,11 +27,22 @@ describe('HeldGiveBacks', () => {
     h.hold('ir:{a}', 'minute', T0 + 1000, 3);
     h.hold('ir:{b}', 'hour', T0, 2);
     expect(h.takeFor('r1', T0 + 2000, 100)).toEqual([
-      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, tokens: 7 },
-      { base: 'ir:{b}', unit: 'hour', window: T0 - (T0 % 3_600_000), tokens: 2 },
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '', tokens: 7 },
+      { base: 'ir:{b}', unit: 'hour', window: T0 - (T0 % 3_600_000), incarnation: '', tokens: 2 },
     ]);
     expect(h.takeFor('r1', T0 + 2000, 100)).toEqual([]);
     expect(h.takeDropped()).toBe(0);
+  });
+
+  it('on a Cluster, keeps the give-backs of one window made under different incarnations apart', () => {
+    const h = known('cluster');
+    h.hold('ir:{a}', 'minute', T0, 4, '111');
+    h.hold('ir:{a}', 'minute', T0, 3, '222');
+    h.hold('ir:{a}', 'minute', T0, 1, '111');
+    expect(h.takeFor('cluster', T0, 100)).toEqual([
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '111', tokens: 5 },
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '222', tokens: 3 },
+    ]);
   });
 
   it('drops (and counts) the give-backs of another instance, of a window over or about to end, and of unknown instance', () => {

@@ -98,8 +98,8 @@ async function limiterOn(address: string, leases: boolean): Promise<{ limiter: R
 describe('a limiter script that answers a malformed reply', () => {
   it.each([
     ['an array of integers (the old reply)', '*8\r\n:1000\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n', 'expected a string, got an array of 8'],
-    ['a string with a status too few', bulk('1000 0 0 0 0 0 0 '), '0 statuses where 1 were asked for'],
-    ['a string with a letter in a field', bulk('1000 0 x 0 0 0 0 0'), 'field 3 of 7'],
+    ['a string with a status too few', bulk('1000 0 0 0 0 0 0 0 '), '0 statuses where 1 were asked for'],
+    ['a string with a letter in a field', bulk('1000 0 x 0 0 0 0 0 0'), 'field 3 of 8'],
   ])('batch script, %s: the admission goes to the failure mode and the log names the fault', async (_what, reply, fault) => {
     const fake = await startFakeRedis(reply);
     cleanups.push(() => fake.close());
@@ -112,7 +112,7 @@ describe('a limiter script that answers a malformed reply', () => {
   });
 
   it('admit-all script (a route\'s and a tenant\'s limit): the same', async () => {
-    const fake = await startFakeRedis(bulk('1 2 3 4 5 6 7 8 9 10 11 12 13 14 0'));
+    const fake = await startFakeRedis(bulk('1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 0'));
     cleanups.push(() => fake.close());
     const { limiter, logs } = await limiterOn(fake.address, false);
     const terms = [{ key: 'route/default/r', limit: LIMIT }, { key: 'tenant/key/t', limit: TENANT }];
@@ -123,7 +123,7 @@ describe('a limiter script that answers a malformed reply', () => {
 
   it('a well-formed reply from the same server is decided from (the fake speaks RESP as Redis does)', async () => {
     // ms to the window end 30,000, input used 990 before, then the status: refused by input.
-    const fake = await startFakeRedis(bulk('30000 990 0 0 1764288000000 0 0 1'));
+    const fake = await startFakeRedis(bulk('30000 990 0 0 1764288000000 0 0 0 1'));
     cleanups.push(() => fake.close());
     const { limiter } = await limiterOn(fake.address, false);
     const d = await limiter.admit('route/default/r', LIMIT, 40);

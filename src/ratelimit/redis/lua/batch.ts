@@ -10,8 +10,10 @@ import { COUNTERS_LUA } from './counters.js';
  * input and output limits (-1 = none). ARGV[7] is the lease asked for (input tokens, 0 = none),
  * ARGV[8] the unused input tokens of the leases given back, ARGV[9] the start of the window they
  * were lent in and ARGV[10] their size when lent (a lease of an earlier window is not given back:
- * that window's counters are gone). ARGV[11..] are the input tokens of each admission, in arrival
- * order. Each admission is decided by the admission rule against the counts left by the ones
+ * that window's counters are gone). ARGV[11] is the window's incarnation the give-backs expect ('' on
+ * a plain Redis: none kept; on a Cluster '0' when none is known): when the window's \`id\` key does not
+ * hold it, a negative correction and the leases given back are not applied (counters.ts heldBy).
+ * ARGV[12..] are the input tokens of each admission, in arrival order. Each admission is decided by the admission rule against the counts left by the ones
  * before it. The input counter is read once (with the lease state, one MGET) and written once:
  * the correction, the tokens of the admitted ones and of a lease lent, as one INCRBY.
  *
@@ -24,10 +26,10 @@ import { COUNTERS_LUA } from './counters.js';
  * STATUS_RECALLING instead of a refusal: the worker asks again while the leases come back; leases
  * still out LEASES_FORFEIT_MS after the first such answer are forfeit (counters.ts refuseByInput).
  *
- * Returns one string (script-reply.ts reads it, and says why a string): seven integers, each
+ * Returns one string (script-reply.ts reads it, and says why a string): eight integers, each
  * followed by a space (ms until the window ends, input used before the admissions, output used,
  * lease lent, window start, recall flag 1 or 0, the size of the leases out before this call's
- * lease), then one digit per admission, its status (0 admitted, 1 rejected by input, 2 rejected
+ * lease, the window's incarnation after the call or 0), then one digit per admission, its status (0 admitted, 1 rejected by input, 2 rejected
  * by output, 3 recalling).
  */
 export const BATCH_LUA = `${COUNTERS_LUA}
@@ -36,7 +38,9 @@ local now, s, e = currentWindow()
 local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
 local lv = windowKeys(KEYS[1], ARGV[1], s)
-if leaseBack(lv, s, tonumber(ARGV[9]), tonumber(ARGV[10])) then delta = delta - tonumber(ARGV[8]) end
+local held = heldBy(lv, ARGV[11])
+if not held and delta < 0 then delta = 0 end
+if held and leaseBack(lv, s, tonumber(ARGV[9]), tonumber(ARGV[10])) then delta = delta - tonumber(ARGV[8]) end
 local n = #ARGV
 local inRaw, outRaw = windowCounts(lv)
 local inStored = tonumber(inRaw or '0')
@@ -51,7 +55,7 @@ local inBefore = inUsed
 local statuses = {}
 local added = 0
 local last = 0
-for i = 11, n do
+for i = 12, n do
   local tokens = tonumber(ARGV[i])
   local status = admission(inUsed, outUsed, inLimit, outLimit, tokens)
   if status == 0 then
@@ -61,7 +65,7 @@ for i = 11, n do
     status = refuseByInput(lv, now, inLimit - inUsed, tokens)
   end
   last = tokens
-  statuses[i - 10] = STATUS_DIGIT[status]
+  statuses[i - 11] = STATUS_DIGIT[status]
 end
 local lentNow = lend(lv, tonumber(ARGV[7]), inLimit, inUsed, outLimit, outUsed, last, e - now)
 change = change + added + lentNow
@@ -71,6 +75,7 @@ if change ~= 0 then
 end
 local recall = 0
 if lv.recalled then recall = 1 end
+local id = incarnation(lv, ARGV[11], n >= 12, e - now)
 -- lv.lentOut: less any lease forfeit in the loop
-return string.format('%d %d %d %d %d %d %d ', e - now, inBefore, outUsed, lentNow, s, recall, lv.lentOut) .. table.concat(statuses)
+return string.format('%d %d %d %d %d %d %d %s ', e - now, inBefore, outUsed, lentNow, s, recall, lv.lentOut, id) .. table.concat(statuses)
 `;

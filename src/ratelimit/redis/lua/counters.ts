@@ -19,7 +19,7 @@ export const LEASES_FORFEIT_MS = 2_000;
 /**
  * The counter rules of the scripts (on top of the window functions): the admission rule, the
  * refusal by input with its recall of the leases, a lease given back, a lease lent and the output
- * charge and its undoing, each written once.
+ * charge and its undoing, and the window's incarnation (a Cluster), each written once.
  */
 export const COUNTERS_LUA = `${WINDOW_LUA}
 -- The admission rule (docs/rate-limiting.md): 1 = rejected by input (inUsed + tokens > inLimit),
@@ -84,6 +84,30 @@ local function lend(lv, ask, inLimit, inUsed, outLimit, outUsed, last, ttlMs)
   if lent < 2 * last or lent <= 0 then return 0 end
   if redis.call('INCRBY', lv.lentKey, lent) == lent then redis.call('PEXPIRE', lv.lentKey, ttlMs + TTL_MARGIN_MS) end
   return lent
+end
+
+-- The window's incarnation on a Redis Cluster (expected ~= ''; a plain Redis keeps none: the
+-- router reads its run_id instead): read into lv.id (false when absent); true when it is
+-- \`expected\` (the incarnation the router saw when it charged what it gives back). A give-back (a
+-- negative correction, a lease's unused tokens) is applied only then: a node that restarted empty
+-- lost the key with the charges, and one whose key holds another value never held them.
+local function heldBy(lv, expected)
+  if expected == '' then return true end
+  lv.id = redis.call('GET', lv.idKey)
+  return lv.id == expected
+end
+
+-- The window's incarnation as the reply shows it ('0' when none is kept): on a Cluster, created
+-- by the first call with admissions when absent, named by the server's time in microseconds (a
+-- restarted node names it anew), expiring with the counters (ttlMs + TTL_MARGIN_MS from now).
+local function incarnation(lv, expected, admitting, ttlMs)
+  if expected == '' then return '0' end
+  if not lv.id and admitting then
+    local t = redis.call('TIME')
+    lv.id = t[1] .. string.format('%06d', tonumber(t[2]))
+    redis.call('SET', lv.idKey, lv.id, 'PX', ttlMs + TTL_MARGIN_MS)
+  end
+  return lv.id or '0'
 end
 
 -- Adds tokens to the output counter \`key\` of the window ending at e (even past the limit). Returns the new count.

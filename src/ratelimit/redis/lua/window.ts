@@ -4,7 +4,8 @@
  * Calling convention of every script: KEYS[1] is the limit's key base `ir:{<limit key>}` (its hash
  * tag puts all keys of a limit in one Cluster slot), ARGV[1] the window unit, ARGV[2] the time in
  * epoch ms, or '' to use the Redis server's clock (TIME), so instances whose clocks differ still
- * share windows. Keys: `<base>:in:<unit>:<windowStartSeconds>` and `<base>:out:<unit>:<...>`.
+ * share windows. Keys: `<base>:in:<unit>:<windowStartSeconds>` and `<base>:out:<unit>:<...>` (and,
+ * on a Redis Cluster, `<base>:id:<unit>:<...>`: the window's incarnation, counters.ts).
  * Keys expire at the window end plus TTL_MARGIN_MS (relative, so an injected clock works too).
  *
  * Calendar months use Howard Hinnant's days-from-civil / civil-from-days algorithms
@@ -68,10 +69,10 @@ end
 
 -- The key names of a limit's window of unit starting at s (base: the limit's key base), from one
 -- suffix: { inKey, outKey, lentKey (size of the leases out), sinceKey (when they were first
--- recalled), recallKey (the recall flag) }.
+-- recalled), recallKey (the recall flag), idKey (the window's incarnation, on a Cluster) }.
 local function windowKeys(base, unit, s)
   local suffix = ':' .. unit .. ':' .. string.format('%d', s / 1000)
-  return { inKey = base .. ':in' .. suffix, outKey = base .. ':out' .. suffix, lentKey = base .. ':ls' .. suffix, sinceKey = base .. ':rs' .. suffix, recallKey = base .. ':rc' .. suffix }
+  return { inKey = base .. ':in' .. suffix, outKey = base .. ':out' .. suffix, lentKey = base .. ':ls' .. suffix, sinceKey = base .. ':rs' .. suffix, recallKey = base .. ':rc' .. suffix, idKey = base .. ':id' .. suffix }
 end
 
 -- now, window start, window end (epoch ms) for ARGV[1] (unit) and ARGV[2] (now or '').
