@@ -190,11 +190,14 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (stopping) return;
     stopping = true;
     ready = false;
+    // Every answer closes its connection from now on, as /healthz's and /readyz's do: a client on
+    // a kept-alive connection (which a load balancer's change does not move) reconnects, and goes
+    // to another instance once the balancer has seen /readyz fail.
+    drainState.draining = true;
     // Load balancers see /readyz fail and stop sending before the listener closes; until
-    // then in-flight and new requests are served as usual.
+    // then in-flight and new requests are served.
     if (settings.drainDelayMs > 0) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
     draining = true;
-    drainState.draining = true;
     ready = false;
     heartbeat.stop();
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
