@@ -203,9 +203,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // core:ready false sent before it could be handled alone, and a /readyz probe between the two
     // would read 'starting' instead of 'draining'.
     broadcast({ t: 'core:drain' });
-    await stopSource();
-    authFile?.stop();
-    stopLoadShare();
+    // The resources, the auth file and the pods' load and health are followed until the workers
+    // have exited: they serve new requests during the drain delay, and requests on kept-alive
+    // connections after it, which must not go to a pod that left the configuration meanwhile.
     const deadline = setTimeout(() => {
       ops.warn('drain', 'drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
@@ -213,6 +213,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     deadline.unref();
     await waitForWorkersToExit();
     clearTimeout(deadline);
+    await stopSource();
+    authFile?.stop();
+    stopLoadShare();
     ops.info('exit', `exit ${code}`, { code });
     process.exit(code);
   };

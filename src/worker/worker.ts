@@ -254,6 +254,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     const msg = m as PrimaryToWorker;
     switch (msg.t) {
       case 'core:snapshot': {
+        // Once the drain is closing, the pools are closed (or idle): none is opened again.
+        if (drainState.closing) break;
         const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
         table = next;
         schedulerMetrics.configurationApplied();
