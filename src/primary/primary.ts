@@ -54,6 +54,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let backendPods: Set<string> | null = null;
   let version = 0;
   let draining = false;
+  /** The drain's deadline passed: the workers still running were killed. */
+  let pastDeadline = false;
   const listening = new Set<number>();
   /** Workers that compiled a snapshot and connected its limit stores. */
   const applied = new Set<number>();
@@ -179,7 +181,15 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   cluster.on('exit', (w, code, signal) => {
     const wasListening = listening.delete(w.id);
     applied.delete(w.id);
-    if (draining) return;
+    if (draining) {
+      // A drained worker exits 0; one killed (out of memory) or failing meanwhile dropped its
+      // requests unanswered and its unwritten records. Those the deadline killed were told above.
+      if ((code !== 0 || signal !== null) && !pastDeadline) {
+        ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`}) during the drain; requests it had in flight were lost`,
+          { worker: w.process.pid ?? null, code, signal });
+      }
+      return;
+    }
     ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`,
       { worker: w.process.pid ?? null, code, signal });
     updateReady();
@@ -207,6 +217,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // have exited: they serve new requests during the drain delay, and requests on kept-alive
     // connections after it, which must not go to a pod that left the configuration meanwhile.
     const deadline = setTimeout(() => {
+      pastDeadline = true;
       ops.warn('drain', 'drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
     }, settings.drainDelayMs + settings.drainTimeoutMs + 5_000);

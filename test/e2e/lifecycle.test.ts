@@ -124,6 +124,21 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
     await expect(fetch(`${router.url}/healthz`)).rejects.toThrow();
   });
 
+  it('a worker that dies during the drain is reported, with what it left unanswered', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { workers: 1 });
+    const before = (await a.stats()).requests;
+    const inflight = postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-latency-ms': '20000' }).then((r) => r.status, () => 'cut');
+    await waitFor('the request to reach the backend', async () => (await a.stats()).requests > before, 5000);
+    const [worker] = childPids(router.pid);
+    router.child.kill('SIGTERM');
+    await waitFor('the drain to begin', () => router.stderr().includes('drain: draining'), 5000);
+    // Killed as the kernel's out-of-memory killer would, while its request is in flight.
+    process.kill(worker, 'SIGKILL');
+    expect(await inflight).toBe('cut');
+    await router.exited;
+    expect(router.stderr()).toContain(`worker ${worker} exited (SIGKILL) during the drain; requests it had in flight were lost`);
+  });
+
   it('workers do not outlive a primary that was killed', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]));
     const pids = childPids(router.child.pid!);
