@@ -157,8 +157,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       if (msg.t === 'core:ping') {
         w.send({ t: 'core:pong' } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:listening') {
-        // A worker still starting when the drain began missed core:drain (it was not listening for it).
+        // A worker still starting when the drain began missed core:drain (it was not listening for
+        // it). It serves its drain delay as the others do theirs: with the configuration, without
+        // which it would answer 503 not_configured to every connection the kernel hands it.
         if (draining) {
+          if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
           w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
           return;
         }
