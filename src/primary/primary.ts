@@ -188,7 +188,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       // A drained worker exits 0; one killed (out of memory) or failing meanwhile dropped its
       // requests unanswered and its unwritten records. Those the deadline killed were told above.
       if ((code !== 0 || signal !== null) && !pastDeadline) {
-        ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`}) during the drain; requests it had in flight were lost`,
+        ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`}) during the drain; any requests it had in flight were lost`,
           { worker: w.process.pid ?? null, code, signal });
       }
       return;

@@ -136,7 +136,7 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
     process.kill(worker, 'SIGKILL');
     expect(await inflight).toBe('cut');
     await router.exited;
-    expect(router.stderr()).toContain(`worker ${worker} exited (SIGKILL) during the drain; requests it had in flight were lost`);
+    expect(router.stderr()).toContain(`worker ${worker} exited (SIGKILL) during the drain; any requests it had in flight were lost`);
   });
 
   it('a worker restarted just before SIGTERM serves its drain delay with the configuration', async () => {
