@@ -1,7 +1,10 @@
 /**
- * Process-wide drain state. `draining`: every answer closes its connection (no more keep-alive).
+ * Process-wide drain state. `draining`: every answer closes its connection (no more keep-alive),
+ * from SIGTERM on (the drain delay included).
  * `closing`: in-flight requests are done and the last records are being flushed; a request that
  * still arrives on an old keep-alive connection gets the connection closed without an answer
- * (as if it had come after exit), so no answered request can miss its access-log record.
+ * (as if it had come after exit), so no answered request can miss its access-log record. The
+ * worker closes every connection itself as soon as nothing is in flight, so such a request is
+ * one that was already on its way.
  */
 export const drainState = { draining: false, closing: false };

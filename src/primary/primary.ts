@@ -57,6 +57,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let podEpochs: PodEpochs | null = null;
   let version = 0;
   let draining = false;
+  /** The drain's deadline passed: the workers still running were killed. */
+  let pastDeadline = false;
   const listening = new Set<number>();
   /** Workers that compiled a snapshot and connected its limit stores. */
   const applied = new Set<number>();
@@ -159,8 +161,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       if (msg.t === 'core:ping') {
         w.send({ t: 'core:pong' } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:listening') {
-        // A worker still starting when the drain began missed core:drain (it was not listening for it).
+        // A worker still starting when the drain began missed core:drain (it was not listening for
+        // it). It serves its drain delay as the others do theirs: with the configuration, without
+        // which it would answer 503 not_configured to every connection the kernel hands it.
         if (draining) {
+          if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
           w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
           return;
         }
@@ -183,7 +188,15 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   cluster.on('exit', (w, code, signal) => {
     const wasListening = listening.delete(w.id);
     applied.delete(w.id);
-    if (draining) return;
+    if (draining) {
+      // A drained worker exits 0; one killed (out of memory) or failing meanwhile dropped its
+      // requests unanswered and its unwritten records. Those the deadline killed were told above.
+      if ((code !== 0 || signal !== null) && !pastDeadline) {
+        ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`}) during the drain; any requests it had in flight were lost`,
+          { worker: w.process.pid ?? null, code, signal });
+      }
+      return;
+    }
     ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`,
       { worker: w.process.pid ?? null, code, signal });
     updateReady();
@@ -207,16 +220,20 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // core:ready false sent before it could be handled alone, and a /readyz probe between the two
     // would read 'starting' instead of 'draining'.
     broadcast({ t: 'core:drain' });
-    await stopSource();
-    authFile?.stop();
-    stopLoadShare();
+    // The resources, the auth file and the pods' load and health are followed until the workers
+    // have exited: they serve new requests during the drain delay, and requests on kept-alive
+    // connections after it, which must not go to a pod that left the configuration meanwhile.
     const deadline = setTimeout(() => {
+      pastDeadline = true;
       ops.warn('drain', 'drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
     }, settings.drainDelayMs + settings.drainTimeoutMs + 5_000);
     deadline.unref();
     await waitForWorkersToExit();
     clearTimeout(deadline);
+    await stopSource();
+    authFile?.stop();
+    stopLoadShare();
     ops.info('exit', `exit ${code}`, { code });
     process.exit(code);
   };

@@ -1,5 +1,5 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
-import { buildApp } from '../http/app.js';
+import { buildApp, closeConnections } from '../http/app.js';
 import { drainState } from '../http/drain-state.js';
 import { cutArrivingBodies } from '../http/arriving-bodies.js';
 import { RouterError } from '../errors.js';
@@ -193,11 +193,14 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (stopping) return;
     stopping = true;
     ready = false;
+    // Every answer closes its connection from now on, as /healthz's and /readyz's do: a client on
+    // a kept-alive connection (which a load balancer's change does not move) reconnects, and goes
+    // to another instance once the balancer has seen /readyz fail.
+    drainState.draining = true;
     // Load balancers see /readyz fail and stop sending before the listener closes; until
-    // then in-flight and new requests are served as usual.
+    // then in-flight and new requests are served.
     if (settings.drainDelayMs > 0) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
     draining = true;
-    drainState.draining = true;
     ready = false;
     heartbeat.stop();
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
@@ -231,12 +234,23 @@ export async function runWorker(settings: Settings): Promise<void> {
     // From here on a request arriving on an old keep-alive connection is not answered (its
     // connection is closed), so the records flushed below are those of every answered request.
     drainState.closing = true;
+    // Kept-alive connections (a stream's begun before the drain, which did not say close, or one
+    // idle since) are ended now, once nothing is in flight, rather than at the exit: a client
+    // then sees them close instead of sending a request that would be closed unanswered.
+    let connectionsClosed = false;
+    const endConnections = (): void => {
+      if (connectionsClosed || inflight > 0) return;
+      connectionsClosed = true;
+      closeConnections(app);
+    };
+    endConnections();
     // A sink that never drains must not hold the exit past the drain timeout; requests cut when it
     // passed get CUT_RECORDS_MS to be recorded and written.
     const flushDeadline = Math.max(drainDeadline, Date.now() + CUT_RECORDS_MS);
     for (let i = 0; i < 100 && Date.now() < flushDeadline; i++) {
       const before = finished;
       await Promise.race([accessLog.flush(), new Promise((r) => setTimeout(r, Math.max(1, flushDeadline - Date.now())).unref())]);
+      endConnections(); // once the requests cut at the drain timeout are recorded
       if (inflight === 0 && finished === before) break;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -254,6 +268,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     const msg = m as PrimaryToWorker;
     switch (msg.t) {
       case 'core:snapshot': {
+        // Once the drain is closing, the pools are closed (or idle): none is opened again.
+        if (drainState.closing) break;
         const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
         if (next !== table) podEpochs = msg.podEpochs;
         table = next;

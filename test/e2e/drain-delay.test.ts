@@ -32,6 +32,28 @@ describe('ROUTER_DRAIN_DELAY', () => {
     await expect(fetch(`${router.url}/healthz`)).rejects.toThrow();
   });
 
+  it('during the delay an inference answer on a kept-alive connection closes it, a stream too, so the client moves away', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { workers: 1, env: { ROUTER_DRAIN_DELAY: '4s' } });
+    try {
+      // Two kept-alive connections, each used once before SIGTERM: their answers keep them open.
+      const [plain, stream] = await Promise.all([keptAlive(router.port), keptAlive(router.port)]);
+      for (const s of [plain, stream]) expect(await answerOn(s, completion({ model: 'sf-model', prompt: 'before' }))).not.toMatch(/\r\nconnection: close\r\n/i);
+      router.child.kill('SIGTERM');
+      await waitFor('/readyz to answer 503', async () => (await fetch(`${router.url}/readyz`)).status === 503, 5000);
+      // Still served during the delay (the listener is open), but each answer ends its connection.
+      for (const [s, body] of [[plain, { model: 'sf-model', prompt: 'during' }], [stream, { model: 'sf-model', prompt: 'during', stream: true }]] as const) {
+        const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
+        const answer = await answerOn(s, completion(body));
+        expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+        expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+        await closed;
+      }
+      expect(await router.exited).toBe(0);
+    } finally {
+      await router.kill();
+    }
+  });
+
   it('once the drain is on, health, readiness and metrics answers close their kept-alive connections too', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { workers: 1 });
     /** Sends `request` on `s` and reads back one answer's head (with what follows, if anything). */
@@ -77,3 +99,35 @@ describe('ROUTER_DRAIN_DELAY', () => {
     }
   });
 });
+
+/** A connection to the router, kept open by the test. */
+async function keptAlive(port: number): Promise<Socket> {
+  const s = connect(port, '127.0.0.1');
+  s.on('error', () => {});
+  await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+  return s;
+}
+
+/** A POST /v1/completions request with `body`, to be sent on a kept-alive connection. */
+function completion(body: unknown): string {
+  const text = JSON.stringify(body);
+  return `POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
+}
+
+/** Sends `request` on `s` and reads its whole answer (a content-length body, or a chunked one to its last chunk). */
+function answerOn(s: Socket, request: string): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (d: Buffer): void => {
+      text += d.toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text.slice(0, end + 2));
+      if (length !== null ? text.length < end + 4 + Number(length[1]) : !text.endsWith('\r\n0\r\n\r\n')) return;
+      s.off('data', onData);
+      resolve(text);
+    };
+    s.on('data', onData);
+    s.write(request);
+  });
+}

@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, childPids } from '../helpers/processes.js';
+import { CLI, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, childPids } from '../helpers/processes.js';
 
 describe('command line', () => {
   it('--help prints usage and exits 0', () => {
@@ -122,6 +122,34 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(await router.exited).toBe(0);
     await expect(fetch(`${router.url}/healthz`)).rejects.toThrow();
+  });
+
+  it('a worker that dies during the drain is reported, with what it left unanswered', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { workers: 1 });
+    const before = (await a.stats()).requests;
+    const inflight = postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-latency-ms': '20000' }).then((r) => r.status, () => 'cut');
+    await waitFor('the request to reach the backend', async () => (await a.stats()).requests > before, 5000);
+    const [worker] = childPids(router.pid);
+    router.child.kill('SIGTERM');
+    await waitFor('the drain to begin', () => router.stderr().includes('drain: draining'), 5000);
+    // Killed as the kernel's out-of-memory killer would, while its request is in flight.
+    process.kill(worker, 'SIGKILL');
+    expect(await inflight).toBe('cut');
+    await router.exited;
+    expect(router.stderr()).toContain(`worker ${worker} exited (SIGKILL) during the drain; any requests it had in flight were lost`);
+  });
+
+  it('a worker restarted just before SIGTERM serves its drain delay with the configuration', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: a.port }]), { workers: 1, env: { ROUTER_DRAIN_DELAY: '4s' } });
+    const [first] = childPids(router.pid);
+    process.kill(first, 'SIGKILL');
+    // SIGTERM while its replacement is still starting (it is the only worker: it takes every connection).
+    await waitFor('the replacement to be forked', () => childPids(router.pid).some((p) => p !== first), 5000, 5);
+    router.child.kill('SIGTERM');
+    await waitFor('/readyz to answer 503 draining', async () => (await fetch(`${router.url}/readyz`).then((r) => r.text(), () => '')) === 'draining\n', 5000);
+    const during = await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'during the delay' });
+    expect([during.status, during.headers['x-mock-pod']]).toEqual([200, 'pod-a']);
+    expect(await router.exited).toBe(0);
   });
 
   it('workers do not outlive a primary that was killed', async () => {
