@@ -176,7 +176,7 @@ function scanHeader(name: string, value: string): void {
   if (name === 'x-request-id') scanRequestId = value;
   else if (name === 'accept') {
     if (scanAccept === null) scanAccept = value;
-    scanForward.push(name, value);
+    scanForward.push(name, forwardValue(value));
   } else if (name === 'connection') scanConnection = scanConnection.length === 0 ? value : `${scanConnection},${value}`;
   else if (name === 'content-length') {
     // uWS frames the body by the first Content-Length: a second, different one (or one beside
@@ -189,8 +189,18 @@ function scanHeader(name: string, value: string): void {
     // Sent twice, both are kept as one field (RFC 9110 §5.3), which no credential matches: the
     // router must not pick one while a proxy in front, or the pod, picks the other.
     scanAuthorization = scanAuthorization.length === 0 ? value : `${scanAuthorization}, ${value}`;
-    if (!scanStripAuthorization) scanForward.push(name, value);
-  } else if (forwardRequestHeader(name)) scanForward.push(name, value);
+    if (!scanStripAuthorization) scanForward.push(name, forwardValue(value));
+  } else if (forwardRequestHeader(name)) scanForward.push(name, forwardValue(value));
+}
+
+/**
+ * A header value as the HTTP/1.1 client writes it upstream, one byte per character: uWS hands a
+ * value over as text decoded from UTF-8, so one with characters outside ASCII becomes the client's
+ * UTF-8 bytes again (utf8Bytes). Written as the text itself, U+010D U+010A would become CR LF, and
+ * what the client put after them header lines of its own making in the pod's request head.
+ */
+function forwardValue(value: string): string {
+  return isAscii(value) ? value : utf8Bytes(value);
 }
 
 /** A Transfer-Encoding (its values joined) that is `chunked` alone, in any case. */

@@ -30,7 +30,8 @@ export function startUpstreamCall(
     headers,
     body: up.body,
     // A non-streaming exchange is bounded as a whole (by the pool's coarse timer: no timer per
-    // request); a stream by the time to its head and between its chunks.
+    // request); a stream by the time to its head (from dispatch: a wait for a connection counts)
+    // and between its chunks.
     headersTimeoutMs: stream ? timeoutMs : 0,
     bodyTimeoutMs: stream ? timeoutMs : 0,
     totalTimeoutMs: stream ? 0 : timeoutMs,

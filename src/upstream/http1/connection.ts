@@ -82,7 +82,8 @@ export class Http1Connection implements ParserSink {
     this.parser.reset(req.method === 'HEAD');
     this.phase = Phase.AwaitHead;
     this.sentTick = this.owner.tick;
-    this.deadline = bounded(after(this.owner, req.headersTicks), req.endTick);
+    // The headers timeout runs from dispatch: the wait for this connection is part of it.
+    this.deadline = bounded(req.headersEndTick, req.endTick);
     writeRequest(this.socket, requestHead(req.method, req.path, this.owner.authority, req.headers, req.body), req.body);
   }
 

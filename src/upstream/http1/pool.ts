@@ -17,7 +17,10 @@ export interface Http1PoolOptions {
   readonly maxQueue?: number;
   /** Default 10 s. */
   readonly connectTimeoutMs?: number;
-  /** From the request's write to the end of the response head; 0 = none (default 300 s). */
+  /**
+   * From the request's dispatch to the end of the response head, the wait for a connection
+   * included; 0 = none (default 300 s).
+   */
   readonly headersTimeoutMs?: number;
   /** Longest pause between body bytes; 0 = none (default 300 s). */
   readonly bodyTimeoutMs?: number;
@@ -78,8 +81,9 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
 
   /** Sends a request; the handler gets the answer. Never throws for network reasons. */
   dispatch(opts: Http1RequestOptions, handler: Http1Handler): Http1Request {
+    const headersTicks = opts.headersTimeoutMs === undefined ? this.headersTicks : this.ticks(opts.headersTimeoutMs);
     const req = new Http1Request(this, opts, handler,
-      opts.headersTimeoutMs === undefined ? this.headersTicks : this.ticks(opts.headersTimeoutMs),
+      headersTicks > 0 ? this.tick + headersTicks : 0,
       opts.bodyTimeoutMs === undefined ? this.bodyTicks : this.ticks(opts.bodyTimeoutMs),
       opts.totalTimeoutMs ? this.tick + this.ticks(opts.totalTimeoutMs) : 0);
     if (this.closed) {
@@ -200,28 +204,45 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     const t = ++this.tick;
     for (const conn of this.conns) {
       const r = conn.reserved;
-      if (r !== null && r.endTick !== 0 && r.endTick <= t) {
-        conn.reserved = null;
-        r.fail(totalTimeout());
+      if (r !== null) {
+        const err = expiredAt(r, t);
+        if (err !== null) {
+          conn.reserved = null;
+          r.fail(err);
+        }
       }
       if (conn.deadline !== 0 && conn.deadline <= t && conn.phase !== Phase.Closed) conn.onDeadline();
     }
     if (this.queue.length > 0) this.expireQueued(t);
   }
 
-  /** Fails the waiting requests whose whole-exchange timeout passed. */
+  /** Fails the waiting requests whose whole-exchange or headers timeout passed. */
   private expireQueued(t: number): void {
     let kept = 0;
     const q = this.queue;
     const expired: Http1Request[] = [];
+    const errors: Http1Error[] = [];
     for (let i = 0; i < q.length; i++) {
       const r = q[i];
-      if (r.endTick !== 0 && r.endTick <= t) expired.push(r);
-      else q[kept++] = r;
+      const err = expiredAt(r, t);
+      if (err === null) q[kept++] = r;
+      else {
+        expired.push(r);
+        errors.push(err);
+      }
     }
     q.length = kept;
-    for (const r of expired) r.fail(totalTimeout());
+    for (let i = 0; i < expired.length; i++) expired[i].fail(errors[i]);
   }
+}
+
+/** The timeout error of a request not yet sent whose whole-exchange or headers timeout passed by tick `t`, else null. */
+function expiredAt(r: Http1Request, t: number): Http1Error | null {
+  if (r.endTick !== 0 && r.endTick <= t) return totalTimeout();
+  if (r.headersEndTick !== 0 && r.headersEndTick <= t) {
+    return new Http1Error('HTTP1_HEADERS_TIMEOUT', 'upstream sent no response head within the headers timeout (waiting for a connection to it)');
+  }
+  return null;
 }
 
 function totalTimeout(): Http1Error {

@@ -27,7 +27,10 @@ export interface Http1RequestOptions {
   /** Flat [name, value, …] array; no host, content-length or connection. */
   readonly headers: readonly string[];
   readonly body: Buffer | null;
-  /** Overrides the pool's headers timeout (ms, 0 = none). */
+  /**
+   * Overrides the pool's headers timeout (ms, 0 = none): from dispatch to the end of the answer's
+   * head, the wait for a connection included.
+   */
   readonly headersTimeoutMs?: number;
   /** Overrides the pool's body idle timeout (ms, 0 = none). */
   readonly bodyTimeoutMs?: number;
@@ -59,7 +62,11 @@ export class Http1Request {
   readonly headers: readonly string[];
   readonly body: Buffer | null;
   readonly handler: Http1Handler;
-  readonly headersTicks: number;
+  /**
+   * Tick of the pool's coarse clock by which the answer's head must have come, counted from
+   * dispatch (a wait for a connection, in the queue or while one opens, is part of it); 0 = never.
+   */
+  readonly headersEndTick: number;
   readonly bodyTicks: number;
   /** Tick of the pool's coarse clock at which the whole exchange times out; 0 = never. */
   readonly endTick: number;
@@ -78,14 +85,14 @@ export class Http1Request {
   context: unknown = null;
   private readonly owner: RequestOwner;
 
-  constructor(owner: RequestOwner, opts: Http1RequestOptions, handler: Http1Handler, headersTicks: number, bodyTicks: number, endTick = 0) {
+  constructor(owner: RequestOwner, opts: Http1RequestOptions, handler: Http1Handler, headersEndTick: number, bodyTicks: number, endTick = 0) {
     this.owner = owner;
     this.method = opts.method;
     this.path = opts.path;
     this.headers = opts.headers;
     this.body = opts.body;
     this.handler = handler;
-    this.headersTicks = headersTicks;
+    this.headersEndTick = headersEndTick;
     this.bodyTicks = bodyTicks;
     this.endTick = endTick;
   }

@@ -245,8 +245,9 @@ export class ResponseParser {
       this.state = ParserState.ChunkSize;
       this.remaining = 0;
       this.sizeDigits = 0;
-      // Both framings in one answer: use chunked, but do not trust the connection again.
-      if (length !== -1) this.keepAlive = false;
+      // Both framings in one answer, or chunked from an HTTP/1.0 server (which cannot send it:
+      // RFC 9112 §6.1, framing to treat as faulty): use chunked, but do not trust the connection again.
+      if (length !== -1 || minor === 48) this.keepAlive = false;
     } else if (length >= 0) {
       this.contentLength = length;
       this.remaining = length;

@@ -82,6 +82,13 @@ describe('HTTP/1.1 client conformance (raw sockets)', () => {
     expect(server.sockets.length).toBe(3);
   });
 
+  it('an HTTP/1.0 answer with transfer-encoding: delivered, but its framing is faulty (RFC 9112 §6.1): the connection is not reused', async () => {
+    server = await scriptedServer((socket) => socket.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'));
+    pool = new Http1Pool('127.0.0.1', server.port);
+    for (let i = 0; i < 3; i++) expect((await request(pool)).body.toString()).toBe('ok');
+    expect(server.sockets.length).toBe(3);
+  });
+
   it('a HEAD answer has no body and the connection is reused', async () => {
     server = await scriptedServer((socket, i) => socket.write(i === 0 ? 'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc'));
     pool = new Http1Pool('127.0.0.1', server.port);

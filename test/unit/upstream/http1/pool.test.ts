@@ -194,6 +194,22 @@ describe('Http1Pool', () => {
     expect(first.ended).toBe(0);
   });
 
+  it('headers timeout counts the wait for a connection: a request queued behind a busy one times out in the queue', async () => {
+    // A stream is bounded by the time to its answer's head, not as a whole: waiting for a
+    // connection is part of that time, or a request queued behind long streams waits unbounded.
+    server = await scriptedServer(() => { /* holds the first request */ });
+    pool = new Http1Pool('127.0.0.1', server.port, { connections: 1, headersTimeoutMs: 0, timerResolutionMs: 10 });
+    const first = new Collector();
+    pool.dispatch(post(), first);
+    await until(() => server!.sockets.length === 1, 'the first request at the server');
+    // The total timeout, far beyond the headers timeout, only ends the wait should the headers timeout not.
+    const queued = await request(pool, post('/', 'x', { headersTimeoutMs: 40, totalTimeoutMs: 2_000 }));
+    expect(queued.error?.code).toBe('HTTP1_HEADERS_TIMEOUT');
+    expect(isConnectFailure(queued.error)).toBe(false);
+    expect(pool.stats).toMatchObject({ connections: 1, queued: 0 });
+    expect(first.ended).toBe(0);
+  });
+
   it('an answer within the total timeout completes, and the connection is kept for the next request', async () => {
     server = await scriptedServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
     pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
