@@ -165,7 +165,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
         // it). It serves its drain delay as the others do theirs: with the configuration, without
         // which it would answer 503 not_configured to every connection the kernel hands it.
         if (draining) {
-          if (snapshot !== null) w.send({ t: 'core:snapshot', snapshot } satisfies PrimaryToWorker);
+          if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, podEpochs } satisfies PrimaryToWorker);
           w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
           return;
         }
