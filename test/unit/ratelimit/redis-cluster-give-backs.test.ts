@@ -199,6 +199,35 @@ describe('give-backs on a Redis Cluster whose slot owner restarts', () => {
     expect(await inputCount(r)).toBe(0);
   });
 
+  it('a give-back collected with a larger positive correction when the circuit opens is held in full (the correction is dropped)', async () => {
+    const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '200ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    // Settles alone wait this long for an admission to ride along with: still collected when the circuit opens.
+    const l = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock, log: () => {}, settleWaitMs: 5_000, probeIntervalMs: 50, reconnectCapMs: 100 });
+    limiters.push(l);
+    await untilUp(l, 'cluster limiter');
+    const r = `ns/cgb-${process.pid}-${++seq}`;
+    const node = await owner(r);
+    let stalled = '';
+    for (let i = 0; stalled === '' || (await owner(stalled)) === node; i++) stalled = `ns/cgb-stall-${process.pid}-${seq}-${i}`;
+    const stalledNode = await owner(stalled);
+    const admittedAt = Date.now();
+    expect((await l.admit(r, LIMIT, 30)).allowed).toBe(true);
+    expect((await l.admit(r, LIMIT, 10)).allowed).toBe(true);
+    // One request never reached a pod (30 back), another's backend counted 40 more prompt tokens.
+    const settled = Promise.allSettled([l.adjustInput(r, LIMIT, -30, false, admittedAt), l.adjustInput(r, LIMIT, 40, false, admittedAt)]);
+    stalledNode.pause();
+    try {
+      await expect(Promise.resolve(l.admit(stalled, LIMIT, 4))).rejects.toThrow(); // the circuit opens
+      expect(l.state).toBe('down');
+      await settled;
+    } finally {
+      stalledNode.resume();
+    }
+    await untilUp(l, 'cluster limiter');
+    await landed();
+    expect(await inputCount(r)).toBe(10);
+  });
+
   it('with leases: a lease lent by the process before the restart is not taken off the new process\'s count', async () => {
     const l = await clusterLimiter(true);
     const other = await clusterLimiter(true);
