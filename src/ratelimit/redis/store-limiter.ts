@@ -525,7 +525,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
-      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta, b.incarnation ?? this.expectedNow(b.base, b.unit));
+      // Its give-backs in full: a positive correction summed with them is dropped, not set against them.
+      if (b.givenBack > 0) this.hold(b.base, b.unit, b.givenBack, b.incarnation ?? this.expectedNow(b.base, b.unit));
       this.withoutStore(b);
       return;
     }
