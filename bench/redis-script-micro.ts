@@ -48,7 +48,7 @@ export const SHAPES: readonly Shape[] = [
 
 /** The batch script's key and arguments for one call of `shape` (connection.ts irBatchBuffer, the server's clock). */
 export function batchArgs(base: string, shape: Shape): (string | number)[] {
-  const args: (string | number)[] = [base, 'day', '', shape.delta, shape.out, Number.MAX_SAFE_INTEGER, -1, shape.lease, 0, 0, 0, ''];
+  const args: (string | number)[] = [base, 'day', '', shape.delta, shape.out, Number.MAX_SAFE_INTEGER, -1, shape.lease, 0, 0, 0, '', shape.delta < 0 ? -shape.delta : 0];
   for (let i = 0; i < shape.admissions; i++) args.push(TOKENS);
   return args;
 }

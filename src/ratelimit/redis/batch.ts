@@ -56,11 +56,13 @@ export class Batch {
   /** Sums of the settles' input corrections and output charges. */
   inputDelta = 0;
   outputTokens = 0;
+  /** The input tokens of the give-backs (negative corrections) among `inputDelta`: on a Cluster the script drops them alone when the window's incarnation is not the expected one. */
+  givenBack = 0;
   /** The admissions' limits (NO_LIMIT for none), set by the first admission. */
   inLimit = NO_LIMIT;
   outLimit = NO_LIMIT;
   readonly admissions: PendingAdmission[] = [];
-  /** The admissions' input tokens, in order: the script's ARGV[12..]. */
+  /** The admissions' input tokens, in order: the script's ARGV[13..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
   /** Lease: input tokens asked for (0 = none); the unused tokens of leases given back, the window start they were lent in and their size when lent. */
@@ -105,6 +107,7 @@ export class Batch {
 
   settle(limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
     this.inputDelta += inputDelta;
+    if (inputDelta < 0) this.givenBack -= inputDelta;
     this.outputTokens += outputTokens;
     return new Promise((resolve, reject) => {
       this.settles.push({ limit, inputDelta, outputTokens, resolve, reject });

@@ -525,12 +525,13 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
-      if (b.inputDelta < 0) this.hold(b.base, b.unit, -b.inputDelta, b.incarnation ?? this.expectedNow(b.base, b.unit));
+      // Its give-backs in full: a positive correction summed with them is dropped, not set against them.
+      if (b.givenBack > 0) this.hold(b.base, b.unit, b.givenBack, b.incarnation ?? this.expectedNow(b.base, b.unit));
       this.withoutStore(b);
       return;
     }
     const incarnation = this.incarnations === null ? '' : b.incarnation ?? NO_INCARNATION;
-    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.tokens);
+    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.givenBack, b.tokens);
     /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
     let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(call, this.timeoutMs, {
@@ -595,7 +596,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * window's incarnation is `incarnation` ('' on a plain Redis).
    */
   private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number, incarnation: string): Promise<unknown> {
-    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, NO_ADMISSIONS);
+    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, delta < 0 ? -delta : 0, NO_ADMISSIONS);
   }
 
   /** The injected clock's time, else this machine's, ms (the windows of held give-backs). */

@@ -141,6 +141,39 @@ describe('give-backs on a Redis Cluster whose slot owner restarts', () => {
     expect(await inputCount(r)).toBe(9);
   });
 
+  it.each([
+    ['a positive correction made in the same turn is still charged', -30, 20, 28],
+    ['a larger positive correction in the same turn does not carry it to the new process', -10, 30, 38],
+  ])('a give-back the new process never held, summed with another request\'s correction: %s', async (_what, back, more, count) => {
+    const l = await clusterLimiter();
+    const b = await clusterLimiter();
+    const r = `ns/cgb-${process.pid}-${++seq}`;
+    const node = await owner(r);
+    let other = '';
+    for (let i = 0; other === '' || (await owner(other)) !== node; i++) other = `ns/cgb-other-${process.pid}-${seq}-${i}`;
+    const admittedAt = Date.now();
+    expect((await l.admit(r, LIMIT, -back)).allowed).toBe(true);
+    expect((await l.admit(r, LIMIT, 10)).allowed).toBe(true);
+    await restartEmpty(node);
+    await admitWhenServed(b, r, 8);
+    // `l` reaches the new process through another limit of that node: it has not seen `r`'s new incarnation.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        await l.chargeOutput(other, LIMIT, 1);
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await landed(50);
+      }
+    }
+    // In one turn: the first request never reached a pod (its input goes back), the second one's
+    // backend counted more prompt tokens than estimated (charged whatever the incarnation).
+    await Promise.all([l.adjustInput(r, LIMIT, back, false, admittedAt), l.adjustInput(r, LIMIT, more, false, admittedAt)]);
+    await landed();
+    expect(await inputCount(r)).toBe(count);
+  });
+
   it('a give-back made while another node stalled (the circuit open) is held and given back to its node once the store answers', async () => {
     const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '200ms', RATE_LIMIT_REDIS_LEASES: 'false' });
     const l = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock, log: () => {}, settleWaitMs: 5, probeIntervalMs: 50, reconnectCapMs: 100 });
@@ -164,6 +197,35 @@ describe('give-backs on a Redis Cluster whose slot owner restarts', () => {
     await untilUp(l, 'cluster limiter');
     await landed();
     expect(await inputCount(r)).toBe(0);
+  });
+
+  it('a give-back collected with a larger positive correction when the circuit opens is held in full (the correction is dropped)', async () => {
+    const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '200ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    // Settles alone wait this long for an admission to ride along with: still collected when the circuit opens.
+    const l = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { clock, log: () => {}, settleWaitMs: 5_000, probeIntervalMs: 50, reconnectCapMs: 100 });
+    limiters.push(l);
+    await untilUp(l, 'cluster limiter');
+    const r = `ns/cgb-${process.pid}-${++seq}`;
+    const node = await owner(r);
+    let stalled = '';
+    for (let i = 0; stalled === '' || (await owner(stalled)) === node; i++) stalled = `ns/cgb-stall-${process.pid}-${seq}-${i}`;
+    const stalledNode = await owner(stalled);
+    const admittedAt = Date.now();
+    expect((await l.admit(r, LIMIT, 30)).allowed).toBe(true);
+    expect((await l.admit(r, LIMIT, 10)).allowed).toBe(true);
+    // One request never reached a pod (30 back), another's backend counted 40 more prompt tokens.
+    const settled = Promise.allSettled([l.adjustInput(r, LIMIT, -30, false, admittedAt), l.adjustInput(r, LIMIT, 40, false, admittedAt)]);
+    stalledNode.pause();
+    try {
+      await expect(Promise.resolve(l.admit(stalled, LIMIT, 4))).rejects.toThrow(); // the circuit opens
+      expect(l.state).toBe('down');
+      await settled;
+    } finally {
+      stalledNode.resume();
+    }
+    await untilUp(l, 'cluster limiter');
+    await landed();
+    expect(await inputCount(r)).toBe(10);
   });
 
   it('with leases: a lease lent by the process before the restart is not taken off the new process\'s count', async () => {
