@@ -9,6 +9,8 @@
  *   primary -> worker  { t: 'metrics:collect', id }           send your registry
  *   worker -> primary  { t: 'metrics:data', id, metrics, podEpochs }  getMetricsAsJSON() result, and
  *                      the epochs of the backend pods of the configuration applied (backend-pod-epochs.ts)
+ *   worker -> primary  { t: 'metrics:data', id, metrics: [], error }  its registry could not be read:
+ *                      counted as a worker that did not answer (its last answer stands in)
  *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text
  *
  * Why not AggregatorRegistry.clusterMetrics(): it asks every connected worker and fails the whole
@@ -75,6 +77,8 @@ interface Gather {
    * exit the primary has not seen yet. Their last counters stand in, as for one that is late.
    */
   readonly unreachable: Worker[];
+  /** Workers that answered with an error (registry not read): missing, their last counters stand in. */
+  readonly failed: Worker[];
   timer: NodeJS.Timeout | null;
 }
 
@@ -108,11 +112,12 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     gathers.delete(id);
     if (g.timer !== null) clearTimeout(g.timer);
     const answered = g.results.size;
-    const missing = g.waiting.size;
+    const missing = g.waiting.size + g.failed.length;
     const answers = [...g.results.values()];
     const standIns: PodAnswer[] = [];
     for (const w of g.waiting) standIn(w, standIns);
     for (const w of g.unreachable) standIn(w, standIns);
+    for (const w of g.failed) standIn(w, standIns);
     const pods = new Set<string>();
     for (const a of answers) countedPods(a.metrics, pods);
     for (const s of standIns) countedPods(s.metrics, pods);
@@ -143,7 +148,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
       ready.add(worker);
     } else if (m.t === MSG_GET && typeof m.id === 'number') {
       const id = nextId++;
-      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], timer: null };
+      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], failed: [], timer: null };
       gathers.set(id, g);
       for (const w of ready) {
         if (!w.isConnected()) {
@@ -162,9 +167,16 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
         g.timer = setTimeout(() => finish(id), timeoutMs);
         g.timer.unref();
       }
-    } else if (m.t === MSG_DATA && typeof m.id === 'number' && Array.isArray(m.metrics)) {
+    } else if (m.t === MSG_DATA && typeof m.id === 'number') {
       const g = gathers.get(m.id);
       if (g === undefined || !g.waiting.delete(worker)) return;
+      if (!Array.isArray(m.metrics) || m.error !== undefined) {
+        // Not an answer: taken as one, its counters would drop for this scrape and its pods' counts
+        // would move on from their epoch (kept as an exited worker's, then counted again).
+        g.failed.push(worker);
+        if (g.waiting.size === 0) finish(m.id);
+        return;
+      }
       const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
       const prev = last.get(worker);
       if (prev !== undefined) {
@@ -267,7 +279,7 @@ export class WorkerMetricsLink {
       const podEpochs = this.podEpochs() ?? undefined;
       this.metrics.registry.getMetricsAsJSON().then(
         (metrics) => send({ t: MSG_DATA, id, metrics: metrics as unknown as MetricJson[], podEpochs }),
-        () => send({ t: MSG_DATA, id, metrics: [] }),
+        (err: Error) => send({ t: MSG_DATA, id, metrics: [], error: `cannot read the metrics registry: ${err.message}` }),
       );
     } else if (m.t === MSG_TEXT) {
       const p = this.pending.get(m.id);
