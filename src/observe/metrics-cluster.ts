@@ -34,7 +34,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
-import { countedPods, epochOf, isMonotonic, shownPart, ShownEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
+import { countedPods, heldEpochs, notePartEpochs, shownPart, ShownEpochs, type PartEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 
 export const MSG_HELLO = 'metrics:hello';
@@ -118,11 +118,13 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     for (const w of g.waiting) standIn(w, standIns);
     for (const w of g.unreachable) standIn(w, standIns);
     for (const w of g.failed) standIn(w, standIns);
-    const pods = new Set<string>();
+    // Indexed by pod once per scrape: deciding each pod is then lookups, not a pass over every part.
+    const parts: PartEpochs = new Map();
+    for (const s of standIns) notePartEpochs(s.metrics, s.epochs, parts);
+    retired.notePartEpochs(parts);
+    const pods = new Set<string>(parts.keys());
     for (const a of answers) countedPods(a.metrics, pods);
-    for (const s of standIns) countedPods(s.metrics, pods);
-    retired.pods(pods);
-    shown.decide(pods, answers, opts.backendPods?.() ?? null, (pod) => partEpochs(pod, standIns, retired.epochsOf(pod)));
+    shown.decide(pods, heldEpochs(answers), opts.backendPods?.() ?? null, parts);
     retired.settle(shown);
     const lists = answers.map((a) => shownPart(a.metrics, a.epochs, shown, false));
     for (const s of standIns) lists.push(shownPart(s.metrics, s.epochs, shown, true));
@@ -213,14 +215,6 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     cluster.off('exit', onExit);
     for (const id of [...gathers.keys()]) finish(id);
   };
-}
-
-/** The epochs of `pod` in the stand-ins that count it and in `kept` (the retired counts'). */
-function* partEpochs(pod: string, standIns: readonly PodAnswer[], kept: Iterable<number>): Generator<number> {
-  for (const s of standIns) {
-    if (s.metrics.some((m) => isMonotonic(m) && m.values.some((v) => v.labels.backend_pod === pod))) yield epochOf(s.epochs, pod);
-  }
-  yield* kept;
 }
 
 /** The pod epochs of a worker's answer, when it gave them (a plain object of numbers). */
