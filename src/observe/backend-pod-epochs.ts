@@ -112,7 +112,15 @@ export function countedPods(list: readonly MetricJson[], into: Set<string>): voi
  * at each scrape from the answers to it; kept between scrapes so that it never goes back.
  */
 export class ShownEpochs {
+  /** By pod, the epoch last summed: none older is summed again. */
   private readonly floor = new Map<string, number>();
+  /**
+   * By pod that went (left the configuration, no answer had it), the newest epoch it had then: none
+   * up to it comes back, not even in an answer to a scrape that was gathering across the change
+   * (read before it), which would bring back the live workers' part of the sum alone. A re-add
+   * has a newer epoch (a later version of the configuration).
+   */
+  private readonly gone = new Map<string, number>();
   private current = new Map<string, number | null>();
 
   /**
@@ -122,31 +130,40 @@ export class ShownEpochs {
    * (stand-ins and exited workers) by pod. Each pod costs lookups, not a pass over the parts.
    * A pod that an answering worker has: its oldest epoch among them. One that none has: not
    * configured, it goes; configured (a re-add not applied yet, or no worker answered), the oldest
-   * epoch of the other parts not below the last shown (else the last shown). Never below the last shown.
+   * epoch of the other parts not below the last shown (else the last shown). Never below the last
+   * shown, nor at an epoch the pod had when it went. `lingering(pod)`: whether an answer that has
+   * the pod may still come (a live worker's last answer has it, or a scrape is still gathering);
+   * until none may, what is kept of a pod that left is not forgotten.
    */
-  decide(pods: Iterable<string>, heldBy: ReadonlyMap<string, number>, configured: ReadonlySet<string> | null, parts: ReadonlyMap<string, readonly number[]>): void {
+  decide(pods: Iterable<string>, heldBy: ReadonlyMap<string, number>, configured: ReadonlySet<string> | null, parts: ReadonlyMap<string, readonly number[]>, lingering: (pod: string) => boolean): void {
     this.current = new Map();
     if (configured === null) return;
     for (const pod of pods) {
       let held = heldBy.get(pod);
       const floor = this.floor.get(pod);
+      const gone = this.gone.get(pod);
+      const least = gone === undefined ? floor : Math.max(floor ?? gone + 1, gone + 1);
       if (held === undefined) {
         if (!configured.has(pod)) {
+          let top = Math.max(gone ?? NO_EPOCH, floor ?? NO_EPOCH);
+          for (const e of parts.get(pod) ?? []) if (e > top) top = e;
+          this.gone.set(pod, top);
           this.current.set(pod, null);
-          this.floor.delete(pod);
           continue;
         }
-        for (const e of parts.get(pod) ?? []) if ((floor === undefined || e >= floor) && (held === undefined || e < held)) held = e;
-        held ??= floor;
+        for (const e of parts.get(pod) ?? []) if ((least === undefined || e >= least) && (held === undefined || e < held)) held = e;
+        held ??= least;
         if (held === undefined) continue;
       }
-      if (floor !== undefined && held < floor) held = floor;
+      if (least !== undefined && held < least) held = least;
       this.floor.set(pod, held);
       this.current.set(pod, held);
     }
-    // A pod that left the configuration with no count of it anywhere: nothing to keep of it.
-    for (const pod of this.floor.keys()) if (!configured.has(pod) && !this.current.has(pod)) this.floor.delete(pod);
+    // A pod that left the configuration with no count of it anywhere, and no answer to come that has it: nothing to keep of it.
+    for (const pod of this.floor.keys()) if (!configured.has(pod) && !this.current.has(pod) && !lingering(pod)) this.floor.delete(pod);
+    for (const pod of this.gone.keys()) if (!configured.has(pod) && !this.current.has(pod) && !lingering(pod)) this.gone.delete(pod);
   }
+
 
   /**
    * Whether a series of `pod` at `epoch` is in this scrape's sum: true when nothing was decided for

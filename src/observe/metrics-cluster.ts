@@ -124,7 +124,10 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     retired.notePartEpochs(parts);
     const pods = new Set<string>(parts.keys());
     for (const a of answers) countedPods(a.metrics, pods);
-    shown.decide(pods, heldEpochs(answers), opts.backendPods?.() ?? null, parts);
+    // Answers that may still come with a pod: a scrape still gathering, or a live worker's last answer.
+    let liveHeld: Map<string, number> | null = null;
+    const lingering = (pod: string): boolean => gathers.size > 0 || (liveHeld ??= heldEpochs([...last.values()])).has(pod);
+    shown.decide(pods, heldEpochs(answers), opts.backendPods?.() ?? null, parts, lingering);
     retired.settle(shown);
     const lists = answers.map((a) => shownPart(a.metrics, a.epochs, shown, false));
     for (const s of standIns) lists.push(shownPart(s.metrics, s.epochs, shown, true));
