@@ -79,6 +79,8 @@ interface Gather {
   readonly unreachable: Worker[];
   /** Workers that answered with an error (registry not read): missing, their last counters stand in. */
   readonly failed: Worker[];
+  /** The backend pods configured when its collects were sent (its answers may have those). */
+  readonly configuredAtStart: ReadonlySet<string> | null;
   timer: NodeJS.Timeout | null;
 }
 
@@ -124,9 +126,13 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     retired.notePartEpochs(parts);
     const pods = new Set<string>(parts.keys());
     for (const a of answers) countedPods(a.metrics, pods);
-    // Answers that may still come with a pod: a scrape still gathering, or a live worker's last answer.
+    // Answers that may still come with a pod: to a scrape still gathering that asked while it was
+    // configured, or a live worker's last answer (a stand-in to come).
     let liveHeld: Map<string, number> | null = null;
-    const lingering = (pod: string): boolean => gathers.size > 0 || (liveHeld ??= heldEpochs([...last.values()])).has(pod);
+    const lingering = (pod: string): boolean => {
+      for (const other of gathers.values()) if (other.configuredAtStart === null || other.configuredAtStart.has(pod)) return true;
+      return (liveHeld ??= heldEpochs([...last.values()])).has(pod);
+    };
     shown.decide(pods, heldEpochs(answers), opts.backendPods?.() ?? null, parts, lingering);
     retired.settle(shown);
     const lists = answers.map((a) => shownPart(a.metrics, a.epochs, shown, false));
@@ -153,7 +159,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
       ready.add(worker);
     } else if (m.t === MSG_GET && typeof m.id === 'number') {
       const id = nextId++;
-      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], failed: [], timer: null };
+      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], failed: [], configuredAtStart: opts.backendPods?.() ?? null, timer: null };
       gathers.set(id, g);
       for (const w of ready) {
         if (!w.isConnected()) {
