@@ -39,15 +39,59 @@ export function isMonotonic(m: MetricJson): boolean {
 }
 
 /**
- * The epoch of pod `pod` in `answer`: the one its configuration gives, or (no epochs told) NO_EPOCH
- * when the answer has a counter of the pod; undefined when the worker does not have the pod.
+ * Pod → its epoch in `answer`: the one its configuration gives, or (no epochs told) NO_EPOCH for
+ * a pod the answer has a counter of; undefined for a pod the worker does not have. Read once per
+ * answer, then a lookup per pod.
  */
-export function epochIn(answer: PodAnswer, pod: string): number | undefined {
-  if (answer.epochs !== null) return Object.hasOwn(answer.epochs, pod) ? answer.epochs[pod] : undefined;
-  for (const m of answer.metrics) {
-    if (isMonotonic(m) && m.values.some((v) => v.labels.backend_pod === pod)) return NO_EPOCH;
+export function epochsIn(answer: PodAnswer): (pod: string) => number | undefined {
+  const epochs = answer.epochs;
+  if (epochs !== null) return (pod) => (Object.hasOwn(epochs, pod) ? epochs[pod] : undefined);
+  const counted = new Set<string>();
+  countedPods(answer.metrics, counted);
+  return (pod) => (counted.has(pod) ? NO_EPOCH : undefined);
+}
+
+/**
+ * By pod, the oldest epoch at which an answer of `answered` has it (what ShownEpochs.decide
+ * takes): one pass over each answer's epochs (or counters, when it told none).
+ */
+export function heldEpochs(answered: readonly PodAnswer[]): Map<string, number> {
+  const held = new Map<string, number>();
+  const hold = (pod: string, e: number): void => {
+    const h = held.get(pod);
+    if (h === undefined || e < h) held.set(pod, e);
+  };
+  for (const a of answered) {
+    if (a.epochs !== null) {
+      for (const pod in a.epochs) if (Object.hasOwn(a.epochs, pod)) hold(pod, a.epochs[pod]);
+    } else {
+      const counted = new Set<string>();
+      countedPods(a.metrics, counted);
+      for (const pod of counted) hold(pod, NO_EPOCH);
+    }
   }
-  return undefined;
+  return held;
+}
+
+/** By pod, the epochs at which parts of a scrape's sum other than the answers count it. */
+export type PartEpochs = Map<string, number[]>;
+
+/** Notes in `into` the epoch of each backend pod counted by the counters and histograms of `list` (with `epochs`). */
+export function notePartEpochs(list: readonly MetricJson[], epochs: PodEpochs | null, into: PartEpochs): void {
+  for (const m of list) {
+    if (!isMonotonic(m)) continue;
+    for (const v of m.values) {
+      const pod = v.labels.backend_pod;
+      if (pod !== undefined) notePartEpoch(into, pod, epochOf(epochs, pod));
+    }
+  }
+}
+
+/** Notes in `into` that a part counts `pod` at `epoch`. */
+export function notePartEpoch(into: PartEpochs, pod: string, epoch: number): void {
+  const l = into.get(pod);
+  if (l === undefined) into.set(pod, [epoch]);
+  else if (!l.includes(epoch)) l.push(epoch);
 }
 
 /** The epoch a series of `pod` in an answer with `epochs` belongs to. */
@@ -68,44 +112,58 @@ export function countedPods(list: readonly MetricJson[], into: Set<string>): voi
  * at each scrape from the answers to it; kept between scrapes so that it never goes back.
  */
 export class ShownEpochs {
+  /** By pod, the epoch last summed: none older is summed again. */
   private readonly floor = new Map<string, number>();
+  /**
+   * By pod that went (left the configuration, no answer had it), the newest epoch it had then: none
+   * up to it comes back, not even in an answer to a scrape that was gathering across the change
+   * (read before it), which would bring back the live workers' part of the sum alone. A re-add
+   * has a newer epoch (a later version of the configuration).
+   */
+  private readonly gone = new Map<string, number>();
   private current = new Map<string, number | null>();
 
   /**
    * Decides the epochs of this scrape for `pods` (every pod with a counter in any part of the sum).
-   * `answered`: the answers to this scrape; `configured`: the pods of the configuration now (null:
-   * every pod is kept); `parts`: epochs of the other parts (stand-ins and exited workers) by pod.
+   * `held`: by pod, its oldest epoch in the answers to this scrape (heldEpochs); `configured`: the
+   * pods of the configuration now (null: every pod is kept); `parts`: epochs of the other parts
+   * (stand-ins and exited workers) by pod. Each pod costs lookups, not a pass over the parts.
    * A pod that an answering worker has: its oldest epoch among them. One that none has: not
    * configured, it goes; configured (a re-add not applied yet, or no worker answered), the oldest
-   * epoch of the other parts not below the last shown (else the last shown). Never below the last shown.
+   * epoch of the other parts not below the last shown (else the last shown). Never below the last
+   * shown, nor at an epoch the pod had when it went. `lingering(pod)`: whether an answer that has
+   * the pod may still come (a live worker's last answer has it, or a scrape is still gathering);
+   * until none may, what is kept of a pod that left is not forgotten.
    */
-  decide(pods: Iterable<string>, answered: readonly PodAnswer[], configured: ReadonlySet<string> | null, parts: (pod: string) => Iterable<number>): void {
+  decide(pods: Iterable<string>, heldBy: ReadonlyMap<string, number>, configured: ReadonlySet<string> | null, parts: ReadonlyMap<string, readonly number[]>, lingering: (pod: string) => boolean): void {
     this.current = new Map();
     if (configured === null) return;
     for (const pod of pods) {
-      let held: number | undefined;
-      for (const a of answered) {
-        const e = epochIn(a, pod);
-        if (e !== undefined && (held === undefined || e < held)) held = e;
-      }
+      let held = heldBy.get(pod);
       const floor = this.floor.get(pod);
+      const gone = this.gone.get(pod);
+      const least = gone === undefined ? floor : Math.max(floor ?? gone + 1, gone + 1);
       if (held === undefined) {
         if (!configured.has(pod)) {
+          let top = Math.max(gone ?? NO_EPOCH, floor ?? NO_EPOCH);
+          for (const e of parts.get(pod) ?? []) if (e > top) top = e;
+          this.gone.set(pod, top);
           this.current.set(pod, null);
-          this.floor.delete(pod);
           continue;
         }
-        for (const e of parts(pod)) if ((floor === undefined || e >= floor) && (held === undefined || e < held)) held = e;
-        held ??= floor;
+        for (const e of parts.get(pod) ?? []) if ((least === undefined || e >= least) && (held === undefined || e < held)) held = e;
+        held ??= least;
         if (held === undefined) continue;
       }
-      if (floor !== undefined && held < floor) held = floor;
+      if (least !== undefined && held < least) held = least;
       this.floor.set(pod, held);
       this.current.set(pod, held);
     }
-    // A pod that left the configuration with no count of it anywhere: nothing to keep of it.
-    for (const pod of this.floor.keys()) if (!configured.has(pod) && !this.current.has(pod)) this.floor.delete(pod);
+    // A pod that left the configuration with no count of it anywhere, and no answer to come that has it: nothing to keep of it.
+    for (const pod of this.floor.keys()) if (!configured.has(pod) && !this.current.has(pod) && !lingering(pod)) this.floor.delete(pod);
+    for (const pod of this.gone.keys()) if (!configured.has(pod) && !this.current.has(pod) && !lingering(pod)) this.gone.delete(pod);
   }
+
 
   /**
    * Whether a series of `pod` at `epoch` is in this scrape's sum: true when nothing was decided for

@@ -9,6 +9,8 @@
  *   primary -> worker  { t: 'metrics:collect', id }           send your registry
  *   worker -> primary  { t: 'metrics:data', id, metrics, podEpochs }  getMetricsAsJSON() result, and
  *                      the epochs of the backend pods of the configuration applied (backend-pod-epochs.ts)
+ *   worker -> primary  { t: 'metrics:data', id, metrics: [], error }  its registry could not be read:
+ *                      counted as a worker that did not answer (its last answer stands in)
  *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text
  *
  * Why not AggregatorRegistry.clusterMetrics(): it asks every connected worker and fails the whole
@@ -32,7 +34,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
-import { countedPods, epochOf, isMonotonic, shownPart, ShownEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
+import { countedPods, heldEpochs, notePartEpochs, shownPart, ShownEpochs, type PartEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 
 export const MSG_HELLO = 'metrics:hello';
@@ -75,6 +77,10 @@ interface Gather {
    * exit the primary has not seen yet. Their last counters stand in, as for one that is late.
    */
   readonly unreachable: Worker[];
+  /** Workers that answered with an error (registry not read): missing, their last counters stand in. */
+  readonly failed: Worker[];
+  /** The backend pods configured when its collects were sent (its answers may have those). */
+  readonly configuredAtStart: ReadonlySet<string> | null;
   timer: NodeJS.Timeout | null;
 }
 
@@ -108,16 +114,26 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     gathers.delete(id);
     if (g.timer !== null) clearTimeout(g.timer);
     const answered = g.results.size;
-    const missing = g.waiting.size;
+    const missing = g.waiting.size + g.failed.length;
     const answers = [...g.results.values()];
     const standIns: PodAnswer[] = [];
     for (const w of g.waiting) standIn(w, standIns);
     for (const w of g.unreachable) standIn(w, standIns);
-    const pods = new Set<string>();
+    for (const w of g.failed) standIn(w, standIns);
+    // Indexed by pod once per scrape: deciding each pod is then lookups, not a pass over every part.
+    const parts: PartEpochs = new Map();
+    for (const s of standIns) notePartEpochs(s.metrics, s.epochs, parts);
+    retired.notePartEpochs(parts);
+    const pods = new Set<string>(parts.keys());
     for (const a of answers) countedPods(a.metrics, pods);
-    for (const s of standIns) countedPods(s.metrics, pods);
-    retired.pods(pods);
-    shown.decide(pods, answers, opts.backendPods?.() ?? null, (pod) => partEpochs(pod, standIns, retired.epochsOf(pod)));
+    // Answers that may still come with a pod: to a scrape still gathering that asked while it was
+    // configured, or a live worker's last answer (a stand-in to come).
+    let liveHeld: Map<string, number> | null = null;
+    const lingering = (pod: string): boolean => {
+      for (const other of gathers.values()) if (other.configuredAtStart === null || other.configuredAtStart.has(pod)) return true;
+      return (liveHeld ??= heldEpochs([...last.values()])).has(pod);
+    };
+    shown.decide(pods, heldEpochs(answers), opts.backendPods?.() ?? null, parts, lingering);
     retired.settle(shown);
     const lists = answers.map((a) => shownPart(a.metrics, a.epochs, shown, false));
     for (const s of standIns) lists.push(shownPart(s.metrics, s.epochs, shown, true));
@@ -143,7 +159,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
       ready.add(worker);
     } else if (m.t === MSG_GET && typeof m.id === 'number') {
       const id = nextId++;
-      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], timer: null };
+      const g: Gather = { requester: worker, requestId: m.id, waiting: new Set(), results: new Map(), unreachable: [], failed: [], configuredAtStart: opts.backendPods?.() ?? null, timer: null };
       gathers.set(id, g);
       for (const w of ready) {
         if (!w.isConnected()) {
@@ -162,9 +178,16 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
         g.timer = setTimeout(() => finish(id), timeoutMs);
         g.timer.unref();
       }
-    } else if (m.t === MSG_DATA && typeof m.id === 'number' && Array.isArray(m.metrics)) {
+    } else if (m.t === MSG_DATA && typeof m.id === 'number') {
       const g = gathers.get(m.id);
       if (g === undefined || !g.waiting.delete(worker)) return;
+      if (!Array.isArray(m.metrics) || m.error !== undefined) {
+        // Not an answer: taken as one, its counters would drop for this scrape and its pods' counts
+        // would move on from their epoch (kept as an exited worker's, then counted again).
+        g.failed.push(worker);
+        if (g.waiting.size === 0) finish(m.id);
+        return;
+      }
       const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
       const prev = last.get(worker);
       if (prev !== undefined) {
@@ -201,14 +224,6 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     cluster.off('exit', onExit);
     for (const id of [...gathers.keys()]) finish(id);
   };
-}
-
-/** The epochs of `pod` in the stand-ins that count it and in `kept` (the retired counts'). */
-function* partEpochs(pod: string, standIns: readonly PodAnswer[], kept: Iterable<number>): Generator<number> {
-  for (const s of standIns) {
-    if (s.metrics.some((m) => isMonotonic(m) && m.values.some((v) => v.labels.backend_pod === pod))) yield epochOf(s.epochs, pod);
-  }
-  yield* kept;
 }
 
 /** The pod epochs of a worker's answer, when it gave them (a plain object of numbers). */
@@ -267,7 +282,7 @@ export class WorkerMetricsLink {
       const podEpochs = this.podEpochs() ?? undefined;
       this.metrics.registry.getMetricsAsJSON().then(
         (metrics) => send({ t: MSG_DATA, id, metrics: metrics as unknown as MetricJson[], podEpochs }),
-        () => send({ t: MSG_DATA, id, metrics: [] }),
+        (err: Error) => send({ t: MSG_DATA, id, metrics: [], error: `cannot read the metrics registry: ${err.message}` }),
       );
     } else if (m.t === MSG_TEXT) {
       const p = this.pending.get(m.id);

@@ -14,7 +14,7 @@
  *   once no answering worker has it at that epoch. They go for good (RetiredCounts.settle).
  */
 import type { MetricJson, MetricValue } from './metrics-series.js';
-import { epochIn, epochOf, isMonotonic, type PodAnswer, type PodEpochs, type ShownEpochs } from './backend-pod-epochs.js';
+import { epochOf, epochsIn, isMonotonic, notePartEpoch, type PartEpochs, type PodAnswer, type PodEpochs, type ShownEpochs } from './backend-pod-epochs.js';
 
 /** The counters and histograms of one worker's answer. */
 export function monotonicPart(list: readonly MetricJson[]): MetricJson[] {
@@ -28,10 +28,11 @@ export function monotonicPart(list: readonly MetricJson[]): MetricJson[] {
 export function movedOn(prev: PodAnswer, next: PodAnswer): MetricJson[] {
   const out: MetricJson[] = [];
   const moved = new Map<string, boolean>();
+  const epochInNext = epochsIn(next);
   const left = (pod: string): boolean => {
     let m = moved.get(pod);
     if (m === undefined) {
-      m = epochIn(next, pod) !== epochOf(prev.epochs, pod);
+      m = epochInNext(pod) !== epochOf(prev.epochs, pod);
       moved.set(pod, m);
     }
     return m;
@@ -89,14 +90,11 @@ export class RetiredCounts {
     }
   }
 
-  /** The epochs at which a series of `pod` is kept. */
-  *epochsOf(pod: string): Generator<number> {
-    for (const f of this.families.values()) for (const s of f.byKey.values()) if (s.value.labels.backend_pod === pod) yield s.epoch;
-  }
-
-  /** Backend pods with a series kept. */
-  pods(into: Set<string>): void {
-    for (const f of this.families.values()) for (const s of f.byKey.values()) if (s.value.labels.backend_pod !== undefined) into.add(s.value.labels.backend_pod);
+  /** Notes in `into` the epochs at which a series of each backend pod is kept (one pass). */
+  notePartEpochs(into: PartEpochs): void {
+    for (const f of this.families.values()) {
+      for (const s of f.byKey.values()) if (s.value.labels.backend_pod !== undefined) notePartEpoch(into, s.value.labels.backend_pod, s.epoch);
+    }
   }
 
   /** Drops for good the series of epochs of pods that `shown` will sum no more. */
