@@ -86,8 +86,10 @@ interface AppClose {
 
 /**
  * Closes every connection of `app` (and its listen socket, if still open), as the process's exit
- * would: what was handed to a connection still goes out before its FIN. A request's onAborted
- * runs for each one still open. False where the build cannot (the JavaScript fallback).
+ * would: what the kernel's socket buffers hold still goes out before its FIN, but what uWS kept in
+ * its own buffer (bytes the socket did not take yet) is dropped, so only once no answer may have
+ * bytes there (Exchange.endAfterProbes, drainState.tailMayBeBuffered). A request's onAborted runs
+ * for each one still open. False where the build cannot (the JavaScript fallback).
  */
 export function closeConnections(app: UWS.TemplatedApp): boolean {
   const a = app as unknown as AppClose;

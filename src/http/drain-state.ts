@@ -6,5 +6,8 @@
  * (as if it had come after exit), so no answered request can miss its access-log record. The
  * worker closes every connection itself as soon as nothing is in flight, so such a request is
  * one that was already on its way.
+ * `tailMayBeBuffered`: a streamed answer ended during the drain after its connection had pushed
+ * back (a slow reader): its last bytes may still be in the HTTP server's own buffer, which no API
+ * reports and closing the connections would drop, so the worker leaves them open until its exit.
  */
-export const drainState = { draining: false, closing: false };
+export const drainState = { draining: false, closing: false, tailMayBeBuffered: false };

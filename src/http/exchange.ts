@@ -85,6 +85,14 @@ export class Exchange {
   private heldRecord: ((x: Exchange) => void) | null = null;
   /** uWS onWritable handler of an answer going out: made at its first wait, then reused. */
   private outWritableFn: ((offset: number) => boolean) | null = null;
+  /**
+   * A write of this streamed answer did not go out whole (the client reads slower than the pod
+   * sends): uWS kept the rest in its own buffer, which it empties as the client reads, also after
+   * the answer's end, and which nothing reports on (see answerOut).
+   */
+  private pushedBack = false;
+  /** The last bytes of a pushed-back stream, kept back to learn when uWS's buffer is empty (endAfterProbes). */
+  private endHeld: Buffer = EMPTY;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -174,6 +182,8 @@ export class Exchange {
 
   /** The answer is out (or cut): ends its wait and writes the held record, if any. */
   private answerOut(): void {
+    // Its last bytes may still be in uWS's buffer: closing the connections now would drop them.
+    if (this.pushedBack && drainState.draining && !this.ctx.aborted) drainState.tailMayBeBuffered = true;
     if (this.out === OUT_GOING) {
       goingOut.delete(this);
       // Its duration covers the time the client took to take the answer.
@@ -181,6 +191,7 @@ export class Exchange {
     }
     this.out = OUT_NONE;
     this.outBody = EMPTY;
+    this.endHeld = EMPTY;
     const record = this.heldRecord;
     if (record === null) return;
     this.heldRecord = null;
@@ -321,6 +332,10 @@ export class Exchange {
     this.streamEnds = false;
     if (this.ctx.aborted) return;
     const out = more === null ? one ?? EMPTY : Buffer.concat(more);
+    if (ends && this.pushedBack && out.length > 0 && this.heldHeaders === null) {
+      this.endAfterProbes(out);
+      return;
+    }
     current = this;
     currentBody = out;
     const head = this.heldHeaders;
@@ -337,8 +352,11 @@ export class Exchange {
       this.res.cork(endAnswerCorked);
     } else if (out.length > 0) {
       this.res.cork(writeChunkCorked);
+    } else {
+      writeOk = true;
     }
     currentBody = EMPTY;
+    if (!writeOk) this.pushedBack = true;
     if (ends) {
       // The last bytes went out with the end; or the connection did not take them all, and the
       // end waits for it to take more (outWritable).
@@ -353,6 +371,44 @@ export class Exchange {
     }
   }
 
+  /**
+   * The end of a stream the client reads slower than the pod sent it (pushedBack): uWS may still
+   * hold earlier bytes in its own buffer, and after the end nothing says when they went out, so a
+   * worker that closes its connections once nothing is in flight (the drain) would drop them. The
+   * last bytes (up to END_PROBES) are kept back and written one at a time, each in a cork of its
+   * own: a write that finds uWS's buffer empty returns true, and the end goes with the rest of
+   * them; one that does not waits for the connection to take more (outWritable). When none is left
+   * the end is made as usual, its tail unknown (drainState.tailMayBeBuffered).
+   */
+  private endAfterProbes(out: Buffer): void {
+    const held = Math.min(END_PROBES, out.length);
+    if (out.length > held) {
+      current = this;
+      currentBody = out.subarray(0, out.length - held);
+      this.res.cork(writeChunkCorked);
+      currentBody = EMPTY;
+    }
+    this.endHeld = out.subarray(out.length - held);
+    this.probeEnd();
+  }
+
+  /** One probe of endAfterProbes: ends the answer, or waits for the connection to take more. */
+  private probeEnd(): void {
+    const held = this.endHeld;
+    current = this;
+    currentBody = held;
+    this.res.cork(probeEndCorked);
+    currentBody = EMPTY;
+    this.endHeld = held.subarray(1);
+    if (probeOk) {
+      this.endHeld = EMPTY;
+      this.pushedBack = false;
+      this.answerOut();
+    } else {
+      this.waitForWritable();
+    }
+  }
+
   /** The answer's last bytes wait for the connection: the rest goes out from outWritable. */
   private waitForWritable(): void {
     this.out = OUT_GOING;
@@ -362,9 +418,11 @@ export class Exchange {
     } catch {
       // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no onWritable (and no tryEnd, so
       // only a stream's end gets here): its node:http server keeps what the connection did not
-      // take, and the stream ends now.
+      // take, and the stream ends now (with any bytes its end kept back: endAfterProbes).
       current = this;
-      this.res.cork(endCorked);
+      currentBody = this.endHeld;
+      this.res.cork(endWithBodyCorked);
+      currentBody = EMPTY;
       this.answerOut();
     }
   }
@@ -376,6 +434,10 @@ export class Exchange {
    */
   private outWritable(offset: number): boolean {
     if (this.out !== OUT_GOING) return true;
+    if (this.endHeld.length > 0) {
+      this.probeEnd();
+      return true;
+    }
     const body = this.outBody;
     if (body.length === 0) {
       current = this;
@@ -531,6 +593,13 @@ const EMPTY = Buffer.alloc(0);
  */
 const WHOLE_AT_ONCE_MAX = 16 * 1024;
 
+/**
+ * Bytes a pushed-back stream's end keeps back to probe uWS's buffer with (Exchange.endAfterProbes).
+ * Each probe comes when the connection's socket reports writable (a third of its buffer free),
+ * and writes out what the socket takes: a few probes empty a buffer of megabytes.
+ */
+const END_PROBES = 16;
+
 /** Exchange.out: no answer's end pending; one queued for the end of the turn; one going out. */
 const OUT_NONE = 0;
 const OUT_QUEUED = 1;
@@ -672,6 +741,25 @@ function endAnswerCorked(): void {
 
 function endCorked(): void {
   current.res.end();
+}
+
+function endWithBodyCorked(): void {
+  current.res.end(currentBody);
+}
+
+/** A probe's result (probeEndCorked): uWS's buffer was empty, and the answer ended. */
+let probeOk = false;
+
+/**
+ * Writes the first kept-back byte of a pushed-back stream's end (Exchange.endAfterProbes) as a
+ * chunk of its own: uWS first writes out what its buffer holds, and returns true only when it
+ * could write all of it. Then the end goes, with the rest of the kept-back bytes.
+ */
+function probeEndCorked(): void {
+  const x = current;
+  const held = currentBody;
+  probeOk = x.res.write(held.subarray(0, 1));
+  if (probeOk) x.res.end(held.subarray(1));
 }
 
 function closeCorked(): void {

@@ -236,10 +236,12 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.closing = true;
     // Kept-alive connections (a stream's begun before the drain, which did not say close, or one
     // idle since) are ended now, once nothing is in flight, rather than at the exit: a client
-    // then sees them close instead of sending a request that would be closed unanswered.
+    // then sees them close instead of sending a request that would be closed unanswered. Not
+    // when a stream ended to a slow reader: uWS may still hold its last bytes, which closing the
+    // connections would drop (it reports no buffered amount); they are left to the exit.
     let connectionsClosed = false;
     const endConnections = (): void => {
-      if (connectionsClosed || inflight > 0) return;
+      if (connectionsClosed || inflight > 0 || drainState.tailMayBeBuffered) return;
       connectionsClosed = true;
       closeConnections(app);
     };

@@ -1,0 +1,113 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resourcesFor, startRouter, waitFor } from '../helpers/processes.js';
+
+/**
+ * A stream to a client that reads slower than the pod sends: uWS keeps what the connection's
+ * socket does not take in a buffer of its own, which it writes out as the client reads, also after
+ * the stream's end, and which nothing reports on. The drain must not close the connection (or
+ * exit) while the stream's last bytes are still in that buffer.
+ */
+
+/** A pod whose stream sends one event, then, a moment later, its several-MB rest in one write. */
+class LateBulkPod {
+  server!: Server;
+  port = 0;
+  readonly first = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'start' } }] })}\n\n`;
+  readonly rest: Buffer;
+  constructor(bytes: number) {
+    const event = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'a'.repeat(1000) } }] })}\n\n`;
+    this.rest = Buffer.from(event.repeat(Math.floor(bytes / event.length)) + 'data: [DONE]\n\n');
+  }
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(this.first);
+        setTimeout(() => res.end(this.rest), 300);
+      });
+    });
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+/**
+ * A client with a 4 KiB receive buffer that takes up to 16 KiB every 10 ms: prints `started` at the
+ * first event, then, at the end of the connection, the length of the chunked body it decoded,
+ * whether that body ended (its last chunk), and whether it ends with the stream's last event.
+ */
+const SLOW_CLIENT = `
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(('127.0.0.1', int(sys.argv[1])))
+body = b'{"model":"sf-model","prompt":"x","stream":true}'
+s.sendall(b'POST /v1/completions HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: application/json\\r\\ncontent-length: '
+  + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)
+data = b''
+started = False
+while True:
+    d = s.recv(16384)
+    if not d:
+        break
+    data += d
+    if not started and b'start' in data:
+        started = True
+        print('started', flush=True)
+    time.sleep(0.01)
+head, _, rest = data.partition(b'\\r\\n\\r\\n')
+body = b''
+ended = False
+while True:
+    line, sep, rest = rest.partition(b'\\r\\n')
+    if not sep or not line:
+        break
+    size = int(line, 16)
+    if size == 0:
+        ended = rest == b'\\r\\n'
+        break
+    if len(rest) < size + 2:
+        break
+    body += rest[:size]
+    rest = rest[size + 2:]
+print('body', len(body), 'ended', ended, 'done', body.endswith(b'data: [DONE]\\n\\n'), flush=True)
+`;
+
+/** ROUTER_TEST_NODE24 (as in newer-node.test.ts) runs the router on that Node, with the uWS 20.57 build. */
+const NODE = process.env.ROUTER_TEST_NODE24;
+
+describe('SIGTERM while a stream goes out to a slow reader, real processes', () => {
+  const pod = new LateBulkPod(8_000_000);
+  beforeAll(async () => {
+    await pod.start();
+  });
+  afterAll(async () => {
+    await pod.stop();
+  });
+
+  it('the client gets the whole stream, its last event and last chunk included, before the connection closes', async () => {
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { workers: 1, ...(NODE ? { node: NODE } : {}) });
+    try {
+      const client = spawn('python3', ['-c', SLOW_CLIENT, String(router.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      client.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+      const exited = new Promise<void>((r) => client.once('exit', () => r()));
+      await waitFor('the first event', () => out.includes('started'), 10_000);
+      router.child.kill('SIGTERM');
+      await exited;
+      expect(await router.exited).toBe(0);
+      expect(out).toContain(`body ${pod.first.length + pod.rest.length} ended True done True`);
+    } finally {
+      await router.kill();
+    }
+  }, 90_000);
+});
