@@ -14,11 +14,14 @@ import { Buffer } from 'node:buffer';
 
 const PIPELINED = 'the router closed the connection: the client sent another request before this answer ended (HTTP pipelining is not supported; wait for each answer)';
 
-/** Where a streamed answer's bytes come from: paused while the client cannot take more. */
+/**
+ * Where a streamed answer's bytes come from: paused while the client cannot take more, and
+ * between a turn's allowance of bytes (STREAM_TURN_BYTES) and the turn's write. Bytes it read
+ * before a pause are still delivered.
+ */
 export interface StreamSource {
   pause(): void;
-  /** Resumes the source (uWS onWritable: returns true). */
-  readonly resume: () => boolean;
+  resume(): void;
 }
 
 /**
@@ -93,6 +96,16 @@ export class Exchange {
   private pushedBack = false;
   /** The last bytes of a pushed-back stream, kept back to learn when uWS's buffer is empty (endAfterProbes). */
   private endHeld: Buffer = EMPTY;
+  /**
+   * Bytes of a streamed answer the source may still bring before the turn's write (STREAM_TURN_BYTES,
+   * or STREAM_WRITABLE_BYTES while the connection holds bytes the client did not take): at 0 or
+   * below the source is paused until the write says whether the client takes them.
+   */
+  private streamAllowance = STREAM_TURN_BYTES;
+  /** The exchange paused the stream's source (allowance spent, or waiting for uWS's onWritable). */
+  private sourcePaused = false;
+  /** uWS onWritable handler of a stream waiting for the client: made at its first wait, then reused. */
+  private streamWritableFn: (() => boolean) | null = null;
   /** Limiter decision of a limited route (for the x-ratelimit-* headers), else null. */
   decision: Decision | null = null;
   /** Which limit `decision` is of: x-ratelimit-scope (null = route). */
@@ -292,6 +305,36 @@ export class Exchange {
     if (chunk.length === 0 || !this.writable) return;
     this.headersSent = true;
     this.queueStreamBytes(chunk);
+    if ((this.streamAllowance -= chunk.length) <= 0) this.pauseSource();
+  }
+
+  /** The stream's source stops being read (what it read already still comes). */
+  private pauseSource(): void {
+    const source = this.upstream;
+    if (this.sourcePaused || source === null) return;
+    this.sourcePaused = true;
+    source.pause();
+  }
+
+  /** The stream's source is read again, for at most `allowance` bytes before the next write. */
+  private resumeSource(allowance: number): void {
+    this.streamAllowance = allowance;
+    const source = this.upstream;
+    if (!this.sourcePaused || source === null) return;
+    this.sourcePaused = false;
+    source.resume();
+  }
+
+  /**
+   * uWS onWritable of a stream the client did not take all of: the source brings at most
+   * STREAM_WRITABLE_BYTES more before the turn's write, which hands them to uWS. uWS still holds
+   * what the client did not take when this runs (it sends it before the next write's bytes), and
+   * says nothing of how much: bringing a turn's worth of bytes here would grow what it holds by up
+   * to that much at each of these calls, while the client takes less in between.
+   */
+  private streamWritable(): boolean {
+    if (this.sourcePaused) this.resumeSource(STREAM_WRITABLE_BYTES);
+    return true;
   }
 
   /**
@@ -338,22 +381,19 @@ export class Exchange {
     }
     current = this;
     currentBody = out;
+    writeOk = true;
     const head = this.heldHeaders;
     if (head !== null) {
       this.heldHeaders = null;
       currentStatus = this.heldStatus;
       currentHeaders = head;
       currentAscii = this.heldAscii;
-      writeOk = true;
       this.res.cork(!ends ? writeHeadAndChunkCorked : out.length > 0 ? writeHeadChunkAndEndCorked : endBufferedCorked);
       currentHeaders = null;
     } else if (ends) {
-      writeOk = true;
       this.res.cork(endAnswerCorked);
     } else if (out.length > 0) {
       this.res.cork(writeChunkCorked);
-    } else {
-      writeOk = true;
     }
     currentBody = EMPTY;
     if (!writeOk) this.pushedBack = true;
@@ -364,11 +404,15 @@ export class Exchange {
       else this.waitForWritable();
       return;
     }
-    const source = this.upstream;
-    if (!writeOk && source !== null) {
-      source.pause();
-      this.res.onWritable(source.resume);
+    if (this.upstream === null) return;
+    if (writeOk) {
+      // The client took every byte so far: the source brings a turn's worth more.
+      this.resumeSource(STREAM_TURN_BYTES);
+      return;
     }
+    // uWS holds what the client did not take: the source waits for it (streamWritable).
+    this.pauseSource();
+    this.res.onWritable(this.streamWritableFn ??= (): boolean => this.streamWritable());
   }
 
   /**
@@ -599,6 +643,21 @@ const WHOLE_AT_ONCE_MAX = 16 * 1024;
  * and writes out what the socket takes: a few probes empty a buffer of megabytes.
  */
 const END_PROBES = 16;
+
+/**
+ * The most bytes of a streamed answer the source brings in one turn of the event loop, before the
+ * turn's write to the client says whether it takes them (a read or so more: what the source read
+ * before its pause). Without it, one turn reads all the pod's socket holds (tens of 64 KiB reads),
+ * which a client slower than the pod leaves to uWS. A stream of tokens never gets near it.
+ */
+const STREAM_TURN_BYTES = 256 * 1024;
+
+/**
+ * As STREAM_TURN_BYTES, from a uWS onWritable of a stream whose client did not take the last write
+ * until the next write the client takes whole: each such event adds at most this much (and a read)
+ * to what uWS holds, and uWS sends what it holds before it.
+ */
+const STREAM_WRITABLE_BYTES = 64 * 1024;
 
 /** Exchange.out: no answer's end pending; one queued for the end of the turn; one going out. */
 const OUT_NONE = 0;

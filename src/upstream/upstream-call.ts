@@ -122,8 +122,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     if (out.length === 0 || !this.x.writable) return true;
     if (this.scanner !== null) this.x.firstByte();
     // Queued by the exchange for the end of the turn, with this turn's other pieces of the answer
-    // (one send); under backpressure it pauses the pod's socket through pause() and resume (this
-    // call is the exchange's `upstream` while it runs).
+    // (one send); it pauses the pod's socket through pause() and resume() under backpressure and
+    // between a turn's allowance and its write (this call is the exchange's `upstream` while it runs).
     this.x.writeChunk(out);
     return true;
   }
@@ -133,15 +133,10 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     this.req?.pause();
   }
 
-  /** StreamSource: resumes the pod's socket once the client can take more; made at the first backpressure, then reused. */
-  get resume(): () => boolean {
-    return this.resumeFn ??= () => {
-      this.req?.resume();
-      return true;
-    };
+  /** StreamSource: the pod's socket is read again (the client can take more). */
+  resume(): void {
+    this.req?.resume();
   }
-
-  private resumeFn: (() => boolean) | null = null;
 
   /** Keeps a passing chunk of a JSON answer (by reference) up to BUFFER_LIMIT; beyond, gives up. */
   private keepPassed(chunk: Buffer): void {
