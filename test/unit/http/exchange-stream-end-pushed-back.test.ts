@@ -80,6 +80,26 @@ describe('Exchange: a stream whose end is the first write the connection does no
     });
   }
 
+  it('a client that leaves while the end waits is recorded once, 499 client_closed; a late writable event writes nothing', async () => {
+    const { x, res, recorded } = stream('rid-end-gone');
+    x.writeChunk(Buffer.from(FIRST));
+    await turnEnd();
+    res.full = true;
+    x.endStream(Buffer.from(LAST));
+    x.holdRecord((e) => recorded.push(e));
+    await turnEnd();
+    res.writable!(0);
+    const calls = res.calls.length;
+    x.clientGone();
+    expect(recorded).toEqual([x]);
+    expect(x.ctx.statusCode).toBe(499);
+    expect(x.ctx.errorType).toBe('client_closed');
+    expect(res.writable!(0)).toBe(true);
+    expect(res.calls).toHaveLength(calls);
+    expect(x.holdRecord((e) => recorded.push(e))).toBe(false);
+    expect(recorded).toHaveLength(1);
+  });
+
   it('a stream whose end goes out whole ends at the end of the turn, every byte once', async () => {
     const { x, res, recorded } = stream('rid-end-fast');
     x.writeChunk(Buffer.from(FIRST));
