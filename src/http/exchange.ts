@@ -375,8 +375,9 @@ export class Exchange {
     this.streamEnds = false;
     if (this.ctx.aborted) return;
     const out = more === null ? one ?? EMPTY : Buffer.concat(more);
-    if (ends && this.pushedBack && out.length > 0 && this.heldHeaders === null) {
-      this.endAfterProbes(out);
+    if (ends && out.length > 0) {
+      if (this.pushedBack) this.endAfterProbes(out);
+      else this.endKeepingTail(out);
       return;
     }
     current = this;
@@ -388,20 +389,18 @@ export class Exchange {
       currentStatus = this.heldStatus;
       currentHeaders = head;
       currentAscii = this.heldAscii;
-      this.res.cork(!ends ? writeHeadAndChunkCorked : out.length > 0 ? writeHeadChunkAndEndCorked : endBufferedCorked);
+      this.res.cork(!ends ? writeHeadAndChunkCorked : endBufferedCorked);
       currentHeaders = null;
     } else if (ends) {
-      this.res.cork(endAnswerCorked);
+      this.res.cork(endCorked);
     } else if (out.length > 0) {
       this.res.cork(writeChunkCorked);
     }
     currentBody = EMPTY;
     if (!writeOk) this.pushedBack = true;
     if (ends) {
-      // The last bytes went out with the end; or the connection did not take them all, and the
-      // end waits for it to take more (outWritable).
-      if (writeOk) this.answerOut();
-      else this.waitForWritable();
+      // An end without bytes: nothing is left to write.
+      this.answerOut();
       return;
     }
     if (this.upstream === null) return;
@@ -413,6 +412,42 @@ export class Exchange {
     // uWS holds what the client did not take: the source waits for it (streamWritable).
     this.pauseSource();
     this.res.onWritable(this.streamWritableFn ??= (): boolean => this.streamWritable());
+  }
+
+  /**
+   * The end of a stream not pushed back so far, with its last bytes: they go out with the end in
+   * one send, less the last (up to END_PROBES) when the connection does not take the others whole.
+   * Those are kept back as for a stream pushed back earlier (endAfterProbes): the write that was
+   * pushed back left bytes in uWS's buffer, which an end made at the next onWritable would not see.
+   */
+  private endKeepingTail(out: Buffer): void {
+    const kept = Math.min(END_PROBES, out.length - 1);
+    const tail = out.subarray(out.length - kept);
+    current = this;
+    currentBody = out.subarray(0, out.length - kept);
+    currentTail = tail;
+    writeOk = true;
+    const head = this.heldHeaders;
+    if (head !== null) {
+      this.heldHeaders = null;
+      currentStatus = this.heldStatus;
+      currentHeaders = head;
+      currentAscii = this.heldAscii;
+      this.res.cork(writeHeadChunkAndEndCorked);
+      currentHeaders = null;
+    } else {
+      this.res.cork(endAnswerCorked);
+    }
+    currentBody = EMPTY;
+    currentTail = EMPTY;
+    if (writeOk) {
+      this.answerOut();
+      return;
+    }
+    // The end waits for the connection to take more, then probes uWS's buffer with the tail.
+    this.pushedBack = true;
+    this.endHeld = tail;
+    this.waitForWritable();
   }
 
   /**
@@ -680,6 +715,8 @@ let currentHeaders: string[] | null = null;
 /** currentHeaders were read from a head of ASCII bytes only. */
 let currentAscii = false;
 let currentBody: Buffer = EMPTY;
+/** The last bytes of a stream's end, written with it once the write of currentBody went whole (endKeepingTail). */
+let currentTail: Buffer = EMPTY;
 let writeOk = true;
 /** tryEndBufferedCorked: the connection took the whole answer; else how much of its body (currentSent). */
 let wholeDone = true;
@@ -782,20 +819,24 @@ function writeHeadAndChunkCorked(): void {
   writeOk = current.res.write(currentBody);
 }
 
-/** The end waits when the connection did not take the chunk (writeOk false): see writeQueuedStream. */
+/**
+ * The bytes kept back for the end (currentTail) go with it when the connection took the chunk;
+ * else the end waits (writeOk false): see endKeepingTail.
+ */
 function writeHeadChunkAndEndCorked(): void {
   writeHeadAndChunkCorked();
-  if (writeOk) current.res.end();
+  if (writeOk) current.res.end(currentTail);
 }
 
 function writeChunkCorked(): void {
   writeOk = current.res.write(currentBody);
 }
 
+/** As writeHeadChunkAndEndCorked, without the head. */
 function endAnswerCorked(): void {
   const x = current;
-  if (currentBody.length > 0) writeOk = x.res.write(currentBody);
-  if (writeOk) x.res.end();
+  writeOk = x.res.write(currentBody);
+  if (writeOk) x.res.end(currentTail);
 }
 
 function endCorked(): void {

@@ -232,10 +232,15 @@ describe('Exchange: an answer the client takes slowly is recorded once it is out
     x.endStream(Buffer.from('data: [DONE]\n\n'));
     expect(x.holdRecord((e) => recorded.push(e))).toBe(true);
     await turnEnd();
-    expect(res.calls.slice(-3)).toEqual(['cork', 'write 14', 'onWritable']);
+    // All but the last bytes, kept back to learn when uWS's buffer is empty (the end's probes).
+    expect(res.calls.slice(-3)).toEqual(['cork', 'write 1', 'onWritable']);
     expect(recorded).toEqual([]);
+    res.writable!(0); // a probe that finds uWS's buffer still holding bytes: the end waits
+    expect(res.calls.slice(-3)).toEqual(['cork', 'write 1', 'onWritable']);
+    expect(recorded).toEqual([]);
+    res.writeFails = false;
     res.writable!(0);
-    expect(res.calls.slice(-2)).toEqual(['cork', 'end ']);
+    expect(res.calls.slice(-3)).toEqual(['cork', 'write 1', 'end a: [DONE]\n\n']);
     expect(recorded).toEqual([x]);
     expect(x.ctx.statusCode).toBe(200);
   });
@@ -248,7 +253,7 @@ describe('Exchange: an answer the client takes slowly is recorded once it is out
     x.holdRecord((e) => recorded.push(e));
     expect(recorded).toEqual([]);
     await turnEnd();
-    expect(res.calls.slice(-2)).toEqual(['write 25', 'end ']);
+    expect(res.calls.slice(-2)).toEqual(['write 9', 'end \n\ndata: [DONE]\n\n']);
     expect(recorded).toEqual([x]);
   });
 
