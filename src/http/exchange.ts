@@ -383,12 +383,7 @@ export class Exchange {
     current = this;
     currentBody = out;
     writeOk = true;
-    const head = this.heldHeaders;
-    if (head !== null) {
-      this.heldHeaders = null;
-      currentStatus = this.heldStatus;
-      currentHeaders = head;
-      currentAscii = this.heldAscii;
+    if (this.takeHeldHead()) {
       this.res.cork(!ends ? writeHeadAndChunkCorked : endBufferedCorked);
       currentHeaders = null;
     } else if (ends) {
@@ -414,6 +409,17 @@ export class Exchange {
     this.res.onWritable(this.streamWritableFn ??= (): boolean => this.streamWritable());
   }
 
+  /** The answer's held head, if any, handed to the corked writers (currentStatus, currentHeaders, currentAscii): true when there was one. */
+  private takeHeldHead(): boolean {
+    const head = this.heldHeaders;
+    if (head === null) return false;
+    this.heldHeaders = null;
+    currentStatus = this.heldStatus;
+    currentHeaders = head;
+    currentAscii = this.heldAscii;
+    return true;
+  }
+
   /**
    * The end of a stream not pushed back so far, with its last bytes: they go out with the end in
    * one send, less the last (up to END_PROBES) when the connection does not take the others whole.
@@ -427,12 +433,7 @@ export class Exchange {
     currentBody = out.subarray(0, out.length - kept);
     currentTail = tail;
     writeOk = true;
-    const head = this.heldHeaders;
-    if (head !== null) {
-      this.heldHeaders = null;
-      currentStatus = this.heldStatus;
-      currentHeaders = head;
-      currentAscii = this.heldAscii;
+    if (this.takeHeldHead()) {
       this.res.cork(writeHeadChunkAndEndCorked);
       currentHeaders = null;
     } else {
