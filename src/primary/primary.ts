@@ -69,6 +69,10 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const broadcast = (m: PrimaryToWorker): void => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
   };
+  /** The configuration now (if any) to one worker that listens. */
+  const sendSnapshot = (w: Worker): void => {
+    if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, podEpochs } satisfies PrimaryToWorker);
+  };
   let wasReady = false;
   const updateReady = (): void => {
     const ready = !draining && snapshot !== null && listening.size === settings.workers && applied.size === settings.workers;
@@ -165,12 +169,12 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
         // it). It serves its drain delay as the others do theirs: with the configuration, without
         // which it would answer 503 not_configured to every connection the kernel hands it.
         if (draining) {
-          if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, podEpochs } satisfies PrimaryToWorker);
+          sendSnapshot(w);
           w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
           return;
         }
         listening.add(w.id);
-        if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, podEpochs } satisfies PrimaryToWorker);
+        sendSnapshot(w);
         updateReady();
       } else if (msg.t === 'core:applied') {
         applied.add(w.id);
