@@ -511,7 +511,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * counts it was lent from are gone, and its unused tokens must not be taken off the new ones.
    */
   private saw(key: LimitKey, base: string, unit: WindowUnit, window: number, id: number, msLeft: number): void {
-    if (!this.incarnations!.saw(base, unit, window, String(id), msLeft, Date.now()) || this.leases === null) return;
+    if (this.incarnations === null) return;
+    if (!this.incarnations.saw(base, unit, window, String(id), msLeft, Date.now()) || this.leases === null) return;
     if (this.leases.takeBack(key) !== null && this.onLease !== null) this.onLease('forfeited');
   }
 
@@ -541,7 +542,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
           this.withoutStore(b);
           return;
         }
-        if (this.incarnations !== null) this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
+        this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
         if (this.leases !== null) this.leaseReply(b, reply);
         b.answer(reply, this.waits);
       },
@@ -553,7 +554,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       late: (bytes) => {
         const reply = lateReply(bytes, FIRST_STATUS, b.tokens.length);
         if (reply === null) return;
-        if (this.incarnations !== null) this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
+        this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
         const ids = [this.incarnationOf(reply[REPLY_INCARNATION])];
         if (inDoubt !== null) {
           for (let i = 0; i < inDoubt.length; i++) inDoubt[i].ranLate(b.admitted(reply, i), reply[REPLY_MS], this.timeoutMs, ids);
