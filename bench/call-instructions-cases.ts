@@ -15,6 +15,7 @@ import { writeJsonRecord } from 'inference-router/observe/access-log-line-bytes'
 import { headerBlock, responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
 import { encodeRateHeaders } from 'inference-router/http/rate-headers';
+import { requestHead } from 'inference-router/upstream/http1/request-head';
 import type { Decision } from 'inference-router/ratelimit/limiter';
 
 const HEAD = ImportedBuffer.from('HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 21:00:00 GMT\r\nuWebSockets: 20\r\n'
@@ -50,6 +51,8 @@ function loopCopy(buf: Uint8Array, at: number, src: Uint8Array): number {
 /** An upstream connection's shared read buffer, holding one answer of the bench's size (head and body). */
 const READ_BUFFER = ImportedBuffer.allocUnsafeSlow(64 * 1024);
 const READ_LENGTH = 460;
+/** Its ArrayBuffer, read once (a `.buffer` read is a call into C++). */
+const READ_ARRAY_BUFFER = READ_BUFFER.buffer;
 
 /** A request body as uWS hands it over (an ArrayBuffer it reuses after the callback), and where it is kept. */
 const BODY_CHUNK = new ArrayBuffer(120);
@@ -170,6 +173,32 @@ function forwardedLines(): string {
   return lines + '\r\nx-request-id: ' + newRequestId();
 }
 
+/** A request to a pod as the bench's full router sends one: its forwarded headers, the router's, the body. */
+const REQ_FORWARD = ['accept', '*/*', 'user-agent', 'wrk/4.2'];
+const REQ_BODY = ImportedBuffer.from('{"model":"sf-model","prompt":"San Francisco is a","max_tokens":16}');
+
+/** The request's head as the HTTP/1.1 client makes it (a string of pieces), with a fresh request id. */
+function routerHead(): string {
+  return requestHead('POST', '/v1/completions', '127.0.0.1:40123', [...REQ_FORWARD, 'x-request-id', newRequestId(), 'content-type', 'application/json'], REQ_BODY);
+}
+
+/** The same text joined from an array of its pieces (a flat string, no rope to flatten). */
+function joinedHead(): string {
+  const parts: string[] = ['POST', ' ', '/v1/completions', ' HTTP/1.1\r\nhost: ', '127.0.0.1:40123', '\r\n'];
+  for (let i = 0; i < REQ_FORWARD.length; i += 2) parts.push(REQ_FORWARD[i], ': ', REQ_FORWARD[i + 1], '\r\n');
+  parts.push('x-request-id: ', newRequestId(), '\r\ncontent-type: application/json\r\n', 'content-length: ', String(REQ_BODY.length), '\r\n\r\n');
+  return parts.join('');
+}
+
+/** The request's one buffer: the head written as latin1, then the body by `body.copy` (as before) or TypedArray `set`. */
+function requestBytes(head: string, bySet: boolean): number {
+  const out = ImportedBuffer.allocUnsafe(head.length + REQ_BODY.length);
+  out.write(head, 0, 'latin1');
+  if (bySet) out.set(REQ_BODY, head.length);
+  else REQ_BODY.copy(out, head.length);
+  return out.length;
+}
+
 export const CALLS: Readonly<Record<string, () => number>> = {
   /** The head's header lines cut from its text (the baseline of the next case). */
   'answer head: cut names': () => freshNames().length,
@@ -220,6 +249,10 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'copy 128 bytes: a loop': () => loopCopy(COPY_INTO, 100, PIECE_128),
   'performance.now() through the global': () => (performance.now() > 0 ? 1 : 0),
   'performance.now() imported': () => (importedPerformance.now() > 0 ? 1 : 0),
+  /** A request's bytes to a pod (the head with a fresh request id): its body copied behind the head by Buffer's copy or by TypedArray set; a joined head. */
+  'request bytes: head then body by copy': () => requestBytes(routerHead(), false),
+  'request bytes: head then body by set': () => requestBytes(routerHead(), true),
+  'request bytes: joined head then body by set': () => requestBytes(joinedHead(), true),
   /** Ways to keep one read of an upstream connection (the bytes the parser and the handler may hold). */
   'read kept: Buffer.from of a subarray': () => ImportedBuffer.from(READ_BUFFER.subarray(0, READ_LENGTH)).length,
   'read kept: allocUnsafe and copy': () => {
@@ -230,6 +263,11 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'read kept: allocUnsafe and set of a Uint8Array view': () => {
     const out = ImportedBuffer.allocUnsafe(READ_LENGTH);
     out.set(new Uint8Array(READ_BUFFER.buffer, READ_BUFFER.byteOffset, READ_LENGTH));
+    return out.length;
+  },
+  'read kept: allocUnsafe and set of a Uint8Array of the ArrayBuffer read once': () => {
+    const out = ImportedBuffer.allocUnsafe(READ_LENGTH);
+    out.set(new Uint8Array(READ_ARRAY_BUFFER, READ_BUFFER.byteOffset, READ_LENGTH));
     return out.length;
   },
   'read kept: a view of its own buffer (Buffer.from of the ArrayBuffer)': () => ImportedBuffer.from(READ_BUFFER.buffer, 128, READ_LENGTH).length,
