@@ -10,6 +10,7 @@
  * a line without a colon, a bare CR or LF or a NUL.
  */
 import { malformed } from './errors.js';
+import { SHORTEST_USUAL_LONG_NAME, usualLongName, usualLongNameOf } from './usual-long-names.js';
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const LONE_CR_LF = /\r(?!\n)|(?<!\r)\n|\0/;
@@ -36,6 +37,9 @@ export class HeadMarks {
   at = new Int32Array(MARKS_PER_LINE * 32);
   /** Every byte of the head is ASCII (below 0x80): its text is then its UTF-8 too. */
   ascii = true;
+  /** A view of the bytes scanned, and where the head starts in it: headersAt reads the long names there. */
+  view: DataView = view;
+  viewStart = 0;
 }
 
 /** Per header line: name start and end, value start and end. */
@@ -124,6 +128,8 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     if (j + 1 >= n) return HEAD_INCOMPLETE;
     if (buf[j] === CR) {
       marks.n = count;
+      marks.view = v;
+      marks.viewStart = off + start;
       marks.ascii = (passedBits & HIGH_BITS) === 0;
       return buf[j + 1] === LF ? j + 2 : HEAD_IRREGULAR;
     }
@@ -154,13 +160,18 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
 
 /**
  * The header lines scanHead marked, cut from the head's text, into an array made at its length
- * (two entries a line): no push, no growing copies.
+ * (two entries a line): no push, no growing copies. A usual long name is its constant
+ * (usual-long-names.ts: a long name cut from the text is costly to compare), read from the bytes
+ * scanHead read.
  */
 export function headersAt(text: string, marks: HeadMarks): string[] {
   const at = marks.at;
   const headers = new Array<string>(marks.n >> 1);
   for (let m = 0, h = 0; m < marks.n; m += MARKS_PER_LINE, h += 2) {
-    headers[h] = text.slice(at[m], at[m + 1]);
+    const from = at[m];
+    const length = at[m + 1] - from;
+    const usual = length < SHORTEST_USUAL_LONG_NAME ? 0 : usualLongName(marks.view, marks.viewStart + from, length);
+    headers[h] = usual === 0 ? text.slice(from, from + length) : usualLongNameOf(usual);
     headers[h + 1] = text.slice(at[m + 2], at[m + 3]);
   }
   return headers;
