@@ -160,21 +160,27 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
 
 /**
  * The header lines scanHead marked, cut from the head's text, into an array made at its length
- * (two entries a line): no push, no growing copies. A usual long name is its constant
- * (usual-long-names.ts: a long name cut from the text is costly to compare), read from the bytes
- * scanHead read.
+ * (two entries a line): no push, no growing copies.
  */
 export function headersAt(text: string, marks: HeadMarks): string[] {
   const at = marks.at;
   const headers = new Array<string>(marks.n >> 1);
   for (let m = 0, h = 0; m < marks.n; m += MARKS_PER_LINE, h += 2) {
-    const from = at[m];
-    const length = at[m + 1] - from;
-    const usual = length < SHORTEST_USUAL_LONG_NAME ? 0 : usualLongName(marks.view, marks.viewStart + from, length);
-    headers[h] = usual === 0 ? text.slice(from, from + length) : usualLongNameOf(usual);
+    headers[h] = text.slice(at[m], at[m + 1]);
     headers[h + 1] = text.slice(at[m + 2], at[m + 3]);
   }
   return headers;
+}
+
+/**
+ * The name of header line `line` that headersAt cut (`name`, of SHORTEST_USUAL_LONG_NAME
+ * characters or more), or the same name as a constant when it is a usual one
+ * (usual-long-names.ts: a long name cut from the text is costly to compare), read from the bytes
+ * scanHead read.
+ */
+export function usualNameOfLine(marks: HeadMarks, line: number, name: string): string {
+  const usual = usualLongName(marks.view, marks.viewStart + marks.at[line * MARKS_PER_LINE], name.length);
+  return usual === 0 ? name : usualLongNameOf(usual);
 }
 
 /** The header lines of a head's text from `from` (a head that came in several reads, or an irregular one: this names its fault). */
