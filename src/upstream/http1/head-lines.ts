@@ -37,7 +37,7 @@ export class HeadMarks {
   at = new Int32Array(MARKS_PER_LINE * 32);
   /** Every byte of the head is ASCII (below 0x80): its text is then its UTF-8 too. */
   ascii = true;
-  /** A view of the bytes scanned, and where the head starts in it: headersAt reads the long names there. */
+  /** A view of the bytes scanned, and where the head starts in it: usualNameOfLine reads the long names there. */
   view: DataView = view;
   viewStart = 0;
 }
