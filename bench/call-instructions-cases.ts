@@ -14,6 +14,7 @@ import type { AccessRecord } from 'inference-router/observe/access-record';
 import { writeJsonRecord } from 'inference-router/observe/access-log-line-bytes';
 import { headerBlock, responseHeaderName } from 'inference-router/http/upstream-headers';
 import { HeadMarks, headersAt, scanHead } from 'inference-router/upstream/http1/head-lines';
+import { ResponseParser } from 'inference-router/upstream/http1/response-parser';
 import { encodeRateHeaders } from 'inference-router/http/rate-headers';
 import { requestHead } from 'inference-router/upstream/http1/request-head';
 import type { Decision } from 'inference-router/ratelimit/limiter';
@@ -155,6 +156,25 @@ function freshNames(): string[] {
   return headersAt(HEAD_TEXT, MARKS);
 }
 
+/** The header list of the last head ANSWER_PARSER read. */
+let parsedHeaders: string[] = [];
+/** The upstream client's parser, reading HEAD as the answer to a HEAD request (the head alone is the whole answer). */
+const ANSWER_PARSER = new ResponseParser({
+  onHead(_status: number, headers: string[]) { parsedHeaders = headers; },
+  onBody() {},
+  onEnd() {},
+}, 64 * 1024);
+
+/** HEAD read by the parser (scan, text, header list, framing), then each name's forwarding decision as the exchange makes it. */
+function parsedAndDecided(): number {
+  ANSWER_PARSER.reset(true);
+  ANSWER_PARSER.execute(HEAD);
+  const h = parsedHeaders;
+  let n = 0;
+  for (let i = 0; i < h.length; i += 2) if (responseHeaderName(h[i]) !== null) n++;
+  return n;
+}
+
 /** The forwarded header lines of HEAD as the exchange joins them for its one writeHeader call, with a fresh request id. */
 function forwardedLines(): string {
   const h = freshNames();
@@ -209,6 +229,8 @@ export const CALLS: Readonly<Record<string, () => number>> = {
     for (let i = 0; i < h.length; i += 2) if (responseHeaderName(h[i]) !== null) n++;
     return n;
   },
+  /** The whole head through the response parser, then the exchange's forwarding decisions (the two read the framing names). */
+  'answer head: parsed and forward decisions': () => parsedAndDecided(),
   /** The forwarded lines joined (the baseline of the next case). */
   'answer head: forwarded lines': () => forwardedLines().length,
   /** The same, then headerBlock's check that they are ASCII (skipped for a head scanHead found all ASCII). */

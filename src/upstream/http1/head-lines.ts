@@ -10,6 +10,7 @@
  * a line without a colon, a bare CR or LF or a NUL.
  */
 import { malformed } from './errors.js';
+import { SHORTEST_USUAL_LONG_NAME, usualLongName, usualLongNameOf } from './usual-long-names.js';
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const LONE_CR_LF = /\r(?!\n)|(?<!\r)\n|\0/;
@@ -36,6 +37,9 @@ export class HeadMarks {
   at = new Int32Array(MARKS_PER_LINE * 32);
   /** Every byte of the head is ASCII (below 0x80): its text is then its UTF-8 too. */
   ascii = true;
+  /** A view of the bytes scanned, and where the head starts in it: usualNameOfLine reads the long names there. */
+  view: DataView = view;
+  viewStart = 0;
 }
 
 /** Per header line: name start and end, value start and end. */
@@ -124,6 +128,8 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
     if (j + 1 >= n) return HEAD_INCOMPLETE;
     if (buf[j] === CR) {
       marks.n = count;
+      marks.view = v;
+      marks.viewStart = off + start;
       marks.ascii = (passedBits & HIGH_BITS) === 0;
       return buf[j + 1] === LF ? j + 2 : HEAD_IRREGULAR;
     }
@@ -164,6 +170,17 @@ export function headersAt(text: string, marks: HeadMarks): string[] {
     headers[h + 1] = text.slice(at[m + 2], at[m + 3]);
   }
   return headers;
+}
+
+/**
+ * The name of header line `line` that headersAt cut (`name`, of SHORTEST_USUAL_LONG_NAME
+ * characters or more), or the same name as a constant when it is a usual one
+ * (usual-long-names.ts: a long name cut from the text is costly to compare), read from the bytes
+ * scanHead read.
+ */
+export function usualNameOfLine(marks: HeadMarks, line: number, name: string): string {
+  const usual = usualLongName(marks.view, marks.viewStart + marks.at[line * MARKS_PER_LINE], name.length);
+  return usual === 0 ? name : usualLongNameOf(usual);
 }
 
 /** The header lines of a head's text from `from` (a head that came in several reads, or an irregular one: this names its fault). */

@@ -6,7 +6,8 @@
  * handed on as views of the input (no copies). Errors are thrown as Http1Error.
  */
 import { Http1Error, malformed } from './errors.js';
-import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, scanHead } from './head-lines.js';
+import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, scanHead, usualNameOfLine } from './head-lines.js';
+import { SHORTEST_USUAL_LONG_NAME } from './usual-long-names.js';
 import { isUsualHeader } from '../../header-name.js';
 import { isAscii } from '../../ascii-text.js';
 import { Buffer } from 'node:buffer';
@@ -213,7 +214,9 @@ export class ResponseParser {
     let te: string | null = null;
     const headers = marks === null ? headerLines(text, eol + 2) : headersAt(text, marks);
     for (let h = 0; h < headers.length; h += 2) {
-      const name = headers[h];
+      let name = headers[h];
+      // A usual long name becomes its constant, which this loop and the exchange compare cheaply.
+      if (name.length >= SHORTEST_USUAL_LONG_NAME && marks !== null) name = headers[h] = usualNameOfLine(marks, h >> 1, name);
       switch (name.length) {
         case 14:
           if (isUsualHeader(name, 'content-length', 'Content-Length')) length = contentLength(headers[h + 1], length);
