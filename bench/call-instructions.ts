@@ -47,6 +47,12 @@ export function collectedTotal(stderr: string): number | null {
   return m === null ? null : Number(m[1]);
 }
 
+/** The process id callgrind prints its lines with (`==pid== Collected : N`), or null. */
+export function collectedPid(stderr: string): number | null {
+  const m = /==(\d+)== Collected : \d+/.exec(stderr);
+  return m === null ? null : Number(m[1]);
+}
+
 /** Instructions per call from the totals of `calls` and of 3 × `calls` calls. */
 export function perCall(low: number, high: number, calls: number): number {
   return Math.round((high - low) / (2 * calls));
@@ -57,10 +63,19 @@ export function perCall(low: number, high: number, calls: number): number {
  * its output file `out`; `what` names the run in an error.
  */
 export async function callgrindTotal(args: readonly string[], out: string, what: string): Promise<number> {
-  const { stderr } = await run('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', ...args], { maxBuffer: 16 << 20 });
+  return (await callgrindRun(args, out, what)).total;
+}
+
+/**
+ * callgrindTotal, with `nodeFlags` before the script (`--perf-basic-prof` for names of
+ * JavaScript functions) and the id of the process counted (its perf map's name).
+ */
+export async function callgrindRun(args: readonly string[], out: string, what: string, nodeFlags: readonly string[] = []): Promise<{ total: number; pid: number }> {
+  const { stderr } = await run('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', ...nodeFlags, ...args], { maxBuffer: 16 << 20 });
   const total = collectedTotal(stderr);
-  if (total === null) throw new Error(`callgrind printed no total for ${what}:\n${stderr.slice(-2000)}`);
-  return total;
+  const pid = collectedPid(stderr);
+  if (total === null || pid === null) throw new Error(`callgrind printed no total for ${what}:\n${stderr.slice(-2000)}`);
+  return { total, pid };
 }
 
 /** Total instructions callgrind counted for `calls` calls of case `name` (the runner's whole process). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { collectedTotal, perCall } from '../../../bench/call-instructions.js';
+import { collectedPid, collectedTotal, perCall } from '../../../bench/call-instructions.js';
 import { CALLS } from '../../../bench/call-instructions-cases.js';
 
 /** Where the usage object starts in the cases' answer (after `,"usage":`). */
@@ -9,6 +9,8 @@ describe('call-instructions', () => {
   it('reads callgrind\'s total and takes the difference per call', () => {
     expect(collectedTotal('==12== Events    : Ir\n==12== Collected : 123456789\n==12==\n==12== I   refs:      123,456,789')).toBe(123456789);
     expect(collectedTotal('valgrind: failed to start')).toBeNull();
+    expect(collectedPid('==12== Events    : Ir\n==12== Collected : 123456789\n')).toBe(12);
+    expect(collectedPid('valgrind: failed to start')).toBeNull();
     // 1,000 calls: 5 M at start-up plus 1,500 a call; 3,000 calls: the same start-up
     expect(perCall(5_000_000 + 1_500 * 1_000, 5_000_000 + 1_500 * 3_000, 1_000)).toBe(1_500);
   });

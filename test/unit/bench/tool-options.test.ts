@@ -159,10 +159,11 @@ describe('bench tool options', () => {
     expect(() => tool(['a', 'b'])).toThrow(UsageError);
   });
 
-  it('redis-call-instructions: this tree, 5,000 turns, 1 and 10 admissions a turn and a route\'s limit by default; admissions from 1 to a batch\'s 500, 1 or 2 limits', () => {
+  it('redis-call-instructions: this tree, 5,000 turns, 1 and 10 admissions a turn, a route\'s limit and no functions by default; admissions from 1 to a batch\'s 500, 1 or 2 limits', () => {
     const tool = (argv: string[]) => read(redisCallInstructions.COMMAND, redisCallInstructions.redisCallInstructionsOptions, argv);
-    expect(tool([])).toEqual({ tree: '.', turns: 5000, admissions: [1, 10], limits: 1 });
-    expect(tool(['../before', '--admissions', '1,20,50', '--turns', '800', '--limits', '2'])).toEqual({ tree: '../before', turns: 800, admissions: [1, 20, 50], limits: 2 });
+    expect(tool([])).toEqual({ tree: '.', turns: 5000, admissions: [1, 10], limits: 1, functions: 0 });
+    expect(tool(['../before', '--admissions', '1,20,50', '--turns', '800', '--limits', '2', '--functions', '25'])).toEqual({ tree: '../before', turns: 800, admissions: [1, 20, 50], limits: 2, functions: 25 });
+    expect(() => tool(['--functions', '0'])).toThrow(UsageError);
     for (const wrong of ['0', '501', '2.5', 'ten']) expect(() => tool(['--admissions', wrong])).toThrow(UsageError);
     for (const wrong of ['0', '3', 'two']) expect(() => tool(['--limits', wrong])).toThrow(UsageError);
     expect(() => tool(['a', 'b'])).toThrow(UsageError);
