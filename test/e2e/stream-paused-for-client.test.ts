@@ -258,6 +258,27 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.readAll(); // a paused socket does not see its end
     await c.closed;
   }, 60_000);
+  it('a client that read slowly for a while, then never reads again, is cut by the HTTP server\'s idle timeout too', async () => {
+    // Paced reads first: the router has waited for the connection to take more (onWritable) many
+    // times before the client stops for good.
+    const c = stallingClient(router.port, 'slow-then-never', 'endless');
+    await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
+    const paced = (): void => {
+      c.socket.pause();
+      if (c.received() < 8 * 1024 * 1024) setTimeout(() => c.socket.resume(), 20);
+    };
+    c.socket.on('data', paced);
+    c.socket.resume();
+    await waitFor('8 MB read', () => c.received() >= 8 * 1024 * 1024, 30_000);
+    const r = await recordOf(file, 'slow-then-never', 40_000);
+    expect(r.status_code).toBe(499);
+    expect(r.error.type).toBe('client_closed');
+    const seen = pod.requests.get('slow-then-never')!;
+    await waitFor('the pod\'s connection closed', () => seen.closedAt > 0, 10_000);
+    c.socket.off('data', paced);
+    c.readAll();
+    await c.closed;
+  }, 60_000);
 });
 
 describe('SIGTERM while a stream\'s pod socket is not read because its client stalls', () => {
