@@ -308,3 +308,38 @@ describe('SIGTERM while a stream\'s pod socket is not read because its client st
     }
   }, 60_000);
 });
+
+describe('a limited route: a client that leaves while its stream\'s pod socket is not read', () => {
+  it('has the output it was sent charged to the route\'s limit (the limiter\'s settle happens)', async () => {
+    const pod = new SteadyPod();
+    await pod.start();
+    const dir = tempDir();
+    const file = join(dir, 'access.log');
+    const LIMIT = 1_000_000_000;
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], {
+      timeout: '1s', rateLimit: `    outputTokensPerUnit: ${LIMIT}\n    unit: day`,
+    }), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' } });
+    try {
+      const c = stallingClient(router.port, 'limited-leaves', 'endless');
+      await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
+      await sleep(2000);
+      c.socket.destroy();
+      const r = await recordOf(file, 'limited-leaves');
+      expect(r.status_code).toBe(499);
+      expect(r.output_tokens).toBeGreaterThan(0);
+      await waitFor('the pod\'s connection closed', () => pod.requests.get('limited-leaves')!.closedAt > 0, 10_000);
+      // The next request's headers show what is left: the output the first was sent is charged.
+      const next = new AbortController();
+      const res = await fetch(`${router.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-scenario': 'steady', 'x-request-id': 'limited-next' }, body: CHAT, signal: next.signal,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit-output-tokens')).toBe(String(LIMIT));
+      expect(Number(res.headers.get('x-ratelimit-remaining-output-tokens'))).toBeLessThanOrEqual(LIMIT - r.output_tokens);
+      next.abort();
+    } finally {
+      await router.kill('SIGKILL');
+      await pod.stop();
+    }
+  }, 60_000);
+});
