@@ -36,7 +36,7 @@ interface PodRequest { socket: Socket; closedAt: number; mostUnsent: number; pie
 /**
  * Streams PIECE every PIECE_EVERY_MS whether or not its socket takes it (a generation goes on
  * whatever the reader), by `x-scenario`: `steady` 100 pieces then the end; `endless` until the
- * connection closes; `reset` 30 pieces then a TCP reset; `burst` 80 pieces at once then the end.
+ * connection closes; `reset` 60 pieces then a TCP reset; `burst` 80 pieces at once then the end.
  */
 class SteadyPod {
   server!: Server;
@@ -77,7 +77,7 @@ class SteadyPod {
           return;
         }
         seen.mostUnsent = Math.max(seen.mostUnsent, socket.writableLength);
-        if (scenario === 'reset' && seen.pieces === 30) {
+        if (scenario === 'reset' && seen.pieces === 60) {
           clearInterval(t);
           socket.resetAndDestroy();
           return;
@@ -237,6 +237,8 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     const c = stallingClient(router.port, 'reset-paused', 'reset');
     await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
     await waitFor('the pod\'s reset', () => (pod.requests.get('reset-paused')?.closedAt ?? 0) > 0, 10_000);
+    // The router was not reading the pod when it reset: its socket held what it could not send.
+    expect(pod.requests.get('reset-paused')!.mostUnsent).toBeGreaterThan(1 << 20);
     await sleep(500);
     c.readAll();
     await c.closed;
