@@ -50,6 +50,8 @@ export class Http1Connection implements ParserSink {
   /** Tick of the coarse clock when the request on the wire was sent. */
   private sentTick = 0;
   private paused = false;
+  /** Tick of the coarse clock at which the socket was paused (pause()). */
+  private pausedTick = 0;
   private socketEnded = false;
   private responseEnded = false;
   private trailers: string[] | null = null;
@@ -87,18 +89,32 @@ export class Http1Connection implements ParserSink {
     writeRequest(this.socket, requestHead(req.method, req.path, this.owner.authority, req.headers, req.body), req.body);
   }
 
+  /**
+   * The handler takes no more for now (the router's client reads slower than the pod sends): the
+   * socket is not read, and no timeout runs until resume(). The timeouts measure the server, and
+   * a server whose answer is not read is not silent: what it sends meanwhile waits in the socket.
+   * The wait is the client's, bounded by its own connection (the HTTP server's idle timeout).
+   */
   pause(): void {
     if (this.paused || this.phase !== Phase.Body) return;
     this.paused = true;
-    // Paused by the client's backpressure: only the whole-exchange timeout still runs.
-    this.deadline = this.req !== null ? this.req.endTick : 0;
+    this.pausedTick = this.owner.tick;
+    this.deadline = 0;
     this.socket.pause();
   }
 
+  /**
+   * Reading again: the wait between body bytes counts from now, and the whole-exchange timeout is
+   * moved on by the time paused (the exchange's time with the server is what it bounds).
+   */
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (this.req !== null) this.deadline = bounded(after(this.owner, this.req.bodyTicks), this.req.endTick);
+    const req = this.req;
+    if (req !== null) {
+      if (req.endTick !== 0) req.endTick += this.owner.tick - this.pausedTick;
+      this.deadline = bounded(after(this.owner, req.bodyTicks), req.endTick);
+    }
     this.socket.resume();
   }
 

@@ -68,8 +68,11 @@ export class Http1Request {
    */
   readonly headersEndTick: number;
   readonly bodyTicks: number;
-  /** Tick of the pool's coarse clock at which the whole exchange times out; 0 = never. */
-  readonly endTick: number;
+  /**
+   * Tick of the pool's coarse clock at which the whole exchange times out; 0 = never. Moved on by
+   * the time its connection was paused for the handler (Http1Connection.resume).
+   */
+  endTick: number;
   state = RequestState.Queued;
   /** Set while the request is on a connection. */
   conn: RequestCarrier | null = null;

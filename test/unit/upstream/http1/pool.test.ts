@@ -168,15 +168,46 @@ describe('Http1Pool', () => {
     expect(a.error?.code).toBe('HTTP1_TOTAL_TIMEOUT');
   });
 
-  it('total timeout runs while the handler holds the answer back (paused)', async () => {
+  it('no timeout runs while the handler holds the answer back (paused): the time paused is not the server\'s', async () => {
+    // The rest of the body comes while the handler holds the answer back, and waits in the socket.
+    server = await scriptedServer((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nfirst');
+      setTimeout(() => socket.write('secnd'), 20);
+    });
+    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
+    const c = new Collector();
+    let req: Http1Request | null = null;
+    c.onData = (chunk: Buffer, r: Http1Request): boolean => {
+      c.parts.push(Buffer.from(chunk));
+      req = r;
+      return c.parts.length > 1;
+    };
+    pool.dispatch(post('/', 'x', { totalTimeoutMs: 60, bodyTimeoutMs: 60 }), c);
+    await until(() => req !== null, 'the first bytes');
+    // Held back for several times both timeouts, then read again: the rest is there.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.ended).toBe(0);
+    req!.resume();
+    const a = await c.done;
+    expect(a.error).toBeNull();
+    expect(Buffer.concat(c.parts).toString()).toBe('firstsecnd');
+  });
+
+  it('total timeout runs again once the handler reads on: a server silent after the pause → HTTP1_TOTAL_TIMEOUT', async () => {
     server = await scriptedServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nfirst'));
     pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
     const c = new Collector();
-    c.onData = (chunk: Buffer): boolean => {
+    let req: Http1Request | null = null;
+    c.onData = (chunk: Buffer, r: Http1Request): boolean => {
       c.parts.push(Buffer.from(chunk));
-      return false; // never resumes
+      req = r;
+      return false;
     };
-    pool.dispatch(post('/', 'x', { totalTimeoutMs: 50 }), c);
+    pool.dispatch(post('/', 'x', { totalTimeoutMs: 60 }), c);
+    await until(() => req !== null, 'the first bytes');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(c.ended).toBe(0);
+    req!.resume();
     const a = await c.done;
     expect(a.error?.code).toBe('HTTP1_TOTAL_TIMEOUT');
     expect(Buffer.concat(c.parts).toString()).toBe('first');
