@@ -18,7 +18,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { parseReferenceArgs, startReferencePrimary } from './reference-args.js';
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
-const uWS = loadUws(false);
+const uWS = loadUws();
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'uwebsockets', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 

@@ -16,7 +16,7 @@ import { CANDIDATES, makeCandidate, type CandidateKind } from './upstream-candid
 import { parseReferenceArgs, startReferencePrimary } from './reference-args.js';
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
-const uWS = loadUws(false);
+const uWS = loadUws();
 
 const SKIP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'host', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 

@@ -17,6 +17,6 @@ function packageVersion(): string {
 export const buildInfo = {
   version: packageVersion(),
   node: process.version,
-  /** "uws-20.57", "uws-20.30", "js-fallback"; "none" until the loader ran. */
+  /** "uws-20.57", "uws-20.30"; "none" until the loader ran. */
   uws: 'none',
 };

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     return;
   }
   try {
-    loadUws(settings.allowUwsFallback, undefined, settings.maxHeaderBytes);
+    loadUws(undefined, settings.maxHeaderBytes);
   } catch (err) {
     if (err instanceof Error) exitWith(err.message);
     throw err;

@@ -26,7 +26,6 @@ export interface RouterSettings {
   /** Largest resources file read (file source); a larger one is refused. */
   readonly resourcesMaxBytes: number;
   /** Run on uWS's JavaScript fallback instead of refusing to start. */
-  readonly allowUwsFallback: boolean;
   /** Local limits: workers decide from leased slices of the budget (false: the primary decides every request). */
   readonly localLeases: boolean;
   /** ROUTER_AUTH_CONFIG: the auth file (API keys, JWT), or null for no authentication. */
@@ -97,6 +96,22 @@ function booleanSetting(name: string, raw: string | undefined, fallback: boolean
   if (raw === undefined || raw === '') return fallback;
   if (raw !== 'true' && raw !== 'false') throw new UsageError(`${name}: expected "true" or "false", got "${raw}"`);
   return raw === 'true';
+}
+
+/**
+ * ROUTER_ALLOW_UWS_FALLBACK=true once ran uWebSockets.js's JavaScript fallback when no native build
+ * fit the runtime. That server cannot carry the router's answers (it reads a status line given as
+ * bytes as its first number, and has no onWritable, tryEnd or endWithoutBody), so the router runs
+ * only on a native build; a setting asking for the fallback is refused at start, with what to run
+ * instead, rather than ignored. `false` (or unset) is accepted as it always was.
+ */
+function refuseUwsFallback(raw: string | undefined): void {
+  if (!booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', raw, false)) return;
+  throw new UsageError(
+    'ROUTER_ALLOW_UWS_FALLBACK=true is no longer supported: the router runs only on a native uWebSockets.js build ' +
+      '(Node 20, 22 or 24 on linux x64/arm64 with glibc >= 2.38, or Node 20 on an older glibc; see docs/deploy.md, "Supported runtimes"). ' +
+      'Unset it, or set it to false.',
+  );
 }
 
 function durationMs(name: string, raw: string | undefined, fallback: number, range: DurationRange): number {
@@ -177,6 +192,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     throw new UsageError(`ROUTER_API_GROUP: expected a DNS name such as networking.serving.volcano.sh, got "${apiGroup}"`);
   }
 
+  refuseUwsFallback(env.ROUTER_ALLOW_UWS_FALLBACK);
   return Object.freeze({
     source,
     resources: source === 'file' ? resources : null,
@@ -200,7 +216,6 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     resourcesMaxBytes: resourcesMaxRaw === undefined || resourcesMaxRaw === ''
       ? 4 * 1024 * 1024
       : parseIntIn('ROUTER_RESOURCES_MAX_BYTES', resourcesMaxRaw, 1, 1024 * 1024 * 1024),
-    allowUwsFallback: booleanSetting('ROUTER_ALLOW_UWS_FALLBACK', env.ROUTER_ALLOW_UWS_FALLBACK, false),
     localLeases: booleanSetting('RATE_LIMIT_LOCAL_LEASES', env.RATE_LIMIT_LOCAL_LEASES, true),
     authConfig: env.ROUTER_AUTH_CONFIG || null,
     drainDelayMs: durationMs('ROUTER_DRAIN_DELAY', env.ROUTER_DRAIN_DELAY, 5_000, { min: 0, max: 600_000 }),

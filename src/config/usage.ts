@@ -19,7 +19,7 @@ Environment (durations like 500ms, 30s, 2m, or a number of milliseconds; see doc
   ROUTER_SOURCE              file (default) or kubernetes
   ROUTER_DRAIN_DELAY         on SIGTERM, /readyz answers 503 this long before the listener closes (5s; 0 = none)
   ROUTER_DRAIN_TIMEOUT       how long SIGTERM then waits for in-flight requests (30s)
-  ROUTER_ALLOW_UWS_FALLBACK  run on uWebSockets.js's slow JavaScript fallback (false)
+  ROUTER_ALLOW_UWS_FALLBACK  no longer supported: true stops the router at start (false)
   ROUTER_LOG_FORMAT          operational log on stderr: json or text (default: ACCESS_LOG_FORMAT's choice)
   ROUTER_WORKER_SEMI_SPACE_MB  each worker's V8 young generation, MB per semi-space; 0 = V8's sizing (16)
  Resources

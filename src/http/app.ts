@@ -89,7 +89,7 @@ interface AppClose {
  * would: what the kernel's socket buffers hold still goes out before its FIN, but what uWS kept in
  * its own buffer (bytes the socket did not take yet) is dropped, so only once no answer may have
  * bytes there (Exchange.endAfterProbes, drainState.tailMayBeBuffered). A request's onAborted runs
- * for each one still open. False where the build cannot (the JavaScript fallback).
+ * for each one still open. False where the build has no App.close (both builds loaded have it).
  */
 export function closeConnections(app: UWS.TemplatedApp): boolean {
   const a = app as unknown as AppClose;

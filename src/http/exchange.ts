@@ -493,18 +493,7 @@ export class Exchange {
   private waitForWritable(): void {
     this.out = OUT_GOING;
     goingOut.add(this);
-    try {
-      this.res.onWritable(this.outWritableFn ??= (offset: number): boolean => this.outWritable(offset));
-    } catch {
-      // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no onWritable (and no tryEnd, so
-      // only a stream's end gets here): its node:http server keeps what the connection did not
-      // take, and the stream ends now (with any bytes its end kept back: endAfterProbes).
-      current = this;
-      currentBody = this.endHeld;
-      this.res.cork(endWithBodyCorked);
-      currentBody = EMPTY;
-      this.answerOut();
-    }
+    this.res.onWritable(this.outWritableFn ??= (offset: number): boolean => this.outWritable(offset));
   }
 
   /**
@@ -799,15 +788,7 @@ function tryEndBufferedCorked(): void {
   const body = currentBody;
   const close = x.closeConnection;
   if (close) res.writeHeader('connection', 'close');
-  let done: boolean;
-  try {
-    done = res.tryEnd(body, body.length)[1];
-  } catch {
-    // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no tryEnd: its node:http server
-    // keeps what the connection does not take yet.
-    res.end(body, close);
-    done = true;
-  }
+  const done = res.tryEnd(body, body.length)[1];
   wholeDone = done;
   currentSent = done ? body.length : res.getWriteOffset();
 }
@@ -842,10 +823,6 @@ function endAnswerCorked(): void {
 
 function endCorked(): void {
   current.res.end();
-}
-
-function endWithBodyCorked(): void {
-  current.res.end(currentBody);
 }
 
 /** A probe's result (probeEndCorked): uWS's buffer was empty, and the answer ended. */

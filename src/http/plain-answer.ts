@@ -43,13 +43,7 @@ export function endAnswer(res: HttpResponse, body: string, close: boolean, head:
 function endHead(res: HttpResponse, body: string, close: boolean): void {
   res.writeHeader('content-length', String(Buffer.byteLength(body)));
   if (close) res.writeHeader('connection', 'close');
-  try {
-    res.endWithoutBody();
-  } catch {
-    // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no endWithoutBody; its node:http
-    // server leaves out the body of an answer to HEAD by itself and keeps the length set above.
-    res.end(body, close);
-  }
+  res.endWithoutBody();
 }
 
 /**
@@ -61,13 +55,8 @@ function endHead(res: HttpResponse, body: string, close: boolean): void {
  */
 export function endPlain(res: HttpResponse, body: RecognizedString, close: boolean, headersOnly: boolean): void {
   if (headersOnly && !close) {
-    try {
-      res.endWithoutBody();
-      return;
-    } catch {
-      // The JavaScript fallback (ROUTER_ALLOW_UWS_FALLBACK) has no endWithoutBody; its node:http
-      // server leaves out the body of a 204 by itself.
-    }
+    res.endWithoutBody();
+    return;
   }
   res.end(body, close);
 }

@@ -27,10 +27,10 @@ function mainDir(packageName: string): string {
  * The binaries are required directly, never through a package's index, which may fall back to a
  * slow JavaScript server silently. `maxHeaderBytes` (ROUTER_MAX_HEADER_BYTES) is the largest request
  * head the build that reads it accepts. When none loads, throws a message naming the runtime, the C
- * library and what to run instead — unless `allowFallback` (ROUTER_ALLOW_UWS_FALLBACK=true), which
- * runs the JavaScript fallback of the `uWebSockets.js` package.
+ * library and what to run instead. The JavaScript fallback of the `uWebSockets.js` package is never
+ * run: it cannot carry the router's answers (settings.ts, refuseUwsFallback).
  */
-export function loadUws(allowFallback: boolean, rt: UwsRuntime = currentUwsRuntime(), maxHeaderBytes = DEFAULT_MAX_HEADER_BYTES): typeof UWS {
+export function loadUws(rt: UwsRuntime = currentUwsRuntime(), maxHeaderBytes = DEFAULT_MAX_HEADER_BYTES): typeof UWS {
   // Read by the 20.57 build's HTTP parser when it loads (the 20.30 build has a fixed limit);
   // child processes inherit it.
   process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(maxHeaderBytes);
@@ -45,16 +45,10 @@ export function loadUws(allowFallback: boolean, rt: UwsRuntime = currentUwsRunti
       failures.push(`${c.build} (${c.packageName}): ${(err as Error).message.split('\n')[0]}`);
     }
   }
-  if (allowFallback) {
-    const uws = require(join(mainDir('uWebSockets.js'), '../dist/index.js')) as typeof UWS;
-    buildInfo.uws = 'js-fallback';
-    return uws;
-  }
   throw new Error(
     `no uWebSockets.js native build loads on Node ${process.version} (ABI ${rt.abi}, ${rt.platform}-${rt.arch}) with ${libcName(rt)}:\n` +
       failures.map((f) => `  - ${f}\n`).join('') +
       'Run Node 20, 22 or 24 on linux x64/arm64 with glibc >= 2.38 (Debian 13, Ubuntu 24.04, the node:24-trixie-slim image), ' +
-      'or Node 20 on an older glibc; musl (Alpine) is not supported. ' +
-      'ROUTER_ALLOW_UWS_FALLBACK=true runs a slow JavaScript server instead.',
+      'or Node 20 on an older glibc; musl (Alpine) is not supported.',
   );
 }

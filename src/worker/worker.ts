@@ -45,7 +45,7 @@ function send(m: WorkerToPrimary): void {
 /** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
 export async function runWorker(settings: Settings): Promise<void> {
   const ops = new OpsLog(settings.logFormat, 'worker');
-  const uws = loadUws(settings.allowUwsFallback, undefined, settings.maxHeaderBytes);
+  const uws = loadUws(undefined, settings.maxHeaderBytes);
   const accessLog = createAccessLog(settings.accessLog);
   let table: RouteTable | null = null;
   /** The backend pods' epochs of the snapshot `table` is (told with each metrics answer: observe/backend-pod-epochs.ts). */

@@ -93,6 +93,16 @@ describe('start-up checks', () => {
     }
   });
 
+  it('ROUTER_ALLOW_UWS_FALLBACK=true (the JavaScript fallback, which cannot carry the answers) exits 2 saying what to run instead; false starts as before', () => {
+    const r = run(['--resources', 'x.yaml'], { ROUTER_ALLOW_UWS_FALLBACK: 'true' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^inference-router: ROUTER_ALLOW_UWS_FALLBACK=true is no longer supported: the router runs only on a native uWebSockets\.js build .*glibc >= 2\.38.*Unset it, or set it to false\.\nRun with --help for usage\.\n$/);
+    // false passes the settings: the start stops further on, at the missing resources file.
+    const accepted = run(['--resources', 'x.yaml', '--workers', '1'], { ROUTER_ALLOW_UWS_FALLBACK: 'false' });
+    expect(accepted.stderr).toContain('x.yaml');
+    expect(accepted.stderr).not.toContain('ROUTER_ALLOW_UWS_FALLBACK');
+  });
+
   it('ROUTER_LOG_FORMAT and ROUTER_DRAIN_DELAY are validated: exit 2 naming them', () => {
     const r1 = run(['--resources', 'x.yaml'], { ROUTER_LOG_FORMAT: 'xml' });
     expect(r1.status).toBe(2);

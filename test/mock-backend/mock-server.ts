@@ -22,7 +22,7 @@ import { mockMetricsText } from './mock-metrics.js';
 import { errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
-const uWS = loadUws(false);
+const uWS = loadUws();
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: listen without SO_REUSEPORT (the typings give the option only without a host). */
 const EXCLUSIVE_PORT = 1;
 

@@ -31,7 +31,7 @@ describe('parseSettings', () => {
     expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_RESOURCES_MAX_BYTES: '1000' })!.resourcesMaxBytes).toBe(1000);
     expect(s.apiGroup).toBe('networking.serving.volcano.sh');
     expect(s.localLeases).toBe(true);
-    expect(s.allowUwsFallback).toBe(false);
+    expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_ALLOW_UWS_FALLBACK: 'false' })).not.toBeNull();
     expect(parseSettings(['--resources', 'r.yaml'], { RATE_LIMIT_LOCAL_LEASES: 'false' })!.localLeases).toBe(false);
   });
 
@@ -72,6 +72,7 @@ describe('parseSettings', () => {
     [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '4MiB' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got "4MiB"'],
     [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '0' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got 0'],
     [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'yes' }, 'ROUTER_ALLOW_UWS_FALLBACK: expected "true" or "false", got "yes"'],
+    [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'true' }, 'ROUTER_ALLOW_UWS_FALLBACK=true is no longer supported: the router runs only on a native uWebSockets.js build'],
   ] as const)('rejects %j %j', (argv, env, msg) => {
     expect(() => parseSettings(argv, env)).toThrow(UsageError);
     expect(() => parseSettings(argv, env)).toThrow(msg);

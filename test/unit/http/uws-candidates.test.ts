@@ -83,15 +83,15 @@ describe('loadUws', () => {
     const rt = currentUwsRuntime();
     const first = chooseUws(rt).candidates[0];
     expect(first, `no build fits ${JSON.stringify(rt)}`).toBeDefined();
-    const uws = loadUws(false);
+    const uws = loadUws();
     expect(typeof uws.App).toBe('function');
     expect(buildInfo.uws).toBe(first.build);
   });
 
   test('refuses with the runtime, the C library and what to install when no build fits', () => {
     const musl = { ...currentUwsRuntime(), glibc: null };
-    expect(() => loadUws(false, musl)).toThrow(/no uWebSockets\.js native build loads on Node v\d+\.\d+\.\d+ \(ABI \d+, linux-\w+\) with musl/);
-    expect(() => loadUws(false, musl)).toThrow(/glibc >= 2\.38 .*node:24-trixie-slim.*ROUTER_ALLOW_UWS_FALLBACK=true/s);
+    expect(() => loadUws(musl)).toThrow(/no uWebSockets\.js native build loads on Node v\d+\.\d+\.\d+ \(ABI \d+, linux-\w+\) with musl/);
+    expect(() => loadUws(musl)).toThrow(/glibc >= 2\.38 .*node:24-trixie-slim.*musl \(Alpine\) is not supported\.$/s);
   });
 
   test('a fitting build whose binary fails to load is reported, not silently replaced', () => {
@@ -100,14 +100,13 @@ describe('loadUws', () => {
     const real = parseGlibc(currentUwsRuntime().glibc);
     const rt = { ...currentUwsRuntime(), abi: 127, glibc: '2.99' };
     if (process.platform !== 'linux' || real === null || real[0] > 2 || real[1] >= 38) return;
-    expect(() => loadUws(false, rt)).toThrow(/uws-20\.57 \(@btc-vision\/uwebsockets\.js\): .*GLIBC_2\.\d+/);
+    expect(() => loadUws(rt)).toThrow(/uws-20\.57 \(@btc-vision\/uwebsockets\.js\): .*GLIBC_2\.\d+/);
   });
 
-  test('ROUTER_ALLOW_UWS_FALLBACK runs the JavaScript fallback only when asked', () => {
+  test('never runs the JavaScript fallback: with no native build for the runtime, it refuses', () => {
     const none = { ...currentUwsRuntime(), abi: 999 };
-    expect(() => loadUws(false, none)).toThrow(/no binary for Node ABI 999/);
-    const uws = loadUws(true, none);
-    expect(typeof uws.App).toBe('function');
-    expect(buildInfo.uws).toBe('js-fallback');
+    buildInfo.uws = 'none';
+    expect(() => loadUws(none)).toThrow(/no binary for Node ABI 999/);
+    expect(buildInfo.uws).toBe('none');
   });
 });

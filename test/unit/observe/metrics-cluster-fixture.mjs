@@ -48,7 +48,7 @@ if (cluster.isPrimary) {
   const index = Number(process.env.WORKER_INDEX);
   // The native build this runtime loads, as the router picks it (the 20.30 package alone has no Node 22/24 binary).
   const { loadUws } = await import(new URL('http/uws.js', dist).href);
-  const uws = loadUws(false);
+  const uws = loadUws();
   const { LocalLimitClient } = await import(new URL('ratelimit/local/limit-client.js', dist).href);
   const metrics = new RouterMetrics({ defaultMetrics: false });
   metrics.bindSources({ upstreamPods: () => [{ name: 'pod-a', inflight: index, connections: index, queued: 0 }] });
