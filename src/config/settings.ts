@@ -25,7 +25,6 @@ export interface RouterSettings {
   readonly maxHeaderBytesSet: boolean;
   /** Largest resources file read (file source); a larger one is refused. */
   readonly resourcesMaxBytes: number;
-  /** Run on uWS's JavaScript fallback instead of refusing to start. */
   /** Local limits: workers decide from leased slices of the budget (false: the primary decides every request). */
   readonly localLeases: boolean;
   /** ROUTER_AUTH_CONFIG: the auth file (API keys, JWT), or null for no authentication. */

@@ -81,7 +81,7 @@ export function setClientTimeouts(app: UWS.TemplatedApp): void {
 
 /** uWS's close of an app (both builds; the 20.30 build's typings lack it): every socket, listening or connected. */
 interface AppClose {
-  close?: () => unknown;
+  close: () => unknown;
 }
 
 /**
@@ -89,13 +89,10 @@ interface AppClose {
  * would: what the kernel's socket buffers hold still goes out before its FIN, but what uWS kept in
  * its own buffer (bytes the socket did not take yet) is dropped, so only once no answer may have
  * bytes there (Exchange.endAfterProbes, drainState.tailMayBeBuffered). A request's onAborted runs
- * for each one still open. False where the build has no App.close (both builds loaded have it).
+ * for each one still open.
  */
-export function closeConnections(app: UWS.TemplatedApp): boolean {
-  const a = app as unknown as AppClose;
-  if (typeof a.close !== 'function') return false;
-  a.close();
-  return true;
+export function closeConnections(app: UWS.TemplatedApp): void {
+  (app as unknown as AppClose).close();
 }
 
 /** Serves `pattern` for GET and for HEAD (`head`: the GET answer's headers only). */
