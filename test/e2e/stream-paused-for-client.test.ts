@@ -154,6 +154,16 @@ function endsWhole(tail: string, last: string): boolean {
 const SSE_LAST = 'data: [DONE]\n\n';
 const JSON_LAST = '"total_tokens":8}}';
 
+/** A client of `scenario` that stops reading after its first bytes, stalls 3 s, then reads to the answer's end (`last`) or the close. */
+async function stallThenRead(port: number, requestId: string, scenario: string, last: string): Promise<StallingClient> {
+  const c = stallingClient(port, requestId, scenario);
+  await waitFor('the first bytes of the answer', () => c.received() >= STOP_AFTER);
+  await sleep(3000);
+  c.readAll();
+  await Promise.race([c.closed, waitFor('the end of the answer', () => endsWhole(c.tail(), last), 30_000)]);
+  return c;
+}
+
 describe('a stream the router stops reading because its client stalls (ModelServer timeout 1 s)', () => {
   const pod = new SteadyPod();
   let router: Router;
@@ -174,11 +184,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
   });
 
   it('is not timed out while the pod keeps sending: the client that reads again after 3 s gets the whole answer, recorded 200', async () => {
-    const c = stallingClient(router.port, 'stall-3s', 'steady');
-    await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
-    await sleep(3000);
-    c.readAll();
-    await Promise.race([c.closed, waitFor('the end of the answer', () => endsWhole(c.tail(), SSE_LAST), 30_000)]);
+    const c = await stallThenRead(router.port, 'stall-3s', 'steady', SSE_LAST);
     const r = await recordOf(file, 'stall-3s');
     expect(r.error).toBeUndefined();
     expect(r.status_code).toBe(200);
@@ -189,12 +195,8 @@ describe('a stream the router stops reading because its client stalls (ModelServ
   }, 60_000);
 
   it('a non-streaming answer too large to keep whole, which the router passes through as the client takes it: not timed out while the client stalls 3 s, recorded 200', async () => {
-    const c = stallingClient(router.port, 'big-json-3s', 'big-json');
-    await waitFor('the first bytes of the answer', () => c.received() >= STOP_AFTER);
-    await sleep(3000);
-    c.readAll();
-    await Promise.race([c.closed, waitFor('the end of the answer', () => endsWhole(c.tail(), JSON_LAST), 30_000)]);
-        const r = await recordOf(file, 'big-json-3s');
+    const c = await stallThenRead(router.port, 'big-json-3s', 'big-json', JSON_LAST);
+    const r = await recordOf(file, 'big-json-3s');
     expect(r.error).toBeUndefined();
     expect(r.status_code).toBe(200);
     expect(endsWhole(c.tail(), JSON_LAST)).toBe(true);
