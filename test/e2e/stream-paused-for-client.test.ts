@@ -206,8 +206,13 @@ describe('a stream the router stops reading because its client stalls (ModelServ
   it('a client that leaves while the pod\'s socket is not read is recorded 499 client_closed, with its usage; the pod\'s connection is closed, nothing stays in flight', async () => {
     const c = stallingClient(router.port, 'leaves-paused', 'endless');
     await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
-    await sleep(2500);
+    const firstBytesAt = Date.now();
     const seen = pod.requests.get('leaves-paused')!;
+    // The router stops reading the pod once the client stopped: what the pod sends piles up in
+    // its socket (how fast depends on the machine, so waited for, not assumed after a fixed time).
+    await waitFor('over 1 MiB unsent in the pod\'s socket', () => seen.mostUnsent > 1 << 20, 15_000);
+    // Paused for longer than the route's 1 s timeout before the client leaves.
+    await sleep(Math.max(0, 2500 - (Date.now() - firstBytesAt)));
     expect(seen.mostUnsent).toBeGreaterThan(1 << 20);
     expect(seen.closedAt).toBe(0);
     c.socket.destroy();
