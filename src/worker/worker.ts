@@ -32,6 +32,7 @@ import cluster from 'node:cluster';
 import { Tracer, type RequestSpan } from '../observe/tracer.js';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 import { performance } from 'node:perf_hooks';
+import { CLEANUP_MS, cleanupWithin, exitOnFailure, FAILED_EXIT_CODE } from '../process-failure.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a tick each second, a ping after 1.5 s without a message from it; not ready after 3 s. */
@@ -45,8 +46,12 @@ function send(m: WorkerToPrimary): void {
 /** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
 export async function runWorker(settings: Settings): Promise<void> {
   const ops = new OpsLog(settings.logFormat, 'worker');
+  // Node's cluster module's own listener, which ends a worker at once (exit 0) when its channel to
+  // the primary closes unexpectedly: replaced below by one that writes the records held first.
+  const clusterOnDisconnect = process.listeners('disconnect');
   const uws = loadUws(undefined, settings.maxHeaderBytes);
   const accessLog = createAccessLog(settings.accessLog);
+  let listenSocket: unknown = null;
   let table: RouteTable | null = null;
   /** The backend pods' epochs of the snapshot `table` is (told with each metrics answer: observe/backend-pod-epochs.ts). */
   let podEpochs: PodEpochs | null = null;
@@ -62,6 +67,22 @@ export async function runWorker(settings: Settings): Promise<void> {
   let draining = false;
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
+  /**
+   * After a failure (process-failure.ts) or with the primary gone: stop taking connections, and
+   * write the access-log records of the requests answered so far. Requests still in flight are
+   * not waited for.
+   */
+  const saveRecords = async (): Promise<void> => {
+    ready = false;
+    stopping = true;
+    drainState.draining = true;
+    drainState.closing = true;
+    heartbeat.stop();
+    if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
+    listenSocket = null;
+    await accessLog.flush();
+  };
+  exitOnFailure({ ops, cleanup: saveRecords });
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
   metrics.bindSources({
     accessLogDropped: () => accessLog.dropped,
@@ -178,7 +199,6 @@ export async function runWorker(settings: Settings): Promise<void> {
   // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.
   await tokens.ready();
 
-  let listenSocket: unknown = null;
   await new Promise<void>((resolve, reject) => {
     app.listen(settings.host, settings.port, (sock) => {
       if (!sock) reject(new Error(`cannot listen on ${settings.host}:${settings.port}`));
@@ -294,9 +314,13 @@ export async function runWorker(settings: Settings): Promise<void> {
         break;
     }
   });
-  // Orphaned (the primary died without draining us): stop at once rather than hold the port.
+  // Orphaned (the primary died without draining us): stop at once rather than hold the port,
+  // with the records of the requests answered written first (bounded by CLEANUP_MS).
+  for (const l of clusterOnDisconnect) process.removeListener('disconnect', l);
   process.on('disconnect', () => {
-    if (!draining) process.exit(1);
+    if (draining || stopping) return;
+    ops.warn('worker', 'the primary is gone: closing the listener, writing the access-log records held, then exiting (code 1)');
+    void cleanupWithin(saveRecords, CLEANUP_MS, ops).then(() => process.exit(FAILED_EXIT_CODE));
   });
   // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
   process.on('SIGTERM', () => void drain());

@@ -25,7 +25,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['upstream'],
   ['route'],
   ['pick'],
-  ['settings.ts'],
+  ['settings.ts', 'process-failure.ts'],
   ['primary'],
   ['worker'],
   ['cli.ts', 'healthcheck.ts'],

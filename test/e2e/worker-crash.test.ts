@@ -1,0 +1,120 @@
+/**
+ * A worker that fails (an exception nothing caught, a rejection nothing handled) or is orphaned
+ * (its primary killed) must not take the access-log records of requests it already answered with
+ * it, and its failure must reach the operational log as a line of its format, not as Node's own
+ * text on stderr. Built router, 1 worker, a real mock pod; the failure is made inside the real
+ * worker by a module preloaded with `node --require` (a signal makes it throw), as a bug would.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { childPids, postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+
+/** In a worker: SIGUSR2 throws an Error, SIGWINCH rejects a Promise nothing handles; in the primary SIGUSR2 throws. */
+const PRELOAD = `
+const cluster = require('node:cluster');
+if (cluster.isWorker) {
+  process.on('SIGUSR2', () => setImmediate(() => { throw new Error('thrown by the test'); }));
+  process.on('SIGWINCH', () => { Promise.reject(new Error('rejected by the test')); });
+} else {
+  process.on('SIGUSR2', () => setImmediate(() => { throw new Error('thrown in the primary by the test'); }));
+}
+`;
+
+let router: Router | null = null;
+let mock: MockBackend | null = null;
+afterEach(async () => {
+  await router?.kill('SIGKILL');
+  await mock?.kill();
+  router = null;
+  mock = null;
+});
+
+const records = (file: string): { request_id: string; status_code: number }[] =>
+  existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
+
+/** The router with one worker, its access log batched for 10 s (records stay queued unless flushed). */
+async function start(): Promise<{ file: string; worker: number }> {
+  mock = await startMock('pod-a');
+  const dir = tempDir();
+  const preload = join(dir, 'fail-on-signal.cjs');
+  writeFile(preload, PRELOAD);
+  const file = join(dir, 'access.log');
+  router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+    dir,
+    workers: 1,
+    nodeArgs: ['--require', preload],
+    env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '10s', ROUTER_LOG_FORMAT: 'json' },
+  });
+  const pids = childPids(router.pid);
+  expect(pids).toHaveLength(1);
+  return { file, worker: pids[0] };
+}
+
+async function answered(n: number, tag: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = `${tag}-${i}`;
+    const r = await postFresh(`${router!.url}/v1/completions`, { model: 'sf-model', prompt: 'hello' }, { 'x-request-id': id });
+    expect(r.status).toBe(200);
+    ids.push(id);
+  }
+  return ids;
+}
+
+/** Every stderr line of the router is a JSON line of the operational log. */
+function opsLines(): Record<string, unknown>[] {
+  const lines = router!.stderr().split('\n').filter((l) => l.length > 0);
+  for (const l of lines) expect(() => JSON.parse(l), `not a JSON line: ${l}`).not.toThrow();
+  return lines.map((l) => JSON.parse(l));
+}
+
+describe('a worker that fails', () => {
+  it.each([
+    ['an exception nothing caught', 'SIGUSR2', 'uncaughtException', 'thrown by the test'],
+    ['a rejection nothing handled', 'SIGWINCH', 'unhandledRejection', 'rejected by the test'],
+  ])('on %s: the records of the requests it answered are written, the failure is one error line of the ops log with its stack, and a new worker serves', async (_what, signal, origin, text) => {
+    const { file, worker } = await start();
+    const ids = await answered(5, origin);
+    expect(records(file)).toEqual([]); // still queued: the flush interval is 10 s
+    process.kill(worker, signal);
+    await waitFor('the failed worker replaced', () => {
+      const now = childPids(router!.pid);
+      return now.length === 1 && now[0] !== worker;
+    }, 15_000);
+    expect(records(file).map((r) => r.request_id)).toEqual(ids);
+    const crash = await waitFor('the failure in the ops log', () => opsLines().find((l) => l.event === 'crash'));
+    expect(crash).toMatchObject({ level: 'error', process: 'worker', pid: worker, origin });
+    expect(crash.message).toContain(text);
+    expect(crash.message).toMatch(/\n\s+at /); // its stack
+    const exit = await waitFor('the worker\'s exit in the ops log', () => opsLines().find((l) => l.event === 'worker' && String(l.message).includes(String(worker))));
+    expect(exit).toMatchObject({ code: 1 });
+    await waitFor('ready again', async () => (await fetch(`${router!.url}/readyz`)).status === 200, 15_000);
+    await answered(1, `${origin}-after`);
+  }, 60_000);
+
+  it.each([
+    ['killed', 'SIGKILL'],
+    ['failed', 'SIGUSR2'],
+  ])('orphaned (its primary %s): it writes the records it holds before it exits', async (what, signal) => {
+    const { file, worker } = await start();
+    const ids = await answered(5, `orphan-${what}`);
+    expect(records(file)).toEqual([]);
+    process.kill(router!.pid, signal);
+    await waitFor('the orphaned worker gone', () => {
+      try {
+        process.kill(worker, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 15_000);
+    expect(records(file).map((r) => r.request_id)).toEqual(ids);
+    expect(opsLines().find((l) => l.event === 'worker' && l.pid === worker)).toMatchObject({ level: 'warn', message: expect.stringContaining('the primary is gone') });
+    if (signal === 'SIGUSR2') {
+      expect(opsLines().find((l) => l.event === 'crash')).toMatchObject({ level: 'error', process: 'primary', pid: router!.pid, message: expect.stringContaining('thrown in the primary by the test') });
+      await waitFor('the primary\'s exit', () => router!.child.exitCode);
+      expect(router!.child.exitCode).toBe(1);
+    }
+  }, 60_000);
+});
