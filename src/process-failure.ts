@@ -7,7 +7,7 @@
  *
  * Here the failure is one `error` line of the operational log (event `crash`, its stack in the
  * message, `origin` saying which of the two it was), then `cleanup` runs (a worker stops taking
- * connections and writes the records it holds), for at most CLEANUP_MS, and the process exits
+ * connections, ends its requests in flight and writes the records it holds), for at most CLEANUP_MS, and the process exits
  * with code 1 as Node would: the primary restarts a worker. Nothing else goes on after a failure
  * (the process's state is not known). A second failure during the cleanup is logged too and
  * ends the process at once.

@@ -68,11 +68,20 @@ export async function runWorker(settings: Settings): Promise<void> {
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
   /**
-   * After a failure (process-failure.ts) or with the primary gone: stop taking connections, and
-   * write the access-log records of the requests answered so far. Requests still in flight are
-   * not waited for.
+   * Ends the requests in flight now, `why` said in their answers (503 when nothing was sent yet)
+   * and records: those whose body is still arriving by the front, those at a pod by closing its
+   * pools (the pipeline ends and records them).
    */
-  const saveRecords = async (): Promise<void> => {
+  const cutInFlight = (why: string): void => {
+    cutArrivingBodies(new RouterError('upstream_error', `${why} while the request body was still arriving`, 503, null, 'router_stopping'), finish);
+    void endpoints.closeAll(why);
+  };
+  /**
+   * After a failure (process-failure.ts) or with the primary gone: stop taking connections, end
+   * what is in flight (cutInFlight, and answers still going out to a client), and write the
+   * access-log records of every request, those ended here included. Bounded by the caller.
+   */
+  const saveRecords = async (why: string): Promise<void> => {
     ready = false;
     stopping = true;
     drainState.draining = true;
@@ -80,9 +89,14 @@ export async function runWorker(settings: Settings): Promise<void> {
     heartbeat.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
+    if (inflight > 0) cutInFlight(why);
+    Exchange.flushAnswers();
+    Exchange.cutAnswersGoingOut(`${why} while the answer was still going out to the client`);
+    // The requests cut end within a turn or two (a pod exchange's failure goes through the pipeline).
+    for (let i = 0; i < 50 && inflight > 0; i++) await new Promise((r) => setTimeout(r, 10));
     await accessLog.flush();
   };
-  exitOnFailure({ ops, cleanup: saveRecords });
+  exitOnFailure({ ops, cleanup: () => saveRecords('the router\'s worker failed') });
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
   metrics.bindSources({
     accessLogDropped: () => accessLog.dropped,
@@ -241,10 +255,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     // connection) and records them; the loop below waits for those records.
     // Those whose body is still arriving (a stalled upload) have no pod exchange yet: the front ends them.
     const timedOut = inflight > 0;
-    if (timedOut) {
-      cutArrivingBodies(new RouterError('upstream_error', `the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed while the request body was still arriving`, 503, null, 'router_stopping'), finish);
-      void endpoints.closeAll(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
-    }
+    if (timedOut) cutInFlight(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
     // Whole answers are written at the end of a turn (Exchange.endBuffered): the last ones go
     // out now, before anything below can reach process.exit within this turn.
     Exchange.flushAnswers();
@@ -319,8 +330,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   for (const l of clusterOnDisconnect) process.removeListener('disconnect', l);
   process.on('disconnect', () => {
     if (draining || stopping) return;
-    ops.warn('worker', 'the primary is gone: closing the listener, writing the access-log records held, then exiting (code 1)');
-    void cleanupWithin(saveRecords, CLEANUP_MS, ops).then(() => process.exit(FAILED_EXIT_CODE));
+    ops.warn('worker', 'the primary is gone: closing the listener, ending the requests in flight, writing the access-log records held, then exiting (code 1)');
+    void cleanupWithin(() => saveRecords('the router\'s primary process is gone'), CLEANUP_MS, ops).then(() => process.exit(FAILED_EXIT_CODE));
   });
   // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
   process.on('SIGTERM', () => void drain());

@@ -1,8 +1,8 @@
 /**
  * A worker that fails (an exception nothing caught, a rejection nothing handled) or is orphaned
- * (its primary killed) must not take the access-log records of requests it already answered with
- * it, and its failure must reach the operational log as a line of its format, not as Node's own
- * text on stderr. Built router, 1 worker, a real mock pod; the failure is made inside the real
+ * (its primary killed, or failed) must not take the access-log records of requests it already
+ * answered with it, ends those in flight with an answer and a record, and its failure must reach
+ * the operational log as a line of its format, not as Node's own text on stderr. Built router, 1 worker, a real mock pod; the failure is made inside the real
  * worker by a module preloaded with `node --require` (a signal makes it throw), as a bug would.
  */
 import { readFileSync, existsSync } from 'node:fs';
@@ -62,6 +62,15 @@ async function answered(n: number, tag: string): Promise<string[]> {
   return ids;
 }
 
+/** A request the pod accepts and never answers (the mock's x-mock-hang), in flight once this resolves; its answer or the error that ended it. */
+async function inFlight(id: string): Promise<{ answer: Promise<{ status: number } | Error> }> {
+  const before = (await mock!.stats()).requests;
+  const answer = postFresh(`${router!.url}/v1/completions`, { model: 'sf-model', prompt: 'hello' }, { 'x-request-id': id, 'x-mock-hang': 'true' })
+    .then((r) => ({ status: r.status }), (err: Error) => err);
+  await waitFor('the request at the pod', async () => (await mock!.stats()).requests > before);
+  return { answer };
+}
+
 /** Every stderr line of the router is a JSON line of the operational log. */
 function opsLines(): Record<string, unknown>[] {
   const lines = router!.stderr().split('\n').filter((l) => l.length > 0);
@@ -73,16 +82,20 @@ describe('a worker that fails', () => {
   it.each([
     ['an exception nothing caught', 'SIGUSR2', 'uncaughtException', 'thrown by the test'],
     ['a rejection nothing handled', 'SIGWINCH', 'unhandledRejection', 'rejected by the test'],
-  ])('on %s: the records of the requests it answered are written, the failure is one error line of the ops log with its stack, and a new worker serves', async (_what, signal, origin, text) => {
+  ])('on %s: the records of the requests it answered are written, one in flight is ended and recorded, the failure is one error line of the ops log with its stack, and a new worker serves', async (_what, signal, origin, text) => {
     const { file, worker } = await start();
     const ids = await answered(5, origin);
     expect(records(file)).toEqual([]); // still queued: the flush interval is 10 s
+    const hung = await inFlight(`${origin}-in-flight`);
     process.kill(worker, signal);
     await waitFor('the failed worker replaced', () => {
       const now = childPids(router!.pid);
       return now.length === 1 && now[0] !== worker;
     }, 15_000);
-    expect(records(file).map((r) => r.request_id)).toEqual(ids);
+    // The request in flight at the pod was ended and recorded, its client answered (502: the pod's exchange was cut, as at the drain timeout).
+    expect(await hung.answer).toMatchObject({ status: 502 });
+    expect(records(file).map((r) => r.request_id)).toEqual([...ids, `${origin}-in-flight`]);
+    expect(records(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('the router\'s worker failed') } });
     const crash = await waitFor('the failure in the ops log', () => opsLines().find((l) => l.event === 'crash'));
     expect(crash).toMatchObject({ level: 'error', process: 'worker', pid: worker, origin });
     expect(crash.message).toContain(text);
@@ -96,10 +109,11 @@ describe('a worker that fails', () => {
   it.each([
     ['killed', 'SIGKILL'],
     ['failed', 'SIGUSR2'],
-  ])('orphaned (its primary %s): it writes the records it holds before it exits', async (what, signal) => {
+  ])('orphaned (its primary %s): it ends the request in flight and writes the records it holds before it exits', async (what, signal) => {
     const { file, worker } = await start();
     const ids = await answered(5, `orphan-${what}`);
     expect(records(file)).toEqual([]);
+    const hung = await inFlight(`orphan-${what}-in-flight`);
     process.kill(router!.pid, signal);
     await waitFor('the orphaned worker gone', () => {
       try {
@@ -109,7 +123,9 @@ describe('a worker that fails', () => {
         return true;
       }
     }, 15_000);
-    expect(records(file).map((r) => r.request_id)).toEqual(ids);
+    expect(await hung.answer).toMatchObject({ status: 502 });
+    expect(records(file).map((r) => r.request_id)).toEqual([...ids, `orphan-${what}-in-flight`]);
+    expect(records(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('primary process is gone') } });
     expect(opsLines().find((l) => l.event === 'worker' && l.pid === worker)).toMatchObject({ level: 'warn', message: expect.stringContaining('the primary is gone') });
     if (signal === 'SIGUSR2') {
       expect(opsLines().find((l) => l.event === 'crash')).toMatchObject({ level: 'error', process: 'primary', pid: router!.pid, message: expect.stringContaining('thrown in the primary by the test') });
