@@ -68,9 +68,9 @@ export async function runWorker(settings: Settings): Promise<void> {
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
   /**
-   * Ends the requests in flight now, `why` said in their answers (503 when nothing was sent yet)
-   * and records: those whose body is still arriving by the front, those at a pod by closing its
-   * pools (the pipeline ends and records them).
+   * Ends the requests in flight now, `why` said in their answers and records: those whose body is
+   * still arriving by the front (503), those at a pod by closing its pools (the pipeline ends and
+   * records them: 502 when nothing of the answer was sent yet, else the answer is cut).
    */
   const cutInFlight = (why: string): void => {
     cutArrivingBodies(new RouterError('upstream_error', `${why} while the request body was still arriving`, 503, null, 'router_stopping'), finish);
