@@ -7,10 +7,10 @@
  *
  * Here the failure is one `error` line of the operational log (event `crash`, its stack in the
  * message, `origin` saying which of the two it was), then `cleanup` runs (a worker stops taking
- * connections, ends its requests in flight and writes the records it holds), for at most CLEANUP_MS, and the process exits
- * with code 1 as Node would: the primary restarts a worker. Nothing else goes on after a failure
- * (the process's state is not known). A second failure during the cleanup is logged too and
- * ends the process at once.
+ * connections, ends its requests in flight and writes the records it holds) for at most
+ * CLEANUP_MS, and the process exits with code 1 as Node would: the primary restarts a worker.
+ * Nothing else goes on after a failure (the process's state is not known). A second failure
+ * during the cleanup is logged too and ends the process at once.
  */
 import type { OpsLog } from './observe/ops-log.js';
 
@@ -22,29 +22,27 @@ export const FAILED_EXIT_CODE = 1;
 
 export interface FailureOptions {
   readonly ops: OpsLog;
-  /** What to save before the exit (bounded by CLEANUP_MS); a rejection is logged and ends it. */
+  /** What to save before the exit (bounded by `cleanupMs`); a rejection is logged and ends it. */
   readonly cleanup?: () => Promise<void>;
-  /** Ends the process (tests give their own). */
-  readonly exit?: (code: number) => void;
+  /** Default CLEANUP_MS. */
   readonly cleanupMs?: number;
 }
 
 /** Installs the handler on this process: once per process. */
 export function exitOnFailure(o: FailureOptions): void {
-  const exit = o.exit ?? ((code: number): void => process.exit(code));
   let failing = false;
   process.on('uncaughtException', (err: unknown, origin: string) => {
     o.ops.error('crash', `${failing ? 'failed again while saving what it held: ' : ''}${describeOrigin(origin)}: ${describeError(err)}`, { origin });
     if (failing) {
-      exit(FAILED_EXIT_CODE);
+      process.exit(FAILED_EXIT_CODE);
       return;
     }
     failing = true;
     if (o.cleanup === undefined) {
-      exit(FAILED_EXIT_CODE);
+      process.exit(FAILED_EXIT_CODE);
       return;
     }
-    void cleanupWithin(o.cleanup, o.cleanupMs ?? CLEANUP_MS, o.ops).then(() => exit(FAILED_EXIT_CODE));
+    void cleanupWithin(o.cleanup, o.cleanupMs ?? CLEANUP_MS, o.ops).then(() => process.exit(FAILED_EXIT_CODE));
   });
 }
 
