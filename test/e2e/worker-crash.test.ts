@@ -2,8 +2,9 @@
  * A worker that fails (an exception nothing caught, a rejection nothing handled) or is orphaned
  * (its primary killed, or failed) must not take the access-log records of requests it already
  * answered with it, ends those in flight with an answer and a record, and its failure must reach
- * the operational log as a line of its format, not as Node's own text on stderr. Built router, 1 worker, a real mock pod; the failure is made inside the real
- * worker by a module preloaded with `node --require` (a signal makes it throw), as a bug would.
+ * the operational log as a line of its format, not as Node's own text on stderr. Built router,
+ * 1 worker, a real mock pod; the failure is made inside the real worker or primary by a module
+ * preloaded with `node --require` (a signal makes it throw or reject), as a bug would.
  */
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
