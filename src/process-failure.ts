@@ -15,10 +15,10 @@
 import type { OpsLog } from './observe/ops-log.js';
 
 /** The longest a failed process spends on its cleanup before it exits. */
-export const CLEANUP_MS = 1000;
+const CLEANUP_MS = 1000;
 
 /** An exit code of a process that failed, as Node's own for an uncaught exception. */
-export const FAILED_EXIT_CODE = 1;
+const FAILED_EXIT_CODE = 1;
 
 export interface FailureOptions {
   readonly ops: OpsLog;
@@ -42,12 +42,17 @@ export function exitOnFailure(o: FailureOptions): void {
       process.exit(FAILED_EXIT_CODE);
       return;
     }
-    void cleanupWithin(o.cleanup, o.cleanupMs ?? CLEANUP_MS, o.ops).then(() => process.exit(FAILED_EXIT_CODE));
+    exitAfter(o.cleanup, o.ops, o.cleanupMs);
   });
 }
 
+/** Runs `cleanup` for at most `ms` (cleanupWithin), then exits with FAILED_EXIT_CODE. */
+export function exitAfter(cleanup: () => Promise<void>, ops: OpsLog, ms = CLEANUP_MS): void {
+  void cleanupWithin(cleanup, ms, ops).then(() => process.exit(FAILED_EXIT_CODE));
+}
+
 /** Runs `cleanup` for at most `ms`; its rejection is logged, not thrown. */
-export async function cleanupWithin(cleanup: () => Promise<void>, ms: number, ops: OpsLog): Promise<void> {
+async function cleanupWithin(cleanup: () => Promise<void>, ms: number, ops: OpsLog): Promise<void> {
   let timer: NodeJS.Timeout | null = null;
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(() => {

@@ -32,7 +32,7 @@ import cluster from 'node:cluster';
 import { Tracer, type RequestSpan } from '../observe/tracer.js';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 import { performance } from 'node:perf_hooks';
-import { CLEANUP_MS, cleanupWithin, exitOnFailure, FAILED_EXIT_CODE } from '../process-failure.js';
+import { exitAfter, exitOnFailure } from '../process-failure.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a tick each second, a ping after 1.5 s without a message from it; not ready after 3 s. */
@@ -70,11 +70,17 @@ export async function runWorker(settings: Settings): Promise<void> {
   /**
    * Ends the requests in flight now, `why` said in their answers and records: those whose body is
    * still arriving by the front (503), those at a pod by closing its pools (the pipeline ends and
-   * records them: 502 when nothing of the answer was sent yet, else the answer is cut).
+   * records them: 502 when nothing of the answer was sent yet, else the answer is cut). Whole
+   * answers are written at the end of a turn (Exchange.endBuffered): the last ones go out now,
+   * before anything after this can reach process.exit within this turn. Answers a client is still
+   * taking (slowly, or not at all) are cut, and recorded, after those: their pod exchanges are
+   * over, so nothing before ends them.
    */
   const cutInFlight = (why: string): void => {
     cutArrivingBodies(new RouterError('upstream_error', `${why} while the request body was still arriving`, 503, null, 'router_stopping'), finish);
     void endpoints.closeAll(why);
+    Exchange.flushAnswers();
+    Exchange.cutAnswersGoingOut(`${why} while the answer was still going out to the client`);
   };
   /**
    * After a failure (process-failure.ts) or with the primary gone: stop taking connections, end
@@ -89,9 +95,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     heartbeat.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
-    if (inflight > 0) cutInFlight(why);
-    Exchange.flushAnswers();
-    Exchange.cutAnswersGoingOut(`${why} while the answer was still going out to the client`);
+    cutInFlight(why);
     // The requests cut end within a turn or two (a pod exchange's failure goes through the pipeline).
     for (let i = 0; i < 50 && inflight > 0; i++) await new Promise((r) => setTimeout(r, 10));
     await accessLog.flush();
@@ -254,14 +258,10 @@ export async function runWorker(settings: Settings): Promise<void> {
     // access log is open: their pod exchanges fail, the pipeline ends them (closing the client's
     // connection) and records them; the loop below waits for those records.
     // Those whose body is still arriving (a stalled upload) have no pod exchange yet: the front ends them.
+    // With none in flight, whole answers queued for the end of this turn still go out now.
     const timedOut = inflight > 0;
     if (timedOut) cutInFlight(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
-    // Whole answers are written at the end of a turn (Exchange.endBuffered): the last ones go
-    // out now, before anything below can reach process.exit within this turn.
-    Exchange.flushAnswers();
-    // Answers a client is still taking (slowly, or not at all) are cut, and recorded, after
-    // those: their pod exchanges are over, so nothing above ends them.
-    if (timedOut) Exchange.cutAnswersGoingOut(`the router is stopping: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed while the answer was still going out to the client`);
+    else Exchange.flushAnswers();
     // From here on a request arriving on an old keep-alive connection is not answered (its
     // connection is closed), so the records flushed below are those of every answered request.
     drainState.closing = true;
@@ -326,12 +326,12 @@ export async function runWorker(settings: Settings): Promise<void> {
     }
   });
   // Orphaned (the primary died without draining us): stop at once rather than hold the port,
-  // with the records of the requests answered written first (bounded by CLEANUP_MS).
+  // with the records of the requests answered written first (bounded: exitAfter).
   for (const l of clusterOnDisconnect) process.removeListener('disconnect', l);
   process.on('disconnect', () => {
     if (draining || stopping) return;
     ops.warn('worker', 'the primary is gone: closing the listener, ending the requests in flight, writing the access-log records held, then exiting (code 1)');
-    void cleanupWithin(() => saveRecords('the router\'s primary process is gone'), CLEANUP_MS, ops).then(() => process.exit(FAILED_EXIT_CODE));
+    exitAfter(() => saveRecords('the router\'s primary process is gone'), ops);
   });
   // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
   process.on('SIGTERM', () => void drain());
