@@ -629,11 +629,22 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     this.upAt = Date.now();
     // At the first connection no instance came before: nothing to confirm.
     this.confirming = ++this.closures > 1;
-    awaitReply(this.client.info('server'), this.timeoutMs, {
-      reply: (text) => this.giveBackHeld(held, runIdOf(text)),
-      fail: () => this.giveBackHeld(held, null),
-      late: ignore,
-    });
+    // Not bounded by the store's timeout: the reply says which instance answers this connection
+    // (another instance means another connection), however late it comes; until it does, the
+    // give-backs it decides are held. A reply later than the client's own command timeout
+    // (late-reply.ts), an error (INFO denied by an ACL) or the connection's close fails it: the
+    // instance counts as unknown. Only the read of the last closure decides.
+    const closure = this.closures;
+    this.client.info('server').then(
+      (text) => {
+        if (closure === this.closures) this.giveBackHeld(held, runIdOf(text));
+      },
+      (err: unknown) => {
+        if (closure !== this.closures) return;
+        this.log(`rate limit store ${this.name}: which Redis process answers could not be read (INFO server: ${err instanceof Error ? err.message : String(err)}); give-backs of requests admitted before it answered again are dropped`, 'warn');
+        this.giveBackHeld(held, null);
+      },
+    );
   }
 
   private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {

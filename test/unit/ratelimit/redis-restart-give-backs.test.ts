@@ -261,3 +261,76 @@ describe('give-backs while the router reads which instance answers', () => {
     expect(await inputCount(s, r)).toBe(8);
   });
 });
+
+describe('the read of which instance answers, slower than the store timeout or refused', () => {
+  /** Route `r`'s requests of 6 and 4 admitted, then a stall of Redis (the circuit opens) and its end (it closes again). */
+  async function stalledOnce(l: RedisLimiter, s: RedisServer, terms: ScopedTerm[], r: string, beforeUp: () => void): Promise<{ a1: RequestAdmission; a2: RequestAdmission; admittedAt: number }> {
+    const a1 = await admitRequest(terms, 6);
+    const a2 = await admitRequest(terms, 4);
+    const admittedAt = Date.now();
+    expect(await inputCount(s, r)).toBe(10);
+    s.pause();
+    await l.admit(`${r}-other`, limit, 1); // times out: the circuit opens
+    expect(l.state).toBe('down');
+    beforeUp();
+    s.resume();
+    await untilUp(l);
+    return { a1, a2, admittedAt };
+  }
+
+  it('a reply that comes after the timeout still says the same instance answers: the give-backs held meanwhile are taken off', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(async () => {
+      s.resume();
+      await s.stop();
+    });
+    const proxy = await replyHoldingProxy(s.port);
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+    cleanups.push(() => l.close());
+    await untilUp(l);
+    await landed(); // the first INFO answered
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r, () => proxy.arm());
+    settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+    await landed(400); // four timeouts: the INFO's reply is still held
+    expect(await inputCount(s, r)).toBe(10);
+    proxy.release();
+    let count = await inputCount(s, r);
+    for (let waited = 0; waited < 5000 && count !== 3; waited += 100) {
+      await landed(100);
+      count = await inputCount(s, r);
+    }
+    expect(count).toBe(3);
+  });
+
+  it('INFO refused (an ACL without it): one warn line says so, and the give-backs of requests admitted before are dropped', async () => {
+    const s = await RedisServer.start();
+    cleanups.push(async () => {
+      s.resume();
+      await s.stop();
+    });
+    const lines: string[] = [];
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '1s', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), {
+      clock, log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100,
+    });
+    cleanups.push(() => l.close());
+    await untilUp(l);
+    await landed();
+    const r = route();
+    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    await s.cli('acl', 'setuser', 'default', '-info'); // the user the store connects as
+    const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r, () => {});
+    await landed();
+    settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
+    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+    await landed();
+    expect(await inputCount(s, r)).toBe(10);
+    const refused = lines.filter((x) => x.includes('could not be read'));
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatch(/^warn rate limit store .*: which Redis process answers could not be read \(INFO server: NOPERM/);
+  });
+});
