@@ -25,6 +25,7 @@ import { workerExecArgv } from './worker-exec-argv.js';
 import { claimPort } from './port-claim.js';
 import { chooseListenHost } from './listen-host.js';
 import { exitOnFailure } from '../process-failure.js';
+import { warningsToOpsLog } from '../process-warnings.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -38,6 +39,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // A failure here is logged as a line of this log and ends the instance (exit 1): each worker,
   // seeing its channel to the primary gone, writes the records it holds and exits.
   exitOnFailure({ ops });
+  warningsToOpsLog(ops);
   const source = settings.source === 'file' ? `file ${settings.resources}` : `kubernetes ${settings.namespace === null ? 'all namespaces' : `namespace ${settings.namespace}`}`;
   ops.info('start', `inference-router ${VERSION} starting: ${settings.workers} workers, listen ${settings.host}:${settings.port}, ` +
     `resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}, ` +

@@ -33,6 +33,7 @@ import { Tracer, type RequestSpan } from '../observe/tracer.js';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 import { performance } from 'node:perf_hooks';
 import { exitAfter, exitOnFailure } from '../process-failure.js';
+import { warningsToOpsLog } from '../process-warnings.js';
 
 const NO_HEADERS: readonly string[] = [];
 /** Heartbeat to the primary: a tick each second, a ping after 1.5 s without a message from it; not ready after 3 s. */
@@ -46,6 +47,7 @@ function send(m: WorkerToPrimary): void {
 /** A worker process: one uWS app on the shared port, fed compiled snapshots by the primary. */
 export async function runWorker(settings: Settings): Promise<void> {
   const ops = new OpsLog(settings.logFormat, 'worker');
+  warningsToOpsLog(ops);
   // Node's cluster module's own listener, which ends a worker at once (exit 0) when its channel to
   // the primary closes unexpectedly: replaced below by one that writes the records held first.
   const clusterOnDisconnect = process.listeners('disconnect');

@@ -25,7 +25,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['upstream'],
   ['route'],
   ['pick'],
-  ['settings.ts', 'process-failure.ts'],
+  ['settings.ts', 'process-failure.ts', 'process-warnings.ts'],
   ['primary'],
   ['worker'],
   ['cli.ts', 'healthcheck.ts'],
