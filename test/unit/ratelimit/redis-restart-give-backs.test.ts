@@ -232,21 +232,29 @@ async function replyHoldingProxy(port: number): Promise<{ port: number; arm(): v
   };
 }
 
+/**
+ * A redis-server, a reply-holding proxy in front of it and a limiter connected through the proxy
+ * (`local` failure mode, store timeout `timeout`, leases off) whose first INFO answered; route `r`'s `terms`.
+ */
+async function behindReplyHoldingProxy(timeout: string): Promise<{ s: RedisServer; proxy: Awaited<ReturnType<typeof replyHoldingProxy>>; l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
+  const s = await RedisServer.start();
+  cleanups.push(async () => {
+    s.resume();
+    await s.stop();
+  });
+  const proxy = await replyHoldingProxy(s.port);
+  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: timeout, RATE_LIMIT_REDIS_LEASES: 'false' });
+  const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+  cleanups.push(() => l.close());
+  await untilUp(l);
+  await landed(); // the first INFO answered
+  const r = route();
+  return { s, proxy, l, r, terms: [{ key: r, limit, limiter: l, scope: 'route' }] };
+}
+
 describe('give-backs while the router reads which instance answers', () => {
   it('one that comes before the new instance is known is held, then dropped when it turns out to be another', async () => {
-    const s = await RedisServer.start();
-    cleanups.push(async () => {
-      s.resume();
-      await s.stop();
-    });
-    const proxy = await replyHoldingProxy(s.port);
-    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '1s', RATE_LIMIT_REDIS_LEASES: 'false' });
-    const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
-    cleanups.push(() => l.close());
-    await untilUp(l);
-    await landed(); // the first INFO answered
-    const r = route();
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { s, proxy, l, r, terms } = await behindReplyHoldingProxy('1s');
     const a = await admitRequest(terms, 4);
     const admittedAt = Date.now();
     expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
@@ -279,19 +287,7 @@ describe('the read of which instance answers, slower than the store timeout or r
   }
 
   it('a reply that comes after the timeout still says the same instance answers: the give-backs held meanwhile are taken off', async () => {
-    const s = await RedisServer.start();
-    cleanups.push(async () => {
-      s.resume();
-      await s.stop();
-    });
-    const proxy = await replyHoldingProxy(s.port);
-    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '100ms', RATE_LIMIT_REDIS_LEASES: 'false' });
-    const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
-    cleanups.push(() => l.close());
-    await untilUp(l);
-    await landed(); // the first INFO answered
-    const r = route();
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
+    const { s, proxy, l, r, terms } = await behindReplyHoldingProxy('100ms');
     const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r, () => proxy.arm());
     settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
     await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
