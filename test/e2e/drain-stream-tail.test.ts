@@ -95,7 +95,10 @@ describe('SIGTERM while a stream goes out to a slow reader, real processes', () 
   });
 
   it('the client gets the whole stream, its last event and last chunk included, before the connection closes', async () => {
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { workers: 1, ...(NODE ? { node: NODE } : {}) });
+    // The slow reader takes 10 s or more for the 8 MB, several times that on a busy machine: the
+    // drain's timeout (30 s by default, which would cut the stream) is far beyond it here.
+    const env = { ROUTER_DRAIN_DELAY: '0', ROUTER_DRAIN_TIMEOUT: '120s' };
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { workers: 1, env, ...(NODE ? { node: NODE } : {}) });
     try {
       const client = spawn('python3', ['-c', SLOW_CLIENT, String(router.port)], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
@@ -109,5 +112,5 @@ describe('SIGTERM while a stream goes out to a slow reader, real processes', () 
     } finally {
       await router.kill();
     }
-  }, 90_000);
+  }, 150_000);
 });

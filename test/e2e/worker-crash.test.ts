@@ -10,6 +10,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { childPids, postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { RedisServer } from '../helpers/redis-server.js';
 
 /** In a worker: SIGUSR2 throws an Error, SIGWINCH rejects a Promise nothing handles; in the primary SIGUSR2 throws. */
 const PRELOAD = `
@@ -24,28 +25,35 @@ if (cluster.isWorker) {
 
 let router: Router | null = null;
 let mock: MockBackend | null = null;
+let redis: RedisServer | null = null;
 afterEach(async () => {
   await router?.kill('SIGKILL');
   await mock?.kill();
+  redis?.resume();
+  await redis?.stop();
   router = null;
   mock = null;
+  redis = null;
 });
 
 const records = (file: string): { request_id: string; status_code: number }[] =>
   existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
 
-/** The router with one worker, its access log batched for 10 s (records stay queued unless flushed). */
-async function start(): Promise<{ file: string; worker: number }> {
+/**
+ * The router with one worker, its access log batched for 10 s (records stay queued unless
+ * flushed); with `rateLimit`, the route has that limit and `env` is added.
+ */
+async function start(rateLimit?: string, env: Record<string, string> = {}): Promise<{ file: string; worker: number }> {
   mock = await startMock('pod-a');
   const dir = tempDir();
   const preload = join(dir, 'fail-on-signal.cjs');
   writeFile(preload, PRELOAD);
   const file = join(dir, 'access.log');
-  router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+  router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit }), {
     dir,
     workers: 1,
     nodeArgs: ['--require', preload],
-    env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '10s', ROUTER_LOG_FORMAT: 'json' },
+    env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '10s', ROUTER_LOG_FORMAT: 'json', ...env },
   });
   const pids = childPids(router.pid);
   expect(pids).toHaveLength(1);
@@ -133,5 +141,28 @@ describe('a worker that fails', () => {
       await waitFor('the primary\'s exit', () => router!.child.exitCode);
       expect(router!.child.exitCode).toBe(1);
     }
+  }, 60_000);
+});
+
+describe('a request waiting on a global limit\'s store when its worker fails', () => {
+  it('is ended once the store\'s timeout passes (within the cleanup): answered 503, nothing sent to a pod, and recorded', async () => {
+    redis = await RedisServer.start();
+    const limit = `    inputTokensPerUnit: 100000\n    unit: minute\n    global:\n      redis:\n        address: "${redis.address}"`;
+    const { file, worker } = await start(limit, { RATE_LIMIT_REDIS_TIMEOUT: '300ms', RATE_LIMIT_REDIS_LEASES: 'false' });
+    const ids = await answered(3, 'limited');
+    redis.pause(); // the next admission waits for Redis
+    const waiting = postFresh(`${router!.url}/v1/completions`, { model: 'sf-model', prompt: 'hello' }, { 'x-request-id': 'limited-waiting' })
+      .then((r) => ({ status: r.status }), (err: Error) => err);
+    await new Promise((r) => setTimeout(r, 100)); // at the limiter, not yet at its timeout
+    process.kill(worker, 'SIGUSR2');
+    await waitFor('the failed worker replaced', () => {
+      const now = childPids(router!.pid);
+      return now.length === 1 && now[0] !== worker;
+    }, 15_000);
+    // Admitted by the failure mode once the store's timeout passed, then refused at the pod's
+    // closed pool: nothing was sent to a pod, so 503 (safe to retry elsewhere).
+    expect(await waiting).toMatchObject({ status: 503 });
+    expect(records(file).map((r) => r.request_id)).toEqual([...ids, 'limited-waiting']);
+    expect(records(file)[3]).toMatchObject({ status_code: 503, error: { type: 'upstream_error', message: expect.stringMatching(/nothing was sent to pod pod-a .*the router's worker failed/) } });
   }, 60_000);
 });
