@@ -31,14 +31,15 @@ afterAll(async () => {
   await server.stop();
 });
 
-function userSettings(user: string, timeout = '2s', leases = 'true') {
+/** The limit store's settings as Redis user `user`, with `env` on top (`local` failure mode, 2 s timeout, leases on unless said). */
+function userSettings(user: string, env: Record<string, string> = {}) {
   return parseRedisLimitSettings({
-    REDIS_USERNAME: user, REDIS_PASSWORD: PASSWORD, RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: timeout, RATE_LIMIT_REDIS_LEASES: leases,
+    REDIS_USERNAME: user, REDIS_PASSWORD: PASSWORD, RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '2s', ...env,
   });
 }
 
 runLimiterConformance('RedisLimiter as a Redis user with the documented ACL', async (clock) => {
-  const limiter = new RedisLimiter(server.address, parseRedisLimitSettings({ REDIS_USERNAME: 'router', REDIS_PASSWORD: PASSWORD, RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s' }), NO_FALLBACK, { clock, log: () => {} });
+  const limiter = new RedisLimiter(server.address, userSettings('router', { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed' }), NO_FALLBACK, { clock, log: () => {} });
   await untilUp(limiter);
   return { limiter, cleanup: () => limiter.close() };
 });
@@ -51,7 +52,7 @@ const landed = (ms = 300): Promise<void> => new Promise((r) => setTimeout(r, ms)
 async function giveBackAfterStall(user: string): Promise<{ count: number; lines: string[]; warned: string[] }> {
   const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
   const lines: string[] = [];
-  const l = new RedisLimiter(server.address, userSettings(user, '200ms', 'false'), new CounterStore(), {
+  const l = new RedisLimiter(server.address, userSettings(user, { RATE_LIMIT_REDIS_TIMEOUT: '200ms', RATE_LIMIT_REDIS_LEASES: 'false' }), new CounterStore(), {
     log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), settleWaitMs: 5, probeIntervalMs: 50, reconnectCapMs: 100,
   });
   try {
@@ -123,7 +124,7 @@ describe('the documented ACL on a Redis Cluster', () => {
     let l: RedisLimiter | null = null;
     try {
       for (const n of cluster.nodes) await n.cli('acl', 'setuser', 'router', 'on', `>${PASSWORD}`, ...DOCUMENTED_RULES, ...CLUSTER_RULES);
-      const settings = parseRedisLimitSettings({ REDIS_CLUSTER: 'true', REDIS_USERNAME: 'router', REDIS_PASSWORD: PASSWORD, RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s' });
+      const settings = userSettings('router', { REDIS_CLUSTER: 'true', RATE_LIMIT_REDIS_FAILURE_MODE: 'closed' });
       l = new RedisLimiter(cluster.address, settings, NO_FALLBACK, { log: (m, level) => lines.push(`${level ?? 'info'} ${m}`) });
       await untilUp(l, 'cluster limiter');
       const routes = Array.from({ length: 12 }, (_, i) => `acl-${i}/r-${process.pid}`);

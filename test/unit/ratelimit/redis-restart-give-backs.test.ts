@@ -47,23 +47,61 @@ async function inputCount(s: RedisServer, r: string): Promise<number> {
   return Number(await s.cli('get', `ir:{${r}}:in:minute:${MINUTE_START}`));
 }
 
-/**
- * A redis-server and a connected limiter (`local` failure mode, `timeout` (100 ms by default),
- * leases off) with one route limit on it: `terms` of a request of route `r`.
- */
-async function oneRouteUp(timeout = '100ms'): Promise<{ s: RedisServer; l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
+/** A redis-server, stopped (resumed first, if paused) after the test. */
+async function redisServer(): Promise<RedisServer> {
   const s = await RedisServer.start();
   cleanups.push(async () => {
     s.resume();
     await s.stop();
   });
+  return s;
+}
+
+/**
+ * A limiter connected to `address` (`local` failure mode, store timeout `timeout`, leases off,
+ * its log lines to `log`) with one route limit on it: `terms` of a request of route `r`.
+ */
+async function routeLimiter(address: string, timeout: string, log: (m: string, level?: 'warn') => void = () => {}): Promise<{ l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: timeout, RATE_LIMIT_REDIS_LEASES: 'false' });
-  const l = new RedisLimiter(s.address, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
+  const l = new RedisLimiter(address, settings, new CounterStore(clock), { clock, log, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
   cleanups.push(() => l.close());
   await untilUp(l);
   const r = route();
-  const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
-  return { s, l, r, terms };
+  return { l, r, terms: [{ key: r, limit, limiter: l, scope: 'route' }] };
+}
+
+/** A redis-server and a routeLimiter connected to it, store timeout `timeout` (100 ms by default). */
+async function oneRouteUp(timeout = '100ms'): Promise<{ s: RedisServer; l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
+  const s = await redisServer();
+  return { s, ...(await routeLimiter(s.address, timeout)) };
+}
+
+/**
+ * Route `r`'s requests of 6 and 4 input tokens admitted by Redis, then a stall of Redis (the circuit
+ * opens) and its end (it closes again); `beforeUp` runs while Redis is stalled.
+ */
+async function stalledOnce(l: RedisLimiter, s: RedisServer, terms: ScopedTerm[], r: string, beforeUp: () => void = () => {}): Promise<{ a1: RequestAdmission; a2: RequestAdmission; admittedAt: number }> {
+  const a1 = await admitRequest(terms, 6);
+  const a2 = await admitRequest(terms, 4);
+  const admittedAt = Date.now();
+  expect(await inputCount(s, r)).toBe(10);
+  s.pause();
+  await l.admit(`${r}-other`, limit, 1); // times out: the circuit opens
+  expect(l.state).toBe('down');
+  beforeUp();
+  s.resume();
+  await untilUp(l);
+  return { a1, a2, admittedAt };
+}
+
+/** Route `r`'s input count, read until it is `expected` (a give-back may be held until the instance is read), up to 5 s. */
+async function countOnceLanded(s: RedisServer, r: string, expected: number): Promise<number> {
+  let count = await inputCount(s, r);
+  for (let waited = 0; waited < 5000 && count !== expected; waited += 100) {
+    await landed(100);
+    count = await inputCount(s, r);
+  }
+  return count;
 }
 
 /**
@@ -112,28 +150,15 @@ describe('give-backs after Redis restarted', () => {
   });
 
   it('a request admitted by the instance answering now has its give-back and correction taken off there, after a stall too', async () => {
-    // A timeout of 1 s, not 100 ms: the instance is read (INFO's run_id) within the timeout once
-    // the circuit closes, and an instance not read in time is taken for another one, whose
-    // give-backs are dropped (as they must be); a busy machine can take over 100 ms to answer it.
+    // A timeout of 1 s, not 100 ms: on a busy machine the circuit's health probes can take over
+    // 100 ms to answer (the read of which instance answers is not bound by it).
     const { s, l, r, terms } = await oneRouteUp('1s');
-    const a1 = await admitRequest(terms, 6);
-    const a2 = await admitRequest(terms, 4);
-    const admittedAt = Date.now();
-    s.pause();
-    await l.admit(`${r}-other`, limit, 1);
-    expect(l.state).toBe('down');
-    s.resume();
-    await untilUp(l);
+    const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r);
     await landed();
     settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
     await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
-    // Sent at once, or held until the instance is read, then sent: read until it lands, up to 5 s.
-    let count = await inputCount(s, r);
-    for (let waited = 0; waited < 5000 && count !== 3; waited += 100) {
-      await landed(100);
-      count = await inputCount(s, r);
-    }
-    expect(count).toBe(3);
+    // Sent at once, or held until the instance is read, then sent.
+    expect(await countOnceLanded(s, r, 3)).toBe(3);
   });
 });
 
@@ -237,19 +262,11 @@ async function replyHoldingProxy(port: number): Promise<{ port: number; arm(): v
  * (`local` failure mode, store timeout `timeout`, leases off) whose first INFO answered; route `r`'s `terms`.
  */
 async function behindReplyHoldingProxy(timeout: string): Promise<{ s: RedisServer; proxy: Awaited<ReturnType<typeof replyHoldingProxy>>; l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
-  const s = await RedisServer.start();
-  cleanups.push(async () => {
-    s.resume();
-    await s.stop();
-  });
+  const s = await redisServer();
   const proxy = await replyHoldingProxy(s.port);
-  const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: timeout, RATE_LIMIT_REDIS_LEASES: 'false' });
-  const l = new RedisLimiter(`127.0.0.1:${proxy.port}`, settings, new CounterStore(clock), { clock, log: () => {}, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
-  cleanups.push(() => l.close());
-  await untilUp(l);
+  const up = await routeLimiter(`127.0.0.1:${proxy.port}`, timeout);
   await landed(); // the first INFO answered
-  const r = route();
-  return { s, proxy, l, r, terms: [{ key: r, limit, limiter: l, scope: 'route' }] };
+  return { s, proxy, ...up };
 }
 
 describe('give-backs while the router reads which instance answers', () => {
@@ -271,21 +288,6 @@ describe('give-backs while the router reads which instance answers', () => {
 });
 
 describe('the read of which instance answers, slower than the store timeout or refused', () => {
-  /** Route `r`'s requests of 6 and 4 admitted, then a stall of Redis (the circuit opens) and its end (it closes again). */
-  async function stalledOnce(l: RedisLimiter, s: RedisServer, terms: ScopedTerm[], r: string, beforeUp: () => void): Promise<{ a1: RequestAdmission; a2: RequestAdmission; admittedAt: number }> {
-    const a1 = await admitRequest(terms, 6);
-    const a2 = await admitRequest(terms, 4);
-    const admittedAt = Date.now();
-    expect(await inputCount(s, r)).toBe(10);
-    s.pause();
-    await l.admit(`${r}-other`, limit, 1); // times out: the circuit opens
-    expect(l.state).toBe('down');
-    beforeUp();
-    s.resume();
-    await untilUp(l);
-    return { a1, a2, admittedAt };
-  }
-
   it('a reply that comes after the timeout still says the same instance answers: the give-backs held meanwhile are taken off', async () => {
     const { s, proxy, l, r, terms } = await behindReplyHoldingProxy('100ms');
     const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r, () => proxy.arm());
@@ -294,32 +296,16 @@ describe('the read of which instance answers, slower than the store timeout or r
     await landed(400); // four timeouts: the INFO's reply is still held
     expect(await inputCount(s, r)).toBe(10);
     proxy.release();
-    let count = await inputCount(s, r);
-    for (let waited = 0; waited < 5000 && count !== 3; waited += 100) {
-      await landed(100);
-      count = await inputCount(s, r);
-    }
-    expect(count).toBe(3);
+    expect(await countOnceLanded(s, r, 3)).toBe(3);
   });
 
   it('INFO refused (an ACL without it): one warn line says so, and the give-backs of requests admitted before are dropped', async () => {
-    const s = await RedisServer.start();
-    cleanups.push(async () => {
-      s.resume();
-      await s.stop();
-    });
+    const s = await redisServer();
     const lines: string[] = [];
-    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '1s', RATE_LIMIT_REDIS_LEASES: 'false' });
-    const l = new RedisLimiter(s.address, settings, new CounterStore(clock), {
-      clock, log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100,
-    });
-    cleanups.push(() => l.close());
-    await untilUp(l);
+    const { l, r, terms } = await routeLimiter(s.address, '1s', (m, level) => lines.push(`${level ?? 'info'} ${m}`));
     await landed();
-    const r = route();
-    const terms: ScopedTerm[] = [{ key: r, limit, limiter: l, scope: 'route' }];
     await s.cli('acl', 'setuser', 'default', '-info'); // the user the store connects as
-    const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r, () => {});
+    const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r);
     await landed();
     settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
     await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
