@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { expectAsBuildAnswers, raw, sendUnreadable, uwsBuildOf } from '../helpers/raw-http.js';
 
 /**
  * The front as an attacker or a broken client sees it: exact bytes over raw sockets, answers
@@ -12,42 +13,6 @@ import { resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBacken
 
 function records(file: string): any[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
-
-interface RawResult {
-  /** Everything the router sent, as latin1 text. */
-  text: string;
-  /** The router closed the connection (false: still open when we stopped waiting). */
-  closed: boolean;
-}
-
-/**
- * Sends `parts` on one connection (each part one write, `gapMs` apart), then waits until the
- * router closes the connection or `waitMs` passed. `end`: half-close after the last part.
- */
-function raw(port: number, parts: string[], opts: { waitMs?: number; gapMs?: number; end?: boolean } = {}): Promise<RawResult> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    let text = '';
-    let done = false;
-    const finish = (closed: boolean): void => {
-      if (done) return;
-      done = true;
-      s.destroy();
-      resolve({ text, closed });
-    };
-    s.on('data', (d) => { text += d.toString('latin1'); });
-    s.on('close', () => finish(true));
-    s.on('error', () => finish(true));
-    s.on('connect', async () => {
-      for (let i = 0; i < parts.length; i++) {
-        if (i > 0 && opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
-        if (!s.destroyed) s.write(parts[i]);
-      }
-      if (opts.end && !s.destroyed) s.end();
-    });
-    setTimeout(() => finish(false), opts.waitMs ?? 5000);
-  });
 }
 
 const BODY = JSON.stringify({ model: 'sf-model', prompt: 'x' });
@@ -278,11 +243,22 @@ describe('the front under framing attacks and broken clients (built router)', ()
     await waitFor('record', () => recordsOf('big-head').length === 1, 5000);
   });
 
+  it('HTTP/1.0, a request without Host and a chunk extension: the 20.57 build answers 505, 400 and 400; the 20.30 build none of them; the upload is recorded 499', async () => {
+    const build = await uwsBuildOf(router.url);
+    const r = await sendUnreadable(router.port, BODY, 'unreadable');
+    expectAsBuildAnswers(build, r);
+    // Neither head reaches the router: nothing is recorded for them. The upload with an extension
+    // does, and its connection is closed by uWS at the extension: recorded as an upload cut short.
+    await waitFor('the upload\'s record', () => recordsOf('unreadable-chunk-extension').length === 1, 5000);
+    expect(recordsOf('unreadable-chunk-extension')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed' } });
+    expect(recordsOf('unreadable-http10')).toEqual([]);
+    expect(recordsOf('unreadable-no-host')).toEqual([]);
+  }, 40_000);
+
   it('ROUTER_MAX_HEADER_BYTES: applied by the 20.57 build; on the 20.30 build, which cannot apply it, the start says so', async () => {
     const r = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, env: { ROUTER_MAX_HEADER_BYTES: '8192' } });
     try {
-      const metrics = await (await fetch(`${r.url}/metrics`)).text();
-      const build = /uws="([^"]+)"/.exec(metrics)![1];
+      const build = await uwsBuildOf(r.url);
       const status = (await fetch(`${r.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-big': 'h'.repeat(9_000) }, body: BODY })).status;
       if (build === 'uws-20.30') {
         expect(r.stderr()).toMatch(/ROUTER_MAX_HEADER_BYTES=8192 is not applied: the uWS 20\.30 build/);

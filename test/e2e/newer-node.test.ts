@@ -8,10 +8,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
+import { postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
+import { expectAsBuildAnswers, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
 
@@ -94,6 +95,24 @@ for (const major of MAJORS) {
           expect(ms).toBeGreaterThan(5_000);
           expect(ms).toBeLessThan(25_000);
         }
+      } finally {
+        await router.kill();
+      }
+    }, 40_000);
+
+    it('answers HTTP/1.0 with 505 and a request without Host with 400, unrecorded; a chunk extension with 400 and a close (recorded 499)', async () => {
+      const dir = tempDir();
+      const log = join(dir, 'access.log');
+      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+        dir, workers: 1, node: node!, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
+      });
+      try {
+        const r = await sendUnreadable(router.port, JSON.stringify({ model: 'sf-model', prompt: 'hi' }), 'unreadable');
+        expectAsBuildAnswers('uws-20.57', r);
+        const recs = (): any[] => existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
+        await waitFor('the upload\'s record', () => recs().length > 0, 5_000);
+        // Only the upload reached the router, and uWS closed its connection at the extension.
+        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type])).toEqual([['unreadable-chunk-extension', 499, 'client_closed']]);
       } finally {
         await router.kill();
       }
