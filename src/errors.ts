@@ -13,7 +13,7 @@ export const ERROR_TYPES = {
   rate_limit: { status: 429, code: 'input_tokens_exceeded', meaning: 'A token rate limit of the route is exhausted for the current window' },
   upstream_error: { status: 502, code: 'upstream_failed', meaning: 'The backend failed (connection refused/reset, bad response, 5xx); 503 when no endpoint is ready, the limit store is unavailable, or the JWT key set cannot be fetched' },
   timeout: { status: 504, code: 'upstream_timeout', meaning: 'The backend did not answer within the timeout' },
-  client_closed: { status: 499, code: 'client_closed', meaning: 'The client went away before the answer ended (recorded in the access log only)' },
+  client_closed: { status: 499, code: 'client_closed', meaning: 'The client went away before the answer ended, or the connection closed while the request body was arriving (recorded in the access log only)' },
   pipelining_refused: { status: 444, code: 'pipelining_refused', meaning: 'Another request arrived on the connection before this answer ended; HTTP pipelining is not supported and the router closed the connection (recorded in the access log only)' },
   internal_error: { status: 500, code: 'internal_error', meaning: 'A fault in the router itself (a bug): the message says what failed' },
 } as const;

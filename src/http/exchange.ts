@@ -123,6 +123,9 @@ export class Exchange {
   acceptJson = false;
   /** The front has handed the exchange on (to the pipeline or straight to finish): it no longer records it itself. */
   handedOn = false;
+  /** The request body's Content-Length (-1: chunked), and its bytes received so far: what an upload cut short says. */
+  bodyLength = -1;
+  bodyBytes = 0;
   /** The `traceparent` sent to the pod (tracing on: set by the tracer), else null. */
   traceparent: string | null = null;
   /**
@@ -161,9 +164,11 @@ export class Exchange {
   /**
    * uWS onAborted: the connection closed before the answer ended. Records 499 client_closed (or
    * 444 pipelining_refused when uWS closed it because the client pipelined another request);
-   * cancels the upstream call.
+   * cancels the upstream call. `uploading`: it closed while the request body was arriving (the
+   * client left or stalled into the idle timeout, or uWS refused the body's framing), which the
+   * message says, with how much of the body came.
    */
-  clientGone(pipelined = false): void {
+  clientGone(pipelined = false, uploading = false): void {
     const ctx = this.ctx;
     ctx.aborted = true;
     // An answer whose end was made but whose last bytes had not gone out yet did not end either.
@@ -172,7 +177,7 @@ export class Exchange {
       if (pipelined) ctx.fail('pipelining_refused', PIPELINED, 444);
       else {
         ctx.statusCode = 499;
-        if (ctx.errorType === null) ctx.fail('client_closed', this.outMessage('the client went away before the answer ended'), 499);
+        if (ctx.errorType === null) ctx.fail('client_closed', uploading ? this.uploadCutMessage() : this.outMessage('the client went away before the answer ended'), 499);
       }
     }
     if (this.upstream !== null) this.upstream.abortForClient();
@@ -215,6 +220,11 @@ export class Exchange {
    * `what`, and how much of a whole answer's body went out while it is going out (`outBody` is
    * set only then); `what` alone otherwise.
    */
+  private uploadCutMessage(): string {
+    const of = this.bodyLength >= 0 ? `${this.bodyBytes} of ${this.bodyLength} bytes` : `${this.bodyBytes} bytes of a chunked body`;
+    return `the connection closed while the request body was arriving (${of} received)`;
+  }
+
   private outMessage(what: string): string {
     const body = this.outBody;
     return body.length === 0 ? what : `${what} (${this.outSent} of ${body.length} bytes of the body handed to the connection)`;

@@ -92,9 +92,9 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     h.accepted();
 
     res.onAborted(() => {
-      x.clientGone(bodyEndedThisTurn === x);
-      // Aborted while its body was arriving (short upload, idle timeout): nothing downstream
-      // owns it yet, so the front records it.
+      x.clientGone(bodyEndedThisTurn === x, !x.handedOn);
+      // Aborted while its body was arriving (short upload, idle timeout, framing uWS refused):
+      // nothing downstream owns it yet, so the front records it.
       if (!x.handedOn) {
         x.handedOn = true;
         bodyArrived(x);
@@ -136,6 +136,8 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       h.finish(x);
       return;
     }
+    // Chunked (-1), or the Content-Length (none: no body).
+    x.bodyLength = transferEncoding !== null ? -1 : contentLength > 0 ? contentLength : 0;
     readBody(x, contentLength, h);
   };
 }
@@ -278,6 +280,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     if (buf !== null) buf.set(chunk, size);
     else chunks!.push(Buffer.from(chunk)); // a copy
     size += chunk.length;
+    x.bodyBytes = size;
     if (!isLast) return;
     done = true;
     x.body = buf !== null ? (size === buf.length ? buf : buf.subarray(0, size)) : chunks!.length === 1 ? chunks![0] : Buffer.concat(chunks!);

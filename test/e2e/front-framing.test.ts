@@ -158,11 +158,19 @@ describe('the front under framing attacks and broken clients (built router)', ()
     for (const id of ['upload-closed', 'upload-stalled']) {
       const recs = recordsOf(id);
       expect(recs, id).toHaveLength(1);
-      expect(recs[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed' }, input_tokens: 0 });
+      expect(recs[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (30 of 1000 bytes received)' }, input_tokens: 0 });
     }
     const metrics = await (await fetch(`${router.url}/metrics`)).text();
     expect(metrics).toMatch(/error_type="client_closed"[^\n]* [1-9]/);
   }, 40_000);
+
+  it('a chunked upload cut after its first chunk: the record says how much of it came', async () => {
+    const head = 'POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: chunked-cut\r\ncontent-type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const r = await raw(router.port, [`${head}c\r\n{"model":"sf\r\n`], { end: true, waitMs: 3000 });
+    expect(r.text).toBe('');
+    await waitFor('the record', () => recordsOf('chunked-cut').length === 1, 5000);
+    expect(recordsOf('chunked-cut')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (12 bytes of a chunked body received)' } });
+  });
 
   it('a request pipelined behind one still being answered: the first is recorded as pipelining_refused, not 499', async () => {
     const r = await raw(router.port, [post('pipe-1', BODY, 'x-mock-latency-ms: 200\r\n') + post('pipe-2', BODY)]);
@@ -250,7 +258,7 @@ describe('the front under framing attacks and broken clients (built router)', ()
     // Neither head reaches the router: nothing is recorded for them. The upload with an extension
     // does, and its connection is closed by uWS at the extension: recorded as an upload cut short.
     await waitFor('the upload\'s record', () => recordsOf('unreadable-chunk-extension').length === 1, 5000);
-    expect(recordsOf('unreadable-chunk-extension')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed' } });
+    expect(recordsOf('unreadable-chunk-extension')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (0 bytes of a chunked body received)' } });
     expect(recordsOf('unreadable-http10')).toEqual([]);
     expect(recordsOf('unreadable-no-host')).toEqual([]);
   }, 40_000);

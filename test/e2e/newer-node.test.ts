@@ -112,7 +112,7 @@ for (const major of MAJORS) {
         const recs = (): any[] => existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
         await waitFor('the upload\'s record', () => recs().length > 0, 5_000);
         // Only the upload reached the router, and uWS closed its connection at the extension.
-        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type])).toEqual([['unreadable-chunk-extension', 499, 'client_closed']]);
+        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type, x.error?.message])).toEqual([['unreadable-chunk-extension', 499, 'client_closed', 'the connection closed while the request body was arriving (0 bytes of a chunked body received)']]);
       } finally {
         await router.kill();
       }
