@@ -216,15 +216,16 @@ export class Exchange {
     record(this);
   }
 
-  /**
-   * `what`, and how much of a whole answer's body went out while it is going out (`outBody` is
-   * set only then); `what` alone otherwise.
-   */
+  /** The message of a connection closed while the request body was arriving: how much of it came. */
   private uploadCutMessage(): string {
     const of = this.bodyLength >= 0 ? `${this.bodyBytes} of ${this.bodyLength} bytes` : `${this.bodyBytes} bytes of a chunked body`;
     return `the connection closed while the request body was arriving (${of} received)`;
   }
 
+  /**
+   * `what`, and how much of a whole answer's body went out while it is going out (`outBody` is
+   * set only then); `what` alone otherwise.
+   */
   private outMessage(what: string): string {
     const body = this.outBody;
     return body.length === 0 ? what : `${what} (${this.outSent} of ${body.length} bytes of the body handed to the connection)`;
