@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
-import { expectAsBuildAnswers, sendUnreadable } from '../helpers/raw-http.js';
+import { expectAsBuildAnswers, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
 
@@ -100,19 +100,27 @@ for (const major of MAJORS) {
       }
     }, 40_000);
 
-    it('answers HTTP/1.0 with 505 and a request without Host with 400, unrecorded; a chunk extension with 400 and a close (recorded 499)', async () => {
+    it('answers HTTP/1.0 with 505, a request without Host with 400, 99 header lines with 431, an absolute-form target and OPTIONS * with 505, none recorded; a chunk extension with 400 and a close (recorded 499)', async () => {
       const dir = tempDir();
       const log = join(dir, 'access.log');
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
         dir, workers: 1, node: node!, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
       });
       try {
-        const r = await sendUnreadable(router.port, JSON.stringify({ model: 'sf-model', prompt: 'hi' }), 'unreadable');
+        const [r, limits] = await Promise.all([
+          sendUnreadable(router.port, JSON.stringify({ model: 'sf-model', prompt: 'hi' }), 'unreadable'),
+          sendBeyondLimits(router.port, 'uws-20.57', 'limits'),
+        ]);
         expectAsBuildAnswers('uws-20.57', r);
+        expectAsBuildLimits('uws-20.57', limits);
         const recs = (): any[] => existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-        await waitFor('the upload\'s record', () => recs().length > 0, 5_000);
-        // Only the upload reached the router, and uWS closed its connection at the extension.
-        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type, x.error?.message])).toEqual([['unreadable-chunk-extension', 499, 'client_closed', 'the connection closed while the request body was arriving (0 bytes of a chunked body received)']]);
+        // Only the GET within the header lines' limit and the upload reached the router; uWS closed
+        // the upload's connection at the extension.
+        await waitFor('the records', () => recs().length === 2, 5_000);
+        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type, x.error?.message]).sort()).toEqual([
+          ['limits-most', 405, 'invalid_request', 'method GET is not allowed on /v1/completions; use POST'],
+          ['unreadable-chunk-extension', 499, 'client_closed', 'the connection closed while the request body was arriving (0 bytes of a chunked body received)'],
+        ]);
       } finally {
         await router.kill();
       }

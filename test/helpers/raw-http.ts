@@ -102,3 +102,63 @@ export function expectAsBuildAnswers(build: string, r: UnreadableResults): void 
   expect(r.http10.ms).toBeGreaterThan(5_000);
   expect(r.chunkExtension.ms).toBeLessThan(5_000);
 }
+
+/** The most header lines each build reads (the request line not counted). */
+export const MAX_HEADER_LINES: Record<string, number> = { 'uws-20.30': 48, 'uws-20.57': 98 };
+
+/** A GET of an inference path (answered 405 by the router itself) with `lines` header lines. */
+function withHeaderLines(id: string, lines: number): string {
+  const extra = Array.from({ length: lines - 4 }, (_, i) => `x-extra-${i}: v\r\n`).join('');
+  return `GET /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`;
+}
+
+/** Heads at and past a build's limits, each on its own connection. */
+export interface BeyondLimitsResults {
+  /** MAX_HEADER_LINES header lines (request id `<id>-most`). */
+  most: RawResult;
+  /** One line more (`<id>-one-more`). */
+  oneMore: RawResult;
+  /** A request target in absolute form, as sent to a forward proxy (`<id>-absolute`). */
+  absolute: RawResult;
+  /** `OPTIONS *`. */
+  asterisk: RawResult;
+}
+
+/** Sends the four heads together and waits past the front's 10 s idle timeout for each to close. */
+export async function sendBeyondLimits(port: number, build: string, id: string): Promise<BeyondLimitsResults> {
+  const max = MAX_HEADER_LINES[build];
+  const wait = { waitMs: 25_000 };
+  const [most, oneMore, absolute, asterisk] = await Promise.all([
+    raw(port, [withHeaderLines(`${id}-most`, max)], wait),
+    raw(port, [withHeaderLines(`${id}-one-more`, max + 1)], wait),
+    raw(port, [`POST http://router/v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-absolute\r\nContent-Length: 0\r\n\r\n`], wait),
+    raw(port, ['OPTIONS * HTTP/1.1\r\nHost: router\r\n\r\n'], wait),
+  ]);
+  return { most, oneMore, absolute, asterisk };
+}
+
+/**
+ * What each build does with them (docs/configuration.md, "HTTP limits"): the most header lines are
+ * read (the router answers the GET 405). 20.57: one line more gets its 431 page, the absolute form
+ * and `OPTIONS *` its 505 page, each with a close at once. 20.30: none of the three is answered,
+ * and the idle timeout closes their connections.
+ */
+export function expectAsBuildLimits(build: string, r: BeyondLimitsResults): void {
+  expect(r.most.text).toMatch(/^HTTP\/1\.1 405 /);
+  if (build === 'uws-20.57') {
+    expect(r.oneMore.text).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+    expect(r.absolute.text).toMatch(/^HTTP\/1\.1 505 HTTP Version Not Supported\r\n/);
+    expect(r.asterisk.text).toMatch(/^HTTP\/1\.1 505 HTTP Version Not Supported\r\n/);
+    for (const x of [r.oneMore, r.absolute, r.asterisk]) {
+      expect(x.closed).toBe(true);
+      expect(x.ms).toBeLessThan(5_000);
+    }
+    return;
+  }
+  expect(build).toBe('uws-20.30');
+  for (const [what, x] of Object.entries({ oneMore: r.oneMore, absolute: r.absolute, asterisk: r.asterisk })) {
+    expect(x.text, what).toBe('');
+    expect(x.closed, what).toBe(true);
+    expect(x.ms, what).toBeGreaterThan(5_000);
+  }
+}
