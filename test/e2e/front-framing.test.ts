@@ -253,7 +253,7 @@ describe('the front under framing attacks and broken clients (built router)', ()
     await waitFor('record', () => recordsOf('big-head').length === 1, 5000);
   });
 
-  it('HTTP/1.0, a request without Host and a chunk extension: the 20.57 build answers 505, 400 and 400; the 20.30 build none of them; the upload is recorded 499', async () => {
+  it('HTTP/1.0, a request without Host, a chunk extension, a request trailer: the 20.57 build answers 505, 400, 400 and (taking the trailer for another request) 505; the 20.30 build only the last, 200', async () => {
     const build = await uwsBuildOf(router.url);
     const r = await sendUnreadable(router.port, BODY, 'unreadable');
     expectAsBuildAnswers(build, r);
@@ -261,6 +261,8 @@ describe('the front under framing attacks and broken clients (built router)', ()
     // does, and its connection is closed by uWS at the extension: recorded as an upload cut short.
     await waitFor('the upload\'s record', () => recordsOf('unreadable-chunk-extension').length === 1, 5000);
     expect(recordsOf('unreadable-chunk-extension')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (0 bytes of a chunked body received)' } });
+    await waitFor('the trailer\'s record', () => recordsOf('unreadable-trailer').length === 1, 5000);
+    expect(recordsOf('unreadable-trailer')[0]).toMatchObject(build === 'uws-20.57' ? { status_code: 444, error: { type: 'pipelining_refused' } } : { status_code: 200 });
     expect(recordsOf('unreadable-http10')).toEqual([]);
     expect(recordsOf('unreadable-no-host')).toEqual([]);
   }, 40_000);

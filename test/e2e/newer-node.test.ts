@@ -100,7 +100,7 @@ for (const major of MAJORS) {
       }
     }, 40_000);
 
-    it('answers HTTP/1.0 with 505, a request without Host with 400, 99 header lines with 431, an absolute-form target and OPTIONS * with 505, none recorded; a chunk extension with 400 and a close (recorded 499)', async () => {
+    it('answers HTTP/1.0 with 505, a request without Host with 400, 99 header lines with 431, an absolute-form target and OPTIONS * with 505, none recorded; a chunk extension with 400 and a close (recorded 499); a request trailer taken for a pipelined request (505, recorded 444)', async () => {
       const dir = tempDir();
       const log = join(dir, 'access.log');
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
@@ -114,13 +114,16 @@ for (const major of MAJORS) {
         expectAsBuildAnswers('uws-20.57', r);
         expectAsBuildLimits('uws-20.57', limits);
         const recs = (): any[] => existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-        // Only the GET within the header lines' limit and the upload reached the router; uWS closed
-        // the upload's connection at the extension.
-        await waitFor('the records', () => recs().length === 2, 5_000);
-        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type, x.error?.message]).sort()).toEqual([
-          ['limits-most', 405, 'invalid_request', 'method GET is not allowed on /v1/completions; use POST'],
-          ['unreadable-chunk-extension', 499, 'client_closed', 'the connection closed while the request body was arriving (0 bytes of a chunked body received)'],
+        // Only the GET within the header lines' limit and the two uploads reached the router; uWS
+        // closed the first upload's connection at its extension and took the second's trailer for
+        // a pipelined request.
+        await waitFor('the records', () => recs().length === 3, 5_000);
+        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type]).sort()).toEqual([
+          ['limits-most', 405, 'invalid_request'],
+          ['unreadable-chunk-extension', 499, 'client_closed'],
+          ['unreadable-trailer', 444, 'pipelining_refused'],
         ]);
+        expect(recs().find((x) => x.request_id === 'unreadable-chunk-extension').error.message).toBe('the connection closed while the request body was arriving (0 bytes of a chunked body received)');
       } finally {
         await router.kill();
       }

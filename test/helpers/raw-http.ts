@@ -60,26 +60,31 @@ export interface UnreadableResults {
   noHost: RawResult;
   /** A chunked upload whose chunk has an extension (`2;name=value`), which RFC 9112 lets a client send. */
   chunkExtension: RawResult;
+  /** A chunked upload with a trailer field after its last chunk, which RFC 9112 lets a client send too. */
+  trailer: RawResult;
 }
 
 /**
- * Sends the three requests together (request ids `<id>-http10`, `<id>-no-host`,
- * `<id>-chunk-extension`) and waits past the front's 10 s idle timeout for each to close.
+ * Sends the four requests together (request ids `<id>-http10`, `<id>-no-host`,
+ * `<id>-chunk-extension`, `<id>-trailer`) and waits past the front's 10 s idle timeout for each to close.
  */
 export async function sendUnreadable(port: number, body: string, id: string): Promise<UnreadableResults> {
   const length = Buffer.byteLength(body);
-  const [http10, noHost, chunkExtension] = await Promise.all([
+  const [http10, noHost, chunkExtension, trailer] = await Promise.all([
     raw(port, [`POST /v1/completions HTTP/1.0\r\nHost: router\r\nx-request-id: ${id}-http10\r\ncontent-type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`], { waitMs: 25_000 }),
     raw(port, [`POST /v1/completions HTTP/1.1\r\nx-request-id: ${id}-no-host\r\ncontent-type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`], { waitMs: 25_000 }),
     raw(port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-chunk-extension\r\ncontent-type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${length.toString(16)};name=value\r\n${body}\r\n0\r\n\r\n`], { waitMs: 25_000 }),
+    raw(port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-trailer\r\ncontent-type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${length.toString(16)}\r\n${body}\r\n0\r\nx-trailer: 1\r\n\r\n`], { waitMs: 25_000 }),
   ]);
-  return { http10, noHost, chunkExtension };
+  return { http10, noHost, chunkExtension, trailer };
 }
 
 /**
  * What each build does with them (docs/configuration.md, "HTTP limits"). 20.57: HTTP/1.0 gets its
- * own 505 page, no Host and the chunk extension its 400 page, each with a close. 20.30: none is
- * answered; HTTP/1.0 waits for the idle timeout to close it, and the other two are closed at once.
+ * own 505 page, no Host and the chunk extension its 400 page, each with a close; the trailer is
+ * read as the start of another request (505 and a close, which the router takes for pipelining).
+ * 20.30: the first three are not answered (HTTP/1.0 waits for the idle timeout to close it, the
+ * other two are closed at once); the upload with a trailer is read and answered (200).
  */
 export function expectAsBuildAnswers(build: string, r: UnreadableResults): void {
   if (build === 'uws-20.57') {
@@ -91,10 +96,13 @@ export function expectAsBuildAnswers(build: string, r: UnreadableResults): void 
     expect(r.noHost.ms).toBeLessThan(5_000);
     expect(r.chunkExtension.text).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(r.chunkExtension.closed).toBe(true);
+    expect(r.trailer.text).toMatch(/^HTTP\/1\.1 505 HTTP Version Not Supported\r\n/);
+    expect(r.trailer.closed).toBe(true);
     return;
   }
   expect(build).toBe('uws-20.30');
-  for (const [what, x] of Object.entries(r)) {
+  expect(r.trailer.text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  for (const [what, x] of Object.entries({ http10: r.http10, noHost: r.noHost, chunkExtension: r.chunkExtension })) {
     expect(x.text, what).toBe('');
     expect(x.closed, what).toBe(true);
   }
