@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { expectAsBuildAnswers, expectAsBuildLimits, raw, sendBeyondLimits, sendUnreadable, uwsBuildOf } from '../helpers/raw-http.js';
 
 /**
@@ -10,10 +10,6 @@ import { expectAsBuildAnswers, expectAsBuildLimits, raw, sendBeyondLimits, sendU
  * read back raw, and the access log checked for exactly one record per request that reached
  * the router.
  */
-
-function records(file: string): any[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
 
 const BODY = JSON.stringify({ model: 'sf-model', prompt: 'x' });
 
@@ -42,7 +38,7 @@ describe('the front under framing attacks and broken clients (built router)', ()
     await mock?.kill();
   });
 
-  const recordsOf = (id: string): any[] => records(file).filter((r) => r.request_id === id);
+  const recordsOf = (id: string): any[] => accessLogRecords(file).filter((r) => r.request_id === id);
 
   it('two different Content-Length headers: 400 and close (or, with bytes behind it in the same read, close at once); the request hidden in the body is never answered', async () => {
     const before = (await mock.stats()).requests;

@@ -8,10 +8,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
 import { expectAsBuildAnswers, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
@@ -113,17 +113,16 @@ for (const major of MAJORS) {
         ]);
         expectAsBuildAnswers('uws-20.57', r);
         expectAsBuildLimits('uws-20.57', limits);
-        const recs = (): any[] => existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
         // Only the GET within the header lines' limit and the two uploads reached the router; uWS
         // closed the first upload's connection at its extension and took the second's trailer for
         // a pipelined request.
-        await waitFor('the records', () => recs().length === 3, 5_000);
-        expect(recs().map((x) => [x.request_id, x.status_code, x.error?.type]).sort()).toEqual([
+        await waitFor('the records', () => accessLogRecords(log).length === 3, 5_000);
+        expect(accessLogRecords(log).map((x) => [x.request_id, x.status_code, x.error?.type]).sort()).toEqual([
           ['limits-most', 405, 'invalid_request'],
           ['unreadable-chunk-extension', 499, 'client_closed'],
           ['unreadable-trailer', 444, 'pipelining_refused'],
         ]);
-        expect(recs().find((x) => x.request_id === 'unreadable-chunk-extension').error.message).toBe('the connection closed while the request body was arriving (0 bytes of a chunked body received)');
+        expect(accessLogRecords(log).find((x) => x.request_id === 'unreadable-chunk-extension').error.message).toBe('the connection closed while the request body was arriving (0 bytes of a chunked body received)');
       } finally {
         await router.kill();
       }

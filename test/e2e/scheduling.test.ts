@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
+import { accessLogRecords, postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
 
 function resources(pods: { name: string; port: number }[], policy = '', engine = ''): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -234,8 +233,7 @@ describe('passive health and retries, real processes', () => {
     await waitFor('the retry to be counted', async () => (await metric(router!, 'inference_router_upstream_retries_total', 'server="default/sched-server"')) === 1, 5000);
     ac.abort();
     await sent.catch(() => undefined);
-    const records = (): { request_id: string; status_code: number; selected_pod: string; error?: { type: string } }[] =>
-      (existsSync(log) ? readFileSync(log, 'utf8') : '').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+    const records = (): { request_id: string; status_code: number; selected_pod: string; error?: { type: string } }[] => accessLogRecords(log);
     await waitFor('the record', () => records().length >= 1, 5000);
     // After the interval: the second pod was not tried (selected_pod stays the first) and the
     // request was recorded once.

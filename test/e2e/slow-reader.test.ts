@@ -1,11 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpCollector } from '../helpers/otlp-collector.js';
-import { resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
 
 /**
  * A whole (content-length) answer of several MB, below the size from which the router streams an
@@ -83,12 +82,8 @@ print('read', got, flush=True)
 time.sleep(60)
 `;
 
-function records(file: string): any[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
-
 function recordOf(file: string, requestId: string, timeoutMs = 15_000): Promise<any> {
-  return waitFor(`access record ${requestId}`, () => records(file).find((r) => r.request_id === requestId), timeoutMs);
+  return waitFor(`access record ${requestId}`, () => accessLogRecords(file).find((r) => r.request_id === requestId), timeoutMs);
 }
 
 /**
@@ -180,7 +175,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
     await waitFor('the first bytes of the answer', () => c.received() >= 64 * 1024);
     await sleep(1500);
     // The answer is not over: no record yet.
-    expect(records(file).find((r) => r.request_id === 'paused-reader')).toBeUndefined();
+    expect(accessLogRecords(file).find((r) => r.request_id === 'paused-reader')).toBeUndefined();
     const got = c.received();
     expect(got).toBeLessThan(pod.body.length);
     c.socket.destroy();
@@ -202,7 +197,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
     const exited = new Promise((r) => client.once('exit', r));
     await waitFor('the first bytes of the stream', () => out.includes('read'));
     await sleep(1500);
-    expect(records(file).find((r) => r.request_id === 'paused-stream-reader')).toBeUndefined();
+    expect(accessLogRecords(file).find((r) => r.request_id === 'paused-stream-reader')).toBeUndefined();
     client.kill('SIGTERM');
     await exited;
     const r = await recordOf(file, 'paused-stream-reader');
@@ -235,7 +230,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
     c.socket.on('data', paced);
     await waitFor('the first MB of the answer', () => c.received() >= 1 << 20, 60_000);
     // The router has not handed it all to the connection yet: the record waits.
-    expect(records(file).find((r) => r.request_id === 'slow-reader')).toBeUndefined();
+    expect(accessLogRecords(file).find((r) => r.request_id === 'slow-reader')).toBeUndefined();
     const r = await recordOf(file, 'slow-reader', 60_000);
     const recordedAfterMs = Date.now() - t0;
     await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
@@ -270,7 +265,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       // It waited for the answer (the drain timeout), not for the HTTP server's idle timeout.
       expect(Date.now() - t0).toBeGreaterThanOrEqual(1_800);
       expect(Date.now() - t0).toBeLessThan(9_000);
-      const r = records(file).find((x) => x.request_id === 'drain-reader');
+      const r = accessLogRecords(file).find((x) => x.request_id === 'drain-reader');
       expect(r).toBeDefined();
       expect(r.status_code).toBe(200);
       expect(r.error.type).toBe('upstream_error');
@@ -304,7 +299,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       // after the exit (the connection ends with a FIN after the data, not a reset).
       expect(await router.exited).toBe(0);
       await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
-      const rs = records(file).filter((x) => x.request_id === 'drain-slow-reader');
+      const rs = accessLogRecords(file).filter((x) => x.request_id === 'drain-slow-reader');
       expect(rs).toHaveLength(1);
       expect(rs[0].status_code).toBe(200);
       expect(rs[0].error).toBeUndefined();

@@ -1,10 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
-import { resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
 
 /**
  * A streamed answer whose client stops reading for a while: the router stops reading the pod's
@@ -134,12 +133,8 @@ function stallingClient(port: number, requestId: string, scenario: string): Stal
   };
 }
 
-function records(file: string): any[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
-
 function recordOf(file: string, requestId: string, timeoutMs = 15_000): Promise<any> {
-  return waitFor(`access record ${requestId}`, () => records(file).find((r) => r.request_id === requestId), timeoutMs);
+  return waitFor(`access record ${requestId}`, () => accessLogRecords(file).find((r) => r.request_id === requestId), timeoutMs);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -305,7 +300,7 @@ describe('SIGTERM while a stream\'s pod socket is not read because its client st
       await sleep(1500);
       router.child.kill('SIGTERM');
       expect(await router.exited).toBe(0);
-      const r = records(file).find((x) => x.request_id === 'drain-paused');
+      const r = accessLogRecords(file).find((x) => x.request_id === 'drain-paused');
       expect(r).toBeDefined();
       expect(r.status_code).toBe(200);
       expect(r.error.message).toMatch(/ROUTER_DRAIN_TIMEOUT/);

@@ -1,8 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
 
 // The usage the router asked for on a client's behalf (the client streams without
 // stream_options.include_usage) must not reach that client in any spelling a JSON parser reads as
@@ -85,10 +84,6 @@ function eventData(text: string): string[] {
   return text.split(/\n\n/).filter((e) => e !== '').map((e) => e.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.replace(/^data: ?/, '')).join('\n'));
 }
 
-function records(file: string): any[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
-
 describe('the usage asked for on the client\'s behalf, in every shape a pod may send it', () => {
   let pod: Server;
   let router: Router;
@@ -131,7 +126,7 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
       .filter((e) => !(Array.isArray(e.choices) && e.choices.length === 0 && typeof e.usage === 'object' && e.usage !== null && !Array.isArray(e.usage)));
     for (const e of sent) delete e.usage;
     expect(chunks).toEqual(sent);
-    return waitFor('access record', () => records(log).find((x) => x.request_id === id));
+    return waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === id));
   }
 
   for (const scenario of Object.keys(SCENARIOS)) {
@@ -155,7 +150,7 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
   it('"usage":null on the content chunks (the pod was asked) is forwarded as sent; the usage-only chunk is removed', async () => {
     const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'null-usage', 'x-request-id': 'not-asked-null' });
     expect(await r.text()).toBe(`${NULL_USAGE[0]}${NULL_USAGE[1]}${NULL_USAGE[3]}`);
-    const record = await waitFor('access record', () => records(log).find((x) => x.request_id === 'not-asked-null'));
+    const record = await waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === 'not-asked-null'));
     expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
   });
 });

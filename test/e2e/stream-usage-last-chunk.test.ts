@@ -1,16 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 // A pod that puts the stream's usage on its last token chunk (the mock's llamacpp shape, as
 // llama.cpp's server does) instead of a separate usage-only chunk. The router asks for usage on a
 // client's behalf when the client did not: then the usage member must not reach the client, and
 // the router must still read it (the access log's input_tokens is the pod's prompt_tokens).
-
-function records(file: string): any[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
 
 /** The data of each event of an SSE body (the mock writes `\n\n` between events, one data line each). */
 function eventData(text: string): string[] {
@@ -52,7 +47,7 @@ describe('usage on the last content chunk of a stream', () => {
     // The pod's `...}],"usage":{...},"timings":{...}}` with the member and its comma cut out.
     expect(last).toMatch(/"finish_reason":"length"\}\],"timings":\{"prompt_n":2,"predicted_n":5\}\}$/);
     expect(Object.keys(JSON.parse(last))).toEqual(['id', 'object', 'created', 'model', 'pod', 'choices', 'timings']);
-    const record = await waitFor('access record', () => records(log).find((x) => x.request_id === 'not-asked'));
+    const record = await waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === 'not-asked'));
     expect(record).toMatchObject({ status_code: 200, input_tokens: 2, output_tokens: 5 });
   });
 
@@ -61,7 +56,7 @@ describe('usage on the last content chunk of a stream', () => {
     const data = eventData(await r.text());
     expect(data).toHaveLength(6);
     expect(data[4]).toMatch(/"finish_reason":"length"\}\],"usage":\{"prompt_tokens":2,"completion_tokens":5,"total_tokens":7\},"timings":\{"prompt_n":2,"predicted_n":5\}\}$/);
-    const record = await waitFor('access record', () => records(log).find((x) => x.request_id === 'asked'));
+    const record = await waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === 'asked'));
     expect(record).toMatchObject({ status_code: 200, input_tokens: 2, output_tokens: 5 });
   });
 });

@@ -1,10 +1,10 @@
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { spawn } from 'node:child_process';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router, childPids } from '../helpers/processes.js';
+import { accessLogRecords, ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router, childPids } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 /**
@@ -60,12 +60,8 @@ function sseEvent(content: string): string {
   return `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
 }
 
-function records(file: string): any[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
-}
-
 async function recordOf(file: string, requestId: string): Promise<any> {
-  return waitFor(`access record ${requestId}`, () => records(file).find((r) => r.request_id === requestId));
+  return waitFor(`access record ${requestId}`, () => accessLogRecords(file).find((r) => r.request_id === requestId));
 }
 
 /** Peak resident memory (VmHWM, kB) of a process. */

@@ -6,10 +6,9 @@
  * 1 worker, a real mock pod; the failure is made inside the real worker or primary by a module
  * preloaded with `node --require` (a signal makes it throw or reject), as a bug would.
  */
-import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { childPids, postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, childPids, postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 /** In a worker: SIGUSR2 throws an Error, SIGWINCH rejects a Promise nothing handles; in the primary SIGUSR2 throws. */
@@ -35,9 +34,6 @@ afterEach(async () => {
   mock = null;
   redis = null;
 });
-
-const records = (file: string): { request_id: string; status_code: number }[] =>
-  existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
 
 /**
  * The router with one worker, its access log batched for 10 s (records stay queued unless
@@ -94,7 +90,7 @@ describe('a worker that fails', () => {
   ])('on %s: the records of the requests it answered are written, one in flight is ended and recorded, the failure is one error line of the ops log with its stack, and a new worker serves', async (_what, signal, origin, text) => {
     const { file, worker } = await start();
     const ids = await answered(5, origin);
-    expect(records(file)).toEqual([]); // still queued: the flush interval is 10 s
+    expect(accessLogRecords(file)).toEqual([]); // still queued: the flush interval is 10 s
     const hung = await inFlight(`${origin}-in-flight`);
     process.kill(worker, signal);
     await waitFor('the failed worker replaced', () => {
@@ -103,8 +99,8 @@ describe('a worker that fails', () => {
     }, 15_000);
     // The request in flight at the pod was ended and recorded, its client answered (502: the pod's exchange was cut, as at the drain timeout).
     expect(await hung.answer).toMatchObject({ status: 502 });
-    expect(records(file).map((r) => r.request_id)).toEqual([...ids, `${origin}-in-flight`]);
-    expect(records(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('the router\'s worker failed') } });
+    expect(accessLogRecords(file).map((r) => r.request_id)).toEqual([...ids, `${origin}-in-flight`]);
+    expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('the router\'s worker failed') } });
     const crash = await waitFor('the failure in the ops log', () => opsLines().find((l) => l.event === 'crash'));
     expect(crash).toMatchObject({ level: 'error', process: 'worker', pid: worker, origin });
     expect(crash.message).toContain(text);
@@ -121,7 +117,7 @@ describe('a worker that fails', () => {
   ])('orphaned (its primary %s): it ends the request in flight and writes the records it holds before it exits', async (what, signal) => {
     const { file, worker } = await start();
     const ids = await answered(5, `orphan-${what}`);
-    expect(records(file)).toEqual([]);
+    expect(accessLogRecords(file)).toEqual([]);
     const hung = await inFlight(`orphan-${what}-in-flight`);
     process.kill(router!.pid, signal);
     await waitFor('the orphaned worker gone', () => {
@@ -133,8 +129,8 @@ describe('a worker that fails', () => {
       }
     }, 15_000);
     expect(await hung.answer).toMatchObject({ status: 502 });
-    expect(records(file).map((r) => r.request_id)).toEqual([...ids, `orphan-${what}-in-flight`]);
-    expect(records(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('primary process is gone') } });
+    expect(accessLogRecords(file).map((r) => r.request_id)).toEqual([...ids, `orphan-${what}-in-flight`]);
+    expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('primary process is gone') } });
     expect(opsLines().find((l) => l.event === 'worker' && l.pid === worker)).toMatchObject({ level: 'warn', message: expect.stringContaining('the primary is gone') });
     if (signal === 'SIGUSR2') {
       expect(opsLines().find((l) => l.event === 'crash')).toMatchObject({ level: 'error', process: 'primary', pid: router!.pid, message: expect.stringContaining('thrown in the primary by the test') });
@@ -162,7 +158,7 @@ describe('a request waiting on a global limit\'s store when its worker fails', (
     // Admitted by the failure mode once the store's timeout passed, then refused at the pod's
     // closed pool: nothing was sent to a pod, so 503 (safe to retry elsewhere).
     expect(await waiting).toMatchObject({ status: 503 });
-    expect(records(file).map((r) => r.request_id)).toEqual([...ids, 'limited-waiting']);
-    expect(records(file)[3]).toMatchObject({ status_code: 503, error: { type: 'upstream_error', message: expect.stringMatching(/nothing was sent to pod pod-a .*the router's worker failed/) } });
+    expect(accessLogRecords(file).map((r) => r.request_id)).toEqual([...ids, 'limited-waiting']);
+    expect(accessLogRecords(file)[3]).toMatchObject({ status_code: 503, error: { type: 'upstream_error', message: expect.stringMatching(/nothing was sent to pod pod-a .*the router's worker failed/) } });
   }, 60_000);
 });

@@ -269,6 +269,11 @@ export function writeFile(path: string, text: string): void {
   writeFileSync(path, text);
 }
 
+/** The records of a JSON access log written to `file` (ACCESS_LOG_FORMAT=json), in order; none while it does not exist. */
+export function accessLogRecords(file: string): any[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l)) : [];
+}
+
 /** Resources for one model served by the given mock backends. */
 export function resourcesFor(backends: { name: string; port: number }[], opts: { model?: string; rateLimit?: string; timeout?: string; serverModel?: string; extraRoutes?: string } = {}): string {
   const model = opts.model ?? 'sf-model';

@@ -52,6 +52,9 @@ export async function uwsBuildOf(routerUrl: string): Promise<string> {
   return /uws="([^"]+)"/.exec(metrics)![1];
 }
 
+/** How long the requests below wait for their connection to close: past the front's 10 s idle timeout, with room. */
+const WAIT_PAST_IDLE = { waitMs: 25_000 };
+
 /** Requests of a kind one uWS build or the other does not read, each on its own connection. */
 export interface UnreadableResults {
   /** An HTTP/1.0 request (ApacheBench, nginx's proxy_pass by default, some health checkers). */
@@ -71,10 +74,10 @@ export interface UnreadableResults {
 export async function sendUnreadable(port: number, body: string, id: string): Promise<UnreadableResults> {
   const length = Buffer.byteLength(body);
   const [http10, noHost, chunkExtension, trailer] = await Promise.all([
-    raw(port, [`POST /v1/completions HTTP/1.0\r\nHost: router\r\nx-request-id: ${id}-http10\r\ncontent-type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`], { waitMs: 25_000 }),
-    raw(port, [`POST /v1/completions HTTP/1.1\r\nx-request-id: ${id}-no-host\r\ncontent-type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`], { waitMs: 25_000 }),
-    raw(port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-chunk-extension\r\ncontent-type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${length.toString(16)};name=value\r\n${body}\r\n0\r\n\r\n`], { waitMs: 25_000 }),
-    raw(port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-trailer\r\ncontent-type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${length.toString(16)}\r\n${body}\r\n0\r\nx-trailer: 1\r\n\r\n`], { waitMs: 25_000 }),
+    raw(port, [`POST /v1/completions HTTP/1.0\r\nHost: router\r\nx-request-id: ${id}-http10\r\ncontent-type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`], WAIT_PAST_IDLE),
+    raw(port, [`POST /v1/completions HTTP/1.1\r\nx-request-id: ${id}-no-host\r\ncontent-type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`], WAIT_PAST_IDLE),
+    raw(port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-chunk-extension\r\ncontent-type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${length.toString(16)};name=value\r\n${body}\r\n0\r\n\r\n`], WAIT_PAST_IDLE),
+    raw(port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-trailer\r\ncontent-type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${length.toString(16)}\r\n${body}\r\n0\r\nx-trailer: 1\r\n\r\n`], WAIT_PAST_IDLE),
   ]);
   return { http10, noHost, chunkExtension, trailer };
 }
@@ -135,12 +138,11 @@ export interface BeyondLimitsResults {
 /** Sends the four heads together and waits past the front's 10 s idle timeout for each to close. */
 export async function sendBeyondLimits(port: number, build: string, id: string): Promise<BeyondLimitsResults> {
   const max = MAX_HEADER_LINES[build];
-  const wait = { waitMs: 25_000 };
   const [most, oneMore, absolute, asterisk] = await Promise.all([
-    raw(port, [withHeaderLines(`${id}-most`, max)], wait),
-    raw(port, [withHeaderLines(`${id}-one-more`, max + 1)], wait),
-    raw(port, [`POST http://router/v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-absolute\r\nContent-Length: 0\r\n\r\n`], wait),
-    raw(port, ['OPTIONS * HTTP/1.1\r\nHost: router\r\n\r\n'], wait),
+    raw(port, [withHeaderLines(`${id}-most`, max)], WAIT_PAST_IDLE),
+    raw(port, [withHeaderLines(`${id}-one-more`, max + 1)], WAIT_PAST_IDLE),
+    raw(port, [`POST http://router/v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: ${id}-absolute\r\nContent-Length: 0\r\n\r\n`], WAIT_PAST_IDLE),
+    raw(port, ['OPTIONS * HTTP/1.1\r\nHost: router\r\n\r\n'], WAIT_PAST_IDLE),
   ]);
   return { most, oneMore, absolute, asterisk };
 }
