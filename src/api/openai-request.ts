@@ -25,6 +25,23 @@ export function apiKindOf(url: string): ApiKind {
   return 'other';
 }
 
+/** A form's field name at the body's start, as curl -d 'model=x' or an HTML form sends it. */
+const FORM_FIELD = /^[A-Za-z0-9_.%-]+=/;
+/** The start of a multipart body (curl -F): its boundary line, then a part's headers. */
+const MULTIPART = /^--[^\r\n]*\r?\n[Cc]ontent-[Dd]isposition: *form-data/;
+
+/**
+ * What the body that JSON.parse refused looks like, when it is a form rather than broken JSON
+ * (the usual mistakes: curl's -F or -d with fields instead of a JSON text): said before the
+ * parser's own message. Read only on that error.
+ */
+function notJsonHint(raw: Buffer): string {
+  const head = raw.toString('latin1', 0, Math.min(raw.length, 256));
+  if (MULTIPART.test(head)) return ' (it is a multipart form, as curl -F sends; send the JSON object itself, e.g. curl -d \'{"model": …}\' -H \'content-type: application/json\')';
+  if (FORM_FIELD.test(head)) return ' (it looks like form fields, name=value; send a JSON object, e.g. {"model": …})';
+  return '';
+}
+
 /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
 export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
@@ -37,7 +54,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
     // 8259 lets a parser ignore it); the body still goes upstream as it came.
     body = JSON.parse(raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.toString('utf8', 3) : raw.toString('utf8'));
   } catch (err) {
-    throw new RouterError('invalid_request', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RouterError('invalid_request', 'request body must be a JSON object');

@@ -44,6 +44,17 @@ describe('parseRequest', () => {
     rejects({ model: 'm', messages: 'hi' }, '/v1/chat/completions', /"messages" is required/);
   });
 
+  it('says when the body that is not JSON is a form (curl -F, or -d with fields), and only then', () => {
+    const multipart = '--------------------------d74496d66958873e\r\nContent-Disposition: form-data; name="model"\r\n\r\nsf-model\r\n--------------------------d74496d66958873e--\r\n';
+    rejects(multipart, '/v1/completions', /^request body is not valid JSON \(it is a multipart form, as curl -F sends; send the JSON object itself.*\): /);
+    rejects('model=sf-model&prompt=hi', '/v1/completions', /^request body is not valid JSON \(it looks like form fields, name=value; send a JSON object.*\): /);
+    rejects('model=sf-model', '/v1/chat/completions', /form fields/);
+    // Broken JSON, or text that is neither: the parser's message alone.
+    rejects('{"model": "m", ', '/v1/completions', /^request body is not valid JSON: /);
+    rejects('hello', '/v1/completions', /^request body is not valid JSON: /);
+    rejects('--x\r\nnot a part', '/v1/completions', /^request body is not valid JSON: /);
+  });
+
   it('skips a UTF-8 byte order mark before the JSON, as the model servers do', () => {
     const raw = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), buf({ model: 'm', prompt: 'p' })]);
     const r = parseRequest(raw, '/v1/completions');
