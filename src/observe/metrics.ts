@@ -82,8 +82,9 @@ interface RouteHandles {
   readonly input: CounterSeries;
   readonly output: CounterSeries;
   readonly outputEstimated: CounterSeries;
-  readonly rejectedInput: CounterSeries;
-  readonly rejectedOutput: CounterSeries;
+  /** Made with the route's other series (a route's 429s count from 0), but not for the requests of no route (route ""): none of theirs is a route limit's. */
+  rejectedInput: CounterSeries | null;
+  rejectedOutput: CounterSeries | null;
   /** model label -> (status * 16 + error index) -> requests counter. */
   readonly models: Map<string, Map<number, CounterSeries>>;
 }
@@ -248,7 +249,8 @@ export class RouterMetrics {
       return;
     }
     const r = this.routes.get(route) ?? this.addRoute(route);
-    (direction === 'input' ? r.rejectedInput : r.rejectedOutput).value++;
+    if (direction === 'input') (r.rejectedInput ??= this.rejections.child(route, 'input', 'route')).value++;
+    else (r.rejectedOutput ??= this.rejections.child(route, 'output', 'route')).value++;
   }
 
   /** Latency of one limiter admission decision, ms. */
@@ -304,8 +306,8 @@ export class RouterMetrics {
       input: this.inputTokens.child(route),
       output: this.outputTokens.child(route),
       outputEstimated: this.outputTokensEstimated.child(route),
-      rejectedInput: this.rejections.child(route, 'input', 'route'),
-      rejectedOutput: this.rejections.child(route, 'output', 'route'),
+      rejectedInput: route === '' ? null : this.rejections.child(route, 'input', 'route'),
+      rejectedOutput: route === '' ? null : this.rejections.child(route, 'output', 'route'),
       models: new Map(),
     };
     this.routes.set(route, r);

@@ -58,6 +58,20 @@ describe('RouterMetrics', () => {
     expect(t).toMatch(/# TYPE inference_router_request_duration_seconds histogram/);
   });
 
+  it('a route\'s 429 series start at 0 with its first request; requests of no route (route "") make none', async () => {
+    const m = new RouterMetrics({ defaultMetrics: false });
+    m.observeRequest(ctx({ route: '', status: 404, error: 'model_not_found', upstream: false }), null);
+    m.observeRequest(ctx(), null);
+    const t = await m.metrics();
+    expect(t).toMatch(/^inference_router_requests_total{model="[^"]*",route="",status="404",error_type="model_not_found"} 1$/m);
+    for (const d of ['input', 'output']) {
+      expect(sample(t, `inference_router_ratelimit_rejections_total{route="",direction="${d}",scope="route"}`)).toBeUndefined();
+      expect(sample(t, `inference_router_ratelimit_rejections_total{route="default/sf-route",direction="${d}",scope="route"}`)).toBe(0);
+    }
+    m.rateLimitRejected('default/sf-route', 'output');
+    expect(sample(await m.metrics(), 'inference_router_ratelimit_rejections_total{route="default/sf-route",direction="output",scope="route"}')).toBe(1);
+  });
+
   it('counts the estimated part of output tokens beside all of them', async () => {
     const m = new RouterMetrics({ defaultMetrics: false });
     const cut = ctx({ output: 90 });
