@@ -5,6 +5,7 @@
  */
 import { redisAddressProblem } from './addresses.js';
 import { describe, isPlainObject } from './describe-value.js';
+import { nearName } from './near-name.js';
 import { WINDOW_UNITS, type RateLimitMode, type RateLimitSpec, type WindowUnit } from './resource-types.js';
 
 const UINT32_MAX = 4_294_967_295;
@@ -23,9 +24,9 @@ export function parseRateLimit(v: unknown, path: string, fail: FailFn): RateLimi
   }
   // The route API defaults the unit to `second`.
   const unit = obj.unit === undefined || obj.unit === null ? 'second' : obj.unit;
-  if (!WINDOW_UNITS.includes(unit as WindowUnit)) expected(`${path}.unit`, `one of ${WINDOW_UNITS.join(', ')}`, unit, fail);
+  if (!WINDOW_UNITS.includes(unit as WindowUnit)) oneOf(`${path}.unit`, WINDOW_UNITS, unit, fail);
   const mode = obj.mode === undefined || obj.mode === null ? 'enforce' : obj.mode;
-  if (!MODES.includes(mode as RateLimitMode)) expected(`${path}.mode`, `one of ${MODES.join(', ')}`, mode, fail);
+  if (!MODES.includes(mode as RateLimitMode)) oneOf(`${path}.mode`, MODES, mode, fail);
   let global: RateLimitSpec['global'] = null;
   const globalObj = obj.global === undefined || obj.global === null ? null : mapping(obj.global, `${path}.global`, fail);
   // As in the route API, where `redis` is optional: a `global` without it is a local limit.
@@ -42,6 +43,13 @@ export function parseRateLimit(v: unknown, path: string, fail: FailFn): RateLimi
 
 function expected(path: string, what: string, got: unknown, fail: FailFn): never {
   return fail(path, got === undefined || got === null ? `is required: expected ${what}` : `expected ${what}, got ${describe(got)}`);
+}
+
+/** A value that is none of `choices`: a string quoted as written, with the choice it is likely a misspelling of (`minutes`: minute). */
+function oneOf(path: string, choices: readonly string[], got: unknown, fail: FailFn): never {
+  if (typeof got !== 'string') return expected(path, `one of ${choices.join(', ')}`, got, fail);
+  const near = nearName(got, choices);
+  return fail(path, `expected one of ${choices.join(', ')}, got ${JSON.stringify(got)}${near === null ? '' : `; did you mean ${near}?`}`);
 }
 
 function mapping(v: unknown, path: string, fail: FailFn): Record<string, unknown> {

@@ -44,7 +44,8 @@ export class ResourceError extends Error {
    */
   static combine(file: string, errors: readonly ResourceError[]): ResourceError {
     if (errors.length === 1) return errors[0];
-    const list = errors.map((e, i) => `(${i + 1}) ${e.message}`).join('; ');
+    // Each problem's own message starts with the file too: said once, before the list.
+    const list = errors.map((e, i) => `(${i + 1}) ${e.message.startsWith(`${file}: `) ? e.message.slice(file.length + 2) : e.message}`).join('; ');
     return new ResourceError(file, null, null, `${errors.length} problems: ${list}`, errors);
   }
 }
@@ -232,6 +233,26 @@ export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined
 
 const KINDS = ['ModelRoute', 'ModelServer'] as const;
 
+/** A value in a message: a string quoted as written, anything else as describe() tells it. */
+function quoted(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : describe(v);
+}
+
+/**
+ * What to do about an apiVersion of another group or version: resources of the same API under
+ * another group (kthena's, a fork's) are read with ROUTER_API_GROUP; another version is not read.
+ */
+function apiVersionHint(got: string, group: string): string {
+  const slash = got.lastIndexOf('/');
+  const gotGroup = slash === -1 ? '' : got.slice(0, slash);
+  const gotVersion = got.slice(slash + 1);
+  if (gotVersion === API_VERSION && gotGroup !== group && gotGroup !== '') {
+    return `; the router reads the API group ROUTER_API_GROUP names (${group}): set ROUTER_API_GROUP=${gotGroup} to read resources of this one`;
+  }
+  if (gotGroup === group) return `; the router reads version ${API_VERSION} of ${group} only`;
+  return '';
+}
+
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
 export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
   const c: Checker = new Checker(where);
@@ -240,14 +261,17 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
   if (kind !== 'ModelRoute' && kind !== 'ModelServer') {
     if (typeof kind !== 'string' || kind === '') c.expected('kind', 'ModelRoute or ModelServer', kind);
     const near = nearName(kind, KINDS);
-    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${describe(top.apiVersion)}); `
+    c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${quoted(top.apiVersion)}); `
       + (near === null ? 'expected ModelRoute or ModelServer' : `did you mean ${near}?`));
   }
   c.resource = kind;
   const meta = c.object(top.metadata, 'metadata');
   if (typeof meta.name === 'string' && meta.name !== '') c.resource = `${kind} ${rawKey(meta)}`;
   const apiVersion = `${opts.apiGroup}/${API_VERSION}`;
-  if (top.apiVersion !== apiVersion) c.expected('apiVersion', JSON.stringify(apiVersion), top.apiVersion);
+  if (top.apiVersion !== apiVersion) {
+    if (typeof top.apiVersion !== 'string' || top.apiVersion === '') c.expected('apiVersion', JSON.stringify(apiVersion), top.apiVersion);
+    c.fail('apiVersion', `expected ${JSON.stringify(apiVersion)}, got ${JSON.stringify(top.apiVersion)}${apiVersionHint(top.apiVersion, opts.apiGroup)}`);
+  }
 
   const name = c.string(meta.name, 'metadata.name');
   if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {

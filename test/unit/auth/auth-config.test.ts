@@ -162,8 +162,8 @@ ${jwks}  tenantClaim: org
 
   it.each([
     ['no token limit', 'rateLimit: {unit: minute}', 'apiKeys[0].rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
-    ['bad unit', 'rateLimit: {inputTokensPerUnit: 5, unit: week}', 'apiKeys[0].rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
-    ['bad mode', 'rateLimit: {inputTokensPerUnit: 5, mode: dry}', 'apiKeys[0].rateLimit.mode: expected one of enforce, shadow, got the string "dry"'],
+    ['bad unit', 'rateLimit: {inputTokensPerUnit: 5, unit: week}', 'apiKeys[0].rateLimit.unit: expected one of second, minute, hour, day, month, got "week"'],
+    ['bad mode', 'rateLimit: {inputTokensPerUnit: 5, mode: dry}', 'apiKeys[0].rateLimit.mode: expected one of enforce, shadow, got "dry"'],
     ['zero limit', 'rateLimit: {inputTokensPerUnit: 0}', 'apiKeys[0].rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
     ['bad address', 'rateLimit: {inputTokensPerUnit: 5, global: {redis: {address: redis-host}}}', 'apiKeys[0].rateLimit.global.redis.address: expected host:port'],
     ['unknown field', 'rateLimit: {inputTokensPerUnit: 5, burst: 3}', 'apiKeys[0].rateLimit.burst: unknown field'],

@@ -322,7 +322,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
     api.upsert('modelservers', server('default', 'llama', LABELS, 70000));
     await until('both problems logged', () => warns.filter((l) => l.includes('keeps its last valid version')).length === 2, () => warns);
-    expect(warns).toContain(`kubernetes (ModelRoute default/r1): spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"; keeps its last valid version (resourceVersion ${routeRv})`);
+    expect(warns).toContain(`kubernetes (ModelRoute default/r1): spec.rateLimit.unit: expected one of second, minute, hour, day, month, got "week"; keeps its last valid version (resourceVersion ${routeRv})`);
     expect(warns.some((l) => l.startsWith('kubernetes (ModelServer default/llama): spec.workloadPort.port:') && l.endsWith(`; keeps its last valid version (resourceVersion ${serverRv})`))).toBe(true);
     // Still served as before, the server following its pods with its last valid selector and port.
     api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));

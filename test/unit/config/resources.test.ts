@@ -397,7 +397,7 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
 
   it('rejects unknown kinds, naming them', () => {
     const message = errorOf(() => parse('apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n')).message;
-    expect(message).toBe('routes.yaml: document 1: kind: unsupported kind "Service" (apiVersion the string "v1"); expected ModelRoute or ModelServer');
+    expect(message).toBe('routes.yaml: document 1: kind: unsupported kind "Service" (apiVersion "v1"); expected ModelRoute or ModelServer');
     expect(errorOf(() => parse('apiVersion: v1\nmetadata: {name: x}\n')).message)
       .toBe('routes.yaml: document 1: kind: is required: expected ModelRoute or ModelServer');
   });
@@ -406,18 +406,23 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     for (const [kind, meant] of [['ModelSrver', 'ModelServer'], ['modelroute', 'ModelRoute'], ['ModelRoutes', 'ModelRoute']]) {
       const text = SERVER.replace('kind: ModelServer', `kind: ${kind}`);
       expect(errorOf(() => parse(text)).message, kind)
-        .toBe(`routes.yaml: document 1: kind: unsupported kind "${kind}" (apiVersion the string "${API}"); did you mean ${meant}?`);
+        .toBe(`routes.yaml: document 1: kind: unsupported kind "${kind}" (apiVersion "${API}"); did you mean ${meant}?`);
     }
   });
 
   it('rejects a wrong apiVersion, and honours the apiGroup option', () => {
     const text = SERVER.replace(API, 'networking.serving.other.io/v1alpha1');
     expect(errorOf(() => parse(text)).message).toBe(
-      'routes.yaml: document 1 (ModelServer default/sf-server): apiVersion: expected "networking.serving.volcano.sh/v1alpha1", got the string "networking.serving.other.io/v1alpha1"',
+      'routes.yaml: document 1 (ModelServer default/sf-server): apiVersion: expected "networking.serving.volcano.sh/v1alpha1", got "networking.serving.other.io/v1alpha1"'
+      + '; the router reads the API group ROUTER_API_GROUP names (networking.serving.volcano.sh): set ROUTER_API_GROUP=networking.serving.other.io to read resources of this one',
     );
     const ok = parseResourceFile(text, 'r.yaml', { apiGroup: 'networking.serving.other.io' });
     expect(ok.servers[0].key).toBe('default/sf-server');
-    expect(errorOf(() => parse(SERVER.replace('v1alpha1', 'v1beta1'))).message).toMatch(/apiVersion: expected ".*\/v1alpha1", got/);
+    expect(errorOf(() => parse(SERVER.replace('v1alpha1', 'v1beta1'))).message)
+      .toMatch(/apiVersion: expected ".*\/v1alpha1", got "networking\.serving\.volcano\.sh\/v1beta1"; the router reads version v1alpha1 of networking\.serving\.volcano\.sh only$/);
+    // Neither the group nor the version of the router's: nothing more to say than what was expected.
+    expect(errorOf(() => parse(SERVER.replace(API, 'apps/v1'))).message).toMatch(/apiVersion: expected ".*\/v1alpha1", got "apps\/v1"$/);
+    expect(errorOf(() => parse(SERVER.replace(`apiVersion: ${API}`, 'apiVersion: 3'))).message).toMatch(/apiVersion: expected ".*\/v1alpha1", got 3$/);
   });
 
   it('checks metadata', () => {
@@ -481,7 +486,10 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['neither limit', '    unit: minute\n', 'spec.rateLimit: must set inputTokensPerUnit or outputTokensPerUnit (or both)'],
     ['zero input', '    inputTokensPerUnit: 0\n    unit: minute\n', 'spec.rateLimit.inputTokensPerUnit: must be an integer from 1 to 4294967295, got 0'],
     ['negative output', '    outputTokensPerUnit: -5\n    unit: minute\n', 'spec.rateLimit.outputTokensPerUnit: must be an integer from 1 to 4294967295, got -5'],
-    ['bad unit', '    inputTokensPerUnit: 5\n    unit: week\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got the string "week"'],
+    ['bad unit', '    inputTokensPerUnit: 5\n    unit: week\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got "week"'],
+    ['misspelt unit', '    inputTokensPerUnit: 5\n    unit: minutes\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got "minutes"; did you mean minute?'],
+    ['unit not a string', '    inputTokensPerUnit: 5\n    unit: 60\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got 60'],
+    ['misspelt mode', '    inputTokensPerUnit: 5\n    mode: shadwo\n', 'spec.rateLimit.mode: expected one of enforce, shadow, got "shadwo"; did you mean shadow?'],
     ['global not a mapping', '    inputTokensPerUnit: 5\n    unit: hour\n    global: redis\n', 'spec.rateLimit.global: expected a mapping, got the string "redis"'],
     ['redis without address', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {}}\n', 'spec.rateLimit.global.redis.address: is required: expected a non-empty string'],
     ['address without port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: redis-host}}\n', 'spec.rateLimit.global.redis.address: expected host:port'],
@@ -567,7 +575,8 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     const err = errorOf(() => parse(`${SERVER.replace('127.0.0.1:18001', 'nope')}---\n${route('r', '  modelName: ""\n')}`));
     expect(err.problems).toHaveLength(2);
     expect(err.message).not.toContain('\n');
-    expect(err.message).toMatch(/^routes\.yaml: 2 problems: \(1\) routes\.yaml: document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*; \(2\) routes\.yaml: document 2 \(ModelRoute default\/r\): spec\.modelName: is required unless spec\.loraAdapters lists adapters: expected a non-empty string$/);
+    // The file is named once, before the numbered problems.
+    expect(err.message).toMatch(/^routes\.yaml: 2 problems: \(1\) document 1 \(ModelServer default\/sf-server\): spec\.endpoints\[0\]\.address: .*; \(2\) document 2 \(ModelRoute default\/r\): spec\.modelName: is required unless spec\.loraAdapters lists adapters: expected a non-empty string$/);
   });
 });
 
