@@ -30,8 +30,13 @@ const [port] = portsFrom('DEMO_PORT', '8080', 1) as [number];
 const [podA, podB] = portsFrom('DEMO_POD_PORTS', '18001,18002', 2) as [number, number];
 const children: ChildProcess[] = [];
 
-function start(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(process.execPath, args, { stdio: 'inherit', env: { ...process.env, ...env } });
+/**
+ * `ownGroup`: the child gets a process group of its own, so that Ctrl-C in the terminal (a SIGINT
+ * to the whole foreground group) reaches the demo, which stops it in turn (the pods after the
+ * router: the router, draining, still reads their /metrics).
+ */
+function start(args: string[], env: NodeJS.ProcessEnv = {}, ownGroup = false): ChildProcess {
+  const child = spawn(process.execPath, args, { stdio: 'inherit', env: { ...process.env, ...env }, detached: ownGroup });
   children.push(child);
   child.on('exit', (code, signal) => {
     if (!stopping) {
@@ -47,14 +52,27 @@ function stop(code = 0): void {
   if (stopping) return;
   stopping = true;
   if (tempDir !== null) rmSync(tempDir, { recursive: true, force: true });
-  for (const c of children) c.kill('SIGTERM');
+  // The router first, then the pods it drains to: stopped together, the router logged the pods'
+  // /metrics refusing its scrapes while it drained.
+  const router = children.filter((c) => c !== podProcs[0] && c !== podProcs[1]);
+  for (const c of router) c.kill('SIGTERM');
   // A child that does not stop in time is killed: the demo never leaves a process behind.
   setTimeout(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     process.exit(code);
   }, 5000).unref();
-  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.on('exit', r))))).then(() => process.exit(code));
+  void exited(router).then(() => {
+    for (const c of podProcs) c.kill('SIGTERM');
+    return exited(children);
+  }).then(() => process.exit(code));
 }
+
+function exited(procs: readonly ChildProcess[]): Promise<unknown> {
+  return Promise.all(procs.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.on('exit', r)))));
+}
+
+/** The mock pods' processes (stopped after the router). */
+const podProcs: ChildProcess[] = [];
 
 let tempDir: string | null = null;
 
@@ -95,8 +113,9 @@ async function main(): Promise<void> {
   }
   const mock = join(root, 'dist/test/mock-backend/mock-backend.js');
   // /metrics as vLLM serves it: the ModelServer says inferenceEngine vLLM, so the router scrapes it.
-  start([mock, '--port', String(podA), '--name', 'sf-pod-a', '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm']);
-  start([mock, '--port', String(podB), '--name', 'sf-pod-b', '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm']);
+  for (const [p, name] of [[podA, 'sf-pod-a'], [podB, 'sf-pod-b']] as const) {
+    podProcs.push(start([mock, '--port', String(p), '--name', name, '--latency-ms', '20', '--tokens-per-second', '200', '--metrics-engine', 'vllm'], {}, true));
+  }
   // The pods listen before the router starts: its first scrape of their /metrics finds them.
   await Promise.all([waitReady(`http://127.0.0.1:${podA}/metrics`), waitReady(`http://127.0.0.1:${podB}/metrics`)]);
   // No load balancer in front of the demo: stop at once on Ctrl-C (ROUTER_DRAIN_DELAY 0).

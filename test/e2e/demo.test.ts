@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -118,6 +118,35 @@ describe('npm run demo', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(`demo: ${message}\n`);
     expect(r.stdout).toBe('');
+  });
+
+  it('Ctrl-C in a terminal (SIGINT to its whole process group) stops the router before the pods it drains to', async () => {
+    const ports = [await freePort(), await freePort(), await freePort()];
+    // A process group of its own, as a shell's foreground job has: Ctrl-C signals every process in it.
+    const demo = spawn(process.execPath, [DEMO], {
+      detached: true,
+      env: { ...process.env, DEMO_PORT: String(ports[0]), DEMO_POD_PORTS: `${ports[1]},${ports[2]}`, ACCESS_LOG_ENABLED: 'false' },
+    });
+    let output = '';
+    demo.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    demo.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const exit = new Promise<number | null>((resolve) => demo.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor('the demo banner', () => output.includes('inference-router demo: router on') || demo.exitCode !== null, 60_000);
+      expect(demo.exitCode, output).toBeNull();
+      const kids = childPids(demo.pid!);
+      expect(kids).toHaveLength(3);
+      process.kill(-demo.pid!, 'SIGINT');
+      // The router drains (its exit takes a tenth of a second or more); the pods are still there for it.
+      await new Promise((r) => setTimeout(r, 30));
+      expect(await portOpen(ports[1]), 'pod a while the router drains').toBe(true);
+      expect(await portOpen(ports[2]), 'pod b while the router drains').toBe(true);
+      expect(await exit).toBe(0);
+      await expectAllGone(demo.pid!, kids, ports);
+      expect(output).not.toMatch(/cannot scrape|cannot connect/);
+    } finally {
+      if (demo.exitCode === null) process.kill(-demo.pid!, 'SIGKILL');
+    }
   });
 
   it('stops everything when the process that started it goes away', async () => {
