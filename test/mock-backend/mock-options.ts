@@ -62,7 +62,8 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --name NAME            pod name echoed in answers and in header x-mock-pod (default mock-pod)
   --latency-ms N         delay before answering / before the first chunk (default 0)
   --tokens-per-second N  stream pace, 0 = as fast as possible (default 0)
-  --output-tokens N      completion length in tokens (default 16)
+  --output-tokens N      completion length in tokens (default 16), less when the request's
+                         max_tokens (max_completion_tokens, max_output_tokens) is less
   --fail-rate F          fraction 0..1 of requests answered 500 (default 0)
   --no-usage             omit usage from answers and streams
   --answer-shape S       whole chat/completions answers as openai (usage last), vllm (its order,

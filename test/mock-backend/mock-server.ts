@@ -258,6 +258,9 @@ class MockServer implements MockBackend {
       this.finishJson(exchange, 400, errorBody(400, (error as Error).message));
       return;
     }
+    // As a model server does: the answer stops at the length the request allows.
+    const allowed = requestedMaxTokens(body as Record<string, unknown>, exchange.api);
+    if (allowed !== null && allowed < outputTokens) outputTokens = allowed;
     if (status !== 0 && status < 200) {
       this.finishJson(exchange, 400, errorBody(400, `x-mock-status must be from 200 to 599, got ${status}`));
       return;
@@ -385,4 +388,15 @@ export async function startMockBackend(options: Partial<MockOptions> = {}, hooks
   const server = new MockServer(Object.freeze({ ...DEFAULT_MOCK_OPTIONS, ...options }), hooks);
   await server.listen();
   return server;
+}
+
+/**
+ * The most output tokens the request allows (`max_tokens`; chat's `max_completion_tokens` first;
+ * the Responses API's `max_output_tokens`), or null when it names none (or not a positive integer).
+ */
+export function requestedMaxTokens(body: Record<string, unknown>, api: string): number | null {
+  const v = api === 'responses' ? body.max_output_tokens
+    : api === 'chat' ? body.max_completion_tokens ?? body.max_tokens
+      : body.max_tokens;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 ? v : null;
 }

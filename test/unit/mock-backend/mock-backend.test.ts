@@ -110,6 +110,27 @@ describe('mock backend process (defaults)', () => {
     expect(body.usage).toEqual({ prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 }); // ceil(13/4)
   });
 
+  it('stops at the length the request allows, as a model server does: max_tokens (chat: max_completion_tokens first; responses: max_output_tokens)', async () => {
+    const completion = await json<OpenAI.Completion>(await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: 3 }));
+    expect(completion.usage?.completion_tokens).toBe(3);
+    expect(completion.choices[0].text).toBe('tok tok tok ');
+    // Above the mock's own length, or not a positive integer: the mock's length.
+    for (const max of [100, 0, -1, 2.5, '3']) {
+      const b = await json<OpenAI.Completion>(await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: max }));
+      expect(b.usage?.completion_tokens, String(max)).toBe(16);
+    }
+    const messages = [{ role: 'user', content: 'hi' }];
+    const chat = await json<OpenAI.ChatCompletion>(await post(`${mock.url}/v1/chat/completions`, { model: 'm', messages, max_tokens: 5, max_completion_tokens: 2 }));
+    expect(chat.usage?.completion_tokens).toBe(2);
+    const stream = sseData(await (await post(`${mock.url}/v1/chat/completions`, { model: 'm', messages, stream: true, max_tokens: 2 })).text());
+    expect(stream).toHaveLength(3); // two token chunks, then [DONE]
+    const responses = await json<{ usage: { output_tokens: number } }>(await post(`${mock.url}/v1/responses`, { model: 'm', input: 'hi', max_output_tokens: 4 }));
+    expect(responses.usage.output_tokens).toBe(4);
+    // A header's length is capped the same way.
+    const capped = await json<OpenAI.Completion>(await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: 2 }, { 'x-mock-output-tokens': '9' }));
+    expect(capped.usage?.completion_tokens).toBe(2);
+  });
+
   it('streams completions: one chunk per token, no usage unless asked, then [DONE]', async () => {
     const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', stream: true }, { 'x-mock-output-tokens': '4' });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
