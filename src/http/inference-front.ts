@@ -13,7 +13,7 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
-import { hasV1Twice, v1TwiceError } from './unknown-path.js';
+import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } from './unknown-path.js';
 
 /** What the front needs from the worker. */
 export interface FrontHooks {
@@ -120,6 +120,15 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     if (known === null && hasV1Twice(url)) {
       x.handedOn = true;
       x.sendError(v1TwiceError(url));
+      h.finish(x);
+      return;
+    }
+    // The same for a misspelt endpoint (/v1/chat/completion); a path with a query string is
+    // checked without it (known is null for those too).
+    const meant = known === null ? misspeltEndpoint(url) : null;
+    if (meant !== null) {
+      x.handedOn = true;
+      x.sendError(misspeltEndpointError(url, meant));
       h.finish(x);
       return;
     }

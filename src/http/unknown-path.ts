@@ -5,6 +5,7 @@
  * prefix, the one meant.
  */
 import { RouterError } from '../errors.js';
+import { nearName } from '../config/near-name.js';
 
 /** What a path outside the API is told the router serves. */
 const SERVED_PATHS = 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; '
@@ -47,4 +48,24 @@ export function v1TwiceError(url: string): RouterError {
   while (hasV1Twice(meant)) meant = meant.slice(3);
   return new RouterError('invalid_request', `no such path: ${url}; the path has /v1 twice: did you mean ${meant}? `
     + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)', 404, null, 'unknown_endpoint');
+}
+
+/** The router's inference endpoints, which a misspelt path is told of. */
+const INFERENCE_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/responses'];
+const SHORTEST_NEAR = '/v1/response'.length - 1;
+const LONGEST_NEAR = '/v1/chat/completions'.length + 2;
+
+/**
+ * The inference endpoint `url` is a misspelling of (within two letters, or another case:
+ * `/v1/chat/completion`, `/v1/Completions`, a trailing `/`), or null. Such a path is no endpoint
+ * of a model server either: forwarded, the pod's 404 would name no cause.
+ */
+export function misspeltEndpoint(url: string): string | null {
+  if (url.length < SHORTEST_NEAR || url.length > LONGEST_NEAR) return null;
+  return nearName(url, INFERENCE_PATHS);
+}
+
+/** The 404 of a misspelt endpoint, naming the one meant. */
+export function misspeltEndpointError(url: string, meant: string): RouterError {
+  return new RouterError('invalid_request', `no such path: ${url}; did you mean ${meant}?`, 404, null, 'unknown_endpoint');
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
 const KEY = 'sk-sdk-e2e-0123456789';
@@ -133,6 +133,21 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect([j.status_code, j.error?.type]).toEqual([404, 'invalid_request']);
     expect([t.status_code, t.error?.message]).toEqual([404, 'no such path: /v1/v1/completions; the path has /v1 twice: did you mean /v1/completions? '
       + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)']);
+  });
+
+  it('a misspelt endpoint (/v1/chat/completion) is answered 404 naming the one meant, not forwarded to a pod', async () => {
+    const before = (await mock.stats()).requests;
+    const text = await postFresh(`${router.url}/v1/chat/completion`, { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${KEY}`, 'x-request-id': 'misspelt-text' });
+    expect([text.status, text.headers['content-type'], text.text]).toEqual([404, TEXT, 'no such path: /v1/chat/completion; did you mean /v1/chat/completions?']);
+    const json = await fetch(`${router.url}/v1/completion?x=1`, {
+      method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${KEY}` }, body: '{"model":"sf-model","prompt":"x"}',
+    });
+    expect(json.status).toBe(404);
+    expect(await json.json()).toMatchObject({ error: { message: 'no such path: /v1/completion; did you mean /v1/completions?', type: 'invalid_request', code: 'unknown_endpoint' } });
+    expect((await mock.stats()).requests).toBe(before);
+    const record = await waitFor('its record', () => (accessLogRecords(logFile) as LogRecord[]).find((r) => r.request_id === 'misspelt-text') ?? null, 5000);
+    expect([record.status_code, record.error?.message]).toEqual([404, 'no such path: /v1/chat/completion; did you mean /v1/chat/completions?']);
   });
 
   it('AuthenticationError for an unknown key, with www-authenticate', async () => {
