@@ -61,7 +61,9 @@ const LONGEST_NEAR = '/v1/chat/completions'.length + 2;
  * of a model server either: forwarded, the pod's 404 would name no cause.
  */
 export function misspeltEndpoint(url: string): string | null {
-  if (url.length < SHORTEST_NEAR || url.length > LONGEST_NEAR) return null;
+  // An endpoint itself comes here with a query string (which makes it no known path): no edit
+  // distances computed for it.
+  if (url.length < SHORTEST_NEAR || url.length > LONGEST_NEAR || INFERENCE_PATHS.includes(url)) return null;
   return nearName(url, INFERENCE_PATHS);
 }
 
