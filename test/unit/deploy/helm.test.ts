@@ -29,7 +29,8 @@ const HELM = findHelm();
 
 const ALL_ON = [
   'autoscaling.enabled=true', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'networkPolicy.enabled=true',
-  'networkPolicy.restrictEgress=true', 'auth.config=apiKeys: []', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
+  'networkPolicy.restrictEgress=true', 'networkPolicy.ingressFrom[0].podSelector.matchLabels.app=gw',
+  'networkPolicy.kubeApiCIDRs={10.0.0.10/32}', 'networkPolicy.extraEgress[0].ports[0].port=443', 'auth.config=apiKeys: []', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
   'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
 ];
 
@@ -37,6 +38,8 @@ function render(set: string[] = []): Doc[] {
   const out = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'ir', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
   return parseAllDocuments(out).map((d) => d.toJS() as Doc).filter((d) => d !== null);
 }
+const docsServiceMonitorPort = (): string =>
+  render(['serviceMonitor.enabled=true']).find((d) => d.kind === 'ServiceMonitor')!.spec.endpoints[0].port;
 const kinds = (docs: Doc[]): string[] => docs.map((d) => d.kind).sort();
 const deployment = (docs: Doc[]): Doc => docs.find((d) => d.kind === 'Deployment')!;
 const env = (docs: Doc[]): Record<string, any> =>
@@ -137,6 +140,43 @@ describe.skipIf(HELM === null)('helm chart', () => {
     const np = docs.find((d) => d.kind === 'NetworkPolicy')!;
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(docs.find((d) => d.kind === 'Role')!.metadata.namespace).toBe('models');
+  });
+
+  test('NetworkPolicy: with ingressFrom set, Prometheus (metricsFrom) keeps a rule of its own on the same port; without it, one rule for all', () => {
+    const np = (set: string[]): Doc => render(['networkPolicy.enabled=true', ...set]).find((d) => d.kind === 'NetworkPolicy')!;
+    expect(np([]).spec.ingress).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+    const gateway = { podSelector: { matchLabels: { app: 'gw' } } };
+    const [traffic, metrics] = np(['networkPolicy.ingressFrom[0].podSelector.matchLabels.app=gw']).spec.ingress;
+    expect(traffic).toEqual({ ports: [{ port: 'http', protocol: 'TCP' }], from: [gateway] });
+    // /metrics is on the traffic port (the ServiceMonitor scrapes port http): the same port, its own peers.
+    expect(docsServiceMonitorPort()).toBe('http');
+    expect(metrics).toEqual({ ports: [{ port: 'http', protocol: 'TCP' }],
+      from: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }] });
+    const monitoring = np(['networkPolicy.ingressFrom[0].podSelector.matchLabels.app=gw',
+      'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring']).spec.ingress[1];
+    expect(monitoring.from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    expect(np(['networkPolicy.ingressFrom[0].podSelector.matchLabels.app=gw', 'networkPolicy.metricsFrom=null']).spec.ingress).toEqual([traffic]);
+  });
+
+  test('NetworkPolicy egress: the API rule to any address unless kubeApiCIDRs names it; extraEgress added as given', () => {
+    const egress = (set: string[]): Doc[] =>
+      render(['networkPolicy.enabled=true', 'networkPolicy.restrictEgress=true', ...set]).find((d) => d.kind === 'NetworkPolicy')!.spec.egress;
+    const ports = (rule: Doc): number[] => rule.ports.map((p: Doc) => p.port);
+    const open = egress([]);
+    expect(open).toHaveLength(2);
+    expect(ports(open[1])).toEqual([443, 6443, 6379, 8000, 8080]);
+    expect(open[1].to).toBeUndefined();
+    const narrowed = egress(['networkPolicy.kubeApiCIDRs={10.0.0.10/32,10.0.0.11/32}']);
+    expect(narrowed[1]).toEqual({ ports: [{ port: 443, protocol: 'TCP' }, { port: 6443, protocol: 'TCP' }],
+      to: [{ ipBlock: { cidr: '10.0.0.10/32' } }, { ipBlock: { cidr: '10.0.0.11/32' } }] });
+    expect(ports(narrowed[2])).toEqual([6379, 8000, 8080]);
+    expect(narrowed[2].to).toBeUndefined();
+    // No API server to reach with source=file: neither rule has its ports.
+    const file = egress(['source=file', 'resourcesFile=kind: ModelRoute', 'crds.install=false', 'networkPolicy.kubeApiCIDRs={10.0.0.10/32}']);
+    expect(file.flatMap(ports)).toEqual([53, 53, 6379, 8000, 8080]);
+    const extra = egress(['networkPolicy.extraEgress[0].ports[0].port=443', 'networkPolicy.extraEgress[0].to[0].ipBlock.cidr=203.0.113.7/32',
+      'networkPolicy.extraEgress[1].ports[0].port=7000', 'networkPolicy.extraEgress[1].ports[0].endPort=7005']);
+    expect(extra.slice(2)).toEqual([{ ports: [{ port: 443 }], to: [{ ipBlock: { cidr: '203.0.113.7/32' } }] }, { ports: [{ port: 7000, endPort: 7005 }] }]);
   });
 
   test('the router listens on listenHost (ROUTER_HOST): :: by default, so pods on IPv6-only clusters are reached; an empty one is refused', () => {
