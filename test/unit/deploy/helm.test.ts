@@ -186,6 +186,20 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(() => render(['listenHost='])).toThrow(/listenHost/);
   });
 
+  test('serviceAccount.create=false needs a name with source=kubernetes: the role is never bound to the namespace\'s default account', () => {
+    for (const ns of [[], ['watchNamespace=models']]) {
+      expect(() => render(['serviceAccount.create=false', ...ns])).toThrow(/serviceAccount\.name: with serviceAccount\.create=false, name the ServiceAccount the router runs as; .*"default" ServiceAccount/);
+    }
+    const named = render(['serviceAccount.create=false', 'serviceAccount.name=router-sa']);
+    expect(kinds(named)).not.toContain('ServiceAccount');
+    expect(deployment(named).spec.template.spec.serviceAccountName).toBe('router-sa');
+    expect(named.find((d) => d.kind === 'ClusterRoleBinding')!.subjects).toEqual([{ kind: 'ServiceAccount', name: 'router-sa', namespace: 'ir' }]);
+    // source=file: no role, no token mounted; the namespace's default account is harmless.
+    const file = render(['serviceAccount.create=false', 'source=file', 'resourcesFile=kind: ModelRoute', 'crds.install=false']);
+    expect(kinds(file)).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service']);
+    expect(deployment(file).spec.template.spec).toMatchObject({ serviceAccountName: 'default', automountServiceAccountToken: false });
+  });
+
   test('crds.install=false renders no CRD (clusters that already have the API group)', () => {
     expect(kinds(render(['crds.install=false']))).not.toContain('CustomResourceDefinition');
   });

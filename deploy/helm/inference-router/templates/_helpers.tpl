@@ -17,9 +17,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{- /* With source=kubernetes the account is bound to the read-only (Cluster)Role: never fall back
+to the namespace's "default" account, which every other pod there may run as. With source=file
+there is no binding and no token mounted, so "default" is harmless. */ -}}
 {{- define "ir.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}{{ default (include "ir.fullname" .) .Values.serviceAccount.name }}
-{{- else -}}{{ default "default" .Values.serviceAccount.name }}{{- end -}}
+{{- else if .Values.serviceAccount.name -}}{{ .Values.serviceAccount.name }}
+{{- else if eq .Values.source "kubernetes" -}}
+{{- fail `serviceAccount.name: with serviceAccount.create=false, name the ServiceAccount the router runs as; without one the chart would bind its role (which reads every Pod it watches) to the namespace's "default" ServiceAccount, and so to every pod that runs as it` -}}
+{{- else -}}default{{- end -}}
 {{- end -}}
 
 {{- define "ir.authSecret" -}}
