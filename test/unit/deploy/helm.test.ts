@@ -30,7 +30,8 @@ const HELM = findHelm();
 const ALL_ON = [
   'autoscaling.enabled=true', 'serviceMonitor.enabled=true', 'prometheusRule.enabled=true', 'networkPolicy.enabled=true',
   'networkPolicy.restrictEgress=true', 'networkPolicy.ingressFrom[0].podSelector.matchLabels.app=gw',
-  'networkPolicy.kubeApiCIDRs={10.0.0.10/32}', 'networkPolicy.extraEgress[0].ports[0].port=443', 'auth.config=apiKeys: []', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
+  'networkPolicy.kubeApiCIDRs={10.0.0.10/32}', 'networkPolicy.extraEgress[0].ports[0].port=443', 'auth.config=apiKeys: []',
+  'tracing.enabled=true', 'tracing.endpoint=http://otel-collector.observability:4318', 'tracing.sampler=traceidratio', 'tracing.samplerArg=0.1', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
   'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
 ];
 
@@ -177,6 +178,30 @@ describe.skipIf(HELM === null)('helm chart', () => {
     const extra = egress(['networkPolicy.extraEgress[0].ports[0].port=443', 'networkPolicy.extraEgress[0].to[0].ipBlock.cidr=203.0.113.7/32',
       'networkPolicy.extraEgress[1].ports[0].port=7000', 'networkPolicy.extraEgress[1].ports[0].endPort=7005']);
     expect(extra.slice(2)).toEqual([{ ports: [{ port: 443 }], to: [{ ipBlock: { cidr: '203.0.113.7/32' } }] }, { ports: [{ port: 7000, endPort: 7005 }] }]);
+  });
+
+  test('tracing: the OTEL_* variables the router reads, each only when set; egress to the endpoint\'s port', () => {
+    expect(Object.keys(env(render())).filter((n) => n.startsWith('OTEL_'))).toEqual([]);
+    expect(Object.keys(env(render(['tracing.endpoint=http://c:4318']))).filter((n) => n.startsWith('OTEL_'))).toEqual([]);
+    const on = env(render(['tracing.enabled=true']));
+    expect(Object.keys(on).filter((n) => n.startsWith('OTEL_'))).toEqual(['OTEL_TRACES_EXPORTER']);
+    expect(on.OTEL_TRACES_EXPORTER).toBe('otlp');
+    const all = env(render(['tracing.enabled=true', 'tracing.endpoint=http://otel-collector.observability:4318', 'tracing.serviceName=ir-prod',
+      'tracing.resourceAttributes=deployment.environment=prod', 'tracing.sampler=parentbased_traceidratio', 'tracing.samplerArg=0.25', 'tracing.headersSecret=otel-auth']));
+    expect(all).toMatchObject({
+      OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318', OTEL_SERVICE_NAME: 'ir-prod',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_EXPORTER_OTLP_HEADERS: { secretKeyRef: { name: 'otel-auth', key: 'OTEL_EXPORTER_OTLP_HEADERS' } },
+    });
+    expect(env(render(['tracing.enabled=true', 'tracing.samplerArg=0'])).OTEL_TRACES_SAMPLER_ARG).toBe('0');
+    const egressPorts = (set: string[]): number[] => render(['networkPolicy.enabled=true', 'networkPolicy.restrictEgress=true', ...set])
+      .find((d) => d.kind === 'NetworkPolicy')!.spec.egress[1].ports.map((p: Doc) => p.port);
+    const base = [443, 6443, 6379, 8000, 8080];
+    expect(egressPorts(['tracing.endpoint=http://c:4318'])).toEqual(base);
+    expect(egressPorts(['tracing.enabled=true'])).toEqual(base); // http://localhost:4318, in the pod
+    for (const [endpoint, port] of [['http://c.observability:4318', 4318], ['http://c', 80], ['https://otel.example/base', 443], ['https://[fd00::1]:4317', 4317]] as const) {
+      expect(egressPorts(['tracing.enabled=true', `tracing.endpoint=${endpoint}`]), endpoint).toEqual([...base, port]);
+    }
   });
 
   test('the router listens on listenHost (ROUTER_HOST): :: by default, so pods on IPv6-only clusters are reached; an empty one is refused', () => {

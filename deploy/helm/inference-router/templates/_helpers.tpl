@@ -31,3 +31,13 @@ there is no binding and no token mounted, so "default" is harmless. */ -}}
 {{- define "ir.authSecret" -}}
 {{- if .Values.auth.existingSecret -}}{{ .Values.auth.existingSecret }}{{- else -}}{{ include "ir.fullname" . }}-auth{{- end -}}
 {{- end -}}
+
+{{- /* The port of tracing.endpoint (its own, else 80 or 443 by scheme), for the NetworkPolicy's
+egress; "" when tracing is off or goes to the default http://localhost:4318 (in the pod). */ -}}
+{{- define "ir.tracingPort" -}}
+{{- if and .Values.tracing.enabled .Values.tracing.endpoint -}}
+{{- $u := urlParse .Values.tracing.endpoint -}}
+{{- $port := regexFind "[0-9]+$" (regexFind ":[0-9]+$" $u.host) -}}
+{{- $port | default (eq $u.scheme "https" | ternary "443" "80") -}}
+{{- end -}}
+{{- end -}}
