@@ -9,7 +9,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { parseSettings } from '../../../src/config/settings.js';
+import { parseAccessLogSettings } from '../../../src/observe/access-log-settings.js';
+import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
+import { parseTraceSettings } from '../../../src/observe/trace-settings.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const CHART = join(ROOT, 'deploy/helm/inference-router');
@@ -35,16 +39,78 @@ const ALL_ON = [
   'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
 ];
 
-function render(set: string[] = []): Doc[] {
-  const out = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'ir', ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+function render(set: string[] = [], flags: string[] = []): Doc[] {
+  const out = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'ir', ...flags, ...set.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
   return parseAllDocuments(out).map((d) => d.toJS() as Doc).filter((d) => d !== null);
 }
+/** helm's message for a rendering it refused (stderr), or '' when it rendered. */
+function refusal(set: string[], flags: string[] = []): string {
+  try {
+    render(set, flags);
+    return '';
+  } catch (err) {
+    return String((err as { stderr?: string }).stderr ?? err);
+  }
+}
+const SCHEMA = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as Doc;
+const VALUES = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as Doc;
+/** The schema node of a dotted values path. */
+const schemaAt = (path: string): Doc => path.split('.').reduce((node: Doc, key) => node.properties[key], SCHEMA);
 const docsServiceMonitorPort = (): string =>
   render(['serviceMonitor.enabled=true']).find((d) => d.kind === 'ServiceMonitor')!.spec.endpoints[0].port;
 const kinds = (docs: Doc[]): string[] => docs.map((d) => d.kind).sort();
 const deployment = (docs: Doc[]): Doc => docs.find((d) => d.kind === 'Deployment')!;
 const env = (docs: Doc[]): Record<string, any> =>
   Object.fromEntries(deployment(docs).spec.template.spec.containers[0].env.map((e: Doc) => [e.name, e.value ?? e.valueFrom]));
+
+test('values.schema.json (draft-07, what helm validates) describes every value of values.yaml, and refuses others', () => {
+  expect(SCHEMA.$schema).toBe('http://json-schema.org/draft-07/schema#');
+  const walk = (values: Doc, node: Doc, path: string): void => {
+    expect(node.additionalProperties, path || '<root>').toBe(false);
+    for (const [k, v] of Object.entries(values)) {
+      const child = node.properties?.[k];
+      expect(child, `${path}${k}`).toBeDefined();
+      expect(child.type ?? child.enum, `${path}${k}`).toBeDefined();
+      if (child.type === 'object' && child.additionalProperties === false) walk(v as Doc, child, `${path}${k}.`);
+    }
+  };
+  walk(VALUES, SCHEMA, '');
+});
+
+test('the schema\'s ranges are the router\'s own: it takes each bound and refuses one step beyond', () => {
+  const starts = (env: Record<string, string>): boolean => {
+    try {
+      parseSettings(['--resources', 'r.yaml'], env);
+      parseAccessLogSettings(env);
+      parseRedisLimitSettings(env);
+      parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', ...env });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const cases: [string, string, (n: number) => string][] = [
+    ['workers', 'ROUTER_WORKERS', String],
+    ['drain.delaySeconds', 'ROUTER_DRAIN_DELAY', (n) => `${n}s`],
+    ['accessLog.bufferBytes', 'ACCESS_LOG_BUFFER_BYTES', String],
+    ['redis.timeout', 'RATE_LIMIT_REDIS_TIMEOUT', String],
+    ['redis.recallWait', 'RATE_LIMIT_REDIS_RECALL_WAIT', String],
+    ['tracing.samplerArg', 'OTEL_TRACES_SAMPLER_ARG', String],
+  ];
+  for (const [path, name, text] of cases) {
+    const { minimum, maximum } = schemaAt(path);
+    const step = path === 'tracing.samplerArg' ? 0.5 : 1;
+    const env = (n: number): Record<string, string> => ({ [name]: text(n), ...(name.startsWith('OTEL') ? { OTEL_TRACES_SAMPLER: 'traceidratio' } : {}) });
+    expect(starts(env(minimum)), `${path} ${minimum}`).toBe(true);
+    expect(starts(env(minimum - step)), `${path} ${minimum - step}`).toBe(false);
+    if (maximum !== undefined) {
+      expect(starts(env(maximum)), `${path} ${maximum}`).toBe(true);
+      expect(starts(env(maximum + step)), `${path} ${maximum + step}`).toBe(false);
+    }
+  }
+  expect(schemaAt('redis.failureMode').enum).toEqual(['local', 'open', 'closed']);
+  expect(schemaAt('accessLog.format').enum).toEqual(['json', 'text']);
+});
 
 test('the chart keeps copies of deploy/crds and deploy/observability/alerts.yaml that are equal to them', () => {
   for (const f of ['modelroutes.yaml', 'modelservers.yaml']) {
@@ -202,6 +268,41 @@ describe.skipIf(HELM === null)('helm chart', () => {
     for (const [endpoint, port] of [['http://c.observability:4318', 4318], ['http://c', 80], ['https://otel.example/base', 443], ['https://[fd00::1]:4317', 4317]] as const) {
       expect(egressPorts(['tracing.enabled=true', `tracing.endpoint=${endpoint}`]), endpoint).toEqual([...base, port]);
     }
+  });
+
+  test('the schema refuses values the router (or the chart) would not run with, naming the value', () => {
+    // helm 4 names the value as /a/b, helm 3 as a.b.
+    const at = (path: string): RegExp => new RegExp(`values don't meet the specifications of the schema[\\s\\S]*${path.replace(/\./g, '[./]')}`);
+    for (const [set, path] of [
+      ['accessLog.bufferBytes=16Mi', 'accessLog.bufferBytes'], // rendered as 0 by | int64; the router refuses < 65536
+      ['accessLog.bufferBytes=1000', 'accessLog.bufferBytes'],
+      ['workers=0', 'workers'], ['workers=257', 'workers'], ['workers=two', 'workers'],
+      ['drain.delaySeconds=601', 'drain.delaySeconds'], ['drain.delaySeconds=-1', 'drain.delaySeconds'],
+      ['podAntiAffinity=Hard', 'podAntiAffinity'], // fell back to soft, silently
+      ['redis.failureMode=lax', 'redis.failureMode'], ['redis.timeout=61000', 'redis.timeout'], ['redis.timeout=fast', 'redis.timeout'],
+      ['redis.recallWait=3000', 'redis.recallWait'], ['redis.port=0', 'redis.port'],
+      ['accessLog.format=xml', 'accessLog.format'], ['source=crd', 'source'], ['apiGroup=Serving_Example', 'apiGroup'],
+      ['tracing.sampler=sometimes', 'tracing.sampler'], ['tracing.samplerArg=1.5', 'tracing.samplerArg'],
+      ['tracing.endpoint=otel:4318', 'tracing.endpoint'], ['tracing.endpoint=http://u:p@otel:4318', 'tracing.endpoint'],
+      ['networkPolicy.kubeApiPorts={443,70000}', 'networkPolicy.kubeApiPorts'], ['networkPolicy.ingressFrom[0].podSelectr.app=gw', 'networkPolicy.ingressFrom'],
+      ['workerz=2', ''], ['drain.delay=5', 'drain'],
+    ] as const) {
+      expect(refusal([set]), set).toMatch(at(path));
+    }
+  });
+
+  test('where the schema is skipped, the templates refuse the same values instead of coercing them', () => {
+    const skip = ['--skip-schema-validation'];
+    expect(refusal(['accessLog.bufferBytes=16Mi'], skip)).toMatch(/accessLog\.bufferBytes: expected a whole number of at least 65536 \(ACCESS_LOG_BUFFER_BYTES, in bytes\), got "16Mi"/);
+    expect(refusal(['workers=0'], skip)).toMatch(/workers: expected a whole number from 1 to 256 \(ROUTER_WORKERS\), got "0"/);
+    expect(refusal(['workers=2.5'], skip)).toMatch(/workers: expected a whole number from 1 to 256/);
+    expect(refusal(['drain.delaySeconds=601'], skip)).toMatch(/drain\.delaySeconds: expected a whole number from 0 to 600 \(ROUTER_DRAIN_DELAY, in seconds\), got "601"/);
+    expect(refusal(['podAntiAffinity=Hard'], skip)).toMatch(/podAntiAffinity: expected soft, hard or none \(lower case\), got "Hard"/);
+    // The bounds themselves render.
+    const e = env(render(['workers=256', 'accessLog.bufferBytes=65536', 'drain.delaySeconds=600']));
+    expect([e.ROUTER_WORKERS, e.ACCESS_LOG_BUFFER_BYTES, e.ROUTER_DRAIN_DELAY]).toEqual(['256', '65536', '600s']);
+    const hard = deployment(render(['podAntiAffinity=hard'])).spec.template.spec.affinity.podAntiAffinity;
+    expect(hard.requiredDuringSchedulingIgnoredDuringExecution).toHaveLength(1);
   });
 
   test('the router listens on listenHost (ROUTER_HOST): :: by default, so pods on IPv6-only clusters are reached; an empty one is refused', () => {

@@ -41,3 +41,15 @@ egress; "" when tracing is off or goes to the default http://localhost:4318 (in 
 {{- $port | default (eq $u.scheme "https" | ternary "443" "80") -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* (list NAME VALUE MIN MAX ENV): VALUE as a whole number from MIN to MAX (MAX -1: no upper
+bound), else fail naming it. values.schema.json refuses the same; this holds where the schema
+is skipped (helm --skip-schema-validation), so that "16Mi" never renders as 0. */ -}}
+{{- define "ir.intIn" -}}
+{{- $name := index . 0 -}}{{- $v := index . 1 -}}{{- $min := index . 2 -}}{{- $max := index . 3 -}}
+{{- $range := ternary (printf "from %d to %d" $min $max) (printf "of at least %d" $min) (ge $max 0) -}}
+{{- $msg := printf "%s: expected a whole number %s (%s), got %q" $name $range (index . 4) (toString $v) -}}
+{{- if not (or (kindIs "int" $v) (kindIs "int64" $v) (kindIs "float64" $v)) -}}{{- fail $msg -}}{{- end -}}
+{{- if or (ne (float64 (int64 $v)) (float64 $v)) (lt (int64 $v) (int64 $min)) (and (ge $max 0) (gt (int64 $v) (int64 $max))) -}}{{- fail $msg -}}{{- end -}}
+{{- int64 $v -}}
+{{- end -}}
