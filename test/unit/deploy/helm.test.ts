@@ -139,6 +139,8 @@ describe.skipIf(HELM === null)('helm chart', () => {
     const pod = deployment(docs).spec.template.spec;
     const c = pod.containers[0];
     expect(c.args).toEqual(['--kubernetes']);
+    // One worker per requested CPU, as deploy/base and docs/deploy.md.
+    expect(Number(c.resources.requests.cpu)).toBe(Number(env(docs).ROUTER_WORKERS));
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');

@@ -82,6 +82,19 @@ test('every YAML file under deploy/ parses', () => {
   for (const f of files) expect(load(relative(DEPLOY, f)).length, f).toBeGreaterThan(0);
 });
 
+/** A CPU quantity (2, "2", 1500m, 0.5) in CPUs. */
+const cpus = (q: string | number): number => (String(q).endsWith('m') ? Number(String(q).slice(0, -1)) / 1000 : Number(q));
+
+test('deploy/base requests one CPU per worker (ROUTER_WORKERS), as the chart and docs/deploy.md advise', () => {
+  const deploy = load('base/deployment.yaml').find((d) => d.kind === 'Deployment')!;
+  const [c] = deploy.spec.template.spec.containers;
+  const workers = Number(c.env.find((e: Doc) => e.name === 'ROUTER_WORKERS').value);
+  expect(workers).toBeGreaterThanOrEqual(1);
+  expect(cpus(c.resources.requests.cpu)).toBe(workers);
+  expect(cpus(c.resources.limits.cpu ?? Infinity)).toBeGreaterThanOrEqual(workers);
+  expect([cpus('500m'), cpus('2'), cpus(2), cpus('0.5')]).toEqual([0.5, 2, 2, 0.5]);
+});
+
 describe('CRDs', () => {
   test.each(['crds/modelroutes.yaml', 'crds/modelservers.yaml'])('%s is a v1 CRD of the group with a structural schema', (file) => {
     const [crd] = load(file);
