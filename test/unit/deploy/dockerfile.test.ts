@@ -41,7 +41,7 @@ const args = new Map(ALL.slice(0, ALL.findIndex((x) => x.op === 'FROM')).filter(
 const image = (from: string): string => from.split(/\s+/)[0].replace(/^\$\{(\w+)\}$/, (_, n: string) => args.get(n) ?? '');
 
 describe('deploy/Dockerfile', () => {
-  test('multi-stage; every FROM is a pinned tag of one Node image (no latest)', () => {
+  test('multi-stage; every FROM is one Node image, by a tag naming its Node major and Debian release (no latest)', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     const images = stages.map((s) => image(s[0].args));
     for (const img of images) expect(img).toMatch(/^node:\d+-[a-z]+-slim$/);
@@ -90,6 +90,11 @@ describe('deploy/Dockerfile', () => {
       expect(labels).toContain(`org.opencontainers.image.${key}=`);
     }
     expect(labels).toContain(`org.opencontainers.image.licenses="${PKG.license}"`);
+    // The base is the image the stages were built FROM (NODE_IMAGE, which a build arg may change,
+    // e.g. to pin a digest), declared again in the final stage so that the label can read it.
+    expect(labels).toContain('org.opencontainers.image.base.name="${NODE_IMAGE}"');
+    expect(final.some((i) => i.op === 'ARG' && i.args === 'NODE_IMAGE')).toBe(true);
+    expect(final[0].args).toBe('${NODE_IMAGE}');
   });
 
   test('installs reproducibly, drops dev dependencies and prunes uWS binaries in the build stage', () => {
