@@ -95,6 +95,24 @@ test('deploy/base requests one CPU per worker (ROUTER_WORKERS), as the chart and
   expect([cpus('500m'), cpus('2'), cpus(2), cpus('0.5')]).toEqual([0.5, 2, 2, 0.5]);
 });
 
+test('the dashboard keeps rate-limit rejections of each scope apart (a tenant limit\'s have route="")', () => {
+  const dashboard = JSON.parse(readFileSync(join(DEPLOY, 'observability/grafana-dashboard.json'), 'utf8'));
+  const targets: Doc[] = dashboard.panels.flatMap((p: Doc) => p.targets ?? [])
+    .filter((t: Doc) => /\binference_router_ratelimit_rejections_total\b/.test(t.expr));
+  expect(targets.length).toBeGreaterThanOrEqual(2);
+  for (const t of targets) {
+    const by = /\bby \(([^)]*)\)/.exec(t.expr)![1].split(',').map((l) => l.trim());
+    const selected = /\{[^}]*\bscope\s*=\s*"[^"]+"/.test(t.expr);
+    expect(by.includes('scope') || selected, t.expr).toBe(true);
+    // Legends name what the series are grouped by.
+    for (const label of by) expect(t.legendFormat, t.expr).toContain(`{{${label}}}`);
+  }
+  // Together they cover every scope: route, and the others (tenant).
+  const exprs = targets.map((t) => t.expr).join('\n');
+  expect(exprs).toContain('scope="route"');
+  expect(exprs).toContain('scope!="route"');
+});
+
 describe('CRDs', () => {
   test.each(['crds/modelroutes.yaml', 'crds/modelservers.yaml'])('%s is a v1 CRD of the group with a structural schema', (file) => {
     const [crd] = load(file);
