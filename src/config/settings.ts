@@ -1,6 +1,7 @@
 import { isIP, isIPv6 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { durationSetting, type DurationRange } from './duration-setting.js';
+import { nearName } from './near-name.js';
 
 /**
  * The router's own settings from flags and environment (flags win). Validated once, then frozen.
@@ -80,7 +81,9 @@ function unknownOption(arg: string): string {
   // `inference-router resources.yaml`: the file is an option's value, not a positional argument.
   if (!arg.startsWith('-')) return `unexpected argument "${arg}": the router takes options only; give a resources file as --resources ${arg}`;
   const name = arg.split('=', 1)[0];
-  const near = [...FLAGS_WITH_VALUE, '--kubernetes', '--help', '--version'].find((f) => f !== name && (f.startsWith(name) || name.startsWith(f)) && name.length >= 4);
+  const known = [...FLAGS_WITH_VALUE, '--kubernetes', '--help', '--version'];
+  // A misspelling (--prot, --hots, --worker), else a shortening or a lengthening (--kube, --resourcesfile).
+  const near = nearName(name, known) ?? known.find((f) => f !== name && (f.startsWith(name) || name.startsWith(f)) && name.length >= 4);
   return near === undefined ? `unknown option "${arg}"` : `unknown option "${arg}"; did you mean ${near}?`;
 }
 

@@ -11,6 +11,15 @@ describe('nearName', () => {
     expect(nearName('trafficPolcy', ['model', 'trafficPolicy', 'endpoints'])).toBe('trafficPolicy');
   });
 
+  it('counts two neighbours swapped as one edit', () => {
+    expect(nearName('--prot', ['--port', '--host'])).toBe('--port');
+    expect(nearName('ModelSevrer', kinds)).toBe('ModelServer');
+    // Two swaps, the second at the end: two edits (each letter changed would be four).
+    expect(nearName('badc', ['abcd', 'wxyz'])).toBe('abcd');
+    expect(nearName('bacdfe', ['abcdef'])).toBe('abcdef');
+    expect(nearName('badcfe', ['abcdef'])).toBeNull();
+  });
+
   it('gives none when nothing is close, when two are equally close, or for the name itself', () => {
     expect(nearName('Service', kinds)).toBeNull();
     expect(nearName('Deployment', kinds)).toBeNull();

@@ -41,6 +41,12 @@ describe('parseSettings', () => {
     expect(parseSettings(['--resources', 'r.yaml', '--port', '1'], {})!.port).toBe(1);
   });
 
+  it('suggests no flag for an unknown one near none of them', () => {
+    for (const arg of ['--bogus', '--listen', '-p', '--config']) {
+      expect(() => parseSettings(['--resources', 'r', arg], {})).toThrow(new RegExp(`^unknown option "${arg}"$`));
+    }
+  });
+
   it('returns null for --help', () => {
     expect(parseSettings(['--help'], {})).toBeNull();
   });
@@ -52,6 +58,13 @@ describe('parseSettings', () => {
     [['--resource=r.yaml'], {}, 'unknown option "--resource=r.yaml"; did you mean --resources?'],
     [['--kube'], {}, 'unknown option "--kube"; did you mean --kubernetes?'],
     [['--resources', 'r', '--worker', '2'], {}, 'unknown option "--worker"; did you mean --workers?'],
+    [['--resources', 'r', '--prot', '18090'], {}, 'unknown option "--prot"; did you mean --port?'],
+    [['--resources', 'r', '--hots=::'], {}, 'unknown option "--hots=::"; did you mean --host?'],
+    [['--resources', 'r', '--wokrers', '2'], {}, 'unknown option "--wokrers"; did you mean --workers?'],
+    [['--resources', 'r', '--kubernets'], {}, 'unknown option "--kubernets"; did you mean --kubernetes?'],
+    [['--resources', 'r', '--verison'], {}, 'unknown option "--verison"; did you mean --version?'],
+    [['--resources', 'r', '-port', '18090'], {}, 'unknown option "-port"; did you mean --port?'],
+    [['--resources', 'r', '--Port', '18090'], {}, 'unknown option "--Port"; did you mean --port?'],
     [['--resources'], {}, '--resources needs a value'],
     [['--resources', 'r', '--host', ''], {}, '--host needs a value, got an empty one'],
     [['--resources', 'r', '--host', '0.0.0.0:8080'], {}, '--host: give the address alone ("0.0.0.0"); the port is --port (ROUTER_PORT), got "0.0.0.0:8080"'],
