@@ -4,6 +4,7 @@
  * and a bad one is reported the same way.
  */
 import { parseDuration } from './duration.js';
+import { badSetting } from '../setting-message.js';
 
 export interface DurationRange {
   /** Smallest value allowed, ms. */
@@ -34,7 +35,7 @@ export function durationSetting(name: string, raw: string | undefined, unset: nu
   }
   const inRange = range.aboveMin === true ? ms > range.min : ms >= range.min;
   if (!(inRange && ms <= range.max)) {
-    throw new Error(`${name}: expected a duration ${rangeText(range)}, such as 500ms or 30s, or a number of milliseconds; got ${JSON.stringify(raw)}${fault}`);
+    throw new Error(`${badSetting(name, `a duration ${rangeText(range)}, such as 500ms or 30s, or a number of milliseconds`, raw)}${fault}`);
   }
   return Math.ceil(ms);
 }

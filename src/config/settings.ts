@@ -2,6 +2,7 @@ import { isIP, isIPv6 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { durationSetting, type DurationRange } from './duration-setting.js';
 import { nearName } from './near-name.js';
+import { badSetting } from '../setting-message.js';
 
 /**
  * The router's own settings from flags and environment (flags win). Validated once, then frozen.
@@ -88,15 +89,14 @@ function unknownOption(arg: string): string {
 }
 
 function parseIntIn(name: string, raw: string, min: number, max: number): number {
-  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
-  const n = Number(raw.trim());
-  if (n < min || n > max) throw new UsageError(`${name}: expected an integer from ${min} to ${max}, got ${n}`);
+  const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(badSetting(name, `an integer from ${min} to ${max}`, raw));
   return n;
 }
 
 function booleanSetting(name: string, raw: string | undefined, fallback: boolean): boolean {
   if (raw === undefined || raw === '') return fallback;
-  if (raw !== 'true' && raw !== 'false') throw new UsageError(`${name}: expected "true" or "false", got "${raw}"`);
+  if (raw !== 'true' && raw !== 'false') throw new UsageError(badSetting(name, 'true or false', raw));
   return raw === 'true';
 }
 
@@ -140,7 +140,7 @@ export function parseCommand(argv: readonly string[]): 'help' | 'version' | 'run
 function logFormat(env: NodeJS.ProcessEnv): 'json' | 'text' {
   const raw = env.ROUTER_LOG_FORMAT;
   if (raw === undefined || raw === '') return env.ACCESS_LOG_FORMAT === 'json' ? 'json' : 'text';
-  if (raw !== 'json' && raw !== 'text') throw new UsageError(`ROUTER_LOG_FORMAT: expected "json" or "text", got "${raw}"`);
+  if (raw !== 'json' && raw !== 'text') throw new UsageError(badSetting('ROUTER_LOG_FORMAT', 'json or text', raw));
   return raw;
 }
 
@@ -173,7 +173,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
 
   const sourceEnv = env.ROUTER_SOURCE;
   if (sourceEnv !== undefined && sourceEnv !== '' && sourceEnv !== 'file' && sourceEnv !== 'kubernetes') {
-    throw new UsageError(`ROUTER_SOURCE: expected "file" or "kubernetes", got "${sourceEnv}"`);
+    throw new UsageError(badSetting('ROUTER_SOURCE', 'file or kubernetes', sourceEnv));
   }
   const source = kubernetes || sourceEnv === 'kubernetes' ? 'kubernetes' : 'file';
   const resources = pick('--resources', 'ROUTER_RESOURCES') ?? null;
@@ -191,7 +191,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
   const resourcesMaxRaw = env.ROUTER_RESOURCES_MAX_BYTES;
   const apiGroup = env.ROUTER_API_GROUP || 'networking.serving.volcano.sh';
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(apiGroup)) {
-    throw new UsageError(`ROUTER_API_GROUP: expected a DNS name such as networking.serving.volcano.sh, got "${apiGroup}"`);
+    throw new UsageError(badSetting('ROUTER_API_GROUP', 'a DNS name such as networking.serving.volcano.sh', apiGroup));
   }
 
   refuseUwsFallback(env.ROUTER_ALLOW_UWS_FALLBACK);
@@ -241,11 +241,11 @@ export function listenHost(name: string, raw: string): string {
   if (host.startsWith('[') || host.endsWith(']')) {
     const inner = host.slice(1, -1);
     if (host.startsWith('[') && host.endsWith(']') && isIPv6(inner)) return inner;
-    throw new UsageError(`${name}: expected an address or host name (an IPv6 address with or without brackets), got "${raw}"`);
+    throw new UsageError(badSetting(name, 'an address or host name (an IPv6 address with or without brackets)', raw));
   }
   const withPort = /^(.*):(\d+)$/.exec(host);
   if (withPort !== null && !isIPv6(host) && withPort[1] !== '' && isIP(withPort[1]) !== 6) {
-    throw new UsageError(`${name}: give the address alone ("${withPort[1]}"); the port is --port (ROUTER_PORT), got "${raw}"`);
+    throw new UsageError(badSetting(name, `the address alone ("${withPort[1]}"), the port is --port (ROUTER_PORT)`, raw));
   }
   return host;
 }

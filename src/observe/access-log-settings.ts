@@ -2,6 +2,7 @@
  * Access-log settings from the environment, validated once and frozen (docs/access-log.md).
  */
 import { durationSetting } from '../config/duration-setting.js';
+import { alternatives, badSetting } from '../setting-message.js';
 
 export type AccessLogFormat = 'json' | 'text';
 
@@ -30,14 +31,14 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   const raw = env[name];
   if (raw === undefined || raw === '') return dflt;
   if ((allowed as readonly string[]).includes(raw)) return raw as T;
-  throw new Error(`${name} must be one of ${allowed.join(', ')} (default ${dflt}); got ${JSON.stringify(raw)}`);
+  throw new Error(badSetting(name, alternatives(allowed), raw));
 }
 
 function output(env: NodeJS.ProcessEnv): string {
   const raw = env.ACCESS_LOG_OUTPUT;
   if (raw === undefined || raw === '') return 'stdout';
   if (raw.trim() !== raw || raw.includes('\0')) {
-    throw new Error(`ACCESS_LOG_OUTPUT must be stdout, stderr or a file path (default stdout); got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting('ACCESS_LOG_OUTPUT', 'stdout, stderr or a file path, without white space around it', raw));
   }
   return raw;
 }
@@ -47,8 +48,7 @@ function bufferBytes(env: NodeJS.ProcessEnv): number {
   if (raw === undefined || raw === '') return DEFAULT_BUFFER_BYTES;
   const n = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < MIN_BUFFER_BYTES) {
-    throw new Error(`ACCESS_LOG_BUFFER_BYTES must be an integer number of bytes >= ${MIN_BUFFER_BYTES} ` +
-      `(default ${DEFAULT_BUFFER_BYTES}); got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting('ACCESS_LOG_BUFFER_BYTES', `an integer number of bytes of at least ${MIN_BUFFER_BYTES}`, raw));
   }
   return n;
 }

@@ -3,6 +3,7 @@
  * frozen (docs/tracing.md). Tracing is opt-in: it is on only when OTEL_TRACES_EXPORTER is
  * "otlp" or an OTLP endpoint variable is set, and OTEL_SDK_DISABLED is not "true".
  */
+import { alternatives, badSetting } from '../setting-message.js';
 
 export type TraceSampler =
   | 'always_on' | 'always_off' | 'traceidratio'
@@ -44,7 +45,7 @@ function intSetting(env: NodeJS.ProcessEnv, name: string, dflt: number, min: num
   if (raw === undefined) return dflt;
   const n = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new Error(`${name} must be an integer from ${min} to ${max} (default ${dflt}); got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting(name, `an integer from ${min} to ${max}`, raw));
   }
   return n;
 }
@@ -54,9 +55,9 @@ function url(name: string, raw: string): URL {
   try {
     u = new URL(raw);
   } catch {
-    throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting(name, 'an http:// or https:// URL', raw));
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${name} must be an http:// or https:// URL; got ${JSON.stringify(raw)}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(badSetting(name, 'an http:// or https:// URL', raw));
   // fetch refuses a URL with a user or password: every export would fail. Not shown (a secret).
   if (u.username !== '' || u.password !== '') {
     throw new Error(`${name} must not hold a user or password (user:password@); give them as a header, e.g. OTEL_EXPORTER_OTLP_HEADERS=authorization=Basic%20<base64>`);
@@ -82,7 +83,7 @@ function keyValues(name: string, raw: string | undefined): [string, string][] {
     if (part.trim() === '') continue;
     const eq = part.indexOf('=');
     const k = eq > 0 ? part.slice(0, eq).trim() : '';
-    if (k === '') throw new Error(`${name} must be a list of key=value pairs separated by commas; got ${JSON.stringify(raw)}`);
+    if (k === '') throw new Error(badSetting(name, 'a list of key=value pairs separated by commas', raw));
     let v: string;
     try {
       v = decodeURIComponent(part.slice(eq + 1).trim());
@@ -121,7 +122,7 @@ function protocol(env: NodeJS.ProcessEnv): void {
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
     const raw = set(env, name);
     if (raw === undefined) continue;
-    if (raw !== 'http/json') throw new Error(`${name} must be http/json (the router exports OTLP/HTTP with JSON encoding); got ${JSON.stringify(raw)}`);
+    if (raw !== 'http/json') throw new Error(badSetting(name, 'http/json (the router exports OTLP/HTTP with JSON encoding)', raw));
     return;
   }
 }
@@ -129,11 +130,11 @@ function protocol(env: NodeJS.ProcessEnv): void {
 function enabled(env: NodeJS.ProcessEnv): boolean {
   const disabled = set(env, 'OTEL_SDK_DISABLED');
   if (disabled !== undefined && disabled !== 'true' && disabled !== 'false') {
-    throw new Error(`OTEL_SDK_DISABLED must be true or false; got ${JSON.stringify(disabled)}`);
+    throw new Error(badSetting('OTEL_SDK_DISABLED', 'true or false', disabled));
   }
   const exporter = set(env, 'OTEL_TRACES_EXPORTER');
   if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
-    throw new Error(`OTEL_TRACES_EXPORTER must be otlp or none (the router has no other exporter); got ${JSON.stringify(exporter)}`);
+    throw new Error(badSetting('OTEL_TRACES_EXPORTER', 'otlp or none (the router has no other exporter)', exporter));
   }
   if (disabled === 'true' || exporter === 'none') return false;
   return exporter === 'otlp' || set(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined || set(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') !== undefined;
@@ -142,13 +143,13 @@ function enabled(env: NodeJS.ProcessEnv): boolean {
 function sampler(env: NodeJS.ProcessEnv): { sampler: TraceSampler; ratio: number } {
   const raw = set(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
   if (!(SAMPLERS as readonly string[]).includes(raw)) {
-    throw new Error(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')} (default parentbased_always_on); got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting('OTEL_TRACES_SAMPLER', alternatives(SAMPLERS), raw));
   }
   const arg = set(env, 'OTEL_TRACES_SAMPLER_ARG');
   let ratio = 1;
   if (arg !== undefined && raw.endsWith('traceidratio')) {
     ratio = /^(0|1|0?\.[0-9]+|1\.0*)$/.test(arg) ? Number(arg) : Number.NaN;
-    if (!(ratio >= 0 && ratio <= 1)) throw new Error(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1; got ${JSON.stringify(arg)}`);
+    if (!(ratio >= 0 && ratio <= 1)) throw new Error(badSetting('OTEL_TRACES_SAMPLER_ARG', 'a ratio from 0 to 1', arg));
   }
   return { sampler: raw as TraceSampler, ratio };
 }

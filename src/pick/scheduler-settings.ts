@@ -4,6 +4,7 @@
  * ROUTER_SCHEDULER_CONFIG (scorers, read once at start).
  */
 import { durationSetting } from '../config/duration-setting.js';
+import { badSetting } from '../setting-message.js';
 import { readFileSync } from 'node:fs';
 import type { OutlierSettings } from './outlier-detector.js';
 import { DEFAULT_SCHEDULER_CONFIG, parseSchedulerConfig, type SchedulerConfig } from './scheduler-config.js';
@@ -32,7 +33,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number
   const raw = env[name];
   if (raw === undefined || raw === '') return dflt;
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new Error(`${name} must be an integer from ${min} to ${max} (default ${dflt}); got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting(name, `an integer from ${min} to ${max}`, raw));
   }
   return Number(raw);
 }

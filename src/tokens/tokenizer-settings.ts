@@ -1,6 +1,7 @@
 /**
  * Token-counting settings from the environment, validated once and frozen (docs/tokens.md).
  */
+import { alternatives, badSetting } from '../setting-message.js';
 
 export type TokenEstimator = 'bpe' | 'chars';
 
@@ -32,7 +33,7 @@ function estimator(env: NodeJS.ProcessEnv): TokenEstimator {
   const raw = env.ROUTER_TOKEN_ESTIMATOR;
   if (raw === undefined || raw === '') return 'bpe';
   if ((ESTIMATORS as readonly string[]).includes(raw)) return raw as TokenEstimator;
-  throw new Error(`ROUTER_TOKEN_ESTIMATOR must be one of ${ESTIMATORS.join(', ')} (default bpe); got ${JSON.stringify(raw)}`);
+  throw new Error(badSetting('ROUTER_TOKEN_ESTIMATOR', alternatives(ESTIMATORS), raw));
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, min: number, max: number, dflt: number): number {
@@ -40,7 +41,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, min: number, max: number,
   if (raw === undefined || raw === '') return dflt;
   const n = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw new Error(`${name} must be an integer from ${min} to ${max} (default ${dflt}); got ${JSON.stringify(raw)}`);
+    throw new Error(badSetting(name, `an integer from ${min} to ${max}`, raw));
   }
   return n;
 }

@@ -16,7 +16,7 @@ describe('command line', () => {
     expect(r1.stderr).toContain('unknown option "--bogus"');
     const r2 = spawnSync(process.execPath, [CLI, '--resources', 'x.yaml', '--workers', 'many'], { encoding: 'utf8' });
     expect(r2.status).toBe(2);
-    expect(r2.stderr).toContain('--workers: expected an integer from 1 to 256, got "many"');
+    expect(r2.stderr).toContain('--workers: expected an integer from 1 to 256; got "many"');
     const r3 = spawnSync(process.execPath, [CLI, '--resources', 'x.yaml'], { encoding: 'utf8', env: { ...process.env, ACCESS_LOG_FORMAT: 'xml' } });
     expect(r3.status).toBe(2);
     expect(r3.stderr).toContain('ACCESS_LOG_FORMAT');

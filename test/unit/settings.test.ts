@@ -39,11 +39,11 @@ describe('parseAllSettings', () => {
   });
 
   it.each([
-    [{ ROUTER_WORKERS: '0', ACCESS_LOG_FORMAT: 'xml' }, 'ROUTER_WORKERS: expected an integer from 1 to 256, got 0'],
-    [{ ACCESS_LOG_FORMAT: 'xml', ROUTER_TOKEN_ESTIMATOR: 'words' }, 'ACCESS_LOG_FORMAT must be one of json, text'],
-    [{ ROUTER_TOKEN_ESTIMATOR: 'words', RATE_LIMIT_REDIS_TIMEOUT: 'soon' }, 'ROUTER_TOKEN_ESTIMATOR must be one of bpe, chars'],
+    [{ ROUTER_WORKERS: '0', ACCESS_LOG_FORMAT: 'xml' }, 'ROUTER_WORKERS: expected an integer from 1 to 256; got "0"'],
+    [{ ACCESS_LOG_FORMAT: 'xml', ROUTER_TOKEN_ESTIMATOR: 'words' }, 'ACCESS_LOG_FORMAT: expected json or text; got "xml"'],
+    [{ ROUTER_TOKEN_ESTIMATOR: 'words', RATE_LIMIT_REDIS_TIMEOUT: 'soon' }, 'ROUTER_TOKEN_ESTIMATOR: expected bpe or chars; got "words"'],
     [{ RATE_LIMIT_REDIS_TIMEOUT: 'soon' }, 'RATE_LIMIT_REDIS_TIMEOUT: expected a duration'],
-    [{ REDIS_CLUSTER: 'maybe' }, 'REDIS_CLUSTER: expected true or false, got "maybe"'],
+    [{ REDIS_CLUSTER: 'maybe' }, 'REDIS_CLUSTER: expected true or false; got "maybe"'],
   ] as const)('rejects %j with the first bad value, named', (env, msg) => {
     expect(() => parseAllSettings(['--resources', 'r'], env)).toThrow(msg);
   });

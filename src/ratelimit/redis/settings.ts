@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { durationSetting } from '../../config/duration-setting.js';
+import { alternatives, badSetting } from '../../setting-message.js';
 import { LEASES_FORFEIT_MS } from './lua/counters.js';
 
 /** What a global limiter does while its Redis cannot answer in time. */
@@ -66,7 +67,7 @@ function failureMode(raw: string | undefined): RedisFailureMode {
   if (raw === undefined || raw === '') return 'local';
   const v = raw.trim().toLowerCase();
   if ((REDIS_FAILURE_MODES as readonly string[]).includes(v)) return v as RedisFailureMode;
-  throw new Error(`RATE_LIMIT_REDIS_FAILURE_MODE: expected one of ${REDIS_FAILURE_MODES.join(', ')}, got ${JSON.stringify(raw)}`);
+  throw new Error(badSetting('RATE_LIMIT_REDIS_FAILURE_MODE', alternatives(REDIS_FAILURE_MODES), raw));
 }
 
 function bool(name: string, raw: string | undefined, unset = false): boolean {
@@ -74,7 +75,7 @@ function bool(name: string, raw: string | undefined, unset = false): boolean {
   const v = raw.trim().toLowerCase();
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0') return false;
-  throw new Error(`${name}: expected true or false, got ${JSON.stringify(raw)}`);
+  throw new Error(badSetting(name, 'true or false', raw));
 }
 
 /** The PEM text of REDIS_TLS_CA_FILE; it must be readable and hold at least one certificate. */
@@ -84,10 +85,10 @@ function caFile(raw: string | undefined): string | null {
   try {
     pem = readFileSync(raw, 'utf8');
   } catch (err) {
-    throw new Error(`REDIS_TLS_CA_FILE: expected a readable PEM file of CA certificates, cannot read ${JSON.stringify(raw)} (${(err as Error).message})`);
+    throw new Error(`${badSetting('REDIS_TLS_CA_FILE', 'a readable PEM file of CA certificates', raw)} (cannot read it: ${(err as Error).message})`);
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new Error(`REDIS_TLS_CA_FILE: expected a PEM file of CA certificates, ${JSON.stringify(raw)} holds no "-----BEGIN CERTIFICATE-----"`);
+    throw new Error(`${badSetting('REDIS_TLS_CA_FILE', 'a PEM file of CA certificates', raw)} (it holds no "-----BEGIN CERTIFICATE-----")`);
   }
   return pem;
 }

@@ -27,7 +27,7 @@ describe('parseSettings', () => {
     expect(s.maxHeaderBytes).toBe(64 * 1024);
     expect(s.maxHeaderBytesSet).toBe(false);
     expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_MAX_HEADER_BYTES: '8192' })).toMatchObject({ maxHeaderBytes: 8192, maxHeaderBytesSet: true });
-    expect(() => parseSettings(['--resources', 'r.yaml'], { ROUTER_MAX_HEADER_BYTES: '512' })).toThrow('ROUTER_MAX_HEADER_BYTES: expected an integer from 1024 to 1048576, got 512');
+    expect(() => parseSettings(['--resources', 'r.yaml'], { ROUTER_MAX_HEADER_BYTES: '512' })).toThrow('ROUTER_MAX_HEADER_BYTES: expected an integer from 1024 to 1048576; got "512"');
     expect(parseSettings(['--resources', 'r.yaml'], { ROUTER_RESOURCES_MAX_BYTES: '1000' })!.resourcesMaxBytes).toBe(1000);
     expect(s.apiGroup).toBe('networking.serving.volcano.sh');
     expect(s.localLeases).toBe(true);
@@ -36,8 +36,8 @@ describe('parseSettings', () => {
   });
 
   it('takes a port from 1 to 65535: 0 would have each worker listen on a port of its own', () => {
-    expect(() => parseSettings(['--resources', 'r.yaml', '--port', '0'], {})).toThrow('--port: expected an integer from 1 to 65535, got 0');
-    expect(() => parseSettings(['--resources', 'r.yaml'], { ROUTER_PORT: '65536' })).toThrow('ROUTER_PORT: expected an integer from 1 to 65535, got 65536');
+    expect(() => parseSettings(['--resources', 'r.yaml', '--port', '0'], {})).toThrow('--port: expected an integer from 1 to 65535; got "0"');
+    expect(() => parseSettings(['--resources', 'r.yaml'], { ROUTER_PORT: '65536' })).toThrow('ROUTER_PORT: expected an integer from 1 to 65535; got "65536"');
     expect(parseSettings(['--resources', 'r.yaml', '--port', '1'], {})!.port).toBe(1);
   });
 
@@ -67,24 +67,24 @@ describe('parseSettings', () => {
     [['--resources', 'r', '--Port', '18090'], {}, 'unknown option "--Port"; did you mean --port?'],
     [['--resources'], {}, '--resources needs a value'],
     [['--resources', 'r', '--host', ''], {}, '--host needs a value, got an empty one'],
-    [['--resources', 'r', '--host', '0.0.0.0:8080'], {}, '--host: give the address alone ("0.0.0.0"); the port is --port (ROUTER_PORT), got "0.0.0.0:8080"'],
-    [['--resources', 'r'], { ROUTER_HOST: 'localhost:9000' }, 'ROUTER_HOST: give the address alone ("localhost")'],
-    [['--resources', 'r', '--host', '[::'], {}, '--host: expected an address or host name (an IPv6 address with or without brackets), got "[::"'],
+    [['--resources', 'r', '--host', '0.0.0.0:8080'], {}, '--host: expected the address alone ("0.0.0.0"), the port is --port (ROUTER_PORT); got "0.0.0.0:8080"'],
+    [['--resources', 'r'], { ROUTER_HOST: 'localhost:9000' }, 'ROUTER_HOST: expected the address alone ("localhost")'],
+    [['--resources', 'r', '--host', '[::'], {}, '--host: expected an address or host name (an IPv6 address with or without brackets); got "[::"'],
     [['--resources', 'r', '--host', '[localhost]'], {}, '--host: expected an address or host name'],
     [['--resources', 'r', '--port='], {}, '--port needs a value, got an empty one'],
     [['--resources', 'r', '--workers', ' '], {}, '--workers needs a value, got an empty one'],
     [['--resources', ''], {}, '--resources needs a value, got an empty one'],
     [[], {}, 'no resources'],
-    [['--resources', 'r', '--port', '70000'], {}, '--port: expected an integer from 1 to 65535, got 70000'],
-    [['--resources', 'r'], { ROUTER_WORKERS: '0' }, 'ROUTER_WORKERS: expected an integer from 1 to 256, got 0'],
+    [['--resources', 'r', '--port', '70000'], {}, '--port: expected an integer from 1 to 65535; got "70000"'],
+    [['--resources', 'r'], { ROUTER_WORKERS: '0' }, 'ROUTER_WORKERS: expected an integer from 1 to 256; got "0"'],
     [['--resources', 'r'], { ROUTER_DRAIN_TIMEOUT: 'soon' }, 'ROUTER_DRAIN_TIMEOUT: expected a duration'],
-    [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected "file" or "kubernetes"'],
+    [['--resources', 'r'], { ROUTER_SOURCE: 'etcd' }, 'ROUTER_SOURCE: expected file or kubernetes; got "etcd"'],
     [['--resources', 'r', '--kubernetes'], {}, '--resources and --kubernetes exclude each other'],
     [['--resources', 'r'], { ROUTER_SOURCE: 'kubernetes' }, '--resources and ROUTER_SOURCE=kubernetes exclude each other'],
-    [['--resources', 'r'], { RATE_LIMIT_LOCAL_LEASES: 'off' }, 'RATE_LIMIT_LOCAL_LEASES: expected "true" or "false", got "off"'],
-    [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '4MiB' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got "4MiB"'],
-    [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '0' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824, got 0'],
-    [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'yes' }, 'ROUTER_ALLOW_UWS_FALLBACK: expected "true" or "false", got "yes"'],
+    [['--resources', 'r'], { RATE_LIMIT_LOCAL_LEASES: 'off' }, 'RATE_LIMIT_LOCAL_LEASES: expected true or false; got "off"'],
+    [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '4MiB' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824; got "4MiB"'],
+    [['--resources', 'r'], { ROUTER_RESOURCES_MAX_BYTES: '0' }, 'ROUTER_RESOURCES_MAX_BYTES: expected an integer from 1 to 1073741824; got "0"'],
+    [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'yes' }, 'ROUTER_ALLOW_UWS_FALLBACK: expected true or false; got "yes"'],
     [['--resources', 'r'], { ROUTER_ALLOW_UWS_FALLBACK: 'true' }, 'ROUTER_ALLOW_UWS_FALLBACK=true is no longer supported: the router runs only on a native uWebSockets.js build'],
   ] as const)('rejects %j %j', (argv, env, msg) => {
     expect(() => parseSettings(argv, env)).toThrow(UsageError);
@@ -111,7 +111,7 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(parseSettings(['--resources', 'r'], {})!.workerSemiSpaceMb).toBe(16);
     expect(parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '0' })!.workerSemiSpaceMb).toBe(0);
     expect(parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '64' })!.workerSemiSpaceMb).toBe(64);
-    expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '16MB' })).toThrow('ROUTER_WORKER_SEMI_SPACE_MB: expected an integer from 0 to 256, got "16MB"');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '16MB' })).toThrow('ROUTER_WORKER_SEMI_SPACE_MB: expected an integer from 0 to 256; got "16MB"');
     expect(() => parseSettings(['--resources', 'r'], { ROUTER_WORKER_SEMI_SPACE_MB: '512' })).toThrow(UsageError);
   });
 
@@ -132,7 +132,7 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(parseSettings(['--resources', 'r'], {})!.upstreamConnections).toBe(1024);
     expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '' })!.upstreamConnections).toBe(1024);
     expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '4096' })!.upstreamConnections).toBe(4096);
-    expect(() => parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '0' })).toThrow('ROUTER_UPSTREAM_CONNECTIONS: expected an integer from 1 to 65535, got 0');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '0' })).toThrow('ROUTER_UPSTREAM_CONNECTIONS: expected an integer from 1 to 65535; got "0"');
     expect(() => parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: 'many' })).toThrow(UsageError);
   });
 
@@ -150,6 +150,6 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(parseSettings(['--resources', 'r'], { ACCESS_LOG_FORMAT: 'json', ROUTER_LOG_FORMAT: 'text' })!.logFormat).toBe('text');
     expect(parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'json' })!.logFormat).toBe('json');
     expect(() => parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'xml' })).toThrow(UsageError);
-    expect(() => parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'xml' })).toThrow('ROUTER_LOG_FORMAT: expected "json" or "text", got "xml"');
+    expect(() => parseSettings(['--resources', 'r'], { ROUTER_LOG_FORMAT: 'xml' })).toThrow('ROUTER_LOG_FORMAT: expected json or text; got "xml"');
   });
 });

@@ -29,13 +29,13 @@ describe('parseAccessLogSettings', () => {
   });
 
   it.each([
-    ['ACCESS_LOG_ENABLED', 'yes', /^ACCESS_LOG_ENABLED must be one of true, false .*got "yes"/],
-    ['ACCESS_LOG_ENABLED', 'TRUE', /^ACCESS_LOG_ENABLED must be one of true, false/],
-    ['ACCESS_LOG_FORMAT', 'xml', /^ACCESS_LOG_FORMAT must be one of json, text .*got "xml"/],
-    ['ACCESS_LOG_OUTPUT', ' stdout', /^ACCESS_LOG_OUTPUT must be stdout, stderr or a file path/],
-    ['ACCESS_LOG_BUFFER_BYTES', '16MiB', /^ACCESS_LOG_BUFFER_BYTES must be an integer number of bytes >= 65536/],
-    ['ACCESS_LOG_BUFFER_BYTES', '1024', /^ACCESS_LOG_BUFFER_BYTES must be an integer/],
-    ['ACCESS_LOG_BUFFER_BYTES', '-5', /^ACCESS_LOG_BUFFER_BYTES must be an integer/],
+    ['ACCESS_LOG_ENABLED', 'yes', /^ACCESS_LOG_ENABLED: expected true or false; got "yes"$/],
+    ['ACCESS_LOG_ENABLED', 'TRUE', /^ACCESS_LOG_ENABLED: expected true or false; got "TRUE"$/],
+    ['ACCESS_LOG_FORMAT', 'xml', /^ACCESS_LOG_FORMAT: expected json or text; got "xml"$/],
+    ['ACCESS_LOG_OUTPUT', ' stdout', /^ACCESS_LOG_OUTPUT: expected stdout, stderr or a file path, without white space around it; got " stdout"$/],
+    ['ACCESS_LOG_BUFFER_BYTES', '16MiB', /^ACCESS_LOG_BUFFER_BYTES: expected an integer number of bytes of at least 65536; got "16MiB"$/],
+    ['ACCESS_LOG_BUFFER_BYTES', '1024', /^ACCESS_LOG_BUFFER_BYTES: expected an integer .*; got "1024"$/],
+    ['ACCESS_LOG_BUFFER_BYTES', '-5', /^ACCESS_LOG_BUFFER_BYTES: expected an integer .*; got "-5"$/],
     ['ACCESS_LOG_FLUSH_INTERVAL', 'soon', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration from 0 to 10s, .*got "soon"/],
     ['ACCESS_LOG_FLUSH_INTERVAL', '-1s', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration .*\(negative duration/],
     ['ACCESS_LOG_FLUSH_INTERVAL', '11s', /^ACCESS_LOG_FLUSH_INTERVAL: expected a duration from 0 to 10s, .*got "11s"$/],

@@ -26,14 +26,14 @@ describe('parseRedisLimitSettings', () => {
     expect(s).toEqual({ failureMode: 'closed', timeoutMs: 1500, username: 'router', password: 's3cret', tls: true, tlsCa: null, cluster: true, leases: true, recallWaitMs: 1500 });
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '0' }).recallWaitMs).toBe(0);
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '2s' }).recallWaitMs).toBe(2000);
-    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_LEASES: 'yes' })).toThrow('RATE_LIMIT_REDIS_LEASES: expected true or false, got "yes"');
+    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_LEASES: 'yes' })).toThrow('RATE_LIMIT_REDIS_LEASES: expected true or false; got "yes"');
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '75' }).timeoutMs).toBe(75);
     expect(parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'OPEN' }).failureMode).toBe('open');
   });
 
   it('errors name the variable and the allowed values', () => {
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'fail' })).toThrow(
-      'RATE_LIMIT_REDIS_FAILURE_MODE: expected one of local, open, closed, got "fail"',
+      'RATE_LIMIT_REDIS_FAILURE_MODE: expected local, open or closed; got "fail"',
     );
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: 'soon' })).toThrow(/^RATE_LIMIT_REDIS_TIMEOUT: expected a duration from 1ms to 1m, .*got "soon" \(invalid duration/);
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '0' })).toThrow(/RATE_LIMIT_REDIS_TIMEOUT: expected a duration from 1ms to 1m/);
@@ -41,8 +41,8 @@ describe('parseRedisLimitSettings', () => {
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: 'a while' })).toThrow(/^RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration from 0 to 2s, .*got "a while"/);
     // Longer than LEASES_FORFEIT_MS is of no use: the leases still out are forfeit by then.
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '3s' })).toThrow('RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration from 0 to 2s, such as 500ms or 30s, or a number of milliseconds; got "3s"');
-    expect(() => parseRedisLimitSettings({ REDIS_TLS: 'yes' })).toThrow('REDIS_TLS: expected true or false, got "yes"');
-    expect(() => parseRedisLimitSettings({ REDIS_CLUSTER: 'on' })).toThrow('REDIS_CLUSTER: expected true or false, got "on"');
+    expect(() => parseRedisLimitSettings({ REDIS_TLS: 'yes' })).toThrow('REDIS_TLS: expected true or false; got "yes"');
+    expect(() => parseRedisLimitSettings({ REDIS_CLUSTER: 'on' })).toThrow('REDIS_CLUSTER: expected true or false; got "on"');
   });
 
   it('REDIS_TLS_CA_FILE: read at start; a missing file or one without a certificate names the variable', () => {
@@ -53,9 +53,9 @@ describe('parseRedisLimitSettings', () => {
       writeFileSync(join(dir, 'key.pem'), '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n');
       expect(parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'ca.pem') }).tlsCa).toBe(pem);
       expect(() => parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'missing.pem') })).toThrow(
-        /^REDIS_TLS_CA_FILE: expected a readable PEM file of CA certificates, cannot read ".*missing\.pem" \(ENOENT/,
+        /^REDIS_TLS_CA_FILE: expected a readable PEM file of CA certificates; got ".*missing\.pem" \(cannot read it: ENOENT/,
       );
-      expect(() => parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'key.pem') })).toThrow(/^REDIS_TLS_CA_FILE: .* holds no "-----BEGIN CERTIFICATE-----"/);
+      expect(() => parseRedisLimitSettings({ REDIS_TLS_CA_FILE: join(dir, 'key.pem') })).toThrow(/^REDIS_TLS_CA_FILE: expected a PEM file of CA certificates; got ".*key\.pem" \(it holds no "-----BEGIN CERTIFICATE-----"\)$/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -24,14 +24,14 @@ describe('tokenizer settings', () => {
   });
 
   it.each([
-    ['ROUTER_TOKEN_ESTIMATOR', 'tiktoken', /ROUTER_TOKEN_ESTIMATOR must be one of bpe, chars/],
+    ['ROUTER_TOKEN_ESTIMATOR', 'tiktoken', /^ROUTER_TOKEN_ESTIMATOR: expected bpe or chars; got "tiktoken"$/],
     ['ROUTER_TOKEN_ESTIMATOR', 'BPE', /ROUTER_TOKEN_ESTIMATOR/],
-    ['ROUTER_TOKENIZER_INLINE_MAX_CHARS', '-1', /ROUTER_TOKENIZER_INLINE_MAX_CHARS must be an integer from 0 to/],
+    ['ROUTER_TOKENIZER_INLINE_MAX_CHARS', '-1', /^ROUTER_TOKENIZER_INLINE_MAX_CHARS: expected an integer from 0 to 1000000; got "-1"$/],
     ['ROUTER_TOKENIZER_INLINE_MAX_CHARS', '1.5', /ROUTER_TOKENIZER_INLINE_MAX_CHARS/],
-    ['ROUTER_TOKENIZER_POOL_SIZE', '17', /ROUTER_TOKENIZER_POOL_SIZE must be an integer from 0 to 16/],
+    ['ROUTER_TOKENIZER_POOL_SIZE', '17', /^ROUTER_TOKENIZER_POOL_SIZE: expected an integer from 0 to 16; got "17"$/],
     ['ROUTER_TOKENIZER_POOL_SIZE', 'two', /ROUTER_TOKENIZER_POOL_SIZE/],
-    ['ROUTER_TOKENIZER_QUEUE', '1e3', /ROUTER_TOKENIZER_QUEUE must be an integer/],
-    ['ROUTER_TOKENIZER_BUDGET_MS', '0', /ROUTER_TOKENIZER_BUDGET_MS must be an integer from 1 to 60000/],
+    ['ROUTER_TOKENIZER_QUEUE', '1e3', /^ROUTER_TOKENIZER_QUEUE: expected an integer from 0 to 10000; got "1e3"$/],
+    ['ROUTER_TOKENIZER_BUDGET_MS', '0', /^ROUTER_TOKENIZER_BUDGET_MS: expected an integer from 1 to 60000; got "0"$/],
     ['ROUTER_TOKENIZER_BUDGET_MS', ' 200', /ROUTER_TOKENIZER_BUDGET_MS/],
   ])('%s=%j is rejected', (name, value, message) => {
     expect(() => parseTokenizerSettings({ [name]: value })).toThrow(message);
