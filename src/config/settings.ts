@@ -170,6 +170,24 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     const v = flags.get(flag) ?? env[envName];
     return v === undefined || v === '' ? undefined : v;
   };
+  /**
+   * The flag's value read, else the variable's; undefined when neither is given. A variable the
+   * flag overrides is read all the same: a bad value there is refused, not left to surface the
+   * day the flag is dropped.
+   */
+  const flagOrEnv = <T>(flag: string, envName: string, read: (name: string, raw: string) => T): T | undefined => {
+    const given = flags.get(flag);
+    const fromFlag = given === undefined ? undefined : read(flag, given);
+    const raw = env[envName];
+    if (raw === undefined || raw === '') return fromFlag;
+    try {
+      const fromEnv = read(envName, raw);
+      return fromFlag ?? fromEnv;
+    } catch (err) {
+      if (given === undefined || !(err instanceof UsageError)) throw err;
+      throw new UsageError(`${err.message} (${flag} overrides it, but a bad value is refused all the same)`);
+    }
+  };
 
   const sourceEnv = env.ROUTER_SOURCE;
   if (sourceEnv !== undefined && sourceEnv !== '' && sourceEnv !== 'file' && sourceEnv !== 'kubernetes') {
@@ -184,8 +202,9 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     throw new UsageError(`--resources and ${kubernetes ? '--kubernetes' : 'ROUTER_SOURCE=kubernetes'} exclude each other`);
   }
 
-  const portRaw = pick('--port', 'ROUTER_PORT');
-  const workersRaw = pick('--workers', 'ROUTER_WORKERS');
+  const port = flagOrEnv('--port', 'ROUTER_PORT', (name, raw) => parseIntIn(name, raw, 1, 65535));
+  const host = flagOrEnv('--host', 'ROUTER_HOST', listenHost);
+  const workers = flagOrEnv('--workers', 'ROUTER_WORKERS', (name, raw) => parseIntIn(name, raw, 1, 256));
   const bodyRaw = env.ROUTER_MAX_BODY_BYTES;
   const headRaw = env.ROUTER_MAX_HEADER_BYTES;
   const resourcesMaxRaw = env.ROUTER_RESOURCES_MAX_BYTES;
@@ -199,11 +218,9 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     source,
     resources: source === 'file' ? resources : null,
     // Not 0: every worker would listen on a port of its own choosing, none of them known.
-    port: portRaw === undefined ? 8080 : parseIntIn(flags.has('--port') ? '--port' : 'ROUTER_PORT', portRaw, 1, 65535),
-    host: listenHost(flags.has('--host') ? '--host' : 'ROUTER_HOST', pick('--host', 'ROUTER_HOST') ?? '0.0.0.0'),
-    workers: workersRaw === undefined
-      ? availableParallelism()
-      : parseIntIn(flags.has('--workers') ? '--workers' : 'ROUTER_WORKERS', workersRaw, 1, 256),
+    port: port ?? 8080,
+    host: host ?? '0.0.0.0',
+    workers: workers ?? availableParallelism(),
     apiGroup,
     namespace: env.ROUTER_NAMESPACE || null,
     drainTimeoutMs: durationMs('ROUTER_DRAIN_TIMEOUT', env.ROUTER_DRAIN_TIMEOUT, 30_000, ABOVE_ZERO),

@@ -83,6 +83,17 @@ describe('start-up checks', () => {
     const r2 = run(['--resource', 'examples/resources.yaml']);
     expect(r2.status).toBe(2);
     expect(r2.stderr).toBe('inference-router: unknown option "--resource"; did you mean --resources?\nRun with --help for usage.\n');
+    const r3 = run(['--resources', 'examples/resources.yaml', '--prot', '18090']);
+    expect(r3.status).toBe(2);
+    expect(r3.stderr).toBe('inference-router: unknown option "--prot"; did you mean --port?\nRun with --help for usage.\n');
+  });
+
+  it('a bad variable that a flag overrides (ROUTER_PORT=abc with --port) exits 2 naming it, as with no flag', async () => {
+    const port = String(await freePort());
+    const r = run(['--resources', 'examples/resources.yaml', '--port', port, '--workers', '1'], { ROUTER_PORT: 'abc' });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toBe('inference-router: ROUTER_PORT: expected an integer from 1 to 65535; got "abc" '
+      + '(--port overrides it, but a bad value is refused all the same)\nRun with --help for usage.\n');
   });
 
   it('a bad setting of any part (access log, rate limits, tokenizer) exits 2 naming it, pointing at --help as a bad flag does', () => {

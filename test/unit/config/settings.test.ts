@@ -47,6 +47,21 @@ describe('parseSettings', () => {
     }
   });
 
+  it('refuses a bad variable that a flag overrides, as if no flag were given, saying the flag is given too', () => {
+    const over = (flag: string) => ` (${flag} overrides it, but a bad value is refused all the same)`;
+    expect(() => parseSettings(['--resources', 'r', '--port', '18094'], { ROUTER_PORT: 'abc' }))
+      .toThrow(new UsageError(`ROUTER_PORT: expected an integer from 1 to 65535; got "abc"${over('--port')}`));
+    expect(() => parseSettings(['--resources', 'r', '--workers=2'], { ROUTER_WORKERS: '0' }))
+      .toThrow(new UsageError(`ROUTER_WORKERS: expected an integer from 1 to 256; got "0"${over('--workers')}`));
+    expect(() => parseSettings(['--resources', 'r', '--host', '127.0.0.1'], { ROUTER_HOST: 'localhost:9000' }))
+      .toThrow(`ROUTER_HOST: expected the address alone ("localhost"), the port is --port (ROUTER_PORT); got "localhost:9000"${over('--host')}`);
+    // Both bad: the flag is named, as it is the value that would be used.
+    expect(() => parseSettings(['--resources', 'r', '--port', 'x'], { ROUTER_PORT: 'abc' })).toThrow(/^--port: expected an integer from 1 to 65535; got "x"$/);
+    // Both good, or the variable empty (unset): the flag's value.
+    expect(parseSettings(['--resources', 'r', '--port', '18094', '--host', '::1', '--workers', '2'], { ROUTER_PORT: '9000', ROUTER_HOST: '[::]', ROUTER_WORKERS: '' }))
+      .toMatchObject({ port: 18094, host: '::1', workers: 2 });
+  });
+
   it('returns null for --help', () => {
     expect(parseSettings(['--help'], {})).toBeNull();
   });
