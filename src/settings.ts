@@ -1,4 +1,5 @@
 import { deepFreeze } from './config/deep-freeze.js';
+import { bareMillisecondsWarning } from './config/duration-setting.js';
 import { parseSettings, type RouterSettings } from './config/settings.js';
 import { parseAccessLogSettings, type AccessLogSettings } from './observe/access-log-settings.js';
 import { parseSchedulerSettings, type SchedulerSettings } from './pick/scheduler-settings.js';
@@ -23,21 +24,59 @@ export interface Settings extends RouterSettings {
   readonly scheduler: SchedulerSettings;
   /** OTEL_* (docs/tracing.md); null = tracing off. */
   readonly tracing: TraceSettings | null;
+  /** Values accepted but likely mistaken, each a `warn` line the primary logs at start. */
+  readonly warnings: readonly SettingWarning[];
 }
+
+export interface SettingWarning {
+  readonly variable: string;
+  readonly message: string;
+}
+
+/**
+ * Every variable read with durationSetting (a test keeps the list complete). One given as a bare
+ * number from 1 to 999 is warned about at start when the same number in seconds is accepted too
+ * (bareMillisecondsWarning).
+ */
+export const DURATION_VARIABLES: readonly string[] = [
+  'ROUTER_DRAIN_DELAY', 'ROUTER_DRAIN_TIMEOUT', 'ROUTER_UPSTREAM_TIMEOUT', 'ROUTER_UPSTREAM_IDLE_TIMEOUT',
+  'ROUTER_POD_METRICS_INTERVAL', 'ROUTER_OUTLIER_BASE_EJECTION', 'ROUTER_OUTLIER_MAX_EJECTION',
+  'ACCESS_LOG_FLUSH_INTERVAL', 'RATE_LIMIT_REDIS_TIMEOUT', 'RATE_LIMIT_REDIS_RECALL_WAIT',
+];
 
 /**
  * Returns null when --help was asked for. Throws UsageError on a bad flag or router setting, an
  * Error naming the variable on a bad part setting (checked in this order).
  */
 export function parseAllSettings(argv: readonly string[], env: NodeJS.ProcessEnv): Settings | null {
+  const parts = parseParts(argv, env);
+  if (parts === null) return null;
+  const warnings = DURATION_VARIABLES.flatMap((variable) => {
+    const message = bareMillisecondsWarning(variable, env[variable]);
+    // Only where seconds are a possible meaning: the settings read again with the number in seconds.
+    return message === null || !accepted(() => parseParts(argv, { ...env, [variable]: `${env[variable]!.trim()}s` })) ? [] : [{ variable, message }];
+  });
+  return deepFreeze({ ...parts, warnings });
+}
+
+function parseParts(argv: readonly string[], env: NodeJS.ProcessEnv): Omit<Settings, 'warnings'> | null {
   const router = parseSettings(argv, env);
   if (router === null) return null;
-  return deepFreeze({
+  return {
     ...router,
     accessLog: parseAccessLogSettings(env),
     tokenizer: parseTokenizerSettings(env),
     redisLimits: parseRedisLimitSettings(env),
     scheduler: parseSchedulerSettings(env),
     tracing: parseTraceSettings(env),
-  });
+  };
+}
+
+function accepted(parse: () => unknown): boolean {
+  try {
+    parse();
+    return true;
+  } catch {
+    return false;
+  }
 }

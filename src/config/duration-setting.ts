@@ -40,6 +40,23 @@ export function durationSetting(name: string, raw: string | undefined, unset: nu
   return Math.ceil(ms);
 }
 
+/**
+ * A number without a unit is milliseconds, so `ROUTER_UPSTREAM_TIMEOUT=5` (5 seconds meant) is
+ * 5 ms, and every request times out. Such values stay valid (configurations written in
+ * milliseconds use them), but one from 1 to 999 may be seconds meant: the warning the router
+ * logs at start for it, or null (no bare number, 0, or 1000 and above, where milliseconds are
+ * the likely meaning). The caller decides whether seconds would be accepted at all
+ * (RATE_LIMIT_REDIS_TIMEOUT=80 cannot mean 80 s: at most 60 s).
+ */
+export function bareMillisecondsWarning(name: string, raw: string | undefined): string | null {
+  const text = raw?.trim() ?? '';
+  if (!BARE_MILLISECONDS.test(text)) return null;
+  const ms = Number(text);
+  if (ms < 1 || ms >= 1000) return null;
+  return `${name}=${text} is read as ${ms} millisecond${ms === 1 ? '' : 's'}: a number without a unit is milliseconds; ` +
+    `write ${ms}s for seconds, or ${ms}ms to keep milliseconds without this warning`;
+}
+
 function rangeText(r: DurationRange): string {
   if (r.max === Infinity) return r.aboveMin === true ? `above ${shown(r.min)}` : `of at least ${shown(r.min)}`;
   return r.aboveMin === true ? `above ${shown(r.min)}, up to ${shown(r.max)}` : `from ${shown(r.min)} to ${shown(r.max)}`;

@@ -48,6 +48,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     source: settings.source, resources: settings.resources ?? settings.namespace, auth: settings.authConfig !== null,
     tracing: settings.tracing !== null,
   });
+  for (const w of settings.warnings) ops.warn('start', w.message, { variable: w.variable });
   if (settings.maxHeaderBytesSet && buildInfo.uws === 'uws-20.30') {
     ops.warn('start', `ROUTER_MAX_HEADER_BYTES=${settings.maxHeaderBytes} is not applied: the uWS 20.30 build (Node 20) reads request heads up to its own fixed limit, about 74 KB; Node 22 or 24 load the 20.57 build, which applies it`);
   }

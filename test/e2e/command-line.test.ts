@@ -3,7 +3,7 @@ import { connect, createServer } from 'node:net';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, freePort, resourcesFor, ROOT, tempDir } from '../helpers/processes.js';
+import { CLI, freePort, resourcesFor, ROOT, startRouter, tempDir } from '../helpers/processes.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -101,6 +101,22 @@ describe('start-up checks', () => {
       const r = run(['--resources', 'x.yaml'], { [name]: value });
       expect(r.status, name).toBe(2);
       expect(r.stderr, name).toMatch(new RegExp(`^inference-router: ${name}\\b.*"${value}".*\\nRun with --help for usage\\.\\n$`));
+    }
+  });
+
+  it('a duration given as a bare number below 1000 starts the router with one warn line of the operational log for it', async () => {
+    // RATE_LIMIT_REDIS_TIMEOUT=80 cannot mean 80 s (at most 60 s): no warning; ROUTER_DRAIN_DELAY=0 (the helper's) neither.
+    const router = await startRouter(resourcesFor([{ name: 'p', port: 1 }]), {
+      workers: 2, env: { ROUTER_UPSTREAM_TIMEOUT: '5', RATE_LIMIT_REDIS_TIMEOUT: '80', ROUTER_LOG_FORMAT: 'json' },
+    });
+    try {
+      const lines = router.stderr().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.filter((l) => l.level === 'warn'), router.stderr()).toEqual([expect.objectContaining({
+        process: 'primary', event: 'start', variable: 'ROUTER_UPSTREAM_TIMEOUT',
+        message: 'ROUTER_UPSTREAM_TIMEOUT=5 is read as 5 milliseconds: a number without a unit is milliseconds; write 5s for seconds, or 5ms to keep milliseconds without this warning',
+      })]);
+    } finally {
+      await router.stop();
     }
   });
 

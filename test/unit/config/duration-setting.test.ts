@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { durationSetting, shown } from '../../../src/config/duration-setting.js';
+import { bareMillisecondsWarning, durationSetting, shown } from '../../../src/config/duration-setting.js';
 
 const UP_TO_10S = { min: 0, max: 10_000 };
 
@@ -34,5 +34,18 @@ describe('durationSetting', () => {
 
   it('shows bounds as durations', () => {
     expect([0, 1, 50, 1_000, 1_500, 60_000, 600_000, 3_600_000, 86_400_000].map(shown)).toEqual(['0', '1ms', '50ms', '1s', '1500ms', '1m', '10m', '1h', '24h']);
+  });
+});
+
+describe('bareMillisecondsWarning', () => {
+  it('warns of a number without a unit from 1 to 999: read as milliseconds, how to write seconds, how to keep milliseconds', () => {
+    expect(bareMillisecondsWarning('ROUTER_UPSTREAM_TIMEOUT', '5')).toBe(
+      'ROUTER_UPSTREAM_TIMEOUT=5 is read as 5 milliseconds: a number without a unit is milliseconds; write 5s for seconds, or 5ms to keep milliseconds without this warning');
+    expect(bareMillisecondsWarning('X', ' 999\n')).toBe('X=999 is read as 999 milliseconds: a number without a unit is milliseconds; write 999s for seconds, or 999ms to keep milliseconds without this warning');
+    expect(bareMillisecondsWarning('X', '1')).toMatch(/^X=1 is read as 1 millisecond: /);
+  });
+
+  it('is silent for 0 (none in any unit), 1000 and more (milliseconds meant), a unit, or nothing', () => {
+    for (const raw of ['0', '000', '1000', '30000', '5ms', '5s', '1m30s', 'soon', '', undefined]) expect(bareMillisecondsWarning('X', raw), String(raw)).toBeNull();
   });
 });
