@@ -13,7 +13,7 @@ export function apiFor(url: string): InferenceApi {
 }
 
 /** The /v1 endpoints the router serves with POST; another method on them answers 405 (allow: POST). */
-const POST_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', RESPONSES_PATH];
+export const POST_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', RESPONSES_PATH];
 const POST_ENDPOINTS: ReadonlySet<string> = new Set(POST_PATHS);
 
 export function isPostEndpoint(url: string): boolean {

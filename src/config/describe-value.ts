@@ -11,6 +11,11 @@ export function describe(v: unknown): string {
   return typeof v === 'object' ? 'a mapping' : typeof v;
 }
 
+/** A value in a message: a string quoted as written, anything else as describe() tells it. */
+export function quoted(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : describe(v);
+}
+
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 }

@@ -4,7 +4,7 @@
  * with the same checks. `fail(path, problem)` throws the caller's error type.
  */
 import { redisAddressProblem } from './addresses.js';
-import { describe, isPlainObject } from './describe-value.js';
+import { describe, isPlainObject, quoted } from './describe-value.js';
 import { nearName } from './near-name.js';
 import { WINDOW_UNITS, type RateLimitMode, type RateLimitSpec, type WindowUnit } from './resource-types.js';
 
@@ -47,9 +47,9 @@ function expected(path: string, what: string, got: unknown, fail: FailFn): never
 
 /** A value that is none of `choices`: a string quoted as written, with the choice it is likely a misspelling of (`minutes`: minute). */
 function oneOf(path: string, choices: readonly string[], got: unknown, fail: FailFn): never {
-  if (typeof got !== 'string') return expected(path, `one of ${choices.join(', ')}`, got, fail);
-  const near = nearName(got, choices);
-  return fail(path, `expected one of ${choices.join(', ')}, got ${JSON.stringify(got)}${near === null ? '' : `; did you mean ${near}?`}`);
+  if (got === undefined || got === null) return expected(path, `one of ${choices.join(', ')}`, got, fail);
+  const near = typeof got === 'string' ? nearName(got, choices) : null;
+  return fail(path, `expected one of ${choices.join(', ')}, got ${quoted(got)}${near === null ? '' : `; did you mean ${near}?`}`);
 }
 
 function mapping(v: unknown, path: string, fail: FailFn): Record<string, unknown> {

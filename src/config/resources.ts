@@ -10,7 +10,7 @@ import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
 import { parseRateLimit } from './rate-limit-spec.js';
 import { nearName } from './near-name.js';
-import { describe, isPlainObject } from './describe-value.js';
+import { describe, isPlainObject, quoted } from './describe-value.js';
 import {
   API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
   type StringMatch, type TargetModel,
@@ -232,11 +232,6 @@ export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined
 }
 
 const KINDS = ['ModelRoute', 'ModelServer'] as const;
-
-/** A value in a message: a string quoted as written, anything else as describe() tells it. */
-function quoted(v: unknown): string {
-  return typeof v === 'string' ? JSON.stringify(v) : describe(v);
-}
 
 /**
  * What to do about an apiVersion of another group or version: resources of the same API under

@@ -6,6 +6,7 @@
  */
 import { RouterError } from '../errors.js';
 import { nearName } from '../config/near-name.js';
+import { isPostEndpoint, POST_PATHS } from '../api/api-registry.js';
 
 /** What a path outside the API is told the router serves. */
 const SERVED_PATHS = 'inference: POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses; '
@@ -50,21 +51,19 @@ export function v1TwiceError(url: string): RouterError {
     + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)', 404, null, 'unknown_endpoint');
 }
 
-/** The router's inference endpoints, which a misspelt path is told of. */
-const INFERENCE_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/responses'];
 const SHORTEST_NEAR = '/v1/response'.length - 1;
 const LONGEST_NEAR = '/v1/chat/completions'.length + 2;
 
 /**
- * The inference endpoint `url` is a misspelling of (within two letters, or another case:
+ * The inference endpoint (api-registry's POST_PATHS) `url` is a misspelling of (within two letters, or another case:
  * `/v1/chat/completion`, `/v1/Completions`, a trailing `/`), or null. Such a path is no endpoint
  * of a model server either: forwarded, the pod's 404 would name no cause.
  */
 export function misspeltEndpoint(url: string): string | null {
   // An endpoint itself comes here with a query string (which makes it no known path): no edit
   // distances computed for it.
-  if (url.length < SHORTEST_NEAR || url.length > LONGEST_NEAR || INFERENCE_PATHS.includes(url)) return null;
-  return nearName(url, INFERENCE_PATHS);
+  if (url.length < SHORTEST_NEAR || url.length > LONGEST_NEAR || isPostEndpoint(url)) return null;
+  return nearName(url, POST_PATHS);
 }
 
 /** The 404 of a misspelt endpoint, naming the one meant. */
