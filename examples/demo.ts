@@ -54,7 +54,7 @@ function stop(code = 0): void {
   if (tempDir !== null) rmSync(tempDir, { recursive: true, force: true });
   // The router first, then the pods it drains to: stopped together, the router logged the pods'
   // /metrics refusing its scrapes while it drained.
-  const router = children.filter((c) => c !== podProcs[0] && c !== podProcs[1]);
+  const router = children.filter((c) => !podProcs.includes(c));
   for (const c of router) c.kill('SIGTERM');
   // A child that does not stop in time is killed: the demo never leaves a process behind.
   setTimeout(() => {

@@ -394,7 +394,7 @@ export async function startMockBackend(options: Partial<MockOptions> = {}, hooks
  * The most output tokens the request allows (`max_tokens`; chat's `max_completion_tokens` first;
  * the Responses API's `max_output_tokens`), or null when it names none (or not a positive integer).
  */
-export function requestedMaxTokens(body: Record<string, unknown>, api: string): number | null {
+function requestedMaxTokens(body: Record<string, unknown>, api: string): number | null {
   const v = api === 'responses' ? body.max_output_tokens
     : api === 'chat' ? body.max_completion_tokens ?? body.max_tokens
       : body.max_tokens;
