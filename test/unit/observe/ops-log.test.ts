@@ -106,10 +106,12 @@ describe('OpsLog', () => {
 
   it('json: the line saying that lines were dropped (a reader behind) is a JSON line too', async () => {
     const writer = new URL('./fixtures/ops-log-writer.mjs', import.meta.url).pathname;
-    const child = spawn(process.execPath, [writer, 'flood'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    // Not read for a while: the 2.4 MB logged at once overflow the writer's queue.
+    const child = spawn(process.execPath, [writer, 'flood'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Not read until the child has logged everything (it says so on stdout): the 2.4 MB logged at
+    // once overflow the writer's queue. (A timer instead let a child slow to start, on a loaded
+    // machine, log to a reader already reading.)
     child.stderr!.pause();
-    setTimeout(() => child.stderr!.resume(), 300);
+    child.stdout!.once('data', () => child.stderr!.resume());
     let text = '';
     child.stderr!.setEncoding('utf8').on('data', (d: string) => { text += d; });
     await new Promise((resolve) => child.on('close', resolve));
