@@ -46,9 +46,14 @@ export const SHAPES: readonly Shape[] = [
   { name: 'settles + 1 admission + a lease asked', delta: -5, out: 40, lease: 10_000, admissions: 1 },
 ];
 
-/** The batch script's key and arguments for one call of `shape` (connection.ts irBatchBuffer, the server's clock). */
-export function batchArgs(base: string, shape: Shape): (string | number)[] {
+/**
+ * The batch script's key and arguments for one call of `shape` (connection.ts irBatchBuffer, the
+ * server's clock; the corrections' window not known). `correctionWindow`: whether the script reads
+ * that argument (a tree built before it was added does not: script.usesCorrectionWindow).
+ */
+export function batchArgs(base: string, shape: Shape, correctionWindow = true): (string | number)[] {
   const args: (string | number)[] = [base, 'day', '', shape.delta, shape.out, Number.MAX_SAFE_INTEGER, -1, shape.lease, 0, 0, 0, '', shape.delta < 0 ? -shape.delta : 0];
+  if (correctionWindow) args.push(-1);
   for (let i = 0; i < shape.admissions; i++) args.push(TOKENS);
   return args;
 }
@@ -59,10 +64,15 @@ async function loadScript(tree: string): Promise<string> {
   return (await import(file) as { BATCH_LUA: string }).BATCH_LUA;
 }
 
+/** Whether a tree's batch script reads the corrections' window (ARGV[13]; its admissions then start at ARGV[14]). */
+export function usesCorrectionWindow(script: string): boolean {
+  return script.includes('for i = 14, n do');
+}
+
 /** µs Redis ran per call, over `calls` calls of `shape` with script `sha` (the stats reset first). */
-async function usecPerCall(redis: Redis, address: string, sha: string, shape: Shape, calls: number, base: string): Promise<number> {
+async function usecPerCall(redis: Redis, address: string, sha: string, shape: Shape, calls: number, base: string, correctionWindow: boolean): Promise<number> {
   await redis.config('RESETSTAT');
-  const args = batchArgs(base, shape);
+  const args = batchArgs(base, shape, correctionWindow);
   for (let done = 0; done < calls; done += IN_FLIGHT) {
     const replies: Promise<unknown>[] = [];
     for (let k = 0; k < IN_FLIGHT; k++) replies.push(redis.evalsha(sha, 1, ...args));
@@ -97,7 +107,7 @@ async function main(): Promise<void> {
         const order = r % 2 === 0 ? trees.map((_, i) => i) : trees.map((_, i) => trees.length - 1 - i);
         for (const t of order) {
           // Each tree and round counts on a route of its own, so one tree's counts never slow the other's.
-          samples[s][t].push(await usecPerCall(redis, address, shas[t], SHAPES[s], calls, `ir:{bench/t${t}r${r}s${s}}`));
+          samples[s][t].push(await usecPerCall(redis, address, shas[t], SHAPES[s], calls, `ir:{bench/t${t}r${r}s${s}}`, usesCorrectionWindow(scripts[t])));
         }
       }
     }

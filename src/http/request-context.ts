@@ -40,6 +40,8 @@ export class RequestContext {
   admittedByFailureMode = 0;
   /** What a store may still charge late of an admission its `open` failure mode admitted (request-admission.ts lateCharges), or null. */
   admittedLateCharges: LateCharge[] | null = null;
+  /** Per limit, the window its store charged (request-admission.ts windows), or null: the process clock's. */
+  admittedWindows: number[] | null = null;
 
   // Outcome.
   statusCode = 0;

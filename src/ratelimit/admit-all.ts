@@ -42,10 +42,13 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
   let chargedByFailureMode = 0;
   /** What a store may still charge late of the admissions its `open` failure mode took (Decision.lateCharge). */
   let lateCharges: LateCharge[] | null = null;
+  /** The window each of `charged` was charged in (Decision.window; -1: the process clock's). */
+  const windows: number[] = [];
   const charge = (t: LimiterTerm, d: Decision): void => {
     chargedByFailureMode |= failureModeBit(d, charged.length);
     lateCharges = withLateCharge(lateCharges, d);
     charged.push(t);
+    windows.push(d.window ?? -1);
   };
   let admitted = true;
   try {
@@ -75,10 +78,10 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
       if (!d.allowed) await t.limiter.adjustInput(t.key, t.limit, inputTokens, d.byFailureMode === true); // shadow: counted past its limit
     }
   } catch (err) {
-    await giveBackInput(charged, inputTokens, chargedByFailureMode, startedAt, lateCharges);
+    await giveBackInput(charged, inputTokens, chargedByFailureMode, startedAt, lateCharges, windows);
     throw err;
   }
-  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode, startedAt, lateCharges);
+  if (!admitted) await giveBackInput(charged, inputTokens, chargedByFailureMode, startedAt, lateCharges, windows);
   for (let i = 0; i < terms.length; i++) {
     // An enforced limit not asked (one before it refused): neither charged nor refused.
     if (decisions[i] === undefined) decisions[i] = { allowed: true, rejectedBy: null, retryAfterSeconds: 1, input: null, output: null };
@@ -87,11 +90,18 @@ export async function admitInOrder(terms: readonly LimiterTerm[], inputTokens: n
 }
 
 /**
- * Whether any of `terms` has its window at `admittedAt` still on at `now`: a request's input
- * belongs to the window that admitted it, and a later one owes it nothing.
+ * Whether term `i`'s input correction or give-back may still be owed at `now`: a request's input
+ * belongs to the window that admitted it, and a later one owes it nothing. With the window its
+ * store charged (`windows`, Decision.window) the store decides by its own clock when it applies it:
+ * owed here. Else by the process clock: its window at `admittedAt` is still on.
  */
-export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number): boolean {
-  for (let i = 0; i < terms.length; i++) if (sameWindow(terms[i].limit.unit, admittedAt, now)) return true;
+export function owedInWindow(terms: readonly LimiterTerm[], i: number, admittedAt: number, now: number, windows: readonly number[] | null): boolean {
+  return (windows !== null && windows[i] >= 0) || sameWindow(terms[i].limit.unit, admittedAt, now);
+}
+
+/** Whether any of `terms` may still be owed a give-back at `now` (owedInWindow). */
+export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: number, now: number, windows: readonly number[] | null = null): boolean {
+  for (let i = 0; i < terms.length; i++) if (owedInWindow(terms, i, admittedAt, now, windows)) return true;
   return false;
 }
 
@@ -99,18 +109,23 @@ export function anyInAdmissionWindow(terms: readonly LimiterTerm[], admittedAt: 
  * Gives back `inputTokens` charged to each of `charged` (a refused admission, or a request that
  * never reached a pod). Bit i of `byFailureMode` set: term i was admitted by its failure mode, and
  * its give-back goes where that charged it (Decision.byFailureMode). With `admittedAt`, only to
- * the terms whose window at that time is still on (anyInAdmissionWindow), and to a Redis store only
+ * the terms whose window at that time is still on (owedInWindow: `windows[i]`, the window a store
+ * with a clock of its own charged, goes with it and that store decides), and to a Redis store only
  * if the instance answering now charged it (redis/store-limiter.ts). A store that fails here is
  * skipped (nothing to give back to it). `lateCharges` (RequestAdmission.lateCharges): what a store
  * may charge late of an admission its `open` failure mode admitted, undone too.
  */
-export async function giveBackInput(charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1, lateCharges: readonly LateCharge[] | null = null): Promise<void> {
+export async function giveBackInput(
+  charged: readonly LimiterTerm[], inputTokens: number, byFailureMode = 0, admittedAt = -1,
+  lateCharges: readonly LateCharge[] | null = null, windows: readonly number[] | null = null,
+): Promise<void> {
   if (inputTokens === 0) return;
   if (lateCharges !== null) for (let i = 0; i < lateCharges.length; i++) lateCharges[i].giveBack();
   const now = admittedAt >= 0 ? Date.now() : 0;
   for (let i = 0; i < charged.length; i++) {
     const t = charged[i];
-    if (admittedAt >= 0 && !sameWindow(t.limit.unit, admittedAt, now)) continue;
-    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens, ((byFailureMode >> i) & 1) === 1, admittedAt); } catch { /* store down: nothing to give back */ }
+    if (admittedAt >= 0 && !owedInWindow(charged, i, admittedAt, now, windows)) continue;
+    const window = windows !== null ? windows[i] : -1;
+    try { await t.limiter.adjustInput(t.key, t.limit, -inputTokens, ((byFailureMode >> i) & 1) === 1, admittedAt, window); } catch { /* store down: nothing to give back */ }
   }
 }

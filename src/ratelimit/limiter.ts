@@ -32,6 +32,15 @@ export interface Decision {
    * out, when the store may still run that call late and charge it (LateCharge). Absent otherwise.
    */
   lateCharge?: LateCharge;
+  /**
+   * Set only by a store that keeps its windows by a clock of its own (Redis: its TIME): the start
+   * (epoch ms of that clock) of the window this decision charged. The request's input corrections
+   * and give-backs carry it (adjustInput's and settle's `window`), and the store applies them only
+   * while that window is on by its own clock: a router whose clock differs from the store's near a
+   * window's end neither drops a give-back its window still owes nor takes one off the next window.
+   * Absent: the window is the process clock's (the local limit's).
+   */
+  window?: number;
 }
 
 /**
@@ -75,16 +84,17 @@ export interface TokenLimiter {
    * with a failure mode (redis/failure-mode.ts) reads it. `admittedAt`: Date.now() when that
    * admission began, before any store was asked (absent or <= 0: not known); only the Redis store
    * reads it, to keep a give-back from an instance that never held the charge (a restart:
-   * redis/store-limiter.ts).
+   * redis/store-limiter.ts). `window`: the admission's Decision.window (< 0 or absent: not known);
+   * only the Redis store reads it, and then applies the correction only in that window.
    */
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void;
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number, window?: number): Promise<void> | void;
   /**
    * Optional: adjustInput(inputDelta) and chargeOutput(outputTokens) in one operation, when the
    * store can do both in one round trip (Redis). Callers fall back to the two calls without it.
-   * `byFailureMode` and `admittedAt` as for adjustInput (they concern the input correction; the
-   * output is charged where the limiter counts now).
+   * `byFailureMode`, `admittedAt` and `window` as for adjustInput (they concern the input
+   * correction; the output is charged where the limiter counts now).
    */
-  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void;
+  settle?(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean, admittedAt?: number, window?: number): Promise<void> | void;
   /**
    * One admission against several limits (route and tenant), atomically: every term gets its own
    * decision (decided as admit() would, against counts that include nothing of this request);

@@ -26,7 +26,7 @@ const NOT_TIMED = -1;
  * (settle only when the inner one has it). Wrap once per limiter (meteredLimiters), not per request.
  */
 export class MeteredLimiter implements TokenLimiter {
-  readonly settle?: (key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean) => Promise<void> | void;
+  readonly settle?: (key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode?: boolean, admittedAt?: number, window?: number) => Promise<void> | void;
 
   constructor(
     private readonly inner: TokenLimiter,
@@ -72,8 +72,8 @@ export class MeteredLimiter implements TokenLimiter {
     return this.inner.chargeOutput(key, limit, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number): Promise<void> | void {
-    return this.inner.adjustInput(key, limit, delta, byFailureMode, admittedAt);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode?: boolean, admittedAt?: number, window?: number): Promise<void> | void {
+    return this.inner.adjustInput(key, limit, delta, byFailureMode, admittedAt, window);
   }
 
   close(): Promise<void> {

@@ -30,6 +30,11 @@ export interface RequestAdmission {
    * unless a call failed).
    */
   readonly lateCharges: LateCharge[] | null;
+  /**
+   * Per term, the window its store charged (Decision.window; -1: the process clock's), which its
+   * input corrections and give-backs carry; null when no store keeps a clock of its own (local mode).
+   */
+  readonly windows: number[] | null;
 }
 
 /**
@@ -49,7 +54,7 @@ export function admitRequest(terms: readonly ScopedTerm[], inputTokens: number):
 }
 
 function alone(t: ScopedTerm, d: Decision): RequestAdmission {
-  return { admitted: d.allowed, shown: d, shownScope: t.scope, shownKey: t.key, byFailureMode: failureModeBit(d, 0), lateCharges: withLateCharge(null, d) };
+  return { admitted: d.allowed, shown: d, shownScope: t.scope, shownKey: t.key, byFailureMode: failureModeBit(d, 0), lateCharges: withLateCharge(null, d), windows: d.window === undefined ? null : [d.window] };
 }
 
 function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission {
@@ -85,7 +90,19 @@ function outcome(terms: readonly ScopedTerm[], ds: Decision[]): RequestAdmission
       best = f;
     }
   }
-  return { admitted: !refused, shown, shownScope: scope, shownKey: key, byFailureMode, lateCharges };
+  return { admitted: !refused, shown, shownScope: scope, shownKey: key, byFailureMode, lateCharges, windows: windowsOf(ds) };
+}
+
+/** Each decision's Decision.window (-1 where it has none), or null when none has one. */
+export function windowsOf(ds: readonly Decision[]): number[] | null {
+  let windows: number[] | null = null;
+  for (let i = 0; i < ds.length; i++) {
+    const w = ds[i].window;
+    if (w === undefined) continue;
+    if (windows === null) windows = new Array<number>(ds.length).fill(-1);
+    windows[i] = w;
+  }
+  return windows;
 }
 
 /** How much of a limit is left, 0..1 (no limit: Infinity). */

@@ -13,10 +13,12 @@ export function settleCounters(
   byFailureMode = false,
   /** Date.now() when that admission began (<= 0: not known; TokenLimiter.adjustInput). */
   admittedAt = 0,
+  /** The admission's Decision.window (< 0: not known; TokenLimiter.adjustInput). */
+  window = -1,
 ): Promise<void> | void {
   if (inputDelta === 0 && outputTokens === 0) return;
-  if (l.settle !== undefined) return l.settle(key, limit, inputDelta, outputTokens, byFailureMode, admittedAt);
-  const adjusted = inputDelta !== 0 ? l.adjustInput(key, limit, inputDelta, byFailureMode, admittedAt) : undefined;
+  if (l.settle !== undefined) return l.settle(key, limit, inputDelta, outputTokens, byFailureMode, admittedAt, window);
+  const adjusted = inputDelta !== 0 ? l.adjustInput(key, limit, inputDelta, byFailureMode, admittedAt, window) : undefined;
   if (adjusted instanceof Promise) return adjusted.then(() => (outputTokens > 0 ? l.chargeOutput(key, limit, outputTokens) : undefined));
   if (outputTokens > 0) return l.chargeOutput(key, limit, outputTokens);
 }

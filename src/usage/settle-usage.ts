@@ -2,9 +2,8 @@ import type { AnswerUsage } from '../api/inference-api.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
-import type { LimiterTerm } from '../ratelimit/admit-all.js';
+import { owedInWindow, type LimiterTerm } from '../ratelimit/admit-all.js';
 import { settleCounters } from '../ratelimit/settle.js';
-import { sameWindow } from '../ratelimit/windows.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 
 /**
@@ -43,24 +42,26 @@ function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: n
   }
   ctx.outputTokens = output;
   if (usage !== null && usage.completionTokens === null && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
-  if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt, ctx.admittedByFailureMode);
+  if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt, ctx.admittedByFailureMode, ctx.admittedWindows);
   // An admission the `open` failure mode took, which Redis may have charged late: corrected there too.
   if (inputDelta !== 0 && ctx.admittedLateCharges !== null) for (const c of ctx.admittedLateCharges) c.correct(inputDelta);
 }
 
 /**
  * Settles every term, each on its own: their limiters are independent, and nothing waits for them.
- * The input correction goes only to a limit whose window that admitted the request is still on:
- * an answer that ends in a later window corrects nothing there (that window owes the request
- * nothing); its output is charged to the window it ends in. Bit i of `byFailureMode`: term i was
- * admitted by its failure mode, so its correction goes where that charged it (failure-mode.ts).
+ * The input correction goes only to a limit whose window that admitted the request is still on
+ * (admit-all.ts owedInWindow: a store with a clock of its own is given the window it charged, and
+ * decides by that clock): an answer that ends in a later window corrects nothing there (that window
+ * owes the request nothing); its output is charged to the window it ends in. Bit i of
+ * `byFailureMode`: term i was admitted by its failure mode, so its correction goes where that
+ * charged it (failure-mode.ts).
  */
-function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number, admittedAt: number, byFailureMode: number): void {
+function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: number, admittedAt: number, byFailureMode: number, windows: readonly number[] | null): void {
   const now = inputDelta !== 0 ? Date.now() : 0;
   for (let i = 0; i < terms.length; i++) {
     const t = terms[i];
-    const delta = inputDelta !== 0 && sameWindow(t.limit.unit, admittedAt, now) ? inputDelta : 0;
-    quietly(t.limiter, t.key, t.limit, delta, output, ((byFailureMode >> i) & 1) === 1, admittedAt);
+    const delta = inputDelta !== 0 && owedInWindow(terms, i, admittedAt, now, windows) ? inputDelta : 0;
+    quietly(t.limiter, t.key, t.limit, delta, output, ((byFailureMode >> i) & 1) === 1, admittedAt, windows !== null ? windows[i] : -1);
   }
 }
 
@@ -68,10 +69,10 @@ function settleAll(terms: readonly LimiterTerm[], inputDelta: number, output: nu
  * settleCounters without failures: a limit store that fails after the answer was sent is
  * logged and counted by the limiter itself.
  */
-function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number, byFailureMode: boolean, admittedAt: number): void {
+function quietly(l: TokenLimiter, key: string, limit: RateLimitSpec, inputDelta: number, output: number, byFailureMode: boolean, admittedAt: number, window: number): void {
   let p: Promise<void> | void;
   try {
-    p = settleCounters(l, key, limit, inputDelta, output, byFailureMode, admittedAt);
+    p = settleCounters(l, key, limit, inputDelta, output, byFailureMode, admittedAt, window);
   } catch {
     return;
   }

@@ -171,6 +171,7 @@ class PipelineRun implements ProxyListener {
         this.charged = x.ctx.inputTokens;
         x.ctx.admittedByFailureMode = a.byFailureMode;
         x.ctx.admittedLateCharges = a.lateCharges;
+        x.ctx.admittedWindows = a.windows;
       }
       if (!x.writable) {
         this.end(); // client left while we counted/limited: nothing sent upstream
@@ -228,13 +229,13 @@ class PipelineRun implements ProxyListener {
     this.ended = true;
     const x = this.x;
     if (this.charged > 0 && !x.reachedPod && this.terms !== null) {
-      // Only to limits whose window that admitted the request is still on (windows.ts sameWindow),
-      // each where it was charged (a failure mode's decision: its fallback).
+      // Only to limits whose window that admitted the request is still on (admit-all.ts
+      // owedInWindow), each where it was charged (a failure mode's decision: its fallback).
       const ctx = x.ctx;
-      if (anyInAdmissionWindow(this.terms, ctx.admittedAt, Date.now())) {
+      if (anyInAdmissionWindow(this.terms, ctx.admittedAt, Date.now(), ctx.admittedWindows)) {
         if (ctx.tEnd === 0) ctx.tEnd = performance.now();
         // giveBackInput never rejects (a store that fails is skipped).
-        void giveBackInput(this.terms, this.charged, ctx.admittedByFailureMode, ctx.admittedAt, ctx.admittedLateCharges).then(() => this.close());
+        void giveBackInput(this.terms, this.charged, ctx.admittedByFailureMode, ctx.admittedAt, ctx.admittedLateCharges, ctx.admittedWindows).then(() => this.close());
         return;
       }
     }

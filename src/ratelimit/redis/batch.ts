@@ -62,7 +62,7 @@ export class Batch {
   inLimit = NO_LIMIT;
   outLimit = NO_LIMIT;
   readonly admissions: PendingAdmission[] = [];
-  /** The admissions' input tokens, in order: the script's ARGV[13..]. */
+  /** The admissions' input tokens, in order: the script's ARGV[14..]. */
   readonly tokens: number[] = [];
   readonly settles: PendingSettle[] = [];
   /** Lease: input tokens asked for (0 = none); the unused tokens of leases given back, the window start they were lent in and their size when lent. */
@@ -72,6 +72,13 @@ export class Batch {
   backLent = 0;
   /** On a Redis Cluster, the window's incarnation the give-backs expect (set by the first one: incarnations.ts), else null. */
   incarnation: string | null = null;
+  /**
+   * The window (its start, by the script's clock) that the input corrections belong to, set by the
+   * first one (its admission's Decision.window; -1: not known, the script then applies them to the
+   * current window); null: no correction yet. A correction of another window does not join
+   * (takesCorrection).
+   */
+  correctionWindow: number | null = null;
 
   constructor(key: string, base: string, unit: WindowUnit, now: string) {
     this.key = key;
@@ -105,7 +112,14 @@ export class Batch {
     this.admissions.push(a);
   }
 
-  settle(limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+  /** Whether an input correction of an admission charged in `window` (-1: not known) can join. */
+  takesCorrection(window: number): boolean {
+    return this.correctionWindow === null || this.correctionWindow === window;
+  }
+
+  /** Joins a settle; its input correction belongs to `window` (-1: not known; takesCorrection said yes). */
+  settle(limit: RateLimitSpec, inputDelta: number, outputTokens: number, window = -1): Promise<void> {
+    if (inputDelta !== 0) this.correctionWindow = window;
     this.inputDelta += inputDelta;
     if (inputDelta < 0) this.givenBack -= inputDelta;
     this.outputTokens += outputTokens;
@@ -143,18 +157,19 @@ export class Batch {
       }
       if (a.waits > 0) recalling.ended(status === STATUS_ALLOWED);
       if (status === STATUS_ALLOWED) inUsed += a.tokens;
-      a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit));
+      a.resolve(toDecision(status, inUsed, outUsed, reset, a.limit, reply[REPLY_WINDOW]));
     }
   }
 }
 
-function toDecision(status: number, inUsed: number, outUsed: number, reset: number, limit: RateLimitSpec): Decision {
+function toDecision(status: number, inUsed: number, outUsed: number, reset: number, limit: RateLimitSpec, window: number): Decision {
   return {
     allowed: status === STATUS_ALLOWED,
     rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
     retryAfterSeconds: reset,
     input: state(limit.inputTokensPerUnit, inUsed, reset),
     output: state(limit.outputTokensPerUnit, outUsed, reset),
+    window,
   };
 }
 

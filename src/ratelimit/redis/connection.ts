@@ -14,14 +14,15 @@ export interface LimiterCommands {
    * were lent in and their size when lent), then one admission per entry of `tokens` under the two
    * limits (-1 = none), with the window's incarnation the give-backs expect ('' on a plain Redis) and
    * the input tokens of the give-backs in the input correction (>= 0: what the script drops when
-   * the incarnation is not the expected one, the positive corrections staying).
+   * the incarnation is not the expected one, the positive corrections staying), and the start of the
+   * window the input correction belongs to (-1: not known; in another window none of it is applied).
    * Reply: the bytes of one string, msUntilWindowEnd, inputUsedBeforeAdmissions, outputUsed,
    * leaseLent, windowStart, recallFlag, leasesOut and incarnation, then a status digit per admission
    * (script-reply.ts reads it). The Buffer form of the script's command (ioredis defines both).
    */
   irBatchBuffer(
     base: string, unit: string, now: string, inputDelta: number, outputTokens: number,
-    inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, backLent: number, incarnation: string, givenBack: number, tokens: readonly number[],
+    inLimit: number, outLimit: number, lease: number, back: number, backWindow: number, backLent: number, incarnation: string, givenBack: number, correctionWindow: number, tokens: readonly number[],
   ): Promise<Buffer>;
   /**
    * Admissions against several limits (lua/admit-all.ts): numKeys, their key bases, then now, the

@@ -97,8 +97,8 @@ export class FailureModeLimiter implements TokenLimiter {
     return this.settle(key, limit, 0, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode = false, admittedAt = 0): Promise<void> | void {
-    return this.settle(key, limit, delta, 0, byFailureMode, admittedAt);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, byFailureMode = false, admittedAt = 0, window = -1): Promise<void> | void {
+    return this.settle(key, limit, delta, 0, byFailureMode, admittedAt, window);
   }
 
   /**
@@ -110,7 +110,7 @@ export class FailureModeLimiter implements TokenLimiter {
    * never had that charge either. The output is usage, charged where the limits are counted when
    * the answer ends: the store, or, while it is unavailable, the local counters (`local`).
    */
-  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode = false, admittedAt = 0): Promise<void> | void {
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, byFailureMode = false, admittedAt = 0, window = -1): Promise<void> | void {
     if (byFailureMode && inputDelta !== 0) {
       const corrected = this.mode === 'local' ? settleCounters(this.fallback, key, limit, inputDelta, 0) : undefined;
       const charged = outputTokens > 0 ? this.settle(key, limit, 0, outputTokens) : undefined;
@@ -119,7 +119,7 @@ export class FailureModeLimiter implements TokenLimiter {
     }
     let done: Promise<void> | void;
     try {
-      done = settleCounters(this.store, key, limit, inputDelta, outputTokens, false, admittedAt);
+      done = settleCounters(this.store, key, limit, inputDelta, outputTokens, false, admittedAt, window);
     } catch (err) {
       return this.settleWithout(err, key, limit, outputTokens);
     }

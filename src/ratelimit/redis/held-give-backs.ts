@@ -13,6 +13,11 @@ export interface HeldGiveBack {
   readonly window: number;
   /** On a Redis Cluster, the window's incarnation they were charged under (incarnations.ts), else ''. */
   readonly incarnation: string;
+  /**
+   * The window they were charged in by the script's clock (their admissions' Decision.window; the
+   * script applies them only in that window), or -1: not known (then `window`, this process's, decides).
+   */
+  readonly charged: number;
   tokens: number;
 }
 
@@ -40,13 +45,13 @@ export class HeldGiveBacks {
 
   /**
    * Holds `tokens` (> 0) to give back to `base`'s window of `unit` at `nowMs` (on a Cluster, to its
-   * `incarnation`). False when not held: the instance that charged them is unknown, or too many
-   * limits are held already.
+   * `incarnation`; `charged`: the window they were charged in by the script's clock, -1 not known).
+   * False when not held: the instance that charged them is unknown, or too many limits are held already.
    */
-  hold(base: string, unit: WindowUnit, nowMs: number, tokens: number, incarnation = ''): boolean {
+  hold(base: string, unit: WindowUnit, nowMs: number, tokens: number, incarnation = '', charged = -1): boolean {
     if (this.instance === null) return false;
     const window = windowStart(unit, nowMs);
-    const id = `${base}\0${unit}\0${window}\0${incarnation}`;
+    const id = `${base}\0${unit}\0${window}\0${incarnation}\0${charged}`;
     const h = this.held.get(id);
     if (h !== undefined) {
       h.tokens += tokens;
@@ -56,14 +61,15 @@ export class HeldGiveBacks {
       this.droppedTokens += tokens;
       return false;
     }
-    this.held.set(id, { base, unit, window, incarnation, tokens });
+    this.held.set(id, { base, unit, window, incarnation, charged, tokens });
     return true;
   }
 
   /**
    * Redis answers again as `runId` (null: unknown) at `nowMs`: the held give-backs to send (those
-   * of that same instance whose window is still on, with more than `marginMs` left); the others
-   * are dropped. From now on, give-backs are held for `runId`.
+   * of that same instance whose window is still on, with more than `marginMs` left, or, when the
+   * window they were charged in is known, `charged`, which the script checks by its clock); the
+   * others are dropped. From now on, give-backs are held for `runId`.
    */
   takeFor(runId: string | null, nowMs: number, marginMs: number): HeldGiveBack[] {
     const same = runId !== null && runId === this.instance;
@@ -71,7 +77,7 @@ export class HeldGiveBacks {
     if (this.held.size === 0) return NONE;
     const out: HeldGiveBack[] = [];
     for (const h of this.held.values()) {
-      if (same && h.window === windowStart(h.unit, nowMs) && windowEnd(h.unit, nowMs) - nowMs > marginMs) out.push(h);
+      if (same && (h.charged >= 0 || (h.window === windowStart(h.unit, nowMs) && windowEnd(h.unit, nowMs) - nowMs > marginMs))) out.push(h);
       else this.droppedTokens += h.tokens;
     }
     this.held = new Map();

@@ -219,6 +219,7 @@ function admitFrom(l: Lease, inputTokens: number, now: number): Decision {
     retryAfterSeconds: reset,
     input: { limit: l.inLimit, remaining: l.inLimit > inUsed ? l.inLimit - inUsed : 0, resetSeconds: reset },
     output: l.outLimit === NO_LIMIT ? null : { limit: l.outLimit, remaining: l.outLimit - l.outUsed, resetSeconds: reset },
+    window: l.window, // the lease's tokens were charged to the window it was lent in
   };
 }
 

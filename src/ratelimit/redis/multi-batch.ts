@@ -145,6 +145,7 @@ export class MultiBatch {
           retryAfterSeconds: reset[j],
           input: stateOf(limit.inputTokensPerUnit, inUsed[j], reset[j]),
           output: stateOf(limit.outputTokensPerUnit, outUsed[j], reset[j]),
+          window: reply[j * PER_LIMIT + MULTI_WINDOW],
         });
       }
       a.resolve(ds);

@@ -146,7 +146,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       admit: (key, limit, inputTokens) => this.admit(key, limit, inputTokens),
       admitAll: (terms, inputTokens) => this.admitAll(terms, inputTokens),
       chargeOutput: (key, limit, outputTokens) => this.chargeOutput(key, limit, outputTokens),
-      adjustInput: (key, limit, delta, _byFailureMode, admittedAt) => this.giveBackCharged(key, limit, delta, admittedAt),
+      adjustInput: (key, limit, delta, _byFailureMode, admittedAt, window) => this.giveBackCharged(key, limit, delta, admittedAt, window),
       close: () => Promise.resolve(),
     };
     this.cluster = settings.cluster;
@@ -293,22 +293,24 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     return this.settle(key, limit, 0, outputTokens);
   }
 
-  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, _byFailureMode = false, admittedAt = 0): Promise<void> {
-    return this.settle(key, limit, delta, 0, false, admittedAt);
+  adjustInput(key: LimitKey, limit: RateLimitSpec, delta: number, _byFailureMode = false, admittedAt = 0, window = -1): Promise<void> {
+    return this.settle(key, limit, delta, 0, false, admittedAt, window);
   }
 
   /**
    * adjustInput + chargeOutput in one operation (batched with the turn's other operations). A
-   * give-back goes only to the instance that charged it (givenBackTo).
+   * give-back goes only to the instance that charged it (givenBackTo); the input correction only
+   * to `window`, the window its admission was charged in (Decision.window; -1: not known, the
+   * current one), which the script checks by its own clock.
    */
-  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, _byFailureMode = false, admittedAt = 0): Promise<void> {
+  settle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, _byFailureMode = false, admittedAt = 0, window = -1): Promise<void> {
     const invalid = tokenDeltaError(inputDelta, 'input token adjustment') ?? tokenCountError(outputTokens, 'output tokens');
     if (invalid !== null) return Promise.reject(invalid);
-    if (inputDelta < 0 && admittedAt > 0 && admittedAt < this.upAt) inputDelta = this.givenBackTo(key, limit, inputDelta, admittedAt);
+    if (inputDelta < 0 && admittedAt > 0 && admittedAt < this.upAt) inputDelta = this.givenBackTo(key, limit, inputDelta, admittedAt, window);
     if (inputDelta < 0 && this.incarnations !== null && !this.incarnations.keeps(redisKeyBase(key), limit.unit, admittedAt)) inputDelta = 0;
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
-    if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens);
-    return this.settleOnceUsable(key, limit, inputDelta, outputTokens);
+    if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens, window);
+    return this.settleOnceUsable(key, limit, inputDelta, outputTokens, window);
   }
 
   /**
@@ -318,11 +320,11 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * requests); held (held-give-backs.ts) while which instance answers is not known yet; else all.
    * Not on a Cluster (no instance is read there: each limit window's incarnation says it, incarnations.ts).
    */
-  private givenBackTo(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt: number): number {
+  private givenBackTo(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt: number, window: number): number {
     if (this.incarnations !== null) return delta;
     if (admittedAt < this.instanceSince) return 0;
     if (!this.confirming) return delta;
-    this.hold(redisKeyBase(key), limit.unit, -delta, '');
+    this.hold(redisKeyBase(key), limit.unit, -delta, '', window);
     return 0;
   }
 
@@ -374,12 +376,12 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * mode); it goes out in a call of its own instead, whatever the circuit says, as a late reply's
    * undoing does (the node that charged it answered a moment ago), not waited for; a failure loses it.
    */
-  private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt = 0): Promise<void> {
-    if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta, false, admittedAt);
+  private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt = 0, window = -1): Promise<void> {
+    if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta, false, admittedAt, window);
     const base = redisKeyBase(key);
     if (this.incarnations !== null && !this.incarnations.keeps(base, limit.unit, admittedAt)) return Promise.resolve();
     // Not waited for: the request's failure mode decides now, not once that node answers.
-    this.correct(base, limit.unit, clockArgument(this.clock), delta, 0, 0, 0, 0, this.expectedNow(base, limit.unit)).then(ignore, ignore);
+    this.correct(base, limit.unit, clockArgument(this.clock), delta, 0, 0, 0, 0, this.expectedNow(base, limit.unit), window).then(ignore, ignore);
     return Promise.resolve();
   }
 
@@ -460,15 +462,15 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     return this.enqueueAdmission(key, limit, inputTokens);
   }
 
-  private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
+  private async settleOnceUsable(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, window: number): Promise<void> {
     if (!(await this.usable())) {
       if (inputDelta < 0) {
         const base = redisKeyBase(key);
-        this.hold(base, limit.unit, -inputDelta, this.expectedNow(base, limit.unit));
+        this.hold(base, limit.unit, -inputDelta, this.expectedNow(base, limit.unit), window);
       }
       throw new LimitStoreUnavailableError(this.name);
     }
-    await this.enqueueSettle(key, limit, inputDelta, outputTokens);
+    await this.enqueueSettle(key, limit, inputDelta, outputTokens, window);
   }
 
   /** Joins this turn's batch of the key; the batch goes out when the turn ends. */
@@ -480,10 +482,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * Joins the key's pending batch. A batch of settles alone waits for an admission of its key to
    * ride along with, at most the settle wait, then goes out on its own (turn-batches.ts).
    */
-  private enqueueSettle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number): Promise<void> {
-    const b = this.batches.batchFor(key, limit, false);
+  private enqueueSettle(key: LimitKey, limit: RateLimitSpec, inputDelta: number, outputTokens: number, window: number): Promise<void> {
+    const b = this.batches.batchFor(key, limit, false, inputDelta !== 0 ? window : null);
     if (inputDelta < 0) this.expect(b, b.base, b.unit);
-    return b.settle(limit, inputDelta, outputTokens);
+    return b.settle(limit, inputDelta, outputTokens, window);
   }
 
   /**
@@ -527,12 +529,12 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private send(b: Batch): void {
     if (this.health.state !== 'up') {
       // Its give-backs in full: a positive correction summed with them is dropped, not set against them.
-      if (b.givenBack > 0) this.hold(b.base, b.unit, b.givenBack, b.incarnation ?? this.expectedNow(b.base, b.unit));
+      if (b.givenBack > 0) this.hold(b.base, b.unit, b.givenBack, b.incarnation ?? this.expectedNow(b.base, b.unit), b.correctionWindow ?? -1);
       this.withoutStore(b);
       return;
     }
     const incarnation = this.incarnations === null ? '' : b.incarnation ?? NO_INCARNATION;
-    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.givenBack, b.tokens);
+    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.givenBack, b.correctionWindow ?? -1, b.tokens);
     /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
     let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(call, this.timeoutMs, {
@@ -586,7 +588,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     const delta = refund > 0 && inWindow ? -refund : 0;
     const outDelta = output > 0 && inWindow ? -output : 0;
     if (lent <= 0 && delta === 0 && outDelta === 0) return;
-    this.correct(base, unit, now, delta, outDelta, lent, window, lent, incarnation).then(undefined, ignore);
+    this.correct(base, unit, now, delta, outDelta, lent, window, lent, incarnation, window).then(undefined, ignore);
   }
 
   /**
@@ -594,10 +596,11 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * admission: `delta` input tokens and `output` output tokens (< 0: taken back, floored at 0) to
    * the window at `now`, and `back` tokens of a lease of `lent` lent in `window` given back (the
    * script takes them only in that window); on a Cluster, the taking back and the lease only if the
-   * window's incarnation is `incarnation` ('' on a plain Redis).
+   * window's incarnation is `incarnation` ('' on a plain Redis). `deltaWindow`: the window `delta`
+   * belongs to (-1: the current one; in another, the script applies none of it).
    */
-  private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number, incarnation: string): Promise<unknown> {
-    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, delta < 0 ? -delta : 0, NO_ADMISSIONS);
+  private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number, incarnation: string, deltaWindow = -1): Promise<unknown> {
+    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, delta < 0 ? -delta : 0, deltaWindow, NO_ADMISSIONS);
   }
 
   /** The injected clock's time, else this machine's, ms (the windows of held give-backs). */
@@ -610,8 +613,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * out: the circuit is open), to send once it answers again (held-give-backs.ts); on a Cluster, to
    * the window's `incarnation` it expects ('' on one Redis).
    */
-  private hold(base: string, unit: WindowUnit, tokens: number, incarnation: string): void {
-    this.held.hold(base, unit, this.nowMs(), tokens, incarnation);
+  private hold(base: string, unit: WindowUnit, tokens: number, incarnation: string, window = -1): void {
+    this.held.hold(base, unit, this.nowMs(), tokens, incarnation, window);
   }
 
   /**
@@ -659,7 +662,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   /** The give-backs held for `runId` go out, each in a call of its own; the others are dropped (one log line). */
   private sendHeld(held: HeldGiveBacks, runId: string | null): void {
     for (const h of held.takeFor(runId, this.nowMs(), this.timeoutMs)) {
-      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0, h.incarnation).then(ignore, ignore);
+      this.correct(h.base, h.unit, clockArgument(this.clock), -h.tokens, 0, 0, 0, 0, h.incarnation, h.charged).then(ignore, ignore);
     }
     const dropped = held.takeDropped();
     if (dropped > 0) this.log(`rate limit store ${this.name}: ${dropped} input tokens of give-backs made while it was unavailable were dropped (their window ended, or Redis restarted or failed over)`);

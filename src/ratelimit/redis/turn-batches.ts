@@ -58,13 +58,15 @@ export class TurnBatches {
 
   /**
    * The key's pending batch (same unit and clock reading), or a new one; an admission the
-   * pending batch does not accept (full, or other limit values) spills it and starts another.
+   * pending batch does not accept (full, or other limit values) spills it and starts another, as
+   * does an input correction of another window than the batch's corrections (`correctionWindow`:
+   * its admission's Decision.window, -1 not known; null: no correction).
    */
-  batchFor(key: LimitKey, limit: RateLimitSpec, admission: boolean): Batch {
+  batchFor(key: LimitKey, limit: RateLimitSpec, admission: boolean, correctionWindow: number | null = null): Batch {
     const now = this.now();
     const id = this.batchId(key, limit.unit, now);
     let batch = this.pending.get(id);
-    if (batch === undefined || (admission && !batch.accepts(limit))) {
+    if (batch === undefined || (admission && !batch.accepts(limit)) || (correctionWindow !== null && !batch.takesCorrection(correctionWindow))) {
       if (batch !== undefined) this.spilled.push(batch);
       batch = new Batch(key, this.base(key), limit.unit, now);
       this.pending.set(id, batch);

@@ -27,8 +27,8 @@ describe('HeldGiveBacks', () => {
     h.hold('ir:{a}', 'minute', T0 + 1000, 3);
     h.hold('ir:{b}', 'hour', T0, 2);
     expect(h.takeFor('r1', T0 + 2000, 100)).toEqual([
-      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '', tokens: 7 },
-      { base: 'ir:{b}', unit: 'hour', window: T0 - (T0 % 3_600_000), incarnation: '', tokens: 2 },
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '', charged: -1, tokens: 7 },
+      { base: 'ir:{b}', unit: 'hour', window: T0 - (T0 % 3_600_000), incarnation: '', charged: -1, tokens: 2 },
     ]);
     expect(h.takeFor('r1', T0 + 2000, 100)).toEqual([]);
     expect(h.takeDropped()).toBe(0);
@@ -40,9 +40,25 @@ describe('HeldGiveBacks', () => {
     h.hold('ir:{a}', 'minute', T0, 3, '222');
     h.hold('ir:{a}', 'minute', T0, 1, '111');
     expect(h.takeFor('cluster', T0, 100)).toEqual([
-      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '111', tokens: 5 },
-      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '222', tokens: 3 },
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '111', charged: -1, tokens: 5 },
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '222', charged: -1, tokens: 3 },
     ]);
+  });
+
+  it('with the window Redis charged them in known, hands them to the same instance whatever this clock says of that window (the script checks it by its own)', () => {
+    const h = known('r1');
+    const redisMinute = MINUTE_START_MS + 60_000; // Redis's clock is ahead: it charged the next minute
+    h.hold('ir:{a}', 'minute', MINUTE_START_MS + 59_990, 4, '', redisMinute);
+    h.hold('ir:{a}', 'minute', MINUTE_START_MS + 59_995, 3, '', redisMinute);
+    h.hold('ir:{a}', 'minute', MINUTE_START_MS + 59_995, 2); // not known: this clock decides
+    // 5 ms before this clock's minute ends (within the margin): only the known ones go.
+    expect(h.takeFor('r1', MINUTE_START_MS + 59_995, 100)).toEqual([
+      { base: 'ir:{a}', unit: 'minute', window: MINUTE_START_MS, incarnation: '', charged: redisMinute, tokens: 7 },
+    ]);
+    expect(h.takeDropped()).toBe(2);
+    h.hold('ir:{a}', 'minute', T0, 4, '', MINUTE_START_MS);
+    expect(h.takeFor('r2', T0, 100)).toEqual([]); // another instance never held them
+    expect(h.takeDropped()).toBe(4);
   });
 
   it('drops (and counts) the give-backs of another instance, of a window over or about to end, and of unknown instance', () => {

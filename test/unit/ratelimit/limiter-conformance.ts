@@ -20,6 +20,17 @@ export type MakeLimiter = (clock: Clock) => Promise<LimiterUnderTest>;
 
 /** 2025-01-15T10:30:20.000Z: 40 s before the minute ends. */
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20, 0);
+/** The start of T0's minute. */
+const T0_MINUTE = Date.UTC(2025, 0, 15, 10, 30, 0, 0);
+
+/**
+ * What a decision charged under T0's minute shows of its window: a store with a clock of its own
+ * (Redis) names the window it charged (Decision.window), the start of that minute by the clock it
+ * was given; the others name none.
+ */
+function windowShown(d: Decision): { window?: number } {
+  return d.window === undefined ? {} : { window: T0_MINUTE };
+}
 
 function spec(
   inputTokensPerUnit: number | null,
@@ -69,6 +80,7 @@ export function runLimiterConformance(name: string, make: MakeLimiter): void {
         retryAfterSeconds: 40,
         input: { limit: 10, remaining: 6, resetSeconds: 40 },
         output: { limit: 5000, remaining: 5000, resetSeconds: 40 },
+        ...windowShown(first),
       });
       const second = await admit(r, EXAMPLE, PROMPT_TOKENS);
       expect(second.allowed).toBe(true);
@@ -80,6 +92,7 @@ export function runLimiterConformance(name: string, make: MakeLimiter): void {
         retryAfterSeconds: 40,
         input: { limit: 10, remaining: 2, resetSeconds: 40 },
         output: { limit: 5000, remaining: 5000, resetSeconds: 40 },
+        ...windowShown(third),
       });
     });
 
@@ -111,6 +124,7 @@ export function runLimiterConformance(name: string, make: MakeLimiter): void {
         retryAfterSeconds: 40,
         input: { limit: 1000, remaining: 980, resetSeconds: 40 },
         output: { limit: 100, remaining: 0, resetSeconds: 40 },
+        ...windowShown(reached),
       });
       // Still 980 left: the rejection did not charge input.
       expect((await admit(r, spec(1000, null), 980)).allowed).toBe(true);

@@ -70,6 +70,7 @@ describe('RedisLimiter batching', () => {
         retryAfterSeconds: 40,
         input: { limit: 100, remaining: 1, resetSeconds: 40 },
         output: { limit: 1000, remaining: 1000, resetSeconds: 40 },
+        window: T0 - 20_000, // the minute the script charged (by the clock it was given)
       });
     }
     expect(await counter(r, 'in')).toBe('99');

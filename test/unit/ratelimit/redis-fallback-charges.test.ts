@@ -79,7 +79,7 @@ function local(fallback: CounterStore, key: string, limit: RateLimitSpec): { in:
 
 /** The request context as the pipeline leaves it once admitted (worker/pipeline.ts). */
 function admittedContext(inputTokens: number, a: RequestAdmission): RequestContext {
-  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt: Date.now(), admittedByFailureMode: a.byFailureMode, admittedLateCharges: a.lateCharges } as unknown as RequestContext;
+  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt: Date.now(), admittedByFailureMode: a.byFailureMode, admittedLateCharges: a.lateCharges, admittedWindows: a.windows } as unknown as RequestContext;
 }
 
 const usage = (promptTokens: number, completionTokens: number): AnswerUsage => ({ promptTokens, completionTokens, text: '', generated: null });

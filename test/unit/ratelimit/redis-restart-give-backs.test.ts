@@ -40,7 +40,7 @@ const usage = (promptTokens: number): AnswerUsage => ({ promptTokens, completion
 
 /** The request context as the pipeline leaves it once admitted (worker/pipeline.ts), admitted at `admittedAt`. */
 function admittedContext(inputTokens: number, a: RequestAdmission, admittedAt: number): RequestContext {
-  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt, admittedByFailureMode: a.byFailureMode, admittedLateCharges: a.lateCharges } as unknown as RequestContext;
+  return { inputTokens, outputTokens: 0, outputTokensEstimated: 0, admittedAt, admittedByFailureMode: a.byFailureMode, admittedLateCharges: a.lateCharges, admittedWindows: a.windows } as unknown as RequestContext;
 }
 
 async function inputCount(s: RedisServer, r: string): Promise<number> {

@@ -30,7 +30,7 @@ function limiter(settled: Settled[], answer: () => Promise<void>): TokenLimiter 
   };
 }
 
-const context = (admittedAt = Date.now()): RequestContext => ({ inputTokens: 5, outputTokens: 0, outputTokensEstimated: 0, admittedAt, admittedByFailureMode: 0, admittedLateCharges: null }) as unknown as RequestContext;
+const context = (admittedAt = Date.now()): RequestContext => ({ inputTokens: 5, outputTokens: 0, outputTokensEstimated: 0, admittedAt, admittedByFailureMode: 0, admittedLateCharges: null, admittedWindows: null }) as unknown as RequestContext;
 const usage = (over: Partial<AnswerUsage>): AnswerUsage => ({ promptTokens: 7, completionTokens: 3, text: '', generated: null, ...over });
 const counter = (count: (text: string) => number | Promise<number>): TokenCounter => ({ countText: count }) as unknown as TokenCounter;
 

@@ -14,7 +14,10 @@ import { COUNTERS_LUA } from './counters.js';
  * a plain Redis: none kept; on a Cluster '0' when none is known): when the window's \`id\` key does not
  * hold it, the give-backs in ARGV[3] (ARGV[12]: their input tokens, >= 0; the rest of ARGV[3] is
  * positive corrections, charged whatever the incarnation) and the leases given back are not
- * applied (counters.ts heldBy). ARGV[13..] are the input tokens of each admission, in arrival order. Each admission is decided by the admission rule against the counts left by the ones
+ * applied (counters.ts heldBy). ARGV[13] is the start of the window the input corrections belong to
+ * (the window their admissions were charged in, by this script's clock), or -1 when not known: when
+ * it is not the current window, none of ARGV[3] is applied (that window is over, and the current
+ * one owes those requests nothing). ARGV[14..] are the input tokens of each admission, in arrival order. Each admission is decided by the admission rule against the counts left by the ones
  * before it. The input counter is read once (with the lease state, one MGET) and written once:
  * the correction, the tokens of the admitted ones and of a lease lent, as one INCRBY.
  *
@@ -40,7 +43,9 @@ local delta = tonumber(ARGV[3])
 local out = tonumber(ARGV[4])
 local lv = windowKeys(KEYS[1], ARGV[1], s)
 local held = heldBy(lv, ARGV[11])
-if not held then delta = delta + tonumber(ARGV[12]) end
+local correctionWindow = tonumber(ARGV[13])
+if correctionWindow >= 0 and correctionWindow ~= s then delta = 0
+elseif not held then delta = delta + tonumber(ARGV[12]) end
 if held and leaseBack(lv, s, tonumber(ARGV[9]), tonumber(ARGV[10])) then delta = delta - tonumber(ARGV[8]) end
 local n = #ARGV
 local inRaw, outRaw = windowCounts(lv)
@@ -56,7 +61,7 @@ local inBefore = inUsed
 local statuses = {}
 local added = 0
 local last = 0
-for i = 13, n do
+for i = 14, n do
   local tokens = tonumber(ARGV[i])
   local status = admission(inUsed, outUsed, inLimit, outLimit, tokens)
   if status == 0 then
@@ -66,7 +71,7 @@ for i = 13, n do
     status = refuseByInput(lv, now, inLimit - inUsed, tokens)
   end
   last = tokens
-  statuses[i - 12] = STATUS_DIGIT[status]
+  statuses[i - 13] = STATUS_DIGIT[status]
 end
 local lentNow = lend(lv, tonumber(ARGV[7]), inLimit, inUsed, outLimit, outUsed, last, e - now)
 change = change + added + lentNow
@@ -76,7 +81,7 @@ if change ~= 0 then
 end
 local recall = 0
 if lv.recalled then recall = 1 end
-local id = incarnation(lv, ARGV[11], n >= 13, e - now)
+local id = incarnation(lv, ARGV[11], n >= 14, e - now)
 -- lv.lentOut: less any lease forfeit in the loop
 return string.format('%d %d %d %d %d %d %d %s ', e - now, inBefore, outUsed, lentNow, s, recall, lv.lentOut, id) .. table.concat(statuses)
 `;
