@@ -151,7 +151,7 @@ describe('the local failure mode: each charge settles against the store that hol
     await untilUp(l);
     await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '10');
     settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now(), a2.lateCharges, a2.windows);
     await landed();
     return { s, fallback, r, limit };
   }
@@ -179,7 +179,7 @@ describe('the local failure mode: each charge settles against the store that hol
     while (l.state === 'up' && Date.now() < deadline) await landed(10);
     expect(l.state).not.toBe('up');
     settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now(), a2.lateCharges, a2.windows);
     await landed();
     expect(local(fallback, r, limit)).toEqual({ in: 5, out: 7 });
   });
@@ -221,7 +221,7 @@ describe('give-backs of requests Redis charged, held while Redis is unavailable'
     expect(l.state).not.toBe('up');
     // (The pipeline's window checks read the wall clock: the requests were admitted just now.)
     settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 7), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, Date.now());
+    await giveBackInput(terms, 4, a2.byFailureMode, Date.now(), a2.lateCharges, a2.windows);
     await landed();
     await back();
     await untilUp(l);
@@ -297,8 +297,8 @@ describe('the open failure mode: a request admitted because its call timed out, 
       [a1, a2] = await Promise.all([admitRequest(one, 6), admitRequest(two, 5)]);
       expect([a1.admitted, a1.byFailureMode, a2.admitted, a2.byFailureMode]).toEqual([true, 1, true, 3]);
       if (givenBackFirst && !served) {
-        await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges);
-        await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges);
+        await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges, a1.windows);
+        await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges, a2.windows);
       }
       if (givenBackFirst && served) {
         settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 0), one);
@@ -310,8 +310,8 @@ describe('the open failure mode: a request admitted because its call timed out, 
     await untilUp(l);
     await landed(300); // the late replies (and what they undo)
     if (!givenBackFirst && !served) {
-      await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges);
-      await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges);
+      await giveBackInput(one, 6, a1.byFailureMode, Date.now(), a1.lateCharges, a1.windows);
+      await giveBackInput(two, 5, a2.byFailureMode, Date.now(), a2.lateCharges, a2.windows);
     }
     if (!givenBackFirst && served) {
       settleUsage(admittedContext(6, a1), NO_COUNTER, usage(3, 0), one);

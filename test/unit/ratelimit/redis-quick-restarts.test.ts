@@ -52,7 +52,7 @@ describe('give-backs across two quick Redis restarts', () => {
       let gaveBack = 0;
       const giving = (async () => {
         while (!stop) {
-          await giveBackInput(terms, 1, a.byFailureMode, admittedAt);
+          await giveBackInput(terms, 1, a.byFailureMode, admittedAt, a.lateCharges, a.windows);
           gaveBack++;
           await new Promise((res) => setImmediate(res));
         }

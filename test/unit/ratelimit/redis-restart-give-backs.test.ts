@@ -130,7 +130,7 @@ async function endedAfterRestart(stalled: boolean): Promise<{ before: number; af
     expect(l.state).toBe('down');
   }
   settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
-  await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+  await giveBackInput(terms, 4, a2.byFailureMode, admittedAt, a2.lateCharges, a2.windows);
   await landed(50);
   if (stalled) {
     s.resume();
@@ -156,7 +156,7 @@ describe('give-backs after Redis restarted', () => {
     const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r);
     await landed();
     settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt, a2.lateCharges, a2.windows);
     // Sent at once, or held until the instance is read, then sent.
     expect(await countOnceLanded(s, r, 3)).toBe(3);
   });
@@ -178,7 +178,7 @@ describe('a give-back waiting in its batch when Redis restarts', () => {
     while (Date.now() === admittedAt); // the circuit closed before; the admission begins after
     const a = await admitRequest(terms, 4);
     expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
-    const given = giveBackInput(terms, 4, a.byFailureMode, admittedAt); // waits in its batch
+    const given = giveBackInput(terms, 4, a.byFailureMode, admittedAt, a.lateCharges, a.windows); // waits in its batch
     await s.restart();
     await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '8'); // other routers' requests
     await untilUp(l);
@@ -206,7 +206,7 @@ describe('give-backs of admissions that began before the first connection', () =
     expect([a.admitted, a.byFailureMode]).toEqual([true, 0]);
     expect(await inputCount(s, r)).toBe(4);
     await landed(); // which instance answers is read
-    await giveBackInput(terms, 4, a.byFailureMode, admittedAt);
+    await giveBackInput(terms, 4, a.byFailureMode, admittedAt, a.lateCharges, a.windows);
     await landed();
     expect(await inputCount(s, r)).toBe(0);
   });
@@ -279,7 +279,7 @@ describe('give-backs while the router reads which instance answers', () => {
     await s.restart();
     await s.cli('set', `ir:{${r}}:in:minute:${MINUTE_START}`, '8'); // other routers' requests
     await untilUp(l); // reconnected; the store's INFO goes out, its reply held
-    await giveBackInput(terms, 4, a.byFailureMode, admittedAt);
+    await giveBackInput(terms, 4, a.byFailureMode, admittedAt, a.lateCharges, a.windows);
     await landed();
     proxy.release();
     await landed();
@@ -292,7 +292,7 @@ describe('the read of which instance answers, slower than the store timeout or r
     const { s, proxy, l, r, terms } = await behindReplyHoldingProxy('100ms');
     const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r, () => proxy.arm());
     settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt, a2.lateCharges, a2.windows);
     await landed(400); // four timeouts: the INFO's reply is still held
     expect(await inputCount(s, r)).toBe(10);
     proxy.release();
@@ -308,7 +308,7 @@ describe('the read of which instance answers, slower than the store timeout or r
     const { a1, a2, admittedAt } = await stalledOnce(l, s, terms, r);
     await landed();
     settleUsage(admittedContext(6, a1, admittedAt), NO_COUNTER, usage(3), terms);
-    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt);
+    await giveBackInput(terms, 4, a2.byFailureMode, admittedAt, a2.lateCharges, a2.windows);
     await landed();
     expect(await inputCount(s, r)).toBe(10);
     const refused = lines.filter((x) => x.includes('could not be read'));
