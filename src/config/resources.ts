@@ -10,6 +10,7 @@ import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
 import { parseRateLimit } from './rate-limit-spec.js';
 import { nearName } from './near-name.js';
+import { routeRegex } from './route-regex.js';
 import { describe, isPlainObject, quoted } from './describe-value.js';
 import {
   API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
@@ -360,7 +361,7 @@ function stringMatch(c: Checker, v: unknown, path: string): StringMatch {
   if (typeof value !== 'string') c.expected(`${path}.${kind}`, 'a string', value);
   if (kind === 'regex') {
     try {
-      new RegExp(value);
+      routeRegex(value);
     } catch (err) {
       c.fail(`${path}.regex`, `invalid regular expression ${JSON.stringify(value)}: ${(err as Error).message}`);
     }

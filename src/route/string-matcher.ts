@@ -1,4 +1,5 @@
 import type { StringMatch } from '../config/resource-types.js';
+import { routeRegex } from '../config/route-regex.js';
 
 /** A compiled StringMatch: one call, no allocation. */
 export type Matcher = (value: string) => boolean;
@@ -14,8 +15,8 @@ export function compileMatcher(m: StringMatch): Matcher {
       return (v) => v.startsWith(want);
     }
     case 'regex': {
-      // Anchored: a regex match must cover the whole value, as in Envoy/Gateway API matching.
-      const re = new RegExp(`^(?:${m.value})$`);
+      // Found anywhere in the value, as the route API's reference router matches (^…$ for the whole value).
+      const re = routeRegex(m.value);
       return (v) => re.test(v);
     }
   }

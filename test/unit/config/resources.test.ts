@@ -462,11 +462,17 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['no match kind', '      headers:\n        X-Tier: {suffix: x}\n', 'spec.rules[0].modelMatch.headers.X-Tier: must set exactly one of exact, prefix, regex; got none'],
     ['match value not a string', '      uri: {prefix: 5}\n', 'spec.rules[0].modelMatch.uri.prefix: expected a string, got 5'],
     ['bad regex', '      headers:\n        x-a: {regex: "(unclosed"}\n', 'spec.rules[0].modelMatch.headers.x-a.regex: invalid regular expression "(unclosed": '],
+    ['RE2 flag that has no JavaScript twin', '      uri: {regex: "(?U)^/v1/.+"}\n', 'spec.rules[0].modelMatch.uri.regex: invalid regular expression "(?U)^/v1/.+": flag U of (?U) is not supported (i, m and s are)'],
     ['bad header name', '      headers:\n        "bad header": {exact: x}\n', 'spec.rules[0].modelMatch.headers["bad header"]: invalid header name "bad header"'],
     ['header twice', '      headers:\n        X-A: {exact: x}\n        x-a: {exact: y}\n', 'spec.rules[0].modelMatch.headers.x-a: header "x-a" is listed twice'],
     ['headers not a mapping', '      headers: [a]\n', 'spec.rules[0].modelMatch.headers: expected a mapping, got a list'],
   ])('modelMatch: %s', (_name, match, expected) => {
     expect(routeError(rule(match))).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${expected}`);
+  });
+
+  it('a regex in the route API\'s syntax (Go RE2) that JavaScript lacks loads: leading flags, (?P<name>…), POSIX classes', () => {
+    const { routes } = parse(`${SERVER}---\n${route('r', rule('      headers:\n        x-tier: {regex: "(?i)^(?P<t>gold|[[:digit:]]+)$"}\n'))}`);
+    expect(routes[0].rules[0].modelMatch?.headers['x-tier']).toEqual({ kind: 'regex', value: '(?i)^(?P<t>gold|[[:digit:]]+)$' });
   });
 
   const limit = (body: string) => `${SIMPLE_SPEC}  rateLimit:\n${body}`;

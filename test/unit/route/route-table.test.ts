@@ -29,13 +29,15 @@ function pickedKey(r: CompiledRoute, i: MatchInput, random?: () => number): stri
 }
 
 describe('string matchers', () => {
-  it('exact, prefix and anchored regex', () => {
+  it('exact, prefix, and regex found anywhere in the value (as the route API reads it)', () => {
     expect(compileMatcher({ kind: 'exact', value: 'a' })('a')).toBe(true);
     expect(compileMatcher({ kind: 'exact', value: 'a' })('ab')).toBe(false);
     expect(compileMatcher({ kind: 'prefix', value: '/v1/' })('/v1/chat')).toBe(true);
     expect(compileMatcher({ kind: 'prefix', value: '/v1/' })('/v2/chat')).toBe(false);
     expect(compileMatcher({ kind: 'regex', value: 'team-[ab]' })('team-a')).toBe(true);
-    expect(compileMatcher({ kind: 'regex', value: 'team-[ab]' })('xteam-a')).toBe(false);
+    expect(compileMatcher({ kind: 'regex', value: 'team-[ab]' })('xteam-a')).toBe(true);
+    expect(compileMatcher({ kind: 'regex', value: '^team-[ab]$' })('xteam-a')).toBe(false);
+    expect(compileMatcher({ kind: 'regex', value: '(?i)^team-[ab]$' })('TEAM-A')).toBe(true);
   });
 });
 
