@@ -7,7 +7,7 @@
  * (creationTimestamp, then namespace/name).
  */
 import { rawKey, resourceNotes, validateResource } from './resources.js';
-import { findMissingReferences, findZeroWeightRules, firstAdapterOwners } from './resource-file.js';
+import { findMissingReferences, findZeroWeightRules, firstAdapterOwners, sharedModelNameAdvice } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -168,7 +168,7 @@ function oldestPerModel(routes: ModelRoute[], problems: string[]): ModelRoute[] 
       kept.push(route);
       continue;
     }
-    problems.push(`kubernetes (ModelRoute ${route.key}): spec.modelName: model name ${JSON.stringify(route.modelName)} is already served by the older ModelRoute ${owner.key}; route skipped`);
+    problems.push(`kubernetes (ModelRoute ${route.key}): spec.modelName: model name ${JSON.stringify(route.modelName)} is already served by the older ModelRoute ${owner.key}; route skipped${sharedModelNameAdvice(route, owner)}`);
   }
   return kept;
 }

@@ -52,6 +52,22 @@ export function findZeroWeightRules(route: ModelRoute): { path: string; problem:
 }
 
 /**
+ * What a route that loses its model name to an earlier one (`owner`) is told, after the problem:
+ * one model name has one route here, so the rules of both go in one route (tried in order, as the
+ * route API tries the rules of the routes of one name); and when the two are bound to different
+ * Gateways (spec.parentRefs, not read here), that a router serves one set of routes.
+ */
+export function sharedModelNameAdvice(route: ModelRoute, owner: ModelRoute): string {
+  let advice = `; a model name has one route here: for this route's rules to be tried when ${owner.key}'s match none, append them to its spec.rules`;
+  const gateways = (r: ModelRoute): string => (r.parentRefs.length === 0 ? 'none' : r.parentRefs.join(', '));
+  if (gateways(route) !== gateways(owner)) {
+    advice += `; they are bound to different Gateways (spec.parentRefs: ${gateways(owner)}; ${gateways(route)}), which is not read: `
+      + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes';
+  }
+  return advice;
+}
+
+/**
  * Gives each LoRA adapter name to the first route, in the order given, that lists it: later
  * routes lose it (reported). The route table gives a name that is also some route's modelName
  * to that route.
@@ -163,7 +179,7 @@ export function parseResourceFile(
     const owner = routeByModel.get(res.modelName);
     if (owner !== undefined) {
       warnings.push(formatMessage(item.where, label, 'spec.modelName',
-        `model name ${JSON.stringify(res.modelName)} is already served by ModelRoute ${owner.value.key} (${owner.where}); this route is ignored`));
+        `model name ${JSON.stringify(res.modelName)} is already served by ModelRoute ${owner.value.key} (${owner.where}); this route is ignored${sharedModelNameAdvice(res, owner.value)}`));
       continue;
     }
     routeByModel.set(res.modelName, { value: res, where: item.where });

@@ -65,6 +65,12 @@ export interface ModelRoute {
   loraAdapters: string[];
   rules: Rule[];
   rateLimit: RateLimitSpec | null;
+  /**
+   * spec.parentRefs, each as `<namespace>/<name>` (and `/<sectionName>` when set) of the Gateway it
+   * binds the route to. Not read for routing (every route is served on the router's listener);
+   * named when two routes claim one model name.
+   */
+  parentRefs: string[];
   /** RFC 3339 creationTimestamp when known (Kubernetes), else null. */
   creationTimestamp: string | null;
 }

@@ -169,13 +169,30 @@ export function unknownFields(obj: unknown): string[] {
 
 /**
  * What the sources warn of in a valid resource, as path and problem: its unknown fields (with the
- * field likely meant), and a `spec.rateLimit.global` that names no Redis (globalWithoutRedis).
+ * field likely meant), a `spec.rateLimit.global` that names no Redis (globalWithoutRedis), and a
+ * `spec.workloadPort.protocol` other than http (otherProtocol).
  */
 export function resourceNotes(obj: unknown): { path: string; problem: string }[] {
   const notes = unknownFieldList(obj).map((f) => ({ path: f.path, problem: f.near === null ? UNKNOWN_FIELD : `${UNKNOWN_FIELD}; did you mean ${f.near}?` }));
   const localGlobal = globalWithoutRedis(obj);
   if (localGlobal !== null) notes.push({ path: localGlobal, problem: GLOBAL_WITHOUT_REDIS });
+  const protocol = otherProtocol(obj);
+  if (protocol !== null) notes.push({ path: 'spec.workloadPort.protocol', problem: `${quoted(protocol)} ${PLAIN_HTTP_ONLY}` });
   return notes;
+}
+
+/** What otherProtocol() reports, after the value. */
+export const PLAIN_HTTP_ONLY = 'is not read: the router speaks plain HTTP to the pods, so a pod that takes only TLS at this port '
+  + 'fails every request; give the port where the pods speak plain HTTP';
+
+/**
+ * A ModelServer's `spec.workloadPort.protocol` when it is set to anything but `http` (the route API
+ * allows `https`), else null: this router has no TLS to the pods.
+ */
+function otherProtocol(obj: unknown): unknown {
+  if (!isPlainObject(obj) || obj.kind !== 'ModelServer' || !isPlainObject(obj.spec) || !isPlainObject(obj.spec.workloadPort)) return null;
+  const protocol = obj.spec.workloadPort.protocol;
+  return protocol === undefined || protocol === null || protocol === 'http' ? null : protocol;
 }
 
 /** An unknown field, and the known one beside it that it likely misspells (nearName), if any. */
@@ -307,7 +324,24 @@ function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, 
   const modelName = noModelName ? null : c.string(spec.modelName, 'spec.modelName');
   const rules = c.list(spec.rules, 'spec.rules').map((r, i) => rule(c, r, `spec.rules[${i}]`));
   const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit');
-  return { kind: 'ModelRoute', ...id, modelName, loraAdapters, rules, rateLimit, creationTimestamp };
+  const parentRefs = parentRefList(spec.parentRefs, id.namespace);
+  return { kind: 'ModelRoute', ...id, modelName, loraAdapters, rules, rateLimit, parentRefs, creationTimestamp };
+}
+
+/**
+ * The Gateways spec.parentRefs names, as `<namespace>/<name>[/<sectionName>]` (namespace: the
+ * route's when left out, as in the Gateway API). Not validated: the router does not route by it,
+ * and an entry it cannot read is left out of what messages name.
+ */
+function parentRefList(v: unknown, namespace: string): string[] {
+  if (!Array.isArray(v)) return [];
+  const out: string[] = [];
+  for (const ref of v) {
+    if (!isPlainObject(ref) || typeof ref.name !== 'string' || ref.name === '') continue;
+    const ns = typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : namespace;
+    out.push(`${ns}/${ref.name}${typeof ref.sectionName === 'string' && ref.sectionName !== '' ? `/${ref.sectionName}` : ''}`);
+  }
+  return out;
 }
 
 function loraAdapterList(c: Checker, v: unknown, path: string): string[] {

@@ -138,3 +138,128 @@ spec:
     expect(await sent('code-lora')).toEqual({ base: 1, math: 0 });
   });
 });
+
+describe('route API manifests: a header regex is found anywhere in the value, as the route API reads it', () => {
+  let premium: MockBackend;
+  let basic: MockBackend;
+  let router: Router;
+
+  // volcano-sh/kthena examples/kthena-router/ModelRouteMultiModels.yaml, its `exact: premium`
+  // written as the regexes a route API user writes (the reference router finds them anywhere).
+  const ROUTE = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-multi-models
+  namespace: default
+spec:
+  modelName: "deepseek-multi-models"
+  rules:
+  - name: "premium"
+    modelMatch:
+      headers:
+        user-type:
+          regex: (?i)premium
+    targetModels:
+    - modelServerName: "deepseek-r1-7b"
+  - name: "chat-only"
+    modelMatch:
+      uri:
+        regex: chat
+      headers:
+        user-type:
+          regex: ^\\Qbasic+\\E$
+    targetModels:
+    - modelServerName: "deepseek-r1-7b"
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-1-5b"
+`;
+
+  beforeAll(async () => {
+    [premium, basic] = await Promise.all([startMock('deepseek-r1-7b-pod'), startMock('deepseek-r1-1-5b-pod')]);
+    router = await startRouter([
+      server('deepseek-r1-7b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B', premium.port),
+      server('deepseek-r1-1-5b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', basic.port),
+      ROUTE,
+    ].join('---\n'), { workers: 1 });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await Promise.all([premium?.kill(), basic?.kill()]);
+  });
+
+  it('routes by regexes in RE2 syntax, unanchored unless ^…$ says so', async () => {
+    const servedBy = async (path: string, userType: string | null): Promise<string> => {
+      await Promise.all([fetch(`${premium.url}/stats/reset`, { method: 'POST' }), fetch(`${basic.url}/stats/reset`, { method: 'POST' })]);
+      const body = path === '/v1/completions' ? { model: 'deepseek-multi-models', prompt: 'x' } : { model: 'deepseek-multi-models', messages: [{ role: 'user', content: 'x' }] };
+      const r = await fetch(`${router.url}${path}`, {
+        method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...(userType === null ? {} : { 'user-type': userType }) },
+      });
+      expect(r.status, await r.clone().text()).toBe(200);
+      return (await premium.stats()).requests === 1 ? '7b' : (await basic.stats()).requests === 1 ? '1.5b' : 'none';
+    };
+    expect(await servedBy('/v1/completions', 'premium')).toBe('7b');
+    expect(await servedBy('/v1/completions', 'Premium-Plus')).toBe('7b');
+    expect(await servedBy('/v1/completions', 'basic')).toBe('1.5b');
+    expect(await servedBy('/v1/completions', null)).toBe('1.5b');
+    expect(await servedBy('/v1/chat/completions', 'basic+')).toBe('7b');
+    expect(await servedBy('/v1/chat/completions', 'basic++')).toBe('1.5b');
+    expect(await servedBy('/v1/completions', 'basic+')).toBe('1.5b');
+  });
+});
+
+describe('route API manifests: fields that are not read are named at start', () => {
+  let pod: MockBackend;
+  let router: Router;
+
+  // volcano-sh/kthena docs/kthena/docs/user-guide/gateway-api-support.md: one model name, a route per Gateway.
+  const GATEWAY_ROUTES = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-default-route
+  namespace: default
+spec:
+  modelName: "deepseek-r1"
+  parentRefs:
+  - name: "default"      # Bind to the default Gateway
+    namespace: "kthena-system"
+    kind: "Gateway"
+  rules:
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-1-5b"  # Backend ModelServer
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-route-8081
+  namespace: default
+spec:
+  modelName: "deepseek-r1"  # Same modelName as the default Gateway's ModelRoute
+  parentRefs:
+  - name: "kthena-gateway-8081"  # Bind to the new Gateway
+    namespace: "default"
+    kind: "Gateway"
+  rules:
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-7b"  # Using a different backend
+`;
+
+  beforeAll(async () => {
+    pod = await startMock('pod');
+    const tls = server('deepseek-r1-7b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B', pod.port).replace('    port: 8000\n', '    port: 8000\n    protocol: https\n');
+    router = await startRouter([server('deepseek-r1-1-5b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', pod.port), tls, GATEWAY_ROUTES].join('---\n'), { workers: 1 });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await pod?.kill();
+  });
+
+  it('a route of a model name another route bound to another Gateway serves: the warning says parentRefs is not read; protocol https is named', () => {
+    const log = router.stderr();
+    expect(log).toContain('(ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is already served by ModelRoute default/deepseek-default-route');
+    expect(log).toContain('they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: ');
+    expect(log).toContain('(ModelServer default/deepseek-r1-7b): spec.workloadPort.protocol: "https" is not read: the router speaks plain HTTP to the pods');
+  });
+});

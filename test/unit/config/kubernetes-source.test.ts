@@ -425,6 +425,18 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(view(source.snapshot).routes).toEqual(['default/newer=llama-3']);
   });
 
+  test('routes for one model name bound to different Gateways: the skipped one is told parentRefs is not read, and what to do', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    api.upsert('modelroutes', route('default', 'gw-8080', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'default', namespace: 'kthena-system', kind: 'Gateway' }] } }));
+    api.upsert('modelroutes', route('default', 'gw-8081', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'kthena-gateway-8081', kind: 'Gateway' }] } }));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual(['default/gw-8080=llama-3']);
+    expect(logs).toContain('kubernetes (ModelRoute default/gw-8081): spec.modelName: model name "llama-3" is already served by the older ModelRoute default/gw-8080; route skipped; '
+      + 'a model name has one route here: for this route\'s rules to be tried when default/gw-8080\'s match none, append them to its spec.rules; '
+      + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: '
+      + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes');
+  });
+
   test('routes that serve only LoRA adapters are kept; an adapter listed twice goes to the oldest route', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'lora-new', '', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { loraAdapters: ['math', 'code'] } }));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { GLOBAL_WITHOUT_REDIS, PD_GROUP_UNSUPPORTED, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, PD_GROUP_UNSUPPORTED, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -115,6 +115,7 @@ describe('parseResourceFile: valid input', () => {
         global: { redis: { address: 'redis-server.kthena-system.svc.cluster.local:6379' } },
         mode: 'enforce',
       },
+      parentRefs: [],
       creationTimestamp: null,
     }]);
     expect(servers).toEqual<ModelServer[]>([{
@@ -609,8 +610,61 @@ describe('parseResourceFile: duplicate model names', () => {
     const { routes, warnings } = parse(text);
     expect(routes.map((r) => r.key)).toEqual(['default/first']);
     expect(warnings).toEqual([
-      'routes.yaml: document 3 (ModelRoute team-b/second): spec.modelName: model name "sf-model" is already served by ModelRoute default/first (routes.yaml: document 2); this route is ignored',
+      'routes.yaml: document 3 (ModelRoute team-b/second): spec.modelName: model name "sf-model" is already served by ModelRoute default/first (routes.yaml: document 2); this route is ignored; '
+        + 'a model name has one route here: for this route\'s rules to be tried when default/first\'s match none, append them to its spec.rules',
     ]);
+  });
+
+  // volcano-sh/kthena docs/kthena/docs/user-guide/gateway-api-support.md: one model name, a route per Gateway.
+  const GATEWAY_ROUTES = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-default-route
+  namespace: default
+spec:
+  modelName: "deepseek-r1"
+  parentRefs:
+  - name: "default"      # Bind to the default Gateway
+    namespace: "kthena-system"
+    kind: "Gateway"
+  rules:
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-1-5b"  # Backend ModelServer
+---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: deepseek-route-8081
+  namespace: default
+spec:
+  modelName: "deepseek-r1"  # Same modelName as the default Gateway's ModelRoute
+  parentRefs:
+  - name: "kthena-gateway-8081"  # Bind to the new Gateway
+    namespace: "default"
+    kind: "Gateway"
+  rules:
+  - name: "default"
+    targetModels:
+    - modelServerName: "deepseek-r1-7b"  # Using a different backend
+`;
+  it('routes of one model name bound to different Gateways: the warning says parentRefs is not read and what to do', () => {
+    const servers = ['deepseek-r1-1-5b', 'deepseek-r1-7b'].map((n) => SERVER.replace('name: sf-server', `name: ${n}`)).join('---\n');
+    const { routes, warnings } = parse(`${GATEWAY_ROUTES}---\n${servers}`);
+    expect(routes.map((r) => [r.key, r.parentRefs])).toEqual([['default/deepseek-default-route', ['kthena-system/default']]]);
+    expect(warnings).toEqual([
+      'routes.yaml: document 2 (ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is already served by ModelRoute default/deepseek-default-route (routes.yaml: document 1); this route is ignored; '
+        + 'a model name has one route here: for this route\'s rules to be tried when default/deepseek-default-route\'s match none, append them to its spec.rules; '
+        + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: '
+        + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
+    ]);
+  });
+
+  it('reads parentRefs for messages only: the route\'s namespace when left out, a sectionName, entries it cannot read left out', () => {
+    const spec = `${SIMPLE_SPEC}  parentRefs:\n  - {name: gw, sectionName: http}\n  - {namespace: x}\n  - name: other\n    namespace: infra\n`;
+    const { routes, warnings } = parse(`${route('r', spec, 'team-a')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-a')}`);
+    expect(warnings).toEqual([]);
+    expect(routes[0].parentRefs).toEqual(['team-a/gw/http', 'infra/other']);
   });
 });
 
@@ -638,6 +692,23 @@ describe('parseResourceFile: a target of an external model provider', () => {
     const spec = '  modelName: m\n  rules:\n  - targetModels:\n    - externalModelProviderName: openai\n';
     const err = errorOf(() => parse(`${SERVER}---\n${route('ext', spec)}`));
     expect(err.message).toBe('routes.yaml: document 2 (ModelRoute default/ext): spec.rules[0].targetModels[0].externalModelProviderName: targets of external model providers are not supported: name a ModelServer in modelServerName');
+  });
+});
+
+describe('parseResourceFile: workloadPort.protocol', () => {
+  const server = (protocol: string) => SERVER.replace('spec:\n', `spec:\n  workloadPort: {port: 8000${protocol}}\n`);
+
+  it('https (which the route API allows) loads with a warning that the pods are spoken to in plain HTTP', () => {
+    const { servers, warnings } = parse(server(', protocol: https'));
+    expect(servers[0].workloadPort).toBe(8000);
+    expect(warnings).toEqual([`routes.yaml: document 1 (ModelServer default/sf-server): spec.workloadPort.protocol: "https" ${PLAIN_HTTP_ONLY}`]);
+    expect(PLAIN_HTTP_ONLY).toBe('is not read: the router speaks plain HTTP to the pods, so a pod that takes only TLS at this port fails every request; give the port where the pods speak plain HTTP');
+  });
+
+  it('http, or none, is said nothing of', () => {
+    // volcano-sh/kthena examples/models/deepseek-v4-flash/router.yaml sets protocol: http.
+    expect(parse(server(', protocol: http')).warnings).toEqual([]);
+    expect(parse(server('')).warnings).toEqual([]);
   });
 });
 

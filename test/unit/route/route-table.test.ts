@@ -13,7 +13,7 @@ function server(name: string, pods: string[], model: string | null = null) {
 }
 
 function route(name: string, modelName: string | null, rules: ModelRoute['rules'], loraAdapters: string[] = []): ModelRoute {
-  return { kind: 'ModelRoute', namespace: 'default', name, key: `default/${name}`, modelName, loraAdapters, rules, rateLimit: null, creationTimestamp: null };
+  return { kind: 'ModelRoute', namespace: 'default', name, key: `default/${name}`, modelName, loraAdapters, rules, rateLimit: null, parentRefs: [], creationTimestamp: null };
 }
 
 const input = (url: string, headers: Record<string, string> = {}) => ({ url, header: (n: string) => headers[n] ?? '' });
