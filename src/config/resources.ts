@@ -251,6 +251,10 @@ export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined
 
 const KINDS = ['ModelRoute', 'ModelServer'] as const;
 
+/** What the route API's third kind is refused with: this router has no external providers. */
+const EXTERNAL_PROVIDER_UNSUPPORTED = 'external model providers are not supported: the router forwards to the pods of ModelServers only; '
+  + 'expected ModelRoute or ModelServer';
+
 /**
  * What to do about an apiVersion of another group or version: resources of the same API under
  * another group (kthena's, a fork's) are read with ROUTER_API_GROUP; another version is not read.
@@ -275,7 +279,7 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
     if (typeof kind !== 'string' || kind === '') c.expected('kind', 'ModelRoute or ModelServer', kind);
     const near = nearName(kind, KINDS);
     c.fail('kind', `unsupported kind ${JSON.stringify(kind)} (apiVersion ${quoted(top.apiVersion)}); `
-      + (near === null ? 'expected ModelRoute or ModelServer' : `did you mean ${near}?`));
+      + (near !== null ? `did you mean ${near}?` : kind === 'ExternalModelProvider' ? EXTERNAL_PROVIDER_UNSUPPORTED : 'expected ModelRoute or ModelServer'));
   }
   c.resource = kind;
   const meta = c.object(top.metadata, 'metadata');

@@ -403,6 +403,13 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
       .toBe('routes.yaml: document 1: kind: is required: expected ModelRoute or ModelServer');
   });
 
+  it('the route API\'s ExternalModelProvider is told that external providers are not supported', () => {
+    // As in volcano-sh/kthena docs/proposal/kthena-router-third-party-model-api.md.
+    const text = `apiVersion: ${API}\nkind: ExternalModelProvider\nmetadata:\n  name: openai\nspec:\n  provider: openai\n`;
+    expect(errorOf(() => parse(text)).message).toBe(`routes.yaml: document 1: kind: unsupported kind "ExternalModelProvider" (apiVersion "${API}"); `
+      + 'external model providers are not supported: the router forwards to the pods of ModelServers only; expected ModelRoute or ModelServer');
+  });
+
   it('a misspelt kind is told the one meant', () => {
     for (const [kind, meant] of [['ModelSrver', 'ModelServer'], ['modelroute', 'ModelRoute'], ['ModelRoutes', 'ModelRoute']]) {
       const text = SERVER.replace('kind: ModelServer', `kind: ${kind}`);
