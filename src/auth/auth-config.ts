@@ -88,7 +88,7 @@ function describe(v: unknown): string {
 }
 
 class Check {
-  constructor(readonly file: string) {}
+  constructor(readonly file: string, readonly redisCluster: boolean) {}
 
   fail(path: string | null, problem: string): never {
     throw new AuthConfigError(this.file, path, problem);
@@ -133,9 +133,12 @@ class Check {
   }
 }
 
-/** Validates the text of an auth file. Throws AuthConfigError naming `file` and the field. */
-export function parseAuthConfig(text: string, file: string): AuthConfig {
-  const c = new Check(file);
+/**
+ * Validates the text of an auth file. Throws AuthConfigError naming `file` and the field.
+ * `redisCluster` (REDIS_CLUSTER=true) decides which Redis addresses a global budget may name.
+ */
+export function parseAuthConfig(text: string, file: string, redisCluster = false): AuthConfig {
+  const c = new Check(file, redisCluster);
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -248,6 +251,6 @@ function parseJwt(c: Check, v: unknown): JwtConfig {
 /** A tenant budget: the same fields and checks as ModelRoute.spec.rateLimit (config/rate-limit-spec.ts). */
 function limitOf(c: Check, v: unknown, path: string): RateLimitSpec | null {
   if (v !== undefined && v !== null) c.mapping(v, path, RATE_LIMIT_KEYS);
-  const spec = parseRateLimit(v, path, (p, problem) => c.fail(p, problem));
+  const spec = parseRateLimit(v, path, (p, problem) => c.fail(p, problem), c.redisCluster);
   return spec === null ? null : Object.freeze(spec);
 }

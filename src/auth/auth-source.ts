@@ -39,8 +39,12 @@ export class AuthSource {
    */
   readonly authorize = (x: Exchange, model: string): Tenant | Promise<Tenant> => this.current.identify(x.authorization, model);
 
-  constructor(file: string, log: AuthLog, opts: AuthenticatorOptions = {}) {
+  /** REDIS_CLUSTER: the Redis addresses a global tenant budget may name (config/addresses.ts). */
+  private readonly redisCluster: boolean;
+
+  constructor(file: string, log: AuthLog, opts: AuthenticatorOptions = {}, redisCluster = false) {
     this.file = file;
+    this.redisCluster = redisCluster;
     this.log = log;
     this.warn = (m) => log(m, 'warn');
     this.opts = { log: this.warn, ...opts };
@@ -67,13 +71,13 @@ export class AuthSource {
     let text = '';
     try {
       text = readText(this.file);
-      this.auth = new Authenticator(parseAuthConfig(text, this.file), this.opts);
+      this.auth = new Authenticator(parseAuthConfig(text, this.file, this.redisCluster), this.opts);
       this.goodText = text;
     } catch (err) {
       if (lastGood === null) throw err;
       this.rejected++;
       this.warn(`auth file not usable, starting with the last good config: ${(err as Error).message}`);
-      this.auth = new Authenticator(parseAuthConfig(lastGood, this.file), this.opts);
+      this.auth = new Authenticator(parseAuthConfig(lastGood, this.file, this.redisCluster), this.opts);
       this.goodText = lastGood;
       if (text === '') text = lastGood; // unreadable: the watch reads again and reports
     }
@@ -96,7 +100,7 @@ export class AuthSource {
     this.lastText = text;
     let config: AuthConfig;
     try {
-      config = parseAuthConfig(text, this.file);
+      config = parseAuthConfig(text, this.file, this.redisCluster);
     } catch (err) {
       this.rejected++;
       this.warn(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
@@ -115,9 +119,9 @@ export class AuthSource {
 }
 
 /** The AuthSource for the auth file (ROUTER_AUTH_CONFIG), started; null when there is none. */
-export function startAuthSource(file: string | null, log: AuthLog): AuthSource | null {
+export function startAuthSource(file: string | null, log: AuthLog, redisCluster = false): AuthSource | null {
   if (file === null || file === '') return null;
-  const source = new AuthSource(file, log);
+  const source = new AuthSource(file, log, {}, redisCluster);
   source.start();
   return source;
 }

@@ -49,14 +49,28 @@ export interface RedisTarget {
 const DEFAULT_REDIS_PORT = 6379;
 
 /**
- * null when `address` is `host:port` or a redis:// / rediss:// URL, or a comma-separated list
- * of those (Redis Cluster seed nodes; whether a list is allowed is decided where it is used).
+ * null when `address` is `host:port` or a redis:// / rediss:// URL, or, with `cluster`
+ * (REDIS_CLUSTER=true), a comma-separated list of those (Redis Cluster seed nodes); else what is wrong.
  */
-export function redisAddressProblem(address: string): string | null {
+export function redisAddressProblem(address: string, cluster: boolean): string | null {
   const parts = address.split(',').map((p) => p.trim());
   const target = parseRedisNodes(parts);
-  if (typeof target !== 'string') return null;
-  return parts.length > 1 ? `in the list of addresses: ${target}` : target;
+  if (typeof target === 'string') return parts.length > 1 ? `in the list of addresses: ${target}` : target;
+  return redisTargetProblem(target, cluster);
+}
+
+/**
+ * What the router cannot connect to in a parsed address, given REDIS_CLUSTER (`cluster`): several
+ * nodes without it, a database number above 99, or one other than 0 on a Cluster; null when none.
+ * Checked where resources and auth files are validated, so that such an address is refused there.
+ */
+export function redisTargetProblem(target: RedisTarget, cluster: boolean): string | null {
+  if (target.nodes.length > 1 && !cluster) {
+    return `names several nodes (Redis Cluster seed nodes); that needs REDIS_CLUSTER=true in the router's environment (one Redis: name only it)`;
+  }
+  if (target.db > 99) return `database number must be 0-99, got ${target.db}`;
+  if (cluster && target.db !== 0) return `Redis Cluster has only database 0 (REDIS_CLUSTER=true), got database ${target.db}`;
+  return null;
 }
 
 /**

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ModelRoute, ModelServer } from './resource-types.js';
+import type { ResourceRules } from './resources.js';
 import { parseResourceFile } from './resource-file.js';
 import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
 import { FileWatch } from './file-watch.js';
@@ -16,7 +17,8 @@ export interface LoadedResources {
 
 export interface FileSourceOptions {
   readonly file: string;
-  readonly apiGroup: string;
+  /** The API group and REDIS_CLUSTER the resources are validated against. */
+  readonly rules: ResourceRules;
   /** Largest file read (ROUTER_RESOURCES_MAX_BYTES). */
   readonly maxBytes: number;
   /** A warning on the file, or a refused reload (applied reloads are reported by `apply`'s caller). */
@@ -50,7 +52,7 @@ function unreadable(file: string, err: unknown, atStart: boolean): string {
  * Reads and validates a resources file at start (synchronously: nothing else runs yet); throws
  * ResourceError or an Error naming the file (unreadable, or larger than `maxBytes`).
  */
-export function loadResourceFile(file: string, apiGroup: string, maxBytes: number, warn: (m: string) => void): { text: string; loaded: LoadedResources } {
+export function loadResourceFile(file: string, rules: ResourceRules, maxBytes: number, warn: (m: string) => void): { text: string; loaded: LoadedResources } {
   let text: string;
   try {
     const size = statSync(file).size;
@@ -62,7 +64,7 @@ export function loadResourceFile(file: string, apiGroup: string, maxBytes: numbe
     if ((err as Error).message.startsWith(`${file}: `)) throw err;
     throw new Error(unreadable(file, err, true));
   }
-  const parsed = parseResourceFile(text, file, { apiGroup });
+  const parsed = parseResourceFile(text, file, rules);
   for (const w of parsed.warnings) warn(w);
   return { text, loaded: { routes: parsed.routes, servers: parsed.servers } };
 }
@@ -97,7 +99,7 @@ export class FileSource {
 
   /** First load: throws when the file is invalid or too large (the router must not start on it). `intervalMs`: the poll where inotify is not available. */
   start(intervalMs = 250): void {
-    const { text, loaded } = loadResourceFile(this.o.file, this.o.apiGroup, this.o.maxBytes, (w) => this.o.log(w, 'warning'));
+    const { text, loaded } = loadResourceFile(this.o.file, this.o.rules, this.o.maxBytes, (w) => this.o.log(w, 'warning'));
     this.lastText = text;
     this.o.apply(loaded);
     this.watcher = new FileWatch(this.o.file, () => void this.reload(), { fastPollMs: intervalMs, log: (m) => this.o.log(m, 'warning') });
@@ -151,7 +153,7 @@ export class FileSource {
     const text = buf.toString('utf8');
     if (text === this.lastText) return;
     this.lastText = text;
-    const outcome = await parseOffThread({ text, file, apiGroup: this.o.apiGroup }, this.o.parseThread ?? DEFAULT_PARSE_THREAD);
+    const outcome = await parseOffThread({ text, file, rules: this.o.rules }, this.o.parseThread ?? DEFAULT_PARSE_THREAD);
     if (!outcome.ok) return this.reject(outcome.message);
     const { routes, servers, warnings, documents } = outcome.parsed;
     if (documents === 0) {

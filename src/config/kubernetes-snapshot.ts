@@ -6,7 +6,7 @@
  * that name missing ModelServers, and let the oldest route win a model name
  * (creationTimestamp, then namespace/name).
  */
-import { rawKey, resourceNotes, validateResource } from './resources.js';
+import { rawKey, resourceNotes, validateResource, type ResourceRules } from './resources.js';
 import { findMissingReferences, findZeroWeightRules, firstAdapterOwners, sharedModelNameAdvice } from './resource-file.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
@@ -48,8 +48,8 @@ export class SnapshotBuilder {
   private readonly lastValid = { ModelRoute: new Map<string, LastValid>(), ModelServer: new Map<string, LastValid>() };
   private readonly apiVersion: string;
 
-  constructor(private readonly apiGroup: string) {
-    this.apiVersion = `${apiGroup}/${API_VERSION}`;
+  constructor(private readonly rules: ResourceRules) {
+    this.apiVersion = `${rules.apiGroup}/${API_VERSION}`;
   }
 
   build(rawRoutes: readonly object[], rawServers: readonly object[], pods: readonly PodLike[]): BuildResult {
@@ -124,7 +124,7 @@ export class SnapshotBuilder {
       ? { ...obj, apiVersion: o.apiVersion ?? this.apiVersion, kind: o.kind ?? kind }
       : obj;
     try {
-      const res = validateResource(input, 'kubernetes', { apiGroup: this.apiGroup });
+      const res = validateResource(input, 'kubernetes', this.rules);
       if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch` };
       return { resource: res, notes: resourceNotes(input).map((f) => `kubernetes (${res.kind} ${res.key}): ${f.path}: ${f.problem}`) };
     } catch (err) {

@@ -20,6 +20,8 @@ export type { KubernetesSnapshot, ResolvedServer } from './kubernetes-snapshot.j
 export interface KubernetesSourceOptions {
   /** e.g. networking.serving.volcano.sh */
   apiGroup: string;
+  /** REDIS_CLUSTER: the Redis addresses a global limit may name (config/addresses.ts). */
+  redisCluster: boolean;
   /** Watch only this namespace; null = all namespaces. */
   namespace: string | null;
   /** Defaults to KubeConfig.loadFromDefault(): $KUBECONFIG, ~/.kube/config, then in-cluster. */
@@ -60,7 +62,7 @@ export class KubernetesSource {
     this.opts = opts;
     this.clock = opts.clock ?? systemSourceClock;
     this.debounceMs = opts.debounceMs ?? 50;
-    this.builder = new SnapshotBuilder(opts.apiGroup);
+    this.builder = new SnapshotBuilder({ apiGroup: opts.apiGroup, redisCluster: opts.redisCluster });
   }
 
   /** True once the first full list of all three kinds has been applied (start() resolved). */

@@ -5,11 +5,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { ParsedResourceFile } from './resource-file.js';
+import type { ResourceRules } from './resources.js';
 
 export interface ParseJob {
   text: string;
   file: string;
-  apiGroup: string;
+  rules: ResourceRules;
 }
 
 export type ParseOutcome = { ok: true; parsed: ParsedResourceFile } | { ok: false; message: string };

@@ -13,8 +13,11 @@ const MODES: readonly RateLimitMode[] = ['enforce', 'shadow'];
 
 export type FailFn = (path: string, problem: string) => never;
 
-/** The validated limit, or null when `v` is absent (undefined / null). */
-export function parseRateLimit(v: unknown, path: string, fail: FailFn): RateLimitSpec | null {
+/**
+ * The validated limit, or null when `v` is absent (undefined / null). `redisCluster`
+ * (REDIS_CLUSTER=true) decides which Redis addresses the router can use (addresses.ts).
+ */
+export function parseRateLimit(v: unknown, path: string, fail: FailFn, redisCluster: boolean): RateLimitSpec | null {
   if (v === undefined || v === null) return null;
   const obj = mapping(v, path, fail);
   const inputTokensPerUnit = optInt(obj.inputTokensPerUnit, `${path}.inputTokensPerUnit`, fail);
@@ -34,7 +37,7 @@ export function parseRateLimit(v: unknown, path: string, fail: FailFn): RateLimi
     const redis = mapping(globalObj.redis, `${path}.global.redis`, fail);
     const address = redis.address;
     if (typeof address !== 'string' || address === '') expected(`${path}.global.redis.address`, 'a non-empty string', address, fail);
-    const problem = redisAddressProblem(address);
+    const problem = redisAddressProblem(address, redisCluster);
     if (problem !== null) fail(`${path}.global.redis.address`, problem);
     global = { redis: { address } };
   }

@@ -5,7 +5,7 @@
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
-import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource } from './resources.js';
+import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
@@ -109,7 +109,7 @@ export interface ParsedResourceFile {
 export function parseResourceFile(
   text: string,
   file: string,
-  opts: { apiGroup: string },
+  opts: ResourceRules,
 ): ParsedResourceFile {
   const errors: ResourceError[] = [];
   const warnings: string[] = [];

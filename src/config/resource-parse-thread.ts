@@ -9,7 +9,7 @@ import type { ParseJob, ParseOutcome } from './parse-off-thread.js';
 const job = workerData as ParseJob;
 let outcome: ParseOutcome;
 try {
-  outcome = { ok: true, parsed: parseResourceFile(job.text, job.file, { apiGroup: job.apiGroup }) };
+  outcome = { ok: true, parsed: parseResourceFile(job.text, job.file, job.rules) };
 } catch (err) {
   outcome = { ok: false, message: (err as Error).message };
 }

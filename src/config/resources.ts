@@ -270,8 +270,17 @@ function apiVersionHint(got: string, group: string): string {
   return '';
 }
 
+/**
+ * What resources are validated against besides their own text: the API group they must be of
+ * (ROUTER_API_GROUP), and REDIS_CLUSTER, which decides the Redis addresses a global limit may name.
+ */
+export interface ResourceRules {
+  readonly apiGroup: string;
+  readonly redisCluster: boolean;
+}
+
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
-export function validateResource(obj: unknown, where: string, opts: { apiGroup: string }): ModelRoute | ModelServer {
+export function validateResource(obj: unknown, where: string, opts: ResourceRules): ModelRoute | ModelServer {
   const c: Checker = new Checker(where);
   const top = c.object(obj, '');
   const kind = top.kind;
@@ -304,7 +313,7 @@ export function validateResource(obj: unknown, where: string, opts: { apiGroup: 
   const creationTimestamp = timestamp(c, meta.creationTimestamp);
   const id = { namespace, name, key: `${namespace}/${name}` };
   return kind === 'ModelRoute'
-    ? modelRoute(c, id, creationTimestamp, top.spec)
+    ? modelRoute(c, id, creationTimestamp, top.spec, opts.redisCluster)
     : modelServer(c, id, top.spec);
 }
 
@@ -317,7 +326,7 @@ function timestamp(c: Checker, v: unknown): string | null {
 
 interface Identity { namespace: string; name: string; key: string }
 
-function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, specValue: unknown): ModelRoute {
+function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, specValue: unknown, redisCluster: boolean): ModelRoute {
   const spec = c.object(specValue, 'spec');
   const loraAdapters = loraAdapterList(c, spec.loraAdapters, 'spec.loraAdapters');
   // As in the route API, modelName may be left out (or empty) when loraAdapters names adapters.
@@ -327,7 +336,7 @@ function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, 
   }
   const modelName = noModelName ? null : c.string(spec.modelName, 'spec.modelName');
   const rules = c.list(spec.rules, 'spec.rules').map((r, i) => rule(c, r, `spec.rules[${i}]`));
-  const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit');
+  const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit', redisCluster);
   const parentRefs = parentRefList(spec.parentRefs, id.namespace);
   return { kind: 'ModelRoute', ...id, modelName, loraAdapters, rules, rateLimit, parentRefs, creationTimestamp };
 }
@@ -418,8 +427,8 @@ function targetModel(c: Checker, v: unknown, path: string): TargetModel {
   return { modelServerName, weight };
 }
 
-function rateLimitSpec(c: Checker, v: unknown, path: string): RateLimitSpec | null {
-  return parseRateLimit(v, path, (p, problem) => c.fail(p, problem));
+function rateLimitSpec(c: Checker, v: unknown, path: string, redisCluster: boolean): RateLimitSpec | null {
+  return parseRateLimit(v, path, (p, problem) => c.fail(p, problem), redisCluster);
 }
 
 /**

@@ -112,7 +112,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   if (settings.source === 'file') {
     const source = new FileSource({
       file: settings.resources!,
-      apiGroup: settings.apiGroup,
+      rules: { apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster },
       maxBytes: settings.resourcesMaxBytes,
       log: (m, event) => (event === 'warning' ? ops.warn('resources', m) : ops.warn('reload', m, { applied: false })),
       apply: (r) => publish(r.routes, r.servers.map((s) => ({ ...s, endpoints: s.endpoints ?? [] }))),
@@ -125,7 +125,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     if (missing !== null) throw new Error(missing);
     const kubeConfig = await loadKubeConfig();
     const { KubernetesSource } = await import('../config/kubernetes-source.js');
-    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, namespace: settings.namespace, kubeConfig, log: (m, level) => (level === 'warn' ? ops.warn('kubernetes', m) : ops.info('kubernetes', m)) });
+    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster, namespace: settings.namespace, kubeConfig, log: (m, level) => (level === 'warn' ? ops.warn('kubernetes', m) : ops.info('kubernetes', m)) });
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
     void kube.start().then(() => ops.info('kubernetes', 'first full sync done'), (err: Error) => ops.error('kubernetes', err.message));
@@ -134,7 +134,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
   // The primary then follows the file as the workers do (silently: they log), keeping its last
   // good text for a worker that starts while the file is invalid (a restart after a crash).
-  const authFile = startAuthSource(settings.authConfig, () => undefined);
+  const authFile = startAuthSource(settings.authConfig, () => undefined, settings.redisLimits.cluster);
   // So does a missing token ranks file (each worker builds its table from it).
   if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
 

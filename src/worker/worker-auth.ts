@@ -9,9 +9,9 @@ import { AuthSource, type AuthLog } from '../auth/auth-source.js';
 import type { PrimaryToWorker } from '../primary/messages.js';
 
 /** The started AuthSource for ROUTER_AUTH_CONFIG, or null when there is none. */
-export async function startWorkerAuth(file: string | null, log: AuthLog): Promise<AuthSource | null> {
+export async function startWorkerAuth(file: string | null, log: AuthLog, redisCluster: boolean): Promise<AuthSource | null> {
   if (file === null || file === '') return null;
-  const source = new AuthSource(file, log);
+  const source = new AuthSource(file, log, {}, redisCluster);
   try {
     source.start();
   } catch (err) {

@@ -60,7 +60,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
-  const auth = await startWorkerAuth(settings.authConfig, (m, level) => (level === 'warn' ? ops.warn('auth', m) : ops.info('auth', m)));
+  const auth = await startWorkerAuth(settings.authConfig, (m, level) => (level === 'warn' ? ops.warn('auth', m) : ops.info('auth', m)), settings.redisLimits.cluster);
 
   let ready = false;
   const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (m) => ops.warn('readiness', m) });

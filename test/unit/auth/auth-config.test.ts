@@ -123,6 +123,14 @@ describe('globs', () => {
 });
 
 describe('parseAuthConfig: tenant budgets', () => {
+  // A Redis address the limiter cannot use is refused with the file (it made every worker exit, again and again).
+  it('refuses a global budget naming several Redis nodes unless REDIS_CLUSTER=true', () => {
+    const text = `apiKeys:\n  - name: a\n    sha256: "${D}"\n    rateLimit: {inputTokensPerUnit: 10, global: {redis: {address: "r-0:6379,r-1:6379"}}}\n`;
+    expect(() => parseAuthConfig(text, F, false)).toThrow(
+      `${F}: apiKeys[0].rateLimit.global.redis.address: names several nodes (Redis Cluster seed nodes); that needs REDIS_CLUSTER=true in the router's environment (one Redis: name only it)`);
+    expect(parseAuthConfig(text, F, true).apiKeys[0].rateLimit!.global).toEqual({ redis: { address: 'r-0:6379,r-1:6379' } });
+  });
+
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
   const jwks = `  jwks: {keys: [{kty: EC, crv: P-256, x: "${ec.x}", y: "${ec.y}"}]}\n`;
 

@@ -27,7 +27,7 @@ function started(): { file: string; source: FileSource; lines: string[]; applied
   const lines: string[] = [];
   const applied: LoadedResources[] = [];
   const source = new FileSource({
-    file, apiGroup: 'networking.serving.volcano.sh', maxBytes: 1 << 20,
+    file, rules: { apiGroup: 'networking.serving.volcano.sh', redisCluster: false }, maxBytes: 1 << 20,
     log: (m: string, _e: FileSourceEvent) => lines.push(m), apply: (r) => applied.push(r),
     // Reloads parse in a worker thread, which runs compiled code (npm run build).
     parseThread: new URL('../../../dist/config/resource-parse-thread.js', import.meta.url),

@@ -127,7 +127,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
 
   /** `watchIdleMs`, `listTimeoutMs`: the watchdog's and the list's limits (the source's defaults when left out). */
   function newSource(namespace: string | null = null, watchIdleMs?: number, listTimeoutMs?: number): KubernetesSource {
-    const source = new KubernetesSource({ apiGroup: GROUP, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs, listTimeoutMs });
+    const source = new KubernetesSource({ apiGroup: GROUP, redisCluster: false, namespace, kubeConfig, log: (m, level) => { logs.push(m); if (level === 'warn') warns.push(m); }, clock, watchIdleMs, listTimeoutMs });
     source.onSnapshot((s) => snapshots.push(s));
     sources.push(source);
     return source;

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { GLOBAL_WITHOUT_REDIS, PD_GROUP_UNSUPPORTED, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 
-const opts = { apiGroup: 'networking.serving.volcano.sh' };
+const opts = { apiGroup: 'networking.serving.volcano.sh', redisCluster: false };
 const API = 'networking.serving.volcano.sh/v1alpha1';
 
 const CANONICAL = `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -424,7 +425,7 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
       'routes.yaml: document 1 (ModelServer default/sf-server): apiVersion: expected "networking.serving.volcano.sh/v1alpha1", got "networking.serving.other.io/v1alpha1"'
       + '; the router reads the API group ROUTER_API_GROUP names (networking.serving.volcano.sh): set ROUTER_API_GROUP=networking.serving.other.io to read resources of this one',
     );
-    const ok = parseResourceFile(text, 'r.yaml', { apiGroup: 'networking.serving.other.io' });
+    const ok = parseResourceFile(text, 'r.yaml', { apiGroup: 'networking.serving.other.io', redisCluster: false });
     expect(ok.servers[0].key).toBe('default/sf-server');
     expect(errorOf(() => parse(SERVER.replace('v1alpha1', 'v1beta1'))).message)
       .toMatch(/apiVersion: expected ".*\/v1alpha1", got "networking\.serving\.volcano\.sh\/v1beta1"; the router reads version v1alpha1 of networking\.serving\.volcano\.sh only$/);
@@ -486,7 +487,7 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
   const limit = (body: string) => `${SIMPLE_SPEC}  rateLimit:\n${body}`;
   it('as in the route API, the unit defaults to second and a rule may be unnamed', () => {
     const text = `apiVersion: ${API}\nkind: ModelServer\nmetadata: {name: sf-server}\nspec: {}\n---\napiVersion: ${API}\nkind: ModelRoute\nmetadata: {name: r}\nspec:\n  modelName: m\n  rules:\n  - targetModels: [{modelServerName: sf-server}]\n  rateLimit: {inputTokensPerUnit: 5}\n`;
-    const { routes } = parseResourceFile(text, 'routes.yaml', { apiGroup: 'networking.serving.volcano.sh' });
+    const { routes } = parseResourceFile(text, 'routes.yaml', opts);
     expect(routes[0].rateLimit?.unit).toBe('second');
     expect(routes[0].rules[0].name).toBe('rule-0');
   });
@@ -818,15 +819,39 @@ describe('address forms', () => {
   });
 
   it('checks redis addresses', () => {
-    expect(redisAddressProblem('redis:6379')).toBeNull();
-    expect(redisAddressProblem('rediss://redis.example.com')).toBeNull();
-    expect(redisAddressProblem('redis://h:6379/3')).toBeNull();
-    expect(redisAddressProblem('redis://h:6379/x')).toMatch(/database number/);
-    expect(redisAddressProblem('redis:///0')).toMatch(/no host/);
-    expect(redisAddressProblem('tcp://h:1')).toMatch(/scheme/);
-    expect(redisAddressProblem('h:0')).toMatch(/bad port/);
-    expect(redisAddressProblem('a:7000, b:7001,redis://c:7002')).toBeNull();
-    expect(redisAddressProblem('a:7000,b')).toMatch(/^in the list of addresses: expected host:port/);
-    expect(redisAddressProblem('a:7000,')).toMatch(/^in the list of addresses: expected host:port/);
+    expect(redisAddressProblem('redis:6379', false)).toBeNull();
+    expect(redisAddressProblem('rediss://redis.example.com', false)).toBeNull();
+    expect(redisAddressProblem('redis://h:6379/3', false)).toBeNull();
+    expect(redisAddressProblem('redis://h:6379/x', false)).toMatch(/database number/);
+    expect(redisAddressProblem('redis:///0', false)).toMatch(/no host/);
+    expect(redisAddressProblem('tcp://h:1', false)).toMatch(/scheme/);
+    expect(redisAddressProblem('h:0', false)).toMatch(/bad port/);
+    expect(redisAddressProblem('a:7000, b:7001,redis://c:7002', true)).toBeNull();
+    expect(redisAddressProblem('a:7000,b', true)).toMatch(/^in the list of addresses: expected host:port/);
+    expect(redisAddressProblem('a:7000,', true)).toMatch(/^in the list of addresses: expected host:port/);
+  });
+
+  // What the Redis limiter cannot connect to is refused here, where it is a clear error, and not
+  // where a worker creates the limiter (it threw there, and every worker exited, again and again).
+  it('refuses the redis addresses the limiter cannot use, given REDIS_CLUSTER', () => {
+    expect(redisAddressProblem('a:7000,b:7001', false)).toBe(
+      "names several nodes (Redis Cluster seed nodes); that needs REDIS_CLUSTER=true in the router's environment (one Redis: name only it)");
+    expect(redisAddressProblem('redis://h:6379/100', false)).toBe('database number must be 0-99, got 100');
+    expect(redisAddressProblem('redis://h:6379/99', false)).toBeNull();
+    expect(redisAddressProblem('redis://h:6379/1', true)).toBe('Redis Cluster has only database 0 (REDIS_CLUSTER=true), got database 1');
+    expect(redisAddressProblem('redis://h:6379/0', true)).toBeNull();
+    const route = (address: string) => `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: {name: r}
+spec:
+  modelName: m
+  rules: [{name: d, targetModels: [{modelServerName: s}]}]
+  rateLimit: {inputTokensPerUnit: 10, global: {redis: {address: "${address}"}}}
+`;
+    expect(errorOf(() => validateResource(parseYaml(route('r-0:6379,r-1:6379')), 'r.yaml', opts)).message).toBe(
+      'r.yaml (ModelRoute default/r): spec.rateLimit.global.redis.address: names several nodes (Redis Cluster seed nodes); ' +
+      "that needs REDIS_CLUSTER=true in the router's environment (one Redis: name only it)");
+    const accepted = validateResource(parseYaml(route('r-0:6379,r-1:6379')), 'r.yaml', { ...opts, redisCluster: true });
+    expect(accepted.kind === 'ModelRoute' && accepted.rateLimit!.global!.redis.address).toBe('r-0:6379,r-1:6379');
   });
 });

@@ -75,7 +75,7 @@ describe('parseRedisAddress', () => {
     expect(parseRedisAddress('a:7000, b:7001,redis://c:7002', true).nodes).toEqual([
       { host: 'a', port: 7000 }, { host: 'b', port: 7001 }, { host: 'c', port: 7002 },
     ]);
-    expect(() => parseRedisAddress('a:7000,b:7001', false)).toThrow(/several nodes; that needs REDIS_CLUSTER=true/);
+    expect(() => parseRedisAddress('a:7000,b:7001', false)).toThrow(/several nodes \(Redis Cluster seed nodes\); that needs REDIS_CLUSTER=true/);
     expect(() => parseRedisAddress('redis://a:7000/3', true)).toThrow(/only database 0/);
   });
 
