@@ -1,5 +1,6 @@
 import type { LimiterClient } from './connection.js';
 import { awaitReply, type ReplyHandlers } from './late-reply.js';
+import { failureHint } from './failure-hint.js';
 
 /** starting: never connected yet; up: commands go to Redis; down: circuit open, no request waits. */
 export type StoreState = 'starting' | 'up' | 'down';
@@ -9,6 +10,8 @@ export interface HealthOptions {
   name: string;
   /** Failure mode, for log lines. */
   failureMode: string;
+  /** Connections use TLS (for what log lines suggest). */
+  tls?: boolean;
   /** The longest a request may wait for the first connection, and a health PING for its answer. */
   timeoutMs: number;
   /** Delay between health pings while the circuit is open. */
@@ -25,6 +28,11 @@ export interface HealthOptions {
  * Circuit breaker of one Redis client. A failed or timed-out command, or a lost connection,
  * opens it (logged once per outage); while open, requests do not touch Redis at all. The
  * client reconnects by itself; `ready` or a successful background PING closes the circuit again.
+ *
+ * A Redis that answers the limiter's script with an error (`refused`: OOM at maxmemory, an ACL
+ * refusing a command the script calls) still answers PING: the circuit then closes after the probe
+ * interval, lets calls try again, and opens on the next refusal, but that is one outage in the log,
+ * over only once a script call answers (answered()), not a pair of lines at every try.
  */
 export class StoreHealth {
   private current: StoreState = 'starting';
@@ -34,6 +42,10 @@ export class StoreHealth {
   private probeTimer: NodeJS.Timeout | null = null;
   private probing = false;
   private closed = false;
+  /** The circuit last opened on an error Redis answered (refused): a PING answering does not end the outage. */
+  private refused = false;
+  /** Closed by a PING after a refusal: the outage is over (logged) once a script call answers. */
+  private unconfirmed = false;
 
   constructor(client: LimiterClient, opts: HealthOptions) {
     this.client = client;
@@ -63,23 +75,43 @@ export class StoreHealth {
     });
   }
 
-  /** A command failed or timed out, or the connection dropped: open the circuit. */
-  markDown(reason: string): void {
+  /**
+   * A command failed or timed out, or the connection dropped: open the circuit. `refused`: Redis
+   * answered the command with an error (it is reachable, and answers PING).
+   */
+  markDown(reason: string, refused = false): void {
     if (this.closed || this.current === 'down') return;
     const atStart = this.current === 'starting';
     this.current = 'down';
     this.releaseStartupWaiters();
     if (this.opts.onDown !== undefined) this.opts.onDown();
-    const { name, failureMode } = this.opts;
-    this.opts.log(
-      atStart
-        ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
-        : `rate limit store ${name} is unavailable (${reason}); failure mode "${failureMode}" applies until it answers again`,
-      'warn',
-    );
+    // Still the outage logged before: a PING answered since, no script call did.
+    const same = this.unconfirmed;
+    this.unconfirmed = false;
+    this.refused = refused;
+    if (!same) {
+      const { name, failureMode } = this.opts;
+      const hint = failureHint(reason, this.opts.tls === true);
+      this.opts.log(
+        (atStart
+          ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
+          : `rate limit store ${name} is unavailable (${reason}); failure mode "${failureMode}" applies until it answers again`) +
+        (hint === null ? '' : `; ${hint}`),
+        'warn',
+      );
+    }
     // The first ping goes out at once: a failure caused by a stall of this process (event loop
     // lag past the timeout) rather than by Redis then costs one round trip, not a probe interval.
-    this.scheduleProbe(0);
+    // Not after a refusal: the PING would answer at once, and the next call be refused again.
+    this.scheduleProbe(refused ? this.opts.probeIntervalMs : 0);
+  }
+
+  /** A script call answered: an outage whose circuit a PING closed after a refusal is over. */
+  answered(): void {
+    if (!this.unconfirmed) return;
+    this.unconfirmed = false;
+    this.refused = false;
+    this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
   }
 
   markUp(): void {
@@ -91,7 +123,9 @@ export class StoreHealth {
       clearTimeout(this.probeTimer);
       this.probeTimer = null;
     }
-    if (wasDown) this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
+    // After a refusal, PING answering says nothing of the scripts: logged when one answers (answered()).
+    if (wasDown && this.refused) this.unconfirmed = true;
+    else if (wasDown) this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
     if (this.opts.onUp !== undefined) this.opts.onUp();
   }
 

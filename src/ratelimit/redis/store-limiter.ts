@@ -171,6 +171,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     this.health = new StoreHealth(this.client, {
       name: this.name,
       failureMode: settings.failureMode,
+      tls: settings.tls || target.tls,
       timeoutMs: settings.timeoutMs,
       probeIntervalMs: opts.probeIntervalMs ?? 500,
       log,
@@ -405,6 +406,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
           b.fail(new LimitStoreUnavailableError(this.name));
           return;
         }
+        this.health.answered();
         this.sawMulti(b, reply);
         if (this.leases !== null) this.leaseReplyMulti(b, reply);
         b.answer(reply, this.waitsMulti);
@@ -544,6 +546,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
           this.withoutStore(b);
           return;
         }
+        this.health.answered();
         this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
         if (this.leases !== null) this.leaseReply(b, reply);
         b.answer(reply, this.waits);
@@ -718,9 +721,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     }
   }
 
+  /** `err` a ReplyError: Redis answered the call with an error (OOM, NOPERM, BUSY, ...); else it did not answer. */
   private storeFailed(err: unknown): void {
     this.returnLeasesWhileDown();
-    this.health.markDown((err as Error).message);
+    this.health.markDown((err as Error).message, (err as Error).name === 'ReplyError');
     if (this.onStoreError !== null) this.onStoreError(this.name);
   }
 
