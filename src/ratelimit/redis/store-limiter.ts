@@ -15,6 +15,7 @@ import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
+import { evictingPolicy, evictionWarning } from './eviction.js';
 import { Incarnations, NO_INCARNATION } from './incarnations.js';
 import { failInDoubt, failMultiInDoubt, type InDoubtCharge, type LateChargeUndo } from './late-charge.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
@@ -131,6 +132,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private confirming = false;
   /** Times the circuit closed (the first connection: 1). Before the first, nothing was charged in Redis. */
   private closures = 0;
+  /** The eviction policy of the Redis last read (eviction.ts), null when it evicts nothing; warned once per change. */
+  private evicting: string | null = null;
   private readonly log: (message: string, level?: 'warn') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
@@ -651,6 +654,16 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
         this.giveBackHeld(held, null);
       },
     );
+    // Whether it may evict the limits' counts; a failure (INFO refused) was just logged above.
+    this.client.info('memory').then((text) => this.checkEviction(text), ignore);
+  }
+
+  /** A warn line when the Redis answering may evict the limits' counts (eviction.ts): once per policy seen. */
+  private checkEviction(info: string): void {
+    const policy = evictingPolicy(info);
+    if (policy === this.evicting) return;
+    this.evicting = policy;
+    if (policy !== null) this.log(evictionWarning(this.name, policy), 'warn');
   }
 
   private giveBackHeld(held: HeldGiveBacks, runId: string | null): void {

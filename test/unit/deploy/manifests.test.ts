@@ -333,6 +333,11 @@ describe.skipIf(!hasKubectl)('kustomizations build with kubectl kustomize', () =
     const globalRoute = EXAMPLES.find((d) => d.spec?.rateLimit?.global) as Doc;
     expect(globalRoute.spec.rateLimit.global.redis.address)
       .toBe(`${redisSvc.metadata.name}.${redisSvc.metadata.namespace}.svc.cluster.local:${redisSvc.spec.ports[0].port}`);
+    // Its Redis evicts nothing: an evicting policy (volatile-ttl takes keys with an expiry, as every
+    // count is) drops a window's counts at maxmemory, and the window admits its whole limit again.
+    const redis = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'redis') as Doc;
+    const args: string[] = redis.spec.template.spec.containers[0].args;
+    expect(args[args.indexOf('--maxmemory-policy') + 1]).toBe('noeviction');
   });
 
   test('deploy/examples', () => {
