@@ -128,7 +128,7 @@ export class RouterMetrics {
   private readonly decisionDuration = new HistogramFamily('inference_router_ratelimit_decision_duration_seconds',
     'Time to an admission decision of the token limiter, by mode (local, global).', ['mode'], DECISION_BUCKETS);
   private readonly redisErrors = new CounterFamily('inference_router_ratelimit_store_errors_total',
-    'Errors and timeouts talking to the global limit store (Redis), by store address.', ['store']);
+    'Errors and timeouts talking to the global limit store (Redis): failed or timed-out calls and failed connection attempts, by store address.', ['store']);
   private readonly failureModeDecisions = new CounterFamily('inference_router_ratelimit_failure_mode_decisions_total',
     'Admission decisions made without the global store, by failure mode applied (local, open, closed).', ['mode']);
   private readonly leaseEvents = new CounterFamily('inference_router_ratelimit_leases_total',

@@ -22,6 +22,8 @@ export interface HealthOptions {
   onDown?: () => void;
   /** Called each time the circuit closes (the first connection too). */
   onUp?: () => void;
+  /** Called at each error of the connection (one per failed connection attempt while Redis cannot be reached). */
+  onConnectionError?: () => void;
 }
 
 /**
@@ -53,7 +55,10 @@ export class StoreHealth {
     client.on('ready', () => this.markUp());
     client.on('close', () => this.markDown('connection closed'));
     // Also keeps ioredis from printing "Unhandled error event" for every reconnect attempt.
-    client.on('error', (err: Error) => this.markDown(err.message));
+    client.on('error', (err: Error) => {
+      if (this.opts.onConnectionError !== undefined && !this.closed) this.opts.onConnectionError();
+      this.markDown(err.message);
+    });
   }
 
   get state(): StoreState {

@@ -44,7 +44,7 @@ export interface RedisStoreOptions {
   reconnectCapMs?: number;
   /** Initial connect timeout, ms (default 2000). */
   connectTimeoutMs?: number;
-  /** Observability hook (metrics): a store command failed. */
+  /** Observability hook (metrics): a store command failed, or a connection attempt (each one while Redis cannot be reached). */
   onStoreError?: (store: string) => void;
   /** Observability hook (metrics): a lease of the global limit was lent, given back, recalled or forfeited. */
   onLease?: (event: LeaseEvent) => void;
@@ -189,6 +189,11 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
         this.batches.flushAll();
       },
       onUp: () => this.readInstance(),
+      // Counted as the failed calls are: a Redis unreachable from the start, or refusing the
+      // credentials, fails no call (none goes out) but every connection attempt.
+      onConnectionError: () => {
+        if (this.onStoreError !== null) this.onStoreError(this.name);
+      },
     });
   }
 
