@@ -29,6 +29,11 @@ export function parseRateLimit(v: unknown, path: string, fail: FailFn, redisClus
   const unit = obj.unit === undefined || obj.unit === null ? 'second' : obj.unit;
   if (!WINDOW_UNITS.includes(unit as WindowUnit)) oneOf(`${path}.unit`, WINDOW_UNITS, unit, fail);
   const mode = obj.mode === undefined || obj.mode === null ? 'enforce' : obj.mode;
+  if (mode === 'global' || mode === 'local') {
+    // The docs speak of local and global mode: where the counts are, which `mode` does not say.
+    fail(`${path}.mode`, `expected one of ${MODES.join(', ')}, got ${quoted(mode)}; ${mode} mode is not set here: ` +
+      `${mode === 'global' ? `give ${path}.global.redis.address (the Redis that holds the counts)` : `leave out ${path}.global`}`);
+  }
   if (!MODES.includes(mode as RateLimitMode)) oneOf(`${path}.mode`, MODES, mode, fail);
   let global: RateLimitSpec['global'] = null;
   const globalObj = obj.global === undefined || obj.global === null ? null : mapping(obj.global, `${path}.global`, fail);

@@ -505,6 +505,9 @@ describe('parseResourceFile: errors name file, document, resource and field', ()
     ['misspelt unit', '    inputTokensPerUnit: 5\n    unit: minutes\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got "minutes"; did you mean minute?'],
     ['unit not a string', '    inputTokensPerUnit: 5\n    unit: 60\n', 'spec.rateLimit.unit: expected one of second, minute, hour, day, month, got 60'],
     ['misspelt mode', '    inputTokensPerUnit: 5\n    mode: shadwo\n', 'spec.rateLimit.mode: expected one of enforce, shadow, got "shadwo"; did you mean shadow?'],
+    // "Global mode" in the docs is where the counts are, not a value of `mode`.
+    ['mode global', '    inputTokensPerUnit: 5\n    mode: global\n', 'spec.rateLimit.mode: expected one of enforce, shadow, got "global"; global mode is not set here: give spec.rateLimit.global.redis.address (the Redis that holds the counts)'],
+    ['mode local', '    inputTokensPerUnit: 5\n    mode: local\n', 'spec.rateLimit.mode: expected one of enforce, shadow, got "local"; local mode is not set here: leave out spec.rateLimit.global'],
     ['global not a mapping', '    inputTokensPerUnit: 5\n    unit: hour\n    global: redis\n', 'spec.rateLimit.global: expected a mapping, got the string "redis"'],
     ['redis without address', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {}}\n', 'spec.rateLimit.global.redis.address: is required: expected a non-empty string'],
     ['address without port', '    inputTokensPerUnit: 5\n    unit: hour\n    global: {redis: {address: redis-host}}\n', 'spec.rateLimit.global.redis.address: expected host:port'],
