@@ -143,6 +143,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     if (target.hadCredentials) {
       log(`rate limit store ${this.name}: credentials in the address are ignored; set REDIS_USERNAME / REDIS_PASSWORD`, 'warn');
     }
+    if (settings.tlsCa !== null && !settings.tls && !target.tls) {
+      log(`rate limit store ${this.name}: REDIS_TLS_CA_FILE is set, but this address is reached without TLS (it is not a rediss:// URL, ` +
+        'and REDIS_TLS is not true), so the CA file is not used: for TLS, set REDIS_TLS=true or write the address as rediss://host:port', 'warn');
+    }
     const clock = opts.clock ?? null;
     this.clock = clock;
     this.inOrder = {

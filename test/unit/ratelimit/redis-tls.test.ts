@@ -85,3 +85,34 @@ describe('RedisLimiter over TLS', () => {
     expect(logs.join('\n')).toMatch(/certificate/i);
   });
 });
+
+describe('TLS settings and a Redis without TLS', () => {
+  let plain: RedisServer;
+  beforeAll(async () => {
+    plain = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await plain?.stop();
+  });
+
+  // A port without TLS reads the TLS hello as the start of a command and never answers: the
+  // client's connect timeout ends it, which alone ("connect ETIMEDOUT") read as a network problem.
+  it('REDIS_TLS=true at a port without TLS: unreachable, and the line says the port may not speak TLS', async () => {
+    const logs: string[] = [];
+    const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', REDIS_TLS: 'true', REDIS_TLS_CA_FILE: ca.caFile });
+    const l = new RedisLimiter(plain.address, settings, NO_FALLBACK, { log: (m) => logs.push(m), connectTimeoutMs: 300 });
+    limiters.push(l);
+    await until('the outage line', () => logs.length > 0);
+    expect(l.state).not.toBe('up');
+    expect(logs[0]).toMatch(/is unreachable at start \(connect ETIMEDOUT\); failure mode "closed" applies until it answers; no TLS connection within the connect timeout: the host did not answer, or the port does not speak TLS/);
+  });
+
+  // Before, the CA file was read and checked at start, then silently not used: the connection went in clear.
+  it('REDIS_TLS_CA_FILE with a plain address and REDIS_TLS unset: works without TLS, and a warn line says the CA file is not used', async () => {
+    const logs: string[] = [];
+    const l = limiter(plain.address, { REDIS_TLS_CA_FILE: ca.caFile }, logs);
+    await until('limiter healthy', () => l.state === 'up');
+    expect(logs).toEqual([`rate limit store ${plain.address}: REDIS_TLS_CA_FILE is set, but this address is reached without TLS (it is not a rediss:// URL, ` +
+      'and REDIS_TLS is not true), so the CA file is not used: for TLS, set REDIS_TLS=true or write the address as rediss://host:port']);
+  });
+});
