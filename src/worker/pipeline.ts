@@ -166,7 +166,7 @@ class PipelineRun implements ProxyListener {
         x.rateScope = a.shownScope;
         if (!a.admitted) {
           this.s.rateLimitRejected(a.shownKey!, rejectedDirection(a.shown!));
-          throw rateLimitRejection(a.shown!);
+          throw rateLimitRejection(a.shown!, x.ctx.inputTokens);
         }
         this.charged = x.ctx.inputTokens;
         x.ctx.admittedByFailureMode = a.byFailureMode;

@@ -76,6 +76,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect(e.error).toEqual({ message: 'input token rate limit exceeded', type: 'rate_limit', param: null, code: 'input_tokens_exceeded' });
     expect(e.headers.get('content-type')).toBe('application/json');
     expect(Number(e.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(e.headers.get('x-should-retry')).toBe('false'); // the prompt can never fit
     expect(e.headers.get('x-ratelimit-limit-input-tokens')).toBe('3');
   });
 
