@@ -2,6 +2,7 @@ import type { ModelRoute, RateLimitSpec, ResourceSnapshot, Rule } from '../confi
 import { compileMatcher, type Matcher } from './string-matcher.js';
 import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
 import { routeLimitKey, type LimitKey } from '../ratelimit/limit-key.js';
+import { nearName } from '../config/near-name.js';
 
 /** pick(): the matching rule sends no traffic (every target has weight 0). */
 export const NO_WEIGHTED_TARGET = Symbol('no weighted target');
@@ -59,6 +60,9 @@ export interface MatchInput {
   /** Lower-case header name -> value ("" when absent). */
   header(name: string): string;
 }
+
+/** Longest requested model name compared with the served ones for a "did you mean". */
+const MAX_NEAR_MODEL_LENGTH = 256;
 
 /** Most model names an unknown-model answer lists (GET /v1/models lists them all). */
 const SERVED_HINT_NAMES = 10;
@@ -140,6 +144,17 @@ export class RouteTable {
   /** The OpenAI model object of a served model (GET /v1/models/{id}), or undefined. */
   modelJson(id: string): string | undefined {
     return this.modelObjects.get(id);
+  }
+
+  /**
+   * What a request for `model`, which no route serves, is told after "is not served by any
+   * route": the served model it is likely a misspelling of (another case, or within two letters:
+   * `SF-Model`, `sf-modle`), then servedModelsHint. Error path only: the names are compared once
+   * per such request (a name longer than any worth comparing is not).
+   */
+  unknownModelHint(model: string): string {
+    const near = model.length <= MAX_NEAR_MODEL_LENGTH ? nearName(model, [...this.byModel.keys()]) : null;
+    return near === null ? this.servedModelsHint : ` (did you mean ${JSON.stringify(near)}?)${this.servedModelsHint}`;
   }
 
   route(modelName: string): CompiledRoute | undefined {

@@ -112,7 +112,7 @@ class PipelineRun implements ProxyListener {
       const table = this.s.table();
       if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
       const route = table.route(req.model) ?? null;
-      if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route${table.servedModelsHint}`);
+      if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route${table.unknownModelHint(req.model)}`);
       // The route's own copy of the same name: later comparisons of it (the access log's) are then
       // of one string with itself.
       ctx.modelName = route.modelName;

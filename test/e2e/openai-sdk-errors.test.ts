@@ -99,6 +99,16 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect([e.status, e.type, e.code, e.message]).toEqual([404, 'model_not_found', 'model_not_found', '404 model "nope" is not served by any route; served: "sf-model", "tight-in", "tight-out"']);
   });
 
+  it('NotFoundError naming the served model meant, for a model name in another case or misspelt', async () => {
+    for (const [asked, meant] of [['SF-Model', 'sf-model'], ['tight-inn', 'tight-in']]) {
+      const err = await failure(() => client.chat.completions.create({ model: asked, messages: [{ role: 'user', content: 'hi' }] }));
+      expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+      const e = err as InstanceType<typeof OpenAI.NotFoundError>;
+      expect([e.status, e.code, (e.error as { message?: string } | undefined)?.message]).toEqual([404, 'model_not_found',
+        `model "${asked}" is not served by any route (did you mean "${meant}"?); served: "sf-model", "tight-in", "tight-out"`]);
+    }
+  });
+
   it('NotFoundError naming /v1 for a client whose base URL lacks it', async () => {
     const noV1 = new OpenAI({ baseURL: router.url, apiKey: KEY, maxRetries: 0 });
     const err = await failure(() => noV1.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }));

@@ -72,6 +72,21 @@ describe('RouteTable', () => {
       .toBe('; served: "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9" and 2 more (GET /v1/models lists them all)');
   });
 
+  it('names the served model an unknown one is likely a misspelling of: another case, or within two letters', () => {
+    const names = ['Qwen/Qwen2.5-7B-Instruct', 'llama-3-8b', 'llama-3-70b', ...Array.from({ length: 12 }, (_, i) => `m${i}`)];
+    const routes = names.map((n, i) => route(`r${i}`, n, [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }]));
+    const t = table({ version: 1, servers: [server('s1', ['p1'])], routes });
+    // Past the 10 names listed: the one meant is named even so.
+    expect(t.unknownModelHint('qwen/qwen2.5-7b-instruct')).toBe(` (did you mean "Qwen/Qwen2.5-7B-Instruct"?)${t.servedModelsHint}`);
+    expect(t.unknownModelHint('Qwen/Qwen2.5-7B-Intsruct')).toBe(` (did you mean "Qwen/Qwen2.5-7B-Instruct"?)${t.servedModelsHint}`);
+    expect(t.unknownModelHint('llama-3-8B')).toBe(` (did you mean "llama-3-8b"?)${t.servedModelsHint}`);
+    // Two as close (llama-3-8b and llama-3-70b, one edit each), none close, too long: the list alone.
+    expect(t.unknownModelHint('llama-3-7b')).toBe(t.servedModelsHint);
+    expect(t.unknownModelHint('gpt-4o')).toBe(t.servedModelsHint);
+    expect(t.unknownModelHint(`llama-3-8b${'x'.repeat(300)}`)).toBe(t.servedModelsHint);
+    expect(table({ version: 1, servers: [], routes: [] }).unknownModelHint('m')).toBe('; no route serves any model: the resources have no ModelRoute');
+  });
+
   it('serves LoRA adapters by their route, keeping the request model; a modelName wins over an adapter', () => {
     const t = table({
       version: 1,
