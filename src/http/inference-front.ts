@@ -139,10 +139,16 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       return;
     }
     if (contentLength > h.maxBodyBytes) {
-      x.handedOn = true;
-      x.forceClose = true;
-      x.sendError(tooLarge(h.maxBodyBytes));
-      h.finish(x);
+      x.bodyLength = contentLength;
+      if (contentLength - h.maxBodyBytes > DISCARD_MAX_BYTES) {
+        x.handedOn = true;
+        x.forceClose = true;
+        x.sendError(tooLarge(h.maxBodyBytes));
+        h.finish(x);
+        return;
+      }
+      bodyArriving(x);
+      discardBody(x, tooLarge(h.maxBodyBytes), h);
       return;
     }
     // Chunked (-1), or the Content-Length (none: no body).
@@ -267,6 +273,37 @@ function tooLarge(max: number): RouterError {
   return new RouterError('invalid_request', `request body is larger than ${max} bytes (ROUTER_MAX_BODY_BYTES)`, 413, null, 'request_too_large');
 }
 
+/**
+ * Most bytes of a body over ROUTER_MAX_BODY_BYTES read and dropped before its 413 is answered
+ * (discardBody); a body declared longer than that is answered at once.
+ */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads the rest of a body that is over the limit and drops it, then answers `err` (the 413) and
+ * closes. A client that sends its whole body before it reads the answer (Node's fetch, and so the
+ * openai SDK) would otherwise have its upload cut by the close, get a connection reset instead of
+ * the 413 (the SDK's "Connection error."), and retry the same upload twice. Past DISCARD_MAX_BYTES
+ * dropped it is answered at once. A client that leaves meanwhile is recorded as any upload cut
+ * short (499, bytes received of the body's length).
+ */
+function discardBody(x: Exchange, err: RouterError, h: FrontHooks): void {
+  let dropped = 0;
+  const answer = (): void => {
+    x.handedOn = true;
+    bodyArrived(x);
+    x.forceClose = true;
+    x.sendError(err);
+    h.finish(x);
+  };
+  x.res.onData((ab, isLast) => {
+    if (x.handedOn) return;
+    dropped += ab.byteLength;
+    x.bodyBytes += ab.byteLength;
+    if (isLast || dropped > DISCARD_MAX_BYTES) answer();
+  });
+}
+
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let buf: Buffer | null = contentLength > 0 ? Buffer.allocUnsafe(contentLength) : null;
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
@@ -279,6 +316,13 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     const chunk = new Uint8Array(ab);
     if (size + chunk.length > h.maxBodyBytes || (buf !== null && size + chunk.length > buf.length)) {
       done = true;
+      if (buf === null && !isLast) {
+        // A chunked body past the limit: what still comes is read and dropped, then answered 413.
+        chunks = null;
+        x.bodyBytes = size + chunk.length;
+        discardBody(x, tooLarge(h.maxBodyBytes), h);
+        return;
+      }
       x.handedOn = true;
       bodyArrived(x);
       x.forceClose = true;
