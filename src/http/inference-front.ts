@@ -140,7 +140,9 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     }
     if (contentLength > h.maxBodyBytes) {
       x.bodyLength = contentLength;
-      if (contentLength - h.maxBodyBytes > DISCARD_MAX_BYTES) {
+      // A client that sent `Expect: 100-continue` (curl, for a large body) reads the answer before
+      // it sends the body: answered at once, it sends none.
+      if (contentLength - h.maxBodyBytes > DISCARD_MAX_BYTES || isUsualHeader(req.getHeader('expect'), '100-continue', '100-Continue')) {
         x.handedOn = true;
         x.forceClose = true;
         x.sendError(tooLarge(h.maxBodyBytes));

@@ -78,17 +78,29 @@ describe('a request body over ROUTER_MAX_BODY_BYTES from a client that sends it 
     expect(logged.map((l) => l.status_code)).toEqual([413]);
   });
 
-  it('a body declared longer than the limit and 64 MiB more: answered at once, nothing of it waited for', async () => {
-    const length = MAX + 64 * 1024 * 1024 + 1;
-    const answer = await new Promise<string>((resolve, reject) => {
+  /** The answer to a request head (and `start` of its body), read until the router closes. */
+  function rawAnswer(head: string, start: string): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
       const s = connect(router.port, '127.0.0.1');
       let got = '';
       s.on('data', (d) => { got += d.toString('latin1'); });
       s.on('close', () => resolve(got));
       s.on('error', reject);
-      s.write(`POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n{"model":`);
+      s.write(`POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n${head}\r\n${start}`);
     });
+  }
+
+  it('a body declared longer than the limit and 64 MiB more: answered at once, nothing of it waited for', async () => {
+    const answer = await rawAnswer(`content-length: ${MAX + 64 * 1024 * 1024 + 1}\r\n`, '{"model":');
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
     expect(answer.endsWith(MESSAGE)).toBe(true);
   });
+
+  it('a client that waits for 100 Continue (curl\'s Expect for a large body) is answered at once and sends none of it', async () => {
+    const t0 = performance.now();
+    const answer = await rawAnswer(`content-length: ${4 * MAX}\r\nexpect: 100-continue\r\n`, '');
+    expect(answer).toMatch(/413 Payload Too Large/);
+    expect(answer.endsWith(MESSAGE)).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(5000); // not the 10 s idle timeout of a body never sent
+  }, 15_000);
 });
