@@ -28,6 +28,20 @@ describe('router core: plain and streaming requests over real HTTP, 2 workers', 
     expect(stats?.lastHeaders['x-request-id']).toBe(r.headers.get('x-request-id'));
   });
 
+  it('auth off: an openai SDK request reaches the pod as the application sent it, its Authorization too; only model is renamed', async () => {
+    const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-pod-own-key', maxRetries: 0 });
+    const request = {
+      model: 'sf-model', messages: [{ role: 'user' as const, content: 'Weather in Zürich? 🌦️' }], n: 2, user: 'user-42', max_completion_tokens: 3,
+      tools: [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      response_format: { type: 'json_schema' as const, json_schema: { name: 'w', schema: { type: 'object' } } },
+    };
+    const answer = await client.chat.completions.create(request, { headers: { 'x-request-id': 'sdk-body-as-sent' } });
+    expect(answer.usage?.completion_tokens).toBe(3);
+    const stats = [await a.stats(), await b.stats()].find((s) => s.lastHeaders?.['x-request-id'] === 'sdk-body-as-sent');
+    expect(stats?.lastHeaders.authorization).toBe('Bearer sk-pod-own-key');
+    expect(stats?.lastBody).toEqual({ ...request, model: 'real-model-v1' });
+  });
+
   it('keeps a client x-request-id end to end', async () => {
     const r = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-request-id': 'my-trace-123' });
     expect(r.status).toBe(200);
