@@ -13,6 +13,7 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
+import { DISCARD_MAX_BYTES, discardBody } from './body-discard.js';
 import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } from './unknown-path.js';
 
 /** What the front needs from the worker. */
@@ -150,7 +151,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
         return;
       }
       bodyArriving(x);
-      discardBody(x, tooLarge(h.maxBodyBytes), h);
+      discardBody(x, tooLarge(h.maxBodyBytes), (ended) => h.finish(ended));
       return;
     }
     // Chunked (-1), or the Content-Length (none: no body).
@@ -275,37 +276,6 @@ function tooLarge(max: number): RouterError {
   return new RouterError('invalid_request', `request body is larger than ${max} bytes (ROUTER_MAX_BODY_BYTES)`, 413, null, 'request_too_large');
 }
 
-/**
- * Most bytes of a body over ROUTER_MAX_BODY_BYTES read and dropped before its 413 is answered
- * (discardBody); a body declared longer than that is answered at once.
- */
-const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
-
-/**
- * Reads the rest of a body that is over the limit and drops it, then answers `err` (the 413) and
- * closes. A client that sends its whole body before it reads the answer (Node's fetch, and so the
- * openai SDK) would otherwise have its upload cut by the close, get a connection reset instead of
- * the 413 (the SDK's "Connection error."), and retry the same upload twice. Past DISCARD_MAX_BYTES
- * dropped it is answered at once. A client that leaves meanwhile is recorded as any upload cut
- * short (499, bytes received of the body's length).
- */
-function discardBody(x: Exchange, err: RouterError, h: FrontHooks): void {
-  let dropped = 0;
-  const answer = (): void => {
-    x.handedOn = true;
-    bodyArrived(x);
-    x.forceClose = true;
-    x.sendError(err);
-    h.finish(x);
-  };
-  x.res.onData((ab, isLast) => {
-    if (x.handedOn) return;
-    dropped += ab.byteLength;
-    x.bodyBytes += ab.byteLength;
-    if (isLast || dropped > DISCARD_MAX_BYTES) answer();
-  });
-}
-
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
   let buf: Buffer | null = contentLength > 0 ? Buffer.allocUnsafe(contentLength) : null;
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
@@ -322,7 +292,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
         // A chunked body past the limit: what still comes is read and dropped, then answered 413.
         chunks = null;
         x.bodyBytes = size + chunk.length;
-        discardBody(x, tooLarge(h.maxBodyBytes), h);
+        discardBody(x, tooLarge(h.maxBodyBytes), (ended) => h.finish(ended));
         return;
       }
       x.handedOn = true;
