@@ -8,11 +8,16 @@
  * The Responses API (/v1/responses) answers in its own shape: a `response` object with `output`
  * items and `usage.input_tokens`/`output_tokens`; its stream is OpenAI's documented event sequence
  * (`event:` and `data:` lines), ending with `response.completed`, whose response carries the usage.
+ * Embeddings (/v1/embeddings) answer OpenAI's list of embedding objects, one per `input` (a string,
+ * an array of strings, token ids or arrays of token ids), each a vector of EMBEDDING_DIMENSIONS
+ * floats (base64 of their float32 bytes with `encoding_format: "base64"`, as the openai SDKs ask),
+ * with `usage.prompt_tokens` and `total_tokens` only: nothing is generated.
  */
 
 import type { AnswerShape } from './mock-options.js';
+import { Buffer } from 'node:buffer';
 
-export type MockApi = 'chat' | 'completions' | 'responses';
+export type MockApi = 'chat' | 'completions' | 'responses' | 'embeddings';
 
 export interface MockUsage {
   prompt_tokens: number;
@@ -69,7 +74,7 @@ export function mockPromptTokens(body: Record<string, unknown>, api: MockApi): n
       }
     }
   } else {
-    const prompt = body.prompt;
+    const prompt = api === 'embeddings' ? body.input : body.prompt;
     if (typeof prompt === 'string') {
       chars = prompt.length;
     } else if (Array.isArray(prompt)) {
@@ -133,6 +138,31 @@ function responseObject(spec: AnswerSpec, status: 'in_progress' | 'completed', o
     temperature: 1, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], top_p: 1, truncation: 'disabled',
     usage: status === 'completed' && spec.usage ? responsesUsage(spec) : null, user: null, metadata: {},
   };
+}
+
+/** Length of the mock's embedding vectors. */
+export const EMBEDDING_DIMENSIONS = 8;
+
+/** How many inputs an embeddings request has: one per string or token-id array, else one. */
+function embeddingInputs(input: unknown): number {
+  if (!Array.isArray(input) || input.length === 0) return 1;
+  return typeof input[0] === 'number' ? 1 : input.length;
+}
+
+/**
+ * An embeddings answer (OpenAI's shape) for `body`: one vector per input, its values made from
+ * the input's index; base64 of the float32 bytes when `encoding_format` is "base64".
+ */
+export function embeddingsAnswer(spec: AnswerSpec, body: Record<string, unknown>): string {
+  const base64 = body.encoding_format === 'base64';
+  const data = Array.from({ length: embeddingInputs(body.input) }, (_, index) => {
+    const vector = Float32Array.from({ length: EMBEDDING_DIMENSIONS }, (_, d) => (index + 1) / (d + 2));
+    const embedding = base64 ? Buffer.from(vector.buffer).toString('base64') : Array.from(vector);
+    return { object: 'embedding', index, embedding };
+  });
+  const answer: Record<string, unknown> = { object: 'list', data, model: spec.model, pod: spec.pod };
+  if (spec.usage) answer.usage = { prompt_tokens: spec.promptTokens, total_tokens: spec.promptTokens };
+  return JSON.stringify(answer);
 }
 
 /** The complete (non-stream) answer body. */

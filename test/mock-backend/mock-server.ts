@@ -2,8 +2,8 @@
  * The mock OpenAI-compatible backend server, on uWebSockets.js so that it is never the bottleneck
  * of a benchmark. Routes:
  *   POST /v1/*           OpenAI-shaped answer (chat shape under /v1/chat/completions, Responses API
- *                        shape under /v1/responses, completions shape otherwise), JSON or SSE
- *                        (`stream: true`)
+ *                        shape under /v1/responses, embeddings under /v1/embeddings, completions
+ *                        shape otherwise), JSON or SSE (`stream: true`; embeddings never stream)
  *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath }
  *   POST /stats/reset    resets the stats
  *   POST /fail-rate?rate=F  sets the fraction (0..1) of /v1 requests answered 500 from now on
@@ -19,7 +19,7 @@ import { loadUws } from 'inference-router/http/uws';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
 import { mockMetricsText } from './mock-metrics.js';
-import { errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
+import { embeddingsAnswer, errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
 const uWS = loadUws();
@@ -195,7 +195,7 @@ class MockServer implements MockBackend {
     const query = req.getQuery();
     this.stats.lastPath = query ? `${req.getUrl()}?${query}` : req.getUrl();
     const url = req.getUrl();
-    const api: MockApi = url.endsWith('/chat/completions') ? 'chat' : url.endsWith('/responses') ? 'responses' : 'completions';
+    const api: MockApi = url.endsWith('/chat/completions') ? 'chat' : url.endsWith('/responses') ? 'responses' : url.endsWith('/embeddings') ? 'embeddings' : 'completions';
     const exchange = new Exchange(res, api, headers);
     this.open.add(exchange);
     res.onAborted(() => {
@@ -292,6 +292,10 @@ class MockServer implements MockBackend {
       usage: this.options.usage,
       shape: this.options.answerShape,
     };
+    if (exchange.api === 'embeddings') {
+      this.finishJson(exchange, 200, embeddingsAnswer(spec, body));
+      return;
+    }
     if (body.stream !== true) {
       this.finishJson(exchange, 200, jsonAnswer(spec));
       return;

@@ -287,6 +287,21 @@ describe('mock backend process (defaults)', () => {
     expect(deltas).toBe(TOK16);
     expect(outputTokens).toBe(16);
   });
+
+  it('answers embeddings in OpenAI\'s shape, one vector per input, base64 when asked (as the SDK asks); no output tokens', async () => {
+    const client = new OpenAI({ baseURL: `${mock.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const sdk = await client.embeddings.create({ model: 'emb-m', input: ['one', 'three'] }); // encoding_format base64, decoded by the SDK
+    expect(sdk.data.map((d) => [d.object, d.index, d.embedding.length])).toEqual([['embedding', 0, 8], ['embedding', 1, 8]]);
+    expect(sdk.data[1].embedding[0]).toBe(1);
+    expect(sdk.usage).toEqual({ prompt_tokens: 2, total_tokens: 2 }); // ceil(8/4)
+    const floats = await json<OpenAI.CreateEmbeddingResponse>(await post(`${mock.url}/v1/embeddings`, { model: 'emb-m', input: 'abcde', encoding_format: 'float' }));
+    expect(floats.object).toBe('list');
+    expect(floats.data).toHaveLength(1);
+    expect(floats.data[0].embedding).toHaveLength(8);
+    expect(floats.usage).toEqual({ prompt_tokens: 2, total_tokens: 2 });
+    const ids = await json<OpenAI.CreateEmbeddingResponse>(await post(`${mock.url}/v1/embeddings`, { model: 'emb-m', input: [[1, 2, 3], [4]] }));
+    expect([ids.data.length, ids.usage]).toEqual([2, { prompt_tokens: 4, total_tokens: 4 }]);
+  });
 });
 
 describe('mock backend process (flags)', () => {
