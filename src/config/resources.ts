@@ -10,7 +10,7 @@ import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
 import { parseRateLimit } from './rate-limit-spec.js';
 import { nearName } from './near-name.js';
-import { routeRegex } from './route-regex.js';
+import { nestedRepetition, routeRegex } from './route-regex.js';
 import { describe, isPlainObject, quoted } from './describe-value.js';
 import {
   API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
@@ -178,7 +178,31 @@ export function resourceNotes(obj: unknown): { path: string; problem: string }[]
   if (localGlobal !== null) notes.push({ path: localGlobal, problem: GLOBAL_WITHOUT_REDIS });
   const protocol = otherProtocol(obj);
   if (protocol !== null) notes.push({ path: 'spec.workloadPort.protocol', problem: `${quoted(protocol)} ${PLAIN_HTTP_ONLY}` });
+  for (const r of slowRegexes(obj)) notes.push({ path: r.path, problem: `${quoted(r.pattern)} ${NESTED_REPETITION} ${quoted(r.nested)}` });
   return notes;
+}
+
+/** What slowRegexes() reports, after the pattern; then the nested repetition. */
+export const NESTED_REPETITION = 'repeats a part that repeats itself, which a crafted value can make take seconds to match '
+  + '(regexes run on a backtracking engine here, not RE2): rewrite it without the nesting:';
+
+/** A ModelRoute's regex matches (spec.rules[].modelMatch: headers, uri) with a nested repetition (route-regex.ts nestedRepetition). */
+function slowRegexes(obj: unknown): { path: string; pattern: string; nested: string }[] {
+  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec) || !Array.isArray(obj.spec.rules)) return [];
+  const out: { path: string; pattern: string; nested: string }[] = [];
+  const check = (m: unknown, path: string): void => {
+    if (!isPlainObject(m) || typeof m.regex !== 'string') return;
+    const nested = nestedRepetition(m.regex);
+    if (nested !== null) out.push({ path: `${path}.regex`, pattern: m.regex, nested });
+  };
+  obj.spec.rules.forEach((rule: unknown, i: number) => {
+    const match = isPlainObject(rule) ? rule.modelMatch : undefined;
+    if (!isPlainObject(match)) return;
+    const path = `spec.rules[${i}].modelMatch`;
+    if (isPlainObject(match.headers)) for (const [name, m] of Object.entries(match.headers)) check(m, child(`${path}.headers`, name));
+    check(match.uri, `${path}.uri`);
+  });
+  return out;
 }
 
 /** What otherProtocol() reports, after the value. */

@@ -92,3 +92,82 @@ function translate(p: string): string {
   }
   return out;
 }
+
+/**
+ * The first repetition of a group that itself repeats without bound (`(a+)+`, `(\w*,?)*`,
+ * `(?:x+y?){2,}`), as written in `pattern`, or null. On a backtracking engine such a pattern can
+ * try exponentially many ways to split a value that almost matches, so one crafted header can hold
+ * a worker for seconds; RE2, the route API's engine, runs it in linear time. A heuristic (star
+ * height above 1): a nesting that cannot match one string in several ways is reported too.
+ */
+export function nestedRepetition(pattern: string): string | null {
+  /** Per open group: where it starts, and whether an unbounded repetition is inside it. */
+  const open: { start: number; unbounded: boolean }[] = [{ start: 0, unbounded: false }];
+  /** The group closed just before `i` (a quantifier after it repeats it), or null. */
+  let closed: { start: number; unbounded: boolean } | null = null;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    const q = quantifierAt(pattern, i);
+    if (q !== null) {
+      if (q.unbounded) {
+        if (closed !== null && closed.unbounded) return pattern.slice(closed.start, i + q.length);
+        open[open.length - 1].unbounded = true;
+      }
+      closed = null;
+      i += q.length - 1;
+      continue;
+    }
+    closed = null;
+    if (ch === '\\') {
+      if (pattern[i + 1] === 'Q') {
+        const end = pattern.indexOf('\\E', i + 2);
+        i = end === -1 ? pattern.length : end + 1;
+      } else i++;
+    } else if (ch === '[') {
+      i = classEnd(pattern, i);
+    } else if (ch === '(') {
+      open.push({ start: i, unbounded: false });
+    } else if (ch === ')' && open.length > 1) {
+      closed = open.pop()!;
+      if (closed.unbounded) open[open.length - 1].unbounded = true;
+    }
+  }
+  return null;
+}
+
+/** The quantifier at `i` (`*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`, each maybe lazy), or null. */
+function quantifierAt(p: string, i: number): { length: number; unbounded: boolean } | null {
+  const ch = p[i];
+  let length = 0;
+  let unbounded = false;
+  if (ch === '*' || ch === '+') {
+    length = 1;
+    unbounded = true;
+  } else if (ch === '?') {
+    length = 1;
+  } else if (ch === '{') {
+    const m = /^\{(\d+)(,(\d*))?\}/.exec(p.slice(i, i + 24));
+    if (m === null) return null;
+    length = m[0].length;
+    unbounded = m[2] !== undefined && m[3] === '';
+  } else {
+    return null;
+  }
+  if (p[i + length] === '?') length++; // lazy
+  return { length, unbounded };
+}
+
+/** Index of the `]` closing the class opened at `i` (a `]` first in it is a literal). */
+function classEnd(p: string, i: number): number {
+  let j = i + 1;
+  if (p[j] === '^') j++;
+  if (p[j] === ']') j++;
+  for (; j < p.length; j++) {
+    if (p[j] === '\\') j++;
+    else if (p[j] === '[' && p[j + 1] === ':') {
+      const end = p.indexOf(':]', j + 2);
+      if (end !== -1) j = end + 1;
+    } else if (p[j] === ']') return j;
+  }
+  return p.length;
+}

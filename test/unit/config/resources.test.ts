@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { GLOBAL_WITHOUT_REDIS, PD_GROUP_UNSUPPORTED, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, NESTED_REPETITION, PD_GROUP_UNSUPPORTED, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
@@ -856,5 +856,22 @@ spec:
       "that needs REDIS_CLUSTER=true in the router's environment (one Redis: name only it)");
     const accepted = validateResource(parseYaml(route('r-0:6379,r-1:6379')), 'r.yaml', { ...opts, redisCluster: true });
     expect(accepted.kind === 'ModelRoute' && accepted.rateLimit!.global!.redis.address).toBe('r-0:6379,r-1:6379');
+  });
+});
+
+describe('parseResourceFile: a regex with a nested repetition', () => {
+  const withMatch = (match: string) => `${SERVER}---\n${route('slow', `  modelName: m\n  rules:\n  - modelMatch:\n${match}    targetModels:\n    - modelServerName: sf-server\n`)}`;
+
+  it('loads with a warning naming the field, the pattern and the nesting to rewrite (a crafted value can take seconds here)', () => {
+    const { routes, warnings } = parse(withMatch('      headers:\n        X-Tier: {regex: "^(\\\\w+,?)+$"}\n      uri: {regex: "(a*)*b"}\n'));
+    expect(routes).toHaveLength(1);
+    expect(warnings).toEqual([
+      `routes.yaml: document 2 (ModelRoute default/slow): spec.rules[0].modelMatch.headers.X-Tier.regex: "^(\\\\w+,?)+$" ${NESTED_REPETITION} "(\\\\w+,?)+"`,
+      `routes.yaml: document 2 (ModelRoute default/slow): spec.rules[0].modelMatch.uri.regex: "(a*)*b" ${NESTED_REPETITION} "(a*)*"`,
+    ]);
+  });
+
+  it('one without, such as the route API examples\' alternations, is said nothing of', () => {
+    expect(parse(withMatch('      headers:\n        x-tier: {regex: "^(acme|globex)-prod$"}\n      uri: {regex: "^/v1/(chat/)?completions"}\n')).warnings).toEqual([]);
   });
 });

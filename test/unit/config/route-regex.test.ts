@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { routeRegex } from '../../../src/config/route-regex.js';
+import { nestedRepetition, routeRegex } from '../../../src/config/route-regex.js';
 
 const matches = (pattern: string, value: string): boolean => routeRegex(pattern).test(value);
 
@@ -51,5 +51,31 @@ describe('routeRegex: a ModelRoute regex as the route API reads it (Go RE2, foun
     expect(matches('^a\\.b\\d$', 'a.b1')).toBe(true);
     expect(matches('^[a\\]z]$', ']')).toBe(true);
     expect(() => routeRegex('(unclosed')).toThrow(/Unterminated group/);
+  });
+});
+
+describe('nestedRepetition: a group repeated without bound that repeats without bound inside', () => {
+  it('names the nested repetition as written', () => {
+    expect(nestedRepetition('(a+)+')).toBe('(a+)+');
+    expect(nestedRepetition('^x-(\\w*,?)*$')).toBe('(\\w*,?)*');
+    expect(nestedRepetition('(?:x+y?){2,}')).toBe('(?:x+y?){2,}');
+    expect(nestedRepetition('((ab)*c)+')).toBe('((ab)*c)+');
+    expect(nestedRepetition('(a+?)*?')).toBe('(a+?)*?');
+    expect(nestedRepetition('(a)(b+)+')).toBe('(b+)+');
+    expect(nestedRepetition('(?P<user>[a-z]+)+')).toBe('(?P<user>[a-z]+)+');
+    // A rule of thumb (docs/configuration.md): named though each repetition begins with the comma.
+    expect(nestedRepetition('^\\w+(,\\w+)*$')).toBe('(,\\w+)*');
+  });
+
+  it('passes what repeats once, or repeats a bounded part', () => {
+    for (const p of ['a+b*', '(ab)+', '(a|b)*c', '^(acme|globex)-prod$', '(a{1,3})+', '((a)+)', '(a+)?', '(a+){2}', '(a+){1,5}', 'premium']) {
+      expect(nestedRepetition(p), p).toBeNull();
+    }
+  });
+
+  it('reads escapes, classes and \\Q…\\E as literals, not as groups or repetitions', () => {
+    for (const p of ['\\(a+\\)+', '([a+])+', '([+*])+', '[(]a+[)]+', '\\Q(a+)+\\E', '([[:alpha:]])+', '([]+])+']) {
+      expect(nestedRepetition(p), p).toBeNull();
+    }
   });
 });
