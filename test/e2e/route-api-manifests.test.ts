@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, startMock, startRouter, type MockBackend, type Router } from '../helpers/processes.js';
+import { GATEWAY_ROUTES } from '../helpers/route-api-manifests.js';
 
 const server = (name: string, model: string, port: number): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelServer
@@ -212,39 +213,6 @@ describe('route API manifests: fields that are not read are named at start', () 
   let pod: MockBackend;
   let router: Router;
 
-  // volcano-sh/kthena docs/kthena/docs/user-guide/gateway-api-support.md: one model name, a route per Gateway.
-  const GATEWAY_ROUTES = `apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata:
-  name: deepseek-default-route
-  namespace: default
-spec:
-  modelName: "deepseek-r1"
-  parentRefs:
-  - name: "default"      # Bind to the default Gateway
-    namespace: "kthena-system"
-    kind: "Gateway"
-  rules:
-  - name: "default"
-    targetModels:
-    - modelServerName: "deepseek-r1-1-5b"  # Backend ModelServer
----
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata:
-  name: deepseek-route-8081
-  namespace: default
-spec:
-  modelName: "deepseek-r1"  # Same modelName as the default Gateway's ModelRoute
-  parentRefs:
-  - name: "kthena-gateway-8081"  # Bind to the new Gateway
-    namespace: "default"
-    kind: "Gateway"
-  rules:
-  - name: "default"
-    targetModels:
-    - modelServerName: "deepseek-r1-7b"  # Using a different backend
-`;
 
   beforeAll(async () => {
     pod = await startMock('pod');

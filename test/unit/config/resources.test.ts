@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { GLOBAL_WITHOUT_REDIS, NESTED_REPETITION, PD_GROUP_UNSUPPORTED, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
+import { GATEWAY_ROUTES } from '../../helpers/route-api-manifests.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 
@@ -626,39 +627,6 @@ describe('parseResourceFile: duplicate model names', () => {
     ]);
   });
 
-  // volcano-sh/kthena docs/kthena/docs/user-guide/gateway-api-support.md: one model name, a route per Gateway.
-  const GATEWAY_ROUTES = `apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata:
-  name: deepseek-default-route
-  namespace: default
-spec:
-  modelName: "deepseek-r1"
-  parentRefs:
-  - name: "default"      # Bind to the default Gateway
-    namespace: "kthena-system"
-    kind: "Gateway"
-  rules:
-  - name: "default"
-    targetModels:
-    - modelServerName: "deepseek-r1-1-5b"  # Backend ModelServer
----
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata:
-  name: deepseek-route-8081
-  namespace: default
-spec:
-  modelName: "deepseek-r1"  # Same modelName as the default Gateway's ModelRoute
-  parentRefs:
-  - name: "kthena-gateway-8081"  # Bind to the new Gateway
-    namespace: "default"
-    kind: "Gateway"
-  rules:
-  - name: "default"
-    targetModels:
-    - modelServerName: "deepseek-r1-7b"  # Using a different backend
-`;
   it('routes of one model name bound to different Gateways: the warning says parentRefs is not read and what to do', () => {
     const servers = ['deepseek-r1-1-5b', 'deepseek-r1-7b'].map((n) => SERVER.replace('name: sf-server', `name: ${n}`)).join('---\n');
     const { routes, warnings } = parse(`${GATEWAY_ROUTES}---\n${servers}`);
