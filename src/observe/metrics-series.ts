@@ -21,8 +21,8 @@ export interface MetricJson {
   help: string;
   type: 'counter' | 'gauge' | 'histogram';
   values: MetricValue[];
-  /** How prom-client's AggregatorRegistry combines workers: sum, or max (build_info stays 1). */
-  aggregator: 'sum' | 'max';
+  /** How prom-client's AggregatorRegistry combines workers: sum, max (build_info stays 1) or min (a store is up only where every worker reaches it). */
+  aggregator: 'sum' | 'max' | 'min';
 }
 
 /** What prom-client's Registry.registerMetric() needs. */

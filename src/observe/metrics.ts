@@ -71,6 +71,8 @@ export interface MetricSources {
   tokenizerPoolTasks?: () => number;
   /** Token counts so far by method (RouterTokenCounter.stats). */
   tokenCounts?: () => { readonly inline: number; readonly pooled: number; readonly fallbacks: number };
+  /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
+  limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
 }
 
 /** Cached handles of one route ("" = requests that failed before a route was chosen). */
@@ -169,6 +171,10 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_token_counts_total',
       'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',
       'counter', () => this.collectTokenCounts()) as never);
+    // The lowest over the workers: 0 while any of them decides without the store.
+    r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',
+      'Whether the global limit store (Redis) decides the admissions of its limits: 1 while every worker reaches it, 0 while any decides by the failure mode (unreachable, refusing, or not answered yet), by store address.',
+      'gauge', () => this.collectStores(), 'min') as never);
     r.registerMetric(new CollectedFamily('inference_router_build_info',
       'Always 1; labels: router version, Node.js version, uWebSockets.js build that loaded.', 'gauge',
       () => [{ labels: { ...buildInfo }, value: 1 }], 'max') as never);
@@ -341,6 +347,14 @@ export class RouterMetrics {
       { labels: { method: 'pooled' }, value: s.pooled },
       { labels: { method: 'fallback' }, value: s.fallbacks },
     ];
+  }
+
+  private collectStores(): MetricValue[] {
+    const src = this.sources.limitStores;
+    if (src === undefined) return [];
+    const out: MetricValue[] = [];
+    for (const s of src()) out.push({ labels: { store: s.store }, value: s.up ? 1 : 0 });
+    return out;
   }
 
   private collectTraceDrops(): MetricValue[] {

@@ -1,7 +1,7 @@
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { TokenLimiter } from './limiter.js';
 import type { RedisLimitSettings } from './redis/settings.js';
-import { closeRedisLimiters, redisLimiterFor } from './redis/clients.js';
+import { closeRedisLimiters, redisLimiterFor, redisStoreStates } from './redis/clients.js';
 import type { RedisLimiter, RedisLimiterOptions } from './redis/limiter.js';
 
 /**
@@ -35,6 +35,11 @@ export class LimiterRegistry {
     while (pending.some((l) => l.state !== 'up') && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 10));
     }
+  }
+
+  /** The global limit stores in use and whether each decides now (metrics: inference_router_ratelimit_store_up). */
+  storeStates(): { readonly store: string; readonly up: boolean }[] {
+    return redisStoreStates();
   }
 
   async close(): Promise<void> {

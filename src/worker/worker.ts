@@ -173,6 +173,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     onLease: (event) => metrics.leaseEvent(event),
     onRecallWait: (admitted) => metrics.recallWait(admitted),
   });
+  metrics.bindSources({ limitStores: () => limiters.storeStates() });
 
   let finished = 0;
   const finish = (x: Exchange): void => {

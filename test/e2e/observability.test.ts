@@ -54,7 +54,7 @@ describe('dashboard and alert rules against the built router', () => {
     expect(dashboardExprs().flatMap(metricNames).length).toBeGreaterThan(10);
     expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(5);
     expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
-      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterAccessLogDrops',
+      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterAccessLogDrops',
       'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
     ]);
   });

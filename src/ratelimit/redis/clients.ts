@@ -30,3 +30,10 @@ export async function closeRedisLimiters(): Promise<void> {
   limiters.clear();
   await Promise.all(all.map((l) => l.close()));
 }
+
+/** Each limit store of this process (its address as logs show it) and whether Redis decides now (state up). */
+export function redisStoreStates(): { readonly store: string; readonly up: boolean }[] {
+  const out: { store: string; up: boolean }[] = [];
+  for (const l of limiters.values()) out.push({ store: l.name, up: l.state === 'up' });
+  return out;
+}
