@@ -244,7 +244,8 @@ describe('the front under framing attacks and broken clients (built router)', ()
   it('a request head of 60 KB (below ROUTER_MAX_HEADER_BYTES, 64 KiB by default) is read on this build, forwarded whole and recorded', async () => {
     const big = 'j'.repeat(60_000); // as a large JWT with a few claims, or many cookies
     const r = await raw(router.port, [post('big-head', BODY, `x-big: ${big}\r\nConnection: close\r\n`)]);
-    expect(statusLines(r.text)).toEqual(['200']);
+    // Another answer (a 502 seen once in a full run, not since) shows its body: the cause it names.
+    expect(statusLines(r.text), r.text.slice(0, 1000)).toEqual(['200']);
     expect((await mock.stats()).lastHeaders['x-big']).toBe(big);
     await waitFor('record', () => recordsOf('big-head').length === 1, 5000);
   });
