@@ -92,7 +92,7 @@ export interface HealthTarget {
 export function healthTarget(args: readonly string[], env: NodeJS.ProcessEnv): HealthTarget {
   const s = parseSettings(args, env);
   if (s === null) throw new Error('the process was started with --help: it serves nothing');
-  return { url: `http://${connectHost(s.host)}:${s.port}/healthz`, port: s.port };
+  return { url: `${s.tls === null ? 'http' : 'https'}://${connectHost(s.host)}:${s.port}/healthz`, port: s.port };
 }
 
 /**

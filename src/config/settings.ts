@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { durationSetting, type DurationRange } from './duration-setting.js';
 import { nearName } from './near-name.js';
 import { badSetting } from '../setting-message.js';
+import { listenerTls, type ListenerTls } from './listener-tls.js';
 
 /**
  * The router's own settings from flags and environment (flags win). Validated once, then frozen.
@@ -14,6 +15,8 @@ export interface RouterSettings {
   readonly resources: string | null;
   readonly port: number;
   readonly host: string;
+  /** ROUTER_TLS_CERT_FILE / ROUTER_TLS_KEY_FILE: the listener serves HTTPS with them; null: plain HTTP. */
+  readonly tls: ListenerTls | null;
   readonly workers: number;
   readonly apiGroup: string;
   /** Kubernetes namespace to watch; null = all. */
@@ -214,12 +217,14 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
   }
 
   refuseUwsFallback(env.ROUTER_ALLOW_UWS_FALLBACK);
+  const tls = listenerTls(env, (m) => new UsageError(m));
   return Object.freeze({
     source,
     resources: source === 'file' ? resources : null,
     // Not 0: every worker would listen on a port of its own choosing, none of them known.
     port: port ?? 8080,
     host: host ?? '0.0.0.0',
+    tls,
     workers: workers ?? availableParallelism(),
     apiGroup,
     namespace: env.ROUTER_NAMESPACE || null,

@@ -1,5 +1,6 @@
 import type * as UWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { ListenerTls } from '../config/listener-tls.js';
 import { RouterError } from '../errors.js';
 import { acceptsJson } from './error-body.js';
 import { inferenceHandler, type FrontHooks } from './inference-front.js';
@@ -21,9 +22,12 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 const MODEL_PREFIX = '/v1/models/';
 const ALLOW_GET = Object.freeze({ allow: 'GET, HEAD' });
 
-/** The uWS app of one worker process: health, readiness, models and the inference front. */
-export function buildApp(uws: typeof UWS, h: AppHooks): UWS.TemplatedApp {
-  const app = uws.App();
+/**
+ * The uWS app of one worker process: health, readiness, models and the inference front; HTTPS with
+ * `tls`'s certificate and key (read here, when the worker opens its listener), else plain HTTP.
+ */
+export function buildApp(uws: typeof UWS, h: AppHooks, tls: ListenerTls | null = null): UWS.TemplatedApp {
+  const app = tls === null ? uws.App() : uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
   setClientTimeouts(app);
   // Each GET path answers HEAD as GET would, without the body (RFC 9110 §9.3.2).
   // While the router drains every answer closes its connection, these too.

@@ -85,7 +85,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const ready = !draining && snapshot !== null && listening.size === settings.workers && applied.size === settings.workers;
     if (ready !== wasReady) {
       wasReady = ready;
-      if (ready) ops.info('ready', `${settings.workers} workers listening on ${host}:${settings.port}, snapshot ${version} applied; /readyz answers 200`);
+      if (ready) ops.info('ready', `${settings.workers} workers listening on ${host}:${settings.port}${settings.tls === null ? '' : ' (HTTPS)'}, snapshot ${version} applied; /readyz answers 200`);
       else if (!draining) ops.warn('ready', '/readyz answers 503: waiting for workers to listen and apply the snapshot');
     }
     broadcast({ t: 'core:ready', ready });

@@ -215,7 +215,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     },
     run: (x) => runPipeline(x, services),
     finish,
-  });
+  }, settings.tls);
 
   // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.
   await tokens.ready();

@@ -36,7 +36,7 @@ const ALL_ON = [
   'networkPolicy.restrictEgress=true', 'networkPolicy.ingressFrom[0].podSelector.matchLabels.app=gw',
   'networkPolicy.kubeApiCIDRs={10.0.0.10/32}', 'networkPolicy.extraEgress[0].ports[0].port=443', 'auth.config=apiKeys: []',
   'tracing.enabled=true', 'tracing.endpoint=http://otel-collector.observability:4318', 'tracing.sampler=traceidratio', 'tracing.samplerArg=0.1', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
-  'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
+  'tls.secretName=router-tls', 'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
 ];
 
 function render(set: string[] = [], flags: string[] = []): Doc[] {
@@ -342,3 +342,24 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(deployment(docs).spec.template.spec.containers[0].args).toEqual(['--resources', '/etc/inference-router/resources/resources.yaml']);
   });
 });
+
+test.skipIf(HELM === null)('tls.secretName: the router serves HTTPS with the Secret\'s tls.crt and tls.key; probes and the ServiceMonitor use HTTPS', () => {
+  const docs = render(['tls.secretName=router-tls', 'serviceMonitor.enabled=true']);
+  expect(env(docs)).toMatchObject({ ROUTER_TLS_CERT_FILE: '/etc/inference-router/tls/tls.crt', ROUTER_TLS_KEY_FILE: '/etc/inference-router/tls/tls.key' });
+  const pod = deployment(docs).spec.template.spec;
+  const c = pod.containers[0];
+  expect(c.volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/inference-router/tls', readOnly: true });
+  expect(pod.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'router-tls', items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } });
+  for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) expect(c[probe].httpGet.scheme, probe).toBe('HTTPS');
+  const endpoint = docs.find((d) => d.kind === 'ServiceMonitor')!.spec.endpoints[0];
+  expect([endpoint.scheme, endpoint.tlsConfig]).toEqual(['https', { insecureSkipVerify: true }]);
+  const withCa = render(['tls.secretName=router-tls', 'serviceMonitor.enabled=true', 'serviceMonitor.tlsConfig.ca.secret.name=router-ca', 'serviceMonitor.tlsConfig.ca.secret.key=ca.crt', 'serviceMonitor.tlsConfig.serverName=router.example']);
+  expect(withCa.find((d) => d.kind === 'ServiceMonitor')!.spec.endpoints[0].tlsConfig).toEqual({ ca: { secret: { name: 'router-ca', key: 'ca.crt' } }, serverName: 'router.example' });
+  // What the chart sets, the router reads (as its settings parse them; the files themselves are the Secret's).
+  const plain = render(['serviceMonitor.enabled=true']);
+  expect(env(plain).ROUTER_TLS_CERT_FILE).toBeUndefined();
+  expect(deployment(plain).spec.template.spec.containers[0].readinessProbe.httpGet.scheme).toBeUndefined();
+  expect(docs.find((d) => d.kind === 'ServiceMonitor')).toBeDefined();
+  expect(plain.find((d) => d.kind === 'ServiceMonitor')!.spec.endpoints[0].scheme).toBeUndefined();
+});
+
