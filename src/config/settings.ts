@@ -50,9 +50,10 @@ export class UsageError extends Error {}
 
 /**
  * Largest request head the HTTP server reads, bytes. The 20.57 uWS build's own default is 4 KiB,
- * less than one large JWT with a few other headers; 64 KiB is Envoy's order (60 KiB) and below
- * what the 20.30 build takes (about 74 KB, fixed). A client's head is held per connection until
- * it is whole, so this bounds what a slow client can make a worker hold.
+ * less than one large JWT with a few other headers; 64 KiB is Envoy's order (60 KiB). The 20.30
+ * build has fixed limits instead: 4 KiB for a head that arrives in more than one read, about 74 KB
+ * for one that arrives in one. A client's head is held per connection until it is whole, so this
+ * bounds what a slow client can make a worker hold.
  */
 export const DEFAULT_MAX_HEADER_BYTES = 64 * 1024;
 

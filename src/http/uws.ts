@@ -31,7 +31,7 @@ function mainDir(packageName: string): string {
  * run: it cannot carry the router's answers (settings.ts, refuseUwsFallback).
  */
 export function loadUws(rt: UwsRuntime = currentUwsRuntime(), maxHeaderBytes = DEFAULT_MAX_HEADER_BYTES): typeof UWS {
-  // Read by the 20.57 build's HTTP parser when it loads (the 20.30 build has a fixed limit);
+  // Read by the 20.57 build's HTTP parser when it loads (the 20.30 build has fixed limits: 4 KiB for a head that arrives in pieces);
   // child processes inherit it.
   process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(maxHeaderBytes);
   const choice = chooseUws(rt);

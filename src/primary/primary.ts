@@ -50,7 +50,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   });
   for (const w of settings.warnings) ops.warn('start', w.message, { variable: w.variable });
   if (settings.maxHeaderBytesSet && buildInfo.uws === 'uws-20.30') {
-    ops.warn('start', `ROUTER_MAX_HEADER_BYTES=${settings.maxHeaderBytes} is not applied: the uWS 20.30 build (Node 20) reads request heads up to its own fixed limit, about 74 KB; Node 22 or 24 load the 20.57 build, which applies it`);
+    ops.warn('start', `ROUTER_MAX_HEADER_BYTES=${settings.maxHeaderBytes} is not applied: the uWS 20.30 build (Node 20) has its own limits: a request head over 4 KiB is read only when it arrives in one read (about 74 KB at most), and closed without an answer when it comes in pieces; Node 22 or 24 load the 20.57 build, which applies it however the head arrives`);
   }
   // An access log that cannot be written stops the router before any worker starts (exit 2).
   if (settings.accessLog.enabled) checkAccessLogOutput(settings.accessLog.output);

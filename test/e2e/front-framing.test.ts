@@ -241,13 +241,28 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(recordsOf('limits-absolute')).toEqual([]);
   }, 40_000);
 
-  it('a request head of 60 KB (below ROUTER_MAX_HEADER_BYTES, 64 KiB by default) is read on this build, forwarded whole and recorded', async () => {
+  it('a request head that arrives in pieces: 60 KB (below ROUTER_MAX_HEADER_BYTES) is read, forwarded whole and recorded on the 20.57 build; the 20.30 build reads one of at most 4 KiB that way and closes a larger one without an answer', async () => {
+    // The head comes in two writes 100 ms apart, as from a slow client or over a path that splits
+    // it: whether a single write arrives in one read depends on the load (a 60 KB head forwarded
+    // to a 20.30 pod in one write was reset once in a full run), so only the split case is exact.
+    const build = await uwsBuildOf(router.url);
+    const inPieces = (id: string, header: string): string[] => { const req = post(id, BODY, `x-big: ${header}\r\nConnection: close\r\n`); return [req.slice(0, 1000), req.slice(1000)]; };
+    const small = 'k'.repeat(3_000); // with the rest of the head and the body, below 4 KiB
+    const rs = await raw(router.port, inPieces('head-3k', small), { gapMs: 100 });
+    expect(statusLines(rs.text), rs.text.slice(0, 1000)).toEqual(['200']);
+    expect((await mock.stats()).lastHeaders['x-big']).toBe(small);
     const big = 'j'.repeat(60_000); // as a large JWT with a few claims, or many cookies
-    const r = await raw(router.port, [post('big-head', BODY, `x-big: ${big}\r\nConnection: close\r\n`)]);
-    // Another answer (a 502 seen once in a full run, not since) shows its body: the cause it names.
-    expect(statusLines(r.text), r.text.slice(0, 1000)).toEqual(['200']);
-    expect((await mock.stats()).lastHeaders['x-big']).toBe(big);
-    await waitFor('record', () => recordsOf('big-head').length === 1, 5000);
+    const r = await raw(router.port, inPieces('big-head', big), { gapMs: 100 });
+    await waitFor('record', () => recordsOf('head-3k').length === 1, 5000);
+    if (build === 'uws-20.57') {
+      expect(statusLines(r.text), r.text.slice(0, 1000)).toEqual(['200']);
+      expect((await mock.stats()).lastHeaders['x-big']).toBe(big);
+      await waitFor('record', () => recordsOf('big-head').length === 1, 5000);
+    } else {
+      expect(r).toMatchObject({ text: '', closed: true });
+      await new Promise((res) => setTimeout(res, 300));
+      expect(recordsOf('big-head')).toEqual([]);
+    }
   });
 
   it('HTTP/1.0, a request without Host, a chunk extension, a request trailer: the 20.57 build answers 505, 400, 400 and (taking the trailer for another request) 505; the 20.30 build only the last, 200', async () => {

@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
-import { expectAsBuildAnswers, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
+import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
 
@@ -137,6 +137,11 @@ for (const major of MAJORS) {
       try {
         expect(await statusWith(router.url, 8_000)).toBe(200);
         expect(await statusWith(router.url, 60_000)).toBe(200);
+        // The same head in two writes 100 ms apart (a slow client): read whole, as in one read.
+        const body = JSON.stringify({ model: 'sf-model', prompt: 'hi' });
+        const req = `POST /v1/completions HTTP/1.1\r\nHost: router\r\ncontent-type: application/json\r\nx-big: ${'h'.repeat(60_000)}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+        const split = await raw(router.port, [req.slice(0, 1000), req.slice(1000)], { gapMs: 100 });
+        expect(split.text.slice(0, 15), split.text.slice(0, 300)).toBe('HTTP/1.1 200 OK');
         expect(await statusWith(router.url, 70_000)).toBe(431);
       } finally {
         await router.kill();
