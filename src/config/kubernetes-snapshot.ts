@@ -7,7 +7,8 @@
  * (creationTimestamp, then namespace/name).
  */
 import { rawKey, resourceNotes, validateResource, type ResourceRules } from './resources.js';
-import { findMissingReferences, findZeroWeightRules, firstAdapterOwners, sharedModelNameAdvice } from './resource-file.js';
+import { findMissingReferences, findZeroWeightRules } from './resource-file.js';
+import { sharedModelNameNotes } from './shared-model-names.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -74,9 +75,9 @@ export class SnapshotBuilder {
         problems.push(`kubernetes (ModelRoute ${route.key}): ${m.path}: ${problem}; route skipped`);
       }
     }
-    const routes = firstAdapterOwners(oldestPerModel(routable, problems), (route, i, owner) => {
-      problems.push(`kubernetes (ModelRoute ${route.key}): spec.loraAdapters[${i}]: LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by the older ModelRoute ${owner.key}; ignored here`);
-    }).sort(byKey);
+    // Oldest first: the order the routes of one model name are tried in (shared-model-names.ts).
+    const routes = routable.sort(byAge);
+    for (const n of sharedModelNameNotes(routes)) problems.push(`kubernetes (ModelRoute ${n.route.key}): ${n.path}: ${n.problem}`);
     for (const route of routes) {
       for (const z of findZeroWeightRules(route)) problems.push(`kubernetes (ModelRoute ${route.key}): ${z.path}: ${z.problem}`);
     }
@@ -150,27 +151,6 @@ function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, pr
   }
   const pods = podsByNs.get(server.namespace) ?? [];
   return { ...server, endpoints: selectEndpoints(pods, selector.matchLabels, server.workloadPort) };
-}
-
-/** Keeps the oldest route per model name; reports the others. */
-function oldestPerModel(routes: ModelRoute[], problems: string[]): ModelRoute[] {
-  const sorted = [...routes].sort(byAge);
-  const winners = new Map<string, ModelRoute>();
-  const kept: ModelRoute[] = [];
-  for (const route of sorted) {
-    if (route.modelName === null) {
-      kept.push(route); // serves LoRA adapters only: no model name to claim
-      continue;
-    }
-    const owner = winners.get(route.modelName);
-    if (owner === undefined) {
-      winners.set(route.modelName, route);
-      kept.push(route);
-      continue;
-    }
-    problems.push(`kubernetes (ModelRoute ${route.key}): spec.modelName: model name ${JSON.stringify(route.modelName)} is already served by the older ModelRoute ${owner.key}; route skipped${sharedModelNameAdvice(route, owner)}`);
-  }
-  return kept;
 }
 
 function byAge(a: ModelRoute, b: ModelRoute): number {

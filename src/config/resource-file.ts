@@ -1,11 +1,12 @@
 /**
  * A resources file: YAML documents (or `kind: List`, `ModelRouteList`, `ModelServerList`) validated one by one (resources.ts), then
- * checked as a whole: duplicate names, duplicate model names (first wins), references.
+ * checked as a whole: duplicate names, references, routes sharing a model name (shared-model-names.ts).
  */
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
 import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
+import { sharedModelNameNotes } from './shared-model-names.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
@@ -44,48 +45,11 @@ export function findZeroWeightRules(route: ModelRoute): { path: string; problem:
     if (r.targetModels.every((t) => t.weight === 0)) {
       out.push({
         path: `spec.rules[${i}].targetModels`,
-        problem: `every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)`,
+        problem: `every target has weight 0, so each request this rule matches is answered 503 no_weighted_target, unless a later route of the same model name takes it (give a target a weight above 0 to send it traffic)`,
       });
     }
   });
   return out;
-}
-
-/**
- * What a route that loses its model name to an earlier one (`owner`) is told, after the problem:
- * one model name has one route here, so the rules of both go in one route (tried in order, as the
- * route API tries the rules of the routes of one name); and when the two are bound to different
- * Gateways (spec.parentRefs, not read here), that a router serves one set of routes.
- */
-export function sharedModelNameAdvice(route: ModelRoute, owner: ModelRoute): string {
-  let advice = `; a model name has one route here: for this route's rules to be tried when ${owner.key}'s match none, append them to its spec.rules`;
-  const gateways = (r: ModelRoute): string => (r.parentRefs.length === 0 ? 'none' : r.parentRefs.join(', '));
-  if (gateways(route) !== gateways(owner)) {
-    advice += `; they are bound to different Gateways (spec.parentRefs: ${gateways(owner)}; ${gateways(route)}), which is not read: `
-      + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes';
-  }
-  return advice;
-}
-
-/**
- * Gives each LoRA adapter name to the first route, in the order given, that lists it: later
- * routes lose it (reported). The route table gives a name that is also some route's modelName
- * to that route.
- */
-export function firstAdapterOwners(routes: readonly ModelRoute[], report: (route: ModelRoute, index: number, owner: ModelRoute) => void): ModelRoute[] {
-  const owners = new Map<string, ModelRoute>();
-  return routes.map((route) => {
-    const kept = route.loraAdapters.filter((adapter, i) => {
-      const owner = owners.get(adapter);
-      if (owner === undefined) {
-        owners.set(adapter, route);
-        return true;
-      }
-      if (owner !== route) report(route, i, owner);
-      return false;
-    });
-    return kept.length === route.loraAdapters.length ? route : { ...route, loraAdapters: kept };
-  });
 }
 
 const NO_ENDPOINTS = 'not set: from a resources file a ModelServer\'s pods are its spec.endpoints (spec.workloadSelector is looked up with --kubernetes only), so requests routed to it answer 503 no_ready_endpoint';
@@ -103,8 +67,8 @@ export interface ParsedResourceFile {
 /**
  * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`,
  * `ModelRouteList` or `ModelServerList`
- * of them). Throws one ResourceError listing every problem. When two routes claim the same
- * spec.modelName, the first in file order wins and the later one is dropped with a warning.
+ * of them). Throws one ResourceError listing every problem. Routes that serve the same model name
+ * are all kept, in file order, the order they are tried in (shared-model-names.ts).
  */
 export function parseResourceFile(
   text: string,
@@ -151,7 +115,6 @@ export function parseResourceFile(
   if (errors.length > 0) throw ResourceError.combine(file, errors);
 
   const firstByKey = new Map<string, Located<ModelRoute | ModelServer>>();
-  const routeByModel = new Map<string, Located<ModelRoute>>();
   const routes: ModelRoute[] = [];
   const servers: ModelServer[] = [];
   const whereOfRoute = new Map<string, string>();
@@ -172,32 +135,17 @@ export function parseResourceFile(
       continue;
     }
     whereOfRoute.set(res.key, item.where);
-    if (res.modelName === null) {
-      routes.push(res); // serves LoRA adapters only: no model name to claim
-      continue;
-    }
-    const owner = routeByModel.get(res.modelName);
-    if (owner !== undefined) {
-      warnings.push(formatMessage(item.where, label, 'spec.modelName',
-        `model name ${JSON.stringify(res.modelName)} is already served by ModelRoute ${owner.value.key} (${owner.where}); this route is ignored${sharedModelNameAdvice(res, owner.value)}`));
-      continue;
-    }
-    routeByModel.set(res.modelName, { value: res, where: item.where });
     routes.push(res);
   }
-  const allRoutes = items.filter((i) => i.value.kind === 'ModelRoute').map((i) => i.value as ModelRoute);
-  for (const m of findMissingReferences(allRoutes, servers)) {
+  for (const m of findMissingReferences(routes, servers)) {
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
   for (const route of routes) {
     for (const z of findZeroWeightRules(route)) warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, z.path, z.problem));
   }
-  const owned = firstAdapterOwners(routes, (route, i, owner) => {
-    warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, `spec.loraAdapters[${i}]`,
-      `LoRA adapter ${JSON.stringify(route.loraAdapters[i])} is already served by ModelRoute ${owner.key} (${whereOfRoute.get(owner.key)}); ignored here`));
-  });
-  return { routes: owned, servers, warnings, documents: docs.length };
+  for (const n of sharedModelNameNotes(routes)) warnings.push(formatMessage(whereOfRoute.get(n.route.key) ?? file, `ModelRoute ${n.route.key}`, n.path, n.problem));
+  return { routes, servers, warnings, documents: docs.length };
 }
 
 /** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */

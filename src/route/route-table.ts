@@ -51,6 +51,12 @@ export interface CompiledRoute {
   readonly rateLimit: RateLimitSpec | null;
   /** What the route's rateLimit counts against (routeLimitKey of its key). */
   readonly limitKey: LimitKey;
+  /**
+   * The next route that serves the same model name (oldest first in Kubernetes, file order from a
+   * file), tried when none of this route's rules matches or its matching rule's targets all have
+   * weight 0 (config/shared-model-names.ts); null for the last.
+   */
+  readonly next: CompiledRoute | null;
 }
 
 /** What a matching rule needs to read from the request. */
@@ -113,25 +119,37 @@ export class RouteTable {
     endpoints.releaseUnused();
     this.servers = servers;
     const headerNames = new Set<string>();
-    this.byModel = new Map();
-    for (const r of snapshot.routes) {
-      if (r.modelName === null || this.byModel.has(r.modelName)) continue; // first wins; the source already warned
-      this.byModel.set(r.modelName, servedAs(compileRoute(r, servers, headerNames), r.modelName));
-    }
-    // A LoRA adapter is served by the route that lists it, unless a route has it as its modelName.
+    // Each name's routes in the snapshot's order, the order they are tried in.
+    const byName = new Map<string, RouteRules[]>();
+    const add = (name: string, rules: RouteRules): void => {
+      const list = byName.get(name);
+      if (list === undefined) byName.set(name, [rules]);
+      else list.push(rules);
+    };
+    for (const r of snapshot.routes) if (r.modelName !== null) add(r.modelName, compileRoute(r, servers, headerNames));
+    // A LoRA adapter is served by the routes that list it, unless a route has it as its modelName.
     // The request's model (the adapter) goes upstream as it is: spec.model of the ModelServer
     // names the base model, which would drop the adapter.
+    const modelNames = new Set(byName.keys());
     let keepModel: Map<string, CompiledServer> | null = null;
     for (const r of snapshot.routes) {
       if (r.loraAdapters.length === 0) continue;
       keepModel ??= new Map([...servers].map(([key, s]) => [key, s.model === null ? s : { ...s, model: null }]));
       const compiled = compileRoute(r, keepModel, headerNames);
-      for (const adapter of r.loraAdapters) {
-        if (!this.byModel.has(adapter)) this.byModel.set(adapter, servedAs(compiled, adapter));
+      for (const adapter of r.loraAdapters) if (!modelNames.has(adapter)) add(adapter, compiled);
+    }
+    this.byModel = new Map();
+    const limits = new Set<RateLimitSpec>();
+    for (const [name, list] of byName) {
+      let next: CompiledRoute | null = null;
+      for (let i = list.length - 1; i >= 0; i--) {
+        next = servedAs(list[i], name, next);
+        if (next.rateLimit !== null) limits.add(next.rateLimit);
       }
+      this.byModel.set(name, next!);
     }
     this.matchHeaderNames = [...headerNames];
-    this.rateLimits = [...new Set([...this.byModel.values()].flatMap((r) => (r.rateLimit === null ? [] : [r.rateLimit])))];
+    this.rateLimits = [...limits];
     const created = Math.floor(now / 1000);
     this.modelObjects = new Map();
     for (const id of this.byModel.keys()) {
@@ -180,7 +198,7 @@ export class RouteTable {
 }
 
 /** A route's rules compiled, before it is given the model name it serves (servedAs). */
-type RouteRules = Omit<CompiledRoute, 'modelName'>;
+type RouteRules = Omit<CompiledRoute, 'modelName' | 'next'>;
 
 function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, headerNames: Set<string>): RouteRules {
   return {
@@ -195,8 +213,8 @@ function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, heade
  * The route as it serves one model name: the rules whose modelMatch.body.model names another are
  * left out, so nothing of that condition is checked per request.
  */
-function servedAs(route: RouteRules, modelName: string): CompiledRoute {
-  return { ...route, modelName, rules: route.rules.filter((rule) => rule.model === null || rule.model === modelName) };
+function servedAs(route: RouteRules, modelName: string, next: CompiledRoute | null): CompiledRoute {
+  return { ...route, modelName, next, rules: route.rules.filter((rule) => rule.model === null || rule.model === modelName) };
 }
 
 function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRule {

@@ -111,15 +111,29 @@ class PipelineRun implements ProxyListener {
       }
       const table = this.s.table();
       if (table === null) throw new RouterError('upstream_error', 'the router has not loaded its configuration yet', 503, null, 'not_configured');
-      const route = table.route(req.model) ?? null;
-      if (route === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route${table.unknownModelHint(req.model)}`);
+      const first = table.route(req.model) ?? null;
+      if (first === null) throw new RouterError('model_not_found', `model "${req.model}" is not served by any route${table.unknownModelHint(req.model)}`);
       // The route's own copy of the same name: later comparisons of it (the access log's) are then
       // of one string with itself.
-      ctx.modelName = route.modelName;
+      ctx.modelName = first.modelName;
+      let route = first;
+      let server = RouteTable.pick(route, x);
+      // The next route of the same name, when this one's rules match none or send nothing.
+      let unweighted: CompiledRoute | null = null;
+      while ((server === null || server === NO_WEIGHTED_TARGET) && route.next !== null) {
+        if (server === NO_WEIGHTED_TARGET) unweighted ??= route;
+        route = route.next;
+        server = RouteTable.pick(route, x);
+      }
+      if (server === null && unweighted !== null) {
+        server = NO_WEIGHTED_TARGET;
+        route = unweighted;
+      } else if (server === null) {
+        route = first;
+      }
       ctx.modelRoute = route.key;
       this.route = route;
-      const server = RouteTable.pick(route, x);
-      if (server === null) throw new RouterError('model_not_found', `no rule of route ${route.key} matches the request`, 404, null, 'no_matching_rule');
+      if (server === null) throw new RouterError('model_not_found', `no rule of ${routesNamed(first)} matches the request`, 404, null, 'no_matching_rule');
       if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503, null, 'no_weighted_target');
       ctx.modelServer = server.key;
       this.server = server;
@@ -278,4 +292,12 @@ function routeTerm(s: PipelineServices, route: CompiledRoute, limit: RateLimitSp
 
 function internalError(err: unknown): RouterError {
   return new RouterError('internal_error', `internal router error: ${(err as Error)?.message ?? String(err)}`);
+}
+
+/** "route a/b", or "routes a/b, a/c" when several serve the model name (error path only). */
+function routesNamed(first: CompiledRoute): string {
+  if (first.next === null) return `route ${first.key}`;
+  const keys: string[] = [];
+  for (let r: CompiledRoute | null = first; r !== null; r = r.next) keys.push(r.key);
+  return `routes ${keys.join(', ')}`;
 }

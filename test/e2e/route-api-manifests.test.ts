@@ -4,7 +4,8 @@
  * the built router and route as that router routes them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startMock, startRouter, type MockBackend, type Router } from '../helpers/processes.js';
+import { join } from 'node:path';
+import { accessLogRecords, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { GATEWAY_ROUTES } from '../helpers/route-api-manifests.js';
 
 const server = (name: string, model: string, port: number): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -226,8 +227,97 @@ describe('route API manifests: fields that are not read are named at start', () 
 
   it('a route of a model name another route bound to another Gateway serves: the warning says parentRefs is not read; protocol https is named', () => {
     const log = router.stderr();
-    expect(log).toContain('(ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is already served by ModelRoute default/deepseek-default-route');
+    expect(log).toContain('(ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is also served by ModelRoute default/deepseek-default-route, which is tried first');
     expect(log).toContain('they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: ');
     expect(log).toContain('(ModelServer default/deepseek-r1-7b): spec.workloadPort.protocol: "https" is not read: the router speaks plain HTTP to the pods');
+  });
+});
+
+describe('route API manifests: several routes for one model name, tried oldest first as the route API tries them', () => {
+  let canary: MockBackend;
+  let main: MockBackend;
+  let router: Router;
+  const log = join(tempDir(), 'access.log');
+  const route = (name: string, created: string, spec: string): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata:
+  name: ${name}
+  namespace: default
+  creationTimestamp: "${created}"
+spec:
+  modelName: "shared"
+${spec}`;
+  // The canary route, first in the file: only requests with x-canary: 1.
+  const CANARY = route('canary', '2025-01-01T00:00:00Z', `  rules:
+  - name: canary
+    modelMatch:
+      headers:
+        x-canary: {exact: "1"}
+    targetModels:
+    - modelServerName: canary-server
+`);
+  // The main route: gold requests are switched off (weight 0), chat requests go to the main pods,
+  // under the route's own limit.
+  const MAIN = route('main', '2025-02-01T00:00:00Z', `  rateLimit:
+    inputTokensPerUnit: 100000
+    unit: minute
+  rules:
+  - name: gold-off
+    modelMatch:
+      headers:
+        x-tier: {exact: gold}
+    targetModels:
+    - {modelServerName: main-server, weight: 0}
+  - name: chat
+    modelMatch:
+      uri: {prefix: /v1/chat}
+    targetModels:
+    - modelServerName: main-server
+`);
+
+  beforeAll(async () => {
+    [canary, main] = await Promise.all([startMock('canary-pod'), startMock('main-pod')]);
+    router = await startRouter([
+      server('canary-server', 'm', canary.port), server('main-server', 'm', main.port), CANARY, MAIN,
+    ].join('---\n'), { workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    await Promise.all([canary?.kill(), main?.kill()]);
+  });
+
+  it('a request goes to the first route whose rules take it; that route\'s limit applies and the access log names it; none: 404 naming both routes; a weight-0 rule with no later route: 503', async () => {
+    const chat = { model: 'shared', messages: [{ role: 'user', content: 'hi' }] };
+    const ask = async (id: string, path: string, headers: Record<string, string> = {}): Promise<Response> =>
+      postJson(`${router.url}${path}`, path.includes('chat') ? chat : { model: 'shared', prompt: 'hi' }, { 'x-request-id': id, ...headers });
+
+    const toCanary = await ask('to-canary', '/v1/chat/completions', { 'x-canary': '1' });
+    expect(toCanary.status, await toCanary.clone().text()).toBe(200);
+    expect(toCanary.headers.get('x-ratelimit-limit-input-tokens')).toBeNull();
+    const toMain = await ask('to-main', '/v1/chat/completions');
+    expect(toMain.status, await toMain.clone().text()).toBe(200);
+    expect(toMain.headers.get('x-ratelimit-limit-input-tokens')).toBe('100000');
+    expect([(await canary.stats()).requests, (await main.stats()).requests]).toEqual([1, 1]);
+
+    const none = await ask('none', '/v1/completions');
+    expect(none.status).toBe(404);
+    expect(await none.text()).toBe('no rule of routes default/canary, default/main matches the request');
+    const off = await ask('off', '/v1/completions', { 'x-tier': 'gold' });
+    expect(off.status).toBe(503);
+    expect(await off.text()).toBe('the matching rule of route default/main has no target with a weight above 0');
+    // A gold chat request: the main route's gold rule sends nothing and no later route serves it.
+    const goldCanary = await ask('gold-canary', '/v1/chat/completions', { 'x-tier': 'gold', 'x-canary': '1' });
+    expect(goldCanary.status).toBe(200);
+
+    await waitFor('records', () => accessLogRecords(log).length === 5, 5000);
+    const routeOf = Object.fromEntries(accessLogRecords(log).map((r) => [r.request_id, [r.status_code, r.model_route, r.model_server]]));
+    expect(routeOf).toEqual({
+      'to-canary': [200, 'default/canary', 'default/canary-server'],
+      'to-main': [200, 'default/main', 'default/main-server'],
+      none: [404, 'default/canary', ''],
+      off: [503, 'default/main', ''],
+      'gold-canary': [200, 'default/canary', 'default/canary-server'],
+    });
+    expect(router.stderr()).not.toContain('is also served by');
   });
 });

@@ -404,49 +404,49 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'off', 'llama-3', ['llama'], { spec: { rules: [{ targetModels: [{ modelServerName: 'llama', weight: 0 }] }] } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/off=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/off): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)');
+    expect(logs).toContain('kubernetes (ModelRoute default/off): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target, unless a later route of the same model name takes it (give a target a weight above 0 to send it traffic)');
   });
 
-  test('routes for the same model name: the oldest wins (creationTimestamp, then namespace/name)', async () => {
+  test('routes for the same model name: all kept, oldest first (creationTimestamp, then namespace/name), the order they are tried in; a hidden one is logged', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelservers', server('team-b', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'newer', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' } }));
     api.upsert('modelroutes', route('default', 'older', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' } }));
     const source = await started();
-    expect(view(source.snapshot).routes).toEqual(['default/older=llama-3']);
-    expect(logs.some((l) => l.includes('ModelRoute default/newer') && l.includes('already served by the older ModelRoute default/older'))).toBe(true);
+    expect(view(source.snapshot).routes).toEqual(['default/older=llama-3', 'default/newer=llama-3']);
+    expect(logs.some((l) => l.includes('ModelRoute default/newer') && l.includes('is also served by ModelRoute default/older, which is tried first'))).toBe(true);
 
     api.remove('modelroutes', 'default', 'older');
-    await settle(source, 'the remaining route takes over', (v) => v.routes.join() === 'default/newer=llama-3');
+    await settle(source, 'the remaining route alone', (v) => v.routes.join() === 'default/newer=llama-3');
 
     // Same creationTimestamp: namespace/name order decides.
     api.upsert('modelroutes', route('team-b', 'same-age', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' } }));
     await until('tie logged', () => logs.some((l) => l.includes('ModelRoute team-b/same-age') && l.includes('default/newer')), () => logs);
-    expect(view(source.snapshot).routes).toEqual(['default/newer=llama-3']);
+    expect(view(source.snapshot).routes).toEqual(['default/newer=llama-3', 'team-b/same-age=llama-3']);
   });
 
-  test('routes for one model name bound to different Gateways: the skipped one is told parentRefs is not read, and what to do', async () => {
+  test('routes for one model name bound to different Gateways: the hidden one is told parentRefs is not read, and what to do', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'gw-8080', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'default', namespace: 'kthena-system', kind: 'Gateway' }] } }));
     api.upsert('modelroutes', route('default', 'gw-8081', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'kthena-gateway-8081', kind: 'Gateway' }] } }));
     const source = await started();
-    expect(view(source.snapshot).routes).toEqual(['default/gw-8080=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/gw-8081): spec.modelName: model name "llama-3" is already served by the older ModelRoute default/gw-8080; route skipped; '
-      + 'a model name has one route here: for this route\'s rules to be tried when default/gw-8080\'s match none, append them to its spec.rules; '
+    expect(view(source.snapshot).routes).toEqual(['default/gw-8080=llama-3', 'default/gw-8081=llama-3']);
+    expect(logs).toContain('kubernetes (ModelRoute default/gw-8081): spec.modelName: model name "llama-3" is also served by ModelRoute default/gw-8080, which is tried first and whose rule spec.rules[0] '
+      + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none; '
       + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: '
       + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes');
   });
 
-  test('routes that serve only LoRA adapters are kept; an adapter listed twice goes to the oldest route', async () => {
+  test('routes that serve only LoRA adapters are kept; an adapter listed twice is served by both, the oldest route first', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'lora-new', '', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { loraAdapters: ['math', 'code'] } }));
     api.upsert('modelroutes', route('default', 'lora-old', '', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' }, spec: { loraAdapters: ['math'] } }));
     const source = await started();
     expect(source.snapshot!.routes.map((r) => [r.key, r.modelName, r.loraAdapters])).toEqual([
-      ['default/lora-new', null, ['code']],
       ['default/lora-old', null, ['math']],
+      ['default/lora-new', null, ['math', 'code']],
     ]);
-    expect(logs.some((l) => l.includes('ModelRoute default/lora-new') && l.includes('LoRA adapter "math" is already served by the older ModelRoute default/lora-old'))).toBe(true);
+    expect(logs.some((l) => l.includes('ModelRoute default/lora-new') && l.includes('LoRA adapter "math" is also served by ModelRoute default/lora-old, which is tried first'))).toBe(true);
   });
 
   test('watch drop: the client reconnects and resumes from its resourceVersion without relisting', async () => {

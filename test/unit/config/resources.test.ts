@@ -611,31 +611,67 @@ describe('parseResourceFile: a rule whose targets all have weight 0', () => {
 `)}`);
     expect(routes[0].rules.map((r) => r.name)).toEqual(['off', 'some']);
     expect(warnings).toEqual([
-      'routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target (give a target a weight above 0 to send it traffic)',
+      'routes.yaml: document 2 (ModelRoute default/r): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target, unless a later route of the same model name takes it (give a target a weight above 0 to send it traffic)',
     ]);
   });
 });
 
-describe('parseResourceFile: duplicate model names', () => {
-  it('keeps the first route in file order, drops the later one and warns', () => {
+describe('parseResourceFile: routes that share a model name', () => {
+  const HEADER_RULE = `  modelName: sf-model
+  rules:
+  - name: canary
+    modelMatch: {headers: {x-canary: {exact: "1"}}}
+    targetModels:
+    - modelServerName: sf-server
+`;
+
+  it('keeps both in file order, the order they are tried in; a later route after one whose rules take only some requests is not warned about', () => {
+    const text = `${SERVER}---\n${route('first', HEADER_RULE)}---\n${route('second', SIMPLE_SPEC)}`;
+    const { routes, warnings } = parse(text);
+    expect(routes.map((r) => r.key)).toEqual(['default/first', 'default/second']);
+    expect(warnings).toEqual([]);
+  });
+
+  it('a later route that can never be reached (an earlier one has a rule taking every request) is warned about, naming that rule', () => {
     const text = `${SERVER}---\n${route('first', SIMPLE_SPEC)}---\n${route('second', SIMPLE_SPEC, 'team-b')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-b')}`;
     const { routes, warnings } = parse(text);
-    expect(routes.map((r) => r.key)).toEqual(['default/first']);
+    expect(routes.map((r) => r.key)).toEqual(['default/first', 'team-b/second']);
     expect(warnings).toEqual([
-      'routes.yaml: document 3 (ModelRoute team-b/second): spec.modelName: model name "sf-model" is already served by ModelRoute default/first (routes.yaml: document 2); this route is ignored; '
-        + 'a model name has one route here: for this route\'s rules to be tried when default/first\'s match none, append them to its spec.rules',
+      'routes.yaml: document 3 (ModelRoute team-b/second): spec.modelName: model name "sf-model" is also served by ModelRoute default/first, which is tried first and whose rule spec.rules[0] '
+        + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none',
     ]);
+  });
+
+  it('a rule whose targets all have weight 0, or whose modelMatch.body.model names another model, does not hide the later route', () => {
+    const zero = `  modelName: sf-model\n  rules:\n  - name: off\n    targetModels: [{modelServerName: sf-server, weight: 0}]\n`;
+    const other = `  modelName: sf-model\n  loraAdapters: [ad]\n  rules:\n  - name: ad-only\n    modelMatch: {body: {model: ad}}\n    targetModels: [{modelServerName: sf-server}]\n`;
+    const { routes, warnings } = parse(`${SERVER}---\n${route('zero', zero)}---\n${route('other', other)}---\n${route('last', SIMPLE_SPEC)}`);
+    expect(routes.map((r) => r.key)).toEqual(['default/zero', 'default/other', 'default/last']);
+    expect(warnings.filter((w) => w.includes('also served'))).toEqual([]);
   });
 
   it('routes of one model name bound to different Gateways: the warning says parentRefs is not read and what to do', () => {
     const servers = ['deepseek-r1-1-5b', 'deepseek-r1-7b'].map((n) => SERVER.replace('name: sf-server', `name: ${n}`)).join('---\n');
     const { routes, warnings } = parse(`${GATEWAY_ROUTES}---\n${servers}`);
-    expect(routes.map((r) => [r.key, r.parentRefs])).toEqual([['default/deepseek-default-route', ['kthena-system/default']]]);
+    expect(routes.map((r) => [r.key, r.parentRefs])).toEqual([
+      ['default/deepseek-default-route', ['kthena-system/default']],
+      ['default/deepseek-route-8081', ['default/kthena-gateway-8081']],
+    ]);
     expect(warnings).toEqual([
-      'routes.yaml: document 2 (ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is already served by ModelRoute default/deepseek-default-route (routes.yaml: document 1); this route is ignored; '
-        + 'a model name has one route here: for this route\'s rules to be tried when default/deepseek-default-route\'s match none, append them to its spec.rules; '
+      'routes.yaml: document 2 (ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is also served by ModelRoute default/deepseek-default-route, which is tried first and whose rule spec.rules[0] '
+        + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none; '
         + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: '
         + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
+    ]);
+  });
+
+  it('routes of one model name bound to different Gateways, the later one reachable: the warning says both are tried in turn whichever Gateway', () => {
+    const first = `${HEADER_RULE}  parentRefs: [{name: gw-a, kind: Gateway}]\n`;
+    const second = `${SIMPLE_SPEC}  parentRefs: [{name: gw-b, kind: Gateway}]\n`;
+    const { warnings } = parse(`${SERVER}---\n${route('a', first)}---\n${route('b', second)}`);
+    expect(warnings).toEqual([
+      'routes.yaml: document 3 (ModelRoute default/b): spec.modelName: model name "sf-model" is also served by ModelRoute default/a: both are bound to different Gateways (spec.parentRefs: default/gw-a; default/gw-b), which is not read: '
+        + 'the router tries the routes of one name in turn on its own port, whichever Gateway they name; to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
     ]);
   });
 
@@ -656,12 +692,13 @@ describe('parseResourceFile: LoRA adapters', () => {
     expect(routes[0]).toMatchObject({ key: 'default/lora', modelName: null, loraAdapters: ['lora-a', 'lora-b'] });
   });
 
-  it('gives an adapter listed by two routes to the first in file order and warns', () => {
+  it('an adapter listed by two routes is served by both, tried in file order; the later one is warned about when the first takes every request', () => {
     const text = `${SERVER}---\n${route('one', `  loraAdapters: [lora-a]\n${RULES}`)}---\n${route('two', `  modelName: base\n  loraAdapters: [lora-b, lora-a]\n${RULES}`)}`;
     const { routes, warnings } = parse(text);
-    expect(routes.map((r) => [r.key, r.loraAdapters])).toEqual([['default/one', ['lora-a']], ['default/two', ['lora-b']]]);
+    expect(routes.map((r) => [r.key, r.loraAdapters])).toEqual([['default/one', ['lora-a']], ['default/two', ['lora-b', 'lora-a']]]);
     expect(warnings).toEqual([
-      'routes.yaml: document 3 (ModelRoute default/two): spec.loraAdapters[1]: LoRA adapter "lora-a" is already served by ModelRoute default/one (routes.yaml: document 2); ignored here',
+      'routes.yaml: document 3 (ModelRoute default/two): spec.loraAdapters[1]: LoRA adapter "lora-a" is also served by ModelRoute default/one, which is tried first and whose rule spec.rules[0] '
+        + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none',
     ]);
   });
 });

@@ -56,9 +56,13 @@ describe('RouteTable', () => {
     ],
   };
 
-  it('finds routes by model name; the first of two routes for one model wins', () => {
+  it('finds routes by model name; two routes for one model are chained in the snapshot\'s order', () => {
     const t = table(snap);
     expect(t.route('m')?.key).toBe('default/r1');
+    expect(t.route('m')?.next?.key).toBe('default/r-dup');
+    expect(t.route('m')?.next?.modelName).toBe('m');
+    expect(t.route('m')?.next?.next).toBeNull();
+    expect(t.route('strict')?.next).toBeNull();
     expect(t.route('nope')).toBeUndefined();
     expect(JSON.parse(t.modelsJson).data.map((d: { id: string }) => d.id)).toEqual(['m', 'strict']);
     expect([...t.matchHeaderNames].sort()).toEqual(['x-k', 'x-team']);
@@ -85,6 +89,23 @@ describe('RouteTable', () => {
     expect(t.unknownModelHint('gpt-4o')).toBe(t.servedModelsHint);
     expect(t.unknownModelHint(`llama-3-8b${'x'.repeat(300)}`)).toBe(t.servedModelsHint);
     expect(table({ version: 1, servers: [], routes: [] }).unknownModelHint('m')).toBe('; no route serves any model: the resources have no ModelRoute');
+  });
+
+  it('the rate limits of every route of a shared name are collected; an adapter listed by two routes is chained, a modelName never chained with adapters', () => {
+    const limit = (n: number) => ({ inputTokensPerUnit: n, outputTokensPerUnit: null, unit: 'minute' as const, global: null, mode: 'enforce' as const });
+    const all = [{ name: 'r', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }];
+    const t = table({
+      version: 1,
+      servers: [server('s1', ['p1'])],
+      routes: [
+        { ...route('a', 'm', all, ['ad', 'm2']), rateLimit: limit(1) },
+        { ...route('b', 'm', all, ['ad']), rateLimit: limit(2) },
+        route('c', 'm2', all),
+      ],
+    });
+    expect(t.rateLimits.map((l) => l.inputTokensPerUnit).sort()).toEqual([1, 2]);
+    expect([t.route('ad')?.key, t.route('ad')?.next?.key, t.route('ad')?.next?.next]).toEqual(['default/a', 'default/b', null]);
+    expect([t.route('m2')?.key, t.route('m2')?.next]).toEqual(['default/c', null]);
   });
 
   it('serves LoRA adapters by their route, keeping the request model; a modelName wins over an adapter', () => {

@@ -1,0 +1,77 @@
+/**
+ * Routes that serve the same model name, as the route API serves them: all of them, tried in
+ * turn (oldest first in Kubernetes, file order from a file). A request goes to the first route
+ * whose first matching rule has a target with a weight above 0; the next route is tried when a
+ * route's rules match none, or its matching rule's targets all have weight 0. What is worth
+ * saying at load about such a set: a later route that can never be reached, and Gateways
+ * (spec.parentRefs, not read here) that do not separate the routes.
+ */
+import type { ModelRoute, Rule } from './resource-types.js';
+
+export interface SharedNameNote {
+  route: ModelRoute;
+  path: string;
+  problem: string;
+}
+
+/** The rule of `route` that takes every request for `name` and has a target with weight, or -1. */
+function catchAllRule(route: ModelRoute, name: string): number {
+  return route.rules.findIndex((r: Rule) => {
+    if (!r.targetModels.some((t) => t.weight > 0)) return false;
+    const m = r.modelMatch;
+    if (m === null) return true;
+    return Object.keys(m.headers).length === 0 && m.uri === null && (m.model === null || m.model === name);
+  });
+}
+
+/** A route's Gateways as said in a note. */
+function gateways(r: ModelRoute): string {
+  return r.parentRefs.length === 0 ? 'none' : r.parentRefs.join(', ');
+}
+
+/**
+ * Notes on the later routes of each model name (spec.modelName) and each LoRA adapter
+ * (spec.loraAdapters[i]) that several routes serve. `routes` in the order they are tried. An
+ * adapter name that is also some route's modelName is served by that route alone (as the route
+ * API does), so it is not a shared adapter name.
+ */
+export function sharedModelNameNotes(routes: readonly ModelRoute[]): SharedNameNote[] {
+  const notes: SharedNameNote[] = [];
+  const modelNames = new Set<string>();
+  for (const r of routes) if (r.modelName !== null) modelNames.add(r.modelName);
+  const earlier = new Map<string, ModelRoute[]>();
+  const look = (route: ModelRoute, name: string, path: string, what: string): void => {
+    const before = earlier.get(name);
+    if (before === undefined) {
+      earlier.set(name, [route]);
+      return;
+    }
+    const owner = before.find((b) => catchAllRule(b, name) >= 0);
+    before.push(route);
+    if (owner !== undefined) {
+      let problem = `${what} ${JSON.stringify(name)} is also served by ModelRoute ${owner.key}, which is tried first and whose rule spec.rules[${catchAllRule(owner, name)}] `
+        + `takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes' rules match none`;
+      if (gateways(owner) !== gateways(route)) {
+        problem += `; they are bound to different Gateways (spec.parentRefs: ${gateways(owner)}; ${gateways(route)}), which is not read: `
+          + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes';
+      }
+      notes.push({ route, path, problem });
+      return;
+    }
+    const first = before[0];
+    if (gateways(first) !== gateways(route)) {
+      notes.push({
+        route, path,
+        problem: `${what} ${JSON.stringify(name)} is also served by ModelRoute ${first.key}: both are bound to different Gateways (spec.parentRefs: ${gateways(first)}; ${gateways(route)}), which is not read: `
+          + 'the router tries the routes of one name in turn on its own port, whichever Gateway they name; to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
+      });
+    }
+  };
+  for (const route of routes) {
+    if (route.modelName !== null) look(route, route.modelName, 'spec.modelName', 'model name');
+    route.loraAdapters.forEach((adapter, i) => {
+      if (!modelNames.has(adapter)) look(route, adapter, `spec.loraAdapters[${i}]`, 'LoRA adapter');
+    });
+  }
+  return notes;
+}
