@@ -33,6 +33,8 @@ import {
 } from './scenarios.js';
 import { cpuUsPerRequest, spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
+import { createTestCa } from '../test/helpers/test-ca.js';
+import { statusOverTls } from '../test/helpers/processes.js';
 import * as scenariosModule from './scenarios.js';
 import { startTarget, type TargetModules } from './start-target.js';
 
@@ -75,6 +77,8 @@ async function main(): Promise<void> {
   const redis = [...needed].some(usesRedis) ? await startRedis(redisBin!) : null;
   // In this process (its CPU is not the router's): counts the spans, keeps none.
   const collector = needed.has('router-trace') ? await startOtlpCollector({ keepSpans: false }) : null;
+  // A throwaway certificate (RSA 2048, signed by a throwaway CA) for the HTTPS router.
+  const tls = needed.has('router-tls') ? await createTestCa() : null;
   const logDir = tempDir('ir-bench-log-');
   const logFile = (key: TargetKey): string => join(logDir, `${key}.log`);
   const authFile = join(logDir, 'auth.yaml');
@@ -84,7 +88,7 @@ async function main(): Promise<void> {
   await Promise.all([...needed].filter((key) => !targets.has(key)).map(async (key) => {
     targets.set(key, await startTarget(THIS_TREE, key, {
       name: key, workers: opts.workers, mock, mockLong, redis: redis?.address ?? null,
-      nginxBin: nginxBin ?? undefined, logFile: logFile(key), collector: collector?.url ?? null, authFile,
+      nginxBin: nginxBin ?? undefined, logFile: logFile(key), collector: collector?.url ?? null, authFile, tls,
     }));
   }));
   await sanityCheck(scenarios, targets);
@@ -232,6 +236,7 @@ async function main(): Promise<void> {
   } else notes.push('CPU profile not taken (--quick or --no-profile)');
 
   await stopAll();
+  tls?.remove();
   damon?.restore();
   if (collector !== null) {
     const traced = wrk.filter((x) => x.scenario === 'router-trace').reduce((n, x) => n + x.result.requests, 0);
@@ -272,9 +277,15 @@ async function main(): Promise<void> {
 async function sanityCheck(scenarios: readonly Scenario[], targets: Map<TargetKey, Target>): Promise<void> {
   for (const sc of scenarios) {
     for (const body of sc.bodies) {
-      const r = await fetch(`${targets.get(sc.target)!.url}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', ...sc.headers }, body });
-      const text = await r.text();
+      const url = `${targets.get(sc.target)!.url}${PATH}`;
       const want = body.includes('sf-model-tiny') ? 429 : 200;
+      if (url.startsWith('https:')) {
+        const status = await statusOverTls(url, { method: 'POST', headers: { 'content-type': 'application/json', ...sc.headers }, body });
+        if (status !== want) throw new Error(`sanity check of ${sc.id}: expected ${want}, got ${status}`);
+        continue;
+      }
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...sc.headers }, body });
+      const text = await r.text();
       if (r.status !== want) throw new Error(`sanity check of ${sc.id}: expected ${want}, got ${r.status}: ${text.slice(0, 300)}`);
     }
   }

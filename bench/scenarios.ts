@@ -6,7 +6,7 @@
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
   | 'mock' | 'mock-long'
-  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-global-no-leases' | 'router-tenant'
+  | 'router-plain' | 'router-trace' | 'router-log' | 'router-local' | 'router-global' | 'router-global-no-leases' | 'router-tenant' | 'router-tls'
   | 'nginx' | 'node-proxy' | 'uws-proxy' | 'uws-http1-proxy';
 
 export interface Scenario {
@@ -58,6 +58,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { id: 'router-trace', n: '2t', label: 'router as 2, + tracing (every request sampled, OTLP to a mock collector)', target: 'router-trace', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-log', n: '3', label: '+ access log (json, file)', target: 'router-log', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-local', n: '4', label: '+ local token limit (full router)', target: 'router-local', bodies: PLAIN, direct: 'direct', autocannon: true },
+  { id: 'router-local-tls', n: '4s', label: 'full router over HTTPS (its own TLS listener; wrk keeps its connections)', target: 'router-tls', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-global', n: '5', label: '+ global token limit (Redis, leases on: the default) instead of local', target: 'router-global', bodies: PLAIN, direct: 'direct', autocannon: false },
   { id: 'router-global-no-leases', n: '5n', label: 'as 5, every admission decided in Redis (RATE_LIMIT_REDIS_LEASES=false)', target: 'router-global-no-leases', bodies: PLAIN, direct: 'direct', autocannon: false },
   {
@@ -143,7 +144,7 @@ export function routerResources(mockPort: number, longPort: number, mode: LimitM
  * Router environment per variant; `logFile` receives the json access log where enabled;
  * `collector` is the mock OTLP collector's URL (router-trace only); `authFile` the tenant auth file (router-tenant).
  */
-export function routerEnv(target: TargetKey, logFile: string, collector: string | null = null, authFile: string | null = null): NodeJS.ProcessEnv {
+export function routerEnv(target: TargetKey, logFile: string, collector: string | null = null, authFile: string | null = null, tls: TlsFiles | null = null): NodeJS.ProcessEnv {
   if (target === 'router-plain') return { ACCESS_LOG_ENABLED: 'false' };
   if (target === 'router-trace') {
     if (collector === null) throw new Error('router-trace needs a mock OTLP collector');
@@ -152,10 +153,21 @@ export function routerEnv(target: TargetKey, logFile: string, collector: string 
   }
   const env: NodeJS.ProcessEnv = { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile };
   if (target === 'router-tenant' && authFile !== null) env.ROUTER_AUTH_CONFIG = authFile;
+  if (target === 'router-tls') {
+    if (tls === null) throw new Error('router-tls needs a certificate and its key');
+    env.ROUTER_TLS_CERT_FILE = tls.certFile;
+    env.ROUTER_TLS_KEY_FILE = tls.keyFile;
+  }
   // An undecidable global limit must show up as 503s, not fall back to a local count silently.
   if (usesRedis(target)) env.RATE_LIMIT_REDIS_FAILURE_MODE = 'closed';
   if (target === 'router-global-no-leases') env.RATE_LIMIT_REDIS_LEASES = 'false';
   return env;
+}
+
+/** The certificate and key of the HTTPS router (router-tls). */
+export interface TlsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
 }
 
 /** The router variants whose limit is global: they need the redis-server the bench starts. */
@@ -164,7 +176,7 @@ export function usesRedis(target: TargetKey): boolean {
 }
 
 export function limitModeOf(target: TargetKey, redis: string | null): LimitMode {
-  if (target === 'router-local' || target === 'router-tenant') return { kind: 'local' };
+  if (target === 'router-local' || target === 'router-tenant' || target === 'router-tls') return { kind: 'local' };
   if (usesRedis(target)) {
     if (redis === null) throw new Error(`${target} needs a redis-server`);
     return { kind: 'global', redis };

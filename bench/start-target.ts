@@ -4,7 +4,7 @@
  * modules of a tree: compare-trees starts each side from its own tree's modules, the main bench
  * and sched-delay from this tree's.
  */
-import type { LimitMode, TargetKey } from './scenarios.js';
+import type { LimitMode, TargetKey, TlsFiles } from './scenarios.js';
 import type { Target } from './targets.js';
 
 /** The bench modules of a tree that starting a target uses (targets.js and scenarios.js). */
@@ -23,7 +23,8 @@ export interface TargetModules {
   };
   scenarios: {
     routerResources(mockPort: number, longPort: number, mode: LimitMode): string;
-    routerEnv(target: TargetKey, logFile: string, collector?: string | null, authFile?: string | null): NodeJS.ProcessEnv;
+    /** `tls`: ignored by trees older than the HTTPS listener. */
+    routerEnv(target: TargetKey, logFile: string, collector?: string | null, authFile?: string | null, tls?: TlsFiles | null): NodeJS.ProcessEnv;
     limitModeOf(target: TargetKey, redis: string | null): LimitMode;
   };
 }
@@ -50,6 +51,8 @@ export interface TargetStart {
   /** The mock OTLP collector's URL (router-trace) and the tenant auth file (router-tenant). */
   readonly collector?: string | null;
   readonly authFile?: string | null;
+  /** The HTTPS router's certificate and key (router-tls). */
+  readonly tls?: TlsFiles | null;
 }
 
 export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart): Promise<Target> {
@@ -61,6 +64,6 @@ export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart)
   }
   if (!target.startsWith('router-')) throw new Error(`${target} is not a proxy this bench starts`);
   const yaml = m.scenarios.routerResources(s.mock.port, s.mockLong.port, m.scenarios.limitModeOf(target, s.redis));
-  const env = m.scenarios.routerEnv(target, s.logFile ?? `${m.targets.tempDir(`ir-${s.name}-log-`)}/access.log`, s.collector ?? null, s.authFile ?? null);
+  const env = m.scenarios.routerEnv(target, s.logFile ?? `${m.targets.tempDir(`ir-${s.name}-log-`)}/access.log`, s.collector ?? null, s.authFile ?? null, s.tls ?? null);
   return m.targets.startRouter(s.name, yaml, s.workers, env, s.nodeArgs ?? [], s.node);
 }

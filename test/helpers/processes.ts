@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { connect, createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root: the nearest directory above this file holding package.json. */
@@ -247,7 +248,9 @@ export async function startRouterWith(sourceArgs: string[], opts: RouterOptions 
       { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ...opts.env },
       { name: 'router', ...opts },
     );
-    const url = `http://127.0.0.1:${port}`;
+    // With the router's own TLS listener the readiness probe (and the caller) speak HTTPS.
+    const tls = (opts.env?.ROUTER_TLS_CERT_FILE ?? '') !== '';
+    const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
     let taken = false;
     let exited: Error | null = null;
     await waitFor('router to be ready', async () => {
@@ -257,12 +260,26 @@ export async function startRouterWith(sourceArgs: string[], opts: RouterOptions 
         if (!taken) exited = new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
         return true;
       }
-      const r = await fetch(`${url}/readyz`);
-      return r.status === 200;
+      return (tls ? await statusOverTls(`${url}/readyz`) : (await fetch(`${url}/readyz`)).status) === 200;
     }, readyTimeoutMs);
     if (exited !== null) throw exited;
     if (!taken) return Object.assign(p, { port, url });
   }
+}
+
+/**
+ * The status of a request (GET unless said) over HTTPS without checking the certificate (a router's own throwaway one):
+ * fetch cannot be told to trust it.
+ */
+export function statusOverTls(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { rejectUnauthorized: false, method: opts.method ?? 'GET', headers: opts.headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
 }
 
 export function writeFile(path: string, text: string): void {
