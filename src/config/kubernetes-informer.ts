@@ -32,6 +32,8 @@ export interface ResourceInformerOptions<T extends KubernetesObject> {
   path: string;
   /** The namespace the path is confined to; null = all namespaces (for the hint of a 403). */
   namespace: string | null;
+  /** The API server's URL (the kubeconfig's current cluster), named when it cannot be reached. */
+  server: string;
   k8s: ClientNode;
   kubeConfig: KubeConfig;
   /** One list request; `signal` aborts it. */
@@ -65,6 +67,14 @@ export const LIST_TIMEOUT_MS = 120_000;
 export class ResourceInformer<T extends KubernetesObject> {
   /** True once the first list succeeded. */
   listed = false;
+  /**
+   * True while a watch is established (answered and open) and no failure came after it; false
+   * before the first one, from a failure until the next watch is established, and while a
+   * reconnect or relist is held back (metrics: inference_router_kubernetes_watch_healthy).
+   */
+  healthy = false;
+  /** Failed list or watch attempts so far (metrics: inference_router_kubernetes_watch_failures_total). */
+  failures = 0;
   private readonly lw: ListWatch<T>;
   private readonly opts: ResourceInformerOptions<T>;
   private stopped = false;
@@ -92,6 +102,9 @@ export class ResourceInformer<T extends KubernetesObject> {
         this.retryAttempt = 0;
       },
       opts.keep,
+      (established) => {
+        if (!this.stopped) this.healthy = established;
+      },
     );
     // ListWatch keeps a query on the path and adds watch=true&resourceVersion=N to it.
     const watchPath = `${opts.path}?allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}`;
@@ -168,7 +181,9 @@ export class ResourceInformer<T extends KubernetesObject> {
     this.lastFailureAt = now;
     const delay = Math.min(BASE_RETRY_MS * 2 ** this.retryAttempt, MAX_RETRY_MS);
     this.retryAttempt++;
-    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err)}); retrying in ${delay} ms${failureHint(this.opts.name, this.opts.namespace, err)}`, 'warn');
+    this.failures++;
+    this.healthy = false;
+    this.opts.log(`${this.opts.name} list/watch failed (${describeError(err, this.opts.server)}); retrying in ${delay} ms${failureHint(this.opts.name, this.opts.namespace, err)}`, 'warn');
     this.retryTimer = this.opts.clock.setTimeout(() => {
       this.retryTimer = null;
       if (!this.stopped) this.run();
@@ -192,9 +207,12 @@ function failureHint(name: string, namespace: string | null, err: unknown): stri
   return '';
 }
 
-function describeError(err: unknown): string {
+/** Why a list or watch failed: the HTTP status and the API server's message, or the whole network error and the server's address. */
+export function describeError(err: unknown, server: string): string {
   if (err === null || err === undefined) return 'unknown error';
   const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; body?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const network = networkFailure(e, server);
+  if (network !== null) return network;
   const parts: string[] = [];
   if (typeof e.statusCode === 'number') parts.push(`HTTP ${e.statusCode}`);
   else if (typeof e.code === 'number') parts.push(`HTTP ${e.code}`);
@@ -205,6 +223,24 @@ function describeError(err: unknown): string {
   if (e.cause && typeof e.cause.code === 'string') parts.push(e.cause.code);
   else if (e.cause && typeof e.cause.message === 'string') parts.push(firstLine(e.cause.message));
   return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
+/**
+ * A request that got no HTTP answer (refused, unresolvable name, timeout, connection reset): the
+ * error carries a system error code (node-fetch's FetchError `code`, or its cause's). Its reason is
+ * kept whole (it names the address tried, e.g. `connect ECONNREFUSED 10.96.0.1:443`), after the
+ * API server's URL; null for anything else.
+ */
+function networkFailure(e: { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } }, server: string): string | null {
+  const code = typeof e.code === 'string' ? e.code : typeof e.cause?.code === 'string' ? e.cause.code : null;
+  if (code === null) return null;
+  const message = typeof e.message === 'string' ? e.message.trim() : '';
+  // node-fetch: "request to <url> failed, reason: connect ECONNREFUSED 10.96.0.1:443".
+  const at = message.indexOf('reason: ');
+  let reason = at === -1 ? message : message.slice(at + 'reason: '.length);
+  if (reason === '') reason = code;
+  else if (!reason.includes(code)) reason = `${reason} (${code})`;
+  return `connection to the API server at ${server} failed: ${reason.replace(/\s*\n\s*/g, ' ')}`;
 }
 
 /** The message of a v1 Status answer (a JSON string or an object), or null. */

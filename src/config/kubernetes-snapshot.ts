@@ -3,14 +3,19 @@
  * validate each ModelRoute / ModelServer (an invalid one is skipped with a problem naming it, or,
  * when an earlier version of the same object was valid, that version is kept and the problem says so),
  * resolve each ModelServer's endpoints from ready pods (or use spec.endpoints as is), skip routes
- * that name missing ModelServers, and let the oldest route win a model name
- * (creationTimestamp, then namespace/name).
+ * that name missing ModelServers, and order the routes oldest first (creationTimestamp, then
+ * namespace/name), the order the routes of one model name are tried in.
+ *
+ * Mistakes that load without an error are problems too: ModelRoutes of which none can serve (every
+ * request then answered 404), a workloadSelector that matches no pod, and a target naming a
+ * ModelServer that exists only in another namespace. Problems are lines for the operational log;
+ * the source logs each one once, when it appears (again only after it went away and came back).
  */
 import { rawKey, resourceNotes, validateResource, type ResourceRules } from './resources.js';
 import { findMissingReferences, findZeroWeightRules } from './resource-file.js';
 import { sharedModelNameNotes } from './shared-model-names.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
-import { podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
+import { podMatches, podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
 export type ResolvedServer = ModelServer & { endpoints: Endpoint[] };
 
@@ -59,9 +64,18 @@ export class SnapshotBuilder {
     const candidates = this.validateAll<ModelRoute>(rawRoutes, 'ModelRoute', problems);
     // ModelServers that exist but were skipped as invalid: a route naming one is told so.
     const invalidServers = new Set<string>();
+    /** By ModelServer name, the namespaces that have one (valid or not): a target names one of its route's namespace only. */
+    const serverNamespaces = new Map<string, string[]>();
     for (const obj of rawServers) {
+      const meta = (obj as { metadata?: RawMeta }).metadata;
+      const key = rawKey(meta);
       const v = this.cache.get(obj);
-      if (v !== undefined && 'problem' in v) invalidServers.add(rawKey((obj as { metadata?: RawMeta }).metadata));
+      if (v !== undefined && 'problem' in v) invalidServers.add(key);
+      const slash = key.indexOf('/');
+      const name = key.slice(slash + 1);
+      const list = serverNamespaces.get(name);
+      if (list === undefined) serverNamespaces.set(name, [key.slice(0, slash)]);
+      else list.push(key.slice(0, slash));
     }
 
     const routable: ModelRoute[] = [];
@@ -71,7 +85,7 @@ export class SnapshotBuilder {
       for (const m of missing) {
         const problem = invalidServers.has(m.serverKey)
           ? `ModelServer ${m.serverKey} is invalid (its own line says why), so it counts as missing`
-          : m.problem;
+          : elsewhere(m.serverKey, serverNamespaces) ?? m.problem;
         problems.push(`kubernetes (ModelRoute ${route.key}): ${m.path}: ${problem}; route skipped`);
       }
     }
@@ -83,6 +97,10 @@ export class SnapshotBuilder {
     }
     const byNs = podsByNamespace(pods);
     const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
+    if (rawRoutes.length > 0 && routes.length === 0) {
+      const n = rawRoutes.length;
+      problems.push(`kubernetes: ${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
+    }
     return { snapshot: { routes, servers: resolved }, problems };
   }
 
@@ -150,7 +168,34 @@ function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, pr
     return { ...server, endpoints: [] };
   }
   const pods = podsByNs.get(server.namespace) ?? [];
+  if (!pods.some((p) => podMatches(p, selector.matchLabels))) problems.push(noPodMatches(server, selector.matchLabels, podsByNs));
   return { ...server, endpoints: selectEndpoints(pods, selector.matchLabels, server.workloadPort) };
+}
+
+/** A workloadSelector that matches no pod of its namespace (serving or not), with the namespaces whose pods it would match. */
+function noPodMatches(server: ModelServer, matchLabels: Readonly<Record<string, string>>, podsByNs: Map<string, PodLike[]>): string {
+  const selector = Object.entries(matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const others: string[] = [];
+  for (const [ns, pods] of podsByNs) {
+    if (ns !== server.namespace && pods.some((p) => podMatches(p, matchLabels))) others.push(ns);
+  }
+  const hint = others.length === 0
+    ? ''
+    : `; pods in namespace ${others.sort().join(', ')} carry these labels, but a ModelServer selects pods of its own namespace only`;
+  return `kubernetes (ModelServer ${server.key}): spec.workloadSelector.matchLabels: selector ${selector} matches no pod in namespace ${server.namespace}; it has no endpoints until one exists there${hint}`;
+}
+
+/**
+ * What a target naming a ModelServer missing from its route's namespace (`serverKey`) is told when
+ * ModelServers of that name exist in other namespaces; null when none does.
+ */
+function elsewhere(serverKey: string, serverNamespaces: Map<string, string[]>): string | null {
+  const slash = serverKey.indexOf('/');
+  const ns = serverKey.slice(0, slash);
+  const name = serverKey.slice(slash + 1);
+  const others = (serverNamespaces.get(name) ?? []).filter((n) => n !== ns).sort();
+  if (others.length === 0) return null;
+  return `ModelServer ${serverKey} does not exist; a ModelServer ${name} exists in namespace ${others.join(', ')}, but a target names a ModelServer of its route's own namespace (${ns}): create the ModelServer in ${ns}, or the route in the ModelServer's namespace`;
 }
 
 function byAge(a: ModelRoute, b: ModelRoute): number {

@@ -38,6 +38,18 @@ export interface KubernetesSourceOptions {
 }
 
 type SnapshotListener = (s: KubernetesSnapshot) => void;
+
+/** The three kinds watched, as named in log lines and in the `resource` label of the metrics. */
+export const WATCHED_RESOURCES = ['modelroutes', 'modelservers', 'pods'] as const;
+
+/** The state of one kind's list/watch (metrics: inference_router_kubernetes_watch_*). */
+export interface WatchState {
+  readonly resource: typeof WATCHED_RESOURCES[number];
+  /** A watch is established and no failure came after it. */
+  readonly healthy: boolean;
+  /** Failed list or watch attempts so far. */
+  readonly failures: number;
+}
 type Obj = KubernetesObject & object;
 
 export class KubernetesSource {
@@ -75,6 +87,15 @@ export class KubernetesSource {
     return this.current;
   }
 
+  /** Each kind's list/watch: healthy or not, and its failures so far (not healthy, 0 failures before start()). */
+  watchStates(): WatchState[] {
+    const informers = [this.routes, this.servers, this.pods];
+    return WATCHED_RESOURCES.map((resource, i) => {
+      const inf = informers[i];
+      return { resource, healthy: inf?.healthy ?? false, failures: inf?.failures ?? 0 };
+    });
+  }
+
   /** Called with every new snapshot (the first one before start() resolves). */
   onSnapshot(cb: SnapshotListener): void {
     this.listeners.push(cb);
@@ -101,7 +122,7 @@ export class KubernetesSource {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     const { apiGroup, namespace } = this.opts;
     const common = {
-      k8s, kubeConfig: kc, namespace, clock: this.clock, log: this.opts.log,
+      k8s, kubeConfig: kc, namespace, server, clock: this.clock, log: this.opts.log,
       onChange: () => this.changed(), onListed: () => this.listed(),
       ...(this.opts.watchIdleMs === undefined ? {} : { watchIdleMs: this.opts.watchIdleMs }),
       ...(this.opts.listTimeoutMs === undefined ? {} : { listTimeoutMs: this.opts.listTimeoutMs }),

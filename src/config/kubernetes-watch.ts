@@ -17,7 +17,9 @@
  * (no event delivered since) waits 1 s, then 2 s, ... up to 30 s before the relist, and says so.
  *
  * The first event a watch delivers (a change or a bookmark) is reported (`progressed`): the watch
- * works, so the informer starts its failure backoff over.
+ * works, so the informer starts its failure backoff over. A watch answered and open is reported
+ * too (`health(true)`), and a reconnect or relist held back by either backoff above (`health(false)`):
+ * the informer's health (metrics: inference_router_kubernetes_watch_healthy).
  *
  * A watch that delivers nothing for `idleMs` is taken for dead: the API server ends every watch
  * after the timeout the informer asks for (and sends bookmarks meanwhile), so a stream still open
@@ -65,11 +67,19 @@ export class BackoffWatch {
     private readonly progressed: () => void = () => {},
     /** What of an event's object to pass on (ADDED, MODIFIED, DELETED): the watcher keeps it. */
     private readonly keep: (obj: any) => any = (obj) => obj,
+    /**
+     * Told true when a watch is established (answered 200 and still open), false when a reconnect
+     * or a relist is held back (watches ending at once without events, 410 Gone right after relisting).
+     */
+    private readonly health: (established: boolean) => void = () => {},
   ) {}
 
   /** Same contract as Watch.watch. */
   async watch(path: string, query: QueryParams, callback: WatchCallback, done: DoneCallback): Promise<AbortController> {
-    if (this.quietEnds > 0) await this.delay(Math.min(BASE_DELAY_MS * 2 ** (this.quietEnds - 1), MAX_DELAY_MS));
+    if (this.quietEnds > 0) {
+      this.health(false);
+      await this.delay(Math.min(BASE_DELAY_MS * 2 ** (this.quietEnds - 1), MAX_DELAY_MS));
+    }
     if (this.cancelled) {
       const idle = new AbortController();
       idle.abort();
@@ -106,6 +116,7 @@ export class BackoffWatch {
         if (this.goneEnds > 1) {
           const ms = Math.min(BASE_DELAY_MS * 2 ** (this.goneEnds - 2), MAX_DELAY_MS);
           this.log(`watch answered 410 Gone (resourceVersion too old) ${this.goneEnds} times in a row, right after relisting; relisting in ${ms} ms`, 'warn');
+          this.health(false);
           void this.delay(ms).then(() => {
             if (!this.cancelled) done(err);
           });
@@ -144,6 +155,7 @@ export class BackoffWatch {
     } else {
       controller = c;
       this.open.add(c);
+      this.health(true);
     }
     return c;
   }

@@ -89,9 +89,12 @@ interface Gather {
  * `timeoutMs`: how long to wait for workers before answering with those that did (default 2000).
  * `backendPods`: names of the backend pods in the configuration now (null before there is one);
  * unset, exited workers' series of every pod are kept. `maxTenants`: tenants with their own series
- * in the sum (tenant-series-bound.ts; default 100, as each worker's).
+ * in the sum (tenant-series-bound.ts; default 100, as each worker's). `ownSeries`: the primary's own
+ * series, read at each scrape and added once (e.g. the Kubernetes watch's, kubernetes-watch-series.ts).
  */
-export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null; maxTenants?: number } = {}): () => void {
+export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
+  timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null; maxTenants?: number; ownSeries?: () => MetricJson[];
+} = {}): () => void {
   const timeoutMs = opts.timeoutMs ?? 2000;
   const tenants = new TenantSeriesBound(opts.maxTenants ?? DEFAULT_MAX_TENANTS);
   const ready = new Set<Worker>();
@@ -139,7 +142,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: { timeoutMs?
     for (const s of standIns) lists.push(shownPart(s.metrics, s.epochs, shown, true));
     lists.push(retired.list(shown));
     const bounded = tenants.apply(lists);
-    bounded.push([scrapeWorkers(answered, missing)]);
+    bounded.push([scrapeWorkers(answered, missing), ...(opts.ownSeries?.() ?? [])]);
     let text: Promise<string>;
     try {
       text = AggregatorRegistry.aggregate(bounded as never).metrics();

@@ -9,6 +9,8 @@ import { CrashGuard } from './crash-guard.js';
 import { startAuthSource } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
+import { kubernetesWatchSeries } from '../observe/kubernetes-watch-series.js';
+import type { MetricJson } from '../observe/metrics-series.js';
 import { nextPodEpochs, type PodEpochs } from '../observe/backend-pod-epochs.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
 import { OpsLog } from '../observe/ops-log.js';
@@ -109,6 +111,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
 
   // Resources first: an invalid file stops the router before any worker starts.
   let stopSource: () => Promise<void> | void;
+  /** The primary's own metric series: in Kubernetes mode, the state of its watches of the API server. */
+  let ownSeries: () => MetricJson[] = () => [];
   if (settings.source === 'file') {
     const source = new FileSource({
       file: settings.resources!,
@@ -128,6 +132,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const kube = new KubernetesSource({ apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster, namespace: settings.namespace, kubeConfig, log: (m, level) => (level === 'warn' ? ops.warn('kubernetes', m) : ops.info('kubernetes', m)) });
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
+    ownSeries = () => kubernetesWatchSeries(kube.watchStates());
     void kube.start().then(() => ops.info('kubernetes', 'first full sync done'), (err: Error) => ops.error('kubernetes', err.message));
   }
 
@@ -150,7 +155,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
-  attachMetricsPrimary(cluster, { backendPods: () => backendPods });
+  attachMetricsPrimary(cluster, { backendPods: () => backendPods, ownSeries: () => ownSeries() });
   // Passive health is decided here too, once per instance, from the workers' reports.
   const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
   // Prefix affinity learned by any worker is shared with the others.
