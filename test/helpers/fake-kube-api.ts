@@ -16,7 +16,7 @@
  *
  * Test controls: `upsert`/`remove` (optionally `silent`: changed without an event, as if the
  * event was lost while disconnected), `dropWatches`, `stallWatches`, `leaveNextWatchesUnanswered`, `leaveNextListsUnanswered`, `holdNextWatches`, `expireNextWatches`, `endNextWatches`, `breakNextWatches`, `failNextRequests`,
- * `sendBookmarks`, and a request log.
+ * `sendBookmarks`, `goDown`/`comeBack` (the server unreachable: connections refused), and a request log.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -268,8 +268,31 @@ export class FakeKubeApi {
     }
   }
 
+  /**
+   * The API server goes away: it stops listening (new connections are refused) and every open
+   * connection, watch streams included, is reset. Its objects and history stay for `comeBack`.
+   */
+  async goDown(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    this.watches.clear();
+    await closed;
+  }
+
+  /** Listens again on the same port, with the same objects and history (after `goDown`). */
+  async comeBack(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
+    // Already closed by goDown: the callback gets ERR_SERVER_NOT_RUNNING, and the server is closed all the same.
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 

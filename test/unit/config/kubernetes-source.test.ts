@@ -733,6 +733,114 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await one.stop();
   });
 
+  /** Each kind's `healthy`/`failures`, as the metrics show them. */
+  function states(source: KubernetesSource): Record<string, { healthy: boolean; failures: number }> {
+    return Object.fromEntries(source.watchStates().map((s) => [s.resource, { healthy: s.healthy, failures: s.failures }]));
+  }
+
+  test('watch states: unhealthy before the first watch, healthy once each kind watches; failures counted, unhealthy while they go on, healthy again after', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = newSource();
+    expect(states(source)).toEqual({
+      modelroutes: { healthy: false, failures: 0 }, modelservers: { healthy: false, failures: 0 }, pods: { healthy: false, failures: 0 },
+    });
+    await source.start();
+    await until('every kind healthy', () => source.watchStates().every((s) => s.healthy), () => states(source));
+    expect(source.watchStates().map((s) => s.failures)).toEqual([0, 0, 0]);
+
+    // Pods refused from now on: their watch is cut and every retry fails.
+    api.failNextRequests(1_000_000, 503, 'pods');
+    api.dropWatches({ abrupt: true });
+    await until('3 pods failures', () => states(source).pods.failures >= 3, () => states(source));
+    expect(states(source).pods.healthy).toBe(false);
+    api.failNextRequests(0);
+    await until('pods healthy again', () => states(source).pods.healthy, () => states(source));
+    const after = states(source);
+    // Counters only grow: the failures stay counted after the recovery.
+    expect(after.pods.failures).toBeGreaterThanOrEqual(3);
+    // The other kinds' watches were cut once (abruptly: a failure each) and came back at once.
+    await until('every kind healthy', () => source.watchStates().every((s) => s.healthy), () => states(source));
+    expect(states(source).modelroutes.failures).toBe(1);
+    expect(states(source).modelservers.failures).toBe(1);
+  });
+
+  test('an API server that cannot be reached: the whole reason is logged, naming the server and the address; healthy again once it is back', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('every kind healthy', () => source.watchStates().every((s) => s.healthy), () => states(source));
+    const mark = logs.length;
+    await api.goDown();
+    const port = new URL(api.url).port;
+    await until('a refused pods retry', () => logs.slice(mark).some((l) => l.startsWith('pods list/watch failed') && l.includes('ECONNREFUSED')), () => logs.slice(mark));
+    expect(source.watchStates().every((s) => !s.healthy && s.failures >= 1)).toBe(true);
+    const refused = logs.slice(mark).find((l) => l.startsWith('pods list/watch failed') && l.includes('ECONNREFUSED'))!;
+    expect(refused).toMatch(new RegExp(`^pods list/watch failed \\(connection to the API server at http://127\\.0\\.0\\.1:${port} failed: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\); retrying in \\d+ ms$`));
+    expect(warns).toContain(refused);
+    await api.comeBack();
+    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    await settle(source, 'pod seen after the API server came back', (v) => v.endpoints['default/llama'].length === 1);
+    await until('every kind healthy', () => source.watchStates().every((s) => s.healthy), () => states(source));
+  });
+
+  test('ModelRoutes none of which serves: logged once, naming how many; again only once it comes back', async () => {
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    const source = await started();
+    const line = 'kubernetes: 1 ModelRoute watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route\'s line says why)';
+    expect(warns.filter((l) => l === line)).toHaveLength(1);
+    expect(warns).toContain('kubernetes (ModelRoute default/r1): spec.rules[0].targetModels[0].modelServerName: ModelServer default/llama does not exist (a target must name a ModelServer in the route\'s namespace); route skipped');
+    // Other changes: not logged again.
+    api.upsert('pods', pod('default', 'other-0', { app: 'other' }, '10.0.0.9'));
+    api.upsert('modelroutes', route('default', 'r2', 'llama-2', ['llama']));
+    await until('a second route watched', () => warns.includes('kubernetes: 2 ModelRoutes watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route\'s line says why)'), () => warns);
+    api.upsert('pods', pod('default', 'other-1', { app: 'other' }, '10.0.0.8'));
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    await settle(source, 'routes served', (v) => v.routes.length === 2);
+    expect(warns.filter((l) => l.includes('none of which serves'))).toHaveLength(2);
+    api.remove('modelservers', 'default', 'llama');
+    await settle(source, 'routes gone', (v) => v.routes.length === 0);
+    await until('logged again', () => warns.filter((l) => l.includes('none of which serves')).length === 3, () => warns);
+  });
+
+  test('a workloadSelector that matches no pod: logged once naming the ModelServer, namespace and selector (and where such pods are), not for each event', async () => {
+    api.upsert('modelservers', server('models', 'llama', { app: 'llama', tier: 'gpu' }));
+    api.upsert('pods', pod('default', 'llama-0', { app: 'llama', tier: 'gpu' }, '10.0.0.10'));
+    const source = await started();
+    const line = 'kubernetes (ModelServer models/llama): spec.workloadSelector.matchLabels: selector app=llama,tier=gpu matches no pod in namespace models; it has no endpoints until one exists there; pods in namespace default carry these labels, but a ModelServer selects pods of its own namespace only';
+    const said = (): number => warns.filter((l) => l === line).length;
+    expect(said()).toBe(1);
+    // No ModelRoute at all is no mistake: nothing said about routes.
+    expect(warns.filter((l) => l.includes('none of which serves'))).toEqual([]);
+    // Other changes (a second ModelServer and its pods, each a new snapshot): not logged again.
+    api.upsert('modelservers', server('models', 'other', { app: 'other' }));
+    await settle(source, 'models/other listed', (v) => v.endpoints['models/other']?.length === 0);
+    for (let i = 0; i < 3; i++) {
+      api.upsert('pods', pod('models', `other-${i}`, { app: 'other' }, `10.0.1.${i}`));
+      await settle(source, `other-${i} serving`, (v) => v.endpoints['models/other'].length === i + 1);
+    }
+    expect(said()).toBe(1);
+    // A matching pod, even one not ready, is a match: the problem goes (silently) ...
+    api.upsert('pods', pod('models', 'llama-1', { app: 'llama', tier: 'gpu' }, '10.0.1.10', { ready: false }));
+    api.upsert('pods', pod('models', 'other-3', { app: 'other' }, '10.0.1.3'));
+    await settle(source, 'other-3 serving', (v) => v.endpoints['models/other'].length === 4);
+    expect(view(source.snapshot).endpoints['models/llama']).toEqual([]);
+    // ... and comes back, logged again, once the pod is gone.
+    api.remove('pods', 'models', 'llama-1');
+    api.upsert('pods', pod('models', 'other-4', { app: 'other' }, '10.0.1.4'));
+    await settle(source, 'other-4 serving', (v) => v.endpoints['models/other'].length === 5);
+    expect(said()).toBe(2);
+  });
+
+  test('a target naming a ModelServer that exists only in another namespace: the route is skipped, the line saying targets are looked up in the route\'s own namespace', async () => {
+    api.upsert('modelservers', server('models', 'llama', LABELS));
+    api.upsert('modelservers', server('staging', 'llama', LABELS));
+    api.upsert('modelroutes', route('apps', 'r', 'llama-3', ['llama']));
+    const source = await started();
+    expect(view(source.snapshot).routes).toEqual([]);
+    expect(warns).toContain('kubernetes (ModelRoute apps/r): spec.rules[0].targetModels[0].modelServerName: ModelServer apps/llama does not exist; a ModelServer llama exists in namespace models, staging, but a target names a ModelServer of its route\'s own namespace (apps): create the ModelServer in apps, or the route in the ModelServer\'s namespace; route skipped');
+    api.upsert('modelservers', server('apps', 'llama', LABELS));
+    await settle(source, 'route served', (v) => v.routes.length === 1);
+  });
+
   test('start() waits through API failures and resolves once all kinds are listed; stop() before sync rejects it', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.failNextRequests(2, 500, 'modelservers');
