@@ -1,6 +1,7 @@
 /**
  * deploy/observability: every metric the Grafana dashboard and the alert rules query exists in the
- * /metrics of the built router (2 workers), and build_info is 1 (not summed over workers).
+ * /metrics of the built router (2 workers), and build_info is 1 (not summed over workers). The
+ * Kubernetes watch's metrics exist in Kubernetes mode only: kubernetes-ops.test.ts checks those.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,7 +55,7 @@ describe('dashboard and alert rules against the built router', () => {
     expect(dashboardExprs().flatMap(metricNames).length).toBeGreaterThan(10);
     expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(5);
     expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
-      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterAccessLogDrops',
+      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterKubernetesWatchFailing', 'InferenceRouterAccessLogDrops',
       'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
     ]);
   });
@@ -74,11 +75,16 @@ describe('dashboard and alert rules against the built router', () => {
     for (const l of lines) expect(l).toMatch(/\{backend_pod="pod-a",pod="pod-a"\} \d+$/);
   });
 
-  it('every metric they name is in /metrics', async () => {
+  it('every metric they name is in /metrics (those of Kubernetes mode only there: kubernetes-ops.test.ts)', async () => {
     const text = await (await fetch(`${router.url}/metrics`)).text();
     const have = exposed(text);
-    const missing = [...new Set([...dashboardExprs(), ...ruleExprs()].flatMap(metricNames))].filter((n) => !have.has(n));
+    const names = [...new Set([...dashboardExprs(), ...ruleExprs()].flatMap(metricNames))];
+    const kubernetesOnly = names.filter((n) => n.startsWith('inference_router_kubernetes_'));
+    expect(kubernetesOnly.length).toBeGreaterThanOrEqual(2);
+    const missing = names.filter((n) => !kubernetesOnly.includes(n) && !have.has(n));
     expect(missing).toEqual([]);
+    // This router reads a file: it watches no API server.
+    expect(text).not.toContain('inference_router_kubernetes_');
   });
 
   it('build_info is 1 across 2 workers and names the version, Node and uWS build', async () => {
