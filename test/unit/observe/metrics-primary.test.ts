@@ -62,6 +62,22 @@ function x(t: string): number | undefined {
 }
 
 describe('attachMetricsPrimary', () => {
+  it('adds the primary\'s own series (ownSeries, read at each scrape) once, whatever the number of workers', async () => {
+    const cluster = new EventEmitter();
+    let failed = 1;
+    const own = (): MetricJson[] => [{ name: 'own_failures_total', help: 'h', type: 'counter', aggregator: 'sum', values: [{ labels: { resource: 'pods' }, value: failed }] }];
+    const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 60_000, ownSeries: own });
+    const [a, b] = [new FakeWorker(), new FakeWorker()];
+    for (const w of [a, b]) cluster.emit('message', w as unknown as Worker, { t: MSG_HELLO });
+    const scrape = scraper(cluster, a);
+    const first = await scrape(1, [[a, counter(1)], [b, counter(2)]]);
+    expect(first).toContain('own_failures_total{resource="pods"} 1\n');
+    expect(first).toContain('x_total{a="1"} 3\n');
+    failed = 4;
+    expect(await scrape(2, [[a, counter(1)], [b, counter(2)]])).toContain('own_failures_total{resource="pods"} 4\n');
+    detach();
+  });
+
   it('asks only workers that said hello, sums their answers, answers the asking worker', async () => {
     const cluster = new EventEmitter();
     const detach = attachMetricsPrimary(cluster as never, { timeoutMs: 60_000 });
