@@ -18,6 +18,10 @@
  * API server or a connection lost without a reset, which would otherwise stop the informer for
  * good (no watch runs while ListWatch waits for its list). Delays go through the injected clock;
  * that timeout, like the watch watchdog, runs on real time.
+ *
+ * For metrics it keeps `failures` (each failure above) and `healthy` (a watch established and no
+ * failure since). A failure that got no HTTP answer is logged with its whole reason (the address
+ * tried) after the API server's URL.
  */
 import type { KubeConfig, KubernetesListObject, KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
 import type { SourceClock } from './kubernetes-clock.js';

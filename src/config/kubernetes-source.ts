@@ -50,6 +50,7 @@ export interface WatchState {
   /** Failed list or watch attempts so far. */
   readonly failures: number;
 }
+
 type Obj = KubernetesObject & object;
 
 export class KubernetesSource {

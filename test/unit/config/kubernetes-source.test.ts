@@ -764,6 +764,37 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(states(source).modelservers.failures).toBe(1);
   });
 
+  test('watch state: a reconnect held back (watches ending at once without events) is unhealthy, though no failure; healthy again once a watch is open', async () => {
+    // Delays of a second or more wait for release(); shorter ones (the coalescing) run.
+    const held: (() => void)[] = [];
+    const holding = {
+      ...recordingClock(),
+      setTimeout: (fn: () => void, ms: number) => {
+        if (ms < 1000) return setTimeout(fn, 5);
+        const h = { fn };
+        held.push(() => h.fn());
+        return h;
+      },
+      clearTimeout: (h: unknown) => {
+        if (typeof h === 'object' && h !== null && 'fn' in h) (h as { fn: () => void }).fn = () => {};
+        else clearTimeout(h as ReturnType<typeof setTimeout>);
+      },
+    };
+    clock = holding as unknown as ReturnType<typeof recordingClock>;
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('every kind healthy', () => source.watchStates().every((s) => s.healthy), () => states(source));
+    api.sendBookmarks(); // each watch made progress: a clean end reconnects at once
+    api.endNextWatches(1, 'pods');
+    api.dropWatches();
+    await until('the pods reconnect held back', () => held.length === 1, () => api.requests);
+    expect(states(source).pods).toEqual({ healthy: false, failures: 0 });
+    expect(states(source).modelroutes.healthy).toBe(true);
+    held.shift()!();
+    await until('pods healthy again', () => states(source).pods.healthy, () => states(source));
+    expect(states(source).pods.failures).toBe(0);
+  });
+
   test('an API server that cannot be reached: the whole reason is logged, naming the server and the address; healthy again once it is back', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     const source = await started();
