@@ -10,12 +10,21 @@ export interface ListenerTls {
   readonly keyFile: string;
 }
 
+/** A certificate and key that passed the checks (readListenerTlsPair), as read. */
+export interface ListenerTlsPair {
+  readonly certPem: string;
+  readonly keyPem: string;
+  /** The server certificate's (the file's first): subject on one line, notAfter, SHA-256 fingerprint. */
+  readonly subject: string;
+  readonly notAfter: Date;
+  readonly fingerprint256: string;
+}
+
 /**
  * The listener's TLS files from the environment, or null when neither is given (plain HTTP).
- * Validated once at start, as the workers read them when they open the listener: both given, each
- * readable, the certificate a PEM certificate, the key a PEM private key without a passphrase, and
- * the key the certificate's. Throws an Error naming the variable and the file (`usageError` makes it
- * the caller's usage error: exit 2).
+ * Validated at start (readListenerTlsPair), as the workers read them when they open the listener.
+ * Throws an Error naming the variable and the file (`usageError` makes it the caller's usage error:
+ * exit 2).
  */
 export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string) => Error): ListenerTls | null {
   const certFile = env.ROUTER_TLS_CERT_FILE || null;
@@ -23,44 +32,55 @@ export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string
   if (certFile === null && keyFile === null) return null;
   if (certFile === null || keyFile === null) {
     const [given, missing] = certFile === null ? ['ROUTER_TLS_KEY_FILE', 'ROUTER_TLS_CERT_FILE'] : ['ROUTER_TLS_CERT_FILE', 'ROUTER_TLS_KEY_FILE'];
-    return fail(usageError, `${given} is set but ${missing} is not: HTTPS needs both the certificate and its key (neither: plain HTTP)`);
+    throw usageError(`${given} is set but ${missing} is not: HTTPS needs both the certificate and its key (neither: plain HTTP)`);
   }
-  const cert = readPem('ROUTER_TLS_CERT_FILE', certFile, 'a PEM file of the server certificate', usageError);
+  try {
+    readListenerTlsPair(certFile, keyFile);
+  } catch (err) {
+    throw usageError((err as Error).message);
+  }
+  return Object.freeze({ certFile, keyFile });
+}
+
+/**
+ * Reads and checks the pair, at start and again when the files change (primary/tls-rotation.ts):
+ * each readable, the certificate a PEM certificate, the key a PEM private key without a
+ * passphrase, and the key the certificate's. Throws an Error naming the variable, the file and why.
+ */
+export function readListenerTlsPair(certFile: string, keyFile: string): ListenerTlsPair {
+  const cert = readPem('ROUTER_TLS_CERT_FILE', certFile, 'a PEM file of the server certificate');
   let x509: X509Certificate;
   try {
     x509 = new X509Certificate(cert);
   } catch (err) {
-    return fail(usageError, `${badSetting('ROUTER_TLS_CERT_FILE', 'a PEM file of the server certificate', certFile)} (${detail(err)})`);
+    throw new Error(`${badSetting('ROUTER_TLS_CERT_FILE', 'a PEM file of the server certificate', certFile)} (${detail(err)})`);
   }
-  const keyText = readPem('ROUTER_TLS_KEY_FILE', keyFile, 'a PEM file of the private key', usageError);
+  const keyText = readPem('ROUTER_TLS_KEY_FILE', keyFile, 'a PEM file of the private key');
   let key: KeyObject;
   try {
     key = createPrivateKey(keyText);
   } catch (err) {
     const encrypted = /ENCRYPTED/.test(keyText) || (err as { code?: string }).code === 'ERR_MISSING_PASSPHRASE';
-    return fail(usageError, `${badSetting('ROUTER_TLS_KEY_FILE', 'a PEM file of a private key without a passphrase', keyFile)} (${encrypted ? 'the key is encrypted: give it decrypted, as a Kubernetes TLS secret holds it' : detail(err)})`);
+    throw new Error(`${badSetting('ROUTER_TLS_KEY_FILE', 'a PEM file of a private key without a passphrase', keyFile)} (${encrypted ? 'the key is encrypted: give it decrypted, as a Kubernetes TLS secret holds it' : detail(err)})`);
   }
+  const subject = x509.subject.replace(/\n/g, ', ');
   if (!x509.checkPrivateKey(key)) {
-    return fail(usageError, `ROUTER_TLS_KEY_FILE: the key in "${keyFile}" is not the key of the certificate in "${certFile}" (ROUTER_TLS_CERT_FILE, ${x509.subject.replace(/\n/g, ', ')})`);
+    throw new Error(`ROUTER_TLS_KEY_FILE: the key in "${keyFile}" is not the key of the certificate in "${certFile}" (ROUTER_TLS_CERT_FILE, ${subject})`);
   }
-  return Object.freeze({ certFile, keyFile });
+  return Object.freeze({ certPem: cert, keyPem: keyText, subject, notAfter: new Date(x509.validTo), fingerprint256: x509.fingerprint256 });
 }
 
-function readPem(name: string, file: string, what: string, usageError: (message: string) => Error): string {
+function readPem(name: string, file: string, what: string): string {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    return fail(usageError, `${badSetting(name, `a readable ${what.slice(2)}`, file)} (cannot read it: ${detail(err)})`);
+    throw new Error(`${badSetting(name, `a readable ${what.slice(2)}`, file)} (cannot read it: ${detail(err)})`);
   }
-  if (!text.includes('-----BEGIN ')) return fail(usageError, `${badSetting(name, what, file)} (it holds no "-----BEGIN …" block)`);
+  if (!text.includes('-----BEGIN ')) throw new Error(`${badSetting(name, what, file)} (it holds no "-----BEGIN …" block)`);
   return text;
 }
 
 function detail(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function fail(usageError: (message: string) => Error, message: string): never {
-  throw usageError(message);
 }

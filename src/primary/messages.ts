@@ -7,6 +7,10 @@ export type PrimaryToWorker =
   | { t: 'core:snapshot'; snapshot: ResourceSnapshot; podEpochs: PodEpochs }
   | { t: 'core:ready'; ready: boolean }
   | { t: 'core:drain' }
+  /** Drain this worker alone, without the drain delay: it is replaced (a certificate rotation). */
+  | { t: 'core:retire' }
+  /** Answer to `core:starting`, after the snapshot if there is one: open the listener. */
+  | { t: 'core:listen' }
   | { t: 'core:reopen-log' }
   /** Answer to a worker's `core:ping` (worker/primary-heartbeat.ts). */
   | { t: 'core:pong' }
@@ -14,6 +18,8 @@ export type PrimaryToWorker =
   | { t: 'core:auth'; text: string };
 
 export type WorkerToPrimary =
+  /** Ready to open its listener: the primary sends the snapshot (if any) and readiness, then `core:listen`. */
+  | { t: 'core:starting' }
   | { t: 'core:listening' }
   /** The worker compiled snapshot `version` and its limit stores have connected or failed. */
   | { t: 'core:applied'; version: number }

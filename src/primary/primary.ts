@@ -28,6 +28,12 @@ import { claimPort } from './port-claim.js';
 import { chooseListenHost } from './listen-host.js';
 import { exitOnFailure } from '../process-failure.js';
 import { warningsToOpsLog } from '../process-warnings.js';
+import { readListenerTlsPair, type ListenerTls } from '../config/listener-tls.js';
+import { FileWatch, SETTLE_MS } from '../config/file-watch.js';
+import { TlsRotation } from './tls-rotation.js';
+import { TlsServedFiles } from './tls-served-files.js';
+import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
+import { readFileSync } from 'node:fs';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -84,7 +90,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   };
   let wasReady = false;
   const updateReady = (): void => {
-    const ready = !draining && snapshot !== null && listening.size === settings.workers && applied.size === settings.workers;
+    // At least: a certificate rotation starts a worker before it retires the one it replaces.
+    const ready = !draining && snapshot !== null && listening.size >= settings.workers && applied.size >= settings.workers;
     if (ready !== wasReady) {
       wasReady = ready;
       if (ready) ops.info('ready', `${settings.workers} workers listening on ${host}:${settings.port}${settings.tls === null ? '' : ' (HTTPS)'}, snapshot ${version} applied; /readyz answers 200`);
@@ -155,7 +162,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const store = new CounterStore();
   // Each worker's lease holds 1/(8 × workers) of what is free: together at most 1/8 of it.
   attachLocalLimitHost(cluster, store, { leaseDivisor: settings.localLeases ? 8 * settings.workers : 0 });
-  attachMetricsPrimary(cluster, { backendPods: () => backendPods, ownSeries: () => ownSeries() });
+  /** HTTPS: the certificate's expiry (tls-certificate-series.ts), set below. */
+  let tlsSeries: () => MetricJson[] = () => [];
+  attachMetricsPrimary(cluster, { backendPods: () => backendPods, ownSeries: () => [...ownSeries(), ...tlsSeries()] });
   // Passive health is decided here too, once per instance, from the workers' reports.
   const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
   // Prefix affinity learned by any worker is shared with the others.
@@ -168,25 +177,40 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // The workers read the command line again: a --host after the given one (the last one wins) moves them.
   const args = host === settings.host ? workerArgs : [...workerArgs, '--host', host];
   cluster.setupPrimary({ args, execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, settings.workerSemiSpaceMb), silent: false });
+  /** Workers told to drain alone (core:retire): replaced in a certificate rotation, not restarted when they exit. */
+  const retiring = new Set<number>();
+  /** The worker a rotation is replacing now: its replacement is started already, so its crash forks none. */
+  let replacing: number | null = null;
+  // HTTPS: the workers open their listener from the primary's copy of the pair it checked (tls-served-files.ts).
+  const served = settings.tls === null ? null : new TlsServedFiles(settings.tls);
+  const startPair = settings.tls === null ? null : readListenerTlsPair(settings.tls.certFile, settings.tls.keyFile);
+  if (served !== null && startPair !== null) {
+    served.write(startPair);
+    if (served.fallback !== null) ops.warn('tls', `workers read ROUTER_TLS_CERT_FILE and ROUTER_TLS_KEY_FILE themselves: ${served.fallback}; a worker started while the files are rewritten may fail to start`);
+  }
   const fork = (): Worker => {
-    const w = cluster.fork({ ROUTER_WORKER: '1' });
+    const files = served?.files;
+    const w = cluster.fork(files === undefined ? { ROUTER_WORKER: '1' } : { ROUTER_WORKER: '1', ROUTER_TLS_CERT_FILE: files.certFile, ROUTER_TLS_KEY_FILE: files.keyFile });
     dropMessagesToDeadWorker(w, (m) => ops.warn('worker', `worker ${w.process.pid}: ${m}`));
     w.on('message', (m: unknown) => {
       if (!isCoreMessage(m)) return;
       const msg = m as WorkerToPrimary;
       if (msg.t === 'core:ping') {
         w.send({ t: 'core:pong' } satisfies PrimaryToWorker);
+      } else if (msg.t === 'core:starting') {
+        // The configuration before the port (worker.ts): a worker replacing another answers as the
+        // others do from its first connection. Snapshots published after this reach it too.
+        sendSnapshot(w);
+        w.send({ t: 'core:ready', ready: wasReady } satisfies PrimaryToWorker);
+        w.send({ t: 'core:listen' } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:listening') {
-        // A worker still starting when the drain began missed core:drain (it was not listening for
-        // it). It serves its drain delay as the others do theirs: with the configuration, without
-        // which it would answer 503 not_configured to every connection the kernel hands it.
+        // A worker still starting when the drain began ignored core:drain (it was not listening).
+        // It serves its drain delay as the others do theirs, with the configuration it has.
         if (draining) {
-          sendSnapshot(w);
           w.send({ t: 'core:drain' } satisfies PrimaryToWorker);
           return;
         }
         listening.add(w.id);
-        sendSnapshot(w);
         updateReady();
       } else if (msg.t === 'core:applied') {
         applied.add(w.id);
@@ -204,6 +228,14 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   cluster.on('exit', (w, code, signal) => {
     const wasListening = listening.delete(w.id);
     applied.delete(w.id);
+    if (retiring.delete(w.id)) {
+      // Replaced in a certificate rotation: it drained alone and exits 0.
+      if (code !== 0 || signal !== null) {
+        ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`}) while draining to be replaced; any requests it had in flight were lost`,
+          { worker: w.process.pid ?? null, code, signal });
+      }
+      return;
+    }
     if (draining) {
       // A drained worker exits 0; one killed (out of memory) or failing meanwhile dropped its
       // requests unanswered and its unwritten records. Those the deadline killed were told above.
@@ -216,6 +248,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`,
       { worker: w.process.pid ?? null, code, signal });
     updateReady();
+    if (replacing === w.id) {
+      // Its replacement is starting already (a certificate rotation).
+      replacing = null;
+      return;
+    }
     if (!guard.allowRestart()) {
       ops.error('worker', 'workers are crashing in a loop (more than 5 deaths in 30s); stopping the router');
       void shutdown(1);
@@ -228,6 +265,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const shutdown = async (code: number): Promise<void> => {
     if (draining) return;
     draining = true;
+    stopTls();
     if (code === 0) {
       ops.info('drain', `draining: readiness off, /readyz answers 503 for ${settings.drainDelayMs} ms, then stopping listeners, ` +
         `finishing in-flight requests (up to ${settings.drainTimeoutMs} ms)`, { delayMs: settings.drainDelayMs, timeoutMs: settings.drainTimeoutMs });
@@ -247,6 +285,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     deadline.unref();
     await waitForWorkersToExit();
     clearTimeout(deadline);
+    served?.remove();
     await stopSource();
     authFile?.stop();
     stopLoadShare();
@@ -261,8 +300,102 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     broadcast({ t: 'core:reopen-log' });
   });
 
+  /**
+   * A certificate rotation's rolling replacement: for each worker, one at a time, a new worker
+   * (opening the new pair's copy) is started and waited for until it listens with the
+   * configuration applied; then the old one drains alone (core:retire: its listener closed, its
+   * requests finished, its kept-alive connections ended as they go quiet). The port is served
+   * throughout. Resolves once the old workers have exited.
+   */
+  const rollWorkers = async (pair: Parameters<TlsServedFiles['write']>[0]): Promise<void> => {
+    served!.write(pair);
+    const old = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead() && !retiring.has(w.id));
+    const retired: Worker[] = [];
+    try {
+      for (const w of old) {
+        if (draining) throw new Error('the router is stopping');
+        if (w.isDead()) continue; // it crashed meanwhile: its restart opened the new pair
+        replacing = w.id;
+        const next = fork();
+        await until(() => {
+          if (next.isDead()) throw new Error(`worker ${next.process.pid}, started to replace worker ${w.process.pid}, exited before listening`);
+          if (draining) throw new Error('the router is stopping');
+          return listening.has(next.id) && (snapshot === null || applied.has(next.id));
+        });
+        replacing = null;
+        if (w.isDead()) continue;
+        retiring.add(w.id);
+        listening.delete(w.id);
+        applied.delete(w.id);
+        w.send({ t: 'core:retire' } satisfies PrimaryToWorker);
+        retired.push(w);
+        updateReady();
+      }
+    } finally {
+      replacing = null;
+    }
+    await until(() => retired.every((w) => w.isDead()));
+    served!.prune();
+  };
+
+  let stopTls = (): void => undefined;
+  if (settings.tls !== null && startPair !== null) {
+    const tls: ListenerTls = settings.tls;
+    const rotation = new TlsRotation({
+      files: tls,
+      served: startPair,
+      readTexts: (f) => `${readOrNull(f.certFile)}\0${readOrNull(f.keyFile)}`,
+      check: (f) => readListenerTlsPair(f.certFile, f.keyFile),
+      rotate: rollWorkers,
+      info: (m, fields) => ops.info('tls', m, fields),
+      warn: (m, fields) => ops.warn('tls', m, fields),
+    });
+    tlsSeries = () => tlsCertificateSeries(rotation.served.notAfter);
+    // A pair written file by file within SETTLE_MS is checked once, whole.
+    let settle: NodeJS.Timeout | null = null;
+    const changed = (): void => {
+      if (settle !== null) clearTimeout(settle);
+      settle = setTimeout(() => {
+        settle = null;
+        void rotation.changed();
+      }, SETTLE_MS);
+      settle.unref();
+    };
+    const watches = [...new Set([tls.certFile, tls.keyFile])].map((f) => new FileWatch(f, changed, { fastPollMs: 250, log: (m) => ops.warn('tls', m) }));
+    for (const w of watches) w.start();
+    stopTls = () => {
+      rotation.stop();
+      if (settle !== null) clearTimeout(settle);
+      for (const w of watches) w.stop();
+    };
+  }
+
   for (let i = 0; i < settings.workers; i++) fork();
   ops.info('workers', `started ${settings.workers} workers on ${host}:${settings.port}`, { workers: settings.workers });
+}
+
+/** The file's text, or null when it cannot be read. */
+function readOrNull(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** Resolves once `cond` holds, checked every 20 ms; rejects when it throws. */
+function until(cond: () => boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      try {
+        if (cond()) resolve();
+        else setTimeout(check, 20);
+      } catch (err) {
+        reject(err as Error);
+      }
+    };
+    check();
+  });
 }
 
 function waitForWorkersToExit(): Promise<void> {

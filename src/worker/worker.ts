@@ -1,5 +1,5 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
-import { buildApp, closeConnections } from '../http/app.js';
+import { buildApp, CLIENT_TIMEOUT_SECONDS, closeConnections } from '../http/app.js';
 import { drainState } from '../http/drain-state.js';
 import { cutArrivingBodies } from '../http/arriving-bodies.js';
 import { RouterError } from '../errors.js';
@@ -54,6 +54,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const uws = loadUws(undefined, settings.maxHeaderBytes);
   const accessLog = createAccessLog(settings.accessLog);
   let listenSocket: unknown = null;
+  /** While starting: resolves the wait for the primary's core:listen. */
+  let startListening: (() => void) | null = null;
   let table: RouteTable | null = null;
   /** The backend pods' epochs of the snapshot `table` is (told with each metrics answer: observe/backend-pod-epochs.ts). */
   let podEpochs: PodEpochs | null = null;
@@ -217,20 +219,30 @@ export async function runWorker(settings: Settings): Promise<void> {
     finish,
   }, settings.tls);
 
-  // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.
-  await tokens.ready();
-
-  await new Promise<void>((resolve, reject) => {
-    app.listen(settings.host, settings.port, (sock) => {
-      if (!sock) reject(new Error(`cannot listen on ${settings.host}:${settings.port}`));
-      else {
-        listenSocket = sock;
-        resolve();
-      }
-    });
-  });
-
-  const drain = async (): Promise<void> => {
+  /**
+   * Drains as on SIGTERM. `retire`: this worker alone is replaced (a certificate rotation,
+   * primary/tls-rotation.ts) while the others, and its replacement, serve on: no drain delay
+   * (readiness is the instance's, not this worker's: a load balancer has nothing to stop), the
+   * listener is closed at once; the rest is the same.
+   */
+  /**
+   * Resolves once no request is in flight and none was accepted or ended for longer than the
+   * client timeout (so every kept-alive connection had a request answered with its close, or was
+   * closed idle), or at `deadline`. Reads the counters the requests keep (nothing is added to them).
+   */
+  const quietConnections = async (deadline: number): Promise<void> => {
+    let seenFinished = -1;
+    let quietSince = Date.now();
+    while (Date.now() < deadline) {
+      const now = Date.now();
+      if (inflight > 0 || finished !== seenFinished) {
+        seenFinished = finished;
+        quietSince = now;
+      } else if (now - quietSince > (CLIENT_TIMEOUT_SECONDS + 1) * 1000) return;
+      await new Promise((r) => setTimeout(r, Math.min(200, Math.max(1, deadline - now))));
+    }
+  };
+  const drain = async (retire = false): Promise<void> => {
     if (stopping) return;
     stopping = true;
     ready = false;
@@ -240,7 +252,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.draining = true;
     // Load balancers see /readyz fail and stop sending before the listener closes; until
     // then in-flight and new requests are served.
-    if (settings.drainDelayMs > 0) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
+    if (settings.drainDelayMs > 0 && !retire) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
     draining = true;
     ready = false;
     heartbeat.stop();
@@ -251,6 +263,10 @@ export async function runWorker(settings: Settings): Promise<void> {
     // Everything below, the last records' writing included, ends by this deadline (a little after
     // it for requests cut when it passes): the primary kills workers 5 s after it.
     const drainDeadline = Date.now() + settings.drainTimeoutMs;
+    // Retired alone, the worker also waits for its kept-alive connections to go: each request on
+    // one is answered with its close, and one left idle is closed by the client timeout, as at
+    // any time. Closing an idle one now could cross a request its client is sending on it.
+    if (retire) await quietConnections(drainDeadline);
     if (inflight > 0) {
       await new Promise<void>((resolve) => {
         drainResolve = resolve;
@@ -321,7 +337,14 @@ export async function runWorker(settings: Settings): Promise<void> {
         ready = msg.ready;
         break;
       case 'core:drain':
-        void drain();
+        // Before listening, the primary tells it again once it listens (primary.ts, core:listening).
+        if (listenSocket !== null) void drain();
+        break;
+      case 'core:retire':
+        if (listenSocket !== null) void drain(true);
+        break;
+      case 'core:listen':
+        startListening?.();
         break;
       case 'core:reopen-log':
         accessLog.reopen();
@@ -340,6 +363,27 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('SIGTERM', () => void drain());
   process.on('SIGINT', () => undefined);
   process.on('SIGHUP', () => accessLog.reopen());
+
+  // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.
+  await tokens.ready();
+  // The configuration (and readiness) first, then the port: a worker replacing another (after a
+  // crash, in a certificate rotation) has the routes before the kernel hands it a connection, so
+  // it answers as the others do rather than 503 not_configured. The primary answers core:starting
+  // with the snapshot it has, if any, then core:listen.
+  await new Promise<void>((resolve) => {
+    startListening = resolve;
+    send({ t: 'core:starting' });
+  });
+  startListening = null;
+  await new Promise<void>((resolve, reject) => {
+    app.listen(settings.host, settings.port, (sock) => {
+      if (!sock) reject(new Error(`cannot listen on ${settings.host}:${settings.port}`));
+      else {
+        listenSocket = sock;
+        resolve();
+      }
+    });
+  });
   // Every message from the primary shows it is alive, whichever part of the worker it is for.
   process.on('message', () => heartbeat.heard());
   send({ t: 'core:listening' });
