@@ -68,6 +68,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (m) => ops.warn('readiness', m) });
   /** SIGTERM: /readyz answers 503 for ROUTER_DRAIN_DELAY while requests are still served. */
   let stopping = false;
+  /** Draining alone, to be replaced (core:retire): /readyz still says whether the instance is ready. */
+  let retiring = false;
   let draining = false;
   let inflight = 0;
   let drainResolve: (() => void) | null = null;
@@ -208,7 +210,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
     stripAuthorization: auth !== null,
     draining: () => draining || stopping,
-    ready: () => ready && !stopping && table !== null && heartbeat.alive(),
+    // A worker retired alone (core:retire) says what the instance is: the others serve on.
+    ready: () => ready && (!stopping || retiring) && table !== null && (retiring || heartbeat.alive()),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
     modelJson: (id) => (table === null ? undefined : table.modelJson(id)),
     metrics: metricsHandler(metrics, { podEpochs: () => podEpochs }),
@@ -245,7 +248,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const drain = async (retire = false): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    ready = false;
+    retiring = retire;
+    if (!retire) ready = false;
     // Every answer closes its connection from now on, as /healthz's and /readyz's do: a client on
     // a kept-alive connection (which a load balancer's change does not move) reconnects, and goes
     // to another instance once the balancer has seen /readyz fail.
@@ -254,7 +258,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     // then in-flight and new requests are served.
     if (settings.drainDelayMs > 0 && !retire) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
     draining = true;
-    ready = false;
+    if (!retire) ready = false;
     heartbeat.stop();
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
     auth?.stop();

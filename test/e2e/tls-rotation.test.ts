@@ -1,0 +1,177 @@
+/**
+ * Certificate rotation without a restart, over the built router with 2 workers serving HTTPS and a
+ * mock pod. The files are laid out as a mounted Kubernetes Secret is (tls.crt and tls.key are
+ * symlinks through `..data` to a directory of the pair). Throughout, two clients send requests:
+ * one on a kept-alive connection, one on a new connection each time (noting the certificate it
+ * got). The pair is replaced twice: once by swapping `..data` atomically, once by writing the
+ * certificate then, after the router said the intermediate pair is invalid, the key, in place.
+ * Each time new connections get the new certificate, the expiry metric follows, and no request fails.
+ */
+import { request, Agent } from 'node:https';
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, freePort, resourcesFor, startMock, startProcess, tempDir, waitWhileRunning, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
+import { createTestCa, type TestCa } from '../helpers/test-ca.js';
+import { sample } from '../helpers/metrics-text.js';
+
+const execFileP = promisify(execFile);
+
+interface Pair { cert: string; key: string; fingerprint: string; notAfter: number }
+
+/** A new server certificate and key signed by the test CA, valid `days` days. */
+async function issue(ca: TestCa, name: string, days: number): Promise<Pair> {
+  const f = (n: string): string => join(ca.dir, `${name}.${n}`);
+  const openssl = (...args: string[]): Promise<unknown> => execFileP('openssl', args, { cwd: ca.dir });
+  await openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=127.0.0.1/O=${name}`, '-keyout', f('key'), '-out', f('csr'));
+  await openssl('x509', '-req', '-in', f('csr'), '-CA', ca.caFile, '-CAkey', join(ca.dir, 'ca.key'), '-CAcreateserial',
+    '-days', String(days), '-extfile', join(ca.dir, 'server.ext'), '-out', f('crt'));
+  const cert = readFileSync(f('crt'), 'utf8');
+  const x = new X509Certificate(cert);
+  return { cert, key: readFileSync(f('key'), 'utf8'), fingerprint: x.fingerprint256, notAfter: Math.floor(new Date(x.validTo).getTime() / 1000) };
+}
+
+interface Outcome { ok: boolean; status: number; fingerprint: string | null; error?: string }
+
+/** One HTTPS request trusting `ca`; `agent`: a kept-alive one, or false for a new connection. */
+function call(port: number, ca: string, agent: Agent | false, path: string, body: unknown = null): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const payload = body === null ? null : JSON.stringify(body);
+    const req = request({ host: '127.0.0.1', port, path, method: payload === null ? 'GET' : 'POST', ca, servername: 'localhost', agent,
+      headers: payload === null ? {} : { 'content-type': 'application/json' } }, (res) => {
+      const fingerprint = (res.socket as TLSSocket).getPeerCertificate?.().fingerprint256 ?? null;
+      res.resume().on('end', () => resolve({ ok: res.statusCode === 200, status: res.statusCode ?? 0, fingerprint }));
+      res.on('error', (err) => resolve({ ok: false, status: 0, fingerprint, error: err.message }));
+    });
+    req.on('error', (err) => resolve({ ok: false, status: 0, fingerprint: null, error: err.message }));
+    req.end(payload ?? undefined);
+  });
+}
+
+describe('certificate rotation', () => {
+  let ca: TestCa;
+  let mock: MockBackend;
+  let router: Proc;
+  let port: number;
+  let caPem: string;
+  let secret: string;
+  let first: Pair;
+  let second: Pair;
+  let third: Pair;
+
+  /** Writes the pair as a new `..data` target and swaps the symlink, as the kubelet updates a mounted Secret. */
+  const swapData = (pair: Pair, version: string): void => {
+    mkdirSync(join(secret, version));
+    writeFileSync(join(secret, version, 'tls.crt'), pair.cert);
+    writeFileSync(join(secret, version, 'tls.key'), pair.key);
+    symlinkSync(version, join(secret, '..data_tmp'));
+    renameSync(join(secret, '..data_tmp'), join(secret, '..data'));
+  };
+
+  beforeAll(async () => {
+    ca = await createTestCa();
+    caPem = readFileSync(ca.caFile, 'utf8');
+    [first, second, third] = [await issue(ca, 'first', 2), await issue(ca, 'second', 30), await issue(ca, 'third', 60)];
+    secret = tempDir('ir-test-secret-');
+    swapData(first, '..v1');
+    symlinkSync('..data/tls.crt', join(secret, 'tls.crt'));
+    symlinkSync('..data/tls.key', join(secret, 'tls.key'));
+    mock = await startMock('pod-a');
+    port = await freePort();
+    const resourcesFile = join(tempDir(), 'resources.yaml');
+    writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
+    router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
+      { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_TLS_CERT_FILE: join(secret, 'tls.crt'), ROUTER_TLS_KEY_FILE: join(secret, 'tls.key') }, { name: 'router' });
+    await waitWhileRunning('the router ready over HTTPS', router, async () => (await call(port, caPem, false, '/readyz')).ok, 30_000);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([router?.kill(), mock?.kill()]);
+    ca?.remove();
+  });
+
+  const expiry = async (): Promise<number | undefined> => {
+    const text = await new Promise<string>((resolve, reject) => {
+      request({ host: '127.0.0.1', port, path: '/metrics', ca: caPem, servername: 'localhost', agent: false }, (res) => {
+        let t = '';
+        res.setEncoding('utf8').on('data', (d: string) => { t += d; }).on('end', () => resolve(t));
+      }).on('error', reject).end();
+    });
+    return sample(text, 'inference_router_tls_certificate_expiry_seconds');
+  };
+  /** Fingerprints of `n` new connections' certificates, once the requests succeeded. */
+  const freshFingerprints = async (n: number): Promise<string[]> => {
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = await call(port, caPem, false, '/v1/models');
+      expect(r.ok).toBe(true);
+      out.push(r.fingerprint ?? '');
+    }
+    return [...new Set(out)];
+  };
+  const count = (re: RegExp): number => router.stderr().split('\n').filter((l) => re.test(l)).length;
+
+  it('serves a renewed pair on new connections, warns about a half-written one, and fails no request meanwhile', async () => {
+    expect(await freshFingerprints(6)).toEqual([first.fingerprint]);
+    expect(await expiry()).toBe(first.notAfter);
+
+    // Clients throughout: one kept-alive connection (completions), one new connection per request.
+    let running = true;
+    const failures: Outcome[] = [];
+    const seen = { keepAlive: 0, fresh: 0 };
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const keepAlive = (async () => {
+      while (running) {
+        const r = await call(port, caPem, agent, '/v1/completions', { model: 'sf-model', prompt: 'San Francisco is a', max_tokens: 3 });
+        seen.keepAlive++;
+        if (!r.ok) failures.push({ ...r, error: `kept-alive: ${r.error ?? ''}` });
+      }
+    })();
+    const fresh = (async () => {
+      for (let i = 0; running; i++) {
+        const r = await call(port, caPem, false, i % 2 === 0 ? '/readyz' : '/v1/models');
+        seen.fresh++;
+        if (!r.ok) failures.push({ ...r, error: `new connection: ${r.error ?? ''}` });
+      }
+    })();
+
+    try {
+      // 1. The Secret's `..data` swapped to a directory of the new pair (the old one removed).
+      swapData(second, '..v2');
+      rmSync(join(secret, '..v1'), { recursive: true });
+      await waitWhileRunning('the first rotation done', router, () => count(/certificate rotation done/) === 1, 60_000);
+      expect(await freshFingerprints(6)).toEqual([second.fingerprint]);
+      expect(await expiry()).toBe(second.notAfter);
+      const afterFirst = { ...seen };
+
+      // 2. Written in place, in two steps: the certificate (the key no longer matches it), then the key.
+      writeFileSync(join(secret, '..v2', 'tls.crt'), third.cert);
+      await waitWhileRunning('the warning about the intermediate pair', router, () => count(/certificate not rotated/) === 1, 30_000);
+      expect(router.stderr()).toMatch(/certificate not rotated: ROUTER_TLS_KEY_FILE: the key in ".*tls\.key" is not the key of the certificate in ".*tls\.crt"/);
+      expect(await freshFingerprints(4)).toEqual([second.fingerprint]);
+      expect(await expiry()).toBe(second.notAfter);
+      writeFileSync(join(secret, '..v2', 'tls.key'), third.key);
+      await waitWhileRunning('the second rotation done', router, () => count(/certificate rotation done/) === 2, 60_000);
+      expect(await freshFingerprints(6)).toEqual([third.fingerprint]);
+      expect(await expiry()).toBe(third.notAfter);
+      // Both clients kept going through each rotation.
+      expect(afterFirst.keepAlive).toBeGreaterThan(5);
+      expect(afterFirst.fresh).toBeGreaterThan(5);
+      expect(seen.keepAlive).toBeGreaterThan(afterFirst.keepAlive + 5);
+      expect(seen.fresh).toBeGreaterThan(afterFirst.fresh + 5);
+    } finally {
+      running = false;
+      await Promise.all([keepAlive, fresh]);
+      agent.destroy();
+    }
+    expect(failures).toEqual([]);
+    expect(count(/certificate rotation: replacing the workers/)).toBe(2);
+    expect(count(/certificate not rotated/)).toBe(1);
+    // The retired workers exited as drained, none was restarted as after a crash.
+    expect(router.stderr()).not.toMatch(/exited \(|worker restarted/);
+    expect(router.child.exitCode).toBe(null);
+  }, 180_000);
+});
