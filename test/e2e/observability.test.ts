@@ -55,7 +55,8 @@ describe('dashboard and alert rules against the built router', () => {
     expect(dashboardExprs().flatMap(metricNames).length).toBeGreaterThan(10);
     expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(5);
     expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
-      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterKubernetesWatchFailing', 'InferenceRouterAccessLogDrops',
+      'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterKubernetesWatchFailing', 'InferenceRouterCertificateExpiring',
+      'InferenceRouterAccessLogDrops',
       'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
     ]);
   });
@@ -75,16 +76,19 @@ describe('dashboard and alert rules against the built router', () => {
     for (const l of lines) expect(l).toMatch(/\{backend_pod="pod-a",pod="pod-a"\} \d+$/);
   });
 
-  it('every metric they name is in /metrics (those of Kubernetes mode only there: kubernetes-ops.test.ts)', async () => {
+  it('every metric they name is in /metrics (those of Kubernetes mode only there: kubernetes-ops.test.ts; of HTTPS only there: tls-rotation.test.ts)', async () => {
     const text = await (await fetch(`${router.url}/metrics`)).text();
     const have = exposed(text);
     const names = [...new Set([...dashboardExprs(), ...ruleExprs()].flatMap(metricNames))];
     const kubernetesOnly = names.filter((n) => n.startsWith('inference_router_kubernetes_'));
     expect(kubernetesOnly.length).toBeGreaterThanOrEqual(2);
-    const missing = names.filter((n) => !kubernetesOnly.includes(n) && !have.has(n));
+    const httpsOnly = names.filter((n) => n.startsWith('inference_router_tls_'));
+    expect(httpsOnly).toEqual(['inference_router_tls_certificate_expiry_seconds']);
+    const missing = names.filter((n) => !kubernetesOnly.includes(n) && !httpsOnly.includes(n) && !have.has(n));
     expect(missing).toEqual([]);
-    // This router reads a file: it watches no API server.
+    // This router reads a file: it watches no API server; it serves plain HTTP.
     expect(text).not.toContain('inference_router_kubernetes_');
+    expect(text).not.toContain('inference_router_tls_');
   });
 
   it('build_info is 1 across 2 workers and names the version, Node and uWS build', async () => {
