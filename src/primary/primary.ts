@@ -186,6 +186,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const startPair = settings.tls === null ? null : readListenerTlsPair(settings.tls.certFile, settings.tls.keyFile);
   if (served !== null && startPair !== null) {
     served.write(startPair);
+    process.once('exit', () => served.remove()); // also when the primary fails
     if (served.fallback !== null) ops.warn('tls', `workers read ROUTER_TLS_CERT_FILE and ROUTER_TLS_KEY_FILE themselves: ${served.fallback}; a worker started while the files are rewritten may fail to start`);
   }
   const fork = (): Worker => {

@@ -101,6 +101,7 @@ export class TlsRotation {
     } catch (err) {
       // The workers replaced so far serve the new pair: the next change rolls it out again.
       this.lastTexts = null;
+      if (this.stopped) return; // the router drains: nothing to say
       this.o.warn(`certificate rotation stopped: ${(err as Error).message}; checked again at the next change of the files`, { rotated: false });
       return;
     }

@@ -35,7 +35,7 @@ async function issue(ca: TestCa, name: string, days: number): Promise<Pair> {
   return { cert, key: readFileSync(f('key'), 'utf8'), fingerprint: x.fingerprint256, notAfter: Math.floor(new Date(x.validTo).getTime() / 1000) };
 }
 
-interface Outcome { ok: boolean; status: number; fingerprint: string | null; error?: string }
+interface Outcome { ok: boolean; status: number; fingerprint: string | null; error?: string; handshake?: boolean }
 
 /** One HTTPS request trusting `ca`; `agent`: a kept-alive one, or false for a new connection. */
 function call(port: number, ca: string, agent: Agent | false, path: string, body: unknown = null): Promise<Outcome> {
@@ -47,7 +47,9 @@ function call(port: number, ca: string, agent: Agent | false, path: string, body
       res.resume().on('end', () => resolve({ ok: res.statusCode === 200, status: res.statusCode ?? 0, fingerprint }));
       res.on('error', (err) => resolve({ ok: false, status: 0, fingerprint, error: err.message }));
     });
-    req.on('error', (err) => resolve({ ok: false, status: 0, fingerprint: null, error: err.message }));
+    let handshake = false;
+    req.on('socket', (socket) => socket.once('secureConnect', () => { handshake = true; }));
+    req.on('error', (err) => resolve({ ok: false, status: 0, fingerprint: null, error: err.message, handshake }));
     req.end(payload ?? undefined);
   });
 }

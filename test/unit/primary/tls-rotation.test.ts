@@ -115,6 +115,16 @@ describe('TlsRotation', () => {
     expect(rotations).toHaveLength(2);
   });
 
+  it('a rotation ended by the router\'s drain is not warned about', async () => {
+    const { r, disk, lines, rotations } = setup();
+    disk.cert = disk.key = 'b';
+    const p = r.changed();
+    r.stop();
+    rotations[0].fail(new Error('the router is stopping'));
+    await p;
+    expect(lines.filter((l) => l.startsWith('warn'))).toEqual([]);
+  });
+
   it('starts nothing once stopped', async () => {
     const { r, disk, rotations } = setup();
     r.stop();
