@@ -262,6 +262,10 @@ export async function runWorker(settings: Settings): Promise<void> {
     heartbeat.stop();
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
     auth?.stop();
+    // Retired while the other workers take new connections: closed after this turn's I/O, so that
+    // connections the kernel queued for it and reported in the same poll are accepted first (those
+    // queued when it closes are reset, unless net.ipv4.tcp_migrate_req moves them: deploy.md).
+    if (retire) await new Promise((r) => setImmediate(r));
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
     // Everything below, the last records' writing included, ends by this deadline (a little after
