@@ -324,7 +324,10 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
           return listening.has(next.id) && (snapshot === null || applied.has(next.id));
         });
         replacing = null;
-        if (w.isDead()) continue;
+        // One still starting (a crash's replacement forked with the previous pair) is retired once
+        // it listens: before, it would not hear core:retire.
+        await until(() => w.isDead() || listening.has(w.id) || draining);
+        if (w.isDead() || draining) continue;
         retiring.add(w.id);
         listening.delete(w.id);
         applied.delete(w.id);
