@@ -223,12 +223,6 @@ export async function runWorker(settings: Settings): Promise<void> {
   }, settings.tls);
 
   /**
-   * Drains as on SIGTERM. `retire`: this worker alone is replaced (a certificate rotation,
-   * primary/tls-rotation.ts) while the others, and its replacement, serve on: no drain delay
-   * (readiness is the instance's, not this worker's: a load balancer has nothing to stop), the
-   * listener is closed at once; the rest is the same.
-   */
-  /**
    * Resolves once no request is in flight and none was accepted or ended for longer than the
    * client timeout (so every kept-alive connection had a request answered with its close, or was
    * closed idle), or at `deadline`. Reads the counters the requests keep (nothing is added to them).
@@ -245,6 +239,12 @@ export async function runWorker(settings: Settings): Promise<void> {
       await new Promise((r) => setTimeout(r, Math.min(200, Math.max(1, deadline - now))));
     }
   };
+  /**
+   * Drains as on SIGTERM. `retire`: this worker alone is replaced (a certificate rotation,
+   * primary/tls-rotation.ts) while the others, and its replacement, serve on: no drain delay
+   * (readiness is the instance's, not this worker's: a load balancer has nothing to stop), the
+   * listener is closed at once; the rest is the same.
+   */
   const drain = async (retire = false): Promise<void> => {
     if (stopping) return;
     stopping = true;
@@ -367,10 +367,6 @@ export async function runWorker(settings: Settings): Promise<void> {
     ops.warn('worker', 'the primary is gone: closing the listener, ending the requests in flight, writing the access-log records held, then exiting (code 1)');
     exitAfter(() => saveRecords('the router\'s primary process is gone'), ops);
   });
-  // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
-  process.on('SIGTERM', () => void drain());
-  process.on('SIGINT', () => undefined);
-  process.on('SIGHUP', () => accessLog.reopen());
 
   // The tokenizer threads load their encoder (~0.2 s) before this worker takes traffic.
   await tokens.ready();
@@ -392,6 +388,10 @@ export async function runWorker(settings: Settings): Promise<void> {
       }
     });
   });
+  // The primary coordinates shutdown; a direct signal to a worker drains it the same way.
+  process.on('SIGTERM', () => void drain());
+  process.on('SIGINT', () => undefined);
+  process.on('SIGHUP', () => accessLog.reopen());
   // Every message from the primary shows it is alive, whichever part of the worker it is for.
   process.on('message', () => heartbeat.heard());
   send({ t: 'core:listening' });
