@@ -7,6 +7,7 @@
  * certificate then, after the router said the intermediate pair is invalid, the key, in place.
  * Each time new connections get the new certificate, the expiry metric follows, and no request fails
  * (but for a new connection the kernel resets as it had queued it for a listener closing: see below).
+ * A worker restarted after a crash while the files hold half a pair serves the pair last checked.
  */
 import { request, Agent } from 'node:https';
 import { execFile } from 'node:child_process';
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, freePort, resourcesFor, startMock, startProcess, tempDir, waitWhileRunning, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
+import { CLI, childPids, freePort, resourcesFor, startMock, startProcess, tempDir, waitWhileRunning, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
 import { sample } from '../helpers/metrics-text.js';
 
@@ -192,5 +193,21 @@ describe('certificate rotation', () => {
     // The retired workers exited as drained, none was restarted as after a crash.
     expect(router.stderr()).not.toMatch(/exited \(|worker restarted/);
     expect(router.child.exitCode).toBe(null);
+    // Readiness never went off meanwhile.
+    expect(count(/\/readyz answers 200/)).toBe(1);
   }, 180_000);
+
+  it('a worker restarted after a crash while the files hold half a pair serves the pair checked last', async () => {
+    const fourth = await issue(ca, 'fourth', 90);
+    writeFileSync(join(secret, '..v2', 'tls.crt'), fourth.cert);
+    await waitWhileRunning('the warning about the intermediate pair', router, () => count(/certificate not rotated/) === 2, 30_000);
+    const pids = childPids(router.pid);
+    expect(pids).toHaveLength(2);
+    process.kill(pids[0], 'SIGKILL');
+    await waitWhileRunning('the replacement worker ready', router, () => count(/\/readyz answers 200/) === 2, 30_000);
+    expect(childPids(router.pid)).not.toContain(pids[0]);
+    expect(await freshFingerprints(16)).toEqual([third.fingerprint]);
+    expect(await expiry()).toBe(third.notAfter);
+    expect(router.stderr()).toMatch(/worker restarted/);
+  }, 60_000);
 });
