@@ -1,22 +1,15 @@
-import { ERROR_CODES, type ErrorCode, type RouterError } from '../errors.js';
+import type { RouterError } from '../errors.js';
+import { openAiErrorJson } from '../api/openai-error.js';
 
 export const TEXT_TYPE = 'text/plain; charset=utf-8';
 export const JSON_TYPE = 'application/json';
-
-const JSON_HEAD = '{"error":{"message":';
-/** `,"type":…,"param":null,"code":…}}` per code, built once. */
-const JSON_TAIL = new Map<string, string>();
-for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
-  JSON_TAIL.set(code, `,"type":${JSON.stringify(ERROR_CODES[code].type)},"param":null,"code":${JSON.stringify(code)}}}`);
-}
 
 /**
  * The body of a router-made error. JSON (the OpenAI error shape) when the client accepts it:
  * `{"error":{"message":…,"type":…,"param":null,"code":…}}`; otherwise the message as plain text.
  */
 export function errorBody(err: RouterError, json: boolean): string {
-  if (!json) return err.message;
-  return JSON_HEAD + JSON.stringify(err.message) + JSON_TAIL.get(err.code)!;
+  return json ? openAiErrorJson(err) : err.message;
 }
 
 const JSON_MEDIA = 'application/json';
