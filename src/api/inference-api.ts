@@ -1,3 +1,4 @@
+import type { RouterError } from '../errors.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 
 /**
@@ -26,6 +27,11 @@ export interface InferenceApi {
    * long as those parts).
    */
   streamUsage(strip: boolean, text: GeneratedText, tokensPerEvent: number | null, requestBytes: number): StreamUsageReader;
+  /**
+   * The event a streamed answer the router cuts ends with, before its connection is closed: `err`
+   * as the API's clients read an error in a stream (whole, its blank line included).
+   */
+  streamErrorEvent(err: RouterError): Buffer;
 }
 
 /** The parts of a request every API has; an API's parse() may return more. */
@@ -82,4 +88,15 @@ export interface StreamUsageReader {
   usage(): AnswerUsage;
   /** Events that could carry generated text (not the usage, not `[DONE]`) before the output count came. */
   readonly textEvents: number;
+  /**
+   * The pod's own error event, when the stream carried one (the generation failed partway): its
+   * message (the first one's), bounded; else null. The event itself is forwarded as it came.
+   */
+  readonly podError: string | null;
+  /**
+   * The bytes to forward after those forwarded so far to end the stream with `event` (a whole
+   * event): `event`, with what must come before it, when that leaves every event the client
+   * got intact; null when the bytes so far end within an event that `event` would corrupt.
+   */
+  closingEvent(event: Buffer): Buffer | null;
 }

@@ -67,7 +67,8 @@ export function startsObject(data: string): boolean {
   return c === 0x7b /* { */ || (c <= 0x20 && data.charCodeAt(skipSpace(data, 0)) === 0x7b);
 }
 
-function skipSpace(s: string, i: number): number {
+/** The index of the first character at or after `i` that is not JSON white space. */
+export function skipSpace(s: string, i: number): number {
   let c = s.charCodeAt(i);
   while (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) c = s.charCodeAt(++i);
   return i;

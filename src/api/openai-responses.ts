@@ -5,6 +5,7 @@ import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { ResponsesSseScanner } from './openai-responses-sse.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
 import { usageFromResponsesJson } from './openai-responses-usage.js';
+import { openAiStreamErrorEvent } from './openai-error.js';
 
 /**
  * OpenAI's Responses API, /v1/responses: parsed and counted as the other OpenAI-style paths
@@ -20,6 +21,7 @@ export const responsesApi: InferenceApi = {
   jsonUsage: usageFromResponsesJson,
   streamUsage: (_strip: boolean, text: GeneratedText, tokensPerEvent: number | null, requestBytes: number) =>
     new ResponsesSseScanner(text, tokensPerEvent, responsesLineBound(requestBytes)),
+  streamErrorEvent: openAiStreamErrorEvent,
 };
 
 /**

@@ -30,9 +30,14 @@
  * completion count, each dropped event counts as `tokensPerEvent` tokens
  * (`GeneratedText.uncounted`), what the pod's own counted streams had per event. A long answer
  * from such a pod is then never parsed but for its usage.
+ *
+ * Each event's data is also tested on its first bytes for the pod's own error event
+ * (openai-error-event.ts): the first such event's message is `podError`. And the scanner knows
+ * where the bytes it forwarded end (`closingEvent`): at an event's end, or within one.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
 import { applyEvent, escapesUsageLetter, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
+import { errorEventMessage, opensWithError } from './openai-error-event.js';
 import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
@@ -44,6 +49,12 @@ export { DEFAULT_MAX_EVENT_BYTES };
 export const HELD_EVENT_CHARS = 64 * 1024;
 
 const EMPTY = Buffer.alloc(0);
+/**
+ * A blank line ending an event of complete lines without data (closingEvent). CRLF: after a line
+ * that ended with a lone `\r` (its `\n` may have been to come) it is read as that line's end and
+ * then a blank line; after `\n` or `\r\n`, as a blank line.
+ */
+const BLANK_LINE = Buffer.from('\r\n', 'latin1');
 
 /** What to do with an event in strip mode: forward it, remove it (the usage chunk), or cut its usage member. */
 const KEEP = 0;
@@ -80,6 +91,8 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   private data: string | null = null;
   /** The current event lost a line to the bound: its data is not read. */
   private broken = false;
+  /** The current event has a complete line (of any field, or a comment): it began. */
+  private eventBegun = false;
   /** Data of passed events not parsed yet, in order (see the header comment), and its characters. */
   private held: string[] = [];
   private heldChars = 0;
@@ -116,6 +129,8 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   /** Events dropped unread so far (see the constructor's `tokensPerEvent`). */
   droppedEvents = 0;
+  /** StreamUsageReader: the message of the pod's own error event, the first the stream carried, or null. */
+  podError: string | null = null;
   /** StreamUsageReader: events that could carry text (JSON objects without usage) before the count came. */
   textEvents = 0;
 
@@ -149,13 +164,30 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     return out;
   }
 
+  /**
+   * StreamUsageReader: the bytes that end the stream forwarded so far with `event` (a whole event):
+   * `event` when they end with a whole event (in strip mode always, but within an event past the
+   * bound, forwarded as it comes: a partial event is held back, and is not forwarded now); a
+   * blank line first when they end with complete lines of an event that has no data yet (a
+   * comment, an `event:` field), which the blank line ends without dispatching anything; null when
+   * they end within a line, or within an event that has data (which `event` would join or cut).
+   */
+  closingEvent(event: Buffer): Buffer | null {
+    const filter = this.filter;
+    if (filter !== null) return filter.midEvent ? null : event;
+    if (this.lines.midLine || this.broken || this.data !== null) return null;
+    return this.eventBegun ? Buffer.concat([BLANK_LINE, event]) : event;
+  }
+
   // SseLineSink: called by the splitter.
   line(buf: Buffer, start: number, end: number): void {
+    this.eventBegun = true;
     const value = dataValue(buf, start, end);
     if (value !== null) this.data = this.data === null ? value : `${this.data}\n${value}`;
   }
 
   blank(next: number): void {
+    this.eventBegun = false;
     const action = this.endEvent();
     const filter = this.filter;
     if (filter === null) return;
@@ -170,6 +202,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
 
   lineSkipped(): void {
     this.broken = true;
+    this.eventBegun = true;
     this.data = null;
   }
 
@@ -182,6 +215,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       return KEEP;
     }
     if (data === null) return KEEP;
+    if (this.podError === null && this.opensWithError(data)) this.podError = this.errorMessage(data);
     const generated = this.generated;
     if (generated === null) {
       const event = parseEvent(data);
@@ -247,6 +281,20 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     const usage = event.usage;
     if (usage === undefined) return KEEP;
     return usage !== null || setsUsageKey(data) || escapesUsageLetter(data) ? CUT : KEEP;
+  }
+
+  /**
+   * The event's data opens as the pod's own error event does (a cheap test on its first bytes,
+   * made on every event). The Completions/Chat shapes; another API's shape overrides this and
+   * `errorMessage`.
+   */
+  protected opensWithError(data: string): boolean {
+    return opensWithError(data);
+  }
+
+  /** The message of an event that `opensWithError`, or null when it says no error after all. */
+  protected errorMessage(data: string): string | null {
+    return errorEventMessage(data);
   }
 
   /**

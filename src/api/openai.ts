@@ -4,6 +4,7 @@ import { usageFromJson } from './openai-json-usage.js';
 import { extractPromptText } from './openai-prompt.js';
 import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { SseUsageScanner } from './openai-sse-usage.js';
+import { openAiStreamErrorEvent } from './openai-error.js';
 
 const KEEP = { stripUsageChunk: false };
 const STRIP = { stripUsageChunk: true };
@@ -16,4 +17,5 @@ export const openAiApi: InferenceApi = {
   jsonUsage: usageFromJson,
   streamUsage: (strip: boolean, text: GeneratedText, tokensPerEvent: number | null) =>
     new SseUsageScanner(strip ? STRIP : KEEP, text, tokensPerEvent),
+  streamErrorEvent: openAiStreamErrorEvent,
 };

@@ -48,6 +48,11 @@ export class SseLineSplitter {
     this.maxLineBytes = checkMaxBytes(maxLineBytes);
   }
 
+  /** The bytes fed so far end within a line (one held, or one past the bound being skipped). */
+  get midLine(): boolean {
+    return this.partialLength !== 0 || this.longLine;
+  }
+
   /** Feeds one chunk (not empty); reports its complete lines and events to `sink`. */
   push(chunk: Buffer, sink: SseLineSink): void {
     let from = 0;

@@ -46,6 +46,14 @@ export class SseStripFilter {
     this.cutKey = cutKey;
   }
 
+  /**
+   * The bytes forwarded so far end within an event: one past the bound, forwarded as it comes
+   * (else they end with a whole event: a partial one is held back).
+   */
+  get midEvent(): boolean {
+    return this.passing;
+  }
+
   begin(chunk: Buffer): void {
     this.chunk = chunk;
     this.eventStart = 0;

@@ -1,0 +1,98 @@
+/**
+ * A pod's own error event inside a stream it answered 200: the generation failed partway and the
+ * server says so in the stream, since its status line is gone.
+ *
+ * - Chat and completions (OpenAI, vLLM, SGLang, TGI): an event whose data has a top-level `error`:
+ *   `{"error": {"message": …, "type": …, "code": …}}` (vLLM and SGLang write it with Python's
+ *   `json.dumps`, spaces after the colons; older vLLM has `"object": "error"` inside it), TGI's
+ *   `{"error": "…", "error_type": "…"}`; or vLLM's bare `{"object": "error", "message": …}`.
+ * - Responses (`/v1/responses`): an `error` event, `{"type": "error", "code": …, "message": …}`,
+ *   or the stream's last event `response.failed`, whose `response.error` says why.
+ *
+ * Tested per event on its first bytes only (`opensWithError`: the member the data opens with, as
+ * these servers write it), a few character comparisons and no scan of the event: a token chunk
+ * opens with `{"id"` (`{"type"` in Responses). Only an event that passes is parsed, to read its
+ * message. A top-level `error` member after others, or a key spelled with escapes, is not looked for.
+ */
+import { skipSpace } from './openai-event-usage.js';
+
+/** Most characters of the pod's message kept (the record's message names the pod besides). */
+export const POD_MESSAGE_CHARS = 300;
+
+const COLON = 0x3a;
+
+/** The data (a chat or completions event's) opens with an `error` member, or with `"object"` set to `"error"`. */
+export function opensWithError(data: string): boolean {
+  if (data.charCodeAt(0) !== 0x7b /* { */) return false;
+  const key = skipSpace(data, 1);
+  if (data.startsWith('"error"', key)) return data.charCodeAt(skipSpace(data, key + 7)) === COLON;
+  return data.startsWith('"object"', key) && valueIs(data, key + 8, '"error"');
+}
+
+/** The data (a Responses event's) opens with `"type"` set to `"error"` or `"response.failed"`. */
+export function opensWithResponsesError(data: string): boolean {
+  if (data.charCodeAt(0) !== 0x7b /* { */) return false;
+  const key = skipSpace(data, 1);
+  return data.startsWith('"type"', key) && (valueIs(data, key + 6, '"error"') || valueIs(data, key + 6, '"response.failed"'));
+}
+
+/** After a key ending before `at`: a colon, then the JSON text `value` (white space allowed around the colon). */
+function valueIs(data: string, at: number, value: string): boolean {
+  const colon = skipSpace(data, at);
+  return data.charCodeAt(colon) === COLON && data.startsWith(value, skipSpace(data, colon + 1));
+}
+
+/**
+ * The message of a chat or completions error event (one `opensWithError` passed): its error's
+ * `message` (or the error itself when it is a string, or its JSON), bounded; null when its
+ * `error` is empty (`null`, `""`: no error, as the SDKs read it). Data that is not JSON is its own
+ * message: its client's SDK fails on it too.
+ */
+export function errorEventMessage(data: string): string | null {
+  const event = parseObject(data);
+  if (event === undefined) return bounded(data);
+  if (event === null) return null;
+  if ('error' in event) return event.error ? describe(event.error) : null;
+  return event.object === 'error' ? describe(event) : null;
+}
+
+/** As errorEventMessage, for a Responses error event (one `opensWithResponsesError` passed). */
+export function responsesErrorEventMessage(data: string): string | null {
+  const event = parseObject(data);
+  if (event === undefined) return bounded(data);
+  if (event === null) return null;
+  if (event.type === 'error') return describe(event);
+  const response = event.response;
+  const error = typeof response === 'object' && response !== null ? (response as Record<string, unknown>).error : undefined;
+  return error ? describe(error) : 'response.failed without an error';
+}
+
+/** The data's JSON object; null for other JSON, undefined when it is not JSON. */
+function parseObject(data: string): Record<string, unknown> | null | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
+}
+
+/** An error's text: itself when a string, its `message` when it has one, else its JSON. */
+function describe(error: unknown): string {
+  if (typeof error === 'string') return bounded(error);
+  if (typeof error === 'object' && error !== null) {
+    const message = (error as { message?: unknown }).message;
+    if (typeof message === 'string' && message !== '') return bounded(message);
+  }
+  return bounded(JSON.stringify(error) ?? String(error));
+}
+
+/** At most POD_MESSAGE_CHARS characters, then `...` (a surrogate pair is not split). */
+export function bounded(text: string): string {
+  if (text.length <= POD_MESSAGE_CHARS) return text;
+  let end = POD_MESSAGE_CHARS;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}...`;
+}
