@@ -17,6 +17,7 @@ import { OpsLog } from '../observe/ops-log.js';
 import { checkAccessLogOutput } from '../observe/access-log-sink.js';
 import { VERSION } from '../config/version.js';
 import { describeLimitStores, describeResources } from './startup-lines.js';
+import { drainAgainLine } from './drain-again.js';
 import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
 import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
 import { PodHealthHub } from '../pick/pod-health-hub.js';
@@ -34,6 +35,7 @@ import { TlsRotation } from './tls-rotation.js';
 import { TlsServedFiles } from './tls-served-files.js';
 import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -72,6 +74,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let podEpochs: PodEpochs | null = null;
   let version = 0;
   let draining = false;
+  /** performance.now() when the drain began (0: it did not). */
+  let drainStartedAt = 0;
   /** The drain's deadline passed: the workers still running were killed. */
   let pastDeadline = false;
   const listening = new Set<number>();
@@ -267,6 +271,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     if (draining) return;
     draining = true;
     stopTls();
+    drainStartedAt = performance.now();
     if (code === 0) {
       ops.info('drain', `draining: readiness off, /readyz answers 503 for ${settings.drainDelayMs} ms, then stopping listeners, ` +
         `finishing in-flight requests (up to ${settings.drainTimeoutMs} ms)`, { delayMs: settings.drainDelayMs, timeoutMs: settings.drainTimeoutMs });
@@ -294,8 +299,20 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     process.exit(code);
   };
 
-  process.on('SIGTERM', () => void shutdown(0));
-  process.on('SIGINT', () => void shutdown(0));
+  /**
+   * SIGTERM or SIGINT: the drain begins; once it is under way, another changes nothing (the drain
+   * goes on to its end) but is said, with how long is left and how to stop at once.
+   */
+  const onStopSignal = (signal: NodeJS.Signals): void => {
+    if (!draining) {
+      void shutdown(0);
+      return;
+    }
+    const again = drainAgainLine(signal, performance.now() - drainStartedAt, settings.drainDelayMs, settings.drainTimeoutMs);
+    ops.warn('drain', again.message, again.fields);
+  };
+  process.on('SIGTERM', onStopSignal);
+  process.on('SIGINT', onStopSignal);
   process.on('SIGHUP', () => {
     ops.info('reopen', 'SIGHUP: workers reopen the access log');
     broadcast({ t: 'core:reopen-log' });
