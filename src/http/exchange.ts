@@ -635,9 +635,11 @@ export class Exchange {
 
   /**
    * Cuts the connection mid-answer so the client sees a broken answer. Only once bytes went out
-   * (headersSent): before that the caller answers an error instead.
+   * (headersSent): before that the caller answers an error instead. `last`: bytes of the stream
+   * written before the close (the event saying why it is cut), after those still queued.
    */
-  abortAnswer(): void {
+  abortAnswer(last: Buffer | null = null): void {
+    if (last !== null && this.headersSent && this.writable) this.queueStreamBytes(last);
     // Bytes the pod sent before the failure go out first, as they would have at the turn's end.
     if (this.streamQueued) this.writeQueuedStream();
     this.heldHeaders = null;

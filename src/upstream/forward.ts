@@ -16,7 +16,7 @@ export function startUpstreamCall(
   listener: CallListener,
 ): UpstreamCall {
   const ctx = x.ctx;
-  const call = new UpstreamCall(x, api, tokens, endpoint, up.stripUsage, listener);
+  const call = new UpstreamCall(x, api, tokens, endpoint, up.stripUsage, timeoutMs, listener);
   x.upstream = call;
   const headers = withRouterHeaders(x.forwardHeaders, ctx.requestId, x.traceparent);
   // A body the router rewrote is plain JSON: the client's content-encoding does not describe it.
@@ -61,11 +61,18 @@ export function upstreamResult(
       x.recordError(e.type, `${e.message} (after the response started)`);
       return call.usage;
     }
-    case CallOutcome.Done:
-      if (!ctx.aborted && call.upstreamStatus >= 400) {
+    case CallOutcome.Done: {
+      if (ctx.aborted) return call.usage;
+      if (call.upstreamStatus >= 400) {
         x.recordError(errorTypeOfUpstreamStatus(call.upstreamStatus), `upstream pod ${endpoint.name} answered ${call.upstreamStatus}`, call.upstreamStatus);
+        return call.usage;
       }
+      // The pod's stream said the generation failed (its own error event): a failure with the
+      // status it was sent with. The answer went through unchanged.
+      const podError = call.podError;
+      if (podError !== null) x.recordError('upstream_error', `upstream pod ${endpoint.name} sent an error event in its stream: ${podError}`);
       return call.usage;
+    }
   }
 }
 

@@ -4,7 +4,7 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
-import { ClientGone, isConnectFailure } from './upstream-errors.js';
+import { ClientGone, isConnectFailure, upstreamFailure } from './upstream-errors.js';
 import { TurnQueue } from '../turn-queue.js';
 import { Buffer } from 'node:buffer';
 import { isUsualHeader } from '../header-name.js';
@@ -46,6 +46,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   private readonly api: InferenceApi;
   private readonly endpoint: EndpointState;
   private readonly stripUsage: boolean;
+  /** The ModelServer's timeout (what a timeout's error says). */
+  private readonly timeoutMs: number;
   private req: Http1Request | null = null;
   /** Upstream response headers of a buffered answer (flat [name, value, …]), kept until it ends. */
   private pendingHeaders: string[] | null = null;
@@ -67,8 +69,9 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   /** A 503 with retry-after: the pod is overloaded, not broken (passive health, pick/outlier-detector.ts). */
   retryAfter = false;
 
-  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stripUsage: boolean, listener: CallListener) {
+  constructor(x: Exchange, api: InferenceApi, tokens: TokenCounter, endpoint: EndpointState, stripUsage: boolean, timeoutMs: number, listener: CallListener) {
     this.x = x;
+    this.timeoutMs = timeoutMs;
     this.tokens = tokens;
     this.api = api;
     this.endpoint = endpoint;
@@ -187,9 +190,26 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       this.settle(!this.responseStarted && isConnectFailure(err) ? CallOutcome.RetryableConnectFailure : CallOutcome.FailedBeforeResponse);
       return;
     }
-    // Mid-stream: the status line is gone; cut the connection so the client sees a broken answer.
-    x.abortAnswer();
+    // Mid-stream: the status line is gone; cut the connection so the client sees a broken answer,
+    // a stream after an error event its client raises.
+    x.abortAnswer(this.closingEvent(err));
     this.settle(CallOutcome.FailedMidResponse);
+  }
+
+  /**
+   * The error event a stream cut by `err` ends with (the failure as the answer to the request would
+   * have said it, had nothing been sent), with what must come before it; null when the answer is
+   * not a stream of events, or when its bytes so far end within an event (StreamUsageReader.closingEvent).
+   */
+  private closingEvent(err: Error): Buffer | null {
+    const scanner = this.scanner;
+    if (scanner === null) return null;
+    return scanner.closingEvent(this.api.streamErrorEvent(upstreamFailure(err, this.timeoutMs, this.endpoint.name)));
+  }
+
+  /** The pod's own error event in its stream: its message, or null (none, or not a stream). */
+  get podError(): string | null {
+    return this.scanner === null ? null : this.scanner.podError;
   }
 
   /** What a stream reported (or generated) so far. */

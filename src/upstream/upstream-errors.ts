@@ -48,9 +48,20 @@ export function upstreamFailure(err: unknown, timeoutMs: number, pod: string): R
   if (code === 'HTTP1_TOTAL_TIMEOUT' || code === 'HTTP1_HEADERS_TIMEOUT' || code === 'HTTP1_BODY_TIMEOUT') {
     return new RouterError('timeout', `inference timed out after ${formatSeconds(timeoutMs)}s`);
   }
+  // The router's own cut (its pools closed: it stops, or its worker failed), not the pod's failure.
+  if (code === 'HTTP1_ABORTED') return routerCut(err, pod);
   const what = (err as Error)?.message || String(err);
   if (isConnectFailure(err)) return new RouterError('upstream_error', `cannot connect to pod ${pod}: ${code} ${what}`.trim(), 502, null, 'upstream_unreachable');
   return new RouterError('upstream_error', `upstream failed on pod ${pod}: ${code ? `${code} ` : ''}${what}`, 502);
+}
+
+/**
+ * A request in flight at `pod` that the router cut by closing the pod's pool (HTTP1_ABORTED): at
+ * the drain timeout, or when its worker failed or lost its primary. The message leads with why.
+ */
+function routerCut(err: unknown, pod: string): RouterError {
+  const why = (err as { closedBecause?: string } | null)?.closedBecause || 'the router closed its connections';
+  return new RouterError('upstream_error', `${why}; the router cut its exchange with pod ${pod}`, 503, null, 'router_stopping');
 }
 
 /**

@@ -7,8 +7,8 @@ import { sample } from '../helpers/metrics-text.js';
 /**
  * A pod leaves the configuration while it still has requests (one at the pod, one waiting for its
  * only connection), then the router stops and ROUTER_DRAIN_TIMEOUT passes: the pod's pool is
- * closed as every other's, so both requests are answered (the one waiting: 503 router_stopping)
- * and recorded, not dropped unanswered when the router exits.
+ * closed as every other's, so both requests are answered (503 router_stopping: the one at the pod
+ * cut, the one waiting not sent) and recorded, not dropped unanswered when the router exits.
  */
 function resources(pod: { name: string; port: number }): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -40,7 +40,7 @@ describe('a pod removed while it has requests, then the router stops, real proce
     await Promise.all([router?.kill('SIGKILL'), slow?.kill(), other?.kill()]);
   });
 
-  it('its requests are answered at the drain timeout (the waiting one 503 router_stopping) and recorded', async () => {
+  it('its requests are answered at the drain timeout (both 503 router_stopping) and recorded', async () => {
     const dir = tempDir();
     const log = join(dir, 'access.log');
     router = await startRouter(resources({ name: 'pod-slow', port: slow.port }), {
@@ -62,10 +62,10 @@ describe('a pod removed while it has requests, then the router stops, real proce
     const [a, b] = await Promise.all([atPod, waiting]);
     expect(await r.exited).toBe(0);
     router = undefined;
-    // Cut at the pod, as a live pod's request is then; not sent, as a live pod's waiting request.
-    expect(a).toEqual([502, 'upstream_failed']);
+    // Cut at the pod by the router, as a live pod's request is then; not sent, as a live pod's waiting request.
+    expect(a).toEqual([503, 'router_stopping']);
     expect(b).toEqual([503, 'router_stopping']);
     const recs = readFileSync(log, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
-    expect(recs.map((rec) => [rec.request_id, rec.status_code]).sort()).toEqual([['at-pod', 502], ['waiting', 503]]);
+    expect(recs.map((rec) => [rec.request_id, rec.status_code]).sort()).toEqual([['at-pod', 503], ['waiting', 503]]);
   }, 60_000);
 });

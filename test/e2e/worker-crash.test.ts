@@ -97,10 +97,10 @@ describe('a worker that fails', () => {
       const now = childPids(router!.pid);
       return now.length === 1 && now[0] !== worker;
     }, 15_000);
-    // The request in flight at the pod was ended and recorded, its client answered (502: the pod's exchange was cut, as at the drain timeout).
-    expect(await hung.answer).toMatchObject({ status: 502 });
+    // The request in flight at the pod was ended and recorded, its client answered (503 router_stopping: the router cut the pod's exchange, as at the drain timeout).
+    expect(await hung.answer).toMatchObject({ status: 503 });
     expect(accessLogRecords(file).map((r) => r.request_id)).toEqual([...ids, `${origin}-in-flight`]);
-    expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('the router\'s worker failed') } });
+    expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 503, error: { type: 'upstream_error', message: 'the router\'s worker failed; the router cut its exchange with pod pod-a' } });
     const crash = await waitFor('the failure in the ops log', () => opsLines().find((l) => l.event === 'crash'));
     expect(crash).toMatchObject({ level: 'error', process: 'worker', pid: worker, origin });
     expect(crash.message).toContain(text);
@@ -128,9 +128,9 @@ describe('a worker that fails', () => {
         return true;
       }
     }, 15_000);
-    expect(await hung.answer).toMatchObject({ status: 502 });
+    expect(await hung.answer).toMatchObject({ status: 503 });
     expect(accessLogRecords(file).map((r) => r.request_id)).toEqual([...ids, `orphan-${what}-in-flight`]);
-    expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 502, error: { type: 'upstream_error', message: expect.stringContaining('primary process is gone') } });
+    expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 503, error: { type: 'upstream_error', message: 'the router\'s primary process is gone; the router cut its exchange with pod pod-a' } });
     expect(opsLines().find((l) => l.event === 'worker' && l.pid === worker)).toMatchObject({ level: 'warn', message: expect.stringContaining('the primary is gone') });
     if (signal === 'SIGUSR2') {
       expect(opsLines().find((l) => l.event === 'crash')).toMatchObject({ level: 'error', process: 'primary', pid: router!.pid, message: expect.stringContaining('thrown in the primary by the test') });

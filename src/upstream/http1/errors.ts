@@ -18,7 +18,10 @@ export type Http1ErrorCode =
 
 export class Http1Error extends Error {
   readonly code: Http1ErrorCode;
-  /** HTTP1_POOL_CLOSED: why the pool was closed (the `why` of its first close), else ''. */
+  /**
+   * HTTP1_POOL_CLOSED: why the pool was closed (the `why` of its first close); HTTP1_ABORTED: the
+   * `why` of the close that cut the request in flight; else ''.
+   */
   readonly closedBecause: string;
 
   constructor(code: Http1ErrorCode, message: string, closedBecause = '') {

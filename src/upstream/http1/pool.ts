@@ -113,14 +113,14 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
    * Fails waiting requests, aborts those in flight and closes every connection; `why` ends their
    * error's message, and that of requests dispatched later (HTTP1_POOL_CLOSED). A request in
    * flight may have reached the server: it fails HTTP1_ABORTED, not as a connect failure (which a
-   * caller may retry elsewhere).
+   * caller may retry elsewhere), its `closedBecause` this close's `why`.
    */
   close(why?: string): void {
     const because = why === undefined ? '' : `: ${why}`;
     if (!this.closed) this.closedBecause = why ?? '';
     this.closed = true;
     const err = this.closedError();
-    const cut = new Http1Error('HTTP1_ABORTED', `the pool for ${this.authority} closed${because}`);
+    const cut = new Http1Error('HTTP1_ABORTED', `the pool for ${this.authority} closed${because}`, why ?? '');
     for (const req of this.queue.splice(0)) req.fail(err);
     for (const conn of [...this.conns]) {
       if (conn.req !== null) conn.abort(cut);

@@ -274,3 +274,61 @@ describe('Exchange: an answer the client takes slowly is recorded once it is out
     expect(Exchange.cutAnswersGoingOut('again')).toBe(0);
   });
 });
+
+describe('Exchange.abortAnswer: a stream cut partway, with the event that says why', () => {
+  /** SlowResponse that keeps what each write() carried. */
+  class WritesResponse extends SlowResponse {
+    readonly bodies: string[] = [];
+    override write(chunk: Buffer): boolean {
+      this.bodies.push(chunk.toString());
+      return super.write(chunk);
+    }
+  }
+  const CLOSING = Buffer.from('data: {"error":{"message":"cut"}}\n\n');
+
+  function streamExchange(id: string): { x: Exchange; res: WritesResponse } {
+    const res = new WritesResponse();
+    const ctx = new RequestContext('POST', '/v1/chat/completions', 'HTTP/1.1', id, Date.now(), performance.now());
+    return { x: new Exchange(res as never, ctx, '/v1/chat/completions', [], null, ''), res };
+  }
+
+  it('writes the bytes still queued for the turn and the event in one write, then closes the connection', async () => {
+    const { x, res } = streamExchange('rid-cut');
+    x.startAnswer(200, ['content-type', 'text/event-stream']);
+    x.writeChunk(Buffer.from('data: one\n\n'));
+    await turnEnd();
+    x.writeChunk(Buffer.from('data: two\n\n'));
+    x.abortAnswer(CLOSING);
+    expect(res.bodies).toEqual(['data: one\n\n', `data: two\n\n${CLOSING}`]);
+    expect(res.calls.at(-1)).toBe('close');
+    expect(x.ctx.finished).toBe(true);
+    await turnEnd();
+    expect(res.calls.at(-1)).toBe('close'); // nothing after
+  });
+
+  it('the head first when the first bytes and the cut come in one turn', async () => {
+    const { x, res } = streamExchange('rid-cut-first');
+    x.startAnswer(200, ['content-type', 'text/event-stream']);
+    x.writeChunk(Buffer.from('data: one\n\n'));
+    x.abortAnswer(CLOSING);
+    expect(res.calls.slice(0, 2)).toEqual(['cork', 'status 200 OK']);
+    expect(res.bodies).toEqual([`data: one\n\n${CLOSING}`]);
+    expect(res.calls.at(-1)).toBe('close');
+  });
+
+  it('nothing to a client that left, nor before any byte of the answer went out (the caller answers an error then)', async () => {
+    const gone = streamExchange('rid-cut-gone');
+    gone.x.startAnswer(200, ['content-type', 'text/event-stream']);
+    gone.x.writeChunk(Buffer.from('data: one\n\n'));
+    await turnEnd();
+    gone.x.clientGone();
+    gone.x.abortAnswer(CLOSING);
+    expect(gone.res.bodies).toEqual(['data: one\n\n']);
+    const early = streamExchange('rid-cut-early');
+    early.x.startAnswer(200, ['content-type', 'text/event-stream']);
+    early.x.abortAnswer(CLOSING);
+    await turnEnd();
+    expect(early.res.bodies).toEqual([]);
+    expect(early.x.headersSent).toBe(false);
+  });
+});

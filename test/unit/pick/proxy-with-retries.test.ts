@@ -25,8 +25,16 @@ class RecordingResponse {
   cork(f: () => void): void { f(); }
   writeStatus(s: string | Uint8Array): void { this.calls.push(`status ${Buffer.from(s).toString('latin1')}`); }
   writeHeader(): void {}
-  write(): boolean { return true; }
-  end(): void { this.calls.push('end'); }
+  /** What each write() and end() carried (a stream's chunks). */
+  readonly bodies: string[] = [];
+  write(b: Buffer): boolean {
+    this.bodies.push(Buffer.from(b).toString());
+    return true;
+  }
+  end(b?: Buffer): void {
+    if (b !== undefined && b.length > 0) this.bodies.push(Buffer.from(b).toString());
+    this.calls.push('end');
+  }
   endWithoutBody(): void { this.calls.push('end'); }
   onWritable(): void {}
   getWriteOffset(): number { return 0; }
@@ -322,5 +330,94 @@ describe('proxyWithRetries: a pod that timed out, then pods not taking the reque
     const { error } = await proxy(scheduler, withRetry([t, q, r]));
     const { code, status, message } = error as RouterError;
     expect([code, status, message]).toEqual(['upstream_timeout', 504, 'inference timed out after 0.3s']);
+  });
+});
+
+describe('proxyWithRetries: a stream cut partway, and a pod\'s error event in its stream', () => {
+  const CHUNK = `data: ${JSON.stringify({ id: 'c', object: 'text_completion', choices: [{ index: 0, text: 'hi', finish_reason: null }] })}\n\n`;
+  const STREAM_BODY = Buffer.from(JSON.stringify({ model: 'm', prompt: 'hello', stream: true }));
+
+  /** A pod that answers a stream's first event, then (x-then) holds it, resets its connection, or sends an error event and ends. */
+  async function streamingPod(): Promise<number> {
+    const s = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(CHUNK);
+        const then = req.headers['x-then'];
+        if (then === 'reset') setTimeout(() => req.socket.resetAndDestroy(), 50);
+        else if (then === 'error-event') res.end('data: {"error": {"message": "CUDA error: out of memory", "type": "InternalServerError", "code": 500}}\n\ndata: [DONE]\n\n');
+        else held.push(res);
+      });
+    });
+    servers.push(s);
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    return (s.address() as AddressInfo).port;
+  }
+
+  /** One streamed request through proxyWithRetries: its response, its context, and its end. */
+  function proxyStream(scheduler: Scheduler, server: CompiledServer, then: string) {
+    const res = new RecordingResponse();
+    const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'rid', Date.now(), performance.now());
+    const x = new Exchange(res as never, ctx, '/v1/completions', ['x-then', then], null, '');
+    x.body = STREAM_BODY;
+    const req = openAiApi.parse(STREAM_BODY, '/v1/completions');
+    const ended = new Promise<unknown>((resolve) => {
+      proxyWithRetries(x, openAiApi, TOKENS, server, req, null, scheduler, null, {
+        proxied: () => setImmediate(() => resolve(null)),
+        proxyFailed: (err) => resolve(err),
+      });
+    });
+    return { res, ctx, ended };
+  }
+
+  const lastEvent = (res: RecordingResponse): unknown => JSON.parse(res.bodies.join('').split('\n\n').filter((e) => e !== '').at(-1)!.slice('data: '.length));
+
+  it('cut by the router as it stops (the pod\'s pool closed at the drain timeout): recorded router_stopping, its stream ends with that error event, the pod is not counted', async () => {
+    const { scheduler, counter } = setUp();
+    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), 4);
+    pods.push(a);
+    const { res, ctx, ended } = proxyStream(scheduler, compiled([a]), 'hold');
+    while (res.bodies.length === 0) await new Promise((r) => setTimeout(r, 5));
+    // As EndpointRegistry.closeAll does when the drain timeout passed.
+    a.pool.close('the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed');
+    expect(await ended).toBeNull();
+    expect(ctx.statusCode).toBe(200);
+    expect(ctx.errorType).toBe('upstream_error');
+    expect(ctx.errorMessage).toBe('the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed; the router cut its exchange with pod pod-a (after the response started)');
+    expect(res.bodies.join('')).toMatch(/^data: \{"id"/);
+    expect(lastEvent(res)).toEqual({ error: { message: 'the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed; the router cut its exchange with pod pod-a', type: 'upstream_error', param: null, code: 'router_stopping' } });
+    expect(res.calls.at(-1)).toBe('close');
+    expect(a.health.reportFailures).toBe(0);
+    expect(await counter('inference_router_upstream_resets_total', 'pod-a')).toBe(0);
+    expect(await counter('inference_router_upstream_timeouts_total', 'pod-a')).toBe(0);
+  });
+
+  it('cut by the pod (a reset): recorded as the pod\'s failure and counted, its stream ends with the upstream_failed error event', async () => {
+    const { scheduler, counter } = setUp();
+    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), 4);
+    pods.push(a);
+    const { res, ctx, ended } = proxyStream(scheduler, compiled([a]), 'reset');
+    expect(await ended).toBeNull();
+    expect([ctx.statusCode, ctx.errorType]).toEqual([200, 'upstream_error']);
+    expect(ctx.errorMessage).toMatch(/^upstream failed on pod pod-a: ECONNRESET .*\(after the response started\)$/);
+    expect(lastEvent(res)).toMatchObject({ error: { type: 'upstream_error', param: null, code: 'upstream_failed', message: expect.stringMatching(/^upstream failed on pod pod-a: ECONNRESET /) } });
+    expect(res.calls.at(-1)).toBe('close');
+    expect(a.health.reportFailures).toBe(1);
+    expect(await counter('inference_router_upstream_resets_total', 'pod-a')).toBe(1);
+  });
+
+  it('a pod\'s own error event in its 200 stream: passed through unchanged, recorded upstream_error naming the pod and its message, not counted against the pod', async () => {
+    const { scheduler, counter } = setUp();
+    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), 4);
+    pods.push(a);
+    const { res, ctx, ended } = proxyStream(scheduler, compiled([a]), 'error-event');
+    expect(await ended).toBeNull();
+    expect([ctx.statusCode, ctx.errorType]).toEqual([200, 'upstream_error']);
+    expect(ctx.errorMessage).toBe('upstream pod pod-a sent an error event in its stream: CUDA error: out of memory');
+    expect(res.bodies.join('')).toBe(`${CHUNK}data: {"error": {"message": "CUDA error: out of memory", "type": "InternalServerError", "code": 500}}\n\ndata: [DONE]\n\n`);
+    expect(res.calls).not.toContain('close');
+    expect(a.health.reportFailures).toBe(0);
+    expect(await counter('inference_router_upstream_resets_total', 'pod-a')).toBe(0);
   });
 });
