@@ -304,6 +304,26 @@ export function sseEvents(spec: AnswerSpec, includeUsage: boolean): string[] {
   return events;
 }
 
+/**
+ * How a model server says in a stream it answered 200 that the generation failed partway
+ * (x-mock-error-shape): `openai`, OpenAI's `{"error":{...}}`; `vllm`, the same as vLLM and SGLang
+ * write it (Python's json.dumps, older vLLM's ErrorResponse inside); `object`, vLLM's bare
+ * ErrorResponse, `"object": "error"` at the top.
+ */
+export type StreamErrorShape = 'openai' | 'vllm' | 'object';
+export const STREAM_ERROR_SHAPES: readonly StreamErrorShape[] = ['openai', 'vllm', 'object'];
+
+/** The error event (and `[DONE]` after it) of a stream whose generation failed after `tokens` tokens. */
+export function streamErrorEvents(shape: StreamErrorShape, pod: string, tokens: number): string[] {
+  const message = `mock backend ${pod} failed the generation after ${tokens} tokens`;
+  const data = shape === 'openai'
+    ? JSON.stringify({ error: { message, type: 'server_error', param: null, code: 'generation_failed' } })
+    : shape === 'vllm'
+      ? `{"error": {"object": "error", "message": ${JSON.stringify(message)}, "type": "InternalServerError", "param": null, "code": 500}}`
+      : `{"object": "error", "message": ${JSON.stringify(message)}, "type": "InternalServerError", "param": null, "code": 500}`;
+  return [`data: ${data}\n\n`, 'data: [DONE]\n\n'];
+}
+
 /** The JSON error body the mock answers with for injected failures and bad requests. */
 export function errorBody(status: number, message: string): string {
   return JSON.stringify({ error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: status } });

@@ -11,7 +11,11 @@
  *   GET  /metrics        with --metrics-engine: vLLM or SGLang load series (mock-metrics.ts)
  * Per-request overrides (headers): x-mock-latency-ms, x-mock-status, x-mock-output-tokens,
  * x-mock-retry-after (sent as retry-after with an error status), x-mock-hang (never answer),
- * x-mock-close (drop the connection without answering).
+ * x-mock-close (drop the connection without answering). A stream that fails partway, after N
+ * token events: x-mock-error-after N (a chat or completions stream: the server's own error event,
+ * in the x-mock-error-shape openai, vllm or object, then [DONE], and its end), x-mock-cut-after N
+ * (the connection closed without the stream's end; with x-mock-cut-mid-event, after the first half
+ * of the next event), x-mock-stall-after N (nothing more is sent, the connection stays open).
  */
 
 import { STATUS_CODES } from 'node:http';
@@ -19,7 +23,10 @@ import { loadUws } from 'inference-router/http/uws';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
 import { mockMetricsText } from './mock-metrics.js';
-import { embeddingsAnswer, errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, type AnswerSpec, type MockApi } from './mock-answers.js';
+import {
+  embeddingsAnswer, errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, STREAM_ERROR_SHAPES, streamErrorEvents,
+  type AnswerSpec, type MockApi, type StreamErrorShape,
+} from './mock-answers.js';
 
 // The native build the router itself loads (never the package's silent JavaScript fallback).
 const uWS = loadUws();
@@ -63,6 +70,30 @@ function statusLine(status: number): string {
 
 function isOn(value: string | undefined): boolean {
   return value !== undefined && value !== '' && value !== '0' && value !== 'false';
+}
+
+/** How a stream asked to fail partway fails (the x-mock-error-after, -cut-after, -stall-after headers). */
+interface StreamFailure {
+  readonly kind: 'error' | 'cut' | 'stall';
+  /** Token events sent before it. */
+  readonly after: number;
+  readonly shape: StreamErrorShape;
+  /** `cut`: the first half of the next event goes out before the close. */
+  readonly midEvent: boolean;
+}
+
+/** The failure the request's headers ask of its stream, or null; throws naming a bad header. */
+function streamFailure(headers: Record<string, string>): StreamFailure | null {
+  const asked = (['error', 'cut', 'stall'] as const).filter((kind) => (headers[`x-mock-${kind}-after`] ?? '') !== '');
+  if (asked.length === 0) return null;
+  if (asked.length > 1) throw new Error(`x-mock-error-after, x-mock-cut-after and x-mock-stall-after exclude each other, got ${asked.join(', ')}`);
+  const kind = asked[0];
+  const after = parseBoundedNumber(`x-mock-${kind}-after`, headers[`x-mock-${kind}-after`], 10_000_000, true);
+  const shape = headers['x-mock-error-shape'] ?? 'openai';
+  if (!(STREAM_ERROR_SHAPES as readonly string[]).includes(shape)) {
+    throw new Error(`x-mock-error-shape must be ${STREAM_ERROR_SHAPES.join(', ')}, got ${JSON.stringify(shape)}`);
+  }
+  return { kind, after, shape: shape as StreamErrorShape, midEvent: isOn(headers['x-mock-cut-mid-event']) };
 }
 
 /** One /v1 request from arrival to its last byte. */
@@ -250,10 +281,15 @@ class MockServer implements MockBackend {
     let latencyMs: number;
     let outputTokens: number;
     let status = 0;
+    let failure: StreamFailure | null;
     try {
       latencyMs = override(headers, 'x-mock-latency-ms', this.options.latencyMs, 3_600_000, false);
       outputTokens = override(headers, 'x-mock-output-tokens', this.options.outputTokens, 10_000_000, true);
       status = override(headers, 'x-mock-status', 0, 599, true);
+      failure = streamFailure(headers);
+      if (failure?.kind === 'error' && (exchange.api === 'responses' || exchange.api === 'embeddings')) {
+        throw new Error('x-mock-error-after applies to chat and completions streams');
+      }
     } catch (error) {
       this.finishJson(exchange, 400, errorBody(400, (error as Error).message));
       return;
@@ -269,7 +305,7 @@ class MockServer implements MockBackend {
     const retryAfter = headers['x-mock-retry-after'] ?? '';
     const act = status !== 0
       ? () => this.finishJson(exchange, status, errorBody(status, `mock backend ${this.options.name} answered ${status} as asked`), retryAfter)
-      : () => this.answer(exchange, body as Record<string, unknown>, outputTokens);
+      : () => this.answer(exchange, body as Record<string, unknown>, outputTokens, failure);
     if (latencyMs > 0) {
       exchange.timer = setTimeout(() => {
         exchange.timer = null;
@@ -280,7 +316,7 @@ class MockServer implements MockBackend {
     }
   }
 
-  private answer(exchange: Exchange, body: Record<string, unknown>, outputTokens: number): void {
+  private answer(exchange: Exchange, body: Record<string, unknown>, outputTokens: number, failure: StreamFailure | null): void {
     const spec: AnswerSpec = {
       api: exchange.api,
       id: `${exchange.api === 'chat' ? 'chatcmpl' : exchange.api === 'responses' ? 'resp' : 'cmpl'}-${this.options.name}-${++this.sequence}`,
@@ -303,13 +339,46 @@ class MockServer implements MockBackend {
     if (exchange.api === 'responses') {
       // Paced per token: the output_text.done and the events after it go out with the last delta.
       const events = responsesEvents(spec);
-      this.startStream(exchange, events, events.length - 4);
+      // The token events of a Responses stream come after its four opening events.
+      if (failure !== null) this.failStream(exchange, events, 4 + Math.min(failure.after, outputTokens), failure);
+      else this.startStream(exchange, events, events.length - 4);
       return;
     }
     const streamOptions = body.stream_options;
     const includeUsage = typeof streamOptions === 'object' && streamOptions !== null
       && (streamOptions as { include_usage?: unknown }).include_usage === true;
-    this.startStream(exchange, sseEvents(spec, includeUsage), outputTokens);
+    const events = sseEvents(spec, includeUsage);
+    if (failure === null) {
+      this.startStream(exchange, events, outputTokens);
+      return;
+    }
+    const sent = Math.min(failure.after, outputTokens);
+    if (failure.kind === 'error') this.startStream(exchange, [...events.slice(0, sent), ...streamErrorEvents(failure.shape, this.options.name, sent)], sent);
+    else this.failStream(exchange, events, sent, failure);
+  }
+
+  /**
+   * A stream cut or stalled after its first `sent` events, all written at once: then (`cut`) the
+   * connection closed without the stream's end, a turn later so that the events go out before it
+   * (with `midEvent`, after the first half of the next event), or (`stall`) nothing more until the
+   * client leaves. Call corked.
+   */
+  private failStream(exchange: Exchange, events: string[], sent: number, failure: StreamFailure): void {
+    const res = exchange.res;
+    res.writeStatus('200 OK')
+      .writeHeader('content-type', 'text/event-stream')
+      .writeHeader('cache-control', 'no-cache')
+      .writeHeader('x-mock-pod', this.options.name);
+    const next = events[sent] ?? '';
+    res.write(events.slice(0, sent).join('') + (failure.kind === 'cut' && failure.midEvent ? next.slice(0, next.length >> 1) : ''));
+    if (failure.kind === 'stall') return;
+    exchange.timer = setTimeout(() => {
+      exchange.timer = null;
+      if (exchange.finished) return;
+      exchange.finished = true;
+      this.open.delete(exchange);
+      exchange.res.close();
+    }, 10);
   }
 
   /** Sends the head and the first token chunk; paces the rest. Call corked. */

@@ -8,6 +8,7 @@ import type { Response as ResponsesAnswer } from 'openai/resources/responses/res
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockStats } from '../../mock-backend/mock-server.js';
 import { freePort } from '../../helpers/processes.js';
+import { raw } from '../../helpers/raw-http.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const entry = `${root}dist/test/mock-backend/mock-backend.js`;
@@ -239,6 +240,73 @@ describe('mock backend process (defaults)', () => {
     }
     controller.abort();
     await expect(hung).rejects.toThrow(/abort/i);
+  });
+
+  it('x-mock-error-after: a stream with the server\'s own error event after N tokens, then [DONE], in each shape; the SDK raises the error shape', async () => {
+    const headers = { 'x-mock-output-tokens': '4', 'x-mock-error-after': '2' };
+    const res = await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', stream: true }, headers);
+    expect(res.status).toBe(200);
+    const data = sseData(await res.text());
+    expect(data).toHaveLength(4);
+    expect(data.slice(0, 2).map((d) => JSON.parse(d).choices[0].text)).toEqual(['tok ', 'tok ']);
+    expect(JSON.parse(data[2])).toEqual({ error: { message: 'mock backend pod-a failed the generation after 2 tokens', type: 'server_error', param: null, code: 'generation_failed' } });
+    expect(data[3]).toBe('[DONE]');
+    const vllm = sseData(await (await post(`${mock.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true }, { ...headers, 'x-mock-error-shape': 'vllm' })).text());
+    expect(vllm[2]).toBe('{"error": {"object": "error", "message": "mock backend pod-a failed the generation after 2 tokens", "type": "InternalServerError", "param": null, "code": 500}}');
+    const bare = sseData(await (await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', stream: true }, { ...headers, 'x-mock-error-shape': 'object' })).text());
+    expect(JSON.parse(bare[2])).toMatchObject({ object: 'error', message: 'mock backend pod-a failed the generation after 2 tokens' });
+    const client = new OpenAI({ baseURL: `${mock.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: headers });
+    const stream = await client.chat.completions.create({ model: 'sdk-m', messages: [{ role: 'user', content: 'x' }], stream: true });
+    let text = '';
+    const err = await (async () => {
+      try {
+        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
+    expect(text).toBe('tok tok ');
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).message).toBe('mock backend pod-a failed the generation after 2 tokens');
+  });
+
+  it('x-mock-cut-after closes the connection after N events, without the stream\'s end (x-mock-cut-mid-event: within the next one); x-mock-stall-after sends nothing more', async () => {
+    const request = (extra: string): string => {
+      const body = JSON.stringify({ model: 'm', prompt: 'hi', stream: true });
+      return `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-mock-output-tokens: 4\r\n${extra}content-length: ${body.length}\r\n\r\n${body}`;
+    };
+    /** The SSE text of a chunked body so far (chunk sizes removed). */
+    const sse = (text: string): string => text.slice(text.indexOf('\r\n\r\n') + 4).replace(/(^|\r\n)[0-9a-f]+\r\n/g, '$1').replace(/\r\n/g, '');
+    const mockPort = Number(new URL(mock.url).port);
+    const cut = await raw(mockPort, [request('x-mock-cut-after: 2\r\n')]);
+    expect(cut.closed).toBe(true);
+    expect(cut.text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(cut.text).not.toMatch(/\r\n0\r\n\r\n$/);
+    expect(sseData(sse(cut.text)).map((d) => JSON.parse(d).choices[0].text)).toEqual(['tok ', 'tok ']);
+    const mid = await raw(mockPort, [request('x-mock-cut-after: 1\r\nx-mock-cut-mid-event: 1\r\n')]);
+    expect(mid.closed).toBe(true);
+    const [first, partial] = sse(mid.text).split('\n\n');
+    expect(JSON.parse(first.slice('data: '.length)).choices[0].text).toBe('tok ');
+    expect(partial.startsWith('data: {"id"')).toBe(true);
+    expect(() => JSON.parse(partial.slice('data: '.length))).toThrow();
+    const stalled = await raw(mockPort, [request('x-mock-stall-after: 1\r\n')], { waitMs: 500 });
+    expect(stalled.closed).toBe(false);
+    expect(sseData(sse(stalled.text))).toHaveLength(1);
+  });
+
+  it('rejects bad stream-failure headers with 400 naming them', async () => {
+    const stream = { model: 'm', prompt: 'hi', stream: true };
+    for (const [path, headers, named] of [
+      ['/v1/completions', { 'x-mock-error-after': '2', 'x-mock-error-shape': 'xml' }, 'x-mock-error-shape'],
+      ['/v1/completions', { 'x-mock-error-after': 'two' }, 'x-mock-error-after'],
+      ['/v1/completions', { 'x-mock-error-after': '1', 'x-mock-cut-after': '1' }, 'exclude each other'],
+      ['/v1/responses', { 'x-mock-error-after': '1' }, 'chat and completions'],
+    ] as const) {
+      const res = await post(`${mock.url}${path}`, path === '/v1/responses' ? { model: 'm', input: 'hi', stream: true } : stream, headers);
+      expect(res.status).toBe(400);
+      expect((await json<ErrorAnswer>(res)).error.message).toContain(named);
+    }
   });
 
   it('reports and resets stats', async () => {
