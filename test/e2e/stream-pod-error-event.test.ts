@@ -1,0 +1,85 @@
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { total } from '../helpers/metrics-text.js';
+import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+
+/**
+ * A pod whose generation fails partway says so in the stream it answered 200 (its own error event,
+ * then [DONE]): the router passes the stream through unchanged, records the request as the pod's
+ * failure with the status sent and the pod's message, counts it as an error, and does not count it
+ * against the pod's health.
+ */
+const MESSAGE = 'mock backend pod-a failed the generation after 2 tokens';
+
+/** The data of each event of an SSE body. */
+const events = (text: string): string[] => text.split('\n\n').filter((e) => e !== '').map((e) => e.slice('data: '.length));
+
+describe('a pod\'s own error event in its 200 stream', () => {
+  let mock: MockBackend;
+  let router: Router;
+  let file: string;
+  const scrape = async (): Promise<string> => (await fetch(`${router.url}/metrics`)).text();
+  const recordOf = (id: string) => waitFor(`the record of ${id}`, () => accessLogRecords(file).find((r) => r.request_id === id));
+
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    const dir = tempDir();
+    file = join(dir, 'access.log');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' },
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it.each([
+    ['openai', '/v1/completions', `{"error":{"message":"${MESSAGE}","type":"server_error","param":null,"code":"generation_failed"}}`],
+    ['vllm', '/v1/chat/completions', `{"error": {"object": "error", "message": "${MESSAGE}", "type": "InternalServerError", "param": null, "code": 500}}`],
+    ['object', '/v1/completions', `{"object": "error", "message": "${MESSAGE}", "type": "InternalServerError", "param": null, "code": 500}`],
+  ])('%s shape on %s: passed through unchanged, status 200; recorded upstream_error naming the pod and its message', async (shape, path, data) => {
+    const id = `pod-error-${shape}`;
+    const body = path === '/v1/completions' ? { model: 'sf-model', prompt: 'hi', stream: true } : { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true };
+    const res = await postJson(`${router.url}${path}`, body, { 'x-request-id': id, 'x-mock-output-tokens': '4', 'x-mock-error-after': '2', 'x-mock-error-shape': shape });
+    expect(res.status).toBe(200);
+    const got = events(await res.text());
+    // Two token chunks, the pod's error event byte for byte, then [DONE].
+    expect(got).toHaveLength(4);
+    expect(got[2]).toBe(data);
+    expect(got[3]).toBe('[DONE]');
+    const r = await recordOf(id);
+    expect(r).toMatchObject({ status_code: 200, selected_pod: 'pod-a', error: { type: 'upstream_error', message: `upstream pod pod-a sent an error event in its stream: ${MESSAGE}` } });
+    expect(r.output_tokens).toBeGreaterThan(0); // the text the stream carried, counted
+  });
+
+  it('counts in the error metrics with status 200, not against the pod; a stream without one is a plain success', async () => {
+    const clean = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hi', stream: true }, { 'x-request-id': 'pod-error-none' });
+    expect(clean.status).toBe(200);
+    await clean.text();
+    expect((await recordOf('pod-error-none')).error).toBeUndefined();
+    const metrics = await scrape();
+    // The three streams above.
+    expect(total(metrics, 'inference_router_requests_total', 'status="200"', 'error_type="upstream_error"')).toBe(3);
+    expect(total(metrics, 'inference_router_requests_total', 'status="200"', 'error_type=""')).toBe(1);
+    expect(total(metrics, 'inference_router_upstream_resets_total', 'pod-a')).toBe(0);
+    expect(total(metrics, 'inference_router_upstream_5xx_failures_total', 'pod-a')).toBe(0);
+  });
+
+  it('the openai SDK raises the pod\'s error from the stream it got through the router', async () => {
+    const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-mock-error-after': '3', 'x-request-id': 'pod-error-sdk' } });
+    const stream = await client.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    let text = '';
+    let err: unknown = null;
+    try {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    } catch (e) {
+      err = e;
+    }
+    expect(text).toBe('tok tok tok ');
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).message).toBe('mock backend pod-a failed the generation after 3 tokens');
+    expect((await recordOf('pod-error-sdk')).error.message).toBe('upstream pod pod-a sent an error event in its stream: mock backend pod-a failed the generation after 3 tokens');
+  });
+});
