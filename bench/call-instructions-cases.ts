@@ -18,6 +18,8 @@ import { ResponseParser } from 'inference-router/upstream/http1/response-parser'
 import { encodeRateHeaders } from 'inference-router/http/rate-headers';
 import { requestHead } from 'inference-router/upstream/http1/request-head';
 import type { Decision } from 'inference-router/ratelimit/limiter';
+import { SseUsageScanner } from 'inference-router/api/openai-sse-usage';
+import type { GeneratedText } from 'inference-router/api/inference-api';
 
 const HEAD = ImportedBuffer.from('HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 21:00:00 GMT\r\nuWebSockets: 20\r\n'
   + 'content-type: application/json\r\nx-mock-pod: pod-a\r\nContent-Length: 300\r\n\r\n', 'latin1');
@@ -219,6 +221,34 @@ function requestBytes(head: string, bySet: boolean): number {
   return out.length;
 }
 
+/**
+ * A streamed chat answer of `tokens` token events as the mock backend sends it when the router
+ * asks for the usage (`"usage":null` on each token chunk, then the usage chunk and `[DONE]`), in
+ * one read: as the bench's SSE scenarios' pod answers.
+ */
+function sseAnswer(tokens: number): Buffer {
+  const head = '{"id":"chatcmpl-pod-a-1","object":"chat.completion.chunk","created":1795000000,"model":"sf-model","pod":"pod-a","choices":';
+  let text = '';
+  for (let i = 0; i < tokens; i++) {
+    const finish = i === tokens - 1 ? '"length"' : 'null';
+    text += `data: ${head}[{"index":0,"delta":{${i === 0 ? '"role":"assistant",' : ''}"content":"tok "},"logprobs":null,"finish_reason":${finish}}],"usage":null}\n\n`;
+  }
+  text += `data: ${head}[],"usage":{"prompt_tokens":5,"completion_tokens":${tokens},"total_tokens":${5 + tokens}}}\n\ndata: [DONE]\n\n`;
+  return ImportedBuffer.from(text);
+}
+const SSE_16 = sseAnswer(16);
+const SSE_64 = sseAnswer(64);
+
+/** A GeneratedText that keeps nothing: the reader's own work is counted, not the tokenizer's. */
+const NO_TEXT: GeneratedText = { add: () => undefined, stop: () => undefined, uncounted: () => undefined, tokens: () => 0, estimatedTokens: 0 };
+
+/** A stream through the router's reader in strip mode (the usage chunk it asked for removed), as a pod's answer of one read. */
+function readStream(answer: Buffer): number {
+  const reader = new SseUsageScanner({ stripUsageChunk: true }, NO_TEXT, null);
+  const out = reader.push(answer);
+  return out.length + reader.end().length + (reader.usage().completionTokens ?? 0);
+}
+
 export const CALLS: Readonly<Record<string, () => number>> = {
   /** The head's header lines cut from its text (the baseline of the next case). */
   'answer head: cut names': () => freshNames().length,
@@ -308,6 +338,9 @@ export const CALLS: Readonly<Record<string, () => number>> = {
   'Buffer.byteLength of ASCII header lines': () => ImportedBuffer.byteLength('application/json\r\nx-mock-pod: pod-a\r\nx-request-id: 0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9', 'utf8'),
   'Buffer.isBuffer through the global': () => (Buffer.isBuffer(HEAD) ? 1 : 0),
   'Buffer.isBuffer imported': () => (ImportedBuffer.isBuffer(HEAD) ? 1 : 0),
+  /** A stream's events through the reader: the difference of the two over 48 events is the reader's work per event. */
+  'SSE reader: a stream of 16 token events': () => readStream(SSE_16),
+  'SSE reader: a stream of 64 token events': () => readStream(SSE_64),
   /** A turn's queue of one item (an answer, a request's write), emptied after its drain. */
   'turn queue: push then drain then length = 0': () => {
     LENGTH_QUEUE.push(QUEUED);

@@ -20,20 +20,36 @@ import { skipSpace } from './openai-event-usage.js';
 export const POD_MESSAGE_CHARS = 300;
 
 const COLON = 0x3a;
+const QUOTE = 0x22;
 
 /** The data (a chat or completions event's) opens with an `error` member, or with `"object"` set to `"error"`. */
 export function opensWithError(data: string): boolean {
   if (data.charCodeAt(0) !== 0x7b /* { */) return false;
-  const key = skipSpace(data, 1);
-  if (data.startsWith('"error"', key)) return data.charCodeAt(skipSpace(data, key + 7)) === COLON;
-  return data.startsWith('"object"', key) && valueIs(data, key + 8, '"error"');
+  // The first key's first letter tells the two apart; a token chunk's (`{"id"`) is neither. No
+  // call on this path (it runs for every event): white space after the brace is looked past only when there is some.
+  let key = 1;
+  if (data.charCodeAt(1) !== QUOTE) {
+    key = firstKey(data);
+    if (key < 0) return false;
+  }
+  const letter = data.charCodeAt(key + 1);
+  if (letter === 0x65 /* e */) return data.startsWith('"error"', key) && data.charCodeAt(skipSpace(data, key + 7)) === COLON;
+  return letter === 0x6f /* o */ && data.startsWith('"object"', key) && valueIs(data, key + 8, '"error"');
 }
 
 /** The data (a Responses event's) opens with `"type"` set to `"error"` or `"response.failed"`. */
 export function opensWithResponsesError(data: string): boolean {
-  if (data.charCodeAt(0) !== 0x7b /* { */) return false;
-  const key = skipSpace(data, 1);
-  return data.startsWith('"type"', key) && (valueIs(data, key + 6, '"error"') || valueIs(data, key + 6, '"response.failed"'));
+  const key = firstKey(data);
+  if (key < 0 || data.charCodeAt(key + 1) !== 0x74 /* t */ || !data.startsWith('"type"', key)) return false;
+  return valueIs(data, key + 6, '"error"') || valueIs(data, key + 6, '"response.failed"');
+}
+
+/** Where the first key of an object starts (its opening quote), or -1 when the data does not open as an object with a key. */
+function firstKey(data: string): number {
+  if (data.charCodeAt(0) !== 0x7b /* { */) return -1;
+  // Servers write the key right after the brace; white space is allowed.
+  const key = data.charCodeAt(1) === QUOTE ? 1 : skipSpace(data, 1);
+  return data.charCodeAt(key) === QUOTE ? key : -1;
 }
 
 /** After a key ending before `at`: a colon, then the JSON text `value` (white space allowed around the colon). */
