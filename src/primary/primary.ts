@@ -29,12 +29,10 @@ import { claimPort } from './port-claim.js';
 import { chooseListenHost } from './listen-host.js';
 import { exitOnFailure } from '../process-failure.js';
 import { warningsToOpsLog } from '../process-warnings.js';
-import { readListenerTlsPair, type ListenerTls } from '../config/listener-tls.js';
-import { FileWatch, SETTLE_MS } from '../config/file-watch.js';
-import { TlsRotation } from './tls-rotation.js';
+import { readListenerTlsPair } from '../config/listener-tls.js';
+import { watchTlsFiles } from './tls-file-watch.js';
 import { TlsServedFiles } from './tls-served-files.js';
 import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
@@ -361,47 +359,13 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
 
   let stopTls = (): void => undefined;
   if (settings.tls !== null && startPair !== null) {
-    const tls: ListenerTls = settings.tls;
-    const rotation = new TlsRotation({
-      files: tls,
-      served: startPair,
-      readTexts: (f) => `${readOrNull(f.certFile)}\0${readOrNull(f.keyFile)}`,
-      check: (f) => readListenerTlsPair(f.certFile, f.keyFile),
-      rotate: rollWorkers,
-      info: (m, fields) => ops.info('tls', m, fields),
-      warn: (m, fields) => ops.warn('tls', m, fields),
-    });
-    tlsSeries = () => tlsCertificateSeries(rotation.served.notAfter);
-    // A pair written file by file within SETTLE_MS is checked once, whole.
-    let settle: NodeJS.Timeout | null = null;
-    const changed = (): void => {
-      if (settle !== null) clearTimeout(settle);
-      settle = setTimeout(() => {
-        settle = null;
-        void rotation.changed();
-      }, SETTLE_MS);
-      settle.unref();
-    };
-    const watches = [...new Set([tls.certFile, tls.keyFile])].map((f) => new FileWatch(f, changed, { fastPollMs: 250, log: (m) => ops.warn('tls', m) }));
-    for (const w of watches) w.start();
-    stopTls = () => {
-      rotation.stop();
-      if (settle !== null) clearTimeout(settle);
-      for (const w of watches) w.stop();
-    };
+    const watch = watchTlsFiles(settings.tls, startPair, rollWorkers, ops);
+    tlsSeries = () => tlsCertificateSeries(watch.notAfter());
+    stopTls = () => watch.stop();
   }
 
   for (let i = 0; i < settings.workers; i++) fork();
   ops.info('workers', `started ${settings.workers} workers on ${host}:${settings.port}`, { workers: settings.workers });
-}
-
-/** The file's text, or null when it cannot be read. */
-function readOrNull(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /** Resolves once `cond` holds, checked every 20 ms; rejects when it throws. */

@@ -1,0 +1,58 @@
+/**
+ * The primary's watch of ROUTER_TLS_CERT_FILE and ROUTER_TLS_KEY_FILE (config/file-watch.ts: a
+ * symlink swap of a mounted Secret, a rename, an in-place write, and a poll where inotify is
+ * missing) feeding the certificate rotation (tls-rotation.ts). A pair written file by file within
+ * SETTLE_MS is checked once, whole.
+ */
+import { readFileSync } from 'node:fs';
+import { readListenerTlsPair, type ListenerTls, type ListenerTlsPair } from '../config/listener-tls.js';
+import { FileWatch, SETTLE_MS } from '../config/file-watch.js';
+import type { OpsLog } from '../observe/ops-log.js';
+import { TlsRotation } from './tls-rotation.js';
+
+export interface TlsFileWatch {
+  /** When the certificate the workers serve expires. */
+  notAfter(): Date;
+  stop(): void;
+}
+
+/** Starts watching `files`; `rotate` rolls a valid new pair out to the workers (primary.ts). */
+export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotate: (pair: ListenerTlsPair) => Promise<void>, ops: OpsLog): TlsFileWatch {
+  const rotation = new TlsRotation({
+    files,
+    served,
+    readTexts: (f) => `${readOrNull(f.certFile)}\0${readOrNull(f.keyFile)}`,
+    check: (f) => readListenerTlsPair(f.certFile, f.keyFile),
+    rotate,
+    info: (m, fields) => ops.info('tls', m, fields),
+    warn: (m, fields) => ops.warn('tls', m, fields),
+  });
+  let settle: NodeJS.Timeout | null = null;
+  const changed = (): void => {
+    if (settle !== null) clearTimeout(settle);
+    settle = setTimeout(() => {
+      settle = null;
+      void rotation.changed();
+    }, SETTLE_MS);
+    settle.unref();
+  };
+  const watches = [...new Set([files.certFile, files.keyFile])].map((f) => new FileWatch(f, changed, { fastPollMs: 250, log: (m) => ops.warn('tls', m) }));
+  for (const w of watches) w.start();
+  return {
+    notAfter: () => rotation.served.notAfter,
+    stop: () => {
+      rotation.stop();
+      if (settle !== null) clearTimeout(settle);
+      for (const w of watches) w.stop();
+    },
+  };
+}
+
+/** The file's text, or null when it cannot be read. */
+function readOrNull(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
