@@ -20,13 +20,19 @@ export interface ListenerTlsPair {
   readonly fingerprint256: string;
 }
 
+/** The listener's TLS setting: its files, and the pair they held when the setting was read. */
+export interface ListenerTlsSetting extends ListenerTls {
+  readonly pair: ListenerTlsPair;
+}
+
 /**
  * The listener's TLS files from the environment, or null when neither is given (plain HTTP).
- * Validated at start (readListenerTlsPair), as the workers read them when they open the listener.
+ * Validated at start (readListenerTlsPair), as the workers read them when they open the listener;
+ * the pair read then is kept (the primary serves it first, primary/tls-served-files.ts).
  * Throws an Error naming the variable and the file (`usageError` makes it the caller's usage error:
  * exit 2).
  */
-export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string) => Error): ListenerTls | null {
+export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string) => Error): ListenerTlsSetting | null {
   const certFile = env.ROUTER_TLS_CERT_FILE || null;
   const keyFile = env.ROUTER_TLS_KEY_FILE || null;
   if (certFile === null && keyFile === null) return null;
@@ -34,12 +40,13 @@ export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string
     const [given, missing] = certFile === null ? ['ROUTER_TLS_KEY_FILE', 'ROUTER_TLS_CERT_FILE'] : ['ROUTER_TLS_CERT_FILE', 'ROUTER_TLS_KEY_FILE'];
     throw usageError(`${given} is set but ${missing} is not: HTTPS needs both the certificate and its key (neither: plain HTTP)`);
   }
+  let pair: ListenerTlsPair;
   try {
-    readListenerTlsPair(certFile, keyFile);
+    pair = readListenerTlsPair(certFile, keyFile);
   } catch (err) {
     throw usageError((err as Error).message);
   }
-  return Object.freeze({ certFile, keyFile });
+  return Object.freeze({ certFile, keyFile, pair });
 }
 
 /**

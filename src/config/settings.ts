@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { durationSetting, type DurationRange } from './duration-setting.js';
 import { nearName } from './near-name.js';
 import { badSetting } from '../setting-message.js';
-import { listenerTls, type ListenerTls } from './listener-tls.js';
+import { listenerTls, type ListenerTlsSetting } from './listener-tls.js';
 
 /**
  * The router's own settings from flags and environment (flags win). Validated once, then frozen.
@@ -16,7 +16,7 @@ export interface RouterSettings {
   readonly port: number;
   readonly host: string;
   /** ROUTER_TLS_CERT_FILE / ROUTER_TLS_KEY_FILE: the listener serves HTTPS with them; null: plain HTTP. */
-  readonly tls: ListenerTls | null;
+  readonly tls: ListenerTlsSetting | null;
   readonly workers: number;
   readonly apiGroup: string;
   /** Kubernetes namespace to watch; null = all. */

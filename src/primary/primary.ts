@@ -29,7 +29,6 @@ import { claimPort } from './port-claim.js';
 import { chooseListenHost } from './listen-host.js';
 import { exitOnFailure } from '../process-failure.js';
 import { warningsToOpsLog } from '../process-warnings.js';
-import { readListenerTlsPair } from '../config/listener-tls.js';
 import { watchTlsFiles } from './tls-file-watch.js';
 import { TlsServedFiles } from './tls-served-files.js';
 import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
@@ -185,7 +184,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let replacing: number | null = null;
   // HTTPS: the workers open their listener from the primary's copy of the pair it checked (tls-served-files.ts).
   const served = settings.tls === null ? null : new TlsServedFiles(settings.tls);
-  const startPair = settings.tls === null ? null : readListenerTlsPair(settings.tls.certFile, settings.tls.keyFile);
+  const startPair = settings.tls?.pair ?? null;
   if (served !== null && startPair !== null) {
     served.write(startPair);
     process.once('exit', () => served.remove()); // also when the primary fails
