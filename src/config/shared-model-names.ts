@@ -39,17 +39,18 @@ export function sharedModelNameNotes(routes: readonly ModelRoute[]): SharedNameN
   const notes: SharedNameNote[] = [];
   const modelNames = new Set<string>();
   for (const r of routes) if (r.modelName !== null) modelNames.add(r.modelName);
-  const earlier = new Map<string, ModelRoute[]>();
+  /** Per name: its first route, and the first route with a rule that takes every request for it (and that rule's index). */
+  const seen = new Map<string, { first: ModelRoute; hider: ModelRoute | null; rule: number }>();
   const look = (route: ModelRoute, name: string, path: string, what: string): void => {
-    const before = earlier.get(name);
-    if (before === undefined) {
-      earlier.set(name, [route]);
+    const s = seen.get(name);
+    if (s === undefined) {
+      const rule = catchAllRule(route, name);
+      seen.set(name, { first: route, hider: rule >= 0 ? route : null, rule });
       return;
     }
-    const owner = before.find((b) => catchAllRule(b, name) >= 0);
-    before.push(route);
-    if (owner !== undefined) {
-      let problem = `${what} ${JSON.stringify(name)} is also served by ModelRoute ${owner.key}, which is tried first and whose rule spec.rules[${catchAllRule(owner, name)}] `
+    const owner = s.hider;
+    if (owner !== null) {
+      let problem = `${what} ${JSON.stringify(name)} is also served by ModelRoute ${owner.key}, which is tried first and whose rule spec.rules[${s.rule}] `
         + `takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes' rules match none`;
       if (gateways(owner) !== gateways(route)) {
         problem += `; they are bound to different Gateways (spec.parentRefs: ${gateways(owner)}; ${gateways(route)}), which is not read: `
@@ -58,7 +59,12 @@ export function sharedModelNameNotes(routes: readonly ModelRoute[]): SharedNameN
       notes.push({ route, path, problem });
       return;
     }
-    const first = before[0];
+    const rule = catchAllRule(route, name);
+    if (rule >= 0) {
+      s.hider = route;
+      s.rule = rule;
+    }
+    const first = s.first;
     if (gateways(first) !== gateways(route)) {
       notes.push({
         route, path,
