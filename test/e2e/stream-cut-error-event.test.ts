@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raw } from '../helpers/raw-http.js';
 import { accessLogRecords, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { readChatStream } from '../helpers/sdk-stream.js';
 
 /**
  * A stream the router has to cut partway (the pod closes its connection, or goes silent past the
@@ -115,13 +116,7 @@ describe('a stream cut partway ends with the router\'s error event', () => {
   it('the openai SDK raises it as an APIError with the router\'s message, type and code, after the text it got', async () => {
     const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-mock-output-tokens': '8', 'x-mock-cut-after': '3' } });
     const stream = await client.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
-    let text = '';
-    let err: unknown = null;
-    try {
-      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    } catch (e) {
-      err = e;
-    }
+    const { text, err } = await readChatStream(stream);
     expect(text).toBe('tok tok tok ');
     expect(err).toBeInstanceOf(OpenAI.APIError);
     const e = err as InstanceType<typeof OpenAI.APIError>;

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
 import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { readChatStream } from '../helpers/sdk-stream.js';
 
 /**
  * A pod whose generation fails partway says so in the stream it answered 200 (its own error event,
@@ -70,13 +71,7 @@ describe('a pod\'s own error event in its 200 stream', () => {
   it('the openai SDK raises the pod\'s error from the stream it got through the router', async () => {
     const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-mock-error-after': '3', 'x-request-id': 'pod-error-sdk' } });
     const stream = await client.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
-    let text = '';
-    let err: unknown = null;
-    try {
-      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    } catch (e) {
-      err = e;
-    }
+    const { text, err } = await readChatStream(stream);
     expect(text).toBe('tok tok tok ');
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).message).toBe('mock backend pod-a failed the generation after 3 tokens');

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockStats } from '../../mock-backend/mock-server.js';
 import { freePort } from '../../helpers/processes.js';
 import { raw } from '../../helpers/raw-http.js';
+import { readChatStream } from '../../helpers/sdk-stream.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const entry = `${root}dist/test/mock-backend/mock-backend.js`;
@@ -257,15 +258,7 @@ describe('mock backend process (defaults)', () => {
     expect(JSON.parse(bare[2])).toMatchObject({ object: 'error', message: 'mock backend pod-a failed the generation after 2 tokens' });
     const client = new OpenAI({ baseURL: `${mock.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: headers });
     const stream = await client.chat.completions.create({ model: 'sdk-m', messages: [{ role: 'user', content: 'x' }], stream: true });
-    let text = '';
-    const err = await (async () => {
-      try {
-        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-      } catch (e) {
-        return e;
-      }
-      return null;
-    })();
+    const { text, err } = await readChatStream(stream);
     expect(text).toBe('tok tok ');
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).message).toBe('mock backend pod-a failed the generation after 2 tokens');
