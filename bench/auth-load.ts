@@ -13,6 +13,7 @@ import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { routerResources } from './scenarios.js';
 import { median } from './order-stats.js';
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/auth-load.js [--rounds N] [--seconds S]',
@@ -26,6 +27,7 @@ const KEY = 'sk-bench-0123456789abcdef0123456789';
 
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('auth-load');
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
   const jwt = await new SignJWT({ models: ['sf-*'] })

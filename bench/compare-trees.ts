@@ -46,6 +46,7 @@ import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js'
 import type { Scenario, TargetKey } from './scenarios.js';
 import type { Target } from './targets.js';
 import { startTarget, type TargetModules } from './start-target.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 interface TreeModules extends TargetModules {
   scenarios: TargetModules['scenarios'] & { SCENARIOS: readonly Scenario[]; PATH: string; LONG_TOKENS: number };
@@ -126,6 +127,7 @@ function words(value: string): string[] {
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('compare-trees');
   const { positional, rounds, durationS, rate, workers, nodeArgs, node, floorArgs, load: loadKind, longTokens } = readCommandLine(COMMAND, compareOptions);
   const openLoop = loadKind === 'wrk' ? null : openLoopBinary();
   if (openLoop !== null && !('bin' in openLoop)) exitWithUsageError(COMMAND, `--load ${loadKind}: ${openLoop.reason}`);

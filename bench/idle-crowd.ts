@@ -19,6 +19,7 @@ import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS }
 import { startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { median } from './order-stats.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/idle-crowd.js [--idle N] [--rate R] [--rounds N] [--duration S]',
@@ -35,6 +36,7 @@ function sched(pids: readonly number[]): { cpuNs: number; slices: number } {
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('idle-crowd');
   const { idle, rate, rounds, durationS } = readCommandLine(COMMAND, (line) => ({
     idle: line.positiveNumber('--idle') ?? 12,
     rate: line.positiveNumber('--rate') ?? 16_000,

@@ -20,6 +20,7 @@ import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from 
 import { startHttp1Proxy, startMock, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { connectionsTo } from '../test/helpers/tcp-connections.js';
 import { LONG_TOKENS, PATH, SCENARIOS, routerEnv, routerResources, limitModeOf, type TargetKey } from './scenarios.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/idle-return.js [--target router-local|router-log|router-plain|uws-http1-proxy] [--rate R] [--quiet S,S,...] [--burst S] [--idle-timeout D] [--slow-ms MS]',
@@ -85,6 +86,7 @@ async function startTarget(o: IdleReturnOptions, mock: Target, mockLong: Target)
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('idle-return');
   const o = readCommandLine(COMMAND, idleReturnOptions);
   const built = openLoopBinary();
   if (!('bin' in built)) throw new Error(`open-loop is needed: ${built.reason}`);

@@ -47,6 +47,7 @@ import { processTree } from './proc-cpu.js';
 import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, type Scenario, type TargetKey } from './scenarios.js';
 import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
 import { writeFileSync } from 'node:fs';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/instructions.js <tree>[:scenario] [<tree>[:scenario] ...] [--rounds N] [--duration S] [--warmup S] [--workers N] [--v8-threads] [--functions N]',
@@ -135,6 +136,7 @@ export function instructionsOptions(line: CommandLine): InstructionsOptions {
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('instructions');
   const { sides: chosen, rounds, durationS, warmupS, workers, v8Threads, functions } = readCommandLine(COMMAND, instructionsOptions);
   for (const bin of ['valgrind', 'callgrind_control', 'wrk']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (apt-get install valgrind wrk)`);
   const sides: Side[] = chosen.map(({ tree, scenario }, i) => (

@@ -47,6 +47,7 @@ import { startTarget } from './start-target.js';
 import { exitWithUsageError, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { machineSplit, pinProcess, pinTree } from './cpu-split.js';
 import { availableParallelism } from 'node:os';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/latency-sweep.js [--targets ID,ID] [--fractions F,F] [--rounds N] [--duration S] [--workers N] [--arrivals poisson|uniform] [--limit-ms MS] [--min-requests N] [--lead-in S] [--pause-damon] [--load-cpus N]',
@@ -148,6 +149,7 @@ export function highestRateUnder(rates: readonly number[], cells: readonly Sweep
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('latency-sweep');
   const o = readCommandLine(COMMAND, sweepOptions);
   const built = openLoopBinary();
   if (!('bin' in built)) exitWithUsageError(COMMAND, built.reason);

@@ -28,6 +28,7 @@ import { PATH, PROMPT, routerEnv, routerResources } from './scenarios.js';
 import { haveBinary, startHttp1Proxy, startMock, startNginx, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { median } from './order-stats.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/paced-streams.js [--streams N] [--tps R] [--rounds N] [--duration S] [--workers N]',
@@ -155,6 +156,7 @@ function fixed(n: number, digits: number): string {
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('paced-streams');
   const o = readCommandLine(COMMAND, pacedOptions);
   for (const bin of ['wrk', 'nginx']) if (!haveBinary(bin)) throw new Error(`${bin} is not installed (Debian package ${bin === 'nginx' ? 'nginx-light' : bin})`);
   const paced = ['--tokens-per-second', String(o.tps)];

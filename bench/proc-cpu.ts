@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { trackProcess } from '../test/helpers/processes.js';
 
 const TICK_MS = 1000 / (Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100);
 
@@ -155,6 +156,7 @@ export function treeCpu(root: number): { pids: number[]; delta(): number } {
 export async function runLoadChild<T>(tool: string, cmd: string, args: readonly string[], mark: string, url: string): Promise<{ json: T; loadCpuMs: number }> {
   const cpuBefore = reapedChildrenCpuMs();
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  trackProcess(child); // an interrupted run stops its load generator too (interrupt.ts)
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
   child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });

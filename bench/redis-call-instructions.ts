@@ -29,6 +29,7 @@ import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from 
 import { callgrindRun, perCall } from './call-instructions.js';
 import { addMapped, largest, PerfMap, selfCostByFunction } from './callgrind-functions.js';
 import { startRedis } from './targets.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/redis-call-instructions.js [<tree>] [--turns N] [--admissions 1,10] [--limits 1|2] [--functions N]',
@@ -66,6 +67,7 @@ export function splitCallCost(fewer: number, atFewer: number, more: number, atMo
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('redis-call-instructions');
   const { tree, turns, admissions, limits, functions } = readCommandLine(COMMAND, redisCallInstructionsOptions);
   const root = resolve(tree);
   const runner = join(root, 'dist/bench/redis-call-instructions-runner.js');

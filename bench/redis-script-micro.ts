@@ -17,6 +17,7 @@ import { readCommandLine, type CommandLine, type CommandSpec } from './cli-args.
 import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js';
 import { startRedis, stopAll } from './targets.js';
 import { median } from './order-stats.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/redis-script-micro.js [<treeA> [<treeB>]] [--calls N] [--rounds R]',
@@ -94,6 +95,7 @@ export function scriptMicroOptions(line: CommandLine): { trees: readonly string[
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('redis-script-micro');
   const { trees, calls, rounds } = readCommandLine(COMMAND, scriptMicroOptions);
   const scripts = await Promise.all(trees.map(loadScript));
   const { address } = await startRedis(process.env.REDIS_SERVER_BIN ?? 'redis-server');

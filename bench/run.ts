@@ -37,6 +37,7 @@ import { createTestCa } from '../test/helpers/test-ca.js';
 import { statusOverTls } from '../test/helpers/processes.js';
 import * as scenariosModule from './scenarios.js';
 import { startTarget, type TargetModules } from './start-target.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const THIS_TREE: TargetModules = { targets: targetsModule, scenarios: scenariosModule };
 
@@ -50,6 +51,7 @@ function firstBinary(...candidates: string[]): string | null {
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('bench');
   const opts = readCommandLine(RUN_COMMAND, runOptions);
   const startedAt = new Date().toISOString();
   const loadAvgStart = loadavg();

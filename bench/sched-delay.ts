@@ -33,6 +33,7 @@ import { startMock, stopAll, type Target } from './targets.js';
 import { startTarget } from './start-target.js';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { percentile } from './order-stats.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/sched-delay.js [--targets id,id] [--rate R] [--record S] [--rounds N]',
@@ -112,6 +113,7 @@ function recordScheduler(file: string, seconds: number): Promise<void> {
 const ms = (x: number | undefined): string => (x === undefined ? '–' : x.toFixed(3));
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('sched-delay');
   const { ids, rate, recordS, rounds } = readCommandLine(COMMAND, schedDelayOptions);
   if (spawnSync('perf', ['--version']).status !== 0) throw new Error('perf is not installed (Debian package linux-perf)');
 

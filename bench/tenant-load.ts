@@ -18,6 +18,7 @@ import { routerResources, type LimitMode } from './scenarios.js';
 import { median } from './order-stats.js';
 import { infoCommandstats, scriptCallsIn } from './redis-stats.js';
 import { haveBinary, startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/tenant-load.js [--rounds N] [--seconds S] [--redis BIN]',
@@ -51,6 +52,7 @@ function authFile(dir: string, mode: LimitMode): string {
 interface Variant { name: string; target: Target; headers: Record<string, string>; redis: Target | null; redisAddress: string }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('tenant-load');
   const dir = tempDir('ir-bench-tenant-');
   const mock = await startMock('pod-a');
   const variants: Variant[] = [];

@@ -10,6 +10,7 @@ import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { routerResources } from './scenarios.js';
 import { median } from './order-stats.js';
 import { startMock, startRouter, stopAll, type Target } from './targets.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/tokenizer-load.js [--rounds N] [--seconds S] [--big-per-second N]',
@@ -56,6 +57,7 @@ function bigSender(url: string, body: Buffer, rate: number): () => Promise<numbe
 
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('tokenizer-load');
   const mock = await startMock('pod-a');
   const big = Buffer.from(JSON.stringify({ model: 'sf-model', prompt: bigPrompt(200 * 1024) }));
   const small = JSON.stringify({ model: 'sf-model', prompt: 'San Francisco is a' });

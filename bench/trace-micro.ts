@@ -24,6 +24,7 @@ import { Tracer } from 'inference-router/observe/tracer';
 import { parseTraceSettings } from 'inference-router/observe/trace-settings';
 import { ROOT } from './targets.js';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/trace-micro.js [--sdk-dir DIR/node_modules] [--rate N] [--requests N]',
@@ -147,6 +148,7 @@ async function measure(impl: Impl, n: number, c: Collector): Promise<{ cpuUsPerR
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('trace-micro');
   const collector = await startCollector();
   try {
     const impls = [ours(collector.url)];

@@ -17,6 +17,7 @@ import { haveBinary, ROOT, startMock, stopAll, type Target } from './targets.js'
 import { CANDIDATES, type CandidateKind } from './upstream-candidates.js';
 import { PATH, PROMPT } from './scenarios.js';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const log = (m: string): void => { process.stderr.write(`[upstream-clients] ${m}\n`); };
 
@@ -57,6 +58,7 @@ async function sanity(targets: Map<CandidateKind, Target>, mock: Target): Promis
 interface Sample { kind: CandidateKind; load: string; rps: number; cpuUs: number; errors: number }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('upstream-clients');
   const { rounds, durationS, connections, workers } = readCommandLine(COMMAND, (line) => ({
     rounds: line.positiveNumber('--rounds') ?? 3,
     durationS: line.positiveNumber('--duration') ?? 5,

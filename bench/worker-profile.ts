@@ -26,6 +26,7 @@ import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS, 
 import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { walkSamples, type CallFrame, type CpuProfile, type ProfileNode } from './cpu-profile.js';
+import { stopChildrenOnInterrupt } from './interrupt.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N] [--connections N] [--tps R] [--callers NAME,NAME]',
@@ -209,6 +210,7 @@ function callerNames(list: string | undefined): string[] {
 }
 
 async function main(): Promise<void> {
+  stopChildrenOnInterrupt('worker-profile');
   const { scenario, durationS, rate, top, workers, connections, tps, callers } = readCommandLine(COMMAND, workerProfileOptions);
   const target = scenario.target as Parameters<typeof routerEnv>[0];
   const paced = tps === undefined ? [] : ['--tokens-per-second', String(tps)];

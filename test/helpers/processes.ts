@@ -108,13 +108,24 @@ process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
+/** The pids of the processes started here that have not exited (for an interrupted bench tool: bench/interrupt.ts). */
+export function livePids(): number[] {
+  return [...live].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+}
+
+/** Counts `child`, started elsewhere, among the processes started here (killed at exit, listed by livePids). */
+export function trackProcess(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
 /** Starts `command args` with this process's environment plus `env`, capturing its output. */
 export function spawnProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const name = opts.name ?? `${command} ${args[0] ?? ''}`.trim();
   if (child.pid === undefined) throw new Error(`could not start ${name} (${command})`);
-  live.add(child);
-  child.once('exit', () => live.delete(child));
+  trackProcess(child);
   const keep = opts.keepChars ?? Infinity;
   const bound = (s: string): string => (s.length > keep ? s.slice(-keep) : s);
   let out = '';
