@@ -33,6 +33,8 @@ import { watchTlsFiles } from './tls-file-watch.js';
 import { TlsServedFiles } from './tls-served-files.js';
 import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
 import { performance } from 'node:perf_hooks';
+import { RollingReplacement } from './rolling-replacement.js';
+import { nodeTimers } from '../timers.js';
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -178,10 +180,6 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // The workers read the command line again: a --host after the given one (the last one wins) moves them.
   const args = host === settings.host ? workerArgs : [...workerArgs, '--host', host];
   cluster.setupPrimary({ args, execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, settings.workerSemiSpaceMb), silent: false });
-  /** Workers told to drain alone (core:retire): replaced in a certificate rotation, not restarted when they exit. */
-  const retiring = new Set<number>();
-  /** The worker a rotation is replacing now: its replacement is started already, so its crash forks none. */
-  let replacing: number | null = null;
   // HTTPS: the workers open their listener from the primary's copy of the pair it checked (tls-served-files.ts).
   const served = settings.tls === null ? null : new TlsServedFiles(settings.tls);
   const startPair = settings.tls?.pair ?? null;
@@ -190,7 +188,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     process.once('exit', () => served.remove()); // also when the primary fails
     if (served.fallback !== null) ops.warn('tls', `workers read ROUTER_TLS_CERT_FILE and ROUTER_TLS_KEY_FILE themselves: ${served.fallback}; a worker started while the files are rewritten may fail to start`);
   }
-  const fork = (): Worker => {
+  const forkWorker = (): Worker => {
     const files = served?.files;
     const w = cluster.fork(files === undefined ? { ROUTER_WORKER: '1' } : { ROUTER_WORKER: '1', ROUTER_TLS_CERT_FILE: files.certFile, ROUTER_TLS_KEY_FILE: files.keyFile });
     dropMessagesToDeadWorker(w, (m) => ops.warn('worker', `worker ${w.process.pid}: ${m}`));
@@ -226,11 +224,29 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // A worker that starts while a snapshot exists gets it as soon as it listens (above).
     return w;
   };
+  // Every worker is forked through it: a certificate rotation replaces those that opened an earlier pair.
+  const rolling = new RollingReplacement<Worker>({
+    workers: () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined),
+    fork: forkWorker,
+    write: (pair) => served!.write(pair),
+    prune: () => served!.prune(),
+    listening: (w) => listening.has(w.id),
+    serving: (w) => listening.has(w.id) && (snapshot === null || applied.has(w.id)),
+    retired: (w) => {
+      listening.delete(w.id);
+      applied.delete(w.id);
+      updateReady();
+    },
+    stopping: () => draining,
+    timers: nodeTimers,
+  });
+  const fork = (): Worker => rolling.fork();
 
   cluster.on('exit', (w, code, signal) => {
     const wasListening = listening.delete(w.id);
     applied.delete(w.id);
-    if (retiring.delete(w.id)) {
+    const was = rolling.exited(w);
+    if (was.role === 'retired') {
       // Replaced in a certificate rotation: it drained alone and exits 0.
       if (code !== 0 || signal !== null) {
         ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`}) while draining to be replaced; any requests it had in flight were lost`,
@@ -247,19 +263,21 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       }
       return;
     }
-    ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}`,
+    // In a certificate rotation, none is restarted for a worker whose replacement is started, nor
+    // for a new worker while the one it was to replace runs (the rotation stops and is tried again).
+    const rotation = was.role === 'replaced'
+      ? `; worker ${was.by.process.pid}, started to replace it in a certificate rotation, takes its place`
+      : was.role === 'spare' ? `; it was started to replace worker ${was.replaces.process.pid} in a certificate rotation, which keeps serving` : '';
+    ops.warn('worker', `worker ${w.process.pid} exited (${signal ?? `code ${code}`})${wasListening ? '' : ' before listening'}${rotation}`,
       { worker: w.process.pid ?? null, code, signal });
     updateReady();
-    if (replacing === w.id) {
-      // Its replacement is starting already (a certificate rotation).
-      replacing = null;
-      return;
-    }
+    // Every death counts, restarted or not: a rotation's new workers dying one after another are a loop too.
     if (!guard.allowRestart()) {
       ops.error('worker', 'workers are crashing in a loop (more than 5 deaths in 30s); stopping the router');
       void shutdown(1);
       return;
     }
+    if (was.role !== 'worker') return;
     const next = fork();
     ops.info('worker', `worker restarted: ${next.process.pid} replaces ${w.process.pid}`, { worker: next.process.pid ?? null, replaces: w.process.pid ?? null });
   });
@@ -315,71 +333,15 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     broadcast({ t: 'core:reopen-log' });
   });
 
-  /**
-   * A certificate rotation's rolling replacement: for each worker, one at a time, a new worker
-   * (opening the new pair's copy) is started and waited for until it listens with the
-   * configuration applied; then the old one drains alone (core:retire: its listener closed, its
-   * requests finished, its kept-alive connections ended as they go quiet). The port is served
-   * throughout. Resolves once the old workers have exited.
-   */
-  const rollWorkers = async (pair: Parameters<TlsServedFiles['write']>[0]): Promise<void> => {
-    served!.write(pair);
-    const old = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead() && !retiring.has(w.id));
-    const retired: Worker[] = [];
-    try {
-      for (const w of old) {
-        if (draining) throw new Error('the router is stopping');
-        if (w.isDead()) continue; // it crashed meanwhile: its restart opened the new pair
-        replacing = w.id;
-        const next = fork();
-        await until(() => {
-          if (next.isDead()) throw new Error(`worker ${next.process.pid}, started to replace worker ${w.process.pid}, exited before listening`);
-          if (draining) throw new Error('the router is stopping');
-          return listening.has(next.id) && (snapshot === null || applied.has(next.id));
-        });
-        replacing = null;
-        // One still starting (a crash's replacement forked with the previous pair) is retired once
-        // it listens: before, it would not hear core:retire.
-        await until(() => w.isDead() || listening.has(w.id) || draining);
-        if (w.isDead() || draining) continue;
-        retiring.add(w.id);
-        listening.delete(w.id);
-        applied.delete(w.id);
-        w.send({ t: 'core:retire' } satisfies PrimaryToWorker);
-        retired.push(w);
-        updateReady();
-      }
-    } finally {
-      replacing = null;
-    }
-    await until(() => retired.every((w) => w.isDead()));
-    served!.prune();
-  };
-
   let stopTls = (): void => undefined;
   if (settings.tls !== null && startPair !== null) {
-    const watch = watchTlsFiles(settings.tls, startPair, rollWorkers, ops);
+    const watch = watchTlsFiles(settings.tls, startPair, (pair) => rolling.roll(pair), ops);
     tlsSeries = () => tlsCertificateSeries(watch.notAfter());
     stopTls = () => watch.stop();
   }
 
   for (let i = 0; i < settings.workers; i++) fork();
   ops.info('workers', `started ${settings.workers} workers on ${host}:${settings.port}`, { workers: settings.workers });
-}
-
-/** Resolves once `cond` holds, checked every 20 ms; rejects when it throws. */
-function until(cond: () => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const check = (): void => {
-      try {
-        if (cond()) resolve();
-        else setTimeout(check, 20);
-      } catch (err) {
-        reject(err as Error);
-      }
-    };
-    check();
-  });
 }
 
 function waitForWorkersToExit(): Promise<void> {
