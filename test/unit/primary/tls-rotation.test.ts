@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ListenerTlsPair } from '../../../src/config/listener-tls.js';
-import { TlsRotation } from '../../../src/primary/tls-rotation.js';
+import { RETRY_FIRST_MS, RETRY_MAX_MS, TlsRotation } from '../../../src/primary/tls-rotation.js';
 import { TlsServedFiles } from '../../../src/primary/tls-served-files.js';
 import { tlsCertificateSeries } from '../../../src/observe/tls-certificate-series.js';
+import { ManualTimers, turn } from '../../helpers/manual-timers.js';
 
 const FILES = Object.freeze({ certFile: '/secret/tls.crt', keyFile: '/secret/tls.key' });
 
@@ -20,6 +21,7 @@ function setup() {
   const rotations: { to: string; done: () => void; fail: (e: Error) => void }[] = [];
   let running = 0;
   let most = 0;
+  const timers = new ManualTimers();
   const r = new TlsRotation({
     files: FILES,
     served: pair('a'),
@@ -35,11 +37,10 @@ function setup() {
     }),
     info: (m) => lines.push(`info ${m}`),
     warn: (m, fields) => lines.push(`warn ${m} ${JSON.stringify(fields)}`),
+    timers,
   });
-  return { r, disk, lines, rotations, most: () => most };
+  return { r, disk, lines, rotations, timers, most: () => most };
 }
-
-const turn = (): Promise<void> => new Promise((res) => setImmediate(res));
 
 describe('TlsRotation', () => {
   it('does nothing while the files hold the pair served, however often it is told', async () => {
@@ -103,26 +104,134 @@ describe('TlsRotation', () => {
     expect(rotations).toHaveLength(1);
   });
 
-  it('a rotation that fails keeps the pair served, says so, and the same files are tried again at the next change', async () => {
-    const { r, disk, lines, rotations } = setup();
+  it('a rotation that fails keeps the pair served, says what failed and when it is tried again', async () => {
+    const { r, disk, lines, rotations, timers } = setup();
     disk.cert = disk.key = 'b';
     const p = r.changed();
     rotations[0].fail(new Error('worker 12, started to replace worker 10, exited before listening'));
     await p;
     expect(r.served.subject).toBe('CN=a');
-    expect(lines.at(-1)).toMatch(/^warn certificate rotation stopped: worker 12, started to replace worker 10, exited before listening; checked again/);
-    void r.changed();
-    expect(rotations).toHaveLength(2);
+    expect(lines.at(-1)).toMatch(/^warn certificate rotation stopped: worker 12, started to replace worker 10, exited before listening; tried again in 5 s \(or at once when the files change\) /);
+    expect(lines.at(-1)).toContain('"subject":"CN=b"');
+    expect(lines.at(-1)).toContain('"rotated":false,"retryMs":5000');
+    expect(r.retryPending).toBe(true);
+    expect(timers.pending()).toEqual([RETRY_FIRST_MS]);
+    void r.changed(); // nothing changed: the retry waits
+    expect(rotations).toHaveLength(1);
   });
 
-  it('a rotation ended by the router\'s drain is not warned about', async () => {
-    const { r, disk, lines, rotations } = setup();
+  it('a stopped rotation is tried again on its own, 5 s later and twice as long after each failure up to 5 min, until it is done', async () => {
+    const { r, disk, lines, rotations, timers } = setup();
+    disk.cert = disk.key = 'b';
+    const p = r.changed();
+    rotations[0].fail(new Error('worker 12, started to replace worker 10, exited before listening'));
+    await p;
+    const waits: number[] = [];
+    for (let i = 1; i <= 8; i++) {
+      const wait = timers.pending()[0]!;
+      waits.push(wait);
+      await timers.advance(wait - 1);
+      expect(rotations).toHaveLength(i); // not before its time
+      await timers.advance(1);
+      expect(rotations).toHaveLength(i + 1);
+      expect(rotations[i].to).toBe('CN=b');
+      expect(r.busy).toBe(true);
+      rotations[i].fail(new Error(`worker ${20 + i} exited before listening`));
+      await turn();
+    }
+    expect(waits).toEqual([5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000]);
+    expect(RETRY_MAX_MS).toBe(300_000);
+    const warns = lines.filter((l) => l.startsWith('warn certificate rotation stopped'));
+    expect(warns.map((l) => /tried again in ([^(]+) \(/.exec(l)?.[1])).toEqual(['5 s', '10 s', '20 s', '40 s', '1 min 20 s', '2 min 40 s', '5 min', '5 min', '5 min']);
+    expect(lines.filter((l) => l.startsWith('info certificate rotation tried again (try 2)'))).toEqual([
+      'info certificate rotation tried again (try 2): replacing the workers that do not serve CN=b, valid until 2030-01-01T00:00:00.000Z yet',
+    ]);
+    await timers.advance(300_000);
+    rotations[9].done();
+    await turn();
+    expect(r.served.subject).toBe('CN=b');
+    expect(lines.at(-1)).toBe('info certificate rotation done: every worker serves CN=b, valid until 2030-01-01T00:00:00.000Z');
+    expect(r.retryPending).toBe(false);
+    expect(timers.pending()).toEqual([]);
+  });
+
+  it('a change of the files while a retry waits is checked at once: a new pair is rolled out then, its own retries starting at 5 s', async () => {
+    const { r, disk, lines, rotations, timers } = setup();
+    disk.cert = disk.key = 'b';
+    const p = r.changed();
+    rotations[0].fail(new Error('worker 12 exited before listening'));
+    await p;
+    await timers.advance(5_000);
+    rotations[1].fail(new Error('worker 13 exited before listening'));
+    await turn();
+    expect(timers.pending()).toEqual([10_000]);
+    await timers.advance(3_000);
+    disk.cert = disk.key = 'c';
+    const q = r.changed();
+    expect(rotations.map((x) => x.to)).toEqual(['CN=b', 'CN=b', 'CN=c']);
+    expect(timers.pending()).toEqual([]); // the retry of CN=b is cancelled
+    expect(lines.at(-1)).toMatch(/^info certificate rotation: replacing the workers one at a time to serve CN=c/);
+    rotations[2].fail(new Error('worker 14 exited before listening'));
+    await q;
+    expect(timers.pending()).toEqual([5_000]);
+    await timers.advance(5_000);
+    expect(rotations.map((x) => x.to)).toEqual(['CN=b', 'CN=b', 'CN=c', 'CN=c']);
+    rotations[3].done();
+    await turn();
+    expect(r.served.subject).toBe('CN=c');
+  });
+
+  it('files written back to the pair served after a rotation stopped: that pair is rolled out (the workers serve two)', async () => {
+    const { r, disk, rotations, timers } = setup();
+    disk.cert = disk.key = 'b';
+    const p = r.changed();
+    rotations[0].fail(new Error('worker 12 exited before listening'));
+    await p;
+    disk.cert = disk.key = 'a';
+    const q = r.changed();
+    expect(rotations.map((x) => x.to)).toEqual(['CN=b', 'CN=a']);
+    rotations[1].done();
+    await q;
+    expect(r.served.subject).toBe('CN=a');
+    expect(timers.pending()).toEqual([]);
+  });
+
+  it('an invalid pair while a retry waits is refused and the retry kept', async () => {
+    const { r, disk, lines, rotations, timers } = setup();
+    disk.cert = disk.key = 'b';
+    const p = r.changed();
+    rotations[0].fail(new Error('worker 12 exited before listening'));
+    await p;
+    disk.cert = 'c';
+    await r.changed();
+    expect(lines.at(-1)).toMatch(/^warn certificate not rotated: ROUTER_TLS_KEY_FILE: .*; the rotation to CN=b, valid until 2030-01-01T00:00:00.000Z is still tried again as planned; checked again at the next change/);
+    expect(timers.pending()).toEqual([5_000]);
+    await timers.advance(5_000);
+    expect(rotations.map((x) => x.to)).toEqual(['CN=b', 'CN=b']);
+  });
+
+  it('the drain cancels a retry that waits', async () => {
+    const { r, disk, rotations, timers } = setup();
+    disk.cert = disk.key = 'b';
+    const p = r.changed();
+    rotations[0].fail(new Error('worker 12 exited before listening'));
+    await p;
+    r.stop();
+    expect(r.retryPending).toBe(false);
+    expect(timers.pending()).toEqual([]);
+    await timers.advance(RETRY_MAX_MS);
+    expect(rotations).toHaveLength(1);
+  });
+
+  it('a rotation ended by the router\'s drain is not warned about nor tried again', async () => {
+    const { r, disk, lines, rotations, timers } = setup();
     disk.cert = disk.key = 'b';
     const p = r.changed();
     r.stop();
     rotations[0].fail(new Error('the router is stopping'));
     await p;
     expect(lines.filter((l) => l.startsWith('warn'))).toEqual([]);
+    expect(timers.pending()).toEqual([]);
   });
 
   it('starts nothing once stopped', async () => {
