@@ -8,10 +8,15 @@
  * Each time new connections get the new certificate, the expiry metric follows, and no request fails
  * (but for a new connection the kernel resets as it had queued it for a listener closing: see below).
  * A worker restarted after a crash while the files hold half a pair serves the pair last checked.
+ *
+ * Then, over a second router: a rotation whose new workers cannot start (their access-log file's
+ * path has become a directory, which a worker that is running, holding the file open, does not
+ * notice) keeps the two workers it had, no more, is tried again on its own (5 s, then 10 s later)
+ * and, once new workers can start, is done.
  */
 import { request, Agent } from 'node:https';
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -210,4 +215,89 @@ describe('certificate rotation', () => {
     expect(await expiry()).toBe(third.notAfter);
     expect(router.stderr()).toMatch(/worker restarted/);
   }, 60_000);
+});
+
+describe('certificate rotation whose new workers cannot start', () => {
+  let ca: TestCa;
+  let mock: MockBackend;
+  let router: Proc;
+  let port: number;
+  let caPem: string;
+  let dir: string;
+  let first: Pair;
+  let second: Pair;
+
+  /** Writes the pair beside the files, then renames both over them (checked together, once). */
+  const replacePair = (pair: Pair): void => {
+    writeFileSync(join(dir, 'tls.crt.new'), pair.cert);
+    writeFileSync(join(dir, 'tls.key.new'), pair.key);
+    renameSync(join(dir, 'tls.key.new'), join(dir, 'tls.key'));
+    renameSync(join(dir, 'tls.crt.new'), join(dir, 'tls.crt'));
+  };
+
+  beforeAll(async () => {
+    ca = await createTestCa();
+    caPem = readFileSync(ca.caFile, 'utf8');
+    [first, second] = [await issue(ca, 'first', 2), await issue(ca, 'second', 30)];
+    dir = tempDir('ir-test-tls-');
+    writeFileSync(join(dir, 'tls.crt'), first.cert);
+    writeFileSync(join(dir, 'tls.key'), first.key);
+    mock = await startMock('pod-a');
+    port = await freePort();
+    const resourcesFile = join(tempDir(), 'resources.yaml');
+    writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
+    router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
+      { ACCESS_LOG_OUTPUT: join(dir, 'access.log'), ROUTER_DRAIN_DELAY: '0', ROUTER_TLS_CERT_FILE: join(dir, 'tls.crt'), ROUTER_TLS_KEY_FILE: join(dir, 'tls.key') }, { name: 'router' });
+    await waitWhileRunning('the router ready over HTTPS', router, async () => (await call(port, caPem, false, '/readyz')).ok, 30_000);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([router?.kill(), mock?.kill()]);
+    ca?.remove();
+  });
+
+  const count = (re: RegExp): number => router.stderr().split('\n').filter((l) => re.test(l)).length;
+  const fingerprints = async (n: number): Promise<string[]> => {
+    const out = new Set<string>();
+    for (let i = 0; i < n; i++) {
+      const r = await call(port, caPem, false, '/v1/models');
+      expect(r.ok).toBe(true);
+      out.add(r.fingerprint ?? '');
+    }
+    return [...out];
+  };
+
+  it('keeps as many workers as configured, and tries the rotation again on its own until it is done', async () => {
+    const pids = childPids(router.pid).sort();
+    expect(pids).toHaveLength(2);
+    // A worker started from now on cannot open its access log: the file's path is a directory.
+    renameSync(join(dir, 'access.log'), join(dir, 'access.log.1'));
+    mkdirSync(join(dir, 'access.log'));
+    replacePair(second);
+
+    await waitWhileRunning('the rotation stopped', router, () => count(/certificate rotation stopped/) === 1, 30_000);
+    expect(router.stderr()).toMatch(/certificate rotation stopped: worker \d+, started to replace worker \d+, exited before listening; tried again in 5 s \(or at once when the files change\)/);
+    expect(router.stderr()).toMatch(/failed: ACCESS_LOG_OUTPUT: cannot append to ".*access\.log": it is a directory/);
+    expect(router.stderr()).toMatch(/worker \d+ exited \(code 1\) before listening; it was started to replace worker \d+ in a certificate rotation, which keeps serving/);
+    expect(childPids(router.pid).sort()).toEqual(pids);
+    expect(await fingerprints(6)).toEqual([first.fingerprint]);
+
+    await waitWhileRunning('the rotation stopped again', router, () => count(/certificate rotation stopped/) === 2, 30_000);
+    expect(router.stderr()).toMatch(/certificate rotation tried again \(try 2\)/);
+    expect(router.stderr()).toMatch(/certificate rotation stopped: .*; tried again in 10 s/);
+    expect(childPids(router.pid).sort()).toEqual(pids);
+
+    // New workers can start again: the next try (10 s later) is done.
+    rmSync(join(dir, 'access.log'), { recursive: true });
+    await waitWhileRunning('the rotation done', router, () => count(/certificate rotation done/) === 1, 60_000);
+    expect(count(/certificate rotation stopped/)).toBe(2);
+    expect(await fingerprints(6)).toEqual([second.fingerprint]);
+    await waitWhileRunning('the replaced workers gone', router, () => childPids(router.pid).every((p) => !pids.includes(p)), 30_000);
+    expect(childPids(router.pid)).toHaveLength(2);
+    expect(existsSync(join(dir, 'access.log'))).toBe(true); // opened by the new workers
+    expect(router.stderr()).not.toMatch(/worker restarted|crashing in a loop/);
+    expect(router.child.exitCode).toBe(null);
+    // Readiness never went off meanwhile.
+    expect(count(/\/readyz answers 200/)).toBe(1);
+    expect(count(/\/readyz answers 503/)).toBe(0);
+  }, 90_000);
 });
