@@ -16,7 +16,7 @@ export interface TlsFileWatch {
   stop(): void;
 }
 
-/** Starts watching `files`; `rotate` rolls a valid new pair out to the workers (primary.ts). */
+/** Starts watching `files`; `rotate` rolls a valid new pair out to the workers (rolling-replacement.ts). */
 export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotate: (pair: ListenerTlsPair) => Promise<void>, ops: OpsLog): TlsFileWatch {
   const rotation = new TlsRotation({
     files,
