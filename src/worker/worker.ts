@@ -171,7 +171,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   });
   const limiters = new LimiterRegistry(new LocalLimitClient(), settings.redisLimits, {
     // A store unreachable or gone is a warning: its failure mode decides meanwhile (`closed`: 503s).
-    log: (m, level) => (level === 'warn' ? ops.warn('limits', m) : ops.info('limits', m)),
+    // An error: a Redis user that may not run the commands the scripts call (it needs the operator).
+    log: (m, level) => (level === 'error' ? ops.error('limits', m) : level === 'warn' ? ops.warn('limits', m) : ops.info('limits', m)),
     onStoreError: (store) => metrics.redisError(store),
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
     onLease: (event) => metrics.leaseEvent(event),

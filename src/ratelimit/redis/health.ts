@@ -16,8 +16,17 @@ export interface HealthOptions {
   timeoutMs: number;
   /** Delay between health pings while the circuit is open. */
   probeIntervalMs: number;
-  /** `warn` for the store going down (unreachable at start, unavailable later). */
-  log: (message: string, level?: 'warn') => void;
+  /** `warn` for the store going down (unreachable at start, unavailable later), `error` for a refusal of the check. */
+  log: (message: string, level?: 'warn' | 'error') => void;
+  /**
+   * Asked before the circuit closes (at each connection, and when a health PING answers): null
+   * when the store may be used, else the line saying why not (logged as an `error`; the circuit
+   * stays open, and the next probe asks again). A rejection, or no answer within the timeout,
+   * counts as a failed command.
+   */
+  check?: () => Promise<string | null>;
+  /** Called each time the check refuses or fails. */
+  onCheckError?: () => void;
   /** Called each time the circuit opens (a failed or timed-out command, a lost connection). */
   onDown?: () => void;
   /** Called each time the circuit closes (the first connection too). */
@@ -35,6 +44,10 @@ export interface HealthOptions {
  * refusing a command the script calls) still answers PING: the circuit then closes after the probe
  * interval, lets calls try again, and opens on the next refusal, but that is one outage in the log,
  * over only once a script call answers (answered()), not a pair of lines at every try.
+ *
+ * With a `check`, the circuit closes only once it passes: the connection's `ready` or a PING that
+ * answers asks it first; a refusal keeps the circuit open (one `error` line per outage, unless
+ * what it says changes) and the probe asks again every probe interval.
  */
 export class StoreHealth {
   private current: StoreState = 'starting';
@@ -48,6 +61,10 @@ export class StoreHealth {
   private refused = false;
   /** Closed by a PING after a refusal: the outage is over (logged) once a script call answers. */
   private unconfirmed = false;
+  /** The check under way is this one (an older one's answer is ignored); raised when the circuit opens. */
+  private checks = 0;
+  /** The line the check's refusal last logged in this outage, or null. */
+  private refusal: string | null = null;
 
   constructor(client: LimiterClient, opts: HealthOptions) {
     this.client = client;
@@ -85,8 +102,23 @@ export class StoreHealth {
    * answered the command with an error (it is reachable, and answers PING).
    */
   markDown(reason: string, refused = false): void {
+    // A check under way answers for a connection that failed since.
+    this.checks++;
     if (this.closed || this.current === 'down') return;
-    const atStart = this.current === 'starting';
+    this.open(refused, this.downLine(reason), 'warn');
+  }
+
+  private downLine(reason: string): string {
+    const { name, failureMode } = this.opts;
+    const hint = failureHint(reason, this.opts.tls === true);
+    return (this.current === 'starting'
+      ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
+      : `rate limit store ${name} is unavailable (${reason}); failure mode "${failureMode}" applies until it answers again`) +
+      (hint === null ? '' : `; ${hint}`);
+  }
+
+  /** Opens the circuit (it is not open): `line` says why, unless this outage was logged already. */
+  private open(refused: boolean, line: string, level: 'warn' | 'error'): void {
     this.current = 'down';
     this.releaseStartupWaiters();
     if (this.opts.onDown !== undefined) this.opts.onDown();
@@ -95,15 +127,8 @@ export class StoreHealth {
     this.unconfirmed = false;
     this.refused = refused;
     if (!same) {
-      const { name, failureMode } = this.opts;
-      const hint = failureHint(reason, this.opts.tls === true);
-      this.opts.log(
-        (atStart
-          ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
-          : `rate limit store ${name} is unavailable (${reason}); failure mode "${failureMode}" applies until it answers again`) +
-        (hint === null ? '' : `; ${hint}`),
-        'warn',
-      );
+      this.refusal = level === 'error' ? line : null;
+      this.opts.log(line, level);
     }
     // The first ping goes out at once: a failure caused by a stall of this process (event loop
     // lag past the timeout) rather than by Redis then costs one round trip, not a probe interval.
@@ -116,11 +141,63 @@ export class StoreHealth {
     if (!this.unconfirmed) return;
     this.unconfirmed = false;
     this.refused = false;
+    this.refusal = null;
     this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
   }
 
+  /** The connection is ready, or a PING answered: the circuit closes, once the check (if any) passes. */
   markUp(): void {
     if (this.closed || this.current === 'up') return;
+    const check = this.opts.check;
+    if (check === undefined) {
+      this.up();
+      return;
+    }
+    const run = ++this.checks;
+    // No probe meanwhile: the check's answer decides whether one is needed.
+    if (this.probeTimer !== null) {
+      clearTimeout(this.probeTimer);
+      this.probeTimer = null;
+    }
+    awaitReply(check(), this.opts.timeoutMs, {
+      reply: (refusal) => {
+        if (run !== this.checks || this.closed) return;
+        if (refusal === null) this.up();
+        else this.refuse(refusal, 'error');
+      },
+      fail: (err) => {
+        if (run !== this.checks || this.closed) return;
+        if (this.opts.onCheckError !== undefined) this.opts.onCheckError();
+        const reason = err instanceof Error ? err.message : String(err);
+        const refused = err instanceof Error && err.name === 'ReplyError';
+        if (this.current !== 'down') this.markDown(reason, refused);
+        else if (refused) this.refuse(this.downLine(reason), 'warn');
+        else this.scheduleProbe();
+      },
+      // Already failed (counted as such): the next probe asks again.
+      late: () => {},
+    });
+  }
+
+  /**
+   * The check refused (or Redis answered it with an error): the circuit opens, or stays open, and
+   * the probe asks again after the probe interval. `line` is logged unless this outage logged it.
+   */
+  private refuse(line: string, level: 'warn' | 'error'): void {
+    if (level === 'error' && this.opts.onCheckError !== undefined) this.opts.onCheckError();
+    if (this.current !== 'down') {
+      this.open(true, line, level);
+      return;
+    }
+    this.refused = true;
+    if (line !== this.refusal) {
+      this.refusal = line;
+      this.opts.log(line, level);
+    }
+    this.scheduleProbe();
+  }
+
+  private up(): void {
     const wasDown = this.current === 'down';
     this.current = 'up';
     this.releaseStartupWaiters();
@@ -130,7 +207,10 @@ export class StoreHealth {
     }
     // After a refusal, PING answering says nothing of the scripts: logged when one answers (answered()).
     if (wasDown && this.refused) this.unconfirmed = true;
-    else if (wasDown) this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
+    else if (wasDown) {
+      this.refusal = null;
+      this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
+    }
     if (this.opts.onUp !== undefined) this.opts.onUp();
   }
 

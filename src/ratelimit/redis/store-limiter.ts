@@ -14,6 +14,7 @@ import { NO_LIMIT } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
 import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
 import { StoreHealth, type StoreState } from './health.js';
+import { aclRefusalLine, refusedScriptCommands } from './acl-check.js';
 import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
 import { evictingPolicy, evictionWarning } from './eviction.js';
 import { Incarnations, NO_INCARNATION } from './incarnations.js';
@@ -33,9 +34,10 @@ export interface RedisStoreOptions {
   clock?: Clock;
   /**
    * Where the outage / recovery lines go (once per transition). Default: stderr. `warn` marks the
-   * lines that say something is wrong (the store unreachable or unavailable, credentials ignored).
+   * lines that say something is wrong (the store unreachable or unavailable, credentials ignored),
+   * `error` the one saying the Redis user may not run a command the scripts call (acl-check.ts).
    */
-  log?: (message: string, level?: 'warn') => void;
+  log?: (message: string, level?: 'warn' | 'error') => void;
   /** Delay between health pings while the store is down, ms (default 500). */
   probeIntervalMs?: number;
   /** Longest a settle with no admission of its key waits to ride along with one, ms (default SETTLE_WAIT_MS). */
@@ -134,7 +136,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private closures = 0;
   /** The eviction policy of the Redis last read (eviction.ts), null when it evicts nothing; warned once per change. */
   private evicting: string | null = null;
-  private readonly log: (message: string, level?: 'warn') => void;
+  private readonly log: (message: string, level?: 'warn' | 'error') => void;
 
   constructor(address: string, settings: RedisLimitSettings, opts: RedisStoreOptions = {}) {
     const target = parseRedisAddress(address, settings.cluster);
@@ -193,6 +195,15 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
         this.batches.flushAll();
       },
       onUp: () => this.readInstance(),
+      // Before any script runs on a connection: a script Redis refuses part-way keeps what it wrote
+      // before the refused command (keys without their expiry, when PEXPIRE is refused).
+      check: () => refusedScriptCommands(this.client).then((refused) => refused.length === 0
+        ? null
+        : aclRefusalLine(this.name, settings.username ?? 'default', refused, settings.failureMode, settings.cluster)),
+      // Counted as a refused script call would be.
+      onCheckError: () => {
+        if (this.onStoreError !== null) this.onStoreError(this.name);
+      },
       // Counted as the failed calls are: a Redis unreachable from the start, or refusing the
       // credentials, fails no call (none goes out) but every connection attempt.
       onConnectionError: () => {

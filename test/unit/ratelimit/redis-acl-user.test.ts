@@ -2,7 +2,10 @@
  * The Redis ACL that docs/rate-limiting.md gives the router's user is enough: a real redis-server
  * with a user allowed only those commands and the `ir:*` keys runs the limiter's conformance
  * suite, leased admissions, and a give-back after a stall (the read of which instance answers,
- * INFO), with no permission error logged; without INFO the read fails and says so.
+ * INFO), with no permission error logged; without INFO the read fails and says so. A user without
+ * a command the scripts call is found by the check at each connection, before any script runs:
+ * one error line, the failure mode decides, no key is left without its expiry, and granting the
+ * command at runtime brings the store back.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
@@ -93,7 +96,8 @@ describe('the documented ACL', () => {
       await l.chargeOutput(r, limit, 20);
       await l.adjustInput(r, limit, -2);
       expect(l.state).toBe('up');
-      expect(lines.filter((x) => x.startsWith('warn'))).toEqual([]);
+      expect(lines.filter((x) => x.startsWith('warn') || x.startsWith('error'))).toEqual([]);
+      expect(await keysWithoutExpiry(r)).toEqual([]);
     } finally {
       await l.close();
     }
@@ -141,6 +145,159 @@ describe('the documented ACL on a Redis Cluster', () => {
       }
       expect(lines.filter((x) => x.startsWith('warn'))).toEqual([]);
       expect(warn.mock.calls).toEqual([]);
+    } finally {
+      warn.mockRestore();
+      await l?.close();
+      await cluster.stop();
+    }
+  });
+});
+
+async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await landed(10);
+  }
+}
+
+/** The keys of route `r` in `node` (the shared server by default), and those of them with no expiry. */
+async function keysOf(r: string, node: RedisServer = server): Promise<string[]> {
+  return (await node.cli('--scan', '--pattern', `ir:{${r}}*`)).split('\n').filter((k) => k !== '');
+}
+async function keysWithoutExpiry(r: string, node: RedisServer = server): Promise<string[]> {
+  const out: string[] = [];
+  for (const k of await keysOf(r, node)) if (Number(await node.cli('pttl', k)) === -1) out.push(k); // -2: gone since the scan
+  return out;
+}
+
+/** A limiter as `user` (a user made with the documented rules but `without`), `local` failure mode, leases on, probing every 50 ms. */
+async function limiterWithout(user: string, without: string) {
+  await server.cli('acl', 'setuser', user, 'reset', 'on', `>${PASSWORD}`, ...DOCUMENTED_RULES.filter((r) => r !== without));
+  const lines: string[] = [];
+  let errors = 0;
+  const l = new RedisLimiter(server.address, userSettings(user), new CounterStore(), {
+    log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), probeIntervalMs: 50, onStoreError: () => errors++,
+  });
+  return { l, lines, errors: () => errors };
+}
+
+describe('a Redis user without a command the scripts call', () => {
+  it('without PEXPIRE: one error line naming the user, the command and the rule to add; the failure mode decides, and no script runs, so no key is left without expiry', async () => {
+    const { l, lines, errors } = await limiterWithout('router-no-pexpire', '+pexpire');
+    try {
+      await until('the error line', () => lines.some((x) => x.startsWith('error')));
+      const r = route();
+      for (let i = 0; i < 5; i++) {
+        const d = await l.admit(r, limit, 3);
+        expect(d.allowed).toBe(true);
+        expect(d.byFailureMode).toBe(true);
+        await l.chargeOutput(r, limit, 5);
+        await landed(40);
+      }
+      expect(l.state).toBe('down');
+      expect(lines.filter((x) => !x.startsWith('info'))).toEqual([
+        `error rate limit store ${l.name}: the Redis user router-no-pexpire may not run PEXPIRE on the limiter's keys (ir:*), which its scripts call; ` +
+        'failure mode "local" applies, and no script runs, until it may: grant it with ACL SETUSER router-no-pexpire +pexpire',
+      ]);
+      // Checked again at every probe (50 ms), each refusal counted as a store error.
+      expect(errors()).toBeGreaterThan(1);
+      expect(await keysOf(r)).toEqual([]);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('granting PEXPIRE at runtime brings the store back without a restart: Redis decides again, and its keys expire', async () => {
+    const { l, lines } = await limiterWithout('router-fixed', '+pexpire');
+    try {
+      await until('the error line', () => lines.some((x) => x.startsWith('error')));
+      const r = route();
+      expect((await l.admit(r, limit, 3)).byFailureMode).toBe(true);
+      await server.cli('acl', 'setuser', 'router-fixed', '+pexpire');
+      await untilUp(l);
+      const d = await l.admit(r, limit, 7);
+      expect(d.byFailureMode).toBeUndefined();
+      expect(d.input?.remaining).toBe(93);
+      await until('the line saying it is back', () => lines.some((x) => x.includes('is available again')));
+      expect(lines.filter((x) => x.startsWith('error'))).toHaveLength(1);
+      expect((await keysOf(r)).length).toBeGreaterThan(0);
+      expect(await keysWithoutExpiry(r)).toEqual([]);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('without every command on the limiter\'s keys (other key patterns): the rule names the key pattern too', async () => {
+    await server.cli('acl', 'setuser', 'router-other-keys', 'reset', 'on', `>${PASSWORD}`, ...DOCUMENTED_RULES.map((r) => (r === '~ir:*' ? '~other:*' : r)));
+    const lines: string[] = [];
+    const l = new RedisLimiter(server.address, userSettings('router-other-keys'), new CounterStore(), { log: (m, level) => lines.push(`${level ?? 'info'} ${m}`) });
+    try {
+      await until('the error line', () => lines.some((x) => x.startsWith('error')));
+      expect(lines.filter((x) => x.startsWith('error'))[0]).toMatch(
+        /may not run GET, MGET, SET, DEL, INCRBY, DECRBY, PEXPIRE on the limiter's keys \(ir:\*\).*: grant them with ACL SETUSER router-other-keys ~ir:\* \+get \+mget \+set \+del \+incrby \+decrby \+pexpire$/,
+      );
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('PEXPIRE taken away while connected: the call it refuses opens the circuit, and the check at the next probe keeps the scripts from running until it is granted again', async () => {
+    await server.cli('acl', 'setuser', 'router-revoked', 'reset', 'on', `>${PASSWORD}`, ...DOCUMENTED_RULES);
+    const lines: string[] = [];
+    const l = new RedisLimiter(server.address, userSettings('router-revoked', { RATE_LIMIT_REDIS_LEASES: 'false' }), new CounterStore(), {
+      log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), probeIntervalMs: 50,
+    });
+    try {
+      await untilUp(l);
+      await server.cli('acl', 'setuser', 'router-revoked', '-pexpire');
+      const first = route();
+      expect((await l.admit(first, limit, 3)).byFailureMode).toBe(true); // its script is refused at PEXPIRE
+      await until('the error line', () => lines.some((x) => x.startsWith('error')));
+      const later = [route(), route(), route()];
+      for (const r of later) {
+        expect((await l.admit(r, limit, 3)).byFailureMode).toBe(true);
+        await landed(60);
+      }
+      // The refused call kept what it wrote before PEXPIRE (Redis does not undo it); no call ran since.
+      expect(await keysWithoutExpiry(first)).toHaveLength(1);
+      for (const r of later) expect(await keysOf(r)).toEqual([]);
+      expect(lines.filter((x) => x.startsWith('warn'))).toEqual([expect.stringMatching(/is unavailable \(ERR The user executing the script can't run this command.*: grant those docs\/rate-limiting\.md lists \(The Redis user\)$/)]);
+      expect(lines.filter((x) => x.startsWith('error'))).toEqual([expect.stringContaining('grant it with ACL SETUSER router-revoked +pexpire')]);
+      await server.cli('del', ...(await keysOf(first)));
+      await server.cli('acl', 'setuser', 'router-revoked', '+pexpire');
+      await untilUp(l);
+      expect((await l.admit(first, limit, 3)).byFailureMode).toBeUndefined();
+      expect(await keysWithoutExpiry(first)).toEqual([]);
+    } finally {
+      await l.close();
+    }
+  });
+});
+
+describe('a Redis Cluster whose user lacks a command on one node', () => {
+  it('the check asks every primary: one error line, the rule to add on every node; granting it there brings the store back', async () => {
+    const cluster = await RedisClusterServers.start(3);
+    const lines: string[] = [];
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    let l: RedisLimiter | null = null;
+    try {
+      for (const n of cluster.nodes) await n.cli('acl', 'setuser', 'router', 'on', `>${PASSWORD}`, ...DOCUMENTED_RULES, ...CLUSTER_RULES);
+      await cluster.nodes[2].cli('acl', 'setuser', 'router', '-pexpire');
+      const settings = userSettings('router', { REDIS_CLUSTER: 'true' });
+      l = new RedisLimiter(cluster.address, settings, new CounterStore(), { log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), probeIntervalMs: 50 });
+      await until('the error line', () => lines.some((x) => x.startsWith('error')));
+      expect(lines.filter((x) => x.startsWith('error'))).toEqual([
+        `error rate limit store ${l.name}: the Redis user router may not run PEXPIRE on the limiter's keys (ir:*), which its scripts call; ` +
+        'failure mode "local" applies, and no script runs, until it may: grant it with ACL SETUSER router +pexpire on every node',
+      ]);
+      const routes = Array.from({ length: 6 }, (_, i) => `acl-${i}/c-${process.pid}`);
+      for (const r of routes) expect((await l.admit(r, limit, 3)).byFailureMode).toBe(true);
+      for (const n of cluster.nodes) for (const r of routes) expect(await keysOf(r, n)).toEqual([]);
+      await cluster.nodes[2].cli('acl', 'setuser', 'router', '+pexpire');
+      await untilUp(l, 'cluster limiter');
+      for (const r of routes) expect((await l.admit(r, limit, 3)).byFailureMode).toBeUndefined();
+      for (const n of cluster.nodes) for (const r of routes) expect(await keysWithoutExpiry(r, n)).toEqual([]);
     } finally {
       warn.mockRestore();
       await l?.close();

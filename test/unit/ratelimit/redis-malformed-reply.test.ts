@@ -2,8 +2,9 @@
  * A Redis whose limiter scripts answer something other than the string they return (a script of
  * another version behind the same address, a proxy that mangles replies): no real redis-server
  * does that, so the server here is a small one of the test's own that speaks RESP over TCP as
- * Redis does, answers the connection's set-up commands and PING as Redis would, and answers
- * every script call with `reply`. The limiter must treat such a reply as a failure of the store:
+ * Redis does, answers the connection's set-up commands, PING and the check of the user's
+ * permissions as Redis would (as a Redis 6 does: nothing checked), and answers every script call
+ * of the limiter with `reply`. The limiter must treat such a reply as a failure of the store:
  * the call's operations go to the failure mode, one log line names the fault, nothing is decided
  * from the garbage.
  */
@@ -39,7 +40,7 @@ function readCommand(buf: Buffer, at: number): { words: string[]; end: number } 
   return { words, end: i };
 }
 
-/** The fake server: `reply` (a RESP-encoded answer) to every EVAL and EVALSHA; what Redis answers to the rest. */
+/** The fake server: `reply` (a RESP-encoded answer) to every EVAL and EVALSHA of the limiter's scripts; what Redis answers to the rest. */
 async function startFakeRedis(reply: string): Promise<{ address: string; scriptCalls: () => number; close(): Promise<void> }> {
   let calls = 0;
   const sockets = new Set<net.Socket>();
@@ -54,7 +55,8 @@ async function startFakeRedis(reply: string): Promise<{ address: string; scriptC
         if (cmd === null) break;
         pending = pending.subarray(cmd.end);
         const name = cmd.words[0].toLowerCase();
-        if (name === 'evalsha' || name === 'eval') {
+        if (name === 'eval' && cmd.words[1].includes('acl_check_cmd')) socket.write('$-1\r\n');
+        else if (name === 'evalsha' || name === 'eval') {
           calls++;
           socket.write(reply);
         } else if (name === 'info') {

@@ -71,12 +71,14 @@ describe('a Redis that refuses the script but answers PING', () => {
     expect(logs.filter((l) => /unavailable/.test(l))).toHaveLength(1);
   });
 
-  it('an ACL user without PEXPIRE: the warn line says to grant the commands docs/rate-limiting.md lists', async () => {
+  it('an ACL user whose PEXPIRE is taken away while connected: the warn line says to grant the commands docs/rate-limiting.md lists', async () => {
     const server = await RedisServer.start();
     cleanups.push(() => server.stop());
     await server.cli('ACL', 'SETUSER', 'router', 'on', '>pw', 'resetkeys', '~ir:*', 'resetchannels', '-@all', '+evalsha', '+eval', '+ping', '+info', '+quit',
-      '+client|setname', '+select', '+time', '+get', '+mget', '+set', '+del', '+incrby', '+decrby');
+      '+client|setname', '+select', '+time', '+get', '+mget', '+set', '+del', '+incrby', '+decrby', '+pexpire');
     const { limiter, logs } = await setup(server, { REDIS_USERNAME: 'router', REDIS_PASSWORD: 'pw' });
+    // Without PEXPIRE from the start, the check at the connection says so (redis-acl-user.test.ts).
+    await server.cli('ACL', 'SETUSER', 'router', '-pexpire');
     await limiter.admit('ns/acl', LIMIT, 5); // the window's first admission sets the expiry: refused
     await until('the line', () => logs.some((l) => /unavailable/.test(l)));
     expect(logs[0]).toMatch(/can't run this command.*; the Redis user may not run a command the limiter sends or its scripts call: grant those docs\/rate-limiting\.md lists \(The Redis user\)$/);

@@ -61,7 +61,7 @@ async function redisServer(): Promise<RedisServer> {
  * A limiter connected to `address` (`local` failure mode, store timeout `timeout`, leases off,
  * its log lines to `log`) with one route limit on it: `terms` of a request of route `r`.
  */
-async function routeLimiter(address: string, timeout: string, log: (m: string, level?: 'warn') => void = () => {}): Promise<{ l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
+async function routeLimiter(address: string, timeout: string, log: (m: string, level?: 'warn' | 'error') => void = () => {}): Promise<{ l: RedisLimiter; r: string; terms: ScopedTerm[] }> {
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: timeout, RATE_LIMIT_REDIS_LEASES: 'false' });
   const l = new RedisLimiter(address, settings, new CounterStore(clock), { clock, log, settleWaitMs: SETTLE_WAIT, probeIntervalMs: 50, reconnectCapMs: 100 });
   cleanups.push(() => l.close());
