@@ -134,7 +134,8 @@ describe('operating the built router with --kubernetes', () => {
     expect(router.stderr()).not.toContain('none of which serves');
     api.remove('modelroutes', 'ml', 'llm-route');
     await waitFor('the warning', () => router.stderr().includes(none), 10_000);
-    expect((await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' })).status).toBe(404);
+    // The primary warns as it publishes the change; the workers apply it a moment later.
+    await waitFor('the route gone from the workers', async () => (await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' })).status === 404, 10_000);
     api.upsert('modelroutes', route('ml', 'llm-route', 'llm'));
     await waitFor('the route back', async () => (await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' })).status === 200, 10_000);
     expect(count(router.stderr(), none)).toBe(1);
