@@ -7,8 +7,12 @@ import { parseResourceFile } from './resource-file.js';
 import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
 import { FileWatch } from './file-watch.js';
 
-/** What a FileSource line is about: a warning on the file, or a rejected reload (`apply` reports applied ones). */
-export type FileSourceEvent = 'warning' | 'reload-rejected';
+/**
+ * What a FileSource line is about: a warning on the file, a route left out for being bound to
+ * another Gateway than ROUTER_GATEWAY's (information), or a rejected reload (`apply` reports
+ * applied ones).
+ */
+export type FileSourceEvent = 'warning' | 'not-served' | 'reload-rejected';
 
 export interface LoadedResources {
   routes: ModelRoute[];
@@ -17,11 +21,11 @@ export interface LoadedResources {
 
 export interface FileSourceOptions {
   readonly file: string;
-  /** The API group and REDIS_CLUSTER the resources are validated against. */
+  /** The API group and REDIS_CLUSTER the resources are validated against, and ROUTER_GATEWAY. */
   readonly rules: ResourceRules;
   /** Largest file read (ROUTER_RESOURCES_MAX_BYTES). */
   readonly maxBytes: number;
-  /** A warning on the file, or a refused reload (applied reloads are reported by `apply`'s caller). */
+  /** A warning on the file, a route not served, or a refused reload (applied reloads are reported by `apply`'s caller). */
   readonly log: (m: string, event: FileSourceEvent) => void;
   readonly apply: (r: LoadedResources) => void;
   /** The parser thread's module (tests running from source point it at a compiled one). */
@@ -52,7 +56,7 @@ function unreadable(file: string, err: unknown, atStart: boolean): string {
  * Reads and validates a resources file at start (synchronously: nothing else runs yet); throws
  * ResourceError or an Error naming the file (unreadable, or larger than `maxBytes`).
  */
-export function loadResourceFile(file: string, rules: ResourceRules, maxBytes: number, warn: (m: string) => void): { text: string; loaded: LoadedResources } {
+export function loadResourceFile(file: string, rules: ResourceRules, maxBytes: number, log: (m: string, event: 'warning' | 'not-served') => void): { text: string; loaded: LoadedResources } {
   let text: string;
   try {
     const size = statSync(file).size;
@@ -65,7 +69,8 @@ export function loadResourceFile(file: string, rules: ResourceRules, maxBytes: n
     throw new Error(unreadable(file, err, true));
   }
   const parsed = parseResourceFile(text, file, rules);
-  for (const w of parsed.warnings) warn(w);
+  for (const w of parsed.warnings) log(w, 'warning');
+  for (const n of parsed.notServed) log(n, 'not-served');
   return { text, loaded: { routes: parsed.routes, servers: parsed.servers } };
 }
 
@@ -99,7 +104,7 @@ export class FileSource {
 
   /** First load: throws when the file is invalid or too large (the router must not start on it). `intervalMs`: the poll where inotify is not available. */
   start(intervalMs = 250): void {
-    const { text, loaded } = loadResourceFile(this.o.file, this.o.rules, this.o.maxBytes, (w) => this.o.log(w, 'warning'));
+    const { text, loaded } = loadResourceFile(this.o.file, this.o.rules, this.o.maxBytes, this.o.log);
     this.lastText = text;
     this.o.apply(loaded);
     this.watcher = new FileWatch(this.o.file, () => void this.reload(), { fastPollMs: intervalMs, log: (m) => this.o.log(m, 'warning') });
@@ -155,12 +160,13 @@ export class FileSource {
     this.lastText = text;
     const outcome = await parseOffThread({ text, file, rules: this.o.rules }, this.o.parseThread ?? DEFAULT_PARSE_THREAD);
     if (!outcome.ok) return this.reject(outcome.message);
-    const { routes, servers, warnings, documents } = outcome.parsed;
+    const { routes, servers, warnings, notServed, documents } = outcome.parsed;
     if (documents === 0) {
       return this.reject(`${file}: the file holds no resources (${text.trim() === '' ? 'empty' : 'no YAML document'}); ` +
         'an editor or a non-atomic write may be under way. To remove every resource, write "kind: List" with "items: []"');
     }
     for (const w of warnings) this.o.log(w, 'warning');
+    for (const n of notServed) this.o.log(n, 'not-served');
     this.o.apply({ routes, servers });
   }
 

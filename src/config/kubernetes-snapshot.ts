@@ -4,7 +4,9 @@
  * when an earlier version of the same object was valid, that version is kept and the problem says so),
  * resolve each ModelServer's endpoints from ready pods (or use spec.endpoints as is), skip routes
  * that name missing ModelServers, and order the routes oldest first (creationTimestamp, then
- * namespace/name), the order the routes of one model name are tried in.
+ * namespace/name), the order the routes of one model name are tried in. With ROUTER_GATEWAY set,
+ * valid routes bound to another Gateway are left out first (gateway-binding.ts), each with a line
+ * of information rather than a problem.
  *
  * Mistakes that load without an error are problems too: ModelRoutes of which none can serve (every
  * request then answered 404), a workloadSelector that matches no pod, and a target naming a
@@ -14,6 +16,7 @@
 import { rawKey, resourceNotes, validateResource, type ResourceRules } from './resources.js';
 import { findMissingReferences, findZeroWeightRules } from './resource-file.js';
 import { sharedModelNameNotes } from './shared-model-names.js';
+import { routesOfGateway } from './gateway-binding.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podMatches, podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -28,6 +31,8 @@ export interface BuildResult {
   snapshot: KubernetesSnapshot;
   /** One line per skipped resource or unusable field, each naming the resource. */
   problems: string[];
+  /** One line per valid route left out for being bound to another Gateway than ROUTER_GATEWAY's (information). */
+  notServed: string[];
 }
 
 type Kind = 'ModelRoute' | 'ModelServer';
@@ -78,8 +83,11 @@ export class SnapshotBuilder {
       else list.push(key.slice(0, slash));
     }
 
+    const gateway = this.rules.gateway ?? null;
+    const { kept, skipped } = routesOfGateway(candidates, gateway);
+    const notServed = skipped.map((s) => `kubernetes (ModelRoute ${s.route.key}): spec.parentRefs: ${s.problem}`);
     const routable: ModelRoute[] = [];
-    for (const route of candidates) {
+    for (const route of kept) {
       const missing = findMissingReferences([route], servers);
       if (missing.length === 0) routable.push(route);
       for (const m of missing) {
@@ -91,7 +99,7 @@ export class SnapshotBuilder {
     }
     // Oldest first: the order the routes of one model name are tried in (shared-model-names.ts).
     const routes = routable.sort(byAge);
-    for (const n of sharedModelNameNotes(routes)) problems.push(`kubernetes (ModelRoute ${n.route.key}): ${n.path}: ${n.problem}`);
+    for (const n of sharedModelNameNotes(routes, gateway)) problems.push(`kubernetes (ModelRoute ${n.route.key}): ${n.path}: ${n.problem}`);
     for (const route of routes) {
       for (const z of findZeroWeightRules(route)) problems.push(`kubernetes (ModelRoute ${route.key}): ${z.path}: ${z.problem}`);
     }
@@ -99,9 +107,9 @@ export class SnapshotBuilder {
     const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
     if (rawRoutes.length > 0 && routes.length === 0) {
       const n = rawRoutes.length;
-      problems.push(`kubernetes: ${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
+      problems.push(`kubernetes: ${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves${gateway === null ? '' : ` (ROUTER_GATEWAY=${gateway})`}: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
     }
-    return { snapshot: { routes, servers: resolved }, problems };
+    return { snapshot: { routes, servers: resolved }, problems, notServed };
   }
 
   private validateAll<T extends ModelRoute | ModelServer>(raw: readonly object[], kind: Kind, problems: string[]): T[] {

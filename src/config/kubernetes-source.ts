@@ -24,6 +24,8 @@ export interface KubernetesSourceOptions {
   redisCluster: boolean;
   /** Watch only this namespace; null = all namespaces. */
   namespace: string | null;
+  /** ROUTER_GATEWAY: serve only the ModelRoutes bound to this Gateway (`<namespace>/<name>`); null or absent: every route. */
+  gateway?: string | null;
   /** Defaults to KubeConfig.loadFromDefault(): $KUBECONFIG, ~/.kube/config, then in-cluster. */
   kubeConfig?: KubeConfig;
   /** `level` 'warn': a failure or a resource skipped for a problem; else information. */
@@ -70,12 +72,13 @@ export class KubernetesSource {
   private current: KubernetesSnapshot | null = null;
   private currentJson = '';
   private reported = new Set<string>();
+  private reportedNotServed = new Set<string>();
 
   constructor(opts: KubernetesSourceOptions) {
     this.opts = opts;
     this.clock = opts.clock ?? systemSourceClock;
     this.debounceMs = opts.debounceMs ?? 50;
-    this.builder = new SnapshotBuilder({ apiGroup: opts.apiGroup, redisCluster: opts.redisCluster });
+    this.builder = new SnapshotBuilder({ apiGroup: opts.apiGroup, redisCluster: opts.redisCluster, gateway: opts.gateway ?? null });
   }
 
   /** True once the first full list of all three kinds has been applied (start() resolved). */
@@ -179,12 +182,16 @@ export class KubernetesSource {
   /** Builds a snapshot; logs new problems; calls listeners when the snapshot differs from the last. */
   private emit(): void {
     if (this.routes === null || this.servers === null || this.pods === null) return;
-    const { snapshot, problems } = this.builder.build(
+    const { snapshot, problems, notServed } = this.builder.build(
       this.routes.objects(), this.servers.objects(), this.pods.objects() as readonly PodLike[],
     );
     const now = new Set(problems);
     for (const p of now) if (!this.reported.has(p)) this.opts.log(p, 'warn');
     this.reported = now;
+    // Routes of other Gateways: told once each, as problems are, but as information.
+    const left = new Set(notServed);
+    for (const n of left) if (!this.reportedNotServed.has(n)) this.opts.log(n);
+    this.reportedNotServed = left;
     const json = JSON.stringify(snapshot);
     if (json === this.currentJson) return;
     this.current = snapshot;

@@ -1,12 +1,15 @@
 /**
  * A resources file: YAML documents (or `kind: List`, `ModelRouteList`, `ModelServerList`) validated one by one (resources.ts), then
  * checked as a whole: duplicate names, references, routes sharing a model name (shared-model-names.ts).
+ * With ROUTER_GATEWAY set, the routes of other Gateways are checked as the others, then left out
+ * (gateway-binding.ts): one file served by a router per Gateway is valid or not for all of them.
  */
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
 import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
 import { sharedModelNameNotes } from './shared-model-names.js';
+import { routesOfGateway } from './gateway-binding.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
@@ -57,9 +60,12 @@ const NO_ENDPOINTS = 'not set: from a resources file a ModelServer\'s pods are i
 interface Located<T> { value: T; where: string }
 
 export interface ParsedResourceFile {
+  /** The routes served: with ROUTER_GATEWAY, those bound to its Gateway. */
   routes: ModelRoute[];
   servers: ModelServer[];
   warnings: string[];
+  /** One line per route left out for being bound to another Gateway than ROUTER_GATEWAY's (information, not a warning). */
+  notServed: string[];
   /** Non-empty YAML documents in the file (a `List` counts as one); 0 for an empty file. */
   documents: number;
 }
@@ -141,11 +147,14 @@ export function parseResourceFile(
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
-  for (const route of routes) {
+  const gateway = opts.gateway ?? null;
+  const { kept, skipped } = routesOfGateway(routes, gateway);
+  const notServed = skipped.map((s) => formatMessage(whereOfRoute.get(s.route.key) ?? file, `ModelRoute ${s.route.key}`, 'spec.parentRefs', s.problem));
+  for (const route of kept) {
     for (const z of findZeroWeightRules(route)) warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, z.path, z.problem));
   }
-  for (const n of sharedModelNameNotes(routes)) warnings.push(formatMessage(whereOfRoute.get(n.route.key) ?? file, `ModelRoute ${n.route.key}`, n.path, n.problem));
-  return { routes, servers, warnings, documents: docs.length };
+  for (const n of sharedModelNameNotes(kept, gateway)) warnings.push(formatMessage(whereOfRoute.get(n.route.key) ?? file, `ModelRoute ${n.route.key}`, n.path, n.problem));
+  return { routes: kept, servers, warnings, notServed, documents: docs.length };
 }
 
 /** The non-empty documents of a YAML stream as plain JS, each with its `<file>: document <n>`. */

@@ -66,13 +66,25 @@ export interface ModelRoute {
   rules: Rule[];
   rateLimit: RateLimitSpec | null;
   /**
-   * spec.parentRefs, each as `<namespace>/<name>` (and `/<sectionName>` when set) of the Gateway it
-   * binds the route to. Not read for routing (every route is served on the router's listener);
-   * named when two routes claim one model name.
+   * spec.parentRefs: what the route is bound to (gateway-binding.ts). Read for routing only when
+   * ROUTER_GATEWAY names a Gateway; named when two routes claim one model name.
    */
-  parentRefs: string[];
+  parentRefs: ParentRef[];
   /** RFC 3339 creationTimestamp when known (Kubernetes), else null. */
   creationTimestamp: string | null;
+}
+
+/** One entry of a ModelRoute's spec.parentRefs (a Gateway API ParentReference). */
+export interface ParentRef {
+  /** `group` as given ('' is the core group), or null when left out (the Gateway API's gateway.networking.k8s.io). */
+  group: string | null;
+  /** `kind` as given, or null when left out (the Gateway API's Gateway). */
+  kind: string | null;
+  /** `namespace`, the route's own when left out (as in the Gateway API). */
+  namespace: string;
+  name: string;
+  /** `sectionName` (a listener of the Gateway), or null. Shown, not read (gateway-binding.ts). */
+  sectionName: string | null;
 }
 
 export interface Endpoint {

@@ -3,7 +3,7 @@
  * Kubernetes API) into the plain, normalized types of resource-types.ts. Every error names
  * where it was found, the resource and the path of the bad field.
  *
- * Unknown fields are tolerated (real manifests carry status, parentRefs, kvConnector, ...);
+ * Unknown fields are tolerated (real manifests carry status, kvConnector, ...);
  * unknown kinds are rejected, and so is a ModelServer's workloadSelector.pdGroup (PD_GROUP_UNSUPPORTED).
  */
 import { parseDuration } from './duration.js';
@@ -13,7 +13,7 @@ import { nearName } from './near-name.js';
 import { nestedRepetition, routeRegex } from './route-regex.js';
 import { describe, isPlainObject, quoted } from './describe-value.js';
 import {
-  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
+  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type ParentRef, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
   type StringMatch, type TargetModel,
 } from './resource-types.js';
 
@@ -122,7 +122,7 @@ class Checker {
 /**
  * The fields of the route API's ModelRoute and ModelServer (its CRD schemas, which admit no other
  * field) and this router's own (spec.endpoints, spec.rateLimit.mode), for unknownFields(). `true`:
- * anything below is accepted unread (metadata, status, parentRefs, kvConnector; pdGroup is refused
+ * anything below is accepted as it is (metadata, status, parentRefs, kvConnector; pdGroup is refused
  * by modelServer(), so never reported as unknown); `[]`:
  * each item of a list; `*`: each value of a map.
  */
@@ -295,12 +295,16 @@ function apiVersionHint(got: string, group: string): string {
 }
 
 /**
- * What resources are validated against besides their own text: the API group they must be of
- * (ROUTER_API_GROUP), and REDIS_CLUSTER, which decides the Redis addresses a global limit may name.
+ * What resources are read with besides their own text: the API group they must be of
+ * (ROUTER_API_GROUP), REDIS_CLUSTER, which decides the Redis addresses a global limit may name, and
+ * ROUTER_GATEWAY, which decides the ModelRoutes served (gateway-binding.ts; not a validation: a
+ * route of another Gateway is valid, and left out).
  */
 export interface ResourceRules {
   readonly apiGroup: string;
   readonly redisCluster: boolean;
+  /** `<namespace>/<name>` of the Gateway served; null or absent: every route. */
+  readonly gateway?: string | null;
 }
 
 /** Validates one resource object. `where` prefixes messages, e.g. `routes.yaml: document 2` or `kubernetes`. */
@@ -366,17 +370,20 @@ function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, 
 }
 
 /**
- * The Gateways spec.parentRefs names, as `<namespace>/<name>[/<sectionName>]` (namespace: the
- * route's when left out, as in the Gateway API). Not validated: the router does not route by it,
- * and an entry it cannot read is left out of what messages name.
+ * spec.parentRefs as read for binding (gateway-binding.ts): namespace the route's when left out
+ * (or empty), as in the Gateway API; group and kind as given, null when left out. Not validated,
+ * as the router read none of it before ROUTER_GATEWAY: an entry without a name (which the route
+ * API's schema refuses) is left out.
  */
-function parentRefList(v: unknown, namespace: string): string[] {
+function parentRefList(v: unknown, namespace: string): ParentRef[] {
   if (!Array.isArray(v)) return [];
-  const out: string[] = [];
+  const out: ParentRef[] = [];
+  const text = (x: unknown): string | null => (typeof x === 'string' ? x : null);
   for (const ref of v) {
     if (!isPlainObject(ref) || typeof ref.name !== 'string' || ref.name === '') continue;
     const ns = typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : namespace;
-    out.push(`${ns}/${ref.name}${typeof ref.sectionName === 'string' && ref.sectionName !== '' ? `/${ref.sectionName}` : ''}`);
+    const section = text(ref.sectionName);
+    out.push({ group: text(ref.group), kind: text(ref.kind), namespace: ns, name: ref.name, sectionName: section === '' ? null : section });
   }
   return out;
 }

@@ -21,6 +21,8 @@ export interface RouterSettings {
   readonly apiGroup: string;
   /** Kubernetes namespace to watch; null = all. */
   readonly namespace: string | null;
+  /** ROUTER_GATEWAY: the Gateway (`<namespace>/<name>`) whose ModelRoutes are served (gateway-binding.ts); null = every route. */
+  readonly gateway: string | null;
   readonly drainTimeoutMs: number;
   readonly upstreamTimeoutMs: number;
   readonly maxBodyBytes: number;
@@ -141,6 +143,18 @@ export function parseCommand(argv: readonly string[]): 'help' | 'version' | 'run
   return 'run';
 }
 
+/** A Gateway's `<namespace>/<name>`: a DNS label, then an object name of the Gateway API (a DNS subdomain). */
+const GATEWAY_KEY = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=[^/]{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** ROUTER_GATEWAY, or null when unset or empty. */
+function gatewaySetting(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (!GATEWAY_KEY.test(raw)) {
+    throw new UsageError(badSetting('ROUTER_GATEWAY', 'the Gateway whose ModelRoutes this router serves, as <namespace>/<name> of lower-case letters, digits, \'-\' (and \'.\' in the name), e.g. kthena-system/default', raw));
+  }
+  return raw;
+}
+
 function logFormat(env: NodeJS.ProcessEnv): 'json' | 'text' {
   const raw = env.ROUTER_LOG_FORMAT;
   if (raw === undefined || raw === '') return env.ACCESS_LOG_FORMAT === 'json' ? 'json' : 'text';
@@ -229,6 +243,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     workers: workers ?? availableParallelism(),
     apiGroup,
     namespace: env.ROUTER_NAMESPACE || null,
+    gateway: gatewaySetting(env.ROUTER_GATEWAY),
     drainTimeoutMs: durationMs('ROUTER_DRAIN_TIMEOUT', env.ROUTER_DRAIN_TIMEOUT, 30_000, ABOVE_ZERO),
     upstreamTimeoutMs: durationMs('ROUTER_UPSTREAM_TIMEOUT', env.ROUTER_UPSTREAM_TIMEOUT, 300_000, ABOVE_ZERO),
     maxBodyBytes: bodyRaw === undefined || bodyRaw === ''

@@ -3,10 +3,12 @@
  * turn (oldest first in Kubernetes, file order from a file). A request goes to the first route
  * whose first matching rule has a target with a weight above 0; the next route is tried when a
  * route's rules match none, or its matching rule's targets all have weight 0. What is worth
- * saying at load about such a set: a later route that can never be reached, and Gateways
- * (spec.parentRefs, not read here) that do not separate the routes.
+ * saying at load about such a set: a later route that can never be reached, and, when no Gateway is
+ * set (ROUTER_GATEWAY), Gateways (spec.parentRefs) that do not separate the routes. With a Gateway
+ * set, the routes given are those bound to it (gateway-binding.ts), so theirs are not compared.
  */
 import type { ModelRoute, Rule } from './resource-types.js';
+import { describeParentRef } from './gateway-binding.js';
 
 export interface SharedNameNote {
   route: ModelRoute;
@@ -24,18 +26,22 @@ function catchAllRule(route: ModelRoute, name: string): number {
   });
 }
 
+/** What the notes on routes of different Gateways advise. */
+const PER_GATEWAY = 'run a router per Gateway, each with ROUTER_GATEWAY naming its own (<namespace>/<name>)';
+
 /** A route's Gateways as said in a note. */
 function gateways(r: ModelRoute): string {
-  return r.parentRefs.length === 0 ? 'none' : r.parentRefs.join(', ');
+  return r.parentRefs.length === 0 ? 'none' : r.parentRefs.map(describeParentRef).join(', ');
 }
 
 /**
  * Notes on the later routes of each model name (spec.modelName) and each LoRA adapter
  * (spec.loraAdapters[i]) that several routes serve. `routes` in the order they are tried. An
  * adapter name that is also some route's modelName is served by that route alone (as the route
- * API does), so it is not a shared adapter name.
+ * API does), so it is not a shared adapter name. `gateway`: ROUTER_GATEWAY (null when unset): when
+ * set, the routes' Gateways are not remarked on.
  */
-export function sharedModelNameNotes(routes: readonly ModelRoute[]): SharedNameNote[] {
+export function sharedModelNameNotes(routes: readonly ModelRoute[], gateway: string | null = null): SharedNameNote[] {
   const notes: SharedNameNote[] = [];
   const modelNames = new Set<string>();
   for (const r of routes) if (r.modelName !== null) modelNames.add(r.modelName);
@@ -52,9 +58,9 @@ export function sharedModelNameNotes(routes: readonly ModelRoute[]): SharedNameN
     if (owner !== null) {
       let problem = `${what} ${JSON.stringify(name)} is also served by ModelRoute ${owner.key}, which is tried first and whose rule spec.rules[${s.rule}] `
         + `takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes' rules match none`;
-      if (gateways(owner) !== gateways(route)) {
-        problem += `; they are bound to different Gateways (spec.parentRefs: ${gateways(owner)}; ${gateways(route)}), which is not read: `
-          + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes';
+      if (gateway === null && gateways(owner) !== gateways(route)) {
+        problem += `; they are bound to different Gateways (spec.parentRefs: ${gateways(owner)}; ${gateways(route)}), which is not read while ROUTER_GATEWAY is unset: `
+          + `the router serves every route on its own port, so to serve a model name differently per Gateway ${PER_GATEWAY}`;
       }
       notes.push({ route, path, problem });
       return;
@@ -65,11 +71,11 @@ export function sharedModelNameNotes(routes: readonly ModelRoute[]): SharedNameN
       s.rule = rule;
     }
     const first = s.first;
-    if (gateways(first) !== gateways(route)) {
+    if (gateway === null && gateways(first) !== gateways(route)) {
       notes.push({
         route, path,
-        problem: `${what} ${JSON.stringify(name)} is also served by ModelRoute ${first.key}: both are bound to different Gateways (spec.parentRefs: ${gateways(first)}; ${gateways(route)}), which is not read: `
-          + 'the router tries the routes of one name in turn on its own port, whichever Gateway they name; to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
+        problem: `${what} ${JSON.stringify(name)} is also served by ModelRoute ${first.key}: both are bound to different Gateways (spec.parentRefs: ${gateways(first)}; ${gateways(route)}), which is not read while ROUTER_GATEWAY is unset: `
+          + `the router tries the routes of one name in turn on its own port, whichever Gateway they name; to serve a model name differently per Gateway ${PER_GATEWAY}`,
       });
     }
   };

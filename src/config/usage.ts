@@ -27,6 +27,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   'Resources',
   ['ROUTER_API_GROUP', 'API group of the resources (networking.serving.volcano.sh)'],
   ['ROUTER_NAMESPACE', 'Kubernetes namespace to watch (all)'],
+  ['ROUTER_GATEWAY', 'serve only the ModelRoutes bound to this Gateway, <namespace>/<name> (all routes)'],
   ['ROUTER_RESOURCES_MAX_BYTES', 'largest resources file read; larger: exit 2 at start, refused on reload (4194304)'],
   'Requests and upstream',
   ['ROUTER_UPSTREAM_TIMEOUT', 'when a ModelServer sets no trafficPolicy.timeout (300s)'],

@@ -49,12 +49,13 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // seeing its channel to the primary gone, writes the records it holds and exits.
   exitOnFailure({ ops });
   warningsToOpsLog(ops);
-  const source = settings.source === 'file' ? `file ${settings.resources}` : `kubernetes ${settings.namespace === null ? 'all namespaces' : `namespace ${settings.namespace}`}`;
+  const source = (settings.source === 'file' ? `file ${settings.resources}` : `kubernetes ${settings.namespace === null ? 'all namespaces' : `namespace ${settings.namespace}`}`)
+    + (settings.gateway === null ? '' : `, ModelRoutes of Gateway ${settings.gateway}`);
   ops.info('start', `inference-router ${VERSION} starting: ${settings.workers} workers, listen ${settings.host}:${settings.port}, ` +
     `resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}, ` +
     `tracing ${settings.tracing === null ? 'off' : `on (${traceTarget(settings.tracing.endpoint)})`}`, {
     version: VERSION, workers: settings.workers, host: settings.host, port: settings.port,
-    source: settings.source, resources: settings.resources ?? settings.namespace, auth: settings.authConfig !== null,
+    source: settings.source, resources: settings.resources ?? settings.namespace, gateway: settings.gateway, auth: settings.authConfig !== null,
     tracing: settings.tracing !== null,
   });
   for (const w of settings.warnings) ops.warn('start', w.message, { variable: w.variable });
@@ -110,7 +111,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const r = describeResources(snapshot, source);
     ops.info(version === 1 ? 'resources' : 'reload', r.message, r.fields);
     if (routes.length === 0 && settings.source === 'file') {
-      ops.warn('resources', `no ModelRoute in ${settings.resources}: every inference request gets 404 until a route is added`);
+      ops.warn('resources', settings.gateway === null
+        ? `no ModelRoute in ${settings.resources}: every inference request gets 404 until a route is added`
+        : `no ModelRoute in ${settings.resources} is bound to Gateway ${settings.gateway} (ROUTER_GATEWAY): every inference request gets 404 until one is`);
     }
     const l = describeLimitStores(routes, settings);
     if (l.message !== stores) ops.info('limits', (stores = l.message), l.fields);
@@ -126,9 +129,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   if (settings.source === 'file') {
     const source = new FileSource({
       file: settings.resources!,
-      rules: { apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster },
+      rules: { apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster, gateway: settings.gateway },
       maxBytes: settings.resourcesMaxBytes,
-      log: (m, event) => (event === 'warning' ? ops.warn('resources', m) : ops.warn('reload', m, { applied: false })),
+      log: (m, event) => (event === 'warning' ? ops.warn('resources', m) : event === 'not-served' ? ops.info('resources', m) : ops.warn('reload', m, { applied: false })),
       apply: (r) => publish(r.routes, r.servers.map((s) => ({ ...s, endpoints: s.endpoints ?? [] }))),
     });
     source.start();
@@ -139,7 +142,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     if (missing !== null) throw new Error(missing);
     const kubeConfig = await loadKubeConfig();
     const { KubernetesSource } = await import('../config/kubernetes-source.js');
-    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster, namespace: settings.namespace, kubeConfig, log: (m, level) => (level === 'warn' ? ops.warn('kubernetes', m) : ops.info('kubernetes', m)) });
+    const kube = new KubernetesSource({ apiGroup: settings.apiGroup, redisCluster: settings.redisLimits.cluster, namespace: settings.namespace, gateway: settings.gateway, kubeConfig, log: (m, level) => (level === 'warn' ? ops.warn('kubernetes', m) : ops.info('kubernetes', m)) });
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
     ownSeries = () => kubernetesWatchSeries(kube.watchStates());

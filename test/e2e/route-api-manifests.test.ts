@@ -225,10 +225,10 @@ describe('route API manifests: fields that are not read are named at start', () 
     await pod?.kill();
   });
 
-  it('a route of a model name another route bound to another Gateway serves: the warning says parentRefs is not read; protocol https is named', () => {
+  it('a route of a model name another route bound to another Gateway serves: the warning says parentRefs is not read without ROUTER_GATEWAY; protocol https is named', () => {
     const log = router.stderr();
     expect(log).toContain('(ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is also served by ModelRoute default/deepseek-default-route, which is tried first');
-    expect(log).toContain('they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: ');
+    expect(log).toContain('they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read while ROUTER_GATEWAY is unset: ');
     expect(log).toContain('(ModelServer default/deepseek-r1-7b): spec.workloadPort.protocol: "https" is not read: the router speaks plain HTTP to the pods');
   });
 });

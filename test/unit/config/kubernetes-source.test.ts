@@ -425,7 +425,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(view(source.snapshot).routes).toEqual(['default/newer=llama-3', 'team-b/same-age=llama-3']);
   });
 
-  test('routes for one model name bound to different Gateways: the hidden one is told parentRefs is not read, and what to do', async () => {
+  test('routes for one model name bound to different Gateways: the hidden one is told parentRefs is not read without ROUTER_GATEWAY, and what to do', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'gw-8080', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-02-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'default', namespace: 'kthena-system', kind: 'Gateway' }] } }));
     api.upsert('modelroutes', route('default', 'gw-8081', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'kthena-gateway-8081', kind: 'Gateway' }] } }));
@@ -433,8 +433,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(view(source.snapshot).routes).toEqual(['default/gw-8080=llama-3', 'default/gw-8081=llama-3']);
     expect(logs).toContain('kubernetes (ModelRoute default/gw-8081): spec.modelName: model name "llama-3" is also served by ModelRoute default/gw-8080, which is tried first and whose rule spec.rules[0] '
       + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none; '
-      + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: '
-      + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes');
+      + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read while ROUTER_GATEWAY is unset: '
+      + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with ROUTER_GATEWAY naming its own (<namespace>/<name>)');
   });
 
   test('routes that serve only LoRA adapters are kept; an adapter listed twice is served by both, the oldest route first', async () => {

@@ -164,9 +164,9 @@ describe('parseResourceFile: valid input', () => {
   });
 
   it('parses an empty file to nothing', () => {
-    expect(parse('')).toEqual({ routes: [], servers: [], warnings: [], documents: 0 });
-    expect(parse('# nothing here\n')).toEqual({ routes: [], servers: [], warnings: [], documents: 0 });
-    expect(parse('kind: List\nitems: []\n')).toEqual({ routes: [], servers: [], warnings: [], documents: 1 });
+    expect(parse('')).toEqual({ routes: [], servers: [], warnings: [], notServed: [], documents: 0 });
+    expect(parse('# nothing here\n')).toEqual({ routes: [], servers: [], warnings: [], notServed: [], documents: 0 });
+    expect(parse('kind: List\nitems: []\n')).toEqual({ routes: [], servers: [], warnings: [], notServed: [], documents: 1 });
   });
 
   it('applies YAML merge keys (<<: *anchor), as kubectl does', () => {
@@ -650,18 +650,18 @@ describe('parseResourceFile: routes that share a model name', () => {
     expect(warnings.filter((w) => w.includes('also served'))).toEqual([]);
   });
 
-  it('routes of one model name bound to different Gateways: the warning says parentRefs is not read and what to do', () => {
+  it('routes of one model name bound to different Gateways: the warning says parentRefs is not read without ROUTER_GATEWAY and what to do', () => {
     const servers = ['deepseek-r1-1-5b', 'deepseek-r1-7b'].map((n) => SERVER.replace('name: sf-server', `name: ${n}`)).join('---\n');
     const { routes, warnings } = parse(`${GATEWAY_ROUTES}---\n${servers}`);
     expect(routes.map((r) => [r.key, r.parentRefs])).toEqual([
-      ['default/deepseek-default-route', ['kthena-system/default']],
-      ['default/deepseek-route-8081', ['default/kthena-gateway-8081']],
+      ['default/deepseek-default-route', [{ group: null, kind: 'Gateway', namespace: 'kthena-system', name: 'default', sectionName: null }]],
+      ['default/deepseek-route-8081', [{ group: null, kind: 'Gateway', namespace: 'default', name: 'kthena-gateway-8081', sectionName: null }]],
     ]);
     expect(warnings).toEqual([
       'routes.yaml: document 2 (ModelRoute default/deepseek-route-8081): spec.modelName: model name "deepseek-r1" is also served by ModelRoute default/deepseek-default-route, which is tried first and whose rule spec.rules[0] '
         + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none; '
-        + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read: '
-        + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
+        + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read while ROUTER_GATEWAY is unset: '
+        + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with ROUTER_GATEWAY naming its own (<namespace>/<name>)',
     ]);
   });
 
@@ -670,16 +670,20 @@ describe('parseResourceFile: routes that share a model name', () => {
     const second = `${SIMPLE_SPEC}  parentRefs: [{name: gw-b, kind: Gateway}]\n`;
     const { warnings } = parse(`${SERVER}---\n${route('a', first)}---\n${route('b', second)}`);
     expect(warnings).toEqual([
-      'routes.yaml: document 3 (ModelRoute default/b): spec.modelName: model name "sf-model" is also served by ModelRoute default/a: both are bound to different Gateways (spec.parentRefs: default/gw-a; default/gw-b), which is not read: '
-        + 'the router tries the routes of one name in turn on its own port, whichever Gateway they name; to serve a model name differently per Gateway run a router per Gateway, each with its own routes',
+      'routes.yaml: document 3 (ModelRoute default/b): spec.modelName: model name "sf-model" is also served by ModelRoute default/a: both are bound to different Gateways (spec.parentRefs: default/gw-a; default/gw-b), which is not read while ROUTER_GATEWAY is unset: '
+        + 'the router tries the routes of one name in turn on its own port, whichever Gateway they name; to serve a model name differently per Gateway run a router per Gateway, each with ROUTER_GATEWAY naming its own (<namespace>/<name>)',
     ]);
   });
 
-  it('reads parentRefs for messages only: the route\'s namespace when left out, a sectionName, entries it cannot read left out', () => {
-    const spec = `${SIMPLE_SPEC}  parentRefs:\n  - {name: gw, sectionName: http}\n  - {namespace: x}\n  - name: other\n    namespace: infra\n`;
+  it('reads parentRefs without validating them: the route\'s namespace when left out, group, kind and sectionName as given, entries without a name left out', () => {
+    const spec = `${SIMPLE_SPEC}  parentRefs:\n  - {name: gw, sectionName: http}\n  - {namespace: x}\n  - name: other\n    namespace: infra\n  - {name: svc, group: "", kind: Service, port: 80}\n  - 7\n`;
     const { routes, warnings } = parse(`${route('r', spec, 'team-a')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-a')}`);
     expect(warnings).toEqual([]);
-    expect(routes[0].parentRefs).toEqual(['team-a/gw/http', 'infra/other']);
+    expect(routes[0].parentRefs).toEqual([
+      { group: null, kind: null, namespace: 'team-a', name: 'gw', sectionName: 'http' },
+      { group: null, kind: null, namespace: 'infra', name: 'other', sectionName: null },
+      { group: '', kind: 'Service', namespace: 'team-a', name: 'svc', sectionName: null },
+    ]);
   });
 });
 
