@@ -130,6 +130,14 @@ describe('start-up checks', () => {
     expect(accepted.stderr).not.toContain('ROUTER_ALLOW_UWS_FALLBACK');
   });
 
+  it('a ROUTER_GATEWAY that is not <namespace>/<name> exits 2 naming it and the form, with either source', () => {
+    for (const [args, value] of [[['--resources', 'examples/resources.yaml'], 'kthena-gateway-8081'], [['--kubernetes'], 'Default/GW']] as const) {
+      const r = run([...args, '--workers', '1'], { ROUTER_GATEWAY: value });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(`inference-router: ROUTER_GATEWAY: expected the Gateway whose ModelRoutes this router serves, as <namespace>/<name> of lower-case letters, digits, '-' (and '.' in the name), e.g. kthena-system/default; got "${value}"\nRun with --help for usage.\n`);
+    }
+  });
+
   it('ROUTER_LOG_FORMAT and ROUTER_DRAIN_DELAY are validated: exit 2 naming them', () => {
     const r1 = run(['--resources', 'x.yaml'], { ROUTER_LOG_FORMAT: 'xml' });
     expect(r1.status).toBe(2);

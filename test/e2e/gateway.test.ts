@@ -1,0 +1,83 @@
+/**
+ * One router per Gateway (ROUTER_GATEWAY) from one resources file: the route API's example of one
+ * model name served by a route per Gateway (GATEWAY_ROUTES), and a route without parentRefs, which
+ * is bound to the Gateways of its own namespace. Each built router serves its Gateway's routes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postJson, startMock, startRouter, tempDir, type MockBackend, type Router } from '../helpers/processes.js';
+import { GATEWAY_ROUTES } from '../helpers/route-api-manifests.js';
+
+const server = (name: string, model: string, port: number): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: ${name}, namespace: default }
+spec:
+  model: "${model}"
+  endpoints: [{ name: ${name}-pod, address: "127.0.0.1:${port}" }]
+`;
+
+// No parentRefs, in namespace default: bound to default/kthena-gateway-8081, not to kthena-system/default.
+const NO_REFS = `apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: everywhere-in-default, namespace: default }
+spec:
+  modelName: "qwen"
+  rules:
+  - targetModels: [{ modelServerName: deepseek-r1-7b }]
+`;
+
+describe('one router per Gateway, from one resources file', () => {
+  let small: MockBackend;
+  let large: MockBackend;
+  let onDefault: Router;
+  let on8081: Router;
+
+  beforeAll(async () => {
+    [small, large] = await Promise.all([startMock('small'), startMock('large')]);
+    const resources = [
+      server('deepseek-r1-1-5b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', small.port),
+      server('deepseek-r1-7b', 'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B', large.port),
+      GATEWAY_ROUTES, NO_REFS,
+    ].join('---\n');
+    const dir = tempDir(); // both routers read this one file
+    [onDefault, on8081] = await Promise.all([
+      startRouter(resources, { dir, workers: 1, env: { ROUTER_GATEWAY: 'kthena-system/default' } }),
+      startRouter(resources, { dir, workers: 1, env: { ROUTER_GATEWAY: 'default/kthena-gateway-8081' } }),
+    ]);
+    expect(onDefault.resourcesFile).toBe(on8081.resourcesFile);
+  });
+  afterAll(async () => {
+    await Promise.all([onDefault?.kill(), on8081?.kill(), small?.kill(), large?.kill()]);
+  });
+
+  /** Which pod served one request for `model` through `router` ('none' when it was refused), and the status. */
+  async function servedBy(router: Router, model: string): Promise<[number, string]> {
+    const before = [(await small.stats()).requests, (await large.stats()).requests];
+    const r = await postJson(`${router.url}/v1/completions`, { model, prompt: 'What is Kubernetes?', max_tokens: 5 });
+    await r.text();
+    const after = [(await small.stats()).requests, (await large.stats()).requests];
+    return [r.status, after[0] > before[0] ? 'small' : after[1] > before[1] ? 'large' : 'none'];
+  }
+
+  it('the same model name goes to each Gateway\'s own route', async () => {
+    expect(await servedBy(onDefault, 'deepseek-r1')).toEqual([200, 'small']);
+    expect(await servedBy(on8081, 'deepseek-r1')).toEqual([200, 'large']);
+    expect((await large.stats()).lastBody.model).toBe('deepseek-ai/DeepSeek-R1-Distill-Qwen-7B');
+  });
+
+  it('a route without parentRefs is served by the router of a Gateway of its namespace only', async () => {
+    expect(await servedBy(on8081, 'qwen')).toEqual([200, 'large']);
+    expect(await servedBy(onDefault, 'qwen')).toEqual([404, 'none']);
+  });
+
+  it('each router names the routes it leaves out once, as information, and does not warn about the shared model name', () => {
+    const log = onDefault.stderr();
+    expect(log).toMatch(/ info \[primary \d+\] resources: .*\(ModelRoute default\/deepseek-route-8081\): spec\.parentRefs: default\/kthena-gateway-8081: not bound to Gateway kthena-system\/default, so this router does not serve it \(ROUTER_GATEWAY=kthena-system\/default\)\n/);
+    expect(log).toMatch(/ info \[primary \d+\] resources: .*\(ModelRoute default\/everywhere-in-default\): spec\.parentRefs: none: a route without parentRefs is bound to the Gateways of its own namespace \(default\), not to Gateway kthena-system\/default/);
+    expect(log).toMatch(/resources loaded from file \S+, ModelRoutes of Gateway kthena-system\/default \(snapshot 1\): 1 routes \[default\/deepseek-default-route\]/);
+    expect(on8081.stderr()).toMatch(/\(ModelRoute default\/deepseek-default-route\): spec\.parentRefs: kthena-system\/default: not bound to Gateway default\/kthena-gateway-8081/);
+    for (const router of [onDefault, on8081]) {
+      expect(router.stderr()).not.toContain('also served by');
+      expect(router.stderr()).not.toContain(' warn ');
+    }
+  });
+});

@@ -1,0 +1,140 @@
+/**
+ * KubernetesSource with ROUTER_GATEWAY against the local list/watch API server
+ * (test/helpers/fake-kube-api.ts), through the real @kubernetes/client-node code: the snapshot
+ * holds the ModelRoutes bound to the Gateway only, follows changes of a route's parentRefs, and
+ * each route left out is told once per change, as information rather than a warning.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubernetesSource } from '../../../src/config/kubernetes-source.js';
+import { FakeKubeApi, startFakeKubeApi, type KubeObject } from '../../helpers/fake-kube-api.js';
+
+const GROUP = 'networking.serving.volcano.sh';
+const API_VERSION = `${GROUP}/v1alpha1`;
+
+const clientLoadError = await import('@kubernetes/client-node').then(() => null, (err: unknown) => String(err));
+
+function route(ns: string, name: string, created: string, parentRefs?: unknown[]): KubeObject {
+  return {
+    apiVersion: API_VERSION, kind: 'ModelRoute',
+    metadata: { name, namespace: ns, creationTimestamp: created },
+    spec: { modelName: 'llama-3', ...(parentRefs === undefined ? {} : { parentRefs }), rules: [{ targetModels: [{ modelServerName: 'llama' }] }] },
+  };
+}
+
+function server(ns: string): KubeObject {
+  return { apiVersion: API_VERSION, kind: 'ModelServer', metadata: { name: 'llama', namespace: ns }, spec: { workloadSelector: { matchLabels: { app: 'llama' } }, workloadPort: { port: 8000 } } };
+}
+
+async function until(what: string, probe: () => boolean, state: () => unknown): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; state: ${JSON.stringify(state())}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY', () => {
+  let api: FakeKubeApi;
+  let dir: string;
+  let kubeConfig: KubeConfig;
+  let infos: string[];
+  let warns: string[];
+  let source: KubernetesSource | null;
+
+  beforeEach(async () => {
+    api = await startFakeKubeApi(GROUP);
+    dir = mkdtempSync(join(tmpdir(), 'kube-gateway-'));
+    const { KubeConfig: KC } = await import('@kubernetes/client-node');
+    kubeConfig = new KC();
+    kubeConfig.loadFromFile(api.writeKubeconfig(join(dir, 'kubeconfig')));
+    infos = [];
+    warns = [];
+    source = null;
+  });
+
+  afterEach(async () => {
+    await source?.stop();
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function started(gateway: string | null): Promise<KubernetesSource> {
+    source = new KubernetesSource({
+      apiGroup: GROUP, redisCluster: false, namespace: null, gateway, kubeConfig, debounceMs: 5,
+      log: (m, level) => (level === 'warn' ? warns : infos).push(m),
+    });
+    await source.start();
+    return source;
+  }
+  const routes = (s: KubernetesSource): string[] => s.snapshot!.routes.map((r) => r.key);
+  const notServed = (): string[] => infos.filter((l) => l.includes('so this router does not serve it'));
+
+  function cluster(): void {
+    api.upsert('modelservers', server('default'));
+    api.upsert('modelservers', server('team-b'));
+    api.upsert('modelroutes', route('default', 'on-a', '2025-01-01T00:00:00Z', [{ name: 'gw-a', namespace: 'kthena-system', kind: 'Gateway' }]));
+    api.upsert('modelroutes', route('default', 'on-b', '2025-02-01T00:00:00Z', [{ name: 'gw-b', group: 'gateway.networking.k8s.io', kind: 'Gateway' }]));
+    api.upsert('modelroutes', route('kthena-system', 'no-refs', '2025-03-01T00:00:00Z'));
+    api.upsert('modelroutes', route('team-b', 'service', '2025-04-01T00:00:00Z', [{ name: 'gw-a', namespace: 'kthena-system', group: '', kind: 'Service' }]));
+  }
+
+  test('only the routes bound to the Gateway are in the snapshot; each other one is one information line naming its parentRefs', async () => {
+    cluster();
+    api.upsert('modelservers', server('kthena-system'));
+    const s = await started('kthena-system/gw-a');
+    expect(routes(s)).toEqual(['default/on-a', 'kthena-system/no-refs']);
+    expect(notServed()).toEqual([
+      'kubernetes (ModelRoute default/on-b): spec.parentRefs: default/gw-b: not bound to Gateway kthena-system/gw-a, so this router does not serve it (ROUTER_GATEWAY=kthena-system/gw-a)',
+      'kubernetes (ModelRoute team-b/service): spec.parentRefs: kthena-system/gw-a (kind "Service", group "": not a Gateway): not bound to Gateway kthena-system/gw-a, '
+        + 'so this router does not serve it (ROUTER_GATEWAY=kthena-system/gw-a)',
+    ]);
+    expect(warns.filter((w) => w.includes('on-b') || w.includes('team-b/service'))).toEqual([]);
+    // The hidden route is named, with no remark on Gateways: both are this router's.
+    expect(warns.filter((w) => w.includes('ModelRoute'))).toEqual([expect.stringMatching(/^kubernetes \(ModelRoute kthena-system\/no-refs\): spec\.modelName: model name "llama-3" is also served by ModelRoute default\/on-a, which is tried first .*match none$/)]);
+  });
+
+  test('a route rebound to the Gateway enters the snapshot, one bound away leaves it; each line is told once per change', async () => {
+    cluster();
+    const s = await started('default/gw-b');
+    expect(routes(s)).toEqual(['default/on-b']);
+    expect(notServed()).toHaveLength(3);
+
+    api.upsert('modelroutes', route('default', 'on-a', '2025-01-01T00:00:00Z', [{ name: 'gw-b' }]));
+    await until('on-a served', () => routes(s).join() === 'default/on-a,default/on-b', () => routes(s));
+    api.upsert('modelroutes', route('default', 'on-b', '2025-02-01T00:00:00Z', [{ name: 'gw-c' }]));
+    await until('on-b gone', () => routes(s).join() === 'default/on-a', () => routes(s));
+    // A change of something else (a pod becomes ready): a new snapshot, and no line told again.
+    api.upsert('pods', {
+      metadata: { name: 'llama-0', namespace: 'default', labels: { app: 'llama' } },
+      status: { phase: 'Running', podIP: '10.0.0.10', conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    const endpoints = (): number => s.snapshot!.servers.find((x) => x.key === 'default/llama')!.endpoints.length;
+    await until('the pod ready', () => endpoints() === 1, () => s.snapshot);
+    expect(notServed()).toEqual([
+      expect.stringContaining('(ModelRoute default/on-a): spec.parentRefs: kthena-system/gw-a: not bound'),
+      expect.stringContaining('(ModelRoute kthena-system/no-refs): spec.parentRefs: none: a route without parentRefs is bound to the Gateways of its own namespace (kthena-system), not to Gateway default/gw-b'),
+      expect.stringContaining('(ModelRoute team-b/service)'),
+      'kubernetes (ModelRoute default/on-b): spec.parentRefs: default/gw-c: not bound to Gateway default/gw-b, so this router does not serve it (ROUTER_GATEWAY=default/gw-b)',
+    ]);
+  });
+
+  test('no route bound to the Gateway: every request is 404, said once as a warning naming ROUTER_GATEWAY', async () => {
+    cluster();
+    const s = await started('other/gw');
+    expect(routes(s)).toEqual([]);
+    expect(notServed()).toHaveLength(4);
+    expect(warns).toContain('kubernetes: 4 ModelRoutes watched, none of which serves (ROUTER_GATEWAY=other/gw): every inference request is answered 404 model_not_found until one does (each route\'s line says why)');
+  });
+
+  test('without ROUTER_GATEWAY every valid route is served, as before', async () => {
+    cluster();
+    const s = await started(null);
+    expect(routes(s)).toEqual(['default/on-a', 'default/on-b', 'team-b/service']);
+    expect(notServed()).toEqual([]);
+    expect(warns.some((w) => w.includes('(ModelRoute kthena-system/no-refs)') && w.includes('ModelServer kthena-system/llama does not exist'))).toBe(true);
+  });
+});
