@@ -37,6 +37,7 @@ const ALL_ON = [
   'networkPolicy.kubeApiCIDRs={10.0.0.10/32}', 'networkPolicy.extraEgress[0].ports[0].port=443', 'auth.config=apiKeys: []',
   'tracing.enabled=true', 'tracing.endpoint=http://otel-collector.observability:4318', 'tracing.sampler=traceidratio', 'tracing.samplerArg=0.1', 'redis.existingSecret=redis-auth', 'redis.caSecret=redis-ca',
   'tls.secretName=router-tls', 'redis.tls=true', 'redis.leases=false', 'redis.recallWait=2s', 'configFiles.scheduler\\.yaml=weights: {}', 'watchNamespace=models', 'drain.delaySeconds=7', 'drain.timeout=1m',
+  'gateway=kthena-system/default',
 ];
 
 function render(set: string[] = [], flags: string[] = []): Doc[] {
@@ -112,6 +113,25 @@ test('the schema\'s ranges are the router\'s own: it takes each bound and refuse
   expect(schemaAt('accessLog.format').enum).toEqual(['json', 'text']);
 });
 
+test('the schema\'s gateway is ROUTER_GATEWAY as the router reads it: the values it takes, it takes; the others, it refuses', () => {
+  const node = schemaAt('gateway');
+  const takes = (v: string): boolean => node.allOf.every((p: Doc) => new RegExp(p.pattern, 'u').test(v));
+  const starts = (v: string): boolean => {
+    try {
+      parseSettings(['--resources', 'r.yaml'], { ROUTER_GATEWAY: v });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (const v of ['', 'kthena-system/default', 'default/kthena-gateway-8081', 'a/b.c-d', `${'n'.repeat(63)}/${'g'.repeat(253)}`, `n/${'g.'.repeat(126)}g`,
+    'default', '/gw', 'default/', 'a/b/c', 'Default/gw', 'default/GW', ' a/b', 'a/b ', 'de.fault/gw', 'default/-gw', 'default/gw.', 'default/g..w',
+    `${'n'.repeat(64)}/gw`, `default/${'g'.repeat(254)}`, `n/${'g.'.repeat(127)}g`]) {
+    expect(takes(v), JSON.stringify(v)).toBe(starts(v));
+  }
+  expect(VALUES.gateway).toBe('');
+});
+
 test('the chart keeps copies of deploy/crds and deploy/observability/alerts.yaml that are equal to them', () => {
   for (const f of ['modelroutes.yaml', 'modelservers.yaml']) {
     expect(readFileSync(join(CHART, 'files/crds', f), 'utf8'), f).toBe(readFileSync(join(ROOT, 'deploy/crds', f), 'utf8'));
@@ -141,6 +161,7 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(c.args).toEqual(['--kubernetes']);
     // One worker per requested CPU, as deploy/base and docs/deploy.md.
     expect(Number(c.resources.requests.cpu)).toBe(Number(env(docs).ROUTER_WORKERS));
+    expect(env(docs)).not.toHaveProperty('ROUTER_GATEWAY'); // every route served
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
@@ -206,6 +227,7 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(e.RATE_LIMIT_REDIS_LEASES).toBe('false');
     expect(e.RATE_LIMIT_REDIS_RECALL_WAIT).toBe('2s');
     expect(e.ROUTER_NAMESPACE).toBe('models');
+    expect(e.ROUTER_GATEWAY).toBe('kthena-system/default');
     const np = docs.find((d) => d.kind === 'NetworkPolicy')!;
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(docs.find((d) => d.kind === 'Role')!.metadata.namespace).toBe('models');
@@ -288,6 +310,7 @@ describe.skipIf(HELM === null)('helm chart', () => {
       ['tracing.endpoint=otel:4318', 'tracing.endpoint'], ['tracing.endpoint=http://u:p@otel:4318', 'tracing.endpoint'],
       ['networkPolicy.kubeApiPorts={443,70000}', 'networkPolicy.kubeApiPorts'], ['networkPolicy.ingressFrom[0].podSelectr.app=gw', 'networkPolicy.ingressFrom'],
       ['workerz=2', ''], ['drain.delay=5', 'drain'],
+      ['gateway=kthena-gateway-8081', 'gateway'], ['gateway=Default/gw', 'gateway'], [`gateway=default/${'g'.repeat(254)}`, 'gateway'],
     ] as const) {
       expect(refusal([set]), set).toMatch(at(path));
     }
