@@ -8,11 +8,19 @@
  *   `{"error": "…", "error_type": "…"}`; or vLLM's bare `{"object": "error", "message": …}`.
  * - Responses (`/v1/responses`): an `error` event, `{"type": "error", "code": …, "message": …}`,
  *   or the stream's last event `response.failed`, whose `response.error` says why.
+ * - Any stream (llama.cpp's server): an SSE field named `error` instead of `data`,
+ *   `error: {"code": 500, "message": …, "type": "server_error"}` then a blank line. The SDKs ignore
+ *   a field they do not know, so the client sees only the stream end. Found where lines are read
+ *   (openai-sse-usage.ts): only a line that is not a `data` line is looked at, on its first bytes.
  *
  * Tested per event on its first bytes only (`opensWithError`: the member the data opens with, as
  * these servers write it), a few character comparisons and no scan of the event: a token chunk
  * opens with `{"id"` (`{"type"` in Responses). Only an event that passes is parsed, to read its
- * message. A top-level `error` member after others, or a key spelled with escapes, is not looked for.
+ * message. A top-level `error` member after others (`{"id": …, "error": {…}, "choices": […]}`, a
+ * chunk that also ends the choice with `"finish_reason": "error"`, as OpenRouter sends it) is
+ * looked for in the chat and completions stream's last event only, the one before `[DONE]` or
+ * before the stream ends (`lastEventErrorMessage`), where a server that stops on its error puts it:
+ * once per stream, not per event. A key spelled with escapes is not looked for.
  */
 import { skipSpace } from './openai-event-usage.js';
 
@@ -67,7 +75,11 @@ function valueIs(data: string, at: number, value: string): boolean {
 export function errorEventMessage(data: string): string | null {
   const event = parseObject(data);
   if (event === undefined) return bounded(data);
-  if (event === null) return null;
+  return event === null ? null : chatErrorMessage(event);
+}
+
+/** An event's `error` (null when empty), else the event itself when its `object` is `"error"`, else null. */
+function chatErrorMessage(event: Record<string, unknown>): string | null {
   if ('error' in event) return event.error ? describe(event.error) : null;
   return event.object === 'error' ? describe(event) : null;
 }
@@ -81,6 +93,39 @@ export function responsesErrorEventMessage(data: string): string | null {
   const response = event.response;
   const error = typeof response === 'object' && response !== null ? (response as Record<string, unknown>).error : undefined;
   return error ? describe(error) : 'response.failed without an error';
+}
+
+/**
+ * The message of the last event of a chat or completions stream (before `[DONE]`, or before its
+ * end) when it is an error event with its `error` member (or `"object": "error"`) anywhere among
+ * its top-level members; null when it is none, its error is empty, or it is not a JSON object.
+ */
+export function lastEventErrorMessage(data: string): string | null {
+  // Only data that has `"error"` (as a key or a value) is parsed: a usage chunk or a token chunk
+  // seldom does. Searched by its tail: its first letter, `r`, is rarer in JSON than a quote.
+  if (!data.includes('rror"')) return null;
+  const event = parseObject(data);
+  return event === null || event === undefined ? null : chatErrorMessage(event);
+}
+
+/**
+ * The message of an SSE field named `error` (llama.cpp's server: `{"code": …, "message": …,
+ * "type": …}`): its `message`, or its `error`'s (as errorEventMessage), or its JSON; a value that
+ * is not JSON is its own message; null when empty (or JSON `null`, `false`, `""`).
+ */
+export function errorFieldMessage(value: string): string | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return value === '' ? null : bounded(value);
+  }
+  if (!parsed) return null;
+  if (typeof parsed === 'object' && !Array.isArray(parsed) && 'error' in parsed) {
+    const error = (parsed as { error: unknown }).error;
+    return error ? describe(error) : null;
+  }
+  return describe(parsed);
 }
 
 /** The data's JSON object; null for other JSON, undefined when it is not JSON. */

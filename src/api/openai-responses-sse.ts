@@ -6,7 +6,8 @@
  * (`response.completed`, `response.incomplete`, `response.failed`). Such a stream ends with its
  * usage without being asked, and the router adds nothing to it: nothing is stripped (keep mode,
  * `push` returns the chunk it was given). The pod's own error events are its `error` events and
- * `response.failed` (openai-error-event.ts).
+ * `response.failed` (openai-error-event.ts), and an SSE field named `error` as in any stream; a
+ * chat-shaped `error` member is not looked for in its last event.
  */
 import type { GeneratedText } from './inference-api.js';
 import type { StreamEvent } from './openai-event-usage.js';
@@ -27,6 +28,10 @@ export class ResponsesSseScanner extends SseUsageScanner {
 
   protected override errorMessage(data: string): string | null {
     return responsesErrorEventMessage(data);
+  }
+
+  protected override lastEventError(): string | null {
+    return null;
   }
 
   protected override reportsCompletion(event: StreamEvent): boolean {

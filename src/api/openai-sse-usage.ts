@@ -32,13 +32,15 @@
  * from such a pod is then never parsed but for its usage.
  *
  * Each event's data is also tested on its first bytes for the pod's own error event
- * (openai-error-event.ts): the first such event's message is `podError`. And the scanner knows
- * where the bytes it forwarded end (`closingEvent`): at an event's end, or within one.
+ * (openai-error-event.ts), the last event before `[DONE]` or the stream's end for an `error` member
+ * anywhere at its top level, and a line that is not a `data` line for an `error` field: the first
+ * error found gives `podError`. And the scanner knows where the bytes it forwarded end
+ * (`closingEvent`): at an event's end, or within one.
  */
 import type { AnswerUsage, GeneratedText, StreamUsageReader } from './inference-api.js';
 import { applyEvent, escapesUsageLetter, mayCarryUsage, parseEvent, reportsCompletion, setsUsageKey, startsObject, type StreamEvent } from './openai-event-usage.js';
-import { errorEventMessage, opensWithError } from './openai-error-event.js';
-import { dataValue, DEFAULT_MAX_EVENT_BYTES, SseLineSplitter, type SseLineSink } from './sse-lines.js';
+import { errorEventMessage, errorFieldMessage, lastEventErrorMessage, opensWithError } from './openai-error-event.js';
+import { dataValue, DEFAULT_MAX_EVENT_BYTES, fieldValue, SseLineSplitter, type SseLineSink } from './sse-lines.js';
 import { eventWithoutMember } from './sse-member-cut.js';
 import { SseStripFilter } from './sse-strip.js';
 import { Buffer } from 'node:buffer';
@@ -63,6 +65,10 @@ const CUT = 2;
 type EventAction = typeof KEEP | typeof DROP | typeof CUT;
 
 const USAGE_KEY = Buffer.from('usage', 'latin1');
+/** The SSE field llama.cpp's server writes its error in, instead of `data`. */
+const ERROR_FIELD = Buffer.from('error', 'latin1');
+/** The data of the event that ends an OpenAI-style stream. */
+const DONE = '[DONE]';
 /** The event without its usage members when one of them is set (not null); else null (as it came). */
 const withoutUsage = (event: Buffer): Buffer | null => eventWithoutMember(event, USAGE_KEY, true);
 
@@ -98,6 +104,8 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   private heldChars = 0;
   /** Non-null: the pod reports its count; past the bound events are dropped, each estimated at this. */
   private readonly tokensPerEvent: number | null;
+  /** Data of the last event read (not `[DONE]`), until `[DONE]` or the end tests it for an error. */
+  private lastData: string | null = null;
   /** Events dropped unread (tokensPerEvent, past the bound), not yet handed to `generated`. */
   private dropped = 0;
   /** Past the bound with tokensPerEvent: events that can hold no usage are dropped, not held. */
@@ -156,6 +164,7 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   end(): Buffer {
     this.lines.end(this);
     const action = this.endEvent();
+    this.testLastEvent();
     this.readHeld();
     const filter = this.filter;
     if (filter === null) return EMPTY;
@@ -184,6 +193,8 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
     this.eventBegun = true;
     const value = dataValue(buf, start, end);
     if (value !== null) this.data = this.data === null ? value : `${this.data}\n${value}`;
+    // Another field or a comment: only one that may be named `error` is read further.
+    else if (buf[start] === 0x65 /* e */ && buf[start + 1] === 0x72 /* r */ && this.podError === null) this.readErrorField(buf, start, end);
   }
 
   blank(next: number): void {
@@ -215,7 +226,11 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       return KEEP;
     }
     if (data === null) return KEEP;
-    if (this.podError === null && this.opensWithError(data)) this.podError = this.errorMessage(data);
+    if (this.podError === null) {
+      if (this.opensWithError(data)) this.podError = this.errorMessage(data);
+      else if (data.length === DONE.length && data === DONE) this.testLastEvent();
+      else this.lastData = data;
+    }
     const generated = this.generated;
     if (generated === null) {
       const event = parseEvent(data);
@@ -295,6 +310,29 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** The message of an event that `opensWithError`, or null when it says no error after all. */
   protected errorMessage(data: string): string | null {
     return errorEventMessage(data);
+  }
+
+  /**
+   * The message of the stream's last event (before `[DONE]` or its end) when it is an error event
+   * whose `error` member is not its first, or null. The Completions/Chat shape; another API's
+   * shape overrides this.
+   */
+  protected lastEventError(data: string): string | null {
+    return lastEventErrorMessage(data);
+  }
+
+  /** `[DONE]` came, or the stream ended: its last event before is tested once for an error. */
+  private testLastEvent(): void {
+    const data = this.lastData;
+    if (data === null) return;
+    this.lastData = null;
+    if (this.podError === null) this.podError = this.lastEventError(data);
+  }
+
+  /** A line of another field than `data` that begins as `error` does: llama.cpp's error field. */
+  private readErrorField(buf: Buffer, start: number, end: number): void {
+    const value = fieldValue(buf, start, end, ERROR_FIELD);
+    if (value !== null) this.podError = errorFieldMessage(value);
   }
 
   /**

@@ -183,6 +183,21 @@ export function dataValueStart(buf: Buffer, start: number, end: number): number 
 }
 
 /**
+ * The value of a field line [start, end) of `buf` named `name` (its bytes; one leading space
+ * removed, empty when the line has no colon), or null when the line is another field or a comment.
+ */
+export function fieldValue(buf: Buffer, start: number, end: number, name: Buffer): string | null {
+  const nameEnd = start + name.length;
+  if (nameEnd > end) return null;
+  for (let i = 0; i < name.length; i++) if (buf[start + i] !== name[i]) return null;
+  if (nameEnd === end) return '';
+  if (buf[nameEnd] !== 0x3a) return null; // a longer field name
+  let valueStart = nameEnd + 1;
+  if (valueStart < end && buf[valueStart] === 0x20) valueStart++;
+  return buf.toString('utf8', valueStart, end);
+}
+
+/**
  * The lines of a complete event `event` (its bytes, line ends included), each as [start, end)
  * without its line end, to `each`; stops when `each` returns false.
  */

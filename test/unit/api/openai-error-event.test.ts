@@ -32,7 +32,7 @@ const NOT_ERRORS = [
   '[DONE]',
   '',
   '{',
-  // A top-level error after other members is not looked for (only the member the data opens with).
+  // A top-level error after other members is not seen on the first bytes (the stream's last event is read for one: openai-error-event-last.test.ts).
   '{"id":"c1","error":{"message":"late"}}',
 ];
 
