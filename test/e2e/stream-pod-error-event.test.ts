@@ -7,9 +7,9 @@ import { readChatStream } from '../helpers/sdk-stream.js';
 
 /**
  * A pod whose generation fails partway says so in the stream it answered 200 (its own error event,
- * then [DONE]): the router passes the stream through unchanged, records the request as the pod's
- * failure with the status sent and the pod's message, counts it as an error, and does not count it
- * against the pod's health.
+ * or llama.cpp's `error` field, then [DONE]): the router passes the stream through unchanged,
+ * records the request as the pod's failure with the status sent and the pod's message, counts it
+ * as an error, and does not count it against the pod's health.
  */
 const MESSAGE = 'mock backend pod-a failed the generation after 2 tokens';
 
@@ -40,6 +40,8 @@ describe('a pod\'s own error event in its 200 stream', () => {
     ['openai', '/v1/completions', `{"error":{"message":"${MESSAGE}","type":"server_error","param":null,"code":"generation_failed"}}`],
     ['vllm', '/v1/chat/completions', `{"error": {"object": "error", "message": "${MESSAGE}", "type": "InternalServerError", "param": null, "code": 500}}`],
     ['object', '/v1/completions', `{"object": "error", "message": "${MESSAGE}", "type": "InternalServerError", "param": null, "code": 500}`],
+    // The error member after the chunk's id (not its first): the stream's last event before [DONE].
+    ['chunk', '/v1/chat/completions', `{"id":"gen-pod-a-error","object":"chat.completion.chunk","created":1795000000,"model":"mock","error":{"code":"server_error","message":"${MESSAGE}"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`],
   ])('%s shape on %s: passed through unchanged, status 200; recorded upstream_error naming the pod and its message', async (shape, path, data) => {
     const id = `pod-error-${shape}`;
     const body = path === '/v1/completions' ? { model: 'sf-model', prompt: 'hi', stream: true } : { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true };
@@ -55,14 +57,31 @@ describe('a pod\'s own error event in its 200 stream', () => {
     expect(r.output_tokens).toBeGreaterThan(0); // the text the stream carried, counted
   });
 
+  it('llama.cpp\'s error field (not data) on /v1/chat/completions: passed through unchanged, recorded upstream_error with its message; the SDK ignores it', async () => {
+    const headers = { 'x-mock-output-tokens': '4', 'x-mock-error-after': '2', 'x-mock-error-shape': 'llamacpp' };
+    const res = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true }, { ...headers, 'x-request-id': 'pod-error-llamacpp' });
+    expect(res.status).toBe(200);
+    const got = (await res.text()).split('\n\n');
+    expect(got).toHaveLength(5);
+    expect(got.slice(2)).toEqual([`error: {"code":500,"message":"${MESSAGE}","type":"server_error"}`, 'data: [DONE]', '']);
+    const r = await recordOf('pod-error-llamacpp');
+    expect(r).toMatchObject({ status_code: 200, selected_pod: 'pod-a', error: { type: 'upstream_error', message: `upstream pod pod-a sent an error event in its stream: ${MESSAGE}` } });
+    expect(r.output_tokens).toBeGreaterThan(0);
+    // The SDK skips a field it does not know: its client sees the text, then the stream's end.
+    const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { ...headers, 'x-request-id': 'pod-error-llamacpp-sdk' } });
+    const { text, err } = await readChatStream(await client.chat.completions.create({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }], stream: true }));
+    expect({ text, err }).toEqual({ text: 'tok tok ', err: null });
+    expect((await recordOf('pod-error-llamacpp-sdk')).error.message).toBe(`upstream pod pod-a sent an error event in its stream: ${MESSAGE}`);
+  });
+
   it('counts in the error metrics with status 200, not against the pod; a stream without one is a plain success', async () => {
     const clean = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hi', stream: true }, { 'x-request-id': 'pod-error-none' });
     expect(clean.status).toBe(200);
     await clean.text();
     expect((await recordOf('pod-error-none')).error).toBeUndefined();
     const metrics = await scrape();
-    // The three streams above.
-    expect(total(metrics, 'inference_router_requests_total', 'status="200"', 'error_type="upstream_error"')).toBe(3);
+    // The six streams above.
+    expect(total(metrics, 'inference_router_requests_total', 'status="200"', 'error_type="upstream_error"')).toBe(6);
     expect(total(metrics, 'inference_router_requests_total', 'status="200"', 'error_type=""')).toBe(1);
     expect(total(metrics, 'inference_router_upstream_resets_total', 'pod-a')).toBe(0);
     expect(total(metrics, 'inference_router_upstream_5xx_failures_total', 'pod-a')).toBe(0);

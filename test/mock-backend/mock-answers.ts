@@ -308,20 +308,29 @@ export function sseEvents(spec: AnswerSpec, includeUsage: boolean): string[] {
  * How a model server says in a stream it answered 200 that the generation failed partway
  * (x-mock-error-shape): `openai`, OpenAI's `{"error":{...}}`; `vllm`, the same as vLLM and SGLang
  * write it (Python's json.dumps, older vLLM's ErrorResponse inside); `object`, vLLM's bare
- * ErrorResponse, `"object": "error"` at the top.
+ * ErrorResponse, `"object": "error"` at the top; `chunk`, a chunk with its `error` member after
+ * its `id` and before its `choices`, the choice ended with `"finish_reason": "error"` (as OpenRouter
+ * sends it); `llamacpp`, llama.cpp's server's SSE field named `error` instead of `data`.
  */
-export type StreamErrorShape = 'openai' | 'vllm' | 'object';
-export const STREAM_ERROR_SHAPES: readonly StreamErrorShape[] = ['openai', 'vllm', 'object'];
+export type StreamErrorShape = 'openai' | 'vllm' | 'object' | 'chunk' | 'llamacpp';
+export const STREAM_ERROR_SHAPES: readonly StreamErrorShape[] = ['openai', 'vllm', 'object', 'chunk', 'llamacpp'];
 
 /** The error event (and `[DONE]` after it) of a stream whose generation failed after `tokens` tokens. */
 export function streamErrorEvents(shape: StreamErrorShape, pod: string, tokens: number): string[] {
   const message = `mock backend ${pod} failed the generation after ${tokens} tokens`;
-  const data = shape === 'openai'
-    ? JSON.stringify({ error: { message, type: 'server_error', param: null, code: 'generation_failed' } })
-    : shape === 'vllm'
-      ? `{"error": {"object": "error", "message": ${JSON.stringify(message)}, "type": "InternalServerError", "param": null, "code": 500}}`
-      : `{"object": "error", "message": ${JSON.stringify(message)}, "type": "InternalServerError", "param": null, "code": 500}`;
-  return [`data: ${data}\n\n`, 'data: [DONE]\n\n'];
+  return [streamErrorEvent(shape, pod, message), 'data: [DONE]\n\n'];
+}
+
+function streamErrorEvent(shape: StreamErrorShape, pod: string, message: string): string {
+  const text = JSON.stringify(message);
+  switch (shape) {
+    case 'openai': return `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code: 'generation_failed' } })}\n\n`;
+    case 'vllm': return `data: {"error": {"object": "error", "message": ${text}, "type": "InternalServerError", "param": null, "code": 500}}\n\n`;
+    case 'object': return `data: {"object": "error", "message": ${text}, "type": "InternalServerError", "param": null, "code": 500}\n\n`;
+    case 'chunk': return `data: {"id":"gen-${pod}-error","object":"chat.completion.chunk","created":1795000000,"model":"mock","error":{"code":"server_error","message":${text}},`
+      + '"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\n';
+    case 'llamacpp': return `error: {"code":500,"message":${text},"type":"server_error"}\n\n`;
+  }
 }
 
 /** The JSON error body the mock answers with for injected failures and bad requests. */

@@ -75,9 +75,9 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --metrics-ttft-ms N    time to first token reported in /metrics (default 50)
 Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-retry-after,
 x-mock-hang, x-mock-close; a stream failing after N token events: x-mock-error-after N (its own
-error event, x-mock-error-shape openai, vllm or object, then [DONE]), x-mock-cut-after N (the
-connection closed; x-mock-cut-mid-event: within the next event), x-mock-stall-after N (nothing
-more). POST /fail-rate?rate=F changes --fail-rate while it runs.`;
+error event, x-mock-error-shape openai, vllm, object, chunk or llamacpp, then [DONE]),
+x-mock-cut-after N (the connection closed; x-mock-cut-mid-event: within the next event),
+x-mock-stall-after N (nothing more). POST /fail-rate?rate=F changes --fail-rate while it runs.`;
 
 export class MockOptionsError extends Error {}
 

@@ -13,7 +13,7 @@
  * x-mock-retry-after (sent as retry-after with an error status), x-mock-hang (never answer),
  * x-mock-close (drop the connection without answering). A stream that fails partway, after N
  * token events: x-mock-error-after N (a chat or completions stream: the server's own error event,
- * in the x-mock-error-shape openai, vllm or object, then [DONE], and its end), x-mock-cut-after N
+ * in the x-mock-error-shape openai, vllm, object, chunk or llamacpp, then [DONE], and its end), x-mock-cut-after N
  * (the connection closed without the stream's end; with x-mock-cut-mid-event, after the first half
  * of the next event), x-mock-stall-after N (nothing more is sent, the connection stays open).
  */

@@ -256,6 +256,12 @@ describe('mock backend process (defaults)', () => {
     expect(vllm[2]).toBe('{"error": {"object": "error", "message": "mock backend pod-a failed the generation after 2 tokens", "type": "InternalServerError", "param": null, "code": 500}}');
     const bare = sseData(await (await post(`${mock.url}/v1/completions`, { model: 'm', prompt: 'hi', stream: true }, { ...headers, 'x-mock-error-shape': 'object' })).text());
     expect(JSON.parse(bare[2])).toMatchObject({ object: 'error', message: 'mock backend pod-a failed the generation after 2 tokens' });
+    const chunk = sseData(await (await post(`${mock.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true }, { ...headers, 'x-mock-error-shape': 'chunk' })).text());
+    expect(Object.keys(JSON.parse(chunk[2]))).toEqual(['id', 'object', 'created', 'model', 'error', 'choices']);
+    expect(JSON.parse(chunk[2])).toMatchObject({ error: { message: 'mock backend pod-a failed the generation after 2 tokens' }, choices: [{ finish_reason: 'error' }] });
+    // llama.cpp's: an SSE field named error, not data.
+    const llamacpp = (await (await post(`${mock.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'x' }], stream: true }, { ...headers, 'x-mock-error-shape': 'llamacpp' })).text()).split('\n\n');
+    expect(llamacpp.slice(2)).toEqual(['error: {"code":500,"message":"mock backend pod-a failed the generation after 2 tokens","type":"server_error"}', 'data: [DONE]', '']);
     const client = new OpenAI({ baseURL: `${mock.url}/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: headers });
     const stream = await client.chat.completions.create({ model: 'sdk-m', messages: [{ role: 'user', content: 'x' }], stream: true });
     const { text, err } = await readChatStream(stream);
