@@ -13,6 +13,7 @@
  */
 import { constants } from 'node:os';
 import { livePids } from '../test/helpers/processes.js';
+import { signal } from './pause-targets.js';
 import { processTree } from './proc-cpu.js';
 
 const SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
@@ -42,12 +43,4 @@ export function killTrees(roots: readonly number[]): number {
   for (const pid of pids) signal(pid, 'SIGCONT');
   for (const pid of [...pids].reverse()) signal(pid, 'SIGKILL');
   return pids.length;
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // Gone meanwhile.
-  }
 }

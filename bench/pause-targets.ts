@@ -34,8 +34,8 @@ export async function whileStopped<T>(roots: readonly number[], fn: () => Promis
   }
 }
 
-/** A process that has exited in the meantime is skipped. */
-function signal(pid: number, sig: NodeJS.Signals): void {
+/** Sends `sig` to `pid`; a process that has exited in the meantime is skipped. */
+export function signal(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(pid, sig);
   } catch (err) {

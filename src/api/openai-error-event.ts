@@ -121,10 +121,7 @@ export function errorFieldMessage(value: string): string | null {
     return value === '' ? null : bounded(value);
   }
   if (!parsed) return null;
-  if (typeof parsed === 'object' && !Array.isArray(parsed) && 'error' in parsed) {
-    const error = (parsed as { error: unknown }).error;
-    return error ? describe(error) : null;
-  }
+  if (typeof parsed === 'object' && !Array.isArray(parsed) && 'error' in parsed) return chatErrorMessage(parsed as Record<string, unknown>);
   return describe(parsed);
 }
 

@@ -1,10 +1,9 @@
 import { systemClock, type Clock } from '../clock.js';
+import type { Timers } from '../timers.js';
 
 /** Time for the Kubernetes source (debounce, retry backoff, watch reconnect delays); injected in tests. */
-export interface SourceClock {
+export interface SourceClock extends Timers {
   now: Clock;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
 }
 
 export const systemSourceClock: SourceClock = {

@@ -185,13 +185,9 @@ export class KubernetesSource {
     const { snapshot, problems, notServed } = this.builder.build(
       this.routes.objects(), this.servers.objects(), this.pods.objects() as readonly PodLike[],
     );
-    const now = new Set(problems);
-    for (const p of now) if (!this.reported.has(p)) this.opts.log(p, 'warn');
-    this.reported = now;
+    this.reported = logNew(problems, this.reported, (p) => this.opts.log(p, 'warn'));
     // Routes of other Gateways: told once each, as problems are, but as information.
-    const left = new Set(notServed);
-    for (const n of left) if (!this.reportedNotServed.has(n)) this.opts.log(n);
-    this.reportedNotServed = left;
+    this.reportedNotServed = logNew(notServed, this.reportedNotServed, (n) => this.opts.log(n));
     const json = JSON.stringify(snapshot);
     if (json === this.currentJson) return;
     this.current = snapshot;
@@ -246,4 +242,11 @@ function withSignal(signal: AbortSignal): CallOptions {
     post: (rsp: unknown) => ({ toPromise: () => Promise.resolve(rsp) }),
   } as unknown as Middleware;
   return { middleware: [middleware], middlewareMergeStrategy: 'append' };
+}
+
+/** Logs each of `lines` that the build before did not have (`before`); returns them, for the next build. */
+function logNew(lines: readonly string[], before: ReadonlySet<string>, log: (line: string) => void): Set<string> {
+  const now = new Set(lines);
+  for (const line of now) if (!before.has(line)) log(line);
+  return now;
 }

@@ -141,8 +141,7 @@ export class StoreHealth {
     if (!this.unconfirmed) return;
     this.unconfirmed = false;
     this.refused = false;
-    this.refusal = null;
-    this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
+    this.availableAgain();
   }
 
   /** The connection is ready, or a PING answered: the circuit closes, once the check (if any) passes. */
@@ -155,10 +154,7 @@ export class StoreHealth {
     }
     const run = ++this.checks;
     // No probe meanwhile: the check's answer decides whether one is needed.
-    if (this.probeTimer !== null) {
-      clearTimeout(this.probeTimer);
-      this.probeTimer = null;
-    }
+    this.cancelProbe();
     awaitReply(check(), this.opts.timeoutMs, {
       reply: (refusal) => {
         if (run !== this.checks || this.closed) return;
@@ -201,22 +197,26 @@ export class StoreHealth {
     const wasDown = this.current === 'down';
     this.current = 'up';
     this.releaseStartupWaiters();
-    if (this.probeTimer !== null) {
-      clearTimeout(this.probeTimer);
-      this.probeTimer = null;
-    }
+    this.cancelProbe();
     // After a refusal, PING answering says nothing of the scripts: logged when one answers (answered()).
     if (wasDown && this.refused) this.unconfirmed = true;
-    else if (wasDown) {
-      this.refusal = null;
-      this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
-    }
+    else if (wasDown) this.availableAgain();
     if (this.opts.onUp !== undefined) this.opts.onUp();
   }
 
   close(): void {
     this.closed = true;
     this.releaseStartupWaiters();
+    this.cancelProbe();
+  }
+
+  /** The outage is over: said once, and the next refusal is logged again. */
+  private availableAgain(): void {
+    this.refusal = null;
+    this.opts.log(`rate limit store ${this.opts.name} is available again; global limits are enforced`);
+  }
+
+  private cancelProbe(): void {
     if (this.probeTimer !== null) clearTimeout(this.probeTimer);
     this.probeTimer = null;
   }
