@@ -1,6 +1,7 @@
 /**
  * Process-wide drain state. `draining`: every answer closes its connection (no more keep-alive),
- * from SIGTERM on (the drain delay included).
+ * from SIGTERM on (the drain delay included); for a worker retired alone, from the close of its
+ * listener on.
  * `closing`: in-flight requests are done and the last records are being flushed; a request that
  * still arrives on an old keep-alive connection gets the connection closed without an answer
  * (as if it had come after exit), so no answered request can miss its access-log record. The

@@ -210,7 +210,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     maxBodyBytes: settings.maxBodyBytes,
     matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
     stripAuthorization: auth !== null,
-    draining: () => draining || stopping,
+    draining: () => drainState.draining,
     // A worker retired alone (core:retire) says what the instance is: the others serve on.
     ready: () => ready && (!stopping || retiring) && table !== null && (retiring || heartbeat.alive()),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
@@ -253,8 +253,9 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (!retire) ready = false;
     // Every answer closes its connection from now on, as /healthz's and /readyz's do: a client on
     // a kept-alive connection (which a load balancer's change does not move) reconnects, and goes
-    // to another instance once the balancer has seen /readyz fail.
-    drainState.draining = true;
+    // to another instance once the balancer has seen /readyz fail. Retired alone, only once its
+    // listener is closed (below).
+    if (!retire) drainState.draining = true;
     // Load balancers see /readyz fail and stop sending before the listener closes; until
     // then in-flight and new requests are served.
     if (settings.drainDelayMs > 0 && !retire) await new Promise((r) => setTimeout(r, settings.drainDelayMs));
@@ -269,6 +270,9 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (retire) await new Promise((r) => setImmediate(r));
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
+    // A client whose kept-alive connection a retired worker's answer closes reconnects at once:
+    // with the listener closed first, the kernel cannot queue that connection for it as it closes.
+    drainState.draining = true;
     // Everything below, the last records' writing included, ends by this deadline (a little after
     // it for requests cut when it passes): the primary kills workers 5 s after it.
     const drainDeadline = Date.now() + settings.drainTimeoutMs;

@@ -51,7 +51,11 @@ function tcpMigrateReq(): boolean {
   }
 }
 
-interface Outcome { ok: boolean; status: number; fingerprint: string | null; error?: string; handshake?: boolean }
+/**
+ * `handshake`: whether the request's connection finished a TLS handshake of its own (false for a
+ * kept-alive connection reused); `reused`: whether the request went on a kept-alive connection.
+ */
+interface Outcome { ok: boolean; status: number; fingerprint: string | null; error?: string; handshake?: boolean; reused?: boolean }
 
 /** One HTTPS request trusting `ca`; `agent`: a kept-alive one, or false for a new connection. */
 function call(port: number, ca: string, agent: Agent | false, path: string, body: unknown = null): Promise<Outcome> {
@@ -65,7 +69,7 @@ function call(port: number, ca: string, agent: Agent | false, path: string, body
     });
     let handshake = false;
     req.on('socket', (socket) => socket.once('secureConnect', () => { handshake = true; }));
-    req.on('error', (err) => resolve({ ok: false, status: 0, fingerprint: null, error: err.message, handshake }));
+    req.on('error', (err) => resolve({ ok: false, status: 0, fingerprint: null, error: err.message, handshake, reused: req.reusedSocket }));
     req.end(payload ?? undefined);
   });
 }
@@ -137,6 +141,8 @@ describe('certificate rotation', () => {
     expect(await expiry()).toBe(first.notAfter);
 
     // Clients throughout: one kept-alive connection (completions), one new connection per request.
+    // The kept-alive client meets no reset: it opens a new connection after an answer that closed
+    // its last one, which a retired worker sends only once its listener is closed (worker.ts).
     let running = true;
     const failures: Outcome[] = [];
     /** New connections reset before their TLS handshake: queued by the kernel for a listener as it closed (see below). */
