@@ -9,11 +9,12 @@
 import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
 import { parseRateLimit } from './rate-limit-spec.js';
+import { parseParentRefs } from './parent-refs.js';
 import { nearName } from './near-name.js';
 import { nestedRepetition, routeRegex } from './route-regex.js';
 import { describe, isPlainObject, quoted } from './describe-value.js';
 import {
-  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type ParentRef, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
+  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
   type StringMatch, type TargetModel,
 } from './resource-types.js';
 
@@ -122,7 +123,7 @@ class Checker {
 /**
  * The fields of the route API's ModelRoute and ModelServer (its CRD schemas, which admit no other
  * field) and this router's own (spec.endpoints, spec.rateLimit.mode), for unknownFields(). `true`:
- * anything below is accepted as it is (metadata, status, parentRefs, kvConnector; pdGroup is refused
+ * anything below is accepted as it is (metadata, status, kvConnector; pdGroup is refused
  * by modelServer(), so never reported as unknown); `[]`:
  * each item of a list; `*`: each value of a map.
  */
@@ -134,7 +135,7 @@ const ROUTE_FIELDS: FieldTree = {
   spec: {
     modelName: true,
     loraAdapters: true,
-    parentRefs: true,
+    parentRefs: { '[]': { group: true, kind: true, namespace: true, name: true, sectionName: true, port: true } },
     rules: {
       '[]': {
         name: true,
@@ -365,27 +366,8 @@ function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, 
   const modelName = noModelName ? null : c.string(spec.modelName, 'spec.modelName');
   const rules = c.list(spec.rules, 'spec.rules').map((r, i) => rule(c, r, `spec.rules[${i}]`));
   const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit', redisCluster);
-  const parentRefs = parentRefList(spec.parentRefs, id.namespace);
+  const parentRefs = parseParentRefs(spec.parentRefs, 'spec.parentRefs', id.namespace, (p, problem) => c.fail(p, problem));
   return { kind: 'ModelRoute', ...id, modelName, loraAdapters, rules, rateLimit, parentRefs, creationTimestamp };
-}
-
-/**
- * spec.parentRefs as read for binding (gateway-binding.ts): namespace the route's when left out
- * (or empty), as in the Gateway API; group and kind as given, null when left out. Not validated,
- * as the router read none of it before ROUTER_GATEWAY: an entry without a name (which the route
- * API's schema refuses) is left out.
- */
-function parentRefList(v: unknown, namespace: string): ParentRef[] {
-  if (!Array.isArray(v)) return [];
-  const out: ParentRef[] = [];
-  const text = (x: unknown): string | null => (typeof x === 'string' ? x : null);
-  for (const ref of v) {
-    if (!isPlainObject(ref) || typeof ref.name !== 'string' || ref.name === '') continue;
-    const ns = typeof ref.namespace === 'string' && ref.namespace !== '' ? ref.namespace : namespace;
-    const section = text(ref.sectionName);
-    out.push({ group: text(ref.group), kind: text(ref.kind), namespace: ns, name: ref.name, sectionName: section === '' ? null : section });
-  }
-  return out;
 }
 
 function loraAdapterList(c: Checker, v: unknown, path: string): string[] {

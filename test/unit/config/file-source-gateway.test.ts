@@ -110,6 +110,16 @@ describe('FileSource with ROUTER_GATEWAY', () => {
     ]);
   });
 
+  it('a parentRefs entry without a name refuses the file, naming the file, the route and the field; a reload keeps the last good config', async () => {
+    const noName = FILE.replace(GW_B, '  parentRefs: [{ namespace: default, kind: Gateway }]\n');
+    expect(() => started('default/gw-a', noName)).toThrow(/: document 5 \(ModelRoute default\/r-b\): spec\.parentRefs\[0\]\.name: is required: expected the name of the Gateway \(or other parent\) the route is bound to$/);
+    const { file, source, applied, lines } = started('default/gw-a');
+    writeFileSync(file, FILE.replace(GW_A, '  parentRefs: [{ name: gw-a, port: 70000 }]\n'));
+    await source.reload();
+    expect(applied).toHaveLength(1);
+    expect(lines.at(-1)).toMatchObject({ event: 'reload-rejected', message: expect.stringContaining(`${file}: document 4 (ModelRoute default/r-a): spec.parentRefs[0].port: must be an integer from 1 to 65535, got 70000`) });
+  });
+
   it('the file is checked whole: a route of another Gateway naming a missing ModelServer refuses it, as for every router reading it', async () => {
     expect(() => started('default/gw-a', FILE.replace('modelServerName: s-b', 'modelServerName: s-gone')))
       .toThrow(/\(ModelRoute default\/r-b\): spec\.rules\[0\]\.targetModels\[0\]\.modelServerName: ModelServer default\/s-gone does not exist/);

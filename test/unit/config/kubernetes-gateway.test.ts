@@ -130,6 +130,22 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     expect(warns).toContain('kubernetes: 4 ModelRoutes watched, none of which serves (ROUTER_GATEWAY=other/gw): every inference request is answered 404 model_not_found until one does (each route\'s line says why)');
   });
 
+  test('a route whose parentRefs the Gateway API refuses is invalid: skipped when new, kept at its last valid version when edited, naming the entry and its field', async () => {
+    cluster();
+    api.upsert('modelroutes', route('default', 'no-name', '2025-05-01T00:00:00Z', [{ namespace: 'kthena-system', kind: 'Gateway' }]));
+    const s = await started('kthena-system/gw-a');
+    expect(routes(s)).toEqual(['default/on-a']);
+    expect(warns).toContain('kubernetes (ModelRoute default/no-name): spec.parentRefs[0].name: is required: expected the name of the Gateway (or other parent) the route is bound to; skipped');
+
+    // An edit that breaks a served route's parentRefs keeps the route as it was.
+    api.upsert('modelroutes', route('default', 'on-a', '2025-01-01T00:00:00Z', [{ name: 'gw-a', namespace: 'kthena-system', port: 0 }]));
+    await until('the bad edit told', () => warns.some((w) => w.includes('(ModelRoute default/on-a): spec.parentRefs[0].port')), () => warns);
+    expect(warns.filter((w) => w.includes('(ModelRoute default/on-a)'))).toEqual([
+      expect.stringMatching(/^kubernetes \(ModelRoute default\/on-a\): spec\.parentRefs\[0\]\.port: must be an integer from 1 to 65535, got 0; keeps its last valid version \(resourceVersion \S+\)$/),
+    ]);
+    expect(routes(s)).toEqual(['default/on-a']);
+  });
+
   test('without ROUTER_GATEWAY every valid route is served, as before', async () => {
     cluster();
     const s = await started(null);

@@ -675,15 +675,64 @@ describe('parseResourceFile: routes that share a model name', () => {
     ]);
   });
 
-  it('reads parentRefs without validating them: the route\'s namespace when left out, group, kind and sectionName as given, entries without a name left out', () => {
-    const spec = `${SIMPLE_SPEC}  parentRefs:\n  - {name: gw, sectionName: http}\n  - {namespace: x}\n  - name: other\n    namespace: infra\n  - {name: svc, group: "", kind: Service, port: 80}\n  - 7\n`;
+  it('reads parentRefs as the Gateway API defines them: the route\'s namespace when left out, group, kind and sectionName as given', () => {
+    const spec = `${SIMPLE_SPEC}  parentRefs:
+  - {name: gw, sectionName: http-8081.a}
+  - name: other
+    namespace: infra
+    port: 65535
+  - {name: svc, group: "", kind: Service, port: 80}
+  - {name: ${'n'.repeat(253)}, namespace: null, group: gateway.networking.k8s.io, kind: Gateway, sectionName: null, port: null}
+`;
     const { routes, warnings } = parse(`${route('r', spec, 'team-a')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-a')}`);
     expect(warnings).toEqual([]);
     expect(routes[0].parentRefs).toEqual([
-      { group: null, kind: null, namespace: 'team-a', name: 'gw', sectionName: 'http' },
+      { group: null, kind: null, namespace: 'team-a', name: 'gw', sectionName: 'http-8081.a' },
       { group: null, kind: null, namespace: 'infra', name: 'other', sectionName: null },
       { group: '', kind: 'Service', namespace: 'team-a', name: 'svc', sectionName: null },
+      { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'team-a', name: 'n'.repeat(253), sectionName: null },
     ]);
+  });
+
+  it('a parentRefs entry the Gateway API refuses refuses the route, naming the entry and its field', () => {
+    const bad: [string, string][] = [
+      ['  parentRefs: gw\n', 'spec.parentRefs: expected a list of parent references ({name, namespace, kind, ...}), got the string "gw"'],
+      ['  parentRefs: [7]\n', 'spec.parentRefs[0]: expected a mapping with a name, got 7'],
+      ['  parentRefs: [null]\n', 'spec.parentRefs[0]: is required: expected a mapping with a name'],
+      ['  parentRefs: [{name: gw}, {namespace: infra, kind: Gateway}]\n', 'spec.parentRefs[1].name: is required: expected the name of the Gateway (or other parent) the route is bound to'],
+      ['  parentRefs: [{name: ""}]\n', 'spec.parentRefs[0].name: expected a non-empty string, got the string ""'],
+      ['  parentRefs: [{name: 8081}]\n', 'spec.parentRefs[0].name: expected a non-empty string, got 8081'],
+      [`  parentRefs: [{name: ${'n'.repeat(254)}}]\n`, 'spec.parentRefs[0].name: must be at most 253 characters, got 254'],
+      ['  parentRefs: [{name: gw, namespace: Infra}]\n', 'spec.parentRefs[0].namespace: must be a namespace name (lower-case letters, digits and \'-\', at most 63 characters); '
+        + 'leave it out for the route\'s own namespace, got the string "Infra"'],
+      ['  parentRefs: [{name: gw, namespace: ""}]\n', 'spec.parentRefs[0].namespace: must be a namespace name'],
+      ['  parentRefs: [{name: gw, namespace: kthena.system}]\n', 'spec.parentRefs[0].namespace: must be a namespace name'],
+      [`  parentRefs: [{name: gw, namespace: ${'n'.repeat(64)}}]\n`, 'spec.parentRefs[0].namespace: must be a namespace name'],
+      ['  parentRefs: [{name: gw, namespace: [infra]}]\n', 'spec.parentRefs[0].namespace: expected a namespace name (lower-case letters, digits and \'-\', at most 63 characters); '
+        + 'leave it out for the route\'s own namespace, got a list'],
+      ['  parentRefs: [{name: gw, group: Gateway.networking.k8s.io}]\n', 'spec.parentRefs[0].group: must be an API group: "" for the core group, or lower-case letters, digits, \'-\' and \'.\' between them '
+        + '(at most 253 characters); leave it out for gateway.networking.k8s.io, got the string "Gateway.networking.k8s.io"'],
+      ['  parentRefs: [{name: gw, group: example.com/v1}]\n', 'spec.parentRefs[0].group: must be an API group'],
+      ['  parentRefs: [{name: gw, group: 1}]\n', 'spec.parentRefs[0].group: expected an API group'],
+      ['  parentRefs: [{name: gw, kind: ""}]\n', 'spec.parentRefs[0].kind: must be a kind (a letter, then letters, digits and \'-\', at most 63 characters), such as Gateway, got the string ""'],
+      ['  parentRefs: [{name: gw, kind: "gateway.networking.k8s.io/Gateway"}]\n', 'spec.parentRefs[0].kind: must be a kind'],
+      ['  parentRefs: [{name: gw, kind: true}]\n', 'spec.parentRefs[0].kind: expected a kind'],
+      ['  parentRefs: [{name: gw, sectionName: HTTP}]\n', 'spec.parentRefs[0].sectionName: must be a listener name (lower-case letters, digits, \'-\' and \'.\' between them, at most 253 characters), got the string "HTTP"'],
+      ['  parentRefs: [{name: gw, sectionName: ""}]\n', 'spec.parentRefs[0].sectionName: must be a listener name'],
+      ['  parentRefs: [{name: gw, port: 0}]\n', 'spec.parentRefs[0].port: must be an integer from 1 to 65535, got 0'],
+      ['  parentRefs: [{name: gw, port: 65536}]\n', 'spec.parentRefs[0].port: must be an integer from 1 to 65535, got 65536'],
+      ['  parentRefs: [{name: gw, port: 80.5}]\n', 'spec.parentRefs[0].port: must be an integer from 1 to 65535, got 80.5'],
+      ['  parentRefs: [{name: gw, port: "8081"}]\n', 'spec.parentRefs[0].port: must be an integer from 1 to 65535, got the string "8081"'],
+    ];
+    for (const [refs, problem] of bad) {
+      expect(routeError(`${SIMPLE_SPEC}${refs}`), refs).toContain(`routes.yaml: document 2 (ModelRoute default/sf-route): ${problem}`);
+    }
+  });
+
+  it('a misspelt field of a parentRefs entry is named, with the field likely meant', () => {
+    const { routes, warnings } = parse(`${SERVER}---\n${route('r', `${SIMPLE_SPEC}  parentRefs: [{name: gw, namespce: infra}]\n`)}`);
+    expect(warnings).toEqual([`routes.yaml: document 2 (ModelRoute default/r): spec.parentRefs[0].namespce: ${UNKNOWN_FIELD}; did you mean namespace?`]);
+    expect(routes[0].parentRefs).toEqual([{ group: null, kind: null, namespace: 'default', name: 'gw', sectionName: null }]);
   });
 });
 
