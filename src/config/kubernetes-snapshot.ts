@@ -6,7 +6,8 @@
  * that name missing ModelServers, and order the routes oldest first (creationTimestamp, then
  * namespace/name), the order the routes of one model name are tried in. With ROUTER_GATEWAY set,
  * valid routes bound to another Gateway are left out first (gateway-binding.ts), each with a line
- * of information rather than a problem.
+ * of information rather than a problem, and the problems about them, or about ModelServers that no
+ * route bound to the Gateway targets, are not given (an invalid route is named all the same).
  *
  * Mistakes that load without an error are problems too: ModelRoutes of which none can serve (every
  * request then answered 404), a workloadSelector that matches no pod, and a target naming a
@@ -17,6 +18,7 @@ import { rawKey, resourceNotes, validateResource, type ResourceRules } from './r
 import { findMissingReferences, findZeroWeightRules } from './resource-file.js';
 import { sharedModelNameNotes } from './shared-model-names.js';
 import { routesOfGateway } from './gateway-binding.js';
+import { targetedServerKeys } from './targeted-servers.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
 import { podMatches, podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
@@ -36,6 +38,8 @@ export interface BuildResult {
 }
 
 type Kind = 'ModelRoute' | 'ModelServer';
+/** A line about one resource (namespace/name): `invalid` when it says why the resource (this version of it) is not valid. */
+interface ResourceLine { key: string; text: string; invalid: boolean }
 /** A valid resource with the notes to log about it (unknown fields), or why it is invalid. */
 type Validated = { resource: ModelRoute | ModelServer; notes: string[] } | { problem: string };
 
@@ -65,8 +69,10 @@ export class SnapshotBuilder {
 
   build(rawRoutes: readonly object[], rawServers: readonly object[], pods: readonly PodLike[]): BuildResult {
     const problems: string[] = [];
-    const servers = this.validateAll<ModelServer>(rawServers, 'ModelServer', problems);
-    const candidates = this.validateAll<ModelRoute>(rawRoutes, 'ModelRoute', problems);
+    const serverLines: ResourceLine[] = [];
+    const routeLines: ResourceLine[] = [];
+    const servers = this.validateAll<ModelServer>(rawServers, 'ModelServer', serverLines);
+    const candidates = this.validateAll<ModelRoute>(rawRoutes, 'ModelRoute', routeLines);
     // ModelServers that exist but were skipped as invalid: a route naming one is told so.
     const invalidServers = new Set<string>();
     /** By ModelServer name, the namespaces that have one (valid or not): a target names one of its route's namespace only. */
@@ -86,6 +92,14 @@ export class SnapshotBuilder {
     const gateway = this.rules.gateway ?? null;
     const { kept, skipped } = routesOfGateway(candidates, gateway);
     const notServed = skipped.map((s) => `kubernetes (ModelRoute ${s.route.key}): spec.parentRefs: ${s.problem}`);
+    // With a Gateway set, the lines about a route not served, or about a ModelServer that no route
+    // bound to it targets, are not this router's concern (the router of that Gateway logs them). A
+    // route invalid as it is now is named all the same: which Gateway it is bound to is not known.
+    const targeted = targetedServerKeys(kept);
+    const notServedKeys = new Set(skipped.map((s) => s.route.key));
+    const concernsServer = (key: string): boolean => gateway === null || targeted.has(key);
+    for (const l of serverLines) if (concernsServer(l.key)) problems.push(l.text);
+    for (const l of routeLines) if (l.invalid || !notServedKeys.has(l.key)) problems.push(l.text);
     const routable: ModelRoute[] = [];
     for (const route of kept) {
       const missing = findMissingReferences([route], servers);
@@ -104,7 +118,7 @@ export class SnapshotBuilder {
       for (const z of findZeroWeightRules(route)) problems.push(`kubernetes (ModelRoute ${route.key}): ${z.path}: ${z.problem}`);
     }
     const byNs = podsByNamespace(pods);
-    const resolved = servers.map((s) => resolveServer(s, byNs, problems)).sort(byKey);
+    const resolved = servers.map((s) => resolveServer(s, byNs, concernsServer(s.key) ? problems : [])).sort(byKey);
     if (rawRoutes.length > 0 && routes.length === 0) {
       const n = rawRoutes.length;
       problems.push(`kubernetes: ${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves${gateway === null ? '' : ` (ROUTER_GATEWAY=${gateway})`}: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
@@ -112,7 +126,8 @@ export class SnapshotBuilder {
     return { snapshot: { routes, servers: resolved }, problems, notServed };
   }
 
-  private validateAll<T extends ModelRoute | ModelServer>(raw: readonly object[], kind: Kind, problems: string[]): T[] {
+  /** The valid objects of one kind (or their last valid versions); `lines` gets what to log about each. */
+  private validateAll<T extends ModelRoute | ModelServer>(raw: readonly object[], kind: Kind, lines: ResourceLine[]): T[] {
     const out: T[] = [];
     const lastValid = this.lastValid[kind];
     const seen = new Set<string>();
@@ -128,15 +143,15 @@ export class SnapshotBuilder {
       if ('problem' in v) {
         const kept = lastValid.get(key);
         if (kept !== undefined && kept.uid === meta?.uid) {
-          problems.push(`${v.problem}; keeps its last valid version (resourceVersion ${String(kept.resourceVersion)})`);
+          lines.push({ key, text: `${v.problem}; keeps its last valid version (resourceVersion ${String(kept.resourceVersion)})`, invalid: true });
           out.push(kept.resource as T);
         } else {
           lastValid.delete(key);
-          problems.push(`${v.problem}; skipped`);
+          lines.push({ key, text: `${v.problem}; skipped`, invalid: true });
         }
       } else {
         lastValid.set(key, { uid: meta?.uid, resourceVersion: meta?.resourceVersion, resource: v.resource });
-        problems.push(...v.notes);
+        for (const text of v.notes) lines.push({ key, text, invalid: false });
         out.push(v.resource as T);
       }
     }

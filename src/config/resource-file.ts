@@ -2,7 +2,8 @@
  * A resources file: YAML documents (or `kind: List`, `ModelRouteList`, `ModelServerList`) validated one by one (resources.ts), then
  * checked as a whole: duplicate names, references, routes sharing a model name (shared-model-names.ts).
  * With ROUTER_GATEWAY set, the routes of other Gateways are checked as the others, then left out
- * (gateway-binding.ts): one file served by a router per Gateway is valid or not for all of them.
+ * (gateway-binding.ts): one file served by a router per Gateway is valid or not for all of them;
+ * its warnings are about the routes served and the ModelServers they target only.
  */
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
@@ -10,6 +11,7 @@ import { describe, isPlainObject } from './describe-value.js';
 import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
 import { sharedModelNameNotes } from './shared-model-names.js';
 import { routesOfGateway } from './gateway-binding.js';
+import { targetedServerKeys } from './targeted-servers.js';
 
 /** A route target that names no ModelServer in the route's namespace. */
 export interface MissingReference {
@@ -58,6 +60,8 @@ export function findZeroWeightRules(route: ModelRoute): { path: string; problem:
 const NO_ENDPOINTS = 'not set: from a resources file a ModelServer\'s pods are its spec.endpoints (spec.workloadSelector is looked up with --kubernetes only), so requests routed to it answer 503 no_ready_endpoint';
 
 interface Located<T> { value: T; where: string }
+/** A valid resource, where it is, and what to warn of about it (resourceNotes). */
+interface Collected extends Located<ModelRoute | ModelServer> { notes: string[] }
 
 export interface ParsedResourceFile {
   /** The routes served: with ROUTER_GATEWAY, those bound to its Gateway. */
@@ -83,7 +87,7 @@ export function parseResourceFile(
 ): ParsedResourceFile {
   const errors: ResourceError[] = [];
   const warnings: string[] = [];
-  const items: Located<ModelRoute | ModelServer>[] = [];
+  const items: Collected[] = [];
   const docs = documents(text, file, errors);
   for (const { value, where } of docs) {
     const listKind = isPlainObject(value) ? value.kind : undefined;
@@ -108,8 +112,8 @@ export function parseResourceFile(
   function collect(obj: unknown, where: string): void {
     try {
       const value = validateResource(obj, where, opts);
-      items.push({ value, where });
-      for (const f of resourceNotes(obj)) warnings.push(formatMessage(where, `${value.kind} ${value.key}`, f.path, f.problem));
+      const notes = resourceNotes(obj).map((f) => formatMessage(where, `${value.kind} ${value.key}`, f.path, f.problem));
+      items.push({ value, where, notes });
     } catch (err) {
       if (!(err instanceof ResourceError)) throw err;
       // A misspelt field (`modelname`) is what leaves the right one (`modelName`) missing: name it.
@@ -124,6 +128,7 @@ export function parseResourceFile(
   const routes: ModelRoute[] = [];
   const servers: ModelServer[] = [];
   const whereOfRoute = new Map<string, string>();
+  const unique: Collected[] = [];
   for (const item of items) {
     const res = item.value;
     const label = `${res.kind} ${res.key}`;
@@ -133,10 +138,8 @@ export function parseResourceFile(
       continue;
     }
     firstByKey.set(label, item);
+    unique.push(item);
     if (res.kind === 'ModelServer') {
-      // A route API manifest names its pods by spec.workloadSelector, which only --kubernetes
-      // resolves: from a file such a server has no pod, and every request for it would answer 503.
-      if (res.endpoints === null) warnings.push(formatMessage(item.where, label, 'spec.endpoints', NO_ENDPOINTS));
       servers.push(res);
       continue;
     }
@@ -150,6 +153,18 @@ export function parseResourceFile(
   const gateway = opts.gateway ?? null;
   const { kept, skipped } = routesOfGateway(routes, gateway);
   const notServed = skipped.map((s) => formatMessage(whereOfRoute.get(s.route.key) ?? file, `ModelRoute ${s.route.key}`, 'spec.parentRefs', s.problem));
+  // With a Gateway set, what is said of a route not served, or of a ModelServer only such routes
+  // target (or none), is not this router's concern: the router of that Gateway says it.
+  const keptKeys = new Set(kept.map((r) => r.key));
+  const targeted = targetedServerKeys(kept);
+  const concerns = (res: ModelRoute | ModelServer): boolean => gateway === null || (res.kind === 'ModelRoute' ? keptKeys.has(res.key) : targeted.has(res.key));
+  for (const item of unique) if (concerns(item.value)) warnings.push(...item.notes);
+  for (const item of unique) {
+    // A route API manifest names its pods by spec.workloadSelector, which only --kubernetes
+    // resolves: from a file such a server has no pod, and every request for it would answer 503.
+    const res = item.value;
+    if (res.kind === 'ModelServer' && res.endpoints === null && concerns(res)) warnings.push(formatMessage(item.where, `ModelServer ${res.key}`, 'spec.endpoints', NO_ENDPOINTS));
+  }
   for (const route of kept) {
     for (const z of findZeroWeightRules(route)) warnings.push(formatMessage(whereOfRoute.get(route.key) ?? file, `ModelRoute ${route.key}`, z.path, z.problem));
   }

@@ -120,6 +120,64 @@ describe('FileSource with ROUTER_GATEWAY', () => {
     expect(lines.at(-1)).toMatchObject({ event: 'reload-rejected', message: expect.stringContaining(`${file}: document 4 (ModelRoute default/r-a): spec.parentRefs[0].port: must be an integer from 1 to 65535, got 70000`) });
   });
 
+  it('the warnings are about the routes served and the ModelServers they target only: those of another Gateway\'s routes are its router\'s', () => {
+    // Gateway gw-b's routes and ModelServer, with one of each warning a loaded resource can get.
+    const GW_B_ONLY = `apiVersion: ${API}
+kind: ModelServer
+metadata: { name: s-b, namespace: default }
+spec:
+  modle: typo
+  workloadSelector: { matchLabels: { app: b } }
+  workloadPort: { port: 8000, protocol: https }
+---
+apiVersion: ${API}
+kind: ModelServer
+metadata: { name: s-idle, namespace: default }
+spec:
+  workloadSelector: { matchLabels: { app: idle } }
+---
+apiVersion: ${API}
+kind: ModelRoute
+metadata: { name: r-b, namespace: default }
+spec:
+  modelName: b-model
+  extra: 1
+${GW_B}  rules:
+  - modelMatch: { headers: { x-tier: { regex: "^(\\\\w+,?)+$" } } }
+    targetModels: [{ modelServerName: s-b, weight: 0 }]
+  - targetModels: [{ modelServerName: s-b }]
+  rateLimit: { outputTokensPerUnit: 5, global: {} }
+---
+apiVersion: ${API}
+kind: ModelRoute
+metadata: { name: r-b2, namespace: default }
+spec:
+  modelName: b-model
+${GW_B}  rules:
+  - targetModels: [{ modelServerName: s-b }]
+`;
+    const text = [server('s-a'), route('r-a', 's-a', GW_A), GW_B_ONLY].join('---\n');
+    const warnings = (gateway: string | null): string[] => started(gateway, text).lines.filter((l) => l.event === 'warning').map((l) => l.message);
+    const ofGatewayB = [
+      '(ModelServer default/s-b): spec.modle: unknown field',
+      '(ModelServer default/s-b): spec.workloadPort.protocol: "https" is not read',
+      '(ModelRoute default/r-b): spec.extra: unknown field',
+      '(ModelRoute default/r-b): spec.rateLimit.global: has no redis.address',
+      '(ModelRoute default/r-b): spec.rules[0].modelMatch.headers.x-tier.regex: "^(\\\\w+,?)+$" repeats a part that repeats itself',
+      '(ModelServer default/s-b): spec.endpoints: not set',
+      '(ModelRoute default/r-b): spec.rules[0].targetModels: every target has weight 0',
+      '(ModelRoute default/r-b2): spec.modelName: model name "b-model" is also served by ModelRoute default/r-b',
+    ];
+    const idle = '(ModelServer default/s-idle): spec.endpoints: not set';
+    expect(warnings('default/gw-a')).toEqual([]);
+    const b = warnings('default/gw-b');
+    expect(b).toHaveLength(ofGatewayB.length);
+    ofGatewayB.forEach((part, i) => expect(b[i], part).toContain(part));
+    // Without a Gateway, every resource concerns the router: the ModelServer no route targets too.
+    const all = warnings(null);
+    for (const part of [...ofGatewayB, idle]) expect(all.filter((w) => w.includes(part)), part).toHaveLength(1);
+  });
+
   it('the file is checked whole: a route of another Gateway naming a missing ModelServer refuses it, as for every router reading it', async () => {
     expect(() => started('default/gw-a', FILE.replace('modelServerName: s-b', 'modelServerName: s-gone')))
       .toThrow(/\(ModelRoute default\/r-b\): spec\.rules\[0\]\.targetModels\[0\]\.modelServerName: ModelServer default\/s-gone does not exist/);

@@ -146,6 +146,69 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     expect(routes(s)).toEqual(['default/on-a']);
   });
 
+  test('the problems logged are about the routes served and the ModelServers they target; an invalid route is named by every router', async () => {
+    const GW_B = [{ name: 'gw-b' }];
+    let month = 1; // each route of team-b created a month after the one before
+    const b = (name: string, spec: Record<string, unknown>): KubeObject => ({
+      apiVersion: API_VERSION, kind: 'ModelRoute', metadata: { name, namespace: 'team-b', creationTimestamp: `2025-0${month++}-01T00:00:00Z` },
+      spec: { modelName: 'b-model', parentRefs: GW_B, ...spec },
+    });
+    api.upsert('modelservers', server('default'));
+    api.upsert('modelroutes', route('default', 'on-a', '2025-01-01T00:00:00Z', [{ name: 'gw-a', namespace: 'kthena-system' }]));
+    // Gateway team-b/gw-b's: a ModelServer with notes and no pod, an invalid one, and routes with every kind of problem.
+    api.upsert('modelservers', { apiVersion: API_VERSION, kind: 'ModelServer', metadata: { name: 'b-only', namespace: 'team-b' },
+      spec: { modle: 'typo', workloadSelector: { matchLabels: { app: 'b' } }, workloadPort: { port: 8000, protocol: 'https' } } });
+    api.upsert('modelservers', { apiVersion: API_VERSION, kind: 'ModelServer', metadata: { name: 'b-pd', namespace: 'team-b' },
+      spec: { workloadSelector: { matchLabels: { app: 'b' }, pdGroup: { groupKey: 'g' } }, workloadPort: { port: 8000 } } });
+    api.upsert('modelroutes', b('on-b', {
+      extra: 1,
+      rules: [
+        { modelMatch: { headers: { 'x-tier': { regex: '^(\\w+,?)+$' } } }, targetModels: [{ modelServerName: 'b-only', weight: 0 }] },
+        { targetModels: [{ modelServerName: 'b-only' }] },
+      ],
+    }));
+    api.upsert('modelroutes', b('on-b-hidden', { rules: [{ targetModels: [{ modelServerName: 'b-only' }] }] }));
+    api.upsert('modelroutes', b('on-b-pd', { modelName: 'pd', rules: [{ targetModels: [{ modelServerName: 'b-pd' }] }] }));
+    api.upsert('modelroutes', b('on-b-missing', { modelName: 'gone', rules: [{ targetModels: [{ modelServerName: 'gone' }] }] }));
+    // Invalid (no rules): its Gateway is not known, so every router names it.
+    api.upsert('modelroutes', b('broken', { rules: [] }));
+    // No route targets it.
+    api.upsert('modelservers', { ...server('default'), metadata: { name: 'idle', namespace: 'default' } });
+
+    const ofGatewayB = [
+      'kubernetes (ModelServer team-b/b-only): spec.modle: unknown field',
+      'kubernetes (ModelServer team-b/b-only): spec.workloadPort.protocol: "https" is not read',
+      'kubernetes (ModelServer team-b/b-pd): spec.workloadSelector.pdGroup: prefill/decode disaggregation is not supported',
+      'kubernetes (ModelRoute team-b/on-b): spec.extra: unknown field',
+      'kubernetes (ModelRoute team-b/on-b): spec.rules[0].modelMatch.headers.x-tier.regex: "^(\\\\w+,?)+$" repeats a part that repeats itself',
+      'kubernetes (ModelRoute team-b/on-b-pd): spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/b-pd is invalid',
+      'kubernetes (ModelRoute team-b/on-b-missing): spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/gone does not exist',
+      'kubernetes (ModelRoute team-b/on-b-hidden): spec.modelName: model name "b-model" is also served by ModelRoute team-b/on-b',
+      'kubernetes (ModelRoute team-b/on-b): spec.rules[0].targetModels: every target has weight 0',
+      'kubernetes (ModelServer team-b/b-only): spec.workloadSelector.matchLabels: selector app=b matches no pod',
+    ];
+    const ofGatewayA = ['kubernetes (ModelServer default/llama): spec.workloadSelector.matchLabels: selector app=llama matches no pod'];
+    const invalid = 'kubernetes (ModelRoute team-b/broken): spec.rules: must not be empty; skipped';
+    const idle = 'kubernetes (ModelServer default/idle): spec.workloadSelector.matchLabels: selector app=llama matches no pod';
+    const told = (parts: readonly string[]): string[][] => parts.map((part) => warns.filter((w) => w.startsWith(part)));
+
+    await started('kthena-system/gw-a');
+    expect(told([...ofGatewayA, invalid])).toEqual([...ofGatewayA, invalid].map((part) => [expect.stringContaining(part)]));
+    expect(warns).toHaveLength(2);
+    await source!.stop();
+
+    warns = [];
+    await started('team-b/gw-b');
+    expect(told([...ofGatewayB, invalid])).toEqual([...ofGatewayB, invalid].map((part) => [expect.stringContaining(part)]));
+    expect(warns).toHaveLength(ofGatewayB.length + 1);
+    await source!.stop();
+
+    // Without a Gateway, every resource concerns the router: the ModelServer no route targets too.
+    warns = [];
+    await started(null);
+    expect(told([...ofGatewayB, ...ofGatewayA, invalid, idle])).toEqual([...ofGatewayB, ...ofGatewayA, invalid, idle].map((part) => [expect.stringContaining(part)]));
+  });
+
   test('without ROUTER_GATEWAY every valid route is served, as before', async () => {
     cluster();
     const s = await started(null);
