@@ -202,7 +202,7 @@ export async function waitWhileRunning<T>(what: string, proc: Proc, fn: () => T 
 export interface MockBackend extends Proc {
   port: number;
   url: string;
-  stats(): Promise<{ pod: string; requests: number; lastBody: any; lastHeaders: Record<string, string>; lastPath: string | null }>;
+  stats(): Promise<{ pod: string; requests: number; lastBody: any; lastHeaders: Record<string, string>; lastPath: string | null; metricsRequests: number }>;
 }
 
 /** The mock model server (test/mock-backend/) on a free port. */

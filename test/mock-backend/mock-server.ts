@@ -4,7 +4,7 @@
  *   POST /v1/*           OpenAI-shaped answer (chat shape under /v1/chat/completions, Responses API
  *                        shape under /v1/responses, embeddings under /v1/embeddings, completions
  *                        shape otherwise), JSON or SSE (`stream: true`; embeddings never stream)
- *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath }
+ *   GET  /stats          { pod, requests, lastBody, lastHeaders, lastPath, metricsRequests }
  *   POST /stats/reset    resets the stats
  *   POST /fail-rate?rate=F  sets the fraction (0..1) of /v1 requests answered 500 from now on
  *   GET  /healthz        200 ok
@@ -42,6 +42,8 @@ export interface MockStats {
   lastHeaders: Record<string, string> | null;
   /** Path and query string of the last /v1 request, as received. */
   lastPath: string | null;
+  /** GET /metrics requests received since start or the last reset (a router scraping the pod's load). */
+  metricsRequests: number;
 }
 
 export interface MockBackend {
@@ -125,7 +127,7 @@ class Exchange {
 }
 
 class MockServer implements MockBackend {
-  readonly stats: MockStats = { requests: 0, lastBody: null, lastHeaders: null, lastPath: null };
+  readonly stats: MockStats = { requests: 0, lastBody: null, lastHeaders: null, lastPath: null, metricsRequests: 0 };
   host: string;
   port = 0;
   url = '';
@@ -160,6 +162,7 @@ class MockServer implements MockBackend {
         this.sendJson(res, 200, JSON.stringify({ failRate: this.failRate }));
       })
       .get('/metrics', (res) => {
+        this.stats.metricsRequests++;
         if (this.options.metricsEngine === null) {
           this.sendJson(res, 404, errorBody(404, 'mock backend serves /metrics only with --metrics-engine'));
           return;
@@ -199,6 +202,7 @@ class MockServer implements MockBackend {
     this.stats.lastBody = null;
     this.stats.lastHeaders = null;
     this.stats.lastPath = null;
+    this.stats.metricsRequests = 0;
   }
 
   close(): void {

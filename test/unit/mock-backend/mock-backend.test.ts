@@ -318,8 +318,11 @@ describe('mock backend process (defaults)', () => {
     expect(stats.lastHeaders?.['x-request-id']).toBe('rid-1');
     expect(stats.lastHeaders?.['content-type']).toBe('application/json');
     expect(stats.lastPath).toBe('/v1/embeddings?a=1&b=two');
+    expect(stats.metricsRequests).toBe(0);
+    await (await fetch(`${mock.url}/metrics`)).text(); // counted, answered or not (404 here: no --metrics-engine)
+    expect((await json<StatsAnswer>(await fetch(`${mock.url}/stats`))).metricsRequests).toBe(1);
     await fetch(`${mock.url}/stats/reset`, { method: 'POST' });
-    expect(await (await fetch(`${mock.url}/stats`)).json()).toEqual({ pod: 'pod-a', requests: 0, lastBody: null, lastHeaders: null, lastPath: null });
+    expect(await (await fetch(`${mock.url}/stats`)).json()).toEqual({ pod: 'pod-a', requests: 0, lastBody: null, lastHeaders: null, lastPath: null, metricsRequests: 0 });
     const health = await fetch(`${mock.url}/healthz`);
     expect(health.status).toBe(200);
     expect((await fetch(`${mock.url}/nowhere`)).status).toBe(404);
