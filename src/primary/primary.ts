@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { buildInfo } from '../build-info.js';
 import type { Endpoint, ModelRoute, ModelServer, ResourceSnapshot } from '../config/resource-types.js';
 import { FileSource } from '../config/file-source.js';
+import { serversOfRoutes } from '../config/targeted-servers.js';
 import { CounterStore } from '../ratelimit/local/counter-store.js';
 import { attachLocalLimitHost } from '../ratelimit/local/limit-host.js';
 import { dropMessagesToDeadWorker } from './worker-channel.js';
@@ -104,11 +105,14 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     broadcast({ t: 'core:ready', ready });
   };
   let stores = '';
-  const publish = (routes: ModelRoute[], servers: Servers): void => {
+  const publish = (routes: ModelRoute[], allServers: Servers): void => {
+    // The ModelServers no route targets are left out: their pods are neither scraped (below) nor
+    // given to the workers, which would keep a pool and metric series for each (targeted-servers.ts).
+    const { targeted: servers, untargeted } = serversOfRoutes(routes, allServers);
     snapshot = { version: ++version, routes, servers };
     backendPods = new Set(servers.flatMap((s) => s.endpoints.map((e) => e.name)));
     podEpochs = nextPodEpochs(podEpochs, backendPods, version);
-    const r = describeResources(snapshot, source);
+    const r = describeResources(snapshot, source, untargeted);
     ops.info(version === 1 ? 'resources' : 'reload', r.message, r.fields);
     if (routes.length === 0 && settings.source === 'file') {
       ops.warn('resources', settings.gateway === null

@@ -7,15 +7,19 @@ export interface OpsLine {
   readonly fields: OpsFields;
 }
 
-/** The line of a loaded (version 1) or reloaded snapshot: how many routes and servers, and their names. */
-export function describeResources(s: ResourceSnapshot, source: string): OpsLine {
+/**
+ * The line of a loaded (version 1) or reloaded snapshot: how many routes and servers, and their
+ * names; then the ModelServers no route targets (`untargeted`), left out of the snapshot, if any.
+ */
+export function describeResources(s: ResourceSnapshot, source: string, untargeted: readonly string[] = []): OpsLine {
   const routes = s.routes.map((r) => r.key);
   const servers = s.servers.map((m) => m.key);
   const verb = s.version === 1 ? 'loaded' : 'reloaded';
+  const left = untargeted.length === 0 ? '' : `; ${untargeted.length} ModelServers no route served targets, not used (their pods neither scraped nor connected to) [${untargeted.join(', ')}]`;
   return {
     message: `resources ${verb} from ${source} (snapshot ${s.version}): ${routes.length} routes [${routes.join(', ')}], ` +
-      `${servers.length} servers [${servers.join(', ')}]`,
-    fields: { applied: true, snapshot: s.version, routes, servers },
+      `${servers.length} servers [${servers.join(', ')}]${left}`,
+    fields: { applied: true, snapshot: s.version, routes, servers, untargetedServers: [...untargeted] },
   };
 }
 

@@ -104,6 +104,10 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     expect((await postJson(`${url}/v1/completions`, { model: 'llm', prompt: 'x' })).status).toBe(404);
     api.remove('modelroutes', 'ml', 'llm-route');
     await waitFor('route gone', async () => (await postJson(`${url}/v1/completions`, { model: 'llm-renamed', prompt: 'x' })).status === 404, 3000);
+    // No route targets the ModelServer any more: its pods leave the router's pools (and their series go).
+    const pools = async (): Promise<string[]> => (await (await fetch(`${url}/metrics`)).text()).split('\n').filter((l) => l.startsWith('inference_router_upstream_connections{'));
+    await waitFor('the pools of the ModelServer gone', async () => (await pools()).length === 0, 5000);
+    expect(router.stderr()).toMatch(/resources reloaded from kubernetes all namespaces \(snapshot \d+\): 0 routes \[\], 0 servers \[\]; 1 ModelServers no route served targets, not used \(their pods neither scraped nor connected to\) \[ml\/llm\]\n/);
   });
 
   it('an API that answers 410 Gone to every watch right after each relist gets relists backed off, not a loop of full lists', async () => {

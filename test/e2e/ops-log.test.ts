@@ -68,7 +68,8 @@ describe('operational log on stderr', () => {
       expect(start).toContain(`inference-router ${VERSION} starting: 1 workers, listen 127.0.0.1:${router.port}`);
       expect(start).toMatch(/, auth off, tracing off$/);
       expect(text).toMatch(/ warn \[primary \d+\] resources: no ModelRoute in .*resources\.yaml/);
-      expect(text).toMatch(/resources loaded from file .* 0 routes \[\], 1 servers \[default\/sf-server\]/);
+      // A ModelServer no route targets is not used: named apart, its pod neither scraped nor connected to.
+      expect(text).toMatch(/resources loaded from file .* 0 routes \[\], 0 servers \[\]; 1 ModelServers no route served targets, not used \(their pods neither scraped nor connected to\) \[default\/sf-server\]\n/);
       for (const l of text.split('\n').filter(Boolean)) expect(l).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (info|warn|error) \[(primary|worker) \d+\] [a-z]+: /);
     } finally {
       await router.kill();
