@@ -32,6 +32,23 @@ export interface InferenceApi {
    * as the API's clients read an error in a stream (whole, its blank line included).
    */
   streamErrorEvent(err: RouterError): Buffer;
+  /**
+   * How a request is split into a prefill and a decode request (a ModelServer with
+   * workloadSelector.pdGroup); null when the API has no such split.
+   */
+  readonly disaggregation: DisaggregatedBodies | null;
+}
+
+/** The bodies of a request served by a prefill pod, then a decode pod. */
+export interface DisaggregatedBodies {
+  /** Whether `req` (its path) can be served so. */
+  supports(req: InferenceRequest): boolean;
+  /** The prefill pod's body; `kvTransfer`: ask the pod to keep its KV cache for a remote decode (NIXL, Mooncake). */
+  prefillBody(raw: Buffer, req: InferenceRequest, model: string | null, kvTransfer: boolean): Buffer;
+  /** The decode pod's body; `kvParams` non-null: the prefill answer's `kv_transfer_params`, passed on. */
+  decodeBody(raw: Buffer, req: InferenceRequest, model: string | null, kvParams: Buffer | null): UpstreamBody;
+  /** The `kv_transfer_params` of a prefill answer as JSON (`null` when it has none); null when the answer is not a JSON object. */
+  kvTransferParams(answer: Buffer): Buffer | null;
 }
 
 /** The parts of a request every API has; an API's parse() may return more. */

@@ -107,13 +107,13 @@ function memberSlot(raw: Buffer, from: number, to: number): number {
   return name === 'model' ? MODEL : name === 'stream_options' ? OPTIONS : -1;
 }
 
-function skipSpace(raw: Buffer, i: number): number {
+export function skipSpace(raw: Buffer, i: number): number {
   while (isJsonSpace(raw[i])) i++;
   return i;
 }
 
 /** End (exclusive) of the JSON value that starts at `i`. */
-function valueEnd(raw: Buffer, i: number): number {
+export function valueEnd(raw: Buffer, i: number): number {
   const c = raw[i];
   if (c === 0x22) return stringEnd(raw, i + 1) + 1;
   if (c === 0x7b || c === 0x5b) {

@@ -22,6 +22,8 @@ export const responsesApi: InferenceApi = {
   streamUsage: (_strip: boolean, text: GeneratedText, tokensPerEvent: number | null, requestBytes: number) =>
     new ResponsesSseScanner(text, tokensPerEvent, responsesLineBound(requestBytes)),
   streamErrorEvent: openAiStreamErrorEvent,
+  // Its own shapes: kthena's prefill/decode split is for completions and chat.
+  disaggregation: null,
 };
 
 /**

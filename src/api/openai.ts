@@ -5,6 +5,7 @@ import { extractPromptText } from './openai-prompt.js';
 import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { SseUsageScanner } from './openai-sse-usage.js';
 import { openAiStreamErrorEvent } from './openai-error.js';
+import { openAiDisaggregation } from './openai-disaggregation.js';
 
 const KEEP = { stripUsageChunk: false };
 const STRIP = { stripUsageChunk: true };
@@ -18,4 +19,5 @@ export const openAiApi: InferenceApi = {
   streamUsage: (strip: boolean, text: GeneratedText, tokensPerEvent: number | null) =>
     new SseUsageScanner(strip ? STRIP : KEEP, text, tokensPerEvent),
   streamErrorEvent: openAiStreamErrorEvent,
+  disaggregation: openAiDisaggregation,
 };
