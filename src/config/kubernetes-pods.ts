@@ -85,12 +85,26 @@ export function podsByNamespace(pods: readonly PodLike[]): Map<string, PodLike[]
   return out;
 }
 
-/** Serving pods of `pods` that match `matchLabels`, as endpoints at `port`, sorted by pod name. */
-export function selectEndpoints(pods: readonly PodLike[], matchLabels: Readonly<Record<string, string>>, port: number): Endpoint[] {
+/**
+ * Serving pods of `pods` that match `matchLabels`, as endpoints at `port`, sorted by pod name.
+ * `labelKeys` (a pdGroup's): the endpoints carry these of their pod's labels.
+ */
+export function selectEndpoints(pods: readonly PodLike[], matchLabels: Readonly<Record<string, string>>, port: number, labelKeys: readonly string[] | null = null): Endpoint[] {
   const out: Endpoint[] = [];
   for (const pod of pods) {
-    if (podMatches(pod, matchLabels) && isPodServing(pod)) out.push(podEndpoint(pod, port));
+    if (!podMatches(pod, matchLabels) || !isPodServing(pod)) continue;
+    const e = podEndpoint(pod, port);
+    if (labelKeys !== null) e.labels = labelsOf(pod, labelKeys);
+    out.push(e);
   }
   out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return out;
+}
+
+/** The pod's labels of `keys` (those it has). */
+function labelsOf(pod: PodLike, keys: readonly string[]): Record<string, string> {
+  const all = pod.metadata?.labels ?? {};
+  const out: Record<string, string> = {};
+  for (const k of keys) if (all[k] !== undefined) out[k] = all[k];
   return out;
 }

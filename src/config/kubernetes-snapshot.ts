@@ -192,7 +192,9 @@ function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, pr
   }
   const pods = podsByNs.get(server.namespace) ?? [];
   if (!pods.some((p) => podMatches(p, selector.matchLabels))) problems.push(noPodMatches(server, selector.matchLabels, podsByNs));
-  return { ...server, endpoints: selectEndpoints(pods, selector.matchLabels, server.workloadPort) };
+  const pd = server.pd ?? null;
+  const labelKeys = pd === null ? null : [pd.groupKey, ...Object.keys(pd.prefillLabels), ...Object.keys(pd.decodeLabels)];
+  return { ...server, endpoints: selectEndpoints(pods, selector.matchLabels, server.workloadPort, labelKeys) };
 }
 
 /** A workloadSelector that matches no pod of its namespace (serving or not), with the namespaces whose pods it would match. */

@@ -92,6 +92,26 @@ export interface Endpoint {
   name: string;
   host: string;
   port: number;
+  /**
+   * The pod's labels that a ModelServer's pdGroup reads (its groupKey, prefillLabels and
+   * decodeLabels): spec.endpoints[].labels from a file, the pod's own from Kubernetes. Absent for
+   * the pods of a server without pdGroup.
+   */
+  labels?: Record<string, string>;
+}
+
+/** spec.kvConnector.type: how a prefill pod hands its KV cache to a decode pod (route API values). */
+export type KvConnectorType = 'http' | 'lmcache' | 'nixl' | 'mooncake';
+export const KV_CONNECTOR_TYPES: readonly KvConnectorType[] = ['http', 'lmcache', 'nixl', 'mooncake'];
+
+/** spec.workloadSelector.pdGroup with spec.kvConnector: prefill/decode disaggregation. */
+export interface PdSpec {
+  /** The label whose value groups pods: a prefill pod serves with decode pods of the same value only. */
+  groupKey: string;
+  prefillLabels: Record<string, string>;
+  decodeLabels: Record<string, string>;
+  /** spec.kvConnector.type, `http` when not set. */
+  connector: KvConnectorType;
 }
 
 export interface ModelServer {
@@ -111,6 +131,8 @@ export interface ModelServer {
   retry: RetryPolicy | null;
   /** spec.endpoints (standalone), or null (Kubernetes: resolved from pods). */
   endpoints: Endpoint[] | null;
+  /** Prefill/decode disaggregation (spec.workloadSelector.pdGroup), or null/absent: each request to one pod. */
+  pd?: PdSpec | null;
 }
 
 /** ModelServer.spec.trafficPolicy.retry. */

@@ -3,8 +3,7 @@
  * Kubernetes API) into the plain, normalized types of resource-types.ts. Every error names
  * where it was found, the resource and the path of the bad field.
  *
- * Unknown fields are tolerated (real manifests carry status, kvConnector, ...);
- * unknown kinds are rejected, and so is a ModelServer's workloadSelector.pdGroup (PD_GROUP_UNSUPPORTED).
+ * Unknown fields are tolerated (real manifests carry status, ...); unknown kinds are rejected.
  */
 import { parseDuration } from './duration.js';
 import { parseHostPort } from './addresses.js';
@@ -14,7 +13,7 @@ import { nearName } from './near-name.js';
 import { nestedRepetition, routeRegex } from './route-regex.js';
 import { describe, isPlainObject, quoted } from './describe-value.js';
 import {
-  API_VERSION, type Endpoint, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
+  API_VERSION, KV_CONNECTOR_TYPES, type Endpoint, type KvConnectorType, type PdSpec, type ModelRoute, type ModelServer, type RateLimitSpec, type RetryPolicy, type Rule, type RuleMatch,
   type StringMatch, type TargetModel,
 } from './resource-types.js';
 
@@ -123,8 +122,7 @@ class Checker {
 /**
  * The fields of the route API's ModelRoute and ModelServer (its CRD schemas, which admit no other
  * field) and this router's own (spec.endpoints, spec.rateLimit.mode), for unknownFields(). `true`:
- * anything below is accepted as it is (metadata, status, kvConnector; pdGroup is refused
- * by modelServer(), so never reported as unknown); `[]`:
+ * anything below is accepted as it is (metadata, status, labels); `[]`:
  * each item of a list; `*`: each value of a map.
  */
 type FieldTree = true | { readonly [key: string]: FieldTree };
@@ -151,11 +149,11 @@ const SERVER_FIELDS: FieldTree = {
   spec: {
     model: true,
     inferenceEngine: true,
-    workloadSelector: { matchLabels: true, pdGroup: true },
+    workloadSelector: { matchLabels: true, pdGroup: { groupKey: true, prefillLabels: true, decodeLabels: true } },
     workloadPort: { port: true, protocol: true },
     trafficPolicy: { timeout: true, retry: { attempts: true, retryInterval: true } },
-    kvConnector: true,
-    endpoints: { '[]': { name: true, address: true } },
+    kvConnector: { type: true },
+    endpoints: { '[]': { name: true, address: true, labels: true } },
   },
 };
 
@@ -445,13 +443,12 @@ function rateLimitSpec(c: Checker, v: unknown, path: string, redisCluster: boole
 }
 
 /**
- * What a ModelServer's `spec.workloadSelector.pdGroup` is refused with. In the route API it splits
- * the selected pods into prefill and decode pods that serve each request together; this router
- * forwards a request to one pod, so it would send requests to decode-only and prefill-only pods
- * alike: refused rather than routed wrong.
+ * What a ModelServer of inferenceEngine SGLang with pdGroup and no kvConnector is refused with: the
+ * route API's router then speaks SGLang's own disaggregation (bootstrap host and room), which this
+ * router does not.
  */
-export const PD_GROUP_UNSUPPORTED = 'prefill/decode disaggregation is not supported: this router sends each request to one pod '
-  + 'of those matchLabels selects, prefill and decode pods alike; remove pdGroup and select pods that each serve whole requests';
+export const SGLANG_PD_UNSUPPORTED = 'prefill/decode disaggregation of SGLang pods (bootstrap host and room) is not supported: '
+  + 'only vLLM pods with spec.kvConnector.type http, lmcache, nixl or mooncake are';
 
 function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer {
   const spec = c.optObject(specValue, 'spec') ?? {};
@@ -463,15 +460,60 @@ function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer 
     const labels = selector.matchLabels;
     const matchLabels = labels === undefined || labels === null ? {} : c.stringMap(labels, 'spec.workloadSelector.matchLabels');
     workloadSelector = { matchLabels };
-    if (selector.pdGroup !== undefined && selector.pdGroup !== null) c.fail('spec.workloadSelector.pdGroup', PD_GROUP_UNSUPPORTED);
   }
+  const pd = selector === null ? null : pdSpec(c, selector.pdGroup, spec.kvConnector, inferenceEngine);
   const port = c.optObject(spec.workloadPort, 'spec.workloadPort');
   const workloadPort = port === null ? null : c.optInt(port.port, 'spec.workloadPort.port', 1, 65535);
   const policy = c.optObject(spec.trafficPolicy, 'spec.trafficPolicy');
   const timeoutMs = policy === null ? null : timeout(c, policy.timeout, 'spec.trafficPolicy.timeout');
   const retry = policy === null ? null : retryPolicy(c, policy.retry, 'spec.trafficPolicy.retry');
-  const endpoints = endpointList(c, spec.endpoints, 'spec.endpoints');
-  return { kind: 'ModelServer', ...id, model, inferenceEngine, workloadSelector, workloadPort, timeoutMs, retry, endpoints };
+  const endpoints = endpointList(c, spec.endpoints, 'spec.endpoints', pd);
+  const server: ModelServer = { kind: 'ModelServer', ...id, model, inferenceEngine, workloadSelector, workloadPort, timeoutMs, retry, endpoints };
+  // Only on a pdGroup server: the others' snapshots stay as they were.
+  if (pd !== null) server.pd = pd;
+  return server;
+}
+
+/** spec.workloadSelector.pdGroup with spec.kvConnector, or null when there is no pdGroup (kvConnector is then not read). */
+function pdSpec(c: Checker, v: unknown, connectorValue: unknown, inferenceEngine: string | null): PdSpec | null {
+  const path = 'spec.workloadSelector.pdGroup';
+  const obj = c.optObject(v, path);
+  if (obj === null) return null;
+  const groupKey = c.string(obj.groupKey, `${path}.groupKey`);
+  const prefillLabels = roleLabels(c, obj.prefillLabels, `${path}.prefillLabels`);
+  const decodeLabels = roleLabels(c, obj.decodeLabels, `${path}.decodeLabels`);
+  const kv = c.optObject(connectorValue, 'spec.kvConnector');
+  const type = kv === null ? null : c.optString(kv.type, 'spec.kvConnector.type');
+  let connector: KvConnectorType = 'http';
+  if (type !== null) {
+    if (!(KV_CONNECTOR_TYPES as readonly string[]).includes(type)) {
+      c.fail('spec.kvConnector.type', `expected one of ${KV_CONNECTOR_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
+    }
+    connector = type as KvConnectorType;
+  } else if (inferenceEngine === 'SGLang') {
+    c.fail('spec.inferenceEngine', SGLANG_PD_UNSUPPORTED);
+  }
+  return { groupKey, prefillLabels, decodeLabels, connector };
+}
+
+/** prefillLabels / decodeLabels: a non-empty map (an empty one would give every pod the role). */
+function roleLabels(c: Checker, v: unknown, path: string): Record<string, string> {
+  const labels = c.stringMap(v, path);
+  if (Object.keys(labels).length === 0) c.fail(path, 'must not be empty: it tells the pods of this role from the others');
+  return labels;
+}
+
+/** A pod's role in `pd` by its labels: decode first (as the route API's router), else prefill, else null. */
+export function pdRole(labels: Readonly<Record<string, string>> | undefined, pd: PdSpec): 'prefill' | 'decode' | null {
+  if (labels === undefined || labels[pd.groupKey] === undefined) return null;
+  if (labelsMatch(labels, pd.decodeLabels)) return 'decode';
+  if (labelsMatch(labels, pd.prefillLabels)) return 'prefill';
+  return null;
+}
+
+function labelsMatch(labels: Readonly<Record<string, string>>, want: Readonly<Record<string, string>>): boolean {
+  for (const key in want) if (labels[key] !== want[key]) return false;
+  return true;
 }
 
 /** Most retries per request: each one is another pod doing the work again. */
@@ -512,7 +554,7 @@ function timeout(c: Checker, v: unknown, path: string): number | null {
   return ms;
 }
 
-function endpointList(c: Checker, v: unknown, path: string): Endpoint[] | null {
+function endpointList(c: Checker, v: unknown, path: string, pd: PdSpec | null): Endpoint[] | null {
   if (v === undefined || v === null) return null;
   if (!Array.isArray(v)) c.expected(path, 'a list of {name, address}', v);
   const seen = new Set<string>();
@@ -525,6 +567,17 @@ function endpointList(c: Checker, v: unknown, path: string): Endpoint[] | null {
     const address = c.string(obj.address, `${itemPath}.address`);
     const hp = parseHostPort(address);
     if (typeof hp === 'string') c.fail(`${itemPath}.address`, `${hp}, got ${describe(address)}`);
-    return { name, host: hp.host, port: hp.port };
+    const labels = obj.labels === undefined || obj.labels === null ? undefined : c.stringMap(obj.labels, `${itemPath}.labels`);
+    if (pd === null) return { name, host: hp.host, port: hp.port };
+    // A pod of a pdGroup server serves in one role of one group: said by its labels.
+    if (pdRole(labels, pd) === null) {
+      c.fail(`${itemPath}.labels`, `must carry the label ${JSON.stringify(pd.groupKey)} (spec.workloadSelector.pdGroup.groupKey) and those of `
+        + `prefillLabels ${describeLabels(pd.prefillLabels)} or decodeLabels ${describeLabels(pd.decodeLabels)}, got ${labels === undefined ? 'none' : describeLabels(labels)}`);
+    }
+    return { name, host: hp.host, port: hp.port, labels };
   });
+}
+
+function describeLabels(labels: Readonly<Record<string, string>>): string {
+  return `{${Object.entries(labels).map(([k, v]) => `${k}: ${v}`).join(', ')}}`;
 }

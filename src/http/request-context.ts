@@ -26,6 +26,8 @@ export class RequestContext {
   modelRoute = '';
   modelServer = '';
   selectedPod = '';
+  /** With prefill/decode disaggregation: the prefill pod (selectedPod is the decode pod); else ''. */
+  prefillPod = '';
   /** The caller's tenant (API key name or JWT tenant claim), '' without auth. */
   tenant = '';
 

@@ -49,7 +49,7 @@ export function lastLineAscii(): boolean {
 /** Whether `r`, just written as a line with the escapers `f`, made an all-ASCII line. */
 function allAscii(f: typeof J, r: AccessRecord): boolean {
   return r.error === null && f.method.ascii && f.path.ascii && f.protocol.ascii && f.model_name.ascii && f.model_route.ascii
-    && f.model_server.ascii && f.selected_pod.ascii && isAscii(r.request_id);
+    && f.model_server.ascii && f.selected_pod.ascii && isAscii(r.request_id) && (!r.prefill_pod || isAscii(r.prefill_pod));
 }
 
 /** The line of `r` by `lineOf` (escaping with `f`), shortened when too long; sets lastAscii. */
@@ -75,6 +75,7 @@ function jsonLine(r: AccessRecord): string {
     ',"model_route":' + J.model_route.of(r.model_route) +
     ',"model_server":' + J.model_server.of(r.model_server) +
     ',"selected_pod":' + J.selected_pod.of(r.selected_pod) +
+    (r.prefill_pod ? ',"prefill_pod":' + jsonString(r.prefill_pod) : '') +
     ',"request_id":' + jsonString(r.request_id) +
     ',"input_tokens":' + int(r.input_tokens) +
     ',"output_tokens":' + int(r.output_tokens) +
@@ -95,6 +96,7 @@ function textLine(r: AccessRecord): string {
     ' model_route=' + T.model_route.of(r.model_route) +
     ' model_server=' + T.model_server.of(r.model_server) +
     ' selected_pod=' + T.selected_pod.of(r.selected_pod) +
+    (r.prefill_pod ? ' prefill_pod=' + textValue(r.prefill_pod) : '') +
     ' request_id=' + textValue(r.request_id) +
     ' tokens=' + int(r.input_tokens) + '/' + int(r.output_tokens) +
     ' timings=' + int(r.duration_total) + 'ms(' + int(r.duration_request_processing) + '+' +
@@ -117,9 +119,9 @@ function fits(line: string): boolean {
 }
 
 type StringField = 'method' | 'path' | 'protocol' | 'model_name' | 'model_route' | 'model_server' |
-  'selected_pod' | 'request_id';
+  'selected_pod' | 'prefill_pod' | 'request_id';
 const STRING_FIELDS: readonly StringField[] = [
-  'path', 'model_name', 'model_route', 'model_server', 'selected_pod', 'request_id', 'method', 'protocol',
+  'path', 'model_name', 'model_route', 'model_server', 'selected_pod', 'prefill_pod', 'request_id', 'method', 'protocol',
 ];
 
 /** Cut `s` to at most `max` code units without splitting a surrogate pair, then mark it. */
@@ -147,7 +149,8 @@ function fitLine(r: AccessRecord, format: (r: AccessRecord) => string): string {
     let longest: StringField | 'type' | 'message' = 'path';
     let longestLen = -1;
     for (const f of STRING_FIELDS) {
-      if (copy[f].length > longestLen) { longest = f; longestLen = copy[f].length; }
+      const len = (copy[f] ?? '').length;
+      if (len > longestLen) { longest = f; longestLen = len; }
     }
     if (copy.error !== null) {
       if (copy.error.message.length > longestLen) { longest = 'message'; longestLen = copy.error.message.length; }
@@ -155,7 +158,7 @@ function fitLine(r: AccessRecord, format: (r: AccessRecord) => string): string {
     }
     if (longestLen <= TRUNCATION_MARKER.length) break;
     const field = longest;
-    const original = field === 'message' || field === 'type' ? (copy.error as { type: string; message: string })[field] : copy[field];
+    const original = field === 'message' || field === 'type' ? (copy.error as { type: string; message: string })[field] : copy[field] ?? '';
     const set = (n: number): string => {
       const v = cut(original, n);
       if (field === 'message' || field === 'type') (copy.error as { type: string; message: string })[field] = v;

@@ -71,7 +71,7 @@ const JSON_REQUEST = new GroupBytes((path, method, protocol) =>
   'Z","method":' + jsonString(method) + ',"path":' + jsonString(path) + ',"protocol":' + jsonString(protocol) + ',"status_code":');
 const JSON_TARGET = new GroupBytes((model, route, server) =>
   ',"model_name":' + jsonString(model) + ',"model_route":' + jsonString(route) + ',"model_server":' + jsonString(server) + ',"selected_pod":');
-const JSON_POD = new GroupBytes((pod) => jsonString(pod) + ',"request_id":"');
+const JSON_POD = new GroupBytes((pod, prefill) => jsonString(pod) + (prefill === '' ? '' : ',"prefill_pod":' + jsonString(prefill)) + ',"request_id":"');
 
 const INPUT_TOKENS = bytes('","input_tokens":');
 const OUTPUT_TOKENS = bytes(',"output_tokens":');
@@ -135,7 +135,7 @@ class LineHead {
     if (r.request_id_made !== true && !this.plainId(id)) return -1;
     const request = this.request.of(r.path, r.method, r.protocol);
     const target = this.target.of(r.model_name, r.model_route, r.model_server);
-    const pod = this.pod.of(r.selected_pod, '', '');
+    const pod = this.pod.of(r.selected_pod, r.prefill_pod ?? '', '');
     if (FIXED_BOUND + request.length + target.length + pod.length + id.length > MAX_LINE_BYTES) return -1;
     at = this.timestamp.put(buf, at, r.timestamp);
     buf.set(request, at);
@@ -183,7 +183,7 @@ const TEXT_REQUEST = new GroupBytes((path, method, protocol) =>
   'Z] "' + textValue(method) + ' ' + textValue(path) + ' ' + textValue(protocol) + '" ');
 const TEXT_TARGET = new GroupBytes((model, route, server) =>
   ' model_name=' + textValue(model) + ' model_route=' + textValue(route) + ' model_server=' + textValue(server) + ' selected_pod=');
-const TEXT_POD = new GroupBytes((pod) => textValue(pod) + ' request_id=');
+const TEXT_POD = new GroupBytes((pod, prefill) => textValue(pod) + (prefill === '' ? '' : ' prefill_pod=' + textValue(prefill)) + ' request_id=');
 const TEXT_TIMESTAMP = new TimestampHead('[');
 const TOKENS = bytes(' tokens=');
 const TIMINGS = bytes(' timings=');

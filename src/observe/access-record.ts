@@ -20,6 +20,8 @@ export interface AccessRecord {
   model_route: string;
   model_server: string;
   selected_pod: string;
+  /** With prefill/decode disaggregation: the prefill pod; written only when not empty. */
+  prefill_pod?: string;
   request_id: string;
   /**
    * Not a field of the line: true when the router made `request_id` (RequestContext.requestIdMade),
@@ -51,6 +53,7 @@ export function recordFromContext(ctx: RequestContext): AccessRecord {
     model_route: ctx.modelRoute,
     model_server: ctx.modelServer,
     selected_pod: ctx.selectedPod,
+    prefill_pod: ctx.prefillPod,
     request_id: ctx.requestId,
     request_id_made: ctx.requestIdMade,
     input_tokens: ctx.inputTokens,

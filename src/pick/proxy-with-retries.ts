@@ -10,6 +10,7 @@ import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
 import type { RequestSpan } from '../observe/tracer.js';
+import { proxyDisaggregated } from './proxy-disaggregated.js';
 
 /** What the caller of proxyWithRetries hears, once: the answer went through, or none could be had. */
 export interface ProxyListener {
@@ -33,7 +34,9 @@ export function proxyWithRetries(
   x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, req: InferenceRequest, prompt: PromptText | null,
   scheduler: Scheduler, span: RequestSpan | null, listener: ProxyListener,
 ): void {
-  new ProxyAttempts(x, api, tokens, server, req, prompt, scheduler, span, listener).next();
+  // Compiled per ModelServer: a server without pdGroup takes no other step.
+  if (server.pd !== null) proxyDisaggregated(x, api, tokens, server, server.pd, req, prompt, scheduler, span, listener);
+  else new ProxyAttempts(x, api, tokens, server, req, prompt, scheduler, span, listener).next();
 }
 
 /** The attempts of one request, one pod at a time. */

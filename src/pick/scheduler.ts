@@ -101,6 +101,21 @@ export class Scheduler {
   }
 
   /**
+   * The pod among `endpoints` (not in `exclude`) for an attempt, by the same scorers as pick(), or
+   * null when every one was tried: the decode pod, then the prefill pod, of a pdGroup server.
+   */
+  pickAmong(endpoints: readonly EndpointState[], exclude: readonly EndpointState[] | null, prompt: PromptText | null): EndpointState | null {
+    const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
+    const now = this.clock();
+    this.pickedAt = now;
+    const e = this.scorer.pick(endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
+    if (e === null) return null;
+    if (n > 0) this.prefix!.record(this.hashes, n, e);
+    this.metrics?.decided(this.scorer.decider, this.scorer.score);
+    return e;
+  }
+
+  /**
    * The pod answered `status`; `latencyMs`: to the first byte of a stream, to the end otherwise;
    * `retryAfter`: a 503 with retry-after (overloaded, not broken). Only answers below 400 teach the
    * pod's latency: an error answered at once says nothing of how fast the pod serves, and would

@@ -1,4 +1,5 @@
-import type { ModelRoute, RateLimitSpec, ResourceSnapshot, Rule } from '../config/resource-types.js';
+import type { KvConnectorType, ModelRoute, PdSpec, RateLimitSpec, ResourceSnapshot, Rule } from '../config/resource-types.js';
+import { pdRole } from '../config/resources.js';
 import { compileMatcher, type Matcher } from './string-matcher.js';
 import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
 import { routeLimitKey, type LimitKey } from '../ratelimit/limit-key.js';
@@ -16,7 +17,21 @@ export interface CompiledServer {
   /** spec.inferenceEngine (vLLM, SGLang, ...) or null. */
   readonly inferenceEngine: string | null;
   readonly retry: CompiledRetry;
+  /** Every pod of the server (for a pdGroup server: of both roles, and those of neither). */
   readonly endpoints: readonly EndpointState[];
+  /** Prefill/decode disaggregation (pdGroup), or null: each request goes to one pod of `endpoints`. */
+  readonly pd: CompiledPd | null;
+}
+
+/** A pdGroup server's pods, paired by group (compilePd). */
+export interface CompiledPd {
+  readonly connector: KvConnectorType;
+  /** The prefill answer's kv_transfer_params go to the decode pod (nixl, mooncake); else nothing passes (http, lmcache). */
+  readonly kvTransfer: boolean;
+  /** The decode pods of the groups that have pods of both roles. */
+  readonly decode: readonly EndpointState[];
+  /** The prefill pods of each decode pod's group. */
+  readonly prefillOf: ReadonlyMap<EndpointState, readonly EndpointState[]>;
 }
 
 /** How a request of this server moves to another pod (proxyWithRetries). */
@@ -107,13 +122,15 @@ export class RouteTable {
     this.version = snapshot.version;
     const servers = new Map<string, CompiledServer>();
     for (const s of snapshot.servers) {
+      const states = s.endpoints.map((e) => endpoints.acquire(e));
       servers.set(s.key, {
         key: s.key,
         model: s.model,
         timeoutMs: s.timeoutMs ?? defaultTimeoutMs,
         inferenceEngine: s.inferenceEngine,
         retry: s.retry === null ? DEFAULT_RETRY : { attempts: s.retry.attempts, anyFailure: true, intervalMs: s.retry.intervalMs },
-        endpoints: s.endpoints.map((e) => endpoints.acquire(e)),
+        endpoints: states,
+        pd: s.pd === undefined || s.pd === null ? null : compilePd(s.pd, s.endpoints, states),
       });
     }
     endpoints.releaseUnused();
@@ -195,6 +212,34 @@ export class RouteTable {
     }
     return null;
   }
+}
+
+/**
+ * A pdGroup server's pods by role and group (`labels` of each endpoint; `states` in the same
+ * order): only the groups with pods of both roles serve, a decode pod with the prefill pods of its
+ * group. Pods of neither role are left out.
+ */
+export function compilePd(pd: PdSpec, list: readonly { labels?: Record<string, string> }[], states: readonly EndpointState[]): CompiledPd {
+  const groups = new Map<string, { prefill: EndpointState[]; decode: EndpointState[] }>();
+  for (let i = 0; i < list.length; i++) {
+    const labels = list[i].labels;
+    const role = pdRole(labels, pd);
+    if (role === null) continue;
+    const name = labels![pd.groupKey];
+    let g = groups.get(name);
+    if (g === undefined) groups.set(name, g = { prefill: [], decode: [] });
+    g[role].push(states[i]);
+  }
+  const decode: EndpointState[] = [];
+  const prefillOf = new Map<EndpointState, readonly EndpointState[]>();
+  for (const g of groups.values()) {
+    if (g.prefill.length === 0) continue;
+    for (const d of g.decode) {
+      decode.push(d);
+      prefillOf.set(d, g.prefill);
+    }
+  }
+  return { connector: pd.connector, kvTransfer: pd.connector === 'nixl' || pd.connector === 'mooncake', decode, prefillOf };
 }
 
 /** A route's rules compiled, before it is given the model name it serves (servedAs). */

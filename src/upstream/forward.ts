@@ -84,7 +84,7 @@ const REWRITTEN_BODY = ['content-encoding'];
  * which takes V8's generic runtime path when given strings. The HTTP/1.1 client adds host and
  * content-length.
  */
-function withRouterHeaders(forward: readonly string[], requestId: string, traceparent: string | null): string[] {
+export function withRouterHeaders(forward: readonly string[], requestId: string, traceparent: string | null): string[] {
   const n = forward.length;
   const headers = new Array<string>(traceparent === null ? n + 4 : n + 6);
   for (let i = 0; i < n; i++) headers[i] = forward[i];

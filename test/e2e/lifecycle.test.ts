@@ -37,7 +37,7 @@ describe('command line', () => {
     expect(r.stderr).toContain('spec.modelName');
   });
 
-  it('a ModelServer asking for prefill/decode disaggregation (workloadSelector.pdGroup) stops the router with exit 2, naming the field', () => {
+  it('a prefill/decode ModelServer (workloadSelector.pdGroup) whose endpoint has no role labels stops the router with exit 2, naming the field', () => {
     const dir = tempDir();
     const file = join(dir, 'pd.yaml');
     const pdGroup = '  workloadSelector:\n    matchLabels: {app: x}\n    pdGroup: {groupKey: g, prefillLabels: {role: prefill}, decodeLabels: {role: decode}}\n';
@@ -45,7 +45,7 @@ describe('command line', () => {
     expect(readFileSync(file, 'utf8')).toContain('pdGroup');
     const r = spawnSync(process.execPath, [CLI, '--resources', file, '--workers', '1'], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain(`${file}: document 1 (ModelServer default/sf-server): spec.workloadSelector.pdGroup: prefill/decode disaggregation is not supported`);
+    expect(r.stderr).toContain(`${file}: document 1 (ModelServer default/sf-server): spec.endpoints[0].labels: must carry the label "g"`);
   });
 });
 

@@ -38,6 +38,12 @@ export interface MockOptions {
   readonly metricsKv: number;
   /** Time to first token reported in /metrics (histogram sum/count grow by one per request answered), ms. */
   readonly metricsTtftMs: number;
+  /**
+   * Act as a vLLM prefill or decode pod of prefill/decode disaggregation (mock-pd.ts): `prefill`
+   * takes only a one-token request without stream and answers `kv_transfer_params` when asked for
+   * a remote decode; `decode` takes only a request carrying a prefill's `kv_transfer_params`.
+   */
+  readonly pdRole: 'prefill' | 'decode' | null;
 }
 
 export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
@@ -54,6 +60,7 @@ export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
   metricsWaiting: 0,
   metricsKv: 0,
   metricsTtftMs: 50,
+  pdRole: null,
 });
 
 export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [options]
@@ -73,6 +80,9 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --metrics-waiting N    waiting queue reported in /metrics (default 0)
   --metrics-kv F         KV-cache use 0..1 reported in /metrics (default 0)
   --metrics-ttft-ms N    time to first token reported in /metrics (default 50)
+  --pd-role R            act as a vLLM prefill pod (takes max_tokens 1 without stream only; answers
+                         kv_transfer_params when asked for a remote decode) or decode pod (takes only
+                         requests with a prefill's kv_transfer_params); default neither
 Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-retry-after,
 x-mock-hang, x-mock-close; a stream failing after N token events: x-mock-error-after N (its own
 error event, x-mock-error-shape openai, vllm, object, chunk or llamacpp, then [DONE]),
@@ -106,7 +116,7 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
       options.usage = false;
       continue;
     }
-    if (flag !== '--host' && flag !== '--name' && flag !== '--metrics-engine' && flag !== '--answer-shape' && NUMBER_FLAGS[flag] === undefined) {
+    if (flag !== '--host' && flag !== '--name' && flag !== '--metrics-engine' && flag !== '--answer-shape' && flag !== '--pd-role' && NUMBER_FLAGS[flag] === undefined) {
       throw new MockOptionsError(`unknown option ${JSON.stringify(arg)}\n${MOCK_USAGE}`);
     }
     let value: string;
@@ -119,6 +129,11 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
     if (flag === '--metrics-engine') {
       if (value !== 'vllm' && value !== 'sglang') throw new MockOptionsError(`--metrics-engine must be vllm or sglang, got ${JSON.stringify(value)}`);
       options.metricsEngine = value;
+      continue;
+    }
+    if (flag === '--pd-role') {
+      if (value !== 'prefill' && value !== 'decode') throw new MockOptionsError(`--pd-role must be prefill or decode, got ${JSON.stringify(value)}`);
+      options.pdRole = value;
       continue;
     }
     if (flag === '--answer-shape') {

@@ -23,6 +23,7 @@ import { loadUws } from 'inference-router/http/uws';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
 import { mockMetricsText } from './mock-metrics.js';
+import { kvFrom, pdRefusal, prefillKvParams } from './mock-pd.js';
 import {
   embeddingsAnswer, errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, STREAM_ERROR_SHAPES, streamErrorEvents,
   type AnswerSpec, type MockApi, type StreamErrorShape,
@@ -111,6 +112,8 @@ class Exchange {
   lastToken = 0;
   startedAt = 0;
   interval = 0;
+  /** A decode pod's answer: whose kv_transfer_params it got (x-mock-kv-from), '' when none. */
+  kvFrom = '';
 
   constructor(
     readonly res: HttpResponse,
@@ -298,6 +301,12 @@ class MockServer implements MockBackend {
       this.finishJson(exchange, 400, errorBody(400, (error as Error).message));
       return;
     }
+    const role = this.options.pdRole;
+    const refusal = role === null ? null : pdRefusal(role, body as Record<string, unknown>);
+    if (refusal !== null) {
+      this.finishJson(exchange, 400, errorBody(400, refusal));
+      return;
+    }
     // As a model server does: the answer stops at the length the request allows.
     const allowed = requestedMaxTokens(body as Record<string, unknown>, exchange.api);
     if (allowed !== null && allowed < outputTokens) outputTokens = allowed;
@@ -336,8 +345,16 @@ class MockServer implements MockBackend {
       this.finishJson(exchange, 200, embeddingsAnswer(spec, body));
       return;
     }
+    if (this.options.pdRole === 'prefill') {
+      const answer = JSON.parse(jsonAnswer(spec)) as Record<string, unknown>;
+      const params = prefillKvParams(body, this.options.name, this.host, this.port, this.sequence);
+      if (params !== null) answer.kv_transfer_params = params;
+      this.finishJson(exchange, 200, JSON.stringify(answer));
+      return;
+    }
+    if (this.options.pdRole === 'decode') exchange.kvFrom = kvFrom(body);
     if (body.stream !== true) {
-      this.finishJson(exchange, 200, jsonAnswer(spec));
+      this.finishJson(exchange, 200, jsonAnswer(spec), '', exchange.kvFrom);
       return;
     }
     if (exchange.api === 'responses') {
@@ -392,6 +409,7 @@ class MockServer implements MockBackend {
       .writeHeader('content-type', 'text/event-stream')
       .writeHeader('cache-control', 'no-cache')
       .writeHeader('x-mock-pod', this.options.name);
+    if (exchange.kvFrom !== '') res.writeHeader('x-mock-kv-from', exchange.kvFrom);
     const tps = this.options.tokensPerSecond;
     if (tps === 0 || tokenEvents <= 1) {
       res.write(events.join(''));
@@ -436,8 +454,8 @@ class MockServer implements MockBackend {
     exchange.res.end();
   }
 
-  /** `retryAfter`: a retry-after header's value ('' = none). */
-  private finishJson(exchange: Exchange, status: number, body: string, retryAfter = ''): void {
+  /** `retryAfter`: a retry-after header's value ('' = none); `kvFrom`: the x-mock-kv-from header's ('' = none). */
+  private finishJson(exchange: Exchange, status: number, body: string, retryAfter = '', kvFrom = ''): void {
     exchange.cancel();
     this.open.delete(exchange);
     exchange.finished = true;
@@ -445,6 +463,7 @@ class MockServer implements MockBackend {
       .writeHeader('content-type', 'application/json')
       .writeHeader('x-mock-pod', this.options.name);
     if (retryAfter !== '') res.writeHeader('retry-after', retryAfter);
+    if (kvFrom !== '') res.writeHeader('x-mock-kv-from', kvFrom);
     res.end(body);
   }
 

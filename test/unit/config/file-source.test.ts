@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileSource, type FileSourceEvent, type LoadedResources } from '../../../src/config/file-source.js';
 import { resourcesFor } from '../../helpers/processes.js';
-import { PD_GROUP_UNSUPPORTED } from '../../../src/config/resources.js';
 
 const dirs: string[] = [];
 const sources: FileSource[] = [];
@@ -93,7 +92,7 @@ describe('FileSource reloads of a file that cannot be read', () => {
 });
 
 describe('FileSource reloads of a file the router refuses', () => {
-  it('a ModelServer with workloadSelector.pdGroup is refused naming file, resource and field; the last good config stays', async () => {
+  it('a pdGroup ModelServer whose endpoint has no group or role labels is refused naming file, resource and field; the last good config stays', async () => {
     const { file, source, lines, applied } = started();
     source.stop(); // the reload below stands for the watch's report
     const pdGroup = '  workloadSelector:\n    matchLabels: {app: x}\n    pdGroup: {groupKey: g, prefillLabels: {role: prefill}, decodeLabels: {role: decode}}\n';
@@ -102,6 +101,7 @@ describe('FileSource reloads of a file the router refuses', () => {
     expect(applied).toHaveLength(1);
     expect(source.rejected).toBe(1);
     expect(lines.at(-1)).toBe(`resources reload rejected, keeping the last good config: ${file}: document 1 (ModelServer default/sf-server): `
-      + `spec.workloadSelector.pdGroup: ${PD_GROUP_UNSUPPORTED}`);
+      + 'spec.endpoints[0].labels: must carry the label "g" (spec.workloadSelector.pdGroup.groupKey) and those of prefillLabels {role: prefill} '
+      + 'or decodeLabels {role: decode}, got none');
   });
 });

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubernetesSource, type KubernetesSnapshot, type SourceClock } from '../../../src/config/kubernetes-source.js';
 import { FakeKubeApi, startFakeKubeApi, type KubeObject } from '../../helpers/fake-kube-api.js';
-import { GLOBAL_WITHOUT_REDIS, PD_GROUP_UNSUPPORTED } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS } from '../../../src/config/resources.js';
 
 const GROUP = 'networking.serving.volcano.sh';
 const API_VERSION = `${GROUP}/v1alpha1`;
@@ -343,32 +343,26 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(view(source.snapshot).routes).toEqual([]);
   });
 
-  test('a ModelServer with workloadSelector.pdGroup (prefill/decode disaggregation) is skipped, logged once naming the field; an edit adding it keeps the last valid version', async () => {
+  test('a ModelServer with workloadSelector.pdGroup: its pods carry their group and role labels (and no other); a relabelled pod makes a new snapshot; a bad kvConnector.type keeps the last valid version', async () => {
     const PD_GROUP = { groupKey: 'group', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' } };
-    const pdServer = (name: string): KubeObject => server('default', name, LABELS, 8000, { workloadSelector: { matchLabels: LABELS, pdGroup: PD_GROUP } });
+    const pdServer = (name: string, type = 'nixl'): KubeObject => server('default', name, LABELS, 8000, { workloadSelector: { matchLabels: LABELS, pdGroup: PD_GROUP }, kvConnector: { type } });
     api.upsert('modelservers', pdServer('pd'));
-    api.upsert('modelservers', server('default', 'llama', LABELS));
     api.upsert('modelroutes', route('default', 'to-pd', 'pd-model', ['pd']));
-    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
-    api.upsert('pods', pod('default', 'llama-0', LABELS, '10.0.0.10'));
+    api.upsert('pods', pod('default', 'p-0', { ...LABELS, group: 'g1', role: 'prefill', extra: 'x' }, '10.0.0.1'));
+    api.upsert('pods', pod('default', 'd-0', { ...LABELS, group: 'g1', role: 'decode' }, '10.0.0.2'));
     const source = await started();
-    // Not routed to the pods its matchLabels select, which would mix prefill and decode pods.
-    expect(view(source.snapshot)).toEqual({ routes: ['default/r1=llama-3'], endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000'] } });
-    expect(warns).toContain(`kubernetes (ModelServer default/pd): spec.workloadSelector.pdGroup: ${PD_GROUP_UNSUPPORTED}; skipped`);
-    expect(logs).toContain('kubernetes (ModelRoute default/to-pd): spec.rules[0].targetModels[0].modelServerName: ModelServer default/pd is invalid (its own line says why), so it counts as missing; route skipped');
+    const pd = source.snapshot!.servers[0];
+    expect(pd.pd).toEqual({ ...PD_GROUP, connector: 'nixl' });
+    expect(pd.endpoints.map((e) => [e.name, e.labels])).toEqual([['d-0', { group: 'g1', role: 'decode' }], ['p-0', { group: 'g1', role: 'prefill' }]]);
 
-    // Logged once, not on every rebuild.
-    api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
-    await settle(source, 'another pod', (v) => v.endpoints['default/llama']?.length === 2);
-    expect(logs.filter((l) => l.includes('(ModelServer default/pd)'))).toHaveLength(1);
+    api.upsert('pods', pod('default', 'd-0', { ...LABELS, group: 'g2', role: 'decode' }, '10.0.0.2'));
+    await until('relabelled pod applied', () => source.snapshot!.servers[0].endpoints[0].labels?.group === 'g2', () => warns);
 
-    // A valid server edited to add pdGroup keeps serving with its last valid version.
-    const serverRv = api.get('modelservers', 'default', 'llama')!.metadata.resourceVersion;
-    api.upsert('modelservers', pdServer('llama'));
-    await until('the edit logged', () => warns.some((l) => l.startsWith('kubernetes (ModelServer default/llama): spec.workloadSelector.pdGroup:')), () => warns);
-    expect(warns).toContain(`kubernetes (ModelServer default/llama): spec.workloadSelector.pdGroup: ${PD_GROUP_UNSUPPORTED}; keeps its last valid version (resourceVersion ${serverRv})`);
-    expect(view(source.snapshot)).toEqual({ routes: ['default/r1=llama-3'], endpoints: { 'default/llama': ['llama-0@10.0.0.10:8000', 'llama-1@10.0.0.11:8000'] } });
-    expect(source.snapshot!.servers[0].workloadSelector).toEqual({ matchLabels: LABELS });
+    const serverRv = api.get('modelservers', 'default', 'pd')!.metadata.resourceVersion;
+    api.upsert('modelservers', pdServer('pd', 'sglang'));
+    await until('the edit logged', () => warns.some((l) => l.startsWith('kubernetes (ModelServer default/pd): spec.kvConnector.type:')), () => warns);
+    expect(warns).toContain(`kubernetes (ModelServer default/pd): spec.kvConnector.type: expected one of http, lmcache, nixl, mooncake, got "sglang"; keeps its last valid version (resourceVersion ${serverRv})`);
+    expect(source.snapshot!.servers[0].pd?.connector).toBe('nixl');
   });
 
   test('a field neither the route API nor the router has is logged once, naming it; the resource still applies', async () => {

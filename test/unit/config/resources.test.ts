@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { GLOBAL_WITHOUT_REDIS, NESTED_REPETITION, PD_GROUP_UNSUPPORTED, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, NESTED_REPETITION, PLAIN_HTTP_ONLY, SGLANG_PD_UNSUPPORTED, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { GATEWAY_ROUTES } from '../../helpers/route-api-manifests.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
@@ -133,6 +133,15 @@ describe('parseResourceFile: valid input', () => {
       retry: null,
       endpoints: null,
     }]);
+  });
+
+  it('parses examples/prefill-decode.yaml: two groups of a prefill and a decode pod, NIXL', () => {
+    const text = readFileSync(new URL('../../../examples/prefill-decode.yaml', import.meta.url), 'utf8');
+    const { servers, routes, warnings } = parseResourceFile(text, 'prefill-decode.yaml', opts);
+    expect(warnings).toEqual([]);
+    expect(routes.map((r) => r.key)).toEqual(['dev/deepseek-v2']);
+    expect(servers[0].pd).toMatchObject({ groupKey: 'modelserving.volcano.sh/group-name', connector: 'nixl' });
+    expect(servers[0].endpoints!.map((e) => e.labels?.['modelserving.volcano.sh/role'])).toEqual(['prefill', 'decode', 'prefill', 'decode']);
   });
 
   it('parses examples/resources.yaml', () => {
@@ -796,17 +805,41 @@ spec:
   workloadPort: {port: 8000}
 `;
 
-  it('is refused naming the field: the router would send each request to any pod of the group, prefill or decode', () => {
-    const err = errorOf(() => parse(`${PD_SERVER}---\n${route('r', SIMPLE_SPEC.replace('sf-server', 'pd-server'))}`));
-    expect(err.message).toBe(`routes.yaml: document 1 (ModelServer default/pd-server): spec.workloadSelector.pdGroup: ${PD_GROUP_UNSUPPORTED}`);
-    expect(PD_GROUP_UNSUPPORTED).toMatch(/^prefill\/decode disaggregation is not supported/);
+  const FILE_PD = `${PD_SERVER}  kvConnector: {type: nixl}
+  endpoints:
+    - {name: prefill-0, address: "10.0.0.1:8000", labels: {group: g1, role: prefill}}
+    - {name: decode-0, address: "10.0.0.2:8000", labels: {group: g1, role: decode, other: kept}}
+`;
+
+  it('reads groupKey, the role labels and kvConnector.type; spec.endpoints[].labels give each pod its group and role', () => {
+    const server = parse(FILE_PD).servers[0];
+    expect(server.pd).toEqual({ groupKey: 'group', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' }, connector: 'nixl' });
+    expect(server.endpoints).toEqual([
+      { name: 'prefill-0', host: '10.0.0.1', port: 8000, labels: { group: 'g1', role: 'prefill' } },
+      { name: 'decode-0', host: '10.0.0.2', port: 8000, labels: { group: 'g1', role: 'decode', other: 'kept' } },
+    ]);
+    expect(parse(FILE_PD).warnings).toEqual([]);
   });
 
-  it('is refused whatever it holds; a null pdGroup is no pdGroup', () => {
-    const empty = PD_SERVER.replace(/    pdGroup:\n(      .*\n)+/, '    pdGroup: {}\n');
-    expect(errorOf(() => parse(empty)).message).toContain('spec.workloadSelector.pdGroup: prefill/decode');
+  it('kvConnector.type defaults to http (as in the route API); lmcache, mooncake are read; a null pdGroup is no pdGroup', () => {
+    expect(parse(PD_SERVER).servers[0].pd?.connector).toBe('http');
+    expect(parse(FILE_PD.replace('type: nixl', 'type: lmcache')).servers[0].pd?.connector).toBe('lmcache');
+    expect(parse(FILE_PD.replace('type: nixl', 'type: mooncake')).servers[0].pd?.connector).toBe('mooncake');
     const none = PD_SERVER.replace(/    pdGroup:\n(      .*\n)+/, '    pdGroup: null\n');
-    expect(parse(none).servers[0]).toMatchObject({ key: 'default/pd-server', workloadSelector: { matchLabels: { app: 'x' } } });
+    expect(parse(none).servers[0].pd).toBeUndefined();
+    // Without pdGroup, endpoint labels are read (checked) but not kept.
+    expect(parse(FILE_PD.replace(/    pdGroup:\n(      .*\n)+/, '')).servers[0].endpoints![0]).toEqual({ name: 'prefill-0', host: '10.0.0.1', port: 8000 });
+  });
+
+  it('refuses a bad pdGroup, kvConnector or endpoint labels, naming the field', () => {
+    const at = (text: string) => errorOf(() => parse(text)).message.replace('routes.yaml: document 1 (ModelServer default/pd-server): ', '');
+    expect(at(PD_SERVER.replace('      groupKey: group\n', ''))).toBe('spec.workloadSelector.pdGroup.groupKey: is required: expected a non-empty string');
+    expect(at(PD_SERVER.replace('{role: prefill}', '{}'))).toBe('spec.workloadSelector.pdGroup.prefillLabels: must not be empty: it tells the pods of this role from the others');
+    expect(at(FILE_PD.replace('type: nixl', 'type: sglang'))).toBe('spec.kvConnector.type: expected one of http, lmcache, nixl, mooncake, got "sglang"');
+    expect(at(PD_SERVER.replace('spec:\n', 'spec:\n  inferenceEngine: SGLang\n'))).toBe(`spec.inferenceEngine: ${SGLANG_PD_UNSUPPORTED}`);
+    expect(at(FILE_PD.replace('{group: g1, role: decode, other: kept}', '{role: decode}'))).toBe('spec.endpoints[1].labels: must carry the label "group" '
+      + '(spec.workloadSelector.pdGroup.groupKey) and those of prefillLabels {role: prefill} or decodeLabels {role: decode}, got {role: decode}');
+    expect(at(FILE_PD.replace(', labels: {group: g1, role: prefill}', ''))).toContain('spec.endpoints[0].labels: must carry the label "group"');
   });
 });
 

@@ -249,10 +249,13 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     }
   });
 
-  test('the one exception: a workloadSelector.pdGroup is kept by the CRD schema and refused by the router, naming it', () => {
-    const doc = mutate(server, (d) => { d.spec.workloadSelector.pdGroup = { groupKey: 'g', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' } }; });
+  test('a workloadSelector.pdGroup with a kvConnector is accepted by both', () => {
+    const doc = mutate(server, (d) => {
+      d.spec.workloadSelector.pdGroup = { groupKey: 'g', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' } };
+      d.spec.kvConnector = { type: 'nixl' };
+    });
     expect(schemaErrors(doc)).toEqual([]);
-    expect(routerError(doc)).toMatch(/spec\.workloadSelector\.pdGroup: prefill\/decode disaggregation is not supported/);
+    expect(routerError(doc)).toBeNull();
   });
 
   test('a rule named "" (the route API takes it as unnamed) is accepted by both', () => {

@@ -51,6 +51,14 @@ const failed: AccessRecord = {
 const LINE_BREAKERS = /[\x00-\x1f\x7f-\x9f\u2028\u2029]/;
 
 describe('formatJson', () => {
+  it('writes prefill_pod after selected_pod, only when set (prefill/decode disaggregation)', () => {
+    const pd = { ...ok, selected_pod: 'decode-0', prefill_pod: 'prefill-0' };
+    expect(formatJson(pd)).toContain('"selected_pod":"decode-0","prefill_pod":"prefill-0","request_id":');
+    expect(formatText(pd)).toContain(' selected_pod=decode-0 prefill_pod=prefill-0 request_id=');
+    expect(formatJson({ ...ok, prefill_pod: '' })).toBe(formatJson(ok));
+    expect(formatText({ ...ok, prefill_pod: '' })).toBe(formatText(ok));
+  });
+
   it('writes every field in order, no error member on success', () => {
     expect(formatJson(ok)).toBe(
       '{"timestamp":"2026-11-22T05:01:02.123Z","method":"POST","path":"/v1/completions?stream=false&x=1",' +

@@ -55,6 +55,8 @@ describe('JSON access-log records written as bytes', () => {
       const r: AccessRecord = {
         timestamp: pick(TIMES), method: pick(STRINGS), path: pick(STRINGS), protocol: pick(STRINGS), status_code: pick(NUMBERS),
         error: null, model_name: pick(STRINGS), model_route: pick(STRINGS), model_server: pick(STRINGS), selected_pod: pick(STRINGS),
+        // Written only when set (prefill/decode disaggregation).
+        prefill_pod: next() < 0.5 ? undefined : pick(STRINGS),
         request_id: next() < 0.8 ? ok.request_id : pick(STRINGS),
         input_tokens: pick(NUMBERS), output_tokens: pick(NUMBERS), duration_total: pick(NUMBERS),
         duration_request_processing: pick(NUMBERS), duration_upstream_processing: pick(NUMBERS), duration_response_processing: pick(NUMBERS),

@@ -114,7 +114,7 @@ function proxy(scheduler: Scheduler, server: CompiledServer): Promise<{ status: 
 }
 
 function compiled(endpoints: EndpointState[]): CompiledServer {
-  return { key: 'default/llama', model: null, timeoutMs: 60_000, inferenceEngine: null, retry: DEFAULT_RETRY, endpoints };
+  return { key: 'default/llama', model: null, timeoutMs: 60_000, inferenceEngine: null, retry: DEFAULT_RETRY, endpoints, pd: null };
 }
 
 /**

@@ -1,0 +1,334 @@
+import { RouterError } from '../errors.js';
+import type { AnswerUsage, DisaggregatedBodies, InferenceApi, InferenceRequest } from '../api/inference-api.js';
+import type { Exchange } from '../http/exchange.js';
+import type { CompiledPd, CompiledServer } from '../route/route-table.js';
+import type { EndpointState } from '../upstream/endpoint-registry.js';
+import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
+import { PrefillCall, type PrefillListener } from '../upstream/prefill-call.js';
+import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
+import { ClientGone, PodFault, errorTypeOfUpstreamStatus, formatSeconds, isOwnRefusal, notSent, podFault, upstreamFailure } from '../upstream/upstream-errors.js';
+import type { PromptText } from '../tokens/prompt-text.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import type { Scheduler } from './scheduler.js';
+import type { RequestSpan } from '../observe/tracer.js';
+import { performance } from 'node:perf_hooks';
+
+/** What the caller hears, once (proxy-with-retries.ts ProxyListener, declared here: that file imports this one). */
+export interface PdListener {
+  proxied(usage: AnswerUsage | null): void;
+  proxyFailed(err: unknown): void;
+}
+
+/**
+ * Forwards a request of a ModelServer with prefill/decode disaggregation (pdGroup), as the route
+ * API's router does: a decode pod picked by the scorers among those of the groups that have both
+ * roles, then a prefill pod of its group; the prefill request (no stream, one token; with NIXL or
+ * Mooncake, `kv_transfer_params` asking for a remote decode) goes first, its answer is kept, then
+ * the decode request (the client's, with the prefill answer's `kv_transfer_params` for NIXL or
+ * Mooncake) goes to the decode pod, whose answer goes to the client as any pod's does.
+ *
+ * Retries as proxyWithRetries: a pod not reached (prefill or decode) leaves the pair for another;
+ * with the ModelServer's retry policy, any failure before a byte reached the client too. Each
+ * failed pod is not picked again for the request.
+ */
+export function proxyDisaggregated(
+  x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, pd: CompiledPd, req: InferenceRequest, prompt: PromptText | null,
+  scheduler: Scheduler, span: RequestSpan | null, listener: PdListener,
+): void {
+  const bodies = api.disaggregation;
+  if (bodies === null || !bodies.supports(req)) {
+    throw new RouterError('invalid_request', `ModelServer ${server.key} splits each request between a prefill and a decode pod (workloadSelector.pdGroup), `
+      + `which the router does for /v1/completions and /v1/chat/completions only, not ${x.url}`, 400, null, 'disaggregation_unsupported');
+  }
+  new PdAttempts(x, api, bodies, tokens, server, pd, req, prompt, scheduler, span, listener).next();
+}
+
+class PdAttempts implements CallListener, PrefillListener {
+  private readonly prefillBody: Buffer;
+  private attempt = 0;
+  /** Decode pods not to pick again: they failed, or no prefill pod of their group is left. */
+  private readonly skipDecode: EndpointState[] = [];
+  /** Prefill pods that failed. */
+  private readonly skipPrefill: EndpointState[] = [];
+  private decode: EndpointState | null = null;
+  private prefill: EndpointState | null = null;
+  private decodeSentAt = 0;
+  private prefillSentAt = 0;
+  /** performance.now() when the attempt's prefill, then its decode request, went out. */
+  private prefillStart = 0;
+  private decodeStart = 0;
+  private lastError: RouterError | null = null;
+  private ended = false;
+
+  constructor(
+    private readonly x: Exchange,
+    private readonly api: InferenceApi,
+    private readonly bodies: DisaggregatedBodies,
+    private readonly tokens: TokenCounter,
+    private readonly server: CompiledServer,
+    private readonly pd: CompiledPd,
+    private readonly req: InferenceRequest,
+    private readonly prompt: PromptText | null,
+    private readonly scheduler: Scheduler,
+    private readonly span: RequestSpan | null,
+    private readonly listener: PdListener,
+  ) {
+    this.prefillBody = bodies.prefillBody(x.body, req, server.model, pd.kvTransfer);
+  }
+
+  next(): void {
+    try {
+      this.tryNext();
+    } catch (err) {
+      this.caught(err);
+    }
+  }
+
+  private tryNext(): void {
+    if (!this.pickPair()) {
+      if (this.attempt === 0) {
+        this.failed(new RouterError('upstream_error', `no group of ModelServer ${this.server.key} has a ready prefill pod and a ready decode pod`, 503, null, 'no_ready_pd_pair'));
+      } else {
+        this.exhausted();
+      }
+      return;
+    }
+    if (this.attempt > 0) {
+      this.scheduler.retried(this.server.key);
+      const wait = this.server.retry.intervalMs;
+      if (wait > 0) {
+        setTimeout(() => this.afterInterval(), wait);
+        return;
+      }
+      if (!this.x.writable) {
+        this.succeeded(null);
+        return;
+      }
+    }
+    this.sendPrefill();
+  }
+
+  /** A decode pod, then a prefill pod of its group, by the scorers; false when no pair is left. */
+  private pickPair(): boolean {
+    const pd = this.pd;
+    for (;;) {
+      const d = this.scheduler.pickAmong(pd.decode, this.skipDecode.length === 0 ? null : this.skipDecode, this.prompt);
+      if (d === null) return false;
+      this.decodeSentAt = this.scheduler.pickedAt;
+      const p = this.scheduler.pickAmong(pd.prefillOf.get(d)!, this.skipPrefill.length === 0 ? null : this.skipPrefill, this.prompt);
+      if (p !== null) {
+        this.prefillSentAt = this.scheduler.pickedAt;
+        this.decode = d;
+        this.prefill = p;
+        return true;
+      }
+      this.skipDecode.push(d);
+    }
+  }
+
+  private afterInterval(): void {
+    try {
+      if (!this.x.writable) this.succeeded(null);
+      else this.sendPrefill();
+    } catch (err) {
+      this.caught(err);
+    }
+  }
+
+  private sendPrefill(): void {
+    const x = this.x;
+    const ctx = x.ctx;
+    ctx.selectedPod = this.decode!.name;
+    ctx.prefillPod = this.prefill!.name;
+    if (this.span !== null) this.span.pod = this.decode!.origin;
+    // The record's upstream time is the attempt's: its prefill and its decode.
+    ctx.tUpstreamStart = this.prefillStart = performance.now();
+    ctx.tUpstreamEnd = 0;
+    const call = new PrefillCall(this.prefill!, this);
+    x.upstream = call;
+    call.send(x, this.prefillBody, this.server.timeoutMs);
+  }
+
+  /** The prefill call ended (PrefillListener). */
+  prefillEnded(call: PrefillCall): void {
+    try {
+      this.afterPrefill(call);
+    } catch (err) {
+      this.caught(err);
+    }
+  }
+
+  private afterPrefill(call: PrefillCall): void {
+    const x = this.x;
+    const p = call.endpoint;
+    if (x.upstream === call) x.upstream = null;
+    const err = call.error;
+    if (err instanceof ClientGone || !x.writable) {
+      if (call.status !== 0 || (err !== null && !call.notReached)) x.reachedPod = true;
+      this.succeeded(null); // the client left: nothing to answer
+      return;
+    }
+    if (err !== null && call.notReached) {
+      if (isOwnRefusal(err)) {
+        this.lastError = notSent(err, `${p.name} (prefill)`);
+      } else {
+        this.scheduler.connectFailed(p);
+        this.lastError = new RouterError('upstream_error', `cannot connect to prefill pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'upstream_unreachable');
+      }
+      this.skipPrefill.push(p);
+      this.retryOrEnd(true);
+      return;
+    }
+    x.reachedPod = true;
+    if (err !== null) {
+      const fault = podFault(err);
+      if (fault === PodFault.Timeout) this.scheduler.timedOut(p);
+      else if (fault === PodFault.Lost) this.scheduler.lost(p);
+      this.prefillFailed(p, fault === PodFault.Timeout
+        ? new RouterError('timeout', `the prefill on pod ${p.name} timed out after ${formatSeconds(this.server.timeoutMs)}s`)
+        : new RouterError('upstream_error', `the prefill failed on pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'prefill_failed'));
+      return;
+    }
+    const status = call.status;
+    this.scheduler.answered(p, performance.now() - this.prefillStart, status, false, this.prefillSentAt);
+    if (status >= 500) {
+      this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status}`, 502, null, 'prefill_failed'));
+      return;
+    }
+    if (status < 200 || status >= 300) {
+      // The pod refused the request itself (a prompt too long, a bad parameter): its answer is the client's.
+      x.upstreamEnded();
+      x.recordError(errorTypeOfUpstreamStatus(status), `prefill pod ${p.name} answered ${status}`, status);
+      x.endBuffered(status, call.headers, call.body!, call.headAscii);
+      this.succeeded(null);
+      return;
+    }
+    let kvParams: Buffer | null = null;
+    if (this.pd.kvTransfer) {
+      kvParams = this.bodies.kvTransferParams(call.body!);
+      if (kvParams === null) {
+        this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status} with a body that is not a JSON object, so it has no kv_transfer_params`, 502, null, 'prefill_failed'));
+        return;
+      }
+    }
+    this.sendDecode(kvParams);
+  }
+
+  /** The prefill pod had the request and failed it: another pair with the retry policy, else the error. */
+  private prefillFailed(p: EndpointState, err: RouterError): void {
+    this.skipPrefill.push(p);
+    const retry = this.server.retry;
+    if (!retry.anyFailure || this.attempt >= retry.attempts || !this.x.writable) {
+      this.failed(err);
+      return;
+    }
+    this.lastError = err;
+    this.attempt++;
+    this.next();
+  }
+
+  private sendDecode(kvParams: Buffer | null): void {
+    const d = this.decode!;
+    const x = this.x;
+    try {
+      const up = this.bodies.decodeBody(x.body, this.req, this.server.model, kvParams);
+      const started = x.ctx.tUpstreamStart;
+      this.decodeStart = performance.now();
+      startUpstreamCall(x, this.api, this.tokens, d, up, this.req.stream, this.server.timeoutMs, this);
+      x.ctx.tUpstreamStart = started;
+    } catch (err) {
+      this.attemptFailed(err);
+    }
+  }
+
+  /** The decode call ended (CallListener). */
+  callEnded(call: UpstreamCall, outcome: CallOutcome): void {
+    try {
+      this.decodeEnded(call, outcome);
+    } catch (err) {
+      this.caught(err);
+    }
+  }
+
+  private decodeEnded(call: UpstreamCall, outcome: CallOutcome): void {
+    const d = this.decode!;
+    if (outcome === CallOutcome.FailedBeforeResponse || outcome === CallOutcome.FailedMidResponse) {
+      const fault = podFault(call.error);
+      if (fault === PodFault.Timeout) this.scheduler.timedOut(d);
+      else if (fault === PodFault.Lost) this.scheduler.lost(d);
+    }
+    let r: AnswerUsage | null | 'retry';
+    try {
+      r = upstreamResult(this.x, call, outcome, d, this.server.timeoutMs);
+    } catch (err) {
+      this.attemptFailed(err);
+      return;
+    }
+    if (r !== 'retry') {
+      const ctx = this.x.ctx;
+      if (outcome === CallOutcome.Done && !ctx.aborted) {
+        const to = ctx.tFirstByte > this.decodeStart ? ctx.tFirstByte : ctx.tUpstreamEnd;
+        this.scheduler.answered(d, to - this.decodeStart, call.upstreamStatus, call.retryAfter, this.decodeSentAt);
+      }
+      this.succeeded(r);
+      return;
+    }
+    if (isOwnRefusal(call.error)) {
+      this.lastError = notSent(call.error, `${d.name} (decode)`);
+    } else {
+      this.scheduler.connectFailed(d);
+      this.lastError = upstreamFailure(call.error, this.server.timeoutMs, `${d.name} (decode)`);
+    }
+    this.skipDecode.push(d);
+    this.retryOrEnd(true);
+  }
+
+  /** A pod was not reached: another pair while attempts are left. */
+  private retryOrEnd(notReached: boolean): void {
+    if (!notReached || this.attempt >= this.server.retry.attempts || !this.x.writable) {
+      this.exhausted();
+      return;
+    }
+    this.attempt++;
+    this.next();
+  }
+
+  /** The decode attempt failed with `err` (thrown by the call's start or by its result). */
+  private attemptFailed(err: unknown): void {
+    const retry = this.server.retry;
+    if (!retry.anyFailure || this.attempt >= retry.attempts || !(err instanceof RouterError) || this.x.headersSent || !this.x.writable) {
+      this.failed(err);
+      return;
+    }
+    this.skipDecode.push(this.decode!);
+    this.lastError = err;
+    this.attempt++;
+    this.next();
+  }
+
+  private exhausted(): void {
+    this.failed(this.lastError ?? new RouterError('upstream_error', `cannot connect to any prefill/decode pair of ModelServer ${this.server.key}`, 502, null, 'upstream_unreachable'));
+  }
+
+  private caught(err: unknown): void {
+    if (this.ended) throw err;
+    this.failed(err);
+  }
+
+  private succeeded(usage: AnswerUsage | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.listener.proxied(usage);
+  }
+
+  private failed(err: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.listener.proxyFailed(err);
+  }
+}
+
+function codeOf(err: Error): string {
+  const code = (err as { code?: string }).code;
+  return code ? `${code} ` : '';
+}
