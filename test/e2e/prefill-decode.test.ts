@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 const API = 'networking.serving.volcano.sh/v1alpha1';
 
@@ -48,6 +48,7 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
     pods = Object.fromEntries(names.map((n, i) => [n, started[i]]));
     const dir = tempDir();
     log = join(dir, 'access.log');
+    const dead = await freePort();
     const resources = pdResources('nixl-server', 'pd-model', 'nixl', [
       { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' },
       { name: 'd-a', port: pods['d-a'].port, group: 'a', role: 'decode' },
@@ -58,7 +59,15 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
     ]) + pdResources('http-server', 'http-model', 'http', [
       { name: 'h-p', port: pods['h-p'].port, group: 'h', role: 'prefill' },
       { name: 'h-d', port: pods['h-d'].port, group: 'h', role: 'decode' },
-    ]) + pdResources('half-server', 'half-model', 'nixl', [{ name: 'x-d', port: pods['x-d'].port, group: 'c', role: 'decode' }]);
+    ]) + pdResources('half-server', 'half-model', 'nixl', [{ name: 'x-d', port: pods['x-d'].port, group: 'c', role: 'decode' }])
+      // A prefill pod nothing listens for: alone in its group, and beside a working group.
+      + pdResources('dead-server', 'dead-model', 'nixl', [
+        { name: 'p-dead', port: dead, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
+      ])
+      + pdResources('retry-server', 'retry-model', 'nixl', [
+        { name: 'p-dead', port: dead, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
+        { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' }, { name: 'd-a', port: pods['d-a'].port, group: 'a', role: 'decode' },
+      ]);
     router = await startRouter(resources, { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
   });
   afterAll(async () => {
@@ -145,5 +154,23 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
     const emb = await postJson(`${router.url}/v1/embeddings`, { model: 'pd-model', input: 'x' }, { accept: 'application/json' });
     expect(emb.status).toBe(400);
     expect((await emb.json() as { error: { code: string } }).error.code).toBe('disaggregation_unsupported');
+  });
+
+  it('a prefill pod that cannot be connected to: 502 upstream_unreachable naming it when no other pair is left; another pair answers when one is', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'dead-model', prompt: 'x' }, { 'x-request-id': 'dead-1', accept: 'application/json' });
+    expect(r.status).toBe(502);
+    const error = (await r.json() as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('upstream_unreachable');
+    expect(error.message).toMatch(/^cannot connect to prefill pod p-dead: ECONNREFUSED/);
+    expect(await recordOf('dead-1')).toMatchObject({ status_code: 502, prefill_pod: 'p-dead', selected_pod: 'x-d' });
+    // The decode pod of the dead prefill's group is picked about half the time: its request moves to the other group.
+    for (let i = 0; i < 8; i++) {
+      const ok = await postJson(`${router.url}/v1/completions`, { model: 'retry-model', prompt: 'x' }, { 'x-request-id': `retry-${i}` });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('x-mock-pod')).toBe('d-a');
+      expect(ok.headers.get('x-mock-kv-from')).toBe('p-a');
+      await ok.text();
+    }
+    expect(await pods['x-d'].stats().then((st) => st.requests)).toBe(0);
   });
 });

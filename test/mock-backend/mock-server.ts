@@ -16,6 +16,7 @@
  * in the x-mock-error-shape openai, vllm, object, chunk or llamacpp, then [DONE], and its end), x-mock-cut-after N
  * (the connection closed without the stream's end; with x-mock-cut-mid-event, after the first half
  * of the next event), x-mock-stall-after N (nothing more is sent, the connection stays open).
+ * --pd-role prefill or decode: a vLLM pod of prefill/decode disaggregation (mock-pd.ts).
  */
 
 import { STATUS_CODES } from 'node:http';
