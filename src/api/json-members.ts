@@ -62,14 +62,14 @@ const COLON = Buffer.from(':');
 
 /** The index in `changes` of the member whose key is raw[from, to) (quotes included), or -1. */
 function changeOf(raw: Buffer, from: number, to: number, changes: readonly MemberChange[]): number {
-  let name: string | null = null;
   for (let k = 0; k < changes.length; k++) {
     const want = changes[k].name;
     if (to - from === want.length + 2 && raw.toString('latin1', from + 1, to - 1) === want) return k;
   }
   // A name written with escapes ("max\u005ftokens"): what JSON.parse read.
-  if (raw.indexOf(0x5c, from) < 0 || raw.indexOf(0x5c, from) >= to) return -1;
-  name = JSON.parse(raw.toString('utf8', from, to)) as string;
+  const escape = raw.indexOf(0x5c, from);
+  if (escape < 0 || escape >= to) return -1;
+  const name = JSON.parse(raw.toString('utf8', from, to)) as string;
   for (let k = 0; k < changes.length; k++) if (changes[k].name === name) return k;
   return -1;
 }

@@ -127,6 +127,7 @@ export function encodeSpan(span: RequestSpan, x: Exchange, endEpochMs: number): 
   if (ctx.modelRoute !== '') attrs.push(str('inference_router.model_route', ctx.modelRoute));
   if (ctx.modelServer !== '') attrs.push(str('inference_router.model_server', ctx.modelServer));
   if (ctx.selectedPod !== '') attrs.push(str('inference_router.pod', ctx.selectedPod));
+  if (ctx.prefillPod !== '') attrs.push(str('inference_router.prefill_pod', ctx.prefillPod));
   if (ctx.tFirstByte > 0) attrs.push(`{"key":"inference_router.ttfb_ms","value":{"doubleValue":${(ctx.tFirstByte - ctx.t0).toFixed(3)}}}`);
   if (ctx.errorType !== null) attrs.push(str('error.type', ctx.errorType));
   const error = ctx.statusCode >= 500 || ctx.statusCode === 499;

@@ -106,4 +106,18 @@ describe('Tracer', () => {
     expect(json.parentSpanId).toBeUndefined();
     expect(BigInt(json.endTimeUnixNano) >= BigInt(json.startTimeUnixNano)).toBe(true);
   });
+
+  it('names the prefill pod beside the decode pod of a prefill/decode request, and only then', () => {
+    const t = tracer();
+    const attrsOf = (prefill: string) => {
+      const x = exchange(null);
+      const span = t.start(x);
+      x.ctx.selectedPod = 'decode-0';
+      x.ctx.prefillPod = prefill;
+      const json = JSON.parse(encodeSpan(span, x, performance.timeOrigin + performance.now()));
+      return Object.fromEntries(json.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
+    };
+    expect(attrsOf('prefill-0')).toMatchObject({ 'inference_router.pod': 'decode-0', 'inference_router.prefill_pod': 'prefill-0' });
+    expect(attrsOf('')).not.toHaveProperty('inference_router.prefill_pod');
+  });
 });
