@@ -115,7 +115,9 @@ class PdAttempts implements CallListener, PrefillListener {
       const d = this.scheduler.pickAmong(pd.decode, this.skipDecode.length === 0 ? null : this.skipDecode, this.prompt);
       if (d === null) return false;
       this.decodeSentAt = this.scheduler.pickedAt;
-      const p = this.scheduler.pickAmong(pd.prefillOf.get(d)!, this.skipPrefill.length === 0 ? null : this.skipPrefill, this.prompt);
+      // The prompt's prefix is remembered for the decode pod alone (the prefix memory keeps one pod
+      // per block): a request sharing it comes back to the same group, whose prefill pod holds it.
+      const p = this.scheduler.pickAmong(pd.prefillOf.get(d)!, this.skipPrefill.length === 0 ? null : this.skipPrefill, null);
       if (p !== null) {
         this.prefillSentAt = this.scheduler.pickedAt;
         this.decode = d;

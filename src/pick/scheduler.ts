@@ -103,6 +103,7 @@ export class Scheduler {
   /**
    * The pod among `endpoints` (not in `exclude`) for an attempt, by the same scorers as pick(), or
    * null when every one was tried: the decode pod, then the prefill pod, of a pdGroup server.
+   * `prompt` null: the prefix memory is neither read nor told.
    */
   pickAmong(endpoints: readonly EndpointState[], exclude: readonly EndpointState[] | null, prompt: PromptText | null): EndpointState | null {
     const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;

@@ -43,8 +43,11 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
   let log: string;
 
   beforeAll(async () => {
-    const names = ['p-a', 'p-b', 'd-a', 'd-b', 'h-p', 'h-d', 'x-d'];
-    const started = await Promise.all(names.map((n) => startMock(n, n === 'h-d' ? [] : ['--pd-role', n.endsWith('-p') || n.startsWith('p-') ? 'prefill' : 'decode'])));
+    const names = ['p-a', 'p-b', 'd-a', 'd-b', 'h-p', 'h-d', 'x-d', 'p-bad'];
+    const started = await Promise.all(names.map((n) => startMock(n, [
+      ...(n === 'h-d' ? [] : ['--pd-role', n.endsWith('-p') || n.startsWith('p-') ? 'prefill' : 'decode']),
+      ...(n === 'p-bad' ? ['--fail-rate', '1'] : []),
+    ])));
     pods = Object.fromEntries(names.map((n, i) => [n, started[i]]));
     const dir = tempDir();
     log = join(dir, 'access.log');
@@ -67,7 +70,15 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
       + pdResources('retry-server', 'retry-model', 'nixl', [
         { name: 'p-dead', port: dead, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
         { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' }, { name: 'd-a', port: pods['d-a'].port, group: 'a', role: 'decode' },
-      ]);
+      ])
+      // A prefill pod that answers 500, with a retry policy: alone, and beside a working group.
+      + pdResources('bad-server', 'bad-model', 'nixl', [
+        { name: 'p-bad', port: pods['p-bad'].port, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
+      ], '  trafficPolicy: { retry: { attempts: 2 } }\n')
+      + pdResources('policy-server', 'policy-model', 'nixl', [
+        { name: 'p-bad', port: pods['p-bad'].port, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
+        { name: 'p-b', port: pods['p-b'].port, group: 'b', role: 'prefill' }, { name: 'd-b', port: pods['d-b'].port, group: 'b', role: 'decode' },
+      ], '  trafficPolicy: { retry: { attempts: 2 } }\n');
     router = await startRouter(resources, { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
   });
   afterAll(async () => {
@@ -169,6 +180,21 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
       expect(ok.status).toBe(200);
       expect(ok.headers.get('x-mock-pod')).toBe('d-a');
       expect(ok.headers.get('x-mock-kv-from')).toBe('p-a');
+      await ok.text();
+    }
+    expect(await pods['x-d'].stats().then((st) => st.requests)).toBe(0);
+  });
+
+  it('with trafficPolicy.retry, a prefill pod that answers 500 leaves the request for another pair; none left: 502 prefill_failed naming it', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'bad-model', prompt: 'x' }, { 'x-request-id': 'bad-1', accept: 'application/json' });
+    expect(r.status).toBe(502);
+    expect((await r.json() as { error: { code: string; message: string } }).error).toEqual(expect.objectContaining({ code: 'prefill_failed', message: 'prefill pod p-bad answered 500' }));
+    expect(await recordOf('bad-1')).toMatchObject({ status_code: 502, prefill_pod: 'p-bad' });
+    for (let i = 0; i < 8; i++) {
+      const ok = await postJson(`${router.url}/v1/chat/completions`, { ...CHAT, model: 'policy-model', stream: i % 2 === 0 });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('x-mock-pod')).toBe('d-b');
+      expect(ok.headers.get('x-mock-kv-from')).toBe('p-b');
       await ok.text();
     }
     expect(await pods['x-d'].stats().then((st) => st.requests)).toBe(0);
