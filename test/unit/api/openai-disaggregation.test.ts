@@ -87,4 +87,25 @@ describe('rewriteMembers', () => {
     expect(rewriteMembers(Buffer.from('{"stream":true}'), [{ name: 'stream', value: null }]).toString()).toBe('{}');
     expect(rewriteMembers(Buffer.from('{}'), [{ name: 'max_tokens', value: Buffer.from('1') }]).toString()).toBe('{"max_tokens":1}');
   });
+
+  it('gives what JSON.parse reads of the object changed alike, over varied bodies and spacing', () => {
+    let seed = 20261204;
+    const next = () => ((seed = (seed * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+    const VALUES = [1, -2.5e3, 'x', 'q"\\}{,', true, null, [1, { a: '}' }], { s: 'a,b', n: [null] }, '東京'];
+    const NAMES = ['stream', 'max_tokens', 'stream_options', 'kv_transfer_params', 'model', 'prompt', 'n', 'max_completion_tokens'];
+    for (let i = 0; i < 500; i++) {
+      const obj: Record<string, unknown> = {};
+      for (const name of NAMES) if (next() < 0.5) obj[name] = VALUES[Math.floor(next() * VALUES.length)];
+      const sp = () => [' ', '', '\n\t', '  '][Math.floor(next() * 4)];
+      const raw = Buffer.from(`${sp()}{${sp()}${Object.entries(obj).map(([k, v]) => `${JSON.stringify(k)}${sp()}:${sp()}${JSON.stringify(v)}`).join(`${sp()},${sp()}`)}${sp()}}${sp()}`);
+      const out = JSON.parse(rewriteMembers(raw, [
+        { name: 'stream', value: null }, { name: 'max_tokens', value: Buffer.from('1') },
+        { name: 'max_completion_tokens', value: Buffer.from('1'), ifPresent: true }, { name: 'kv_transfer_params', value: Buffer.from('{"k":[2]}') },
+      ]).toString());
+      const want: Record<string, unknown> = { ...obj, max_tokens: 1, kv_transfer_params: { k: [2] } };
+      delete want.stream;
+      if (obj.max_completion_tokens !== undefined && obj.max_completion_tokens !== null) want.max_completion_tokens = 1;
+      expect(out).toEqual(want);
+    }
+  });
 });
