@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { total } from '../helpers/metrics-text.js';
 import { freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 const API = 'networking.serving.volcano.sh/v1alpha1';
@@ -198,5 +199,23 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
       await ok.text();
     }
     expect(await pods['x-d'].stats().then((st) => st.requests)).toBe(0);
+  });
+
+  it('a client that leaves during the prefill: the prefill request is cut, nothing goes to the decode pod, the record says 499 with the prefill pod', async () => {
+    const before = (await pods['h-d'].stats()).requests;
+    const ac = new AbortController();
+    const gone = fetch(`${router.url}/v1/completions`, {
+      method: 'POST', signal: ac.signal, body: JSON.stringify({ model: 'http-model', prompt: 'x' }),
+      headers: { 'content-type': 'application/json', 'x-request-id': 'gone-1', 'x-mock-latency-ms': '60000' },
+    });
+    void gone.catch(() => undefined);
+    await waitFor('the prefill pod to have it', async () => (await pods['h-p'].stats()).lastHeaders?.['x-request-id'] === 'gone-1');
+    ac.abort();
+    expect(await recordOf('gone-1')).toMatchObject({ status_code: 499, prefill_pod: 'h-p', error: { type: 'client_closed' } });
+    expect((await pods['h-d'].stats()).requests).toBe(before);
+    await waitFor('no request left in flight at the prefill pod', async () => {
+      const text = await (await fetch(`${router.url}/metrics`)).text();
+      return text.includes('backend_pod="h-p"') && total(text, 'inference_router_upstream_inflight_requests', 'backend_pod="h-p"') === 0;
+    });
   });
 });
