@@ -155,7 +155,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     });
     api.upsert('modelservers', server('default'));
     api.upsert('modelroutes', route('default', 'on-a', '2025-01-01T00:00:00Z', [{ name: 'gw-a', namespace: 'kthena-system' }]));
-    // Gateway team-b/gw-b's: a ModelServer with notes and no pod, an invalid one, and routes with every kind of problem.
+    // Gateway team-b/gw-b's: a ModelServer with notes and no pod, an invalid one (a pdGroup without its role labels), and routes with every kind of problem.
     api.upsert('modelservers', { apiVersion: API_VERSION, kind: 'ModelServer', metadata: { name: 'b-only', namespace: 'team-b' },
       spec: { modle: 'typo', workloadSelector: { matchLabels: { app: 'b' } }, workloadPort: { port: 8000, protocol: 'https' } } });
     api.upsert('modelservers', { apiVersion: API_VERSION, kind: 'ModelServer', metadata: { name: 'b-pd', namespace: 'team-b' },
@@ -178,7 +178,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     const ofGatewayB = [
       'kubernetes (ModelServer team-b/b-only): spec.modle: unknown field',
       'kubernetes (ModelServer team-b/b-only): spec.workloadPort.protocol: "https" is not read',
-      'kubernetes (ModelServer team-b/b-pd): spec.workloadSelector.pdGroup: prefill/decode disaggregation is not supported',
+      'kubernetes (ModelServer team-b/b-pd): spec.workloadSelector.pdGroup.prefillLabels: is required',
       'kubernetes (ModelRoute team-b/on-b): spec.extra: unknown field',
       'kubernetes (ModelRoute team-b/on-b): spec.rules[0].modelMatch.headers.x-tier.regex: "^(\\\\w+,?)+$" repeats a part that repeats itself',
       'kubernetes (ModelRoute team-b/on-b-pd): spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/b-pd is invalid',
