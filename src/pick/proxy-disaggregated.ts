@@ -6,18 +6,13 @@ import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import { PrefillCall, type PrefillListener } from '../upstream/prefill-call.js';
 import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
-import { ClientGone, PodFault, errorTypeOfUpstreamStatus, formatSeconds, isOwnRefusal, notSent, podFault, upstreamFailure } from '../upstream/upstream-errors.js';
+import { ClientGone, PodFault, errorTypeOfUpstreamStatus, formatSeconds, isOwnRefusal, notSent, upstreamFailure } from '../upstream/upstream-errors.js';
+import { AttemptsEnd, countPodFault, type ProxyListener } from './attempts-end.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
 import type { RequestSpan } from '../observe/tracer.js';
 import { performance } from 'node:perf_hooks';
-
-/** What the caller hears, once (proxy-with-retries.ts ProxyListener, declared here: that file imports this one). */
-export interface PdListener {
-  proxied(usage: AnswerUsage | null): void;
-  proxyFailed(err: unknown): void;
-}
 
 /**
  * Forwards a request of a ModelServer with prefill/decode disaggregation (pdGroup), as the route
@@ -33,7 +28,7 @@ export interface PdListener {
  */
 export function proxyDisaggregated(
   x: Exchange, api: InferenceApi, tokens: TokenCounter, server: CompiledServer, pd: CompiledPd, req: InferenceRequest, prompt: PromptText | null,
-  scheduler: Scheduler, span: RequestSpan | null, listener: PdListener,
+  scheduler: Scheduler, span: RequestSpan | null, listener: ProxyListener,
 ): void {
   const bodies = api.disaggregation;
   if (bodies === null || !bodies.supports(req)) {
@@ -43,7 +38,7 @@ export function proxyDisaggregated(
   new PdAttempts(x, api, bodies, tokens, server, pd, req, prompt, scheduler, span, listener).next();
 }
 
-class PdAttempts implements CallListener, PrefillListener {
+class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
   private readonly prefillBody: Buffer;
   private attempt = 0;
   /** Decode pods not to pick again: they failed, or no prefill pod of their group is left. */
@@ -58,7 +53,6 @@ class PdAttempts implements CallListener, PrefillListener {
   private prefillStart = 0;
   private decodeStart = 0;
   private lastError: RouterError | null = null;
-  private ended = false;
 
   constructor(
     private readonly x: Exchange,
@@ -71,8 +65,9 @@ class PdAttempts implements CallListener, PrefillListener {
     private readonly prompt: PromptText | null,
     private readonly scheduler: Scheduler,
     private readonly span: RequestSpan | null,
-    private readonly listener: PdListener,
+    listener: ProxyListener,
   ) {
+    super(listener);
     this.prefillBody = bodies.prefillBody(x.body, req, server.model, pd.kvTransfer);
   }
 
@@ -183,9 +178,7 @@ class PdAttempts implements CallListener, PrefillListener {
     }
     x.reachedPod = true;
     if (err !== null) {
-      const fault = podFault(err);
-      if (fault === PodFault.Timeout) this.scheduler.timedOut(p);
-      else if (fault === PodFault.Lost) this.scheduler.lost(p);
+      const fault = countPodFault(this.scheduler, p, err);
       this.prefillFailed(p, fault === PodFault.Timeout
         ? new RouterError('timeout', `the prefill on pod ${p.name} timed out after ${formatSeconds(this.server.timeoutMs)}s`)
         : new RouterError('upstream_error', `the prefill failed on pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'prefill_failed'));
@@ -255,9 +248,7 @@ class PdAttempts implements CallListener, PrefillListener {
   private decodeEnded(call: UpstreamCall, outcome: CallOutcome): void {
     const d = this.decode!;
     if (outcome === CallOutcome.FailedBeforeResponse || outcome === CallOutcome.FailedMidResponse) {
-      const fault = podFault(call.error);
-      if (fault === PodFault.Timeout) this.scheduler.timedOut(d);
-      else if (fault === PodFault.Lost) this.scheduler.lost(d);
+      countPodFault(this.scheduler, d, call.error);
     }
     let r: AnswerUsage | null | 'retry';
     try {
@@ -310,23 +301,6 @@ class PdAttempts implements CallListener, PrefillListener {
 
   private exhausted(): void {
     this.failed(this.lastError ?? new RouterError('upstream_error', `cannot connect to any prefill/decode pair of ModelServer ${this.server.key}`, 502, null, 'upstream_unreachable'));
-  }
-
-  private caught(err: unknown): void {
-    if (this.ended) throw err;
-    this.failed(err);
-  }
-
-  private succeeded(usage: AnswerUsage | null): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.listener.proxied(usage);
-  }
-
-  private failed(err: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.listener.proxyFailed(err);
   }
 }
 

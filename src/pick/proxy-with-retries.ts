@@ -5,20 +5,15 @@ import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
-import { PodFault, isOwnRefusal, notSent, podFault, upstreamFailure } from '../upstream/upstream-errors.js';
+import { isOwnRefusal, notSent, upstreamFailure } from '../upstream/upstream-errors.js';
+import { AttemptsEnd, countPodFault, type ProxyListener } from './attempts-end.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
 import type { RequestSpan } from '../observe/tracer.js';
 import { proxyDisaggregated } from './proxy-disaggregated.js';
 
-/** What the caller of proxyWithRetries hears, once: the answer went through, or none could be had. */
-export interface ProxyListener {
-  /** The answer went through to the client (or the client left): the usage seen, null when none. */
-  proxied(usage: AnswerUsage | null): void;
-  /** No pod gave an answer the client could get: the error to answer (a RouterError, or a bug's error). */
-  proxyFailed(err: unknown): void;
-}
+export type { ProxyListener };
 
 /**
  * Picks a pod and forwards. A pod that was not reached is always left for another one; with the
@@ -40,7 +35,7 @@ export function proxyWithRetries(
 }
 
 /** The attempts of one request, one pod at a time. */
-class ProxyAttempts implements CallListener {
+class ProxyAttempts extends AttemptsEnd implements CallListener {
   private readonly up: UpstreamBody;
   private attempt = 0;
   /** The pods tried: the first alone until a retry (no array for the usual single attempt). */
@@ -55,8 +50,6 @@ class ProxyAttempts implements CallListener {
   private endpoint: EndpointState | null = null;
   /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
   private sentAt = 0;
-  /** The listener heard the end. */
-  private ended = false;
 
   constructor(
     private readonly x: Exchange,
@@ -67,8 +60,9 @@ class ProxyAttempts implements CallListener {
     private readonly prompt: PromptText | null,
     private readonly scheduler: Scheduler,
     private readonly span: RequestSpan | null,
-    private readonly listener: ProxyListener,
+    listener: ProxyListener,
   ) {
+    super(listener);
     this.up = api.upstreamBody(x.body, req, server.model);
   }
 
@@ -142,7 +136,7 @@ class ProxyAttempts implements CallListener {
     const endpoint = this.endpoint!;
     // A pod that had the request and failed it (timed out, broke the connection before its
     // answer ended) counts for passive health, whatever reached the client.
-    if (outcome === CallOutcome.FailedBeforeResponse || outcome === CallOutcome.FailedMidResponse) this.podFailed(endpoint, call.error);
+    if (outcome === CallOutcome.FailedBeforeResponse || outcome === CallOutcome.FailedMidResponse) countPodFault(this.scheduler, endpoint, call.error);
     let r: AnswerUsage | null | 'retry';
     try {
       r = upstreamResult(this.x, call, outcome, endpoint, this.server.timeoutMs);
@@ -184,13 +178,6 @@ class ProxyAttempts implements CallListener {
     this.next();
   }
 
-  /** The pod failed the attempt with `err` (the call's error): a timeout, or a connection that broke. */
-  private podFailed(endpoint: EndpointState, err: unknown): void {
-    const fault = podFault(err);
-    if (fault === PodFault.Timeout) this.scheduler.timedOut(endpoint);
-    else if (fault === PodFault.Lost) this.scheduler.lost(endpoint);
-  }
-
   /** The attempt failed with `err` (thrown by the call's start or by its result). */
   private attemptFailed(err: unknown, endpoint: EndpointState): void {
     const retry = this.server.retry;
@@ -212,28 +199,5 @@ class ProxyAttempts implements CallListener {
     }
     const tried = this.tried ?? [this.first!];
     this.failed(new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${this.server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable'));
-  }
-
-  /**
-   * An error thrown in the attempts' own steps (a bug) ends the request with it, answered as the
-   * internal error it is. One the listener threw, or one thrown after the end, is not the attempts'
-   * to answer: it goes on up (to the call's microtask or the pipeline), not swallowed.
-   */
-  private caught(err: unknown): void {
-    if (this.ended) throw err;
-    this.failed(err);
-  }
-
-  /** The listener hears the end once. */
-  private succeeded(usage: AnswerUsage | null): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.listener.proxied(usage);
-  }
-
-  private failed(err: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.listener.proxyFailed(err);
   }
 }
