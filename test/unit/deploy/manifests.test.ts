@@ -210,6 +210,13 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     ['endpoint address without port', mutate(standalone, (d) => { d.spec.endpoints[0].address = '10.0.0.1'; }), /address/],
     ['endpoint without name', mutate(standalone, (d) => { delete d.spec.endpoints[0].name; }), /name/],
     ['duplicate endpoint names', mutate(standalone, (d) => { d.spec.endpoints[1].name = d.spec.endpoints[0].name; }), /endpoints\[1\]/],
+    ['a parentRef without a name', mutate(route, (d) => { d.spec.parentRefs = [{ namespace: 'gateways' }]; }), /parentRefs\[0\]\.name/],
+    ['a parentRef name over 253 characters', mutate(route, (d) => { d.spec.parentRefs = [{ name: 'g'.repeat(254) }]; }), /parentRefs\[0\]\.name/],
+    ['a parentRef namespace that is not a DNS label', mutate(route, (d) => { d.spec.parentRefs = [{ name: 'gw', namespace: 'Gateways' }]; }), /parentRefs\[0\]\.namespace/],
+    ['a parentRef sectionName left empty', mutate(route, (d) => { d.spec.parentRefs = [{ name: 'gw', sectionName: '' }]; }), /parentRefs\[0\]\.sectionName/],
+    ['a parentRef kind that starts with a digit', mutate(route, (d) => { d.spec.parentRefs = [{ name: 'gw', kind: '1Gateway' }]; }), /parentRefs\[0\]\.kind/],
+    ['a parentRef group that is not a DNS subdomain', mutate(route, (d) => { d.spec.parentRefs = [{ name: 'gw', group: 'Gateway.Networking' }]; }), /parentRefs\[0\]\.group/],
+    ['a parentRef port of 0', mutate(route, (d) => { d.spec.parentRefs = [{ name: 'gw', port: 0 }]; }), /parentRefs\[0\]\.port/],
   ];
 
   test.each(cases)('%s', (_name, doc, field) => {
@@ -253,6 +260,18 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     const doc = mutate(server, (d) => {
       d.spec.workloadSelector.pdGroup = { groupKey: 'g', prefillLabels: { role: 'prefill' }, decodeLabels: { role: 'decode' } };
       d.spec.kvConnector = { type: 'nixl' };
+    });
+    expect(schemaErrors(doc)).toEqual([]);
+    expect(routerError(doc)).toBeNull();
+  });
+
+  test('parentRefs as the Gateway API writes them (a core-group parent, a listener, a port) are accepted by both', () => {
+    const doc = mutate(route, (d) => {
+      d.spec.parentRefs = [
+        { name: 'gw', namespace: 'gateways', group: 'gateway.networking.k8s.io', kind: 'Gateway', sectionName: 'https', port: 443 },
+        { name: 'svc', group: '', kind: 'Service' },
+        { name: 'other' },
+      ];
     });
     expect(schemaErrors(doc)).toEqual([]);
     expect(routerError(doc)).toBeNull();

@@ -1,7 +1,7 @@
 /**
  * A small validator for the OpenAPI v3 structural schemas of CustomResourceDefinitions, covering
  * the keywords deploy/crds uses: type, required, properties, additionalProperties, items, enum,
- * minimum, maximum, minLength, minItems, pattern, anyOf / oneOf (of `required`, and of value checks
+ * minimum, maximum, minLength, maxLength, minItems, pattern, anyOf / oneOf (of `required`, and of value checks
  * on properties the schema declares outside them), x-kubernetes-preserve-unknown-fields and
  * x-kubernetes-list-type: map.
  *
@@ -19,6 +19,7 @@ export interface Schema {
   minimum?: number;
   maximum?: number;
   minLength?: number;
+  maxLength?: number;
   minItems?: number;
   pattern?: string;
   format?: string;
@@ -31,7 +32,7 @@ export interface Schema {
 }
 
 const KNOWN_KEYWORDS = new Set([
-  'type', 'required', 'properties', 'additionalProperties', 'items', 'enum', 'minimum', 'maximum', 'minLength',
+  'type', 'required', 'properties', 'additionalProperties', 'items', 'enum', 'minimum', 'maximum', 'minLength', 'maxLength',
   'minItems', 'pattern', 'format', 'description', 'default', 'anyOf', 'oneOf', 'x-kubernetes-preserve-unknown-fields',
   'x-kubernetes-list-type', 'x-kubernetes-list-map-keys',
 ]);
@@ -63,7 +64,7 @@ export function structuralProblems(schema: Schema, path = ''): string[] {
 }
 
 /** What a structural schema allows in an anyOf / oneOf branch: no type, description or default, and no other junctor. */
-const BRANCH_VALUE_CHECKS = new Set(['enum', 'minimum', 'maximum', 'minLength', 'minItems', 'pattern']);
+const BRANCH_VALUE_CHECKS = new Set(['enum', 'minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'pattern']);
 
 /**
  * Problems of one anyOf / oneOf branch: it may require fields and put value checks on properties,
@@ -97,6 +98,7 @@ export function validateAgainst(schema: Schema, value: unknown, path = ''): stri
   }
   if (typeof value === 'string') {
     if (schema.minLength !== undefined && [...value].length < schema.minLength) out.push(`${at}: shorter than ${schema.minLength}`);
+    if (schema.maxLength !== undefined && [...value].length > schema.maxLength) out.push(`${at}: longer than ${schema.maxLength}`);
     if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) out.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
   }
   if (Array.isArray(value)) out.push(...checkArray(schema, value, path));
