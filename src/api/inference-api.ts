@@ -47,6 +47,10 @@ export interface DisaggregatedBodies {
   prefillBody(raw: Buffer, req: InferenceRequest, model: string | null, kvTransfer: boolean): Buffer;
   /** The decode pod's body; `kvParams` non-null: the prefill answer's `kv_transfer_params`, passed on. */
   decodeBody(raw: Buffer, req: InferenceRequest, model: string | null, kvParams: Buffer | null): UpstreamBody;
+  /** SGLang's prefill body: prefillBody's changes (no KV transfer asked) with `bootstrap_room` (decimal digits, written as a JSON integer). */
+  sglangPrefillBody(raw: Buffer, req: InferenceRequest, model: string | null, room: string): Buffer;
+  /** SGLang's decode body: decodeBody's (no kv_transfer_params) with `bootstrap_room` and `bootstrap_host` (the prefill pod's host). */
+  sglangDecodeBody(raw: Buffer, req: InferenceRequest, model: string | null, room: string, host: string): UpstreamBody;
   /** The `kv_transfer_params` of a prefill answer as JSON (`null` when it has none); null when the answer is not a JSON object. */
   kvTransferParams(answer: Buffer): Buffer | null;
 }

@@ -20,7 +20,7 @@ const PREFILL_KV: readonly MemberChange[] = [...PREFILL, { name: 'kv_transfer_pa
 
 /**
  * The bodies of a request served by a prefill pod, then a decode pod (prefill/decode
- * disaggregation of vLLM pods), for /v1/completions and /v1/chat/completions: the members
+ * disaggregation of vLLM or SGLang pods), for /v1/completions and /v1/chat/completions: the members
  * changed, the client's other bytes as they came.
  */
 export const openAiDisaggregation: DisaggregatedBodies = {
@@ -48,6 +48,30 @@ export const openAiDisaggregation: DisaggregatedBodies = {
     const up = buildUpstreamBody(raw, req as ParsedRequest, model);
     if (kvParams === null) return up;
     return { body: rewriteMembers(up.body, [{ name: 'kv_transfer_params', value: kvParams }]), stripUsage: up.stripUsage };
+  },
+
+  /**
+   * As prefillBody without KV transfer, with `bootstrap_room` (the room's digits as a JSON integer),
+   * as the route API's router asks an SGLang prefill pod.
+   */
+  sglangPrefillBody: (raw: Buffer, req: InferenceRequest, model: string | null, room: string) => {
+    const changes: MemberChange[] = [...PREFILL, { name: 'bootstrap_room', value: Buffer.from(room) }];
+    if (model !== null && model !== req.model) changes.push({ name: 'model', value: Buffer.from(JSON.stringify(model)) });
+    return rewriteMembers(raw, changes);
+  },
+
+  /**
+   * The body any pod would get with `bootstrap_room` (the prefill's) and `bootstrap_host` (the
+   * prefill pod's host, where the decode pod fetches the KV cache from), as the route API's router
+   * asks an SGLang decode pod. No `bootstrap_port`: the pods use their configured one.
+   */
+  sglangDecodeBody: (raw: Buffer, req: InferenceRequest, model: string | null, room: string, host: string): UpstreamBody => {
+    const up = buildUpstreamBody(raw, req as ParsedRequest, model);
+    const body = rewriteMembers(up.body, [
+      { name: 'bootstrap_room', value: Buffer.from(room) },
+      { name: 'bootstrap_host', value: Buffer.from(JSON.stringify(host)) },
+    ]);
+    return { body, stripUsage: up.stripUsage };
   },
 
   kvTransferParams: (answer: Buffer): Buffer | null => {

@@ -42,6 +42,30 @@ describe('prefill body (kthena connectors: http, lmcache; nixl, mooncake with kv
   });
 });
 
+describe('SGLang bodies (kthena\'s sglang connector: bootstrap room and host)', () => {
+  const ROOM = '9223372036854775806';
+
+  it('prefill: the prefill changes with bootstrap_room written as a JSON integer of all its digits (above 2^53), no kv_transfer_params', () => {
+    const { raw, req: r } = req(`{"model":"alias","stream":true,"messages":${MESSAGES},"max_tokens":200,"max_completion_tokens":9,"bootstrap_room":5,"seed":${BIG_SEED}}`);
+    const body = pd.sglangPrefillBody(raw, r, 'org/Real', ROOM).toString();
+    expect(body).toContain(`"bootstrap_room":${ROOM}`);
+    expect(body).toContain(`"seed":${BIG_SEED}`);
+    expect(JSON.parse(body)).toEqual({ model: 'org/Real', messages: JSON.parse(MESSAGES), max_tokens: 1, max_completion_tokens: 1, bootstrap_room: Number(ROOM), seed: Number(BIG_SEED) });
+  });
+
+  it('decode: the body any pod gets with the same bootstrap_room and bootstrap_host (no port), stream and max_tokens kept', () => {
+    const { raw, req: r } = req(`{"model":"m","stream":true,"messages":${MESSAGES},"max_tokens":20,"bootstrap_host":"old"}`);
+    const up = pd.sglangDecodeBody(raw, r, null, ROOM, '10.0.0.7');
+    expect(up.stripUsage).toBe(true);
+    expect(up.body.toString()).toContain(`"bootstrap_room":${ROOM}`);
+    expect(json(up.body)).toEqual({
+      model: 'm', stream: true, stream_options: { include_usage: true }, messages: JSON.parse(MESSAGES), max_tokens: 20, bootstrap_host: '10.0.0.7', bootstrap_room: Number(ROOM),
+    });
+    const v6 = req(`{"model":"m","prompt":"hi"}`, '/v1/completions');
+    expect(json(pd.sglangDecodeBody(v6.raw, v6.req, null, '0', 'fd00::1').body)).toEqual({ model: 'm', prompt: 'hi', bootstrap_room: 0, bootstrap_host: 'fd00::1' });
+  });
+});
+
 describe('decode body', () => {
   it('http: the body any pod gets (a stream asks for its usage)', () => {
     const { raw, req: r } = req(`{"model":"m","stream":true,"messages":${MESSAGES},"max_tokens":20}`);
