@@ -110,8 +110,11 @@ export interface PdSpec {
   groupKey: string;
   prefillLabels: Record<string, string>;
   decodeLabels: Record<string, string>;
-  /** spec.kvConnector.type, `http` when not set. */
-  connector: KvConnectorType;
+  /**
+   * spec.kvConnector.type; when not set, `sglang` for `inferenceEngine: SGLang` (SGLang's own
+   * bootstrap handoff, which only the engine selects, as in the route API's router), else `http`.
+   */
+  connector: KvConnectorType | 'sglang';
 }
 
 export interface ModelServer {

@@ -442,14 +442,6 @@ function rateLimitSpec(c: Checker, v: unknown, path: string, redisCluster: boole
   return parseRateLimit(v, path, (p, problem) => c.fail(p, problem), redisCluster);
 }
 
-/**
- * What a ModelServer of inferenceEngine SGLang with pdGroup and no kvConnector is refused with: the
- * route API's router then speaks SGLang's own disaggregation (bootstrap host and room), which this
- * router does not.
- */
-export const SGLANG_PD_UNSUPPORTED = 'prefill/decode disaggregation of SGLang pods (bootstrap host and room) is not supported: '
-  + 'only vLLM pods with spec.kvConnector.type http, lmcache, nixl or mooncake are';
-
 function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer {
   const spec = c.optObject(specValue, 'spec') ?? {};
   const model = c.optString(spec.model, 'spec.model');
@@ -484,14 +476,15 @@ function pdSpec(c: Checker, v: unknown, connectorValue: unknown, inferenceEngine
   const decodeLabels = roleLabels(c, obj.decodeLabels, `${path}.decodeLabels`);
   const kv = c.optObject(connectorValue, 'spec.kvConnector');
   const type = kv === null ? null : c.optString(kv.type, 'spec.kvConnector.type');
-  let connector: KvConnectorType = 'http';
+  let connector: PdSpec['connector'] = 'http';
   if (type !== null) {
     if (!(KV_CONNECTOR_TYPES as readonly string[]).includes(type)) {
       c.fail('spec.kvConnector.type', `expected one of ${KV_CONNECTOR_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
     }
     connector = type as KvConnectorType;
   } else if (inferenceEngine === 'SGLang') {
-    c.fail('spec.inferenceEngine', SGLANG_PD_UNSUPPORTED);
+    // As the route API's router: SGLang's bootstrap handoff is chosen by the engine, not named in kvConnector.
+    connector = 'sglang';
   }
   return { groupKey, prefillLabels, decodeLabels, connector };
 }

@@ -12,7 +12,14 @@ import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { Scheduler } from './scheduler.js';
 import type { RequestSpan } from '../observe/tracer.js';
+import { newBootstrapRoom } from '../api/sglang-bootstrap-room.js';
 import { performance } from 'node:perf_hooks';
+import { Buffer } from 'node:buffer';
+
+const NO_BODY = Buffer.alloc(0);
+
+/** Why the router cut an SGLang decode request: its prefill failed before the decode answer started. */
+class PrefillEnded extends Error {}
 
 /**
  * Forwards a request of a ModelServer with prefill/decode disaggregation (pdGroup), as the route
@@ -21,6 +28,12 @@ import { performance } from 'node:perf_hooks';
  * Mooncake, `kv_transfer_params` asking for a remote decode) goes first, its answer is kept, then
  * the decode request (the client's, with the prefill answer's `kv_transfer_params` for NIXL or
  * Mooncake) goes to the decode pod, whose answer goes to the client as any pod's does.
+ *
+ * SGLang (pd.sglang), as the route API's router: both requests go out together, sharing a random
+ * bootstrap room, the decode one naming the prefill pod's host; the decode answer goes to the
+ * client, the prefill answer is read and dropped. A decode that fails cancels the prefill; a
+ * prefill that fails before the decode answer started cancels the decode and the attempt fails as
+ * a failed prefill does.
  *
  * Retries as proxyWithRetries: a pod not reached (prefill or decode) leaves the pair for another;
  * with the ModelServer's retry policy, any failure before a byte reached the client too. Each
@@ -53,6 +66,12 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
   private prefillStart = 0;
   private decodeStart = 0;
   private lastError: RouterError | null = null;
+  /** SGLang: the attempt's prefill call while it runs (null once it ended or was cut). */
+  private sgPrefill: PrefillCall | null = null;
+  /** SGLang: the attempt's decode call while it runs. */
+  private sgDecode: UpstreamCall | null = null;
+  /** SGLang: what to do once the decode call, cut because its prefill failed, has ended. */
+  private sgPrefillOutcome: (() => void) | null = null;
 
   constructor(
     private readonly x: Exchange,
@@ -68,7 +87,8 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     listener: ProxyListener,
   ) {
     super(listener);
-    this.prefillBody = bodies.prefillBody(x.body, req, server.model, pd.kvTransfer);
+    // SGLang's prefill body has the attempt's own bootstrap room.
+    this.prefillBody = pd.sglang ? NO_BODY : bodies.prefillBody(x.body, req, server.model, pd.kvTransfer);
   }
 
   next(): void {
@@ -100,7 +120,12 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
         return;
       }
     }
-    this.sendPrefill();
+    this.send();
+  }
+
+  private send(): void {
+    if (this.pd.sglang) this.sendSglang();
+    else this.sendPrefill();
   }
 
   /** A decode pod, then a prefill pod of its group, by the scorers; false when no pair is left. */
@@ -126,7 +151,7 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
   private afterInterval(): void {
     try {
       if (!this.x.writable) this.succeeded(null);
-      else this.sendPrefill();
+      else this.send();
     } catch (err) {
       this.caught(err);
     }
@@ -146,10 +171,45 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     call.send(x, this.prefillBody, this.server.timeoutMs);
   }
 
+  /** SGLang: the prefill and the decode request of the attempt, together, sharing a new bootstrap room. */
+  private sendSglang(): void {
+    const x = this.x;
+    const ctx = x.ctx;
+    const d = this.decode!;
+    const p = this.prefill!;
+    ctx.selectedPod = d.name;
+    ctx.prefillPod = p.name;
+    if (this.span !== null) this.span.pod = d.origin;
+    const room = newBootstrapRoom();
+    const model = this.server.model;
+    const prefillBody = this.bodies.sglangPrefillBody(x.body, this.req, model, room);
+    const up = this.bodies.sglangDecodeBody(x.body, this.req, model, room, p.host);
+    this.sgPrefillOutcome = null;
+    this.prefillStart = this.decodeStart = performance.now();
+    const prefill = new PrefillCall(p, this);
+    this.sgPrefill = prefill;
+    prefill.send(x, prefillBody, this.server.timeoutMs);
+    try {
+      // The decode call is the exchange's upstream: a client that leaves cuts it, and its end cuts the prefill.
+      this.sgDecode = startUpstreamCall(x, this.api, this.tokens, d, up, this.req.stream, this.server.timeoutMs, this);
+    } catch (err) {
+      this.cutPrefill(new Error('the decode request could not be sent'));
+      this.attemptFailed(err);
+    }
+  }
+
+  private cutPrefill(reason: Error): void {
+    const call = this.sgPrefill;
+    if (call === null) return;
+    this.sgPrefill = null;
+    call.abort(reason);
+  }
+
   /** The prefill call ended (PrefillListener). */
   prefillEnded(call: PrefillCall): void {
     try {
-      this.afterPrefill(call);
+      if (this.pd.sglang) this.sglangPrefillEnded(call);
+      else this.afterPrefill(call);
     } catch (err) {
       this.caught(err);
     }
@@ -209,6 +269,58 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     this.sendDecode(kvParams);
   }
 
+  /**
+   * SGLang: the prefill ended, the decode running or done. Its answer is dropped. Failed before the
+   * decode answer started: the decode is cut, and the attempt fails once it ended; after: the
+   * decode answer goes on (the prefill pod's fault is counted).
+   */
+  private sglangPrefillEnded(call: PrefillCall): void {
+    if (call !== this.sgPrefill) return; // cut by the router (the decode failed, or the client left)
+    this.sgPrefill = null;
+    const p = call.endpoint;
+    const err = call.error;
+    if (err instanceof ClientGone) return;
+    let outcome: (() => void) | null = null;
+    if (err !== null && call.notReached) {
+      let e: RouterError;
+      if (isOwnRefusal(err)) {
+        e = notSent(err, `${p.name} (prefill)`);
+      } else {
+        this.scheduler.connectFailed(p);
+        e = new RouterError('upstream_error', `cannot connect to prefill pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'upstream_unreachable');
+      }
+      outcome = () => {
+        this.lastError = e;
+        this.skipPrefill.push(p);
+        this.retryOrEnd(true);
+      };
+    } else if (err !== null) {
+      const fault = countPodFault(this.scheduler, p, err);
+      const e = fault === PodFault.Timeout
+        ? new RouterError('timeout', `the prefill on pod ${p.name} timed out after ${formatSeconds(this.server.timeoutMs)}s`)
+        : new RouterError('upstream_error', `the prefill failed on pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'prefill_failed');
+      outcome = () => this.prefillFailed(p, e);
+    } else {
+      const status = call.status;
+      this.scheduler.answered(p, performance.now() - this.prefillStart, status, false, this.prefillSentAt);
+      if (status >= 500) {
+        outcome = () => this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status}`, 502, null, 'prefill_failed'));
+      } else if (status < 200 || status >= 300) {
+        // The pod refused the request itself (a prompt too long, a bad parameter): its answer is the client's.
+        outcome = () => {
+          const x = this.x;
+          x.recordError(errorTypeOfUpstreamStatus(status), `prefill pod ${p.name} answered ${status}`, status);
+          x.endBuffered(status, call.headers, call.body!, call.headAscii);
+          this.succeeded(null);
+        };
+      }
+    }
+    const decode = this.sgDecode;
+    if (outcome === null || this.ended || decode === null || this.x.headersSent) return;
+    this.sgPrefillOutcome = outcome;
+    decode.abort(new PrefillEnded(`the prefill on pod ${p.name} failed`));
+  }
+
   /** The prefill pod had the request and failed it: another pair with the retry policy, else the error. */
   private prefillFailed(p: EndpointState, err: RouterError): void {
     this.skipPrefill.push(p);
@@ -247,6 +359,23 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
 
   private decodeEnded(call: UpstreamCall, outcome: CallOutcome): void {
     const d = this.decode!;
+    if (this.pd.sglang) {
+      this.sgDecode = null;
+      const afterPrefill = this.sgPrefillOutcome;
+      if (afterPrefill !== null && call.error instanceof PrefillEnded) {
+        // Cut because its prefill failed: the attempt ends as the prefill's failure.
+        this.sgPrefillOutcome = null;
+        try {
+          upstreamResult(this.x, call, outcome, d, this.server.timeoutMs);
+        } catch {
+          // The decode's own error is not the client's: the prefill's is.
+        }
+        afterPrefill();
+        return;
+      }
+      // A decode that did not answer in full cancels its prefill, as the route API's router does.
+      if (outcome !== CallOutcome.Done || call.upstreamStatus >= 300 || this.x.ctx.aborted) this.cutPrefill(new Error('the decode request failed'));
+    }
     if (outcome === CallOutcome.FailedBeforeResponse || outcome === CallOutcome.FailedMidResponse) {
       countPodFault(this.scheduler, d, call.error);
     }

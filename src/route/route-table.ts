@@ -1,4 +1,4 @@
-import type { KvConnectorType, ModelRoute, PdSpec, RateLimitSpec, ResourceSnapshot, Rule } from '../config/resource-types.js';
+import type { ModelRoute, PdSpec, RateLimitSpec, ResourceSnapshot, Rule } from '../config/resource-types.js';
 import { pdRole } from '../config/resources.js';
 import { compileMatcher, type Matcher } from './string-matcher.js';
 import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
@@ -25,7 +25,9 @@ export interface CompiledServer {
 
 /** A pdGroup server's pods, paired by group (compilePd). */
 export interface CompiledPd {
-  readonly connector: KvConnectorType;
+  readonly connector: PdSpec['connector'];
+  /** SGLang's bootstrap handoff: prefill and decode requests sent together, sharing a bootstrap room. */
+  readonly sglang: boolean;
   /** The prefill answer's kv_transfer_params go to the decode pod (nixl, mooncake); else nothing passes (http, lmcache). */
   readonly kvTransfer: boolean;
   /** The decode pods of the groups that have pods of both roles. */
@@ -239,7 +241,7 @@ export function compilePd(pd: PdSpec, list: readonly { labels?: Record<string, s
       prefillOf.set(d, g.prefill);
     }
   }
-  return { connector: pd.connector, kvTransfer: pd.connector === 'nixl' || pd.connector === 'mooncake', decode, prefillOf };
+  return { connector: pd.connector, sglang: pd.connector === 'sglang', kvTransfer: pd.connector === 'nixl' || pd.connector === 'mooncake', decode, prefillOf };
 }
 
 /** A route's rules compiled, before it is given the model name it serves (servedAs). */

@@ -25,6 +25,8 @@ export const LEARN_EVENTS = 256;
 export class EndpointState {
   readonly name: string;
   readonly origin: string;
+  /** The pod's host without brackets or port (an IP, or a name from a file). */
+  readonly host: string;
   readonly pool: Http1Pool;
   inflight = 0;
   /** Marked by the registry when the endpoint left the config; its pool closes once idle. */
@@ -51,6 +53,7 @@ export class EndpointState {
     this.name = name;
     this.key = endpointKey({ name, host, port });
     const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+    this.host = bare;
     const h = bare.includes(':') ? `[${bare}]` : bare;
     this.origin = `http://${h}:${port}`;
     this.pool = new Http1Pool(bare, port, {

@@ -90,7 +90,12 @@ export class PrefillCall implements Http1Handler, StreamSource {
   resume(): void {}
 
   abortForClient(): void {
-    this.req?.abort(new ClientGone('client went away'));
+    this.abort(new ClientGone('client went away'));
+  }
+
+  /** Cuts the call (SGLang: its decode failed); its listener still hears the end. */
+  abort(reason: Error): void {
+    this.req?.abort(reason);
   }
 
   private settle(): void {

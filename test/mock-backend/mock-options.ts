@@ -43,7 +43,9 @@ export interface MockOptions {
    * takes only a one-token request without stream and answers `kv_transfer_params` when asked for
    * a remote decode; `decode` takes only a request carrying a prefill's `kv_transfer_params`.
    */
-  readonly pdRole: 'prefill' | 'decode' | null;
+  readonly pdRole: 'prefill' | 'decode' | 'sglang-prefill' | 'sglang-decode' | null;
+  /** An sglang-decode pod's bootstrap port: the prefill pods' HTTP port, where it joins their bootstrap rooms (mock-sglang.ts). */
+  readonly bootstrapPort: number;
 }
 
 export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
@@ -61,6 +63,7 @@ export const DEFAULT_MOCK_OPTIONS: MockOptions = Object.freeze({
   metricsKv: 0,
   metricsTtftMs: 50,
   pdRole: null,
+  bootstrapPort: 0,
 });
 
 export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [options]
@@ -82,7 +85,11 @@ export const MOCK_USAGE = `Usage: node dist/test/mock-backend/mock-backend.js [o
   --metrics-ttft-ms N    time to first token reported in /metrics (default 50)
   --pd-role R            act as a vLLM prefill pod (takes max_tokens 1 without stream only; answers
                          kv_transfer_params when asked for a remote decode) or decode pod (takes only
-                         requests with a prefill's kv_transfer_params); default neither
+                         requests with a prefill's kv_transfer_params); sglang-prefill or
+                         sglang-decode: an SGLang pod (bootstrap_room and bootstrap_host; the
+                         decode joins the prefill's room at bootstrap_host:--bootstrap-port);
+                         default none
+  --bootstrap-port N     an sglang-decode pod's bootstrap port (the prefill pods' HTTP port)
 Per-request headers: x-mock-latency-ms, x-mock-status, x-mock-output-tokens, x-mock-retry-after,
 x-mock-hang, x-mock-close; a stream failing after N token events: x-mock-error-after N (its own
 error event, x-mock-error-shape openai, vllm, object, chunk or llamacpp, then [DONE]),
@@ -91,7 +98,7 @@ x-mock-stall-after N (nothing more). POST /fail-rate?rate=F changes --fail-rate 
 
 export class MockOptionsError extends Error {}
 
-type NumberKey = 'port' | 'latencyMs' | 'tokensPerSecond' | 'outputTokens' | 'failRate' | 'metricsWaiting' | 'metricsKv' | 'metricsTtftMs';
+type NumberKey = 'port' | 'latencyMs' | 'tokensPerSecond' | 'outputTokens' | 'failRate' | 'metricsWaiting' | 'metricsKv' | 'metricsTtftMs' | 'bootstrapPort';
 
 const NUMBER_FLAGS: Readonly<Record<string, { key: NumberKey; max: number; integer: boolean }>> = {
   '--port': { key: 'port', max: 65535, integer: true },
@@ -102,6 +109,7 @@ const NUMBER_FLAGS: Readonly<Record<string, { key: NumberKey; max: number; integ
   '--metrics-waiting': { key: 'metricsWaiting', max: 1e9, integer: true },
   '--metrics-kv': { key: 'metricsKv', max: 1, integer: false },
   '--metrics-ttft-ms': { key: 'metricsTtftMs', max: 3_600_000, integer: false },
+  '--bootstrap-port': { key: 'bootstrapPort', max: 65535, integer: true },
 };
 
 /** Parses `--flag value` / `--flag=value` arguments. Throws MockOptionsError naming the bad flag. */
@@ -132,7 +140,9 @@ export function parseMockArgs(argv: readonly string[]): MockOptions {
       continue;
     }
     if (flag === '--pd-role') {
-      if (value !== 'prefill' && value !== 'decode') throw new MockOptionsError(`--pd-role must be prefill or decode, got ${JSON.stringify(value)}`);
+      if (value !== 'prefill' && value !== 'decode' && value !== 'sglang-prefill' && value !== 'sglang-decode') {
+        throw new MockOptionsError(`--pd-role must be prefill, decode, sglang-prefill or sglang-decode, got ${JSON.stringify(value)}`);
+      }
       options.pdRole = value;
       continue;
     }

@@ -16,7 +16,8 @@
  * in the x-mock-error-shape openai, vllm, object, chunk or llamacpp, then [DONE], and its end), x-mock-cut-after N
  * (the connection closed without the stream's end; with x-mock-cut-mid-event, after the first half
  * of the next event), x-mock-stall-after N (nothing more is sent, the connection stays open).
- * --pd-role prefill or decode: a vLLM pod of prefill/decode disaggregation (mock-pd.ts).
+ * --pd-role prefill or decode: a vLLM pod of prefill/decode disaggregation (mock-pd.ts);
+ * sglang-prefill or sglang-decode: an SGLang one (mock-sglang.ts).
  */
 
 import { STATUS_CODES } from 'node:http';
@@ -25,6 +26,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_sock
 import { DEFAULT_MOCK_OPTIONS, parseBoundedNumber, type MockOptions } from './mock-options.js';
 import { mockMetricsText } from './mock-metrics.js';
 import { kvFrom, pdRefusal, prefillKvParams } from './mock-pd.js';
+import { BootstrapRooms, bootstrapRoom, joinRoom, sglangRefusal } from './mock-sglang.js';
 import {
   embeddingsAnswer, errorBody, jsonAnswer, mockPromptTokens, responsesEvents, sseEvents, STREAM_ERROR_SHAPES, streamErrorEvents,
   type AnswerSpec, type MockApi, type StreamErrorShape,
@@ -115,6 +117,8 @@ class Exchange {
   interval = 0;
   /** A decode pod's answer: whose kv_transfer_params it got (x-mock-kv-from), '' when none. */
   kvFrom = '';
+  /** An SGLang pod's bootstrap room (its digits), or ''. */
+  room = '';
 
   constructor(
     readonly res: HttpResponse,
@@ -141,6 +145,8 @@ class MockServer implements MockBackend {
   private readonly random: () => number;
   private readonly now: () => number;
   private sequence = 0;
+  /** An sglang-prefill pod's bootstrap rooms. */
+  private readonly rooms = new BootstrapRooms();
   /** --fail-rate, changed by POST /fail-rate. */
   private failRate: number;
 
@@ -174,6 +180,7 @@ class MockServer implements MockBackend {
         res.writeStatus('200 OK').writeHeader('content-type', 'text/plain; version=0.0.4')
           .end(mockMetricsText(this.options, this.sequence, this.open.size));
       })
+      .get('/_mock/bootstrap/:room', (res, req) => this.onBootstrap(res, req.getParameter(0) ?? ''))
       .get('/healthz', (res) => {
         res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end('ok');
       })
@@ -265,6 +272,20 @@ class MockServer implements MockBackend {
     });
   }
 
+  /** A decode pod joins a bootstrap room of this sglang-prefill pod: 200 once its prefill request came, else 404. */
+  private onBootstrap(res: HttpResponse, room: string): void {
+    if (this.options.pdRole !== 'sglang-prefill') {
+      this.sendJson(res, 404, errorBody(404, 'mock backend has bootstrap rooms only with --pd-role sglang-prefill'));
+      return;
+    }
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    void this.rooms.decodeJoined(room).then((ok) => {
+      if (aborted) return;
+      res.cork(() => this.sendJson(res, ok ? 200 : 404, ok ? JSON.stringify({ pod: this.options.name }) : errorBody(404, `no prefill request of bootstrap room ${room}`)));
+    });
+  }
+
   private onBody(exchange: Exchange, raw: Buffer): void {
     let body: unknown = null;
     try {
@@ -303,7 +324,10 @@ class MockServer implements MockBackend {
       return;
     }
     const role = this.options.pdRole;
-    const refusal = role === null ? null : pdRefusal(role, body as Record<string, unknown>);
+    const refusal = role === null ? null
+      : role === 'prefill' || role === 'decode' ? pdRefusal(role, body as Record<string, unknown>)
+        : sglangRefusal(role, body as Record<string, unknown>, raw.toString('utf8'));
+    if (refusal === null && role !== null && role.startsWith('sglang')) exchange.room = bootstrapRoom(raw.toString('utf8'))!;
     if (refusal !== null) {
       this.finishJson(exchange, 400, errorBody(400, refusal));
       return;
@@ -344,6 +368,28 @@ class MockServer implements MockBackend {
     };
     if (exchange.api === 'embeddings') {
       this.finishJson(exchange, 200, embeddingsAnswer(spec, body));
+      return;
+    }
+    if (this.options.pdRole === 'sglang-prefill') {
+      // Answers once a decode pod joined its room: the KV cache went there.
+      void this.rooms.prefillArrived(exchange.room).then((joined) => {
+        if (exchange.finished) return;
+        exchange.res.cork(() => this.finishJson(exchange, joined ? 200 : 500, joined ? jsonAnswer(spec)
+          : errorBody(500, `mock sglang-prefill pod: no decode pod joined bootstrap room ${exchange.room}`)));
+      });
+      return;
+    }
+    if (this.options.pdRole === 'sglang-decode' && exchange.kvFrom === '') {
+      const host = body.bootstrap_host as string;
+      void joinRoom(host, this.options.bootstrapPort, exchange.room).then((pod) => {
+        if (exchange.finished) return;
+        if (pod === null) {
+          exchange.res.cork(() => this.finishJson(exchange, 500, errorBody(500, `mock sglang-decode pod: KV transfer failed: no prefill of bootstrap room ${exchange.room} at ${host}`)));
+          return;
+        }
+        exchange.kvFrom = pod;
+        exchange.res.cork(() => this.answer(exchange, body, outputTokens, failure));
+      });
       return;
     }
     if (this.options.pdRole === 'prefill') {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { GLOBAL_WITHOUT_REDIS, NESTED_REPETITION, PLAIN_HTTP_ONLY, SGLANG_PD_UNSUPPORTED, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
+import { GLOBAL_WITHOUT_REDIS, NESTED_REPETITION, PLAIN_HTTP_ONLY, ResourceError, UNKNOWN_FIELD, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences, parseResourceFile } from '../../../src/config/resource-file.js';
 import { GATEWAY_ROUTES } from '../../helpers/route-api-manifests.js';
 import { parseHostPort, redisAddressProblem } from '../../../src/config/addresses.js';
@@ -825,6 +825,11 @@ spec:
     expect(parse(PD_SERVER).servers[0].pd?.connector).toBe('http');
     expect(parse(FILE_PD.replace('type: nixl', 'type: lmcache')).servers[0].pd?.connector).toBe('lmcache');
     expect(parse(FILE_PD.replace('type: nixl', 'type: mooncake')).servers[0].pd?.connector).toBe('mooncake');
+    // As the route API's router: SGLang's bootstrap handoff is chosen by inferenceEngine SGLang without kvConnector.type.
+    const sglang = PD_SERVER.replace('spec:\n', 'spec:\n  inferenceEngine: SGLang\n');
+    expect(parse(sglang).servers[0].pd?.connector).toBe('sglang');
+    expect(parse(`${sglang}  kvConnector: {}\n`).servers[0].pd?.connector).toBe('sglang');
+    expect(parse(`${sglang}  kvConnector: {type: http}\n`).servers[0].pd?.connector).toBe('http');
     const none = PD_SERVER.replace(/    pdGroup:\n(      .*\n)+/, '    pdGroup: null\n');
     expect(parse(none).servers[0].pd).toBeUndefined();
     // Without pdGroup, endpoint labels are read (checked) but not kept.
@@ -836,7 +841,6 @@ spec:
     expect(at(PD_SERVER.replace('      groupKey: group\n', ''))).toBe('spec.workloadSelector.pdGroup.groupKey: is required: expected a non-empty string');
     expect(at(PD_SERVER.replace('{role: prefill}', '{}'))).toBe('spec.workloadSelector.pdGroup.prefillLabels: must not be empty: it tells the pods of this role from the others');
     expect(at(FILE_PD.replace('type: nixl', 'type: sglang'))).toBe('spec.kvConnector.type: expected one of http, lmcache, nixl, mooncake, got "sglang"');
-    expect(at(PD_SERVER.replace('spec:\n', 'spec:\n  inferenceEngine: SGLang\n'))).toBe(`spec.inferenceEngine: ${SGLANG_PD_UNSUPPORTED}`);
     expect(at(FILE_PD.replace('{group: g1, role: decode, other: kept}', '{role: decode}'))).toBe('spec.endpoints[1].labels: must carry the label "group" '
       + '(spec.workloadSelector.pdGroup.groupKey) and those of prefillLabels {role: prefill} or decodeLabels {role: decode}, got {role: decode}');
     expect(at(FILE_PD.replace(', labels: {group: g1, role: prefill}', ''))).toContain('spec.endpoints[0].labels: must carry the label "group"');

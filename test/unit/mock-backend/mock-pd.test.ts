@@ -25,6 +25,7 @@ describe('the mock as a vLLM prefill or decode pod (--pd-role)', () => {
   it('--pd-role takes prefill or decode', () => {
     expect(parseMockArgs(['--pd-role', 'prefill']).pdRole).toBe('prefill');
     expect(parseMockArgs([]).pdRole).toBeNull();
-    expect(() => parseMockArgs(['--pd-role=both'])).toThrow('--pd-role must be prefill or decode, got "both"');
+    expect(() => parseMockArgs(['--pd-role=both'])).toThrow('--pd-role must be prefill, decode, sglang-prefill or sglang-decode, got "both"');
+    expect(parseMockArgs(['--pd-role', 'sglang-decode', '--bootstrap-port', '8998'])).toMatchObject({ pdRole: 'sglang-decode', bootstrapPort: 8998 });
   });
 });
