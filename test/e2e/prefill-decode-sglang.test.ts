@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { total } from '../helpers/metrics-text.js';
-import { postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 const API = 'networking.serving.volcano.sh/v1alpha1';
 
@@ -58,7 +58,9 @@ describe('prefill/decode disaggregation of SGLang pods: both requests at once, s
       + sglangResources('bad-server', 'bad-model', [pod('sp-bad', 'z', 'prefill'), pod('sd-z', 'z', 'decode')])
       + sglangResources('policy-server', 'policy-model', [pod('sp-bad', 'z', 'prefill'), pod('sd-z', 'z', 'decode'), pod('sp-a', 'a', 'prefill'), pod('sd-a', 'a', 'decode')],
         '  trafficPolicy: { retry: { attempts: 2 } }\n')
-      + sglangResources('decode-bad-server', 'decode-bad-model', [pod('sp-c', 'c', 'prefill'), pod('sd-bad', 'c', 'decode')]);
+      + sglangResources('decode-bad-server', 'decode-bad-model', [pod('sp-c', 'c', 'prefill'), pod('sd-bad', 'c', 'decode')])
+      // A decode pod nothing listens for.
+      + sglangResources('decode-dead-server', 'decode-dead-model', [pod('sp-c', 'c', 'prefill'), { name: 'sd-dead', port: await freePort(), group: 'c', role: 'decode' }]);
     router = await startRouter(resources, { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
   });
   afterAll(async () => {
@@ -134,6 +136,20 @@ describe('prefill/decode disaggregation of SGLang pods: both requests at once, s
     expect(await recordOf('sg-decode-bad')).toMatchObject({ status_code: 500, prefill_pod: 'sp-c', selected_pod: 'sd-bad' });
     expect((await pods['sp-c'].stats()).requests).toBe(1);
     // Not cut, the prefill would wait for a decode to join its room (a minute in the mock).
+    await waitFor('the cut prefill request to leave the router', async () => {
+      const text = await (await fetch(`${router.url}/metrics`)).text();
+      return text.includes('backend_pod="sp-c"') && total(text, 'inference_router_upstream_inflight_requests', 'backend_pod="sp-c"') === 0;
+    });
+  });
+
+  it('a decode pod that cannot be connected to: 502 upstream_unreachable naming it, and the prefill request sent with it is cut', async () => {
+    const r = await postJson(`${router.url}/v1/completions`, { model: 'decode-dead-model', prompt: 'x' }, { 'x-request-id': 'sg-decode-dead', accept: 'application/json' });
+    expect(r.status).toBe(502);
+    const error = (await r.json() as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('upstream_unreachable');
+    expect(error.message).toContain('sd-dead');
+    expect(await recordOf('sg-decode-dead')).toMatchObject({ status_code: 502, prefill_pod: 'sp-c', selected_pod: 'sd-dead' });
+    // The prefill request went out with the decode one, and was cut (before or after it reached the pod).
     await waitFor('the cut prefill request to leave the router', async () => {
       const text = await (await fetch(`${router.url}/metrics`)).text();
       return text.includes('backend_pod="sp-c"') && total(text, 'inference_router_upstream_inflight_requests', 'backend_pod="sp-c"') === 0;
