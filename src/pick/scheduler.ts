@@ -85,7 +85,7 @@ export class Scheduler {
    */
   pick(server: CompiledServer, exclude: readonly EndpointState[] | null, prompt: PromptText | null): EndpointState | null {
     const endpoints = server.endpoints;
-    const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
+    const n = this.promptBlocks(endpoints, prompt);
     const now = this.clock();
     this.pickedAt = now;
     let e = this.scorer.pick(endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
@@ -95,9 +95,7 @@ export class Scheduler {
       e = this.scorer.pick(current.endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
       if (e === null) return null;
     }
-    if (n > 0) this.prefix!.record(this.hashes, n, e);
-    this.metrics?.decided(this.scorer.decider, this.scorer.score);
-    return e;
+    return this.picked(e, n);
   }
 
   /**
@@ -106,11 +104,20 @@ export class Scheduler {
    * `prompt` null: the prefix memory is neither read nor told.
    */
   pickAmong(endpoints: readonly EndpointState[], exclude: readonly EndpointState[] | null, prompt: PromptText | null): EndpointState | null {
-    const n = this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
+    const n = this.promptBlocks(endpoints, prompt);
     const now = this.clock();
     this.pickedAt = now;
     const e = this.scorer.pick(endpoints, exclude, now, this.prefix, this.hashes, n, this.random);
-    if (e === null) return null;
+    return e === null ? null : this.picked(e, n);
+  }
+
+  /** How many of the prompt's prefix blocks are hashed into `hashes` for a pick among `endpoints` (0: the prefix memory is not used). */
+  private promptBlocks(endpoints: readonly EndpointState[], prompt: PromptText | null): number {
+    return this.prefix !== null && prompt !== null && endpoints.length > 1 ? prefixBlockHashes(prompt, this.blockChars, this.hashes) : 0;
+  }
+
+  /** `e` was picked with `n` prefix blocks: the prefix memory and the metrics are told. */
+  private picked(e: EndpointState, n: number): EndpointState {
     if (n > 0) this.prefix!.record(this.hashes, n, e);
     this.metrics?.decided(this.scorer.decider, this.scorer.score);
     return e;
