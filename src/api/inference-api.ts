@@ -18,6 +18,12 @@ export interface InferenceApi {
   /** Usage of a complete (non-stream) answer body; malformed bodies give nulls and ''. */
   jsonUsage(body: Buffer): AnswerUsage;
   /**
+   * Usage of a JSON answer too large to keep whole, from its last bytes (at least its last
+   * 64 KiB, cut anywhere): the counts of a `usage` member only small members follow, or null
+   * when the bytes do not end so (its output is then not known).
+   */
+  tailUsage(tail: Buffer): AnswerUsage | null;
+  /**
    * A reader for a streamed (SSE) answer; `strip` removes the usage event the router asked for.
    * Generated text goes to `text` as it passes (never held by the reader). `tokensPerEvent`
    * non-null: the pod ended its last stream with an output count, so events past the reader's

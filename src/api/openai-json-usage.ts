@@ -10,6 +10,7 @@ import {
   scalarStartBackwards,
 } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
+import { trailingUsageObject } from './json-tail-usage.js';
 
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
@@ -48,6 +49,17 @@ export function usageFromJson(body: Buffer | string): JsonUsage {
     text: choicesText(answer.choices),
     generated: null,
   };
+}
+
+/**
+ * The counts of a JSON answer too large to keep whole, from its last bytes (json-tail-usage.ts);
+ * null when they do not end with its usage. A usage without a completion count gives a null one
+ * (an embeddings answer's; the text of a larger answer is not counted).
+ */
+export function usageFromJsonTail(tail: Buffer): JsonUsage | null {
+  const u = trailingUsageObject(tail);
+  if (u === null) return null;
+  return { promptTokens: tokenCount(u.prompt_tokens), completionTokens: tokenCount(u.completion_tokens), text: '', generated: null };
 }
 
 const USAGE_KEY = Buffer.from('"usage"');

@@ -20,6 +20,7 @@ import { tokenCount } from './openai-choice-text.js';
 import { functionCallText } from './openai-function-call.js';
 import { takeCounts, takeText } from './openai-event-usage.js';
 import { Buffer } from 'node:buffer';
+import { trailingUsageObject } from './json-tail-usage.js';
 
 const NONE: AnswerUsage = Object.freeze({ promptTokens: null, completionTokens: null, text: '', generated: null });
 
@@ -79,6 +80,17 @@ export function usageFromResponsesJson(body: Buffer | string): AnswerUsage {
     text: completionTokens === null ? outputText(answer.output) : '',
     generated: null,
   };
+}
+
+/**
+ * The counts of a Responses answer too large to keep whole, from its last bytes
+ * (json-tail-usage.ts: its `usage`, with nested details, before `user` and `metadata`); null when
+ * they do not end with its usage.
+ */
+export function usageFromResponsesTail(tail: Buffer): AnswerUsage | null {
+  const u = trailingUsageObject(tail);
+  if (u === null) return null;
+  return { promptTokens: tokenCount(u.input_tokens), completionTokens: tokenCount(u.output_tokens), text: '', generated: null };
 }
 
 function usageObject(response: ResponseObject): ResponsesUsage | null {

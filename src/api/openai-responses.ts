@@ -4,7 +4,7 @@ import { extractPromptText } from './openai-prompt.js';
 import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { ResponsesSseScanner } from './openai-responses-sse.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
-import { usageFromResponsesJson } from './openai-responses-usage.js';
+import { usageFromResponsesJson, usageFromResponsesTail } from './openai-responses-usage.js';
 import { openAiStreamErrorEvent } from './openai-error.js';
 
 /**
@@ -19,6 +19,7 @@ export const responsesApi: InferenceApi = {
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model, false),
   jsonUsage: usageFromResponsesJson,
+  tailUsage: usageFromResponsesTail,
   streamUsage: (_strip: boolean, text: GeneratedText, tokensPerEvent: number | null, requestBytes: number) =>
     new ResponsesSseScanner(text, tokensPerEvent, responsesLineBound(requestBytes)),
   streamErrorEvent: openAiStreamErrorEvent,

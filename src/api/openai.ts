@@ -1,6 +1,6 @@
 import type { GeneratedText, InferenceApi, InferenceRequest } from './inference-api.js';
 import { buildUpstreamBody } from './openai-body.js';
-import { usageFromJson } from './openai-json-usage.js';
+import { usageFromJson, usageFromJsonTail } from './openai-json-usage.js';
 import { extractPromptText } from './openai-prompt.js';
 import { parseRequest, type ParsedRequest } from './openai-request.js';
 import { SseUsageScanner } from './openai-sse-usage.js';
@@ -16,6 +16,7 @@ export const openAiApi: InferenceApi = {
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model),
   jsonUsage: usageFromJson,
+  tailUsage: usageFromJsonTail,
   streamUsage: (strip: boolean, text: GeneratedText, tokensPerEvent: number | null) =>
     new SseUsageScanner(strip ? STRIP : KEEP, text, tokensPerEvent),
   streamErrorEvent: openAiStreamErrorEvent,

@@ -36,6 +36,8 @@ export class RequestContext {
   outputTokens = 0;
   /** Of outputTokens, the part estimated, not reported or counted (a long stream cut before the pod's count). */
   outputTokensEstimated = 0;
+  /** A successful JSON answer too large to keep whole whose end held no usage: its output is not known (0). */
+  usageUnread = false;
   /** Epoch ms at which the request's admission against its limits began (0: no limit applies); its input corrections belong to that window. */
   admittedAt = 0;
   /** Of the request's limits, bit i set: limit i admitted it by its failure mode (request-admission.ts byFailureMode). */

@@ -84,6 +84,7 @@ interface RouteHandles {
   readonly input: CounterSeries;
   readonly output: CounterSeries;
   readonly outputEstimated: CounterSeries;
+  readonly usageUnread: CounterSeries;
   /** Made with the route's other series (a route's 429s count from 0), but not for the requests of no route (route ""): none of theirs is a route limit's. */
   rejectedInput: CounterSeries | null;
   rejectedOutput: CounterSeries | null;
@@ -115,6 +116,8 @@ export class RouterMetrics {
     'Output (generated) tokens of answers, by route.', ['route']);
   private readonly outputTokensEstimated = new CounterFamily('inference_router_output_tokens_estimated_total',
     'Of the output tokens, those estimated rather than reported by the backend or counted (a long stream cut before its count), by route.', ['route']);
+  private readonly usageUnread = new CounterFamily('inference_router_usage_unread_total',
+    'Successful answers whose output tokens are not known, so not counted or charged to limits: a JSON answer over 8 MiB whose last 64 KiB hold no usage, by route.', ['route']);
   private readonly rejections = new CounterFamily('inference_router_ratelimit_rejections_total',
     'Requests rejected by a token rate limit (429), by route ("" for tenant limits), the direction whose limit was exhausted and the scope of the limit (route, tenant).',
     ['route', 'direction', 'scope']);
@@ -149,7 +152,7 @@ export class RouterMetrics {
     this.maxTenants = opts.maxTenants ?? DEFAULT_MAX_TENANTS;
     const r = this.registry;
     for (const m of [
-      this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens, this.outputTokensEstimated,
+      this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens, this.outputTokensEstimated, this.usageUnread,
       this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
     ]) r.registerMetric(m as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
@@ -211,6 +214,7 @@ export class RouterMetrics {
     if (ctx.inputTokens > 0) r.input.value += ctx.inputTokens;
     if (ctx.outputTokens > 0) r.output.value += ctx.outputTokens;
     if (ctx.outputTokensEstimated > 0) r.outputEstimated.value += ctx.outputTokensEstimated;
+    if (ctx.usageUnread) r.usageUnread.value++;
     if (ctx.tenant !== '' && (ctx.inputTokens > 0 || ctx.outputTokens > 0)) {
       const t = this.tenants.get(ctx.tenant) ?? this.addTenant(ctx.tenant);
       t[0].value += ctx.inputTokens;
@@ -312,6 +316,7 @@ export class RouterMetrics {
       input: this.inputTokens.child(route),
       output: this.outputTokens.child(route),
       outputEstimated: this.outputTokensEstimated.child(route),
+      usageUnread: this.usageUnread.child(route),
       rejectedInput: route === '' ? null : this.rejections.child(route, 'input', 'route'),
       rejectedOutput: route === '' ? null : this.rejections.child(route, 'output', 'route'),
       models: new Map(),

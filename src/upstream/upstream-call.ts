@@ -14,6 +14,8 @@ import { isUsualHeader } from '../header-name.js';
  * also the most of a streamed (chunked or close-delimited) JSON answer kept to read its usage.
  */
 const BUFFER_LIMIT = 8 * 1024 * 1024;
+/** Of a successful JSON answer larger than BUFFER_LIMIT, at least this much of its end is kept, to read its usage there. */
+const TAIL_BYTES = 64 * 1024;
 
 export const enum CallOutcome {
   /** The answer (any status) went through to the client, or the client left. */
@@ -54,9 +56,11 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   private pendingAscii = false;
   private responseStarted = false;
   private buffered: Buffer[] | null = null;
-  /** A successful answer passed through without a length: its chunks, kept to read usage at the end. */
+  /** A successful answer passed through (no length, or one over BUFFER_LIMIT): its chunks, kept to read usage at the end. */
   private passed: Buffer[] | null = null;
   private passedBytes = 0;
+  /** The answer is larger than BUFFER_LIMIT: `passed` keeps only its last TAIL_BYTES or more. */
+  private passedTail = false;
   private readonly tokens: TokenCounter;
   private scanner: StreamUsageReader | null = null;
   private settled = false;
@@ -107,6 +111,7 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       return true;
     } else if (statusCode < 300) {
       this.passed = [];
+      this.passedTail = req.contentLength > BUFFER_LIMIT;
     }
     if (!this.x.startAnswer(statusCode, headers, req.headAscii)) {
       req.abort(new ClientGone('client went away'));
@@ -141,11 +146,19 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     this.req?.resume();
   }
 
-  /** Keeps a passing chunk of a JSON answer (by reference) up to BUFFER_LIMIT; beyond, gives up. */
+  /**
+   * Keeps a passing chunk of a JSON answer (by reference): all of them up to BUFFER_LIMIT; beyond,
+   * only the last chunks that hold TAIL_BYTES (so at most TAIL_BYTES and one chunk).
+   */
   private keepPassed(chunk: Buffer): void {
+    const kept = this.passed!;
+    kept.push(chunk);
     this.passedBytes += chunk.length;
-    if (this.passedBytes > BUFFER_LIMIT) this.passed = null;
-    else this.passed!.push(chunk);
+    if (!this.passedTail) {
+      if (this.passedBytes <= BUFFER_LIMIT) return;
+      this.passedTail = true;
+    }
+    while (this.passedBytes - kept[0].length >= TAIL_BYTES) this.passedBytes -= kept.shift()!.length;
   }
 
   onComplete(): void {
@@ -165,12 +178,24 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       const passed = this.passed;
       if (passed !== null) {
         this.passed = null;
-        if (passed.length > 0) this.usage = this.api.jsonUsage(passed.length === 1 ? passed[0] : Buffer.concat(passed));
+        if (passed.length > 0) this.usage = this.passedUsage(passed.length === 1 ? passed[0] : Buffer.concat(passed));
       }
       // With the turn's queued pieces of the answer, in one send.
       x.endStream(tail);
     }
     this.settle(CallOutcome.Done);
+  }
+
+  /**
+   * The usage of a successful answer that passed through: read from all of it, or from its end
+   * when it was too large to keep; null (and the request marked, for its metric) when the end
+   * does not hold it.
+   */
+  private passedUsage(kept: Buffer): AnswerUsage | null {
+    if (!this.passedTail) return this.api.jsonUsage(kept);
+    const usage = this.api.tailUsage(kept);
+    if (usage === null) this.x.ctx.usageUnread = true;
+    return usage;
   }
 
   onError(err: Error): void {

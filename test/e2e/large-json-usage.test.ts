@@ -1,0 +1,120 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { sample } from '../helpers/metrics-text.js';
+
+/**
+ * JSON answers larger than the 8 MiB the router keeps whole: their usage is read from their last
+ * bytes, so their output tokens are logged and charged to the route's limit as a smaller answer's
+ * are; one whose end holds no usage is counted in inference_router_usage_unread_total.
+ */
+
+/** Generated text of the answers: more than the router keeps whole. */
+const TEXT = 'lorem ipsum dolor sit amet '.repeat(Math.ceil((9 * 1024 * 1024) / 27));
+const COMPLETION_TOKENS = 5000;
+const USAGE = `"usage":{"prompt_tokens":11,"total_tokens":${11 + COMPLETION_TOKENS},"completion_tokens":${COMPLETION_TOKENS},"prompt_tokens_details":null}`;
+/** vLLM's member order: usage, then its own small members. */
+const CHAT_ANSWER = `{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"${TEXT}"},"finish_reason":"length"}],${USAGE},"prompt_logprobs":null,"kv_transfer_params":null}`;
+/** The usage first: the answer's end does not hold it. */
+const USAGE_FIRST = `{${USAGE},"id":"chatcmpl-2","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"${TEXT}"},"finish_reason":"length"}]}`;
+/** The Responses API: usage with nested details, then user and metadata. */
+const RESPONSES_ANSWER = `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"${TEXT}","annotations":[]}]}],"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":0},"output_tokens":${COMPLETION_TOKENS},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":${11 + COMPLETION_TOKENS}},"user":null,"metadata":{}}`;
+
+/** Writes `body` in pieces of 64 KiB: with its content-length, or chunked (none). */
+function answer(res: ServerResponse, body: string, withLength: boolean): void {
+  const b = Buffer.from(body);
+  res.writeHead(200, withLength ? { 'content-type': 'application/json', 'content-length': String(b.length) } : { 'content-type': 'application/json' });
+  for (let i = 0; i < b.length; i += 65536) res.write(b.subarray(i, i + 65536));
+  res.end();
+}
+
+const ROUTES = `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: big-route, namespace: default }
+spec:
+  modelName: big-model
+  rules: [{ name: r, targetModels: [{ modelServerName: sf-server }] }]
+  rateLimit: { inputTokensPerUnit: 1000000, outputTokensPerUnit: ${COMPLETION_TOKENS + 1000}, unit: day }
+`;
+
+describe('JSON answers larger than the router keeps whole', () => {
+  let backend: Server;
+  let router: Router;
+  let log: string;
+
+  beforeAll(async () => {
+    backend = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const scenario = String(req.headers['x-scenario']);
+        if (scenario === 'usage-first') answer(res, USAGE_FIRST, true);
+        else if (req.url === '/v1/responses') answer(res, RESPONSES_ANSWER, false);
+        else answer(res, CHAT_ANSWER, scenario === 'length');
+      });
+    });
+    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+    const port = (backend.address() as { port: number }).port;
+    const dir = tempDir();
+    log = join(dir, 'access.log');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port }], { extraRoutes: ROUTES }), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await router?.kill('SIGKILL');
+    await new Promise<void>((r) => backend.close(() => r()));
+  });
+
+  async function post(path: string, model: string, id: string, scenario: string): Promise<{ status: number; body: string }> {
+    const res = await fetch(`${router.url}${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id, 'x-scenario': scenario },
+      body: JSON.stringify(path === '/v1/responses' ? { model, input: 'hi' } : { model, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    return { status: res.status, body: await res.text() };
+  }
+
+  const record = (id: string): Promise<any> => waitFor(`access record ${id}`, () => accessLogRecords(log).find((r) => r.request_id === id));
+
+  it('reads the usage at the end of an answer with a content-length and of a chunked one, forwarded whole', async () => {
+    for (const scenario of ['length', 'chunked']) {
+      const a = await post('/v1/chat/completions', 'sf-model', `big-${scenario}`, scenario);
+      expect(a.status).toBe(200);
+      expect(a.body).toBe(CHAT_ANSWER);
+      const r = await record(`big-${scenario}`);
+      expect(r.output_tokens).toBe(COMPLETION_TOKENS);
+      expect(r.input_tokens).toBe(11);
+    }
+    const b = await post('/v1/responses', 'sf-model', 'big-responses', 'chunked');
+    expect(b.status).toBe(200);
+    expect(b.body.length).toBe(RESPONSES_ANSWER.length);
+    const r = await record('big-responses');
+    expect(r.output_tokens).toBe(COMPLETION_TOKENS);
+    expect(r.input_tokens).toBe(11);
+  }, 60_000);
+
+  it('charges the output read there to the route\'s limit: the next request is refused once it is spent', async () => {
+    expect((await post('/v1/chat/completions', 'big-model', 'limit-1', 'length')).status).toBe(200);
+    expect((await record('limit-1')).output_tokens).toBe(COMPLETION_TOKENS);
+    // 5,000 of 6,000 spent: admitted, and spends 5,000 more.
+    expect((await post('/v1/chat/completions', 'big-model', 'limit-2', 'chunked')).status).toBe(200);
+    await record('limit-2');
+    const refused = await post('/v1/chat/completions', 'big-model', 'limit-3', 'length');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toContain('output token rate limit exceeded');
+  }, 60_000);
+
+  it('an answer whose end holds no usage is forwarded whole and counted as unread', async () => {
+    const metric = async (): Promise<number> =>
+      sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_usage_unread_total{route="default/sf-route"}') ?? -1;
+    expect(await metric()).toBe(0);
+    const a = await post('/v1/chat/completions', 'sf-model', 'usage-first', 'usage-first');
+    expect(a.status).toBe(200);
+    expect(a.body).toBe(USAGE_FIRST);
+    const r = await record('usage-first');
+    expect(r.output_tokens).toBe(0);
+    expect(r.status_code).toBe(200);
+    await waitFor('the unread answer counted', async () => (await metric()) === 1);
+  }, 60_000);
+});
