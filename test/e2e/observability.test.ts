@@ -56,7 +56,7 @@ describe('dashboard and alert rules against the built router', () => {
     expect(ruleExprs().flatMap(metricNames).length).toBeGreaterThanOrEqual(5);
     expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
       'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterKubernetesWatchFailing', 'InferenceRouterCertificateExpiring',
-      'InferenceRouterAccessLogDrops',
+      'InferenceRouterAccessLogDrops', 'InferenceRouterOutputTokensUnread',
       'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
     ]);
   });
