@@ -61,6 +61,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   private passedBytes = 0;
   /** The answer is larger than BUFFER_LIMIT: `passed` keeps only its last TAIL_BYTES or more. */
   private passedTail = false;
+  /** The passed answer's content-type is JSON (its usage is looked for in its end only then). */
+  private passedJson = false;
   private readonly tokens: TokenCounter;
   private scanner: StreamUsageReader | null = null;
   private settled = false;
@@ -112,6 +114,7 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     } else if (statusCode < 300) {
       this.passed = [];
       this.passedTail = req.contentLength > BUFFER_LIMIT;
+      this.passedJson = isJson(headers);
     }
     if (!this.x.startAnswer(statusCode, headers, req.headAscii)) {
       req.abort(new ClientGone('client went away'));
@@ -187,12 +190,13 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   }
 
   /**
-   * The usage of a successful answer that passed through: read from all of it, or from its end
-   * when it was too large to keep; null (and the request marked, for its metric) when the end
-   * does not hold it.
+   * The usage of a successful answer that passed through: read from all of it, or, when it was
+   * too large to keep, from the end of a JSON answer; null (and the request marked, for its
+   * metric) when that end does not hold it. A large answer of another type (audio, say) has none.
    */
   private passedUsage(kept: Buffer): AnswerUsage | null {
     if (!this.passedTail) return this.api.jsonUsage(kept);
+    if (!this.passedJson) return null;
     const usage = this.api.tailUsage(kept);
     if (usage === null) this.x.ctx.usageUnread = true;
     return usage;
@@ -295,6 +299,14 @@ function headerValueIndex(headers: string[], lower: string, capital: string): nu
 function isEventStream(headers: string[]): boolean {
   const v = headerValueIndex(headers, 'content-type', 'Content-Type');
   return v >= 0 && isEventStreamType(headers[v]);
+}
+
+/** The answer's content-type is JSON: `application/json`, or a `+json` type, in any case (looked for on answers passed through only). */
+function isJson(headers: string[]): boolean {
+  const v = headerValueIndex(headers, 'content-type', 'Content-Type');
+  if (v < 0) return false;
+  const type = headers[v].split(';', 1)[0].trim().toLowerCase();
+  return type === 'application/json' || type.endsWith('+json');
 }
 
 /** The answer has a retry-after header (looked for on 503s only). */

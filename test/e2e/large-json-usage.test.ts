@@ -21,6 +21,9 @@ const USAGE_FIRST = `{${USAGE},"id":"chatcmpl-2","object":"chat.completion","mod
 /** The Responses API: usage with nested details, then user and metadata. */
 const RESPONSES_ANSWER = `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"${TEXT}","annotations":[]}]}],"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":0},"output_tokens":${COMPLETION_TOKENS},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":${11 + COMPLETION_TOKENS}},"user":null,"metadata":{}}`;
 
+/** A large answer that is not JSON (speech): it has no usage to look for. */
+const AUDIO = Buffer.alloc(9 * 1024 * 1024, 0xff);
+
 /** Writes `body` in pieces of 64 KiB: with its content-length, or chunked (none). */
 function answer(res: ServerResponse, body: string, withLength: boolean): void {
   const b = Buffer.from(body);
@@ -50,6 +53,10 @@ describe('JSON answers larger than the router keeps whole', () => {
       req.on('end', () => {
         const scenario = String(req.headers['x-scenario']);
         if (scenario === 'usage-first') answer(res, USAGE_FIRST, true);
+        else if (scenario === 'audio') {
+          res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': String(AUDIO.length) });
+          res.end(AUDIO);
+        }
         else if (req.url === '/v1/responses') answer(res, RESPONSES_ANSWER, false);
         else answer(res, CHAT_ANSWER, scenario === 'length');
       });
@@ -105,9 +112,14 @@ describe('JSON answers larger than the router keeps whole', () => {
     expect(refused.body).toContain('output token rate limit exceeded');
   }, 60_000);
 
-  it('an answer whose end holds no usage is forwarded whole and counted as unread', async () => {
+  it('a JSON answer whose end holds no usage is forwarded whole and counted as unread; a large answer of another type is not', async () => {
     const metric = async (): Promise<number> =>
       sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_usage_unread_total{route="default/sf-route"}') ?? -1;
+    expect(await metric()).toBe(0);
+    // Not JSON: nothing to read, nothing unread.
+    const speech = await post('/v1/audio/speech', 'sf-model', 'speech', 'audio');
+    expect(speech.status).toBe(200);
+    expect((await record('speech')).status_code).toBe(200);
     expect(await metric()).toBe(0);
     const a = await post('/v1/chat/completions', 'sf-model', 'usage-first', 'usage-first');
     expect(a.status).toBe(200);
