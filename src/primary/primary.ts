@@ -105,10 +105,20 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     broadcast({ t: 'core:ready', ready });
   };
   let stores = '';
+  /** What the snapshot published last holds (its routes and servers as JSON, and the servers left out). */
+  let publishedJson = '';
   const publish = (routes: ModelRoute[], allServers: Servers): void => {
     // The ModelServers no route targets are left out: their pods are neither scraped (below) nor
     // given to the workers, which would keep a pool and metric series for each (targeted-servers.ts).
     const { targeted: servers, untargeted } = serversOfRoutes(routes, allServers);
+    // A change only in what is left out (a pod of a ModelServer no route targets came, went or
+    // changed) changes nothing the workers use: the snapshot they have is kept.
+    const json = JSON.stringify([routes, servers, untargeted]);
+    if (snapshot !== null && json === publishedJson) {
+      ops.info('reload', `resources ${settings.source === 'file' ? `reloaded from ${settings.resources}` : 'changed'}: only in ModelServers no route served targets; snapshot ${snapshot.version} kept`, { applied: true, unchanged: true, snapshot: snapshot.version });
+      return;
+    }
+    publishedJson = json;
     snapshot = { version: ++version, routes, servers };
     backendPods = new Set(servers.flatMap((s) => s.endpoints.map((e) => e.name)));
     podEpochs = nextPodEpochs(podEpochs, backendPods, version);

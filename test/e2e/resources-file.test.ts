@@ -184,3 +184,35 @@ describe('a resources file in a Kubernetes ConfigMap volume', () => {
     expect(router.stderr()).not.toMatch(/reload (rejected|failed)/);
   }, 30_000);
 });
+
+describe('a change only in a ModelServer no route targets', () => {
+  let mock: MockBackend;
+  let router: Router & { resourcesFile: string };
+  const unused = (port: number): string => `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: unused-server, namespace: default }
+spec: { model: m, endpoints: [{ name: unused-1, address: "127.0.0.1:${port}" }] }
+`;
+  const file = (model: string, unusedPort: number): string => resourcesFor([{ name: 'pod-a', port: mock.port }], { model, extraRoutes: unused(unusedPort) });
+
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+    router = await startRouter(file('sf-model', 1), { workers: 1 });
+  }, 60_000);
+  afterAll(async () => {
+    await router?.kill();
+    await mock?.kill();
+  });
+
+  it('keeps the workers\' snapshot and says so; a change they use publishes a new one', async () => {
+    expect(router.stderr()).toMatch(/resources loaded from file .*\(snapshot 1\).*1 ModelServers no route served targets, not used .*\[default\/unused-server\]/);
+    writeFileSync(router.resourcesFile, file('sf-model', 2));
+    await waitFor('the change to be read', () => /reload: resources reloaded from .*resources\.yaml: only in ModelServers no route served targets; snapshot 1 kept/.test(router.stderr()), 5000);
+    expect(router.stderr()).not.toMatch(/\(snapshot 2\)/);
+    expect(await status(router, 'sf-model')).toBe(200);
+    writeFileSync(router.resourcesFile, file('other-model', 2));
+    await waitFor('the route change to apply', async () => (await status(router, 'other-model')) === 200, 5000);
+    expect(router.stderr()).toMatch(/resources reloaded from .*\(snapshot 2\)/);
+  }, 30_000);
+});
