@@ -3,6 +3,7 @@ import { bareMillisecondsWarning } from './config/duration-setting.js';
 import { parseSettings, type RouterSettings } from './config/settings.js';
 import { parseAccessLogSettings, type AccessLogSettings } from './observe/access-log-settings.js';
 import { parseSchedulerSettings, type SchedulerSettings } from './pick/scheduler-settings.js';
+import { parseFairnessSettings, type FairnessSettings } from './pick/fairness-settings.js';
 import { parseTraceSettings, type TraceSettings } from './observe/trace-settings.js';
 import { parseRedisLimitSettings, type RedisLimitSettings } from './ratelimit/redis/settings.js';
 import { parseTokenizerSettings, type TokenizerSettings } from './tokens/tokenizer-settings.js';
@@ -22,6 +23,8 @@ export interface Settings extends RouterSettings {
   readonly redisLimits: RedisLimitSettings;
   /** ROUTER_OUTLIER_*, ROUTER_POD_METRICS_INTERVAL, ROUTER_SCHEDULER_CONFIG (docs/scheduling.md). */
   readonly scheduler: SchedulerSettings;
+  /** ROUTER_FAIRNESS_* (docs/scheduling.md#fair-queueing); null = off. */
+  readonly fairness: FairnessSettings | null;
   /** OTEL_* (docs/tracing.md); null = tracing off. */
   readonly tracing: TraceSettings | null;
   /** Values accepted but likely mistaken, each a `warn` line the primary logs at start. */
@@ -42,6 +45,7 @@ export const DURATION_VARIABLES: readonly string[] = [
   'ROUTER_DRAIN_DELAY', 'ROUTER_DRAIN_TIMEOUT', 'ROUTER_UPSTREAM_TIMEOUT', 'ROUTER_UPSTREAM_IDLE_TIMEOUT',
   'ROUTER_POD_METRICS_INTERVAL', 'ROUTER_OUTLIER_BASE_EJECTION', 'ROUTER_OUTLIER_MAX_EJECTION',
   'ACCESS_LOG_FLUSH_INTERVAL', 'RATE_LIMIT_REDIS_TIMEOUT', 'RATE_LIMIT_REDIS_RECALL_WAIT',
+  'ROUTER_FAIRNESS_QUEUE_TIMEOUT', 'ROUTER_FAIRNESS_WINDOW',
 ];
 
 /**
@@ -68,6 +72,7 @@ function parseParts(argv: readonly string[], env: NodeJS.ProcessEnv): Omit<Setti
     tokenizer: parseTokenizerSettings(env),
     redisLimits: parseRedisLimitSettings(env),
     scheduler: parseSchedulerSettings(env),
+    fairness: parseFairnessSettings(env),
     tracing: parseTraceSettings(env),
   };
 }

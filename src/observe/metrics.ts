@@ -73,6 +73,8 @@ export interface MetricSources {
   tokenCounts?: () => { readonly inline: number; readonly pooled: number; readonly fallbacks: number };
   /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
+  /** Fair queueing on: the requests of this process waiting, by ModelServer (FairGates.queued). */
+  fairQueued?: () => ReadonlyMap<string, number>;
 }
 
 /** Cached handles of one route ("" = requests that failed before a route was chosen). */
@@ -142,6 +144,9 @@ export class RouterMetrics {
     'Admissions of global limits that waited for leases to come back (a refusal recalled them), by outcome: admitted, refused.', ['outcome']);
   private readonly recallAdmitted: CounterSeries = this.recallWaits.child('admitted');
   private readonly recallRefused: CounterSeries = this.recallWaits.child('refused');
+  private readonly fairQueueWait = new HistogramFamily('inference_router_fair_queue_wait_seconds',
+    'Fair queueing: time a request waited for its turn to go to a ModelServer, by server (requests that waited only; those that timed out included).', ['server'], LATENCY_BUCKETS);
+  private readonly fairQueueWaitByServer = new Map<string, HistogramSeries>();
   private readonly tokenizerDuration = new HistogramFamily('inference_router_tokenizer_pool_duration_seconds',
     'Time from submitting a count to the tokenizer pool to its answer (queue wait included).', [], TOKENIZER_BUCKETS);
   private readonly tokenizerTask: HistogramSeries = this.tokenizerDuration.child();
@@ -154,7 +159,10 @@ export class RouterMetrics {
     for (const m of [
       this.requests, this.requestDuration, this.upstreamDuration, this.ttfb, this.inputTokens, this.outputTokens, this.outputTokensEstimated, this.usageUnread,
       this.rejections, this.shadowRejections, this.tenantTokens, this.decisionDuration, this.redisErrors, this.failureModeDecisions, this.leaseEvents, this.recallWaits, this.tokenizerDuration,
+      this.fairQueueWait,
     ]) r.registerMetric(m as never);
+    r.registerMetric(new CollectedFamily('inference_router_fair_queue_requests',
+      'Fair queueing: requests waiting for their turn to go to a ModelServer, by server.', 'gauge', () => this.collectFairQueued()) as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_inflight_requests',
       'Requests in flight to each backend pod (backend_pod; pod is the same, deprecated).', 'gauge', () => this.collectByPod('inflight')) as never);
     r.registerMetric(new CollectedFamily('inference_router_upstream_connections',
@@ -293,6 +301,16 @@ export class RouterMetrics {
     (admitted ? this.recallAdmitted : this.recallRefused).value++;
   }
 
+  /** A request's wait in the fair queue of `server` ended after `ms` (its turn came, or it timed out). */
+  fairQueueWaited(server: string, ms: number): void {
+    let h = this.fairQueueWaitByServer.get(server);
+    if (h === undefined) {
+      h = this.fairQueueWait.child(server);
+      this.fairQueueWaitByServer.set(server, h);
+    }
+    h.observe(ms / 1000);
+  }
+
   /** A pooled token count took `ms` from submission to answer. */
   tokenizerPoolTask(ms: number): void {
     this.tokenizerTask.observe(ms / 1000);
@@ -341,6 +359,14 @@ export class RouterMetrics {
   private collectByPod(field: 'inflight' | 'connections' | 'queued'): MetricValue[] {
     const src = this.sources.upstreamPods;
     return src === undefined ? [] : sumByBackendPod(src(), (e) => e.name, (e) => e[field]);
+  }
+
+  private collectFairQueued(): MetricValue[] {
+    const src = this.sources.fairQueued;
+    if (src === undefined) return [];
+    const out: MetricValue[] = [];
+    for (const [server, n] of src()) out.push({ labels: { server }, value: n });
+    return out;
   }
 
   private collectTokenCounts(): MetricValue[] {

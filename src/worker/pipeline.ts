@@ -19,6 +19,7 @@ import type { AnswerUsage, InferenceApi, InferenceRequest } from '../api/inferen
 import type { PromptText } from '../tokens/prompt-text.js';
 import { anyInAdmissionWindow, giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
+import type { FairGate, FairGates, FairWaiter } from '../pick/fair-gate.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -38,6 +39,8 @@ export interface PipelineServices {
   readonly scheduler: Scheduler;
   /** A request was refused (429) by the limit of `key` in `direction`: the one its answer names. Once per request. */
   rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
+  /** Fair queueing in front of each ModelServer (pick/fair-gate.ts); null = off. */
+  readonly fairGates: FairGates | null;
 }
 
 /**
@@ -55,7 +58,7 @@ export function runPipeline(x: Exchange, s: PipelineServices): void {
  * once but the pod, makes no Promise: one object per request instead of two async frames and
  * their Promises.
  */
-class PipelineRun implements ProxyListener {
+class PipelineRun implements ProxyListener, FairWaiter {
   private readonly x: Exchange;
   private readonly s: PipelineServices;
   private readonly span: RequestSpan | null;
@@ -70,6 +73,10 @@ class PipelineRun implements ProxyListener {
   /** Input tokens charged to `terms`, given back when the request reached no pod. */
   private charged = 0;
   private ended = false;
+  /** Fair queueing: the gate whose place in flight the request holds (released at its end), else null. */
+  private gate: FairGate | null = null;
+  /** Fair queueing: the gate the request waits at, else null. */
+  private waitingAt: FairGate | null = null;
 
   constructor(x: Exchange, s: PipelineServices) {
     this.x = x;
@@ -191,11 +198,75 @@ class PipelineRun implements ProxyListener {
         this.end(); // client left while we counted/limited: nothing sent upstream
         return;
       }
-      proxyWithRetries(x, this.api!, this.s.tokens, this.server!, this.req!, this.prompt, this.s.scheduler, this.span, this);
+      const gates = this.s.fairGates;
+      if (gates !== null) {
+        const gate = gates.of(this.server!.key);
+        const entry = gate.enter(this, x.ctx.tenant, x.ctx.inputTokens);
+        if (entry === 'wait') {
+          // Its client leaving takes it out of the queue (abortForClient).
+          this.waitingAt = gate;
+          x.upstream = this;
+          return;
+        }
+        if (entry === 'full') throw new RouterError('upstream_error', `the fair queue of ModelServer ${gate.server} is full`, 503, RETRY_SOON, 'fair_queue_full');
+        this.gate = gate;
+      }
+      this.proxy();
     } catch (err) {
       this.fail(err);
     }
   }
+
+  private proxy(): void {
+    proxyWithRetries(this.x, this.api!, this.s.tokens, this.server!, this.req!, this.prompt, this.s.scheduler, this.span, this);
+  }
+
+  /** FairWaiter: its turn came. */
+  granted(): void {
+    this.gate = this.waitingAt;
+    this.waitingAt = null;
+    this.x.upstream = null;
+    if (!this.x.writable) {
+      this.end();
+      return;
+    }
+    try {
+      this.proxy();
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** FairWaiter: it waited too long. */
+  timedOut(): void {
+    const gate = this.waitingAt!;
+    this.waitingAt = null;
+    this.x.upstream = null;
+    this.fail(new RouterError('upstream_error', `waited ${gate.timeoutMs / 1000}s in the fair queue of ModelServer ${gate.server} without its turn`, 503, RETRY_SOON, 'fair_queue_timeout'));
+  }
+
+  /** FairWaiter: the router stops before its turn came. */
+  stopped(): void {
+    const gate = this.waitingAt!;
+    this.waitingAt = null;
+    this.x.upstream = null;
+    this.fail(new RouterError('upstream_error', `the router is stopping: the request was still waiting in the fair queue of ModelServer ${gate.server}`, 503, null, 'router_stopping'));
+  }
+
+  /** The client left while the request waited in a fair queue (the exchange's `upstream` then). */
+  abortForClient(): void {
+    const gate = this.waitingAt;
+    if (gate === null) return;
+    this.waitingAt = null;
+    this.x.upstream = null;
+    gate.leave(this);
+    this.end();
+  }
+
+  /** StreamSource of a waiting request: nothing flows yet. */
+  pause(): void {}
+
+  resume(): void {}
 
   /** The answer went through (ProxyListener): settle the usage on the limits. */
   proxied(usage: AnswerUsage | null): void {
@@ -242,6 +313,12 @@ class PipelineRun implements ProxyListener {
     if (this.ended) return;
     this.ended = true;
     const x = this.x;
+    if (this.gate !== null) {
+      const gate = this.gate;
+      this.gate = null;
+      // Its output counts as the tenant's use; the next waiting request may go (after this turn's own work).
+      gate.release(x.ctx.tenant, x.ctx.outputTokens);
+    }
     if (this.charged > 0 && !x.reachedPod && this.terms !== null) {
       // Only to limits whose window that admitted the request is still on (admit-all.ts
       // owedInWindow), each where it was charged (a failure mode's decision: its fallback).
@@ -289,6 +366,9 @@ function limitTerms(s: PipelineServices, route: CompiledRoute, tenant: Tenant | 
 function routeTerm(s: PipelineServices, route: CompiledRoute, limit: RateLimitSpec): ScopedTerm {
   return { key: route.limitKey, limit, limiter: s.limiterFor(limit), scope: 'route' };
 }
+
+/** A fair queue that is full or waited too long: a retry a second later may find room. */
+const RETRY_SOON: Record<string, string> = Object.freeze({ 'retry-after': '1' }) as Record<string, string>;
 
 function internalError(err: unknown): RouterError {
   return new RouterError('internal_error', `internal router error: ${(err as Error)?.message ?? String(err)}`);

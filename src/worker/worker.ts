@@ -25,6 +25,8 @@ import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import type { PodEpochs } from '../observe/backend-pod-epochs.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
+import { nodeTimers } from '../timers.js';
+import { FairGates } from '../pick/fair-gate.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
 import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
 import { isPrefixPairs, MSG_PREFIX, PrefixShare, type PrefixShareMessage } from '../pick/prefix-share.js';
@@ -62,6 +64,9 @@ export async function runWorker(settings: Settings): Promise<void> {
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
   const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
+  // Fair queueing: this worker's share of each ModelServer's places in flight and in the queue.
+  const fairGates = settings.fairness === null ? null
+    : new FairGates(settings.fairness, settings.workers, systemClock, nodeTimers, (server, ms) => metrics.fairQueueWaited(server, ms));
   const auth = await startWorkerAuth(settings.authConfig, (m, level) => (level === 'warn' ? ops.warn('auth', m) : ops.info('auth', m)), settings.redisLimits.cluster);
 
   let ready = false;
@@ -83,6 +88,7 @@ export async function runWorker(settings: Settings): Promise<void> {
    * over, so nothing before ends them.
    */
   const cutInFlight = (why: string): void => {
+    fairGates?.cutWaiting();
     cutArrivingBodies(new RouterError('upstream_error', `${why} while the request body was still arriving`, 503, null, 'router_stopping'), finish);
     void endpoints.closeAll(why);
     Exchange.flushAnswers();
@@ -109,6 +115,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   exitOnFailure({ ops, cleanup: () => saveRecords('the router\'s worker failed') });
   const emptyModels = JSON.stringify({ object: 'list', data: [] });
   metrics.bindSources({
+    fairQueued: fairGates === null ? undefined : () => fairGates.queued(),
     accessLogDropped: () => accessLog.dropped,
     upstreamPods: () => endpoints.states(),
     tokenCounts: () => tokens.stats,
@@ -204,6 +211,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     finish,
     scheduler,
     rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
+    fairGates,
   };
 
   const app = buildApp(uws, {
