@@ -39,6 +39,8 @@ export class FairGate {
   /** Waiting requests by tenant, each list in arrival order; a tenant is here only while it has some. */
   private readonly waiting = new Map<string, Waiting[]>();
   private readonly usage: TenantUsage;
+  /** next() is running (a request it let go released its place at once). */
+  private granting = false;
 
   constructor(
     readonly server: string,
@@ -115,8 +117,22 @@ export class FairGate {
     }
   }
 
-  /** Lets waiting requests go while there is room: each time, the head of the least-used tenant's list. */
+  /**
+   * Lets waiting requests go while there is room: each time, the head of the least-used tenant's
+   * list. A request that fails as it goes (no pod ready) releases its place from inside granted():
+   * the loop already running takes the next, instead of a call deeper per request.
+   */
   private next(): void {
+    if (this.granting) return;
+    this.granting = true;
+    try {
+      this.grantWhileRoom();
+    } finally {
+      this.granting = false;
+    }
+  }
+
+  private grantWhileRoom(): void {
     while (this.inFlight < this.limit && this.waitingCount > 0) {
       let bestTenant = '';
       let best: Waiting[] | null = null;

@@ -121,6 +121,18 @@ describe('fair gate', () => {
     expect(log).toEqual(['go c']);
   });
 
+  it('requests that fail as they go (releasing at once) let the next go without a deeper call each', () => {
+    const t = new ManualTimers();
+    const g = gate(t, 1, { maxWaiting: 20_000 });
+    let went = 0;
+    const failing: FairWaiter = { granted: () => { went++; g.release('t', 0); }, timedOut: () => undefined, stopped: () => undefined };
+    expect(g.enter(new Waiter('first', []), 'first', 0)).toBe('go');
+    for (let i = 0; i < 20_000; i++) g.enter(failing, 't', 0);
+    g.release('first', 0);
+    expect(went).toBe(20_000);
+    expect([g.active, g.queued]).toEqual([0, 0]);
+  });
+
   it('a stopping router tells every waiting request', () => {
     const t = new ManualTimers();
     const log: string[] = [];
