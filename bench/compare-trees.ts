@@ -12,7 +12,9 @@
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
  * asks for a fixed rate: with wrk think time by default, or with `--load poisson` / `--load uniform` open-loop arrivals (bench/load-open-loop.ts); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
- * the same tree on both sides with `--node-args-b "--single-threaded-gc"`. `--node-a` and
+ * the same tree on both sides with `--node-args-b "--single-threaded-gc"`; `--env-a` and `--env-b`
+ * add to that side's router environment (`--env-b "ROUTER_FAIRNESS_MAX_CONCURRENT=4096"`: a feature
+ * turned on for one side). `--node-a` and
  * `--node-b` run that side's router or floor on another Node.js binary (e.g. the Node 24 of the
  * container image against the machine's Node 20, the same tree on both sides); the table names the
  * version each side's process runs (read from its executable, so a tree whose bench predates the
@@ -59,14 +61,16 @@ interface Side {
   /** The side's Node.js binary (undefined: this tool's). */
   node: string | undefined;
   floorArgs: string[]; workers: number;
+  /** A router side's environment beyond its scenario's. */
+  env: Record<string, string>;
 }
 
 /** Non-router targets a side may name: the yardsticks of the router's goals. */
 const REFERENCES: ReadonlySet<string> = new Set(['nginx', 'uws-http1-proxy']);
 
 export const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--node-a PATH] [--node-b PATH] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--load wrk|poisson|uniform] [--long-tokens N]',
-  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--node-a', '--node-b', '--floor-args-a', '--floor-args-b', '--long-tokens'],
+  usage: 'Usage: node dist/bench/compare-trees.js <treeA>[:scenario] <treeB>[:scenario] [--rounds N] [--duration S] [--rate R] [--workers N] [--workers-a N] [--workers-b N] [--node-args-a "FLAGS"] [--node-args-b "FLAGS"] [--node-a PATH] [--node-b PATH] [--floor-args-a "ARGS"] [--floor-args-b "ARGS"] [--env-a "NAME=VALUE ..."] [--env-b "NAME=VALUE ..."] [--load wrk|poisson|uniform] [--long-tokens N]',
+  values: ['--load', '--rounds', '--duration', '--rate', '--workers', '--workers-a', '--workers-b', '--node-args-a', '--node-args-b', '--node-a', '--node-b', '--floor-args-a', '--floor-args-b', '--env-a', '--env-b', '--long-tokens'],
   positionals: [2, 2],
 };
 
@@ -93,11 +97,13 @@ export interface CompareOptions {
   floorArgs: [string[], string[]];
   /** Completion tokens of the mock behind `sf-model-long` (the SSE 64 scenarios; undefined: the tree's LONG_TOKENS). */
   longTokens: number | undefined;
+  /** A router side's environment beyond its scenario's (e.g. a setting turned on for one side). */
+  env: [Record<string, string>, Record<string, string>];
 }
 
 /** The tool's settings from its command line (the trees' scenarios are checked once their builds are loaded). */
 export function compareOptions(line: CommandLine): CompareOptions {
-  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined };
+  const o: CompareOptions = { positional: line.positionals, rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined, env: [{}, {}] };
   // In the order given: --workers sets both sides, a later --workers-a or -b one of them.
   for (const [name, value] of line.options) {
     if (name === '--load') {
@@ -115,10 +121,22 @@ export function compareOptions(line: CommandLine): CompareOptions {
     else if (name === '--workers-a' || name === '--workers-b') o.workers[name.endsWith('a') ? 0 : 1] = positiveNumber(name, value);
     else if (name === '--node-a' || name === '--node-b') o.node[name.endsWith('a') ? 0 : 1] = value;
     else if (name === '--floor-args-a' || name === '--floor-args-b') o.floorArgs[name.endsWith('a') ? 0 : 1] = words(value);
+    else if (name === '--env-a' || name === '--env-b') o.env[name.endsWith('a') ? 0 : 1] = environment(name, value);
     else o.nodeArgs[name.endsWith('a') ? 0 : 1] = words(value);
   }
   if (o.load !== 'wrk' && o.rate === undefined) throw new UsageError(`--load ${o.load} needs --rate`);
   return o;
+}
+
+/** A side's extra environment, given as one string of NAME=VALUE words (values without spaces). */
+function environment(option: string, value: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const w of words(value)) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(w);
+    if (m === null) throw new UsageError(`${option}: expected NAME=VALUE words, got "${w}"`);
+    env[m[1]] = m[2];
+  }
+  return env;
 }
 
 /** A side's extra arguments (Node flags, the floor's options), given as one string: its words. */
@@ -128,7 +146,7 @@ function words(value: string): string[] {
 
 async function main(): Promise<void> {
   stopChildrenOnInterrupt('compare-trees');
-  const { positional, rounds, durationS, rate, workers, nodeArgs, node, floorArgs, load: loadKind, longTokens } = readCommandLine(COMMAND, compareOptions);
+  const { positional, rounds, durationS, rate, workers, nodeArgs, node, floorArgs, load: loadKind, longTokens, env } = readCommandLine(COMMAND, compareOptions);
   const openLoop = loadKind === 'wrk' ? null : openLoopBinary();
   if (openLoop !== null && !('bin' in openLoop)) exitWithUsageError(COMMAND, `--load ${loadKind}: ${openLoop.reason}`);
   const generator = openLoop === null ? 'wrk' : 'open-loop';
@@ -142,10 +160,11 @@ async function main(): Promise<void> {
       exitWithUsageError(COMMAND, `${arg}: no router or reference scenario "${id}" in ${tree} (references: ${[...REFERENCES].join(', ')})`);
     }
     if (nodeArgs[i].length > 0 && !scenario.target.startsWith('router-')) exitWithUsageError(COMMAND, `${arg}: Node flags apply to a router side only`);
+    if (Object.keys(env[i]).length > 0 && !scenario.target.startsWith('router-')) exitWithUsageError(COMMAND, `${arg}: an environment applies to a router side only`);
     if (node[i] !== undefined && !scenario.target.startsWith('router-') && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: a Node binary applies to a router or uws-http1-proxy side only`);
     if (node[i] !== undefined && !existsSync(node[i]!)) exitWithUsageError(COMMAND, `--node-${i === 0 ? 'a' : 'b'}: ${node[i]} does not exist`);
     if (floorArgs[i].length > 0 && scenario.target !== 'uws-http1-proxy') exitWithUsageError(COMMAND, `${arg}: floor arguments apply to a uws-http1-proxy side only`);
-    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], node: node[i], floorArgs: floorArgs[i], workers: workers[i] });
+    sides.push({ label: i === 0 ? 'A' : 'B', tree, scenario, m, router: null, nodeArgs: nodeArgs[i], node: node[i], floorArgs: floorArgs[i], workers: workers[i], env: env[i] });
   }
   const m0 = sides[0].m;
   const mock = await m0.targets.startMock('mock');
@@ -155,7 +174,7 @@ async function main(): Promise<void> {
   const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
   try {
     for (const s of sides) {
-      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs });
+      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs, env: s.env });
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up

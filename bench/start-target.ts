@@ -53,6 +53,8 @@ export interface TargetStart {
   readonly authFile?: string | null;
   /** The HTTPS router's certificate and key (router-tls). */
   readonly tls?: TlsFiles | null;
+  /** A router's environment beyond its scenario's (compare-trees --env-a/-b). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart): Promise<Target> {
@@ -65,5 +67,5 @@ export function startTarget(m: TargetModules, target: TargetKey, s: TargetStart)
   if (!target.startsWith('router-')) throw new Error(`${target} is not a proxy this bench starts`);
   const yaml = m.scenarios.routerResources(s.mock.port, s.mockLong.port, m.scenarios.limitModeOf(target, s.redis));
   const env = m.scenarios.routerEnv(target, s.logFile ?? `${m.targets.tempDir(`ir-${s.name}-log-`)}/access.log`, s.collector ?? null, s.authFile ?? null, s.tls ?? null);
-  return m.targets.startRouter(s.name, yaml, s.workers, env, s.nodeArgs ?? [], s.node);
+  return m.targets.startRouter(s.name, yaml, s.workers, s.env === undefined ? env : { ...env, ...s.env }, s.nodeArgs ?? [], s.node);
 }
