@@ -58,11 +58,14 @@ describe('bench tool options', () => {
     expect(() => tool(['--targets', 'router-log,ngnix'])).toThrow('--targets: "ngnix" is none of');
   });
 
-  it('compare-trees: two sides; --workers sets both and a later --workers-a or -b one; Node flags split on spaces', () => {
+  it('compare-trees: two sides; --workers sets both and a later --workers-a or -b one; Node flags split on spaces; an environment per side', () => {
     const tool = (argv: string[]) => read(compareTrees.COMMAND, compareTrees.compareOptions, argv);
-    expect(tool(['../before', '.:router-log'])).toEqual({ positional: ['../before', '.:router-log'], rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined });
+    expect(tool(['../before', '.:router-log'])).toEqual({ positional: ['../before', '.:router-log'], rounds: 4, durationS: 4, rate: undefined, workers: [2, 2], nodeArgs: [[], []], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined, env: [{}, {}] });
     const o = tool(['a', '--workers', '3', '--workers-b', '1', 'b', '--node-args-b', '--single-threaded-gc  --max-semi-space-size=64', '--rate', '5000', '--rounds', '6', '--duration', '2']);
-    expect(o).toEqual({ positional: ['a', 'b'], rounds: 6, durationS: 2, rate: 5000, workers: [3, 1], nodeArgs: [[], ['--single-threaded-gc', '--max-semi-space-size=64']], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined });
+    expect(o).toEqual({ positional: ['a', 'b'], rounds: 6, durationS: 2, rate: 5000, workers: [3, 1], nodeArgs: [[], ['--single-threaded-gc', '--max-semi-space-size=64']], node: [undefined, undefined], floorArgs: [[], []], load: 'wrk', longTokens: undefined, env: [{}, {}] });
+    expect(tool(['.', '.', '--env-b', 'ROUTER_FAIRNESS_MAX_CONCURRENT=16  ROUTER_FAIRNESS_WINDOW=1m']).env).toEqual([{}, { ROUTER_FAIRNESS_MAX_CONCURRENT: '16', ROUTER_FAIRNESS_WINDOW: '1m' }]);
+    expect(() => tool(['.', '.', '--env-a', 'lower=1'])).toThrow(/NAME=VALUE/);
+    expect(() => tool(['.', '.', '--env-a', 'NOVALUE'])).toThrow(UsageError);
     expect(tool(['.', '.', '--node-b', '/opt/node24/bin/node']).node).toEqual([undefined, '/opt/node24/bin/node']);
     expect(tool(['.:router-local', '.:uws-http1-proxy', '--floor-args-b', '--burn-us 8 --garbage-objects 100']).floorArgs).toEqual([[], ['--burn-us', '8', '--garbage-objects', '100']]);
     expect(tool(['a', 'b', '--workers-a', '1', '--workers', '4']).workers).toEqual([4, 4]);
