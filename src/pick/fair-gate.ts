@@ -200,6 +200,14 @@ export class FairGates {
     return g;
   }
 
+  /**
+   * Drops the gates of servers `kept` says are gone, those with nothing in flight or waiting (a
+   * busy one stays until a later configuration finds it idle); its tenants' use goes with it.
+   */
+  forgetIdle(kept: (server: string) => boolean): void {
+    for (const [server, g] of this.gates) if (!kept(server) && g.active === 0 && g.queued === 0) this.gates.delete(server);
+  }
+
   /** The router stops: every waiting request of every server is told it will not go. */
   cutWaiting(): void {
     for (const g of this.gates.values()) g.cutWaiting();

@@ -346,6 +346,8 @@ export async function runWorker(settings: Settings): Promise<void> {
         const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
         if (next !== table) podEpochs = msg.podEpochs;
         table = next;
+        // The gates of ModelServers gone from the configuration, once nothing waits or is in flight there.
+        if (fairGates !== null && next !== null) fairGates.forgetIdle((key) => next.server(key) !== undefined);
         schedulerMetrics.configurationApplied();
         if (next !== null) {
           void limiters.warmUp(next.rateLimits).then(() => send({ t: 'core:applied', version: next.version }));

@@ -147,6 +147,22 @@ describe('fair gate', () => {
     expect(t.pending()).toEqual([]);
   });
 
+  it('the gate of a server gone from the configuration is dropped once idle', () => {
+    const t = new ManualTimers();
+    const gates = new FairGates(parseFairnessSettings({ ROUTER_FAIRNESS_MAX_CONCURRENT: '1' })!, 1, () => t.now, t);
+    const busy = gates.of('busy');
+    busy.enter(new Waiter('a', []), 'a', 0);
+    gates.of('idle');
+    gates.of('kept');
+    gates.forgetIdle((s) => s === 'kept');
+    expect([...gates.queued().keys()]).toEqual(['busy', 'kept']);
+    busy.release('a', 0);
+    gates.forgetIdle((s) => s === 'kept');
+    expect([...gates.queued().keys()]).toEqual(['kept']);
+    // A server that comes back gets a new gate.
+    expect(gates.of('busy')).not.toBe(busy);
+  });
+
   it('each worker has its share of the places and of the queue, at least one', () => {
     const t = new ManualTimers();
     const log: string[] = [];
