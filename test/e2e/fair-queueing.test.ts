@@ -134,3 +134,35 @@ describe('fair queueing (built router)', () => {
     });
   });
 });
+
+describe('fair queueing and a drain (built router)', () => {
+  let mock: MockBackend;
+  beforeAll(async () => {
+    mock = await startMock('pod-a');
+  });
+  afterAll(async () => {
+    await mock?.kill();
+  });
+
+  it('a request still waiting when ROUTER_DRAIN_TIMEOUT passes is answered 503 router_stopping and recorded; the router exits', async () => {
+    const { router, log } = await start(mock, { ROUTER_DRAIN_TIMEOUT: '1500ms' });
+    try {
+      const long = postJson(`${router.url}/v1/completions`, BODY, bearer('heavy', { 'x-request-id': 'long', 'x-mock-latency-ms': '10000' })).catch(() => null);
+      await waitFor('the first in flight', async () => (await metric(router, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')) === 1);
+      const waiting = postJson(`${router.url}/v1/completions`, BODY, bearer('light', { 'x-request-id': 'waiting', accept: 'application/json' }));
+      await waitFor('one waiting', async () => (await metric(router, 'inference_router_fair_queue_requests{server="default/sf-server"}')) === 1);
+      router.child.kill('SIGTERM');
+      const answer = await waiting;
+      expect(answer.status).toBe(503);
+      expect(((await answer.json()) as any).error.code).toBe('router_stopping');
+      await long;
+      expect(await router.exited).toBe(0);
+      const record = accessLogRecords(log).find((r) => r.request_id === 'waiting');
+      expect(record.status_code).toBe(503);
+      expect(record.error.message).toContain('fair queue');
+      expect(record.selected_pod ?? '').toBe('');
+    } finally {
+      await router.kill();
+    }
+  });
+});
