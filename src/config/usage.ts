@@ -50,6 +50,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   ['ROUTER_FAIRNESS_WINDOW', "fair queueing: how far back a tenant's use counts (5m)"],
   ['ROUTER_FAIRNESS_INPUT_TOKEN_WEIGHT', 'fair queueing: weight of an input token in that use (1)'],
   ['ROUTER_FAIRNESS_OUTPUT_TOKEN_WEIGHT', 'fair queueing: weight of an output token in that use (2)'],
+  ['ROUTER_FAIRNESS_REQUEST_WEIGHT', 'fair queueing: what each request adds to that use besides its tokens (0)'],
   'Access log',
   ['ACCESS_LOG_ENABLED', 'true (default) or false'],
   ['ACCESS_LOG_FORMAT', 'text (default) or json'],

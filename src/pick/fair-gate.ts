@@ -47,7 +47,7 @@ export class FairGate {
     private readonly limit: number,
     private readonly maxWaiting: number,
     readonly timeoutMs: number,
-    private readonly weights: { readonly input: number; readonly output: number },
+    private readonly weights: { readonly input: number; readonly output: number; readonly request: number },
     windowMs: number,
     private readonly clock: Clock,
     private readonly timers: Timers,
@@ -68,12 +68,12 @@ export class FairGate {
   /**
    * A request of `tenant` wants to go to the server, its prompt `inputTokens` long: 'go' (it
    * holds a place now), 'wait' (queued: `waiter` hears later) or 'full' (the queue is at its bound).
-   * Its input counts as the tenant's use from the moment it goes.
+   * Its input (and the weight of a request) counts as the tenant's use from the moment it goes.
    */
   enter(waiter: FairWaiter, tenant: string, inputTokens: number): 'go' | 'wait' | 'full' {
     if (this.inFlight < this.limit && this.waitingCount === 0) {
       this.inFlight++;
-      this.usage.add(tenant, inputTokens * this.weights.input);
+      this.usage.add(tenant, inputTokens * this.weights.input + this.weights.request);
       return 'go';
     }
     if (this.waitingCount >= this.maxWaiting) return 'full';
@@ -148,7 +148,7 @@ export class FairGate {
       const w = best![0];
       this.remove(bestTenant, best!, 0);
       this.inFlight++;
-      this.usage.add(w.tenant, w.input * this.weights.input);
+      this.usage.add(w.tenant, w.input * this.weights.input + this.weights.request);
       this.onWaitEnded?.(this.server, this.clock() - w.since);
       w.waiter.granted();
     }
@@ -194,7 +194,7 @@ export class FairGates {
     if (g === undefined) {
       const s = this.settings;
       g = new FairGate(server, Math.max(1, Math.ceil(s.maxConcurrent / this.workers)), Math.max(1, Math.ceil(s.maxQueued / this.workers)),
-        s.queueTimeoutMs, { input: s.inputTokenWeight, output: s.outputTokenWeight }, s.windowMs, this.clock, this.timers, this.onWaitEnded);
+        s.queueTimeoutMs, { input: s.inputTokenWeight, output: s.outputTokenWeight, request: s.requestWeight }, s.windowMs, this.clock, this.timers, this.onWaitEnded);
       this.gates.set(server, g);
     }
     return g;

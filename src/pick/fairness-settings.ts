@@ -2,7 +2,7 @@
  * Fair queueing from the environment, validated once (docs/scheduling.md#fair-queueing):
  * ROUTER_FAIRNESS_MAX_CONCURRENT (0, the default: off), ROUTER_FAIRNESS_MAX_QUEUED,
  * ROUTER_FAIRNESS_QUEUE_TIMEOUT, ROUTER_FAIRNESS_WINDOW, ROUTER_FAIRNESS_INPUT_TOKEN_WEIGHT,
- * ROUTER_FAIRNESS_OUTPUT_TOKEN_WEIGHT.
+ * ROUTER_FAIRNESS_OUTPUT_TOKEN_WEIGHT, ROUTER_FAIRNESS_REQUEST_WEIGHT.
  */
 import { durationSetting } from '../config/duration-setting.js';
 import { badSetting } from '../setting-message.js';
@@ -18,6 +18,8 @@ export interface FairnessSettings {
   readonly windowMs: number;
   readonly inputTokenWeight: number;
   readonly outputTokenWeight: number;
+  /** What each request adds to its tenant's use besides its tokens (many small requests count). */
+  readonly requestWeight: number;
 }
 
 export const DEFAULT_FAIRNESS = Object.freeze({
@@ -26,6 +28,7 @@ export const DEFAULT_FAIRNESS = Object.freeze({
   windowMs: 300_000,
   inputTokenWeight: 1,
   outputTokenWeight: 2,
+  requestWeight: 0,
 });
 
 /** The settings, or null when fair queueing is off (ROUTER_FAIRNESS_MAX_CONCURRENT unset or 0). */
@@ -36,8 +39,9 @@ export function parseFairnessSettings(env: NodeJS.ProcessEnv): FairnessSettings 
   const windowMs = durationSetting('ROUTER_FAIRNESS_WINDOW', env.ROUTER_FAIRNESS_WINDOW, DEFAULT_FAIRNESS.windowMs, { min: 1_000, max: 86_400_000 });
   const inputTokenWeight = weight(env, 'ROUTER_FAIRNESS_INPUT_TOKEN_WEIGHT', DEFAULT_FAIRNESS.inputTokenWeight);
   const outputTokenWeight = weight(env, 'ROUTER_FAIRNESS_OUTPUT_TOKEN_WEIGHT', DEFAULT_FAIRNESS.outputTokenWeight);
+  const requestWeight = weight(env, 'ROUTER_FAIRNESS_REQUEST_WEIGHT', DEFAULT_FAIRNESS.requestWeight);
   if (maxConcurrent === 0) return null;
-  return Object.freeze({ maxConcurrent, maxQueued, queueTimeoutMs, windowMs, inputTokenWeight, outputTokenWeight });
+  return Object.freeze({ maxConcurrent, maxQueued, queueTimeoutMs, windowMs, inputTokenWeight, outputTokenWeight, requestWeight });
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number, max: number): number {

@@ -12,8 +12,8 @@ class Waiter implements FairWaiter {
   stopped(): void { this.log.push(`stopped ${this.name}`); }
 }
 
-function gate(timers: ManualTimers, limit: number, opts: { maxWaiting?: number; timeoutMs?: number; windowMs?: number; waits?: number[] } = {}): FairGate {
-  return new FairGate('ns/server', limit, opts.maxWaiting ?? 100, opts.timeoutMs ?? 60_000, { input: 1, output: 2 }, opts.windowMs ?? 300_000,
+function gate(timers: ManualTimers, limit: number, opts: { maxWaiting?: number; timeoutMs?: number; windowMs?: number; waits?: number[]; requestWeight?: number } = {}): FairGate {
+  return new FairGate('ns/server', limit, opts.maxWaiting ?? 100, opts.timeoutMs ?? 60_000, { input: 1, output: 2, request: opts.requestWeight ?? 0 }, opts.windowMs ?? 300_000,
     () => timers.now, timers, opts.waits === undefined ? null : (_s, ms) => opts.waits!.push(ms));
 }
 
@@ -49,6 +49,25 @@ describe('fair gate', () => {
     g.release('heavy', 100);
     g.release('heavy', 100);
     expect(log).toEqual(['go light1', 'go light2', 'go heavy1', 'go heavy2', 'go heavy3']);
+  });
+
+  it('with a request weight, many small requests count against their tenant too', () => {
+    for (const [requestWeight, expected] of [[0, 'go many4'], [100, 'go big1']] as const) {
+      const t = new ManualTimers();
+      const log: string[] = [];
+      const g = gate(t, 1, { requestWeight });
+      g.enter(new Waiter('many0', log), 'many', 1);
+      for (let i = 1; i < 4; i++) { g.enter(new Waiter(`many${i}`, log), 'many', 1); g.release('many', 0); }
+      log.length = 0;
+      g.enter(new Waiter('big0', log), 'big', 50);
+      g.release('many', 0); // big0 goes (the only one waiting)
+      g.enter(new Waiter('many4', log), 'many', 1);
+      g.enter(new Waiter('big1', log), 'big', 50);
+      log.length = 0;
+      g.release('big', 0);
+      // Tokens alone: many 4 + big 50; each request weighing 100: many 404 + big 150.
+      expect(log).toEqual([expected]);
+    }
   });
 
   it('at equal use, the request that waited longest goes first', () => {
@@ -206,8 +225,10 @@ describe('fairness settings', () => {
     expect(parseFairnessSettings({})).toBeNull();
     expect(parseFairnessSettings({ ROUTER_FAIRNESS_MAX_CONCURRENT: '0' })).toBeNull();
     expect(parseFairnessSettings({ ROUTER_FAIRNESS_MAX_CONCURRENT: '16' })).toEqual({
-      maxConcurrent: 16, maxQueued: 1000, queueTimeoutMs: 60_000, windowMs: 300_000, inputTokenWeight: 1, outputTokenWeight: 2,
+      maxConcurrent: 16, maxQueued: 1000, queueTimeoutMs: 60_000, windowMs: 300_000, inputTokenWeight: 1, outputTokenWeight: 2, requestWeight: 0,
     });
+    expect(parseFairnessSettings({ ROUTER_FAIRNESS_MAX_CONCURRENT: '1', ROUTER_FAIRNESS_REQUEST_WEIGHT: '50' })!.requestWeight).toBe(50);
+    expect(() => parseFairnessSettings({ ROUTER_FAIRNESS_REQUEST_WEIGHT: '2000' })).toThrow(/ROUTER_FAIRNESS_REQUEST_WEIGHT/);
     expect(parseFairnessSettings({ ROUTER_FAIRNESS_MAX_CONCURRENT: '4', ROUTER_FAIRNESS_QUEUE_TIMEOUT: '2s', ROUTER_FAIRNESS_WINDOW: '1h', ROUTER_FAIRNESS_OUTPUT_TOKEN_WEIGHT: '4.5' }))
       .toMatchObject({ queueTimeoutMs: 2000, windowMs: 3_600_000, outputTokenWeight: 4.5 });
     expect(() => parseFairnessSettings({ ROUTER_FAIRNESS_MAX_CONCURRENT: '-1' })).toThrow(/ROUTER_FAIRNESS_MAX_CONCURRENT/);
