@@ -58,12 +58,19 @@ function isTextDelta(type: unknown): boolean {
 /**
  * Usage of a complete (non-stream) Responses answer: `usage.input_tokens` and
  * `usage.output_tokens` (null when absent or not a number >= 0); `text`, the answer's
- * generated text (`outputText`), only when no output count came. The answer is parsed whole: its
- * `usage` is not its last member (`user`, `metadata` follow it in OpenAI's answers) and holds
- * nested objects.
- * Malformed JSON gives nulls and ''.
+ * generated text (`outputText`), only when no output count came. The usage is first read from the
+ * answer's end (json-tail-usage.ts: in OpenAI's answers only `user` and `metadata`, small members,
+ * follow it); only when that finds no output count is the answer parsed whole (its text is then
+ * needed), as it is when other members follow the usage. Malformed JSON gives nulls and '' (but an
+ * invalid answer that ends with a readable usage is read for it, as the chat reader does).
  */
 export function usageFromResponsesJson(body: Buffer | string): AnswerUsage {
+  // Its usage read from its end (before `user` and `metadata`), when that names the output count:
+  // the rest, the text included, is not needed then.
+  if (typeof body !== 'string') {
+    const fromEnd = usageFromResponsesTail(body);
+    if (fromEnd !== null && fromEnd.completionTokens !== null) return fromEnd;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));

@@ -109,6 +109,28 @@ describe('the Responses API (/v1/responses)', () => {
       expect(api.jsonUsage(Buffer.from(JSON.stringify(response('completed', { input_tokens: 5 }, output))))).toMatchObject({ promptTokens: 5, completionTokens: null, text });
     });
 
+    it('read from its end or parsed whole, the counts are those JSON.parse reads, for every shape of the members around usage', () => {
+      const shapes = [
+        (u: string) => `{"id":"r","output":[${JSON.stringify(message(TEXT))}],"usage":${u},"user":null,"metadata":{}}`,
+        (u: string) => `{"id":"r","output":[],"usage":${u},"user":"u-1","metadata":{"team":"a","n":"1"}}`,
+        (u: string) => `{"id":"r","usage":${u},"output":[${JSON.stringify(message(TEXT))}]}`,
+        (u: string) => `{"id":"r","output":[],"usage":${u},"metadata":{"usage":{"input_tokens":1,"output_tokens":2}}}`,
+        (u: string) => `{"usage":{"input_tokens":9,"output_tokens":9},"output":[],"usage":${u},"user":null}`,
+        (u: string) => `{"id":"r","output":[],"usage":${u},"metadata":{"long":"${'x'.repeat(400)}"}}`,
+        (u: string) => ` {\n "id": "r",\n "usage": ${u} ,\n "user": null\n}\n `,
+      ];
+      const usages = [JSON.stringify(USAGE), JSON.stringify(USAGE, null, 2), '{"input_tokens":3}', 'null', '{"input_tokens":1,"output_tokens":0}'];
+      for (const shape of shapes) {
+        for (const u of usages) {
+          const body = shape(u);
+          const whole = JSON.parse(body).usage;
+          const got = api.jsonUsage(Buffer.from(body));
+          expect(got.promptTokens, body).toBe(typeof whole?.input_tokens === 'number' ? whole.input_tokens : null);
+          expect(got.completionTokens, body).toBe(typeof whole?.output_tokens === 'number' ? whole.output_tokens : null);
+        }
+      }
+    });
+
     it('malformed answers give nulls and no text; counts that are not numbers >= 0 are no counts', () => {
       for (const body of ['', '{', 'null', '[]', '"x"', '{"usage":[1],"output":5}']) {
         expect(api.jsonUsage(Buffer.from(body)), body).toMatchObject({ promptTokens: null, completionTokens: null, text: '' });
