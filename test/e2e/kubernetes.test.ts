@@ -108,6 +108,11 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
     const pools = async (): Promise<string[]> => (await (await fetch(`${url}/metrics`)).text()).split('\n').filter((l) => l.startsWith('inference_router_upstream_connections{'));
     await waitFor('the pools of the ModelServer gone', async () => (await pools()).length === 0, 5000);
     expect(router.stderr()).toMatch(/resources reloaded from kubernetes all namespaces \(snapshot \d+\): 0 routes \[\], 0 servers \[\]; 1 ModelServers no route served targets, not used \(their pods neither scraped nor connected to\) \[ml\/llm\]\n/);
+    // A pod of that unused ModelServer comes: nothing the workers use changed, so no new snapshot.
+    const last = Math.max(...[...router.stderr().matchAll(/\(snapshot (\d+)\)/g)].map((m) => Number(m[1])));
+    api.upsert('pods', pod('llm-d-0', '127.0.0.4', true));
+    await waitFor('the pod change read', () => router.stderr().includes(`resources changed: only in ModelServers no route served targets; snapshot ${last} kept`), 5000);
+    expect(router.stderr()).not.toContain(`(snapshot ${last + 1})`);
   });
 
   it('an API that answers 410 Gone to every watch right after each relist gets relists backed off, not a loop of full lists', async () => {
