@@ -60,6 +60,8 @@ export function parseAllSettings(argv: readonly string[], env: NodeJS.ProcessEnv
     // Only where seconds are a possible meaning: the settings read again with the number in seconds.
     return message === null || !accepted(() => parseParts(argv, { ...env, [variable]: `${env[variable]!.trim()}s` })) ? [] : [{ variable, message }];
   });
+  const fairShare = fairShareWarning(parts.fairness, parts.workers);
+  if (fairShare !== null) warnings.push(fairShare);
   return deepFreeze({ ...parts, warnings });
 }
 
@@ -74,6 +76,19 @@ function parseParts(argv: readonly string[], env: NodeJS.ProcessEnv): Omit<Setti
     scheduler: parseSchedulerSettings(env),
     fairness: parseFairnessSettings(env),
     tracing: parseTraceSettings(env),
+  };
+}
+
+/**
+ * Fair queueing gives each worker ceil(N / workers) places: when N is not a multiple of the
+ * workers, the instance lets more than N through at once, which the operator is told at start.
+ */
+function fairShareWarning(fairness: FairnessSettings | null, workers: number): SettingWarning | null {
+  if (fairness === null || fairness.maxConcurrent % workers === 0) return null;
+  const each = Math.ceil(fairness.maxConcurrent / workers);
+  return {
+    variable: 'ROUTER_FAIRNESS_MAX_CONCURRENT',
+    message: `ROUTER_FAIRNESS_MAX_CONCURRENT=${fairness.maxConcurrent} is not a multiple of the ${workers} workers: each worker lets ${each} requests through to a ModelServer at once, ${each * workers} for the instance (docs/scheduling.md#fair-queueing)`,
   };
 }
 

@@ -96,3 +96,16 @@ describe('warnings: a duration given as a bare number below 1000', () => {
     expect(durations.sort()).toEqual([...DURATION_VARIABLES].sort());
   });
 });
+
+describe('warnings: fair queueing places not a multiple of the workers', () => {
+  const warnings = (workers: string, env: NodeJS.ProcessEnv) => parseAllSettings(['--resources', 'r', '--workers', workers], env)!.warnings;
+
+  it('says how many requests each worker and the instance let through', () => {
+    expect(warnings('4', { ROUTER_FAIRNESS_MAX_CONCURRENT: '6' })).toEqual([{
+      variable: 'ROUTER_FAIRNESS_MAX_CONCURRENT',
+      message: 'ROUTER_FAIRNESS_MAX_CONCURRENT=6 is not a multiple of the 4 workers: each worker lets 2 requests through to a ModelServer at once, 8 for the instance (docs/scheduling.md#fair-queueing)',
+    }]);
+    expect(warnings('4', { ROUTER_FAIRNESS_MAX_CONCURRENT: '8' })).toEqual([]);
+    expect(warnings('3', {})).toEqual([]);
+  });
+});
