@@ -10,7 +10,7 @@ import type { Timers } from '../timers.js';
 import type { FairnessSettings } from './fairness-settings.js';
 import { TenantUsage } from './tenant-usage.js';
 
-/** A request that waits: told once, by granted() or refused(). */
+/** A request that waits: told once, by granted(), timedOut() or stopped() (or taken out by FairGate.leave). */
 export interface FairWaiter {
   /** Its turn came: it holds a place in flight from now on (release it once). */
   granted(): void;

@@ -316,7 +316,7 @@ class PipelineRun implements ProxyListener, FairWaiter {
     if (this.gate !== null) {
       const gate = this.gate;
       this.gate = null;
-      // Its output counts as the tenant's use; the next waiting request may go (after this turn's own work).
+      // Its output counts as the tenant's use; the next waiting request goes now (fair-gate.ts next).
       gate.release(x.ctx.tenant, x.ctx.outputTokens);
     }
     if (this.charged > 0 && !x.reachedPod && this.terms !== null) {
