@@ -6,11 +6,11 @@
 import type { AnswerUsage } from './inference-api.js';
 import { choicesText, tokenCount } from './openai-choice-text.js';
 import {
-  bytesAt, flatCounts, flatValueStartBackwards, isJsonSpace, keyStartBackwards, lastTokenByteBefore, readFlatCountsBackwards,
+  bytesAt, flatCounts, flatValueStartBackwards, isJsonSpace, lastTokenByteBefore, readFlatCountsBackwards,
   scalarStartBackwards,
 } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
-import { trailingUsageObject } from './json-tail-usage.js';
+import { followsMemberStart, KEY_USAGE, memberKeyBefore, trailingUsageObject, USAGE_KEY, usageObjectEndingAt } from './json-tail-usage.js';
 
 /**
  * `promptTokens`/`completionTokens`: `usage.prompt_tokens`/`usage.completion_tokens`, or null when
@@ -62,32 +62,11 @@ export function usageFromJsonTail(tail: Buffer): JsonUsage | null {
   return { promptTokens: tokenCount(u.prompt_tokens), completionTokens: tokenCount(u.completion_tokens), text: '', generated: null };
 }
 
-const USAGE_KEY = Buffer.from('"usage"');
 const PROMPT_TOKENS = Buffer.from('prompt_tokens');
 const COMPLETION_TOKENS = Buffer.from('completion_tokens');
-const QUOTE = 0x22;
-const OPEN = 0x7b; // {
 const CLOSE = 0x7d; // }
-const COMMA = 0x2c;
 const COLON = 0x3a;
 const CLOSE_BRACKET = 0x5d; // ]
-
-/**
- * Where the last `"usage"` starts before `end`, or -1. A loop in JS: the key sits a few dozen
- * bytes from the end, closer than a call into Buffer's native search costs.
- */
-function lastKeyBefore(b: Buffer, end: number): number {
-  const n = USAGE_KEY.length;
-  for (let i = end - n; i >= 0; i--) if (b[i] === QUOTE && bytesAt(b, i, USAGE_KEY)) return i;
-  return -1;
-}
-
-/** Whether the last byte before b[at] that is not white space is `,` or `{`: what a member's key follows. */
-function followsMemberStart(b: Buffer, at: number): boolean {
-  let p = at - 1;
-  while (p >= 0 && isJsonSpace(b[p])) p--;
-  return p >= 0 && (b[p] === COMMA || b[p] === OPEN);
-}
 
 /**
  * Whether the object starting at b[start] is the value of a `"usage"` key that follows `,` or
@@ -139,24 +118,6 @@ function hasNoChoices(b: Buffer): boolean {
 
 /** The most members after `usage` stepped over; an answer with more is parsed whole. */
 const MAX_TRAILING_MEMBERS = 16;
-/** memberKeyBefore: the member's key is `usage`. */
-const KEY_USAGE = -2;
-
-/**
- * For the root member whose value starts at b[start]: the index of the last byte of the member
- * before it (white space aside), -1 when the key or the comma before it is not there, has an
- * escape, or no member comes before, or KEY_USAGE when the key is `usage` (after `,` or `{`).
- */
-function memberKeyBefore(b: Buffer, start: number): number {
-  const open = keyStartBackwards(b, start);
-  if (open < 0) return -1;
-  const i = lastTokenByteBefore(b, open);
-  if (i < 0) return -1;
-  // The key holds no quote but its closing one (keyStartBackwards): `"usage"` from `open` is all of it.
-  if (bytesAt(b, open, USAGE_KEY) && (b[i] === COMMA || b[i] === OPEN)) return KEY_USAGE;
-  return b[i] === COMMA ? lastTokenByteBefore(b, i) : -1;
-}
-
 /**
  * The counts of an answer whose root object has a `usage` member that only small members follow
  * (none: `..., "usage": {...} }`, as OpenAI and TGI send it; vLLM's `..., "usage": {...},
@@ -213,24 +174,12 @@ function trailingUsage(b: Buffer): JsonUsage | null {
 /**
  * The counts of the usage object that ends at b[objectEnd], the end of a root member's value that
  * only members not named `usage` follow (see trailingUsage): found by its key and parsed with
- * JSON.parse; null as trailingUsage's.
+ * JSON.parse (json-tail-usage.ts usageObjectEndingAt, which the reader of a large answer's end
+ * shares); null as trailingUsage's.
  */
 function parsedTrailingUsage(b: Buffer, objectEnd: number): JsonUsage | null {
-  const k = lastKeyBefore(b, objectEnd);
-  if (k <= 0 || !followsMemberStart(b, k)) return null;
-  let q = k + USAGE_KEY.length;
-  while (q < objectEnd && isJsonSpace(b[q])) q++;
-  if (b[q] !== COLON) return null;
-  q++;
-  while (q < objectEnd && isJsonSpace(b[q])) q++;
-  if (b[q] !== OPEN) return null;
-  let usage: unknown;
-  try {
-    usage = JSON.parse(b.toString('utf8', q, objectEnd + 1));
-  } catch {
-    return null;
-  }
-  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  const u = usageObjectEndingAt(b, objectEnd);
+  if (u === null) return null;
   const completionTokens = tokenCount(u.completion_tokens);
   if (completionTokens === null && !hasNoChoices(b)) return null;
   return { promptTokens: tokenCount(u.prompt_tokens), completionTokens, text: '', generated: null };
