@@ -130,6 +130,16 @@ export class HistogramFamily implements RegistrableMetric {
     return s;
   }
 
+  /** The child of a family with one label, for this value (the same child as child(value), without its array). */
+  childOf(value: string): HistogramSeries {
+    let s = this.byKey.get(value);
+    if (s === undefined) {
+      s = new HistogramSeries(labelsOf(this.labelNames, [value]), this.bounds);
+      this.byKey.set(value, s);
+    }
+    return s;
+  }
+
   async get(): Promise<MetricJson> {
     const values: MetricValue[] = [];
     const bucket = `${this.name}_bucket`;

@@ -98,7 +98,6 @@ export class RouterMetrics {
   readonly registry: Registry;
   private readonly knownModel: ((model: string) => boolean) | null;
   private readonly routes = new Map<string, RouteHandles>();
-  private readonly decisionByMode = new Map<string, HistogramSeries>();
   private sources: MetricSources = {};
   /** prom-client's event-loop delay sampler, sampling while requests finish (null without default metrics). */
   private readonly delaySampler: SamplingGate | null = null;
@@ -146,7 +145,6 @@ export class RouterMetrics {
   private readonly recallRefused: CounterSeries = this.recallWaits.child('refused');
   private readonly fairQueueWait = new HistogramFamily('inference_router_fair_queue_wait_seconds',
     'Fair queueing: time a request waited for its turn to go to a ModelServer, by server (requests that waited only; those that timed out included).', ['server'], LATENCY_BUCKETS);
-  private readonly fairQueueWaitByServer = new Map<string, HistogramSeries>();
   private readonly tokenizerDuration = new HistogramFamily('inference_router_tokenizer_pool_duration_seconds',
     'Time from submitting a count to the tokenizer pool to its answer (queue wait included).', [], TOKENIZER_BUCKETS);
   private readonly tokenizerTask: HistogramSeries = this.tokenizerDuration.child();
@@ -273,12 +271,7 @@ export class RouterMetrics {
 
   /** Latency of one limiter admission decision, ms. */
   limiterDecision(mode: 'local' | 'global', ms: number): void {
-    let h = this.decisionByMode.get(mode);
-    if (h === undefined) {
-      h = this.decisionDuration.child(mode);
-      this.decisionByMode.set(mode, h);
-    }
-    h.observe(ms / 1000);
+    this.decisionDuration.childOf(mode).observe(ms / 1000);
   }
 
   /** A command to the global limit store failed or timed out (`store`: address without credentials). */
@@ -303,12 +296,7 @@ export class RouterMetrics {
 
   /** A request's wait in the fair queue of `server` ended after `ms` (its turn came, or it timed out). */
   fairQueueWaited(server: string, ms: number): void {
-    let h = this.fairQueueWaitByServer.get(server);
-    if (h === undefined) {
-      h = this.fairQueueWait.child(server);
-      this.fairQueueWaitByServer.set(server, h);
-    }
-    h.observe(ms / 1000);
+    this.fairQueueWait.childOf(server).observe(ms / 1000);
   }
 
   /** A pooled token count took `ms` from submission to answer. */
