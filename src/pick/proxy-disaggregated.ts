@@ -226,22 +226,12 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
       return;
     }
     if (err !== null && call.notReached) {
-      if (isOwnRefusal(err)) {
-        this.lastError = notSent(err, `${p.name} (prefill)`);
-      } else {
-        this.scheduler.connectFailed(p);
-        this.lastError = new RouterError('upstream_error', `cannot connect to prefill pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'upstream_unreachable');
-      }
-      this.skipPrefill.push(p);
-      this.retryOrEnd(true);
+      this.prefillNotReached(p, this.notReachedError(p, err));
       return;
     }
     x.reachedPod = true;
     if (err !== null) {
-      const fault = countPodFault(this.scheduler, p, err);
-      this.prefillFailed(p, fault === PodFault.Timeout
-        ? new RouterError('timeout', `the prefill on pod ${p.name} timed out after ${formatSeconds(this.server.timeoutMs)}s`)
-        : new RouterError('upstream_error', `the prefill failed on pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'prefill_failed'));
+      this.prefillFailed(p, this.prefillFault(p, err));
       return;
     }
     const status = call.status;
@@ -282,23 +272,10 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     if (err instanceof ClientGone) return;
     let outcome: (() => void) | null = null;
     if (err !== null && call.notReached) {
-      let e: RouterError;
-      if (isOwnRefusal(err)) {
-        e = notSent(err, `${p.name} (prefill)`);
-      } else {
-        this.scheduler.connectFailed(p);
-        e = new RouterError('upstream_error', `cannot connect to prefill pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'upstream_unreachable');
-      }
-      outcome = () => {
-        this.lastError = e;
-        this.skipPrefill.push(p);
-        this.retryOrEnd(true);
-      };
+      const e = this.notReachedError(p, err);
+      outcome = () => this.prefillNotReached(p, e);
     } else if (err !== null) {
-      const fault = countPodFault(this.scheduler, p, err);
-      const e = fault === PodFault.Timeout
-        ? new RouterError('timeout', `the prefill on pod ${p.name} timed out after ${formatSeconds(this.server.timeoutMs)}s`)
-        : new RouterError('upstream_error', `the prefill failed on pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'prefill_failed');
+      const e = this.prefillFault(p, err);
       outcome = () => this.prefillFailed(p, e);
     } else {
       const status = call.status;
@@ -319,6 +296,30 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     if (outcome === null || this.ended || decode === null || this.x.headersSent) return;
     this.sgPrefillOutcome = outcome;
     decode.abort(new PrefillEnded(`the prefill on pod ${p.name} failed`));
+  }
+
+  /**
+   * The error of a prefill pod that was not reached: the router's own refusal to send (notSent), or
+   * a connection that failed, which counts against the pod.
+   */
+  private notReachedError(p: EndpointState, err: Error): RouterError {
+    if (isOwnRefusal(err)) return notSent(err, `${p.name} (prefill)`);
+    this.scheduler.connectFailed(p);
+    return new RouterError('upstream_error', `cannot connect to prefill pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'upstream_unreachable');
+  }
+
+  /** The error of a prefill pod that had the request and failed it (its fault counted for passive health). */
+  private prefillFault(p: EndpointState, err: Error): RouterError {
+    return countPodFault(this.scheduler, p, err) === PodFault.Timeout
+      ? new RouterError('timeout', `the prefill on pod ${p.name} timed out after ${formatSeconds(this.server.timeoutMs)}s`)
+      : new RouterError('upstream_error', `the prefill failed on pod ${p.name}: ${codeOf(err)}${err.message}`, 502, null, 'prefill_failed');
+  }
+
+  /** The prefill pod was not reached: another pair (always), else the error. */
+  private prefillNotReached(p: EndpointState, err: RouterError): void {
+    this.lastError = err;
+    this.skipPrefill.push(p);
+    this.retryOrEnd(true);
   }
 
   /** The prefill pod had the request and failed it: another pair with the retry policy, else the error. */
