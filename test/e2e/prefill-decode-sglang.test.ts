@@ -1,38 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { total } from '../helpers/metrics-text.js';
-import { freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
-
-const API = 'networking.serving.volcano.sh/v1alpha1';
+import { accessLogRecords, freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { pdResources, type PdPod } from '../helpers/pd-resources.js';
 
 /** An SGLang ModelServer with pdGroup (no kvConnector: the engine chooses SGLang's handoff) whose pods are `pods`, and its route serving `model`. */
-function sglangResources(name: string, model: string, pods: { name: string; port: number; group: string; role: string }[], extra = ''): string {
-  return `apiVersion: ${API}
-kind: ModelServer
-metadata: { name: ${name}, namespace: default }
-spec:
-  model: served-${model}
-  inferenceEngine: SGLang
-  workloadSelector:
-    matchLabels: { app: ${name} }
-    pdGroup:
-      groupKey: group
-      prefillLabels: { role: prefill }
-      decodeLabels: { role: decode }
-${extra}  endpoints:
-${pods.map((p) => `    - { name: ${p.name}, address: "127.0.0.1:${p.port}", labels: { group: ${p.group}, role: ${p.role} } }`).join('\n')}
----
-apiVersion: ${API}
-kind: ModelRoute
-metadata: { name: ${name}-route, namespace: default }
-spec:
-  modelName: ${model}
-  rules:
-    - targetModels:
-        - modelServerName: ${name}
----
-`;
+function sglangResources(name: string, model: string, pods: PdPod[], extra = ''): string {
+  return pdResources(name, model, { engine: 'SGLang', connector: null, groupKey: 'group', roleKey: 'role' }, pods, extra);
 }
 
 const CHAT = { model: 'sg-model', messages: [{ role: 'user', content: 'What is disaggregated serving?' }], max_tokens: 12 };
@@ -68,7 +42,7 @@ describe('prefill/decode disaggregation of SGLang pods: both requests at once, s
     await Promise.all(Object.values(pods).map((p) => p.kill()));
   });
 
-  const records = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) : []);
+  const records = () => accessLogRecords(log);
   const recordOf = (id: string) => waitFor(`the record of ${id}`, () => records().find((r) => r.request_id === id));
 
   it('whole answer: the prefill pod gets one token without stream and a bootstrap room; the decode pod the client\'s request with the same room and the prefill pod\'s host', async () => {

@@ -1,39 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { total } from '../helpers/metrics-text.js';
-import { freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { KTHENA_LABELS, pdResources, type PdPod } from '../helpers/pd-resources.js';
 
-const API = 'networking.serving.volcano.sh/v1alpha1';
-
-/** A ModelServer with pdGroup whose pods are `pods` (name, port, group, role), and its route serving `model`. */
-function pdResources(name: string, model: string, connector: string, pods: { name: string; port: number; group: string; role: string }[], extra = ''): string {
-  return `apiVersion: ${API}
-kind: ModelServer
-metadata: { name: ${name}, namespace: default }
-spec:
-  model: served-${model}
-  inferenceEngine: vLLM
-  kvConnector: { type: ${connector} }
-  workloadSelector:
-    matchLabels: { app: ${name} }
-    pdGroup:
-      groupKey: modelserving.volcano.sh/group-name
-      prefillLabels: { modelserving.volcano.sh/role: prefill }
-      decodeLabels: { modelserving.volcano.sh/role: decode }
-${extra}  endpoints:
-${pods.map((p) => `    - { name: ${p.name}, address: "127.0.0.1:${p.port}", labels: { modelserving.volcano.sh/group-name: ${p.group}, modelserving.volcano.sh/role: ${p.role} } }`).join('\n')}
----
-apiVersion: ${API}
-kind: ModelRoute
-metadata: { name: ${name}-route, namespace: default }
-spec:
-  modelName: ${model}
-  rules:
-    - targetModels:
-        - modelServerName: ${name}
----
-`;
+/** A vLLM ModelServer with pdGroup and kvConnector `connector`, labelled as the route API's manifests are, and its route serving `model`. */
+function vllmResources(name: string, model: string, connector: string, pods: PdPod[], extra = ''): string {
+  return pdResources(name, model, { engine: 'vLLM', connector, ...KTHENA_LABELS }, pods, extra);
 }
 
 const CHAT = { model: 'pd-model', messages: [{ role: 'user', content: 'What is disaggregated serving?' }], max_tokens: 12 };
@@ -53,30 +26,30 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
     const dir = tempDir();
     log = join(dir, 'access.log');
     const dead = await freePort();
-    const resources = pdResources('nixl-server', 'pd-model', 'nixl', [
+    const resources = vllmResources('nixl-server', 'pd-model', 'nixl', [
       { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' },
       { name: 'd-a', port: pods['d-a'].port, group: 'a', role: 'decode' },
       { name: 'p-b', port: pods['p-b'].port, group: 'b', role: 'prefill' },
       { name: 'd-b', port: pods['d-b'].port, group: 'b', role: 'decode' },
       // A group without a prefill pod serves nothing.
       { name: 'x-d', port: pods['x-d'].port, group: 'c', role: 'decode' },
-    ]) + pdResources('http-server', 'http-model', 'http', [
+    ]) + vllmResources('http-server', 'http-model', 'http', [
       { name: 'h-p', port: pods['h-p'].port, group: 'h', role: 'prefill' },
       { name: 'h-d', port: pods['h-d'].port, group: 'h', role: 'decode' },
-    ]) + pdResources('half-server', 'half-model', 'nixl', [{ name: 'x-d', port: pods['x-d'].port, group: 'c', role: 'decode' }])
+    ]) + vllmResources('half-server', 'half-model', 'nixl', [{ name: 'x-d', port: pods['x-d'].port, group: 'c', role: 'decode' }])
       // A prefill pod nothing listens for: alone in its group, and beside a working group.
-      + pdResources('dead-server', 'dead-model', 'nixl', [
+      + vllmResources('dead-server', 'dead-model', 'nixl', [
         { name: 'p-dead', port: dead, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
       ])
-      + pdResources('retry-server', 'retry-model', 'nixl', [
+      + vllmResources('retry-server', 'retry-model', 'nixl', [
         { name: 'p-dead', port: dead, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
         { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' }, { name: 'd-a', port: pods['d-a'].port, group: 'a', role: 'decode' },
       ])
       // A prefill pod that answers 500, with a retry policy: alone, and beside a working group.
-      + pdResources('bad-server', 'bad-model', 'nixl', [
+      + vllmResources('bad-server', 'bad-model', 'nixl', [
         { name: 'p-bad', port: pods['p-bad'].port, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
       ], '  trafficPolicy: { retry: { attempts: 2 } }\n')
-      + pdResources('policy-server', 'policy-model', 'nixl', [
+      + vllmResources('policy-server', 'policy-model', 'nixl', [
         { name: 'p-bad', port: pods['p-bad'].port, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
         { name: 'p-b', port: pods['p-b'].port, group: 'b', role: 'prefill' }, { name: 'd-b', port: pods['d-b'].port, group: 'b', role: 'decode' },
       ], '  trafficPolicy: { retry: { attempts: 2 } }\n');
@@ -87,7 +60,7 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
     await Promise.all(Object.values(pods ?? {}).map((p) => p.kill()));
   });
 
-  const records = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) : []);
+  const records = () => accessLogRecords(log);
   const recordOf = (id: string) => waitFor(`the record of ${id}`, () => records().find((r) => r.request_id === id));
 
   it('nixl, whole answer: the prefill pod gets one token without stream and the remote-decode ask; the decode pod of its group gets its kv_transfer_params and answers the client', async () => {
