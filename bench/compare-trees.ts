@@ -176,7 +176,7 @@ async function main(): Promise<void> {
     for (const s of sides) {
       s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs, env: s.env });
     }
-    const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
+    const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${s.scenario.path ?? m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
     const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident; primaryResident: Resident }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {

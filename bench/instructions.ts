@@ -44,7 +44,7 @@ import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from 
 import { runWrk } from './load-wrk.js';
 import { median } from './order-stats.js';
 import { processTree } from './proc-cpu.js';
-import { limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, type Scenario, type TargetKey } from './scenarios.js';
+import { limitModeOf, routerEnv, routerResources, scenarioPath, SCENARIOS, usesRedis, type Scenario, type TargetKey } from './scenarios.js';
 import { haveBinary, startMock, startRedis, tempDir } from './targets.js';
 import { writeFileSync } from 'node:fs';
 import { stopChildrenOnInterrupt } from './interrupt.js';
@@ -149,7 +149,7 @@ async function main(): Promise<void> {
       const port = await freePort();
       const { args: nodeArgs, env } = command(s, port, mock.url, mock.port, redis?.address ?? null, workers);
       s.proc = spawnProcess('valgrind', ['--tool=callgrind', '--separate-threads=yes', '--trace-children=yes', `--callgrind-out-file=${s.dir}/cg.%p`, process.execPath, '--no-memory-reducer', ...(v8Threads ? [] : ['--single-threaded']), ...(functions > 0 ? ['--perf-basic-prof'] : []), ...nodeArgs], env, { name: `${s.label} under valgrind`, keepChars: 20_000 });
-      s.url = `http://127.0.0.1:${port}${PATH}`;
+      s.url = `http://127.0.0.1:${port}${scenarioPath(s.scenario)}`;
     }
     await Promise.all(sides.map(waitUntilAnswering));
     const spec = (s: Side, d: number) => ({ url: s.url, bodies: s.scenario.bodies, connections: 4, durationS: d });

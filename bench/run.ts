@@ -29,7 +29,7 @@ import { addFailures, failuresInLog, failuresNote } from './log-failures.js';
 import { readCommandLine } from './cli-args.js';
 import { RUN_COMMAND, runOptions } from './run-options.js';
 import {
-  BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, usesRedis, type Scenario, type TargetKey,
+  BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, scenarioPath, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, usesRedis, type Scenario, type TargetKey,
 } from './scenarios.js';
 import { cpuUsPerRequest, spread, summarize, type Sample } from './summary.js';
 import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   await sanityCheck(scenarios, targets);
 
   const specOf = (sc: Scenario, durationS: number, rate?: number): LoadSpec =>
-    ({ url: `${targets.get(sc.target)!.url}${PATH}`, bodies: sc.bodies, connections: opts.connections, durationS, rate, headers: sc.headers });
+    ({ url: `${targets.get(sc.target)!.url}${scenarioPath(sc)}`, bodies: sc.bodies, connections: opts.connections, durationS, rate, headers: sc.headers });
   // Every target but the one measured (and the mock backends, and redis-server where it is used)
   // is stopped during a measurement: see bench/pause-targets.ts.
   const allBut = (keep: TargetKey | null): number[] => [
@@ -205,7 +205,7 @@ async function main(): Promise<void> {
     log('streaming probe');
     const pick = (id: string): { id: string; url: string; body: string } => {
       const sc = scenarios.find((s) => s.id === id)!;
-      return { id: sc.label, url: `${targets.get(sc.target)!.url}${PATH}`, body: sc.bodies[0] };
+      return { id: sc.label, url: `${targets.get(sc.target)!.url}${scenarioPath(sc)}`, body: sc.bodies[0] };
     };
     const probe = await whileStopped(allBut(scenarios.find((s) => s.id === 'router-sse16')!.target),
       () => probeStreams(['direct-sse16', 'router-sse16', 'direct-sse64', 'router-sse64'].map(pick), opts.probeSamples));
@@ -279,7 +279,7 @@ async function main(): Promise<void> {
 async function sanityCheck(scenarios: readonly Scenario[], targets: Map<TargetKey, Target>): Promise<void> {
   for (const sc of scenarios) {
     for (const body of sc.bodies) {
-      const url = `${targets.get(sc.target)!.url}${PATH}`;
+      const url = `${targets.get(sc.target)!.url}${scenarioPath(sc)}`;
       const want = body.includes('sf-model-tiny') ? 429 : 200;
       if (url.startsWith('https:')) {
         const status = await statusOverTls(url, { method: 'POST', headers: { 'content-type': 'application/json', ...sc.headers }, body });

@@ -22,7 +22,7 @@
 import { WebSocket } from 'undici';
 import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
-import { limitModeOf, LONG_TOKENS, PATH, routerEnv, routerResources, SCENARIOS, usesRedis, type Scenario } from './scenarios.js';
+import { limitModeOf, LONG_TOKENS, routerEnv, routerResources, scenarioPath, SCENARIOS, usesRedis, type Scenario } from './scenarios.js';
 import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } from './targets.js';
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { walkSamples, type CallFrame, type CpuProfile, type ProfileNode } from './cpu-profile.js';
@@ -225,7 +225,7 @@ async function main(): Promise<void> {
     const urls = [...router.proc.output().matchAll(/Debugger listening on (ws:\/\/\S+)/g)].map((m) => m[1]);
     if (urls.length < 2) throw new Error(`the worker's inspector address is not in the router's output:\n${router.proc.output()}`);
     inspector = await Inspector.open(urls[urls.length - 1]);
-    const spec = (d: number): LoadSpec => ({ url: `${router.url}${PATH}`, bodies: scenario.bodies, connections, durationS: d, rate, headers: scenario.headers });
+    const spec = (d: number): LoadSpec => ({ url: `${router.url}${scenarioPath(scenario)}`, bodies: scenario.bodies, connections, durationS: d, rate, headers: scenario.headers });
     await runWrk('wrk', spec(3)); // warm-up: the JIT settles before anything is sampled
 
     await inspector.call('Profiler.enable');
