@@ -70,7 +70,10 @@ export interface MetricSources {
   /** Tokenizer pool tasks submitted and not yet answered (running + queued). */
   tokenizerPoolTasks?: () => number;
   /** Token counts so far by method (RouterTokenCounter.stats). */
-  tokenCounts?: () => { readonly inline: number; readonly pooled: number; readonly fallbacks: number };
+  tokenCounts?: () => {
+    readonly inline: number; readonly pooled: number; readonly fallbacks: number;
+    readonly cacheHits: number; readonly cacheMisses: number;
+  };
   /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
   /** Fair queueing on: the requests of this process waiting, by ModelServer (FairGates.queued). */
@@ -180,6 +183,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_token_counts_total',
       'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',
       'counter', () => this.collectTokenCounts()) as never);
+    r.registerMetric(new CollectedFamily('inference_router_token_count_cache_texts_total',
+      'Prompt texts long enough for the cache of repeated texts, by result: hit (count reused), miss (counted, then kept).',
+      'counter', () => this.collectTokenCountCache()) as never);
     // The lowest over the workers: 0 while any of them decides without the store.
     r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',
       'Whether the global limit store (Redis) decides the admissions of its limits: 1 while every worker reaches it, 0 while any decides by the failure mode (unreachable, refusing, or not answered yet), by store address.',
@@ -365,6 +371,16 @@ export class RouterMetrics {
       { labels: { method: 'inline' }, value: s.inline },
       { labels: { method: 'pooled' }, value: s.pooled },
       { labels: { method: 'fallback' }, value: s.fallbacks },
+    ];
+  }
+
+  private collectTokenCountCache(): MetricValue[] {
+    const src = this.sources.tokenCounts;
+    if (src === undefined) return [];
+    const s = src();
+    return [
+      { labels: { result: 'hit' }, value: s.cacheHits },
+      { labels: { result: 'miss' }, value: s.cacheMisses },
     ];
   }
 

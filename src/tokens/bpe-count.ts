@@ -44,15 +44,33 @@ export function bpeCountTexts(texts: readonly string[]): number {
 export function bpeCountTextsUntil(texts: readonly string[], deadlineAt: number, now: () => number): number {
   let n = 0;
   for (let i = 0; i < texts.length; i++) {
-    const text = texts[i];
-    const end = text.length;
-    let s = 0;
-    while (s < end) {
-      if (now() >= deadlineAt) return OVER_BUDGET;
-      const e = nextSegmentEnd(text, s);
-      n += countPlain(s === 0 && e === end ? text : text.slice(s, e));
-      s = e;
-    }
+    const c = bpeCountTextUntil(texts[i], deadlineAt, now);
+    if (c === OVER_BUDGET) return OVER_BUDGET;
+    n += c;
+  }
+  return n;
+}
+
+/** Each text's tokens, or OVER_BUDGET once `now()` reaches `deadlineAt` (as bpeCountTextsUntil). */
+export function bpeCountEachUntil(texts: readonly string[], deadlineAt: number, now: () => number): number[] | typeof OVER_BUDGET {
+  const counts = new Array<number>(texts.length);
+  for (let i = 0; i < texts.length; i++) {
+    const c = bpeCountTextUntil(texts[i], deadlineAt, now);
+    if (c === OVER_BUDGET) return OVER_BUDGET;
+    counts[i] = c;
+  }
+  return counts;
+}
+
+function bpeCountTextUntil(text: string, deadlineAt: number, now: () => number): number {
+  const end = text.length;
+  let n = 0;
+  let s = 0;
+  while (s < end) {
+    if (now() >= deadlineAt) return OVER_BUDGET;
+    const e = nextSegmentEnd(text, s);
+    n += countPlain(s === 0 && e === end ? text : text.slice(s, e));
+    s = e;
   }
   return n;
 }

@@ -5,6 +5,7 @@
  */
 import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
 import { charsEstimate, charsEstimateText } from './chars-estimate.js';
+import { CACHE_MIN_CHARS, NOT_CACHED, TextCountCache } from './count-cache.js';
 import { rankTableWorkerData } from './o200k-ranks.js';
 import { framingTokens, textPrompt, type PromptText } from './prompt-text.js';
 import type { TokenCounter } from './token-counter.js';
@@ -19,6 +20,10 @@ export interface TokenCounterStats {
   pooled: number;
   /** Counts that used the chars estimate instead of bpe: pool full, absent, over budget or failed. */
   fallbacks: number;
+  /** Texts of at least CACHE_MIN_CHARS whose count came from the cache of repeated texts. */
+  cacheHits: number;
+  /** Texts of at least CACHE_MIN_CHARS that were not in it (counted, then kept). */
+  cacheMisses: number;
 }
 
 export type RouterTokenCounter = TokenCounter & {
@@ -42,7 +47,7 @@ export interface TokenCounterOptions {
 export const DEFAULT_POOL_FILE = new URL('./tokenize-task.js', import.meta.url);
 
 class CharsTokenCounter implements RouterTokenCounter {
-  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
+  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0 };
   readonly poolInFlight = 0;
 
   countPrompt(p: PromptText): number {
@@ -79,15 +84,54 @@ class PooledCount {
   };
 }
 
+/**
+ * A pooled count of the texts the cache did not hold: keeps the long ones' counts and adds the
+ * cached part to the request's count.
+ */
+class PooledMisses {
+  private readonly t0 = performance.now();
+  constructor(
+    private readonly prompt: PromptText,
+    private readonly misses: readonly string[],
+    private readonly cachedTokens: number,
+    private readonly cache: TextCountCache,
+    private readonly stats: TokenCounterStats,
+    private readonly onTask: ((ms: number) => void) | null,
+  ) {}
+
+  readonly settle = (counts: readonly number[] | typeof OVER_BUDGET): number => {
+    if (this.onTask !== null) this.onTask(performance.now() - this.t0);
+    const misses = this.misses;
+    if (counts === OVER_BUDGET || counts.length !== misses.length) {
+      this.stats.fallbacks++;
+      return charsEstimate(this.prompt);
+    }
+    let n = this.cachedTokens;
+    for (let i = 0; i < misses.length; i++) {
+      n += counts[i];
+      if (misses[i].length >= CACHE_MIN_CHARS) this.cache.set(misses[i], counts[i]);
+    }
+    return n + this.prompt.knownTokens + framingTokens(this.prompt);
+  };
+}
+
+/** Whether any of `texts` is long enough for the cache. */
+function hasCacheableText(texts: readonly string[]): boolean {
+  for (let i = 0; i < texts.length; i++) if (texts[i].length >= CACHE_MIN_CHARS) return true;
+  return false;
+}
+
 class BpeTokenCounter implements RouterTokenCounter {
-  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0 };
+  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0 };
   readonly #inlineMaxChars: number;
   readonly #pool: TokenizerPool | null;
   readonly #onTask: ((ms: number) => void) | null;
+  readonly #cache: TextCountCache | null;
 
   constructor(s: TokenizerSettings, poolFile: string | URL, onTask: ((ms: number) => void) | null) {
     this.#inlineMaxChars = s.inlineMaxChars;
     this.#onTask = onTask;
+    this.#cache = s.cacheChars > 0 ? new TextCountCache(s.cacheChars) : null;
     // The rank table is built here, at start, not by the first request's count (0.15-0.25 s);
     // a ranks file that cannot be read stops the start with its path named. The tokenizer
     // threads are handed it and build none of their own.
@@ -98,6 +142,8 @@ class BpeTokenCounter implements RouterTokenCounter {
   }
 
   countPrompt(p: PromptText): number | Promise<number> {
+    const cache = this.#cache;
+    if (cache !== null && hasCacheableText(p.texts)) return this.#countCached(p, cache);
     return this.#count(p);
   }
 
@@ -121,6 +167,52 @@ class BpeTokenCounter implements RouterTokenCounter {
     }
     this.stats.pooled++;
     return pool.count(p.texts).then(new PooledCount(p, this.stats, this.#onTask).settle);
+  }
+
+  /**
+   * A prompt with long texts: those the cache holds add their kept counts; the others are
+   * counted as a prompt of their own would be (inline up to the threshold, else in the pool), and
+   * the long ones among them kept.
+   */
+  #countCached(p: PromptText, cache: TextCountCache): number | Promise<number> {
+    const texts = p.texts;
+    let cachedTokens = 0;
+    let missChars = 0;
+    let misses: string[] | null = null;
+    for (let i = 0; i < texts.length; i++) {
+      const t = texts[i];
+      if (t.length >= CACHE_MIN_CHARS) {
+        const n = cache.get(t);
+        if (n !== NOT_CACHED) {
+          this.stats.cacheHits++;
+          cachedTokens += n;
+          continue;
+        }
+        this.stats.cacheMisses++;
+      }
+      (misses ??= []).push(t);
+      missChars += t.length;
+    }
+    if (missChars <= this.#inlineMaxChars) {
+      this.stats.inline++;
+      let n = cachedTokens;
+      if (misses !== null) {
+        for (let i = 0; i < misses.length; i++) {
+          const t = misses[i];
+          const c = bpeCountText(t);
+          if (t.length >= CACHE_MIN_CHARS) cache.set(t, c);
+          n += c;
+        }
+      }
+      return n + p.knownTokens + framingTokens(p);
+    }
+    const pool = this.#pool;
+    if (pool === null || pool.full) {
+      this.stats.fallbacks++;
+      return charsEstimate(p);
+    }
+    this.stats.pooled++;
+    return pool.countEach(misses!).then(new PooledMisses(p, misses!, cachedTokens, cache, this.stats, this.#onTask).settle);
   }
 
   get poolInFlight(): number {

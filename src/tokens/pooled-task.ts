@@ -6,17 +6,18 @@
  * and starts a new one (which shares the same rank table: nothing to reload).
  */
 import { OVER_BUDGET } from './bpe-count.js';
+import type { TokenizeAnswer } from './tokenize-task.js';
 
 export const HARD_STOP_GRACE_MS = 1000;
 
 export class PooledTask {
-  readonly promise: Promise<number>;
+  readonly promise: Promise<TokenizeAnswer>;
   readonly #controller = new AbortController();
-  #resolve: ((n: number) => void) | null = null;
+  #resolve: ((n: TokenizeAnswer) => void) | null = null;
   #timer: NodeJS.Timeout;
 
   constructor(budgetMs: number) {
-    this.promise = new Promise<number>((resolve) => { this.#resolve = resolve; });
+    this.promise = new Promise<TokenizeAnswer>((resolve) => { this.#resolve = resolve; });
     this.#timer = setTimeout(this.#onBudget, budgetMs);
   }
 
@@ -26,7 +27,7 @@ export class PooledTask {
   }
 
   /** The thread's answer (or OVER_BUDGET when the task failed). */
-  readonly answer = (n: number): void => {
+  readonly answer = (n: TokenizeAnswer): void => {
     clearTimeout(this.#timer);
     this.#finish(n);
   };
@@ -40,7 +41,7 @@ export class PooledTask {
     this.#controller.abort(new Error('tokenizer task still running after its budget'));
   };
 
-  #finish(n: number): void {
+  #finish(n: TokenizeAnswer): void {
     const resolve = this.#resolve;
     if (resolve === null) return;
     this.#resolve = null;

@@ -12,7 +12,7 @@ import { Piscina } from 'piscina';
 import { OVER_BUDGET } from './bpe-count.js';
 import type { RankTableWorkerData } from './o200k-ranks.js';
 import { PooledTask } from './pooled-task.js';
-import type { TokenizeTask } from './tokenize-task.js';
+import type { TokenizeAnswer, TokenizeTask } from './tokenize-task.js';
 
 /** A thread that has not loaded its task module by then is terminated, and ready() rejects. */
 export const WARM_UP_TIMEOUT_MS = 30_000;
@@ -30,15 +30,16 @@ export interface TokenizerPoolOptions {
 }
 
 export class TokenizerPool {
-  readonly #piscina: Piscina<TokenizeTask, number>;
+  readonly #piscina: Piscina<TokenizeTask, TokenizeAnswer>;
   readonly #capacity: number;
   readonly #budgetMs: number;
   #inFlight = 0;
   #lastError: Error | null = null;
   readonly #ready: Promise<void>;
-  readonly #answered = (n: number): number => {
+  readonly #answered = (n: TokenizeAnswer): TokenizeAnswer => {
     this.#inFlight--;
-    return Number.isSafeInteger(n) && n >= 0 ? n : OVER_BUDGET;
+    if (Array.isArray(n)) return n.every(isCount) ? n : OVER_BUDGET;
+    return isCount(n) ? n : OVER_BUDGET;
   };
   readonly #failed = (): number => {
     this.#inFlight--;
@@ -50,7 +51,7 @@ export class TokenizerPool {
     this.#capacity = opts.size + opts.queue;
     this.#budgetMs = opts.budgetMs;
     const filename = typeof opts.filename === 'string' ? opts.filename : opts.filename.href;
-    this.#piscina = new Piscina<TokenizeTask, number>({
+    this.#piscina = new Piscina<TokenizeTask, TokenizeAnswer>({
       filename,
       minThreads: opts.size,
       maxThreads: opts.size,
@@ -68,7 +69,7 @@ export class TokenizerPool {
     });
     // Piscina marks its first threads ready before they have loaded the module; one warm-up task
     // per thread (no deadline) settles once each has loaded the task module.
-    const warmUps: Promise<number>[] = [];
+    const warmUps: Promise<TokenizeAnswer>[] = [];
     const warmUp: TokenizeTask = { texts: ['warm up'], deadlineAt: Infinity };
     const signal = AbortSignal.timeout(WARM_UP_TIMEOUT_MS);
     for (let i = 0; i < opts.size; i++) warmUps.push(this.#piscina.run(warmUp, { signal }));
@@ -104,9 +105,21 @@ export class TokenizerPool {
    * crashed, pool closed). Answers within the budget; never rejects.
    */
   count(texts: string[]): Promise<number> {
+    return this.#run(texts, false) as Promise<number>;
+  }
+
+  /**
+   * Each text's tokens, in the order of `texts`, or OVER_BUDGET as count() gives it. Never
+   * rejects.
+   */
+  countEach(texts: string[]): Promise<number[] | typeof OVER_BUDGET> {
+    return this.#run(texts, true) as Promise<number[] | typeof OVER_BUDGET>;
+  }
+
+  #run(texts: string[], each: boolean): Promise<TokenizeAnswer> {
     this.#inFlight++;
     const budget = new PooledTask(this.#budgetMs);
-    const task: TokenizeTask = { texts, deadlineAt: Date.now() + this.#budgetMs };
+    const task: TokenizeTask = { texts, deadlineAt: Date.now() + this.#budgetMs, each };
     // inFlight drops when the thread is done, not when the caller is answered: capacity is real.
     this.#piscina.run(task, { signal: budget.signal }).then(this.#answered, this.#failed).then(budget.answer);
     return budget.promise;
@@ -115,4 +128,8 @@ export class TokenizerPool {
   async close(): Promise<void> {
     await this.#piscina.destroy();
   }
+}
+
+function isCount(n: unknown): boolean {
+  return Number.isSafeInteger(n) && (n as number) >= 0;
 }

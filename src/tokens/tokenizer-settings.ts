@@ -16,6 +16,8 @@ export interface TokenizerSettings {
   readonly queue: number;
   /** Time budget of one pooled count (queue wait included); beyond it the chars estimate is used. */
   readonly budgetMs: number;
+  /** Characters of repeated long texts whose counts each process keeps (count-cache.ts); 0 = no cache. */
+  readonly cacheChars: number;
 }
 
 /**
@@ -26,6 +28,8 @@ export const DEFAULT_INLINE_MAX_CHARS = 512;
 export const DEFAULT_POOL_SIZE = 1;
 export const DEFAULT_QUEUE = 64;
 export const DEFAULT_BUDGET_MS = 200;
+/** About 4 MB of one-byte text per process (twice that for text beyond Latin-1), in two generations. */
+export const DEFAULT_CACHE_CHARS = 4_000_000;
 
 const ESTIMATORS: readonly TokenEstimator[] = ['bpe', 'chars'];
 
@@ -48,7 +52,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, min: number, max: number,
 
 /**
  * Reads ROUTER_TOKEN_ESTIMATOR, ROUTER_TOKENIZER_INLINE_MAX_CHARS, ROUTER_TOKENIZER_POOL_SIZE,
- * ROUTER_TOKENIZER_QUEUE and ROUTER_TOKENIZER_BUDGET_MS. Throws an Error naming the variable on a bad value.
+ * ROUTER_TOKENIZER_QUEUE, ROUTER_TOKENIZER_BUDGET_MS and ROUTER_TOKENIZER_CACHE_CHARS. Throws an Error naming the variable on a bad value.
  */
 export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSettings {
   return Object.freeze({
@@ -57,5 +61,6 @@ export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSetting
     poolSize: integer(env, 'ROUTER_TOKENIZER_POOL_SIZE', 0, 16, DEFAULT_POOL_SIZE),
     queue: integer(env, 'ROUTER_TOKENIZER_QUEUE', 0, 10_000, DEFAULT_QUEUE),
     budgetMs: integer(env, 'ROUTER_TOKENIZER_BUDGET_MS', 1, 60_000, DEFAULT_BUDGET_MS),
+    cacheChars: integer(env, 'ROUTER_TOKENIZER_CACHE_CHARS', 0, 1_000_000_000, DEFAULT_CACHE_CHARS),
   });
 }

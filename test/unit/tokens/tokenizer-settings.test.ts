@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_BUDGET_MS, DEFAULT_INLINE_MAX_CHARS, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
+  DEFAULT_BUDGET_MS, DEFAULT_CACHE_CHARS, DEFAULT_INLINE_MAX_CHARS, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
 } from '../../../src/tokens/tokenizer-settings.js';
 
 describe('tokenizer settings', () => {
@@ -8,6 +8,7 @@ describe('tokenizer settings', () => {
     const s = parseTokenizerSettings({});
     expect(s).toEqual({
       estimator: 'bpe', inlineMaxChars: DEFAULT_INLINE_MAX_CHARS, poolSize: DEFAULT_POOL_SIZE, queue: DEFAULT_QUEUE, budgetMs: DEFAULT_BUDGET_MS,
+      cacheChars: DEFAULT_CACHE_CHARS,
     });
     expect(Object.isFrozen(s)).toBe(true);
     expect(parseTokenizerSettings({ ROUTER_TOKEN_ESTIMATOR: '' }).estimator).toBe('bpe');
@@ -20,7 +21,8 @@ describe('tokenizer settings', () => {
       ROUTER_TOKENIZER_POOL_SIZE: '2',
       ROUTER_TOKENIZER_QUEUE: '8',
       ROUTER_TOKENIZER_BUDGET_MS: '50',
-    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50 });
+      ROUTER_TOKENIZER_CACHE_CHARS: '0',
+    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50, cacheChars: 0 });
   });
 
   it.each([
@@ -33,6 +35,8 @@ describe('tokenizer settings', () => {
     ['ROUTER_TOKENIZER_QUEUE', '1e3', /^ROUTER_TOKENIZER_QUEUE: expected an integer from 0 to 10000; got "1e3"$/],
     ['ROUTER_TOKENIZER_BUDGET_MS', '0', /^ROUTER_TOKENIZER_BUDGET_MS: expected an integer from 1 to 60000; got "0"$/],
     ['ROUTER_TOKENIZER_BUDGET_MS', ' 200', /ROUTER_TOKENIZER_BUDGET_MS/],
+    ['ROUTER_TOKENIZER_CACHE_CHARS', '-5', /^ROUTER_TOKENIZER_CACHE_CHARS: expected an integer from 0 to 1000000000; got "-5"$/],
+    ['ROUTER_TOKENIZER_CACHE_CHARS', '4MB', /ROUTER_TOKENIZER_CACHE_CHARS/],
   ])('%s=%j is rejected', (name, value, message) => {
     expect(() => parseTokenizerSettings({ [name]: value })).toThrow(message);
   });

@@ -1,0 +1,98 @@
+/**
+ * Token counts of long texts seen recently, per router process (docs/tokens.md#repeated-texts).
+ *
+ * Requests of one application repeat their long parts word for word: a system prompt, a RAG
+ * template, the JSON text of the tool definitions an agent sends with every turn. Counting such a
+ * text costs about 140 instructions a character (and a hop to a tokenizer thread past the inline
+ * threshold). The count of a text depends on the text alone, so a kept count is the count.
+ *
+ * A lookup does not hash the whole text (V8 hashes a string key character by character: about 12
+ * µs for 7 KB): texts are filed under a fingerprint of their length and 80 of their characters,
+ * and a text found under its fingerprint is compared whole (a memory comparison). Two texts of one
+ * fingerprint take each other's place: a miss, never a wrong count.
+ *
+ * Two generations bound the memory: new counts go into the current one; when its texts reach half
+ * the budget, it becomes the previous one and the previous one is dropped. A text found in the
+ * previous generation moves into the current one, so a text in use stays while one used once
+ * leaves after two generations.
+ */
+
+/** Texts shorter than this are counted every time: their count costs about what a lookup does. */
+export const CACHE_MIN_CHARS = 256;
+
+/** Returned by get() for a text that is not cached. */
+export const NOT_CACHED = -1;
+
+interface Kept {
+  readonly text: string;
+  readonly count: number;
+}
+
+/** Characters sampled at even steps through a text, and at its end. */
+const STEPS = 64;
+const TAIL = 16;
+
+/** A 32-bit fingerprint of `t` (at least CACHE_MIN_CHARS long): its length and 80 of its characters. */
+export function fingerprint(t: string): number {
+  const n = t.length;
+  const step = Math.floor(n / STEPS);
+  let h = n | 0;
+  for (let i = 0; i < n; i += step) h = Math.imul(h ^ t.charCodeAt(i), 0x01000193);
+  for (let i = n - TAIL; i < n; i++) h = Math.imul(h ^ t.charCodeAt(i), 0x01000193);
+  return h;
+}
+
+export class TextCountCache {
+  #current = new Map<number, Kept>();
+  #previous = new Map<number, Kept>();
+  #currentChars = 0;
+  #previousChars = 0;
+  readonly #generationChars: number;
+
+  /** `maxChars`: characters of text held at most, over both generations. */
+  constructor(maxChars: number) {
+    this.#generationChars = Math.max(CACHE_MIN_CHARS, Math.floor(maxChars / 2));
+  }
+
+  /** The count of `text` (at least CACHE_MIN_CHARS long), or NOT_CACHED. */
+  get(text: string): number {
+    const fp = fingerprint(text);
+    const kept = this.#current.get(fp);
+    if (kept !== undefined && kept.text === text) return kept.count;
+    const old = this.#previous.get(fp);
+    if (old === undefined || old.text !== text) return NOT_CACHED;
+    this.#previous.delete(fp);
+    this.#previousChars -= text.length;
+    this.#add(fp, old);
+    return old.count;
+  }
+
+  /** Keeps the count of `text` (at least CACHE_MIN_CHARS long, counted exactly). */
+  set(text: string, count: number): void {
+    this.#add(fingerprint(text), { text, count });
+  }
+
+  /** Characters of text held now (both generations). */
+  get chars(): number {
+    return this.#currentChars + this.#previousChars;
+  }
+
+  #add(fp: number, kept: Kept): void {
+    const length = kept.text.length;
+    if (length > this.#generationChars) return;
+    const there = this.#current.get(fp);
+    if (there !== undefined) {
+      if (there.text === kept.text) return;
+      this.#current.delete(fp);
+      this.#currentChars -= there.text.length;
+    }
+    if (this.#currentChars + length > this.#generationChars) {
+      this.#previous = this.#current;
+      this.#previousChars = this.#currentChars;
+      this.#current = new Map();
+      this.#currentChars = 0;
+    }
+    this.#current.set(fp, kept);
+    this.#currentChars += length;
+  }
+}

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CACHE_MIN_CHARS, fingerprint, NOT_CACHED, TextCountCache } from '../../../src/tokens/count-cache.js';
+import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
+import { compiledTaskFile, removeCompiled } from './compiled-task.js';
+import { createTokenCounter, type RouterTokenCounter } from './request-counter.js';
+
+const text = (ch: string, n = CACHE_MIN_CHARS): string => ch.repeat(n);
+
+describe('TextCountCache', () => {
+  it('keeps counts and answers NOT_CACHED for texts it does not hold', () => {
+    const c = new TextCountCache(10_000);
+    expect(c.get(text('a'))).toBe(NOT_CACHED);
+    c.set(text('a'), 32);
+    expect(c.get(text('a'))).toBe(32);
+    // The same text as another string object: looked up by its characters.
+    expect(c.get(['a'.repeat(100), 'a'.repeat(CACHE_MIN_CHARS - 100)].join(''))).toBe(32);
+    expect(c.chars).toBe(CACHE_MIN_CHARS);
+  });
+
+  it('holds at most its budget in two generations: a text used once leaves after two, one in use stays', () => {
+    // Generations of 2 texts of CACHE_MIN_CHARS each.
+    const c = new TextCountCache(4 * CACHE_MIN_CHARS);
+    c.set(text('a'), 1);
+    c.set(text('b'), 2);
+    c.set(text('c'), 3); // current full: a, b become the previous generation
+    expect(c.chars).toBe(3 * CACHE_MIN_CHARS);
+    expect(c.get(text('a'))).toBe(1); // moved into the current generation (c, a)
+    c.set(text('d'), 4); // current full again: (c, a) previous, b dropped
+    expect(c.get(text('b'))).toBe(NOT_CACHED);
+    expect(c.get(text('a'))).toBe(1);
+    expect(c.get(text('c'))).toBe(3);
+    expect(c.get(text('d'))).toBe(4);
+    expect(c.chars).toBeLessThanOrEqual(4 * CACHE_MIN_CHARS);
+  });
+
+  it('two texts of one fingerprint take each other\'s place and never answer for each other', () => {
+    const one = 'a'.repeat(1000);
+    const other = `a${'b'}${'a'.repeat(998)}`; // differs at a character the fingerprint does not read
+    expect(other).not.toBe(one);
+    expect(fingerprint(other)).toBe(fingerprint(one));
+    const c = new TextCountCache(100_000);
+    c.set(one, 10);
+    expect(c.get(other)).toBe(NOT_CACHED);
+    c.set(other, 11);
+    expect(c.get(one)).toBe(NOT_CACHED);
+    expect(c.get(other)).toBe(11);
+    expect(c.chars).toBe(1000);
+    // Texts that differ where it reads have other fingerprints.
+    expect(fingerprint(`b${'a'.repeat(999)}`)).not.toBe(fingerprint(one));
+    expect(fingerprint(`${'a'.repeat(999)}b`)).not.toBe(fingerprint(one));
+    expect(fingerprint('a'.repeat(1001))).not.toBe(fingerprint(one));
+  });
+
+  it('does not keep a text longer than a generation', () => {
+    const c = new TextCountCache(2 * CACHE_MIN_CHARS);
+    c.set(text('a', CACHE_MIN_CHARS + 1), 5);
+    expect(c.get(text('a', CACHE_MIN_CHARS + 1))).toBe(NOT_CACHED);
+    expect(c.chars).toBe(0);
+  });
+});
+
+let poolFile = '';
+beforeAll(() => { poolFile = compiledTaskFile(); });
+afterAll(removeCompiled);
+const counters: RouterTokenCounter[] = [];
+afterEach(async () => { await Promise.all(counters.splice(0).map((c) => c.close())); });
+
+function counter(env: NodeJS.ProcessEnv): RouterTokenCounter {
+  const c = createTokenCounter(parseTokenizerSettings({ ROUTER_TOKENIZER_BUDGET_MS: '10000', ...env }), { poolFile });
+  counters.push(c);
+  return c;
+}
+
+const SENTENCE = 'You are a helpful assistant. Answer in the language of the question, cite your sources. ';
+const prose = (chars: number): string => SENTENCE.repeat(Math.ceil(chars / SENTENCE.length)).slice(0, chars);
+const tools = JSON.stringify(Array.from({ length: 6 }, (_, i) => ({
+  type: 'function',
+  function: { name: `tool_${i}`, description: `Looks up item ${i} in the catalogue.`, parameters: { type: 'object', properties: { id: { type: 'string' } } } },
+})));
+
+function agentTurn(system: string, question: string): Record<string, unknown> {
+  return { messages: [{ role: 'system', content: system }, { role: 'user', content: question }], tools: JSON.parse(tools) };
+}
+
+describe('token counter with the cache of repeated texts', () => {
+  it('gives the counts of a counter without the cache, for prose, base64, other scripts and chats', async () => {
+    const cached = counter({});
+    await cached.ready();
+    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0' });
+    await plain.ready();
+    const texts = [
+      prose(300), prose(5_000), randomBytes(3_000).toString('base64'),
+      'Привет, как дела? 你好，世界。🙂 '.repeat(40), 'a'.repeat(2_000), ' '.repeat(700),
+    ];
+    for (const t of texts) {
+      for (let round = 0; round < 3; round++) {
+        // The counter without the cache is the reference (itself tested against gpt-tokenizer).
+        const want = await plain.countRequest({ prompt: t }, 'completions');
+        expect(await cached.countRequest({ prompt: t }, 'completions')).toBe(want);
+        const chat = agentTurn(t, `question ${round}`);
+        expect(await cached.countRequest(chat, 'chat')).toBe(await plain.countRequest(chat, 'chat'));
+      }
+    }
+    expect(cached.stats.cacheHits).toBeGreaterThan(0);
+    expect(plain.stats.cacheHits + plain.stats.cacheMisses).toBe(0);
+  });
+
+  it('counts a repeated system prompt and tool list once; later turns count only their new text, inline', async () => {
+    const c = counter({});
+    await c.ready();
+    const system = prose(4_000);
+    const first = c.countRequest(agentTurn(system, 'Where is my order?'), 'chat');
+    expect(first).toBeInstanceOf(Promise); // 4 KB of new text: the tokenizer thread
+    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const want = (q: string): number => plain.countRequest(agentTurn(system, q), 'chat') as number;
+    expect(await first).toBe(want('Where is my order?'));
+    expect(c.stats).toMatchObject({ pooled: 1, cacheHits: 0, cacheMisses: 2 }); // the system prompt and the tools' JSON
+    // The next turn's new text is short: counted on the event loop, the rest from the cache.
+    const second = c.countRequest(agentTurn(system, 'And when will it arrive?'), 'chat');
+    expect(typeof second).toBe('number');
+    expect(second).toBe(want('And when will it arrive?'));
+    expect(c.stats).toMatchObject({ inline: 1, pooled: 1, cacheHits: 2, cacheMisses: 2 });
+  });
+
+  it('a long new text beside cached ones goes to the pool alone, and is kept', async () => {
+    const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
+    await c.ready();
+    const system = prose(2_000);
+    await c.countRequest(agentTurn(system, 'q'), 'chat');
+    const question = `${prose(900)} (attached)`;
+    const pending = c.countRequest(agentTurn(system, question), 'chat');
+    expect(pending).toBeInstanceOf(Promise);
+    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    expect(await pending).toBe(plain.countRequest(agentTurn(system, question), 'chat'));
+    expect(c.stats).toMatchObject({ pooled: 2, cacheHits: 2, cacheMisses: 3 });
+    expect(c.countRequest(agentTurn(system, question), 'chat')).toBe(plain.countRequest(agentTurn(system, question), 'chat'));
+    expect(c.stats).toMatchObject({ inline: 1, pooled: 2, cacheHits: 5, cacheMisses: 3 });
+  });
+
+  it('keeps no count of a text the pool did not count (the chars estimate is not cached)', async () => {
+    const c = counter({ ROUTER_TOKENIZER_POOL_SIZE: '0' });
+    const long = prose(1_000);
+    expect(c.countRequest({ prompt: long }, 'completions')).toBe(250);
+    expect(c.countRequest({ prompt: long }, 'completions')).toBe(250);
+    expect(c.stats).toMatchObject({ fallbacks: 2, cacheHits: 0, cacheMisses: 2 });
+  });
+
+  it('is off with ROUTER_TOKENIZER_CACHE_CHARS=0; short texts never go through it', async () => {
+    const off = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000', ROUTER_TOKENIZER_POOL_SIZE: '0' });
+    off.countRequest({ prompt: prose(1_000) }, 'completions');
+    off.countRequest({ prompt: prose(1_000) }, 'completions');
+    expect(off.stats).toMatchObject({ inline: 2, cacheHits: 0, cacheMisses: 0 });
+    const on = counter({ ROUTER_TOKENIZER_POOL_SIZE: '0' });
+    on.countRequest({ prompt: prose(CACHE_MIN_CHARS - 1) }, 'completions');
+    on.countRequest({ prompt: prose(CACHE_MIN_CHARS - 1) }, 'completions');
+    expect(on.stats).toMatchObject({ inline: 2, cacheHits: 0, cacheMisses: 0 });
+  });
+});
