@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CACHE_MIN_CHARS, fingerprint, NOT_CACHED, TextCountCache } from '../../../src/tokens/count-cache.js';
+import { CACHE_MIN_CHARS, ENTRY_OVERHEAD_CHARS, fingerprint, NOT_CACHED, TextCountCache } from '../../../src/tokens/count-cache.js';
 import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
 import { compiledTaskFile, removeCompiled } from './compiled-task.js';
 import { createTokenCounter, type RouterTokenCounter } from './request-counter.js';
 
 const text = (ch: string, n = CACHE_MIN_CHARS): string => ch.repeat(n);
+/** What a text of CACHE_MIN_CHARS is charged against the budget. */
+const ENTRY = CACHE_MIN_CHARS + ENTRY_OVERHEAD_CHARS;
 
 describe('TextCountCache', () => {
   it('keeps counts and answers NOT_CACHED for texts it does not hold', () => {
@@ -14,24 +16,24 @@ describe('TextCountCache', () => {
     c.set(text('a'), 32);
     expect(c.get(text('a'))).toBe(32);
     // The same text as another string object: looked up by its characters.
-    expect(c.get(['a'.repeat(100), 'a'.repeat(CACHE_MIN_CHARS - 100)].join(''))).toBe(32);
-    expect(c.chars).toBe(CACHE_MIN_CHARS);
+    expect(c.get(['a'.repeat(30), 'a'.repeat(CACHE_MIN_CHARS - 30)].join(''))).toBe(32);
+    expect(c.chars).toBe(ENTRY);
   });
 
   it('holds at most its budget in two generations: a text used once leaves after two, one in use stays', () => {
     // Generations of 2 texts of CACHE_MIN_CHARS each.
-    const c = new TextCountCache(4 * CACHE_MIN_CHARS);
+    const c = new TextCountCache(4 * ENTRY);
     c.set(text('a'), 1);
     c.set(text('b'), 2);
     c.set(text('c'), 3); // current full: a, b become the previous generation
-    expect(c.chars).toBe(3 * CACHE_MIN_CHARS);
+    expect(c.chars).toBe(3 * ENTRY);
     expect(c.get(text('a'))).toBe(1); // moved into the current generation (c, a)
     c.set(text('d'), 4); // current full again: (c, a) previous, b dropped
     expect(c.get(text('b'))).toBe(NOT_CACHED);
     expect(c.get(text('a'))).toBe(1);
     expect(c.get(text('c'))).toBe(3);
     expect(c.get(text('d'))).toBe(4);
-    expect(c.chars).toBeLessThanOrEqual(4 * CACHE_MIN_CHARS);
+    expect(c.chars).toBe(3 * ENTRY);
   });
 
   it('two texts of one fingerprint take each other\'s place and never answer for each other', () => {
@@ -45,7 +47,7 @@ describe('TextCountCache', () => {
     c.set(other, 11);
     expect(c.get(one)).toBe(NOT_CACHED);
     expect(c.get(other)).toBe(11);
-    expect(c.chars).toBe(1000);
+    expect(c.chars).toBe(1000 + ENTRY_OVERHEAD_CHARS);
     // Texts that differ where it reads have other fingerprints.
     expect(fingerprint(`b${'a'.repeat(999)}`)).not.toBe(fingerprint(one));
     expect(fingerprint(`${'a'.repeat(999)}b`)).not.toBe(fingerprint(one));
@@ -53,7 +55,7 @@ describe('TextCountCache', () => {
   });
 
   it('does not keep a text longer than a generation', () => {
-    const c = new TextCountCache(2 * CACHE_MIN_CHARS);
+    const c = new TextCountCache(2 * ENTRY);
     c.set(text('a', CACHE_MIN_CHARS + 1), 5);
     expect(c.get(text('a', CACHE_MIN_CHARS + 1))).toBe(NOT_CACHED);
     expect(c.chars).toBe(0);
@@ -136,6 +138,28 @@ describe('token counter with the cache of repeated texts', () => {
     expect(c.stats).toMatchObject({ pooled: 2, cacheHits: 2, cacheMisses: 3 });
     expect(c.countRequest(agentTurn(system, question), 'chat')).toBe(plain.countRequest(agentTurn(system, question), 'chat'));
     expect(c.stats).toMatchObject({ inline: 1, pooled: 2, cacheHits: 5, cacheMisses: 3 });
+  });
+
+  it('a conversation\'s history: each turn counts only its new messages, however many came before', async () => {
+    const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
+    await c.ready();
+    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const messages: { role: string; content: string }[] = [];
+    for (let turn = 0; turn < 10; turn++) {
+      messages.push({ role: 'user', content: `Turn ${turn}: ${prose(80 + turn * 7)}` });
+      const body = { messages: [...messages] };
+      const before = { ...c.stats };
+      const n = c.countRequest(body, 'chat');
+      // The last turns carry over 2,000 characters of history, far over the threshold; only the
+      // new messages (and the short roles) are counted, on the event loop.
+      expect(typeof n).toBe('number');
+      expect(n).toBe(plain.countRequest(body, 'chat'));
+      expect(c.stats.cacheHits - before.cacheHits).toBe(turn === 0 ? 0 : 2 * turn - 1);
+      expect(c.stats.cacheMisses - before.cacheMisses).toBe(turn === 0 ? 1 : 2);
+      messages.push({ role: 'assistant', content: `Answer ${turn}: ${prose(70 + turn * 5)}` });
+    }
+    expect(messages.slice(0, -1).reduce((a, m) => a + m.content.length, 0)).toBeGreaterThan(2_000);
+    expect(c.stats.pooled).toBe(0);
   });
 
   it('keeps no count of a text the pool did not count (the chars estimate is not cached)', async () => {

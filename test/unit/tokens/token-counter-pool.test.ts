@@ -63,7 +63,7 @@ describe('inline versus pool', () => {
     const large = c.countRequest({ prompt: prose(101) }, 'completions');
     expect(large).toBeInstanceOf(Promise);
     expect(await large).toBe(encode(prose(101)).length);
-    expect(c.stats).toEqual({ inline: 1, pooled: 1, fallbacks: 0, cacheHits: 0, cacheMisses: 0 });
+    expect(c.stats).toEqual({ inline: 1, pooled: 1, fallbacks: 0, cacheHits: 0, cacheMisses: 2 });
   });
 
   it('gives the same count for a chat pooled as inline (framing and token ids added on return)', async () => {
