@@ -9,8 +9,15 @@ import { RENDERED_CHARS_PER_MESSAGE, type PromptText } from './prompt-text.js';
 export const CHARS_PER_TOKEN = 4;
 
 export function charsEstimate(p: PromptText): number {
-  const chars = p.chars + p.messages * RENDERED_CHARS_PER_MESSAGE;
-  return Math.ceil(chars / CHARS_PER_TOKEN) + p.knownTokens;
+  return charsEstimateOf(p, p.chars);
+}
+
+/**
+ * The estimate of `p` with only `chars` of its text characters measured (the rest counted
+ * elsewhere, e.g. texts whose count was kept): its messages' framing and known tokens added whole.
+ */
+export function charsEstimateOf(p: PromptText, chars: number): number {
+  return Math.ceil((chars + p.messages * RENDERED_CHARS_PER_MESSAGE) / CHARS_PER_TOKEN) + p.knownTokens;
 }
 
 export function charsEstimateText(text: string): number {

@@ -4,7 +4,7 @@
  * absent or out of time, the count falls back to the chars estimate. `chars`: ceil(chars / 4).
  */
 import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
-import { charsEstimate, charsEstimateText } from './chars-estimate.js';
+import { charsEstimate, charsEstimateOf, charsEstimateText } from './chars-estimate.js';
 import { CACHE_MIN_CHARS, NOT_CACHED, TextCountCache } from './count-cache.js';
 import { rankTableWorkerData } from './o200k-ranks.js';
 import { framingTokens, textPrompt, type PromptText } from './prompt-text.js';
@@ -93,6 +93,7 @@ class PooledMisses {
   constructor(
     private readonly prompt: PromptText,
     private readonly misses: readonly string[],
+    private readonly missChars: number,
     private readonly cachedTokens: number,
     private readonly cache: TextCountCache,
     private readonly stats: TokenCounterStats,
@@ -104,7 +105,7 @@ class PooledMisses {
     const misses = this.misses;
     if (counts === OVER_BUDGET || counts.length !== misses.length) {
       this.stats.fallbacks++;
-      return charsEstimate(this.prompt);
+      return this.cachedTokens + charsEstimateOf(this.prompt, this.missChars);
     }
     let n = this.cachedTokens;
     for (let i = 0; i < misses.length; i++) {
@@ -206,13 +207,14 @@ class BpeTokenCounter implements RouterTokenCounter {
       }
       return n + p.knownTokens + framingTokens(p);
     }
+    // The kept counts stand; only the texts not kept are estimated when no thread counts them.
     const pool = this.#pool;
     if (pool === null || pool.full) {
       this.stats.fallbacks++;
-      return charsEstimate(p);
+      return cachedTokens + charsEstimateOf(p, missChars);
     }
     this.stats.pooled++;
-    return pool.countEach(misses!).then(new PooledMisses(p, misses!, cachedTokens, cache, this.stats, this.#onTask).settle);
+    return pool.countEach(misses!).then(new PooledMisses(p, misses!, missChars, cachedTokens, cache, this.stats, this.#onTask).settle);
   }
 
   get poolInFlight(): number {

@@ -170,6 +170,20 @@ describe('token counter with the cache of repeated texts', () => {
     expect(c.stats).toMatchObject({ fallbacks: 2, cacheHits: 0, cacheMisses: 2 });
   });
 
+  it('without a thread to count them, only the texts not kept get the chars estimate', () => {
+    const c = counter({ ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
+    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const system = prose(400);
+    c.countRequest({ messages: [{ role: 'system', content: system }] }, 'chat'); // counted inline, kept
+    const question = prose(600);
+    const body = { messages: [{ role: 'system', content: system }, { role: 'user', content: question }] };
+    const n = c.countRequest(body, 'chat');
+    expect(c.stats).toMatchObject({ fallbacks: 1, cacheHits: 1 });
+    // The system prompt's kept count, then ceil((question + roles + two messages' framing) / 4).
+    const systemTokens = plain.countRequest({ prompt: system }, 'completions') as number;
+    expect(n).toBe(systemTokens + Math.ceil((question.length + 'system'.length + 'user'.length + 2 * 24) / 4));
+  });
+
   it('is off with ROUTER_TOKENIZER_CACHE_CHARS=0; short texts never go through it', async () => {
     const off = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000', ROUTER_TOKENIZER_POOL_SIZE: '0' });
     off.countRequest({ prompt: prose(1_000) }, 'completions');
