@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CACHE_MIN_CHARS, ENTRY_OVERHEAD_CHARS, fingerprint, NOT_CACHED, TextCountCache } from '../../../src/tokens/count-cache.js';
 import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
 import { compiledTaskFile, removeCompiled } from './compiled-task.js';
+import { mulberry32 } from '../../helpers/mulberry32.js';
 import { createTokenCounter, type RouterTokenCounter } from './request-counter.js';
 
 const text = (ch: string, n = CACHE_MIN_CHARS): string => ch.repeat(n);
@@ -52,6 +53,36 @@ describe('TextCountCache', () => {
     expect(fingerprint(`b${'a'.repeat(999)}`)).not.toBe(fingerprint(one));
     expect(fingerprint(`${'a'.repeat(999)}b`)).not.toBe(fingerprint(one));
     expect(fingerprint('a'.repeat(1001))).not.toBe(fingerprint(one));
+  });
+
+  it('under random use: never over its budget, and a count found is always the one kept for that exact text', () => {
+    const random = mulberry32(13);
+    const budget = 40_000;
+    const c = new TextCountCache(budget);
+    // 300 texts, many alike: same length, one character apart (often at a place the fingerprint
+    // does not read), so that fingerprints collide.
+    const base = 'x'.repeat(2_000);
+    const texts = Array.from({ length: 300 }, (_, i) => {
+      const len = CACHE_MIN_CHARS + Math.floor(random() * 1_500);
+      const at = Math.floor(random() * len);
+      return `${base.slice(0, at)}${String.fromCharCode(97 + (i % 26))}${base.slice(at + 1, len)}`;
+    });
+    const kept = new Map<string, number>();
+    let hits = 0;
+    for (let step = 0; step < 20_000; step++) {
+      const i = Math.floor(random() ** 2 * texts.length); // some texts far more used than others
+      const t = texts[i];
+      const n = c.get([t].join('')); // a copy, as a request brings it
+      if (n === NOT_CACHED) {
+        kept.set(t, 1_000 + i);
+        c.set(t, 1_000 + i);
+      } else {
+        hits++;
+        expect(n).toBe(kept.get(t));
+      }
+      expect(c.chars).toBeLessThanOrEqual(budget);
+    }
+    expect(hits).toBeGreaterThan(1_000);
   });
 
   it('does not keep a text longer than a generation', () => {
