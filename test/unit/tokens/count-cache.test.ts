@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CACHE_MIN_CHARS, ENTRY_OVERHEAD_CHARS, fingerprint, NOT_CACHED, TextCountCache } from '../../../src/tokens/count-cache.js';
 import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
 import { compiledTaskFile, removeCompiled } from './compiled-task.js';
@@ -83,6 +83,17 @@ describe('TextCountCache', () => {
       expect(c.chars).toBeLessThanOrEqual(budget);
     }
     expect(hits).toBeGreaterThan(1_000);
+  });
+
+  it('fingerprints start from a secret of the process: another process files a text elsewhere', async () => {
+    const t = text('a', 500);
+    const seen = new Set<number>();
+    for (let i = 0; i < 3; i++) {
+      vi.resetModules();
+      const fresh = await import('../../../src/tokens/count-cache.js');
+      seen.add(fresh.fingerprint(t));
+    }
+    expect(seen.size).toBe(3);
   });
 
   it('does not keep a text longer than a generation', () => {
