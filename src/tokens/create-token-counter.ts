@@ -1,7 +1,9 @@
 /**
  * The router's TokenCounter (docs/tokens.md). `bpe`: prompts up to inlineMaxChars are counted on
  * the event loop; longer ones go to the tokenizer pool, within a time budget; when the pool is full,
- * absent or out of time, the count falls back to the chars estimate. `chars`: ceil(chars / 4).
+ * absent or out of time, the count falls back to the chars estimate. With the cache of repeated
+ * texts (count-cache.ts), the texts it holds add their kept counts and only the others are
+ * counted that way. `chars`: ceil(chars / 4).
  */
 import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
 import { charsEstimate, charsEstimateOf, charsEstimateText } from './chars-estimate.js';
@@ -22,7 +24,7 @@ export interface TokenCounterStats {
   fallbacks: number;
   /** Texts of at least CACHE_MIN_CHARS whose count came from the cache of repeated texts. */
   cacheHits: number;
-  /** Texts of at least CACHE_MIN_CHARS that were not in it (counted, then kept). */
+  /** Texts of at least CACHE_MIN_CHARS that were not in it (counted and kept, unless their count fell back to the estimate). */
   cacheMisses: number;
 }
 
