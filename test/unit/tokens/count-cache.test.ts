@@ -182,7 +182,7 @@ describe('token counter with the cache of repeated texts', () => {
     expect(c.stats).toMatchObject({ inline: 1, pooled: 2, cacheHits: 5, cacheMisses: 3 });
   });
 
-  it('a conversation\'s history: each turn counts only its new messages, however many came before', async () => {
+  it('a conversation\'s history: each turn counts only its new messages and the short roles', async () => {
     const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
     await c.ready();
     const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
