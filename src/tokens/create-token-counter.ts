@@ -87,8 +87,8 @@ class PooledCount {
 }
 
 /**
- * A pooled count of the texts the cache did not hold: keeps the long ones' counts and adds the
- * cached part to the request's count.
+ * A pooled count of the texts the cache did not hold: keeps their counts and adds the cached
+ * part to the request's count.
  */
 class PooledMisses {
   private readonly t0 = performance.now();
@@ -97,7 +97,7 @@ class PooledMisses {
     private readonly misses: readonly string[],
     private readonly missChars: number,
     private readonly cachedTokens: number,
-    private readonly cache: TextCountCache,
+    private readonly keep: (text: string, count: number) => void,
     private readonly stats: TokenCounterStats,
     private readonly onTask: ((ms: number) => void) | null,
   ) {}
@@ -112,11 +112,17 @@ class PooledMisses {
     let n = this.cachedTokens;
     for (let i = 0; i < misses.length; i++) {
       n += counts[i];
-      if (misses[i].length >= CACHE_MIN_CHARS) this.cache.set(misses[i], counts[i]);
+      this.keep(misses[i], counts[i]);
     }
     return n + this.prompt.knownTokens + framingTokens(this.prompt);
   };
 }
+
+/**
+ * Counts of the short texts (under CACHE_MIN_CHARS) seen in prompts with long ones: every message's
+ * role, names, the short messages of a conversation. At most this many; emptied when full.
+ */
+export const SHORT_MEMO_ENTRIES = 1024;
 
 /** Whether any of `texts` is long enough for the cache. */
 function hasCacheableText(texts: readonly string[]): boolean {
@@ -130,6 +136,7 @@ class BpeTokenCounter implements RouterTokenCounter {
   readonly #pool: TokenizerPool | null;
   readonly #onTask: ((ms: number) => void) | null;
   readonly #cache: TextCountCache | null;
+  readonly #short = new Map<string, number>();
 
   constructor(s: TokenizerSettings, poolFile: string | URL, onTask: ((ms: number) => void) | null) {
     this.#inlineMaxChars = s.inlineMaxChars;
@@ -182,6 +189,7 @@ class BpeTokenCounter implements RouterTokenCounter {
     let cachedTokens = 0;
     let missChars = 0;
     let misses: string[] | null = null;
+    const short = this.#short;
     for (let i = 0; i < texts.length; i++) {
       const t = texts[i];
       if (t.length >= CACHE_MIN_CHARS) {
@@ -192,6 +200,12 @@ class BpeTokenCounter implements RouterTokenCounter {
           continue;
         }
         this.stats.cacheMisses++;
+      } else {
+        const n = short.get(t);
+        if (n !== undefined) {
+          cachedTokens += n;
+          continue;
+        }
       }
       (misses ??= []).push(t);
       missChars += t.length;
@@ -203,7 +217,7 @@ class BpeTokenCounter implements RouterTokenCounter {
         for (let i = 0; i < misses.length; i++) {
           const t = misses[i];
           const c = bpeCountText(t);
-          if (t.length >= CACHE_MIN_CHARS) cache.set(t, c);
+          this.#keep(cache, t, c);
           n += c;
         }
       }
@@ -216,8 +230,21 @@ class BpeTokenCounter implements RouterTokenCounter {
       return cachedTokens + charsEstimateOf(p, missChars);
     }
     this.stats.pooled++;
-    return pool.countEach(misses!).then(new PooledMisses(p, misses!, missChars, cachedTokens, cache, this.stats, this.#onTask).settle);
+    return pool.countEach(misses!).then(new PooledMisses(p, misses!, missChars, cachedTokens, this.#keeper, this.stats, this.#onTask).settle);
   }
+
+  /** Keeps the exact count `c` of `t`: in the cache when long enough, else in the memo of short texts. */
+  #keep(cache: TextCountCache, t: string, c: number): void {
+    if (t.length >= CACHE_MIN_CHARS) {
+      cache.set(t, c);
+      return;
+    }
+    const short = this.#short;
+    if (short.size >= SHORT_MEMO_ENTRIES) short.clear();
+    short.set(t, c);
+  }
+
+  readonly #keeper = (t: string, c: number): void => this.#keep(this.#cache!, t, c);
 
   get poolInFlight(): number {
     return this.#pool === null ? 0 : this.#pool.inFlight;

@@ -182,25 +182,25 @@ describe('token counter with the cache of repeated texts', () => {
     expect(c.stats).toMatchObject({ inline: 1, pooled: 2, cacheHits: 5, cacheMisses: 3 });
   });
 
-  it('a conversation\'s history: each turn counts only its new messages and the short roles', async () => {
+  it('a conversation\'s history: each turn counts only its new messages, however many came before', async () => {
     const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
     await c.ready();
     const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
     const messages: { role: string; content: string }[] = [];
-    for (let turn = 0; turn < 10; turn++) {
+    for (let turn = 0; turn < 20; turn++) {
       messages.push({ role: 'user', content: `Turn ${turn}: ${prose(80 + turn * 7)}` });
       const body = { messages: [...messages] };
       const before = { ...c.stats };
       const n = c.countRequest(body, 'chat');
-      // The last turns carry over 2,000 characters of history, far over the threshold; only the
-      // new messages (and the short roles) are counted, on the event loop.
+      // The last turns carry over 5,000 characters of history and 39 roles (short texts, kept in
+      // their own memo), far over the threshold; only the new messages are counted, on the event loop.
       expect(typeof n).toBe('number');
       expect(n).toBe(plain.countRequest(body, 'chat'));
       expect(c.stats.cacheHits - before.cacheHits).toBe(turn === 0 ? 0 : 2 * turn - 1);
       expect(c.stats.cacheMisses - before.cacheMisses).toBe(turn === 0 ? 1 : 2);
       messages.push({ role: 'assistant', content: `Answer ${turn}: ${prose(70 + turn * 5)}` });
     }
-    expect(messages.slice(0, -1).reduce((a, m) => a + m.content.length, 0)).toBeGreaterThan(2_000);
+    expect(messages.slice(0, -1).reduce((a, m) => a + m.content.length, 0)).toBeGreaterThan(5_000);
     expect(c.stats.pooled).toBe(0);
   });
 
@@ -221,9 +221,10 @@ describe('token counter with the cache of repeated texts', () => {
     const body = { messages: [{ role: 'system', content: system }, { role: 'user', content: question }] };
     const n = c.countRequest(body, 'chat');
     expect(c.stats).toMatchObject({ fallbacks: 1, cacheHits: 1 });
-    // The system prompt's kept count, then ceil((question + roles + two messages' framing) / 4).
-    const systemTokens = plain.countRequest({ prompt: system }, 'completions') as number;
-    expect(n).toBe(systemTokens + Math.ceil((question.length + 'system'.length + 'user'.length + 2 * 24) / 4));
+    // The kept counts of the system prompt and of its role, then ceil((question + its role + two
+    // messages' framing) / 4).
+    const kept = (plain.countRequest({ prompt: system }, 'completions') as number) + (plain.countRequest({ prompt: 'system' }, 'completions') as number);
+    expect(n).toBe(kept + Math.ceil((question.length + 'user'.length + 2 * 24) / 4));
   });
 
   it('is off with ROUTER_TOKENIZER_CACHE_CHARS=0; short texts never go through it', async () => {
