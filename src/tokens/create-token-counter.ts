@@ -119,13 +119,21 @@ class PooledMisses {
 }
 
 /**
- * Counts of the short texts (under CACHE_MIN_CHARS) seen in prompts with long ones: every message's
- * role, names, the short messages of a conversation. At most this many; emptied when full.
+ * Counts of the short texts (under CACHE_MIN_CHARS) seen in the prompts that use the cache: every
+ * message's role, names, the short messages of a conversation. At most this many (about 1 MB);
+ * emptied when full.
  */
-export const SHORT_MEMO_ENTRIES = 1024;
+export const SHORT_MEMO_ENTRIES = 8192;
 
-/** Whether any of `texts` is long enough for the cache. */
-function hasCacheableText(texts: readonly string[]): boolean {
+/**
+ * Prompts of at least this many texts (four chat messages with their roles: a conversation) use
+ * the cache and the memo of short texts even when none of their texts is long.
+ */
+export const CACHED_PROMPT_TEXTS = 8;
+
+/** Whether `texts` are worth looking up: a conversation, or any text long enough for the cache. */
+function worthLookingUp(texts: readonly string[]): boolean {
+  if (texts.length >= CACHED_PROMPT_TEXTS) return true;
   for (let i = 0; i < texts.length; i++) if (texts[i].length >= CACHE_MIN_CHARS) return true;
   return false;
 }
@@ -153,7 +161,7 @@ class BpeTokenCounter implements RouterTokenCounter {
 
   countPrompt(p: PromptText): number | Promise<number> {
     const cache = this.#cache;
-    if (cache !== null && hasCacheableText(p.texts)) return this.#countCached(p, cache);
+    if (cache !== null && worthLookingUp(p.texts)) return this.#countCached(p, cache);
     return this.#count(p);
   }
 
@@ -180,9 +188,9 @@ class BpeTokenCounter implements RouterTokenCounter {
   }
 
   /**
-   * A prompt with long texts: those the cache holds add their kept counts; the others are
-   * counted as a prompt of their own would be (inline up to the threshold, else in the pool), and
-   * the long ones among them kept.
+   * A prompt with long texts, or a conversation: the texts the cache or the memo holds add their
+   * kept counts; the others are counted as a prompt of their own would be (inline up to the
+   * threshold, else in the pool), and kept.
    */
   #countCached(p: PromptText, cache: TextCountCache): number | Promise<number> {
     const texts = p.texts;

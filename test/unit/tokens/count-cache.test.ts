@@ -204,6 +204,26 @@ describe('token counter with the cache of repeated texts', () => {
     expect(c.stats.pooled).toBe(0);
   });
 
+  it('a conversation of short messages only: from four messages on, each turn counts only its new ones', async () => {
+    const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
+    await c.ready();
+    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const messages: { role: string; content: string }[] = [];
+    for (let turn = 0; turn < 20; turn++) {
+      messages.push({ role: 'user', content: `Q${turn}: ${prose(20 + (turn % 5) * 8)}` });
+      const body = { messages: [...messages] };
+      const n = c.countRequest(body, 'chat');
+      expect(typeof n).toBe('number');
+      expect(n).toBe(plain.countRequest(body, 'chat'));
+      messages.push({ role: 'assistant', content: `A${turn}: ${prose(30 + (turn % 4) * 6)}` });
+    }
+    const chars = messages.slice(0, -1).reduce((a, m) => a + m.content.length + m.role.length, 0);
+    expect(chars).toBeGreaterThan(1_500); // the last turns are far over the threshold, all short texts
+    expect(messages.every((m) => m.content.length < CACHE_MIN_CHARS)).toBe(true);
+    expect(c.stats.pooled).toBe(0);
+    expect(c.stats.cacheHits + c.stats.cacheMisses).toBe(0); // the memo of short texts alone
+  });
+
   it('keeps no count of a text the pool did not count (the chars estimate is not cached)', async () => {
     const c = counter({ ROUTER_TOKENIZER_POOL_SIZE: '0' });
     const long = prose(1_000);
