@@ -225,7 +225,7 @@ class BpeTokenCounter implements RouterTokenCounter {
         for (let i = 0; i < misses.length; i++) {
           const t = misses[i];
           const c = bpeCountText(t);
-          this.#keep(cache, t, c);
+          this.#keep(t, c);
           n += c;
         }
       }
@@ -238,21 +238,22 @@ class BpeTokenCounter implements RouterTokenCounter {
       return cachedTokens + charsEstimateOf(p, missChars);
     }
     this.stats.pooled++;
-    return pool.countEach(misses!).then(new PooledMisses(p, misses!, missChars, cachedTokens, this.#keeper, this.stats, this.#onTask).settle);
+    return pool.countEach(misses!).then(new PooledMisses(p, misses!, missChars, cachedTokens, this.#keep, this.stats, this.#onTask).settle);
   }
 
-  /** Keeps the exact count `c` of `t`: in the cache when long enough, else in the memo of short texts. */
-  #keep(cache: TextCountCache, t: string, c: number): void {
+  /**
+   * Keeps the exact count `c` of `t`: in the cache when long enough, else in the memo of short
+   * texts. Only #countCached's prompts get here, so the cache is on.
+   */
+  readonly #keep = (t: string, c: number): void => {
     if (t.length >= CACHE_MIN_CHARS) {
-      cache.set(t, c);
+      this.#cache!.set(t, c);
       return;
     }
     const short = this.#short;
     if (short.size >= SHORT_MEMO_ENTRIES) short.clear();
     short.set(t, c);
-  }
-
-  readonly #keeper = (t: string, c: number): void => this.#keep(this.#cache!, t, c);
+  };
 
   get poolInFlight(): number {
     return this.#pool === null ? 0 : this.#pool.inFlight;
