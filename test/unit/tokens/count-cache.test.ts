@@ -116,6 +116,11 @@ function counter(env: NodeJS.ProcessEnv): RouterTokenCounter {
   return c;
 }
 
+/** The reference: no cache, every prompt counted inline (a number), so that counts can be compared at once. */
+function referenceCounter(): RouterTokenCounter {
+  return counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+}
+
 const SENTENCE = 'You are a helpful assistant. Answer in the language of the question, cite your sources. ';
 const prose = (chars: number): string => SENTENCE.repeat(Math.ceil(chars / SENTENCE.length)).slice(0, chars);
 const tools = JSON.stringify(Array.from({ length: 6 }, (_, i) => ({
@@ -156,7 +161,7 @@ describe('token counter with the cache of repeated texts', () => {
     const system = prose(4_000);
     const first = c.countRequest(agentTurn(system, 'Where is my order?'), 'chat');
     expect(first).toBeInstanceOf(Promise); // 4 KB of new text: the tokenizer thread
-    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const plain = referenceCounter();
     const want = (q: string): number => plain.countRequest(agentTurn(system, q), 'chat') as number;
     expect(await first).toBe(want('Where is my order?'));
     expect(c.stats).toMatchObject({ pooled: 1, cacheHits: 0, cacheMisses: 2 }); // the system prompt and the tools' JSON
@@ -175,7 +180,7 @@ describe('token counter with the cache of repeated texts', () => {
     const question = `${prose(900)} (attached)`;
     const pending = c.countRequest(agentTurn(system, question), 'chat');
     expect(pending).toBeInstanceOf(Promise);
-    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const plain = referenceCounter();
     expect(await pending).toBe(plain.countRequest(agentTurn(system, question), 'chat'));
     expect(c.stats).toMatchObject({ pooled: 2, cacheHits: 2, cacheMisses: 3 });
     expect(c.countRequest(agentTurn(system, question), 'chat')).toBe(plain.countRequest(agentTurn(system, question), 'chat'));
@@ -185,7 +190,7 @@ describe('token counter with the cache of repeated texts', () => {
   it('a conversation\'s history: each turn counts only its new messages, however many came before', async () => {
     const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
     await c.ready();
-    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const plain = referenceCounter();
     const messages: { role: string; content: string }[] = [];
     for (let turn = 0; turn < 20; turn++) {
       messages.push({ role: 'user', content: `Turn ${turn}: ${prose(80 + turn * 7)}` });
@@ -207,7 +212,7 @@ describe('token counter with the cache of repeated texts', () => {
   it('a conversation of short messages only: from four messages on, each turn counts only its new ones', async () => {
     const c = counter({ ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
     await c.ready();
-    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const plain = referenceCounter();
     const messages: { role: string; content: string }[] = [];
     for (let turn = 0; turn < 20; turn++) {
       messages.push({ role: 'user', content: `Q${turn}: ${prose(20 + (turn % 5) * 8)}` });
@@ -234,7 +239,7 @@ describe('token counter with the cache of repeated texts', () => {
 
   it('without a thread to count them, only the texts not kept get the chars estimate', () => {
     const c = counter({ ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '512' });
-    const plain = counter({ ROUTER_TOKENIZER_CACHE_CHARS: '0', ROUTER_TOKENIZER_POOL_SIZE: '0', ROUTER_TOKENIZER_INLINE_MAX_CHARS: '100000' });
+    const plain = referenceCounter();
     const system = prose(400);
     c.countRequest({ messages: [{ role: 'system', content: system }] }, 'chat'); // counted inline, kept
     const question = prose(600);
