@@ -11,6 +11,13 @@ export interface InferenceApi {
   /** What of the request counts as input tokens. Never throws. */
   promptText(req: InferenceRequest): PromptText;
   /**
+   * `req` as plain values without its body: what a thread that parsed the body hands back to the
+   * event loop (a structured clone; api/parse-task.ts).
+   */
+  detach(req: InferenceRequest): object;
+  /** A request `detach` gave, on the event loop again: its body is parsed again from `raw` only if something reads it. */
+  attach(detached: object, raw: Buffer): InferenceRequest;
+  /**
    * The body sent upstream: the client's bytes unchanged unless the model is rewritten (`model`
    * non-null and different) or the stream needs usage reporting turned on.
    */

@@ -26,7 +26,7 @@ export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string
   const rewriteModel = model !== null && model !== req.model;
   const injectUsage = askStreamUsage && req.stream && !req.clientAskedUsage;
   if (!rewriteModel && !injectUsage) return { body: raw, stripUsage: false };
-  const prev = req.body.stream_options;
+  const prev = req.streamOptions;
   if (!rewriteModel && prev === undefined) return { body: spliceUsageMember(raw), stripUsage: true };
   const options = injectUsage ? { ...(prev !== null && typeof prev === 'object' ? prev : {}), include_usage: true } : null;
   if (findMembers(raw)) {

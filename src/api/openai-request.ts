@@ -13,6 +13,20 @@ export interface ParsedRequest extends InferenceRequest {
    * Responses API, whose streams always end with their usage.
    */
   readonly clientAskedUsage: boolean;
+  /** The body's `stream_options` member as the client sent it (undefined when absent). */
+  readonly streamOptions: unknown;
+}
+
+/**
+ * A ParsedRequest without its body, as a thread that parsed the body hands it back (structured
+ * clone: plain values only). `attachRequest` makes it a ParsedRequest again on the event loop.
+ */
+export interface DetachedRequest {
+  readonly model: string;
+  readonly api: ApiKind;
+  readonly stream: boolean;
+  readonly clientAskedUsage: boolean;
+  readonly streamOptions: unknown;
 }
 
 /** The Responses API's path. */
@@ -42,6 +56,14 @@ function notJsonHint(raw: Buffer): string {
   return '';
 }
 
+/**
+ * The body's JSON value. A UTF-8 byte order mark before the JSON is skipped, as the model
+ * servers' parsers do (RFC 8259 lets a parser ignore it); the body still goes upstream as it came.
+ */
+function parseJson(raw: Buffer): unknown {
+  return JSON.parse(raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.toString('utf8', 3) : raw.toString('utf8'));
+}
+
 /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
 export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
@@ -50,9 +72,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   }
   let body: unknown;
   try {
-    // A UTF-8 byte order mark before the JSON is skipped, as the model servers' parsers do (RFC
-    // 8259 lets a parser ignore it); the body still goes upstream as it came.
-    body = JSON.parse(raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.toString('utf8', 3) : raw.toString('utf8'));
+    body = parseJson(raw);
   } catch (err) {
     throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
   }
@@ -79,5 +99,48 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   const stream = obj.stream === true;
   const opts = obj.stream_options;
   const clientAskedUsage = stream && opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
-  return { body: obj, model, api, stream, clientAskedUsage };
+  return { body: obj, model, api, stream, clientAskedUsage, streamOptions: opts };
+}
+
+/** `req` without its body (for a thread to hand back). */
+export function detachRequest(req: ParsedRequest): DetachedRequest {
+  return { model: req.model, api: req.api, stream: req.stream, clientAskedUsage: req.clientAskedUsage, streamOptions: req.streamOptions };
+}
+
+/**
+ * A request parsed in a thread, on the event loop again. What the router acts on came with it;
+ * its body is parsed again from `raw` only if something asks for it (nothing on the usual paths:
+ * the prompt came counted from the same thread; openai-body.ts reads `streamOptions`, and the
+ * whole body only for a body that names `model` or `stream_options` twice).
+ */
+class AttachedRequest implements ParsedRequest {
+  readonly model: string;
+  readonly api: ApiKind;
+  readonly stream: boolean;
+  readonly clientAskedUsage: boolean;
+  readonly streamOptions: unknown;
+  #raw: Buffer | null;
+  #body: Record<string, unknown> | null = null;
+
+  constructor(d: DetachedRequest, raw: Buffer) {
+    this.model = d.model;
+    this.api = d.api;
+    this.stream = d.stream;
+    this.clientAskedUsage = d.clientAskedUsage;
+    this.streamOptions = d.streamOptions;
+    this.#raw = raw;
+  }
+
+  get body(): Record<string, unknown> {
+    if (this.#body === null) {
+      // The thread parsed these bytes already: they are a JSON object.
+      this.#body = parseJson(this.#raw!) as Record<string, unknown>;
+      this.#raw = null;
+    }
+    return this.#body;
+  }
+}
+
+export function attachRequest(d: DetachedRequest, raw: Buffer): ParsedRequest {
+  return new AttachedRequest(d, raw);
 }

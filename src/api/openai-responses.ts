@@ -1,7 +1,7 @@
 import type { GeneratedText, InferenceApi, InferenceRequest } from './inference-api.js';
 import { buildUpstreamBody } from './openai-body.js';
 import { extractPromptText } from './openai-prompt.js';
-import { parseRequest, type ParsedRequest } from './openai-request.js';
+import { attachRequest, detachRequest, parseRequest, type DetachedRequest, type ParsedRequest } from './openai-request.js';
 import { ResponsesSseScanner } from './openai-responses-sse.js';
 import { DEFAULT_MAX_EVENT_BYTES } from './sse-lines.js';
 import { usageFromResponsesJson, usageFromResponsesTail } from './openai-responses-usage.js';
@@ -17,6 +17,8 @@ import { openAiStreamErrorEvent } from './openai-error.js';
 export const responsesApi: InferenceApi = {
   parse: parseRequest,
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
+  detach: (req: InferenceRequest) => detachRequest(req as ParsedRequest),
+  attach: (detached: object, raw: Buffer) => attachRequest(detached as DetachedRequest, raw),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model, false),
   jsonUsage: usageFromResponsesJson,
   tailUsage: usageFromResponsesTail,

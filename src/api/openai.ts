@@ -2,7 +2,7 @@ import type { GeneratedText, InferenceApi, InferenceRequest } from './inference-
 import { buildUpstreamBody } from './openai-body.js';
 import { usageFromJson, usageFromJsonTail } from './openai-json-usage.js';
 import { extractPromptText } from './openai-prompt.js';
-import { parseRequest, type ParsedRequest } from './openai-request.js';
+import { attachRequest, detachRequest, parseRequest, type DetachedRequest, type ParsedRequest } from './openai-request.js';
 import { SseUsageScanner } from './openai-sse-usage.js';
 import { openAiStreamErrorEvent } from './openai-error.js';
 import { openAiDisaggregation } from './openai-disaggregation.js';
@@ -14,6 +14,8 @@ const STRIP = { stripUsageChunk: true };
 export const openAiApi: InferenceApi = {
   parse: parseRequest,
   promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
+  detach: (req: InferenceRequest) => detachRequest(req as ParsedRequest),
+  attach: (detached: object, raw: Buffer) => attachRequest(detached as DetachedRequest, raw),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model),
   jsonUsage: usageFromJson,
   tailUsage: usageFromJsonTail,

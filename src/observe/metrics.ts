@@ -74,6 +74,8 @@ export interface MetricSources {
     readonly inline: number; readonly pooled: number; readonly fallbacks: number;
     readonly cacheHits: number; readonly cacheMisses: number;
   };
+  /** Bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more by where they were parsed (ThreadParser.stats); unset when none goes to a thread. */
+  threadParses?: () => { readonly inThread: number; readonly onEventLoop: number };
   /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
   /** Fair queueing on: the requests of this process waiting, by ModelServer (FairGates.queued). */
@@ -186,6 +188,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_token_count_cache_texts_total',
       'Prompt texts long enough for the cache of repeated texts, by result: hit (count reused), miss (counted, then kept).',
       'counter', () => this.collectTokenCountCache()) as never);
+    r.registerMetric(new CollectedFamily('inference_router_large_body_parses_total',
+      'Request bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more, by where they were parsed: thread (a tokenizer thread), event_loop (no place in the tokenizer pool, or its thread failed).',
+      'counter', () => this.collectThreadParses()) as never);
     // The lowest over the workers: 0 while any of them decides without the store.
     r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',
       'Whether the global limit store (Redis) decides the admissions of its limits: 1 while every worker reaches it, 0 while any decides by the failure mode (unreachable, refusing, or not answered yet), by store address.',
@@ -381,6 +386,16 @@ export class RouterMetrics {
     return [
       { labels: { result: 'hit' }, value: s.cacheHits },
       { labels: { result: 'miss' }, value: s.cacheMisses },
+    ];
+  }
+
+  private collectThreadParses(): MetricValue[] {
+    const src = this.sources.threadParses;
+    if (src === undefined) return [];
+    const s = src();
+    return [
+      { labels: { where: 'thread' }, value: s.inThread },
+      { labels: { where: 'event_loop' }, value: s.onEventLoop },
     ];
   }
 

@@ -32,6 +32,8 @@ export type RouterTokenCounter = TokenCounter & {
   readonly stats: Readonly<TokenCounterStats>;
   /** Counts in the tokenizer pool now (running or queued). */
   readonly poolInFlight: number;
+  /** The tokenizer threads, for other work to run there (api/thread-parse.ts); null without a pool. */
+  readonly threads: TokenizerPool | null;
   /**
    * Resolves when the tokenizer threads are started (they share this process's rank table; at once without a pool).
    * Await it before taking traffic, or the first long prompts fall back to the chars estimate.
@@ -51,6 +53,7 @@ export const DEFAULT_POOL_FILE = new URL('./tokenize-task.js', import.meta.url);
 class CharsTokenCounter implements RouterTokenCounter {
   readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0 };
   readonly poolInFlight = 0;
+  readonly threads = null;
 
   countPrompt(p: PromptText): number {
     this.stats.inline++;
@@ -254,6 +257,10 @@ class BpeTokenCounter implements RouterTokenCounter {
     if (short.size >= SHORT_MEMO_ENTRIES) short.clear();
     short.set(t, c);
   };
+
+  get threads(): TokenizerPool | null {
+    return this.#pool;
+  }
 
   get poolInFlight(): number {
     return this.#pool === null ? 0 : this.#pool.inFlight;

@@ -45,6 +45,14 @@ export class TokenizerPool {
     this.#inFlight--;
     return OVER_BUDGET;
   };
+  readonly #otherAnswered = (answer: unknown): unknown => {
+    this.#inFlight--;
+    return answer;
+  };
+  readonly #otherFailed = (): null => {
+    this.#inFlight--;
+    return null;
+  };
 
   constructor(opts: TokenizerPoolOptions) {
     if (!Number.isInteger(opts.size) || opts.size < 1) throw new Error(`tokenizer pool size must be an integer >= 1; got ${opts.size}`);
@@ -123,6 +131,17 @@ export class TokenizerPool {
     // inFlight drops when the thread is done, not when the caller is answered: capacity is real.
     this.#piscina.run(task, { signal: budget.signal }).then(this.#answered, this.#failed).then(budget.answer);
     return budget.promise;
+  }
+
+  /**
+   * Runs the default export of another task module (`filename`, a file: URL or path) on `task`
+   * in these threads, counted in the same capacity as the counts (check `full` first). No time
+   * budget: the task must end by itself. Resolves with its answer, or null when it threw or its
+   * thread failed; never rejects.
+   */
+  runModule(filename: string, task: unknown): Promise<unknown> {
+    this.#inFlight++;
+    return this.#piscina.run(task as TokenizeTask, { filename }).then(this.#otherAnswered, this.#otherFailed);
   }
 
   async close(): Promise<void> {

@@ -18,6 +18,11 @@ export interface TokenizerSettings {
   readonly budgetMs: number;
   /** Characters of repeated long texts whose counts each process keeps (count-cache.ts); 0 = no cache. */
   readonly cacheChars: number;
+  /**
+   * Request bodies of at least this many bytes are parsed in a tokenizer thread instead of on the
+   * event loop (api/thread-parse.ts); 0 = every body on the event loop.
+   */
+  readonly parseMinBytes: number;
 }
 
 /**
@@ -30,6 +35,12 @@ export const DEFAULT_QUEUE = 64;
 export const DEFAULT_BUDGET_MS = 200;
 /** About 4 MB of one-byte text per process (twice that for text beyond Latin-1), in two generations. */
 export const DEFAULT_CACHE_CHARS = 4_000_000;
+/**
+ * Measured with bench/parse-offload-micro.ts (docs/tokens.md#large-bodies): at 256 KiB the
+ * hand-off costs the event loop about a quarter of parsing the body there; below about 80 KB it
+ * costs more than the parse.
+ */
+export const DEFAULT_PARSE_MIN_BYTES = 262_144;
 
 const ESTIMATORS: readonly TokenEstimator[] = ['bpe', 'chars'];
 
@@ -52,7 +63,8 @@ function integer(env: NodeJS.ProcessEnv, name: string, min: number, max: number,
 
 /**
  * Reads ROUTER_TOKEN_ESTIMATOR, ROUTER_TOKENIZER_INLINE_MAX_CHARS, ROUTER_TOKENIZER_POOL_SIZE,
- * ROUTER_TOKENIZER_QUEUE, ROUTER_TOKENIZER_BUDGET_MS and ROUTER_TOKENIZER_CACHE_CHARS. Throws an Error naming the variable on a bad value.
+ * ROUTER_TOKENIZER_QUEUE, ROUTER_TOKENIZER_BUDGET_MS, ROUTER_TOKENIZER_CACHE_CHARS and
+ * ROUTER_TOKENIZER_PARSE_MIN_BYTES. Throws an Error naming the variable on a bad value.
  */
 export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSettings {
   return Object.freeze({
@@ -62,5 +74,6 @@ export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSetting
     queue: integer(env, 'ROUTER_TOKENIZER_QUEUE', 0, 10_000, DEFAULT_QUEUE),
     budgetMs: integer(env, 'ROUTER_TOKENIZER_BUDGET_MS', 1, 60_000, DEFAULT_BUDGET_MS),
     cacheChars: integer(env, 'ROUTER_TOKENIZER_CACHE_CHARS', 0, 1_000_000_000, DEFAULT_CACHE_CHARS),
+    parseMinBytes: integer(env, 'ROUTER_TOKENIZER_PARSE_MIN_BYTES', 0, 1_000_000_000, DEFAULT_PARSE_MIN_BYTES),
   });
 }

@@ -20,6 +20,7 @@ import type { PromptText } from '../tokens/prompt-text.js';
 import { anyInAdmissionWindow, giveBackInput } from '../ratelimit/admit-all.js';
 import { performance } from 'node:perf_hooks';
 import type { FairGate, FairGates, FairWaiter } from '../pick/fair-gate.js';
+import type { ThreadParsed, ThreadParser } from '../api/thread-parse.js';
 
 /** What the pipeline needs from its worker process; built once at start-up. */
 export interface PipelineServices {
@@ -41,6 +42,8 @@ export interface PipelineServices {
   rateLimitRejected(key: LimitKey, direction: LimitDirection): void;
   /** Fair queueing in front of each ModelServer (pick/fair-gate.ts); null = off. */
   readonly fairGates: FairGates | null;
+  /** Large bodies parsed in a tokenizer thread (api/thread-parse.ts); null = every body on the event loop. */
+  readonly threadParser: ThreadParser | null;
 }
 
 /**
@@ -86,17 +89,47 @@ class PipelineRun implements ProxyListener, FairWaiter {
     x.traceSpan = this.span;
   }
 
-  /** Parse, then authenticate. */
+  /** Parse: on the event loop, or a large body in a tokenizer thread. */
   start(): void {
+    const x = this.x;
+    const api = apiFor(x.url);
+    this.api = api;
+    const threads = this.s.threadParser;
+    if (threads !== null && threads.wants(x.body)) {
+      threads.parse(api, x.body, x.url).then((p) => this.parsedInThread(p), (err) => this.fail(err));
+      return;
+    }
+    this.parseHere();
+  }
+
+  private parseHere(): void {
+    let req: InferenceRequest;
+    try {
+      req = this.api!.parse(this.x.body, this.x.url);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    this.parsed(req);
+  }
+
+  /** A thread's answer: the request with its prompt, its refusal, or null (the thread failed: parsed here). */
+  private parsedInThread(p: ThreadParsed | RouterError | null): void {
+    if (p === null) this.parseHere();
+    else if (p instanceof RouterError) this.fail(p);
+    else {
+      this.prompt = p.prompt;
+      this.parsed(p.req);
+    }
+  }
+
+  /** Authenticate. */
+  private parsed(req: InferenceRequest): void {
     let tenant: Tenant | Promise<Tenant> | null = null;
     try {
-      const x = this.x;
-      const api = apiFor(x.url);
-      this.api = api;
-      const req = api.parse(x.body, x.url);
       this.req = req;
-      x.ctx.modelName = req.model;
-      if (this.s.authorize !== null) tenant = this.s.authorize(x, req.model);
+      this.x.ctx.modelName = req.model;
+      if (this.s.authorize !== null) tenant = this.s.authorize(this.x, req.model);
     } catch (err) {
       this.fail(err);
       return;
@@ -144,7 +177,8 @@ class PipelineRun implements ProxyListener, FairWaiter {
       if (server === NO_WEIGHTED_TARGET) throw new RouterError('upstream_error', `the matching rule of route ${route.key} has no target with a weight above 0`, 503, null, 'no_weighted_target');
       ctx.modelServer = server.key;
       this.server = server;
-      const prompt = this.api!.promptText(req);
+      // A body parsed in a thread came with its prompt.
+      const prompt = this.prompt ?? this.api!.promptText(req);
       this.prompt = prompt;
       counted = this.s.tokens.countPrompt(prompt);
     } catch (err) {

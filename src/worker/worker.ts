@@ -12,6 +12,7 @@ import { LimiterRegistry } from '../ratelimit/registry.js';
 import { LocalLimitClient } from '../ratelimit/local/limit-client.js';
 import { RouteTable } from '../route/route-table.js';
 import { createTokenCounter } from '../tokens/create-token-counter.js';
+import { ThreadParser } from '../api/thread-parse.js';
 import { EndpointRegistry } from '../upstream/endpoint-registry.js';
 import { runPipeline, type PipelineServices } from './pipeline.js';
 import { startWorkerAuth } from './worker-auth.js';
@@ -63,6 +64,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   let podEpochs: PodEpochs | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
+  const threadParser = tokens.threads === null || settings.tokenizer.parseMinBytes === 0 ? null
+    : new ThreadParser(tokens.threads, settings.tokenizer.parseMinBytes);
   const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
   // Fair queueing: this worker's share of each ModelServer's places in flight and in the queue.
   const fairGates = settings.fairness === null ? null
@@ -120,6 +123,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     upstreamPods: () => endpoints.states(),
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
+    threadParses: threadParser === null ? undefined : () => threadParser.stats,
   });
   // Counters of a pod go once it left the configuration (backend-pod-series.ts).
   const schedulerMetrics: SchedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints),
@@ -212,6 +216,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     scheduler,
     rateLimitRejected: (key, direction) => metrics.rateLimitRejected(key, direction),
     fairGates,
+    threadParser,
   };
 
   const app = buildApp(uws, {

@@ -23,6 +23,17 @@ export function compiledTaskFile(): string {
   return `${outDir}tokens/tokenize-task.js`;
 }
 
+/** Modules outside src/api/ and src/tokens/ that api/parse-task.ts imports, relative to src/. */
+const PARSE_BASE_MODULES = ['ascii-text', 'errors'];
+
+/** src/api/parse-task.ts compiled as compiledTaskFile() compiles the tokenizer's task (beside it, sharing its tokens/). */
+export function compiledParseTaskFile(): string {
+  compiledTaskFile();
+  transpileDir(fileURLToPath(new URL('src/api/', root)), `${outDir}api/`);
+  transpileDir(fileURLToPath(new URL('src/', root)), outDir, PARSE_BASE_MODULES);
+  return `${outDir}api/parse-task.js`;
+}
+
 /** A worker that loads, answers the warm-up, then never answers (spins forever): exercises the hard stop. */
 export function hangingTaskFile(): string {
   compiledTaskFile();

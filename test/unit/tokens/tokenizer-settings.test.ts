@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_BUDGET_MS, DEFAULT_CACHE_CHARS, DEFAULT_INLINE_MAX_CHARS, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
+  DEFAULT_BUDGET_MS, DEFAULT_CACHE_CHARS, DEFAULT_INLINE_MAX_CHARS, DEFAULT_PARSE_MIN_BYTES, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
 } from '../../../src/tokens/tokenizer-settings.js';
 
 describe('tokenizer settings', () => {
@@ -8,8 +8,9 @@ describe('tokenizer settings', () => {
     const s = parseTokenizerSettings({});
     expect(s).toEqual({
       estimator: 'bpe', inlineMaxChars: DEFAULT_INLINE_MAX_CHARS, poolSize: DEFAULT_POOL_SIZE, queue: DEFAULT_QUEUE, budgetMs: DEFAULT_BUDGET_MS,
-      cacheChars: DEFAULT_CACHE_CHARS,
+      cacheChars: DEFAULT_CACHE_CHARS, parseMinBytes: DEFAULT_PARSE_MIN_BYTES,
     });
+    expect(DEFAULT_PARSE_MIN_BYTES).toBe(262_144);
     expect(Object.isFrozen(s)).toBe(true);
     expect(parseTokenizerSettings({ ROUTER_TOKEN_ESTIMATOR: '' }).estimator).toBe('bpe');
   });
@@ -22,7 +23,9 @@ describe('tokenizer settings', () => {
       ROUTER_TOKENIZER_QUEUE: '8',
       ROUTER_TOKENIZER_BUDGET_MS: '50',
       ROUTER_TOKENIZER_CACHE_CHARS: '0',
-    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50, cacheChars: 0 });
+      ROUTER_TOKENIZER_PARSE_MIN_BYTES: '0',
+    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50, cacheChars: 0, parseMinBytes: 0 });
+    expect(parseTokenizerSettings({ ROUTER_TOKENIZER_PARSE_MIN_BYTES: '1048576' }).parseMinBytes).toBe(1_048_576);
   });
 
   it.each([
@@ -37,6 +40,8 @@ describe('tokenizer settings', () => {
     ['ROUTER_TOKENIZER_BUDGET_MS', ' 200', /ROUTER_TOKENIZER_BUDGET_MS/],
     ['ROUTER_TOKENIZER_CACHE_CHARS', '-5', /^ROUTER_TOKENIZER_CACHE_CHARS: expected an integer from 0 to 1000000000; got "-5"$/],
     ['ROUTER_TOKENIZER_CACHE_CHARS', '4MB', /ROUTER_TOKENIZER_CACHE_CHARS/],
+    ['ROUTER_TOKENIZER_PARSE_MIN_BYTES', '256KiB', /^ROUTER_TOKENIZER_PARSE_MIN_BYTES: expected an integer from 0 to 1000000000; got "256KiB"$/],
+    ['ROUTER_TOKENIZER_PARSE_MIN_BYTES', '-1', /ROUTER_TOKENIZER_PARSE_MIN_BYTES/],
   ])('%s=%j is rejected', (name, value, message) => {
     expect(() => parseTokenizerSettings({ [name]: value })).toThrow(message);
   });

@@ -1,0 +1,42 @@
+/**
+ * Piscina task, run in a tokenizer thread for a large request body (thread-parse.ts): parses and
+ * checks the body and builds its prompt there, as the event loop would. Compiled to
+ * dist/api/parse-task.js.
+ */
+import { Buffer } from 'node:buffer';
+import { RouterError } from '../errors.js';
+import type { PromptText } from '../tokens/prompt-text.js';
+import { apiFor } from './api-registry.js';
+
+export interface ParseTask {
+  /** The body's bytes (a copy: structured clone). */
+  readonly raw: Uint8Array;
+  /** The request's path: which API's parse. */
+  readonly url: string;
+}
+
+/** The request without its body and its prompt, or the error that refuses it. */
+export type ParseAnswer =
+  | { readonly ok: true; readonly request: object; readonly prompt: PromptText }
+  | { readonly ok: false; readonly error: RefusalFields };
+
+/** A RouterError's fields (an Error's own class does not survive a structured clone). */
+export interface RefusalFields {
+  readonly type: RouterError['type'];
+  readonly message: string;
+  readonly status: number;
+  readonly code: RouterError['code'];
+  readonly headers: Record<string, string> | null;
+}
+
+export default function parseTask(task: ParseTask): ParseAnswer {
+  const raw = Buffer.from(task.raw.buffer, task.raw.byteOffset, task.raw.byteLength);
+  const api = apiFor(task.url);
+  try {
+    const req = api.parse(raw, task.url);
+    return { ok: true, request: api.detach(req), prompt: api.promptText(req) };
+  } catch (err) {
+    if (!(err instanceof RouterError)) throw err; // the event loop parses it again (thread-parse.ts)
+    return { ok: false, error: { type: err.type, message: err.message, status: err.status, code: err.code, headers: err.headers === null ? null : { ...err.headers } } };
+  }
+}
