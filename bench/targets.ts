@@ -131,6 +131,27 @@ function tcpUp(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * A pod that reads each request's body, drops it unread and answers a fixed chat completion with
+ * its usage: the backend of large bodies whose own parse must not load the machine the router is
+ * measured on (a model server runs elsewhere).
+ */
+const SINK_SCRIPT = `
+import { createServer } from 'node:http';
+const answer = '{"id":"sink","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}';
+createServer((req, res) => {
+  req.on('data', () => {});
+  req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length }); res.end(answer); });
+}).listen(Number(process.argv[1]), '127.0.0.1');
+`;
+
+export async function startBodySink(name: string): Promise<Target> {
+  const port = await freePort();
+  const proc = startProcess(['--input-type=module', '-e', SINK_SCRIPT, String(port)], {}, { name, ...KEEP });
+  await waitFor(`${name} to listen`, proc, () => tcpUp(port));
+  return { name, url: `http://127.0.0.1:${port}`, port, proc };
+}
+
 export async function startRedis(bin: string): Promise<{ proc: Proc; address: string }> {
   const port = await freePort();
   const proc = spawnProcess(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, { name: 'redis-server', ...KEEP });
