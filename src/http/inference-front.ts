@@ -19,6 +19,12 @@ import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } fro
 /** What the front needs from the worker. */
 export interface FrontHooks {
   readonly maxBodyBytes: number;
+  /**
+   * A body whose content-length is at least this is read into shared memory (a
+   * SharedArrayBuffer): a tokenizer thread then parses it where it lies, where a copy of a body of
+   * megabytes would cost the event loop milliseconds (api/thread-parse.ts). 0 = never.
+   */
+  readonly sharedBodyMinBytes: number;
   /** Lower-case header names route rules match on (from the current table). */
   matchHeaderNames(): readonly string[];
   /** Drop the client's Authorization header upstream (auth enabled). */
@@ -277,7 +283,9 @@ function tooLarge(max: number): RouterError {
 }
 
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
-  let buf: Buffer | null = contentLength > 0 ? Buffer.allocUnsafe(contentLength) : null;
+  let buf: Buffer | null = contentLength <= 0 ? null
+    : h.sharedBodyMinBytes > 0 && contentLength >= h.sharedBodyMinBytes ? Buffer.from(new SharedArrayBuffer(contentLength))
+    : Buffer.allocUnsafe(contentLength);
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
   let size = 0;
   let done = false;

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
@@ -16,7 +16,8 @@ const MIN_BYTES = 65_536;
 const picture = dataUrl('image/png', png(800, 600, 200_000));
 const longText = 'The archive holds letters, ledgers and maps from three centuries. '.repeat(2_000);
 
-interface Case { name: string; path: string; body: string }
+/** `chunked`: sent without a content-length, in pieces (the router cannot read it into shared memory as it arrives). */
+interface Case { name: string; path: string; body: string; chunked?: boolean }
 const CASES: Case[] = [
   { name: 'a picture to describe', path: '/v1/chat/completions', body: JSON.stringify({
     model: 'sf-model', messages: [{ role: 'user', content: [{ type: 'text', text: 'What is shown?' }, { type: 'image_url', image_url: { url: picture } }] }],
@@ -27,6 +28,9 @@ const CASES: Case[] = [
   { name: 'a stream with stream_options of its own and a large seed', path: '/v1/chat/completions',
     body: `{"model":"sf-model","stream":true,"stream_options":{"continuous_usage_stats":true},"seed":9223372036854775807,"messages":[{"role":"user","content":${JSON.stringify(longText)}}]}` },
   { name: 'a completion naming its model twice', path: '/v1/completions', body: `{"model":"other","model":"sf-model","prompt":${JSON.stringify(longText)}}` },
+  { name: 'a long document sent chunked', path: '/v1/chat/completions', chunked: true, body: JSON.stringify({
+    model: 'sf-model', messages: [{ role: 'user', content: `${longText} Which centuries?` }],
+  }) },
   { name: 'a small chat (below the size)', path: '/v1/chat/completions', body: JSON.stringify({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] }) },
 ];
 const REFUSED: Case[] = [
@@ -71,6 +75,19 @@ async function startSide(parseMinBytes: number): Promise<Side> {
 }
 
 async function send(side: Side, c: Case): Promise<{ status: number; text: string }> {
+  if (c.chunked === true) {
+    const u = new URL(`${side.router.url}${c.path}`);
+    return new Promise((resolve, reject) => {
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+      const half = Math.floor(c.body.length / 2);
+      req.write(c.body.slice(0, half));
+      setTimeout(() => req.end(c.body.slice(half)), 20);
+    });
+  }
   const r = await fetch(`${side.router.url}${c.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: c.body });
   return { status: r.status, text: await r.text() };
 }

@@ -77,6 +77,18 @@ describe('large bodies parsed in a tokenizer thread', () => {
     expect(p.stats).toEqual({ inThread: 1, onEventLoop: 0 });
   });
 
+  it('parses a body in shared memory (as the front reads a large one) where it lies, the same as a copy', async () => {
+    const text = JSON.stringify(BODIES[0][2]);
+    const shared = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text) + 10), 5, Buffer.byteLength(text));
+    shared.write(text);
+    const p = await parser();
+    const got = await p.parse(apiFor(CHAT), shared, CHAT) as ThreadParsed;
+    const want = onEventLoop(Buffer.from(text), CHAT) as ThreadParsed;
+    expect(fields(got.req)).toEqual(fields(want.req));
+    expect(got.prompt).toEqual(want.prompt);
+    expect(got.req.body).toEqual(BODIES[0][2]);
+  });
+
   it('the image and the recording are counted from the thread as on the event loop', async () => {
     const raw = Buffer.from(JSON.stringify(BODIES[0][2]));
     const got = await (await parser()).parse(apiFor(CHAT), raw, CHAT) as ThreadParsed;
