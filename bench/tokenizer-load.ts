@@ -76,19 +76,21 @@ function pictureUrl(bytes: number, width = 1024, height = 768): string {
 
 interface BigKind {
   readonly path: string;
-  readonly body: Buffer;
+  /** The `n`th large body. */
+  body(n: number): Buffer;
   readonly describe: string;
   readonly variants: readonly { readonly name: string; readonly env: NodeJS.ProcessEnv }[];
 }
 
 function bigKind(): BigKind {
+  const prompt = bigPrompt(200 * 1024);
   if (BIG === 'image') {
     const body = Buffer.from(JSON.stringify({
       model: 'sf-model-long',
       messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: pictureUrl(BIG_BYTES) } }] }],
     }));
     return {
-      path: '/v1/chat/completions', body, describe: `chats with a picture of ${(body.length / 1e6).toFixed(1)} MB`,
+      path: '/v1/chat/completions', body: () => body, describe: `chats with a picture of ${(body.length / 1e6).toFixed(1)} MB`,
       variants: [
         { name: 'body parsed in a tokenizer thread (default)', env: {} },
         { name: 'body parsed on the event loop', env: { ROUTER_TOKENIZER_PARSE_MIN_BYTES: '0' } },
@@ -96,7 +98,9 @@ function bigKind(): BigKind {
     };
   }
   return {
-    path: '/v1/completions', body: Buffer.from(JSON.stringify({ model: 'sf-model-long', prompt: bigPrompt(200 * 1024) })), describe: 'prompts of 200 KB',
+    // Each prompt its own (a number first): the same text again would be counted once and then
+    // found in the cache of repeated texts (docs/tokens.md#repeated-texts), on either side.
+    path: '/v1/completions', body: (n) => Buffer.from(JSON.stringify({ model: 'sf-model-long', prompt: `Document ${n}: ${prompt}` })), describe: 'prompts of 200 KB, each a new one',
     variants: [
       { name: 'with pool (inline ≤ 512 chars)', env: {} },
       { name: 'without pool (all inline)', env: { ROUTER_TOKENIZER_INLINE_MAX_CHARS: '1000000' } },
@@ -104,13 +108,17 @@ function bigKind(): BigKind {
   };
 }
 
+/** Large bodies made so far, over every round and variant: no number comes twice. */
+let bodiesMade = 0;
+
 /** Sends one big body every 1/rate s until stopped (a separate HTTP client, not autocannon). */
-function bigSender(url: string, path: string, body: Buffer, rate: number): () => Promise<number> {
+function bigSender(url: string, path: string, bodyOf: (n: number) => Buffer, rate: number): () => Promise<number> {
   let sent = 0;
   let inflight = 0;
   const u = new URL(`${url}${path}`);
   const timer = setInterval(() => {
     inflight++;
+    const body = bodyOf(bodiesMade++);
     const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
       res.resume();
       res.on('end', () => { inflight--; sent++; });
