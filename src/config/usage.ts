@@ -64,6 +64,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   ['ROUTER_TOKENIZER_QUEUE', 'counts waiting for a thread; beyond it, estimated (64)'],
   ['ROUTER_TOKENIZER_BUDGET_MS', 'longest a pooled count may take, its wait included, before it is estimated (200)'],
   ['ROUTER_TOKENIZER_CACHE_CHARS', 'characters of repeated long prompt texts whose counts a process keeps; 0 = none (4000000)'],
+  ['ROUTER_TOKENIZER_PARSE_MIN_BYTES', 'request bodies this large are parsed in a tokenizer thread; 0 = all on the event loop (262144)'],
   'Rate limits',
   ['RATE_LIMIT_LOCAL_LEASES', 'local limits: workers decide from leased slices (true) or the primary decides (false)'],
   ['RATE_LIMIT_REDIS_FAILURE_MODE', 'global limits while Redis cannot answer: local (default), open or closed'],

@@ -36,9 +36,10 @@ export const DEFAULT_BUDGET_MS = 200;
 /** About 4 MB of one-byte text per process (twice that for text beyond Latin-1), in two generations. */
 export const DEFAULT_CACHE_CHARS = 4_000_000;
 /**
- * Measured with bench/parse-offload-micro.ts (docs/tokens.md#large-bodies): at 256 KiB the
- * hand-off costs the event loop about a quarter of parsing the body there; below about 80 KB it
- * costs more than the parse.
+ * Measured with bench/parse-offload-micro.ts (docs/tokens.md#large-bodies): at 256 KB the
+ * hand-off costs the event loop a sixth of parsing the body there, at 8 MB a seventieth; at 16 KB
+ * twice the parse, and up to 128 KB the parse is short enough that the round trip would only add
+ * to the request's own time.
  */
 export const DEFAULT_PARSE_MIN_BYTES = 262_144;
 
