@@ -9,7 +9,7 @@ import type { PromptText } from '../tokens/prompt-text.js';
 import { apiFor } from './api-registry.js';
 
 export interface ParseTask {
-  /** The body's bytes (a copy: structured clone). */
+  /** The body's bytes: shared with the event loop when the front read them into shared memory, else a copy (structured clone). */
   readonly raw: Uint8Array;
   /** The request's path: which API's parse. */
   readonly url: string;

@@ -180,7 +180,7 @@ export class RouterMetrics {
       'Trace spans not delivered: the export queue was full (queue_full) or the collector did not accept the batch (export_failed).', 'counter',
       () => this.collectTraceDrops()) as never);
     r.registerMetric(new CollectedFamily('inference_router_tokenizer_pool_tasks',
-      'Token counts submitted to the tokenizer pool and not answered yet (running and queued).', 'gauge',
+      'Tasks submitted to the tokenizer pool and not answered yet (running and queued): token counts and parses of large request bodies.', 'gauge',
       () => single(this.sources.tokenizerPoolTasks)) as never);
     r.registerMetric(new CollectedFamily('inference_router_token_counts_total',
       'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',

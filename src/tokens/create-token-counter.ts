@@ -30,7 +30,7 @@ export interface TokenCounterStats {
 
 export type RouterTokenCounter = TokenCounter & {
   readonly stats: Readonly<TokenCounterStats>;
-  /** Counts in the tokenizer pool now (running or queued). */
+  /** Tasks in the tokenizer pool now (running or queued): counts, and other work run there (`threads`). */
   readonly poolInFlight: number;
   /** The tokenizer threads, for other work to run there (api/thread-parse.ts); null without a pool. */
   readonly threads: TokenizerPool | null;
