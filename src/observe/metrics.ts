@@ -72,7 +72,7 @@ export interface MetricSources {
   /** Token counts so far by method (RouterTokenCounter.stats). */
   tokenCounts?: () => {
     readonly inline: number; readonly pooled: number; readonly fallbacks: number;
-    readonly cacheHits: number; readonly cacheMisses: number;
+    readonly cacheHits: number; readonly cacheMisses: number; readonly cacheJoins: number;
   };
   /** Bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more by where they were parsed (ThreadParser.stats); unset when none goes to a thread. */
   threadParses?: () => { readonly inThread: number; readonly onEventLoop: number };
@@ -186,7 +186,7 @@ export class RouterMetrics {
       'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',
       'counter', () => this.collectTokenCounts()) as never);
     r.registerMetric(new CollectedFamily('inference_router_token_count_cache_texts_total',
-      'Prompt texts long enough for the cache of repeated texts, by result: hit (count reused), miss (counted, then kept).',
+      'Prompt texts long enough for the cache of repeated texts, by result: hit (count reused), miss (counted, then kept), joined (being counted in the tokenizer pool for another request: that count waited for).',
       'counter', () => this.collectTokenCountCache()) as never);
     r.registerMetric(new CollectedFamily('inference_router_large_body_parses_total',
       'Request bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more, by where they were parsed: thread (a tokenizer thread), event_loop (no place in the tokenizer pool, or its thread failed).',
@@ -386,6 +386,7 @@ export class RouterMetrics {
     return [
       { labels: { result: 'hit' }, value: s.cacheHits },
       { labels: { result: 'miss' }, value: s.cacheMisses },
+      { labels: { result: 'joined' }, value: s.cacheJoins },
     ];
   }
 

@@ -8,6 +8,7 @@
 import { bpeCountText, bpeCountTexts, OVER_BUDGET } from './bpe-count.js';
 import { charsEstimate, charsEstimateOf, charsEstimateText } from './chars-estimate.js';
 import { CACHE_MIN_CHARS, NOT_CACHED, TextCountCache } from './count-cache.js';
+import { countOf, CountsInFlight, type CountInFlight, type EachCounts } from './counts-in-flight.js';
 import { rankTableWorkerData } from './o200k-ranks.js';
 import { framingTokens, textPrompt, type PromptText } from './prompt-text.js';
 import type { TokenCounter } from './token-counter.js';
@@ -26,6 +27,8 @@ export interface TokenCounterStats {
   cacheHits: number;
   /** Texts of at least CACHE_MIN_CHARS that were not in it (counted and kept, unless their count fell back to the estimate). */
   cacheMisses: number;
+  /** Texts of at least CACHE_MIN_CHARS not in it but being counted in the pool for another request: that count was waited for (counts-in-flight.ts). */
+  cacheJoins: number;
 }
 
 export type RouterTokenCounter = TokenCounter & {
@@ -51,7 +54,7 @@ export interface TokenCounterOptions {
 export const DEFAULT_POOL_FILE = new URL('./tokenize-task.js', import.meta.url);
 
 class CharsTokenCounter implements RouterTokenCounter {
-  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0 };
+  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0, cacheJoins: 0 };
   readonly poolInFlight = 0;
   readonly threads = null;
 
@@ -101,13 +104,15 @@ class PooledMisses {
     private readonly missChars: number,
     private readonly cachedTokens: number,
     private readonly keep: (text: string, count: number) => void,
+    private readonly inFlight: CountsInFlight,
     private readonly stats: TokenCounterStats,
     private readonly onTask: ((ms: number) => void) | null,
   ) {}
 
-  readonly settle = (counts: readonly number[] | typeof OVER_BUDGET): number => {
+  readonly settle = (counts: EachCounts): number => {
     if (this.onTask !== null) this.onTask(performance.now() - this.t0);
     const misses = this.misses;
+    for (let i = 0; i < misses.length; i++) if (misses[i].length >= CACHE_MIN_CHARS) this.inFlight.remove(misses[i]);
     if (counts === OVER_BUDGET || counts.length !== misses.length) {
       this.stats.fallbacks++;
       return this.cachedTokens + charsEstimateOf(this.prompt, this.missChars);
@@ -119,6 +124,23 @@ class PooledMisses {
     }
     return n + this.prompt.knownTokens + framingTokens(this.prompt);
   };
+}
+
+/**
+ * A request's count with texts another request's pool task is counting: its own count plus theirs,
+ * each text the task gave no count for (over budget, failed) estimated as the fallback does.
+ */
+function joinCounts(own: number | Promise<number>, joined: readonly CountInFlight[]): Promise<number> {
+  const waits: Promise<number | EachCounts>[] = [Promise.resolve(own)];
+  for (let i = 0; i < joined.length; i++) waits.push(joined[i].counts);
+  return Promise.all(waits).then((answers) => {
+    let n = answers[0] as number;
+    for (let i = 0; i < joined.length; i++) {
+      const c = countOf(joined[i], answers[i + 1] as EachCounts);
+      n += c >= 0 ? c : charsEstimateText(joined[i].text);
+    }
+    return n;
+  });
 }
 
 /**
@@ -142,12 +164,13 @@ function worthLookingUp(texts: readonly string[]): boolean {
 }
 
 class BpeTokenCounter implements RouterTokenCounter {
-  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0 };
+  readonly stats: TokenCounterStats = { inline: 0, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0, cacheJoins: 0 };
   readonly #inlineMaxChars: number;
   readonly #pool: TokenizerPool | null;
   readonly #onTask: ((ms: number) => void) | null;
   readonly #cache: TextCountCache | null;
   readonly #short = new Map<string, number>();
+  readonly #inFlight = new CountsInFlight();
 
   constructor(s: TokenizerSettings, poolFile: string | URL, onTask: ((ms: number) => void) | null) {
     this.#inlineMaxChars = s.inlineMaxChars;
@@ -200,6 +223,7 @@ class BpeTokenCounter implements RouterTokenCounter {
     let cachedTokens = 0;
     let missChars = 0;
     let misses: string[] | null = null;
+    let joined: CountInFlight[] | null = null;
     const short = this.#short;
     for (let i = 0; i < texts.length; i++) {
       const t = texts[i];
@@ -208,6 +232,12 @@ class BpeTokenCounter implements RouterTokenCounter {
         if (n !== NOT_CACHED) {
           this.stats.cacheHits++;
           cachedTokens += n;
+          continue;
+        }
+        const counting = this.#inFlight.find(t);
+        if (counting !== null) {
+          this.stats.cacheJoins++;
+          (joined ??= []).push(counting);
           continue;
         }
         this.stats.cacheMisses++;
@@ -221,6 +251,12 @@ class BpeTokenCounter implements RouterTokenCounter {
       (misses ??= []).push(t);
       missChars += t.length;
     }
+    const own = this.#countMisses(p, misses, missChars, cachedTokens);
+    return joined === null ? own : joinCounts(own, joined);
+  }
+
+  /** The request's count: the kept counts, and the texts not kept counted inline or in the pool (and kept). */
+  #countMisses(p: PromptText, misses: string[] | null, missChars: number, cachedTokens: number): number | Promise<number> {
     if (missChars <= this.#inlineMaxChars) {
       this.stats.inline++;
       let n = cachedTokens;
@@ -241,7 +277,10 @@ class BpeTokenCounter implements RouterTokenCounter {
       return cachedTokens + charsEstimateOf(p, missChars);
     }
     this.stats.pooled++;
-    return pool.countEach(misses!).then(new PooledMisses(p, misses!, missChars, cachedTokens, this.#keep, this.stats, this.#onTask).settle);
+    const counts = pool.countEach(misses!);
+    // Requests that carry one of these long texts meanwhile wait for this count.
+    for (let i = 0; i < misses!.length; i++) if (misses![i].length >= CACHE_MIN_CHARS) this.#inFlight.add(misses![i], counts, i);
+    return counts.then(new PooledMisses(p, misses!, missChars, cachedTokens, this.#keep, this.#inFlight, this.stats, this.#onTask).settle);
   }
 
   /**

@@ -123,7 +123,7 @@ describe('RouterMetrics', () => {
       accessLogDropped: () => dropped,
       upstreamPods: () => pods,
       tokenizerPoolTasks: () => 3,
-      tokenCounts: () => ({ inline: 10, pooled: 2, fallbacks: 1, cacheHits: 7, cacheMisses: 3 }),
+      tokenCounts: () => ({ inline: 10, pooled: 2, fallbacks: 1, cacheHits: 7, cacheMisses: 3, cacheJoins: 4 }),
     });
     let t = await m.metrics();
     expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="input",scope="route"}')).toBe(2);
@@ -142,6 +142,7 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);
     expect(sample(t, 'inference_router_token_count_cache_texts_total{result="hit"}')).toBe(7);
     expect(sample(t, 'inference_router_token_count_cache_texts_total{result="miss"}')).toBe(3);
+    expect(sample(t, 'inference_router_token_count_cache_texts_total{result="joined"}')).toBe(4);
     // Two endpoints of one pod name (e.g. two ports) are summed under that name.
     expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(5);
     expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-b",pod="pod-b"}')).toBe(0);

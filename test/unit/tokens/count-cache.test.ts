@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CACHE_MIN_CHARS, ENTRY_OVERHEAD_CHARS, fingerprint, NOT_CACHED, TextCountCache } from '../../../src/tokens/count-cache.js';
 import { parseTokenizerSettings } from '../../../src/tokens/tokenizer-settings.js';
-import { compiledTaskFile, removeCompiled } from './compiled-task.js';
+import { compiledTaskFile, hangingTaskFile, removeCompiled } from './compiled-task.js';
 import { mulberry32 } from '../../helpers/mulberry32.js';
 import { createTokenCounter, type RouterTokenCounter } from './request-counter.js';
 
@@ -227,6 +227,42 @@ describe('token counter with the cache of repeated texts', () => {
     expect(messages.every((m) => m.content.length < CACHE_MIN_CHARS)).toBe(true);
     expect(c.stats.pooled).toBe(0);
     expect(c.stats.cacheHits + c.stats.cacheMisses).toBe(0); // the memo of short texts alone
+  });
+
+  it('a burst of requests with the same new long texts waits for one count of them, each exact', async () => {
+    const c = counter({});
+    await c.ready();
+    const system = prose(6_000);
+    const questions = ['Where is my order?', 'When will it arrive?', 'Can I change the address?', 'Who carries it?', 'Is it insured?'];
+    const pending = questions.map((q) => c.countRequest(agentTurn(system, q), 'chat'));
+    for (const p of pending) expect(p).toBeInstanceOf(Promise);
+    const plain = referenceCounter();
+    const got = await Promise.all(pending);
+    expect(got).toEqual(questions.map((q) => plain.countRequest(agentTurn(system, q), 'chat')));
+    // The first sends the system prompt and the tools' JSON to the pool; the four others wait for
+    // that count (their questions and roles counted inline), then the cache holds both.
+    expect(c.stats).toMatchObject({ pooled: 1, cacheMisses: 2, cacheJoins: 8, inline: 4, fallbacks: 0 });
+    expect(c.countRequest(agentTurn(system, 'And now?'), 'chat')).toBe(plain.countRequest(agentTurn(system, 'And now?'), 'chat'));
+    expect(c.stats).toMatchObject({ pooled: 1, cacheHits: 2, cacheJoins: 8 });
+  });
+
+  it('a request waiting for another\'s count estimates the texts that count gave up on, as the fallback does', async () => {
+    const c = createTokenCounter(parseTokenizerSettings({ ROUTER_TOKENIZER_BUDGET_MS: '100' }), { poolFile: hangingTaskFile() });
+    counters.push(c);
+    await c.ready();
+    const long = prose(3_000);
+    const first = c.countRequest({ prompt: long }, 'completions');
+    const second = c.countRequest({ messages: [{ role: 'user', content: long }, { role: 'user', content: 'Summarize it.' }] }, 'chat');
+    expect(c.stats).toMatchObject({ pooled: 1, cacheMisses: 1, cacheJoins: 1 });
+    expect(await first).toBe(Math.ceil(long.length / 4));
+    const plain = referenceCounter();
+    // Its own texts counted (the question, the roles, the framing), the text in flight estimated.
+    const own = (plain.countRequest({ messages: [{ role: 'user', content: '' }, { role: 'user', content: 'Summarize it.' }] }, 'chat') as number);
+    expect(await second).toBe(own + Math.ceil(long.length / 4));
+    // Nothing was kept, and nothing is in flight: the next request sends the text again.
+    const third = c.countRequest({ prompt: long }, 'completions');
+    expect(c.stats).toMatchObject({ pooled: 2, cacheMisses: 2, cacheJoins: 1, cacheHits: 0 });
+    expect(await third).toBe(Math.ceil(long.length / 4));
   });
 
   it('keeps no count of a text the pool did not count (the chars estimate is not cached)', async () => {
