@@ -165,6 +165,6 @@ describe('chars estimator', () => {
   it('countText and stats', () => {
     c = counter('chars');
     expect(c.countText('San Francisco is a')).toBe(5);
-    expect(c.stats).toEqual({ inline: 1, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0 });
+    expect(c.stats).toEqual({ inline: 1, pooled: 0, fallbacks: 0, cacheHits: 0, cacheMisses: 0, cacheJoins: 0 });
   });
 });

@@ -63,7 +63,7 @@ describe('inline versus pool', () => {
     const large = c.countRequest({ prompt: prose(101) }, 'completions');
     expect(large).toBeInstanceOf(Promise);
     expect(await large).toBe(encode(prose(101)).length);
-    expect(c.stats).toEqual({ inline: 1, pooled: 1, fallbacks: 0, cacheHits: 0, cacheMisses: 2 });
+    expect(c.stats).toEqual({ inline: 1, pooled: 1, fallbacks: 0, cacheHits: 0, cacheMisses: 2, cacheJoins: 0 });
   });
 
   it('gives the same count for a chat pooled as inline (framing and token ids added on return)', async () => {
@@ -83,22 +83,24 @@ describe('inline versus pool', () => {
   it('uses the chars estimate above the threshold when there is no pool', () => {
     const c = counter({ ROUTER_TOKENIZER_POOL_SIZE: '0' });
     expect(c.countRequest({ prompt: 'x'.repeat(1000) }, 'completions')).toBe(250);
-    expect(c.stats).toEqual({ inline: 0, pooled: 0, fallbacks: 1, cacheHits: 0, cacheMisses: 1 });
+    expect(c.stats).toEqual({ inline: 0, pooled: 0, fallbacks: 1, cacheHits: 0, cacheMisses: 1, cacheJoins: 0 });
   });
 });
 
 describe('bounded queue', () => {
   it('falls back to the chars estimate at once when every thread is busy and the queue is full', async () => {
     const c = await readyCounter({ ROUTER_TOKENIZER_POOL_SIZE: '1', ROUTER_TOKENIZER_QUEUE: '1' });
-    const a = c.countRequest({ prompt: prose(2000) }, 'completions');
-    const b = c.countRequest({ prompt: prose(2000) }, 'completions');
-    const overflow = c.countRequest({ prompt: prose(2000) }, 'completions');
+    // Three different texts: a text another request's count is counting is waited for, not queued again.
+    const [ta, tb, tc] = ['A', 'B', 'C'].map((first) => `${first}${prose(1999)}`);
+    const a = c.countRequest({ prompt: ta }, 'completions');
+    const b = c.countRequest({ prompt: tb }, 'completions');
+    const overflow = c.countRequest({ prompt: tc }, 'completions');
     expect(a).toBeInstanceOf(Promise);
     expect(b).toBeInstanceOf(Promise);
     expect(overflow).toBe(500);
-    expect(c.stats).toEqual({ inline: 0, pooled: 2, fallbacks: 1, cacheHits: 0, cacheMisses: 3 });
-    expect(await a).toBe(encode(prose(2000)).length);
-    expect(await b).toBe(encode(prose(2000)).length);
+    expect(c.stats).toEqual({ inline: 0, pooled: 2, fallbacks: 1, cacheHits: 0, cacheMisses: 3, cacheJoins: 0 });
+    expect(await a).toBe(encode(ta).length);
+    expect(await b).toBe(encode(tb).length);
     // Capacity is given back when tasks finish.
     expect(await c.countRequest({ prompt: prose(2000) }, 'completions')).toBe(encode(prose(2000)).length);
   });
@@ -139,7 +141,7 @@ describe('hostile prompts', () => {
     const hostile = Array.from({ length: 3 }, () => base64(16_000_000));
     const results = await Promise.all(hostile.map((prompt) => c.countRequest({ prompt }, 'completions')));
     expect(results).toEqual(hostile.map((p) => Math.ceil(p.length / 4)));
-    expect(c.stats).toEqual({ inline: 0, pooled: 3, fallbacks: 3, cacheHits: 0, cacheMisses: 3 });
+    expect(c.stats).toEqual({ inline: 0, pooled: 3, fallbacks: 3, cacheHits: 0, cacheMisses: 3, cacheJoins: 0 });
     // The thread stopped cooperatively (not killed and reloading): a normal prompt is counted
     // exactly. It takes a few ms; a machine loaded enough to hold the thread off the CPU for the
     // whole 300 ms budget makes it fall back too (counted), so it gets three tries. A thread still
@@ -155,7 +157,7 @@ describe('hostile prompts', () => {
     const c = counter({ ROUTER_TOKENIZER_BUDGET_MS: '50' }, hangingTaskFile());
     const n = await c.countRequest({ prompt: prose(1000) }, 'completions');
     expect(n).toBe(250);
-    expect(c.stats).toEqual({ inline: 0, pooled: 1, fallbacks: 1, cacheHits: 0, cacheMisses: 1 });
+    expect(c.stats).toEqual({ inline: 0, pooled: 1, fallbacks: 1, cacheHits: 0, cacheMisses: 1, cacheJoins: 0 });
   });
 
   it('a worker file that does not load neither crashes the process nor hangs the count', async () => {
