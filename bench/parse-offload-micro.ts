@@ -16,6 +16,7 @@ import { createTokenCounter } from 'inference-router/tokens/create-token-counter
 import { parseTokenizerSettings } from 'inference-router/tokens/tokenizer-settings';
 import { takesNoArguments } from './cli-args.js';
 import { median } from './order-stats.js';
+import { pictureDataUrl } from './scenarios.js';
 
 takesNoArguments('Usage: node dist/bench/parse-offload-micro.js   (no options)');
 
@@ -25,13 +26,8 @@ const ROUNDS = 5;
 
 /** A chat with a picture whose data URL makes the body about `bytes` long (the usual large body). */
 function pictureChat(bytes: number): string {
-  const png = Buffer.alloc(Math.floor(bytes * 3 / 4));
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]).copy(png);
-  png.writeUInt32BE(1024, 16);
-  png.writeUInt32BE(768, 20);
-  for (let i = 33; i < png.length; i++) png[i] = (i * 131 + 7) & 0xff;
   return JSON.stringify({
-    model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }] }],
+    model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: pictureDataUrl(bytes) } }] }],
   });
 }
 

@@ -50,6 +50,21 @@ export const CHAT_PATH = '/v1/chat/completions';
  * An agent's turn as applications send it: the same system prompt (about 4 KB) and tool list
  * (about 3 KB of JSON) with every request, and a short question that changes (16 of them, in turn).
  */
+/**
+ * A PNG of `width` x `height` (its signature and header) padded with filler bytes to about
+ * `bytes` of base64, as a data URL: the large request body a vision client sends.
+ */
+export function pictureDataUrl(bytes: number, width = 1024, height = 768): string {
+  const png = Buffer.alloc(Math.max(33, Math.floor(bytes * 3 / 4)));
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]).copy(png);
+  png.writeUInt32BE(width, 16);
+  png.writeUInt32BE(height, 20);
+  png[24] = 8;
+  png[25] = 2;
+  for (let i = 33; i < png.length; i++) png[i] = (i * 131 + 7) & 0xff;
+  return `data:image/png;base64,${png.toString('base64')}`;
+}
+
 export function agentBodies(model: string): string[] {
   const rules = [
     'You are the support assistant of an online bookshop.',

@@ -18,7 +18,7 @@ import { request } from 'node:http';
 import { runAutocannon } from './load-autocannon.js';
 import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { readCommandLine, UsageError, type CommandSpec } from './cli-args.js';
-import { routerResources } from './scenarios.js';
+import { pictureDataUrl, routerResources } from './scenarios.js';
 import { median } from './order-stats.js';
 import { startBodySink, startMock, startRouter, stopAll, type Target } from './targets.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
@@ -62,18 +62,6 @@ function bigPrompt(bytes: number): string {
   return s;
 }
 
-/** A PNG of `width` x `height` (its header) padded with filler to about `bytes`, as a data URL. */
-function pictureUrl(bytes: number, width = 1024, height = 768): string {
-  const png = Buffer.alloc(Math.max(33, Math.floor(bytes * 3 / 4)));
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]).copy(png);
-  png.writeUInt32BE(width, 16);
-  png.writeUInt32BE(height, 20);
-  png[24] = 8;
-  png[25] = 2;
-  for (let i = 33; i < png.length; i++) png[i] = (i * 131 + 7) & 0xff;
-  return `data:image/png;base64,${png.toString('base64')}`;
-}
-
 interface BigKind {
   readonly path: string;
   /** The `n`th large body. */
@@ -87,7 +75,7 @@ function bigKind(): BigKind {
   if (BIG === 'image') {
     const body = Buffer.from(JSON.stringify({
       model: 'sf-model-long',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: pictureUrl(BIG_BYTES) } }] }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: pictureDataUrl(BIG_BYTES) } }] }],
     }));
     return {
       path: '/v1/chat/completions', body: () => body, describe: `chats with a picture of ${(body.length / 1e6).toFixed(1)} MB`,
