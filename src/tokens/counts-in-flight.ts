@@ -26,6 +26,8 @@ export class CountsInFlight {
 
   /** The count of `text` being made, or null. */
   find(text: string): CountInFlight | null {
+    // Most of the time nothing is in flight: no fingerprint then (a miss already took one in the cache).
+    if (this.#texts.size === 0) return null;
     const c = this.#texts.get(fingerprint(text));
     return c !== undefined && c.text === text ? c : null;
   }
