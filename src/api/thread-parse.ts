@@ -32,20 +32,21 @@ export interface ThreadParseStats {
 
 export class ThreadParser {
   readonly stats: ThreadParseStats = { inThread: 0, onEventLoop: 0 };
+  /** Bodies of at least this many bytes go to a thread. */
+  readonly minBytes: number;
   readonly #pool: TokenizerPool;
-  readonly #minBytes: number;
   readonly #taskFile: string;
 
   constructor(pool: TokenizerPool, minBytes: number, taskFile: string = DEFAULT_PARSE_TASK_FILE) {
     if (!Number.isSafeInteger(minBytes) || minBytes < 1) throw new Error(`parse-in-thread size must be an integer >= 1; got ${minBytes}`);
     this.#pool = pool;
-    this.#minBytes = minBytes;
+    this.minBytes = minBytes;
     this.#taskFile = taskFile;
   }
 
   /** Whether `raw` goes to a thread: large enough, and a place free in the pool (else it is parsed on the event loop, counted). */
   wants(raw: Buffer): boolean {
-    if (raw.length < this.#minBytes) return false;
+    if (raw.length < this.minBytes) return false;
     if (this.#pool.full) {
       this.stats.onEventLoop++;
       return false;

@@ -221,7 +221,7 @@ export async function runWorker(settings: Settings): Promise<void> {
 
   const app = buildApp(uws, {
     maxBodyBytes: settings.maxBodyBytes,
-    sharedBodyMinBytes: threadParser === null ? 0 : settings.tokenizer.parseMinBytes,
+    sharedBodyMinBytes: threadParser === null ? 0 : threadParser.minBytes,
     matchHeaderNames: () => (table === null ? NO_HEADERS : table.matchHeaderNames),
     stripAuthorization: auth !== null,
     draining: () => drainState.draining,
