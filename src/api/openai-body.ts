@@ -1,5 +1,5 @@
 import type { UpstreamBody } from './inference-api.js';
-import type { ParsedRequest } from './openai-request.js';
+import { parseJson, type ParsedRequest } from './openai-request.js';
 import { stringEnd } from './json-depth.js';
 import { bytesAt, isJsonSpace } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
@@ -34,7 +34,8 @@ export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string
     const optionsValue = options !== null && found[OPTIONS] >= 0 ? Buffer.from(JSON.stringify(options)) : null;
     return { body: spliceMembers(raw, modelValue, optionsValue, options !== null && found[OPTIONS] < 0), stripUsage: injectUsage };
   }
-  const body = { ...req.body };
+  // Tools read by their bytes are not in req.body: the body is parsed whole again (a rare path).
+  const body = req.toolsText === null ? { ...req.body } : (parseJson(raw) as Record<string, unknown>);
   if (rewriteModel) body.model = model;
   if (options !== null) body.stream_options = options;
   return { body: Buffer.from(JSON.stringify(body)), stripUsage: injectUsage };

@@ -6,6 +6,7 @@ import { addText, newPromptText, type PromptText } from '../tokens/prompt-text.j
 import { functionCallArguments, functionCallName } from './openai-function-call.js';
 import { mediaPartTokens } from './openai-media.js';
 import type { ApiKind } from './openai-request.js';
+import { toolsText } from './openai-tools.js';
 
 /**
  * Content of one chat message: a string, or an array of parts whose `text` (a refusal part:
@@ -70,8 +71,7 @@ function addMessage(p: PromptText, m: object): void {
  * model servers render them into the prompt as JSON, so their JSON text is counted.
  */
 function addTools(p: PromptText, tools: unknown): void {
-  if (!Array.isArray(tools) || tools.length === 0) return;
-  addText(p, JSON.stringify(tools));
+  addText(p, toolsText(tools));
 }
 
 function addMessages(p: PromptText, messages: unknown[]): void {
@@ -105,9 +105,10 @@ function addPromptValue(p: PromptText, v: unknown): void {
  * Completions: `prompt`. Chat: `messages`. Responses: `instructions` (a string, the system prompt)
  * and `input` (its `prompt` is a reference to a stored template, not text). Other APIs: `prompt`
  * if present, else `messages`, else `input`, else nothing. Every API but completions: also the
- * JSON of its tool definitions (`tools`, `functions`).
+ * JSON of its tool definitions (`tools`, `functions`); `parsedToolsText`: the text of `tools`
+ * when they were read by their bytes and `body` lacks them.
  */
-export function extractPromptText(body: Record<string, unknown>, api: ApiKind): PromptText {
+export function extractPromptText(body: Record<string, unknown>, api: ApiKind, parsedToolsText: string | null = null): PromptText {
   const p = newPromptText();
   if (api === 'completions') addPromptValue(p, body.prompt);
   else if (api === 'chat') {
@@ -119,7 +120,9 @@ export function extractPromptText(body: Record<string, unknown>, api: ApiKind): 
   else if (Array.isArray(body.messages)) addMessages(p, body.messages);
   else addPromptValue(p, body.input);
   if (api !== 'completions') {
-    if (body.tools !== undefined) addTools(p, body.tools);
+    // Tools read by their bytes (openai-tools.ts) came as their text, not in the body.
+    if (parsedToolsText !== null) addText(p, parsedToolsText);
+    else if (body.tools !== undefined) addTools(p, body.tools);
     if (body.functions !== undefined) addTools(p, body.functions);
   }
   return p;

@@ -1,6 +1,7 @@
 import { RouterError } from '../errors.js';
 import type { InferenceRequest } from './inference-api.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
+import { parseWithToolsText, parsedToolsText } from './openai-tools.js';
 
 /** Which OpenAI-style API a request body belongs to. */
 export type ApiKind = 'completions' | 'chat' | 'responses' | 'other';
@@ -15,6 +16,11 @@ export interface ParsedRequest extends InferenceRequest {
   readonly clientAskedUsage: boolean;
   /** The body's `stream_options` member as the client sent it (undefined when absent). */
   readonly streamOptions: unknown;
+  /**
+   * The text of the body's `tools` when they were read by their bytes (openai-tools.ts): `body`
+   * then lacks the member. Null when `body` holds the tools as parsed (or the body has none).
+   */
+  readonly toolsText: string | null;
 }
 
 /**
@@ -60,8 +66,12 @@ function notJsonHint(raw: Buffer): string {
  * The body's JSON value. A UTF-8 byte order mark before the JSON is skipped, as the model
  * servers' parsers do (RFC 8259 lets a parser ignore it); the body still goes upstream as it came.
  */
-function parseJson(raw: Buffer): unknown {
-  return JSON.parse(raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.toString('utf8', 3) : raw.toString('utf8'));
+export function parseJson(raw: Buffer): unknown {
+  return JSON.parse(hasBom(raw) ? raw.toString('utf8', 3) : raw.toString('utf8'));
+}
+
+function hasBom(raw: Buffer): boolean {
+  return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
 }
 
 /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
@@ -70,11 +80,17 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
     throw new RouterError('invalid_request', `request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
-  let body: unknown;
-  try {
-    body = parseJson(raw);
-  } catch (err) {
-    throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
+  const api = apiKindOf(url);
+  let toolsText: string | null = null;
+  // Every API but completions counts the tools' text (openai-prompt.ts).
+  let body: unknown = api === 'completions' ? null : parseWithToolsText(raw, hasBom(raw) ? 3 : 0);
+  if (body !== null) toolsText = parsedToolsText;
+  else {
+    try {
+      body = parseJson(raw);
+    } catch (err) {
+      throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
+    }
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RouterError('invalid_request', 'request body must be a JSON object');
@@ -84,7 +100,6 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (typeof model !== 'string' || model.trim() === '') {
     throw new RouterError('invalid_request', 'request body must name a model: "model" must be a non-empty string', 400, null, 'missing_model');
   }
-  const api = apiKindOf(url);
   if (api === 'completions') {
     const p = obj.prompt;
     if (typeof p !== 'string' && !Array.isArray(p)) {
@@ -99,7 +114,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   const stream = obj.stream === true;
   const opts = obj.stream_options;
   const clientAskedUsage = stream && opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
-  return { body: obj, model, api, stream, clientAskedUsage, streamOptions: opts };
+  return { body: obj, model, api, stream, clientAskedUsage, streamOptions: opts, toolsText };
 }
 
 /** `req` without its body (for a thread to hand back). */
@@ -119,6 +134,8 @@ class AttachedRequest implements ParsedRequest {
   readonly stream: boolean;
   readonly clientAskedUsage: boolean;
   readonly streamOptions: unknown;
+  /** The body, when asked for, is parsed whole (its tools included). */
+  readonly toolsText = null;
   #raw: Buffer | null;
   #body: Record<string, unknown> | null = null;
 

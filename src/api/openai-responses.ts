@@ -16,7 +16,7 @@ import { openAiStreamErrorEvent } from './openai-error.js';
  */
 export const responsesApi: InferenceApi = {
   parse: parseRequest,
-  promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api),
+  promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api, (req as ParsedRequest).toolsText),
   detach: (req: InferenceRequest) => detachRequest(req as ParsedRequest),
   attach: (detached: object, raw: Buffer) => attachRequest(detached as DetachedRequest, raw),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model, false),

@@ -1,0 +1,142 @@
+/**
+ * The texts the router derives from large JSON values it has read before, found by the values'
+ * bytes (docs/tokens.md#tool-definitions-read-by-their-bytes).
+ *
+ * An application sends the same tool definitions with every turn, byte for byte. Parsing their
+ * JSON and writing it again (the text that is counted) cost more than the rest of such a request
+ * together. With this memo a request whose bytes at a value's start repeat a value seen before
+ * takes that value's text as it was made then, without parsing it: a JSON array or object is
+ * self-delimiting, so bytes that equal a complete value from where a value starts are that value.
+ *
+ * A lookup samples the first MIN_BYTES bytes at the value's start into a fingerprint (from a secret
+ * of the process, as count-cache.ts's), then compares the bytes of the values filed under it whole
+ * (a memory comparison). Values shorter than MIN_BYTES are not kept: they cost little to read.
+ *
+ * Two generations bound the memory, as count-cache.ts's: new values go into the current one; when
+ * its bytes reach half the budget it becomes the previous one and the previous one is dropped; a
+ * value found in the previous generation moves into the current one.
+ */
+import { randomBytes } from 'node:crypto';
+import { Buffer } from 'node:buffer';
+
+/** Values shorter than this (in bytes) are not kept; the fingerprint reads this many bytes. */
+export const MIN_BYTES = 256;
+
+/** What an entry's bookkeeping is charged against the budget, in bytes. */
+const ENTRY_OVERHEAD_BYTES = 128;
+
+/** Bytes sampled for the fingerprint: every fourth of the first MIN_BYTES. */
+const STEP = 4;
+
+/**
+ * Values kept under one fingerprint at most (values that share their first bytes, or that a client
+ * made to share the sampled ones): a lookup compares at most this many. A new one beyond replaces them.
+ */
+export const MAX_CHAIN = 8;
+
+const SEED = randomBytes(4).readInt32LE(0);
+
+/** One value's bytes as they came and the text made from it. */
+export interface MemoEntry {
+  readonly raw: Buffer;
+  readonly text: string;
+  /** The next entry of the same fingerprint (values that share their first MIN_BYTES bytes). */
+  next: MemoEntry | null;
+}
+
+/** A fingerprint of b[at, at + MIN_BYTES) (the caller checks that those bytes are there). */
+function fingerprint(b: Buffer, at: number): number {
+  let h = Math.imul(SEED ^ MIN_BYTES, 0x9e3779b1);
+  for (let i = at, end = at + MIN_BYTES; i < end; i += STEP) h = Math.imul(h ^ b[i], 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  return h;
+}
+
+function entryBytes(e: MemoEntry): number {
+  return e.raw.length + 2 * e.text.length + ENTRY_OVERHEAD_BYTES;
+}
+
+export class JsonTextMemo {
+  #current = new Map<number, MemoEntry>();
+  #previous = new Map<number, MemoEntry>();
+  #currentBytes = 0;
+  #previousBytes = 0;
+  readonly #generationBytes: number;
+
+  /** `maxBytes`: memory held at most over both generations (raw bytes, texts at 2 bytes a character). */
+  constructor(maxBytes: number) {
+    this.#generationBytes = Math.floor(maxBytes / 2);
+  }
+
+  /**
+   * The entry whose raw bytes b[at, …) starts with (and ends before `end`), or null. The caller
+   * knows that a JSON value starts at `at`.
+   */
+  find(b: Buffer, at: number, end: number): MemoEntry | null {
+    if (end - at < MIN_BYTES || this.#currentBytes === 0) return null;
+    const fp = fingerprint(b, at);
+    const hit = matching(this.#current.get(fp), b, at, end);
+    if (hit !== null) return hit;
+    const old = matching(this.#previous.get(fp), b, at, end);
+    if (old === null) return null;
+    this.#unlink(this.#previous, fp, old);
+    this.#previousBytes -= entryBytes(old);
+    this.#add(fp, old.raw, old.text);
+    return old;
+  }
+
+  /** Keeps `text` for the value b[at, at + length) (copied); nothing for a value under MIN_BYTES. */
+  add(b: Buffer, at: number, length: number, text: string): void {
+    if (length < MIN_BYTES) return;
+    this.#add(fingerprint(b, at), Buffer.from(b.subarray(at, at + length)), text);
+  }
+
+  /** Memory held now (both generations), as `maxBytes` counts it. */
+  get bytes(): number {
+    return this.#currentBytes + this.#previousBytes;
+  }
+
+  #add(fp: number, raw: Buffer, text: string): void {
+    const entry: MemoEntry = { raw, text, next: null };
+    const size = entryBytes(entry);
+    if (size > this.#generationBytes) return;
+    if (this.#currentBytes + size > this.#generationBytes) {
+      this.#previous = this.#current;
+      this.#previousBytes = this.#currentBytes;
+      this.#current = new Map();
+      this.#currentBytes = 0;
+    }
+    let chain = this.#current.get(fp) ?? null;
+    let length = 0;
+    for (let e = chain; e !== null; e = e.next) length++;
+    if (length >= MAX_CHAIN) {
+      for (let e = chain; e !== null; e = e.next) this.#currentBytes -= entryBytes(e);
+      chain = null;
+    }
+    entry.next = chain;
+    this.#current.set(fp, entry);
+    this.#currentBytes += size;
+  }
+
+  #unlink(map: Map<number, MemoEntry>, fp: number, e: MemoEntry): void {
+    let head = map.get(fp)!;
+    if (head === e) {
+      if (e.next === null) map.delete(fp);
+      else map.set(fp, e.next);
+      return;
+    }
+    while (head.next !== e) head = head.next!;
+    head.next = e.next;
+  }
+}
+
+/** The first entry of the chain whose raw bytes are at b[at, …) before `end`. */
+function matching(e: MemoEntry | null | undefined, b: Buffer, at: number, end: number): MemoEntry | null {
+  for (; e !== undefined && e !== null; e = e.next) {
+    const n = e.raw.length;
+    if (at + n <= end && b.compare(e.raw, 0, n, at, at + n) === 0) return e;
+  }
+  return null;
+}
