@@ -1,0 +1,83 @@
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+
+// An agent's tools (about 2 KB), sent as an SDK writes them, pretty-printed, and with the key
+// spelled with an escape (which the router does not look for by its bytes: it parses such a body whole).
+const TOOLS = Array.from({ length: 6 }, (_, i) => ({
+  type: 'function',
+  function: {
+    name: `lookup_${i}`,
+    description: `Looks up records of kind ${i} by identifier; use it before answering "questions" about them. é`,
+    parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer', minimum: 1 } }, required: ['id'] },
+  },
+}));
+const SYSTEM = 'You are the assistant of a parcel service. Answer briefly.';
+
+function compact(i: number): string {
+  return JSON.stringify({ model: 'sf-model', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: `Where is parcel ${i}?` }], tools: TOOLS });
+}
+function toolsFirstPretty(i: number): string {
+  return JSON.stringify({ tools: TOOLS, model: 'sf-model', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: `Where is parcel ${i}?` }] }, null, 2);
+}
+function escapedKey(i: number): string {
+  return compact(i).replace('"tools"', '"\\u0074ools"');
+}
+
+/** A pod that keeps every body it is sent, as bytes, and answers without usage (the router's count is logged). */
+function startPod(received: string[]): Promise<Server> {
+  const pod = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"On its way."}}]}');
+    });
+  });
+  return new Promise((r) => pod.listen(0, '127.0.0.1', () => r(pod)));
+}
+
+describe('tool definitions read by their bytes (built router, real pod)', () => {
+  let router: Router;
+  let pod: Server;
+  let logFile: string;
+  const received: string[] = [];
+
+  beforeAll(async () => {
+    pod = await startPod(received);
+    const dir = tempDir();
+    logFile = join(dir, 'access.log');
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: (pod.address() as { port: number }).port }]), {
+      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile },
+    });
+  });
+  afterAll(async () => {
+    await router?.kill();
+    pod?.close();
+  });
+
+  it('counts the same input tokens whether the tools were parsed or found by their bytes, and forwards the bytes as sent', async () => {
+    // Each shape twice: the first of a shape reads new bytes, the second finds them.
+    const sent = [compact(1), compact(2), toolsFirstPretty(1), toolsFirstPretty(2), escapedKey(1), escapedKey(2)];
+    for (const body of sent) {
+      const r = await fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+    expect(received).toEqual(sent);
+    const recs = await waitFor('access-log records', () => {
+      const all = accessLogRecords(logFile);
+      return all.length >= sent.length ? all : null;
+    });
+    const tokens = recs.map((r: { input_tokens: number }) => r.input_tokens);
+    // The same question number: the same prompt, whatever the shape of the body.
+    expect(tokens[2]).toBe(tokens[0]);
+    expect(tokens[4]).toBe(tokens[0]);
+    expect(tokens[3]).toBe(tokens[1]);
+    expect(tokens[5]).toBe(tokens[1]);
+    // The tools' text is counted: far more than the messages alone.
+    expect(tokens[0]).toBeGreaterThan(JSON.stringify(TOOLS).length / 6);
+  });
+});
