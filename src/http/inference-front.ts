@@ -13,6 +13,7 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
+import { joinChunkedBody } from './chunked-body.js';
 import { DISCARD_MAX_BYTES, discardBody } from './body-discard.js';
 import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } from './unknown-path.js';
 
@@ -21,8 +22,9 @@ export interface FrontHooks {
   readonly maxBodyBytes: number;
   /**
    * A body whose content-length is at least this is read into shared memory (a
-   * SharedArrayBuffer): a tokenizer thread then parses it where it lies, where a copy of a body of
-   * megabytes would cost the event loop milliseconds (api/thread-parse.ts). 0 = never.
+   * SharedArrayBuffer), and a chunked body of at least this is joined into it (chunked-body.ts): a
+   * tokenizer thread then parses it where it lies, where a copy of a body of megabytes would cost
+   * the event loop milliseconds (api/thread-parse.ts). 0 = never.
    */
   readonly sharedBodyMinBytes: number;
   /** Lower-case header names route rules match on (from the current table). */
@@ -316,7 +318,7 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
     x.bodyBytes = size;
     if (!isLast) return;
     done = true;
-    x.body = buf !== null ? (size === buf.length ? buf : buf.subarray(0, size)) : chunks!.length === 1 ? chunks![0] : Buffer.concat(chunks!);
+    x.body = buf !== null ? (size === buf.length ? buf : buf.subarray(0, size)) : joinChunkedBody(chunks!, size, h.sharedBodyMinBytes);
     buf = null;
     chunks = null;
     x.handedOn = true;
