@@ -90,7 +90,10 @@ export class JsonTextMemo {
   /** Keeps `text` for the value b[at, at + length) (copied); nothing for a value under MIN_BYTES. */
   add(b: Buffer, at: number, length: number, text: string): void {
     if (length < MIN_BYTES) return;
-    this.#add(fingerprint(b, at), Buffer.from(b.subarray(at, at + length)), text);
+    // A buffer of its own, not a slice of Node's shared pool, which a kept value would hold whole.
+    const raw = Buffer.allocUnsafeSlow(length);
+    raw.set(b.subarray(at, at + length));
+    this.#add(fingerprint(b, at), raw, text);
   }
 
   /** Memory held now (both generations), as `maxBytes` counts it. */

@@ -103,3 +103,15 @@ describe('JsonTextMemo', () => {
     expect(memo.bytes).toBe(0);
   });
 });
+
+describe('JsonTextMemo memory', () => {
+  it('keeps each value in a buffer of its own size, not a slice of a shared pool', () => {
+    const memo = new JsonTextMemo(1 << 20);
+    const v = value('own', 300);
+    const { b, at } = inBody(v);
+    memo.add(b, at, Buffer.byteLength(v), 't');
+    const kept = memo.find(b, at, b.length)!;
+    expect(kept.raw.byteOffset).toBe(0);
+    expect(kept.raw.buffer.byteLength).toBe(Buffer.byteLength(v));
+  });
+});
