@@ -4,13 +4,13 @@
  *
  * An application sends the same tool definitions with every turn, byte for byte. Parsing their
  * JSON and writing it again (the text that is counted) cost more than the rest of such a request
- * together. With this memo a request whose bytes at a value's start repeat a value seen before
- * takes that value's text as it was made then, without parsing it: a JSON array or object is
- * self-delimiting, so bytes that equal a complete value from where a value starts are that value.
+ * together. With this memo a request whose bytes before a value's end repeat a value seen before
+ * takes that value's text as it was made then, without parsing it.
  *
- * A lookup samples the first MIN_BYTES bytes at the value's start into a fingerprint (from a secret
- * of the process, as count-cache.ts's), then compares the bytes of the values filed under it whole
- * (a memory comparison). Values shorter than MIN_BYTES are not kept: they cost little to read.
+ * A lookup samples the last MIN_BYTES bytes before the value's end into a fingerprint (from a
+ * secret of the process, as count-cache.ts's), then compares the bytes of the values filed under
+ * it whole (a memory comparison). Values shorter than MIN_BYTES are not kept: they cost little to
+ * read.
  *
  * Two generations bound the memory, as count-cache.ts's: new values go into the current one; when
  * its bytes reach half the budget it becomes the previous one and the previous one is dropped; a
@@ -19,17 +19,17 @@
 import { randomBytes } from 'node:crypto';
 import { Buffer } from 'node:buffer';
 
-/** Values shorter than this (in bytes) are not kept; the fingerprint reads this many bytes. */
+/** Values shorter than this (in bytes) are not kept; the fingerprint reads this many bytes (the last). */
 export const MIN_BYTES = 256;
 
 /** What an entry's bookkeeping is charged against the budget, in bytes. */
 const ENTRY_OVERHEAD_BYTES = 128;
 
-/** Bytes sampled for the fingerprint: every fourth of the first MIN_BYTES. */
+/** Bytes sampled for the fingerprint: every fourth of the last MIN_BYTES. */
 const STEP = 4;
 
 /**
- * Values kept under one fingerprint at most (values that share their first bytes, or that a client
+ * Values kept under one fingerprint at most (values that share their last bytes, or that a client
  * made to share the sampled ones): a lookup compares at most this many. A new one beyond replaces them.
  */
 export const MAX_CHAIN = 8;
@@ -40,14 +40,14 @@ const SEED = randomBytes(4).readInt32LE(0);
 export interface MemoEntry {
   readonly raw: Buffer;
   readonly text: string;
-  /** The next entry of the same fingerprint (values that share their first MIN_BYTES bytes). */
+  /** The next entry of the same fingerprint (values that share their last MIN_BYTES bytes). */
   next: MemoEntry | null;
 }
 
-/** A fingerprint of b[at, at + MIN_BYTES) (the caller checks that those bytes are there). */
-function fingerprint(b: Buffer, at: number): number {
+/** A fingerprint of b[end - MIN_BYTES, end) (the caller checks that those bytes are there). */
+function fingerprint(b: Buffer, end: number): number {
   let h = Math.imul(SEED ^ MIN_BYTES, 0x9e3779b1);
-  for (let i = at, end = at + MIN_BYTES; i < end; i += STEP) h = Math.imul(h ^ b[i], 0x01000193);
+  for (let i = end - MIN_BYTES; i < end; i += STEP) h = Math.imul(h ^ b[i], 0x01000193);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -71,15 +71,15 @@ export class JsonTextMemo {
   }
 
   /**
-   * The entry whose raw bytes b[at, …) starts with (and ends before `end`), or null. The caller
-   * knows that a JSON value starts at `at`.
+   * The entry whose raw bytes are those that end at b[end) (and start at or after `from`), or null.
+   * The caller knows that a JSON value ends there.
    */
-  find(b: Buffer, at: number, end: number): MemoEntry | null {
-    if (end - at < MIN_BYTES || this.#currentBytes === 0) return null;
-    const fp = fingerprint(b, at);
-    const hit = matching(this.#current.get(fp), b, at, end);
+  find(b: Buffer, from: number, end: number): MemoEntry | null {
+    if (end - from < MIN_BYTES || this.#currentBytes === 0) return null;
+    const fp = fingerprint(b, end);
+    const hit = matching(this.#current.get(fp), b, from, end);
     if (hit !== null) return hit;
-    const old = matching(this.#previous.get(fp), b, at, end);
+    const old = matching(this.#previous.get(fp), b, from, end);
     if (old === null) return null;
     this.#unlink(this.#previous, fp, old);
     this.#previousBytes -= entryBytes(old);
@@ -87,13 +87,13 @@ export class JsonTextMemo {
     return old;
   }
 
-  /** Keeps `text` for the value b[at, at + length) (copied); nothing for a value under MIN_BYTES. */
-  add(b: Buffer, at: number, length: number, text: string): void {
-    if (length < MIN_BYTES) return;
+  /** Keeps `text` for the value b[start, end) (copied); nothing for a value under MIN_BYTES. */
+  add(b: Buffer, start: number, end: number, text: string): void {
+    if (end - start < MIN_BYTES) return;
     // A buffer of its own, not a slice of Node's shared pool, which a kept value would hold whole.
-    const raw = Buffer.allocUnsafeSlow(length);
-    raw.set(b.subarray(at, at + length));
-    this.#add(fingerprint(b, at), raw, text);
+    const raw = Buffer.allocUnsafeSlow(end - start);
+    raw.set(b.subarray(start, end));
+    this.#add(fingerprint(b, end), raw, text);
   }
 
   /** Memory held now (both generations), as `maxBytes` counts it. */
@@ -135,11 +135,11 @@ export class JsonTextMemo {
   }
 }
 
-/** The first entry of the chain whose raw bytes are at b[at, …) before `end`. */
-function matching(e: MemoEntry | null | undefined, b: Buffer, at: number, end: number): MemoEntry | null {
+/** The first entry of the chain whose raw bytes end at b[end), starting at or after `from`. */
+function matching(e: MemoEntry | null | undefined, b: Buffer, from: number, end: number): MemoEntry | null {
   for (; e !== undefined && e !== null; e = e.next) {
     const n = e.raw.length;
-    if (at + n <= end && b.compare(e.raw, 0, n, at, at + n) === 0) return e;
+    if (end - n >= from && b.compare(e.raw, 0, n, end - n, end) === 0) return e;
   }
   return null;
 }

@@ -34,7 +34,7 @@ export function buildUpstreamBody(raw: Buffer, req: ParsedRequest, model: string
     const optionsValue = options !== null && found[OPTIONS] >= 0 ? Buffer.from(JSON.stringify(options)) : null;
     return { body: spliceMembers(raw, modelValue, optionsValue, options !== null && found[OPTIONS] < 0), stripUsage: injectUsage };
   }
-  // Tools read by their bytes are not in req.body: the body is parsed whole again (a rare path).
+  // Tools read by their bytes may not be in req.body: the body is parsed whole again (a rare path).
   const body = req.toolsText === null ? { ...req.body } : (parseJson(raw) as Record<string, unknown>);
   if (rewriteModel) body.model = model;
   if (options !== null) body.stream_options = options;

@@ -106,7 +106,7 @@ function addPromptValue(p: PromptText, v: unknown): void {
  * and `input` (its `prompt` is a reference to a stored template, not text). Other APIs: `prompt`
  * if present, else `messages`, else `input`, else nothing. Every API but completions: also the
  * JSON of its tool definitions (`tools`, `functions`); `parsedToolsText`: the text of `tools`
- * when they were read by their bytes and `body` lacks them.
+ * when parsing made it (then `body.tools` is not read: the body may lack it).
  */
 export function extractPromptText(body: Record<string, unknown>, api: ApiKind, parsedToolsText: string | null = null): PromptText {
   const p = newPromptText();
@@ -120,7 +120,7 @@ export function extractPromptText(body: Record<string, unknown>, api: ApiKind, p
   else if (Array.isArray(body.messages)) addMessages(p, body.messages);
   else addPromptValue(p, body.input);
   if (api !== 'completions') {
-    // Tools read by their bytes (openai-tools.ts) came as their text, not in the body.
+    // Tools read by their bytes (openai-tools.ts) came as their text, and may not be in the body.
     if (parsedToolsText !== null) addText(p, parsedToolsText);
     else if (body.tools !== undefined) addTools(p, body.tools);
     if (body.functions !== undefined) addTools(p, body.functions);

@@ -1,7 +1,7 @@
 import { RouterError } from '../errors.js';
 import type { InferenceRequest } from './inference-api.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
-import { parseWithToolsText, parsedToolsText } from './openai-tools.js';
+import { bodyToolsText, parseBody } from './openai-tools.js';
 
 /** Which OpenAI-style API a request body belongs to. */
 export type ApiKind = 'completions' | 'chat' | 'responses' | 'other';
@@ -17,8 +17,9 @@ export interface ParsedRequest extends InferenceRequest {
   /** The body's `stream_options` member as the client sent it (undefined when absent). */
   readonly streamOptions: unknown;
   /**
-   * The text of the body's `tools` when they were read by their bytes (openai-tools.ts): `body`
-   * then lacks the member. Null when `body` holds the tools as parsed (or the body has none).
+   * The text of the body's `tools` as counted, when parsing made it (openai-tools.ts): read by the
+   * tools' bytes (`body` then lacks the member) or written while keeping them (`body` holds them).
+   * Null when the prompt's text is made from `body.tools` (or the body has none).
    */
   readonly toolsText: string | null;
 }
@@ -82,15 +83,16 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   }
   const api = apiKindOf(url);
   let toolsText: string | null = null;
-  // Every API but completions counts the tools' text (openai-prompt.ts).
-  let body: unknown = api === 'completions' ? null : parseWithToolsText(raw, hasBom(raw) ? 3 : 0);
-  if (body !== null) toolsText = parsedToolsText;
-  else {
-    try {
-      body = parseJson(raw);
-    } catch (err) {
-      throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
+  let body: unknown;
+  try {
+    // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
+    if (api === 'completions') body = parseJson(raw);
+    else {
+      body = parseBody(raw, hasBom(raw) ? 3 : 0);
+      toolsText = bodyToolsText;
     }
+  } catch (err) {
+    throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RouterError('invalid_request', 'request body must be a JSON object');

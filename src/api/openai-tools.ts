@@ -5,62 +5,95 @@
  * The model servers render the tools into the prompt as JSON, so the router counts their JSON
  * text: the parsed array written again with JSON.stringify (compact, the same text whatever white
  * space the client sent). An agent sends the same tools with every turn; parsing them and writing
- * them again cost about as much as all the rest of such a request. So a body's `tools` member is
- * looked up by its bytes in a memo of this process: when they repeat a value seen before, its text
- * is the one made then and the member is not parsed; the rest of the body is parsed without it.
- * The text, and so the count, is the same as when the member is parsed.
+ * them again cost about as much as all the rest of such a request. So when the body's last large
+ * member (json-last-member.ts) is `tools` and its bytes repeat a value seen before, its text is the
+ * one made then, the member is not parsed, and the rest of the body is parsed without it. A body
+ * whose tools are new is parsed whole, and its tools' bytes kept for the next request. The text,
+ * and so the count, is the same either way.
  */
 import { Buffer } from 'node:buffer';
-import { CUT_FROM, CUT_TO, VALUE_END, VALUE_START, findMember, foundEntry, foundMember } from './json-member-find.js';
+import { CUT_FROM, CUT_TO, findMemberCut, lastLargeValueEnd, memberCut, valueStartBackwards } from './json-last-member.js';
 import { JsonTextMemo, MIN_BYTES } from './json-text-memo.js';
 
 /** Memory the memo of tool definitions holds at most per router process (two generations). */
 export const TOOLS_MEMO_BYTES = 4 * 1024 * 1024;
 
+/**
+ * New tools stop being kept after this many bodies in a row brought tools not kept (a client whose
+ * tools change every request); then one body in LEARN_EVERY is still tried.
+ */
+const LEARN_MISSES = 16;
+const LEARN_EVERY = 64;
+
 const memo = new JsonTextMemo(TOOLS_MEMO_BYTES);
-const TOOLS_KEY = Buffer.from('tools');
-const TOOLS_NEEDLE = Buffer.from('"tools"');
+const TOOLS_KEY = Buffer.from('"tools"');
+const CLOSE_BRACKET = 0x5d;
+let missesInARow = 0;
 
 /** The text of tool definitions as counted: their JSON written again; '' when not a non-empty array. */
 export function toolsText(tools: unknown): string {
   return Array.isArray(tools) && tools.length > 0 ? JSON.stringify(tools) : '';
 }
 
-/** Set by parseWithToolsText when it returns an object: the text of the body's `tools`. */
-export let parsedToolsText = '';
+/**
+ * Set by parseBody: the text of the body's `tools` when it was read by their bytes (the body
+ * returned then lacks them) or made while keeping them (the body holds them too); else null.
+ */
+export let bodyToolsText: string | null = null;
 
 /**
- * The JSON object raw[from, …) holds, without its `tools` member, whose text goes to
- * `parsedToolsText`. Null when the body names no `tools` (or names it twice), its tools are too
- * small to be worth it, or anything in it does not parse: the caller then parses the body whole,
- * and reports the parser's own error.
+ * The JSON value of raw[from, …), its tools read by their bytes when they can be (bodyToolsText);
+ * throws the parser's error for a body that is not JSON, as JSON.parse of the whole body does.
  */
-export function parseWithToolsText(raw: Buffer, from: number): Record<string, unknown> | null {
-  if (raw.length - from < MIN_BYTES || raw.indexOf(TOOLS_NEEDLE, from) < 0) return null;
-  if (!findMember(raw, from, raw.length, TOOLS_KEY, memo)) return null;
-  const start = foundMember[VALUE_START];
-  const end = foundMember[VALUE_END];
-  if (end - start < MIN_BYTES) return null;
-  let text: string;
-  const known = foundEntry;
-  if (known !== null) text = known.text;
-  else {
-    let tools: unknown;
-    try {
-      tools = JSON.parse(raw.toString('utf8', start, end));
-    } catch {
-      return null;
+export function parseBody(raw: Buffer, from: number): unknown {
+  bodyToolsText = null;
+  const last = raw.length - from > MIN_BYTES ? lastLargeValueEnd(raw, from, TOOLS_KEY) : -1;
+  if (last < 0 || raw[last] !== CLOSE_BRACKET) return JSON.parse(raw.toString('utf8', from));
+  const known = memo.find(raw, from, last + 1);
+  if (known !== null) {
+    const rest = restWithout(raw, from, last + 1 - known.raw.length, last);
+    if (rest !== null) {
+      missesInARow = 0;
+      bodyToolsText = known.text;
+      return rest;
     }
-    text = toolsText(tools);
   }
+  const body: unknown = JSON.parse(raw.toString('utf8', from));
+  const tools = body !== null && typeof body === 'object' ? (body as { tools?: unknown }).tools : undefined;
+  if (!Array.isArray(tools) || tools.length === 0) return body;
+  const text = JSON.stringify(tools);
+  bodyToolsText = text;
+  if (known === null && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) keep(raw, from, last, text);
+  return body;
+}
+
+/** The object without the tools member whose value is raw[start, last], parsed; null when that is not the member or does not parse. */
+function restWithout(raw: Buffer, from: number, start: number, last: number): Record<string, unknown> | null {
+  if (!findMemberCut(raw, from, start, last, TOOLS_KEY)) return null;
   let rest: unknown;
   try {
-    rest = JSON.parse(raw.toString('utf8', from, foundMember[CUT_FROM]) + raw.toString('utf8', foundMember[CUT_TO]));
+    rest = JSON.parse(raw.toString('utf8', from, memberCut[CUT_FROM]) + raw.toString('utf8', memberCut[CUT_TO]));
   } catch {
     return null;
   }
-  if (rest === null || typeof rest !== 'object' || Array.isArray(rest)) return null;
-  if (known === null) memo.add(raw, start, end - start, text);
-  parsedToolsText = text;
+  // Named twice: a parser keeps the last, and the body is parsed whole instead.
+  if (rest === null || typeof rest !== 'object' || Array.isArray(rest) || Object.hasOwn(rest, 'tools')) return null;
   return rest as Record<string, unknown>;
+}
+
+/**
+ * Keeps the bytes of the tools whose text is `text`, when they are the value that ends at
+ * raw[last] (the body's last large member, which parsed whole): found reading back at most a few
+ * times the text's length, keyed `tools`, and read back to the same text.
+ */
+function keep(raw: Buffer, from: number, last: number, text: string): void {
+  const start = valueStartBackwards(raw, last, from, 4 * text.length + 1024);
+  if (start < 0 || !findMemberCut(raw, from, start, last, TOOLS_KEY)) return;
+  let again: unknown;
+  try {
+    again = JSON.parse(raw.toString('utf8', start, last + 1));
+  } catch {
+    return;
+  }
+  if (toolsText(again) === text) memo.add(raw, start, last + 1, text);
 }

@@ -8,110 +8,105 @@ function value(tag: string, bytes = 400): string {
   return JSON.stringify(items);
 }
 
-/** `v` inside a body, at the offset returned. */
-function inBody(v: string, after = ',"x":1}'): { b: Buffer; at: number } {
-  const head = '{"model":"m","tools":';
-  return { b: Buffer.from(head + v + after), at: Buffer.byteLength(head) };
+/** `v` inside a body: its start `at` and its end `end`. */
+function inBody(v: string, head = '{"model":"m","tools":', after = ',"x":1}'): { b: Buffer; at: number; end: number } {
+  const at = Buffer.byteLength(head);
+  return { b: Buffer.from(head + v + after), at, end: at + Buffer.byteLength(v) };
 }
 
 describe('JsonTextMemo', () => {
-  it('finds a value by its bytes where it starts, and gives its end by the kept length', () => {
+  it('finds a value by its bytes where it ends, and gives its start by the kept length', () => {
     const memo = new JsonTextMemo(1 << 20);
     const v = value('a');
     const first = inBody(v);
-    expect(memo.find(first.b, first.at, first.b.length)).toBeNull();
-    memo.add(first.b, first.at, Buffer.byteLength(v), 'text of a');
-    const again = inBody(v, '}');
-    const hit = memo.find(again.b, again.at, again.b.length);
+    expect(memo.find(first.b, 0, first.end)).toBeNull();
+    memo.add(first.b, first.at, first.end, 'text of a');
+    const again = inBody(v, '{"messages":[{"role":"user","content":"other"}],"tools":', '}');
+    const hit = memo.find(again.b, 0, again.end);
     expect(hit?.text).toBe('text of a');
-    expect(hit?.raw.toString()).toBe(v);
+    expect(again.end - hit!.raw.length).toBe(again.at);
     // The kept bytes are a copy: the body they came from may be reused.
     first.b.fill(0x20);
-    expect(memo.find(again.b, again.at, again.b.length)?.text).toBe('text of a');
+    expect(memo.find(again.b, 0, again.end)?.text).toBe('text of a');
   });
 
-  it('does not take a value that differs anywhere, or that runs past the end given', () => {
+  it('does not take a value that differs anywhere, or that would start before `from`', () => {
     const memo = new JsonTextMemo(1 << 20);
     const v = value('a', 600);
-    const { b, at } = inBody(v);
-    memo.add(b, at, Buffer.byteLength(v), 'a');
-    // One byte changed after the sampled start (the fingerprint reads the first MIN_BYTES only).
-    const changed = v.slice(0, 500) + (v[500] === '1' ? '2' : '1') + v.slice(501);
+    const { b, at, end } = inBody(v);
+    memo.add(b, at, end, 'a');
+    // One byte changed before the sampled end (the fingerprint reads the last MIN_BYTES only).
+    const changed = v.slice(0, 100) + (v[100] === '1' ? '2' : '1') + v.slice(101);
     const other = inBody(changed);
-    expect(memo.find(other.b, other.at, other.b.length)).toBeNull();
-    expect(memo.find(b, at, at + Buffer.byteLength(v) - 1)).toBeNull();
-    expect(memo.find(b, at, b.length)?.text).toBe('a');
+    expect(memo.find(other.b, 0, other.end)).toBeNull();
+    expect(memo.find(b, at + 1, end)).toBeNull();
+    expect(memo.find(b, at, end)?.text).toBe('a');
+    expect(memo.find(b, 0, end + 1)).toBeNull();
   });
 
   it('keeps no value shorter than MIN_BYTES', () => {
     const memo = new JsonTextMemo(1 << 20);
     const v = value('s', 10);
     expect(v.length).toBeLessThan(MIN_BYTES);
-    const { b, at } = inBody(v, ',"pad":"' + 'p'.repeat(MIN_BYTES) + '"}');
-    memo.add(b, at, Buffer.byteLength(v), 's');
+    const { b, at, end } = inBody(v, `{"pad":"${'p'.repeat(MIN_BYTES)}","tools":`);
+    memo.add(b, at, end, 's');
     expect(memo.bytes).toBe(0);
-    expect(memo.find(b, at, b.length)).toBeNull();
+    expect(memo.find(b, 0, end)).toBeNull();
   });
 
-  it('keeps values that share their first bytes side by side, at most MAX_CHAIN of them', () => {
+  it('keeps values that share their last bytes side by side, at most MAX_CHAIN of them', () => {
     const memo = new JsonTextMemo(1 << 22);
-    const prefix = value('shared', MIN_BYTES + 10).slice(0, -1);
-    const values = Array.from({ length: MAX_CHAIN }, (_, i) => `${prefix},"tail-${i}"]`);
+    const tail = value('shared', MIN_BYTES + 10).slice(1);
+    const values = Array.from({ length: MAX_CHAIN }, (_, i) => `["head-${i}",${tail}`);
     for (const v of values) {
-      const { b, at } = inBody(v);
-      memo.add(b, at, Buffer.byteLength(v), v.slice(-8));
+      const { b, at, end } = inBody(v);
+      memo.add(b, at, end, v.slice(0, 10));
     }
     for (const v of values) {
-      const { b, at } = inBody(v);
-      expect(memo.find(b, at, b.length)?.text).toBe(v.slice(-8));
+      const { b, end } = inBody(v);
+      expect(memo.find(b, 0, end)?.text).toBe(v.slice(0, 10));
     }
     const held = memo.bytes;
     // One more under the same fingerprint replaces the chain rather than make lookups longer.
-    const extra = `${prefix},"tail-x"]`;
+    const extra = `["head-x",${tail}`;
     const e = inBody(extra);
-    memo.add(e.b, e.at, Buffer.byteLength(extra), 'extra');
-    expect(memo.find(e.b, e.at, e.b.length)?.text).toBe('extra');
+    memo.add(e.b, e.at, e.end, 'extra');
+    expect(memo.find(e.b, 0, e.end)?.text).toBe('extra');
     const firstAgain = inBody(values[0]);
-    expect(memo.find(firstAgain.b, firstAgain.at, firstAgain.b.length)).toBeNull();
+    expect(memo.find(firstAgain.b, 0, firstAgain.end)).toBeNull();
     expect(memo.bytes).toBeLessThan(held);
   });
 
   it('holds at most its budget: a value used again stays, one used once leaves after two generations', () => {
-    const v0 = value('v0');
-    const size = Buffer.byteLength(v0);
-    // Room for about three entries per generation.
-    const memo = new JsonTextMemo(2 * 3 * (size * 3 + 128));
-    const keep = inBody(v0);
-    memo.add(keep.b, keep.at, size, 'kept');
+    const size = Buffer.byteLength(value('v0'));
+    const budget = 2 * 3 * (size * 3 + 128); // about three entries per generation
+    const memo = new JsonTextMemo(budget);
+    const keep = inBody(value('v0'));
+    memo.add(keep.b, keep.at, keep.end, 'kept');
     const once = inBody(value('once'));
-    memo.add(once.b, once.at, Buffer.byteLength(value('once')), 'once');
+    memo.add(once.b, once.at, once.end, 'once');
     for (let i = 0; i < 12; i++) {
-      const v = value(`n${i}`);
-      const x = inBody(v);
-      memo.add(x.b, x.at, Buffer.byteLength(v), `n${i}`);
-      expect(memo.find(keep.b, keep.at, keep.b.length)?.text).toBe('kept');
-      expect(memo.bytes).toBeLessThanOrEqual(2 * 3 * (size * 3 + 128));
+      const x = inBody(value(`n${i}`));
+      memo.add(x.b, x.at, x.end, `n${i}`);
+      expect(memo.find(keep.b, 0, keep.end)?.text).toBe('kept');
+      expect(memo.bytes).toBeLessThanOrEqual(budget);
     }
-    expect(memo.find(once.b, once.at, once.b.length)).toBeNull();
+    expect(memo.find(once.b, 0, once.end)).toBeNull();
   });
 
   it('keeps nothing larger than a generation', () => {
     const memo = new JsonTextMemo(1000);
-    const v = value('big', 800);
-    const { b, at } = inBody(v);
-    memo.add(b, at, Buffer.byteLength(v), 'big');
+    const { b, at, end } = inBody(value('big', 800));
+    memo.add(b, at, end, 'big');
     expect(memo.bytes).toBe(0);
   });
-});
 
-describe('JsonTextMemo memory', () => {
   it('keeps each value in a buffer of its own size, not a slice of a shared pool', () => {
     const memo = new JsonTextMemo(1 << 20);
-    const v = value('own', 300);
-    const { b, at } = inBody(v);
-    memo.add(b, at, Buffer.byteLength(v), 't');
-    const kept = memo.find(b, at, b.length)!;
+    const { b, at, end } = inBody(value('own', 300));
+    memo.add(b, at, end, 't');
+    const kept = memo.find(b, 0, end)!;
     expect(kept.raw.byteOffset).toBe(0);
-    expect(kept.raw.buffer.byteLength).toBe(Buffer.byteLength(v));
+    expect(kept.raw.buffer.byteLength).toBe(end - at);
   });
 });

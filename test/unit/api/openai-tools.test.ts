@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { RouterError } from '../../../src/errors.js';
-import { parseRequest } from '../../../src/api/openai-request.js';
+import { parseRequest, type ParsedRequest } from '../../../src/api/openai-request.js';
 import { extractPromptText } from '../../../src/api/openai-prompt.js';
 import { buildUpstreamBody } from '../../../src/api/openai-body.js';
 import { openAiApi } from '../../../src/api/openai.js';
 
 const CHAT = '/v1/chat/completions';
+const RESPONSES = '/v1/responses';
 
 /** Tool definitions of about 3 KB; `tag` makes them differ from the other tests'. */
 function tools(tag: string): unknown[] {
@@ -19,15 +20,25 @@ function tools(tag: string): unknown[] {
   }));
 }
 
-/** What the router counts of `raw` when it parses the body whole (the reference). */
-function wholePrompt(raw: Buffer, url = CHAT) {
-  const body = JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
-  return extractPromptText(body, url === CHAT ? 'chat' : 'responses');
+function whole(raw: Buffer): Record<string, unknown> {
+  return JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
 }
 
-function prompt(raw: Buffer, url = CHAT) {
+/**
+ * Parses `raw` as the router does and checks it against a whole parse: the same prompt, the same
+ * body (its tools given back when they were read by their bytes). Returns the request and whether
+ * its tools were read by their bytes.
+ */
+function check(raw: Buffer, url = CHAT): { req: ParsedRequest; byBytes: boolean } {
   const req = parseRequest(raw, url);
-  return { req, prompt: extractPromptText(req.body, req.api, req.toolsText) };
+  const w = whole(raw);
+  const api = url === CHAT ? 'chat' : 'responses';
+  expect(extractPromptText(req.body, req.api, req.toolsText)).toEqual(extractPromptText(w, api));
+  const byBytes = !Object.hasOwn(req.body, 'tools') && Object.hasOwn(w, 'tools');
+  expect(byBytes ? { ...req.body, tools: w.tools } : req.body).toEqual(w);
+  if (req.toolsText !== null) expect(req.toolsText).toBe(JSON.stringify(w.tools));
+  if (byBytes) expect(req.toolsText).not.toBeNull();
+  return { req, byBytes };
 }
 
 function errorOf(f: () => unknown): string {
@@ -41,129 +52,111 @@ function errorOf(f: () => unknown): string {
 }
 
 describe('tool definitions read by their bytes', () => {
-  it('counts the same texts as a whole parse, the first time and when the bytes repeat', () => {
+  it('parses new tools with the body and keeps their bytes; the next body with them skips their parse', () => {
     const t = tools('same');
     const bodies = [0, 1, 2].map((i) => Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${i}` }], tools: t, temperature: 0 })));
-    const first = prompt(bodies[0]);
-    expect(first.req.toolsText).toBe(JSON.stringify(t));
-    expect(first.req.body.tools).toBeUndefined();
-    expect(first.req.body).toEqual({ model: 'm', messages: [{ role: 'user', content: 'question 0' }], temperature: 0 });
-    expect(first.prompt).toEqual(wholePrompt(bodies[0]));
+    const first = check(bodies[0]);
+    expect(first.byBytes).toBe(false);
     for (const raw of bodies.slice(1)) {
-      const again = prompt(raw);
+      const again = check(raw);
+      expect(again.byBytes).toBe(true);
       // The text made the first time, not written again (the count cache then compares it by reference).
       expect(again.req.toolsText).toBe(first.req.toolsText);
-      expect(again.prompt).toEqual(wholePrompt(raw));
     }
   });
 
-  it('counts the compact JSON whatever white space and escapes the client sent', () => {
-    const t = tools('pretty');
-    const pretty = Buffer.from(JSON.stringify({ model: 'm', tools: t, messages: [{ role: 'user', content: 'hi' }] }, null, 2));
-    const escaped = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: t }).replace(/é/g, '\\u00e9'));
-    for (const raw of [pretty, escaped, pretty, escaped]) {
-      const { req, prompt: p } = prompt(raw);
-      expect(req.toolsText).toBe(JSON.stringify(t));
-      expect(p).toEqual(wholePrompt(raw));
-    }
-    // A key spelled with escapes is not looked for by its bytes: the body is parsed whole, with the same count.
-    const escapedKey = Buffer.from(escaped.toString().replace('"tools"', '"\\u0074ools"'));
-    const { req, prompt: p } = prompt(escapedKey);
-    expect(req.toolsText).toBeNull();
-    expect(p).toEqual(wholePrompt(escapedKey));
-  });
-
-  it('reads the member first, last, alone with the model, after a byte order mark, and for the Responses API', () => {
-    const t = tools('places');
-    const bodies = [
-      `{"tools":${JSON.stringify(t)},"model":"m","messages":[{"role":"user","content":"a"}]}`,
-      `{"model":"m","messages":[{"role":"user","content":"a"}],"tools":${JSON.stringify(t)}}`,
-      `\uFEFF{"model":"m","messages":[{"role":"user","content":"a"}],"tools":${JSON.stringify(t)}}`,
+  it('reads them when only small members follow them, whatever white space and escapes the client sent', () => {
+    // Each shape its own tools, so that the first body of each brings new bytes.
+    const t = [0, 1, 2, 3].map((k) => tools(`shape${k}`));
+    const text = (k: number, i: number) => JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `hi ${i}` }], tools: t[k] });
+    const shapes = [
+      (i: number) => JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `hi ${i}` }], tools: t[0], tool_choice: 'auto', temperature: 0.5, stop: ['END'], stream: false, user: null }, null, 2),
+      (i: number) => text(1, i).replace(/é/g, '\\u00e9'),
+      (i: number) => `\uFEFF${text(2, i)}`,
     ];
-    for (const text of bodies) {
-      for (let k = 0; k < 2; k++) {
-        const raw = Buffer.from(text);
-        const { req, prompt: p } = prompt(raw);
-        expect(req.toolsText).not.toBeNull();
-        expect(req.model).toBe('m');
-        expect(p).toEqual(wholePrompt(raw));
-      }
+    for (const shape of shapes) {
+      expect(check(Buffer.from(shape(1))).byBytes).toBe(false);
+      expect(check(Buffer.from(shape(2))).byBytes, shape(2).slice(0, 60)).toBe(true);
     }
-    const responses = Buffer.from(JSON.stringify({ model: 'm', instructions: 'be brief', input: 'hi', tools: t }));
-    for (let k = 0; k < 2; k++) {
-      const { req, prompt: p } = prompt(responses, '/v1/responses');
-      expect(req.toolsText).toBe(JSON.stringify(t));
-      expect(p).toEqual(wholePrompt(responses, '/v1/responses'));
-    }
+    // The first member, with small ones after it (a Responses request whose input is a string).
+    const first = (i: number) => Buffer.from(` \n{"tools":${JSON.stringify(t[3])}, "model":"m","input":"hi ${i}"}\n`);
+    expect(check(first(1), RESPONSES).byBytes).toBe(false);
+    expect(check(first(2), RESPONSES).byBytes).toBe(true);
+    const responses = (i: number) => Buffer.from(JSON.stringify({ model: 'm', instructions: 'be brief', input: `hi ${i}`, tools: t }));
+    expect(check(responses(1), RESPONSES).byBytes).toBe(false);
+    expect(check(responses(2), RESPONSES).byBytes).toBe(true);
   });
 
-  it('parses the body whole when the tools are named twice, are small, are not an array, or are absent', () => {
+  it('parses the body whole, with the same count, when the tools come before the messages, are small, named twice, keyed with an escape, or followed by a member it does not read', () => {
     const t = tools('whole');
+    const msgs = (i: number) => [{ role: 'user', content: `a ${i}` }];
     const cases = [
-      `{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[{"x":1}],"tools":${JSON.stringify(t)}}`,
-      JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'a' }], tools: [{ type: 'function', function: { name: 'f' } }] }),
-      JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'say "tools": ' + 'x'.repeat(300) }] }),
+      (i: number) => JSON.stringify({ model: 'm', tools: t, messages: msgs(i) }),
+      (i: number) => JSON.stringify({ model: 'm', messages: msgs(i), tools: [{ type: 'function', function: { name: 'f' } }] }),
+      (i: number) => `{"model":"m","tools":[{"x":1}],"messages":${JSON.stringify(msgs(i))},"tools":${JSON.stringify(t)}}`,
+      (i: number) => JSON.stringify({ model: 'm', messages: msgs(i), tools: t }).replace('"tools"', '"\\u0074ools"'),
+      (i: number) => JSON.stringify({ model: 'm', messages: msgs(i), tools: t, stop: ['\n'] }),
+      (i: number) => JSON.stringify({ model: 'm', messages: msgs(i), tools: t, user: 'u'.repeat(300) }),
+      (i: number) => JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `say "tools": ${JSON.stringify(t)} ${i}` }] }),
     ];
-    for (const text of cases) {
-      const raw = Buffer.from(text);
-      const { req, prompt: p } = prompt(raw);
-      expect(req.toolsText).toBeNull();
-      expect(p).toEqual(wholePrompt(raw));
-    }
-    expect(prompt(Buffer.from(cases[0])).req.body.tools).toEqual(t);
+    for (const make of cases) for (let i = 0; i < 3; i++) expect(check(Buffer.from(make(i))).byBytes, make(i).slice(0, 60)).toBe(false);
+    // The same bytes under another key of the same length: not tools.
+    check(Buffer.from(JSON.stringify({ model: 'm', messages: msgs(0), tools: t })));
+    const other = Buffer.from(JSON.stringify({ model: 'm', messages: msgs(1), other: t }));
+    expect(check(other).byBytes).toBe(false);
+    expect(check(other).req.body.other).toEqual(t);
     // Large but not an array: counted as nothing, as when parsed whole.
-    const notArray = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'a' }], tools: { many: t } }));
-    for (let k = 0; k < 2; k++) {
-      const { req, prompt: p } = prompt(notArray);
-      expect(req.toolsText).toBe('');
-      expect(p).toEqual(wholePrompt(notArray));
-    }
+    for (let i = 0; i < 3; i++) check(Buffer.from(JSON.stringify({ model: 'm', messages: msgs(i), tools: { many: t } })));
   });
 
-  it('refuses a broken body with the same error as a whole parse, known tools or not', () => {
+  it('refuses a broken body with the same error as a whole parse, its tools known or not', () => {
     const t = JSON.stringify(tools('broken'));
-    const good = Buffer.from(`{"model":"m","messages":[{"role":"user","content":"a"}],"tools":${t}}`);
-    prompt(good);
+    const good = (i: number) => `{"model":"m","messages":[{"role":"user","content":"a${i}"}],"tools":${t}}`;
+    check(Buffer.from(good(1)));
+    expect(check(Buffer.from(good(2))).byBytes).toBe(true);
     const broken = [
       `{"model":"m","messages":[{"role":"user","content":"a"}],"tools":${t.replace('"type"', '"type" 1')}}`,
       `{"model":"m","messages":[{"role":"user","content":a}],"tools":${t}}`,
-      `{"model":"m","messages":[{"role":"user","content":"a"}],"tools":${t}]}`,
-      `{"model":"m","messages":[{"role":"user","content":"a"}],"tools":${t},}`,
+      `{"model":"m","messages":[{"role":"user","content":"a"}] "tools":${t}}`,
+      `{"model":"m","messages":[{"role":"user","content":"a"}],,"tools":${t}}`,
+      `{"model":"m","messages":[{"role":"user","content":"a"},"tools":${t}}`,
+      `["model","m","tools":${t}}`,
       `{"messages":[{"role":"user","content":"a"}],"tools":${t}}`,
     ];
     for (const text of broken) {
-      const raw = Buffer.from(text);
-      let whole = '';
+      let want: string;
       try {
         JSON.parse(text);
-        whole = '400 request body must name a model: "model" must be a non-empty string';
+        want = '400 request body must name a model: "model" must be a non-empty string';
       } catch (err) {
-        whole = `400 request body is not valid JSON: ${(err as Error).message}`;
+        want = `400 request body is not valid JSON: ${(err as Error).message}`;
       }
-      expect(errorOf(() => parseRequest(raw, CHAT)), text.slice(0, 80)).toBe(whole);
+      expect(errorOf(() => parseRequest(Buffer.from(text), CHAT)), text.slice(0, 80)).toBe(want);
     }
   });
 
   it('sends the tools upstream when a body named twice is written again', () => {
     const t = tools('upstream');
-    const raw = Buffer.from(`{"model":"a","model":"m","stream":true,"messages":[{"role":"user","content":"a"}],"tools":${JSON.stringify(t)}}`);
-    for (let k = 0; k < 2; k++) {
-      const req = parseRequest(raw, CHAT);
-      expect(req.toolsText).not.toBeNull();
-      const up = buildUpstreamBody(raw, req, 'served');
-      expect(JSON.parse(up.body.toString())).toEqual({ model: 'served', stream: true, messages: [{ role: 'user', content: 'a' }], tools: t, stream_options: { include_usage: true } });
+    const raw = (i: number) => Buffer.from(`{"model":"a","model":"m","stream":true,"messages":[{"role":"user","content":"a${i}"}],"tools":${JSON.stringify(t)}}`);
+    for (let i = 0; i < 2; i++) {
+      const { req, byBytes } = check(raw(i));
+      expect(byBytes).toBe(i === 1);
+      const up = buildUpstreamBody(raw(i), req, 'served');
+      expect(JSON.parse(up.body.toString())).toEqual({ model: 'served', stream: true, messages: [{ role: 'user', content: `a${i}` }], tools: t, stream_options: { include_usage: true } });
     }
   });
 
   it('is what the chat API counts', () => {
     const t = tools('api');
-    const raw = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'a' }], tools: t }));
-    for (let k = 0; k < 2; k++) expect(openAiApi.promptText(openAiApi.parse(raw, CHAT))).toEqual(wholePrompt(raw));
+    for (let i = 0; i < 3; i++) {
+      const raw = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `a${i}` }], tools: t }));
+      expect(openAiApi.promptText(openAiApi.parse(raw, CHAT))).toEqual(extractPromptText(whole(raw), 'chat'));
+    }
   });
 });
 
 describe('tool definitions read by their bytes, against a whole parse (seeded random bodies)', () => {
-  it('gives the same body, texts and errors for 400 bodies of random member order, spacing and breakage', () => {
+  it('gives the same body, texts and errors for 600 bodies of random member order, spacing and breakage', () => {
     let seed = 7;
     const rand = (n: number) => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -172,42 +165,35 @@ describe('tool definitions read by their bytes, against a whole parse (seeded ra
     const toolSets = [tools('fz0'), tools('fz1'), tools('fz2').slice(0, 3)].map((t) => JSON.stringify(t));
     const spaces = ['', ' ', '\n  ', '\t'];
     let byBytes = 0;
-    for (let n = 0; n < 400; n++) {
+    for (let n = 0; n < 600; n++) {
       const sp = () => spaces[rand(spaces.length)];
-      const members = [
+      const head = [
         `"model"${sp()}:${sp()}"m"`,
         `"messages":[{"role":"user","content":"q ${n} \\"tools\\": [] ${'x'.repeat(rand(300))}"},{"role":"tool","content":"{\\"tools\\":1}","tools":[1]}]`,
-        `"tools"${sp()}:${sp()}${toolSets[rand(toolSets.length)]}`,
-        `"temperature":${rand(3)}`,
       ];
-      if (rand(8) === 0) members.push(`"tools":${toolSets[0]}`);
-      for (let i = members.length - 1; i > 0; i--) {
-        const j = rand(i + 1);
-        [members[i], members[j]] = [members[j], members[i]];
-      }
+      const tail = [`"temperature":${rand(3)}`, '"stream":false', '"tool_choice":"auto"', '"stop":["END"]', '"user":null'].slice(0, rand(4));
+      const toolsMember = `"tools"${sp()}:${sp()}${toolSets[rand(toolSets.length)]}`;
+      // Mostly the tools after the messages and before small members, as SDKs send them; sometimes anywhere.
+      const members = rand(4) === 0 ? [...head, ...tail, toolsMember].sort(() => rand(3) - 1) : [...head, toolsMember, ...tail];
+      if (rand(10) === 0) members.unshift(`"tools":${toolSets[0]}`);
       let text = `${sp()}{${sp()}${members.join(`${sp()},${sp()}`)}${sp()}}${sp()}`;
       if (rand(6) === 0) {
         const at = rand(text.length);
-        text = text.slice(0, at) + ['}', ',', '"', 'x', ']'][rand(5)] + text.slice(at);
+        text = text.slice(0, at) + ['}', ',', '"', 'x', ']', '\\'][rand(6)] + text.slice(at);
       }
       const raw = Buffer.from(text);
-      let whole: unknown;
+      let w: unknown;
       try {
-        whole = JSON.parse(text);
+        w = JSON.parse(text);
       } catch {
-        whole = undefined;
+        w = undefined;
       }
-      if (whole === undefined || typeof (whole as { model?: unknown }).model !== 'string') {
+      if (w === undefined || typeof (w as { model?: unknown }).model !== 'string') {
         expect(() => parseRequest(raw, CHAT), text).toThrow(RouterError);
         continue;
       }
-      const req = parseRequest(raw, CHAT);
-      if (req.toolsText !== null) {
-        byBytes++;
-        expect({ ...req.body, tools: JSON.parse(req.toolsText) }, text).toEqual(whole);
-      } else expect(req.body, text).toEqual(whole);
-      expect(extractPromptText(req.body, req.api, req.toolsText), text).toEqual(extractPromptText(whole as Record<string, unknown>, 'chat'));
+      if (check(raw).byBytes) byBytes++;
     }
-    expect(byBytes).toBeGreaterThan(200);
+    expect(byBytes).toBeGreaterThan(250);
   });
 });
