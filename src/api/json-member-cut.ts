@@ -104,7 +104,7 @@ function skipSpace(b: Buffer, i: number, end: number): number {
 }
 
 /** Where the JSON value starting at b[i] ends (the index after it); -1 when it does not end before `end`. */
-export function skipValue(b: Buffer, i: number, end: number): number {
+function skipValue(b: Buffer, i: number, end: number): number {
   if (i >= end) return -1;
   const c = b[i];
   if (c === QUOTE) {
