@@ -37,12 +37,17 @@ export function nestsDeeperThan(raw: Buffer, max: number): boolean {
 export function stringEnd(raw: Buffer, from: number): number {
   let q = raw.indexOf(QUOTE, from);
   while (q >= 0) {
-    let slashes = 0;
-    for (let j = q - 1; j >= from && raw[j] === BACKSLASH; j--) slashes++;
-    if ((slashes & 1) === 0) return q;
+    if (!quoteIsEscaped(raw, q, from)) return q;
     q = raw.indexOf(QUOTE, q + 1);
   }
   return -1;
+}
+
+/** Whether the quote at raw[q] follows an odd number of backslashes (counted back to `from`): an escaped quote, inside a string. */
+export function quoteIsEscaped(raw: Buffer, q: number, from: number): boolean {
+  let slashes = 0;
+  for (let j = q - 1; j >= from && raw[j] === BACKSLASH; j--) slashes++;
+  return (slashes & 1) === 1;
 }
 
 /** True when `raw` holds more than `max` `{` and `[` bytes (in strings or not). */

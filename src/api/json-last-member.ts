@@ -13,9 +13,9 @@ import type { Buffer } from 'node:buffer';
 import {
   bytesAt, flatValueStartBackwards, isJsonSpace, keyStartBackwards, lastTokenByteBefore, scalarStartBackwards,
 } from './flat-json-counts.js';
+import { quoteIsEscaped } from './json-depth.js';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 const OPEN = 0x7b;
@@ -69,18 +69,11 @@ export function valueStartBackwards(b: Buffer, last: number, from: number, maxBy
         i--;
         while (i >= limit && b[i] !== QUOTE) i--;
         if (i < limit) return -1;
-      } while (escaped(b, i, limit));
+      } while (quoteIsEscaped(b, i, limit));
     } else if (c === CLOSE || c === CLOSE_BRACKET) depth++;
     else if ((c === OPEN || c === OPEN_BRACKET) && --depth === 0) return i;
   }
   return -1;
-}
-
-/** Whether the quote at b[q] follows an odd number of backslashes. */
-function escaped(b: Buffer, q: number, limit: number): boolean {
-  let n = 0;
-  for (let j = q - 1; j >= limit && b[j] === BACKSLASH; j--) n++;
-  return (n & 1) === 1;
 }
 
 /** Set by findMemberCut: the bytes [CUT_FROM, CUT_TO) whose removal leaves the object without the member. */
