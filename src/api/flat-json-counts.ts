@@ -33,6 +33,12 @@ export function isJsonSpace(c: number): boolean {
   return c <= 0x20 && (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09);
 }
 
+/** The index of the first byte from b[i] on that is not JSON white space (b.length at its end). */
+export function skipSpace(b: Buffer, i: number): number {
+  while (isJsonSpace(b[i])) i++;
+  return i;
+}
+
 /** Whether b[at..] starts with `bytes` (a read past b's end gives undefined: no match). */
 export function bytesAt(b: Buffer, at: number, bytes: Buffer): boolean {
   for (let j = 0; j < bytes.length; j++) if (b[at + j] !== bytes[j]) return false;

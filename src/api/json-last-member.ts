@@ -11,13 +11,12 @@
  */
 import type { Buffer } from 'node:buffer';
 import {
-  bytesAt, flatValueStartBackwards, isJsonSpace, keyStartBackwards, lastTokenByteBefore, scalarStartBackwards,
+  bytesAt, flatValueStartBackwards, keyStartBackwards, lastTokenByteBefore, scalarStartBackwards, skipSpace,
 } from './flat-json-counts.js';
 import { quoteIsEscaped } from './json-depth.js';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
-const COLON = 0x3a;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
 const OPEN_BRACKET = 0x5b;
@@ -87,10 +86,8 @@ export const CUT_TO = 1;
  * escapes), setting `memberCut` to the member and the comma that joins it to the others.
  */
 export function findMemberCut(b: Buffer, from: number, start: number, last: number, key: Buffer): boolean {
-  const colon = lastTokenByteBefore(b, start);
-  if (colon < from || b[colon] !== COLON) return false;
-  const close = lastTokenByteBefore(b, colon);
-  const open = close - key.length + 1;
+  // The key holds no quote but its closing one (keyStartBackwards): `key` from `open` is all of it.
+  const open = keyStartBackwards(b, start);
   if (open < from || !bytesAt(b, open, key)) return false;
   const before = lastTokenByteBefore(b, open);
   if (before < from) return false;
@@ -102,13 +99,10 @@ export function findMemberCut(b: Buffer, from: number, start: number, last: numb
   }
   if (b[before] !== OPEN || lastTokenByteBefore(b, before) >= from) return false;
   // The first member: up to the next one, or to the object's end.
-  let next = last + 1;
-  while (next < b.length && isJsonSpace(b[next])) next++;
+  const next = skipSpace(b, last + 1);
   if (b[next] === COMMA) {
-    next++;
-    while (next < b.length && isJsonSpace(b[next])) next++;
     memberCut[CUT_FROM] = open;
-    memberCut[CUT_TO] = next;
+    memberCut[CUT_TO] = skipSpace(b, next + 1);
     return true;
   }
   if (b[next] !== CLOSE) return false;

@@ -1,5 +1,6 @@
 import { stringEnd } from './json-depth.js';
-import { skipSpace, valueEnd } from './openai-body.js';
+import { skipSpace } from './flat-json-counts.js';
+import { valueEnd } from './openai-body.js';
 import { Buffer } from 'node:buffer';
 
 /** What rewriteMembers does with one top-level member. */

@@ -1,7 +1,7 @@
 import type { UpstreamBody } from './inference-api.js';
 import { parseJson, type ParsedRequest } from './openai-request.js';
 import { stringEnd } from './json-depth.js';
-import { bytesAt, isJsonSpace } from './flat-json-counts.js';
+import { bytesAt, isJsonSpace, skipSpace } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
 
 /** The member put first in a stream's body that did not name `stream_options` (the object always has `model` after it). */
@@ -106,11 +106,6 @@ function memberSlot(raw: Buffer, from: number, to: number): number {
   // A name written with escapes ("mod\u0065l"): what JSON.parse read.
   const name = JSON.parse(raw.toString('utf8', from, to)) as string;
   return name === 'model' ? MODEL : name === 'stream_options' ? OPTIONS : -1;
-}
-
-export function skipSpace(raw: Buffer, i: number): number {
-  while (isJsonSpace(raw[i])) i++;
-  return i;
 }
 
 /** End (exclusive) of the JSON value that starts at `i`. */
