@@ -59,9 +59,8 @@ export function parseBody(raw: Buffer, from: number): unknown {
     }
   }
   const body: unknown = JSON.parse(raw.toString('utf8', from));
-  const tools = body !== null && typeof body === 'object' ? (body as { tools?: unknown }).tools : undefined;
-  if (!Array.isArray(tools) || tools.length === 0) return body;
-  const text = JSON.stringify(tools);
+  const text = toolsText(body !== null && typeof body === 'object' ? (body as { tools?: unknown }).tools : undefined);
+  if (text === '') return body;
   bodyToolsText = text;
   if (known === null && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) keep(raw, from, last, text);
   return body;
