@@ -13,7 +13,7 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
-import { joinChunkedBody } from './chunked-body.js';
+import { joinChunkedBody, newBodyBuffer } from './body-buffer.js';
 import { DISCARD_MAX_BYTES, discardBody } from './body-discard.js';
 import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } from './unknown-path.js';
 
@@ -22,7 +22,7 @@ export interface FrontHooks {
   readonly maxBodyBytes: number;
   /**
    * A body whose content-length is at least this is read into shared memory (a
-   * SharedArrayBuffer), and a chunked body of at least this is joined into it (chunked-body.ts): a
+   * SharedArrayBuffer), and a chunked body of at least this is joined into it (body-buffer.ts): a
    * tokenizer thread then parses it where it lies, where a copy of a body of megabytes would cost
    * the event loop milliseconds (api/thread-parse.ts). 0 = never.
    */
@@ -285,9 +285,7 @@ function tooLarge(max: number): RouterError {
 }
 
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
-  let buf: Buffer | null = contentLength <= 0 ? null
-    : h.sharedBodyMinBytes > 0 && contentLength >= h.sharedBodyMinBytes ? Buffer.from(new SharedArrayBuffer(contentLength))
-    : Buffer.allocUnsafe(contentLength);
+  let buf: Buffer | null = contentLength > 0 ? newBodyBuffer(contentLength, h.sharedBodyMinBytes) : null;
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
   let size = 0;
   let done = false;

@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { joinChunkedBody } from '../../../src/http/chunked-body.js';
+import { joinChunkedBody, newBodyBuffer } from '../../../src/http/body-buffer.js';
 
 const pieces = (text: string, size: number): Buffer[] => {
   const out: Buffer[] = [];
   for (let i = 0; i < text.length; i += size) out.push(Buffer.from(text.slice(i, i + size)));
   return out;
 };
+
+describe('newBodyBuffer', () => {
+  it('gives a body of at least the size shared memory, a smaller one or any with the size 0 (off) an ordinary buffer', () => {
+    expect(newBodyBuffer(4096, 4096).buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(newBodyBuffer(4096, 4096).length).toBe(4096);
+    expect(newBodyBuffer(4095, 4096).buffer).not.toBeInstanceOf(SharedArrayBuffer);
+    expect(newBodyBuffer(1 << 20, 0).buffer).not.toBeInstanceOf(SharedArrayBuffer);
+    expect(newBodyBuffer(100, 0).length).toBe(100);
+  });
+});
 
 describe('joinChunkedBody', () => {
   const text = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(5000) }] });

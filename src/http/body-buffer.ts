@@ -1,0 +1,27 @@
+/**
+ * The buffers a request body is read into. A body of at least `sharedMinBytes`
+ * (ROUTER_TOKENIZER_PARSE_MIN_BYTES; 0: never) goes into shared memory (a SharedArrayBuffer): a
+ * tokenizer thread then parses it where it lies, where an ordinary buffer would be copied into the
+ * thread's message (docs/tokens.md#large-bodies). A body announced by its content-length is read
+ * into such a buffer as it arrives; a chunked body's pieces are joined into one once it has all
+ * arrived (the join is the one copy either way).
+ */
+import { Buffer } from 'node:buffer';
+
+/** A buffer for a body of `size` bytes: in shared memory from `sharedMinBytes` on. */
+export function newBodyBuffer(size: number, sharedMinBytes: number): Buffer {
+  return sharedMinBytes > 0 && size >= sharedMinBytes ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
+}
+
+/** A chunked body's pieces, `size` bytes together, in one buffer (the one piece itself when it is one and need not be shared). */
+export function joinChunkedBody(chunks: readonly Buffer[], size: number, sharedMinBytes: number): Buffer {
+  const shared = sharedMinBytes > 0 && size >= sharedMinBytes;
+  if (!shared && chunks.length === 1) return chunks[0];
+  const out = newBodyBuffer(size, sharedMinBytes);
+  let at = 0;
+  for (let i = 0; i < chunks.length; i++) {
+    out.set(chunks[i], at);
+    at += chunks[i].length;
+  }
+  return out;
+}
