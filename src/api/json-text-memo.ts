@@ -12,12 +12,13 @@
  * it whole (a memory comparison). Values shorter than MIN_BYTES are not kept: they cost little to
  * read.
  *
- * Two generations bound the memory, as count-cache.ts's: new values go into the current one; when
- * its bytes reach half the budget it becomes the previous one and the previous one is dropped; a
- * value found in the previous generation moves into the current one.
+ * Two generations bound the memory (src/two-generations.ts, as count-cache.ts's): new values go
+ * into the current one; when its bytes reach half the budget it becomes the previous one and the
+ * previous one is dropped; a value found in the previous generation moves into the current one.
  */
 import { randomBytes } from 'node:crypto';
 import { Buffer } from 'node:buffer';
+import { TwoGenerations } from '../two-generations.js';
 
 /** Values shorter than this (in bytes) are not kept; the fingerprint reads this many bytes (the last). */
 export const MIN_BYTES = 256;
@@ -40,6 +41,8 @@ const SEED = randomBytes(4).readInt32LE(0);
 export interface MemoEntry {
   readonly raw: Buffer;
   readonly text: string;
+  /** What it is charged against the budget: its bytes, its text at 2 bytes a character, ENTRY_OVERHEAD_BYTES. */
+  readonly size: number;
   /** The next entry of the same fingerprint (values that share their last MIN_BYTES bytes). */
   next: MemoEntry | null;
 }
@@ -54,20 +57,12 @@ function fingerprint(b: Buffer, end: number): number {
   return h;
 }
 
-function entryBytes(e: MemoEntry): number {
-  return e.raw.length + 2 * e.text.length + ENTRY_OVERHEAD_BYTES;
-}
-
 export class JsonTextMemo {
-  #current = new Map<number, MemoEntry>();
-  #previous = new Map<number, MemoEntry>();
-  #currentBytes = 0;
-  #previousBytes = 0;
-  readonly #generationBytes: number;
+  readonly #kept: TwoGenerations<MemoEntry>;
 
   /** `maxBytes`: memory held at most over both generations (raw bytes, texts at 2 bytes a character). */
   constructor(maxBytes: number) {
-    this.#generationBytes = Math.floor(maxBytes / 2);
+    this.#kept = new TwoGenerations<MemoEntry>(maxBytes, MAX_CHAIN);
   }
 
   /**
@@ -75,15 +70,12 @@ export class JsonTextMemo {
    * The caller knows that a JSON value ends there.
    */
   find(b: Buffer, from: number, end: number): MemoEntry | null {
-    if (end - from < MIN_BYTES || this.#currentBytes === 0) return null;
+    if (end - from < MIN_BYTES || this.#kept.empty) return null;
     const fp = fingerprint(b, end);
-    const hit = matching(this.#current.get(fp), b, from, end);
+    const hit = matching(this.#kept.current(fp), b, from, end);
     if (hit !== null) return hit;
-    const old = matching(this.#previous.get(fp), b, from, end);
-    if (old === null) return null;
-    this.#unlink(this.#previous, fp, old);
-    this.#previousBytes -= entryBytes(old);
-    this.#add(fp, old.raw, old.text);
+    const old = matching(this.#kept.previous(fp), b, from, end);
+    if (old !== null) this.#kept.renew(fp, old);
     return old;
   }
 
@@ -93,45 +85,12 @@ export class JsonTextMemo {
     // A buffer of its own, not a slice of Node's shared pool, which a kept value would hold whole.
     const raw = Buffer.allocUnsafeSlow(end - start);
     raw.set(b.subarray(start, end));
-    this.#add(fingerprint(b, end), raw, text);
+    this.#kept.add(fingerprint(b, end), { raw, text, size: raw.length + 2 * text.length + ENTRY_OVERHEAD_BYTES, next: null });
   }
 
   /** Memory held now (both generations), as `maxBytes` counts it. */
   get bytes(): number {
-    return this.#currentBytes + this.#previousBytes;
-  }
-
-  #add(fp: number, raw: Buffer, text: string): void {
-    const entry: MemoEntry = { raw, text, next: null };
-    const size = entryBytes(entry);
-    if (size > this.#generationBytes) return;
-    if (this.#currentBytes + size > this.#generationBytes) {
-      this.#previous = this.#current;
-      this.#previousBytes = this.#currentBytes;
-      this.#current = new Map();
-      this.#currentBytes = 0;
-    }
-    let chain = this.#current.get(fp) ?? null;
-    let length = 0;
-    for (let e = chain; e !== null; e = e.next) length++;
-    if (length >= MAX_CHAIN) {
-      for (let e = chain; e !== null; e = e.next) this.#currentBytes -= entryBytes(e);
-      chain = null;
-    }
-    entry.next = chain;
-    this.#current.set(fp, entry);
-    this.#currentBytes += size;
-  }
-
-  #unlink(map: Map<number, MemoEntry>, fp: number, e: MemoEntry): void {
-    let head = map.get(fp)!;
-    if (head === e) {
-      if (e.next === null) map.delete(fp);
-      else map.set(fp, e.next);
-      return;
-    }
-    while (head.next !== e) head = head.next!;
-    head.next = e.next;
+    return this.#kept.size;
   }
 }
 

@@ -11,12 +11,13 @@
  * and a text found under its fingerprint is compared whole (a memory comparison). Two texts of one
  * fingerprint take each other's place: a miss, never a wrong count.
  *
- * Two generations bound the memory: new counts go into the current one; when its texts reach half
- * the budget, it becomes the previous one and the previous one is dropped. A text found in the
- * previous generation moves into the current one, so a text in use stays while one used once
- * leaves after two generations.
+ * Two generations bound the memory (src/two-generations.ts): new counts go into the current one;
+ * when its texts reach half the budget, it becomes the previous one and the previous one is
+ * dropped. A text found in the previous generation moves into the current one, so a text in use
+ * stays while one used once leaves after two generations.
  */
 import { randomBytes } from 'node:crypto';
+import { TwoGenerations } from '../two-generations.js';
 
 /**
  * Texts shorter than this are counted every time. A lookup takes about 0.3 µs whatever the
@@ -30,9 +31,13 @@ export const ENTRY_OVERHEAD_CHARS = 64;
 /** Returned by get() for a text that is not cached. */
 export const NOT_CACHED = -1;
 
+/** A kept count: its text, compared whole on a lookup. */
 interface Kept {
   readonly text: string;
   readonly count: number;
+  readonly size: number;
+  /** Always null: one text per fingerprint (a chain of one). */
+  next: Kept | null;
 }
 
 /** Characters sampled at even steps through a text, and at its end. */
@@ -61,56 +66,32 @@ export function fingerprint(t: string): number {
 }
 
 export class TextCountCache {
-  #current = new Map<number, Kept>();
-  #previous = new Map<number, Kept>();
-  #currentChars = 0;
-  #previousChars = 0;
-  readonly #generationChars: number;
+  readonly #kept: TwoGenerations<Kept>;
 
   /** `maxChars`: characters of text held at most, over both generations. */
   constructor(maxChars: number) {
-    this.#generationChars = Math.floor(maxChars / 2);
+    // One text per fingerprint: a new text of a fingerprint replaces the one there.
+    this.#kept = new TwoGenerations<Kept>(maxChars, 1);
   }
 
   /** The count of `text` (at least CACHE_MIN_CHARS long), or NOT_CACHED. */
   get(text: string): number {
     const fp = fingerprint(text);
-    const kept = this.#current.get(fp);
+    const kept = this.#kept.current(fp);
     if (kept !== undefined && kept.text === text) return kept.count;
-    const old = this.#previous.get(fp);
+    const old = this.#kept.previous(fp);
     if (old === undefined || old.text !== text) return NOT_CACHED;
-    this.#previous.delete(fp);
-    this.#previousChars -= text.length + ENTRY_OVERHEAD_CHARS;
-    this.#add(fp, old);
+    this.#kept.renew(fp, old);
     return old.count;
   }
 
   /** Keeps the count of `text` (at least CACHE_MIN_CHARS long, counted exactly). */
   set(text: string, count: number): void {
-    this.#add(fingerprint(text), { text, count });
+    this.#kept.add(fingerprint(text), { text, count, size: text.length + ENTRY_OVERHEAD_CHARS, next: null });
   }
 
   /** Characters held now (both generations), each entry's ENTRY_OVERHEAD_CHARS included. */
   get chars(): number {
-    return this.#currentChars + this.#previousChars;
-  }
-
-  #add(fp: number, kept: Kept): void {
-    const length = kept.text.length + ENTRY_OVERHEAD_CHARS;
-    if (length > this.#generationChars) return;
-    const there = this.#current.get(fp);
-    if (there !== undefined) {
-      if (there.text === kept.text) return;
-      this.#current.delete(fp);
-      this.#currentChars -= there.text.length + ENTRY_OVERHEAD_CHARS;
-    }
-    if (this.#currentChars + length > this.#generationChars) {
-      this.#previous = this.#current;
-      this.#previousChars = this.#currentChars;
-      this.#current = new Map();
-      this.#currentChars = 0;
-    }
-    this.#current.set(fp, kept);
-    this.#currentChars += length;
+    return this.#kept.size;
   }
 }
