@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Socket } from 'node:net';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { once } from 'node:events';
 import { flushRequestWrites, requestHead, writeRequest } from '../../../../src/upstream/http1/request-head.js';
 
 /** A socket that records what is written to it. */
@@ -7,6 +8,8 @@ function recordingSocket(): { socket: Socket; writes: string[] } {
   const writes: string[] = [];
   const s = {
     destroyed: false,
+    connecting: false,
+    writableLength: 0,
     write(chunk: Buffer | string) { writes.push(chunk.toString()); return true; },
     cork() { writes.push('cork'); },
     uncork() { writes.push('uncork'); },
@@ -67,5 +70,62 @@ describe('writeRequest: requests of one buffer go out at the end of the turn', (
     const big = Buffer.alloc(64 * 1024, 0x61);
     writeRequest(b.socket, requestHead('POST', '/', 'pod:80', [], big), big);
     expect(b.writes.map((w) => (w.length > 100 ? `${w.length} bytes` : w.split('\r\n')[0]))).toEqual(['cork', 'POST / HTTP/1.1', '65536 bytes', 'uncork']);
+  });
+});
+
+describe('writeRequest: the memory a turn\'s requests are put together in', () => {
+  /** A server whose connections are not read until `read()`; each connection's bytes kept. */
+  async function pausedServer(): Promise<{ server: Server; received: Buffer[][]; read: () => void }> {
+    const received: Buffer[][] = [];
+    const peers: Socket[] = [];
+    const server = createServer({ pauseOnConnect: true }, (peer) => {
+      const chunks: Buffer[] = [];
+      received.push(chunks);
+      peers.push(peer);
+      peer.on('data', (c: Buffer) => chunks.push(c));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return { server, received, read: () => peers.forEach((p) => p.resume()) };
+  }
+
+  it('sends every request\'s bytes as made, also when the kernel does not take a write whole', async () => {
+    const { server, received, read } = await pausedServer();
+    const port = (server.address() as { port: number }).port;
+    const sockets: Socket[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = connect(port, '127.0.0.1');
+      await once(s, 'connect');
+      sockets.push(s);
+    }
+    while (received.length < sockets.length) await turnEnd();
+    const sent: Buffer[][] = sockets.map(() => []);
+    let heldWrites = 0;
+    let n = 0;
+    // Bodies of 2–16 KB, each with bytes of its own, until writes were held back a few times (the
+    // peers do not read, so the kernel's buffers fill and it stops taking whole writes).
+    for (let turn = 0; turn < 5000 && (heldWrites < 4 * sockets.length || turn < 40); turn++) {
+      sockets.forEach((s, i) => {
+        const size = 2048 + ((n * 7919) % (14 * 1024));
+        const body = Buffer.alloc(size, n % 251);
+        body.writeUInt32BE(n, 0);
+        const head = requestHead('POST', `/r${n}`, 'pod:80', [], body);
+        n++;
+        writeRequest(s, head, body);
+        sent[i].push(Buffer.concat([Buffer.from(head, 'latin1'), body]));
+      });
+      await turnEnd();
+      for (const s of sockets) if (s.writableLength > 0) heldWrites++;
+    }
+    expect(heldWrites).toBeGreaterThanOrEqual(4 * sockets.length);
+    read();
+    const want = sent.map((parts) => Buffer.concat(parts));
+    const total = (): number => received.reduce((a, c) => a + c.reduce((x, b) => x + b.length, 0), 0);
+    const wantTotal = want.reduce((a, b) => a + b.length, 0);
+    for (let waited = 0; total() < wantTotal && waited < 2000; waited++) await new Promise((r) => setTimeout(r, 5));
+    // The server takes connections in their order: connection i's bytes are received[i].
+    received.forEach((chunks, i) => expect(Buffer.concat(chunks).equals(want[i])).toBe(true));
+    sockets.forEach((s) => s.destroy());
+    server.close();
   });
 });
