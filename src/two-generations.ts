@@ -13,8 +13,34 @@
  * one, a new entry replaces the one of its key.
  *
  * The caller finds entries by walking the chain `current(key)` returns, then `previous(key)`: no
- * callback per lookup, so a lookup allocates nothing.
+ * callback per lookup, so a lookup allocates nothing. Its keys are fingerprints of what it keeps,
+ * made with keyStart, keyMix and keyEnd from a secret of the process.
  */
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A secret of this process that every key starts from. V8 hashes a Map's number keys without a
+ * seed, so keys a client could compute would let it send texts that all fall in one bucket of the
+ * map and make every lookup walk them; with the secret it cannot tell which texts do.
+ */
+const SEED = randomBytes(4).readInt32LE(0);
+
+/** The start of a key of something of length `n`. */
+export function keyStart(n: number): number {
+  return Math.imul(SEED ^ n, 0x9e3779b1);
+}
+
+/** `h` with one more number (a byte, a character code) mixed in. */
+export function keyMix(h: number, x: number): number {
+  return Math.imul(h ^ x, 0x01000193);
+}
+
+/** The key made of `h`: every bit of it depends on every number mixed in (the maps use its low bits). */
+export function keyEnd(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  return h ^ (h >>> 13);
+}
 
 /** An entry: what it is charged against the budget, and the next entry of its key. */
 export interface GenerationEntry<E> {

@@ -16,9 +16,8 @@
  * into the current one; when its bytes reach half the budget it becomes the previous one and the
  * previous one is dropped; a value found in the previous generation moves into the current one.
  */
-import { randomBytes } from 'node:crypto';
 import { Buffer } from 'node:buffer';
-import { TwoGenerations } from '../two-generations.js';
+import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js';
 
 /** Values shorter than this (in bytes) are not kept; the fingerprint reads this many bytes (the last). */
 export const MIN_BYTES = 256;
@@ -35,8 +34,6 @@ const STEP = 4;
  */
 export const MAX_CHAIN = 8;
 
-const SEED = randomBytes(4).readInt32LE(0);
-
 /** One value's bytes as they came and the text made from it. */
 export interface MemoEntry {
   readonly raw: Buffer;
@@ -49,12 +46,9 @@ export interface MemoEntry {
 
 /** A fingerprint of b[end - MIN_BYTES, end) (the caller checks that those bytes are there). */
 function fingerprint(b: Buffer, end: number): number {
-  let h = Math.imul(SEED ^ MIN_BYTES, 0x9e3779b1);
-  for (let i = end - MIN_BYTES; i < end; i += STEP) h = Math.imul(h ^ b[i], 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  return h;
+  let h = keyStart(MIN_BYTES);
+  for (let i = end - MIN_BYTES; i < end; i += STEP) h = keyMix(h, b[i]);
+  return keyEnd(h);
 }
 
 export class JsonTextMemo {

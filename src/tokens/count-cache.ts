@@ -16,8 +16,7 @@
  * dropped. A text found in the previous generation moves into the current one, so a text in use
  * stays while one used once leaves after two generations.
  */
-import { randomBytes } from 'node:crypto';
-import { TwoGenerations } from '../two-generations.js';
+import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js';
 
 /**
  * Texts shorter than this are counted every time. A lookup takes about 0.3 µs whatever the
@@ -44,25 +43,13 @@ interface Kept {
 const STEPS = 64;
 const TAIL = 16;
 
-/**
- * A secret of this process that every fingerprint starts from. V8 hashes a Map's number keys
- * without a seed, so fingerprints a client could compute would let it send texts that all fall in
- * one bucket of the map and make every lookup walk them; with the secret it cannot tell which
- * texts do.
- */
-const SEED = randomBytes(4).readInt32LE(0);
-
-/** A 32-bit fingerprint of `t` (at least CACHE_MIN_CHARS long): its length and 80 of its characters, from SEED. */
+/** A 32-bit fingerprint of `t` (at least CACHE_MIN_CHARS long): its length and 80 of its characters, from the process's secret (two-generations.ts). */
 export function fingerprint(t: string): number {
   const n = t.length;
-  let h = Math.imul(SEED ^ n, 0x9e3779b1);
-  for (let k = 0; k < STEPS; k++) h = Math.imul(h ^ t.charCodeAt((k * n / STEPS) | 0), 0x01000193);
-  for (let i = n - TAIL; i < n; i++) h = Math.imul(h ^ t.charCodeAt(i), 0x01000193);
-  // Every bit of the result depends on every character read (the map uses its low bits).
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  return h;
+  let h = keyStart(n);
+  for (let k = 0; k < STEPS; k++) h = keyMix(h, t.charCodeAt((k * n / STEPS) | 0));
+  for (let i = n - TAIL; i < n; i++) h = keyMix(h, t.charCodeAt(i));
+  return keyEnd(h);
 }
 
 export class TextCountCache {
