@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, type MockBackend, unusedPort, waitFor } from '../helpers/processes.js';
+import { postJson, resourcesFor, startLoggedRouter, startMock, startRouter, tempDir, type MockBackend, unusedPort, waitFor } from '../helpers/processes.js';
 
 const FIELDS = ['timestamp', 'method', 'path', 'protocol', 'status_code', 'model_name', 'model_route', 'model_server', 'selected_pod',
   'request_id', 'input_tokens', 'output_tokens', 'duration_total', 'duration_request_processing', 'duration_upstream_processing',
@@ -57,9 +57,8 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   }
 
   it('json to a file: one record per request for every outcome, exact fields in order', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resources(), { workers: 2 });
+    const file = router.logFile;
     try {
       const u = `${router.url}/v1/completions`;
       const sent: { id: string; expect: [number, string | null] }[] = [];
@@ -126,9 +125,8 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('records the inference API only: no record for probes, /metrics, the model list or paths outside /v1/', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resources(), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resources());
+    const file = router.logFile;
     try {
       const calls: [string, string][] = [['GET', '/healthz'], ['GET', '/readyz'], ['GET', '/metrics'], ['GET', '/v1/models'], ['GET', '/v1/models/nope'],
         ['DELETE', '/v1/models'], ['GET', '/elsewhere'], ['GET', '/v1/completions'], ['POST', '/v1/nothing-here']];
@@ -141,10 +139,9 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('a client that leaves mid-stream cancels the upstream stream at once (499 recorded long before the stream would end)', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
     const slow = await startMock('pod-slow', ['--tokens-per-second', '20']);
-    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { workers: 2 });
+    const file = router.logFile;
     try {
       const ac = new AbortController();
       // 400 tokens at 20 a second would take 20 s; the client leaves after the first chunk.
@@ -168,9 +165,8 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('504 timeout record: message and output_tokens 0', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resources(), { workers: 2 });
+    const file = router.logFile;
     try {
       const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-mock-latency-ms': '2000', 'x-request-id': 'slow' });
       expect(r.status).toBe(504);
@@ -219,9 +215,8 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('SIGHUP reopens the file (logrotate)', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resources(), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resources(), { workers: 2 });
+    const file = router.logFile;
     try {
       await (await postJson(`${router.url}/v1/completions`, { model: 'nope', prompt: 'x' }, { 'x-request-id': 'before' })).text();
       await waitFor('first record', () => records(file).length === 1, 5000);
@@ -286,9 +281,8 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('SIGTERM under load: every answered request has its record', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { workers: 2 });
+    const file = router.logFile;
     const pool = new Pool(router.url, { connections: 32 });
     let answered = 0;
     let stop = false;
@@ -317,13 +311,10 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('SIGTERM: a stream still running when ROUTER_DRAIN_TIMEOUT passes is cut and recorded, and the router exits soon after', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
     // 100 tokens at 10 a second: 10 s, far beyond the 1 s drain timeout.
     const slow = await startMock('pod-slow', ['--tokens-per-second', '10', '--output-tokens', '100']);
-    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '1s' },
-    });
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { env: { ROUTER_DRAIN_TIMEOUT: '1s' } });
+    const file = router.logFile;
     try {
       const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x', stream: true }, { 'x-request-id': 'outlives-drain' });
       expect(r.status).toBe(200);
@@ -354,9 +345,8 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('SIGTERM while a request body is still arriving: the drain waits for it; it is answered and recorded', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    const router = await startLoggedRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''));
+    const file = router.logFile;
     try {
       const body = JSON.stringify({ model: 'sf-model', prompt: 'x' });
       const s = connect(router.port, '127.0.0.1');
@@ -381,12 +371,9 @@ spec: { modelName: none-model, rules: [{ name: r, targetModels: [{ modelServerNa
   });
 
   it('SIGTERM while a body upload stalls past ROUTER_DRAIN_TIMEOUT: answered 503 router_stopping and recorded before the router exits', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
     // The drain timeout (1 s) is far below the HTTP server's 10 s idle timeout, which would cut the uploads only after the exit.
-    const router = await startRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '1s' },
-    });
+    const router = await startLoggedRouter(resources().replace(/  rateLimit:\n.*\n.*\n/, ''), { env: { ROUTER_DRAIN_TIMEOUT: '1s' } });
+    const file = router.logFile;
     const stall = async (id: string, bodyPart: string): Promise<{ answer: Promise<string> }> => {
       const s = connect(router.port, '127.0.0.1');
       let answer = '';

@@ -2,7 +2,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { JwksServer, makeKey, sha256Hex, signToken, type TestKey } from '../unit/auth/jwks-server.js';
 
 const KEY_A = 'sk-team-a-e2e-0123456789';
@@ -39,13 +39,12 @@ ${extraKeys}jwt:
 
 describe('authentication and authorization over the built router (2 workers)', () => {
   let mock: MockBackend;
-  let router: Router;
+  let router: LoggedRouter;
   let jwks: JwksServer;
   let k1: TestKey;
   let k2: TestKey;
   let rogue: TestKey;
   let authFile: string;
-  let logFile: string;
   const credentials: string[] = [KEY_A, KEY_OPS, KEY_NEW];
   /** Answers seen by status, to match against the access log. */
   const seen = new Map<number, number>();
@@ -59,11 +58,10 @@ describe('authentication and authorization over the built router (2 workers)', (
     jwks.keys = [k1.jwk];
     const dir = tempDir();
     authFile = join(dir, 'auth.yaml');
-    logFile = join(dir, 'access.log');
     writeFile(authFile, authYaml(jwks.url));
-    router = await startRouter(
+    router = await startLoggedRouter(
       resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: route('llama-3-8b', 'llama-route') + route('gpt-x', 'gpt-route') }),
-      { dir, env: { ROUTER_AUTH_CONFIG: authFile, ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile } },
+      { dir, workers: 2, env: { ROUTER_AUTH_CONFIG: authFile } },
     );
   });
   afterAll(async () => {
@@ -195,7 +193,7 @@ describe('authentication and authorization over the built router (2 workers)', (
 
   it('access log: each denial recorded with its error type, no credential anywhere in the log or stderr', async () => {
     const records = await waitFor('access log records', () => {
-      const recs = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+      const recs = existsSync(router.logFile) ? readFileSync(router.logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
       const n = (status: number) => recs.filter((r: any) => r.status_code === status).length;
       return n(401) >= seen.get(401)! && n(403) >= seen.get(403)! && n(200) >= seen.get(200)! ? recs : null;
     });
@@ -211,7 +209,7 @@ describe('authentication and authorization over the built router (2 workers)', (
     }
     expect(records.filter((r: any) => r.status_code === 200).length).toBe(seen.get(200));
     expect(seen.get(200)).toBeGreaterThanOrEqual(13);
-    const log = readFileSync(logFile, 'utf8') + router.stderr() + router.stdout();
+    const log = readFileSync(router.logFile, 'utf8') + router.stderr() + router.stdout();
     for (const c of credentials) expect(log).not.toContain(c);
   });
 });

@@ -1,8 +1,7 @@
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 
 const MAX = 65536;
 const MESSAGE = `request body is larger than ${MAX} bytes (ROUTER_MAX_BODY_BYTES)`;
@@ -16,24 +15,18 @@ type LogRecord = { request_id: string; status_code: number; error?: { type: stri
  */
 describe('a request body over ROUTER_MAX_BODY_BYTES from a client that sends it all first', () => {
   let mock: MockBackend;
-  let router: Router;
-  let logFile: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    logFile = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-      dir, workers: 1,
-      env: { ROUTER_MAX_BODY_BYTES: String(MAX), ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { env: { ROUTER_MAX_BODY_BYTES: String(MAX) } });
   });
   afterAll(async () => {
     await router?.kill();
     await mock?.kill();
   });
 
-  const records = (id: string): LogRecord[] => (accessLogRecords(logFile) as LogRecord[]).filter((r) => r.request_id === id);
+  const records = (id: string): LogRecord[] => (accessLogRecords(router.logFile) as LogRecord[]).filter((r) => r.request_id === id);
 
   it('the openai SDK gets the 413 with its JSON error, asked once (no retry of the upload), never forwarded', async () => {
     const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-any' }); // retries on connection errors: 2

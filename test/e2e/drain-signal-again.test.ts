@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 
 /**
  * SIGTERM or SIGINT again while a drain is under way: the drain goes on as it was (no early exit,
@@ -11,7 +10,7 @@ const DRAIN_TIMEOUT_MS = 10_000;
 
 describe('a stop signal while the drain is under way', () => {
   let slow: MockBackend;
-  let router: Router | undefined;
+  let router: LoggedRouter | undefined;
   beforeAll(async () => {
     // 2,000 tokens at 20 a second: far longer than the drain timeout.
     slow = await startMock('pod-slow', ['--tokens-per-second', '20', '--output-tokens', '2000']);
@@ -25,11 +24,8 @@ describe('a stop signal while the drain is under way', () => {
   const opsLines = (): Record<string, unknown>[] => router!.stderr().split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
 
   it('is logged once per signal, changes nothing: the stream goes on, the router exits 0 at the drain timeout', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), {
-      dir, workers: 1,
-      env: { ROUTER_LOG_FORMAT: 'json', ROUTER_DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS}ms`, ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file },
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), {
+      env: { ROUTER_LOG_FORMAT: 'json', ROUTER_DRAIN_TIMEOUT: `${DRAIN_TIMEOUT_MS}ms` },
     });
     const r = router;
     const res = await postJson(`${r.url}/v1/completions`, { model: 'sf-model', prompt: 'x', stream: true }, { 'x-request-id': 'outlives-signals' });
@@ -66,7 +62,7 @@ describe('a stop signal while the drain is under way', () => {
     expect(await read).toBe('cut');
     // One line per signal, and the exit after the drain timeout's cut.
     expect(opsLines().filter((l) => l.event === 'drain' && l.level === 'warn')).toHaveLength(2);
-    expect(accessLogRecords(file).find((x) => x.request_id === 'outlives-signals').error.message).toContain('ROUTER_DRAIN_TIMEOUT');
+    expect(accessLogRecords(r.logFile).find((x) => x.request_id === 'outlives-signals').error.message).toContain('ROUTER_DRAIN_TIMEOUT');
     router = undefined;
   }, 60_000);
 });

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resourcesFor, startRouter, waitFor } from '../helpers/processes.js';
+import { listenLocal, resourcesFor, startRouter, waitFor } from '../helpers/processes.js';
 
 /**
  * A stream to a client that reads slower than the pod sends: uWS keeps what the connection's
@@ -30,8 +30,7 @@ class LateBulkPod {
         setTimeout(() => res.end(this.rest), 300);
       });
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listenLocal(this.server);
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
@@ -24,12 +24,11 @@ async function start(mock: MockBackend, env: Record<string, string>): Promise<{ 
   const dir = tempDir();
   const auth = join(dir, 'auth.yaml');
   writeFile(auth, `apiKeys:\n${key('heavy')}${key('light')}`);
-  const log = join(dir, 'access.log');
-  const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-    dir, workers: 1,
-    env: { ROUTER_AUTH_CONFIG: auth, ROUTER_FAIRNESS_MAX_CONCURRENT: '1', ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log, ...env },
+  const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+    dir,
+    env: { ROUTER_AUTH_CONFIG: auth, ROUTER_FAIRNESS_MAX_CONCURRENT: '1', ...env },
   });
-  return { router, log };
+  return { router, log: router.logFile };
 }
 
 async function metric(router: Router, series: string): Promise<number> {

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, resourcesFor, startLoggedRouter, startMock, startRouter, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { expectAsBuildAnswers, expectAsBuildLimits, raw, sendBeyondLimits, sendUnreadable, uwsBuildOf } from '../helpers/raw-http.js';
 
 /**
@@ -23,22 +22,17 @@ function statusLines(text: string): string[] {
 
 describe('the front under framing attacks and broken clients (built router)', () => {
   let mock: MockBackend;
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]));
   }, 90_000);
   afterAll(async () => {
     await router?.kill();
     await mock?.kill();
   });
 
-  const recordsOf = (id: string): any[] => accessLogRecords(file).filter((r) => r.request_id === id);
+  const recordsOf = (id: string): any[] => accessLogRecords(router.logFile).filter((r) => r.request_id === id);
 
   it('two different Content-Length headers: 400 and close (or, with bytes behind it in the same read, close at once); the request hidden in the body is never answered', async () => {
     const before = (await mock.stats()).requests;
@@ -227,7 +221,7 @@ describe('the front under framing attacks and broken clients (built router)', ()
     const logged = recordsOf('query-secrets')[0].path;
     expect(logged).toBe('/v1/completions?api_key=[redacted]&n=2&key=[redacted]&access_token=[redacted]&Token=[redacted]'
       + '&apikey=[redacted]&password=[redacted]&x-api-key=[redacted]&openai_api_key=[redacted]&keys=fine&empty=');
-    expect(readFileSync(file, 'utf8')).not.toContain('sk-live-123');
+    expect(readFileSync(router.logFile, 'utf8')).not.toContain('sk-live-123');
   });
 
   it('the most header lines a build reads (48 on 20.30, 98 on 20.57) are answered and recorded; one more, an absolute-form target and OPTIONS * never reach the router', async () => {

@@ -1,7 +1,6 @@
 import { createServer, request, type Server } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type Router } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 import { dataUrl, png } from '../helpers/media-fixtures.js';
 
@@ -56,7 +55,7 @@ function startPod(received: string[]): Promise<Server> {
       }
     });
   });
-  return new Promise((r) => pod.listen(0, '127.0.0.1', () => r(pod)));
+  return listenLocal(pod).then(() => pod);
 }
 
 interface Side { router: Router; logFile: string; received: string[]; pod: Server }
@@ -64,14 +63,11 @@ interface Side { router: Router; logFile: string; received: string[]; pod: Serve
 async function startSide(parseMinBytes: number): Promise<Side> {
   const received: string[] = [];
   const pod = await startPod(received);
-  const dir = tempDir();
-  const logFile = join(dir, 'access.log');
   const port = (pod.address() as { port: number }).port;
-  const router = await startRouter(resourcesFor([{ name: 'pod-a', port }], { serverModel: 'served-model' }), {
-    dir, workers: 1,
-    env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile, ROUTER_TOKENIZER_PARSE_MIN_BYTES: String(parseMinBytes) },
+  const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }], { serverModel: 'served-model' }), {
+    env: { ROUTER_TOKENIZER_PARSE_MIN_BYTES: String(parseMinBytes) },
   });
-  return { router, logFile, received, pod };
+  return { router, logFile: router.logFile, received, pod };
 }
 
 async function send(side: Side, c: Case): Promise<{ status: number; text: string }> {

@@ -1,7 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 /**
@@ -44,8 +43,7 @@ spec:
 
 describe('JSON answers larger than the router keeps whole', () => {
   let backend: Server;
-  let router: Router;
-  let log: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     backend = createServer((req, res) => {
@@ -61,13 +59,8 @@ describe('JSON answers larger than the router keeps whole', () => {
         else answer(res, CHAT_ANSWER, scenario === 'length');
       });
     });
-    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
-    const port = (backend.address() as { port: number }).port;
-    const dir = tempDir();
-    log = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port }], { extraRoutes: ROUTES }), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
-    });
+    const port = await listenLocal(backend);
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }], { extraRoutes: ROUTES }));
   }, 90_000);
   afterAll(async () => {
     await router?.kill('SIGKILL');
@@ -82,7 +75,7 @@ describe('JSON answers larger than the router keeps whole', () => {
     return { status: res.status, body: await res.text() };
   }
 
-  const record = (id: string): Promise<any> => waitFor(`access record ${id}`, () => accessLogRecords(log).find((r) => r.request_id === id));
+  const record = (id: string): Promise<any> => waitFor(`access record ${id}`, () => accessLogRecords(router.logFile).find((r) => r.request_id === id));
 
   it('reads the usage at the end of an answer with a content-length and of a chunked one, forwarded whole', async () => {
     for (const scenario of ['length', 'chunked']) {

@@ -1,20 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startLoggedRouter, startMock, startRouter, waitFor, type LoggedRouter, type MockBackend, type Router } from '../helpers/processes.js';
 import { sample, total } from '../helpers/metrics-text.js';
 
 
 
 describe('/metrics of a 2-worker router after known traffic', () => {
   let mock: MockBackend;
-  let router: Router;
-  let logFile: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    logFile = join(dir, 'access.log');
     const limited = `---
 apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelRoute
@@ -26,9 +22,7 @@ spec:
     inputTokensPerUnit: 40
     unit: day
 `;
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: limited }), {
-      dir, workers: 2, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: limited }), { workers: 2 });
   });
   afterAll(async () => {
     await router?.kill();
@@ -63,7 +57,7 @@ spec:
 
     // Every record is written once the access log has them all; tokens come from the same requests.
     const records = await waitFor('access log records', () => {
-      const recs = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+      const recs = existsSync(router.logFile) ? readFileSync(router.logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
       return recs.length >= ok + streamed + unknown + tight ? recs : null;
     });
     const inputFor = (route: string) => records.filter((r: any) => r.model_route === route).reduce((a: number, r: any) => a + r.input_tokens, 0);

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startLoggedRouter, startMock, startRouter, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
@@ -101,11 +101,8 @@ for (const major of MAJORS) {
     }, 40_000);
 
     it('answers HTTP/1.0 with 505, a request without Host with 400, 99 header lines with 431, an absolute-form target and OPTIONS * with 505, none recorded; a chunk extension with 400 and a close (recorded 499); a request trailer taken for a pipelined request (505, recorded 444)', async () => {
-      const dir = tempDir();
-      const log = join(dir, 'access.log');
-      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-        dir, workers: 1, node: node!, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
-      });
+      const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { node: node! });
+      const log = router.logFile;
       try {
         const [r, limits] = await Promise.all([
           sendUnreadable(router.port, JSON.stringify({ model: 'sf-model', prompt: 'hi' }), 'unreadable'),

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postFresh, postJson, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
 const KEY = 'sk-sdk-e2e-0123456789';
@@ -35,14 +35,12 @@ type LogRecord = { request_id: string; status_code: number; error?: { type: stri
 
 describe('router-made errors as the official openai SDK sees them (JSON), and as curl sees them (text)', () => {
   let mock: MockBackend;
-  let router: Router;
-  let logFile: string;
+  let router: LoggedRouter;
   let client: OpenAI;
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
     const dir = tempDir();
-    logFile = join(dir, 'access.log');
     const authFile = join(dir, 'auth.yaml');
     writeFile(authFile, `apiKeys:
   - name: all
@@ -54,10 +52,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     const extra = route('tight-in', '  rateLimit:\n    inputTokensPerUnit: 3\n    unit: day\n')
       + route('tight-out', '  rateLimit:\n    outputTokensPerUnit: 20\n    unit: day\n');
     // One worker: the output charge of an answer reaches the limiter before the next request.
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: extra }), {
-      dir, workers: 1,
-      env: { ROUTER_AUTH_CONFIG: authFile, ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: extra }), { dir, env: { ROUTER_AUTH_CONFIG: authFile } });
     client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: KEY, maxRetries: 0 });
   });
   afterAll(async () => {
@@ -135,7 +130,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect([get.status, await get.text()]).toEqual([404, 'no such path: /v1/v1/models; the path has /v1 twice: did you mean /v1/models? '
       + 'An OpenAI client\'s base URL ends in /v1 once (http://<router>:<port>/v1)']);
     expect((await mock.stats()).requests).toBe(before);
-    const records = (): LogRecord[] => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as LogRecord);
+    const records = (): LogRecord[] => readFileSync(router.logFile, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as LogRecord);
     const [j, t] = await waitFor('both records', () => {
       const all = records();
       const pair = [all.find((r) => r.request_id === 'v1-twice-json'), all.find((r) => r.request_id === 'v1-twice-text')];
@@ -157,7 +152,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     expect(json.status).toBe(404);
     expect(await json.json()).toMatchObject({ error: { message: 'no such path: /v1/completion; did you mean /v1/completions?', type: 'invalid_request', code: 'unknown_endpoint' } });
     expect((await mock.stats()).requests).toBe(before);
-    const record = await waitFor('its record', () => (accessLogRecords(logFile) as LogRecord[]).find((r) => r.request_id === 'misspelt-text') ?? null, 5000);
+    const record = await waitFor('its record', () => (accessLogRecords(router.logFile) as LogRecord[]).find((r) => r.request_id === 'misspelt-text') ?? null, 5000);
     expect([record.status_code, record.error?.message]).toEqual([404, 'no such path: /v1/chat/completion; did you mean /v1/chat/completions?']);
   });
 
@@ -234,7 +229,7 @@ describe('router-made errors as the official openai SDK sees them (JSON), and as
     const auth = { authorization: `Bearer ${KEY}` };
     await (await postJson(`${router.url}/v1/completions`, body, { ...auth, accept: 'application/json', 'x-request-id': 'neg-json' })).text();
     await (await postJson(`${router.url}/v1/completions`, body, { ...auth, 'x-request-id': 'neg-text' })).text();
-    const records = (): LogRecord[] => readFileSync(logFile, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as LogRecord);
+    const records = (): LogRecord[] => readFileSync(router.logFile, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as LogRecord);
     const [j, t] = await waitFor('both records', () => {
       const all = records();
       const pair = [all.find((r) => r.request_id === 'neg-json'), all.find((r) => r.request_id === 'neg-text')];

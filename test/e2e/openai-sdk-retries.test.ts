@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, awayFromMinuteBoundary, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, awayFromMinuteBoundary, postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 
 const PROMPT = 'San Francisco is a'; // 4 input tokens by the router's count, 5 by the mock's usage
 
@@ -38,20 +37,15 @@ function secondsToMidnight(): number {
 
 describe('the official openai SDK retrying (its default maxRetries of 2) on the router\'s 429s', () => {
   let mock: MockBackend;
-  let router: Router;
-  let logFile: string;
+  let router: LoggedRouter;
   let client: OpenAI;
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    logFile = join(dir, 'access.log');
     const extra = route('per-day', 'inputTokensPerUnit: 4, unit: day')
       + route('per-minute', 'inputTokensPerUnit: 3, unit: minute')
       + route('per-second', 'inputTokensPerUnit: 6, unit: second');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: extra }), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: extra }));
     client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-any' });
   });
   afterAll(async () => {
@@ -59,7 +53,7 @@ describe('the official openai SDK retrying (its default maxRetries of 2) on the 
     await mock?.kill();
   });
 
-  const records = (id: string): LogRecord[] => (accessLogRecords(logFile) as LogRecord[]).filter((r) => r.request_id === id);
+  const records = (id: string): LogRecord[] => (accessLogRecords(router.logFile) as LogRecord[]).filter((r) => r.request_id === id);
 
   it('a limit whose window ends more than a minute later (a day): RateLimitError at once, not a call asleep until the window ends', async () => {
     // Within 100 s of a UTC midnight the reset is near enough to be waited for: start after it.

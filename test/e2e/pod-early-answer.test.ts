@@ -1,8 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 /**
  * A pod that answers a large request early, after its head (413), and resets the connection with
@@ -34,17 +33,11 @@ function records(file: string): any[] {
 
 describe('a pod that answers before the body is in and resets the connection', () => {
   const pod = earlyAnswerPod();
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
-    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
-    const port = (pod.address() as { port: number }).port;
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' },
-    });
+    const port = await listenLocal(pod);
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }]), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
   }, 90_000);
   afterAll(async () => {
     await router?.kill('SIGKILL');
@@ -64,7 +57,7 @@ describe('a pod that answers before the body is in and resets the connection', (
     }
     expect(got).toEqual(Array(n).fill('413 {"error":"pod: too big"}'));
     const rs = await waitFor('the records', () => {
-      const all = records(file).filter((r) => String(r.request_id).startsWith('early-'));
+      const all = records(router.logFile).filter((r) => String(r.request_id).startsWith('early-'));
       return all.length === n ? all : null;
     });
     for (const r of rs) {

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 /**
@@ -34,7 +33,7 @@ describe('a pod removed by a reload after a retry picked it, real processes', ()
   let x: MockBackend;
   let y: MockBackend;
   let z: MockBackend;
-  let router: Router | undefined;
+  let router: LoggedRouter | undefined;
   beforeAll(async () => {
     // x and y answer after the ModelServer's timeout: the first attempt times out, the retry picks the other.
     [x, y, z] = await Promise.all([startMock('pod-x', ['--latency-ms', '20000']), startMock('pod-y', ['--latency-ms', '20000']), startMock('pod-z')]);
@@ -44,10 +43,7 @@ describe('a pod removed by a reload after a retry picked it, real processes', ()
   });
 
   it('answers 503 upstream_pod_removed, counts no connect failure, and the access log says why', async () => {
-    const dir = tempDir();
-    const log = join(dir, 'access.log');
-    router = await startRouter(resources([{ name: 'pod-x', port: x.port }, { name: 'pod-y', port: y.port }]),
-      { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
+    router = await startLoggedRouter(resources([{ name: 'pod-x', port: x.port }, { name: 'pod-y', port: y.port }]));
     const r = router;
     const pending = postJson(`${r.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'removed-1', accept: 'application/json' })
       .then(async (res) => ({ status: res.status, body: await res.json() as { error: { message: string; type: string; code: string } } }));
@@ -66,8 +62,8 @@ describe('a pod removed by a reload after a retry picked it, real processes', ()
     expect(sample(text, 'inference_router_pod_ejections_total{backend_pod="pod-x",pod="pod-x"}') ?? 0).toBe(0);
     expect(sample(text, 'inference_router_pod_ejections_total{backend_pod="pod-y",pod="pod-y"}') ?? 0).toBe(0);
     expect(sample(text, 'inference_router_requests_total{model="m",route="default/removal-route",status="503",error_type="upstream_error"}')).toBe(1);
-    await waitFor('the access-log record', () => readFileSync(log, 'utf8').includes('"removed-1"'), 5_000);
-    const rec = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.request_id === 'removed-1');
+    await waitFor('the access-log record', () => readFileSync(r.logFile, 'utf8').includes('"removed-1"'), 5_000);
+    const rec = readFileSync(r.logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.request_id === 'removed-1');
     expect(rec.status_code).toBe(503);
     expect(rec.error.type).toBe('upstream_error');
     expect(rec.error.message).toBe(body.error.message);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 /**
@@ -32,7 +31,7 @@ spec:
 describe('a pod removed while it has requests, then the router stops, real processes', () => {
   let slow: MockBackend;
   let other: MockBackend;
-  let router: Router | undefined;
+  let router: LoggedRouter | undefined;
   beforeAll(async () => {
     [slow, other] = await Promise.all([startMock('pod-slow', ['--latency-ms', '30000']), startMock('pod-other')]);
   });
@@ -41,12 +40,7 @@ describe('a pod removed while it has requests, then the router stops, real proce
   });
 
   it('its requests are answered at the drain timeout (both 503 router_stopping) and recorded', async () => {
-    const dir = tempDir();
-    const log = join(dir, 'access.log');
-    router = await startRouter(resources({ name: 'pod-slow', port: slow.port }), {
-      dir, workers: 1,
-      env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log, ROUTER_UPSTREAM_CONNECTIONS: '1', ROUTER_DRAIN_TIMEOUT: '1s' },
-    });
+    router = await startLoggedRouter(resources({ name: 'pod-slow', port: slow.port }), { env: { ROUTER_UPSTREAM_CONNECTIONS: '1', ROUTER_DRAIN_TIMEOUT: '1s' } });
     const r = router;
     const ask = (id: string) => postJson(`${r.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': id, accept: 'application/json' })
       .then(async (res) => [res.status, (JSON.parse(await res.text()) as { error: { code: string } }).error.code], (err: Error) => [0, String(err)]);
@@ -65,7 +59,7 @@ describe('a pod removed while it has requests, then the router stops, real proce
     // Cut at the pod by the router, as a live pod's request is then; not sent, as a live pod's waiting request.
     expect(a).toEqual([503, 'router_stopping']);
     expect(b).toEqual([503, 'router_stopping']);
-    const recs = readFileSync(log, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
+    const recs = readFileSync(r.logFile, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
     expect(recs.map((rec) => [rec.request_id, rec.status_code]).sort()).toEqual([['at-pod', 503], ['waiting', 503]]);
   }, 60_000);
 });

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { CLI, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { CLI, listenLocal, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
 
 /** A second router started on the port the first serves: exit 2 naming the port, before any worker. */
 function startSecond(resourcesFile: string, port: number, host = '127.0.0.1') {
@@ -47,8 +47,7 @@ describe('a port another router or server holds', () => {
 
   it('a port any other server listens on stops the router with exit 2 naming it', async () => {
     const other: Server = createServer();
-    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
-    const port = (other.address() as { port: number }).port;
+    const port = await listenLocal(other);
     try {
       const file = join(tempDir(), 'resources.yaml');
       writeFile(file, resourcesFor([{ name: 'pod-a', port: mock.port }]));

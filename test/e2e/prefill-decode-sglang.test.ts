@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, freePort, postJson, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { pdResources, type PdPod } from '../helpers/pd-resources.js';
 
 /** An SGLang ModelServer with pdGroup (no kvConnector: the engine chooses SGLang's handoff) whose pods are `pods`, and its route serving `model`. */
@@ -13,8 +12,7 @@ const CHAT = { model: 'sg-model', messages: [{ role: 'user', content: 'What is d
 
 describe('prefill/decode disaggregation of SGLang pods: both requests at once, sharing a bootstrap room (built router, mock SGLang pods)', () => {
   const pods: Record<string, MockBackend> = {};
-  let router: Router;
-  let log: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     // Prefill pods first: each decode pod joins bootstrap rooms at its prefill pod's port.
@@ -26,8 +24,6 @@ describe('prefill/decode disaggregation of SGLang pods: both requests at once, s
       startMock(n, ['--pd-role', 'sglang-decode', '--bootstrap-port', String(pods[of].port), ...extra])));
     decodes.forEach(([n], i) => { pods[n] = startedDecodes[i]; });
     const pod = (name: string, group: string, role: string) => ({ name, port: pods[name].port, group, role });
-    const dir = tempDir();
-    log = join(dir, 'access.log');
     const resources = sglangResources('sg-server', 'sg-model', [pod('sp-a', 'a', 'prefill'), pod('sd-a', 'a', 'decode')])
       + sglangResources('bad-server', 'bad-model', [pod('sp-bad', 'z', 'prefill'), pod('sd-z', 'z', 'decode')])
       + sglangResources('policy-server', 'policy-model', [pod('sp-bad', 'z', 'prefill'), pod('sd-z', 'z', 'decode'), pod('sp-a', 'a', 'prefill'), pod('sd-a', 'a', 'decode')],
@@ -35,14 +31,14 @@ describe('prefill/decode disaggregation of SGLang pods: both requests at once, s
       + sglangResources('decode-bad-server', 'decode-bad-model', [pod('sp-c', 'c', 'prefill'), pod('sd-bad', 'c', 'decode')])
       // A decode pod nothing listens for.
       + sglangResources('decode-dead-server', 'decode-dead-model', [pod('sp-c', 'c', 'prefill'), { name: 'sd-dead', port: await freePort(), group: 'c', role: 'decode' }]);
-    router = await startRouter(resources, { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
+    router = await startLoggedRouter(resources, { workers: 2 });
   });
   afterAll(async () => {
     await router?.kill();
     await Promise.all(Object.values(pods).map((p) => p.kill()));
   });
 
-  const records = () => accessLogRecords(log);
+  const records = () => accessLogRecords(router.logFile);
   const recordOf = (id: string) => waitFor(`the record of ${id}`, () => records().find((r) => r.request_id === id));
 
   it('whole answer: the prefill pod gets one token without stream and a bootstrap room; the decode pod the client\'s request with the same room and the prefill pod\'s host', async () => {

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, freePort, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, freePort, postJson, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { KTHENA_LABELS, pdResources, type PdPod } from '../helpers/pd-resources.js';
 
 /** A vLLM ModelServer with pdGroup and kvConnector `connector`, labelled as the route API's manifests are, and its route serving `model`. */
@@ -13,8 +12,7 @@ const CHAT = { model: 'pd-model', messages: [{ role: 'user', content: 'What is d
 
 describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its group (built router, mock vLLM pods)', () => {
   let pods: Record<string, MockBackend>;
-  let router: Router;
-  let log: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     const names = ['p-a', 'p-b', 'd-a', 'd-b', 'h-p', 'h-d', 'x-d', 'p-bad'];
@@ -23,8 +21,6 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
       ...(n === 'p-bad' ? ['--fail-rate', '1'] : []),
     ])));
     pods = Object.fromEntries(names.map((n, i) => [n, started[i]]));
-    const dir = tempDir();
-    log = join(dir, 'access.log');
     const dead = await freePort();
     const resources = vllmResources('nixl-server', 'pd-model', 'nixl', [
       { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' },
@@ -53,14 +49,14 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
         { name: 'p-bad', port: pods['p-bad'].port, group: 'z', role: 'prefill' }, { name: 'x-d', port: pods['x-d'].port, group: 'z', role: 'decode' },
         { name: 'p-b', port: pods['p-b'].port, group: 'b', role: 'prefill' }, { name: 'd-b', port: pods['d-b'].port, group: 'b', role: 'decode' },
       ], '  trafficPolicy: { retry: { attempts: 2 } }\n');
-    router = await startRouter(resources, { dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
+    router = await startLoggedRouter(resources, { workers: 2 });
   });
   afterAll(async () => {
     await router?.kill();
     await Promise.all(Object.values(pods ?? {}).map((p) => p.kill()));
   });
 
-  const records = () => accessLogRecords(log);
+  const records = () => accessLogRecords(router.logFile);
   const recordOf = (id: string) => waitFor(`the record of ${id}`, () => records().find((r) => r.request_id === id));
 
   it('nixl, whole answer: the prefill pod gets one token without stream and the remote-decode ask; the decode pod of its group gets its kv_transfer_params and answers the client', async () => {

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startLoggedRouter, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { RedisClusterServers, RedisServer } from '../helpers/redis-server.js';
 
 const execFileP = promisify(execFile);
@@ -270,11 +269,9 @@ describe('global token limits on a real Redis, several router instances', () => 
 
   it('the access log\'s durations end with the answer, not with the Redis settle of its tokens (which may wait up to 20 ms to ride along)', async () => {
     await redis.cli('FLUSHALL');
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
     const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(redis.address, 100_000, 'day', 100_000) });
-    const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file };
-    const router = await startRouter(res, { workers: 1, env, dir });
+    const router = await startLoggedRouter(res, { env: { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' } });
+    const file = router.logFile;
     try {
       const clientMs: number[] = [];
       for (let i = 0; i < 4; i++) {

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 // An agent's turns: the same long system prompt and tool list, a new short question each time.
@@ -18,12 +17,8 @@ const turn = (i: number): Record<string, unknown> => ({
 interface Side { router: Router; logFile: string }
 
 async function startSide(mock: MockBackend, env: NodeJS.ProcessEnv): Promise<Side> {
-  const dir = tempDir();
-  const logFile = join(dir, 'access.log');
-  const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-    dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile, ...env },
-  });
-  return { router, logFile };
+  const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { env });
+  return { router, logFile: router.logFile };
 }
 
 async function inputTokens(side: Side, requests: number): Promise<number[]> {

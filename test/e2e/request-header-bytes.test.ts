@@ -1,6 +1,6 @@
 import { connect, createServer as createNetServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { resourcesFor, startRouter } from '../helpers/processes.js';
+import { listenLocal, resourcesFor, startRouter } from '../helpers/processes.js';
 
 /**
  * Request header values upstream: the server hands each value over as text decoded from UTF-8,
@@ -29,8 +29,8 @@ describe('request header values upstream (raw pod)', () => {
         s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
       });
     });
-    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
-    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: (pod.address() as { port: number }).port }]), { workers: 1 });
+    const port = await listenLocal(pod);
+    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port }]), { workers: 1 });
     try {
       const values = [
         'caf\u00e9 \u2615 ok',

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 
 /**
  * /v1/responses (OpenAI's Responses API) over the built router and the mock backend, which
@@ -20,14 +19,11 @@ function eventData(text: string): any[] {
 
 describe('/v1/responses over the built router', () => {
   let mock: MockBackend;
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    file = join(dir, 'access.log');
     // One worker: each answer's output charge reaches the primary before the next request.
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       extraRoutes: `---
 apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelRoute
@@ -37,7 +33,7 @@ spec:
   rules: [{ name: r, targetModels: [{ modelServerName: sf-server }] }]
   rateLimit: { outputTokensPerUnit: 40, unit: day }
 `,
-    }), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file } });
+    }));
   });
   afterAll(async () => {
     await Promise.all([router?.kill(), mock?.kill()]);
@@ -47,7 +43,7 @@ spec:
     const r = await postJson(`${router.url}/v1/responses`, { model: 'sf-model', ...body }, { 'x-request-id': id, 'x-mock-output-tokens': String(outputTokens) });
     return { status: r.status, text: await r.text() };
   };
-  const record = (id: string): Promise<any> => waitFor(`the record of ${id}`, () => records(file).find((r) => r.request_id === id), 5000);
+  const record = (id: string): Promise<any> => waitFor(`the record of ${id}`, () => records(router.logFile).find((r) => r.request_id === id), 5000);
   const MESSAGE_INPUT = [{ role: 'user', content: [{ type: 'input_text', text: 'Say hello' }] }];
 
   it('the access log has the backend\'s usage of a whole answer and of a stream', async () => {

@@ -4,8 +4,7 @@
  * the built router and route as that router routes them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
-import { accessLogRecords, postJson, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, startLoggedRouter, startMock, startRouter, waitFor, type LoggedRouter, type MockBackend, type Router } from '../helpers/processes.js';
 import { GATEWAY_ROUTES } from '../helpers/route-api-manifests.js';
 
 const server = (name: string, model: string, port: number): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -236,8 +235,7 @@ describe('route API manifests: fields that are not read are named at start', () 
 describe('route API manifests: several routes for one model name, tried oldest first as the route API tries them', () => {
   let canary: MockBackend;
   let main: MockBackend;
-  let router: Router;
-  const log = join(tempDir(), 'access.log');
+  let router: LoggedRouter;
   const route = (name: string, created: string, spec: string): string => `apiVersion: networking.serving.volcano.sh/v1alpha1
 kind: ModelRoute
 metadata:
@@ -277,9 +275,9 @@ ${spec}`;
 
   beforeAll(async () => {
     [canary, main] = await Promise.all([startMock('canary-pod'), startMock('main-pod')]);
-    router = await startRouter([
+    router = await startLoggedRouter([
       server('canary-server', 'm', canary.port), server('main-server', 'm', main.port), CANARY, MAIN,
-    ].join('---\n'), { workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log } });
+    ].join('---\n'));
   });
   afterAll(async () => {
     await router?.kill();
@@ -309,8 +307,8 @@ ${spec}`;
     const goldCanary = await ask('gold-canary', '/v1/chat/completions', { 'x-tier': 'gold', 'x-canary': '1' });
     expect(goldCanary.status).toBe(200);
 
-    await waitFor('records', () => accessLogRecords(log).length === 5, 5000);
-    const routeOf = Object.fromEntries(accessLogRecords(log).map((r) => [r.request_id, [r.status_code, r.model_route, r.model_server]]));
+    await waitFor('records', () => accessLogRecords(router.logFile).length === 5, 5000);
+    const routeOf = Object.fromEntries(accessLogRecords(router.logFile).map((r) => [r.request_id, [r.status_code, r.model_route, r.model_server]]));
     expect(routeOf).toEqual({
       'to-canary': [200, 'default/canary', 'default/canary-server'],
       'to-main': [200, 'default/main', 'default/main-server'],

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { accessLogRecords, postJson, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, postJson, startLoggedRouter, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
 
 function resources(pods: { name: string; port: number }[], policy = '', engine = ''): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -72,8 +72,7 @@ async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole' | '
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
+  const port = await listenLocal(server);
   return {
     port,
     requests: () => requests,
@@ -106,9 +105,9 @@ async function flakyPod(slowMs: number): Promise<{ port: number; requests: () =>
       }, slowMs);
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = await listenLocal(server);
   return {
-    port: (server.address() as { port: number }).port,
+    port,
     requests: () => requests,
     close: async () => {
       server.closeAllConnections();
@@ -220,11 +219,8 @@ describe('passive health and retries, real processes', () => {
 
   it('a client that leaves during the retry interval: no further pod is tried, and the request is logged 499 once', async () => {
     const [p1, p2] = [await unusedPort(), await unusedPort()];
-    const dir = tempDir();
-    const log = join(dir, 'access.log');
-    router = await startRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 1, retryInterval: 800ms } }\n'), {
-      workers: 1, dir, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
-    });
+    const logged = await startLoggedRouter(resources([{ name: 'dead-1', port: p1 }, { name: 'dead-2', port: p2 }], '  trafficPolicy: { retry: { attempts: 1, retryInterval: 800ms } }\n'));
+    router = logged;
     const ac = new AbortController();
     const sent = fetch(`${router.url}/v1/completions`, {
       method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json', 'x-request-id': 'left-in-interval' }, body: JSON.stringify({ model: 'm', prompt: 'x' }),
@@ -233,7 +229,7 @@ describe('passive health and retries, real processes', () => {
     await waitFor('the retry to be counted', async () => (await metric(router!, 'inference_router_upstream_retries_total', 'server="default/sched-server"')) === 1, 5000);
     ac.abort();
     await sent.catch(() => undefined);
-    const records = (): { request_id: string; status_code: number; selected_pod: string; error?: { type: string } }[] => accessLogRecords(log);
+    const records = (): { request_id: string; status_code: number; selected_pod: string; error?: { type: string } }[] => accessLogRecords(logged.logFile);
     await waitFor('the record', () => records().length >= 1, 5000);
     // After the interval: the second pod was not tried (selected_pod stays the first) and the
     // request was recorded once.

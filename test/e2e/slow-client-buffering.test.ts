@@ -1,6 +1,6 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resourcesFor, startRouter, waitFor, type Router } from '../helpers/processes.js';
+import { listenLocal, resourcesFor, startRouter, waitFor, type Router } from '../helpers/processes.js';
 
 /**
  * A pod that writes a large answer as fast as its socket takes it, and a client that takes it
@@ -57,8 +57,7 @@ class FastPod {
       });
       s.on('error', () => undefined);
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listenLocal(this.server);
   }
 
   private answer(s: Socket, sse: boolean): void {

@@ -1,10 +1,9 @@
 import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpCollector } from '../helpers/otlp-collector.js';
-import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 /**
  * A whole (content-length) answer of several MB, below the size from which the router streams an
@@ -51,8 +50,7 @@ class BigPod {
         res.end(this.body);
       });
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listenLocal(this.server);
   }
 
   async stop(): Promise<void> {
@@ -132,16 +130,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 describe('a large whole answer to clients that read at different speeds', () => {
   const pod = new BigPod();
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     await pod.start();
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
   }, 90_000);
   afterAll(async () => {
     await router?.kill('SIGKILL');
@@ -152,7 +145,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
     const a = await fastPost(router.url, 'fast-reader');
     expect(a.status).toBe(200);
     expect(a.length).toBe(pod.body.length);
-    const r = await recordOf(file, 'fast-reader');
+    const r = await recordOf(router.logFile, 'fast-reader');
     expect(r.status_code).toBe(200);
     expect(r.error).toBeUndefined();
     expect(r.output_tokens).toBe(5);
@@ -163,7 +156,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
         const b = await fastPost(router.url, id, agent);
         expect(b.status).toBe(200);
         expect(b.length).toBe(pod.body.length);
-        expect((await recordOf(file, id)).status_code).toBe(200);
+        expect((await recordOf(router.logFile, id)).status_code).toBe(200);
       }
     } finally {
       agent.destroy();
@@ -175,11 +168,11 @@ describe('a large whole answer to clients that read at different speeds', () => 
     await waitFor('the first bytes of the answer', () => c.received() >= 64 * 1024);
     await sleep(1500);
     // The answer is not over: no record yet.
-    expect(accessLogRecords(file).find((r) => r.request_id === 'paused-reader')).toBeUndefined();
+    expect(accessLogRecords(router.logFile).find((r) => r.request_id === 'paused-reader')).toBeUndefined();
     const got = c.received();
     expect(got).toBeLessThan(pod.body.length);
     c.socket.destroy();
-    const r = await recordOf(file, 'paused-reader');
+    const r = await recordOf(router.logFile, 'paused-reader');
     expect(r.status_code).toBe(499);
     expect(r.error.type).toBe('client_closed');
     expect(r.error.message).toMatch(new RegExp(`the client went away before the answer ended \\(\\d+ of ${pod.body.length} bytes of the body handed to the connection\\)`));
@@ -197,10 +190,10 @@ describe('a large whole answer to clients that read at different speeds', () => 
     const exited = new Promise((r) => client.once('exit', r));
     await waitFor('the first bytes of the stream', () => out.includes('read'));
     await sleep(1500);
-    expect(accessLogRecords(file).find((r) => r.request_id === 'paused-stream-reader')).toBeUndefined();
+    expect(accessLogRecords(router.logFile).find((r) => r.request_id === 'paused-stream-reader')).toBeUndefined();
     client.kill('SIGTERM');
     await exited;
-    const r = await recordOf(file, 'paused-stream-reader');
+    const r = await recordOf(router.logFile, 'paused-stream-reader');
     expect(r.status_code).toBe(499);
     expect(r.error.type).toBe('client_closed');
   }, 30_000);
@@ -209,7 +202,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
     const c = rawClient(router.url, 'stalled-reader', 64 * 1024);
     await waitFor('the first bytes of the answer', () => c.received() >= 64 * 1024);
     const t0 = Date.now();
-    const r = await recordOf(file, 'stalled-reader', 30_000);
+    const r = await recordOf(router.logFile, 'stalled-reader', 30_000);
     expect(Date.now() - t0).toBeGreaterThan(5_000); // the server's 10 s idle timeout, not at once
     expect(r.status_code).toBe(499);
     expect(r.error.type).toBe('client_closed');
@@ -230,8 +223,8 @@ describe('a large whole answer to clients that read at different speeds', () => 
     c.socket.on('data', paced);
     await waitFor('the first MB of the answer', () => c.received() >= 1 << 20, 60_000);
     // The router has not handed it all to the connection yet: the record waits.
-    expect(accessLogRecords(file).find((r) => r.request_id === 'slow-reader')).toBeUndefined();
-    const r = await recordOf(file, 'slow-reader', 60_000);
+    expect(accessLogRecords(router.logFile).find((r) => r.request_id === 'slow-reader')).toBeUndefined();
+    const r = await recordOf(router.logFile, 'slow-reader', 60_000);
     const recordedAfterMs = Date.now() - t0;
     await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
     c.socket.off('data', paced);
@@ -250,11 +243,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
   it('the drain waits for it up to ROUTER_DRAIN_TIMEOUT, then cuts it and records it', async () => {
     const pod = new BigPod();
     await pod.start();
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '2s' },
-    });
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { env: { ROUTER_DRAIN_TIMEOUT: '2s' } });
     try {
       const c = rawClient(router.url, 'drain-reader', 64 * 1024);
       await waitFor('the first bytes of the answer', () => c.received() >= 64 * 1024);
@@ -265,7 +254,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       // It waited for the answer (the drain timeout), not for the HTTP server's idle timeout.
       expect(Date.now() - t0).toBeGreaterThanOrEqual(1_800);
       expect(Date.now() - t0).toBeLessThan(9_000);
-      const r = accessLogRecords(file).find((x) => x.request_id === 'drain-reader');
+      const r = accessLogRecords(router.logFile).find((x) => x.request_id === 'drain-reader');
       expect(r).toBeDefined();
       expect(r.status_code).toBe(200);
       expect(r.error.type).toBe('upstream_error');
@@ -280,11 +269,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
   it('an answer the client reads slowly to its end within ROUTER_DRAIN_TIMEOUT is waited for, recorded 200 once, and its tail still in the socket buffers at the exit reaches the client', async () => {
     const pod = new BigPod();
     await pod.start();
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '30s' },
-    });
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { env: { ROUTER_DRAIN_TIMEOUT: '30s' } });
     try {
       const c = rawClient(router.url, 'drain-slow-reader');
       const paced = (): void => {
@@ -299,7 +284,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
       // after the exit (the connection ends with a FIN after the data, not a reset).
       expect(await router.exited).toBe(0);
       await waitFor('the whole answer', () => c.received() >= pod.body.length, 60_000);
-      const rs = accessLogRecords(file).filter((x) => x.request_id === 'drain-slow-reader');
+      const rs = accessLogRecords(router.logFile).filter((x) => x.request_id === 'drain-slow-reader');
       expect(rs).toHaveLength(1);
       expect(rs[0].status_code).toBe(200);
       expect(rs[0].error).toBeUndefined();
@@ -317,20 +302,15 @@ describe('tracing on: the span of a large answer the client leaves', () => {
     const pod = new BigPod();
     await pod.start();
     const collector = await startOtlpCollector();
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
-      dir, workers: 1, env: {
-        ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0',
-        OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '50',
-      },
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), {
+      env: { ACCESS_LOG_FLUSH_INTERVAL: '0', OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '50' },
     });
     try {
       const c = rawClient(router.url, 'traced-paused-reader', 64 * 1024);
       await waitFor('the first bytes of the answer', () => c.received() >= 64 * 1024);
       await sleep(1000);
       c.socket.destroy();
-      const r = await recordOf(file, 'traced-paused-reader');
+      const r = await recordOf(router.logFile, 'traced-paused-reader');
       expect(r.status_code).toBe(499);
       const span = await waitFor('the span', () => collector.spans.find((s) => s.attrs['http.request.header.x-request-id'] === 'traced-paused-reader'));
       expect(span.attrs['http.response.status_code']).toBe(499);

@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raw } from '../helpers/raw-http.js';
-import { accessLogRecords, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { readChatStream } from '../helpers/sdk-stream.js';
 
 /**
@@ -53,17 +52,12 @@ function eventsOf(sse: string): { data: string[]; rest: string } {
 
 describe('a stream cut partway ends with the router\'s error event', () => {
   let mock: MockBackend;
-  let router: Router;
-  let file: string;
-  const recordOf = (id: string) => waitFor(`the record of ${id}`, () => accessLogRecords(file).find((r) => r.request_id === id));
+  let router: LoggedRouter;
+  const recordOf = (id: string) => waitFor(`the record of ${id}`, () => accessLogRecords(router.logFile).find((r) => r.request_id === id));
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { timeout: '1s' }), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { timeout: '1s' }), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
   }, 90_000);
   afterAll(async () => {
     await router?.kill();
@@ -129,11 +123,7 @@ describe('a stream the drain cuts at ROUTER_DRAIN_TIMEOUT', () => {
   it('ends with router_stopping, the router named as the cause, not the pod', async () => {
     // 200 tokens at 20 a second: 10 s, beyond the 1 s drain timeout.
     const slow = await startMock('pod-slow', ['--tokens-per-second', '20', '--output-tokens', '200']);
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '1s' },
-    });
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }]), { env: { ROUTER_DRAIN_TIMEOUT: '1s' } });
     try {
       const answer = cutStream(router.port, { 'x-request-id': 'drain-cut' });
       await waitFor('the stream under way', async () => (await slow.stats()).requests === 1);
@@ -147,7 +137,7 @@ describe('a stream the drain cuts at ROUTER_DRAIN_TIMEOUT', () => {
       const message = 'the router is stopping: ROUTER_DRAIN_TIMEOUT (1000 ms) passed; the router cut its exchange with pod pod-slow';
       expect(JSON.parse(data.at(-1)!)).toEqual({ error: { message, type: 'upstream_error', param: null, code: 'router_stopping' } });
       expect(data.length).toBeGreaterThan(1);
-      const r = accessLogRecords(file).find((x) => x.request_id === 'drain-cut');
+      const r = accessLogRecords(router.logFile).find((x) => x.request_id === 'drain-cut');
       expect(r).toMatchObject({ status_code: 200, error: { type: 'upstream_error', message: `${message} (after the response started)` } });
     } finally {
       await router.kill('SIGKILL');

@@ -1,9 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 /**
  * A streamed answer whose client stops reading for a while: the router stops reading the pod's
@@ -46,8 +45,7 @@ class SteadyPod {
   async start(): Promise<void> {
     this.server = createServer((req, res) => this.answer(req, res));
     this.server.on('connection', () => this.connections++);
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listenLocal(this.server);
   }
 
   private answer(req: IncomingMessage, res: ServerResponse): void {
@@ -161,17 +159,12 @@ async function stallThenRead(port: number, requestId: string, scenario: string, 
 
 describe('a stream the router stops reading because its client stalls (ModelServer timeout 1 s)', () => {
   const pod = new SteadyPod();
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
   const scrape = async (): Promise<string> => (await fetch(`${router.url}/metrics`)).text();
 
   beforeAll(async () => {
     await pod.start();
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], { timeout: '1s' }), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], { timeout: '1s' }), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
   }, 90_000);
   afterAll(async () => {
     await router?.kill('SIGKILL');
@@ -180,7 +173,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
 
   it('is not timed out while the pod keeps sending: the client that reads again after 3 s gets the whole answer, recorded 200', async () => {
     const c = await stallThenRead(router.port, 'stall-3s', 'steady', SSE_LAST);
-    const r = await recordOf(file, 'stall-3s');
+    const r = await recordOf(router.logFile, 'stall-3s');
     expect(r.error).toBeUndefined();
     expect(r.status_code).toBe(200);
     expect(endsWhole(c.tail(), SSE_LAST)).toBe(true);
@@ -191,7 +184,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
 
   it('a non-streaming answer too large to keep whole, which the router passes through as the client takes it: not timed out while the client stalls 3 s, recorded 200', async () => {
     const c = await stallThenRead(router.port, 'big-json-3s', 'big-json', JSON_LAST);
-    const r = await recordOf(file, 'big-json-3s');
+    const r = await recordOf(router.logFile, 'big-json-3s');
     expect(r.error).toBeUndefined();
     expect(r.status_code).toBe(200);
     expect(endsWhole(c.tail(), JSON_LAST)).toBe(true);
@@ -211,7 +204,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     expect(seen.mostUnsent).toBeGreaterThan(1 << 20);
     expect(seen.closedAt).toBe(0);
     c.socket.destroy();
-    const r = await recordOf(file, 'leaves-paused');
+    const r = await recordOf(router.logFile, 'leaves-paused');
     expect(r.status_code).toBe(499);
     expect(r.error.type).toBe('client_closed');
     // The usage was settled: the text the router passed on was counted.
@@ -228,7 +221,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.readAll();
     await Promise.race([c.closed, waitFor('the end of the answer', () => endsWhole(c.tail(), SSE_LAST), 30_000)]);
     expect(endsWhole(c.tail(), SSE_LAST)).toBe(true);
-    const r = await recordOf(file, 'ends-paused');
+    const r = await recordOf(router.logFile, 'ends-paused');
     expect(r.status_code).toBe(200);
     expect(r.error).toBeUndefined();
     expect(pod.connections).toBe(before);
@@ -245,7 +238,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.readAll();
     await c.closed;
     expect(endsWhole(c.tail(), SSE_LAST)).toBe(false);
-    const r = await recordOf(file, 'reset-paused');
+    const r = await recordOf(router.logFile, 'reset-paused');
     expect(r.status_code).toBe(200);
     expect(r.error.type).toBe('upstream_error');
     expect(r.error.message).toMatch(/after the response started/);
@@ -254,7 +247,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
   it('a client that never reads again is cut by the HTTP server\'s idle timeout, recorded 499 client_closed; the pod\'s connection is closed', async () => {
     const c = stallingClient(router.port, 'never-again', 'endless');
     await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
-    const r = await recordOf(file, 'never-again', 40_000);
+    const r = await recordOf(router.logFile, 'never-again', 40_000);
     expect(r.status_code).toBe(499);
     expect(r.error.type).toBe('client_closed');
     const seen = pod.requests.get('never-again')!;
@@ -274,7 +267,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.socket.on('data', paced);
     c.socket.resume();
     await waitFor('8 MB read', () => c.received() >= 8 * 1024 * 1024, 30_000);
-    const r = await recordOf(file, 'slow-then-never', 40_000);
+    const r = await recordOf(router.logFile, 'slow-then-never', 40_000);
     expect(r.status_code).toBe(499);
     expect(r.error.type).toBe('client_closed');
     const seen = pod.requests.get('slow-then-never')!;
@@ -289,18 +282,14 @@ describe('SIGTERM while a stream\'s pod socket is not read because its client st
   it('the drain waits up to ROUTER_DRAIN_TIMEOUT, then cuts it, records it and closes the pod\'s connection', async () => {
     const pod = new SteadyPod();
     await pod.start();
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], { timeout: '1s' }), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_DRAIN_TIMEOUT: '2s' },
-    });
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], { timeout: '1s' }), { env: { ROUTER_DRAIN_TIMEOUT: '2s' } });
     try {
       const c = stallingClient(router.port, 'drain-paused', 'endless');
       await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
       await sleep(1500);
       router.child.kill('SIGTERM');
       expect(await router.exited).toBe(0);
-      const r = accessLogRecords(file).find((x) => x.request_id === 'drain-paused');
+      const r = accessLogRecords(router.logFile).find((x) => x.request_id === 'drain-paused');
       expect(r).toBeDefined();
       expect(r.status_code).toBe(200);
       expect(r.error.message).toMatch(/ROUTER_DRAIN_TIMEOUT/);
@@ -317,18 +306,16 @@ describe('a limited route: a client that leaves while its stream\'s pod socket i
   it('has the output it was sent charged to the route\'s limit (the limiter\'s settle happens)', async () => {
     const pod = new SteadyPod();
     await pod.start();
-    const dir = tempDir();
-    const file = join(dir, 'access.log');
     const LIMIT = 1_000_000_000;
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], {
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], {
       timeout: '1s', rateLimit: `    outputTokensPerUnit: ${LIMIT}\n    unit: day`,
-    }), { dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' } });
+    }), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
     try {
       const c = stallingClient(router.port, 'limited-leaves', 'endless');
       await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
       await sleep(2000);
       c.socket.destroy();
-      const r = await recordOf(file, 'limited-leaves');
+      const r = await recordOf(router.logFile, 'limited-leaves');
       expect(r.status_code).toBe(499);
       expect(r.output_tokens).toBeGreaterThan(0);
       await waitFor('the pod\'s connection closed', () => pod.requests.get('limited-leaves')!.closedAt > 0, 10_000);

@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { readChatStream } from '../helpers/sdk-stream.js';
 
 /**
@@ -18,18 +17,13 @@ const events = (text: string): string[] => text.split('\n\n').filter((e) => e !=
 
 describe('a pod\'s own error event in its 200 stream', () => {
   let mock: MockBackend;
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
   const scrape = async (): Promise<string> => (await fetch(`${router.url}/metrics`)).text();
-  const recordOf = (id: string) => waitFor(`the record of ${id}`, () => accessLogRecords(file).find((r) => r.request_id === id));
+  const recordOf = (id: string) => waitFor(`the record of ${id}`, () => accessLogRecords(router.logFile).find((r) => r.request_id === id));
 
   beforeAll(async () => {
     mock = await startMock('pod-a');
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '0' },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
   }, 90_000);
   afterAll(async () => {
     await router?.kill();

@@ -1,6 +1,6 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { postJson, resourcesFor, startRouter } from '../helpers/processes.js';
+import { listenLocal, postJson, resourcesFor, startRouter } from '../helpers/processes.js';
 
 /**
  * A stream is bounded by the ModelServer's timeout on the wait for its first byte. A stream that
@@ -22,8 +22,8 @@ describe('a stream queued behind busy connections to its pod', () => {
         open.push(res);
       });
     });
-    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
-    const router = await startRouter(resourcesFor([{ name: 'busy-pod', port: (pod.address() as { port: number }).port }], { timeout: '1s' }),
+    const port = await listenLocal(pod);
+    const router = await startRouter(resourcesFor([{ name: 'busy-pod', port }], { timeout: '1s' }),
       { workers: 1, env: { ROUTER_UPSTREAM_CONNECTIONS: '1' } });
     const body = { model: 'sf-model', prompt: 'go', stream: true };
     const first = new AbortController();

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postJson, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, postJson, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 // The usage the router asked for on a client's behalf (the client streams without
 // stream_options.include_usage) must not reach that client in any spelling a JSON parser reads as
@@ -86,8 +85,7 @@ function eventData(text: string): string[] {
 
 describe('the usage asked for on the client\'s behalf, in every shape a pod may send it', () => {
   let pod: Server;
-  let router: Router;
-  let log: string;
+  let router: LoggedRouter;
   beforeAll(async () => {
     pod = createServer((req, res) => {
       req.resume();
@@ -98,12 +96,8 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
         res.end();
       });
     });
-    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
-    const dir = tempDir();
-    log = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-s', port: (pod.address() as { port: number }).port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
-    });
+    const port = await listenLocal(pod);
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-s', port }]));
   });
   afterAll(async () => {
     await router?.kill();
@@ -126,7 +120,7 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
       .filter((e) => !(Array.isArray(e.choices) && e.choices.length === 0 && typeof e.usage === 'object' && e.usage !== null && !Array.isArray(e.usage)));
     for (const e of sent) delete e.usage;
     expect(chunks).toEqual(sent);
-    return waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === id));
+    return waitFor('access record', () => accessLogRecords(router.logFile).find((x) => x.request_id === id));
   }
 
   for (const scenario of Object.keys(SCENARIOS)) {
@@ -150,7 +144,7 @@ describe('the usage asked for on the client\'s behalf, in every shape a pod may 
   it('"usage":null on the content chunks (the pod was asked) is forwarded as sent; the usage-only chunk is removed', async () => {
     const r = await postJson(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'null-usage', 'x-request-id': 'not-asked-null' });
     expect(await r.text()).toBe(`${NULL_USAGE[0]}${NULL_USAGE[1]}${NULL_USAGE[3]}`);
-    const record = await waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === 'not-asked-null'));
+    const record = await waitFor('access record', () => accessLogRecords(router.logFile).find((x) => x.request_id === 'not-asked-null'));
     expect(record).toMatchObject({ status_code: 200, input_tokens: 3, output_tokens: 42 });
   });
 });

@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 
 // A pod that puts the stream's usage on its last token chunk (the mock's llamacpp shape, as
 // llama.cpp's server does) instead of a separate usage-only chunk. The router asks for usage on a
@@ -17,15 +16,10 @@ function eventData(text: string): string[] {
 
 describe('usage on the last content chunk of a stream', () => {
   let mock: MockBackend;
-  let router: Router;
-  let log: string;
+  let router: LoggedRouter;
   beforeAll(async () => {
     mock = await startMock('pod-l', ['--answer-shape', 'llamacpp', '--output-tokens', '5']);
-    const dir = tempDir();
-    log = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-l', port: mock.port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-l', port: mock.port }]));
   });
   afterAll(async () => {
     await Promise.all([router?.kill(), mock?.kill()]);
@@ -47,7 +41,7 @@ describe('usage on the last content chunk of a stream', () => {
     // The pod's `...}],"usage":{...},"timings":{...}}` with the member and its comma cut out.
     expect(last).toMatch(/"finish_reason":"length"\}\],"timings":\{"prompt_n":2,"predicted_n":5\}\}$/);
     expect(Object.keys(JSON.parse(last))).toEqual(['id', 'object', 'created', 'model', 'pod', 'choices', 'timings']);
-    const record = await waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === 'not-asked'));
+    const record = await waitFor('access record', () => accessLogRecords(router.logFile).find((x) => x.request_id === 'not-asked'));
     expect(record).toMatchObject({ status_code: 200, input_tokens: 2, output_tokens: 5 });
   });
 
@@ -56,7 +50,7 @@ describe('usage on the last content chunk of a stream', () => {
     const data = eventData(await r.text());
     expect(data).toHaveLength(6);
     expect(data[4]).toMatch(/"finish_reason":"length"\}\],"usage":\{"prompt_tokens":2,"completion_tokens":5,"total_tokens":7\},"timings":\{"prompt_n":2,"predicted_n":5\}\}$/);
-    const record = await waitFor('access record', () => accessLogRecords(log).find((x) => x.request_id === 'asked'));
+    const record = await waitFor('access record', () => accessLogRecords(router.logFile).find((x) => x.request_id === 'asked'));
     expect(record).toMatchObject({ status_code: 200, input_tokens: 2, output_tokens: 5 });
   });
 });

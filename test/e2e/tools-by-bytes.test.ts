@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 // An agent's tools (about 2 KB), sent as an SDK writes them, pretty-printed, and with the key
 // spelled with an escape (which the router does not look for by its bytes: it parses such a body whole).
@@ -36,22 +35,17 @@ function startPod(received: string[]): Promise<Server> {
       res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"On its way."}}]}');
     });
   });
-  return new Promise((r) => pod.listen(0, '127.0.0.1', () => r(pod)));
+  return listenLocal(pod).then(() => pod);
 }
 
 describe('tool definitions read by their bytes (built router, real pod)', () => {
-  let router: Router;
+  let router: LoggedRouter;
   let pod: Server;
-  let logFile: string;
   const received: string[] = [];
 
   beforeAll(async () => {
     pod = await startPod(received);
-    const dir = tempDir();
-    logFile = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: (pod.address() as { port: number }).port }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile },
-    });
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: (pod.address() as { port: number }).port }]));
   });
   afterAll(async () => {
     await router?.kill();
@@ -68,7 +62,7 @@ describe('tool definitions read by their bytes (built router, real pod)', () => 
     }
     expect(received).toEqual(sent);
     const recs = await waitFor('access-log records', () => {
-      const all = accessLogRecords(logFile);
+      const all = accessLogRecords(router.logFile);
       return all.length >= sent.length ? all : null;
     });
     const tokens = recs.map((r: { input_tokens: number }) => r.input_tokens);

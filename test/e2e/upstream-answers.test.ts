@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, ROOT, resourcesFor, startRouter, tempDir, waitFor, type Router, childPids } from '../helpers/processes.js';
+import { accessLogRecords, listenLocal, ROOT, resourcesFor, startLoggedRouter, startRouter, tempDir, waitFor, type LoggedRouter, childPids } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
 
 /**
@@ -104,8 +104,7 @@ class Backend {
         void this.answer(String(req.headers['x-scenario'] ?? ''), req, res);
       });
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listenLocal(this.server);
   }
 
   private async answer(scenario: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -275,16 +274,13 @@ spec: { modelName: renamed-model, rules: [{ name: r, targetModels: [{ modelServe
 
 describe('upstream answers over the built router (scripted backend)', () => {
   const backend = new Backend();
-  let router: Router;
-  let file: string;
+  let router: LoggedRouter;
 
   beforeAll(async () => {
     await backend.start();
-    const dir = tempDir();
-    file = join(dir, 'access.log');
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: backend.port }], { extraRoutes: LIMITED.replace('PORT', String(backend.port)) }), {
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: backend.port }], { extraRoutes: LIMITED.replace('PORT', String(backend.port)) }), {
       // Generated text is counted on the event loop, so counts are exact bpe (no pool fallback).
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ROUTER_TOKENIZER_INLINE_MAX_CHARS: '1000000' },
+      env: { ROUTER_TOKENIZER_INLINE_MAX_CHARS: '1000000' },
     });
   }, 90_000);
   afterAll(async () => {
@@ -297,14 +293,14 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(a.error).toBeNull();
     expect(a.status).toBe(200);
     expect(JSON.parse(a.body).usage.completion_tokens).toBe(7);
-    const r1 = await recordOf(file, 'chunked-usage');
+    const r1 = await recordOf(router.logFile, 'chunked-usage');
     expect(r1.output_tokens).toBe(7);
     expect(r1.input_tokens).toBe(3);
 
     const b = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'json-chunked-text', 'x-request-id': 'chunked-text' });
     expect(b.status).toBe(200);
     const { bpeCountText } = await import(join(ROOT, 'dist/tokens/bpe-count.js'));
-    const r2 = await recordOf(file, 'chunked-text');
+    const r2 = await recordOf(router.logFile, 'chunked-text');
     expect(r2.output_tokens).toBe(bpeCountText('hello world, how are you today'));
     expect(r2.output_tokens).toBeGreaterThan(0);
   });
@@ -314,7 +310,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(a.status).toBe(502);
     expect(a.error).toBeNull();
     expect(a.body).toMatch(/upstream failed on pod pod-a/);
-    const r = await recordOf(file, 'die-headers');
+    const r = await recordOf(router.logFile, 'die-headers');
     expect(r.status_code).toBe(502);
     expect(r.error.type).toBe('upstream_error');
   });
@@ -324,7 +320,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(a.status).toBe(502);
     expect(a.error).toBeNull();
     expect(a.body).toMatch(/upstream failed on pod pod-a/);
-    const r = await recordOf(file, 'malformed');
+    const r = await recordOf(router.logFile, 'malformed');
     expect(r.status_code).toBe(502);
     expect(r.error.type).toBe('upstream_error');
     expect(r.error.message).toMatch(/malformed response from upstream: bad content-length "12abc"/);
@@ -366,7 +362,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const names = a.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
     expect(names).not.toContain('content-length');
     expect(names).not.toContain('transfer-encoding');
-    expect((await recordOf(file, 'no-content')).status_code).toBe(204);
+    expect((await recordOf(router.logFile, 'no-content')).status_code).toBe(204);
   });
 
   it('a stream whose media type comes in another case is read as a stream: its usage counted, the usage chunk the router asked for stripped', async () => {
@@ -376,7 +372,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(a.body).toContain('"hi"');
     expect(a.body).toContain('data: [DONE]');
     expect(a.body).not.toContain('"usage"');
-    const r = await recordOf(file, 'sse-case');
+    const r = await recordOf(router.logFile, 'sse-case');
     expect(r.output_tokens).toBe(5);
     expect(r.input_tokens).toBe(3);
   });
@@ -389,12 +385,12 @@ describe('upstream answers over the built router (scripted backend)', () => {
       expect(a.body).toContain('data: [DONE]');
       expect(a.body).not.toContain('"usage"');
       // A stream is read whatever its status: the pod's usage is what is charged and recorded.
-      expect(await recordOf(file, `sse-err-${status}`)).toMatchObject({ status_code: Number(status), input_tokens: 3, output_tokens: 1 });
+      expect(await recordOf(router.logFile, `sse-err-${status}`)).toMatchObject({ status_code: Number(status), input_tokens: 3, output_tokens: 1 });
     }
     // A JSON error answer is not read: the router's input count (8 for this chat) and no output.
     const json = await post(`${router.url}/v1/chat/completions`, chat(), { 'x-scenario': 'json-error-usage', 'x-request-id': 'json-err' });
     expect(json.status).toBe(500);
-    expect(await recordOf(file, 'json-err')).toMatchObject({ status_code: 500, input_tokens: 8, output_tokens: 0 });
+    expect(await recordOf(router.logFile, 'json-err')).toMatchObject({ status_code: 500, input_tokens: 8, output_tokens: 0 });
     const asked = await post(`${router.url}/v1/chat/completions`, chat('sf-model', { stream: true, stream_options: { include_usage: true } }), { 'x-scenario': 'sse-error-status', 'x-request-id': 'sse-err-asked' });
     expect(asked.status).toBe(500);
     expect(asked.body).toContain('"usage":{');
@@ -454,7 +450,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(a.error).toBeNull();
     expect(a.length).toBeGreaterThan(piece.length * events);
     expect(a.body).toContain('data: [DONE]');
-    const r = await recordOf(file, 'long-sse');
+    const r = await recordOf(router.logFile, 'long-sse');
     const growthMb = (peakRssKb(worker) - before) / 1024;
     console.log(`worker peak RSS grew ${growthMb.toFixed(1)} MB over a ${(piece.length * events / 1e6).toFixed(0)} MB stream`);
     expect(growthMb).toBeLessThan(30); // the text alone is 78 MB
@@ -504,11 +500,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const stuckPort = await new Promise<number>((r) => stuck.stdout!.once('data', (d) => r(Number(String(d).trim()))));
     const fillers: Socket[] = [];
     for (let i = 0; i < 2; i++) fillers.push(connect(stuckPort, '127.0.0.1').on('error', () => {}));
-    const dir = tempDir();
-    const log2 = join(dir, 'access.log');
-    const r2 = await startRouter(resourcesFor([{ name: 'good', port: backend.port }, { name: 'stuck', port: stuckPort }]), {
-      dir, workers: 1, env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: log2 },
-    });
+    const r2 = await startLoggedRouter(resourcesFor([{ name: 'good', port: backend.port }, { name: 'stuck', port: stuckPort }]));
     try {
       // One request held on the good pod makes the stuck one the least loaded: tried first.
       const held = post(`${r2.url}/v1/chat/completions`, chat(), { 'x-scenario': 'hold', 'x-gate': 'retry-hold' });
@@ -517,7 +509,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
       expect(a.status).toBe(200);
       backend.open('retry-hold');
       await held;
-      const rec = await recordOf(log2, 'after-retry');
+      const rec = await recordOf(r2.logFile, 'after-retry');
       expect(rec.selected_pod).toBe('good');
       // The failed connect (seconds) is request processing, not the answering pod's time.
       expect(rec.duration_request_processing).toBeGreaterThan(rec.duration_upstream_processing);
@@ -536,7 +528,7 @@ describe('upstream answers over the built router (scripted backend)', () => {
     const body = chat('sf-model', { stream: true });
     const run = async (id: string, headers: Record<string, string>): Promise<{ answer: Answer; record: any }> => {
       const answer = await post(`${router.url}/v1/chat/completions`, body, { 'x-scenario': 'counted-sse', 'x-events': String(events), 'x-request-id': id, ...headers });
-      return { answer, record: await recordOf(file, id) };
+      return { answer, record: await recordOf(router.logFile, id) };
     };
     const first = await run('count-learned', { 'x-usage': 'yes' });
     expect(first.answer.error).toBeNull();
@@ -578,8 +570,8 @@ describe('the request target upstream (raw pod)', () => {
         s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
       });
     });
-    await new Promise<void>((r) => pod.listen(0, '127.0.0.1', r));
-    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: (pod.address() as { port: number }).port }]), { workers: 1 });
+    const port = await listenLocal(pod);
+    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port }]), { workers: 1 });
     try {
       // U+0120, U+010D and U+010A end in the bytes of SP, CR and LF: narrowed to one byte each they
       // would end the request line and start headers of the client's making.

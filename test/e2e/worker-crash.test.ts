@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { accessLogRecords, childPids, postFresh, resourcesFor, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { accessLogRecords, childPids, postFresh, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 /** In a worker: SIGUSR2 throws an Error, SIGWINCH rejects a Promise nothing handles; in the primary SIGUSR2 throws. */
@@ -22,7 +22,7 @@ if (cluster.isWorker) {
 }
 `;
 
-let router: Router | null = null;
+let router: LoggedRouter | null = null;
 let mock: MockBackend | null = null;
 let redis: RedisServer | null = null;
 afterEach(async () => {
@@ -44,16 +44,14 @@ async function start(rateLimit?: string, env: Record<string, string> = {}): Prom
   const dir = tempDir();
   const preload = join(dir, 'fail-on-signal.cjs');
   writeFile(preload, PRELOAD);
-  const file = join(dir, 'access.log');
-  router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit }), {
+  router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit }), {
     dir,
-    workers: 1,
     nodeArgs: ['--require', preload],
-    env: { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: file, ACCESS_LOG_FLUSH_INTERVAL: '10s', ROUTER_LOG_FORMAT: 'json', ...env },
+    env: { ACCESS_LOG_FLUSH_INTERVAL: '10s', ROUTER_LOG_FORMAT: 'json', ...env },
   });
   const pids = childPids(router.pid);
   expect(pids).toHaveLength(1);
-  return { file, worker: pids[0] };
+  return { file: router.logFile, worker: pids[0] };
 }
 
 async function answered(n: number, tag: string): Promise<string[]> {

@@ -249,6 +249,28 @@ export async function startRouter(resourcesYaml: string, opts: RouterOptions = {
   return Object.assign(await startRouterWith(['--resources', file], opts), { resourcesFile: file });
 }
 
+/** A router started by startLoggedRouter(): its JSON access log's path beside the rest. */
+export interface LoggedRouter extends Router {
+  logFile: string;
+}
+
+/**
+ * startRouter() with a JSON access log (`access.log` in the router's directory), one worker unless
+ * `opts.workers` says otherwise; `opts.env` comes on top of the log's settings.
+ */
+export async function startLoggedRouter(resourcesYaml: string, opts: RouterOptions = {}): Promise<LoggedRouter> {
+  const dir = opts.dir ?? tempDir();
+  const logFile = join(dir, 'access.log');
+  const env = { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: logFile, ...opts.env };
+  return Object.assign(await startRouter(resourcesYaml, { workers: 1, ...opts, dir, env }), { logFile });
+}
+
+/** `server` listening on a port of the loopback address the kernel chose: that port. */
+export async function listenLocal(server: { listen(port: number, host: string, cb: () => void): unknown; address(): unknown }): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return (server.address() as { port: number }).port;
+}
+
 /** As startRouter(), with the resources' source given as flags (e.g. `--kubernetes`). */
 export async function startRouterWith(sourceArgs: string[], opts: RouterOptions = {}, readyTimeoutMs = 60_000): Promise<Proc & { port: number; url: string }> {
   for (let attempt = 1; ; attempt++) {

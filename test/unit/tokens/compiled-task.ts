@@ -14,7 +14,7 @@ const root = new URL('../../../', import.meta.url);
 const outDir = fileURLToPath(new URL(`node_modules/.cache/inference-router-tokens-test/${process.pid}/`, root));
 
 /** Modules outside src/tokens/ that its files import, relative to src/. */
-const BASE_MODULES = ['ascii-text'];
+const BASE_MODULES = ['ascii-text', 'two-generations'];
 
 export function compiledTaskFile(): string {
   transpileDir(fileURLToPath(new URL('src/tokens/', root)), `${outDir}tokens/`);
@@ -24,7 +24,7 @@ export function compiledTaskFile(): string {
 }
 
 /** Modules outside src/api/ and src/tokens/ that api/parse-task.ts imports, relative to src/. */
-const PARSE_BASE_MODULES = ['ascii-text', 'errors'];
+const PARSE_BASE_MODULES = ['ascii-text', 'errors', 'two-generations'];
 
 /** src/api/parse-task.ts compiled as compiledTaskFile() compiles the tokenizer's task (beside it, sharing its tokens/). */
 export function compiledParseTaskFile(): string {
