@@ -1,7 +1,57 @@
 import { stringEnd } from './json-depth.js';
-import { skipSpace } from './flat-json-counts.js';
-import { valueEnd } from './openai-body.js';
+import { isJsonSpace, skipSpace } from './flat-json-counts.js';
 import { Buffer } from 'node:buffer';
+
+/**
+ * Set by readMember, for the member whose key starts at the index it was given: where the key ends
+ * (past its closing quote), where its value starts and ends, and where the next member starts (or
+ * the object's closing brace).
+ */
+export const member = new Int32Array(4);
+export const KEY_END = 0;
+export const VALUE_START = 1;
+export const VALUE_END = 2;
+export const NEXT = 3;
+
+/** Where the first member of the JSON object `raw` starts (its key's quote), or its closing brace. */
+export function firstMember(raw: Buffer): number {
+  return skipSpace(raw, raw.indexOf(0x7b) + 1);
+}
+
+/**
+ * Reads the member of a valid JSON object (it was parsed) whose key's quote is raw[i] into
+ * `member`. The members of an object: from firstMember(raw), then member[NEXT], while the byte
+ * there is not `}`.
+ */
+export function readMember(raw: Buffer, i: number): void {
+  const keyEnd = stringEnd(raw, i + 1) + 1;
+  const start = skipSpace(raw, skipSpace(raw, keyEnd) + 1); // past the colon
+  const end = valueEnd(raw, start);
+  let next = skipSpace(raw, end);
+  if (raw[next] === 0x2c) next = skipSpace(raw, next + 1);
+  member[KEY_END] = keyEnd;
+  member[VALUE_START] = start;
+  member[VALUE_END] = end;
+  member[NEXT] = next;
+}
+
+/** End (exclusive) of the JSON value that starts at `i`. */
+export function valueEnd(raw: Buffer, i: number): number {
+  const c = raw[i];
+  if (c === 0x22) return stringEnd(raw, i + 1) + 1;
+  if (c === 0x7b || c === 0x5b) {
+    let depth = 0;
+    for (;; i++) {
+      const d = raw[i];
+      if (d === 0x22) i = stringEnd(raw, i + 1);
+      else if (d === 0x7b || d === 0x5b) depth++;
+      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return i + 1;
+    }
+  }
+  // A number, true, false or null: up to the comma, brace or white space after it.
+  for (let d = raw[i]; d !== 0x2c && d !== 0x7d && !isJsonSpace(d); d = raw[++i]);
+  return i;
+}
 
 /** What rewriteMembers does with one top-level member. */
 export interface MemberChange {
@@ -27,11 +77,11 @@ export function rewriteMembers(raw: Buffer, changes: readonly MemberChange[]): B
   const seen = new Array<boolean>(changes.length).fill(false);
   let members = 0;
   const n = raw.length;
-  let i = skipSpace(raw, raw.indexOf(0x7b) + 1);
-  while (i < n && raw[i] !== 0x7d) {
-    const keyEnd = stringEnd(raw, i + 1) + 1;
-    const start = skipSpace(raw, skipSpace(raw, keyEnd) + 1); // past the colon
-    const end = valueEnd(raw, start);
+  for (let i = firstMember(raw); i < n && raw[i] !== 0x7d; i = member[NEXT]) {
+    readMember(raw, i);
+    const keyEnd = member[KEY_END];
+    const start = member[VALUE_START];
+    const end = member[VALUE_END];
     const at = changeOf(raw, i, keyEnd, changes);
     if (at < 0) {
       if (members++ > 0) parts.push(COMMA);
@@ -46,8 +96,6 @@ export function rewriteMembers(raw: Buffer, changes: readonly MemberChange[]): B
         parts.push(raw.subarray(i, keyEnd), COLON, value);
       }
     }
-    i = skipSpace(raw, end);
-    if (raw[i] === 0x2c) i = skipSpace(raw, i + 1);
   }
   for (let k = 0; k < changes.length; k++) {
     const c = changes[k];

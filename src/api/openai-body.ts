@@ -1,7 +1,7 @@
 import type { UpstreamBody } from './inference-api.js';
 import { parseJson, type ParsedRequest } from './openai-request.js';
-import { stringEnd } from './json-depth.js';
-import { bytesAt, isJsonSpace, skipSpace } from './flat-json-counts.js';
+import { bytesAt } from './flat-json-counts.js';
+import { firstMember, KEY_END, member, NEXT, readMember, VALUE_END, VALUE_START } from './json-members.js';
 import { Buffer } from 'node:buffer';
 
 /** The member put first in a stream's body that did not name `stream_options` (the object always has `model` after it). */
@@ -78,19 +78,14 @@ const KEY_OPTIONS = Buffer.from('"stream_options"');
 function findMembers(raw: Buffer): boolean {
   found.fill(-1);
   const n = raw.length;
-  let i = skipSpace(raw, raw.indexOf(0x7b) + 1);
-  while (i < n && raw[i] !== 0x7d) {
-    const keyEnd = stringEnd(raw, i + 1) + 1;
-    const at = memberSlot(raw, i, keyEnd);
-    const start = skipSpace(raw, skipSpace(raw, keyEnd) + 1); // past the colon
-    const end = valueEnd(raw, start);
+  for (let i = firstMember(raw); i < n && raw[i] !== 0x7d; i = member[NEXT]) {
+    readMember(raw, i);
+    const at = memberSlot(raw, i, member[KEY_END]);
     if (at >= 0) {
       if (found[at] >= 0) return false;
-      found[at] = start;
-      found[at + 1] = end;
+      found[at] = member[VALUE_START];
+      found[at + 1] = member[VALUE_END];
     }
-    i = skipSpace(raw, end);
-    if (raw[i] === 0x2c) i = skipSpace(raw, i + 1);
   }
   return true;
 }
@@ -106,24 +101,6 @@ function memberSlot(raw: Buffer, from: number, to: number): number {
   // A name written with escapes ("mod\u0065l"): what JSON.parse read.
   const name = JSON.parse(raw.toString('utf8', from, to)) as string;
   return name === 'model' ? MODEL : name === 'stream_options' ? OPTIONS : -1;
-}
-
-/** End (exclusive) of the JSON value that starts at `i`. */
-export function valueEnd(raw: Buffer, i: number): number {
-  const c = raw[i];
-  if (c === 0x22) return stringEnd(raw, i + 1) + 1;
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    for (;; i++) {
-      const d = raw[i];
-      if (d === 0x22) i = stringEnd(raw, i + 1);
-      else if (d === 0x7b || d === 0x5b) depth++;
-      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return i + 1;
-    }
-  }
-  // A number, true, false or null: up to the comma, brace or white space after it.
-  for (let d = raw[i]; d !== 0x2c && d !== 0x7d && !isJsonSpace(d); d = raw[++i]);
-  return i;
 }
 
 /**
