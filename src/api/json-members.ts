@@ -35,6 +35,16 @@ export function readMember(raw: Buffer, i: number): void {
   member[NEXT] = next;
 }
 
+/**
+ * The name of the key raw[from, to) (its quotes included) as JSON.parse reads it, when it is
+ * written with escapes ("mod\u0065l"); null when it has none: its bytes are its name.
+ */
+export function escapedKeyName(raw: Buffer, from: number, to: number): string | null {
+  let escaped = false;
+  for (let j = from + 1; j < to - 1 && !escaped; j++) escaped = raw[j] === 0x5c;
+  return escaped ? (JSON.parse(raw.toString('utf8', from, to)) as string) : null;
+}
+
 /** End (exclusive) of the JSON value that starts at `i`. */
 export function valueEnd(raw: Buffer, i: number): number {
   const c = raw[i];
@@ -115,10 +125,8 @@ function changeOf(raw: Buffer, from: number, to: number, changes: readonly Membe
     const want = changes[k].name;
     if (to - from === want.length + 2 && raw.toString('latin1', from + 1, to - 1) === want) return k;
   }
-  // A name written with escapes ("max\u005ftokens"): what JSON.parse read.
-  const escape = raw.indexOf(0x5c, from);
-  if (escape < 0 || escape >= to) return -1;
-  const name = JSON.parse(raw.toString('utf8', from, to)) as string;
+  const name = escapedKeyName(raw, from, to);
+  if (name === null) return -1;
   for (let k = 0; k < changes.length; k++) if (changes[k].name === name) return k;
   return -1;
 }

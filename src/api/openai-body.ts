@@ -1,7 +1,7 @@
 import type { UpstreamBody } from './inference-api.js';
 import { parseJson, type ParsedRequest } from './openai-request.js';
 import { bytesAt } from './flat-json-counts.js';
-import { firstMember, KEY_END, member, NEXT, readMember, VALUE_END, VALUE_START } from './json-members.js';
+import { escapedKeyName, firstMember, KEY_END, member, NEXT, readMember, VALUE_END, VALUE_START } from './json-members.js';
 import { Buffer } from 'node:buffer';
 
 /** The member put first in a stream's body that did not name `stream_options` (the object always has `model` after it). */
@@ -95,11 +95,7 @@ function memberSlot(raw: Buffer, from: number, to: number): number {
   const len = to - from;
   if (len === KEY_MODEL.length && bytesAt(raw, from, KEY_MODEL)) return MODEL;
   if (len === KEY_OPTIONS.length && bytesAt(raw, from, KEY_OPTIONS)) return OPTIONS;
-  let escaped = false;
-  for (let j = from + 1; j < to - 1 && !escaped; j++) escaped = raw[j] === 0x5c;
-  if (!escaped) return -1;
-  // A name written with escapes ("mod\u0065l"): what JSON.parse read.
-  const name = JSON.parse(raw.toString('utf8', from, to)) as string;
+  const name = escapedKeyName(raw, from, to);
   return name === 'model' ? MODEL : name === 'stream_options' ? OPTIONS : -1;
 }
 
