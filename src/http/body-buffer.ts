@@ -8,15 +8,19 @@
  */
 import { Buffer } from 'node:buffer';
 
+/** Whether a body of `size` bytes goes into shared memory. */
+function inSharedMemory(size: number, sharedMinBytes: number): boolean {
+  return sharedMinBytes > 0 && size >= sharedMinBytes;
+}
+
 /** A buffer for a body of `size` bytes: in shared memory from `sharedMinBytes` on. */
 export function newBodyBuffer(size: number, sharedMinBytes: number): Buffer {
-  return sharedMinBytes > 0 && size >= sharedMinBytes ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
+  return inSharedMemory(size, sharedMinBytes) ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
 }
 
 /** A chunked body's pieces, `size` bytes together, in one buffer (the one piece itself when it is one and need not be shared). */
 export function joinChunkedBody(chunks: readonly Buffer[], size: number, sharedMinBytes: number): Buffer {
-  const shared = sharedMinBytes > 0 && size >= sharedMinBytes;
-  if (!shared && chunks.length === 1) return chunks[0];
+  if (chunks.length === 1 && !inSharedMemory(size, sharedMinBytes)) return chunks[0];
   const out = newBodyBuffer(size, sharedMinBytes);
   let at = 0;
   for (let i = 0; i < chunks.length; i++) {
