@@ -92,7 +92,7 @@ interface AppClose {
  * Closes every connection of `app` (and its listen socket, if still open), as the process's exit
  * would: what the kernel's socket buffers hold still goes out before its FIN, but what uWS kept in
  * its own buffer (bytes the socket did not take yet) is dropped, so only once no answer may have
- * bytes there (Exchange.endAfterProbes, drainState.tailMayBeBuffered). A request's onAborted runs
+ * bytes there (http/client-send-queue.ts; off Linux drainState.tailMayBeBuffered). A request's onAborted runs
  * for each one still open.
  */
 export function closeConnections(app: UWS.TemplatedApp): void {

@@ -9,6 +9,9 @@
  * one that was already on its way.
  * `tailMayBeBuffered`: a streamed answer ended during the drain after its connection had pushed
  * back (a slow reader): its last bytes may still be in the HTTP server's own buffer, which no API
- * reports and closing the connections would drop, so the worker leaves them open until its exit.
+ * reports and closing the connections would drop. Where the kernel's send queues can be read
+ * (Linux: http/client-send-queue.ts) the worker waits for those instead, which also covers the
+ * bytes written with an end that uWS reported as taken; elsewhere it leaves the connections open
+ * to the drain deadline when this is set.
  */
 export const drainState = { draining: false, closing: false, tailMayBeBuffered: false };

@@ -844,7 +844,10 @@ let probeOk = false;
 /**
  * Writes the first kept-back byte of a pushed-back stream's end (Exchange.endAfterProbes) as a
  * chunk of its own: uWS first writes out what its buffer holds, and returns true only when it
- * could write all of it. Then the end goes, with the rest of the kept-back bytes.
+ * could write all of it. Then the end goes, with the rest of the kept-back bytes. Those go out
+ * when the cork is released, and a socket that does not take them whole leaves them in uWS's
+ * buffer though the write said true: the worker's drain reads the kernel's queues for that
+ * (http/client-send-queue.ts).
  */
 function probeEndCorked(): void {
   const x = current;

@@ -1,6 +1,8 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
 import { buildApp, CLIENT_TIMEOUT_SECONDS, closeConnections } from '../http/app.js';
 import { drainState } from '../http/drain-state.js';
+import { unsentClientBytes } from '../http/client-send-queue.js';
+import { closeWhenSent } from './close-when-sent.js';
 import { cutArrivingBodies } from '../http/arriving-bodies.js';
 import { RouterError } from '../errors.js';
 import { Exchange } from '../http/exchange.js';
@@ -57,6 +59,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const uws = loadUws(undefined, settings.maxHeaderBytes);
   const accessLog = createAccessLog(settings.accessLog);
   let listenSocket: unknown = null;
+  /** The port the listener took (the client connections' local port). */
+  let listenPort = settings.port;
   /** While starting: resolves the wait for the primary's core:listen. */
   let startListening: (() => void) | null = null;
   let table: RouteTable | null = null;
@@ -311,27 +315,34 @@ export async function runWorker(settings: Settings): Promise<void> {
     // From here on a request arriving on an old keep-alive connection is not answered (its
     // connection is closed), so the records flushed below are those of every answered request.
     drainState.closing = true;
-    // Kept-alive connections (a stream's begun before the drain, which did not say close, or one
-    // idle since) are ended now, once nothing is in flight, rather than at the exit: a client
-    // then sees them close instead of sending a request that would be closed unanswered. Not
-    // when a stream ended to a slow reader: uWS may still hold its last bytes, which closing the
-    // connections would drop (it reports no buffered amount); they are left to the exit.
-    let connectionsClosed = false;
-    const endConnections = (): void => {
-      if (connectionsClosed || inflight > 0 || drainState.tailMayBeBuffered) return;
-      connectionsClosed = true;
-      closeConnections(app);
-    };
-    endConnections();
     // A sink that never drains must not hold the exit past the drain timeout; requests cut when it
     // passed get CUT_RECORDS_MS to be recorded and written.
     const flushDeadline = Math.max(drainDeadline, Date.now() + CUT_RECORDS_MS);
+    // Kept-alive connections (a stream's begun before the drain, which did not say close, or one
+    // idle since) are ended once nothing is in flight, rather than at the exit: a client then sees
+    // them close instead of sending a request that would be closed unanswered. Not while an
+    // answer a client reads slowly is still going out: uWS may hold its last bytes, which closing
+    // the connections, or the exit, would drop. They get until the drain deadline, however long
+    // the client takes (the requests cut at it: until they are recorded). Watched beside the
+    // flush of the last records, which an output that does not take them holds up.
+    const connectionsClosed = closeWhenSent({
+      inflight: () => inflight,
+      unsent: () => unsentClientBytes(listenPort),
+      tailMayBeBuffered: () => drainState.tailMayBeBuffered,
+      close: () => closeConnections(app),
+      deadline: flushDeadline,
+    });
     for (let i = 0; i < 100 && Date.now() < flushDeadline; i++) {
       const before = finished;
       await Promise.race([accessLog.flush(), new Promise((r) => setTimeout(r, Math.max(1, flushDeadline - Date.now())).unref())]);
-      endConnections(); // once the requests cut at the drain timeout are recorded
       if (inflight === 0 && finished === before) break;
       await new Promise((r) => setTimeout(r, 20));
+    }
+    if (!(await connectionsClosed)) {
+      const unsent = unsentClientBytes(listenPort);
+      if (unsent !== null && unsent > 0) {
+        ops.warn('drain', `closing client connections with ${unsent} bytes of answers not yet taken by their clients: ROUTER_DRAIN_TIMEOUT (${settings.drainTimeoutMs} ms) passed`);
+      }
     }
     await Promise.race([
       Promise.allSettled([tokens.close(), limiters.close(), endpoints.closeAll(), accessLog.close(), tracer?.close()]),
@@ -405,6 +416,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       if (!sock) reject(new Error(`cannot listen on ${settings.host}:${settings.port}`));
       else {
         listenSocket = sock;
+        listenPort = uws.us_socket_local_port(sock as never);
         resolve();
       }
     });
