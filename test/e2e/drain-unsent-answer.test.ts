@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenLocal, resourcesFor, startRouter, waitFor } from '../helpers/processes.js';
+import { SMALL_BUFFER_STREAM_REQUEST } from '../helpers/small-buffer-client.js';
 
 /**
  * An answer that has ended, but that its client has not taken yet: the worker's drain leaves the
@@ -38,14 +39,7 @@ class WholeStreamPod {
  * nothing for argv[2] seconds, prints `reading`, then reads to the connection's end and prints
  * whether the answer ended with the stream's last event and its last chunk.
  */
-const STALLING_CLIENT = `
-import socket, sys, time
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-s.connect(('127.0.0.1', int(sys.argv[1])))
-body = b'{"model":"sf-model","prompt":"x","stream":true}'
-s.sendall(b'POST /v1/completions HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: application/json\\r\\ncontent-length: '
-  + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)
+const STALLING_CLIENT = `${SMALL_BUFFER_STREAM_REQUEST}
 parts = [s.recv(200)]
 print('started', flush=True)
 time.sleep(float(sys.argv[2]))
