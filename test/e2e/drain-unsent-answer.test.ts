@@ -53,6 +53,9 @@ whole = b''.join(parts)
 print('ended', whole.endswith(b'data: [DONE]\\n\\n\\r\\n0\\r\\n\\r\\n'), flush=True)
 `;
 
+/** ROUTER_TEST_NODE24 (as in newer-node.test.ts) runs the router on that Node, with the uWS 20.57 build. */
+const NODE = process.env.ROUTER_TEST_NODE24;
+
 describe('the drain with an ended answer its client has not taken yet, real processes', () => {
   const pod = new WholeStreamPod();
   beforeAll(async () => {
@@ -64,7 +67,7 @@ describe('the drain with an ended answer its client has not taken yet, real proc
 
   async function drainWithStalledClient(drainTimeout: string, stallSeconds: number) {
     const env = { ROUTER_DRAIN_DELAY: '0', ROUTER_DRAIN_TIMEOUT: drainTimeout };
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { workers: 1, env });
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), { workers: 1, env, ...(NODE ? { node: NODE } : {}) });
     try {
       const client = spawn('python3', ['-c', STALLING_CLIENT, String(router.port), String(stallSeconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
