@@ -98,6 +98,34 @@ export function agentBodies(model: string): string[] {
   }));
 }
 
+/**
+ * A long conversation as a chat client sends it turn after turn: the same history of 200 messages
+ * (about 34 KB: a system prompt, then questions and answers of 60 to 200 characters, the last a
+ * question), each body `i` (16 of them) longer by `i` more answers and questions, so that each
+ * earlier body's messages are the start of each later one's, as a client resends them. No tools.
+ */
+export function conversationBodies(model: string): string[] {
+  const words = ['order', 'parcel', 'delivery', 'refund', 'book', 'author', 'edition', 'price', 'stock', 'address', 'invoice', 'return'];
+  const sentence = (n: number, len: number): string => {
+    let t = '';
+    for (let i = 0; t.length < len; i++) t += `${words[(n * 7 + i * 5) % words.length]}${i % 6 === 5 ? '. ' : ' '}`;
+    return t.trim();
+  };
+  const pair = (n: number): { role: string; content: string }[] => [
+    { role: 'user', content: `Question ${n}: ${sentence(n, 60 + (n * 37) % 80)}?` },
+    { role: 'assistant', content: `Answer ${n}: ${sentence(n + 3, 90 + (n * 53) % 110)}.` },
+  ];
+  const history: { role: string; content: string }[] = [{ role: 'system', content: 'You are the support assistant of an online bookshop. Answer briefly.' }];
+  for (let n = 0; history.length < 199; n++) history.push(...pair(n));
+  history.push({ role: 'user', content: 'And the last one?' });
+  // Turn i adds the answer to the last question and a new question, i times.
+  return Array.from({ length: 16 }, (_, i) => {
+    const more: { role: string; content: string }[] = [];
+    for (let k = 0; k < i; k++) more.push(...pair(1000 + k).reverse());
+    return JSON.stringify({ model, messages: [...history, ...more], temperature: 0 });
+  });
+}
+
 /** API keys of the router-tenant target: one without a budget, one with a budget (tenantAuthYaml). */
 export const ROUTE_ONLY_KEY = 'sk-bench-route-only-0123456789';
 export const TENANT_KEY = 'sk-bench-tenant-0123456789abcd';
@@ -145,6 +173,14 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     id: 'router-agent', n: '9', label: 'agent turn, full router', target: 'router-local',
     bodies: agentBodies('sf-model'), direct: 'direct-agent', autocannon: false, path: CHAT_PATH,
+  },
+  {
+    id: 'direct-conversation', n: '9c', label: 'long conversation (chat: 200-230 messages, 34-39 KB, each body extending the ones before), direct',
+    target: 'mock', bodies: conversationBodies('sf-model'), direct: 'direct-conversation', autocannon: false, path: CHAT_PATH,
+  },
+  {
+    id: 'router-conversation', n: '9c', label: 'long conversation, full router', target: 'router-local',
+    bodies: conversationBodies('sf-model'), direct: 'direct-conversation', autocannon: false, path: CHAT_PATH,
   },
   { id: 'nginx', n: '8', label: 'nginx proxy_pass, upstream keep-alive', target: 'nginx', bodies: PLAIN, direct: 'direct', autocannon: true },
   { id: 'node-proxy', n: '8', label: 'plain Node proxy (node:http + undici)', target: 'node-proxy', bodies: PLAIN, direct: 'direct', autocannon: true },
