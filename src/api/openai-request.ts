@@ -2,6 +2,7 @@ import { RouterError } from '../errors.js';
 import type { InferenceRequest } from './inference-api.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { bodyToolsText, parseBody } from './openai-tools.js';
+import { CONVERSATION_MEMO_BYTES, ConversationMemo } from './conversation-memo.js';
 
 /** Which OpenAI-style API a request body belongs to. */
 export type ApiKind = 'completions' | 'chat' | 'responses' | 'other';
@@ -75,6 +76,25 @@ function hasBom(raw: Buffer): boolean {
   return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
 }
 
+/** Long conversations seen by this process (conversation-memo.ts). */
+const conversations = new ConversationMemo(CONVERSATION_MEMO_BYTES);
+/** Bodies this process took from a kept conversation, and conversations it kept. */
+export const conversationMemoStats: Readonly<ConversationMemo['stats']> = conversations.stats;
+/** The tools' text read by their bytes from the members after a known conversation's messages, else null. */
+let tailToolsText: string | null = null;
+
+function parseConversationTail(tail: Buffer): unknown {
+  const value = parseBody(tail, 0);
+  tailToolsText = bodyToolsText;
+  return value;
+}
+
+/** The body of a chat request that goes on from a conversation this process kept, else null. */
+function goOnConversation(raw: Buffer, from: number): Record<string, unknown> | null {
+  tailToolsText = null;
+  return conversations.parse(raw, from, parseConversationTail);
+}
+
 /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
 export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
@@ -88,8 +108,16 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
     // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
     if (api === 'completions') body = parseJson(raw);
     else {
-      body = parseBody(raw, hasBom(raw) ? 3 : 0);
-      toolsText = bodyToolsText;
+      const from = hasBom(raw) ? 3 : 0;
+      const known = api === 'chat' ? goOnConversation(raw, from) : null;
+      if (known !== null) {
+        body = known;
+        toolsText = tailToolsText;
+      } else {
+        body = parseBody(raw, from);
+        toolsText = bodyToolsText;
+        if (api === 'chat') conversations.learn(raw, from, body);
+      }
     }
   } catch (err) {
     throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
