@@ -15,6 +15,7 @@
  * are parsed), so a body it takes is one JSON.parse accepts, with the same values.
  */
 import { Buffer } from 'node:buffer';
+import type { KeptPrompt } from '../tokens/prompt-text.js';
 import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js';
 import { isJsonSpace, skipSpace } from './flat-json-counts.js';
 import { stringEnd } from './json-depth.js';
@@ -56,6 +57,8 @@ interface Conversation {
   readonly head: readonly string[];
   readonly headValues: readonly unknown[];
   readonly messages: readonly unknown[];
+  /** Its count, once known (the token counter keeps it: tokens/prompt-text.ts). */
+  readonly prompt: KeptPrompt;
   readonly size: number;
   next: Conversation | null;
 }
@@ -66,6 +69,8 @@ export type TailParser = (tail: Buffer) => unknown;
 export class ConversationMemo {
   /** Bodies taken from a kept conversation, and conversations kept (each turn's, longer each time). */
   readonly stats = { found: 0, kept: 0 };
+  /** The count of the kept conversation the last body parse() gave went on from (its messages first), else null. */
+  found: KeptPrompt | null = null;
   readonly #kept: TwoGenerations<Conversation>;
   #notFoundInARow = 0;
   #skipped = 0;
@@ -81,6 +86,7 @@ export class ConversationMemo {
    * call learn). Throws nothing but what `parseTail` throws.
    */
   parse(raw: Buffer, from: number, parseTail: TailParser): Record<string, unknown> | null {
+    this.found = null;
     if (raw.length < MIN_CONVERSATION_BYTES || this.#kept.empty) return null;
     let end = raw.length - 1;
     while (end > from && isJsonSpace(raw[end])) end--;
@@ -137,7 +143,7 @@ export class ConversationMemo {
     }
     if (cut - from < KEY_BYTES) return;
     const values = head.map((name) => (body as Record<string, unknown>)[name]);
-    this.#keep(raw, cut, head, values, messages);
+    this.#keep(raw, cut, head, values, messages, null);
   }
 
   /** The kept conversation whose bytes are raw[0, cut), if any. */
@@ -210,15 +216,22 @@ export class ConversationMemo {
       for (let n = 0; n < names.length; n++) body[names[n]] = tail[names[n]];
       if (Object.hasOwn(tail, 'messages')) return body;
     }
-    if (added.length > 0) this.#keep(raw, lastEnd, kept.head, kept.headValues, messages.slice());
+    this.found = kept.prompt;
+    if (added.length > 0) {
+      // Counts are read one base back at most (openai-prompt.ts): older ones are let go.
+      const base = kept.prompt.base;
+      if (base !== null) base.base = null;
+      this.#keep(raw, lastEnd, kept.head, kept.headValues, messages.slice(), kept.prompt);
+    }
     return body;
   }
 
-  #keep(raw: Buffer, cut: number, head: readonly string[], headValues: readonly unknown[], messages: readonly unknown[]): void {
+  #keep(raw: Buffer, cut: number, head: readonly string[], headValues: readonly unknown[], messages: readonly unknown[], base: KeptPrompt | null): void {
     this.stats.kept++;
     const bytes = Buffer.allocUnsafeSlow(cut);
     raw.copy(bytes, 0, 0, cut);
-    this.#kept.add(cutKey(raw, cut), { bytes, head, headValues, messages, size: cut * SIZE_PER_BYTE, next: null });
+    const prompt: KeptPrompt = { tokens: -1, known: 0, counted: 0, messages: messages.length, base };
+    this.#kept.add(cutKey(raw, cut), { bytes, head, headValues, messages, prompt, size: cut * SIZE_PER_BYTE, next: null });
   }
 }
 

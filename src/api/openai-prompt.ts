@@ -2,7 +2,7 @@
  * What of an OpenAI-style request body counts as input. Never throws: values of unexpected shape
  * are skipped.
  */
-import { addText, newPromptText, type PromptText } from '../tokens/prompt-text.js';
+import { addText, newPromptText, type KeptPrompt, type PromptText } from '../tokens/prompt-text.js';
 import { functionCallArguments, functionCallName } from './openai-function-call.js';
 import { mediaPartTokens } from './openai-media.js';
 import type { ApiKind } from './openai-request.js';
@@ -74,11 +74,38 @@ function addTools(p: PromptText, tools: unknown): void {
   addText(p, toolsText(tools));
 }
 
-function addMessages(p: PromptText, messages: unknown[]): void {
-  for (let i = 0; i < messages.length; i++) {
+function addMessages(p: PromptText, messages: unknown[], from = 0, to = messages.length): void {
+  for (let i = from; i < to; i++) {
     const m: unknown = messages[i];
     if (m !== null && typeof m === 'object' && !Array.isArray(m)) addMessage(p, m);
   }
+}
+
+/**
+ * The messages of a body that goes on from a kept conversation (`found`: its first messages are
+ * that conversation's). The part whose count is known (the conversation's, or the one it went on
+ * from) adds its count, not its texts; the texts of the rest of the conversation go in first, and
+ * the counter keeps their count with it (prompt-text.ts PromptKeep), so that its next turn adds it.
+ */
+function addConversation(p: PromptText, messages: unknown[], found: KeptPrompt): void {
+  const known = found.tokens >= 0 ? found : found.base !== null && found.base.tokens >= 0 ? found.base : null;
+  let from = 0;
+  if (known !== null) {
+    p.knownTokens += known.tokens + known.known;
+    p.messages += known.counted;
+    from = known.messages;
+  }
+  if (found.tokens < 0) {
+    const textsFrom = p.texts.length;
+    const knownBefore = p.knownTokens;
+    const countedBefore = p.messages;
+    addMessages(p, messages, from, found.messages);
+    found.known = (known === null ? 0 : known.known) + p.knownTokens - knownBefore;
+    found.counted = (known === null ? 0 : known.counted) + p.messages - countedBefore;
+    p.keep = { target: found, from: textsFrom, to: p.texts.length, baseTokens: known === null ? 0 : known.tokens };
+    from = found.messages;
+  }
+  addMessages(p, messages, from);
 }
 
 /**
@@ -108,11 +135,14 @@ function addPromptValue(p: PromptText, v: unknown): void {
  * JSON of its tool definitions (`tools`, `functions`); `parsedToolsText`: the text of `tools`
  * when parsing made it (then `body.tools` is not read: the body may lack it).
  */
-export function extractPromptText(body: Record<string, unknown>, api: ApiKind, parsedToolsText: string | null = null): PromptText {
+export function extractPromptText(body: Record<string, unknown>, api: ApiKind, parsedToolsText: string | null = null, conversation: KeptPrompt | null = null): PromptText {
   const p = newPromptText();
   if (api === 'completions') addPromptValue(p, body.prompt);
   else if (api === 'chat') {
-    if (Array.isArray(body.messages)) addMessages(p, body.messages);
+    if (Array.isArray(body.messages)) {
+      if (conversation !== null) addConversation(p, body.messages, conversation);
+      else addMessages(p, body.messages);
+    }
   } else if (api === 'responses') {
     if (typeof body.instructions === 'string') addText(p, body.instructions);
     addPromptValue(p, body.input);

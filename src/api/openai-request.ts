@@ -3,6 +3,7 @@ import type { InferenceRequest } from './inference-api.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { bodyToolsText, parseBody } from './openai-tools.js';
 import { CONVERSATION_MEMO_BYTES, ConversationMemo } from './conversation-memo.js';
+import type { KeptPrompt } from '../tokens/prompt-text.js';
 
 /** Which OpenAI-style API a request body belongs to. */
 export type ApiKind = 'completions' | 'chat' | 'responses' | 'other';
@@ -23,6 +24,8 @@ export interface ParsedRequest extends InferenceRequest {
    * Null when the prompt's text is made from `body.tools` (or the body has none).
    */
   readonly toolsText: string | null;
+  /** The kept conversation the body's messages go on from (conversation-memo.ts), else null. */
+  readonly conversation: KeptPrompt | null;
 }
 
 /**
@@ -103,6 +106,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   }
   const api = apiKindOf(url);
   let toolsText: string | null = null;
+  let conversation: KeptPrompt | null = null;
   let body: unknown;
   try {
     // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
@@ -113,6 +117,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
       if (known !== null) {
         body = known;
         toolsText = tailToolsText;
+        conversation = conversations.found;
       } else {
         body = parseBody(raw, from);
         toolsText = bodyToolsText;
@@ -144,7 +149,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   const stream = obj.stream === true;
   const opts = obj.stream_options;
   const clientAskedUsage = stream && opts !== null && typeof opts === 'object' && (opts as Record<string, unknown>).include_usage === true;
-  return { body: obj, model, api, stream, clientAskedUsage, streamOptions: opts, toolsText };
+  return { body: obj, model, api, stream, clientAskedUsage, streamOptions: opts, toolsText, conversation };
 }
 
 /** `req` without its body (for a thread to hand back). */
@@ -166,6 +171,7 @@ class AttachedRequest implements ParsedRequest {
   readonly streamOptions: unknown;
   /** The body, when asked for, is parsed whole (its tools included). */
   readonly toolsText = null;
+  readonly conversation = null;
   #raw: Buffer | null;
   #body: Record<string, unknown> | null = null;
 

@@ -13,7 +13,7 @@ const STRIP = { stripUsageChunk: true };
 /** The OpenAI-style API: /v1/completions, /v1/chat/completions and other /v1 paths (not /v1/responses: openai-responses.ts). */
 export const openAiApi: InferenceApi = {
   parse: parseRequest,
-  promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api, (req as ParsedRequest).toolsText),
+  promptText: (req: InferenceRequest) => extractPromptText(req.body, (req as ParsedRequest).api, (req as ParsedRequest).toolsText, (req as ParsedRequest).conversation),
   detach: (req: InferenceRequest) => detachRequest(req as ParsedRequest),
   attach: (detached: object, raw: Buffer) => attachRequest(detached as DetachedRequest, raw),
   upstreamBody: (raw: Buffer, req: InferenceRequest, model: string | null) => buildUpstreamBody(raw, req as ParsedRequest, model),

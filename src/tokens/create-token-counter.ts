@@ -187,7 +187,7 @@ class BpeTokenCounter implements RouterTokenCounter {
 
   countPrompt(p: PromptText): number | Promise<number> {
     const cache = this.#cache;
-    if (cache !== null && worthLookingUp(p.texts)) return this.#countCached(p, cache);
+    if (cache !== null && (p.keep !== null || worthLookingUp(p.texts))) return this.#countCached(p, cache);
     return this.#count(p);
   }
 
@@ -225,6 +225,11 @@ class BpeTokenCounter implements RouterTokenCounter {
     let misses: string[] | null = null;
     let joined: CountInFlight[] | null = null;
     const short = this.#short;
+    // A kept conversation's texts: their count is kept with it once every one of them is found.
+    const keep = p.keep;
+    const keepTo = keep === null ? 0 : keep.to;
+    let keepFound = keep === null ? 0 : keep.from;
+    let keepTokens = 0;
     for (let i = 0; i < texts.length; i++) {
       const t = texts[i];
       if (t.length >= CACHE_MIN_CHARS) {
@@ -232,6 +237,10 @@ class BpeTokenCounter implements RouterTokenCounter {
         if (n !== NOT_CACHED) {
           this.stats.cacheHits++;
           cachedTokens += n;
+          if (i === keepFound && i < keepTo) {
+            keepFound++;
+            keepTokens += n;
+          }
           continue;
         }
         const counting = this.#inFlight.find(t);
@@ -245,11 +254,19 @@ class BpeTokenCounter implements RouterTokenCounter {
         const n = short.get(t);
         if (n !== undefined) {
           cachedTokens += n;
+          if (i === keepFound && i < keepTo) {
+            keepFound++;
+            keepTokens += n;
+          }
           continue;
         }
       }
       (misses ??= []).push(t);
       missChars += t.length;
+    }
+    if (keep !== null && keepFound === keepTo) {
+      keep.target.tokens = keep.baseTokens + keepTokens;
+      keep.target.base = null;
     }
     const own = this.#countMisses(p, misses, missChars, cachedTokens);
     return joined === null ? own : joinCounts(own, joined);

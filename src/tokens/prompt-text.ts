@@ -24,10 +24,35 @@ export interface PromptText {
   knownTokens: number;
   /** Chat messages seen (each costs TOKENS_PER_MESSAGE, plus the reply priming once). */
   messages: number;
+  /** The texts of a kept conversation whose count the counter is to keep (KeptPrompt), else null. */
+  keep: PromptKeep | null;
+}
+
+/**
+ * A conversation a process kept (api/conversation-memo.ts), as counted: its first `messages`
+ * messages. `tokens`: the tokens of their texts once known (-1 until the counter found all of them
+ * in its cache); `known` and `counted`: what else they add (tokens of images and audio, chat
+ * messages framed), set when its texts were read. `base`: the kept conversation it went on from,
+ * while its own count is not known.
+ */
+export interface KeptPrompt {
+  tokens: number;
+  known: number;
+  counted: number;
+  readonly messages: number;
+  base: KeptPrompt | null;
+}
+
+/** texts[from, to) of a prompt are those of `target`'s messages after `baseTokens`' (those of its base, or 0). */
+export interface PromptKeep {
+  readonly target: KeptPrompt;
+  readonly from: number;
+  readonly to: number;
+  readonly baseTokens: number;
 }
 
 export function newPromptText(): PromptText {
-  return { texts: [], chars: 0, knownTokens: 0, messages: 0 };
+  return { texts: [], chars: 0, knownTokens: 0, messages: 0, keep: null };
 }
 
 /** Adds one string to tokenize ('' is skipped). */

@@ -4,6 +4,7 @@ import { ConversationMemo, MIN_CONVERSATION_BYTES } from '../../../src/api/conve
 import { conversationMemoStats, parseRequest } from '../../../src/api/openai-request.js';
 import { extractPromptText } from '../../../src/api/openai-prompt.js';
 import { mulberry32 } from '../../helpers/mulberry32.js';
+import { createTokenCounter } from '../../../src/tokens/create-token-counter.js';
 
 const jsonTail = (tail: Buffer): unknown => JSON.parse(tail.toString('utf8'));
 
@@ -173,5 +174,49 @@ describe('parseRequest with the memo', () => {
     }
     // The first body is parsed whole and kept; each later one goes on from the one before.
     expect(conversationMemoStats.found - found).toBe(7);
+  });
+});
+
+describe('the count of a conversation kept with it', () => {
+  const settings = { estimator: 'bpe' as const, inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 4_000_000, parseMinBytes: 262_144 };
+
+  it('counts each turn as a whole count does, and from its third turn on reads only the texts of its last two turns', async () => {
+    const rand = mulberry32(7);
+    const counter = createTokenCounter(settings);
+    const reference = createTokenCounter({ ...settings, cacheChars: 0 });
+    const messages: { role: string; content: unknown }[] = [{ role: 'system', content: `count me: ${'policy words. '.repeat(700)}` }];
+    const textsRead: number[] = [];
+    for (let turn = 0; turn < 12; turn++) {
+      messages.push(message(rand, turn * 2), message(rand, turn * 2 + 1));
+      // An image part now and then: its estimate is kept with the conversation too.
+      if (turn % 4 === 1) messages.push({ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] });
+      const raw = Buffer.from(JSON.stringify({ model: 'sf-model', messages, max_tokens: 10 }));
+      const req = parseRequest(raw, '/v1/chat/completions');
+      const p = extractPromptText(req.body, 'chat', req.toolsText, req.conversation);
+      textsRead.push(p.texts.length);
+      const whole = extractPromptText(JSON.parse(raw.toString()) as Record<string, unknown>, 'chat', null);
+      expect(await counter.countPrompt(p), `turn ${turn}`).toBe(await reference.countPrompt(whole));
+      expect(p.messages).toBe(whole.messages);
+    }
+    // The first turn is parsed whole, the second reads every text again (their count is kept then).
+    expect(textsRead[0]).toBeGreaterThan(4);
+    // Later ones the texts of their last two turns: the one before (counted this turn, kept with it) and their own.
+    expect(textsRead.slice(3).every((n) => n <= 12), String(textsRead)).toBe(true);
+    await counter.close?.();
+  });
+
+  it('without the cache of repeated texts, reads every text each turn and counts the same', async () => {
+    const rand = mulberry32(8);
+    const counter = createTokenCounter({ ...settings, cacheChars: 0 });
+    const messages: { role: string; content: string }[] = [{ role: 'system', content: `no cache: ${'other words. '.repeat(800)}` }];
+    for (let turn = 0; turn < 5; turn++) {
+      messages.push(message(rand, turn * 2), message(rand, turn * 2 + 1));
+      const raw = Buffer.from(JSON.stringify({ model: 'sf-model', messages }));
+      const req = parseRequest(raw, '/v1/chat/completions');
+      const p = extractPromptText(req.body, 'chat', req.toolsText, req.conversation);
+      const whole = extractPromptText(JSON.parse(raw.toString()) as Record<string, unknown>, 'chat', null);
+      expect(p.texts).toEqual(whole.texts);
+      expect(await counter.countPrompt(p)).toBe(await counter.countPrompt(whole));
+    }
   });
 });
