@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extractPromptText } from '../../src/api/openai-prompt.js';
+import { createTokenCounter } from '../../src/tokens/create-token-counter.js';
+import { listenLocal, resourcesFor, startLoggedRouter, waitFor } from '../helpers/processes.js';
+import { mulberry32 } from '../helpers/mulberry32.js';
+
+/**
+ * A conversation that grows turn by turn through the built router (one worker, so every turn
+ * after the first goes on from one it kept: api/conversation-memo.ts): the pod gets each body as
+ * the client sent it, and the access log's input_tokens (the router's own count: the pod reports
+ * no usage) is each turn's count of the whole prompt.
+ */
+describe('a long conversation through the router, real processes', () => {
+  let pod: Server;
+  let port = 0;
+  const received: string[] = [];
+  beforeAll(async () => {
+    pod = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (d: Buffer) => parts.push(d));
+      req.on('end', () => {
+        received.push(Buffer.concat(parts).toString());
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] }));
+      });
+    });
+    port = await listenLocal(pod);
+  });
+  afterAll(async () => {
+    pod.closeAllConnections();
+    await new Promise<void>((r) => pod.close(() => r()));
+  });
+
+  it('forwards each turn as sent and counts each as a whole count does', async () => {
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }]));
+    const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 0, parseMinBytes: 262_144 });
+    try {
+      const rand = mulberry32(99);
+      const words = ['order', 'refund {', '"quoted"', '}, {', 'parcel', 'é漢🙂', 'tool_calls', '\\n'];
+      const say = (n: number): string => {
+        let t = `turn ${n}:`;
+        while (t.length < 80 + rand() * 300) t += ` ${words[Math.floor(rand() * words.length)]}`;
+        return t;
+      };
+      const messages: { role: string; content: string }[] = [{ role: 'system', content: `You are helpful. ${'Follow the policy. '.repeat(500)}` }];
+      const expected: number[] = [];
+      for (let turn = 0; turn < 10; turn++) {
+        messages.push({ role: 'user', content: say(turn) });
+        const body = JSON.stringify({ model: 'sf-model', messages, temperature: 0, stream: false });
+        const r = await fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        expect(r.status).toBe(200);
+        await r.text();
+        expect(received.at(-1)).toBe(body);
+        expected.push(await counter.countPrompt(extractPromptText(JSON.parse(body) as Record<string, unknown>, 'chat')));
+        messages.push({ role: 'assistant', content: say(turn + 100) });
+      }
+      const records = await waitFor('ten records', () => {
+        const lines = readFileSync(router.logFile, 'utf8').split('\n').filter((l) => l.length > 0);
+        return lines.length >= 10 ? lines.map((l) => JSON.parse(l) as { input_tokens: number }) : null;
+      });
+      expect(records.map((r) => r.input_tokens)).toEqual(expected);
+    } finally {
+      await counter.close();
+      await router.kill();
+    }
+  }, 60_000);
+});
