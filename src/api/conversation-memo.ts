@@ -18,8 +18,7 @@ import { Buffer } from 'node:buffer';
 import type { KeptPrompt } from '../tokens/prompt-text.js';
 import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js';
 import { isJsonSpace, skipSpace } from './flat-json-counts.js';
-import { stringEnd } from './json-depth.js';
-import { escapedKeyName, KEY_END, member, NEXT, readMember, VALUE_END } from './json-members.js';
+import { escapedKeyName, firstMember, KEY_END, member, NEXT, readMember, VALUE_END, valueEnd } from './json-members.js';
 
 /** Memory the memo holds at most per router process (two generations), each conversation charged three times its bytes. */
 export const CONVERSATION_MEMO_BYTES = 24 * 1024 * 1024;
@@ -122,9 +121,7 @@ export class ConversationMemo {
     const head: string[] = [];
     const names: string[] = [];
     let cut = -1;
-    let i = skipSpace(raw, from);
-    if (raw[i] !== OPEN_BRACE) return;
-    for (i = skipSpace(raw, i + 1); raw[i] !== CLOSE_BRACE; i = member[NEXT]) {
+    for (let i = firstMember(raw); raw[i] !== CLOSE_BRACE; i = member[NEXT]) {
       readMember(raw, i);
       const keyEnd = member[KEY_END];
       if (escapedKeyName(raw, i, keyEnd) !== null) return;
@@ -150,10 +147,10 @@ export class ConversationMemo {
   #find(raw: Buffer, cut: number): Conversation | null {
     const key = cutKey(raw, cut);
     for (let c: Conversation | null | undefined = this.#kept.current(key); c !== undefined && c !== null; c = c.next) {
-      if (c.bytes.length === cut && raw.compare(c.bytes, 0, cut, 0, cut) === 0) return c;
+      if (endsAt(c, raw, cut)) return c;
     }
     for (let c: Conversation | null | undefined = this.#kept.previous(key); c !== undefined && c !== null; c = c.next) {
-      if (c.bytes.length === cut && raw.compare(c.bytes, 0, cut, 0, cut) === 0) {
+      if (endsAt(c, raw, cut)) {
         this.#kept.renew(key, c);
         return c;
       }
@@ -174,7 +171,8 @@ export class ConversationMemo {
     if (raw[after] === COMMA) {
       let i = skipSpace(raw, after + 1);
       for (;;) {
-        const objectEnd = objectEndBefore(raw, i, end);
+        // Messages are objects; anything else is left to the whole parse.
+        const objectEnd = raw[i] === OPEN_BRACE ? valueEnd(raw, i, end) : -1;
         if (objectEnd < 0) return null;
         lastEnd = objectEnd;
         i = skipSpace(raw, objectEnd);
@@ -242,24 +240,7 @@ function cutKey(raw: Buffer, cut: number): number {
   return keyEnd(h);
 }
 
-/**
- * The end (exclusive) of the JSON object at raw[i], when it closes before `limit`: its strings
- * stepped over, its brackets counted (that they match, JSON.parse checks after); -1 when raw[i]
- * does not open an object or it does not close in time.
- */
-function objectEndBefore(raw: Buffer, i: number, limit: number): number {
-  if (raw[i] !== OPEN_BRACE) return -1;
-  let depth = 0;
-  for (; i < limit; i++) {
-    const d = raw[i];
-    if (d === QUOTE) {
-      i = stringEnd(raw, i + 1);
-      if (i < 0 || i >= limit) return -1;
-    } else if (d === OPEN_BRACE || d === 0x5b) {
-      depth++;
-    } else if ((d === CLOSE_BRACE || d === CLOSE_BRACKET) && --depth === 0) {
-      return i + 1;
-    }
-  }
-  return -1;
+/** Whether `c`'s bytes are raw[0, cut), all of them compared. */
+function endsAt(c: Conversation, raw: Buffer, cut: number): boolean {
+  return c.bytes.length === cut && raw.compare(c.bytes, 0, cut, 0, cut) === 0;
 }

@@ -10,6 +10,7 @@
  */
 import { stringEnd } from './json-depth.js';
 import { isJsonSpace } from './flat-json-counts.js';
+import { valueEnd } from './json-members.js';
 import { Buffer } from 'node:buffer';
 
 /** The ranges of the last cutJsonMembers call that found the member: [from, to) pairs, in order, not overlapping. */
@@ -48,22 +49,22 @@ export function cutJsonMembers(b: Buffer, start: number, end: number, key: Buffe
     i = skipSpace(b, close + 1, end);
     if (b[i] !== COLON) return 0;
     i = skipSpace(b, i + 1, end);
-    const valueEnd = skipValue(b, i, end);
-    if (valueEnd < 0) return 0;
-    if (matches && !set) set = !isNull(b, i, valueEnd);
-    i = skipSpace(b, valueEnd, end);
+    const valueStop = valueEnd(b, i, end);
+    if (valueStop < 0) return 0;
+    if (matches && !set) set = !isNull(b, i, valueStop);
+    i = skipSpace(b, valueStop, end);
     const c = b[i];
     if (c !== COMMA && c !== CLOSE_BRACE) return 0;
     if (!matches) {
-      keptEnd = valueEnd;
+      keptEnd = valueStop;
     } else if (c === COMMA) {
       memberCuts.push(keyStart, skipSpace(b, i + 1, end)); // up to the next member
     } else if (keptEnd >= 0) {
       // The last member: from the end of the last kept one, the comma before it and the members cut since.
       while (memberCuts.length !== 0 && memberCuts[memberCuts.length - 2] >= keptEnd) memberCuts.length -= 2;
-      memberCuts.push(keptEnd, valueEnd);
+      memberCuts.push(keptEnd, valueStop);
     } else {
-      memberCuts.push(keyStart, valueEnd);
+      memberCuts.push(keyStart, valueStop);
     }
     if (c === CLOSE_BRACE) {
       if (i >= end || skipSpace(b, i + 1, end) !== end || (whenSet && !set)) return 0;
@@ -101,34 +102,4 @@ function isNull(b: Buffer, from: number, to: number): boolean {
 function skipSpace(b: Buffer, i: number, end: number): number {
   while (i < end && isJsonSpace(b[i])) i++;
   return i;
-}
-
-/** Where the JSON value starting at b[i] ends (the index after it); -1 when it does not end before `end`. */
-function skipValue(b: Buffer, i: number, end: number): number {
-  if (i >= end) return -1;
-  const c = b[i];
-  if (c === QUOTE) {
-    const close = stringEnd(b, i + 1);
-    return close < 0 || close >= end ? -1 : close + 1;
-  }
-  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-    let depth = 0;
-    for (let j = i; j < end; j++) {
-      const d = b[j];
-      if (d === QUOTE) {
-        j = stringEnd(b, j + 1);
-        if (j < 0 || j >= end) return -1;
-      } else if (d === OPEN_BRACE || d === OPEN_BRACKET) depth++;
-      else if ((d === CLOSE_BRACE || d === CLOSE_BRACKET) && --depth === 0) return j + 1;
-    }
-    return -1;
-  }
-  // A number or literal: up to the next separator.
-  let j = i;
-  while (j < end) {
-    const d = b[j];
-    if (d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || isJsonSpace(d)) break;
-    j++;
-  }
-  return j === i ? -1 : j;
 }

@@ -45,22 +45,39 @@ export function escapedKeyName(raw: Buffer, from: number, to: number): string | 
   return escaped ? (JSON.parse(raw.toString('utf8', from, to)) as string) : null;
 }
 
-/** End (exclusive) of the JSON value that starts at `i`. */
-export function valueEnd(raw: Buffer, i: number): number {
+/**
+ * End (exclusive) of the JSON value that starts at raw[i], when it ends before `end` (the bytes
+ * may be any, not yet parsed): a string to its closing quote, an object or array to the bracket
+ * that closes it (its strings stepped over; that the brackets match JSON.parse checks), a number
+ * or literal to the next separator; -1 when it does not end before `end` or nothing is there.
+ */
+export function valueEnd(raw: Buffer, i: number, end = raw.length): number {
+  if (i >= end) return -1;
   const c = raw[i];
-  if (c === 0x22) return stringEnd(raw, i + 1) + 1;
+  if (c === 0x22) {
+    const close = stringEnd(raw, i + 1);
+    return close < 0 || close >= end ? -1 : close + 1;
+  }
   if (c === 0x7b || c === 0x5b) {
     let depth = 0;
-    for (;; i++) {
-      const d = raw[i];
-      if (d === 0x22) i = stringEnd(raw, i + 1);
-      else if (d === 0x7b || d === 0x5b) depth++;
-      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return i + 1;
+    for (let j = i; j < end; j++) {
+      const d = raw[j];
+      if (d === 0x22) {
+        j = stringEnd(raw, j + 1);
+        if (j < 0 || j >= end) return -1;
+      } else if (d === 0x7b || d === 0x5b) depth++;
+      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return j + 1;
     }
+    return -1;
   }
-  // A number, true, false or null: up to the comma, brace or white space after it.
-  for (let d = raw[i]; d !== 0x2c && d !== 0x7d && !isJsonSpace(d); d = raw[++i]);
-  return i;
+  // A number or literal: up to the next separator.
+  let j = i;
+  while (j < end) {
+    const d = raw[j];
+    if (d === 0x2c || d === 0x7d || d === 0x5d || isJsonSpace(d)) break;
+    j++;
+  }
+  return j === i ? -1 : j;
 }
 
 /** What rewriteMembers does with one top-level member. */
