@@ -1,6 +1,6 @@
 import type { InferenceApi } from './inference-api.js';
 import { openAiApi } from './openai.js';
-import { RESPONSES_PATH } from './openai-request.js';
+import { conversationMemoStats, keepConversations, RESPONSES_PATH } from './openai-request.js';
 import { responsesApi } from './openai-responses.js';
 
 /**
@@ -11,6 +11,17 @@ import { responsesApi } from './openai-responses.js';
 export function apiFor(url: string): InferenceApi {
   return url === RESPONSES_PATH ? responsesApi : openAiApi;
 }
+
+/**
+ * Sets, at start, the memory the APIs' parsers keep long chat conversations in, per event loop or
+ * tokenizer thread (ROUTER_TOKENIZER_CONVERSATION_BYTES; 0 = none; docs/tokens.md#long-conversations).
+ */
+export function keepParsedConversations(maxBytes: number): void {
+  keepConversations(maxBytes);
+}
+
+/** Long chat bodies of this event loop or thread that went on from a kept conversation, and conversations kept. */
+export const parsedConversations: Readonly<{ found: number; kept: number }> = conversationMemoStats;
 
 /** The /v1 endpoints the router serves with POST; another method on them answers 405 (allow: POST). */
 export const POST_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', RESPONSES_PATH];

@@ -20,7 +20,10 @@ import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js'
 import { isJsonSpace, skipSpace } from './flat-json-counts.js';
 import { escapedKeyName, firstMember, KEY_END, member, NEXT, readMember, VALUE_END, valueEnd } from './json-members.js';
 
-/** Memory the memo holds at most per router process (two generations), each conversation charged three times its bytes. */
+/**
+ * Memory the memo holds at most by default (ROUTER_TOKENIZER_CONVERSATION_BYTES), per event loop
+ * and per tokenizer thread, over its two generations; each conversation is charged three times its bytes.
+ */
 export const CONVERSATION_MEMO_BYTES = 24 * 1024 * 1024;
 /** Smaller bodies are parsed whole: the memo would save little. */
 export const MIN_CONVERSATION_BYTES = 8 * 1024;
@@ -70,13 +73,23 @@ export class ConversationMemo {
   readonly stats = { found: 0, kept: 0 };
   /** The count of the kept conversation the last body parse() gave went on from (its messages first), else null. */
   found: KeptPrompt | null = null;
-  readonly #kept: TwoGenerations<Conversation>;
+  #kept!: TwoGenerations<Conversation>;
+  /** Bodies longer than this are not kept: a conversation of them would be charged more than a generation holds. */
+  #maxKeptBytes = 0;
   #notFoundInARow = 0;
   #skipped = 0;
 
-  /** `maxBytes`: memory held at most, over both generations. */
+  /** `maxBytes`: memory held at most, over both generations; 0 = none (nothing is kept). */
   constructor(maxBytes: number) {
+    this.setMaxBytes(maxBytes);
+  }
+
+  /** Lets go of every conversation kept, and holds at most `maxBytes` from here on (0 = none). */
+  setMaxBytes(maxBytes: number): void {
     this.#kept = new TwoGenerations<Conversation>(maxBytes, MAX_CHAIN);
+    this.#maxKeptBytes = Math.floor(maxBytes / 2 / SIZE_PER_BYTE);
+    this.#notFoundInARow = 0;
+    this.#skipped = 0;
   }
 
   /**
@@ -113,7 +126,8 @@ export class ConversationMemo {
 
   /** Keeps the conversation of `body`, parsed whole from `raw` (its JSON from `from`), if it is one worth keeping. */
   learn(raw: Buffer, from: number, body: unknown): void {
-    if (raw.length < MIN_CONVERSATION_BYTES || body === null || typeof body !== 'object' || Array.isArray(body)) return;
+    if (raw.length < MIN_CONVERSATION_BYTES || raw.length > this.#maxKeptBytes) return;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
     const messages = (body as Record<string, unknown>).messages;
     if (!Array.isArray(messages) || messages.length < MIN_MESSAGES) return;
     if (this.#notFoundInARow >= LEARN_MISSES && ++this.#skipped % LEARN_EVERY !== 0) return;
@@ -225,6 +239,7 @@ export class ConversationMemo {
   }
 
   #keep(raw: Buffer, cut: number, head: readonly string[], headValues: readonly unknown[], messages: readonly unknown[], base: KeptPrompt | null): void {
+    if (cut > this.#maxKeptBytes) return;
     this.stats.kept++;
     const bytes = Buffer.allocUnsafeSlow(cut);
     raw.copy(bytes, 0, 0, cut);

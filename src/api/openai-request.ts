@@ -79,8 +79,16 @@ function hasBom(raw: Buffer): boolean {
   return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
 }
 
-/** Long conversations seen by this process (conversation-memo.ts). */
+/** Long conversations seen by this event loop or thread (conversation-memo.ts). */
 const conversations = new ConversationMemo(CONVERSATION_MEMO_BYTES);
+
+/**
+ * Sets the memory for long conversations kept by this event loop or thread
+ * (ROUTER_TOKENIZER_CONVERSATION_BYTES; 0 = none), letting go of those kept. Called at start.
+ */
+export function keepConversations(maxBytes: number): void {
+  conversations.setMaxBytes(maxBytes);
+}
 /** Bodies this process took from a kept conversation, and conversations it kept. */
 export const conversationMemoStats: Readonly<ConversationMemo['stats']> = conversations.stats;
 /** The tools' text read by their bytes from the members after a known conversation's messages, else null. */

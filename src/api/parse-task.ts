@@ -4,9 +4,15 @@
  * dist/api/parse-task.js.
  */
 import { Buffer } from 'node:buffer';
+import { workerData } from 'node:worker_threads';
 import { RouterError } from '../errors.js';
 import type { PromptText } from '../tokens/prompt-text.js';
-import { apiFor } from './api-registry.js';
+import type { TokenizerThreadData } from '../tokens/tokenizer-pool.js';
+import { apiFor, keepParsedConversations } from './api-registry.js';
+
+// The thread keeps long conversations in the memory the router's setting gives each thread.
+const conversationBytes = (workerData as Partial<TokenizerThreadData> | null | undefined)?.conversationBytes;
+if (typeof conversationBytes === 'number') keepParsedConversations(conversationBytes);
 
 export interface ParseTask {
   /** The body's bytes: shared with the event loop when the front read them into shared memory, else a copy (structured clone). */

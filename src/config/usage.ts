@@ -65,6 +65,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   ['ROUTER_TOKENIZER_BUDGET_MS', 'longest a pooled count may take, its wait included, before it is estimated (200)'],
   ['ROUTER_TOKENIZER_CACHE_CHARS', 'characters of repeated long prompt texts whose counts a process keeps; 0 = none (4000000)'],
   ['ROUTER_TOKENIZER_PARSE_MIN_BYTES', 'request bodies this large are parsed in a tokenizer thread; 0 = all on the event loop (262144)'],
+  ['ROUTER_TOKENIZER_CONVERSATION_BYTES', 'memory for long chat conversations kept, per event loop and per tokenizer thread; 0 = none (25165824)'],
   'Rate limits',
   ['RATE_LIMIT_LOCAL_LEASES', 'local limits: workers decide from leased slices (true) or the primary decides (false)'],
   ['RATE_LIMIT_REDIS_FAILURE_MODE', 'global limits while Redis cannot answer: local (default), open or closed'],

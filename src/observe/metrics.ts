@@ -76,6 +76,8 @@ export interface MetricSources {
   };
   /** Bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more by where they were parsed (ThreadParser.stats); unset when none goes to a thread. */
   threadParses?: () => { readonly inThread: number; readonly onEventLoop: number };
+  /** Long chat bodies of the event loop that went on from a kept conversation, and conversations kept (api/conversation-memo.ts). */
+  conversations?: () => { readonly found: number; readonly kept: number };
   /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
   /** Fair queueing on: the requests of this process waiting, by ModelServer (FairGates.queued). */
@@ -191,6 +193,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_large_body_parses_total',
       'Request bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more, by where they were parsed: thread (a tokenizer thread), event_loop (no place in the tokenizer pool, or its thread failed).',
       'counter', () => this.collectThreadParses()) as never);
+    r.registerMetric(new CollectedFamily('inference_router_conversations_total',
+      'Long chat conversations (bodies of 8 KiB or more) parsed on the event loop, by what the memo of conversations did: found (the body went on from a kept conversation: only its new messages parsed), kept (its conversation kept for the next turn).',
+      'counter', () => this.collectConversations()) as never);
     // The lowest over the workers: 0 while any of them decides without the store.
     r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',
       'Whether the global limit store (Redis) decides the admissions of its limits: 1 while every worker reaches it, 0 while any decides by the failure mode (unreachable, refusing, or not answered yet), by store address.',
@@ -387,6 +392,16 @@ export class RouterMetrics {
       { labels: { result: 'hit' }, value: s.cacheHits },
       { labels: { result: 'miss' }, value: s.cacheMisses },
       { labels: { result: 'joined' }, value: s.cacheJoins },
+    ];
+  }
+
+  private collectConversations(): MetricValue[] {
+    const src = this.sources.conversations;
+    if (src === undefined) return [];
+    const s = src();
+    return [
+      { labels: { result: 'found' }, value: s.found },
+      { labels: { result: 'kept' }, value: s.kept },
     ];
   }
 

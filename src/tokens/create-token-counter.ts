@@ -179,7 +179,7 @@ class BpeTokenCounter implements RouterTokenCounter {
     // The rank table is built here, at start, not by the first request's count (0.15-0.25 s);
     // a ranks file that cannot be read stops the start with its path named. The tokenizer
     // threads are handed it and build none of their own.
-    const workerData = rankTableWorkerData();
+    const workerData = { ...rankTableWorkerData(), conversationBytes: s.conversationBytes };
     this.#pool = s.poolSize > 0
       ? new TokenizerPool({ filename: poolFile, size: s.poolSize, queue: s.queue, budgetMs: s.budgetMs, workerData })
       : null;

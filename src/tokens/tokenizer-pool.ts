@@ -26,7 +26,13 @@ export interface TokenizerPoolOptions {
   readonly queue: number;
   readonly budgetMs: number;
   /** Handed to every thread: the process's rank table, so that the threads share it instead of building their own. */
-  readonly workerData?: RankTableWorkerData;
+  readonly workerData?: TokenizerThreadData;
+}
+
+/** What every tokenizer thread is handed (its workerData). */
+export interface TokenizerThreadData extends RankTableWorkerData {
+  /** ROUTER_TOKENIZER_CONVERSATION_BYTES: the memory for long conversations a thread that parses bodies keeps (api/parse-task.ts). */
+  readonly conversationBytes?: number;
 }
 
 export class TokenizerPool {

@@ -23,6 +23,11 @@ export interface TokenizerSettings {
    * event loop (api/thread-parse.ts); 0 = every body on the event loop.
    */
   readonly parseMinBytes: number;
+  /**
+   * Memory for the long conversations kept (api/conversation-memo.ts), per event loop and per
+   * tokenizer thread; 0 = none.
+   */
+  readonly conversationBytes: number;
 }
 
 /**
@@ -42,6 +47,12 @@ export const DEFAULT_CACHE_CHARS = 4_000_000;
  * to the request's own time.
  */
 export const DEFAULT_PARSE_MIN_BYTES = 262_144;
+/**
+ * 24 MiB: the bench's long conversation (scenario 9c, 34-39 KB a turn) is charged about 110 KB a
+ * conversation, so a worker keeps the latest turns of about 200 such conversations at once
+ * (docs/tokens.md#long-conversations).
+ */
+export const DEFAULT_CONVERSATION_BYTES = 25_165_824;
 
 const ESTIMATORS: readonly TokenEstimator[] = ['bpe', 'chars'];
 
@@ -64,8 +75,8 @@ function integer(env: NodeJS.ProcessEnv, name: string, min: number, max: number,
 
 /**
  * Reads ROUTER_TOKEN_ESTIMATOR, ROUTER_TOKENIZER_INLINE_MAX_CHARS, ROUTER_TOKENIZER_POOL_SIZE,
- * ROUTER_TOKENIZER_QUEUE, ROUTER_TOKENIZER_BUDGET_MS, ROUTER_TOKENIZER_CACHE_CHARS and
- * ROUTER_TOKENIZER_PARSE_MIN_BYTES. Throws an Error naming the variable on a bad value.
+ * ROUTER_TOKENIZER_QUEUE, ROUTER_TOKENIZER_BUDGET_MS, ROUTER_TOKENIZER_CACHE_CHARS,
+ * ROUTER_TOKENIZER_PARSE_MIN_BYTES and ROUTER_TOKENIZER_CONVERSATION_BYTES. Throws an Error naming the variable on a bad value.
  */
 export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSettings {
   return Object.freeze({
@@ -76,5 +87,6 @@ export function parseTokenizerSettings(env: NodeJS.ProcessEnv): TokenizerSetting
     budgetMs: integer(env, 'ROUTER_TOKENIZER_BUDGET_MS', 1, 60_000, DEFAULT_BUDGET_MS),
     cacheChars: integer(env, 'ROUTER_TOKENIZER_CACHE_CHARS', 0, 1_000_000_000, DEFAULT_CACHE_CHARS),
     parseMinBytes: integer(env, 'ROUTER_TOKENIZER_PARSE_MIN_BYTES', 0, 1_000_000_000, DEFAULT_PARSE_MIN_BYTES),
+    conversationBytes: integer(env, 'ROUTER_TOKENIZER_CONVERSATION_BYTES', 0, 4_294_967_296, DEFAULT_CONVERSATION_BYTES),
   });
 }

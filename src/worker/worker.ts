@@ -15,6 +15,7 @@ import { LocalLimitClient } from '../ratelimit/local/limit-client.js';
 import { RouteTable } from '../route/route-table.js';
 import { createTokenCounter } from '../tokens/create-token-counter.js';
 import { ThreadParser } from '../api/thread-parse.js';
+import { keepParsedConversations, parsedConversations } from '../api/api-registry.js';
 import { EndpointRegistry } from '../upstream/endpoint-registry.js';
 import { runPipeline, type PipelineServices } from './pipeline.js';
 import { startWorkerAuth } from './worker-auth.js';
@@ -68,6 +69,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   let podEpochs: PodEpochs | null = null;
   const metrics = new RouterMetrics({ knownModel: (m) => table !== null && table.route(m) !== undefined });
   const tokens = createTokenCounter(settings.tokenizer, { onPoolTask: (ms) => metrics.tokenizerPoolTask(ms) });
+  keepParsedConversations(settings.tokenizer.conversationBytes);
   const threadParser = tokens.threads === null || settings.tokenizer.parseMinBytes === 0 ? null
     : new ThreadParser(tokens.threads, settings.tokenizer.parseMinBytes);
   const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs);
@@ -128,6 +130,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
     threadParses: threadParser === null ? undefined : () => threadParser.stats,
+    conversations: () => parsedConversations,
   });
   // Counters of a pod go once it left the configuration (backend-pod-series.ts).
   const schedulerMetrics: SchedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints),

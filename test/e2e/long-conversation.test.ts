@@ -33,9 +33,21 @@ describe('a long conversation through the router, real processes', () => {
     await new Promise<void>((r) => pod.close(() => r()));
   });
 
-  it('forwards each turn as sent and counts each as a whole count does', async () => {
-    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }]));
-    const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 0, parseMinBytes: 262_144 });
+  /** inference_router_conversations_total by result, from the router's /metrics. */
+  async function conversationsCounted(url: string): Promise<Record<string, number>> {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^inference_router_conversations_total\{result="(\w+)"\} (\d+)$/gm)) out[m[1]] = Number(m[2]);
+    return out;
+  }
+
+  it.each([
+    ['by default', {}, { found: 8, kept: 9 }],
+    ['with ROUTER_TOKENIZER_CONVERSATION_BYTES=0: none kept, the same bodies and counts', { ROUTER_TOKENIZER_CONVERSATION_BYTES: '0' }, { found: 0, kept: 0 }],
+  ])('forwards each turn as sent and counts each as a whole count does, %s', async (_name, env: Record<string, string>, conversations) => {
+    received.length = 0;
+    const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }]), { env });
+    const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 0, parseMinBytes: 262_144, conversationBytes: 0 });
     try {
       const rand = mulberry32(99);
       const words = ['order', 'refund {', '"quoted"', '}, {', 'parcel', 'é漢🙂', 'tool_calls', '\\n'];
@@ -61,6 +73,8 @@ describe('a long conversation through the router, real processes', () => {
         return lines.length >= 10 ? lines.map((l) => JSON.parse(l) as { input_tokens: number }) : null;
       });
       expect(records.map((r) => r.input_tokens)).toEqual(expected);
+      // The first turn (2 messages) is no conversation yet; the second is kept, and each later turn goes on from the one before and is kept.
+      expect(await conversationsCounted(router.url)).toEqual(conversations);
     } finally {
       await counter.close();
       await router.kill();

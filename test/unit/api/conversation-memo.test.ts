@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConversationMemo, MIN_CONVERSATION_BYTES } from '../../../src/api/conversation-memo.js';
-import { conversationMemoStats, parseRequest } from '../../../src/api/openai-request.js';
+import { CONVERSATION_MEMO_BYTES, ConversationMemo, MIN_CONVERSATION_BYTES } from '../../../src/api/conversation-memo.js';
+import { conversationMemoStats, keepConversations, parseRequest } from '../../../src/api/openai-request.js';
 import { extractPromptText } from '../../../src/api/openai-prompt.js';
 import { mulberry32 } from '../../helpers/mulberry32.js';
 import { createTokenCounter } from '../../../src/tokens/create-token-counter.js';
@@ -155,7 +155,66 @@ describe('ConversationMemo', () => {
   });
 });
 
+/** Bodies of one conversation growing by an answer and a question of about 1 KB a turn, from a 9 KB system prompt and a greeting. */
+function growingConversation(turns: number): Buffer[] {
+  const messages: { role: string; content: string }[] = [{ role: 'system', content: 's'.repeat(9000) }, { role: 'user', content: 'hello' }, { role: 'assistant', content: 'hi' }];
+  const bodies: Buffer[] = [];
+  for (let turn = 0; turn < turns; turn++) {
+    messages.push({ role: 'user', content: `question ${turn} ${'q'.repeat(500)}` });
+    bodies.push(Buffer.from(JSON.stringify({ model: 'm', messages })));
+    messages.push({ role: 'assistant', content: `answer ${turn} ${'a'.repeat(500)}` });
+  }
+  return bodies;
+}
+
+describe('the memory of the memo (ROUTER_TOKENIZER_CONVERSATION_BYTES)', () => {
+  it('keeps nothing with none, and still gives what JSON.parse gives', () => {
+    const memo = new ConversationMemo(0);
+    for (const raw of growingConversation(6)) expect(viaMemo(memo, raw)).toEqual(reference(raw));
+    expect(memo.stats).toEqual({ found: 0, kept: 0 });
+  });
+
+  it('keeps no conversation charged more than half of it: a longer turn goes on from the last one kept', () => {
+    // 120,000 bytes: a generation of 60,000, a conversation charged three times its bytes: at most 20,000 of them.
+    const memo = new ConversationMemo(120_000);
+    const bodies = growingConversation(14);
+    for (const raw of bodies) expect(viaMemo(memo, raw)).toEqual(reference(raw));
+    // A body's messages end 2 bytes before its end (`]}`): kept up to 20,000 bytes, then no longer kept.
+    const keptTurns = bodies.filter((raw) => raw.length - 2 <= 20_000).length;
+    expect(keptTurns).toBeGreaterThan(3);
+    expect(keptTurns).toBeLessThan(bodies.length - 2);
+    expect(memo.stats.kept).toBe(keptTurns);
+    // Every turn after the first is still found: those past the size go on from the last one kept.
+    expect(memo.stats.found).toBe(bodies.length - 1);
+  });
+
+  it('lets go of what it kept when its memory is set again', () => {
+    const memo = new ConversationMemo(CONVERSATION_MEMO_BYTES);
+    const [first, second, third] = growingConversation(3);
+    viaMemo(memo, first);
+    expect(memo.parse(second, 0, jsonTail)).not.toBeNull();
+    memo.setMaxBytes(CONVERSATION_MEMO_BYTES);
+    expect(memo.parse(third, 0, jsonTail)).toBeNull();
+  });
+});
+
 describe('parseRequest with the memo', () => {
+  it('keeps no conversation when its memory is set to none, and the same again when set back', () => {
+    const bodies = growingConversation(4);
+    try {
+      keepConversations(0);
+      const found = conversationMemoStats.found;
+      for (const raw of bodies) expect(parseRequest(raw, '/v1/chat/completions').conversation).toBeNull();
+      expect(conversationMemoStats.found).toBe(found);
+      keepConversations(CONVERSATION_MEMO_BYTES);
+      const turns = bodies.map((raw) => parseRequest(raw, '/v1/chat/completions'));
+      expect(turns.map((req) => req.conversation !== null)).toEqual([false, true, true, true]);
+      expect(turns.map((req) => req.body)).toEqual(bodies.map((raw) => JSON.parse(raw.toString())));
+    } finally {
+      keepConversations(CONVERSATION_MEMO_BYTES);
+    }
+  });
+
   it('gives the same request and prompt as a whole parse, tools after the messages included', () => {
     const found = conversationMemoStats.found;
     const tools = [{ type: 'function', function: { name: 'lookup', description: 'd'.repeat(300), parameters: { type: 'object', properties: { id: { type: 'string' } } } } }];
@@ -178,7 +237,7 @@ describe('parseRequest with the memo', () => {
 });
 
 describe('the count of a conversation kept with it', () => {
-  const settings = { estimator: 'bpe' as const, inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 4_000_000, parseMinBytes: 262_144 };
+  const settings = { estimator: 'bpe' as const, inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 4_000_000, parseMinBytes: 262_144, conversationBytes: 0 };
 
   it('counts each turn as a whole count does, and from its third turn on reads only the texts of its last two turns', async () => {
     const rand = mulberry32(7);

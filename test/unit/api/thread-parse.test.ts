@@ -4,7 +4,8 @@ import type { InferenceRequest } from '../../../src/api/inference-api.js';
 import type { ParsedRequest } from '../../../src/api/openai-request.js';
 import { ThreadParser, type ThreadParsed } from '../../../src/api/thread-parse.js';
 import { RouterError } from '../../../src/errors.js';
-import { TokenizerPool } from '../../../src/tokens/tokenizer-pool.js';
+import { TokenizerPool, type TokenizerThreadData } from '../../../src/tokens/tokenizer-pool.js';
+import { rankTableWorkerData } from '../../../src/tokens/o200k-ranks.js';
 import { compiledParseTaskFile, compiledTaskFile, removeCompiled } from '../tokens/compiled-task.js';
 import { dataUrl, png, wav } from '../../helpers/media-fixtures.js';
 
@@ -19,8 +20,8 @@ beforeAll(() => {
 afterEach(async () => { await Promise.all(pools.splice(0).map((p) => p.close())); });
 afterAll(removeCompiled);
 
-async function parser(minBytes = 1, taskFile = parseFile, queue = 4): Promise<ThreadParser> {
-  const pool = new TokenizerPool({ filename: countFile, size: 1, queue, budgetMs: 10_000 });
+async function parser(minBytes = 1, taskFile = parseFile, queue = 4, workerData?: TokenizerThreadData): Promise<ThreadParser> {
+  const pool = new TokenizerPool({ filename: countFile, size: 1, queue, budgetMs: 10_000, workerData });
   pools.push(pool);
   await pool.ready();
   return new ThreadParser(pool, minBytes, taskFile);
@@ -167,5 +168,25 @@ describe('large bodies parsed in a tokenizer thread', () => {
   it('refuses a size below 1', () => {
     const pool = { full: false } as unknown as TokenizerPool;
     expect(() => new ThreadParser(pool, 0)).toThrow(/integer >= 1; got 0/);
+  });
+
+  it.each([
+    ['without the setting handed: kept, as by default', undefined, [false, true, true]],
+    ['with 24 MiB handed', 24 * 1024 * 1024, [false, true, true]],
+    ['with none handed (ROUTER_TOKENIZER_CONVERSATION_BYTES=0)', 0, [false, false, false]],
+  ])('a long conversation is kept by the thread %s', async (_name, conversationBytes, found) => {
+    const p = await parser(1, parseFile, 4, conversationBytes === undefined ? undefined : { ...rankTableWorkerData(), conversationBytes });
+    const messages: { role: string; content: string }[] = [{ role: 'system', content: 'Rules. '.repeat(2000) }, { role: 'user', content: 'hello' }, { role: 'assistant', content: 'hi' }];
+    const kept: boolean[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      messages.push({ role: 'user', content: `question ${turn}` });
+      const raw = Buffer.from(JSON.stringify({ model: 'm', messages }));
+      const got = await p.parse(apiFor(CHAT), raw, CHAT) as ThreadParsed;
+      expect(got.prompt.texts).toEqual((onEventLoop(raw, CHAT) as ThreadParsed).prompt.texts);
+      // A body that went on from a kept conversation comes with that conversation's count to keep.
+      kept.push(got.prompt.keep !== null);
+      messages.push({ role: 'assistant', content: `answer ${turn}` });
+    }
+    expect(kept).toEqual(found);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_BUDGET_MS, DEFAULT_CACHE_CHARS, DEFAULT_INLINE_MAX_CHARS, DEFAULT_PARSE_MIN_BYTES, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
+  DEFAULT_BUDGET_MS, DEFAULT_CACHE_CHARS, DEFAULT_CONVERSATION_BYTES, DEFAULT_INLINE_MAX_CHARS, DEFAULT_PARSE_MIN_BYTES, DEFAULT_POOL_SIZE, DEFAULT_QUEUE, parseTokenizerSettings,
 } from '../../../src/tokens/tokenizer-settings.js';
 
 describe('tokenizer settings', () => {
@@ -8,9 +8,10 @@ describe('tokenizer settings', () => {
     const s = parseTokenizerSettings({});
     expect(s).toEqual({
       estimator: 'bpe', inlineMaxChars: DEFAULT_INLINE_MAX_CHARS, poolSize: DEFAULT_POOL_SIZE, queue: DEFAULT_QUEUE, budgetMs: DEFAULT_BUDGET_MS,
-      cacheChars: DEFAULT_CACHE_CHARS, parseMinBytes: DEFAULT_PARSE_MIN_BYTES,
+      cacheChars: DEFAULT_CACHE_CHARS, parseMinBytes: DEFAULT_PARSE_MIN_BYTES, conversationBytes: DEFAULT_CONVERSATION_BYTES,
     });
     expect(DEFAULT_PARSE_MIN_BYTES).toBe(262_144);
+    expect(DEFAULT_CONVERSATION_BYTES).toBe(24 * 1024 * 1024);
     expect(Object.isFrozen(s)).toBe(true);
     expect(parseTokenizerSettings({ ROUTER_TOKEN_ESTIMATOR: '' }).estimator).toBe('bpe');
   });
@@ -24,7 +25,9 @@ describe('tokenizer settings', () => {
       ROUTER_TOKENIZER_BUDGET_MS: '50',
       ROUTER_TOKENIZER_CACHE_CHARS: '0',
       ROUTER_TOKENIZER_PARSE_MIN_BYTES: '0',
-    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50, cacheChars: 0, parseMinBytes: 0 });
+      ROUTER_TOKENIZER_CONVERSATION_BYTES: '0',
+    })).toEqual({ estimator: 'chars', inlineMaxChars: 0, poolSize: 2, queue: 8, budgetMs: 50, cacheChars: 0, parseMinBytes: 0, conversationBytes: 0 });
+    expect(parseTokenizerSettings({ ROUTER_TOKENIZER_CONVERSATION_BYTES: '4294967296' }).conversationBytes).toBe(4_294_967_296);
     expect(parseTokenizerSettings({ ROUTER_TOKENIZER_PARSE_MIN_BYTES: '1048576' }).parseMinBytes).toBe(1_048_576);
   });
 
@@ -42,6 +45,8 @@ describe('tokenizer settings', () => {
     ['ROUTER_TOKENIZER_CACHE_CHARS', '4MB', /ROUTER_TOKENIZER_CACHE_CHARS/],
     ['ROUTER_TOKENIZER_PARSE_MIN_BYTES', '256KiB', /^ROUTER_TOKENIZER_PARSE_MIN_BYTES: expected an integer from 0 to 1000000000; got "256KiB"$/],
     ['ROUTER_TOKENIZER_PARSE_MIN_BYTES', '-1', /ROUTER_TOKENIZER_PARSE_MIN_BYTES/],
+    ['ROUTER_TOKENIZER_CONVERSATION_BYTES', '24MiB', /^ROUTER_TOKENIZER_CONVERSATION_BYTES: expected an integer from 0 to 4294967296; got "24MiB"$/],
+    ['ROUTER_TOKENIZER_CONVERSATION_BYTES', '4294967297', /ROUTER_TOKENIZER_CONVERSATION_BYTES/],
   ])('%s=%j is rejected', (name, value, message) => {
     expect(() => parseTokenizerSettings({ [name]: value })).toThrow(message);
   });

@@ -57,7 +57,7 @@ describe('GeneratedTextCount', () => {
   });
 
   it('waits for slices counted in the tokenizer pool', async () => {
-    const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 100, poolSize: 1, queue: 100, budgetMs: 10_000, cacheChars: 0, parseMinBytes: 0 }, { poolFile: compiledTaskFile() });
+    const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 100, poolSize: 1, queue: 100, budgetMs: 10_000, cacheChars: 0, parseMinBytes: 0, conversationBytes: 0 }, { poolFile: compiledTaskFile() });
     await counter.ready();
     try {
       const parts = pieces(20_000);
