@@ -18,6 +18,7 @@ import { Buffer } from 'node:buffer';
 import type { KeptPrompt } from '../tokens/prompt-text.js';
 import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js';
 import { isJsonSpace, skipSpace } from './flat-json-counts.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { escapedKeyName, firstMember, KEY_END, member, NEXT, readMember, VALUE_END, valueEnd } from './json-members.js';
 
 /**
@@ -43,6 +44,9 @@ const SIZE_PER_BYTE = 3;
  */
 const LEARN_MISSES = 16;
 const LEARN_EVERY = 64;
+
+/** A conversation's bytes end inside the body's object and its messages' array. */
+const DEPTH_AT_CUT = 2;
 
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACE = 0x7b;
@@ -94,8 +98,8 @@ export class ConversationMemo {
 
   /**
    * The JSON object of `raw` (its JSON from `from`) when it goes on from a kept conversation;
-   * null when none is found or what follows is not what JSON.parse accepts: parse it whole (and
-   * call learn). Throws nothing but what `parseTail` throws.
+   * null when none is found or what follows is not what JSON.parse accepts or nests deeper than
+   * MAX_JSON_DEPTH: parse it whole (and call learn). Throws nothing but what `parseTail` throws.
    */
   parse(raw: Buffer, from: number, parseTail: TailParser): Record<string, unknown> | null {
     this.found = null;
@@ -179,6 +183,8 @@ export class ConversationMemo {
    * names what is wrong). The body's longer conversation is kept.
    */
   #goOn(raw: Buffer, kept: Conversation, after: number, end: number, parseTail: TailParser): Record<string, unknown> | null {
+    // The kept bytes nested no deeper than the limit, and end inside the object and its messages.
+    if (nestsDeeperThan(raw, MAX_JSON_DEPTH, kept.bytes.length, DEPTH_AT_CUT)) return null;
     let added: readonly unknown[] = EMPTY;
     let bracket = after;
     let lastEnd = kept.bytes.length;

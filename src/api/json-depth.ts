@@ -11,15 +11,16 @@ const CLOSE_BRACKET = 0x5d;
 /**
  * True when `raw` nests arrays/objects deeper than `max`, counting brackets outside strings.
  * One pass over the bytes; string contents (most of a prompt) are skipped with the native
- * indexOf. Needs no valid JSON: JSON.parse judges that afterwards.
+ * indexOf. Needs no valid JSON: JSON.parse judges that afterwards. `from` and `depth`: read from
+ * raw[from], a place outside any string at that depth (the bytes before it checked already).
  */
-export function nestsDeeperThan(raw: Buffer, max: number): boolean {
+export function nestsDeeperThan(raw: Buffer, max: number, from = 0, depth = 0): boolean {
+  if (depth > max) return true;
   // Most bodies hold far fewer brackets than the limit: counting them with the native indexOf
   // settles those without looking at every byte.
-  if (raw.length <= max || !moreOpenersThan(raw, max)) return false;
+  if (raw.length - from <= max - depth || !moreOpenersThan(raw, max - depth, from)) return false;
   const n = raw.length;
-  let depth = 0;
-  let i = 0;
+  let i = from;
   while (i < n) {
     const c = raw[i];
     if (c === QUOTE) {
@@ -50,10 +51,10 @@ export function quoteIsEscaped(raw: Buffer, q: number, from: number): boolean {
   return (slashes & 1) === 1;
 }
 
-/** True when `raw` holds more than `max` `{` and `[` bytes (in strings or not). */
-function moreOpenersThan(raw: Buffer, max: number): boolean {
+/** True when `raw` from `from` on holds more than `max` `{` and `[` bytes (in strings or not). */
+function moreOpenersThan(raw: Buffer, max: number, from: number): boolean {
   let count = 0;
-  for (let i = raw.indexOf(OPEN_BRACE); i >= 0; i = raw.indexOf(OPEN_BRACE, i + 1)) if (++count > max) return true;
-  for (let i = raw.indexOf(OPEN_BRACKET); i >= 0; i = raw.indexOf(OPEN_BRACKET, i + 1)) if (++count > max) return true;
+  for (let i = raw.indexOf(OPEN_BRACE, from); i >= 0; i = raw.indexOf(OPEN_BRACE, i + 1)) if (++count > max) return true;
+  for (let i = raw.indexOf(OPEN_BRACKET, from); i >= 0; i = raw.indexOf(OPEN_BRACKET, i + 1)) if (++count > max) return true;
   return false;
 }

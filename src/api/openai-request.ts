@@ -109,31 +109,32 @@ function goOnConversation(raw: Buffer, from: number): Record<string, unknown> | 
 /** Parses and checks a request body; throws RouterError(invalid_request) naming what is wrong. */
 export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
-  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+  const api = apiKindOf(url);
+  const from = hasBom(raw) ? 3 : 0;
+  // A chat body that goes on from a kept conversation: its kept bytes' depth was checked with them, and the memo checks the rest.
+  const known = api === 'chat' ? goOnConversation(raw, from) : null;
+  if (known === null && nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
     throw new RouterError('invalid_request', `request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
-  const api = apiKindOf(url);
   let toolsText: string | null = null;
   let conversation: KeptPrompt | null = null;
   let body: unknown;
-  try {
-    // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
-    if (api === 'completions') body = parseJson(raw);
-    else {
-      const from = hasBom(raw) ? 3 : 0;
-      const known = api === 'chat' ? goOnConversation(raw, from) : null;
-      if (known !== null) {
-        body = known;
-        toolsText = tailToolsText;
-        conversation = conversations.found;
-      } else {
+  if (known !== null) {
+    body = known;
+    toolsText = tailToolsText;
+    conversation = conversations.found;
+  } else {
+    try {
+      // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
+      if (api === 'completions') body = parseJson(raw);
+      else {
         body = parseBody(raw, from);
         toolsText = bodyToolsText;
         if (api === 'chat') conversations.learn(raw, from, body);
       }
+    } catch (err) {
+      throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
     }
-  } catch (err) {
-    throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new RouterError('invalid_request', 'request body must be a JSON object');

@@ -199,6 +199,21 @@ describe('the memory of the memo (ROUTER_TOKENIZER_CONVERSATION_BYTES)', () => {
 });
 
 describe('parseRequest with the memo', () => {
+  it('refuses a turn that goes on from a kept conversation and nests too deep, with the whole check\'s error, and keeps nothing of it', () => {
+    const bodies = growingConversation(2);
+    for (const raw of bodies) parseRequest(raw, '/v1/chat/completions');
+    const kept = bodies[1].toString().slice(0, -2); // `{"model":"m","messages":[...` without `]}`
+    const deep = `${kept},{"role":"assistant","content":"a"},{"role":"user","content":${'['.repeat(600)}"x"${']'.repeat(600)}}`;
+    const error = 'request body nests arrays/objects deeper than 512 levels';
+    expect(() => parseRequest(Buffer.from(`${deep}]}`), '/v1/chat/completions')).toThrow(error);
+    // Had the refused turn been kept, this one would go on from it and have only its own new bytes checked.
+    const next = Buffer.from(`${deep},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`);
+    expect(() => parseRequest(next, '/v1/chat/completions')).toThrow(error);
+    // A turn that nests within the limit goes on from the kept conversation.
+    const fine = Buffer.from(`${kept},{"role":"assistant","content":"a"},{"role":"user","content":${'['.repeat(500)}"x"${']'.repeat(500)}}]}`);
+    expect(parseRequest(fine, '/v1/chat/completions').conversation).not.toBeNull();
+  });
+
   it('keeps no conversation when its memory is set to none, and the same again when set back', () => {
     const bodies = growingConversation(4);
     try {

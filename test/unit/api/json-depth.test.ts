@@ -22,4 +22,18 @@ describe('nestsDeeperThan', () => {
     expect(nestsDeeperThan(b('['.repeat(d) + ']'.repeat(d)), 512)).toBe(true);
     expect(nestsDeeperThan(b('"' + '['.repeat(d)), 512)).toBe(false); // unclosed string: JSON.parse judges it
   });
+
+  it('reads from a place at a known depth, the bytes before it not read', () => {
+    // A body's messages kept before: `{"messages":[{...}` ends at depth 2; what follows is read from there.
+    const kept = '{"m":[[[[[[[[1]]]]]]]],"messages":[{"a":1}';
+    const raw = b(`${kept},{"b":[[1]]}]}`);
+    expect(nestsDeeperThan(raw, 5, kept.length, 2)).toBe(false);
+    expect(nestsDeeperThan(raw, 4, kept.length, 2)).toBe(true);
+    // Read whole, the kept part's own depth counts.
+    expect(nestsDeeperThan(raw, 5)).toBe(true);
+    // Few brackets after `from`: settled by counting them, however deep the start.
+    expect(nestsDeeperThan(raw, 6, kept.length, 2)).toBe(false);
+    expect(nestsDeeperThan(b('[1]'), 3, 0, 3)).toBe(true);
+    expect(nestsDeeperThan(b('1'), 3, 0, 4)).toBe(true);
+  });
 });
