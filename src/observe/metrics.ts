@@ -180,22 +180,22 @@ export class RouterMetrics {
       () => single(this.sources.accessLogDropped)) as never);
     r.registerMetric(new CollectedFamily('inference_router_trace_spans_dropped_total',
       'Trace spans not delivered: the export queue was full (queue_full) or the collector did not accept the batch (export_failed).', 'counter',
-      () => this.collectTraceDrops()) as never);
+      () => fieldSeries(this.sources.traceSpansDropped, 'reason', TRACE_DROP_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_tokenizer_pool_tasks',
       'Tasks submitted to the tokenizer pool and not answered yet (running and queued): token counts and parses of large request bodies.', 'gauge',
       () => single(this.sources.tokenizerPoolTasks)) as never);
     r.registerMetric(new CollectedFamily('inference_router_token_counts_total',
       'Prompt token counts by how they were made: inline (event loop), pooled (tokenizer threads), fallback (chars estimate).',
-      'counter', () => this.collectTokenCounts()) as never);
+      'counter', () => fieldSeries(this.sources.tokenCounts, 'method', TOKEN_COUNT_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_token_count_cache_texts_total',
       'Prompt texts long enough for the cache of repeated texts, by result: hit (count reused), miss (counted, then kept), joined (being counted in the tokenizer pool for another request: that count waited for).',
-      'counter', () => this.collectTokenCountCache()) as never);
+      'counter', () => fieldSeries(this.sources.tokenCounts, 'result', TOKEN_CACHE_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_large_body_parses_total',
       'Request bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more, by where they were parsed: thread (a tokenizer thread), event_loop (no place in the tokenizer pool, or its thread failed).',
-      'counter', () => this.collectThreadParses()) as never);
+      'counter', () => fieldSeries(this.sources.threadParses, 'where', THREAD_PARSE_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_conversations_total',
       'Long chat conversations (bodies of 8 KiB or more) parsed on the event loop, by what the memo of conversations did: found (the body went on from a kept conversation: only its new messages parsed), kept (its conversation kept for the next turn).',
-      'counter', () => this.collectConversations()) as never);
+      'counter', () => fieldSeries(this.sources.conversations, 'result', CONVERSATION_FIELDS)) as never);
     // The lowest over the workers: 0 while any of them decides without the store.
     r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',
       'Whether the global limit store (Redis) decides the admissions of its limits: 1 while every worker reaches it, 0 while any decides by the failure mode (unreachable, refusing, or not answered yet), by store address.',
@@ -373,48 +373,6 @@ export class RouterMetrics {
     return out;
   }
 
-  private collectTokenCounts(): MetricValue[] {
-    const src = this.sources.tokenCounts;
-    if (src === undefined) return [];
-    const s = src();
-    return [
-      { labels: { method: 'inline' }, value: s.inline },
-      { labels: { method: 'pooled' }, value: s.pooled },
-      { labels: { method: 'fallback' }, value: s.fallbacks },
-    ];
-  }
-
-  private collectTokenCountCache(): MetricValue[] {
-    const src = this.sources.tokenCounts;
-    if (src === undefined) return [];
-    const s = src();
-    return [
-      { labels: { result: 'hit' }, value: s.cacheHits },
-      { labels: { result: 'miss' }, value: s.cacheMisses },
-      { labels: { result: 'joined' }, value: s.cacheJoins },
-    ];
-  }
-
-  private collectConversations(): MetricValue[] {
-    const src = this.sources.conversations;
-    if (src === undefined) return [];
-    const s = src();
-    return [
-      { labels: { result: 'found' }, value: s.found },
-      { labels: { result: 'kept' }, value: s.kept },
-    ];
-  }
-
-  private collectThreadParses(): MetricValue[] {
-    const src = this.sources.threadParses;
-    if (src === undefined) return [];
-    const s = src();
-    return [
-      { labels: { where: 'thread' }, value: s.inThread },
-      { labels: { where: 'event_loop' }, value: s.onEventLoop },
-    ];
-  }
-
   private collectStores(): MetricValue[] {
     const src = this.sources.limitStores;
     if (src === undefined) return [];
@@ -422,22 +380,25 @@ export class RouterMetrics {
     for (const s of src()) out.push({ labels: { store: s.store }, value: s.up ? 1 : 0 });
     return out;
   }
-
-  private collectTraceDrops(): MetricValue[] {
-    const src = this.sources.traceSpansDropped;
-    if (src === undefined) return [];
-    const s = src();
-    return [
-      { labels: { reason: 'queue_full' }, value: s.droppedQueueFull },
-      { labels: { reason: 'export_failed' }, value: s.droppedExportFailed },
-    ];
-  }
 }
 
 /** Tenant limit keys start with `tenant:` (ratelimit/limit-key.ts); route keys have no `:`. */
 function scopeOf(key: string): 'route' | 'tenant' {
   return key.startsWith('tenant:') ? 'tenant' : 'route';
 }
+
+/** One series per label value, each a field of what `src` reads; none while it is unset. */
+function fieldSeries<S>(src: (() => S) | undefined, label: string, fields: readonly (readonly [value: string, field: keyof S])[]): MetricValue[] {
+  if (src === undefined) return [];
+  const s = src();
+  return fields.map(([value, field]) => ({ labels: { [label]: value }, value: s[field] as number }));
+}
+
+const TOKEN_COUNT_FIELDS = [['inline', 'inline'], ['pooled', 'pooled'], ['fallback', 'fallbacks']] as const;
+const TOKEN_CACHE_FIELDS = [['hit', 'cacheHits'], ['miss', 'cacheMisses'], ['joined', 'cacheJoins']] as const;
+const THREAD_PARSE_FIELDS = [['thread', 'inThread'], ['event_loop', 'onEventLoop']] as const;
+const CONVERSATION_FIELDS = [['found', 'found'], ['kept', 'kept']] as const;
+const TRACE_DROP_FIELDS = [['queue_full', 'droppedQueueFull'], ['export_failed', 'droppedExportFailed']] as const;
 
 function single(src: (() => number) | undefined): MetricValue[] {
   return src === undefined ? [] : [{ labels: {}, value: src() }];
