@@ -32,8 +32,10 @@ const children: ChildProcess[] = [];
 
 /**
  * `ownGroup`: the child gets a process group of its own, so that Ctrl-C in the terminal (a SIGINT
- * to the whole foreground group) reaches the demo, which stops it in turn (the pods after the
- * router: the router, draining, still reads their /metrics).
+ * to the whole foreground group) reaches the demo alone, which stops it in turn: the router with
+ * one SIGTERM (had the terminal's SIGINT reached it too, the demo's SIGTERM would come during its
+ * drain, which it warns about), the pods after the router (the router, draining, still reads their
+ * /metrics).
  */
 function start(args: string[], env: NodeJS.ProcessEnv = {}, ownGroup = false): ChildProcess {
   const child = spawn(process.execPath, args, { stdio: 'inherit', env: { ...process.env, ...env }, detached: ownGroup });
@@ -120,7 +122,7 @@ async function main(): Promise<void> {
   await Promise.all([waitReady(`http://127.0.0.1:${podA}/metrics`), waitReady(`http://127.0.0.1:${podB}/metrics`)]);
   // No load balancer in front of the demo: stop at once on Ctrl-C (ROUTER_DRAIN_DELAY 0).
   start([join(root, 'dist/cli.js'), '--resources', resources(), '--port', String(port), '--workers', '2'],
-    { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text', ROUTER_DRAIN_DELAY: process.env.ROUTER_DRAIN_DELAY ?? '0' });
+    { ACCESS_LOG_FORMAT: process.env.ACCESS_LOG_FORMAT ?? 'text', ROUTER_DRAIN_DELAY: process.env.ROUTER_DRAIN_DELAY ?? '0' }, true);
   await waitReady(`http://127.0.0.1:${port}/readyz`);
   const base = `http://127.0.0.1:${port}`;
   process.stdout.write(`
