@@ -232,37 +232,32 @@ class BpeTokenCounter implements RouterTokenCounter {
     let keepTokens = 0;
     for (let i = 0; i < texts.length; i++) {
       const t = texts[i];
+      let n: number;
       if (t.length >= CACHE_MIN_CHARS) {
-        const n = cache.get(t);
-        if (n !== NOT_CACHED) {
-          this.stats.cacheHits++;
-          cachedTokens += n;
-          if (i === keepFound && i < keepTo) {
-            keepFound++;
-            keepTokens += n;
+        n = cache.get(t);
+        if (n !== NOT_CACHED) this.stats.cacheHits++;
+        else {
+          const counting = this.#inFlight.find(t);
+          if (counting !== null) {
+            this.stats.cacheJoins++;
+            (joined ??= []).push(counting);
+            continue;
           }
-          continue;
+          this.stats.cacheMisses++;
         }
-        const counting = this.#inFlight.find(t);
-        if (counting !== null) {
-          this.stats.cacheJoins++;
-          (joined ??= []).push(counting);
-          continue;
-        }
-        this.stats.cacheMisses++;
       } else {
-        const n = short.get(t);
-        if (n !== undefined) {
-          cachedTokens += n;
-          if (i === keepFound && i < keepTo) {
-            keepFound++;
-            keepTokens += n;
-          }
-          continue;
-        }
+        n = short.get(t) ?? NOT_CACHED;
       }
-      (misses ??= []).push(t);
-      missChars += t.length;
+      if (n === NOT_CACHED) {
+        (misses ??= []).push(t);
+        missChars += t.length;
+        continue;
+      }
+      cachedTokens += n;
+      if (i === keepFound && i < keepTo) {
+        keepFound++;
+        keepTokens += n;
+      }
     }
     if (keep !== null && keepFound === keepTo) {
       keep.target.tokens = keep.baseTokens + keepTokens;
