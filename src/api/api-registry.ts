@@ -1,6 +1,7 @@
 import type { InferenceApi } from './inference-api.js';
 import { openAiApi } from './openai.js';
 import { conversationMemoStats, keepConversations, RESPONSES_PATH } from './openai-request.js';
+import { systemPromptMemoStats } from './openai-system-prompt.js';
 import { responsesApi } from './openai-responses.js';
 
 /**
@@ -22,6 +23,9 @@ export function keepParsedConversations(maxBytes: number): void {
 
 /** Long chat bodies of this event loop or thread that went on from a kept conversation, and conversations kept. */
 export const parsedConversations: Readonly<{ found: number; kept: number }> = conversationMemoStats;
+
+/** Chat bodies of this event loop or thread whose system prompt was read by its bytes, and prompts kept. */
+export const parsedSystemPrompts: Readonly<{ found: number; kept: number }> = systemPromptMemoStats;
 
 /** The /v1 endpoints the router serves with POST; another method on them answers 405 (allow: POST). */
 export const POST_PATHS: readonly string[] = ['/v1/completions', '/v1/chat/completions', '/v1/embeddings', RESPONSES_PATH];

@@ -9,8 +9,9 @@
  *
  * A lookup samples the last MIN_BYTES bytes before the value's end into a fingerprint (from a
  * secret of the process, as count-cache.ts's), then compares the bytes of the values filed under
- * it whole (a memory comparison). Values shorter than MIN_BYTES are not kept: they cost little to
- * read.
+ * it whole (a memory comparison). A memo keyed by first bytes samples the first MIN_BYTES from the
+ * value's start instead, for values found where they start (a chat body's system prompt:
+ * openai-system-prompt.ts). Values shorter than MIN_BYTES are not kept: they cost little to read.
  *
  * Two generations bound the memory (src/two-generations.ts, as count-cache.ts's): new values go
  * into the current one; when its bytes reach half the budget it becomes the previous one and the
@@ -51,12 +52,20 @@ function fingerprint(b: Buffer, end: number): number {
   return keyEnd(h);
 }
 
+/**
+ * Which bytes of a value file it: its last MIN_BYTES (found from where the value ends: `find`), or
+ * its first (found from where it starts: `findFrom`).
+ */
+export type MemoKey = 'last-bytes' | 'first-bytes';
+
 export class JsonTextMemo {
   readonly #kept: TwoGenerations<MemoEntry>;
+  readonly #byFirst: boolean;
 
   /** `maxBytes`: memory held at most over both generations (raw bytes, texts at 2 bytes a character). */
-  constructor(maxBytes: number) {
+  constructor(maxBytes: number, key: MemoKey = 'last-bytes') {
     this.#kept = new TwoGenerations<MemoEntry>(maxBytes, MAX_CHAIN);
+    this.#byFirst = key === 'first-bytes';
   }
 
   /**
@@ -64,11 +73,25 @@ export class JsonTextMemo {
    * The caller knows that a JSON value ends there.
    */
   find(b: Buffer, from: number, end: number): MemoEntry | null {
-    if (end - from < MIN_BYTES || this.#kept.empty) return null;
+    if (end - from < MIN_BYTES || this.#kept.empty || this.#byFirst) return null;
     const fp = fingerprint(b, end);
     const hit = matching(this.#kept.current(fp), b, from, end);
     if (hit !== null) return hit;
     const old = matching(this.#kept.previous(fp), b, from, end);
+    if (old !== null) this.#kept.renew(fp, old);
+    return old;
+  }
+
+  /**
+   * In a memo keyed by first bytes: the entry whose raw bytes are those that start at b[start] (and
+   * end at or before `limit`), or null. The caller knows that a JSON value starts there.
+   */
+  findFrom(b: Buffer, start: number, limit: number): MemoEntry | null {
+    if (limit - start < MIN_BYTES || this.#kept.empty || !this.#byFirst) return null;
+    const fp = fingerprint(b, start + MIN_BYTES);
+    const hit = matchingFrom(this.#kept.current(fp), b, start, limit);
+    if (hit !== null) return hit;
+    const old = matchingFrom(this.#kept.previous(fp), b, start, limit);
     if (old !== null) this.#kept.renew(fp, old);
     return old;
   }
@@ -79,7 +102,7 @@ export class JsonTextMemo {
     // A buffer of its own, not a slice of Node's shared pool, which a kept value would hold whole.
     const raw = Buffer.allocUnsafeSlow(end - start);
     raw.set(b.subarray(start, end));
-    this.#kept.add(fingerprint(b, end), { raw, text, size: raw.length + 2 * text.length + ENTRY_OVERHEAD_BYTES, next: null });
+    this.#kept.add(fingerprint(b, this.#byFirst ? start + MIN_BYTES : end), { raw, text, size: raw.length + 2 * text.length + ENTRY_OVERHEAD_BYTES, next: null });
   }
 
   /** Memory held now (both generations), as `maxBytes` counts it. */
@@ -93,6 +116,15 @@ function matching(e: MemoEntry | null | undefined, b: Buffer, from: number, end:
   for (; e !== undefined && e !== null; e = e.next) {
     const n = e.raw.length;
     if (end - n >= from && b.compare(e.raw, 0, n, end - n, end) === 0) return e;
+  }
+  return null;
+}
+
+/** The first entry of the chain whose raw bytes start at b[start], ending at or before `limit`. */
+function matchingFrom(e: MemoEntry | null | undefined, b: Buffer, start: number, limit: number): MemoEntry | null {
+  for (; e !== undefined && e !== null; e = e.next) {
+    const n = e.raw.length;
+    if (start + n <= limit && b.compare(e.raw, 0, n, start, start + n) === 0) return e;
   }
   return null;
 }

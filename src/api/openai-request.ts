@@ -95,7 +95,7 @@ export const conversationMemoStats: Readonly<ConversationMemo['stats']> = conver
 let tailToolsText: string | null = null;
 
 function parseConversationTail(tail: Buffer): unknown {
-  const value = parseBody(tail, 0);
+  const value = parseBody(tail, 0, false);
   tailToolsText = bodyToolsText;
   return value;
 }
@@ -128,7 +128,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
       // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
       if (api === 'completions') body = parseJson(raw);
       else {
-        body = parseBody(raw, from);
+        body = parseBody(raw, from, api === 'chat');
         toolsText = bodyToolsText;
         if (api === 'chat') conversations.learn(raw, from, body);
       }

@@ -78,6 +78,8 @@ export interface MetricSources {
   threadParses?: () => { readonly inThread: number; readonly onEventLoop: number };
   /** Long chat bodies of the event loop that went on from a kept conversation, and conversations kept (api/conversation-memo.ts). */
   conversations?: () => { readonly found: number; readonly kept: number };
+  /** Chat bodies of the event loop whose system prompt was read by its bytes, and prompts kept (api/openai-system-prompt.ts). */
+  systemPrompts?: () => { readonly found: number; readonly kept: number };
   /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
   /** Fair queueing on: the requests of this process waiting, by ModelServer (FairGates.queued). */
@@ -195,7 +197,10 @@ export class RouterMetrics {
       'counter', () => fieldSeries(this.sources.threadParses, 'where', THREAD_PARSE_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_conversations_total',
       'Long chat conversations (bodies of 8 KiB or more) parsed on the event loop, by what the memo of conversations did: found (the body went on from a kept conversation: only its new messages parsed), kept (its conversation kept for the next turn).',
-      'counter', () => fieldSeries(this.sources.conversations, 'result', CONVERSATION_FIELDS)) as never);
+      'counter', () => fieldSeries(this.sources.conversations, 'result', FOUND_KEPT_FIELDS)) as never);
+    r.registerMetric(new CollectedFamily('inference_router_system_prompts_total',
+      'Chat system prompts (the first message\'s text, 1 KiB or more) parsed on the event loop, by what the memo of system prompts did: found (read by its bytes: the kept text taken, the prompt not parsed), kept (its bytes kept for the next request).',
+      'counter', () => fieldSeries(this.sources.systemPrompts, 'result', FOUND_KEPT_FIELDS)) as never);
     // The lowest over the workers: 0 while any of them decides without the store.
     r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',
       'Whether the global limit store (Redis) decides the admissions of its limits: 1 while every worker reaches it, 0 while any decides by the failure mode (unreachable, refusing, or not answered yet), by store address.',
@@ -397,7 +402,7 @@ function fieldSeries<S>(src: (() => S) | undefined, label: string, fields: reado
 const TOKEN_COUNT_FIELDS = [['inline', 'inline'], ['pooled', 'pooled'], ['fallback', 'fallbacks']] as const;
 const TOKEN_CACHE_FIELDS = [['hit', 'cacheHits'], ['miss', 'cacheMisses'], ['joined', 'cacheJoins']] as const;
 const THREAD_PARSE_FIELDS = [['thread', 'inThread'], ['event_loop', 'onEventLoop']] as const;
-const CONVERSATION_FIELDS = [['found', 'found'], ['kept', 'kept']] as const;
+const FOUND_KEPT_FIELDS = [['found', 'found'], ['kept', 'kept']] as const;
 const TRACE_DROP_FIELDS = [['queue_full', 'droppedQueueFull'], ['export_failed', 'droppedExportFailed']] as const;
 
 function single(src: (() => number) | undefined): MetricValue[] {

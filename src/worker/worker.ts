@@ -15,7 +15,7 @@ import { LocalLimitClient } from '../ratelimit/local/limit-client.js';
 import { RouteTable } from '../route/route-table.js';
 import { createTokenCounter } from '../tokens/create-token-counter.js';
 import { ThreadParser } from '../api/thread-parse.js';
-import { keepParsedConversations, parsedConversations } from '../api/api-registry.js';
+import { keepParsedConversations, parsedConversations, parsedSystemPrompts } from '../api/api-registry.js';
 import { EndpointRegistry } from '../upstream/endpoint-registry.js';
 import { runPipeline, type PipelineServices } from './pipeline.js';
 import { startWorkerAuth } from './worker-auth.js';
@@ -131,6 +131,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     tokenizerPoolTasks: () => tokens.poolInFlight,
     threadParses: threadParser === null ? undefined : () => threadParser.stats,
     conversations: () => parsedConversations,
+    systemPrompts: () => parsedSystemPrompts,
   });
   // Counters of a pod go once it left the configuration (backend-pod-series.ts).
   const schedulerMetrics: SchedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints),

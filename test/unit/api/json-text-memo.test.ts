@@ -44,6 +44,29 @@ describe('JsonTextMemo', () => {
     expect(memo.find(b, 0, end + 1)).toBeNull();
   });
 
+  it('keyed by first bytes: finds a value from where it starts, within a limit, and not from its end', () => {
+    const memo = new JsonTextMemo(1 << 20, 'first-bytes');
+    const v = value('f', 600);
+    const first = inBody(v);
+    expect(memo.findFrom(first.b, first.at, first.b.length)).toBeNull();
+    memo.add(first.b, first.at, first.end, 'text of f');
+    const again = inBody(v, '{"messages":[{"role":"system","content":', ',"y":2}');
+    expect(memo.findFrom(again.b, again.at, again.b.length)?.text).toBe('text of f');
+    // Its end past the limit, or another start: not it.
+    expect(memo.findFrom(again.b, again.at, again.end - 1)).toBeNull();
+    expect(memo.findFrom(again.b, again.at + 1, again.b.length)).toBeNull();
+    // One byte changed past the sampled start (the fingerprint reads the first MIN_BYTES only).
+    const at = v.length - 50;
+    const changed = inBody(v.slice(0, at) + (v[at] === '1' ? '2' : '1') + v.slice(at + 1));
+    expect(memo.findFrom(changed.b, changed.at, changed.b.length)).toBeNull();
+    // A memo keyed one way is not looked up the other.
+    expect(memo.find(again.b, 0, again.end)).toBeNull();
+    const byLast = new JsonTextMemo(1 << 20);
+    byLast.add(first.b, first.at, first.end, 'text of f');
+    expect(byLast.findFrom(again.b, again.at, again.b.length)).toBeNull();
+    expect(byLast.find(again.b, 0, again.end)?.text).toBe('text of f');
+  });
+
   it('keeps no value shorter than MIN_BYTES', () => {
     const memo = new JsonTextMemo(1 << 20);
     const v = value('s', 10);

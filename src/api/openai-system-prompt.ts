@@ -1,0 +1,148 @@
+/**
+ * The text of a chat body's first message (its system prompt), read by its bytes when they were
+ * seen before (docs/tokens.md#system-prompts-read-by-their-bytes).
+ *
+ * An agent sends the same system prompt with every turn, byte for byte, often of many kilobytes.
+ * Parsing it makes a new string each time, which the count cache then compares whole with the one
+ * it kept. So the first message's `content`, when it is a string of at least MIN_PROMPT_BYTES, is
+ * kept by its bytes (json-text-memo.ts, keyed by its first bytes) with the string a parse made of
+ * it. A body whose first `"content"` member's value repeats one kept is parsed with that value
+ * written as a short marker string instead, and the kept string takes the marker's place.
+ *
+ * The marker holds a secret of the process, so no client can send it: when, and only when, the
+ * parsed body has the marker as `messages[0].content`, the bytes replaced were that member's whole
+ * value (replacing one JSON string by another leaves every other token where it was), and its text
+ * is the kept one. Otherwise (the member was another object's, named twice, or the body is not
+ * JSON) the body is parsed as it came, with the parser's own error. The text, and so the count, is
+ * the same either way.
+ */
+import { Buffer } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+import { JsonTextMemo } from './json-text-memo.js';
+
+/** Memory the memo of system prompts holds at most per event loop or tokenizer thread (two generations). */
+export const SYSTEM_PROMPT_MEMO_BYTES = 4 * 1024 * 1024;
+
+/** System prompts shorter than this, in bytes as sent, are parsed: they cost little to read. */
+export const MIN_PROMPT_BYTES = 1024;
+
+/**
+ * New prompts stop being kept after this many bodies in a row brought a long one not kept (a client
+ * whose system prompt changes every request); then one body in LEARN_EVERY is still tried.
+ */
+const LEARN_MISSES = 16;
+const LEARN_EVERY = 64;
+
+const memo = new JsonTextMemo(SYSTEM_PROMPT_MEMO_BYTES, 'first-bytes');
+const CONTENT_KEY = Buffer.from('"content"');
+const MARKER_TEXT = `\u0000inference-router:${randomBytes(12).toString('base64')}`;
+const MARKER = JSON.stringify(MARKER_TEXT);
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const BACKSLASH = 0x5c;
+let missesInARow = 0;
+
+/** Bodies whose system prompt was read by its bytes, and prompts kept, in this event loop or thread. */
+export const systemPromptMemoStats = { found: 0, kept: 0 };
+
+/**
+ * The JSON value of raw[from, …) without the bytes raw[cutFrom, cutTo) (cutFrom < 0: none), a chat
+ * body's system prompt read by its bytes when it can be; throws the parser's error for a text that
+ * is not JSON, as JSON.parse of that text does.
+ */
+export function parseChatJson(raw: Buffer, from: number, cutFrom: number, cutTo: number): unknown {
+  // Only a prompt before the cut: SDKs write the messages before the tools.
+  const limit = cutFrom < 0 ? raw.length : cutFrom;
+  const start = firstContentValue(raw, from, limit);
+  const known = start < 0 ? null : memo.findFrom(raw, start, limit);
+  if (known !== null) {
+    const end = start + known.raw.length;
+    let body: unknown;
+    try {
+      body = JSON.parse(cutFrom < 0
+        ? raw.toString('utf8', from, start) + MARKER + raw.toString('utf8', end)
+        : raw.toString('utf8', from, start) + MARKER + raw.toString('utf8', end, cutFrom) + raw.toString('utf8', cutTo));
+    } catch {
+      body = undefined;
+    }
+    const first = firstMessage(body);
+    if (first !== null && first.content === MARKER_TEXT) {
+      first.content = known.text;
+      missesInARow = 0;
+      systemPromptMemoStats.found++;
+      return body;
+    }
+  }
+  const body: unknown = JSON.parse(cutFrom < 0 ? raw.toString('utf8', from) : raw.toString('utf8', from, cutFrom) + raw.toString('utf8', cutTo));
+  if (start >= 0 && known === null && limit - start >= MIN_PROMPT_BYTES && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) {
+    keep(raw, start, limit, body);
+  }
+  return body;
+}
+
+/**
+ * Keeps the bytes of the first message's content when they are the value that starts at
+ * raw[start] (the first `"content"` member's): read to the string's closing quote, and parsed
+ * again to check they give that very text.
+ */
+function keep(raw: Buffer, start: number, limit: number, body: unknown): void {
+  const first = firstMessage(body);
+  if (first === null || typeof first.content !== 'string') return;
+  const end = stringEnd(raw, start, limit);
+  if (end < 0 || end - start < MIN_PROMPT_BYTES) return;
+  let again: unknown;
+  try {
+    again = JSON.parse(raw.toString('utf8', start, end));
+  } catch {
+    return;
+  }
+  if (again !== first.content) return;
+  // The string of this body's parse: the one the count cache keeps, so later lookups compare it by reference.
+  memo.add(raw, start, end, first.content);
+  systemPromptMemoStats.kept++;
+}
+
+/** `messages[0]` of a parsed body when it is an object, else null. */
+function firstMessage(body: unknown): Record<string, unknown> | null {
+  if (body === null || typeof body !== 'object') return null;
+  const messages = (body as { messages?: unknown }).messages;
+  if (!Array.isArray(messages) || messages.length === 0) return null;
+  const m: unknown = messages[0];
+  return m !== null && typeof m === 'object' && !Array.isArray(m) ? m as Record<string, unknown> : null;
+}
+
+/**
+ * Where the value of the first `"content"` member of raw[from, limit) starts, when it is a string
+ * (its opening quote), else -1. Only the first: a chat body's first message is its first `content`.
+ */
+function firstContentValue(raw: Buffer, from: number, limit: number): number {
+  const k = raw.indexOf(CONTENT_KEY, from);
+  if (k < 0) return -1;
+  let i = skipSpace(raw, k + CONTENT_KEY.length, limit);
+  if (i >= limit || raw[i] !== COLON) return -1;
+  i = skipSpace(raw, i + 1, limit);
+  return i < limit && raw[i] === QUOTE ? i : -1;
+}
+
+function skipSpace(raw: Buffer, i: number, limit: number): number {
+  while (i < limit) {
+    const c = raw[i];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
+    i++;
+  }
+  return i;
+}
+
+/** The end (after the closing quote) of the JSON string whose opening quote is raw[start], within `limit`; -1 if none. */
+function stringEnd(raw: Buffer, start: number, limit: number): number {
+  let i = start + 1;
+  for (;;) {
+    const q = raw.indexOf(QUOTE, i);
+    if (q < 0 || q >= limit) return -1;
+    let b = q - 1;
+    while (raw[b] === BACKSLASH) b--;
+    // An even number of backslashes before it: the quote is not escaped.
+    if ((q - 1 - b) % 2 === 0) return q + 1;
+    i = q + 1;
+  }
+}
