@@ -2,6 +2,7 @@ import { RouterError } from '../errors.js';
 import type { InferenceRequest } from './inference-api.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { bodyToolsText, parseBody } from './openai-tools.js';
+import { CHAT_SYSTEM_PROMPT, RESPONSES_INSTRUCTIONS } from './openai-system-prompt.js';
 import { CONVERSATION_MEMO_BYTES, ConversationMemo } from './conversation-memo.js';
 import type { KeptPrompt } from '../tokens/prompt-text.js';
 
@@ -95,7 +96,7 @@ export const conversationMemoStats: Readonly<ConversationMemo['stats']> = conver
 let tailToolsText: string | null = null;
 
 function parseConversationTail(tail: Buffer): unknown {
-  const value = parseBody(tail, 0, false);
+  const value = parseBody(tail, 0, null);
   tailToolsText = bodyToolsText;
   return value;
 }
@@ -128,7 +129,7 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
       // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
       if (api === 'completions') body = parseJson(raw);
       else {
-        body = parseBody(raw, from, api === 'chat');
+        body = parseBody(raw, from, api === 'chat' ? CHAT_SYSTEM_PROMPT : api === 'responses' ? RESPONSES_INSTRUCTIONS : null);
         toolsText = bodyToolsText;
         if (api === 'chat') conversations.learn(raw, from, body);
       }

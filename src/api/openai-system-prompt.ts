@@ -1,17 +1,19 @@
 /**
- * The text of a chat body's first message (its system prompt), read by its bytes when they were
- * seen before (docs/tokens.md#system-prompts-read-by-their-bytes).
+ * The system prompt of a chat body (its first message's text) or of a Responses body (its
+ * `instructions`), read by its bytes when they were seen before
+ * (docs/tokens.md#system-prompts-read-by-their-bytes).
  *
  * An agent sends the same system prompt with every turn, byte for byte, often of many kilobytes.
  * Parsing it makes a new string each time, which the count cache then compares whole with the one
- * it kept. So the first message's `content`, when it is a string of at least MIN_PROMPT_BYTES, is
- * kept by its bytes (json-text-memo.ts, keyed by its first bytes) with the string a parse made of
- * it. A body whose first `"content"` member's value repeats one kept is parsed with that value
- * written as a short marker string instead, and the kept string takes the marker's place.
+ * it kept. So the prompt, when it is a string of at least MIN_PROMPT_BYTES, is kept by its bytes
+ * (json-text-memo.ts, keyed by its first bytes) with the string a parse made of it. A body whose
+ * first member of the prompt's key (`"content"`, `"instructions"`) has a value that repeats one
+ * kept is parsed with that value written as a short marker string instead, and the kept string
+ * takes the marker's place.
  *
  * The marker holds a secret of the process, so no client can send it: when, and only when, the
- * parsed body has the marker as `messages[0].content`, the bytes replaced were that member's whole
- * value (replacing one JSON string by another leaves every other token where it was), and its text
+ * parsed body has the marker where the prompt is (`messages[0].content`, `instructions`), the
+ * bytes replaced were that member's whole value (replacing one JSON string by another leaves every other token where it was), and its text
  * is the kept one. Otherwise (the member was another object's, named twice, or the body is not
  * JSON) the body is parsed as it came, with the parser's own error. The text, and so the count, is
  * the same either way.
@@ -33,8 +35,19 @@ export const MIN_PROMPT_BYTES = 1024;
 const LEARN_MISSES = 16;
 const LEARN_EVERY = 64;
 
+/** Where a body's system prompt is: the first member of `key` in its bytes, `member` of what `holder` finds in its value. */
+export interface PromptPlace {
+  readonly key: Buffer;
+  readonly member: string;
+  holder(body: unknown): Record<string, unknown> | null;
+}
+
+/** A chat body's: its first message's `content` (SDKs write the first message before anything else that has one). */
+export const CHAT_SYSTEM_PROMPT: PromptPlace = { key: Buffer.from('"content"'), member: 'content', holder: firstMessage };
+/** A Responses body's: its `instructions`. */
+export const RESPONSES_INSTRUCTIONS: PromptPlace = { key: Buffer.from('"instructions"'), member: 'instructions', holder: asObject };
+
 const memo = new JsonTextMemo(SYSTEM_PROMPT_MEMO_BYTES, 'first-bytes');
-const CONTENT_KEY = Buffer.from('"content"');
 const MARKER_TEXT = `\u0000inference-router:${randomBytes(12).toString('base64')}`;
 const MARKER = JSON.stringify(MARKER_TEXT);
 const QUOTE = 0x22;
@@ -46,14 +59,14 @@ let missesInARow = 0;
 export const systemPromptMemoStats = { found: 0, kept: 0 };
 
 /**
- * The JSON value of raw[from, …) without the bytes raw[cutFrom, cutTo) (cutFrom < 0: none), a chat
- * body's system prompt read by its bytes when it can be; throws the parser's error for a text that
- * is not JSON, as JSON.parse of that text does.
+ * The JSON value of raw[from, …) without the bytes raw[cutFrom, cutTo) (cutFrom < 0: none), its
+ * system prompt at `place` read by its bytes when it can be; throws the parser's error for a text
+ * that is not JSON, as JSON.parse of that text does.
  */
-export function parseChatJson(raw: Buffer, from: number, cutFrom: number, cutTo: number): unknown {
-  // Only a prompt before the cut: SDKs write the messages before the tools.
+export function parsePromptJson(raw: Buffer, from: number, cutFrom: number, cutTo: number, place: PromptPlace): unknown {
+  // Only a prompt before the cut: SDKs write the messages and the instructions before the tools.
   const limit = cutFrom < 0 ? raw.length : cutFrom;
-  const start = firstContentValue(raw, from, limit);
+  const start = firstStringValue(raw, from, limit, place.key);
   const known = start < 0 ? null : memo.findFrom(raw, start, limit);
   if (known !== null) {
     const end = start + known.raw.length;
@@ -65,9 +78,9 @@ export function parseChatJson(raw: Buffer, from: number, cutFrom: number, cutTo:
     } catch {
       body = undefined;
     }
-    const first = firstMessage(body);
-    if (first !== null && first.content === MARKER_TEXT) {
-      first.content = known.text;
+    const holder = place.holder(body);
+    if (holder !== null && holder[place.member] === MARKER_TEXT) {
+      holder[place.member] = known.text;
       missesInARow = 0;
       systemPromptMemoStats.found++;
       return body;
@@ -75,19 +88,18 @@ export function parseChatJson(raw: Buffer, from: number, cutFrom: number, cutTo:
   }
   const body: unknown = JSON.parse(cutFrom < 0 ? raw.toString('utf8', from) : raw.toString('utf8', from, cutFrom) + raw.toString('utf8', cutTo));
   if (start >= 0 && known === null && limit - start >= MIN_PROMPT_BYTES && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) {
-    keep(raw, start, limit, body);
+    keep(raw, start, limit, place.holder(body)?.[place.member]);
   }
   return body;
 }
 
 /**
- * Keeps the bytes of the first message's content when they are the value that starts at
- * raw[start] (the first `"content"` member's): read to the string's closing quote, and parsed
- * again to check they give that very text.
+ * Keeps the bytes of the prompt `text` (what the parse found where the prompt is) when they are the
+ * value that starts at raw[start] (the first member of the place's key): read to the string's
+ * closing quote, and parsed again to check they give that very text.
  */
-function keep(raw: Buffer, start: number, limit: number, body: unknown): void {
-  const first = firstMessage(body);
-  if (first === null || typeof first.content !== 'string') return;
+function keep(raw: Buffer, start: number, limit: number, text: unknown): void {
+  if (typeof text !== 'string') return;
   const end = stringEnd(raw, start, limit);
   if (end < 0 || end - start < MIN_PROMPT_BYTES) return;
   let again: unknown;
@@ -96,29 +108,31 @@ function keep(raw: Buffer, start: number, limit: number, body: unknown): void {
   } catch {
     return;
   }
-  if (again !== first.content) return;
+  if (again !== text) return;
   // The string of this body's parse: the one the count cache keeps, so later lookups compare it by reference.
-  memo.add(raw, start, end, first.content);
+  memo.add(raw, start, end, text);
   systemPromptMemoStats.kept++;
+}
+
+/** A parsed body when it is an object, else null. */
+function asObject(body: unknown): Record<string, unknown> | null {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) ? body as Record<string, unknown> : null;
 }
 
 /** `messages[0]` of a parsed body when it is an object, else null. */
 function firstMessage(body: unknown): Record<string, unknown> | null {
-  if (body === null || typeof body !== 'object') return null;
-  const messages = (body as { messages?: unknown }).messages;
-  if (!Array.isArray(messages) || messages.length === 0) return null;
-  const m: unknown = messages[0];
-  return m !== null && typeof m === 'object' && !Array.isArray(m) ? m as Record<string, unknown> : null;
+  const messages = asObject(body)?.messages;
+  return Array.isArray(messages) && messages.length > 0 ? asObject(messages[0]) : null;
 }
 
 /**
- * Where the value of the first `"content"` member of raw[from, limit) starts, when it is a string
- * (its opening quote), else -1. Only the first: a chat body's first message is its first `content`.
+ * Where the value of the first `key` member of raw[from, limit) starts, when it is a string (its
+ * opening quote), else -1. Only the first: the prompt's member comes before any other of its key.
  */
-function firstContentValue(raw: Buffer, from: number, limit: number): number {
-  const k = raw.indexOf(CONTENT_KEY, from);
+function firstStringValue(raw: Buffer, from: number, limit: number, key: Buffer): number {
+  const k = raw.indexOf(key, from);
   if (k < 0) return -1;
-  let i = skipSpace(raw, k + CONTENT_KEY.length, limit);
+  let i = skipSpace(raw, k + key.length, limit);
   if (i >= limit || raw[i] !== COLON) return -1;
   i = skipSpace(raw, i + 1, limit);
   return i < limit && raw[i] === QUOTE ? i : -1;

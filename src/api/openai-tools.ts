@@ -14,7 +14,7 @@
 import { Buffer } from 'node:buffer';
 import { CUT_FROM, CUT_TO, findMemberCut, lastLargeValueEnd, memberCut, valueStartBackwards } from './json-last-member.js';
 import { JsonTextMemo, MIN_BYTES } from './json-text-memo.js';
-import { parseChatJson } from './openai-system-prompt.js';
+import { parsePromptJson, type PromptPlace } from './openai-system-prompt.js';
 
 /** Memory the memo of tool definitions holds at most per router process (two generations). */
 export const TOOLS_MEMO_BYTES = 4 * 1024 * 1024;
@@ -44,23 +44,23 @@ export let bodyToolsText: string | null = null;
 
 /**
  * The JSON value of raw[from, …), its tools read by their bytes when they can be (bodyToolsText),
- * and with `chat` its system prompt too (openai-system-prompt.ts); throws the parser's error for a
- * body that is not JSON, as JSON.parse of the whole body does.
+ * and its system prompt too when `prompt` says where it is (openai-system-prompt.ts); throws the
+ * parser's error for a body that is not JSON, as JSON.parse of the whole body does.
  */
-export function parseBody(raw: Buffer, from: number, chat: boolean): unknown {
+export function parseBody(raw: Buffer, from: number, prompt: PromptPlace | null): unknown {
   bodyToolsText = null;
   const last = raw.length - from > MIN_BYTES ? lastLargeValueEnd(raw, from, TOOLS_KEY) : -1;
-  if (last < 0 || raw[last] !== CLOSE_BRACKET) return parseText(raw, from, -1, -1, chat);
+  if (last < 0 || raw[last] !== CLOSE_BRACKET) return parseText(raw, from, -1, -1, prompt);
   const known = memo.find(raw, from, last + 1);
   if (known !== null) {
-    const rest = restWithout(raw, from, last + 1 - known.raw.length, last, chat);
+    const rest = restWithout(raw, from, last + 1 - known.raw.length, last, prompt);
     if (rest !== null) {
       missesInARow = 0;
       bodyToolsText = known.text;
       return rest;
     }
   }
-  const body: unknown = parseText(raw, from, -1, -1, chat);
+  const body: unknown = parseText(raw, from, -1, -1, prompt);
   const text = toolsText(body !== null && typeof body === 'object' ? (body as { tools?: unknown }).tools : undefined);
   if (text === '') return body;
   bodyToolsText = text;
@@ -69,11 +69,11 @@ export function parseBody(raw: Buffer, from: number, chat: boolean): unknown {
 }
 
 /** The object without the tools member whose value is raw[start, last], parsed; null when that is not the member or does not parse. */
-function restWithout(raw: Buffer, from: number, start: number, last: number, chat: boolean): Record<string, unknown> | null {
+function restWithout(raw: Buffer, from: number, start: number, last: number, prompt: PromptPlace | null): Record<string, unknown> | null {
   if (!findMemberCut(raw, from, start, last, TOOLS_KEY)) return null;
   let rest: unknown;
   try {
-    rest = parseText(raw, from, memberCut[CUT_FROM], memberCut[CUT_TO], chat);
+    rest = parseText(raw, from, memberCut[CUT_FROM], memberCut[CUT_TO], prompt);
   } catch {
     return null;
   }
@@ -82,9 +82,9 @@ function restWithout(raw: Buffer, from: number, start: number, last: number, cha
   return rest as Record<string, unknown>;
 }
 
-/** The JSON value of raw[from, …) without raw[cutFrom, cutTo) (cutFrom < 0: none); a chat body's system prompt read by its bytes when known. */
-function parseText(raw: Buffer, from: number, cutFrom: number, cutTo: number, chat: boolean): unknown {
-  if (chat) return parseChatJson(raw, from, cutFrom, cutTo);
+/** The JSON value of raw[from, …) without raw[cutFrom, cutTo) (cutFrom < 0: none); the system prompt at `prompt` read by its bytes when known. */
+function parseText(raw: Buffer, from: number, cutFrom: number, cutTo: number, prompt: PromptPlace | null): unknown {
+  if (prompt !== null) return parsePromptJson(raw, from, cutFrom, cutTo, prompt);
   return JSON.parse(cutFrom < 0 ? raw.toString('utf8', from) : raw.toString('utf8', from, cutFrom) + raw.toString('utf8', cutTo));
 }
 

@@ -199,7 +199,7 @@ export class RouterMetrics {
       'Long chat conversations (bodies of 8 KiB or more) parsed on the event loop, by what the memo of conversations did: found (the body went on from a kept conversation: only its new messages parsed), kept (its conversation kept for the next turn).',
       'counter', () => fieldSeries(this.sources.conversations, 'result', FOUND_KEPT_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_system_prompts_total',
-      'Chat system prompts (the first message\'s text, 1 KiB or more) parsed on the event loop, by what the memo of system prompts did: found (read by its bytes: the kept text taken, the prompt not parsed), kept (its bytes kept for the next request).',
+      'System prompts (a chat body\'s first message\'s text or a Responses body\'s instructions, 1 KiB or more) parsed on the event loop, by what the memo of system prompts did: found (read by its bytes: the kept text taken, the prompt not parsed), kept (its bytes kept for the next request).',
       'counter', () => fieldSeries(this.sources.systemPrompts, 'result', FOUND_KEPT_FIELDS)) as never);
     // The lowest over the workers: 0 while any of them decides without the store.
     r.registerMetric(new CollectedFamily('inference_router_ratelimit_store_up',

@@ -5,6 +5,7 @@ import { extractPromptText } from '../../../src/api/openai-prompt.js';
 import { MIN_PROMPT_BYTES, systemPromptMemoStats } from '../../../src/api/openai-system-prompt.js';
 
 const CHAT = '/v1/chat/completions';
+const RESPONSES = '/v1/responses';
 
 /** A system prompt of about `chars` characters; `tag` makes it differ from the other tests'. */
 function prompt(tag: string, chars = 3000): string {
@@ -30,13 +31,13 @@ function tools(tag: string): unknown[] {
  * given back when they were read by their bytes) and the same prompt. Returns the request and
  * whether its system prompt was read by its bytes.
  */
-function check(raw: Buffer): { req: ParsedRequest; byBytes: boolean } {
+function check(raw: Buffer, url = CHAT): { req: ParsedRequest; byBytes: boolean } {
   const found = systemPromptMemoStats.found;
-  const req = parseRequest(raw, CHAT);
+  const req = parseRequest(raw, url);
   const w = whole(raw);
   const byTools = !Object.hasOwn(req.body, 'tools') && Object.hasOwn(w, 'tools');
   expect(byTools ? { ...req.body, tools: w.tools } : req.body).toEqual(w);
-  expect(extractPromptText(req.body, req.api, req.toolsText)).toEqual(extractPromptText(w, 'chat'));
+  expect(extractPromptText(req.body, req.api, req.toolsText)).toEqual(extractPromptText(w, req.api));
   return { req, byBytes: systemPromptMemoStats.found === found + 1 };
 }
 
@@ -153,6 +154,32 @@ describe('system prompts read by their bytes', () => {
     expect(check(Buffer.from(JSON.stringify(body(known, 2)))).byBytes).toBe(true);
     check(Buffer.from(JSON.stringify(body(prompt('late'), 0))));
     expect(check(Buffer.from(JSON.stringify(body(prompt('late'), 1)))).byBytes).toBe(true);
+  });
+});
+
+describe('Responses instructions read by their bytes', () => {
+  it('keeps long instructions, finds them in the next bodies wherever they are, with tools known too, and parses the body as it came otherwise', () => {
+    const p = prompt('responses');
+    const shapes = [
+      (i: number) => JSON.stringify({ model: 'm', instructions: p, input: `question ${i}` }),
+      (i: number) => JSON.stringify({ model: 'm', input: [{ role: 'user', content: `question ${i}` }], instructions: p, tools: tools('resp') }),
+    ];
+    // The first body keeps them; the other shape has the same bytes, found at once.
+    expect(check(Buffer.from(shapes[0](0)), RESPONSES).byBytes).toBe(false);
+    for (const shape of shapes) {
+      for (let i = 1; i < 3; i++) {
+        const again = check(Buffer.from(shape(i)), RESPONSES);
+        expect(again.byBytes).toBe(true);
+        expect(again.req.body.instructions).toBe(p);
+      }
+    }
+    // The same bytes as another object's instructions, before the body's own: parsed as it came.
+    const other = `{"model":"m","metadata":{"instructions":${JSON.stringify(p)}},"instructions":"short","input":"q"}`;
+    for (let n = 0; n < 2; n++) expect(check(Buffer.from(other), RESPONSES).byBytes).toBe(false);
+    // A chat body's first message with the same text is found too (one memo of prompts).
+    expect(check(Buffer.from(JSON.stringify(body(p, 9)))).byBytes).toBe(true);
+    // Completions are parsed whole.
+    expect(check(Buffer.from(JSON.stringify({ model: 'm', prompt: 'hi', content: p })), '/v1/completions').byBytes).toBe(false);
   });
 });
 
