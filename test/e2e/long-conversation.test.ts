@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractPromptText } from '../../src/api/openai-prompt.js';
 import { createTokenCounter } from '../../src/tokens/create-token-counter.js';
-import { listenLocal, resourcesFor, startLoggedRouter, waitFor } from '../helpers/processes.js';
+import { resourcesFor, startLoggedRouter, waitFor } from '../helpers/processes.js';
+import { startRecordingPod } from '../helpers/recording-pod.js';
 import { mulberry32 } from '../helpers/mulberry32.js';
 
 /**
@@ -17,16 +18,7 @@ describe('a long conversation through the router, real processes', () => {
   let port = 0;
   const received: string[] = [];
   beforeAll(async () => {
-    pod = createServer((req, res) => {
-      const parts: Buffer[] = [];
-      req.on('data', (d: Buffer) => parts.push(d));
-      req.on('end', () => {
-        received.push(Buffer.concat(parts).toString());
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] }));
-      });
-    });
-    port = await listenLocal(pod);
+    ({ server: pod, port } = await startRecordingPod(received));
   });
   afterAll(async () => {
     pod.closeAllConnections();

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractPromptText } from '../../src/api/openai-prompt.js';
 import { createTokenCounter } from '../../src/tokens/create-token-counter.js';
-import { listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { startRouterOnRecordingPod } from '../helpers/recording-pod.js';
 
 /** An agent's system prompt of about 6 KB, with the escapes such prompts carry (new lines, quotes, non-ASCII). */
 const SYSTEM = Array.from({ length: 60 }, (_, i) => `${i + 1}. Answer "briefly"; cite policy ${100 + i} — é ✓\n`).join('');
@@ -23,26 +23,13 @@ const python = (i: number): string =>
  */
 describe('system prompts read by their bytes (built router, real pod)', () => {
   let router: LoggedRouter;
-  let pod: Server;
+  let close: () => Promise<void> = async () => {};
   const received: string[] = [];
 
   beforeAll(async () => {
-    pod = createServer((req, res) => {
-      const parts: Buffer[] = [];
-      req.on('data', (d: Buffer) => parts.push(d));
-      req.on('end', () => {
-        received.push(Buffer.concat(parts).toString());
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'On its way.' }, finish_reason: 'stop' }] }));
-      });
-    });
-    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: await listenLocal(pod) }]));
+    ({ router, close } = await startRouterOnRecordingPod(received));
   });
-  afterAll(async () => {
-    await router?.kill();
-    pod?.closeAllConnections();
-    pod?.close();
-  });
+  afterAll(() => close());
 
   it('counts each turn as a whole count does, forwards the bytes as sent, and reads the prompt by its bytes after the first of each shape', async () => {
     const sent = [compact(1), compact(2), compact(3), python(1), python(2)];

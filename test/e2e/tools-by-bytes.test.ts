@@ -1,6 +1,6 @@
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { accessLogRecords, waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { startRouterOnRecordingPod } from '../helpers/recording-pod.js';
 
 // An agent's tools (about 2 KB), sent as an SDK writes them, pretty-printed, and with the key
 // spelled with an escape (which the router does not look for by its bytes: it parses such a body whole).
@@ -24,33 +24,15 @@ function escapedKey(i: number): string {
   return compact(i).replace('"tools"', '"\\u0074ools"');
 }
 
-/** A pod that keeps every body it is sent, as bytes, and answers without usage (the router's count is logged). */
-function startPod(received: string[]): Promise<Server> {
-  const pod = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push(Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"On its way."}}]}');
-    });
-  });
-  return listenLocal(pod).then(() => pod);
-}
-
 describe('tool definitions read by their bytes (built router, real pod)', () => {
   let router: LoggedRouter;
-  let pod: Server;
+  let close: () => Promise<void> = async () => {};
   const received: string[] = [];
 
   beforeAll(async () => {
-    pod = await startPod(received);
-    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: (pod.address() as { port: number }).port }]));
+    ({ router, close } = await startRouterOnRecordingPod(received));
   });
-  afterAll(async () => {
-    await router?.kill();
-    pod?.close();
-  });
+  afterAll(() => close());
 
   it('counts the same input tokens whether the tools were parsed or found by their bytes, and forwards the bytes as sent', async () => {
     // Each shape twice: the first of a shape reads new bytes, the second finds them.

@@ -4,6 +4,7 @@ import { parseRequest, type ParsedRequest } from '../../../src/api/openai-reques
 import { extractPromptText } from '../../../src/api/openai-prompt.js';
 import { buildUpstreamBody } from '../../../src/api/openai-body.js';
 import { openAiApi } from '../../../src/api/openai.js';
+import { fuzzedObject, parsedOrUndefined, randomSpace, refusalOf, seededBelow, wholeParseRefusal } from '../../helpers/json-body-fuzz.js';
 
 const CHAT = '/v1/chat/completions';
 const RESPONSES = '/v1/responses';
@@ -39,16 +40,6 @@ function check(raw: Buffer, url = CHAT): { req: ParsedRequest; byBytes: boolean 
   if (req.toolsText !== null) expect(req.toolsText).toBe(JSON.stringify(w.tools));
   if (byBytes) expect(req.toolsText).not.toBeNull();
   return { req, byBytes };
-}
-
-function errorOf(f: () => unknown): string {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(RouterError);
-    return `${(err as RouterError).status} ${(err as Error).message}`;
-  }
-  throw new Error('accepted');
 }
 
 describe('tool definitions read by their bytes', () => {
@@ -123,16 +114,7 @@ describe('tool definitions read by their bytes', () => {
       `["model","m","tools":${t}}`,
       `{"messages":[{"role":"user","content":"a"}],"tools":${t}}`,
     ];
-    for (const text of broken) {
-      let want: string;
-      try {
-        JSON.parse(text);
-        want = '400 request body must name a model: "model" must be a non-empty string';
-      } catch (err) {
-        want = `400 request body is not valid JSON: ${(err as Error).message}`;
-      }
-      expect(errorOf(() => parseRequest(Buffer.from(text), CHAT)), text.slice(0, 80)).toBe(want);
-    }
+    for (const text of broken) expect(refusalOf(() => parseRequest(Buffer.from(text), CHAT)), text.slice(0, 80)).toBe(wholeParseRefusal(text));
   });
 
   it('sends the tools upstream when a body named twice is written again', () => {
@@ -157,16 +139,11 @@ describe('tool definitions read by their bytes', () => {
 
 describe('tool definitions read by their bytes, against a whole parse (seeded random bodies)', () => {
   it('gives the same body, texts and errors for 600 bodies of random member order, spacing and breakage', () => {
-    let seed = 7;
-    const rand = (n: number) => {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      return (seed >>> 8) % n;
-    };
+    const rand = seededBelow(7);
     const toolSets = [tools('fz0'), tools('fz1'), tools('fz2').slice(0, 3)].map((t) => JSON.stringify(t));
-    const spaces = ['', ' ', '\n  ', '\t'];
     let byBytes = 0;
     for (let n = 0; n < 600; n++) {
-      const sp = () => spaces[rand(spaces.length)];
+      const sp = () => randomSpace(rand);
       const head = [
         `"model"${sp()}:${sp()}"m"`,
         `"messages":[{"role":"user","content":"q ${n} \\"tools\\": [] ${'x'.repeat(rand(300))}"},{"role":"tool","content":"{\\"tools\\":1}","tools":[1]}]`,
@@ -176,18 +153,9 @@ describe('tool definitions read by their bytes, against a whole parse (seeded ra
       // Mostly the tools after the messages and before small members, as SDKs send them; sometimes anywhere.
       const members = rand(4) === 0 ? [...head, ...tail, toolsMember].sort(() => rand(3) - 1) : [...head, toolsMember, ...tail];
       if (rand(10) === 0) members.unshift(`"tools":${toolSets[0]}`);
-      let text = `${sp()}{${sp()}${members.join(`${sp()},${sp()}`)}${sp()}}${sp()}`;
-      if (rand(6) === 0) {
-        const at = rand(text.length);
-        text = text.slice(0, at) + ['}', ',', '"', 'x', ']', '\\'][rand(6)] + text.slice(at);
-      }
+      const text = fuzzedObject(members, rand);
       const raw = Buffer.from(text);
-      let w: unknown;
-      try {
-        w = JSON.parse(text);
-      } catch {
-        w = undefined;
-      }
+      const w = parsedOrUndefined(text);
       if (w === undefined || typeof (w as { model?: unknown }).model !== 'string') {
         expect(() => parseRequest(raw, CHAT), text).toThrow(RouterError);
         continue;

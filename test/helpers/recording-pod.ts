@@ -1,0 +1,37 @@
+import { createServer, type Server } from 'node:http';
+import { listenLocal, resourcesFor, startLoggedRouter, type LoggedRouter } from './processes.js';
+
+/** What the recording pod answers: a chat completion without usage (the router's own count is logged). */
+export const RECORDING_POD_ANSWER = JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
+
+/**
+ * A model pod on a loopback port that keeps every request body it is sent, as text, in `received`,
+ * and answers each with `answer` (200, JSON): what the end-to-end tests of the parser's shortcuts
+ * compare the forwarded bytes against.
+ */
+export async function startRecordingPod(received: string[], answer = RECORDING_POD_ANSWER): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      received.push(Buffer.concat(parts).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(answer);
+    });
+  });
+  return { server, port: await listenLocal(server) };
+}
+
+/** A built router (one worker, JSON access log) in front of a recording pod: both stopped by close(). */
+export async function startRouterOnRecordingPod(received: string[]): Promise<{ router: LoggedRouter; close(): Promise<void> }> {
+  const { server, port } = await startRecordingPod(received);
+  const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }]));
+  return {
+    router,
+    async close() {
+      await router.kill();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
