@@ -87,21 +87,22 @@ export function parsePromptJson(raw: Buffer, from: number, cutFrom: number, cutT
     }
   }
   const body: unknown = JSON.parse(cutFrom < 0 ? raw.toString('utf8', from) : raw.toString('utf8', from, cutFrom) + raw.toString('utf8', cutTo));
-  if (start >= 0 && known === null && limit - start >= MIN_PROMPT_BYTES && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) {
-    keep(raw, start, limit, place.holder(body)?.[place.member]);
-  }
+  if (start < 0 || known !== null) return body;
+  const text = place.holder(body)?.[place.member];
+  // Too short whatever its bytes (a character is at most 6 bytes as sent, as an escape).
+  if (typeof text !== 'string' || text.length * 6 < MIN_PROMPT_BYTES) return body;
+  const end = stringEnd(raw, start, limit);
+  // A long prompt not kept (a short one does not hold back the learning of long ones).
+  if (end >= 0 && end - start >= MIN_PROMPT_BYTES && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) keep(raw, start, end, text);
   return body;
 }
 
 /**
- * Keeps the bytes of the prompt `text` (what the parse found where the prompt is) when they are the
- * value that starts at raw[start] (the first member of the place's key): read to the string's
- * closing quote, and parsed again to check they give that very text.
+ * Keeps the bytes raw[start, end) of the prompt `text` (what the parse found where the prompt is),
+ * the string whose opening quote is the first member of the place's key: when parsed again they give
+ * that very text.
  */
-function keep(raw: Buffer, start: number, limit: number, text: unknown): void {
-  if (typeof text !== 'string') return;
-  const end = stringEnd(raw, start, limit);
-  if (end < 0 || end - start < MIN_PROMPT_BYTES) return;
+function keep(raw: Buffer, start: number, end: number, text: string): void {
   let again: unknown;
   try {
     again = JSON.parse(raw.toString('utf8', start, end));

@@ -135,6 +135,13 @@ describe('system prompts read by their bytes', () => {
     expect(check(Buffer.from(JSON.stringify(body(known, 2)))).byBytes).toBe(true);
     check(Buffer.from(JSON.stringify(body(prompt('late'), 0))));
     expect(check(Buffer.from(JSON.stringify(body(prompt('late'), 1)))).byBytes).toBe(true);
+    // Short prompts (under the size) in between do not count: a long one after 40 of them is kept.
+    for (let i = 0; i < 40; i++) {
+      const short = body(`${'s'.repeat(600)} ${i}`, i);
+      check(Buffer.from(JSON.stringify({ ...short, messages: [...(short.messages as unknown[]), { role: 'assistant', content: 'a long answer '.repeat(200) }] })));
+    }
+    check(Buffer.from(JSON.stringify(body(prompt('after short ones'), 0))));
+    expect(check(Buffer.from(JSON.stringify(body(prompt('after short ones'), 1)))).byBytes).toBe(true);
   });
 });
 
