@@ -53,7 +53,6 @@ let stopping = false;
 function stop(code = 0): void {
   if (stopping) return;
   stopping = true;
-  if (tempDir !== null) rmSync(tempDir, { recursive: true, force: true });
   // The router first, then the pods it drains to: stopped together, the router logged the pods'
   // /metrics refusing its scrapes while it drained.
   const router = children.filter((c) => !podProcs.includes(c));
@@ -61,12 +60,21 @@ function stop(code = 0): void {
   // A child that does not stop in time is killed: the demo never leaves a process behind.
   setTimeout(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    removeTempDir();
     process.exit(code);
   }, 5000).unref();
   void exited(router).then(() => {
+    // Its resources file goes once the router has stopped: removed while it drained, the router warned
+    // that its file was gone.
+    removeTempDir();
     for (const c of podProcs) c.kill('SIGTERM');
     return exited(children);
   }).then(() => process.exit(code));
+}
+
+function removeTempDir(): void {
+  if (tempDir !== null) rmSync(tempDir, { recursive: true, force: true });
+  tempDir = null;
 }
 
 function exited(procs: readonly ChildProcess[]): Promise<unknown> {

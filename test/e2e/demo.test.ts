@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort, ROOT, startProcess, waitFor, type Proc, childPids } from '../helpers/processes.js';
@@ -157,6 +157,12 @@ describe('npm run demo', () => {
       // One signal reached the router: the terminal's went to the demo alone, which stopped it.
       expect(output).toMatch(/drain: draining/);
       expect(output).not.toMatch(/received while a drain is already under way/);
+      // Nothing the router warned of, from start to stop (its resources file, say, removed under it while it drained).
+      expect(output).not.toMatch(/ warn \[/);
+      // Its copy of the resources is gone once it has stopped.
+      const resources = /resources from file (\S+\/resources\.yaml)/.exec(output)?.[1];
+      expect(resources, 'the resources file the router was started on').toBeDefined();
+      expect(existsSync(resources!)).toBe(false);
     } finally {
       if (demo.exitCode === null) process.kill(-demo.pid!, 'SIGKILL');
     }
