@@ -24,7 +24,7 @@ export function keepParsedConversations(maxBytes: number): void {
 /** Long chat bodies of this event loop or thread that went on from a kept conversation, and conversations kept. */
 export const parsedConversations: Readonly<{ found: number; kept: number }> = conversationMemoStats;
 
-/** Chat bodies of this event loop or thread whose system prompt was read by its bytes, and prompts kept. */
+/** Chat and Responses bodies of this event loop or thread whose system prompt was read by its bytes, and prompts kept. */
 export const parsedSystemPrompts: Readonly<{ found: number; kept: number }> = systemPromptMemoStats;
 
 /** The /v1 endpoints the router serves with POST; another method on them answers 405 (allow: POST). */

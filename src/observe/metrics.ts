@@ -78,7 +78,7 @@ export interface MetricSources {
   threadParses?: () => { readonly inThread: number; readonly onEventLoop: number };
   /** Long chat bodies of the event loop that went on from a kept conversation, and conversations kept (api/conversation-memo.ts). */
   conversations?: () => { readonly found: number; readonly kept: number };
-  /** Chat bodies of the event loop whose system prompt was read by its bytes, and prompts kept (api/openai-system-prompt.ts). */
+  /** Chat and Responses bodies of the event loop whose system prompt was read by its bytes, and prompts kept (api/openai-system-prompt.ts). */
   systemPrompts?: () => { readonly found: number; readonly kept: number };
   /** The global limit stores of this process and whether each decides now (LimiterRegistry.storeStates). */
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
