@@ -68,7 +68,10 @@ function call(port: number, ca: string, agent: Agent | false, path: string, body
       res.on('error', (err) => resolve({ ok: false, status: 0, fingerprint, error: err.message }));
     });
     let handshake = false;
-    req.on('socket', (socket) => socket.once('secureConnect', () => { handshake = true; }));
+    // Only a new connection handshakes: a listener on a kept-alive one would never fire, and pile up.
+    req.on('socket', (socket) => {
+      if (!req.reusedSocket) socket.once('secureConnect', () => { handshake = true; });
+    });
     req.on('error', (err) => resolve({ ok: false, status: 0, fingerprint: null, error: err.message, handshake, reused: req.reusedSocket }));
     req.end(payload ?? undefined);
   });
