@@ -110,3 +110,8 @@ export function findMemberCut(b: Buffer, from: number, start: number, last: numb
   memberCut[CUT_TO] = last + 1;
   return true;
 }
+
+/** The text of b[from, …) without the bytes b[cutFrom, cutTo) (cutFrom < 0: none), decoded as UTF-8. */
+export function textWithout(b: Buffer, from: number, cutFrom: number, cutTo: number): string {
+  return cutFrom < 0 ? b.toString('utf8', from) : b.toString('utf8', from, cutFrom) + b.toString('utf8', cutTo);
+}

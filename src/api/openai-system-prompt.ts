@@ -21,6 +21,9 @@
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { JsonTextMemo } from './json-text-memo.js';
+import { textWithout } from './json-last-member.js';
+import { valueEnd } from './json-members.js';
+import { skipSpace } from './flat-json-counts.js';
 
 /** Memory the memo of system prompts holds at most per event loop or tokenizer thread (two generations). */
 export const SYSTEM_PROMPT_MEMO_BYTES = 4 * 1024 * 1024;
@@ -52,7 +55,6 @@ const MARKER_TEXT = `\u0000inference-router:${randomBytes(12).toString('base64')
 const MARKER = JSON.stringify(MARKER_TEXT);
 const QUOTE = 0x22;
 const COLON = 0x3a;
-const BACKSLASH = 0x5c;
 let missesInARow = 0;
 
 /** Bodies whose system prompt was read by its bytes, and prompts kept, in this event loop or thread. */
@@ -72,9 +74,7 @@ export function parsePromptJson(raw: Buffer, from: number, cutFrom: number, cutT
     const end = start + known.raw.length;
     let body: unknown;
     try {
-      body = JSON.parse(cutFrom < 0
-        ? raw.toString('utf8', from, start) + MARKER + raw.toString('utf8', end)
-        : raw.toString('utf8', from, start) + MARKER + raw.toString('utf8', end, cutFrom) + raw.toString('utf8', cutTo));
+      body = JSON.parse(raw.toString('utf8', from, start) + MARKER + textWithout(raw, end, cutFrom, cutTo));
     } catch {
       body = undefined;
     }
@@ -86,12 +86,12 @@ export function parsePromptJson(raw: Buffer, from: number, cutFrom: number, cutT
       return body;
     }
   }
-  const body: unknown = JSON.parse(cutFrom < 0 ? raw.toString('utf8', from) : raw.toString('utf8', from, cutFrom) + raw.toString('utf8', cutTo));
+  const body: unknown = JSON.parse(textWithout(raw, from, cutFrom, cutTo));
   if (start < 0 || known !== null) return body;
   const text = place.holder(body)?.[place.member];
   // Too short whatever its bytes (a character is at most 6 bytes as sent, as an escape).
   if (typeof text !== 'string' || text.length * 6 < MIN_PROMPT_BYTES) return body;
-  const end = stringEnd(raw, start, limit);
+  const end = valueEnd(raw, start, limit);
   // A long prompt not kept (a short one does not hold back the learning of long ones).
   if (end >= 0 && end - start >= MIN_PROMPT_BYTES && (missesInARow++ < LEARN_MISSES || missesInARow % LEARN_EVERY === 0)) keep(raw, start, end, text);
   return body;
@@ -133,31 +133,8 @@ function firstMessage(body: unknown): Record<string, unknown> | null {
 function firstStringValue(raw: Buffer, from: number, limit: number, key: Buffer): number {
   const k = raw.indexOf(key, from);
   if (k < 0) return -1;
-  let i = skipSpace(raw, k + key.length, limit);
+  let i = skipSpace(raw, k + key.length);
   if (i >= limit || raw[i] !== COLON) return -1;
-  i = skipSpace(raw, i + 1, limit);
+  i = skipSpace(raw, i + 1);
   return i < limit && raw[i] === QUOTE ? i : -1;
-}
-
-function skipSpace(raw: Buffer, i: number, limit: number): number {
-  while (i < limit) {
-    const c = raw[i];
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
-    i++;
-  }
-  return i;
-}
-
-/** The end (after the closing quote) of the JSON string whose opening quote is raw[start], within `limit`; -1 if none. */
-function stringEnd(raw: Buffer, start: number, limit: number): number {
-  let i = start + 1;
-  for (;;) {
-    const q = raw.indexOf(QUOTE, i);
-    if (q < 0 || q >= limit) return -1;
-    let b = q - 1;
-    while (raw[b] === BACKSLASH) b--;
-    // An even number of backslashes before it: the quote is not escaped.
-    if ((q - 1 - b) % 2 === 0) return q + 1;
-    i = q + 1;
-  }
 }

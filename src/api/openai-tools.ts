@@ -12,7 +12,7 @@
  * and so the count, is the same either way.
  */
 import { Buffer } from 'node:buffer';
-import { CUT_FROM, CUT_TO, findMemberCut, lastLargeValueEnd, memberCut, valueStartBackwards } from './json-last-member.js';
+import { CUT_FROM, CUT_TO, findMemberCut, lastLargeValueEnd, memberCut, textWithout, valueStartBackwards } from './json-last-member.js';
 import { JsonTextMemo, MIN_BYTES } from './json-text-memo.js';
 import { parsePromptJson, type PromptPlace } from './openai-system-prompt.js';
 
@@ -85,7 +85,7 @@ function restWithout(raw: Buffer, from: number, start: number, last: number, pro
 /** The JSON value of raw[from, …) without raw[cutFrom, cutTo) (cutFrom < 0: none); the system prompt at `prompt` read by its bytes when known. */
 function parseText(raw: Buffer, from: number, cutFrom: number, cutTo: number, prompt: PromptPlace | null): unknown {
   if (prompt !== null) return parsePromptJson(raw, from, cutFrom, cutTo, prompt);
-  return JSON.parse(cutFrom < 0 ? raw.toString('utf8', from) : raw.toString('utf8', from, cutFrom) + raw.toString('utf8', cutTo));
+  return JSON.parse(textWithout(raw, from, cutFrom, cutTo));
 }
 
 /**

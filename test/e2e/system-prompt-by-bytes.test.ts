@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { extractPromptText } from '../../src/api/openai-prompt.js';
 import { createTokenCounter } from '../../src/tokens/create-token-counter.js';
-import { waitFor, type LoggedRouter } from '../helpers/processes.js';
-import { startRouterOnRecordingPod } from '../helpers/recording-pod.js';
+import { waitFor } from '../helpers/processes.js';
+import { routerOnRecordingPod } from '../helpers/recording-pod.js';
 
 /** An agent's system prompt of about 6 KB, with the escapes such prompts carry (new lines, quotes, non-ASCII). */
 const SYSTEM = Array.from({ length: 60 }, (_, i) => `${i + 1}. Answer "briefly"; cite policy ${100 + i} — é ✓\n`).join('');
@@ -22,35 +22,28 @@ const python = (i: number): string =>
  * bytes after that.
  */
 describe('system prompts read by their bytes (built router, real pod)', () => {
-  let router: LoggedRouter;
-  let close: () => Promise<void> = async () => {};
-  const received: string[] = [];
-
-  beforeAll(async () => {
-    ({ router, close } = await startRouterOnRecordingPod(received));
-  });
-  afterAll(() => close());
+  const pod = routerOnRecordingPod();
 
   it('counts each turn as a whole count does, forwards the bytes as sent, and reads the prompt by its bytes after the first of each shape', async () => {
     const sent = [compact(1), compact(2), compact(3), python(1), python(2)];
     for (const body of sent) {
-      const r = await fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       expect(r.status).toBe(200);
       await r.text();
     }
-    expect(received).toEqual(sent);
+    expect(pod.received).toEqual(sent);
     const counter = createTokenCounter({ estimator: 'bpe', inlineMaxChars: 1e9, poolSize: 0, queue: 64, budgetMs: 200, cacheChars: 0, parseMinBytes: 262_144, conversationBytes: 0 });
     const expected: number[] = [];
     for (const body of sent) expected.push(await counter.countPrompt(extractPromptText(JSON.parse(body) as Record<string, unknown>, 'chat')));
     await counter.close();
     const records = await waitFor('five records', () => {
-      const lines = readFileSync(router.logFile, 'utf8').split('\n').filter((l) => l.length > 0);
+      const lines = readFileSync(pod.router.logFile, 'utf8').split('\n').filter((l) => l.length > 0);
       return lines.length >= sent.length ? lines.map((l) => JSON.parse(l) as { input_tokens: number }) : null;
     });
     expect(records.map((r) => r.input_tokens)).toEqual(expected);
     // The same question: the same count, whatever the shape.
     expect(expected[3]).toBe(expected[0]);
-    const text = await (await fetch(`${router.url}/metrics`)).text();
+    const text = await (await fetch(`${pod.router.url}/metrics`)).text();
     const counted: Record<string, number> = {};
     for (const m of text.matchAll(/^inference_router_system_prompts_total\{result="(\w+)"\} (\d+)$/gm)) counted[m[1]] = Number(m[2]);
     // Each shape's bytes differ: the first body of each keeps them, the others find them.

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, waitFor, type LoggedRouter } from '../helpers/processes.js';
-import { startRouterOnRecordingPod } from '../helpers/recording-pod.js';
+import { describe, expect, it } from 'vitest';
+import { accessLogRecords, waitFor } from '../helpers/processes.js';
+import { routerOnRecordingPod } from '../helpers/recording-pod.js';
 
 // An agent's tools (about 2 KB), sent as an SDK writes them, pretty-printed, and with the key
 // spelled with an escape (which the router does not look for by its bytes: it parses such a body whole).
@@ -25,26 +25,19 @@ function escapedKey(i: number): string {
 }
 
 describe('tool definitions read by their bytes (built router, real pod)', () => {
-  let router: LoggedRouter;
-  let close: () => Promise<void> = async () => {};
-  const received: string[] = [];
-
-  beforeAll(async () => {
-    ({ router, close } = await startRouterOnRecordingPod(received));
-  });
-  afterAll(() => close());
+  const pod = routerOnRecordingPod();
 
   it('counts the same input tokens whether the tools were parsed or found by their bytes, and forwards the bytes as sent', async () => {
     // Each shape twice: the first of a shape reads new bytes, the second finds them.
     const sent = [compact(1), compact(2), toolsFirstPretty(1), toolsFirstPretty(2), escapedKey(1), escapedKey(2)];
     for (const body of sent) {
-      const r = await fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       expect(r.status).toBe(200);
       await r.text();
     }
-    expect(received).toEqual(sent);
+    expect(pod.received).toEqual(sent);
     const recs = await waitFor('access-log records', () => {
-      const all = accessLogRecords(router.logFile);
+      const all = accessLogRecords(pod.router.logFile);
       return all.length >= sent.length ? all : null;
     });
     const tokens = recs.map((r: { input_tokens: number }) => r.input_tokens);

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
 import { listenLocal, resourcesFor, startLoggedRouter, type LoggedRouter } from './processes.js';
 
 /** What the recording pod answers: a chat completion without usage (the router's own count is logged). */
@@ -22,16 +23,30 @@ export async function startRecordingPod(received: string[], answer = RECORDING_P
   return { server, port: await listenLocal(server) };
 }
 
-/** A built router (one worker, JSON access log) in front of a recording pod: both stopped by close(). */
-export async function startRouterOnRecordingPod(received: string[]): Promise<{ router: LoggedRouter; close(): Promise<void> }> {
-  const { server, port } = await startRecordingPod(received);
-  const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port }]));
+/**
+ * For a describe block: a built router (one worker, JSON access log) in front of a recording pod,
+ * started before its tests and stopped after them. `router` is there once they run; `received`
+ * holds the bodies the pod was sent.
+ */
+export function routerOnRecordingPod(): { readonly router: LoggedRouter; readonly received: string[] } {
+  const received: string[] = [];
+  let router: LoggedRouter | null = null;
+  let server: Server | null = null;
+  beforeAll(async () => {
+    const pod = await startRecordingPod(received);
+    server = pod.server;
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]));
+  });
+  afterAll(async () => {
+    await router?.kill();
+    server?.closeAllConnections();
+    await new Promise<void>((r) => (server === null ? r() : server.close(() => r())));
+  });
   return {
-    router,
-    async close() {
-      await router.kill();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+    received,
+    get router(): LoggedRouter {
+      if (router === null) throw new Error('the router starts in beforeAll: read it in a test');
+      return router;
     },
   };
 }
