@@ -4,12 +4,13 @@
  * tokenizer thread then parses it where it lies, where an ordinary buffer would be copied into the
  * thread's message (docs/tokens.md#large-bodies). A body announced by its content-length is read
  * into such a buffer as it arrives; a chunked body's pieces are joined into one once it has all
- * arrived (the join is the one copy either way).
+ * arrived (the join is the one copy either way). A body of a few kilobytes announced by its
+ * content-length is read into memory used again from request to request instead (body-pool.ts).
  */
 import { Buffer } from 'node:buffer';
 
 /** Whether a body of `size` bytes goes into shared memory. */
-function inSharedMemory(size: number, sharedMinBytes: number): boolean {
+export function inSharedMemory(size: number, sharedMinBytes: number): boolean {
   return sharedMinBytes > 0 && size >= sharedMinBytes;
 }
 

@@ -47,6 +47,11 @@ export class Exchange {
 
   body: Buffer = EMPTY;
   /**
+   * The body pool's memory `body` lies in (body-pool.ts), held until the request's record is
+   * written (releaseBody); null for a body in memory of its own.
+   */
+  pooledBody: Buffer | null = null;
+  /**
    * The path and query as the HTTP/1.1 client writes them to the pod: one character per byte
    * (latin1). `ctx.path` (what the log shows) unless that holds characters outside ASCII; then
    * the front sets the UTF-8 bytes the client sent.

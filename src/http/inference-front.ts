@@ -13,7 +13,8 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
-import { joinChunkedBody, newBodyBuffer } from './body-buffer.js';
+import { joinChunkedBody } from './body-buffer.js';
+import { bodyBufferFor } from './body-pool.js';
 import { DISCARD_MAX_BYTES, discardBody } from './body-discard.js';
 import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } from './unknown-path.js';
 
@@ -285,7 +286,7 @@ function tooLarge(max: number): RouterError {
 }
 
 function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
-  let buf: Buffer | null = contentLength > 0 ? newBodyBuffer(contentLength, h.sharedBodyMinBytes) : null;
+  let buf: Buffer | null = contentLength > 0 ? bodyBufferFor(x, contentLength, h.sharedBodyMinBytes) : null;
   let chunks: Buffer[] | null = contentLength > 0 ? null : [];
   let size = 0;
   let done = false;

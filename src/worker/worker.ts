@@ -6,6 +6,7 @@ import { closeWhenSent } from './close-when-sent.js';
 import { cutArrivingBodies } from '../http/arriving-bodies.js';
 import { RouterError } from '../errors.js';
 import { Exchange } from '../http/exchange.js';
+import { releaseBody } from '../http/body-pool.js';
 import { loadUws } from '../http/uws.js';
 import { createAccessLog } from '../observe/access-log.js';
 import { recordFromContext } from '../observe/access-record.js';
@@ -208,6 +209,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (tracer !== null && x.traceSpan !== null) tracer.end(x.traceSpan as RequestSpan, x);
     if (accessLog.enabled) accessLog.log(recordFromContext(ctx));
     metrics.observeRequest(ctx, ctx.tFirstByte > 0 ? ctx.tFirstByte - ctx.t0 : null);
+    releaseBody(x);
     finished++;
     inflight--;
     if (draining && inflight === 0 && drainResolve !== null) drainResolve();

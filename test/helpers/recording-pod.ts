@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll } from 'vitest';
-import { listenLocal, resourcesFor, startLoggedRouter, type LoggedRouter } from './processes.js';
+import { listenLocal, resourcesFor, startLoggedRouter, type LoggedRouter, type RouterOptions } from './processes.js';
 
 /** What the recording pod answers: a chat completion without usage (the router's own count is logged). */
 export const RECORDING_POD_ANSWER = JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
@@ -26,16 +26,16 @@ export async function startRecordingPod(received: string[], answer = RECORDING_P
 /**
  * For a describe block: a built router (one worker, JSON access log) in front of a recording pod,
  * started before its tests and stopped after them. `router` is there once they run; `received`
- * holds the bodies the pod was sent.
+ * holds the bodies the pod was sent. `opts` as startLoggedRouter's (more settings in `env`).
  */
-export function routerOnRecordingPod(): { readonly router: LoggedRouter; readonly received: string[] } {
+export function routerOnRecordingPod(opts: RouterOptions = {}): { readonly router: LoggedRouter; readonly received: string[] } {
   const received: string[] = [];
   let router: LoggedRouter | null = null;
   let server: Server | null = null;
   beforeAll(async () => {
     const pod = await startRecordingPod(received);
     server = pod.server;
-    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]));
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }]), opts);
   });
   afterAll(async () => {
     await router?.kill();

@@ -3,7 +3,7 @@
  * and the body, sent with one socket write (one buffer for small bodies; head and body corked
  * into one writev for large ones).
  *
- * A request of one buffer (a body of up to COPY_LIMIT bytes, as inference requests are) is
+ * A request of one buffer (a body of up to REQUEST_COPY_LIMIT bytes, as inference requests are) is
  * written at the end of the event loop's turn (`atTurnEnd`, turn-end.ts), all of a turn's back to back,
  * not one between each request's processing: a pod's process then wakes once for the turn's
  * requests instead of once per request, which on a busy router costs less CPU on both sides
@@ -14,8 +14,11 @@ import type { Socket } from 'node:net';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../../turn-end.js';
 
-/** Bodies up to this size are copied behind the head into one buffer. */
-const COPY_LIMIT = 16 * 1024;
+/**
+ * Bodies up to this size are copied behind the head into one buffer: no socket holds the body's
+ * own memory once the turn's writes have gone (the front's body pool relies on it: body-pool.ts).
+ */
+export const REQUEST_COPY_LIMIT = 16 * 1024;
 
 /**
  * Header names and values must already be valid (no CR/LF): the router's come from a parsed
@@ -34,7 +37,7 @@ export function writeRequest(socket: Socket, head: string, body: Buffer | null):
     socket.write(head, 'latin1');
     return;
   }
-  if (body.length <= COPY_LIMIT) {
+  if (body.length <= REQUEST_COPY_LIMIT) {
     writeAtTurnEnd(socket, head, body);
     return;
   }

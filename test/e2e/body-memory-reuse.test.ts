@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
+import { once } from 'node:events';
+import { routerOnRecordingPod } from '../helpers/recording-pod.js';
+import { seededBelow } from '../helpers/json-body-fuzz.js';
+
+// Request bodies of 4-16 KiB are read into memory used again from one request to the next
+// (src/http/body-pool.ts). Many such requests at once, with uploads cut short and bodies longer
+// than their content-length among them, must each reach the pod with exactly the bytes sent.
+
+/** A chat body of about `size` bytes whose text is made of request `i`'s own letter. */
+function body(i: number, size: number): string {
+  const letter = String.fromCharCode(97 + (i % 26));
+  const head = JSON.stringify({ model: 'sf-model', messages: [{ role: 'user', content: `request ${i} ` }] });
+  const pad = Math.max(0, size - head.length);
+  return head.replace(`request ${i} `, `request ${i} ${letter.repeat(pad)}`);
+}
+
+/** Sends a head and the first half of a body, then closes: the router's body memory is given back unfinished. */
+async function cutUpload(port: number, text: string): Promise<void> {
+  const s = connect(port, '127.0.0.1');
+  await once(s, 'connect');
+  s.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n`);
+  s.write(text.slice(0, text.length >> 1));
+  await new Promise((r) => setTimeout(r, 5));
+  s.destroy();
+}
+
+/** A body longer than its content-length: answered 400. */
+async function overlong(port: number, text: string): Promise<string> {
+  const s = connect(port, '127.0.0.1');
+  await once(s, 'connect');
+  s.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text) - 100}\r\n\r\n${text}`);
+  let got = '';
+  s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+  await Promise.race([once(s, 'close'), new Promise((r) => setTimeout(r, 3000))]);
+  s.destroy();
+  return got.split('\r\n')[0];
+}
+
+describe.each([
+  ['sent on as they come', {}],
+  // At most 2 in flight to the pod: the others wait in the fair queue, and their bodies are
+  // written turns after they arrived, while other requests' bodies come and go.
+  ['waiting in a fair queue first', { ROUTER_FAIRNESS_MAX_CONCURRENT: '2' }],
+])('request bodies in memory used again (built router, real pod), %s', (_, env: Record<string, string>) => {
+  const pod = routerOnRecordingPod({ env });
+
+  it('forwards each of many concurrent bodies of 3-20 KB with its own bytes, uploads cut short and overlong bodies among them', async () => {
+    const port = Number(new URL(pod.router.url).port);
+    const next = seededBelow(20261205);
+    const sent: string[] = [];
+    const jobs: (() => Promise<void>)[] = [];
+    for (let i = 0; i < 240; i++) {
+      const text = body(i, 3000 + next(17_000));
+      if (i % 10 === 3) {
+        jobs.push(() => cutUpload(port, text));
+        continue;
+      }
+      if (i % 10 === 7) {
+        jobs.push(async () => expect(await overlong(port, text)).toBe('HTTP/1.1 400 Bad Request'));
+        continue;
+      }
+      sent.push(text);
+      jobs.push(async () => {
+        const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+        expect(r.status).toBe(200);
+        await r.text();
+      });
+    }
+    // 24 at a time: bodies of earlier requests are given back while later ones arrive.
+    let at = 0;
+    await Promise.all(Array.from({ length: 24 }, async () => {
+      while (at < jobs.length) await jobs[at++]();
+    }));
+    expect(pod.received.length).toBe(sent.length);
+    expect([...pod.received].sort()).toEqual([...sent].sort());
+    // Most are in the pool's sizes (4-16 KiB), some below and above it.
+    const sizes = sent.map((t) => Buffer.byteLength(t));
+    expect(sizes.filter((n) => n >= 4096 && n <= 16384).length).toBeGreaterThan(sent.length / 2);
+    expect(sizes.some((n) => n < 4096)).toBe(true);
+    expect(sizes.some((n) => n > 16384)).toBe(true);
+  });
+});
