@@ -3,7 +3,7 @@
  * and the body, sent with one socket write (one buffer for small bodies; head and body corked
  * into one writev for large ones).
  *
- * A request of one buffer (a body of up to REQUEST_COPY_LIMIT bytes, as inference requests are) is
+ * A request of one buffer (a body of up to COPY_LIMIT bytes, as inference requests are) is
  * written at the end of the event loop's turn (`atTurnEnd`, turn-end.ts), all of a turn's back to back,
  * not one between each request's processing: a pod's process then wakes once for the turn's
  * requests instead of once per request, which on a busy router costs less CPU on both sides
@@ -13,12 +13,10 @@
 import type { Socket } from 'node:net';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../../turn-end.js';
+import { bodyKeptBySocket } from '../../body-memory.js';
 
-/**
- * Bodies up to this size are copied behind the head into one buffer: no socket holds the body's
- * own memory once the turn's writes have gone (the front's body pool relies on it: body-pool.ts).
- */
-export const REQUEST_COPY_LIMIT = 16 * 1024;
+/** Bodies up to this size are copied behind the head into one buffer. */
+const COPY_LIMIT = 16 * 1024;
 
 /**
  * Header names and values must already be valid (no CR/LF): the router's come from a parsed
@@ -37,7 +35,7 @@ export function writeRequest(socket: Socket, head: string, body: Buffer | null):
     socket.write(head, 'latin1');
     return;
   }
-  if (body.length <= REQUEST_COPY_LIMIT) {
+  if (body.length <= COPY_LIMIT) {
     writeAtTurnEnd(socket, head, body);
     return;
   }
@@ -45,6 +43,9 @@ export function writeRequest(socket: Socket, head: string, body: Buffer | null):
   socket.write(head, 'latin1');
   socket.write(body);
   socket.uncork();
+  // The kernel did not take it all (or the socket is still connecting): the socket holds the
+  // body's memory until it has sent it, so that memory must not be used again for another body.
+  if (socket.writableLength !== 0) bodyKeptBySocket(body);
 }
 
 // Requests waiting for the end of the turn: socket i takes head i and body i, for i below

@@ -14,6 +14,7 @@ const SRC = resolve(new URL('../../../src', import.meta.url).pathname);
 export const LAYERS: readonly (readonly string[])[] = [
   ['errors.ts', 'clock.ts', 'timers.ts', 'interval-ticker.ts', 'build-info.ts', 'fast-string-prototype.ts', 'decimal-digits.ts', 'turn-queue.ts', 'two-generations.ts', 'header-name.ts', 'ascii-text.ts', 'setting-message.ts'],
   ['turn-end.ts'],
+  ['body-memory.ts'],
   ['tokens'],
   ['config'],
   ['api'],

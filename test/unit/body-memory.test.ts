@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { once } from 'node:events';
+import {
+  BODY_MEMORY_MAX_BYTES, BODY_MEMORY_MIN_BYTES, bodyMemoryStats, giveBackBodyMemory, inBodyMemorySizes, MAX_FREE_BYTES, takeBodyMemory,
+} from '../../src/body-memory.js';
+import { requestHead, writeRequest } from '../../src/upstream/http1/request-head.js';
+
+const turnEnd = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Takes every free buffer, so that the next take of a size is the last of that size given back. */
+function emptyPool(): void {
+  while (bodyMemoryStats().freeBytes > 0) for (let size = 8192; size <= BODY_MEMORY_MAX_BYTES; size *= 2) takeBodyMemory(size);
+}
+
+/** A server on loopback whose connections are read only after `read()`, each connection's bytes kept. */
+async function podThatReadsLater(): Promise<{ server: Server; socket: Socket; got: Buffer[]; read: () => void }> {
+  const got: Buffer[] = [];
+  let peer: Socket | null = null;
+  const server = createServer({ pauseOnConnect: true }, (p) => {
+    peer = p;
+    p.on('data', (d: Buffer) => got.push(d));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const socket = connect((server.address() as { port: number }).port, '127.0.0.1');
+  await once(socket, 'connect');
+  while (peer === null) await turnEnd();
+  return { server, socket, got, read: () => peer!.resume() };
+}
+
+async function received(got: Buffer[], size: number): Promise<string> {
+  for (let waited = 0; got.reduce((n, d) => n + d.length, 0) < size && waited < 1000; waited++) await new Promise((r) => setTimeout(r, 5));
+  return Buffer.concat(got).toString('latin1');
+}
+
+describe('body memory: sizes', () => {
+  it('takes bodies from 4 KiB (below, Node\'s own pool) to 256 KiB, each into the smallest power of two from 8 KiB that holds it', () => {
+    expect(BODY_MEMORY_MIN_BYTES).toBe(4096);
+    expect(BODY_MEMORY_MAX_BYTES).toBe(256 * 1024);
+    expect([4095, 4096, 262144, 262145].map(inBodyMemorySizes)).toEqual([false, true, true, false]);
+    const sizes = [4096, 8192, 8193, 16384, 16385, 40000, 65536, 65537, 200000, 262144];
+    expect(sizes.map((n) => takeBodyMemory(n).length)).toEqual([8192, 8192, 16384, 16384, 32768, 65536, 65536, 131072, 262144, 262144]);
+  });
+});
+
+describe('body memory given back', () => {
+  it('is free at the end of the turn, not during it, for a body of its size', async () => {
+    await turnEnd();
+    emptyPool();
+    const a = takeBodyMemory(6000);
+    const b = takeBodyMemory(40000);
+    giveBackBodyMemory(a);
+    giveBackBodyMemory(b);
+    expect(takeBodyMemory(6000)).not.toBe(a);
+    await turnEnd();
+    expect(takeBodyMemory(40000)).toBe(b);
+    expect(takeBodyMemory(6000)).toBe(a);
+  });
+
+  it(`keeps at most ${MAX_FREE_BYTES} bytes free`, async () => {
+    await turnEnd();
+    const many = Array.from({ length: (2 * MAX_FREE_BYTES) / BODY_MEMORY_MAX_BYTES }, () => takeBodyMemory(BODY_MEMORY_MAX_BYTES));
+    for (const m of many) giveBackBodyMemory(m);
+    await turnEnd();
+    const free = bodyMemoryStats().freeBytes;
+    expect(free).toBeLessThanOrEqual(MAX_FREE_BYTES);
+    expect(free).toBeGreaterThan(MAX_FREE_BYTES - BODY_MEMORY_MAX_BYTES);
+  });
+
+  it('a request queued for the end of the turn is sent with its own bytes though its memory was given back and taken again in that turn', async () => {
+    const pod = await podThatReadsLater();
+    try {
+      pod.read();
+      await turnEnd();
+      emptyPool();
+      const memory = takeBodyMemory(7000);
+      const body = memory.subarray(0, 7000).fill('a');
+      const head = requestHead('POST', '/v1/chat/completions', 'pod:80', [], body);
+      writeRequest(pod.socket, head, body);
+      // The request ends in the same turn (its client left, say); the next request's body comes.
+      giveBackBodyMemory(memory);
+      takeBodyMemory(7000).fill('b');
+      expect(await received(pod.got, head.length + 7000)).toBe(head + 'a'.repeat(7000));
+    } finally {
+      pod.socket.destroy();
+      pod.server.close();
+    }
+  });
+
+  it('a larger body a socket has not sent whole stays the socket\'s: its bytes go out as they were, and the memory is not taken again', async () => {
+    const pod = await podThatReadsLater();
+    try {
+      await turnEnd();
+      emptyPool();
+      const before = bodyMemoryStats().keptBySockets;
+      // The peer does not read: the kernel's buffers fill, and it stops taking the writes whole.
+      const sent: string[] = [];
+      let memory: Buffer | null = null;
+      for (let i = 0; i < 200 && pod.socket.writableLength === 0; i++) {
+        memory = takeBodyMemory(200_000);
+        const body = memory.subarray(0, 200_000).fill(97 + (i % 26));
+        const head = requestHead('POST', `/r${i}`, 'pod:80', [], body);
+        writeRequest(pod.socket, head, body);
+        sent.push(head + body.toString('latin1'));
+        giveBackBodyMemory(memory);
+        await turnEnd();
+      }
+      expect(pod.socket.writableLength).toBeGreaterThan(0);
+      expect(bodyMemoryStats().keptBySockets).toBeGreaterThan(before);
+      // Its memory was given back, but the socket holds it: a body of the same size gets other memory.
+      const next = takeBodyMemory(200_000);
+      expect(next).not.toBe(memory);
+      next.fill('!');
+      pod.read();
+      const all = sent.join('');
+      expect(await received(pod.got, all.length)).toBe(all);
+    } finally {
+      pod.socket.destroy();
+      pod.server.close();
+    }
+  });
+});
