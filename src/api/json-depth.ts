@@ -1,5 +1,12 @@
+import { RouterError } from '../errors.js';
+
 /** Deepest nesting of arrays and objects a request body may have (documented in docs/errors.md). */
 export const MAX_JSON_DEPTH = 512;
+
+/** The refusal of a body that nests deeper than MAX_JSON_DEPTH. */
+export function tooDeep(): RouterError {
+  return new RouterError('invalid_request', `request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`);
+}
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -19,6 +26,29 @@ export function nestsDeeperThan(raw: Buffer, max: number, from = 0, depth = 0): 
   // Most bodies hold far fewer brackets than the limit: counting them with the native indexOf
   // settles those without looking at every byte.
   if (raw.length - from <= max - depth || !moreOpenersThan(raw, max - depth, from)) return false;
+  return scanDeeperThan(raw, max, from, depth);
+}
+
+/**
+ * nestsDeeperThan(raw, max) for a body whose bytes raw[skipFrom, skipTo) are a value kept before
+ * (the tools' memo), which holds `skipOpeners` `{` and `[` bytes (openersIn, counted when it was
+ * kept): the count that settles most bodies adds that number instead of finding them one by one
+ * (an agent's tools are most of its body's brackets). The same answer as nestsDeeperThan.
+ */
+export function nestsDeeperThanSkipping(raw: Buffer, max: number, skipFrom: number, skipTo: number, skipOpeners: number): boolean {
+  if (raw.length <= max) return false;
+  let count = openersOutside(raw, OPEN_BRACE, skipFrom, skipTo, skipOpeners, max);
+  if (count <= max) count = openersOutside(raw, OPEN_BRACKET, skipFrom, skipTo, count, max);
+  return count > max && scanDeeperThan(raw, max, 0, 0);
+}
+
+/** `{` and `[` bytes of `raw`, all counted (in strings or not). */
+export function openersIn(raw: Buffer): number {
+  return openersOutside(raw, OPEN_BRACE, -1, -1, 0, Infinity) + openersOutside(raw, OPEN_BRACKET, -1, -1, 0, Infinity);
+}
+
+/** The brackets' walk of nestsDeeperThan, from raw[from] at `depth`. */
+function scanDeeperThan(raw: Buffer, max: number, from: number, depth: number): boolean {
   const n = raw.length;
   let i = from;
   while (i < n) {
@@ -57,4 +87,19 @@ function moreOpenersThan(raw: Buffer, max: number, from: number): boolean {
   for (let i = raw.indexOf(OPEN_BRACE, from); i >= 0; i = raw.indexOf(OPEN_BRACE, i + 1)) if (++count > max) return true;
   for (let i = raw.indexOf(OPEN_BRACKET, from); i >= 0; i = raw.indexOf(OPEN_BRACKET, i + 1)) if (++count > max) return true;
   return false;
+}
+
+/**
+ * `count` plus the `byte`s of `raw` outside raw[skipFrom, skipTo) (skipFrom -1: none), counted up
+ * to just past `max`.
+ */
+function openersOutside(raw: Buffer, byte: number, skipFrom: number, skipTo: number, count: number, max: number): number {
+  for (let i = raw.indexOf(byte); i >= 0; i = raw.indexOf(byte, i + 1)) {
+    if (i >= skipFrom && i < skipTo) {
+      i = skipTo - 1;
+      continue;
+    }
+    if (++count > max) return count;
+  }
+  return count;
 }

@@ -19,6 +19,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { keyEnd, keyMix, keyStart, TwoGenerations } from '../two-generations.js';
+import { openersIn } from './json-depth.js';
 
 /** Values shorter than this (in bytes) are not kept; the fingerprint reads this many bytes (the last). */
 export const MIN_BYTES = 256;
@@ -39,6 +40,8 @@ export const MAX_CHAIN = 8;
 export interface MemoEntry {
   readonly raw: Buffer;
   readonly text: string;
+  /** Its `{` and `[` bytes (json-depth.ts openersIn): what a body's depth check adds for it instead of finding them. */
+  readonly openers: number;
   /** What it is charged against the budget: its bytes, its text at 2 bytes a character, ENTRY_OVERHEAD_BYTES. */
   readonly size: number;
   /** The next entry of the same fingerprint (values that share their last MIN_BYTES bytes). */
@@ -102,7 +105,7 @@ export class JsonTextMemo {
     // A buffer of its own, not a slice of Node's shared pool, which a kept value would hold whole.
     const raw = Buffer.allocUnsafeSlow(end - start);
     raw.set(b.subarray(start, end));
-    this.#kept.add(fingerprint(b, this.#byFirst ? start + MIN_BYTES : end), { raw, text, size: raw.length + 2 * text.length + ENTRY_OVERHEAD_BYTES, next: null });
+    this.#kept.add(fingerprint(b, this.#byFirst ? start + MIN_BYTES : end), { raw, text, openers: openersIn(raw), size: raw.length + 2 * text.length + ENTRY_OVERHEAD_BYTES, next: null });
   }
 
   /** Memory held now (both generations), as `maxBytes` counts it. */

@@ -1,6 +1,6 @@
 import { RouterError } from '../errors.js';
 import type { InferenceRequest } from './inference-api.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from './json-depth.js';
 import { bodyToolsText, parseBody } from './openai-tools.js';
 import { CHAT_SYSTEM_PROMPT, RESPONSES_INSTRUCTIONS } from './openai-system-prompt.js';
 import { CONVERSATION_MEMO_BYTES, ConversationMemo } from './conversation-memo.js';
@@ -96,7 +96,7 @@ export const conversationMemoStats: Readonly<ConversationMemo['stats']> = conver
 let tailToolsText: string | null = null;
 
 function parseConversationTail(tail: Buffer): unknown {
-  const value = parseBody(tail, 0, null);
+  const value = parseBody(tail, 0, null, false);
   tailToolsText = bodyToolsText;
   return value;
 }
@@ -112,11 +112,11 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
   if (raw.length === 0) throw new RouterError('invalid_request', 'request body is empty; expected a JSON object');
   const api = apiKindOf(url);
   const from = hasBom(raw) ? 3 : 0;
-  // A chat body that goes on from a kept conversation: its kept bytes' depth was checked with them, and the memo checks the rest.
+  // A chat body that goes on from a kept conversation: its kept bytes' depth was checked with them,
+  // and the memo checks the rest. The other bodies of chat and Responses are checked by parseBody,
+  // before it parses, where it knows whether their tools' bytes were kept.
   const known = api === 'chat' ? goOnConversation(raw, from) : null;
-  if (known === null && nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
-    throw new RouterError('invalid_request', `request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`);
-  }
+  if (known === null && api === 'completions' && nestsDeeperThan(raw, MAX_JSON_DEPTH)) throw tooDeep();
   let toolsText: string | null = null;
   let conversation: KeptPrompt | null = null;
   let body: unknown;
@@ -129,11 +129,12 @@ export function parseRequest(raw: Buffer, url: string): ParsedRequest {
       // Every API but completions counts the tools' text (openai-prompt.ts), read by their bytes when known (openai-tools.ts).
       if (api === 'completions') body = parseJson(raw);
       else {
-        body = parseBody(raw, from, api === 'chat' ? CHAT_SYSTEM_PROMPT : api === 'responses' ? RESPONSES_INSTRUCTIONS : null);
+        body = parseBody(raw, from, api === 'chat' ? CHAT_SYSTEM_PROMPT : api === 'responses' ? RESPONSES_INSTRUCTIONS : null, true);
         toolsText = bodyToolsText;
         if (api === 'chat') conversations.learn(raw, from, body);
       }
     } catch (err) {
+      if (err instanceof RouterError) throw err; // nested too deep (parseBody)
       throw new RouterError('invalid_request', `request body is not valid JSON${notJsonHint(raw)}: ${(err as Error).message}`);
     }
   }

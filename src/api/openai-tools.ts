@@ -15,6 +15,7 @@ import { Buffer } from 'node:buffer';
 import { CUT_FROM, CUT_TO, findMemberCut, lastLargeValueEnd, memberCut, textWithout, valueStartBackwards } from './json-last-member.js';
 import { JsonTextMemo, MIN_BYTES } from './json-text-memo.js';
 import { parsePromptJson, type PromptPlace } from './openai-system-prompt.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, nestsDeeperThanSkipping, tooDeep } from './json-depth.js';
 
 /** Memory the memo of tool definitions holds at most per router process (two generations). */
 export const TOOLS_MEMO_BYTES = 4 * 1024 * 1024;
@@ -45,13 +46,22 @@ export let bodyToolsText: string | null = null;
 /**
  * The JSON value of raw[from, …), its tools read by their bytes when they can be (bodyToolsText),
  * and its system prompt too when `prompt` says where it is (openai-system-prompt.ts); throws the
- * parser's error for a body that is not JSON, as JSON.parse of the whole body does.
+ * parser's error for a body that is not JSON, as JSON.parse of the whole body does. With
+ * `checkDepth`, first refuses a body that nests deeper than MAX_JSON_DEPTH (tooDeep), counting the
+ * brackets of tools it kept by their number (json-depth.ts nestsDeeperThanSkipping).
  */
-export function parseBody(raw: Buffer, from: number, prompt: PromptPlace | null): unknown {
+export function parseBody(raw: Buffer, from: number, prompt: PromptPlace | null, checkDepth: boolean): unknown {
   bodyToolsText = null;
   const last = raw.length - from > MIN_BYTES ? lastLargeValueEnd(raw, from, TOOLS_KEY) : -1;
-  if (last < 0 || raw[last] !== CLOSE_BRACKET) return parseText(raw, from, -1, -1, prompt);
+  if (last < 0 || raw[last] !== CLOSE_BRACKET) {
+    if (checkDepth && nestsDeeperThan(raw, MAX_JSON_DEPTH)) throw tooDeep();
+    return parseText(raw, from, -1, -1, prompt);
+  }
   const known = memo.find(raw, from, last + 1);
+  if (checkDepth) {
+    const deep = known === null ? nestsDeeperThan(raw, MAX_JSON_DEPTH) : nestsDeeperThanSkipping(raw, MAX_JSON_DEPTH, last + 1 - known.raw.length, last + 1, known.openers);
+    if (deep) throw tooDeep();
+  }
   if (known !== null) {
     const rest = restWithout(raw, from, last + 1 - known.raw.length, last, prompt);
     if (rest !== null) {

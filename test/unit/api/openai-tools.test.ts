@@ -117,6 +117,28 @@ describe('tool definitions read by their bytes', () => {
     for (const text of broken) expect(refusalOf(() => parseRequest(Buffer.from(text), CHAT)), text.slice(0, 80)).toBe(wholeParseRefusal(text));
   });
 
+  it('refuses a body that nests too deep with the usual message, its tools kept or not, and takes one at the limit', () => {
+    const deep = '400 request body nests arrays/objects deeper than 512 levels';
+    // Tools of many brackets (more than the limit: the count alone cannot settle these bodies).
+    const many = (tag: string) => JSON.stringify(Array.from({ length: 12 }, () => tools(tag)).flat());
+    expect(many('deep').split('{').length - 1).toBeGreaterThan(512);
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    // Tools of their own per API: the memo is one for both.
+    const chat = (extra: string, i: number) => `{"model":"m","messages":[{"role":"user","content":"d${i}"}],"extra":${extra},"tools":${many('deep-chat')}}`;
+    const responses = (extra: string, i: number) => `{"model":"m","input":"d${i}","extra":${extra},"tools":${many('deep-responses')}}`;
+    for (const [url, body] of [[CHAT, chat], [RESPONSES, responses]] as const) {
+      // The first body keeps the tools; the object is level 1, so 511 more levels is the limit.
+      expect(refusalOf(() => parseRequest(Buffer.from(body(nested(512), 0)), url))).toBe(deep);
+      expect(check(Buffer.from(body(nested(511), 1)), url).byBytes).toBe(false);
+      expect(check(Buffer.from(body(nested(511), 2)), url).byBytes).toBe(true);
+      expect(check(Buffer.from(body('1', 3)), url).byBytes).toBe(true);
+      expect(refusalOf(() => parseRequest(Buffer.from(body(nested(512), 4)), url))).toBe(deep);
+      // Deep inside the messages (or the input), before the kept tools: one level past the limit.
+      const inMessages = body('1', 5).replace('"d5"', nested(url === CHAT ? 510 : 512));
+      expect(refusalOf(() => parseRequest(Buffer.from(inMessages), url))).toBe(deep);
+    }
+  });
+
   it('sends the tools upstream when a body named twice is written again', () => {
     const t = tools('upstream');
     const raw = (i: number) => Buffer.from(`{"model":"a","model":"m","stream":true,"messages":[{"role":"user","content":"a${i}"}],"tools":${JSON.stringify(t)}}`);
