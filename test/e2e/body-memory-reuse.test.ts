@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { once } from 'node:events';
 import { routerOnRecordingPod } from '../helpers/recording-pod.js';
 import { seededBelow } from '../helpers/json-body-fuzz.js';
+import { sample } from '../helpers/metrics-text.js';
 
 // Request bodies of 4-256 KiB are read into memory used again from one request to the next
 // (src/body-memory.ts). Many such requests at once, with uploads cut short and bodies longer
@@ -26,7 +27,7 @@ async function cutUpload(port: number, text: string): Promise<void> {
   s.destroy();
 }
 
-/** A body longer than its content-length: answered 400. */
+/** A body longer than its content-length: its first content-length bytes are not JSON, answered 400. */
 async function overlong(port: number, text: string): Promise<string> {
   const s = connect(port, '127.0.0.1');
   await once(s, 'connect');
@@ -43,6 +44,8 @@ describe.each([
   // At most 2 in flight to the pod: the others wait in the fair queue, and their bodies are
   // written turns after they arrived, while other requests' bodies come and go.
   ['waiting in a fair queue first', { ROUTER_FAIRNESS_MAX_CONCURRENT: '2' }],
+  // Bodies from 8 KiB on go to a tokenizer thread, in shared memory; those of 4-8 KiB are pooled.
+  ['parsed in a tokenizer thread from 8 KiB on', { ROUTER_TOKENIZER_PARSE_MIN_BYTES: '8192' }],
 ])('request bodies in memory used again (built router, real pod), %s', (_, env: Record<string, string>) => {
   const pod = routerOnRecordingPod({ env });
 
@@ -50,6 +53,7 @@ describe.each([
     const port = Number(new URL(pod.router.url).port);
     const next = seededBelow(20261205);
     const sent: string[] = [];
+    const overlongLengths: number[] = [];
     const jobs: (() => Promise<void>)[] = [];
     for (let i = 0; i < 240; i++) {
       const text = body(i, i % 20 === 9 ? 300_000 : 3000 + next(120_000));
@@ -58,6 +62,8 @@ describe.each([
         continue;
       }
       if (i % 10 === 7) {
+        // Its first content-length bytes are read as its body (and refused as broken JSON).
+        overlongLengths.push(Buffer.byteLength(text) - 100);
         jobs.push(async () => expect(await overlong(port, text)).toBe('HTTP/1.1 400 Bad Request'));
         continue;
       }
@@ -82,5 +88,12 @@ describe.each([
     expect(sizes.filter((n) => n > 16384 && n <= 262144).length).toBeGreaterThan(sent.length / 2);
     expect(sizes.some((n) => n < 4096)).toBe(true);
     expect(sizes.some((n) => n > 262144)).toBe(true);
+    // Where the tokenizer thread takes bodies from 8 KiB on, it parsed those: the bodies sent
+    // whole and the overlong ones' first bytes (an upload cut short never reaches it).
+    if (env.ROUTER_TOKENIZER_PARSE_MIN_BYTES === '8192') {
+      const metrics = await (await fetch(`${pod.router.url}/metrics`)).text();
+      const large = [...sizes, ...overlongLengths].filter((n) => n >= 8192).length;
+      expect(sample(metrics, 'inference_router_large_body_parses_total{where="thread"}')).toBe(large);
+    }
   });
 });
