@@ -4,8 +4,9 @@
  * tokenizer thread then parses it where it lies, where an ordinary buffer would be copied into the
  * thread's message (docs/tokens.md#large-bodies). A body announced by its content-length is read
  * into such a buffer as it arrives; a chunked body's pieces are joined into one once it has all
- * arrived (the join is the one copy either way). A body of a few kilobytes announced by its
- * content-length is read into memory used again from request to request instead (body-pool.ts).
+ * arrived (the join is the one copy either way). A body of up to 256 KiB is read into memory used
+ * again from request to request instead (body-pool.ts): one announced by its content-length from
+ * 4 KiB on, a chunked one as its pieces come.
  */
 import { Buffer } from 'node:buffer';
 

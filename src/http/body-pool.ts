@@ -4,8 +4,8 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Exchange } from './exchange.js';
-import { newBodyBuffer, inSharedMemory } from './body-buffer.js';
-import { giveBackBodyMemory, inBodyMemorySizes, takeBodyMemory } from '../body-memory.js';
+import { joinChunkedBody, newBodyBuffer, inSharedMemory } from './body-buffer.js';
+import { BODY_MEMORY_MAX_BYTES, giveBackBodyMemory, inBodyMemorySizes, takeBodyMemory } from '../body-memory.js';
 
 /**
  * The buffer `x`'s body of `size` bytes (its content-length) is read into: the first `size`
@@ -18,6 +18,51 @@ export function bodyBufferFor(x: Exchange, size: number, sharedMinBytes: number)
   const memory = takeBodyMemory(size);
   x.pooledBody = memory;
   return memory.subarray(0, size);
+}
+
+/**
+ * A piece of `x`'s chunked body, `size` bytes of it before: into the pool's memory (which `x`
+ * holds), a larger buffer of it taken when the body outgrows one (the bytes so far copied over),
+ * as long as the body fits the pool's largest; from there on, copies in `chunks` (the bytes so far
+ * the first of them).
+ */
+export function appendChunkedPiece(x: Exchange, chunks: Buffer[], piece: Uint8Array, size: number): void {
+  if (piece.length === 0) return;
+  const need = size + piece.length;
+  let memory = x.pooledBody;
+  if (chunks.length === 0 && need <= BODY_MEMORY_MAX_BYTES) {
+    if (memory === null || need > memory.length) {
+      const grown = takeBodyMemory(need);
+      if (memory !== null) {
+        grown.set(memory.subarray(0, size));
+        giveBackBodyMemory(memory);
+      }
+      x.pooledBody = memory = grown;
+    }
+    memory.set(piece, size);
+    return;
+  }
+  if (memory !== null) {
+    chunks.push(Buffer.from(memory.subarray(0, size)));
+    x.pooledBody = null;
+    giveBackBodyMemory(memory);
+  }
+  chunks.push(Buffer.from(piece));
+}
+
+/**
+ * `x`'s chunked body of `size` bytes once all of it came (appendChunkedPiece): where it lies in
+ * the pool's memory, or joined from `chunks`; in shared memory from `sharedMinBytes` on (a copy,
+ * the pool's memory then given back).
+ */
+export function chunkedBody(x: Exchange, chunks: readonly Buffer[], size: number, sharedMinBytes: number): Buffer {
+  const memory = x.pooledBody;
+  if (memory === null) return joinChunkedBody(chunks, size, sharedMinBytes);
+  if (!inSharedMemory(size, sharedMinBytes)) return memory.subarray(0, size);
+  x.pooledBody = null;
+  const shared = joinChunkedBody([memory.subarray(0, size)], size, sharedMinBytes);
+  giveBackBodyMemory(memory);
+  return shared;
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -13,8 +13,7 @@ import { atTurnEnd } from '../turn-end.js';
 import { isAscii } from '../ascii-text.js';
 import { isUsualHeader } from '../header-name.js';
 import { bodyArrived, bodyArriving } from './arriving-bodies.js';
-import { joinChunkedBody } from './body-buffer.js';
-import { bodyBufferFor } from './body-pool.js';
+import { appendChunkedPiece, bodyBufferFor, chunkedBody } from './body-pool.js';
 import { DISCARD_MAX_BYTES, discardBody } from './body-discard.js';
 import { hasV1Twice, misspeltEndpoint, misspeltEndpointError, v1TwiceError } from './unknown-path.js';
 
@@ -312,12 +311,12 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
       return;
     }
     if (buf !== null) buf.set(chunk, size);
-    else chunks!.push(Buffer.from(chunk)); // a copy
+    else appendChunkedPiece(x, chunks!, chunk, size);
     size += chunk.length;
     x.bodyBytes = size;
     if (!isLast) return;
     done = true;
-    x.body = buf !== null ? (size === buf.length ? buf : buf.subarray(0, size)) : joinChunkedBody(chunks!, size, h.sharedBodyMinBytes);
+    x.body = buf !== null ? (size === buf.length ? buf : buf.subarray(0, size)) : chunkedBody(x, chunks!, size, h.sharedBodyMinBytes);
     buf = null;
     chunks = null;
     x.handedOn = true;

@@ -5,8 +5,9 @@ import { routerOnRecordingPod } from '../helpers/recording-pod.js';
 import { seededBelow } from '../helpers/json-body-fuzz.js';
 import { sample } from '../helpers/metrics-text.js';
 
-// Request bodies of 4-256 KiB are read into memory used again from one request to the next
-// (src/body-memory.ts). Many such requests at once, with uploads cut short and bodies longer
+// Request bodies of up to 256 KiB are read into memory used again from one request to the next
+// (src/body-memory.ts): from 4 KiB on when announced by a content-length, as their pieces come when
+// chunked. Many such requests at once, with uploads cut short and bodies longer
 // than their content-length among them, must each reach the pod with exactly the bytes sent.
 
 /** A chat body of about `size` bytes whose text is made of request `i`'s own letter. */
@@ -25,6 +26,31 @@ async function cutUpload(port: number, text: string): Promise<void> {
   s.write(text.slice(0, text.length >> 1));
   await new Promise((r) => setTimeout(r, 5));
   s.destroy();
+}
+
+/**
+ * A body sent chunked, in pieces of 1 byte to 40 KB written a little apart (so that the router
+ * reads them one by one): its status line.
+ */
+async function chunked(port: number, text: string, next: (n: number) => number): Promise<string> {
+  const s = connect(port, '127.0.0.1');
+  await once(s, 'connect');
+  let got = '';
+  s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+  s.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n');
+  const bytes = Buffer.from(text);
+  for (let at = 0; at < bytes.length;) {
+    const n = Math.min(bytes.length - at, next(4) === 0 ? 1 + next(16) : 1 + next(40_000));
+    s.write(`${n.toString(16)}\r\n`);
+    s.write(bytes.subarray(at, at + n));
+    s.write('\r\n');
+    at += n;
+    if (next(3) === 0) await new Promise((r) => setTimeout(r, 1));
+  }
+  s.write('0\r\n\r\n');
+  await Promise.race([once(s, 'close'), new Promise((r) => setTimeout(r, 10_000))]);
+  s.destroy();
+  return got.split('\r\n')[0];
 }
 
 /** A body longer than its content-length: its first content-length bytes are not JSON, answered 400. */
@@ -49,7 +75,7 @@ describe.each([
 ])('request bodies in memory used again (built router, real pod), %s', (_, env: Record<string, string>) => {
   const pod = routerOnRecordingPod({ env });
 
-  it('forwards each of many concurrent bodies of 3-300 KB with its own bytes, uploads cut short and overlong bodies among them', async () => {
+  it('forwards each of many concurrent bodies of 3-300 KB with its own bytes, chunked uploads, uploads cut short and overlong bodies among them', async () => {
     const port = Number(new URL(pod.router.url).port);
     const next = seededBelow(20261205);
     const sent: string[] = [];
@@ -68,6 +94,10 @@ describe.each([
         continue;
       }
       sent.push(text);
+      if (i % 10 === 5) {
+        jobs.push(async () => expect(await chunked(port, text, next)).toBe('HTTP/1.1 200 OK'));
+        continue;
+      }
       jobs.push(async () => {
         const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
         expect(r.status).toBe(200);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bodyBufferFor, releaseBody } from '../../../src/http/body-pool.js';
+import { appendChunkedPiece, bodyBufferFor, chunkedBody, releaseBody } from '../../../src/http/body-pool.js';
 import { bodyMemoryStats } from '../../../src/body-memory.js';
 import type { Exchange } from '../../../src/http/exchange.js';
 
@@ -41,5 +41,66 @@ describe('a request body in memory used again', () => {
     expect(x.pooledBody).toBeNull();
     await turnEnd();
     expect(bodyMemoryStats().pending).toBe(0);
+  });
+});
+
+describe('a chunked body in memory used again', () => {
+  /** `text` sent in pieces of the sizes `sizes` says, in turn; the body the front makes of them and the exchange. */
+  function arrive(text: Buffer, sizes: readonly number[], sharedMin = 0): { body: Buffer; x: Exchange; chunks: Buffer[] } {
+    const x = exchange();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for (let k = 0; size < text.length; k++) {
+      const n = Math.min(sizes[k % sizes.length], text.length - size);
+      appendChunkedPiece(x, chunks, new Uint8Array(text.subarray(size, size + n)), size);
+      size += n;
+    }
+    return { body: chunkedBody(x, chunks, size, sharedMin), x, chunks };
+  }
+  const text = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26))).join(''));
+
+  it('is read into the pool\'s memory, grown as it goes on, whatever the pieces\' sizes', () => {
+    for (const n of [1, 100, 5000, 9000, 70_000, 262_144]) {
+      for (const sizes of [[n], [1], [1000, 3, 17_000], [4096]]) {
+        if (n > 20_000 && sizes[0] === 1) continue; // a byte at a time: too slow to be worth it here
+        const t = text(n);
+        const { body, x, chunks } = arrive(t, sizes);
+        expect(body.equals(t), `${n} in ${sizes.join(',')}`).toBe(true);
+        expect(chunks).toHaveLength(0);
+        expect(x.pooledBody).not.toBeNull();
+        expect(body.buffer).toBe(x.pooledBody!.buffer);
+      }
+    }
+  });
+
+  it('goes on in copies past the pool\'s largest size, the bytes so far the first of them', () => {
+    const t = text(300_000);
+    const { body, x, chunks } = arrive(t, [100_000, 7]);
+    expect(body.equals(t)).toBe(true);
+    expect(x.pooledBody).toBeNull();
+    expect(chunks.length).toBeGreaterThan(1);
+  });
+
+  it('is copied into shared memory from the tokenizer threads\' size on, its memory given back', async () => {
+    await turnEnd();
+    const t = text(9000);
+    const before = bodyMemoryStats().pending;
+    const { body, x } = arrive(t, [4000], 8192);
+    expect(body.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(body.equals(t)).toBe(true);
+    expect(x.pooledBody).toBeNull();
+    // The 8 KiB memory it outgrew, and the 16 KiB one it was copied from.
+    expect(bodyMemoryStats().pending).toBe(before + 2);
+    const small = arrive(text(5000), [4000], 8192);
+    expect(small.body.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+    expect(small.x.pooledBody).not.toBeNull();
+  });
+
+  it('takes no memory for an empty body', () => {
+    const x = exchange();
+    const chunks: Buffer[] = [];
+    appendChunkedPiece(x, chunks, new Uint8Array(0), 0);
+    expect(x.pooledBody).toBeNull();
+    expect(chunkedBody(x, chunks, 0, 0).length).toBe(0);
   });
 });
