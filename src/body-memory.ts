@@ -38,8 +38,6 @@ const pending: Buffer[] = [];
 let releaseQueued = false;
 /** Memory a socket kept for a write (by its ArrayBuffer): never free again here. */
 const keptBySockets = new WeakSet<ArrayBufferLike>();
-let made = 0;
-let reused = 0;
 let kept = 0;
 
 /** Whether a body of `size` bytes (announced by its content-length) is read into the pool's memory. */
@@ -59,10 +57,8 @@ export function takeBodyMemory(size: number): Buffer {
   const got = free[k].pop();
   if (got !== undefined) {
     freeBytes -= got.length;
-    reused++;
     return got;
   }
-  made++;
   return Buffer.allocUnsafeSlow(1 << (SMALLEST_SHIFT + k));
 }
 
@@ -101,7 +97,7 @@ function releasePending(): void {
   pending.length = 0;
 }
 
-/** For tests and the bench: buffers made, taken again and left to sockets, and the bytes free now. */
-export function bodyMemoryStats(): { made: number; reused: number; keptBySockets: number; freeBytes: number; pending: number } {
-  return { made, reused, keptBySockets: kept, freeBytes, pending: pending.length };
+/** For tests: buffers given back that sockets kept, the bytes free now, and the buffers given back in this turn. */
+export function bodyMemoryStats(): { keptBySockets: number; freeBytes: number; pending: number } {
+  return { keptBySockets: kept, freeBytes, pending: pending.length };
 }

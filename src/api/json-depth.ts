@@ -36,15 +36,13 @@ export function nestsDeeperThan(raw: Buffer, max: number, from = 0, depth = 0): 
  * (an agent's tools are most of its body's brackets). The same answer as nestsDeeperThan.
  */
 export function nestsDeeperThanSkipping(raw: Buffer, max: number, skipFrom: number, skipTo: number, skipOpeners: number): boolean {
-  if (raw.length <= max) return false;
-  let count = openersOutside(raw, OPEN_BRACE, skipFrom, skipTo, skipOpeners, max);
-  if (count <= max) count = openersOutside(raw, OPEN_BRACKET, skipFrom, skipTo, count, max);
-  return count > max && scanDeeperThan(raw, max, 0, 0);
+  if (raw.length <= max || !moreOpenersThan(raw, max, 0, skipFrom, skipTo, skipOpeners)) return false;
+  return scanDeeperThan(raw, max, 0, 0);
 }
 
 /** `{` and `[` bytes of `raw`, all counted (in strings or not). */
 export function openersIn(raw: Buffer): number {
-  return openersOutside(raw, OPEN_BRACE, -1, -1, 0, Infinity) + openersOutside(raw, OPEN_BRACKET, -1, -1, 0, Infinity);
+  return openersOutside(raw, OPEN_BRACE, 0, -1, -1, 0, Infinity) + openersOutside(raw, OPEN_BRACKET, 0, -1, -1, 0, Infinity);
 }
 
 /** The brackets' walk of nestsDeeperThan, from raw[from] at `depth`. */
@@ -81,20 +79,22 @@ export function quoteIsEscaped(raw: Buffer, q: number, from: number): boolean {
   return (slashes & 1) === 1;
 }
 
-/** True when `raw` from `from` on holds more than `max` `{` and `[` bytes (in strings or not). */
-function moreOpenersThan(raw: Buffer, max: number, from: number): boolean {
-  let count = 0;
-  for (let i = raw.indexOf(OPEN_BRACE, from); i >= 0; i = raw.indexOf(OPEN_BRACE, i + 1)) if (++count > max) return true;
-  for (let i = raw.indexOf(OPEN_BRACKET, from); i >= 0; i = raw.indexOf(OPEN_BRACKET, i + 1)) if (++count > max) return true;
-  return false;
+/**
+ * True when `raw` from `from` on holds more than `max` `{` and `[` bytes (in strings or not);
+ * those of raw[skipFrom, skipTo) (skipFrom -1: none) are not looked for, `skipOpeners` counting
+ * for them.
+ */
+function moreOpenersThan(raw: Buffer, max: number, from: number, skipFrom = -1, skipTo = -1, skipOpeners = 0): boolean {
+  const count = openersOutside(raw, OPEN_BRACE, from, skipFrom, skipTo, skipOpeners, max);
+  return count > max || openersOutside(raw, OPEN_BRACKET, from, skipFrom, skipTo, count, max) > max;
 }
 
 /**
- * `count` plus the `byte`s of `raw` outside raw[skipFrom, skipTo) (skipFrom -1: none), counted up
- * to just past `max`.
+ * `count` plus the `byte`s of raw[from, …) outside raw[skipFrom, skipTo) (skipFrom -1: none),
+ * counted up to just past `max`.
  */
-function openersOutside(raw: Buffer, byte: number, skipFrom: number, skipTo: number, count: number, max: number): number {
-  for (let i = raw.indexOf(byte); i >= 0; i = raw.indexOf(byte, i + 1)) {
+function openersOutside(raw: Buffer, byte: number, from: number, skipFrom: number, skipTo: number, count: number, max: number): number {
+  for (let i = raw.indexOf(byte, from); i >= 0; i = raw.indexOf(byte, i + 1)) {
     if (i >= skipFrom && i < skipTo) {
       i = skipTo - 1;
       continue;
