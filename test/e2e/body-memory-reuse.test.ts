@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { connect } from 'node:net';
-import { once } from 'node:events';
 import { routerOnRecordingPod } from '../helpers/recording-pod.js';
 import { seededBelow } from '../helpers/json-body-fuzz.js';
 import { sample } from '../helpers/metrics-text.js';
+import { raw, type RawResult } from '../helpers/raw-http.js';
 
 // Request bodies of up to 256 KiB are read into memory used again from one request to the next
 // (src/body-memory.ts): from 4 KiB on when announced by a content-length, as their pieces come when
@@ -18,51 +17,36 @@ function body(i: number, size: number): string {
   return head.replace(`request ${i} `, `request ${i} ${letter.repeat(pad)}`);
 }
 
+const HEAD = 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n';
+
+/** The status line of what the router answered on a raw connection. */
+function statusLine(r: RawResult): string {
+  return r.text.split('\r\n')[0];
+}
+
 /** Sends a head and the first half of a body, then closes: the router's body memory is given back unfinished. */
 async function cutUpload(port: number, text: string): Promise<void> {
-  const s = connect(port, '127.0.0.1');
-  await once(s, 'connect');
-  s.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n`);
-  s.write(text.slice(0, text.length >> 1));
-  await new Promise((r) => setTimeout(r, 5));
-  s.destroy();
+  await raw(port, [`${HEAD}content-length: ${Buffer.byteLength(text)}\r\n\r\n`, text.slice(0, text.length >> 1)], { waitMs: 5 });
 }
 
 /**
- * A body sent chunked, in pieces of 1 byte to 40 KB written a little apart (so that the router
- * reads them one by one): its status line.
+ * A body sent chunked, in pieces of 1 byte to 40 KB written 1 ms apart (so that the router reads
+ * them one by one): its status line. The body is ASCII, so a piece's characters are its bytes.
  */
 async function chunked(port: number, text: string, next: (n: number) => number): Promise<string> {
-  const s = connect(port, '127.0.0.1');
-  await once(s, 'connect');
-  let got = '';
-  s.on('data', (d: Buffer) => (got += d.toString('latin1')));
-  s.write('POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n');
-  const bytes = Buffer.from(text);
-  for (let at = 0; at < bytes.length;) {
-    const n = Math.min(bytes.length - at, next(4) === 0 ? 1 + next(16) : 1 + next(40_000));
-    s.write(`${n.toString(16)}\r\n`);
-    s.write(bytes.subarray(at, at + n));
-    s.write('\r\n');
+  const parts = [`${HEAD}transfer-encoding: chunked\r\nconnection: close\r\n\r\n`];
+  for (let at = 0; at < text.length;) {
+    const n = Math.min(text.length - at, next(4) === 0 ? 1 + next(16) : 1 + next(40_000));
+    parts.push(`${n.toString(16)}\r\n${text.slice(at, at + n)}\r\n`);
     at += n;
-    if (next(3) === 0) await new Promise((r) => setTimeout(r, 1));
   }
-  s.write('0\r\n\r\n');
-  await Promise.race([once(s, 'close'), new Promise((r) => setTimeout(r, 10_000))]);
-  s.destroy();
-  return got.split('\r\n')[0];
+  parts.push('0\r\n\r\n');
+  return statusLine(await raw(port, parts, { gapMs: 1, waitMs: 10_000 }));
 }
 
 /** A body longer than its content-length: its first content-length bytes are not JSON, answered 400. */
 async function overlong(port: number, text: string): Promise<string> {
-  const s = connect(port, '127.0.0.1');
-  await once(s, 'connect');
-  s.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text) - 100}\r\n\r\n${text}`);
-  let got = '';
-  s.on('data', (d: Buffer) => (got += d.toString('latin1')));
-  await Promise.race([once(s, 'close'), new Promise((r) => setTimeout(r, 3000))]);
-  s.destroy();
-  return got.split('\r\n')[0];
+  return statusLine(await raw(port, [`${HEAD}content-length: ${Buffer.byteLength(text) - 100}\r\n\r\n${text}`], { waitMs: 3000 }));
 }
 
 describe.each([

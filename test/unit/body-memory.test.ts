@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import {
   BODY_MEMORY_MAX_BYTES, BODY_MEMORY_MIN_BYTES, bodyMemoryStats, giveBackBodyMemory, inBodyMemorySizes, MAX_FREE_BYTES, takeBodyMemory,
 } from '../../src/body-memory.js';
 import { requestHead, writeRequest } from '../../src/upstream/http1/request-head.js';
+import { pausedServer } from '../helpers/paused-server.js';
 
 const turnEnd = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -13,20 +14,13 @@ function emptyPool(): void {
   while (bodyMemoryStats().freeBytes > 0) for (let size = 8192; size <= BODY_MEMORY_MAX_BYTES; size *= 2) takeBodyMemory(size);
 }
 
-/** A server on loopback whose connections are read only after `read()`, each connection's bytes kept. */
+/** A pod on loopback (pausedServer) and one connection to it: what it got, read once `read()` is called. */
 async function podThatReadsLater(): Promise<{ server: Server; socket: Socket; got: Buffer[]; read: () => void }> {
-  const got: Buffer[] = [];
-  let peer: Socket | null = null;
-  const server = createServer({ pauseOnConnect: true }, (p) => {
-    peer = p;
-    p.on('data', (d: Buffer) => got.push(d));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  const { server, received, read } = await pausedServer();
   const socket = connect((server.address() as { port: number }).port, '127.0.0.1');
   await once(socket, 'connect');
-  while (peer === null) await turnEnd();
-  return { server, socket, got, read: () => peer!.resume() };
+  while (received.length === 0) await turnEnd();
+  return { server, socket, got: received[0], read };
 }
 
 async function received(got: Buffer[], size: number): Promise<string> {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { flushRequestWrites, requestHead, writeRequest } from '../../../../src/upstream/http1/request-head.js';
+import { pausedServer } from '../../../helpers/paused-server.js';
 
 /** A socket that records what is written to it. */
 function recordingSocket(): { socket: Socket; writes: string[] } {
@@ -74,21 +75,6 @@ describe('writeRequest: requests of one buffer go out at the end of the turn', (
 });
 
 describe('writeRequest: the memory a turn\'s requests are put together in', () => {
-  /** A server whose connections are not read until `read()`; each connection's bytes kept. */
-  async function pausedServer(): Promise<{ server: Server; received: Buffer[][]; read: () => void }> {
-    const received: Buffer[][] = [];
-    const peers: Socket[] = [];
-    const server = createServer({ pauseOnConnect: true }, (peer) => {
-      const chunks: Buffer[] = [];
-      received.push(chunks);
-      peers.push(peer);
-      peer.on('data', (c: Buffer) => chunks.push(c));
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    return { server, received, read: () => peers.forEach((p) => p.resume()) };
-  }
-
   it('sends every request\'s bytes as made, also when the kernel does not take a write whole', async () => {
     const { server, received, read } = await pausedServer();
     const port = (server.address() as { port: number }).port;
