@@ -38,7 +38,7 @@ async function main(): Promise<void> {
 
   if (cluster.isPrimary) {
     const { runPrimary } = await import('./primary/primary.js');
-    keepStringPrototypeFast(); // after the imports: ioredis's load undoes it (fast-string-prototype.ts)
+    keepStringPrototypeFast(); // after the imports; an ioredis loaded later then leaves it fast (fast-string-prototype.ts)
     try {
       await runPrimary(settings, argv);
     } catch (err) {

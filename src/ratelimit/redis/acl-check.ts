@@ -1,4 +1,4 @@
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { LimiterClient } from './connection.js';
 import { KEY_PREFIX } from './key-base.js';
 import { ACL_CHECK_LUA, SCRIPT_COMMANDS } from './lua/acl-check.js';
@@ -16,7 +16,7 @@ const CHECKED_KEY = `${KEY_PREFIX}{acl-check}:in:minute:0`;
  * not one the check gives.
  */
 export async function refusedScriptCommands(client: LimiterClient): Promise<string[]> {
-  const nodes: (Redis | Cluster)[] = client instanceof Cluster ? client.nodes('master') : [client];
+  const nodes: (Redis | Cluster)[] = client.isCluster ? (client as Cluster).nodes('master') : [client];
   const replies = await Promise.all(nodes.map((n) => n.eval(ACL_CHECK_LUA, 0, CHECKED_KEY) as Promise<unknown>));
   const refused = new Set<string>();
   for (const r of replies) {

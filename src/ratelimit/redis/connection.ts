@@ -1,10 +1,11 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Buffer } from 'node:buffer';
 import { BATCH_LUA } from './lua/batch.js';
 import { ADMIT_ALL_LUA } from './lua/admit-all.js';
 import type { RedisTarget } from './address.js';
 import type { RedisLimitSettings } from './settings.js';
 import { LATE_REPLY_MS } from './late-reply.js';
+import { ioredis } from './ioredis-module.js';
 
 /** The limiter's script as a client command (ioredis defineCommand: EVALSHA, EVAL on NOSCRIPT). */
 export interface LimiterCommands {
@@ -72,6 +73,7 @@ export function createLimiterClient(target: RedisTarget, settings: RedisLimitSet
     connectionName: 'inference-router-limiter',
   } satisfies RedisOptions;
   if (settings.cluster) {
+    const { Cluster } = ioredis();
     return new Cluster(target.nodes, {
       enableAutoPipelining: false,
       enableOfflineQueue: false,
@@ -85,6 +87,7 @@ export function createLimiterClient(target: RedisTarget, settings: RedisLimitSet
     }) as LimiterClient;
   }
   const node = target.nodes[0];
+  const { Redis } = ioredis();
   return new Redis({
     ...perNode,
     host: node.host,

@@ -32,6 +32,7 @@ const CASES: readonly { tool: string; wrong: string[]; error: string }[] = [
   { tool: 'paced-streams', wrong: ['--tps', '5'], error: 'paced-streams: --tps: 5 tokens a second makes a 64-token stream last over 4 s; at least 16' },
   { tool: 'latency-sweep', wrong: ['--fractions', '2'], error: 'latency-sweep: --fractions: "2" is not a fraction of the peak above 0 and at most 1' },
   { tool: 'response-parser-micro', wrong: ['--rounds', '3'], error: 'response-parser-micro: unknown option "--rounds"' },
+  { tool: 'start-cost', wrong: ['--rounds', '0'], error: 'start-cost: --rounds: expected a positive number, got "0"' },
   { tool: 'idle-return', wrong: ['--quiet', 'later'], error: 'idle-return: --quiet: "later" is not a list of seconds (0 or more) separated by commas' },
 ];
 
