@@ -35,21 +35,23 @@ function findNode(major: number): { node: string | null; reason: string } {
   }
 }
 
-let mock: MockBackend;
-beforeAll(async () => {
-  mock = await startMock('pod-a');
-});
-afterAll(async () => {
-  await mock?.kill();
-});
-
 for (const major of MAJORS) {
   const { node, reason } = findNode(major);
   // Shown as a skipped test, with the reason, where that runtime cannot be had.
   if (node === null) it.skip(`built router on Node ${major}: no Node ${major} on a glibc >= 2.38 here (${reason})`, () => {});
 
-  describe.skipIf(node === null)(`built router on Node ${major} with glibc >= 2.38 (uWS 20.57 build)`, () => {
-    it('routes plain and streaming requests with 2 workers and reports its runtime in build_info', async () => {
+  // The runtimes side by side (each its own pod; their tests one after the other): most of each
+  // runtime's time is the wait for an idle connection to be closed.
+  describe.skipIf(node === null)(`built router on Node ${major} with glibc >= 2.38 (uWS 20.57 build)`, { concurrent: true }, () => {
+    let mock: MockBackend;
+    beforeAll(async () => {
+      mock = await startMock(`pod-node${major}`);
+    });
+    afterAll(async () => {
+      await mock?.kill();
+    });
+
+    it.sequential('routes plain and streaming requests with 2 workers and reports its runtime in build_info', async () => {
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { serverModel: 'real-model-v1' }), { workers: 2, node: node! });
       try {
         const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
@@ -73,7 +75,7 @@ for (const major of MAJORS) {
       }
     });
 
-    it('closes a connection that makes no progress after about 10 s, as on the 20.30 build (this build defaults to 30 s)', async () => {
+    it.sequential('closes a connection that makes no progress after about 10 s, as on the 20.30 build (this build defaults to 30 s)', async () => {
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, node: node! });
       try {
         const port = Number(new URL(router.url).port);
@@ -100,7 +102,7 @@ for (const major of MAJORS) {
       }
     }, 40_000);
 
-    it('answers HTTP/1.0 with 505, a request without Host with 400, 99 header lines with 431, an absolute-form target and OPTIONS * with 505, none recorded; a chunk extension with 400 and a close (recorded 499); a request trailer taken for a pipelined request (505, recorded 444)', async () => {
+    it.sequential('answers HTTP/1.0 with 505, a request without Host with 400, 99 header lines with 431, an absolute-form target and OPTIONS * with 505, none recorded; a chunk extension with 400 and a close (recorded 499); a request trailer taken for a pipelined request (505, recorded 444)', async () => {
       const router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { node: node! });
       const log = router.logFile;
       try {
@@ -125,7 +127,7 @@ for (const major of MAJORS) {
       }
     }, 40_000);
 
-    it('reads request heads up to ROUTER_MAX_HEADER_BYTES (64 KiB by default; the build alone stops at 4 KiB) and answers 431 beyond', async () => {
+    it.sequential('reads request heads up to ROUTER_MAX_HEADER_BYTES (64 KiB by default; the build alone stops at 4 KiB) and answers 431 beyond', async () => {
       const statusWith = async (url: string, bytes: number): Promise<number> => (await fetch(`${url}/v1/completions`, {
         method: 'POST', headers: { 'content-type': 'application/json', 'x-big': 'h'.repeat(bytes) },
         body: JSON.stringify({ model: 'sf-model', prompt: 'hi' }),
@@ -152,7 +154,7 @@ for (const major of MAJORS) {
       }
     }, 40_000);
 
-    it('enforces a local input-token limit across workers: 200, 200, 429', async () => {
+    it.sequential('enforces a local input-token limit across workers: 200, 200, 429', async () => {
       const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
         rateLimit: '    inputTokensPerUnit: 10\n    outputTokensPerUnit: 5000\n    unit: minute',
       }), { workers: 2, node: node! });
