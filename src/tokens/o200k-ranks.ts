@@ -1,12 +1,20 @@
 /**
- * This process's o200k_base rank table (rank-table.ts), built on first use from the `.tiktoken`
- * file gpt-tokenizer ships (its `data/` folder; the library's code is not loaded). A tokenizer
- * thread is handed the event loop's table in its workerData (`rankTableWorkerData`) and uses the
- * same memory instead of building its own.
+ * This process's o200k_base rank table (rank-table.ts), made on first use from the `.tiktoken`
+ * file gpt-tokenizer ships (its `data/` folder; the library's code is not loaded): read from the
+ * table file the build wrote beside this module when that file was made from the same `.tiktoken`
+ * bytes (rank-table-file.ts), built from them otherwise. A tokenizer thread is handed the event
+ * loop's table in its workerData (`rankTableWorkerData`) and uses the same memory instead of
+ * making its own.
  */
+import type { Buffer } from 'node:buffer';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { workerData } from 'node:worker_threads';
-import { RankTable } from './rank-table.js';
+import { RankTable, readRanksFile } from './rank-table.js';
+import { readRankTableFile, sourceDigest } from './rank-table-file.js';
+
+/** The table file `npm run build` writes (write-rank-table-file.ts), beside this module. */
+export const O200K_TABLE_FILE = fileURLToPath(new URL('./o200k_base.ranks', import.meta.url));
 
 /** The package file o200k_base's ranks are read from. */
 export const O200K_RANKS_SPECIFIER = 'gpt-tokenizer/data/o200k_base.tiktoken';
@@ -26,10 +34,37 @@ export interface RankTableWorkerData {
 }
 
 let table: RankTable | null = null;
+let origin: 'handed' | 'file' | 'built' | null = null;
 
-/** The table: the one this thread was handed, else built from the ranks file (once; throws naming the file). */
+/** The table: the one this thread was handed, else read or built from the ranks file (once; throws naming the file). */
 export function o200kRanks(): RankTable {
-  return (table ??= handedTable() ?? RankTable.load(o200kRanksFile()));
+  if (table === null) {
+    table = handedTable();
+    origin = 'handed';
+  }
+  if (table === null) {
+    const path = o200kRanksFile();
+    const source = readRanksFile(path);
+    const digest = sourceDigest(source);
+    table = readRankTableFile(O200K_TABLE_FILE, digest);
+    origin = 'file';
+    if (table === null) {
+      table = RankTable.fromTiktoken(source, path);
+      origin = 'built';
+    }
+  }
+  return table;
+}
+
+/** Where this process's table came from (null before its first use): tests, and the start's cost. */
+export function o200kRanksOrigin(): 'handed' | 'file' | 'built' | null {
+  return origin;
+}
+
+/** The table built from the `.tiktoken` file at `path`, and that file's digest (write-rank-table-file.ts). */
+export function buildO200kTable(path: string): { table: RankTable; digest: Buffer } {
+  const source = readRanksFile(path);
+  return { table: RankTable.fromTiktoken(source, path), digest: sourceDigest(source) };
 }
 
 /** The workerData for a tokenizer thread that shares this process's table (building it if need be). */

@@ -110,13 +110,7 @@ export class RankTable {
 
   /** The table of a `.tiktoken` file; throws naming the file when it cannot be read or parsed. */
   static load(path: string): RankTable {
-    let file: Buffer;
-    try {
-      file = readFileSync(path);
-    } catch (err) {
-      throw new Error(`cannot read the token ranks file ${path}: ${(err as Error).message}`);
-    }
-    return RankTable.fromTiktoken(file, path);
+    return RankTable.fromTiktoken(readRanksFile(path), path);
   }
 
   /** The rank of `buf[start, end)`, or NO_RANK. */
@@ -142,6 +136,15 @@ export class RankTable {
         if (k === len) return slot;
       }
     }
+  }
+}
+
+/** A `.tiktoken` file's bytes; throws naming the file when it cannot be read. */
+export function readRanksFile(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`cannot read the token ranks file ${path}: ${(err as Error).message}`);
   }
 }
 
