@@ -4,31 +4,22 @@
  * measurement holds the idle targets), and is sent SIGINT or SIGTERM.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { processState } from '../../../bench/proc-cpu.js';
 import { tempDir, waitFor } from '../../helpers/processes.js';
-
-const ROOT = new URL('../../../', import.meta.url).pathname;
-
-function built(file: string, source: string): string {
-  const out = `${ROOT}dist/${file}`;
-  if (!existsSync(out) || statSync(out).mtimeMs < statSync(`${ROOT}${source}`).mtimeMs) {
-    throw new Error(`${out} is missing or older than its source: build first with \`npm run build\``);
-  }
-  return out;
-}
+import { builtFile } from '../../helpers/built-file.js';
 
 /** The script: prints the pids it started (the tree's two, the stopped one's), then waits. */
 function fixture(install: boolean): string {
   const dir = tempDir('ir-interrupt-');
   const file = join(dir, 'tool.mjs');
   writeFileSync(file, `
-    import { startProcess } from ${JSON.stringify(built('test/helpers/processes.js', 'test/helpers/processes.ts'))};
-    import { stopChildrenOnInterrupt } from ${JSON.stringify(built('bench/interrupt.js', 'bench/interrupt.ts'))};
-    import { pauseTrees } from ${JSON.stringify(built('bench/pause-targets.js', 'bench/pause-targets.ts'))};
-    import { processTree } from ${JSON.stringify(built('bench/proc-cpu.js', 'bench/proc-cpu.ts'))};
+    import { startProcess } from ${JSON.stringify(builtFile('test/helpers/processes.js', 'test/helpers/processes.ts'))};
+    import { stopChildrenOnInterrupt } from ${JSON.stringify(builtFile('bench/interrupt.js', 'bench/interrupt.ts'))};
+    import { pauseTrees } from ${JSON.stringify(builtFile('bench/pause-targets.js', 'bench/pause-targets.ts'))};
+    import { processTree } from ${JSON.stringify(builtFile('bench/proc-cpu.js', 'bench/proc-cpu.ts'))};
     if (${install}) stopChildrenOnInterrupt('tool');
     const tree = startProcess(['-e', "require('node:child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }); setInterval(() => {}, 1000)"]);
     const idle = startProcess(['-e', 'setInterval(() => {}, 1000)']);

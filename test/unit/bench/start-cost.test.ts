@@ -4,14 +4,13 @@
  * read and stopped), and names the tree.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { expect, it } from 'vitest';
+import { builtFile } from '../../helpers/built-file.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 
 it('starts the built router, reads it at ready and stops it: every figure above 0', () => {
-  const tool = `${ROOT}dist/bench/start-cost.js`;
-  if (!existsSync(tool)) throw new Error(`${tool} is missing: build first with \`npm run build\``);
+  const tool = builtFile('bench/start-cost.js', 'bench/start-cost.ts');
   const r = spawnSync(process.execPath, [tool, '--rounds', '1', '--workers', '1'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
   expect(r.status, r.stderr).toBe(0);
   expect(r.stdout).toContain(`A: ${ROOT.replace(/\/$/, '')}`);

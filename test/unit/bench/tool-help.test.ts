@@ -5,18 +5,13 @@
  * options read at module level (auth-load), a cluster primary (ipc-wakeup), a positional (runs-table).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { builtFile } from '../../helpers/built-file.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 
 /** The tool's built file, or an error when it is missing or older than its source or cli-args.ts. */
-function built(tool: string): string {
-  const out = `${ROOT}dist/bench/${tool}.js`;
-  const newest = Math.max(...[`${ROOT}bench/${tool}.ts`, `${ROOT}bench/cli-args.ts`].map((f) => statSync(f).mtimeMs));
-  if (!existsSync(out) || statSync(out).mtimeMs < newest) throw new Error(`${out} is missing or older than its source: build first with \`npm run build\``);
-  return out;
-}
+const built = (tool: string): string => builtFile(`bench/${tool}.js`, `bench/${tool}.ts`, 'bench/cli-args.ts');
 
 function run(tool: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [built(tool), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });

@@ -1,20 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sample } from '../../helpers/metrics-text.js';
+import { builtFile } from '../../helpers/built-file.js';
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
 const FIXTURE = new URL('./metrics-cluster-fixture.mjs', import.meta.url).pathname;
 
 function checkBuilt(): void {
-  for (const name of ['metrics', 'metrics-cluster', 'metrics-series']) {
-    const src = `${ROOT}src/observe/${name}.ts`;
-    const out = `${ROOT}dist/observe/${name}.js`;
-    if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
-      throw new Error(`${out} is missing or older than ${src}: build first with \`npx tsc -p tsconfig.json\``);
-    }
-  }
+  for (const name of ['metrics', 'metrics-cluster', 'metrics-series']) builtFile(`observe/${name}.js`, `src/observe/${name}.ts`);
 }
 
 function freePort(): Promise<number> {

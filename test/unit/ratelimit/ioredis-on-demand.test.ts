@@ -4,17 +4,13 @@
  * Run in a child Node on the built graph (dist/, which `npm test` builds first), as cli.ts loads it.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { builtFile } from '../../helpers/built-file.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 
-/** The built file, or an error when it is missing or older than its source. */
-function built(path: string): string {
-  const out = `${ROOT}dist/${path}.js`;
-  if (!existsSync(out) || statSync(out).mtimeMs < statSync(`${ROOT}src/${path}.ts`).mtimeMs) throw new Error(`${out} is missing or older than its source: build first with \`npm run build\``);
-  return out;
-}
+/** The built module of `src/<path>.ts`. */
+const built = (path: string): string => builtFile(`${path}.js`, `src/${path}.ts`);
 
 function probe(body: string): Record<string, unknown> {
   const script = `

@@ -6,15 +6,15 @@
  * gpt-tokenizer's `.tiktoken` file, which the built module then reads instead of building.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildO200kTable, o200kRanksFile } from '../../../src/tokens/o200k-ranks.js';
 import { RankTable } from '../../../src/tokens/rank-table.js';
 import { readRankTableFile, sourceDigest, writeRankTableFile } from '../../../src/tokens/rank-table-file.js';
+import { builtFile } from '../../helpers/built-file.js';
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
 
 const tiktoken = (entries: readonly (readonly [string, number])[]): Buffer =>
   Buffer.from(entries.map(([s, r]) => `${Buffer.from(s, 'latin1').toString('base64')} ${r}\n`).join(''));
@@ -73,9 +73,8 @@ describe('a rank table kept in a file', () => {
 
 describe('the file the build writes', () => {
   it('holds o200k_base exactly as built from gpt-tokenizer\'s file, and the built module reads it', () => {
-    const file = join(ROOT, 'dist/tokens/o200k_base.ranks');
-    const module = join(ROOT, 'dist/tokens/o200k-ranks.js');
-    if (!existsSync(file) || !existsSync(module)) throw new Error(`${file} is missing: build first with \`npm run build\``);
+    const file = builtFile('tokens/o200k_base.ranks', 'src/tokens/rank-table-file.ts', 'src/tokens/rank-table.ts');
+    const module = builtFile('tokens/o200k-ranks.js', 'src/tokens/o200k-ranks.ts');
     const { table, digest } = buildO200kTable(o200kRanksFile());
     const read = readRankTableFile(file, digest);
     expect(read).not.toBe(null);
