@@ -38,22 +38,17 @@ let origin: 'handed' | 'file' | 'built' | null = null;
 
 /** The table: the one this thread was handed, else read or built from the ranks file (once; throws naming the file). */
 export function o200kRanks(): RankTable {
-  if (table === null) {
-    table = handedTable();
+  if (table !== null) return table;
+  const handed = handedTable();
+  if (handed !== null) {
     origin = 'handed';
+    return (table = handed);
   }
-  if (table === null) {
-    const path = o200kRanksFile();
-    const source = readRanksFile(path);
-    const digest = sourceDigest(source);
-    table = readRankTableFile(O200K_TABLE_FILE, digest);
-    origin = 'file';
-    if (table === null) {
-      table = RankTable.fromTiktoken(source, path);
-      origin = 'built';
-    }
-  }
-  return table;
+  const path = o200kRanksFile();
+  const source = readRanksFile(path);
+  const kept = readRankTableFile(O200K_TABLE_FILE, sourceDigest(source));
+  origin = kept !== null ? 'file' : 'built';
+  return (table = kept ?? RankTable.fromTiktoken(source, path));
 }
 
 /** Where this process's table came from (null before its first use): tests, and the start's cost. */

@@ -1,8 +1,9 @@
 /**
  * A BPE encoding's ranks (its mergeable byte sequences and their ranks) packed into one
  * SharedArrayBuffer: the byte sequences back to back, and an open-addressing hash table from a
- * sequence's bytes to its rank. A router process builds it once from the encoding's `.tiktoken`
- * file (one `base64 rank` line per sequence, as gpt-tokenizer ships it) and hands the same buffer
+ * sequence's bytes to its rank. A router process makes it once, from the encoding's `.tiktoken`
+ * file (one `base64 rank` line per sequence, as gpt-tokenizer ships it) or from the file the build
+ * wrote of it (rank-table-file.ts), and hands the same buffer
  * to its tokenizer threads, so the event loop and the threads share one copy of about 5 MB for
  * o200k_base, where gpt-tokenizer's own tables cost each of them about 68 MB resident
  * (docs/tokens.md, "Memory").
@@ -106,11 +107,6 @@ export class RankTable {
       table.#slots[slot] = i + 1;
     }
     return table;
-  }
-
-  /** The table of a `.tiktoken` file; throws naming the file when it cannot be read or parsed. */
-  static load(path: string): RankTable {
-    return RankTable.fromTiktoken(readRanksFile(path), path);
   }
 
   /** The rank of `buf[start, end)`, or NO_RANK. */
