@@ -7,7 +7,6 @@ import { CounterStore } from '../ratelimit/local/counter-store.js';
 import { attachLocalLimitHost } from '../ratelimit/local/limit-host.js';
 import { dropMessagesToDeadWorker } from './worker-channel.js';
 import { CrashGuard } from './crash-guard.js';
-import { startAuthSource } from '../auth/auth-source.js';
 import type { Settings } from '../settings.js';
 import { attachMetricsPrimary } from '../observe/metrics-cluster.js';
 import { kubernetesWatchSeries } from '../observe/kubernetes-watch-series.js';
@@ -166,7 +165,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
   // The primary then follows the file as the workers do (silently: they log), keeping its last
   // good text for a worker that starts while the file is invalid (a restart after a crash).
-  const authFile = startAuthSource(settings.authConfig, () => undefined, settings.redisLimits.cluster);
+  // Its modules (and jose) are imported only when there is a file, as the workers do.
+  const authFile = settings.authConfig === null ? null : (await import('../auth/auth-source.js')).startAuthSource(settings.authConfig, () => undefined, settings.redisLimits.cluster);
   // So does a missing token ranks file (each worker builds its table from it).
   if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
 
