@@ -10,5 +10,10 @@ export default defineConfig({
     // e2e files start real processes; keep parallelism modest on small machines.
     maxWorkers: 2,
     fileParallelism: true,
+    // Test files share their worker process (one per worker, not one per file): a new process per
+    // file cost about 0.5 s of CPU each, 319 times. So a test restores what it changes of the
+    // process (spies, timers, env, listeners), and process-state.ts checks it after each file.
+    isolate: false,
+    setupFiles: ['test/helpers/process-state.ts'],
   },
 });

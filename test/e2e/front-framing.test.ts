@@ -135,25 +135,6 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(statusLines(r.text)).toEqual(['200']);
   });
 
-  it('an upload cut short (client closes) or stalled into the idle timeout gets one 499 client_closed record', async () => {
-    const partial = `POST /v1/completions HTTP/1.1\r\nHost: router\r\ncontent-type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":"sf-model","prompt":"`;
-    const closed = raw(router.port, [partial.replace('Host: router', 'Host: router\r\nx-request-id: upload-closed')], { end: true, waitMs: 3000 });
-    // uWS closes a connection idle for 10 s; wait past that.
-    const stalled = raw(router.port, [partial.replace('Host: router', 'Host: router\r\nx-request-id: upload-stalled')], { waitMs: 25_000 });
-    const [c, s] = await Promise.all([closed, stalled]);
-    expect(c.text).toBe('');
-    expect(s.text).toBe('');
-    expect(s.closed).toBe(true);
-    await waitFor('records of the aborted uploads', () => recordsOf('upload-closed').length + recordsOf('upload-stalled').length === 2, 5000);
-    for (const id of ['upload-closed', 'upload-stalled']) {
-      const recs = recordsOf(id);
-      expect(recs, id).toHaveLength(1);
-      expect(recs[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (30 of 1000 bytes received)' }, input_tokens: 0 });
-    }
-    const metrics = await (await fetch(`${router.url}/metrics`)).text();
-    expect(metrics).toMatch(/error_type="client_closed"[^\n]* [1-9]/);
-  }, 40_000);
-
   it('a chunked upload cut after its first chunk: the record says how much of it came', async () => {
     const head = 'POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: chunked-cut\r\ncontent-type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
     const r = await raw(router.port, [`${head}c\r\n{"model":"sf\r\n`], { end: true, waitMs: 3000 });
@@ -224,17 +205,6 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(readFileSync(router.logFile, 'utf8')).not.toContain('sk-live-123');
   });
 
-  it('the most header lines a build reads (48 on 20.30, 98 on 20.57) are answered and recorded; one more, an absolute-form target and OPTIONS * never reach the router', async () => {
-    // GETs of an inference path are answered by the router itself (405), so no backend's own
-    // header limit is involved.
-    const build = await uwsBuildOf(router.url);
-    const r = await sendBeyondLimits(router.port, build, 'limits');
-    expectAsBuildLimits(build, r);
-    await waitFor('record', () => recordsOf('limits-most').length === 1, 5000);
-    expect(recordsOf('limits-one-more')).toEqual([]);
-    expect(recordsOf('limits-absolute')).toEqual([]);
-  }, 40_000);
-
   it('a request head that arrives in pieces: 60 KB (below ROUTER_MAX_HEADER_BYTES) is read, forwarded whole and recorded on the 20.57 build; the 20.30 build reads one of at most 4 KiB that way and closes a larger one without an answer', async () => {
     // The head comes in two writes 100 ms apart, as from a slow client or over a path that splits
     // it: whether a single write arrives in one read depends on the load (a 60 KB head forwarded
@@ -258,20 +228,6 @@ describe('the front under framing attacks and broken clients (built router)', ()
       expect(recordsOf('big-head')).toEqual([]);
     }
   });
-
-  it('HTTP/1.0, a request without Host, a chunk extension, a request trailer: the 20.57 build answers 505, 400, 400 and (taking the trailer for another request) 505; the 20.30 build only the last, 200', async () => {
-    const build = await uwsBuildOf(router.url);
-    const r = await sendUnreadable(router.port, BODY, 'unreadable');
-    expectAsBuildAnswers(build, r);
-    // Neither head reaches the router: nothing is recorded for them. The upload with an extension
-    // does, and its connection is closed by uWS at the extension: recorded as an upload cut short.
-    await waitFor('the upload\'s record', () => recordsOf('unreadable-chunk-extension').length === 1, 5000);
-    expect(recordsOf('unreadable-chunk-extension')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (0 bytes of a chunked body received)' } });
-    await waitFor('the trailer\'s record', () => recordsOf('unreadable-trailer').length === 1, 5000);
-    expect(recordsOf('unreadable-trailer')[0]).toMatchObject(build === 'uws-20.57' ? { status_code: 444, error: { type: 'pipelining_refused' } } : { status_code: 200 });
-    expect(recordsOf('unreadable-http10')).toEqual([]);
-    expect(recordsOf('unreadable-no-host')).toEqual([]);
-  }, 40_000);
 
   it('ROUTER_MAX_HEADER_BYTES: applied by the 20.57 build; on the 20.30 build, which cannot apply it, the start says so', async () => {
     const r = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, env: { ROUTER_MAX_HEADER_BYTES: '8192' } });
@@ -315,5 +271,53 @@ describe('the front under framing attacks and broken clients (built router)', ()
       else expect(length, path).toBe(headerOf(get.text, 'content-length'));
       expect(rest.slice(0, 15), path).toBe('HTTP/1.1 200 OK');
     }
+  });
+
+  // Each of these waits out uWS's idle timeout (10 s) on a connection: side by side, on the same
+  // router and pod, their requests told apart by their ids.
+  describe('waiting for the idle timeout', { concurrent: true }, () => {
+    it('an upload cut short (client closes) or stalled into the idle timeout gets one 499 client_closed record', async () => {
+      const partial = `POST /v1/completions HTTP/1.1\r\nHost: router\r\ncontent-type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":"sf-model","prompt":"`;
+      const closed = raw(router.port, [partial.replace('Host: router', 'Host: router\r\nx-request-id: upload-closed')], { end: true, waitMs: 3000 });
+      // uWS closes a connection idle for 10 s; wait past that.
+      const stalled = raw(router.port, [partial.replace('Host: router', 'Host: router\r\nx-request-id: upload-stalled')], { waitMs: 25_000 });
+      const [c, s] = await Promise.all([closed, stalled]);
+      expect(c.text).toBe('');
+      expect(s.text).toBe('');
+      expect(s.closed).toBe(true);
+      await waitFor('records of the aborted uploads', () => recordsOf('upload-closed').length + recordsOf('upload-stalled').length === 2, 5000);
+      for (const id of ['upload-closed', 'upload-stalled']) {
+        const recs = recordsOf(id);
+        expect(recs, id).toHaveLength(1);
+        expect(recs[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (30 of 1000 bytes received)' }, input_tokens: 0 });
+      }
+      const metrics = await (await fetch(`${router.url}/metrics`)).text();
+      expect(metrics).toMatch(/error_type="client_closed"[^\n]* [1-9]/);
+    }, 40_000);
+
+    it('the most header lines a build reads (48 on 20.30, 98 on 20.57) are answered and recorded; one more, an absolute-form target and OPTIONS * never reach the router', async () => {
+      // GETs of an inference path are answered by the router itself (405), so no backend's own
+      // header limit is involved.
+      const build = await uwsBuildOf(router.url);
+      const r = await sendBeyondLimits(router.port, build, 'limits');
+      expectAsBuildLimits(build, r);
+      await waitFor('record', () => recordsOf('limits-most').length === 1, 5000);
+      expect(recordsOf('limits-one-more')).toEqual([]);
+      expect(recordsOf('limits-absolute')).toEqual([]);
+    }, 40_000);
+
+    it('HTTP/1.0, a request without Host, a chunk extension, a request trailer: the 20.57 build answers 505, 400, 400 and (taking the trailer for another request) 505; the 20.30 build only the last, 200', async () => {
+      const build = await uwsBuildOf(router.url);
+      const r = await sendUnreadable(router.port, BODY, 'unreadable');
+      expectAsBuildAnswers(build, r);
+      // Neither head reaches the router: nothing is recorded for them. The upload with an extension
+      // does, and its connection is closed by uWS at the extension: recorded as an upload cut short.
+      await waitFor('the upload\'s record', () => recordsOf('unreadable-chunk-extension').length === 1, 5000);
+      expect(recordsOf('unreadable-chunk-extension')[0]).toMatchObject({ status_code: 499, error: { type: 'client_closed', message: 'the connection closed while the request body was arriving (0 bytes of a chunked body received)' } });
+      await waitFor('the trailer\'s record', () => recordsOf('unreadable-trailer').length === 1, 5000);
+      expect(recordsOf('unreadable-trailer')[0]).toMatchObject(build === 'uws-20.57' ? { status_code: 444, error: { type: 'pipelining_refused' } } : { status_code: 200 });
+      expect(recordsOf('unreadable-http10')).toEqual([]);
+      expect(recordsOf('unreadable-no-host')).toEqual([]);
+    }, 40_000);
   });
 });

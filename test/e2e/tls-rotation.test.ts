@@ -13,6 +13,9 @@
  * path has become a directory, which a worker that is running, holding the file open, does not
  * notice) keeps the two workers it had, no more, is tried again on its own (5 s, then 10 s later)
  * and, once new workers can start, is done.
+ *
+ * The two routers run side by side (most of each part is waiting: for the retries, the workers'
+ * replacement); each one's tests run in order.
  */
 import { request, Agent } from 'node:https';
 import { execFile } from 'node:child_process';
@@ -77,7 +80,7 @@ function call(port: number, ca: string, agent: Agent | false, path: string, body
   });
 }
 
-describe('certificate rotation', () => {
+describe('certificate rotation', { concurrent: true }, () => {
   let ca: TestCa;
   let mock: MockBackend;
   let router: Proc;
@@ -139,7 +142,7 @@ describe('certificate rotation', () => {
   };
   const count = (re: RegExp): number => router.stderr().split('\n').filter((l) => re.test(l)).length;
 
-  it('serves a renewed pair on new connections, warns about a half-written one, and fails no request meanwhile', async () => {
+  it.sequential('serves a renewed pair on new connections, warns about a half-written one, and fails no request meanwhile', async () => {
     expect(await freshFingerprints(6)).toEqual([first.fingerprint]);
     expect(await expiry()).toBe(first.notAfter);
 
@@ -211,7 +214,7 @@ describe('certificate rotation', () => {
     expect(count(/\/readyz answers 200/)).toBe(1);
   }, 180_000);
 
-  it('a worker restarted after a crash while the files hold half a pair serves the pair checked last', async () => {
+  it.sequential('a worker restarted after a crash while the files hold half a pair serves the pair checked last', async () => {
     const fourth = await issue(ca, 'fourth', 90);
     writeFileSync(join(secret, '..v2', 'tls.crt'), fourth.cert);
     await waitWhileRunning('the warning about the intermediate pair', router, () => count(/certificate not rotated/) === 2, 30_000);
@@ -226,7 +229,7 @@ describe('certificate rotation', () => {
   }, 60_000);
 });
 
-describe('certificate rotation whose new workers cannot start', () => {
+describe('certificate rotation whose new workers cannot start', { concurrent: true }, () => {
   let ca: TestCa;
   let mock: MockBackend;
   let router: Proc;
@@ -275,7 +278,7 @@ describe('certificate rotation whose new workers cannot start', () => {
     return [...out];
   };
 
-  it('keeps as many workers as configured, and tries the rotation again on its own until it is done', async () => {
+  it.sequential('keeps as many workers as configured, and tries the rotation again on its own until it is done', async () => {
     const pids = childPids(router.pid).sort();
     expect(pids).toHaveLength(2);
     // A worker started from now on cannot open its access log: the file's path is a directory.

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { chooseUws, parseGlibc, UWS_BUILDS, type UwsRuntime } from '../../../src/http/uws-candidates.js';
 import { currentUwsRuntime, loadUws } from '../../../src/http/uws.js';
 import { buildInfo } from '../../../src/build-info.js';
@@ -79,6 +79,13 @@ describe('chooseUws', () => {
 });
 
 describe('loadUws', () => {
+  // loadUws sets the header limit the build reads; the process is shared with the next test files.
+  const headerLimit = process.env.UWS_HTTP_MAX_HEADERS_SIZE;
+  afterAll(() => {
+    if (headerLimit === undefined) delete process.env.UWS_HTTP_MAX_HEADERS_SIZE;
+    else process.env.UWS_HTTP_MAX_HEADERS_SIZE = headerLimit;
+  });
+
   test('loads the first fitting native build on this runtime and records it', () => {
     const rt = currentUwsRuntime();
     const first = chooseUws(rt).candidates[0];
