@@ -13,7 +13,15 @@
  *     maxBlocks: 64          # blocks hashed per request (the first ones)
  *     capacity: 65536        # block hashes remembered per process
  */
-import { parse } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+
+/**
+ * yaml, loaded by the first scheduler file parsed (a synchronous require: settings are parsed
+ * synchronously). Every process parses its settings, and a worker reads no other YAML (the primary
+ * sends it compiled snapshots): without ROUTER_SCHEDULER_CONFIG a worker does not load yaml.
+ */
+const yaml = (): typeof Yaml => createRequire(import.meta.url)('yaml') as typeof Yaml;
 
 export const SCORERS = ['least-request', 'least-latency', 'prefix-cache', 'kv-cache'] as const;
 export type ScorerName = (typeof SCORERS)[number];
@@ -41,7 +49,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = Object.freeze({
 export function parseSchedulerConfig(text: string, where: string): SchedulerConfig {
   let doc: unknown;
   try {
-    doc = parse(text);
+    doc = yaml().parse(text);
   } catch (err) {
     throw new Error(`${where}: not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }

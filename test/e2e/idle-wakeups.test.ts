@@ -23,10 +23,13 @@ async function workerWakeUpsPerSecond(router: Router, ms: number): Promise<numbe
   return (timesAsleep(worker) - before) / (ms / 1000);
 }
 
+// The three routers below are measured side by side (a measurement is mostly waiting, and counts
+// the wake-ups of its own process only); each one's tests in order.
+//
 // An idle router should sleep: every timer that fires on its own is a wake-up of the process, and
 // on a virtual machine each costs 100–400 µs of CPU. prom-client samples the event loop's delay
 // every 10 ms by default, which alone woke each worker 100 times a second.
-describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
+describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', { concurrent: true }, () => {
   let mock: MockBackend;
   let router: Router;
 
@@ -39,7 +42,7 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
     await mock?.kill();
   });
 
-  it('wakes fewer than 40 times a second once its traffic has stopped', async () => {
+  it.sequential('wakes fewer than 40 times a second once its traffic has stopped', async () => {
     const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello idle' });
     expect(r.status).toBe(200);
     await r.text();
@@ -49,7 +52,7 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
     expect(perSecond).toBeLessThan(40);
   }, 30_000);
 
-  it('stops sampling its event loop once idle: fewer than 12 wake-ups a second', async () => {
+  it.sequential('stops sampling its event loop once idle: fewer than 12 wake-ups a second', async () => {
     const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'hello idle' });
     expect(r.status).toBe(200);
     await r.text();
@@ -69,7 +72,7 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle worker', () => {
 // Each pod has its own keep-alive pool and each pool a coarse clock for its timeouts (100 ms); with
 // one timer per pool, a worker that had just served 20 pods woke 20 times per tick until the
 // kept-alive connections closed (4 s after their last use).
-describe.skipIf(!existsSync('/proc/self/schedstat'))('a worker just after traffic to 20 pods', () => {
+describe.skipIf(!existsSync('/proc/self/schedstat'))('a worker just after traffic to 20 pods', { concurrent: true }, () => {
   let mock: MockBackend;
   let router: Router;
 
@@ -83,7 +86,7 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('a worker just after traffi
     await mock?.kill();
   });
 
-  it('wakes fewer than 45 times a second while its connections to them are kept alive', async () => {
+  it.sequential('wakes fewer than 45 times a second while its connections to them are kept alive', async () => {
     // In waves 7 ms apart, as traffic arrives, so the pools open (and their clocks start) at
     // different moments of a tick.
     const waves: Promise<number>[] = [];
@@ -117,7 +120,7 @@ async function quietestWakeUps(pid: number): Promise<number> {
 // The resources file (read by the primary) and the auth file (read by each worker) were polled
 // every 250 ms: a stat on the thread pool and a wake-up of the main thread, 8 a second each. They
 // are now watched through inotify, with a poll every 5 s beside the watch.
-describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle router with a resources file and an auth file', () => {
+describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle router with a resources file and an auth file', { concurrent: true }, () => {
   let mock: MockBackend;
   let router: Router;
 
@@ -133,7 +136,7 @@ describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle router with a reso
     await mock?.kill();
   });
 
-  it('neither file wakes it: its primary and its worker wake fewer than 10 times a second', async () => {
+  it.sequential('neither file wakes it: its primary and its worker wake fewer than 10 times a second', async () => {
     const worker = await waitFor('the worker process', () => processTree(router.pid)[1]);
     // Left in the primary: the worker's heartbeat and load report and the load broadcast (about 5
     // a second with one worker; 12 or more with the 250 ms poll); in the worker, about the same.
