@@ -12,7 +12,8 @@ export default defineConfig({
     fileParallelism: true,
     // Test files share their worker process (one per worker, not one per file): a new process per
     // file cost about 0.5 s of CPU each, 319 times. So a test restores what it changes of the
-    // process (spies, timers, env, listeners), and process-state.ts checks it after each file.
+    // process (spies, timers, env, listeners); after each file, process-state.ts checks the
+    // environment, the working directory, fake timers and the signal and error listeners.
     isolate: false,
     setupFiles: ['test/helpers/process-state.ts'],
   },

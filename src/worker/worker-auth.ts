@@ -13,7 +13,7 @@ import type { PrimaryToWorker } from '../primary/messages.js';
 export async function startWorkerAuth(file: string | null, log: AuthLog, redisCluster: boolean): Promise<AuthSource | null> {
   if (file === null || file === '') return null;
   // Loaded here, not by the worker's module graph: a worker without an auth file does not load
-  // the auth modules, jose and yaml (about 100 ms of a worker's start; docs/internals/performance-changes.md).
+  // the auth modules, jose and yaml (about 75 ms of a worker's start; docs/internals/performance-changes.md).
   const { AuthSource } = await import('../auth/auth-source.js');
   const source = new AuthSource(file, log, {}, redisCluster);
   try {
