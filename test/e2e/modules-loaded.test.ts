@@ -3,26 +3,18 @@
  * A package only some configurations need is loaded only by them (docs/internals/performance-changes.md,
  * "A worker's start"): without an auth file no process loads jose; without a scheduler file a
  * worker loads no yaml (it reads no YAML: the primary sends it compiled snapshots); without a
- * global limit no process loads ioredis. Each process's modules are listed by NODE_OPTIONS, which
- * the workers inherit: a resolve hook for ES modules (jose is one), and a preload that lists
- * require's cache at exit (yaml and ioredis are loaded by require).
+ * global limit no process loads ioredis. Each process's modules are listed through NODE_OPTIONS,
+ * which the workers inherit (test/helpers/module-log.ts).
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { writeModuleLoggers } from '../helpers/module-log.js';
 import { childPids, resourcesFor, startRouter, tempDir, waitFor, type Router } from '../helpers/processes.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
 const dir = tempDir('ir-modules-');
-const HOOK = join(dir, 'hook.mjs');
-const PRELOAD = join(dir, 'preload.cjs');
-writeFileSync(HOOK, `
-import { appendFileSync } from 'node:fs';
-export async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(process.env.MODULES_LOG, process.pid + ' ' + r.url + '\\n'); return r; }
-`);
-writeFileSync(PRELOAD, `
-process.on('exit', () => require('node:fs').appendFileSync(process.env.MODULES_LOG, Object.keys(require.cache).map((k) => process.pid + ' ' + k + '\\n').join('')));
-`);
+const { hook: HOOK, preload: PRELOAD } = writeModuleLoggers(dir);
 
 const routers: Router[] = [];
 afterAll(async () => {

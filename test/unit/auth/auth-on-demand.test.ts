@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { builtFile } from '../../helpers/built-file.js';
+import { writeModuleLoggers } from '../../helpers/module-log.js';
 import { sha256Hex } from './jwks-server.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -20,21 +21,18 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** The built module of `src/<path>.ts`. */
 const built = (path: string): string => builtFile(`${path}.js`, `src/${path}.ts`);
 
-/** Records each resolved module's URL in the file named by LOADED_LOG. */
-const HOOK = `data:text/javascript,${encodeURIComponent(`
-  import { appendFileSync } from 'node:fs';
-  export async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(process.env.LOADED_LOG, r.url + '\\n'); return r; }
-`)}`;
+/** Records each resolved module in the file named by MODULES_LOG. */
+const { hook: HOOK } = writeModuleLoggers(dir);
 
 /** Runs `body` (an ES module) in a child Node; returns what it printed last and every module it loaded, in order, with `--- mark` lines where it printed them. */
 function probe(name: string, body: string): { out: string; loaded: string[] } {
   const log = join(dir, `${name}.log`);
   writeFileSync(log, '');
-  const script = `const { appendFileSync: note } = await import('node:fs');\nconst mark = (m) => note(process.env.LOADED_LOG, '--- ' + m + '\\n');\n${body}`;
+  const script = `const { appendFileSync: note } = await import('node:fs');\nconst mark = (m) => note(process.env.MODULES_LOG, '--- ' + m + '\\n');\n${body}`;
   const out = execFileSync(process.execPath, ['--no-warnings', '--experimental-loader', HOOK, '--input-type=module', '-e', script], {
     cwd: ROOT,
     encoding: 'utf8',
-    env: { ...process.env, LOADED_LOG: log },
+    env: { ...process.env, MODULES_LOG: log },
   });
   return { out: out.trim().split('\n').pop()!, loaded: readFileSync(log, 'utf8').split('\n').filter((l) => l !== '') };
 }
