@@ -46,6 +46,8 @@ export interface RouterSettings {
   readonly upstreamConnections: number;
   /** ROUTER_UPSTREAM_IDLE_TIMEOUT: how long a connection to a pod stays open unused, ms. */
   readonly upstreamIdleTimeoutMs: number;
+  /** ROUTER_UPSTREAM_CONNECT_TIMEOUT: how long a new connection to a pod may take to open, ms. */
+  readonly upstreamConnectTimeoutMs: number;
 }
 
 export class UsageError extends Error {}
@@ -78,6 +80,14 @@ export const DEFAULT_UPSTREAM_CONNECTIONS = 1024;
  * "Connections to a pod").
  */
 export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
+
+/**
+ * How long a new connection to a pod may take to open, ms; then the attempt counts as a connect
+ * failure and the request moves to another pod. A pod on the same network answers a connect in
+ * well under a millisecond or refuses it; one that does neither (its node gone, its address
+ * dropped by a firewall) holds each request this long before its retry. Envoy's default (5 s).
+ */
+export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 
 export { USAGE } from './usage.js';
 
@@ -267,6 +277,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
       ? DEFAULT_UPSTREAM_CONNECTIONS
       : parseIntIn('ROUTER_UPSTREAM_CONNECTIONS', env.ROUTER_UPSTREAM_CONNECTIONS, 1, 65535),
     upstreamIdleTimeoutMs: durationMs('ROUTER_UPSTREAM_IDLE_TIMEOUT', env.ROUTER_UPSTREAM_IDLE_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, { min: 100, max: 3_600_000 }),
+    upstreamConnectTimeoutMs: durationMs('ROUTER_UPSTREAM_CONNECT_TIMEOUT', env.ROUTER_UPSTREAM_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS, { min: 100, max: 300_000 }),
   });
 }
 

@@ -3,14 +3,13 @@ import { PodHealth } from './pod-health.js';
 import { PodLoad } from './pod-load.js';
 import { Http1Pool } from './http1/pool.js';
 import { LEFT_CONFIG } from './upstream-errors.js';
-import { DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
+import { DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
 
 /** Identity of an endpoint across snapshots and processes (pod name and address). */
 export function endpointKey(e: Endpoint): string {
   return `${e.name}\u0000${e.host}:${e.port}`;
 }
 
-const CONNECT_TIMEOUT_MS = 5_000;
 /** Granularity of the pools' coarse clock (connect, headers, body and keep-alive timeouts; interval-ticker.ts). */
 const TIMER_RESOLUTION_MS = 100;
 /**
@@ -47,9 +46,13 @@ export class EndpointState {
 
   /**
    * `idleTimeoutMs`: how long an unused connection to the pod stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT);
-   * `maxQueue`: most requests waiting for a connection (POD_QUEUE; smaller only in tests).
+   * `maxQueue`: most requests waiting for a connection (POD_QUEUE; smaller only in tests);
+   * `connectTimeoutMs`: how long a new connection may take to open (ROUTER_UPSTREAM_CONNECT_TIMEOUT).
    */
-  constructor(name: string, host: string, port: number, connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, maxQueue = POD_QUEUE) {
+  constructor(
+    name: string, host: string, port: number, connections: number,
+    idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, maxQueue = POD_QUEUE, connectTimeoutMs = DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS,
+  ) {
     this.name = name;
     this.key = endpointKey({ name, host, port });
     const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
@@ -59,7 +62,7 @@ export class EndpointState {
     this.pool = new Http1Pool(bare, port, {
       connections,
       maxQueue,
-      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      connectTimeoutMs,
       // Set per request from the route's timeout.
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
@@ -122,14 +125,17 @@ export class EndpointRegistry {
   private readonly retiring = new Set<EndpointState>();
   private readonly connections: number;
   private readonly idleTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
 
   /**
    * `connections`: most connections to one pod (ROUTER_UPSTREAM_CONNECTIONS); `idleTimeoutMs`: how
-   * long an unused one stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT).
+   * long an unused one stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT); `connectTimeoutMs`: how long a new
+   * one may take to open (ROUTER_UPSTREAM_CONNECT_TIMEOUT).
    */
-  constructor(connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS) {
+  constructor(connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, connectTimeoutMs = DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS) {
     this.connections = connections;
     this.idleTimeoutMs = idleTimeoutMs;
+    this.connectTimeoutMs = connectTimeoutMs;
   }
 
   acquire(e: Endpoint): EndpointState {
@@ -137,7 +143,7 @@ export class EndpointRegistry {
     this.used.add(key);
     let s = this.byKey.get(key);
     if (s === undefined) {
-      s = new EndpointState(e.name, e.host, e.port, this.connections, this.idleTimeoutMs);
+      s = new EndpointState(e.name, e.host, e.port, this.connections, this.idleTimeoutMs, POD_QUEUE, this.connectTimeoutMs);
       this.byKey.set(key, s);
     }
     return s;

@@ -493,14 +493,16 @@ describe('upstream answers over the built router (scripted backend)', () => {
     expect(tail).toContain('data: [DONE]');
   }, 120_000);
 
-  it('after a connect retry the upstream time is that of the pod that answered', async () => {
+  it('after a connect retry the upstream time is that of the pod that answered; the connect waited ROUTER_UPSTREAM_CONNECT_TIMEOUT', async () => {
     // A listener that never accepts, its queue filled: a connect to it hangs until the router's
-    // connect timeout.
+    // connect timeout, here 700 ms instead of the default 5 s.
     const stuck = spawn('python3', ['-c', STUCK_LISTENER], { stdio: ['ignore', 'pipe', 'inherit'] });
     const stuckPort = await new Promise<number>((r) => stuck.stdout!.once('data', (d) => r(Number(String(d).trim()))));
     const fillers: Socket[] = [];
     for (let i = 0; i < 2; i++) fillers.push(connect(stuckPort, '127.0.0.1').on('error', () => {}));
-    const r2 = await startLoggedRouter(resourcesFor([{ name: 'good', port: backend.port }, { name: 'stuck', port: stuckPort }]));
+    const r2 = await startLoggedRouter(resourcesFor([{ name: 'good', port: backend.port }, { name: 'stuck', port: stuckPort }]), {
+      env: { ROUTER_UPSTREAM_CONNECT_TIMEOUT: '700ms' },
+    });
     try {
       // One request held on the good pod makes the stuck one the least loaded: tried first.
       const held = post(`${r2.url}/v1/chat/completions`, chat(), { 'x-scenario': 'hold', 'x-gate': 'retry-hold' });
@@ -511,8 +513,11 @@ describe('upstream answers over the built router (scripted backend)', () => {
       await held;
       const rec = await recordOf(r2.logFile, 'after-retry');
       expect(rec.selected_pod).toBe('good');
-      // The failed connect (seconds) is request processing, not the answering pod's time.
+      // The failed connect is request processing, not the answering pod's time. It lasted the
+      // setting (the pools' clock ticks every 100 ms: up to 200 ms more), far from the default 5 s.
       expect(rec.duration_request_processing).toBeGreaterThan(rec.duration_upstream_processing);
+      expect(rec.duration_request_processing).toBeGreaterThanOrEqual(700);
+      expect(rec.duration_request_processing).toBeLessThan(4000);
     } finally {
       await r2.kill('SIGKILL');
       for (const s of fillers) s.destroy();

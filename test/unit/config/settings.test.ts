@@ -143,6 +143,19 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(() => idle('soon')).toThrow(UsageError);
   });
 
+  it('ROUTER_UPSTREAM_CONNECT_TIMEOUT: default 5 s, a duration from 100 ms to 5 m', () => {
+    const connect = (v: string | undefined) => parseSettings(['--resources', 'r'], v === undefined ? {} : { ROUTER_UPSTREAM_CONNECT_TIMEOUT: v })!.upstreamConnectTimeoutMs;
+    expect(connect(undefined)).toBe(5000);
+    expect(connect('')).toBe(5000);
+    expect(connect('1s')).toBe(1000);
+    expect(connect('100ms')).toBe(100);
+    expect(connect('5m')).toBe(300_000);
+    expect(() => connect('50ms')).toThrow('ROUTER_UPSTREAM_CONNECT_TIMEOUT');
+    expect(() => connect('6m')).toThrow(UsageError);
+    expect(() => connect('0')).toThrow(UsageError);
+    expect(() => connect('soon')).toThrow(UsageError);
+  });
+
   it('ROUTER_UPSTREAM_CONNECTIONS: default 1024 per worker and pod, 1 to 65535', () => {
     expect(parseSettings(['--resources', 'r'], {})!.upstreamConnections).toBe(1024);
     expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '' })!.upstreamConnections).toBe(1024);
