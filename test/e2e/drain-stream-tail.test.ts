@@ -93,7 +93,9 @@ print('body', len(body), 'ended', ended, 'done', body.endswith(b'data: [DONE]\\n
 /** ROUTER_TEST_NODE24 (as in newer-node.test.ts) runs the router on that Node, with the uWS 20.57 build. */
 const NODE = process.env.ROUTER_TEST_NODE24;
 
-describe('SIGTERM while a stream goes out to a slow reader, real processes', () => {
+// The two tests have a router and a pod each: they run side by side (the first waits most of its
+// time for its slow client).
+describe('SIGTERM while a stream goes out to a slow reader, real processes', { concurrent: true }, () => {
   const pod = new SlowStreamPod(8_000_000, 'bulk');
   const lateEnd = new SlowStreamPod(2_000_000, 'end');
   beforeAll(async () => {

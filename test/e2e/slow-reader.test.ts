@@ -128,7 +128,11 @@ function fastPost(url: string, requestId: string, agent: Agent | false = false):
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-describe('a large whole answer to clients that read at different speeds', () => {
+// The describes run side by side, each with its own router; in the first, the clients that wait
+// (one of them for the HTTP server's 10 s idle timeout) share one router side by side too, their
+// requests told apart by their ids. The slow steady client, which compares its own clock with the
+// record's duration, runs after them on its own.
+describe('a large whole answer to clients that read at different speeds', { concurrent: true }, () => {
   const pod = new BigPod();
   let router: LoggedRouter;
 
@@ -211,7 +215,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
     expect(c.received()).toBeLessThan(pod.body.length);
   }, 45_000);
 
-  it('a slow but steady client gets the whole body and a 200 record written after its last byte, with the slow read in its duration', async () => {
+  it.sequential('a slow but steady client gets the whole body and a 200 record written after its last byte, with the slow read in its duration', async () => {
     const c = rawClient(router.url, 'slow-reader');
     const t0 = Date.now();
     // One read (at most 64 KiB) every 20 ms: a few seconds for the whole answer, of which the
@@ -239,7 +243,7 @@ describe('a large whole answer to clients that read at different speeds', () => 
   }, 90_000);
 });
 
-describe('SIGTERM while a large whole answer is still going out', () => {
+describe('SIGTERM while a large whole answer is still going out', { concurrent: true }, () => {
   it('the drain waits for it up to ROUTER_DRAIN_TIMEOUT, then cuts it and records it', async () => {
     const pod = new BigPod();
     await pod.start();
@@ -297,7 +301,7 @@ describe('SIGTERM while a large whole answer is still going out', () => {
   }, 90_000);
 });
 
-describe('tracing on: the span of a large answer the client leaves', () => {
+describe('tracing on: the span of a large answer the client leaves', { concurrent: true }, () => {
   it('ends with the record, so it says 499 client_closed as the record does, not the 200 handed to the connection', async () => {
     const pod = new BigPod();
     await pod.start();

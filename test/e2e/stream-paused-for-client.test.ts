@@ -157,7 +157,10 @@ async function stallThenRead(port: number, requestId: string, scenario: string, 
   return c;
 }
 
-describe('a stream the router stops reading because its client stalls (ModelServer timeout 1 s)', () => {
+// The describes run side by side, each with its own pod and router. In the first, its tests run
+// one after another (one checks that nothing stays in flight to its pod); the two that wait out
+// the HTTP server's 10 s idle timeout have a router of their own and run side by side.
+describe('a stream the router stops reading because its client stalls (ModelServer timeout 1 s)', { concurrent: true }, () => {
   const pod = new SteadyPod();
   let router: LoggedRouter;
   const scrape = async (): Promise<string> => (await fetch(`${router.url}/metrics`)).text();
@@ -171,7 +174,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     await pod.stop();
   });
 
-  it('is not timed out while the pod keeps sending: the client that reads again after 3 s gets the whole answer, recorded 200', async () => {
+  it.sequential('is not timed out while the pod keeps sending: the client that reads again after 3 s gets the whole answer, recorded 200', async () => {
     const c = await stallThenRead(router.port, 'stall-3s', 'steady', SSE_LAST);
     const r = await recordOf(router.logFile, 'stall-3s');
     expect(r.error).toBeUndefined();
@@ -182,7 +185,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.socket.destroy();
   }, 60_000);
 
-  it('a non-streaming answer too large to keep whole, which the router passes through as the client takes it: not timed out while the client stalls 3 s, recorded 200', async () => {
+  it.sequential('a non-streaming answer too large to keep whole, which the router passes through as the client takes it: not timed out while the client stalls 3 s, recorded 200', async () => {
     const c = await stallThenRead(router.port, 'big-json-3s', 'big-json', JSON_LAST);
     const r = await recordOf(router.logFile, 'big-json-3s');
     expect(r.error).toBeUndefined();
@@ -191,7 +194,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.socket.destroy();
   }, 60_000);
 
-  it('a client that leaves while the pod\'s socket is not read is recorded 499 client_closed, with its usage; the pod\'s connection is closed, nothing stays in flight', async () => {
+  it.sequential('a client that leaves while the pod\'s socket is not read is recorded 499 client_closed, with its usage; the pod\'s connection is closed, nothing stays in flight', async () => {
     const c = stallingClient(router.port, 'leaves-paused', 'endless');
     await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
     const firstBytesAt = Date.now();
@@ -213,7 +216,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     await waitFor('nothing in flight to the pod', async () => total(await scrape(), 'inference_router_upstream_inflight_requests', 'pod-a') === 0, 10_000);
   }, 60_000);
 
-  it('a pod that ends its answer while its socket is not read: the client that reads again gets it whole, recorded 200', async () => {
+  it.sequential('a pod that ends its answer while its socket is not read: the client that reads again gets it whole, recorded 200', async () => {
     const c = stallingClient(router.port, 'ends-paused', 'burst');
     await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
     await sleep(3000);
@@ -228,7 +231,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     c.socket.destroy();
   }, 60_000);
 
-  it('a pod that resets its connection while its socket is not read: the client\'s answer is cut once it reads again, recorded as the pod\'s failure', async () => {
+  it.sequential('a pod that resets its connection while its socket is not read: the client\'s answer is cut once it reads again, recorded as the pod\'s failure', async () => {
     const c = stallingClient(router.port, 'reset-paused', 'reset');
     await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
     await waitFor('the pod\'s reset', () => (pod.requests.get('reset-paused')?.closedAt ?? 0) > 0, 10_000);
@@ -243,6 +246,21 @@ describe('a stream the router stops reading because its client stalls (ModelServ
     expect(r.error.type).toBe('upstream_error');
     expect(r.error.message).toMatch(/after the response started/);
   }, 60_000);
+
+});
+
+describe('a stream whose client stops reading for good (ModelServer timeout 1 s)', { concurrent: true }, () => {
+  const pod = new SteadyPod();
+  let router: LoggedRouter;
+
+  beforeAll(async () => {
+    await pod.start();
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: pod.port }], { timeout: '1s' }), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
+  }, 90_000);
+  afterAll(async () => {
+    await router?.kill('SIGKILL');
+    await pod.stop();
+  });
 
   it('a client that never reads again is cut by the HTTP server\'s idle timeout, recorded 499 client_closed; the pod\'s connection is closed', async () => {
     const c = stallingClient(router.port, 'never-again', 'endless');
@@ -278,7 +296,7 @@ describe('a stream the router stops reading because its client stalls (ModelServ
   }, 60_000);
 });
 
-describe('SIGTERM while a stream\'s pod socket is not read because its client stalls', () => {
+describe('SIGTERM while a stream\'s pod socket is not read because its client stalls', { concurrent: true }, () => {
   it('the drain waits up to ROUTER_DRAIN_TIMEOUT, then cuts it, records it and closes the pod\'s connection', async () => {
     const pod = new SteadyPod();
     await pod.start();
@@ -302,7 +320,7 @@ describe('SIGTERM while a stream\'s pod socket is not read because its client st
   }, 60_000);
 });
 
-describe('a limited route: a client that leaves while its stream\'s pod socket is not read', () => {
+describe('a limited route: a client that leaves while its stream\'s pod socket is not read', { concurrent: true }, () => {
   it('has the output it was sent charged to the route\'s limit (the limiter\'s settle happens)', async () => {
     const pod = new SteadyPod();
     await pod.start();
