@@ -89,18 +89,19 @@ describe('open-loop', () => {
         perConnection.set(port, (perConnection.get(port) ?? 0) + 1);
         ok(req, res);
       });
-      // 100 req/s on 8 connections against an instant answer: one request out at a time (an
-      // answer later than the next request's time, on a busy machine, puts that one on another).
-      const r = await runOpenLoop(bin(), spec(s.url, 100, 2, 8), 'uniform', undefined, pick);
-      expect(r.requests).toBe(200);
+      // 50 req/s on 8 connections against an instant answer: one request out at a time (an
+      // answer later than the next request's time, 20 ms on, puts that one on another: on a
+      // machine busy with other tests at 100 req/s, half of lifo's requests were).
+      const r = await runOpenLoop(bin(), spec(s.url, 50, 3, 8), 'uniform', undefined, pick);
+      expect(r.requests).toBe(150);
       return [...perConnection.values()].sort((x, y) => y - x);
     };
     const fifo = await used('fifo');
     expect(fifo).toHaveLength(8);
-    expect(fifo[0]).toBeLessThanOrEqual(40); // 25 each when evenly spread
+    expect(fifo[0]).toBeLessThanOrEqual(30); // 18.75 each when evenly spread
     const lifo = await used('lifo');
-    // Most on one or two connections (25 each when evenly spread), and far more on the busiest than fifo put there.
-    expect(lifo[0] + (lifo[1] ?? 0)).toBeGreaterThan(120);
+    // Most on one or two connections, and far more on the busiest than fifo put there.
+    expect(lifo[0] + (lifo[1] ?? 0)).toBeGreaterThan(90);
     expect(lifo[0]).toBeGreaterThanOrEqual(2 * fifo[0]);
   });
 
