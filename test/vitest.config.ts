@@ -8,8 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // e2e files start real processes and mostly wait on them (timeouts, slow clients, drains): on
-    // 2 CPUs, three files at a time kept them busy (9-10% idle over a run) and took the suite's
-    // wall from about 645 to 495 s; more would only queue for the CPUs.
+    // 2 CPUs, three files at a time kept them busy (9-10% idle over a run, 25% with two) and took
+    // the suite's wall from about 585 to 495-530 s; more would only queue for the CPUs.
     maxWorkers: 3,
     fileParallelism: true,
     // Test files share their worker process (one per worker, not one per file): a new process per
