@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseSettings, UsageError } from '../../../src/config/settings.js';
+import { parseSettings, UsageError, type RouterSettings } from '../../../src/config/settings.js';
+
+/** Reads `key` of the settings parsed with `variable` set to the value given (unset for undefined). */
+const settingOf = <K extends keyof RouterSettings>(variable: string, key: K) => (v: string | undefined): RouterSettings[K] =>
+  parseSettings(['--resources', 'r'], v === undefined ? {} : { [variable]: v })![key];
 
 describe('parseSettings', () => {
   it('reads flags, with environment equivalents, flags winning', () => {
@@ -131,7 +135,7 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
   });
 
   it('ROUTER_UPSTREAM_IDLE_TIMEOUT: default 4 s, a duration from 100 ms to 1 h', () => {
-    const idle = (v: string | undefined) => parseSettings(['--resources', 'r'], v === undefined ? {} : { ROUTER_UPSTREAM_IDLE_TIMEOUT: v })!.upstreamIdleTimeoutMs;
+    const idle = settingOf('ROUTER_UPSTREAM_IDLE_TIMEOUT', 'upstreamIdleTimeoutMs');
     expect(idle(undefined)).toBe(4000);
     expect(idle('')).toBe(4000);
     expect(idle('30s')).toBe(30_000);
@@ -144,7 +148,7 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
   });
 
   it('ROUTER_UPSTREAM_CONNECT_TIMEOUT: default 5 s, a duration from 100 ms to 5 m', () => {
-    const connect = (v: string | undefined) => parseSettings(['--resources', 'r'], v === undefined ? {} : { ROUTER_UPSTREAM_CONNECT_TIMEOUT: v })!.upstreamConnectTimeoutMs;
+    const connect = settingOf('ROUTER_UPSTREAM_CONNECT_TIMEOUT', 'upstreamConnectTimeoutMs');
     expect(connect(undefined)).toBe(5000);
     expect(connect('')).toBe(5000);
     expect(connect('1s')).toBe(1000);
