@@ -20,6 +20,18 @@ export const POD_QUEUE = 1 << 20;
 /** Text events a stream needs before the tokens per event it reports are learned (EndpointState.learnStream). */
 export const LEARN_EVENTS = 256;
 
+/** How a worker's pools connect to each pod: the settings, handed by the registry to each pod's pool. */
+export interface PodConnections {
+  /** Most connections to one pod (ROUTER_UPSTREAM_CONNECTIONS). */
+  readonly connections: number;
+  /** How long an unused connection to the pod stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT). */
+  readonly idleTimeoutMs?: number;
+  /** How long a new connection may take to open (ROUTER_UPSTREAM_CONNECT_TIMEOUT). */
+  readonly connectTimeoutMs?: number;
+  /** Most requests waiting for a connection (POD_QUEUE; smaller only in tests). */
+  readonly maxQueue?: number;
+}
+
 /** One backend pod: its keep-alive pool and the in-flight count the picker reads. */
 export class EndpointState {
   readonly name: string;
@@ -44,15 +56,7 @@ export class EndpointState {
    */
   streamTokensPerEvent: number | null = null;
 
-  /**
-   * `idleTimeoutMs`: how long an unused connection to the pod stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT);
-   * `maxQueue`: most requests waiting for a connection (POD_QUEUE; smaller only in tests);
-   * `connectTimeoutMs`: how long a new connection may take to open (ROUTER_UPSTREAM_CONNECT_TIMEOUT).
-   */
-  constructor(
-    name: string, host: string, port: number, connections: number,
-    idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, maxQueue = POD_QUEUE, connectTimeoutMs = DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS,
-  ) {
+  constructor(name: string, host: string, port: number, pod: PodConnections) {
     this.name = name;
     this.key = endpointKey({ name, host, port });
     const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
@@ -60,13 +64,13 @@ export class EndpointState {
     const h = bare.includes(':') ? `[${bare}]` : bare;
     this.origin = `http://${h}:${port}`;
     this.pool = new Http1Pool(bare, port, {
-      connections,
-      maxQueue,
-      connectTimeoutMs,
+      connections: pod.connections,
+      maxQueue: pod.maxQueue ?? POD_QUEUE,
+      connectTimeoutMs: pod.connectTimeoutMs ?? DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS,
       // Set per request from the route's timeout.
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
-      keepAliveTimeoutMs: idleTimeoutMs,
+      keepAliveTimeoutMs: pod.idleTimeoutMs ?? DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS,
       timerResolutionMs: TIMER_RESOLUTION_MS,
     });
   }
@@ -123,19 +127,11 @@ export class EndpointRegistry {
    * Pruned at each reload of those whose pools have closed since.
    */
   private readonly retiring = new Set<EndpointState>();
-  private readonly connections: number;
-  private readonly idleTimeoutMs: number;
-  private readonly connectTimeoutMs: number;
+  /** How each pod's pool connects (the settings). */
+  private readonly pod: PodConnections;
 
-  /**
-   * `connections`: most connections to one pod (ROUTER_UPSTREAM_CONNECTIONS); `idleTimeoutMs`: how
-   * long an unused one stays open (ROUTER_UPSTREAM_IDLE_TIMEOUT); `connectTimeoutMs`: how long a new
-   * one may take to open (ROUTER_UPSTREAM_CONNECT_TIMEOUT).
-   */
-  constructor(connections: number, idleTimeoutMs = DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, connectTimeoutMs = DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS) {
-    this.connections = connections;
-    this.idleTimeoutMs = idleTimeoutMs;
-    this.connectTimeoutMs = connectTimeoutMs;
+  constructor(pod: PodConnections) {
+    this.pod = pod;
   }
 
   acquire(e: Endpoint): EndpointState {
@@ -143,7 +139,7 @@ export class EndpointRegistry {
     this.used.add(key);
     let s = this.byKey.get(key);
     if (s === undefined) {
-      s = new EndpointState(e.name, e.host, e.port, this.connections, this.idleTimeoutMs, POD_QUEUE, this.connectTimeoutMs);
+      s = new EndpointState(e.name, e.host, e.port, this.pod);
       this.byKey.set(key, s);
     }
     return s;

@@ -73,7 +73,11 @@ export async function runWorker(settings: Settings): Promise<void> {
   keepParsedConversations(settings.tokenizer.conversationBytes);
   const threadParser = tokens.threads === null || settings.tokenizer.parseMinBytes === 0 ? null
     : new ThreadParser(tokens.threads, settings.tokenizer.parseMinBytes);
-  const endpoints = new EndpointRegistry(settings.upstreamConnections, settings.upstreamIdleTimeoutMs, settings.upstreamConnectTimeoutMs);
+  const endpoints = new EndpointRegistry({
+    connections: settings.upstreamConnections,
+    idleTimeoutMs: settings.upstreamIdleTimeoutMs,
+    connectTimeoutMs: settings.upstreamConnectTimeoutMs,
+  });
   // Fair queueing: this worker's share of each ModelServer's places in flight and in the queue.
   const fairGates = settings.fairness === null ? null
     : new FairGates(settings.fairness, settings.workers, systemClock, nodeTimers, (server, ms) => metrics.fairQueueWaited(server, ms));

@@ -91,7 +91,7 @@ describe('PodHealthHub (primary: one detector per instance)', () => {
 
 describe('PodHealthShare (worker side)', () => {
   it('reports outcomes once, applies ejections and returns, and counts only ejections it caused', async () => {
-    const a = new EndpointState('pod-a', '127.0.0.1', 1, 1);
+    const a = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });
     const sent: HealthReport[] = [];
     const counted: string[] = [];
     const now = 5_000;
@@ -125,7 +125,7 @@ describe('PodHealthShare (worker side)', () => {
   });
 
   it('reports when the latest answered request went out; an ejection new to the worker is dated by its arrival, a repeat is not', async () => {
-    const a = new EndpointState('pod-a', '127.0.0.1', 1, 1);
+    const a = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });
     const sent: HealthReport[] = [];
     let now = 5_000;
     const share = new PodHealthShare(() => [a], () => now, (m) => sent.push(m), 7, () => {});

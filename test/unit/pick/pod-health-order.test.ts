@@ -17,7 +17,7 @@ const OUTLIER = { consecutiveFailures: 3, consecutive5xx: 3, baseEjectionMs: 1_0
 function instance() {
   const clock = { now: 10_000 };
   const hub = new PodHealthHub(OUTLIER, () => clock.now, () => {});
-  const pod = new EndpointState('pod-a', '127.0.0.1', 1, 1);
+  const pod = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });
   /** Reports the worker sent, not yet read by the primary. */
   const toPrimary: HealthReport[] = [];
   const share = new PodHealthShare(() => [pod], () => clock.now, (m) => toPrimary.push(m), 1, () => {});

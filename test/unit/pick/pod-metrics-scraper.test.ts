@@ -84,7 +84,7 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.4
 
 describe('PodLoadReceiver', () => {
   it('takes the pod values and the other workers\' in-flight (total minus its own report); unknown when absent', () => {
-    const reg = new EndpointRegistry(1);
+    const reg = new EndpointRegistry({ connections: 1 });
     const a = reg.acquire({ name: 'a', host: '127.0.0.1', port: 1 });
     const b = reg.acquire({ name: 'b', host: '127.0.0.1', port: 2 });
     let now = 0;
@@ -99,7 +99,7 @@ describe('PodLoadReceiver', () => {
   });
 
   it('repeats no empty report: the first goes, then nothing while idle, then the next counts and the first empty one after', () => {
-    const reg = new EndpointRegistry(1);
+    const reg = new EndpointRegistry({ connections: 1 });
     const a = reg.acquire({ name: 'a', host: '127.0.0.1', port: 1 });
     const rx = new PodLoadReceiver(() => reg.states(), () => 0, 3000);
     expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [] });

@@ -6,8 +6,8 @@ import { EndpointState } from '../../../src/upstream/endpoint-registry.js';
 
 describe('shared prefix affinity', () => {
   it('a worker reports only new pairs, once; another worker learns them through the hub; the hub is bounded', async () => {
-    const a = new EndpointState('pod-a', '127.0.0.1', 1, 1);
-    const b = new EndpointState('pod-b', '127.0.0.1', 2, 1);
+    const a = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });
+    const b = new EndpointState('pod-b', '127.0.0.1', 2, { connections: 1 });
     const pods = new Map([[a.key, a], [b.key, b]]);
     const store1 = new PrefixStore(100, 1000);
     const store2 = new PrefixStore(100, 1000);
@@ -40,7 +40,7 @@ describe('shared prefix affinity', () => {
   });
 
   it('a store that does not share keeps nothing to report; the share cap bounds the pending pairs', async () => {
-    const a = new EndpointState('pod-a', '127.0.0.1', 1, 1);
+    const a = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });
     const quiet = new PrefixStore(100);
     quiet.record(Uint32Array.of(1, 2, 3), 3, a);
     const seen: number[] = [];

@@ -122,7 +122,7 @@ function compiled(endpoints: EndpointState[]): CompiledServer {
  * (`second`), both through proxyWithRetries.
  */
 async function heldAndWaiting(scheduler: Scheduler): Promise<{ a: EndpointState; first: ReturnType<typeof proxy>; second: ReturnType<typeof proxy> }> {
-  const a = new EndpointState('pod-a', '127.0.0.1', await podServer(true), 1);
+  const a = new EndpointState('pod-a', '127.0.0.1', await podServer(true), { connections: 1 });
   pods.push(a);
   const first = proxy(scheduler, compiled([a]));
   while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
@@ -133,7 +133,7 @@ async function heldAndWaiting(scheduler: Scheduler): Promise<{ a: EndpointState;
 /** A pod with one connection and room for one waiting request, both taken by requests the pod holds. */
 async function fullPod(name: string): Promise<EndpointState> {
   const port = await podServer(true);
-  const pod = new EndpointState(name, '127.0.0.1', port, 1, 4_000, 1);
+  const pod = new EndpointState(name, '127.0.0.1', port, { connections: 1, idleTimeoutMs: 4_000, maxQueue: 1 });
   pods.push(pod);
   const ignore = { onHeaders: () => {}, onData: () => {}, onComplete: () => {}, onError: () => {} };
   for (let i = 0; i < 2; i++) pod.pool.dispatch({ path: '/v1/completions', method: 'POST', headers: [], body: BODY }, ignore as never);
@@ -166,7 +166,7 @@ describe('proxyWithRetries: the router\'s own queue limit is not the pod\'s fail
   it('the request goes on to another pod, as after a connect failure', async () => {
     const { scheduler, counter } = setUp();
     const a = await fullPod('pod-a');
-    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), 4);
+    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), { connections: 4 });
     pods.push(b);
     // pod-b looks busier (requests in flight), so pod-a is picked first.
     for (let i = 0; i < 8; i++) b.begin();
@@ -200,8 +200,8 @@ describe('proxyWithRetries: a pod whose pool the router closed is not the pod\'s
   it('a pod that left the configuration after it was picked is not counted as failing; the request goes on to another pod', async () => {
     const { scheduler, counter, lines } = setUp();
     const a = await fullPod('pod-a');
-    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), 4);
-    const c = new EndpointState('pod-c', '127.0.0.1', await podServer(false), 4);
+    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), { connections: 4 });
+    const c = new EndpointState('pod-c', '127.0.0.1', await podServer(false), { connections: 4 });
     pods.push(b, c);
     // Picked in the order a, b, c (fewest requests in flight first).
     for (let i = 0; i < 4; i++) b.begin();
@@ -219,7 +219,7 @@ describe('proxyWithRetries: a pod whose pool the router closed is not the pod\'s
   it('with no pod left the answer is 503 upstream_pod_removed', async () => {
     const { scheduler, counter, lines } = setUp();
     const a = await fullPod('pod-a');
-    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), 4);
+    const b = new EndpointState('pod-b', '127.0.0.1', await podServer(false), { connections: 4 });
     pods.push(b);
     for (let i = 0; i < 4; i++) b.begin();
     retireAtRetry(scheduler, b);
@@ -262,7 +262,7 @@ describe('proxyWithRetries: the answer when every attempt failed', () => {
   it('a pod not reached after the router refused to send to another: 502 upstream_unreachable naming the pods tried, not the refusal', async () => {
     const { scheduler, counter } = setUp();
     const a = await fullPod('pod-a');
-    const b = new EndpointState('pod-b', '127.0.0.1', await refusingPort(), 4);
+    const b = new EndpointState('pod-b', '127.0.0.1', await refusingPort(), { connections: 4 });
     pods.push(b);
     // pod-b looks busier (requests in flight), so pod-a (its queue full) is picked first.
     for (let i = 0; i < 8; i++) b.begin();
@@ -276,7 +276,7 @@ describe('proxyWithRetries: the answer when every attempt failed', () => {
 
   it('the router\'s refusal after a pod not reached stays the answer (the last attempt\'s)', async () => {
     const { scheduler } = setUp();
-    const a = new EndpointState('pod-a', '127.0.0.1', await refusingPort(), 4);
+    const a = new EndpointState('pod-a', '127.0.0.1', await refusingPort(), { connections: 4 });
     pods.push(a);
     const b = await fullPod('pod-b');
     for (let i = 0; i < 8; i++) b.begin();
@@ -310,9 +310,9 @@ describe('proxyWithRetries: a pod that timed out, then pods not taking the reque
     const { scheduler } = setUp();
     // Picked in this order (fewest in flight first): t holds the request past the timeout, q's
     // queue is full (the router refuses), r refuses the connection.
-    const t = new EndpointState('pod-t', '127.0.0.1', await podServer(true), 4);
+    const t = new EndpointState('pod-t', '127.0.0.1', await podServer(true), { connections: 4 });
     const q = await fullPod('pod-q');
-    const r = new EndpointState('pod-r', '127.0.0.1', await refusingPort(), 4);
+    const r = new EndpointState('pod-r', '127.0.0.1', await refusingPort(), { connections: 4 });
     pods.push(t, r);
     for (let i = 0; i < 4; i++) q.begin();
     for (let i = 0; i < 8; i++) r.begin();
@@ -375,7 +375,7 @@ describe('proxyWithRetries: a stream cut partway, and a pod\'s error event in it
 
   it('cut by the router as it stops (the pod\'s pool closed at the drain timeout): recorded router_stopping, its stream ends with that error event, the pod is not counted', async () => {
     const { scheduler, counter } = setUp();
-    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), 4);
+    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), { connections: 4 });
     pods.push(a);
     const { res, ctx, ended } = proxyStream(scheduler, compiled([a]), 'hold');
     while (res.bodies.length === 0) await new Promise((r) => setTimeout(r, 5));
@@ -395,7 +395,7 @@ describe('proxyWithRetries: a stream cut partway, and a pod\'s error event in it
 
   it('cut by the pod (a reset): recorded as the pod\'s failure and counted, its stream ends with the upstream_failed error event', async () => {
     const { scheduler, counter } = setUp();
-    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), 4);
+    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), { connections: 4 });
     pods.push(a);
     const { res, ctx, ended } = proxyStream(scheduler, compiled([a]), 'reset');
     expect(await ended).toBeNull();
@@ -409,7 +409,7 @@ describe('proxyWithRetries: a stream cut partway, and a pod\'s error event in it
 
   it('a pod\'s own error event in its 200 stream: passed through unchanged, recorded upstream_error naming the pod and its message, not counted against the pod', async () => {
     const { scheduler, counter } = setUp();
-    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), 4);
+    const a = new EndpointState('pod-a', '127.0.0.1', await streamingPod(), { connections: 4 });
     pods.push(a);
     const { res, ctx, ended } = proxyStream(scheduler, compiled([a]), 'error-event');
     expect(await ended).toBeNull();

@@ -27,7 +27,7 @@ function scheduler(consecutive5xx = 3, news?: () => void) {
     log: (m) => lines.push(m),
     news,
   });
-  const pod = new EndpointState('pod-a', '127.0.0.1', 1, 1);
+  const pod = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });
   pods.push(pod);
   const counter = async (name: string): Promise<number> => {
     const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name) as { values: { value: number }[] } | undefined;

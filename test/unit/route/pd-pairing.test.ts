@@ -7,7 +7,7 @@ const PD: PdSpec = { groupKey: 'group', prefillLabels: { role: 'prefill' }, deco
 
 function pods(list: [string, Record<string, string> | undefined][]) {
   const endpoints = list.map(([name, labels], i) => ({ name, host: '127.0.0.1', port: 9000 + i, ...(labels === undefined ? {} : { labels }) }));
-  const states = endpoints.map((e) => new EndpointState(e.name, e.host, e.port, 1));
+  const states = endpoints.map((e) => new EndpointState(e.name, e.host, e.port, { connections: 1 }));
   return { endpoints, states };
 }
 const names = (xs: readonly EndpointState[]) => xs.map((e) => e.name);
@@ -56,7 +56,7 @@ describe('compilePd: pods paired by group and role', () => {
     };
     const plain = { ...pdServer, name: 'plain', key: 'default/plain', pd: undefined, endpoints: [{ name: 'o', host: '127.0.0.1', port: 9100 }] };
     const snapshot: ResourceSnapshot = { version: 1, routes: [], servers: [pdServer, plain] };
-    const table = new RouteTable(snapshot, new EndpointRegistry(1), 1000);
+    const table = new RouteTable(snapshot, new EndpointRegistry({ connections: 1 }), 1000);
     const compiled = table.server('default/pd')!;
     expect(names(compiled.endpoints)).toEqual(['p', 'd']);
     expect(names(compiled.pd!.decode)).toEqual(['d']);

@@ -19,7 +19,7 @@ function route(name: string, modelName: string | null, rules: ModelRoute['rules'
 const input = (url: string, headers: Record<string, string> = {}) => ({ url, header: (n: string) => headers[n] ?? '' });
 
 function table(s: ResourceSnapshot) {
-  return new RouteTable(s, new EndpointRegistry(1), 300_000);
+  return new RouteTable(s, new EndpointRegistry({ connections: 1 }), 300_000);
 }
 
 /** The key of the server pick chose, or what it answered instead (null: no rule matched; NO_WEIGHTED_TARGET). */
@@ -177,7 +177,7 @@ describe('RouteTable', () => {
   });
 
   it('keeps endpoint state (in-flight counts, pools) across snapshots for the same pod', () => {
-    const reg = new EndpointRegistry(1);
+    const reg = new EndpointRegistry({ connections: 1 });
     const t1 = new RouteTable(snap, reg, 1000);
     const e1 = t1.route('m')!.rules[2].servers[0].endpoints[0];
     e1.inflight = 7;
@@ -187,7 +187,7 @@ describe('RouteTable', () => {
   });
 
   it('applies the default timeout when a server sets none', () => {
-    const t = new RouteTable(snap, new EndpointRegistry(1), 1234);
+    const t = new RouteTable(snap, new EndpointRegistry({ connections: 1 }), 1234);
     expect(t.route('m')!.rules[0].servers[0].timeoutMs).toBe(1234);
   });
 });

@@ -30,7 +30,7 @@ describe('endpoint registry: pools of pods across snapshots', () => {
   });
 
   it('keeps a pod\'s pool while a snapshot names it; a retired pod\'s pool closes once its last request ends', async () => {
-    const reg = new EndpointRegistry(4);
+    const reg = new EndpointRegistry({ connections: 4 });
     const pod = { name: 'p', host: '127.0.0.1', port };
     const a = reg.acquire(pod);
     reg.releaseUnused();
@@ -51,7 +51,7 @@ describe('endpoint registry: pools of pods across snapshots', () => {
   });
 
   it('an IPv6 address in brackets connects to the bare address', async () => {
-    const reg = new EndpointRegistry(1);
+    const reg = new EndpointRegistry({ connections: 1 });
     const e = reg.acquire({ name: 'v6', host: '[::1]', port: 1 });
     expect(e.origin).toBe('http://[::1]:1');
     expect(e.pool.host).toBe('::1');
@@ -59,7 +59,7 @@ describe('endpoint registry: pools of pods across snapshots', () => {
   });
 
   it('learns from a pod\'s full streams whether it reports its count, and its tokens per event from long ones', async () => {
-    const reg = new EndpointRegistry(1);
+    const reg = new EndpointRegistry({ connections: 1 });
     const e = reg.acquire({ name: 'p', host: '127.0.0.1', port });
     expect(e.streamTokensPerEvent).toBeNull(); // nothing known: every event is read
     e.learnStream(16, 18); // a short stream with its count: one token per event assumed
