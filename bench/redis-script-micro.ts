@@ -48,7 +48,7 @@ export const SHAPES: readonly Shape[] = [
 ];
 
 /**
- * The batch script's key and arguments for one call of `shape` (connection.ts irBatchBuffer, the
+ * The batch script's key and arguments for one call of `shape` (store-limiter.ts batchCall, the
  * server's clock; the corrections' window not known). `correctionWindow`: whether the script reads
  * that argument (a tree built before it was added does not: script.usesCorrectionWindow).
  */

@@ -20,7 +20,8 @@ function putSmall(buf: Buffer, at: number, n: number): number {
   return putDigits(buf, at, n, digitsOf(n));
 }
 
-function digitsOf(n: number): number {
+/** How many decimal digits n has (0 ≤ n < 10^9). */
+export function digitsOf(n: number): number {
   if (n < 10) return 1;
   if (n < 100) return 2;
   if (n < 1000) return 3;

@@ -1,9 +1,11 @@
 /**
- * How long the client keeps a command it gave up on, waiting for its reply anyway (the client's
- * own command timeout, connection.ts): a script that Redis ran after the router stopped waiting
- * (Redis stalled past RATE_LIMIT_REDIS_TIMEOUT, then went on) still counted what it did, and only
- * its reply says what (a lease lent, store-limiter.ts). Later replies are lost, and what those calls
- * counted stays counted; so does what a call counted whose connection dropped before its reply.
+ * How long a reply is still read after the router stopped waiting for it, from the call: a script
+ * that Redis ran after the router stopped waiting (Redis stalled past RATE_LIMIT_REDIS_TIMEOUT,
+ * then went on) still counted what it did, and only its reply says what (a lease lent,
+ * store-limiter.ts). Later replies are dropped (awaitReply), and what those calls counted stays
+ * counted; so does what a call counted whose connection dropped before its reply. The client's own
+ * command timeout (connection.ts) is as long, for the commands that are not script calls
+ * (script-command.ts: those keep no timer of the client's).
  */
 export const LATE_REPLY_MS = 10_000;
 
@@ -18,19 +20,23 @@ export interface ReplyHandlers<T> {
 }
 
 /**
- * Waits at most `timeoutMs` for `call`, then calls `h.fail`; a reply that still comes goes to
- * `h.late`. One timer per script call (a call carries a turn's batch of a limit, not one request).
+ * Waits at most `timeoutMs` for `call`, then calls `h.fail`; a reply that still comes within
+ * LATE_REPLY_MS of the call goes to `h.late`. One timer per script call (a call carries a turn's
+ * batch of a limit, not one request).
  */
 export function awaitReply<T>(call: Promise<T>, timeoutMs: number, h: ReplyHandlers<T>): void {
   let timedOut = false;
+  /** Once timed out: until when (Date.now()) a reply is still read. */
+  let lateUntil = 0;
   const timer = setTimeout(() => {
     timedOut = true;
+    lateUntil = Date.now() + LATE_REPLY_MS - timeoutMs;
     h.fail(new Error('Command timed out'));
   }, timeoutMs);
   call.then(
     (value) => {
       if (timedOut) {
-        h.late(value);
+        if (Date.now() <= lateUntil) h.late(value);
         return;
       }
       clearTimeout(timer);

@@ -4,6 +4,7 @@ import { secondsUntil } from '../windows.js';
 import { MAX_BATCH_ADMISSIONS } from './batch.js';
 import { STATUS_RECALLING } from './lua/counters.js';
 import type { Recalling } from './recall-waits.js';
+import type { ScriptArgs } from './script-args.js';
 
 /**
  * Values per limit at the head of the admit-all script's reply: ms to the window end, input used,
@@ -67,17 +68,23 @@ export class MultiBatch {
     return String(this.head[1 + this.terms.length]);
   }
 
-  /** The script's arguments (lua/admit-all.ts): the head, per limit its spec and lease slot, then each admission's tokens. */
-  args(): [number, ...(string | number)[]] {
-    const args = this.head.slice() as [number, ...(string | number)[]];
-    for (let j = 0; j < this.terms.length; j++) {
+  /**
+   * The script's keys and arguments (lua/admit-all.ts), written to `a`: the key base of each limit,
+   * the clock reading and the number of limits, per limit its spec and lease slot, then each
+   * admission's tokens.
+   */
+  writeArgs(a: ScriptArgs): ScriptArgs {
+    const n = this.terms.length;
+    for (let j = 0; j < n; j++) a.key(this.base(j));
+    a.str(this.head[1 + n] as string).num(n);
+    for (let j = 0; j < n; j++) {
       const limit = this.terms[j].limit;
       const slot = this.slots[j];
-      args.push(limit.unit, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, isShadow(limit) ? '1' : '0',
-        slot.lease, slot.back, slot.backWindow, slot.backLent, slot.incarnation ?? '');
+      a.str(limit.unit).num(limit.inputTokensPerUnit ?? NO_LIMIT).num(limit.outputTokensPerUnit ?? NO_LIMIT).str(isShadow(limit) ? '1' : '0');
+      a.num(slot.lease).num(slot.back).num(slot.backWindow).num(slot.backLent).str(slot.incarnation ?? '');
     }
-    for (const a of this.admissions) args.push(a.tokens);
-    return args;
+    for (const p of this.admissions) a.num(p.tokens);
+    return a;
   }
 
   /** Input tokens of the admissions the reply admitted (every enforced limit allowed). */

@@ -12,7 +12,9 @@ import { FIRST_STATUS, REPLY_INCARNATION, REPLY_LEASE, REPLY_MS, REPLY_WINDOW, t
 import { answeredWithin, awaitReply } from './late-reply.js';
 import { NO_LIMIT } from '../decision-codec.js';
 import { parseScriptReply } from './script-reply.js';
-import { createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
+import { ADMIT_ALL_SCRIPT, BATCH_SCRIPT, createLimiterClient, DEFAULT_TUNING, type LimiterClient } from './connection.js';
+import { ScriptArgs } from './script-args.js';
+import { sendScript } from './script-command.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { aclRefusalLine, refusedScriptCommands } from './acl-check.js';
 import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
@@ -80,6 +82,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   /** Address as shown in logs and errors (credentials hidden). */
   readonly name: string;
   private readonly client: LimiterClient;
+  /** Where each script call's bytes are written (one call at a time: written and sent synchronously). */
+  private readonly scriptArgs = new ScriptArgs();
   private readonly health: StoreHealth;
   private readonly onStoreError: ((store: string) => void) | null;
   /** The calls being collected this turn, and the settles waiting for an admission to ride along with. */
@@ -422,7 +426,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     if (this.incarnations !== null) for (const slot of b.slots) slot.incarnation ??= NO_INCARNATION;
     /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
     let inDoubt: InDoubtCharge[] | null = null;
-    awaitReply(this.client.irAdmitAllBuffer(...b.args()), this.timeoutMs, {
+    awaitReply(sendScript(this.client, ADMIT_ALL_SCRIPT, b.writeArgs(this.scriptArgs.begin())), this.timeoutMs, {
       reply: (bytes) => {
         const reply = this.replyOf(bytes, b.terms.length * PER_LIMIT, b.terms.length * b.admissions.length);
         if (reply === null) {
@@ -559,7 +563,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       return;
     }
     const incarnation = this.incarnations === null ? '' : b.incarnation ?? NO_INCARNATION;
-    const call = this.client.irBatchBuffer(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.givenBack, b.correctionWindow ?? -1, b.tokens);
+    const call = this.batchCall(b.base, b.unit, b.now, b.inputDelta, b.outputTokens, b.inLimit, b.outLimit, b.lease, b.back, b.backWindow, b.backLent, incarnation, b.givenBack, b.correctionWindow ?? -1, b.tokens);
     /** `open` mode, the call failed: what Redis may still charge of each admission (late-charge.ts). */
     let inDoubt: InDoubtCharge[] | null = null;
     awaitReply(call, this.timeoutMs, {
@@ -626,7 +630,24 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * belongs to (-1: the current one; in another, the script applies none of it).
    */
   private correct(base: string, unit: WindowUnit, now: string, delta: number, output: number, back: number, window: number, lent: number, incarnation: string, deltaWindow = -1): Promise<unknown> {
-    return this.client.irBatchBuffer(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, delta < 0 ? -delta : 0, deltaWindow, NO_ADMISSIONS);
+    return this.batchCall(base, unit, now, delta, output, NO_LIMIT, NO_LIMIT, 0, back, window, lent, incarnation, delta < 0 ? -delta : 0, deltaWindow, NO_ADMISSIONS);
+  }
+
+  /**
+   * One call of the batch script (lua/batch.ts) on the limit whose keys start `base`: the summed
+   * input correction and output charge, the two limits (-1 = none), a lease asked for, the unused
+   * tokens of leases given back (with the start of the window they were lent in and their size
+   * when lent), the window's incarnation the give-backs expect ('' on a plain Redis), the input
+   * tokens of the give-backs in the correction, the start of the window the correction belongs to
+   * (-1: not known), then the input tokens of each admission. Its reply's bytes (script-reply.ts).
+   */
+  private batchCall(
+    base: string, unit: WindowUnit, now: string, inputDelta: number, outputTokens: number, inLimit: number, outLimit: number,
+    lease: number, back: number, backWindow: number, backLent: number, incarnation: string, givenBack: number, correctionWindow: number, tokens: readonly number[],
+  ): Promise<Buffer> {
+    const a = this.scriptArgs.begin().key(base).str(unit).str(now).num(inputDelta).num(outputTokens).num(inLimit).num(outLimit);
+    a.num(lease).num(back).num(backWindow).num(backLent).str(incarnation).num(givenBack).num(correctionWindow).nums(tokens);
+    return sendScript(this.client, BATCH_SCRIPT, a);
   }
 
   /** The injected clock's time, else this machine's, ms (the windows of held give-backs). */

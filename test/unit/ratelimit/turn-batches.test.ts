@@ -9,6 +9,9 @@ import type { LimitTerm } from '../../../src/ratelimit/limiter.js';
 import { MAX_BATCH_ADMISSIONS, type Batch } from '../../../src/ratelimit/redis/batch.js';
 import type { MultiBatch } from '../../../src/ratelimit/redis/multi-batch.js';
 import { TurnBatches } from '../../../src/ratelimit/redis/turn-batches.js';
+import { ADMIT_ALL_SCRIPT } from '../../../src/ratelimit/redis/connection.js';
+import { ScriptArgs } from '../../../src/ratelimit/redis/script-args.js';
+import { bulkStrings } from '../../helpers/resp-bulk.js';
 
 const SETTLE_WAIT = 20;
 
@@ -148,7 +151,8 @@ describe('TurnBatches', () => {
     await turnEnd();
     expect(sentMulti).toEqual([m, other]);
     // numKeys, the key bases, the clock reading ('' = Redis's own) and n lead the call's arguments.
-    expect(m.args().slice(0, 5)).toEqual([2, 'ir:{route}', 'ir:{tenant}', '', 2]);
+    const call = m.writeArgs(new ScriptArgs().begin()).call(ADMIT_ALL_SCRIPT);
+    expect(bulkStrings(call.bytes).slice(0, 7)).toEqual(['evalsha', ADMIT_ALL_SCRIPT.sha, '2', 'ir:{route}', 'ir:{tenant}', '', '2']);
   });
 
   it('flushAll sends everything collected at once, settles waiting for an admission included', async () => {
