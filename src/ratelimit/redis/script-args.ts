@@ -3,10 +3,11 @@
  * bulk strings, numbers as their decimal digits, then the command's head (`EVALSHA`, the
  * script's SHA1, the number of keys) in front of them once their count is known. One copy of the
  * whole goes out per call, as a string when it is all ASCII: a string lives in V8's young
- * generation, where a Buffer of Node's pool would add to the memory outside the heap that V8
- * answers with full collections (measured: docs/internals/performance-changes.md). ioredis's own path (a command defined with `scripts`) builds the same
- * bytes by concatenating a string per argument, which cost the router most of a call's
- * instructions (docs/internals/rate-limiting.md, "Where a global decision's cost goes").
+ * generation, where a Buffer from Node's pool adds to the memory outside the heap, which V8
+ * answers with full collections (docs/internals/performance-changes.md, "The global limit's
+ * script calls written as bytes"). ioredis's own path (a command defined with `scripts`) builds
+ * the same bytes by stringifying, measuring and concatenating each argument, about half of what a
+ * call cost the router.
  *
  * Numbers are written as String(n) would write them, so the script reads the same text as
  * before; strings as UTF-8.
@@ -33,8 +34,9 @@ export interface ScriptHead {
  * A script call's bytes, with what the client needs besides them. A class, not an object literal:
  * V8 tracks an object literal's allocation site and, when the objects made there are alive at a
  * young-generation collection, allocates the later ones in the old generation (pretenuring),
- * where they wait for a full collection; made once per script call, these were (about 10 MB more
- * old generation per worker in the global limit without leases; performance-changes.md).
+ * where they wait for a full collection. Made once per script call as a literal, they took about
+ * 10 MB more of a worker's old generation with the global limit without leases
+ * (performance-changes.md).
  */
 export class EncodedCall {
   constructor(
