@@ -34,7 +34,7 @@ export function digitsOf(n: number): number {
 }
 
 /** The low `digits` decimal digits of n (0 ≤ n < 10^9), zero-padded. */
-function putDigits(buf: Buffer, at: number, n: number, digits: number): number {
+export function putDigits(buf: Buffer, at: number, n: number, digits: number): number {
   let v = n | 0;
   for (let k = at + digits - 1; k >= at; k--) {
     const q = (v / 10) | 0;

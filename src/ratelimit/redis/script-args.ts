@@ -13,7 +13,7 @@
  * before; strings as UTF-8.
  */
 import { Buffer } from 'node:buffer';
-import { digitsOf, putNumber } from '../../decimal-digits.js';
+import { digitsOf, putDigits, putNumber } from '../../decimal-digits.js';
 
 const CR = 13;
 const LF = 10;
@@ -21,6 +21,9 @@ const DOLLAR = 36;
 const STAR = 42;
 const MINUS = 45;
 const ZERO = 48;
+
+/** Strings up to this many characters are written by a loop when they are ASCII (two length digits at most). */
+const SHORT_STRING = 64;
 
 /** Room kept in front of the arguments for the head (`*argc`, EVALSHA and its SHA1, the key count: about 80 bytes). */
 const HEAD_ROOM = 128;
@@ -82,8 +85,32 @@ export class ScriptArgs {
 
   /** A string argument, as UTF-8. */
   str(s: string): this {
+    const n = s.length;
+    // Short ASCII text (a limit's unit, a clock reading, an incarnation, most keys) by a loop: no native call.
+    if (n <= SHORT_STRING) {
+      const room = this.#at + 8 + n;
+      if (room > this.#buf.length) this.#grow(room);
+      const buf = this.#buf;
+      let at = this.#at;
+      buf[at++] = DOLLAR;
+      if (n >= 10) buf[at++] = ZERO + ((n / 10) | 0);
+      buf[at++] = ZERO + (n % 10);
+      buf[at++] = CR;
+      buf[at++] = LF;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[at + i] = c;
+      }
+      if (i === n) {
+        this.#count++;
+        this.#end(at + n);
+        return this;
+      }
+    }
     const len = Buffer.byteLength(s, 'utf8');
-    if (len !== s.length) this.#utf8 = true;
+    if (len !== n) this.#utf8 = true;
     let at = this.#lengthLine(len, len + 2);
     if (len > 0) at += this.#buf.write(s, at, len, 'utf8');
     this.#end(at);
@@ -93,13 +120,14 @@ export class ScriptArgs {
   /** A number argument, written as String(n) writes it. */
   num(n: number): this {
     if (n >= 0 && n < 1_000_000_000 && (n | 0) === n) {
+      // Nine digits at most: its length is one digit.
       const d = digitsOf(n);
-      this.#end(putNumber(this.#buf, this.#lengthLine(d, d + 2), n));
-    } else if (n < 0 && n > -1_000_000_000 && (n | 0) === n) {
+      this.#end(putDigits(this.#buf, this.#shortLengthLine(d, d + 2), n, d));
+    } else if (n < 0 && n > -100_000_000 && (n | 0) === n) {
       const d = digitsOf(-n);
-      const at = this.#lengthLine(d + 1, d + 3);
+      const at = this.#shortLengthLine(d + 1, d + 3);
       this.#buf[at] = MINUS;
-      this.#end(putNumber(this.#buf, at + 1, -n));
+      this.#end(putDigits(this.#buf, at + 1, -n, d));
     } else {
       this.str(String(n));
     }
@@ -151,6 +179,19 @@ export class ScriptArgs {
     buf[at++] = LF;
     this.#count++;
     return at;
+  }
+
+  /** #lengthLine for a length of one digit (0–9): `$d CRLF`. */
+  #shortLengthLine(len: number, room: number): number {
+    const at = this.#at;
+    if (at + 4 + room > this.#buf.length) this.#grow(at + 4 + room);
+    const buf = this.#buf;
+    buf[at] = DOLLAR;
+    buf[at + 1] = ZERO + len;
+    buf[at + 2] = CR;
+    buf[at + 3] = LF;
+    this.#count++;
+    return at + 4;
   }
 
   /** Ends the argument whose bytes end at `at`. */

@@ -29,7 +29,9 @@ describe('ScriptArgs', () => {
   });
 
   it('writes strings as UTF-8 with their length in bytes', () => {
-    const strings = ['', 'a', 'é', 'ключ', '🙂 tenant', 'x'.repeat(300)];
+    // Around the short strings' loop (up to 64 characters): lengths of one and two digits, ASCII
+    // text and text with a character outside ASCII at its start or its end, then longer ones.
+    const strings = ['', 'a', 'é', 'ключ', '🙂 tenant', 'abcdefghi', 'abcdefghij', 'x'.repeat(63) + 'é', 'y'.repeat(64), 'z'.repeat(65), 'x'.repeat(300)];
     const a = new ScriptArgs().begin().key('ir:{tenant/é}');
     for (const s of strings) a.str(s);
     const call = a.call(SCRIPT);
