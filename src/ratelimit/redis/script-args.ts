@@ -10,7 +10,8 @@
  * call cost the router.
  *
  * Numbers are written as String(n) would write them, so the script reads the same text as
- * before; strings as UTF-8.
+ * before; strings as UTF-8, short ASCII ones by a loop (a native write costs more than the loop
+ * for a few bytes).
  */
 import { Buffer } from 'node:buffer';
 import { digitsOf, putDigits, putNumber } from '../../decimal-digits.js';
