@@ -1,11 +1,8 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { BATCH_LUA } from './lua/batch.js';
-import { ADMIT_ALL_LUA } from './lua/admit-all.js';
 import type { RedisTarget } from './address.js';
 import type { RedisLimitSettings } from './settings.js';
 import { LATE_REPLY_MS } from './late-reply.js';
 import { ioredis } from './ioredis-module.js';
-import { LimiterScript } from './script-command.js';
 
 /**
  * The limiter's client: one Redis or a Cluster. Its script calls are commands of the limiter's
@@ -21,11 +18,6 @@ export interface ConnectionTuning {
 }
 
 export const DEFAULT_TUNING: ConnectionTuning = { reconnectCapMs: 2_000, connectTimeoutMs: 2_000 };
-
-/** The batch script (lua/batch.ts): one key, the limit's. */
-export const BATCH_SCRIPT = new LimiterScript(BATCH_LUA);
-/** The admit-all script (lua/admit-all.ts): a key per limit. */
-export const ADMIT_ALL_SCRIPT = new LimiterScript(ADMIT_ALL_LUA);
 
 /**
  * A client that fails fast instead of queueing: no offline queue, no retries of a request,

@@ -76,7 +76,7 @@ export class MultiBatch {
   writeArgs(a: ScriptArgs): ScriptArgs {
     const n = this.terms.length;
     for (let j = 0; j < n; j++) a.key(this.base(j));
-    a.str(this.head[1 + n] as string).num(n);
+    a.str(this.now).num(n);
     for (let j = 0; j < n; j++) {
       const limit = this.terms[j].limit;
       const slot = this.slots[j];

@@ -23,7 +23,7 @@ const STAR = 42;
 const MINUS = 45;
 const ZERO = 48;
 
-/** Strings up to this many characters are written by a loop when they are ASCII (two length digits at most). */
+/** Strings up to this many characters are written by a loop when they are ASCII. */
 const SHORT_STRING = 64;
 
 /** Room kept in front of the arguments for the head (`*argc`, EVALSHA and its SHA1, the key count: about 80 bytes). */
@@ -87,17 +87,11 @@ export class ScriptArgs {
   /** A string argument, as UTF-8. */
   str(s: string): this {
     const n = s.length;
-    // Short ASCII text (a limit's unit, a clock reading, an incarnation, most keys) by a loop: no native call.
+    // Short ASCII text (a limit's unit, a clock reading, an incarnation, most keys) by a loop: no
+    // native call. Text with a character outside ASCII is written again below, over these bytes.
     if (n <= SHORT_STRING) {
-      const room = this.#at + 8 + n;
-      if (room > this.#buf.length) this.#grow(room);
+      const at = this.#lengthLine(n);
       const buf = this.#buf;
-      let at = this.#at;
-      buf[at++] = DOLLAR;
-      if (n >= 10) buf[at++] = ZERO + ((n / 10) | 0);
-      buf[at++] = ZERO + (n % 10);
-      buf[at++] = CR;
-      buf[at++] = LF;
       let i = 0;
       for (; i < n; i++) {
         const c = s.charCodeAt(i);
@@ -105,14 +99,13 @@ export class ScriptArgs {
         buf[at + i] = c;
       }
       if (i === n) {
-        this.#count++;
         this.#end(at + n);
         return this;
       }
     }
     const len = Buffer.byteLength(s, 'utf8');
     if (len !== n) this.#utf8 = true;
-    let at = this.#lengthLine(len, len + 2);
+    let at = this.#lengthLine(len);
     if (len > 0) at += this.#buf.write(s, at, len, 'utf8');
     this.#end(at);
     return this;
@@ -121,12 +114,11 @@ export class ScriptArgs {
   /** A number argument, written as String(n) writes it. */
   num(n: number): this {
     if (n >= 0 && n < 1_000_000_000 && (n | 0) === n) {
-      // Nine digits at most: its length is one digit.
       const d = digitsOf(n);
-      this.#end(putDigits(this.#buf, this.#shortLengthLine(d, d + 2), n, d));
-    } else if (n < 0 && n > -100_000_000 && (n | 0) === n) {
+      this.#end(putDigits(this.#buf, this.#lengthLine(d), n, d));
+    } else if (n < 0 && n > -1_000_000_000 && (n | 0) === n) {
       const d = digitsOf(-n);
-      const at = this.#shortLengthLine(d + 1, d + 3);
+      const at = this.#lengthLine(d + 1);
       this.#buf[at] = MINUS;
       this.#end(putDigits(this.#buf, at + 1, -n, d));
     } else {
@@ -168,38 +160,34 @@ export class ScriptArgs {
     return new EncodedCall(this.#utf8 ? Buffer.from(buf.subarray(start, this.#at)) : buf.toString('latin1', start, this.#at), afterSha, argc, this.#keys);
   }
 
-  /** Writes `$len CRLF` for an argument that takes `room` bytes after it; where its bytes go. */
-  #lengthLine(len: number, room: number): number {
-    const need = this.#at + 16 + room;
+  /**
+   * Writes `$len CRLF` after the arguments so far, with room for the `len` bytes of an argument
+   * and the CRLF after them; where those bytes go. Until #end, the argument is not part of the
+   * call (str() writes a line again when its text turns out not to be ASCII).
+   */
+  #lengthLine(len: number): number {
+    const need = this.#at + 16 + len;
     if (need > this.#buf.length) this.#grow(need);
     const buf = this.#buf;
     let at = this.#at;
     buf[at++] = DOLLAR;
-    at = putNumber(buf, at, len);
+    if (len < 10) buf[at++] = ZERO + len;
+    else if (len < 100) {
+      const tens = (len / 10) | 0;
+      buf[at++] = ZERO + tens;
+      buf[at++] = ZERO + len - tens * 10;
+    } else at = putNumber(buf, at, len);
     buf[at++] = CR;
     buf[at++] = LF;
-    this.#count++;
     return at;
   }
 
-  /** #lengthLine for a length of one digit (0–9): `$d CRLF`. */
-  #shortLengthLine(len: number, room: number): number {
-    const at = this.#at;
-    if (at + 4 + room > this.#buf.length) this.#grow(at + 4 + room);
-    const buf = this.#buf;
-    buf[at] = DOLLAR;
-    buf[at + 1] = ZERO + len;
-    buf[at + 2] = CR;
-    buf[at + 3] = LF;
-    this.#count++;
-    return at + 4;
-  }
-
-  /** Ends the argument whose bytes end at `at`. */
+  /** Ends the argument whose bytes end at `at`: one more in the call. */
   #end(at: number): void {
     this.#buf[at++] = CR;
     this.#buf[at++] = LF;
     this.#at = at;
+    this.#count++;
   }
 
   #grow(need: number): void {

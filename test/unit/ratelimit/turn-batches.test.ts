@@ -9,7 +9,8 @@ import type { LimitTerm } from '../../../src/ratelimit/limiter.js';
 import { MAX_BATCH_ADMISSIONS, type Batch } from '../../../src/ratelimit/redis/batch.js';
 import type { MultiBatch } from '../../../src/ratelimit/redis/multi-batch.js';
 import { TurnBatches } from '../../../src/ratelimit/redis/turn-batches.js';
-import { ADMIT_ALL_SCRIPT } from '../../../src/ratelimit/redis/connection.js';
+import { ADMIT_ALL_LUA } from '../../../src/ratelimit/redis/lua/admit-all.js';
+import { LimiterScript } from '../../../src/ratelimit/redis/script-command.js';
 import { ScriptArgs } from '../../../src/ratelimit/redis/script-args.js';
 import { bulkStrings } from '../../helpers/resp-bulk.js';
 
@@ -151,8 +152,9 @@ describe('TurnBatches', () => {
     await turnEnd();
     expect(sentMulti).toEqual([m, other]);
     // numKeys, the key bases, the clock reading ('' = Redis's own) and n lead the call's arguments.
-    const call = m.writeArgs(new ScriptArgs().begin()).call(ADMIT_ALL_SCRIPT);
-    expect(bulkStrings(call.bytes).slice(0, 7)).toEqual(['evalsha', ADMIT_ALL_SCRIPT.sha, '2', 'ir:{route}', 'ir:{tenant}', '', '2']);
+    const script = new LimiterScript(ADMIT_ALL_LUA);
+    const call = m.writeArgs(new ScriptArgs().begin()).call(script);
+    expect(bulkStrings(call.bytes).slice(0, 7)).toEqual(['evalsha', script.sha, '2', 'ir:{route}', 'ir:{tenant}', '', '2']);
   });
 
   it('flushAll sends everything collected at once, settles waiting for an admission included', async () => {
