@@ -69,6 +69,9 @@ export async function redisCommand(port: number, command: string, timeoutMs = 10
   });
 }
 
+/** Thrown by a check of waitFor when waiting longer cannot help (the process exited): ends the wait at once. */
+class WaitEnded extends Error {}
+
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown = null;
@@ -76,6 +79,7 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
     try {
       if (await check()) return;
     } catch (err) {
+      if (err instanceof WaitEnded) throw err;
       last = err;
     }
     await new Promise((r) => setTimeout(r, 25));
@@ -139,7 +143,7 @@ export class RedisServer {
     });
     try {
       await waitFor(`redis-server on port ${this.port}`, async () => {
-        if (exited) throw new Error(`redis-server exited: ${this.output.slice(-500)}`);
+        if (exited) throw new WaitEnded(`redis-server on port ${this.port} exited: ${this.output.slice(-500)}`);
         const reply = await redisCommand(this.port, 'PING', 500, this.tlsCa);
         return reply === '+PONG' || reply.startsWith('-NOAUTH'); // up, with or without requirepass
       }, 10_000);
@@ -186,6 +190,47 @@ export class RedisServer {
   }
 }
 
+/** Tries of a cluster node's start: its ports are free when picked, but another process may take one before redis-server binds it. */
+const CLUSTER_NODE_TRIES = 3;
+
+/**
+ * A cluster node on a port whose cluster bus port (the port + 10000) is free too: freePort()
+ * knows nothing of the bus port, which lies among the ephemeral ports other tests' connections
+ * take, and a node that cannot bind it exits ("Failed listening on port ... (cluster)"). A start
+ * that fails anyway (a port taken between the check and the bind) is tried again on other ports.
+ */
+async function startClusterNode(dir: string): Promise<RedisServer> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freeClusterPort();
+    try {
+      return await RedisServer.start({
+        port,
+        args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
+      });
+    } catch (err) {
+      if (attempt >= CLUSTER_NODE_TRIES) throw err;
+    }
+  }
+}
+
+/** A free port whose cluster bus port (the port + 10000) is free as well. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10_000 <= 65_535 && (await portFree(port + 10_000))) return port;
+  }
+}
+
+/** Whether `port` can be listened on at 127.0.0.1 now. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
 export class RedisClusterServers {
   readonly nodes: RedisServer[];
   private readonly dir: string;
@@ -205,13 +250,7 @@ export class RedisClusterServers {
     const dir = mkdtempSync(join(tmpdir(), 'ir-redis-cluster-'));
     const nodes: RedisServer[] = [];
     try {
-      for (let i = 0; i < size; i++) {
-        const port = await freePort();
-        nodes.push(await RedisServer.start({
-          port,
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
-        }));
-      }
+      for (let i = 0; i < size; i++) nodes.push(await startClusterNode(dir));
       await execFileP(REDIS_CLI, ['--cluster', 'create', ...nodes.map((n) => n.address), '--cluster-replicas', '0', '--cluster-yes']);
       for (const n of nodes) {
         await waitFor(`cluster_state:ok on ${n.address}`, async () => (await n.cli('cluster', 'info')).includes('cluster_state:ok'), 20_000);
