@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, freePort, postJson, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, postJson, startLoggedRouter, startMock, unusedPort, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { pdResources, type PdPod } from '../helpers/pd-resources.js';
 
 /** An SGLang ModelServer with pdGroup (no kvConnector: the engine chooses SGLang's handoff) whose pods are `pods`, and its route serving `model`. */
@@ -30,7 +30,7 @@ describe('prefill/decode disaggregation of SGLang pods: both requests at once, s
         '  trafficPolicy: { retry: { attempts: 2 } }\n')
       + sglangResources('decode-bad-server', 'decode-bad-model', [pod('sp-c', 'c', 'prefill'), pod('sd-bad', 'c', 'decode')])
       // A decode pod nothing listens for.
-      + sglangResources('decode-dead-server', 'decode-dead-model', [pod('sp-c', 'c', 'prefill'), { name: 'sd-dead', port: await freePort(), group: 'c', role: 'decode' }]);
+      + sglangResources('decode-dead-server', 'decode-dead-model', [pod('sp-c', 'c', 'prefill'), { name: 'sd-dead', port: await unusedPort(), group: 'c', role: 'decode' }]);
     router = await startLoggedRouter(resources, { workers: 2 });
   });
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, freePort, postJson, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, postJson, startLoggedRouter, startMock, unusedPort, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { KTHENA_LABELS, pdResources, type PdPod } from '../helpers/pd-resources.js';
 
 /** A vLLM ModelServer with pdGroup and kvConnector `connector`, labelled as the route API's manifests are, and its route serving `model`. */
@@ -21,7 +21,7 @@ describe('prefill/decode disaggregation: a prefill pod, then a decode pod of its
       ...(n === 'p-bad' ? ['--fail-rate', '1'] : []),
     ])));
     pods = Object.fromEntries(names.map((n, i) => [n, started[i]]));
-    const dead = await freePort();
+    const dead = await unusedPort();
     const resources = vllmResources('nixl-server', 'pd-model', 'nixl', [
       { name: 'p-a', port: pods['p-a'].port, group: 'a', role: 'prefill' },
       { name: 'd-a', port: pods['d-a'].port, group: 'a', role: 'decode' },

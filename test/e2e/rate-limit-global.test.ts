@@ -3,7 +3,8 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { existsSync, readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { awayFromMinuteBoundary, freePort, postFresh, postJson, resourcesFor, startLoggedRouter, startMock, startRouter, tempDir, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startLoggedRouter, startMock, startRouter, tempDir, unusedPort, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
 import { RedisClusterServers, RedisServer } from '../helpers/redis-server.js';
 
 const execFileP = promisify(execFile);
@@ -199,7 +200,7 @@ describe('global token limits on a real Redis, several router instances', () => 
   });
 
   it('local failure mode: a request admitted by the local counters while Redis was down and answered after it came back has its input correction kept locally, not taken off Redis; its output is charged to Redis', async () => {
-    const port = await freePort();
+    const port = await serverPort();
     const res = resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: globalLimit(`127.0.0.1:${port}`, 100_000, 'day', 100_000) });
     const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '500ms', RATE_LIMIT_REDIS_LEASES: 'false' };
     const router = await startRouter(res, { workers: 1, env, dir: tempDir() });
@@ -235,7 +236,7 @@ describe('global token limits on a real Redis, several router instances', () => 
 
   it('open failure mode: a request admitted because Redis stalled past the timeout, which never reached a pod, is not charged in Redis when Redis runs the call late', async () => {
     await redis.cli('FLUSHALL');
-    const deadPod = await freePort(); // nothing listens: every request fails before reaching a pod
+    const deadPod = await unusedPort(); // nothing listens: every request fails before reaching a pod
     const res = resourcesFor([{ name: 'pod-x', port: deadPod }], { rateLimit: globalLimit(redis.address, 100_000, 'day', 100_000) });
     const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'open', RATE_LIMIT_REDIS_TIMEOUT: '500ms', RATE_LIMIT_REDIS_LEASES: 'false' };
     const router = await startRouter(res, { workers: 1, env, dir: tempDir() });

@@ -5,7 +5,7 @@
  * back. A real redis-server, killed and started again on its port.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, resourcesFor, startRouter, waitFor, type Router } from '../helpers/processes.js';
+import { resourcesFor, startRouter, unusedPort, waitFor, type Router } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { sample } from '../helpers/metrics-text.js';
 
@@ -16,7 +16,7 @@ describe('inference_router_ratelimit_store_up', () => {
   beforeAll(async () => {
     redis = await RedisServer.start();
     const rateLimit = `    inputTokensPerUnit: 1000\n    unit: minute\n    global:\n      redis:\n        address: "${redis.address}"`;
-    router = await startRouter(resourcesFor([{ name: 'pod-a', port: await freePort() }], { rateLimit }), {
+    router = await startRouter(resourcesFor([{ name: 'pod-a', port: await unusedPort() }], { rateLimit }), {
       workers: 2, env: { RATE_LIMIT_REDIS_TIMEOUT: '500ms', RATE_LIMIT_REDIS_FAILURE_MODE: 'local' },
     });
     series = `inference_router_ratelimit_store_up{store="${redis.address}"}`;

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awayFromMinuteBoundary, freePort, postFresh, resourcesFor, startRouter, tempDir, waitFor, writeFile, type Router } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, postFresh, resourcesFor, startRouter, tempDir, unusedPort, waitFor, writeFile, type Router } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { sha256Hex } from '../unit/auth/jwks-server.js';
 
@@ -43,7 +43,7 @@ describe('a request decided across two Redis stores whose route store restarts b
     const auth = join(dir, 'auth.yaml');
     writeFile(auth, `apiKeys:\n${apiKey('big', 100, tenantRedis.address)}${apiKey('tiny', 3, tenantRedis.address)}`);
     // The one pod listens nowhere: an admitted request never reaches a pod, and its input is given back.
-    const res = resourcesFor([{ name: 'gone', port: await freePort() }], { rateLimit: globalLimit('    ', 1000, routeRedis.address).trimEnd() });
+    const res = resourcesFor([{ name: 'gone', port: await unusedPort() }], { rateLimit: globalLimit('    ', 1000, routeRedis.address).trimEnd() });
     router = await startRouter(res, {
       dir, workers: 1,
       env: { ROUTER_AUTH_CONFIG: auth, RATE_LIMIT_REDIS_TIMEOUT: '8s', RATE_LIMIT_REDIS_LEASES: 'false', RATE_LIMIT_REDIS_FAILURE_MODE: 'local' },

@@ -8,10 +8,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { connect, createServer } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
 
 /** The repository root: the nearest directory above this file holding package.json. */
 function findRoot(): string {
@@ -33,50 +33,7 @@ export function tempDir(prefix = 'ir-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** The lowest port the kernel hands out for `listen(0)` and outgoing connections (32768 where unreadable). */
-function ephemeralLow(): number {
-  try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    return Number.isInteger(low) && low > 1024 ? low : 32768;
-  } catch {
-    return 32768;
-  }
-}
-
-/** Whether a TCP connection to 127.0.0.1:`port` is refused (nothing listens there). */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); resolve(false); });
-    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
-
-/**
- * A port for a pod that must stay unreachable: nothing listens there, and it lies below the
- * kernel's ephemeral range, so no `listen(0)` of a test running beside this one (freePort, the
- * mocks) can take it while the test uses it.
- */
-export async function unusedPort(): Promise<number> {
-  const low = ephemeralLow();
-  for (let i = 0; i < 100; i++) {
-    const port = 20_000 + Math.floor(Math.random() * Math.max(1, low - 20_000));
-    if (await refused(port)) return port;
-  }
-  throw new Error('no unused port below the ephemeral range after 100 tries');
-}
+export { freePort, unusedPort } from './ports.js';
 
 export interface Proc {
   readonly name: string;

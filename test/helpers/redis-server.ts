@@ -1,5 +1,6 @@
 /**
- * Real redis-server processes for tests, on free loopback ports (never 6379): a single server
+ * Real redis-server processes for tests, on loopback ports below the kernel's ephemeral range
+ * (ports.ts; never 6379): a single server
  * that can be killed, paused and restarted on the same port (plain TCP or TLS only), or a small
  * Redis Cluster. Every process started here is killed when the test process exits.
  */
@@ -10,28 +11,19 @@ import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { clusterPort, serverPort } from './ports.js';
 
 const execFileP = promisify(execFile);
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 const REDIS_CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
 
+/** Tries of a start on a port picked here: it is free when picked, but another process may take it before redis-server binds it. */
+const START_TRIES = 3;
+
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
-
-/** A free TCP port on 127.0.0.1 (bound then released). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** The certificate files of a TLS server (test-ca.ts makes them). */
 export interface RedisTlsFiles {
@@ -109,9 +101,16 @@ export class RedisServer {
    * that port speaks TLS only (no plain port); clients need not present a certificate.
    */
   static async start(opts: { port?: number; args?: string[]; tls?: RedisTlsFiles } = {}): Promise<RedisServer> {
-    const server = new RedisServer(opts.port ?? (await freePort()), opts.args ?? [], opts.tls ?? null);
-    await server.startProcess();
-    return server;
+    for (let attempt = 1; ; attempt++) {
+      const server = new RedisServer(opts.port ?? (await serverPort()), opts.args ?? [], opts.tls ?? null);
+      try {
+        await server.startProcess();
+        return server;
+      } catch (err) {
+        // A port picked here may be taken between the check and the bind: try another.
+        if (opts.port !== undefined || attempt >= START_TRIES) throw err;
+      }
+    }
   }
 
   /** `127.0.0.1:<port>` */
@@ -190,45 +189,24 @@ export class RedisServer {
   }
 }
 
-/** Tries of a cluster node's start: its ports are free when picked, but another process may take one before redis-server binds it. */
-const CLUSTER_NODE_TRIES = 3;
 
 /**
- * A cluster node on a port whose cluster bus port (the port + 10000) is free too: freePort()
- * knows nothing of the bus port, which lies among the ephemeral ports other tests' connections
- * take, and a node that cannot bind it exits ("Failed listening on port ... (cluster)"). A start
+ * A cluster node on a port whose cluster bus port (the port + 10000) is free too (ports.ts): a
+ * node that cannot bind its bus port exits ("Failed listening on port ... (cluster)"). A start
  * that fails anyway (a port taken between the check and the bind) is tried again on other ports.
  */
 async function startClusterNode(dir: string): Promise<RedisServer> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freeClusterPort();
+    const port = await clusterPort();
     try {
       return await RedisServer.start({
         port,
         args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir],
       });
     } catch (err) {
-      if (attempt >= CLUSTER_NODE_TRIES) throw err;
+      if (attempt >= START_TRIES) throw err;
     }
   }
-}
-
-/** A free port whose cluster bus port (the port + 10000) is free as well. */
-async function freeClusterPort(): Promise<number> {
-  for (;;) {
-    const port = await freePort();
-    if (port + 10_000 <= 65_535 && (await portFree(port + 10_000))) return port;
-  }
-}
-
-/** Whether `port` can be listened on at 127.0.0.1 now. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
 }
 
 export class RedisClusterServers {

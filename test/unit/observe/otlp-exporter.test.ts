@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OtlpExporter } from '../../../src/observe/otlp-exporter.js';
 import { parseTraceSettings } from '../../../src/observe/trace-settings.js';
 import { startOtlpCollector, type OtlpCollector } from '../../helpers/otlp-collector.js';
-import { freePort } from '../../helpers/processes.js';
+import { unusedPort } from '../../helpers/processes.js';
 
 const span = (i: number): string =>
   `{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"${String(i).padStart(16, '0')}","name":"s${i}","kind":2,` +
@@ -35,7 +35,7 @@ describe('OtlpExporter against a real HTTP collector', () => {
   });
 
   it('drops and counts spans beyond the queue bound and spans of a failed export', async () => {
-    const port = await freePort(); // nothing listens there
+    const port = await unusedPort(); // nothing listens there
     const s = parseTraceSettings({
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_MAX_QUEUE_SIZE: '5', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '5',
       OTEL_BSP_SCHEDULE_DELAY: '3600000', OTEL_EXPORTER_OTLP_TIMEOUT: '2000',

@@ -12,7 +12,8 @@ import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { LimitStoreUnavailableError, LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings, type RedisFailureMode } from '../../../src/ratelimit/redis/settings.js';
-import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { serverPort } from '../../helpers/ports.js';
+import { RedisServer } from '../../helpers/redis-server.js';
 
 // Not the 50 ms default: on a loaded test machine a 50 ms stall is real and would trip the
 // circuit in the middle of an assertion. The bound below still proves calls stop at the timeout.
@@ -75,7 +76,7 @@ afterEach(async () => {
 async function setup(mode: RedisFailureMode, port?: number) {
   const logs: string[] = [];
   const fallback = new CounterStore(clock);
-  const address = `127.0.0.1:${port ?? (await freePort())}`;
+  const address = `127.0.0.1:${port ?? (await serverPort())}`;
   const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: mode, RATE_LIMIT_REDIS_TIMEOUT: `${TIMEOUT_MS}ms` });
   const limiter = new RedisLimiter(address, settings, fallback, {
     clock,
@@ -218,7 +219,7 @@ describe.each<RedisFailureMode>(['local', 'open', 'closed'])('failure mode %s', 
   });
 
   it('redis down at start: the limiter works in the failure mode, logs once, and switches to Redis when it appears', async () => {
-    const port = await freePort();
+    const port = await serverPort();
     const { limiter, fallback, logs } = await setup(mode, port);
     await expectModeWhileDown(mode, limiter, fallback);
     await new Promise((r) => setTimeout(r, 300));

@@ -18,7 +18,8 @@ import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.j
 import { admitRequest, type RequestAdmission, type ScopedTerm } from '../../../src/ratelimit/request-admission.js';
 import type { TokenCounter } from '../../../src/tokens/token-counter.js';
 import { settleUsage } from '../../../src/usage/settle-usage.js';
-import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { serverPort } from '../../helpers/ports.js';
+import { RedisServer } from '../../helpers/redis-server.js';
 import { untilUp } from './until-up.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
@@ -139,7 +140,7 @@ describe('the local failure mode: each charge settles against the store that hol
    * tokens) and the second, which never reached a pod, gives its 4 input tokens back.
    */
   async function admittedDuringOutageThenSettled(mode: 'local' | 'open'): Promise<{ s: RedisServer; fallback: CounterStore; r: string; limit: RateLimitSpec }> {
-    const port = await freePort();
+    const port = await serverPort();
     const { l, fallback } = limiter(`127.0.0.1:${port}`, 'false', mode);
     const r = route();
     const limit = spec(100, 1000);

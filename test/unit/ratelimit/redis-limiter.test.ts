@@ -8,7 +8,7 @@ import { closeRedisLimiters, redisLimiterFor } from '../../../src/ratelimit/redi
 import { RedisLimiter, type RedisLimiterOptions } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { secondsUntilReset } from '../../../src/ratelimit/windows.js';
-import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { RedisServer } from '../../helpers/redis-server.js';
 import { runLimiterConformance } from './limiter-conformance.js';
 import { NO_FALLBACK } from './no-fallback.js';
 

@@ -17,7 +17,8 @@ import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.j
 import { admitRequest, type RequestAdmission, type ScopedTerm } from '../../../src/ratelimit/request-admission.js';
 import type { TokenCounter } from '../../../src/tokens/token-counter.js';
 import { settleUsage } from '../../../src/usage/settle-usage.js';
-import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { serverPort } from '../../helpers/ports.js';
+import { RedisServer } from '../../helpers/redis-server.js';
 import { untilUp } from './until-up.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
@@ -239,7 +240,7 @@ async function replyHoldingProxy(port: number): Promise<{ port: number; arm(): v
     c.on('error', () => {});
     u.on('error', () => {});
   });
-  const proxyPort = await freePort();
+  const proxyPort = await serverPort();
   await new Promise<void>((r) => srv.listen(proxyPort, '127.0.0.1', () => r()));
   cleanups.push(async () => {
     for (const x of sockets) x.destroy();

@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
 import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
-import { freePort, RedisServer } from '../../helpers/redis-server.js';
+import { serverPort } from '../../helpers/ports.js';
+import { RedisServer } from '../../helpers/redis-server.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -33,7 +34,7 @@ async function until(what: string, cond: () => boolean, timeoutMs = 5_000): Prom
 
 describe('store errors while Redis cannot be reached', () => {
   it('each failed connection attempt counts: a port nobody listens on', async () => {
-    const { limiter, errors } = await errorsAt(`127.0.0.1:${await freePort()}`, {});
+    const { limiter, errors } = await errorsAt(`127.0.0.1:${await serverPort()}`, {});
     await until('three attempts counted', () => errors() >= 3);
     expect(limiter.state).toBe('down');
   });
