@@ -30,7 +30,9 @@
  * wake-up counts) and how long per request they waited runnable for one (the run queue), the
  * scheduling part of a latency that CPU time alone does not show. wrk's own CPU per request is
  * printed beside it: on a machine it shares, what it spends reading a side's answers (longer heads,
- * say) is CPU that side's throughput loses without the server spending it. `--long-tokens N` makes
+ * say) is CPU that side's throughput loses without the server spending it. So are the TCP
+ * segments the machine sent per request (bench/tcp-segments.ts: four when each leg's request and
+ * answer go out in one segment each and no pure ACK is sent). `--long-tokens N` makes
  * the mock behind the SSE 64 scenarios (`:router-sse64`, `:direct-sse64`) stream N tokens instead,
  * e.g. 1024 for what a long answer costs.
  */
@@ -43,6 +45,7 @@ import type { LoadResult, LoadSpec } from './load-types.js';
 import { schedStat, userKernelMs, type SchedStat } from './proc-cpu.js';
 import { residentOf, type Resident } from './proc-memory.js';
 import { kdamondCpu } from './kernel-monitor.js';
+import { tcpSegmentsSent } from './tcp-segments.js';
 import { median } from './order-stats.js';
 import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js';
 import type { Scenario, TargetKey } from './scenarios.js';
@@ -178,7 +181,7 @@ async function main(): Promise<void> {
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${s.scenario.path ?? m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
-    const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; resident: Resident; primaryResident: Resident }[]>([['A', []], ['B', []]]);
+    const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; segments: number | null; resident: Resident; primaryResident: Resident }[]>([['A', []], ['B', []]]);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
@@ -186,10 +189,12 @@ async function main(): Promise<void> {
         const before = pids.map(schedStat);
         const kernelBefore = kernelMsOf(pids);
         const monitor = kdamondCpu();
+        const segmentsBefore = tcpSegmentsSent();
         const x = openLoop === null ? await m0.wrk.runWrk('wrk', spec(s, durationS)) : await runOpenLoop(openLoop.bin, spec(s, durationS), loadKind as Arrivals);
         const after = pids.map(schedStat);
         const kernelAfter = kernelMsOf(pids);
         const monitorMs = monitor.delta();
+        const segmentsAfter = tcpSegmentsSent();
         // The side's processes (primary, workers) as the round leaves them.
         const resident = residentOf(pids);
         const primaryResident = residentOf(pids.slice(0, 1));
@@ -211,10 +216,13 @@ async function main(): Promise<void> {
         };
         // The kernel's memory monitor (bench/kernel-monitor.ts): its bursts take a CPU from both sides.
         const kdamondUs = monitorMs === null ? null : (monitorMs * 1000) / n;
-        results.get(s.label)!.push({ rps: x.rps, cpu, primary, kernel, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, resident, primaryResident });
+        // TCP segments the machine sent (bench/tcp-segments.ts): client, side and mock together.
+        const segments = segmentsBefore === null || segmentsAfter === null ? null : (segmentsAfter - segmentsBefore) / n;
+        results.get(s.label)!.push({ rps: x.rps, cpu, primary, kernel, slices, waitUs, wrkUs, p50: x.latencyMs.p50, p99: x.latencyMs.p99, store, kdamondUs, segments, resident, primaryResident });
         process.stderr.write(`${s.label} round ${r + 1}: ${Math.round(x.rps)} req/s, ${cpu.toFixed(1)} µs CPU/request (primary ${primary.toFixed(1)}, in the kernel ${kernel.toFixed(1)}), `
           + `${slices.toFixed(2)} times on a CPU and ${waitUs.toFixed(1)} µs waiting for one per request, ${generator} ${wrkUs.toFixed(1)} µs CPU/request, p50 ${x.latencyMs.p50.toFixed(2)} ms, p99 ${x.latencyMs.p99.toFixed(2)} ms`
           + (kdamondUs === null ? '' : `, kdamond ${kdamondUs.toFixed(2)} µs CPU/request`)
+          + (segments === null ? '' : `, ${segments.toFixed(2)} TCP segments/request`)
           + `, resident ${mb(resident.rss)} MB (${mb(resident.anon)} anonymous)`
           + (store === null ? '' : `; redis-server ${store.cpuUs.toFixed(2)} µs CPU/request, ${store.calls.toFixed(3)} script calls/request, ${store.usecPerCall.toFixed(1)} µs running each`)
           + '\n');
@@ -230,6 +238,10 @@ async function main(): Promise<void> {
     const monitorSides = sides.map((s) => results.get(s.label)!.flatMap((x) => (x.kdamondUs === null ? [] : [x.kdamondUs])));
     if (monitorSides.every((v) => v.length > 0)) {
       process.stdout.write(`\nThe kernel's memory monitor (kdamond threads), CPU µs per request: ${sides.map((s, i) => `${s.label} ${median(monitorSides[i]).toFixed(2)}`).join(', ')}\n`);
+    }
+    const segmentSides = sides.map((s) => results.get(s.label)!.flatMap((x) => (x.segments === null ? [] : [x.segments])));
+    if (segmentSides.every((v) => v.length > 0)) {
+      process.stdout.write(`\nTCP segments sent per request (the whole machine: wrk, the side, the mock; /proc/net/snmp): ${sides.map((s, i) => `${s.label} ${median(segmentSides[i]).toFixed(2)}`).join(', ')}\n`);
     }
     process.stdout.write(`\nResident memory of each side's processes (primary and workers) after a round, medians: ${sides.map((s) => {
       const r = results.get(s.label)!;
