@@ -8,7 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, freePort, resourcesFor, tempDir, writeFile } from '../helpers/processes.js';
+import { CLI, resourcesFor, tempDir, writeFile } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
 
 const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
 const smallRsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ format: 'jwk' });
@@ -19,7 +20,7 @@ describe('inline JWT keys are checked when the auth file loads (built router)', 
     const dir = tempDir();
     const resources = join(dir, 'resources.yaml');
     writeFile(resources, resourcesFor([{ name: 'p', port: 1 }]));
-    const port = String(await freePort());
+    const port = String(await serverPort());
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ ...ec, x: `${ec.x!.slice(0, -4)}AAAA`, kid: 'k1' }, /jwt\.jwks\.keys\[1\]: not a usable public key/],
       [{ ...ec, crv: 'P-384', kid: 'k1' }, /jwt\.jwks\.keys\[1\]: not a usable public key/],

@@ -3,7 +3,8 @@ import { connect, createServer } from 'node:net';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, freePort, resourcesFor, ROOT, startRouter, tempDir } from '../helpers/processes.js';
+import { CLI, resourcesFor, ROOT, startRouter, tempDir } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -89,7 +90,7 @@ describe('start-up checks', () => {
   });
 
   it('a bad variable that a flag overrides (ROUTER_PORT=abc with --port) exits 2 naming it, as with no flag', async () => {
-    const port = String(await freePort());
+    const port = String(await serverPort());
     const r = run(['--resources', 'examples/resources.yaml', '--port', port, '--workers', '1'], { ROUTER_PORT: 'abc' });
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toBe('inference-router: ROUTER_PORT: expected an integer from 1 to 65535; got "abc" '
@@ -148,7 +149,7 @@ describe('start-up checks', () => {
   });
 
   it('a resources path that is missing or a directory stops the router with exit 2 saying what --resources takes', async () => {
-    const port = String(await freePort());
+    const port = String(await serverPort());
     const dir = tempDir();
     const missing = spawnSync(process.execPath, [CLI, '--resources', 'no-such.yaml', '--workers', '1', '--port', port],
       { encoding: 'utf8', cwd: dir, env: { ...process.env, ROUTER_LOG_FORMAT: 'json' }, timeout: 20_000 });
@@ -163,7 +164,7 @@ describe('start-up checks', () => {
   });
 
   it('--kubernetes with a KUBECONFIG that is missing, not YAML or without a current cluster exits 2 naming it', async () => {
-    const port = String(await freePort());
+    const port = String(await serverPort());
     const dir = tempDir();
     writeFileSync(join(dir, 'broken.yaml'), 'clusters: [\n');
     writeFileSync(join(dir, 'empty.yaml'), 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
@@ -183,7 +184,7 @@ describe('start-up checks', () => {
   });
 
   it('an ACCESS_LOG_OUTPUT that cannot be opened stops the primary with exit 2 before any worker starts', async () => {
-    const port = String(await freePort());
+    const port = String(await serverPort());
     const dir = tempDir();
     const file = join(dir, 'resources.yaml');
     writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]));
@@ -199,7 +200,7 @@ describe('start-up checks', () => {
   });
 
   it('an ACCESS_LOG_OUTPUT that is a Unix socket (also /dev/stdout when stdout is one, as under the systemd journal) stops the primary with exit 2', async () => {
-    const port = String(await freePort());
+    const port = String(await serverPort());
     const dir = tempDir();
     const file = join(dir, 'resources.yaml');
     writeFileSync(file, resourcesFor([{ name: 'p', port: 1 }]));

@@ -3,7 +3,8 @@ import { connect } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, ROOT, startProcess, waitFor, type Proc, childPids } from '../helpers/processes.js';
+import { ROOT, startProcess, waitFor, type Proc, childPids } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
 
 const DEMO = join(ROOT, 'dist/examples/demo.js');
 
@@ -25,14 +26,14 @@ function portOpen(port: number): Promise<boolean> {
 }
 
 /**
- * Starts the demo on free ports (under `wrapper` when given) and waits for its banner. A port
- * found free can be taken before the demo binds it (other tests' connections get local ports from
- * the same range): a demo that stops on a port in use is started again on other ports, twice at
- * most. Any other early exit fails with the demo's output.
+ * Starts the demo on free ports below the kernel's ephemeral range (ports.ts; under `wrapper`
+ * when given) and waits for its banner. A port found free can still be taken before the demo binds
+ * it (another test's server on a port picked the same way): a demo that stops on a port in use is
+ * started again on other ports, twice at most. Any other early exit fails with the demo's output.
  */
 async function startDemo(wrapper: boolean): Promise<{ proc: Proc; demoPid: number; ports: number[] }> {
   for (let attempt = 1; ; attempt++) {
-    const ports = [await freePort(), await freePort(), await freePort()];
+    const ports = [await serverPort(), await serverPort(), await serverPort()];
     const env = { DEMO_PORT: String(ports[0]), DEMO_POD_PORTS: `${ports[1]},${ports[2]}`, ACCESS_LOG_ENABLED: 'false' };
     // The wrapper is a parent that starts the demo and then is killed without a word to it; it
     // leaves with the demo's exit code if the demo stops first (a demo that did not start).
@@ -122,7 +123,7 @@ describe('npm run demo', () => {
   });
 
   it('Ctrl-C in a terminal (SIGINT to its whole process group) stops the router, with one signal, before the pods it drains to', async () => {
-    const ports = [await freePort(), await freePort(), await freePort()];
+    const ports = [await serverPort(), await serverPort(), await serverPort()];
     // A process group of its own, as a shell's foreground job has: Ctrl-C signals every process in it.
     const demo = spawn(process.execPath, [DEMO], {
       detached: true,

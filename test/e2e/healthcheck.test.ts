@@ -10,9 +10,10 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import {
-  CLI, ROOT, childPids, freePort, resourcesFor, spawnProcess, startMock, startProcess, tempDir, waitFor, writeFile,
+  CLI, ROOT, childPids, resourcesFor, spawnProcess, startMock, startProcess, tempDir, waitFor, writeFile,
 } from '../helpers/processes.js';
 import { routerWithMock } from '../helpers/router-fixture.js';
+import { serverPort } from '../helpers/ports.js';
 
 const HEALTHCHECK = join(ROOT, 'dist/healthcheck.js');
 
@@ -58,7 +59,7 @@ describe.skipIf(!namespaces)('the Dockerfile HEALTHCHECK, with the router as PID
     const dir = tempDir();
     const file = join(dir, 'resources.yaml');
     writeFile(file, resourcesFor([{ name: 'pod-ns', port: mock.port }]));
-    const port = await freePort();
+    const port = await serverPort();
     const ns = spawnProcess('unshare', ['-Urpf', '--mount-proc', process.execPath, CLI, '--resources', file, `--port=${port}`, '--workers', '1'],
       { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_PORT: '' }, { name: 'router in a PID namespace' });
     try {

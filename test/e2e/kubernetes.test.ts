@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_ACCOUNT_TOKEN } from '../../src/config/kubernetes-config-check.js';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../helpers/fake-kube-api.js';
-import { CLI, freePort, postJson, startMock, startProcess, startRouterWith, tempDir, waitFor, type MockBackend, type Proc } from '../helpers/processes.js';
+import { CLI, postJson, startMock, startProcess, startRouterWith, tempDir, waitFor, type MockBackend, type Proc } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
 
 const GROUP = 'networking.serving.volcano.sh';
 
@@ -133,7 +134,7 @@ describe('the built router with --kubernetes against a Kubernetes list/watch API
 describe('--kubernetes with no cluster configuration', () => {
   it.skipIf(existsSync(SERVICE_ACCOUNT_TOKEN))('stops at start (exit 2) naming where it looked, instead of retrying against localhost forever', async () => {
     const home = tempDir();
-    const router = startProcess([CLI, '--kubernetes', '--port', String(await freePort()), '--workers', '1'], { KUBECONFIG: '', HOME: home });
+    const router = startProcess([CLI, '--kubernetes', '--port', String(await serverPort()), '--workers', '1'], { KUBECONFIG: '', HOME: home });
     expect(await router.exited).toBe(2);
     expect(router.stderr()).toContain('no cluster configuration found');
     expect(router.stderr()).toContain(`${home}/.kube/config does not exist`);

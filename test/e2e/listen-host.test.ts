@@ -9,8 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, test } from 'vitest';
 import {
-  CLI, ROOT, freePort, resourcesFor, spawnProcess, startProcess, startRouter, tempDir, waitFor, writeFile, type Proc, type Router,
+  CLI, ROOT, resourcesFor, spawnProcess, startProcess, startRouter, tempDir, waitFor, writeFile, type Proc, type Router,
 } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
 
 const HEALTHCHECK = join(ROOT, 'dist/healthcheck.js');
 
@@ -83,7 +84,7 @@ describe.skipIf(shimCode !== 'EAFNOSUPPORT')('another IPv6 address on a kernel w
   it('stops the router (exit 2) with a message naming the address and the missing IPv6, and no fallback', async () => {
     const file = join(tempDir(), 'resources.yaml');
     writeFile(file, resourcesFor([{ name: 'pod-a', port: 1 }]));
-    const port = await freePort();
+    const port = await serverPort();
     for (const host of ['::1', 'fd00::5']) {
       const p = startProcess([CLI, '--resources', file, '--host', host, '--port', String(port), '--workers', '1'],
         { LD_PRELOAD: shim!, ACCESS_LOG_ENABLED: 'false' }, { name: `router on ${host}` });
@@ -107,7 +108,7 @@ describe.skipIf(!netns)('--host :: in a network namespace with IPv6 turned off (
   beforeAll(async () => {
     const file = join(tempDir(), 'resources.yaml');
     writeFile(file, resourcesFor([{ name: 'pod-a', port: 1 }]));
-    port = await freePort();
+    port = await serverPort();
     const setup = 'ip link set lo up && for i in all default lo; do echo 1 > /proc/sys/net/ipv6/conf/$i/disable_ipv6; done && exec "$@"';
     router = spawnProcess('unshare', ['-Urn', 'sh', '-c', setup, 'sh', process.execPath, CLI, '--resources', file, '--host', '::', '--port', String(port), '--workers', '1'],
       { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0' }, { name: 'router in a network namespace' });

@@ -9,8 +9,9 @@ import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, ROOT, freePort, resourcesFor, startMock, startProcess, tempDir, waitFor, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
+import { CLI, ROOT, resourcesFor, startMock, startProcess, tempDir, waitFor, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
+import { serverPort, unusedPort } from '../helpers/ports.js';
 
 /** A request over HTTPS trusting only `ca`: status and body. */
 function httpsCall(port: number, path: string, ca: string, body: unknown = null): Promise<{ status: number; body: string }> {
@@ -37,7 +38,7 @@ describe('the HTTPS listener', () => {
     ca = await createTestCa();
     caPem = readFileSync(ca.caFile, 'utf8');
     mock = await startMock('pod-a');
-    port = await freePort();
+    port = await serverPort();
     resourcesFile = join(tempDir(), 'resources.yaml');
     writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
     router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
@@ -85,8 +86,8 @@ describe('TLS settings that cannot work stop the router at start', () => {
 
   async function start(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
     const dir = tempDir();
-    writeFile(join(dir, 'r.yaml'), resourcesFor([{ name: 'pod-a', port: await freePort() }]));
-    const p = startProcess([CLI, '--resources', join(dir, 'r.yaml'), '--port', String(await freePort()), '--workers', '1'], env, { name: 'router' });
+    writeFile(join(dir, 'r.yaml'), resourcesFor([{ name: 'pod-a', port: await unusedPort() }]));
+    const p = startProcess([CLI, '--resources', join(dir, 'r.yaml'), '--port', String(await serverPort()), '--workers', '1'], env, { name: 'router' });
     const code = await p.exited;
     return { code, stderr: p.stderr() };
   }

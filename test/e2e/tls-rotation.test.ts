@@ -25,9 +25,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, childPids, freePort, resourcesFor, startMock, startProcess, tempDir, waitWhileRunning, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
+import { CLI, childPids, resourcesFor, startMock, startProcess, tempDir, waitWhileRunning, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
 import { createTestCa, type TestCa } from '../helpers/test-ca.js';
 import { sample } from '../helpers/metrics-text.js';
+import { serverPort } from '../helpers/ports.js';
 
 const execFileP = promisify(execFile);
 
@@ -109,7 +110,7 @@ describe('certificate rotation', { concurrent: true }, () => {
     symlinkSync('..data/tls.crt', join(secret, 'tls.crt'));
     symlinkSync('..data/tls.key', join(secret, 'tls.key'));
     mock = await startMock('pod-a');
-    port = await freePort();
+    port = await serverPort();
     const resourcesFile = join(tempDir(), 'resources.yaml');
     writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
     router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
@@ -255,7 +256,7 @@ describe('certificate rotation whose new workers cannot start', { concurrent: tr
     writeFileSync(join(dir, 'tls.crt'), first.cert);
     writeFileSync(join(dir, 'tls.key'), first.key);
     mock = await startMock('pod-a');
-    port = await freePort();
+    port = await serverPort();
     const resourcesFile = join(tempDir(), 'resources.yaml');
     writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
     router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],

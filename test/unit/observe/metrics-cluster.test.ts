@@ -1,26 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sample } from '../../helpers/metrics-text.js';
 import { builtFile } from '../../helpers/built-file.js';
+import { serverPort } from '../../helpers/ports.js';
 
 const FIXTURE = new URL('./metrics-cluster-fixture.mjs', import.meta.url).pathname;
 
 function checkBuilt(): void {
   for (const name of ['metrics', 'metrics-cluster', 'metrics-series']) builtFile(`observe/${name}.js`, `src/observe/${name}.ts`);
 }
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 
 async function scrape(url: string): Promise<string> {
   const r = await fetch(url, { headers: { connection: 'close' } });
@@ -37,7 +25,7 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
 
   beforeAll(async () => {
     checkBuilt();
-    const port = await freePort();
+    const port = await serverPort();
     url = `http://127.0.0.1:${port}/metrics`;
     child = spawn(process.execPath, [FIXTURE, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });

@@ -1,11 +1,11 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { claimPort, PortUnavailableError, portLockName } from '../../../src/primary/port-claim.js';
-import { freePort } from '../../helpers/processes.js';
+import { serverPort } from '../../helpers/ports.js';
 
 describe('claimPort', () => {
   it('holds a lock for host and port until released: a second claim is refused, naming the other router', async () => {
-    const port = await freePort();
+    const port = await serverPort();
     const first = await claimPort('127.0.0.1', port);
     await expect(claimPort('127.0.0.1', port)).rejects.toThrow(PortUnavailableError);
     await expect(claimPort('127.0.0.1', port)).rejects.toThrow(`127.0.0.1:${port} is already served by another inference-router`);
@@ -15,7 +15,7 @@ describe('claimPort', () => {
   });
 
   it('leaves the port itself free for the workers (the probe is closed)', async () => {
-    const port = await freePort();
+    const port = await serverPort();
     const claim = await claimPort('127.0.0.1', port);
     const s = createServer();
     await new Promise<void>((resolve, reject) => { s.once('error', reject); s.listen(port, '127.0.0.1', () => resolve()); });
@@ -43,7 +43,7 @@ describe('claimPort', () => {
   });
 
   it('only probes where abstract sockets do not exist', async () => {
-    const port = await freePort();
+    const port = await serverPort();
     const a = await claimPort('127.0.0.1', port, 'darwin');
     const b = await claimPort('127.0.0.1', port, 'darwin');
     await a.release();
