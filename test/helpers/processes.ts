@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './ports.js';
+import { serverPort } from './ports.js';
 
 /** The repository root: the nearest directory above this file holding package.json. */
 function findRoot(): string {
@@ -231,7 +231,10 @@ export async function listenLocal(server: { listen(port: number, host: string, c
 /** As startRouter(), with the resources' source given as flags (e.g. `--kubernetes`). */
 export async function startRouterWith(sourceArgs: string[], opts: RouterOptions = {}, readyTimeoutMs = 60_000): Promise<Proc & { port: number; url: string }> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    // Below the kernel's ephemeral range (ports.ts): no other test's listen(0) or connection takes
+    // it between the pick and the router's bind; another router picked at once may, and then this
+    // one exits on a port in use and is started again on another.
+    const port = await serverPort();
     const p = startProcess(
       [...(opts.nodeArgs ?? []), CLI, ...sourceArgs, '--port', String(port), '--host', '127.0.0.1', '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])],
       // No load balancer in tests: SIGTERM closes the listener at once unless a test sets a delay.
