@@ -7,6 +7,17 @@ const BILLION = 1_000_000_000;
 
 /** Writes `n` as decimal digits at `at`; anything but a non-negative safe integer as String(n) would. */
 export function putNumber(buf: Buffer, at: number, n: number): number {
+  if (n >= 0 && n < 100 && (n | 0) === n) {
+    // One or two digits (a record's token counts and milliseconds, a window's reset seconds).
+    if (n < 10) {
+      buf[at] = 48 + n;
+      return at + 1;
+    }
+    const tens = (n * 205) >> 11; // n / 10 for n < 100
+    buf[at] = 48 + tens;
+    buf[at + 1] = 48 + n - tens * 10;
+    return at + 2;
+  }
   if (n >= 0 && n < BILLION && (n | 0) === n) return putSmall(buf, at, n);
   if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER && Math.floor(n) === n)) return at + buf.write(String(n), at, 'latin1');
   // Above 10^9: the high part, then the low nine digits zero-padded; each part fits in 32 bits.

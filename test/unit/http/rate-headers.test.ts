@@ -44,7 +44,8 @@ describe('rate-limit headers as bytes', () => {
 
   it('writes every number as String() does: powers of ten and their neighbours up to 2^53, and non-integers', () => {
     const buf = Buffer.alloc(64);
-    const values = [0, 1, 9, Number.MAX_SAFE_INTEGER, 2 ** 31, 2 ** 32 - 1, -1, 1.5, Number.NaN, 2 ** 60];
+    const values = [0, -0, 1, 9, Number.MAX_SAFE_INTEGER, 2 ** 31, 2 ** 32 - 1, -1, 1.5, 9.5, 99.9, 0.25, Number.NaN, 2 ** 60];
+    for (let n = 0; n <= 120; n++) values.push(n); // the one- and two-digit path, and past it
     for (let p = 1; p <= 1e16; p *= 10) values.push(p - 1, p, p + 1);
     for (const n of values) {
       const end = putNumber(buf, 3, n);
