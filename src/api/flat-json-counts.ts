@@ -11,6 +11,7 @@
  * object read here is one JSON.parse accepts, with the same values (a duplicate key: the last).
  */
 import { Buffer } from 'node:buffer';
+import { equalBytes, viewOf, viewOfBytes } from '../byte-view.js';
 
 /** The counts of the last `readFlatCountsBackwards` call: the integer value of each key, or -1 when absent or not an integer. */
 export const flatCounts = { first: -1, second: -1 };
@@ -51,10 +52,51 @@ function literalEndsAt(b: Buffer, i: number, word: Buffer): boolean {
   return from >= 0 && bytesAt(b, from, word);
 }
 
-/** Whether the string `"key"` ends at b[close], its closing quote (a read before b's start gives undefined: no match). */
-function keyEndsAt(b: Buffer, close: number, key: Buffer): boolean {
-  return b[close - key.length - 1] === QUOTE && literalEndsAt(b, close - 1, key);
+/**
+ * Whether the string `"key"` ends at b[close], its closing quote (a read before b's start gives
+ * undefined: no match). `v` is b's view (byte-view.ts), `kv` the key's; the key is compared four
+ * bytes at a time.
+ */
+function keyEndsAt(b: Buffer, v: DataView, close: number, key: Buffer, kv: DataView): boolean {
+  const from = close - key.length;
+  return b[from - 1] === QUOTE && equalBytes(v, b.byteOffset + from, kv, key.length);
 }
+
+/** A quote, a backslash or a control character among the four bytes of `w` (none: the key goes on through them). */
+function endsPlainRun(w: number): boolean {
+  const q = w ^ QUOTES;
+  const s = w ^ BACKSLASHES;
+  return ((((w - CONTROL_BOUND) & ~w) | ((q - ONES) & ~q) | ((s - ONES) & ~s)) & HIGH_BITS) !== 0;
+}
+
+const ONES = 0x01010101;
+const CONTROL_BOUND = 0x20202020;
+const QUOTES = 0x22222222;
+const BACKSLASHES = 0x5c5c5c5c;
+const HIGH_BITS = 0x80808080 | 0;
+
+/**
+ * The opening quote of a key without escapes or control characters whose closing quote is
+ * b[close], or -1: walked back four bytes at a time while none of them can end the key, then byte
+ * by byte.
+ */
+function keyOpeningQuote(b: Buffer, v: DataView, close: number): number {
+  const off = b.byteOffset;
+  let i = close - 1;
+  while (i >= 3 && !endsPlainRun(v.getInt32(off + i - 3, true))) i -= 4;
+  for (; i >= 0; i--) {
+    const c = b[i];
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH || c < 0x20) return -1;
+  }
+  return -1;
+}
+
+// The views of the last two keys read (the usage reader's are the same two every time).
+let firstKey: Buffer | null = null;
+let firstView: DataView = viewOfBytes(NULL);
+let secondKey: Buffer | null = null;
+let secondView: DataView = viewOfBytes(NULL);
 
 /**
  * Reads the object that ends at b[end] (its `}`) from that end, for a caller that finds the object
@@ -73,6 +115,15 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
   let c = b[i];
   while (isJsonSpace(c)) c = b[--i];
   if (c === OPEN) return i; // {}
+  const v = viewOf(b);
+  if (first !== firstKey) {
+    firstKey = first;
+    firstView = viewOfBytes(first);
+  }
+  if (second !== secondKey) {
+    secondKey = second;
+    secondView = viewOfBytes(second);
+  }
   for (;;) {
     // value, from its last byte
     let value = -1;
@@ -100,20 +151,17 @@ export function readFlatCountsBackwards(b: Buffer, end: number, first: Buffer, s
     // key, from its closing quote: one of the two read is compared in place (its bytes need no
     // other check); any other key is walked to its opening quote.
     if (c !== QUOTE) return -1;
-    if (keyEndsAt(b, i, second)) {
+    if (keyEndsAt(b, v, i, second, secondView)) {
       if (!secondSeen) flatCounts.second = value;
       secondSeen = true;
       i -= second.length + 1;
-    } else if (keyEndsAt(b, i, first)) {
+    } else if (keyEndsAt(b, v, i, first, firstView)) {
       if (!firstSeen) flatCounts.first = value;
       firstSeen = true;
       i -= first.length + 1;
     } else {
-      c = b[--i];
-      while (c !== QUOTE) {
-        if (i <= 0 || c === BACKSLASH || c < 0x20) return -1;
-        c = b[--i];
-      }
+      i = keyOpeningQuote(b, v, i);
+      if (i < 0) return -1;
     }
     c = b[--i];
     while (isJsonSpace(c)) c = b[--i];

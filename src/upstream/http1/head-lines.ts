@@ -10,6 +10,7 @@
  * a line without a colon, a bare CR or LF or a NUL.
  */
 import { malformed } from './errors.js';
+import { viewOf } from '../../byte-view.js';
 import { SHORTEST_USUAL_LONG_NAME, usualLongName, usualLongNameOf } from './usual-long-names.js';
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -31,6 +32,9 @@ export const HEAD_INCOMPLETE = -1;
 /** scanHead: a line that is not a plain header line (the text path names the fault). */
 export const HEAD_IRREGULAR = -2;
 
+/** HeadMarks' view before its first head. */
+const EMPTY_VIEW = new DataView(new ArrayBuffer(4));
+
 /** Where scanHead marks the header lines: four offsets per line (MARKS_PER_LINE), `n` of them in use. */
 export class HeadMarks {
   n = 0;
@@ -38,7 +42,7 @@ export class HeadMarks {
   /** Every byte of the head is ASCII (below 0x80): its text is then its UTF-8 too. */
   ascii = true;
   /** A view of the bytes scanned, and where the head starts in it: usualNameOfLine reads the long names there. */
-  view: DataView = view;
+  view: DataView = EMPTY_VIEW;
   viewStart = 0;
 }
 
@@ -53,22 +57,6 @@ function ends(c: number): boolean {
 /** Any byte of `v` below 0x0e (CR, LF, NUL, HTAB and the other low controls): the classic "has a byte less than n" test, per 32-bit word. */
 const LOW_BYTES = 0x0e0e0e0e;
 const HIGH_BITS = 0x80808080 | 0;
-
-/**
- * A DataView of the ArrayBuffer the last head was read from, kept while heads come from the same
- * one (the upstream reads' copies share Node's buffer pool, a new ArrayBuffer every few kilobytes).
- */
-let view: DataView = new DataView(new ArrayBuffer(4));
-let viewBuffer: ArrayBufferLike = view.buffer;
-
-function viewOf(buf: Buffer): DataView {
-  const b = buf.buffer;
-  if (b !== viewBuffer) {
-    view = new DataView(b);
-    viewBuffer = b;
-  }
-  return view;
-}
 
 /** The bits of every byte lineEnd passed since scanHead began, ORed: a high bit set means a byte above 0x7f. */
 let passedBits = 0;

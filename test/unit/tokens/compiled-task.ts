@@ -24,7 +24,7 @@ export function compiledTaskFile(): string {
 }
 
 /** Modules outside src/api/ and src/tokens/ that api/parse-task.ts imports, relative to src/. */
-const PARSE_BASE_MODULES = ['ascii-text', 'errors', 'two-generations'];
+const PARSE_BASE_MODULES = ['ascii-text', 'byte-view', 'errors', 'two-generations'];
 
 /** src/api/parse-task.ts compiled as compiledTaskFile() compiles the tokenizer's task (beside it, sharing its tokens/). */
 export function compiledParseTaskFile(): string {
