@@ -58,6 +58,29 @@ function ends(c: number): boolean {
 const LOW_BYTES = 0x0e0e0e0e;
 const HIGH_BITS = 0x80808080 | 0;
 
+const CASE_BIT = 0x20202020;
+const FROM_SMALL_A = 0x1f1f1f1f;
+const PAST_SMALL_Z = 0x05050505;
+const HYPHENS = 0x2d2d2d2d;
+const LOW_SEVEN = 0x7f7f7f7f;
+
+/**
+ * Whether the four bytes of `w` are letters (either case) or hyphens, as the usual header names'
+ * are: then they are token characters, and a name is read four bytes at a time (a name byte
+ * costs a read and a table lookup). Any other byte, a token character or not, leaves the word to
+ * the byte loop.
+ */
+function isNameWord(w: number): boolean {
+  if ((w & HIGH_BITS) !== 0) return false;
+  // Lower case, then each byte in a..z: from 0x61 a byte's high bit is set, from 0x7b as well.
+  const x = w | CASE_BIT;
+  const letters = ((x + FROM_SMALL_A) & ~(x + PAST_SMALL_Z)) & HIGH_BITS;
+  // Each byte that is a hyphen: its high bit set where the byte xor 0x2d is zero.
+  const h = w ^ HYPHENS;
+  const hyphens = ~(((h & LOW_SEVEN) + LOW_SEVEN) | h) & HIGH_BITS;
+  return (letters | hyphens) === HIGH_BITS;
+}
+
 /** The bits of every byte lineEnd passed since scanHead began, ORed: a high bit set means a byte above 0x7f. */
 let passedBits = 0;
 
@@ -122,6 +145,7 @@ export function scanHead(buf: Buffer, start: number, marks: HeadMarks): number {
       return buf[j + 1] === LF ? j + 2 : HEAD_IRREGULAR;
     }
     const nameStart = j;
+    while (j + 4 <= n && isNameWord(v.getInt32(off + j, true))) j += 4;
     while (j < n && TOKEN_CHAR[c = buf[j]] === 1) j++;
     if (j >= n) return HEAD_INCOMPLETE;
     if (c !== COLON || j === nameStart) return HEAD_IRREGULAR;

@@ -113,4 +113,48 @@ describe('response head lines', () => {
     expect(irregular).toBeGreaterThan(0);
     expect(irregular).toBeLessThan(heads);
   });
+
+  it('names read four bytes at a time while they are letters and hyphens: every byte at every place of a name, heads at any offset of their buffer', () => {
+    // Names of 1 to 10 bytes, letters of both cases and hyphens around one byte of any value (all
+    // 256) at each place, each head at offsets 0 to 3 of a buffer of letters: a name with a byte
+    // that is no token character is irregular, as the text reading says; one without is read.
+    const pool = new ArrayBuffer(128);
+    new Uint8Array(pool).fill(0x78);
+    const filler = 'aZ-zA';
+    let read = 0;
+    let refused = 0;
+    for (let len = 1; len <= 10; len++) {
+      for (let place = 0; place < len; place++) {
+        for (let byte = 0; byte < 256; byte++) {
+          if (byte === 0x3a || byte === 0x0d || byte === 0x0a) continue; // these end the name or the line, tested above
+          const name = Array.from({ length: len }, (_, k) => (k === place ? String.fromCharCode(byte) : filler[k % filler.length])).join('');
+          const head = `HTTP/1.1 200 OK\r\n${name}: v\r\n\r\n`;
+          const text = head.slice(0, -2);
+          let expected: string[] | null = null;
+          try {
+            expected = headerLines(text, text.indexOf('\r\n') + 2);
+          } catch (e) {
+            expect(e, JSON.stringify(head)).toBeInstanceOf(Http1Error);
+          }
+          for (let offset = 0; offset < 4; offset++) {
+            const buf = Buffer.from(pool, offset, head.length + 4);
+            buf.write(head + 'body', 0, 'latin1');
+            const marks = new HeadMarks();
+            const end = scanHead(buf, 0, marks);
+            if (expected === null) {
+              expect(end, JSON.stringify(head)).toBe(HEAD_IRREGULAR);
+              refused++;
+            } else {
+              expect(end, JSON.stringify(head)).toBe(head.length);
+              expect(headersAt(buf.toString('latin1', 0, end - 2), marks)).toEqual(expected);
+              read++;
+            }
+          }
+        }
+      }
+    }
+    // 77 token characters and 176 other bytes at each of the 55 places.
+    expect(read).toBe(55 * 77 * 4);
+    expect(refused).toBe(55 * (253 - 77) * 4);
+  });
 });
