@@ -19,6 +19,35 @@ function bothReadings(head: string): { bytes: string[]; text: string[]; end: num
   return { bytes: headersAt(text, marks), text: headerLines(text, from), end };
 }
 
+/** The text reading of a whole head (`head` ends with the blank line): its header lines, or null when it refuses the head (with an Http1Error). */
+function textReading(head: string): string[] | null {
+  const text = head.slice(0, -2);
+  try {
+    return headerLines(text, text.indexOf('\r\n') + 2);
+  } catch (e) {
+    expect(e, JSON.stringify(head)).toBeInstanceOf(Http1Error);
+    return null;
+  }
+}
+
+/**
+ * The byte reading of `head` written at `offset` of `pool`, checked against `expected` (the text
+ * reading): irregular when that refused it, else the same lines. Returns its marks.
+ */
+function checkByteReading(pool: ArrayBuffer, offset: number, head: string, expected: string[] | null): HeadMarks {
+  const buf = Buffer.from(pool, offset, head.length + 4);
+  buf.write(head + 'body', 0, 'latin1');
+  const marks = new HeadMarks();
+  const end = scanHead(buf, 0, marks);
+  if (expected === null) {
+    expect(end, JSON.stringify(head)).toBe(HEAD_IRREGULAR);
+  } else {
+    expect(end, JSON.stringify(head)).toBe(head.length);
+    expect(headersAt(buf.toString('latin1', 0, end - 2), marks)).toEqual(expected);
+  }
+  return marks;
+}
+
 describe('response head lines', () => {
   it('names as received, values without the SP and HTAB around them, obs-text kept; both readings agree', () => {
     const head = 'HTTP/1.1 200 OK\r\nContent-Type:application/json\r\nX-Pad: \t a b \t\r\nX-Empty:\r\nX-Latin: caf\u00e9\r\nx-mock-pod: mock\r\n\r\n';
@@ -86,26 +115,11 @@ describe('response head lines', () => {
         for (const special of specials) {
           const value = Array.from({ length: len }, (_, k) => (k === place ? String.fromCharCode(special) : String.fromCharCode(0x61 + (k % 26)))).join('');
           const head = `HTTP/1.1 200 OK\r\nX-A: ${value}\r\nX-Longer-Name: ${value}${value}\r\n\r\n`;
-          const text = head.slice(0, -2);
-          let expected: string[] | null = null;
-          try {
-            expected = headerLines(text, text.indexOf('\r\n') + 2);
-          } catch (e) {
-            expect(e, JSON.stringify(head)).toBeInstanceOf(Http1Error);
-          }
+          const expected = textReading(head);
           for (let offset = 0; offset < 8; offset++) {
-            const buf = Buffer.from(pools[heads++ % 2], offset, head.length + 4);
-            buf.write(head + 'body', 0, 'latin1');
-            const marks = new HeadMarks();
-            const end = scanHead(buf, 0, marks);
-            if (expected === null) {
-              expect(end, JSON.stringify(head)).toBe(HEAD_IRREGULAR);
-              irregular++;
-            } else {
-              expect(end, JSON.stringify(head)).toBe(head.length);
-              expect(headersAt(buf.toString('latin1', 0, end - 2), marks)).toEqual(expected);
-              expect(marks.ascii, JSON.stringify(head)).toBe(!/[\x80-\xff]/.test(head));
-            }
+            const marks = checkByteReading(pools[heads++ % 2], offset, head, expected);
+            if (expected === null) irregular++;
+            else expect(marks.ascii, JSON.stringify(head)).toBe(!/[\x80-\xff]/.test(head));
           }
         }
       }
@@ -129,26 +143,11 @@ describe('response head lines', () => {
           if (byte === 0x3a || byte === 0x0d || byte === 0x0a) continue; // these end the name or the line, tested above
           const name = Array.from({ length: len }, (_, k) => (k === place ? String.fromCharCode(byte) : filler[k % filler.length])).join('');
           const head = `HTTP/1.1 200 OK\r\n${name}: v\r\n\r\n`;
-          const text = head.slice(0, -2);
-          let expected: string[] | null = null;
-          try {
-            expected = headerLines(text, text.indexOf('\r\n') + 2);
-          } catch (e) {
-            expect(e, JSON.stringify(head)).toBeInstanceOf(Http1Error);
-          }
+          const expected = textReading(head);
           for (let offset = 0; offset < 4; offset++) {
-            const buf = Buffer.from(pool, offset, head.length + 4);
-            buf.write(head + 'body', 0, 'latin1');
-            const marks = new HeadMarks();
-            const end = scanHead(buf, 0, marks);
-            if (expected === null) {
-              expect(end, JSON.stringify(head)).toBe(HEAD_IRREGULAR);
-              refused++;
-            } else {
-              expect(end, JSON.stringify(head)).toBe(head.length);
-              expect(headersAt(buf.toString('latin1', 0, end - 2), marks)).toEqual(expected);
-              read++;
-            }
+            checkByteReading(pool, offset, head, expected);
+            if (expected === null) refused++;
+            else read++;
           }
         }
       }
