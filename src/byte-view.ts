@@ -1,8 +1,8 @@
 /**
  * A DataView over the memory of a Buffer, for reading four bytes at a time. Making one is an
- * allocation, so the last one made is kept while the buffers read come from the same ArrayBuffer: an answer's head and body are copies in Node's buffer pool
- * (a new ArrayBuffer every few kilobytes), read by the HTTP/1.1 client's head scan and then by the
- * usage reader. Read `buf` at `buf.byteOffset + i` through the view.
+ * allocation, so the last one made is kept while the buffers read come from the same ArrayBuffer:
+ * an answer's head and body are copies in Node's buffer pool (a new ArrayBuffer every few
+ * kilobytes), read by the HTTP/1.1 client's head scan and then by the usage reader. Read `buf` at `buf.byteOffset + i` through the view.
  */
 import type { Buffer } from 'node:buffer';
 

@@ -171,12 +171,7 @@ export class ScriptArgs {
     const buf = this.#buf;
     let at = this.#at;
     buf[at++] = DOLLAR;
-    if (len < 10) buf[at++] = ZERO + len;
-    else if (len < 100) {
-      const tens = (len / 10) | 0;
-      buf[at++] = ZERO + tens;
-      buf[at++] = ZERO + len - tens * 10;
-    } else at = putNumber(buf, at, len);
+    at = putNumber(buf, at, len);
     buf[at++] = CR;
     buf[at++] = LF;
     return at;
