@@ -3,19 +3,26 @@
  * or more in a new buffer is an ArrayBuffer of its own: about 1.2–1.4 µs of allocation per request,
  * and memory outside the JavaScript heap that waits for a collection to be freed, which held each
  * worker's resident memory 15 MB higher under an agent's load (docs/internals/performance-changes.md,
- * "Request bodies in memory used again").
+ * "Request bodies in memory used again"). A body of megabytes in new memory costs the event loop
+ * the kernel's mapping of its pages, a few milliseconds per 8 MB (the same file, "Large bodies in
+ * shared memory used again").
  *
  * The front reads a body of BODY_MEMORY_MIN_BYTES to BODY_MEMORY_MAX_BYTES announced by its
- * content-length into the smallest of these buffers (8 KiB to 256 KiB, powers of two) that holds it,
- * and gives it back when the request has ended (its record written: every user of the bytes, a
- * retry included, is done). Two other users can still hold the memory then:
+ * content-length into the smallest of these buffers (8 KiB to 256 KiB, powers of two) that holds it.
+ * A body a tokenizer thread parses (from ROUTER_TOKENIZER_PARSE_MIN_BYTES, 256 KiB by default) goes
+ * into shared memory (a SharedArrayBuffer) instead: up to SHARED_BODY_MEMORY_MAX_BYTES, into the
+ * smallest shared buffer of these sizes (8 KiB to 16 MiB) that holds it, kept apart from the
+ * others. Either is given back when the request has ended (its record written: every user of the
+ * bytes, a retry and a thread's parse included, is done). Two other users can still hold the
+ * memory then:
  * - a write to a pod queued for the end of the turn (request-head.ts): memory given back is free at
  *   the end of the turn, after the writes queued before it (turn-end.ts runs its tasks in order);
  * - a socket the kernel did not take a larger body's write from whole, which keeps the bytes until
- *   it has sent them: the HTTP/1.1 client says so (bodyKeptBySocket), and that memory leaves the
- *   pool; it is freed with the socket's write, as any buffer.
+ *   it has sent them: the HTTP/1.1 client says so (bodyKeptBySocket), and again once the socket has
+ *   sent them all (bodySentBySocket). Memory given back meanwhile is free only then; a socket closed
+ *   before it sent them never says so, and that memory is left to the garbage collector.
  * Smaller bodies come from Node's own pool (Buffer.allocUnsafe below 4 KiB), which costs less.
- * At most MAX_FREE_BYTES stay free per process.
+ * At most MAX_FREE_BYTES of ordinary and MAX_FREE_SHARED_BYTES of shared memory stay free per process.
  */
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from './turn-end.js';
@@ -29,15 +36,32 @@ const LARGEST_SHIFT = 18;
 export const BODY_MEMORY_MAX_BYTES = 1 << LARGEST_SHIFT;
 /** Free memory kept per process, at most. */
 export const MAX_FREE_BYTES = 4 * 1024 * 1024;
+/** The largest shared buffer: 16 MiB, ROUTER_MAX_BODY_BYTES' default. A larger body gets shared memory of its own. */
+const SHARED_LARGEST_SHIFT = 24;
+export const SHARED_BODY_MEMORY_MAX_BYTES = 1 << SHARED_LARGEST_SHIFT;
+/** Free shared memory kept per process, at most: a 16 MiB body's, or two of 8 MB. */
+export const MAX_FREE_SHARED_BYTES = 16 * 1024 * 1024;
 
-/** Free buffers by size: free[k] holds buffers of 2^(SMALLEST_SHIFT + k) bytes. */
-const free: Buffer[][] = Array.from({ length: LARGEST_SHIFT - SMALLEST_SHIFT + 1 }, () => []);
-let freeBytes = 0;
+/** Free buffers of one kind by size: lists[k] holds buffers of 2^(SMALLEST_SHIFT + k) bytes, `bytes` in all, at most `maxBytes`. */
+interface FreeMemory {
+  readonly lists: Buffer[][];
+  bytes: number;
+  readonly maxBytes: number;
+}
+
+function freeMemory(largestShift: number, maxBytes: number): FreeMemory {
+  return { lists: Array.from({ length: largestShift - SMALLEST_SHIFT + 1 }, () => []), bytes: 0, maxBytes };
+}
+
+const free = freeMemory(LARGEST_SHIFT, MAX_FREE_BYTES);
+const freeShared = freeMemory(SHARED_LARGEST_SHIFT, MAX_FREE_SHARED_BYTES);
 /** Given back in this turn: free once the turn's writes have gone. */
 const pending: Buffer[] = [];
 let releaseQueued = false;
-/** Memory a socket kept for a write (by its ArrayBuffer): never free again here. */
-const keptBySockets = new WeakSet<ArrayBufferLike>();
+/** Memory sockets hold for their writes (by its ArrayBuffer): how many writes of it they have not sent yet. */
+const heldBySockets = new WeakMap<ArrayBufferLike, number>();
+/** Memory given back while a socket held it: free once the socket has sent it. */
+const givenBackWhileHeld = new WeakMap<ArrayBufferLike, Buffer>();
 let kept = 0;
 
 /** Whether a body of `size` bytes (announced by its content-length) is read into the pool's memory. */
@@ -54,12 +78,31 @@ function sizeClass(size: number): number {
 /** A whole buffer of the pool's for a body of `size` bytes (inBodyMemorySizes(size)); its first `size` bytes take the body. */
 export function takeBodyMemory(size: number): Buffer {
   const k = sizeClass(size);
-  const got = free[k].pop();
+  const got = free.lists[k].pop();
   if (got !== undefined) {
-    freeBytes -= got.length;
+    free.bytes -= got.length;
     return got;
   }
   return Buffer.allocUnsafeSlow(1 << (SMALLEST_SHIFT + k));
+}
+
+/** Whether a body of `size` bytes that goes into shared memory is read into the pool's shared memory. */
+export function inSharedBodyMemorySizes(size: number): boolean {
+  return size <= SHARED_BODY_MEMORY_MAX_BYTES;
+}
+
+/**
+ * A whole shared buffer of the pool's for a body of `size` bytes (inSharedBodyMemorySizes(size));
+ * its first `size` bytes take the body. New memory is zeroed, as every SharedArrayBuffer is.
+ */
+export function takeSharedBodyMemory(size: number): Buffer {
+  const k = sizeClass(size);
+  const got = freeShared.lists[k].pop();
+  if (got !== undefined) {
+    freeShared.bytes -= got.length;
+    return got;
+  }
+  return Buffer.from(new SharedArrayBuffer(1 << (SMALLEST_SHIFT + k)));
 }
 
 /**
@@ -76,28 +119,57 @@ export function giveBackBodyMemory(memory: Buffer): void {
 
 /**
  * The HTTP/1.1 client wrote `body` and the socket still holds bytes to send: if `body` lies in
- * the pool's memory, that memory stays the socket's (it is not free again when given back).
+ * the pool's memory, that memory is not free again, whether given back or not, until the socket
+ * has sent them (bodySentBySocket, once for each call of this).
  */
 export function bodyKeptBySocket(body: Buffer): void {
-  keptBySockets.add(body.buffer);
+  const ab = body.buffer;
+  heldBySockets.set(ab, (heldBySockets.get(ab) ?? 0) + 1);
+}
+
+/** The socket that kept `body` (bodyKeptBySocket) has sent it: its memory, if given back meanwhile, is free now. */
+export function bodySentBySocket(body: Buffer): void {
+  const ab = body.buffer;
+  const n = heldBySockets.get(ab);
+  if (n === undefined) return;
+  if (n > 1) {
+    heldBySockets.set(ab, n - 1);
+    return;
+  }
+  heldBySockets.delete(ab);
+  const memory = givenBackWhileHeld.get(ab);
+  if (memory === undefined) return;
+  givenBackWhileHeld.delete(ab);
+  kept--;
+  makeFree(memory);
 }
 
 function releasePending(): void {
   releaseQueued = false;
   for (let i = 0; i < pending.length; i++) {
     const memory = pending[i];
-    if (keptBySockets.has(memory.buffer)) {
+    if (heldBySockets.has(memory.buffer)) {
+      givenBackWhileHeld.set(memory.buffer, memory);
       kept++;
       continue;
     }
-    if (freeBytes + memory.length > MAX_FREE_BYTES) continue;
-    free[sizeClass(memory.length)].push(memory);
-    freeBytes += memory.length;
+    makeFree(memory);
   }
   pending.length = 0;
 }
 
-/** For tests: buffers given back that sockets kept, the bytes free now, and the buffers given back in this turn. */
-export function bodyMemoryStats(): { keptBySockets: number; freeBytes: number; pending: number } {
-  return { keptBySockets: kept, freeBytes, pending: pending.length };
+/** `memory`, which no request or socket uses any more, into its free list (unless that holds its most). */
+function makeFree(memory: Buffer): void {
+  const to = memory.buffer instanceof SharedArrayBuffer ? freeShared : free;
+  if (to.bytes + memory.length > to.maxBytes) return;
+  to.lists[sizeClass(memory.length)].push(memory);
+  to.bytes += memory.length;
+}
+
+/**
+ * For tests: buffers given back while sockets held them and not free yet (or left to the garbage
+ * collector), the bytes free now (ordinary and shared), and the buffers given back in this turn.
+ */
+export function bodyMemoryStats(): { keptBySockets: number; freeBytes: number; freeSharedBytes: number; pending: number } {
+  return { keptBySockets: kept, freeBytes: free.bytes, freeSharedBytes: freeShared.bytes, pending: pending.length };
 }

@@ -1,21 +1,31 @@
 /**
  * A request body read into memory used again from one request to the next (body-memory.ts): the
- * exchange holds it from the body's first byte until its record is written.
+ * exchange holds it from the body's first byte until its record is written. A body a tokenizer
+ * thread parses lies in the pool's shared memory, and the pipeline's end (which writes the record)
+ * waits for the thread's answer, so the thread is done with it by then.
  */
 import { Buffer } from 'node:buffer';
 import type { Exchange } from './exchange.js';
 import { joinChunkedBody, newBodyBuffer, inSharedMemory } from './body-buffer.js';
-import { BODY_MEMORY_MAX_BYTES, giveBackBodyMemory, inBodyMemorySizes, takeBodyMemory } from '../body-memory.js';
+import {
+  BODY_MEMORY_MAX_BYTES, giveBackBodyMemory, inBodyMemorySizes, inSharedBodyMemorySizes, takeBodyMemory, takeSharedBodyMemory,
+} from '../body-memory.js';
 
 /**
  * The buffer `x`'s body of `size` bytes (its content-length) is read into: the first `size`
- * bytes of the pool's memory, which `x` then holds (`pooledBody`) until releaseBody, or a buffer
- * of its own (newBodyBuffer: shared memory for a body a tokenizer thread parses, new memory for
- * one outside the pool's sizes).
+ * bytes of the pool's memory (its shared memory for a body a tokenizer thread parses), which `x`
+ * then holds (`pooledBody`) until releaseBody, or a buffer of its own (newBodyBuffer) for a body
+ * outside the pool's sizes.
  */
 export function bodyBufferFor(x: Exchange, size: number, sharedMinBytes: number): Buffer {
-  if (!inBodyMemorySizes(size) || inSharedMemory(size, sharedMinBytes)) return newBodyBuffer(size, sharedMinBytes);
-  const memory = takeBodyMemory(size);
+  let memory: Buffer;
+  if (inSharedMemory(size, sharedMinBytes)) {
+    if (!inSharedBodyMemorySizes(size)) return newBodyBuffer(size, sharedMinBytes);
+    memory = takeSharedBodyMemory(size);
+  } else {
+    if (!inBodyMemorySizes(size)) return newBodyBuffer(size, sharedMinBytes);
+    memory = takeBodyMemory(size);
+  }
   x.pooledBody = memory;
   return memory.subarray(0, size);
 }
@@ -52,17 +62,30 @@ export function appendChunkedPiece(x: Exchange, chunks: Buffer[], piece: Uint8Ar
 
 /**
  * `x`'s chunked body of `size` bytes once all of it came (appendChunkedPiece): where it lies in
- * the pool's memory, or joined from `chunks`; in shared memory from `sharedMinBytes` on (a copy,
- * the pool's memory then given back).
+ * the pool's memory, or joined from `chunks`; in shared memory from `sharedMinBytes` on (a copy
+ * into the pool's shared memory when it holds the size, which `x` then holds; the pool's ordinary
+ * memory then given back).
  */
 export function chunkedBody(x: Exchange, chunks: readonly Buffer[], size: number, sharedMinBytes: number): Buffer {
   const memory = x.pooledBody;
-  if (memory === null) return joinChunkedBody(chunks, size, sharedMinBytes);
-  if (!inSharedMemory(size, sharedMinBytes)) return memory.subarray(0, size);
-  x.pooledBody = null;
-  const shared = joinChunkedBody([memory.subarray(0, size)], size, sharedMinBytes);
-  giveBackBodyMemory(memory);
-  return shared;
+  if (!inSharedMemory(size, sharedMinBytes)) return memory === null ? joinChunkedBody(chunks, size, sharedMinBytes) : memory.subarray(0, size);
+  const pieces = memory === null ? chunks : [memory.subarray(0, size)];
+  let body: Buffer;
+  if (inSharedBodyMemorySizes(size)) {
+    const shared = takeSharedBodyMemory(size);
+    let at = 0;
+    for (let i = 0; i < pieces.length; i++) {
+      shared.set(pieces[i], at);
+      at += pieces[i].length;
+    }
+    x.pooledBody = shared;
+    body = shared.subarray(0, size);
+  } else {
+    x.pooledBody = null;
+    body = joinChunkedBody(pieces, size, sharedMinBytes);
+  }
+  if (memory !== null) giveBackBodyMemory(memory);
+  return body;
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -111,3 +111,38 @@ describe.each([
     }
   });
 });
+
+// Bodies a tokenizer thread parses (256 KiB and more by default) are read into shared memory used
+// again (up to 16 MiB). A body of megabytes is more than the kernel takes from one write to the pod,
+// so its memory stays the socket's until it has gone; only then may another body be read into it.
+describe('request bodies of megabytes in shared memory used again (built router, real pod)', () => {
+  const pod = routerOnRecordingPod({ env: { ROUTER_MAX_BODY_BYTES: String(8 << 20) } });
+
+  it('forwards each of many concurrent bodies of 0.3-4 MB with its own bytes, uploads cut short among them', async () => {
+    const port = Number(new URL(pod.router.url).port);
+    const next = seededBelow(20261206);
+    const sent: string[] = [];
+    const jobs: (() => Promise<void>)[] = [];
+    for (let i = 0; i < 40; i++) {
+      const text = body(i, 300_000 + next(3_700_000));
+      if (i % 8 === 3) {
+        jobs.push(() => cutUpload(port, text));
+        continue;
+      }
+      sent.push(text);
+      jobs.push(async () => {
+        const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+        expect(r.status).toBe(200);
+        await r.text();
+      });
+    }
+    let at = 0;
+    await Promise.all(Array.from({ length: 6 }, async () => {
+      while (at < jobs.length) await jobs[at++]();
+    }));
+    expect(pod.received.length).toBe(sent.length);
+    expect([...pod.received].sort()).toEqual([...sent].sort());
+    const metrics = await (await fetch(`${pod.router.url}/metrics`)).text();
+    expect(sample(metrics, 'inference_router_large_body_parses_total{where="thread"}')).toBe(sent.length);
+  }, 120_000);
+});

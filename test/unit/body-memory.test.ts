@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { connect, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import {
-  BODY_MEMORY_MAX_BYTES, BODY_MEMORY_MIN_BYTES, bodyMemoryStats, giveBackBodyMemory, inBodyMemorySizes, MAX_FREE_BYTES, takeBodyMemory,
+  BODY_MEMORY_MAX_BYTES, BODY_MEMORY_MIN_BYTES, bodyMemoryStats, giveBackBodyMemory, inBodyMemorySizes, inSharedBodyMemorySizes, MAX_FREE_BYTES,
+  MAX_FREE_SHARED_BYTES, SHARED_BODY_MEMORY_MAX_BYTES, takeBodyMemory, takeSharedBodyMemory,
 } from '../../src/body-memory.js';
 import { requestHead, writeRequest } from '../../src/upstream/http1/request-head.js';
 import { pausedServer } from '../helpers/paused-server.js';
@@ -12,6 +13,11 @@ const turnEnd = (): Promise<void> => new Promise((r) => setImmediate(r));
 /** Takes every free buffer, so that the next take of a size is the last of that size given back. */
 function emptyPool(): void {
   while (bodyMemoryStats().freeBytes > 0) for (let size = 8192; size <= BODY_MEMORY_MAX_BYTES; size *= 2) takeBodyMemory(size);
+}
+
+/** Takes every free shared buffer. */
+function emptySharedPool(): void {
+  while (bodyMemoryStats().freeSharedBytes > 0) for (let size = 8192; size <= SHARED_BODY_MEMORY_MAX_BYTES; size *= 2) takeSharedBodyMemory(size);
 }
 
 /** A pod on loopback (pausedServer) and one connection to it: what it got, read once `read()` is called. */
@@ -35,6 +41,34 @@ describe('body memory: sizes', () => {
     expect([4095, 4096, 262144, 262145].map(inBodyMemorySizes)).toEqual([false, true, true, false]);
     const sizes = [4096, 8192, 8193, 16384, 16385, 40000, 65536, 65537, 200000, 262144];
     expect(sizes.map((n) => takeBodyMemory(n).length)).toEqual([8192, 8192, 16384, 16384, 32768, 65536, 65536, 131072, 262144, 262144]);
+  });
+});
+
+describe('shared body memory', () => {
+  it('takes bodies up to 16 MiB into the smallest power of two from 8 KiB that holds it, in SharedArrayBuffers', () => {
+    expect(SHARED_BODY_MEMORY_MAX_BYTES).toBe(16 * 1024 * 1024);
+    expect([1, SHARED_BODY_MEMORY_MAX_BYTES, SHARED_BODY_MEMORY_MAX_BYTES + 1].map(inSharedBodyMemorySizes)).toEqual([true, true, false]);
+    const sizes = [1, 8192, 8193, 262145, 300_000, 8_000_000, SHARED_BODY_MEMORY_MAX_BYTES];
+    const taken = sizes.map((n) => takeSharedBodyMemory(n));
+    expect(taken.map((m) => m.length)).toEqual([8192, 8192, 16384, 524288, 524288, 8 << 20, 16 << 20]);
+    for (const m of taken) expect(m.buffer).toBeInstanceOf(SharedArrayBuffer);
+  });
+
+  it(`is kept apart from the ordinary memory, at most ${MAX_FREE_SHARED_BYTES} bytes free`, async () => {
+    await turnEnd();
+    emptySharedPool();
+    const shared = takeSharedBodyMemory(6000);
+    giveBackBodyMemory(shared);
+    await turnEnd();
+    expect(bodyMemoryStats().freeSharedBytes).toBe(8192);
+    expect(takeBodyMemory(6000)).not.toBe(shared);
+    expect(takeSharedBodyMemory(6000)).toBe(shared);
+    const large = [takeSharedBodyMemory(8_000_000), takeSharedBodyMemory(8_000_000), takeSharedBodyMemory(8_000_000)];
+    for (const m of large) giveBackBodyMemory(m);
+    await turnEnd();
+    expect(bodyMemoryStats().freeSharedBytes).toBe(MAX_FREE_SHARED_BYTES);
+    expect(takeSharedBodyMemory(5_000_000)).toBe(large[1]);
+    expect(takeSharedBodyMemory(5_000_000)).toBe(large[0]);
   });
 });
 
@@ -111,6 +145,73 @@ describe('body memory given back', () => {
       expect(await received(pod.got, all.length)).toBe(all);
     } finally {
       pod.socket.destroy();
+      pod.server.close();
+    }
+  });
+
+  /**
+   * Writes bodies of `size` in pool memory (given back at once) until the socket holds bytes it has
+   * not sent; the last memory, every memory used, and what was sent.
+   */
+  async function fillSocket(socket: Socket, size: number): Promise<{ memory: Buffer; used: Set<Buffer>; sent: string[] }> {
+    const sent: string[] = [];
+    const used = new Set<Buffer>();
+    let memory: Buffer | null = null;
+    for (let i = 0; i < 200 && socket.writableLength === 0; i++) {
+      memory = size <= BODY_MEMORY_MAX_BYTES ? takeBodyMemory(size) : takeSharedBodyMemory(size);
+      used.add(memory);
+      const body = memory.subarray(0, size).fill(97 + (i % 26));
+      const head = requestHead('POST', `/r${i}`, 'pod:80', [], body);
+      writeRequest(socket, head, body);
+      sent.push(head + body.toString('latin1'));
+      giveBackBodyMemory(memory);
+      await turnEnd();
+    }
+    expect(socket.writableLength).toBeGreaterThan(0);
+    return { memory: memory!, used, sent };
+  }
+
+  it('memory a socket held is free again once the socket has sent it all, ordinary and shared', async () => {
+    for (const size of [200_000, 3_000_000]) {
+      const pod = await podThatReadsLater();
+      try {
+        await turnEnd();
+        emptyPool();
+        emptySharedPool();
+        const before = bodyMemoryStats().keptBySockets;
+        const { used, sent } = await fillSocket(pod.socket, size);
+        expect(bodyMemoryStats().keptBySockets).toBeGreaterThan(before);
+        pod.read();
+        const all = sent.join('');
+        expect(await received(pod.got, all.length)).toBe(all);
+        for (let i = 0; i < 100 && bodyMemoryStats().keptBySockets > before; i++) await new Promise((r) => setTimeout(r, 5));
+        expect(bodyMemoryStats().keptBySockets).toBe(before);
+        // Free again, as much of it as the pool keeps: the next body of its size gets one of them.
+        expect(bodyMemoryStats()[size <= BODY_MEMORY_MAX_BYTES ? 'freeBytes' : 'freeSharedBytes']).toBeGreaterThan(0);
+        const again = size <= BODY_MEMORY_MAX_BYTES ? takeBodyMemory(size) : takeSharedBodyMemory(size);
+        expect(used.has(again)).toBe(true);
+      } finally {
+        pod.socket.destroy();
+        pod.server.close();
+      }
+    }
+  });
+
+  it('memory a socket held is free again once the socket is destroyed before it sent it', async () => {
+    const pod = await podThatReadsLater();
+    try {
+      await turnEnd();
+      emptyPool();
+      const before = bodyMemoryStats().keptBySockets;
+      const { memory, used } = await fillSocket(pod.socket, 200_000);
+      expect(bodyMemoryStats().keptBySockets).toBeGreaterThan(before);
+      expect(bodyMemoryStats().freeBytes).toBe(0);
+      expect(takeBodyMemory(200_000)).not.toBe(memory);
+      pod.socket.destroy();
+      for (let i = 0; i < 100 && bodyMemoryStats().keptBySockets > before; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(bodyMemoryStats().keptBySockets).toBe(before);
+      expect(used.has(takeBodyMemory(200_000))).toBe(true);
+    } finally {
       pod.server.close();
     }
   });

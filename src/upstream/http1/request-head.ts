@@ -13,7 +13,7 @@
 import type { Socket } from 'node:net';
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from '../../turn-end.js';
-import { bodyKeptBySocket } from '../../body-memory.js';
+import { bodyKeptBySocket, bodySentBySocket } from '../../body-memory.js';
 
 /** Bodies up to this size are copied behind the head into one buffer. */
 const COPY_LIMIT = 16 * 1024;
@@ -39,13 +39,14 @@ export function writeRequest(socket: Socket, head: string, body: Buffer | null):
     writeAtTurnEnd(socket, head, body);
     return;
   }
+  // The socket holds the body's memory until it has sent it (or failed to), which its callback
+  // says; the memory must not be used again for another body before then (body-memory.ts). The
+  // callback comes after the write is over, also when the socket is destroyed first.
+  bodyKeptBySocket(body);
   socket.cork();
   socket.write(head, 'latin1');
-  socket.write(body);
+  socket.write(body, () => bodySentBySocket(body));
   socket.uncork();
-  // The kernel did not take it all (or the socket is still connecting): the socket holds the
-  // body's memory until it has sent it, so that memory must not be used again for another body.
-  if (socket.writableLength !== 0) bodyKeptBySocket(body);
 }
 
 // Requests waiting for the end of the turn: socket i takes head i and body i, for i below

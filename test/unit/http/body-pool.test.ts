@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { appendChunkedPiece, bodyBufferFor, chunkedBody, releaseBody } from '../../../src/http/body-pool.js';
-import { bodyMemoryStats } from '../../../src/body-memory.js';
+import { bodyMemoryStats, SHARED_BODY_MEMORY_MAX_BYTES } from '../../../src/body-memory.js';
 import type { Exchange } from '../../../src/http/exchange.js';
 
 const turnEnd = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -20,13 +20,41 @@ describe('a request body in memory used again', () => {
     expect(b.byteOffset).toBe(x.pooledBody!.byteOffset);
   });
 
-  it('is not used for a body outside the pool\'s sizes, or one a tokenizer thread parses (shared memory)', () => {
-    for (const [size, sharedMin] of [[4095, 0], [262145, 0], [6000, 4096], [100_000, 65536]] as const) {
+  it('is not used for a body outside the pool\'s sizes', () => {
+    for (const [size, sharedMin] of [[4095, 0], [262145, 0], [SHARED_BODY_MEMORY_MAX_BYTES + 1, 4096]] as const) {
       const x = exchange();
       expect(bodyBufferFor(x, size, sharedMin).length).toBe(size);
       expect(x.pooledBody).toBeNull();
     }
-    expect(bodyBufferFor(exchange(), 6000, 4096).buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(bodyBufferFor(exchange(), SHARED_BODY_MEMORY_MAX_BYTES + 1, 4096).buffer).toBeInstanceOf(SharedArrayBuffer);
+  });
+
+  it('lies in the pool\'s shared memory for a body a tokenizer thread parses (from `sharedMin` on), up to 16 MiB', () => {
+    for (const [size, sharedMin, whole] of [[6000, 4096, 8192], [100_000, 65536, 131072], [300_000, 262144, 524288], [8_000_000, 262144, 8 << 20], [SHARED_BODY_MEMORY_MAX_BYTES, 262144, 16 << 20]] as const) {
+      const x = exchange();
+      const b = bodyBufferFor(x, size, sharedMin);
+      expect(b.length).toBe(size);
+      expect(b.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(x.pooledBody!.length).toBe(whole);
+      expect(b.buffer).toBe(x.pooledBody!.buffer);
+    }
+  });
+
+  it('a shared body given back is taken again for the next body of its size, not for an ordinary one', async () => {
+    await turnEnd();
+    const x = exchange();
+    x.body = bodyBufferFor(x, 300_000, 262144);
+    const memory = x.pooledBody!;
+    const freeBefore = bodyMemoryStats().freeSharedBytes;
+    releaseBody(x);
+    await turnEnd();
+    expect(bodyMemoryStats().freeSharedBytes).toBe(freeBefore + memory.length);
+    const ordinary = exchange();
+    bodyBufferFor(ordinary, 8000, 0);
+    expect(ordinary.pooledBody!.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+    const next = exchange();
+    next.body = bodyBufferFor(next, 400_000, 262144);
+    expect(next.pooledBody).toBe(memory);
   });
 
   it('releaseBody gives the memory back once and leaves the exchange an empty body', async () => {
@@ -81,19 +109,30 @@ describe('a chunked body in memory used again', () => {
     expect(chunks.length).toBeGreaterThan(1);
   });
 
-  it('is copied into shared memory from the tokenizer threads\' size on, its memory given back', async () => {
+  it('is copied into the pool\'s shared memory from the tokenizer threads\' size on, its ordinary memory given back', async () => {
     await turnEnd();
     const t = text(9000);
     const before = bodyMemoryStats().pending;
     const { body, x } = arrive(t, [4000], 8192);
     expect(body.buffer).toBeInstanceOf(SharedArrayBuffer);
     expect(body.equals(t)).toBe(true);
-    expect(x.pooledBody).toBeNull();
+    expect(x.pooledBody!.buffer).toBe(body.buffer);
+    expect(x.pooledBody!.length).toBe(16384);
     // The 8 KiB memory it outgrew, and the 16 KiB one it was copied from.
     expect(bodyMemoryStats().pending).toBe(before + 2);
     const small = arrive(text(5000), [4000], 8192);
     expect(small.body.buffer).not.toBeInstanceOf(SharedArrayBuffer);
     expect(small.x.pooledBody).not.toBeNull();
+  });
+
+  it('past the pool\'s largest ordinary size, its copies are joined into the pool\'s shared memory', () => {
+    const t = text(300_000);
+    const { body, x, chunks } = arrive(t, [100_000, 7], 262144);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(body.equals(t)).toBe(true);
+    expect(body.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(x.pooledBody!.length).toBe(524288);
+    expect(x.pooledBody!.buffer).toBe(body.buffer);
   });
 
   it('takes no memory for an empty body', () => {
