@@ -106,8 +106,8 @@ export function takeSharedBodyMemory(size: number): Buffer {
 }
 
 /**
- * `memory` (from takeBodyMemory) is no longer the request's: free at the end of this turn, unless
- * a socket kept it. The caller drops every view of it first, and gives it back once.
+ * `memory` (from takeBodyMemory or takeSharedBodyMemory) is no longer the request's: free at the
+ * end of this turn, or once the sockets that hold it have sent it. The caller drops every view of it first, and gives it back once.
  */
 export function giveBackBodyMemory(memory: Buffer): void {
   pending.push(memory);
@@ -118,16 +118,19 @@ export function giveBackBodyMemory(memory: Buffer): void {
 }
 
 /**
- * The HTTP/1.1 client wrote `body` and the socket still holds bytes to send: if `body` lies in
- * the pool's memory, that memory is not free again, whether given back or not, until the socket
- * has sent them (bodySentBySocket, once for each call of this).
+ * The HTTP/1.1 client is about to write `body` on a socket, which holds it until it has sent it:
+ * if `body` lies in the pool's memory, that memory is not free again, whether given back or not,
+ * until the socket says so (bodySentBySocket, once for each call of this).
  */
 export function bodyKeptBySocket(body: Buffer): void {
   const ab = body.buffer;
   heldBySockets.set(ab, (heldBySockets.get(ab) ?? 0) + 1);
 }
 
-/** The socket that kept `body` (bodyKeptBySocket) has sent it: its memory, if given back meanwhile, is free now. */
+/**
+ * The socket that kept `body` (bodyKeptBySocket) is done with it (sent, or the write failed): its
+ * memory, if given back meanwhile and no other socket holds it, is free now.
+ */
 export function bodySentBySocket(body: Buffer): void {
   const ab = body.buffer;
   const n = heldBySockets.get(ab);
