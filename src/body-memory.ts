@@ -75,15 +75,21 @@ function sizeClass(size: number): number {
   return shift <= SMALLEST_SHIFT ? 0 : shift - SMALLEST_SHIFT;
 }
 
+/** A free buffer of `from` for `size` bytes, or undefined when it has none of that size. */
+function takeFree(from: FreeMemory, size: number): Buffer | undefined {
+  const got = from.lists[sizeClass(size)].pop();
+  if (got !== undefined) from.bytes -= got.length;
+  return got;
+}
+
+/** The size of the buffers that hold `size` bytes. */
+function classBytes(size: number): number {
+  return 1 << (SMALLEST_SHIFT + sizeClass(size));
+}
+
 /** A whole buffer of the pool's for a body of `size` bytes (inBodyMemorySizes(size)); its first `size` bytes take the body. */
 export function takeBodyMemory(size: number): Buffer {
-  const k = sizeClass(size);
-  const got = free.lists[k].pop();
-  if (got !== undefined) {
-    free.bytes -= got.length;
-    return got;
-  }
-  return Buffer.allocUnsafeSlow(1 << (SMALLEST_SHIFT + k));
+  return takeFree(free, size) ?? Buffer.allocUnsafeSlow(classBytes(size));
 }
 
 /** Whether a body of `size` bytes that goes into shared memory is read into the pool's shared memory. */
@@ -96,13 +102,7 @@ export function inSharedBodyMemorySizes(size: number): boolean {
  * its first `size` bytes take the body. New memory is zeroed, as every SharedArrayBuffer is.
  */
 export function takeSharedBodyMemory(size: number): Buffer {
-  const k = sizeClass(size);
-  const got = freeShared.lists[k].pop();
-  if (got !== undefined) {
-    freeShared.bytes -= got.length;
-    return got;
-  }
-  return Buffer.from(new SharedArrayBuffer(1 << (SMALLEST_SHIFT + k)));
+  return takeFree(freeShared, size) ?? Buffer.from(new SharedArrayBuffer(classBytes(size)));
 }
 
 /**

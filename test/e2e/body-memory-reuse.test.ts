@@ -44,6 +44,21 @@ async function chunked(port: number, text: string, next: (n: number) => number):
   return statusLine(await raw(port, parts, { gapMs: 1, waitMs: 10_000 }));
 }
 
+/** Runs `jobs` in order, `width` at a time. */
+async function inTurn(jobs: readonly (() => Promise<void>)[], width: number): Promise<void> {
+  let at = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (at < jobs.length) await jobs[at++]();
+  }));
+}
+
+/** Posts `text` as a chat body; the router answers 200. */
+async function post(url: string, text: string): Promise<void> {
+  const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+  expect(r.status).toBe(200);
+  await r.text();
+}
+
 /** A body longer than its content-length: its first content-length bytes are not JSON, answered 400. */
 async function overlong(port: number, text: string): Promise<string> {
   return statusLine(await raw(port, [`${HEAD}content-length: ${Buffer.byteLength(text) - 100}\r\n\r\n${text}`], { waitMs: 3000 }));
@@ -82,17 +97,10 @@ describe.each([
         jobs.push(async () => expect(await chunked(port, text, next)).toBe('HTTP/1.1 200 OK'));
         continue;
       }
-      jobs.push(async () => {
-        const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
-        expect(r.status).toBe(200);
-        await r.text();
-      });
+      jobs.push(() => post(pod.router.url, text));
     }
     // 24 at a time: bodies of earlier requests are given back while later ones arrive.
-    let at = 0;
-    await Promise.all(Array.from({ length: 24 }, async () => {
-      while (at < jobs.length) await jobs[at++]();
-    }));
+    await inTurn(jobs, 24);
     expect(pod.received.length).toBe(sent.length);
     expect([...pod.received].sort()).toEqual([...sent].sort());
     // Most are in the pool's sizes (4-256 KiB), of them some the HTTP/1.1 client copies into its
@@ -130,16 +138,9 @@ describe('request bodies of megabytes in shared memory used again (built router,
         continue;
       }
       sent.push(text);
-      jobs.push(async () => {
-        const r = await fetch(`${pod.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
-        expect(r.status).toBe(200);
-        await r.text();
-      });
+      jobs.push(() => post(pod.router.url, text));
     }
-    let at = 0;
-    await Promise.all(Array.from({ length: 6 }, async () => {
-      while (at < jobs.length) await jobs[at++]();
-    }));
+    await inTurn(jobs, 6);
     expect(pod.received.length).toBe(sent.length);
     expect([...pod.received].sort()).toEqual([...sent].sort());
     const metrics = await (await fetch(`${pod.router.url}/metrics`)).text();

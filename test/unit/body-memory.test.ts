@@ -15,6 +15,12 @@ function emptyPool(): void {
   while (bodyMemoryStats().freeBytes > 0) for (let size = 8192; size <= BODY_MEMORY_MAX_BYTES; size *= 2) takeBodyMemory(size);
 }
 
+/** Waits (up to 0.5 s) until the buffers sockets held are down to `before` again, and checks they are. */
+async function returned(before: number): Promise<void> {
+  for (let i = 0; i < 100 && bodyMemoryStats().keptBySockets > before; i++) await new Promise((r) => setTimeout(r, 5));
+  expect(bodyMemoryStats().keptBySockets).toBe(before);
+}
+
 /** Takes every free shared buffer. */
 function emptySharedPool(): void {
   while (bodyMemoryStats().freeSharedBytes > 0) for (let size = 8192; size <= SHARED_BODY_MEMORY_MAX_BYTES; size *= 2) takeSharedBodyMemory(size);
@@ -32,6 +38,28 @@ async function podThatReadsLater(): Promise<{ server: Server; socket: Socket; go
 async function received(got: Buffer[], size: number): Promise<string> {
   for (let waited = 0; got.reduce((n, d) => n + d.length, 0) < size && waited < 1000; waited++) await new Promise((r) => setTimeout(r, 5));
   return Buffer.concat(got).toString('latin1');
+}
+
+/**
+ * Writes bodies of `size` in pool memory (given back at once) until the socket holds bytes it has
+ * not sent; the last memory, every memory used, and what was sent.
+ */
+async function fillSocket(socket: Socket, size: number): Promise<{ memory: Buffer; used: Set<Buffer>; sent: string[] }> {
+  const sent: string[] = [];
+  const used = new Set<Buffer>();
+  let memory: Buffer | null = null;
+  for (let i = 0; i < 200 && socket.writableLength === 0; i++) {
+    memory = size <= BODY_MEMORY_MAX_BYTES ? takeBodyMemory(size) : takeSharedBodyMemory(size);
+    used.add(memory);
+    const body = memory.subarray(0, size).fill(97 + (i % 26));
+    const head = requestHead('POST', `/r${i}`, 'pod:80', [], body);
+    writeRequest(socket, head, body);
+    sent.push(head + body.toString('latin1'));
+    giveBackBodyMemory(memory);
+    await turnEnd();
+  }
+  expect(socket.writableLength).toBeGreaterThan(0);
+  return { memory: memory!, used, sent };
 }
 
 describe('body memory: sizes', () => {
@@ -116,80 +144,29 @@ describe('body memory given back', () => {
     }
   });
 
-  it('a larger body a socket has not sent whole stays the socket\'s: its bytes go out as they were, and the memory is not taken again', async () => {
-    const pod = await podThatReadsLater();
-    try {
-      await turnEnd();
-      emptyPool();
-      const before = bodyMemoryStats().keptBySockets;
-      // The peer does not read: the kernel's buffers fill, and it stops taking the writes whole.
-      const sent: string[] = [];
-      let memory: Buffer | null = null;
-      for (let i = 0; i < 200 && pod.socket.writableLength === 0; i++) {
-        memory = takeBodyMemory(200_000);
-        const body = memory.subarray(0, 200_000).fill(97 + (i % 26));
-        const head = requestHead('POST', `/r${i}`, 'pod:80', [], body);
-        writeRequest(pod.socket, head, body);
-        sent.push(head + body.toString('latin1'));
-        giveBackBodyMemory(memory);
-        await turnEnd();
-      }
-      expect(pod.socket.writableLength).toBeGreaterThan(0);
-      expect(bodyMemoryStats().keptBySockets).toBeGreaterThan(before);
-      // Its memory was given back, but the socket holds it: a body of the same size gets other memory.
-      const next = takeBodyMemory(200_000);
-      expect(next).not.toBe(memory);
-      next.fill('!');
-      pod.read();
-      const all = sent.join('');
-      expect(await received(pod.got, all.length)).toBe(all);
-    } finally {
-      pod.socket.destroy();
-      pod.server.close();
-    }
-  });
-
-  /**
-   * Writes bodies of `size` in pool memory (given back at once) until the socket holds bytes it has
-   * not sent; the last memory, every memory used, and what was sent.
-   */
-  async function fillSocket(socket: Socket, size: number): Promise<{ memory: Buffer; used: Set<Buffer>; sent: string[] }> {
-    const sent: string[] = [];
-    const used = new Set<Buffer>();
-    let memory: Buffer | null = null;
-    for (let i = 0; i < 200 && socket.writableLength === 0; i++) {
-      memory = size <= BODY_MEMORY_MAX_BYTES ? takeBodyMemory(size) : takeSharedBodyMemory(size);
-      used.add(memory);
-      const body = memory.subarray(0, size).fill(97 + (i % 26));
-      const head = requestHead('POST', `/r${i}`, 'pod:80', [], body);
-      writeRequest(socket, head, body);
-      sent.push(head + body.toString('latin1'));
-      giveBackBodyMemory(memory);
-      await turnEnd();
-    }
-    expect(socket.writableLength).toBeGreaterThan(0);
-    return { memory: memory!, used, sent };
-  }
-
-  it('memory a socket held is free again once the socket has sent it all, ordinary and shared', async () => {
+  it('memory a socket has not sent whole stays the socket\'s, its bytes going out as they were; it is free again once the socket has sent it all, ordinary and shared', async () => {
     for (const size of [200_000, 3_000_000]) {
+      const take = size <= BODY_MEMORY_MAX_BYTES ? takeBodyMemory : takeSharedBodyMemory;
       const pod = await podThatReadsLater();
       try {
         await turnEnd();
         emptyPool();
         emptySharedPool();
         const before = bodyMemoryStats().keptBySockets;
-        const { used, sent } = await fillSocket(pod.socket, size);
+        // The peer does not read: the kernel's buffers fill, and it stops taking the writes whole.
+        const { memory, used, sent } = await fillSocket(pod.socket, size);
         expect(bodyMemoryStats().keptBySockets).toBeGreaterThan(before);
+        // Its memory was given back, but the socket holds it: a body of the same size gets other memory.
+        const next = take(size);
+        expect(next).not.toBe(memory);
+        next.fill('!');
         pod.read();
         const all = sent.join('');
         expect(await received(pod.got, all.length)).toBe(all);
-        for (let i = 0; i < 100 && bodyMemoryStats().keptBySockets > before; i++) await new Promise((r) => setTimeout(r, 5));
-        expect(bodyMemoryStats().keptBySockets).toBe(before);
+        await returned(before);
         // Free again, as much of it as the pool keeps: the next body of its size gets one of them.
         expect(bodyMemoryStats()[size <= BODY_MEMORY_MAX_BYTES ? 'freeBytes' : 'freeSharedBytes']).toBeGreaterThan(0);
-        const again = size <= BODY_MEMORY_MAX_BYTES ? takeBodyMemory(size) : takeSharedBodyMemory(size);
-        expect(used.has(again)).toBe(true);
+        expect(used.has(take(size))).toBe(true);
       } finally {
         pod.socket.destroy();
         pod.server.close();
@@ -208,8 +185,7 @@ describe('body memory given back', () => {
       expect(bodyMemoryStats().freeBytes).toBe(0);
       expect(takeBodyMemory(200_000)).not.toBe(memory);
       pod.socket.destroy();
-      for (let i = 0; i < 100 && bodyMemoryStats().keptBySockets > before; i++) await new Promise((r) => setTimeout(r, 5));
-      expect(bodyMemoryStats().keptBySockets).toBe(before);
+      await returned(before);
       expect(used.has(takeBodyMemory(200_000))).toBe(true);
     } finally {
       pod.server.close();
