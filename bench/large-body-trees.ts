@@ -4,8 +4,10 @@
  * through each router to a pod that drops them unread (targets.ts startBodySink), `--concurrency`
  * at a time, in interleaved rounds (A B, B A, ...).
  *
- *   node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W]
+ *   node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W] [--env K=V,...]
  *
+ * `--env` adds to both routers' environment, e.g. `ROUTER_TOKENIZER_PARSE_MIN_BYTES=0` for bodies
+ * parsed on the event loop instead of in a tokenizer thread.
  * Per side, medians over rounds: the router's CPU per body (primary, workers and their tokenizer
  * threads, from the scheduler's accounting, /proc/<pid>/task/<tid>/schedstat), of it in the kernel
  * (/proc/<pid>/stat stime: tick samples, the mapping of new memory's pages included), the time a
@@ -22,8 +24,8 @@ import { startBodySink, stopAll, type Target } from './targets.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W]',
-  values: ['--bytes', '--bodies', '--rounds', '--concurrency', '--workers'],
+  usage: 'Usage: node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W] [--env K=V,...]',
+  values: ['--bytes', '--bodies', '--rounds', '--concurrency', '--workers', '--env'],
   positionals: [2, 2],
 };
 
@@ -34,6 +36,19 @@ interface Options {
   readonly rounds: number;
   readonly concurrency: number;
   readonly workers: number;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** `K=V,K=V` as an environment. */
+function envOption(text: string | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  if (text === undefined) return env;
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq < 1) throw new UsageError(`--env: "${pair}" is not NAME=VALUE`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
 }
 
 const OPTIONS: Options = readCommandLine(COMMAND, (line) => {
@@ -47,6 +62,7 @@ const OPTIONS: Options = readCommandLine(COMMAND, (line) => {
     rounds: line.positiveNumber('--rounds') ?? 6,
     concurrency: line.positiveNumber('--concurrency') ?? 2,
     workers: line.positiveNumber('--workers') ?? 2,
+    env: envOption(line.value('--env')),
   };
 });
 
@@ -150,7 +166,7 @@ async function main(): Promise<void> {
     for (const [i, tree] of OPTIONS.trees.entries()) {
       const dist = resolve(tree, 'dist/bench');
       const targets = await import(`${dist}/targets.js`) as TreeTargets;
-      const router = await targets.startRouter(`router ${tree}`, resources(sink.port), OPTIONS.workers, { ACCESS_LOG_ENABLED: 'false' });
+      const router = await targets.startRouter(`router ${tree}`, resources(sink.port), OPTIONS.workers, { ACCESS_LOG_ENABLED: 'false', ...OPTIONS.env });
       sides.push({
         label: i === 0 ? 'A' : 'B', tree, router, targets,
         cpu: await import(`${dist}/proc-cpu.js`) as TreeCpu,
@@ -166,7 +182,8 @@ async function main(): Promise<void> {
       for (const side of order) await round(side, body, agent);
     }
     agent.destroy();
-    console.log(`${OPTIONS.rounds} rounds of ${OPTIONS.bodies} chats with a picture (${(body.length / 1e6).toFixed(2)} MB each), ${OPTIONS.concurrency} at a time, ${OPTIONS.workers} workers; medians (min–max):\n`);
+    const env = Object.entries(OPTIONS.env).map(([k, v]) => `${k}=${v}`).join(' ');
+    console.log(`${OPTIONS.rounds} rounds of ${OPTIONS.bodies} chats with a picture (${(body.length / 1e6).toFixed(2)} MB each), ${OPTIONS.concurrency} at a time, ${OPTIONS.workers} workers${env === '' ? '' : `, ${env}`}; medians (min–max):\n`);
     console.log('| side | tree | router CPU ms per body | of it in the kernel | ms per body (sent to answered) | resident MB after |');
     console.log('|---|---|---|---|---|---|');
     const range = (v: number[]): string => `${median(v).toFixed(2)} (${Math.min(...v).toFixed(2)}–${Math.max(...v).toFixed(2)})`;

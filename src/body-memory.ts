@@ -9,10 +9,10 @@
  *
  * The front reads a body of BODY_MEMORY_MIN_BYTES to BODY_MEMORY_MAX_BYTES announced by its
  * content-length into the smallest of these buffers (8 KiB to 256 KiB, powers of two) that holds it.
- * A body a tokenizer thread parses (from ROUTER_TOKENIZER_PARSE_MIN_BYTES, 256 KiB by default) goes
- * into shared memory (a SharedArrayBuffer) instead: up to SHARED_BODY_MEMORY_MAX_BYTES, into the
- * smallest shared buffer of these sizes (8 KiB to 16 MiB) that holds it, kept apart from the
- * others. Either is given back when the request has ended (its record written: every user of the
+ * A large body, one a tokenizer thread parses (from ROUTER_TOKENIZER_PARSE_MIN_BYTES, 256 KiB by
+ * default) or one over 256 KiB, goes into shared memory (a SharedArrayBuffer, which a thread reads
+ * where it lies) instead: up to SHARED_BODY_MEMORY_MAX_BYTES, into the smallest shared buffer of
+ * these sizes (8 KiB to 16 MiB) that holds it, kept apart from the others. Either is given back when the request has ended (its record written: every user of the
  * bytes, a retry and a thread's parse included, is done). Two other users can still hold the
  * memory then:
  * - a write to a pod queued for the end of the turn (request-head.ts): memory given back is free at

@@ -1,8 +1,8 @@
 /**
  * A request body read into memory used again from one request to the next (body-memory.ts): the
- * exchange holds it from the body's first byte until its record is written. A body a tokenizer
- * thread parses lies in the pool's shared memory, and the pipeline's end (which writes the record)
- * waits for the thread's answer, so the thread is done with it by then.
+ * exchange holds it from the body's first byte until its record is written. A large body (one a
+ * tokenizer thread parses, or over 256 KiB) lies in the pool's shared memory, and the pipeline's
+ * end (which writes the record) waits for a thread's answer, so the thread is done with it by then.
  */
 import { Buffer } from 'node:buffer';
 import type { Exchange } from './exchange.js';
@@ -12,14 +12,23 @@ import {
 } from '../body-memory.js';
 
 /**
+ * Whether a body of `size` bytes is a large one: one a tokenizer thread parses (from
+ * `sharedMinBytes` on), or one past the ordinary pool's sizes. Large bodies lie in the pool's
+ * shared memory (which a thread reads where it lies) when it holds their size.
+ */
+function isLarge(size: number, sharedMinBytes: number): boolean {
+  return inSharedMemory(size, sharedMinBytes) || size > BODY_MEMORY_MAX_BYTES;
+}
+
+/**
  * The buffer `x`'s body of `size` bytes (its content-length) is read into: the first `size`
- * bytes of the pool's memory (its shared memory for a body a tokenizer thread parses), which `x`
- * then holds (`pooledBody`) until releaseBody, or a buffer of its own (newBodyBuffer) for a body
- * outside the pool's sizes.
+ * bytes of the pool's memory (its shared memory for a large body), which `x` then holds
+ * (`pooledBody`) until releaseBody, or a buffer of its own (newBodyBuffer) for a body outside the
+ * pool's sizes (under 4 KiB, over 16 MiB).
  */
 export function bodyBufferFor(x: Exchange, size: number, sharedMinBytes: number): Buffer {
   let memory: Buffer;
-  if (inSharedMemory(size, sharedMinBytes)) {
+  if (isLarge(size, sharedMinBytes)) {
     if (!inSharedBodyMemorySizes(size)) return newBodyBuffer(size, sharedMinBytes);
     memory = takeSharedBodyMemory(size);
   } else {
@@ -62,13 +71,13 @@ export function appendChunkedPiece(x: Exchange, chunks: Buffer[], piece: Uint8Ar
 
 /**
  * `x`'s chunked body of `size` bytes once all of it came (appendChunkedPiece): where it lies in
- * the pool's memory, or joined from `chunks`; in shared memory from `sharedMinBytes` on (a copy
- * into the pool's shared memory when it holds the size, which `x` then holds; the pool's ordinary
- * memory then given back).
+ * the pool's memory, or joined from `chunks`. A large body (isLarge) is copied into the pool's
+ * shared memory when it holds the size, which `x` then holds (the pool's ordinary memory given
+ * back), else joined into memory of its own (shared from `sharedMinBytes` on).
  */
 export function chunkedBody(x: Exchange, chunks: readonly Buffer[], size: number, sharedMinBytes: number): Buffer {
   const memory = x.pooledBody;
-  if (!inSharedMemory(size, sharedMinBytes)) return memory === null ? joinChunkedBody(chunks, size, sharedMinBytes) : memory.subarray(0, size);
+  if (!isLarge(size, sharedMinBytes)) return memory === null ? joinChunkedBody(chunks, size, sharedMinBytes) : memory.subarray(0, size);
   const pieces = memory === null ? chunks : [memory.subarray(0, size)];
   let body: Buffer;
   if (inSharedBodyMemorySizes(size)) {

@@ -21,7 +21,7 @@ describe('a request body in memory used again', () => {
   });
 
   it('is not used for a body outside the pool\'s sizes', () => {
-    for (const [size, sharedMin] of [[4095, 0], [262145, 0], [SHARED_BODY_MEMORY_MAX_BYTES + 1, 4096]] as const) {
+    for (const [size, sharedMin] of [[4095, 0], [SHARED_BODY_MEMORY_MAX_BYTES + 1, 0], [SHARED_BODY_MEMORY_MAX_BYTES + 1, 4096]] as const) {
       const x = exchange();
       expect(bodyBufferFor(x, size, sharedMin).length).toBe(size);
       expect(x.pooledBody).toBeNull();
@@ -29,8 +29,8 @@ describe('a request body in memory used again', () => {
     expect(bodyBufferFor(exchange(), SHARED_BODY_MEMORY_MAX_BYTES + 1, 4096).buffer).toBeInstanceOf(SharedArrayBuffer);
   });
 
-  it('lies in the pool\'s shared memory for a body a tokenizer thread parses (from `sharedMin` on), up to 16 MiB', () => {
-    for (const [size, sharedMin, whole] of [[6000, 4096, 8192], [100_000, 65536, 131072], [300_000, 262144, 524288], [8_000_000, 262144, 8 << 20], [SHARED_BODY_MEMORY_MAX_BYTES, 262144, 16 << 20]] as const) {
+  it('lies in the pool\'s shared memory for a body a tokenizer thread parses (from `sharedMin` on) or one over 256 KiB, up to 16 MiB', () => {
+    for (const [size, sharedMin, whole] of [[6000, 4096, 8192], [100_000, 65536, 131072], [262145, 0, 524288], [8_000_000, 0, 8 << 20], [300_000, 262144, 524288], [8_000_000, 262144, 8 << 20], [SHARED_BODY_MEMORY_MAX_BYTES, 262144, 16 << 20]] as const) {
       const x = exchange();
       const b = bodyBufferFor(x, size, sharedMin);
       expect(b.length).toBe(size);
@@ -101,14 +101,6 @@ describe('a chunked body in memory used again', () => {
     }
   });
 
-  it('goes on in copies past the pool\'s largest size, the bytes so far the first of them', () => {
-    const t = text(300_000);
-    const { body, x, chunks } = arrive(t, [100_000, 7]);
-    expect(body.equals(t)).toBe(true);
-    expect(x.pooledBody).toBeNull();
-    expect(chunks.length).toBeGreaterThan(1);
-  });
-
   it('is copied into the pool\'s shared memory from the tokenizer threads\' size on, its ordinary memory given back', async () => {
     await turnEnd();
     const t = text(9000);
@@ -125,14 +117,16 @@ describe('a chunked body in memory used again', () => {
     expect(small.x.pooledBody).not.toBeNull();
   });
 
-  it('past the pool\'s largest ordinary size, its copies are joined into the pool\'s shared memory', () => {
-    const t = text(300_000);
-    const { body, x, chunks } = arrive(t, [100_000, 7], 262144);
-    expect(chunks.length).toBeGreaterThan(1);
-    expect(body.equals(t)).toBe(true);
-    expect(body.buffer).toBeInstanceOf(SharedArrayBuffer);
-    expect(x.pooledBody!.length).toBe(524288);
-    expect(x.pooledBody!.buffer).toBe(body.buffer);
+  it('past the pool\'s largest ordinary size, goes on in copies, the bytes so far the first of them, then joined into the pool\'s shared memory', () => {
+    for (const sharedMin of [0, 262144]) {
+      const t = text(300_000);
+      const { body, x, chunks } = arrive(t, [100_000, 7], sharedMin);
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(body.equals(t)).toBe(true);
+      expect(body.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(x.pooledBody!.length).toBe(524288);
+      expect(x.pooledBody!.buffer).toBe(body.buffer);
+    }
   });
 
   it('takes no memory for an empty body', () => {
