@@ -7,7 +7,8 @@
  *
  * A request sent on a kept-alive connection that the pod closed at the same moment (its idle
  * timeout) fails with a reset before any answer: it is sent once more on a new connection, as
- * Node's documentation advises, so that race is not reported as a failed scrape.
+ * Node's documentation advises, so that race is not reported as a failed scrape. Nor is an answer
+ * that came within the timeout while the primary's event loop was busy, and is read after it.
  */
 import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Buffer } from 'node:buffer';
@@ -23,7 +24,11 @@ export function fetchMetricsText(url: string, timeoutMs: number, agent: Agent = 
   return new Promise<string>((resolve, reject) => {
     let settled = false;
     let req: ClientRequest;
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    // A timer that comes due while the event loop was busy (a burst of work, a start) runs before
+    // the answer that arrived meanwhile is read: the answer gets that turn's reading first.
+    const timer = setTimeout(() => setImmediate(() => {
+      if (!settled) req.destroy(new Error(`no answer within ${timeoutMs} ms`));
+    }), timeoutMs);
     const settle = (err: Error | null, text = ''): void => {
       if (settled) return;
       settled = true;

@@ -59,6 +59,13 @@ async function expectAllGone(demoPid: number, kids: number[], ports: number[]): 
   for (const p of ports) expect(await portOpen(p), `port ${p}`).toBe(false);
 }
 
+/**
+ * A scrape of a pod's /metrics that failed other than by a late answer: a pod at a wrong port, or
+ * one stopped while the router still runs, refuses at once. A late answer is left out: a machine
+ * loaded by other tests can make a pod's first answer late.
+ */
+const SCRAPE_FAILED = /cannot connect|cannot scrape \S+: (?!no answer within)/;
+
 describe('npm run demo', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('stops the mocks and the router on %s', async (signal) => {
     const { proc, demoPid, ports } = await startDemo(false);
@@ -86,7 +93,7 @@ describe('npm run demo', () => {
       }
       // Both workers hold fresh values of both pods: the router reaches each at its moved port.
       await waitFor('fresh metrics of both pods', async () => (await fresh('sf-pod-a')) === 2 && (await fresh('sf-pod-b')) === 2, 15_000);
-      expect(proc.output()).not.toMatch(/cannot scrape|cannot connect/);
+      expect(proc.output()).not.toMatch(SCRAPE_FAILED);
     } finally {
       expect(await proc.kill('SIGTERM')).toBe(0);
     }
@@ -154,7 +161,7 @@ describe('npm run demo', () => {
       expect(closedEarly, 'a pod closed while the router still ran').toEqual([]);
       expect(await exit).toBe(0);
       await expectAllGone(demo.pid!, kids, ports);
-      expect(output).not.toMatch(/cannot scrape|cannot connect/);
+      expect(output).not.toMatch(SCRAPE_FAILED);
       // One signal reached the router: the terminal's went to the demo alone, which stopped it.
       expect(output).toMatch(/drain: draining/);
       expect(output).not.toMatch(/received while a drain is already under way/);

@@ -5,6 +5,7 @@
  */
 import { createServer, Agent, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchMetricsText, MAX_METRICS_BYTES } from '../../../src/pick/pod-metrics-fetch.js';
 
@@ -60,6 +61,34 @@ describe('fetchMetricsText', () => {
   it('no whole answer within the timeout is an error', async () => {
     const p = await pod((_req, res) => { res.writeHead(200); res.write('# partial'); });
     await expect(fetchMetricsText(p.url, 200, agent())).rejects.toThrow('no answer within 200 ms');
+  });
+
+  it('an answer that came within the timeout while the event loop was busy past it is read, not taken for no answer', async () => {
+    // The pod in a thread of its own answers while this event loop is held.
+    const worker = new Worker(`
+      const { createServer } = require('node:http');
+      const { parentPort } = require('node:worker_threads');
+      const s = createServer((req, res) => res.end(${JSON.stringify(TEXT)}));
+      s.listen(0, '127.0.0.1', () => parentPort.postMessage(s.address().port));
+    `, { eval: true });
+    try {
+      const port = await new Promise<number>((r) => worker.once('message', r));
+      const url = `http://127.0.0.1:${port}/metrics`;
+      const a = agent();
+      expect(await fetchMetricsText(url, 100, a)).toBe(TEXT); // the connection, kept alive
+      const scrape = fetchMetricsText(url, 100, a);
+      // The request is written at once (on the kept connection); the event loop is then busy past
+      // the timeout in this turn's check phase, and the next turn runs the due timer before it
+      // reads the answer that came meanwhile.
+      await new Promise<void>((r) => setImmediate(() => {
+        const until = Date.now() + 400;
+        while (Date.now() < until) { /* busy */ }
+        r();
+      }));
+      expect(await scrape).toBe(TEXT);
+    } finally {
+      await worker.terminate();
+    }
   });
 
   it('a pod that is not listening is an error', async () => {
