@@ -21,29 +21,38 @@ export interface ReplyHandlers<T> {
 
 /**
  * Waits at most `timeoutMs` for `call`, then calls `h.fail`; a reply that still comes within
- * LATE_REPLY_MS of the call goes to `h.late`. One timer per script call (a call carries a turn's
+ * LATE_REPLY_MS of the call goes to `h.late`. A reply that came within the timeout while the event
+ * loop was busy past it is read as in time. One timer per script call (a call carries a turn's
  * batch of a limit, not one request).
  */
 export function awaitReply<T>(call: Promise<T>, timeoutMs: number, h: ReplyHandlers<T>): void {
+  let settled = false;
   let timedOut = false;
   /** Once timed out: until when (Date.now()) a reply is still read. */
   let lateUntil = 0;
-  const timer = setTimeout(() => {
+  const expire = (): void => {
+    if (settled) return;
+    settled = true;
     timedOut = true;
     lateUntil = Date.now() + LATE_REPLY_MS - timeoutMs;
     h.fail(new Error('Command timed out'));
-  }, timeoutMs);
+  };
+  // A timer that comes due while the event loop was busy (a long task, a collection) runs before
+  // a reply that arrived meanwhile is read: the reply gets that turn's reading first.
+  const timer = setTimeout(() => setImmediate(expire), timeoutMs);
   call.then(
     (value) => {
       if (timedOut) {
         if (Date.now() <= lateUntil) h.late(value);
         return;
       }
+      settled = true;
       clearTimeout(timer);
       h.reply(value);
     },
     (err: unknown) => {
-      if (timedOut) return;
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       h.fail(err);
     },
