@@ -12,6 +12,7 @@
  */
 import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Buffer } from 'node:buffer';
+import { setReadDeadline } from '../timers.js';
 
 /** The longest /metrics text read (vLLM's is tens of KB). */
 export const MAX_METRICS_BYTES = 4 * 1024 * 1024;
@@ -24,11 +25,9 @@ export function fetchMetricsText(url: string, timeoutMs: number, agent: Agent = 
   return new Promise<string>((resolve, reject) => {
     let settled = false;
     let req: ClientRequest;
-    // A timer that comes due while the event loop was busy (a burst of work, a start) runs before
-    // the answer that arrived meanwhile is read: the answer gets that turn's reading first.
-    const timer = setTimeout(() => setImmediate(() => {
+    const timer = setReadDeadline(() => {
       if (!settled) req.destroy(new Error(`no answer within ${timeoutMs} ms`));
-    }), timeoutMs);
+    }, timeoutMs);
     const settle = (err: Error | null, text = ''): void => {
       if (settled) return;
       settled = true;

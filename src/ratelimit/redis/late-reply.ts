@@ -1,3 +1,5 @@
+import { setReadDeadline } from '../../timers.js';
+
 /**
  * How long a reply is still read after the router stopped waiting for it, from the call: a script
  * that Redis ran after the router stopped waiting (Redis stalled past RATE_LIMIT_REDIS_TIMEOUT,
@@ -26,23 +28,20 @@ export interface ReplyHandlers<T> {
  * batch of a limit, not one request).
  */
 export function awaitReply<T>(call: Promise<T>, timeoutMs: number, h: ReplyHandlers<T>): void {
+  /** A reply or a failure came, or the wait timed out (then a reply that still comes is late). */
   let settled = false;
-  let timedOut = false;
   /** Once timed out: until when (Date.now()) a reply is still read. */
   let lateUntil = 0;
-  const expire = (): void => {
+  const timer = setReadDeadline(() => {
     if (settled) return;
     settled = true;
-    timedOut = true;
     lateUntil = Date.now() + LATE_REPLY_MS - timeoutMs;
     h.fail(new Error('Command timed out'));
-  };
-  // A timer that comes due while the event loop was busy (a long task, a collection) runs before
-  // a reply that arrived meanwhile is read: the reply gets that turn's reading first.
-  const timer = setTimeout(() => setImmediate(expire), timeoutMs);
+  }, timeoutMs);
   call.then(
     (value) => {
-      if (timedOut) {
+      // Settled before a reply: only by the timeout (a call that failed has no reply).
+      if (settled) {
         if (Date.now() <= lateUntil) h.late(value);
         return;
       }
