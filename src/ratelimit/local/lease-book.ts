@@ -2,6 +2,7 @@ import type { LimitKey } from '../limit-key.js';
 import type { WindowUnit } from '../../config/resource-types.js';
 import type { CounterStore, LimitCounters, RawTerm } from './counter-store.js';
 import { DECISION_STRIDE, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
+import { setReadDeadline } from '../../timers.js';
 
 export interface LeaseBookOptions<W> {
   /**
@@ -401,7 +402,10 @@ export class LeaseBook<W> {
       else ids.push(lease.id);
     }
     for (const [worker, ids] of byWorker) this.opts.recall(worker, ids);
-    rl.timer = setTimeout(() => this.recallTimedOut(key, rl), this.opts.recallTimeoutMs);
+    // A read deadline (timers.ts): leases given back in time while the primary's loop was held
+    // past it are read first, not forfeited (which would refuse the waiting admissions). One that
+    // runs after its recall ended finds the key's leases dropped (a recall ends with none left).
+    rl.timer = setReadDeadline(() => this.recallTimedOut(key, rl), this.opts.recallTimeoutMs);
     rl.timer.unref();
   }
 

@@ -9,6 +9,7 @@ import {
 } from './ipc-protocol.js';
 import { systemClock, type Clock } from '../../clock.js';
 import { atTurnEnd } from '../../turn-end.js';
+import { setReadDeadline } from '../../timers.js';
 import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../limiter.js';
 import { LimiterOverloadedError, LimiterUnavailableError } from '../errors.js';
 import { sameWindow } from '../windows.js';
@@ -68,7 +69,8 @@ interface Abandoned {
  * go out as one message (at the turn's end, turn-end.ts); replies are matched by id.
  * chargeOutput/adjustInput are absorbed by a held lease or sent fire-and-forget (ordered before
  * any later admit).
- * Failure: no answer within timeoutMs, a closed channel or close() reject admit() with
+ * Failure: no answer within timeoutMs (an answer that came in time is read first, however late
+ * this worker's loop runs the timer), a closed channel or close() reject admit() with
  * LimiterUnavailableError; too many in flight rejects with LimiterOverloadedError.
  * A decision that timed out but was admitted by the primary is refunded when its late answer comes.
  */
@@ -147,7 +149,7 @@ export class LocalLimitClient implements TokenLimiter {
         resolve, reject, terms: null, resolveAll: null, at: performance.now(), key, unit,
         inLimit: limit.inputTokensPerUnit, outLimit: limit.outputTokensPerUnit, tokens: inputTokens,
       });
-      if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
+      if (this.timer === null) this.timer = setReadDeadline(this.sweepNow, this.timeoutMs).unref();
       this.enqueue(OP_ADMIT, id, key, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
     });
   }
@@ -176,7 +178,7 @@ export class LocalLimitClient implements TokenLimiter {
         resolve: noop, resolveAll, reject, terms, at: performance.now(), key: first.key, unit: first.limit.unit,
         inLimit: null, outLimit: null, tokens: inputTokens,
       });
-      if (this.timer === null) this.timer = setTimeout(this.sweepNow, this.timeoutMs).unref();
+      if (this.timer === null) this.timer = setReadDeadline(this.sweepNow, this.timeoutMs).unref();
       for (const t of terms) {
         this.enqueue(isShadow(t.limit) ? OP_ADMIT_TERM_SHADOW : OP_ADMIT_TERM, id, t.key,
           t.limit.inputTokensPerUnit ?? NO_LIMIT, t.limit.outputTokensPerUnit ?? NO_LIMIT, t.limit.unit, 0);
@@ -338,14 +340,19 @@ export class LocalLimitClient implements TokenLimiter {
     return i;
   }
 
-  /** Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. */
+  /**
+   * Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. Its
+   * timer is a read deadline (timers.ts): an answer that came in time while this worker's loop
+   * was held past the timeout (a long task, a collection, the CPU taken by other processes) is
+   * read before the sweep, and decides the request, rather than failing it as unavailable.
+   */
   private sweep(): void {
     this.timer = null;
     const now = performance.now();
     for (const [id, p] of this.pending) {
       const due = p.at + this.timeoutMs;
       if (due > now) {
-        this.timer = setTimeout(this.sweepNow, Math.ceil(due - now)).unref();
+        this.timer = setReadDeadline(this.sweepNow, Math.ceil(due - now)).unref();
         return;
       }
       this.pending.delete(id);
@@ -365,10 +372,9 @@ export class LocalLimitClient implements TokenLimiter {
   }
 
   private failAll(reason: string): void {
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
+    // The sweep's timer is left to run (unref'd; it finds nothing due): once due, a read deadline
+    // runs its sweep even if cleared, so clearing it here and arming another for a later decision
+    // could leave two sweeps re-arming each other.
     const err = new LimiterUnavailableError(reason);
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();

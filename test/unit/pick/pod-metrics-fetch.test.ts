@@ -8,6 +8,7 @@ import { createServer as createTcpServer, type AddressInfo, type Server as TcpSe
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchMetricsText, MAX_METRICS_BYTES } from '../../../src/pick/pod-metrics-fetch.js';
+import { busyAfterThisTurn } from '../../helpers/busy-loop.js';
 
 const servers: Server[] = [];
 const agents: Agent[] = [];
@@ -80,11 +81,7 @@ describe('fetchMetricsText', () => {
       // The request is written at once (on the kept connection); the event loop is then busy past
       // the timeout in this turn's check phase, and the next turn runs the due timer before it
       // reads the answer that came meanwhile.
-      await new Promise<void>((r) => setImmediate(() => {
-        const until = Date.now() + 400;
-        while (Date.now() < until) { /* busy */ }
-        r();
-      }));
+      await busyAfterThisTurn(400);
       expect(await scrape).toBe(TEXT);
     } finally {
       await worker.terminate();

@@ -13,6 +13,7 @@ const SRC = new URL('../../../src/', import.meta.url).pathname;
 /** The modules the fixtures import and everything they import at runtime, relative to src/. */
 const MODULES = [
   'clock',
+  'timers',
   'turn-queue',
   'turn-end',
   'config/resource-types',

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { awaitReply } from '../../../src/ratelimit/redis/late-reply.js';
 import { RedisServer } from '../../helpers/redis-server.js';
+import { busyAfterThisTurn } from '../../helpers/busy-loop.js';
 
 let server: RedisServer;
 let client: Redis;
@@ -21,15 +22,6 @@ afterAll(async () => {
   client.disconnect();
   await server.stop();
 });
-
-/** Holds the event loop for `ms` in this turn's check phase; the next turn runs due timers before it reads. */
-function busyAfterThisTurn(ms: number): Promise<void> {
-  return new Promise((resolve) => setImmediate(() => {
-    const until = Date.now() + ms;
-    while (Date.now() < until) { /* busy */ }
-    resolve();
-  }));
-}
 
 describe('awaitReply with the event loop busy past the timeout', () => {
   it('a reply that came within the timeout is the reply', async () => {
