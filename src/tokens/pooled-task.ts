@@ -4,9 +4,12 @@
  * deadline (it checks between segments). Only a thread still busy HARD_STOP_GRACE_MS later - stuck,
  * or starved of CPU - is aborted: piscina drops the task from its queue or terminates the thread
  * and starts a new one (which shares the same rank table: nothing to reload).
+ * The budget is a read deadline (timers.ts): a count the thread answered in time while this
+ * worker's event loop was held past the budget is read, not replaced by the estimate.
  */
 import { OVER_BUDGET } from './bpe-count.js';
 import type { TokenizeAnswer } from './tokenize-task.js';
+import { setReadDeadline } from '../timers.js';
 
 export const HARD_STOP_GRACE_MS = 1000;
 
@@ -18,7 +21,7 @@ export class PooledTask {
 
   constructor(budgetMs: number) {
     this.promise = new Promise<TokenizeAnswer>((resolve) => { this.#resolve = resolve; });
-    this.#timer = setTimeout(this.#onBudget, budgetMs);
+    this.#timer = setReadDeadline(this.#onBudget, budgetMs);
   }
 
   /** Aborts the piscina task at the hard stop. */
@@ -33,6 +36,7 @@ export class PooledTask {
   };
 
   readonly #onBudget = (): void => {
+    if (this.#resolve === null) return; // answered in the turn that ran the deadline
     this.#finish(OVER_BUDGET);
     this.#timer = setTimeout(this.#onHardStop, HARD_STOP_GRACE_MS).unref();
   };

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { OVER_BUDGET } from '../../../src/tokens/bpe-count.js';
 import { TokenizerPool } from '../../../src/tokens/tokenizer-pool.js';
+import { busyAfterThisTurn } from '../../helpers/busy-loop.js';
 import { compiledTaskFile, hangingTaskFile, removeCompiled } from './compiled-task.js';
 
 const pools: TokenizerPool[] = [];
@@ -40,6 +41,18 @@ describe('tokenizer pool', () => {
     // The caller was answered; the thread is still busy until the hard stop terminates it.
     expect(p.inFlight).toBe(1);
     await vi.waitFor(() => expect(p.inFlight).toBe(0), { timeout: 10_000, interval: 50 });
+  });
+
+  it('a count the thread answered within the budget while this event loop was held past it is the count, not the estimate', async () => {
+    const p = pool(compiledTaskFile(), 100);
+    await p.ready();
+    expect(await p.count(['San Francisco is a'])).toBe(4); // the thread has counted once: warm
+    let pending: Promise<number> | null = null;
+    // The task is posted at once, in the turn that is then held; the thread answers within a
+    // millisecond, while the loop is held.
+    await busyAfterThisTurn(400, () => { pending = p.count(['San Francisco is a']); });
+    expect(await pending).toBe(4);
+    expect(p.inFlight).toBe(0);
   });
 
   it('ready() rejects when the worker file does not load', async () => {
