@@ -4,8 +4,9 @@
  * through each router to a pod that drops them unread (targets.ts startBodySink), `--concurrency`
  * at a time, in interleaved rounds (A B, B A, ...).
  *
- *   node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W] [--env K=V,...]
+ *   node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W] [--env K=V,...] [--chunked]
  *
+ * `--chunked` sends each body chunked (no content-length), in writes of 64 KiB: one chunk each.
  * `--env` adds to both routers' environment, e.g. `ROUTER_TOKENIZER_PARSE_MIN_BYTES=0` for bodies
  * parsed on the event loop instead of in a tokenizer thread.
  * Per side, medians over rounds: the router's CPU per body (primary, workers and their tokenizer
@@ -24,8 +25,9 @@ import { startBodySink, stopAll, type Target } from './targets.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W] [--env K=V,...]',
+  usage: 'Usage: node dist/bench/large-body-trees.js <treeA> <treeB> [--bytes N] [--bodies K] [--rounds R] [--concurrency C] [--workers W] [--env K=V,...] [--chunked]',
   values: ['--bytes', '--bodies', '--rounds', '--concurrency', '--workers', '--env'],
+  flags: ['--chunked'],
   positionals: [2, 2],
 };
 
@@ -37,6 +39,7 @@ interface Options {
   readonly concurrency: number;
   readonly workers: number;
   readonly env: NodeJS.ProcessEnv;
+  readonly chunked: boolean;
 }
 
 /** `K=V,K=V` as an environment. */
@@ -63,6 +66,7 @@ const OPTIONS: Options = readCommandLine(COMMAND, (line) => {
     concurrency: line.positiveNumber('--concurrency') ?? 2,
     workers: line.positiveNumber('--workers') ?? 2,
     env: envOption(line.value('--env')),
+    chunked: line.has('--chunked'),
   };
 });
 
@@ -113,6 +117,9 @@ spec:
 `;
 }
 
+/** A chunked body's writes (--chunked): one chunk each. */
+const CHUNK_BYTES = 64 * 1024;
+
 /** Posts `body` to `url`, `count` times, `concurrency` at a time; the milliseconds of each. */
 async function send(url: string, body: Buffer, count: number, concurrency: number, agent: Agent): Promise<number[]> {
   const u = new URL(`${url}/v1/chat/completions`);
@@ -120,7 +127,8 @@ async function send(url: string, body: Buffer, count: number, concurrency: numbe
   let started = 0;
   const one = (): Promise<void> => new Promise((done, fail) => {
     const t0 = performance.now();
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+    const length = OPTIONS.chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': body.length };
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', ...length } }, (res) => {
       res.resume();
       res.on('end', () => {
         if (res.statusCode !== 200) fail(new Error(`${url}: status ${res.statusCode}`));
@@ -131,7 +139,12 @@ async function send(url: string, body: Buffer, count: number, concurrency: numbe
       });
     });
     req.on('error', fail);
-    req.end(body);
+    if (OPTIONS.chunked) {
+      for (let at = 0; at < body.length; at += CHUNK_BYTES) req.write(body.subarray(at, at + CHUNK_BYTES));
+      req.end();
+    } else {
+      req.end(body);
+    }
   });
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (started < count) {
@@ -183,7 +196,7 @@ async function main(): Promise<void> {
     }
     agent.destroy();
     const env = Object.entries(OPTIONS.env).map(([k, v]) => `${k}=${v}`).join(' ');
-    console.log(`${OPTIONS.rounds} rounds of ${OPTIONS.bodies} chats with a picture (${(body.length / 1e6).toFixed(2)} MB each), ${OPTIONS.concurrency} at a time, ${OPTIONS.workers} workers${env === '' ? '' : `, ${env}`}; medians (min–max):\n`);
+    console.log(`${OPTIONS.rounds} rounds of ${OPTIONS.bodies} chats with a picture (${(body.length / 1e6).toFixed(2)} MB each), ${OPTIONS.concurrency} at a time, ${OPTIONS.workers} workers${OPTIONS.chunked ? ', sent chunked' : ''}${env === '' ? '' : `, ${env}`}; medians (min–max):\n`);
     console.log('| side | tree | router CPU ms per body | of it in the kernel | ms per body (sent to answered) | resident MB after |');
     console.log('|---|---|---|---|---|---|');
     const range = (v: number[]): string => `${median(v).toFixed(2)} (${Math.min(...v).toFixed(2)}–${Math.max(...v).toFixed(2)})`;

@@ -170,8 +170,9 @@ function makeFree(memory: Buffer): void {
 }
 
 /**
- * For tests: buffers given back while sockets held them and not free yet (or left to the garbage
- * collector), the bytes free now (ordinary and shared), and the buffers given back in this turn.
+ * The bytes free now (ordinary and shared; the metric inference_router_body_memory_free_bytes),
+ * and for tests: buffers given back while sockets held them and not free yet (or left to the
+ * garbage collector), and the buffers given back in this turn.
  */
 export function bodyMemoryStats(): { keptBySockets: number; freeBytes: number; freeSharedBytes: number; pending: number } {
   return { keptBySockets: kept, freeBytes: free.bytes, freeSharedBytes: freeShared.bytes, pending: pending.length };

@@ -84,6 +84,8 @@ export interface MetricSources {
   limitStores?: () => Iterable<{ readonly store: string; readonly up: boolean }>;
   /** Fair queueing on: the requests of this process waiting, by ModelServer (FairGates.queued). */
   fairQueued?: () => ReadonlyMap<string, number>;
+  /** Memory for request bodies kept free for the next ones, ordinary and shared (body-memory.ts bodyMemoryStats). */
+  bodyMemory?: () => { readonly freeBytes: number; readonly freeSharedBytes: number };
 }
 
 /** Cached handles of one route ("" = requests that failed before a route was chosen). */
@@ -195,6 +197,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_large_body_parses_total',
       'Request bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more, by where they were parsed: thread (a tokenizer thread), event_loop (no place in the tokenizer pool, or its thread failed).',
       'counter', () => fieldSeries(this.sources.threadParses, 'where', THREAD_PARSE_FIELDS)) as never);
+    r.registerMetric(new CollectedFamily('inference_router_body_memory_free_bytes',
+      'Memory for request bodies kept free for the next ones (not yet returned to the system), by memory: ordinary (8-256 KiB bodies, at most 4 MiB per worker), shared (bodies a tokenizer thread parses or over 256 KiB, at most 16 MiB per worker).',
+      'gauge', () => fieldSeries(this.sources.bodyMemory, 'memory', BODY_MEMORY_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_conversations_total',
       'Long chat conversations (bodies of 8 KiB or more) parsed on the event loop, by what the memo of conversations did: found (the body went on from a kept conversation: only its new messages parsed), kept (its conversation kept for the next turn).',
       'counter', () => fieldSeries(this.sources.conversations, 'result', FOUND_KEPT_FIELDS)) as never);
@@ -402,6 +407,7 @@ function fieldSeries<S>(src: (() => S) | undefined, label: string, fields: reado
 const TOKEN_COUNT_FIELDS = [['inline', 'inline'], ['pooled', 'pooled'], ['fallback', 'fallbacks']] as const;
 const TOKEN_CACHE_FIELDS = [['hit', 'cacheHits'], ['miss', 'cacheMisses'], ['joined', 'cacheJoins']] as const;
 const THREAD_PARSE_FIELDS = [['thread', 'inThread'], ['event_loop', 'onEventLoop']] as const;
+const BODY_MEMORY_FIELDS = [['ordinary', 'freeBytes'], ['shared', 'freeSharedBytes']] as const;
 const FOUND_KEPT_FIELDS = [['found', 'found'], ['kept', 'kept']] as const;
 const TRACE_DROP_FIELDS = [['queue_full', 'droppedQueueFull'], ['export_failed', 'droppedExportFailed']] as const;
 

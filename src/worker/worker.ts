@@ -31,6 +31,7 @@ import type { PodEpochs } from '../observe/backend-pod-epochs.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
 import { nodeTimers } from '../timers.js';
+import { bodyMemoryStats } from '../body-memory.js';
 import { FairGates } from '../pick/fair-gate.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
 import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
@@ -137,6 +138,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     threadParses: threadParser === null ? undefined : () => threadParser.stats,
     conversations: () => parsedConversations,
     systemPrompts: () => parsedSystemPrompts,
+    bodyMemory: bodyMemoryStats,
   });
   // Counters of a pod go once it left the configuration (backend-pod-series.ts).
   const schedulerMetrics: SchedulerMetrics = new SchedulerMetrics(metrics.registry, () => ejectedPods(endpoints), () => scrapedPods(endpoints),

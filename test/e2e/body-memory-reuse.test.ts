@@ -1,4 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { MAX_FREE_BYTES, MAX_FREE_SHARED_BYTES } from '../../src/body-memory.js';
 import { routerOnRecordingPod } from '../helpers/recording-pod.js';
 import { seededBelow } from '../helpers/json-body-fuzz.js';
 import { sample } from '../helpers/metrics-text.js';
@@ -59,6 +61,15 @@ async function post(url: string, text: string): Promise<void> {
   await r.text();
 }
 
+/** inference_router_body_memory_free_bytes as the router's /metrics reads now, summed over its workers. */
+async function freeBodyMemory(url: string): Promise<{ ordinary: number; shared: number }> {
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  return {
+    ordinary: sample(metrics, 'inference_router_body_memory_free_bytes{memory="ordinary"}') ?? -1,
+    shared: sample(metrics, 'inference_router_body_memory_free_bytes{memory="shared"}') ?? -1,
+  };
+}
+
 /** A body longer than its content-length: its first content-length bytes are not JSON, answered 400. */
 async function overlong(port: number, text: string): Promise<string> {
   return statusLine(await raw(port, [`${HEAD}content-length: ${Buffer.byteLength(text) - 100}\r\n\r\n${text}`], { waitMs: 3000 }));
@@ -117,6 +128,12 @@ describe.each([
       const large = [...sizes, ...overlongLengths].filter((n) => n >= 8192).length;
       expect(sample(metrics, 'inference_router_large_body_parses_total{where="thread"}')).toBe(large);
     }
+    // The memory the bodies were read into is free again for the next ones, within its bound per
+    // worker (the router runs one per CPU here).
+    const free = await freeBodyMemory(pod.router.url);
+    expect(free.ordinary).toBeGreaterThan(0);
+    expect(free.ordinary).toBeLessThanOrEqual(MAX_FREE_BYTES * availableParallelism());
+    if (env.ROUTER_TOKENIZER_PARSE_MIN_BYTES === '8192') expect(free.shared).toBeGreaterThan(0);
   });
 });
 
@@ -130,7 +147,7 @@ describe.each([
 ])('request bodies of megabytes in shared memory used again (built router, real pod), %s', (_, env: Record<string, string>) => {
   const pod = routerOnRecordingPod({ env: { ROUTER_MAX_BODY_BYTES: String(8 << 20), ...env } });
 
-  it('forwards each of many concurrent bodies of 0.3-4 MB with its own bytes, uploads cut short among them', async () => {
+  it('forwards each of many concurrent bodies of 0.3-4 MB with its own bytes, chunked uploads and uploads cut short among them', async () => {
     const port = Number(new URL(pod.router.url).port);
     const next = seededBelow(20261206);
     const sent: string[] = [];
@@ -142,7 +159,9 @@ describe.each([
         continue;
       }
       sent.push(text);
-      jobs.push(() => post(pod.router.url, text));
+      // Chunked, its memory grows as its pieces come: ordinary up to 256 KiB, then shared.
+      if (i % 8 === 5) jobs.push(async () => expect(await chunked(port, text, next)).toBe('HTTP/1.1 200 OK'));
+      else jobs.push(() => post(pod.router.url, text));
     }
     await inTurn(jobs, 6);
     expect(pod.received.length).toBe(sent.length);
@@ -150,5 +169,10 @@ describe.each([
     const metrics = await (await fetch(`${pod.router.url}/metrics`)).text();
     // No body goes to a thread when they are off: the series is absent.
     expect(sample(metrics, 'inference_router_large_body_parses_total{where="thread"}')).toBe(env.ROUTER_TOKENIZER_PARSE_MIN_BYTES === '0' ? undefined : sent.length);
+    // Their shared memory is free again once the pod has had the bytes (bodies of megabytes, more
+    // than the kernel takes from one write, are freed by the write's callback), within its bound.
+    const free = await freeBodyMemory(pod.router.url);
+    expect(free.shared).toBeGreaterThan(0);
+    expect(free.shared).toBeLessThanOrEqual(MAX_FREE_SHARED_BYTES * availableParallelism());
   }, 120_000);
 });

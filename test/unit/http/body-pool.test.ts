@@ -129,6 +129,17 @@ describe('a chunked body in memory used again', () => {
     }
   });
 
+  it('past the pool\'s largest shared size, is joined from its copies into memory of its own (shared from the threads\' size on)', () => {
+    for (const sharedMin of [0, 262144]) {
+      const t = Buffer.alloc(SHARED_BODY_MEMORY_MAX_BYTES + 100_000, 'x');
+      const { body, x, chunks } = arrive(t, [1 << 20, 99_999], sharedMin);
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(body.equals(t)).toBe(true);
+      expect(body.buffer instanceof SharedArrayBuffer).toBe(sharedMin > 0);
+      expect(x.pooledBody).toBeNull();
+    }
+  });
+
   it('takes no memory for an empty body', () => {
     const x = exchange();
     const chunks: Buffer[] = [];

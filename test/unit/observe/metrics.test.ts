@@ -124,6 +124,7 @@ describe('RouterMetrics', () => {
       upstreamPods: () => pods,
       tokenizerPoolTasks: () => 3,
       tokenCounts: () => ({ inline: 10, pooled: 2, fallbacks: 1, cacheHits: 7, cacheMisses: 3, cacheJoins: 4 }),
+      bodyMemory: () => ({ freeBytes: 65_536, freeSharedBytes: 8_388_608 }),
     });
     let t = await m.metrics();
     expect(sample(t, 'inference_router_ratelimit_rejections_total{route="default/r",direction="input",scope="route"}')).toBe(2);
@@ -139,6 +140,8 @@ describe('RouterMetrics', () => {
     expect(sample(t, 'inference_router_ratelimit_recall_waits_total{outcome="refused"}')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_duration_seconds_count')).toBe(1);
     expect(sample(t, 'inference_router_tokenizer_pool_tasks')).toBe(3);
+    expect(sample(t, 'inference_router_body_memory_free_bytes{memory="ordinary"}')).toBe(65_536);
+    expect(sample(t, 'inference_router_body_memory_free_bytes{memory="shared"}')).toBe(8_388_608);
     expect(sample(t, 'inference_router_token_counts_total{method="fallback"}')).toBe(1);
     expect(sample(t, 'inference_router_token_count_cache_texts_total{result="hit"}')).toBe(7);
     expect(sample(t, 'inference_router_token_count_cache_texts_total{result="miss"}')).toBe(3);
