@@ -17,7 +17,7 @@
  * scrape after 5 s when one does not answer (a worker still starting, one that just died), and it
  * keys on prom-client's module-global registry list. Here only workers that said hello are asked,
  * a worker's exit settles its part at once, and after `timeoutMs` the scrape is answered with what
- * arrived; `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
+ * arrived (however late the primary's loop runs that timer, what arrived in time is read first); `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
  * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
  * and histograms of its last answer in every later sum, and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
@@ -36,6 +36,7 @@ import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
 import { countedPods, heldEpochs, notePartEpochs, shownPart, ShownEpochs, type PartEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
+import { setReadDeadline } from '../timers.js';
 
 export const MSG_HELLO = 'metrics:hello';
 export const MSG_GET = 'metrics:get';
@@ -178,7 +179,9 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
       }
       if (g.waiting.size === 0) finish(id);
       else {
-        g.timer = setTimeout(() => finish(id), timeoutMs);
+        // A read deadline (timers.ts): answers that came in time while this loop was busy past it
+        // are read first, not taken for workers that missed the scrape.
+        g.timer = setReadDeadline(() => finish(id), timeoutMs);
         g.timer.unref();
       }
     } else if (m.t === MSG_DATA && typeof m.id === 'number') {

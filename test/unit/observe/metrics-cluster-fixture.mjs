@@ -33,8 +33,22 @@ if (cluster.isPrimary) {
   attachMetricsPrimary(cluster, { timeoutMs: 3000 });
   attachLocalLimitHost(cluster, new CounterStore(), { leaseDivisor: 0 }); // no leases: every decision is IPC traffic
   let ready = 0;
+  // SIGUSR2: the next scrape's gathering holds this event loop past its timeout (3 s) right after
+  // it asked the workers, as a long task or a collection would; the workers answer meanwhile.
+  let holdNext = false;
+  process.on('SIGUSR2', () => {
+    holdNext = true;
+    process.stdout.write('HOLD\n');
+  });
   cluster.on('message', (w, m) => {
     if (m?.t === 'fixture:ready' && ++ready === 2) process.stdout.write('READY\n');
+    if (m?.t === 'metrics:get' && holdNext) {
+      holdNext = false;
+      setImmediate(() => {
+        const until = Date.now() + 3500;
+        while (Date.now() < until) { /* busy */ }
+      });
+    }
   });
   for (const i of [1, 2]) {
     const w = cluster.fork({ WORKER_INDEX: String(i) });

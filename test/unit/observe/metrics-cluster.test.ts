@@ -74,6 +74,16 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
     for (const r of named) expect(sample(again, `inference_router_tenant_tokens_total{tenant="${r.tenant}",direction="input"}`), r.tenant).toBe(r.value);
   });
 
+  it('workers that answered while the primary was busy past the timeout count as answered, not missing', async () => {
+    child.kill('SIGUSR2');
+    for (let i = 0; i < 500 && !out.includes('HOLD'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(out).toContain('HOLD');
+    const t = await scrape(url);
+    expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(2);
+    expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
+    expect(sample(t, 'inference_router_input_tokens_total{route="default/sf-route"}')).toBe(90);
+  }, 20_000);
+
   it('a worker that died is settled at once, not after a timeout: its counters stay in the sums, its gauges go', async () => {
     const m = /WORKER 2 (\d+)/.exec(out);
     expect(m).not.toBeNull();
