@@ -17,7 +17,8 @@
  * scrape after 5 s when one does not answer (a worker still starting, one that just died), and it
  * keys on prom-client's module-global registry list. Here only workers that said hello are asked,
  * a worker's exit settles its part at once, and after `timeoutMs` the scrape is answered with what
- * arrived (however late the primary's loop runs that timer, what arrived in time is read first); `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
+ * arrived (however late the primary's loop runs that timer, what arrived in time is read first);
+ * `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
  * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
  * and histograms of its last answer in every later sum, and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
