@@ -2,7 +2,11 @@
  * Every full run kept under bench/results/, one row each, oldest first: the figures the goals are
  * read from, so that a run is read beside the runs of other hours and hosts, not alone.
  *
- *   node dist/bench/runs-table.js [DIR]      (DIR: bench/results by default)
+ *   node dist/bench/runs-table.js [DIR] [--read-across [--since "YYYY-MM-DD HH:MM"]]
+ *                                        (DIR: bench/results by default)
+ *
+ * `--read-across` prints, instead of the rows, in how many of the runs each goal was met, by host
+ * type (read-across.ts).
  *
  * Reads each `<name>.json` that `npm run bench` wrote (full runs with nginx measured; quick runs
  * and partial runs are left out). `latest.json` is a copy of one named run: it is shown once,
@@ -11,11 +15,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchReport, Goal } from './report.js';
-import { readCommandLine, type CommandSpec } from './cli-args.js';
+import { readCommandLine, UsageError, type CommandSpec } from './cli-args.js';
 import { cpuRatioToNginx } from './goals.js';
+import { readAcross, READ_ACROSS_SINCE, type RunCells } from './read-across.js';
 
 const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/runs-table.js [DIR]   (DIR: bench/results by default)',
+  usage: 'Usage: node dist/bench/runs-table.js [DIR] [--read-across [--since "YYYY-MM-DD HH:MM"]]   (DIR: bench/results by default)',
+  values: ['--since'],
+  flags: ['--read-across'],
   positionals: [0, 1],
 };
 
@@ -93,23 +100,51 @@ export function isFullRun(r: BenchReport): boolean {
   return r.mode === 'full' && r.wrk.some((x) => x.id === 'nginx') && r.goals.length > 0;
 }
 
-/** The runs' table in markdown; `latest.json` folded into the run it copies. */
-export function runsTable(runs: readonly KeptRun[]): string {
+/** A row of the table: the figure cells read across, and the run's name, memory monitor, nginx's CPU and resident memory. */
+interface RunRow extends RunCells {
+  readonly name: string;
+  readonly monitor: string;
+  readonly nginxCpu: string;
+  readonly resident: string;
+}
+
+/** The full runs, oldest first, one row each; `latest.json` folded into the run it copies. */
+export function runRows(runs: readonly KeptRun[]): RunRow[] {
   const latest = runs.find((r) => r.file === LATEST);
   const named = runs.filter((r) => r.file !== LATEST && isFullRun(r.report));
   const latestNamed = latest === undefined ? undefined : named.find((r) => r.report.startedAt === latest.report.startedAt);
   const shown = latest !== undefined && latestNamed === undefined && isFullRun(latest.report) ? [...named, latest] : named;
   shown.sort((a, b) => a.report.startedAt.localeCompare(b.report.startedAt));
+  return shown.map(({ file, report: r }) => {
+    const isLatest = latest !== undefined && r.startedAt === latest.report.startedAt;
+    const chunk = r.streams?.routerCpuUsPerChunk ?? null;
+    return {
+      at: r.startedAt.slice(0, 16).replace('T', ' '),
+      name: `\`${file.replace(/\.json$/, '.md')}\`${isLatest && file !== LATEST ? ' (latest)' : ''}`,
+      host: hostCell(r.machine),
+      monitor: monitorCell(r.machine),
+      nginxCpu: serverCpu(r, 'nginx'),
+      full: median(r.goals, GOAL.full),
+      cpu: serverCpu(r, 'router-local'),
+      cpuRatio: cpuRatioCell(r),
+      resident: residentCell(r),
+      floor: median(r.goals, GOAL.floor),
+      local: median(r.goals, GOAL.local),
+      log: median(r.goals, GOAL.log),
+      global: `${median(r.goals, GOAL.leases)} / ${median(r.goals, GOAL.noLeases)}`,
+      p99: `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)})`,
+      openLoop: openLoopCell(r.goals),
+      sseChunk: chunk === null ? '–' : chunk.median.toFixed(2),
+    };
+  });
+}
+
+/** The runs' table in markdown (runRows). */
+export function runsTable(runs: readonly KeptRun[]): string {
   const head = '| run (UTC) | results | host | kernel memory monitor | nginx CPU µs/req | full router × nginx | full router CPU µs/req | full router CPU × nginx | full router resident MB | floor × nginx | local limit | access log | global, leases on / off | p99 added at half load (beyond nginx) | the same, open-loop arrivals | CPU per SSE chunk µs |\n'
     + '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
-  return head + shown.map(({ file, report: r }) => {
-    const isLatest = latest !== undefined && r.startedAt === latest.report.startedAt;
-    const name = `\`${file.replace(/\.json$/, '.md')}\`${isLatest && file !== LATEST ? ' (latest)' : ''}`;
-    const chunk = r.streams?.routerCpuUsPerChunk ?? null;
-    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${name} | ${hostCell(r.machine)} | ${monitorCell(r.machine)} | ${serverCpu(r, 'nginx')} | ${median(r.goals, GOAL.full)} | ${serverCpu(r, 'router-local')} | ${cpuRatioCell(r)} | ${residentCell(r)} | `
-      + `${median(r.goals, GOAL.floor)} | ${median(r.goals, GOAL.local)} | ${median(r.goals, GOAL.log)} | ${median(r.goals, GOAL.leases)} / ${median(r.goals, GOAL.noLeases)} | `
-      + `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)}) | ${openLoopCell(r.goals)} | ${chunk === null ? '–' : chunk.median.toFixed(2)} |`;
-  }).join('\n') + '\n';
+  return head + runRows(runs).map((w) => `| ${w.at} | ${w.name} | ${w.host} | ${w.monitor} | ${w.nginxCpu} | ${w.full} | ${w.cpu} | ${w.cpuRatio} | ${w.resident} | `
+    + `${w.floor} | ${w.local} | ${w.log} | ${w.global} | ${w.p99} | ${w.openLoop} | ${w.sseChunk} |`).join('\n') + '\n';
 }
 
 export function readRuns(dir: string): KeptRun[] {
@@ -120,6 +155,12 @@ export function readRuns(dir: string): KeptRun[] {
 }
 
 if (process.argv[1]?.endsWith('runs-table.js')) {
-  const dir = readCommandLine(COMMAND, (line) => line.positionals[0] ?? 'bench/results');
-  process.stdout.write(runsTable(readRuns(dir)));
+  const o = readCommandLine(COMMAND, (line) => {
+    const since = line.value('--since');
+    if (since !== undefined && !line.has('--read-across')) throw new UsageError('--since: only with --read-across');
+    if (since !== undefined && !/^\d{4}-\d\d-\d\d( \d\d:\d\d)?$/.test(since)) throw new UsageError(`--since: expected "YYYY-MM-DD HH:MM", got "${since}"`);
+    return { dir: line.positionals[0] ?? 'bench/results', readAcross: line.has('--read-across'), since: since ?? READ_ACROSS_SINCE };
+  });
+  const runs = readRuns(o.dir);
+  process.stdout.write(o.readAcross ? readAcross(runRows(runs), o.since) : runsTable(runs));
 }

@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BenchReport, Goal } from '../../../bench/report.js';
-import { hostCell, hostName, monitorCell, readRuns, runsTable } from '../../../bench/runs-table.js';
+import { hostCell, hostName, monitorCell, readRuns, runRows, runsTable } from '../../../bench/runs-table.js';
+import { cellNumber, readAcross, READ_ACROSS_SINCE, type RunCells } from '../../../bench/read-across.js';
 
 const spread = (median: number) => ({ median, min: median, max: median, n: 1 });
 
@@ -124,5 +125,58 @@ describe('runsTable', () => {
     const runs = readRuns(dir);
     expect(runs.map((r) => r.file)).toEqual(['one.json']);
     expect(runsTable(runs)).toContain('`one.md` | Intel Xeon');
+  });
+});
+
+describe('readAcross', () => {
+  /** A run's cells as runs-table shows them, from a few figures. */
+  function cells(at: string, host: string, p99: string, global = '8.0% / 20.0%', over: Partial<RunCells> = {}): RunCells {
+    return { at, host, full: '0.74×', cpu: '46.0', cpuRatio: '1.90×', floor: '0.91×', local: '2.0%', log: '3.0%', global, p99, openLoop: '–', sseChunk: '0.80', ...over };
+  }
+  const rowOf = (text: string, goal: string): string => text.split('\n').find((l) => l.startsWith(`| ${goal} |`)) ?? '';
+
+  it('counts each goal met over the runs from `since` on, by host type, with the range and median', () => {
+    const runs = [
+      cells('2026-11-20 10:00', 'AMD EPYC', '0.50 ms (0.10 ms)'), // before `since`: not counted
+      cells('2026-11-26 10:00', 'AMD EPYC', '1.50 ms (0.40 ms)'),
+      cells('2026-11-27 10:00', 'AMD EPYC, Node 24', '2.50 ms (1.00 ms)', '16.0% / 30.0%'),
+      cells('2026-11-28 10:00', 'Intel Xeon', '3.00 ms (2.50 ms)', '– / –', { sseChunk: '–', cpuRatio: '2.10×' }),
+    ];
+    const text = readAcross(runs, '2026-11-25 23:27');
+    expect(text).toMatch(/^3 full runs from 2026-11-25 23:27 UTC on/);
+    expect(text).toContain('| goal | met | AMD EPYC | Intel Xeon | lowest–highest | median |');
+    expect(rowOf(text, 'p99 added at half load < 2 ms')).toBe('| p99 added at half load < 2 ms | 1 of 3 | 1 of 2 | 0 of 1 | 1.5–3 | 2.5 |');
+    expect(rowOf(text, 'the same beyond nginx < 2 ms')).toBe('| the same beyond nginx < 2 ms | 2 of 3 | 2 of 2 | 0 of 1 | 0.4–2.5 | 1 |');
+    // A run that did not measure a goal ("–") is not one of its runs.
+    expect(rowOf(text, 'global limit, leases on, < 15%')).toBe('| global limit, leases on, < 15% | 1 of 2 | 1 of 2 | 0 of 0 | 8–16 | 12 |');
+    expect(rowOf(text, 'global limit, leases off, < 15%')).toBe('| global limit, leases off, < 15% | 0 of 2 | 0 of 2 | 0 of 0 | 20–30 | 25 |');
+    expect(rowOf(text, "full router CPU ≤ 2.08× nginx's")).toBe("| full router CPU ≤ 2.08× nginx's | 2 of 3 | 2 of 2 | 0 of 1 | 1.9–2.1 | 1.9 |");
+    expect(rowOf(text, 'CPU per extra SSE chunk ≤ 1.5 µs')).toContain('| 2 of 2 |');
+    // No run measured open-loop: the goal has no row.
+    expect(rowOf(text, 'the same, open-loop, < 2 ms')).toBe('');
+  });
+
+  it('reads the parts of a cell, negative figures included', () => {
+    expect(cellNumber('12.7% / 22.0%', 'first')).toBe(12.7);
+    expect(cellNumber('12.7% / 22.0%', 'second')).toBe(22);
+    expect(cellNumber('-1.5%', 'first')).toBe(-1.5);
+    expect(cellNumber('3.48 ms (-13.22 ms)', 'paren')).toBe(-13.22);
+    expect(cellNumber('– / 24.5%', 'first')).toBeNull();
+    expect(cellNumber('0.75×', 'paren')).toBeNull();
+  });
+});
+
+describe('the docs and the kept runs', () => {
+  const docs = readFileSync(new URL('../../../docs/benchmarks.md', import.meta.url), 'utf8');
+  const kept = readRuns(new URL('../../../bench/results/', import.meta.url).pathname);
+
+  it("docs/benchmarks.md's table of all full runs is runs-table's, row for row", () => {
+    const rows = (text: string): string[] => text.split('\n').filter((l) => /^\| \d{4}-\d\d-\d\d \d\d:\d\d \| `/.test(l));
+    expect(rows(docs)).toEqual(rows(runsTable(kept)));
+  });
+
+  it('its read-across counts the runs runs-table --read-across counts', () => {
+    const n = Number(/^(\d+) full runs/.exec(readAcross(runRows(kept)))?.[1]);
+    expect(docs).toContain(`Read across the ${n} runs since the leases became the default (${READ_ACROSS_SINCE} on;`);
   });
 });

@@ -24,6 +24,7 @@ const CASES: readonly { tool: string; wrong: string[]; error: string }[] = [
   { tool: 'auth-load', wrong: ['--rounds'], error: 'auth-load: --rounds: expected a value' },
   { tool: 'ipc-wakeup', wrong: ['soon'], error: 'ipc-wakeup: seconds per interval: expected a positive number, got "soon"' },
   { tool: 'runs-table', wrong: ['--dir', 'bench/results'], error: 'runs-table: unknown option "--dir"' },
+  { tool: 'runs-table', wrong: ['--since', '2026-11-25 23:27'], error: 'runs-table: --since: only with --read-across' },
   { tool: 'paced-streams', wrong: ['--tps', '5'], error: 'paced-streams: --tps: 5 tokens a second makes a 64-token stream last over 4 s; at least 16' },
   { tool: 'latency-sweep', wrong: ['--fractions', '2'], error: 'latency-sweep: --fractions: "2" is not a fraction of the peak above 0 and at most 1' },
   { tool: 'response-parser-micro', wrong: ['--rounds', '3'], error: 'response-parser-micro: unknown option "--rounds"' },
