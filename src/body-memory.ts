@@ -11,8 +11,9 @@
  * content-length into the smallest of these buffers (8 KiB to 256 KiB, powers of two) that holds it.
  * A large body, one a tokenizer thread parses (from ROUTER_TOKENIZER_PARSE_MIN_BYTES, 256 KiB by
  * default) or one over 256 KiB, goes into shared memory (a SharedArrayBuffer, which a thread reads
- * where it lies) instead: up to SHARED_BODY_MEMORY_MAX_BYTES, into the smallest shared buffer of
- * these sizes (8 KiB to 16 MiB) that holds it, kept apart from the others. Either is given back when the request has ended (its record written: every user of the
+ * where it lies) instead: into the smallest shared buffer of these sizes (8 KiB to 16 MiB, or to
+ * the power of two that holds a body of a higher ROUTER_MAX_BODY_BYTES) that holds it, kept apart
+ * from the others. Either is given back when the request has ended (its record written: every user of the
  * bytes, a retry and a thread's parse included, is done). Two other users can still hold the
  * memory then:
  * - a write to a pod queued for the end of the turn (request-head.ts): memory given back is free at
@@ -22,7 +23,8 @@
  *   sent them all (bodySentBySocket). Memory given back meanwhile is free only then; a socket closed
  *   before it sent them never says so, and that memory is left to the garbage collector.
  * Smaller bodies come from Node's own pool (Buffer.allocUnsafe below 4 KiB), which costs less.
- * At most MAX_FREE_BYTES of ordinary and MAX_FREE_SHARED_BYTES of shared memory stay free per process.
+ * At most MAX_FREE_BYTES of ordinary and MAX_FREE_SHARED_BYTES (or one largest shared buffer) of
+ * shared memory stay free per process.
  */
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from './turn-end.js';
@@ -36,17 +38,22 @@ const LARGEST_SHIFT = 18;
 export const BODY_MEMORY_MAX_BYTES = 1 << LARGEST_SHIFT;
 /** Free memory kept per process, at most. */
 export const MAX_FREE_BYTES = 4 * 1024 * 1024;
-/** The largest shared buffer: 16 MiB, ROUTER_MAX_BODY_BYTES' default. A larger body gets shared memory of its own. */
+/**
+ * The largest shared buffer by default: 16 MiB, ROUTER_MAX_BODY_BYTES' default. With a higher
+ * ROUTER_MAX_BODY_BYTES, the power of two that holds such a body (sizeSharedBodyMemory).
+ */
 const SHARED_LARGEST_SHIFT = 24;
 export const SHARED_BODY_MEMORY_MAX_BYTES = 1 << SHARED_LARGEST_SHIFT;
-/** Free shared memory kept per process, at most: a 16 MiB body's, or two of 8 MB. */
+/** The largest shared buffer ROUTER_MAX_BODY_BYTES can ask for: 1 GiB, its bound. */
+const SHARED_CEILING_SHIFT = 30;
+/** Free shared memory kept per process, at most, by default: a 16 MiB body's, or two of 8 MB. */
 export const MAX_FREE_SHARED_BYTES = 16 * 1024 * 1024;
 
 /** Free buffers of one kind by size: lists[k] holds buffers of 2^(SMALLEST_SHIFT + k) bytes, `bytes` in all, at most `maxBytes`. */
 interface FreeMemory {
   readonly lists: Buffer[][];
   bytes: number;
-  readonly maxBytes: number;
+  maxBytes: number;
 }
 
 function freeMemory(largestShift: number, maxBytes: number): FreeMemory {
@@ -54,7 +61,9 @@ function freeMemory(largestShift: number, maxBytes: number): FreeMemory {
 }
 
 const free = freeMemory(LARGEST_SHIFT, MAX_FREE_BYTES);
-const freeShared = freeMemory(SHARED_LARGEST_SHIFT, MAX_FREE_SHARED_BYTES);
+const freeShared = freeMemory(SHARED_CEILING_SHIFT, MAX_FREE_SHARED_BYTES);
+/** The largest body the shared memory takes (sizeSharedBodyMemory). */
+let sharedMaxBytes = SHARED_BODY_MEMORY_MAX_BYTES;
 /** Given back in this turn: free once the turn's writes have gone. */
 const pending: Buffer[] = [];
 let releaseQueued = false;
@@ -92,9 +101,22 @@ export function takeBodyMemory(size: number): Buffer {
   return takeFree(free, size) ?? Buffer.allocUnsafeSlow(classBytes(size));
 }
 
+/**
+ * Sizes the shared memory for bodies of up to `maxBodyBytes` (ROUTER_MAX_BODY_BYTES, once at a
+ * worker's start): its largest buffer the power of two that holds such a body, 16 MiB at least,
+ * and at most as much free as that (16 MiB at least), so that one body of the largest size, or two
+ * of half of it, find their memory again. Without it, a body over 16 MiB would get new memory
+ * each time: the kernel's mapping of its pages, and memory freed only by a collection.
+ */
+export function sizeSharedBodyMemory(maxBodyBytes: number): void {
+  const shift = Math.min(SHARED_CEILING_SHIFT, Math.max(SHARED_LARGEST_SHIFT, 32 - Math.clz32(Math.max(1, maxBodyBytes) - 1)));
+  sharedMaxBytes = 2 ** shift;
+  freeShared.maxBytes = Math.max(MAX_FREE_SHARED_BYTES, sharedMaxBytes);
+}
+
 /** Whether a body of `size` bytes that goes into shared memory is read into the pool's shared memory. */
 export function inSharedBodyMemorySizes(size: number): boolean {
-  return size <= SHARED_BODY_MEMORY_MAX_BYTES;
+  return size <= sharedMaxBytes;
 }
 
 /**
@@ -174,6 +196,6 @@ function makeFree(memory: Buffer): void {
  * and for tests: buffers given back while sockets held them and not free yet (or left to the
  * garbage collector), and the buffers given back in this turn.
  */
-export function bodyMemoryStats(): { keptBySockets: number; freeBytes: number; freeSharedBytes: number; pending: number } {
-  return { keptBySockets: kept, freeBytes: free.bytes, freeSharedBytes: freeShared.bytes, pending: pending.length };
+export function bodyMemoryStats(): { keptBySockets: number; freeBytes: number; freeSharedBytes: number; pending: number; maxFreeSharedBytes: number } {
+  return { keptBySockets: kept, freeBytes: free.bytes, freeSharedBytes: freeShared.bytes, pending: pending.length, maxFreeSharedBytes: freeShared.maxBytes };
 }

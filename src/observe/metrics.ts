@@ -198,7 +198,7 @@ export class RouterMetrics {
       'Request bodies of ROUTER_TOKENIZER_PARSE_MIN_BYTES or more, by where they were parsed: thread (a tokenizer thread), event_loop (no place in the tokenizer pool, or its thread failed).',
       'counter', () => fieldSeries(this.sources.threadParses, 'where', THREAD_PARSE_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_body_memory_free_bytes',
-      'Memory for request bodies kept free for the next ones (not yet returned to the system), by memory: ordinary (4-256 KiB bodies, at most 4 MiB per worker), shared (bodies a tokenizer thread parses or over 256 KiB, at most 16 MiB per worker).',
+      'Memory for request bodies kept free for the next ones (not yet returned to the system), by memory: ordinary (4-256 KiB bodies, at most 4 MiB per worker), shared (bodies a tokenizer thread parses or over 256 KiB, at most 16 MiB per worker, or one buffer of the largest body a higher ROUTER_MAX_BODY_BYTES allows).',
       'gauge', () => fieldSeries(this.sources.bodyMemory, 'memory', BODY_MEMORY_FIELDS)) as never);
     r.registerMetric(new CollectedFamily('inference_router_conversations_total',
       'Long chat conversations (bodies of 8 KiB or more) parsed on the event loop, by what the memo of conversations did: found (the body went on from a kept conversation: only its new messages parsed), kept (its conversation kept for the next turn).',

@@ -31,7 +31,7 @@ import type { PodEpochs } from '../observe/backend-pod-epochs.js';
 import { Scheduler } from '../pick/scheduler.js';
 import { systemClock } from '../clock.js';
 import { nodeTimers } from '../timers.js';
-import { bodyMemoryStats } from '../body-memory.js';
+import { bodyMemoryStats, sizeSharedBodyMemory } from '../body-memory.js';
 import { FairGates } from '../pick/fair-gate.js';
 import { isLoadShare, PodLoadReceiver } from '../pick/pod-load-share.js';
 import { isEjectionShare, PodHealthShare } from '../pick/pod-health-share.js';
@@ -235,6 +235,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     threadParser,
   };
 
+  // Bodies up to ROUTER_MAX_BODY_BYTES find their shared memory again (body-memory.ts).
+  sizeSharedBodyMemory(settings.maxBodyBytes);
   const app = buildApp(uws, {
     maxBodyBytes: settings.maxBodyBytes,
     sharedBodyMinBytes: threadParser === null ? 0 : threadParser.minBytes,

@@ -176,3 +176,27 @@ describe.each([
     expect(free.shared).toBeLessThanOrEqual(MAX_FREE_SHARED_BYTES * availableParallelism());
   }, 120_000);
 });
+
+// With ROUTER_MAX_BODY_BYTES raised past 16 MiB, bodies up to it lie in shared memory used again
+// too (its largest buffer the power of two that holds such a body), not in new memory each time.
+describe('request bodies over 16 MiB with ROUTER_MAX_BODY_BYTES raised (built router, real pod)', () => {
+  const pod = routerOnRecordingPod({ env: { ROUTER_MAX_BODY_BYTES: String(40 << 20) } });
+
+  it('forwards each with its own bytes, and keeps their memory for the next ones', async () => {
+    const next = seededBelow(20261207);
+    const sent: string[] = [];
+    const jobs: (() => Promise<void>)[] = [];
+    for (let i = 0; i < 6; i++) {
+      const text = body(i, 17_000_000 + next(13_000_000));
+      sent.push(text);
+      jobs.push(() => post(pod.router.url, text));
+    }
+    await inTurn(jobs, 2);
+    expect(pod.received.length).toBe(sent.length);
+    expect([...pod.received].sort()).toEqual([...sent].sort());
+    // A 32 MiB buffer at least (bodies of 17-30 MB) is free again: before, such a body's memory was its own, never kept.
+    const free = await freeBodyMemory(pod.router.url);
+    expect(free.shared).toBeGreaterThanOrEqual(32 << 20);
+    expect(free.shared).toBeLessThanOrEqual((64 << 20) * availableParallelism());
+  }, 120_000);
+});

@@ -3,7 +3,7 @@ import { connect, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import {
   BODY_MEMORY_MAX_BYTES, BODY_MEMORY_MIN_BYTES, bodyMemoryStats, giveBackBodyMemory, inBodyMemorySizes, inSharedBodyMemorySizes, MAX_FREE_BYTES,
-  MAX_FREE_SHARED_BYTES, SHARED_BODY_MEMORY_MAX_BYTES, takeBodyMemory, takeSharedBodyMemory,
+  MAX_FREE_SHARED_BYTES, SHARED_BODY_MEMORY_MAX_BYTES, sizeSharedBodyMemory, takeBodyMemory, takeSharedBodyMemory,
 } from '../../src/body-memory.js';
 import { requestHead, writeRequest } from '../../src/upstream/http1/request-head.js';
 import { pausedServer } from '../helpers/paused-server.js';
@@ -97,6 +97,33 @@ describe('shared body memory', () => {
     expect(bodyMemoryStats().freeSharedBytes).toBe(MAX_FREE_SHARED_BYTES);
     expect(takeSharedBodyMemory(5_000_000)).toBe(large[1]);
     expect(takeSharedBodyMemory(5_000_000)).toBe(large[0]);
+  });
+});
+
+describe('shared body memory for a higher ROUTER_MAX_BODY_BYTES', () => {
+  it('takes bodies up to the power of two that holds the largest, and keeps as much free', async () => {
+    try {
+      sizeSharedBodyMemory(40 * 1024 * 1024);
+      expect([40 << 20, 64 << 20, (64 << 20) + 1].map(inSharedBodyMemorySizes)).toEqual([true, true, false]);
+      expect(bodyMemoryStats().maxFreeSharedBytes).toBe(64 << 20);
+      await turnEnd();
+      const body = takeSharedBodyMemory(30_000_000);
+      expect(body.length).toBe(32 << 20);
+      expect(body.buffer).toBeInstanceOf(SharedArrayBuffer);
+      giveBackBodyMemory(body);
+      await turnEnd();
+      expect(bodyMemoryStats().freeSharedBytes).toBeGreaterThanOrEqual(32 << 20);
+      expect(takeSharedBodyMemory(20_000_000)).toBe(body);
+      // At or below 16 MiB: the default sizes. 1 GiB, the setting's bound, is the largest.
+      sizeSharedBodyMemory(1000);
+      expect([SHARED_BODY_MEMORY_MAX_BYTES, SHARED_BODY_MEMORY_MAX_BYTES + 1].map(inSharedBodyMemorySizes)).toEqual([true, false]);
+      expect(bodyMemoryStats().maxFreeSharedBytes).toBe(MAX_FREE_SHARED_BYTES);
+      sizeSharedBodyMemory(1024 ** 3);
+      expect([1024 ** 3, 1024 ** 3 + 1].map(inSharedBodyMemorySizes)).toEqual([true, false]);
+    } finally {
+      sizeSharedBodyMemory(SHARED_BODY_MEMORY_MAX_BYTES);
+    }
+    expect(bodyMemoryStats().maxFreeSharedBytes).toBe(MAX_FREE_SHARED_BYTES);
   });
 });
 
