@@ -8,6 +8,7 @@
  * `--since`: the first run counted (UTC, as the table shows it); by default the first run with the
  * global limit's leases on by default (READ_ACROSS_SINCE), the runs the docs read across.
  */
+import { median } from './order-stats.js';
 
 /** The first run after the leases became the global limit's default: the docs' read-across starts there. */
 export const READ_ACROSS_SINCE = '2026-11-25 23:27';
@@ -82,11 +83,6 @@ function hostType(host: string): string {
   return comma < 0 ? host : host.slice(0, comma);
 }
 
-function medianOf(sorted: readonly number[]): number {
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
 /** The read-across of the runs from `since` on, as a markdown table: one row per goal. */
 export function readAcross(runs: readonly RunCells[], since = READ_ACROSS_SINCE): string {
   const counted = runs.filter((r) => r.at >= since);
@@ -106,7 +102,7 @@ export function readAcross(runs: readonly RunCells[], since = READ_ACROSS_SINCE)
     const metIn = (of: readonly { v: number }[]): string => `${of.filter((x) => g.met(x.v)).length} of ${of.length}`;
     const byHost = hosts.map((h) => metIn(measured.filter((x) => x.host === h)));
     const values = measured.map((x) => x.v).sort((a, b) => a - b);
-    lines.push(`| ${g.name} | ${metIn(measured)} | ${byHost.join(' | ')} | ${values[0]}–${values[values.length - 1]} | ${Number(medianOf(values).toFixed(3))} |`);
+    lines.push(`| ${g.name} | ${metIn(measured)} | ${byHost.join(' | ')} | ${values[0]}–${values[values.length - 1]} | ${Number(median(values).toFixed(3))} |`);
   }
   return `${lines.join('\n')}\n`;
 }

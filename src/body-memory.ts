@@ -78,9 +78,14 @@ export function inBodyMemorySizes(size: number): boolean {
   return size >= BODY_MEMORY_MIN_BYTES && size <= BODY_MEMORY_MAX_BYTES;
 }
 
+/** The exponent of the smallest power of two of at least `size` (>= 1) bytes. */
+function holdingShift(size: number): number {
+  return 32 - Math.clz32(size - 1);
+}
+
 /** Which free list holds buffers for `size` bytes (inBodyMemorySizes(size)). */
 function sizeClass(size: number): number {
-  const shift = 32 - Math.clz32(size - 1);
+  const shift = holdingShift(size);
   return shift <= SMALLEST_SHIFT ? 0 : shift - SMALLEST_SHIFT;
 }
 
@@ -109,7 +114,7 @@ export function takeBodyMemory(size: number): Buffer {
  * each time: the kernel's mapping of its pages, and memory freed only by a collection.
  */
 export function sizeSharedBodyMemory(maxBodyBytes: number): void {
-  const shift = Math.min(SHARED_CEILING_SHIFT, Math.max(SHARED_LARGEST_SHIFT, 32 - Math.clz32(Math.max(1, maxBodyBytes) - 1)));
+  const shift = Math.min(SHARED_CEILING_SHIFT, Math.max(SHARED_LARGEST_SHIFT, holdingShift(Math.max(1, maxBodyBytes))));
   sharedMaxBytes = 2 ** shift;
   freeShared.maxBytes = Math.max(MAX_FREE_SHARED_BYTES, sharedMaxBytes);
 }

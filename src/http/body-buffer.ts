@@ -24,10 +24,15 @@ export function newBodyBuffer(size: number, sharedMinBytes: number): Buffer {
 export function joinChunkedBody(chunks: readonly Buffer[], size: number, sharedMinBytes: number): Buffer {
   if (chunks.length === 1 && !inSharedMemory(size, sharedMinBytes)) return chunks[0];
   const out = newBodyBuffer(size, sharedMinBytes);
-  let at = 0;
-  for (let i = 0; i < chunks.length; i++) {
-    out.set(chunks[i], at);
-    at += chunks[i].length;
-  }
+  copyPieces(out, chunks);
   return out;
+}
+
+/** `pieces`, one after the other, copied into `out` from its start (which holds them all). */
+export function copyPieces(out: Buffer, pieces: readonly Buffer[]): void {
+  let at = 0;
+  for (let i = 0; i < pieces.length; i++) {
+    out.set(pieces[i], at);
+    at += pieces[i].length;
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Exchange } from './exchange.js';
-import { joinChunkedBody, newBodyBuffer, inSharedMemory } from './body-buffer.js';
+import { copyPieces, joinChunkedBody, newBodyBuffer, inSharedMemory } from './body-buffer.js';
 import {
   BODY_MEMORY_MAX_BYTES, giveBackBodyMemory, inBodyMemorySizes, inSharedBodyMemorySizes, takeBodyMemory, takeSharedBodyMemory,
 } from '../body-memory.js';
@@ -82,11 +82,7 @@ export function chunkedBody(x: Exchange, chunks: readonly Buffer[], size: number
   let body: Buffer;
   if (inSharedBodyMemorySizes(size)) {
     const shared = takeSharedBodyMemory(size);
-    let at = 0;
-    for (let i = 0; i < pieces.length; i++) {
-      shared.set(pieces[i], at);
-      at += pieces[i].length;
-    }
+    copyPieces(shared, pieces);
     x.pooledBody = shared;
     body = shared.subarray(0, size);
   } else {
