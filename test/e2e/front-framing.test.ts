@@ -246,6 +246,16 @@ describe('the front under framing attacks and broken clients (built router)', ()
     }
   });
 
+  it('every answer names the HTTP server once (uWebSockets: 20) and carries one Date: a routed answer, a router-made error and a probe alike', async () => {
+    for (const req of [post('server-mark', BODY, 'Connection: close\r\n'), post('server-mark-404', JSON.stringify({ model: 'no-such-model', prompt: 'x' }), 'Connection: close\r\n'), 'GET /healthz HTTP/1.1\r\nHost: router\r\nConnection: close\r\n\r\n']) {
+      const r = await raw(router.port, [req]);
+      const head = r.text.slice(0, r.text.indexOf('\r\n\r\n') + 2);
+      expect(head.match(/\r\nuWebSockets: 20\r\n/gi), req.slice(0, 30)).toHaveLength(1);
+      expect(head.match(/\r\ndate: [^\r]+ GMT\r\n/gi), req.slice(0, 30)).toHaveLength(1);
+      expect(head.match(/\r\nserver:/gi), req.slice(0, 30)).toBeNull();
+    }
+  });
+
   it('an answer to HEAD has headers only: the next answer on the connection is read from its first byte', async () => {
     for (const path of ['/v1/completions', '/v1/no-such-endpoint', '/no-such-path']) {
       const r = await raw(router.port, [`HEAD ${path} HTTP/1.1\r\nHost: router\r\n\r\n`, post(`after-head-${path}`, BODY, 'Connection: close\r\n')], { gapMs: 100 });
