@@ -67,6 +67,11 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 /**
  * An error the router answers itself; `status` defaults to the registry's status for `type`,
  * `code` to the type's default code.
+ *
+ * It carries no stack trace: it is an answer (a 429, a 404, a 503), made per request, whose
+ * message says all there is, and capturing the stack cost about 5 µs per error answer
+ * (docs/internals/performance-changes.md, "Router-made errors without a stack trace"). Its
+ * `stack` is its first line only ("Error: <message>"); other errors keep theirs.
  */
 export class RouterError extends Error {
   readonly type: ErrorType;
@@ -76,7 +81,10 @@ export class RouterError extends Error {
   readonly headers: Readonly<Record<string, string>> | null;
 
   constructor(type: ErrorType, message: string, status?: number, headers?: Record<string, string> | null, code?: ErrorCode) {
+    const frames = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = frames;
     this.type = type;
     this.status = status ?? ERROR_TYPES[type].status;
     this.headers = headers ?? null;

@@ -17,6 +17,24 @@ describe('error registry', () => {
     expect(statusLine(599)).toBe('599 Status');
   });
 
+  it('a RouterError is an Error without a stack trace (its first line only), and leaves the stack trace limit as it was', () => {
+    const before = Error.stackTraceLimit;
+    const e = new RouterError('rate_limit', 'input token rate limit exceeded');
+    expect(e).toBeInstanceOf(Error);
+    expect(e.message).toBe('input token rate limit exceeded');
+    expect(e.stack).toBe('Error: input token rate limit exceeded');
+    expect(Error.stackTraceLimit).toBe(before);
+    // Other errors keep their frames.
+    expect(new Error('x').stack!.split('\n').length).toBeGreaterThan(1);
+    Error.stackTraceLimit = 3;
+    try {
+      new RouterError('model_not_found', 'y');
+      expect(Error.stackTraceLimit).toBe(3);
+    } finally {
+      Error.stackTraceLimit = before;
+    }
+  });
+
   it('gives status lines as bytes, the same object for a code each time', () => {
     const line = statusLineBytes(429);
     expect(Buffer.from(line).toString('latin1')).toBe('429 Too Many Requests');
