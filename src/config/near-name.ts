@@ -23,28 +23,77 @@ export function nearName(word: string, candidates: readonly string[]): string | 
 }
 
 /**
+ * Three rows of the distance table, used again from one call to the next (grown as needed): the
+ * router calls nearName for every request naming a model it does not serve, against every served
+ * name, and a row per character allocated per candidate made that cost hundreds of µs with a
+ * hundred names (docs/internals/performance-changes.md, "Unknown models: the hint's cost").
+ */
+let rowA = new Int32Array(64);
+let rowB = new Int32Array(64);
+let rowC = new Int32Array(64);
+
+/**
  * Edit distance of a and b counting a swap of two neighbouring characters as one edit (optimal
  * string alignment: `prot` is one edit from `port`, not two), or `cap` when it is at least that.
+ *
+ * What the two share at their start and at their end costs no edit and is passed over first (served
+ * names tend to share most of theirs: `org-model-0007-instruct-v2`). Of the rest only the band of
+ * cells within cap - 1 of the diagonal is computed: a cell (i, j) is at least |i - j| edits, so
+ * every cell outside it is at least cap and is read as cap. A path through one then costs cap or
+ * more, and one inside the band its exact cost, so the answer, capped, is exact. A call costs
+ * about (2 cap - 1) cells per character that differs, not |a| x |b|.
  */
-function editDistance(a: string, b: string, cap: number): number {
-  if (Math.abs(a.length - b.length) >= cap) return cap;
-  let before: number[] = [];
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+export function editDistance(a: string, b: string, cap: number): number {
+  let m = a.length;
+  let n = b.length;
+  if (Math.abs(m - n) >= cap) return cap;
+  let from = 0;
+  while (from < m && from < n && a.charCodeAt(from) === b.charCodeAt(from)) from++;
+  while (m > from && n > from && a.charCodeAt(m - 1) === b.charCodeAt(n - 1)) {
+    m--;
+    n--;
+  }
+  m -= from;
+  n -= from;
+  if (m === 0 || n === 0) return m + n < cap ? m + n : cap;
+  if (rowA.length <= n + 1) {
+    const size = 2 * (n + 2);
+    rowA = new Int32Array(size);
+    rowB = new Int32Array(size);
+    rowC = new Int32Array(size);
+  }
+  let before = rowA;
+  let prev = rowB;
+  let row = rowC;
+  for (let j = 0; j <= n; j++) prev[j] = j < cap ? j : cap;
   let prevMin = 0;
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      let v = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, before[j - 2] + 1);
-      row.push(v);
+  for (let i = 1; i <= m; i++) {
+    const lo = i - cap + 1 > 1 ? i - cap + 1 : 1;
+    const hi = i + cap - 1 < n ? i + cap - 1 : n;
+    row[0] = i < cap ? i : cap;
+    // The next row reads this one up to hi + 1: past the band, at least cap.
+    if (hi + 1 <= n) row[hi + 1] = cap;
+    // Below the band (j < lo, from 1): at least cap too; the next row reads lo - 1 at the least.
+    if (lo - 1 >= 1) row[lo - 1] = cap;
+    let rowMin = row[0];
+    const ac = a.charCodeAt(from + i - 1);
+    const ap = i > 1 ? a.charCodeAt(from + i - 2) : -1;
+    for (let j = lo; j <= hi; j++) {
+      const bc = b.charCodeAt(from + j - 1);
+      let v = prev[j - 1] + (ac === bc ? 0 : 1);
+      if (prev[j] + 1 < v) v = prev[j] + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      if (j > 1 && ap === bc && ac === b.charCodeAt(from + j - 2) && before[j - 2] + 1 < v) v = before[j - 2] + 1;
+      row[j] = v;
       if (v < rowMin) rowMin = v;
     }
     // A swap reaches back two rows, so a row's minimum bounds the distance only once the next row's is known too.
     if (rowMin >= cap && prevMin >= cap) return cap;
+    const t = before;
     before = prev;
     prev = row;
+    row = t;
     prevMin = rowMin;
   }
-  return Math.min(prev[b.length], cap);
+  return prev[n] < cap ? prev[n] : cap;
 }

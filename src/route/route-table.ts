@@ -86,6 +86,8 @@ export interface MatchInput {
 
 /** Longest requested model name compared with the served ones for a "did you mean". */
 const MAX_NEAR_MODEL_LENGTH = 256;
+/** Hints kept per table for names no route serves (unknownModelHint); emptied when full. */
+const UNKNOWN_HINTS_KEPT = 256;
 
 /** Most model names an unknown-model answer lists (GET /v1/models lists them all). */
 const SERVED_HINT_NAMES = 10;
@@ -113,6 +115,10 @@ export class RouteTable {
    * b, …`, the first SERVED_HINT_NAMES names and how many more, or that no route serves any.
    */
   readonly servedModelsHint: string;
+  /** The served model names, in the order of byModel (unknownModelHint compares against them). */
+  private readonly modelNames: readonly string[];
+  /** unknownModelHint's answers by the name asked for: at most UNKNOWN_HINTS_KEPT, for this snapshot's names. */
+  private readonly hints = new Map<string, string>();
   /** Body of GET /v1/models/{id} (the OpenAI model object) per served model, prebuilt. */
   private readonly modelObjects: Map<string, string>;
   /** The rate limits of the served routes (to connect their stores before traffic). */
@@ -175,7 +181,8 @@ export class RouteTable {
       this.modelObjects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));
     }
     this.modelsJson = `{"object":"list","data":[${[...this.modelObjects.values()].join(',')}]}`;
-    this.servedModelsHint = servedModelsHint([...this.byModel.keys()]);
+    this.modelNames = [...this.byModel.keys()];
+    this.servedModelsHint = servedModelsHint(this.modelNames);
   }
 
   /** The OpenAI model object of a served model (GET /v1/models/{id}), or undefined. */
@@ -187,11 +194,19 @@ export class RouteTable {
    * What a request for `model`, which no route serves, is told after "is not served by any
    * route": the served model it is likely a misspelling of (another case, or within two letters:
    * `SF-Model`, `sf-modle`), then servedModelsHint. Error path only: the names are compared once
-   * per such request (a name longer than any worth comparing is not).
+   * per name asked for while this table serves (its hint is kept: UNKNOWN_HINTS_KEPT names at most),
+   * and a name longer than any worth comparing is not compared.
    */
   unknownModelHint(model: string): string {
-    const near = model.length <= MAX_NEAR_MODEL_LENGTH ? nearName(model, [...this.byModel.keys()]) : null;
-    return near === null ? this.servedModelsHint : ` (did you mean ${JSON.stringify(near)}?)${this.servedModelsHint}`;
+    if (model.length > MAX_NEAR_MODEL_LENGTH) return this.servedModelsHint;
+    // A client that names a model wrongly names it again with every retry: its hint is kept.
+    const kept = this.hints.get(model);
+    if (kept !== undefined) return kept;
+    const near = nearName(model, this.modelNames);
+    const hint = near === null ? this.servedModelsHint : ` (did you mean ${JSON.stringify(near)}?)${this.servedModelsHint}`;
+    if (this.hints.size >= UNKNOWN_HINTS_KEPT) this.hints.clear();
+    this.hints.set(model, hint);
+    return hint;
   }
 
   route(modelName: string): CompiledRoute | undefined {

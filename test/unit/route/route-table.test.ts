@@ -91,6 +91,22 @@ describe('RouteTable', () => {
     expect(table({ version: 1, servers: [], routes: [] }).unknownModelHint('m')).toBe('; no route serves any model: the resources have no ModelRoute');
   });
 
+  it('keeps the hint of a name asked for again (the same answer), at most 256 names, and a new table compares anew', () => {
+    const names = ['llama-3-8b', 'llama-3-70b', 'qwen-7b'];
+    const routes = names.map((n, i) => route(`r${i}`, n, [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }]));
+    const t = table({ version: 1, servers: [server('s1', ['p1'])], routes });
+    const first = t.unknownModelHint('qwen-7c');
+    expect(first).toBe(` (did you mean "qwen-7b"?)${t.servedModelsHint}`);
+    expect(t.unknownModelHint('qwen-7c')).toBe(first);
+    // 300 other names asked for: the kept hints are emptied once full, and every answer stays right.
+    for (let i = 0; i < 300; i++) expect(t.unknownModelHint(`other-${i}`)).toBe(t.servedModelsHint);
+    expect(t.unknownModelHint('qwen-7c')).toBe(first);
+    expect(t.unknownModelHint('llama-3-8B')).toBe(` (did you mean "llama-3-8b"?)${t.servedModelsHint}`);
+    // The next snapshot's table has its own names: the hint follows them.
+    const next = table({ version: 2, servers: [server('s1', ['p1'])], routes: [route('r9', 'qwen-7c', [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }])] });
+    expect(next.unknownModelHint('qwen-7d')).toBe(` (did you mean "qwen-7c"?)${next.servedModelsHint}`);
+  });
+
   it('the rate limits of every route of a shared name are collected; an adapter listed by two routes is chained, a modelName never chained with adapters', () => {
     const limit = (n: number) => ({ inputTokensPerUnit: n, outputTokensPerUnit: null, unit: 'minute' as const, global: null, mode: 'enforce' as const });
     const all = [{ name: 'r', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }];
