@@ -73,6 +73,12 @@ export type ErrorCode = keyof typeof ERROR_CODES;
  * (docs/internals/performance-changes.md, "Router-made errors without a stack trace"). Its
  * `stack` is its first line only ("Error: <message>"); other errors keep theirs.
  */
+/**
+ * Whether Error.stackTraceLimit may be set (not under `node --frozen-intrinsics`, where setting it
+ * throws): RouterError then takes no stack; else it takes one, as any Error.
+ */
+const STACK_LIMIT_SETTABLE = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
+
 export class RouterError extends Error {
   readonly type: ErrorType;
   readonly status: number;
@@ -82,9 +88,9 @@ export class RouterError extends Error {
 
   constructor(type: ErrorType, message: string, status?: number, headers?: Record<string, string> | null, code?: ErrorCode) {
     const frames = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
+    if (STACK_LIMIT_SETTABLE) Error.stackTraceLimit = 0;
     super(message);
-    Error.stackTraceLimit = frames;
+    if (STACK_LIMIT_SETTABLE) Error.stackTraceLimit = frames;
     this.type = type;
     this.status = status ?? ERROR_TYPES[type].status;
     this.headers = headers ?? null;

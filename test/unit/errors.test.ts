@@ -1,7 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, ERROR_TYPES, RouterError, statusLine, statusLineBytes } from '../../src/errors.js';
 import { acceptsJson, errorBody } from '../../src/http/error-body.js';
+import { builtFile } from '../helpers/built-file.js';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -33,6 +35,14 @@ describe('error registry', () => {
     } finally {
       Error.stackTraceLimit = before;
     }
+  });
+
+  it('under node --frozen-intrinsics, where the stack trace limit cannot be set, a RouterError is made all the same (with a stack)', () => {
+    const errors = builtFile('errors.js', 'src/errors.ts');
+    const script = `const { RouterError } = await import(${JSON.stringify(errors)}); const e = new RouterError('rate_limit', 'x'); console.log(e.status, e.stack.split('\\n').length > 1);`;
+    const r = spawnSync(process.execPath, ['--frozen-intrinsics', '--no-warnings', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('429 true');
   });
 
   it('gives status lines as bytes, the same object for a code each time', () => {
