@@ -65,6 +65,12 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /**
+ * Whether Error.stackTraceLimit may be set (not under `node --frozen-intrinsics`, where setting it
+ * throws): RouterError then takes no stack; else it takes one, as any Error.
+ */
+const STACK_LIMIT_SETTABLE = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
+
+/**
  * An error the router answers itself; `status` defaults to the registry's status for `type`,
  * `code` to the type's default code.
  *
@@ -73,12 +79,6 @@ export type ErrorCode = keyof typeof ERROR_CODES;
  * (docs/internals/performance-changes.md, "Router-made errors without a stack trace"). Its
  * `stack` is its first line only ("Error: <message>"); other errors keep theirs.
  */
-/**
- * Whether Error.stackTraceLimit may be set (not under `node --frozen-intrinsics`, where setting it
- * throws): RouterError then takes no stack; else it takes one, as any Error.
- */
-const STACK_LIMIT_SETTABLE = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')?.writable === true;
-
 export class RouterError extends Error {
   readonly type: ErrorType;
   readonly status: number;
