@@ -3,7 +3,8 @@
  *  - API key: sha256 of the presented key, Map lookup, timingSafeEqual, model glob check;
  *  - JWT ES256 and RS256 verified every time (jose jwtVerify with an inline key set, claims and
  *    models claim checked; tokenCacheSize 0), and the same tokens from the verified-token cache;
- *  - a rejected unknown API key (401 path, includes building the RouterError).
+ *  - a rejected unknown API key (401 path, includes building the RouterError);
+ *  - an expired JWT sent again (401: refused from memory after its first verification).
  *
  * Run: npm run build && node dist/bench/auth-micro.js
  */
@@ -18,15 +19,15 @@ takesNoArguments('Usage: node dist/bench/auth-micro.js   (no options)');
 
 const KEY = 'sk-bench-0123456789abcdef0123456789';
 
-async function token(alg: 'ES256' | 'RS256', kid: string): Promise<{ jwt: string; jwk: object }> {
+async function token(alg: 'ES256' | 'RS256', kid: string): Promise<{ jwt: string; expired: string; jwk: object }> {
   const { privateKey, publicKey } = await generateKeyPair(alg);
   const jwk = { ...(await exportJWK(publicKey)), kid, alg };
-  const jwt = await new SignJWT({ models: ['sf-*', 'llama-*'] })
+  const signed = (expiresAt: string | number): Promise<string> => new SignJWT({ models: ['sf-*', 'llama-*'] })
     .setProtectedHeader({ alg, kid })
     .setIssuer('https://issuer.bench').setAudience('inference-router').setSubject('bench')
-    .setIssuedAt().setExpirationTime('1h')
+    .setIssuedAt().setExpirationTime(expiresAt)
     .sign(privateKey);
-  return { jwt, jwk };
+  return { jwt: await signed('1h'), expired: await signed(Math.floor(Date.now() / 1000) - 3600), jwk };
 }
 
 async function measure(name: string, n: number, fn: () => unknown): Promise<void> {
@@ -62,6 +63,9 @@ jwt:
   await measure('JWT RS256, verified every request', 20_000, () => uncached.authorize(`Bearer ${rs.jwt}`, 'sf-model'));
   await measure('JWT ES256, verified-token cache hit', 500_000, () => auth.authorize(`Bearer ${es.jwt}`, 'sf-model'));
   await measure('JWT RS256, verified-token cache hit', 500_000, () => auth.authorize(`Bearer ${rs.jwt}`, 'sf-model'));
+  await measure('JWT ES256 expired (401), the same token again', 200_000, async () => {
+    try { await auth.authorize(`Bearer ${es.expired}`, 'sf-model'); } catch { /* expected */ }
+  });
 }
 
 void main();

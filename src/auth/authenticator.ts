@@ -47,6 +47,15 @@ function malformedMessage(authorization: string): string {
     ? 'more than one Authorization header (or credential in it): send one "Authorization: Bearer <api key or token>"'
     : 'malformed Authorization header: expected "Bearer <api key or token>"';
 }
+/**
+ * Tokens refused for a reason that no later request can change (expired, malformed, an issuer,
+ * audience or algorithm this configuration does not accept) are remembered, at most this many
+ * (the oldest goes first), and refused again without their signature checked: a client that keeps
+ * sending an expired token cost a verification (80-150 µs) per request. A bad signature or an
+ * unknown key is not remembered (a refreshed key set may verify the token), nor `nbf` or `iat`.
+ */
+const REFUSED_TOKENS_KEPT = 1024;
+
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 
 interface KeyRecord {
@@ -71,6 +80,8 @@ export class Authenticator {
   private readonly verifyOptions: JWTVerifyOptions | null;
   private readonly tokenNow: Clock | null;
   private readonly verified: TokenCache;
+  /** Tokens refused for good, by their text: the message they are refused with (REFUSED_TOKENS_KEPT). */
+  private readonly refused = new Map<string, string>();
   /** The remote key set cache, when the config names jwksUri. */
   readonly jwks: JwksCache | null;
 
@@ -148,6 +159,8 @@ export class Authenticator {
       if (this.jwt.modelsClaim !== null && !claimAllows(hit.models, model)) throw forbidden(`token subject "${hit.subject}"`, model);
       return hit.tenant;
     }
+    const refused = this.refused.get(token);
+    if (refused !== undefined) throw unauthenticated(refused, true);
     return this.verifyJwt(token, model);
   }
 
@@ -158,7 +171,7 @@ export class Authenticator {
     try {
       payload = (await jwtVerify(token, this.getKey!, opts)).payload;
     } catch (err) {
-      if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw jwtFailure(err);
+      if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw this.refusal(token, err);
       payload = await verifyWithEach(token, err, opts);
     }
     const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : j.issuer;
@@ -171,6 +184,16 @@ export class Authenticator {
       throw forbidden(`token subject "${subject}"`, model);
     }
     return tenant;
+  }
+
+  /** The answer to a token jwtVerify refused with `err`; a refusal for good is remembered (REFUSED_TOKENS_KEPT). */
+  private refusal(token: string, err: unknown): RouterError {
+    const answer = jwtFailure(err);
+    if (refusedForGood(err)) {
+      if (this.refused.size >= REFUSED_TOKENS_KEPT) this.refused.delete(this.refused.keys().next().value as string);
+      this.refused.set(token, answer.message);
+    }
+    return answer;
   }
 }
 
@@ -204,6 +227,18 @@ function claimAllows(claim: unknown, model: string): boolean {
   if (!Array.isArray(claim)) return false;
   for (const g of claim) if (typeof g === 'string' && globMatch(g, model)) return true;
   return false;
+}
+
+/**
+ * Whether jwtVerify's refusal `err` holds whatever happens later under this configuration: the
+ * token expired, is malformed, or names an issuer, audience or algorithm (or lacks a claim) this
+ * configuration does not accept. Not a bad signature or an unknown key (the key set may change),
+ * nor a token not valid yet (nbf, iat), nor a key set that cannot be had.
+ */
+function refusedForGood(err: unknown): boolean {
+  if (err instanceof errors.JWTExpired || err instanceof errors.JOSEAlgNotAllowed) return true;
+  if (err instanceof errors.JWTClaimValidationFailed) return err.claim !== 'nbf' && err.claim !== 'iat';
+  return err instanceof errors.JOSEError && (err.code === 'ERR_JWT_INVALID' || err.code === 'ERR_JWS_INVALID');
 }
 
 function jwtFailure(err: unknown): RouterError {

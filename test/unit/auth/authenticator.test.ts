@@ -132,6 +132,48 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     await expectFail(auth, `Bearer ${h}.e30.${valid.split('.')[2]}`, 'm', 401, /^invalid token/);
   });
 
+  it('a token refused for good (expired, wrong issuer, malformed) is refused again from memory, at once; a bad signature or nbf is checked again', async () => {
+    server.keys = [k1.jwk];
+    let offset = 0;
+    const auth = new Authenticator(config(), { now: () => now, tokenNow: () => Date.now() + offset });
+    const claims = { models: ['*'] };
+    /** authorize's answer for `t`: whether it came at once (thrown, no verification), and its message. */
+    const ask = async (t: string): Promise<[boolean, string]> => {
+      let r: Promise<string> | string;
+      try {
+        r = auth.authorize(`Bearer ${t}`, 'm');
+      } catch (err) {
+        return [true, (err as RouterError).message];
+      }
+      try {
+        return [false, `admitted as ${await r}`];
+      } catch (err) {
+        return [false, (err as RouterError).message];
+      }
+    };
+    const expired = await signToken(k1, { claims, expiresIn: -120 });
+    expect(await ask(expired)).toEqual([false, 'invalid token: expired']);
+    expect(await ask(expired)).toEqual([true, 'invalid token: expired']);
+    const issuer = await signToken(k1, { claims, issuer: 'https://evil.test' });
+    expect(await ask(issuer)).toEqual([false, 'invalid token: issuer not accepted']);
+    expect(await ask(issuer)).toEqual([true, 'invalid token: issuer not accepted']);
+    const [, p, sig] = (await signToken(k1, { claims })).split('.');
+    const malformed = `${Buffer.from('not json').toString('base64url')}.${p}.${sig}`;
+    expect(await ask(malformed)).toEqual([false, 'invalid token: malformed']);
+    expect(await ask(malformed)).toEqual([true, 'invalid token: malformed']);
+    // Not for good: a bad signature (the key set may change), a token not valid yet.
+    const rogueToken = await signToken(rogue, { claims });
+    expect(await ask(rogueToken)).toEqual([false, 'invalid token: bad signature']);
+    expect(await ask(rogueToken)).toEqual([false, 'invalid token: bad signature']);
+    const early = await signToken(k1, { claims, notBefore: 120 });
+    expect(await ask(early)).toEqual([false, 'invalid token: not valid yet (nbf)']);
+    offset = 180_000;
+    expect(await ask(early)).toEqual([false, 'admitted as alice']);
+    // At most 1024 kept, the oldest first out: the expired token is verified again after 1024 others.
+    for (let i = 0; i < 1024; i++) await ask(await signToken(k1, { claims, expiresIn: -120 - i }));
+    expect(await ask(expired)).toEqual([false, 'invalid token: expired']);
+  });
+
   it('clockToleranceSeconds admits a token expired within the tolerance', async () => {
     server.keys = [k1.jwk];
     const auth = make('  clockToleranceSeconds: 300');
