@@ -149,7 +149,7 @@ export class LocalLimitClient implements TokenLimiter {
         resolve, reject, terms: null, resolveAll: null, at: performance.now(), key, unit,
         inLimit: limit.inputTokensPerUnit, outLimit: limit.outputTokensPerUnit, tokens: inputTokens,
       });
-      if (this.timer === null) this.timer = setReadDeadline(this.sweepNow, this.timeoutMs).unref();
+      this.armSweep(this.timeoutMs);
       this.enqueue(OP_ADMIT, id, key, limit.inputTokensPerUnit ?? NO_LIMIT, limit.outputTokensPerUnit ?? NO_LIMIT, unit, inputTokens);
     });
   }
@@ -178,7 +178,7 @@ export class LocalLimitClient implements TokenLimiter {
         resolve: noop, resolveAll, reject, terms, at: performance.now(), key: first.key, unit: first.limit.unit,
         inLimit: null, outLimit: null, tokens: inputTokens,
       });
-      if (this.timer === null) this.timer = setReadDeadline(this.sweepNow, this.timeoutMs).unref();
+      this.armSweep(this.timeoutMs);
       for (const t of terms) {
         this.enqueue(isShadow(t.limit) ? OP_ADMIT_TERM_SHADOW : OP_ADMIT_TERM, id, t.key,
           t.limit.inputTokensPerUnit ?? NO_LIMIT, t.limit.outputTokensPerUnit ?? NO_LIMIT, t.limit.unit, 0);
@@ -340,6 +340,11 @@ export class LocalLimitClient implements TokenLimiter {
     return i;
   }
 
+  /** Arms the sweep to run in `ms` unless it is armed already (one timer for every decision in flight). */
+  private armSweep(ms: number): void {
+    if (this.timer === null) this.timer = setReadDeadline(this.sweepNow, ms).unref();
+  }
+
   /**
    * Fails decisions older than timeoutMs (pending is in issue order), re-arms for the next. Its
    * timer is a read deadline (timers.ts): an answer that came in time while this worker's loop
@@ -352,7 +357,7 @@ export class LocalLimitClient implements TokenLimiter {
     for (const [id, p] of this.pending) {
       const due = p.at + this.timeoutMs;
       if (due > now) {
-        this.timer = setReadDeadline(this.sweepNow, Math.ceil(due - now)).unref();
+        this.armSweep(Math.ceil(due - now));
         return;
       }
       this.pending.delete(id);
