@@ -48,7 +48,7 @@ export function loadUws(rt: UwsRuntime = currentUwsRuntime(), maxHeaderBytes = D
   throw new Error(
     `no uWebSockets.js native build loads on Node ${process.version} (ABI ${rt.abi}, ${rt.platform}-${rt.arch}) with ${libcName(rt)}:\n` +
       failures.map((f) => `  - ${f}\n`).join('') +
-      'Run Node 20, 22 or 24 on linux x64/arm64 with glibc >= 2.38 (Debian 13, Ubuntu 24.04, the node:24-trixie-slim image), ' +
-      'or Node 20 on an older glibc; musl (Alpine) is not supported.',
+      'Run Node 24 or 22 on linux x64/arm64 with glibc >= 2.38 (Debian 13, Ubuntu 24.04, the node:24-trixie-slim image); ' +
+      'Node 20 (past its end of life, 2026-04-30) loads there and on an older glibc; Node 26 and later have no build yet; musl (Alpine) is not supported.',
   );
 }

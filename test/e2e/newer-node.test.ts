@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startLoggedRouter, startMock, startRouter, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
+import { freePort } from '../helpers/ports.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
@@ -169,5 +170,34 @@ for (const major of MAJORS) {
         await router.kill();
       }
     });
+  });
+}
+
+/**
+ * Node 26 (ABI 147; the active LTS line since 2026-10-28): neither installed build has a binary for
+ * it, and no build on the npm registry does yet, so the built router refuses to start there, exit 2,
+ * naming the runtime, each build's reason and what to run instead (docs/deploy.md#supported-runtimes).
+ * When a build for it is added, this test fails and the docs' statement goes with it.
+ */
+{
+  const { node, reason } = findNode(26);
+  if (node === null) it.skip(`built router on Node 26: no Node 26 on a glibc >= 2.38 here (${reason})`, () => {});
+  it.skipIf(node === null)('built router on Node 26 refuses to start, exit 2, naming ABI 147, each build and the runtimes to run', async () => {
+    const port = await freePort();
+    let status: number | null = 0;
+    let stderr = '';
+    try {
+      execFileSync(node!, [join(ROOT, 'dist/cli.js'), '--resources', join(ROOT, 'examples/resources.yaml'), '--port', String(port)], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      const e = err as { status: number | null; stderr: string };
+      status = e.status;
+      stderr = e.stderr;
+    }
+    expect(status).toBe(2);
+    expect(stderr).toMatch(/^inference-router: no uWebSockets\.js native build loads on Node v26\.\S+ \(ABI 147, linux-x64\) with glibc \d+\.\d+:$/m);
+    expect(stderr).toContain('  - uws-20.57 (@btc-vision/uwebsockets.js): no binary for Node ABI 147 (has 115, 127, 137, 141)');
+    expect(stderr).toContain('  - uws-20.30 (uWebSockets.js): no binary for Node ABI 147 (has 115)');
+    expect(stderr).toContain('Run Node 24 or 22 on linux x64/arm64 with glibc >= 2.38');
+    expect(stderr).toContain('Node 26 and later have no build yet');
   });
 }
