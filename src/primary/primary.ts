@@ -52,9 +52,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const source = (settings.source === 'file' ? `file ${settings.resources}` : `kubernetes ${settings.namespace === null ? 'all namespaces' : `namespace ${settings.namespace}`}`)
     + (settings.gateway === null ? '' : `, ModelRoutes of Gateway ${settings.gateway}`);
   ops.info('start', `inference-router ${VERSION} starting: ${settings.workers} workers, listen ${settings.host}:${settings.port}, ` +
-    `resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}, ` +
+    `Node ${buildInfo.node} with uWebSockets.js build ${buildInfo.uws}, resources from ${source}, auth ${settings.authConfig === null ? 'off' : `on (${settings.authConfig})`}, ` +
     `tracing ${settings.tracing === null ? 'off' : `on (${traceTarget(settings.tracing.endpoint)})`}`, {
-    version: VERSION, workers: settings.workers, host: settings.host, port: settings.port,
+    version: VERSION, node: buildInfo.node, uws: buildInfo.uws, workers: settings.workers, host: settings.host, port: settings.port,
     source: settings.source, resources: settings.resources ?? settings.namespace, gateway: settings.gateway, auth: settings.authConfig !== null,
     tracing: settings.tracing !== null,
   });

@@ -27,6 +27,9 @@ describe('operational log on stderr', () => {
     const start = log.find((l) => l.event === 'start')!;
     expect(start).toMatchObject({ level: 'info', process: 'primary', pid: router.pid, version: VERSION, workers: 2, host: '127.0.0.1', port: router.port, source: 'file', resources: router.resourcesFile, auth: false });
     expect(start.message).toContain(`inference-router ${VERSION}`);
+    // The runtime and the uWS build that loaded, as the build_info metric has them.
+    expect(start).toMatchObject({ node: process.version, uws: expect.stringMatching(/^uws-20\.\d+$/) });
+    expect(start.message).toContain(`, Node ${process.version} with uWebSockets.js build ${start.uws}, resources from file `);
     expect(log.find((l) => l.event === 'resources')).toMatchObject({ routes: ['default/sf-route'], servers: ['default/sf-server'], snapshot: 1 });
     expect(log.find((l) => l.event === 'limits')).toMatchObject({ local: 'leases', redis: [] });
     await waitFor('the ready line', () => lines(router.stderr()).some((l) => l.event === 'ready'));
