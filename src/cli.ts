@@ -4,7 +4,6 @@ import { parseCommand, USAGE } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { ResourceError } from './config/resources.js';
 import { loadUws } from './http/uws.js';
-import { keepStringPrototypeFast } from './fast-string-prototype.js';
 import { OpsLog } from './observe/ops-log.js';
 import { parseAllSettings } from './settings.js';
 
@@ -38,7 +37,6 @@ async function main(): Promise<void> {
 
   if (cluster.isPrimary) {
     const { runPrimary } = await import('./primary/primary.js');
-    keepStringPrototypeFast(); // after the imports; an ioredis loaded later then leaves it fast (fast-string-prototype.ts)
     try {
       await runPrimary(settings, argv);
     } catch (err) {
@@ -48,7 +46,6 @@ async function main(): Promise<void> {
     }
   } else {
     const { runWorker } = await import('./worker/worker.js');
-    keepStringPrototypeFast();
     try {
       await runWorker(settings);
     } catch (err) {

@@ -6,7 +6,6 @@
  * synchronous construction.
  */
 import { createRequire } from 'node:module';
-import { keepStringPrototypeFast } from '../../fast-string-prototype.js';
 
 type IoRedis = typeof import('ioredis');
 
@@ -15,11 +14,9 @@ let loaded: IoRedis | null = null;
 /** The ioredis module (its `Redis` and `Cluster` classes), required once. */
 export function ioredis(): IoRedis {
   if (loaded === null) {
+    // Its `class VerbatimString extends String` leaves String.prototype with fast properties
+    // since ioredis 6.1.0, which marks it so itself (test/unit/string-prototype-fast.test.ts).
     loaded = createRequire(import.meta.url)('ioredis') as IoRedis;
-    // Its `class VerbatimString extends String` would put String.prototype into dictionary mode
-    // when nothing had kept it fast before (fast-string-prototype.ts); cli.ts's call comes first
-    // in a router process, this one covers any other caller.
-    keepStringPrototypeFast();
   }
   return loaded;
 }

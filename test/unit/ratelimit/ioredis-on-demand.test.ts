@@ -33,7 +33,6 @@ describe('ioredis on demand', () => {
       await import(${JSON.stringify(worker)});
       await import(${JSON.stringify(primary)});
       const afterGraph = ioredisLoaded();
-      (await import(${JSON.stringify(built('fast-string-prototype'))})).keepStringPrototypeFast();
       const { LimiterRegistry } = await import(${JSON.stringify(registry)});
       const { ioredisLoaded: moduleSays } = await import(${JSON.stringify(built('ratelimit/redis/ioredis-module'))});
       const spec = { window: 'minute', inputTokens: 10, outputTokens: null };
