@@ -4,7 +4,9 @@
  *  - JWT ES256 and RS256 verified every time (jose jwtVerify with an inline key set, claims and
  *    models claim checked; tokenCacheSize 0), and the same tokens from the verified-token cache;
  *  - a rejected unknown API key (401 path, includes building the RouterError);
- *  - an expired JWT sent again (401: refused from memory after its first verification).
+ *  - an expired JWT sent again (401: refused from memory after its first verification);
+ *  - a JWT with a bad signature sent again (a key of its own under a published kid; 401: refused
+ *    from memory while the key set it was checked against is the one in use).
  *
  * Run: npm run build && node dist/bench/auth-micro.js
  */
@@ -19,15 +21,16 @@ takesNoArguments('Usage: node dist/bench/auth-micro.js   (no options)');
 
 const KEY = 'sk-bench-0123456789abcdef0123456789';
 
-async function token(alg: 'ES256' | 'RS256', kid: string): Promise<{ jwt: string; expired: string; jwk: object }> {
+async function token(alg: 'ES256' | 'RS256', kid: string): Promise<{ jwt: string; expired: string; forged: string; jwk: object }> {
   const { privateKey, publicKey } = await generateKeyPair(alg);
+  const other = await generateKeyPair(alg);
   const jwk = { ...(await exportJWK(publicKey)), kid, alg };
-  const signed = (expiresAt: string | number): Promise<string> => new SignJWT({ models: ['sf-*', 'llama-*'] })
+  const signed = (expiresAt: string | number, key = privateKey): Promise<string> => new SignJWT({ models: ['sf-*', 'llama-*'] })
     .setProtectedHeader({ alg, kid })
     .setIssuer('https://issuer.bench').setAudience('inference-router').setSubject('bench')
     .setIssuedAt().setExpirationTime(expiresAt)
-    .sign(privateKey);
-  return { jwt: await signed('1h'), expired: await signed(Math.floor(Date.now() / 1000) - 3600), jwk };
+    .sign(key);
+  return { jwt: await signed('1h'), expired: await signed(Math.floor(Date.now() / 1000) - 3600), forged: await signed('1h', other.privateKey), jwk };
 }
 
 async function measure(name: string, n: number, fn: () => unknown): Promise<void> {
@@ -65,6 +68,9 @@ jwt:
   await measure('JWT RS256, verified-token cache hit', 500_000, () => auth.authorize(`Bearer ${rs.jwt}`, 'sf-model'));
   await measure('JWT ES256 expired (401), the same token again', 200_000, async () => {
     try { await auth.authorize(`Bearer ${es.expired}`, 'sf-model'); } catch { /* expected */ }
+  });
+  await measure('JWT ES256 bad signature (401), same token again', 20_000, async () => {
+    try { await auth.authorize(`Bearer ${es.forged}`, 'sf-model'); } catch { /* expected */ }
   });
 }
 

@@ -51,10 +51,20 @@ function malformedMessage(authorization: string): string {
  * Tokens refused for a reason that no later request can change (expired, malformed, an issuer,
  * audience or algorithm this configuration does not accept) are remembered, at most this many
  * (the oldest goes first), and refused again without their signature checked: a client that keeps
- * sending an expired token cost a verification (80-150 µs) per request. A bad signature or an
- * unknown key is not remembered (a refreshed key set may verify the token), nor `nbf` or `iat`.
+ * sending an expired token cost a verification (80-150 µs) per request. A bad signature is
+ * remembered with the key set it was checked against, and holds while that set is the one in use
+ * (an inline set, or a remote set until a fetch replaces it or it is older than jwksMaxAgeSeconds):
+ * the same token and key give the same answer. An unknown key is remembered for an inline set only
+ * (a remote set's next fetch may bring it, and such a token is what asks for that fetch); `nbf` and
+ * `iat` are not remembered (the token may become valid).
  */
 const REFUSED_TOKENS_KEPT = 1024;
+
+/** A remembered refusal: its message, and the key set it holds for (null: whatever the keys). */
+interface Refusal {
+  readonly message: string;
+  readonly keys: object | null;
+}
 
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 
@@ -80,8 +90,8 @@ export class Authenticator {
   private readonly verifyOptions: JWTVerifyOptions | null;
   private readonly tokenNow: Clock | null;
   private readonly verified: TokenCache;
-  /** Tokens refused for good, by their text: the message they are refused with (REFUSED_TOKENS_KEPT). */
-  private readonly refused = new Map<string, string>();
+  /** Tokens refused for good or for their key set, by their text (REFUSED_TOKENS_KEPT). */
+  private readonly refused = new Map<string, Refusal>();
   /** The remote key set cache, when the config names jwksUri. */
   readonly jwks: JwksCache | null;
 
@@ -160,19 +170,33 @@ export class Authenticator {
       return hit.tenant;
     }
     const refused = this.refused.get(token);
-    if (refused !== undefined) throw unauthenticated(refused, true);
+    if (refused !== undefined) {
+      if (refused.keys === null || refused.keys === this.keySet()) throw unauthenticated(refused.message, true);
+      this.refused.delete(token);
+    }
     return this.verifyJwt(token, model);
+  }
+
+  /** The key set verifications use now: the inline set's resolver, or the remote set while current (jwks-cache.ts); null when none. */
+  private keySet(): object | null {
+    return this.jwks === null ? this.getKey : this.jwks.currentSet();
   }
 
   private async verifyJwt(token: string, model: string): Promise<Tenant> {
     const j = this.jwt!;
     let payload: JWTPayload;
     const opts = this.tokenNow === null ? this.verifyOptions! : { ...this.verifyOptions!, currentDate: new Date(this.tokenNow()) };
+    // Read before the verification: a fetch during it makes the remembered refusal stale, not wrong.
+    const keys = this.keySet();
     try {
       payload = (await jwtVerify(token, this.getKey!, opts)).payload;
     } catch (err) {
-      if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw this.refusal(token, err);
-      payload = await verifyWithEach(token, err, opts);
+      if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw this.refusal(token, err, keys);
+      try {
+        payload = await verifyWithEach(token, err, opts);
+      } catch (each) {
+        throw this.refusal(token, each, keys);
+      }
     }
     const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : j.issuer;
     const models = j.modelsClaim === null ? undefined : payload[j.modelsClaim];
@@ -186,12 +210,18 @@ export class Authenticator {
     return tenant;
   }
 
-  /** The answer to a token jwtVerify refused with `err`; a refusal for good is remembered (REFUSED_TOKENS_KEPT). */
-  private refusal(token: string, err: unknown): RouterError {
+  /**
+   * The answer to a token jwtVerify refused with `err`, checked against the key set `keys`; a
+   * refusal for good, or for that key set, is remembered (REFUSED_TOKENS_KEPT).
+   */
+  private refusal(token: string, err: unknown, keys: object | null): RouterError {
     const answer = jwtFailure(err);
-    if (refusedForGood(err)) {
+    const holdsFor = refusedForGood(err) ? null
+      : keys !== null && (err instanceof errors.JWSSignatureVerificationFailed || (err instanceof errors.JWKSNoMatchingKey && this.jwks === null)) ? keys
+        : undefined;
+    if (holdsFor !== undefined) {
       if (this.refused.size >= REFUSED_TOKENS_KEPT) this.refused.delete(this.refused.keys().next().value as string);
-      this.refused.set(token, answer.message);
+      this.refused.set(token, { message: answer.message, keys: holdsFor });
     }
     return answer;
   }
@@ -201,17 +231,18 @@ export class Authenticator {
  * A token without `kid` (RFC 7515 makes it optional) while the issuer's set holds several keys
  * that fit its algorithm (a key rotation publishes the old and the new key): each of them is
  * tried, as jose's JWKSMultipleMatchingKeys offers. The first whose signature holds decides (its
- * claim checks included); when none does, the signature is bad.
+ * claim checks included, whose refusal is thrown); when none does, the signature is bad (jose's
+ * JWSSignatureVerificationFailed is thrown).
  */
 async function verifyWithEach(token: string, candidates: errors.JWKSMultipleMatchingKeys, opts: JWTVerifyOptions): Promise<JWTPayload> {
   for await (const key of candidates) {
     try {
       return (await jwtVerify(token, key, opts)).payload;
     } catch (err) {
-      if (!(err instanceof errors.JWSSignatureVerificationFailed)) throw jwtFailure(err);
+      if (!(err instanceof errors.JWSSignatureVerificationFailed)) throw err;
     }
   }
-  throw unauthenticated('invalid token: bad signature', true);
+  throw new errors.JWSSignatureVerificationFailed();
 }
 
 function subjectOf(t: Tenant): string {

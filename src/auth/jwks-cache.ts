@@ -105,6 +105,15 @@ export class JwksCache {
     }
   }
 
+  /**
+   * The key set verifications use now, while younger than maxAge (a new object after each fetch
+   * that brought one); null when there is none or it is due for a refresh. A bad signature found
+   * with a set holds as long as that set is the current one (authenticator.ts).
+   */
+  currentSet(): object | null {
+    return this.local !== null && this.now() - this.fetchedAt < this.opts.maxAgeMs ? this.local : null;
+  }
+
   private mayFetch(): boolean {
     return this.pending === null && this.now() - this.attemptedAt >= this.opts.cooldownMs;
   }

@@ -132,7 +132,7 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     await expectFail(auth, `Bearer ${h}.e30.${valid.split('.')[2]}`, 'm', 401, /^invalid token/);
   });
 
-  it('a token refused for good (expired, wrong issuer, malformed) is refused again from memory, at once; a bad signature or nbf is checked again', async () => {
+  it('a token refused for good (expired, wrong issuer, malformed) is refused again from memory, at once; nbf is checked again', async () => {
     server.keys = [k1.jwk];
     let offset = 0;
     const auth = new Authenticator(config(), { now: () => now, tokenNow: () => Date.now() + offset });
@@ -161,10 +161,7 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     const malformed = `${Buffer.from('not json').toString('base64url')}.${p}.${sig}`;
     expect(await ask(malformed)).toEqual([false, 'invalid token: malformed']);
     expect(await ask(malformed)).toEqual([true, 'invalid token: malformed']);
-    // Not for good: a bad signature (the key set may change), a token not valid yet.
-    const rogueToken = await signToken(rogue, { claims });
-    expect(await ask(rogueToken)).toEqual([false, 'invalid token: bad signature']);
-    expect(await ask(rogueToken)).toEqual([false, 'invalid token: bad signature']);
+    // Not for good: a token not valid yet.
     const early = await signToken(k1, { claims, notBefore: 120 });
     expect(await ask(early)).toEqual([false, 'invalid token: not valid yet (nbf)']);
     offset = 180_000;
@@ -172,6 +169,54 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     // At most 1024 kept, the oldest first out: the expired token is verified again after 1024 others.
     for (let i = 0; i < 1024; i++) await ask(await signToken(k1, { claims, expiresIn: -120 - i }));
     expect(await ask(expired)).toEqual([false, 'invalid token: expired']);
+  });
+
+  it('a bad signature is refused from memory while its key set is current; checked again once a fetch replaces the set or it is older than jwksMaxAgeSeconds; an unknown kid is checked again', async () => {
+    server.keys = [k1.jwk];
+    now = 50_000_000;
+    const auth = make();
+    const claims = { models: ['*'] };
+    const ask = async (t: string): Promise<[boolean, string]> => {
+      let r: Promise<string> | string;
+      try {
+        r = auth.authorize(`Bearer ${t}`, 'm');
+      } catch (err) {
+        return [true, (err as RouterError).message];
+      }
+      try {
+        return [false, `admitted as ${await r}`];
+      } catch (err) {
+        return [false, (err as RouterError).message];
+      }
+    };
+    // `rogue` has k1's kid and a key of its own: a bad signature under the published k1. The first
+    // use fetches the set: a refusal found while it arrived is not remembered (no set was current).
+    const rogueToken = await signToken(rogue, { claims });
+    expect(await ask(rogueToken)).toEqual([false, 'invalid token: bad signature']);
+    expect(await ask(rogueToken)).toEqual([false, 'invalid token: bad signature']);
+    expect(await ask(rogueToken)).toEqual([true, 'invalid token: bad signature']);
+    expect(await ask(rogueToken)).toEqual([true, 'invalid token: bad signature']);
+    // The issuer publishes rogue's key as k1: a fetch replaces the set, and the token is checked again.
+    server.keys = [rogue.jwk];
+    await auth.jwks!.refresh();
+    expect(await ask(rogueToken)).toEqual([false, 'admitted as alice']);
+    // A token k1 signed is now the bad one; its refusal holds until the set is older than its max age (600 s).
+    const k1Token = await signToken(k1, { claims, subject: 'k1-signed' });
+    expect(await ask(k1Token)).toEqual([false, 'invalid token: bad signature']);
+    now += 599_000;
+    expect(await ask(k1Token)).toEqual([true, 'invalid token: bad signature']);
+    server.keys = [k1.jwk];
+    now += 2_000; // the set is due for a refresh: the token is checked again, with the set in hand, which refreshes it
+    expect(await ask(k1Token)).toEqual([false, 'invalid token: bad signature']);
+    await auth.jwks!.refresh(); // joins the background refresh
+    expect(await ask(k1Token)).toEqual([false, 'admitted as k1-signed']);
+    // An unknown kid of a remote set is checked every time (the fetch it asks for may bring its key).
+    const fetches = server.fetches;
+    now += 3_600_000;
+    const k3Token = await signToken(k3, { claims });
+    expect(await ask(k3Token)).toEqual([false, 'invalid token: no key of the issuer matches it']);
+    expect(await ask(k3Token)).toEqual([false, 'invalid token: no key of the issuer matches it']);
+    expect(server.fetches).toBeGreaterThan(fetches);
   });
 
   it('clockToleranceSeconds admits a token expired within the tolerance', async () => {
@@ -372,5 +417,23 @@ jwt:
     await expectFail(auth, `Bearer ${await signToken(k, { claims: { models: ['sf-model'] } })}`, 'x', 403, /may not use model "x"/);
     await expectFail(auth, `Bearer ${await signToken(other, { claims: { models: ['*'] } })}`, 'sf-model', 401, /no key of the issuer matches it/);
     expect(auth.jwks).toBeNull();
+  });
+
+  it('an unknown kid and a bad signature are refused from memory the second time (the inline set never changes)', async () => {
+    const [k, other, forged] = await Promise.all([makeKey('inline-1'), makeKey('inline-2'), makeKey('inline-1')]);
+    const auth = new Authenticator(parseAuthConfig(`
+jwt:
+  issuer: https://issuer.test
+  audiences: [inference-router]
+  jwks: ${JSON.stringify({ keys: [k.jwk] })}
+`, 'auth.yaml'));
+    const once = (t: string): Promise<string> | string => auth.authorize(`Bearer ${t}`, 'm');
+    const unknownKid = await signToken(other);
+    await expect(once(unknownKid)).rejects.toThrow(/^invalid token: no key of the issuer matches it$/);
+    expect(() => once(unknownKid)).toThrow(/^invalid token: no key of the issuer matches it$/);
+    const badSignature = await signToken(forged);
+    await expect(once(badSignature)).rejects.toThrow(/^invalid token: bad signature$/);
+    expect(() => once(badSignature)).toThrow(/^invalid token: bad signature$/);
+    expect(await once(await signToken(k))).toBe('alice');
   });
 });
