@@ -17,6 +17,21 @@ async function outcome(auth: Authenticator, header: string, model: string): Prom
   }
 }
 
+/** authorize's answer for token `t` on model `m`: whether it came at once (thrown, no verification), and its message or the subject admitted. */
+async function answerOf(auth: Authenticator, t: string): Promise<[boolean, string]> {
+  let r: Promise<string> | string;
+  try {
+    r = auth.authorize(`Bearer ${t}`, 'm');
+  } catch (err) {
+    return [true, (err as RouterError).message];
+  }
+  try {
+    return [false, `admitted as ${await r}`];
+  } catch (err) {
+    return [false, (err as RouterError).message];
+  }
+}
+
 async function expectFail(auth: Authenticator, header: string, model: string, status: number, message: RegExp): Promise<RouterError> {
   const r = await outcome(auth, header, model);
   expect(r).toBeInstanceOf(RouterError);
@@ -137,20 +152,7 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     let offset = 0;
     const auth = new Authenticator(config(), { now: () => now, tokenNow: () => Date.now() + offset });
     const claims = { models: ['*'] };
-    /** authorize's answer for `t`: whether it came at once (thrown, no verification), and its message. */
-    const ask = async (t: string): Promise<[boolean, string]> => {
-      let r: Promise<string> | string;
-      try {
-        r = auth.authorize(`Bearer ${t}`, 'm');
-      } catch (err) {
-        return [true, (err as RouterError).message];
-      }
-      try {
-        return [false, `admitted as ${await r}`];
-      } catch (err) {
-        return [false, (err as RouterError).message];
-      }
-    };
+    const ask = (t: string): Promise<[boolean, string]> => answerOf(auth, t);
     const expired = await signToken(k1, { claims, expiresIn: -120 });
     expect(await ask(expired)).toEqual([false, 'invalid token: expired']);
     expect(await ask(expired)).toEqual([true, 'invalid token: expired']);
@@ -176,19 +178,7 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     now = 50_000_000;
     const auth = make();
     const claims = { models: ['*'] };
-    const ask = async (t: string): Promise<[boolean, string]> => {
-      let r: Promise<string> | string;
-      try {
-        r = auth.authorize(`Bearer ${t}`, 'm');
-      } catch (err) {
-        return [true, (err as RouterError).message];
-      }
-      try {
-        return [false, `admitted as ${await r}`];
-      } catch (err) {
-        return [false, (err as RouterError).message];
-      }
-    };
+    const ask = (t: string): Promise<[boolean, string]> => answerOf(auth, t);
     // `rogue` has k1's kid and a key of its own: a bad signature under the published k1. The first
     // use fetches the set: a refusal found while it arrived is not remembered (no set was current).
     const rogueToken = await signToken(rogue, { claims });
