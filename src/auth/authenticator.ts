@@ -216,13 +216,12 @@ export class Authenticator {
    */
   private refusal(token: string, err: unknown, keys: object | null): RouterError {
     const answer = jwtFailure(err);
-    const holdsFor = refusedForGood(err) ? null
-      : keys !== null && (err instanceof errors.JWSSignatureVerificationFailed || (err instanceof errors.JWKSNoMatchingKey && this.jwks === null)) ? keys
-        : undefined;
-    if (holdsFor !== undefined) {
-      if (this.refused.size >= REFUSED_TOKENS_KEPT) this.refused.delete(this.refused.keys().next().value as string);
-      this.refused.set(token, { message: answer.message, keys: holdsFor });
-    }
+    let holdsFor: object | null;
+    if (refusedForGood(err)) holdsFor = null;
+    else if (keys !== null && refusedByKeySet(err, this.jwks === null)) holdsFor = keys;
+    else return answer;
+    if (this.refused.size >= REFUSED_TOKENS_KEPT) this.refused.delete(this.refused.keys().next().value as string);
+    this.refused.set(token, { message: answer.message, keys: holdsFor });
     return answer;
   }
 }
@@ -270,6 +269,15 @@ function refusedForGood(err: unknown): boolean {
   if (err instanceof errors.JWTExpired || err instanceof errors.JOSEAlgNotAllowed) return true;
   if (err instanceof errors.JWTClaimValidationFailed) return err.claim !== 'nbf' && err.claim !== 'iat';
   return err instanceof errors.JOSEError && (err.code === 'ERR_JWT_INVALID' || err.code === 'ERR_JWS_INVALID');
+}
+
+/**
+ * Whether jwtVerify's refusal `err` holds for as long as the key set it was checked against is the
+ * one in use: a bad signature (the same token and key give the same answer), and an unknown key
+ * when the set is `inline` (it never changes; a fetched set's next fetch may bring the key).
+ */
+function refusedByKeySet(err: unknown, inline: boolean): boolean {
+  return err instanceof errors.JWSSignatureVerificationFailed || (inline && err instanceof errors.JWKSNoMatchingKey);
 }
 
 function jwtFailure(err: unknown): RouterError {

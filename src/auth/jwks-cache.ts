@@ -88,7 +88,7 @@ export class JwksCache {
       // Join a fetch in progress, or start one unless the last attempt failed within the cooldown.
       if (this.pending !== null || this.now() - this.attemptedAt >= this.opts.cooldownMs) await this.refresh();
       if (this.local === null) throw new KeySetUnavailableError(this.uri, this.lastError);
-    } else if (this.now() - this.fetchedAt >= this.opts.maxAgeMs && this.mayFetch()) {
+    } else if (this.due() && this.mayFetch()) {
       void this.refresh(); // background: the current keys keep working meanwhile
     }
     const local: LocalSet = this.local;
@@ -111,7 +111,12 @@ export class JwksCache {
    * with a set holds as long as that set is the current one (authenticator.ts).
    */
   currentSet(): object | null {
-    return this.local !== null && this.now() - this.fetchedAt < this.opts.maxAgeMs ? this.local : null;
+    return this.local !== null && !this.due() ? this.local : null;
+  }
+
+  /** The set in hand is older than maxAge: due for a refresh, and no longer the current one. */
+  private due(): boolean {
+    return this.now() - this.fetchedAt >= this.opts.maxAgeMs;
   }
 
   private mayFetch(): boolean {
