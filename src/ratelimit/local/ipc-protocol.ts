@@ -22,10 +22,15 @@ import { DECISION_STRIDE } from '../decision-codec.js';
  * - MSG_REPLY, primary -> worker: answers of REPLY_STRIDE entries:
  *   [id, ...encoded decision (decision-codec.ts), leaseId, leaseInput, leaseOutput, windowEndMs]
  *   leaseId 0 = no lease granted; leaseInput / leaseOutput NO_LIMIT = unlimited in that direction.
+ *   A refusal of a single admission made for good carries a refusal note in those fields instead
+ *   (lease-book.ts): [noteId, input count with every lease given back, 1 when the output limit is
+ *   reached else 0, windowEndMs]; noteId 0 = none.
  *   A malformed op is answered [id, REPLY_INVALID, 0, ...].
- * - MSG_RECALL, primary -> worker: `a` = lease ids the worker must give back now (OP_RETURN_LEASE).
+ * - MSG_RECALL, primary -> worker: `a` = lease ids the worker must give back now (OP_RETURN_LEASE),
+ *   and ids of refusal notes it must drop (nothing is sent back for those).
  * - MSG_USAGE, primary -> worker: triples [leaseId, othersInput, othersOutput]: what everyone but
- *   the lease's holder has used of the key's window (for the x-ratelimit-remaining-* headers).
+ *   the lease's holder has used of the key's window (for the x-ratelimit-remaining-* headers);
+ *   for a refusal note's id, what everyone has used.
  *
  * Ordering: one IPC channel delivers messages in order, so a charge sent before an admit is
  * applied before it, and a lease's charges arrive before its return.

@@ -39,6 +39,13 @@ interface Lease<W> {
   sentOut: number;
 }
 
+/** A refusal note as the primary keeps it: its id, and the usage its holder was last told (publish()). */
+interface Note {
+  readonly id: number;
+  sentIn: number;
+  sentOut: number;
+}
+
 /** An admission waiting while the key's leases are recalled. */
 interface Waiting<W> {
   worker: W;
@@ -71,6 +78,10 @@ class KeyLeases<W> {
   outLimit: number | null = null;
   /** Admissions held back while a recall is under way (non-null = recalling). */
   waiting: Waiting<W>[] | null = null;
+  /** The refusal note each worker holds of the key; see LeaseBook, "Refusal notes". */
+  readonly notes = new Map<W, Note>();
+  /** The lowest input count (leases given back) a note out was made with; Infinity with none out. */
+  noteBasis = Infinity;
   timer: NodeJS.Timeout | null = null;
 
   constructor(key: LimitKey, c: LimitCounters) {
@@ -81,6 +92,11 @@ class KeyLeases<W> {
 }
 
 const NO_LEASE: readonly number[] = [0, 0, 0, 0];
+
+/** The key's input count as if every lease came back unused: what a refusal for good is measured against. */
+function basis<W>(rl: KeyLeases<W> | null, c: LimitCounters): number {
+  return rl === null ? c.input : c.input - rl.inLeased;
+}
 
 /**
  * The primary's account of budget leased to workers (local mode, docs/internals/rate-limiting.md).
@@ -100,6 +116,15 @@ const NO_LEASE: readonly number[] = [0, 0, 0, 0];
  * requests used: the primary's own answers subtract the unused part of the leases (as their
  * holders last reported it), and publish() tells every holder what everyone else has used, so
  * that its own answers are right too (within what is still on its way).
+ *
+ * Refusal notes: a single admission refused for good (by input with no budget in leases that
+ * could make it fit, or by output, which only grows in a window) is answered with a note in the
+ * lease's place: [noteId, the input count with every lease given back, output limit reached (1/0),
+ * window end]. The worker refuses from it, without asking, every request that count refuses
+ * (refusal-notes.ts); publish() keeps its header figures current as it does a lease's. Input counts only fall by a give-back or a correction; when one brings the
+ * count below what a note out was made with, the primary recalls the key's notes (MSG_RECALL, in
+ * the same message as lease recalls), so a note never refuses what the primary, as the worker has
+ * last heard from it, would admit. A note is never given back: it is void at its window's end.
  */
 export class LeaseBook<W> {
   private readonly store: CounterStore;
@@ -209,6 +234,7 @@ export class LeaseBook<W> {
     const c = this.store.current(key, unit);
     const rl = this.existing(key, c);
     if (rl === null) return;
+    if (delta < 0) this.checkNotes(rl, c);
     this.touch(rl);
     this.check(rl, c, key);
   }
@@ -248,6 +274,15 @@ export class LeaseBook<W> {
         lease.sentOut = othersOut;
         this.opts.usageTo(lease.worker).push(lease.id, othersIn, othersOut);
       }
+      // A note's holder uses nothing of the window: it is told what everyone has used.
+      for (const [worker, note] of rl.notes) {
+        const inUsed = rl.inLimit === null ? 0 : used;
+        const outUsed = rl.outLimit === null ? 0 : c.output;
+        if (inUsed === note.sentIn && outUsed === note.sentOut) continue;
+        note.sentIn = inUsed;
+        note.sentOut = outUsed;
+        this.opts.usageTo(worker).push(note.id, inUsed, outUsed);
+      }
     }
     dirty.length = 0;
   }
@@ -260,6 +295,7 @@ export class LeaseBook<W> {
     if (rl === null || lease === undefined || lease.worker !== worker) return;
     if (unusedInput !== 0) this.store.adjustInputRaw(key, unit, -unusedInput);
     this.remove(rl, lease);
+    this.checkNotes(rl, c);
     this.touch(rl);
     if (rl.waiting !== null) {
       if (rl.leases.size === 0) this.endRecall(rl, key);
@@ -272,8 +308,12 @@ export class LeaseBook<W> {
   /** A worker went away: its leases are forfeited (their tokens stay charged; nothing over-admits). */
   forgetWorker(worker: W): void {
     for (const [key, rl] of this.limits) {
+      if (rl.notes.delete(worker) && rl.notes.size === 0) rl.noteBasis = Infinity;
       const lease = rl.byWorker.get(worker);
-      if (lease === undefined) continue;
+      if (lease === undefined) {
+        this.dropIfIdle(key, rl);
+        continue;
+      }
       this.forfeit(rl, lease, key);
       this.touch(rl);
       if (rl.waiting !== null && rl.leases.size === 0) this.endRecall(rl, key);
@@ -316,11 +356,42 @@ export class LeaseBook<W> {
         rl.waiting!.push({ worker, id, inLimit, outLimit, unit, tokens, terms: null });
         return;
       }
-      out.push(...NO_LEASE);
+      if (mayGrant) this.note(rl, worker, key, inLimit, outLimit, unit, out, now);
+      else out.push(...NO_LEASE);
       return;
     }
     if (mayGrant && (rl === null || !rl.byWorker.has(worker))) this.grant(rl, worker, key, inLimit, outLimit, unit, tokens, out, now);
     else out.push(...NO_LEASE);
+  }
+
+  /**
+   * Appends [noteId, input count with the leases given back, output limit reached, windowEnd] of
+   * the refusal note of a refusal for good, and keeps which worker holds it.
+   */
+  private note(
+    rl: KeyLeases<W> | null, worker: W, key: LimitKey, inLimit: number | null, outLimit: number | null, unit: WindowUnit, out: number[], now: number,
+  ): void {
+    const c = this.store.current(key, unit, now);
+    if (rl === null) {
+      rl = new KeyLeases<W>(key, c);
+      rl.inLimit = inLimit;
+      rl.outLimit = outLimit;
+      this.limits.set(key, rl);
+    }
+    const input = basis(rl, c);
+    const id = this.nextId++;
+    // What the answer's figures say was used (publish() tells the holder when that changes).
+    rl.notes.set(worker, { id, sentIn: inLimit === null ? 0 : input + rl.inLeasedUsed, sentOut: outLimit === null ? 0 : c.output });
+    if (input < rl.noteBasis) rl.noteBasis = input;
+    out.push(id, input, outLimit !== null && c.output >= outLimit ? 1 : 0, c.end);
+  }
+
+  /** Recalls the key's refusal notes when its input count (leases given back) fell below one they were made with. */
+  private checkNotes(rl: KeyLeases<W>, c: LimitCounters): void {
+    if (rl.notes.size === 0 || basis(rl, c) >= rl.noteBasis) return;
+    for (const [worker, note] of rl.notes) this.opts.recall(worker, [note.id]);
+    rl.notes.clear();
+    rl.noteBasis = Infinity;
   }
 
   /** Appends [leaseId, input, output, windowEnd] of a new lease, or NO_LEASE when too little is free. */
@@ -456,6 +527,6 @@ export class LeaseBook<W> {
   }
 
   private dropIfIdle(key: LimitKey, rl: KeyLeases<W>): void {
-    if (rl.leases.size === 0 && rl.waiting === null && this.limits.get(key) === rl) this.limits.delete(key);
+    if (rl.leases.size === 0 && rl.waiting === null && rl.notes.size === 0 && this.limits.get(key) === rl) this.limits.delete(key);
   }
 }

@@ -3,8 +3,9 @@ import { performance } from 'node:perf_hooks';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { DECISION_STRIDE, decodeDecision, NO_LIMIT, STATUS_ALLOWED } from '../decision-codec.js';
 import { HeldLeases } from './held-leases.js';
+import { RefusalNotes } from './refusal-notes.js';
 import {
-  MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_ADMIT_ALL, OP_ADMIT_TERM, OP_ADMIT_TERM_SHADOW, OP_CHARGE_OUTPUT,
+  MSG_RECALL, MSG_REPLY, MSG_REQUEST, MSG_USAGE, OP_ADJUST_INPUT, OP_ADMIT, OP_RETURN_LEASE, OP_ADMIT_ALL, OP_ADMIT_TERM, OP_ADMIT_TERM_SHADOW, OP_CHARGE_OUTPUT,
   REPLY_INVALID, REPLY_STRIDE, REQUEST_STRIDE, USAGE_STRIDE, type LimitRequestMessage,
 } from './ipc-protocol.js';
 import { systemClock, type Clock } from '../../clock.js';
@@ -64,8 +65,10 @@ interface Abandoned {
 /**
  * Worker side of the local mode. The cluster primary (attachLocalLimitHost) owns the instance's
  * counters; a decision it grants may come with a lease (a slice of the budget, lease-book.ts),
- * and while the worker holds one for the key it decides on its own (held-leases.ts) — exact
- * per instance either way. Anything else asks the primary: ops issued during one event loop turn
+ * and while the worker holds one for the key it decides on its own (held-leases.ts); a refusal
+ * it makes for good may come with a refusal note, from which the worker refuses what the primary
+ * would refuse until the note is recalled or its window ends (refusal-notes.ts) — exact per
+ * instance either way. Anything else asks the primary: ops issued during one event loop turn
  * go out as one message (at the turn's end, turn-end.ts); replies are matched by id.
  * chargeOutput/adjustInput are absorbed by a held lease or sent fire-and-forget (ordered before
  * any later admit).
@@ -77,6 +80,7 @@ interface Abandoned {
 export class LocalLimitClient implements TokenLimiter {
   private readonly port: LimitClientPort;
   private readonly leases: HeldLeases;
+  private readonly notes = new RefusalNotes();
   private readonly timeoutMs: number;
   private readonly maxPending: number;
   private readonly maxBatch: number;
@@ -130,6 +134,11 @@ export class LocalLimitClient implements TokenLimiter {
     return this.leases.size;
   }
 
+  /** Refusal notes held (tests). */
+  get notesHeld(): number {
+    return this.notes.size;
+  }
+
   admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     if (this.closed) return Promise.reject(new LimiterUnavailableError('the local rate limiter is closed'));
     if (this.port.connected === false) {
@@ -139,6 +148,10 @@ export class LocalLimitClient implements TokenLimiter {
     if (invalid !== null) return Promise.reject(invalid);
     const local = this.leases.admit(key, limit, inputTokens);
     if (local !== null) return local;
+    if (this.notes.size > 0) {
+      const refused = this.notes.refuse(key, limit, inputTokens, this.leases.now());
+      if (refused !== null) return refused;
+    }
     if (this.pending.size >= this.maxPending) {
       return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
     }
@@ -225,6 +238,7 @@ export class LocalLimitClient implements TokenLimiter {
     if (this.port.connected !== false) this.leases.releaseAll();
     this.flush();
     this.closed = true;
+    this.notes.clear();
     this.failAll('the local rate limiter is closed');
     this.port.off('message', this.onMessage);
     this.port.off('disconnect', this.onDisconnect);
@@ -237,6 +251,9 @@ export class LocalLimitClient implements TokenLimiter {
   }
 
   private enqueue(op: number, id: number, key: LimitKey, inLimit: number, outLimit: number, unit: string, amount: number): void {
+    // A give-back or a lease's return may lower the count a refusal note of the key was made
+    // with: the worker's later requests ask the primary, which will have it first.
+    if (this.notes.size > 0 && ((op === OP_ADJUST_INPUT && amount < 0) || op === OP_RETURN_LEASE)) this.notes.forget(key);
     const b = this.batch;
     b.push(op, id, key, inLimit, outLimit, unit, amount);
     if (b.length >= this.maxBatch * REQUEST_STRIDE) this.flush();
@@ -264,11 +281,17 @@ export class LocalLimitClient implements TokenLimiter {
     const a = (message as { a?: unknown }).a;
     if (!Array.isArray(a)) return;
     if (t === MSG_RECALL) {
-      if (!this.closed) this.leases.recall(a as number[]);
+      if (!this.closed) {
+        this.leases.recall(a as number[]);
+        if (this.notes.size > 0) this.notes.recall(a as number[]);
+      }
       return;
     }
     if (t === MSG_USAGE) {
-      for (let i = 0; i + USAGE_STRIDE <= a.length; i += USAGE_STRIDE) this.leases.usage(a[i] as number, a[i + 1] as number, a[i + 2] as number);
+      for (let i = 0; i + USAGE_STRIDE <= a.length; i += USAGE_STRIDE) {
+        this.leases.usage(a[i] as number, a[i + 1] as number, a[i + 2] as number);
+        if (this.notes.size > 0) this.notes.usage(a[i] as number, a[i + 1] as number, a[i + 2] as number);
+      }
       return;
     }
     let i = 0;
@@ -297,7 +320,11 @@ export class LocalLimitClient implements TokenLimiter {
         p.resolveAll!(ds);
         continue;
       }
-      if (a[leaseAt] !== 0) this.leases.take(p.key, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
+      if (a[leaseAt] !== 0) {
+        // An admission's reply may carry a lease, a refusal's a refusal note (lease-book.ts).
+        if (a[i + 1] === STATUS_ALLOWED) this.leases.take(p.key, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
+        else if (!this.closed) this.notes.take(p.key, p.inLimit, p.outLimit, p.unit, a as number[], i + 1, leaseAt);
+      }
       p.resolve(decodeDecision(a as number[], i + 1));
       i += REPLY_STRIDE;
     }

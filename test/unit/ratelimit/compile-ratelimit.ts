@@ -27,6 +27,7 @@ const MODULES = [
   'ratelimit/local/ipc-protocol',
   'ratelimit/local/lease-book',
   'ratelimit/local/held-leases',
+  'ratelimit/local/refusal-notes',
   'ratelimit/local/limit-host',
   'ratelimit/local/limit-client',
 ];

@@ -1,0 +1,257 @@
+/**
+ * Refusal notes of the local mode (lease-book.ts, refusal-notes.ts): a worker refuses on its own,
+ * without a message, what the primary has refused for good, and never what the primary would
+ * admit once tokens come back. Several LocalLimitClients share one limit host over in-order,
+ * JSON-copying channels.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import type { Decision } from '../../../src/ratelimit/limiter.js';
+import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
+import { LeaseBook } from '../../../src/ratelimit/local/lease-book.js';
+import { DECISION_STRIDE, STATUS_REJECTED_INPUT } from '../../../src/ratelimit/decision-codec.js';
+import { inProcessCluster, type InProcessCluster } from './in-process-cluster.js';
+
+/** 2025-01-15T10:30:20Z: 40 s before the minute ends. */
+const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
+let now = T0;
+const clock = (): number => now;
+
+function spec(input: number | null, output: number | null, unit: RateLimitSpec['unit'] = 'minute'): RateLimitSpec {
+  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null, mode: 'enforce' };
+}
+
+let c: InProcessCluster | null = null;
+function cluster(workers: number, divisor = 8 * workers): InProcessCluster {
+  now = T0;
+  c = inProcessCluster(workers, clock, { leaseDivisor: divisor });
+  return c;
+}
+afterEach(async () => {
+  await c?.close();
+  c = null;
+});
+
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+/** Lets every message on its way arrive (each hop is a turn). */
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 4; i++) await turn();
+};
+
+/** The decision when the worker made it without asking (not a Promise); fails otherwise. */
+function fromWorker(d: Promise<Decision> | Decision): Decision {
+  expect(d).not.toBeInstanceOf(Promise);
+  return d as Decision;
+}
+
+describe('refusal notes', () => {
+  it('a refusal for good leaves a note: the same refusal again is made in the worker, with the same figures, and no message', async () => {
+    const cl = cluster(2);
+    const limit = spec(100, null);
+    const [a] = cl.clients;
+    const first = await a.admit('ns/r', limit, 150); // more than the whole limit
+    expect(first.rejectedBy).toBe('input');
+    expect(a.notesHeld).toBe(1);
+    const sent = cl.sentToPrimary[0];
+    const again = fromWorker(a.admit('ns/r', limit, 150));
+    expect(again).toEqual(first);
+    expect(fromWorker(a.admit('ns/r', limit, 101)).rejectedBy).toBe('input');
+    await settle();
+    expect(cl.sentToPrimary[0]).toBe(sent);
+  });
+
+  it('with leases off there are no notes: every refusal is the primary\'s', async () => {
+    const cl = cluster(1, 0); // no leases: every admission is the primary's
+    const limit = spec(100, null);
+    const [a] = cl.clients;
+    expect(a.notesHeld).toBe(0);
+    await a.admit('ns/r', limit, 70);
+    expect((await a.admit('ns/r', limit, 40)).rejectedBy).toBe('input');
+    expect(a.notesHeld).toBe(0);
+    const again = a.admit('ns/r', limit, 40);
+    expect(again).toBeInstanceOf(Promise);
+    expect((await again).rejectedBy).toBe('input');
+  });
+
+  it('with leases on, only what the note refuses is refused in the worker; what fits is admitted by the primary', async () => {
+    const cl = cluster(1, 8);
+    const limit = spec(100, null);
+    const [a] = cl.clients;
+    const first = await a.admit('ns/r', limit, 70); // a lease of (100 - 70) / 8 = 3 < 2 × 70: none
+    expect(first.allowed).toBe(true);
+    expect(a.leasesHeld).toBe(0);
+    expect((await a.admit('ns/r', limit, 40)).rejectedBy).toBe('input');
+    expect(a.notesHeld).toBe(1);
+    expect(fromWorker(a.admit('ns/r', limit, 31)).input).toEqual({ limit: 100, remaining: 30, resetSeconds: 40 });
+    const fits = a.admit('ns/r', limit, 30);
+    expect(fits).toBeInstanceOf(Promise);
+    expect((await fits).allowed).toBe(true);
+  });
+
+  it('another worker\'s give-back recalls the note: the request that now fits is admitted', async () => {
+    const cl = cluster(2, 8);
+    const limit = spec(100, null);
+    const [a, b] = cl.clients;
+    expect((await a.admit('ns/r', limit, 90)).allowed).toBe(true); // no lease: 10 free
+    expect((await b.admit('ns/r', limit, 50)).rejectedBy).toBe('input');
+    expect(b.notesHeld).toBe(1);
+    expect(fromWorker(b.admit('ns/r', limit, 50)).rejectedBy).toBe('input');
+    a.adjustInput('ns/r', limit, -60); // a's request never reached a pod, in part
+    await settle();
+    expect(b.notesHeld).toBe(0);
+    const d = b.admit('ns/r', limit, 50);
+    expect(d).toBeInstanceOf(Promise);
+    expect((await d).allowed).toBe(true);
+  });
+
+  it('the figures of a note\'s refusals follow what other workers use, as a lease\'s do', async () => {
+    const cl = cluster(2, 8);
+    const limit = spec(100, 1000);
+    const [a, b] = cl.clients;
+    await a.admit('ns/r', limit, 60);
+    expect((await b.admit('ns/r', limit, 50)).input?.remaining).toBe(40);
+    await a.admit('ns/r', limit, 30); // no lease: (100 - 60) / 16 < 60
+    a.chargeOutput('ns/r', limit, 250);
+    await settle();
+    const d = fromWorker(b.admit('ns/r', limit, 50));
+    expect(d.input).toEqual({ limit: 100, remaining: 10, resetSeconds: 40 });
+    expect(d.output).toEqual({ limit: 1000, remaining: 750, resetSeconds: 40 });
+  });
+
+  it('a count that only grows keeps the notes out', async () => {
+    const cl = cluster(2, 8);
+    const limit = spec(100, 1000);
+    const [a, b] = cl.clients;
+    await a.admit('ns/r', limit, 90);
+    await b.admit('ns/r', limit, 50);
+    expect(b.notesHeld).toBe(1);
+    a.adjustInput('ns/r', limit, 5);
+    a.chargeOutput('ns/r', limit, 100);
+    await settle();
+    expect(b.notesHeld).toBe(1);
+    expect(fromWorker(b.admit('ns/r', limit, 50)).rejectedBy).toBe('input');
+  });
+
+  it('the worker\'s own give-back drops its note at once: its next request asks the primary, which has the give-back first', async () => {
+    const cl = cluster(1, 8);
+    const limit = spec(100, null);
+    const [a] = cl.clients;
+    await a.admit('ns/r', limit, 90);
+    expect((await a.admit('ns/r', limit, 50)).rejectedBy).toBe('input');
+    expect(a.notesHeld).toBe(1);
+    a.adjustInput('ns/r', limit, -60);
+    expect(a.notesHeld).toBe(0);
+    const d = a.admit('ns/r', limit, 50);
+    expect(d).toBeInstanceOf(Promise);
+    expect((await d).allowed).toBe(true);
+  });
+
+  it('the output limit reached: every request is refused in the worker, by input first when its tokens do not fit, until the window ends', async () => {
+    const cl = cluster(1, 8);
+    const limit = spec(100, 50);
+    const [a] = cl.clients;
+    expect((await a.admit('ns/r', limit, 60)).allowed).toBe(true); // no lease: (100 - 60) / 8 < 120
+    a.chargeOutput('ns/r', limit, 50);
+    await settle();
+    const refused = await a.admit('ns/r', limit, 1);
+    expect(refused.rejectedBy).toBe('output');
+    expect(refused.output).toEqual({ limit: 50, remaining: 0, resetSeconds: 40 });
+    expect(fromWorker(a.admit('ns/r', limit, 1)).rejectedBy).toBe('output');
+    expect(fromWorker(a.admit('ns/r', limit, 41)).rejectedBy).toBe('input');
+    // A give-back lowers the input count, never the output's: still refused, now by output.
+    a.adjustInput('ns/r', limit, -60);
+    expect((await a.admit('ns/r', limit, 41)).rejectedBy).toBe('output');
+    expect(fromWorker(a.admit('ns/r', limit, 41)).rejectedBy).toBe('output');
+    now = Date.UTC(2025, 0, 15, 10, 31, 0); // the next minute
+    const next = a.admit('ns/r', limit, 1);
+    expect(next).toBeInstanceOf(Promise);
+    expect((await next).allowed).toBe(true);
+  });
+
+  it('a request under other limits (a config edit) asks the primary', async () => {
+    const cl = cluster(1, 8);
+    const [a] = cl.clients;
+    expect((await a.admit('ns/r', spec(100, null), 150)).rejectedBy).toBe('input');
+    expect(a.notesHeld).toBe(1);
+    const d = a.admit('ns/r', spec(200, null), 150);
+    expect(d).toBeInstanceOf(Promise);
+    expect((await d).allowed).toBe(true);
+  });
+
+  it('budget sitting in another worker\'s lease is recalled, not noted: the request that fits with it is admitted', async () => {
+    const cl = cluster(2, 2); // big leases: half of what is free
+    const limit = spec(100, null);
+    const [a, b] = cl.clients;
+    expect((await a.admit('ns/r', limit, 10)).allowed).toBe(true); // a holds a lease of 45
+    const d = await b.admit('ns/r', limit, 90);
+    expect(d.allowed).toBe(true);
+    expect(b.notesHeld).toBe(0);
+  });
+
+  it('a note made while another worker holds a lease does not refuse what fits with that lease back', async () => {
+    const cl = cluster(2, 2);
+    const limit = spec(100, null);
+    const [a, b] = cl.clients;
+    await a.admit('ns/r', limit, 10); // a holds a lease of 45: the count is 55
+    expect((await b.admit('ns/r', limit, 30)).allowed).toBe(true); // 85; no lease (7 < 60)
+    expect((await b.admit('ns/r', limit, 70)).rejectedBy).toBe('input'); // 40 + 70 > 100 even with the lease back
+    expect(b.notesHeld).toBe(1);
+    // 40 + 50 fits once a's lease is back: the primary recalls it and admits.
+    const d = b.admit('ns/r', limit, 50);
+    expect(d).toBeInstanceOf(Promise);
+    expect((await d).allowed).toBe(true);
+    expect(a.leasesHeld).toBe(0);
+  });
+});
+
+describe('the lease book\'s refusal notes', () => {
+  function book(): { book: LeaseBook<string>; replies: Map<string, number[]>; recalls: Map<string, number[]> } {
+    const replies = new Map<string, number[]>();
+    const recalls = new Map<string, number[]>();
+    const into = (m: Map<string, number[]>, w: string): number[] => {
+      let a = m.get(w);
+      if (a === undefined) m.set(w, a = []);
+      return a;
+    };
+    const b = new LeaseBook<string>(new CounterStore(clock), {
+      divisor: 8,
+      recallTimeoutMs: 1_000,
+      replyTo: (w) => into(replies, w),
+      recall: (w, ids) => { into(recalls, w).push(...ids); },
+      usageTo: () => [],
+      changed: () => {},
+    });
+    return { book: b, replies, recalls };
+  }
+  const noteAt = 1 + DECISION_STRIDE;
+
+  it('is made against the input count with every lease given back, and recalled once a give-back takes the count below it', () => {
+    now = T0;
+    const { book: lb, replies, recalls } = book();
+    lb.admit('a', 1, 'ns/r', 1000, null, 'minute', 10); // a: lease (1000 - 10) / 8 = 123
+    lb.admit('b', 2, 'ns/r', 1000, null, 'minute', 700); // 10 + 123 + 700 = 833: admitted, no lease (20 < 1400)
+    lb.admit('b', 3, 'ns/r', 1000, null, 'minute', 300); // 710 + 300 > 1000 even with a's lease back: refused for good
+    const r = replies.get('b')!.slice(-(1 + DECISION_STRIDE + 4));
+    expect(r[1]).toBe(STATUS_REJECTED_INPUT);
+    expect(r[noteAt]).toBeGreaterThan(0); // the note's id
+    expect(r[noteAt + 1]).toBe(710); // the count without a's lease
+    expect(r[noteAt + 2]).toBe(0); // no output limit reached
+    expect(r[noteAt + 3]).toBe(Date.UTC(2025, 0, 15, 10, 31, 0));
+    // a's lease back with 23 unused: the count is 810, not below 710: the note stands.
+    lb.leaseUsed('a', replies.get('a')![noteAt], 'ns/r', 'minute', 100);
+    lb.giveBack('a', replies.get('a')![noteAt], 'ns/r', 'minute', 23);
+    expect(recalls.get('b')).toBeUndefined();
+    lb.adjust('ns/r', 'minute', -101); // 709 < 710
+    expect(recalls.get('b')).toEqual([r[noteAt]]);
+  });
+
+  it('a worker that went away is not asked to drop its note', () => {
+    now = T0;
+    const { book: lb, recalls } = book();
+    lb.admit('a', 1, 'ns/r', 100, null, 'minute', 90);
+    lb.admit('b', 2, 'ns/r', 100, null, 'minute', 50);
+    lb.forgetWorker('b');
+    lb.adjust('ns/r', 'minute', -50);
+    expect(recalls.get('b')).toBeUndefined();
+  });
+});
