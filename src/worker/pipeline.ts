@@ -221,7 +221,9 @@ class PipelineRun implements ProxyListener, FairWaiter {
         x.rateScope = a.shownScope;
         if (!a.admitted) {
           this.s.rateLimitRejected(a.shownKey!, rejectedDirection(a.shown!));
-          throw rateLimitRejection(a.shown!, x.ctx.inputTokens);
+          // Answered as a caught error would be, without the throw (a 429 flood's every request).
+          this.fail(rateLimitRejection(a.shown!, x.ctx.inputTokens));
+          return;
         }
         this.charged = x.ctx.inputTokens;
         x.ctx.admittedByFailureMode = a.byFailureMode;
