@@ -117,14 +117,16 @@ function basis<W>(rl: KeyLeases<W> | null, c: LimitCounters): number {
  * holders last reported it), and publish() tells every holder what everyone else has used, so
  * that its own answers are right too (within what is still on its way).
  *
- * Refusal notes: a single admission refused for good (by input with no budget in leases that
- * could make it fit, or by output, which only grows in a window) is answered with a note in the
- * lease's place: [noteId, the input count with every lease given back, output limit reached (1/0),
- * window end]. The worker refuses from it, without asking, every request that count refuses
- * (refusal-notes.ts); publish() keeps its header figures current as it does a lease's. Input counts only fall by a give-back or a correction; when one brings the
- * count below what a note out was made with, the primary recalls the key's notes (MSG_RECALL, in
- * the same message as lease recalls), so a note never refuses what the primary, as the worker has
- * last heard from it, would admit. A note is never given back: it is void at its window's end.
+ * Refusal notes: an admission refused for good (by input with no budget in leases that could
+ * make it fit, or by output, which only grows in a window) is answered with a note in the lease's
+ * place (a multi-limit admission: one per limit, unless one is a shadow limit): [noteId, the input
+ * count with every lease given back, output limit reached (1/0), window end]. The worker refuses
+ * from it, without asking, every request that count refuses (refusal-notes.ts); publish() keeps
+ * its header figures current as it does a lease's. Input counts only fall by a give-back or a
+ * correction; when one brings the count below what a note out was made with, the primary recalls
+ * the key's notes (MSG_RECALL, in the same message as lease recalls), so a note never refuses
+ * what the primary, as the worker has last heard from it, would admit. A note is never given
+ * back: it is void at its window's end.
  */
 export class LeaseBook<W> {
   private readonly store: CounterStore;
@@ -183,6 +185,10 @@ export class LeaseBook<W> {
       }
     }
     const out = this.opts.replyTo(worker);
+    // Refused for good (a recall would have returned above): each limit's reply carries a note,
+    // unless a shadow limit is among them (its verdicts are the primary's to count).
+    let noting = !admitted && mayGrant;
+    for (const t of terms) if (t.shadow) noting = false;
     for (let i = 0; i < terms.length; i++) {
       const t = terms[i];
       const mark = out.length;
@@ -203,6 +209,8 @@ export class LeaseBook<W> {
           rl.outLimit = t.outLimit;
         }
         this.grant(rl, worker, t.key, t.inLimit, t.outLimit, t.unit, tokens, out, now);
+      } else if (noting) {
+        this.note(rl, worker, t.key, t.inLimit, t.outLimit, t.unit, out, now);
       } else {
         out.push(...NO_LEASE);
       }

@@ -181,6 +181,10 @@ export class LocalLimitClient implements TokenLimiter {
     if (invalid !== null) return Promise.reject(invalid);
     const local = this.leases.admitAll(terms, inputTokens);
     if (local !== null) return local;
+    if (this.notes.size > 0) {
+      const refused = this.notes.refuseAll(terms, inputTokens, this.leases.now());
+      if (refused !== null) return refused;
+    }
     if (this.pending.size >= this.maxPending) {
       return Promise.reject(new LimiterOverloadedError(`${this.maxPending} rate limit decisions already in flight`));
     }
@@ -311,10 +315,18 @@ export class LocalLimitClient implements TokenLimiter {
       }
       if (p.terms !== null) {
         const ds: Decision[] = [];
+        // Refused (an enforced limit refused): what comes in the lease's place are refusal notes.
+        let refused = false;
+        for (let k = 0, at = i; k < p.terms.length && at + REPLY_STRIDE <= a.length && a[at] === id; k++, at += REPLY_STRIDE) {
+          if (a[at + 1] !== STATUS_ALLOWED && !isShadow(p.terms[k].limit)) refused = true;
+        }
         for (let k = 0; k < p.terms.length && i + REPLY_STRIDE <= a.length && a[i] === id; k++, i += REPLY_STRIDE) {
           const t = p.terms[k];
           const at = i + 1 + DECISION_STRIDE;
-          if (a[at] !== 0) this.leases.take(t.key, t.limit.inputTokensPerUnit, t.limit.outputTokensPerUnit, t.limit.unit, a as number[], i + 1, at);
+          if (a[at] !== 0) {
+            if (!refused) this.leases.take(t.key, t.limit.inputTokensPerUnit, t.limit.outputTokensPerUnit, t.limit.unit, a as number[], i + 1, at);
+            else if (!this.closed) this.notes.take(t.key, t.limit.inputTokensPerUnit, t.limit.outputTokensPerUnit, t.limit.unit, a as number[], i + 1, at);
+          }
           ds.push(decodeDecision(a as number[], i + 1));
         }
         p.resolveAll!(ds);

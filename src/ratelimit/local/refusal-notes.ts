@@ -1,6 +1,6 @@
 import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
-import type { Decision } from '../limiter.js';
+import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
 
 /** A refusal note as a worker holds it (lease-book.ts, "Refusal notes"). */
@@ -32,7 +32,9 @@ interface RefusalNote {
  * limit leaves past that count, or any request once the output limit is reached) is refused here,
  * without a message: the primary would refuse it too, since it recalls the note (MSG_RECALL, the
  * notes share the leases' ids) before that count can fall. A request the note does not refuse
- * asks the primary as before.
+ * asks the primary as before. A multi-limit admission (route and tenant) is refused here when
+ * every one of its limits has a note and one refuses it (the primary notes every limit of such a
+ * refusal).
  */
 export class RefusalNotes {
   private readonly notes = new Map<string, RefusalNote>();
@@ -56,23 +58,39 @@ export class RefusalNotes {
 
   /** The refusal when the key's note refuses `tokens` under these limits at `now`, else null. */
   refuse(key: LimitKey, limit: RateLimitSpec, tokens: number, now: number): Decision | null {
+    const n = this.valid(key, limit, now);
+    return n === null || !refuses(n, tokens) ? null : decision(n, tokens, now);
+  }
+
+  /**
+   * The decisions of a multi-limit admission (route and tenant) when every one of its limits has
+   * a note here and one of them refuses it: each limit's decision as the primary's refusal gives
+   * it (the others' as fitting, with their figures); else null (the primary decides). Never with
+   * a shadow limit (the primary counts its verdicts).
+   */
+  refuseAll(terms: readonly LimitTerm[], tokens: number, now: number): Decision[] | null {
+    let refused = false;
+    for (const t of terms) {
+      if (isShadow(t.limit)) return null;
+      const n = this.valid(t.key, t.limit, now);
+      if (n === null) return null;
+      if (refuses(n, tokens)) refused = true;
+    }
+    if (!refused) return null;
+    const out: Decision[] = [];
+    for (const t of terms) out.push(decision(this.notes.get(t.key)!, tokens, now));
+    return out;
+  }
+
+  /** The key's note when it was made under these limits and its window is on, else null (a void one is dropped). */
+  private valid(key: LimitKey, limit: RateLimitSpec, now: number): RefusalNote | null {
     const n = this.notes.get(key);
     if (n === undefined) return null;
     if (now >= n.end || n.unit !== limit.unit || n.inLimit !== limit.inputTokensPerUnit || n.outLimit !== limit.outputTokensPerUnit) {
       this.notes.delete(key);
       return null;
     }
-    // The primary's order: input first, then output.
-    const byInput = n.inLimit !== null && n.input + tokens > n.inLimit;
-    if (!byInput && !n.outputReached) return null;
-    const reset = secondsUntil(n.end, now);
-    return {
-      allowed: false,
-      rejectedBy: byInput ? 'input' : 'output',
-      retryAfterSeconds: reset,
-      input: n.inLimit === null ? null : { limit: n.inLimit, remaining: n.inRemaining, resetSeconds: reset },
-      output: n.outLimit === null ? null : { limit: n.outLimit, remaining: n.outRemaining, resetSeconds: reset },
-    };
+    return n;
   }
 
   /** Drops the key's note: this worker is sending what may lower the key's count (its own order holds). */
@@ -98,4 +116,22 @@ export class RefusalNotes {
   clear(): void {
     this.notes.clear();
   }
+}
+
+/** Whether the note refuses a request of `tokens`: by input past what the limit leaves, or the output limit reached. */
+function refuses(n: RefusalNote, tokens: number): boolean {
+  return (n.inLimit !== null && n.input + tokens > n.inLimit) || n.outputReached;
+}
+
+/** The note's decision for a request of `tokens`, in the primary's order: input first, then output. */
+function decision(n: RefusalNote, tokens: number, now: number): Decision {
+  const byInput = n.inLimit !== null && n.input + tokens > n.inLimit;
+  const reset = secondsUntil(n.end, now);
+  return {
+    allowed: !byInput && !n.outputReached,
+    rejectedBy: byInput ? 'input' : n.outputReached ? 'output' : null,
+    retryAfterSeconds: reset,
+    input: n.inLimit === null ? null : { limit: n.inLimit, remaining: n.inRemaining, resetSeconds: reset },
+    output: n.outLimit === null ? null : { limit: n.outLimit, remaining: n.outRemaining, resetSeconds: reset },
+  };
 }

@@ -204,6 +204,72 @@ describe('refusal notes', () => {
   });
 });
 
+describe('refusal notes of multi-limit admissions (route and tenant)', () => {
+  const route = spec(1000, null);
+  const tenant = spec(100, 500, 'hour');
+  const terms = [{ key: 'ns/r', limit: route }, { key: 'tenant:key:t', limit: tenant }];
+
+  it('a tenant over its budget: its refusal notes both limits, and the same request again is refused in the worker with the same decisions', async () => {
+    const cl = cluster(2);
+    const [a] = cl.clients;
+    expect((await a.admitAll(terms, 90)).map((d) => d.allowed)).toEqual([true, true]);
+    const first = await a.admitAll(terms, 20); // 90 + 20 > 100 for the tenant; the route has room
+    expect(first.map((d) => d.rejectedBy)).toEqual([null, 'input']);
+    expect(a.notesHeld).toBe(2);
+    const sent = cl.sentToPrimary[0];
+    const again = a.admitAll(terms, 20);
+    expect(again).not.toBeInstanceOf(Promise);
+    expect(again).toEqual(first);
+    await settle();
+    expect(cl.sentToPrimary[0]).toBe(sent);
+    // The route's note refuses nothing: a request of the route alone is the primary's (or a lease's).
+    expect((await a.admit('ns/r', route, 20)).allowed).toBe(true);
+    // A request that fits the tenant's budget asks the primary.
+    const fits = a.admitAll(terms, 10);
+    expect(fits).toBeInstanceOf(Promise);
+    expect((await fits).map((d) => d.allowed)).toEqual([true, true]);
+  });
+
+  it('both limits refusing: the worker\'s decisions are the primary\'s', async () => {
+    const cl = cluster(1, 0); // leases off: every decision below is the primary's, for reference
+    const ref = cl.clients[0];
+    const small = [{ key: 'ns/r', limit: spec(50, null) }, { key: 'tenant:key:t', limit: tenant }];
+    await ref.admitAll(small, 45);
+    const primary = await ref.admitAll(small, 60); // both refuse by input
+    await cl.close();
+    const cl2 = cluster(1);
+    const [a] = cl2.clients;
+    await a.admitAll(small, 45);
+    expect(await a.admitAll(small, 60)).toEqual(primary);
+    expect(a.admitAll(small, 60)).toEqual(primary);
+  });
+
+  it('a give-back to the route recalls its note: the tenant\'s next request asks the primary', async () => {
+    const cl = cluster(2);
+    const [a, b] = cl.clients;
+    await a.admitAll(terms, 90);
+    await b.admit('ns/r', route, 500); // no lease: 25 < 1000
+    await a.admitAll(terms, 20); // the route's note is made with 590
+    expect(a.notesHeld).toBe(2);
+    b.adjustInput('ns/r', route, -500); // b's request never reached a pod
+    await settle();
+    expect(a.notesHeld).toBe(1); // the tenant's stands
+    const d = a.admitAll(terms, 20);
+    expect(d).toBeInstanceOf(Promise);
+    expect((await d).map((x) => x.rejectedBy)).toEqual([null, 'input']);
+    expect(a.notesHeld).toBe(2);
+  });
+
+  it('no notes when a limit is a shadow limit', async () => {
+    const cl = cluster(1);
+    const [a] = cl.clients;
+    const shadowed = [{ key: 'ns/r', limit: { ...route, mode: 'shadow' as const } }, { key: 'tenant:key:t', limit: tenant }];
+    await a.admitAll(shadowed, 90);
+    expect((await a.admitAll(shadowed, 20)).map((d) => d.rejectedBy)).toEqual([null, 'input']);
+    expect(a.notesHeld).toBe(0);
+  });
+});
+
 describe('the lease book\'s refusal notes', () => {
   function book(): { book: LeaseBook<string>; replies: Map<string, number[]>; recalls: Map<string, number[]> } {
     const replies = new Map<string, number[]>();
