@@ -2,7 +2,9 @@
  * Cost of a tenant budget on top of a route limit (tenant budgets, docs/rate-limiting.md): per
  * limit store (local, Redis), one router (2 workers, access log on, the route limited) and two
  * API keys, one without a budget (the route limit alone) and one with a budget (route + tenant,
- * decided together); autocannon rounds interleaved, the order rotated each round. Reports req/s
+ * decided together), and a third key whose budget is spent (1 input token a day: every request is
+ * answered 429, the cost of a tenant retrying past its budget); autocannon rounds interleaved,
+ * the order rotated each round. Reports req/s
  * and router CPU per request (its process tree; the steadier figure on a shared machine) and,
  * for Redis, redis-server's CPU and the script calls (INFO commandstats) per request.
  *
@@ -31,6 +33,7 @@ const { ROUNDS, SECONDS, REDIS_BIN } = readCommandLine(COMMAND, (line) => ({
 }));
 const KEY_ROUTE = 'sk-bench-route-only-0123456789';
 const KEY_TENANT = 'sk-bench-tenant-0123456789abcd';
+const KEY_SPENT = 'sk-bench-spent-0123456789abcde';
 /** Never rejects: the field maximum per second. */
 const NEVER = 'inputTokensPerUnit: 4294967295, outputTokensPerUnit: 4294967295, unit: second';
 
@@ -45,11 +48,15 @@ function authFile(dir: string, mode: LimitMode): string {
   - name: tenant
     sha256: "${sha(KEY_TENANT)}"
     rateLimit: {${NEVER}${global}}
+  - name: spent
+    sha256: "${sha(KEY_SPENT)}"
+    rateLimit: {inputTokensPerUnit: 1, unit: day${global}}
 `);
   return file;
 }
 
-interface Variant { name: string; target: Target; headers: Record<string, string>; redis: Target | null; redisAddress: string }
+/** `base`: the index of the variant its CPU is compared with; `refused`: every answer is a 429. */
+interface Variant { name: string; target: Target; headers: Record<string, string>; redis: Target | null; redisAddress: string; base: number; refused: boolean }
 
 async function main(): Promise<void> {
   stopChildrenOnInterrupt('tenant-load');
@@ -62,15 +69,19 @@ async function main(): Promise<void> {
     ROUTER_AUTH_CONFIG: authFile(dir, mode), RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '2s',
   });
   const localRouter = await startRouter('router (local limits)', routerResources(mock.port, mock.port, local), 2, env(local));
-  variants.push({ name: 'local: route limit alone', target: localRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: null, redisAddress: '' });
-  variants.push({ name: 'local: route + tenant limit', target: localRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: null, redisAddress: '' });
+  const add = (store: string, target: Target, redis: Target | null, redisAddress: string): void => {
+    const base = variants.length;
+    variants.push({ name: `${store}: route limit alone`, target, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis, redisAddress, base, refused: false });
+    variants.push({ name: `${store}: route + tenant limit`, target, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis, redisAddress, base, refused: false });
+    variants.push({ name: `${store}: tenant over its budget (every answer 429)`, target, headers: { authorization: `Bearer ${KEY_SPENT}` }, redis, redisAddress, base, refused: true });
+  };
+  add('local', localRouter, null, '');
   if (haveBinary(REDIS_BIN)) {
     const redis = await startRedis(REDIS_BIN);
     const redisTarget: Target = { name: 'redis-server', url: '', port: 0, proc: redis.proc };
     const global: LimitMode = { kind: 'global', redis: redis.address };
     const globalRouter = await startRouter('router (global limits)', routerResources(mock.port, mock.port, global), 2, env(global));
-    variants.push({ name: 'Redis: route limit alone', target: globalRouter, headers: { authorization: `Bearer ${KEY_ROUTE}` }, redis: redisTarget, redisAddress: redis.address });
-    variants.push({ name: 'Redis: route + tenant limit', target: globalRouter, headers: { authorization: `Bearer ${KEY_TENANT}` }, redis: redisTarget, redisAddress: redis.address });
+    add('Redis', globalRouter, redisTarget, redis.address);
   } else {
     process.stderr.write(`${REDIS_BIN} not found: Redis variants skipped\n`);
   }
@@ -87,7 +98,8 @@ async function main(): Promise<void> {
       const storeCpu = v.redis === null ? null : treeCpu(v.redis.proc.pid);
       const callsBefore = v.redis === null ? 0 : scriptCallsIn(await infoCommandstats(v.redisAddress));
       const r = await runAutocannon({ url: `${v.target.url}/v1/completions`, bodies: [body], connections: 32, durationS: SECONDS, headers: v.headers });
-      if (r.non2xx > 0) throw new Error(`${v.name}: ${r.non2xx} answers were not 2xx`);
+      if (!v.refused && r.non2xx > 0) throw new Error(`${v.name}: ${r.non2xx} answers were not 2xx`);
+      if (v.refused && r.non2xx !== r.requests) throw new Error(`${v.name}: ${r.requests - r.non2xx} answers were 2xx, expected 429s`);
       rps[i].push(r.rps);
       cpu[i].push((routerCpu.delta() * 1000) / r.requests);
       if (storeCpu !== null) {
@@ -100,7 +112,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\nTenant budget cost, autocannon 32 connections, 2 workers, access log on, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians:\n\n`);
   process.stdout.write('| variant | req/s | router CPU µs/req | × route alone (CPU) | redis-server CPU µs/req | script calls per request |\n|---|---|---|---|---|---|\n');
   for (let i = 0; i < variants.length; i++) {
-    const base = i % 2 === 0 ? i : i - 1;
+    const base = variants[i].base;
     const ratios = cpu[i].map((x, r) => x / cpu[base][r]);
     const rc = redisCpu[i].length > 0 ? median(redisCpu[i]).toFixed(1) : '–';
     const cc = calls[i].length > 0 ? median(calls[i]).toFixed(4) : '–';
