@@ -22,8 +22,8 @@ import { DECISION_STRIDE } from '../decision-codec.js';
  * - MSG_REPLY, primary -> worker: answers of REPLY_STRIDE entries:
  *   [id, ...encoded decision (decision-codec.ts), leaseId, leaseInput, leaseOutput, windowEndMs]
  *   leaseId 0 = no lease granted; leaseInput / leaseOutput NO_LIMIT = unlimited in that direction.
- *   A refusal of a single admission made for good carries a refusal note in those fields instead
- *   (lease-book.ts): [noteId, input count with every lease given back, 1 when the output limit is
+ *   A refusal made for good carries a refusal note in those fields instead (of a multi-limit
+ *   admission: in each term's; lease-book.ts): [noteId, input count with every lease given back, 1 when the output limit is
  *   reached else 0, windowEndMs]; noteId 0 = none.
  *   A malformed op is answered [id, REPLY_INVALID, 0, ...].
  * - MSG_RECALL, primary -> worker: `a` = lease ids the worker must give back now (OP_RETURN_LEASE),

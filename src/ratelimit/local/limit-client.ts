@@ -345,8 +345,9 @@ export class LocalLimitClient implements TokenLimiter {
   /**
    * A late answer for a decision that already timed out: give back what it charged (and its
    * lease), to limits whose window that was asked in is still on: a window that has ended took the
-   * charge, and a give-back now would lower the next one (admitting past its limit). Returns the
-   * offset after its records (a multi-limit answer has one per term).
+   * charge, and a give-back now would lower the next one (admitting past its limit). A refusal's
+   * note is not taken, and the note of its key held here is dropped. Returns the offset after its
+   * records (a multi-limit answer has one per term).
    */
   private refundLate(id: number, a: number[], i: number): number {
     const start = i;
@@ -364,7 +365,9 @@ export class LocalLimitClient implements TokenLimiter {
         if (a[at + 1] !== STATUS_ALLOWED && !isShadow(gone.terms[k].limit)) admitted = false;
       }
       for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
-        if (a[at + 1 + DECISION_STRIDE] !== 0) this.leases.giveBack(gone.terms[k].key, gone.terms[k].limit.unit, a, at + 1 + DECISION_STRIDE);
+        if (a[at + 1 + DECISION_STRIDE] === 0) continue;
+        if (admitted) this.leases.giveBack(gone.terms[k].key, gone.terms[k].limit.unit, a, at + 1 + DECISION_STRIDE);
+        else this.notes.forget(gone.terms[k].key); // a refusal's note: as below
       }
       if (admitted && gone.tokens > 0) {
         const now = this.leases.now();
@@ -373,7 +376,12 @@ export class LocalLimitClient implements TokenLimiter {
       return i;
     }
     const leaseAt = start + 1 + DECISION_STRIDE;
-    if (a[start + 1] !== STATUS_ALLOWED) return i;
+    if (a[start + 1] !== STATUS_ALLOWED) {
+      // The primary now counts this answer's note as the one held here: the older note it replaced
+      // would not be recalled, so it goes too.
+      if (a[leaseAt] !== 0) this.notes.forget(gone.key);
+      return i;
+    }
     if (a[leaseAt] !== 0) this.leases.giveBack(gone.key, gone.unit, a, leaseAt);
     if (gone.tokens > 0 && sameWindow(gone.unit, gone.askedAt, this.leases.now())) this.update(OP_ADJUST_INPUT, gone.key, gone.unit, -gone.tokens);
     return i;

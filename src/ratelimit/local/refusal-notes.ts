@@ -31,7 +31,7 @@ interface RefusalNote {
  * the window's end. Until the window ends, a request the note refuses (more input tokens than the
  * limit leaves past that count, or any request once the output limit is reached) is refused here,
  * without a message: the primary would refuse it too, since it recalls the note (MSG_RECALL, the
- * notes share the leases' ids) before that count can fall. A request the note does not refuse
+ * notes share the leases' ids) as soon as that count falls below what the note was made with. A request the note does not refuse
  * asks the primary as before. A multi-limit admission (route and tenant) is refused here when
  * every one of its limits has a note and one refuses it (the primary notes every limit of such a
  * refusal).

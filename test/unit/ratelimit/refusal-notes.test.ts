@@ -321,3 +321,40 @@ describe('the lease book\'s refusal notes', () => {
     expect(recalls.get('b')).toBeUndefined();
   });
 });
+
+describe('a refusal note in a late answer', () => {
+  it('is not taken, and the older note of its key goes too (the primary would recall only the newer one)', async () => {
+    const { EventEmitter } = await import('node:events');
+    const { LocalLimitClient } = await import('../../../src/ratelimit/local/limit-client.js');
+    const { LimiterUnavailableError } = await import('../../../src/ratelimit/errors.js');
+    now = T0;
+    const sent: { a: (number | string)[] }[] = [];
+    const port = Object.assign(new EventEmitter(), {
+      connected: true,
+      send: (m: { a: (number | string)[] }, _h: undefined, cb: (e: Error | null) => void): boolean => {
+        sent.push(m);
+        cb(null);
+        return true;
+      },
+    });
+    const client = new LocalLimitClient({ port: port as never, timeoutMs: 20, clock });
+    const limit = spec(100, null);
+    const end = Date.UTC(2025, 0, 15, 10, 31, 0);
+    /** A refusal by input of request `id` with note `noteId` made with `basis`. */
+    const refusal = (id: number, noteId: number, basis: number): number[] => [id, 1, 40, 100, 100 - basis, 40, -1, 0, 0, noteId, basis, 0, end];
+    const first = client.admit('ns/r', limit, 150);
+    await turn();
+    const id1 = sent[0].a[1] as number;
+    port.emit('message', { t: 'rl:r', a: refusal(id1, 5, 0) });
+    expect((await first).rejectedBy).toBe('input');
+    expect(client.notesHeld).toBe(1);
+    // 50 fits what the note says: asked, and not answered in time.
+    const second = client.admit('ns/r', limit, 50);
+    expect(second).toBeInstanceOf(Promise);
+    await expect(second).rejects.toBeInstanceOf(LimiterUnavailableError);
+    const id2 = sent[1].a[1] as number;
+    port.emit('message', { t: 'rl:r', a: refusal(id2, 9, 60) });
+    expect(client.notesHeld).toBe(0);
+    await client.close();
+  });
+});
