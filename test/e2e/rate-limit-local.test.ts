@@ -236,14 +236,27 @@ describe('local token limits over the built router', () => {
     }
   });
 
-  it('a prompt larger than the whole input limit is always rejected', async () => {
+  it('a prompt larger than the whole input limit is always rejected, the same way whichever worker (and its refusal notes) answers', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       rateLimit: '    inputTokensPerUnit: 3\n    unit: day',
-    }));
+    }), { workers: 2 });
     try {
       const r = await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
       expect(r.status).toBe(429);
       expect(await r.text()).toBe('input token rate limit exceeded');
+      const first = r.headers;
+      // Fresh connections land on either worker: the first refusal there is the primary's, the
+      // rest come from the worker's refusal note; every answer is the same.
+      for (let i = 0; i < 12; i++) {
+        const again = await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a' });
+        expect(again.status).toBe(429);
+        expect(again.text).toBe('input token rate limit exceeded');
+        for (const name of ['x-ratelimit-scope', 'x-ratelimit-limit-input-tokens', 'x-ratelimit-remaining-input-tokens', 'x-should-retry', 'content-type']) {
+          expect(again.headers[name], name).toBe(first.get(name));
+        }
+        expect(Math.abs(Number(again.headers['retry-after']) - Number(first.get('retry-after')))).toBeLessThanOrEqual(1);
+      }
+      expect(first.get('x-should-retry')).toBe('false');
     } finally {
       await router.kill();
     }
