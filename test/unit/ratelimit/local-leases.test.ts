@@ -5,17 +5,12 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import { spec, T0 } from './limit-spec.js';
 import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { inProcessCluster, type InProcessCluster } from './in-process-cluster.js';
 
-/** 2025-01-15T10:30:20Z: 40 s before the minute ends. */
-const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 let now = T0;
 const clock = (): number => now;
-
-function spec(input: number | null, output: number | null, unit: RateLimitSpec['unit'] = 'minute'): RateLimitSpec {
-  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null, mode: 'enforce' };
-}
 
 let c: InProcessCluster | null = null;
 function cluster(workers: number, divisor = 8 * workers, recallTimeoutMs = 250): InProcessCluster {

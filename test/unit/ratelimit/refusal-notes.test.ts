@@ -5,21 +5,18 @@
  * JSON-copying channels.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RateLimitSpec } from '../../../src/config/resource-types.js';
+import { EventEmitter } from 'node:events';
+import { spec, T0 } from './limit-spec.js';
 import type { Decision } from '../../../src/ratelimit/limiter.js';
 import { CounterStore } from '../../../src/ratelimit/local/counter-store.js';
 import { LeaseBook } from '../../../src/ratelimit/local/lease-book.js';
 import { DECISION_STRIDE, STATUS_REJECTED_INPUT } from '../../../src/ratelimit/decision-codec.js';
 import { inProcessCluster, type InProcessCluster } from './in-process-cluster.js';
+import { LocalLimitClient } from '../../../src/ratelimit/local/limit-client.js';
+import { LimiterUnavailableError } from '../../../src/ratelimit/errors.js';
 
-/** 2025-01-15T10:30:20Z: 40 s before the minute ends. */
-const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 let now = T0;
 const clock = (): number => now;
-
-function spec(input: number | null, output: number | null, unit: RateLimitSpec['unit'] = 'minute'): RateLimitSpec {
-  return { inputTokensPerUnit: input, outputTokensPerUnit: output, unit, global: null, mode: 'enforce' };
-}
 
 let c: InProcessCluster | null = null;
 function cluster(workers: number, divisor = 8 * workers): InProcessCluster {
@@ -42,6 +39,12 @@ const settle = async (): Promise<void> => {
 function fromWorker(d: Promise<Decision> | Decision): Decision {
   expect(d).not.toBeInstanceOf(Promise);
   return d as Decision;
+}
+
+/** The decision when the worker asked the primary for it (a Promise); fails otherwise. */
+async function fromPrimary<T>(d: Promise<T> | T): Promise<T> {
+  expect(d).toBeInstanceOf(Promise);
+  return d;
 }
 
 describe('refusal notes', () => {
@@ -68,9 +71,7 @@ describe('refusal notes', () => {
     await a.admit('ns/r', limit, 70);
     expect((await a.admit('ns/r', limit, 40)).rejectedBy).toBe('input');
     expect(a.notesHeld).toBe(0);
-    const again = a.admit('ns/r', limit, 40);
-    expect(again).toBeInstanceOf(Promise);
-    expect((await again).rejectedBy).toBe('input');
+    expect((await fromPrimary(a.admit('ns/r', limit, 40))).rejectedBy).toBe('input');
   });
 
   it('with leases on, only what the note refuses is refused in the worker; what fits is admitted by the primary', async () => {
@@ -83,9 +84,7 @@ describe('refusal notes', () => {
     expect((await a.admit('ns/r', limit, 40)).rejectedBy).toBe('input');
     expect(a.notesHeld).toBe(1);
     expect(fromWorker(a.admit('ns/r', limit, 31)).input).toEqual({ limit: 100, remaining: 30, resetSeconds: 40 });
-    const fits = a.admit('ns/r', limit, 30);
-    expect(fits).toBeInstanceOf(Promise);
-    expect((await fits).allowed).toBe(true);
+    expect((await fromPrimary(a.admit('ns/r', limit, 30))).allowed).toBe(true);
   });
 
   it('another worker\'s give-back recalls the note: the request that now fits is admitted', async () => {
@@ -99,9 +98,7 @@ describe('refusal notes', () => {
     a.adjustInput('ns/r', limit, -60); // a's request never reached a pod, in part
     await settle();
     expect(b.notesHeld).toBe(0);
-    const d = b.admit('ns/r', limit, 50);
-    expect(d).toBeInstanceOf(Promise);
-    expect((await d).allowed).toBe(true);
+    expect((await fromPrimary(b.admit('ns/r', limit, 50))).allowed).toBe(true);
   });
 
   it('the figures of a note\'s refusals follow what other workers use, as a lease\'s do', async () => {
@@ -141,9 +138,7 @@ describe('refusal notes', () => {
     expect(a.notesHeld).toBe(1);
     a.adjustInput('ns/r', limit, -60);
     expect(a.notesHeld).toBe(0);
-    const d = a.admit('ns/r', limit, 50);
-    expect(d).toBeInstanceOf(Promise);
-    expect((await d).allowed).toBe(true);
+    expect((await fromPrimary(a.admit('ns/r', limit, 50))).allowed).toBe(true);
   });
 
   it('the output limit reached: every request is refused in the worker, by input first when its tokens do not fit, until the window ends', async () => {
@@ -163,9 +158,7 @@ describe('refusal notes', () => {
     expect((await a.admit('ns/r', limit, 41)).rejectedBy).toBe('output');
     expect(fromWorker(a.admit('ns/r', limit, 41)).rejectedBy).toBe('output');
     now = Date.UTC(2025, 0, 15, 10, 31, 0); // the next minute
-    const next = a.admit('ns/r', limit, 1);
-    expect(next).toBeInstanceOf(Promise);
-    expect((await next).allowed).toBe(true);
+    expect((await fromPrimary(a.admit('ns/r', limit, 1))).allowed).toBe(true);
   });
 
   it('a request under other limits (a config edit) asks the primary', async () => {
@@ -173,9 +166,7 @@ describe('refusal notes', () => {
     const [a] = cl.clients;
     expect((await a.admit('ns/r', spec(100, null), 150)).rejectedBy).toBe('input');
     expect(a.notesHeld).toBe(1);
-    const d = a.admit('ns/r', spec(200, null), 150);
-    expect(d).toBeInstanceOf(Promise);
-    expect((await d).allowed).toBe(true);
+    expect((await fromPrimary(a.admit('ns/r', spec(200, null), 150))).allowed).toBe(true);
   });
 
   it('budget sitting in another worker\'s lease is recalled, not noted: the request that fits with it is admitted', async () => {
@@ -197,9 +188,7 @@ describe('refusal notes', () => {
     expect((await b.admit('ns/r', limit, 70)).rejectedBy).toBe('input'); // 40 + 70 > 100 even with the lease back
     expect(b.notesHeld).toBe(1);
     // 40 + 50 fits once a's lease is back: the primary recalls it and admits.
-    const d = b.admit('ns/r', limit, 50);
-    expect(d).toBeInstanceOf(Promise);
-    expect((await d).allowed).toBe(true);
+    expect((await fromPrimary(b.admit('ns/r', limit, 50))).allowed).toBe(true);
     expect(a.leasesHeld).toBe(0);
   });
 });
@@ -225,9 +214,7 @@ describe('refusal notes of multi-limit admissions (route and tenant)', () => {
     // The route's note refuses nothing: a request of the route alone is the primary's (or a lease's).
     expect((await a.admit('ns/r', route, 20)).allowed).toBe(true);
     // A request that fits the tenant's budget asks the primary.
-    const fits = a.admitAll(terms, 10);
-    expect(fits).toBeInstanceOf(Promise);
-    expect((await fits).map((d) => d.allowed)).toEqual([true, true]);
+    expect((await fromPrimary(a.admitAll(terms, 10))).map((d) => d.allowed)).toEqual([true, true]);
   });
 
   it('both limits refusing: the worker\'s decisions are the primary\'s', async () => {
@@ -254,9 +241,7 @@ describe('refusal notes of multi-limit admissions (route and tenant)', () => {
     b.adjustInput('ns/r', route, -500); // b's request never reached a pod
     await settle();
     expect(a.notesHeld).toBe(1); // the tenant's stands
-    const d = a.admitAll(terms, 20);
-    expect(d).toBeInstanceOf(Promise);
-    expect((await d).map((x) => x.rejectedBy)).toEqual([null, 'input']);
+    expect((await fromPrimary(a.admitAll(terms, 20))).map((x) => x.rejectedBy)).toEqual([null, 'input']);
     expect(a.notesHeld).toBe(2);
   });
 
@@ -324,9 +309,6 @@ describe('the lease book\'s refusal notes', () => {
 
 describe('a refusal note in a late answer', () => {
   it('is not taken, and the older note of its key goes too (the primary would recall only the newer one)', async () => {
-    const { EventEmitter } = await import('node:events');
-    const { LocalLimitClient } = await import('../../../src/ratelimit/local/limit-client.js');
-    const { LimiterUnavailableError } = await import('../../../src/ratelimit/errors.js');
     now = T0;
     const sent: { a: (number | string)[] }[] = [];
     const port = Object.assign(new EventEmitter(), {
