@@ -236,6 +236,36 @@ describe('local token limits over the built router', () => {
     }
   });
 
+  it('tokens coming back to the window (a lower prompt count from the pod) withdraw the workers\' refusal notes: what fits again is admitted', async () => {
+    // The mock takes 1.5 s to answer and reports prompt_tokens = ceil(chars / 4): 5 for a prompt
+    // of 18 rare CJK characters that the router counts at 36.
+    const slow = await startMock('pod-slow', ['--latency-ms', '1500']);
+    const router = await startRouter(resourcesFor([{ name: 'pod-slow', port: slow.port }], {
+      rateLimit: '    inputTokensPerUnit: 40\n    unit: day',
+    }), { workers: 2 });
+    try {
+      const big = { model: 'sf-model', prompt: '龘靐齉爩龘靐'.repeat(3) };
+      const small = { model: 'sf-model', prompt: 'a b c d e' }; // 5 tokens
+      const first = postJson(`${router.url}/v1/completions`, big); // admitted: 36 of 40, answered in 1.5 s
+      await new Promise((done) => setTimeout(done, 300));
+      // Fresh connections land on either worker: each gets a refusal (36 + 5 > 40) and then
+      // refuses from its note.
+      for (let i = 0; i < 10; i++) expect((await postFresh(`${router.url}/v1/completions`, small)).status).toBe(429);
+      const r = await first;
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-ratelimit-remaining-input-tokens')).toBe('4');
+      await r.text();
+      // The answer's correction (36 -> 5) reaches the primary, which recalls the notes: seven
+      // more fit (5 + 7 × 5 = 40), on whichever worker they land.
+      await new Promise((done) => setTimeout(done, 300));
+      const again = await Promise.all(Array.from({ length: 7 }, () => postFresh(`${router.url}/v1/completions`, small)));
+      expect(again.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200, 200]);
+    } finally {
+      await router.kill();
+      await slow.kill();
+    }
+  });
+
   it('a prompt larger than the whole input limit is always rejected, the same way whichever worker (and its refusal notes) answers', async () => {
     const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], {
       rateLimit: '    inputTokensPerUnit: 3\n    unit: day',
