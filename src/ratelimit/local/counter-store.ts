@@ -43,7 +43,7 @@ export interface RawTerm {
 }
 
 /** How often (ms) entries of ended windows are dropped, checked on use. */
-const SWEEP_INTERVAL_MS = 60_000;
+export const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * Exact in-memory token counters for one process (TokenLimiter semantics in limiter.ts).

@@ -1,6 +1,6 @@
 import type { LimitKey } from '../limit-key.js';
 import type { WindowUnit } from '../../config/resource-types.js';
-import type { CounterStore, LimitCounters, RawTerm } from './counter-store.js';
+import { SWEEP_INTERVAL_MS, type CounterStore, type LimitCounters, type RawTerm } from './counter-store.js';
 import { DECISION_STRIDE, NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
 import { setReadDeadline } from '../../timers.js';
 
@@ -63,6 +63,8 @@ class KeyLeases<W> {
   readonly key: LimitKey;
   start: number;
   unit: WindowUnit;
+  /** The window's end (epoch ms): the record is void from then on (sweep()). */
+  readonly end: number;
   readonly leases = new Map<number, Lease<W>>();
   readonly byWorker = new Map<W, Lease<W>>();
   /** Sum of the leases' input tokens. */
@@ -88,6 +90,7 @@ class KeyLeases<W> {
     this.key = key;
     this.start = c.start;
     this.unit = c.unit;
+    this.end = c.end;
   }
 }
 
@@ -134,16 +137,24 @@ export class LeaseBook<W> {
   private readonly limits = new Map<string, KeyLeases<W>>();
   private readonly dirty: KeyLeases<W>[] = [];
   private nextId = 1;
+  private nextSweepAt: number;
 
   constructor(store: CounterStore, opts: LeaseBookOptions<W>) {
     if (!(opts.divisor === 0 || opts.divisor >= 1)) throw new RangeError(`lease divisor must be 0 or >= 1, got ${opts.divisor}`);
     this.store = store;
     this.opts = opts;
+    this.nextSweepAt = store.now() + SWEEP_INTERVAL_MS;
+  }
+
+  /** Keys with a record of leases or notes (tests). */
+  get size(): number {
+    return this.limits.size;
   }
 
   /** Decides (answer in replyTo(worker)) now, or once a recall this needs is over. */
   admit(worker: W, id: number, key: LimitKey, inLimit: number | null, outLimit: number | null, unit: WindowUnit, tokens: number): void {
     const now = this.store.now();
+    if (now >= this.nextSweepAt) this.sweep(now);
     const c = this.store.current(key, unit, now);
     const rl = this.existing(key, c);
     if (rl !== null && rl.waiting !== null) {
@@ -163,6 +174,7 @@ export class LeaseBook<W> {
    */
   admitAll(worker: W, id: number, terms: readonly RawTerm[], tokens: number, mayGrant = this.opts.divisor > 0): void {
     const now = this.store.now(); // one reading: every count of this decision is of one window
+    if (now >= this.nextSweepAt) this.sweep(now);
     for (const t of terms) {
       const rl = this.existing(t.key, this.store.current(t.key, t.unit, now));
       if (rl !== null && rl.waiting !== null) {
@@ -524,6 +536,20 @@ export class LeaseBook<W> {
     rl.inLeased -= lease.input;
     rl.inLeasedUsed -= lease.inUsed;
     if (lease.outLeft !== Infinity && lease.outLeft > 0) rl.outLeased -= lease.outLeft;
+  }
+
+  /**
+   * Drops the records of windows that have ended (checked on use, once a SWEEP_INTERVAL_MS): their
+   * leases and notes are void in the workers, and a key refused once and never used again (a
+   * tenant's) would keep its record. One waiting for a recall is left to the recall's end.
+   */
+  private sweep(now: number): void {
+    this.nextSweepAt = now + SWEEP_INTERVAL_MS;
+    for (const [key, rl] of this.limits) {
+      if (now < rl.end || rl.waiting !== null) continue;
+      if (rl.timer !== null) clearTimeout(rl.timer);
+      this.limits.delete(key);
+    }
   }
 
   /** Queues the key for publish(). */

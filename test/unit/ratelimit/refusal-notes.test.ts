@@ -296,6 +296,19 @@ describe('the lease book\'s refusal notes', () => {
     expect(recalls.get('b')).toEqual([r[noteAt]]);
   });
 
+  it('the records of ended windows are dropped: keys refused once and never used again are not kept', () => {
+    now = T0;
+    const { book: lb } = book();
+    for (let k = 0; k < 100; k++) lb.admit('a', k + 1, `tenant/key/t${k}`, 10, null, 'minute', 20); // each refused, noted
+    expect(lb.size).toBe(100);
+    now = T0 + 30_000; // the next minute, before a sweep is due: records stay until their key is used or swept
+    lb.admit('a', 101, 'ns/r', 1000, null, 'minute', 10);
+    expect(lb.size).toBe(101);
+    now = T0 + 61_000; // a sweep is due
+    lb.admit('a', 102, 'ns/r', 1000, null, 'minute', 10);
+    expect(lb.size).toBe(1); // ns/r's lease of this window
+  });
+
   it('a worker that went away is not asked to drop its note', () => {
     now = T0;
     const { book: lb, recalls } = book();
