@@ -39,9 +39,11 @@ interface Lease<W> {
   sentOut: number;
 }
 
-/** A refusal note as the primary keeps it: its id, and the usage its holder was last told (publish()). */
+/** A refusal note as the primary keeps it: its id, its basis, and the usage its holder was last told (publish()). */
 interface Note {
   readonly id: number;
+  /** The input count (leases given back) it was made with: it holds while the count is not below. */
+  readonly basis: number;
   sentIn: number;
   sentOut: number;
 }
@@ -82,8 +84,6 @@ class KeyLeases<W> {
   waiting: Waiting<W>[] | null = null;
   /** The refusal note each worker holds of the key; see LeaseBook, "Refusal notes". */
   readonly notes = new Map<W, Note>();
-  /** The lowest input count (leases given back) a note out was made with; Infinity with none out. */
-  noteBasis = Infinity;
   timer: NodeJS.Timeout | null = null;
 
   constructor(key: LimitKey, c: LimitCounters) {
@@ -127,7 +127,7 @@ function basis<W>(rl: KeyLeases<W> | null, c: LimitCounters): number {
  * from it, without asking, every request that count refuses (refusal-notes.ts); publish() keeps
  * its header figures current as it does a lease's. Input counts only fall by a give-back or a
  * correction; when one brings the count below what a note out was made with, the primary recalls
- * the key's notes (MSG_RECALL, in the same message as lease recalls), so a note never refuses
+ * that note (MSG_RECALL, in the same message as lease recalls), so a note never refuses
  * what the primary, as the worker has last heard from it, would admit. A note is never given
  * back: it is void at its window's end.
  */
@@ -328,7 +328,7 @@ export class LeaseBook<W> {
   /** A worker went away: its leases are forfeited (their tokens stay charged; nothing over-admits). */
   forgetWorker(worker: W): void {
     for (const [key, rl] of this.limits) {
-      if (rl.notes.delete(worker) && rl.notes.size === 0) rl.noteBasis = Infinity;
+      rl.notes.delete(worker);
       const lease = rl.byWorker.get(worker);
       if (lease === undefined) {
         this.dropIfIdle(key, rl);
@@ -401,17 +401,19 @@ export class LeaseBook<W> {
     const input = basis(rl, c);
     const id = this.nextId++;
     // What the answer's figures say was used (publish() tells the holder when that changes).
-    rl.notes.set(worker, { id, sentIn: inLimit === null ? 0 : input + rl.inLeasedUsed, sentOut: outLimit === null ? 0 : c.output });
-    if (input < rl.noteBasis) rl.noteBasis = input;
+    rl.notes.set(worker, { id, basis: input, sentIn: inLimit === null ? 0 : input + rl.inLeasedUsed, sentOut: outLimit === null ? 0 : c.output });
     out.push(id, input, outLimit !== null && c.output >= outLimit ? 1 : 0, c.end);
   }
 
-  /** Recalls the key's refusal notes when its input count (leases given back) fell below one they were made with. */
+  /** Recalls the key's refusal notes made with an input count (leases given back) above what it has fallen to. */
   private checkNotes(rl: KeyLeases<W>, c: LimitCounters): void {
-    if (rl.notes.size === 0 || basis(rl, c) >= rl.noteBasis) return;
-    for (const [worker, note] of rl.notes) this.opts.recall(worker, [note.id]);
-    rl.notes.clear();
-    rl.noteBasis = Infinity;
+    if (rl.notes.size === 0) return;
+    const count = basis(rl, c);
+    for (const [worker, note] of rl.notes) {
+      if (note.basis <= count) continue;
+      this.opts.recall(worker, [note.id]);
+      rl.notes.delete(worker);
+    }
   }
 
   /** Appends [leaseId, input, output, windowEnd] of a new lease, or NO_LEASE when too little is free. */

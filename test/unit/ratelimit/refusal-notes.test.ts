@@ -115,6 +115,20 @@ describe('refusal notes', () => {
     expect(d.output).toEqual({ limit: 1000, remaining: 750, resetSeconds: 40 });
   });
 
+  it('a newer note made at a higher count is recalled by a give-back that stays above the older one\'s count', async () => {
+    const cl = cluster(2, 8);
+    const limit = spec(100, null);
+    const [a, b] = cl.clients;
+    await a.admit('ns/r', limit, 10); // no lease: 11 < 20
+    expect((await b.admit('ns/r', limit, 95)).rejectedBy).toBe('input'); // a note made at 10
+    await a.admit('ns/r', limit, 40); // 50
+    expect((await fromPrimary(b.admit('ns/r', limit, 60))).rejectedBy).toBe('input'); // 10 + 60 fits the old note: asked; a note made at 50
+    expect(fromWorker(b.admit('ns/r', limit, 60)).rejectedBy).toBe('input');
+    a.adjustInput('ns/r', limit, -20); // 30: below the newer note's count, above the older one's
+    await settle();
+    expect((await fromPrimary(b.admit('ns/r', limit, 60))).allowed).toBe(true); // 30 + 60 <= 100
+  });
+
   it('a count that only grows keeps the notes out', async () => {
     const cl = cluster(2, 8);
     const limit = spec(100, 1000);
