@@ -101,6 +101,11 @@ function basis<W>(rl: KeyLeases<W> | null, c: LimitCounters): number {
   return rl === null ? c.input : c.input - rl.inLeased;
 }
 
+/** What requests have used of the key's input (the headers' figure): the unused part of the leases is not used. */
+function used<W>(rl: KeyLeases<W>, c: LimitCounters): number {
+  return c.input - rl.inLeased + rl.inLeasedUsed;
+}
+
 /**
  * The primary's account of budget leased to workers (local mode, docs/internals/rate-limiting.md).
  *
@@ -210,9 +215,8 @@ export class LeaseBook<W> {
       if (rl !== null) {
         this.touch(rl);
         if (t.inLimit !== null) {
-          // Remaining counts what requests used: the unused part of the leases is not used.
-          const used = this.store.current(t.key, t.unit, now).input - rl.inLeased + rl.inLeasedUsed;
-          out[mark + 4] = t.inLimit > used ? t.inLimit - used : 0;
+          const u = used(rl, this.store.current(t.key, t.unit, now));
+          out[mark + 4] = t.inLimit > u ? t.inLimit - u : 0;
         }
       }
       if (admitted && mayGrant && !t.shadow && (rl === null || !rl.byWorker.has(worker))) {
@@ -285,9 +289,10 @@ export class LeaseBook<W> {
       if (this.limits.get(rl.key) !== rl) continue;
       const c = this.store.current(rl.key, rl.unit);
       if (c.start !== rl.start || c.unit !== rl.unit) continue;
-      const used = c.input - rl.inLeased + rl.inLeasedUsed;
+      const inUsed = rl.inLimit === null ? 0 : used(rl, c);
+      const outUsed = rl.outLimit === null ? 0 : c.output;
       for (const lease of rl.leases.values()) {
-        const othersIn = rl.inLimit === null ? 0 : used - lease.inUsed;
+        const othersIn = rl.inLimit === null ? 0 : inUsed - lease.inUsed;
         const othersOut = rl.outLimit === null ? 0 : c.output - lease.outCharged;
         if (othersIn === lease.sentIn && othersOut === lease.sentOut) continue;
         lease.sentIn = othersIn;
@@ -296,8 +301,6 @@ export class LeaseBook<W> {
       }
       // A note's holder uses nothing of the window: it is told what everyone has used.
       for (const [worker, note] of rl.notes) {
-        const inUsed = rl.inLimit === null ? 0 : used;
-        const outUsed = rl.outLimit === null ? 0 : c.output;
         if (inUsed === note.sentIn && outUsed === note.sentOut) continue;
         note.sentIn = inUsed;
         note.sentOut = outUsed;
@@ -360,9 +363,8 @@ export class LeaseBook<W> {
       rl.inLimit = inLimit;
       rl.outLimit = outLimit;
       if (inLimit !== null) {
-        // Remaining counts what requests used: the unused part of the leases is not used.
-        const used = this.store.current(key, unit, now).input - rl.inLeased + rl.inLeasedUsed;
-        out[mark + 4] = inLimit > used ? inLimit - used : 0;
+        const u = used(rl, this.store.current(key, unit, now));
+        out[mark + 4] = inLimit > u ? inLimit - u : 0;
       }
     }
     const status = out[mark + 1];
@@ -401,7 +403,7 @@ export class LeaseBook<W> {
     const input = basis(rl, c);
     const id = this.nextId++;
     // What the answer's figures say was used (publish() tells the holder when that changes).
-    rl.notes.set(worker, { id, basis: input, sentIn: inLimit === null ? 0 : input + rl.inLeasedUsed, sentOut: outLimit === null ? 0 : c.output });
+    rl.notes.set(worker, { id, basis: input, sentIn: inLimit === null ? 0 : used(rl, c), sentOut: outLimit === null ? 0 : c.output });
     out.push(id, input, outLimit !== null && c.output >= outLimit ? 1 : 0, c.end);
   }
 

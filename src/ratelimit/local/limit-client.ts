@@ -315,11 +315,8 @@ export class LocalLimitClient implements TokenLimiter {
       }
       if (p.terms !== null) {
         const ds: Decision[] = [];
-        // Refused (an enforced limit refused): what comes in the lease's place are refusal notes.
-        let refused = false;
-        for (let k = 0, at = i; k < p.terms.length && at + REPLY_STRIDE <= a.length && a[at] === id; k++, at += REPLY_STRIDE) {
-          if (a[at + 1] !== STATUS_ALLOWED && !isShadow(p.terms[k].limit)) refused = true;
-        }
+        // Refused: what comes in the lease's place are refusal notes.
+        const refused = refusedByEnforced(a, i, id, p.terms);
         for (let k = 0; k < p.terms.length && i + REPLY_STRIDE <= a.length && a[i] === id; k++, i += REPLY_STRIDE) {
           const t = p.terms[k];
           const at = i + 1 + DECISION_STRIDE;
@@ -360,10 +357,7 @@ export class LocalLimitClient implements TokenLimiter {
     this.abandoned.delete(id);
     if (gone.terms !== null) {
       // Admitted unless an enforced term refused (shadow terms are charged either way).
-      admitted = true;
-      for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
-        if (a[at + 1] !== STATUS_ALLOWED && !isShadow(gone.terms[k].limit)) admitted = false;
-      }
+      admitted = !refusedByEnforced(a, start, id, gone.terms);
       for (let k = 0, at = start; k < gone.terms.length && at < i; k++, at += REPLY_STRIDE) {
         if (a[at + 1 + DECISION_STRIDE] === 0) continue;
         if (admitted) this.leases.giveBack(gone.terms[k].key, gone.terms[k].limit.unit, a, at + 1 + DECISION_STRIDE);
@@ -439,3 +433,14 @@ function positive(n: number, name: string): number {
 }
 
 function noop(): void {}
+
+/**
+ * Whether an enforced limit refused the multi-limit answer `id` whose records start at `at` in
+ * `a` (one per term, in order); a shadow limit's refusal does not refuse the request.
+ */
+function refusedByEnforced(a: readonly unknown[], at: number, id: number, terms: readonly LimitTerm[]): boolean {
+  for (let k = 0; k < terms.length && at + REPLY_STRIDE <= a.length && a[at] === id; k++, at += REPLY_STRIDE) {
+    if (a[at + 1] !== STATUS_ALLOWED && !isShadow(terms[k].limit)) return true;
+  }
+  return false;
+}
