@@ -7,6 +7,9 @@ import {
 import { RedisServer } from '../helpers/redis-server.js';
 import { JwksServer, makeKey, sha256Hex, signToken, type TestKey } from '../unit/auth/jwks-server.js';
 import { sample } from '../helpers/metrics-text.js';
+import { scriptCallsIn } from '../../bench/redis-stats.js';
+import { NOTE_VIEW_MS } from '../../src/ratelimit/redis/refusal-notes.js';
+import { LEASE_IDLE_MS } from '../../src/ratelimit/redis/leases.js';
 
 /** 'San Francisco is a' is 4 prompt tokens; 'hello world' 2. */
 const PROMPT4 = { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 };
@@ -219,7 +222,7 @@ ${limitYaml('      ', 8)}`;
   });
 });
 
-describe('global tenant budgets on a real Redis, 2 instances × 2 workers', () => {
+describe('global tenant budgets on a real Redis', () => {
   let noUsage: MockBackend;
   let redis: RedisServer;
   beforeAll(async () => {
@@ -259,6 +262,49 @@ describe('global tenant budgets on a real Redis, 2 instances × 2 workers', () =
       expect(leased, 'no lease of the route or the tenant still counted as out').toEqual([]);
     } finally {
       await Promise.all(routers.map((r) => r.kill()));
+    }
+  });
+
+  it('a tenant over its budget, retrying one request at a time: every answer the same 429, and each worker asks Redis about once per note view instead of once per request', async () => {
+    const global = `global:\n        redis:\n          address: "${redis.address}"`;
+    // One input token a day: every request (2 tokens) is over it from the start.
+    const yaml = `apiKeys:\n${key('spent', `    rateLimit:\n      inputTokensPerUnit: 1\n      unit: day\n      ${global}\n`)}`;
+    const res = resourcesFor([{ name: 'pod-n', port: noUsage.port }], {
+      rateLimit: `    inputTokensPerUnit: 100000\n    unit: day\n    global:\n      redis:\n        address: "${redis.address}"`,
+    });
+    const dir = tempDir();
+    const router = await startRouter(res, { workers: 2, dir, env: authed(dir, yaml, { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' }) });
+    try {
+      await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
+      const first = await postJson(`${router.url}/v1/completions`, PROMPT2, bearer('spent'));
+      expect(first.status).toBe(429);
+      const want = await first.text();
+      const headers = (r: Response): string[] => ['x-ratelimit-scope', 'x-ratelimit-limit-input-tokens', 'x-ratelimit-remaining-input-tokens'].map((h) => String(r.headers.get(h)));
+      const wantHeaders = headers(first);
+      expect(wantHeaders).toEqual(['tenant', '1', '1']);
+      await redis.cli('config', 'resetstat');
+      const n = 100;
+      const began = performance.now();
+      for (let i = 0; i < n; i++) {
+        const r = await postJson(`${router.url}/v1/completions`, PROMPT2, bearer('spent'));
+        expect(r.status).toBe(429);
+        expect(await r.text()).toBe(want);
+        expect(headers(r)).toEqual(wantHeaders);
+        expect(Math.abs(Number(r.headers.get('retry-after')) - Number(first.headers.get('retry-after')))).toBeLessThanOrEqual(2);
+      }
+      const elapsed = performance.now() - began;
+      const views = Math.ceil(elapsed / NOTE_VIEW_MS);
+      const calls = scriptCallsIn(await redis.cli('info', 'commandstats'));
+      // Without notes each of the n requests is a call of its own (one at a time: one a turn). With
+      // them, each worker asks once per view (fetch's pool may have opened a second connection,
+      // which the kernel may have given to the other worker), and gives back the route's lease
+      // that such a call lent once it has been idle for LEASE_IDLE_MS.
+      const bound = 2 * (views + 1) + 2 * (Math.ceil(elapsed / LEASE_IDLE_MS) + 1);
+      expect(calls, `${calls} script calls for ${n} refused requests in ${elapsed.toFixed(0)} ms`).toBeLessThanOrEqual(bound);
+      expect(calls).toBeLessThan(n);
+      expect((await noUsage.stats()).requests).toBe(0);
+    } finally {
+      await router.kill();
     }
   });
 });

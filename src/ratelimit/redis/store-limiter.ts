@@ -25,6 +25,7 @@ import { Incarnations, NO_INCARNATION } from './incarnations.js';
 import { failInDoubt, failMultiInDoubt, type InDoubtCharge, type LateChargeUndo } from './late-charge.js';
 import { giveBackInto, LEASE_IDLE_MS, RedisLeases, type LeaseEvent, type LeaseReturn } from './leases.js';
 import { RecallWaits, recallWaits } from './recall-waits.js';
+import { RedisRefusalNotes } from './refusal-notes.js';
 import type { RedisLimitSettings } from './settings.js';
 import { clockArgument, SETTLE_WAIT_MS, TurnBatches } from './turn-batches.js';
 import { performance } from 'node:perf_hooks';
@@ -101,6 +102,8 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private readonly cluster: boolean;
   /** Leases of the windows lent by Redis (RATE_LIMIT_REDIS_LEASES), or null. */
   private readonly leases: RedisLeases | null;
+  /** With leases: the refusals for good of the last replies, which refuse again without a call (refusal-notes.ts), or null. */
+  private readonly notes: RedisRefusalNotes | null;
   private readonly onLease: ((event: LeaseEvent) => void) | null;
   /** Gives back the leases that are due (idle, stale) while any is held. */
   private leaseTimer: NodeJS.Timeout | null = null;
@@ -186,6 +189,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     this.waits = new RecallWaits<PendingAdmission>(this.askAgain((a) => this.batches.batchFor(a.key, a.limit, true).join(a)), maxWaits, onRecallWait);
     this.waitsMulti = new RecallWaits<PendingMulti>(this.askAgain((a) => this.batches.multiBatchFor(a.terms).join(a)), maxWaits, onRecallWait);
     this.leases = settings.leases ? new RedisLeases(clock ?? (() => performance.now()), this.onLease) : null;
+    this.notes = settings.leases ? new RedisRefusalNotes(clock ?? (() => performance.now())) : null;
     this.client = createLimiterClient(target, settings, {
       reconnectCapMs: opts.reconnectCapMs ?? DEFAULT_TUNING.reconnectCapMs,
       connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_TUNING.connectTimeoutMs,
@@ -241,13 +245,19 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   }
 
   /**
-   * From the key's lease when it covers the request; else the request goes to Redis with the
-   * lease's unused tokens given back and a new lease asked for (leases.ts).
+   * From the key's lease when it covers the request; else refused from the key's refusal note when
+   * that refuses it (refusal-notes.ts); else the request goes to Redis with the lease's unused
+   * tokens given back and a new lease asked for (leases.ts).
    */
   private admitLeased(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     const leases = this.leases!;
     const d = leases.admit(key, limit, inputTokens);
     if (d !== null) return d;
+    const notes = this.notes!;
+    if (notes.size > 0) {
+      const refused = notes.refuse(key, limit, inputTokens);
+      if (refused !== null) return refused;
+    }
     const b = this.batches.batchFor(key, limit, true);
     const back = leases.takeBack(key);
     if (back !== null) this.giveBack(back); // into this batch, unless the lease was lent under another unit
@@ -292,6 +302,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
 
   /** Every lease held (if any) goes back, or is forfeit, while the store is unavailable (returnWhileDown). */
   private returnLeasesWhileDown(): void {
+    if (this.notes !== null && this.notes.size > 0) this.notes.clear();
     if (this.leases === null || this.leases.size === 0) return;
     for (const r of this.leases.takeAll()) this.returnWhileDown(r);
   }
@@ -346,6 +357,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     if (inputDelta < 0 && admittedAt > 0 && admittedAt < this.upAt) inputDelta = this.givenBackTo(key, limit, inputDelta, admittedAt, window);
     if (inputDelta < 0 && this.incarnations !== null && !this.incarnations.keeps(redisKeyBase(key), limit.unit, admittedAt)) inputDelta = 0;
     if (inputDelta === 0 && outputTokens === 0) return Promise.resolve();
+    if (inputDelta < 0 && this.notes !== null) this.notes.forget(key); // its own give-back reaches Redis before its next request's admission
     if (this.health.state === 'up') return this.enqueueSettle(key, limit, inputDelta, outputTokens, window);
     return this.settleOnceUsable(key, limit, inputDelta, outputTokens, window);
   }
@@ -382,7 +394,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       return this.admitAllOnceUsable(terms, inputTokens);
     }
     if (this.leases === null) return this.batches.multiBatchFor(terms).admit(terms, inputTokens);
-    return this.leases.admitAll(terms, inputTokens) ?? this.admitAllLeased(terms, inputTokens);
+    return this.leases.admitAll(terms, inputTokens) ?? (this.notes!.size > 0 ? this.notes!.refuseAll(terms, inputTokens) : null) ?? this.admitAllLeased(terms, inputTokens);
   }
 
   /**
@@ -414,6 +426,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * undoing does (the node that charged it answered a moment ago), not waited for; a failure loses it.
    */
   private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt = 0, window = -1): Promise<void> {
+    if (delta < 0 && this.notes !== null) this.notes.forget(key);
     if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta, false, admittedAt, window);
     const base = redisKeyBase(key);
     if (this.incarnations !== null && !this.incarnations.keeps(base, limit.unit, admittedAt)) return Promise.resolve();
@@ -444,7 +457,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
         }
         this.health.answered();
         this.sawMulti(b, reply);
-        if (this.leases !== null) this.leaseReplyMulti(b, reply);
+        if (this.leases !== null) {
+          this.leaseReplyMulti(b, reply);
+          this.notes!.fromMultiReply(b, reply);
+        }
         b.answer(reply, this.waitsMulti);
       },
       fail: (err) => {
@@ -553,6 +569,7 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
   private saw(key: LimitKey, base: string, unit: WindowUnit, window: number, id: number, msLeft: number): void {
     if (this.incarnations === null) return;
     if (!this.incarnations.saw(base, unit, window, String(id), msLeft, Date.now()) || this.leases === null) return;
+    this.notes!.forget(key);
     if (this.leases.takeBack(key) !== null && this.onLease !== null) this.onLease('forfeited');
   }
 
@@ -584,7 +601,10 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
         }
         this.health.answered();
         this.saw(b.key, b.base, b.unit, reply[REPLY_WINDOW], reply[REPLY_INCARNATION], reply[REPLY_MS]);
-        if (this.leases !== null) this.leaseReply(b, reply);
+        if (this.leases !== null) {
+          this.leaseReply(b, reply);
+          this.notes!.fromReply(b, reply);
+        }
         b.answer(reply, this.waits);
       },
       fail: (err) => {
