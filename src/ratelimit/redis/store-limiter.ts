@@ -426,7 +426,6 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
    * undoing does (the node that charged it answered a moment ago), not waited for; a failure loses it.
    */
   private giveBackCharged(key: LimitKey, limit: RateLimitSpec, delta: number, admittedAt = 0, window = -1): Promise<void> {
-    if (delta < 0 && this.notes !== null) this.notes.forget(key);
     if (this.health.state === 'up' || delta >= 0) return this.adjustInput(key, limit, delta, false, admittedAt, window);
     const base = redisKeyBase(key);
     if (this.incarnations !== null && !this.incarnations.keeps(base, limit.unit, admittedAt)) return Promise.resolve();
