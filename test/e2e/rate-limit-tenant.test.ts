@@ -276,6 +276,9 @@ describe('global tenant budgets on a real Redis', () => {
     const router = await startRouter(res, { workers: 2, dir, env: authed(dir, yaml, { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s' }) });
     try {
       await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
+      // Not across a day's end (retry-after would start again from a day).
+      const leftOfDay = 86_400_000 - (Date.now() % 86_400_000);
+      if (leftOfDay < 15_000) await new Promise((r) => setTimeout(r, leftOfDay + 500));
       const first = await postJson(`${router.url}/v1/completions`, PROMPT2, bearer('spent'));
       expect(first.status).toBe(429);
       const want = await first.text();
