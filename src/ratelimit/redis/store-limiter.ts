@@ -237,7 +237,12 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);
     if (this.health.state === 'up') {
-      if (this.leases !== null && limit.inputTokensPerUnit !== null) return this.admitLeased(key, limit, inputTokens);
+      if (this.leases !== null) {
+        if (limit.inputTokensPerUnit !== null) return this.admitLeased(key, limit, inputTokens);
+        // An output-only limit holds no lease; one whose output limit is reached is refused from its note.
+        const refused = this.notes!.size > 0 ? this.notes!.refuse(key, limit, inputTokens) : null;
+        if (refused !== null) return refused;
+      }
       return this.enqueueAdmission(key, limit, inputTokens);
     }
     this.returnLeasesWhileDown();

@@ -177,6 +177,20 @@ describe('refusal notes of the global limit', () => {
     expect((await inRedis(a.admit(r, limit, 5))).rejectedBy).toBe('output');
   });
 
+  it('an output-only limit (never leased) reached: its requests are refused from the note too', async () => {
+    const a = await worker();
+    const r = route();
+    const limit = spec(null, 100);
+    expect((await inRedis(a.admit(r, limit, 10))).allowed).toBe(true);
+    await a.chargeOutput(r, limit, 100);
+    await landed();
+    const refusal = await inRedis(a.admit(r, limit, 10));
+    expect(refusal.rejectedBy).toBe('output');
+    await server.cli('config', 'resetstat');
+    expect(here(a.admit(r, limit, 10))).toEqual(refusal);
+    expect(await scriptCalls()).toBe(0);
+  });
+
   it('the note\'s figures follow the injected clock: retry-after counts down to the window\'s end', async () => {
     const a = await worker();
     const { r, limit } = await refusedOnce(a);
