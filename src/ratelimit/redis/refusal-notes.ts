@@ -35,9 +35,9 @@ interface RefusalNote {
 
 /**
  * The refusal notes of one worker's global limit store, one per limit key at most (with leases
- * on: RATE_LIMIT_REDIS_LEASES; docs/rate-limiting.md, "Refusals"). When a script call refuses an
- * admission for good (by input, when even every lease out given back would not make it fit; or
- * by output, the limit reached), its reply's counts become the key's note: for NOTE_VIEW_MS after
+ * on: RATE_LIMIT_REDIS_LEASES; docs/rate-limiting.md, "Refusal notes" of the global limit). When a
+ * script call refuses an admission for good (by input, when even every lease out given back would
+ * not make it fit; or by output, the limit reached), its reply's counts become the key's note: for NOTE_VIEW_MS after
  * the reply (and never past the window's end), a request of that key under the same limits that
  * those counts refuse is refused here, in the script's order (input first, then output), without
  * a call. A request they do not refuse goes to Redis as before.
