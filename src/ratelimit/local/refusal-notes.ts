@@ -2,6 +2,7 @@ import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
+import { refusalFrom, refusalsFrom, type NoteDecisions } from '../note-decisions.js';
 
 /** A refusal note as a worker holds it (lease-book.ts, "Refusal notes"). */
 interface RefusalNote {
@@ -36,7 +37,7 @@ interface RefusalNote {
  * every one of its limits has a note and one refuses it (the primary notes every limit of such a
  * refusal).
  */
-export class RefusalNotes {
+export class RefusalNotes implements NoteDecisions {
   private readonly notes = new Map<string, RefusalNote>();
 
   /** Notes held (tests). */
@@ -58,8 +59,7 @@ export class RefusalNotes {
 
   /** The refusal when the key's note refuses `tokens` under these limits at `now`, else null. */
   refuse(key: LimitKey, limit: RateLimitSpec, tokens: number, now: number): Decision | null {
-    const n = this.valid(key, limit, now);
-    return n === null || !refuses(n, tokens) ? null : decision(n, tokens, now);
+    return refusalFrom(this, key, limit, tokens, now);
   }
 
   /**
@@ -69,17 +69,14 @@ export class RefusalNotes {
    * a shadow limit (the primary counts its verdicts).
    */
   refuseAll(terms: readonly LimitTerm[], tokens: number, now: number): Decision[] | null {
-    let refused = false;
-    for (const t of terms) {
-      if (isShadow(t.limit)) return null;
-      const n = this.valid(t.key, t.limit, now);
-      if (n === null) return null;
-      if (refuses(n, tokens)) refused = true;
-    }
-    if (!refused) return null;
-    const out: Decision[] = [];
-    for (const t of terms) out.push(decision(this.notes.get(t.key)!, tokens, now));
-    return out;
+    return refusalsFrom(this, terms, tokens, now);
+  }
+
+  /** The key's note's decision for a request of `tokens` under `limit` (NoteDecisions); null without a valid note, or for a shadow limit. */
+  decide(key: LimitKey, limit: RateLimitSpec, tokens: number, now: number): Decision | null {
+    if (isShadow(limit)) return null;
+    const n = this.valid(key, limit, now);
+    return n === null ? null : decision(n, tokens, now);
   }
 
   /** The key's note when it was made under these limits and its window is on, else null (a void one is dropped). */
@@ -116,11 +113,6 @@ export class RefusalNotes {
   clear(): void {
     this.notes.clear();
   }
-}
-
-/** Whether the note refuses a request of `tokens`: by input past what the limit leaves, or the output limit reached. */
-function refuses(n: RefusalNote, tokens: number): boolean {
-  return (n.inLimit !== null && n.input + tokens > n.inLimit) || n.outputReached;
 }
 
 /** The note's decision for a request of `tokens`, in the primary's order: input first, then output. */

@@ -162,7 +162,8 @@ export class Batch {
   }
 }
 
-function toDecision(status: number, inUsed: number, outUsed: number, reset: number, limit: RateLimitSpec, window: number): Decision {
+/** A decision of status `status` under `limit`, with the counts requests used (the x-ratelimit-* figures), `reset` whole seconds to the window's end and the window's start. */
+export function toDecision(status: number, inUsed: number, outUsed: number, reset: number, limit: RateLimitSpec, window: number): Decision {
   return {
     allowed: status === STATUS_ALLOWED,
     rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,

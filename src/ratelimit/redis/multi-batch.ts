@@ -1,7 +1,7 @@
-import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
-import { isShadow, type Decision, type LimitState, type LimitTerm } from '../limiter.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT } from '../decision-codec.js';
+import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
-import { MAX_BATCH_ADMISSIONS } from './batch.js';
+import { MAX_BATCH_ADMISSIONS, toDecision } from './batch.js';
 import { STATUS_RECALLING } from './lua/counters.js';
 import type { Recalling } from './recall-waits.js';
 import type { ScriptArgs } from './script-args.js';
@@ -145,15 +145,7 @@ export class MultiBatch {
       const ds: Decision[] = [];
       for (let j = 0; j < n; j++) {
         const status = reply[at + j] === STATUS_RECALLING ? STATUS_REJECTED_INPUT : reply[at + j];
-        const limit = a.terms[j].limit;
-        ds.push({
-          allowed: status === STATUS_ALLOWED,
-          rejectedBy: status === STATUS_REJECTED_INPUT ? 'input' : status === STATUS_REJECTED_OUTPUT ? 'output' : null,
-          retryAfterSeconds: reset[j],
-          input: stateOf(limit.inputTokensPerUnit, inUsed[j], reset[j]),
-          output: stateOf(limit.outputTokensPerUnit, outUsed[j], reset[j]),
-          window: reply[j * PER_LIMIT + MULTI_WINDOW],
-        });
+        ds.push(toDecision(status, inUsed[j], outUsed[j], reset[j], a.terms[j].limit, reply[j * PER_LIMIT + MULTI_WINDOW]));
       }
       a.resolve(ds);
     }
@@ -167,9 +159,4 @@ export class MultiBatch {
 function admittedAt(reply: readonly number[], at: number, terms: readonly LimitTerm[]): boolean {
   for (let j = 0; j < terms.length; j++) if (reply[at + j] !== STATUS_ALLOWED && !isShadow(terms[j].limit)) return false;
   return true;
-}
-
-function stateOf(limit: number | null, used: number, reset: number): LimitState | null {
-  if (limit === null) return null;
-  return { limit, remaining: limit > used ? limit - used : 0, resetSeconds: reset };
 }

@@ -1,9 +1,10 @@
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
-import { NO_LIMIT, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
+import { NO_LIMIT, STATUS_ALLOWED, STATUS_REJECTED_INPUT, STATUS_REJECTED_OUTPUT } from '../decision-codec.js';
 import type { LimitKey } from '../limit-key.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
 import { secondsUntil } from '../windows.js';
-import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_WINDOW, type Batch } from './batch.js';
+import { FIRST_STATUS, REPLY_IN_USED, REPLY_LEASES_OUT, REPLY_MS, REPLY_OUT_USED, REPLY_WINDOW, toDecision, type Batch } from './batch.js';
+import { refusalFrom, refusalsFrom, type NoteDecisions } from '../note-decisions.js';
 import { LEASE_VIEW_MS } from './leases.js';
 import { MULTI_IN_USED, MULTI_LEASES_OUT, MULTI_MS, MULTI_OUT_USED, MULTI_WINDOW, PER_LIMIT, type MultiBatch } from './multi-batch.js';
 
@@ -48,7 +49,7 @@ interface RefusalNote {
  * when the note's view ends, as a lease sees other workers' output. A request refused from a note
  * that a give-back elsewhere would have let in, within that view, is the slack of these notes.
  */
-export class RedisRefusalNotes {
+export class RedisRefusalNotes implements NoteDecisions {
   private readonly notes = new Map<LimitKey, RefusalNote>();
 
   constructor(private readonly now: () => number) {}
@@ -90,9 +91,7 @@ export class RedisRefusalNotes {
 
   /** The refusal when the key's note refuses a request of `tokens` under `limit` now, else null. */
   refuse(key: LimitKey, limit: RateLimitSpec, tokens: number): Decision | null {
-    const now = this.now();
-    const n = this.valid(key, limit, now);
-    return n === null || !refuses(n, tokens) ? null : decision(n, tokens, now);
+    return refusalFrom(this, key, limit, tokens, this.now());
   }
 
   /**
@@ -102,17 +101,13 @@ export class RedisRefusalNotes {
    * shadow limit is never decided from a note (valid): its verdicts are each the script's.
    */
   refuseAll(terms: readonly LimitTerm[], tokens: number): Decision[] | null {
-    const now = this.now();
-    let refused = false;
-    for (const t of terms) {
-      const n = this.valid(t.key, t.limit, now);
-      if (n === null) return null;
-      if (refuses(n, tokens)) refused = true;
-    }
-    if (!refused) return null;
-    const out: Decision[] = [];
-    for (const t of terms) out.push(decision(this.notes.get(t.key)!, tokens, now));
-    return out;
+    return refusalsFrom(this, terms, tokens, this.now());
+  }
+
+  /** The key's note's decision for a request of `tokens` under `limit` (NoteDecisions), as a reply with its counts gives it; null without a valid note. */
+  decide(key: LimitKey, limit: RateLimitSpec, tokens: number, now: number): Decision | null {
+    const n = this.valid(key, limit, now);
+    return n === null ? null : toDecision(status(n, tokens), n.input, n.outUsed, secondsUntil(n.endsAt, now), limit, n.window);
   }
 
   /** Drops the key's note: this worker is sending what may lower the key's counts. */
@@ -157,30 +152,9 @@ function viewOn(n: RefusalNote, now: number): boolean {
   return now < n.endsAt && now - n.seenAt <= NOTE_VIEW_MS;
 }
 
-function byInput(n: RefusalNote, tokens: number): boolean {
-  return n.inLimit !== NO_LIMIT && n.input + tokens > n.inLimit;
-}
-
-function outputReached(n: RefusalNote): boolean {
-  return n.outLimit !== NO_LIMIT && n.outUsed >= n.outLimit;
-}
-
-/** Whether the note's counts refuse a request of `tokens` (the scripts' admission rule). */
-function refuses(n: RefusalNote, tokens: number): boolean {
-  return byInput(n, tokens) || outputReached(n);
-}
-
-/** The note's decision for a request of `tokens`, as a reply with these counts gives it (batch.ts toDecision). */
-function decision(n: RefusalNote, tokens: number, now: number): Decision {
-  const input = byInput(n, tokens);
-  const output = !input && outputReached(n);
-  const reset = secondsUntil(n.endsAt, now);
-  return {
-    allowed: !input && !output,
-    rejectedBy: input ? 'input' : output ? 'output' : null,
-    retryAfterSeconds: reset,
-    input: n.inLimit === NO_LIMIT ? null : { limit: n.inLimit, remaining: n.inLimit > n.input ? n.inLimit - n.input : 0, resetSeconds: reset },
-    output: n.outLimit === NO_LIMIT ? null : { limit: n.outLimit, remaining: n.outLimit > n.outUsed ? n.outLimit - n.outUsed : 0, resetSeconds: reset },
-    window: n.window,
-  };
+/** The scripts' admission rule on the note's counts: input first, then output. */
+function status(n: RefusalNote, tokens: number): number {
+  if (n.inLimit !== NO_LIMIT && n.input + tokens > n.inLimit) return STATUS_REJECTED_INPUT;
+  if (n.outLimit !== NO_LIMIT && n.outUsed >= n.outLimit) return STATUS_REJECTED_OUTPUT;
+  return STATUS_ALLOWED;
 }

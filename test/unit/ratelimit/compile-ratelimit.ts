@@ -19,6 +19,7 @@ const MODULES = [
   'config/resource-types',
   'ratelimit/limiter',
   'ratelimit/windows',
+  'ratelimit/note-decisions',
   'ratelimit/decision-codec',
   'ratelimit/errors',
   'errors',
