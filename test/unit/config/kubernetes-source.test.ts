@@ -476,11 +476,11 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     await settle(source, 'pod seen after failures', (v) => v.endpoints['default/llama'].length === 1);
     const backoff = clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000);
     expect(backoff).toEqual(expect.arrayContaining([1000, 2000, 4000, 8000]));
-    expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
+    expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('HTTP 503'))).toHaveLength(4);
     // Each a warning: the router runs on the last objects it saw meanwhile.
-    expect(warns.filter((l) => l.includes('pods list/watch failed') && l.includes('503'))).toHaveLength(4);
+    expect(warns.filter((l) => l.includes('pods list/watch failed') && l.includes('HTTP 503'))).toHaveLength(4);
     // A failure that is no refusal carries no hint.
-    expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('503')).every((l) => /retrying in \d+ ms$/.test(l))).toBe(true);
+    expect(logs.filter((l) => l.includes('pods list/watch failed') && l.includes('HTTP 503')).every((l) => /retrying in \d+ ms$/.test(l))).toBe(true);
   });
 
   test('the retry backoff starts over once a watch delivers an event again; a watch that fails before any event still backs off', async () => {
