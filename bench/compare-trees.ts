@@ -8,7 +8,8 @@
  *
  * A scenario id (bench/scenarios.ts; default router-local) may differ per side, e.g. one tree
  * with `:router-log` against itself with `:router-local` for the cost of a feature
- * (`:router-global` starts a redis-server for the global limit), or a reference on the same
+ * (`:router-global` starts a redis-server for the global limit, `:router-trace` a mock OTLP
+ * collector in this process), or a reference on the same
  * load (`:nginx`, `:uws-http1-proxy`, the bare floor of the router's stack). `--rate`
  * asks for a fixed rate: with wrk think time by default, or with `--load poisson` / `--load uniform` open-loop arrivals (bench/load-open-loop.ts); `--workers` sets the worker count of both sides (default 2), `--workers-a` / `--workers-b` one side's. `--node-args-a`
  * and `--node-args-b` start that side's router with Node/V8 flags (its workers inherit them), e.g.
@@ -51,6 +52,7 @@ import { infoCommandstats, scriptCallsIn, scriptUsecIn } from './redis-stats.js'
 import type { Scenario, TargetKey } from './scenarios.js';
 import type { Target } from './targets.js';
 import { startTarget, type TargetModules } from './start-target.js';
+import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
 
 interface TreeModules extends TargetModules {
@@ -175,9 +177,11 @@ async function main(): Promise<void> {
   const mockLong = await m0.targets.startMock('mock-long', ['--output-tokens', String(longTokens ?? m0.scenarios.LONG_TOKENS)]);
   // Any tree's global-limit scenarios need the redis-server.
   const redis = sides.some((s) => s.scenario.target.startsWith('router-global')) ? await m0.targets.startRedis('redis-server') : null;
+  // Tracing's scenario exports to a mock collector in this process, as the main bench runs it.
+  const collector = sides.some((s) => s.scenario.target === 'router-trace') ? await startOtlpCollector({ keepSpans: false }) : null;
   try {
     for (const s of sides) {
-      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs, env: s.env });
+      s.router = await startTarget(s.m, s.scenario.target as TargetKey, { name: `compare-${s.label}`, workers: s.workers, mock, mockLong, redis: redis?.address ?? null, collector: collector?.url ?? null, nodeArgs: s.nodeArgs, node: s.node, floorArgs: s.floorArgs, env: s.env });
     }
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${s.scenario.path ?? m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
@@ -262,6 +266,7 @@ async function main(): Promise<void> {
     await mock.proc.stop('SIGTERM');
     await mockLong.proc.stop('SIGTERM');
     await redis?.proc.stop('SIGTERM');
+    await collector?.close();
   }
 }
 

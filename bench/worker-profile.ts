@@ -27,13 +27,14 @@ import { startMock, startRedis, startRouter, stopAll, tempDir, type Target } fro
 import { readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { walkSamples, type CallFrame, type CpuProfile, type ProfileNode } from './cpu-profile.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
+import { startOtlpCollector } from '../test/helpers/otlp-collector.js';
 
 export const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/worker-profile.js [--scenario ID] [--duration S] [--rate R] [--top N] [--workers N] [--connections N] [--tps R] [--callers NAME,NAME]',
   values: ['--scenario', '--duration', '--rate', '--top', '--workers', '--connections', '--tps', '--callers'],
 };
-/** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server (no collector or auth file). */
-const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
+/** Router targets that need nothing beside the mock backends and, for the global limit, a redis-server, or for tracing a mock OTLP collector in this process (no auth file). */
+const PROFILED: ReadonlySet<string> = new Set(['router-plain', 'router-trace', 'router-log', 'router-local', 'router-global', 'router-global-no-leases']);
 
 /**
  * Mean bytes between two allocation samples. The profile lists every sample besides the tree: at
@@ -217,10 +218,11 @@ async function main(): Promise<void> {
   const mock = await startMock('mock', paced);
   const mockLong = await startMock('mock-long', ['--output-tokens', String(LONG_TOKENS), ...paced]);
   const redis = usesRedis(target) ? await startRedis('redis-server') : null;
+  const collector = target === 'router-trace' ? await startOtlpCollector({ keepSpans: false }) : null;
   let inspector: Inspector | null = null;
   try {
     const router: Target = await startRouter(`router (${workers} worker${workers === 1 ? '' : 's'}, inspector on the last)`, routerResources(mock.port, mockLong.port, limitModeOf(target, redis?.address ?? null)), workers,
-      routerEnv(target, `${tempDir('ir-worker-profile-')}/access.log`), ['--inspect=127.0.0.1:0']);
+      routerEnv(target, `${tempDir('ir-worker-profile-')}/access.log`, collector?.url ?? null), ['--inspect=127.0.0.1:0']);
     // The primary prints its inspector address first, then the worker's (cluster passes --inspect on with a port of its own).
     const urls = [...router.proc.output().matchAll(/Debugger listening on (ws:\/\/\S+)/g)].map((m) => m[1]);
     if (urls.length < 2) throw new Error(`the worker's inspector address is not in the router's output:\n${router.proc.output()}`);
@@ -253,6 +255,7 @@ async function main(): Promise<void> {
   } finally {
     inspector?.close();
     await stopAll();
+    await collector?.close();
   }
 }
 

@@ -3,6 +3,7 @@ import { isJsonPlain, isTextPlainAscii, jsonString, textValue } from './access-l
 import { int, MAX_LINE_BYTES } from './access-log-format.js';
 import { isoTimestamp, timestampMs } from './access-log-timestamp.js';
 import { putNumber } from '../decimal-digits.js';
+import { GroupBytes } from './group-bytes.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -19,53 +20,6 @@ import { Buffer } from 'node:buffer';
  */
 
 const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'utf8'));
-
-/** One group's bytes, under its first value. */
-interface GroupEntry {
-  readonly b: string;
-  readonly c: string;
-  readonly out: Uint8Array;
-}
-
-/**
- * The bytes of one group of fields for each group of values seen: found by the first value (a
- * Map), then among the few groups that share it. The first value is the one that varies most (the
- * path of the request's group, the model of the target's, the pod), so a deployment of many pods
- * or models finds each one's bytes at once instead of making them again. Bounded: emptied when it
- * holds GROUP_LIMIT groups (paths with a query string that changes on every request would
- * otherwise fill it).
- */
-class GroupBytes {
-  private readonly byFirst = new Map<string, GroupEntry[]>();
-  /** Groups held. */
-  size = 0;
-
-  constructor(private readonly make: (a: string, b: string, c: string) => string) {}
-
-  of(a: string, b: string, c: string): Uint8Array {
-    let list = this.byFirst.get(a);
-    if (list !== undefined) {
-      for (let i = 0; i < list.length; i++) {
-        const e = list[i];
-        if (e.b === b && e.c === c) return e.out;
-      }
-    } else {
-      if (this.size >= GROUP_LIMIT) {
-        this.byFirst.clear();
-        this.size = 0;
-      }
-      list = [];
-      this.byFirst.set(a, list);
-    }
-    const out = bytes(this.make(a, b, c));
-    list.push({ b, c, out });
-    this.size++;
-    return out;
-  }
-}
-
-/** Groups a GroupBytes holds at most (each a line's worth of bytes at most). */
-export const GROUP_LIMIT = 1024;
 
 const JSON_REQUEST = new GroupBytes((path, method, protocol) =>
   'Z","method":' + jsonString(method) + ',"path":' + jsonString(path) + ',"protocol":' + jsonString(protocol) + ',"status_code":');

@@ -1,13 +1,20 @@
 import type { TraceSettings } from './trace-settings.js';
+import { CollectorPost } from './otlp-post.js';
+import { SpanBatch } from './span-batch.js';
+import { Buffer } from 'node:buffer';
 
 /** Failed exports are logged at most this often. */
 const FAIL_LOG_EVERY_MS = 60_000;
 
+/** The envelope's end after a batch's spans. */
+const TAIL = new Uint8Array(Buffer.from(']}]}]}', 'latin1'));
+
 /**
- * OTLP/HTTP JSON exporter with a bounded queue (docs/tracing.md). Each ended span arrives
- * as its ready JSON text; a batch is one POST of the texts joined inside a prebuilt envelope.
- * At most one export is in flight; spans beyond the queue bound are dropped and counted, as are
- * the spans of a batch the collector did not accept.
+ * OTLP/HTTP JSON exporter with a bounded queue (docs/tracing.md). Each ended span is written as
+ * JSON straight into the body of the batch being filled (`reserve`, then `commit`; span-bytes.ts),
+ * inside a prebuilt envelope; a batch is one POST of those bytes. At most one export is in
+ * flight; spans beyond the queue bound are dropped and counted, as are the spans of a batch the
+ * collector did not accept.
  */
 export class OtlpExporter {
   /** Spans dropped because the queue was full. */
@@ -18,9 +25,18 @@ export class OtlpExporter {
   exported = 0;
 
   private readonly s: TraceSettings;
-  private readonly head: string;
-  private readonly headers: Record<string, string>;
-  private queue: string[] = [];
+  private readonly head: Uint8Array;
+  private readonly post: CollectorPost;
+  /** The batch being filled, if any. */
+  private filling: SpanBatch | null = null;
+  /** Batches filled to the batch size, waiting for their export. */
+  private readonly full: SpanBatch[] = [];
+  /** Spans in `filling` and `full`. */
+  private queuedSpans = 0;
+  /** The size the last batch's buffer reached: the next one starts there. */
+  private batchBytes = 0;
+  /** A sent batch, emptied, whose buffer the next batch fills again. */
+  private spare: SpanBatch | null = null;
   private inFlight: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
@@ -37,30 +53,53 @@ export class OtlpExporter {
     const u = new URL(s.endpoint);
     this.where = `${u.origin}${u.pathname}`;
     const resource = s.resource.map(([k, v]) => `{"key":${JSON.stringify(k)},"value":{"stringValue":${JSON.stringify(v)}}}`).join(',');
-    this.head = `{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`;
-    this.headers = { 'content-type': 'application/json' };
-    for (let i = 0; i < s.headers.length; i += 2) this.headers[s.headers[i]] = s.headers[i + 1];
+    this.head = new Uint8Array(Buffer.from(`{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`, 'utf8'));
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    for (let i = 0; i < s.headers.length; i += 2) headers[s.headers[i]] = s.headers[i + 1];
+    this.post = new CollectorPost(s.endpoint, headers, s.timeoutMs);
     this.timer = setInterval(() => this.exportSoon(), s.scheduleDelayMs);
     this.timer.unref();
   }
 
   get queued(): number {
-    return this.queue.length;
+    return this.queuedSpans;
   }
 
-  /** Queues one span's JSON; sends a batch at once when one is full. */
-  push(spanJson: string): void {
-    if (this.closed || this.queue.length >= this.s.maxQueueSize) {
+  /**
+   * Room for one span of at most `bound` bytes, written into the returned batch's `buf` from its
+   * `start`, then handed back with `commit`; null when the span is dropped (the queue is full, or the
+   * exporter closed).
+   */
+  reserve(bound: number): SpanBatch | null {
+    if (this.closed || this.queuedSpans >= this.s.maxQueueSize) {
       this.droppedQueueFull++;
-      return;
+      return null;
     }
-    this.queue.push(spanJson);
-    if (this.queue.length >= this.s.maxBatchSize) this.exportSoon();
+    const batch = this.filling ?? (this.filling = this.newBatch());
+    batch.room(bound, TAIL);
+    return batch;
+  }
+
+  /** The span reserved in `batch` ends at `end`; a batch filled to the batch size goes out at once. */
+  commit(batch: SpanBatch, end: number): void {
+    batch.wrote(end);
+    this.queuedSpans++;
+    if (batch.spans < this.s.maxBatchSize) return;
+    this.filling = null;
+    this.batchBytes = batch.buf.length;
+    this.full.push(batch);
+    this.exportSoon();
+  }
+
+  /** Queues one span's JSON text (what `reserve` and `commit` do with bytes written in place). */
+  push(spanJson: string): void {
+    const batch = this.reserve(3 * spanJson.length);
+    if (batch !== null) this.commit(batch, batch.start + batch.buf.write(spanJson, batch.start, 'utf8'));
   }
 
   /** Sends everything queued (in batches); resolves when the queue is empty and nothing is in flight. */
   async flush(): Promise<void> {
-    while (this.queue.length > 0 || this.inFlight !== null) {
+    while (this.queuedSpans > 0 || this.inFlight !== null) {
       if (this.inFlight === null) this.exportSoon();
       await this.inFlight;
     }
@@ -71,35 +110,40 @@ export class OtlpExporter {
     clearInterval(this.timer);
     await this.flush();
     this.closed = true;
+    this.post.close();
   }
 
   private exportSoon(): void {
-    if (this.inFlight !== null || this.queue.length === 0) return;
-    const batch = this.queue.length <= this.s.maxBatchSize ? this.queue : this.queue.slice(0, this.s.maxBatchSize);
-    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
+    if (this.inFlight !== null) return;
+    let batch = this.full.shift();
+    if (batch === undefined) {
+      if (this.filling === null || this.filling.spans === 0) return;
+      batch = this.filling;
+      this.filling = null;
+    }
+    this.queuedSpans -= batch.spans;
     this.inFlight = this.send(batch).finally(() => {
       this.inFlight = null;
-      if (this.queue.length >= this.s.maxBatchSize) this.exportSoon();
+      if (this.full.length > 0) this.exportSoon();
     });
   }
 
-  private async send(batch: string[]): Promise<void> {
-    try {
-      // Node's built-in fetch: no runtime dependency for an opt-in feature.
-      const res = await fetch(this.s.endpoint, {
-        method: 'POST',
-        headers: this.headers,
-        body: `${this.head}${batch.join(',')}]}]}]}`,
-        signal: AbortSignal.timeout(this.s.timeoutMs),
-      });
-      await res.arrayBuffer();
-      if (res.ok) this.exported += batch.length;
-      else this.exportFailed(batch.length, `HTTP ${res.status}`);
-    } catch (err) {
-      const e = err as Error;
-      const cause = (e.cause as Error | undefined)?.message;
-      this.exportFailed(batch.length, e.name === 'TimeoutError' ? `no answer within ${this.s.timeoutMs} ms` : `${e.message}${cause ? ` (${cause})` : ''}`);
-    }
+  private async send(batch: SpanBatch): Promise<void> {
+    const spans = batch.spans;
+    const sent = await this.post.send(batch.body(TAIL));
+    if (sent.failure !== null) this.exportFailed(spans, sent.failure);
+    else if (sent.status >= 200 && sent.status < 300) this.exported += spans;
+    else this.exportFailed(spans, `HTTP ${sent.status}`);
+    batch.empty(this.head.length);
+    this.spare = batch;
+  }
+
+  /** The batch to fill next: the spare one's buffer again, or a new one of the last batch's size. */
+  private newBatch(): SpanBatch {
+    const spare = this.spare;
+    if (spare === null) return new SpanBatch(this.head, this.batchBytes);
+    this.spare = null;
+    return spare;
   }
 
   /**

@@ -4,6 +4,7 @@
  * "otlp" or an OTLP endpoint variable is set, and OTEL_SDK_DISABLED is not "true".
  */
 import { alternatives, badSetting } from '../setting-message.js';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 
 export type TraceSampler =
   | 'always_on' | 'always_off' | 'traceidratio'
@@ -96,22 +97,23 @@ function keyValues(name: string, raw: string | undefined): [string, string][] {
 }
 
 /**
- * The export headers, checked as fetch will check them on every export: a name that is no HTTP
- * token or a value with a line break, NUL or a character above U+00FF would fail every export,
- * each counted as export_failed and nothing else. The value is not shown (it is often a secret).
+ * The export headers, checked as node:http will check them on every export (otlp-post.ts): a name
+ * that is no HTTP token or a value with a control character (but tab) or a character above U+00FF
+ * would fail every export, each counted as export_failed and nothing else. The value is not shown
+ * (it is often a secret).
  */
 function exportHeaders(name: string, raw: string | undefined): string[] {
   const out: string[] = [];
   for (const [k, v] of keyValues(name, raw)) {
     try {
-      new Headers([[k, 'x']]);
+      validateHeaderName(k);
     } catch {
       throw new Error(`${name}: ${JSON.stringify(k)} is not a valid HTTP header name`);
     }
     try {
-      new Headers([[k, v]]);
+      validateHeaderValue(k, v);
     } catch {
-      throw new Error(`${name}: the value of ${k} is not a valid HTTP header value (no line breaks, NUL or characters above U+00FF; percent-encode what is not text)`);
+      throw new Error(`${name}: the value of ${k} is not a valid HTTP header value (no line breaks or other control characters, no characters above U+00FF; percent-encode what is not text)`);
     }
     out.push(k.toLowerCase(), v);
   }

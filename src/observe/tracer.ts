@@ -2,12 +2,13 @@ import { buildInfo } from '../build-info.js';
 import type { Exchange } from '../http/exchange.js';
 import { dropNamed } from '../http/upstream-headers.js';
 import { OtlpExporter } from './otlp-exporter.js';
+import { SpanParts, writeSpan, type SpanIds } from './span-bytes.js';
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-ids.js';
 import type { TraceSettings } from './trace-settings.js';
 import { performance } from 'node:perf_hooks';
 
-/** One request's span while it runs; encoded to OTLP JSON when it ends (sampled spans only). */
-export class RequestSpan {
+/** One request's span while it runs; written as OTLP JSON when it ends (sampled spans only). */
+export class RequestSpan implements SpanIds {
   readonly traceId: string;
   readonly spanId: string;
   /** The incoming traceparent's span id, or '' for a root span. */
@@ -24,8 +25,6 @@ export class RequestSpan {
   }
 }
 
-const SPAN_KIND_SERVER = 2;
-const STATUS_ERROR = 2;
 /** 2^56: the trace-id ratio sampler reads the last 56 bits of the id. */
 const RATIO_SPACE = 2 ** 56;
 
@@ -39,6 +38,8 @@ export class Tracer {
   private readonly s: TraceSettings;
   private readonly parentBased: boolean;
   private readonly rootSampled: 'on' | 'off' | 'ratio';
+  /** The groups of the span being written (one at a time). */
+  private readonly parts = new SpanParts();
 
   /** `log`: where failed exports are reported (at most once a minute; otlp-exporter.ts). */
   constructor(s: TraceSettings, log: ((message: string) => void) | null = null, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version, log)) {
@@ -74,10 +75,12 @@ export class Tracer {
     return span;
   }
 
-  /** Ends the span (after the answer ended and usage settled); queues it when sampled. */
+  /** Ends the span (after the answer ended and usage settled); writes it into the export batch when sampled. */
   end(span: RequestSpan, x: Exchange): void {
     if (!span.sampled) return;
-    this.exporter.push(encodeSpan(span, x, performance.timeOrigin + performance.now()));
+    const batch = this.exporter.reserve(this.parts.of(span, x));
+    if (batch === null) return;
+    this.exporter.commit(batch, writeSpan(span, x, performance.timeOrigin + performance.now(), this.parts, batch.buf, batch.start));
   }
 
   /** Sends every queued span (drain). */
@@ -93,55 +96,3 @@ export class Tracer {
 }
 
 const TRACESTATE: readonly string[] = ['tracestate'];
-
-function str(key: string, value: string): string {
-  return `{"key":"${key}","value":{"stringValue":${JSON.stringify(value)}}}`;
-}
-
-function int(key: string, value: number): string {
-  return `{"key":"${key}","value":{"intValue":"${value}"}}`;
-}
-
-function nanos(epochMs: number): string {
-  return String(Math.round(epochMs * 1e6));
-}
-
-/** The span as OTLP/JSON (HTTP server and GenAI semantic conventions). */
-export function encodeSpan(span: RequestSpan, x: Exchange, endEpochMs: number): string {
-  const ctx = x.ctx;
-  const attrs = [
-    str('http.request.method', ctx.method),
-    str('url.path', x.url),
-    int('http.response.status_code', ctx.statusCode),
-    str('http.request.header.x-request-id', ctx.requestId),
-  ];
-  if (ctx.modelName !== '') attrs.push(str('gen_ai.request.model', ctx.modelName));
-  attrs.push(str('gen_ai.operation.name', operationOf(x.url)));
-  if (ctx.inputTokens > 0) attrs.push(int('gen_ai.usage.input_tokens', ctx.inputTokens));
-  if (ctx.outputTokens > 0) attrs.push(int('gen_ai.usage.output_tokens', ctx.outputTokens));
-  if (span.pod !== '') {
-    const hostPort = span.pod.slice(span.pod.indexOf('//') + 2);
-    const colon = hostPort.lastIndexOf(':');
-    attrs.push(str('server.address', hostPort.slice(0, colon).replace(/^\[|\]$/g, '')), int('server.port', Number(hostPort.slice(colon + 1))));
-  }
-  if (ctx.modelRoute !== '') attrs.push(str('inference_router.model_route', ctx.modelRoute));
-  if (ctx.modelServer !== '') attrs.push(str('inference_router.model_server', ctx.modelServer));
-  if (ctx.selectedPod !== '') attrs.push(str('inference_router.pod', ctx.selectedPod));
-  if (ctx.prefillPod !== '') attrs.push(str('inference_router.prefill_pod', ctx.prefillPod));
-  if (ctx.tFirstByte > 0) attrs.push(`{"key":"inference_router.ttfb_ms","value":{"doubleValue":${(ctx.tFirstByte - ctx.t0).toFixed(3)}}}`);
-  if (ctx.errorType !== null) attrs.push(str('error.type', ctx.errorType));
-  const error = ctx.statusCode >= 500 || ctx.statusCode === 499;
-  const status = error ? `{"code":${STATUS_ERROR},"message":${JSON.stringify(ctx.errorMessage)}}` : '{}';
-  const parent = span.parentSpanId === '' ? '' : `"parentSpanId":"${span.parentSpanId}",`;
-  return `{"traceId":"${span.traceId}","spanId":"${span.spanId}",${parent}"name":${JSON.stringify(`${ctx.method} ${x.url}`)},` +
-    `"kind":${SPAN_KIND_SERVER},"startTimeUnixNano":"${nanos(performance.timeOrigin + ctx.t0)}","endTimeUnixNano":"${nanos(endEpochMs)}",` +
-    `"attributes":[${attrs.join(',')}],"status":${status}}`;
-}
-
-/** gen_ai.operation.name of an OpenAI-style path. */
-function operationOf(url: string): string {
-  if (url.endsWith('/chat/completions')) return 'chat';
-  if (url.endsWith('/completions')) return 'text_completion';
-  if (url.endsWith('/embeddings')) return 'embeddings';
-  return 'other';
-}

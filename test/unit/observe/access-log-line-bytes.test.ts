@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AccessRecord } from '../../../src/observe/access-record.js';
 import { formatJson, formatText, MAX_LINE_BYTES } from '../../../src/observe/access-log-format.js';
-import { GROUP_LIMIT, jsonGroupsHeld, writeJsonRecord, writeTextRecord } from '../../../src/observe/access-log-line-bytes.js';
+import { jsonGroupsHeld, writeJsonRecord, writeTextRecord } from '../../../src/observe/access-log-line-bytes.js';
+import { GROUP_LIMIT } from '../../../src/observe/group-bytes.js';
 import { RecordBatcher } from '../../../src/observe/access-log-batch.js';
 import { makeRecord } from './fixtures/records.mjs';
 

@@ -34,6 +34,19 @@ describe('OtlpExporter against a real HTTP collector', () => {
     expect(exporter.droppedQueueFull + exporter.droppedExportFailed).toBe(0);
   });
 
+  it('batches larger than a batch buffer starts with grow and arrive whole, in order', async () => {
+    collector = await startOtlpCollector();
+    const s = parseTraceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '300', OTEL_BSP_SCHEDULE_DELAY: '3600000' })!;
+    exporter = new OtlpExporter(s, '1.2.3');
+    const padded = (i: number): string => span(i).replace(`"name":"s${i}"`, `"name":"s${i}","attributes":[{"key":"pad","value":{"stringValue":"${'x'.repeat(900)}é"}}]`).replace(',"attributes":[],', ',');
+    for (let i = 1; i <= 750; i++) exporter.push(padded(i)); // 2 full batches of about 280 KB, then 150 spans
+    await exporter.flush();
+    expect(collector.requests()).toBe(3);
+    expect(collector.spans.map((x) => x.name)).toEqual(Array.from({ length: 750 }, (_, i) => `s${i + 1}`));
+    expect(collector.spans.every((x) => x.attrs.pad === `${'x'.repeat(900)}é`)).toBe(true);
+    expect(exporter.exported).toBe(750);
+  });
+
   it('drops and counts spans beyond the queue bound and spans of a failed export', async () => {
     const port = await unusedPort(); // nothing listens there
     const s = parseTraceSettings({

@@ -59,6 +59,7 @@ describe('parseTraceSettings', () => {
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, 'OTEL_RESOURCE_ATTRIBUTES: expected a list of key=value pairs separated by commas; got "novalue"'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'a=%zz' }, 'OTEL_EXPORTER_OTLP_HEADERS'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=abc%0Adef' }, 'OTEL_EXPORTER_OTLP_HEADERS: the value of x-api-key is not a valid HTTP header value'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=abc%01def' }, 'OTEL_EXPORTER_OTLP_HEADERS: the value of x-api-key is not a valid HTTP header value'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-api-key=%E2%82%AC' }, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS: the value of x-api-key'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'api key=1' }, 'OTEL_EXPORTER_OTLP_HEADERS: "api key" is not a valid HTTP header name'],
   ])('rejects %j naming %s', (env, name) => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Exchange } from '../../../src/http/exchange.js';
 import { RequestContext } from '../../../src/http/request-context.js';
-import { encodeSpan, Tracer } from '../../../src/observe/tracer.js';
+import { Tracer } from '../../../src/observe/tracer.js';
 import { parseTraceSettings } from '../../../src/observe/trace-settings.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -86,38 +86,5 @@ describe('Tracer', () => {
     }
     expect(kept).toBeGreaterThan(1600);
     expect(kept).toBeLessThan(2400);
-  });
-
-  it('encodes valid OTLP JSON whatever the client sent as model name', () => {
-    const x = exchange(null, 'we"ird\\mo\ndel\u2028');
-    const t = tracer();
-    const span = t.start(x);
-    span.pod = 'http://[::1]:8000';
-    x.ctx.inputTokens = 7;
-    x.ctx.fail('upstream_error', 'pod said "no"', 502);
-    const json = JSON.parse(encodeSpan(span, x, performance.timeOrigin + performance.now()));
-    const attrs = Object.fromEntries(json.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
-    expect(attrs).toMatchObject({
-      'gen_ai.request.model': 'we"ird\\mo\ndel\u2028', 'gen_ai.usage.input_tokens': '7', 'server.address': '::1', 'server.port': '8000',
-      'error.type': 'upstream_error', 'http.response.status_code': '502',
-    });
-    expect(attrs['gen_ai.usage.output_tokens']).toBeUndefined();
-    expect(json.status).toEqual({ code: 2, message: 'pod said "no"' });
-    expect(json.parentSpanId).toBeUndefined();
-    expect(BigInt(json.endTimeUnixNano) >= BigInt(json.startTimeUnixNano)).toBe(true);
-  });
-
-  it('names the prefill pod beside the decode pod of a prefill/decode request, and only then', () => {
-    const t = tracer();
-    const attrsOf = (prefill: string) => {
-      const x = exchange(null);
-      const span = t.start(x);
-      x.ctx.selectedPod = 'decode-0';
-      x.ctx.prefillPod = prefill;
-      const json = JSON.parse(encodeSpan(span, x, performance.timeOrigin + performance.now()));
-      return Object.fromEntries(json.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
-    };
-    expect(attrsOf('prefill-0')).toMatchObject({ 'inference_router.pod': 'decode-0', 'inference_router.prefill_pod': 'prefill-0' });
-    expect(attrsOf('')).not.toHaveProperty('inference_router.prefill_pod');
   });
 });

@@ -1,0 +1,87 @@
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+
+/** What one POST to the collector came to: the status it answered, or why there was no answer. */
+export type PostOutcome = { readonly status: number; readonly failure: null } | { readonly status: 0; readonly failure: string };
+
+/** An idle connection to the collector is closed after this long (as undici's default), before a server's usual 5 s. */
+const IDLE_MS = 4000;
+
+/**
+ * The export's HTTP leg (otlp-exporter.ts): one POST of a batch's bytes at a time over one kept
+ * connection (node:http or node:https by the endpoint's scheme), its answer read and discarded.
+ * The body is written as it is (no copy, unlike fetch, which clones a byte body and builds a
+ * Request, Headers and streams per call), and `send` resolves only once the request is closed,
+ * so the caller may fill the same buffer again. A request sent on a kept connection that the
+ * collector closed meanwhile (the race of an idle close) is sent once more on a new one.
+ */
+export class CollectorPost {
+  private readonly url: URL;
+  private readonly agent: HttpAgent;
+  private readonly request: typeof httpRequest;
+  private readonly headers: Record<string, string>;
+
+  constructor(endpoint: string, headers: Record<string, string>, private readonly timeoutMs: number) {
+    this.url = new URL(endpoint);
+    const secure = this.url.protocol === 'https:';
+    const options = { keepAlive: true, maxSockets: 1, timeout: IDLE_MS };
+    this.agent = secure ? new HttpsAgent(options) : new HttpAgent(options);
+    this.request = secure ? httpsRequest : httpRequest;
+    this.headers = headers;
+  }
+
+  /** POSTs `body`; resolves (never rejects) once the request is over, the answer read or given up on. */
+  send(body: Uint8Array): Promise<PostOutcome> {
+    return new Promise<PostOutcome>((resolve) => this.attempt(body, true, Date.now() + this.timeoutMs, resolve));
+  }
+
+  /** Closes the kept connection. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private attempt(body: Uint8Array, mayRetry: boolean, deadline: number, resolve: (o: PostOutcome) => void): void {
+    /** The first thing known of the attempt: the answer's status, or why there was none. */
+    let outcome: PostOutcome | null = null;
+    let again = false;
+    const options: RequestOptions = { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } };
+    let req: ClientRequest;
+    try {
+      req = this.request(this.url, options, (res: IncomingMessage) => {
+        res.on('data', ignore);
+        res.on('end', () => {
+          outcome ??= { status: res.statusCode ?? 0, failure: null };
+        });
+        res.on('error', (err: Error) => {
+          outcome ??= failed(err.message);
+        });
+      });
+    } catch (err) {
+      resolve(failed((err as Error).message));
+      return;
+    }
+    const timer = setTimeout(() => {
+      outcome ??= failed(`no answer within ${this.timeoutMs} ms`);
+      req.destroy();
+    }, Math.max(deadline - Date.now(), 0));
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (outcome !== null) return;
+      // A kept connection the collector closed as the request went out: once more, on a new one.
+      again = mayRetry && req.reusedSocket && err.code === 'ECONNRESET';
+      outcome = failed(err.message);
+    });
+    // Last of all: the body is no longer in use, the answer read or given up on.
+    req.on('close', () => {
+      clearTimeout(timer);
+      if (again) this.attempt(body, false, deadline, resolve);
+      else resolve(outcome ?? failed('the connection closed before the whole answer'));
+    });
+    req.end(body);
+  }
+}
+
+function failed(failure: string): PostOutcome {
+  return { status: 0, failure };
+}
+
+function ignore(): void {}
