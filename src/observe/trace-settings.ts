@@ -59,7 +59,8 @@ function url(name: string, raw: string): URL {
     throw new Error(badSetting(name, 'an http:// or https:// URL', raw));
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(badSetting(name, 'an http:// or https:// URL', raw));
-  // fetch refuses a URL with a user or password: every export would fail. Not shown (a secret).
+  // A user or password in the URL would go out with every export as Basic credentials, unasked
+  // for: they belong in a header, where the operator chooses the scheme. Not shown (a secret).
   if (u.username !== '' || u.password !== '') {
     throw new Error(`${name} must not hold a user or password (user:password@); give them as a header, e.g. OTEL_EXPORTER_OTLP_HEADERS=authorization=Basic%20<base64>`);
   }

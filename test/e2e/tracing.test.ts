@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from '../helpers/otlp-collector.js';
+import { createTestCa } from '../helpers/test-ca.js';
 import { postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -136,6 +137,31 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
 });
 
 describe('tracing and drain', () => {
+  it('exports to an https:// collector whose certificate the process trusts (NODE_EXTRA_CA_CERTS), over one kept connection', async () => {
+    const ca = await createTestCa();
+    const collector = await startOtlpCollector({ tls: { certFile: ca.certFile, keyFile: ca.keyFile } });
+    const mock = await startMock('pod-a');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      workers: 1,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20', NODE_EXTRA_CA_CERTS: ca.caFile },
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `tls-${i}` })).status).toBe(200);
+        await spanOf(collector, `tls-${i}`); // each its own export, after the one before was answered
+      }
+      expect(collector.requests()).toBe(3);
+      expect(collector.connections()).toBe(1);
+      const metrics = await (await fetch(`${router.url}/metrics`)).text();
+      expect(metrics).not.toMatch(/inference_router_trace_spans_dropped_total\{reason="export_failed"\} [1-9]/);
+    } finally {
+      await router.stop();
+      await mock.kill();
+      await collector.close();
+      ca.remove();
+    }
+  });
+
   it('flushes queued spans when the router drains', async () => {
     const collector = await startOtlpCollector();
     const mock = await startMock('pod-a');
@@ -217,7 +243,7 @@ describe('tracing off', () => {
     expect(p.stderr()).not.toContain('secret');
   });
 
-  it('refuses an endpoint with a user and password (fetch would refuse every export) at start, not showing them (exit 2)', async () => {
+  it('refuses an endpoint with a user and password (they belong in a header) at start, not showing them (exit 2)', async () => {
     const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
     const p = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:s3cret@127.0.0.1:4318' });
     expect(await p.exited).toBe(2);

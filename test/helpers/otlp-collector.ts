@@ -3,7 +3,9 @@
  * and keeps the spans it received, flattened with their resource attributes. Used by the
  * tracing tests and the tracing bench scenario; `keepSpans: false` only counts them.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 
 export interface CollectedSpan {
@@ -27,6 +29,8 @@ export interface OtlpCollector {
   received(): number;
   /** POSTs received on /v1/traces. */
   requests(): number;
+  /** Connections the collector accepted (TLS ones once their handshake is done). */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -42,12 +46,13 @@ function plain(attrs: { key: string; value: Record<string, unknown> }[] | undefi
   return out;
 }
 
-export async function startOtlpCollector(opts: { keepSpans?: boolean } = {}): Promise<OtlpCollector> {
+/** `tls`: serve HTTPS with this certificate and key (the client must trust its CA). */
+export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { certFile: string; keyFile: string } } = {}): Promise<OtlpCollector> {
   const keep = opts.keepSpans ?? true;
   const spans: CollectedSpan[] = [];
   let received = 0;
   let requests = 0;
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -72,14 +77,20 @@ export async function startOtlpCollector(opts: { keepSpans?: boolean } = {}): Pr
         res.writeHead(400).end((err as Error).message);
       }
     });
-  });
+  };
+  const server: Server = opts.tls === undefined
+    ? createServer(onRequest)
+    : createHttpsServer({ cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) }, onRequest);
+  let connections = 0;
+  server.on(opts.tls === undefined ? 'connection' : 'secureConnection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${opts.tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`,
     spans,
     received: () => received,
     requests: () => requests,
+    connections: () => connections,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

@@ -45,6 +45,12 @@ describe('OtlpExporter against a real HTTP collector', () => {
     expect(collector.spans.map((x) => x.name)).toEqual(Array.from({ length: 750 }, (_, i) => `s${i + 1}`));
     expect(collector.spans.every((x) => x.attrs.pad === `${'x'.repeat(900)}é`)).toBe(true);
     expect(exporter.exported).toBe(750);
+    // The next spans fill the sent batches' buffers again: each arrives as written, none of the last.
+    for (let i = 751; i <= 1000; i++) exporter.push(span(i));
+    await exporter.flush();
+    expect(collector.spans.slice(750).map((x) => x.name)).toEqual(Array.from({ length: 250 }, (_, i) => `s${i + 751}`));
+    expect(collector.spans.slice(750).every((x) => x.attrs.pad === undefined)).toBe(true);
+    expect(exporter.exported).toBe(1000);
   });
 
   it('drops and counts spans beyond the queue bound and spans of a failed export', async () => {

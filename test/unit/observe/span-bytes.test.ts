@@ -133,7 +133,7 @@ describe('span-bytes: a span written as OTLP/JSON bytes', () => {
   });
 
   it('an error answer: the error type and the status with its message; 499 counts as an error, 4xx does not', () => {
-    for (const [code, type, failed] of [[502, 'upstream_error', true], [499, 'client_closed', true], [429, 'rate_limited', false]] as const) {
+    for (const [code, type, failed] of [[502, 'upstream_error', true], [499, 'client_closed', true], [429, 'rate_limit', false]] as const) {
       const x = exchange();
       x.ctx.fail(type, `pod said "no"\nat once \u2028`, code);
       const json = expectSameSpan(ids('http://[::1]:8000'), x, performance.timeOrigin + performance.now()) as { status: unknown };
