@@ -1,13 +1,14 @@
 import { close as fsClose, fstatSync, open as fsOpen, write as fsWrite, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Buffer } from 'node:buffer';
+import { pipeOpenedNonBlocking } from './nonblocking-pipe.js';
 
 /**
  * Writes whole-record batches to one file descriptor, in order, one `write(2)` at a time. Each
  * batch is written by one call (the rest of a short write by the next). Queued bytes (including
  * the batch in flight) are bounded: `push` refuses a batch beyond the bound. A batch whose write
  * fails (ENOSPC, EIO, EBADF, ...) is discarded and reported through `onFailed`, so a broken output
- * never builds up a backlog; EAGAIN (a full non-blocking pipe) is retried after a short pause.
+ * never builds up a backlog; EAGAIN (a full non-blocking pipe) is retried after a short pause (below).
  * A batch that fails after part of it was written (a disk that filled up during the write) counts
  * only the records it did not write whole; when it was cut inside a record, the next write is a
  * newline, before any later batch, so the cut record stays a line of its own.
@@ -17,10 +18,17 @@ import { Buffer } from 'node:buffer';
  * pool costs two thread wake-ups, each 50–200 µs of CPU on a virtual machine (measured: 3 µs more
  * CPU per record at ~8,000 records/s per process). A write that takes SLOW_WRITE_MS or more (a
  * disk the kernel throttles, a network file system) moves the writer to the thread pool for
- * ASYNC_AFTER_SLOW_MS, reported through `onSlow`. To a pipe, socket or terminal every write is on
- * the thread pool: a reader that stops must not stop the event loop.
+ * ASYNC_AFTER_SLOW_MS, reported through `onSlow`. To a pipe (a container's stdout, a FIFO) the
+ * writes run on the event loop too, through a non-blocking description of the pipe of the
+ * writer's own (nonblocking-pipe.ts): a write of at most PIPE_BUF goes in whole or fails with
+ * EAGAIN at once, never waiting for the reader. Where the pipe cannot be opened so, and to a
+ * socket or a terminal, every write is on the thread pool (two thread wake-ups per write): a
+ * reader that stops must not stop the event loop. EAGAIN (the reader is behind, on a pipe of the
+ * writer's own or on one that is non-blocking already) is tried again after 1 ms, then 2, 4, 8
+ * and every RETRY_EAGAIN_MS while it lasts.
  */
 
+/** The longest wait before a write the pipe refused (EAGAIN) is tried again; the first is after 1 ms. */
 const RETRY_EAGAIN_MS = 10;
 const NEWLINE = 0x0a;
 /** What ends a line cut by a failed write. */
@@ -43,6 +51,10 @@ export interface FdWriterOptions {
 
 export class FdWriter {
   private fd = -1;
+  /** For a pipe written through a non-blocking description of the writer's own (`fd`): the descriptor it came as; else -1. */
+  private inheritedFd = -1;
+  /** The wait before the next try after EAGAIN (doubles up to RETRY_EAGAIN_MS; back to 1 after a write). */
+  private eagainDelayMs = 1;
   private readonly bufs: Buffer[] = [];
   private readonly counts: number[] = [];
   /** Bytes queued, including the batch in flight (its unwritten rest). */
@@ -83,7 +95,7 @@ export class FdWriter {
     this.syncWrites = opts.syncWrites ?? false;
     this.now = opts.now ?? (() => performance.now());
     this.onSlow = opts.onSlow ?? noop;
-    if (path === null) this.fd = fd;
+    if (path === null) this.adopt(fd);
     else this.open();
   }
 
@@ -117,9 +129,24 @@ export class FdWriter {
     this.closed = true;
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     const fd = this.fd;
+    const inherited = this.inheritedFd;
     this.fd = -1;
-    if (this.path === null || fd < 0) return;
+    this.inheritedFd = -1;
+    if (this.path === null) {
+      // stdout or stderr: never closed; a description of the writer's own is.
+      if (inherited >= 0) fsClose(fd, noop);
+      return;
+    }
+    if (fd < 0) return;
+    if (inherited >= 0) fsClose(inherited, noop);
     await new Promise<void>((resolve, reject) => fsClose(fd, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** Writes go to `fd`, or for a pipe to a non-blocking description of it of the writer's own (see above). */
+  private adopt(fd: number): void {
+    const own = pipeOpenedNonBlocking(fd);
+    this.fd = own >= 0 ? own : fd;
+    this.inheritedFd = own >= 0 ? fd : -1;
   }
 
   private idle(): boolean {
@@ -132,6 +159,7 @@ export class FdWriter {
     fsOpen(this.path as string, 'a', (err, fd) => {
       this.opening = false;
       const old = this.fd;
+      const oldInherited = this.inheritedFd;
       if (err) {
         // Keep writing to the old descriptor, if any; with none, what is queued fails (counted).
         this.onFailed(0, err);
@@ -139,12 +167,15 @@ export class FdWriter {
       } else {
         // A new file (rotated) starts with a whole line; the same file still ends inside the cut one.
         if (this.lineCut && !sameFile(old, fd)) this.lineCut = false;
-        this.fd = fd;
+        this.adopt(fd);
         if (old >= 0) fsClose(old, noop);
+        if (oldInherited >= 0) fsClose(oldInherited, noop);
       }
       if (this.closed && this.fd >= 0) {
         fsClose(this.fd, noop);
+        if (this.inheritedFd >= 0) fsClose(this.inheritedFd, noop);
         this.fd = -1;
+        this.inheritedFd = -1;
       }
       this.kick();
     });
@@ -162,9 +193,9 @@ export class FdWriter {
     return this.queued;
   }
 
-  /** True while writes run on the thread pool (not a regular file, or after a slow write). */
+  /** True while writes run on the thread pool (neither a regular file nor a pipe of the writer's own, or after a slow write). */
   get onThreadPool(): boolean {
-    return !this.syncWrites || this.now() < this.asyncUntil;
+    return !(this.syncWrites || this.inheritedFd >= 0) || this.now() < this.asyncUntil;
   }
 
   /**
@@ -225,7 +256,8 @@ export class FdWriter {
     const buf = this.bufs[0] as Buffer;
     if (err) {
       if (err.code === 'EAGAIN' && !this.closed) {
-        this.retryTimer = setTimeout(this.onRetry, RETRY_EAGAIN_MS);
+        this.retryTimer = setTimeout(this.onRetry, this.eagainDelayMs);
+        this.eagainDelayMs = Math.min(this.eagainDelayMs * 2, RETRY_EAGAIN_MS);
         return false;
       }
       // Failed (also the line's end, which stays due): the batch is dropped, but for the records
@@ -238,9 +270,11 @@ export class FdWriter {
       this.bufs.shift();
       this.onFailed((this.counts.shift() as number) - whole, err);
     } else if (this.endingLine) {
+      this.eagainDelayMs = 1;
       this.endingLine = false;
       this.lineCut = false;
     } else {
+      this.eagainDelayMs = 1;
       this.offset += n;
       this.queued -= n;
       if (this.offset === buf.length) {

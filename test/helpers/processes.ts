@@ -5,7 +5,8 @@
  * processes this run started. Runs from the sources (vitest) and from dist/ (bench).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { request as httpRequest } from 'node:http';
@@ -57,6 +58,25 @@ export interface ProcessOptions {
   keepChars?: number;
   /** The Node.js binary for startProcess (default: the one running the tests). */
   node?: string;
+  /**
+   * Give the process an OS pipe as its stdout, as a container runtime does, read here through
+   * `child.stdout` as usual (by default Node gives a child a socket pair).
+   */
+  stdoutPipe?: boolean;
+}
+
+/** An OS pipe (a FIFO whose name is gone once both ends are open): its read end, non-blocking, and its write end. */
+function osPipe(): { readFd: number; writeFd: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'ir-pipe-'));
+  const path = join(dir, 'stdout');
+  try {
+    const made = spawnSync('mkfifo', [path]);
+    if (made.status !== 0) throw new Error(`mkfifo ${path} failed: ${made.stderr?.toString() ?? made.error?.message}`);
+    const readFd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    return { readFd, writeFd: openSync(path, constants.O_WRONLY) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Every process started here and not yet exited; killed when this process exits, so a failed run leaks none. */
@@ -79,8 +99,13 @@ export function trackProcess(child: ChildProcess): void {
 
 /** Starts `command args` with this process's environment plus `env`, capturing its output. */
 export function spawnProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const pipe = opts.stdoutPipe === true ? osPipe() : null;
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] });
   const name = opts.name ?? `${command} ${args[0] ?? ''}`.trim();
+  if (pipe !== null) {
+    closeSync(pipe.writeFd); // the child holds it; the read end sees the end once the child and its own children exit
+    child.stdout = new Socket({ fd: pipe.readFd, readable: true, writable: false });
+  }
   if (child.pid === undefined) throw new Error(`could not start ${name} (${command})`);
   trackProcess(child);
   const keep = opts.keepChars ?? Infinity;

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +40,70 @@ describe('the access-log fd writer, writes on the event loop', () => {
     await w.close();
   });
 
-  it('without syncWrites (pipes, sockets, terminals) every write is on the thread pool', async () => {
+  it('a pipe (stdout, or a FIFO path) is written within push() through a non-blocking description of its own; the one it came as is left as it was', async () => {
+    const fifo = join(dir, 'own.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stdout = openSync(fifo, constants.O_WRONLY); // blocking, as a runtime hands it over
+    const fromFd = new FdWriter(null, stdout, 1 << 20, onFailed, {});
+    const fromPath = new FdWriter(fifo, -1, 1 << 20, onFailed, {});
+    await fromPath.flush();
+    const flagsOf = (fd: number): number => Number.parseInt(/^flags:\s+(\d+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1], 8);
+    try {
+      for (const w of [fromFd, fromPath]) {
+        expect(w.onThreadPool).toBe(false);
+        expect(w.push(line(1), 1)).toBe(true);
+        expect(w.pendingBytes).toBe(0);
+        const got = Buffer.alloc(64);
+        expect(got.toString('utf8', 0, readSync(reader, got))).toBe('record 1\n');
+      }
+      expect(flagsOf(stdout) & constants.O_NONBLOCK).toBe(0);
+    } finally {
+      await fromFd.close();
+      await fromPath.close();
+      closeSync(stdout);
+      closeSync(reader);
+    }
+  });
+
+  it('a full pipe: push() never waits; the batches the pipe refuses (EAGAIN) are tried again and arrive whole, in order, once the reader reads', async () => {
+    const fifo = join(dir, 'full.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stdout = openSync(fifo, constants.O_WRONLY);
+    const w = new FdWriter(null, stdout, 16 << 20, onFailed, {});
+    const failedBefore = failed.length;
+    const batch = (i: number): Buffer => Buffer.from(`${String(i).padStart(6, '0')} ${'x'.repeat(4088)}\n`); // 4096 bytes
+    const n = 64; // 256 KiB: four times what the pipe holds
+    try {
+      for (let i = 0; i < n; i++) expect(w.push(batch(i), 1)).toBe(true);
+      expect(w.pendingBytes).toBeGreaterThan(0);
+      const got: Buffer[] = [];
+      const chunk = Buffer.alloc(1 << 16);
+      let total = 0;
+      while (total < n * 4096) {
+        await new Promise((r) => setTimeout(r, 2));
+        try {
+          const k = readSync(reader, chunk);
+          got.push(Buffer.from(chunk.subarray(0, k)));
+          total += k;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+        }
+      }
+      await w.flush();
+      const text = Buffer.concat(got).toString('latin1');
+      expect(text.length).toBe(n * 4096);
+      expect(text.split('\n').slice(0, -1).map((l) => Number(l.slice(0, 6)))).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(failed.length).toBe(failedBefore);
+    } finally {
+      await w.close();
+      closeSync(stdout);
+      closeSync(reader);
+    }
+  });
+
+  it('without syncWrites (sockets, terminals, a pipe that cannot be opened again) every write is on the thread pool', async () => {
     const { w, file } = await opened('async.log', {});
     expect(w.onThreadPool).toBe(true);
     w.push(line(0), 1);

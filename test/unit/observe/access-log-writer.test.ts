@@ -86,7 +86,7 @@ describe('several cluster workers, one sink', () => {
     const trace = join(dir, 'trace.txt');
     // The reader starts late, so the pipe fills and every worker queues in sonic-boom.
     const writer = hasStrace
-      ? `strace -f -qq -s 5000 -e trace=write -o ${trace} node cluster-writer.mjs`
+      ? `strace -f -qq -s 5000 -e trace=write,openat -o ${trace} node cluster-writer.mjs`
       : 'node cluster-writer.mjs';
     const run = await sh(`${writer} | (sleep 1; cat)`, {
       AL_MODULE: moduleUrl, AL_WORKERS: String(workers), AL_RECORDS: String(records),
@@ -97,11 +97,31 @@ describe('several cluster workers, one sink', () => {
     for (const s of workerStats(run.stderr)) expect(s).toMatchObject({ written: records, dropped: 0 });
 
     if (hasStrace) {
-      // Each write to fd 1: `<pid> write(1, "<content>", <len>) = <n>` (or split as <unfinished ...>).
-      const writes = readFileSync(trace, 'utf8').split('\n').filter((l) => /^\d+ +write\(1, /.test(l));
+      // Each process writes to the pipe through a non-blocking description of its own, opened
+      // again through /proc/self/fd/1 (`<tid> openat(AT_FDCWD, "/proc/self/fd/1", ...) = <fd>`), or
+      // else to fd 1; each write: `<tid> write(<fd>, "<content>", <len>) = <n>` (or split as <unfinished ...>).
+      const lines = readFileSync(trace, 'utf8').split('\n');
+      const own = new Map<string, string>();
+      const opening = new Set<string>(); // an openat strace split (`<unfinished ...>`, then `<... openat resumed>`)
+      for (const l of lines) {
+        const m = /^(\d+) +openat\(AT_FDCWD, "\/proc\/self\/fd\/1", [^)<]*O_NONBLOCK[^)<]*(?:\)\s+=\s+(\d+)| <unfinished \.\.\.>)/.exec(l);
+        if (m !== null && m[2] !== undefined) own.set(m[1], m[2]);
+        else if (m !== null) opening.add(m[1]);
+        const resumed = /^(\d+) +<\.\.\. openat resumed>.*\)\s+=\s+(\d+)/.exec(l);
+        if (resumed !== null && opening.delete(resumed[1])) own.set(resumed[1], resumed[2]);
+      }
+      // Written from the event loop or, after a write slowed by strace itself, a thread of the pool (another id): by descriptor.
+      const pipeFds = new Set(['1', ...own.values()]);
+      const toPipe = (l: string): boolean => {
+        const m = /^\d+ +write\((\d+), /.exec(l);
+        return m !== null && pipeFds.has(m[1]);
+      };
+      const writes = lines.filter(toPipe);
+      expect(own.size).toBe(workers);
+      expect(writes.filter((l) => !/^\d+ +write\(1, /.test(l)).length).toBe(writes.length);
       expect(writes.length).toBeGreaterThan(workers * records * 300 / MAX_RECORD_BYTES);
       for (const w of writes) {
-        const m = /^\d+ +write\(1, "((?:[^"\\]|\\.)*)", (\d+)/.exec(w);
+        const m = /^\d+ +write\(\d+, "((?:[^"\\]|\\.)*)", (\d+)/.exec(w);
         expect(m, w).not.toBeNull();
         const [, content, len] = m as RegExpExecArray;
         expect(Number(len)).toBeLessThanOrEqual(MAX_RECORD_BYTES);
