@@ -3,7 +3,7 @@ import { isJsonPlain, isTextPlainAscii, jsonString, textValue } from './access-l
 import { int, MAX_LINE_BYTES } from './access-log-format.js';
 import { isoTimestamp, timestampMs } from './access-log-timestamp.js';
 import { putNumber } from '../decimal-digits.js';
-import { GroupBytes } from './group-bytes.js';
+import { GroupBytes, utf8Bytes as bytes } from './group-bytes.js';
 import { Buffer } from 'node:buffer';
 
 /**
@@ -18,8 +18,6 @@ import { Buffer } from 'node:buffer';
  * might pass MAX_LINE_BYTES is not written here (-1): the string formatter writes it, and
  * shortens it when it must.
  */
-
-const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'utf8'));
 
 const JSON_REQUEST = new GroupBytes((path, method, protocol) =>
   'Z","method":' + jsonString(method) + ',"path":' + jsonString(path) + ',"protocol":' + jsonString(protocol) + ',"status_code":');

@@ -6,6 +6,11 @@ import { Buffer } from 'node:buffer';
  * span-bytes.ts): the text around the values with its escaping done, encoded as UTF-8.
  */
 
+/** `s` as UTF-8 bytes, made once (a module's constant text). */
+export function utf8Bytes(s: string): Uint8Array {
+  return new Uint8Array(Buffer.from(s, 'utf8'));
+}
+
 /** One group's bytes, under its first value. */
 interface GroupEntry {
   readonly b: string;
@@ -43,7 +48,7 @@ export class GroupBytes {
       list = [];
       this.byFirst.set(a, list);
     }
-    const out = new Uint8Array(Buffer.from(this.make(a, b, c), 'utf8'));
+    const out = utf8Bytes(this.make(a, b, c));
     list.push({ b, c, out });
     this.size++;
     return out;

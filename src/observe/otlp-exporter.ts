@@ -1,13 +1,13 @@
 import type { TraceSettings } from './trace-settings.js';
 import { CollectorPost } from './otlp-post.js';
 import { SpanBatch } from './span-batch.js';
-import { Buffer } from 'node:buffer';
+import { utf8Bytes } from './group-bytes.js';
 
 /** Failed exports are logged at most this often. */
 const FAIL_LOG_EVERY_MS = 60_000;
 
 /** The envelope's end after a batch's spans. */
-const TAIL = new Uint8Array(Buffer.from(']}]}]}', 'latin1'));
+const TAIL = utf8Bytes(']}]}]}');
 
 /**
  * OTLP/HTTP JSON exporter with a bounded queue (docs/tracing.md). Each ended span is written as
@@ -53,7 +53,7 @@ export class OtlpExporter {
     const u = new URL(s.endpoint);
     this.where = `${u.origin}${u.pathname}`;
     const resource = s.resource.map(([k, v]) => `{"key":${JSON.stringify(k)},"value":{"stringValue":${JSON.stringify(v)}}}`).join(',');
-    this.head = new Uint8Array(Buffer.from(`{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`, 'utf8'));
+    this.head = utf8Bytes(`{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     for (let i = 0; i < s.headers.length; i += 2) headers[s.headers[i]] = s.headers[i + 1];
     this.post = new CollectorPost(s.endpoint, headers, s.timeoutMs);

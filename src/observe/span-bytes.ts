@@ -1,7 +1,7 @@
 import type { Exchange } from '../http/exchange.js';
 import { putDigits, putNumber } from '../decimal-digits.js';
 import { isJsonPlain, jsonString } from './access-log-escape.js';
-import { GroupBytes } from './group-bytes.js';
+import { GroupBytes, utf8Bytes as bytes } from './group-bytes.js';
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 
@@ -30,8 +30,6 @@ export interface SpanIds {
 
 const SPAN_KIND_SERVER = 2;
 const STATUS_ERROR = 2;
-
-const bytes = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'utf8'));
 
 function str(key: string, value: string): string {
   return `{"key":"${key}","value":{"stringValue":${jsonString(value)}}}`;
