@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,6 +99,39 @@ describe('the access-log fd writer, writes on the event loop', () => {
     } finally {
       await w.close();
       closeSync(stdout);
+      closeSync(reader);
+    }
+  });
+
+  it('a FIFO path reopened (SIGHUP): the writes go on through a new description of its own, the two of the old open are closed', async () => {
+    const fifo = join(dir, 'reopen.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    /** This process's descriptors open on the FIFO (the reader's, the writer's blocking one and its own). */
+    const onFifo = (): number => readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === fifo;
+      } catch {
+        return false;
+      }
+    }).length;
+    const w = new FdWriter(fifo, -1, 1 << 20, onFailed, {});
+    await w.flush();
+    const got = Buffer.alloc(64);
+    try {
+      expect(onFifo()).toBe(3);
+      expect(w.push(line(1), 1)).toBe(true);
+      w.reopen();
+      await w.flush();
+      expect(onFifo()).toBe(3);
+      expect(w.onThreadPool).toBe(false);
+      expect(w.push(line(2), 1)).toBe(true);
+      expect(w.pendingBytes).toBe(0);
+      expect(got.toString('utf8', 0, readSync(reader, got))).toBe('record 1\nrecord 2\n');
+      await w.close();
+      expect(onFifo()).toBe(1);
+    } finally {
+      await w.close();
       closeSync(reader);
     }
   });
