@@ -5,7 +5,7 @@
  * worker (its own connection); time is an injected clock, so views, idleness and windows move
  * without sleeping.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { Decision, LimitTerm } from '../../../src/ratelimit/limiter.js';
 import { LimitStoreUnavailableError } from '../../../src/ratelimit/errors.js';
@@ -15,9 +15,10 @@ import { RECALL_RETRY_MS, recallWaits } from '../../../src/ratelimit/redis/recal
 import { LEASES_FORFEIT_MS } from '../../../src/ratelimit/redis/lua/counters.js';
 import { DEFAULT_RECALL_WAIT_MS, parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
-import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 import { untilUp } from './until-up.js';
+import { RedisServer } from '../../helpers/redis-server.js';
+import { redisServerPerFile } from './redis-per-file.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const MINUTE_START = (T0 - (T0 % 60_000)) / 1000;
@@ -25,10 +26,12 @@ const SETTLE_WAIT = 5;
 
 const spec = (input: number | null, output: number | null): RateLimitSpec => ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null, mode: 'enforce' });
 
-let server: RedisServer;
 let now = T0;
 let seq = 0;
 const open: RedisLimiter[] = [];
+const redis = redisServerPerFile(open, () => {
+  now = T0;
+});
 const route = (): string => `lease-${process.pid}/r${++seq}`;
 /** Asks again within the default wait (500 ms, 25 ms apart). */
 const MAX_WAITS = recallWaits(DEFAULT_RECALL_WAIT_MS);
@@ -37,7 +40,7 @@ async function worker(events: string[] = [], clock: () => number = () => now, re
   const settings = parseRedisLimitSettings({
     RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'true', RATE_LIMIT_REDIS_RECALL_WAIT: recallWait,
   });
-  const l = new RedisLimiter(server.address, settings, NO_FALLBACK, {
+  const l = new RedisLimiter(redis.server.address, settings, NO_FALLBACK, {
     clock, log: () => {}, settleWaitMs: SETTLE_WAIT,
     onLease: (e) => events.push(e), onRecallWait: (admitted) => events.push(admitted ? 'wait admitted' : 'wait refused'),
   });
@@ -57,35 +60,22 @@ async function leaseHeld(aEvents: string[] = [], bEvents: string[] = [], bRecall
 }
 
 async function scriptCalls(): Promise<number> {
-  return scriptCallsIn(await server.cli('info', 'commandstats'));
+  return scriptCallsIn(await redis.server.cli('info', 'commandstats'));
 }
 
 async function inCounter(r: string, start = MINUTE_START): Promise<number> {
-  return Number(await server.cli('get', `ir:{${r}}:in:minute:${start}`));
+  return Number(await redis.server.cli('get', `ir:{${r}}:in:minute:${start}`));
 }
 
 /** Lets queued settles and lease returns reach Redis (they wait SETTLE_WAIT ms for an admission to ride with). */
 const landed = (): Promise<void> => new Promise((r) => setTimeout(r, SETTLE_WAIT + 40));
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  now = T0;
-  await Promise.all(open.splice(0).map((l) => l.close()));
-});
-
-afterAll(async () => {
-  await server?.stop();
-});
 
 describe('leases of the global limit', () => {
   it('the first admission takes a lease; the next ones are decided from it without a call; what it did not use goes back on close', async () => {
     const a = await worker();
     const r = route();
     const limit = spec(1_000_000, null);
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     expect((await a.admit(r, limit, 5)).allowed).toBe(true);
     expect(await scriptCalls()).toBe(1);
     expect(await inCounter(r)).toBe(5 + LEASE_ASK_MIN);
@@ -127,7 +117,7 @@ describe('leases of the global limit', () => {
     await a.close();
     await b.close();
     expect(await inCounter(r)).toBe(admitted);
-    expect(await server.cli('exists', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe('0'); // no lease counted as out
+    expect(await redis.server.cli('exists', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe('0'); // no lease counted as out
     // Nothing is lost: what is left of the limit is admitted by a worker without a lease.
     const c = await worker();
     const free = 100_000 - admitted;
@@ -167,7 +157,7 @@ describe('leases of the global limit', () => {
     expect(await inCounter(r)).toBe(9_505);
     expect(events).toEqual(['lent', 'recalled', 'given_back']);
     expect(bEvents).toEqual(['wait admitted']);
-    expect(await server.cli('get', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe(''); // no lease out
+    expect(await redis.server.cli('get', `ir:{${r}}:ls:minute:${MINUTE_START}`)).toBe(''); // no lease out
   });
 
   it('an admission against several limits (route and tenant) refused only because of a lease out waits for it too', async () => {
@@ -237,7 +227,7 @@ describe('leases of the global limit', () => {
     expect((await b.admit(r, limit, 9_500)).allowed).toBe(false); // waited the whole bound
     expect(bEvents).toEqual(['wait refused']);
     const lentKey = `ir:{${r}}:ls:minute:${MINUTE_START}`;
-    expect(Number(await server.cli('get', lentKey))).toBe(Math.floor(9_995 / 16));
+    expect(Number(await redis.server.cli('get', lentKey))).toBe(Math.floor(9_995 / 16));
     now += LEASES_FORFEIT_MS + 1; // the scripts' clock (injected), still in the same minute
     const before = await scriptCalls();
     const d = await b.admit(r, limit, 9_500);
@@ -245,7 +235,7 @@ describe('leases of the global limit', () => {
     expect(d.rejectedBy).toBe('input');
     expect(await scriptCalls() - before).toBe(1); // no wait
     expect(bEvents).toEqual(['wait refused']);
-    expect(await server.cli('exists', lentKey)).toBe('0');
+    expect(await redis.server.cli('exists', lentKey)).toBe('0');
     // The forfeit tokens stay counted: 5 used and the lease.
     expect(await inCounter(r)).toBe(5 + Math.floor(9_995 / 16));
     // The remaining-input header counts them as used now.
@@ -253,7 +243,7 @@ describe('leases of the global limit', () => {
     // A holder that comes back after all gives its unused tokens back; the count of leases out does not go below 0.
     await a.close();
     expect(await inCounter(r)).toBe(5);
-    expect(await server.cli('exists', lentKey)).toBe('0');
+    expect(await redis.server.cli('exists', lentKey)).toBe('0');
   });
 
   it('Redis lost while a request waits for leases: the wait ends with the store unavailable (the failure mode decides), not after the whole wait', async () => {
@@ -473,14 +463,14 @@ describe('leases of the global limit', () => {
     expect((await a.admit(r, hourly, 5)).allowed).toBe(true);
     await landed();
     expect(await inCounter(r, start)).toBe(5);
-    expect(Number(await server.cli('get', `ir:{${r}}:in:hour:${start}`))).toBe(5 + LEASE_ASK_MIN);
+    expect(Number(await redis.server.cli('get', `ir:{${r}}:in:hour:${start}`))).toBe(5 + LEASE_ASK_MIN);
   });
 
   it('leases are on by default; with RATE_LIMIT_REDIS_LEASES=false every admission is decided in Redis', async () => {
     expect(parseRedisLimitSettings({}).leases).toBe(true);
     const settings = parseRedisLimitSettings({ RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'false' });
     expect(settings.leases).toBe(false);
-    const l = new RedisLimiter(server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {} });
+    const l = new RedisLimiter(redis.server.address, settings, NO_FALLBACK, { clock: () => now, log: () => {} });
     open.push(l);
     await untilUp(l);
     const r = route();
@@ -495,14 +485,14 @@ describe('leases of the global limit for admissions against several limits (rout
     { key: r, limit: spec(routeInput, null) },
     { key: `${r}-tenant`, limit: tenantMode === undefined ? spec(tenantInput, null) : { ...spec(tenantInput, null), mode: tenantMode } },
   ];
-  const lentOut = async (key: string): Promise<string> => server.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`);
+  const lentOut = async (key: string): Promise<string> => redis.server.cli('get', `ir:{${key}}:ls:minute:${MINUTE_START}`);
 
   it('the first admission takes a lease of each limit; the next ones are decided from both without a call; what they did not use goes back on close', async () => {
     const events: string[] = [];
     const a = await worker(events);
     const r = route();
     const terms = both(r, 1_000_000, 500_000);
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]);
     expect(await scriptCalls()).toBe(1);
     expect(events).toEqual(['lent', 'lent']);
@@ -531,7 +521,7 @@ describe('leases of the global limit for admissions against several limits (rout
     const a = await worker(events);
     const r = route();
     const terms = both(r, 1_000_000, 500_000);
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     expect((await a.admit(r, terms[0].limit, 5)).allowed).toBe(true); // the route's lease
     expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]); // the route's lease covers: the tenant's is asked for
     expect(events).toEqual(['lent', 'lent']);
@@ -551,7 +541,7 @@ describe('leases of the global limit for admissions against several limits (rout
     const r = route();
     const terms = both(r, 1_000_000, 1_000_000);
     expect((await a.admitAll(terms, 5)).map((d) => d.allowed)).toEqual([true, true]);
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     expect((await a.admitAll(terms, 5_000)).map((d) => d.allowed)).toEqual([true, true]);
     expect(await scriptCalls()).toBe(1);
     const lent = Math.min(64 * 5_000, Math.floor((1_000_000 - 5 - 5_000) / 16));
@@ -589,7 +579,7 @@ describe('leases of the global limit for admissions against several limits (rout
     const a = await worker(events);
     const r = route();
     const terms = both(r, 1_000_000, 1_000, 'shadow');
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     for (let i = 0; i < 3; i++) {
       const ds = a.admitAll(terms, 500);
       expect(ds instanceof Promise).toBe(true);
@@ -647,7 +637,7 @@ describe('leases of the global limit for admissions against several limits (rout
     await Promise.all([a.close(), b.close(), c.close()]);
     expect(await inCounter(r)).toBe(routeUsed);
     expect(await inCounter(`${r}-tenant`)).toBe(tenantUsed);
-    expect(await server.cli('exists', `ir:{${r}}:ls:minute:${MINUTE_START}`, `ir:{${r}-tenant}:ls:minute:${MINUTE_START}`)).toBe('0');
+    expect(await redis.server.cli('exists', `ir:{${r}}:ls:minute:${MINUTE_START}`, `ir:{${r}-tenant}:ls:minute:${MINUTE_START}`)).toBe('0');
     // Nothing lost to leases: each budget was used to its last request's worth.
     expect(20_000 - tenantUsed).toBeLessThan(7);
     expect(60_000 - routeUsed).toBeLessThan(7);

@@ -4,7 +4,7 @@
  * NOTE_VIEW_MS the worker refuses what those counts refuse without a call. Each limiter here is one
  * worker (its own connection); time is an injected clock, so the note's view ends without sleeping.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { Decision, LimitTerm } from '../../../src/ratelimit/limiter.js';
 import { Batch, FIRST_STATUS } from '../../../src/ratelimit/redis/batch.js';
@@ -13,9 +13,10 @@ import { RedisLimiter } from '../../../src/ratelimit/redis/limiter.js';
 import { NOTE_VIEW_MS, RedisRefusalNotes } from '../../../src/ratelimit/redis/refusal-notes.js';
 import { parseRedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { scriptCallsIn } from '../../../bench/redis-stats.js';
-import { RedisServer } from '../../helpers/redis-server.js';
 import { NO_FALLBACK } from './no-fallback.js';
 import { untilUp } from './until-up.js';
+import { RedisServer } from '../../helpers/redis-server.js';
+import { redisServerPerFile } from './redis-per-file.js';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 30, 20);
 const SETTLE_WAIT = 5;
@@ -23,13 +24,15 @@ const SETTLE_WAIT = 5;
 const spec = (input: number | null, output: number | null, mode: 'enforce' | 'shadow' = 'enforce'): RateLimitSpec =>
   ({ inputTokensPerUnit: input, outputTokensPerUnit: output, unit: 'minute', global: null, mode });
 
-let server: RedisServer;
 let now = T0;
 let seq = 0;
 const open: RedisLimiter[] = [];
+const redis = redisServerPerFile(open, () => {
+  now = T0;
+});
 const route = (): string => `note-${process.pid}/r${++seq}`;
 
-async function worker(leases = true, address = server.address): Promise<RedisLimiter> {
+async function worker(leases = true, address = redis.server.address): Promise<RedisLimiter> {
   const settings = parseRedisLimitSettings({
     RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: String(leases),
   });
@@ -40,7 +43,7 @@ async function worker(leases = true, address = server.address): Promise<RedisLim
 }
 
 async function scriptCalls(): Promise<number> {
-  return scriptCallsIn(await server.cli('info', 'commandstats'));
+  return scriptCallsIn(await redis.server.cli('info', 'commandstats'));
 }
 
 /** Lets queued settles reach Redis (they wait SETTLE_WAIT ms for an admission to ride with). */
@@ -66,25 +69,12 @@ async function refusedOnce(w: RedisLimiter, limit = spec(1_000, null)): Promise<
   return { r, limit, refusal };
 }
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  now = T0;
-  await Promise.all(open.splice(0).map((l) => l.close()));
-});
-
-afterAll(async () => {
-  await server?.stop();
-});
-
 describe('refusal notes of the global limit', () => {
   it('a request refused for good is refused again from the note, with the same decision, without a call; one the note does not refuse goes to Redis', async () => {
     const a = await worker();
     const { r, limit, refusal } = await refusedOnce(a);
     expect(refusal.input).toEqual({ limit: 1_000, remaining: 10, resetSeconds: 40 });
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     for (let i = 0; i < 50; i++) expect(here(a.admit(r, limit, 20))).toEqual(refusal);
     expect(here(a.admit(r, limit, 11)).rejectedBy).toBe('input');
     expect(await scriptCalls()).toBe(0);
@@ -138,7 +128,7 @@ describe('refusal notes of the global limit', () => {
     const r = route();
     const limit = spec(10_000, null);
     expect((await b.admit(r, limit, 5)).allowed).toBe(true); // b now holds a lease of the window
-    const lent = Number(await server.cli('get', `ir:{${r}}:ls:minute:${(T0 - (T0 % 60_000)) / 1000}`));
+    const lent = Number(await redis.server.cli('get', `ir:{${r}}:ls:minute:${(T0 - (T0 % 60_000)) / 1000}`));
     expect(lent).toBeGreaterThan(0);
     // Too large even with b's lease back: refused for good.
     const refusal = await inRedis(a.admit(r, limit, 9_996));
@@ -167,7 +157,7 @@ describe('refusal notes of the global limit', () => {
     const refusal = await inRedis(a.admit(r, limit, 5));
     expect(refusal.rejectedBy).toBe('output');
     expect(refusal.output).toEqual({ limit: 100, remaining: 0, resetSeconds: 40 });
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     expect(here(a.admit(r, limit, 5))).toEqual(refusal);
     const byInput = here(a.admit(r, limit, 2_000));
     expect(byInput.rejectedBy).toBe('input');
@@ -186,7 +176,7 @@ describe('refusal notes of the global limit', () => {
     await landed();
     const refusal = await inRedis(a.admit(r, limit, 10));
     expect(refusal.rejectedBy).toBe('output');
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     expect(here(a.admit(r, limit, 10))).toEqual(refusal);
     expect(await scriptCalls()).toBe(0);
   });
@@ -207,7 +197,7 @@ describe('refusal notes of the global limit', () => {
   it('with RATE_LIMIT_REDIS_LEASES=false no note is kept: every refusal is a call', async () => {
     const a = await worker(false);
     const { r, limit } = await refusedOnce(a);
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     for (let i = 0; i < 3; i++) expect((await inRedis(a.admit(r, limit, 20))).allowed).toBe(false);
     expect(await scriptCalls()).toBe(3);
   });
@@ -256,7 +246,7 @@ describe('refusal notes of the global limit for admissions against several limit
     expect(refusal.map((d) => d.rejectedBy)).toEqual([null, 'input']);
     expect(refusal[0].input?.remaining).toBe(1_000_000 - 90);
     expect(refusal[1].input?.remaining).toBe(10);
-    await server.cli('config', 'resetstat');
+    await redis.server.cli('config', 'resetstat');
     for (let i = 0; i < 20; i++) expect(here(a.admitAll(terms, 20))).toEqual(refusal);
     expect(await scriptCalls()).toBe(0);
     // The route's own lease still admits its requests without a tenant budget.
