@@ -28,6 +28,13 @@ async function opened(name: string, opts: ConstructorParameters<typeof FdWriter>
   return { w, file };
 }
 
+/** A FIFO made in the test directory, its read end opened non-blocking (to read what was written without waiting). */
+function fifoWithReader(name: string): { fifo: string; reader: number } {
+  const fifo = join(dir, name);
+  expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+  return { fifo, reader: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK) };
+}
+
 describe('the access-log fd writer, writes on the event loop', () => {
   it('writes to a regular file within push(): nothing pending, the bytes are in the file', async () => {
     const { w, file } = await opened('sync.log', { syncWrites: true });
@@ -41,9 +48,7 @@ describe('the access-log fd writer, writes on the event loop', () => {
   });
 
   it('a pipe (stdout, or a FIFO path) is written within push() through a non-blocking description of its own; the one it came as is left as it was', async () => {
-    const fifo = join(dir, 'own.fifo');
-    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
-    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const { fifo, reader } = fifoWithReader('own.fifo');
     const stdout = openSync(fifo, constants.O_WRONLY); // blocking, as a runtime hands it over
     const fromFd = new FdWriter(null, stdout, 1 << 20, onFailed, {});
     const fromPath = new FdWriter(fifo, -1, 1 << 20, onFailed, {});
@@ -67,9 +72,7 @@ describe('the access-log fd writer, writes on the event loop', () => {
   });
 
   it('a full pipe: push() never waits; the batches the pipe refuses (EAGAIN) are tried again and arrive whole, in order, once the reader reads', async () => {
-    const fifo = join(dir, 'full.fifo');
-    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
-    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const { fifo, reader } = fifoWithReader('full.fifo');
     const stdout = openSync(fifo, constants.O_WRONLY);
     const w = new FdWriter(null, stdout, 16 << 20, onFailed, {});
     const failedBefore = failed.length;
@@ -104,9 +107,7 @@ describe('the access-log fd writer, writes on the event loop', () => {
   });
 
   it('a FIFO path reopened (SIGHUP): the writes go on through a new description of its own, the two of the old open are closed', async () => {
-    const fifo = join(dir, 'reopen.fifo');
-    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
-    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const { fifo, reader } = fifoWithReader('reopen.fifo');
     /** This process's descriptors open on the FIFO (the reader's, the writer's blocking one and its own). */
     const onFifo = (): number => readdirSync('/proc/self/fd').filter((fd) => {
       try {
