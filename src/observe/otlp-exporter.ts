@@ -6,9 +6,6 @@ import { utf8Bytes } from './group-bytes.js';
 /** Failed exports are logged at most this often. */
 const FAIL_LOG_EVERY_MS = 60_000;
 
-/** The envelope's end after a batch's spans. */
-const TAIL = utf8Bytes(']}]}]}');
-
 /**
  * OTLP/HTTP JSON exporter with a bounded queue (docs/tracing.md). Each ended span is written as
  * JSON straight into the body of the batch being filled (`reserve`, then `commit`; span-bytes.ts),
@@ -76,7 +73,7 @@ export class OtlpExporter {
       return null;
     }
     const batch = this.filling ?? (this.filling = this.newBatch());
-    batch.room(bound, TAIL);
+    batch.room(bound);
     return batch;
   }
 
@@ -130,11 +127,11 @@ export class OtlpExporter {
 
   private async send(batch: SpanBatch): Promise<void> {
     const spans = batch.spans;
-    const sent = await this.post.send(batch.body(TAIL));
+    const sent = await this.post.send(batch.body());
     if (sent.failure !== null) this.exportFailed(spans, sent.failure);
     else if (sent.status >= 200 && sent.status < 300) this.exported += spans;
     else this.exportFailed(spans, `HTTP ${sent.status}`);
-    batch.empty(this.head.length);
+    batch.empty();
     this.spare = batch;
   }
 

@@ -1,8 +1,11 @@
 import { Buffer } from 'node:buffer';
+import { utf8Bytes } from './group-bytes.js';
 
 /** The smallest buffer a batch starts with; a batch starts at the size the last one reached. */
 const MIN_BATCH_BYTES = 64 * 1024;
 const COMMA = 0x2c;
+/** The envelope's end after a batch's spans (its head, with the resource, is the exporter's). */
+const TAIL = utf8Bytes(']}]}]}');
 
 /**
  * One export's body being filled: the OTLP/JSON envelope's head, the spans' JSON separated by
@@ -18,10 +21,13 @@ export class SpanBatch {
   start = 0;
   /** Spans written. */
   spans = 0;
+  /** Bytes of the envelope's head at the buffer's start. */
+  private readonly headLength: number;
 
   constructor(head: Uint8Array, capacity: number) {
     this.buf = Buffer.allocUnsafe(Math.max(capacity, MIN_BATCH_BYTES, head.length * 2));
     this.buf.set(head, 0);
+    this.headLength = head.length;
     this.at = head.length;
   }
 
@@ -29,8 +35,8 @@ export class SpanBatch {
    * Makes room for one more span of at most `bound` bytes (and the tail after it), after a comma
    * when spans came before; `start` is where it goes. Nothing counts until `wrote`.
    */
-  room(bound: number, tail: Uint8Array): void {
-    const need = this.at + 1 + bound + tail.length;
+  room(bound: number): void {
+    const need = this.at + 1 + bound + TAIL.length;
     if (need > this.buf.length) {
       let size = this.buf.length * 2;
       while (size < need) size *= 2;
@@ -48,15 +54,15 @@ export class SpanBatch {
     this.spans++;
   }
 
-  /** Empties the batch for use again, keeping its buffer and the envelope's head (`headLength` bytes) in it. */
-  empty(headLength: number): void {
-    this.at = headLength;
+  /** Empties the batch for use again, keeping its buffer and the envelope's head in it. */
+  empty(): void {
+    this.at = this.headLength;
     this.spans = 0;
   }
 
   /** The export's body: what was written and the tail. */
-  body(tail: Uint8Array): Uint8Array {
-    this.buf.set(tail, this.at);
-    return this.buf.subarray(0, this.at + tail.length);
+  body(): Uint8Array {
+    this.buf.set(TAIL, this.at);
+    return this.buf.subarray(0, this.at + TAIL.length);
   }
 }
