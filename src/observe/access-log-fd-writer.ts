@@ -168,12 +168,10 @@ export class FdWriter {
         // A new file (rotated) starts with a whole line; the same file still ends inside the cut one.
         if (this.lineCut && !sameFile(old, fd)) this.lineCut = false;
         this.adopt(fd);
-        if (old >= 0) fsClose(old, noop);
-        if (oldInherited >= 0) fsClose(oldInherited, noop);
+        closeOpen(old, oldInherited);
       }
       if (this.closed && this.fd >= 0) {
-        fsClose(this.fd, noop);
-        if (this.inheritedFd >= 0) fsClose(this.inheritedFd, noop);
+        closeOpen(this.fd, this.inheritedFd);
         this.fd = -1;
         this.inheritedFd = -1;
       }
@@ -306,6 +304,12 @@ export class FdWriter {
 }
 
 function noop(): void {}
+
+/** Closes what an open left: `fd` and, for a pipe opened again as the writer's own, `inherited` (-1: none). */
+function closeOpen(fd: number, inherited: number): void {
+  if (fd >= 0) fsClose(fd, noop);
+  if (inherited >= 0) fsClose(inherited, noop);
+}
 
 /** Records (lines) that `buf`'s first `end` bytes hold whole. */
 function wholeRecords(buf: Buffer, end: number): number {
