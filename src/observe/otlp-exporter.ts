@@ -88,12 +88,6 @@ export class OtlpExporter {
     this.exportSoon();
   }
 
-  /** Queues one span's JSON text (what `reserve` and `commit` do with bytes written in place). */
-  push(spanJson: string): void {
-    const batch = this.reserve(3 * spanJson.length);
-    if (batch !== null) this.commit(batch, batch.start + batch.buf.write(spanJson, batch.start, 'utf8'));
-  }
-
   /** Sends everything queued (in batches); resolves when the queue is empty and nothing is in flight. */
   async flush(): Promise<void> {
     while (this.queuedSpans > 0 || this.inFlight !== null) {

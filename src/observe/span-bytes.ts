@@ -36,7 +36,7 @@ function str(key: string, value: string): string {
 }
 
 /** gen_ai.operation.name of an OpenAI-style path. */
-export function operationOf(url: string): string {
+function operationOf(url: string): string {
   if (url.endsWith('/chat/completions')) return 'chat';
   if (url.endsWith('/completions')) return 'text_completion';
   if (url.endsWith('/embeddings')) return 'embeddings';
