@@ -220,6 +220,27 @@ export interface RouterOptions extends ProcessOptions {
 const PORT_TAKEN = /is in use by another process|is already served by another inference-router/;
 
 /**
+ * Whether `p` has said on stderr that its workers listen on `port` (the primary's "ready" line,
+ * src/primary/primary.ts, on the host given or the one it fell back to), followed as the output
+ * arrives (the output a Proc keeps may be cut).
+ */
+function announcedListening(p: Proc, port: number): () => boolean {
+  const line = new RegExp(`listening on \\S*:${port}\\b`);
+  let seen = false;
+  let tail = '';
+  const onData = (d: string): void => {
+    const text = tail + d;
+    if (line.test(text)) {
+      seen = true;
+      p.child.stderr!.off('data', onData);
+    }
+    tail = text.slice(-100);
+  };
+  p.child.stderr!.on('data', onData);
+  return () => seen;
+}
+
+/**
  * Starts the built router as a user would and waits until /readyz says ready. The port is one
  * the kernel had free a moment before; when a test running beside this one took it meanwhile, the
  * router refuses it (port-claim.ts) and it starts again on another.
@@ -271,6 +292,10 @@ export async function startRouterWith(sourceArgs: string[], opts: RouterOptions 
     const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
     let taken = false;
     let exited: Error | null = null;
+    // Ready is this router's own "listening on" line as well as /readyz: another test's router
+    // that picked the same port a moment earlier answers /readyz there while this one is still
+    // starting (it then exits on the port taken), and a test would talk to that other router.
+    const announced = announcedListening(p, port);
     await waitFor('router to be ready', async () => {
       if (p.child.exitCode !== null) {
         taken = attempt < 5 && p.child.exitCode === 2 && PORT_TAKEN.test(p.stderr());
@@ -278,6 +303,7 @@ export async function startRouterWith(sourceArgs: string[], opts: RouterOptions 
         if (!taken) exited = new Error(`router exited ${p.child.exitCode}: ${p.stderr()}`);
         return true;
       }
+      if (!announced()) return false;
       return (tls ? await statusOverTls(`${url}/readyz`) : (await fetch(`${url}/readyz`)).status) === 200;
     }, readyTimeoutMs);
     if (exited !== null) throw exited;
