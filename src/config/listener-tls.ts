@@ -1,6 +1,4 @@
-import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { badSetting } from '../setting-message.js';
+import { checkKeyOf, firstCertificate, privateKey, readPem, subjectOf } from './pem-files.js';
 
 /** The certificate and key the router's listener serves HTTPS with (ROUTER_TLS_CERT_FILE, ROUTER_TLS_KEY_FILE). */
 export interface ListenerTls {
@@ -56,38 +54,9 @@ export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string
  */
 export function readListenerTlsPair(certFile: string, keyFile: string): ListenerTlsPair {
   const cert = readPem('ROUTER_TLS_CERT_FILE', certFile, 'a PEM file of the server certificate');
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(cert);
-  } catch (err) {
-    throw new Error(`${badSetting('ROUTER_TLS_CERT_FILE', 'a PEM file of the server certificate', certFile)} (${detail(err)})`);
-  }
-  const keyText = readPem('ROUTER_TLS_KEY_FILE', keyFile, 'a PEM file of the private key');
-  let key: KeyObject;
-  try {
-    key = createPrivateKey(keyText);
-  } catch (err) {
-    const encrypted = /ENCRYPTED/.test(keyText) || (err as { code?: string }).code === 'ERR_MISSING_PASSPHRASE';
-    throw new Error(`${badSetting('ROUTER_TLS_KEY_FILE', 'a PEM file of a private key without a passphrase', keyFile)} (${encrypted ? 'the key is encrypted: give it decrypted, as a Kubernetes TLS secret holds it' : detail(err)})`);
-  }
-  const subject = x509.subject.replace(/\n/g, ', ');
-  if (!x509.checkPrivateKey(key)) {
-    throw new Error(`ROUTER_TLS_KEY_FILE: the key in "${keyFile}" is not the key of the certificate in "${certFile}" (ROUTER_TLS_CERT_FILE, ${subject})`);
-  }
-  return Object.freeze({ certPem: cert, keyPem: keyText, subject, notAfter: new Date(x509.validTo), fingerprint256: x509.fingerprint256 });
-}
-
-function readPem(name: string, file: string, what: string): string {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`${badSetting(name, `a readable ${what.slice(2)}`, file)} (cannot read it: ${detail(err)})`);
-  }
-  if (!text.includes('-----BEGIN ')) throw new Error(`${badSetting(name, what, file)} (it holds no "-----BEGIN …" block)`);
-  return text;
-}
-
-function detail(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  const x509 = firstCertificate('ROUTER_TLS_CERT_FILE', certFile, cert, 'a PEM file of the server certificate');
+  const keyPem = readPem('ROUTER_TLS_KEY_FILE', keyFile, 'a PEM file of the private key');
+  const key = privateKey('ROUTER_TLS_KEY_FILE', keyFile, keyPem);
+  checkKeyOf('ROUTER_TLS_KEY_FILE', keyFile, key, 'ROUTER_TLS_CERT_FILE', certFile, x509);
+  return Object.freeze({ certPem: cert, keyPem, subject: subjectOf(x509), notAfter: new Date(x509.validTo), fingerprint256: x509.fingerprint256 });
 }

@@ -1,5 +1,5 @@
 import type { TraceSettings } from './trace-settings.js';
-import { CollectorPost } from './otlp-post.js';
+import { CollectorPost, type ExportLog } from './otlp-post.js';
 import { SpanBatch } from './span-batch.js';
 import { utf8Bytes } from './group-bytes.js';
 
@@ -37,14 +37,14 @@ export class OtlpExporter {
   private inFlight: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
-  /** Failed exports are logged here, at most once a minute (FAIL_LOG_EVERY_MS); null = not logged. */
-  private readonly log: ((message: string) => void) | null;
+  /** Failed exports are logged here, at most once a minute (FAIL_LOG_EVERY_MS), and TLS files taken up again; null = not logged. */
+  private readonly log: ExportLog | null;
   /** The endpoint as logged: without user, password or query, which may hold credentials. */
   private readonly where: string;
   private failLoggedAt = -Infinity;
   private failedSinceLog = 0;
 
-  constructor(s: TraceSettings, scopeVersion: string, log: ((message: string) => void) | null = null) {
+  constructor(s: TraceSettings, scopeVersion: string, log: ExportLog | null = null) {
     this.s = s;
     this.log = log;
     const u = new URL(s.endpoint);
@@ -53,7 +53,7 @@ export class OtlpExporter {
     this.head = utf8Bytes(`{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     for (let i = 0; i < s.headers.length; i += 2) headers[s.headers[i]] = s.headers[i + 1];
-    this.post = new CollectorPost(s.endpoint, headers, s.timeoutMs);
+    this.post = new CollectorPost(s.endpoint, headers, s.timeoutMs, s.tls, log);
     this.timer = setInterval(() => this.exportSoon(), s.scheduleDelayMs);
     this.timer.unref();
   }
@@ -148,7 +148,7 @@ export class OtlpExporter {
     const now = Date.now();
     if (now - this.failLoggedAt < FAIL_LOG_EVERY_MS) return;
     this.failLoggedAt = now;
-    this.log(`exporting spans to ${this.where} failed (${reason}): ${this.failedSinceLog} span(s) dropped since the last such line (at most one a minute)`);
+    this.log('warn', `exporting spans to ${this.where} failed (${reason}): ${this.failedSinceLog} span(s) dropped since the last such line (at most one a minute)`);
     this.failedSinceLog = 0;
   }
 }

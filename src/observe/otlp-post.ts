@@ -1,5 +1,10 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { otlpTlsStamp, readOtlpTls, type OtlpTlsMaterial } from './otlp-tls.js';
+import type { TraceSettings } from './trace-settings.js';
+
+/** The exporter's lines in the operational log. */
+export type ExportLog = (level: 'info' | 'warn', message: string) => void;
 
 /** What one POST to the collector came to: the status it answered, or why there was no answer. */
 export type PostOutcome = { readonly status: number; readonly failure: null } | { readonly status: 0; readonly failure: string };
@@ -14,25 +19,51 @@ const IDLE_MS = 4000;
  * Request, Headers and streams per call), and `send` resolves only once the request is closed,
  * so the caller may fill the same buffer again. A request sent on a kept connection that the
  * collector closed meanwhile (the race of an idle close) is sent once more on a new one.
+ *
+ * With TLS files (otlp-tls.ts), each export first looks whether they changed (a stat of each, once
+ * per export): if so they are read again and, when they pass the checks, the next connection uses
+ * them; files that fail the checks are logged and the ones read before stay in use.
  */
 export class CollectorPost {
   private readonly url: URL;
-  private readonly agent: HttpAgent;
+  private agent: HttpAgent;
   private readonly request: typeof httpRequest;
   private readonly headers: Record<string, string>;
+  private readonly tls: TraceSettings['tls'];
+  /** The TLS files' stamp when last read (otlpTlsStamp). */
+  private tlsStamp: string;
 
-  constructor(endpoint: string, headers: Record<string, string>, private readonly timeoutMs: number) {
+  constructor(endpoint: string, headers: Record<string, string>, private readonly timeoutMs: number, tls: TraceSettings['tls'] = null, private readonly log: ExportLog | null = null) {
     this.url = new URL(endpoint);
     const secure = this.url.protocol === 'https:';
-    const options = { keepAlive: true, maxSockets: 1, timeout: IDLE_MS };
-    this.agent = secure ? new HttpsAgent(options) : new HttpAgent(options);
+    this.tls = secure ? tls : null;
+    this.tlsStamp = this.tls === null ? '' : otlpTlsStamp(this.tls.files);
+    this.agent = secure ? newHttpsAgent(this.tls?.material ?? null) : new HttpAgent(AGENT_OPTIONS);
     this.request = secure ? httpsRequest : httpRequest;
     this.headers = headers;
   }
 
   /** POSTs `body`; resolves (never rejects) once the request is over, the answer read or given up on. */
   send(body: Uint8Array): Promise<PostOutcome> {
+    if (this.tls !== null) this.reloadTlsIfChanged(this.tls);
     return new Promise<PostOutcome>((resolve) => this.attempt(body, true, Date.now() + this.timeoutMs, resolve));
+  }
+
+  /** Between exports (none in flight): the TLS files read again when they changed, and a new agent when they pass. */
+  private reloadTlsIfChanged(tls: NonNullable<TraceSettings['tls']>): void {
+    const stamp = otlpTlsStamp(tls.files);
+    if (stamp === this.tlsStamp) return;
+    this.tlsStamp = stamp;
+    let material: OtlpTlsMaterial;
+    try {
+      material = readOtlpTls(tls.files);
+    } catch (err) {
+      this.log?.('warn', `the exporter's TLS files changed but cannot be used, the ones read before stay in use: ${(err as Error).message}`);
+      return;
+    }
+    this.agent.destroy();
+    this.agent = newHttpsAgent(material);
+    this.log?.('info', `the exporter's TLS files changed; new connections use them: ${material.summary}`);
   }
 
   /** Closes the kept connection. */
@@ -78,6 +109,13 @@ export class CollectorPost {
     });
     req.end(body);
   }
+}
+
+const AGENT_OPTIONS = { keepAlive: true, maxSockets: 1, timeout: IDLE_MS };
+
+/** An HTTPS agent trusting `material.ca` in place of Node's CA list and presenting its client pair, when given. */
+function newHttpsAgent(material: OtlpTlsMaterial | null): HttpsAgent {
+  return new HttpsAgent({ ...AGENT_OPTIONS, ca: material?.ca, cert: material?.cert, key: material?.key });
 }
 
 function failed(failure: string): PostOutcome {

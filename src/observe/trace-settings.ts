@@ -5,6 +5,7 @@
  */
 import { alternatives, badSetting } from '../setting-message.js';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { otlpTlsFiles, readOtlpTls, type OtlpTlsFiles, type OtlpTlsMaterial } from './otlp-tls.js';
 
 export type TraceSampler =
   | 'always_on' | 'always_off' | 'traceidratio'
@@ -32,6 +33,8 @@ export interface TraceSettings {
   readonly scheduleDelayMs: number;
   /** Bound on one export request, ms. */
   readonly timeoutMs: number;
+  /** The exporter's CA and client certificate files, and what they held at start; null: none set. */
+  readonly tls: { readonly files: OtlpTlsFiles; readonly material: OtlpTlsMaterial } | null;
 }
 
 export const DEFAULT_SERVICE_NAME = 'inference-router';
@@ -159,7 +162,8 @@ function sampler(env: NodeJS.ProcessEnv): { sampler: TraceSampler; ratio: number
 
 /**
  * Returns null when tracing is off. Reads OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER,
- * OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,PROTOCOL}, OTEL_SERVICE_NAME,
+ * OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,PROTOCOL,CERTIFICATE,CLIENT_CERTIFICATE,
+ * CLIENT_KEY} (the files read and checked, otlp-tls.ts), OTEL_SERVICE_NAME,
  * OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*. Throws naming the variable.
  */
 export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null {
@@ -176,8 +180,10 @@ export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null
   if (maxBatchSize > maxQueueSize) {
     throw new Error(`OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${maxBatchSize}) must not be larger than OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize})`);
   }
+  const traces = endpoint(env);
+  const tlsFiles = otlpTlsFiles((name) => set(env, name), traces);
   return Object.freeze({
-    endpoint: endpoint(env),
+    endpoint: traces,
     headers: Object.freeze(headers),
     serviceName,
     resource: Object.freeze([['service.name', serviceName] as const, ...resource]),
@@ -186,5 +192,6 @@ export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null
     maxBatchSize,
     scheduleDelayMs: intSetting(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 1, 3_600_000),
     timeoutMs: intSetting(env, timeoutName, 10_000, 1, 3_600_000),
+    tls: tlsFiles === null ? null : Object.freeze({ files: tlsFiles, material: readOtlpTls(tlsFiles) }),
   });
 }

@@ -2,6 +2,7 @@ import { buildInfo } from '../build-info.js';
 import type { Exchange } from '../http/exchange.js';
 import { dropNamed } from '../http/upstream-headers.js';
 import { OtlpExporter } from './otlp-exporter.js';
+import type { ExportLog } from './otlp-post.js';
 import { SpanParts, writeSpan, type SpanIds } from './span-bytes.js';
 import { formatTraceparent, newSpanId, newTraceId, parseTraceparent } from './trace-ids.js';
 import type { TraceSettings } from './trace-settings.js';
@@ -41,8 +42,8 @@ export class Tracer {
   /** The groups of the span being written (one at a time). */
   private readonly parts = new SpanParts();
 
-  /** `log`: where failed exports are reported (at most once a minute; otlp-exporter.ts). */
-  constructor(s: TraceSettings, log: ((message: string) => void) | null = null, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version, log)) {
+  /** `log`: where failed exports (at most once a minute; otlp-exporter.ts) and TLS files taken up again are reported. */
+  constructor(s: TraceSettings, log: ExportLog | null = null, exporter: OtlpExporter = new OtlpExporter(s, buildInfo.version, log)) {
     this.s = s;
     this.exporter = exporter;
     this.parentBased = s.sampler.startsWith('parentbased_');

@@ -178,7 +178,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       prefixShare.apply(m as PrefixShareMessage);
     }
   });
-  const tracer = settings.tracing === null ? null : new Tracer(settings.tracing, (m) => ops.warn('tracing', m));
+  const tracer = settings.tracing === null ? null : new Tracer(settings.tracing, (level, m) => ops[level]('tracing', m));
   if (tracer !== null) metrics.bindSources({ traceSpansDropped: () => tracer.exporter });
   // Shadow limits: counted always, logged once a minute at most (what they would have rejected).
   let shadowLoggedAt = -Infinity;

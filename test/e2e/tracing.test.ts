@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from '../helpers/otlp-collector.js';
-import { createTestCa } from '../helpers/test-ca.js';
+import { createTestCa, issueClientCertificate } from '../helpers/test-ca.js';
 import { postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -158,6 +158,53 @@ describe('tracing and drain', () => {
       await router.stop();
       await mock.kill();
       await collector.close();
+      ca.remove();
+    }
+  });
+
+  it('exports over mutual TLS with the OTLP variables: the CA file trusted in place of Node\'s list, the client certificate presented by each worker', async () => {
+    const ca = await createTestCa();
+    const client = await issueClientCertificate(ca, 'router-spans');
+    const collector = await startOtlpCollector({ tls: { certFile: ca.certFile, keyFile: ca.keyFile, clientCaFile: ca.caFile } });
+    const mock = await startMock('pod-a');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      workers: 2,
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20',
+        OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: ca.caFile, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: client.certFile, OTEL_EXPORTER_OTLP_CLIENT_KEY: client.keyFile,
+      },
+    });
+    try {
+      for (let i = 0; i < 8; i++) {
+        expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `mtls-${i}` })).status).toBe(200);
+      }
+      for (let i = 0; i < 8; i++) await spanOf(collector, `mtls-${i}`);
+      expect(collector.clientNames().length).toBeGreaterThanOrEqual(1);
+      expect(new Set(collector.clientNames())).toEqual(new Set(['router-spans']));
+      expect(router.stderr()).not.toMatch(/exporting spans .* failed/);
+    } finally {
+      await router.stop();
+      await mock.kill();
+      await collector.close();
+      ca.remove();
+    }
+  });
+
+  it('refuses TLS files that cannot be used at start, naming the variable and the file (exit 2)', async () => {
+    const { startProcess, CLI, tempDir } = await import('../helpers/processes.js');
+    const ca = await createTestCa();
+    try {
+      const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://127.0.0.1:4318' };
+      const missing = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { ...base, OTEL_EXPORTER_OTLP_CERTIFICATE: `${ca.dir}/absent.pem` });
+      expect(await missing.exited).toBe(2);
+      expect(missing.stderr()).toContain(`OTEL_EXPORTER_OTLP_CERTIFICATE: expected a readable PEM file of CA certificates; got "${ca.dir}/absent.pem" (cannot read it: ENOENT`);
+      const mismatch = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { ...base, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: ca.caFile, OTEL_EXPORTER_OTLP_CLIENT_KEY: ca.keyFile });
+      expect(await mismatch.exited).toBe(2);
+      expect(mismatch.stderr()).toContain(`OTEL_EXPORTER_OTLP_CLIENT_KEY: the key in "${ca.keyFile}" is not the key of the certificate in "${ca.caFile}"`);
+      const plain = startProcess([CLI, '--resources', `${tempDir()}/none.yaml`], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_CERTIFICATE: ca.caFile });
+      expect(await plain.exited).toBe(2);
+      expect(plain.stderr()).toContain('OTEL_EXPORTER_OTLP_CERTIFICATE: TLS files for an endpoint that is not https://');
+    } finally {
       ca.remove();
     }
   });

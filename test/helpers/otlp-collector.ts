@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 
 export interface CollectedSpan {
   traceId: string;
@@ -31,6 +32,10 @@ export interface OtlpCollector {
   requests(): number;
   /** Connections the collector accepted (TLS ones once their handshake is done). */
   connections(): number;
+  /** With `tls.clientCaFile`: the subject CN of each accepted connection's client certificate, in order. */
+  clientNames(): string[];
+  /** Closes every open connection (the next export comes on a new one). */
+  dropConnections(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,8 +51,11 @@ function plain(attrs: { key: string; value: Record<string, unknown> }[] | undefi
   return out;
 }
 
-/** `tls`: serve HTTPS with this certificate and key (the client must trust its CA). */
-export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { certFile: string; keyFile: string } } = {}): Promise<OtlpCollector> {
+/**
+ * `tls`: serve HTTPS with this certificate and key (the client must trust its CA); with
+ * `clientCaFile`, only to clients presenting a certificate that CA signed (mutual TLS).
+ */
+export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { certFile: string; keyFile: string; clientCaFile?: string } } = {}): Promise<OtlpCollector> {
   const keep = opts.keepSpans ?? true;
   const spans: CollectedSpan[] = [];
   let received = 0;
@@ -78,11 +86,20 @@ export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { ce
       }
     });
   };
+  const clientCa = opts.tls?.clientCaFile;
   const server: Server = opts.tls === undefined
     ? createServer(onRequest)
-    : createHttpsServer({ cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) }, onRequest);
+    : createHttpsServer({
+      cert: readFileSync(opts.tls.certFile),
+      key: readFileSync(opts.tls.keyFile),
+      ...(clientCa === undefined ? {} : { ca: readFileSync(clientCa), requestCert: true, rejectUnauthorized: true }),
+    }, onRequest);
   let connections = 0;
-  server.on(opts.tls === undefined ? 'connection' : 'secureConnection', () => connections++);
+  const clientNames: string[] = [];
+  server.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: TLSSocket) => {
+    connections++;
+    if (clientCa !== undefined) clientNames.push(String(socket.getPeerCertificate().subject?.CN ?? ''));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -91,6 +108,11 @@ export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { ce
     received: () => received,
     requests: () => requests,
     connections: () => connections,
+    clientNames: () => [...clientNames],
+    dropConnections: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

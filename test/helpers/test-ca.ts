@@ -1,6 +1,7 @@
 /**
  * A throwaway certificate authority and a server certificate it signed, made with the openssl
- * command line in a temporary directory, for TLS tests (redis-server --tls-port).
+ * command line in a temporary directory, for TLS tests (redis-server --tls-port, the trace
+ * exporter's collector); client certificates it signs for mutual TLS (issueClientCertificate).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,4 +44,15 @@ export async function createTestCa(): Promise<TestCa> {
     keyFile: f('server.key'),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** A client certificate (CN `name`, extendedKeyUsage clientAuth) `ca` signed, and its key, in `ca.dir`. */
+export async function issueClientCertificate(ca: TestCa, name: string): Promise<{ certFile: string; keyFile: string }> {
+  const f = (file: string): string => join(ca.dir, file);
+  const openssl = (...args: string[]): Promise<unknown> => execFileP('openssl', args, { cwd: ca.dir });
+  await openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`));
+  writeFileSync(f(`${name}.ext`), 'extendedKeyUsage = clientAuth\n');
+  await openssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial',
+    '-days', '2', '-extfile', f(`${name}.ext`), '-out', f(`${name}.crt`));
+  return { certFile: f(`${name}.crt`), keyFile: f(`${name}.key`) };
 }

@@ -366,6 +366,35 @@ describe.skipIf(HELM === null)('helm chart', () => {
   });
 });
 
+test.skipIf(HELM === null)('tracing.caSecret and tracing.clientCertSecret: the exporter\'s CA and client pair mounted from Secrets and named in the OTLP variables; refused for a plain endpoint', () => {
+  const docs = render(['tracing.enabled=true', 'tracing.endpoint=https://otel-collector.observability:4318', 'tracing.caSecret=otel-ca', 'tracing.clientCertSecret=router-otel-client']);
+  expect(env(docs)).toMatchObject({
+    OTEL_EXPORTER_OTLP_CERTIFICATE: '/etc/inference-router/otlp-ca/ca.crt',
+    OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: '/etc/inference-router/otlp-client/tls.crt',
+    OTEL_EXPORTER_OTLP_CLIENT_KEY: '/etc/inference-router/otlp-client/tls.key',
+  });
+  const pod = deployment(docs).spec.template.spec;
+  expect(pod.containers[0].volumeMounts).toEqual(expect.arrayContaining([
+    { name: 'otlp-ca', mountPath: '/etc/inference-router/otlp-ca', readOnly: true },
+    { name: 'otlp-client', mountPath: '/etc/inference-router/otlp-client', readOnly: true },
+  ]));
+  expect(pod.volumes).toEqual(expect.arrayContaining([
+    { name: 'otlp-ca', secret: { secretName: 'otel-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+    { name: 'otlp-client', secret: { secretName: 'router-otel-client', items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } },
+  ]));
+  // The CA alone: no client pair.
+  const caOnly = env(render(['tracing.enabled=true', 'tracing.endpoint=https://c:4318', 'tracing.caSecret=otel-ca']));
+  expect(Object.keys(caOnly).filter((n) => n.startsWith('OTEL_EXPORTER_OTLP_C'))).toEqual(['OTEL_EXPORTER_OTLP_CERTIFICATE']);
+  // Tracing off: nothing mounted, nothing set.
+  const off = render(['tracing.caSecret=otel-ca', 'tracing.clientCertSecret=router-otel-client']);
+  expect(Object.keys(env(off)).filter((n) => n.startsWith('OTEL_'))).toEqual([]);
+  expect(deployment(off).spec.template.spec.volumes.map((v: Doc) => v.name)).not.toContain('otlp-ca');
+  for (const endpoint of ['http://c:4318', '']) {
+    expect(refusal(['tracing.enabled=true', `tracing.endpoint=${endpoint}`, 'tracing.clientCertSecret=router-otel-client']), endpoint)
+      .toContain(`tracing.caSecret and tracing.clientCertSecret need an https:// tracing.endpoint (got "${endpoint}")`);
+  }
+});
+
 test.skipIf(HELM === null)('tls.secretName: the router serves HTTPS with the Secret\'s tls.crt and tls.key; probes and the ServiceMonitor use HTTPS', () => {
   const docs = render(['tls.secretName=router-tls', 'serviceMonitor.enabled=true']);
   expect(env(docs)).toMatchObject({ ROUTER_TLS_CERT_FILE: '/etc/inference-router/tls/tls.crt', ROUTER_TLS_KEY_FILE: '/etc/inference-router/tls/tls.key' });

@@ -81,7 +81,7 @@ describe('OtlpExporter against a real HTTP collector', () => {
     const u = new URL(collector.url);
     const s = parseTraceSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://${u.host}/wrong/path?token=secret`, OTEL_BSP_SCHEDULE_DELAY: '3600000' })!;
     const logs: string[] = [];
-    exporter = new OtlpExporter(s, '1', (m) => logs.push(m));
+    exporter = new OtlpExporter(s, '1', (_level, m) => logs.push(m));
     push(exporter, span(1));
     await exporter.flush();
     push(exporter, span(2));

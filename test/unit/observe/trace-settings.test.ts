@@ -14,7 +14,7 @@ describe('parseTraceSettings', () => {
     expect(s).toEqual({
       endpoint: 'http://localhost:4318/v1/traces', headers: [], serviceName: 'inference-router',
       resource: [['service.name', 'inference-router']], sampler: 'parentbased_always_on', ratio: 1,
-      maxQueueSize: 2048, maxBatchSize: 512, scheduleDelayMs: 5000, timeoutMs: 10_000,
+      maxQueueSize: 2048, maxBatchSize: 512, scheduleDelayMs: 5000, timeoutMs: 10_000, tls: null,
     });
     expect(Object.isFrozen(s)).toBe(true);
   });
