@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import {
-  CLI, ROOT, childPids, resourcesFor, spawnProcess, startMock, startProcess, tempDir, waitFor, writeFile,
+  announcedListening, CLI, ROOT, childPids, resourcesFor, spawnProcess, startMock, startProcess, tempDir, waitFor, writeFile,
 } from '../helpers/processes.js';
 import { routerWithMock } from '../helpers/router-fixture.js';
 import { serverPort } from '../helpers/ports.js';
@@ -62,10 +62,12 @@ describe.skipIf(!namespaces)('the Dockerfile HEALTHCHECK, with the router as PID
     const port = await serverPort();
     const ns = spawnProcess('unshare', ['-Urpf', '--mount-proc', process.execPath, CLI, '--resources', file, `--port=${port}`, '--workers', '1'],
       { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_PORT: '' }, { name: 'router in a PID namespace' });
+    // Its own ready line as well: another test's router on the same port would answer /readyz.
+    const announced = announcedListening(ns, port);
     try {
       await waitFor('router to be ready', async () => {
         if (ns.child.exitCode !== null) throw new Error(`router exited ${ns.child.exitCode}: ${ns.stderr()}`);
-        return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+        return announced() && (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
       }, 30_000);
       const [router] = childPids(ns.pid);
       const check = (): { status: number | null; stderr: string } => {

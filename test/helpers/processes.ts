@@ -224,7 +224,7 @@ const PORT_TAKEN = /is in use by another process|is already served by another in
  * src/primary/primary.ts, on the host given or the one it fell back to), followed as the output
  * arrives (the output a Proc keeps may be cut).
  */
-function announcedListening(p: Proc, port: number): () => boolean {
+export function announcedListening(p: Proc, port: number): () => boolean {
   const line = new RegExp(`listening on \\S*:${port}\\b`);
   let seen = false;
   let tail = '';
