@@ -1,16 +1,19 @@
 /**
  * A storm of mixed client and pod behaviours against the built router (2 workers, JSON access log,
- * a token-limited route beside an open one, its limit local or in a real redis-server, two mock
- * pods), many at once on kept-alive and fresh
- * connections: whole answers and streams, clients that leave mid-stream, mid-upload or while the
- * pod thinks, malformed bodies, unknown models, pods answering 500, closing without an answer,
- * cutting a stream or sending their own error event in it. Whatever the mix and its order (a
- * random one per run; its seed is in every failure message, ROUTER_TEST_MIX_SEED replays one):
- * each request has exactly one access-log record, with the status the client saw (499 for one that
- * left) and the error type its behaviour makes; the limited route admits no more than its budget;
- * the requests counter agrees with the records; no worker dies, nothing is logged at level error,
- * and the router answers as before afterwards.
+ * token-limited routes beside open ones, their limit local or in a real redis-server, two mock
+ * pods), many at once on kept-alive and fresh connections: whole answers and streams (chat,
+ * completions, Responses), embeddings, long prompts counted on the tokenizer thread, clients that
+ * leave mid-stream, mid-upload or while the pod thinks, malformed bodies, bodies over the limit,
+ * unknown models, pods answering 500, closing without an answer, too slow for their ModelServer's
+ * timeout, cutting a stream or sending their own error event in it; once as it is, once while the
+ * resources file changes under it. Whatever the mix and its order (a random one per run; its seed
+ * is in every failure message, ROUTER_TEST_MIX_SEED replays one): each request has exactly one
+ * access-log record, with the status the client saw (499 for one that left) and the error type its
+ * behaviour makes; a limited route admits no more than its budget; the requests counter grows by
+ * the records; no worker dies, nothing is logged at level error, and the router answers as before
+ * afterwards.
  */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
@@ -114,7 +117,20 @@ function leaveMidUpload(port: number, id: string): Promise<void> {
   });
 }
 
-async function send(router: LoggedRouter, kind: Kind, id: string, rand: () => number): Promise<Seen> {
+/** A whole request (the pod asked to think 2 s) on a connection of its own, closed `afterMs` after it was written. */
+function leaveAfterSending(port: number, id: string, body: string, afterMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.write(`POST /v1/completions HTTP/1.1\r\nhost: router\r\ncontent-type: application/json\r\nx-request-id: ${id}\r\n`
+        + `x-mock-latency-ms: 2000\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => setTimeout(() => s.destroy(), afterMs));
+    });
+    s.on('data', () => {});
+    s.on('error', reject);
+    s.on('close', () => resolve());
+  });
+}
+
+async function send(router: LoggedRouter, kind: Kind, id: string, rand: () => number, limitedModel: string): Promise<Seen> {
   const completions = `${router.url}/v1/completions`;
   const chat = `${router.url}/v1/chat/completions`;
   const plainBody = JSON.stringify({ model: 'sf-model', prompt: `request ${id}`, max_tokens: 8 + Math.floor(rand() * 8) });
@@ -155,12 +171,11 @@ async function send(router: LoggedRouter, kind: Kind, id: string, rand: () => nu
     case 'leave-mid-upload':
       await leaveMidUpload(router.port, id);
       return seen(0);
-    case 'leave-while-pod-thinks': {
-      const controller = new AbortController();
-      const left = post(completions, id, plainBody, { 'x-mock-latency-ms': '2000' }, controller.signal).then((r) => r.status, () => 0);
-      setTimeout(() => controller.abort(), 50 + Math.floor(rand() * 100));
-      return seen(await left);
-    }
+    case 'leave-while-pod-thinks':
+      // The whole request written on a connection of its own, which closes 50 to 150 ms later (a
+      // fetch aborted that soon may not have sent its request yet on a loaded machine).
+      await leaveAfterSending(router.port, id, plainBody, 50 + Math.floor(rand() * 100));
+      return seen(0);
     case 'pod-too-slow': {
       // The hasty route's ModelServer waits 300 ms for an answer.
       const r = await post(completions, id, JSON.stringify({ model: 'hasty-model', prompt: 'x' }), { 'x-mock-latency-ms': '3000' });
@@ -186,7 +201,7 @@ async function send(router: LoggedRouter, kind: Kind, id: string, rand: () => nu
       return seen(r.status, await r.text());
     }
     case 'limited': {
-      const r = await post(completions, id, JSON.stringify({ model: 'tiny-model', prompt: LIMITED_PROMPT, max_tokens: 4 }));
+      const r = await post(completions, id, JSON.stringify({ model: limitedModel, prompt: LIMITED_PROMPT, max_tokens: 4 }));
       return seen(r.status, await r.text());
     }
   }
@@ -234,7 +249,8 @@ spec:
     outputTokensPerUnit: 100000
     unit: hour
 ${redis === null ? '' : `    global:\n      redis:\n        address: "${redis.address}"\n`}`;
-    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: a.port }, { name: 'pod-b', port: b.port }], { extraRoutes: limited + hasty }), {
+    const limited2 = limited.replace('name: tiny-route,', 'name: tiny-route-2,').replace('modelName: tiny-model', 'modelName: tiny-model-2');
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: a.port }, { name: 'pod-b', port: b.port }], { extraRoutes: limited + limited2 + hasty }), {
       workers: 2,
       // The pods' 500s and closes are asked for: no pod is set aside for them here.
       env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '0', ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1000', ROUTER_MAX_BODY_BYTES: String(MAX_BODY_BYTES), RATE_LIMIT_REDIS_TIMEOUT: '5s' },
@@ -246,80 +262,125 @@ ${redis === null ? '' : `    global:\n      redis:\n        address: "${redis.ad
   });
 
   it('one record per request with the status the client saw and the error its behaviour makes; the budget held; no worker lost; answers as before after', async () => {
-    const rand = mulberry32(SEED);
-    const plan = Array.from({ length: REQUESTS }, (_, i) => ({ kind: KINDS[Math.floor(rand() * KINDS.length)], id: `mix-${SEED}-${i}` }));
-    const seen: Seen[] = [];
-    let next = 0;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < plan.length) {
-        const { kind, id } = plan[next++];
-        seen.push(await send(router, kind, id, rand));
+    await stormAndCheck(router, redis, SEED, 'tiny-model', 'tiny-route');
+  }, 120_000);
+
+  it('the same while the resources file changes under it every 100 ms (a pod taken out of its ModelServer and back, a file that fails validation): the budget held across the reloads', async () => {
+    const file = router.resourcesFile;
+    const good = readFileSync(file, 'utf8');
+    // pod-a taken out of sf-server (requests at it finish there); tiny-route-2's limit unchanged.
+    const withoutA = good.replace(/^ {4}- \{ name: pod-a, address: "[^"]+" \}\n(?=    - \{ name: pod-b)/m, '');
+    expect(withoutA).not.toBe(good);
+    const invalid = good.replace('modelName: sf-model', 'modelName: [sf-model]');
+    const versions = [withoutA, good, invalid, withoutA, good];
+    let stop = false;
+    let written = 0;
+    const changes = (async () => {
+      while (!stop) {
+        const text = versions[written++ % versions.length];
+        writeFileSync(`${file}.tmp`, text);
+        renameSync(`${file}.tmp`, file);
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
-    }));
-    expect(new Set(plan.map((p) => p.kind)).size, `seed ${SEED}`).toBe(KINDS.length);
-    const where = (s: Seen): string => `seed ${SEED}, request ${s.id} (${s.kind}), client saw ${s.status}${s.broken ? ' (broken off)' : ''}: ${s.text.slice(-300)}`;
-
-    // What the clients saw, where they stayed to see it.
-    for (const s of seen) {
-      if (s.kind === 'chat-stream') expect(s.text.trimEnd().endsWith('data: [DONE]'), where(s)).toBe(true);
-      if (s.kind === 'responses-stream') expect(s.text, where(s)).toContain('event: response.completed');
-      if (s.kind === 'stream-cut' || s.kind === 'stream-error-event') expect(s.text, where(s)).toMatch(/"error":\{/);
-      // A cut stream is broken off after the router's error event (errors.md); the pod's own error event ends it as usual.
-      expect(s.broken, where(s)).toBe(s.kind === 'stream-cut');
-      if (s.kind === 'limited') expect([200, 429], where(s)).toContain(s.status);
-      const e = EXPECTED[s.kind];
-      if (typeof e.status === 'number' && e.status !== 499) expect(s.status, where(s)).toBe(e.status);
+    })();
+    try {
+      await stormAndCheck(router, redis, SEED + 1, 'tiny-model-2', 'tiny-route-2');
+    } finally {
+      stop = true;
+      await changes;
     }
-
-    // One record each, once every request has ended.
-    const ids = new Set(plan.map((p) => p.id));
-    await waitFor('a record of every request', () => accessLogRecords(router.logFile).filter((r) => ids.has(r.request_id)).length >= plan.length, 20_000);
-    const records = accessLogRecords(router.logFile).filter((r) => ids.has(r.request_id));
-    const byId = new Map<string, any[]>();
-    for (const r of records) byId.set(r.request_id, [...(byId.get(r.request_id) ?? []), r]);
-    for (const s of seen) {
-      const mine = byId.get(s.id) ?? [];
-      expect(mine.length, where(s)).toBe(1);
-      const [r] = mine;
-      const e = EXPECTED[s.kind];
-      expect(r.status_code, where(s)).toBe(e.status === 'as seen' ? s.status : e.status);
-      if (e.error !== 'any') expect(r.error?.type ?? null, where(s)).toBe(e.error);
-      if (s.kind === 'limited') expect(r.error?.type ?? null, where(s)).toBe(s.status === 429 ? 'rate_limit' : null);
-    }
-    expect(records.length).toBe(plan.length);
-
-    // The limited route admitted no more input tokens than its budget, across both workers.
-    const admitted = records.filter((r) => r.model_route === 'default/tiny-route' && r.status_code === 200);
-    const inputAdmitted = admitted.reduce((sum, r) => sum + r.input_tokens, 0);
-    expect(inputAdmitted, `seed ${SEED}`).toBeLessThanOrEqual(LIMITED_BUDGET);
-    if (seen.filter((s) => s.kind === 'limited').length * admitted[0]?.input_tokens > LIMITED_BUDGET) {
-      expect(records.some((r) => r.model_route === 'default/tiny-route' && r.status_code === 429), `seed ${SEED}`).toBe(true);
-    }
-
-    // In global mode the budget was kept in Redis.
-    if (redis !== null) expect(Number((await redisCommand(redis.port, 'DBSIZE')).slice(1))).toBeGreaterThan(0);
-
-    // The requests counter agrees with the records, status by status.
-    const counted = async (): Promise<Map<string, number>> => {
-      const text = await (await fetch(`${router.url}/metrics`)).text();
-      const out = new Map<string, number>();
-      for (const m of text.matchAll(/^inference_router_requests_total\{([^}]*)\} (\d+)$/gm)) {
-        const status = /status="(\d+)"/.exec(m[1])![1];
-        out.set(status, (out.get(status) ?? 0) + Number(m[2]));
-      }
-      return out;
-    };
-    const fromRecords = new Map<string, number>();
-    for (const r of records) fromRecords.set(String(r.status_code), (fromRecords.get(String(r.status_code)) ?? 0) + 1);
-    await waitFor('the counter to agree with the records', async () => JSON.stringify([...(await counted())].sort()) === JSON.stringify([...fromRecords].sort()), 10_000)
-      .catch(async () => expect([...(await counted())].sort(), `seed ${SEED}`).toEqual([...fromRecords].sort()));
-
-    // No worker died, nothing at level error, and the router answers as before.
-    expect(router.stderr(), `seed ${SEED}`).not.toMatch(/"level":"error"| error \[/);
-    expect(router.stderr(), `seed ${SEED}`).not.toMatch(/worker \d+ exited|exited with|restarting/i);
-    const after = await post(`${router.url}/v1/completions`, `mix-${SEED}-after`, JSON.stringify({ model: 'sf-model', prompt: 'after the storm' }));
-    expect(after.status).toBe(200);
-    expect((await after.json() as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(16);
-    expect((await fetch(`${router.url}/readyz`)).status).toBe(200);
+    expect(written).toBeGreaterThanOrEqual(versions.length);
+    expect(router.stderr()).toMatch(/resources reload rejected, keeping the last good config: .*modelName/);
+    expect(router.stderr()).toMatch(/ info \[primary \d+\] reload: |"event":"reload".*"applied":true/);
   }, 120_000);
 });
+
+/**
+ * Sends REQUESTS requests of a random mix (`seed`), CONCURRENCY at once, and checks what the
+ * clients saw, the access log's records, the limited route's budget, the requests counter and the
+ * router's health.
+ */
+async function stormAndCheck(router: LoggedRouter, redis: RedisServer | null, seed: number, limitedModel: string, limitedRoute: string): Promise<void> {
+  // The requests counter by status (cumulative: read before the storm and after).
+  const counted = async (): Promise<Map<string, number>> => {
+    const text = await (await fetch(`${router.url}/metrics`)).text();
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/^inference_router_requests_total\{([^}]*)\} (\d+)$/gm)) {
+      const status = /status="(\d+)"/.exec(m[1])![1];
+      out.set(status, (out.get(status) ?? 0) + Number(m[2]));
+    }
+    return out;
+  };
+  const before = await counted();
+  const rand = mulberry32(seed);
+  const plan = Array.from({ length: REQUESTS }, (_, i) => ({ kind: KINDS[Math.floor(rand() * KINDS.length)], id: `mix-${seed}-${i}` }));
+  const seen: Seen[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next < plan.length) {
+      const { kind, id } = plan[next++];
+      seen.push(await send(router, kind, id, rand, limitedModel));
+    }
+  }));
+  expect(new Set(plan.map((p) => p.kind)).size, `seed ${seed}`).toBe(KINDS.length);
+  const where = (s: Seen): string => `seed ${seed}, request ${s.id} (${s.kind}), client saw ${s.status}${s.broken ? ' (broken off)' : ''}: ${s.text.slice(-300)}`;
+
+  // What the clients saw, where they stayed to see it.
+  for (const s of seen) {
+    if (s.kind === 'chat-stream') expect(s.text.trimEnd().endsWith('data: [DONE]'), where(s)).toBe(true);
+    if (s.kind === 'responses-stream') expect(s.text, where(s)).toContain('event: response.completed');
+    if (s.kind === 'stream-cut' || s.kind === 'stream-error-event') expect(s.text, where(s)).toMatch(/"error":\{/);
+    // A cut stream is broken off after the router's error event (errors.md); the pod's own error event ends it as usual.
+    expect(s.broken, where(s)).toBe(s.kind === 'stream-cut');
+    if (s.kind === 'limited') expect([200, 429], where(s)).toContain(s.status);
+    const e = EXPECTED[s.kind];
+    if (typeof e.status === 'number' && e.status !== 499) expect(s.status, where(s)).toBe(e.status);
+  }
+
+  // One record each, once every request has ended.
+  const ids = new Set(plan.map((p) => p.id));
+  await waitFor('a record of every request', () => accessLogRecords(router.logFile).filter((r) => ids.has(r.request_id)).length >= plan.length, 20_000)
+    .catch(() => {
+      const have = new Set(accessLogRecords(router.logFile).map((r) => r.request_id));
+      const missing = seen.filter((x) => !have.has(x.id));
+      throw new Error(`seed ${seed}: ${missing.length} request(s) without a record after 20 s: ${missing.slice(0, 10).map((x) => `${x.id} (${x.kind}, client saw ${x.status})`).join(', ')}`);
+    });
+  const records = accessLogRecords(router.logFile).filter((r) => ids.has(r.request_id));
+  const byId = new Map<string, any[]>();
+  for (const r of records) byId.set(r.request_id, [...(byId.get(r.request_id) ?? []), r]);
+  for (const s of seen) {
+    const mine = byId.get(s.id) ?? [];
+    expect(mine.length, where(s)).toBe(1);
+    const [r] = mine;
+    const e = EXPECTED[s.kind];
+    expect(r.status_code, where(s)).toBe(e.status === 'as seen' ? s.status : e.status);
+    if (e.error !== 'any') expect(r.error?.type ?? null, where(s)).toBe(e.error);
+    if (s.kind === 'limited') expect(r.error?.type ?? null, where(s)).toBe(s.status === 429 ? 'rate_limit' : null);
+  }
+  expect(records.length).toBe(plan.length);
+
+  // The limited route admitted no more input tokens than its budget, across both workers.
+  const admitted = records.filter((r) => r.model_route === `default/${limitedRoute}` && r.status_code === 200);
+  const inputAdmitted = admitted.reduce((sum, r) => sum + r.input_tokens, 0);
+  expect(inputAdmitted, `seed ${seed}`).toBeLessThanOrEqual(LIMITED_BUDGET);
+  if (seen.filter((s) => s.kind === 'limited').length * admitted[0]?.input_tokens > LIMITED_BUDGET) {
+    expect(records.some((r) => r.model_route === `default/${limitedRoute}` && r.status_code === 429), `seed ${seed}`).toBe(true);
+  }
+
+  // In global mode the budget was kept in Redis.
+  if (redis !== null) expect(Number((await redisCommand(redis.port, 'DBSIZE')).slice(1))).toBeGreaterThan(0);
+
+  // The requests counter grew by the records, status by status (the check request after the storm comes later).
+  const fromRecords = new Map<string, number>(before);
+  for (const r of records) fromRecords.set(String(r.status_code), (fromRecords.get(String(r.status_code)) ?? 0) + 1);
+  await waitFor('the counter to agree with the records', async () => JSON.stringify([...(await counted())].sort()) === JSON.stringify([...fromRecords].sort()), 10_000)
+    .catch(async () => expect([...(await counted())].sort(), `seed ${seed}`).toEqual([...fromRecords].sort()));
+
+  // No worker died, nothing at level error, and the router answers as before.
+  expect(router.stderr(), `seed ${seed}`).not.toMatch(/"level":"error"| error \[/);
+  expect(router.stderr(), `seed ${seed}`).not.toMatch(/worker \d+ exited|exited with|restarting/i);
+  const after = await post(`${router.url}/v1/completions`, `mix-${seed}-after`, JSON.stringify({ model: 'sf-model', prompt: 'after the storm' }));
+  expect(after.status).toBe(200);
+  expect((await after.json() as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(16);
+  expect((await fetch(`${router.url}/readyz`)).status).toBe(200);
+}
