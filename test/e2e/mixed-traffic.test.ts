@@ -2,8 +2,8 @@
  * A storm of mixed client and pod behaviours against the built router (2 workers, JSON access log,
  * token-limited routes beside open ones, their limit local or in a real redis-server, two mock
  * pods), many at once on kept-alive and fresh connections: whole answers and streams (chat,
- * completions, Responses), embeddings, long prompts counted on the tokenizer thread, clients that
- * leave mid-stream, mid-upload or while the pod thinks, malformed bodies, bodies over the limit,
+ * completions, Responses), embeddings, long prompts counted on the tokenizer thread, chunked
+ * uploads, a long stream read slowly, clients that leave mid-stream, mid-upload or while the pod thinks, malformed bodies, bodies over the limit,
  * unknown models, pods answering 500, closing without an answer, too slow for their ModelServer's
  * timeout, cutting a stream or sending their own error event in it; once as it is, once while the
  * resources file changes under it. Whatever the mix and its order (a random one per run; its seed
@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { mulberry32 } from '../helpers/mulberry32.js';
 import { RedisServer, redisCommand } from '../helpers/redis-server.js';
+import { raw } from '../helpers/raw-http.js';
 
 const SEED = Number(process.env.ROUTER_TEST_MIX_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const REQUESTS = 1200;
@@ -29,11 +30,13 @@ const LIMITED_BUDGET = 60;
 type Kind =
   | 'plain' | 'chat-stream' | 'leave-mid-stream' | 'malformed' | 'unknown-model' | 'pod-500' | 'pod-close'
   | 'stream-cut' | 'stream-error-event' | 'leave-mid-upload' | 'leave-while-pod-thinks' | 'limited'
-  | 'pod-too-slow' | 'body-too-large' | 'long-prompt' | 'responses-stream' | 'embeddings';
+  | 'pod-too-slow' | 'body-too-large' | 'long-prompt' | 'responses-stream' | 'embeddings'
+  | 'slow-reader-stream' | 'chunked-upload';
 const KINDS: readonly Kind[] = [
   'plain', 'chat-stream', 'leave-mid-stream', 'malformed', 'unknown-model', 'pod-500', 'pod-close',
   'stream-cut', 'stream-error-event', 'leave-mid-upload', 'leave-while-pod-thinks', 'limited',
   'pod-too-slow', 'body-too-large', 'long-prompt', 'responses-stream', 'embeddings',
+  'slow-reader-stream', 'chunked-upload',
 ];
 /** ROUTER_MAX_BODY_BYTES here: 'body-too-large' sends twice as much. */
 const MAX_BODY_BYTES = 64 * 1024;
@@ -60,6 +63,8 @@ const EXPECTED: Record<Kind, { status: number | 'as seen'; error: string | null 
   'long-prompt': { status: 200, error: null },
   'responses-stream': { status: 200, error: null },
   'embeddings': { status: 200, error: null },
+  'slow-reader-stream': { status: 200, error: null },
+  'chunked-upload': { status: 200, error: null },
 };
 
 /**
@@ -199,6 +204,33 @@ async function send(router: LoggedRouter, kind: Kind, id: string, rand: () => nu
     case 'embeddings': {
       const r = await post(`${router.url}/v1/embeddings`, id, JSON.stringify({ model: 'sf-model', input: [`request ${id}`, 'second'] }));
       return seen(r.status, await r.text());
+    }
+    case 'slow-reader-stream': {
+      // A long stream read with pauses: the router holds the pod's events back for this client.
+      const r = await post(chat, id, streamBody, { 'x-mock-output-tokens': '2000' });
+      const reader = r.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      let reads = 0;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+        if (++reads % 8 === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return seen(r.status, text);
+    }
+    case 'chunked-upload': {
+      // The body in chunks, 5 ms apart, on a connection of its own closed after the answer.
+      const body = JSON.stringify({ model: 'sf-model', prompt: `request ${id} sent in pieces`, max_tokens: 4 });
+      const third = Math.ceil(body.length / 3);
+      const pieces = [body.slice(0, third), body.slice(third, 2 * third), body.slice(2 * third)];
+      const r = await raw(router.port, [
+        `POST /v1/completions HTTP/1.1\r\nhost: router\r\ncontent-type: application/json\r\nx-request-id: ${id}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n`,
+        ...pieces.map((p) => `${Buffer.byteLength(p).toString(16)}\r\n${p}\r\n`),
+        '0\r\n\r\n',
+      ], { gapMs: 5, waitMs: 10_000 });
+      return seen(Number(/^HTTP\/1\.1 (\d{3})/.exec(r.text)?.[1] ?? 0), r.text);
     }
     case 'limited': {
       const r = await post(completions, id, JSON.stringify({ model: limitedModel, prompt: LIMITED_PROMPT, max_tokens: 4 }));
@@ -346,7 +378,8 @@ async function stormAndCheck(router: LoggedRouter, redis: RedisServer | null, se
 
   // What the clients saw, where they stayed to see it.
   for (const s of seen) {
-    if (s.kind === 'chat-stream') expect(s.text.trimEnd().endsWith('data: [DONE]'), where(s)).toBe(true);
+    if (s.kind === 'chat-stream' || s.kind === 'slow-reader-stream') expect(s.text.trimEnd().endsWith('data: [DONE]'), where(s)).toBe(true);
+    if (s.kind === 'slow-reader-stream') expect((s.text.match(/"content":"tok "/g) ?? []).length, where(s)).toBe(2000);
     if (s.kind === 'responses-stream') expect(s.text, where(s)).toContain('event: response.completed');
     if (s.kind === 'stream-cut' || s.kind === 'stream-error-event') expect(s.text, where(s)).toMatch(/"error":\{/);
     // A cut stream is broken off after the router's error event (errors.md); the pod's own error event ends it as usual.
