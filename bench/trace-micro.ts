@@ -27,13 +27,16 @@ import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
 
 const COMMAND: CommandSpec = {
-  usage: 'Usage: node dist/bench/trace-micro.js [--sdk-dir DIR/node_modules] [--rate N] [--requests N]',
+  usage: 'Usage: node dist/bench/trace-micro.js [--sdk-dir DIR/node_modules] [--rate N] [--requests N] [--gzip]',
   values: ['--sdk-dir', '--rate', '--requests'],
+  flags: ['--gzip'],
 };
-const { N, SDK_DIR, RATE } = readCommandLine(COMMAND, (line) => ({
+const { N, SDK_DIR, RATE, GZIP } = readCommandLine(COMMAND, (line) => ({
   N: line.positiveNumber('--requests') ?? 100_000,
   SDK_DIR: line.value('--sdk-dir') ?? null,
   RATE: line.positiveNumber('--rate') ?? 20_000,
+  /** Also the router's tracer with OTEL_EXPORTER_OTLP_COMPRESSION=gzip, alternating with it without. */
+  GZIP: line.has('--gzip'),
 }));
 const INCOMING = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
@@ -68,10 +71,10 @@ function finishContext(x: Exchange): void {
 
 interface Impl { name: string; one(i: number): void; flush(): Promise<void> }
 
-function ours(url: string): Impl {
-  const tracer = new Tracer(parseTraceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: url })!);
+function ours(url: string, compression: 'gzip' | 'none'): Impl {
+  const tracer = new Tracer(parseTraceSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_EXPORTER_OTLP_COMPRESSION: compression })!);
   return {
-    name: 'router tracer (purpose-built OTLP/HTTP JSON)',
+    name: `router tracer (purpose-built OTLP/HTTP JSON${compression === 'gzip' ? ', gzip' : ''})`,
     one(i) {
       const x = request(i);
       const span = tracer.start(x);
@@ -151,7 +154,8 @@ async function main(): Promise<void> {
   stopChildrenOnInterrupt('trace-micro');
   const collector = await startCollector();
   try {
-    const impls = [ours(collector.url)];
+    const impls = [ours(collector.url, 'none')];
+    if (GZIP) impls.push(ours(collector.url, 'gzip'));
     if (SDK_DIR !== null) impls.push(sdk(collector.url, SDK_DIR));
     else console.log('(no --sdk-dir: the official SDK is not measured)');
     console.log(`${N} traced requests each at ${RATE}/s, CPU of this process per request (export included), 3 rounds alternating`);

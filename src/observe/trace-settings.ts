@@ -33,6 +33,8 @@ export interface TraceSettings {
   readonly scheduleDelayMs: number;
   /** Bound on one export request, ms. */
   readonly timeoutMs: number;
+  /** OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION: each export's body gzipped (`content-encoding: gzip`), or sent as it is. */
+  readonly compression: 'gzip' | 'none';
   /** The exporter's CA and client certificate files, and what they held at start; null: none set. */
   readonly tls: { readonly files: OtlpTlsFiles; readonly material: OtlpTlsMaterial } | null;
 }
@@ -133,6 +135,14 @@ function protocol(env: NodeJS.ProcessEnv): void {
   }
 }
 
+function compression(env: NodeJS.ProcessEnv): 'gzip' | 'none' {
+  const name = set(env, 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION' : 'OTEL_EXPORTER_OTLP_COMPRESSION';
+  const raw = set(env, name);
+  if (raw === undefined || raw === 'none') return 'none';
+  if (raw === 'gzip') return 'gzip';
+  throw new Error(badSetting(name, 'gzip or none', raw));
+}
+
 function enabled(env: NodeJS.ProcessEnv): boolean {
   const disabled = set(env, 'OTEL_SDK_DISABLED');
   if (disabled !== undefined && disabled !== 'true' && disabled !== 'false') {
@@ -162,8 +172,8 @@ function sampler(env: NodeJS.ProcessEnv): { sampler: TraceSampler; ratio: number
 
 /**
  * Returns null when tracing is off. Reads OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER,
- * OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,PROTOCOL,CERTIFICATE,CLIENT_CERTIFICATE,
- * CLIENT_KEY} (the files read and checked, otlp-tls.ts), OTEL_SERVICE_NAME,
+ * OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,PROTOCOL,COMPRESSION,CERTIFICATE,
+ * CLIENT_CERTIFICATE,CLIENT_KEY} (the files read and checked, otlp-tls.ts), OTEL_SERVICE_NAME,
  * OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*. Throws naming the variable.
  */
 export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null {
@@ -192,6 +202,7 @@ export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null
     maxBatchSize,
     scheduleDelayMs: intSetting(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 1, 3_600_000),
     timeoutMs: intSetting(env, timeoutName, 10_000, 1, 3_600_000),
+    compression: compression(env),
     tls: tlsFiles === null ? null : Object.freeze({ files: tlsFiles, material: readOtlpTls(tlsFiles) }),
   });
 }

@@ -209,6 +209,26 @@ describe('tracing and drain', () => {
     }
   });
 
+  it('sends each export gzipped with OTEL_EXPORTER_OTLP_COMPRESSION=gzip', async () => {
+    const collector = await startOtlpCollector();
+    const mock = await startMock('pod-a');
+    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+      workers: 1,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' },
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `gz-${i}` })).status).toBe(200);
+      }
+      for (let i = 0; i < 3; i++) expect((await spanOf(collector, `gz-${i}`)).attrs['gen_ai.request.model']).toBe('sf-model');
+      expect(new Set(collector.encodings())).toEqual(new Set(['gzip']));
+    } finally {
+      await router.stop();
+      await mock.kill();
+      await collector.close();
+    }
+  });
+
   it('flushes queued spans when the router drains', async () => {
     const collector = await startOtlpCollector();
     const mock = await startMock('pod-a');

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import type { TLSSocket } from 'node:tls';
 
 export interface CollectedSpan {
@@ -30,6 +31,8 @@ export interface OtlpCollector {
   received(): number;
   /** POSTs received on /v1/traces. */
   requests(): number;
+  /** Each POST's content-encoding ('' when none), in order (a gzipped body is read unzipped). */
+  encodings(): string[];
   /** Connections the collector accepted (TLS ones once their handshake is done). */
   connections(): number;
   /** With `tls.clientCaFile`: the subject CN of each accepted connection's client certificate, in order. */
@@ -60,6 +63,7 @@ export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { ce
   const spans: CollectedSpan[] = [];
   let received = 0;
   let requests = 0;
+  const encodings: string[] = [];
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -69,8 +73,10 @@ export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { ce
         return;
       }
       requests++;
+      encodings.push(String(req.headers['content-encoding'] ?? ''));
       try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        const bytes = Buffer.concat(chunks);
+        const body = JSON.parse((req.headers['content-encoding'] === 'gzip' ? gunzipSync(bytes) : bytes).toString('utf8'));
         for (const rs of body.resourceSpans ?? []) {
           const resource = plain(rs.resource?.attributes);
           for (const ss of rs.scopeSpans ?? []) {
@@ -107,6 +113,7 @@ export async function startOtlpCollector(opts: { keepSpans?: boolean; tls?: { ce
     spans,
     received: () => received,
     requests: () => requests,
+    encodings: () => [...encodings],
     connections: () => connections,
     clientNames: () => [...clientNames],
     dropConnections: async () => {

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import { CollectorPost } from '../../../src/observe/otlp-post.js';
 import { unusedPort } from '../../helpers/processes.js';
 
-interface Seen { body: string; headers: IncomingMessage['headers']; socket: Socket }
+interface Seen { body: string; raw: Buffer; headers: IncomingMessage['headers']; socket: Socket }
 
 /**
  * A real HTTP server standing in for a collector; `answer` decides per request (its index and
@@ -20,7 +21,7 @@ async function collector(answer: (i: number, reused: boolean) => number | 'reset
     req.on('end', () => {
       const reused = sockets.has(req.socket);
       sockets.add(req.socket);
-      seen.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers, socket: req.socket });
+      seen.push({ body: Buffer.concat(chunks).toString('utf8'), raw: Buffer.concat(chunks), headers: req.headers, socket: req.socket });
       const a = answer(seen.length - 1, reused);
       if (a === 'reset') req.socket.destroy();
       else if (a !== 'never') res.writeHead(a, { 'content-type': 'application/json' }).end('{}');
@@ -53,6 +54,21 @@ describe('CollectorPost: the export\'s POST over node:http', () => {
     expect(c.seen.map((s) => s.body)).toEqual(['{"resourceSpans":[]}é', '{"resource']);
     expect(c.seen[0].headers).toMatchObject({ 'content-type': 'application/json', 'x-tenant': 't1', 'content-length': String(body.length) });
     expect(c.seen[1].socket).toBe(c.seen[0].socket);
+  });
+
+  it('with compression, sends the bytes gzipped (content-encoding: gzip, the length of what is sent), as many times as asked', async () => {
+    const c = await collector(() => 200);
+    servers.push(c.server);
+    const post = new CollectorPost(c.url, { 'content-type': 'application/json' }, 5000, null, null, 'gzip');
+    posts.push(post);
+    const body = Buffer.from(`{"resourceSpans":[${'{"name":"POST /v1/completions"},'.repeat(300)}{}]}é`);
+    expect(await post.send(body)).toEqual({ status: 200, failure: null });
+    expect(await post.send(body.subarray(0, 40))).toEqual({ status: 200, failure: null });
+    expect(c.seen.map((x) => x.headers['content-encoding'])).toEqual(['gzip', 'gzip']);
+    expect(gunzipSync(c.seen[0].raw).equals(body)).toBe(true);
+    expect(gunzipSync(c.seen[1].raw).equals(body.subarray(0, 40))).toBe(true);
+    expect(Number(c.seen[0].headers['content-length'])).toBe(c.seen[0].raw.length);
+    expect(c.seen[0].raw.length).toBeLessThan(body.length / 10);
   });
 
   it('resolves once the request is closed: the same buffer filled again and sent goes out as it is then', async () => {

@@ -14,7 +14,7 @@ describe('parseTraceSettings', () => {
     expect(s).toEqual({
       endpoint: 'http://localhost:4318/v1/traces', headers: [], serviceName: 'inference-router',
       resource: [['service.name', 'inference-router']], sampler: 'parentbased_always_on', ratio: 1,
-      maxQueueSize: 2048, maxBatchSize: 512, scheduleDelayMs: 5000, timeoutMs: 10_000, tls: null,
+      maxQueueSize: 2048, maxBatchSize: 512, scheduleDelayMs: 5000, timeoutMs: 10_000, compression: 'none', tls: null,
     });
     expect(Object.isFrozen(s)).toBe(true);
   });
@@ -39,10 +39,14 @@ describe('parseTraceSettings', () => {
     expect(s).toMatchObject({ sampler: 'parentbased_traceidratio', ratio: 0.25, maxQueueSize: 100, maxBatchSize: 10, scheduleDelayMs: 200, timeoutMs: 3000 });
     expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SERVICE_NAME: 'svc', OTEL_RESOURCE_ATTRIBUTES: 'service.name=r' })!.serviceName).toBe('svc');
     expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_HEADERS: 'a=1', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'b=2' })!.headers).toEqual(['b', '2']);
+    expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' })!.compression).toBe('gzip');
+    expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip', OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: 'none' })!.compression).toBe('none');
   });
 
   it.each([
     [{ OTEL_SDK_DISABLED: 'yes' }, 'OTEL_SDK_DISABLED: expected true or false; got "yes"'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_COMPRESSION: 'deflate' }, 'OTEL_EXPORTER_OTLP_COMPRESSION: expected gzip or none; got "deflate"'],
+    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip', OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: 'zstd' }, 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: expected gzip or none; got "zstd"'],
     [{ OTEL_TRACES_EXPORTER: 'jaeger' }, 'OTEL_TRACES_EXPORTER: expected otlp or none (the router has no other exporter); got "jaeger"'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, 'OTEL_EXPORTER_OTLP_PROTOCOL: expected http/json (the router exports OTLP/HTTP with JSON encoding); got "http/protobuf"'],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'],
