@@ -277,11 +277,13 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(Object.keys(on).filter((n) => n.startsWith('OTEL_'))).toEqual(['OTEL_TRACES_EXPORTER']);
     expect(on.OTEL_TRACES_EXPORTER).toBe('otlp');
     const all = env(render(['tracing.enabled=true', 'tracing.endpoint=http://otel-collector.observability:4318', 'tracing.serviceName=ir-prod',
-      'tracing.resourceAttributes=deployment.environment=prod', 'tracing.sampler=parentbased_traceidratio', 'tracing.samplerArg=0.25', 'tracing.headersSecret=otel-auth']));
+      'tracing.resourceAttributes=deployment.environment=prod', 'tracing.sampler=parentbased_traceidratio', 'tracing.samplerArg=0.25', 'tracing.headersSecret=otel-auth',
+      'tracing.compression=gzip']));
     expect(all).toMatchObject({
       OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318', OTEL_SERVICE_NAME: 'ir-prod',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25',
       OTEL_EXPORTER_OTLP_HEADERS: { secretKeyRef: { name: 'otel-auth', key: 'OTEL_EXPORTER_OTLP_HEADERS' } },
+      OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip',
     });
     expect(env(render(['tracing.enabled=true', 'tracing.samplerArg=0'])).OTEL_TRACES_SAMPLER_ARG).toBe('0');
     const egressPorts = (set: string[]): number[] => render(['networkPolicy.enabled=true', 'networkPolicy.restrictEgress=true', ...set])
