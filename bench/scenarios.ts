@@ -2,6 +2,7 @@
  * The benchmark scenarios of issue 7. Each is a target (a server process: mock, router variant,
  * reference proxy) plus request bodies; a router variant is only an env + resources variant.
  */
+import { modelRouteYaml } from '../test/helpers/resource-yaml.js';
 
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
@@ -207,20 +208,6 @@ function rateLimit(mode: LimitMode, spec: string): string {
   return `  rateLimit:\n${spec}${global}\n`;
 }
 
-function route(name: string, model: string, server: string, limit: string): string {
-  return `---
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata: { name: ${name}, namespace: default }
-spec:
-  modelName: ${model}
-  rules:
-    - name: default
-      targetModels:
-        - modelServerName: ${server}
-${limit}`;
-}
-
 function server(name: string, pod: string, port: number): string {
   return `---
 apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -240,9 +227,9 @@ spec:
 export function routerResources(mockPort: number, longPort: number, mode: LimitMode): string {
   const tiny = '    inputTokensPerUnit: 1\n    unit: day';
   return server('bench-server', 'pod-a', mockPort) + server('bench-long-server', 'pod-long', longPort)
-    + route('bench-route', 'sf-model', 'bench-server', rateLimit(mode, NEVER))
-    + route('bench-long-route', 'sf-model-long', 'bench-long-server', rateLimit(mode, NEVER))
-    + (mode.kind === 'none' ? '' : route('bench-tiny-route', 'sf-model-tiny', 'bench-server', rateLimit(mode, tiny)));
+    + modelRouteYaml('bench-route', 'sf-model', 'bench-server', rateLimit(mode, NEVER))
+    + modelRouteYaml('bench-long-route', 'sf-model-long', 'bench-long-server', rateLimit(mode, NEVER))
+    + (mode.kind === 'none' ? '' : modelRouteYaml('bench-tiny-route', 'sf-model-tiny', 'bench-server', rateLimit(mode, tiny)));
 }
 
 /**

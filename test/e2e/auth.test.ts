@@ -4,22 +4,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postJson, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { JwksServer, makeKey, sha256Hex, signToken, type TestKey } from '../unit/auth/jwks-server.js';
+import { modelRouteYaml } from '../helpers/resource-yaml.js';
 
 const KEY_A = 'sk-team-a-e2e-0123456789';
 const KEY_OPS = 'sk-ops-e2e-9876543210';
 const KEY_NEW = 'sk-new-e2e-5555555555';
 const CT = 'text/plain; charset=utf-8';
-
-function route(model: string, name: string): string {
-  return `---
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata: { name: ${name}, namespace: default }
-spec:
-  modelName: ${model}
-  rules: [{ name: r, targetModels: [{ modelServerName: sf-server }] }]
-`;
-}
 
 function authYaml(jwksUrl: string, extraKeys = ''): string {
   return `apiKeys:
@@ -60,7 +50,7 @@ describe('authentication and authorization over the built router (2 workers)', (
     authFile = join(dir, 'auth.yaml');
     writeFile(authFile, authYaml(jwks.url));
     router = await startLoggedRouter(
-      resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: route('llama-3-8b', 'llama-route') + route('gpt-x', 'gpt-route') }),
+      resourcesFor([{ name: 'pod-a', port: mock.port }], { extraRoutes: modelRouteYaml('llama-route', 'llama-3-8b', 'sf-server') + modelRouteYaml('gpt-route', 'gpt-x', 'sf-server') }),
       { dir, workers: 2, env: { ROUTER_AUTH_CONFIG: authFile } },
     );
   });

@@ -20,6 +20,7 @@ import { accessLogRecords, resourcesFor, startLoggedRouter, startMock, waitFor, 
 import { mulberry32 } from '../helpers/mulberry32.js';
 import { RedisServer, redisCommand } from '../helpers/redis-server.js';
 import { raw } from '../helpers/raw-http.js';
+import { modelRouteYaml } from '../helpers/resource-yaml.js';
 
 const SEED = Number(process.env.ROUTER_TEST_MIX_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const REQUESTS = 1200;
@@ -255,34 +256,14 @@ spec:
   endpoints:
     - { name: pod-a, address: "127.0.0.1:${a.port}" }
     - { name: pod-b, address: "127.0.0.1:${b.port}" }
----
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata: { name: hasty-route, namespace: default }
-spec:
-  modelName: hasty-model
-  rules:
-    - name: default
-      targetModels:
-        - modelServerName: hasty-server
-`;
-    const limited = `---
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelRoute
-metadata: { name: tiny-route, namespace: default }
-spec:
-  modelName: tiny-model
-  rules:
-    - name: default
-      targetModels:
-        - modelServerName: sf-server
-  rateLimit:
+${modelRouteYaml('hasty-route', 'hasty-model', 'hasty-server')}`;
+    const rateLimit = `  rateLimit:
     inputTokensPerUnit: ${LIMITED_BUDGET}
     outputTokensPerUnit: 100000
     unit: hour
 ${redis === null ? '' : `    global:\n      redis:\n        address: "${redis.address}"\n`}`;
-    const limitedAs = (n: number): string => limited.replace('name: tiny-route,', `name: tiny-route-${n},`).replace('modelName: tiny-model', `modelName: tiny-model-${n}`);
-    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: a.port }, { name: 'pod-b', port: b.port }], { extraRoutes: limited + limitedAs(2) + limitedAs(3) + hasty }), {
+    const limited = ['', '-2', '-3'].map((n) => modelRouteYaml(`tiny-route${n}`, `tiny-model${n}`, 'sf-server', rateLimit)).join('');
+    router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: a.port }, { name: 'pod-b', port: b.port }], { extraRoutes: limited + hasty }), {
       workers: 2,
       // The pods' 500s and closes are asked for: no pod is set aside for them here.
       env: { ROUTER_OUTLIER_CONSECUTIVE_5XX: '0', ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1000', ROUTER_MAX_BODY_BYTES: String(MAX_BODY_BYTES), RATE_LIMIT_REDIS_TIMEOUT: '5s' },
