@@ -64,6 +64,6 @@ export function checkKeyOf(keyName: string, keyFile: string, key: KeyObject, cer
   }
 }
 
-export function detail(err: unknown): string {
+function detail(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

@@ -8,6 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import { certificateBundle, checkKeyOf, firstCertificate, privateKey, readPem, subjectOf } from '../config/pem-files.js';
+import { otlpVariable } from './otlp-variable.js';
 
 /** A file named by a variable. */
 export interface NamedFile {
@@ -31,12 +32,11 @@ export interface OtlpTlsMaterial {
   readonly summary: string;
 }
 
+/** The file of the setting's variable in effect (otlp-variable.ts), or null when neither is set. */
 function named(value: (name: string) => string | undefined, suffix: string): NamedFile | null {
-  for (const variable of [`OTEL_EXPORTER_OTLP_TRACES_${suffix}`, `OTEL_EXPORTER_OTLP_${suffix}`]) {
-    const file = value(variable);
-    if (file !== undefined) return { variable, file };
-  }
-  return null;
+  const variable = otlpVariable(value, suffix);
+  const file = value(variable);
+  return file === undefined ? null : { variable, file };
 }
 
 /**

@@ -6,6 +6,7 @@
 import { alternatives, badSetting } from '../setting-message.js';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { otlpTlsFiles, readOtlpTls, type OtlpTlsFiles, type OtlpTlsMaterial } from './otlp-tls.js';
+import { otlpVariable } from './otlp-variable.js';
 
 export type TraceSampler =
   | 'always_on' | 'always_off' | 'traceidratio'
@@ -127,16 +128,13 @@ function exportHeaders(name: string, raw: string | undefined): string[] {
 }
 
 function protocol(env: NodeJS.ProcessEnv): void {
-  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
-    const raw = set(env, name);
-    if (raw === undefined) continue;
-    if (raw !== 'http/json') throw new Error(badSetting(name, 'http/json (the router exports OTLP/HTTP with JSON encoding)', raw));
-    return;
-  }
+  const name = otlpVariable((n) => set(env, n), 'PROTOCOL');
+  const raw = set(env, name);
+  if (raw !== undefined && raw !== 'http/json') throw new Error(badSetting(name, 'http/json (the router exports OTLP/HTTP with JSON encoding)', raw));
 }
 
 function compression(env: NodeJS.ProcessEnv): 'gzip' | 'none' {
-  const name = set(env, 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION' : 'OTEL_EXPORTER_OTLP_COMPRESSION';
+  const name = otlpVariable((n) => set(env, n), 'COMPRESSION');
   const raw = set(env, name);
   if (raw === undefined || raw === 'none') return 'none';
   if (raw === 'gzip') return 'gzip';
@@ -182,9 +180,9 @@ export function parseTraceSettings(env: NodeJS.ProcessEnv): TraceSettings | null
   const resource = keyValues('OTEL_RESOURCE_ATTRIBUTES', set(env, 'OTEL_RESOURCE_ATTRIBUTES')).filter(([k]) => k !== 'service.name');
   const fromResource = keyValues('OTEL_RESOURCE_ATTRIBUTES', set(env, 'OTEL_RESOURCE_ATTRIBUTES')).find(([k]) => k === 'service.name');
   const serviceName = set(env, 'OTEL_SERVICE_NAME') ?? fromResource?.[1] ?? DEFAULT_SERVICE_NAME;
-  const headersName = set(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_HEADERS' : 'OTEL_EXPORTER_OTLP_HEADERS';
+  const headersName = otlpVariable((n) => set(env, n), 'HEADERS');
   const headers = exportHeaders(headersName, set(env, headersName));
-  const timeoutName = set(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT';
+  const timeoutName = otlpVariable((n) => set(env, n), 'TIMEOUT');
   const maxQueueSize = intSetting(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000);
   const maxBatchSize = intSetting(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1, 1_000_000);
   if (maxBatchSize > maxQueueSize) {
