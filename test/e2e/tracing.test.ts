@@ -15,6 +15,25 @@ function spanOf(c: OtlpCollector, requestId: string): Promise<CollectedSpan> {
   return waitFor(`the span of request ${requestId}`, () => c.spans.find((s) => s.attrs['http.request.header.x-request-id'] === requestId));
 }
 
+/**
+ * A mock pod and the built router (`workers`) exporting to `collector` every 20 ms (`env` on top),
+ * handed to `body`; the router, the pod and the collector stopped after, whatever `body` did.
+ */
+async function withTracedRouter(collector: OtlpCollector, workers: number, env: NodeJS.ProcessEnv, body: (router: Router) => Promise<void>): Promise<void> {
+  const mock = await startMock('pod-a');
+  const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
+    workers,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20', ...env },
+  });
+  try {
+    await body(router);
+  } finally {
+    await router.stop();
+    await mock.kill();
+    await collector.close();
+  }
+}
+
 describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
   let collector: OtlpCollector;
   let mock: MockBackend;
@@ -139,53 +158,41 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
 describe('tracing and drain', () => {
   it('exports to an https:// collector whose certificate the process trusts (NODE_EXTRA_CA_CERTS), over one kept connection', async () => {
     const ca = await createTestCa();
-    const collector = await startOtlpCollector({ tls: { certFile: ca.certFile, keyFile: ca.keyFile } });
-    const mock = await startMock('pod-a');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-      workers: 1,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20', NODE_EXTRA_CA_CERTS: ca.caFile },
-    });
     try {
-      for (let i = 0; i < 3; i++) {
-        expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `tls-${i}` })).status).toBe(200);
-        await spanOf(collector, `tls-${i}`); // each its own export, after the one before was answered
-      }
-      expect(collector.requests()).toBe(3);
-      expect(collector.connections()).toBe(1);
-      const metrics = await (await fetch(`${router.url}/metrics`)).text();
-      expect(metrics).not.toMatch(/inference_router_trace_spans_dropped_total\{reason="export_failed"\} [1-9]/);
+      const collector = await startOtlpCollector({ tls: { certFile: ca.certFile, keyFile: ca.keyFile } });
+      await withTracedRouter(collector, 1, { NODE_EXTRA_CA_CERTS: ca.caFile }, async (router) => {
+        for (let i = 0; i < 3; i++) {
+          expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `tls-${i}` })).status).toBe(200);
+          await spanOf(collector, `tls-${i}`); // each its own export, after the one before was answered
+        }
+        expect(collector.requests()).toBe(3);
+        expect(collector.connections()).toBe(1);
+        const metrics = await (await fetch(`${router.url}/metrics`)).text();
+        expect(metrics).not.toMatch(/inference_router_trace_spans_dropped_total\{reason="export_failed"\} [1-9]/);
+      });
     } finally {
-      await router.stop();
-      await mock.kill();
-      await collector.close();
       ca.remove();
     }
   });
 
   it('exports over mutual TLS with the OTLP variables: the CA file trusted in place of Node\'s list, the client certificate presented by each worker', async () => {
     const ca = await createTestCa();
-    const client = await issueClientCertificate(ca, 'router-spans');
-    const collector = await startOtlpCollector({ tls: { certFile: ca.certFile, keyFile: ca.keyFile, clientCaFile: ca.caFile } });
-    const mock = await startMock('pod-a');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-      workers: 2,
-      env: {
-        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20',
-        OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: ca.caFile, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: client.certFile, OTEL_EXPORTER_OTLP_CLIENT_KEY: client.keyFile,
-      },
-    });
     try {
-      for (let i = 0; i < 8; i++) {
-        expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `mtls-${i}` })).status).toBe(200);
-      }
-      for (let i = 0; i < 8; i++) await spanOf(collector, `mtls-${i}`);
-      expect(collector.clientNames().length).toBeGreaterThanOrEqual(1);
-      expect(new Set(collector.clientNames())).toEqual(new Set(['router-spans']));
-      expect(router.stderr()).not.toMatch(/exporting spans .* failed/);
+      const client = await issueClientCertificate(ca, 'router-spans');
+      const collector = await startOtlpCollector({ tls: { certFile: ca.certFile, keyFile: ca.keyFile, clientCaFile: ca.caFile } });
+      const tlsFiles = {
+        OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: ca.caFile, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: client.certFile, OTEL_EXPORTER_OTLP_CLIENT_KEY: client.keyFile,
+      };
+      await withTracedRouter(collector, 2, tlsFiles, async (router) => {
+        for (let i = 0; i < 8; i++) {
+          expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `mtls-${i}` })).status).toBe(200);
+        }
+        for (let i = 0; i < 8; i++) await spanOf(collector, `mtls-${i}`);
+        expect(collector.clientNames().length).toBeGreaterThanOrEqual(1);
+        expect(new Set(collector.clientNames())).toEqual(new Set(['router-spans']));
+        expect(router.stderr()).not.toMatch(/exporting spans .* failed/);
+      });
     } finally {
-      await router.stop();
-      await mock.kill();
-      await collector.close();
       ca.remove();
     }
   });
@@ -211,22 +218,13 @@ describe('tracing and drain', () => {
 
   it('sends each export gzipped with OTEL_EXPORTER_OTLP_COMPRESSION=gzip', async () => {
     const collector = await startOtlpCollector();
-    const mock = await startMock('pod-a');
-    const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), {
-      workers: 1,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '20', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' },
-    });
-    try {
+    await withTracedRouter(collector, 1, { OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' }, async (router) => {
       for (let i = 0; i < 3; i++) {
         expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'x' }, { 'x-request-id': `gz-${i}` })).status).toBe(200);
       }
       for (let i = 0; i < 3; i++) expect((await spanOf(collector, `gz-${i}`)).attrs['gen_ai.request.model']).toBe('sf-model');
       expect(new Set(collector.encodings())).toEqual(new Set(['gzip']));
-    } finally {
-      await router.stop();
-      await mock.kill();
-      await collector.close();
-    }
+    });
   });
 
   it('flushes queued spans when the router drains', async () => {
