@@ -53,7 +53,7 @@ export class OtlpExporter {
     this.head = utf8Bytes(`{"resourceSpans":[{"resource":{"attributes":[${resource}]},"scopeSpans":[{"scope":{"name":"inference-router","version":${JSON.stringify(scopeVersion)}},"spans":[`);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     for (let i = 0; i < s.headers.length; i += 2) headers[s.headers[i]] = s.headers[i + 1];
-    this.post = new CollectorPost(s.endpoint, headers, s.timeoutMs, s.tls, log, s.compression);
+    this.post = new CollectorPost(s.endpoint, headers, s.timeoutMs, { tls: s.tls, log, compression: s.compression });
     this.timer = setInterval(() => this.exportSoon(), s.scheduleDelayMs);
     this.timer.unref();
   }

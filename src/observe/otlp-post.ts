@@ -40,15 +40,17 @@ export class CollectorPost {
   private readonly tls: TraceSettings['tls'];
   /** The TLS files' stamp when last read (otlpTlsStamp). */
   private tlsStamp: string;
-
   private readonly gzip: boolean;
+  private readonly log: ExportLog | null;
 
-  constructor(endpoint: string, headers: Record<string, string>, private readonly timeoutMs: number, tls: TraceSettings['tls'] = null,
-    private readonly log: ExportLog | null = null, compression: TraceSettings['compression'] = 'none') {
+  /** `opts`: the TLS files (none: Node's CA list), where TLS reloads are logged, the body's compression (none). */
+  constructor(endpoint: string, headers: Record<string, string>, private readonly timeoutMs: number,
+    opts: { tls?: TraceSettings['tls']; log?: ExportLog | null; compression?: TraceSettings['compression'] } = {}) {
+    this.log = opts.log ?? null;
     this.url = new URL(endpoint);
-    this.gzip = compression === 'gzip';
+    this.gzip = opts.compression === 'gzip';
     const secure = this.url.protocol === 'https:';
-    this.tls = secure ? tls : null;
+    this.tls = secure ? opts.tls ?? null : null;
     this.tlsStamp = this.tls === null ? '' : otlpTlsStamp(this.tls.files);
     this.agent = secure ? newHttpsAgent(this.tls?.material ?? null) : new HttpAgent(AGENT_OPTIONS);
     this.request = secure ? httpsRequest : httpRequest;

@@ -59,7 +59,7 @@ describe('CollectorPost: the export\'s POST over node:http', () => {
   it('with compression, sends the bytes gzipped (content-encoding: gzip, the length of what is sent), as many times as asked', async () => {
     const c = await collector(() => 200);
     servers.push(c.server);
-    const post = new CollectorPost(c.url, { 'content-type': 'application/json' }, 5000, null, null, 'gzip');
+    const post = new CollectorPost(c.url, { 'content-type': 'application/json' }, 5000, { compression: 'gzip' });
     posts.push(post);
     const body = Buffer.from(`{"resourceSpans":[${'{"name":"POST /v1/completions"},'.repeat(300)}{}]}é`);
     expect(await post.send(body)).toEqual({ status: 200, failure: null });

@@ -70,7 +70,7 @@ describe('the exporter\'s TLS files read and checked', () => {
   });
   const postWith = (f: OtlpTlsFiles | null, log?: (level: string, m: string) => void): CollectorPost => {
     const post = new CollectorPost(`${collector.url}/v1/traces`, { 'content-type': 'application/json' }, 5000,
-      f === null ? null : { files: f, material: readOtlpTls(f) }, log ?? null);
+      { tls: f === null ? null : { files: f, material: readOtlpTls(f) }, log: log ?? null });
     posts.push(post);
     return post;
   };
