@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { otlpTlsFiles, otlpTlsStamp, readOtlpTls, type OtlpTlsFiles } from '../../../src/observe/otlp-tls.js';
@@ -135,7 +135,7 @@ describe('the exporter\'s TLS files read and checked', () => {
 
   it('takes up files that changed at the next export (a Kubernetes secret\'s rename, a write in place), and keeps the last good ones when the new ones fail the checks', async () => {
     const dir = join(ca.dir, 'mounted');
-    execFileSync('mkdir', ['-p', dir]);
+    mkdirSync(dir, { recursive: true });
     const certFile = join(dir, 'tls.crt');
     const keyFile = join(dir, 'tls.key');
     const caFile = join(dir, 'ca.crt');
