@@ -380,8 +380,16 @@ export function postFresh(url: string, body: unknown, headers: Record<string, st
 
 /** Waits until the current UTC minute has at least `marginS` seconds left (window-aligned tests). */
 export async function awayFromMinuteBoundary(marginS = 8): Promise<void> {
-  const left = 60 - new Date().getUTCSeconds();
-  if (left < marginS) await new Promise((r) => setTimeout(r, left * 1000 + 200));
+  await awayFromWindowEnd(60, marginS);
+}
+
+/**
+ * Waits past the end of the current UTC window of `windowS` seconds (an hour: 3600) when fewer than
+ * `marginS` seconds of it are left, so that a test's requests all fall in one window.
+ */
+export async function awayFromWindowEnd(windowS: number, marginS: number): Promise<void> {
+  const leftMs = windowS * 1000 - (Date.now() % (windowS * 1000));
+  if (leftMs < marginS * 1000) await new Promise((r) => setTimeout(r, leftMs + 200));
 }
 
 /** The pids of `pid`'s child processes (a router's workers, a demo's pods and router). */
