@@ -3,7 +3,7 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { existsSync, readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startLoggedRouter, startMock, startRouter, tempDir, unusedPort, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { awayFromMinuteBoundary, awayFromWindowEnd, postFresh, postJson, resourcesFor, startLoggedRouter, startMock, startRouter, tempDir, unusedPort, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { serverPort } from '../helpers/ports.js';
 import { RedisClusterServers, RedisServer } from '../helpers/redis-server.js';
 
@@ -58,6 +58,8 @@ describe('global token limits on a real Redis, several router instances', () => 
     const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'closed', RATE_LIMIT_REDIS_TIMEOUT: '5s', RATE_LIMIT_REDIS_LEASES: 'false' };
     const routers: Router[] = await Promise.all([0, 1, 2].map(() => startRouter(res, { workers: 2, env, dir: tempDir() })));
     try {
+      // The limit is a day's, its admissions counted in one key: all of them within one UTC day.
+      await awayFromWindowEnd(86_400, 20);
       await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
       const results = await Promise.all(Array.from({ length: 450 }, (_, i) =>
         postJson(`${routers[i % 3].url}/v1/completions`, { model: 'sf-model', prompt: 'hello world' }).then(async (r) => { await r.text(); return r.status; })));
@@ -81,7 +83,7 @@ describe('global token limits on a real Redis, several router instances', () => 
   // One retry: a clean-clone CI run failed this test once, at the moment a parallel stress test
   // failed too (494 of 499 refused; not reproduced in 8 runs here, alone or beside stress tests),
   // so a stall of the machine is the suspect. The message now names the counts and the answers.
-  it('with leases (the default): a request that fits once another instance\'s lease comes back waits for it; exactly what fits is admitted, and every lease comes back', { retry: 1 }, async () => {
+  it('with leases (the default): a request that fits once another instance\'s lease comes back waits for it; exactly what fits is admitted, and every lease comes back', { retry: 1, timeout: 60_000 + 40_000 }, async () => {
     await redis.cli('FLUSHALL');
     const res = resourcesFor([{ name: 'pod-n', port: noUsage.port }], { rateLimit: globalLimit(redis.address, 1001, 'day') });
     // A waiting request gives up after RATE_LIMIT_REDIS_RECALL_WAIT (500 ms by default): a loaded
@@ -97,6 +99,8 @@ describe('global token limits on a real Redis, several router instances', () => 
       // 2 input tokens each. The holder's worker takes a lease (1/16 of what is free) and is
       // frozen with it, as a worker stalled by a long collection or a busy host would be. (Should
       // the lease have gone back before the freeze — its view is stale after 50 ms — again.)
+      // The day's key is fixed here and the rest runs 5-25 s: all of it within one UTC day.
+      await awayFromWindowEnd(86_400, 40);
       const inKey = `ir:{default/sf-route}:in:day:${Math.floor(Date.now() / 86_400_000) * 86_400}`;
       let holderAdmitted = 0;
       let counted = 0;
@@ -208,6 +212,8 @@ describe('global token limits on a real Redis, several router instances', () => 
     try {
       // The router counts 40 prompt tokens, the pod's usage says 20: a correction of -20 when it ends.
       const prompt = 'x '.repeat(40).trim();
+      // The day's keys are named below and the slow request ends ~8 s later: all within one UTC day.
+      await awayFromWindowEnd(86_400, 30);
       // Admitted by the local counters (Redis unreachable), answered 8 s later.
       const slow = postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt }, { 'x-mock-latency-ms': '8000', 'x-mock-output-tokens': '7' })
         .then(async (r) => { await r.text(); return r.status; });
@@ -232,7 +238,7 @@ describe('global token limits on a real Redis, several router instances', () => 
       await router.kill();
       await own?.stop();
     }
-  });
+  }, 60_000 + 30_000);
 
   it('open failure mode: a request admitted because Redis stalled past the timeout, which never reached a pod, is not charged in Redis when Redis runs the call late', async () => {
     await redis.cli('FLUSHALL');
@@ -240,6 +246,8 @@ describe('global token limits on a real Redis, several router instances', () => 
     const res = resourcesFor([{ name: 'pod-x', port: deadPod }], { rateLimit: globalLimit(redis.address, 100_000, 'day', 100_000) });
     const env = { RATE_LIMIT_REDIS_FAILURE_MODE: 'open', RATE_LIMIT_REDIS_TIMEOUT: '500ms', RATE_LIMIT_REDIS_LEASES: 'false' };
     const router = await startRouter(res, { workers: 1, env, dir: tempDir() });
+    // The day's key is named here and read until the end (a few seconds): all within one UTC day.
+    await awayFromWindowEnd(86_400, 20);
     const day = Math.floor(Date.now() / 86_400_000) * 86_400;
     const inKey = `ir:{default/sf-route}:in:day:${day}`;
     try {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { postFresh, resourcesFor, startMock, startRouter, tempDir, type MockBackend, type RouterOptions } from '../helpers/processes.js';
+import { awayFromWindowEnd, postFresh, resourcesFor, startMock, startRouter, tempDir, type MockBackend, type RouterOptions } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 // The x-ratelimit-remaining-* headers must tell clients what requests used of the window,
@@ -26,6 +26,8 @@ function limitYaml(global: string | null): string {
 async function checkSequence(mock: MockBackend, global: string | null, opts: RouterOptions, workers: number): Promise<void> {
   const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }], { rateLimit: limitYaml(global) }), opts);
   try {
+    // A day's limit: the sequence (~3 s) must not cross a UTC day's end, which would reset the counts.
+    await awayFromWindowEnd(86_400, 20);
     const promptTokens = countTokens(PROMPT);
     expect(promptTokens).toBe(Math.ceil(PROMPT.length / 4));
     let input = 0;

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  awayFromMinuteBoundary, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router,
+  awayFromMinuteBoundary, awayFromWindowEnd, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, writeFile, type MockBackend, type Router,
 } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 import { JwksServer, makeKey, sha256Hex, signToken, type TestKey } from '../unit/auth/jwks-server.js';
@@ -242,6 +242,8 @@ describe('global tenant budgets on a real Redis', () => {
     const dirs = [tempDir(), tempDir()];
     const routers = await Promise.all(dirs.map((dir) => startRouter(res, { workers: 2, dir, env: authed(dir, yaml, env) })));
     try {
+      // Per-day budgets: the burst and the counts read after it must fall in one UTC day.
+      await awayFromWindowEnd(86_400, 20);
       await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
       const statuses = await Promise.all(Array.from({ length: 400 }, (_, i) =>
         postJson(`${routers[i % 2].url}/v1/completions`, PROMPT2, bearer('burst')).then(async (r) => { await r.text(); return r.status; })));

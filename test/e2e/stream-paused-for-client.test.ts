@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { total } from '../helpers/metrics-text.js';
-import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { accessLogRecords, awayFromWindowEnd, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 /**
  * A streamed answer whose client stops reading for a while: the router stops reading the pod's
@@ -331,6 +331,8 @@ describe('a limited route: a client that leaves while its stream\'s pod socket i
       timeout: '1s', rateLimit: `    outputTokensPerUnit: ${LIMIT}\n    unit: day`,
     }), { env: { ACCESS_LOG_FLUSH_INTERVAL: '0' } });
     try {
+      // A day's limit: the charge and the next request's remaining count must fall in one UTC day.
+      await awayFromWindowEnd(86_400, 20);
       const c = stallingClient(router.port, 'limited-leaves', 'endless');
       await waitFor('the first bytes of the stream', () => c.received() >= STOP_AFTER);
       await sleep(2000);

@@ -8,6 +8,7 @@ import { closeRedisLimiters, redisLimiterFor } from '../../../src/ratelimit/redi
 import { RedisLimiter, type RedisLimiterOptions } from '../../../src/ratelimit/redis/limiter.js';
 import { parseRedisLimitSettings, type RedisFailureMode, type RedisLimitSettings } from '../../../src/ratelimit/redis/settings.js';
 import { secondsUntilReset } from '../../../src/ratelimit/windows.js';
+import { awayFromMinuteBoundary } from '../../helpers/processes.js';
 import { RedisServer } from '../../helpers/redis-server.js';
 import { runLimiterConformance } from './limiter-conformance.js';
 import { NO_FALLBACK } from './no-fallback.js';
@@ -58,6 +59,7 @@ runLimiterConformance('RedisLimiter (injected clock passed to the scripts)', asy
 describe('RedisLimiter against a real redis-server', () => {
   it('server clock (no clock given): the documented example, reset within the minute', async () => {
     const limiter = await connected(server.address, settings('closed', 2_000), NO_FALLBACK);
+    await awayFromMinuteBoundary(2); // the server's minute must not end between the three admits
     const r = uniqueRoute();
     const a = await limiter.admit(r, EXAMPLE, 4);
     const b = await limiter.admit(r, EXAMPLE, 4);
@@ -196,6 +198,7 @@ describe('RedisLimiter against a real redis-server', () => {
     expect(other).not.toBe(a);
     expect(redisLimiterFor(`redis://${server.address}`, s, NO_FALLBACK)).toBe(other);
     await until('shared limiter healthy', () => a.state === 'up' && other.state === 'up');
+    await awayFromMinuteBoundary(2); // no clock given: both admits must fall in one server minute
     const r = uniqueRoute();
     await a.admit(r, EXAMPLE, 8);
     expect((await other.admit(r, EXAMPLE, 4)).rejectedBy).toBe('input');

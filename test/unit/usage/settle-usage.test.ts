@@ -3,7 +3,7 @@
  * settles are sent without the request waiting for them (a Redis settle may wait up to 20 ms for
  * a call to ride along with); only counting the text off the event loop is waited for.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AnswerUsage } from '../../../src/api/inference-api.js';
 import type { RateLimitSpec } from '../../../src/config/resource-types.js';
 import type { RequestContext } from '../../../src/http/request-context.js';
@@ -34,8 +34,22 @@ const context = (admittedAt = Date.now()): RequestContext => ({ inputTokens: 5, 
 const usage = (over: Partial<AnswerUsage>): AnswerUsage => ({ promptTokens: 7, completionTokens: 3, text: '', generated: null, ...over });
 const counter = (count: (text: string) => number | Promise<number>): TokenCounter => ({ countText: count }) as unknown as TokenCounter;
 
+/**
+ * Date.now() fixed in the middle of a minute (timers stay real): the request is admitted and
+ * settled in one minute, so its input correction is owed whatever the time the test runs at.
+ */
+function midMinute(): void {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(Date.UTC(2025, 0, 15, 10, 30, 20));
+}
+
 describe('settling an answer\'s usage on its limits', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('does not wait for a limit store: every term is settled at once, even while the first one\'s settle is still pending', () => {
+    midMinute();
     const settled: Settled[] = [];
     const pending = limiter(settled, () => new Promise<void>(() => {})); // never answers
     const terms: LimiterTerm[] = [{ key: 'route/default/r', limit: LIMIT, limiter: pending }, { key: 'tenant/key/t', limit: LIMIT, limiter: pending }];
@@ -77,6 +91,7 @@ describe('settling an answer\'s usage on its limits', () => {
   });
 
   it('counting the text off the event loop is waited for, then the output it counted is settled', async () => {
+    midMinute();
     const settled: Settled[] = [];
     const pending = limiter(settled, () => new Promise<void>(() => {}));
     const ctx = context();
