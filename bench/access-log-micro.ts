@@ -27,6 +27,7 @@ import { maxWriteFor } from 'inference-router/observe/access-log-sink';
 import sonicBoom from 'sonic-boom';
 import type { AccessRecord } from 'inference-router/observe/access-record';
 import { takesNoArguments } from './cli-args.js';
+import { sampleAccessRecord } from './sample-access-record.js';
 
 takesNoArguments('Usage: node dist/bench/access-log-micro.js   (no options; settings from BENCH_RECORDS, BENCH_PER_TURN, BENCH_ROUNDS, BENCH_FLUSH_INTERVAL_MS, BENCH_OUTPUT)');
 
@@ -36,30 +37,8 @@ const BUFFER_BYTES = 256 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const FLUSH_INTERVAL_MS = Number(process.env.BENCH_FLUSH_INTERVAL_MS ?? DEFAULT_FLUSH_INTERVAL_MS);
 
-function record(i: number): AccessRecord {
-  return {
-    timestamp: Date.now(),
-    method: 'POST',
-    path: '/v1/chat/completions?api-version=2024-10-01',
-    protocol: 'HTTP/1.1',
-    status_code: i % 20 === 0 ? 429 : 200,
-    error: i % 20 === 0 ? { type: 'rate_limit', message: 'input token rate limit exceeded' } : null,
-    model_name: 'llama-3-8b-instruct',
-    model_route: 'default/llama-3-8b',
-    model_server: 'default/llama-3-8b-vllm',
-    selected_pod: 'llama-3-8b-vllm-7d9f8c6b5-x2k9p',
-    request_id: '3f2a1c9e-7b4d-4e8a-9c1f-' + String(i).padStart(12, '0'),
-    input_tokens: 128,
-    output_tokens: 512,
-    duration_total: 2350,
-    duration_request_processing: 4,
-    duration_upstream_processing: 2340,
-    duration_response_processing: 1,
-  };
-}
-
 // Built once so the loop measures logging, not record construction.
-const RECORDS = Array.from({ length: 1000 }, (_, i) => record(i));
+const RECORDS = Array.from({ length: 1000 }, (_, i) => sampleAccessRecord(i));
 
 interface Cost { active: number; cpu: number }
 
@@ -117,7 +96,7 @@ async function measure(out: Output): Promise<void> {
       raw.end();
 
       const log = createAccessLog({ enabled: true, format: name, output: out.path, bufferBytes: BUFFER_BYTES,
-        flushIntervalMs: FLUSH_INTERVAL_MS });
+        flushIntervalMs: FLUSH_INTERVAL_MS, journalSocket: null });
       keep(`${name} batched`, await activeMs((r) => log.log(r), () => log.flush()));
       await log.close();
     }

@@ -58,6 +58,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   ['ACCESS_LOG_OUTPUT', 'stdout (default), stderr or a file path'],
   ['ACCESS_LOG_BUFFER_BYTES', 'bytes queued for a slow sink before records are dropped (16777216)'],
   ['ACCESS_LOG_FLUSH_INTERVAL', 'longest a record waits to be written with later ones (100ms; 0 = end of the turn)'],
+  ['ACCESS_LOG_JOURNAL_SOCKET', 'when stdout is the systemd journal, each process streams records to this socket (/run/systemd/journal/stdout); off = the inherited stdout'],
   'Token counting',
   ['ROUTER_TOKEN_ESTIMATOR', 'bpe (default) or chars'],
   ['ROUTER_TOKENIZER_INLINE_MAX_CHARS', 'longer prompts are counted on the tokenizer thread pool (512; docs/tokens.md)'],

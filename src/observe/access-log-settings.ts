@@ -1,6 +1,7 @@
 /**
  * Access-log settings from the environment, validated once and frozen (docs/access-log.md).
  */
+import { Buffer } from 'node:buffer';
 import { durationSetting } from '../config/duration-setting.js';
 import { alternatives, badSetting } from '../setting-message.js';
 
@@ -18,6 +19,12 @@ export interface AccessLogSettings {
    * written at the end of the event-loop turn that logged it. A full batch is written at once.
    */
   readonly flushIntervalMs: number;
+  /**
+   * The journal's stdout socket that each process opens a stream of its own to, when its stdout
+   * or stderr (the output) is the journal's (JOURNAL_STREAM; access-log-journal.ts); null: off,
+   * the records go to the inherited stdout/stderr.
+   */
+  readonly journalSocket: string | null;
 }
 
 export const DEFAULT_BUFFER_BYTES = 16 * 1024 * 1024;
@@ -25,6 +32,11 @@ export const DEFAULT_BUFFER_BYTES = 16 * 1024 * 1024;
 export const MIN_BUFFER_BYTES = 64 * 1024;
 
 export const DEFAULT_FLUSH_INTERVAL_MS = 100;
+
+/** systemd-journald's stream socket; a unit with LogNamespace=NS (LOG_NAMESPACE) has journal.NS's. */
+export const JOURNAL_SOCKET = '/run/systemd/journal/stdout';
+/** sockaddr_un's sun_path holds 108 bytes, the last a NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
 export const MAX_FLUSH_INTERVAL_MS = 10_000;
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], dflt: T): T {
@@ -58,9 +70,23 @@ function flushInterval(env: NodeJS.ProcessEnv): number {
   return durationSetting('ACCESS_LOG_FLUSH_INTERVAL', env.ACCESS_LOG_FLUSH_INTERVAL, DEFAULT_FLUSH_INTERVAL_MS, { min: 0, max: MAX_FLUSH_INTERVAL_MS });
 }
 
+/** ACCESS_LOG_JOURNAL_SOCKET: off, or an absolute socket path; by default the journal's (of LOG_NAMESPACE's namespace, if set). */
+function journalSocket(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.ACCESS_LOG_JOURNAL_SOCKET;
+  if (raw === undefined || raw === '') {
+    const ns = env.LOG_NAMESPACE;
+    return ns === undefined || ns === '' ? JOURNAL_SOCKET : `/run/systemd/journal.${ns}/stdout`;
+  }
+  if (raw === 'off') return null;
+  if (!raw.startsWith('/') || raw.trim() !== raw || raw.includes('\0') || Buffer.byteLength(raw) > MAX_SOCKET_PATH_BYTES) {
+    throw new Error(badSetting('ACCESS_LOG_JOURNAL_SOCKET', `off, or the absolute path of the journal's stdout socket (at most ${MAX_SOCKET_PATH_BYTES} bytes)`, raw));
+  }
+  return raw;
+}
+
 /**
  * Reads ACCESS_LOG_ENABLED, ACCESS_LOG_FORMAT, ACCESS_LOG_OUTPUT, ACCESS_LOG_BUFFER_BYTES,
- * ACCESS_LOG_FLUSH_INTERVAL. Throws on a bad value.
+ * ACCESS_LOG_FLUSH_INTERVAL, ACCESS_LOG_JOURNAL_SOCKET. Throws on a bad value.
  */
 export function parseAccessLogSettings(env: NodeJS.ProcessEnv): AccessLogSettings {
   return Object.freeze({
@@ -69,5 +95,6 @@ export function parseAccessLogSettings(env: NodeJS.ProcessEnv): AccessLogSetting
     output: output(env),
     bufferBytes: bufferBytes(env),
     flushIntervalMs: flushInterval(env),
+    journalSocket: journalSocket(env),
   });
 }

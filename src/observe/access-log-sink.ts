@@ -1,6 +1,7 @@
 import { accessSync, constants, fstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
+import { isJournalStream } from './access-log-journal.js';
 
 /**
  * Resolves the access-log destination and the largest write that keeps records whole across
@@ -25,6 +26,11 @@ export interface Sink {
   readonly path: string | null;
   /** A regular file (or a path that will be created as one): written on the event loop (access-log-fd-writer.ts). */
   readonly regularFile: boolean;
+  /**
+   * stdout/stderr is the journal's stream (JOURNAL_STREAM) and the records go through a stream of
+   * the process's own to this socket (access-log-journal.ts); null otherwise.
+   */
+  readonly journalSocket: string | null;
 }
 
 function isRegularFile(fd: number): boolean {
@@ -72,13 +78,18 @@ export function maxWriteFor(regularFile: boolean): number {
   return regularFile ? FILE_MAX_WRITE : PIPE_MAX_WRITE;
 }
 
-/** Resolves `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be appended to. */
-export function openSink(output: string): Sink {
+/**
+ * Resolves `output` ('stdout', 'stderr' or a path). Throws a clear error when a path cannot be
+ * appended to. `journalSocket` (ACCESS_LOG_JOURNAL_SOCKET; null: off) is used when stdout/stderr
+ * is the journal's stream by `env`'s JOURNAL_STREAM.
+ */
+export function openSink(output: string, journalSocket: string | null = null, env: NodeJS.ProcessEnv = process.env): Sink {
   if (output === 'stdout' || output === 'stderr') {
     const fd = output === 'stdout' ? 1 : 2;
     const regularFile = isRegularFile(fd);
-    return { fd, batchBytes: maxWriteFor(regularFile), path: null, regularFile };
+    const journal = journalSocket !== null && isJournalStream(fd, env.JOURNAL_STREAM) ? journalSocket : null;
+    return { fd, batchBytes: maxWriteFor(regularFile), path: null, regularFile, journalSocket: journal };
   }
   const regularFile = checkPath(output);
-  return { fd: -1, batchBytes: maxWriteFor(regularFile), path: output, regularFile };
+  return { fd: -1, batchBytes: maxWriteFor(regularFile), path: output, regularFile, journalSocket: null };
 }

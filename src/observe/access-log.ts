@@ -2,17 +2,20 @@ import { write as fsWrite } from 'node:fs';
 import type { AccessRecord } from './access-record.js';
 import { RecordBatcher } from './access-log-batch.js';
 import { ASYNC_AFTER_SLOW_MS, FdWriter } from './access-log-fd-writer.js';
+import type { BatchWriter } from './access-log-batch-writer.js';
+import { JournalStreamWriter } from './access-log-journal.js';
 import { formatJson, formatText, lastLineAscii } from './access-log-format.js';
 import { writeJsonRecord, writeTextRecord } from './access-log-line-bytes.js';
 import type { AccessLogSettings } from './access-log-settings.js';
-import { openSink } from './access-log-sink.js';
+import { openSink, type Sink } from './access-log-sink.js';
 
 /**
  * The access-log writer (docs/access-log.md; internals in docs/internals/access-log.md). Records are gathered into whole-record batches
  * (each <= the sink's write size); a batch is handed to the fd writer as soon as it is full, or
  * when the flush interval since its first record is over (with interval 0: at the end of the
- * event-loop turn), and written with one write(2) (to a regular file on the event loop, else on
- * the thread pool: access-log-fd-writer.ts). Queued bytes are bounded;
+ * event-loop turn), and written with one write(2) (to a regular file or a pipe on the event loop,
+ * else on the thread pool: access-log-fd-writer.ts; to the systemd journal through a stream of the
+ * process's own: access-log-journal.ts). Queued bytes are bounded;
  * records beyond the bound, and records of a batch whose write failed, are dropped, counted and
  * reported on stderr at most once a minute.
  */
@@ -45,6 +48,8 @@ export interface AccessLogOptions {
   warn?: (msg: string) => void | Promise<void>;
   /** Monotonic ms clock timing the writes to a regular file. Default performance.now. */
   now?: () => number;
+  /** Where JOURNAL_STREAM is read. Default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Warnings about drops and sink errors: at most one of each per minute. */
@@ -75,7 +80,7 @@ class BatchingAccessLog implements AccessLog {
   written = 0;
 
   private readonly batcher: RecordBatcher;
-  private readonly writer: FdWriter;
+  private readonly writer: BatchWriter;
   /** A timer (interval > 0) or a setImmediate (interval 0) is pending for the current batch. */
   private scheduled = false;
   private timer: NodeJS.Timeout | null = null;
@@ -97,28 +102,31 @@ class BatchingAccessLog implements AccessLog {
     this.reportDrops(true);
   };
 
+  private readonly path: string | null;
+
   constructor(
-    fd: number,
+    sink: Sink,
     private readonly format: (r: AccessRecord) => string,
     /** Writes a usual record's line straight into the batch (access-log-line-bytes.ts); null: always `format`. */
     private readonly write: ((r: AccessRecord, buf: Buffer, at: number) => number) | null,
-    maxBatchBytes: number,
-    private readonly path: string | null,
     private readonly output: string,
     private readonly bufferBytes: number,
     private readonly flushIntervalMs: number,
     private readonly clock: () => number,
     private readonly warn: (msg: string) => void | Promise<void>,
-    regularFile: boolean,
     now: (() => number) | undefined,
   ) {
-    this.batcher = new RecordBatcher(maxBatchBytes, (batch, records) => this.handOff(batch, records));
-    this.writer = new FdWriter(path, fd, bufferBytes, (records, err) => this.onFailed(records, err), {
-      syncWrites: regularFile,
-      now,
-      onSlow: (ms) => this.warn(`access log: a write to ${this.output} took ${Math.round(ms)} ms; ` +
-        `writing on the thread pool for the next ${ASYNC_AFTER_SLOW_MS / 1000} s`),
-    });
+    this.path = sink.path;
+    this.batcher = new RecordBatcher(sink.batchBytes, (batch, records) => this.handOff(batch, records));
+    const onFailed = (records: number, err: NodeJS.ErrnoException): void => this.onFailed(records, err);
+    this.writer = sink.journalSocket !== null
+      ? new JournalStreamWriter({ path: sink.journalSocket, fd: sink.fd, output, maxQueued: bufferBytes, onFailed, warn: (msg) => void this.warn(msg) })
+      : new FdWriter(sink.path, sink.fd, bufferBytes, onFailed, {
+        syncWrites: sink.regularFile,
+        now,
+        onSlow: (ms) => this.warn(`access log: a write to ${this.output} took ${Math.round(ms)} ms; ` +
+          `writing on the thread pool for the next ${ASYNC_AFTER_SLOW_MS / 1000} s`),
+      });
   }
 
   log(r: AccessRecord): void {
@@ -239,19 +247,16 @@ class BatchingAccessLog implements AccessLog {
 /** Creates the writer for `s`; a disabled log is a shared no-op object. Throws when a file output cannot be opened. */
 export function createAccessLog(s: AccessLogSettings, opts: AccessLogOptions = {}): AccessLog {
   if (!s.enabled) return DISABLED;
-  const sink = openSink(s.output);
+  const sink = openSink(s.output, s.journalSocket, opts.env);
   return new BatchingAccessLog(
-    sink.fd,
+    sink,
     s.format === 'json' ? formatJson : formatText,
     s.format === 'json' ? writeJsonRecord : writeTextRecord,
-    sink.batchBytes,
-    sink.path,
     s.output,
     s.bufferBytes,
     s.flushIntervalMs,
     opts.clock ?? Date.now,
     opts.warn ?? warnToStderr,
-    sink.regularFile,
     opts.now,
   );
 }

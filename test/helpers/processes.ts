@@ -63,6 +63,8 @@ export interface ProcessOptions {
    * `child.stdout` as usual (by default Node gives a child a socket pair).
    */
   stdoutPipe?: boolean;
+  /** Give the process this descriptor as its stdout (e.g. a Unix socket to a stand-in journal); `stdout()` is then empty. */
+  stdoutFd?: number;
 }
 
 /** An OS pipe (a FIFO whose name is gone once both ends are open): its read end, non-blocking, and its write end. */
@@ -100,7 +102,7 @@ export function trackProcess(child: ChildProcess): void {
 /** Starts `command args` with this process's environment plus `env`, capturing its output. */
 export function spawnProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
   const pipe = opts.stdoutPipe === true ? osPipe() : null;
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', pipe?.writeFd ?? 'pipe', 'pipe'] });
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdoutFd ?? pipe?.writeFd ?? 'pipe', 'pipe'] });
   const name = opts.name ?? `${command} ${args[0] ?? ''}`.trim();
   if (pipe !== null) {
     closeSync(pipe.writeFd); // the child holds it; the read end sees the end once the child and its own children exit
@@ -113,7 +115,7 @@ export function spawnProcess(command: string, args: string[], env: NodeJS.Proces
   let out = '';
   let err = '';
   let all = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out = bound(out + d); all = bound(all + d); });
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => { out = bound(out + d); all = bound(all + d); });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => { err = bound(err + d); all = bound(all + d); });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const kill = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {

@@ -1,0 +1,238 @@
+import { Buffer } from 'node:buffer';
+import { fstatSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { FdWriter, type FailedBatch } from './access-log-fd-writer.js';
+import type { BatchWriter } from './access-log-batch-writer.js';
+
+/**
+ * The access log to the systemd journal through a stream of the process's own (docs/access-log.md,
+ * "Under systemd"). A service's stdout under systemd is a Unix stream socket to journald, shared by
+ * every process of the service: written on the event loop it could cut one process's record with
+ * another's, so it is written on the libuv thread pool (two thread wake-ups per write). Instead,
+ * each process connects to journald's stream socket itself, as sd_journal_stream_fd(3) does, and
+ * writes its batches there with non-blocking writes on the event loop: a connection nobody else
+ * writes to cannot interleave records. journald takes the unit from the process's credentials.
+ *
+ * Batches wait while the connection is made. A connection that cannot be made (no journal at the
+ * path, a sandbox that hides it) moves the writer to the inherited descriptor for good, as before
+ * (FdWriter, on the thread pool), said once through `warn`. A connection the journal closes later
+ * (journald restarted) is made again; the batches the closed one had not taken are reported
+ * failed; if the new one cannot be made, or the journal closed the last one within
+ * SHORT_LIVED_STREAM_MS of its opening (journald refusing more streams), the inherited descriptor
+ * is used from then on.
+ */
+
+/** SYSLOG_IDENTIFIER of the access records: `journalctl -t inference-router-access` selects them. */
+export const JOURNAL_IDENTIFIER = 'inference-router-access';
+/** syslog's LOG_INFO: the records' priority. */
+const PRIORITY_INFO = 6;
+/** A stream the journal closes sooner than this after it opened (journald refusing more streams) is not opened again. */
+export const SHORT_LIVED_STREAM_MS = 1000;
+
+/**
+ * Whether `fd` is the journal's stream the service manager connected it to: systemd sets
+ * JOURNAL_STREAM to that socket's "DEVICE:INODE" (systemd.exec(5), "Environment variables").
+ */
+export function isJournalStream(fd: number, journalStream: string | undefined): boolean {
+  const m = /^([0-9]+):([0-9]+)$/.exec(journalStream ?? '');
+  if (m === null) return false;
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    return st.isSocket() && st.dev === BigInt(m[1] as string) && st.ino === BigInt(m[2] as string);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The stream's header, as sd_journal_stream_fd(3) writes it: the identifier, the unit id (empty:
+ * journald reads the unit from the peer), the priority, no level prefixes (a record's first bytes
+ * are never read as `<N>`), and no forwarding of its own to syslog, kmsg or the console (journald's
+ * configuration still applies).
+ */
+export function journalStreamHeader(identifier: string): Buffer {
+  return Buffer.from(`${identifier}\n\n${PRIORITY_INFO}\n0\n0\n0\n0\n`);
+}
+
+export interface JournalWriterOptions {
+  /** The journal's stream socket (ACCESS_LOG_JOURNAL_SOCKET). */
+  readonly path: string;
+  /** The inherited descriptor (1 or 2) written to when no connection can be made. */
+  readonly fd: number;
+  /** What `fd` is called in warnings: stdout or stderr. */
+  readonly output: string;
+  /** Bound on bytes queued, including those the connection has not taken yet. */
+  readonly maxQueued: number;
+  readonly onFailed: FailedBatch;
+  /** One line to the operator (the connection lost, made again, or given up for `fd`). */
+  readonly warn: (msg: string) => void;
+  /** SYSLOG_IDENTIFIER; default JOURNAL_IDENTIFIER. */
+  readonly identifier?: string;
+  /** Monotonic milliseconds, timing how long a stream lived. Default performance.now. */
+  readonly now?: () => number;
+}
+
+export class JournalStreamWriter implements BatchWriter {
+  private socket: Socket | null = null;
+  private connected = false;
+  /** The error that ended the current connection (its 'close' follows). */
+  private lastError: Error | null = null;
+  /** The current connection follows one the journal closed: if it cannot be made, the inherited descriptor is used. */
+  private reconnecting = false;
+  /** When the current connection was made (performance.now()). */
+  private connectedAt = 0;
+  private fallback: FdWriter | null = null;
+  /** Batches pushed while the connection is made. */
+  private readonly waiting: Buffer[] = [];
+  private readonly waitingCounts: number[] = [];
+  /** Sizes and record counts of the batches handed to the socket, oldest first (its callbacks run in order). */
+  private readonly sentBytes: number[] = [];
+  private readonly sentCounts: number[] = [];
+  private queuedBytes = 0;
+  private queuedCount = 0;
+  private closed = false;
+  private waiters: (() => void)[] = [];
+  private readonly header: Buffer;
+  private readonly now: () => number;
+
+  private readonly onWritten = (err: Error | null | undefined): void => {
+    const bytes = this.sentBytes.shift() ?? 0;
+    const count = this.sentCounts.shift() ?? 0;
+    this.queuedBytes -= bytes;
+    this.queuedCount -= count;
+    if (err) this.opts.onFailed(count, asErrno(err));
+    this.settle();
+  };
+
+  constructor(private readonly opts: JournalWriterOptions) {
+    this.header = journalStreamHeader(opts.identifier ?? JOURNAL_IDENTIFIER);
+    this.now = opts.now ?? (() => performance.now());
+    this.connect();
+  }
+
+  push(batch: Buffer, records: number): boolean {
+    if (this.fallback !== null) return this.fallback.push(batch, records);
+    if (this.closed || this.queuedBytes + batch.length > this.opts.maxQueued) return false;
+    this.queuedBytes += batch.length;
+    this.queuedCount += records;
+    if (this.connected) this.send(batch, records);
+    else {
+      this.waiting.push(batch);
+      this.waitingCounts.push(records);
+    }
+    return true;
+  }
+
+  flush(): Promise<void> {
+    if (this.queuedBytes === 0) return this.fallback === null ? Promise.resolve() : this.fallback.flush();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  reopen(): void {
+    // Nothing to reopen: the stream is not a file.
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flush();
+    this.closed = true;
+    const socket = this.socket;
+    if (socket !== null) await new Promise<void>((resolve) => socket.end(resolve));
+    if (this.fallback !== null) await this.fallback.close();
+  }
+
+  get queuedRecords(): number {
+    return this.queuedCount + (this.fallback?.queuedRecords ?? 0);
+  }
+
+  /** True once the writer gave the journal's stream up for the inherited descriptor. */
+  get onInheritedDescriptor(): boolean {
+    return this.fallback !== null;
+  }
+
+  private connect(): void {
+    this.connected = false;
+    this.lastError = null;
+    const socket = connect(this.opts.path);
+    this.socket = socket;
+    // The log never keeps a process alive; its shutdown flushes it first.
+    socket.unref();
+    socket.on('connect', () => {
+      if (this.reconnecting) this.opts.warn(`access log: a stream to the journal at ${this.opts.path} is open again`);
+      this.reconnecting = false;
+      this.connected = true;
+      this.connectedAt = this.now();
+      socket.write(this.header);
+      for (let i = 0; i < this.waiting.length; i++) this.send(this.waiting[i] as Buffer, this.waitingCounts[i] as number);
+      this.waiting.length = 0;
+      this.waitingCounts.length = 0;
+    });
+    // journald sends nothing; reading lets its end of the connection be seen.
+    socket.resume();
+    socket.on('error', (err) => {
+      this.lastError = err;
+    });
+    socket.on('close', () => this.lost(socket));
+  }
+
+  private send(batch: Buffer, records: number): void {
+    this.sentBytes.push(batch.length);
+    this.sentCounts.push(records);
+    (this.socket as Socket).write(batch, this.onWritten);
+  }
+
+  /** The connection `socket` ended (or was never made). */
+  private lost(socket: Socket): void {
+    if (socket !== this.socket) return;
+    this.socket = null;
+    const wasConnected = this.connected;
+    this.connected = false;
+    if (this.closed) return;
+    const why = this.lastError?.message ?? 'the journal closed it';
+    const lived = this.now() - this.connectedAt;
+    if (wasConnected && lived < SHORT_LIVED_STREAM_MS) {
+      this.useInherited(`${why}, ${Math.round(lived)} ms after it was opened`);
+      return;
+    }
+    if (wasConnected) {
+      this.opts.warn(`access log: the stream to the journal at ${this.opts.path} was closed (${why}); opening another`);
+      this.reconnecting = true;
+      this.connect();
+      return;
+    }
+    this.useInherited(why);
+  }
+
+  /** No connection to the journal: what waits goes to the inherited descriptor, and every later batch. */
+  private useInherited(why: string): void {
+    this.opts.warn(`access log: cannot open a stream to the journal at ${this.opts.path} (${why}); ` +
+      `writing to ${this.opts.output} on the thread pool instead`);
+    this.fallback = new FdWriter(null, this.opts.fd, this.opts.maxQueued, this.opts.onFailed);
+    const err = asErrno(this.lastError ?? new Error(why));
+    for (let i = 0; i < this.waiting.length; i++) {
+      const count = this.waitingCounts[i] as number;
+      if (!this.fallback.push(this.waiting[i] as Buffer, count)) this.opts.onFailed(count, err);
+    }
+    this.waiting.length = 0;
+    this.waitingCounts.length = 0;
+    this.queuedBytes = 0;
+    this.queuedCount = 0;
+    // Waiters of flush() now wait for the inherited descriptor's writes.
+    const waiters = this.waiters;
+    this.waiters = [];
+    const fallback = this.fallback;
+    for (const w of waiters) void fallback.flush().then(w);
+  }
+
+  private settle(): void {
+    if (this.queuedBytes !== 0 || this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+function asErrno(err: Error): NodeJS.ErrnoException {
+  return err as NodeJS.ErrnoException;
+}

@@ -1,0 +1,221 @@
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isJournalStream, JOURNAL_IDENTIFIER, JournalStreamWriter, journalStreamHeader, SHORT_LIVED_STREAM_MS } from '../../../src/observe/access-log-journal.js';
+import { openSink } from '../../../src/observe/access-log-sink.js';
+import { startMockJournal, type MockJournal } from '../../helpers/mock-journal.js';
+import { waitFor } from '../../helpers/processes.js';
+
+let dir = '';
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'journal-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const batch = (from: number, n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => `record ${from + i}\n`).join(''));
+const records = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => `record ${from + i}`);
+
+interface Harness {
+  journal: MockJournal;
+  warnings: string[];
+  failed: [number, string][];
+  writer(opts?: { fd?: number; maxQueued?: number; path?: string }): JournalStreamWriter;
+  /** The writers' clock (ms), moved by the tests. */
+  clock: { ms: number };
+}
+
+async function harness(name: string): Promise<Harness> {
+  const journal = await startMockJournal(dir, name);
+  const warnings: string[] = [];
+  const failed: [number, string][] = [];
+  const clock = { ms: 0 };
+  return {
+    journal,
+    warnings,
+    failed,
+    clock,
+    writer: (opts = {}) => new JournalStreamWriter({
+      path: opts.path ?? journal.path,
+      fd: opts.fd ?? 1,
+      output: 'stdout',
+      maxQueued: opts.maxQueued ?? 1 << 20,
+      onFailed: (n, err) => failed.push([n, err.code ?? err.message]),
+      warn: (m) => warnings.push(m),
+      now: () => clock.ms,
+    }),
+  };
+}
+
+/** A Unix stream socket connected to `path`, and its descriptor (as a service's stdout is one). */
+async function connectedSocket(path: string): Promise<{ socket: Socket; fd: number }> {
+  const socket = connect(path);
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return { socket, fd: (socket as unknown as { _handle: { fd: number } })._handle.fd };
+}
+
+describe('JOURNAL_STREAM: is this descriptor the journal\'s stream', () => {
+  it('a socket whose device and inode JOURNAL_STREAM names is; another inode, a file, or no variable is not', async () => {
+    const journal = await startMockJournal(dir, 'detect');
+    const { socket, fd } = await connectedSocket(journal.path);
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      expect(isJournalStream(fd, `${st.dev}:${st.ino}`)).toBe(true);
+      expect(isJournalStream(fd, `${st.dev}:${st.ino + 1n}`)).toBe(false);
+      expect(isJournalStream(fd, undefined)).toBe(false);
+      expect(isJournalStream(fd, `${st.dev}:${st.ino}x`)).toBe(false);
+      const file = openSync(join(dir, 'not-a-socket'), 'w');
+      const fst = fstatSync(file, { bigint: true });
+      expect(isJournalStream(file, `${fst.dev}:${fst.ino}`)).toBe(false);
+      closeSync(file);
+    } finally {
+      socket.destroy();
+      await journal.close();
+    }
+  });
+
+  it('openSink uses the journal socket only for stdout/stderr that JOURNAL_STREAM names, and not when it is off', () => {
+    // This process's stdout is not the journal's stream.
+    expect(openSink('stdout', '/run/systemd/journal/stdout', { JOURNAL_STREAM: '1:1' }).journalSocket).toBeNull();
+    const st = fstatSync(1, { bigint: true });
+    const here = { JOURNAL_STREAM: `${st.dev}:${st.ino}` };
+    expect(openSink('stdout', '/run/systemd/journal/stdout', here).journalSocket).toBe(st.isSocket() ? '/run/systemd/journal/stdout' : null);
+    expect(openSink('stdout', null, here).journalSocket).toBeNull();
+    expect(openSink(join(dir, 'a.log'), '/run/systemd/journal/stdout', here).journalSocket).toBeNull();
+  });
+});
+
+describe('the access log\'s own stream to the journal', () => {
+  it('opens with sd_journal_stream_fd\'s header (its identifier, info, no level prefix, no forwarding) and writes batches in order', async () => {
+    const h = await harness('order');
+    const w = h.writer();
+    // Pushed before the connection is made: they wait for it, after the header.
+    expect(w.push(batch(0, 3), 3)).toBe(true);
+    expect(w.push(batch(3, 2), 2)).toBe(true);
+    await w.flush();
+    expect(w.push(batch(5, 1), 1)).toBe(true);
+    await w.flush();
+    await waitFor('the records', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 6);
+    expect(h.journal.streams).toHaveLength(1);
+    expect(h.journal.streams[0]!.header).toEqual([JOURNAL_IDENTIFIER, '', '6', '0', '0', '0', '0']);
+    expect(h.journal.linesOf(JOURNAL_IDENTIFIER)).toEqual(records(0, 6));
+    expect(journalStreamHeader('x').toString()).toBe('x\n\n6\n0\n0\n0\n0\n');
+    expect(w.queuedRecords).toBe(0);
+    await w.close();
+    await waitFor('the stream ended', () => h.journal.streams[0]!.ended);
+    expect([h.warnings, h.failed]).toEqual([[], []]);
+    expect(w.push(batch(9, 1), 1)).toBe(false);
+    await h.journal.close();
+  });
+
+  it('no journal at the path: said once, and the records go to the inherited descriptor instead', async () => {
+    const h = await harness('unused');
+    const file = join(dir, 'inherited.log');
+    const fd = openSync(file, 'a');
+    const w = h.writer({ fd, path: join(dir, 'no-such-socket') });
+    expect(w.push(batch(0, 2), 2)).toBe(true);
+    await w.flush();
+    expect(w.push(batch(2, 1), 1)).toBe(true);
+    await w.flush();
+    expect(w.onInheritedDescriptor).toBe(true);
+    expect(readFileSync(file, 'utf8')).toBe(batch(0, 3).toString());
+    expect(h.warnings).toHaveLength(1);
+    expect(h.warnings[0]).toMatch(/^access log: cannot open a stream to the journal at \S+no-such-socket \(.*ENOENT.*\); writing to stdout on the thread pool instead$/);
+    expect(h.failed).toEqual([]);
+    await w.close();
+    closeSync(fd);
+    await h.journal.close();
+  });
+
+  it('the journal closes the stream (a restart): another is opened, with its header, and the records go on there', async () => {
+    const h = await harness('restart');
+    const w = h.writer();
+    w.push(batch(0, 2), 2);
+    await w.flush();
+    await waitFor('the first records', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 2);
+    h.clock.ms += SHORT_LIVED_STREAM_MS;
+    h.journal.dropStreams();
+    await waitFor('the writer to see the close', () => h.warnings.length > 0);
+    w.push(batch(2, 2), 2);
+    await w.flush();
+    await waitFor('the later records', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 4);
+    expect(h.journal.streams).toHaveLength(2);
+    expect(h.journal.streams[1]!.header?.[0]).toBe(JOURNAL_IDENTIFIER);
+    expect(h.journal.streams[1]!.lines).toEqual(records(2, 2));
+    expect(h.warnings[0]).toMatch(/^access log: the stream to the journal at \S+ was closed \(.+\); opening another$/);
+    expect(h.warnings[1]).toMatch(/^access log: a stream to the journal at \S+ is open again$/);
+    expect(w.onInheritedDescriptor).toBe(false);
+    await w.close();
+    await h.journal.close();
+  });
+
+  it('the journal closes the stream and is gone: the records go to the inherited descriptor', async () => {
+    const h = await harness('gone');
+    const file = join(dir, 'after-gone.log');
+    const fd = openSync(file, 'a');
+    const w = h.writer({ fd });
+    w.push(batch(0, 1), 1);
+    await w.flush();
+    await waitFor('the first record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 1);
+    h.clock.ms += SHORT_LIVED_STREAM_MS;
+    await h.journal.close();
+    h.journal.dropStreams();
+    await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
+    w.push(batch(1, 2), 2);
+    await w.flush();
+    expect(readFileSync(file, 'utf8')).toBe(batch(1, 2).toString());
+    expect(h.warnings).toHaveLength(2);
+    expect(h.warnings[1]).toMatch(/^access log: cannot open a stream to the journal at \S+ \(.+\); writing to stdout on the thread pool instead$/);
+    await w.close();
+    closeSync(fd);
+  });
+
+  it('a stream the journal closes right after it opened (journald refusing more streams): not opened again; the inherited descriptor is used', async () => {
+    const h = await harness('refusing');
+    const file = join(dir, 'refused.log');
+    const fd = openSync(file, 'a');
+    const w = h.writer({ fd });
+    w.push(batch(0, 1), 1);
+    await w.flush();
+    await waitFor('the first record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 1);
+    h.clock.ms += SHORT_LIVED_STREAM_MS - 1;
+    h.journal.dropStreams();
+    await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
+    w.push(batch(1, 2), 2);
+    await w.flush();
+    expect(readFileSync(file, 'utf8')).toBe(batch(1, 2).toString());
+    expect(h.journal.streams).toHaveLength(1);
+    expect(h.warnings).toHaveLength(1);
+    expect(h.warnings[0]).toMatch(new RegExp(`^access log: cannot open a stream to the journal at \\S+ \\(.+, ${SHORT_LIVED_STREAM_MS - 1} ms after it was opened\\); writing to stdout on the thread pool instead$`));
+    await w.close();
+    closeSync(fd);
+    await h.journal.close();
+  });
+
+  it('a journal that falls behind: queued bytes are bounded (push refuses beyond), and what was taken arrives whole once it reads again', async () => {
+    const h = await harness('behind');
+    const w = h.writer({ maxQueued: 256 * 1024 });
+    w.push(batch(0, 1), 1);
+    await w.flush();
+    await waitFor('connected', () => h.journal.streams.length === 1 && h.journal.streams[0]!.header !== null);
+    h.journal.pause(true);
+    const piece = batch(0, 400); // about 4.5 KB
+    let accepted = 1;
+    let refused = 0;
+    for (let i = 0; i < 400; i++) {
+      if (w.push(piece, 400)) accepted += 400;
+      else refused++;
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(w.queuedRecords).toBeGreaterThan(0);
+    const flushed = w.flush();
+    h.journal.pause(false);
+    await flushed;
+    await waitFor('every accepted record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === accepted, 15_000);
+    expect(w.queuedRecords).toBe(0);
+    expect(h.failed).toEqual([]);
+    await w.close();
+    await h.journal.close();
+  });
+});
