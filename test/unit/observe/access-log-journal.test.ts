@@ -150,47 +150,48 @@ describe('the access log\'s own stream to the journal', () => {
     await h.journal.close();
   });
 
-  it('the journal closes the stream and is gone: the records go to the inherited descriptor', async () => {
-    const h = await harness('gone');
-    const file = join(dir, 'after-gone.log');
+  /**
+   * A writer whose inherited descriptor is a file: one record reaches the journal, the clock moves
+   * `lived` ms, `lose` ends the stream; then the writer gives the journal up and two more records
+   * go to the file. Returns the harness (its warnings, its journal's streams).
+   */
+  async function lostAfterFirstRecord(name: string, lived: number, lose: (journal: MockJournal) => Promise<void>): Promise<Harness> {
+    const h = await harness(name);
+    const file = join(dir, `${name}.log`);
     const fd = openSync(file, 'a');
     const w = h.writer({ fd });
-    w.push(batch(0, 1), 1);
-    await w.flush();
-    await waitFor('the first record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 1);
-    h.clock.ms += SHORT_LIVED_STREAM_MS;
-    await h.journal.close();
-    h.journal.dropStreams();
-    await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
-    w.push(batch(1, 2), 2);
-    await w.flush();
-    expect(readFileSync(file, 'utf8')).toBe(batch(1, 2).toString());
+    try {
+      w.push(batch(0, 1), 1);
+      await w.flush();
+      await waitFor('the first record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 1);
+      h.clock.ms += lived;
+      await lose(h.journal);
+      await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
+      w.push(batch(1, 2), 2);
+      await w.flush();
+      expect(readFileSync(file, 'utf8')).toBe(batch(1, 2).toString());
+    } finally {
+      await w.close();
+      closeSync(fd);
+      await h.journal.close();
+    }
+    return h;
+  }
+
+  it('the journal closes the stream and is gone: the records go to the inherited descriptor', async () => {
+    const h = await lostAfterFirstRecord('gone', SHORT_LIVED_STREAM_MS, async (journal) => {
+      await journal.close();
+      journal.dropStreams();
+    });
     expect(h.warnings).toHaveLength(2);
     expect(h.warnings[1]).toMatch(/^access log: cannot open a stream to the journal at \S+ \(.+\); writing to stdout on the thread pool instead$/);
-    await w.close();
-    closeSync(fd);
   });
 
   it('a stream the journal closes right after it opened (journald refusing more streams): not opened again; the inherited descriptor is used', async () => {
-    const h = await harness('refusing');
-    const file = join(dir, 'refused.log');
-    const fd = openSync(file, 'a');
-    const w = h.writer({ fd });
-    w.push(batch(0, 1), 1);
-    await w.flush();
-    await waitFor('the first record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 1);
-    h.clock.ms += SHORT_LIVED_STREAM_MS - 1;
-    h.journal.dropStreams();
-    await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
-    w.push(batch(1, 2), 2);
-    await w.flush();
-    expect(readFileSync(file, 'utf8')).toBe(batch(1, 2).toString());
+    const h = await lostAfterFirstRecord('refusing', SHORT_LIVED_STREAM_MS - 1, async (journal) => journal.dropStreams());
     expect(h.journal.streams).toHaveLength(1);
     expect(h.warnings).toHaveLength(1);
     expect(h.warnings[0]).toMatch(new RegExp(`^access log: cannot open a stream to the journal at \\S+ \\(.+, ${SHORT_LIVED_STREAM_MS - 1} ms after it was opened\\); writing to stdout on the thread pool instead$`));
-    await w.close();
-    closeSync(fd);
-    await h.journal.close();
   });
 
   it('a journal that falls behind: queued bytes are bounded (push refuses beyond), and what was taken arrives whole once it reads again', async () => {
