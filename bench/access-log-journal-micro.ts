@@ -5,8 +5,9 @@
  *  - inherited: to the stdout it was given, on the thread pool (ACCESS_LOG_JOURNAL_SOCKET=off);
  *  - own stream: through a stream of the process's own to the journal's socket (the default when
  *    JOURNAL_STREAM names stdout; src/observe/access-log-journal.ts).
- * A stand-in for journald here (none runs on the bench machines) reads both and counts the lines it
- * got: every run must deliver every record, or the tool fails. Each run is a child process whose
+ * A stand-in for journald (it reads each stream after its header and counts the lines, and shuts
+ * its side of each stream as journald does) takes both: every run must deliver every record, or
+ * the tool fails. Each run is a child process whose
  * stdout is a socket connected to the stand-in, JOURNAL_STREAM set to its device and inode as
  * systemd does; it logs JSON records PER_TURN per event-loop turn, and the same loop without logging
  * is subtracted. The cases alternate, round by round; the best round of each is printed.
@@ -76,6 +77,8 @@ function countingJournal(path: string): Promise<{ lines: Map<string, number>; cl
     let identifier: string | null = null;
     let rest = '';
     socket.setEncoding('latin1');
+    // As journald does: it never writes to a stream, and shuts that side at once.
+    socket.end();
     socket.on('data', (chunk: string) => {
       let from = 0;
       if (identifier === null) {
@@ -109,7 +112,7 @@ async function parent(n: number, rounds: number, perTurn: number): Promise<void>
   const path = join(dir, 'stdout');
   const journal = await countingJournal(path);
   // The service's stdout, as systemd connects it before it starts the service.
-  const stdout = connect(path);
+  const stdout = connect({ path, allowHalfOpen: true });
   await new Promise<void>((resolve) => stdout.once('connect', resolve));
   stdout.write('bench-unit\n\n6\n0\n0\n0\n0\n');
   const fd = (stdout as unknown as { _handle: { fd: number } })._handle.fd;

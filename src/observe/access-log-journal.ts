@@ -16,11 +16,12 @@ import type { BatchWriter } from './access-log-batch-writer.js';
  *
  * Batches wait while the connection is made. A connection that cannot be made (no journal at the
  * path, a sandbox that hides it) moves the writer to the inherited descriptor for good, as before
- * (FdWriter, on the thread pool), said once through `warn`. A connection the journal closes later
- * (journald restarted) is made again; the batches the closed one had not taken are reported
- * failed; if the new one cannot be made, or the journal closed the last one within
- * SHORT_LIVED_STREAM_MS of its opening (journald refusing more streams), the inherited descriptor
- * is used from then on.
+ * (FdWriter, on the thread pool), said once through `warn`. journald shuts its side of a stream for
+ * writing as it accepts it, so the end of the journal (journald restarted or gone) is seen by the
+ * next write, which fails (EPIPE): that batch and the ones behind it are not lost but sent again on
+ * a new connection, said through `warn`. If the new one cannot be made, or the journal closed the
+ * last one before it took a batch or within SHORT_LIVED_STREAM_MS of its opening (journald refusing
+ * more streams), they and every later batch go to the inherited descriptor.
  */
 
 /** SYSLOG_IDENTIFIER of the access records: `journalctl -t inference-router-access` selects them. */
@@ -80,15 +81,17 @@ export class JournalStreamWriter implements BatchWriter {
   private lastError: Error | null = null;
   /** The current connection follows one the journal closed: if it cannot be made, the inherited descriptor is used. */
   private reconnecting = false;
-  /** When the current connection was made (performance.now()). */
-  private connectedAt = 0;
+  /** When the current connection was made (`now`); -1 while none is. */
+  private connectedAt = -1;
   private fallback: FdWriter | null = null;
   /** Batches pushed while the connection is made. */
   private readonly waiting: Buffer[] = [];
   private readonly waitingCounts: number[] = [];
-  /** Sizes and record counts of the batches handed to the socket, oldest first (its callbacks run in order). */
-  private readonly sentBytes: number[] = [];
+  /** The batches handed to the socket and their record counts, oldest first (its callbacks run in order). */
+  private readonly sent: Buffer[] = [];
   private readonly sentCounts: number[] = [];
+  /** A batch was taken by the current connection (a stream that took none and was closed is one journald refused). */
+  private delivered = false;
   private queuedBytes = 0;
   private queuedCount = 0;
   private closed = false;
@@ -97,11 +100,14 @@ export class JournalStreamWriter implements BatchWriter {
   private readonly now: () => number;
 
   private readonly onWritten = (err: Error | null | undefined): void => {
-    const bytes = this.sentBytes.shift() ?? 0;
-    const count = this.sentCounts.shift() ?? 0;
-    this.queuedBytes -= bytes;
+    const batch = this.sent.shift() as Buffer;
+    const count = this.sentCounts.shift() as number;
+    this.queuedBytes -= batch.length;
     this.queuedCount -= count;
-    if (err) this.opts.onFailed(count, asErrno(err));
+    if (!err) this.delivered = true;
+    // Not taken (the journal went away: EPIPE, or the stream was destroyed first): the next
+    // stream takes it, or the inherited descriptor.
+    else this.again(batch, count, asErrno(err));
     this.settle();
   };
 
@@ -154,8 +160,11 @@ export class JournalStreamWriter implements BatchWriter {
   private connect(): void {
     this.connected = false;
     this.lastError = null;
-    const socket = connect(this.opts.path);
+    // journald shuts its side of the stream for writing at once (it never writes): the stream stays
+    // open for ours. A journal gone away shows as a write that fails (EPIPE), its batch sent again.
+    const socket = connect({ path: this.opts.path, allowHalfOpen: true });
     this.socket = socket;
+    this.delivered = false;
     // The log never keeps a process alive; its shutdown flushes it first.
     socket.unref();
     socket.on('connect', () => {
@@ -168,31 +177,47 @@ export class JournalStreamWriter implements BatchWriter {
       this.waiting.length = 0;
       this.waitingCounts.length = 0;
     });
-    // journald sends nothing; reading lets its end of the connection be seen.
+    // Nothing comes from journald but the end of its side, which is read and let be.
     socket.resume();
     socket.on('error', (err) => {
       this.lastError = err;
+      // Batches from now on wait for the next stream.
+      this.connected = false;
     });
     socket.on('close', () => this.lost(socket));
   }
 
   private send(batch: Buffer, records: number): void {
-    this.sentBytes.push(batch.length);
+    this.sent.push(batch);
     this.sentCounts.push(records);
     (this.socket as Socket).write(batch, this.onWritten);
+  }
+
+  /** A batch the stream did not take: queued for the next stream, handed to the inherited descriptor, or (closed) failed. */
+  private again(batch: Buffer, records: number, err: NodeJS.ErrnoException): void {
+    if (this.closed) this.opts.onFailed(records, err);
+    else if (this.fallback !== null) {
+      if (!this.fallback.push(batch, records)) this.opts.onFailed(records, err);
+    } else {
+      this.queuedBytes += batch.length;
+      this.queuedCount += records;
+      this.waiting.push(batch);
+      this.waitingCounts.push(records);
+    }
   }
 
   /** The connection `socket` ended (or was never made). */
   private lost(socket: Socket): void {
     if (socket !== this.socket) return;
     this.socket = null;
-    const wasConnected = this.connected;
+    const wasConnected = this.connectedAt >= 0;
+    const lived = this.now() - this.connectedAt;
+    this.connectedAt = -1;
     this.connected = false;
     if (this.closed) return;
     const why = this.lastError?.message ?? 'the journal closed it';
-    const lived = this.now() - this.connectedAt;
-    if (wasConnected && lived < SHORT_LIVED_STREAM_MS) {
-      this.useInherited(`${why}, ${Math.round(lived)} ms after it was opened`);
+    if (wasConnected && (lived < SHORT_LIVED_STREAM_MS || !this.delivered)) {
+      this.useInherited(`${why}, ${this.delivered ? `${Math.round(lived)} ms after it was opened` : 'before it took a record'}`);
       return;
     }
     if (wasConnected) {

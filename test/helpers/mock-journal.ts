@@ -3,9 +3,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 
 /**
- * A stand-in for systemd-journald's stdout socket (no journald runs here), speaking its stream
- * protocol: a client first writes seven header lines (identifier, unit id, priority, level prefix,
- * forward to syslog, to kmsg, to the console), then messages, one per line.
+ * A stand-in for systemd-journald's stdout socket, speaking its stream protocol (a client first
+ * writes seven header lines: identifier, unit id, priority, level prefix, forward to syslog, to
+ * kmsg, to the console; then messages, one per line) and shutting its side of each stream for
+ * writing as journald does. For the writer's unit tests, which stall, cut and refuse streams at
+ * will; the end-to-end tests run a real journald (journald.ts).
  */
 export interface JournalStream {
   /** The seven header lines, once all arrived. */
@@ -26,6 +28,8 @@ export interface MockJournal {
   pause(paused: boolean): void;
   /** Closes every open stream, as a journald restart does. */
   dropStreams(): void;
+  /** Closes every new stream as it is accepted (journald past its limit of streams) or not. */
+  refuse(on: boolean): void;
   /** Stops listening and removes the socket (open streams stay until dropped). */
   close(): Promise<void>;
 }
@@ -36,12 +40,19 @@ export async function startMockJournal(dir: string, name = 'stdout'): Promise<Mo
   const path = join(dir, name);
   const streams: JournalStream[] = [];
   let paused = false;
+  let refusing = false;
   const server: Server = createServer((socket) => {
+    if (refusing) {
+      socket.destroy();
+      return;
+    }
     const stream: JournalStream = { header: null, lines: [], ended: false, socket };
     streams.push(stream);
     let pending = '';
     const header: string[] = [];
     socket.setEncoding('utf8');
+    // As journald does: it never writes to a stream, and shuts that side at once.
+    socket.end();
     if (paused) socket.pause();
     socket.on('data', (chunk: string) => {
       pending += chunk;
@@ -75,6 +86,9 @@ export async function startMockJournal(dir: string, name = 'stdout'): Promise<Mo
     },
     dropStreams() {
       for (const s of streams) s.socket.destroy();
+    },
+    refuse(on) {
+      refusing = on;
     },
     async close() {
       // Not waiting for the open streams (server.close's callback would).

@@ -21,7 +21,7 @@ interface Harness {
   journal: MockJournal;
   warnings: string[];
   failed: [number, string][];
-  writer(opts?: { fd?: number; maxQueued?: number; path?: string }): JournalStreamWriter;
+  writer(opts?: { fd?: number; maxQueued?: number; path?: string; now?: () => number }): JournalStreamWriter;
   /** The writers' clock (ms), moved by the tests. */
   clock: { ms: number };
 }
@@ -43,7 +43,7 @@ async function harness(name: string): Promise<Harness> {
       maxQueued: opts.maxQueued ?? 1 << 20,
       onFailed: (n, err) => failed.push([n, err.code ?? err.message]),
       warn: (m) => warnings.push(m),
-      now: () => clock.ms,
+      now: opts.now ?? (() => clock.ms),
     }),
   };
 }
@@ -128,7 +128,7 @@ describe('the access log\'s own stream to the journal', () => {
     await h.journal.close();
   });
 
-  it('the journal closes the stream (a restart): another is opened, with its header, and the records go on there', async () => {
+  it('the journal closes the stream (a restart): the next write finds it gone; another is opened, with its header, and that batch and the later ones go there', async () => {
     const h = await harness('restart');
     const w = h.writer();
     w.push(batch(0, 2), 2);
@@ -136,15 +136,17 @@ describe('the access log\'s own stream to the journal', () => {
     await waitFor('the first records', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 2);
     h.clock.ms += SHORT_LIVED_STREAM_MS;
     h.journal.dropStreams();
-    await waitFor('the writer to see the close', () => h.warnings.length > 0);
     w.push(batch(2, 2), 2);
+    w.push(batch(4, 1), 1);
     await w.flush();
-    await waitFor('the later records', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 4);
+    await waitFor('the later records', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 5);
     expect(h.journal.streams).toHaveLength(2);
     expect(h.journal.streams[1]!.header?.[0]).toBe(JOURNAL_IDENTIFIER);
-    expect(h.journal.streams[1]!.lines).toEqual(records(2, 2));
+    expect(h.journal.streams[1]!.lines).toEqual(records(2, 3));
+    expect(h.warnings).toHaveLength(2);
     expect(h.warnings[0]).toMatch(/^access log: the stream to the journal at \S+ was closed \(.+\); opening another$/);
     expect(h.warnings[1]).toMatch(/^access log: a stream to the journal at \S+ is open again$/);
+    expect(h.failed).toEqual([]);
     expect(w.onInheritedDescriptor).toBe(false);
     await w.close();
     await h.journal.close();
@@ -152,8 +154,8 @@ describe('the access log\'s own stream to the journal', () => {
 
   /**
    * A writer whose inherited descriptor is a file: one record reaches the journal, the clock moves
-   * `lived` ms, `lose` ends the stream; then the writer gives the journal up and two more records
-   * go to the file. Returns the harness (its warnings, its journal's streams).
+   * `lived` ms, `lose` ends the stream; the next two records find it gone, and the writer gives
+   * the journal up and writes them to the file. Returns the harness (its warnings, its journal's streams).
    */
   async function lostAfterFirstRecord(name: string, lived: number, lose: (journal: MockJournal) => Promise<void>): Promise<Harness> {
     const h = await harness(name);
@@ -166,10 +168,11 @@ describe('the access log\'s own stream to the journal', () => {
       await waitFor('the first record', () => h.journal.linesOf(JOURNAL_IDENTIFIER).length === 1);
       h.clock.ms += lived;
       await lose(h.journal);
-      await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
       w.push(batch(1, 2), 2);
+      await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
       await w.flush();
       expect(readFileSync(file, 'utf8')).toBe(batch(1, 2).toString());
+      expect(h.failed).toEqual([]);
     } finally {
       await w.close();
       closeSync(fd);
@@ -178,7 +181,7 @@ describe('the access log\'s own stream to the journal', () => {
     return h;
   }
 
-  it('the journal closes the stream and is gone: the records go to the inherited descriptor', async () => {
+  it('the journal closes the stream and is gone: the batch that found it gone, and the later ones, go to the inherited descriptor', async () => {
     const h = await lostAfterFirstRecord('gone', SHORT_LIVED_STREAM_MS, async (journal) => {
       await journal.close();
       journal.dropStreams();
@@ -192,6 +195,27 @@ describe('the access log\'s own stream to the journal', () => {
     expect(h.journal.streams).toHaveLength(1);
     expect(h.warnings).toHaveLength(1);
     expect(h.warnings[0]).toMatch(new RegExp(`^access log: cannot open a stream to the journal at \\S+ \\(.+, ${SHORT_LIVED_STREAM_MS - 1} ms after it was opened\\); writing to stdout on the thread pool instead$`));
+  });
+
+  it('a stream the journal closed before it took a record (accepted and closed at once): not opened again, however long ago it was opened', async () => {
+    const h = await harness('refused-at-once');
+    h.journal.refuse(true);
+    const file = join(dir, 'refused-at-once.log');
+    const fd = openSync(file, 'a');
+    // Every reading of the clock is long after the last: only "took no record" can tell this stream from a restart.
+    const w = h.writer({ fd, now: () => (h.clock.ms += 10 * SHORT_LIVED_STREAM_MS) });
+    try {
+      w.push(batch(0, 2), 2);
+      await waitFor('the writer to give the journal up', () => w.onInheritedDescriptor);
+      await w.flush();
+      expect(readFileSync(file, 'utf8')).toBe(batch(0, 2).toString());
+      expect(h.warnings).toEqual([expect.stringMatching(/^access log: cannot open a stream to the journal at \S+ \(.+, before it took a record\); writing to stdout on the thread pool instead$/)]);
+      expect(h.failed).toEqual([]);
+    } finally {
+      await w.close();
+      closeSync(fd);
+      await h.journal.close();
+    }
   });
 
   it('a journal that falls behind: queued bytes are bounded (push refuses beyond), and what was taken arrives whole once it reads again', async () => {
