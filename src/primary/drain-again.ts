@@ -1,6 +1,13 @@
 import type { OpsLine } from './startup-lines.js';
 
 /**
+ * Workers still running this long after ROUTER_DRAIN_DELAY + ROUTER_DRAIN_TIMEOUT from the drain's
+ * start are killed (SIGKILL): a service manager's stop timeout must outlast the three
+ * (deploy/systemd/inference-router.service's TimeoutStopSec).
+ */
+export const WORKER_KILL_GRACE_MS = 5_000;
+
+/**
  * The line of a SIGTERM or SIGINT received while a drain is already under way, `elapsedMs` after
  * it began: the drain goes on as it was (the signal changes nothing), how long requests still in
  * flight have left before they are cut (ROUTER_DRAIN_DELAY + ROUTER_DRAIN_TIMEOUT from the drain's

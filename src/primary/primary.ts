@@ -17,7 +17,7 @@ import { OpsLog } from '../observe/ops-log.js';
 import { checkAccessLogOutput } from '../observe/access-log-sink.js';
 import { VERSION } from '../config/version.js';
 import { describeLimitStores, describeResources } from './startup-lines.js';
-import { drainAgainLine } from './drain-again.js';
+import { drainAgainLine, WORKER_KILL_GRACE_MS } from './drain-again.js';
 import { PodMetricsScraper } from '../pick/pod-metrics-scraper.js';
 import { attachPodLoadPrimary } from '../pick/pod-load-share.js';
 import { PodHealthHub } from '../pick/pod-health-hub.js';
@@ -319,7 +319,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       pastDeadline = true;
       ops.warn('drain', 'drain timeout passed; killing remaining workers');
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
-    }, settings.drainDelayMs + settings.drainTimeoutMs + 5_000);
+    }, settings.drainDelayMs + settings.drainTimeoutMs + WORKER_KILL_GRACE_MS);
     deadline.unref();
     await waitForWorkersToExit();
     clearTimeout(deadline);
