@@ -236,25 +236,27 @@ export class JournalStreamWriter implements BatchWriter {
     this.fallback = new FdWriter(null, this.opts.fd, this.opts.maxQueued, this.opts.onFailed);
     const err = asErrno(this.lastError ?? new Error(why));
     for (let i = 0; i < this.waiting.length; i++) {
+      const batch = this.waiting[i] as Buffer;
       const count = this.waitingCounts[i] as number;
-      if (!this.fallback.push(this.waiting[i] as Buffer, count)) this.opts.onFailed(count, err);
+      this.queuedBytes -= batch.length;
+      this.queuedCount -= count;
+      if (!this.fallback.push(batch, count)) this.opts.onFailed(count, err);
     }
     this.waiting.length = 0;
     this.waitingCounts.length = 0;
-    this.queuedBytes = 0;
-    this.queuedCount = 0;
-    // Waiters of flush() now wait for the inherited descriptor's writes.
-    const waiters = this.waiters;
-    this.waiters = [];
-    const fallback = this.fallback;
-    for (const w of waiters) void fallback.flush().then(w);
+    this.settle();
   }
 
+  /** Once nothing waits here, the waiters of flush() are settled (after the inherited descriptor's writes, if it is used). */
   private settle(): void {
     if (this.queuedBytes !== 0 || this.waiters.length === 0) return;
     const waiters = this.waiters;
     this.waiters = [];
-    for (const w of waiters) w();
+    if (this.fallback === null) for (const w of waiters) w();
+    else {
+      const written = this.fallback.flush();
+      for (const w of waiters) void written.then(w);
+    }
   }
 }
 
