@@ -7,10 +7,10 @@
  *    JOURNAL_STREAM names stdout; src/observe/access-log-journal.ts).
  * A stand-in for journald (it reads each stream after its header and counts the lines, and shuts
  * its side of each stream as journald does) takes both: every run must deliver every record, or
- * the tool fails. Each run is a child process whose
- * stdout is a socket connected to the stand-in, JOURNAL_STREAM set to its device and inode as
- * systemd does; it logs JSON records PER_TURN per event-loop turn, and the same loop without logging
- * is subtracted. The cases alternate, round by round; the best round of each is printed.
+ * the tool fails. Each run is a child process whose stdout is a socket connected to the stand-in,
+ * JOURNAL_STREAM set to its device and inode as systemd does; it logs JSON records PER_TURN per
+ * event-loop turn, and the same loop without logging is subtracted. The cases alternate, round by
+ * round; the best round of each is printed.
  *
  * Run: npm run build && node dist/bench/access-log-journal-micro.js [--records N] [--rounds N] [--per-turn N]
  */

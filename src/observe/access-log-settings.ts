@@ -32,12 +32,12 @@ export const DEFAULT_BUFFER_BYTES = 16 * 1024 * 1024;
 export const MIN_BUFFER_BYTES = 64 * 1024;
 
 export const DEFAULT_FLUSH_INTERVAL_MS = 100;
+export const MAX_FLUSH_INTERVAL_MS = 10_000;
 
 /** systemd-journald's stream socket; a unit with LogNamespace=NS (LOG_NAMESPACE) has journal.NS's. */
 export const JOURNAL_SOCKET = '/run/systemd/journal/stdout';
 /** sockaddr_un's sun_path holds 108 bytes, the last a NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
-export const MAX_FLUSH_INTERVAL_MS = 10_000;
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], dflt: T): T {
   const raw = env[name];
