@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, awayFromMinuteBoundary, postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, awayFromMinuteBoundary, awayFromWindowEnd, postJson, resourcesFor, startLoggedRouter, startMock, waitFor, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 
 const PROMPT = 'San Francisco is a'; // 4 input tokens by the router's count, 5 by the mock's usage
 
@@ -32,12 +32,6 @@ type LogRecord = { request_id: string; status_code: number; error?: { type: stri
 /** A day's window whose reset is nearer than this is waited out first (retry-after must stay over 60 s). */
 const MIDNIGHT_MARGIN_S = 100;
 
-/** Seconds left in the current UTC day. */
-function secondsToMidnight(): number {
-  const now = Date.now();
-  return (Math.floor(now / 86_400_000) + 1) * 86_400 - now / 1000;
-}
-
 describe('the official openai SDK retrying (its default maxRetries of 2) on the router\'s 429s', () => {
   let mock: MockBackend;
   let router: LoggedRouter;
@@ -61,8 +55,7 @@ describe('the official openai SDK retrying (its default maxRetries of 2) on the 
   it('a limit whose window ends more than a minute later (a day): RateLimitError at once, not a call asleep until the window ends', async () => {
     // Within MIDNIGHT_MARGIN_S of a UTC midnight the reset is near enough to be waited for: start after it
     // (the test's timeout allows for that wait).
-    const left = secondsToMidnight();
-    if (left < MIDNIGHT_MARGIN_S) await new Promise((r) => setTimeout(r, left * 1000 + 500));
+    await awayFromWindowEnd(86_400, MIDNIGHT_MARGIN_S);
     expect((await client.completions.create({ model: 'per-day', prompt: PROMPT })).usage?.prompt_tokens).toBe(5);
     const { err, ms } = await failure(() => client.completions.create({ model: 'per-day', prompt: PROMPT }, { headers: { 'x-request-id': 'per-day-refused' } }));
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);

@@ -279,8 +279,7 @@ describe('global tenant budgets on a real Redis', () => {
     try {
       await fetch(`${noUsage.url}/stats/reset`, { method: 'POST' });
       // Not across a day's end (retry-after would start again from a day).
-      const leftOfDay = 86_400_000 - (Date.now() % 86_400_000);
-      if (leftOfDay < 15_000) await new Promise((r) => setTimeout(r, leftOfDay + 500));
+      await awayFromWindowEnd(86_400, 15);
       const first = await postJson(`${router.url}/v1/completions`, PROMPT2, bearer('spent'));
       expect(first.status).toBe(429);
       const want = await first.text();
