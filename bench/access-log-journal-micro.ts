@@ -5,18 +5,18 @@
  *  - inherited: to the stdout it was given, on the thread pool (ACCESS_LOG_JOURNAL_SOCKET=off);
  *  - own stream: through a stream of the process's own to the journal's socket (the default when
  *    JOURNAL_STREAM names stdout; src/observe/access-log-journal.ts).
- * A stand-in for journald (it reads each stream after its header and counts the lines, and shuts
- * its side of each stream as journald does) takes both: every run must deliver every record, or
- * the tool fails. Each run is a child process whose stdout is a socket connected to the stand-in,
- * JOURNAL_STREAM set to its device and inode as systemd does; it logs JSON records PER_TURN per
- * event-loop turn, and the same loop without logging is subtracted. The cases alternate, round by
- * round; the best round of each is printed.
+ * A stand-in for journald (test/helpers/mock-journal.ts, counting the lines of each stream after
+ * its header, and shutting its side of each stream as journald does) takes both: every run must
+ * deliver every record, or the tool fails. Each run is a child process whose stdout is a socket
+ * connected to the stand-in, JOURNAL_STREAM set to its device and inode as systemd does; it logs
+ * JSON records PER_TURN per event-loop turn (records-per-turn.ts), and the same loop without
+ * logging is subtracted. The cases alternate, round by round; the best round of each is printed.
  *
  * Run: npm run build && node dist/bench/access-log-journal-micro.js [--records N] [--rounds N] [--per-turn N]
  */
 import { spawn } from 'node:child_process';
 import { fstatSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -24,7 +24,9 @@ import { fileURLToPath } from 'node:url';
 import { createAccessLog } from 'inference-router/observe/access-log';
 import { JOURNAL_IDENTIFIER } from 'inference-router/observe/access-log-journal';
 import { parseAccessLogSettings } from 'inference-router/observe/access-log-settings';
+import { startMockJournal } from '../test/helpers/mock-journal.js';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
+import { perTurnCost } from './records-per-turn.js';
 import { sampleAccessRecord } from './sample-access-record.js';
 
 const COMMAND: CommandSpec = {
@@ -37,80 +39,24 @@ interface ChildResult { loopUs: number; cpuUs: number }
 /** In the child: logs `n` records `perTurn` a turn to stdout (the journal's stream), then the same loop empty; prints the difference per record. */
 async function child(n: number, perTurn: number): Promise<void> {
   const records = Array.from({ length: 1000 }, (_, i) => sampleAccessRecord(i));
-  const run = async (each: (i: number) => void): Promise<{ active: number; cpu: NodeJS.CpuUsage }> => {
-    const elu = performance.eventLoopUtilization();
-    const cpu0 = process.cpuUsage();
-    let i = 0;
-    await new Promise<void>((resolve) => {
-      const turn = (): void => {
-        for (let k = 0; k < perTurn && i < n; k++, i++) each(i);
-        if (i < n) setImmediate(turn);
-        else setImmediate(resolve);
-      };
-      turn();
-    });
-    return { active: performance.eventLoopUtilization(elu).active, cpu: process.cpuUsage(cpu0) };
-  };
   // A queue bound above what the loop logs: the run measures writing, not dropping.
   const log = createAccessLog(parseAccessLogSettings({ ...process.env, ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout', ACCESS_LOG_BUFFER_BYTES: String(1 << 30) }));
-  await run(() => {}); // warm-up
-  const empty = await run(() => {});
-  const t0 = performance.eventLoopUtilization();
-  const c0 = process.cpuUsage();
-  await run((i) => log.log(records[i % 1000]!));
-  await log.flush();
-  const active = performance.eventLoopUtilization(t0).active;
-  const c = process.cpuUsage(c0);
+  const none = (): Promise<void> => Promise.resolve();
+  await perTurnCost(records, n, perTurn, () => {}, none); // warm-up
+  const empty = await perTurnCost(records, n, perTurn, () => {}, none);
+  const logged = await perTurnCost(records, n, perTurn, (r) => log.log(r), () => log.flush());
   await log.close();
   const result: ChildResult = {
-    loopUs: ((active - empty.active) * 1000) / n,
-    cpuUs: (c.user + c.system - (empty.cpu.user + empty.cpu.system)) / n,
+    loopUs: ((logged.active - empty.active) * 1000) / n,
+    cpuUs: ((logged.cpu - empty.cpu) * 1000) / n,
   };
   process.stderr.write(`${JSON.stringify(result)}\n`);
 }
 
-/** The stand-in journal: counts the lines after each stream's seven header lines, by identifier. */
-function countingJournal(path: string): Promise<{ lines: Map<string, number>; close(): void }> {
-  const lines = new Map<string, number>();
-  const server = createServer((socket: Socket) => {
-    let header: string[] = [];
-    let identifier: string | null = null;
-    let rest = '';
-    socket.setEncoding('latin1');
-    // As journald does: it never writes to a stream, and shuts that side at once.
-    socket.end();
-    socket.on('data', (chunk: string) => {
-      let from = 0;
-      if (identifier === null) {
-        rest += chunk;
-        let nl: number;
-        while (identifier === null && (nl = rest.indexOf('\n', from)) >= 0) {
-          header.push(rest.slice(from, nl));
-          from = nl + 1;
-          if (header.length === 7) identifier = header[0]!;
-        }
-        chunk = rest.slice(from);
-        rest = '';
-        from = 0;
-        if (identifier === null) {
-          rest = chunk;
-          return;
-        }
-        header = [];
-      }
-      let count = 0;
-      for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) count++;
-      lines.set(identifier, (lines.get(identifier) ?? 0) + count);
-    });
-    socket.on('error', () => {});
-  });
-  return new Promise((resolve) => server.listen(path, () => resolve({ lines, close: () => server.close() })));
-}
-
 async function parent(n: number, rounds: number, perTurn: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'journal-bench-'));
-  const path = join(dir, 'stdout');
-  const journal = await countingJournal(path);
+  const journal = await startMockJournal(dir, 'stdout', { keepLines: false });
+  const path = journal.path;
   // The service's stdout, as systemd connects it before it starts the service.
   const stdout = connect({ path, allowHalfOpen: true });
   await new Promise<void>((resolve) => stdout.once('connect', resolve));
@@ -129,7 +75,7 @@ async function parent(n: number, rounds: number, perTurn: number): Promise<void>
   try {
     for (let round = 0; round < rounds; round++) {
       for (const c of cases) {
-        const before = journal.lines.get(c.identifier) ?? 0;
+        const before = journal.countOf(c.identifier);
         const p = spawn(process.execPath, [self], {
           env: { ...env, ACCESS_LOG_JOURNAL_SOCKET: c.socket, JOURNAL_BENCH_CHILD: `${n},${perTurn}` },
           stdio: ['ignore', fd, 'pipe'],
@@ -142,8 +88,8 @@ async function parent(n: number, rounds: number, perTurn: number): Promise<void>
         const r = JSON.parse(last) as ChildResult;
         // Every record arrived (the stand-in reads on; give it a moment).
         const t0 = performance.now();
-        while ((journal.lines.get(c.identifier) ?? 0) - before < n && performance.now() - t0 < 10_000) await new Promise((res) => setTimeout(res, 20));
-        const got = (journal.lines.get(c.identifier) ?? 0) - before;
+        while (journal.countOf(c.identifier) - before < n && performance.now() - t0 < 10_000) await new Promise((res) => setTimeout(res, 20));
+        const got = journal.countOf(c.identifier) - before;
         if (got !== n) throw new Error(`the ${c.name} run logged ${n} records; the journal got ${got}`);
         const prev = best.get(c.name);
         best.set(c.name, prev === undefined ? r : { loopUs: Math.min(prev.loopUs, r.loopUs), cpuUs: Math.min(prev.cpuUs, r.cpuUs) });
@@ -151,7 +97,7 @@ async function parent(n: number, rounds: number, perTurn: number): Promise<void>
     }
   } finally {
     stdout.destroy();
-    journal.close();
+    await journal.close();
     rmSync(dir, { recursive: true, force: true });
   }
   for (const c of cases) {

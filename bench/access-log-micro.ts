@@ -19,7 +19,6 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { createAccessLog } from 'inference-router/observe/access-log';
 import { formatJson, formatText } from 'inference-router/observe/access-log-format';
 import { DEFAULT_FLUSH_INTERVAL_MS } from 'inference-router/observe/access-log-settings';
@@ -27,6 +26,7 @@ import { maxWriteFor } from 'inference-router/observe/access-log-sink';
 import sonicBoom from 'sonic-boom';
 import type { AccessRecord } from 'inference-router/observe/access-record';
 import { takesNoArguments } from './cli-args.js';
+import { perTurnCost, type Cost } from './records-per-turn.js';
 import { sampleAccessRecord } from './sample-access-record.js';
 
 takesNoArguments('Usage: node dist/bench/access-log-micro.js   (no options; settings from BENCH_RECORDS, BENCH_PER_TURN, BENCH_ROUNDS, BENCH_FLUSH_INTERVAL_MS, BENCH_OUTPUT)');
@@ -40,29 +40,8 @@ const FLUSH_INTERVAL_MS = Number(process.env.BENCH_FLUSH_INTERVAL_MS ?? DEFAULT_
 // Built once so the loop measures logging, not record construction.
 const RECORDS = Array.from({ length: 1000 }, (_, i) => sampleAccessRecord(i));
 
-interface Cost { active: number; cpu: number }
-
-/**
- * Runs `each` N times, PER_TURN per event-loop turn, then `done`; returns the loop's active ms and
- * the process's CPU ms (every thread: the main thread plus the libuv thread pool's write(2) calls).
- */
-async function activeMs(each: (r: AccessRecord) => void, done: () => Promise<void>): Promise<Cost> {
-  const start = performance.eventLoopUtilization();
-  const cpu0 = process.cpuUsage();
-  let i = 0;
-  await new Promise<void>((resolve) => {
-    const turn = (): void => {
-      for (let k = 0; k < PER_TURN && i < N; k++, i++) each(RECORDS[i % 1000] as AccessRecord);
-      if (i < N) setImmediate(turn);
-      else setImmediate(resolve);
-    };
-    turn();
-  });
-  await done();
-  const active = performance.eventLoopUtilization(start).active;
-  const cpu = process.cpuUsage(cpu0);
-  return { active, cpu: (cpu.user + cpu.system) / 1000 };
-}
+/** `each` over N records, PER_TURN a turn, then `done` (records-per-turn.ts). */
+const activeMs = (each: (r: AccessRecord) => void, done: () => Promise<void>): Promise<Cost> => perTurnCost(RECORDS, N, PER_TURN, each, done);
 
 const noop = (): void => {};
 const none = (): Promise<void> => Promise.resolve();

@@ -7,13 +7,16 @@ import { join } from 'node:path';
  * writes seven header lines: identifier, unit id, priority, level prefix, forward to syslog, to
  * kmsg, to the console; then messages, one per line) and shutting its side of each stream for
  * writing as journald does. For the writer's unit tests, which stall, cut and refuse streams at
- * will; the end-to-end tests run a real journald (journald.ts).
+ * will, and the journal micro benchmark (which only counts the lines); the end-to-end tests run a
+ * real journald (journald.ts).
  */
 export interface JournalStream {
   /** The seven header lines, once all arrived. */
   header: string[] | null;
-  /** Whole message lines after the header, in order. */
+  /** Whole message lines after the header, in order (none kept with `keepLines: false`). */
   lines: string[];
+  /** Message lines after the header so far. */
+  count: number;
   /** The client closed its end. */
   ended: boolean;
   readonly socket: Socket;
@@ -24,6 +27,8 @@ export interface MockJournal {
   readonly streams: JournalStream[];
   /** Lines of every stream whose identifier is `identifier`. */
   linesOf(identifier: string): string[];
+  /** How many lines the streams whose identifier is `identifier` carried. */
+  countOf(identifier: string): number;
   /** Stops reading every stream (the journal falls behind) or reads again. */
   pause(paused: boolean): void;
   /** Closes every open stream, as a journald restart does. */
@@ -36,7 +41,9 @@ export interface MockJournal {
 
 const HEADER_LINES = 7;
 
-export async function startMockJournal(dir: string, name = 'stdout'): Promise<MockJournal> {
+/** `keepLines: false` counts the lines without keeping them (a benchmark's millions). */
+export async function startMockJournal(dir: string, name = 'stdout', opts: { keepLines?: boolean } = {}): Promise<MockJournal> {
+  const keepLines = opts.keepLines ?? true;
   const path = join(dir, name);
   const streams: JournalStream[] = [];
   let paused = false;
@@ -46,24 +53,32 @@ export async function startMockJournal(dir: string, name = 'stdout'): Promise<Mo
       socket.destroy();
       return;
     }
-    const stream: JournalStream = { header: null, lines: [], ended: false, socket };
+    const stream: JournalStream = { header: null, lines: [], count: 0, ended: false, socket };
     streams.push(stream);
     let pending = '';
     const header: string[] = [];
-    socket.setEncoding('utf8');
+    socket.setEncoding(keepLines ? 'utf8' : 'latin1');
     // As journald does: it never writes to a stream, and shuts that side at once.
     socket.end();
     if (paused) socket.pause();
     socket.on('data', (chunk: string) => {
       pending += chunk;
       let nl: number;
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, nl);
+      while (stream.header === null && (nl = pending.indexOf('\n')) >= 0) {
+        header.push(pending.slice(0, nl));
         pending = pending.slice(nl + 1);
-        if (stream.header === null) {
-          header.push(line);
-          if (header.length === HEADER_LINES) stream.header = header;
-        } else stream.lines.push(line);
+        if (header.length === HEADER_LINES) stream.header = header;
+      }
+      if (stream.header === null) return;
+      if (!keepLines) {
+        for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n', i + 1)) stream.count++;
+        pending = '';
+        return;
+      }
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        stream.lines.push(pending.slice(0, nl));
+        stream.count++;
+        pending = pending.slice(nl + 1);
       }
     });
     socket.on('end', () => { stream.ended = true; });
@@ -77,6 +92,7 @@ export async function startMockJournal(dir: string, name = 'stdout'): Promise<Mo
     path,
     streams,
     linesOf: (identifier) => streams.filter((s) => s.header?.[0] === identifier).flatMap((s) => s.lines),
+    countOf: (identifier) => streams.filter((s) => s.header?.[0] === identifier).reduce((n, s) => n + s.count, 0),
     pause(p) {
       paused = p;
       for (const s of streams) {
