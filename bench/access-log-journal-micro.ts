@@ -15,8 +15,7 @@
  * Run: npm run build && node dist/bench/access-log-journal-micro.js [--records N] [--rounds N] [--per-turn N]
  */
 import { spawn } from 'node:child_process';
-import { fstatSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -24,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { createAccessLog } from 'inference-router/observe/access-log';
 import { JOURNAL_IDENTIFIER } from 'inference-router/observe/access-log-journal';
 import { parseAccessLogSettings } from 'inference-router/observe/access-log-settings';
-import { startMockJournal } from '../test/helpers/mock-journal.js';
+import { serviceStdout, startMockJournal } from '../test/helpers/mock-journal.js';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { perTurnCost } from './records-per-turn.js';
 import { sampleAccessRecord } from './sample-access-record.js';
@@ -58,12 +57,8 @@ async function parent(n: number, rounds: number, perTurn: number): Promise<void>
   const journal = await startMockJournal(dir, 'stdout', { keepLines: false });
   const path = journal.path;
   // The service's stdout, as systemd connects it before it starts the service.
-  const stdout = connect({ path, allowHalfOpen: true });
-  await new Promise<void>((resolve) => stdout.once('connect', resolve));
-  stdout.write('bench-unit\n\n6\n0\n0\n0\n0\n');
-  const fd = (stdout as unknown as { _handle: { fd: number } })._handle.fd;
-  const st = fstatSync(fd, { bigint: true });
-  const env = { ...process.env, JOURNAL_STREAM: `${st.dev}:${st.ino}`, ACCESS_LOG_JOURNAL_SOCKET: path };
+  const { socket: stdout, fd, journalStream } = await serviceStdout(path, 'bench-unit');
+  const env = { ...process.env, JOURNAL_STREAM: journalStream, ACCESS_LOG_JOURNAL_SOCKET: path };
   const cases = [
     { name: 'inherited stdout, thread pool', socket: 'off', identifier: 'bench-unit' },
     { name: 'own stream to the journal', socket: path, identifier: JOURNAL_IDENTIFIER },

@@ -1,8 +1,8 @@
-import { fstatSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOURNAL_IDENTIFIER } from '../../src/observe/access-log-journal.js';
 import { journaldUnavailable, startJournald, type JournalEntry, type Journald } from '../helpers/journald.js';
+import { serviceStdout } from '../helpers/mock-journal.js';
 import { childPids, postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 
 /** The identifier systemd's own stream of the service (its stdout) carries here. */
@@ -25,19 +25,15 @@ describe.skipIf(unavailable !== null)('the access log when stdout is the systemd
   let env: Record<string, string>;
 
   /** A stream to the journal with the service's header, as systemd hands a service its stdout; its descriptor. */
-  async function serviceStdout(): Promise<number> {
+  async function serviceStdoutFd(): Promise<number> {
     stdout?.destroy();
-    // Half-open, as systemd leaves it: journald shuts its side of the stream at once.
-    stdout = connect({ path: journald.stdoutPath, allowHalfOpen: true });
-    await new Promise<void>((resolve, reject) => stdout.once('connect', resolve).once('error', reject));
-    stdout.write(`${UNIT}\n\n6\n0\n0\n0\n0\n`);
-    const fd = (stdout as unknown as { _handle: { fd: number } })._handle.fd;
-    const st = fstatSync(fd, { bigint: true });
+    const made = await serviceStdout(journald.stdoutPath, UNIT);
+    stdout = made.socket;
     env = {
       ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: 'stdout',
-      JOURNAL_STREAM: `${st.dev}:${st.ino}`, LOG_NAMESPACE: journald.namespace,
+      JOURNAL_STREAM: made.journalStream, LOG_NAMESPACE: journald.namespace,
     };
-    return fd;
+    return made.fd;
   }
 
   beforeAll(async () => {
@@ -64,7 +60,7 @@ describe.skipIf(unavailable !== null)('the access log when stdout is the systemd
   }
 
   const start = async (extra: Record<string, string> = {}): Promise<Router> => {
-    const fd = await serviceStdout();
+    const fd = await serviceStdoutFd();
     return startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 2, stdoutFd: fd, env: { ...env, ...extra } });
   };
 

@@ -1,5 +1,5 @@
-import { rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { fstatSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 
 /**
@@ -113,4 +113,19 @@ export async function startMockJournal(dir: string, name = 'stdout', opts: { kee
       await new Promise((resolve) => setImmediate(resolve));
     },
   };
+}
+
+/**
+ * A stream to the journal socket at `path` as systemd makes a service's stdout (real journald or
+ * the stand-in): connected, left half-open (journald shuts its side at once), headed with the
+ * service's `identifier`. Its descriptor, to hand a process as stdout, and the JOURNAL_STREAM value
+ * (device:inode) systemd would set for it.
+ */
+export async function serviceStdout(path: string, identifier: string): Promise<{ socket: Socket; fd: number; journalStream: string }> {
+  const socket = connect({ path, allowHalfOpen: true });
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  socket.write(`${identifier}\n\n6\n0\n0\n0\n0\n`);
+  const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd;
+  const st = fstatSync(fd, { bigint: true });
+  return { socket, fd, journalStream: `${st.dev}:${st.ino}` };
 }

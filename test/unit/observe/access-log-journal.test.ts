@@ -1,11 +1,10 @@
 import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isJournalStream, JOURNAL_IDENTIFIER, JournalStreamWriter, journalStreamHeader, SHORT_LIVED_STREAM_MS } from '../../../src/observe/access-log-journal.js';
 import { openSink } from '../../../src/observe/access-log-sink.js';
-import { startMockJournal, type MockJournal } from '../../helpers/mock-journal.js';
+import { serviceStdout, startMockJournal, type MockJournal } from '../../helpers/mock-journal.js';
 import { waitFor } from '../../helpers/processes.js';
 
 let dir = '';
@@ -48,20 +47,14 @@ async function harness(name: string): Promise<Harness> {
   };
 }
 
-/** A Unix stream socket connected to `path`, and its descriptor (as a service's stdout is one). */
-async function connectedSocket(path: string): Promise<{ socket: Socket; fd: number }> {
-  const socket = connect(path);
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return { socket, fd: (socket as unknown as { _handle: { fd: number } })._handle.fd };
-}
-
 describe('JOURNAL_STREAM: is this descriptor the journal\'s stream', () => {
   it('a socket whose device and inode JOURNAL_STREAM names is; another inode, a file, or no variable is not', async () => {
     const journal = await startMockJournal(dir, 'detect');
-    const { socket, fd } = await connectedSocket(journal.path);
+    const { socket, fd, journalStream } = await serviceStdout(journal.path, 'unit');
     try {
       const st = fstatSync(fd, { bigint: true });
-      expect(isJournalStream(fd, `${st.dev}:${st.ino}`)).toBe(true);
+      expect(journalStream).toBe(`${st.dev}:${st.ino}`);
+      expect(isJournalStream(fd, journalStream)).toBe(true);
       expect(isJournalStream(fd, `${st.dev}:${st.ino + 1n}`)).toBe(false);
       expect(isJournalStream(fd, undefined)).toBe(false);
       expect(isJournalStream(fd, `${st.dev}:${st.ino}x`)).toBe(false);
