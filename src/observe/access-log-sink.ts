@@ -1,4 +1,4 @@
-import { accessSync, constants, fstatSync, statSync } from 'node:fs';
+import { accessSync, constants, fstatSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
 import { isJournalStream } from './access-log-journal.js';
@@ -42,18 +42,33 @@ function isRegularFile(fd: number): boolean {
 }
 
 /**
+ * The path's stat, or undefined when nothing is there (ENOENT); any other failure throws, ENOTDIR
+ * (a part of the path is a file) included. Not `statSync(path, { throwIfNoEntry: false })`: on
+ * Node 22 and 24 that returns undefined for ENOTDIR as well (nodejs/node#56993; Node 20 throws),
+ * which let a path under a file pass this check and every record then fail in the workers.
+ */
+function statIfPresent(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/**
  * Checks without opening (opening and closing a FIFO would hand its reader an end-of-file) that
  * `path` can be appended to; returns whether it is (or will be created as) a regular file.
  */
 function checkPath(path: string): boolean {
   const dir = dirname(path);
   try {
-    const st = statSync(path, { throwIfNoEntry: false });
+    const st = statIfPresent(path);
     if (st?.isDirectory()) throw new Error('it is a directory');
     // open(2) of a Unix socket fails (ENXIO), also through /dev/stdout when stdout is one (the systemd journal).
     if (st?.isSocket()) throw new Error('it is a socket, which cannot be opened for writing (for the router\'s own stdout or stderr, use stdout or stderr)');
     // A missing file: its directory must exist (a file in the path throws ENOTDIR above).
-    if (st === undefined && statSync(dir, { throwIfNoEntry: false }) === undefined) {
+    if (st === undefined && statIfPresent(dir) === undefined) {
       throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
     }
     accessSync(st === undefined ? dir : path, constants.W_OK);

@@ -8,10 +8,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startLoggedRouter, startMock, startRouter, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startLoggedRouter, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
 import { freePort } from '../helpers/ports.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
@@ -169,6 +169,30 @@ for (const major of MAJORS) {
       } finally {
         await router.kill();
       }
+    });
+
+    // Node 22 and later stat a path under a file as absent (nodejs/node#56993): the check must not
+    // take that for a file it can create (it did, and every record then failed in the workers).
+    it.sequential('refuses at start an access-log path under a file, exit 2, naming the setting and the part that is a file', async () => {
+      const port = await freePort();
+      const dir = tempDir();
+      const file = join(dir, 'plain-file');
+      writeFileSync(file, 'x');
+      const under = join(file, 'sub', 'access.log');
+      let status: number | null = 0;
+      let stderr = '';
+      try {
+        execFileSync(node!, [join(ROOT, 'dist/cli.js'), '--resources', join(ROOT, 'examples/resources.yaml'), '--port', String(port), '--workers', '1'], {
+          encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_OUTPUT: under },
+        });
+      } catch (err) {
+        const e = err as { status: number | null; stderr: string };
+        status = e.status;
+        stderr = e.stderr;
+      }
+      expect(status).toBe(2);
+      expect(stderr).toContain(`ACCESS_LOG_OUTPUT: cannot append to "${under}": its directory "${join(file, 'sub')}" is not a directory (a part of it is a file)`);
     });
   });
 }
