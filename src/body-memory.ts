@@ -29,8 +29,13 @@
 import { Buffer } from 'node:buffer';
 import { atTurnEnd } from './turn-end.js';
 
-/** Below this, Buffer.allocUnsafe takes a slice of Node's shared pool (half of Buffer.poolSize). */
-export const BODY_MEMORY_MIN_BYTES = Buffer.poolSize >>> 1;
+/**
+ * Below this, a body comes from Buffer.allocUnsafe, which slices Node's shared pool (below half of
+ * Buffer.poolSize: 4 KiB on Node 20 and 22). Not half the pool itself: Node 24's pool is 64 KiB, and
+ * bodies of 4–32 KiB sliced from it hold whole 64 KiB pools outside the heap until a collection
+ * finds every body in them dead, as a buffer per body did.
+ */
+export const BODY_MEMORY_MIN_BYTES = Math.min(Buffer.poolSize >>> 1, 4096);
 /** The smallest buffer kept: 8 KiB. */
 const SMALLEST_SHIFT = 13;
 /** The largest: 256 KiB, the size from which a body goes to a tokenizer thread by default. */
