@@ -3,7 +3,9 @@
  * machine's (Debian 13's, unpacked into a private directory by shared/tools/node-on-newer-glibc.sh):
  * Node 24 (the image's), Node 22, and Node 20 on that glibc (which then prefers 20.57 over 20.30).
  * On each it picks the 20.57 build, routes, streams and enforces a local token limit across
- * node:cluster workers. A runtime that cannot be had is skipped, with the reason in the test name.
+ * node:cluster workers, answers as that build's HTTP parser does, refuses an access-log path under a
+ * file and reads a 7 KB body into the memory used again (the last two differed on Node 22 and 24).
+ * A runtime that cannot be had is skipped, with the reason in the test name.
  * ROUTER_TEST_NODE<major> (e.g. ROUTER_TEST_NODE24) may name a binary of that major instead.
  */
 import { execFileSync } from 'node:child_process';
@@ -13,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startLoggedRouter, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
 import { freePort } from '../helpers/ports.js';
+import { sample } from '../helpers/metrics-text.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
@@ -166,6 +169,22 @@ for (const major of MAJORS) {
           statuses.push((await postFresh(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 })).status);
         }
         expect(statuses).toEqual([200, 200, 429]);
+      } finally {
+        await router.kill();
+      }
+    });
+
+    // Node 24's Buffer.poolSize is 64 KiB: the body memory must still start at 4 KiB there, not at
+    // half the pool (src/body-memory.ts), or an agent's 7 KB turn comes from Node's pool instead.
+    it.sequential('reads a 7 KB request body into the memory used again (its 8 KiB free again after the request, by /metrics)', async () => {
+      const router = await startRouter(resourcesFor([{ name: 'pod-a', port: mock.port }]), { workers: 1, node: node! });
+      try {
+        const free = async (): Promise<number | undefined> => sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_body_memory_free_bytes{memory="ordinary"}');
+        expect(await free()).toBe(0);
+        const r = await postJson(`${router.url}/v1/chat/completions`, { model: 'sf-model', messages: [{ role: 'system', content: 'be brief. '.repeat(700) }, { role: 'user', content: 'hi' }] });
+        expect(r.status).toBe(200);
+        await r.text();
+        await waitFor('the body memory given back', async () => (await free()) === 8192, 5_000);
       } finally {
         await router.kill();
       }
