@@ -8,7 +8,7 @@
  * A runtime that cannot be had is skipped, with the reason in the test name.
  * ROUTER_TEST_NODE<major> (e.g. ROUTER_TEST_NODE24) may name a binary of that major instead.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +19,18 @@ import { sample } from '../helpers/metrics-text.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
 const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
+
+/**
+ * The built router run on `node` with the example resources on a free port until it exits (a
+ * start it refuses): its exit status (null when it did not exit within 30 s) and its stderr.
+ */
+async function exitOf(node: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; stderr: string }> {
+  const port = await freePort();
+  const r = spawnSync(node, [join(ROOT, 'dist/cli.js'), '--resources', join(ROOT, 'examples/resources.yaml'), '--port', String(port), ...args], {
+    encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env },
+  });
+  return { status: r.status, stderr: r.stderr };
+}
 
 /** The majors tested: the image's first. */
 const MAJORS = [24, 22, 20] as const;
@@ -193,23 +205,11 @@ for (const major of MAJORS) {
     // Node 22 and later stat a path under a file as absent (nodejs/node#56993): the check must not
     // take that for a file it can create (it did, and every record then failed in the workers).
     it.sequential('refuses at start an access-log path under a file, exit 2, naming the setting and the part that is a file', async () => {
-      const port = await freePort();
       const dir = tempDir();
       const file = join(dir, 'plain-file');
       writeFileSync(file, 'x');
       const under = join(file, 'sub', 'access.log');
-      let status: number | null = 0;
-      let stderr = '';
-      try {
-        execFileSync(node!, [join(ROOT, 'dist/cli.js'), '--resources', join(ROOT, 'examples/resources.yaml'), '--port', String(port), '--workers', '1'], {
-          encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_OUTPUT: under },
-        });
-      } catch (err) {
-        const e = err as { status: number | null; stderr: string };
-        status = e.status;
-        stderr = e.stderr;
-      }
+      const { status, stderr } = await exitOf(node!, ['--workers', '1'], { ACCESS_LOG_ENABLED: 'true', ACCESS_LOG_OUTPUT: under });
       expect(status).toBe(2);
       expect(stderr).toContain(`ACCESS_LOG_OUTPUT: cannot append to "${under}": its directory "${join(file, 'sub')}" is not a directory (a part of it is a file)`);
     });
@@ -226,16 +226,7 @@ for (const major of MAJORS) {
   const { node, reason } = findNode(26);
   if (node === null) it.skip(`built router on Node 26: no Node 26 on a glibc >= 2.38 here (${reason})`, () => {});
   it.skipIf(node === null)('built router on Node 26 refuses to start, exit 2, naming ABI 147, each build and the runtimes to run', async () => {
-    const port = await freePort();
-    let status: number | null = 0;
-    let stderr = '';
-    try {
-      execFileSync(node!, [join(ROOT, 'dist/cli.js'), '--resources', join(ROOT, 'examples/resources.yaml'), '--port', String(port)], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (err) {
-      const e = err as { status: number | null; stderr: string };
-      status = e.status;
-      stderr = e.stderr;
-    }
+    const { status, stderr } = await exitOf(node!);
     expect(status).toBe(2);
     expect(stderr).toMatch(/^inference-router: no uWebSockets\.js native build loads on Node v26\.\S+ \(ABI 147, linux-x64\) with glibc \d+\.\d+:$/m);
     expect(stderr).toContain('  - uws-20.57 (@btc-vision/uwebsockets.js): no binary for Node ABI 147 (has 115, 127, 137, 141)');
