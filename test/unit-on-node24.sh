@@ -5,9 +5,9 @@
 # file for an absent one, each broke a check of the router's that Node 20 passed.
 #
 # Node 24 needs glibc >= 2.38 for the uWebSockets.js build it loads (deploy.md, "Supported
-# runtimes"): ROUTER_TEST_NODE24 may name such a binary; else shared/tools/node-on-newer-glibc.sh
-# assembles one with Debian 13's C library, as test/e2e/newer-node.test.ts does. Without either,
-# or when this already runs on Node 24, it says why and passes.
+# runtimes"): test/find-node.sh finds it as test/e2e/newer-node.test.ts does (ROUTER_TEST_NODE24, or
+# one shared/tools/node-on-newer-glibc.sh assembles with Debian 13's C library). Without either, or
+# when this already runs on Node 24, it says why and passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,25 +15,13 @@ if node --version | grep -q '^v24\.'; then
   echo "unit tests on Node 24: the suite above ran on $(node --version) already"
   exit 0
 fi
-node24=${ROUTER_TEST_NODE24:-}
-reason="ROUTER_TEST_NODE24 is not set and shared/tools/node-on-newer-glibc.sh was not found"
-if [ -z "$node24" ]; then
-  for tool in ../shared/tools/node-on-newer-glibc.sh /work/shared/tools/node-on-newer-glibc.sh; do
-    [ -f "$tool" ] || continue
-    if out=$(bash "$tool" 24 2>&1); then
-      node24=$(printf '%s\n' "$out" | tail -n 1)
-    else
-      reason="$tool failed: $(printf '%s\n' "$out" | tail -n 1)"
-    fi
-    break
-  done
-fi
-if [ -n "${ROUTER_TEST_NODE24:-}" ] && [ ! -x "$node24" ]; then
-  echo "unit tests on Node 24: skipped (ROUTER_TEST_NODE24=$node24 is not an executable)"
+# On success find-node.sh prints the path alone; else only why there is none.
+if ! node24=$(bash test/find-node.sh 24 2>&1); then
+  echo "unit tests on Node 24: skipped ($node24)"
   exit 0
 fi
-if [ -z "$node24" ]; then
-  echo "unit tests on Node 24: skipped ($reason)"
+if [ ! -x "$node24" ]; then
+  echo "unit tests on Node 24: skipped ($node24 is not an executable)"
   exit 0
 fi
 version=$("$node24" --version)

@@ -8,9 +8,9 @@
  * A runtime that cannot be had is skipped, with the reason in the test name.
  * ROUTER_TEST_NODE<major> (e.g. ROUTER_TEST_NODE24) may name a binary of that major instead.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, postFresh, postJson, resourcesFor, ROOT, startLoggedRouter, startMock, startRouter, tempDir, waitFor, awayFromMinuteBoundary, type MockBackend } from '../helpers/processes.js';
@@ -18,7 +18,8 @@ import { freePort } from '../helpers/ports.js';
 import { sample } from '../helpers/metrics-text.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
-const TOOL_PATHS = [join(ROOT, '../shared/tools/node-on-newer-glibc.sh'), '/work/shared/tools/node-on-newer-glibc.sh'];
+/** Finds a Node of a major (ROUTER_TEST_NODE<major>, or shared/tools/node-on-newer-glibc.sh), as test/unit-on-node24.sh does. */
+const FIND_NODE = join(ROOT, 'test/find-node.sh');
 
 /**
  * The built router run on `node` with the example resources on a free port until it exits (a
@@ -35,20 +36,14 @@ async function exitOf(node: string, args: string[] = [], env: NodeJS.ProcessEnv 
 /** The majors tested: the image's first. */
 const MAJORS = [24, 22, 20] as const;
 
+/** A Node of `major` here, or why there is none. One named by ROUTER_TEST_NODE<major> is taken as it is; one the tool made must be of that major. */
 function findNode(major: number): { node: string | null; reason: string } {
-  const given = process.env[`ROUTER_TEST_NODE${major}`];
-  if (given) return existsSync(given) ? { node: given, reason: '' } : { node: null, reason: `ROUTER_TEST_NODE${major}=${given} does not exist` };
-  if (process.platform !== 'linux' || process.arch !== 'x64') return { node: null, reason: `the tool builds a linux-x64 runtime, this is ${process.platform}-${process.arch}` };
-  const tool = TOOL_PATHS.find((p) => existsSync(p));
-  if (tool === undefined) return { node: null, reason: 'shared/tools/node-on-newer-glibc.sh not found' };
-  try {
-    const out = execFileSync('bash', [tool, String(major)], { encoding: 'utf8', timeout: 300_000, stdio: ['ignore', 'pipe', 'pipe'] });
-    const node = out.trim().split('\n').pop()!;
-    const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-    return version.startsWith(`v${major}.`) ? { node, reason: '' } : { node: null, reason: `${node} is ${version}` };
-  } catch (err) {
-    return { node: null, reason: `${tool} failed: ${(err as Error).message.split('\n')[0]}` };
-  }
+  const found = spawnSync('bash', [FIND_NODE, String(major)], { encoding: 'utf8', timeout: 300_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (found.status !== 0) return { node: null, reason: found.stderr.trim() || `${FIND_NODE} failed (${found.error?.message ?? `signal ${found.signal}`})` };
+  const node = found.stdout.trim();
+  if (process.env[`ROUTER_TEST_NODE${major}`]) return { node, reason: '' };
+  const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+  return version.startsWith(`v${major}.`) ? { node, reason: '' } : { node: null, reason: `${node} is ${version || 'not a runnable node'}` };
 }
 
 for (const major of MAJORS) {
