@@ -4,7 +4,7 @@ import { parseCommand, USAGE } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { ResourceError } from './config/resources.js';
 import { loadUws } from './http/uws.js';
-import { OpsLog } from './observe/ops-log.js';
+import { journalLevelMark, OpsLog } from './observe/ops-log.js';
 import { parseAllSettings } from './settings.js';
 
 async function main(): Promise<void> {
@@ -56,9 +56,10 @@ async function main(): Promise<void> {
   }
 }
 
-/** Stops before anything started: the message on stderr, exit 2. */
+/** Stops before anything started: the message on stderr (each of its lines an error's priority for the journal, when it reads them), exit 2. */
 function exitWith(message: string): never {
-  process.stderr.write(`inference-router: ${message}\n`);
+  const mark = journalLevelMark('error');
+  process.stderr.write(`${mark}inference-router: ${message.replaceAll('\n', `\n${mark}`)}\n`);
   process.exit(2);
 }
 

@@ -1,5 +1,4 @@
 import { Buffer } from 'node:buffer';
-import { fstatSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FdWriter, type FailedBatch } from './access-log-fd-writer.js';
@@ -30,21 +29,6 @@ export const JOURNAL_IDENTIFIER = 'inference-router-access';
 const PRIORITY_INFO = 6;
 /** A stream the journal closes sooner than this after it opened (journald refusing more streams) is not opened again. */
 export const SHORT_LIVED_STREAM_MS = 1000;
-
-/**
- * Whether `fd` is the journal's stream the service manager connected it to: systemd sets
- * JOURNAL_STREAM to that socket's "DEVICE:INODE" (systemd.exec(5), "Environment variables").
- */
-export function isJournalStream(fd: number, journalStream: string | undefined): boolean {
-  const m = /^([0-9]+):([0-9]+)$/.exec(journalStream ?? '');
-  if (m === null) return false;
-  try {
-    const st = fstatSync(fd, { bigint: true });
-    return st.isSocket() && st.dev === BigInt(m[1] as string) && st.ino === BigInt(m[2] as string);
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The stream's header, as sd_journal_stream_fd(3) writes it: the identifier, the unit id (empty:

@@ -1,7 +1,7 @@
 import { accessSync, constants, fstatSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
-import { isJournalStream } from './access-log-journal.js';
+import { isJournalStream } from './journal-stream.js';
 
 /**
  * Resolves the access-log destination and the largest write that keeps records whole across

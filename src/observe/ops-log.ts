@@ -7,10 +7,16 @@
  *
  * A line longer than LINE_BYTES (PIPE_BUF) is written as several, each whole (ops-log-parts.ts), and
  * each line with one write(2) (ops-log-writer.ts).
+ *
+ * When stderr is systemd's stream to the journal (JOURNAL_STREAM), each line starts with its level
+ * as a syslog priority, `<6>` info, `<4>` warn, `<3>` error, which journald takes off the line and
+ * keeps as the entry's PRIORITY (systemd.exec(5), SyslogLevelPrefix=, on by default), so
+ * `journalctl -p warning` finds the router's warnings and errors.
  */
 import { Buffer } from 'node:buffer';
 import { jsonStringBytes, LINE_BYTES, splitByBytes, utf8Bytes } from './ops-log-parts.js';
 import { droppedMessage, stderrLines } from './ops-log-writer.js';
+import { isJournalStream } from './journal-stream.js';
 
 export type OpsLogFormat = 'json' | 'text';
 export type OpsLevel = 'info' | 'warn' | 'error';
@@ -26,15 +32,30 @@ const PART_MARK_BYTES = 32;
 /** Where lines go unless told otherwise: the process's stderr writer. */
 const toStderr = (line: string): void => stderrLines().write(line);
 
+/** Each level's syslog priority as journald reads it at a line's start (sd-daemon(3): SD_INFO, SD_WARNING, SD_ERR); all of 3 bytes. */
+const JOURNAL_LEVEL: Readonly<Record<OpsLevel, string>> = { info: '<6>', warn: '<4>', error: '<3>' };
+
+/** Whether stderr is systemd's stream to the journal. */
+function stderrIsJournal(): boolean {
+  return isJournalStream(2, process.env.JOURNAL_STREAM);
+}
+
+/** What a line of `level` written to stderr starts with: its priority when stderr is the journal's stream, else nothing. */
+export function journalLevelMark(level: OpsLevel): string {
+  return stderrIsJournal() ? JOURNAL_LEVEL[level] : '';
+}
+
 export class OpsLog {
   constructor(
     private readonly format: OpsLogFormat,
     private readonly role: 'primary' | 'worker',
     private readonly write: (line: string) => void = toStderr,
     private readonly now: () => Date = () => new Date(),
+    /** Whether each line starts with its level for journald: by default, when the lines go to stderr and it is the journal's stream. */
+    private readonly journalLevels: boolean = write === toStderr && stderrIsJournal(),
   ) {
     // The writer's note of lines it dropped is a line of this log, in its format.
-    if (write === toStderr) stderrLines().droppedLine = (dropped) => this.line('warn', 'ops-log', droppedMessage(dropped), { dropped });
+    if (write === toStderr) stderrLines().droppedLine = (dropped) => this.levelMark('warn') + this.line('warn', 'ops-log', droppedMessage(dropped), { dropped });
   }
 
   info(event: string, message: string, fields?: OpsFields): void {
@@ -49,26 +70,35 @@ export class OpsLog {
     this.emit('error', event, message, fields);
   }
 
-  /** The line, or its parts when it is longer than LINE_BYTES: each one write, so each stays whole. */
+  /**
+   * The line, or its parts when it is longer than LINE_BYTES: each one write, so each stays whole;
+   * each with its level for journald first when the journal reads them.
+   */
   private emit(level: OpsLevel, event: string, message: string, fields?: OpsFields): void {
+    const mark = this.levelMark(level);
     const line = this.line(level, event, message, fields);
-    if (Buffer.byteLength(line) <= LINE_BYTES) {
-      this.write(line);
+    if (mark.length + Buffer.byteLength(line) <= LINE_BYTES) {
+      this.write(mark + line);
       return;
     }
-    for (const part of this.parts(level, event, message, fields)) this.write(part);
+    for (const part of this.parts(level, event, message, fields, mark.length)) this.write(mark + part);
+  }
+
+  /** What a line of `level` starts with: its priority for journald, or nothing. */
+  private levelMark(level: OpsLevel): string {
+    return this.journalLevels ? JOURNAL_LEVEL[level] : '';
   }
 
   /**
-   * Lines of at most LINE_BYTES holding one event: its message split between them, each marked
-   * `part` of `parts`. JSON: the fields go with the first part, or, when they alone would fill
-   * half a line, are appended to the message as JSON text.
+   * Lines of at most LINE_BYTES (less `reserved` bytes each) holding one event: its message split
+   * between them, each marked `part` of `parts`. JSON: the fields go with the first part, or, when
+   * they alone would fill half a line, are appended to the message as JSON text.
    */
-  parts(level: OpsLevel, event: string, message: string, fields?: OpsFields): string[] {
+  parts(level: OpsLevel, event: string, message: string, fields?: OpsFields, reserved = 0): string[] {
     const time = this.now().toISOString();
     if (this.format === 'text') {
       const head = this.textHead(time, level, event);
-      const budget = LINE_BYTES - 1 - Buffer.byteLength(head) - PART_MARK_BYTES;
+      const budget = LINE_BYTES - reserved - 1 - Buffer.byteLength(head) - PART_MARK_BYTES;
       const pieces = splitByBytes(textMessage(message), budget, utf8Bytes);
       return pieces.map((p, i) => `${head}(part ${i + 1}/${pieces.length}) ${p}\n`);
     }
@@ -80,7 +110,7 @@ export class OpsLog {
       own = {};
       ownBytes = 2;
     }
-    const budget = LINE_BYTES - 1 - Buffer.byteLength(JSON.stringify({ ...base, message: '' })) - ownBytes - PART_MARK_BYTES;
+    const budget = LINE_BYTES - reserved - 1 - Buffer.byteLength(JSON.stringify({ ...base, message: '' })) - ownBytes - PART_MARK_BYTES;
     const pieces = splitByBytes(message, budget, jsonStringBytes);
     return pieces.map((p, i) => `${JSON.stringify({ ...base, message: p, ...(i === 0 ? own : {}), part: i + 1, parts: pieces.length })}\n`);
   }

@@ -118,13 +118,15 @@ export async function startMockJournal(dir: string, name = 'stdout', opts: { kee
 /**
  * A stream to the journal socket at `path` as systemd makes a service's stdout (real journald or
  * the stand-in): connected, left half-open (journald shuts its side at once), headed with the
- * service's `identifier`. Its descriptor, to hand a process as stdout, and the JOURNAL_STREAM value
- * (device:inode) systemd would set for it.
+ * service's `identifier`, priority info. Its descriptor, to hand a process as stdout (and stderr),
+ * and the JOURNAL_STREAM value (device:inode) systemd would set for it. `levelPrefix`: journald reads
+ * a `<N>` at a line's start as its priority, as systemd asks of a service's stream by default
+ * (SyslogLevelPrefix=yes); off unless asked.
  */
-export async function serviceStdout(path: string, identifier: string): Promise<{ socket: Socket; fd: number; journalStream: string }> {
+export async function serviceStdout(path: string, identifier: string, opts: { levelPrefix?: boolean } = {}): Promise<{ socket: Socket; fd: number; journalStream: string }> {
   const socket = connect({ path, allowHalfOpen: true });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  socket.write(`${identifier}\n\n6\n0\n0\n0\n0\n`);
+  socket.write(`${identifier}\n\n6\n${opts.levelPrefix === true ? 1 : 0}\n0\n0\n0\n`);
   const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd;
   const st = fstatSync(fd, { bigint: true });
   return { socket, fd, journalStream: `${st.dev}:${st.ino}` };

@@ -65,6 +65,8 @@ export interface ProcessOptions {
   stdoutPipe?: boolean;
   /** Give the process this descriptor as its stdout (e.g. a Unix socket to a stand-in journal); `stdout()` is then empty. */
   stdoutFd?: number;
+  /** Give the process this descriptor as its stderr (e.g. the journal's stream, as systemd gives a service); `stderr()` is then empty. */
+  stderrFd?: number;
 }
 
 /** An OS pipe (a FIFO whose name is gone once both ends are open): its read end, non-blocking, and its write end. */
@@ -102,7 +104,7 @@ export function trackProcess(child: ChildProcess): void {
 /** Starts `command args` with this process's environment plus `env`, capturing its output. */
 export function spawnProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}, opts: ProcessOptions = {}): Proc {
   const pipe = opts.stdoutPipe === true ? osPipe() : null;
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdoutFd ?? pipe?.writeFd ?? 'pipe', 'pipe'] });
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdoutFd ?? pipe?.writeFd ?? 'pipe', opts.stderrFd ?? 'pipe'] });
   const name = opts.name ?? `${command} ${args[0] ?? ''}`.trim();
   if (pipe !== null) {
     closeSync(pipe.writeFd); // the child holds it; the read end sees the end once the child and its own children exit
@@ -116,7 +118,7 @@ export function spawnProcess(command: string, args: string[], env: NodeJS.Proces
   let err = '';
   let all = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => { out = bound(out + d); all = bound(all + d); });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err = bound(err + d); all = bound(all + d); });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => { err = bound(err + d); all = bound(all + d); });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const kill = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -403,7 +405,7 @@ export function childPids(pid: number): number[] {
  * Kills one of a 2-worker router's workers with SIGKILL and waits until the primary has forked its
  * replacement. Returns the pid killed.
  */
-export async function killOneWorker(router: Router): Promise<number> {
+export async function killOneWorker(router: Pick<Proc, 'pid'>): Promise<number> {
   const pids = childPids(router.pid);
   if (pids.length !== 2) throw new Error(`expected 2 workers, found ${pids.length}: ${pids.join(', ')}`);
   process.kill(pids[0], 'SIGKILL');

@@ -2,7 +2,7 @@ import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isJournalStream, JOURNAL_IDENTIFIER, JournalStreamWriter, journalStreamHeader, SHORT_LIVED_STREAM_MS } from '../../../src/observe/access-log-journal.js';
+import { JOURNAL_IDENTIFIER, JournalStreamWriter, journalStreamHeader, SHORT_LIVED_STREAM_MS } from '../../../src/observe/access-log-journal.js';
 import { openSink } from '../../../src/observe/access-log-sink.js';
 import { serviceStdout, startMockJournal, type MockJournal } from '../../helpers/mock-journal.js';
 import { waitFor } from '../../helpers/processes.js';
@@ -46,38 +46,6 @@ async function harness(name: string): Promise<Harness> {
     }),
   };
 }
-
-describe('JOURNAL_STREAM: is this descriptor the journal\'s stream', () => {
-  it('a socket whose device and inode JOURNAL_STREAM names is; another inode, a file, or no variable is not', async () => {
-    const journal = await startMockJournal(dir, 'detect');
-    const { socket, fd, journalStream } = await serviceStdout(journal.path, 'unit');
-    try {
-      const st = fstatSync(fd, { bigint: true });
-      expect(journalStream).toBe(`${st.dev}:${st.ino}`);
-      expect(isJournalStream(fd, journalStream)).toBe(true);
-      expect(isJournalStream(fd, `${st.dev}:${st.ino + 1n}`)).toBe(false);
-      expect(isJournalStream(fd, undefined)).toBe(false);
-      expect(isJournalStream(fd, `${st.dev}:${st.ino}x`)).toBe(false);
-      const file = openSync(join(dir, 'not-a-socket'), 'w');
-      const fst = fstatSync(file, { bigint: true });
-      expect(isJournalStream(file, `${fst.dev}:${fst.ino}`)).toBe(false);
-      closeSync(file);
-    } finally {
-      socket.destroy();
-      await journal.close();
-    }
-  });
-
-  it('openSink uses the journal socket only for stdout/stderr that JOURNAL_STREAM names, and not when it is off', () => {
-    // This process's stdout is not the journal's stream.
-    expect(openSink('stdout', '/run/systemd/journal/stdout', { JOURNAL_STREAM: '1:1' }).journalSocket).toBeNull();
-    const st = fstatSync(1, { bigint: true });
-    const here = { JOURNAL_STREAM: `${st.dev}:${st.ino}` };
-    expect(openSink('stdout', '/run/systemd/journal/stdout', here).journalSocket).toBe(st.isSocket() ? '/run/systemd/journal/stdout' : null);
-    expect(openSink('stdout', null, here).journalSocket).toBeNull();
-    expect(openSink(join(dir, 'a.log'), '/run/systemd/journal/stdout', here).journalSocket).toBeNull();
-  });
-});
 
 describe('the access log\'s own stream to the journal', () => {
   it('opens with sd_journal_stream_fd\'s header (its identifier, info, no level prefix, no forwarding) and writes batches in order', async () => {
@@ -235,5 +203,17 @@ describe('the access log\'s own stream to the journal', () => {
     expect(h.failed).toEqual([]);
     await w.close();
     await h.journal.close();
+  });
+});
+
+describe('the access log\'s sink under the journal', () => {
+  it('openSink uses the journal socket only for stdout/stderr that JOURNAL_STREAM names, and not when it is off', () => {
+    // This process's stdout is not the journal's stream.
+    expect(openSink('stdout', '/run/systemd/journal/stdout', { JOURNAL_STREAM: '1:1' }).journalSocket).toBeNull();
+    const st = fstatSync(1, { bigint: true });
+    const here = { JOURNAL_STREAM: `${st.dev}:${st.ino}` };
+    expect(openSink('stdout', '/run/systemd/journal/stdout', here).journalSocket).toBe(st.isSocket() ? '/run/systemd/journal/stdout' : null);
+    expect(openSink('stdout', null, here).journalSocket).toBeNull();
+    expect(openSink(join(dir, 'a.log'), '/run/systemd/journal/stdout', here).journalSocket).toBeNull();
   });
 });

@@ -62,6 +62,37 @@ describe('OpsLog', () => {
     }
   });
 
+  it('for the journal: each line starts with its level as a syslog priority, parts each within PIPE_BUF with it', () => {
+    for (const format of ['json', 'text'] as const) {
+      const lines: string[] = [];
+      const log = new OpsLog(format, 'worker', (l) => lines.push(l), at, true);
+      const plain = new OpsLog(format, 'worker', () => undefined, at);
+      log.info('start', 'listening');
+      log.warn('drain', 'stopping');
+      log.error('exit', 'port taken', { code: 2 });
+      expect(lines.map((l) => l.slice(0, 3))).toEqual(['<6>', '<4>', '<3>']);
+      // After the mark, the line as it is written without one.
+      expect(lines.map((l) => l.slice(3))).toEqual([
+        plain.line('info', 'start', 'listening'), plain.line('warn', 'drain', 'stopping'), plain.line('error', 'exit', 'port taken', { code: 2 }),
+      ]);
+      lines.length = 0;
+      // As long as LINE_BYTES with the mark: one line; a byte more: parts.
+      const fill = (n: number): string => 'x'.repeat(n - Buffer.byteLength(plain.line('warn', 'reload', '')) - 3);
+      log.warn('reload', fill(LINE_BYTES));
+      expect(lines).toHaveLength(1);
+      expect(Buffer.byteLength(lines[0])).toBe(LINE_BYTES);
+      lines.length = 0;
+      log.warn('reload', fill(LINE_BYTES + 1));
+      log.warn('reload', `${'é'.repeat(3000)} ${'x'.repeat(5000)}`);
+      expect(lines.length).toBeGreaterThan(3);
+      for (const l of lines) {
+        expect(l.startsWith('<4>')).toBe(true);
+        expect(Buffer.byteLength(l)).toBeLessThanOrEqual(LINE_BYTES);
+        if (format === 'json') expect(JSON.parse(l.slice(3))).toMatchObject({ level: 'warn', event: 'reload' });
+      }
+    }
+  });
+
   it('json: fields that alone would fill half a line go into the message as JSON text', () => {
     const { log, lines } = collect('json');
     const routes = Array.from({ length: 400 }, (_, i) => `default/route-${i}`);
