@@ -29,13 +29,26 @@ export interface RunCells {
   readonly p99: string;
   readonly openLoop: string;
   readonly sseChunk: string;
+  /**
+   * The bench's own verdict on a goal where the run recorded one, by cell and part ("p99:paren"):
+   * a cell shows a rounded figure (1.995 ms is printed "2.00 ms"), the verdict was reached on the
+   * figure itself, so a goal is counted met as the run said, and read from the cell only where
+   * the run recorded no verdict (runs before the goal was among the bench's).
+   */
+  readonly verdicts?: Readonly<Partial<Record<VerdictKey, boolean>>>;
 }
 
 type Part = 'first' | 'second' | 'paren';
 
+/** A cell that shows figures (not the run's time, host or verdicts). */
+type FigureCell = Exclude<keyof RunCells, 'at' | 'host' | 'verdicts'>;
+
+/** A figure of a run: the cell it is shown in and which part of it. */
+export type VerdictKey = `${FigureCell}:${Part}`;
+
 interface ReadGoal {
   readonly name: string;
-  readonly cell: keyof RunCells;
+  readonly cell: FigureCell;
   readonly part: Part;
   readonly met: (v: number) => boolean;
 }
@@ -94,12 +107,13 @@ export function readAcross(runs: readonly RunCells[], since = READ_ACROSS_SINCE)
     `|---|---|${hosts.map(() => '---|').join('')}---|---|`,
   ];
   for (const g of GOALS) {
+    const key: VerdictKey = `${g.cell}:${g.part}`;
     const measured = counted.flatMap((r) => {
       const v = cellNumber(r[g.cell], g.part);
-      return v === null ? [] : [{ v, host: hostType(r.host) }];
+      return v === null ? [] : [{ v, host: hostType(r.host), met: r.verdicts?.[key] ?? g.met(v) }];
     });
     if (measured.length === 0) continue;
-    const metIn = (of: readonly { v: number }[]): string => `${of.filter((x) => g.met(x.v)).length} of ${of.length}`;
+    const metIn = (of: readonly { met: boolean }[]): string => `${of.filter((x) => x.met).length} of ${of.length}`;
     const byHost = hosts.map((h) => metIn(measured.filter((x) => x.host === h)));
     const values = measured.map((x) => x.v).sort((a, b) => a - b);
     lines.push(`| ${g.name} | ${metIn(measured)} | ${byHost.join(' | ')} | ${values[0]}–${values[values.length - 1]} | ${Number(median(values).toFixed(3))} |`);

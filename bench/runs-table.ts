@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { BenchReport, Goal } from './report.js';
 import { readCommandLine, UsageError, type CommandSpec } from './cli-args.js';
 import { cpuRatioToNginx } from './goals.js';
-import { readAcross, READ_ACROSS_SINCE, type RunCells } from './read-across.js';
+import { readAcross, READ_ACROSS_SINCE, type RunCells, type VerdictKey } from './read-across.js';
 
 const COMMAND: CommandSpec = {
   usage: 'Usage: node dist/bench/runs-table.js [DIR] [--read-across [--since "YYYY-MM-DD HH:MM"]]   (DIR: bench/results by default)',
@@ -42,7 +42,26 @@ const GOAL = {
   beyond: 'the same, beyond what nginx adds',
   openP99: 'p99 added at half load with open-loop',
   openBeyond: 'the same with open-loop arrivals',
+  cpu: 'full router (log + local limit) server CPU per request',
+  cpuRatio: "full router's CPU per request over nginx's",
 } as const;
+
+/** The figure each goal of the bench is shown as in a row (read-across.ts's verdict keys). */
+const VERDICT_OF: readonly (readonly [VerdictKey, string])[] = [
+  ['full:first', GOAL.full], ['floor:first', GOAL.floor], ['cpu:first', GOAL.cpu], ['cpuRatio:first', GOAL.cpuRatio],
+  ['local:first', GOAL.local], ['log:first', GOAL.log], ['global:first', GOAL.leases], ['global:second', GOAL.noLeases],
+  ['p99:first', GOAL.p99], ['p99:paren', GOAL.beyond], ['openLoop:first', GOAL.openP99], ['openLoop:paren', GOAL.openBeyond],
+];
+
+/** The bench's verdicts on the goals it judged in a run (a goal not run, or not yet among the bench's, has none). */
+export function verdictsOf(goals: readonly Goal[]): Partial<Record<VerdictKey, boolean>> {
+  const out: Partial<Record<VerdictKey, boolean>> = {};
+  for (const [key, prefix] of VERDICT_OF) {
+    const met = goals.find((x) => x.name.startsWith(prefix))?.met;
+    if (met === true || met === false) out[key] = met;
+  }
+  return out;
+}
 
 /** A goal's median as measured ("0.74 (0.72–0.79)×" → "0.74×"), or – when it was not run. */
 function median(goals: readonly Goal[], prefix: string): string {
@@ -135,6 +154,7 @@ export function runRows(runs: readonly KeptRun[]): RunRow[] {
       p99: `${median(r.goals, GOAL.p99)} (${median(r.goals, GOAL.beyond)})`,
       openLoop: openLoopCell(r.goals),
       sseChunk: chunk === null ? '–' : chunk.median.toFixed(2),
+      verdicts: verdictsOf(r.goals),
     };
   });
 }

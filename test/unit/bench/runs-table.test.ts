@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BenchReport, Goal } from '../../../bench/report.js';
-import { hostCell, hostName, monitorCell, readRuns, runRows, runsTable } from '../../../bench/runs-table.js';
+import { hostCell, hostName, monitorCell, readRuns, runRows, runsTable, verdictsOf } from '../../../bench/runs-table.js';
 import { cellNumber, readAcross, READ_ACROSS_SINCE, type RunCells } from '../../../bench/read-across.js';
 
 const spread = (median: number) => ({ median, min: median, max: median, n: 1 });
@@ -154,6 +154,27 @@ describe('readAcross', () => {
     expect(rowOf(text, 'CPU per extra SSE chunk ≤ 1.5 µs')).toContain('| 2 of 2 |');
     // No run measured open-loop: the goal has no row.
     expect(rowOf(text, 'the same, open-loop, < 2 ms')).toBe('');
+  });
+
+  it("counts a goal as the run's own verdict where it recorded one, not as its rounded figure reads", () => {
+    // 1.995 ms is shown "2.00 ms": the bench judged it under 2 ms; 0.596× is shown "0.60×": not ≥ 0.6×.
+    const judged = cells('2026-11-26 10:00', 'AMD EPYC', '2.00 ms (0.40 ms)', '8.0% / 20.0%', {
+      full: '0.60×', verdicts: { 'p99:first': true, 'full:first': false },
+    });
+    const unjudged = cells('2026-11-26 11:00', 'AMD EPYC', '2.00 ms (0.40 ms)', '8.0% / 20.0%', { full: '0.60×' });
+    const text = readAcross([judged, unjudged], '2026-11-25 23:27');
+    expect(rowOf(text, 'p99 added at half load < 2 ms')).toBe('| p99 added at half load < 2 ms | 1 of 2 | 1 of 2 | 2–2 | 2 |');
+    expect(rowOf(text, 'full router ≥ 0.6× nginx')).toBe('| full router ≥ 0.6× nginx | 1 of 2 | 1 of 2 | 0.6–0.6 | 0.6 |');
+  });
+
+  it("takes each verdict from the bench's goal shown in that cell, none from a goal not run", () => {
+    expect(verdictsOf(GOALS)).toEqual({
+      'full:first': true, 'floor:first': true, 'local:first': false, 'log:first': true, 'global:first': true,
+      'p99:first': false, 'p99:paren': true,
+    });
+    const [row] = runRows([{ file: 'v-run.json', report: report('2026-11-26T07:01:14.124Z', 'AMD EPYC', GOALS) }]);
+    expect(row.verdicts?.['global:second']).toBeUndefined();
+    expect(row.verdicts?.['p99:paren']).toBe(true);
   });
 
   it('reads the parts of a cell, negative figures included', () => {
