@@ -2,7 +2,7 @@
 # The path of a Node.js binary of major version $1 on a glibc >= 2.38 (the uWebSockets.js 20.57
 # build's): the one ROUTER_TEST_NODE<major> names, else one shared/tools/node-on-newer-glibc.sh
 # assembles with Debian 13's C library. Prints the path (exit 0), or why there is none on stderr
-# (exit 1). For test/e2e/newer-node.test.ts and test/unit-on-node24.sh, which check what it found.
+# (exit 1). For test/e2e/newer-node.test.ts and test/on-node24.sh, which check what it found.
 set -uo pipefail
 major=$1
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -18,7 +18,7 @@ import { freePort } from '../helpers/ports.js';
 import { sample } from '../helpers/metrics-text.js';
 import { expectAsBuildAnswers, raw, expectAsBuildLimits, sendBeyondLimits, sendUnreadable } from '../helpers/raw-http.js';
 
-/** Finds a Node of a major (ROUTER_TEST_NODE<major>, or shared/tools/node-on-newer-glibc.sh), as test/unit-on-node24.sh does. */
+/** Finds a Node of a major (ROUTER_TEST_NODE<major>, or shared/tools/node-on-newer-glibc.sh), as test/on-node24.sh does. */
 const FIND_NODE = join(ROOT, 'test/find-node.sh');
 
 /**
