@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { JOURNAL_IDENTIFIER } from '../../../src/observe/access-log-journal.js';
 import { parseSettings } from '../../../src/config/settings.js';
 import { USAGE } from '../../../src/config/usage.js';
 import { WORKER_KILL_GRACE_MS } from '../../../src/primary/drain-again.js';
@@ -60,6 +61,13 @@ describe('the systemd unit', () => {
   it('lets journald keep every access record (its rate limit off for the unit)', () => {
     expect(unit.service('LogRateLimitIntervalSec')).toBe('0');
     expect(unit.service('ExecReload')).toBe('/bin/kill -HUP $MAINPID');
+  });
+
+  it('names the operational log inference-router in the journal, apart from the access records, with its levels read', () => {
+    expect(unit.service('SyslogIdentifier')).toBe('inference-router');
+    expect(unit.service('SyslogIdentifier')).not.toBe(JOURNAL_IDENTIFIER);
+    // The lines' `<N>` marks are their priorities only while SyslogLevelPrefix= stays at its default.
+    expect(unit.service('SyslogLevelPrefix')).toBeUndefined();
   });
 
   it('reads systemd time spans as systemd does', () => {
