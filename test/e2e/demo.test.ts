@@ -3,19 +3,10 @@ import { connect } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT, startProcess, waitFor, type Proc, childPids } from '../helpers/processes.js';
+import { ROOT, startProcess, waitFor, type Proc, childPids, processAlive } from '../helpers/processes.js';
 import { serverPort } from '../helpers/ports.js';
 
 const DEMO = join(ROOT, 'dist/examples/demo.js');
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -55,7 +46,7 @@ async function startDemo(wrapper: boolean): Promise<{ proc: Proc; demoPid: numbe
 }
 
 async function expectAllGone(demoPid: number, kids: number[], ports: number[]): Promise<void> {
-  await waitFor('the demo and its children to exit', () => !alive(demoPid) && kids.every((p) => !alive(p)), 15_000);
+  await waitFor('the demo and its children to exit', () => !processAlive(demoPid) && kids.every((p) => !processAlive(p)), 15_000);
   for (const p of ports) expect(await portOpen(p), `port ${p}`).toBe(false);
 }
 
@@ -155,7 +146,7 @@ describe('npm run demo', () => {
       while (demo.exitCode === null && demo.signalCode === null) {
         const open = [await portOpen(ports[1]), await portOpen(ports[2])];
         // The router is checked after the pods: if it still runs now, it ran when a pod was found closed.
-        if (open.includes(false) && alive(routerPid!)) closedEarly.push(`pods open: ${open.join(', ')}`);
+        if (open.includes(false) && processAlive(routerPid!)) closedEarly.push(`pods open: ${open.join(', ')}`);
         await new Promise((r) => setTimeout(r, 2));
       }
       expect(closedEarly, 'a pod closed while the router still ran').toEqual([]);

@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, childPids } from '../helpers/processes.js';
+import { CLI, postFresh, postJson, resourcesFor, startMock, startRouter, tempDir, waitFor, type MockBackend, childPids, processAlive } from '../helpers/processes.js';
 
 describe('command line', () => {
   it('--help prints usage and exits 0', () => {
@@ -157,8 +157,7 @@ describe('hot reload, worker restart and SIGTERM drain', () => {
     const pids = childPids(router.child.pid!);
     expect(pids.length).toBe(2);
     await router.kill('SIGKILL');
-    const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
-    await waitFor('orphaned workers to exit', () => pids.every((p) => !alive(p)), 10_000);
+    await waitFor('orphaned workers to exit', () => pids.every((p) => !processAlive(p)), 10_000);
   });
 
   it('a crash loop ends the router with a non-zero exit and a clear message', async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journaldUnavailable, startJournald, type JournalEntry, type Journald } from '../helpers/journald.js';
 import { serviceStdout } from '../helpers/mock-journal.js';
 import { serverPort } from '../helpers/ports.js';
-import { childPids, CLI, killOneWorker, listenLocal, postJson, resourcesFor, startMock, startProcess, tempDir, waitFor, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
+import { childPids, CLI, killOneWorker, listenLocal, postJson, processAlive, resourcesFor, startMock, startProcess, tempDir, waitFor, writeFile, type MockBackend, type Proc } from '../helpers/processes.js';
 
 /** The identifier of the unit's own stream (its stdout and stderr), as systemd heads it. */
 const UNIT = 'router-unit';
@@ -88,15 +88,7 @@ describe.skipIf(unavailable !== null)('the operational log when stderr is the sy
     const workers = childPids(router.pid);
     expect(workers).toHaveLength(2);
     await router.kill('SIGKILL');
-    const alive = (pid: number): boolean => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    await waitFor('the workers to exit', () => workers.every((pid) => !alive(pid)));
+    await waitFor('the workers to exit', () => workers.every((pid) => !processAlive(pid)));
     const gone = await waitFor('each worker\'s warning', () => {
       const said = opsLines((pid) => workers.includes(pid)).filter((x) => x.line.event === 'worker' && String(x.line.message).startsWith('the primary is gone'));
       return said.length === 2 ? said : null;

@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { accessLogRecords, childPids, postFresh, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
+import { accessLogRecords, childPids, postFresh, processAlive, resourcesFor, startLoggedRouter, startMock, tempDir, waitFor, writeFile, type LoggedRouter, type MockBackend } from '../helpers/processes.js';
 import { RedisServer } from '../helpers/redis-server.js';
 
 /** In a worker: SIGUSR2 throws an Error, SIGWINCH rejects a Promise nothing handles; in the primary SIGUSR2 throws. */
@@ -118,14 +118,7 @@ describe('a worker that fails', () => {
     expect(accessLogRecords(file)).toEqual([]);
     const hung = await inFlight(`orphan-${what}-in-flight`);
     process.kill(router!.pid, signal);
-    await waitFor('the orphaned worker gone', () => {
-      try {
-        process.kill(worker, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 15_000);
+    await waitFor('the orphaned worker gone', () => !processAlive(worker), 15_000);
     expect(await hung.answer).toMatchObject({ status: 503 });
     expect(accessLogRecords(file).map((r) => r.request_id)).toEqual([...ids, `orphan-${what}-in-flight`]);
     expect(accessLogRecords(file)[5]).toMatchObject({ status_code: 503, error: { type: 'upstream_error', message: 'the router\'s primary process is gone; the router cut its exchange with pod pod-a' } });

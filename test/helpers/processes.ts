@@ -397,6 +397,16 @@ export async function awayFromWindowEnd(windowS: number, marginS: number): Promi
 }
 
 /** The pids of `pid`'s child processes (a router's workers, a demo's pods and router). */
+/** Whether a process of that pid is there (signal 0: nothing sent; it is gone when that fails). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function childPids(pid: number): number[] {
   return spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
 }
