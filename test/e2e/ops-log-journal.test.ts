@@ -43,6 +43,17 @@ describe.skipIf(unavailable !== null)('the operational log when stderr is the sy
     return startProcess([CLI, ...args], { ROUTER_DRAIN_DELAY: '0', ...env, JOURNAL_STREAM: made.journalStream }, { name: 'router', stdoutFd: made.fd, stderrFd: made.fd });
   }
 
+  /** The command line of a router on `port` with `workers`, serving the mock pod (its resources file written for it). */
+  function routerArgs(port: number, workers: number): string[] {
+    const file = `${tempDir()}/resources.yaml`;
+    writeFile(file, resourcesFor([{ name: 'pod-a', port: mock.port }]));
+    return ['--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', String(workers)];
+  }
+
+  /** Until the router on `port` answers /readyz 200. */
+  const ready = (port: number, what: string, timeoutMs?: number): Promise<boolean> =>
+    waitFor(what, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, timeoutMs);
+
   /** The unit's entries from the process `pid` and its workers that are operational log lines (JSON), with their parsed message. */
   const opsLines = (pids: (pid: number) => boolean): { entry: JournalEntry; line: Record<string, unknown> }[] => journald.entriesOf(UNIT)
     .filter((e) => pids(Number(e._PID)) && e.MESSAGE!.startsWith('{"time"'))
@@ -50,17 +61,15 @@ describe.skipIf(unavailable !== null)('the operational log when stderr is the sy
 
   it('each line comes with its level as its priority (info 6, warn 4), taken off the line: the start, the workers, a worker killed, the drain', async () => {
     const port = await serverPort();
-    const dir = tempDir();
-    writeFile(`${dir}/resources.yaml`, resourcesFor([{ name: 'pod-a', port: mock.port }]));
-    const router = await startUnderJournal(['--resources', `${dir}/resources.yaml`, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'], { ROUTER_LOG_FORMAT: 'json' });
+    const router = await startUnderJournal(routerArgs(port, 2), { ROUTER_LOG_FORMAT: 'json' });
     const pids = new Set([router.pid]);
     let killed = 0;
     try {
-      await waitFor('the router to listen', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000);
+      await ready(port, 'the router to listen', 60_000);
       for (const pid of childPids(router.pid)) pids.add(pid);
       killed = await killOneWorker(router);
       for (const pid of childPids(router.pid)) pids.add(pid);
-      await waitFor('the replacement to listen', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200);
+      await ready(port, 'the replacement to listen');
       const r = await postJson(`http://127.0.0.1:${port}/v1/completions`, { model: 'sf-model', prompt: 'x' });
       expect(r.status).toBe(200);
       await r.text();
@@ -81,10 +90,8 @@ describe.skipIf(unavailable !== null)('the operational log when stderr is the sy
 
   it('a worker\'s lines too: the primary killed, each worker\'s warning that it is gone at 4', async () => {
     const port = await serverPort();
-    const dir = tempDir();
-    writeFile(`${dir}/resources.yaml`, resourcesFor([{ name: 'pod-a', port: mock.port }]));
-    const router = await startUnderJournal(['--resources', `${dir}/resources.yaml`, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'], { ROUTER_LOG_FORMAT: 'json' });
-    await waitFor('the router to listen', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000);
+    const router = await startUnderJournal(routerArgs(port, 2), { ROUTER_LOG_FORMAT: 'json' });
+    await ready(port, 'the router to listen', 60_000);
     const workers = childPids(router.pid);
     expect(workers).toHaveLength(2);
     await router.kill('SIGKILL');
@@ -101,9 +108,7 @@ describe.skipIf(unavailable !== null)('the operational log when stderr is the sy
     const port = await listenLocal(taken);
     try {
       for (const format of ['json', 'text']) {
-        const dir = tempDir();
-        writeFile(`${dir}/resources.yaml`, resourcesFor([{ name: 'pod-a', port: mock.port }]));
-        const router = await startUnderJournal(['--resources', `${dir}/resources.yaml`, '--port', String(port), '--host', '127.0.0.1', '--workers', '1'], { ROUTER_LOG_FORMAT: format });
+        const router = await startUnderJournal(routerArgs(port, 1), { ROUTER_LOG_FORMAT: format });
         expect(await router.exited).toBe(2);
         const exit = await waitFor(`the ${format} exit line`, () => journald.entriesOf(UNIT).find((e) => Number(e._PID) === router.pid && /exit 2/.test(e.MESSAGE!)));
         expect(exit.PRIORITY).toBe('3');
