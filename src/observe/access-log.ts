@@ -92,6 +92,10 @@ class BatchingAccessLog implements AccessLog {
   private lastDropWarn = Number.NEGATIVE_INFINITY;
   private lastErrorWarn = Number.NEGATIVE_INFINITY;
   private dropTimer: NodeJS.Timeout | null = null;
+  /** Records dropped by failed writes since the last warning of a failure, and the last failure's message ('' when none since). */
+  private failedUnsaid = 0;
+  private lastFailure = '';
+  private failTimer: NodeJS.Timeout | null = null;
 
   private readonly onTick = (): void => {
     this.scheduled = false;
@@ -100,6 +104,10 @@ class BatchingAccessLog implements AccessLog {
   private readonly onDropTimer = (): void => {
     this.dropTimer = null;
     this.reportDrops(true);
+  };
+  private readonly onFailTimer = (): void => {
+    this.failTimer = null;
+    this.reportFailures();
   };
 
   private readonly path: string | null;
@@ -161,16 +169,39 @@ class BatchingAccessLog implements AccessLog {
     }
   }
 
-  /** A batch's write failed (or the file could not be reopened, records = 0): count and warn. */
+  /**
+   * A batch's write failed (or the file could not be reopened, records = 0): count, and warn at
+   * most once a minute. Failures within the minute after a warning are said when it is over (or
+   * at close), with the records they dropped, so every dropped record is in a warning.
+   */
   private onFailed(records: number, err: NodeJS.ErrnoException): void {
     this.written -= records;
     this.dropped += records;
     // These drops are reported here, not as "not keeping up".
     this.droppedReported += records;
+    this.failedUnsaid += records;
+    this.lastFailure = err.message;
     const now = this.clock();
-    if (now - this.lastErrorWarn < WARN_INTERVAL_MS) return;
-    this.lastErrorWarn = now;
-    this.warn(`access log: writing to ${this.output} failed: ${err.message}` +
+    if (now - this.lastErrorWarn >= WARN_INTERVAL_MS) {
+      this.sayFailure();
+    } else if (this.failTimer === null && !this.closed && this.failedUnsaid > 0) {
+      this.failTimer = setTimeout(this.onFailTimer, Math.max(0, this.lastErrorWarn + WARN_INTERVAL_MS - now));
+      this.failTimer.unref();
+    }
+  }
+
+  /** The failures not said yet, when they dropped records (the minute after a warning is over, or the log closes). */
+  private reportFailures(): void | Promise<void> {
+    if (this.failedUnsaid > 0) return this.sayFailure();
+  }
+
+  private sayFailure(): void | Promise<void> {
+    const records = this.failedUnsaid;
+    const message = this.lastFailure;
+    this.lastErrorWarn = this.clock();
+    this.failedUnsaid = 0;
+    this.lastFailure = '';
+    return this.warn(`access log: writing to ${this.output} failed: ${message}` +
       (records > 0 ? `; dropped ${records} records (${this.dropped} since start)` : ''));
   }
 
@@ -214,7 +245,7 @@ class BatchingAccessLog implements AccessLog {
 
   abandon(): Promise<void> {
     if (!this.closed) this.batcher.flush();
-    const reports = [this.reportDrops(true), this.reportClosedDrops()];
+    const reports = [this.reportFailures(), this.reportDrops(true), this.reportClosedDrops()];
     const lost = this.writer.queuedRecords;
     if (lost > 0) {
       this.written -= lost;
@@ -235,11 +266,14 @@ class BatchingAccessLog implements AccessLog {
       clearTimeout(this.dropTimer);
       this.dropTimer = null;
     }
+    if (this.failTimer !== null) {
+      clearTimeout(this.failTimer);
+      this.failTimer = null;
+    }
     this.reportDrops(true);
-    this.closing = this.writer.close().then(() => {
-      this.reportDrops(true);
-      this.reportClosedDrops();
-    });
+    this.closing = this.writer.close()
+      .then(() => Promise.all([this.reportFailures(), this.reportDrops(true), this.reportClosedDrops()]))
+      .then(noop);
     return this.closing;
   }
 }

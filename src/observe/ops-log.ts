@@ -20,6 +20,8 @@ import { isJournalStream } from './journal-stream.js';
 
 export type OpsLogFormat = 'json' | 'text';
 export type OpsLevel = 'info' | 'warn' | 'error';
+/** A part's line of the operational log at the level it chooses: a change for the worse is `warn`, a return to normal `info`. */
+export type LevelledLog = (level: 'info' | 'warn', message: string) => void;
 export type OpsValue = string | number | boolean | null | readonly string[];
 export type OpsFields = Readonly<Record<string, OpsValue>>;
 

@@ -6,6 +6,7 @@
  * ejections (an answer forgets a clean pod).
  */
 import type { Clock } from '../clock.js';
+import type { LevelledLog } from '../observe/ops-log.js';
 import { PodHealth } from '../upstream/pod-health.js';
 import { OutlierDetector, ejectionMessage, type HealthHolder, type OutlierSettings } from './outlier-detector.js';
 import { MSG_EJECT, type EjectionRow, type EjectionShare, type OutcomeRow } from './pod-health-share.js';
@@ -22,16 +23,16 @@ export class PodHealthHub {
   private currentKey = '';
   private current: HealthHolder | null = null;
 
-  /** `log`: one line per ejection and return. */
-  constructor(settings: OutlierSettings, clock: Clock, log: (message: string) => void) {
+  /** `log`: one line per ejection (`warn`) and return (`info`). */
+  constructor(settings: OutlierSettings, clock: Clock, log: LevelledLog) {
     this.clock = clock;
     this.detector = new OutlierDetector(settings, clock, {
       ejected: (pod, ms, failures, ejections, cause) => {
-        log(ejectionMessage(pod, ms, failures, ejections, cause));
+        log('warn', ejectionMessage(pod, ms, failures, ejections, cause));
         this.changed.push([this.currentKey, pod, ms, ejections, this.current!.health.ejectedAt]);
       },
       returned: (pod) => {
-        log(`pod ${pod} answered again: back in rotation`);
+        log('info', `pod ${pod} answered again: back in rotation`);
         this.changed.push([this.currentKey, pod, 0, 0, this.current!.health.ejectedAt]);
       },
     });

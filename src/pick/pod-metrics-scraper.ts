@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Endpoint, ModelServer } from '../config/resource-types.js';
+import type { LevelledLog } from '../observe/ops-log.js';
 import { endpointKey } from '../upstream/endpoint-registry.js';
 import { engineSeries, readEngine, wantedNames, type EngineReading, type EngineSeries } from './engine-metrics.js';
 import { sumSamples } from './prometheus-text.js';
@@ -35,11 +36,11 @@ export class PodMetricsScraper {
   readonly staleMs: number;
   private readonly clock: Clock;
   private readonly fetchText: FetchText;
-  private readonly log: (m: string) => void;
+  private readonly log: LevelledLog;
   private targets = new Map<string, Target>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(o: { intervalMs: number; clock: Clock; log: (m: string) => void; fetchText?: FetchText }) {
+  constructor(o: { intervalMs: number; clock: Clock; log: LevelledLog; fetchText?: FetchText }) {
     this.intervalMs = o.intervalMs;
     this.staleMs = 3 * o.intervalMs;
     this.clock = o.clock;
@@ -106,10 +107,10 @@ export class PodMetricsScraper {
       t.tpotMs = meanMs(t.last?.tpotSum, t.last?.tpotCount, reading.tpotSum, reading.tpotCount, t.tpotMs);
       t.last = reading;
       t.at = this.clock();
-      if (t.failing) this.log(`pod metrics: ${t.url} answers again`);
+      if (t.failing) this.log('info', `pod metrics: ${t.url} answers again`);
       t.failing = false;
     } catch (err) {
-      if (!t.failing) this.log(`pod metrics: cannot scrape ${t.url}: ${(err as Error).message} (last values kept for ${this.staleMs}ms)`);
+      if (!t.failing) this.log('warn', `pod metrics: cannot scrape ${t.url}: ${(err as Error).message} (last values kept for ${this.staleMs}ms)`);
       t.failing = true;
     } finally {
       t.busy = false;

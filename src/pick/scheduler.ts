@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import type { LevelledLog } from '../observe/ops-log.js';
 import type { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import type { CompiledServer } from '../route/route-table.js';
 import type { PromptText } from '../tokens/prompt-text.js';
@@ -13,7 +14,8 @@ export interface SchedulerOptions {
   readonly settings: SchedulerSettings;
   readonly clock: Clock;
   readonly metrics: SchedulerMetrics | null;
-  readonly log: (message: string) => void;
+  /** A pod ejected (`warn`) or back in rotation (`info`). */
+  readonly log: LevelledLog;
   readonly random?: () => number;
   /**
    * A failure, or the first answer of a failing pod, that the instance should hear before the
@@ -70,10 +72,10 @@ export class Scheduler {
       ejected: (pod, ms, failures, ejections, cause) => {
         if (shared) return;
         metrics?.ejected(pod);
-        o.log(ejectionMessage(pod, ms, failures, ejections, cause));
+        o.log('warn', ejectionMessage(pod, ms, failures, ejections, cause));
       },
       returned: (pod) => {
-        if (!shared) o.log(`pod ${pod} answered again: back in rotation`);
+        if (!shared) o.log('info', `pod ${pod} answered again: back in rotation`);
       },
     });
   }

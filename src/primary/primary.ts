@@ -83,7 +83,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const applied = new Set<number>();
   const guard = new CrashGuard();
   // Pod metrics are scraped here, once per instance, and shared with the workers.
-  const scraper = new PodMetricsScraper({ intervalMs: settings.scheduler.podMetricsIntervalMs, clock: systemClock, log: (m) => ops.info('pod-metrics', m) });
+  const scraper = new PodMetricsScraper({ intervalMs: settings.scheduler.podMetricsIntervalMs, clock: systemClock, log: (level, m) => ops[level]('pod-metrics', m) });
 
   const broadcast = (m: PrimaryToWorker): void => {
     for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(m);
@@ -186,7 +186,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let tlsSeries: () => MetricJson[] = () => [];
   attachMetricsPrimary(cluster, { backendPods: () => backendPods, ownSeries: () => [...ownSeries(), ...tlsSeries()] });
   // Passive health is decided here too, once per instance, from the workers' reports.
-  const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (m) => ops.info('scheduler', m));
+  const podHealth = new PodHealthHub(settings.scheduler.outlier, systemClock, (level, m) => ops[level]('scheduler', m));
   // Prefix affinity learned by any worker is shared with the others.
   const sc = settings.scheduler.config;
   const prefixHub = sc.weights['prefix-cache'] > 0 ? new PrefixHub(sc.prefixCapacity) : null;

@@ -1,4 +1,5 @@
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
+import type { LevelledLog } from '../observe/ops-log.js';
 import { performance } from 'node:perf_hooks';
 
 /**
@@ -18,7 +19,8 @@ export interface HeartbeatOptions {
   readonly quietMs?: number;
   readonly boundMs: number;
   readonly ping: () => void;
-  readonly log: (message: string) => void;
+  /** A `warn` when the primary stops answering, an `info` when it answers again. */
+  readonly log: LevelledLog;
   readonly now?: () => number;
 }
 
@@ -52,7 +54,7 @@ export class PrimaryHeartbeat implements Ticking {
     this.lastHeard = this.now();
     if (this.stale) {
       this.stale = false;
-      this.o.log('the primary answers again; readiness restored');
+      this.o.log('info', 'the primary answers again; readiness restored');
     }
   }
 
@@ -62,7 +64,7 @@ export class PrimaryHeartbeat implements Ticking {
     if (silentMs <= this.o.boundMs) return true;
     if (!this.stale) {
       this.stale = true;
-      this.o.log(`the primary has not answered a heartbeat for ${Math.round(silentMs)} ms; /readyz answers 503 until it does`);
+      this.o.log('warn', `the primary has not answered a heartbeat for ${Math.round(silentMs)} ms; /readyz answers 503 until it does`);
     }
     return false;
   }

@@ -60,7 +60,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   // the primary closes unexpectedly: replaced below by one that writes the records held first.
   const clusterOnDisconnect = process.listeners('disconnect');
   const uws = loadUws(undefined, settings.maxHeaderBytes);
-  const accessLog = createAccessLog(settings.accessLog);
+  // Its warnings (a failed or slow write, records dropped) are lines of the operational log.
+  const accessLog = createAccessLog(settings.accessLog, { warn: (m) => ops.warn('access-log', m) });
   let listenSocket: unknown = null;
   /** The port the listener took (the client connections' local port). */
   let listenPort = settings.port;
@@ -85,7 +86,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const auth = await startWorkerAuth(settings.authConfig, (m, level) => (level === 'warn' ? ops.warn('auth', m) : ops.info('auth', m)), settings.redisLimits.cluster);
 
   let ready = false;
-  const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (m) => ops.warn('readiness', m) });
+  const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (level, m) => ops[level]('readiness', m) });
   /** SIGTERM: /readyz answers 503 for ROUTER_DRAIN_DELAY while requests are still served. */
   let stopping = false;
   /** Draining alone, to be replaced (core:retire): /readyz still says whether the instance is ready. */
@@ -150,7 +151,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     settings: settings.scheduler,
     clock: systemClock,
     metrics: schedulerMetrics,
-    log: (m) => ops.info('scheduler', m),
+    log: (level, m) => ops[level]('scheduler', m),
     news: () => podHealth.soon(),
     sharePrefixUpTo: PREFIX_SHARE_PER_INTERVAL,
     serverNow: (key) => table?.server(key),

@@ -79,6 +79,11 @@ function checkLines(data: Buffer, workers: number, records: number, parse: (line
 
 const hasStrace = spawnSync('strace', ['-V']).status === 0;
 
+/** The records the warnings say were dropped, added up. */
+function droppedIn(warnings: readonly string[]): number {
+  return warnings.reduce((n, w) => n + Number(/; dropped (\d+) records/.exec(w)?.[1] ?? 0), 0);
+}
+
 describe('several cluster workers, one sink', () => {
   it('stdout pipe drained slower than written: whole records, each write(2) <= 4096 bytes of whole lines', async () => {
     const workers = 4;
@@ -266,7 +271,34 @@ describe('one writer, a file', () => {
     expect(log.dropped).toBe(5010);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/^access log: writing to \/dev\/full failed: ENOSPC.*; dropped \d+ records \(\d+ since start\)$/);
+    // The failures within the minute after that warning are said at close: every dropped record is in a warning.
     await log.close();
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toMatch(/^access log: writing to \/dev\/full failed: ENOSPC.*; dropped \d+ records \(5010 since start\)$/);
+    expect(droppedIn(warnings)).toBe(5010);
+  });
+
+  it('write failures within a minute of a warning are said with the next failure after the minute, counted', async () => {
+    const warnings: string[] = [];
+    let now = 0;
+    const log = createAccessLog(parseAccessLogSettings({ ACCESS_LOG_FORMAT: 'json', ACCESS_LOG_OUTPUT: '/dev/full' }),
+      { warn: (m) => { warnings.push(m); }, clock: () => now });
+    log.log(record(1));
+    await log.flush();
+    expect(warnings).toEqual(['access log: writing to /dev/full failed: ENOSPC: no space left on device, write; dropped 1 records (1 since start)']);
+    for (let i = 0; i < 3; i++) {
+      now += 10_000;
+      log.log(record(i));
+      await log.flush();
+    }
+    expect(warnings).toHaveLength(1);
+    now += 60_000;
+    log.log(record(9));
+    await log.flush();
+    expect(warnings[1]).toBe('access log: writing to /dev/full failed: ENOSPC: no space left on device, write; dropped 4 records (5 since start)');
+    await log.close();
+    expect(warnings).toHaveLength(2); // nothing left to say
+    expect(droppedIn(warnings)).toBe(log.dropped);
   });
 
   it('records logged while close() runs are dropped, counted and reported as late, not as a log that does not keep up', async () => {

@@ -8,8 +8,9 @@ const settings = { consecutiveFailures: 3, consecutive5xx: 4, baseEjectionMs: 1_
 function hub() {
   let now = 10_000;
   const lines: string[] = [];
-  const h = new PodHealthHub(settings, () => now, (m) => lines.push(m));
-  return { h, lines, at: (t: number) => { now = t; }, now: () => now };
+  const levels: string[] = [];
+  const h = new PodHealthHub(settings, () => now, (level, m) => { levels.push(level); lines.push(m); });
+  return { h, lines, levels, at: (t: number) => { now = t; }, now: () => now };
 }
 
 describe('PodHealthHub (primary: one detector per instance)', () => {
@@ -26,7 +27,7 @@ describe('PodHealthHub (primary: one detector per instance)', () => {
   });
 
   it('an answer from any worker resets the count and returns an ejected pod; a clean pod is forgotten', () => {
-    const { h, lines, at, now } = hub();
+    const { h, lines, levels, at, now } = hub();
     h.report(1, [['k', 'pod-a', 0, 2, 0, 0]]);
     expect(h.report(2, [['k', 'pod-a', 1, 0, 0, now()]])).toBeNull();
     expect(h.size).toBe(0);
@@ -39,6 +40,8 @@ describe('PodHealthHub (primary: one detector per instance)', () => {
     at(14_000);
     expect(h.report(2, [['k', 'pod-a', 1, 0, 0, now()]])).toEqual({ t: 'sched:eject', by: 2, pods: [['k', 'pod-a', 0, 0, 11_500]] });
     expect(lines.at(-1)).toBe('pod pod-a answered again: back in rotation');
+    // An ejection is a warning; a pod back in rotation, information.
+    expect(levels).toEqual(['warn', 'warn', 'info']);
     expect(h.size).toBe(0);
   });
 

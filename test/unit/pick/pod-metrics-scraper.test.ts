@@ -71,14 +71,14 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.4
     const texts = ['vllm:num_requests_waiting 4\n', '<html>oops</html>'];
     let now = 0;
     const logs: string[] = [];
-    const scraper = new PodMetricsScraper({ intervalMs: 1000, clock: () => now, log: (m) => logs.push(m), fetchText: async () => texts.shift()! });
+    const scraper = new PodMetricsScraper({ intervalMs: 1000, clock: () => now, log: (level, m) => logs.push(`${level} ${m}`), fetchText: async () => texts.shift()! });
     scraper.setTargets([server('vllm', [{ name: 'p', host: '10.0.0.1', port: 8000 }])]);
     await scraper.scrapeAll();
     expect(scraper.rows()[0].slice(1, 2)).toEqual([4]);
     now = 5_000;
     await scraper.scrapeAll();
     expect(scraper.rows()).toEqual([]);
-    expect(logs[0]).toMatch(/cannot scrape http:\/\/10\.0\.0\.1:8000\/metrics: line 1: bad metric name/);
+    expect(logs[0]).toMatch(/^warn pod metrics: cannot scrape http:\/\/10\.0\.0\.1:8000\/metrics: line 1: bad metric name/);
   });
 });
 

@@ -89,7 +89,7 @@ function setUp() {
     },
     clock: () => Date.now(),
     metrics: new SchedulerMetrics(registry, () => []),
-    log: (m) => lines.push(m),
+    log: (_level, m) => lines.push(m),
   });
   const counter = async (name: string, pod: string): Promise<number> => {
     const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name) as { values: { value: number; labels: Record<string, string> }[] } | undefined;

@@ -24,7 +24,7 @@ function scheduler(consecutive5xx = 3, news?: () => void) {
     },
     clock: () => now,
     metrics,
-    log: (m) => lines.push(m),
+    log: (_level, m) => lines.push(m),
     news,
   });
   const pod = new EndpointState('pod-a', '127.0.0.1', 1, { connections: 1 });

@@ -13,7 +13,7 @@ describe('PrimaryHeartbeat', () => {
     now = 0;
     pings = 0;
     logs = [];
-    hb = new PrimaryHeartbeat({ everyMs: 1000, boundMs: 3000, ping: () => { pings++; }, log: (m) => logs.push(m), now: () => now });
+    hb = new PrimaryHeartbeat({ everyMs: 1000, boundMs: 3000, ping: () => { pings++; }, log: (level, m) => logs.push(`${level} ${m}`), now: () => now });
     hb.start();
   });
   afterEach(() => {
@@ -75,10 +75,10 @@ describe('PrimaryHeartbeat', () => {
     expect(hb.alive()).toBe(false);
     expect(hb.alive()).toBe(false);
     expect(logs).toHaveLength(1);
-    expect(logs[0]).toMatch(/^the primary has not answered a heartbeat for \d+ ms/);
+    expect(logs[0]).toMatch(/^warn the primary has not answered a heartbeat for \d+ ms/);
     expect(pings).toBeGreaterThanOrEqual(2); // it kept asking
     hb.heard();
     expect(hb.alive()).toBe(true);
-    expect(logs[1]).toBe('the primary answers again; readiness restored');
+    expect(logs[1]).toBe('info the primary answers again; readiness restored');
   });
 });
