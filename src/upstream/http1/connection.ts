@@ -203,8 +203,8 @@ export class Http1Connection implements ParserSink {
     const reusable = this.parser.keepAlive && !extraBytes && !this.socketEnded && this.phase !== Phase.Closed;
     if (reusable) {
       this.phase = Phase.Idle;
-      this.deadline = after(this.owner, this.owner.keepAliveTicks);
-      this.owner.onFree(this);
+      this.owner.onFree(this); // the next request, or the keep-alive deadline
+
     } else {
       this.close();
     }

@@ -156,7 +156,12 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   onFree(conn: Http1Connection): void {
     const next = this.queue.shift();
     if (next !== undefined) conn.send(next);
-    else this.idle.push(conn);
+    else {
+      // Idle from now, closed after the keep-alive time unless a request takes it: a connection
+      // whose answer ended, and as well a new one whose request went away while it was opened.
+      conn.deadline = this.keepAliveTicks > 0 ? this.tick + this.keepAliveTicks : 0;
+      this.idle.push(conn);
+    }
   }
 
   onGone(conn: Http1Connection): void {

@@ -54,6 +54,19 @@ describe('Http1Pool', () => {
     await until(() => server!.sockets[0].readableEnded || server!.sockets[0].destroyed, 'the server to see the close');
   });
 
+  it('a new connection whose request went away while it was opened is idle and closed after keepAliveTimeoutMs', async () => {
+    server = await scriptedServer(() => {});
+    pool = new Http1Pool('127.0.0.1', server.port, { keepAliveTimeoutMs: 30 });
+    const c = new Collector();
+    const req = pool.dispatch(post(), c);
+    req.abort(); // the client left while the router connected
+    expect((await c.done).error?.code).toBe('HTTP1_ABORTED');
+    await until(() => pool!.stats.idle === 1, 'the new connection to be idle');
+    await until(() => pool!.stats.connections === 0, 'the idle connection to close');
+    await until(() => server!.sockets[0].readableEnded || server!.sockets[0].destroyed, 'the server to see the close');
+    expect(server.requests).toEqual([]);
+  });
+
   it('backpressure: a handler that returns false stops reading (the server is held back) until resume()', async () => {
     const size = 32 * 1024 * 1024;
     let serverBlocked = false;
