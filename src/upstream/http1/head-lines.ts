@@ -216,6 +216,25 @@ export function headerLines(text: string, from: number): string[] {
   return headers;
 }
 
+/**
+ * Whether the bytes of a head not yet ended, from `from`, hold a bare LF (one not after a CR), a
+ * CR followed by another byte than LF, or a NUL: such a head cannot end in CRLF CRLF as the
+ * grammar has it (a pod ending its lines in LF alone, say), so it is refused at once instead of
+ * waiting for an end that never comes. A CR as the last byte waits for the next read. `start` is
+ * where the head starts (an LF there is bare), `from` the first byte to check.
+ */
+export function hasBareLineEnd(buf: Buffer, start: number, from: number): boolean {
+  const n = buf.length;
+  for (let j = from; j < n; j++) {
+    const c = buf[j];
+    if (c > CR) continue;
+    if (c === 0) return true;
+    if (c === LF && (j === start || buf[j - 1] !== CR)) return true;
+    if (c === CR && j + 1 < n && buf[j + 1] !== LF) return true;
+  }
+  return false;
+}
+
 /** True when a trailer name is a token. */
 export function isToken(name: string): boolean {
   return TOKEN.test(name);

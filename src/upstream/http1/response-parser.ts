@@ -6,7 +6,7 @@
  * handed on as views of the input (no copies). Errors are thrown as Http1Error.
  */
 import { Http1Error, malformed } from './errors.js';
-import { BARE_CR_LF, hasBareCrLf, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, scanHead, usualNameOfLine } from './head-lines.js';
+import { BARE_CR_LF, hasBareCrLf, hasBareLineEnd, HEAD_INCOMPLETE, HeadMarks, headerLines, headersAt, isToken, scanHead, usualNameOfLine } from './head-lines.js';
 import { SHORTEST_USUAL_LONG_NAME } from './usual-long-names.js';
 import { isUsualHeader } from '../../header-name.js';
 import { isAscii } from '../../ascii-text.js';
@@ -29,8 +29,10 @@ const LF = 10;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const EMPTY_HEADERS: string[] = [];
 const DIGITS = /^\d+$/;
-/** 13 hex digits = 2^52: beyond that a size is not a safe integer. */
-const MAX_SIZE_DIGITS = 13;
+/** The largest chunk size read (13 hex digits): a safe integer, whatever is done with it. */
+const MAX_CHUNK_SIZE = 2 ** 52 - 1;
+/** Digits of a chunk size line, leading zeros included (RFC 9112 allows them): a bound on the line. */
+const MAX_SIZE_DIGITS = 64;
 const MAX_CHUNK_EXT = 4096;
 
 function hexValue(c: number): number {
@@ -181,6 +183,8 @@ export class ResponseParser {
     }
     const end = buf.indexOf(HEAD_END, from);
     if (end === -1) {
+      // Only the bytes not checked before (the last of the earlier ones: a CR, or an LF after one).
+      if (hasBareLineEnd(buf, start, prior === null ? start : Math.max(start, prior.length - 1))) throw malformed(BARE_CR_LF);
       if (buf.length - start > this.maxHeaderSize) throw tooLarge(this.maxHeaderSize);
       this.partial = start === 0 ? buf : buf.subarray(start);
       return data.length;
@@ -270,8 +274,8 @@ export class ResponseParser {
       case ParserState.ChunkSize: {
         const v = hexValue(c);
         if (v >= 0) {
-          if (++this.sizeDigits > MAX_SIZE_DIGITS) throw malformed('chunk size too large');
           this.remaining = this.remaining * 16 + v;
+          if (this.remaining > MAX_CHUNK_SIZE || ++this.sizeDigits > MAX_SIZE_DIGITS) throw malformed('chunk size too large');
         } else if (this.sizeDigits === 0) {
           throw malformed(`bad chunk size (byte 0x${c.toString(16)})`);
         } else if (c === CR) {

@@ -31,6 +31,11 @@ export const FIXTURES: readonly Fixture[] = [
     status: 201, body: '0123456789abcdef0123456789ABCDE', trailers: null, closeDelimited: false, keepAlive: true,
   },
   {
+    name: 'chunked, sizes with leading zeros (the last of 21 digits)',
+    bytes: b('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0005\r\nhello\r\n000000000000000000000\r\n\r\n'),
+    status: 200, body: 'hello', trailers: null, closeDelimited: false, keepAlive: true,
+  },
+  {
     name: 'close-delimited',
     bytes: b('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil the end of the connection'),
     status: 200, body: 'until the end of the connection', trailers: null, closeDelimited: true, keepAlive: false,
@@ -75,6 +80,9 @@ export const MALFORMED: readonly Malformed[] = [
   { name: '101 switching protocols', bytes: b('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n'), message: /unexpected 101/ },
   { name: 'NUL in a header value', bytes: b('HTTP/1.1 200 OK\r\nX-A: 1\u00002\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF or NUL/ },
   { name: 'bare CR in a header value', bytes: b('HTTP/1.1 200 OK\r\nX-A: 1\r2\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF or NUL/ },
+  { name: 'every line ended by LF alone', bytes: b('HTTP/1.1 200 OK\nx-a: one\ncontent-length: 2\n\nok'), message: /bare CR or LF or NUL/ },
+  { name: 'CRLF lines, the head ended by LF LF', bytes: b('HTTP/1.1 200 OK\r\ncontent-length: 2\n\nok'), message: /bare CR or LF or NUL/ },
+  { name: 'chunk size of 14 significant digits', bytes: b('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000\r\n'), message: /chunk size too large/ },
   { name: 'bare LF in the status line', bytes: b('HTTP/1.1 200 O\nK\r\nContent-Length: 0\r\n\r\n'), message: /bare CR or LF or NUL/ },
   { name: 'header line without a colon', bytes: b('HTTP/1.1 200 OK\r\nX-A 1\r\nContent-Length: 0\r\n\r\n'), message: /header line without a colon: "X-A 1"/ },
   { name: 'empty header name', bytes: b('HTTP/1.1 200 OK\r\n: 1\r\nContent-Length: 0\r\n\r\n'), message: /bad header name ""/ },
