@@ -5,7 +5,7 @@ import type { CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
-import { isOwnRefusal, notSent, upstreamFailure } from '../upstream/upstream-errors.js';
+import { connectFailureCause, isOwnRefusal, notSent, upstreamFailure } from '../upstream/upstream-errors.js';
 import { AttemptsEnd, countPodFault, type ProxyListener } from './attempts-end.js';
 import type { PromptText } from '../tokens/prompt-text.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
@@ -48,6 +48,8 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
   private podError: RouterError | null = null;
   /** The pod of the attempt in flight. */
   private endpoint: EndpointState | null = null;
+  /** Each pod the request was not sent to and why (`pod-a: connection refused`), for the answer when none had it: made only on such a failure. */
+  private unreached: string[] | null = null;
   /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
   private sentAt = 0;
 
@@ -157,6 +159,7 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
     // Not sent. The router's own refusal (its queue for the pod was full, or the pod's pool closed:
     // the pod left the configuration, or the router stops) is not the pod's failure: not counted
     // for passive health; the answer if no other pod takes the request.
+    (this.unreached ??= []).push(`${endpoint.name}: ${connectFailureCause(call.error)}`);
     if (isOwnRefusal(call.error)) {
       this.lastError = notSent(call.error, endpoint.name);
       this.lastRefusedHere = true;
@@ -197,7 +200,8 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
       this.failed(this.lastError);
       return;
     }
-    const tried = this.tried ?? [this.first!];
-    this.failed(new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${this.server.key} (tried ${tried.map((e) => e.name).join(', ')})`, 502, null, 'upstream_unreachable'));
+    // No pod had the request (one that had it and failed it set lastError).
+    const tried = this.unreached ?? (this.tried ?? [this.first!]).map((e) => e.name);
+    this.failed(new RouterError('upstream_error', `cannot connect to any pod of ModelServer ${this.server.key} (tried ${tried.join(', ')})`, 502, null, 'upstream_unreachable'));
   }
 }

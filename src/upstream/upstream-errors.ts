@@ -1,12 +1,12 @@
 import { RouterError } from '../errors.js';
-import { isConnectFailure, isOwnRefusal, isQueueFull } from './http1/errors.js';
+import { connectFailureCause, isConnectFailure, isOwnRefusal, isQueueFull } from './http1/errors.js';
 
 /**
  * Errors that mean the request never reached the pod (safe to retry on another one): the client's
  * own test. The client's own refusals are among them (a full queue, a closed pool: the router's
  * limit, or a pod it stopped sending to), but they are not the pod's failure.
  */
-export { isConnectFailure, isOwnRefusal };
+export { connectFailureCause, isConnectFailure, isOwnRefusal };
 
 /** Why a retired pod's pool closed (endpoint-registry.ts): the request that was to go to it is answered upstream_pod_removed (notSent). */
 export const LEFT_CONFIG = 'the pod left the configuration';

@@ -170,7 +170,7 @@ describe('passive health and retries, real processes', () => {
     for (let i = 0; i < 3; i++) {
       const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
       expect(r.status).toBe(502);
-      expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d, dead-\d\)/);
+      expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d: connection refused, dead-\d: connection refused\)/);
     }
     expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="dead-1",pod="dead-1"')).toBe(1);
     expect(await metric(router, 'inference_router_pod_ejected', 'backend_pod="dead-2",pod="dead-2"')).toBe(1);
@@ -185,7 +185,7 @@ describe('passive health and retries, real processes', () => {
     const tried = async (): Promise<string> => {
       const r = await postJson(`${router!.url}/v1/completions`, { model: 'm', prompt: 'x' });
       expect(r.status).toBe(502);
-      return /\(tried (dead-\d)\)$/.exec(await r.text())![1];
+      return /\(tried (dead-\d): connection refused\)$/.exec(await r.text())![1];
     };
     // The first pod tried is ejected first, the other one a moment later: then both are.
     const first = await tried();
@@ -200,7 +200,7 @@ describe('passive health and retries, real processes', () => {
     for (let i = 0; i < 3; i++) {
       const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' });
       expect(r.status).toBe(502);
-      expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d\)$/);
+      expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-\d: connection refused\)$/);
     }
   });
 
@@ -212,7 +212,7 @@ describe('passive health and retries, real processes', () => {
     const elapsed = performance.now() - t0;
     expect(r.status).toBe(502);
     // Both pods, one after the other: the second attempt waited for the interval.
-    expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-(1, dead-2|2, dead-1)\)$/);
+    expect(await r.text()).toMatch(/cannot connect to any pod of ModelServer default\/sched-server \(tried dead-(1: connection refused, dead-2|2: connection refused, dead-1): connection refused\)$/);
     expect(elapsed).toBeGreaterThanOrEqual(400);
     expect(await metric(router, 'inference_router_upstream_retries_total', 'server="default/sched-server"')).toBe(1);
   });

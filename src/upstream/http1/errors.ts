@@ -46,6 +46,26 @@ export function isConnectFailure(err: unknown): boolean {
   return code !== undefined && CONNECT_CODES.has(code);
 }
 
+/** Why a request was not sent to a pod (not reached, or the router's own refusal), in words that name no address (the client reads them): by its code. */
+const CONNECT_CAUSES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  HTTP1_CONNECT_TIMEOUT: 'connect timed out',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name not resolved (DNS did not answer)',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EADDRNOTAVAIL: 'no local address available',
+  ECONNRESET: 'connection reset',
+  HTTP1_QUEUE_FULL: 'its queue in the router is full',
+  HTTP1_POOL_CLOSED: 'the router no longer sends to it',
+};
+
+/** Why a request was not sent to a pod, for a message: `connection refused`, `host name not found`, …, else the error's code. */
+export function connectFailureCause(err: unknown): string {
+  const code = (err as { code?: string } | null)?.code;
+  return code === undefined ? 'connect failed' : CONNECT_CAUSES[code] ?? code;
+}
+
 /** True when `err` is the client's refusal of a request because the pool's queue was full (the server was not tried). */
 export function isQueueFull(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === 'HTTP1_QUEUE_FULL';

@@ -271,7 +271,7 @@ describe('proxyWithRetries: the answer when every attempt failed', () => {
     expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
     const { type, code, status, message } = error as RouterError;
     expect([type, code, status]).toEqual(['upstream_error', 'upstream_unreachable', 502]);
-    expect(message).toBe('cannot connect to any pod of ModelServer default/llama (tried pod-a, pod-b)');
+    expect(message).toBe('cannot connect to any pod of ModelServer default/llama (tried pod-a: its queue in the router is full, pod-b: connection refused)');
   });
 
   it('the router\'s refusal after a pod not reached stays the answer (the last attempt\'s)', async () => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Http1Error } from '../../../src/upstream/http1/errors.js';
-import { PodFault, podFault, upstreamFailure } from '../../../src/upstream/upstream-errors.js';
+import { connectFailureCause, PodFault, podFault, upstreamFailure } from '../../../src/upstream/upstream-errors.js';
+import { Http1Pool } from '../../../src/upstream/http1/pool.js';
+import { Collector, post } from './http1/helpers.js';
 
 const socketError = (code: string) => Object.assign(new Error(code), { code });
 
@@ -37,5 +39,27 @@ describe('upstreamFailure: the router\'s own cut is not the pod\'s failure', () 
   it('a pod\'s reset and a timeout stay the pod\'s', () => {
     expect(upstreamFailure(socketError('ECONNRESET'), 30_000, 'pod-a')).toMatchObject({ type: 'upstream_error', code: 'upstream_failed', status: 502 });
     expect(upstreamFailure(new Http1Error('HTTP1_BODY_TIMEOUT', 't'), 30_000, 'pod-a')).toMatchObject({ type: 'timeout', code: 'upstream_timeout', message: 'inference timed out after 30s' });
+  });
+});
+
+describe('connectFailureCause: why a request was not sent to a pod, in words without an address', () => {
+  it('names each failure by its code; an unknown code as itself', () => {
+    expect(connectFailureCause(socketError('ECONNREFUSED'))).toBe('connection refused');
+    expect(connectFailureCause(new Http1Error('HTTP1_CONNECT_TIMEOUT', 'connect to 10.0.0.1:8000 timed out'))).toBe('connect timed out');
+    expect(connectFailureCause(socketError('ENOTFOUND'))).toBe('host name not found');
+    expect(connectFailureCause(socketError('EAI_AGAIN'))).toBe('host name not resolved (DNS did not answer)');
+    expect(connectFailureCause(new Http1Error('HTTP1_QUEUE_FULL', 'q'))).toBe('its queue in the router is full');
+    expect(connectFailureCause(socketError('EWHATEVER'))).toBe('EWHATEVER');
+    expect(connectFailureCause(new Error('no code'))).toBe('connect failed');
+  });
+
+  it('a pod whose host name does not resolve: the pool\'s failure reads as such, not as a refused connection', async () => {
+    const pool = new Http1Pool('no-such-pod.invalid', 8000);
+    const c = new Collector();
+    pool.dispatch(post(), c);
+    const { error } = await c.done;
+    pool.close();
+    // NXDOMAIN where a resolver answers; a resolver that cannot be reached says so instead.
+    expect(['host name not found', 'host name not resolved (DNS did not answer)']).toContain(connectFailureCause(error));
   });
 });
