@@ -25,8 +25,9 @@ export function discardBody(x: Exchange, err: RouterError, finish: (x: Exchange)
   const answer = (): void => {
     x.handedOn = true;
     bodyArrived(x);
-    x.forceClose = true;
-    x.sendError(err);
+    // At the end of the turn (Exchange.refuseAtTurnEnd): a request that came behind the body in
+    // the same read closes the connection instead of reaching a handler.
+    x.refuseAtTurnEnd(err);
     finish(x);
   };
   x.res.onData((ab, isLast) => {

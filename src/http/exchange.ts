@@ -69,6 +69,8 @@ export class Exchange {
   private queuedAscii = false;
   private queuedBody: Buffer = EMPTY;
   private queuedError: RouterError | null = null;
+  /** queuedError refuses the request itself (its framing, its size): its record keeps it even when it goes unsent. */
+  private queuedRefusal = false;
   /**
    * Bytes of a streamed answer waiting for the end of the turn (writeChunk, endStream), in order,
    * and whether the answer ends with them: written with the turn's other answers and chunks, so
@@ -178,27 +180,35 @@ export class Exchange {
     ctx.aborted = true;
     // An answer whose end was made but whose last bytes had not gone out yet did not end either.
     const out = this.out;
+    const errorUnsent = this.queuedError !== null;
     if (!ctx.finished || out !== OUT_NONE) {
       if (pipelined) ctx.fail('pipelining_refused', PIPELINED, 444);
       else {
         ctx.statusCode = 499;
         if (ctx.errorType === null) ctx.fail('client_closed', uploading ? this.uploadCutMessage() : this.outMessage('the client went away before the answer ended'), 499);
       }
+    } else if (errorUnsent && pipelined && !this.queuedRefusal) {
+      // An error answer queued for the end of the turn went unsent as well: uWS closed the
+      // connection for the request pipelined behind it. A refusal of the request itself (its
+      // framing, its size) keeps its record, which says what was refused.
+      ctx.fail('pipelining_refused', PIPELINED, 444);
     }
     if (this.upstream !== null) this.upstream.abortForClient();
-    if (out !== OUT_NONE) this.answerOut();
+    if (errorUnsent) this.queuedError = null; // nothing to write any more; its held record goes now
+    if (out !== OUT_NONE || errorUnsent) this.answerOut();
   }
 
   /**
    * The request's record waits for the answer: true when the answer's end was made but its last
    * bytes have not gone out yet (a large whole answer, or a stream's end, not yet written; or a
-   * client that does not take them as fast as they come); `record` is then called once they
+   * client that does not take them as fast as they come; or an error answer queued for the end of
+   * the turn, sendErrorAtTurnEnd); `record` is then called once they
    * did, or once the client left or the router cut the connection (its outcome recorded first).
    * False when the record may be written now. `record` is the worker's one function, not a
    * closure per request.
    */
   holdRecord(record: (x: Exchange) => void): boolean {
-    if (this.out === OUT_NONE) return false;
+    if (this.out === OUT_NONE && this.queuedError === null) return false;
     this.heldRecord = record;
     return true;
   }
@@ -579,6 +589,20 @@ export class Exchange {
     this.queueAnswer();
   }
 
+  /**
+   * A refusal of the request itself (its framing, a body over the limit), answered with the
+   * connection's close at the end of the turn: this uWS build goes on parsing the bytes after a
+   * request answered with `Connection: close` when they came in the same read, so a request
+   * behind it would reach a handler; with the answer still pending, uWS takes such a request for
+   * a pipelined one and closes the connection instead. The record then keeps the refusal, though
+   * it went unsent.
+   */
+  refuseAtTurnEnd(err: RouterError): void {
+    this.forceClose = true;
+    this.queuedRefusal = true;
+    this.sendErrorAtTurnEnd(err);
+  }
+
   /** Queues this exchange's whole answer, or its stream's bytes, for the end of the turn. */
   private queueAnswer(): void {
     queuedAnswers.push(this);
@@ -596,8 +620,14 @@ export class Exchange {
     }
     const err = this.queuedError;
     if (err !== null) {
+      // The request's record waits for this answer (holdRecord).
       this.queuedError = null;
-      if (!this.ctx.aborted) this.writeError(err);
+      if (this.ctx.aborted) {
+        this.answerOut();
+        return;
+      }
+      this.writeError(err);
+      this.answerOut();
       return;
     }
     const headers = this.queuedHeaders;

@@ -113,14 +113,11 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
 
     if (lengthsDiffer || (transferEncoding !== null && (contentLength >= 0 || !chunkedOnly(transferEncoding)))) {
       x.handedOn = true;
-      x.forceClose = true;
-      // Answered at the end of the turn, not now: this uWS build goes on parsing the bytes after
-      // a request answered with `Connection: close` when they came in the same read, so a request
-      // hidden behind this one would reach a handler. With this answer still pending, uWS takes
-      // such a request for a pipelined one and closes the connection instead (the refusal then
-      // goes unsent, its record kept). Nothing is decided by the client's address: other
-      // connections from it (a proxy's, a NAT's) are served as usual.
-      x.sendErrorAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, transferEncoding), 400, null, 'invalid_content_length'));
+      // Answered at the end of the turn, not now (Exchange.refuseAtTurnEnd): a request hidden
+      // behind this one in the same read closes the connection instead of reaching a handler
+      // (the refusal then goes unsent, its record kept). Nothing is decided by the client's
+      // address: other connections from it (a proxy's, a NAT's) are served as usual.
+      x.refuseAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, transferEncoding), 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }
@@ -305,8 +302,9 @@ function readBody(x: Exchange, contentLength: number, h: FrontHooks): void {
       }
       x.handedOn = true;
       bodyArrived(x);
-      x.forceClose = true;
-      x.sendError(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length', 400, null, 'invalid_content_length'));
+      // At the end of the turn, as a refused framing: a request behind the body in the same read
+      // must not reach a handler.
+      x.refuseAtTurnEnd(size + chunk.length > h.maxBodyBytes ? tooLarge(h.maxBodyBytes) : new RouterError('invalid_request', 'request body is longer than its content-length', 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }

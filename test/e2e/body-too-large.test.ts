@@ -83,6 +83,27 @@ describe('a request body over ROUTER_MAX_BODY_BYTES from a client that sends it 
     });
   }
 
+  it('a request behind a body over the limit in the same write never reaches the pod: the connection closes, the 413 is recorded', async () => {
+    const before = (await mock.stats()).requests;
+    const behind = JSON.stringify({ model: 'sf-model', prompt: 'behind' });
+    const next = `POST /v1/completions HTTP/1.1\r\nhost: x\r\nx-request-id: behind-413\r\ncontent-type: application/json\r\ncontent-length: ${behind.length}\r\n\r\n${behind}`;
+    const big = `{"model":"sf-model","prompt":"${'y'.repeat(MAX)}"}`;
+    // Declared (content-length), then chunked: each refused once its body has come.
+    const chunked = `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`;
+    for (const [id, head, body] of [
+      ['over-cl', `content-length: ${big.length}\r\n`, big],
+      ['over-chunked', 'transfer-encoding: chunked\r\n', chunked],
+    ] as const) {
+      const answer = await rawAnswer(`x-request-id: ${id}\r\n${head}`, body + next);
+      expect(answer, id).not.toMatch(/HTTP\/1\.1 200/);
+      const logged = await waitFor(`the record of ${id}`, () => { const l = records(id); return l.length > 0 ? l : null; }, 5000);
+      expect(logged.map((l) => [l.status_code, l.error?.message]), id).toEqual([[413, MESSAGE]]);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(records('behind-413')).toEqual([]);
+    expect((await mock.stats()).requests).toBe(before);
+  });
+
   it('a body declared longer than the limit and 64 MiB more: answered at once, nothing of it waited for', async () => {
     const answer = await rawAnswer(`content-length: ${MAX + 64 * 1024 * 1024 + 1}\r\n`, '{"model":');
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);

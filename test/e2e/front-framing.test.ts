@@ -152,6 +152,18 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(rec.error.type).toBe('pipelining_refused');
     expect(rec.error.message).toContain('pipelining is not supported');
     expect(recordsOf('pipe-1')).toHaveLength(1);
+    // Behind a request the router refuses at once (a body that is not JSON, a model it does not
+    // serve): the refusal goes unsent as well, and is recorded so.
+    const before = (await mock.stats()).requests;
+    for (const [id, body] of [['pipe-bad-json', '{bad'], ['pipe-no-model', JSON.stringify({ model: 'no-such-model', prompt: 'x' })]]) {
+      const r2 = await raw(router.port, [post(id, body) + post(`${id}-behind`, BODY)]);
+      expect(r2.closed).toBe(true);
+      expect(statusLines(r2.text), id).toEqual([]);
+      const recs = await waitFor(`record of ${id}`, () => { const l = recordsOf(id); return l.length > 0 ? l : null; }, 5000);
+      expect(recs.map((x) => [x.status_code, x.error.type]), id).toEqual([[444, 'pipelining_refused']]);
+      expect(recordsOf(`${id}-behind`)).toEqual([]);
+    }
+    expect((await mock.stats()).requests).toBe(before);
     // One request after another on a keep-alive connection is not pipelining.
     const seq = connect(router.port, '127.0.0.1');
     const answers: string[] = [];
