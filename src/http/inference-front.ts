@@ -66,6 +66,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     scanRequestId = '';
     scanContentLength = -1;
     scanLengthsDiffer = false;
+    scanLengthInvalid = null;
     scanTransferEncoding = null;
     scanAuthorization = '';
     scanConnection = '';
@@ -76,6 +77,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     let requestId = scanRequestId;
     const contentLength = scanContentLength;
     const lengthsDiffer = scanLengthsDiffer;
+    const lengthInvalid = scanLengthInvalid;
     const transferEncoding = scanTransferEncoding;
     const authorization = scanAuthorization;
     const connection = scanConnection;
@@ -111,13 +113,13 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
       }
     });
 
-    if (lengthsDiffer || (transferEncoding !== null && (contentLength >= 0 || !chunkedOnly(transferEncoding)))) {
+    if (lengthsDiffer || lengthInvalid !== null || (transferEncoding !== null && (contentLength >= 0 || !chunkedOnly(transferEncoding)))) {
       x.handedOn = true;
       // Answered at the end of the turn, not now (Exchange.refuseAtTurnEnd): a request hidden
       // behind this one in the same read closes the connection instead of reaching a handler
       // (the refusal then goes unsent, its record kept). Nothing is decided by the client's
       // address: other connections from it (a proxy's, a NAT's) are served as usual.
-      x.refuseAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, transferEncoding), 400, null, 'invalid_content_length'));
+      x.refuseAtTurnEnd(new RouterError('invalid_request', framingFault(lengthsDiffer, lengthInvalid, transferEncoding), 400, null, 'invalid_content_length'));
       h.finish(x);
       return;
     }
@@ -190,6 +192,8 @@ let scanForward: string[] = NO_FORWARD;
 let scanRequestId = '';
 let scanContentLength = -1;
 let scanLengthsDiffer = false;
+/** A Content-Length value that is not plain digits, as sent (the first such), or null. */
+let scanLengthInvalid: string | null = null;
 /** The Transfer-Encoding values (joined by ", "), or null without the header. */
 let scanTransferEncoding: string | null = null;
 let scanAuthorization = '';
@@ -206,8 +210,13 @@ function scanHeader(name: string, value: string): void {
   else if (name === 'content-length') {
     // uWS frames the body by the first Content-Length: a second, different one (or one beside
     // Transfer-Encoding) would let a request hidden in the body be read as the next request.
-    if (scanContentLength >= 0 && Number(value) !== scanContentLength) scanLengthsDiffer = true;
-    scanContentLength = Number(value);
+    const n = plainLength(value);
+    if (n < 0) {
+      scanLengthInvalid ??= value;
+      return;
+    }
+    if (scanContentLength >= 0 && n !== scanContentLength) scanLengthsDiffer = true;
+    scanContentLength = n;
   } else if (name === 'transfer-encoding') {
     scanTransferEncoding = scanTransferEncoding === null ? value : `${scanTransferEncoding}, ${value}`;
   } else if (name === 'authorization') {
@@ -238,7 +247,25 @@ function chunkedOnly(te: string): boolean {
  * one that is not `chunked` alone (RFC 9112 §6.3: then the length cannot be known; a server
  * answers 400 and closes) is refused rather than read differently from a proxy in front.
  */
-function framingFault(lengthsDiffer: boolean, te: string | null): string {
+/**
+ * A Content-Length value as RFC 9110 has it, 1*DIGIT (at most 15: past that no body is taken
+ * anyway), or -1: a sign, hex, an exponent, a list (`42, 42`), anything else is not a length (the
+ * HTTP server closes the connection on such a request, so it is refused rather than read).
+ */
+function plainLength(value: string): number {
+  const n = value.length;
+  if (n === 0 || n > 15) return -1;
+  let v = 0;
+  for (let i = 0; i < n; i++) {
+    const d = value.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+function framingFault(lengthsDiffer: boolean, lengthInvalid: string | null, te: string | null): string {
+  if (lengthInvalid !== null) return `request has an invalid Content-Length ${JSON.stringify(lengthInvalid.slice(0, 80))}; a length is digits only, at most 15 of them`;
   if (lengthsDiffer) return 'request has conflicting Content-Length headers';
   if (te !== null && !chunkedOnly(te)) return `request has Transfer-Encoding ${JSON.stringify(te.slice(0, 80))}; only chunked is accepted`;
   return 'request has both Content-Length and Transfer-Encoding headers';

@@ -130,6 +130,20 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect(statusLines(ok.text)).toEqual(['200']);
   });
 
+  it('a Content-Length that is not plain digits (hex, a sign, an exponent, a list, too many digits): recorded 400 naming it, never forwarded; the 20.57 build answers 400, the 20.30 build closes', async () => {
+    const build = await uwsBuildOf(router.url);
+    const before = (await mock.stats()).requests;
+    for (const [i, value] of ['0x2a', '+42', '-1', '4.2e1', '42abc', '42, 42', '0000000000000042'].entries()) {
+      const r = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-bad-${i}\r\nContent-Length: ${value}\r\n\r\n${BODY}`]);
+      expect(r.closed, value).toBe(true);
+      expect(statusLines(r.text), value).toEqual(build === 'uws-20.57' ? ['400'] : []);
+      const recs = await waitFor(`record of ${value}`, () => { const l = recordsOf(`cl-bad-${i}`); return l.length > 0 ? l : null; }, 5000);
+      expect(recs.map((x) => [x.status_code, x.error.type, x.error.message]), value).toEqual([[400, 'invalid_request',
+        `request has an invalid Content-Length ${JSON.stringify(value)}; a length is digits only, at most 15 of them`]]);
+    }
+    expect((await mock.stats()).requests).toBe(before);
+  });
+
   it('identical repeated Content-Length headers are one length: answered normally', async () => {
     const r = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-same\r\nConnection: close\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`]);
     expect(statusLines(r.text)).toEqual(['200']);
