@@ -136,6 +136,9 @@ export class FileSource {
   private refuseUnread(message: string): void {
     if (message === this.unreadRefusal) return;
     this.unreadRefusal = message;
+    // The file read next is applied (and said) even when it is the text in use: the last line
+    // about the file is then no longer this refusal.
+    this.lastText = '';
     this.rejected++;
     this.o.log(message, 'reload-rejected');
   }

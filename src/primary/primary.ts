@@ -111,10 +111,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // given to the workers, which would keep a pool and metric series for each (targeted-servers.ts).
     const { targeted: servers, untargeted } = serversOfRoutes(routes, allServers);
     // A change only in what is left out (a pod of a ModelServer no route targets came, went or
-    // changed) changes nothing the workers use: the snapshot they have is kept.
+    // changed), or none (a comment, the same file written again), changes nothing the workers
+    // use: the snapshot they have is kept.
     const json = JSON.stringify([routes, servers, untargeted]);
     if (snapshot !== null && json === publishedJson) {
-      ops.info('reload', `resources ${settings.source === 'file' ? `reloaded from ${settings.resources}` : 'changed'}: only in ModelServers no route served targets; snapshot ${snapshot.version} kept`, { applied: true, unchanged: true, snapshot: snapshot.version });
+      ops.info('reload', `resources ${settings.source === 'file' ? `reloaded from ${settings.resources}` : 'changed'}: nothing the routes use changed (a change only in ModelServers no route targets, or none); snapshot ${snapshot.version} kept`, { applied: true, unchanged: true, snapshot: snapshot.version });
       return;
     }
     publishedJson = json;
