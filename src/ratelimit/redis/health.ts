@@ -5,6 +5,9 @@ import { failureHint } from './failure-hint.js';
 /** starting: never connected yet; up: commands go to Redis; down: circuit open, no request waits. */
 export type StoreState = 'starting' | 'up' | 'down';
 
+/** ioredis's messages for a command on a connection that is gone (no offline queue: it fails at once). */
+const CLIENT_CLOSED = /^Stream isn't writeable|^Connection is closed\.?$/;
+
 export interface HealthOptions {
   /** Shown in log lines (credentials already hidden). */
   name: string;
@@ -110,6 +113,8 @@ export class StoreHealth {
 
   private downLine(reason: string): string {
     const { name, failureMode } = this.opts;
+    // A command sent as the connection went down fails with the client's own words for it.
+    if (CLIENT_CLOSED.test(reason)) reason = 'connection closed';
     const hint = failureHint(reason, this.opts.tls === true);
     return (this.current === 'starting'
       ? `rate limit store ${name} is unreachable at start (${reason}); failure mode "${failureMode}" applies until it answers`
