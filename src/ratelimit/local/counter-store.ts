@@ -6,13 +6,29 @@ import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../l
 import { secondsUntil, windowEnd, windowStart } from '../windows.js';
 import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
-/** Counters of one key in its current window; the only window kept for the key. */
+/** The counts of a key's window in a unit it no longer uses, kept until that window ends. */
+interface OtherUnitWindow {
+  readonly unit: WindowUnit;
+  readonly start: number;
+  readonly end: number;
+  readonly input: number;
+  readonly output: number;
+}
+
+/**
+ * Counters of one key in its current window. When the key's unit changes, the window of the unit
+ * left is kept until it ends: a unit changed back within that window counts on from what it held
+ * (Redis, whose counters are keyed by the unit, keeps them the same way), instead of from 0, which
+ * would admit the limit again.
+ */
 export class LimitCounters {
   unit: WindowUnit;
   start: number;
   end: number;
   input = 0;
   output = 0;
+  /** Windows of the other units this key had, not ended when left (one per unit at most); null: none. */
+  private others: OtherUnitWindow[] | null = null;
 
   constructor(unit: WindowUnit, now: number) {
     this.unit = unit;
@@ -25,11 +41,44 @@ export class LimitCounters {
     // A clock that steps back (now < start) keeps the current window: counting on is the
     // conservative choice, restarting would admit more than the limit.
     if (unit === this.unit && now < this.end) return;
+    if (unit !== this.unit && this.keepCurrent(now) && this.resume(unit, now)) return;
     this.unit = unit;
     this.start = windowStart(unit, now);
     this.end = windowEnd(unit, now);
     this.input = 0;
     this.output = 0;
+  }
+
+  /** When the key's last window ends, this one's or a kept one's. */
+  lastEnd(): number {
+    let end = this.end;
+    if (this.others !== null) for (const w of this.others) if (w.end > end) end = w.end;
+    return end;
+  }
+
+  /** Keeps the current window (the unit is being left) while it lasts; drops kept ones that ended. True, for roll's chain. */
+  private keepCurrent(now: number): boolean {
+    const kept = (this.others ?? []).filter((w) => w.unit !== this.unit && now < w.end);
+    if (now < this.end) kept.push({ unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output });
+    this.others = kept.length === 0 ? null : kept;
+    return true;
+  }
+
+  /** Takes up the kept window of `unit` that holds `now`, if any: true when it did. */
+  private resume(unit: WindowUnit, now: number): boolean {
+    const others = this.others;
+    if (others === null) return false;
+    const i = others.findIndex((w) => w.unit === unit && w.start <= now && now < w.end);
+    if (i === -1) return false;
+    const w = others[i];
+    others.splice(i, 1);
+    if (others.length === 0) this.others = null;
+    this.unit = w.unit;
+    this.start = w.start;
+    this.end = w.end;
+    this.input = w.input;
+    this.output = w.output;
+    return true;
   }
 }
 
@@ -48,9 +97,11 @@ export const SWEEP_INTERVAL_MS = 60_000;
 /**
  * Exact in-memory token counters for one process (TokenLimiter semantics in limiter.ts).
  * Counters are keyed by limit key and follow the key's unit window, never the limit values,
- * so editing a limit keeps the counts; changing the unit starts the new unit's window at 0.
+ * so editing a limit keeps the counts; changing the unit starts the new unit's window at 0, and a
+ * unit changed back within its window counts on from what that window held (LimitCounters).
  * Counters always count both directions, so a limit added later in a window sees what was used.
- * One entry per key holding only the current window; entries of ended windows are swept.
+ * One entry per key holding its current window (and, after a change of unit, the windows of the
+ * units left until they end); entries whose windows all ended are swept.
  * Synchronous: in the local mode it runs in the cluster primary, which serializes all decisions.
  */
 export class CounterStore implements TokenLimiter {
@@ -192,7 +243,7 @@ export class CounterStore implements TokenLimiter {
   /** Drops limits whose window ended: their counts no longer matter. */
   private sweep(now: number): void {
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
-    for (const [key, c] of this.limits) if (now >= c.end) this.limits.delete(key);
+    for (const [key, c] of this.limits) if (now >= c.lastEnd()) this.limits.delete(key);
   }
 }
 

@@ -51,6 +51,28 @@ describe('CounterStore specifics', () => {
     expect(hourly.input?.resetSeconds).toBe(29 * 60 + 40);
   });
 
+  it('a unit changed back within its window counts on from what that window held (as Redis keys counters by unit)', () => {
+    let now = T0;
+    const store = new CounterStore(() => now);
+    const perMinute: RateLimitSpec = { ...LIMIT, inputTokensPerUnit: 40 };
+    const perSecond: RateLimitSpec = { ...perMinute, unit: 'second' };
+    expect([16, 16, 16].map((t) => store.admit('ns/a', perMinute, t).allowed)).toEqual([true, true, false]);
+    now += 1_500;
+    expect(store.admit('ns/a', perSecond, 16).allowed).toBe(true); // the second's own window
+    now += 1_500;
+    const back = store.admit('ns/a', perMinute, 16);
+    expect(back.allowed).toBe(false); // 32 of the minute's 40 were used
+    expect(back.input?.remaining).toBe(8);
+    expect(store.admit('ns/a', perMinute, 8).allowed).toBe(true);
+    // Once the minute is over, the unit changed back starts from 0 again, and nothing is left of the other windows.
+    now = T0 + 60_000;
+    expect(store.admit('ns/a', perSecond, 40).allowed).toBe(true);
+    expect(store.admit('ns/a', perMinute, 40).allowed).toBe(true);
+    now += 120_000; // past the sweep interval: the key's windows all ended
+    store.admit('ns/b', perMinute, 1);
+    expect(store.size).toBe(1);
+  });
+
   it('rejects amounts that are not non-negative integers', () => {
     const store = new CounterStore(() => T0);
     expect(() => store.admit('ns/a', LIMIT, -1)).toThrow(/input tokens must be a non-negative integer/);
