@@ -85,8 +85,10 @@ describe('one router per Gateway, from one resources file', () => {
     expect(log).toMatch(/resources loaded from file \S+, ModelRoutes of Gateway kthena-system\/default \(snapshot 1\): 1 routes \[default\/deepseek-default-route\]/);
     expect(on8081.stderr()).toMatch(/\(ModelRoute default\/deepseek-default-route\): spec\.parentRefs: kthena-system\/default: not bound to Gateway default\/kthena-gateway-8081/);
     for (const router of [onDefault, on8081]) expect(router.stderr()).not.toContain('also served by');
-    expect(log).not.toContain(' warn ');
-    expect(on8081.stderr().split('\n').filter((l) => l.includes(' warn '))).toEqual([
+    // Warnings about the resources (a pod's /metrics not answering in time on a busy machine is another matter).
+    const resourceWarnings = (text: string): string[] => text.split('\n').filter((l) => l.includes(' warn ') && !l.includes('] pod-metrics: '));
+    expect(resourceWarnings(log)).toEqual([]);
+    expect(resourceWarnings(on8081.stderr())).toEqual([
       expect.stringMatching(/ warn \[primary \d+\] resources: .*\(ModelRoute default\/everywhere-in-default\): spec\.rules\[0\]\.modelMatch\.headers\.x-tier\.regex: .* repeats a part that repeats itself/),
     ]);
   });
