@@ -14,6 +14,7 @@ import type { MetricJson } from '../observe/metrics-series.js';
 import { nextPodEpochs, type PodEpochs } from '../observe/backend-pod-epochs.js';
 import { isCoreMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
 import { OpsLog } from '../observe/ops-log.js';
+import { stopWhileStarting } from './stop-while-starting.js';
 import { checkAccessLogOutput } from '../observe/access-log-sink.js';
 import { VERSION } from '../config/version.js';
 import { describeLimitStores, describeResources } from './startup-lines.js';
@@ -58,6 +59,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     source: settings.source, resources: settings.resources ?? settings.namespace, gateway: settings.gateway, auth: settings.authConfig !== null,
     tracing: settings.tracing !== null,
   });
+  // Until the drain's handlers are in place (below), a stop signal ends the start at once.
+  const startDone = stopWhileStarting(ops);
   for (const w of settings.warnings) ops.warn('start', w.message, { variable: w.variable });
   if (settings.maxHeaderBytesSet && buildInfo.uws === 'uws-20.30') {
     ops.warn('start', `ROUTER_MAX_HEADER_BYTES=${settings.maxHeaderBytes} is not applied: the uWS 20.30 build (Node 20) has its own limits: a request head over 4 KiB is read only when it arrives in one read (about 74 KB at most), and closed without an answer when it comes in pieces; Node 22 or 24 load the 20.57 build, which applies it however the head arrives`);
@@ -344,6 +347,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const again = drainAgainLine(signal, performance.now() - drainStartedAt, settings.drainDelayMs, settings.drainTimeoutMs);
     ops.warn('drain', again.message, again.fields);
   };
+  startDone();
   process.on('SIGTERM', onStopSignal);
   process.on('SIGINT', onStopSignal);
   process.on('SIGHUP', () => {
