@@ -153,4 +153,6 @@ export interface ResourceSnapshot {
   routes: ModelRoute[];
   /** endpoints always resolved here (never null): [] when none is ready. */
   servers: (ModelServer & { endpoints: Endpoint[] })[];
+  /** When the primary made it (epoch ms): the `created` of the served models, the same in every worker. */
+  createdAt?: number;
 }

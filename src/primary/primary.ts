@@ -122,7 +122,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       return;
     }
     publishedJson = json;
-    snapshot = { version: ++version, routes, servers };
+    snapshot = { version: ++version, routes, servers, createdAt: Date.now() };
     backendPods = new Set(servers.flatMap((s) => s.endpoints.map((e) => e.name)));
     podEpochs = nextPodEpochs(podEpochs, backendPods, version);
     const r = describeResources(snapshot, source, untargeted);

@@ -175,7 +175,8 @@ export class RouteTable {
     }
     this.matchHeaderNames = [...headerNames];
     this.rateLimits = [...limits];
-    const created = Math.floor(now / 1000);
+    // The primary's time of the snapshot: every worker answers the same (its own load time differed by worker).
+    const created = Math.floor((snapshot.createdAt ?? now) / 1000);
     this.modelObjects = new Map();
     for (const id of this.byModel.keys()) {
       this.modelObjects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));

@@ -152,6 +152,12 @@ describe('RouteTable', () => {
     expect(t.modelJson('nope')).toBeUndefined();
   });
 
+  it('a model\'s created is the time the primary made the snapshot: every worker that compiles it answers the same', () => {
+    const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+    const tables = [1_000, 9_999_999].map((now) => new RouteTable({ ...snap, createdAt: at }, new EndpointRegistry({ connections: 1 }), 1000, now));
+    for (const t of tables) expect(JSON.parse(t.modelJson('m')!).created).toBe(Math.floor(at / 1000));
+  });
+
   it('tries rules in order; the first whose match holds wins; no modelMatch matches all', () => {
     const r = table(snap).route('m')!;
     expect(pickedKey(r, input('/v1/chat/completions', { 'x-team': 'a' }))).toBe('default/s1');
