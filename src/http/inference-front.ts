@@ -202,7 +202,10 @@ let scanConnection = '';
 let scanAccept: string | null = null;
 
 function scanHeader(name: string, value: string): void {
-  if (name === 'x-request-id') scanRequestId = value;
+  if (name === 'x-request-id') {
+    // Sent twice: the first, as nginx's $http_x_request_id and Envoy read it.
+    if (scanRequestId.length === 0) scanRequestId = value;
+  }
   else if (name === 'accept') {
     if (scanAccept === null) scanAccept = value;
     scanForward.push(name, forwardValue(value));

@@ -144,6 +144,14 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect((await mock.stats()).requests).toBe(before);
   });
 
+  it('x-request-id sent twice: the first is the request\'s id, answered and recorded', async () => {
+    const r = await raw(router.port, [post('rid-first', BODY, 'x-request-id: rid-second\r\n')]);
+    expect(statusLines(r.text)).toEqual(['200']);
+    expect(r.text.toLowerCase()).toContain('\r\nx-request-id: rid-first\r\n');
+    await waitFor('its record', () => recordsOf('rid-first').length === 1, 5000);
+    expect(recordsOf('rid-second')).toEqual([]);
+  });
+
   it('identical repeated Content-Length headers are one length: answered normally', async () => {
     const r = await raw(router.port, [`POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-same\r\nConnection: close\r\nContent-Length: ${BODY.length}\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`]);
     expect(statusLines(r.text)).toEqual(['200']);
