@@ -1,6 +1,6 @@
-import { connect, createServer as createNetServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { listenLocal, resourcesFor, startRouter } from '../helpers/processes.js';
+import { resourcesFor, startRouter } from '../helpers/processes.js';
+import { rawRequest, startHeadRecordingPod } from '../helpers/recording-pod.js';
 
 /**
  * Request header values upstream: the server hands each value over as text decoded from UTF-8,
@@ -13,41 +13,11 @@ function chat(): string {
   return JSON.stringify({ model: 'sf-model', messages: [{ role: 'user', content: 'hi' }] });
 }
 
-/** A pod that answers `{}` to every request and keeps each request's head (latin1 bytes), in order. */
-async function capturingPod(): Promise<{ port: number; heads: Buffer[]; close: () => void }> {
-  const heads: Buffer[] = [];
-  const pod = createNetServer((s) => {
-    let got = Buffer.alloc(0);
-    s.on('error', () => {});
-    s.on('data', (d: Buffer) => {
-      got = Buffer.concat([got, d]);
-      const end = got.indexOf('\r\n\r\n');
-      const length = /content-length: (\d+)/.exec(got.subarray(0, end).toString('latin1'));
-      if (end < 0 || length === null || got.length < end + 4 + Number(length[1])) return;
-      heads.push(got.subarray(0, end));
-      got = got.subarray(end + 4 + Number(length[1]));
-      s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
-    });
-  });
-  return { port: await listenLocal(pod), heads, close: () => pod.close() };
-}
-
 /** Sends a chat request whose `x-note` header value is `bytes`, as is; the bytes of that value as the pod got it. */
 async function noteAtPod(routerUrl: string, pod: { heads: Buffer[] }, bytes: Buffer): Promise<Buffer> {
   const body = chat();
-  const u = new URL(routerUrl);
-  const socket = connect(Number(u.port), u.hostname);
-  socket.on('error', () => {});
-  let raw = '';
-  socket.setEncoding('latin1');
-  const answered = new Promise<void>((r) => socket.on('data', (d: string) => {
-    raw += d;
-    if (raw.endsWith('{}')) r();
-  }));
-  socket.write(Buffer.concat([Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\nx-note: `), bytes,
+  const raw = await rawRequest(routerUrl, Buffer.concat([Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${new URL(routerUrl).host}\r\nx-note: `), bytes,
     Buffer.from(`\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)]));
-  await answered;
-  socket.destroy();
   expect(raw).toMatch(/^HTTP\/1\.1 200 /);
   const text = pod.heads.pop()!.toString('latin1');
   expect(text).not.toMatch(/\r\n(x-injected|transfer-encoding)/i);
@@ -57,7 +27,7 @@ async function noteAtPod(routerUrl: string, pod: { heads: Buffer[] }, bytes: Buf
 
 describe('request header values upstream (raw pod)', () => {
   it('a value with characters outside ASCII reaches the pod as the client\'s UTF-8 bytes, never as CR or LF that start a header', async () => {
-    const pod = await capturingPod();
+    const pod = await startHeadRecordingPod();
     const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: pod.port }]), { workers: 1 });
     try {
       const values = [
@@ -81,7 +51,7 @@ describe('request header values upstream (raw pod)', () => {
   });
 
   it('as configuration.md says: bytes above 0x7f at either end of a value are cut (the server trims them as spaces); a byte that is not UTF-8 within one arrives as U+FFFD', async () => {
-    const pod = await capturingPod();
+    const pod = await startHeadRecordingPod();
     const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: pod.port }]), { workers: 1 });
     try {
       const cases: [Buffer, string][] = [

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { spawn } from 'node:child_process';
-import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLogRecords, listenLocal, ROOT, resourcesFor, startLoggedRouter, startRouter, tempDir, waitFor, type LoggedRouter, childPids } from '../helpers/processes.js';
 import { sample } from '../helpers/metrics-text.js';
+import { rawRequest, startHeadRecordingPod } from '../helpers/recording-pod.js';
 
 /**
  * The answer path against a scripted node:http backend: what the backend does is chosen by the
@@ -561,22 +562,9 @@ describe('upstream answers over the built router (scripted backend)', () => {
 describe('the request target upstream (raw pod)', () => {
   it('a path and query with non-ASCII characters reach the pod as the client\'s UTF-8 bytes, never as control bytes that end the line', async () => {
     // A pod that keeps each request head's bytes (node:http refuses bytes above 0x7f in a target).
-    const heads: Buffer[] = [];
-    const pod = createNetServer((s) => {
-      let got = Buffer.alloc(0);
-      s.on('error', () => {});
-      s.on('data', (d: Buffer) => {
-        got = Buffer.concat([got, d]);
-        const end = got.indexOf('\r\n\r\n');
-        const length = /content-length: (\d+)/.exec(got.subarray(0, end).toString('latin1'));
-        if (end < 0 || length === null || got.length < end + 4 + Number(length[1])) return;
-        heads.push(got.subarray(0, end));
-        got = got.subarray(end + 4 + Number(length[1]));
-        s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
-      });
-    });
-    const port = await listenLocal(pod);
-    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port }]), { workers: 1 });
+    const pod = await startHeadRecordingPod();
+    const heads = pod.heads;
+    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: pod.port }]), { workers: 1 });
     try {
       // U+0120, U+010D and U+010A end in the bytes of SP, CR and LF: narrowed to one byte each they
       // would end the request line and start headers of the client's making.
@@ -588,19 +576,8 @@ describe('the request target upstream (raw pod)', () => {
         const bytes = typeof target === 'string' ? Buffer.from(target, 'utf8') : target;
         const expected = typeof target === 'string' ? bytes : Buffer.from('/v1/chat/completions?q=\ufffd\ufffd&b=\ufffd', 'utf8');
         const body = chat();
-        const u = new URL(router.url);
-        const socket = connect(Number(u.port), u.hostname);
-        socket.on('error', () => {});
-        let raw = '';
-        socket.setEncoding('latin1');
-        const answered = new Promise<void>((r) => socket.on('data', (d: string) => {
-          raw += d;
-          if (raw.endsWith('{}')) r();
-        }));
-        socket.write(Buffer.concat([Buffer.from('POST '), bytes, Buffer.from(` HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\n`
+        const raw = await rawRequest(router.url, Buffer.concat([Buffer.from('POST '), bytes, Buffer.from(` HTTP/1.1\r\nhost: ${new URL(router.url).host}\r\ncontent-type: application/json\r\n`
           + `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)]));
-        await answered;
-        socket.destroy();
         expect(raw).toMatch(/^HTTP\/1\.1 200 /);
         const head = heads.pop()!;
         const line = head.subarray(0, head.indexOf('\r\n'));

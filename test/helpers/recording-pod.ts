@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { connect, createServer as createNetServer } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import { listenLocal, resourcesFor, startLoggedRouter, type LoggedRouter, type RouterOptions } from './processes.js';
 
@@ -49,4 +50,43 @@ export function routerOnRecordingPod(opts: RouterOptions = {}): { readonly route
       return router;
     },
   };
+}
+
+/**
+ * A pod on a raw socket (node:http refuses bytes above 0x7f in a request head) that answers `{}`
+ * to every request and keeps each request's head, as bytes, in `heads`, in order.
+ */
+export async function startHeadRecordingPod(): Promise<{ port: number; heads: Buffer[]; close: () => void }> {
+  const heads: Buffer[] = [];
+  const pod = createNetServer((s) => {
+    let got = Buffer.alloc(0);
+    s.on('error', () => {});
+    s.on('data', (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+      const end = got.indexOf('\r\n\r\n');
+      const length = /content-length: (\d+)/.exec(got.subarray(0, end).toString('latin1'));
+      if (end < 0 || length === null || got.length < end + 4 + Number(length[1])) return;
+      heads.push(got.subarray(0, end));
+      got = got.subarray(end + 4 + Number(length[1]));
+      s.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+    });
+  });
+  return { port: await listenLocal(pod), heads, close: () => pod.close() };
+}
+
+/** Writes `bytes` (a whole request) to the router at `url` over a raw socket; the answer's text (latin1) once the head recording pod's `{}` came. */
+export async function rawRequest(url: string, bytes: Buffer): Promise<string> {
+  const u = new URL(url);
+  const socket = connect(Number(u.port), u.hostname);
+  socket.on('error', () => {});
+  let raw = '';
+  socket.setEncoding('latin1');
+  const answered = new Promise<void>((r) => socket.on('data', (d: string) => {
+    raw += d;
+    if (raw.endsWith('{}')) r();
+  }));
+  socket.write(bytes);
+  await answered;
+  socket.destroy();
+  return raw;
 }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -9,12 +9,9 @@ import { describe, expect, it } from 'vitest';
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
+/** The TypeScript files under `dir`, at any depth. */
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f));
 }
 
 /** Events named in calls of the log: `ops.warn('event', …)`, `ops[level]('event', …)`, `this.line('warn', 'event', …)`. */
