@@ -35,6 +35,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
+import { MonotoneSeries } from './metrics-monotone.js';
 import { countedPods, heldEpochs, notePartEpochs, shownPart, ShownEpochs, type PartEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 import { setReadDeadline } from '../timers.js';
@@ -105,6 +106,8 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
   const last = new Map<Worker, PodAnswer>();
   const retired = new RetiredCounts();
   const shown = new ShownEpochs();
+  /** No float sum shown lower than the scrape before by a rounding step (metrics-monotone.ts). */
+  const monotone = new MonotoneSeries();
   let nextId = 1;
 
   /** A worker's counters of its last answer, in place of one it did not give (none once it exited: retired has them). */
@@ -152,7 +155,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
       text = Promise.reject(err);
     }
     text.then(
-      (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: t }),
+      (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: monotone.apply(t) }),
       (err: Error) => reply(g, { t: MSG_TEXT, id: g.requestId, error: `cannot aggregate worker metrics: ${err.message}` }),
     );
   };
