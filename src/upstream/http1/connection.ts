@@ -15,6 +15,8 @@ import { RequestState, type Http1Request } from './request.js';
 import { ResponseParser, type ParserSink } from './response-parser.js';
 import { UpstreamSocket } from './upstream-socket.js';
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+
 
 export const enum Phase { Connecting, Idle, AwaitHead, Body, Closed }
 
@@ -28,6 +30,8 @@ export interface ConnectionOwner {
   readonly tick: number;
   readonly connectTicks: number;
   readonly keepAliveTicks: number;
+  /** How soon after the send a reused connection's break is the idle-close race (ms): resent once. */
+  readonly idleRaceMs: number;
   readonly maxHeaderSize: number;
   onConnected(conn: Http1Connection): void;
   onConnectFailed(conn: Http1Connection, reserved: Http1Request | null, err: Error): void;
@@ -47,8 +51,8 @@ export class Http1Connection implements ParserSink {
   served = 0;
   /** Tick at which the current phase times out; 0 = none. */
   deadline = 0;
-  /** Tick of the coarse clock when the request on the wire was sent. */
-  private sentTick = 0;
+  /** performance.now() when the request on the wire was sent on this reused connection (0 on its first). */
+  private sentAt = 0;
   private paused = false;
   /** Tick of the coarse clock at which the socket was paused (pause()). */
   private pausedTick = 0;
@@ -83,7 +87,8 @@ export class Http1Connection implements ParserSink {
     req.state = RequestState.Sent;
     this.parser.reset(req.method === 'HEAD');
     this.phase = Phase.AwaitHead;
-    this.sentTick = this.owner.tick;
+    // Only a reused connection can meet the idle-close race (lost()); its first request needs no clock.
+    if (this.served > 0) this.sentAt = performance.now();
     // The headers timeout runs from dispatch: the wait for this connection is part of it.
     this.deadline = bounded(req.headersEndTick, req.endTick);
     writeRequest(this.socket, requestHead(req.method, req.path, this.owner.authority, req.headers, req.body), req.body);
@@ -220,10 +225,12 @@ export class Http1Connection implements ParserSink {
     this.parser.stop();
     this.close();
     if (req === null) return;
-    // Resent only when the connection broke at once (within a tick or two of the coarse clock):
-    // the server closed it as idle just as the request went out. One that broke later had the
-    // request for a while and may have worked on it (a pod that died): that is the request's error.
-    if (!this.parser.sawBytes && this.served > 0 && !req.retried && this.owner.tick <= this.sentTick + 1) {
+    // Resent only when the connection broke at once (within the pool's idleRaceMs of the send): the server
+    // closed it as idle just as the request went out. One that broke later had the request for a
+    // while and may have worked on it (a pod that crashed on it): that is the request's error, as
+    // a second delivery of an inference request would run it twice. (The pool's coarse clock,
+    // used before, took any break within 100–200 ms for the race.)
+    if (!this.parser.sawBytes && this.served > 0 && !req.retried && performance.now() - this.sentAt <= this.owner.idleRaceMs) {
       req.retried = true;
       req.conn = null;
       req.state = RequestState.Queued;

@@ -30,7 +30,18 @@ export interface Http1PoolOptions {
   readonly maxHeaderSize?: number;
   /** Timer granularity; default a tenth of the shortest timeout, between 10 ms and 1 s. */
   readonly timerResolutionMs?: number;
+  /**
+   * How soon after its send a request on a reused connection that breaks before any byte of an
+   * answer is taken for the idle-close race and resent once on a new connection (ms, default
+   * IDLE_RACE_MS): the server's close crossing the request comes back within a round trip and the
+   * time the event loop takes to see it. A later break fails the request: the server had it and
+   * may have worked on it (a pod that crashed on it), and an inference request is not run twice.
+   */
+  readonly idleRaceMs?: number;
 }
+
+/** The idle-close race's window (Http1PoolOptions.idleRaceMs). */
+export const IDLE_RACE_MS = 20;
 
 export interface Http1PoolStats {
   readonly connections: number;
@@ -46,6 +57,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   tick = 0;
   readonly connectTicks: number;
   readonly keepAliveTicks: number;
+  readonly idleRaceMs: number;
   readonly maxHeaderSize: number;
   private readonly cap: number;
   private readonly maxQueue: number;
@@ -71,6 +83,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     const bodyMs = nonNegative('bodyTimeoutMs', options.bodyTimeoutMs ?? 300_000);
     const keepAliveMs = nonNegative('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 4_000);
     this.maxHeaderSize = positive('maxHeaderSize', options.maxHeaderSize ?? 16 * 1024);
+    this.idleRaceMs = nonNegative('idleRaceMs', options.idleRaceMs ?? IDLE_RACE_MS);
     const shortest = Math.min(...[connectMs, headersMs, bodyMs, keepAliveMs].filter((ms) => ms > 0), 10_000);
     this.resolutionMs = positive('timerResolutionMs', options.timerResolutionMs ?? Math.min(1000, Math.max(10, Math.floor(shortest / 10))));
     this.connectTicks = this.ticks(connectMs);

@@ -9,6 +9,9 @@ import { Http1Pool } from '../../../../src/upstream/http1/pool.js';
 import { FIXTURES, MALFORMED } from './fixtures.js';
 import { post, request, scriptedServer, tick, until, type Scripted } from './helpers.js';
 
+/** The race tests' window: wide, so a loaded machine's event-loop lag does not turn the race they stage into a failure. */
+const RACE_WINDOW = 2000;
+
 let server: Scripted | null = null;
 let pool: Http1Pool | null = null;
 afterEach(async () => {
@@ -104,7 +107,7 @@ describe('HTTP/1.1 client conformance (raw sockets)', () => {
       if (connection === 0 && index === 1) socket.destroy(); // the server had decided to close this idle socket
       else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
     });
-    pool = new Http1Pool('127.0.0.1', server.port);
+    pool = new Http1Pool('127.0.0.1', server.port, { idleRaceMs: RACE_WINDOW });
     expect((await request(pool)).status).toBe(200);
     const a = await request(pool);
     expect(a.error).toBeNull();
@@ -118,7 +121,7 @@ describe('HTTP/1.1 client conformance (raw sockets)', () => {
       if (connection === 0 && index === 1) socket.end();
       else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
     });
-    pool = new Http1Pool('127.0.0.1', server.port);
+    pool = new Http1Pool('127.0.0.1', server.port, { idleRaceMs: RACE_WINDOW });
     await request(pool);
     expect((await request(pool)).body.toString()).toBe('ok');
   });
@@ -145,6 +148,24 @@ describe('HTTP/1.1 client conformance (raw sockets)', () => {
     server = null;
   });
 
+  it('a server that reads the request and closes 30 or 60 ms later without answering (a pod that crashed on it) gets it once with the pool\'s default window (IDLE_RACE_MS): not taken for the race, never run twice', async () => {
+    for (const ms of [30, 60]) {
+      server = await scriptedServer((socket, index) => {
+        if (index === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        else setTimeout(() => socket.end(), ms);
+      });
+      pool = new Http1Pool('127.0.0.1', server.port);
+      expect((await request(pool)).status).toBe(200);
+      const a = await request(pool);
+      expect(a.error?.message, `${ms} ms`).toMatch(/closed the connection without answering/);
+      expect(server.requests.length, `${ms} ms`).toBe(2);
+      pool.close();
+      await server.close();
+    }
+    pool = null;
+    server = null;
+  });
+
   it('idle-close race as the server stops listening: the resend finds the port closed, a connect failure (the request never reached it)', async () => {
     let stop: (() => void) | null = null;
     server = await scriptedServer((socket, index) => {
@@ -153,7 +174,7 @@ describe('HTTP/1.1 client conformance (raw sockets)', () => {
     });
     const s = server;
     stop = () => { void s.close(); };
-    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10 });
+    pool = new Http1Pool('127.0.0.1', server.port, { timerResolutionMs: 10, idleRaceMs: RACE_WINDOW });
     expect((await request(pool)).status).toBe(200);
     const a = await request(pool);
     expect(isConnectFailure(a.error)).toBe(true);

@@ -74,7 +74,7 @@ describe('a server that answers, then resets while the request is still going ou
   async function afterReset(answer: string): Promise<Answer> {
     const marker = join(mkdtempSync(join(tmpdir(), 'ir-reset-')), 'reset');
     const port = await startPod(marker, answer);
-    pool = new Http1Pool('127.0.0.1', port, { connections: 1, timerResolutionMs: 10 });
+    pool = new Http1Pool('127.0.0.1', port, { connections: 1, timerResolutionMs: 10, idleRaceMs: 2000 });
     expect((await request(pool)).status).toBe(200);
     blockUntilExists(marker);
     // More than the one-buffer size: written at once by dispatch, onto the reset connection.
