@@ -88,7 +88,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     let match: Map<string, string> | null = null;
     if (names.length > 0) {
       match = new Map();
-      for (const n of names) match.set(n, req.getHeader(n));
+      for (const n of names) match.set(n, matchValue(req.getHeader(n)));
     }
     const made = requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId);
     if (made) requestId = newRequestId();
@@ -173,6 +173,15 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
  * character above U+00FF would lose its high byte (U+010A would become a line feed in the request
  * line).
  */
+/**
+ * A header value as route rules read it: the client's UTF-8 text, as the pod gets it. uWS's
+ * getHeader() hands the value over one character per byte (latin1), unlike the values forEach()
+ * gives (decoded from UTF-8): without this, a rule's `José` never matched and a garbled `JosÃ©` did.
+ */
+function matchValue(value: string): string {
+  return isAscii(value) ? value : Buffer.from(value, 'latin1').toString('utf8');
+}
+
 function utf8Bytes(text: string): string {
   return Buffer.from(text, 'utf8').toString('latin1');
 }

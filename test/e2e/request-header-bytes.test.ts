@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resourcesFor, startRouter } from '../helpers/processes.js';
-import { rawRequest, startHeadRecordingPod } from '../helpers/recording-pod.js';
+import { rawRequest, startHeadRecordingPod, wholeAnswer } from '../helpers/recording-pod.js';
 
 /**
  * Request header values upstream: the server hands each value over as text decoded from UTF-8,
@@ -62,6 +62,42 @@ describe('request header values upstream (raw pod)', () => {
         [Buffer.from([0x61, 0xff, 0x62]), 'a\u00ef\u00bf\u00bdb'],
       ];
       for (const [bytes, expected] of cases) expect((await noteAtPod(router.url, pod, bytes)).toString('latin1'), bytes.toString('hex')).toBe(expected);
+    } finally {
+      await router.kill('SIGKILL');
+      pod.close();
+    }
+  });
+
+  it('route rules read a value outside ASCII as the client\'s UTF-8 text, as the pod gets it: exact, prefix and regex match José M', async () => {
+    const pod = await startHeadRecordingPod();
+    const extraRoutes = `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelRoute
+metadata: { name: utf-route, namespace: default }
+spec:
+  modelName: utf-model
+  rules:
+    - name: exact
+      modelMatch: { headers: { x-user: { exact: "José M" } } }
+      targetModels: [{ modelServerName: sf-server }]
+    - name: prefix
+      modelMatch: { headers: { x-user: { prefix: "Zoë " } } }
+      targetModels: [{ modelServerName: sf-server }]
+    - name: regex
+      modelMatch: { headers: { x-user: { regex: "^Ren(é|e) [A-Z]$" } } }
+      targetModels: [{ modelServerName: sf-server }]
+`;
+    const router = await startRouter(resourcesFor([{ name: 'raw-pod', port: pod.port }], { extraRoutes }), { workers: 1 });
+    try {
+      const status = async (user: Buffer): Promise<string> => {
+        const body = JSON.stringify({ model: 'utf-model', messages: [{ role: 'user', content: 'hi' }] });
+        const raw = await rawRequest(router.url, Buffer.concat([Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-user: `), user,
+          Buffer.from(`\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)]), wholeAnswer);
+        return raw.slice(9, 12);
+      };
+      for (const user of ['José M', 'Zoë K', 'René X']) expect(await status(Buffer.from(user, 'utf8')), user).toBe('200');
+      // The same text as latin1 bytes is another value: no rule matches it.
+      expect(await status(Buffer.from('José M', 'latin1'))).toBe('404');
     } finally {
       await router.kill('SIGKILL');
       pod.close();

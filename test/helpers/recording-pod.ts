@@ -74,8 +74,18 @@ export async function startHeadRecordingPod(): Promise<{ port: number; heads: Bu
   return { port: await listenLocal(pod), heads, close: () => pod.close() };
 }
 
-/** Writes `bytes` (a whole request) to the router at `url` over a raw socket; the answer's text (latin1) once the head recording pod's `{}` came. */
-export async function rawRequest(url: string, bytes: Buffer): Promise<string> {
+/** Whether `raw` holds a whole answer with a content-length. */
+export function wholeAnswer(raw: string): boolean {
+  const end = raw.indexOf('\r\n\r\n');
+  const length = /\r\ncontent-length: (\d+)/i.exec(raw.slice(0, end));
+  return end >= 0 && length !== null && raw.length >= end + 4 + Number(length[1]);
+}
+
+/**
+ * Writes `bytes` (a whole request) to the router at `url` over a raw socket; the answer's text
+ * (latin1) once `until` says it came (by default the head recording pod's `{}`).
+ */
+export async function rawRequest(url: string, bytes: Buffer, until: (raw: string) => boolean = (r) => r.endsWith('{}')): Promise<string> {
   const u = new URL(url);
   const socket = connect(Number(u.port), u.hostname);
   socket.on('error', () => {});
@@ -83,7 +93,7 @@ export async function rawRequest(url: string, bytes: Buffer): Promise<string> {
   socket.setEncoding('latin1');
   const answered = new Promise<void>((r) => socket.on('data', (d: string) => {
     raw += d;
-    if (raw.endsWith('{}')) r();
+    if (until(raw)) r();
   }));
   socket.write(bytes);
   await answered;
