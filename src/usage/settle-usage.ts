@@ -22,26 +22,38 @@ export function settleUsage(
   terms: readonly LimiterTerm[] | null,
 ): Promise<void> | void {
   let output = 0;
+  const completion = usage === null ? null : usableCount(usage.completionTokens);
   if (usage !== null) {
-    if (usage.completionTokens !== null) {
-      output = usage.completionTokens;
+    if (completion !== null) {
+      output = completion;
     } else {
       const c = usage.generated !== null ? usage.generated.tokens() : usage.text.length > 0 ? tokens.countText(usage.text) : 0;
-      if (c instanceof Promise) return c.then((n) => settleCounted(ctx, usage, n, terms));
+      if (c instanceof Promise) return c.then((n) => settleCounted(ctx, usage, n, false, terms));
       output = c;
     }
   }
-  return settleCounted(ctx, usage, output, terms);
+  return settleCounted(ctx, usage, output, completion !== null, terms);
 }
 
-function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: number, terms: readonly LimiterTerm[] | null): void {
+/**
+ * A count the pod reported, as one the limits, the log and the metrics can take: a non-negative
+ * number rounded to an integer; past 2^53 (`1e300`, twenty digits), not a count at all: null, as
+ * if not reported, so the router's own count stands (a charge of such a number could not be
+ * applied, and would have cancelled the request's whole settle).
+ */
+function usableCount(n: number | null): number | null {
+  return n !== null && n >= 0 && n <= Number.MAX_SAFE_INTEGER ? Math.round(n) : null;
+}
+
+function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: number, reported: boolean, terms: readonly LimiterTerm[] | null): void {
   let inputDelta = 0;
-  if (usage !== null && usage.promptTokens !== null && usage.promptTokens !== ctx.inputTokens) {
-    inputDelta = usage.promptTokens - ctx.inputTokens;
-    ctx.inputTokens = usage.promptTokens;
+  const prompt = usage === null ? null : usableCount(usage.promptTokens);
+  if (prompt !== null && prompt !== ctx.inputTokens) {
+    inputDelta = prompt - ctx.inputTokens;
+    ctx.inputTokens = prompt;
   }
   ctx.outputTokens = output;
-  if (usage !== null && usage.completionTokens === null && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
+  if (usage !== null && !reported && usage.generated !== null) ctx.outputTokensEstimated = usage.generated.estimatedTokens;
   if (terms !== null) settleAll(terms, inputDelta, output, ctx.admittedAt, ctx.admittedByFailureMode, ctx.admittedWindows);
   // An admission the `open` failure mode took, which Redis may have charged late: corrected there too.
   if (inputDelta !== 0 && ctx.admittedLateCharges !== null) for (const c of ctx.admittedLateCharges) c.correct(inputDelta);

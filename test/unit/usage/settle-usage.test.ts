@@ -48,6 +48,26 @@ describe('settling an answer\'s usage on its limits', () => {
     vi.useRealTimers();
   });
 
+  it('a count the pod reported past 2^53 (1e300, twenty digits) is taken as not reported: the router\'s own counts stand and the other count is still charged; a fraction is rounded', () => {
+    midMinute();
+    const settled: Settled[] = [];
+    const terms: LimiterTerm[] = [{ key: 'route/default/r', limit: LIMIT, limiter: limiter(settled, async () => {}) }];
+    const huge = context();
+    expect(settleUsage(huge, counter(() => 4), usage({ promptTokens: 1e300, completionTokens: 50 }), terms)).toBeUndefined();
+    expect([huge.inputTokens, huge.outputTokens]).toEqual([5, 50]);
+    const twenty = context();
+    expect(settleUsage(twenty, counter(() => 4), usage({ promptTokens: 9, completionTokens: 1e20, text: 'four tokens of text' }), terms)).toBeUndefined();
+    expect([twenty.inputTokens, twenty.outputTokens]).toEqual([9, 4]);
+    const fraction = context();
+    settleUsage(fraction, counter(() => 0), usage({ promptTokens: 6.5, completionTokens: 2.7 }), terms);
+    expect([fraction.inputTokens, fraction.outputTokens]).toEqual([7, 3]);
+    expect(settled).toEqual([
+      { key: 'route/default/r', inputDelta: 0, output: 50 },
+      { key: 'route/default/r', inputDelta: 4, output: 4 },
+      { key: 'route/default/r', inputDelta: 2, output: 3 },
+    ]);
+  });
+
   it('does not wait for a limit store: every term is settled at once, even while the first one\'s settle is still pending', () => {
     midMinute();
     const settled: Settled[] = [];
