@@ -38,6 +38,8 @@ export class Exchange {
   readonly ctx: RequestContext;
   /** Path without the query string. */
   readonly url: string;
+  /** `url` is one of the API's endpoints (api-registry.ts), whatever the query: a span is named by it (span-bytes.ts). */
+  knownEndpoint = false;
   /** Flat [name, value, …] of request headers to forward upstream (lower-case names). */
   readonly forwardHeaders: string[];
   /** Values of the headers route rules match on, by lower-case name. */

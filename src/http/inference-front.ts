@@ -92,11 +92,13 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     }
     const made = requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId);
     if (made) requestId = newRequestId();
-    const known = query ? null : knownEndpointPath(url);
+    const endpoint = knownEndpointPath(url);
+    const known = query ? null : endpoint;
     const path = known ?? (query ? `${url}?${query}` : url);
     const ctx = new RequestContext(upperMethod(method), path, 'HTTP/1.1', requestId, Date.now(), t0);
     ctx.requestIdMade = made;
     const x = new Exchange(res, ctx, url, forward, match, authorization);
+    x.knownEndpoint = endpoint !== null;
     // Only a query or a path that is no endpoint of the router can hold characters outside ASCII.
     if (known === null && !isAscii(path)) x.upstreamPath = utf8Bytes(path);
     x.acceptJson = accept !== null && acceptsJson(accept);

@@ -43,9 +43,14 @@ function operationOf(url: string): string {
   return 'other';
 }
 
-/** The span's name and its attributes of the request line, up to the status code's digits. */
-const REQUEST = new GroupBytes((url, method) =>
-  `"name":${jsonString(`${method} ${url}`)},"attributes":[${str('http.request.method', method)},${str('url.path', url)},` +
+/**
+ * The span's name and its attributes of the request line, up to the status code's digits. The name
+ * is the method and path of an endpoint of the API (`POST /v1/chat/completions`; `known` is '1'),
+ * the method alone for any other path (the client chooses those, and span names must stay few),
+ * which `url.path` still holds.
+ */
+const REQUEST = new GroupBytes((url, method, known) =>
+  `"name":${jsonString(known === '1' ? `${method} ${url}` : method)},"attributes":[${str('http.request.method', method)},${str('url.path', url)},` +
   `${str('gen_ai.operation.name', operationOf(url))},{"key":"http.response.status_code","value":{"intValue":"`);
 
 /** Each of model, route and server that is known, as an attribute with a leading comma. */
@@ -106,7 +111,7 @@ export class SpanParts {
   /** Looks the span's groups up; returns the bytes the span takes at most. */
   of(span: SpanIds, x: Exchange): number {
     const ctx = x.ctx;
-    this.request = REQUEST.of(x.url, ctx.method, '');
+    this.request = REQUEST.of(x.url, ctx.method, x.knownEndpoint ? '1' : '');
     this.target = TARGET.of(ctx.modelName, ctx.modelRoute, ctx.modelServer);
     this.pod = POD.of(span.pod, ctx.selectedPod, ctx.prefillPod);
     return FIXED_BOUND + this.request.length + this.target.length + this.pod.length
@@ -141,7 +146,9 @@ export function writeSpan(span: SpanIds, x: Exchange, endEpochMs: number, parts:
   at = put(buf, at, parts.pod);
   if (ctx.tFirstByte > 0) at = put(buf, putMillis(buf, put(buf, at, TTFB), ctx.tFirstByte - ctx.t0), VALUE_CLOSE);
   if (ctx.errorType !== null) at = put(buf, putString(buf, put(buf, at, ERROR_TYPE), ctx.errorType), VALUE_CLOSE);
-  if (ctx.statusCode >= 500 || ctx.statusCode === 499) {
+  // A failure the status does not show (a stream cut by the pod after its 200) is an error too, as
+  // the HTTP conventions have it for a response of 1xx-3xx with another error.
+  if (ctx.statusCode >= 500 || ctx.statusCode === 499 || (ctx.errorType !== null && ctx.statusCode < 400)) {
     at = putString(buf, put(buf, at, STATUS_FAILED), ctx.errorMessage);
     buf[at++] = CLOSE;
     buf[at++] = CLOSE;

@@ -8,10 +8,12 @@ const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
 const PARENT = 'b7ad6b7169203331';
 
-function exchange(opts: { url?: string; method?: string; requestId?: string } = {}): Exchange {
+function exchange(opts: { url?: string; method?: string; requestId?: string; known?: boolean } = {}): Exchange {
   const url = opts.url ?? '/v1/chat/completions';
   const ctx = new RequestContext(opts.method ?? 'POST', url, 'HTTP/1.1', opts.requestId ?? 'rid-1', Date.now(), performance.now());
-  return new Exchange(null as never, ctx, url, ['content-type', 'application/json'], null, '');
+  const x = new Exchange(null as never, ctx, url, ['content-type', 'application/json'], null, '');
+  x.knownEndpoint = opts.known ?? true;
+  return x;
 }
 
 function ids(pod = '', parent = ''): SpanIds {
@@ -55,11 +57,11 @@ function reference(span: SpanIds, x: Exchange, endEpochMs: number): unknown {
   if (ctx.prefillPod !== '') attrs.push(str('inference_router.prefill_pod', ctx.prefillPod));
   if (ctx.tFirstByte > 0) attrs.push(`{"key":"inference_router.ttfb_ms","value":{"doubleValue":${(ctx.tFirstByte - ctx.t0).toFixed(3)}}}`);
   if (ctx.errorType !== null) attrs.push(str('error.type', ctx.errorType));
-  const error = ctx.statusCode >= 500 || ctx.statusCode === 499;
+  const error = ctx.statusCode >= 500 || ctx.statusCode === 499 || (ctx.errorType !== null && ctx.statusCode < 400);
   const status = error ? `{"code":2,"message":${JSON.stringify(ctx.errorMessage)}}` : '{}';
   const parent = span.parentSpanId === '' ? '' : `"parentSpanId":"${span.parentSpanId}",`;
   const nanos = (ms: number): string => String(Math.round(ms * 1e6));
-  return JSON.parse(`{"traceId":"${span.traceId}","spanId":"${span.spanId}",${parent}"name":${JSON.stringify(`${ctx.method} ${x.url}`)},` +
+  return JSON.parse(`{"traceId":"${span.traceId}","spanId":"${span.spanId}",${parent}"name":${JSON.stringify(x.knownEndpoint ? `${ctx.method} ${x.url}` : ctx.method)},` +
     `"kind":2,"startTimeUnixNano":"${nanos(performance.timeOrigin + ctx.t0)}","endTimeUnixNano":"${nanos(endEpochMs)}",` +
     `"attributes":[${attrs.join(',')}],"status":${status}}`);
 }
@@ -138,6 +140,23 @@ describe('span-bytes: a span written as OTLP/JSON bytes', () => {
       x.ctx.fail(type, `pod said "no"\nat once \u2028`, code);
       const json = expectSameSpan(ids('http://[::1]:8000'), x, performance.timeOrigin + performance.now()) as { status: unknown };
       expect(json.status).toEqual(failed ? { code: 2, message: 'pod said "no"\nat once \u2028' } : {});
+    }
+  });
+
+  it('an answer that failed after its status went out (a stream the pod cut after its 200) is an error', () => {
+    const x = exchange();
+    x.ctx.statusCode = 200;
+    x.ctx.fail('upstream_error', 'pod pod-a cut the stream', 200);
+    const json = expectSameSpan(ids(), x, performance.timeOrigin + performance.now()) as { status: unknown };
+    expect(json.status).toEqual({ code: 2, message: 'pod pod-a cut the stream' });
+  });
+
+  it('a path that is none of the API\'s endpoints (the client chose it) names the span by the method alone; url.path has it', () => {
+    for (let i = 0; i < 50; i++) {
+      const x = exchange({ url: `/v1/rnd-${i}/x`, known: false });
+      x.ctx.statusCode = 200;
+      const json = expectSameSpan(ids(), x, performance.timeOrigin + performance.now()) as { name: string };
+      expect(json.name).toBe('POST');
     }
   });
 
