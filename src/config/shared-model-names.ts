@@ -38,13 +38,14 @@ function gateways(r: ModelRoute): string {
  * Notes on the later routes of each model name (spec.modelName) and each LoRA adapter
  * (spec.loraAdapters[i]) that several routes serve. `routes` in the order they are tried. An
  * adapter name that is also some route's modelName is served by that route alone (as the route
- * API does), so it is not a shared adapter name. `gateway`: ROUTER_GATEWAY (null when unset): when
+ * API does), so it is not a shared adapter name: the routes that list it as an adapter are told so. `gateway`: ROUTER_GATEWAY (null when unset): when
  * set, the routes' Gateways are not remarked on.
  */
 export function sharedModelNameNotes(routes: readonly ModelRoute[], gateway: string | null = null): SharedNameNote[] {
   const notes: SharedNameNote[] = [];
-  const modelNames = new Set<string>();
-  for (const r of routes) if (r.modelName !== null) modelNames.add(r.modelName);
+  /** Each model name (spec.modelName) and the first route that has it. */
+  const modelNames = new Map<string, ModelRoute>();
+  for (const r of routes) if (r.modelName !== null && !modelNames.has(r.modelName)) modelNames.set(r.modelName, r);
   /** Per name: its first route, and the first route with a rule that takes every request for it (and that rule's index). */
   const seen = new Map<string, { first: ModelRoute; hider: ModelRoute | null; rule: number }>();
   const look = (route: ModelRoute, name: string, path: string, what: string): void => {
@@ -82,7 +83,14 @@ export function sharedModelNameNotes(routes: readonly ModelRoute[], gateway: str
   for (const route of routes) {
     if (route.modelName !== null) look(route, route.modelName, 'spec.modelName', 'model name');
     route.loraAdapters.forEach((adapter, i) => {
-      if (!modelNames.has(adapter)) look(route, adapter, `spec.loraAdapters[${i}]`, 'LoRA adapter');
+      const owner = modelNames.get(adapter);
+      if (owner === undefined) look(route, adapter, `spec.loraAdapters[${i}]`, 'LoRA adapter');
+      else if (owner !== route) {
+        notes.push({
+          route, path: `spec.loraAdapters[${i}]`,
+          problem: `LoRA adapter ${JSON.stringify(adapter)} is the model name (spec.modelName) of ModelRoute ${owner.key}, which serves every request for it, so this route never receives one for it`,
+        });
+      }
     });
   }
   return notes;

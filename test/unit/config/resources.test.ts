@@ -765,6 +765,25 @@ describe('parseResourceFile: LoRA adapters', () => {
   });
 });
 
+describe('parseResourceFile: an adapter that is another route\'s model name', () => {
+  const RULES = '  rules:\n  - targetModels:\n    - modelServerName: sf-server\n';
+
+  it('is served by that route alone, as the route API does: the route that lists it as an adapter is told, wherever it stands', () => {
+    for (const [first, second] of [['match', 'lora'], ['lora', 'match']]) {
+      const routes = { match: route('match', `  modelName: m1\n${RULES}`), lora: route('lora', `  modelName: base\n  loraAdapters: [m1, a2]\n${RULES}`) };
+      const { warnings } = parse(`${SERVER}---\n${routes[first as 'match']}---\n${routes[second as 'lora']}`);
+      const doc = second === 'lora' ? 3 : 2;
+      expect(warnings, first).toEqual([
+        `routes.yaml: document ${doc} (ModelRoute default/lora): spec.loraAdapters[0]: LoRA adapter "m1" is the model name (spec.modelName) of ModelRoute default/match, which serves every request for it, so this route never receives one for it`,
+      ]);
+    }
+  });
+
+  it('a route listing its own model name as an adapter is not told', () => {
+    expect(parse(`${SERVER}---\n${route('self', `  modelName: m1\n  loraAdapters: [m1]\n${RULES}`)}`).warnings).toEqual([]);
+  });
+});
+
 describe('parseResourceFile: a target of an external model provider', () => {
   it('is refused naming externalModelProviderName, not as a missing modelServerName', () => {
     const spec = '  modelName: m\n  rules:\n  - targetModels:\n    - externalModelProviderName: openai\n';
