@@ -14,6 +14,14 @@
  */
 import type { Clock } from '../clock.js';
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
+import { Buffer } from 'node:buffer';
+
+/** The largest key set answer read (1 MiB): a key set of a few keys is a few KB. */
+export const MAX_KEY_SET_BYTES = 1024 * 1024;
+
+function tooLargeSet(bytes: number): string {
+  return `the answer is larger than ${MAX_KEY_SET_BYTES} bytes (${bytes} at least); a key set is a few KB`;
+}
 
 export type FetchFn = (url: string, init: { signal: AbortSignal; headers: Record<string, string>; redirect: 'manual' }) => Promise<Response>;
 
@@ -144,6 +152,38 @@ export class JwksCache {
     return this.pending;
   }
 
+  /**
+   * The answer's body as text, at most MAX_KEY_SET_BYTES, within the fetch's timeout (its signal
+   * bounds the body too): a key set is a few KB, and an answer of hundreds of MB (a wrong URL, a
+   * hostile server) read whole would take the worker's memory and stall its event loop.
+   */
+  private async bodyText(res: Response): Promise<string> {
+    const declared = Number(res.headers.get('content-length') ?? -1);
+    if (declared > MAX_KEY_SET_BYTES) {
+      await res.body?.cancel();
+      throw new Error(tooLargeSet(declared));
+    }
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    try {
+      if (res.body !== null) {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          size += chunk.byteLength;
+          if (size > MAX_KEY_SET_BYTES) {
+            await res.body.cancel().catch(() => undefined);
+            throw new Error(tooLargeSet(size));
+          }
+          parts.push(chunk);
+        }
+      }
+    } catch (err) {
+      const e = err as Error;
+      if (e.name === 'TimeoutError' || e.name === 'AbortError') throw new Error(`no whole answer within ${this.opts.timeoutMs} ms`);
+      throw e;
+    }
+    return Buffer.concat(parts).toString('utf8');
+  }
+
   /** The key set, fetched and made into a key resolver; rejects with the reason it cannot be used. */
   private async fetchSet(): Promise<LocalSet> {
     let res: Response;
@@ -161,9 +201,10 @@ export class JwksCache {
       await res.body?.cancel();
       throw new Error(`HTTP ${res.status}, expected 200`);
     }
+    const text = await this.bodyText(res);
     let json: unknown;
     try {
-      json = await res.json();
+      json = JSON.parse(text);
     } catch {
       throw new Error('the answer is not JSON');
     }

@@ -69,6 +69,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     scanLengthInvalid = null;
     scanTransferEncoding = null;
     scanAuthorization = '';
+    scanAuthorizationSeen = false;
     scanConnection = '';
     scanAccept = null;
     req.forEach(scanHeader);
@@ -208,6 +209,8 @@ let scanLengthInvalid: string | null = null;
 /** The Transfer-Encoding values (joined by ", "), or null without the header. */
 let scanTransferEncoding: string | null = null;
 let scanAuthorization = '';
+/** An Authorization header was seen in the request being read (an empty one too). */
+let scanAuthorizationSeen = false;
 let scanConnection = '';
 /** The first Accept header (as uWS's getHeader would give it), or null. */
 let scanAccept: string | null = null;
@@ -236,7 +239,9 @@ function scanHeader(name: string, value: string): void {
   } else if (name === 'authorization') {
     // Sent twice, both are kept as one field (RFC 9110 §5.3), which no credential matches: the
     // router must not pick one while a proxy in front, or the pod, picks the other.
-    scanAuthorization = scanAuthorization.length === 0 ? value : `${scanAuthorization}, ${value}`;
+    // An empty first one too: the second must not stand alone where a proxy in front reads the first.
+    scanAuthorization = scanAuthorizationSeen ? `${scanAuthorization}, ${value}` : value;
+    scanAuthorizationSeen = true;
     if (!scanStripAuthorization) scanForward.push(name, forwardValue(value));
   } else if (forwardRequestHeader(name)) scanForward.push(name, forwardValue(value));
 }

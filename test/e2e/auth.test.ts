@@ -98,6 +98,14 @@ describe('authentication and authorization over the built router (2 workers)', (
       expect(answer).toContain('more than one Authorization header');
       seen.set(401, (seen.get(401) ?? 0) + 1);
     }
+    // An empty first one (or blank) does not let the second stand alone: a proxy in front reads the first.
+    for (const first of ['', '   ']) {
+      const answer = await rawExchange(router.port,
+        `POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization:${first}\r\n` +
+        `authorization: Bearer ${KEY_A}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      expect(answer, JSON.stringify(first)).toMatch(/^HTTP\/1\.1 401 /);
+      seen.set(401, (seen.get(401) ?? 0) + 1);
+    }
     expect((await mock.stats()).requests).toBe(before);
   });
 
