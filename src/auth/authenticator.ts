@@ -59,6 +59,11 @@ function malformedMessage(authorization: string): string {
  * `iat` are not remembered (the token may become valid).
  */
 const REFUSED_TOKENS_KEPT = 1024;
+/**
+ * Longer tokens are not remembered when refused (checked each time): an unauthenticated client may
+ * send tokens up to the header limit (64 KB), and 1,024 of those would hold 64 MB per worker.
+ */
+const REFUSED_TOKEN_MAX_CHARS = 8192;
 
 /** A remembered refusal: its message, and the key set it holds for (null: whatever the keys). */
 interface Refusal {
@@ -220,6 +225,7 @@ export class Authenticator {
     if (refusedForGood(err)) holdsFor = null;
     else if (keys !== null && refusedByKeySet(err, this.jwks === null)) holdsFor = keys;
     else return answer;
+    if (token.length > REFUSED_TOKEN_MAX_CHARS) return answer;
     if (this.refused.size >= REFUSED_TOKENS_KEPT) this.refused.delete(this.refused.keys().next().value as string);
     this.refused.set(token, { message: answer.message, keys: holdsFor });
     return answer;

@@ -168,6 +168,11 @@ jwt: { issuer: "https://issuer.test", audiences: [inference-router], jwksUri: "$
     expect(await ask(early)).toEqual([false, 'invalid token: not valid yet (nbf)']);
     offset = 180_000;
     expect(await ask(early)).toEqual([false, 'admitted as alice']);
+    // A token over 8 KiB is not remembered (1,024 of them would hold megabytes): checked each time.
+    const long = await signToken(k1, { claims: { models: ['*'], pad: 'x'.repeat(9000) }, expiresIn: -120 });
+    expect(long.length).toBeGreaterThan(8192);
+    expect(await ask(long)).toEqual([false, 'invalid token: expired']);
+    expect(await ask(long)).toEqual([false, 'invalid token: expired']);
     // At most 1024 kept, the oldest first out: the expired token is verified again after 1024 others.
     for (let i = 0; i < 1024; i++) await ask(await signToken(k1, { claims, expiresIn: -120 - i }));
     expect(await ask(expired)).toEqual([false, 'invalid token: expired']);
