@@ -140,7 +140,7 @@ class Check {
 export function parseAuthConfig(text: string, file: string, redisCluster = false): AuthConfig {
   const c = new Check(file, redisCluster);
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
     const pos = lines.linePos(e.pos[0]);

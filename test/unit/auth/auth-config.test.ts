@@ -64,7 +64,7 @@ jwt:
   it.each([
     ['', /auth\.yaml: expected a mapping, got nothing/],
     ['{}', /nothing configured: give apiKeys, jwt or both/],
-    ['apiKeys: [}', /auth\.yaml: line 1: invalid YAML/],
+    ['apiKeys: [}', /auth\.yaml: line 1: invalid YAML: [^:]*[^:\s]$/],
     ['apiKey: []', /auth\.yaml: apiKey: unknown field; allowed here: apiKeys, jwt/],
     ['apiKeys: {}', /auth\.yaml: apiKeys: expected a list, got a mapping/],
     [`apiKeys: [{ sha256: "${D}" }]`, /auth\.yaml: apiKeys\[0\]\.name: expected a non-empty string, got nothing/],
