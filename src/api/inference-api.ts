@@ -91,6 +91,8 @@ export interface AnswerUsage {
   text: string;
   /** A stream's generated text, counted as it passed (null for a whole answer). */
   generated: GeneratedText | null;
+  /** A whole answer that was to be JSON and is not (cut short, bytes after it): its counts are unknown. */
+  unreadable?: true;
 }
 
 /**

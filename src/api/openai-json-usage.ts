@@ -22,7 +22,8 @@ export type JsonUsage = AnswerUsage;
 const NONE: JsonUsage = Object.freeze({ promptTokens: null, completionTokens: null, text: '', generated: null });
 
 /**
- * Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''.
+ * Reads usage and generated text from a non-stream answer body. Malformed JSON gives nulls and ''
+ * (`unreadable`).
  * Backends put `usage` last or nearly (OpenAI and TGI last; vLLM and SGLang before a few small
  * members): when only such members follow it and it names a completion count, or the answer has
  * no choices (embeddings), only that member is parsed (see `trailingUsage`); otherwise the whole
@@ -36,9 +37,9 @@ export function usageFromJson(body: Buffer | string): JsonUsage {
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
-    return { ...NONE };
+    return { ...NONE, unreadable: true };
   }
-  if (typeof parsed !== 'object' || parsed === null) return { ...NONE };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { ...NONE, unreadable: true };
   const answer = parsed as { usage?: unknown; choices?: unknown };
   const usage = typeof answer.usage === 'object' && answer.usage !== null
     ? answer.usage as { prompt_tokens?: unknown; completion_tokens?: unknown }

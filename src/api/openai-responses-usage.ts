@@ -75,9 +75,9 @@ export function usageFromResponsesJson(body: Buffer | string): AnswerUsage {
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
   } catch {
-    return { ...NONE };
+    return { ...NONE, unreadable: true };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { ...NONE };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { ...NONE, unreadable: true };
   const answer = parsed as ResponseObject;
   const usage = usageObject(answer);
   const completionTokens = usage === null ? null : tokenCount(usage.output_tokens);

@@ -169,8 +169,12 @@ export class UpstreamCall implements Http1Handler, StreamSource {
     if (this.buffered !== null) {
       const body = this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered);
       this.buffered = null;
-      if (this.upstreamStatus < 300) this.usage = this.api.jsonUsage(body);
       const headers = this.pendingHeaders!;
+      if (this.upstreamStatus < 300) {
+        this.usage = this.api.jsonUsage(body);
+        // A JSON answer that is not JSON (cut short, bytes after it): its output is not known.
+        if (this.usage.unreadable === true && isJson(headers)) x.ctx.usageUnread = true;
+      }
       this.pendingHeaders = null;
       x.endBuffered(this.upstreamStatus, headers, body, this.pendingAscii);
     } else {
@@ -195,7 +199,12 @@ export class UpstreamCall implements Http1Handler, StreamSource {
    * metric) when that end does not hold it. A large answer of another type (audio, say) has none.
    */
   private passedUsage(kept: Buffer): AnswerUsage | null {
-    if (!this.passedTail) return this.api.jsonUsage(kept);
+    if (!this.passedTail) {
+      const whole = this.api.jsonUsage(kept);
+      // A JSON answer that is not JSON (cut short, bytes after it): its output is not known either.
+      if (whole.unreadable === true && this.passedJson) this.x.ctx.usageUnread = true;
+      return whole;
+    }
     if (!this.passedJson) return null;
     const usage = this.api.tailUsage(kept);
     if (usage === null) this.x.ctx.usageUnread = true;

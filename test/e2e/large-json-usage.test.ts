@@ -20,6 +20,11 @@ const USAGE_FIRST = `{${USAGE},"id":"chatcmpl-2","object":"chat.completion","mod
 /** The Responses API: usage with nested details, then user and metadata. */
 const RESPONSES_ANSWER = `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"${TEXT}","annotations":[]}]}],"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":0},"output_tokens":${COMPLETION_TOKENS},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":${11 + COMPLETION_TOKENS}},"user":null,"metadata":{}}`;
 
+/** Small answers that are to be JSON and are not: cut short, and with bytes after the object. */
+const SMALL = '{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}';
+const CUT = SMALL.slice(0, -20);
+const TRAILING = `${SMALL} and more`;
+
 /** A large answer that is not JSON (speech): it has no usage to look for. */
 const AUDIO = Buffer.alloc(9 * 1024 * 1024, 0xff);
 
@@ -51,6 +56,8 @@ describe('JSON answers larger than the router keeps whole', () => {
       req.on('end', () => {
         const scenario = String(req.headers['x-scenario']);
         if (scenario === 'usage-first') answer(res, USAGE_FIRST, true);
+        else if (scenario === 'cut') answer(res, CUT, true);
+        else if (scenario === 'trailing') answer(res, TRAILING, false);
         else if (scenario === 'audio') {
           res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': String(AUDIO.length) });
           res.end(AUDIO);
@@ -105,7 +112,7 @@ describe('JSON answers larger than the router keeps whole', () => {
     expect(refused.body).toContain('output token rate limit exceeded');
   }, 60_000);
 
-  it('a JSON answer whose end holds no usage is forwarded whole and counted as unread; a large answer of another type is not', async () => {
+  it('a JSON answer whose end holds no usage, or that is not JSON, is forwarded whole and counted as unread; a large answer of another type is not', async () => {
     const metric = async (): Promise<number> =>
       sample(await (await fetch(`${router.url}/metrics`)).text(), 'inference_router_usage_unread_total{route="default/sf-route"}') ?? -1;
     expect(await metric()).toBe(0);
@@ -121,5 +128,13 @@ describe('JSON answers larger than the router keeps whole', () => {
     expect(r.output_tokens).toBe(0);
     expect(r.status_code).toBe(200);
     await waitFor('the unread answer counted', async () => (await metric()) === 1);
+    // A small answer that is to be JSON and is not (cut short, bytes after it): forwarded as it
+    // came, its output not known, counted as unread too.
+    for (const [scenario, body] of [['cut', CUT], ['trailing', TRAILING]]) {
+      const s = await post('/v1/chat/completions', 'sf-model', scenario, scenario);
+      expect([s.status, s.body]).toEqual([200, body]);
+      expect((await record(scenario)).output_tokens).toBe(0);
+    }
+    await waitFor('the two counted', async () => (await metric()) === 3);
   }, 60_000);
 });

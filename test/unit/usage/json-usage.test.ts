@@ -100,10 +100,12 @@ describe('usageFromJson', () => {
     });
   });
 
-  it('gives nulls and empty text for malformed JSON or non-objects', () => {
-    for (const body of ['', '{"usage":', 'not json', '42', 'null', '[1,2]', '}}', '"usage":{}}', '[{"usage":{"completion_tokens":1}}]']) {
-      expect(usageFromJson(body), body).toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null });
+  it('gives nulls and empty text for malformed JSON or non-objects, said unreadable (its output is not known)', () => {
+    for (const body of ['', '{"usage":', 'not json', '42', 'null', '[1,2]', '}}', '"usage":{}}', '[{"usage":{"completion_tokens":1}}]', '{"usage":{"completion_tokens":1}} and more']) {
+      expect(usageFromJson(body), body).toEqual({ promptTokens: null, completionTokens: null, text: '', generated: null, unreadable: true });
     }
+    // An answer object without usage is read (its text is counted): not unreadable.
+    expect(usageFromJson('{"choices":[{"text":"hi"}]}').unreadable).toBeUndefined();
   });
 
   it('reads only the root object\'s usage: nested, quoted and look-alike "usage" keys are not it', () => {
