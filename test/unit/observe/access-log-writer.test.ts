@@ -170,14 +170,17 @@ describe('a stalled sink', () => {
     expect(s.written * s.lineBytes).toBeGreaterThan(bufferBytes / 2);
     // Memory held for queued records is the queued bytes, not more (no pinned slabs).
     expect(s.arrayBuffers).toBeLessThan(bufferBytes + 1024 * 1024);
-    // 120 turns of 1 s of fake clock: warnings at the first drop, then once per 60 s at most.
-    expect(s.warnings.length).toBeGreaterThanOrEqual(2);
-    expect(s.warnings.length).toBeLessThanOrEqual(3);
-    for (let i = 1; i < s.warnings.length; i++) {
-      expect(s.warnings[i]!.at - s.warnings[i - 1]!.at).toBeGreaterThanOrEqual(WARN_INTERVAL_MS);
+    // 120 turns of 1 s of fake clock: warnings at the first drop, then once per 60 s at most. A
+    // write the busy machine made take 10 ms or more (timed by the real clock) is said apart.
+    const drops = s.warnings.filter((w) => !/^access log: a write to stdout took \d+ ms; writing on the thread pool/.test(w.msg));
+    expect(s.warnings.length - drops.length).toBeLessThanOrEqual(1);
+    expect(drops.length).toBeGreaterThanOrEqual(2);
+    expect(drops.length).toBeLessThanOrEqual(3);
+    for (let i = 1; i < drops.length; i++) {
+      expect(drops[i]!.at - drops[i - 1]!.at).toBeGreaterThanOrEqual(WARN_INTERVAL_MS);
     }
-    expect(s.warnings[0]!.msg).toMatch(/^access log: stdout is not keeping up; dropped \d+ records/);
-    const reported = s.warnings.reduce((n, w) => n + Number(/dropped (\d+) records/.exec(w.msg)![1]), 0);
+    expect(drops[0]!.msg).toMatch(/^access log: stdout is not keeping up; dropped \d+ records/);
+    const reported = drops.reduce((n, w) => n + Number(/dropped (\d+) records/.exec(w.msg)![1]), 0);
     expect(reported).toBeLessThanOrEqual(s.dropped);
   });
 });
