@@ -38,7 +38,8 @@ function gateways(r: ModelRoute): string {
  * Notes on the later routes of each model name (spec.modelName) and each LoRA adapter
  * (spec.loraAdapters[i]) that several routes serve. `routes` in the order they are tried. An
  * adapter name that is also some route's modelName is served by that route alone (as the route
- * API does), so it is not a shared adapter name: the routes that list it as an adapter are told so. `gateway`: ROUTER_GATEWAY (null when unset): when
+ * API does), so it is not a shared adapter name: the routes that list it as an adapter are told
+ * so. `gateway`: ROUTER_GATEWAY (null when unset): when
  * set, the routes' Gateways are not remarked on.
  */
 export function sharedModelNameNotes(routes: readonly ModelRoute[], gateway: string | null = null): SharedNameNote[] {

@@ -624,11 +624,7 @@ export class Exchange {
     if (err !== null) {
       // The request's record waits for this answer (holdRecord).
       this.queuedError = null;
-      if (this.ctx.aborted) {
-        this.answerOut();
-        return;
-      }
-      this.writeError(err);
+      if (!this.ctx.aborted) this.writeError(err);
       this.answerOut();
       return;
     }

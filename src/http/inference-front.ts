@@ -171,12 +171,6 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
 }
 
 /**
- * The text of a path uWS read as UTF-8, one character per byte of its UTF-8: what the HTTP/1.1
- * client's latin1 write turns back into the bytes the client sent. Written as the text itself, a
- * character above U+00FF would lose its high byte (U+010A would become a line feed in the request
- * line).
- */
-/**
  * A header value as route rules read it: the client's UTF-8 text, as the pod gets it. uWS's
  * getHeader() hands the value over one character per byte (latin1), unlike the values forEach()
  * gives (decoded from UTF-8): without this, a rule's `José` never matched and a garbled `JosÃ©` did.
@@ -185,6 +179,12 @@ function matchValue(value: string): string {
   return isAscii(value) ? value : Buffer.from(value, 'latin1').toString('utf8');
 }
 
+/**
+ * The text of a path uWS read as UTF-8, one character per byte of its UTF-8: what the HTTP/1.1
+ * client's latin1 write turns back into the bytes the client sent. Written as the text itself, a
+ * character above U+00FF would lose its high byte (U+010A would become a line feed in the request
+ * line).
+ */
 function utf8Bytes(text: string): string {
   return Buffer.from(text, 'utf8').toString('latin1');
 }
@@ -262,11 +262,6 @@ function chunkedOnly(te: string): boolean {
 }
 
 /**
- * Why a request's framing is refused. This uWS build reads any Transfer-Encoding as chunked, so
- * one that is not `chunked` alone (RFC 9112 §6.3: then the length cannot be known; a server
- * answers 400 and closes) is refused rather than read differently from a proxy in front.
- */
-/**
  * A Content-Length value as RFC 9110 has it, 1*DIGIT (at most 15: past that no body is taken
  * anyway), or -1: a sign, hex, an exponent, a list (`42, 42`), anything else is not a length (the
  * HTTP server closes the connection on such a request, so it is refused rather than read).
@@ -283,6 +278,11 @@ function plainLength(value: string): number {
   return v;
 }
 
+/**
+ * Why a request's framing is refused. This uWS build reads any Transfer-Encoding as chunked, so
+ * one that is not `chunked` alone (RFC 9112 §6.3: then the length cannot be known; a server
+ * answers 400 and closes) is refused rather than read differently from a proxy in front.
+ */
 function framingFault(lengthsDiffer: boolean, lengthInvalid: string | null, te: string | null): string {
   if (lengthInvalid !== null) return `request has an invalid Content-Length ${JSON.stringify(lengthInvalid.slice(0, 80))}; a length is digits only, at most 15 of them`;
   if (lengthsDiffer) return 'request has conflicting Content-Length headers';

@@ -170,11 +170,7 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       const body = this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered);
       this.buffered = null;
       const headers = this.pendingHeaders!;
-      if (this.upstreamStatus < 300) {
-        this.usage = this.api.jsonUsage(body);
-        // A JSON answer that is not JSON (cut short, bytes after it): its output is not known.
-        if (this.usage.unreadable === true && isJson(headers)) x.ctx.usageUnread = true;
-      }
+      if (this.upstreamStatus < 300) this.usage = this.wholeUsage(body, isJson(headers));
       this.pendingHeaders = null;
       x.endBuffered(this.upstreamStatus, headers, body, this.pendingAscii);
     } else {
@@ -194,17 +190,23 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   }
 
   /**
+   * The usage of a successful answer read whole (`json`: its content type says JSON). One that is
+   * to be JSON and is not (cut short, bytes after it) has an output not known: the request is
+   * marked, for its metric.
+   */
+  private wholeUsage(body: Buffer, json: boolean): AnswerUsage {
+    const usage = this.api.jsonUsage(body);
+    if (usage.unreadable === true && json) this.x.ctx.usageUnread = true;
+    return usage;
+  }
+
+  /**
    * The usage of a successful answer that passed through: read from all of it, or, when it was
    * too large to keep, from the end of a JSON answer; null (and the request marked, for its
    * metric) when that end does not hold it. A large answer of another type (audio, say) has none.
    */
   private passedUsage(kept: Buffer): AnswerUsage | null {
-    if (!this.passedTail) {
-      const whole = this.api.jsonUsage(kept);
-      // A JSON answer that is not JSON (cut short, bytes after it): its output is not known either.
-      if (whole.unreadable === true && this.passedJson) this.x.ctx.usageUnread = true;
-      return whole;
-    }
+    if (!this.passedTail) return this.wholeUsage(kept, this.passedJson);
     if (!this.passedJson) return null;
     const usage = this.api.tailUsage(kept);
     if (usage === null) this.x.ctx.usageUnread = true;

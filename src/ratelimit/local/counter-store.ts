@@ -41,7 +41,10 @@ export class LimitCounters {
     // A clock that steps back (now < start) keeps the current window: counting on is the
     // conservative choice, restarting would admit more than the limit.
     if (unit === this.unit && now < this.end) return;
-    if (unit !== this.unit && this.keepCurrent(now) && this.resume(unit, now)) return;
+    if (unit !== this.unit) {
+      this.keepCurrent(now);
+      if (this.resume(unit, now)) return;
+    }
     this.unit = unit;
     this.start = windowStart(unit, now);
     this.end = windowEnd(unit, now);
@@ -56,12 +59,11 @@ export class LimitCounters {
     return end;
   }
 
-  /** Keeps the current window (the unit is being left) while it lasts; drops kept ones that ended. True, for roll's chain. */
-  private keepCurrent(now: number): boolean {
+  /** Keeps the current window (the unit is being left) while it lasts; drops kept ones that ended. */
+  private keepCurrent(now: number): void {
     const kept = (this.others ?? []).filter((w) => w.unit !== this.unit && now < w.end);
     if (now < this.end) kept.push({ unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output });
     this.others = kept.length === 0 ? null : kept;
-    return true;
   }
 
   /** Takes up the kept window of `unit` that holds `now`, if any: true when it did. */

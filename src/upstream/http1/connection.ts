@@ -17,7 +17,6 @@ import { UpstreamSocket } from './upstream-socket.js';
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 
-
 export const enum Phase { Connecting, Idle, AwaitHead, Body, Closed }
 
 /** What a connection needs from its pool. */
@@ -209,7 +208,6 @@ export class Http1Connection implements ParserSink {
     if (reusable) {
       this.phase = Phase.Idle;
       this.owner.onFree(this); // the next request, or the keep-alive deadline
-
     } else {
       this.close();
     }
@@ -228,8 +226,7 @@ export class Http1Connection implements ParserSink {
     // Resent only when the connection broke at once (within the pool's idleRaceMs of the send): the server
     // closed it as idle just as the request went out. One that broke later had the request for a
     // while and may have worked on it (a pod that crashed on it): that is the request's error, as
-    // a second delivery of an inference request would run it twice. (The pool's coarse clock,
-    // used before, took any break within 100–200 ms for the race.)
+    // a second delivery of an inference request would run it twice.
     if (!this.parser.sawBytes && this.served > 0 && !req.retried && performance.now() - this.sentAt <= this.owner.idleRaceMs) {
       req.retried = true;
       req.conn = null;
@@ -335,7 +332,8 @@ export class Http1Connection implements ParserSink {
 /** Where every upstream connection of this process reads (the size of Node's own read buffer). */
 const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
-function after(owner: ConnectionOwner, ticks: number): number {
+/** The tick `ticks` from now on `owner`'s clock (0 = none). */
+export function after(owner: Pick<ConnectionOwner, 'tick'>, ticks: number): number {
   return ticks > 0 ? owner.tick + ticks : 0;
 }
 

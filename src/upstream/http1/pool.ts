@@ -6,7 +6,7 @@
  * every pool of the process that has connections (interval-ticker.ts).
  */
 import { startTicking, stopTicking } from '../../interval-ticker.js';
-import { Http1Connection, Phase, type ConnectionOwner } from './connection.js';
+import { after, Http1Connection, Phase, type ConnectionOwner } from './connection.js';
 import { Http1Error } from './errors.js';
 import { Http1Request, type Http1Handler, type Http1RequestOptions, type RequestOwner } from './request.js';
 
@@ -172,7 +172,7 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
     else {
       // Idle from now, closed after the keep-alive time unless a request takes it: a connection
       // whose answer ended, and as well a new one whose request went away while it was opened.
-      conn.deadline = this.keepAliveTicks > 0 ? this.tick + this.keepAliveTicks : 0;
+      conn.deadline = after(this, this.keepAliveTicks);
       this.idle.push(conn);
     }
   }
