@@ -48,6 +48,8 @@ export interface RouterSettings {
   readonly upstreamIdleTimeoutMs: number;
   /** ROUTER_UPSTREAM_CONNECT_TIMEOUT: how long a new connection to a pod may take to open, ms. */
   readonly upstreamConnectTimeoutMs: number;
+  /** ROUTER_UPSTREAM_IDLE_RACE: how soon after the send a reused connection's break is the idle-close race (resent once), ms. */
+  readonly upstreamIdleRaceMs: number;
 }
 
 export class UsageError extends Error {}
@@ -88,6 +90,16 @@ export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
  * dropped by a firewall) holds each request this long before its retry. Envoy's default (5 s).
  */
 export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * How soon after a request went out on a reused connection a break of that connection, before
+ * any byte of the answer, is taken for the idle-close race (the pod closed the connection as idle
+ * just as the request went out) and the request is sent once more on a new connection, ms. The
+ * pod's close comes back within a round trip and the time the event loop takes to see it; a
+ * later break is the pod's (it had the request and may have run it), answered 502, never resent.
+ * Wider covers a worker whose event loop lags (a busy machine); narrower risks no double runs.
+ */
+export const DEFAULT_UPSTREAM_IDLE_RACE_MS = 20;
 
 export { USAGE } from './usage.js';
 
@@ -278,6 +290,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
       : parseIntIn('ROUTER_UPSTREAM_CONNECTIONS', env.ROUTER_UPSTREAM_CONNECTIONS, 1, 65535),
     upstreamIdleTimeoutMs: durationMs('ROUTER_UPSTREAM_IDLE_TIMEOUT', env.ROUTER_UPSTREAM_IDLE_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS, { min: 100, max: 3_600_000 }),
     upstreamConnectTimeoutMs: durationMs('ROUTER_UPSTREAM_CONNECT_TIMEOUT', env.ROUTER_UPSTREAM_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS, { min: 100, max: 300_000 }),
+    upstreamIdleRaceMs: durationMs('ROUTER_UPSTREAM_IDLE_RACE', env.ROUTER_UPSTREAM_IDLE_RACE, DEFAULT_UPSTREAM_IDLE_RACE_MS, { min: 0, max: 10_000 }),
   });
 }
 

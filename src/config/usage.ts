@@ -34,6 +34,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   ['ROUTER_UPSTREAM_CONNECTIONS', 'most connections a worker opens to one pod; more requests wait (1024)'],
   ['ROUTER_UPSTREAM_IDLE_TIMEOUT', "an unused connection to a pod is closed after this; keep it below the pod's own keep-alive (4s)"],
   ['ROUTER_UPSTREAM_CONNECT_TIMEOUT', 'a new connection to a pod not open after this fails; the request moves to another pod (5s)'],
+  ['ROUTER_UPSTREAM_IDLE_RACE', 'a reused connection to a pod that breaks this soon after the send, before any answer, is taken for an idle close: the request goes out once more (20ms; 0: never)'],
   ['ROUTER_MAX_BODY_BYTES', 'larger request bodies get 413 (16777216)'],
   ['ROUTER_MAX_HEADER_BYTES', 'larger request heads get 431 (65536; the uWS 20.30 build has its own: 4 KiB for a head arriving in pieces)'],
   ['ROUTER_TLS_CERT_FILE', 'PEM certificate (and chain) to serve HTTPS with; with ROUTER_TLS_KEY_FILE (none: plain HTTP)'],

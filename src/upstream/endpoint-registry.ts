@@ -3,7 +3,7 @@ import { PodHealth } from './pod-health.js';
 import { PodLoad } from './pod-load.js';
 import { Http1Pool } from './http1/pool.js';
 import { LEFT_CONFIG } from './upstream-errors.js';
-import { DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
+import { DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS, DEFAULT_UPSTREAM_IDLE_RACE_MS, DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from '../config/settings.js';
 
 /** Identity of an endpoint across snapshots and processes (pod name and address). */
 export function endpointKey(e: Endpoint): string {
@@ -28,6 +28,8 @@ export interface PodConnections {
   readonly idleTimeoutMs?: number;
   /** How long a new connection may take to open (ROUTER_UPSTREAM_CONNECT_TIMEOUT). */
   readonly connectTimeoutMs?: number;
+  /** How soon after the send a break is the idle-close race (ROUTER_UPSTREAM_IDLE_RACE). */
+  readonly idleRaceMs?: number;
   /** Most requests waiting for a connection (POD_QUEUE; smaller only in tests). */
   readonly maxQueue?: number;
 }
@@ -71,6 +73,7 @@ export class EndpointState {
       headersTimeoutMs: 0,
       bodyTimeoutMs: 0,
       keepAliveTimeoutMs: pod.idleTimeoutMs ?? DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS,
+      idleRaceMs: pod.idleRaceMs ?? DEFAULT_UPSTREAM_IDLE_RACE_MS,
       timerResolutionMs: TIMER_RESOLUTION_MS,
     });
   }

@@ -79,6 +79,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     connections: settings.upstreamConnections,
     idleTimeoutMs: settings.upstreamIdleTimeoutMs,
     connectTimeoutMs: settings.upstreamConnectTimeoutMs,
+    idleRaceMs: settings.upstreamIdleRaceMs,
   });
   // Fair queueing: this worker's share of each ModelServer's places in flight and in the queue.
   const fairGates = settings.fairness === null ? null

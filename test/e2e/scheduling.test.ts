@@ -445,9 +445,10 @@ describe('passive health and retries, real processes', () => {
   it('an idle connection the pod closes just as the next request arrives is no failure: the request is sent again, nothing counts', async () => {
     const pod = await brokenPod('idle-race');
     closers.push(pod.close);
+    // The window wide: on a loaded machine the worker can see the close more than the default 20 ms after the send.
     router = await startRouter(resources([{ name: 'pod-racing', port: pod.port }]), {
       workers: 1,
-      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m' },
+      env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: '1', ROUTER_OUTLIER_BASE_EJECTION: '1m', ROUTER_UPSTREAM_IDLE_RACE: '5s' },
     });
     for (let i = 0; i < 6; i++) expect(await complete(router)).toBe(200);
     // Each connection served one request and was closed by the pod as the next one arrived.
@@ -455,6 +456,19 @@ describe('passive health and retries, real processes', () => {
     expect(await metric(router, 'inference_router_upstream_resets_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(0);
     expect(await metric(router, 'inference_router_upstream_connect_failures_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(0);
     expect(await metric(router, 'inference_router_pod_ejections_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(0);
+  });
+
+  it('with ROUTER_UPSTREAM_IDLE_RACE=0 no break is taken for the idle-close race: the request is answered 502, not sent again', async () => {
+    const pod = await brokenPod('idle-race');
+    closers.push(pod.close);
+    router = await startRouter(resources([{ name: 'pod-racing', port: pod.port }]), {
+      workers: 1,
+      env: { ROUTER_UPSTREAM_IDLE_RACE: '0' },
+    });
+    expect(await complete(router)).toBe(200);
+    expect(await complete(router)).toBe(502);
+    expect(pod.requests()).toBe(2);
+    expect(await metric(router, 'inference_router_upstream_resets_total', 'backend_pod="pod-racing",pod="pod-racing"')).toBe(1);
   });
 
   for (const mode of ['cut-stream', 'cut-whole'] as const) {

@@ -33,7 +33,7 @@ export interface Http1PoolOptions {
   /**
    * How soon after its send a request on a reused connection that breaks before any byte of an
    * answer is taken for the idle-close race and resent once on a new connection (ms, default
-   * IDLE_RACE_MS): the server's close crossing the request comes back within a round trip and the
+   * IDLE_RACE_MS, the router's ROUTER_UPSTREAM_IDLE_RACE): the server's close crossing the request comes back within a round trip and the
    * time the event loop takes to see it. A later break fails the request: the server had it and
    * may have worked on it (a pod that crashed on it), and an inference request is not run twice.
    */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseSettings, UsageError, type RouterSettings } from '../../../src/config/settings.js';
+import { DEFAULT_UPSTREAM_IDLE_RACE_MS, parseSettings, UsageError, type RouterSettings } from '../../../src/config/settings.js';
+import { IDLE_RACE_MS } from '../../../src/upstream/http1/pool.js';
 
 /** Reads `key` of the settings parsed with `variable` set to the value given (unset for undefined). */
 const settingOf = <K extends keyof RouterSettings>(variable: string, key: K) => (v: string | undefined): RouterSettings[K] =>
@@ -158,6 +159,19 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(() => connect('6m')).toThrow(UsageError);
     expect(() => connect('0')).toThrow(UsageError);
     expect(() => connect('soon')).toThrow(UsageError);
+  });
+
+  it('ROUTER_UPSTREAM_IDLE_RACE: default 20 ms (the pool\'s own default), a duration from 0 (never) to 10 s', () => {
+    const race = settingOf('ROUTER_UPSTREAM_IDLE_RACE', 'upstreamIdleRaceMs');
+    expect(race(undefined)).toBe(20);
+    expect(DEFAULT_UPSTREAM_IDLE_RACE_MS).toBe(IDLE_RACE_MS);
+    expect(race('')).toBe(20);
+    expect(race('0')).toBe(0);
+    expect(race('250ms')).toBe(250);
+    expect(race('10s')).toBe(10_000);
+    expect(() => race('11s')).toThrow('ROUTER_UPSTREAM_IDLE_RACE');
+    expect(() => race('-1ms')).toThrow(UsageError);
+    expect(() => race('soon')).toThrow(UsageError);
   });
 
   it('ROUTER_UPSTREAM_CONNECTIONS: default 1024 per worker and pod, 1 to 65535', () => {
