@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postFresh, startMock, startRouter, type MockBackend, type Router, unusedPort, waitFor } from '../helpers/processes.js';
 
@@ -26,6 +27,9 @@ async function metric(router: Router, name: string, labels: string): Promise<num
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
+/** Between the requests of the ejection tests (above a loaded machine's IPC hop, well below the ejection). */
+const PACE_MS = 25;
+
 describe('passive health shared by the workers of an instance, real processes', () => {
   let router: Router | undefined;
   const mocks: MockBackend[] = [];
@@ -43,8 +47,13 @@ describe('passive health shared by the workers of an instance, real processes', 
       workers: 2,
       env: { ROUTER_OUTLIER_CONSECUTIVE_FAILURES: String(threshold), ROUTER_OUTLIER_BASE_EJECTION: '10s' },
     });
-    // Fresh connections: the kernel spreads them over both workers.
-    for (let i = 0; i < 60; i++) expect((await postFresh(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);
+    // Fresh connections: the kernel spreads them over both workers. Paced (PACE_MS) so that the
+    // news of a failure, worker to primary to worker, has arrived before the next request even on
+    // a loaded machine; without the sharing each worker would pay the whole threshold.
+    for (let i = 0; i < 60; i++) {
+      expect((await postFresh(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);
+      await sleep(PACE_MS);
+    }
     expect((await ok.stats()).requests).toBe(60);
     const failures = await metric(router, 'inference_router_upstream_connect_failures_total', 'backend_pod="pod-dead",pod="pod-dead"');
     expect(failures).toBeGreaterThanOrEqual(threshold);
@@ -79,6 +88,7 @@ describe('passive health shared by the workers of an instance, real processes', 
     for (let i = 0; i < 60; i++) {
       const status = (await postFresh(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status;
       if (status !== 200) errors++;
+      await sleep(PACE_MS);
     }
     const failed = (await failing.stats()).requests;
     expect(errors).toBe(failed);
