@@ -1,18 +1,17 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { RouterMetrics } from './metrics.js';
-import { WorkerMetricsLink, type WorkerMetricsLinkOptions } from './metrics-cluster.js';
+import type { WorkerMetricsLink } from './metrics-cluster.js';
 import { sendPlain } from '../http/plain-answer.js';
 
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 
 /**
- * uWS handler for GET /metrics in a worker: registers onAborted, asks the primary for the
- * aggregate, and writes it corked (503 with the reason when it cannot be had). `head`: a HEAD
+ * uWS handler for GET /metrics in a worker: registers onAborted, asks the primary (through
+ * `link`) for the aggregate, and writes it corked (503 with the reason when it cannot be had). `head`: a HEAD
  * request, answered with the same headers and no body; `draining()` when the answer is written:
  * the connection closes after it.
  */
-export function metricsHandler(metrics: RouterMetrics, opts: WorkerMetricsLinkOptions = {}): (res: HttpResponse, head: boolean, draining: () => boolean) => void {
-  const link = new WorkerMetricsLink(metrics, opts);
+export function metricsHandler(metrics: RouterMetrics, link: WorkerMetricsLink): (res: HttpResponse, head: boolean, draining: () => boolean) => void {
   const contentType = metrics.contentType;
   return (res, head, draining) => {
     const state = { aborted: false };

@@ -12,6 +12,9 @@
  *   worker -> primary  { t: 'metrics:data', id, metrics: [], error }  its registry could not be read:
  *                      counted as a worker that did not answer (its last answer stands in)
  *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text
+ *   worker -> primary  { t: 'metrics:final', id, metrics, podEpochs }  a worker about to exit cleanly
+ *                      (drained): its registry as of its last request, which stands as its last answer
+ *   primary -> worker  { t: 'metrics:final-taken', id }      the worker may exit (its counts are kept)
  *
  * Why not AggregatorRegistry.clusterMetrics(): it asks every connected worker and fails the whole
  * scrape after 5 s when one does not answer (a worker still starting, one that just died), and it
@@ -20,7 +23,8 @@
  * arrived (however late the primary's loop runs that timer, what arrived in time is read first);
  * `inference_router_metrics_scrape_workers{state}` tells how many answered or were missing.
  * Counters never go down meanwhile (metrics-retained.ts): a worker that exited keeps its counters
- * and histograms of its last answer in every later sum, and one that did not answer in time is
+ * and histograms of its last answer in every later sum (a worker that drains sends its final counts
+ * before it exits, so nothing it counted since the last scrape is lost), and one that did not answer in time is
  * counted with those of its last answer, as is one that cannot be asked (its channel closed before
  * the primary saw its exit: a worker dying). The exited workers' series of a backend pod that left
  * the configuration go too, as do a late worker's, once no answering worker has that pod
@@ -45,6 +49,8 @@ export const MSG_GET = 'metrics:get';
 export const MSG_COLLECT = 'metrics:collect';
 export const MSG_DATA = 'metrics:data';
 export const MSG_TEXT = 'metrics:text';
+export const MSG_FINAL = 'metrics:final';
+export const MSG_FINAL_TAKEN = 'metrics:final-taken';
 
 interface Msg {
   t: string;
@@ -199,19 +205,33 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
         return;
       }
       const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
-      const prev = last.get(worker);
-      if (prev !== undefined) {
-        const moved = movedOn(prev, answer);
-        if (moved.length > 0) {
-          retired.add(moved, prev.epochs);
-          // In retired now: a scrape still gathering that has the older answer takes this one.
-          for (const other of gathers.values()) if (other.results.has(worker)) other.results.set(worker, answer);
-        }
-      }
+      take(worker, answer);
       g.results.set(worker, answer);
-      last.set(worker, answer);
       if (g.waiting.size === 0) finish(m.id);
+    } else if (m.t === MSG_FINAL && typeof m.id === 'number') {
+      // A worker about to exit: its final counts stand as its last answer, which its exit retires.
+      if (Array.isArray(m.metrics) && m.error === undefined) {
+        const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
+        take(worker, answer);
+        // Newer than the answer a scrape still gathering has from it: that scrape shows these.
+        for (const g of gathers.values()) if (g.results.has(worker)) g.results.set(worker, answer);
+      }
+      if (worker.isConnected()) worker.send({ t: MSG_FINAL_TAKEN, id: m.id }, undefined, ignore);
     }
+  };
+
+  /** A worker's newest answer becomes its last (what it counted of a pod it moved on from is retired). */
+  const take = (worker: Worker, answer: PodAnswer): void => {
+    const prev = last.get(worker);
+    if (prev !== undefined) {
+      const moved = movedOn(prev, answer);
+      if (moved.length > 0) {
+        retired.add(moved, prev.epochs);
+        // In retired now: a scrape still gathering that has the older answer takes this one.
+        for (const other of gathers.values()) if (other.results.has(worker)) other.results.set(worker, answer);
+      }
+    }
+    last.set(worker, answer);
   };
 
   const onExit = (worker: Worker): void => {
@@ -283,6 +303,9 @@ export class WorkerMetricsLink {
   private readonly podEpochs: () => PodEpochs | null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
+  /** The id of the final counts sent (final()), and what resolves its wait when the primary took them. */
+  private finalId = 0;
+  private finalTaken: (() => void) | null = null;
   private readonly onMessage = (message: unknown): void => {
     const m = metricsMessage(message);
     if (m === null || typeof m.id !== 'number') return;
@@ -294,6 +317,8 @@ export class WorkerMetricsLink {
         (metrics) => send({ t: MSG_DATA, id, metrics: metrics as unknown as MetricJson[], podEpochs }),
         (err: Error) => send({ t: MSG_DATA, id, metrics: [], error: `cannot read the metrics registry: ${err.message}` }),
       );
+    } else if (m.t === MSG_FINAL_TAKEN) {
+      if (this.finalTaken !== null && m.id === this.finalId) this.finalTaken();
     } else if (m.t === MSG_TEXT) {
       const p = this.pending.get(m.id);
       if (p === undefined) return;
@@ -330,6 +355,35 @@ export class WorkerMetricsLink {
         clearTimeout(timer);
         reject(new Error('cannot reach the primary'));
       }
+    });
+  }
+
+  /**
+   * A worker about to exit cleanly: sends its registry to the primary as its last answer, so what
+   * it counted since the last scrape stays in the instance's sums. Resolves true once the primary
+   * took it, false when it cannot be sent or the primary has not said so within `timeoutMs`
+   * (the exit goes on; the counts since the last scrape are then lost, as with a crash); null
+   * without a primary (not under node:cluster, or its channel closed: nobody to tell).
+   */
+  async final(timeoutMs: number): Promise<boolean | null> {
+    if (process.send === undefined || !process.connected) return null;
+    let metrics: MetricJson[];
+    try {
+      metrics = await this.metrics.registry.getMetricsAsJSON() as unknown as MetricJson[];
+    } catch {
+      return false;
+    }
+    const id = this.nextId++;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const done = (taken: boolean): void => {
+        clearTimeout(timer);
+        this.finalTaken = null;
+        resolve(taken);
+      };
+      this.finalId = id;
+      this.finalTaken = () => done(true);
+      if (!send({ t: MSG_FINAL, id, metrics, podEpochs: this.podEpochs() ?? undefined })) done(false);
     });
   }
 

@@ -24,6 +24,7 @@ import type { Settings } from '../settings.js';
 import { RouterMetrics } from '../observe/metrics.js';
 import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
+import { WorkerMetricsLink } from '../observe/metrics-cluster.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
 import { OpsLog } from '../observe/ops-log.js';
 import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
@@ -239,6 +240,7 @@ export async function runWorker(settings: Settings): Promise<void> {
 
   // Bodies up to ROUTER_MAX_BODY_BYTES find their shared memory again (body-memory.ts).
   sizeSharedBodyMemory(settings.maxBodyBytes);
+  const metricsLink = new WorkerMetricsLink(metrics, { podEpochs: () => podEpochs });
   const app = buildApp(uws, {
     maxBodyBytes: settings.maxBodyBytes,
     sharedBodyMinBytes: threadParser === null ? 0 : threadParser.minBytes,
@@ -249,7 +251,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     ready: () => ready && (!stopping || retiring) && table !== null && (retiring || heartbeat.alive()),
     modelsJson: () => (table === null ? emptyModels : table.modelsJson),
     modelJson: (id) => (table === null ? undefined : table.modelJson(id)),
-    metrics: metricsHandler(metrics, { podEpochs: () => podEpochs }),
+    metrics: metricsHandler(metrics, metricsLink),
     accepted: () => {
       inflight++;
     },
@@ -366,6 +368,9 @@ export async function runWorker(settings: Settings): Promise<void> {
     ]);
     // Records an output did not take by now are lost with the process: counted and said on stderr.
     await Promise.race([accessLog.abandon(), new Promise((r) => setTimeout(r, 500).unref())]);
+    // Every request is counted by now: the primary keeps these counts as this worker's last (a
+    // worker retired alone would otherwise lose what it counted since the last scrape).
+    if ((await metricsLink.final(FINAL_METRICS_WAIT_MS)) === false) ops.warn('metrics', `the primary did not take this worker's final counts within ${FINAL_METRICS_WAIT_MS} ms: what it counted since the last scrape is not in /metrics`);
     process.exit(0);
   };
 
@@ -453,6 +458,9 @@ export async function runWorker(settings: Settings): Promise<void> {
  * the deadline, before the primary's SIGKILL (5 s after it).
  */
 const CUT_RECORDS_MS = 1000;
+
+/** How long a drained worker waits for the primary to take its final counts before it exits anyway. */
+const FINAL_METRICS_WAIT_MS = 1000;
 
 /** New (block hash → pod) pairs a worker sends the others per interval at most (more are not shared). */
 const PREFIX_SHARE_PER_INTERVAL = 16_384;

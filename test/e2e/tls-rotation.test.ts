@@ -122,15 +122,13 @@ describe('certificate rotation', { concurrent: true }, () => {
     ca?.remove();
   });
 
-  const expiry = async (): Promise<number | undefined> => {
-    const text = await new Promise<string>((resolve, reject) => {
-      request({ host: '127.0.0.1', port, path: '/metrics', ca: caPem, servername: 'localhost', agent: false }, (res) => {
-        let t = '';
-        res.setEncoding('utf8').on('data', (d: string) => { t += d; }).on('end', () => resolve(t));
-      }).on('error', reject).end();
-    });
-    return sample(text, 'inference_router_tls_certificate_expiry_seconds');
-  };
+  const metricsText = (): Promise<string> => new Promise<string>((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/metrics', ca: caPem, servername: 'localhost', agent: false }, (res) => {
+      let t = '';
+      res.setEncoding('utf8').on('data', (d: string) => { t += d; }).on('end', () => resolve(t));
+    }).on('error', reject).end();
+  });
+  const expiry = async (): Promise<number | undefined> => sample(await metricsText(), 'inference_router_tls_certificate_expiry_seconds');
   /** Fingerprints of `n` new connections' certificates, once the requests succeeded. */
   const freshFingerprints = async (n: number): Promise<string[]> => {
     const out: string[] = [];
@@ -202,6 +200,10 @@ describe('certificate rotation', { concurrent: true }, () => {
       agent.destroy();
     }
     expect(failures).toEqual([]);
+    // Every completion is counted: the retired workers handed the primary what they counted since
+    // the last scrape before they exited.
+    const completions = (await metricsText()).split('\n').filter((l) => l.startsWith('inference_router_requests_total{model="sf-model"') && l.includes('status="200"'));
+    expect(completions.reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0)).toBe(seen.keepAlive);
     // Without net.ipv4.tcp_migrate_req the kernel resets a connection it had queued for a listener
     // in the instant that listener closes (deploy.md): at most one per worker replaced (2 rotations
     // of 2 workers), none with the sysctl on.

@@ -10,6 +10,7 @@ const dist = new URL('../../../dist/', import.meta.url);
 const { RouterMetrics } = await import(new URL('observe/metrics.js', dist).href);
 const { attachMetricsPrimary } = await import(new URL('observe/metrics-cluster.js', dist).href);
 const { metricsHandler } = await import(new URL('observe/metrics-answer.js', dist).href);
+const { WorkerMetricsLink } = await import(new URL('observe/metrics-cluster.js', dist).href);
 const { RequestContext } = await import(new URL('http/request-context.js', dist).href);
 const port = Number(process.argv[2]);
 
@@ -23,7 +24,12 @@ const TRAFFIC = {
     ...Array(5).fill(['sf-model', 'default/sf-route', 200, null, 10]),
     ...Array(2).fill(['nope', '', 404, 'model_not_found', 0]),
   ],
+  // Forked when a worker exits cleanly (the replacement of one that drained).
+  3: [],
 };
+
+/** What a worker told to drain (SIGUSR1) observes last, after its last scrape, before it hands its final counts and exits. */
+const LAST_TRAFFIC = Array(3).fill(['sf-model', 'default/sf-route', 200, null, 10]);
 
 if (cluster.isPrimary) {
   const { CounterStore } = await import(new URL('ratelimit/local/counter-store.js', dist).href);
@@ -50,10 +56,16 @@ if (cluster.isPrimary) {
       });
     }
   });
-  for (const i of [1, 2]) {
+  const fork = (i) => {
     const w = cluster.fork({ WORKER_INDEX: String(i) });
     w.on('online', () => process.stdout.write(`WORKER ${i} ${w.process.pid}\n`));
-  }
+    // A worker that drained is replaced, as the router's primary replaces one retired alone.
+    w.on('exit', (code) => {
+      if (code === 0) fork(3);
+    });
+  };
+  fork(1);
+  fork(2);
   process.on('SIGTERM', () => {
     for (const w of Object.values(cluster.workers)) w?.process.kill('SIGKILL');
     process.exit(0);
@@ -66,16 +78,19 @@ if (cluster.isPrimary) {
   const { LocalLimitClient } = await import(new URL('ratelimit/local/limit-client.js', dist).href);
   const metrics = new RouterMetrics({ defaultMetrics: false });
   metrics.bindSources({ upstreamPods: () => [{ name: 'pod-a', inflight: index, connections: index, queued: 0 }] });
-  for (const [model, route, status, error, input] of TRAFFIC[index]) {
-    const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'r', Date.now(), 1000);
-    ctx.modelName = model;
-    ctx.modelRoute = route;
-    ctx.statusCode = status;
-    if (error !== null) ctx.fail(error, 'x', status);
-    ctx.inputTokens = input;
-    ctx.tEnd = 1100;
-    metrics.observeRequest(ctx, null);
-  }
+  const observe = (traffic) => {
+    for (const [model, route, status, error, input] of traffic) {
+      const ctx = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'r', Date.now(), 1000);
+      ctx.modelName = model;
+      ctx.modelRoute = route;
+      ctx.statusCode = status;
+      if (error !== null) ctx.fail(error, 'x', status);
+      ctx.inputTokens = input;
+      ctx.tEnd = 1100;
+      metrics.observeRequest(ctx, null);
+    }
+  };
+  observe(TRAFFIC[index]);
   // Tenants, on a route of their own: worker 1 sees a tenant named "other" (7 input tokens) and
   // 149 more, worker 2 sees 60 others (1 token each); each worker has its own series for its first 100.
   const tenants = index === 1 ? ['other', ...Array.from({ length: 149 }, (_, i) => `t1-${i}`)] : Array.from({ length: 60 }, (_, i) => `t2-${i}`);
@@ -93,8 +108,20 @@ if (cluster.isPrimary) {
   const limiter = new LocalLimitClient();
   const spec = { inputTokensPerUnit: 1_000_000_000, outputTokensPerUnit: null, unit: 'minute', global: null, mode: 'enforce' };
   setInterval(() => void Promise.resolve(limiter.admit(`noise/${index}`, spec, 1)).catch(() => {}), 2).unref();
-  const serve = metricsHandler(metrics);
+  const link = new WorkerMetricsLink(metrics);
+  const serve = metricsHandler(metrics, link);
+  // SIGUSR1: drain as the router's worker does: its listener closed, its last requests counted,
+  // its final counts handed to the primary, exit 0.
+  let listening = null;
+  process.on('SIGUSR1', async () => {
+    uws.us_listen_socket_close(listening);
+    observe(LAST_TRAFFIC);
+    const taken = await link.final(2000);
+    process.stdout.write(`FINAL ${index} ${taken}\n`);
+    process.exit(0);
+  });
   uws.App().get('/metrics', (res) => serve(res, false, () => false)).listen('127.0.0.1', port, (sock) => {
+    listening = sock;
     if (!sock) {
       process.stderr.write(`worker ${index}: cannot listen on ${port}\n`);
       process.exit(1);

@@ -84,6 +84,28 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
     expect(sample(t, 'inference_router_input_tokens_total{route="default/sf-route"}')).toBe(90);
   }, 20_000);
 
+  it('a worker that drains hands its final counts to the primary before it exits: what it counted after the last scrape is in the sums', async () => {
+    const m = /WORKER 1 (\d+)/.exec(out);
+    expect(m).not.toBeNull();
+    const before = await scrape(url);
+    expect(sample(before, 'inference_router_requests_total{model="sf-model",route="default/sf-route",status="200",error_type=""}')).toBe(8);
+    // Worker 1 counts 3 more requests, then drains: no scrape asks it again.
+    process.kill(Number(m![1]), 'SIGUSR1');
+    for (let i = 0; i < 500 && !/FINAL 1 /.test(out); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(out).toMatch(/FINAL 1 true\n/);
+    // Its replacement (worker 3, which counted nothing) answers with worker 2.
+    let t = '';
+    for (let i = 0; i < 500; i++) {
+      t = /WORKER 3 \d+/.test(out) ? await scrape(url).catch(() => '') : '';
+      if (sample(t, 'inference_router_metrics_scrape_workers{state="answered"}') === 2) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(2);
+    expect(sample(t, 'inference_router_requests_total{model="sf-model",route="default/sf-route",status="200",error_type=""}')).toBe(11);
+    expect(sample(t, 'inference_router_request_duration_seconds_count{route="default/sf-route"}')).toBe(12);
+    expect(sample(t, 'inference_router_requests_total{model="(unknown)",route="",status="404",error_type="model_not_found"}')).toBe(2);
+  });
+
   it('a worker that died is settled at once, not after a timeout: its counters stay in the sums, its gauges go', async () => {
     const m = /WORKER 2 (\d+)/.exec(out);
     expect(m).not.toBeNull();
@@ -99,12 +121,13 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
     expect(sample(t, 'inference_router_metrics_scrape_workers{state="answered"}')).toBe(1);
     // Not counted as missing: its exit removed it, no timeout was waited for.
     expect(sample(t, 'inference_router_metrics_scrape_workers{state="missing"}')).toBe(0);
-    // Counters do not go down (Prometheus would read a reset): worker 2's, as of its last answer, stay.
-    expect(sample(t, 'inference_router_requests_total{model="sf-model",route="default/sf-route",status="200",error_type=""}')).toBe(8);
+    // Counters do not go down (Prometheus would read a reset): worker 2's, as of its last answer, stay
+    // (and worker 1's, as of its final counts).
+    expect(sample(t, 'inference_router_requests_total{model="sf-model",route="default/sf-route",status="200",error_type=""}')).toBe(11);
     expect(sample(t, 'inference_router_requests_total{model="(unknown)",route="",status="404",error_type="model_not_found"}')).toBe(2);
-    expect(sample(t, 'inference_router_request_duration_seconds_count{route="default/sf-route"}')).toBe(9);
-    expect(sample(t, 'inference_router_request_duration_seconds_bucket{route="default/sf-route",le="0.1"}')).toBe(9);
-    // A gauge describes the processes there are now.
-    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(1);
+    expect(sample(t, 'inference_router_request_duration_seconds_count{route="default/sf-route"}')).toBe(12);
+    expect(sample(t, 'inference_router_request_duration_seconds_bucket{route="default/sf-route",le="0.1"}')).toBe(12);
+    // A gauge describes the processes there are now (worker 3 alone: its in-flight gauge is 3).
+    expect(sample(t, 'inference_router_upstream_inflight_requests{backend_pod="pod-a",pod="pod-a"}')).toBe(3);
   });
 });
