@@ -125,6 +125,11 @@ export interface StreamUsageReader {
   /** Events that could carry generated text (not the usage, not `[DONE]`) before the output count came. */
   readonly textEvents: number;
   /**
+   * The stream said it is whole (Chat and Completions: its `[DONE]`): whatever the pod does after
+   * (holds the connection, breaks it) takes nothing from the answer.
+   */
+  readonly finished: boolean;
+  /**
    * The pod's own error event, when the stream carried one (the generation failed partway): its
    * message (the first one's), bounded; else null. The event itself is forwarded as it came.
    */

@@ -141,6 +141,8 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   podError: string | null = null;
   /** StreamUsageReader: events that could carry text (JSON objects without usage) before the count came. */
   textEvents = 0;
+  /** StreamUsageReader: the `[DONE]` event came. */
+  finished = false;
 
   usage(): AnswerUsage {
     this.readHeld();
@@ -226,9 +228,11 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
       return KEEP;
     }
     if (data === null) return KEEP;
-    if (this.podError === null) {
+    if (data.length === DONE.length && data === DONE) {
+      this.finished = true;
+      this.testLastEvent();
+    } else if (this.podError === null) {
       if (this.opensWithError(data)) this.podError = this.errorMessage(data);
-      else if (data.length === DONE.length && data === DONE) this.testLastEvent();
       else this.lastData = data;
     }
     const generated = this.generated;

@@ -17,6 +17,14 @@ const BUFFER_LIMIT = 8 * 1024 * 1024;
 /** Of a successful JSON answer larger than BUFFER_LIMIT, at least this much of its end is kept, to read its usage there. */
 const TAIL_BYTES = 64 * 1024;
 
+/**
+ * How long after a stream's last event (`[DONE]`) the pod has to end its answer (the chunked
+ * body's last chunk, or the connection's close); a pod that holds it open longer is cut then, and
+ * the client's stream ends whole, not at the ModelServer's timeout with an error event after its
+ * `[DONE]`. A pod ends it in the same write as `[DONE]`, or just after.
+ */
+const FINISHED_STREAM_END_MS = 1000;
+
 export const enum CallOutcome {
   /** The answer (any status) went through to the client, or the client left. */
   Done,
@@ -55,6 +63,8 @@ export class UpstreamCall implements Http1Handler, StreamSource {
   private pendingHeaders: string[] | null = null;
   private pendingAscii = false;
   private responseStarted = false;
+  /** The stream's last event came: its end was asked for within FINISHED_STREAM_END_MS. */
+  private finishing = false;
   private buffered: Buffer[] | null = null;
   /** A successful answer passed through (no length, or one over BUFFER_LIMIT): its chunks, kept to read usage at the end. */
   private passed: Buffer[] | null = null;
@@ -129,9 +139,15 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       return true;
     }
     if (this.passed !== null) this.keepPassed(chunk);
-    const out = this.scanner !== null ? this.scanner.push(chunk) : chunk;
+    const scanner = this.scanner;
+    const out = scanner !== null ? scanner.push(chunk) : chunk;
+    // The stream's last event came: the pod's end of the answer is due at once, not at the timeout.
+    if (scanner !== null && scanner.finished && !this.finishing) {
+      this.finishing = true;
+      this.req?.endWithin(FINISHED_STREAM_END_MS);
+    }
     if (out.length === 0 || !this.x.writable) return true;
-    if (this.scanner !== null) this.x.firstByte();
+    if (scanner !== null) this.x.firstByte();
     // Queued by the exchange for the end of the turn, with this turn's other pieces of the answer
     // (one send); it pauses the pod's socket through pause() and resume() under backpressure and
     // between a turn's allowance and its write (this call is the exchange's `upstream` while it runs).
@@ -228,6 +244,13 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       this.buffered = null;
       x.abortAnswer();
       this.settle(!this.responseStarted && isConnectFailure(err) ? CallOutcome.RetryableConnectFailure : CallOutcome.FailedBeforeResponse);
+      return;
+    }
+    if (this.scanner !== null && this.scanner.finished) {
+      // The stream said it is whole ([DONE]), then the pod broke the connection or held it past
+      // FINISHED_STREAM_END_MS without ending the answer: the client's stream ends as it would have.
+      x.endStream(this.scanner.end());
+      this.settle(CallOutcome.Done);
       return;
     }
     // Mid-stream: the status line is gone; cut the connection so the client sees a broken answer,

@@ -29,6 +29,8 @@ export interface ConnectionOwner {
   readonly tick: number;
   readonly connectTicks: number;
   readonly keepAliveTicks: number;
+  /** Ticks of the coarse clock that cover `ms` (a deadline set with them passes no sooner). */
+  ticksOf(ms: number): number;
   /** How soon after the send a reused connection's break is the idle-close race (ms): resent once. */
   readonly idleRaceMs: number;
   readonly maxHeaderSize: number;
@@ -120,6 +122,20 @@ export class Http1Connection implements ParserSink {
       this.deadline = bounded(after(this.owner, req.bodyTicks), req.endTick);
     }
     this.socket.resume();
+  }
+
+  /**
+   * The request's answer is to end within `ms` from now (its handler read all it needs): its
+   * whole-exchange deadline moves that near, if it was later. A server that holds the answer
+   * open past it gets the total timeout then.
+   */
+  endWithin(ms: number): void {
+    const req = this.req;
+    if (req === null) return;
+    const end = this.owner.tick + this.owner.ticksOf(ms);
+    if (req.endTick !== 0 && req.endTick <= end) return;
+    req.endTick = end;
+    if (!this.paused) this.deadline = bounded(this.deadline, end);
   }
 
   /** Ends the request on this connection (and the connection). */

@@ -214,7 +214,12 @@ export class Http1Pool implements ConnectionOwner, RequestOwner {
   }
 
   private ticks(ms: number): number {
-    return ms > 0 ? Math.ceil(ms / this.resolutionMs) + 1 : 0;
+    return ms > 0 ? this.ticksOf(ms) : 0;
+  }
+
+  /** ConnectionOwner: the ticks that cover `ms` (at least one). */
+  ticksOf(ms: number): number {
+    return Math.ceil(ms / this.resolutionMs) + 1;
   }
 
   /** Advances the coarse clock and times out what is due. */

@@ -48,6 +48,7 @@ export const enum RequestState { Queued, Sent, Done }
 export interface RequestCarrier {
   pause(): void;
   resume(): void;
+  endWithin(ms: number): void;
   abort(reason: Error): void;
 }
 
@@ -110,6 +111,14 @@ export class Http1Request {
 
   resume(): void {
     this.conn?.resume();
+  }
+
+  /**
+   * The answer is to end within `ms` (the handler has all it needs of it: a stream's last event
+   * came): the whole-exchange timeout moves that near, if it was later. Only once sent.
+   */
+  endWithin(ms: number): void {
+    this.conn?.endWithin(ms);
   }
 
   /** Ends the request now; the handler's onError gets `reason`. No-op once done. */

@@ -270,3 +270,31 @@ describe('SseUsageScanner', () => {
     }
   });
 });
+
+describe('SseUsageScanner.finished: the stream said it is whole', () => {
+  it('is false until the [DONE] event ends, true from then on, whatever the split, the line ends, an error event before it', () => {
+    for (const eol of ['\n', '\r\n']) {
+      for (const events of [chatEvents, [`data: ${completionChunk('a')}`, 'data: {"error":{"message":"engine failed"}}', 'data: [DONE]']]) {
+        const bytes = Buffer.from(stream(events, eol).all);
+        // The blank line after [DONE] ends it; a lone \r at the end is read as a line's end (its \n may not come).
+        const finishedFrom = eol === '\r\n' ? bytes.length - 1 : bytes.length;
+        for (let cut = 1; cut < bytes.length; cut++) {
+          const scanner = new SseUsageScanner({ stripUsageChunk: true });
+          scanner.push(bytes.subarray(0, cut));
+          // [DONE] is whole only once its blank line came.
+          expect(scanner.finished).toBe(cut >= finishedFrom);
+          scanner.push(bytes.subarray(cut));
+          expect(scanner.finished).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('a stream without [DONE], or with [DONE] inside another event\'s data, is not finished', () => {
+    const scanner = new SseUsageScanner({ stripUsageChunk: false });
+    scanner.push(Buffer.from(`data: ${completionChunk('[DONE]')}\n\ndata: [DONE] \n\n: [DONE]\n\n`));
+    expect(scanner.finished).toBe(false);
+    scanner.end();
+    expect(scanner.finished).toBe(false);
+  });
+});
