@@ -7,8 +7,8 @@
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { delimiter, join } from 'node:path';
+import type { Cluster, KubeConfig, User } from '@kubernetes/client-node';
 
 /** Where a pod's service-account token is mounted (in-cluster configuration). */
 export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -51,11 +51,49 @@ export async function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): Prom
     throw new Error(`--kubernetes: cannot load the cluster configuration from ${from}: ${reason}; ` +
       'set KUBECONFIG to a readable kubeconfig file, or run the router in the cluster (docs/kubernetes.md)');
   }
-  if (kc.getCurrentCluster()?.server === undefined) {
+  const cluster = kc.getCurrentCluster();
+  if (cluster?.server === undefined) {
     throw new Error(`--kubernetes: the cluster configuration from ${from} has no current cluster (current-context: ${JSON.stringify(kc.getCurrentContext() ?? '')}); ` +
       'set current-context to a context whose cluster has a server');
   }
+  const user = kc.getCurrentUser();
+  const missing = missingCredentialFile(cluster, user);
+  if (missing !== null) throw new Error(`--kubernetes: the cluster configuration from ${from}: ${missing}`);
+  // A token read from a token-file keeps the file's last newline, which no header can carry:
+  // every request would fail, its error quoting the token. kubectl trims it, so does this.
+  if (user !== null && typeof user.token === 'string' && user.token !== user.token.trim()) {
+    (user as { token?: string }).token = user.token.trim();
+  }
   return kc;
+}
+
+/**
+ * A file the current cluster or user names that is not there (the CA, a client certificate or
+ * key), or an exec credential plugin not found on PATH; null when all are. Without this check the
+ * router would retry every list forever, each failure said as a connection failure to the API
+ * server (no request was sent).
+ */
+export function missingCredentialFile(cluster: Pick<Cluster, 'caFile'>, user: Pick<User, 'certFile' | 'keyFile' | 'exec'> | null,
+  places: { exists: (path: string) => boolean; path: string | undefined } = { exists: existsSync, path: process.env.PATH }): string | null {
+  const files: [string, string | undefined][] = [
+    ['certificate-authority', cluster.caFile],
+    ['client-certificate', user?.certFile],
+    ['client-key', user?.keyFile],
+  ];
+  for (const [field, file] of files) {
+    if (file !== undefined && file !== '' && !places.exists(file)) return `the ${field} file ${file} does not exist; fix the path, or give the data inline (${field}-data)`;
+  }
+  const command: unknown = user?.exec?.command;
+  if (typeof command === 'string' && command !== '' && !onPath(command, places)) {
+    return `the exec credential plugin ${JSON.stringify(command)} of user ${JSON.stringify((user as { name?: string }).name ?? '')} is not ${command.includes('/') ? 'there' : 'on PATH'}; install it, or give the router another way to authenticate (a token, a client certificate)`;
+  }
+  return null;
+}
+
+/** `command` names a file that is there: a path as given, else found in one of PATH's directories. */
+function onPath(command: string, places: { exists: (path: string) => boolean; path: string | undefined }): boolean {
+  if (command.includes('/')) return places.exists(command);
+  return (places.path ?? '').split(delimiter).some((dir) => dir !== '' && places.exists(join(dir, command)));
 }
 
 function safeHome(): string | null {

@@ -223,10 +223,29 @@ export function describeError(err: unknown, server: string): string {
   // A refused list carries the API server's Status: its message names who was refused what, where.
   const said = statusMessage(e.body);
   if (said !== null) parts.push(firstLine(said));
-  else if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(e.message));
+  else if (typeof e.message === 'string' && e.message !== '') parts.push(firstLine(apiExceptionMessage(e.message)));
   if (e.cause && typeof e.cause.code === 'string') parts.push(e.cause.code);
   else if (e.cause && typeof e.cause.message === 'string') parts.push(firstLine(e.cause.message));
-  return parts.length > 0 ? parts.join(': ') : String(err);
+  return parts.length > 0 ? parts.join(': ') : withoutCredentials(String(err));
+}
+
+/**
+ * client-node's ApiException says `HTTP-Code: 401\nMessage: Unauthorized\nBody: …\nHeaders: {…}`:
+ * its Message line (the status is said apart); any other message as it is.
+ */
+function apiExceptionMessage(message: string): string {
+  if (!message.startsWith('HTTP-Code:')) return message;
+  const said = /^Message: (.*)$/m.exec(message);
+  return said === null || said[1].trim() === '' ? message.split('\n', 1)[0] : said[1].trim();
+}
+
+/**
+ * `s` with the credentials of an Authorization value (`Bearer <token>`, `Basic <…>`) replaced by
+ * `[redacted]`: a header the HTTP client refused is quoted in its error (a token with a stray
+ * character), and the log must not carry the secret.
+ */
+export function withoutCredentials(s: string): string {
+  return s.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]');
 }
 
 /**
@@ -237,14 +256,15 @@ export function describeError(err: unknown, server: string): string {
  */
 function networkFailure(e: { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } }, server: string): string | null {
   const code = typeof e.code === 'string' ? e.code : typeof e.cause?.code === 'string' ? e.cause.code : null;
-  if (code === null) return null;
+  // Node's own refusal of the request it was to send (a header value it cannot carry): no connection was tried.
+  if (code === null || code.startsWith('ERR_INVALID_')) return null;
   const message = typeof e.message === 'string' ? e.message.trim() : '';
   // node-fetch: "request to <url> failed, reason: connect ECONNREFUSED 10.96.0.1:443".
   const at = message.indexOf('reason: ');
   let reason = at === -1 ? message : message.slice(at + 'reason: '.length);
   if (reason === '') reason = code;
   else if (!reason.includes(code)) reason = `${reason} (${code})`;
-  return `connection to the API server at ${server} failed: ${reason.replace(/\s*\n\s*/g, ' ')}`;
+  return `connection to the API server at ${server} failed: ${withoutCredentials(reason).replace(/\s*\n\s*/g, ' ')}`;
 }
 
 /** The message of a v1 Status answer (a JSON string or an object), or null. */
@@ -266,8 +286,8 @@ function formatSeconds(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
 
+/** The message on one line (its line breaks as spaces), credentials redacted, at most 200 characters. */
 function firstLine(s: string): string {
-  const i = s.indexOf('\n');
-  const line = i === -1 ? s : s.slice(0, i);
+  const line = withoutCredentials(s).replace(/\s*[\r\n]+\s*/g, ' ').trim();
   return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }

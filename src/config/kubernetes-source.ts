@@ -156,6 +156,11 @@ export class KubernetesSource {
     await Promise.all(this.informers.map((inf) => inf.stop()));
   }
 
+  /** stop() was called (the router stops): a start() still waiting for its first sync rejects, which is no failure. */
+  get stopped(): boolean {
+    return this.isStopped();
+  }
+
   private isStopped(): boolean {
     return this.state === 'stopped';
   }

@@ -14,7 +14,15 @@
  * relist, with no event in between (an API server, or a proxy in front of several, whose watch cache
  * lags behind the list), would have ListWatch list everything again at once, in a loop: hundreds
  * of full lists a second. So the first 410 of a streak relists at once; each further one in a row
- * (no event delivered since) waits 1 s, then 2 s, ... up to 30 s before the relist, and says so.
+ * (no event delivered since, the watch ended within SHORT_WATCH_MS) waits 1 s, then 2 s, ... up to
+ * 30 s before the relist, and says so. A 410 on a watch that stayed open longer, or after one that
+ * did and ended cleanly, starts a new streak.
+ *
+ * Another ERROR event (a Status the API server sends on a watch it answered 200: `etcdserver:
+ * request timed out`, a 500; `Too large resource version`, a 504 from an API server whose watch
+ * cache is behind the resourceVersion asked for) ends the watch as a failure, which the informer
+ * logs, counts and retries with its backoff, where ListWatch would have resumed at once from the
+ * same resourceVersion, silently, in a loop. `Too large resource version` relists, as client-go does.
  *
  * The first event a watch delivers (a change or a bookmark) is reported (`progressed`): the watch
  * works, so the informer starts its failure backoff over. A watch answered and open is reported
@@ -89,6 +97,8 @@ export class BackoffWatch {
     /** Events other than ERROR (ADDED, MODIFIED, DELETED, BOOKMARK): the watch made progress. */
     let events = 0;
     let gone = false;
+    /** The first ERROR event other than a relist's (410 Gone, too large a resourceVersion): the watch failed. */
+    let failure: Error | null = null;
     /** Once ended (by its stream, or by the watchdog), a watch delivers nothing more. */
     let ended = false;
     let lastEventAt = Date.now();
@@ -98,13 +108,17 @@ export class BackoffWatch {
     const counted: WatchCallback = (phase, obj, watchObj) => {
       if (ended) return;
       lastEventAt = Date.now();
-      if (phase === 'ERROR') gone ||= isGone(obj);
-      else if (events++ === 0) this.progressed();
+      if (phase === 'ERROR') {
+        if (isGone(obj) || isTooLargeVersion(obj)) gone = true;
+        else failure ??= watchStatusError(obj);
+      } else if (events++ === 0) this.progressed();
       callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : this.keep(obj), watchObj);
     };
-    const finished: DoneCallback = (err) => {
+    const finished: DoneCallback = (cause) => {
       if (ended) return;
       ended = true;
+      // A failure its Status said; a relist asked for by one (ListWatch relists on a 410 alone).
+      const err = cause ?? failure ?? (gone ? RELIST : cause);
       if (watchdog !== null) clearTimeout(watchdog);
       if (controller !== null) this.open.delete(controller);
       if (events > 0) {
@@ -112,7 +126,8 @@ export class BackoffWatch {
         this.goneEnds = 0;
       } else if (gone || isGone(err)) {
         this.quietEnds = 0;
-        this.goneEnds++;
+        // A watch that stayed open a while before its 410 did not follow a relist at once.
+        this.goneEnds = this.clock.now() - startedAt >= SHORT_WATCH_MS ? 1 : this.goneEnds + 1;
         if (this.goneEnds > 1) {
           const ms = Math.min(BASE_DELAY_MS * 2 ** (this.goneEnds - 2), MAX_DELAY_MS);
           this.log(`watch answered 410 Gone (resourceVersion too old) ${this.goneEnds} times in a row, right after relisting; relisting in ${ms} ms`, 'warn');
@@ -124,6 +139,8 @@ export class BackoffWatch {
         }
       } else if (err || this.clock.now() - startedAt >= SHORT_WATCH_MS) {
         this.quietEnds = 0;
+        // A watch that stayed open, quiet, after a relist: the relist worked, a later 410 starts a new streak.
+        if (!err) this.goneEnds = 0;
       } else {
         this.quietEnds++;
       }
@@ -187,6 +204,27 @@ export class BackoffWatch {
       this.pending = { handle, resolve };
     });
   }
+}
+
+/** What ListWatch relists on (a 410): given when a Status other than 410 Gone asks for a relist. */
+const RELIST = Object.assign(new Error('relist'), { code: 410 });
+
+/**
+ * `Too large resource version`: the API server's watch cache is behind the resourceVersion asked
+ * for (a 504 Status with reason Timeout and a ResourceVersionTooLarge cause); client-go relists.
+ */
+function isTooLargeVersion(v: unknown): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  const o = v as { message?: unknown; details?: { causes?: { reason?: unknown }[] } };
+  if (Array.isArray(o.details?.causes) && o.details!.causes.some((c) => c?.reason === 'ResourceVersionTooLarge')) return true;
+  return typeof o.message === 'string' && o.message.includes('Too large resource version');
+}
+
+/** The failure an ERROR event's Status says (its code and message, as a list's refusal is told). */
+function watchStatusError(v: unknown): Error {
+  const o = (v !== null && typeof v === 'object' ? v : {}) as { code?: unknown; message?: unknown; reason?: unknown };
+  const message = typeof o.message === 'string' && o.message !== '' ? o.message : typeof o.reason === 'string' ? o.reason : 'an ERROR event';
+  return Object.assign(new Error(`watch ended by the API server: ${message}`), typeof o.code === 'number' ? { statusCode: o.code } : {});
 }
 
 /** A 410 Gone: a watch ERROR event's Status, or the error of a watch answered HTTP 410. */

@@ -168,6 +168,18 @@ export function parseCommand(argv: readonly string[]): 'help' | 'version' | 'run
 /** A Gateway's `<namespace>/<name>`: a DNS label, then an object name of the Gateway API (a DNS subdomain). */
 const GATEWAY_KEY = /^(?=[^/]{1,63}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(?=[^/]{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** A Kubernetes namespace name: a DNS label (RFC 1123), at most 63 lower-case letters, digits and '-'. */
+const NAMESPACE = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** ROUTER_NAMESPACE, or null when unset or empty (all namespaces). */
+function namespaceSetting(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (!NAMESPACE.test(raw)) {
+    throw new UsageError(badSetting('ROUTER_NAMESPACE', 'a Kubernetes namespace name: at most 63 lower-case letters, digits and \'-\', beginning and ending with a letter or digit, e.g. kthena-system', raw));
+  }
+  return raw;
+}
+
 /** ROUTER_GATEWAY, or null when unset or empty. */
 function gatewaySetting(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null;
@@ -264,7 +276,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     tls,
     workers: workers ?? availableParallelism(),
     apiGroup,
-    namespace: env.ROUTER_NAMESPACE || null,
+    namespace: namespaceSetting(env.ROUTER_NAMESPACE),
     gateway: gatewaySetting(env.ROUTER_GATEWAY),
     drainTimeoutMs: durationMs('ROUTER_DRAIN_TIMEOUT', env.ROUTER_DRAIN_TIMEOUT, 30_000, ABOVE_ZERO),
     upstreamTimeoutMs: durationMs('ROUTER_UPSTREAM_TIMEOUT', env.ROUTER_UPSTREAM_TIMEOUT, 300_000, ABOVE_ZERO),

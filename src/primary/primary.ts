@@ -163,7 +163,11 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     kube.onSnapshot((s) => publish(s.routes, s.servers));
     stopSource = () => kube.stop();
     ownSeries = () => kubernetesWatchSeries(kube.watchStates());
-    void kube.start().then(() => ops.info('kubernetes', 'first full sync done'), (err: Error) => ops.error('kubernetes', err.message));
+    void kube.start().then(
+      () => ops.info('kubernetes', 'first full sync done'),
+      // Stopped (a SIGTERM) before the first sync: the router is stopping, nothing failed.
+      (err: Error) => (kube.stopped ? ops.info('kubernetes', 'stopped before the first full sync') : ops.error('kubernetes', err.message)),
+    );
   }
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.

@@ -93,7 +93,7 @@ const UNKNOWN_HINTS_KEPT = 256;
 const SERVED_HINT_NAMES = 10;
 
 function servedModelsHint(names: readonly string[]): string {
-  if (names.length === 0) return '; no route serves any model: the resources have no ModelRoute';
+  if (names.length === 0) return '; no route serves any model: no ModelRoute applies (the resources have none, or each was skipped: the router\'s log says why)';
   const listed = names.slice(0, SERVED_HINT_NAMES).map((n) => JSON.stringify(n)).join(', ');
   const more = names.length - SERVED_HINT_NAMES;
   return more > 0 ? `; served: ${listed} and ${more} more (GET /v1/models lists them all)` : `; served: ${listed}`;

@@ -81,6 +81,7 @@ export class FakeKubeApi {
   /** Watches from a resourceVersion below this answer 410 Gone. */
   private compactedRv = 0;
   private expire: { count: number; plural: Plural | null } = { count: 0, plural: null };
+  private statusEvents: { count: number; plural: Plural | null; status: Record<string, unknown> } = { count: 0, plural: null, status: {} };
   private endEarly: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private broken: { count: number; plural: Plural | null } = { count: 0, plural: null };
   private unanswered: { count: number; plural: Plural | null } = { count: 0, plural: null };
@@ -213,6 +214,16 @@ export class FakeKubeApi {
   /** The next `count` watch requests (of `plural` only, if given) answer a 410 Gone ERROR event, whatever their resourceVersion. */
   expireNextWatches(count = 1, plural: Plural | null = null): void {
     this.expire = { count, plural };
+  }
+
+  /**
+   * The next `count` watch requests (of `plural` only, if given) get 200, then an ERROR event whose
+   * Status has `code`, `reason`, `message` (and `details`, when given), and their end: an API server
+   * whose etcd timed out (500), or whose watch cache is behind the resourceVersion asked for (504,
+   * `Too large resource version`).
+   */
+  errorNextWatches(count: number, plural: Plural | null, code: number, reason: string, message: string, details?: Record<string, unknown>): void {
+    this.statusEvents = { count, plural, status: { ...statusObject(code, reason, message), ...(details === undefined ? {} : { details }) } };
   }
 
   /** The next `count` watch requests (of `plural` only, if given) are never answered, not even with headers. */
@@ -379,6 +390,12 @@ export class FakeKubeApi {
     if (this.broken.count > 0 && (this.broken.plural === null || this.broken.plural === plural)) {
       this.broken.count--;
       res.socket?.destroy();
+      return;
+    }
+    if (this.statusEvents.count > 0 && (this.statusEvents.plural === null || this.statusEvents.plural === plural)) {
+      this.statusEvents.count--;
+      writeEvent(res, { type: 'ERROR', object: this.statusEvents.status });
+      res.end();
       return;
     }
     const from = Number(rvText);

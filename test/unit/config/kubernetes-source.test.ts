@@ -578,6 +578,38 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     expect(api.requests.filter((q) => !q.watch).length).toBe(listsBefore + 5);
   });
 
+  test('a watch answered 200 with an ERROR event other than 410 (etcd timed out) is a failure: logged with the API server\'s message, counted, retried with the backoff', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.sendBookmarks();
+    const failuresBefore = source.watchStates().find((s) => s.resource === 'modelroutes')!.failures;
+    const delaysBefore = clock.delays.length;
+    api.errorNextWatches(3, 'modelroutes', 500, 'InternalError', 'etcdserver: request timed out');
+    api.dropWatches();
+    await until('the three failures logged', () => warns.filter((l) => l.includes('modelroutes list/watch failed (HTTP 500: watch ended by the API server: etcdserver: request timed out)')).length === 3, () => ({ warns }));
+    // Then served again: a route made now applies.
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
+    await settle(source, 'route seen once the watch is served again', (v) => v.routes.join() === 'default/r1=llama-3');
+    expect(source.watchStates().find((s) => s.resource === 'modelroutes')!.failures - failuresBefore).toBe(3);
+    expect(clock.delays.slice(delaysBefore).filter((ms) => ms >= 1000)).toEqual([1000, 2000, 4000]);
+  });
+
+  test('a watch answered with an ERROR event "Too large resource version" (the watch cache behind) relists, as client-go does', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.sendBookmarks();
+    const lists = (): number => api.requests.filter((q) => !q.watch && q.plural === 'modelroutes').length;
+    const listsBefore = lists();
+    api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']), { silent: true });
+    api.errorNextWatches(1, 'modelroutes', 504, 'Timeout', 'Timeout: Too large resource version: 99999, current: 105',
+      { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 });
+    api.dropWatches();
+    await settle(source, 'silent route seen after the relist', (v) => v.routes.join() === 'default/r1=llama-3');
+    expect(lists() - listsBefore).toBe(1);
+  });
+
   test('410 Gone again and again right after each relist: the relists back off (1 s, 2 s, ...) instead of looping', async () => {
     api.upsert('modelservers', server('default', 'llama', LABELS));
     const source = await started();
@@ -596,6 +628,25 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     const held = logs.filter((l) => l.startsWith('pods watch answered 410 Gone'));
     expect(held).toHaveLength(5);
     expect(held[0]).toContain('2 times in a row, right after relisting; relisting in 1000 ms');
+  });
+
+  test('two 410s apart, a watch open and quiet between them: each relists at once, not taken for a streak', async () => {
+    api.upsert('modelservers', server('default', 'llama', LABELS));
+    const source = await started();
+    await until('three watches', () => api.watchCount() === 3, () => api.requests);
+    api.sendBookmarks();
+    const lists = (): number => api.requests.filter((q) => !q.watch && q.plural === 'pods').length;
+    const listsBefore = lists();
+    for (const name of ['llama-0', 'llama-1']) {
+      api.upsert('pods', pod('default', name, LABELS, name === 'llama-0' ? '10.0.0.10' : '10.0.0.11'), { silent: true });
+      api.compact();
+      api.dropWatches();
+      await settle(source, `${name} seen after the relist`, (v) => v.endpoints['default/llama'].includes(`${name}@${name === 'llama-0' ? '10.0.0.10' : '10.0.0.11'}:8000`));
+      await until('the pods watch open again', () => api.watchCount('pods') === 1, () => api.requests);
+      clock.ahead += 5_000; // the watch stays open, quiet, for 5 s of the source's clock
+    }
+    expect(lists() - listsBefore).toBe(2);
+    expect(logs.filter((l) => l.includes('410 Gone'))).toEqual([]);
   });
 
   test('a list that gets no answer (a relist after 410, or the first sync) is given up, logged, and made again', async () => {

@@ -161,6 +161,18 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(() => connect('soon')).toThrow(UsageError);
   });
 
+  it('ROUTER_NAMESPACE: unset or empty, all namespaces; else a namespace name (a DNS label)', () => {
+    const ns = settingOf('ROUTER_NAMESPACE', 'namespace');
+    expect(ns(undefined)).toBeNull();
+    expect(ns('')).toBeNull();
+    expect(ns('kthena-system')).toBe('kthena-system');
+    expect(ns('a'.repeat(63))).toBe('a'.repeat(63));
+    expect(() => ns('ML')).toThrow('ROUTER_NAMESPACE: expected a Kubernetes namespace name');
+    expect(() => ns('a'.repeat(64))).toThrow(UsageError);
+    expect(() => ns('-ml')).toThrow(UsageError);
+    expect(() => ns('ml/x')).toThrow(UsageError);
+  });
+
   it('ROUTER_UPSTREAM_IDLE_RACE: default 20 ms (the pool\'s own default), a duration from 0 (never) to 10 s', () => {
     const race = settingOf('ROUTER_UPSTREAM_IDLE_RACE', 'upstreamIdleRaceMs');
     expect(race(undefined)).toBe(20);

@@ -70,7 +70,7 @@ describe('RouteTable', () => {
 
   it('tells a request for an unknown model which models are served: up to 10 names, then how many more', () => {
     expect(table(snap).servedModelsHint).toBe('; served: "m", "strict"');
-    expect(table({ version: 1, servers: [], routes: [] }).servedModelsHint).toBe('; no route serves any model: the resources have no ModelRoute');
+    expect(table({ version: 1, servers: [], routes: [] }).servedModelsHint).toBe('; no route serves any model: no ModelRoute applies (the resources have none, or each was skipped: the router\'s log says why)');
     const many = Array.from({ length: 12 }, (_, i) => route(`r${i}`, `m${i}`, [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: 's1', weight: 100 }] }]));
     expect(table({ version: 1, servers: [server('s1', ['p1'])], routes: many }).servedModelsHint)
       .toBe('; served: "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9" and 2 more (GET /v1/models lists them all)');
@@ -88,7 +88,7 @@ describe('RouteTable', () => {
     expect(t.unknownModelHint('llama-3-7b')).toBe(t.servedModelsHint);
     expect(t.unknownModelHint('gpt-4o')).toBe(t.servedModelsHint);
     expect(t.unknownModelHint(`llama-3-8b${'x'.repeat(300)}`)).toBe(t.servedModelsHint);
-    expect(table({ version: 1, servers: [], routes: [] }).unknownModelHint('m')).toBe('; no route serves any model: the resources have no ModelRoute');
+    expect(table({ version: 1, servers: [], routes: [] }).unknownModelHint('m')).toBe('; no route serves any model: no ModelRoute applies (the resources have none, or each was skipped: the router\'s log says why)');
   });
 
   it('keeps the hint of a name asked for again (the same answer), at most 256 names, and a new table compares anew', () => {
