@@ -1,9 +1,13 @@
 /** Reading token counts and generated text out of parsed OpenAI-style answers and stream chunks. */
 import { functionCallText } from './openai-function-call.js';
 
-/** A usage count as reported by a backend: a finite number >= 0, else null. */
+/**
+ * A usage count as reported by a backend: a number from 0 to 2^53 - 1, rounded to an integer;
+ * null for anything else (a count past 2^53, `1e300`, is taken as not reported: the router counts
+ * the text instead, which it could not once such a count had stopped the counting).
+ */
 export function tokenCount(value: unknown): number | null {
-  return typeof value === 'number' && value >= 0 && Number.isFinite(value) ? Math.floor(value) : null;
+  return typeof value === 'number' && value >= 0 && value <= Number.MAX_SAFE_INTEGER ? Math.round(value) : null;
 }
 
 /**

@@ -49,6 +49,18 @@ describe('usageFromJson', () => {
     expect(usageFromJson('{"usage":{"completion_tokens":4}}')).toEqual({ promptTokens: null, completionTokens: 4, text: '', generated: null });
   });
 
+  it('a count past 2^53 is not reported (the text is kept, to be counted); a fraction is rounded', () => {
+    for (const big of ['1e300', '9007199254740992', '12345678901234567890']) {
+      expect(usageFromJson(`{"choices":[{"text":"kept"}],"usage":{"prompt_tokens":${big},"completion_tokens":${big}}}`))
+        .toEqual({ promptTokens: null, completionTokens: null, text: 'kept', generated: null });
+    }
+    expect(usageFromJson('{"choices":[{"text":"x"}],"usage":{"prompt_tokens":9007199254740991,"completion_tokens":2}}').promptTokens).toBe(9007199254740991);
+    expect(usageFromJson('{"choices":[{"text":"x"}],"usage":{"prompt_tokens":13.6,"completion_tokens":2.5}}')).toMatchObject({ promptTokens: 14, completionTokens: 3 });
+    expect(tokenCount(0.4)).toBe(0);
+    expect(tokenCount(Number.NaN)).toBeNull();
+    expect(tokenCount(Number.POSITIVE_INFINITY)).toBeNull();
+  });
+
   it('without a completion count, the text includes tool calls, reasoning and refusals, not only content', () => {
     const answer = {
       choices: [{

@@ -298,3 +298,16 @@ describe('SseUsageScanner.finished: the stream said it is whole', () => {
     expect(scanner.finished).toBe(false);
   });
 });
+
+describe('SseUsageScanner: counts a pod reports past 2^53', () => {
+  it('are taken as not reported: the text stays to be counted (it was dropped once such a count came)', () => {
+    const scanner = new SseUsageScanner({ stripUsageChunk: false });
+    const big = '{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":1e300,"completion_tokens":1e300,"total_tokens":1e300}}';
+    scanner.push(Buffer.from(`data: ${chatChunk('four words of text')}\n\ndata: ${big}\n\ndata: [DONE]\n\n`));
+    scanner.end();
+    const u = scanner.usage();
+    expect(u.completionTokens).toBeNull();
+    expect(u.promptTokens).toBeNull();
+    expect(u.text).toBe('four words of text');
+  });
+});
