@@ -83,8 +83,11 @@ export function reportsCompletion(event: StreamEvent): boolean {
 /**
  * Reads one parsed event into `into`: hands its generated text (`choices[].text` /
  * `choices[].delta.content`) to `text` (or appends it to `into.text` when `text` is null) and takes
- * the usage counts it reports. Returns true when it is a usage-only chunk (usage set,
- * `choices: []`).
+ * the usage counts it reports. Returns true when it is a usage-only chunk: usage set, and
+ * `choices: []` (as OpenAI and vLLM send it), or `choices` null or left out with nothing else but
+ * the chunk's identity (`id`, `object`, `created`, `model`, `system_fingerprint`), as some
+ * servers send it: forwarded without its usage, such an event would reach the client as a chunk
+ * with no choices it did not ask for.
  */
 export function applyEvent(event: StreamEvent, into: AnswerUsage, text: GeneratedText | null = null): boolean {
   const choices = event.choices;
@@ -93,7 +96,17 @@ export function applyEvent(event: StreamEvent, into: AnswerUsage, text: Generate
   if (typeof usage !== 'object' || usage === null || Array.isArray(usage)) return false; // not a usage object: nothing read
   const counts = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
   takeCounts(counts.prompt_tokens, counts.completion_tokens, into, text);
-  return Array.isArray(choices) && choices.length === 0;
+  if (Array.isArray(choices)) return choices.length === 0;
+  return (choices === undefined || choices === null) && onlyIdentity(event);
+}
+
+/** Members a chunk has besides its content: what identifies it. */
+const IDENTITY_MEMBERS = new Set(['id', 'object', 'created', 'model', 'system_fingerprint', 'service_tier', 'choices', 'usage']);
+
+/** The event has no member but its identity, `choices` and `usage`. */
+function onlyIdentity(event: StreamEvent): boolean {
+  for (const key in event) if (!IDENTITY_MEMBERS.has(key)) return false;
+  return true;
 }
 
 /** A piece of generated text of an event: to `text`, or appended to `into.text` when `text` is null. */

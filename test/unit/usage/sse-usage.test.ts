@@ -311,3 +311,23 @@ describe('SseUsageScanner: counts a pod reports past 2^53', () => {
     expect(u.text).toBe('four words of text');
   });
 });
+
+describe('SseUsageScanner strip mode: the usage-only chunk in the shapes servers send', () => {
+  it('choices [], null or absent: the whole event is removed (no empty chunk reaches the client); with a choice it stays, cut', () => {
+    const text = `data: ${chatChunk('hi')}\n\n`;
+    for (const shape of [
+      { id: 'c1', object: 'chat.completion.chunk', choices: [], usage: USAGE },
+      { id: 'c1', object: 'chat.completion.chunk', choices: null, usage: USAGE },
+      { id: 'c1', object: 'chat.completion.chunk', usage: USAGE },
+    ]) {
+      const scanner = new SseUsageScanner({ stripUsageChunk: true });
+      const out = Buffer.concat([scanner.push(Buffer.from(`${text}data: ${JSON.stringify(shape)}\n\ndata: [DONE]\n\n`)), scanner.end()]).toString();
+      expect(out).toBe(`${text}data: [DONE]\n\n`);
+      expect(scanner.usage().completionTokens).toBe(3);
+    }
+    const scanner = new SseUsageScanner({ stripUsageChunk: true });
+    const withChoice = { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x' } }], usage: USAGE };
+    const out = Buffer.concat([scanner.push(Buffer.from(`data: ${JSON.stringify(withChoice)}\n\n`)), scanner.end()]).toString();
+    expect(out).toBe(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x' } }] })}\n\n`);
+  });
+});
