@@ -6,7 +6,8 @@
  *   two halves of a surrogate pair) - the only cuts that can change the count, by about one token
  *   per cut, and only for texts holding such runs;
  * - once a segment reaches SEGMENT_TARGET_CHARS, at the next position that is a pre-token boundary
- *   of o200k_base (a space before an ASCII letter, or a line break before an ASCII letter or digit),
+ *   of o200k_base (a space before a letter of any script, or a line break before a letter or an
+ *   ASCII digit),
  *   which leaves the count exact; failing that, at the next run change once it reaches
  *   SEGMENT_MAX_CHARS. These keep every tokenizer call short, so a pooled count can stop at its
  *   deadline between segments.
@@ -35,12 +36,28 @@ function isAsciiDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
 }
 
-/** Is position i (where whitespace-ness changes) a boundary of o200k pre-tokens? */
+const LETTER = /^\p{L}/u;
+
+/**
+ * The character at i is a letter (\p{L}, of any script: o200k's word pre-tokens begin with one,
+ * after at most one character that is not a letter, digit or line break, such as a space).
+ */
+function isLetterAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return isAsciiLetter(c);
+  return LETTER.test(text.slice(i, i + 2));
+}
+
+/**
+ * Is position i (where whitespace-ness changes) a boundary of o200k pre-tokens? A space after
+ * non-whitespace and before a letter begins a word's pre-token (no pre-token ends with a space
+ * that a letter follows), and so does a letter or digit after a line break.
+ */
 function isExactCut(text: string, i: number): boolean {
   const c = text.charCodeAt(i);
-  if (c === 0x20) return isAsciiLetter(text.charCodeAt(i + 1));
+  if (c === 0x20) return isLetterAt(text, i + 1);
   const before = text.charCodeAt(i - 1);
-  return (before === 0x0a || before === 0x0d) && (isAsciiLetter(c) || isAsciiDigit(c));
+  return (before === 0x0a || before === 0x0d) && (isAsciiDigit(c) || isLetterAt(text, i));
 }
 
 /** End (exclusive) of the segment that starts at `start` (< text.length). */
@@ -67,8 +84,8 @@ export function nextSegmentEnd(text: string, start: number): number {
 
 /**
  * The last position in text[from, to) where the text can be cut without changing its o200k count
- * (a space after non-whitespace and before an ASCII letter, or a line break before an ASCII letter
- * or digit), or -1 when there is none.
+ * (a space after non-whitespace and before a letter, or a line break before a letter or an ASCII
+ * digit), or -1 when there is none.
  */
 export function lastExactCut(text: string, from: number, to: number): number {
   for (let i = Math.min(to, text.length - 1) - 1; i > from && i > 0; i--) {

@@ -47,6 +47,24 @@ describe('bounded segments', () => {
     expect(bpeCountText(text)).toBe(encode(text).length);
   });
 
+  it('counts long text of other scripts exactly (Cyrillic, Greek, spaced CJK, Arabic): a space before any letter is a cut', () => {
+    const scripts: string[][] = [
+      ['Привет', 'мир', 'модель', 'токен', 'Лимит', 'запрос', 'ответ', '42'],
+      ['Καλημέρα', 'κόσμε', 'μοντέλο', 'όριο'],
+      ['東京', '大阪', 'モデル', 'トークン', '制限', '。'],
+      ['مرحبا', 'بالعالم', 'نموذج', 'حد'],
+    ];
+    for (const [n, words] of scripts.entries()) {
+      const r = mulberry32(100 + n);
+      let text = '';
+      while (text.length < 70_000) text += words[Math.floor(r() * words.length)] + (r() < 0.05 ? '\n' : ' ');
+      const parts = segments(text);
+      expect(parts.length).toBeGreaterThan(4);
+      for (const p of parts) expect(p.length).toBeLessThan(SEGMENT_MAX_CHARS);
+      expect(bpeCountText(text)).toBe(encode(text).length);
+    }
+  });
+
   it('cuts runs longer than MAX_RUN_CHARS into pieces of at most MAX_RUN_CHARS', () => {
     for (const text of ['a'.repeat(10_000), ' '.repeat(10_000), '\n'.repeat(3000)]) {
       const parts = segments(text);
