@@ -19,6 +19,7 @@ import { ScriptArgs } from './script-args.js';
 import { LimiterScript, sendScript } from './script-command.js';
 import { StoreHealth, type StoreState } from './health.js';
 import { aclRefusalLine, refusedScriptCommands } from './acl-check.js';
+import { databaseRefusal } from './database-check.js';
 import { HeldGiveBacks, runIdOf } from './held-give-backs.js';
 import { evictingPolicy, evictionWarning } from './eviction.js';
 import { Incarnations, NO_INCARNATION } from './incarnations.js';
@@ -214,9 +215,16 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
       onUp: () => this.readInstance(),
       // Before any script runs on a connection: a script Redis refuses part-way keeps what it wrote
       // before the refused command (keys without their expiry, when PEXPIRE is refused).
-      check: () => refusedScriptCommands(this.client).then((refused) => refused.length === 0
-        ? null
-        : aclRefusalLine(this.name, settings.username ?? 'default', refused, settings.failureMode, settings.cluster)),
+      // And on the database its address names: a refused SELECT leaves the connection on database 0.
+      check: async () => {
+        const notSelected = await databaseRefusal(this.client, target.db);
+        if (notSelected !== null) {
+          return `rate limit store ${this.name}: cannot use database ${target.db} (${notSelected}); failure mode "${settings.failureMode}" applies, ` +
+            `and no script runs, until it can: the limiter never counts in another database than its address names`;
+        }
+        const refused = await refusedScriptCommands(this.client);
+        return refused.length === 0 ? null : aclRefusalLine(this.name, settings.username ?? 'default', refused, settings.failureMode, settings.cluster);
+      },
       // Counted as a refused script call would be.
       onCheckError: () => {
         if (this.onStoreError !== null) this.onStoreError(this.name);

@@ -308,3 +308,45 @@ describe('a Redis Cluster whose user lacks a command on one node', () => {
     }
   });
 });
+
+describe('a database the connection cannot select (redis://host:port/N)', () => {
+  /** A limiter on database `db` of the shared server as `user` (the default user when null), `local` failure mode; its lines. */
+  function onDatabase(db: number, user: string | null) {
+    const lines: string[] = [];
+    const settings = parseRedisLimitSettings(user === null
+      ? { RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '2s' }
+      : { REDIS_USERNAME: user, REDIS_PASSWORD: PASSWORD, RATE_LIMIT_REDIS_FAILURE_MODE: 'local', RATE_LIMIT_REDIS_TIMEOUT: '2s' });
+    const l = new RedisLimiter(`redis://${server.address}/${db}`, settings, new CounterStore(), {
+      log: (m, level) => lines.push(`${level ?? 'info'} ${m}`), probeIntervalMs: 50,
+    });
+    return { l, lines };
+  }
+
+  for (const [what, db, user, reason] of [
+    ['a database past the server\'s `databases`', 50, null, 'ERR DB index is out of range'],
+    ['a user whose ACL refuses SELECT', 3, 'router-no-select', 'NOPERM'],
+  ] as const) {
+    it(`${what}: never counted in database 0; one error line, the failure mode decides`, async () => {
+      if (user !== null) await server.cli('acl', 'setuser', user, 'reset', 'on', `>${PASSWORD}`, ...DOCUMENTED_RULES.filter((r) => r !== '+select'));
+      const { l, lines } = onDatabase(db, user);
+      try {
+        await until('the error line', () => lines.some((x) => x.startsWith('error')));
+        const r = route();
+        for (let i = 0; i < 3; i++) {
+          const d = await l.admit(r, limit, 3);
+          expect(d.allowed).toBe(true);
+          expect(d.byFailureMode).toBe(true);
+          await landed(40);
+        }
+        expect(l.state).not.toBe('up');
+        expect(await keysOf(r)).toEqual([]);
+        const errors = lines.filter((x) => x.startsWith('error'));
+        expect(errors).toHaveLength(1);
+        expect(errors[0]).toContain(`cannot use database ${db} (${reason}`);
+        expect(lines.some((x) => x.includes('available again'))).toBe(false);
+      } finally {
+        await l.close();
+      }
+    });
+  }
+});
