@@ -10,6 +10,7 @@ import type { Exchange } from '../http/exchange.js';
 import { parseAuthConfig, type AuthConfig } from './auth-config.js';
 import { Authenticator, type AuthenticatorOptions } from './authenticator.js';
 import type { Tenant } from './tenant.js';
+import type { RateLimitSpec } from '../config/resource-types.js';
 
 /** Reads and validates an auth file; throws AuthConfigError (or a read error) naming the file. */
 export function loadAuthConfigFile(file: string): AuthConfig {
@@ -54,6 +55,19 @@ export class AuthSource {
   get current(): Authenticator {
     if (this.auth === null) throw new Error('AuthSource used before start()');
     return this.auth;
+  }
+
+  /** The budgets the config in use names (its keys', its JWT tenants' default and overrides). */
+  rateLimits(): RateLimitSpec[] {
+    const config = this.current.config;
+    const out: RateLimitSpec[] = [];
+    for (const k of config.apiKeys) if (k.rateLimit !== null) out.push(k.rateLimit);
+    const jwt = config.jwt;
+    if (jwt !== null) {
+      if (jwt.rateLimit !== null) out.push(jwt.rateLimit);
+      for (const l of jwt.tenantLimits.values()) out.push(l);
+    }
+    return out;
   }
 
   /** The text of the config in use: the last good one (what a worker started later falls back to). */

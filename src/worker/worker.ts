@@ -206,8 +206,10 @@ export async function runWorker(settings: Settings): Promise<void> {
     onFailureModeDecision: (mode) => metrics.failureModeDecision(mode),
     onLease: (event) => metrics.leaseEvent(event),
     onRecallWait: (admitted) => metrics.recallWait(admitted),
-  });
+  }, () => [...(table === null ? [] : table.rateLimits), ...(auth === null ? [] : auth.rateLimits())]);
   metrics.bindSources({ limitStores: () => limiters.storeStates() });
+  // A Redis store no configuration names any more is closed after RETIRED_STORE_CLOSE_MS.
+  setInterval(() => void limiters.retire(Date.now()), RETIRE_CHECK_MS).unref();
 
   let finished = 0;
   const finish = (x: Exchange): void => {
@@ -458,6 +460,9 @@ export async function runWorker(settings: Settings): Promise<void> {
  * the deadline, before the primary's SIGKILL (5 s after it).
  */
 const CUT_RECORDS_MS = 1000;
+
+/** How often a worker looks for Redis stores no configuration names any more (LimiterRegistry.retire). */
+const RETIRE_CHECK_MS = 60_000;
 
 /** How long a drained worker waits for the primary to take its final counts before it exits anyway. */
 const FINAL_METRICS_WAIT_MS = 1000;
