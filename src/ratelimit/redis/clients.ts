@@ -52,10 +52,10 @@ export async function closeRedisLimiters(): Promise<void> {
 
 /**
  * Each limit store of this process whose address `shown` takes (its address as logs show it), and
- * whether Redis decides now (state up).
+ * whether Redis decides now (RedisLimiter.decides).
  */
 export function redisStoreStates(shown: (key: string) => boolean = () => true): { readonly store: string; readonly up: boolean }[] {
   const out: { store: string; up: boolean }[] = [];
-  for (const [key, l] of limiters) if (shown(key)) out.push({ store: l.name, up: l.state === 'up' });
+  for (const [key, l] of limiters) if (shown(key)) out.push({ store: l.name, up: l.decides });
   return out;
 }

@@ -86,6 +86,14 @@ export class StoreHealth {
   }
 
   /**
+   * Redis decides admissions now: the circuit is closed and, after a refusal, a script call has
+   * answered since (a PING answering only lets calls try again).
+   */
+  get decides(): boolean {
+    return this.current === 'up' && !this.unconfirmed;
+  }
+
+  /**
    * While still starting, resolves when the first connection succeeds or fails, or after the
    * request timeout, whichever comes first; null when there is nothing to wait for.
    */

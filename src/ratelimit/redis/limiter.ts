@@ -32,4 +32,9 @@ export class RedisLimiter extends FailureModeLimiter {
   get state(): StoreState {
     return this.redis.state;
   }
+
+  /** Redis decides now (its outage after a refusal is over only once a script call answered): the store gauge. */
+  get decides(): boolean {
+    return this.redis.decides;
+  }
 }

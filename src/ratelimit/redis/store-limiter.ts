@@ -241,6 +241,11 @@ export class RedisStoreLimiter implements TokenLimiter, LateChargeUndo {
     return this.health.state;
   }
 
+  /** StoreHealth.decides. */
+  get decides(): boolean {
+    return this.health.decides;
+  }
+
   admit(key: LimitKey, limit: RateLimitSpec, inputTokens: number): Promise<Decision> | Decision {
     const invalid = tokenCountError(inputTokens, 'input tokens');
     if (invalid !== null) return Promise.reject(invalid);

@@ -60,6 +60,10 @@ describe('a Redis that refuses the script but answers PING', () => {
     expect(down, JSON.stringify(logs)).toHaveLength(1);
     expect(down[0]).toMatch(/^warn: rate limit store 127\.0\.0\.1:\d+ is unavailable \(OOM command not allowed when used memory > 'maxmemory'.*\); failure mode "local" applies until it answers again; Redis is at its maxmemory and evicts nothing: raise maxmemory or free memory/);
     expect(logs.filter((l) => /available again/.test(l)), JSON.stringify(logs)).toHaveLength(0);
+    // With no traffic, PING answers after the probe interval and the circuit lets calls try again:
+    // Redis does not decide for all that (the store gauge stays 0) until a script call answers.
+    await until('the circuit closed by a PING', () => limiter.state === 'up');
+    expect(limiter.decides).toBe(false);
 
     await server.cli('CONFIG', 'SET', 'maxmemory', '0');
     // The next call after the probe interval answers: the outage is over.
@@ -69,6 +73,7 @@ describe('a Redis that refuses the script but answers PING', () => {
     }
     expect(logs.filter((l) => /available again/.test(l))).toHaveLength(1);
     expect(logs.filter((l) => /unavailable/.test(l))).toHaveLength(1);
+    expect(limiter.decides).toBe(true);
   });
 
   it('an ACL user whose PEXPIRE is taken away while connected: the warn line says to grant the commands docs/rate-limiting.md lists', async () => {
