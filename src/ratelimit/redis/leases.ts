@@ -175,12 +175,13 @@ export class RedisLeases {
       }
     }
     if (c.lent <= 0 || limit === null) return null;
+    // Lent all the same (counted, as its give-back is): one is held already, so it goes back at once.
+    if (this.onEvent !== null) this.onEvent('lent');
     if (held !== undefined) return { key, limit, tokens: c.lent, window: c.window, lent: c.lent };
     this.held.set(key, {
       limit, unit, inLimit: limit.inputTokensPerUnit ?? NO_LIMIT, outLimit: limit.outputTokensPerUnit ?? NO_LIMIT, window: c.window,
       endsAt: now + c.msLeft, size: c.lent, left: c.lent, inUsed: c.inUsed, outUsed: c.outUsed, othersOut: c.leasesOut, seenAt: now, usedAt: now,
     });
-    if (this.onEvent !== null) this.onEvent('lent');
     return null;
   }
 
