@@ -28,6 +28,11 @@ function portsFrom(variable: 'DEMO_PORT' | 'DEMO_POD_PORTS', fallback: string, c
 }
 const [port] = portsFrom('DEMO_PORT', '8080', 1) as [number];
 const [podA, podB] = portsFrom('DEMO_POD_PORTS', '18001,18002', 2) as [number, number];
+// Three processes, three ports: one given twice would be found in use by the demo itself.
+if (new Set([port, podA, podB]).size !== 3) {
+  process.stderr.write(`demo: the router (DEMO_PORT=${port}) and the two pods (DEMO_POD_PORTS=${podA},${podB}) need three different ports\n`);
+  process.exit(2);
+}
 const children: ChildProcess[] = [];
 
 /**

@@ -113,6 +113,8 @@ describe('npm run demo', () => {
     ['DEMO_PORT', '70000', 'DEMO_PORT must be a port from 1 to 65535, got "70000"'],
     ['DEMO_POD_PORTS', '18001', 'DEMO_POD_PORTS must be 2 ports from 1 to 65535, comma-separated (e.g. 18001,18002), got "18001"'],
     ['DEMO_POD_PORTS', '18001,x', 'DEMO_POD_PORTS must be 2 ports from 1 to 65535, comma-separated (e.g. 18001,18002), got "18001,x"'],
+    ['DEMO_POD_PORTS', '18011,18011', 'the router (DEMO_PORT=8080) and the two pods (DEMO_POD_PORTS=18011,18011) need three different ports'],
+    ['DEMO_POD_PORTS', '8080,18002', 'the router (DEMO_PORT=8080) and the two pods (DEMO_POD_PORTS=8080,18002) need three different ports'],
   ])('a bad %s (%s) stops it before it starts anything, naming the variable', (variable, value, message) => {
     const r = spawnSync(process.execPath, [DEMO], { encoding: 'utf8', env: { ...process.env, [variable]: value }, timeout: 30_000 });
     expect(r.status).toBe(2);
