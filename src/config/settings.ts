@@ -112,6 +112,8 @@ function unknownOption(arg: string): string {
   const name = arg.split('=', 1)[0];
   const known = [...FLAGS_WITH_VALUE, '--kubernetes', '--help', '--version'];
   // A misspelling (--prot, --hots, --worker), else a shortening or a lengthening (--kube, --resourcesfile).
+  // -v: many tools' version flag (this one's is -V), else verbose (which this one has not).
+  if (name === '-v') return 'unknown option "-v"; did you mean -V (--version)?';
   const near = nearName(name, known) ?? known.find((f) => f !== name && (f.startsWith(name) || name.startsWith(f)) && name.length >= 4);
   return near === undefined ? `unknown option "${arg}"` : `unknown option "${arg}"; did you mean ${near}?`;
 }

@@ -77,6 +77,7 @@ describe('parseSettings', () => {
     [['--resource', 'r.yaml'], {}, 'unknown option "--resource"; did you mean --resources?'],
     [['--resource=r.yaml'], {}, 'unknown option "--resource=r.yaml"; did you mean --resources?'],
     [['--kube'], {}, 'unknown option "--kube"; did you mean --kubernetes?'],
+    [['-v'], {}, 'unknown option "-v"; did you mean -V (--version)?'],
     [['--resources', 'r', '--worker', '2'], {}, 'unknown option "--worker"; did you mean --workers?'],
     [['--resources', 'r', '--prot', '18090'], {}, 'unknown option "--prot"; did you mean --port?'],
     [['--resources', 'r', '--hots=::'], {}, 'unknown option "--hots=::"; did you mean --host?'],
