@@ -64,6 +64,8 @@ export class StoreHealth {
   private refused = false;
   /** Closed by a PING after a refusal: the outage is over (logged) once a script call answers. */
   private unconfirmed = false;
+  /** The refusal of this outage was the check's: the check passing ends it (no script call needed). */
+  private refusedByCheck = false;
   /** The check under way is this one (an older one's answer is ignored); raised when the circuit opens. */
   private checks = 0;
   /** The line the check's refusal last logged in this outage, or null. */
@@ -172,7 +174,10 @@ export class StoreHealth {
       reply: (refusal) => {
         if (run !== this.checks || this.closed) return;
         if (refusal === null) this.up();
-        else this.refuse(refusal, 'error');
+        else {
+          this.refusedByCheck = true;
+          this.refuse(refusal, 'error');
+        }
       },
       fail: (err) => {
         if (run !== this.checks || this.closed) return;
@@ -211,9 +216,11 @@ export class StoreHealth {
     this.current = 'up';
     this.releaseStartupWaiters();
     this.cancelProbe();
-    // After a refusal, PING answering says nothing of the scripts: logged when one answers (answered()).
-    if (wasDown && this.refused) this.unconfirmed = true;
+    // After a refusal, PING answering says nothing of the scripts: logged when one answers
+    // (answered()). Unless the check was what refused: its passing now says the scripts may run.
+    if (wasDown && this.refused && !this.refusedByCheck) this.unconfirmed = true;
     else if (wasDown) this.availableAgain();
+    this.refusedByCheck = false;
     if (this.opts.onUp !== undefined) this.opts.onUp();
   }
 
