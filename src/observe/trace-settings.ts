@@ -142,7 +142,8 @@ function compression(env: NodeJS.ProcessEnv): 'gzip' | 'none' {
 }
 
 function enabled(env: NodeJS.ProcessEnv): boolean {
-  const disabled = set(env, 'OTEL_SDK_DISABLED');
+  // Read case-insensitively, as the OpenTelemetry specification reads its booleans (TRUE, False).
+  const disabled = set(env, 'OTEL_SDK_DISABLED')?.toLowerCase();
   if (disabled !== undefined && disabled !== 'true' && disabled !== 'false') {
     throw new Error(badSetting('OTEL_SDK_DISABLED', 'true or false', disabled));
   }

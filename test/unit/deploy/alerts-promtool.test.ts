@@ -56,3 +56,15 @@ describe.skipIf(PROMTOOL === null)('alerting rules under promtool', () => {
     expect(r.status).toBe(0);
   });
 });
+
+describe.skipIf(PROMTOOL === null)('a scrape under promtool check metrics', () => {
+  test('a worker\'s metrics, prom-client\'s defaults included, pass its lint (a CI linting the scrape does not fail)', async () => {
+    const { RouterMetrics } = await import('../../../src/observe/metrics.js');
+    const metrics = new RouterMetrics({});
+    const text = await metrics.metrics();
+    expect(text).toContain('nodejs_active_handles');
+    const r = spawnSync(PROMTOOL!, ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
+    expect(`${r.stdout}${r.stderr}`).toBe('');
+    expect(r.status).toBe(0);
+  });
+});

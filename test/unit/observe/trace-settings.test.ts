@@ -7,6 +7,9 @@ describe('parseTraceSettings', () => {
     expect(parseTraceSettings({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })).toBeNull();
     expect(parseTraceSettings({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toBeNull();
     expect(parseTraceSettings({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' })).toBeNull();
+    // The OpenTelemetry specification reads booleans in any case.
+    expect(parseTraceSettings({ OTEL_SDK_DISABLED: 'TRUE', OTEL_TRACES_EXPORTER: 'otlp' })).toBeNull();
+    expect(parseTraceSettings({ OTEL_SDK_DISABLED: 'False', OTEL_TRACES_EXPORTER: 'otlp' })).not.toBeNull();
   });
 
   it('defaults when OTEL_TRACES_EXPORTER=otlp', () => {
