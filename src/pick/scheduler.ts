@@ -130,8 +130,8 @@ export class Scheduler {
    * `retryAfter`: a 503 with retry-after (overloaded, not broken). Only answers below 400 teach the
    * pod's latency: an error answered at once says nothing of how fast the pod serves, and would
    * draw more traffic to a pod that fails everything. A 5xx that counts (outlier-detector.ts
-   * countsAs5xx) adds to the pod's run of 5xx failures (unless ROUTER_OUTLIER_CONSECUTIVE_5XX is 0);
-   * any other answer ends both runs, and an ejection, unless its request went out (`sentAt`, clock
+   * countsAs5xx) adds to the pod's run of 5xx failures (unless ROUTER_OUTLIER_CONSECUTIVE_5XX is 0,
+   * when it counts for nothing, and ends nothing); any other answer ends both runs, and an ejection, unless its request went out (`sentAt`, clock
    * ms: pickedAt of its pick) before the pod was ejected: such an answer is not counted, nor
    * reported (the primary's own detector checks it again against the ejection it knows).
    */
@@ -145,8 +145,10 @@ export class Scheduler {
         h.report5xx++;
         this.outlier.serverError(e);
         this.news?.();
-        return;
       }
+      // Not counted (ROUTER_OUTLIER_CONSECUTIVE_5XX=0), a 5xx is no success either: the run of
+      // connect failures, timeouts and resets goes on, and an ejection stands.
+      return;
     }
     if (h.ejections !== 0 && sentAt <= h.ejectedAt) return; // sent before the ejection: old news
     h.reportSuccess = true;

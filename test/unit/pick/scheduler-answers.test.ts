@@ -84,16 +84,23 @@ describe('Scheduler: the pod\'s answers and passive health', () => {
     ]);
   });
 
-  it('ROUTER_OUTLIER_CONSECUTIVE_5XX 0: 5xx answers are answers (counted in the metric only), as before', async () => {
-    const { s, pod, counter, now } = scheduler(0);
-    s.connectFailed(pod);
-    s.connectFailed(pod);
-    s.answered(pod, 1, 500, false, now()); // an answer: ends the run of connect failures
-    s.connectFailed(pod);
+  it('ROUTER_OUTLIER_CONSECUTIVE_5XX 0: 5xx answers count in the metric only: they eject nothing, and end no run of resets nor an ejection', async () => {
+    const { s, pod, counter, now, at } = scheduler(0);
     for (let i = 0; i < 50; i++) s.answered(pod, 1, 500, false, now());
     expect(OutlierDetector.ejected(pod, now())).toBe(false);
-    expect(pod.health).toMatchObject({ consecutiveFailures: 0, consecutive5xx: 0, report5xx: 0, reportSuccess: true });
-    expect(await counter('inference_router_upstream_5xx_failures_total')).toBe(51);
+    expect(pod.health).toMatchObject({ consecutiveFailures: 0, consecutive5xx: 0, report5xx: 0 });
+    s.connectFailed(pod);
+    s.connectFailed(pod);
+    s.answered(pod, 1, 500, false, now()); // no success: the run of connect failures goes on
+    expect(pod.health.consecutiveFailures).toBe(2);
+    s.connectFailed(pod); // the third in a row: ejected
+    expect(OutlierDetector.ejected(pod, now())).toBe(true);
+    at(now() + 1_001);
+    s.answered(pod, 1, 500, false, now()); // on probation, a 500 does not put it back
+    expect(pod.health.ejections).toBe(1);
+    s.answered(pod, 1, 200, false, now()); // an answer does
+    expect(pod.health).toMatchObject({ consecutiveFailures: 0, ejections: 0 });
+    expect(await counter('inference_router_upstream_5xx_failures_total')).toBe(52);
   });
 
   it('shared: a 5xx failure is reported to the instance at once, and an answer clears what was to report', () => {
