@@ -5,7 +5,7 @@ import type { CompiledPd, CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import { PrefillCall, type PrefillListener } from '../upstream/prefill-call.js';
-import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
+import { CallOutcome, hasRetryAfter, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
 import { ClientGone, PodFault, errorTypeOfUpstreamStatus, formatSeconds, isOwnRefusal, notSent, upstreamFailure } from '../upstream/upstream-errors.js';
 import { AttemptsEnd, countPodFault, type ProxyListener } from './attempts-end.js';
 import type { PromptText } from '../tokens/prompt-text.js';
@@ -62,6 +62,8 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
   private prefill: EndpointState | null = null;
   private decodeSentAt = 0;
   private prefillSentAt = 0;
+  /** The decode pod is counted in flight for this request while its prefill runs (sendPrefill). */
+  private decodeReserved = false;
   /** performance.now() when the attempt's prefill, then its decode request, went out. */
   private prefillStart = 0;
   private decodeStart = 0;
@@ -112,7 +114,7 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
       this.scheduler.retried(this.server.key);
       const wait = this.server.retry.intervalMs;
       if (wait > 0) {
-        setTimeout(() => this.afterInterval(), wait);
+        this.waitInterval(this.x, wait);
         return;
       }
       if (!this.x.writable) {
@@ -128,27 +130,57 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     else this.sendPrefill();
   }
 
-  /** A decode pod, then a prefill pod of its group, by the scorers; false when no pair is left. */
+  /**
+   * A decode pod, then a prefill pod of its group, by the scorers; false when no pair is left. A
+   * group whose prefill pods are all ejected is passed over for another (the prefill pick would
+   * give the one back soonest, and every request sent to the group would fail on it) unless every
+   * group's are: then the first pair found, as a pick among ejected pods does.
+   */
   private pickPair(): boolean {
     const pd = this.pd;
+    const skip = this.skipDecode;
+    /** Decode pods passed over for this pick only (their group's prefill pods all ejected): made when one is met. */
+    let passed: EndpointState[] | null = null;
+    let fallback: { d: EndpointState; p: EndpointState; decodeAt: number; prefillAt: number } | null = null;
+    let found = false;
     for (;;) {
-      const d = this.scheduler.pickAmong(pd.decode, this.skipDecode.length === 0 ? null : this.skipDecode, this.prompt);
-      if (d === null) return false;
-      this.decodeSentAt = this.scheduler.pickedAt;
+      const d = this.scheduler.pickAmong(pd.decode, skip.length === 0 ? null : skip, this.prompt);
+      if (d === null) break;
+      const decodeAt = this.scheduler.pickedAt;
       // The prompt's prefix is remembered for the decode pod alone (the prefix memory keeps one pod
       // per block): a request sharing it comes back to the same group, whose prefill pod holds it.
       const p = this.scheduler.pickAmong(pd.prefillOf.get(d)!, this.skipPrefill.length === 0 ? null : this.skipPrefill, null);
-      if (p !== null) {
-        this.prefillSentAt = this.scheduler.pickedAt;
-        this.decode = d;
-        this.prefill = p;
-        return true;
+      if (p !== null && !this.scheduler.isEjected(p)) {
+        this.setPair(d, p, decodeAt, this.scheduler.pickedAt);
+        found = true;
+        break;
       }
-      this.skipDecode.push(d);
+      if (p !== null) {
+        fallback ??= { d, p, decodeAt, prefillAt: this.scheduler.pickedAt };
+        (passed ??= []).push(d);
+      }
+      // No prefill pod left to try in its group: passed over for good.
+      skip.push(d);
     }
+    if (passed !== null) {
+      let n = 0;
+      for (let i = 0; i < skip.length; i++) if (!passed.includes(skip[i])) skip[n++] = skip[i];
+      skip.length = n;
+    }
+    if (found) return true;
+    if (fallback === null) return false;
+    this.setPair(fallback.d, fallback.p, fallback.decodeAt, fallback.prefillAt);
+    return true;
   }
 
-  private afterInterval(): void {
+  private setPair(d: EndpointState, p: EndpointState, decodeAt: number, prefillAt: number): void {
+    this.decode = d;
+    this.prefill = p;
+    this.decodeSentAt = decodeAt;
+    this.prefillSentAt = prefillAt;
+  }
+
+  protected afterInterval(): void {
     try {
       if (!this.x.writable) this.succeeded(null);
       else this.send();
@@ -166,9 +198,19 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     // The record's upstream time is the attempt's: its prefill and its decode.
     ctx.tUpstreamStart = this.prefillStart = performance.now();
     ctx.tUpstreamEnd = 0;
+    // The decode pod has this request from now on, for the scorers (in flight): the picks made
+    // while its prefill runs would otherwise all see the same idle pod (released in afterPrefill).
+    this.decode!.begin();
+    this.decodeReserved = true;
     const call = new PrefillCall(this.prefill!, this);
     x.upstream = call;
-    call.send(x, this.prefillBody, this.server.timeoutMs);
+    try {
+      call.send(x, this.prefillBody, this.server.timeoutMs);
+    } catch (err) {
+      this.decodeReserved = false;
+      this.decode!.end();
+      throw err;
+    }
   }
 
   /** SGLang: the prefill and the decode request of the attempt, together, sharing a new bootstrap room. */
@@ -216,6 +258,11 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
   }
 
   private afterPrefill(call: PrefillCall): void {
+    // The decode call, if one follows, counts itself in flight.
+    if (this.decodeReserved) {
+      this.decodeReserved = false;
+      this.decode!.end();
+    }
     const x = this.x;
     const p = call.endpoint;
     if (x.upstream === call) x.upstream = null;
@@ -235,8 +282,10 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
       return;
     }
     const status = call.status;
-    this.scheduler.answered(p, performance.now() - this.prefillStart, status, false, this.prefillSentAt);
-    if (status >= 500) {
+    // A 503 with retry-after: the pod is overloaded, not broken (not counted); its answer is the client's.
+    const overloaded = status === 503 && hasRetryAfter(call.headers);
+    this.scheduler.answered(p, performance.now() - this.prefillStart, status, overloaded, this.prefillSentAt);
+    if (status >= 500 && !overloaded) {
       this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status}`, 502, null, 'prefill_failed'));
       return;
     }
@@ -279,8 +328,9 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
       outcome = () => this.prefillFailed(p, e);
     } else {
       const status = call.status;
-      this.scheduler.answered(p, performance.now() - this.prefillStart, status, false, this.prefillSentAt);
-      if (status >= 500) {
+      const overloaded = status === 503 && hasRetryAfter(call.headers);
+      this.scheduler.answered(p, performance.now() - this.prefillStart, status, overloaded, this.prefillSentAt);
+      if (status >= 500 && !overloaded) {
         outcome = () => this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status}`, 502, null, 'prefill_failed'));
       } else if (status < 200 || status >= 300) {
         // The pod refused the request itself (a prompt too long, a bad parameter): its answer is the client's.

@@ -52,8 +52,8 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
   private unreached: string[] | null = null;
   /** Clock ms of its pick, as its request went out: an answer to a request sent before an ejection does not end it. */
   private sentAt = 0;
-  /** The retry interval's timer, while the next attempt waits for it. */
-  private interval: NodeJS.Timeout | null = null;
+  /** The pod the next attempt goes to once the retry interval is over. */
+  private afterWait: EndpointState | null = null;
 
   constructor(
     private readonly x: Exchange,
@@ -94,9 +94,8 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
       this.scheduler.retried(this.server.key);
       const wait = this.server.retry.intervalMs;
       if (wait > 0) {
-        // Its client leaving ends the wait at once (abortForClient), recorded then.
-        this.interval = setTimeout(() => this.afterInterval(endpoint), wait);
-        this.x.upstream = this;
+        this.afterWait = endpoint;
+        this.waitInterval(this.x, wait);
         return;
       }
       if (!this.x.writable) {
@@ -107,9 +106,9 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
     this.send(endpoint);
   }
 
-  private afterInterval(endpoint: EndpointState): void {
-    this.interval = null;
-    this.x.upstream = null;
+  protected afterInterval(): void {
+    const endpoint = this.afterWait!;
+    this.afterWait = null;
     try {
       if (!this.x.writable) this.succeeded(null); // client left while we waited
       else this.send(endpoint);
@@ -117,24 +116,6 @@ class ProxyAttempts extends AttemptsEnd implements CallListener {
       this.caught(err);
     }
   }
-
-  /** The client left during the retry interval (the exchange's `upstream` then): no attempt is made. */
-  abortForClient(): void {
-    if (this.interval === null) return;
-    clearTimeout(this.interval);
-    this.interval = null;
-    this.x.upstream = null;
-    try {
-      this.succeeded(null);
-    } catch (err) {
-      this.caught(err);
-    }
-  }
-
-  /** StreamSource, while no call runs: nothing is read to pause. */
-  pause(): void {}
-
-  resume(): void {}
 
   private send(endpoint: EndpointState): void {
     if (this.first === null) this.first = endpoint;

@@ -125,6 +125,11 @@ export class Scheduler {
     return e;
   }
 
+  /** The pod is ejected by passive health now. */
+  isEjected(e: EndpointState): boolean {
+    return OutlierDetector.ejected(e, this.clock());
+  }
+
   /**
    * The pod answered `status`; `latencyMs`: to the first byte of a stream, to the end otherwise;
    * `retryAfter`: a 503 with retry-after (overloaded, not broken). Only answers below 400 teach the

@@ -344,7 +344,7 @@ function isJson(headers: string[]): boolean {
 }
 
 /** The answer has a retry-after header (looked for on 503s only). */
-function hasRetryAfter(headers: string[]): boolean {
+export function hasRetryAfter(headers: string[]): boolean {
   return headerValueIndex(headers, 'retry-after', 'Retry-After') >= 0;
 }
 

@@ -14,6 +14,7 @@ class Attempts extends AttemptsEnd {
   succeed(): void { this.succeeded(null); }
   fail(message: string): void { this.failed(new Error(message)); }
   crash(message: string): void { this.caught(new Error(message)); }
+  protected afterInterval(): void {}
 }
 
 describe('the end of a request\'s attempts', () => {
