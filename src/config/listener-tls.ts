@@ -1,4 +1,4 @@
-import { checkKeyOf, firstCertificate, privateKey, readPem, subjectOf } from './pem-files.js';
+import { certificateBundle, checkKeyOf, firstCertificate, privateKey, readPem, subjectOf } from './pem-files.js';
 
 /** The certificate and key the router's listener serves HTTPS with (ROUTER_TLS_CERT_FILE, ROUTER_TLS_KEY_FILE). */
 export interface ListenerTls {
@@ -55,6 +55,8 @@ export function listenerTls(env: NodeJS.ProcessEnv, usageError: (message: string
 export function readListenerTlsPair(certFile: string, keyFile: string): ListenerTlsPair {
   const cert = readPem('ROUTER_TLS_CERT_FILE', certFile, 'a PEM file of the server certificate');
   const x509 = firstCertificate('ROUTER_TLS_CERT_FILE', certFile, cert, 'a PEM file of the server certificate');
+  // The chain after it too: the HTTPS server reads every certificate block, and refuses the file for a damaged one.
+  certificateBundle('ROUTER_TLS_CERT_FILE', certFile, cert, 'a PEM file of the server certificate');
   const keyPem = readPem('ROUTER_TLS_KEY_FILE', keyFile, 'a PEM file of the private key');
   const key = privateKey('ROUTER_TLS_KEY_FILE', keyFile, keyPem);
   checkKeyOf('ROUTER_TLS_KEY_FILE', keyFile, key, 'ROUTER_TLS_CERT_FILE', certFile, x509);

@@ -9,6 +9,7 @@ import { readListenerTlsPair, type ListenerTls, type ListenerTlsPair } from '../
 import { FileWatch, SETTLE_MS } from '../config/file-watch.js';
 import type { OpsLog } from '../observe/ops-log.js';
 import { TlsRotation } from './tls-rotation.js';
+import { uwsPairRefusal } from './tls-pair-servable.js';
 
 export interface TlsFileWatch {
   /** When the certificate the workers serve expires. */
@@ -22,7 +23,12 @@ export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotat
     files,
     served,
     readTexts: (f) => `${readOrNull(f.certFile)}\0${readOrNull(f.keyFile)}`,
-    check: (f) => readListenerTlsPair(f.certFile, f.keyFile),
+    check: (f) => {
+      const pair = readListenerTlsPair(f.certFile, f.keyFile);
+      const refusal = uwsPairRefusal(f);
+      if (refusal !== null) throw new Error(refusal);
+      return pair;
+    },
     rotate,
     info: (m, fields) => ops.info('tls', m, fields),
     warn: (m, fields) => ops.warn('tls', m, fields),

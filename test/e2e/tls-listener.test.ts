@@ -5,6 +5,7 @@
  * reads the router's TLS settings and asks over HTTPS. Settings that cannot work stop the router at
  * start (exit 2) naming the variable and the file. A throwaway CA made with openssl.
  */
+import { execFileSync } from 'node:child_process';
 import { request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -105,6 +106,27 @@ describe('TLS settings that cannot work stop the router at start', () => {
     const swapped = await start({ ROUTER_TLS_CERT_FILE: ca.keyFile, ROUTER_TLS_KEY_FILE: ca.keyFile });
     expect(swapped.code).toBe(2);
     expect(swapped.stderr).toContain(`ROUTER_TLS_CERT_FILE: expected a PEM file of the server certificate; got "${ca.keyFile}"`);
+  });
+
+  it('a chain whose second certificate is damaged: named with its place in the file (the HTTPS server would refuse the file)', async () => {
+    const dir = tempDir();
+    const chain = join(dir, 'chain.crt');
+    writeFile(chain, `${readFileSync(ca.certFile, 'utf8')}-----BEGIN CERTIFICATE-----\nAAAAgarbage\n-----END CERTIFICATE-----\n`);
+    const r = await start({ ROUTER_TLS_CERT_FILE: chain, ROUTER_TLS_KEY_FILE: ca.keyFile });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`ROUTER_TLS_CERT_FILE: expected a PEM file of the server certificate; got "${chain}" (certificate 2 of 2:`);
+    expect(r.stderr).not.toContain('App construction failed');
+  });
+
+  it('an RSA-PSS pair, which Node reads but the HTTPS server cannot load: exit 2 naming both files, before any worker fails on it', async () => {
+    const dir = tempDir();
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    openssl('genpkey', '-algorithm', 'RSA-PSS', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'pss.key');
+    openssl('req', '-x509', '-key', 'pss.key', '-subj', '/CN=127.0.0.1', '-days', '2', '-out', 'pss.crt');
+    const r = await start({ ROUTER_TLS_CERT_FILE: join(dir, 'pss.crt'), ROUTER_TLS_KEY_FILE: join(dir, 'pss.key') });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`the HTTPS server (uWebSockets.js) cannot load the pair in "${join(dir, 'pss.crt')}" and "${join(dir, 'pss.key')}"`);
+    expect(r.stderr).not.toMatch(/worker \d+ (exited|failed)/);
   });
 
   it('a key that is not the certificate\'s', async () => {

@@ -316,3 +316,59 @@ describe('certificate rotation whose new workers cannot start', { concurrent: tr
     expect(count(/\/readyz answers 503/)).toBe(0);
   }, 90_000);
 });
+
+describe('a renewed pair the HTTPS server cannot load', () => {
+  let ca: TestCa;
+  let mock: MockBackend;
+  let router: Proc;
+  let port: number;
+  let caPem: string;
+  let dir: string;
+  let first: Pair;
+
+  beforeAll(async () => {
+    ca = await createTestCa();
+    caPem = readFileSync(ca.caFile, 'utf8');
+    first = await issue(ca, 'kept', 30);
+    dir = tempDir('ir-test-tls-');
+    writeFileSync(join(dir, 'tls.crt'), first.cert);
+    writeFileSync(join(dir, 'tls.key'), first.key);
+    mock = await startMock('pod-a');
+    port = await serverPort();
+    const resourcesFile = join(tempDir(), 'resources.yaml');
+    writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
+    router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '1'],
+      { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_TLS_CERT_FILE: join(dir, 'tls.crt'), ROUTER_TLS_KEY_FILE: join(dir, 'tls.key') }, { name: 'router' });
+    await waitWhileRunning('the router ready over HTTPS', router, async () => (await call(port, caPem, false, '/readyz')).ok, 30_000);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([router?.kill(), mock?.kill()]);
+    ca?.remove();
+  });
+
+  const count = (re: RegExp): number => router.stderr().split('\n').filter((l) => re.test(l)).length;
+  const replacePair = (cert: string, key: string): void => {
+    writeFileSync(join(dir, 'tls.crt.new'), cert);
+    writeFileSync(join(dir, 'tls.key.new'), key);
+    renameSync(join(dir, 'tls.key.new'), join(dir, 'tls.key'));
+    renameSync(join(dir, 'tls.crt.new'), join(dir, 'tls.crt'));
+  };
+
+  it('a damaged second certificate, then an RSA-PSS pair: each refused with a warn, the served pair kept, and a worker restarted after a crash serves it', async () => {
+    replacePair(`${first.cert}-----BEGIN CERTIFICATE-----\nAAAAgarbage\n-----END CERTIFICATE-----\n`, first.key);
+    await waitWhileRunning('the damaged chain refused', router, () => count(/certificate not rotated: .*certificate 2 of 2/) === 1, 30_000);
+    const openssl = (...args: string[]) => execFileP('openssl', args, { cwd: dir });
+    await openssl('genpkey', '-algorithm', 'RSA-PSS', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'pss.key');
+    await openssl('req', '-x509', '-key', 'pss.key', '-subj', '/CN=127.0.0.1', '-days', '2', '-out', 'pss.crt');
+    replacePair(readFileSync(join(dir, 'pss.crt'), 'utf8'), readFileSync(join(dir, 'pss.key'), 'utf8'));
+    await waitWhileRunning('the RSA-PSS pair refused', router, () => count(/certificate not rotated: .*the HTTPS server \(uWebSockets\.js\) cannot load the pair/) === 1, 30_000);
+    expect(count(/certificate rotation: replacing the workers/)).toBe(0);
+    expect((await call(port, caPem, false, '/v1/models')).fingerprint).toBe(first.fingerprint);
+    // A worker that crashes now is replaced from the pair last found valid, and serves it.
+    const [worker] = childPids(router.pid);
+    process.kill(worker, 'SIGKILL');
+    await waitWhileRunning('the replacement serving', router, async () => count(/worker restarted/) === 1 && (await call(port, caPem, false, '/readyz')).ok, 30_000);
+    expect((await call(port, caPem, false, '/v1/models')).fingerprint).toBe(first.fingerprint);
+    expect(router.child.exitCode).toBe(null);
+  }, 90_000);
+});
