@@ -1,5 +1,5 @@
-import { accessSync, constants, fstatSync, statSync, type Stats } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, statSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
 import { isJournalStream } from './journal-stream.js';
 
@@ -47,6 +47,16 @@ function isRegularFile(fd: number): boolean {
  * Node 22 and 24 that returns undefined for ENOTDIR as well (nodejs/node#56993; Node 20 throws),
  * which let a path under a file pass this check and every record then fail in the workers.
  */
+/** Where the symbolic link `path` points when it is one (its target missing, as stat found), else null. */
+function danglingLinkTarget(path: string): string | null {
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return null;
+    return resolve(dirname(path), readlinkSync(path));
+  } catch {
+    return null;
+  }
+}
+
 function statIfPresent(path: string): Stats | undefined {
   try {
     return statSync(path);
@@ -57,22 +67,33 @@ function statIfPresent(path: string): Stats | undefined {
 }
 
 /**
- * Checks without opening (opening and closing a FIFO would hand its reader an end-of-file) that
- * `path` can be appended to; returns whether it is (or will be created as) a regular file.
+ * Checks that `path` can be appended to; returns whether it is (or will be created as) a regular
+ * file. A regular file, or a missing one, is opened for appending (and created: the workers would
+ * create it): write permission says nothing of /proc or /sys, whose files refuse it. Anything
+ * else is not opened (opening and closing a FIFO would hand its reader an end-of-file).
  */
 function checkPath(path: string): boolean {
-  const dir = dirname(path);
+  let dir = dirname(path);
   try {
     const st = statIfPresent(path);
     if (st?.isDirectory()) throw new Error('it is a directory');
     // open(2) of a Unix socket fails (ENXIO), also through /dev/stdout when stdout is one (the systemd journal).
     if (st?.isSocket()) throw new Error('it is a socket, which cannot be opened for writing (for the router\'s own stdout or stderr, use stdout or stderr)');
-    // A missing file: its directory must exist (a file in the path throws ENOTDIR above).
-    if (st === undefined && statIfPresent(dir) === undefined) {
-      throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
+    // A missing file: its directory must exist (a file in the path throws ENOTDIR above); through a
+    // symbolic link whose target is missing, the target's directory.
+    if (st === undefined) {
+      const target = danglingLinkTarget(path);
+      if (target !== null) dir = dirname(target);
+      if (statIfPresent(dir) === undefined) {
+        throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
+      }
     }
-    accessSync(st === undefined ? dir : path, constants.W_OK);
-    return st === undefined || st.isFile();
+    if (st === undefined || st.isFile()) {
+      closeSync(openSync(path, 'a'));
+      return true;
+    }
+    accessSync(path, constants.W_OK);
+    return false;
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code === 'ENOTDIR'
       ? `its directory ${JSON.stringify(dir)} is not a directory (a part of it is a file)`

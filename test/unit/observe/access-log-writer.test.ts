@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { createAccessLog, WARN_INTERVAL_MS } from '../../../src/observe/access-l
 import { formatJson, formatText } from '../../../src/observe/access-log-format.js';
 import { MAX_RECORD_BYTES } from '../../../src/observe/access-log-format.js';
 import { parseAccessLogSettings } from '../../../src/observe/access-log-settings.js';
+import { checkAccessLogOutput } from '../../../src/observe/access-log-sink.js';
 import { buildAccessLog } from './build-access-log.js';
 import { parseTextLine } from './text-line-parser.js';
 
@@ -347,6 +348,17 @@ describe('one writer, a file', () => {
       .toThrow(`ACCESS_LOG_OUTPUT: cannot append to "${join(dir, 'missing/dir/a.log')}": its directory "${join(dir, 'missing/dir')}" does not exist (the router creates the file, not its directories)`);
     expect(() => createAccessLog(parseAccessLogSettings({ ACCESS_LOG_OUTPUT: dir })))
       .toThrow(/^ACCESS_LOG_OUTPUT: cannot append to ".*": it is a directory/);
+  });
+
+  it('a symbolic link whose target is missing names the target\'s directory; a link to a file in an existing one is followed', async () => {
+    const link = join(dir, 'dangling.log');
+    symlinkSync(join(dir, 'missingdir', 'real.log'), link);
+    expect(() => checkAccessLogOutput(link))
+      .toThrow(`ACCESS_LOG_OUTPUT: cannot append to "${link}": its directory "${join(dir, 'missingdir')}" does not exist (the router creates the file, not its directories)`);
+    const ok = join(dir, 'ok.log');
+    symlinkSync(join(dir, 'target.log'), ok);
+    expect(() => checkAccessLogOutput(ok)).not.toThrow();
+    expect(existsSync(join(dir, 'target.log'))).toBe(true);
   });
 
   it('a path under a file (taken for a directory) is named as such, not a bare ENOTDIR', () => {
