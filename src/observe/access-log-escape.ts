@@ -44,7 +44,12 @@ function jsonExtra(ch: string): string {
 /** A JSON string literal (with quotes) for `s`. */
 export function jsonString(s: string): string {
   if (isJsonPlain(s)) return '"' + s + '"';
-  return JSON.stringify(s).replace(JSON_EXTRA, jsonExtra);
+  return escapeJsonExtras(JSON.stringify(s));
+}
+
+/** JSON text (JSON.stringify's) with the characters it leaves raw escaped too: DEL, the C1 controls, U+2028/U+2029. */
+export function escapeJsonExtras(json: string): string {
+  return json.replace(JSON_EXTRA, jsonExtra);
 }
 
 // ---- text ----

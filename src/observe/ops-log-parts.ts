@@ -22,6 +22,16 @@ export function jsonStringBytes(cp: number): number {
   if (cp === 0x22 || cp === 0x5c || cp === 0x08 || cp === 0x0c || cp === 0x0a || cp === 0x0d || cp === 0x09) return 2;
   if (cp < 0x20) return 6;
   if (cp >= 0xd800 && cp <= 0xdfff) return 6; // a lone surrogate, escaped by JSON.stringify
+  if ((cp >= 0x7f && cp <= 0x9f) || cp === 0x2028 || cp === 0x2029) return 6; // escaped after it (ops-log.ts)
+  return utf8Bytes(cp);
+}
+
+/** Bytes a code point takes in a text line's message (ops-log.ts textMessage: controls as \xHH, the separators as \uHHHH). */
+export function textMessageBytes(cp: number): number {
+  if (cp === 0x0a) return 2;
+  if (cp === 0x09) return 1;
+  if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) return 4;
+  if (cp === 0x2028 || cp === 0x2029) return 6;
   return utf8Bytes(cp);
 }
 

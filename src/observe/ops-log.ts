@@ -14,7 +14,8 @@
  * `journalctl -p warning` finds the router's warnings and errors.
  */
 import { Buffer } from 'node:buffer';
-import { jsonStringBytes, LINE_BYTES, splitByBytes, utf8Bytes } from './ops-log-parts.js';
+import { jsonStringBytes, LINE_BYTES, splitByBytes, textMessageBytes } from './ops-log-parts.js';
+import { escapeJsonExtras } from './access-log-escape.js';
 import { droppedMessage, stderrLines } from './ops-log-writer.js';
 import { isJournalStream } from './journal-stream.js';
 
@@ -101,7 +102,7 @@ export class OpsLog {
     if (this.format === 'text') {
       const head = this.textHead(time, level, event);
       const budget = LINE_BYTES - reserved - 1 - Buffer.byteLength(head) - PART_MARK_BYTES;
-      const pieces = splitByBytes(textMessage(message), budget, utf8Bytes);
+      const pieces = splitByBytes(message, budget, textMessageBytes).map(textMessage);
       return pieces.map((p, i) => `${head}(part ${i + 1}/${pieces.length}) ${p}\n`);
     }
     const base = { time, level, process: this.role, pid: process.pid, event };
@@ -114,14 +115,14 @@ export class OpsLog {
     }
     const budget = LINE_BYTES - reserved - 1 - Buffer.byteLength(JSON.stringify({ ...base, message: '' })) - ownBytes - PART_MARK_BYTES;
     const pieces = splitByBytes(message, budget, jsonStringBytes);
-    return pieces.map((p, i) => `${JSON.stringify({ ...base, message: p, ...(i === 0 ? own : {}), part: i + 1, parts: pieces.length })}\n`);
+    return pieces.map((p, i) => `${jsonLine({ ...base, message: p, ...(i === 0 ? own : {}), part: i + 1, parts: pieces.length })}\n`);
   }
 
   /** One line, ending in a newline. */
   line(level: OpsLevel, event: string, message: string, fields?: OpsFields): string {
     const time = this.now().toISOString();
     if (this.format === 'json') {
-      return `${JSON.stringify(withFields({ time, level, process: this.role, pid: process.pid, event, message }, fields))}\n`;
+      return `${jsonLine(withFields({ time, level, process: this.role, pid: process.pid, event, message }, fields))}\n`;
     }
     return `${this.textHead(time, level, event)}${textMessage(message)}\n`;
   }
@@ -138,7 +139,27 @@ function withFields(o: Record<string, unknown>, fields: OpsFields | undefined): 
   return o;
 }
 
-/** A message as a text line writes it: one event, one line, a multi-line message (an error's stack) with its breaks escaped. */
+/**
+ * A message as a text line writes it: one event, one line. A multi-line message (an error's
+ * stack) has its breaks written `\n`; the other control characters (a carriage return, which a
+ * terminal would use to forge the start of a line, an escape sequence), DEL and the C1 controls
+ * `\xHH`, the line and paragraph separators `\uHHHH`, as the access log writes them (some log
+ * shippers and viewers take those for line breaks). A tab stays.
+ */
 function textMessage(message: string): string {
-  return message.replace(/\r?\n/g, '\\n');
+  const m = message.replace(/\r?\n/g, '\\n');
+  return TEXT_CONTROL.test(m) ? m.replace(TEXT_CONTROL_ALL, controlEscape) : m;
+}
+
+const TEXT_CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/;
+const TEXT_CONTROL_ALL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/g;
+
+function controlEscape(ch: string): string {
+  const code = ch.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/** A JSON line: JSON.stringify, with DEL, the C1 controls and U+2028/U+2029 escaped too (it leaves them raw). */
+function jsonLine(o: Record<string, unknown>): string {
+  return escapeJsonExtras(JSON.stringify(o));
 }

@@ -33,6 +33,24 @@ describe('OpsLog', () => {
     expect(lines).toEqual([`2026-01-02T03:04:05.006Z error [primary ${process.pid}] exit: first\\nsecond\n`]);
   });
 
+  it('a message with a carriage return, an escape sequence, C1 controls or line separators cannot forge a line: text escapes them, JSON too', () => {
+    const odd = 'route a\rb\x1b[31mred\u0085next\u2028sep\u2029par\x7fdel\ttab';
+    const text = collect('text');
+    text.log.warn('reload', odd);
+    expect(text.lines).toEqual([`2026-01-02T03:04:05.006Z warn [primary ${process.pid}] reload: route a\\x0db\\x1b[31mred\\x85next\\u2028sep\\u2029par\\x7fdel\ttab\n`]);
+    const json = collect('json');
+    json.log.warn('reload', odd);
+    expect(json.lines[0]).not.toMatch(/[\u0085\u2028\u2029\x7f\r\x1b]/);
+    expect(JSON.parse(json.lines[0]).message).toBe(odd);
+    // Split into parts, each within PIPE_BUF once escaped.
+    for (const format of ['text', 'json'] as const) {
+      const { log, lines } = collect(format);
+      log.warn('reload', '\u2028'.repeat(3000));
+      expect(lines.length).toBeGreaterThan(1);
+      for (const l of lines) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(LINE_BYTES);
+    }
+  });
+
   it('a line longer than PIPE_BUF is written as several whole lines, each within it, the message split between them', () => {
     const message = `${'é'.repeat(3000)} "quoted" \u0001 ${'x'.repeat(5000)} 😀 \ud800 end\nnext line`;
     for (const format of ['json', 'text'] as const) {
@@ -57,7 +75,7 @@ describe('OpsLog', () => {
           expect(l.startsWith(mark)).toBe(true);
           return l.slice(mark.length, -1);
         });
-        expect(texts.join('')).toBe(message.replace('\n', '\\n'));
+        expect(texts.join('')).toBe(message.replace('\n', '\\n').replace('\u0001', '\\x01'));
       }
     }
   });
