@@ -3,6 +3,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { accessLogRecords, listenLocal, postJson, startLoggedRouter, startMock, startRouter, tempDir, type MockBackend, type Router, unusedPort, waitFor, writeFile } from '../helpers/processes.js';
+import { onWholeRequests } from '../helpers/raw-requests.js';
 
 function resources(pods: { name: string; port: number }[], policy = '', engine = ''): string {
   return `apiVersion: networking.serving.volcano.sh/v1alpha1
@@ -44,15 +45,8 @@ async function brokenPod(mode: 'drop' | 'reset' | 'cut-stream' | 'cut-whole' | '
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
     s.on('error', () => {});
-    let seen = '';
     let served = 0;
-    s.on('data', (d) => {
-      seen += d.toString('latin1');
-      const head = seen.indexOf('\r\n\r\n');
-      if (head === -1) return;
-      const length = Number(/content-length: *(\d+)/i.exec(seen.slice(0, head))?.[1] ?? 0);
-      if (seen.length < head + 4 + length) return;
-      seen = '';
+    onWholeRequests(s, () => {
       requests++;
       if (mode === 'idle-race') {
         if (served++ > 0) {

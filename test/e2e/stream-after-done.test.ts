@@ -6,6 +6,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { onWholeRequests } from '../helpers/raw-requests.js';
 import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 const EVENT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n';
@@ -23,14 +24,7 @@ async function podAfterDone(mode: 'hold' | 'break'): Promise<{ port: number; clo
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
     s.on('error', () => {});
-    let seen = '';
-    s.on('data', (d) => {
-      seen += d.toString('latin1');
-      const head = seen.indexOf('\r\n\r\n');
-      if (head === -1) return;
-      const length = Number(/content-length: *(\d+)/i.exec(seen.slice(0, head))?.[1] ?? 0);
-      if (seen.length < head + 4 + length) return;
-      seen = '';
+    onWholeRequests(s, () => {
       s.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n${chunk(EVENT)}${chunk(USAGE)}${chunk(DONE)}`, () => {
         if (mode === 'break') setTimeout(() => s.destroy(), 20);
       });

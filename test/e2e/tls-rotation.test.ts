@@ -59,6 +59,18 @@ function tcpMigrateReq(): boolean {
  * `handshake`: whether the request's connection finished a TLS handshake of its own (false for a
  * kept-alive connection reused); `reused`: whether the request went on a kept-alive connection.
  */
+/** A router of `workers` serving HTTPS with the pair in `certFile` and `keyFile` (no access log), in front of a new mock pod; once ready. */
+async function httpsRouter(certFile: string, keyFile: string, caPem: string, workers: number): Promise<{ router: Proc; mock: MockBackend; port: number }> {
+  const mock = await startMock('pod-a');
+  const port = await serverPort();
+  const resourcesFile = join(tempDir(), 'resources.yaml');
+  writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
+  const router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', String(workers)],
+    { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_TLS_CERT_FILE: certFile, ROUTER_TLS_KEY_FILE: keyFile }, { name: 'router' });
+  await waitWhileRunning('the router ready over HTTPS', router, async () => (await call(port, caPem, false, '/readyz')).ok, 30_000);
+  return { router, mock, port };
+}
+
 interface Outcome { ok: boolean; status: number; fingerprint: string | null; error?: string; handshake?: boolean; reused?: boolean }
 
 /** One HTTPS request trusting `ca`; `agent`: a kept-alive one, or false for a new connection. */
@@ -109,13 +121,7 @@ describe('certificate rotation', { concurrent: true }, () => {
     swapData(first, '..v1');
     symlinkSync('..data/tls.crt', join(secret, 'tls.crt'));
     symlinkSync('..data/tls.key', join(secret, 'tls.key'));
-    mock = await startMock('pod-a');
-    port = await serverPort();
-    const resourcesFile = join(tempDir(), 'resources.yaml');
-    writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
-    router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '2'],
-      { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_TLS_CERT_FILE: join(secret, 'tls.crt'), ROUTER_TLS_KEY_FILE: join(secret, 'tls.key') }, { name: 'router' });
-    await waitWhileRunning('the router ready over HTTPS', router, async () => (await call(port, caPem, false, '/readyz')).ok, 30_000);
+    ({ router, mock, port } = await httpsRouter(join(secret, 'tls.crt'), join(secret, 'tls.key'), caPem, 2));
   }, 60_000);
   afterAll(async () => {
     await Promise.all([router?.kill(), mock?.kill()]);
@@ -333,13 +339,7 @@ describe('a renewed pair the HTTPS server cannot load', () => {
     dir = tempDir('ir-test-tls-');
     writeFileSync(join(dir, 'tls.crt'), first.cert);
     writeFileSync(join(dir, 'tls.key'), first.key);
-    mock = await startMock('pod-a');
-    port = await serverPort();
-    const resourcesFile = join(tempDir(), 'resources.yaml');
-    writeFile(resourcesFile, resourcesFor([{ name: 'pod-a', port: mock.port }]));
-    router = startProcess([CLI, '--resources', resourcesFile, '--port', String(port), '--host', '127.0.0.1', '--workers', '1'],
-      { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0', ROUTER_TLS_CERT_FILE: join(dir, 'tls.crt'), ROUTER_TLS_KEY_FILE: join(dir, 'tls.key') }, { name: 'router' });
-    await waitWhileRunning('the router ready over HTTPS', router, async () => (await call(port, caPem, false, '/readyz')).ok, 30_000);
+    ({ router, mock, port } = await httpsRouter(join(dir, 'tls.crt'), join(dir, 'tls.key'), caPem, 1));
   }, 60_000);
   afterAll(async () => {
     await Promise.all([router?.kill(), mock?.kill()]);

@@ -1,0 +1,21 @@
+import type { Socket } from 'node:net';
+
+/**
+ * Calls `each` for every whole HTTP/1.1 request (its head and its content-length body) that
+ * arrives on `socket`, as a raw pod reads them; bytes of a request still to come are kept.
+ */
+export function onWholeRequests(socket: Socket, each: () => void): void {
+  let seen = '';
+  socket.on('data', (d: Buffer) => {
+    seen += d.toString('latin1');
+    for (;;) {
+      const head = seen.indexOf('\r\n\r\n');
+      if (head === -1) return;
+      const length = Number(/content-length: *(\d+)/i.exec(seen.slice(0, head))?.[1] ?? 0);
+      if (seen.length < head + 4 + length) return;
+      seen = seen.slice(head + 4 + length);
+      each();
+      if (socket.destroyed) return;
+    }
+  });
+}
