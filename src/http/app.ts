@@ -1,4 +1,5 @@
 import type * as UWS from 'uWebSockets.js';
+import { sslAppOptions } from './tls-options.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { ListenerTls } from '../config/listener-tls.js';
 import { RouterError } from '../errors.js';
@@ -27,7 +28,7 @@ const ALLOW_GET = Object.freeze({ allow: 'GET, HEAD' });
  * `tls`'s certificate and key (read here, when the worker opens its listener), else plain HTTP.
  */
 export function buildApp(uws: typeof UWS, h: AppHooks, tls: ListenerTls | null = null): UWS.TemplatedApp {
-  const app = tls === null ? uws.App() : uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
+  const app = tls === null ? uws.App() : uws.SSLApp(sslAppOptions(tls));
   setClientTimeouts(app);
   // Each GET path answers HEAD as GET would, without the body (RFC 9110 §9.3.2).
   // While the router drains every answer closes its connection, these too.

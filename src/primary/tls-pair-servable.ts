@@ -8,12 +8,13 @@
  */
 import type { ListenerTls } from '../config/listener-tls.js';
 import { loadUws } from '../http/uws.js';
+import { sslAppOptions } from '../http/tls-options.js';
 
 /** Null when uWebSockets.js opens an HTTPS app with `files`; else the message that says it cannot. */
 export function uwsPairRefusal(files: ListenerTls): string | null {
   const uws = loadUws();
   try {
-    const app = uws.SSLApp({ cert_file_name: files.certFile, key_file_name: files.keyFile });
+    const app = uws.SSLApp(sslAppOptions(files));
     (app as { close?: () => void }).close?.();
     return null;
   } catch (err) {

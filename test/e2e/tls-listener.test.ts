@@ -7,6 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { request } from 'node:https';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,6 +66,20 @@ describe('the HTTPS listener', () => {
   it('gives a plain-HTTP request to that port no answer', async () => {
     const outcome = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((res) => `status ${res.status}`, () => 'failed');
     expect(outcome).toBe('failed');
+  });
+
+  it('TLS 1.2 with forward secrecy and AEAD only (Mozilla intermediate): a client offering AES128-SHA alone is refused, ECDHE with GCM is served; TLS 1.3 is served', async () => {
+    const handshake = (options: ConnectionOptions): Promise<string> => new Promise((resolve) => {
+      const s = tlsConnect({ host: '127.0.0.1', port, ca: caPem, servername: 'localhost', ...options }, () => {
+        resolve(`${s.getProtocol()} ${s.getCipher().name}`);
+        s.end();
+      });
+      s.on('error', (err) => resolve(`refused: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
+    });
+    expect(await handshake({ maxVersion: 'TLSv1.2', ciphers: 'AES128-SHA' })).toMatch(/^refused: /);
+    expect(await handshake({ maxVersion: 'TLSv1.2', ciphers: 'AES256-GCM-SHA384' })).toMatch(/^refused: /);
+    expect(await handshake({ maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-GCM-SHA256' })).toBe('TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256');
+    expect(await handshake({ minVersion: 'TLSv1.3' })).toMatch(/^TLSv1\.3 TLS_/);
   });
 
   it('the image health check asks over HTTPS and finds the router healthy', async () => {
