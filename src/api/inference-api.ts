@@ -81,11 +81,21 @@ export interface UpstreamBody {
   stripUsage: boolean;
 }
 
+/**
+ * A usage count as reported by a backend, as AnswerUsage holds it: a number from 0 to 2^53 - 1,
+ * rounded to an integer; null for anything else (a count past 2^53, `1e300`, is taken as not
+ * reported: the router counts the text instead, which it could not once such a count had stopped
+ * the counting, and a charge of such a number could not be applied).
+ */
+export function tokenCount(value: unknown): number | null {
+  return typeof value === 'number' && value >= 0 && value <= Number.MAX_SAFE_INTEGER ? Math.round(value) : null;
+}
+
 /** What an answer told about its tokens. */
 export interface AnswerUsage {
-  /** Input tokens the backend reported, or null. */
+  /** Input tokens the backend reported (tokenCount), or null. */
   promptTokens: number | null;
-  /** Output tokens the backend reported, or null. */
+  /** Output tokens the backend reported (tokenCount), or null. */
   completionTokens: number | null;
   /** Generated text of a whole (non-stream) answer, for counting when the backend reports no usage. */
   text: string;

@@ -1,14 +1,5 @@
-/** Reading token counts and generated text out of parsed OpenAI-style answers and stream chunks. */
+/** Reading generated text out of parsed OpenAI-style answers and stream chunks (their counts: inference-api.ts tokenCount). */
 import { functionCallText } from './openai-function-call.js';
-
-/**
- * A usage count as reported by a backend: a number from 0 to 2^53 - 1, rounded to an integer;
- * null for anything else (a count past 2^53, `1e300`, is taken as not reported: the router counts
- * the text instead, which it could not once such a count had stopped the counting).
- */
-export function tokenCount(value: unknown): number | null {
-  return typeof value === 'number' && value >= 0 && value <= Number.MAX_SAFE_INTEGER ? Math.round(value) : null;
-}
 
 /**
  * Text of one choice: `text` (completions), else what the model generated in `message` (chat

@@ -1,6 +1,6 @@
 /** Usage and generated text of one OpenAI-style stream event, from its data JSON. */
-import type { AnswerUsage, GeneratedText } from './inference-api.js';
-import { choicesText, tokenCount } from './openai-choice-text.js';
+import { tokenCount, type AnswerUsage, type GeneratedText } from './inference-api.js';
+import { choicesText } from './openai-choice-text.js';
 
 /** One stream event's data, parsed. */
 export interface StreamEvent {

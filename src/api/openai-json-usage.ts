@@ -3,8 +3,8 @@
  * the generated text, which the router counts itself when the backend reports no usage.
  */
 
-import type { AnswerUsage } from './inference-api.js';
-import { choicesText, tokenCount } from './openai-choice-text.js';
+import { tokenCount, type AnswerUsage } from './inference-api.js';
+import { choicesText } from './openai-choice-text.js';
 import {
   bytesAt, flatCounts, flatValueStartBackwards, isJsonSpace, lastTokenByteBefore, readFlatCountsBackwards,
   scalarStartBackwards,

@@ -15,8 +15,7 @@
  *   `response` of its last event: `response.completed`, `response.incomplete` or
  *   `response.failed`.
  */
-import type { AnswerUsage, GeneratedText } from './inference-api.js';
-import { tokenCount } from './openai-choice-text.js';
+import { tokenCount, type AnswerUsage, type GeneratedText } from './inference-api.js';
 import { functionCallText } from './openai-function-call.js';
 import { takeCounts, takeText } from './openai-event-usage.js';
 import { Buffer } from 'node:buffer';

@@ -58,7 +58,8 @@ export function escapeJsonExtras(json: string): string {
 const TEXT_ESC = /[\x00-\x20"\\\x7f-\x9f\u2028\u2029]/;
 const TEXT_ESC_ALL = /[\x00-\x20"\\\x7f-\x9f\u2028\u2029]/g;
 
-function textEscape(ch: string): string {
+/** A character as a text value writes it: `\xHH` (one byte), else `\uHHHH` (also the operational log's text lines). */
+export function textEscape(ch: string): string {
   const code = ch.charCodeAt(0);
   return code < 0x100 ? '\\x' + hex2(code) : '\\u' + hex2(code >> 8) + hex2(code & 255);
 }

@@ -15,7 +15,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { jsonStringBytes, LINE_BYTES, splitByBytes, textMessageBytes } from './ops-log-parts.js';
-import { escapeJsonExtras } from './access-log-escape.js';
+import { escapeJsonExtras, textEscape } from './access-log-escape.js';
 import { droppedMessage, stderrLines } from './ops-log-writer.js';
 import { isJournalStream } from './journal-stream.js';
 
@@ -148,16 +148,11 @@ function withFields(o: Record<string, unknown>, fields: OpsFields | undefined): 
  */
 function textMessage(message: string): string {
   const m = message.replace(/\r?\n/g, '\\n');
-  return TEXT_CONTROL.test(m) ? m.replace(TEXT_CONTROL_ALL, controlEscape) : m;
+  return TEXT_CONTROL.test(m) ? m.replace(TEXT_CONTROL_ALL, textEscape) : m;
 }
 
 const TEXT_CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/;
 const TEXT_CONTROL_ALL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/g;
-
-function controlEscape(ch: string): string {
-  const code = ch.charCodeAt(0);
-  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-}
 
 /** A JSON line: JSON.stringify, with DEL, the C1 controls and U+2028/U+2029 escaped too (it leaves them raw). */
 function jsonLine(o: Record<string, unknown>): string {

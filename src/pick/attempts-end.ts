@@ -23,6 +23,8 @@ export abstract class AttemptsEnd {
   protected ended = false;
   /** The retry interval's timer, while the next attempt waits for it (waitInterval). */
   private interval: NodeJS.Timeout | null = null;
+  /** The exchange whose upstream the attempts are while they wait out the interval. */
+  private exchange: Exchange | null = null;
 
   constructor(protected readonly listener: ProxyListener) {}
 
@@ -37,9 +39,6 @@ export abstract class AttemptsEnd {
     x.upstream = this;
     this.exchange = x;
   }
-
-  /** The exchange whose upstream the attempts are while they wait out the interval. */
-  private exchange: Exchange | null = null;
 
   /** The retry interval's timer fired (intervalEnded). */
   endInterval(): void {

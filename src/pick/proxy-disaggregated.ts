@@ -5,7 +5,7 @@ import type { CompiledPd, CompiledServer } from '../route/route-table.js';
 import type { EndpointState } from '../upstream/endpoint-registry.js';
 import { startUpstreamCall, upstreamResult } from '../upstream/forward.js';
 import { PrefillCall, type PrefillListener } from '../upstream/prefill-call.js';
-import { CallOutcome, hasRetryAfter, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
+import { CallOutcome, type CallListener, type UpstreamCall } from '../upstream/upstream-call.js';
 import { ClientGone, PodFault, errorTypeOfUpstreamStatus, formatSeconds, isOwnRefusal, notSent, upstreamFailure } from '../upstream/upstream-errors.js';
 import { AttemptsEnd, countPodFault, type ProxyListener } from './attempts-end.js';
 import type { PromptText } from '../tokens/prompt-text.js';
@@ -283,9 +283,8 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
     }
     const status = call.status;
     // A 503 with retry-after: the pod is overloaded, not broken (not counted); its answer is the client's.
-    const overloaded = status === 503 && hasRetryAfter(call.headers);
-    this.scheduler.answered(p, performance.now() - this.prefillStart, status, overloaded, this.prefillSentAt);
-    if (status >= 500 && !overloaded) {
+    this.scheduler.answered(p, performance.now() - this.prefillStart, status, call.retryAfter, this.prefillSentAt);
+    if (status >= 500 && !call.retryAfter) {
       this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status}`, 502, null, 'prefill_failed'));
       return;
     }
@@ -328,9 +327,8 @@ class PdAttempts extends AttemptsEnd implements CallListener, PrefillListener {
       outcome = () => this.prefillFailed(p, e);
     } else {
       const status = call.status;
-      const overloaded = status === 503 && hasRetryAfter(call.headers);
-      this.scheduler.answered(p, performance.now() - this.prefillStart, status, overloaded, this.prefillSentAt);
-      if (status >= 500 && !overloaded) {
+      this.scheduler.answered(p, performance.now() - this.prefillStart, status, call.retryAfter, this.prefillSentAt);
+      if (status >= 500 && !call.retryAfter) {
         outcome = () => this.prefillFailed(p, new RouterError('upstream_error', `prefill pod ${p.name} answered ${status}`, 502, null, 'prefill_failed'));
       } else if (status < 200 || status >= 300) {
         // The pod refused the request itself (a prompt too long, a bad parameter): its answer is the client's.

@@ -31,7 +31,7 @@ import { chooseListenHost } from './listen-host.js';
 import { exitOnFailure } from '../process-failure.js';
 import { warningsToOpsLog } from '../process-warnings.js';
 import { watchTlsFiles } from './tls-file-watch.js';
-import { uwsPairRefusal } from './tls-pair-servable.js';
+import { checkServable } from './tls-pair-servable.js';
 import { TlsServedFiles } from './tls-served-files.js';
 import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
 import { performance } from 'node:perf_hooks';
@@ -207,10 +207,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const args = host === settings.host ? workerArgs : [...workerArgs, '--host', host];
   cluster.setupPrimary({ args, execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, settings.workerSemiSpaceMb), silent: false });
   // HTTPS: the workers open their listener from the primary's copy of the pair it checked (tls-served-files.ts).
-  if (settings.tls !== null) {
-    const refusal = uwsPairRefusal(settings.tls);
-    if (refusal !== null) throw new Error(refusal);
-  }
+  if (settings.tls !== null) checkServable(settings.tls);
   const served = settings.tls === null ? null : new TlsServedFiles(settings.tls);
   const startPair = settings.tls?.pair ?? null;
   if (served !== null && startPair !== null) {

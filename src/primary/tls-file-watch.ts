@@ -9,7 +9,7 @@ import { readListenerTlsPair, type ListenerTls, type ListenerTlsPair } from '../
 import { FileWatch, SETTLE_MS } from '../config/file-watch.js';
 import type { OpsLog } from '../observe/ops-log.js';
 import { TlsRotation } from './tls-rotation.js';
-import { uwsPairRefusal } from './tls-pair-servable.js';
+import { checkServable } from './tls-pair-servable.js';
 
 export interface TlsFileWatch {
   /** When the certificate the workers serve expires. */
@@ -25,8 +25,7 @@ export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotat
     readTexts: (f) => `${readOrNull(f.certFile)}\0${readOrNull(f.keyFile)}`,
     check: (f) => {
       const pair = readListenerTlsPair(f.certFile, f.keyFile);
-      const refusal = uwsPairRefusal(f);
-      if (refusal !== null) throw new Error(refusal);
+      checkServable(f);
       return pair;
     },
     rotate,

@@ -10,15 +10,15 @@ import type { ListenerTls } from '../config/listener-tls.js';
 import { loadUws } from '../http/uws.js';
 import { sslAppOptions } from '../http/tls-options.js';
 
-/** Null when uWebSockets.js opens an HTTPS app with `files`; else the message that says it cannot. */
-export function uwsPairRefusal(files: ListenerTls): string | null {
+/** Throws, saying why, unless uWebSockets.js opens an HTTPS app with `files`. */
+export function checkServable(files: ListenerTls): void {
   const uws = loadUws();
+  let app: ReturnType<typeof uws.SSLApp>;
   try {
-    const app = uws.SSLApp(sslAppOptions(files));
-    (app as { close?: () => void }).close?.();
-    return null;
+    app = uws.SSLApp(sslAppOptions(files));
   } catch (err) {
-    return `ROUTER_TLS_CERT_FILE, ROUTER_TLS_KEY_FILE: the HTTPS server (uWebSockets.js) cannot load the pair in "${files.certFile}" and "${files.keyFile}" ` +
-      `(${(err as Error).message}): every certificate of the file must be whole, and the key RSA (not RSA-PSS), EC or Ed25519`;
+    throw new Error(`ROUTER_TLS_CERT_FILE, ROUTER_TLS_KEY_FILE: the HTTPS server (uWebSockets.js) cannot load the pair in "${files.certFile}" and "${files.keyFile}" ` +
+      `(${(err as Error).message}): every certificate of the file must be whole, and the key RSA (not RSA-PSS), EC or Ed25519`);
   }
+  (app as { close?: () => void }).close?.();
 }

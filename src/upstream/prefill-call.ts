@@ -4,6 +4,7 @@ import type { Http1Handler, Http1Request } from './http1/request.js';
 import { withRouterHeaders } from './forward.js';
 import { dropNamed } from '../http/upstream-headers.js';
 import { ClientGone, isConnectFailure } from './upstream-errors.js';
+import { hasRetryAfter } from './upstream-call.js';
 import { Buffer } from 'node:buffer';
 
 /** Most of a prefill answer kept (one generated token and the KV transfer parameters: a few KB). */
@@ -30,6 +31,8 @@ export class PrefillCall implements Http1Handler, StreamSource {
   private settled = false;
   /** The answer's status (0: none came). */
   status = 0;
+  /** A 503 with retry-after: the pod is overloaded, not broken (as UpstreamCall.retryAfter). */
+  retryAfter = false;
   headers: string[] = [];
   headAscii = false;
   /** The whole answer, once it ended. */
@@ -58,6 +61,7 @@ export class PrefillCall implements Http1Handler, StreamSource {
 
   onHeaders(statusCode: number, headers: string[], req: Http1Request): boolean {
     this.status = statusCode;
+    if (statusCode === 503) this.retryAfter = hasRetryAfter(headers);
     this.headers = headers;
     this.headAscii = req.headAscii;
     return true;

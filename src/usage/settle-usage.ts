@@ -1,4 +1,4 @@
-import type { AnswerUsage } from '../api/inference-api.js';
+import { tokenCount, type AnswerUsage } from '../api/inference-api.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 import type { RequestContext } from '../http/request-context.js';
 import type { TokenLimiter } from '../ratelimit/limiter.js';
@@ -22,7 +22,7 @@ export function settleUsage(
   terms: readonly LimiterTerm[] | null,
 ): Promise<void> | void {
   let output = 0;
-  const completion = usage === null ? null : usableCount(usage.completionTokens);
+  const completion = usage === null ? null : tokenCount(usage.completionTokens);
   if (usage !== null) {
     if (completion !== null) {
       output = completion;
@@ -35,19 +35,9 @@ export function settleUsage(
   return settleCounted(ctx, usage, output, completion !== null, terms);
 }
 
-/**
- * A count the pod reported, as one the limits, the log and the metrics can take: a non-negative
- * number rounded to an integer; past 2^53 (`1e300`, twenty digits), not a count at all: null, as
- * if not reported, so the router's own count stands (a charge of such a number could not be
- * applied, and would have cancelled the request's whole settle).
- */
-function usableCount(n: number | null): number | null {
-  return n !== null && n >= 0 && n <= Number.MAX_SAFE_INTEGER ? Math.round(n) : null;
-}
-
 function settleCounted(ctx: RequestContext, usage: AnswerUsage | null, output: number, reported: boolean, terms: readonly LimiterTerm[] | null): void {
   let inputDelta = 0;
-  const prompt = usage === null ? null : usableCount(usage.promptTokens);
+  const prompt = usage === null ? null : tokenCount(usage.promptTokens);
   if (prompt !== null && prompt !== ctx.inputTokens) {
     inputDelta = prompt - ctx.inputTokens;
     ctx.inputTokens = prompt;

@@ -132,7 +132,7 @@ export class Http1Connection implements ParserSink {
   endWithin(ms: number): void {
     const req = this.req;
     if (req === null) return;
-    const end = this.owner.tick + this.owner.ticksOf(ms);
+    const end = after(this.owner, this.owner.ticksOf(ms));
     if (req.endTick !== 0 && req.endTick <= end) return;
     req.endTick = end;
     if (!this.paused) this.deadline = bounded(this.deadline, end);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { usageFromJson } from '../../../src/api/openai-json-usage.js';
-import { choicesText, tokenCount } from '../../../src/api/openai-choice-text.js';
+import { choicesText } from '../../../src/api/openai-choice-text.js';
+import { tokenCount } from '../../../src/api/inference-api.js';
 import { pickWith, xorshift } from '../../helpers/xorshift.js';
 
 /** What a whole-answer JSON.parse reads: the reference for the trailing-usage path. */
