@@ -79,7 +79,9 @@ const PARENT_SPAN_ID = bytes('","parentSpanId":"');
 const START = bytes(`","kind":${SPAN_KIND_SERVER},"startTimeUnixNano":"`);
 const END = bytes('","endTimeUnixNano":"');
 const TIMES_CLOSE = bytes('",');
-const REQUEST_ID = bytes('"}},{"key":"http.request.header.x-request-id","value":{"stringValue":');
+// A header attribute is an array of strings in OpenTelemetry's HTTP conventions (a header may repeat).
+const REQUEST_ID = bytes('"}},{"key":"http.request.header.x-request-id","value":{"arrayValue":{"values":[{"stringValue":');
+const REQUEST_ID_CLOSE = bytes('}]}}}');
 const INPUT_TOKENS = bytes(',{"key":"gen_ai.usage.input_tokens","value":{"intValue":"');
 const OUTPUT_TOKENS = bytes(',{"key":"gen_ai.usage.output_tokens","value":{"intValue":"');
 const INT_CLOSE = bytes('"}}');
@@ -95,7 +97,7 @@ const CLOSE = 0x7d;
 
 /** Bytes of the fixed text, the ids and the numbers a span takes at most, with every optional part. */
 const FIXED_BOUND = TRACE_ID.length + 32 + SPAN_ID.length + 16 + PARENT_SPAN_ID.length + 16 + START.length + END.length
-  + TIMES_CLOSE.length + 2 * 24 + 17 + REQUEST_ID.length + 2 + VALUE_CLOSE.length + INPUT_TOKENS.length + OUTPUT_TOKENS.length
+  + TIMES_CLOSE.length + 2 * 24 + 17 + REQUEST_ID.length + 2 + REQUEST_ID_CLOSE.length + INPUT_TOKENS.length + OUTPUT_TOKENS.length
   + 2 * (17 + INT_CLOSE.length) + TTFB.length + 24 + VALUE_CLOSE.length + ERROR_TYPE.length + 2 + VALUE_CLOSE.length
   + STATUS_FAILED.length + 2 + 2 + STATUS_OK.length;
 
@@ -139,7 +141,7 @@ export function writeSpan(span: SpanIds, x: Exchange, endEpochMs: number, parts:
   at = put(buf, at, parts.request);
   at = putNumber(buf, at, ctx.statusCode);
   at = putString(buf, put(buf, at, REQUEST_ID), ctx.requestId);
-  at = put(buf, at, VALUE_CLOSE);
+  at = put(buf, at, REQUEST_ID_CLOSE);
   at = put(buf, at, parts.target);
   if (ctx.inputTokens > 0) at = put(buf, putNumber(buf, put(buf, at, INPUT_TOKENS), ctx.inputTokens), INT_CLOSE);
   if (ctx.outputTokens > 0) at = put(buf, putNumber(buf, put(buf, at, OUTPUT_TOKENS), ctx.outputTokens), INT_CLOSE);

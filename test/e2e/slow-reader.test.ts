@@ -316,7 +316,7 @@ describe('tracing on: the span of a large answer the client leaves', { concurren
       c.socket.destroy();
       const r = await recordOf(router.logFile, 'traced-paused-reader');
       expect(r.status_code).toBe(499);
-      const span = await waitFor('the span', () => collector.spans.find((s) => s.attrs['http.request.header.x-request-id'] === 'traced-paused-reader'));
+      const span = await waitFor('the span', () => collector.spans.find((s) => String(s.attrs['http.request.header.x-request-id']) === 'traced-paused-reader'));
       expect(span.attrs['http.response.status_code']).toBe(499);
       expect(span.attrs['error.type']).toBe('client_closed');
       // It ended when the client left, not when the answer was handed to the connection.

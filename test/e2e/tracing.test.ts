@@ -12,7 +12,7 @@ const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
 
 function spanOf(c: OtlpCollector, requestId: string): Promise<CollectedSpan> {
-  return waitFor(`the span of request ${requestId}`, () => c.spans.find((s) => s.attrs['http.request.header.x-request-id'] === requestId));
+  return waitFor(`the span of request ${requestId}`, () => c.spans.find((s) => String(s.attrs['http.request.header.x-request-id']) === requestId));
 }
 
 /**
@@ -80,6 +80,7 @@ describe('tracing on (OTEL_TRACES_EXPORTER=otlp)', () => {
       'server.address': '127.0.0.1',
       'server.port': mock.port,
       'inference_router.pod': 'pod-a',
+      'http.request.header.x-request-id': ['trace-root-1'],
     });
     expect(span.attrs['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(span.attrs['error.type']).toBeUndefined();

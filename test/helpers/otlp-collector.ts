@@ -20,7 +20,7 @@ export interface CollectedSpan {
   endTimeUnixNano: string;
   status: { code?: number; message?: string };
   /** Attributes as plain values (intValue as number). */
-  attrs: Record<string, string | number | boolean>;
+  attrs: Record<string, string | number | boolean | string[]>;
   resource: Record<string, string | number | boolean>;
 }
 
@@ -42,14 +42,15 @@ export interface OtlpCollector {
   close(): Promise<void>;
 }
 
-function plain(attrs: { key: string; value: Record<string, unknown> }[] | undefined): Record<string, string | number | boolean> {
-  const out: Record<string, string | number | boolean> = {};
+function plain(attrs: { key: string; value: Record<string, unknown> }[] | undefined): Record<string, string | number | boolean | string[]> {
+  const out: Record<string, string | number | boolean | string[]> = {};
   for (const a of attrs ?? []) {
     const v = a.value;
     if ('stringValue' in v) out[a.key] = String(v.stringValue);
     else if ('intValue' in v) out[a.key] = Number(v.intValue);
     else if ('doubleValue' in v) out[a.key] = Number(v.doubleValue);
     else if ('boolValue' in v) out[a.key] = Boolean(v.boolValue);
+    else if ('arrayValue' in v) out[a.key] = ((v.arrayValue as { values?: { stringValue?: unknown }[] }).values ?? []).map((e) => String(e.stringValue));
   }
   return out;
 }

@@ -41,7 +41,7 @@ function reference(span: SpanIds, x: Exchange, endEpochMs: number): unknown {
   const str = (key: string, value: string): string => `{"key":"${key}","value":{"stringValue":${JSON.stringify(value)}}}`;
   const int = (key: string, value: number): string => `{"key":"${key}","value":{"intValue":"${value}"}}`;
   const op = x.url.endsWith('/chat/completions') ? 'chat' : x.url.endsWith('/completions') ? 'text_completion' : x.url.endsWith('/embeddings') ? 'embeddings' : 'other';
-  const attrs = [str('http.request.method', ctx.method), str('url.path', x.url), int('http.response.status_code', ctx.statusCode), str('http.request.header.x-request-id', ctx.requestId)];
+  const attrs = [str('http.request.method', ctx.method), str('url.path', x.url), int('http.response.status_code', ctx.statusCode), `{"key":"http.request.header.x-request-id","value":{"arrayValue":{"values":[{"stringValue":${JSON.stringify(ctx.requestId)}}]}}}`];
   if (ctx.modelName !== '') attrs.push(str('gen_ai.request.model', ctx.modelName));
   attrs.push(str('gen_ai.operation.name', op));
   if (ctx.inputTokens > 0) attrs.push(int('gen_ai.usage.input_tokens', ctx.inputTokens));
