@@ -91,7 +91,7 @@ export class SnapshotBuilder {
 
     const gateway = this.rules.gateway ?? null;
     const { kept, skipped } = routesOfGateway(candidates, gateway);
-    const notServed = skipped.map((s) => `kubernetes (ModelRoute ${s.route.key}): spec.parentRefs: ${s.problem}`);
+    const notServed = skipped.map((s) => `ModelRoute ${s.route.key}: spec.parentRefs: ${s.problem}`);
     // With a Gateway set, the lines about a route not served, or about a ModelServer that no route
     // bound to it targets, are not this router's concern (the router of that Gateway logs them). A
     // route invalid as it is now is named all the same: which Gateway it is bound to is not known.
@@ -108,20 +108,20 @@ export class SnapshotBuilder {
         const problem = invalidServers.has(m.serverKey)
           ? `ModelServer ${m.serverKey} is invalid (its own line says why), so it counts as missing`
           : elsewhere(m.serverKey, serverNamespaces) ?? m.problem;
-        problems.push(`kubernetes (ModelRoute ${route.key}): ${m.path}: ${problem}; route skipped`);
+        problems.push(`ModelRoute ${route.key}: ${m.path}: ${problem}; route skipped`);
       }
     }
     // Oldest first: the order the routes of one model name are tried in (shared-model-names.ts).
     const routes = routable.sort(byAge);
-    for (const n of sharedModelNameNotes(routes, gateway)) problems.push(`kubernetes (ModelRoute ${n.route.key}): ${n.path}: ${n.problem}`);
+    for (const n of sharedModelNameNotes(routes, gateway)) problems.push(`ModelRoute ${n.route.key}: ${n.path}: ${n.problem}`);
     for (const route of routes) {
-      for (const z of findZeroWeightRules(route)) problems.push(`kubernetes (ModelRoute ${route.key}): ${z.path}: ${z.problem}`);
+      for (const z of findZeroWeightRules(route)) problems.push(`ModelRoute ${route.key}: ${z.path}: ${z.problem}`);
     }
     const byNs = podsByNamespace(pods);
     const resolved = servers.map((s) => resolveServer(s, byNs, concernsServer(s.key) ? problems : [])).sort(byKey);
     if (rawRoutes.length > 0 && routes.length === 0) {
       const n = rawRoutes.length;
-      problems.push(`kubernetes: ${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves${gateway === null ? '' : ` (ROUTER_GATEWAY=${gateway})`}: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
+      problems.push(`${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves${gateway === null ? '' : ` (ROUTER_GATEWAY=${gateway})`}: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
     }
     return { snapshot: { routes, servers: resolved }, problems, notServed };
   }
@@ -166,9 +166,9 @@ export class SnapshotBuilder {
       ? { ...obj, apiVersion: o.apiVersion ?? this.apiVersion, kind: o.kind ?? kind }
       : obj;
     try {
-      const res = validateResource(input, 'kubernetes', this.rules);
-      if (res.kind !== kind) return { problem: `kubernetes (${res.kind} ${res.key}): kind: expected ${kind} from the ${kind} watch` };
-      return { resource: res, notes: resourceNotes(input).map((f) => `kubernetes (${res.kind} ${res.key}): ${f.path}: ${f.problem}`) };
+      const res = validateResource(input, '', this.rules);
+      if (res.kind !== kind) return { problem: `${res.kind} ${res.key}: kind: expected ${kind} from the ${kind} watch` };
+      return { resource: res, notes: resourceNotes(input).map((f) => `${res.kind} ${res.key}: ${f.path}: ${f.problem}`) };
     } catch (err) {
       return { problem: err instanceof Error ? err.message : String(err) };
     }
@@ -179,15 +179,15 @@ function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, pr
   if (server.endpoints !== null) return { ...server, endpoints: server.endpoints };
   const selector = server.workloadSelector;
   if (selector === null) {
-    problems.push(`kubernetes (ModelServer ${server.key}): spec: has neither endpoints nor workloadSelector; it has no endpoints`);
+    problems.push(`ModelServer ${server.key}: spec: has neither endpoints nor workloadSelector; it has no endpoints`);
     return { ...server, endpoints: [] };
   }
   if (Object.keys(selector.matchLabels).length === 0) {
-    problems.push(`kubernetes (ModelServer ${server.key}): spec.workloadSelector.matchLabels: is empty, so it selects no pods`);
+    problems.push(`ModelServer ${server.key}: spec.workloadSelector.matchLabels: is empty, so it selects no pods`);
     return { ...server, endpoints: [] };
   }
   if (server.workloadPort === null) {
-    problems.push(`kubernetes (ModelServer ${server.key}): spec.workloadPort.port: is required with workloadSelector; it has no endpoints`);
+    problems.push(`ModelServer ${server.key}: spec.workloadPort.port: is required with workloadSelector; it has no endpoints`);
     return { ...server, endpoints: [] };
   }
   const pods = podsByNs.get(server.namespace) ?? [];
@@ -207,7 +207,7 @@ function noPodMatches(server: ModelServer, matchLabels: Readonly<Record<string, 
   const hint = others.length === 0
     ? ''
     : `; pods in namespace ${others.sort().join(', ')} carry these labels, but a ModelServer selects pods of its own namespace only`;
-  return `kubernetes (ModelServer ${server.key}): spec.workloadSelector.matchLabels: selector ${selector} matches no pod in namespace ${server.namespace}; it has no endpoints until one exists there${hint}`;
+  return `ModelServer ${server.key}: spec.workloadSelector.matchLabels: selector ${selector} matches no pod in namespace ${server.namespace}; it has no endpoints until one exists there${hint}`;
 }
 
 /**

@@ -51,8 +51,13 @@ export class ResourceError extends Error {
   }
 }
 
+/**
+ * `where (resource): path: problem`; without `where` (a resource read from the cluster, whose log
+ * lines are already marked `kubernetes`), `resource: path: problem`.
+ */
 export function formatMessage(where: string, resource: string | null, path: string | null, problem: string): string {
-  return `${where}${resource ? ` (${resource})` : ''}${path ? `: ${path}` : ''}: ${problem}`;
+  const head = where === '' ? resource ?? '' : resource ? `${where} (${resource})` : where;
+  return `${head}${path ? `${head === '' ? '' : ': '}${path}` : ''}: ${problem}`;
 }
 
 

@@ -104,9 +104,12 @@ describe('operating the built router with --kubernetes', () => {
   });
 
   it('warns once about a selector that matches no pod and a target naming a ModelServer of another namespace, not on every event', async () => {
-    const noPod = 'kubernetes (ModelServer ml/typo): spec.workloadSelector.matchLabels: selector app=lmm matches no pod in namespace ml; it has no endpoints until one exists there';
-    const elsewhere = 'kubernetes (ModelRoute apps/lost): spec.rules[0].targetModels[0].modelServerName: ModelServer apps/llm does not exist; a ModelServer llm exists in namespace ml, but a target names a ModelServer of its route\'s own namespace (apps)';
+    const noPod = 'ModelServer ml/typo: spec.workloadSelector.matchLabels: selector app=lmm matches no pod in namespace ml; it has no endpoints until one exists there';
+    const elsewhere = 'ModelRoute apps/lost: spec.rules[0].targetModels[0].modelServerName: ModelServer apps/llm does not exist; a ModelServer llm exists in namespace ml, but a target names a ModelServer of its route\'s own namespace (apps)';
     await waitFor('both warnings', () => router.stderr().includes(noPod) && router.stderr().includes(elsewhere), 10_000);
+    // The line's event says kubernetes once: `warn kubernetes: ModelServer ml/typo: …`.
+    expect(router.stderr()).toContain(`kubernetes: ${noPod}`);
+    expect(router.stderr()).not.toContain('kubernetes: kubernetes');
     // Pod events that change the snapshot: each applied (the reload line), neither warning again.
     for (const ip of ['127.0.0.3', '127.0.0.4']) {
       const reloads = count(router.stderr(), 'resources reloaded from kubernetes');
@@ -130,7 +133,7 @@ describe('operating the built router with --kubernetes', () => {
   });
 
   it('warns when ModelRoutes are watched but none of them serves', async () => {
-    const none = 'kubernetes: 1 ModelRoute watched, none of which serves: every inference request is answered 404 model_not_found until one does';
+    const none = '1 ModelRoute watched, none of which serves: every inference request is answered 404 model_not_found until one does';
     expect(router.stderr()).not.toContain('none of which serves');
     api.remove('modelroutes', 'ml', 'llm-route');
     await waitFor('the warning', () => router.stderr().includes(none), 10_000);

@@ -88,13 +88,13 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     const s = await started('kthena-system/gw-a');
     expect(routes(s)).toEqual(['default/on-a', 'kthena-system/no-refs']);
     expect(notServed()).toEqual([
-      'kubernetes (ModelRoute default/on-b): spec.parentRefs: default/gw-b: not bound to Gateway kthena-system/gw-a, so this router does not serve it (ROUTER_GATEWAY=kthena-system/gw-a)',
-      'kubernetes (ModelRoute team-b/service): spec.parentRefs: kthena-system/gw-a (kind "Service", group "": not a Gateway): not bound to Gateway kthena-system/gw-a, '
+      'ModelRoute default/on-b: spec.parentRefs: default/gw-b: not bound to Gateway kthena-system/gw-a, so this router does not serve it (ROUTER_GATEWAY=kthena-system/gw-a)',
+      'ModelRoute team-b/service: spec.parentRefs: kthena-system/gw-a (kind "Service", group "": not a Gateway): not bound to Gateway kthena-system/gw-a, '
         + 'so this router does not serve it (ROUTER_GATEWAY=kthena-system/gw-a)',
     ]);
     expect(warns.filter((w) => w.includes('on-b') || w.includes('team-b/service'))).toEqual([]);
     // The hidden route is named, with no remark on Gateways: both are this router's.
-    expect(warns.filter((w) => w.includes('ModelRoute'))).toEqual([expect.stringMatching(/^kubernetes \(ModelRoute kthena-system\/no-refs\): spec\.modelName: model name "llama-3" is also served by ModelRoute default\/on-a, which is tried first .*match none$/)]);
+    expect(warns.filter((w) => w.includes('ModelRoute'))).toEqual([expect.stringMatching(/^ModelRoute kthena-system\/no-refs: spec\.modelName: model name "llama-3" is also served by ModelRoute default\/on-a, which is tried first .*match none$/)]);
   });
 
   test('a route rebound to the Gateway enters the snapshot, one bound away leaves it; each line is told once per change', async () => {
@@ -115,10 +115,10 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     const endpoints = (): number => s.snapshot!.servers.find((x) => x.key === 'default/llama')!.endpoints.length;
     await until('the pod ready', () => endpoints() === 1, () => s.snapshot);
     expect(notServed()).toEqual([
-      expect.stringContaining('(ModelRoute default/on-a): spec.parentRefs: kthena-system/gw-a: not bound'),
-      expect.stringContaining('(ModelRoute kthena-system/no-refs): spec.parentRefs: none: a route without parentRefs is bound to the Gateways of its own namespace (kthena-system), not to Gateway default/gw-b'),
-      expect.stringContaining('(ModelRoute team-b/service)'),
-      'kubernetes (ModelRoute default/on-b): spec.parentRefs: default/gw-c: not bound to Gateway default/gw-b, so this router does not serve it (ROUTER_GATEWAY=default/gw-b)',
+      expect.stringContaining('ModelRoute default/on-a: spec.parentRefs: kthena-system/gw-a: not bound'),
+      expect.stringContaining('ModelRoute kthena-system/no-refs: spec.parentRefs: none: a route without parentRefs is bound to the Gateways of its own namespace (kthena-system), not to Gateway default/gw-b'),
+      expect.stringContaining('ModelRoute team-b/service: '),
+      'ModelRoute default/on-b: spec.parentRefs: default/gw-c: not bound to Gateway default/gw-b, so this router does not serve it (ROUTER_GATEWAY=default/gw-b)',
     ]);
   });
 
@@ -127,7 +127,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     const s = await started('other/gw');
     expect(routes(s)).toEqual([]);
     expect(notServed()).toHaveLength(4);
-    expect(warns).toContain('kubernetes: 4 ModelRoutes watched, none of which serves (ROUTER_GATEWAY=other/gw): every inference request is answered 404 model_not_found until one does (each route\'s line says why)');
+    expect(warns).toContain('4 ModelRoutes watched, none of which serves (ROUTER_GATEWAY=other/gw): every inference request is answered 404 model_not_found until one does (each route\'s line says why)');
   });
 
   test('a route whose parentRefs the Gateway API refuses is invalid: skipped when new, kept at its last valid version when edited, naming the entry and its field', async () => {
@@ -135,13 +135,13 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     api.upsert('modelroutes', route('default', 'no-name', '2025-05-01T00:00:00Z', [{ namespace: 'kthena-system', kind: 'Gateway' }]));
     const s = await started('kthena-system/gw-a');
     expect(routes(s)).toEqual(['default/on-a']);
-    expect(warns).toContain('kubernetes (ModelRoute default/no-name): spec.parentRefs[0].name: is required: expected the name of the Gateway (or other parent) the route is bound to; skipped');
+    expect(warns).toContain('ModelRoute default/no-name: spec.parentRefs[0].name: is required: expected the name of the Gateway (or other parent) the route is bound to; skipped');
 
     // An edit that breaks a served route's parentRefs keeps the route as it was.
     api.upsert('modelroutes', route('default', 'on-a', '2025-01-01T00:00:00Z', [{ name: 'gw-a', namespace: 'kthena-system', port: 0 }]));
-    await until('the bad edit told', () => warns.some((w) => w.includes('(ModelRoute default/on-a): spec.parentRefs[0].port')), () => warns);
-    expect(warns.filter((w) => w.includes('(ModelRoute default/on-a)'))).toEqual([
-      expect.stringMatching(/^kubernetes \(ModelRoute default\/on-a\): spec\.parentRefs\[0\]\.port: must be an integer from 1 to 65535, got 0; keeps its last valid version \(resourceVersion \S+\)$/),
+    await until('the bad edit told', () => warns.some((w) => w.includes('ModelRoute default/on-a: spec.parentRefs[0].port')), () => warns);
+    expect(warns.filter((w) => w.startsWith('ModelRoute default/on-a: '))).toEqual([
+      expect.stringMatching(/^ModelRoute default\/on-a: spec\.parentRefs\[0\]\.port: must be an integer from 1 to 65535, got 0; keeps its last valid version \(resourceVersion \S+\)$/),
     ]);
     expect(routes(s)).toEqual(['default/on-a']);
   });
@@ -176,20 +176,20 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     api.upsert('modelservers', { ...server('default'), metadata: { name: 'idle', namespace: 'default' } });
 
     const ofGatewayB = [
-      'kubernetes (ModelServer team-b/b-only): spec.modle: unknown field',
-      'kubernetes (ModelServer team-b/b-only): spec.workloadPort.protocol: "https" is not read',
-      'kubernetes (ModelServer team-b/b-pd): spec.workloadSelector.pdGroup.prefillLabels: is required',
-      'kubernetes (ModelRoute team-b/on-b): spec.extra: unknown field',
-      'kubernetes (ModelRoute team-b/on-b): spec.rules[0].modelMatch.headers.x-tier.regex: "^(\\\\w+,?)+$" repeats a part that repeats itself',
-      'kubernetes (ModelRoute team-b/on-b-pd): spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/b-pd is invalid',
-      'kubernetes (ModelRoute team-b/on-b-missing): spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/gone does not exist',
-      'kubernetes (ModelRoute team-b/on-b-hidden): spec.modelName: model name "b-model" is also served by ModelRoute team-b/on-b',
-      'kubernetes (ModelRoute team-b/on-b): spec.rules[0].targetModels: every target has weight 0',
-      'kubernetes (ModelServer team-b/b-only): spec.workloadSelector.matchLabels: selector app=b matches no pod',
+      'ModelServer team-b/b-only: spec.modle: unknown field',
+      'ModelServer team-b/b-only: spec.workloadPort.protocol: "https" is not read',
+      'ModelServer team-b/b-pd: spec.workloadSelector.pdGroup.prefillLabels: is required',
+      'ModelRoute team-b/on-b: spec.extra: unknown field',
+      'ModelRoute team-b/on-b: spec.rules[0].modelMatch.headers.x-tier.regex: "^(\\\\w+,?)+$" repeats a part that repeats itself',
+      'ModelRoute team-b/on-b-pd: spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/b-pd is invalid',
+      'ModelRoute team-b/on-b-missing: spec.rules[0].targetModels[0].modelServerName: ModelServer team-b/gone does not exist',
+      'ModelRoute team-b/on-b-hidden: spec.modelName: model name "b-model" is also served by ModelRoute team-b/on-b',
+      'ModelRoute team-b/on-b: spec.rules[0].targetModels: every target has weight 0',
+      'ModelServer team-b/b-only: spec.workloadSelector.matchLabels: selector app=b matches no pod',
     ];
-    const ofGatewayA = ['kubernetes (ModelServer default/llama): spec.workloadSelector.matchLabels: selector app=llama matches no pod'];
-    const invalid = 'kubernetes (ModelRoute team-b/broken): spec.rules: must not be empty; skipped';
-    const idle = 'kubernetes (ModelServer default/idle): spec.workloadSelector.matchLabels: selector app=llama matches no pod';
+    const ofGatewayA = ['ModelServer default/llama: spec.workloadSelector.matchLabels: selector app=llama matches no pod'];
+    const invalid = 'ModelRoute team-b/broken: spec.rules: must not be empty; skipped';
+    const idle = 'ModelServer default/idle: spec.workloadSelector.matchLabels: selector app=llama matches no pod';
     const told = (parts: readonly string[]): string[][] => parts.map((part) => warns.filter((w) => w.startsWith(part)));
 
     await started('kthena-system/gw-a');
@@ -214,6 +214,6 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     const s = await started(null);
     expect(routes(s)).toEqual(['default/on-a', 'default/on-b', 'team-b/service']);
     expect(notServed()).toEqual([]);
-    expect(warns.some((w) => w.includes('(ModelRoute kthena-system/no-refs)') && w.includes('ModelServer kthena-system/llama does not exist'))).toBe(true);
+    expect(warns.some((w) => w.startsWith('ModelRoute kthena-system/no-refs: ') && w.includes('ModelServer kthena-system/llama does not exist'))).toBe(true);
   });
 });

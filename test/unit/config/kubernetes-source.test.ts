@@ -322,8 +322,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
     api.upsert('modelservers', server('default', 'llama', LABELS, 70000));
     await until('both problems logged', () => warns.filter((l) => l.includes('keeps its last valid version')).length === 2, () => warns);
-    expect(warns).toContain(`kubernetes (ModelRoute default/r1): spec.rateLimit.unit: expected one of second, minute, hour, day, month, got "week"; keeps its last valid version (resourceVersion ${routeRv})`);
-    expect(warns.some((l) => l.startsWith('kubernetes (ModelServer default/llama): spec.workloadPort.port:') && l.endsWith(`; keeps its last valid version (resourceVersion ${serverRv})`))).toBe(true);
+    expect(warns).toContain(`ModelRoute default/r1: spec.rateLimit.unit: expected one of second, minute, hour, day, month, got "week"; keeps its last valid version (resourceVersion ${routeRv})`);
+    expect(warns.some((l) => l.startsWith('ModelServer default/llama: spec.workloadPort.port:') && l.endsWith(`; keeps its last valid version (resourceVersion ${serverRv})`))).toBe(true);
     // Still served as before, the server following its pods with its last valid selector and port.
     api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
     await settle(source, 'pod added to the kept server', (v) => v.endpoints['default/llama']?.length === 2);
@@ -339,7 +339,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.remove('modelroutes', 'default', 'r1');
     await settle(source, 'route deleted', (v) => v.routes.length === 0);
     api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'week' } } }));
-    await until('re-created invalid route skipped', () => warns.some((l) => l.startsWith('kubernetes (ModelRoute default/r1): spec.rateLimit.unit') && l.endsWith('; skipped')), () => warns);
+    await until('re-created invalid route skipped', () => warns.some((l) => l.startsWith('ModelRoute default/r1: spec.rateLimit.unit') && l.endsWith('; skipped')), () => warns);
     expect(view(source.snapshot).routes).toEqual([]);
   });
 
@@ -360,8 +360,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
 
     const serverRv = api.get('modelservers', 'default', 'pd')!.metadata.resourceVersion;
     api.upsert('modelservers', pdServer('pd', 'sglang'));
-    await until('the edit logged', () => warns.some((l) => l.startsWith('kubernetes (ModelServer default/pd): spec.kvConnector.type:')), () => warns);
-    expect(warns).toContain(`kubernetes (ModelServer default/pd): spec.kvConnector.type: expected one of http, lmcache, nixl, mooncake, got "sglang"; keeps its last valid version (resourceVersion ${serverRv})`);
+    await until('the edit logged', () => warns.some((l) => l.startsWith('ModelServer default/pd: spec.kvConnector.type:')), () => warns);
+    expect(warns).toContain(`ModelServer default/pd: spec.kvConnector.type: expected one of http, lmcache, nixl, mooncake, got "sglang"; keeps its last valid version (resourceVersion ${serverRv})`);
     expect(source.snapshot!.servers[0].pd?.connector).toBe('nixl');
   });
 
@@ -370,7 +370,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'typo', 'llama-3', ['llama'], { spec: { rules: [{ modelMatches: { headers: { x: { exact: 'y' } } }, targetModels: [{ modelServerName: 'llama' }] }] } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/typo=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/typo): spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it; did you mean modelMatch?');
+    expect(logs).toContain('ModelRoute default/typo: spec.rules[0].modelMatches: unknown field, ignored: neither the route API nor this router has it; did you mean modelMatch?');
     api.upsert('pods', pod('default', 'llama-1', LABELS, '10.0.0.11'));
     await settle(source, 'another pod', (v) => v.endpoints['default/llama'].length === 1);
     expect(logs.filter((l) => l.includes('modelMatches'))).toHaveLength(1);
@@ -381,7 +381,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'local-global', 'llama-3', ['llama'], { spec: { rateLimit: { inputTokensPerUnit: 10, unit: 'hour', global: {} } } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/local-global=llama-3']);
-    expect(logs).toContain(`kubernetes (ModelRoute default/local-global): spec.rateLimit.global: ${GLOBAL_WITHOUT_REDIS}`);
+    expect(logs).toContain(`ModelRoute default/local-global: spec.rateLimit.global: ${GLOBAL_WITHOUT_REDIS}`);
   });
 
   test('a route naming a ModelServer that exists but is invalid is skipped, the log saying it is invalid rather than missing', async () => {
@@ -389,8 +389,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'r', 'llama-3', ['broken']));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual([]);
-    expect(logs).toContain('kubernetes (ModelRoute default/r): spec.rules[0].targetModels[0].modelServerName: ModelServer default/broken is invalid (its own line says why), so it counts as missing; route skipped');
-    expect(logs.some((l) => l.startsWith('kubernetes (ModelServer default/broken): spec.workloadPort.port'))).toBe(true);
+    expect(logs).toContain('ModelRoute default/r: spec.rules[0].targetModels[0].modelServerName: ModelServer default/broken is invalid (its own line says why), so it counts as missing; route skipped');
+    expect(logs.some((l) => l.startsWith('ModelServer default/broken: spec.workloadPort.port'))).toBe(true);
   });
 
   test('a route whose rule has only targets of weight 0 is kept, and logged naming the rule', async () => {
@@ -398,7 +398,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'off', 'llama-3', ['llama'], { spec: { rules: [{ targetModels: [{ modelServerName: 'llama', weight: 0 }] }] } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/off=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/off): spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target, unless a later route of the same model name takes it (give a target a weight above 0 to send it traffic)');
+    expect(logs).toContain('ModelRoute default/off: spec.rules[0].targetModels: every target has weight 0, so each request this rule matches is answered 503 no_weighted_target, unless a later route of the same model name takes it (give a target a weight above 0 to send it traffic)');
   });
 
   test('routes for the same model name: all kept, oldest first (creationTimestamp, then namespace/name), the order they are tried in; a hidden one is logged', async () => {
@@ -425,7 +425,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('default', 'gw-8081', 'llama-3', ['llama'], { metadata: { creationTimestamp: '2025-03-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'kthena-gateway-8081', kind: 'Gateway' }] } }));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual(['default/gw-8080=llama-3', 'default/gw-8081=llama-3']);
-    expect(logs).toContain('kubernetes (ModelRoute default/gw-8081): spec.modelName: model name "llama-3" is also served by ModelRoute default/gw-8080, which is tried first and whose rule spec.rules[0] '
+    expect(logs).toContain('ModelRoute default/gw-8081: spec.modelName: model name "llama-3" is also served by ModelRoute default/gw-8080, which is tried first and whose rule spec.rules[0] '
       + 'takes every request for it, so this route never receives one; a route of a shared model name is tried only when the earlier routes\' rules match none; '
       + 'they are bound to different Gateways (spec.parentRefs: kthena-system/default; default/kthena-gateway-8081), which is not read while ROUTER_GATEWAY is unset: '
       + 'the router serves every route on its own port, so to serve a model name differently per Gateway run a router per Gateway, each with ROUTER_GATEWAY naming its own (<namespace>/<name>)');
@@ -861,13 +861,13 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
   test('ModelRoutes none of which serves: logged once, naming how many; again only once it comes back', async () => {
     api.upsert('modelroutes', route('default', 'r1', 'llama-3', ['llama']));
     const source = await started();
-    const line = 'kubernetes: 1 ModelRoute watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route\'s line says why)';
+    const line = '1 ModelRoute watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route\'s line says why)';
     expect(warns.filter((l) => l === line)).toHaveLength(1);
-    expect(warns).toContain('kubernetes (ModelRoute default/r1): spec.rules[0].targetModels[0].modelServerName: ModelServer default/llama does not exist (a target must name a ModelServer in the route\'s namespace); route skipped');
+    expect(warns).toContain('ModelRoute default/r1: spec.rules[0].targetModels[0].modelServerName: ModelServer default/llama does not exist (a target must name a ModelServer in the route\'s namespace); route skipped');
     // Other changes: not logged again.
     api.upsert('pods', pod('default', 'other-0', { app: 'other' }, '10.0.0.9'));
     api.upsert('modelroutes', route('default', 'r2', 'llama-2', ['llama']));
-    await until('a second route watched', () => warns.includes('kubernetes: 2 ModelRoutes watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route\'s line says why)'), () => warns);
+    await until('a second route watched', () => warns.includes('2 ModelRoutes watched, none of which serves: every inference request is answered 404 model_not_found until one does (each route\'s line says why)'), () => warns);
     api.upsert('pods', pod('default', 'other-1', { app: 'other' }, '10.0.0.8'));
     api.upsert('modelservers', server('default', 'llama', LABELS));
     await settle(source, 'routes served', (v) => v.routes.length === 2);
@@ -881,7 +881,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelservers', server('models', 'llama', { app: 'llama', tier: 'gpu' }));
     api.upsert('pods', pod('default', 'llama-0', { app: 'llama', tier: 'gpu' }, '10.0.0.10'));
     const source = await started();
-    const line = 'kubernetes (ModelServer models/llama): spec.workloadSelector.matchLabels: selector app=llama,tier=gpu matches no pod in namespace models; it has no endpoints until one exists there; pods in namespace default carry these labels, but a ModelServer selects pods of its own namespace only';
+    const line = 'ModelServer models/llama: spec.workloadSelector.matchLabels: selector app=llama,tier=gpu matches no pod in namespace models; it has no endpoints until one exists there; pods in namespace default carry these labels, but a ModelServer selects pods of its own namespace only';
     const said = (): number => warns.filter((l) => l === line).length;
     expect(said()).toBe(1);
     // No ModelRoute at all is no mistake: nothing said about routes.
@@ -912,7 +912,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource', () => {
     api.upsert('modelroutes', route('apps', 'r', 'llama-3', ['llama']));
     const source = await started();
     expect(view(source.snapshot).routes).toEqual([]);
-    expect(warns).toContain('kubernetes (ModelRoute apps/r): spec.rules[0].targetModels[0].modelServerName: ModelServer apps/llama does not exist; a ModelServer llama exists in namespace models, staging, but a target names a ModelServer of its route\'s own namespace (apps): create the ModelServer in apps, or the route in the ModelServer\'s namespace; route skipped');
+    expect(warns).toContain('ModelRoute apps/r: spec.rules[0].targetModels[0].modelServerName: ModelServer apps/llama does not exist; a ModelServer llama exists in namespace models, staging, but a target names a ModelServer of its route\'s own namespace (apps): create the ModelServer in apps, or the route in the ModelServer\'s namespace; route skipped');
     api.upsert('modelservers', server('apps', 'llama', LABELS));
     await settle(source, 'route served', (v) => v.routes.length === 1);
   });

@@ -896,8 +896,8 @@ describe('validateResource', () => {
     expect(fromString).toEqual(r);
     expect(errorOf(() => validateResource({ ...obj, spec: { ...obj.spec, modelName: null } }, 'kubernetes', opts)).message)
       .toBe('kubernetes (ModelRoute ns/r): spec.modelName: is required unless spec.loraAdapters lists adapters: expected a non-empty string');
-    expect(errorOf(() => validateResource({ ...obj, metadata: { ...obj.metadata, creationTimestamp: 'yesterday' } }, 'kubernetes', opts)).message)
-      .toBe('kubernetes (ModelRoute ns/r): metadata.creationTimestamp: expected an RFC 3339 timestamp, got the string "yesterday"');
+    expect(errorOf(() => validateResource({ ...obj, metadata: { ...obj.metadata, creationTimestamp: 'yesterday' } }, '', opts)).message)
+      .toBe('ModelRoute ns/r: metadata.creationTimestamp: expected an RFC 3339 timestamp, got the string "yesterday"');
   });
 
   it('rejects non-objects', () => {
