@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
-import { parseCommand, USAGE } from './config/settings.js';
+import { logFormat, parseCommand, USAGE } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { ResourceError } from './config/resources.js';
 import { loadUws } from './http/uws.js';
@@ -21,7 +21,7 @@ async function main(): Promise<void> {
     settings = parseAllSettings(argv, process.env);
   } catch (err) {
     // A bad flag or setting, whichever part of the router reads it: --help lists them all.
-    if (err instanceof Error) exitWith(`${err.message}\nRun with --help for usage.`);
+    if (err instanceof Error) exitWith(`${err.message}\nRun with --help for usage.`, formatForExit(process.env));
     throw err;
   }
   if (settings === null) {
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   try {
     loadUws(undefined, settings.maxHeaderBytes);
   } catch (err) {
-    if (err instanceof Error) exitWith(err.message);
+    if (err instanceof Error) exitWith(err.message, settings.logFormat);
     throw err;
   }
 
@@ -56,11 +56,28 @@ async function main(): Promise<void> {
   }
 }
 
-/** Stops before anything started: the message on stderr (each of its lines an error's priority for the journal, when it reads them), exit 2. */
-function exitWith(message: string): never {
+/**
+ * Stops before anything started, exit 2: the message on stderr in the operational log's format.
+ * Text: as is, each of its lines an error's priority for the journal when it reads them; JSON: one
+ * line of event `exit`, as the router's other lines, so that a JSON log pipeline reads it too.
+ */
+function exitWith(message: string, format: 'json' | 'text'): never {
+  if (format === 'json') {
+    new OpsLog('json', 'primary').error('exit', `${message.replaceAll('\n', ' ')}; exit 2`, { code: 2 });
+    process.exit(2);
+  }
   const mark = journalLevelMark('error');
   process.stderr.write(`${mark}inference-router: ${message.replaceAll('\n', `\n${mark}`)}\n`);
   process.exit(2);
+}
+
+/** The operational log's format for a settings error: text when the format setting is itself bad. */
+function formatForExit(env: NodeJS.ProcessEnv): 'json' | 'text' {
+  try {
+    return logFormat(env);
+  } catch {
+    return 'text';
+  }
 }
 
 void main();

@@ -191,7 +191,8 @@ function gatewaySetting(raw: string | undefined): string | null {
   return raw;
 }
 
-function logFormat(env: NodeJS.ProcessEnv): 'json' | 'text' {
+/** ROUTER_LOG_FORMAT, or ACCESS_LOG_FORMAT's choice when unset; a bad value throws a UsageError. */
+export function logFormat(env: NodeJS.ProcessEnv): 'json' | 'text' {
   const raw = env.ROUTER_LOG_FORMAT;
   if (raw === undefined || raw === '') return env.ACCESS_LOG_FORMAT === 'json' ? 'json' : 'text';
   if (raw !== 'json' && raw !== 'text') throw new UsageError(badSetting('ROUTER_LOG_FORMAT', 'json or text', raw));

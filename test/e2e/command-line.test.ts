@@ -97,6 +97,21 @@ describe('start-up checks', () => {
       + '(--port overrides it, but a bad value is refused all the same)\nRun with --help for usage.\n');
   });
 
+  it('with the operational log in JSON, a bad setting exits 2 with one JSON line of the log, as the router\'s other lines', () => {
+    for (const env of [{ ROUTER_LOG_FORMAT: 'json' }, { ACCESS_LOG_FORMAT: 'json' }]) {
+      const r = run(['--resources', 'examples/resources.yaml'], { ...env, ROUTER_PORT: 'abc' });
+      expect(r.status, r.stderr).toBe(2);
+      const lines = r.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0])).toMatchObject({ level: 'error', process: 'primary', event: 'exit', code: 2,
+        message: 'ROUTER_PORT: expected an integer from 1 to 65535; got "abc" Run with --help for usage.; exit 2' });
+    }
+    // A bad format setting itself is told as text.
+    const bad = run(['--resources', 'examples/resources.yaml'], { ROUTER_LOG_FORMAT: 'yaml' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/^inference-router: ROUTER_LOG_FORMAT: expected json or text; got "yaml"\nRun with --help for usage.\n$/);
+  });
+
   it('a bad setting of any part (access log, rate limits, tokenizer) exits 2 naming it, pointing at --help as a bad flag does', () => {
     for (const [name, value] of [['ACCESS_LOG_FORMAT', 'jsonl'], ['RATE_LIMIT_REDIS_FAILURE_MODE', 'fail'], ['ROUTER_TOKEN_ESTIMATOR', 'words'], ['ROUTER_PORT', 'http']]) {
       const r = run(['--resources', 'x.yaml'], { [name]: value });
