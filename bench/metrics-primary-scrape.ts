@@ -26,7 +26,7 @@ const ROUNDS = 40;
 /** One worker's registry answer: 64 routes' request series and histograms, `pods` pods' counters and gauges. */
 async function workerAnswer(pods: readonly string[], seed: number): Promise<MetricJson[]> {
   const m = new RouterMetrics({ defaultMetrics: false });
-  const s = new SchedulerMetrics(m.registry, () => pods.filter((_, i) => i % 50 === seed), () => pods, () => 1000, () => pods);
+  const s = new SchedulerMetrics(m.registry, () => pods.filter((_, i) => i % 50 === seed), () => pods.map((p): [string, number] => [p, 1]), () => 1000, () => pods);
   const statuses = [200, 200, 200, 429, 502];
   for (let i = 0; i < 4096; i++) {
     const c = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'id', Date.now(), 1000);

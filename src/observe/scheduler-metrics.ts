@@ -31,10 +31,10 @@ export class SchedulerMetrics {
     'Weighted score (0..1) of the chosen pod.', [], SCORE_BUCKETS);
   private readonly scoreSeries: HistogramSeries = this.score.child();
 
-  /** `ejectedPods`: pods out of rotation now; `scrapedPods`: pods whose scraped metrics are fresh. */
+  /** `ejectedPods`: pods out of rotation now; `scrapedPods`: the pods scraped, each with 1 when its values are fresh, else 0. */
   /** `prefixHashes`: block hashes in the prefix memory of this process. */
   /** `livePods`: names of the pods in the configuration now (backend-pod-series.ts); unset: counters of every pod are kept. */
-  constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<string> = () => [], prefixHashes: () => number = () => 0,
+  constructor(registry: Registry, ejectedPods: () => Iterable<string>, scrapedPods: () => Iterable<[string, number]> = () => [], prefixHashes: () => number = () => 0,
     livePods: (() => Iterable<string>) | null = null) {
     this.livePodsSource = livePods;
     for (const m of [this.retries, this.connectFailures, this.timeouts, this.resets, this.serverErrors, this.ejections, this.decisions, this.score]) registry.registerMetric(m as never);
@@ -42,8 +42,8 @@ export class SchedulerMetrics {
       'Pods out of rotation now (1 per process that ejected it; summed across workers).', 'gauge',
       () => countByBackendPod(ejectedPods())) as never);
     registry.registerMetric(new CollectedFamily('inference_router_pod_metrics_fresh',
-      'Pods whose scraped /metrics values are fresh (1 per worker that holds them; summed across workers).', 'gauge',
-      () => countByBackendPod(scrapedPods())) as never);
+      'Pods whose /metrics the router scrapes: 1 per worker that holds fresh values (summed across workers), 0 while none does.', 'gauge',
+      () => sumByBackendPod(scrapedPods(), (p) => p[0], (p) => p[1])) as never);
     registry.registerMetric(new CollectedFamily('inference_router_scheduler_prefix_hashes',
       'Prompt block hashes in the prefix-cache memory (per worker; summed across workers).', 'gauge',
       () => [{ labels: {}, value: prefixHashes() }]) as never);

@@ -1,8 +1,9 @@
 /**
  * Shares pod load across the processes of one instance over the cluster IPC channel:
  *   worker -> primary  { t: 'sched:inflight', counts: [key, n][] }   every interval
- *   primary -> worker  { t: 'sched:load', rows: PodLoadRow[], inflight: [key, total][] }
- * `rows` are the pods' scraped metrics (pod-metrics-scraper.ts); `inflight` the sum of the
+ *   primary -> worker  { t: 'sched:load', rows: PodLoadRow[], stale: key[], inflight: [key, total][] }
+ * `rows` are the pods' scraped metrics (pod-metrics-scraper.ts), `stale` the pods scraped whose
+ * values are not fresh (so that their gauge reads 0); `inflight` the sum of the
  * workers' last reports. A worker takes total − its own last report as the others' in-flight.
  * `ejected` repeats the ejections in force (pod-health-share.ts, pod-health-hub.ts); the primary
  * also takes the workers' health reports here and shares ejections and returns at once.
@@ -20,7 +21,7 @@ export const MSG_INFLIGHT = 'sched:inflight';
 export const MSG_LOAD = 'sched:load';
 
 export interface InflightReport { t: typeof MSG_INFLIGHT; counts: [string, number][] }
-export interface LoadShare { t: typeof MSG_LOAD; rows: PodLoadRow[]; inflight: [string, number][]; ejected: EjectionRow[] }
+export interface LoadShare { t: typeof MSG_LOAD; rows: PodLoadRow[]; stale: string[]; inflight: [string, number][]; ejected: EjectionRow[] }
 
 export interface LoadCluster {
   on(event: 'message', listener: (worker: Worker, message: unknown) => void): unknown;
@@ -55,7 +56,7 @@ export function attachPodLoadPrimary(
   const timer = setInterval(() => {
     const totals = new Map<string, number>();
     for (const counts of reports.values()) for (const [k, n] of counts) totals.set(k, (totals.get(k) ?? 0) + n);
-    broadcast({ t: MSG_LOAD, rows: scraper.rows(), inflight: [...totals], ejected: health.ejected() });
+    broadcast({ t: MSG_LOAD, rows: scraper.rows(), stale: scraper.staleKeys(), inflight: [...totals], ejected: health.ejected() });
   }, intervalMs);
   timer.unref();
   return () => {
@@ -104,12 +105,15 @@ export class PodLoadReceiver {
     const rows = new Map<string, PodLoadRow>();
     for (const r of m.rows) rows.set(r[0], r);
     const totals = new Map(m.inflight);
+    const stale = new Set(m.stale);
     for (const e of this.endpoints()) {
       const l = e.load;
       const r = rows.get(e.key);
       if (r === undefined) {
         l.scrapedUntil = 0;
+        l.scraped = stale.has(e.key);
       } else {
+        l.scraped = true;
         l.waiting = r[1] ?? NaN;
         l.running = r[2] ?? NaN;
         l.kvUsage = r[3] ?? NaN;

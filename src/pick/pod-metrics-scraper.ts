@@ -85,6 +85,14 @@ export class PodMetricsScraper {
     await Promise.all([...this.targets.values()].map((t) => this.scrape(t)));
   }
 
+  /** Pods scraped whose values are not fresh (no answer yet, or none for three intervals). */
+  staleKeys(): string[] {
+    const now = this.clock();
+    const out: string[] = [];
+    for (const t of this.targets.values()) if (t.last === null || now - t.at > this.staleMs) out.push(t.key);
+    return out;
+  }
+
   /** Fresh values of every scraped pod. */
   rows(): PodLoadRow[] {
     const now = this.clock();

@@ -16,6 +16,8 @@ export class PodLoad {
   tpotMs = NaN;
   /** Clock ms after which the scraped values above count as unknown. */
   scrapedUntil = 0;
+  /** Whether the primary scrapes the pod's /metrics (its ModelServer's engine is known), fresh or not, as last shared. */
+  scraped = false;
   /** Requests in flight to this pod from the other workers of the instance (as last shared). */
   otherInflight = 0;
   /** Clock ms after which otherInflight counts as 0. */

@@ -479,9 +479,10 @@ function* ejectedPods(endpoints: EndpointRegistry): Generator<string> {
   for (const e of endpoints.states()) if (e.health.ejectedUntil > now) yield e.name;
 }
 
-function* scrapedPods(endpoints: EndpointRegistry): Generator<string> {
+/** Each pod the primary scrapes, with 1 when this worker holds fresh values of it, else 0. */
+function* scrapedPods(endpoints: EndpointRegistry): Generator<[string, number]> {
   const now = systemClock();
-  for (const e of endpoints.states()) if (e.load.scrapedUntil > now) yield e.name;
+  for (const e of endpoints.states()) if (e.load.scraped) yield [e.name, e.load.scrapedUntil > now ? 1 : 0];
 }
 
 function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null, ops: OpsLog): RouteTable | null {

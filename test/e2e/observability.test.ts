@@ -57,7 +57,7 @@ describe('dashboard and alert rules against the built router', () => {
     expect(ALERTS.groups[0].rules.map((r: any) => r.alert)).toEqual([
       'InferenceRouterHighErrorRatio', 'InferenceRouterRedisFailureModeActive', 'InferenceRouterRedisUnreachable', 'InferenceRouterKubernetesWatchFailing', 'InferenceRouterCertificateExpiring',
       'InferenceRouterAccessLogDrops', 'InferenceRouterOutputTokensUnread',
-      'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterNoReadyWorkers',
+      'InferenceRouterRequestsWaitingForConnections', 'InferenceRouterPodMetricsStale', 'InferenceRouterNoReadyWorkers',
     ]);
   });
 

@@ -531,6 +531,14 @@ describe('scheduling on pod metrics, real processes', () => {
     }
   };
 
+  it('a pod whose metrics go stale reads 0 in pod_metrics_fresh (the series stays, so an alert on 0 fires)', async () => {
+    const [gone] = await start([['pod-gone', []], ['pod-stays', []]]);
+    await gone.kill();
+    const line = (text: string, pod: string) => text.split('\n').find((l) => l.startsWith(`inference_router_pod_metrics_fresh{backend_pod="${pod}",pod="${pod}"}`));
+    await waitFor('pod-gone read stale', async () => line(await (await fetch(`${router!.url}/metrics`)).text(), 'pod-gone')?.endsWith(' 0'), 10_000);
+    expect(line(await (await fetch(`${router!.url}/metrics`)).text(), 'pod-stays')).toMatch(/ 2$/);
+  });
+
   it('a pod with a long waiting queue gets no traffic while another is below the threshold', async () => {
     const [busy, idle] = await start([['pod-busy', ['--metrics-waiting', '500']], ['pod-idle', []]]);
     await send(30);

@@ -8,7 +8,7 @@ describe('series of backend pods that left the configuration', () => {
     const registry = new Registry();
     let live = ['pod-a', 'pod-b'];
     let ejected = ['pod-b'];
-    const m = new SchedulerMetrics(registry, () => ejected, () => live, () => 0, () => live);
+    const m = new SchedulerMetrics(registry, () => ejected, () => live.map((p): [string, number] => [p, 1]), () => 0, () => live);
     m.connectFailed('pod-a');
     m.connectFailed('pod-b');
     m.connectFailed('pod-b');
@@ -47,5 +47,18 @@ describe('series of backend pods that left the configuration', () => {
     m.configurationApplied();
     m.connectFailed('pod-b');
     expect(sample(await registry.metrics(), 'inference_router_upstream_connect_failures_total{backend_pod="pod-b",pod="pod-b"}')).toBe(1);
+  });
+
+  it('a pod scraped whose values are not fresh reads 0, not absent; a pod not scraped has no series', async () => {
+    const registry = new Registry();
+    let scraped: [string, number][] = [['pod-a', 1], ['pod-a', 1], ['pod-b', 1]];
+    new SchedulerMetrics(registry, () => [], () => scraped, () => 0, () => ['pod-a', 'pod-b', 'pod-c']);
+    let t = await registry.metrics();
+    expect(sample(t, 'inference_router_pod_metrics_fresh{backend_pod="pod-a",pod="pod-a"}')).toBe(2);
+    expect(sample(t, 'inference_router_pod_metrics_fresh{backend_pod="pod-b",pod="pod-b"}')).toBe(1);
+    scraped = [['pod-a', 1], ['pod-a', 1], ['pod-b', 0]];
+    t = await registry.metrics();
+    expect(sample(t, 'inference_router_pod_metrics_fresh{backend_pod="pod-b",pod="pod-b"}')).toBe(0);
+    expect(t).not.toContain('"pod-c"');
   });
 });

@@ -75,9 +75,11 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.4
     scraper.setTargets([server('vllm', [{ name: 'p', host: '10.0.0.1', port: 8000 }])]);
     await scraper.scrapeAll();
     expect(scraper.rows()[0].slice(1, 2)).toEqual([4]);
+    expect(scraper.staleKeys()).toEqual([]);
     now = 5_000;
     await scraper.scrapeAll();
     expect(scraper.rows()).toEqual([]);
+    expect(scraper.staleKeys()).toEqual(['p\u000010.0.0.1:8000']);
     expect(logs[0]).toMatch(/^warn pod metrics: cannot scrape http:\/\/10\.0\.0\.1:8000\/metrics: line 1: bad metric name/);
   });
 });
@@ -91,10 +93,16 @@ describe('PodLoadReceiver', () => {
     const rx = new PodLoadReceiver(() => reg.states(), () => now, 3000);
     a.inflight = 2;
     expect(rx.report()).toEqual({ t: 'sched:inflight', counts: [[a.key, 2]] });
-    rx.apply({ t: 'sched:load', rows: [[a.key, 5, 1, 0.5, 120, null]], inflight: [[a.key, 7], [b.key, 4]], ejected: [] });
-    expect(a.load).toMatchObject({ waiting: 5, running: 1, kvUsage: 0.5, ttftMs: 120, otherInflight: 5, scrapedUntil: 3000 });
+    const c = reg.acquire({ name: 'c', host: '127.0.0.1', port: 3 });
+    rx.apply({ t: 'sched:load', rows: [[a.key, 5, 1, 0.5, 120, null]], stale: [c.key], inflight: [[a.key, 7], [b.key, 4]], ejected: [] });
+    expect(a.load).toMatchObject({ waiting: 5, running: 1, kvUsage: 0.5, ttftMs: 120, otherInflight: 5, scrapedUntil: 3000, scraped: true });
     expect(Number.isNaN(a.load.tpotMs)).toBe(true);
-    expect(b.load).toMatchObject({ otherInflight: 4, scrapedUntil: 0 });
+    expect(b.load).toMatchObject({ otherInflight: 4, scrapedUntil: 0, scraped: false });
+    // c is scraped, its values not fresh: known as scraped, no values.
+    expect(c.load).toMatchObject({ scrapedUntil: 0, scraped: true });
+    // a goes stale at the primary: no longer fresh, still scraped.
+    rx.apply({ t: 'sched:load', rows: [], stale: [a.key, c.key], inflight: [], ejected: [] });
+    expect(a.load).toMatchObject({ scrapedUntil: 0, scraped: true });
     void reg.closeAll();
   });
 
