@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   upstream_unreachable: { type: 'upstream_error', status: 502 },
   prefill_failed: { type: 'upstream_error', status: 502 },
   upstream_queue_full: { type: 'upstream_error', status: 503 },
+  router_out_of_descriptors: { type: 'upstream_error', status: 503 },
   fair_queue_full: { type: 'upstream_error', status: 503 },
   fair_queue_timeout: { type: 'upstream_error', status: 503 },
   upstream_pod_removed: { type: 'upstream_error', status: 503 },

@@ -65,6 +65,8 @@ export interface MetricSources {
   upstreamPods?: () => Iterable<{ readonly name: string; readonly inflight: number; readonly connections: number; readonly queued: number }>;
   /** Access-log records dropped so far (AccessLog.dropped). */
   accessLogDropped?: () => number;
+  /** Times this worker closed its listener for want of a file descriptor (descriptor-guard.ts). */
+  listenerPauses?: () => number;
   /** Trace spans dropped so far by reason (OtlpExporter); unset when tracing is off. */
   traceSpansDropped?: () => { readonly droppedQueueFull: number; readonly droppedExportFailed: number };
   /** Tokenizer pool tasks submitted and not yet answered (running + queued). */
@@ -185,6 +187,9 @@ export class RouterMetrics {
     r.registerMetric(new CollectedFamily('inference_router_access_log_dropped_total',
       'Access-log records dropped because the sink did not keep up, its write failed (e.g. disk full), or they came after close.', 'counter',
       () => single(this.sources.accessLogDropped)) as never);
+    r.registerMetric(new CollectedFamily('inference_router_listener_pauses_total',
+      'Times a worker stopped accepting connections because it had no file descriptor free (it accepts again once connections close; the other workers take them meanwhile).', 'counter',
+      () => single(this.sources.listenerPauses)) as never);
     r.registerMetric(new CollectedFamily('inference_router_trace_spans_dropped_total',
       'Trace spans not delivered: the export queue was full (queue_full) or the collector did not accept the batch (export_failed).', 'counter',
       () => fieldSeries(this.sources.traceSpansDropped, 'reason', TRACE_DROP_FIELDS)) as never);

@@ -1,5 +1,5 @@
 import { RouterError } from '../errors.js';
-import { connectFailureCause, isConnectFailure, isOwnRefusal, isQueueFull } from './http1/errors.js';
+import { connectFailureCause, isConnectFailure, isOutOfDescriptors, isOwnRefusal, isQueueFull } from './http1/errors.js';
 
 /**
  * Errors that mean the request never reached the pod (safe to retry on another one): the client's
@@ -72,6 +72,9 @@ function routerCut(err: unknown, pod: string): RouterError {
 export function notSent(err: unknown, pod: string): RouterError {
   const what = (err as Error)?.message || String(err);
   const podLeft = (err as { closedBecause?: string } | null)?.closedBecause === LEFT_CONFIG;
+  if (isOutOfDescriptors(err)) {
+    return new RouterError('upstream_error', `the router could not open a connection to pod ${pod}: ${connectFailureCause(err)} (${what}); raise the router's limit (ulimit -n, LimitNOFILE); nothing was sent to the pod`, 503, null, 'router_out_of_descriptors');
+  }
   if (isQueueFull(err)) {
     return new RouterError('upstream_error', `the router's queue for pod ${pod} is full (${what}); nothing was sent to the pod`, 503, null, 'upstream_queue_full');
   }

@@ -26,6 +26,7 @@ import { meteredLimiters } from '../ratelimit/metered.js';
 import { metricsHandler } from '../observe/metrics-answer.js';
 import { WorkerMetricsLink } from '../observe/metrics-cluster.js';
 import { PrimaryHeartbeat } from './primary-heartbeat.js';
+import { DescriptorGuard, descriptorReserve, openFileLimit } from './descriptor-guard.js';
 import { OpsLog } from '../observe/ops-log.js';
 import { SchedulerMetrics } from '../observe/scheduler-metrics.js';
 import type { PodEpochs } from '../observe/backend-pod-epochs.js';
@@ -89,6 +90,26 @@ export async function runWorker(settings: Settings): Promise<void> {
 
   let ready = false;
   const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (level, m) => ops[level]('readiness', m) });
+  // A worker with no file descriptor free stops accepting instead of spinning on its listener
+  // (descriptor-guard.ts); the other workers take the connections meanwhile.
+  let listenerPauses = 0;
+  const descriptors = new DescriptorGuard({
+    reserve: descriptorReserve(openFileLimit()), limit: () => openFileLimit(), everyMs: HEARTBEAT_EVERY_MS,
+    pause: () => {
+      if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
+      listenSocket = null;
+    },
+    resume: () => {
+      if (draining || stopping) return false;
+      // uWebSockets.js calls back before listen() returns.
+      app.listen(settings.host, settings.port, (sock) => {
+        if (sock) listenSocket = sock;
+      });
+      return listenSocket !== null;
+    },
+    paused: () => listenerPauses++,
+    log: (level, m) => ops[level]('descriptors', m),
+  });
   /** SIGTERM: /readyz answers 503 for ROUTER_DRAIN_DELAY while requests are still served. */
   let stopping = false;
   /** Draining alone, to be replaced (core:retire): /readyz still says whether the instance is ready. */
@@ -123,6 +144,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.draining = true;
     drainState.closing = true;
     heartbeat.stop();
+    descriptors.stop();
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
     cutInFlight(why);
@@ -135,6 +157,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   metrics.bindSources({
     fairQueued: fairGates === null ? undefined : () => fairGates.queued(),
     accessLogDropped: () => accessLog.dropped,
+    listenerPauses: () => listenerPauses,
     upstreamPods: () => endpoints.states(),
     tokenCounts: () => tokens.stats,
     tokenizerPoolTasks: () => tokens.poolInFlight,
@@ -300,6 +323,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     draining = true;
     if (!retire) ready = false;
     heartbeat.stop();
+    descriptors.stop();
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
     auth?.stop();
     // Retired while the other workers take new connections: closed after this turn's I/O, so that
@@ -452,6 +476,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('message', () => heartbeat.heard());
   send({ t: 'core:listening' });
   heartbeat.start();
+  if (!draining && !stopping) descriptors.start();
 }
 
 /**

@@ -37,7 +37,7 @@ export class Http1Error extends Error {
  */
 const CONNECT_CODES = new Set([
   'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL', 'HTTP1_CONNECT_TIMEOUT',
-  'HTTP1_QUEUE_FULL', 'HTTP1_POOL_CLOSED',
+  'HTTP1_QUEUE_FULL', 'HTTP1_POOL_CLOSED', 'EMFILE', 'ENFILE',
 ]);
 
 /** True when `err` says the request never reached the server (safe to retry elsewhere). */
@@ -58,6 +58,8 @@ const CONNECT_CAUSES: Readonly<Record<string, string>> = {
   ECONNRESET: 'connection reset',
   HTTP1_QUEUE_FULL: 'its queue in the router is full',
   HTTP1_POOL_CLOSED: 'the router no longer sends to it',
+  EMFILE: 'the router\'s worker has no file descriptor free (its open-file limit)',
+  ENFILE: 'the system\'s open-file table is full',
 };
 
 /** Why a request was not sent to a pod, for a message: `connection refused`, `host name not found`, …, else the error's code. */
@@ -77,7 +79,13 @@ export function isQueueFull(err: unknown): boolean {
  */
 export function isOwnRefusal(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
-  return code === 'HTTP1_QUEUE_FULL' || code === 'HTTP1_POOL_CLOSED';
+  return code === 'HTTP1_QUEUE_FULL' || code === 'HTTP1_POOL_CLOSED' || isOutOfDescriptors(err);
+}
+
+/** True when a connection could not be opened for want of a file descriptor: the router's shortage (EMFILE, ENFILE), not the server's failure. */
+export function isOutOfDescriptors(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === 'EMFILE' || code === 'ENFILE';
 }
 
 export function malformed(message: string): Http1Error {

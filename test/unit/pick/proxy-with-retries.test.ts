@@ -5,7 +5,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openAiApi } from '../../../src/api/openai.js';
 import { Exchange } from '../../../src/http/exchange.js';
 import { RequestContext } from '../../../src/http/request-context.js';
@@ -18,6 +18,7 @@ import { DEFAULT_SCHEDULER_CONFIG } from '../../../src/pick/scheduler-config.js'
 import { DEFAULT_RETRY, type CompiledServer } from '../../../src/route/route-table.js';
 import type { TokenCounter } from '../../../src/tokens/token-counter.js';
 import { EndpointState } from '../../../src/upstream/endpoint-registry.js';
+import { UpstreamSocket } from '../../../src/upstream/http1/upstream-socket.js';
 
 /** A uWS HttpResponse that only records what it was asked to write. */
 class RecordingResponse {
@@ -419,5 +420,36 @@ describe('proxyWithRetries: a stream cut partway, and a pod\'s error event in it
     expect(res.calls).not.toContain('close');
     expect(a.health.reportFailures).toBe(0);
     expect(await counter('inference_router_upstream_resets_total', 'pod-a')).toBe(0);
+  });
+});
+
+describe('proxyWithRetries: the router\'s own want of file descriptors is not the pod\'s failure', () => {
+  it('connects that fail with EMFILE are not counted nor eject the pod; the answer is 503 router_out_of_descriptors', async () => {
+    const { scheduler, counter, lines } = setUp();
+    const a = new EndpointState('pod-a', '127.0.0.1', await podServer(false), { connections: 1 });
+    pods.push(a);
+    // The socket's connect fails as it does when the process has no descriptor left.
+    const connect = vi.spyOn(UpstreamSocket.prototype, 'connect').mockImplementation(function (this: UpstreamSocket) {
+      process.nextTick(() => this.destroy(Object.assign(new Error('connect EMFILE 127.0.0.1 - Local (undefined:undefined)'), { code: 'EMFILE', syscall: 'connect' })));
+      return this;
+    });
+    try {
+      const errors: unknown[] = [];
+      for (let i = 0; i < 4; i++) errors.push((await proxy(scheduler, compiled([a]))).error);
+      expect(lines).toEqual([]);
+      expect(OutlierDetector.ejected(a, Date.now())).toBe(false);
+      expect(a.health.consecutiveFailures).toBe(0);
+      expect(await counter('inference_router_upstream_connect_failures_total', 'pod-a')).toBe(0);
+      for (const e of errors) {
+        const { type, code, status, message } = e as RouterError;
+        expect([type, code, status]).toEqual(['upstream_error', 'router_out_of_descriptors', 503]);
+        expect(message).toBe('the router could not open a connection to pod pod-a: the router\'s worker has no file descriptor free (its open-file limit) '
+          + '(connect EMFILE 127.0.0.1 - Local (undefined:undefined)); raise the router\'s limit (ulimit -n, LimitNOFILE); nothing was sent to the pod');
+      }
+    } finally {
+      connect.mockRestore();
+    }
+    // With descriptors again, the pod answers.
+    expect((await proxy(scheduler, compiled([a]))).status).toBe('200 OK');
   });
 });
