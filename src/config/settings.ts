@@ -24,6 +24,8 @@ export interface RouterSettings {
   /** ROUTER_GATEWAY: the Gateway (`<namespace>/<name>`) whose ModelRoutes are served (gateway-binding.ts); null = every route. */
   readonly gateway: string | null;
   readonly drainTimeoutMs: number;
+  /** ROUTER_WORKER_WATCHDOG: a serving worker silent this long is killed and restarted, ms; 0 = never. */
+  readonly workerWatchdogMs: number;
   readonly upstreamTimeoutMs: number;
   readonly maxBodyBytes: number;
   /** ROUTER_MAX_HEADER_BYTES: largest request head (request line and headers) the 20.57 uWS build reads; beyond it answers 431. */
@@ -156,6 +158,17 @@ function durationMs(name: string, raw: string | undefined, fallback: number, ran
 
 const ABOVE_ZERO: DurationRange = { min: 0, max: Infinity, aboveMin: true };
 
+export const DEFAULT_WORKER_WATCHDOG_MS = 30_000;
+/** A worker says it is alive every second: a watchdog shorter than a few seconds would kill healthy ones. */
+const MIN_WORKER_WATCHDOG_MS = 3_000;
+
+/** ROUTER_WORKER_WATCHDOG: 0 (off), or from 3 s to 10 min. */
+function workerWatchdog(raw: string | undefined): number {
+  const ms = durationMs('ROUTER_WORKER_WATCHDOG', raw, DEFAULT_WORKER_WATCHDOG_MS, { min: 0, max: 600_000 });
+  if (ms !== 0 && ms < MIN_WORKER_WATCHDOG_MS) throw new UsageError(badSetting('ROUTER_WORKER_WATCHDOG', '0 (never) or a duration from 3s to 10m, such as 30s', raw ?? ''));
+  return ms;
+}
+
 /** What the command line asks for: --help or --version (the first one given) wins over running. */
 export function parseCommand(argv: readonly string[]): 'help' | 'version' | 'run' {
   for (let i = 0; i < argv.length; i++) {
@@ -282,6 +295,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv): 
     namespace: namespaceSetting(env.ROUTER_NAMESPACE),
     gateway: gatewaySetting(env.ROUTER_GATEWAY),
     drainTimeoutMs: durationMs('ROUTER_DRAIN_TIMEOUT', env.ROUTER_DRAIN_TIMEOUT, 30_000, ABOVE_ZERO),
+    workerWatchdogMs: workerWatchdog(env.ROUTER_WORKER_WATCHDOG),
     upstreamTimeoutMs: durationMs('ROUTER_UPSTREAM_TIMEOUT', env.ROUTER_UPSTREAM_TIMEOUT, 300_000, ABOVE_ZERO),
     maxBodyBytes: bodyRaw === undefined || bodyRaw === ''
       ? 16 * 1024 * 1024

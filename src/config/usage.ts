@@ -21,6 +21,7 @@ const ENVIRONMENT: readonly (string | readonly [name: string, text: string])[] =
   ['ROUTER_SOURCE', 'file (default) or kubernetes'],
   ['ROUTER_DRAIN_DELAY', 'on SIGTERM, /readyz answers 503 this long before the listener closes (5s; 0 = none)'],
   ['ROUTER_DRAIN_TIMEOUT', 'how long SIGTERM then waits for in-flight requests (30s)'],
+  ['ROUTER_WORKER_WATCHDOG', 'a worker that says nothing to the primary this long (event loop blocked, process stopped) is killed and restarted (30s; 0 = never)'],
   ['ROUTER_ALLOW_UWS_FALLBACK', 'no longer supported: true stops the router at start (false)'],
   ['ROUTER_LOG_FORMAT', "operational log on stderr: json or text (default: ACCESS_LOG_FORMAT's choice)"],
   ['ROUTER_WORKER_SEMI_SPACE_MB', "each worker's V8 young generation, MB per semi-space; 0 = V8's sizing (16)"],

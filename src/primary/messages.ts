@@ -26,6 +26,8 @@ export type WorkerToPrimary =
   | { t: 'core:fatal'; message: string }
   /** Heartbeat: the primary answers `core:pong` at once when its event loop is free. */
   | { t: 'core:ping' }
+  /** Each second while serving, unanswered: the primary's watchdog hears the worker's event loop turn (primary/worker-watchdog.ts). */
+  | { t: 'core:alive' }
   /** A starting worker found the auth file unreadable or invalid: it asks for the last good text. */
   | { t: 'core:auth-wanted' };
 

@@ -36,7 +36,11 @@ import { TlsServedFiles } from './tls-served-files.js';
 import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
 import { performance } from 'node:perf_hooks';
 import { RollingReplacement } from './rolling-replacement.js';
+import { WorkerWatchdog } from './worker-watchdog.js';
 import { nodeTimers } from '../timers.js';
+
+/** How often the watchdog looks at the workers: their core:alive period (worker.ts). */
+const WATCHDOG_EVERY_MS = 1000;
 
 type Servers = (ModelServer & { endpoints: Endpoint[] })[];
 
@@ -215,11 +219,23 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     process.once('exit', () => served.remove()); // also when the primary fails
     if (served.fallback !== null) ops.warn('tls', `workers read ROUTER_TLS_CERT_FILE and ROUTER_TLS_KEY_FILE themselves: ${served.fallback}; a worker started while the files are rewritten may fail to start`);
   }
+  // A serving worker silent for ROUTER_WORKER_WATCHDOG is killed, then restarted as any that dies.
+  const watchdog = settings.workerWatchdogMs === 0 ? null : new WorkerWatchdog<Worker>({
+    limitMs: settings.workerWatchdogMs, everyMs: WATCHDOG_EVERY_MS, now: () => performance.now(),
+    stuck: (w, silentMs) => {
+      ops.error('worker', `worker ${w.process.pid} has said nothing for ${(silentMs / 1000).toFixed(1)} s (ROUTER_WORKER_WATCHDOG): ` +
+        'its event loop is blocked or its process stopped; killing it (SIGKILL); the requests it had in flight are lost', { worker: w.process.pid ?? null });
+      w.process.kill('SIGKILL');
+    },
+  });
+  const watchdogTimer = watchdog === null ? null : setInterval(() => watchdog.check(), WATCHDOG_EVERY_MS);
+  watchdogTimer?.unref();
   const forkWorker = (): Worker => {
     const files = served?.files;
     const w = cluster.fork(files === undefined ? { ROUTER_WORKER: '1' } : { ROUTER_WORKER: '1', ROUTER_TLS_CERT_FILE: files.certFile, ROUTER_TLS_KEY_FILE: files.keyFile });
     dropMessagesToDeadWorker(w, (m) => ops.warn('worker', `worker ${w.process.pid}: ${m}`));
     w.on('message', (m: unknown) => {
+      watchdog?.heard(w);
       if (!isCoreMessage(m)) return;
       const msg = m as WorkerToPrimary;
       if (msg.t === 'core:ping') {
@@ -238,6 +254,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
           return;
         }
         listening.add(w.id);
+        watchdog?.watch(w);
         updateReady();
       } else if (msg.t === 'core:applied') {
         applied.add(w.id);
@@ -260,6 +277,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     listening: (w) => listening.has(w.id),
     serving: (w) => listening.has(w.id) && (snapshot === null || applied.has(w.id)),
     retired: (w) => {
+      watchdog?.forget(w);
       listening.delete(w.id);
       applied.delete(w.id);
       updateReady();
@@ -270,6 +288,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const fork = (): Worker => rolling.fork();
 
   cluster.on('exit', (w, code, signal) => {
+    watchdog?.forget(w);
     const wasListening = listening.delete(w.id);
     applied.delete(w.id);
     const was = rolling.exited(w);
@@ -312,6 +331,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   const shutdown = async (code: number): Promise<void> => {
     if (draining) return;
     draining = true;
+    // The drain has its own deadline for workers that do not end.
+    watchdog?.forgetAll();
+    if (watchdogTimer !== null) clearInterval(watchdogTimer);
     stopTls();
     drainStartedAt = performance.now();
     if (code === 0) {

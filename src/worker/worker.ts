@@ -92,6 +92,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (level, m) => ops[level]('readiness', m) });
   // A worker with no file descriptor free stops accepting instead of spinning on its listener
   // (descriptor-guard.ts); the other workers take the connections meanwhile.
+  // Each second while serving, the primary's watchdog hears this worker's event loop turn.
+  const alive: Ticking = { advance: () => send({ t: 'core:alive' }) };
   let listenerPauses = 0;
   const descriptors = new DescriptorGuard({
     reserve: descriptorReserve(openFileLimit()), limit: () => openFileLimit(), everyMs: HEARTBEAT_EVERY_MS,
@@ -145,6 +147,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     drainState.closing = true;
     heartbeat.stop();
     descriptors.stop();
+    stopTicking(alive, HEARTBEAT_EVERY_MS);
     if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
     listenSocket = null;
     cutInFlight(why);
@@ -324,6 +327,7 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (!retire) ready = false;
     heartbeat.stop();
     descriptors.stop();
+    stopTicking(alive, HEARTBEAT_EVERY_MS);
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
     auth?.stop();
     // Retired while the other workers take new connections: closed after this turn's I/O, so that
@@ -476,7 +480,10 @@ export async function runWorker(settings: Settings): Promise<void> {
   process.on('message', () => heartbeat.heard());
   send({ t: 'core:listening' });
   heartbeat.start();
-  if (!draining && !stopping) descriptors.start();
+  if (!draining && !stopping) {
+    descriptors.start();
+    startTicking(alive, HEARTBEAT_EVERY_MS);
+  }
 }
 
 /**

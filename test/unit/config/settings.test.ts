@@ -187,6 +187,18 @@ describe('parseCommand, ROUTER_DRAIN_DELAY, ROUTER_LOG_FORMAT', () => {
     expect(() => race('soon')).toThrow(UsageError);
   });
 
+  it('ROUTER_WORKER_WATCHDOG: default 30 s, 0 (never) or a duration from 3 s to 10 min', () => {
+    const dog = settingOf('ROUTER_WORKER_WATCHDOG', 'workerWatchdogMs');
+    expect(dog(undefined)).toBe(30_000);
+    expect(dog('')).toBe(30_000);
+    expect(dog('0')).toBe(0);
+    expect(dog('3s')).toBe(3_000);
+    expect(dog('10m')).toBe(600_000);
+    expect(() => dog('1s')).toThrow('ROUTER_WORKER_WATCHDOG: expected 0 (never) or a duration from 3s to 10m, such as 30s; got "1s"');
+    expect(() => dog('11m')).toThrow('ROUTER_WORKER_WATCHDOG');
+    expect(() => dog('soon')).toThrow(UsageError);
+  });
+
   it('ROUTER_UPSTREAM_CONNECTIONS: default 1024 per worker and pod, 1 to 65535', () => {
     expect(parseSettings(['--resources', 'r'], {})!.upstreamConnections).toBe(1024);
     expect(parseSettings(['--resources', 'r'], { ROUTER_UPSTREAM_CONNECTIONS: '' })!.upstreamConnections).toBe(1024);
