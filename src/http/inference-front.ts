@@ -4,7 +4,7 @@ import { isPostEndpoint, knownEndpointPath } from '../api/api-registry.js';
 import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
-import { connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
+import { asksClose, connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
 import { newRequestId } from './request-id.js';
 import { performance } from 'node:perf_hooks';
@@ -103,6 +103,9 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     // Only a query or a path that is no endpoint of the router can hold characters outside ASCII.
     if (known === null && !isAscii(path)) x.upstreamPath = utf8Bytes(path);
     x.acceptJson = accept !== null && acceptsJson(accept);
+    // `close` among the client's options (`TE, close`, which uWS does not read, or alone): the
+    // answer says `connection: close` (RFC 9112 §9.6) and the connection closes after it.
+    if (connection.length > 0 && asksClose(connection)) x.forceClose = true;
     h.accepted();
 
     res.onAborted(() => {

@@ -126,6 +126,13 @@ export function connectionNames(value: string | string[] | undefined): string[] 
   return names.length === 0 ? NONE : names;
 }
 
+/** Whether a `Connection` value (the client's, its headers joined by commas) holds the `close` option, in any case, among others or alone. */
+export function asksClose(value: string): boolean {
+  if (value.length === 5) return value.toLowerCase() === 'close';
+  for (const part of value.split(',')) if (part.trim().toLowerCase() === 'close') return true;
+  return false;
+}
+
 /** Lower-case names every `Connection` header of a flat [name, value, …] list names. */
 export function connectionNamesIn(flat: readonly string[]): string[] {
   let names = NONE;

@@ -91,6 +91,23 @@ describe('the front under framing attacks and broken clients (built router)', ()
     expect((await mock.stats()).requests).toBe(before);
   });
 
+  it('a client\'s Connection close option, alone or among others (`TE, close`), closes the connection after the answer', async () => {
+    for (const [id, value] of [['close-alone', 'close'], ['close-among', 'TE, close'], ['close-upper', 'Keep-Alive, CLOSE']]) {
+      const r = await raw(router.port, [post(id, BODY, `Connection: ${value}\r\nTE: trailers\r\n`)], { waitMs: 3000 });
+      expect(statusLines(r.text), id).toEqual(['200']);
+      expect(r.closed, id).toBe(true);
+      // Said in the answer when the client's header is more than `close` (uWS, which reads
+      // `close` alone, leaves the echo out then, as RFC 9112 allows).
+      const head = r.text.slice(0, r.text.indexOf('\r\n\r\n')).toLowerCase();
+      if (value !== 'close') expect(head, id).toContain('\r\nconnection: close');
+    }
+    // Without it the connection stays open for the next request, and the answer says nothing of it.
+    const kept = await raw(router.port, [post('close-none', BODY, 'Connection: keep-alive\r\n')], { waitMs: 1000 });
+    expect(statusLines(kept.text)).toEqual(['200']);
+    expect(kept.closed).toBe(false);
+    expect(kept.text.toLowerCase()).not.toContain('connection: close');
+  });
+
   it('a refused framing does not touch other connections from the same address (a proxy\'s, a NAT\'s) in the same turn', async () => {
     const refused = `POST /v1/completions HTTP/1.1\r\nHost: router\r\nx-request-id: cl-twice-neighbour\r\nContent-Length: ${BODY.length}\r\nContent-Length: 1\r\n\r\n${BODY}`;
     let answered = 0;
