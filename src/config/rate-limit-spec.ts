@@ -15,16 +15,17 @@ export type FailFn = (path: string, problem: string) => never;
 
 /**
  * The validated limit, or null when `v` is absent (undefined / null). `redisCluster`
- * (REDIS_CLUSTER=true) decides which Redis addresses the router can use (addresses.ts).
+ * (REDIS_CLUSTER=true) decides which Redis addresses the router can use (addresses.ts). A block
+ * with neither count is refused, unless `neitherIsNone` (a ModelRoute's, which the route API
+ * reads as no limit): then it is checked all the same and null.
  */
-export function parseRateLimit(v: unknown, path: string, fail: FailFn, redisCluster: boolean): RateLimitSpec | null {
+export function parseRateLimit(v: unknown, path: string, fail: FailFn, redisCluster: boolean, neitherIsNone = false): RateLimitSpec | null {
   if (v === undefined || v === null) return null;
   const obj = mapping(v, path, fail);
   const inputTokensPerUnit = optInt(obj.inputTokensPerUnit, `${path}.inputTokensPerUnit`, fail);
   const outputTokensPerUnit = optInt(obj.outputTokensPerUnit, `${path}.outputTokensPerUnit`, fail);
-  if (inputTokensPerUnit === null && outputTokensPerUnit === null) {
-    fail(path, 'must set inputTokensPerUnit or outputTokensPerUnit (or both)');
-  }
+  const neither = inputTokensPerUnit === null && outputTokensPerUnit === null;
+  if (neither && !neitherIsNone) fail(path, 'must set inputTokensPerUnit or outputTokensPerUnit (or both)');
   // The route API defaults the unit to `second`.
   const unit = obj.unit === undefined || obj.unit === null ? 'second' : obj.unit;
   if (!WINDOW_UNITS.includes(unit as WindowUnit)) oneOf(`${path}.unit`, WINDOW_UNITS, unit, fail);
@@ -46,6 +47,7 @@ export function parseRateLimit(v: unknown, path: string, fail: FailFn, redisClus
     if (problem !== null) fail(`${path}.global.redis.address`, problem);
     global = { redis: { address } };
   }
+  if (neither) return null;
   return { inputTokensPerUnit, outputTokensPerUnit, unit: unit as WindowUnit, global, mode: mode as RateLimitMode };
 }
 

@@ -8,7 +8,7 @@
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
-import { formatMessage, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
+import { formatMessage, otherApiKind, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
 import { sharedModelNameNotes } from './shared-model-names.js';
 import { routesOfGateway } from './gateway-binding.js';
 import { targetedServerKeys } from './targeted-servers.js';
@@ -110,6 +110,11 @@ export function parseResourceFile(
     }
   }
   function collect(obj: unknown, where: string): void {
+    const other = otherApiKind(obj, opts.apiGroup);
+    if (other !== null) {
+      warnings.push(`${where}: ${other} is not a resource of the router (it reads ModelRoute and ModelServer of ${opts.apiGroup}); skipped`);
+      return;
+    }
     try {
       const value = validateResource(obj, where, opts);
       const notes = resourceNotes(obj).map((f) => formatMessage(where, `${value.kind} ${value.key}`, f.path, f.problem));

@@ -183,7 +183,47 @@ export function resourceNotes(obj: unknown): { path: string; problem: string }[]
   const protocol = otherProtocol(obj);
   if (protocol !== null) notes.push({ path: 'spec.workloadPort.protocol', problem: `${quoted(protocol)} ${PLAIN_HTTP_ONLY}` });
   for (const r of slowRegexes(obj)) notes.push({ path: r.path, problem: `${quoted(r.pattern)} ${NESTED_REPETITION} ${quoted(r.nested)}` });
+  if (isPlainObject(obj) && obj.kind === 'ModelRoute' && isPlainObject(obj.spec) && isPlainObject(obj.spec.rateLimit)
+    && (obj.spec.rateLimit.inputTokensPerUnit ?? null) === null && (obj.spec.rateLimit.outputTokensPerUnit ?? null) === null) {
+    notes.push({ path: 'spec.rateLimit', problem: 'sets neither inputTokensPerUnit nor outputTokensPerUnit: the route has no limit, as the route API reads it' });
+  }
+  const attempts = retryAttempts(obj);
+  if (attempts !== null && attempts > MAX_RETRY_ATTEMPTS) {
+    notes.push({ path: 'spec.trafficPolicy.retry.attempts', problem: `${attempts} is read as ${MAX_RETRY_ATTEMPTS}: a request is tried on at most ${MAX_RETRY_ATTEMPTS} more pods (each pod at most once)` });
+  }
+  if (isPlainObject(obj) && obj.kind === 'ModelRoute' && isPlainObject(obj.spec) && Array.isArray(obj.spec.rules) && obj.spec.rules.length === 0) {
+    notes.push({ path: 'spec.rules', problem: 'is empty: the route serves no request (one for its model goes on to the next route of that name, else is answered 404 no_matching_rule)' });
+  }
+  for (const m of routeStringMatches(obj)) {
+    const present = isPlainObject(m.value) ? MATCH_KINDS.filter((k) => (m.value as Record<string, unknown>)[k] !== undefined && (m.value as Record<string, unknown>)[k] !== null) : null;
+    if (present === null || present.length === 1 || (present.length === 0 && Object.keys(m.value as object).length > 0)) continue;
+    notes.push({ path: m.path, problem: present.length === 0 ? MATCHES_ANY : `sets ${present.join(' and ')}: ${present[0]} is read, the others are ignored, as the route API reads a match` });
+  }
   return notes;
+}
+
+/** A ModelServer's spec.trafficPolicy.retry.attempts as written, when it is a number. */
+function retryAttempts(obj: unknown): number | null {
+  if (!isPlainObject(obj) || obj.kind !== 'ModelServer' || !isPlainObject(obj.spec) || !isPlainObject(obj.spec.trafficPolicy)) return null;
+  const retry = obj.spec.trafficPolicy.retry;
+  return isPlainObject(retry) && typeof retry.attempts === 'number' ? retry.attempts : null;
+}
+
+/** What a string match that sets none of exact, prefix, regex is told. */
+const MATCHES_ANY = 'sets none of exact, prefix, regex: it matches any value (an absent header too), as the route API reads it';
+
+/** A ModelRoute's string matches (spec.rules[].modelMatch: each header's, the uri's), as written, with their paths. */
+function routeStringMatches(obj: unknown): { path: string; value: unknown }[] {
+  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec) || !Array.isArray(obj.spec.rules)) return [];
+  const out: { path: string; value: unknown }[] = [];
+  obj.spec.rules.forEach((rule: unknown, i: number) => {
+    const match = isPlainObject(rule) ? rule.modelMatch : undefined;
+    if (!isPlainObject(match)) return;
+    const path = `spec.rules[${i}].modelMatch`;
+    if (isPlainObject(match.headers)) for (const [name, m] of Object.entries(match.headers)) out.push({ path: child(`${path}.headers`, name), value: m });
+    if (match.uri !== undefined && match.uri !== null) out.push({ path: `${path}.uri`, value: match.uri });
+  });
+  return out;
 }
 
 /** What slowRegexes() reports, after the pattern; then the nested repetition. */
@@ -192,20 +232,13 @@ export const NESTED_REPETITION = 'repeats a part that repeats itself, which a cr
 
 /** A ModelRoute's regex matches (spec.rules[].modelMatch: headers, uri) with a nested repetition (route-regex.ts nestedRepetition). */
 function slowRegexes(obj: unknown): { path: string; pattern: string; nested: string }[] {
-  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec) || !Array.isArray(obj.spec.rules)) return [];
   const out: { path: string; pattern: string; nested: string }[] = [];
-  const check = (m: unknown, path: string): void => {
-    if (!isPlainObject(m) || typeof m.regex !== 'string') return;
+  for (const { path, value: m } of routeStringMatches(obj)) {
+    // Only a regex that is read (exact and prefix are read before it).
+    if (!isPlainObject(m) || typeof m.regex !== 'string' || (m.exact ?? m.prefix ?? null) !== null) continue;
     const nested = nestedRepetition(m.regex);
     if (nested !== null) out.push({ path: `${path}.regex`, pattern: m.regex, nested });
-  };
-  obj.spec.rules.forEach((rule: unknown, i: number) => {
-    const match = isPlainObject(rule) ? rule.modelMatch : undefined;
-    if (!isPlainObject(match)) return;
-    const path = `spec.rules[${i}].modelMatch`;
-    if (isPlainObject(match.headers)) for (const [name, m] of Object.entries(match.headers)) check(m, child(`${path}.headers`, name));
-    check(match.uri, `${path}.uri`);
-  });
+  }
   return out;
 }
 
@@ -278,6 +311,25 @@ export function rawKey(meta: { name?: unknown; namespace?: unknown } | undefined
 }
 
 const KINDS = ['ModelRoute', 'ModelServer'] as const;
+
+/**
+ * A document of another API's kind (`apps/v1` Deployment, a Gateway API `HTTPRoute`, a `v1`
+ * Service), as bundles of the route API's examples hold beside its resources: described
+ * (`Deployment default/llm (apps/v1)`), to be left out with a line rather than refuse the file;
+ * null for anything else. A kind of the router's own API group, or a near miss of ModelRoute or
+ * ModelServer in any group, is not another API's: it is read, and refused when wrong.
+ */
+export function otherApiKind(obj: unknown, apiGroup: string): string | null {
+  if (!isPlainObject(obj)) return null;
+  const { kind, apiVersion } = obj;
+  if (typeof kind !== 'string' || kind === '' || typeof apiVersion !== 'string' || apiVersion === '') return null;
+  const slash = apiVersion.indexOf('/');
+  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
+  if (group === apiGroup || (KINDS as readonly string[]).includes(kind) || nearName(kind, KINDS) !== null || kind.endsWith('List')) return null;
+  const meta = isPlainObject(obj.metadata) ? obj.metadata : {};
+  const name = typeof meta.name === 'string' && meta.name !== '' ? ` ${typeof meta.namespace === 'string' && meta.namespace !== '' ? `${meta.namespace}/` : ''}${meta.name}` : '';
+  return `${kind}${name} (${apiVersion})`;
+}
 
 /** What the route API's third kind is refused with: this router has no external providers. */
 const EXTERNAL_PROVIDER_UNSUPPORTED = 'external model providers are not supported: the router forwards to the pods of ModelServers only; '
@@ -367,7 +419,9 @@ function modelRoute(c: Checker, id: Identity, creationTimestamp: string | null, 
     c.fail('spec.modelName', 'is required unless spec.loraAdapters lists adapters: expected a non-empty string');
   }
   const modelName = noModelName ? null : c.string(spec.modelName, 'spec.modelName');
-  const rules = c.list(spec.rules, 'spec.rules').map((r, i) => rule(c, r, `spec.rules[${i}]`));
+  // An empty list is allowed, as in the route API (told in resourceNotes): the route serves nothing.
+  if (!Array.isArray(spec.rules)) c.expected('spec.rules', 'a list of rules', spec.rules);
+  const rules = spec.rules.map((r, i) => rule(c, r, `spec.rules[${i}]`));
   const rateLimit = rateLimitSpec(c, spec.rateLimit, 'spec.rateLimit', redisCluster);
   const parentRefs = parseParentRefs(spec.parentRefs, 'spec.parentRefs', id.namespace, (p, problem) => c.fail(p, problem));
   return { kind: 'ModelRoute', ...id, modelName, loraAdapters, rules, rateLimit, parentRefs, creationTimestamp };
@@ -415,9 +469,13 @@ function ruleMatch(c: Checker, v: unknown, path: string): RuleMatch | null {
 
 function stringMatch(c: Checker, v: unknown, path: string): StringMatch {
   const obj = c.object(v, path);
+  // As the route API reads a match (told in resourceNotes): none set matches any value; of several,
+  // exact is read first, then prefix, then regex.
   const present = MATCH_KINDS.filter((k) => obj[k] !== undefined && obj[k] !== null);
-  if (present.length !== 1) {
-    c.fail(path, `must set exactly one of exact, prefix, regex; got ${present.length === 0 ? 'none' : present.join(' and ')}`);
+  if (present.length === 0) {
+    // Other fields and none of the three: a misspelling (`exatc`), not a match of anything.
+    if (Object.keys(obj).length > 0) c.fail(path, 'must set one of exact, prefix, regex; got none');
+    return { kind: 'prefix', value: '' };
   }
   const kind = present[0];
   const value = obj[kind];
@@ -444,7 +502,7 @@ function targetModel(c: Checker, v: unknown, path: string): TargetModel {
 }
 
 function rateLimitSpec(c: Checker, v: unknown, path: string, redisCluster: boolean): RateLimitSpec | null {
-  return parseRateLimit(v, path, (p, problem) => c.fail(p, problem), redisCluster);
+  return parseRateLimit(v, path, (p, problem) => c.fail(p, problem), redisCluster, true);
 }
 
 function modelServer(c: Checker, id: Identity, specValue: unknown): ModelServer {
@@ -517,12 +575,15 @@ function labelsMatch(labels: Readonly<Record<string, string>>, want: Readonly<Re
 /** Most retries per request: each one is another pod doing the work again. */
 export const MAX_RETRY_ATTEMPTS = 10;
 const MAX_RETRY_INTERVAL_MS = 60_000;
+/** The route API's attempts are an int32. */
+const INT32_MAX = 2_147_483_647;
 
 function retryPolicy(c: Checker, v: unknown, path: string): RetryPolicy | null {
   const obj = c.optObject(v, path);
   if (obj === null) return null;
   // Optional in the route API, whose reading of a missing count is its zero value: no retry.
-  const attempts = c.optInt(obj.attempts, `${path}.attempts`, 0, MAX_RETRY_ATTEMPTS) ?? 0;
+  // More than the most is taken as the most (told in resourceNotes): the route API sets no bound.
+  const attempts = Math.min(MAX_RETRY_ATTEMPTS, c.optInt(obj.attempts, `${path}.attempts`, 0, INT32_MAX) ?? 0);
   let intervalMs = 0;
   const interval = obj.retryInterval;
   if (interval !== undefined && interval !== null) {

@@ -170,8 +170,8 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
     api.upsert('modelroutes', b('on-b-hidden', { rules: [{ targetModels: [{ modelServerName: 'b-only' }] }] }));
     api.upsert('modelroutes', b('on-b-pd', { modelName: 'pd', rules: [{ targetModels: [{ modelServerName: 'b-pd' }] }] }));
     api.upsert('modelroutes', b('on-b-missing', { modelName: 'gone', rules: [{ targetModels: [{ modelServerName: 'gone' }] }] }));
-    // Invalid (no rules): its Gateway is not known, so every router names it.
-    api.upsert('modelroutes', b('broken', { rules: [] }));
+    // Invalid (a rule without targets): its Gateway is not known, so every router names it.
+    api.upsert('modelroutes', b('broken', { rules: [{ targetModels: [] }] }));
     // No route targets it.
     api.upsert('modelservers', { ...server('default'), metadata: { name: 'idle', namespace: 'default' } });
 
@@ -188,7 +188,7 @@ describe.skipIf(clientLoadError !== null)('KubernetesSource with ROUTER_GATEWAY'
       'ModelServer team-b/b-only: spec.workloadSelector.matchLabels: selector app=b matches no pod',
     ];
     const ofGatewayA = ['ModelServer default/llama: spec.workloadSelector.matchLabels: selector app=llama matches no pod'];
-    const invalid = 'ModelRoute team-b/broken: spec.rules: must not be empty; skipped';
+    const invalid = 'ModelRoute team-b/broken: spec.rules[0].targetModels: must not be empty; skipped';
     const idle = 'ModelServer default/idle: spec.workloadSelector.matchLabels: selector app=llama matches no pod';
     const told = (parts: readonly string[]): string[][] => parts.map((part) => warns.filter((w) => w.startsWith(part)));
 

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { validateResource } from '../../../src/config/resources.js';
+import { resourceNotes, validateResource } from '../../../src/config/resources.js';
 import { findMissingReferences } from '../../../src/config/resource-file.js';
 import type { ModelRoute, ModelServer } from '../../../src/config/resource-types.js';
 import { structuralProblems, validateAgainst, type Schema } from './openapi-schema.js';
@@ -65,6 +65,11 @@ function routerError(obj: Doc, redisCluster = false): string | null {
   } catch (err) {
     return (err as Error).message;
   }
+}
+
+/** What the router warns of about a valid resource (resourceNotes), as `path: problem` lines. */
+function routerWarnings(obj: Doc): string[] {
+  return resourceNotes(obj).map((n) => `${n.path}: ${n.problem}`);
 }
 
 const EXAMPLES = yamlFiles(join(DEPLOY, 'examples'))
@@ -186,15 +191,10 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     ['rate limit unit outside the enum', mutate(route, (d) => { d.spec.rateLimit.unit = 'week'; }), /rateLimit\.unit/],
     ['input token limit 0', mutate(route, (d) => { d.spec.rateLimit.inputTokensPerUnit = 0; }), /inputTokensPerUnit/],
     ['output token limit not an integer', mutate(route, (d) => { d.spec.rateLimit.outputTokensPerUnit = 1.5; }), /outputTokensPerUnit/],
-    ['rate limit without any token limit', mutate(route, (d) => {
-      delete d.spec.rateLimit.inputTokensPerUnit;
-      delete d.spec.rateLimit.outputTokensPerUnit;
-    }), /rateLimit/],
     ['redis address without port', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'redis'; }), /address/],
     ['redis seed list with a bad member', mutate(route, (d) => { d.spec.rateLimit.global.redis.address = 'r1:6379,r2'; }), /address/],
     ['weight above 100', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = 101; }), /weight/],
     ['negative weight', mutate(route, (d) => { d.spec.rules[0].targetModels[0].weight = -1; }), /weight/],
-    ['no rules', mutate(route, (d) => { d.spec.rules = []; }), /rules/],
     ['rule without targets', mutate(route, (d) => { d.spec.rules[0].targetModels = []; }), /targetModels/],
     ['target without modelServerName', mutate(route, (d) => { d.spec.rules[0].targetModels = [{ weight: 5 }]; }), /modelServerName/],
     ['no modelName', mutate(route, (d) => { delete d.spec.modelName; }), /modelName/],
@@ -202,8 +202,6 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     ['no modelName and an empty loraAdapters list', mutate(route, (d) => { delete d.spec.modelName; d.spec.loraAdapters = []; }), /loraAdapters/],
     ['an empty modelName and an empty loraAdapters list', mutate(route, (d) => { d.spec.modelName = ''; d.spec.loraAdapters = []; }), /modelName/],
     ['an empty LoRA adapter name', mutate(route, (d) => { d.spec.loraAdapters = ['a', '']; }), /loraAdapters\[1\]/],
-    ['uri match with two kinds', mutate(route, (d) => { d.spec.rules[0].modelMatch = { uri: { exact: '/a', prefix: '/b' } }; }), /uri/],
-    ['header match with no kind', mutate(route, (d) => { d.spec.rules[0].modelMatch = { headers: { 'x-a': {} } }; }), /x-a/],
     ['workload port out of range', mutate(server, (d) => { d.spec.workloadPort.port = 70000; }), /workloadPort\.port/],
     ['label value not a string', mutate(server, (d) => { d.spec.workloadSelector.matchLabels.tier = 3; }), /matchLabels/],
     ['timeout that is not a duration', mutate(server, (d) => { d.spec.trafficPolicy.timeout = '30 seconds'; }), /timeout/],
@@ -225,6 +223,20 @@ describe('bad resources are rejected by the CRD schema and by the router', () =>
     expect(errors.join('\n')).toMatch(field);
     const routerMessage = routerError(doc);
     expect(routerMessage, 'router validation should reject it').not.toBeNull();
+  });
+
+  test('what the route API\'s own CRD accepts and reads (a rateLimit without counts, no rules, a match of no kind or of two, retry attempts past 10) is accepted by both, each told', () => {
+    for (const [what, doc, note] of [
+      ['rate limit without any token limit', mutate(route, (d) => { delete d.spec.rateLimit.inputTokensPerUnit; delete d.spec.rateLimit.outputTokensPerUnit; }), /spec\.rateLimit: sets neither/],
+      ['no rules', mutate(route, (d) => { d.spec.rules = []; }), /spec\.rules: is empty/],
+      ['uri match with two kinds', mutate(route, (d) => { d.spec.rules[0].modelMatch = { uri: { exact: '/a', prefix: '/b' } }; }), /uri: sets exact and prefix: exact is read/],
+      ['header match with no kind', mutate(route, (d) => { d.spec.rules[0].modelMatch = { headers: { 'x-a': {} } }; }), /x-a: sets none of exact, prefix, regex/],
+      ['retry attempts past 10', mutate(server, (d) => { d.spec.trafficPolicy = { ...d.spec.trafficPolicy, retry: { attempts: 20 } }; }), /attempts: 20 is read as 10/],
+    ] as const) {
+      expect(schemaErrors(doc), what).toEqual([]);
+      expect(routerError(doc), what).toBeNull();
+      expect(routerWarnings(doc).join('\n'), what).toMatch(note);
+    }
   });
 
   test('a retry without attempts (optional in the route API, which defaults only retryInterval) is accepted by both', () => {
