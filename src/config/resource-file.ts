@@ -78,7 +78,8 @@ export interface ParsedResourceFile {
  * Parses a YAML file of one or more documents (each a ModelRoute, a ModelServer or a `List`,
  * `ModelRouteList` or `ModelServerList`
  * of them). Throws one ResourceError listing every problem. Routes that serve the same model name
- * are all kept, in file order, the order they are tried in (shared-model-names.ts).
+ * are all kept, oldest creationTimestamp first, then in file order: the order they are tried in
+ * (shared-model-names.ts).
  */
 export function parseResourceFile(
   text: string,
@@ -155,6 +156,9 @@ export function parseResourceFile(
     errors.push(new ResourceError(whereOfRoute.get(m.routeKey) ?? file, `ModelRoute ${m.routeKey}`, m.path, m.problem));
   }
   if (errors.length > 0) throw ResourceError.combine(file, errors);
+  // Oldest first, as the route API orders routes of one name: routes that carry a
+  // creationTimestamp (a `kubectl get -o yaml` dump) before those without, which keep file order.
+  routes.sort(byCreation);
   const gateway = opts.gateway ?? null;
   const { kept, skipped } = routesOfGateway(routes, gateway);
   const notServed = skipped.map((s) => formatMessage(whereOfRoute.get(s.route.key) ?? file, `ModelRoute ${s.route.key}`, 'spec.parentRefs', s.problem));
@@ -208,4 +212,11 @@ function documents(text: string, file: string, errors: ResourceError[]): Located
     }
   });
   return out;
+}
+
+/** Older creationTimestamp first; none counts as newest; equal keep their order (a stable sort). */
+function byCreation(a: ModelRoute, b: ModelRoute): number {
+  const ta = a.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(a.creationTimestamp);
+  const tb = b.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(b.creationTimestamp);
+  return ta === tb ? 0 : ta < tb ? -1 : 1;
 }

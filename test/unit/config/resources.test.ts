@@ -643,6 +643,12 @@ describe('parseResourceFile: routes that share a model name', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('routes carrying a creationTimestamp (a kubectl dump) are tried oldest first, before those without, which keep file order', () => {
+    const at = (ts: string) => (name: string) => route(name, HEADER_RULE).replace(`name: ${name}\n`, `name: ${name}\n  creationTimestamp: "${ts}"\n`);
+    const text = `${SERVER}---\n${route('plain-1', HEADER_RULE)}---\n${at('2025-03-01T00:00:00Z')('newer')}---\n${route('plain-2', HEADER_RULE)}---\n${at('2024-01-01T00:00:00Z')('older')}`;
+    expect(parse(text).routes.map((r) => r.key)).toEqual(['default/older', 'default/newer', 'default/plain-1', 'default/plain-2']);
+  });
+
   it('a later route that can never be reached (an earlier one has a rule taking every request) is warned about, naming that rule', () => {
     const text = `${SERVER}---\n${route('first', SIMPLE_SPEC)}---\n${route('second', SIMPLE_SPEC, 'team-b')}---\n${SERVER.replace('name: sf-server', 'name: sf-server\n  namespace: team-b')}`;
     const { routes, warnings } = parse(text);
