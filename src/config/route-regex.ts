@@ -1,9 +1,10 @@
 /**
  * A ModelRoute's `regex` match (modelMatch.headers.*.regex, modelMatch.uri.regex) as the route
  * API's reference router reads it: Go RE2 syntax, found anywhere in the value (`^…$` to match the
- * whole value). JavaScript reads RE2's syntax alike but for a few forms, translated here: flags at
- * the start (`(?i)`), named groups `(?P<name>…)`, `\A`, `\z`, `\Q…\E` and POSIX classes
- * (`[[:digit:]]`), which JavaScript would refuse or, worse, read as other characters.
+ * whole value). JavaScript reads RE2's syntax alike but for a few forms, translated here: flags of
+ * the whole pattern (`(?i)`, also after `^`, and `(?i:…)` spanning it), named groups `(?P<name>…)`,
+ * `\A`, `\z`, `\Q…\E` and POSIX classes (`[[:digit:]]`, `[[:^digit:]]`), which JavaScript would
+ * refuse or, worse, read as other characters.
  */
 
 /** RE2's POSIX classes inside brackets, as JavaScript class ranges. */
@@ -18,17 +19,49 @@ const FLAGS = new Set(['i', 'm', 's']);
 
 /** Throws an Error whose message says what is wrong with the pattern. */
 export function routeRegex(pattern: string): RegExp {
-  let flags = '';
-  let body = pattern;
-  const lead = /^\(\?([a-zA-Z]+)\)/.exec(pattern);
-  if (lead !== null) {
-    for (const f of lead[1]) {
-      if (!FLAGS.has(f)) throw new Error(`flag ${f} of (?${lead[1]}) is not supported (i, m and s are)`);
-      if (!flags.includes(f)) flags += f;
-    }
-    body = pattern.slice(lead[0].length);
-  }
+  const { flags, body } = leadingFlags(pattern);
   return new RegExp(translate(body), flags);
+}
+
+/**
+ * Flags that hold for the whole pattern, as JavaScript's flags: a flag group first (`(?i)rest`),
+ * or after anchors alone (`^(?i)rest`: an anchor has no case), or a scoped one that spans the
+ * whole pattern (`(?i:rest)`, `^(?i:rest)$`). Anywhere else a flag group is refused (translate).
+ */
+function leadingFlags(pattern: string): { flags: string; body: string } {
+  const anchors = /^(?:\^|\\A)*/.exec(pattern)![0];
+  const lead = /^\(\?([a-zA-Z]+)([):])/.exec(pattern.slice(anchors.length));
+  if (lead === null) return { flags: '', body: pattern };
+  let flags = '';
+  for (const f of lead[1]) {
+    if (!FLAGS.has(f)) throw new Error(`flag ${f} of (?${lead[1]}${lead[2]}${lead[2] === ':' ? '…)' : ''} is not supported (i, m and s are)`);
+    if (!flags.includes(f)) flags += f;
+  }
+  const start = anchors.length + lead[0].length;
+  if (lead[2] === ')') return { flags, body: anchors + pattern.slice(start) };
+  // Scoped: only when its group closes at the end, but for anchors after it.
+  const close = groupEnd(pattern, anchors.length);
+  const tail = pattern.slice(close + 1);
+  if (close < 0 || !/^(?:\$|\\z)*$/.test(tail)) return { flags: '', body: pattern };
+  return { flags, body: `${anchors}(?:${pattern.slice(start, close)})${tail}` };
+}
+
+/** Index of the `)` closing the group opened at `i`, or -1 (escapes, classes and \Q…\E skipped). */
+function groupEnd(p: string, i: number): number {
+  let depth = 0;
+  for (let j = i; j < p.length; j++) {
+    const ch = p[j];
+    if (ch === '\\') {
+      if (p[j + 1] === 'Q') {
+        const end = p.indexOf('\\E', j + 2);
+        if (end === -1) return -1;
+        j = end + 1;
+      } else j++;
+    } else if (ch === '[') j = classEnd(p, j);
+    else if (ch === '(') depth++;
+    else if (ch === ')' && --depth === 0) return j;
+  }
+  return -1;
 }
 
 function translate(p: string): string {
@@ -59,8 +92,12 @@ function translate(p: string): string {
         const name = end === -1 ? null : p.slice(i + 2, end);
         if (name !== null && /^\^?[a-z]+$/.test(name)) {
           const ranges = POSIX_CLASSES[name.replace('^', '')];
-          if (ranges === undefined || name.startsWith('^')) throw new Error(`[:${name}:] is not supported (${name.startsWith('^') ? 'write a negated class' : 'unknown POSIX class'})`);
-          out += ranges;
+          if (ranges === undefined) throw new Error(`[:${name}:] is not supported (unknown POSIX class)`);
+          if (name.startsWith('^')) {
+            // Negated, alone in its class (`[[:^digit:]]`): the class of the others.
+            if (!out.endsWith('[') || p[end + 2] !== ']') throw new Error(`[:${name}:] is supported alone in its class only ([[:${name}:]]): write a negated class`);
+            out += `^${ranges}`;
+          } else out += ranges;
           i = end + 1;
           continue;
         }

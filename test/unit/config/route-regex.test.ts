@@ -24,6 +24,21 @@ describe('routeRegex: a ModelRoute regex as the route API reads it (Go RE2, foun
     expect(() => routeRegex('(?i:a)b')).toThrow('flags are read at the start of the pattern only');
   });
 
+  it('reads flags after anchors alone, and a scoped flag group spanning the whole pattern, as flags of the whole pattern', () => {
+    expect(matches('^(?i)premium$', 'PREMIUM')).toBe(true);
+    expect(matches('^(?i)premium$', 'x-premium')).toBe(false);
+    expect(matches('\\A(?i)gold', 'GOLD-tier')).toBe(true);
+    expect(matches('(?i:premium)', 'a PREMIUM user')).toBe(true);
+    expect(matches('^(?i:premium|gold)$', 'Gold')).toBe(true);
+    expect(matches('^(?i:premium|gold)$', 'gold-x')).toBe(false);
+    // The alternation stays inside its group: `^(?i:a|b)$` is not `^a|b$`.
+    expect(matches('^(?i:a|b)$', 'xb')).toBe(false);
+    expect(matches('^(?i:a[)]b)$', 'A)B')).toBe(true);
+    expect(() => routeRegex('(?U:a+)')).toThrow('flag U of (?U:…) is not supported (i, m and s are)');
+    // A scoped group that does not span the whole pattern is not a flag of it.
+    expect(() => routeRegex('^(?i:a)b$')).toThrow('flags are read at the start of the pattern only');
+  });
+
   it('reads \\A, \\z, \\Q…\\E, (?P<name>…) and POSIX classes as RE2 does, not as other characters', () => {
     expect(matches('\\Aab\\z', 'ab')).toBe(true);
     expect(matches('\\Aab\\z', 'xab')).toBe(false);
@@ -42,7 +57,9 @@ describe('routeRegex: a ModelRoute regex as the route API reads it (Go RE2, foun
     expect(matches('^[^]a]+$', 'b')).toBe(true);
     expect(matches('^[^]a]+$', ']')).toBe(false);
     expect(() => routeRegex('[[:foo:]]')).toThrow('[:foo:] is not supported (unknown POSIX class)');
-    expect(() => routeRegex('[[:^digit:]]')).toThrow('[:^digit:] is not supported (write a negated class)');
+    expect(matches('^[[:^digit:]]+$', 'abc')).toBe(true);
+    expect(matches('^[[:^digit:]]+$', 'ab1')).toBe(false);
+    expect(() => routeRegex('[x[:^digit:]]')).toThrow('[:^digit:] is supported alone in its class only ([[:^digit:]]): write a negated class');
     expect(() => routeRegex('\\pL')).toThrow('\\p… (a Unicode class) is not supported');
     expect(() => routeRegex('\\x{41}')).toThrow('\\x{…} (a Unicode code point) is not supported');
   });
