@@ -37,7 +37,11 @@ import { tlsCertificateSeries } from '../observe/tls-certificate-series.js';
 import { performance } from 'node:perf_hooks';
 import { RollingReplacement } from './rolling-replacement.js';
 import { WorkerWatchdog } from './worker-watchdog.js';
+import { openFileLimit } from '../open-file-limit.js';
 import { nodeTimers } from '../timers.js';
+
+/** An open-file limit below this is warned of at start: a worker alone holds about 90 once started. */
+const LOW_FILE_LIMIT = 1024;
 
 /** How often the watchdog looks at the workers: their core:alive period (worker.ts). */
 const WATCHDOG_EVERY_MS = 1000;
@@ -69,6 +73,12 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   for (const w of settings.warnings) ops.warn('start', w.message, { variable: w.variable });
   if (settings.maxHeaderBytesSet && buildInfo.uws === 'uws-20.30') {
     ops.warn('start', `ROUTER_MAX_HEADER_BYTES=${settings.maxHeaderBytes} is not applied: the uWS 20.30 build (Node 20) has its own limits: a request head over 4 KiB is read only when it arrives in one read (about 74 KB at most), and closed without an answer when it comes in pieces; Node 22 or 24 load the 20.57 build, which applies it however the head arrives`);
+  }
+  const fileLimit = openFileLimit();
+  if (fileLimit !== null && fileLimit < LOW_FILE_LIMIT) {
+    ops.warn('start', `the open-file limit is ${fileLimit} (ulimit -n, systemd LimitNOFILE): a worker holds about 90 descriptors of its own once started, ` +
+      'then one per client connection and per connection to a pod; a worker with none left stops accepting (docs/deploy.md#file-descriptors), ' +
+      'and one that cannot start at all fails with EMFILE. Raise it (65536 is usual)', { limit: fileLimit });
   }
   // An access log that cannot be written stops the router before any worker starts (exit 2).
   if (settings.accessLog.enabled) checkAccessLogOutput(settings.accessLog.output);

@@ -11,7 +11,7 @@
  * records. When the reserve and as many again can be opened, it listens again. One open and close
  * per tick: nothing measurable on the request path (docs/deploy.md#file-descriptors).
  */
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { startTicking, stopTicking, type Ticking } from '../interval-ticker.js';
 
@@ -167,14 +167,4 @@ export class DescriptorGuard implements Ticking {
 /** The reserve for an open-file limit: 1/128 of it, 8 to 64. */
 export function descriptorReserve(limit: number | null): number {
   return limit === null ? 16 : Math.min(64, Math.max(8, Math.floor(limit / 128)));
-}
-
-/** The process's soft open-file limit from /proc/self/limits; null when unknown or unlimited. */
-export function openFileLimit(read: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number | null {
-  try {
-    const m = /^Max open files\s+(\d+)\s/m.exec(read());
-    return m === null ? null : Number(m[1]);
-  } catch {
-    return null;
-  }
 }

@@ -8,7 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childPids, postJson, resourcesFor, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { CLI, childPids, postJson, resourcesFor, spawnProcess, startMock, startRouter, tempDir, waitFor, writeFile, type MockBackend, type Router } from '../helpers/processes.js';
+import { serverPort } from '../helpers/ports.js';
+import { join } from 'node:path';
 
 /** CPU ticks (user + system) of a process so far. */
 function cpuTicks(pid: number): number {
@@ -92,5 +94,21 @@ describe.skipIf(!hasPrlimit || process.platform !== 'linux')('a worker out of fi
     expect((await postJson(`${router.url}/v1/completions`, { model: 'sf-model', prompt: 'back' })).status).toBe(200);
     const metrics = await (await fetch(`${router.url}/metrics`)).text();
     expect(Number(/^inference_router_listener_pauses_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe.skipIf(!hasPrlimit || process.platform !== 'linux')('a low open-file limit at start', () => {
+  it('is warned of, naming the limit, and the router starts', async () => {
+    const file = join(tempDir(), 'resources.yaml');
+    writeFile(file, resourcesFor([{ name: 'pod-a', port: 9 }]));
+    const port = await serverPort();
+    const p = spawnProcess('prlimit', ['--nofile=512:512', process.execPath, CLI, '--resources', file, '--port', String(port), '--host', '127.0.0.1', '--workers', '1'],
+      { ACCESS_LOG_ENABLED: 'false', ROUTER_DRAIN_DELAY: '0' }, { name: 'router' });
+    try {
+      await waitFor('ready', () => p.stderr().includes('ready: '), 30_000);
+      expect(p.stderr()).toMatch(/warn \[primary \d+\] start: the open-file limit is 512 \(ulimit -n, systemd LimitNOFILE\): a worker holds about 90 descriptors/);
+    } finally {
+      await p.kill();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DescriptorGuard, descriptorReserve, openFileLimit, type DescriptorSource } from '../../../src/worker/descriptor-guard.js';
+import { DescriptorGuard, descriptorReserve, type DescriptorSource } from '../../../src/worker/descriptor-guard.js';
+import { openFileLimit } from '../../../src/open-file-limit.js';
 
 /** A descriptor table of `size` entries, `used` of them taken by the rest of the process. */
 class FakeTable implements DescriptorSource {
