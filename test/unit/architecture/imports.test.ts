@@ -12,7 +12,7 @@ const SRC = resolve(new URL('../../../src', import.meta.url).pathname);
 
 /** Bottom first. Parts on one line are peers: they must not import each other. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['errors.ts', 'clock.ts', 'timers.ts', 'interval-ticker.ts', 'build-info.ts', 'decimal-digits.ts', 'turn-queue.ts', 'two-generations.ts', 'header-name.ts', 'ascii-text.ts', 'byte-view.ts', 'setting-message.ts'],
+  ['errors.ts', 'clock.ts', 'timers.ts', 'interval-ticker.ts', 'build-info.ts', 'decimal-digits.ts', 'turn-queue.ts', 'two-generations.ts', 'header-name.ts', 'ascii-text.ts', 'byte-view.ts', 'setting-message.ts', 'open-file-limit.ts'],
   ['turn-end.ts'],
   ['body-memory.ts'],
   ['tokens'],
