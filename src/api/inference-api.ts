@@ -140,6 +140,12 @@ export interface StreamUsageReader {
    */
   readonly finished: boolean;
   /**
+   * The bytes so far end inside an event: within a line, or after data lines that no blank line
+   * closed yet. At the stream's end (its framing's: a content-length, the last chunk) such an
+   * event was cut short, unless it is the stream's last word (`[DONE]`, read by end()).
+   */
+  readonly endsInEvent: boolean;
+  /**
    * The pod's own error event, when the stream carried one (the generation failed partway): its
    * message (the first one's), bounded; else null. The event itself is forwarded as it came.
    */

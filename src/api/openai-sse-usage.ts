@@ -144,6 +144,11 @@ export class SseUsageScanner implements StreamUsageReader, SseLineSink {
   /** StreamUsageReader: the `[DONE]` event came. */
   finished = false;
 
+  /** StreamUsageReader: the bytes so far end within a line, or within an event that has data or lost a line. */
+  get endsInEvent(): boolean {
+    return this.lines.midLine || this.broken || this.data !== null;
+  }
+
   usage(): AnswerUsage {
     this.readHeld();
     this.handDropped();

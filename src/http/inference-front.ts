@@ -103,9 +103,10 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     // Only a query or a path that is no endpoint of the router can hold characters outside ASCII.
     if (known === null && !isAscii(path)) x.upstreamPath = utf8Bytes(path);
     x.acceptJson = accept !== null && acceptsJson(accept);
-    // `close` among the client's options (`TE, close`, which uWS does not read, or alone): the
-    // answer says `connection: close` (RFC 9112 §9.6) and the connection closes after it.
-    if (connection.length > 0 && asksClose(connection)) x.forceClose = true;
+    // `close` among the client's options (`TE, close`): the answer says `connection: close` (RFC
+    // 9112 §9.6) and the connection closes after it. uWS closes on a value of 5 characters itself
+    // (`close` alone), and answers a 204 without a length then, which forceClose would give one.
+    if (connection.length > 5 && asksClose(connection)) x.forceClose = true;
     h.accepted();
 
     res.onAborted(() => {

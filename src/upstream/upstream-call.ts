@@ -5,6 +5,7 @@ import { GeneratedTextCount } from '../usage/generated-text-count.js';
 import type { EndpointState } from './endpoint-registry.js';
 import type { Http1Handler, Http1Request, Http1RequestOptions } from './http1/request.js';
 import { ClientGone, isConnectFailure, upstreamFailure } from './upstream-errors.js';
+import { malformed } from './http1/errors.js';
 import { TurnQueue } from '../turn-queue.js';
 import { Buffer } from 'node:buffer';
 import { isUsualHeader } from '../header-name.js';
@@ -190,8 +191,23 @@ export class UpstreamCall implements Http1Handler, StreamSource {
       this.pendingHeaders = null;
       x.endBuffered(this.upstreamStatus, headers, body, this.pendingAscii);
     } else {
-      const tail = this.scanner !== null ? this.scanner.end() : null;
+      const scanner = this.scanner;
+      // The answer's framing ended (its content-length, its last chunk) inside an event: the pod
+      // cut its stream short. Unless that event is its `[DONE]` (read by end()), the request failed
+      // partway, as when the pod breaks the connection; the closing is decided before end() reads
+      // the cut event, while the bytes forwarded so far still say where they stop.
+      const cut = scanner !== null && scanner.endsInEvent
+        ? malformed('the event stream ended inside an event (no blank line after its last data, and no [DONE])') : null;
+      const closing = cut !== null ? this.closingEvent(cut) : null;
+      const tail = scanner !== null ? scanner.end() : null;
       this.takeStreamUsage();
+      if (cut !== null && !scanner!.finished) {
+        this.error = cut;
+        this.passed = null;
+        x.abortAnswer(closing);
+        this.settle(CallOutcome.FailedMidResponse);
+        return;
+      }
       // A stream that ended in full teaches whether the pod reports its output count, and its tokens per event.
       if (this.scanner !== null && this.upstreamStatus < 300) this.endpoint.learnStream(this.usage!.completionTokens, this.scanner.textEvents);
       const passed = this.passed;
