@@ -10,7 +10,8 @@ export interface Goal { readonly name: string; readonly target: string; readonly
 export interface MicroOutput { readonly name: string; readonly ok: boolean; readonly output: string }
 
 export interface BenchReport {
-  readonly mode: 'quick' | 'full';
+  /** full: every scenario, as `npm run bench` runs them; partial: --only some of them. */
+  readonly mode: 'quick' | 'full' | 'partial';
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly command: string;
@@ -39,11 +40,13 @@ const range = (s: Spread | null, fmt: (x: number) => string): string =>
 const signed = (s: Spread | null): string => (s === null ? '–' : `${s.median >= 0 ? '+' : ''}${f2(s.median)}`);
 
 export function scenarioTable(rows: readonly ScenarioSummary[]): string {
-  const head = '| # | scenario | req/s median (min–max) | p50 ms | p99 ms | p99.9 ms | added p50 / p99 ms vs direct | × direct | × nginx | × scenario 2 | server CPU µs/req | load-gen CPU µs/req | non-2xx |\n'
-    + '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+  // Errors: connections that failed, reads and writes that failed, and requests past the load
+  // generator's timeout (5 s), which its latency percentiles leave out: a run with any is suspect.
+  const head = '| # | scenario | req/s median (min–max) | p50 ms | p99 ms | p99.9 ms | added p50 / p99 ms vs direct | × direct | × nginx | × scenario 2 | server CPU µs/req | load-gen CPU µs/req | non-2xx | errors (timeouts included) |\n'
+    + '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
   return head + rows.map((r) => `| ${r.n} | ${r.label} | ${range(r.rps, int)} | ${ms(r.latencyMs.p50)} | ${ms(r.latencyMs.p99)} | ${ms(r.latencyMs.p999)} | `
     + `${signed(r.addedMs.p50)} / ${signed(r.addedMs.p99)} | ${range(r.ratio.direct, f2)} | ${range(r.ratio.nginx, f2)} | ${range(r.ratio.base, f2)} | `
-    + `${ms(r.serverCpuUsPerReq)} | ${ms(r.loadCpuUsPerReq)} | ${(100 * r.non2xxFraction).toFixed(1)}% |`).join('\n');
+    + `${ms(r.serverCpuUsPerReq)} | ${ms(r.loadCpuUsPerReq)} | ${(100 * r.non2xxFraction).toFixed(1)}% | ${r.errors === 0 ? '0' : `**${int(r.errors)}**`} |`).join('\n');
 }
 
 function goalsTable(goals: readonly Goal[]): string {

@@ -28,12 +28,14 @@ export const RUN_USAGE = `Usage: npm run bench -- [options]
   --workers N          router / proxy / nginx workers (default: available CPUs = ${availableParallelism()})
   --connections N      load generator connections (default 64)
   --duration S         seconds per wrk run (default 6, quick 2)
-  --rounds N           interleaved wrk rounds (default 5, quick 2)
-  --only ID,ID         only these scenarios (ids as in latest.json), e.g. direct,router,nginx
+  --rounds N           interleaved wrk rounds of the closed loop (default 5, quick 2); the autocannon
+                       and fixed-rate phases run 3 rounds of their own (quick 1) whatever N is
+  --only ID,ID         only these scenarios, e.g. direct,router,nginx (a partial run: results in partial.*
+                       unless --out names them, and not counted as a full run)
   --no-micro           skip the limiter micro benchmarks
   --no-profile         skip the CPU profile of the router
   --pause-damon        turn the kernel's DAMON memory monitors off for the run, on again after (root)
-  --out NAME           results file name in bench/results/ (default latest, quick: quick)`;
+  --out NAME           results file name in bench/results/ (default latest; quick: quick; with --only: partial)`;
 
 export const RUN_COMMAND: CommandSpec = {
   usage: RUN_USAGE,
@@ -72,11 +74,16 @@ export function runOptions(line: CommandLine): RunOptions {
     else if (a === '--connections') o.connections = int(a, v, 1, 10_000);
     else if (a === '--duration') o.durationS = int(a, v, 1, 600);
     else if (a === '--rounds') o.rounds = int(a, v, 1, 100);
-    else if (a === '--only') o.only = v.split(',').filter(Boolean);
+    else if (a === '--only') {
+      o.only = v.split(',').map((id) => id.trim()).filter(Boolean);
+      if (o.only.length === 0) throw new UsageError(`--only: expected scenario ids separated by commas (as in latest.json, e.g. direct,router,nginx), got ${JSON.stringify(v)}`);
+    }
     else if (a === '--out') {
       o.out = v;
       if (!/^[\w.-]+$/.test(o.out)) throw new UsageError(`--out: expected a file base name, got ${JSON.stringify(o.out)}`);
     }
   }
+  // A run of some scenarios does not replace the full run's results (latest.*) unless named so.
+  if (o.only.length > 0 && !quick && !line.has('--out')) o.out = 'partial';
   return Object.freeze(o);
 }

@@ -27,7 +27,7 @@ import { profileRouter, runMicro } from './run-extras.js';
 import { scriptCalls } from './redis-stats.js';
 import { addFailures, failuresInLog, failuresNote } from './log-failures.js';
 import { readCommandLine } from './cli-args.js';
-import { RUN_COMMAND, runOptions } from './run-options.js';
+import { RUN_COMMAND, RUN_USAGE, runOptions } from './run-options.js';
 import {
   BASE_ROUTER, FIXED_RATE_REFERENCES, FULL_ROUTER, LONG_TOKENS, limitModeOf, PATH, routerEnv, scenarioPath, routerResources, SCENARIOS, SHORT_TOKENS, tenantAuthYaml, usesRedis, type Scenario, type TargetKey,
 } from './scenarios.js';
@@ -67,9 +67,17 @@ async function main(): Promise<void> {
   const damon = opts.pauseDamon ? pauseDamon() : null;
   if (damon !== null) notes.push(`the kernel's DAMON memory monitors were turned off for the run (--pause-damon: ${damon.paused.length === 0 ? 'none was on' : `monitor ${damon.paused.join(', ')}`}) and on again after it`);
 
+  const unknown = opts.only.filter((id) => !SCENARIOS.some((s) => s.id === id));
+  if (unknown.length > 0) {
+    process.stderr.write(`--only: no scenario ${unknown.map((id) => JSON.stringify(id)).join(', ')}; the ids: ${SCENARIOS.map((s) => s.id).join(', ')}\n\n${RUN_USAGE}\n`);
+    process.exit(2);
+  }
   const scenarios = SCENARIOS.filter((s) => (opts.only.length === 0 || opts.only.includes(s.id))
     && !(s.target === 'nginx' && nginxBin === null) && !(usesRedis(s.target) && redisBin === null));
-  if (scenarios.length === 0) throw new Error(`--only matched no scenario; ids: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  if (scenarios.length === 0) {
+    process.stderr.write(`nothing to run: ${notes.join('; ')}\n`);
+    process.exit(2);
+  }
   const needed = new Set<TargetKey>(scenarios.map((s) => s.target));
   if ([...needed].some((k) => k.startsWith('router-'))) needed.add('mock-long');
 
@@ -250,7 +258,7 @@ async function main(): Promise<void> {
   notes.push('each measurement ran with the other targets stopped (SIGSTOP), all but the mock backends and, for a global limit, redis-server: idle servers beside the one measured wake often enough to move its tail (bench/pause-targets.ts)');
   notes.push('added latency in the closed-loop tables includes queueing at saturation; the fixed-rate table is the one to read for latency at moderate load');
   const report: BenchReport = {
-    mode: opts.quick ? 'quick' : 'full',
+    mode: opts.quick ? 'quick' : opts.only.length > 0 ? 'partial' : 'full',
     startedAt,
     finishedAt: new Date().toISOString(),
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,

@@ -5,7 +5,7 @@
  * processes this run started. Runs from the sources (vitest) and from dist/ (bench).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -86,8 +86,41 @@ function osPipe(): { readFd: number; writeFd: number } {
 /** Every process started here and not yet exited; killed when this process exits, so a failed run leaks none. */
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
-  for (const c of live) c.kill('SIGKILL');
+  // Its own children first (nginx's workers, a router's): they outlive a parent killed alone.
+  for (const c of live) {
+    if (c.pid !== undefined) for (const pid of descendants(c.pid)) killQuietly(pid);
+    c.kill('SIGKILL');
+  }
 });
+
+/** Every descendant of `pid` (Linux /proc; none elsewhere), the deepest first. */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tasks) {
+    let children = '';
+    try {
+      children = readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const c of children.split(' ').filter(Boolean).map(Number)) out.push(...descendants(c), c);
+  }
+  return out;
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+}
 
 /** The pids of the processes started here that have not exited (for an interrupted bench tool: bench/interrupt.ts). */
 export function livePids(): number[] {

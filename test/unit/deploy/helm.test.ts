@@ -143,6 +143,40 @@ test('the chart keeps copies of deploy/crds and deploy/observability/alerts.yaml
 if (HELM === null) test.skip('helm chart: no helm binary (set HELM, or run .ci/install-helm.sh)', () => {});
 
 describe.skipIf(HELM === null)('helm chart', () => {
+  test('namespaced objects name the release namespace; the RBAC objects are named after it too, so two releases of one name do not share them', () => {
+    // A Role and its binding live in the namespace watched (watchNamespace, `models` here).
+    const elsewhere = new Set(['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Role', 'RoleBinding']);
+    for (const d of render(['source=kubernetes', ...ALL_ON]).filter((x) => !elsewhere.has(x.kind))) expect(d.metadata.namespace, `${d.kind} ${d.metadata.name}`).toBe('ir');
+    const docs = render(['source=kubernetes']);
+    const other = execFileSync(HELM!, ['template', 'r1', CHART, '--namespace', 'team-b', '--set', 'source=kubernetes'], { encoding: 'utf8' });
+    const names = (text: string): string[] => parseAllDocuments(text).map((d) => d.toJS() as Doc).filter((d) => d?.kind?.startsWith('ClusterRole')).map((d) => d.metadata.name);
+    const here = docs.filter((d) => d.kind.startsWith('ClusterRole')).map((d) => d.metadata.name);
+    expect(here).toEqual(['r1-inference-router-ir', 'r1-inference-router-ir']);
+    expect(names(other)).toEqual(['r1-inference-router-team-b', 'r1-inference-router-team-b']);
+    expect(docs.find((d) => d.kind === 'ClusterRoleBinding')!.roleRef.name).toBe('r1-inference-router-ir');
+  });
+
+  test('an edit of the resources file does not roll the pods (the router reloads it); an edit of configFiles does', () => {
+    const checksum = (set: string[]): string => deployment(render(['source=file', ...set])).spec.template.metadata.annotations['checksum/config'];
+    expect(checksum(['resourcesFile=a'])).toBe(checksum(['resourcesFile=b']));
+    expect(checksum(['resourcesFile=a', 'configFiles.scheduler\\.yaml=x'])).not.toBe(checksum(['resourcesFile=a', 'configFiles.scheduler\\.yaml=y']));
+  });
+
+  test('refused at render time: extraEnv naming a variable the chart sets, autoscaling with min above max, a grace margin under 5 s', () => {
+    expect(refusal(['extraEnv[0].name=ROUTER_WORKERS', 'extraEnv[0].value=4'])).toContain('extraEnv: ROUTER_WORKERS is set by the chart from its values');
+    expect(refusal(['extraEnv[0].name=OTEL_TRACES_EXPORTER', 'extraEnv[0].value=otlp'])).toBe('');
+    expect(refusal(['tracing.enabled=true', 'extraEnv[0].name=OTEL_TRACES_EXPORTER', 'extraEnv[0].value=otlp'])).toContain('extraEnv: OTEL_TRACES_EXPORTER is set by the chart');
+    expect(refusal(['autoscaling.enabled=true', 'autoscaling.minReplicas=5', 'autoscaling.maxReplicas=3'])).toContain('autoscaling: minReplicas (5) is above maxReplicas (3)');
+    expect(refusal(['drain.graceMarginSeconds=4'])).toMatch(/graceMarginSeconds/);
+    expect(refusal(['drain.graceMarginSeconds=5'])).toBe('');
+  });
+
+  test('image.digest pins the image by content instead of the tag', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    expect(deployment(render([`image.digest=${digest}`, 'image.repository=reg/ir'])).spec.template.spec.containers[0].image).toBe(`reg/ir@${digest}`);
+    expect(refusal(['image.digest=latest'])).toMatch(/digest/);
+  });
+
   test('helm lint --strict passes with the default values and with every optional part on', () => {
     execFileSync(HELM!, ['lint', '--strict', CHART], { encoding: 'utf8' });
     execFileSync(HELM!, ['lint', '--strict', CHART, ...ALL_ON.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
