@@ -43,6 +43,12 @@ describe('evaluateGoals: the tail at half load', () => {
     ]);
   });
 
+  it('a p99 added below 0 (the reference\'s own tail the longer one: noise) is shown, said so, and not judged met', () => {
+    const noisy = rounds({ direct: [9.0, 8.0], 'router-local': [2.0, 3.0], nginx: [1.0, 1.1] }, 'wrk');
+    const [added] = tail(evaluateGoals([], noisy, 'router-local'));
+    expect([added.measured, added.met]).toEqual(['-6.00 ms (-7.00 ms–-5.00 ms) (below 0: noise outweighed the difference; not judged met)', false]);
+  });
+
   it('leaves out the part beyond nginx where nginx did not run', () => {
     const open = rounds({ direct: [0.3, 0.2], 'router-local': [1.3, 1.2] }, 'open-loop');
     const goals = tail(evaluateGoals([], thinkTime, 'router-local', open));

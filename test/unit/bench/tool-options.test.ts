@@ -199,5 +199,10 @@ describe('bench tool options', () => {
     expect(() => tool(['--out', '../x'])).toThrow(UsageError);
     expect(() => tool(['--quik'])).toThrow('unknown option "--quik"');
     expect(() => tool(['--only'])).toThrow('--only: expected a value');
+    // Some scenarios: a partial run, whose results do not replace the full run's (latest.*).
+    expect(tool(['--only', ' direct, nginx ']).only).toEqual(['direct', 'nginx']);
+    expect(tool(['--only', 'direct,nginx']).out).toBe('partial');
+    expect(tool(['--only', 'direct,nginx', '--out', 'tls-cost']).out).toBe('tls-cost');
+    expect(() => tool(['--only', ','])).toThrow('--only: expected scenario ids separated by commas');
   });
 });
