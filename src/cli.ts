@@ -63,7 +63,7 @@ async function main(): Promise<void> {
  */
 function exitWith(message: string, format: 'json' | 'text'): never {
   if (format === 'json') {
-    new OpsLog('json', 'primary').error('exit', `${message.replaceAll('\n', ' ')}; exit 2`, { code: 2 });
+    new OpsLog('json', 'primary').error('exit', `${message.replaceAll('\n', '. ')}; exit 2`, { code: 2 });
     process.exit(2);
   }
   const mark = journalLevelMark('error');

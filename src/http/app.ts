@@ -6,6 +6,7 @@ import { RouterError } from '../errors.js';
 import { acceptsJson } from './error-body.js';
 import { inferenceHandler, type FrontHooks } from './inference-front.js';
 import { sendPlain, sendPlainError } from './plain-answer.js';
+import { asksClose } from './upstream-headers.js';
 import { unknownPathError, unknownPathText } from './unknown-path.js';
 
 export interface AppHooks extends FrontHooks {
@@ -32,31 +33,36 @@ export function buildApp(uws: typeof UWS, h: AppHooks, tls: ListenerTls | null =
   setClientTimeouts(app);
   // Each GET path answers HEAD as GET would, without the body (RFC 9110 §9.3.2).
   // While the router drains every answer closes its connection, these too.
-  getAndHead(app, '/healthz', (res, _req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', h.draining(), head));
-  getAndHead(app, '/readyz', (res, _req, head) => {
+  getAndHead(app, '/healthz', (res, req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', closing(req, h), head));
+  getAndHead(app, '/readyz', (res, req, head) => {
     const draining = h.draining();
-    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', draining, head);
-    else sendPlain(res, 503, TEXT_TYPE, draining ? 'draining\n' : 'starting\n', draining, head);
+    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', draining || closeAsked(req), head);
+    else sendPlain(res, 503, TEXT_TYPE, draining ? 'draining\n' : 'starting\n', draining || closeAsked(req), head);
   });
-  getAndHead(app, '/v1/models', (res, _req, head) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), h.draining(), head));
+  getAndHead(app, '/v1/models', (res, req, head) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), closing(req, h), head));
   // The id is the rest of the path (a model name may hold '/'), percent-decoded.
   getAndHead(app, '/v1/models/*', (res, req, head) => {
     const id = modelId(req.getUrl());
     const body = id === null ? undefined : h.modelJson(id);
-    if (body !== undefined) sendPlain(res, 200, JSON_TYPE, body, h.draining(), head);
-    else sendPlainError(res, new RouterError('model_not_found', `model "${id ?? req.getUrl().slice(MODEL_PREFIX.length)}" is not served by any route`), wantsJson(req), h.draining(), head);
+    if (body !== undefined) sendPlain(res, 200, JSON_TYPE, body, closing(req, h), head);
+    else sendPlainError(res, new RouterError('model_not_found', `model "${id ?? req.getUrl().slice(MODEL_PREFIX.length)}" is not served by any route`), wantsJson(req), closing(req, h), head);
   });
   app.any('/v1/models', (res, req) => modelsMethodNotAllowed(res, req, h));
   app.any('/v1/models/*', (res, req) => modelsMethodNotAllowed(res, req, h));
   const metrics = h.metrics;
-  if (metrics !== null) getAndHead(app, '/metrics', (res, _req, head) => metrics(res, head, h.draining));
+  if (metrics !== null) {
+    getAndHead(app, '/metrics', (res, req, head) => {
+      const asked = closeAsked(req);
+      metrics(res, head, asked ? ALWAYS : h.draining);
+    });
+  }
   app.any('/v1/*', inferenceHandler(h));
   app.any('/*', (res, req) => {
     // A newcomer's first calls: the answer says what the router serves (unknown-path.ts).
     const path = req.getUrl();
     const head = req.getMethod() === 'head';
-    if (wantsJson(req)) sendPlainError(res, unknownPathError(path), true, h.draining(), head);
-    else sendPlain(res, 404, TEXT_TYPE, unknownPathText(path), h.draining(), head);
+    if (wantsJson(req)) sendPlainError(res, unknownPathError(path), true, closing(req, h), head);
+    else sendPlain(res, 404, TEXT_TYPE, unknownPathText(path), closing(req, h), head);
   });
   return app;
 }
@@ -121,5 +127,20 @@ function modelId(url: string): string | null {
 function modelsMethodNotAllowed(res: HttpResponse, req: HttpRequest, h: AppHooks): void {
   const method = req.getCaseSensitiveMethod().toUpperCase();
   const err = new RouterError('invalid_request', `method ${method} is not allowed on ${req.getUrl()}; use GET`, 405, ALLOW_GET, 'method_not_allowed');
-  sendPlainError(res, err, wantsJson(req), h.draining());
+  sendPlainError(res, err, wantsJson(req), closing(req, h));
+}
+
+const ALWAYS = (): boolean => true;
+
+/**
+ * Whether the answer closes its connection: while the router drains, and when the client's
+ * `Connection` holds `close` among other options (`TE, close`): uWS closes on `close` alone itself.
+ */
+function closing(req: HttpRequest, h: AppHooks): boolean {
+  return h.draining() || closeAsked(req);
+}
+
+function closeAsked(req: HttpRequest): boolean {
+  const connection = req.getHeader('connection');
+  return connection.length > 5 && asksClose(connection);
 }

@@ -8,7 +8,8 @@
  * whether any is free. When none is, it closes the worker's listener (the other workers, which
  * share the port, take new connections; with none listening the kernel refuses them) and gives the
  * reserve back, so the requests in flight can still open connections to pods and write their
- * records. When the reserve and as many again can be opened, it listens again. One open and close
+ * records. When as many as it gave back and a reserve beside them can be opened (connections
+ * closed), it listens again. One open and close
  * per tick: nothing measurable on the request path (docs/deploy.md#file-descriptors).
  */
 import { closeSync, openSync } from 'node:fs';
@@ -28,8 +29,11 @@ const DEV_NULL: DescriptorSource = {
 };
 
 export interface DescriptorGuardOptions {
-  /** Descriptors held back for the requests in flight while the listener is closed. */
-  reserve: number;
+  /**
+   * Descriptors held back for the requests in flight while the listener is closed, for the limit
+   * now (read at start, at each pause and while paused: a limit lowered at run time lowers it).
+   */
+  reserve: () => number;
   /** The process's open-file limit now, for the log line (read when it is written); null when unknown. */
   limit: () => number | null;
   everyMs: number;
@@ -55,6 +59,10 @@ export class DescriptorGuard implements Ticking {
   private readonly source: DescriptorSource;
   private readonly now: () => number;
   private held: number[] = [];
+  /** The reserve as last read (reserve()). */
+  private reserve = 0;
+  /** Descriptors of the reserve given back at the last pause. */
+  private released = 0;
   private pausedNow = false;
   private loggedAt = -Infinity;
   /** Pauses since the last pause line. */
@@ -78,7 +86,8 @@ export class DescriptorGuard implements Ticking {
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.held = this.openUpTo(this.o.reserve);
+    this.reserve = this.o.reserve();
+    this.held = this.openUpTo(this.reserve);
     startTicking(this, this.o.everyMs);
   }
 
@@ -105,11 +114,12 @@ export class DescriptorGuard implements Ticking {
     if (fd >= 0) {
       this.source.close(fd);
       // A reserve not whole (taken short at start, or given back) is filled again while there is room.
-      if (this.held.length < this.o.reserve) this.held.push(...this.openUpTo(this.o.reserve - this.held.length));
+      if (this.held.length < this.reserve) this.held.push(...this.openUpTo(this.reserve - this.held.length));
       return;
     }
     this.pausedNow = true;
     this.o.pause();
+    this.released = this.held.length;
     this.release();
     this.o.paused?.();
     this.unlogged++;
@@ -126,14 +136,17 @@ export class DescriptorGuard implements Ticking {
   }
 
   private checkResume(): void {
-    // Back when the reserve can be held again with as many free beside it.
-    const fds = this.openUpTo(2 * this.o.reserve);
-    if (fds.length < 2 * this.o.reserve || !this.o.resume()) {
+    // Back when connections closed: as many descriptors free as were given back at the pause, and
+    // the reserve (for the limit now: a limit lowered at run time lowers it) beside them.
+    this.reserve = this.o.reserve();
+    const want = this.released + this.reserve;
+    const fds = this.openUpTo(want);
+    if (fds.length < want || !this.o.resume()) {
       for (const fd of fds) this.source.close(fd);
       return;
     }
-    this.held = fds.slice(0, this.o.reserve);
-    for (const fd of fds.slice(this.o.reserve)) this.source.close(fd);
+    this.held = fds.slice(0, this.reserve);
+    for (const fd of fds.slice(this.reserve)) this.source.close(fd);
     this.pausedNow = false;
     if (this.pauseLogged) this.o.log('info', 'file descriptors free again: this worker accepts connections again');
   }

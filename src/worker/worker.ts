@@ -66,6 +66,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   // Its warnings (a failed or slow write, records dropped) are lines of the operational log.
   const accessLog = createAccessLog(settings.accessLog, { warn: (m) => ops.warn('access-log', m) });
   let listenSocket: unknown = null;
+  /** The first listen succeeded (the listener may be closed since: drained, or paused by the descriptor guard). */
+  let listened = false;
   /** The port the listener took (the client connections' local port). */
   let listenPort = settings.port;
   /** While starting: resolves the wait for the primary's core:listen. */
@@ -97,7 +99,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   const alive: Ticking = { advance: () => send({ t: 'core:alive' }) };
   let listenerPauses = 0;
   const descriptors = new DescriptorGuard({
-    reserve: descriptorReserve(openFileLimit()), limit: () => openFileLimit(), everyMs: HEARTBEAT_EVERY_MS,
+    reserve: () => descriptorReserve(openFileLimit()), limit: () => openFileLimit(), everyMs: HEARTBEAT_EVERY_MS,
     pause: () => {
       if (listenSocket !== null) uws.us_listen_socket_close(listenSocket as never);
       listenSocket = null;
@@ -328,7 +330,8 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (!retire) ready = false;
     heartbeat.stop();
     descriptors.stop();
-    stopTicking(alive, HEARTBEAT_EVERY_MS);
+    // core:alive goes on while it drains: the primary's watchdog watches a worker drained by a
+    // signal of its own (one the primary drains or retires, it stops watching).
     stopTicking(podLoadReport, settings.scheduler.podMetricsIntervalMs);
     auth?.stop();
     // Retired while the other workers take new connections: closed after this turn's I/O, so that
@@ -430,10 +433,12 @@ export async function runWorker(settings: Settings): Promise<void> {
         break;
       case 'core:drain':
         // Before listening, the primary tells it again once it listens (primary.ts, core:listening).
-        if (listenSocket !== null) void drain();
+        // A worker that listened drains whether or not its listener is open now (the descriptor
+        // guard closes it while no descriptor is free).
+        if (listened) void drain();
         break;
       case 'core:retire':
-        if (listenSocket !== null) void drain(true);
+        if (listened) void drain(true);
         break;
       case 'core:listen':
         startListening?.();
@@ -468,6 +473,7 @@ export async function runWorker(settings: Settings): Promise<void> {
       if (!sock) reject(new Error(`cannot listen on ${settings.host}:${settings.port}`));
       else {
         listenSocket = sock;
+        listened = true;
         listenPort = uws.us_socket_local_port(sock as never);
         resolve();
       }

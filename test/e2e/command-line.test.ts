@@ -104,7 +104,7 @@ describe('start-up checks', () => {
       const lines = r.stderr.trimEnd().split('\n');
       expect(lines).toHaveLength(1);
       expect(JSON.parse(lines[0])).toMatchObject({ level: 'error', process: 'primary', event: 'exit', code: 2,
-        message: 'ROUTER_PORT: expected an integer from 1 to 65535; got "abc" Run with --help for usage.; exit 2' });
+        message: 'ROUTER_PORT: expected an integer from 1 to 65535; got "abc". Run with --help for usage.; exit 2' });
     }
     // A bad format setting itself is told as text.
     const bad = run(['--resources', 'examples/resources.yaml'], { ROUTER_LOG_FORMAT: 'yaml' });

@@ -95,6 +95,28 @@ describe.skipIf(!hasPrlimit || process.platform !== 'linux')('a worker out of fi
     const metrics = await (await fetch(`${router.url}/metrics`)).text();
     expect(Number(/^inference_router_listener_pauses_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
   });
+
+  it('a worker paused for want of descriptors drains on SIGTERM as the others do, and the router exits 0', async () => {
+    const open = readdirSync(`/proc/${worker}/fd`).length;
+    expect(spawnSync('prlimit', ['--pid', String(worker), `--nofile=${open + 40}:${open + 40}`]).status).toBe(0);
+    for (let i = 0; i < 100; i++) {
+      try {
+        idle.push(await openSocket(router.port));
+      } catch {
+        break;
+      }
+    }
+    await waitFor('the worker paused', async () => {
+      try {
+        (await openSocket(router.port)).destroy();
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
+    expect(await router.kill('SIGTERM')).toBe(0);
+    expect(router.stderr()).not.toContain('drain timeout passed');
+  });
 });
 
 describe.skipIf(!hasPrlimit || process.platform !== 'linux')('a low open-file limit at start', () => {

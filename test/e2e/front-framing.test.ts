@@ -101,6 +101,12 @@ describe('the front under framing attacks and broken clients (built router)', ()
       const head = r.text.slice(0, r.text.indexOf('\r\n\r\n')).toLowerCase();
       if (value !== 'close') expect(head, id).toContain('\r\nconnection: close');
     }
+    // The router's own GET answers alike (models, health, metrics, an unknown path).
+    for (const path of ['/v1/models', '/healthz', '/metrics', '/nowhere']) {
+      const r = await raw(router.port, [`GET ${path} HTTP/1.1\r\nHost: router\r\nConnection: TE, close\r\nTE: trailers\r\n\r\n`], { waitMs: 3000 });
+      expect(r.closed, path).toBe(true);
+      expect(r.text.slice(0, r.text.indexOf('\r\n\r\n')).toLowerCase(), path).toContain('\r\nconnection: close');
+    }
     // Without it the connection stays open for the next request, and the answer says nothing of it.
     const kept = await raw(router.port, [post('close-none', BODY, 'Connection: keep-alive\r\n')], { waitMs: 1000 });
     expect(statusLines(kept.text)).toEqual(['200']);

@@ -53,6 +53,13 @@ describe('the worker watchdog', () => {
     });
   }
 
+  it('a worker draining after a SIGTERM of its own is not taken for stuck (it says it is alive while it drains)', async () => {
+    const [worker] = await twoWorkers({ ROUTER_WORKER_WATCHDOG: '3s', ROUTER_DRAIN_DELAY: '6s' });
+    process.kill(worker, 'SIGTERM');
+    await new Promise((r) => setTimeout(r, 5000));
+    expect(router!.stderr()).not.toContain('has said nothing');
+  });
+
   it('with ROUTER_WORKER_WATCHDOG=0 a stopped worker is left alone', async () => {
     const [stuck] = await twoWorkers({ ROUTER_WORKER_WATCHDOG: '0' });
     process.kill(stuck, 'SIGSTOP');

@@ -21,11 +21,11 @@ class FakeTable implements DescriptorSource {
   }
 }
 
-function guardOn(table: FakeTable, opts: { resumeOk?: () => boolean } = {}) {
+function guardOn(table: FakeTable, opts: { resumeOk?: () => boolean; reserve?: { n: number } } = {}) {
   const events: string[] = [];
   let now = 0;
   const g = new DescriptorGuard({
-    reserve: 4, limit: () => table.size, everyMs: 60_000, source: table, now: () => now,
+    reserve: () => opts.reserve?.n ?? 4, limit: () => table.size, everyMs: 60_000, source: table, now: () => now,
     pause: () => events.push('pause'),
     resume: () => {
       const ok = opts.resumeOk?.() ?? true;
@@ -115,6 +115,25 @@ describe('DescriptorGuard', () => {
     table.used = 96;
     g.advance();
     expect(events.filter((e) => e.startsWith('warn')).at(-1)).toContain('stopped accepting connections (3 times since the last such line)');
+  });
+
+  it('the reserve follows the limit: lowered while paused, it listens again once what it gave back and the new reserve are free', () => {
+    const table = new FakeTable(100);
+    const reserve = { n: 4 };
+    const { g } = guardOn(table, { reserve });
+    g.start();
+    table.used = 96;
+    g.advance();
+    expect(g.paused).toBe(true);
+    // The limit lowered (a reserve of 1 now): the 4 given back and 1 beside them must be free.
+    reserve.n = 1;
+    table.used = 96;
+    g.advance();
+    expect(g.paused).toBe(true);
+    table.used = 95;
+    g.advance();
+    expect(g.paused).toBe(false);
+    expect(table.open_.size).toBe(1);
   });
 
   it('a reserve taken short at start is filled once there is room', () => {
