@@ -35,7 +35,7 @@ export function durationSetting(name: string, raw: string | undefined, unset: nu
   }
   const inRange = range.aboveMin === true ? ms > range.min : ms >= range.min;
   if (!(inRange && ms <= range.max)) {
-    throw new Error(`${badSetting(name, `a duration ${rangeText(range)}, such as 500ms or 30s, or a number of milliseconds`, raw)}${fault}`);
+    throw new Error(`${badSetting(name, `a duration ${rangeText(range)}, such as ${examples(range)}, or a number of milliseconds`, raw)}${fault}`);
   }
   return Math.ceil(ms);
 }
@@ -69,4 +69,11 @@ export function shown(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1000 === 0) return `${ms / 1000}s`;
   return `${ms}ms`;
+}
+
+/** Two durations the range takes, as examples (`500ms or 30s` where it takes them). */
+function examples(r: DurationRange): string {
+  const fits = (ms: number): boolean => (r.aboveMin === true ? ms > r.min : ms >= r.min) && ms <= r.max;
+  const some = ([['500ms', 500], ['30s', 30_000], ['5s', 5_000], ['50ms', 50], ['5m', 300_000], ['1h', 3_600_000]] as const).filter(([, ms]) => fits(ms));
+  return some.length === 0 ? 'the bounds above' : some.slice(0, 2).map(([text]) => text).join(' or ');
 }

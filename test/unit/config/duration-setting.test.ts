@@ -20,7 +20,7 @@ describe('durationSetting', () => {
 
   it('names the variable, the range and the value; says why a value does not parse', () => {
     expect(() => durationSetting('X', '11s', 0, UP_TO_10S)).toThrow(
-      'X: expected a duration from 0 to 10s, such as 500ms or 30s, or a number of milliseconds; got "11s"',
+      'X: expected a duration from 0 to 10s, such as 500ms or 5s, or a number of milliseconds; got "11s"',
     );
     expect(() => durationSetting('X', 'soon', 0, UP_TO_10S)).toThrow(/^X: expected a duration from 0 to 10s, .*; got "soon" \(invalid duration "soon" at position 0/);
     expect(() => durationSetting('X', '5 s', 0, UP_TO_10S)).toThrow(/got "5 s" \(invalid duration/);

@@ -40,7 +40,7 @@ describe('parseRedisLimitSettings', () => {
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_TIMEOUT: '2m' })).toThrow(/from 1ms to 1m/);
     expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: 'a while' })).toThrow(/^RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration from 0 to 2s, .*got "a while"/);
     // Longer than LEASES_FORFEIT_MS is of no use: the leases still out are forfeit by then.
-    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '3s' })).toThrow('RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration from 0 to 2s, such as 500ms or 30s, or a number of milliseconds; got "3s"');
+    expect(() => parseRedisLimitSettings({ RATE_LIMIT_REDIS_RECALL_WAIT: '3s' })).toThrow('RATE_LIMIT_REDIS_RECALL_WAIT: expected a duration from 0 to 2s, such as 500ms or 50ms, or a number of milliseconds; got "3s"');
     expect(() => parseRedisLimitSettings({ REDIS_TLS: 'yes' })).toThrow('REDIS_TLS: expected true or false; got "yes"');
     expect(() => parseRedisLimitSettings({ REDIS_CLUSTER: 'on' })).toThrow('REDIS_CLUSTER: expected true or false; got "on"');
   });
