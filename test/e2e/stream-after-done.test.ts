@@ -4,10 +4,9 @@
  * FINISHED_STREAM_END_MS to end it), with no error event after `[DONE]`; the request is recorded
  * as the success it was, and the pod is not counted as failing.
  */
-import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { onWholeRequests } from '../helpers/raw-requests.js';
-import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { rawPod } from '../helpers/raw-requests.js';
+import { accessLogRecords, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 const EVENT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n';
 const USAGE = 'data: {"id":"c","object":"text_completion","model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n';
@@ -18,26 +17,12 @@ function chunk(s: string): string {
 }
 
 /** A pod that answers each request with a stream ending in `[DONE]`, then holds the answer open (`hold`) or breaks the connection (`break`). */
-async function podAfterDone(mode: 'hold' | 'break'): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => {});
-    onWholeRequests(s, () => {
-      s.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n${chunk(EVENT)}${chunk(USAGE)}${chunk(DONE)}`, () => {
-        if (mode === 'break') setTimeout(() => s.destroy(), 20);
-      });
+function podAfterDone(mode: 'hold' | 'break'): Promise<{ port: number; close: () => Promise<void> }> {
+  return rawPod((s) => {
+    s.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n${chunk(EVENT)}${chunk(USAGE)}${chunk(DONE)}`, () => {
+      if (mode === 'break') setTimeout(() => s.destroy(), 20);
     });
   });
-  const port = await listenLocal(server);
-  return {
-    port,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
 }
 
 describe('a pod that does not end its stream after [DONE]', () => {

@@ -6,35 +6,15 @@
  * whose last event lost its end. A stream whose framing ends right after `data: [DONE]` (no blank
  * line after it) is whole. Raw pods over real TCP, the built router.
  */
-import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { onWholeRequests } from '../helpers/raw-requests.js';
-import { accessLogRecords, listenLocal, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
+import { rawPod } from '../helpers/raw-requests.js';
+import { accessLogRecords, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 const EVENT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n';
 const CUT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":';
 
 function chunk(s: string): string {
   return `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
-}
-
-/** A pod answering every request with `head` then `body`, its connection kept open after. */
-async function rawPod(answer: () => string): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => {});
-    onWholeRequests(s, () => s.write(answer()));
-  });
-  const port = await listenLocal(server);
-  return {
-    port,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
 }
 
 const SSE = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n';
@@ -55,7 +35,7 @@ describe('a stream whose framing ends inside an event', () => {
 
   for (const [what, answer, whole] of CASES) {
     it(`${what}: ${whole ? 'whole, recorded a success' : 'the client\'s stream is cut, recorded a failure naming it'}`, async () => {
-      const p = await rawPod(answer);
+      const p = await rawPod((socket) => socket.write(answer()));
       pod = p;
       router = await startLoggedRouter(resourcesFor([{ name: 'pod-a', port: p.port }]), { workers: 1 });
       const r = await fetch(`${router.url}/v1/completions`, {

@@ -1,4 +1,5 @@
-import type { Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
+import { listenLocal } from './processes.js';
 
 /**
  * Calls `each` for every whole HTTP/1.1 request (its head and its content-length body) that
@@ -18,4 +19,23 @@ export function onWholeRequests(socket: Socket, each: () => void): void {
       if (socket.destroyed) return;
     }
   });
+}
+
+/** A raw pod on 127.0.0.1: `answer(socket)` for each whole request; close() ends its connections and stops it. */
+export async function rawPod(answer: (socket: Socket) => void): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+    onWholeRequests(s, () => answer(s));
+  });
+  const port = await listenLocal(server);
+  return {
+    port,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }
