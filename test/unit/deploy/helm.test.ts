@@ -171,6 +171,12 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(refusal(['drain.graceMarginSeconds=5'])).toBe('');
   });
 
+  test('sysctls go to the pod\'s securityContext', () => {
+    const pod = deployment(render(['sysctls[0].name=net.ipv4.tcp_migrate_req', 'sysctls[0].value=1'])).spec.template.spec;
+    expect(pod.securityContext.sysctls).toEqual([{ name: 'net.ipv4.tcp_migrate_req', value: '1' }]);
+    expect(deployment(render()).spec.template.spec.securityContext.sysctls).toBeUndefined();
+  });
+
   test('image.digest pins the image by content instead of the tag', () => {
     const digest = `sha256:${'a'.repeat(64)}`;
     expect(deployment(render([`image.digest=${digest}`, 'image.repository=reg/ir'])).spec.template.spec.containers[0].image).toBe(`reg/ir@${digest}`);
