@@ -166,6 +166,10 @@ describe.skipIf(HELM === null)('helm chart', () => {
     expect(refusal(['extraEnv[0].name=ROUTER_WORKERS', 'extraEnv[0].value=4'])).toContain('extraEnv: ROUTER_WORKERS is set by the chart from its values');
     expect(refusal(['extraEnv[0].name=OTEL_TRACES_EXPORTER', 'extraEnv[0].value=otlp'])).toBe('');
     expect(refusal(['tracing.enabled=true', 'extraEnv[0].name=OTEL_TRACES_EXPORTER', 'extraEnv[0].value=otlp'])).toContain('extraEnv: OTEL_TRACES_EXPORTER is set by the chart');
+    // Those the chart sets only with some values, only then.
+    expect(refusal(['extraEnv[0].name=OTEL_SERVICE_NAME', 'extraEnv[0].value=a'])).toBe('');
+    expect(refusal(['tracing.enabled=true', 'tracing.serviceName=b', 'extraEnv[0].name=OTEL_SERVICE_NAME', 'extraEnv[0].value=a'])).toContain('extraEnv: OTEL_SERVICE_NAME is set by the chart');
+    expect(refusal(['redis.existingSecret=creds', 'extraEnv[0].name=REDIS_PASSWORD', 'extraEnv[0].value=x'])).toContain('extraEnv: REDIS_PASSWORD is set by the chart');
     expect(refusal(['autoscaling.enabled=true', 'autoscaling.minReplicas=5', 'autoscaling.maxReplicas=3'])).toContain('autoscaling: minReplicas (5) is above maxReplicas (3)');
     expect(refusal(['drain.graceMarginSeconds=4'])).toMatch(/graceMarginSeconds/);
     expect(refusal(['drain.graceMarginSeconds=5'])).toBe('');
