@@ -22,7 +22,8 @@ export interface BenchReport {
   readonly notes: readonly string[];
   readonly wrk: readonly ScenarioSummary[];
   readonly autocannon: readonly ScenarioSummary[];
-  readonly fixedRate: { readonly rate: number; readonly tool: string; readonly connections: number; readonly results: readonly ScenarioSummary[] } | null;
+  /** `leadInS`: seconds of the same load before each run, not read (runs before 2026-12-07 had none). */
+  readonly fixedRate: { readonly rate: number; readonly tool: string; readonly connections: number; readonly leadInS?: number; readonly results: readonly ScenarioSummary[] } | null;
   /** The same rate from bench/load-open-loop.ts (absent in reports written before it, null where no C compiler was found). */
   readonly openLoop?: { readonly rate: number; readonly arrivals: string; readonly connections: number; readonly leadInS?: number; readonly results: readonly ScenarioSummary[] } | null;
   readonly streams: { readonly probe: readonly ProbeResult[]; readonly routerCpuUsPerChunk: Spread | null; readonly mockCpuUsPerChunk: Spread | null } | null;
@@ -129,7 +130,8 @@ export function markdown(r: BenchReport): string {
   if (r.autocannon.length > 0) parts.push(`## autocannon (closed loop)\n\n${scenarioTable(r.autocannon)}\n`);
   if (r.fixedRate !== null) {
     const how = r.fixedRate.tool === 'wrk' ? 'wrk with a per-connection delay (think time, µs latency resolution)' : 'autocannon overallRate (latency in whole ms)';
-    parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
+    const leadIn = r.fixedRate.leadInS === undefined ? '' : `; ${r.fixedRate.leadInS} s of the same load before each run, not read`;
+    parts.push(`## Fixed rate: ${int(r.fixedRate.rate)} req/s asked (half the full router's peak), ${how}${leadIn}, ${r.fixedRate.connections} connections\n\n${scenarioTable(r.fixedRate.results)}\n`);
     parts.push(...fixedRateLines(r.fixedRate.results));
   }
   if (r.openLoop !== undefined && r.openLoop !== null) {

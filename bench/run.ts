@@ -177,12 +177,17 @@ async function main(): Promise<void> {
   const peak = spread(wrk.filter((s) => s.scenario === FULL_ROUTER).map((s) => s.result.rps));
   const rate = peak === null ? 0 : Math.round(peak.median / 2);
   if (full !== undefined && direct !== undefined && rate > 0) {
-    log(`fixed rate ${rate} req/s`);
+    log(`fixed rate ${rate} req/s (${OPEN_LOOP_LEAD_IN_S} s lead-in)`);
     // nginx and our bare floor at the same rate, where they run: the tail this machine adds to any
     // proxy, against which the router's own share of the added latency is read.
     const references = scenarios.filter((s) => FIXED_RATE_REFERENCES.includes(s.id));
+    // Each target first takes OPEN_LOOP_LEAD_IN_S of the same load, not read, as in the open-loop
+    // runs below: a target resumed after the others' runs answers slowly for a moment, which is
+    // not the steady half load the goal is about (runs before 2026-12-07 had no lead-in here).
     for (let r = 0; r < Math.max(1, opts.autocannonRounds); r++) {
-      for (const sc of [direct, full, ...references]) await measure(sc, r, () => load(specOf(sc, opts.durationS, rate)), fixed);
+      for (const sc of [direct, full, ...references]) {
+        await measure(sc, r, () => load(specOf(sc, opts.durationS, rate)), fixed, () => load(specOf(sc, OPEN_LOOP_LEAD_IN_S, rate)));
+      }
     }
     // The same rate with arrivals spaced in microseconds and every request sent at its time
     // (wrk's think time sends a burst each millisecond, and slows down as a target's latency
@@ -271,7 +276,7 @@ async function main(): Promise<void> {
     notes,
     wrk: summarize(scenarios, wrk, BASE_ROUTER),
     autocannon: summarize(scenarios, ac, BASE_ROUTER),
-    fixedRate: fixed.length > 0 ? { rate, tool: fixed[0].result.tool, connections: opts.connections, results: summarize(scenarios, fixed, BASE_ROUTER) } : null,
+    fixedRate: fixed.length > 0 ? { rate, tool: fixed[0].result.tool, connections: opts.connections, leadInS: OPEN_LOOP_LEAD_IN_S, results: summarize(scenarios, fixed, BASE_ROUTER) } : null,
     openLoop: openLoopFixed.length > 0 ? { rate, arrivals: 'poisson', connections: opts.connections, leadInS: OPEN_LOOP_LEAD_IN_S, results: summarize(scenarios, openLoopFixed, BASE_ROUTER) } : null,
     streams,
     micro,
