@@ -306,9 +306,23 @@ function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, Compile
 }
 
 function ruleMatches(rule: CompiledRule, input: MatchInput): boolean {
-  if (rule.uriMatcher !== null && !rule.uriMatcher(input.url)) return false;
+  if (rule.uriMatcher !== null && !rule.uriMatcher(matchPath(input.url))) return false;
   for (const [name, m] of rule.headerMatchers) if (!m(input.header(name))) return false;
   return true;
+}
+
+/**
+ * The path a `uri` match reads, as the route API's router reads it (Go's URL.Path): its percent
+ * escapes decoded (`/v1/%63ompletions` is `/v1/completions`); as sent when none, or when they do
+ * not decode as UTF-8.
+ */
+function matchPath(url: string): string {
+  if (url.indexOf('%') === -1) return url;
+  try {
+    return decodeURIComponent(url);
+  } catch {
+    return url;
+  }
 }
 
 function drawByWeight(rule: CompiledRule, random: () => number): CompiledServer | null {

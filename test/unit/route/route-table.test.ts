@@ -163,6 +163,10 @@ describe('RouteTable', () => {
     expect(pickedKey(r, input('/v1/chat/completions', { 'x-team': 'a' }))).toBe('default/s1');
     expect(pickedKey(r, input('/v1/chat/completions'))).toBe('default/s2');
     expect(pickedKey(r, input('/v1/completions'))).toBe('default/s3');
+    // A uri match reads the path percent-decoded, as the route API does; one that does not decode is read as sent.
+    expect(pickedKey(r, input('/v1/%63hat/completions'))).toBe('default/s2');
+    expect(pickedKey(r, input('/v1/chat%ZZ'))).toBe('default/s2');
+    expect(pickedKey(r, input('/v1/%E0chat'))).toBe('default/s3');
   });
 
   it('returns null when no rule matches', () => {
