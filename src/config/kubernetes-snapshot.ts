@@ -16,7 +16,7 @@
  */
 import { rawKey, resourceNotes, validateResource, type ResourceRules } from './resources.js';
 import { findMissingReferences, findZeroWeightRules } from './resource-file.js';
-import { sharedModelNameNotes } from './shared-model-names.js';
+import { byCreation, sharedModelNameNotes } from './shared-model-names.js';
 import { routesOfGateway } from './gateway-binding.js';
 import { targetedServerKeys } from './targeted-servers.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
@@ -224,10 +224,7 @@ function elsewhere(serverKey: string, serverNamespaces: Map<string, string[]>): 
 }
 
 function byAge(a: ModelRoute, b: ModelRoute): number {
-  const ta = a.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(a.creationTimestamp);
-  const tb = b.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(b.creationTimestamp);
-  if (ta !== tb) return ta < tb ? -1 : 1;
-  return byKey(a, b);
+  return byCreation(a, b) || byKey(a, b);
 }
 
 function byKey(a: { key: string }, b: { key: string }): number {

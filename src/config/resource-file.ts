@@ -9,7 +9,7 @@ import { LineCounter, parseAllDocuments } from 'yaml';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import { describe, isPlainObject } from './describe-value.js';
 import { formatMessage, otherApiKind, ResourceError, resourceNotes, unknownFields, validateResource, type ResourceRules } from './resources.js';
-import { sharedModelNameNotes } from './shared-model-names.js';
+import { byCreation, sharedModelNameNotes } from './shared-model-names.js';
 import { routesOfGateway } from './gateway-binding.js';
 import { targetedServerKeys } from './targeted-servers.js';
 
@@ -212,11 +212,4 @@ function documents(text: string, file: string, errors: ResourceError[]): Located
     }
   });
   return out;
-}
-
-/** Older creationTimestamp first; none counts as newest; equal keep their order (a stable sort). */
-function byCreation(a: ModelRoute, b: ModelRoute): number {
-  const ta = a.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(a.creationTimestamp);
-  const tb = b.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(b.creationTimestamp);
-  return ta === tb ? 0 : ta < tb ? -1 : 1;
 }

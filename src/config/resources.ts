@@ -183,29 +183,41 @@ export function resourceNotes(obj: unknown): { path: string; problem: string }[]
   const protocol = otherProtocol(obj);
   if (protocol !== null) notes.push({ path: 'spec.workloadPort.protocol', problem: `${quoted(protocol)} ${PLAIN_HTTP_ONLY}` });
   for (const r of slowRegexes(obj)) notes.push({ path: r.path, problem: `${quoted(r.pattern)} ${NESTED_REPETITION} ${quoted(r.nested)}` });
-  if (isPlainObject(obj) && obj.kind === 'ModelRoute' && isPlainObject(obj.spec) && isPlainObject(obj.spec.rateLimit)
-    && (obj.spec.rateLimit.inputTokensPerUnit ?? null) === null && (obj.spec.rateLimit.outputTokensPerUnit ?? null) === null) {
+  const route = specOf(obj, 'ModelRoute');
+  const limit = route?.rateLimit;
+  if (isPlainObject(limit) && (limit.inputTokensPerUnit ?? null) === null && (limit.outputTokensPerUnit ?? null) === null) {
     notes.push({ path: 'spec.rateLimit', problem: 'sets neither inputTokensPerUnit nor outputTokensPerUnit: the route has no limit, as the route API reads it' });
   }
   const attempts = retryAttempts(obj);
   if (attempts !== null && attempts > MAX_RETRY_ATTEMPTS) {
     notes.push({ path: 'spec.trafficPolicy.retry.attempts', problem: `${attempts} is read as ${MAX_RETRY_ATTEMPTS}: a request is tried on at most ${MAX_RETRY_ATTEMPTS} more pods (each pod at most once)` });
   }
-  if (isPlainObject(obj) && obj.kind === 'ModelRoute' && isPlainObject(obj.spec) && Array.isArray(obj.spec.rules) && obj.spec.rules.length === 0) {
+  if (Array.isArray(route?.rules) && route.rules.length === 0) {
     notes.push({ path: 'spec.rules', problem: 'is empty: the route serves no request (one for its model goes on to the next route of that name, else is answered 404 no_matching_rule)' });
   }
   for (const m of routeStringMatches(obj)) {
-    const present = isPlainObject(m.value) ? MATCH_KINDS.filter((k) => (m.value as Record<string, unknown>)[k] !== undefined && (m.value as Record<string, unknown>)[k] !== null) : null;
-    if (present === null || present.length === 1 || (present.length === 0 && Object.keys(m.value as object).length > 0)) continue;
+    if (!isPlainObject(m.value)) continue;
+    const present = matchKindsSet(m.value);
+    if (present.length === 1 || (present.length === 0 && Object.keys(m.value).length > 0)) continue;
     notes.push({ path: m.path, problem: present.length === 0 ? MATCHES_ANY : `sets ${present.join(' and ')}: ${present[0]} is read, the others are ignored, as the route API reads a match` });
   }
   return notes;
 }
 
+/** The `spec` of a raw resource of `kind` (as written, unvalidated), or null. */
+function specOf(obj: unknown, kind: 'ModelRoute' | 'ModelServer'): Record<string, unknown> | null {
+  return isPlainObject(obj) && obj.kind === kind && isPlainObject(obj.spec) ? obj.spec : null;
+}
+
+/** The kinds a string match sets (exact, prefix, regex: the order the route API reads them in). */
+function matchKindsSet(match: Record<string, unknown>): (typeof MATCH_KINDS)[number][] {
+  return MATCH_KINDS.filter((k) => match[k] !== undefined && match[k] !== null);
+}
+
 /** A ModelServer's spec.trafficPolicy.retry.attempts as written, when it is a number. */
 function retryAttempts(obj: unknown): number | null {
-  if (!isPlainObject(obj) || obj.kind !== 'ModelServer' || !isPlainObject(obj.spec) || !isPlainObject(obj.spec.trafficPolicy)) return null;
-  const retry = obj.spec.trafficPolicy.retry;
+  const policy = specOf(obj, 'ModelServer')?.trafficPolicy;
+  const retry = isPlainObject(policy) ? policy.retry : undefined;
   return isPlainObject(retry) && typeof retry.attempts === 'number' ? retry.attempts : null;
 }
 
@@ -214,9 +226,10 @@ const MATCHES_ANY = 'sets none of exact, prefix, regex: it matches any value (an
 
 /** A ModelRoute's string matches (spec.rules[].modelMatch: each header's, the uri's), as written, with their paths. */
 function routeStringMatches(obj: unknown): { path: string; value: unknown }[] {
-  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec) || !Array.isArray(obj.spec.rules)) return [];
+  const rules = specOf(obj, 'ModelRoute')?.rules;
+  if (!Array.isArray(rules)) return [];
   const out: { path: string; value: unknown }[] = [];
-  obj.spec.rules.forEach((rule: unknown, i: number) => {
+  rules.forEach((rule: unknown, i: number) => {
     const match = isPlainObject(rule) ? rule.modelMatch : undefined;
     if (!isPlainObject(match)) return;
     const path = `spec.rules[${i}].modelMatch`;
@@ -235,7 +248,7 @@ function slowRegexes(obj: unknown): { path: string; pattern: string; nested: str
   const out: { path: string; pattern: string; nested: string }[] = [];
   for (const { path, value: m } of routeStringMatches(obj)) {
     // Only a regex that is read (exact and prefix are read before it).
-    if (!isPlainObject(m) || typeof m.regex !== 'string' || (m.exact ?? m.prefix ?? null) !== null) continue;
+    if (!isPlainObject(m) || typeof m.regex !== 'string' || matchKindsSet(m)[0] !== 'regex') continue;
     const nested = nestedRepetition(m.regex);
     if (nested !== null) out.push({ path: `${path}.regex`, pattern: m.regex, nested });
   }
@@ -251,8 +264,9 @@ export const PLAIN_HTTP_ONLY = 'is not read: the router speaks plain HTTP to the
  * allows `https`), else null: this router has no TLS to the pods.
  */
 function otherProtocol(obj: unknown): unknown {
-  if (!isPlainObject(obj) || obj.kind !== 'ModelServer' || !isPlainObject(obj.spec) || !isPlainObject(obj.spec.workloadPort)) return null;
-  const protocol = obj.spec.workloadPort.protocol;
+  const port = specOf(obj, 'ModelServer')?.workloadPort;
+  if (!isPlainObject(port)) return null;
+  const protocol = port.protocol;
   return protocol === undefined || protocol === null || protocol === 'http' ? null : protocol;
 }
 
@@ -296,8 +310,7 @@ export const GLOBAL_WITHOUT_REDIS = 'has no redis.address, so this limit is loca
  * shared budget is not one.
  */
 export function globalWithoutRedis(obj: unknown): string | null {
-  if (!isPlainObject(obj) || obj.kind !== 'ModelRoute' || !isPlainObject(obj.spec)) return null;
-  const limit = obj.spec.rateLimit;
+  const limit = specOf(obj, 'ModelRoute')?.rateLimit;
   // `global:` with nothing under it (its `redis` lines commented out) is null: present, and local.
   if (!isPlainObject(limit) || limit.global === undefined) return null;
   const redis = isPlainObject(limit.global) ? limit.global.redis : undefined;
@@ -471,7 +484,7 @@ function stringMatch(c: Checker, v: unknown, path: string): StringMatch {
   const obj = c.object(v, path);
   // As the route API reads a match (told in resourceNotes): none set matches any value; of several,
   // exact is read first, then prefix, then regex.
-  const present = MATCH_KINDS.filter((k) => obj[k] !== undefined && obj[k] !== null);
+  const present = matchKindsSet(obj);
   if (present.length === 0) {
     // Other fields and none of the three: a misspelling (`exatc`), not a match of anything.
     if (Object.keys(obj).length > 0) c.fail(path, 'must set one of exact, prefix, regex; got none');

@@ -1,6 +1,6 @@
 /**
  * Routes that serve the same model name, as the route API serves them: all of them, tried in
- * turn (oldest first in Kubernetes, file order from a file). A request goes to the first route
+ * turn, oldest first (byCreation; in a file, those without a creationTimestamp after, in file order). A request goes to the first route
  * whose first matching rule has a target with a weight above 0; the next route is tried when a
  * route's rules match none, or its matching rule's targets all have weight 0. What is worth
  * saying at load about such a set: a later route that can never be reached, and, when no Gateway is
@@ -9,6 +9,16 @@
  */
 import type { ModelRoute, Rule } from './resource-types.js';
 import { describeParentRef } from './gateway-binding.js';
+
+/**
+ * The order routes of one model name are tried in: older creationTimestamp first; none counts as
+ * newest; equal ones are left as they are (a stable sort keeps them in the order given).
+ */
+export function byCreation(a: ModelRoute, b: ModelRoute): number {
+  const ta = a.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(a.creationTimestamp);
+  const tb = b.creationTimestamp === null ? Number.POSITIVE_INFINITY : Date.parse(b.creationTimestamp);
+  return ta === tb ? 0 : ta < tb ? -1 : 1;
+}
 
 export interface SharedNameNote {
   route: ModelRoute;

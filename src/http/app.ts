@@ -6,7 +6,7 @@ import { RouterError } from '../errors.js';
 import { acceptsJson } from './error-body.js';
 import { inferenceHandler, type FrontHooks } from './inference-front.js';
 import { sendPlain, sendPlainError } from './plain-answer.js';
-import { asksClose } from './upstream-headers.js';
+import { asksCloseAmongOptions } from './upstream-headers.js';
 import { unknownPathError, unknownPathText } from './unknown-path.js';
 
 export interface AppHooks extends FrontHooks {
@@ -35,9 +35,9 @@ export function buildApp(uws: typeof UWS, h: AppHooks, tls: ListenerTls | null =
   // While the router drains every answer closes its connection, these too.
   getAndHead(app, '/healthz', (res, req, head) => sendPlain(res, 200, TEXT_TYPE, 'ok\n', closing(req, h), head));
   getAndHead(app, '/readyz', (res, req, head) => {
-    const draining = h.draining();
-    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', draining || closeAsked(req), head);
-    else sendPlain(res, 503, TEXT_TYPE, draining ? 'draining\n' : 'starting\n', draining || closeAsked(req), head);
+    const close = closing(req, h);
+    if (h.ready()) sendPlain(res, 200, TEXT_TYPE, 'ready\n', close, head);
+    else sendPlain(res, 503, TEXT_TYPE, h.draining() ? 'draining\n' : 'starting\n', close, head);
   });
   getAndHead(app, '/v1/models', (res, req, head) => sendPlain(res, 200, JSON_TYPE, h.modelsJson(), closing(req, h), head));
   // The id is the rest of the path (a model name may hold '/'), percent-decoded.
@@ -50,12 +50,7 @@ export function buildApp(uws: typeof UWS, h: AppHooks, tls: ListenerTls | null =
   app.any('/v1/models', (res, req) => modelsMethodNotAllowed(res, req, h));
   app.any('/v1/models/*', (res, req) => modelsMethodNotAllowed(res, req, h));
   const metrics = h.metrics;
-  if (metrics !== null) {
-    getAndHead(app, '/metrics', (res, req, head) => {
-      const asked = closeAsked(req);
-      metrics(res, head, asked ? ALWAYS : h.draining);
-    });
-  }
+  if (metrics !== null) getAndHead(app, '/metrics', (res, req, head) => metrics(res, head, closeAsked(req) ? ALWAYS : h.draining));
   app.any('/v1/*', inferenceHandler(h));
   app.any('/*', (res, req) => {
     // A newcomer's first calls: the answer says what the router serves (unknown-path.ts).
@@ -141,6 +136,5 @@ function closing(req: HttpRequest, h: AppHooks): boolean {
 }
 
 function closeAsked(req: HttpRequest): boolean {
-  const connection = req.getHeader('connection');
-  return connection.length > 5 && asksClose(connection);
+  return asksCloseAmongOptions(req.getHeader('connection'));
 }

@@ -4,7 +4,7 @@ import { isPostEndpoint, knownEndpointPath } from '../api/api-registry.js';
 import { acceptsJson } from './error-body.js';
 import { Exchange } from './exchange.js';
 import { RequestContext } from './request-context.js';
-import { asksClose, connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
+import { asksCloseAmongOptions, connectionNames, dropNamed, forwardRequestHeader } from './upstream-headers.js';
 import { drainState } from './drain-state.js';
 import { newRequestId } from './request-id.js';
 import { performance } from 'node:perf_hooks';
@@ -104,9 +104,8 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     if (known === null && !isAscii(path)) x.upstreamPath = utf8Bytes(path);
     x.acceptJson = accept !== null && acceptsJson(accept);
     // `close` among the client's options (`TE, close`): the answer says `connection: close` (RFC
-    // 9112 §9.6) and the connection closes after it. uWS closes on a value of 5 characters itself
-    // (`close` alone), and answers a 204 without a length then, which forceClose would give one.
-    if (connection.length > 5 && asksClose(connection)) x.forceClose = true;
+    // 9112 §9.6) and the connection closes after it.
+    if (asksCloseAmongOptions(connection)) x.forceClose = true;
     h.accepted();
 
     res.onAborted(() => {

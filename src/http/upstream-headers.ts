@@ -126,9 +126,14 @@ export function connectionNames(value: string | string[] | undefined): string[] 
   return names.length === 0 ? NONE : names;
 }
 
-/** Whether a `Connection` value (the client's, its headers joined by commas) holds the `close` option, in any case, among others or alone. */
-export function asksClose(value: string): boolean {
-  if (value.length === 5) return value.toLowerCase() === 'close';
+/**
+ * Whether the client's `Connection` value (its headers joined by commas) holds the `close` option
+ * among other options (`TE, close`, in any case), which the router must act on: uWS closes the
+ * connection itself on a value of 5 characters (`close` alone), and answers a 204 without a
+ * length then, which the router's own close would give one.
+ */
+export function asksCloseAmongOptions(value: string): boolean {
+  if (value.length <= 5) return false;
   for (const part of value.split(',')) if (part.trim().toLowerCase() === 'close') return true;
   return false;
 }

@@ -5,16 +5,12 @@
  * as the success it was, and the pod is not counted as failing.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { rawPod } from '../helpers/raw-requests.js';
+import { chunk, rawPod } from '../helpers/raw-requests.js';
 import { accessLogRecords, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 const EVENT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n';
 const USAGE = 'data: {"id":"c","object":"text_completion","model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n';
 const DONE = 'data: [DONE]\n\n';
-
-function chunk(s: string): string {
-  return `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
-}
 
 /** A pod that answers each request with a stream ending in `[DONE]`, then holds the answer open (`hold`) or breaks the connection (`break`). */
 function podAfterDone(mode: 'hold' | 'break'): Promise<{ port: number; close: () => Promise<void> }> {

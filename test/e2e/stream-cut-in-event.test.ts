@@ -7,15 +7,11 @@
  * line after it) is whole. Raw pods over real TCP, the built router.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { rawPod } from '../helpers/raw-requests.js';
+import { chunk, rawPod } from '../helpers/raw-requests.js';
 import { accessLogRecords, resourcesFor, startLoggedRouter, waitFor, type LoggedRouter } from '../helpers/processes.js';
 
 const EVENT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n';
 const CUT = 'data: {"id":"c","object":"text_completion","model":"m","choices":[{"index":0,"text":';
-
-function chunk(s: string): string {
-  return `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
-}
 
 const SSE = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n';
 const CASES: [string, () => string, boolean][] = [

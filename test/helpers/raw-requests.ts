@@ -39,3 +39,8 @@ export async function rawPod(answer: (socket: Socket) => void): Promise<{ port: 
     },
   };
 }
+
+/** `s` as one chunk of a chunked body (its size in hex, the bytes, CRLF after each). */
+export function chunk(s: string): string {
+  return `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
+}
