@@ -18,6 +18,7 @@ export interface LoadResult {
   /** Completed requests (any status). */
   readonly requests: number;
   readonly seconds: number;
+  /** Answers per second within the run (open-loop: those that came by its end; `requests` counts later ones too). */
   readonly rps: number;
   /** Answers other than 2xx/3xx. */
   readonly non2xx: number;

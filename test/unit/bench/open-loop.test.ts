@@ -116,6 +116,22 @@ describe('open-loop', () => {
     expect(r.latencyMs.p50).toBeGreaterThan(500);
   });
 
+  it('reads latencies past 2.1 s to the millisecond, and gives as its rate the answers that came within the run', async () => {
+    // One connection, 100 ms an answer (10 a second), 50 a second asked for 1 s: request i is
+    // scheduled at 20i ms and answered at 100(i + 1) ms, the last after 4.02 s.
+    const s = await httpServer((_req, res) => { setTimeout(() => ok(_req, res), 100); });
+    const r = await runOpenLoop(bin(), spec(s.url, 50, 1, 1), 'uniform');
+    expect(r.requests).toBe(50);
+    expect(r.errors).toBe(0);
+    // The 50th slowest of 50 is the last: about 4 s (the histogram of 1 µs buckets ends at 2.1 s).
+    expect(r.latencyMs.p99).toBeGreaterThan(3500);
+    expect(r.latencyMs.p99).toBeLessThanOrEqual(r.latencyMs.max);
+    expect(r.latencyMs.p50).toBeGreaterThan(1500);
+    // About 10 answered within the 1 s run, not the 50 asked.
+    expect(r.rps).toBeGreaterThanOrEqual(7);
+    expect(r.rps).toBeLessThanOrEqual(11);
+  });
+
   it('with --slow-ms, groups the slow requests by when they were sent: a stall of the server is one episode', async () => {
     const s = await httpServer((req, res, n) => {
       if (n === 100) {
