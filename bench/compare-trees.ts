@@ -43,7 +43,7 @@ import { resolve } from 'node:path';
 import { exitWithUsageError, positiveNumber, readCommandLine, UsageError, type CommandLine, type CommandSpec } from './cli-args.js';
 import { openLoopBinary, runOpenLoop, type Arrivals } from './load-open-loop.js';
 import type { LoadResult, LoadSpec } from './load-types.js';
-import { schedStat, userKernelMs, type SchedStat } from './proc-cpu.js';
+import { processesChanged, schedStat, userKernelMs, type SchedStat } from './proc-cpu.js';
 import { residentOf, type Resident } from './proc-memory.js';
 import { kdamondCpu } from './kernel-monitor.js';
 import { tcpSegmentsSent } from './tcp-segments.js';
@@ -186,6 +186,7 @@ async function main(): Promise<void> {
     const spec = (s: Side, d: number): LoadSpec => ({ url: `${s.router!.url}${s.scenario.path ?? m0.scenarios.PATH}`, bodies: s.scenario.bodies, connections: 64, durationS: d, rate, headers: s.scenario.headers });
     for (const s of sides) await m0.wrk.runWrk('wrk', spec(s, 2)); // warm-up
     const results = new Map<string, { rps: number; cpu: number; primary: number; kernel: number; slices: number; waitUs: number; wrkUs: number; p50: number; p99: number; store: StoreRound | null; kdamondUs: number | null; segments: number | null; resident: Resident; primaryResident: Resident }[]>([['A', []], ['B', []]]);
+    const changes: string[] = [];
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 === 0 ? sides : [...sides].reverse()) {
         const pids = m0.cpu.processTree(s.router!.proc.pid);
@@ -201,6 +202,12 @@ async function main(): Promise<void> {
         const segmentsAfter = tcpSegmentsSent();
         // The side's processes (primary, workers) as the round leaves them.
         const resident = residentOf(pids);
+        const changed = processesChanged(pids, m0.cpu.processTree(s.router!.proc.pid));
+        if (changed !== null) {
+          const note = `${s.label} round ${r + 1}: the side's processes changed during the round (exited: ${changed.exited.join(', ') || 'none'}; new: ${changed.started.join(', ') || 'none'}), so its CPU and memory figures miss what was not there throughout`;
+          changes.push(note);
+          process.stderr.write(`${note}\n`);
+        }
         const primaryResident = residentOf(pids.slice(0, 1));
         const redisAfter = redis === null ? null : await redisReading(redis);
         const n = x.rps * durationS;
@@ -261,6 +268,7 @@ async function main(): Promise<void> {
         process.stdout.write(`| ${s.label} | ${median(r.map((x) => x.cpuUs)).toFixed(2)} | ${median(r.map((x) => x.calls)).toFixed(3)} | ${median(r.map((x) => x.usecPerCall)).toFixed(1)} |\n`);
       }
     }
+    for (const c of changes) process.stdout.write(`\nNote: ${c}.\n`);
   } finally {
     for (const s of sides) await s.router?.proc.stop('SIGTERM');
     await mock.proc.stop('SIGTERM');

@@ -49,6 +49,19 @@ export function processTree(root: number): number[] {
   return treeIn(allStats(), root);
 }
 
+/**
+ * How a target's processes changed between two readings of its tree (processTree): the pids gone
+ * and the pids new, or null when they are the same. A worker that exited and was replaced during a
+ * run takes its CPU and memory out of that run's figures (treeCpu reads the processes it began with).
+ */
+export function processesChanged(before: readonly number[], after: readonly number[]): { exited: number[]; started: number[] } | null {
+  // A process that exited and is not reaped yet (a zombie) is still in the tree: it counts as exited.
+  const live = after.filter((p) => { const s = processState(p); return s !== null && s !== 'Z'; });
+  const exited = before.filter((p) => !live.includes(p));
+  const started = live.filter((p) => !before.includes(p));
+  return exited.length === 0 && started.length === 0 ? null : { exited, started };
+}
+
 /** The scheduler state letter of a process (R running, S sleeping, T stopped, ...); null when it is gone. */
 export function processState(pid: number): string | null {
   return readStat(pid)?.state ?? null;
@@ -133,7 +146,7 @@ export function schedCpuNs(pid: number): number {
 /**
  * Snapshot of a process tree's CPU; `delta()` later gives the CPU ms spent in between by the
  * processes alive at the snapshot (workers restarted in between would be missed: the bench
- * checks the pid set did not change). Read from the scheduler's accounting (schedStat, ns), as
+ * compares the tree after the run with `pids`, processesChanged, and notes a change). Read from the scheduler's accounting (schedStat, ns), as
  * compare-trees reads it, not from tick samples.
  */
 export function treeCpu(root: number): { pids: number[]; delta(): number } {

@@ -16,7 +16,7 @@ import type { LoadResult, LoadSpec } from './load-types.js';
 import { runWrk } from './load-wrk.js';
 import { openLoopBinary, runOpenLoop } from './load-open-loop.js';
 import { whileStopped } from './pause-targets.js';
-import { treeCpu } from './proc-cpu.js';
+import { processesChanged, processTree, treeCpu } from './proc-cpu.js';
 import { machineBusy } from './machine-busy.js';
 import { residentOf } from './proc-memory.js';
 import { kdamondCpu, monitorsNow, pauseDamon } from './kernel-monitor.js';
@@ -133,6 +133,8 @@ async function main(): Promise<void> {
       const kdamondCpuMs = kdamond.delta();
       // The target's processes (primary, workers) as the run leaves them.
       const resident = residentOf(cpu.pids);
+      const changed = processesChanged(cpu.pids, processTree(t.proc.pid));
+      if (changed !== null) notes.push(`${sc.id} (${result.tool}, round ${round + 1}${into === wrk ? ', closed loop' : ''}): the target's processes changed during the run (exited: ${changed.exited.join(', ') || 'none'}; new: ${changed.started.join(', ') || 'none'}), so that run's CPU and memory figures miss what was not there throughout`);
       const store = storeCpu === null ? undefined : { cpuMs: storeCpu.delta(), scriptCalls: (await scriptCalls(redis!.address)) - callsBefore };
       return { result, serverCpuMs, store, kdamondCpuMs, machineShare, resident };
     });

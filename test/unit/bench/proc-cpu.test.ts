@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { allStats, othersCpu, processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
+import { allStats, othersCpu, processesChanged, processState, processTree, treeCpu, userKernelMs } from '../../../bench/proc-cpu.js';
 import { waitFor } from '../../helpers/processes.js';
 
 /**
@@ -52,6 +52,35 @@ describe('treeCpu', () => {
     // processes' own (never the nanoseconds or the seconds of a wrong unit).
     expect(ms).toBeGreaterThanOrEqual(usedMs * 0.95);
     expect(ms).toBeLessThan(usedMs + 150);
+  });
+});
+
+describe('processesChanged', () => {
+  it('names the processes of a tree that exited and the ones that replaced them, as a restarted worker; null when the same', async () => {
+    // A parent that keeps one child, replacing it when it exits (as the router's primary replaces a worker).
+    const script = `
+      const { spawn } = require('node:child_process');
+      const keep = () => spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }).on('exit', keep);
+      keep();
+      setInterval(() => {}, 1000);`;
+    const parent = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
+    started.push(parent);
+    const before = await waitFor('the child', () => { const t = processTree(parent.pid!); return t.length === 2 ? t : null; });
+    expect(processesChanged(before, processTree(parent.pid!))).toBeNull();
+    process.kill(before[1], 'SIGKILL');
+    const after = await waitFor('its replacement', () => { const t = processTree(parent.pid!); return t.length === 2 && t[1] !== before[1] ? t : null; });
+    expect(processesChanged(before, after)).toEqual({ exited: [before[1]], started: [after[1]] });
+    expect(processesChanged(before, [before[0]])).toEqual({ exited: [before[1]], started: [] });
+  });
+
+  it('counts a child that exited but is not reaped yet (a zombie, still in the tree) as exited', async () => {
+    // After the exec, `sleep 100` is the parent of the short sleep and never reaps it.
+    const parent = spawn('sh', ['-c', 'sleep 0.2 & exec sleep 100'], { stdio: 'ignore' });
+    started.push(parent);
+    const before = await waitFor('the child', () => { const t = processTree(parent.pid!); return t.length === 2 ? t : null; });
+    await waitFor('the child to exit', () => (processState(before[1]) === 'Z' ? true : null));
+    expect(processTree(parent.pid!)).toEqual(before);
+    expect(processesChanged(before, processTree(parent.pid!))).toEqual({ exited: [before[1]], started: [] });
   });
 });
 
