@@ -396,7 +396,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let stopTls = (): void => undefined;
   if (settings.tls !== null && startPair !== null) {
     const watch = watchTlsFiles(settings.tls, startPair, (pair) => rolling.roll(pair), ops);
-    tlsSeries = () => tlsCertificateSeries(watch.notAfter());
+    tlsSeries = () => tlsCertificateSeries(watch.served().notAfter);
     stopTls = () => watch.stop();
   }
 

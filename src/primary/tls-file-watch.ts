@@ -10,15 +10,20 @@ import { FileWatch, SETTLE_MS } from '../config/file-watch.js';
 import type { OpsLog } from '../observe/ops-log.js';
 import { TlsRotation } from './tls-rotation.js';
 import { checkServable } from './tls-pair-servable.js';
+import { CertificateExpiryWatch } from './certificate-expiry.js';
+import { systemClock } from '../clock.js';
+import { nodeTimers } from '../timers.js';
 
 export interface TlsFileWatch {
-  /** When the certificate the workers serve expires. */
-  notAfter(): Date;
+  /** The pair the workers serve (the certificate's notAfter: when it expires). */
+  served(): ListenerTlsPair;
   stop(): void;
 }
 
 /** Starts watching `files`; `rotate` rolls a valid new pair out to the workers (rolling-replacement.ts). */
 export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotate: (pair: ListenerTlsPair) => Promise<void>, ops: OpsLog): TlsFileWatch {
+  // The served certificate's expiry, said in the log as it nears (checked again after each rotation).
+  const expiry = new CertificateExpiryWatch(() => rotation.served, { warn: (m, f) => ops.warn('tls', m, f), error: (m, f) => ops.error('tls', m, f) }, systemClock, nodeTimers);
   const rotation = new TlsRotation({
     files,
     served,
@@ -29,6 +34,7 @@ export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotat
       return pair;
     },
     rotate,
+    rotated: () => expiry.check(),
     info: (m, fields) => ops.info('tls', m, fields),
     warn: (m, fields) => ops.warn('tls', m, fields),
   });
@@ -43,9 +49,11 @@ export function watchTlsFiles(files: ListenerTls, served: ListenerTlsPair, rotat
   };
   const watches = [...new Set([files.certFile, files.keyFile])].map((f) => new FileWatch(f, changed, { fastPollMs: 250, log: (m) => ops.warn('tls', m) }));
   for (const w of watches) w.start();
+  expiry.start();
   return {
-    notAfter: () => rotation.served.notAfter,
+    served: () => rotation.served,
     stop: () => {
+      expiry.stop();
       rotation.stop();
       if (settle !== null) clearTimeout(settle);
       for (const w of watches) w.stop();

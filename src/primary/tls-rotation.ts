@@ -36,6 +36,8 @@ export interface TlsRotationOptions {
   readonly check: (files: ListenerTls) => ListenerTlsPair;
   /** Rolls `pair` out to the workers; resolves once they serve it. */
   readonly rotate: (pair: ListenerTlsPair) => Promise<void>;
+  /** Called once every worker serves a new pair (`served` is it then). */
+  readonly rotated?: () => void;
   readonly info: (message: string, fields: OpsFields) => void;
   readonly warn: (message: string, fields: OpsFields) => void;
   /** For the retries of a stopped rotation (Node's, unref'd, by default). */
@@ -155,6 +157,7 @@ export class TlsRotation {
     }
     this.servedPair = pair;
     this.o.info(`certificate rotation done: every worker serves ${describe(pair)}`, fields);
+    this.o.rotated?.();
   }
 
   /** The retry's timer fired (a change of the files since would have cancelled it): tries the rotation again. */

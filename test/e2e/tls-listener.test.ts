@@ -63,6 +63,11 @@ describe('the HTTPS listener', () => {
     expect(router.stderr()).toMatch(/2 workers listening on 127\.0\.0\.1:\d+ \(HTTPS\)/);
   });
 
+  it('says at start that the served certificate expires within 7 days (the test CA\'s is valid 2)', () => {
+    const line = router.stderr().split('\n').find((l) => l.includes('expires at'));
+    expect(line).toMatch(/ warn \[primary \d+\] tls: the certificate served over HTTPS \(CN=127\.0\.0\.1\) expires at \S+Z, in 1 day 23 h; renew ROUTER_TLS_CERT_FILE and ROUTER_TLS_KEY_FILE: the router serves a new pair without a restart$/);
+  });
+
   it('gives a plain-HTTP request to that port no answer', async () => {
     const outcome = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((res) => `status ${res.status}`, () => 'failed');
     expect(outcome).toBe('failed');
