@@ -41,6 +41,19 @@ export function windowEnd(unit: WindowUnit, nowMs: number): number {
   return Math.floor(nowMs / len) * len + len;
 }
 
+/** The longest a window of each unit lasts (a month: 31 days). */
+const LONGEST_MS: Readonly<Record<WindowUnit, number>> = { ...FIXED_MS, month: 31 * 86_400_000 };
+
+/**
+ * Whether a window of `unit` ending at `endMs` is over at `nowMs`, or cannot be the one that holds
+ * it: it ends further off than a window of that unit lasts, as after the clock stepped back (an
+ * NTP step, a VM resumed). What was decided in such a window is asked again instead of waiting for
+ * its end, which could be as far off as the step.
+ */
+export function windowOver(unit: WindowUnit, endMs: number, nowMs: number): boolean {
+  return nowMs >= endMs || endMs - nowMs > LONGEST_MS[unit];
+}
+
 /** Whole seconds until the window containing `nowMs` resets: ceil, at least 1. */
 export function secondsUntilReset(unit: WindowUnit, nowMs: number): number {
   return secondsUntil(windowEnd(unit, nowMs), nowMs);

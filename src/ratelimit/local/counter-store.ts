@@ -38,10 +38,12 @@ export class LimitCounters {
 
   /** Moves to the window containing `now` when the current one ended or the unit changed. */
   roll(unit: WindowUnit, now: number): void {
-    // A clock that steps back (now < start) keeps the current window: counting on is the
-    // conservative choice, restarting would admit more than the limit.
-    if (unit === this.unit && now < this.end) return;
-    if (unit !== this.unit) {
+    if (unit === this.unit) {
+      if (now < this.end) {
+        if (now < this.start) this.stepBack(now);
+        return;
+      }
+    } else {
       this.keepCurrent(now);
       if (this.resume(unit, now)) return;
     }
@@ -50,6 +52,17 @@ export class LimitCounters {
     this.end = windowEnd(unit, now);
     this.input = 0;
     this.output = 0;
+  }
+
+  /**
+   * The clock stepped back before this window's start (an NTP step, a VM resumed): the window that
+   * holds `now` takes over with this one's counts. Nothing counted is forgotten, so nothing is
+   * admitted twice, and a refusal waits for one window at most, not for the length of the step.
+   * (A clock stepped forward ends the window as if the time had passed; its counts are gone.)
+   */
+  private stepBack(now: number): void {
+    this.start = windowStart(this.unit, now);
+    this.end = windowEnd(this.unit, now);
   }
 
   /** When the key's last window ends, this one's or a kept one's. */

@@ -4,7 +4,7 @@ import { NO_LIMIT } from '../decision-codec.js';
 import { OP_ADJUST_INPUT, OP_CHARGE_OUTPUT, OP_LEASE_USED, OP_RETURN_LEASE } from './ipc-protocol.js';
 import type { Clock } from '../../clock.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
-import { secondsUntil } from '../windows.js';
+import { secondsUntil, windowOver } from '../windows.js';
 
 /** Queues one op for the primary: [op, id, key, NO_LIMIT, NO_LIMIT, unit, amount]. */
 export type LeaseOpSink = (op: number, id: number, key: LimitKey, unit: WindowUnit, amount: number) => void;
@@ -166,7 +166,7 @@ export class HeldLeases {
       this.drop(l);
       return null;
     }
-    if (l.unit !== limit.unit || l.inLimit !== limit.inputTokensPerUnit || l.outLimit !== limit.outputTokensPerUnit
+    if (windowOver(l.unit, l.end, now) || l.unit !== limit.unit || l.inLimit !== limit.inputTokensPerUnit || l.outLimit !== limit.outputTokensPerUnit
       || (l.inGranted !== NO_LIMIT && l.inUsed + tokens > l.inGranted)
       || (l.outGranted !== NO_LIMIT && l.outUsed >= l.outGranted)) {
       this.release(l);

@@ -1,7 +1,7 @@
 import type { LimitKey } from '../limit-key.js';
 import type { RateLimitSpec, WindowUnit } from '../../config/resource-types.js';
 import { isShadow, type Decision, type LimitTerm } from '../limiter.js';
-import { secondsUntil } from '../windows.js';
+import { secondsUntil, windowOver } from '../windows.js';
 import { refusalFrom, refusalsFrom, type NoteDecisions } from '../note-decisions.js';
 
 /** A refusal note as a worker holds it (lease-book.ts, "Refusal notes"). */
@@ -83,7 +83,7 @@ export class RefusalNotes implements NoteDecisions {
   private valid(key: LimitKey, limit: RateLimitSpec, now: number): RefusalNote | null {
     const n = this.notes.get(key);
     if (n === undefined) return null;
-    if (now >= n.end || n.unit !== limit.unit || n.inLimit !== limit.inputTokensPerUnit || n.outLimit !== limit.outputTokensPerUnit) {
+    if (windowOver(n.unit, n.end, now) || n.unit !== limit.unit || n.inLimit !== limit.inputTokensPerUnit || n.outLimit !== limit.outputTokensPerUnit) {
       this.notes.delete(key);
       return null;
     }

@@ -35,7 +35,7 @@ describe('CounterStore specifics', () => {
     expect(store.size).toBe(1);
   });
 
-  it('a clock stepping back keeps counting in the current window (never admits more)', () => {
+  it('a clock stepping back counts on, in the window of the time it reads, from what was counted (never admits more)', () => {
     let now = T0;
     const store = new CounterStore(() => now);
     store.admit('ns/a', LIMIT, 10);
