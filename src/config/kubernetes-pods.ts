@@ -86,6 +86,37 @@ export function podsByNamespace(pods: readonly PodLike[]): Map<string, PodLike[]
 }
 
 /**
+ * The pods a label selector can match, without a pass over every pod of its namespace for each
+ * selector: the pods of each namespace indexed once by each of their labels (`key=value`), built
+ * when a namespace is first asked for; a selector's candidates are the pods that carry its first
+ * label (podMatches still checks the rest).
+ */
+export class PodLabelIndex {
+  private readonly byNamespace = new Map<string, Map<string, PodLike[]>>();
+
+  constructor(private readonly podsByNs: ReadonlyMap<string, readonly PodLike[]>) {}
+
+  candidates(namespace: string, matchLabels: Readonly<Record<string, string>>): readonly PodLike[] {
+    const first = Object.entries(matchLabels)[0];
+    if (first === undefined) return this.podsByNs.get(namespace) ?? [];
+    let index = this.byNamespace.get(namespace);
+    if (index === undefined) {
+      index = new Map();
+      for (const pod of this.podsByNs.get(namespace) ?? []) {
+        for (const [k, v] of Object.entries(pod.metadata?.labels ?? {})) {
+          const key = `${k}=${v}`;
+          const list = index.get(key);
+          if (list === undefined) index.set(key, [pod]);
+          else list.push(pod);
+        }
+      }
+      this.byNamespace.set(namespace, index);
+    }
+    return index.get(`${first[0]}=${first[1]}`) ?? [];
+  }
+}
+
+/**
  * Serving pods of `pods` that match `matchLabels`, as endpoints at `port`, sorted by pod name.
  * `labelKeys` (a pdGroup's): the endpoints carry these of their pod's labels.
  */

@@ -15,12 +15,12 @@
  * the source logs each one once, when it appears (again only after it went away and came back).
  */
 import { rawKey, resourceNotes, validateResource, type ResourceRules } from './resources.js';
-import { findMissingReferences, findZeroWeightRules } from './resource-file.js';
+import { findMissingReferences, findZeroWeightRules, type MissingReference } from './resource-file.js';
 import { byCreation, sharedModelNameNotes } from './shared-model-names.js';
 import { routesOfGateway } from './gateway-binding.js';
 import { targetedServerKeys } from './targeted-servers.js';
 import { API_VERSION, type Endpoint, type ModelRoute, type ModelServer } from './resource-types.js';
-import { podMatches, podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
+import { PodLabelIndex, podMatches, podsByNamespace, selectEndpoints, type PodLike } from './kubernetes-pods.js';
 
 export type ResolvedServer = ModelServer & { endpoints: Endpoint[] };
 
@@ -101,9 +101,19 @@ export class SnapshotBuilder {
     for (const l of serverLines) if (concernsServer(l.key)) problems.push(l.text);
     for (const l of routeLines) if (l.invalid || !notServedKeys.has(l.key)) problems.push(l.text);
     const routable: ModelRoute[] = [];
+    // One pass over every route's targets (one set of the servers), grouped by route.
+    const missingOf = new Map<string, MissingReference[]>();
+    for (const m of findMissingReferences(kept, servers)) {
+      const list = missingOf.get(m.routeKey);
+      if (list === undefined) missingOf.set(m.routeKey, [m]);
+      else list.push(m);
+    }
     for (const route of kept) {
-      const missing = findMissingReferences([route], servers);
-      if (missing.length === 0) routable.push(route);
+      const missing = missingOf.get(route.key);
+      if (missing === undefined) {
+        routable.push(route);
+        continue;
+      }
       for (const m of missing) {
         const problem = invalidServers.has(m.serverKey)
           ? `ModelServer ${m.serverKey} is invalid (its own line says why), so it counts as missing`
@@ -118,7 +128,8 @@ export class SnapshotBuilder {
       for (const z of findZeroWeightRules(route)) problems.push(`ModelRoute ${route.key}: ${z.path}: ${z.problem}`);
     }
     const byNs = podsByNamespace(pods);
-    const resolved = servers.map((s) => resolveServer(s, byNs, concernsServer(s.key) ? problems : [])).sort(byKey);
+    const byLabel = new PodLabelIndex(byNs);
+    const resolved = servers.map((s) => resolveServer(s, byNs, byLabel, concernsServer(s.key) ? problems : [])).sort(byKey);
     if (rawRoutes.length > 0 && routes.length === 0) {
       const n = rawRoutes.length;
       problems.push(`${n} ModelRoute${n === 1 ? '' : 's'} watched, none of which serves${gateway === null ? '' : ` (ROUTER_GATEWAY=${gateway})`}: every inference request is answered 404 model_not_found until one does (each route's line says why)`);
@@ -175,7 +186,7 @@ export class SnapshotBuilder {
   }
 }
 
-function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, problems: string[]): ResolvedServer {
+function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, byLabel: PodLabelIndex, problems: string[]): ResolvedServer {
   if (server.endpoints !== null) return { ...server, endpoints: server.endpoints };
   const selector = server.workloadSelector;
   if (selector === null) {
@@ -190,7 +201,7 @@ function resolveServer(server: ModelServer, podsByNs: Map<string, PodLike[]>, pr
     problems.push(`ModelServer ${server.key}: spec.workloadPort.port: is required with workloadSelector; it has no endpoints`);
     return { ...server, endpoints: [] };
   }
-  const pods = podsByNs.get(server.namespace) ?? [];
+  const pods = byLabel.candidates(server.namespace, selector.matchLabels);
   if (!pods.some((p) => podMatches(p, selector.matchLabels))) problems.push(noPodMatches(server, selector.matchLabels, podsByNs));
   const pd = server.pd ?? null;
   const labelKeys = pd === null ? null : [pd.groupKey, ...Object.keys(pd.prefillLabels), ...Object.keys(pd.decodeLabels)];

@@ -4,7 +4,8 @@
  * watch event (JSON: a string), and after podEssentials() trimmed it for the cache.
  */
 import { describe, expect, test } from 'vitest';
-import { isPodServing, podEssentials, selectEndpoints, type PodLike } from '../../../src/config/kubernetes-pods.js';
+import { isPodServing, podEssentials, PodLabelIndex, podMatches, podsByNamespace, selectEndpoints, type PodLike } from '../../../src/config/kubernetes-pods.js';
+import { mulberry32 } from '../../helpers/mulberry32.js';
 
 function pod(name: string, deletionTimestamp?: unknown): PodLike & { metadata: { uid: string; resourceVersion: string } } {
   return {
@@ -27,5 +28,29 @@ describe('a pod being deleted', () => {
     expect(podEssentials(pod('staying')).metadata).not.toHaveProperty('deletionTimestamp');
     const endpoints = selectEndpoints([kept, podEssentials(pod('staying'))], { app: 'llm' }, 8000);
     expect(endpoints.map((e) => e.name)).toEqual(['staying']);
+  });
+});
+
+describe('the pods a selector can match (PodLabelIndex)', () => {
+  test('the same pods as a pass over the namespace, for random pods and selectors (two namespaces, overlapping labels)', () => {
+    const rand = mulberry32(7);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
+    const pods: PodLike[] = [];
+    for (let i = 0; i < 400; i++) {
+      const labels: Record<string, string> = {};
+      for (const k of ['app', 'model', 'role', 'zone']) if (rand() < 0.8) labels[k] = pick(['a', 'b', 'c', 'd']);
+      pods.push({ metadata: { name: `p${i}`, namespace: pick(['ml', 'other']), labels }, status: { phase: 'Running', podIP: `10.0.${i >> 8}.${i & 255}`, conditions: [{ type: 'Ready', status: 'True' }] } });
+    }
+    const byNs = podsByNamespace(pods);
+    const index = new PodLabelIndex(byNs);
+    for (let i = 0; i < 300; i++) {
+      const selector: Record<string, string> = {};
+      for (const k of ['app', 'model', 'role', 'zone', 'missing']) if (rand() < 0.4) selector[k] = pick(['a', 'b', 'c', 'd']);
+      const ns = pick(['ml', 'other', 'none']);
+      const want = (byNs.get(ns) ?? []).filter((p) => podMatches(p, selector)).map((p) => p.metadata!.name);
+      const got = index.candidates(ns, selector).filter((p) => podMatches(p, selector)).map((p) => p.metadata!.name);
+      expect(got.sort()).toEqual(want.sort());
+      expect(selectEndpoints(index.candidates(ns, selector), selector, 8000)).toEqual(selectEndpoints(byNs.get(ns) ?? [], selector, 8000));
+    }
   });
 });
