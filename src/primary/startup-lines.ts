@@ -15,12 +15,27 @@ export function describeResources(s: ResourceSnapshot, source: string, untargete
   const routes = s.routes.map((r) => r.key);
   const servers = s.servers.map((m) => m.key);
   const verb = s.version === 1 ? 'loaded' : 'reloaded';
-  const left = untargeted.length === 0 ? '' : `; ${untargeted.length} ModelServers no route served targets, not used (their pods neither scraped nor connected to) [${untargeted.join(', ')}]`;
+  const left = untargeted.length === 0 ? '' : `; ${untargeted.length} ModelServers no route served targets, not used (their pods neither scraped nor connected to) [${named(untargeted)}]`;
   return {
-    message: `resources ${verb} from ${source} (snapshot ${s.version}): ${routes.length} routes [${routes.join(', ')}], ` +
-      `${servers.length} servers [${servers.join(', ')}]${left}`,
-    fields: { applied: true, snapshot: s.version, routes, servers, untargetedServers: [...untargeted] },
+    message: `resources ${verb} from ${source} (snapshot ${s.version}): ${routes.length} routes [${named(routes)}], ` +
+      `${servers.length} servers [${named(servers)}]${left}`,
+    fields: {
+      applied: true, snapshot: s.version, routes: routes.slice(0, NAMES_LISTED), servers: servers.slice(0, NAMES_LISTED), untargetedServers: untargeted.slice(0, NAMES_LISTED),
+      routeCount: routes.length, serverCount: servers.length, untargetedCount: untargeted.length,
+    },
   };
+}
+
+/**
+ * Names a line lists of one kind: a large fleet's every route on every reload (20,000 routes: 450 KB
+ * a line) would flood the log; the counts are given whole.
+ */
+export const NAMES_LISTED = 50;
+
+/** `keys` for a line: the first NAMES_LISTED, then how many more. */
+function named(keys: readonly string[]): string {
+  if (keys.length <= NAMES_LISTED) return keys.join(', ');
+  return `${keys.slice(0, NAMES_LISTED).join(', ')}, … and ${keys.length - NAMES_LISTED} more`;
 }
 
 /** An address without its user and password (credentials come from REDIS_USERNAME / REDIS_PASSWORD). */
