@@ -1,7 +1,8 @@
 /**
  * Micro benchmark of what a request for a model no route serves costs in its "did you mean" hint:
- * the requested name compared with every served one (nearName, src/config/near-name.ts), for 10,
- * 100 and 1,000 served names of one length (`org-model-0042-instruct-v2`: none is passed over for its
+ * the requested name compared with the served ones (NearNames, src/config/near-name.ts, as the route
+ * table prepares them: lower-cased once; past 500 names only a name equal but for case), for 10,
+ * 100, 1,000 and 20,000 served names of one length (`org-model-0042-instruct-v2`: none is passed over for its
  * length, the costliest case), with a name one edit from one of them (the hint found) and one three
  * edits from every one (none found). With `--base <tree>`,
  * the same calls of that tree's built nearName run beside this tree's, in one run, and the ratio
@@ -13,10 +14,19 @@
 import { performance } from 'node:perf_hooks';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { nearName } from 'inference-router/config/near-name';
+import { NearNames } from 'inference-router/config/near-name';
 import { readCommandLine } from './cli-args.js';
 
 type NearName = (word: string, candidates: readonly string[]) => string | null;
+
+/** This tree's search as the route table runs it: the names prepared once, per table. */
+function prepared(): NearName {
+  let kept: { names: readonly string[]; near: NearNames } | null = null;
+  return (word, names) => {
+    if (kept === null || kept.names !== names) kept = { names, near: new NearNames(names) };
+    return kept.near.near(word);
+  };
+}
 
 const USAGE = 'Usage: node dist/bench/unknown-model-micro.js [--base <tree>]   (a tree whose dist/ is built: its nearName is timed beside this one)';
 const base = readCommandLine({ usage: USAGE, values: ['--base'] }, (line) => line.value('--base'));
@@ -40,7 +50,8 @@ async function main(): Promise<void> {
     ? null
     : ((await import(pathToFileURL(join(resolve(base), 'dist/config/near-name.js')).href)) as { nearName: NearName }).nearName;
   console.log(`unknown-model hint micro benchmark (node ${process.version}): µs per request naming a model no route serves`);
-  for (const count of [10, 100, 1000]) {
+  const nearName = prepared();
+  for (const count of [10, 100, 1000, 20_000]) {
     const names = Array.from({ length: count }, (_, i) => `org-model-${String(i).padStart(4, '0')}-instruct-v2`);
     for (const [what, word] of [['one edit from a served name', 'org-model-0007-instrct-v2'], ['three edits from every name', 'org-mdl-0007-instrct-v3']] as const) {
       const now = time(nearName, word, names);

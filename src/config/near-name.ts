@@ -5,14 +5,49 @@
  * two are equally close.
  */
 export function nearName(word: string, candidates: readonly string[]): string | null {
+  return closest(word, candidates, candidates.map((c) => c.toLowerCase()));
+}
+
+/** Most names NearNames compares a word with, one by one; past it only a name equal but for case is found. */
+export const NEAR_NAMES_COMPARED = 500;
+
+/**
+ * nearName over names fixed in advance (the served model names of a route table), lower-cased once.
+ * Up to NEAR_NAMES_COMPARED names it finds what nearName finds; with more, only a name equal to the
+ * word but for case: each request naming an unknown model would otherwise cost a comparison with
+ * every name (20,000 names: about 9 ms of CPU a request).
+ */
+export class NearNames {
+  private readonly lower: readonly string[];
+  /** With more names than compared: each lower-cased name to its name, or to null when several share it. */
+  private readonly byLower: Map<string, string | null> | null = null;
+
+  constructor(private readonly names: readonly string[], compared = NEAR_NAMES_COMPARED) {
+    this.lower = names.map((n) => n.toLowerCase());
+    if (names.length > compared) {
+      const byLower = new Map<string, string | null>();
+      for (let i = 0; i < names.length; i++) byLower.set(this.lower[i], byLower.has(this.lower[i]) ? null : names[i]);
+      this.byLower = byLower;
+    }
+  }
+
+  near(word: string): string | null {
+    if (this.byLower === null) return closest(word, this.names, this.lower);
+    const found = this.byLower.get(word.toLowerCase());
+    return found === undefined || found === word ? null : found;
+  }
+}
+
+/** nearName's search: `lower` holds the candidates lower-cased, in their order. */
+function closest(word: string, candidates: readonly string[], lower: readonly string[]): string | null {
   const w = word.toLowerCase();
   let best: string | null = null;
   let bestDistance = 3;
   let tie = false;
-  for (const c of candidates) {
-    const d = editDistance(w, c.toLowerCase(), bestDistance + 1); // exact up to bestDistance, to see ties
+  for (let i = 0; i < candidates.length; i++) {
+    const d = editDistance(w, lower[i], bestDistance + 1); // exact up to bestDistance, to see ties
     if (d < bestDistance) {
-      best = c;
+      best = candidates[i];
       bestDistance = d;
       tie = false;
     } else if (d === bestDistance) {

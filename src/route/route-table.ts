@@ -3,7 +3,7 @@ import { pdRole } from '../config/resources.js';
 import { compileMatcher, type Matcher } from './string-matcher.js';
 import type { EndpointRegistry, EndpointState } from '../upstream/endpoint-registry.js';
 import { routeLimitKey, type LimitKey } from '../ratelimit/limit-key.js';
-import { nearName } from '../config/near-name.js';
+import { NearNames } from '../config/near-name.js';
 
 /** pick(): the matching rule sends no traffic (every target has weight 0). */
 export const NO_WEIGHTED_TARGET = Symbol('no weighted target');
@@ -115,8 +115,8 @@ export class RouteTable {
    * b, …`, the first SERVED_HINT_NAMES names and how many more, or that no route serves any.
    */
   readonly servedModelsHint: string;
-  /** The served model names, in the order of byModel (unknownModelHint compares against them). */
-  private readonly modelNames: readonly string[];
+  /** The served model names, in the order of byModel, that unknownModelHint compares a name with. */
+  private readonly nearNames: NearNames;
   /** unknownModelHint's answers by the name asked for: at most UNKNOWN_HINTS_KEPT, for this snapshot's names. */
   private readonly hints = new Map<string, string>();
   /** Body of GET /v1/models/{id} (the OpenAI model object) per served model, prebuilt. */
@@ -182,8 +182,9 @@ export class RouteTable {
       this.modelObjects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));
     }
     this.modelsJson = `{"object":"list","data":[${[...this.modelObjects.values()].join(',')}]}`;
-    this.modelNames = [...this.byModel.keys()];
-    this.servedModelsHint = servedModelsHint(this.modelNames);
+    const served = [...this.byModel.keys()];
+    this.nearNames = new NearNames(served);
+    this.servedModelsHint = servedModelsHint(served);
   }
 
   /** The OpenAI model object of a served model (GET /v1/models/{id}), or undefined. */
@@ -203,7 +204,7 @@ export class RouteTable {
     // A client that names a model wrongly names it again with every retry: its hint is kept.
     const kept = this.hints.get(model);
     if (kept !== undefined) return kept;
-    const near = nearName(model, this.modelNames);
+    const near = this.nearNames.near(model);
     const hint = near === null ? this.servedModelsHint : ` (did you mean ${JSON.stringify(near)}?)${this.servedModelsHint}`;
     if (this.hints.size >= UNKNOWN_HINTS_KEPT) this.hints.clear();
     this.hints.set(model, hint);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { editDistance, nearName } from '../../../src/config/near-name.js';
+import { editDistance, NEAR_NAMES_COMPARED, NearNames, nearName } from '../../../src/config/near-name.js';
 
 describe('nearName', () => {
   const kinds = ['ModelRoute', 'ModelServer'];
@@ -78,5 +78,25 @@ describe('nearName', () => {
     expect(nearName('org-model-1x-instruct-v2', served)).toBeNull(); // one edit from ten of them
     expect(nearName('ORG-MODEL-150-INSTRUCT-V2', served)).toBe('org-model-150-instruct-v2');
     expect(nearName(`x${'a'.repeat(300)}`, [...served, 'a'.repeat(300)])).toBe('a'.repeat(300));
+  });
+});
+
+describe('NearNames (the served model names of a route table)', () => {
+  it('up to NEAR_NAMES_COMPARED names: what nearName finds', () => {
+    const served = Array.from({ length: NEAR_NAMES_COMPARED }, (_, i) => `org-model-${i}-instruct-v2`);
+    const names = new NearNames(served);
+    for (const word of ['org-model-17-instrct-v2', 'org-model-1x-instruct-v2', 'ORG-MODEL-150-INSTRUCT-V2', 'org-model-17-instruct-v2', 'zzz']) {
+      expect(names.near(word), word).toBe(nearName(word, served));
+    }
+    expect(names.near('org-model-17-instrct-v2')).toBe('org-model-17-instruct-v2');
+  });
+
+  it('with more, only a name equal but for case (each unknown name would cost a comparison with every one); none when several share it', () => {
+    const served = Array.from({ length: NEAR_NAMES_COMPARED + 1 }, (_, i) => `org-model-${i}-instruct-v2`);
+    const names = new NearNames([...served, 'Twin', 'TWIN']);
+    expect(names.near('ORG-MODEL-150-INSTRUCT-V2')).toBe('org-model-150-instruct-v2');
+    expect(names.near('org-model-17-instrct-v2')).toBeNull();
+    expect(names.near('org-model-17-instruct-v2')).toBeNull(); // itself: nothing to suggest
+    expect(names.near('twin')).toBeNull();
   });
 });
