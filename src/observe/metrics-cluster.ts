@@ -35,7 +35,6 @@
  * through untouched.
  */
 import type { Worker } from 'node:cluster';
-import { AggregatorRegistry } from 'prom-client';
 import type { RouterMetrics } from './metrics.js';
 import type { MetricJson } from './metrics-series.js';
 import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
@@ -43,6 +42,7 @@ import { MonotoneSeries } from './metrics-monotone.js';
 import { countedPods, heldEpochs, notePartEpochs, shownPart, ShownEpochs, type PartEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 import { setReadDeadline } from '../timers.js';
+import { aggregateInTurns } from './aggregate-in-turns.js';
 
 export const MSG_HELLO = 'metrics:hello';
 export const MSG_GET = 'metrics:get';
@@ -154,13 +154,8 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
     lists.push(retired.list(shown));
     const bounded = tenants.apply(lists);
     bounded.push([scrapeWorkers(answered, missing), ...(opts.ownSeries?.() ?? [])]);
-    let text: Promise<string>;
-    try {
-      text = AggregatorRegistry.aggregate(bounded as never).metrics();
-    } catch (err) {
-      text = Promise.reject(err);
-    }
-    text.then(
+    // One metric a turn: the primary answers heartbeats meanwhile (aggregate-in-turns.ts).
+    aggregateInTurns(bounded).then(
       (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: monotone.apply(t) }),
       (err: Error) => reply(g, { t: MSG_TEXT, id: g.requestId, error: `cannot aggregate worker metrics: ${err.message}` }),
     );
