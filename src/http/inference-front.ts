@@ -28,7 +28,7 @@ export interface FrontHooks {
    */
   readonly sharedBodyMinBytes: number;
   /** Lower-case header names route rules match on (from the current table). */
-  matchHeaderNames(): readonly string[];
+  matchHeaderNames(): ReadonlySet<string>;
   /** Drop the client's Authorization header upstream (auth enabled). */
   readonly stripAuthorization: boolean;
   draining(): boolean;
@@ -72,6 +72,7 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     scanAuthorizationSeen = false;
     scanConnection = '';
     scanAccept = null;
+    scanMatchNames = h.matchHeaderNames();
     req.forEach(scanHeader);
     const forward = scanForward;
     scanForward = NO_FORWARD;
@@ -85,12 +86,8 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
     const accept = scanAccept;
     // Headers the client's Connection header names are hop-by-hop: not forwarded.
     if (connection.length > 0) dropNamed(forward, connectionNames(connection));
-    const names = h.matchHeaderNames();
-    let match: Map<string, string> | null = null;
-    if (names.length > 0) {
-      match = new Map();
-      for (const n of names) match.set(n, matchValue(req.getHeader(n)));
-    }
+    const match = scanMatch;
+    scanMatch = null;
     const made = requestId.length === 0 || requestId.length > REQUEST_ID_MAX || !PRINTABLE.test(requestId);
     if (made) requestId = newRequestId();
     const endpoint = knownEndpointPath(url);
@@ -174,15 +171,6 @@ export function inferenceHandler(h: FrontHooks): (res: HttpResponse, req: HttpRe
 }
 
 /**
- * A header value as route rules read it: the client's UTF-8 text, as the pod gets it. uWS's
- * getHeader() hands the value over one character per byte (latin1), unlike the values forEach()
- * gives (decoded from UTF-8): without this, a rule's `José` never matched and a garbled `JosÃ©` did.
- */
-function matchValue(value: string): string {
-  return isAscii(value) ? value : Buffer.from(value, 'latin1').toString('utf8');
-}
-
-/**
  * The text of a path uWS read as UTF-8, one character per byte of its UTF-8: what the HTTP/1.1
  * client's latin1 write turns back into the bytes the client sent. Written as the text itself, a
  * character above U+00FF would lose its high byte (U+010A would become a line feed in the request
@@ -217,8 +205,21 @@ let scanAuthorizationSeen = false;
 let scanConnection = '';
 /** The first Accept header (as uWS's getHeader would give it), or null. */
 let scanAccept: string | null = null;
+/** The header names route rules match on (the current table's). */
+let scanMatchNames: ReadonlySet<string> = new Set();
+/**
+ * The values of those the request has, the first of each, or null when it has none. Read in the
+ * same pass as the rest, as forEach() gives them (the client's UTF-8 text, as the pod gets it):
+ * a getHeader() per name cost each request a lookup per name any rule uses (2,000 names: several
+ * hundred µs), and gave values one character per byte.
+ */
+let scanMatch: Map<string, string> | null = null;
 
 function scanHeader(name: string, value: string): void {
+  if (scanMatchNames.size > 0 && scanMatchNames.has(name)) {
+    if (scanMatch === null) scanMatch = new Map([[name, value]]);
+    else if (!scanMatch.has(name)) scanMatch.set(name, value);
+  }
   if (name === 'x-request-id') {
     // Sent twice: the first, as nginx's $http_x_request_id and Envoy read it.
     if (scanRequestId.length === 0) scanRequestId = value;

@@ -107,7 +107,7 @@ export class RouteTable {
   readonly version: number;
   private readonly byModel: Map<string, CompiledRoute>;
   /** Lower-case header names any rule matches on (copied from the request up front). */
-  readonly matchHeaderNames: readonly string[];
+  readonly matchHeaderNames: ReadonlySet<string>;
   /** Body of GET /v1/models, prebuilt. */
   readonly modelsJson: string;
   /**
@@ -173,7 +173,7 @@ export class RouteTable {
       }
       this.byModel.set(name, next!);
     }
-    this.matchHeaderNames = [...headerNames];
+    this.matchHeaderNames = headerNames;
     this.rateLimits = [...limits];
     // The primary's time of the snapshot: every worker answers the same (its own load time differed by worker).
     const created = Math.floor((snapshot.createdAt ?? now) / 1000);

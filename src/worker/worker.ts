@@ -46,7 +46,7 @@ import { performance } from 'node:perf_hooks';
 import { exitAfter, exitOnFailure } from '../process-failure.js';
 import { warningsToOpsLog } from '../process-warnings.js';
 
-const NO_HEADERS: readonly string[] = [];
+const NO_HEADERS: ReadonlySet<string> = new Set();
 /** Heartbeat to the primary: a tick each second, a ping after 1.5 s without a message from it; not ready after 3 s. */
 const HEARTBEAT_EVERY_MS = 1000;
 const HEARTBEAT_BOUND_MS = 3000;
