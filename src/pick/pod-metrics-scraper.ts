@@ -26,6 +26,9 @@ interface Target {
   failing: boolean;
 }
 
+/** Pods scraped at once (PodMetricsScraper.scrapeAll). */
+export const SCRAPES_IN_FLIGHT = 64;
+
 /**
  * Scrapes the /metrics of every endpoint of a ModelServer whose inferenceEngine is known, once
  * per instance (in the primary), every `intervalMs`. A pod whose scrape fails keeps its last
@@ -80,9 +83,20 @@ export class PodMetricsScraper {
     this.timer = null;
   }
 
-  /** One round over every pod (a pod whose last scrape is still running is skipped). */
+  /**
+   * One round over every pod (a pod whose last scrape is still running is skipped), at most
+   * SCRAPES_IN_FLIGHT at a time: a fleet of thousands of pods was asked all at once each interval,
+   * a burst of connections that the pods' servers (and a node's conntrack) meet together.
+   */
   async scrapeAll(): Promise<void> {
-    await Promise.all([...this.targets.values()].map((t) => this.scrape(t)));
+    const targets = [...this.targets.values()];
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < targets.length) await this.scrape(targets[next++]);
+    };
+    const lanes: Promise<void>[] = [];
+    for (let i = 0; i < SCRAPES_IN_FLIGHT && i < targets.length; i++) lanes.push(lane());
+    await Promise.all(lanes);
   }
 
   /** Pods scraped whose values are not fresh (no answer yet, or none for three intervals). */

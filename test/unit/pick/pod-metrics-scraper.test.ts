@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { PodMetricsScraper } from '../../../src/pick/pod-metrics-scraper.js';
+import { PodMetricsScraper, SCRAPES_IN_FLIGHT } from '../../../src/pick/pod-metrics-scraper.js';
 import { PodLoadReceiver } from '../../../src/pick/pod-load-share.js';
 import { EndpointRegistry } from '../../../src/upstream/endpoint-registry.js';
 import type { Endpoint, ModelServer } from '../../../src/config/resource-types.js';
@@ -65,6 +65,29 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.4
       pod.closeAllConnections();
       await new Promise((r) => pod.close(r));
     }
+  });
+
+  it('scrapes a large fleet SCRAPES_IN_FLIGHT pods at a time, every pod once a round', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const asked: string[] = [];
+    const scraper = new PodMetricsScraper({
+      intervalMs: 1000, clock: () => 0, log: () => undefined,
+      fetchText: async (url) => {
+        asked.push(url);
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 1));
+        inFlight--;
+        return 'vllm:num_requests_waiting 1\n';
+      },
+    });
+    const pods = Array.from({ length: 1000 }, (_, i) => ({ name: `p${i}`, host: '10.0.0.1', port: 10_000 + i }));
+    scraper.setTargets([server('vLLM', pods)]);
+    await scraper.scrapeAll();
+    expect(most).toBe(SCRAPES_IN_FLIGHT);
+    expect(new Set(asked).size).toBe(1000);
+    expect(asked).toHaveLength(1000);
+    expect(scraper.rows()).toHaveLength(1000);
   });
 
   it('a pod answering something that is not Prometheus text keeps no values', async () => {
