@@ -88,6 +88,12 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.4
     expect(new Set(asked).size).toBe(1000);
     expect(asked).toHaveLength(1000);
     expect(scraper.rows()).toHaveLength(1000);
+    // A fleet over 16 x 64 pods: a sixteenth of it at a time.
+    const fleet = Array.from({ length: 3200 }, (_, i) => ({ name: `q${i}`, host: '10.0.0.2', port: 10_000 + i }));
+    scraper.setTargets([server('vLLM', fleet)]);
+    most = 0;
+    await scraper.scrapeAll();
+    expect(most).toBe(200);
   });
 
   it('a pod answering something that is not Prometheus text keeps no values', async () => {
