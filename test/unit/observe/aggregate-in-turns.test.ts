@@ -18,7 +18,7 @@ function workerList(rand: () => number): MetricJson[] {
   const histogram: MetricJson = {
     name: 'h_seconds', help: 'h help', type: 'histogram', aggregator: 'sum',
     values: routes(3).flatMap((route): MetricValue[] => [
-      ...[0.1, 1, '+Inf'].map((le, i) => ({ metricName: 'h_seconds_bucket', labels: { route, le }, value: 10 * (i + 1) })),
+      ...['0.1', '1', '+Inf'].map((le, i) => ({ metricName: 'h_seconds_bucket', labels: { route, le }, value: 10 * (i + 1) })),
       { metricName: 'h_seconds_sum', labels: { route }, value: rand() * 9 },
       { metricName: 'h_seconds_count', labels: { route }, value: 30 },
     ]),
