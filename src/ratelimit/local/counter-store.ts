@@ -29,6 +29,8 @@ export class LimitCounters {
   output = 0;
   /** Windows of the other units this key had, not ended when left (one per unit at most); null: none. */
   private others: OtherUnitWindow[] | null = null;
+  /** The window (of this unit) the clock stepped back from, with its counts, until the clock is past it; null: none. */
+  private ahead: OtherUnitWindow | null = null;
 
   constructor(unit: WindowUnit, now: number) {
     this.unit = unit;
@@ -43,7 +45,9 @@ export class LimitCounters {
         if (now < this.start) this.stepBack(now);
         return;
       }
+      if (this.ahead !== null && this.returnTo(this.ahead, now)) return;
     } else {
+      this.ahead = null;
       this.keepCurrent(now);
       if (this.resume(unit, now)) return;
     }
@@ -55,20 +59,43 @@ export class LimitCounters {
   }
 
   /**
-   * The clock stepped back before this window's start (an NTP step, a VM resumed): the window that
-   * holds `now` takes over with this one's counts. Nothing counted is forgotten, so nothing is
-   * admitted twice, and a refusal waits for one window at most, not for the length of the step.
-   * (A clock stepped forward ends the window as if the time had passed; its counts are gone.)
+   * The clock stepped back before this window's start (an NTP step, a VM resumed). The windows
+   * between are lived again, as the clock names them: the one that holds `now` takes over with this
+   * one's counts (what was just admitted is not admitted again at once), each later one starts from
+   * 0, and this one is kept, with its counts, for when the clock comes back to it (returnTo): no
+   * window the clock names admits more than the limit, and a refusal waits for one window at most,
+   * not for the length of the step. (A clock stepped forward ends the window as if the time had
+   * passed; its counts are gone.)
    */
   private stepBack(now: number): void {
+    // Of two steps back, the window furthest ahead is kept (the one between has no counts of its own).
+    if (this.ahead === null || this.ahead.start < this.start) {
+      this.ahead = { unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output };
+    }
     this.start = windowStart(this.unit, now);
     this.end = windowEnd(this.unit, now);
   }
 
-  /** When the key's last window ends, this one's or a kept one's. */
+  /** Rolling on to `now`: into the window stepped back from, with its counts (true); past it, forgets it. */
+  private returnTo(w: OtherUnitWindow, now: number): boolean {
+    if (now >= w.end) {
+      this.ahead = null;
+      return false;
+    }
+    if (now < w.start) return false;
+    this.ahead = null;
+    this.start = w.start;
+    this.end = w.end;
+    this.input = w.input;
+    this.output = w.output;
+    return true;
+  }
+
+  /** When the key's last window ends, this one's or a kept one's (the one the clock stepped back from too). */
   lastEnd(): number {
     let end = this.end;
     if (this.others !== null) for (const w of this.others) if (w.end > end) end = w.end;
+    if (this.ahead !== null && this.ahead.end > end) end = this.ahead.end;
     return end;
   }
 
