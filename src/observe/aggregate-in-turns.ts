@@ -24,8 +24,32 @@ export async function aggregateInTurns(lists: readonly (readonly MetricJson[])[]
   for (const parts of byName.values()) {
     if (texts.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     // A registry's text is its metrics' joined by a blank line, then a newline: each one's text
-    // alone ends with that newline, so joining them by one more gives the text of all at once.
-    texts.push(await AggregatorRegistry.aggregate(parts as never).metrics());
+    // alone ends with that newline, so joining them by one more gives the text of all at once. A
+    // metric the sum leaves out (prom-client's `omit` aggregator) gives a registry of none: "\n".
+    const text = await AggregatorRegistry.aggregate(parts as never).metrics();
+    if (text !== '\n') texts.push(text);
   }
   return texts.length === 0 ? await AggregatorRegistry.aggregate([]).metrics() : texts.join('\n');
+}
+
+/**
+ * Sums made one after another, each in turns (aggregateInTurns), with at most one waiting. Summed
+ * in turns, a scrape no longer holds the primary, so scrapes could overlap: each would hold its
+ * workers' lists and take longer beside the others, and one taking longer than the scrape
+ * interval would pile up without end. A scrape that comes while one sum runs and another waits is
+ * refused at once (null).
+ */
+export class SumsOneAtATime {
+  private tail: Promise<void> = Promise.resolve();
+  private queued = 0;
+
+  sum(lists: readonly (readonly MetricJson[])[]): Promise<string> | null {
+    if (this.queued >= 2) return null;
+    this.queued++;
+    const text = this.tail.then(() => aggregateInTurns(lists));
+    this.tail = text.then(() => undefined, () => undefined).then(() => {
+      this.queued--;
+    });
+    return text;
+  }
 }

@@ -42,7 +42,7 @@ import { MonotoneSeries } from './metrics-monotone.js';
 import { countedPods, heldEpochs, notePartEpochs, shownPart, ShownEpochs, type PartEpochs, type PodAnswer, type PodEpochs } from './backend-pod-epochs.js';
 import { DEFAULT_MAX_TENANTS, TenantSeriesBound } from './tenant-series-bound.js';
 import { setReadDeadline } from '../timers.js';
-import { aggregateInTurns } from './aggregate-in-turns.js';
+import { SumsOneAtATime } from './aggregate-in-turns.js';
 
 export const MSG_HELLO = 'metrics:hello';
 export const MSG_GET = 'metrics:get';
@@ -114,6 +114,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
   const shown = new ShownEpochs();
   /** No float sum shown lower than the scrape before by a rounding step (metrics-monotone.ts). */
   const monotone = new MonotoneSeries();
+  const sums = new SumsOneAtATime();
   let nextId = 1;
 
   /** A worker's counters of its last answer, in place of one it did not give (none once it exited: retired has them). */
@@ -154,8 +155,13 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
     lists.push(retired.list(shown));
     const bounded = tenants.apply(lists);
     bounded.push([scrapeWorkers(answered, missing), ...(opts.ownSeries?.() ?? [])]);
-    // One metric a turn: the primary answers heartbeats meanwhile (aggregate-in-turns.ts).
-    aggregateInTurns(bounded).then(
+    // One metric a turn: the primary answers heartbeats meanwhile; one sum at a time (aggregate-in-turns.ts).
+    const text = sums.sum(bounded);
+    if (text === null) {
+      reply(g, { t: MSG_TEXT, id: g.requestId, error: 'two earlier scrapes are still being summed (a scrape of many series takes seconds: docs/metrics.md, "Series per route")' });
+      return;
+    }
+    text.then(
       (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: monotone.apply(t) }),
       (err: Error) => reply(g, { t: MSG_TEXT, id: g.requestId, error: `cannot aggregate worker metrics: ${err.message}` }),
     );

@@ -30,6 +30,7 @@ export interface ExpiryLog {
 
 export class CertificateExpiryWatch {
   private timer: unknown = null;
+  private stopped = false;
   /** The certificate said last (its fingerprint) and when. */
   private said: { fingerprint: string; at: number } | null = null;
 
@@ -44,14 +45,16 @@ export class CertificateExpiryWatch {
     this.check();
   }
 
+  /** No more checks, even when a rotation that was under way ends after this. */
   stop(): void {
-    if (this.timer !== null) this.timers.clearTimeout(this.timer);
-    this.timer = null;
+    this.stopped = true;
+    this.clearTimer();
   }
 
   /** Checks the served certificate now (also after a rotation), then again in CHECK_EVERY_MS. */
   check(): void {
-    this.stop();
+    if (this.stopped) return;
+    this.clearTimer();
     const cert = this.served();
     const now = this.clock();
     const left = cert.notAfter.getTime() - now;
@@ -64,6 +67,11 @@ export class CertificateExpiryWatch {
       else this.log.warn(`the certificate served over HTTPS (${cert.subject}) expires at ${cert.notAfter.toISOString()}, in ${span(left)}; ${renew}`, fields);
     }
     this.timer = this.timers.setTimeout(() => this.check(), CHECK_EVERY_MS);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) this.timers.clearTimeout(this.timer);
+    this.timer = null;
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AggregatorRegistry } from 'prom-client';
-import { aggregateInTurns } from '../../../src/observe/aggregate-in-turns.js';
+import { aggregateInTurns, SumsOneAtATime } from '../../../src/observe/aggregate-in-turns.js';
 import type { MetricJson, MetricValue } from '../../../src/observe/metrics-series.js';
 import { mulberry32 } from '../../helpers/mulberry32.js';
 
@@ -36,6 +36,9 @@ describe('aggregateInTurns', () => {
       expect(await aggregateInTurns(lists)).toBe(whole);
     }
     expect(await aggregateInTurns([])).toBe(await AggregatorRegistry.aggregate([]).metrics());
+    // A metric the sum leaves out (prom-client's `omit` aggregator), between two others.
+    const omitted = [workerList(mulberry32(5)).map((m, i) => (i === 1 ? { ...m, aggregator: 'omit' } : m))] as unknown as MetricJson[][];
+    expect(await aggregateInTurns(omitted)).toBe(await AggregatorRegistry.aggregate(omitted as never).metrics());
   });
 
   it('lets the event loop turn between two metrics (the primary answers heartbeats meanwhile)', async () => {
@@ -52,5 +55,19 @@ describe('aggregateInTurns', () => {
     await aggregateInTurns(lists);
     stop = true;
     expect(turns).toBeGreaterThanOrEqual(names - 1);
+  });
+
+  it('SumsOneAtATime: one sum at a time, one waiting; a third meanwhile is refused; then sums are taken again', async () => {
+    const sums = new SumsOneAtATime();
+    const lists = [workerList(mulberry32(8)), workerList(mulberry32(9))];
+    const whole = await AggregatorRegistry.aggregate(lists as never).metrics();
+    const order: string[] = [];
+    const first = sums.sum(lists)!.then((t) => { order.push('first'); return t; });
+    const second = sums.sum(lists)!.then((t) => { order.push('second'); return t; });
+    expect(sums.sum(lists)).toBeNull();
+    expect(await Promise.all([second, first])).toEqual([whole, whole]);
+    expect(order).toEqual(['first', 'second']);
+    await new Promise((r) => setImmediate(r));
+    expect(await sums.sum(lists)).toBe(whole);
   });
 });

@@ -63,6 +63,11 @@ describe('the served certificate\'s expiry in the log', () => {
     expect(timers.pending()).toEqual([CHECK_EVERY_MS]);
     watch.stop();
     expect(timers.pending()).toEqual([]);
+    // A rotation under way when the router stopped, done after: no check, no timer.
+    serve({ subject: 'CN=router.example', notAfter: new Date(T0 - DAY), fingerprint256: 'DD' });
+    watch.check();
+    expect(lines).toHaveLength(2);
+    expect(timers.pending()).toEqual([]);
   });
 
   it('spans read as a person would write them', () => {
