@@ -8,13 +8,22 @@ import { readFileSync } from 'node:fs';
 import { FileWatch } from '../config/file-watch.js';
 import type { Exchange } from '../http/exchange.js';
 import { parseAuthConfig, type AuthConfig } from './auth-config.js';
+import { parseAuthConfigOffThread } from './parse-auth-off-thread.js';
 import { Authenticator, type AuthenticatorOptions } from './authenticator.js';
 import type { Tenant } from './tenant.js';
 import type { RateLimitSpec } from '../config/resource-types.js';
 
 /** Reads and validates an auth file; throws AuthConfigError (or a read error) naming the file. */
 export function loadAuthConfigFile(file: string): AuthConfig {
-  return parseAuthConfig(readText(file), file);
+  return parseAuth(readText(file), file, false);
+}
+
+/** Auth files longer than this (in characters) are parsed in a thread of their own (parse-auth-off-thread.ts). */
+export const AUTH_PARSE_OFF_THREAD_CHARS = 256 * 1024;
+
+/** The auth file's config: a large file parsed off-thread, so the YAML parse's heap does not stay with the process. */
+function parseAuth(text: string, file: string, redisCluster: boolean): AuthConfig {
+  return text.length > AUTH_PARSE_OFF_THREAD_CHARS ? parseAuthConfigOffThread(text, file, redisCluster) : parseAuthConfig(text, file, redisCluster);
 }
 
 /** An AuthSource's log line and its level. */
@@ -85,13 +94,13 @@ export class AuthSource {
     let text = '';
     try {
       text = readText(this.file);
-      this.auth = new Authenticator(parseAuthConfig(text, this.file, this.redisCluster), this.opts);
+      this.auth = new Authenticator(parseAuth(text, this.file, this.redisCluster), this.opts);
       this.goodText = text;
     } catch (err) {
       if (lastGood === null) throw err;
       this.rejected++;
       this.warn(`auth file not usable, starting with the last good config: ${(err as Error).message}`);
-      this.auth = new Authenticator(parseAuthConfig(lastGood, this.file, this.redisCluster), this.opts);
+      this.auth = new Authenticator(parseAuth(lastGood, this.file, this.redisCluster), this.opts);
       this.goodText = lastGood;
       if (text === '') text = lastGood; // unreadable: the watch reads again and reports
     }
@@ -114,7 +123,7 @@ export class AuthSource {
     this.lastText = text;
     let config: AuthConfig;
     try {
-      config = parseAuthConfig(text, this.file, this.redisCluster);
+      config = parseAuth(text, this.file, this.redisCluster);
     } catch (err) {
       this.rejected++;
       this.warn(`auth reload rejected, keeping the last good config: ${(err as Error).message}`);
