@@ -68,7 +68,8 @@ export class LimitCounters {
    * passed; its counts are gone.)
    */
   private stepBack(now: number): void {
-    // Of two steps back, the window furthest ahead is kept (the one between has no counts of its own).
+    // Of two steps back, the window furthest ahead is kept (one between comes back from 0: its
+    // counts went into the window of the new time).
     if (this.ahead === null || this.ahead.start < this.start) {
       this.ahead = { unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output };
     }
