@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, statSync, type Stats } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, statfsSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { MAX_RECORD_BYTES } from './access-log-format.js';
 import { isJournalStream } from './journal-stream.js';
@@ -88,6 +88,10 @@ function checkPath(path: string): boolean {
         throw new Error(`its directory ${JSON.stringify(dir)} does not exist (the router creates the file, not its directories)`);
       }
     }
+    // The kernel's interfaces show their files as regular ones, and as root many take a write: an
+    // access log there would write its lines into kernel settings (/proc/sys) or device attributes.
+    const kernel = kernelInterface(st === undefined ? dir : path);
+    if (kernel !== null) throw new Error(`it is in ${kernel}, a kernel interface, not a place for a log`);
     if (st === undefined || st.isFile()) {
       closeSync(openSync(path, 'a'));
       return true;
@@ -100,6 +104,20 @@ function checkPath(path: string): boolean {
       : (err as Error).message;
     throw new Error(`ACCESS_LOG_OUTPUT: cannot append to ${JSON.stringify(path)}: ${why}`);
   }
+}
+
+/** The file systems of /proc and /sys (statfs(2) f_type), by what they are called. */
+const KERNEL_FILESYSTEMS = new Map<number, string>([[0x9fa0, '/proc'], [0x62656572, '/sys']]);
+
+/** `/proc` or `/sys` when `path` (followed through links, as an open would) is on one; else null. */
+function kernelInterface(path: string): string | null {
+  let type: number;
+  try {
+    type = statfsSync(path).type;
+  } catch {
+    return null;
+  }
+  return KERNEL_FILESYSTEMS.get(type) ?? null;
 }
 
 /**

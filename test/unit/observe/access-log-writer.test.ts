@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -359,6 +359,22 @@ describe('one writer, a file', () => {
     symlinkSync(join(dir, 'target.log'), ok);
     expect(() => checkAccessLogOutput(ok)).not.toThrow();
     expect(existsSync(join(dir, 'target.log'))).toBe(true);
+  });
+
+  it('a path in /proc or /sys (a kernel interface; as root many of its files take a write) is refused, before anything is written; a file reached through /proc\'s links is not', () => {
+    for (const [path, where] of [['/proc/sys/kernel/hostname', '/proc'], ['/proc/new.log', '/proc'], ['/sys/kernel/mm/transparent_hugepage/enabled', '/sys']] as const) {
+      if (!existsSync(dirname(path))) continue;
+      const before = existsSync(path) ? readFileSync(path, 'utf8') : null;
+      expect(() => checkAccessLogOutput(path)).toThrow(`ACCESS_LOG_OUTPUT: cannot append to "${path}": it is in ${where}, a kernel interface, not a place for a log`);
+      if (before !== null) expect(readFileSync(path, 'utf8')).toBe(before);
+    }
+    // A file reached through /proc's links (as /dev/stdout reaches a redirected stdout) is the file's.
+    const fd = openSync(join(dir, 'through-proc.log'), 'a');
+    try {
+      expect(() => checkAccessLogOutput(`/proc/self/fd/${fd}`)).not.toThrow();
+    } finally {
+      closeSync(fd);
+    }
   });
 
   it('a path under a file (taken for a directory) is named as such, not a bare ENOTDIR', () => {
