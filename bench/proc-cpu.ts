@@ -44,9 +44,10 @@ function treeIn(stats: ReadonlyMap<number, Stat>, root: number): number[] {
   return tree;
 }
 
-/** `root` and every live descendant. */
+/** `root` and every live descendant (one that exited and is not reaped yet, a zombie, is not live). */
 export function processTree(root: number): number[] {
-  return treeIn(allStats(), root);
+  const stats = allStats();
+  return treeIn(stats, root).filter((p) => stats.get(p)?.state !== 'Z');
 }
 
 /**
