@@ -70,4 +70,30 @@ describe('aggregateInTurns', () => {
     await new Promise((r) => setImmediate(r));
     expect(await sums.sum(lists)).toBe(whole);
   });
+
+  it('a metric of many values is summed in parts of whole label sets, a turn each: the same text', async () => {
+    const rand = mulberry32(21);
+    for (let k = 0; k < 30; k++) {
+      const lists = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => workerList(rand));
+      const whole = await AggregatorRegistry.aggregate(lists as never).metrics();
+      for (const perTurn of [1, 3, 7, 40]) expect(await aggregateInTurns(lists, perTurn), `round ${k}, ${perTurn} a turn`).toBe(whole);
+    }
+    // The turns: a histogram of 50 routes (20 values each) in parts of 100 values takes about 10.
+    const big: MetricJson[] = [{
+      name: 'big_seconds', help: 'h', type: 'histogram', aggregator: 'sum',
+      values: Array.from({ length: 50 }, (_, i) => `ns/r${i}`).flatMap((route): MetricValue[] => [
+        ...['0.1', '1', '+Inf'].map((le) => ({ metricName: 'big_seconds_bucket', labels: { route, le }, value: 1 })),
+        { metricName: 'big_seconds_sum', labels: { route }, value: 1 },
+        { metricName: 'big_seconds_count', labels: { route }, value: 1 },
+      ]),
+    }];
+    let turns = 0;
+    let stop = false;
+    const tick = (): void => { turns++; if (!stop) setImmediate(tick); };
+    setImmediate(tick);
+    const text = await aggregateInTurns([big, big], 25);
+    stop = true;
+    expect(text).toBe(await AggregatorRegistry.aggregate([big, big] as never).metrics());
+    expect(turns).toBeGreaterThanOrEqual(9);
+  });
 });
