@@ -29,7 +29,7 @@ export async function aggregateInTurns(lists: readonly (readonly MetricJson[])[]
   }
   const texts: string[] = [];
   for (const parts of byName.values()) {
-    if (texts.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (texts.length > 0) await nextTurn();
     // A registry's text is its metrics' joined by a blank line, then a newline: each one's text
     // alone ends with that newline, so joining them by one more gives the text of all at once. A
     // metric the sum leaves out (prom-client's `omit` aggregator) gives a registry of none: "\n".
@@ -70,7 +70,7 @@ async function metricText(parts: MetricJson[][], valuesPerTurn: number): Promise
   }
   let text = '';
   for (let r = 0; r < split.length; r++) {
-    if (r > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (r > 0) await nextTurn();
     const t = await AggregatorRegistry.aggregate(split[r] as never).metrics();
     if (t === '\n') continue; // a metric the sum leaves out: every part is
     // Each part's text starts with the metric's # HELP and # TYPE lines: the first part's only.
@@ -85,6 +85,11 @@ function labelSetKey(labels: Readonly<Record<string, string | number>>): string 
   let key = '';
   for (const n of names) key += `${n}\u0000${labels[n]}\u0001`;
   return key;
+}
+
+/** Resolves in the event loop's next turn, once the I/O waiting (a worker's heartbeat) is read. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

@@ -6,8 +6,8 @@ import { isShadow, type Decision, type LimitTerm, type TokenLimiter } from '../l
 import { secondsUntil, windowEnd, windowStart } from '../windows.js';
 import { checkTokenCount, checkTokenDelta } from '../token-amounts.js';
 
-/** The counts of a key's window in a unit it no longer uses, kept until that window ends. */
-interface OtherUnitWindow {
+/** The counts of a key's window it left but may come back to (a unit changed, a clock stepped back), kept until that window ends. */
+interface KeptWindow {
   readonly unit: WindowUnit;
   readonly start: number;
   readonly end: number;
@@ -28,9 +28,9 @@ export class LimitCounters {
   input = 0;
   output = 0;
   /** Windows of the other units this key had, not ended when left (one per unit at most); null: none. */
-  private others: OtherUnitWindow[] | null = null;
+  private others: KeptWindow[] | null = null;
   /** The window (of this unit) the clock stepped back from, with its counts, until the clock is past it; null: none. */
-  private ahead: OtherUnitWindow | null = null;
+  private ahead: KeptWindow | null = null;
 
   constructor(unit: WindowUnit, now: number) {
     this.unit = unit;
@@ -70,25 +70,20 @@ export class LimitCounters {
   private stepBack(now: number): void {
     // Of two steps back, the window furthest ahead is kept (one between comes back from 0: its
     // counts went into the window of the new time).
-    if (this.ahead === null || this.ahead.start < this.start) {
-      this.ahead = { unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output };
-    }
+    if (this.ahead === null || this.ahead.start < this.start) this.ahead = this.window();
     this.start = windowStart(this.unit, now);
     this.end = windowEnd(this.unit, now);
   }
 
   /** Rolling on to `now`: into the window stepped back from, with its counts (true); past it, forgets it. */
-  private returnTo(w: OtherUnitWindow, now: number): boolean {
+  private returnTo(w: KeptWindow, now: number): boolean {
     if (now >= w.end) {
       this.ahead = null;
       return false;
     }
     if (now < w.start) return false;
     this.ahead = null;
-    this.start = w.start;
-    this.end = w.end;
-    this.input = w.input;
-    this.output = w.output;
+    this.takeUp(w);
     return true;
   }
 
@@ -103,7 +98,7 @@ export class LimitCounters {
   /** Keeps the current window (the unit is being left) while it lasts; drops kept ones that ended. */
   private keepCurrent(now: number): void {
     const kept = (this.others ?? []).filter((w) => w.unit !== this.unit && now < w.end);
-    if (now < this.end) kept.push({ unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output });
+    if (now < this.end) kept.push(this.window());
     this.others = kept.length === 0 ? null : kept;
   }
 
@@ -116,12 +111,22 @@ export class LimitCounters {
     const w = others[i];
     others.splice(i, 1);
     if (others.length === 0) this.others = null;
+    this.takeUp(w);
+    return true;
+  }
+
+  /** The current window and its counts, to keep (a unit left, a window the clock stepped back from). */
+  private window(): KeptWindow {
+    return { unit: this.unit, start: this.start, end: this.end, input: this.input, output: this.output };
+  }
+
+  /** Counts on in kept window `w` (a unit changed back, the clock come back to it). */
+  private takeUp(w: KeptWindow): void {
     this.unit = w.unit;
     this.start = w.start;
     this.end = w.end;
     this.input = w.input;
     this.output = w.output;
-    return true;
   }
 }
 
