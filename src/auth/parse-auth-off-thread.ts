@@ -1,9 +1,10 @@
 /**
- * Parses a large auth file in a short-lived worker thread and waits for it, synchronously (the
- * auth file is read at start and on each change with a synchronous parse). The YAML parse of a file
- * of 20,000 keys (3.8 MB) grew each process's heap by about 270 MB that V8 kept once the parse was
- * over; the thread's heap goes with the thread, and the process keeps the config alone (about 50
- * MB more resident for those keys).
+ * Parses a large auth file in a short-lived worker thread. At start the process waits for it,
+ * synchronously (parseAuthConfigOffThread: nothing is served yet); a reload does not wait
+ * (parseAuthConfigInThread: the event loop goes on serving with the config in use until the new
+ * one is parsed). The YAML parse of a file of 20,000 keys (3.8 MB) grew each process's heap by
+ * about 270 MB that V8 kept once the parse was over; the thread's heap goes with the thread, and the
+ * process keeps the config alone (about 50 MB more resident for those keys).
  */
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { AuthConfigError, type AuthConfig } from './auth-config.js';
@@ -37,21 +38,67 @@ import(workerData.entry).then((m) => m.runAuthParse(workerData), (err) => {
 
 export const AUTH_PARSE_THREAD = new URL('./auth-parse-thread.js', import.meta.url);
 
-/** parseAuthConfig(text, file, redisCluster), run in `threadFile`; throws what it throws (an AuthConfigError as one). */
-export function parseAuthConfigOffThread(text: string, file: string, redisCluster: boolean, threadFile: URL = AUTH_PARSE_THREAD): AuthConfig {
+/** A parser thread started on one text, and the port its outcome comes on. */
+function startThread(text: string, file: string, redisCluster: boolean, threadFile: URL): { thread: Worker; port: MessagePort; done: Int32Array } {
   const { port1, port2 } = new MessageChannel();
   const done = new Int32Array(new SharedArrayBuffer(4));
   const thread = new Worker(BOOTSTRAP, { eval: true, workerData: { text, file, redisCluster, port: port2, done, entry: threadFile.href }, transferList: [port2] });
-  thread.on('error', () => undefined); // said by the outcome, or by the error below
+  thread.on('error', () => undefined); // said by the outcome, or by the errors below
+  return { thread, port: port1, done };
+}
+
+/** parseAuthConfig(text, file, redisCluster), run in `threadFile` and waited for; throws what it throws (an AuthConfigError as one). */
+export function parseAuthConfigOffThread(text: string, file: string, redisCluster: boolean, threadFile: URL = AUTH_PARSE_THREAD): AuthConfig {
+  const { thread, port, done } = startThread(text, file, redisCluster, threadFile);
   // Woken by the thread once it posted; one that dies without posting (out of memory) by the deadline.
   Atomics.wait(done, 0, 0, PARSE_DEADLINE_MS);
-  const reply = receiveMessageOnPort(port1);
+  const reply = receiveMessageOnPort(port);
   if (reply === undefined) {
     void thread.terminate();
-    port1.close();
+    port.close();
     throw new Error(`${file}: the auth file's parser thread gave no result within ${PARSE_DEADLINE_MS / 1000} s`);
   }
-  return settle(reply.message as AuthParseOutcome, file, thread, port1);
+  return settle(reply.message as AuthParseOutcome, file, thread, port);
+}
+
+/**
+ * The same without waiting: resolves with the config, rejects with what parseAuthConfig throws, or
+ * with an error naming the file when the thread ends without an outcome (out of memory) or gives
+ * none within `deadlineMs`.
+ */
+export function parseAuthConfigInThread(text: string, file: string, redisCluster: boolean, threadFile: URL = AUTH_PARSE_THREAD, deadlineMs = PARSE_DEADLINE_MS): Promise<AuthConfig> {
+  const { thread, port } = startThread(text, file, redisCluster, threadFile);
+  return new Promise((resolve, reject) => {
+    let deadline: NodeJS.Timeout | null = null;
+    const outcome = (o: AuthParseOutcome): void => {
+      finish();
+      try {
+        resolve(settle(o, file, thread, port));
+      } catch (err) {
+        reject(err as Error);
+      }
+    };
+    const failed = (why: string): void => {
+      finish();
+      void thread.terminate();
+      port.close();
+      reject(new Error(`${file}: the auth file's parser thread ${why}`));
+    };
+    const onExit = (code: number): void => {
+      // An outcome posted just before the thread ended may not have been delivered yet.
+      const reply = receiveMessageOnPort(port);
+      if (reply !== undefined) outcome(reply.message as AuthParseOutcome);
+      else failed(`ended (code ${code}) without a result`);
+    };
+    const finish = (): void => {
+      if (deadline !== null) clearTimeout(deadline);
+      port.off('message', outcome);
+      thread.off('exit', onExit);
+    };
+    port.on('message', outcome);
+    thread.on('exit', onExit);
+    deadline = setTimeout(() => failed(`gave no result within ${deadlineMs / 1000} s`), deadlineMs);
+  });
 }
 
 function settle(o: AuthParseOutcome, file: string, thread: Worker, port: MessagePort): AuthConfig {

@@ -1,5 +1,6 @@
 import type { ResourceSnapshot } from '../config/resource-types.js';
 import type { PodEpochs } from '../observe/backend-pod-epochs.js';
+import type { AuthConfigWire } from '../auth/auth-config-wire.js';
 
 /** Core messages between the primary and its workers (other modules use other `t` prefixes). */
 export type PrimaryToWorker =
@@ -14,8 +15,8 @@ export type PrimaryToWorker =
   | { t: 'core:reopen-log' }
   /** Answer to a worker's `core:ping` (worker/primary-heartbeat.ts). */
   | { t: 'core:pong' }
-  /** Answer to `core:auth-wanted`: the auth file's text as last found valid. */
-  | { t: 'core:auth'; text: string };
+  /** The auth file's config in use: the answer to `core:auth-wanted`, then each valid change (worker/worker-auth.ts). */
+  | { t: 'core:auth'; config: AuthConfigWire };
 
 export type WorkerToPrimary =
   /** Ready to open its listener: the primary sends the snapshot (if any) and readiness, then `core:listen`. */
@@ -28,7 +29,7 @@ export type WorkerToPrimary =
   | { t: 'core:ping' }
   /** Each second while serving, unanswered: the primary's watchdog hears the worker's event loop turn (primary/worker-watchdog.ts). */
   | { t: 'core:alive' }
-  /** A starting worker found the auth file unreadable or invalid: it asks for the last good text. */
+  /** A starting worker asks for the auth file's config in use. */
   | { t: 'core:auth-wanted' };
 
 export function isCoreMessage(m: unknown): m is { t: string } {

@@ -186,10 +186,15 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   }
 
   // An invalid auth file stops the router before any worker starts, like an invalid resources file.
-  // The primary then follows the file as the workers do (silently: they log), keeping its last
-  // good text for a worker that starts while the file is invalid (a restart after a crash).
-  // Its modules (and jose) are imported only when there is a file, as the workers do.
-  const authFile = settings.authConfig === null ? null : (await import('../auth/auth-source.js')).startAuthSource(settings.authConfig, () => undefined, settings.redisLimits.cluster);
+  // The primary alone follows the file: each worker asks it for the config in use as it starts, and
+  // is sent each valid change (worker/worker-auth.ts). Its modules are imported only when there is a file.
+  const authModules = settings.authConfig === null ? null
+    : await Promise.all([import('../auth/auth-source.js'), import('../auth/auth-config-wire.js')]);
+  const authFile = authModules === null ? null : authModules[0].startAuthSource(settings.authConfig, (m, level) => ops[level]('auth', m), {
+    redisCluster: settings.redisLimits.cluster,
+    // Each worker asks for the config in use as it starts (none has yet at the first); a change goes to every worker there is.
+    onApplied: (config) => broadcast({ t: 'core:auth', config: authModules[1].authConfigToWire(config) }),
+  });
   // So does a missing token ranks file (each worker builds its table from it).
   if (settings.tokenizer.estimator === 'bpe') o200kRanksFile();
 
@@ -270,7 +275,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
         applied.add(w.id);
         updateReady();
       } else if (msg.t === 'core:auth-wanted') {
-        if (authFile !== null) w.send({ t: 'core:auth', text: authFile.lastGoodText } satisfies PrimaryToWorker);
+        if (authFile !== null && authModules !== null) w.send({ t: 'core:auth', config: authModules[1].authConfigToWire(authFile.config) } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:fatal') {
         ops.error('worker', `worker ${w.process.pid} failed: ${msg.message}`);
       }

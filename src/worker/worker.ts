@@ -89,7 +89,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   // Fair queueing: this worker's share of each ModelServer's places in flight and in the queue.
   const fairGates = settings.fairness === null ? null
     : new FairGates(settings.fairness, settings.workers, systemClock, nodeTimers, (server, ms) => metrics.fairQueueWaited(server, ms));
-  const auth = await startWorkerAuth(settings.authConfig, (m, level) => (level === 'warn' ? ops.warn('auth', m) : ops.info('auth', m)), settings.redisLimits.cluster);
+  const auth = await startWorkerAuth(settings.authConfig, (m) => ops.warn('auth', m));
 
   let ready = false;
   const heartbeat = new PrimaryHeartbeat({ everyMs: HEARTBEAT_EVERY_MS, boundMs: HEARTBEAT_BOUND_MS, ping: () => send({ t: 'core:ping' }), log: (level, m) => ops[level]('readiness', m) });

@@ -1,8 +1,9 @@
 /**
- * A large auth file (3,000 API keys, over the 256 KiB past which each process parses it in a thread
- * of its own: auth/parse-auth-off-thread.ts) over the built router with 2 workers: its keys work at
- * start, a change applies, and a change with one bad key deep in it is refused naming it, the last
- * good config kept.
+ * A large auth file (3,000 API keys, over the 256 KiB past which the primary parses it at start in a
+ * thread of its own, and over the 32 KiB past which it parses a change in one without waiting:
+ * auth/parse-auth-off-thread.ts) over the built router with 2 workers, which take the parsed config
+ * from the primary: its keys work at start, a change applies, and a change with one bad key deep in
+ * it is refused naming it, the last good config kept.
  */
 import { join } from 'node:path';
 import { statSync } from 'node:fs';

@@ -65,7 +65,7 @@ describe.skipIf(!namespaces)('files the router watches, when inotify watches are
     expect(r.stderr().match(usedUp(r.resourcesFile))).toHaveLength(1);
   }, 30_000);
 
-  it('the auth file removed, then written back once no watch is left, applies in the worker; the poll is told once', async () => {
+  it('the auth file removed, then written back once no watch is left, applies in the worker; the poll is told once, by the primary', async () => {
     mock = await startMock('pod-a');
     const dir = tempDir();
     const authFile = join(dir, 'auth.yaml');
@@ -79,6 +79,6 @@ describe.skipIf(!namespaces)('files the router watches, when inotify watches are
     writeFileSync(authFile, authWith('sk-after-0123456789'));
     await waitFor('the auth file written back to apply', async () => (await status(r, 'sf-model', { authorization: 'Bearer sk-after-0123456789' })) === 200, 5000);
     expect(await status(r, 'sf-model', { authorization: 'Bearer sk-before-0123456789' })).toBe(401);
-    expect(r.stderr().match(usedUp(authFile))).toHaveLength(1); // the worker's (the primary follows the file silently)
+    expect(r.stderr().match(usedUp(authFile))).toHaveLength(1); // the primary's, which alone follows the file
   }, 30_000);
 });

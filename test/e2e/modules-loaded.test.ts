@@ -1,8 +1,9 @@
 /**
  * What each process of the built router loads from node_modules, started as a user starts it.
  * A package only some configurations need is loaded only by them (docs/internals/performance-changes.md,
- * "A worker's start"): without an auth file no process loads jose; without a scheduler file a
- * worker loads no yaml (it reads no YAML: the primary sends it compiled snapshots); without a
+ * "A worker's start"): without an auth file no process loads jose, and with one only the workers
+ * do (the primary parses the file and sends them its config); without a scheduler file a
+ * worker loads no yaml (it reads no YAML: the primary sends it compiled snapshots and the auth config); without a
  * global limit no process loads ioredis. Each process's modules are listed through NODE_OPTIONS,
  * which the workers inherit (test/helpers/module-log.ts).
  */
@@ -59,17 +60,23 @@ describe('packages each process of the built router loads', () => {
     }
   });
 
-  it('with an auth file and a scheduler file: every process loads jose and yaml', async () => {
+  it('with an auth file: the workers load jose and no yaml, the primary yaml and no jose; with a scheduler file too, the workers load yaml', async () => {
     const auth = join(dir, 'auth.yaml');
     writeFileSync(auth, `apiKeys:\n  - { name: team-a, sha256: "${sha256Hex('key-a')}" }\n`);
     const scheduler = join(dir, 'scheduler.yaml');
     writeFileSync(scheduler, 'scorers:\n  least-request: 1\n');
     const { primary, workers } = await packagesLoaded('configured', { ROUTER_AUTH_CONFIG: auth, ROUTER_SCHEDULER_CONFIG: scheduler });
-    expect(primary.has('jose')).toBe(true);
+    expect(primary.has('yaml')).toBe(true);
+    expect(primary.has('jose')).toBe(false);
     for (const w of workers) {
       expect(w.has('jose')).toBe(true);
       expect(w.has('yaml')).toBe(true);
       expect(w.has('ioredis')).toBe(false);
+    }
+    const authOnly = await packagesLoaded('auth-only', { ROUTER_AUTH_CONFIG: auth });
+    for (const w of authOnly.workers) {
+      expect(w.has('jose')).toBe(true);
+      expect(w.has('yaml')).toBe(false);
     }
   });
 });

@@ -3,10 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthConfigError } from '../../../src/auth/auth-config.js';
-import { AuthSource, loadAuthConfigFile, startAuthSource } from '../../../src/auth/auth-source.js';
-import type { Exchange } from '../../../src/http/exchange.js';
-import { RouterError } from '../../../src/errors.js';
-import { JwksServer, makeKey, sha256Hex, signToken } from './jwks-server.js';
+import { AUTH_RELOAD_INLINE_CHARS, AuthSource, loadAuthConfigFile, startAuthSource } from '../../../src/auth/auth-source.js';
+import { sha256Hex } from './jwks-server.js';
 
 const dirs: string[] = [];
 function file(text: string): string {
@@ -17,16 +15,8 @@ function file(text: string): string {
   return f;
 }
 const keys = (...names: string[]) => `apiKeys:\n${names.map((n) => `  - { name: ${n}, sha256: "${sha256Hex(`key-${n}`)}" }`).join('\n')}\n`;
-const exchange = (authorization: string) => ({ authorization }) as unknown as Exchange;
-
-function status(fn: () => unknown): number {
-  try {
-    fn();
-    return 200;
-  } catch (err) {
-    return (err as RouterError).status;
-  }
-}
+/** The key names of the config in use. */
+const names = (s: AuthSource): string[] => s.config.apiKeys.map((k) => k.name);
 
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -40,7 +30,7 @@ describe('AuthSource', () => {
     expect(() => loadAuthConfigFile(join(tmpdir(), 'no-such-auth.yaml'))).toThrow(/no-such-auth\.yaml: cannot read the auth file/);
   });
 
-  it('swaps in a valid change and keeps the last good config on a bad one', () => {
+  it('swaps in a valid change and keeps the last good config on a bad one', async () => {
     const f = file(keys('a'));
     const logs: string[] = [];
     const levels: string[] = [];
@@ -50,26 +40,26 @@ describe('AuthSource', () => {
     });
     s.start();
     try {
-      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
-      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(401);
+      expect(names(s)).toContain('a');
+      expect(names(s)).not.toContain('b');
 
       writeFileSync(f, keys('b'));
-      expect(s.reload()).toBe(true);
-      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(401);
-      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+      expect(await s.reload()).toBe(true);
+      expect(names(s)).not.toContain('a');
+      expect(names(s)).toContain('b');
 
       writeFileSync(f, 'apiKeys: [{ name: c, sha256: nope }]');
-      expect(s.reload()).toBe(false);
+      expect(await s.reload()).toBe(false);
       expect(s.rejected).toBe(1);
       expect(logs.at(-1)).toMatch(/auth reload rejected, keeping the last good config: .*auth\.yaml: apiKeys\[0\]\.sha256/);
       // A reload applied is information; one refused is a warning (a broken file in production).
       expect(levels.slice(-2)).toEqual(['info', 'warn']);
-      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+      expect(names(s)).toContain('b');
 
       rmSync(f);
-      expect(s.reload()).toBe(false);
+      expect(await s.reload()).toBe(false);
       expect(s.rejected).toBe(2);
-      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+      expect(names(s)).toContain('b');
     } finally {
       s.stop();
     }
@@ -81,93 +71,65 @@ describe('AuthSource', () => {
     s.start(20);
     try {
       writeFileSync(f, keys('a', 'b'));
-      for (let i = 0; i < 400 && status(() => s.authorize(exchange('Bearer key-b'), 'm')) !== 200; i++) {
+      for (let i = 0; i < 400 && !names(s).includes('b'); i++) {
         await new Promise((r) => setTimeout(r, 10));
       }
-      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+      expect(names(s)).toContain('b');
     } finally {
       s.stop();
     }
   });
 
-  it('a reload naming the same remote key set keeps its keys: tokens still verify while the issuer is down', async () => {
-    const jwks = await new JwksServer().start();
-    const key = await makeKey('k1');
-    jwks.keys = [key.jwk];
-    const jwt = `jwt:\n  issuer: https://issuer.test\n  audiences: [inference-router]\n  jwksUri: ${jwks.url}\n`;
-    const f = file(keys('a') + jwt);
+  it('parses a large change off the event loop, keeping the config in use until then; the last of two changes is the one applied; each config put in use is told', async () => {
+    const THREAD = new URL('../../../dist/auth/auth-parse-thread.js', import.meta.url);
+    const many = (prefix: string) => keys(...Array.from({ length: 600 }, (_, i) => `${prefix}${i}`));
+    expect(many('b').length).toBeGreaterThan(AUTH_RELOAD_INLINE_CHARS);
+    const f = file(keys('a'));
     const logs: string[] = [];
-    const s = new AuthSource(f, (m) => logs.push(m));
+    const applied: number[] = [];
+    const s = new AuthSource(f, (m) => logs.push(m), { parseThread: THREAD, onApplied: (c) => applied.push(c.apiKeys.length) });
     s.start();
     try {
-      const before = await s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'before' })}`), 'm');
-      expect(before.subject).toBe('before');
-      expect(jwks.fetches).toBe(1);
-      jwks.status = 500; // the issuer goes down
-      writeFileSync(f, keys('a', 'b') + jwt);
-      expect(s.reload()).toBe(true);
-      // A token never seen before (not in the verified-token cache) is checked with the kept keys.
-      const after = await s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'after' })}`), 'm');
-      expect(after.subject).toBe('after');
-      expect(jwks.fetches).toBe(1);
-      expect(logs.filter((l) => l.includes('fetching the key set'))).toEqual([]);
-    } finally {
-      s.stop();
-      await jwks.stop();
-    }
-  });
+      writeFileSync(f, many('b'));
+      let done = false;
+      const reload = s.reload();
+      void reload.finally(() => { done = true; });
+      // Not swapped yet: the parse is in its thread, and the config in use stays.
+      expect(names(s)).toContain('a');
+      let turns = 0;
+      const count = (): void => { if (!done) { turns++; setImmediate(count); } };
+      setImmediate(count);
+      writeFileSync(f, many('c')); // changed again while the first is parsed
+      expect(s.reload()).toBe(reload);
+      expect(await reload).toBe(true);
+      expect(turns).toBeGreaterThan(0);
+      expect(names(s)).toContain('c599');
+      expect(names(s)).not.toContain('b0');
+      expect(names(s)).not.toContain('a');
+      expect(applied).toEqual([1, 600, 600]); // the first config, then each change put in use
 
-  it('a reload while the first fetch of the same key set is under way: tokens on the new config wait for that fetch, no 503', async () => {
-    const jwks = await new JwksServer().start();
-    const key = await makeKey('k1');
-    jwks.keys = [key.jwk];
-    jwks.delayMs = 200; // a slow issuer: the reload lands while its answer is on the way
-    const jwt = `jwt:\n  issuer: https://issuer.test\n  audiences: [inference-router]\n  jwksUri: ${jwks.url}\n`;
-    const f = file(keys('a') + jwt);
-    const s = new AuthSource(f, () => undefined);
-    s.start();
-    try {
-      const first = s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'first' })}`), 'm');
-      writeFileSync(f, keys('a', 'b') + jwt);
-      expect(s.reload()).toBe(true);
-      const second = s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'second' })}`), 'm');
-      expect((await first).subject).toBe('first');
-      expect((await second).subject).toBe('second');
-      expect(jwks.fetches).toBe(1);
-      // And later tokens on the new config use the keys that fetch brought.
-      expect((await s.authorize(exchange(`Bearer ${await signToken(key, { subject: 'third' })}`), 'm')).subject).toBe('third');
-      expect(jwks.fetches).toBe(1);
-    } finally {
-      s.stop();
-      await jwks.stop();
-    }
-  });
-
-  it('starts from the last good text given when the file is invalid or unreadable now, then follows the file', () => {
-    const good = keys('a');
-    const f = file('apiKeys: [{ name: broken }]');
-    const logs: string[] = [];
-    const s = new AuthSource(f, (m) => logs.push(m));
-    expect(() => s.start()).toThrow(AuthConfigError);
-    s.start(250, good);
-    try {
-      expect(status(() => s.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
-      expect(s.lastGoodText).toBe(good);
+      // A bad large change: refused, naming the field, the config in use kept.
+      writeFileSync(f, `${many('d')}  - { name: broken }\n`);
+      expect(await s.reload()).toBe(false);
       expect(s.rejected).toBe(1);
-      expect(logs).toEqual([expect.stringMatching(/^auth file not usable, starting with the last good config: .*auth\.yaml: apiKeys\[0\]\.sha256/)]);
-      expect(s.reload()).toBe(false); // the same invalid text: not logged again
-      expect(logs.length).toBe(1);
-      writeFileSync(f, keys('b'));
-      expect(s.reload()).toBe(true);
-      expect(s.lastGoodText).toBe(keys('b'));
-      expect(status(() => s.authorize(exchange('Bearer key-b'), 'm'))).toBe(200);
+      expect(logs.at(-1)).toMatch(/^auth reload rejected, keeping the last good config: .*auth\.yaml: apiKeys\[600\]\.sha256/);
+      expect(names(s)).toContain('c0');
+
+      // Stopped while a parse is under way: it changes nothing when it ends.
+      writeFileSync(f, many('e'));
+      const late = s.reload();
+      s.stop();
+      expect(await late).toBe(false);
+      expect(names(s)).toContain('c0');
+      expect(names(s)).not.toContain('e0');
+      expect(applied).toEqual([1, 600, 600]); // neither the refused change nor the one parsed after stop()
+      expect(logs.filter((m) => m.startsWith('auth reloaded'))).toEqual([
+        expect.stringMatching(/: 600 API keys, JWT off$/),
+        expect.stringMatching(/: 600 API keys, JWT off$/),
+      ]);
     } finally {
       s.stop();
     }
-    const gone = new AuthSource(join(tmpdir(), 'no-such-auth.yaml'), () => {});
-    gone.start(250, good);
-    expect(status(() => gone.authorize(exchange('Bearer key-a'), 'm'))).toBe(200);
-    gone.stop();
   });
 
   it('is off without ROUTER_AUTH_CONFIG', () => {

@@ -432,3 +432,53 @@ jwt:
     expect(await once(await signToken(k))).toBe('alice');
   });
 });
+
+/** As a worker applies a change of the auth file (worker/worker-auth.ts): the Authenticator it replaces given. */
+describe('Authenticator replacing another (a reload of the auth file)', () => {
+  const keys = (...names: string[]) => `apiKeys:\n${names.map((n) => `  - { name: ${n}, sha256: "${sha256Hex(`key-${n}`)}" }`).join('\n')}\n`;
+
+  it('naming the same remote key set keeps its keys: tokens still verify while the issuer is down', async () => {
+    const jwks = await new JwksServer().start();
+    const key = await makeKey('k1');
+    jwks.keys = [key.jwk];
+    const jwt = `jwt:\n  issuer: https://issuer.test\n  audiences: [inference-router]\n  jwksUri: ${jwks.url}\n`;
+    const logs: string[] = [];
+    const first = new Authenticator(parseAuthConfig(keys('a') + jwt, 'auth.yaml'), { log: (m) => logs.push(m) });
+    try {
+      const before = await first.identify(`Bearer ${await signToken(key, { subject: 'before' })}`, 'm');
+      expect(before.subject).toBe('before');
+      expect(jwks.fetches).toBe(1);
+      jwks.status = 500; // the issuer goes down
+      const next = new Authenticator(parseAuthConfig(keys('a', 'b') + jwt, 'auth.yaml'), { log: (m) => logs.push(m) }, first);
+      // A token never seen before (not in the verified-token cache) is checked with the kept keys.
+      const after = await next.identify(`Bearer ${await signToken(key, { subject: 'after' })}`, 'm');
+      expect(after.subject).toBe('after');
+      expect(jwks.fetches).toBe(1);
+      expect(logs.filter((l) => l.includes('fetching the key set'))).toEqual([]);
+    } finally {
+      await jwks.stop();
+    }
+  });
+
+  it('while the first fetch of the same key set is under way: tokens on the new config wait for that fetch, no 503', async () => {
+    const jwks = await new JwksServer().start();
+    const key = await makeKey('k1');
+    jwks.keys = [key.jwk];
+    jwks.delayMs = 200; // a slow issuer: the reload lands while its answer is on the way
+    const jwt = `jwt:\n  issuer: https://issuer.test\n  audiences: [inference-router]\n  jwksUri: ${jwks.url}\n`;
+    const old = new Authenticator(parseAuthConfig(keys('a') + jwt, 'auth.yaml'));
+    try {
+      const first = old.identify(`Bearer ${await signToken(key, { subject: 'first' })}`, 'm');
+      const next = new Authenticator(parseAuthConfig(keys('a', 'b') + jwt, 'auth.yaml'), {}, old);
+      const second = next.identify(`Bearer ${await signToken(key, { subject: 'second' })}`, 'm');
+      expect((await first).subject).toBe('first');
+      expect((await second).subject).toBe('second');
+      expect(jwks.fetches).toBe(1);
+      // And later tokens on the new config use the keys that fetch brought.
+      expect((await next.identify(`Bearer ${await signToken(key, { subject: 'third' })}`, 'm')).subject).toBe('third');
+      expect(jwks.fetches).toBe(1);
+    } finally {
+      await jwks.stop();
+    }
+  });
+});
