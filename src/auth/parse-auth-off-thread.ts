@@ -70,6 +70,9 @@ export function parseAuthConfigInThread(text: string, file: string, redisCluster
   const { thread, port } = startThread(text, file, redisCluster, threadFile);
   return new Promise((resolve, reject) => {
     let deadline: NodeJS.Timeout | null = null;
+    /** What ended the thread, when something thrown in it did (out of memory, a bug in the parser). */
+    let thrown = '';
+    thread.on('error', (err: Error) => { thrown = `: ${err.message}`; });
     const outcome = (o: AuthParseOutcome): void => {
       finish();
       try {
@@ -88,7 +91,7 @@ export function parseAuthConfigInThread(text: string, file: string, redisCluster
       // An outcome posted just before the thread ended may not have been delivered yet.
       const reply = receiveMessageOnPort(port);
       if (reply !== undefined) outcome(reply.message as AuthParseOutcome);
-      else failed(`ended (code ${code}) without a result`);
+      else failed(`ended (code ${code}) without a result${thrown}`);
     };
     const finish = (): void => {
       if (deadline !== null) clearTimeout(deadline);

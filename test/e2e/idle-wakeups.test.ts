@@ -117,7 +117,7 @@ async function quietestWakeUps(pid: number): Promise<number> {
   return Math.min(...windows);
 }
 
-// The resources file (read by the primary) and the auth file (read by each worker) were polled
+// The resources file and the auth file (both read by the primary; until 2026-12-07 the auth file by each worker too) were polled
 // every 250 ms: a stat on the thread pool and a wake-up of the main thread, 8 a second each. They
 // are now watched through inotify, with a poll every 5 s beside the watch.
 describe.skipIf(!existsSync('/proc/self/schedstat'))('an idle router with a resources file and an auth file', { concurrent: true }, () => {

@@ -86,11 +86,13 @@ describe('parseAuthConfigInThread (a reload: not waited for)', () => {
     expect((err as AuthConfigError).path).toBe('apiKeys[1].name');
   });
 
-  it('a parser that cannot be loaded, that ends without an outcome, or gives none in time: an error naming the file', async () => {
+  it('a parser that cannot be loaded, that ends without an outcome (with what ended it), or gives none in time: an error naming the file', async () => {
     await expect(parseAuthConfigInThread(text, 'auth.yaml', false, new URL('file:///nonexistent/auth-parse-thread.js')))
       .rejects.toThrow(/^auth\.yaml: cannot load the auth file parser: /);
     await expect(parseAuthConfigInThread(text, 'auth.yaml', false, parser('exits', 'process.exit(3);')))
       .rejects.toThrow("auth.yaml: the auth file's parser thread ended (code 3) without a result");
+    await expect(parseAuthConfigInThread(text, 'auth.yaml', false, parser('throws', "setImmediate(() => { throw new Error('the parser broke'); });")))
+      .rejects.toThrow("auth.yaml: the auth file's parser thread ended (code 1) without a result: the parser broke");
     await expect(parseAuthConfigInThread(text, 'auth.yaml', false, parser('hangs', 'setInterval(() => {}, 1000);'), 300))
       .rejects.toThrow("auth.yaml: the auth file's parser thread gave no result within 0.3 s");
   });
