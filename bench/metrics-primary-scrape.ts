@@ -12,7 +12,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { RequestContext } from 'inference-router/http/request-context';
 import { RouterMetrics } from 'inference-router/observe/metrics';
 import { SchedulerMetrics } from 'inference-router/observe/scheduler-metrics';
-import { attachMetricsPrimary, MSG_COLLECT, MSG_DATA, MSG_GET, MSG_HELLO, MSG_TEXT } from 'inference-router/observe/metrics-cluster';
+import { attachMetricsPrimary, metricsJson, MSG_COLLECT, MSG_DATA, MSG_GET, MSG_HELLO, MSG_TEXT, registryAnswer, type SentMetric } from 'inference-router/observe/metrics-cluster';
 import type { MetricJson } from 'inference-router/observe/metrics-series';
 import { positiveNumber, readCommandLine } from './cli-args.js';
 
@@ -24,7 +24,7 @@ const [PODS, WORKERS] = readCommandLine({ usage: USAGE, positionals: [0, 2] }, (
 const ROUNDS = 40;
 
 /** One worker's registry answer: 64 routes' request series and histograms, `pods` pods' counters and gauges. */
-async function workerAnswer(pods: readonly string[], seed: number): Promise<MetricJson[]> {
+async function workerAnswer(pods: readonly string[], seed: number): Promise<SentMetric[]> {
   const m = new RouterMetrics({ defaultMetrics: false });
   const s = new SchedulerMetrics(m.registry, () => pods.filter((_, i) => i % 50 === seed), () => pods.map((p): [string, number] => [p, 1]), () => 1000, () => pods);
   const statuses = [200, 200, 200, 429, 502];
@@ -48,7 +48,7 @@ async function workerAnswer(pods: readonly string[], seed: number): Promise<Metr
     s.serverError(pod);
     if (i % 50 === seed) s.ejected(pod);
   }
-  return (await m.registry.getMetricsAsJSON()) as unknown as MetricJson[];
+  return registryAnswer(m.registry); // as a worker sends it: histogram families as their parts
 }
 
 class BenchWorker {
@@ -82,10 +82,10 @@ async function main(): Promise<void> {
   const configured = new Set(pods);
   const answers = await Promise.all(Array.from({ length: WORKERS }, (_, i) => workerAnswer(pods, i)));
   const oldAnswers = await Promise.all(Array.from({ length: WORKERS }, (_, i) => workerAnswer(pods.slice(0, PODS >> 1), i)));
-  const series = answers[0].reduce((n, f) => n + f.values.length, 0);
+  const lists: MetricJson[][] = answers.map(metricsJson);
+  const series = lists[0].reduce((n, f) => n + f.values.length, 0);
   console.log(`node ${process.version}: ${PODS} backend pods, ${WORKERS} workers, ${series} values per answer`);
 
-  const lists: MetricJson[][] = answers;
   const aggregate: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const t0 = process.cpuUsage();

@@ -1,0 +1,50 @@
+/**
+ * A worker's registry as it sends it to the primary (metrics-cluster.ts registryAnswer(), its
+ * histogram families as HistogramParts): through JSON, as node:cluster's IPC carries it, and made
+ * into prom-client's JSON on the primary (metricsJson()), it is what getMetricsAsJSON() gives, at a
+ * fraction of the size.
+ */
+import { describe, expect, it } from 'vitest';
+import { RequestContext } from '../../../src/http/request-context.js';
+import { RouterMetrics } from '../../../src/observe/metrics.js';
+import { metricsJson, registryAnswer } from '../../../src/observe/metrics-cluster.js';
+import { HistogramFamily } from '../../../src/observe/metrics-series.js';
+
+function metricsWithTraffic(routes: number): RouterMetrics {
+  const m = new RouterMetrics({ defaultMetrics: false });
+  const statuses = [200, 200, 429, 502];
+  for (let i = 0; i < routes * 3; i++) {
+    const c = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'id', 1_000, 1_000);
+    c.modelName = `model-${i % routes}`;
+    c.modelRoute = `default/route-${i % routes}`;
+    c.statusCode = statuses[i % statuses.length];
+    if (c.statusCode !== 200) c.fail(c.statusCode === 429 ? 'rate_limit' : 'upstream_error', 'x', c.statusCode);
+    c.inputTokens = 10 + i;
+    c.outputTokens = 20 + i;
+    c.tUpstreamStart = 1_001;
+    c.tUpstreamEnd = 1_001 + ((i * 37) % 4_000);
+    m.observeRequest(c, i % 3 === 0 ? null : (i * 13) % 900);
+  }
+  return m;
+}
+
+describe('a worker registry as sent to the primary', () => {
+  it('comes back through JSON as getMetricsAsJSON() gives it, histograms included, in the same order', async () => {
+    const m = metricsWithTraffic(40);
+    const sent = await registryAnswer(m.registry);
+    expect(sent.some((x) => 'series' in x)).toBe(true);
+    const back = metricsJson(JSON.parse(JSON.stringify(sent)));
+    expect(back).toEqual(JSON.parse(JSON.stringify(await m.registry.getMetricsAsJSON())));
+    // The primary's text from it is the registry's own.
+    expect(back.map((x) => x.name)).toEqual(m.registry.getMetricsAsArray().map((x) => x.name));
+  });
+
+  it('sends a histogram family as one entry a series: a fraction of the JSON', async () => {
+    const m = metricsWithTraffic(200);
+    const histograms = m.registry.getMetricsAsArray().filter((x) => (x as unknown) instanceof HistogramFamily).length;
+    expect(histograms).toBeGreaterThan(0);
+    const sent = JSON.stringify(await registryAnswer(m.registry)).length;
+    const json = JSON.stringify(await m.registry.getMetricsAsJSON()).length;
+    expect(sent).toBeLessThan(json / 4);
+  });
+});
