@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { ModelRoute, ModelServer } from './resource-types.js';
 import type { ResourceRules } from './resources.js';
 import { parseResourceFile } from './resource-file.js';
-import { DEFAULT_PARSE_THREAD, parseOffThread } from './parse-off-thread.js';
+import { DEFAULT_PARSE_THREAD, PARSE_IN_PLACE_CHARS, parseHere, parseOffThread } from './parse-off-thread.js';
 import { FileWatch } from './file-watch.js';
 
 /**
@@ -78,7 +78,7 @@ export function loadResourceFile(file: string, rules: ResourceRules, maxBytes: n
  * Watches a resources file (file-watch.ts: inotify on the file, armed again after each change, which
  * follows editors' rename-on-save and ConfigMap symlink swaps, with a slow poll beside it, or a 250 ms
  * poll where inotify is not available or its watches are used up, told once as a warning). A valid
- * change is parsed in a worker thread and handed to `apply`; a change that is refused keeps the
+ * change is parsed (in a worker thread when over PARSE_IN_PLACE_CHARS) and handed to `apply`; a change that is refused keeps the
  * last good config and is logged: unreadable, larger than the cap, invalid, or empty (no document —
  * an editor or a non-atomic write caught mid-way; an intentionally empty config is written as a
  * `kind: List` with `items: []`). A file still changing while it is read is skipped until its
@@ -161,7 +161,8 @@ export class FileSource {
     const text = buf.toString('utf8');
     if (text === this.lastText) return;
     this.lastText = text;
-    const outcome = await parseOffThread({ text, file, rules: this.o.rules }, this.o.parseThread ?? DEFAULT_PARSE_THREAD);
+    const job = { text, file, rules: this.o.rules };
+    const outcome = text.length > PARSE_IN_PLACE_CHARS ? await parseOffThread(job, this.o.parseThread ?? DEFAULT_PARSE_THREAD) : parseHere(job);
     if (!outcome.ok) return this.reject(outcome.message);
     const { routes, servers, warnings, notServed, documents } = outcome.parsed;
     if (documents === 0) {

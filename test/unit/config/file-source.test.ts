@@ -7,7 +7,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pathToFileURL } from 'node:url';
 import { FileSource, type FileSourceEvent, type LoadedResources } from '../../../src/config/file-source.js';
+import { PARSE_IN_PLACE_CHARS, parseHere } from '../../../src/config/parse-off-thread.js';
 import { resourcesFor } from '../../helpers/processes.js';
 
 const dirs: string[] = [];
@@ -28,7 +30,7 @@ function started(): { file: string; source: FileSource; lines: string[]; applied
   const source = new FileSource({
     file, rules: { apiGroup: 'networking.serving.volcano.sh', redisCluster: false }, maxBytes: 1 << 20,
     log: (m: string, _e: FileSourceEvent) => lines.push(m), apply: (r) => applied.push(r),
-    // Reloads parse in a worker thread, which runs compiled code (npm run build).
+    // A long change is parsed in a worker thread, which runs compiled code (npm run build).
     parseThread: new URL('../../../dist/config/resource-parse-thread.js', import.meta.url),
   });
   sources.push(source);
@@ -106,5 +108,58 @@ describe('FileSource reloads of a file the router refuses', () => {
     expect(lines.at(-1)).toBe(`resources reload rejected, keeping the last good config: ${file}: document 1 (ModelServer default/sf-server): `
       + 'spec.endpoints[0].labels: must carry the label "g" (spec.workloadSelector.pdGroup.groupKey) and those of prefillLabels {role: prefill} '
       + 'or decodeLabels {role: decode}, got none');
+  });
+});
+
+describe('FileSource parses a change in place or in a thread, by its length', () => {
+  /** Backends enough for a file over PARSE_IN_PLACE_CHARS. */
+  const many = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `pod-${i}`, port: 1000 + i }));
+
+  it('a change up to PARSE_IN_PLACE_CHARS in place, a longer one in the parser thread, with the same loads', async () => {
+    const { file, source, applied } = started();
+    source.stop(); // the reloads below stand for the watch's reports
+    const small = resourcesFor(many(3));
+    const large = resourcesFor(many(800));
+    expect(small.length).toBeLessThanOrEqual(PARSE_IN_PLACE_CHARS);
+    expect(large.length).toBeGreaterThan(PARSE_IN_PLACE_CHARS);
+    writeFileSync(file, large);
+    await source.reload();
+    writeFileSync(file, small);
+    await source.reload();
+    expect(applied).toHaveLength(3);
+    const rules = { apiGroup: 'networking.serving.volcano.sh', redisCluster: false };
+    const here = (text: string): LoadedResources => {
+      const o = parseHere({ text, file, rules });
+      if (!o.ok) throw new Error(o.message);
+      return { routes: o.parsed.routes, servers: o.parsed.servers };
+    };
+    expect(applied[1]).toEqual(here(large));
+    expect(applied[1].servers[0].endpoints).toHaveLength(800);
+    expect(applied[2]).toEqual(here(small));
+  });
+
+  it('which path a change takes: a parser thread that refuses everything sees the long change only', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ir-file-source-'));
+    dirs.push(dir);
+    const thread = join(dir, 'refusing-thread.mjs');
+    writeFileSync(thread, "import { parentPort } from 'node:worker_threads';\nparentPort.postMessage({ ok: false, message: 'refused by the thread' });\n");
+    const file = join(dir, 'resources.yaml');
+    writeFileSync(file, resourcesFor([{ name: 'pod-a', port: 1 }]));
+    const lines: string[] = [];
+    const applied: LoadedResources[] = [];
+    const source = new FileSource({
+      file, rules: { apiGroup: 'networking.serving.volcano.sh', redisCluster: false }, maxBytes: 1 << 20,
+      log: (m: string) => lines.push(m), apply: (r) => applied.push(r), parseThread: pathToFileURL(thread),
+    });
+    sources.push(source);
+    source.start(60_000);
+    source.stop();
+    writeFileSync(file, resourcesFor(many(3)));
+    await source.reload();
+    expect(applied).toHaveLength(2);
+    writeFileSync(file, resourcesFor(many(800)));
+    await source.reload();
+    expect(applied).toHaveLength(2);
+    expect(lines.at(-1)).toBe('resources reload rejected, keeping the last good config: refused by the thread');
   });
 });
