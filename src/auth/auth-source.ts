@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { FileWatch } from '../config/file-watch.js';
+import { PARSE_IN_PLACE_CHARS } from '../config/parse-off-thread.js';
 import { parseAuthConfig, type AuthConfig } from './auth-config.js';
 import { AUTH_PARSE_THREAD, parseAuthConfigInThread, parseAuthConfigOffThread } from './parse-auth-off-thread.js';
 
@@ -21,10 +22,10 @@ export const AUTH_PARSE_OFF_THREAD_CHARS = 256 * 1024;
 
 /**
  * A reload of a file longer than this (in characters) is parsed in a thread while the process goes
- * on serving with the config in use; a shorter one in the process. The YAML parse takes about 0.7 ms
- * a KiB, so a file of this size stalls its process's event loop for about 20 ms.
+ * on serving with the config in use; a shorter one in the process: the resources file's bound
+ * (config/parse-off-thread.ts), where the YAML parse holds the event loop about 20 ms at most.
  */
-export const AUTH_RELOAD_INLINE_CHARS = 32 * 1024;
+export const AUTH_RELOAD_INLINE_CHARS = PARSE_IN_PLACE_CHARS;
 
 /** The auth file's config: a large file parsed off-thread, so the YAML parse's heap does not stay with the process. */
 function parseAuth(text: string, file: string, redisCluster: boolean, thread: URL = AUTH_PARSE_THREAD): AuthConfig {
@@ -98,9 +99,10 @@ export class AuthSource {
 
   /**
    * Re-reads the file; a valid change becomes the config in use. Resolves true when one did. The
-   * process goes on (the workers serving with the config in use) until the new one is in place. A change while a reload
-   * is in progress is read once that one is over (the same promise), so the last text written is
-   * the one that ends up applied, and a parse that ends late never replaces a newer config.
+   * process goes on (the workers serving with the config in use) until the new one is in place. A
+   * change while a reload is in progress is read once that one is over (the same promise), so the
+   * last text written is the one that ends up applied, and a parse that ends late never replaces a
+   * newer config.
    */
   reload(): Promise<boolean> {
     if (this.reloading !== null) this.reloadAgain = true;
