@@ -19,8 +19,8 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-/** A FileSource started on a valid resources file; its log lines and applied loads. */
-function started(): { file: string; source: FileSource; lines: string[]; applied: LoadedResources[] } {
+/** A FileSource started on a valid resources file; its log lines and applied loads. `parseThread`: the parser thread's module. */
+function started(parseThread = new URL('../../../dist/config/resource-parse-thread.js', import.meta.url)): { file: string; source: FileSource; lines: string[]; applied: LoadedResources[] } {
   const dir = mkdtempSync(join(tmpdir(), 'ir-file-source-'));
   dirs.push(dir);
   const file = join(dir, 'resources.yaml');
@@ -31,7 +31,7 @@ function started(): { file: string; source: FileSource; lines: string[]; applied
     file, rules: { apiGroup: 'networking.serving.volcano.sh', redisCluster: false }, maxBytes: 1 << 20,
     log: (m: string, _e: FileSourceEvent) => lines.push(m), apply: (r) => applied.push(r),
     // A long change is parsed in a worker thread, which runs compiled code (npm run build).
-    parseThread: new URL('../../../dist/config/resource-parse-thread.js', import.meta.url),
+    parseThread,
   });
   sources.push(source);
   source.start(60_000);
@@ -143,16 +143,7 @@ describe('FileSource parses a change in place or in a thread, by its length', ()
     dirs.push(dir);
     const thread = join(dir, 'refusing-thread.mjs');
     writeFileSync(thread, "import { parentPort } from 'node:worker_threads';\nparentPort.postMessage({ ok: false, message: 'refused by the thread' });\n");
-    const file = join(dir, 'resources.yaml');
-    writeFileSync(file, resourcesFor([{ name: 'pod-a', port: 1 }]));
-    const lines: string[] = [];
-    const applied: LoadedResources[] = [];
-    const source = new FileSource({
-      file, rules: { apiGroup: 'networking.serving.volcano.sh', redisCluster: false }, maxBytes: 1 << 20,
-      log: (m: string) => lines.push(m), apply: (r) => applied.push(r), parseThread: pathToFileURL(thread),
-    });
-    sources.push(source);
-    source.start(60_000);
+    const { file, source, lines, applied } = started(pathToFileURL(thread));
     source.stop();
     writeFileSync(file, resourcesFor(many(3)));
     await source.reload();
