@@ -23,7 +23,7 @@ export const AUTH_PARSE_OFF_THREAD_CHARS = 256 * 1024;
 /**
  * A reload of a file longer than this (in characters) is parsed in a thread while the process goes
  * on serving with the config in use; a shorter one in the process: the resources file's bound
- * (config/parse-off-thread.ts), where the YAML parse holds the event loop about 20 ms at most.
+ * (config/parse-off-thread.ts, where what a parse of that size holds the event loop is measured).
  */
 export const AUTH_RELOAD_INLINE_CHARS = PARSE_IN_PLACE_CHARS;
 

@@ -271,15 +271,17 @@ export function metricsJson(sent: readonly SentMetric[]): MetricJson[] {
 /**
  * A worker's registry as it sends it: what getMetricsAsJSON() gives (the router sets no default
  * labels), but a histogram family as its parts. With 1,000 routes in use the JSON of the whole
- * registry was 8.2 MB, and its making and writing held the worker's event loop 100–250 ms a scrape.
+ * registry was 8.2 MB, and its making and writing held the worker's event loop 88–143 ms a scrape
+ * (0.83 MB and 12–36 ms so). Every metric is read in this call, before anything else runs, as
+ * getMetricsAsJSON() reads them: read one after another across awaits, a configuration arriving
+ * in the same read of the IPC channel (its message emitted on the next tick) would be applied
+ * between two metrics, and the answer's pod epochs would not be those of its counters.
  */
-export async function registryAnswer(registry: Registry): Promise<SentMetric[]> {
-  const out: SentMetric[] = [];
-  for (const metric of registry.getMetricsAsArray()) {
+export function registryAnswer(registry: Registry): Promise<SentMetric[]> {
+  return Promise.all(registry.getMetricsAsArray().map((metric): SentMetric | Promise<SentMetric> => {
     const m = metric as unknown as RegistrableMetric;
-    out.push(m instanceof HistogramFamily ? m.parts() : await m.get());
-  }
-  return out;
+    return m instanceof HistogramFamily ? m.parts() : m.get();
+  }));
 }
 
 /** The pod epochs of a worker's answer, when it gave them (a plain object of numbers). */

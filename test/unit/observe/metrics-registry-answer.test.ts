@@ -39,6 +39,22 @@ describe('a worker registry as sent to the primary', () => {
     expect(back.map((x) => x.name)).toEqual(m.registry.getMetricsAsArray().map((x) => x.name));
   });
 
+  it('reads every metric at once: what happens after the call (a configuration applied, a request counted) is in none of it', async () => {
+    const m = metricsWithTraffic(5);
+    const answer = registryAnswer(m.registry);
+    // As a message emitted on the next tick would, after the call and before its promise settles.
+    const c = new RequestContext('POST', '/v1/completions', 'HTTP/1.1', 'id', 1_000, 1_000);
+    c.modelName = 'model-late';
+    c.modelRoute = 'default/route-late';
+    c.statusCode = 200;
+    c.tUpstreamStart = 1_001;
+    c.tUpstreamEnd = 1_002;
+    m.observeRequest(c, 1);
+    const text = JSON.stringify(await answer);
+    expect(text).not.toContain('route-late');
+    expect(JSON.stringify(await registryAnswer(m.registry))).toContain('route-late');
+  });
+
   it('sends a histogram family as one entry a series: a fraction of the JSON', async () => {
     const m = metricsWithTraffic(200);
     const histograms = m.registry.getMetricsAsArray().filter((x) => (x as unknown) instanceof HistogramFamily).length;
