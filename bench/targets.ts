@@ -1,7 +1,8 @@
 /**
  * What a benchmark run measures, each a child process on a free loopback port started through the
  * shared process harness (test/helpers/processes.ts): mock backends, routers, reference proxies,
- * nginx and redis-server. `stopAll()` (and process exit) ends exactly the processes this run started.
+ * nginx and redis-server. `stopAll()` (and process exit) ends exactly the processes this run started;
+ * `stopAll()` also removes the directories `tempDir()` made (the targets' files and access logs).
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';

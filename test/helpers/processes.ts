@@ -30,8 +30,13 @@ export const CLI = join(ROOT, 'dist/cli.js');
 /** The mock model server (test/mock-backend/), built by bench/tsconfig.json. */
 export const MOCK = join(ROOT, 'dist/test/mock-backend/mock-backend.js');
 
+/** Directories tempDir() made in this process: stopAll() removes them (a bench's end; tests do not call it). */
+const madeDirs = new Set<string>();
+
 export function tempDir(prefix = 'ir-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeDirs.add(dir);
+  return dir;
 }
 
 export { freePort, unusedPort } from './ports.js';
@@ -180,6 +185,10 @@ export function startProcess(args: string[], env: NodeJS.ProcessEnv = {}, opts: 
 }
 
 /** Stops every process started here that is still running. */
+/**
+ * Stops every process started here and removes the directories tempDir() made (a bench's routers'
+ * files and access logs: a full `npm run bench` left about 240 MB of them in /tmp).
+ */
 export async function stopAll(): Promise<void> {
   await Promise.all([...live].map((c) => new Promise<void>((resolve) => {
     if (c.exitCode !== null || c.signalCode !== null) return resolve();
@@ -187,6 +196,8 @@ export async function stopAll(): Promise<void> {
     c.once('exit', () => { clearTimeout(timer); resolve(); });
     c.kill('SIGTERM');
   })));
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+  madeDirs.clear();
 }
 
 export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 15_000, everyMs = 25): Promise<NonNullable<T>> {
