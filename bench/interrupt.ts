@@ -7,12 +7,13 @@
  * process group), but a stopped process does not act on it until it is continued.
  *
  * On the first such signal: every process tree this tool started (test/helpers/processes.ts) is
- * continued and killed, children first, a line on stderr says so, and the tool exits 128 + the
- * signal's number (130 for SIGINT), which also runs its 'exit' hooks (the kernel monitor turned on
- * again after --pause-damon: kernel-monitor.ts). A second signal while this runs changes nothing.
+ * continued and killed, children first, the directories of their files removed, a line on stderr
+ * says so, and the tool exits 128 + the signal's number (130 for SIGINT), which also runs its
+ * 'exit' hooks (the kernel monitor turned on again after --pause-damon: kernel-monitor.ts). A second
+ * signal while this runs changes nothing.
  */
 import { constants } from 'node:os';
-import { livePids } from '../test/helpers/processes.js';
+import { livePids, removeTempDirs } from '../test/helpers/processes.js';
 import { signal } from './pause-targets.js';
 import { processTree } from './proc-cpu.js';
 
@@ -29,6 +30,7 @@ export function stopChildrenOnInterrupt(tool: string): void {
     if (interrupted) return;
     interrupted = true;
     const stopped = killTrees(livePids());
+    removeTempDirs();
     process.stderr.write(`${tool}: interrupted (${signal}): stopped the ${stopped} processes it had started; exiting\n`);
     process.exit(128 + (constants.signals[signal] ?? 0));
   };

@@ -196,6 +196,11 @@ export async function stopAll(): Promise<void> {
     c.once('exit', () => { clearTimeout(timer); resolve(); });
     c.kill('SIGTERM');
   })));
+  removeTempDirs();
+}
+
+/** Removes the directories tempDir() made in this process (stopAll(), and a bench tool interrupted: bench/interrupt.ts). */
+export function removeTempDirs(): void {
   for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
   madeDirs.clear();
 }

@@ -4,19 +4,19 @@
  * measurement holds the idle targets), and is sent SIGINT or SIGTERM.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { processState } from '../../../bench/proc-cpu.js';
 import { tempDir, waitFor } from '../../helpers/processes.js';
 import { builtFile } from '../../helpers/built-file.js';
 
-/** The script: prints the pids it started (the tree's two, the stopped one's), then waits. */
+/** The script: prints the pids it started (the tree's two, the stopped one's) and a directory it made through the harness, then waits. */
 function fixture(install: boolean): string {
   const dir = tempDir('ir-interrupt-');
   const file = join(dir, 'tool.mjs');
   writeFileSync(file, `
-    import { startProcess } from ${JSON.stringify(builtFile('test/helpers/processes.js', 'test/helpers/processes.ts'))};
+    import { startProcess, tempDir } from ${JSON.stringify(builtFile('test/helpers/processes.js', 'test/helpers/processes.ts'))};
     import { stopChildrenOnInterrupt } from ${JSON.stringify(builtFile('bench/interrupt.js', 'bench/interrupt.ts'))};
     import { pauseTrees } from ${JSON.stringify(builtFile('bench/pause-targets.js', 'bench/pause-targets.ts'))};
     import { processTree } from ${JSON.stringify(builtFile('bench/proc-cpu.js', 'bench/proc-cpu.ts'))};
@@ -26,24 +26,26 @@ function fixture(install: boolean): string {
     let pids = processTree(tree.pid);
     while (pids.length < 2) { await new Promise((r) => setTimeout(r, 20)); pids = processTree(tree.pid); }
     pauseTrees([idle.pid]);
-    console.log(JSON.stringify([...pids, idle.pid]));
+    const made = tempDir('ir-interrupt-made-');
+    console.log(JSON.stringify([...pids, idle.pid]) + '\\n' + made);
     setInterval(() => {}, 1000);
   `);
   return file;
 }
 
 /** Runs the script, waits for its pids, sends `signal`: its exit code or signal, stderr, the pids. */
-async function interrupt(signal: NodeJS.Signals, install: boolean): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; pids: number[] }> {
+async function interrupt(signal: NodeJS.Signals, install: boolean): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; pids: number[]; made: string }> {
   const child = spawn(process.execPath, [fixture(install)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
   child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
-  const pids = await waitFor('the pids started', () => (out.includes('\n') ? JSON.parse(out.split('\n')[0]) as number[] : null));
+  const pids = await waitFor('the pids started', () => (out.split('\n').length > 2 ? JSON.parse(out.split('\n')[0]) as number[] : null));
+  const made = out.split('\n')[1];
   child.kill(signal);
   const [code, sig] = await exited;
-  return { code, signal: sig, stderr, pids };
+  return { code, signal: sig, stderr, pids, made };
 }
 
 /** A process gone, or a zombie waiting for a parent that will not reap it (this machine's init). */
@@ -56,11 +58,13 @@ function cleanUp(pids: readonly number[]): void {
 }
 
 describe('an interrupted bench tool', () => {
-  it('on SIGINT continues and kills every process it started, the stopped ones and their children included, says so and exits 130', async () => {
+  it('on SIGINT continues and kills every process it started, the stopped ones and their children included, removes the directories it made, says so and exits 130', async () => {
     const r = await interrupt('SIGINT', true);
     try {
       expect(r.pids).toHaveLength(3);
       expect(r.code).toBe(130);
+      expect(r.made).toMatch(/ir-interrupt-made-/);
+      expect(existsSync(r.made)).toBe(false);
       expect(r.stderr).toContain('tool: interrupted (SIGINT): stopped the 3 processes it had started; exiting');
       await waitFor('every process started to end', () => r.pids.every(ended) || null, 5_000);
     } finally {
