@@ -20,13 +20,6 @@ export function loadAuthConfigFile(file: string): AuthConfig {
 /** Auth files longer than this (in characters) are parsed in a thread of their own (parse-auth-off-thread.ts). */
 export const AUTH_PARSE_OFF_THREAD_CHARS = 256 * 1024;
 
-/**
- * A reload of a file longer than this (in characters) is parsed in a thread while the process goes
- * on serving with the config in use; a shorter one in the process: the resources file's bound
- * (config/parse-off-thread.ts, where what a parse of that size holds the event loop is measured).
- */
-export const AUTH_RELOAD_INLINE_CHARS = PARSE_IN_PLACE_CHARS;
-
 /** The auth file's config: a large file parsed off-thread, so the YAML parse's heap does not stay with the process. */
 function parseAuth(text: string, file: string, redisCluster: boolean, thread: URL = AUTH_PARSE_THREAD): AuthConfig {
   return text.length > AUTH_PARSE_OFF_THREAD_CHARS ? parseAuthConfigOffThread(text, file, redisCluster, thread) : parseAuthConfig(text, file, redisCluster);
@@ -136,7 +129,9 @@ export class AuthSource {
     this.lastText = text;
     let config: AuthConfig;
     try {
-      config = text.length > AUTH_RELOAD_INLINE_CHARS
+      // Longer than the resources file's bound (what a parse of that size holds the event loop is
+      // measured there): parsed in a thread while the process goes on serving with the config in use.
+      config = text.length > PARSE_IN_PLACE_CHARS
         ? await parseAuthConfigInThread(text, this.file, this.redisCluster, this.parseThread)
         : parseAuthConfig(text, this.file, this.redisCluster);
     } catch (err) {

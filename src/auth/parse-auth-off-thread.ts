@@ -54,8 +54,7 @@ export function parseAuthConfigOffThread(text: string, file: string, redisCluste
   Atomics.wait(done, 0, 0, PARSE_DEADLINE_MS);
   const reply = receiveMessageOnPort(port);
   if (reply === undefined) {
-    void thread.terminate();
-    port.close();
+    release(thread, port);
     throw new Error(`${file}: the auth file's parser thread gave no result within ${PARSE_DEADLINE_MS / 1000} s`);
   }
   return settle(reply.message as AuthParseOutcome, file, thread, port);
@@ -69,7 +68,6 @@ export function parseAuthConfigOffThread(text: string, file: string, redisCluste
 export function parseAuthConfigInThread(text: string, file: string, redisCluster: boolean, threadFile: URL = AUTH_PARSE_THREAD, deadlineMs = PARSE_DEADLINE_MS): Promise<AuthConfig> {
   const { thread, port } = startThread(text, file, redisCluster, threadFile);
   return new Promise((resolve, reject) => {
-    let deadline: NodeJS.Timeout | null = null;
     /** What ended the thread, when something thrown in it did (out of memory, a bug in the parser). */
     let thrown = '';
     thread.on('error', (err: Error) => { thrown = `: ${err.message}`; });
@@ -83,8 +81,7 @@ export function parseAuthConfigInThread(text: string, file: string, redisCluster
     };
     const failed = (why: string): void => {
       finish();
-      void thread.terminate();
-      port.close();
+      release(thread, port);
       reject(new Error(`${file}: the auth file's parser thread ${why}`));
     };
     const onExit = (code: number): void => {
@@ -94,19 +91,24 @@ export function parseAuthConfigInThread(text: string, file: string, redisCluster
       else failed(`ended (code ${code}) without a result${thrown}`);
     };
     const finish = (): void => {
-      if (deadline !== null) clearTimeout(deadline);
+      clearTimeout(deadline);
       port.off('message', outcome);
       thread.off('exit', onExit);
     };
     port.on('message', outcome);
     thread.on('exit', onExit);
-    deadline = setTimeout(() => failed(`gave no result within ${deadlineMs / 1000} s`), deadlineMs);
+    const deadline = setTimeout(() => failed(`gave no result within ${deadlineMs / 1000} s`), deadlineMs);
   });
 }
 
-function settle(o: AuthParseOutcome, file: string, thread: Worker, port: MessagePort): AuthConfig {
+/** The thread ended and its port closed: done with, whatever it gave. */
+function release(thread: Worker, port: MessagePort): void {
   void thread.terminate();
   port.close();
+}
+
+function settle(o: AuthParseOutcome, file: string, thread: Worker, port: MessagePort): AuthConfig {
+  release(thread, port);
   if (o.ok) return deepFreeze(o.config);
   if (o.file !== null) throw new AuthConfigError(o.file, o.path, o.problem);
   throw new Error(`${file}: ${o.problem}`);

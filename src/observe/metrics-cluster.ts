@@ -9,7 +9,7 @@
  *   primary -> worker  { t: 'metrics:collect', id }           send your registry
  *   worker -> primary  { t: 'metrics:data', id, metrics, podEpochs }  its registry (registryAnswer():
  *                      prom-client's JSON of each metric, a histogram family's as HistogramParts,
- *                      about a fifth of the JSON), and the epochs of the backend pods of the
+ *                      about a tenth of the JSON), and the epochs of the backend pods of the
  *                      configuration applied (backend-pod-epochs.ts)
  *   worker -> primary  { t: 'metrics:data', id, metrics: [], error }  its registry could not be read:
  *                      counted as a worker that did not answer (its last answer stands in)

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthConfigError } from '../../../src/auth/auth-config.js';
-import { AUTH_RELOAD_INLINE_CHARS, AuthSource, loadAuthConfigFile, startAuthSource } from '../../../src/auth/auth-source.js';
+import { AuthSource, loadAuthConfigFile, startAuthSource } from '../../../src/auth/auth-source.js';
+import { PARSE_IN_PLACE_CHARS } from '../../../src/config/parse-off-thread.js';
 import { sha256Hex } from './jwks-server.js';
 
 const dirs: string[] = [];
@@ -83,7 +84,7 @@ describe('AuthSource', () => {
   it('parses a large change off the event loop, keeping the config in use until then; the last of two changes is the one applied; each config put in use is told', async () => {
     const THREAD = new URL('../../../dist/auth/auth-parse-thread.js', import.meta.url);
     const many = (prefix: string) => keys(...Array.from({ length: 600 }, (_, i) => `${prefix}${i}`));
-    expect(many('b').length).toBeGreaterThan(AUTH_RELOAD_INLINE_CHARS);
+    expect(many('b').length).toBeGreaterThan(PARSE_IN_PLACE_CHARS);
     const f = file(keys('a'));
     const logs: string[] = [];
     const applied: number[] = [];
