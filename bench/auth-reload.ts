@@ -12,11 +12,11 @@
  */
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { routerResources } from './scenarios.js';
-import { percentile } from './order-stats.js';
+import { describeTimes as describe, PacedRequests } from './paced-requests.js';
 import { startMock, startRouter, stopAll, tempDir } from './targets.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
 
@@ -39,24 +39,7 @@ function authYaml(v: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-interface Probe { readonly due: number; ms: number; status: number }
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Waits until every request due before `until` has its answer (at most 30 s). */
-async function answered(probes: readonly Probe[], until: number): Promise<void> {
-  const give = performance.now() + 30_000;
-  while (probes.some((p) => p.due < until && p.ms < 0)) {
-    if (performance.now() > give) throw new Error('requests due during a reload were not answered within 30 s');
-    await sleep(20);
-  }
-}
-
-function describe(ms: number[]): string {
-  if (ms.length === 0) return 'no requests';
-  const sorted = [...ms].sort((a, b) => a - b);
-  return `${ms.length} requests, p50 ${percentile(sorted, 0.5).toFixed(2)} ms, p99 ${percentile(sorted, 0.99).toFixed(2)} ms, max ${sorted[sorted.length - 1].toFixed(2)} ms`;
-}
 
 async function main(): Promise<void> {
   stopChildrenOnInterrupt('auth-reload');
@@ -67,36 +50,9 @@ async function main(): Promise<void> {
   writeFileSync(authFile, versions[0]);
   const mock = await startMock('pod-a');
   const router = await startRouter('router (auth)', routerResources(mock.port, mock.port, { kind: 'local' }), 2, { ACCESS_LOG_ENABLED: 'false', ROUTER_AUTH_CONFIG: authFile });
-  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
   const body = JSON.stringify({ model: 'sf-model', prompt: 'San Francisco is a', temperature: 0 });
-  const probes: Probe[] = [];
-  let running = true;
-  const send = (p: Probe): void => {
-    const req = request(`${router.url}/v1/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${PROBE_KEY}` } }, (res) => {
-      res.resume();
-      res.on('end', () => { p.ms = performance.now() - p.due; p.status = res.statusCode ?? 0; });
-    });
-    req.on('error', () => { p.ms = performance.now() - p.due; p.status = 0; });
-    req.end(body);
-  };
   // Requests due every 1000/RATE ms, each sent at its time (late ones at once) and timed from it.
-  const every = 1000 / RATE;
-  const start = performance.now();
-  const pace = async (): Promise<void> => {
-    let n = 0;
-    while (running) {
-      const due = start + n * every;
-      const wait = due - performance.now();
-      if (wait > 1) await sleep(wait - 0.5);
-      else if (wait > 0) await new Promise((r) => setImmediate(r));
-      if (performance.now() < due) continue;
-      const p: Probe = { due, ms: -1, status: -1 };
-      probes.push(p);
-      send(p);
-      n++;
-    }
-  };
-  const pacing = pace();
+  const paced = new PacedRequests({ url: `${router.url}/v1/completions`, body, headers: { 'content-type': 'application/json', authorization: `Bearer ${PROBE_KEY}` }, rate: RATE });
   await sleep(2000); // warm-up, not read
   /** Eight requests in a row with `key`, each on a connection of its own (spread over the workers by the kernel), answered 200. */
   const everyWorkerTakes = async (key: string): Promise<boolean> => {
@@ -128,19 +84,16 @@ async function main(): Promise<void> {
     took.push(performance.now() - wrote);
     const until = performance.now() + 200;
     await sleep(200);
-    await answered(probes, until);
-    quiet.push(probes.filter((p) => p.due >= quietFrom && p.due < wrote).map((p) => p.ms));
-    reloading.push(probes.filter((p) => p.due >= wrote && p.due < until).map((p) => p.ms));
+    await paced.answered(until);
+    quiet.push(paced.timesDue(quietFrom, wrote));
+    reloading.push(paced.timesDue(wrote, until));
   }
-  running = false;
-  await pacing;
-  await sleep(500);
-  const failed = probes.filter((p) => p.status !== 200 && p.status !== -1).length;
+  await paced.stop();
+  const failed = paced.failed();
   process.stdout.write(`\nAuth file reloads under ${RATE} req/s (2 workers, local limit, ${KEYS} API keys, ${(versions[0].length / 1e6).toFixed(1)} MB a version), requests timed from when they were due:\n\n`);
   process.stdout.write('| reload | written until applied in every worker | quiet second before | from the write until 200 ms after applied |\n|---|---|---|---|\n');
   for (let i = 0; i < RELOADS; i++) process.stdout.write(`| ${i + 1} | ${took[i].toFixed(0)} ms | ${describe(quiet[i])} | ${describe(reloading[i])} |\n`);
   process.stdout.write(`\nall windows: quiet ${describe(quiet.flat())}; during reloads ${describe(reloading.flat())}; answers not 200: ${failed}\n`);
-  agent.destroy();
   await stopAll();
 }
 

@@ -2,7 +2,7 @@
  * The benchmark scenarios of issue 7. Each is a target (a server process: mock, router variant,
  * reference proxy) plus request bodies; a router variant is only an env + resources variant.
  */
-import { modelRouteYaml } from '../test/helpers/resource-yaml.js';
+import { modelRouteYaml, modelServerYaml as server } from '../test/helpers/resource-yaml.js';
 
 /** Server processes a run starts (each at most once, shared by scenarios). */
 export type TargetKey =
@@ -206,17 +206,6 @@ function rateLimit(mode: LimitMode, spec: string): string {
   if (mode.kind === 'none') return '';
   const global = mode.kind === 'global' ? `\n    global:\n      redis:\n        address: "${mode.redis}"` : '';
   return `  rateLimit:\n${spec}${global}\n`;
-}
-
-function server(name: string, pod: string, port: number): string {
-  return `---
-apiVersion: networking.serving.volcano.sh/v1alpha1
-kind: ModelServer
-metadata: { name: ${name}, namespace: default }
-spec:
-  endpoints:
-    - { name: ${pod}, address: "127.0.0.1:${port}" }
-`;
 }
 
 /**

@@ -12,7 +12,7 @@
  *   new epoch's counts once, which Prometheus reads as a counter reset whose increase is exactly
  *   those counts.
  */
-import type { MetricJson } from './metrics-series.js';
+import { forEachSeriesLabels, keepSeries, type SentMetric } from './sent-metric.js';
 
 /** Pod name → epoch (version of the configuration the pod entered), for the pods of one configuration. */
 export type PodEpochs = Readonly<Record<string, number>>;
@@ -29,12 +29,12 @@ export function nextPodEpochs(prev: PodEpochs | null, pods: Iterable<string>, ve
 
 /** One worker's metrics answer and the epochs of the configuration it had applied (null: not told). */
 export interface PodAnswer {
-  readonly metrics: readonly MetricJson[];
+  readonly metrics: readonly SentMetric[];
   readonly epochs: PodEpochs | null;
 }
 
 /** Whether the series is a counter or histogram summed across workers (one that must not go down). */
-export function isMonotonic(m: MetricJson): boolean {
+export function isMonotonic(m: SentMetric): boolean {
   return (m.type === 'counter' || m.type === 'histogram') && (m.aggregator ?? 'sum') === 'sum';
 }
 
@@ -77,14 +77,12 @@ export function heldEpochs(answered: readonly PodAnswer[]): Map<string, number> 
 export type PartEpochs = Map<string, number[]>;
 
 /** Notes in `into` the epoch of each backend pod counted by the counters and histograms of `list` (with `epochs`). */
-export function notePartEpochs(list: readonly MetricJson[], epochs: PodEpochs | null, into: PartEpochs): void {
-  for (const m of list) {
-    if (!isMonotonic(m)) continue;
-    for (const v of m.values) {
-      const pod = v.labels.backend_pod;
-      if (pod !== undefined) notePartEpoch(into, pod, epochOf(epochs, pod));
-    }
-  }
+export function notePartEpochs(list: readonly SentMetric[], epochs: PodEpochs | null, into: PartEpochs): void {
+  const note = (labels: { backend_pod?: string }): void => {
+    const pod = labels.backend_pod;
+    if (pod !== undefined) notePartEpoch(into, pod, epochOf(epochs, pod));
+  };
+  for (const m of list) if (isMonotonic(m)) forEachSeriesLabels(m, note);
 }
 
 /** Notes in `into` that a part counts `pod` at `epoch`. */
@@ -100,11 +98,11 @@ export function epochOf(epochs: PodEpochs | null, pod: string): number {
 }
 
 /** The backend pods named by the counters and histograms of `list`. */
-export function countedPods(list: readonly MetricJson[], into: Set<string>): void {
-  for (const m of list) {
-    if (!isMonotonic(m)) continue;
-    for (const v of m.values) if (v.labels.backend_pod !== undefined) into.add(v.labels.backend_pod);
-  }
+export function countedPods(list: readonly SentMetric[], into: Set<string>): void {
+  const count = (labels: { backend_pod?: string }): void => {
+    if (labels.backend_pod !== undefined) into.add(labels.backend_pod);
+  };
+  for (const m of list) if (isMonotonic(m)) forEachSeriesLabels(m, count);
 }
 
 /**
@@ -186,15 +184,15 @@ export class ShownEpochs {
  * The counters and histograms of `list` (with `epochs`) in this scrape's sum: those of other
  * epochs of a pod left out. Gauges are kept (they describe now). A new list when any is left out.
  */
-export function shownPart(list: readonly MetricJson[], epochs: PodEpochs | null, shown: ShownEpochs, monotonicOnly: boolean): MetricJson[] {
-  const out: MetricJson[] = [];
+export function shownPart(list: readonly SentMetric[], epochs: PodEpochs | null, shown: ShownEpochs, monotonicOnly: boolean): SentMetric[] {
+  const out: SentMetric[] = [];
+  const keep = (labels: { backend_pod?: string }): boolean => labels.backend_pod === undefined || shown.shows(labels.backend_pod, epochOf(epochs, labels.backend_pod));
   for (const m of list) {
     if (!isMonotonic(m)) {
       if (!monotonicOnly) out.push(m);
       continue;
     }
-    const kept = m.values.filter((v) => v.labels.backend_pod === undefined || shown.shows(v.labels.backend_pod, epochOf(epochs, v.labels.backend_pod)));
-    out.push(kept.length === m.values.length ? m : { ...m, values: kept });
+    out.push(keepSeries(m, keep));
   }
   return out;
 }

@@ -2,8 +2,10 @@
  * One /metrics view for the whole router instance across its node:cluster workers.
  *
  * The primary serves no traffic, so the worker that receives GET /metrics asks the primary, which
- * gathers every worker's registry (registryAnswer()) and sums them with prom-client's
- * AggregatorRegistry.aggregate(). Messages use the `metrics:` prefix on the shared IPC channel:
+ * gathers every worker's registry (registryAnswer()) and sums them into the text prom-client's
+ * AggregatorRegistry.aggregate() would give (aggregate-in-turns.ts), keeping each histogram family
+ * as its parts (a series per entry) from the worker's answer to the text. Messages use the
+ * `metrics:` prefix on the shared IPC channel:
  *   worker -> primary  { t: 'metrics:hello' }                 this worker answers collects
  *   worker -> primary  { t: 'metrics:get', id }               a scrape arrived
  *   primary -> worker  { t: 'metrics:collect', id }           send your registry
@@ -38,7 +40,8 @@
  */
 import type { Worker } from 'node:cluster';
 import type { RouterMetrics } from './metrics.js';
-import { HistogramFamily, histogramJson, isHistogramParts, type HistogramParts, type MetricJson, type RegistrableMetric } from './metrics-series.js';
+import { HistogramFamily, type MetricJson, type RegistrableMetric } from './metrics-series.js';
+import type { SentMetric } from './sent-metric.js';
 import type { Registry } from 'prom-client';
 import { monotonicPart, movedOn, RetiredCounts } from './metrics-retained.js';
 import { MonotoneSeries } from './metrics-monotone.js';
@@ -55,8 +58,7 @@ export const MSG_TEXT = 'metrics:text';
 export const MSG_FINAL = 'metrics:final';
 export const MSG_FINAL_TAKEN = 'metrics:final-taken';
 
-/** A metric as a worker sends it: prom-client's JSON, or a histogram family's parts. */
-export type SentMetric = MetricJson | HistogramParts;
+export type { SentMetric };
 
 interface Msg {
   t: string;
@@ -118,9 +120,8 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
   const last = new Map<Worker, PodAnswer>();
   const retired = new RetiredCounts();
   const shown = new ShownEpochs();
-  /** No float sum shown lower than the scrape before by a rounding step (metrics-monotone.ts). */
-  const monotone = new MonotoneSeries();
-  const sums = new SumsOneAtATime();
+  /** No float sum shown lower than the scrape before by a rounding step (metrics-monotone.ts), checked as each sum is written. */
+  const sums = new SumsOneAtATime({ monotone: new MonotoneSeries() });
   let nextId = 1;
 
   /** A worker's counters of its last answer, in place of one it did not give (none once it exited: retired has them). */
@@ -168,7 +169,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
       return;
     }
     text.then(
-      (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: monotone.apply(t) }),
+      (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: t }),
       (err: Error) => reply(g, { t: MSG_TEXT, id: g.requestId, error: `cannot aggregate worker metrics: ${err.message}` }),
     );
   };
@@ -211,14 +212,14 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
         if (g.waiting.size === 0) finish(m.id);
         return;
       }
-      const answer: PodAnswer = { metrics: metricsJson(m.metrics), epochs: podEpochsOf(m.podEpochs) };
+      const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
       take(worker, answer);
       g.results.set(worker, answer);
       if (g.waiting.size === 0) finish(m.id);
     } else if (m.t === MSG_FINAL && typeof m.id === 'number') {
       // A worker about to exit: its final counts stand as its last answer, which its exit retires.
       if (Array.isArray(m.metrics) && m.error === undefined) {
-        const answer: PodAnswer = { metrics: metricsJson(m.metrics), epochs: podEpochsOf(m.podEpochs) };
+        const answer: PodAnswer = { metrics: m.metrics, epochs: podEpochsOf(m.podEpochs) };
         take(worker, answer);
         // Newer than the answer a scrape still gathering has from it: that scrape shows these.
         for (const g of gathers.values()) if (g.results.has(worker)) g.results.set(worker, answer);
@@ -261,11 +262,6 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
     cluster.off('exit', onExit);
     for (const id of [...gathers.keys()]) finish(id);
   };
-}
-
-/** A worker's answer as prom-client's JSON (its histogram families' parts made into it). */
-export function metricsJson(sent: readonly SentMetric[]): MetricJson[] {
-  return sent.map((m) => (isHistogramParts(m) ? histogramJson(m) : m));
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The last step of the primary's /metrics (metrics-cluster.ts): no counter or histogram series of
- * the exposition goes down by a rounding step from one scrape to the next.
+ * A step of the primary's /metrics, taken as the sum is written (aggregate-in-turns.ts): no counter
+ * or histogram series of the exposition goes down by a rounding step from one scrape to the next.
  *
  * The sums are floating-point: a histogram's `_sum` (seconds) added up over the workers' answers,
  * their stand-ins and the retired part comes out a unit in the last place lower when the terms
@@ -8,43 +8,48 @@
  * retired sum when it exited). Prometheus reads any drop of a counter as a reset and counts the
  * whole total again as new increase: `rate(x_sum)` spikes. A value below the one shown last by
  * no more than a rounding step is shown as that last value; any real drop (a series that ended
- * and came back from 0, documented in metrics.md) goes through as it is.
+ * and came back from 0, documented in metrics.md) goes through as it is. Of a histogram family sent
+ * as its parts, only the `_sum` is watched: its bucket counts and count, sums of whole numbers,
+ * are exact in any order.
  */
 
 /** Relative size of a drop taken for rounding: sums of a few hundred terms differ far less, resets far more. */
 const ROUNDING = 1e-9;
 
-export class MonotoneSeries {
-  /** Value shown last, as text and number, by series (name and labels as written). */
-  private last = new Map<string, { text: string; value: number }>();
+/** A value shown, as written and as a number. */
+interface Shown {
+  readonly text: string;
+  readonly value: number;
+}
 
-  /** `text` (an exposition), with each counter and histogram line at least what it showed last unless it dropped for real. */
-  apply(text: string): string {
-    const seen = new Map<string, { text: string; value: number }>();
-    const lines = text.split('\n');
-    let monotone = false;
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (line.startsWith('#')) {
-        if (line.startsWith('# TYPE ')) monotone = line.endsWith(' counter') || line.endsWith(' histogram');
-        continue;
-      }
-      if (!monotone || line.length === 0) continue;
-      const space = line.lastIndexOf(' ');
-      if (space <= 0) continue;
-      const series = line.slice(0, space);
-      const valueText = line.slice(space + 1);
-      const value = Number(valueText);
-      const before = this.last.get(series);
-      if (before !== undefined && value < before.value && before.value - value <= Math.abs(before.value) * ROUNDING) {
-        lines[i] = `${series} ${before.text}`;
-        seen.set(series, before);
-      } else {
-        seen.set(series, { text: valueText, value });
-      }
+/**
+ * The values shown by series, scrape after scrape: begin() a scrape's text, shown() for each
+ * counter and histogram line of it, end() once it is written.
+ */
+export class MonotoneSeries {
+  /** Value shown last, by series (name and labels as written). */
+  private last = new Map<string, Shown>();
+  private seen = new Map<string, Shown>();
+
+  /** A scrape's text begins: a series not shown again by end() starts afresh when it comes back. */
+  begin(): void {
+    this.seen = new Map();
+  }
+
+  /** The text to write for `series` (name and labels as written), of value `value` written `text`: the last one shown when this one is below it by a rounding step. */
+  shown(series: string, value: number, text: string): string {
+    const before = this.last.get(series);
+    if (before !== undefined && value < before.value && before.value - value <= Math.abs(before.value) * ROUNDING) {
+      this.seen.set(series, before);
+      return before.text;
     }
-    // Only the series of this scrape are kept: one that ends and comes back starts afresh.
-    this.last = seen;
-    return lines.join('\n');
+    this.seen.set(series, { text, value });
+    return text;
+  }
+
+  /** The scrape's text is written: only its series are kept. */
+  end(): void {
+    this.last = this.seen;
+    this.seen = new Map();
   }
 }

@@ -13,11 +13,12 @@
  *   a pod that left the configuration once no answering worker has it, an older epoch of a pod
  *   once no answering worker has it at that epoch. They go for good (RetiredCounts.settle).
  */
-import type { MetricJson, MetricValue } from './metrics-series.js';
+import { histogramJson, isHistogramParts, type HistogramPart, type HistogramParts, type LabelValues, type MetricJson, type MetricValue } from './metrics-series.js';
 import { epochOf, epochsIn, isMonotonic, notePartEpoch, type PartEpochs, type PodAnswer, type PodEpochs, type ShownEpochs } from './backend-pod-epochs.js';
+import { hasNoSeries, keepSeries, labelSetKey, type SentMetric } from './sent-metric.js';
 
 /** The counters and histograms of one worker's answer. */
-export function monotonicPart(list: readonly MetricJson[]): MetricJson[] {
+export function monotonicPart(list: readonly SentMetric[]): SentMetric[] {
   return list.filter(isMonotonic);
 }
 
@@ -25,11 +26,13 @@ export function monotonicPart(list: readonly MetricJson[]): MetricJson[] {
  * The series of `prev` (a worker's last answer) of pods whose epoch in `next` (its new answer) is
  * another, or that `next` does not have: what the worker counted in an epoch it moved on from.
  */
-export function movedOn(prev: PodAnswer, next: PodAnswer): MetricJson[] {
-  const out: MetricJson[] = [];
+export function movedOn(prev: PodAnswer, next: PodAnswer): SentMetric[] {
+  const out: SentMetric[] = [];
   const moved = new Map<string, boolean>();
   const epochInNext = epochsIn(next);
-  const left = (pod: string): boolean => {
+  const left = (labels: LabelValues): boolean => {
+    const pod = labels.backend_pod;
+    if (pod === undefined) return false;
     let m = moved.get(pod);
     if (m === undefined) {
       m = epochInNext(pod) !== epochOf(prev.epochs, pod);
@@ -39,85 +42,158 @@ export function movedOn(prev: PodAnswer, next: PodAnswer): MetricJson[] {
   };
   for (const m of prev.metrics) {
     if (!isMonotonic(m)) continue;
-    const values = m.values.filter((v) => v.labels.backend_pod !== undefined && left(v.labels.backend_pod));
-    if (values.length > 0) out.push({ ...m, values });
+    const kept = keepSeries(m, left);
+    if (!hasNoSeries(kept)) out.push(kept);
   }
   return out;
 }
 
-function seriesKey(name: string, v: MetricValue, epoch: number): string {
-  const labels = Object.keys(v.labels).sort().map((k) => `${k}\u0001${v.labels[k]}`).join('\u0002');
-  return `${v.metricName ?? name}\u0000${labels}\u0000${epoch}`;
-}
-
-interface RetiredSeries {
-  readonly value: MetricValue;
+/** A series kept: a value of prom-client's JSON, or a histogram's (its buckets, sum and count), with the epoch of its pod. */
+interface RetiredSeries<S> {
+  readonly series: S;
   /** Epoch of its backend pod (backend-pod-epochs.ts); NO_EPOCH for a series of no pod. */
   readonly epoch: number;
 }
 
-interface RetiredFamily {
+/** A histogram series summed here (its counts added to in place). */
+interface SummedPart {
+  readonly labels: LabelValues;
+  readonly counts: number[];
+  sum: number;
+  count: number;
+}
+
+/** A metric kept as values (prom-client's JSON), keyed by line name, labels and epoch. */
+interface ValuesFamily {
   readonly json: Omit<MetricJson, 'values'>;
-  readonly byKey: Map<string, RetiredSeries>;
+  readonly byKey: Map<string, RetiredSeries<MetricValue>>;
+}
+
+/** A histogram kept as its parts, keyed by labels and epoch. */
+interface PartsFamily {
+  readonly json: Omit<HistogramParts, 'series'>;
+  readonly byKey: Map<string, RetiredSeries<SummedPart>>;
+}
+
+function isPartsFamily(f: ValuesFamily | PartsFamily): f is PartsFamily {
+  return 'le' in f.json;
+}
+
+function epochKey(labels: LabelValues, epoch: number): string {
+  return `${labelSetKey(labels)}\u0000${epoch}`;
 }
 
 /** The counters and histograms of workers that exited, summed (one more "worker" in each scrape's sum). */
 export class RetiredCounts {
-  private readonly families = new Map<string, RetiredFamily>();
+  private readonly families = new Map<string, ValuesFamily | PartsFamily>();
 
   /** Adds an exited worker's last answer (or what one counted in an epoch it moved on from), with the epochs of its pods. */
-  add(list: readonly MetricJson[], epochs: PodEpochs | null): void {
+  add(list: readonly SentMetric[], epochs: PodEpochs | null): void {
     for (const m of list) {
       if (!isMonotonic(m)) continue;
       let f = this.families.get(m.name);
       if (f === undefined) {
-        f = { json: { name: m.name, help: m.help, type: m.type, aggregator: 'sum' }, byKey: new Map() };
+        f = isHistogramParts(m)
+          ? { json: { name: m.name, help: m.help, type: m.type, aggregator: 'sum', le: m.le }, byKey: new Map() }
+          : { json: { name: m.name, help: m.help, type: m.type, aggregator: 'sum' }, byKey: new Map() };
         this.families.set(m.name, f);
       }
-      for (const v of m.values) {
-        const pod = v.labels.backend_pod;
-        const epoch = pod === undefined ? 0 : epochOf(epochs, pod);
-        const key = seriesKey(m.name, v, epoch);
-        const had = f.byKey.get(key);
-        if (had !== undefined) {
-          had.value.value += v.value;
-          continue;
-        }
-        const copy: MetricValue = { labels: { ...v.labels }, value: v.value };
-        if (v.metricName !== undefined) copy.metricName = v.metricName;
-        f.byKey.set(key, { value: copy, epoch });
-      }
+      if (isPartsFamily(f) && isHistogramParts(m) && sameBounds(f.json.le, m.le)) addParts(f, m.series, epochs);
+      else addValues(this.asValues(f), isHistogramParts(m) ? histogramJson(m).values : m.values, epochs);
     }
+  }
+
+  /**
+   * `f` kept as values: a histogram family's parts made into prom-client's JSON once a list of it
+   * comes in another form or with other buckets (never between the router's own workers, which
+   * send every histogram family one way; kept exact if it ever happens).
+   */
+  private asValues(f: ValuesFamily | PartsFamily): ValuesFamily {
+    if (!isPartsFamily(f)) return f;
+    const { le, ...json } = f.json;
+    const values: ValuesFamily = { json, byKey: new Map() };
+    for (const s of f.byKey.values()) addValues(values, histogramJson({ ...f.json, series: [s.series] }).values, null, s.epoch);
+    this.families.set(json.name, values);
+    return values;
   }
 
   /** Notes in `into` the epochs at which a series of each backend pod is kept (one pass). */
   notePartEpochs(into: PartEpochs): void {
     for (const f of this.families.values()) {
-      for (const s of f.byKey.values()) if (s.value.labels.backend_pod !== undefined) notePartEpoch(into, s.value.labels.backend_pod, s.epoch);
+      for (const s of (f.byKey as Map<string, RetiredSeries<{ labels: LabelValues }>>).values()) {
+        if (s.series.labels.backend_pod !== undefined) notePartEpoch(into, s.series.labels.backend_pod, s.epoch);
+      }
     }
   }
 
   /** Drops for good the series of epochs of pods that `shown` will sum no more. */
   settle(shown: ShownEpochs): void {
     for (const f of this.families.values()) {
-      for (const [key, s] of f.byKey) {
-        const pod = s.value.labels.backend_pod;
+      for (const [key, s] of f.byKey as Map<string, RetiredSeries<{ labels: LabelValues }>>) {
+        const pod = s.series.labels.backend_pod;
         if (pod !== undefined && shown.over(pod, s.epoch)) f.byKey.delete(key);
       }
     }
   }
 
   /** The sums so far in this scrape (the epochs `shown` sums), as one worker's answer. */
-  list(shown: ShownEpochs): MetricJson[] {
-    const out: MetricJson[] = [];
+  list(shown: ShownEpochs): SentMetric[] {
+    const out: SentMetric[] = [];
+    const showing = (s: RetiredSeries<{ labels: LabelValues }>): boolean => {
+      const pod = s.series.labels.backend_pod;
+      return pod === undefined || shown.shows(pod, s.epoch);
+    };
     for (const f of this.families.values()) {
-      const values: MetricValue[] = [];
-      for (const s of f.byKey.values()) {
-        const pod = s.value.labels.backend_pod;
-        if (pod === undefined || shown.shows(pod, s.epoch)) values.push(s.value);
+      if (isPartsFamily(f)) {
+        const series: HistogramPart[] = [];
+        for (const s of f.byKey.values()) if (showing(s)) series.push(s.series);
+        out.push({ ...f.json, series });
+      } else {
+        const values: MetricValue[] = [];
+        for (const s of f.byKey.values()) if (showing(s)) values.push(s.series);
+        out.push({ ...f.json, values });
       }
-      out.push({ ...f.json, values });
     }
     return out;
+  }
+}
+
+function sameBounds(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function addParts(f: PartsFamily, series: readonly HistogramPart[], epochs: PodEpochs | null): void {
+  for (const p of series) {
+    const pod = p.labels.backend_pod;
+    const epoch = pod === undefined ? 0 : epochOf(epochs, pod);
+    const key = epochKey(p.labels, epoch);
+    const had = f.byKey.get(key);
+    if (had !== undefined) {
+      const counts = had.series.counts;
+      for (let i = 0; i < counts.length; i++) counts[i] += p.counts[i];
+      had.series.sum += p.sum;
+      had.series.count += p.count;
+      continue;
+    }
+    f.byKey.set(key, { series: { labels: { ...p.labels }, counts: [...p.counts], sum: p.sum, count: p.count }, epoch });
+  }
+}
+
+/** Adds `values` to `f`; `epochGiven`, when set, is every value's epoch (else read from `epochs` by its pod). */
+function addValues(f: ValuesFamily, values: readonly MetricValue[], epochs: PodEpochs | null, epochGiven?: number): void {
+  for (const v of values) {
+    const pod = v.labels.backend_pod;
+    const epoch = epochGiven ?? (pod === undefined ? 0 : epochOf(epochs, pod));
+    const key = `${v.metricName ?? f.json.name}\u0000${epochKey(v.labels, epoch)}`;
+    const had = f.byKey.get(key);
+    if (had !== undefined) {
+      had.series.value += v.value;
+      continue;
+    }
+    const copy: MetricValue = { labels: { ...v.labels }, value: v.value };
+    if (v.metricName !== undefined) copy.metricName = v.metricName;
+    f.byKey.set(key, { series: copy, epoch });
   }
 }

@@ -7,7 +7,8 @@
  * summed across N workers, up to N × max tenants had their own series. The primary applies the bound
  * again to the sum (TenantSeriesBound), over the first `max` tenants the instance reported.
  */
-import type { MetricJson, MetricValue } from './metrics-series.js';
+import { isHistogramParts, type MetricJson, type MetricValue } from './metrics-series.js';
+import type { SentMetric } from './sent-metric.js';
 
 export const TENANT_TOKENS = 'inference_router_tenant_tokens_total';
 /** Tenants with their own series, by default (RouterMetricsOptions.maxTenants). */
@@ -30,8 +31,9 @@ export class TenantSeriesBound {
   constructor(private readonly max: number = DEFAULT_MAX_TENANTS) {}
 
   /** `lists` (workers' answers) with their tenant series past the bound under OVERFLOW_TENANT; the inputs are not changed. */
-  apply(lists: readonly MetricJson[][]): MetricJson[][] {
-    return lists.map((list) => (list.some((m) => m.name === TENANT_TOKENS) ? list.map((m) => (m.name === TENANT_TOKENS ? this.fold(m) : m)) : list));
+  apply(lists: readonly SentMetric[][]): SentMetric[][] {
+    const tenants = (m: SentMetric): m is MetricJson => m.name === TENANT_TOKENS && !isHistogramParts(m);
+    return lists.map((list) => (list.some(tenants) ? list.map((m) => (tenants(m) ? this.fold(m) : m)) : list));
   }
 
   private fold(m: MetricJson): MetricJson {

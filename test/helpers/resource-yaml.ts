@@ -17,3 +17,15 @@ spec:
         - modelServerName: ${server}
 ${spec}`;
 }
+
+/** A ModelServer `name` with one endpoint, pod `pod` at 127.0.0.1:`port`, as a document to append (it starts with `---`). */
+export function modelServerYaml(name: string, pod: string, port: number): string {
+  return `---
+apiVersion: networking.serving.volcano.sh/v1alpha1
+kind: ModelServer
+metadata: { name: ${name}, namespace: default }
+spec:
+  endpoints:
+    - { name: ${pod}, address: "127.0.0.1:${port}" }
+`;
+}

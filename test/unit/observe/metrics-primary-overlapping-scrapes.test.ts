@@ -10,18 +10,7 @@ import type { Worker } from 'node:cluster';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { attachMetricsPrimary, MSG_COLLECT, MSG_DATA, MSG_GET, MSG_HELLO, MSG_TEXT } from '../../../src/observe/metrics-cluster.js';
 import type { MetricJson } from '../../../src/observe/metrics-series.js';
-
-class FakeWorker {
-  sent: any[] = [];
-  isConnected(): boolean {
-    return true;
-  }
-  send(m: unknown, _h: unknown, cb?: (err: Error | null) => void): boolean {
-    this.sent.push(m);
-    cb?.(null);
-    return true;
-  }
-}
+import { FakeWorker } from '../../helpers/fake-metrics-worker.js';
 
 function failures(byPod: Record<string, number>): MetricJson[] {
   return [{

@@ -12,18 +12,7 @@ import type { Worker } from 'node:cluster';
 import { describe, expect, it } from 'vitest';
 import { attachMetricsPrimary, MSG_COLLECT, MSG_DATA, MSG_GET, MSG_HELLO, MSG_TEXT } from '../../../src/observe/metrics-cluster.js';
 import type { MetricJson } from '../../../src/observe/metrics-series.js';
-
-class FakeWorker {
-  sent: any[] = [];
-  isConnected(): boolean {
-    return true;
-  }
-  send(m: unknown, _h: unknown, cb?: (err: Error | null) => void): boolean {
-    this.sent.push(m);
-    cb?.(null);
-    return true;
-  }
-}
+import { FakeWorker } from '../../helpers/fake-metrics-worker.js';
 
 /** One worker's answer: connect failures by pod, and the epochs of the pods of the configuration it applied. */
 interface Answer {

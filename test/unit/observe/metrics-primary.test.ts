@@ -3,20 +3,7 @@ import type { Worker } from 'node:cluster';
 import { describe, expect, it } from 'vitest';
 import { attachMetricsPrimary, MSG_COLLECT, MSG_DATA, MSG_GET, MSG_HELLO, MSG_TEXT } from '../../../src/observe/metrics-cluster.js';
 import type { MetricJson } from '../../../src/observe/metrics-series.js';
-
-/** A cluster worker stand-in recording what the primary sends it. */
-class FakeWorker {
-  sent: any[] = [];
-  connected = true;
-  isConnected(): boolean {
-    return this.connected;
-  }
-  send(m: unknown, _h: unknown, cb?: (err: Error | null) => void): boolean {
-    this.sent.push(m);
-    cb?.(null);
-    return true;
-  }
-}
+import { FakeWorker } from '../../helpers/fake-metrics-worker.js';
 
 const counter = (value: number): MetricJson[] => [{
   name: 'x_total', help: 'h', type: 'counter', aggregator: 'sum', values: [{ labels: { a: '1' }, value }],

@@ -1,14 +1,17 @@
 /**
  * A worker's registry as it sends it to the primary (metrics-cluster.ts registryAnswer(), its
  * histogram families as HistogramParts): through JSON, as node:cluster's IPC carries it, and made
- * into prom-client's JSON on the primary (metricsJson()), it is what getMetricsAsJSON() gives, at a
- * fraction of the size.
+ * into prom-client's JSON (histogramJson()), it is what getMetricsAsJSON() gives, at a fraction of
+ * the size; summed alone by the primary (aggregate-in-turns.ts), it is the registry's own text.
  */
 import { describe, expect, it } from 'vitest';
 import { RequestContext } from '../../../src/http/request-context.js';
 import { RouterMetrics } from '../../../src/observe/metrics.js';
-import { metricsJson, registryAnswer } from '../../../src/observe/metrics-cluster.js';
-import { HistogramFamily } from '../../../src/observe/metrics-series.js';
+import { registryAnswer, type SentMetric } from '../../../src/observe/metrics-cluster.js';
+import { HistogramFamily, histogramJson, isHistogramParts } from '../../../src/observe/metrics-series.js';
+import { aggregateInTurns } from '../../../src/observe/aggregate-in-turns.js';
+
+const asJson = (sent: SentMetric[]) => sent.map((x) => (isHistogramParts(x) ? histogramJson(x) : x));
 
 function metricsWithTraffic(routes: number): RouterMetrics {
   const m = new RouterMetrics({ defaultMetrics: false });
@@ -33,10 +36,16 @@ describe('a worker registry as sent to the primary', () => {
     const m = metricsWithTraffic(40);
     const sent = await registryAnswer(m.registry);
     expect(sent.some((x) => 'series' in x)).toBe(true);
-    const back = metricsJson(JSON.parse(JSON.stringify(sent)));
+    const back = asJson(JSON.parse(JSON.stringify(sent)));
     expect(back).toEqual(JSON.parse(JSON.stringify(await m.registry.getMetricsAsJSON())));
-    // The primary's text from it is the registry's own.
     expect(back.map((x) => x.name)).toEqual(m.registry.getMetricsAsArray().map((x) => x.name));
+  });
+
+  it('summed alone by the primary, gives the registry\'s own exposition text', async () => {
+    const m = metricsWithTraffic(40);
+    const sent: SentMetric[] = JSON.parse(JSON.stringify(await registryAnswer(m.registry)));
+    expect(await aggregateInTurns([sent])).toBe(await m.registry.metrics());
+    expect(await aggregateInTurns([sent], { valuesPerTurn: 7 })).toBe(await m.registry.metrics());
   });
 
   it('reads every metric at once: what happens after the call (a configuration applied, a request counted) is in none of it', async () => {
