@@ -10,10 +10,15 @@ import { errorBody, JSON_TYPE, TEXT_TYPE } from './error-body.js';
  * read as HTML.
  */
 export function sendPlain(res: HttpResponse, status: number, contentType: string, body: string, close = false, head = false): void {
+  startPlain(res, status, contentType);
+  endAnswer(res, body, close, head);
+}
+
+/** The status and headers of a sendPlain() answer whose body is then written in parts (res.write(), then res.end()): chunked. */
+export function startPlain(res: HttpResponse, status: number, contentType: string): void {
   res.writeStatus(statusLineBytes(status));
   res.writeHeader('content-type', contentType);
   res.writeHeader('x-content-type-options', 'nosniff');
-  endAnswer(res, body, close, head);
 }
 
 /** A router-made error outside the inference path, negotiated like Exchange.sendError. */

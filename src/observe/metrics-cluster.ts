@@ -15,7 +15,9 @@
  *                      configuration applied (backend-pod-epochs.ts)
  *   worker -> primary  { t: 'metrics:data', id, metrics: [], error }  its registry could not be read:
  *                      counted as a worker that did not answer (its last answer stands in)
- *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text
+ *   primary -> worker  { t: 'metrics:text', id, text | error } the aggregate, as exposition text; a
+ *                      text of more than TEXT_PART_CHARS in parts, each but the last with `more: true`,
+ *                      one a turn of the primary's loop (the worker writes each out as it comes)
  *   worker -> primary  { t: 'metrics:final', id, metrics, podEpochs }  a worker about to exit cleanly
  *                      (drained): its registry as of its last request, which stands as its last answer
  *   primary -> worker  { t: 'metrics:final-taken', id }      the worker may exit (its counts are kept)
@@ -66,8 +68,17 @@ interface Msg {
   metrics?: SentMetric[];
   podEpochs?: PodEpochs;
   text?: string;
+  /** A part of the text: more follow. */
+  more?: boolean;
   error?: string;
 }
+
+/**
+ * Characters of the text in one metrics:text message, about (a part ends with a line). A worker
+ * parses a message in one go on its event loop and writes it out: a 30 MB text (5,000 routes in
+ * use) whole held it ~55 ms to parse alone, a 1 M part a few.
+ */
+export const TEXT_PART_CHARS = 1 << 20;
 
 function metricsMessage(m: unknown): Msg | null {
   if (typeof m !== 'object' || m === null) return null;
@@ -110,9 +121,10 @@ interface Gather {
  * series, read at each scrape and added once (e.g. the Kubernetes watch's, kubernetes-watch-series.ts).
  */
 export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
-  timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null; maxTenants?: number; ownSeries?: () => MetricJson[];
+  timeoutMs?: number; backendPods?: () => ReadonlySet<string> | null; maxTenants?: number; ownSeries?: () => MetricJson[]; textPartChars?: number;
 } = {}): () => void {
   const timeoutMs = opts.timeoutMs ?? 2000;
+  const partChars = opts.textPartChars ?? TEXT_PART_CHARS;
   const tenants = new TenantSeriesBound(opts.maxTenants ?? DEFAULT_MAX_TENANTS);
   const ready = new Set<Worker>();
   const gathers = new Map<number, Gather>();
@@ -169,7 +181,7 @@ export function attachMetricsPrimary(cluster: MetricsCluster, opts: {
       return;
     }
     text.then(
-      (t) => reply(g, { t: MSG_TEXT, id: g.requestId, text: t }),
+      (t) => replyText(g, t, partChars),
       (err: Error) => reply(g, { t: MSG_TEXT, id: g.requestId, error: `cannot aggregate worker metrics: ${err.message}` }),
     );
   };
@@ -291,6 +303,30 @@ function reply(g: Gather, m: Msg): void {
   if (g.requester.isConnected()) g.requester.send(m, undefined, ignore);
 }
 
+/** Sends `text` to the scrape's worker: whole, or in parts of about `partChars` (each ends with a line), one a turn. */
+function replyText(g: Gather, text: string, partChars: number): void {
+  let from = 0;
+  const next = (): void => {
+    if (!g.requester.isConnected()) return;
+    const to = partEnd(text, from, partChars);
+    if (to >= text.length) {
+      reply(g, { t: MSG_TEXT, id: g.requestId, text: from === 0 ? text : text.slice(from) });
+      return;
+    }
+    reply(g, { t: MSG_TEXT, id: g.requestId, text: text.slice(from, to), more: true });
+    from = to;
+    setImmediate(next);
+  };
+  next();
+}
+
+/** Where the part of `text` from `from` ends: after the first line end at or past `from + partChars`, or at the end of the text. */
+export function partEnd(text: string, from: number, partChars: number): number {
+  if (text.length - from <= partChars) return text.length;
+  const nl = text.indexOf('\n', from + partChars - 1);
+  return nl < 0 ? text.length : nl + 1;
+}
+
 function scrapeWorkers(answered: number, missing: number): MetricJson {
   return {
     name: 'inference_router_metrics_scrape_workers',
@@ -301,10 +337,21 @@ function scrapeWorkers(answered: number, missing: number): MetricJson {
   };
 }
 
+/** Where a scrape's text goes as it comes from the primary (metrics-answer.ts). */
+export interface MetricsTextSink {
+  /** A part of the text: more follow. */
+  part(text: string): void;
+  /** The text's last part (all of it when it came whole). */
+  end(text: string): void;
+  /** No text, or no more of it: why. */
+  fail(err: Error): void;
+}
+
 interface Pending {
-  resolve(text: string): void;
-  reject(err: Error): void;
-  timer: NodeJS.Timeout;
+  readonly sink: MetricsTextSink;
+  readonly timer: NodeJS.Timeout;
+  /** Parts taken so far. */
+  parts: number;
 }
 
 /**
@@ -346,10 +393,16 @@ export class WorkerMetricsLink {
     } else if (m.t === MSG_TEXT) {
       const p = this.pending.get(m.id);
       if (p === undefined) return;
+      if (typeof m.text === 'string' && m.more === true) {
+        p.parts++;
+        p.timer.refresh(); // the wait for the next part starts again
+        p.sink.part(m.text);
+        return;
+      }
       this.pending.delete(m.id);
       clearTimeout(p.timer);
-      if (typeof m.text === 'string') p.resolve(m.text);
-      else p.reject(new Error(m.error ?? 'no metrics text from the primary'));
+      if (typeof m.text === 'string') p.sink.end(m.text);
+      else p.sink.fail(new Error(m.error ?? 'no metrics text from the primary'));
     }
   };
 
@@ -363,23 +416,32 @@ export class WorkerMetricsLink {
     }
   }
 
-  /** Exposition text for the whole instance (or this process alone without IPC). */
-  collect(): Promise<string> {
-    if (process.send === undefined || !process.connected) return this.metrics.metrics();
-    return new Promise((resolve, reject) => {
-      const id = this.nextId++;
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new Error(`the primary did not answer within ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      timer.unref();
-      this.pending.set(id, { resolve, reject, timer });
-      if (!send({ t: MSG_GET, id })) {
-        this.pending.delete(id);
-        clearTimeout(timer);
-        reject(new Error('cannot reach the primary'));
-      }
-    });
+  /**
+   * Exposition text for the whole instance (or this process alone without IPC), into `sink` as it
+   * comes: failed when the primary does not answer within `timeoutMs`, or sends no next part
+   * within that long.
+   */
+  collect(sink: MetricsTextSink): void {
+    if (process.send === undefined || !process.connected) {
+      this.metrics.metrics().then((text) => sink.end(text), (err: Error) => sink.fail(err));
+      return;
+    }
+    const id = this.nextId++;
+    const timer = setTimeout(() => this.expire(id), this.timeoutMs);
+    timer.unref();
+    this.pending.set(id, { sink, timer, parts: 0 });
+    if (!send({ t: MSG_GET, id })) {
+      this.pending.delete(id);
+      clearTimeout(timer);
+      sink.fail(new Error('cannot reach the primary'));
+    }
+  }
+
+  private expire(id: number): void {
+    const p = this.pending.get(id);
+    if (p === undefined) return;
+    this.pending.delete(id);
+    p.sink.fail(new Error(p.parts === 0 ? `the primary did not answer within ${this.timeoutMs} ms` : `the primary sent no more of the text for ${this.timeoutMs} ms`));
   }
 
   /**
@@ -415,7 +477,7 @@ export class WorkerMetricsLink {
     process.off('message', this.onMessage);
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
-      p.reject(new Error('metrics link closed'));
+      p.sink.fail(new Error('metrics link closed'));
     }
     this.pending.clear();
   }

@@ -36,9 +36,16 @@ if (cluster.isPrimary) {
   const { attachLocalLimitHost } = await import(new URL('ratelimit/local/limit-host.js', dist).href);
   const { AggregatorRegistry } = createRequire(import.meta.url)('prom-client');
   new AggregatorRegistry(); // its cluster listener must ignore our messages (and we its)
-  attachMetricsPrimary(cluster, { timeoutMs: 3000 });
+  // Texts in parts of about 512 characters: every scrape's text comes to the worker in parts (a real one only past 1 M).
+  attachMetricsPrimary(cluster, { timeoutMs: 3000, textPartChars: 512 });
   attachLocalLimitHost(cluster, new CounterStore(), { leaseDivisor: 0 }); // no leases: every decision is IPC traffic
   let ready = 0;
+  // SIGHUP: of the next scrape's text, the primary sends the first part only (as if it died mid-way).
+  let cutNext = false;
+  process.on('SIGHUP', () => {
+    cutNext = true;
+    process.stdout.write('CUT\n');
+  });
   // SIGUSR2: the next scrape's gathering holds this event loop past its timeout (3 s) right after
   // it asked the workers, as a long task or a collection would; the workers answer meanwhile.
   let holdNext = false;
@@ -58,6 +65,20 @@ if (cluster.isPrimary) {
   });
   const fork = (i) => {
     const w = cluster.fork({ WORKER_INDEX: String(i) });
+    const send = w.send.bind(w);
+    let cutting = false;
+    w.send = (m, ...rest) => {
+      if (m?.t === 'metrics:text' && m.more === true && cutNext) {
+        cutNext = false;
+        cutting = true;
+        return send(m, ...rest);
+      }
+      if (cutting && m?.t === 'metrics:text') {
+        if (m.more !== true) cutting = false;
+        return true; // dropped
+      }
+      return send(m, ...rest);
+    };
     w.on('online', () => process.stdout.write(`WORKER ${i} ${w.process.pid}\n`));
     // A worker that drained is replaced, as the router's primary replaces one retired alone.
     w.on('exit', (code) => {
@@ -120,7 +141,7 @@ if (cluster.isPrimary) {
     process.stdout.write(`FINAL ${index} ${taken}\n`);
     process.exit(0);
   });
-  uws.App().get('/metrics', (res) => serve(res, false, () => false)).listen('127.0.0.1', port, (sock) => {
+  uws.App().get('/metrics', (res) => serve(res, false, () => false)).head('/metrics', (res) => serve(res, true, () => false)).listen('127.0.0.1', port, (sock) => {
     listening = sock;
     if (!sock) {
       process.stderr.write(`worker ${index}: cannot listen on ${port}\n`);

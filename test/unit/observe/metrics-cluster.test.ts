@@ -14,6 +14,8 @@ async function scrape(url: string): Promise<string> {
   const r = await fetch(url, { headers: { connection: 'close' } });
   expect(r.status).toBe(200);
   expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  // The fixture's primary sends every text in parts (textPartChars 512): written out chunked as they come.
+  expect(r.headers.get('transfer-encoding')).toBe('chunked');
   return r.text();
 }
 
@@ -57,6 +59,24 @@ describe('metrics across node:cluster workers (compiled dist)', () => {
     }
     expect(err).toBe('');
   });
+
+  it('a text sent in parts is the whole text: HEAD says its length; a text the primary stops sending is cut, not answered short', async () => {
+    const t = await scrape(url);
+    expect(t.length).toBeGreaterThan(4 * 512);
+    expect(t.endsWith('\n')).toBe(true);
+    const head = await fetch(url, { method: 'HEAD', headers: { connection: 'close' } });
+    expect(head.status).toBe(200);
+    expect(Number(head.headers.get('content-length'))).toBe(Buffer.byteLength(t));
+    child.kill('SIGHUP');
+    for (let i = 0; i < 500 && !out.includes('CUT'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(out).toContain('CUT');
+    // The worker waits 5 s for a next part, then closes the connection: the body never ends.
+    const cut = await fetch(url, { headers: { connection: 'close' } });
+    expect(cut.status).toBe(200);
+    await expect(cut.text()).rejects.toThrow();
+    // The next scrape is whole again.
+    expect(sample(await scrape(url), 'inference_router_input_tokens_total{route="default/sf-route"}')).toBe(90);
+  }, 20_000);
 
   it('the tenants with their own series are bounded for the instance, not per worker; a tenant named "other" is not the overflow', async () => {
     const t = await scrape(url);
