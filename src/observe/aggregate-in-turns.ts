@@ -1,7 +1,10 @@
 /**
  * The workers' metrics summed into one exposition text: the text prom-client's
  * AggregatorRegistry.aggregate(lists).metrics() gives for the same lists (each histogram family's
- * parts made into prom-client's JSON), made here, in turns of the primary's event loop.
+ * parts made into prom-client's JSON), made here, in turns of the primary's event loop. One
+ * difference: prom-client keys a label set as `name:value,` pairs, so two sets whose values hold
+ * `,` or `:` can make one key (`{a="x,b:y",b="z"}` and `{a="x",b="y,b:z"}`) and be summed as one
+ * series; here they stay two.
  *
  * - Made here: prom-client's sum takes a value per line, with a label set hashed for each (a
  *   histogram by route is 22 lines a route), and its text is read again line by line to keep
@@ -112,7 +115,8 @@ async function histogramText(parts: readonly HistogramParts[], turns: Turns, mon
     for (const s of p.series) {
       const key = labelSetKey(s.labels);
       const had = byKey.get(key);
-      if (had === undefined) byKey.set(key, { labels: s.labels, counts: Array.from(s.counts), sum: s.sum, count: s.count });
+      // 0 + as prom-client's sum starts: a sum that was not finite in the worker comes as null over IPC, and counts as 0.
+      if (had === undefined) byKey.set(key, { labels: s.labels, counts: Array.from(s.counts), sum: 0 + s.sum, count: 0 + s.count });
       else {
         for (let i = 0; i < had.counts.length; i++) had.counts[i] += s.counts[i];
         had.sum += s.sum;

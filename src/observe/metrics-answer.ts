@@ -53,6 +53,9 @@ class MetricsAnswer implements MetricsTextSink {
       if (!this.started) {
         this.started = true;
         startPlain(this.res, 200, this.contentType);
+        // Said now, with the headers: end()'s close flag, once parts are written, writes its
+        // header line into the chunked body (as the last chunk's size), which the scraper cannot read.
+        if (this.draining()) this.res.writeHeader('connection', 'close');
       }
       this.res.write(text);
     });
@@ -61,7 +64,7 @@ class MetricsAnswer implements MetricsTextSink {
   end(text: string): void {
     if (this.aborted) return;
     if (this.started) {
-      this.res.cork(() => this.res.end(text, this.draining()));
+      this.res.cork(() => this.res.end(text));
       return;
     }
     const body = this.held.length === 0 ? text : this.held.join('') + text;

@@ -39,7 +39,8 @@ export class MonotoneSeries {
   /** The text to write for `series` (name and labels as written), of value `value` written `text`: the last one shown when this one is below it by a rounding step. */
   shown(series: string, value: number, text: string): string {
     const before = this.last.get(series);
-    if (before !== undefined && value < before.value && before.value - value <= Math.abs(before.value) * ROUNDING) {
+    // A last value not finite (+Inf) holds no later one: any drop from it is real.
+    if (before !== undefined && Number.isFinite(before.value) && value < before.value && before.value - value <= Math.abs(before.value) * ROUNDING) {
       this.seen.set(series, before);
       return before.text;
     }

@@ -136,7 +136,11 @@ export class RetiredCounts {
     }
   }
 
-  /** The sums so far in this scrape (the epochs `shown` sums), as one worker's answer. */
+  /**
+   * The sums so far in this scrape (the epochs `shown` sums), as one worker's answer: copies, as
+   * the sum reads them over turns of the event loop, during which add() may add a worker that
+   * exited to what is kept here (counted twice in that scrape, its answer too).
+   */
   list(shown: ShownEpochs): SentMetric[] {
     const out: SentMetric[] = [];
     const showing = (s: RetiredSeries<{ labels: LabelValues }>): boolean => {
@@ -146,11 +150,11 @@ export class RetiredCounts {
     for (const f of this.families.values()) {
       if (isPartsFamily(f)) {
         const series: HistogramPart[] = [];
-        for (const s of f.byKey.values()) if (showing(s)) series.push(s.series);
+        for (const s of f.byKey.values()) if (showing(s)) series.push({ labels: s.series.labels, counts: [...s.series.counts], sum: s.series.sum, count: s.series.count });
         out.push({ ...f.json, series });
       } else {
         const values: MetricValue[] = [];
-        for (const s of f.byKey.values()) if (showing(s)) values.push(s.series);
+        for (const s of f.byKey.values()) if (showing(s)) values.push({ ...s.series });
         out.push({ ...f.json, values });
       }
     }
@@ -177,7 +181,7 @@ function addParts(f: PartsFamily, series: readonly HistogramPart[], epochs: PodE
       had.series.count += p.count;
       continue;
     }
-    f.byKey.set(key, { series: { labels: { ...p.labels }, counts: [...p.counts], sum: p.sum, count: p.count }, epoch });
+    f.byKey.set(key, { series: { labels: { ...p.labels }, counts: [...p.counts], sum: 0 + p.sum, count: 0 + p.count }, epoch });
   }
 }
 

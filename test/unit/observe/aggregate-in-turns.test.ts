@@ -93,6 +93,10 @@ describe('aggregateInTurns', () => {
       expect(await aggregateInTurns(lists)).toBe(await promClientText(lists));
     }
     await expect(aggregateInTurns([[{ ...a, aggregator: 'median' as never }]])).rejects.toThrow("'median' is not a defined aggregator.");
+    // A sum not finite in the worker comes through IPC's JSON as null: the text prom-client gives (0), alone and summed.
+    expect(a.series.length).toBeGreaterThan(1);
+    const nan: HistogramParts = JSON.parse(JSON.stringify({ ...a, series: a.series.map((x, i) => ({ ...x, sum: i === 0 ? Number.NaN : Number.POSITIVE_INFINITY })) }));
+    for (const lists of [[[nan]], [[nan], [a]], [[a], [nan]]] as SentMetric[][][]) expect(await aggregateInTurns(lists)).toBe(await promClientText(lists));
   });
 
   it('with a MonotoneSeries, shows no counter or histogram sum below its last by a rounding step', async () => {
@@ -175,5 +179,14 @@ describe('aggregateInTurns', () => {
     stop = true;
     expect(partsText).toBe(text);
     expect(turns).toBeGreaterThanOrEqual(25);
+  });
+});
+
+describe('aggregateInTurns where prom-client\'s key is not a label set', () => {
+  it('two label sets whose values make one prom-client key (a "," or ":" in them) stay two series', async () => {
+    const m = (labels: Record<string, string>): MetricJson => ({ name: 'c_total', help: 'h', type: 'counter', aggregator: 'sum', values: [{ labels, value: 1 }] });
+    const text = await aggregateInTurns([[m({ a: 'x,b:y', b: 'z' })], [m({ a: 'x', b: 'y,b:z' })]]);
+    expect(text).toContain('c_total{a="x,b:y",b="z"} 1\n');
+    expect(text).toContain('c_total{a="x",b="y,b:z"} 1\n');
   });
 });

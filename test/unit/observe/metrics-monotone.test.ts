@@ -41,4 +41,11 @@ describe('MonotoneSeries: no counter or histogram series of the exposition goes 
     m.shown('other', 1, '1');
     expect(scrape(m, { 'd_sum{route="r"}': '24.872294816999972' })).toEqual({ 'd_sum{route="r"}': '24.872294816999975' });
   });
+
+  it('a last value of +Inf holds no later one: the drop from it is real', () => {
+    const m = new MonotoneSeries();
+    scrape(m, { c_total: '+Inf' });
+    expect(scrape(m, { c_total: '3' })).toEqual({ c_total: '3' });
+    expect(scrape(m, { c_total: '4' })).toEqual({ c_total: '4' });
+  });
 });
