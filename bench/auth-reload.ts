@@ -16,7 +16,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { readCommandLine, type CommandSpec } from './cli-args.js';
 import { routerResources } from './scenarios.js';
-import { describeTimes as describe, PacedRequests } from './paced-requests.js';
+import { ChangeWindows, PacedRequests } from './paced-requests.js';
 import { startMock, startRouter, stopAll, tempDir } from './targets.js';
 import { stopChildrenOnInterrupt } from './interrupt.js';
 
@@ -69,31 +69,10 @@ async function main(): Promise<void> {
     }
     return true;
   };
-  const quiet: number[][] = [];
-  const reloading: number[][] = [];
-  const took: number[] = [];
-  for (let v = 1; v <= RELOADS; v++) {
-    const quietFrom = performance.now();
-    await sleep(1000);
-    const wrote = performance.now();
-    writeFileSync(authFile, versions[v]);
-    while (!(await everyWorkerTakes(`sk-${v}-1`))) {
-      if (performance.now() - wrote > 60_000) throw new Error(`version ${v} of the auth file was not applied by both workers within 60 s`);
-      await sleep(5);
-    }
-    took.push(performance.now() - wrote);
-    const until = performance.now() + 200;
-    await sleep(200);
-    await paced.answered(until);
-    quiet.push(paced.timesDue(quietFrom, wrote));
-    reloading.push(paced.timesDue(wrote, until));
-  }
+  const windows = new ChangeWindows(paced);
+  for (let v = 1; v <= RELOADS; v++) await windows.measure(`version ${v} of the auth file`, () => writeFileSync(authFile, versions[v]), () => everyWorkerTakes(`sk-${v}-1`));
   await paced.stop();
-  const failed = paced.failed();
-  process.stdout.write(`\nAuth file reloads under ${RATE} req/s (2 workers, local limit, ${KEYS} API keys, ${(versions[0].length / 1e6).toFixed(1)} MB a version), requests timed from when they were due:\n\n`);
-  process.stdout.write('| reload | written until applied in every worker | quiet second before | from the write until 200 ms after applied |\n|---|---|---|---|\n');
-  for (let i = 0; i < RELOADS; i++) process.stdout.write(`| ${i + 1} | ${took[i].toFixed(0)} ms | ${describe(quiet[i])} | ${describe(reloading[i])} |\n`);
-  process.stdout.write(`\nall windows: quiet ${describe(quiet.flat())}; during reloads ${describe(reloading.flat())}; answers not 200: ${failed}\n`);
+  process.stdout.write(`\nAuth file reloads under ${RATE} req/s (2 workers, local limit, ${KEYS} API keys, ${(versions[0].length / 1e6).toFixed(1)} MB a version), requests timed from when they were due:\n\n${windows.table('reload')}`);
   await stopAll();
 }
 

@@ -92,3 +92,40 @@ export function describeTimes(ms: readonly number[]): string {
   const sorted = [...ms].sort((a, b) => a - b);
   return `${ms.length} requests, p50 ${percentile(sorted, 0.5).toFixed(2)} ms, p99 ${percentile(sorted, 0.99).toFixed(2)} ms, max ${sorted[sorted.length - 1].toFixed(2)} ms`;
 }
+
+/**
+ * Changes made under paced requests (a file rewritten, say), each timed from its write until
+ * `applied()` says every worker has it, with the requests due from the write until 200 ms after
+ * beside those due in the quiet second before it.
+ */
+export class ChangeWindows {
+  private readonly took: number[] = [];
+  private readonly quiet: number[][] = [];
+  private readonly during: number[][] = [];
+
+  constructor(private readonly paced: PacedRequests) {}
+
+  async measure(what: string, write: () => void, applied: () => Promise<boolean>): Promise<void> {
+    const quietFrom = performance.now();
+    await sleep(1000);
+    const wrote = performance.now();
+    write();
+    while (!(await applied())) {
+      if (performance.now() - wrote > 60_000) throw new Error(`${what} was not applied by both workers within 60 s`);
+      await sleep(5);
+    }
+    this.took.push(performance.now() - wrote);
+    const until = performance.now() + 200;
+    await sleep(200);
+    await this.paced.answered(until);
+    this.quiet.push(this.paced.timesDue(quietFrom, wrote));
+    this.during.push(this.paced.timesDue(wrote, until));
+  }
+
+  /** The changes as a table (`kind` names its first column), then all windows together. */
+  table(kind: string): string {
+    let out = `| ${kind} | written until applied in every worker | quiet second before | from the write until 200 ms after applied |\n|---|---|---|---|\n`;
+    for (let i = 0; i < this.took.length; i++) out += `| ${i + 1} | ${this.took[i].toFixed(0)} ms | ${describeTimes(this.quiet[i])} | ${describeTimes(this.during[i])} |\n`;
+    return `${out}\nall windows: quiet ${describeTimes(this.quiet.flat())}; during the changes ${describeTimes(this.during.flat())}; answers not 200: ${this.paced.failed()}\n`;
+  }
+}

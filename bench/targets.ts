@@ -44,13 +44,13 @@ export async function startMock(name: string, extra: string[] = []): Promise<Tar
 }
 
 /**
- * The built router (dist/cli.js) on a resources file written into a fresh temp dir. `nodeArgs`
+ * The built router (dist/cli.js) on a resources file written into a fresh temp dir (`resourcesFile`, which it watches). `nodeArgs`
  * go to node itself; node:cluster passes them on to the workers (execArgv). `node`: the Node.js
  * binary (default: the one running the bench).
  */
-export async function startRouter(name: string, resourcesYaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], node?: string): Promise<Target> {
+export async function startRouter(name: string, resourcesYaml: string, workers: number, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], node?: string): Promise<Target & { readonly resourcesFile: string }> {
   const proc = await startRouterProcess(resourcesYaml, { name, workers, env, nodeArgs, node, dir: tempDir('ir-bench-router-'), ...KEEP });
-  return { name, url: proc.url, port: proc.port, proc };
+  return { name, url: proc.url, port: proc.port, proc, resourcesFile: proc.resourcesFile };
 }
 
 /**

@@ -6,6 +6,13 @@ import type { AuthConfigWire } from '../auth/auth-config-wire.js';
 export type PrimaryToWorker =
   /** `podEpochs`: by backend pod, the version of the configuration it entered (observe/backend-pod-epochs.ts). */
   | { t: 'core:snapshot'; snapshot: ResourceSnapshot; podEpochs: PodEpochs }
+  /**
+   * Snapshot `version`, whose routes are those of snapshot `routesVersion` (a change of ModelServers
+   * only: their pods moved, say): the worker builds its table on the one it has
+   * (route/route-table.ts), or asks for the whole snapshot (`core:snapshot-wanted`) when its routes
+   * are another version's.
+   */
+  | { t: 'core:servers'; version: number; routesVersion: number; servers: ResourceSnapshot['servers']; createdAt: number; podEpochs: PodEpochs }
   | { t: 'core:ready'; ready: boolean }
   | { t: 'core:drain' }
   /** Drain this worker alone, without the drain delay: it is replaced (a certificate rotation). */
@@ -30,7 +37,9 @@ export type WorkerToPrimary =
   /** Each second while serving, unanswered: the primary's watchdog hears the worker's event loop turn (primary/worker-watchdog.ts). */
   | { t: 'core:alive' }
   /** A starting worker asks for the auth file's config in use. */
-  | { t: 'core:auth-wanted' };
+  | { t: 'core:auth-wanted' }
+  /** A `core:servers` came for routes this worker does not have (it kept an older snapshot): the primary sends the whole one in use. */
+  | { t: 'core:snapshot-wanted' };
 
 export function isCoreMessage(m: unknown): m is { t: string } {
   return m !== null && typeof m === 'object' && typeof (m as { t?: unknown }).t === 'string' && (m as { t: string }).t.startsWith('core:');

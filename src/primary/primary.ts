@@ -124,6 +124,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   let stores = '';
   /** What the snapshot published last holds (its routes and servers as JSON, and the servers left out). */
   let publishedJson = '';
+  /** Its routes alone, as JSON, and the version of the snapshot that brought them. */
+  let publishedRoutesJson = '';
+  let routesVersion = 0;
   const publish = (routes: ModelRoute[], allServers: Servers): void => {
     // The ModelServers no route targets are left out: their pods are neither scraped (below) nor
     // given to the workers, which would keep a pool and metric series for each (targeted-servers.ts).
@@ -131,16 +134,23 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     // A change only in what is left out (a pod of a ModelServer no route targets came, went or
     // changed), or none (a comment, the same file written again), changes nothing the workers
     // use: the snapshot they have is kept.
-    const json = JSON.stringify([routes, servers, untargeted]);
+    const routesJson = JSON.stringify(routes);
+    const json = `${routesJson}\n${JSON.stringify([servers, untargeted])}`;
     if (snapshot !== null && json === publishedJson) {
       ops.info('reload', `resources ${settings.source === 'file' ? `reloaded from ${settings.resources}` : 'changed'}: nothing the routes use changed (a change only in ModelServers no route targets, or none); snapshot ${snapshot.version} kept`, { applied: true, unchanged: true, snapshot: snapshot.version });
       return;
     }
     publishedJson = json;
-    snapshot = { version: ++version, routes, servers, createdAt: Date.now() };
+    // The routes as they were (a change of ModelServers only: pods moved in a rollout): the workers
+    // are sent the servers alone and keep what they compiled of the routes of the servers that did
+    // not change; the served models keep their `created`.
+    const serversOnly = snapshot !== null && routesJson === publishedRoutesJson;
+    publishedRoutesJson = routesJson;
+    snapshot = serversOnly ? { version: ++version, routes: snapshot!.routes, servers, createdAt: snapshot!.createdAt } : { version: ++version, routes, servers, createdAt: Date.now() };
+    if (!serversOnly) routesVersion = version;
     backendPods = new Set(servers.flatMap((s) => s.endpoints.map((e) => e.name)));
     podEpochs = nextPodEpochs(podEpochs, backendPods, version);
-    const r = describeResources(snapshot, source, untargeted);
+    const r = describeResources(snapshot, source, untargeted, serversOnly);
     ops.info(version === 1 ? 'resources' : 'reload', r.message, r.fields);
     if (routes.length === 0 && settings.source === 'file') {
       ops.warn('resources', settings.gateway === null
@@ -150,7 +160,9 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     const l = describeLimitStores(routes, settings);
     if (l.message !== stores) ops.info('limits', (stores = l.message), l.fields);
     scraper.setTargets(servers);
-    broadcast({ t: 'core:snapshot', snapshot, podEpochs });
+    broadcast(serversOnly
+      ? { t: 'core:servers', version, routesVersion, servers, createdAt: snapshot.createdAt!, podEpochs }
+      : { t: 'core:snapshot', snapshot, podEpochs });
     updateReady();
   };
 
@@ -274,6 +286,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
       } else if (msg.t === 'core:applied') {
         applied.add(w.id);
         updateReady();
+      } else if (msg.t === 'core:snapshot-wanted') {
+        sendSnapshot(w);
       } else if (msg.t === 'core:auth-wanted') {
         if (authFile !== null && authModules !== null) w.send({ t: 'core:auth', config: authModules[1].authConfigToWire(authFile.config) } satisfies PrimaryToWorker);
       } else if (msg.t === 'core:fatal') {

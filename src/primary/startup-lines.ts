@@ -11,17 +11,19 @@ export interface OpsLine {
  * The line of a loaded (version 1) or reloaded snapshot: how many routes and servers, and their
  * names; then the ModelServers no route targets (`untargeted`), left out of the snapshot, if any.
  */
-export function describeResources(s: ResourceSnapshot, source: string, untargeted: readonly string[] = []): OpsLine {
+export function describeResources(s: ResourceSnapshot, source: string, untargeted: readonly string[] = [], serversOnly = false): OpsLine {
   const routes = s.routes.map((r) => r.key);
   const servers = s.servers.map((m) => m.key);
   const verb = s.version === 1 ? 'loaded' : 'reloaded';
   const left = untargeted.length === 0 ? '' : `; ${untargeted.length} ModelServers no route served targets, not used (their pods neither scraped nor connected to) [${named(untargeted)}]`;
+  // The routes as they were: the workers keep them as compiled and take the servers alone (messages.ts core:servers).
+  const only = serversOnly ? '; only ModelServers changed: the routes stay as compiled' : '';
   return {
     message: `resources ${verb} from ${source} (snapshot ${s.version}): ${routes.length} routes [${named(routes)}], ` +
-      `${servers.length} servers [${named(servers)}]${left}`,
+      `${servers.length} servers [${named(servers)}]${left}${only}`,
     fields: {
       applied: true, snapshot: s.version, routes: routes.slice(0, NAMES_LISTED), servers: servers.slice(0, NAMES_LISTED), untargetedServers: untargeted.slice(0, NAMES_LISTED),
-      routeCount: routes.length, serverCount: servers.length, untargetedCount: untargeted.length,
+      routeCount: routes.length, serverCount: servers.length, untargetedCount: untargeted.length, ...(serversOnly ? { serversOnly: true } : {}),
     },
   };
 }

@@ -48,6 +48,15 @@ export interface CompiledRetry {
 /** Without trafficPolicy.retry: connection failures move on to up to two more pods. */
 export const DEFAULT_RETRY: CompiledRetry = Object.freeze({ attempts: 2, anyFailure: false, intervalMs: 0 });
 
+/**
+ * A ModelServer as rules target it: its compiled server in the snapshot in use. The slot stays
+ * while the routes do: a change of ModelServers only (their pods moved) puts the new server in the
+ * slot, and no route is compiled again. A request holds the server it picked, not the slot.
+ */
+export interface ServerSlot {
+  current: CompiledServer;
+}
+
 interface CompiledRule {
   readonly name: string;
   /** [lower-case header name, matcher] pairs; all must hold. */
@@ -55,7 +64,8 @@ interface CompiledRule {
   readonly uriMatcher: Matcher | null;
   /** modelMatch.body.model, or null; applied when the route is given the model name it serves (servedAs). */
   readonly model: string | null;
-  readonly servers: readonly CompiledServer[];
+  /** The servers the rule sends to (weight above 0), each the slot of its ModelServer. */
+  readonly servers: readonly ServerSlot[];
   /** Cumulative weights, same order as servers; last = total. */
   readonly cumulative: readonly number[];
 }
@@ -105,6 +115,14 @@ function servedModelsHint(names: readonly string[]): string {
  */
 export class RouteTable {
   readonly version: number;
+  /**
+   * The snapshot's routes, the array given: a next table built from a snapshot with this same
+   * array (a change of ModelServers only: its routes as they were) compiles again only the routes
+   * of the servers that changed, and takes the rest from this one.
+   */
+  readonly routes: ResourceSnapshot['routes'];
+  /** The version of the snapshot these routes came with (this one's, unless it took them from the table before). */
+  readonly routesVersion: number;
   private readonly byModel: Map<string, CompiledRoute>;
   /** Lower-case header names any rule matches on (copied from the request up front). */
   readonly matchHeaderNames: ReadonlySet<string>;
@@ -121,17 +139,36 @@ export class RouteTable {
   private readonly hints = new Map<string, string>();
   /** Body of GET /v1/models/{id} (the OpenAI model object) per served model, prebuilt. */
   private readonly modelObjects: Map<string, string>;
+  /** The `created` of the served models (seconds). */
+  private readonly created: number;
   /** The rate limits of the served routes (to connect their stores before traffic). */
   readonly rateLimits: readonly RateLimitSpec[];
   /** The ModelServers by key (namespace/name). */
   private readonly servers: Map<string, CompiledServer>;
+  /** Each ModelServer as the snapshot gave it, as JSON: what tells a next table which servers changed. */
+  private readonly serverSources: Map<string, string>;
+  /** The slots the compiled rules target, shared with the tables of the same routes before and after. */
+  private readonly slots: SlotsByServer;
 
-  constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now()) {
+  /**
+   * `prev`: the table in use. When `snapshot.routes` is its routes array (a change of ModelServers
+   * only), the routes stay as they were compiled and the servers that changed are put in their
+   * slots (ServerSlot): the table is the one a build from scratch gives
+   * (test/unit/route/route-table-reuse.test.ts). A build that fails changes nothing of `prev`.
+   */
+  constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now(), prev: RouteTable | null = null) {
     this.version = snapshot.version;
+    this.routes = snapshot.routes;
+    const reuse = prev !== null && prev.routes === snapshot.routes ? prev : null;
+    this.routesVersion = reuse?.routesVersion ?? snapshot.version;
     const servers = new Map<string, CompiledServer>();
+    this.serverSources = new Map();
     for (const s of snapshot.servers) {
+      const source = JSON.stringify(s);
+      this.serverSources.set(s.key, source);
       const states = s.endpoints.map((e) => endpoints.acquire(e));
-      servers.set(s.key, {
+      const before = reuse?.servers.get(s.key);
+      servers.set(s.key, before !== undefined && reuse!.serverSources.get(s.key) === source ? before : {
         key: s.key,
         model: s.model,
         timeoutMs: s.timeoutMs ?? defaultTimeoutMs,
@@ -141,47 +178,34 @@ export class RouteTable {
         pd: s.pd === undefined || s.pd === null ? null : compilePd(s.pd, s.endpoints, states),
       });
     }
+    // A route that targets a server gone fails the build here, before any slot changes.
+    if (reuse !== null) checkTargets(snapshot.routes, reuse.servers, servers);
     endpoints.releaseUnused();
     this.servers = servers;
+    // The primary's time of the snapshot: every worker answers the same (its own load time differed by worker).
+    this.created = Math.floor((snapshot.createdAt ?? now) / 1000);
+    if (reuse !== null) {
+      // The same routes: the same chains, model names, header names and limits; the servers in their slots.
+      this.slots = reuse.slots;
+      this.slots.fill(servers);
+      this.byModel = reuse.byModel;
+      this.matchHeaderNames = reuse.matchHeaderNames;
+      this.rateLimits = reuse.rateLimits;
+      this.modelObjects = reuse.created === this.created ? reuse.modelObjects : modelObjectsOf(this.byModel.keys(), this.created);
+      this.modelsJson = reuse.created === this.created ? reuse.modelsJson : modelsListJson(this.modelObjects);
+      this.nearNames = reuse.nearNames;
+      this.servedModelsHint = reuse.servedModelsHint;
+      return;
+    }
     const headerNames = new Set<string>();
-    // Each name's routes in the snapshot's order, the order they are tried in.
-    const byName = new Map<string, RouteRules[]>();
-    const add = (name: string, rules: RouteRules): void => {
-      const list = byName.get(name);
-      if (list === undefined) byName.set(name, [rules]);
-      else list.push(rules);
-    };
-    for (const r of snapshot.routes) if (r.modelName !== null) add(r.modelName, compileRoute(r, servers, headerNames));
-    // A LoRA adapter is served by the routes that list it, unless a route has it as its modelName.
-    // The request's model (the adapter) goes upstream as it is: spec.model of the ModelServer
-    // names the base model, which would drop the adapter.
-    const modelNames = new Set(byName.keys());
-    let keepModel: Map<string, CompiledServer> | null = null;
-    for (const r of snapshot.routes) {
-      if (r.loraAdapters.length === 0) continue;
-      keepModel ??= new Map([...servers].map(([key, s]) => [key, s.model === null ? s : { ...s, model: null }]));
-      const compiled = compileRoute(r, keepModel, headerNames);
-      for (const adapter of r.loraAdapters) if (!modelNames.has(adapter)) add(adapter, compiled);
-    }
-    this.byModel = new Map();
+    this.slots = new SlotsByServer(servers);
+    this.byModel = compileChains(snapshot.routes, this.slots, headerNames);
     const limits = new Set<RateLimitSpec>();
-    for (const [name, list] of byName) {
-      let next: CompiledRoute | null = null;
-      for (let i = list.length - 1; i >= 0; i--) {
-        next = servedAs(list[i], name, next);
-        if (next.rateLimit !== null) limits.add(next.rateLimit);
-      }
-      this.byModel.set(name, next!);
-    }
+    for (const first of this.byModel.values()) for (let r: CompiledRoute | null = first; r !== null; r = r.next) if (r.rateLimit !== null) limits.add(r.rateLimit);
     this.matchHeaderNames = headerNames;
     this.rateLimits = [...limits];
-    // The primary's time of the snapshot: every worker answers the same (its own load time differed by worker).
-    const created = Math.floor((snapshot.createdAt ?? now) / 1000);
-    this.modelObjects = new Map();
-    for (const id of this.byModel.keys()) {
-      this.modelObjects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));
-    }
-    this.modelsJson = `{"object":"list","data":[${[...this.modelObjects.values()].join(',')}]}`;
+    this.modelObjects = modelObjectsOf(this.byModel.keys(), this.created);
+    this.modelsJson = modelsListJson(this.modelObjects);
     const served = [...this.byModel.keys()];
     this.nearNames = new NearNames(served);
     this.servedModelsHint = servedModelsHint(served);
@@ -234,6 +258,114 @@ export class RouteTable {
 }
 
 /**
+ * The slots of the servers, for rules (`of`) and for the rules of LoRA adapters (`keepingModel`:
+ * the request's model, the adapter, goes upstream as it is, where spec.model of the ModelServer
+ * names the base model and would drop the adapter).
+ */
+class SlotsByServer {
+  private readonly plain = new Map<string, ServerSlot>();
+  private readonly keeping = new Map<string, ServerSlot>();
+
+  constructor(servers: ReadonlyMap<string, CompiledServer>) {
+    for (const [key, s] of servers) this.plain.set(key, { current: s });
+  }
+
+  of(key: string): ServerSlot | undefined {
+    return this.plain.get(key);
+  }
+
+  keepingModel(key: string): ServerSlot | undefined {
+    let slot = this.keeping.get(key);
+    if (slot === undefined) {
+      const s = this.plain.get(key);
+      if (s === undefined) return undefined;
+      slot = { current: keepModel(s.current) };
+      this.keeping.set(key, slot);
+    }
+    return slot;
+  }
+
+  /** Puts `servers` in their slots (a server no rule targets gets one, for later tables; one gone leaves its slot, which no rule targets). */
+  fill(servers: ReadonlyMap<string, CompiledServer>): void {
+    for (const [key, s] of servers) {
+      const slot = this.plain.get(key);
+      if (slot === undefined) this.plain.set(key, { current: s });
+      else if (slot.current !== s) {
+        slot.current = s;
+        const kept = this.keeping.get(key);
+        if (kept !== undefined) kept.current = keepModel(s);
+      }
+    }
+  }
+}
+
+function keepModel(s: CompiledServer): CompiledServer {
+  return s.model === null ? s : { ...s, model: null };
+}
+
+/**
+ * The chains of routes by the model name they serve, in the snapshot's order (the order they are
+ * tried in). Each route serves its modelName; a LoRA adapter is served by the routes that list it,
+ * unless a route has it as its modelName.
+ */
+function compileChains(routes: readonly ModelRoute[], slots: SlotsByServer, headerNames: Set<string>): Map<string, CompiledRoute> {
+  const byName = new Map<string, RouteRules[]>();
+  const add = (name: string, rules: RouteRules): void => {
+    const list = byName.get(name);
+    if (list === undefined) byName.set(name, [rules]);
+    else list.push(rules);
+  };
+  const plain = (key: string): ServerSlot | undefined => slots.of(key);
+  const keeping = (key: string): ServerSlot | undefined => slots.keepingModel(key);
+  for (const r of routes) if (r.modelName !== null) add(r.modelName, compileRoute(r, plain, headerNames));
+  const modelNames = new Set(byName.keys());
+  for (const r of routes) {
+    if (r.loraAdapters.length === 0) continue;
+    const compiled = compileRoute(r, keeping, headerNames);
+    for (const adapter of r.loraAdapters) if (!modelNames.has(adapter)) add(adapter, compiled);
+  }
+  const chains = new Map<string, CompiledRoute>();
+  for (const [name, list] of byName) {
+    let next: CompiledRoute | null = null;
+    for (let i = list.length - 1; i >= 0; i--) next = servedAs(list[i], name, next);
+    chains.set(name, next!);
+  }
+  return chains;
+}
+
+/**
+ * The routes compiled before (against `before`) checked against `servers`: a target of a server
+ * gone fails as the build from scratch fails, with its message (the routes in the order
+ * compileChains compiles them: those of a modelName, then those of adapters only).
+ */
+function checkTargets(routes: readonly ModelRoute[], before: ReadonlyMap<string, CompiledServer>, servers: ReadonlyMap<string, CompiledServer>): void {
+  let gone = false;
+  for (const key of before.keys()) if (!servers.has(key)) gone = true;
+  if (!gone) return;
+  const check = (r: ModelRoute): void => {
+    for (const rule of r.rules) {
+      for (const t of rule.targetModels) {
+        if (!servers.has(`${r.namespace}/${t.modelServerName}`)) throw new Error(`${r.key}: rule ${rule.name} names unknown ModelServer ${t.modelServerName}`);
+      }
+    }
+  };
+  for (const r of routes) if (r.modelName !== null) check(r);
+  for (const r of routes) if (r.modelName === null && r.loraAdapters.length > 0) check(r);
+}
+
+/** The OpenAI model object of each name (GET /v1/models/{id}). */
+function modelObjectsOf(names: Iterable<string>, created: number): Map<string, string> {
+  const objects = new Map<string, string>();
+  for (const id of names) objects.set(id, JSON.stringify({ id, object: 'model', created, owned_by: 'inference-router' }));
+  return objects;
+}
+
+/** The body of GET /v1/models. */
+function modelsListJson(objects: ReadonlyMap<string, string>): string {
+  return `{"object":"list","data":[${[...objects.values()].join(',')}]}`;
+}
+
+/**
  * A pdGroup server's pods by role and group (`labels` of each endpoint; `states` in the same
  * order): only the groups with pods of both roles serve, a decode pod with the prefill pods of its
  * group. Pods of neither role are left out.
@@ -264,7 +396,7 @@ export function compilePd(pd: PdSpec, list: readonly { labels?: Record<string, s
 /** A route's rules compiled, before it is given the model name it serves (servedAs). */
 type RouteRules = Omit<CompiledRoute, 'modelName' | 'next'>;
 
-function compileRoute(r: ModelRoute, servers: Map<string, CompiledServer>, headerNames: Set<string>): RouteRules {
+function compileRoute(r: ModelRoute, servers: (key: string) => ServerSlot | undefined, headerNames: Set<string>): RouteRules {
   return {
     key: r.key,
     rateLimit: r.rateLimit,
@@ -281,7 +413,7 @@ function servedAs(route: RouteRules, modelName: string, next: CompiledRoute | nu
   return { ...route, modelName, next, rules: route.rules.filter((rule) => rule.model === null || rule.model === modelName) };
 }
 
-function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, CompiledServer>, headerNames: Set<string>): CompiledRule {
+function compileRule(route: ModelRoute, rule: Rule, servers: (key: string) => ServerSlot | undefined, headerNames: Set<string>): CompiledRule {
   const headerMatchers: (readonly [string, Matcher])[] = [];
   let uriMatcher: Matcher | null = null;
   if (rule.modelMatch) {
@@ -292,11 +424,11 @@ function compileRule(route: ModelRoute, rule: Rule, servers: Map<string, Compile
     }
     if (rule.modelMatch.uri) uriMatcher = compileMatcher(rule.modelMatch.uri);
   }
-  const compiledServers: CompiledServer[] = [];
+  const compiledServers: ServerSlot[] = [];
   const cumulative: number[] = [];
   let total = 0;
   for (const t of rule.targetModels) {
-    const server = servers.get(`${route.namespace}/${t.modelServerName}`);
+    const server = servers(`${route.namespace}/${t.modelServerName}`);
     if (!server) throw new Error(`${route.key}: rule ${rule.name} names unknown ModelServer ${t.modelServerName}`);
     if (t.weight <= 0) continue;
     total += t.weight;
@@ -329,8 +461,8 @@ function matchPath(url: string): string {
 function drawByWeight(rule: CompiledRule, random: () => number): CompiledServer | null {
   const n = rule.servers.length;
   if (n === 0) return null;
-  if (n === 1) return rule.servers[0];
+  if (n === 1) return rule.servers[0].current;
   const x = random() * rule.cumulative[n - 1];
-  for (let i = 0; i < n; i++) if (x < rule.cumulative[i]) return rule.servers[i];
-  return rule.servers[n - 1];
+  for (let i = 0; i < n; i++) if (x < rule.cumulative[i]) return rule.servers[i].current;
+  return rule.servers[n - 1].current;
 }

@@ -412,10 +412,19 @@ export async function runWorker(settings: Settings): Promise<void> {
     if (!isCoreMessage(m)) return;
     const msg = m as PrimaryToWorker;
     switch (msg.t) {
-      case 'core:snapshot': {
+      case 'core:snapshot':
+      case 'core:servers': {
         // Once the drain is closing, the pools are closed (or idle): none is opened again.
         if (drainState.closing) break;
-        const next = applySnapshot(msg.snapshot, endpoints, settings, table, ops);
+        let snapshot: ResourceSnapshot;
+        if (msg.t === 'core:snapshot') snapshot = msg.snapshot;
+        else if (table !== null && table.routesVersion === msg.routesVersion) snapshot = { version: msg.version, routes: table.routes, servers: msg.servers, createdAt: msg.createdAt };
+        else {
+          // Servers for routes this worker does not have (it kept an older snapshot, or has none yet): the whole one.
+          send({ t: 'core:snapshot-wanted' });
+          break;
+        }
+        const next = applySnapshot(snapshot, endpoints, settings, table, ops);
         if (next !== table) podEpochs = msg.podEpochs;
         table = next;
         // The gates of ModelServers gone from the configuration, once nothing waits or is in flight there.
@@ -526,7 +535,8 @@ function* scrapedPods(endpoints: EndpointRegistry): Generator<[string, number]> 
 
 function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null, ops: OpsLog): RouteTable | null {
   try {
-    return new RouteTable(s, endpoints, settings.upstreamTimeoutMs);
+    // On the table in use: a snapshot with its routes array (core:servers) compiles only the routes of the servers that changed.
+    return new RouteTable(s, endpoints, settings.upstreamTimeoutMs, Date.now(), prev);
   } catch (err) {
     ops.warn('reload', `snapshot ${s.version} rejected, keeping ${prev === null ? 'none' : `snapshot ${prev.version}`}: ${(err as Error).message}`,
       { applied: false, snapshot: s.version });

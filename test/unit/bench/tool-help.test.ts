@@ -31,6 +31,7 @@ const CASES: readonly { tool: string; wrong: string[]; error: string }[] = [
   { tool: 'start-cost', wrong: ['--rounds', '0'], error: 'start-cost: --rounds: expected a positive number, got "0"' },
   { tool: 'large-body-trees', wrong: ['.', '.', '--bytes', 'many'], error: 'large-body-trees: --bytes: expected a positive number, got "many"' },
   { tool: 'auth-reload', wrong: ['--keys', 'all'], error: 'auth-reload: --keys: expected a positive number, got "all"' },
+  { tool: 'resources-change-scale', wrong: ['--changes', '0'], error: 'resources-change-scale: --changes: expected a positive number, got "0"' },
   { tool: 'metrics-scrape-scale', wrong: ['--routes', 'many'], error: 'metrics-scrape-scale: --routes: expected a positive number, got "many"' },
   { tool: 'idle-return', wrong: ['--quiet', 'later'], error: 'idle-return: --quiet: "later" is not a list of seconds (0 or more) separated by commas' },
 ];

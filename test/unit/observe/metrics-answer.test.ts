@@ -11,9 +11,9 @@ import type { MetricsTextSink, WorkerMetricsLink } from '../../../src/observe/me
 import type { RouterMetrics } from '../../../src/observe/metrics.js';
 
 const uws = loadUws();
-const apps: { close(): void }[] = [];
+const listening: unknown[] = [];
 afterAll(() => {
-  for (const a of apps) a.close();
+  for (const ls of listening) uws.us_listen_socket_close(ls as never);
 });
 
 /** A router worker's /metrics whose primary sends `parts` (the last ends the text), a few ms apart. */
@@ -25,8 +25,10 @@ async function serve(parts: string[], draining: boolean): Promise<number> {
   } as unknown as WorkerMetricsLink;
   const handler = metricsHandler({ contentType: 'text/plain; version=0.0.4; charset=utf-8' } as RouterMetrics, link);
   const app = uws.App().get('/metrics', (res) => handler(res, false, () => draining));
-  apps.push(app);
-  return new Promise((resolve) => app.listen('127.0.0.1', 0, (ls) => resolve(uws.us_socket_local_port(ls))));
+  return new Promise((resolve) => app.listen('127.0.0.1', 0, (ls) => {
+    listening.push(ls);
+    resolve(uws.us_socket_local_port(ls));
+  }));
 }
 
 /** The raw answer on a kept-alive connection (the client does not ask to close), until the server closes it or 500 ms pass. */

@@ -205,15 +205,15 @@ describe('RouteTable', () => {
   it('keeps endpoint state (in-flight counts, pools) across snapshots for the same pod', () => {
     const reg = new EndpointRegistry({ connections: 1 });
     const t1 = new RouteTable(snap, reg, 1000);
-    const e1 = t1.route('m')!.rules[2].servers[0].endpoints[0];
+    const e1 = t1.route('m')!.rules[2].servers[0].current.endpoints[0];
     e1.inflight = 7;
     const t2 = new RouteTable({ ...snap, version: 4 }, reg, 1000);
-    expect(t2.route('m')!.rules[2].servers[0].endpoints[0]).toBe(e1);
+    expect(t2.route('m')!.rules[2].servers[0].current.endpoints[0]).toBe(e1);
     expect(e1.inflight).toBe(7);
   });
 
   it('applies the default timeout when a server sets none', () => {
     const t = new RouteTable(snap, new EndpointRegistry({ connections: 1 }), 1234);
-    expect(t.route('m')!.rules[0].servers[0].timeoutMs).toBe(1234);
+    expect(t.route('m')!.rules[0].servers[0].current.timeoutMs).toBe(1234);
   });
 });
