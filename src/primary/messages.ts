@@ -4,8 +4,11 @@ import type { AuthConfigWire } from '../auth/auth-config-wire.js';
 
 /** Core messages between the primary and its workers (other modules use other `t` prefixes). */
 export type PrimaryToWorker =
-  /** `podEpochs`: by backend pod, the version of the configuration it entered (observe/backend-pod-epochs.ts). */
-  | { t: 'core:snapshot'; snapshot: ResourceSnapshot; podEpochs: PodEpochs }
+  /**
+   * `podEpochs`: by backend pod, the version of the configuration it entered (observe/backend-pod-epochs.ts);
+   * `routesVersion`: the version of the snapshot its routes came with (below its own after changes of ModelServers only).
+   */
+  | { t: 'core:snapshot'; snapshot: ResourceSnapshot; routesVersion: number; podEpochs: PodEpochs }
   /**
    * Snapshot `version`, whose routes are those of snapshot `routesVersion` (a change of ModelServers
    * only: their pods moved, say): the worker builds its table on the one it has

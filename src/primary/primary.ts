@@ -108,7 +108,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
   };
   /** The configuration now (if any) to one worker that listens. */
   const sendSnapshot = (w: Worker): void => {
-    if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, podEpochs } satisfies PrimaryToWorker);
+    if (snapshot !== null && podEpochs !== null) w.send({ t: 'core:snapshot', snapshot, routesVersion, podEpochs } satisfies PrimaryToWorker);
   };
   let wasReady = false;
   const updateReady = (): void => {
@@ -162,7 +162,7 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     scraper.setTargets(servers);
     broadcast(serversOnly
       ? { t: 'core:servers', version, routesVersion, servers, createdAt: snapshot.createdAt!, podEpochs }
-      : { t: 'core:snapshot', snapshot, podEpochs });
+      : { t: 'core:snapshot', snapshot, routesVersion, podEpochs });
     updateReady();
   };
 
@@ -287,6 +287,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
         applied.add(w.id);
         updateReady();
       } else if (msg.t === 'core:snapshot-wanted') {
+        // Rare: a worker that kept an older snapshot (it refused one) gets a change of ModelServers only.
+        ops.info('reload', `worker ${w.process.pid} has the routes of another snapshot than ${routesVersion}: sent it snapshot ${snapshot?.version ?? 'none'} whole`);
         sendSnapshot(w);
       } else if (msg.t === 'core:auth-wanted') {
         if (authFile !== null && authModules !== null) w.send({ t: 'core:auth', config: authModules[1].authConfigToWire(authFile.config) } satisfies PrimaryToWorker);

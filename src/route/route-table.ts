@@ -154,13 +154,17 @@ export class RouteTable {
    * `prev`: the table in use. When `snapshot.routes` is its routes array (a change of ModelServers
    * only), the routes stay as they were compiled and the servers that changed are put in their
    * slots (ServerSlot): the table is the one a build from scratch gives
-   * (test/unit/route/route-table-reuse.test.ts). A build that fails changes nothing of `prev`.
+   * (test/unit/route/route-table-reuse.test.ts). A build that fails changes nothing of `prev`, nor
+   * of `endpoints`. `routesVersion`: the version of the snapshot the routes came with, when it is
+   * not this one's (a whole snapshot sent after changes of ModelServers only).
    */
-  constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now(), prev: RouteTable | null = null) {
+  constructor(snapshot: ResourceSnapshot, endpoints: EndpointRegistry, defaultTimeoutMs: number, now = Date.now(), prev: RouteTable | null = null, routesVersion = snapshot.version) {
     this.version = snapshot.version;
     this.routes = snapshot.routes;
     const reuse = prev !== null && prev.routes === snapshot.routes ? prev : null;
-    this.routesVersion = reuse?.routesVersion ?? snapshot.version;
+    this.routesVersion = reuse?.routesVersion ?? routesVersion;
+    // A route that targets a server gone fails the build here, before any pod is acquired or slot changed.
+    if (reuse !== null) checkTargets(snapshot.routes, reuse.servers, new Set(snapshot.servers.map((s) => s.key)));
     const servers = new Map<string, CompiledServer>();
     this.serverSources = new Map();
     for (const s of snapshot.servers) {
@@ -178,8 +182,6 @@ export class RouteTable {
         pd: s.pd === undefined || s.pd === null ? null : compilePd(s.pd, s.endpoints, states),
       });
     }
-    // A route that targets a server gone fails the build here, before any slot changes.
-    if (reuse !== null) checkTargets(snapshot.routes, reuse.servers, servers);
     endpoints.releaseUnused();
     this.servers = servers;
     // The primary's time of the snapshot: every worker answers the same (its own load time differed by worker).
@@ -338,7 +340,7 @@ function compileChains(routes: readonly ModelRoute[], slots: SlotsByServer, head
  * gone fails as the build from scratch fails, with its message (the routes in the order
  * compileChains compiles them: those of a modelName, then those of adapters only).
  */
-function checkTargets(routes: readonly ModelRoute[], before: ReadonlyMap<string, CompiledServer>, servers: ReadonlyMap<string, CompiledServer>): void {
+function checkTargets(routes: readonly ModelRoute[], before: ReadonlyMap<string, CompiledServer>, servers: ReadonlySet<string>): void {
   let gone = false;
   for (const key of before.keys()) if (!servers.has(key)) gone = true;
   if (!gone) return;

@@ -424,7 +424,7 @@ export async function runWorker(settings: Settings): Promise<void> {
           send({ t: 'core:snapshot-wanted' });
           break;
         }
-        const next = applySnapshot(snapshot, endpoints, settings, table, ops);
+        const next = applySnapshot(snapshot, endpoints, settings, table, ops, msg.routesVersion);
         if (next !== table) podEpochs = msg.podEpochs;
         table = next;
         // The gates of ModelServers gone from the configuration, once nothing waits or is in flight there.
@@ -533,10 +533,10 @@ function* scrapedPods(endpoints: EndpointRegistry): Generator<[string, number]> 
   for (const e of endpoints.states()) if (e.load.scraped) yield [e.name, e.load.scrapedUntil > now ? 1 : 0];
 }
 
-function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null, ops: OpsLog): RouteTable | null {
+function applySnapshot(s: ResourceSnapshot, endpoints: EndpointRegistry, settings: Settings, prev: RouteTable | null, ops: OpsLog, routesVersion: number): RouteTable | null {
   try {
-    // On the table in use: a snapshot with its routes array (core:servers) compiles only the routes of the servers that changed.
-    return new RouteTable(s, endpoints, settings.upstreamTimeoutMs, Date.now(), prev);
+    // On the table in use: a snapshot with its routes array (core:servers) keeps them as compiled.
+    return new RouteTable(s, endpoints, settings.upstreamTimeoutMs, Date.now(), prev, routesVersion);
   } catch (err) {
     ops.warn('reload', `snapshot ${s.version} rejected, keeping ${prev === null ? 'none' : `snapshot ${prev.version}`}: ${(err as Error).message}`,
       { applied: false, snapshot: s.version });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
-import { startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
+import { killOneWorker, startMock, startRouter, waitFor, type MockBackend, type Router } from '../helpers/processes.js';
 import { modelRouteYaml, modelServerYaml } from '../helpers/resource-yaml.js';
 
 /**
@@ -66,6 +66,18 @@ describe('a change of ModelServers only, real processes', () => {
     const after = await models(r.url);
     expect(after).toHaveLength(41);
     expect(after[0].created).toBeGreaterThan(before[0].created);
-    expect(r.stderr()).not.toMatch(/rejected|snapshot-wanted/);
+    expect(r.stderr()).not.toMatch(/rejected|has the routes of another snapshot/);
+  });
+
+  it('a worker started after changes of ModelServers only takes the next ones on its routes as compiled too', async () => {
+    const r = router!;
+    await killOneWorker(r);
+    await waitFor('both workers send to pod-b', () => allTo(r.url, 'pod-b', 'model-new'), 15_000, 50);
+    for (const [pod, port] of [['pod-a', a.port], ['pod-b', b.port], ['pod-a', a.port]] as const) {
+      writeFileSync(r.resourcesFile, modelServerYaml('moving-server', pod, port) + ROUTES + modelRouteYaml('route-new', 'model-new', 'moving-server'));
+      await waitFor(`every worker sends to ${pod}`, () => allTo(r.url, pod, 'model-new'), 15_000, 50);
+    }
+    // Its snapshot, sent whole as it started, said the version its routes came with: no worker asked for one again.
+    expect(r.stderr()).not.toMatch(/has the routes of another snapshot/);
   });
 });

@@ -163,11 +163,56 @@ describe('RouteTable built on the table in use when only ModelServers changed', 
     expect(t2.server('default/sa')).toBe(sa);
     expect([origin(t2, 'a'), origin(t2, 'b')]).toEqual(['http://127.0.0.1:9001', 'http://127.0.0.1:9003']);
     // sb gone while route b targets it: refused, and t2 sends where it sent.
+    const pods = [...registry.states()].map((e) => e.origin).sort();
     expect(() => new RouteTable({ version: 3, routes, servers: [s('sa', 9004)] }, registry, 1000, Date.now(), t2)).toThrow('default/b: rule default names unknown ModelServer sb');
     expect([origin(t2, 'a'), origin(t2, 'b')]).toEqual(['http://127.0.0.1:9001', 'http://127.0.0.1:9003']);
+    // Nor the pods: the refused snapshot's pod (9004) was never taken in.
+    expect([...registry.states()].map((e) => e.origin).sort()).toEqual(pods);
+    // A whole snapshot sent after changes of ModelServers only says the version its routes came with.
+    expect(new RouteTable({ version: 7, routes, servers: [s('sa', 9001), s('sb', 9003)] }, registry, 1000, Date.now(), null, 5).routesVersion).toBe(5);
     // Another routes array (a full snapshot): compiled from scratch.
     const t3 = new RouteTable({ version: 3, routes: [...routes], servers: [s('sa', 9001), s('sb', 9003)] }, registry, 1000, Date.now(), t2);
     expect(t3.route('a')).not.toBe(t2.route('a'));
     expect([t2.routesVersion, t3.routesVersion]).toEqual([1, 3]);
   });
+});
+
+const NS = ['a', 'b'];
+const srv = (ns: string, name: string, port: number, model: string | null): Server => ({ kind: 'ModelServer', namespace: ns, name, key: `${ns}/${name}`, model, inferenceEngine: null, workloadSelector: null, workloadPort: null, timeoutMs: null, retry: null, endpoints: [{ name: `${ns}-${name}-${port}`, host: '127.0.0.1', port }] } as unknown as Server);
+describe('RouteTable built on the table in use, across namespaces', () => {
+  it('is the build from scratch with servers in two namespaces, a key given twice, servers gone and back, adapters', () => {
+  let checked = 0;
+  for (let seed = 1; seed <= 200; seed++) {
+    const rand = mulberry32(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
+    const routes: ModelRoute[] = Array.from({ length: 1 + Math.floor(rand() * 6) }, (_, i) => {
+      const ns = pick(NS);
+      return { kind: 'ModelRoute', namespace: ns, name: `r${i}`, key: `${ns}/r${i}`, modelName: rand() < 0.7 ? pick(['m0', 'm1']) : null, loraAdapters: rand() < 0.5 ? [pick(['l0', 'm0'])] : [], parentRefs: [], creationTimestamp: null, rateLimit: null,
+        rules: [{ name: 'x', modelMatch: null, targetModels: [{ modelServerName: pick(['s0', 's1']), weight: pick([0, 1, 3]) }, { modelServerName: pick(['s0', 's1']), weight: pick([0, 1]) }] }] } as ModelRoute;
+    });
+    const mk = () => { const out: Server[] = []; for (const ns of NS) for (const n of ['s0', 's1', 's2']) { if (rand() < 0.9) out.push(srv(ns, n, 9000 + Math.floor(rand() * 5), pick([null, 'base']))); if (rand() < 0.2) out.push(srv(ns, n, 9000 + Math.floor(rand() * 5), pick([null, 'base']))); } return out; };
+    const reg = new EndpointRegistry({ connections: 1 });
+    let table: RouteTable | null = null;
+    try { table = new RouteTable({ version: 1, routes, servers: mk(), createdAt: 5000 }, reg, 1000); } catch { continue; }
+    for (let v = 2; v < 10; v++) {
+      const s: ResourceSnapshot = { version: v, routes, servers: JSON.parse(JSON.stringify(mk())), createdAt: 5000 };
+      let fresh: RouteTable | string; let next: RouteTable | string;
+      try { fresh = new RouteTable({ ...s, routes: [...routes] }, new EndpointRegistry({ connections: 1 }), 1000); } catch (e) { fresh = (e as Error).message; }
+      try { next = new RouteTable(s, reg, 1000, Date.now(), table); } catch (e) { next = (e as Error).message; }
+      if (typeof fresh === 'string' || typeof next === 'string') { expect(next).toEqual(fresh); continue; }
+      const view = (p: CompiledServer | symbol | null) => (p === null || typeof p === 'symbol' ? p : { k: p.key, m: p.model, e: p.endpoints.map((x) => x.key) });
+      for (const name of ['m0', 'm1', 'l0', 'zz']) {
+        expect(next.unknownModelHint(name)).toBe(fresh.unknownModelHint(name));
+        const [a, b] = [next.route(name), fresh.route(name)];
+        expect(a === undefined).toBe(b === undefined);
+        for (let ra = a ?? null, rb = b ?? null; ra !== null && rb !== null; ra = ra.next, rb = rb.next)
+          for (const x of [0, 0.2, 0.5, 0.8, 0.99]) expect(view(RouteTable.pick(ra, { url: '/', header: () => '' }, () => x))).toEqual(view(RouteTable.pick(rb, { url: '/', header: () => '' }, () => x)));
+      }
+      for (const ns of NS) for (const n of ['s0', 's1', 's2']) { const k = `${ns}/${n}`; const [x, y] = [next.server(k), fresh.server(k)]; expect(x && view(x)).toEqual(y && view(y)); }
+      expect(next.modelsJson).toBe(fresh.modelsJson);
+      table = next; checked++;
+    }
+  }
+  expect(checked).toBeGreaterThan(100);
+});
 });
