@@ -418,9 +418,11 @@ export async function runWorker(settings: Settings): Promise<void> {
         if (drainState.closing) break;
         let snapshot: ResourceSnapshot;
         if (msg.t === 'core:snapshot') snapshot = msg.snapshot;
-        else if (table !== null && table.routesVersion === msg.routesVersion) snapshot = { version: msg.version, routes: table.routes, servers: msg.servers, createdAt: msg.createdAt };
+        // None yet (still starting): the whole snapshot in use comes with the answer to core:starting.
+        else if (table === null) break;
+        else if (table.routesVersion === msg.routesVersion) snapshot = { version: msg.version, routes: table.routes, servers: msg.servers, createdAt: msg.createdAt };
         else {
-          // Servers for routes this worker does not have (it kept an older snapshot, or has none yet): the whole one.
+          // Servers for routes this worker does not have (it kept an older snapshot): the whole one.
           send({ t: 'core:snapshot-wanted' });
           break;
         }
