@@ -72,15 +72,18 @@ describe('a change of ModelServers only, real processes', () => {
   it('a worker started after changes of ModelServers only takes the next ones on its routes as compiled too', async () => {
     const r = router!;
     const readyLines = (): number => (r.stderr().match(/ready: 2 workers listening/g) ?? []).length;
+    const move = async (pod: string, port: number): Promise<void> => {
+      writeFileSync(r.resourcesFile, modelServerYaml('moving-server', pod, port) + ROUTES + modelRouteYaml('route-new', 'model-new', 'moving-server'));
+      await waitFor(`every worker sends to ${pod}`, () => allTo(r.url, pod, 'model-new'), 15_000, 50);
+    };
+    // The snapshot in use is one of ModelServers only: its routes came with an earlier one.
+    await move('pod-a', a.port);
     const ready = readyLines();
     await killOneWorker(r);
     // The replacement listens and has applied the snapshot (sent whole as it started).
     await waitFor('the replacement ready', () => readyLines() > ready, 15_000, 50);
-    await waitFor('both workers send to pod-b', () => allTo(r.url, 'pod-b', 'model-new'), 15_000, 50);
-    for (const [pod, port] of [['pod-a', a.port], ['pod-b', b.port], ['pod-a', a.port]] as const) {
-      writeFileSync(r.resourcesFile, modelServerYaml('moving-server', pod, port) + ROUTES + modelRouteYaml('route-new', 'model-new', 'moving-server'));
-      await waitFor(`every worker sends to ${pod}`, () => allTo(r.url, pod, 'model-new'), 15_000, 50);
-    }
+    await waitFor('both workers send to pod-a', () => allTo(r.url, 'pod-a', 'model-new'), 15_000, 50);
+    for (const [pod, port] of [['pod-b', b.port], ['pod-a', a.port], ['pod-b', b.port]] as const) await move(pod, port);
     // Its snapshot, sent whole as it started, said the version its routes came with: no worker asked for one again.
     expect(r.stderr()).not.toMatch(/has the routes of another snapshot/);
   });
