@@ -136,7 +136,7 @@ async function main(): Promise<void> {
         emit(req, { t: MSG_GET, id: mine });
         const collect = req.sent.find((m) => m.t === MSG_COLLECT).id;
         if (!late || r === 0) for (const [i, w] of workers.entries()) emit(w, { t: MSG_DATA, id: collect, metrics: answers[i], podEpochs: epochs });
-        // The text is written once prom-client's metrics() resolves (late: after the 1 ms timeout).
+        // The text is written once aggregateInTurns() resolves (late: after the 1 ms timeout).
         while (!req.sent.some((m) => m.t === MSG_TEXT)) await new Promise((res) => setImmediate(res));
         if (r > 0) total.push(sinceMs(t0));
         const answer = req.sent.find((m) => m.t === MSG_TEXT);

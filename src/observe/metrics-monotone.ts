@@ -24,7 +24,8 @@ interface Shown {
 
 /**
  * The values shown by series, scrape after scrape: begin() a scrape's text, shown() for each
- * counter and histogram line of it, end() once it is written.
+ * counter and histogram line it watches (of a histogram sent as parts, the `_sum` alone), end()
+ * once it is written.
  */
 export class MonotoneSeries {
   /** Value shown last, by series (name and labels as written). */

@@ -142,8 +142,8 @@ export async function runPrimary(settings: Settings, workerArgs: string[]): Prom
     }
     publishedJson = json;
     // The routes as they were (a change of ModelServers only: pods moved in a rollout): the workers
-    // are sent the servers alone and keep what they compiled of the routes of the servers that did
-    // not change; the served models keep their `created`.
+    // are sent the servers alone and keep every route as compiled (only the servers that changed
+    // are compiled again); the served models keep their `created`.
     const serversOnly = snapshot !== null && routesJson === publishedRoutesJson;
     publishedRoutesJson = routesJson;
     snapshot = serversOnly ? { version: ++version, routes: snapshot!.routes, servers, createdAt: snapshot!.createdAt } : { version: ++version, routes, servers, createdAt: Date.now() };

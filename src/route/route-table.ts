@@ -117,8 +117,8 @@ export class RouteTable {
   readonly version: number;
   /**
    * The snapshot's routes, the array given: a next table built from a snapshot with this same
-   * array (a change of ModelServers only: its routes as they were) compiles again only the routes
-   * of the servers that changed, and takes the rest from this one.
+   * array (a change of ModelServers only: its routes as they were) compiles no route again: it
+   * takes this one's routes whole and puts the servers that changed in their slots.
    */
   readonly routes: ResourceSnapshot['routes'];
   /** The version of the snapshot these routes came with (this one's, unless it took them from the table before). */
