@@ -17,6 +17,7 @@ export default defineConfig({
     // process (spies, timers, env, listeners); after each file, process-state.ts checks the
     // environment, the working directory, fake timers and the signal and error listeners.
     isolate: false,
-    setupFiles: ['test/helpers/process-state.ts'],
+    // After each file: the directories its tempDir() calls made are removed (temp-dirs-cleanup.ts).
+    setupFiles: ['test/helpers/process-state.ts', 'test/helpers/temp-dirs-cleanup.ts'],
   },
 });

@@ -30,7 +30,7 @@ export const CLI = join(ROOT, 'dist/cli.js');
 /** The mock model server (test/mock-backend/), built by bench/tsconfig.json. */
 export const MOCK = join(ROOT, 'dist/test/mock-backend/mock-backend.js');
 
-/** Directories tempDir() made in this process: stopAll() removes them (a bench's end; tests do not call it). */
+/** Directories tempDir() made in this process: stopAll() removes them (a bench's end), and after each test file temp-dirs-cleanup.ts does. */
 const madeDirs = new Set<string>();
 
 export function tempDir(prefix = 'ir-test-'): string {
