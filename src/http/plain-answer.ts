@@ -23,9 +23,7 @@ export function startPlain(res: HttpResponse, status: number, contentType: strin
 
 /** A router-made error outside the inference path, negotiated like Exchange.sendError. */
 export function sendPlainError(res: HttpResponse, err: RouterError, acceptJson: boolean, close = false, head = false): void {
-  res.writeStatus(statusLineBytes(err.status));
-  res.writeHeader('content-type', acceptJson ? JSON_TYPE : TEXT_TYPE);
-  res.writeHeader('x-content-type-options', 'nosniff');
+  startPlain(res, err.status, acceptJson ? JSON_TYPE : TEXT_TYPE);
   if (err.headers !== null) for (const k in err.headers) res.writeHeader(k, err.headers[k]);
   endAnswer(res, errorBody(err, acceptJson), close, head);
 }

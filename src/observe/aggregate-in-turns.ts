@@ -19,7 +19,7 @@
  *   worker's /readyz answered 503.
  */
 import { histogramJson, isHistogramParts, type HistogramParts, type LabelValues, type MetricValue } from './metrics-series.js';
-import { labelSetKey, type SentMetric } from './sent-metric.js';
+import { addToSeriesSum, labelSetKey, sameBuckets, seriesSum, type SentMetric, type SeriesSum } from './sent-metric.js';
 import type { MonotoneSeries } from './metrics-monotone.js';
 
 /** Lines of the exposition summed in one turn at most, about (a histogram series counts its every line). */
@@ -34,14 +34,6 @@ interface ValueSum {
   readonly metricName: string | undefined;
   value: number;
   n: number;
-}
-
-/** A histogram series so far: its first part's labels, its bucket counts, sum and count added up. */
-interface SeriesSum {
-  readonly labels: LabelValues;
-  readonly counts: number[];
-  sum: number;
-  count: number;
 }
 
 /** Counts lines summed and lets the event loop turn after each `perTurn`. */
@@ -100,10 +92,7 @@ export async function aggregateInTurns(lists: readonly (readonly SentMetric[])[]
 function histogramParts(parts: readonly SentMetric[]): HistogramParts[] | null {
   const h = parts[0];
   if (!isHistogramParts(h) || h.aggregator !== 'sum') return null;
-  for (const p of parts) {
-    if (!isHistogramParts(p) || p.le.length !== h.le.length) return null;
-    for (let i = 0; i < h.le.length; i++) if (p.le[i] !== h.le[i]) return null;
-  }
+  for (const p of parts) if (!isHistogramParts(p) || !sameBuckets(p.le, h.le)) return null;
   return parts as HistogramParts[];
 }
 
@@ -115,13 +104,8 @@ async function histogramText(parts: readonly HistogramParts[], turns: Turns, mon
     for (const s of p.series) {
       const key = labelSetKey(s.labels);
       const had = byKey.get(key);
-      // 0 + as prom-client's sum starts: a sum that was not finite in the worker comes as null over IPC, and counts as 0.
-      if (had === undefined) byKey.set(key, { labels: s.labels, counts: Array.from(s.counts), sum: 0 + s.sum, count: 0 + s.count });
-      else {
-        for (let i = 0; i < had.counts.length; i++) had.counts[i] += s.counts[i];
-        had.sum += s.sum;
-        had.count += s.count;
-      }
+      if (had === undefined) byKey.set(key, seriesSum(s));
+      else addToSeriesSum(had, s);
       if (turns.add(lines)) await nextTurn();
     }
   }

@@ -310,7 +310,7 @@ function replyText(g: Gather, text: string, partChars: number): void {
     if (!g.requester.isConnected()) return;
     const to = partEnd(text, from, partChars);
     if (to >= text.length) {
-      reply(g, { t: MSG_TEXT, id: g.requestId, text: from === 0 ? text : text.slice(from) });
+      reply(g, { t: MSG_TEXT, id: g.requestId, text: text.slice(from) });
       return;
     }
     reply(g, { t: MSG_TEXT, id: g.requestId, text: text.slice(from, to), more: true });

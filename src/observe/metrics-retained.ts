@@ -15,7 +15,7 @@
  */
 import { histogramJson, isHistogramParts, type HistogramPart, type HistogramParts, type LabelValues, type MetricJson, type MetricValue } from './metrics-series.js';
 import { epochOf, epochsIn, isMonotonic, notePartEpoch, type PartEpochs, type PodAnswer, type PodEpochs, type ShownEpochs } from './backend-pod-epochs.js';
-import { hasNoSeries, keepSeries, labelSetKey, type SentMetric } from './sent-metric.js';
+import { addToSeriesSum, hasNoSeries, keepSeries, labelSetKey, sameBuckets, seriesSum, type SentMetric, type SeriesSum } from './sent-metric.js';
 
 /** The counters and histograms of one worker's answer. */
 export function monotonicPart(list: readonly SentMetric[]): SentMetric[] {
@@ -55,14 +55,6 @@ interface RetiredSeries<S> {
   readonly epoch: number;
 }
 
-/** A histogram series summed here (its counts added to in place). */
-interface SummedPart {
-  readonly labels: LabelValues;
-  readonly counts: number[];
-  sum: number;
-  count: number;
-}
-
 /** A metric kept as values (prom-client's JSON), keyed by line name, labels and epoch. */
 interface ValuesFamily {
   readonly json: Omit<MetricJson, 'values'>;
@@ -72,7 +64,7 @@ interface ValuesFamily {
 /** A histogram kept as its parts, keyed by labels and epoch. */
 interface PartsFamily {
   readonly json: Omit<HistogramParts, 'series'>;
-  readonly byKey: Map<string, RetiredSeries<SummedPart>>;
+  readonly byKey: Map<string, RetiredSeries<SeriesSum>>;
 }
 
 function isPartsFamily(f: ValuesFamily | PartsFamily): f is PartsFamily {
@@ -98,7 +90,7 @@ export class RetiredCounts {
           : { json: { name: m.name, help: m.help, type: m.type, aggregator: 'sum' }, byKey: new Map() };
         this.families.set(m.name, f);
       }
-      if (isPartsFamily(f) && isHistogramParts(m) && sameBounds(f.json.le, m.le)) addParts(f, m.series, epochs);
+      if (isPartsFamily(f) && isHistogramParts(m) && sameBuckets(f.json.le, m.le)) addParts(f, m.series, epochs);
       else addValues(this.asValues(f), isHistogramParts(m) ? histogramJson(m).values : m.values, epochs);
     }
   }
@@ -150,7 +142,7 @@ export class RetiredCounts {
     for (const f of this.families.values()) {
       if (isPartsFamily(f)) {
         const series: HistogramPart[] = [];
-        for (const s of f.byKey.values()) if (showing(s)) series.push({ labels: s.series.labels, counts: [...s.series.counts], sum: s.series.sum, count: s.series.count });
+        for (const s of f.byKey.values()) if (showing(s)) series.push(seriesSum(s.series));
         out.push({ ...f.json, series });
       } else {
         const values: MetricValue[] = [];
@@ -162,26 +154,14 @@ export class RetiredCounts {
   }
 }
 
-function sameBounds(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 function addParts(f: PartsFamily, series: readonly HistogramPart[], epochs: PodEpochs | null): void {
   for (const p of series) {
     const pod = p.labels.backend_pod;
     const epoch = pod === undefined ? 0 : epochOf(epochs, pod);
     const key = epochKey(p.labels, epoch);
     const had = f.byKey.get(key);
-    if (had !== undefined) {
-      const counts = had.series.counts;
-      for (let i = 0; i < counts.length; i++) counts[i] += p.counts[i];
-      had.series.sum += p.sum;
-      had.series.count += p.count;
-      continue;
-    }
-    f.byKey.set(key, { series: { labels: { ...p.labels }, counts: [...p.counts], sum: 0 + p.sum, count: 0 + p.count }, epoch });
+    if (had !== undefined) addToSeriesSum(had.series, p);
+    else f.byKey.set(key, { series: seriesSum(p, { ...p.labels }), epoch });
   }
 }
 

@@ -188,7 +188,7 @@ export interface HistogramPart {
 /**
  * A histogram family as a worker sends it to the primary (metrics-cluster.ts): an entry a series,
  * where prom-client's JSON has a value with its own labels for each bucket, the sum and the count
- * (22 for the router's latency histograms): about a tenth of the JSON to write, send and read, at
+ * (20 for the router's latency histograms): about a tenth of the JSON to write, send and read, at
  * the same information. histogramJson() makes prom-client's JSON of it.
  */
 export interface HistogramParts {

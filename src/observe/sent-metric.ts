@@ -32,9 +32,34 @@ export function hasNoSeries(m: SentMetric): boolean {
   return isHistogramParts(m) ? m.series.length === 0 : m.values.length === 0;
 }
 
-/** The lines of the exposition `m` stands for (a histogram part's: a bucket each, its sum and count). */
-export function linesOf(m: SentMetric): number {
-  return isHistogramParts(m) ? m.series.length * (m.le.length + 2) : m.values.length;
+/** Whether two histogram families have the same buckets (their `le`, in order): their parts can be summed as such. */
+export function sameBuckets(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A histogram series being summed: its bucket counts, sum and count added to in place. */
+export interface SeriesSum {
+  readonly labels: LabelValues;
+  readonly counts: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * A sum of `s` alone (its counts copied), with `labels`. Started from 0 as prom-client's sum is: a
+ * sum that was not finite in a worker comes as null over IPC, and counts as 0.
+ */
+export function seriesSum(s: HistogramPart, labels: LabelValues = s.labels): SeriesSum {
+  return { labels, counts: Array.from(s.counts), sum: 0 + s.sum, count: 0 + s.count };
+}
+
+/** Adds `s` (the same buckets) to `into`. */
+export function addToSeriesSum(into: SeriesSum, s: HistogramPart): void {
+  for (let i = 0; i < into.counts.length; i++) into.counts[i] += s.counts[i];
+  into.sum += s.sum;
+  into.count += s.count;
 }
 
 /**
